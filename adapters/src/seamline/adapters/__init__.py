@@ -1,0 +1,1 @@
+"""seamline's edges: the command line, telemetry and logging set-up, exporters."""

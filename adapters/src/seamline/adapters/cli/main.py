@@ -1,0 +1,186 @@
+"""``seamline``: run, validate and explore pipelines from the command line.
+
+User errors (a bad pipeline file, an unknown component, an attention that cannot
+serve) print one clear message and exit with code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from seamline.contracts import KINDS, UserError
+from seamline.core.registry import Registry
+
+app = typer.Typer(
+    name="seamline",
+    help="Compose and run JAX inference pipelines from swappable, contract-checked components.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+T = TypeVar("T")
+
+PipelineArg = Annotated[Path, typer.Argument(help="The pipeline YAML file.", show_default=False)]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        "-s",
+        help="Override a value: --set model.with.max_length=128 (repeatable).",
+        metavar="PATH=VALUE",
+    ),
+]
+
+
+def _user_errors(action: Callable[[], T]) -> T:
+    """Run ``action``; a user error becomes a message on stderr and exit code 2."""
+    try:
+        return action()
+    except UserError as error:
+        err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def run(
+    pipeline: PipelineArg,
+    overrides: SetOption = None,
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="auto (console on a terminal), json or console.")
+    ] = "auto",
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info or warning.")] = "info",
+) -> None:
+    """Run a pipeline: load, embed and write every document."""
+    from seamline.adapters.cli.progress import ProgressMonitor
+    from seamline.adapters.logging_setup import configure_logging
+    from seamline.adapters.tracing_setup import configure_tracing, shutdown_tracing
+    from seamline.core.pipeline import Pipeline
+
+    interactive = err.is_terminal
+    json_logs = {"auto": None, "json": True, "console": False}.get(log_format)
+    if log_format not in ("auto", "json", "console"):
+        err.print("[bold red]error:[/] --log-format must be auto, json or console")
+        raise typer.Exit(2)
+    # On a terminal the progress bar reports; per-batch lines would only scroll it away.
+    configure_logging(json=json_logs, level="warning" if interactive else log_level)
+    configure_tracing()
+    try:
+        loaded = _user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
+        extra = [ProgressMonitor(err)] if interactive else []
+        summary = _user_errors(lambda: loaded.run(extra_monitors=extra))
+    finally:
+        shutdown_tracing()
+    out.print(
+        f"[green]done[/] {summary.pipeline}: {summary.documents} documents "
+        f"({summary.failed_documents} set aside), {summary.examples} windows, "
+        f"{summary.tokens:,} tokens in {summary.seconds:.1f}s "
+        f"({summary.documents / max(summary.seconds, 1e-9):.1f} docs/s, "
+        f"{summary.tokens_per_second:,.0f} tokens/s); {summary.batches} batches, "
+        f"{summary.compilations} compilations",
+        highlight=False,
+    )
+    for signature, chosen in summary.attention.items():
+        out.print(f"  attention {chosen} for {signature}", highlight=False)
+
+
+@app.command()
+def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
+    """Check a pipeline file without running it (every error is reported with its location)."""
+    from seamline.core.config import load_pipeline
+
+    resolved = _user_errors(lambda: load_pipeline(pipeline, Registry.discover(), overrides or ()))
+    spec = resolved.spec
+    out.print(f"[green]ok[/] {pipeline}: pipeline {spec.pipeline!r}", highlight=False)
+    out.print(f"  loader    {resolved.loader.name}", highlight=False)
+    out.print(f"  model     {resolved.model.name}", highlight=False)
+    attention = ", ".join(a.name for a in resolved.attention)
+    mode = "explicit" if resolved.attention_explicit else f"{spec.attention.use!s} → candidates"
+    out.print(f"  attention {mode}: {attention}", highlight=False)
+    out.print(f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", highlight=False)
+    out.print(f"  sink      {resolved.sink.name}", highlight=False)
+
+
+@app.command()
+def components(
+    kind: Annotated[
+        str | None, typer.Option("--kind", "-k", help=f"Only one kind: {', '.join(KINDS)}.")
+    ] = None,
+) -> None:
+    """List every installed component, including broken ones and why."""
+    if kind is not None and kind not in KINDS:
+        err.print(f"[bold red]error:[/] --kind must be one of {', '.join(KINDS)}")
+        raise typer.Exit(2)
+    registry = Registry.discover()
+    table = Table(title="seamline components")
+    for column in ("kind", "name", "distribution", "version", "contract", "status"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    colours = {"ok": "green", "broken": "red", "refused": "yellow", "conflict": "red"}
+    for info in registry.entries(kind):  # type: ignore[arg-type]
+        table.add_row(
+            info.kind,
+            info.name,
+            info.distribution,
+            info.version,
+            info.contract_version or "-",
+            f"[{colours[info.status]}]{info.status}[/]",
+            info.reason,
+        )
+    out.print(table)
+
+
+@app.command()
+def schema(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to a file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of pipeline files, with every installed component's config."""
+    from seamline.core.schema import pipeline_schema
+
+    text = json.dumps(pipeline_schema(Registry.discover()), indent=2)
+    if output:
+        output.write_text(text + "\n", encoding="utf-8")
+        err.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+@app.command()
+def search(
+    index: Annotated[Path, typer.Argument(help="An index written by a jsonl or npy sink.")],
+    query: Annotated[str, typer.Argument(help="The text to search for.")],
+    k: Annotated[int, typer.Option("-k", min=1, help="How many results.")] = 5,
+) -> None:
+    """Embed QUERY with the index's own model and print the nearest documents."""
+    from seamline.adapters.logging_setup import configure_logging
+    from seamline.adapters.search import search as run_search
+
+    configure_logging(level="warning")
+    hits = _user_errors(lambda: run_search(Registry.discover(), index, query, k))
+    table = Table(title=f"nearest to {query!r}")
+    for column in ("score", "document", "window", "text"):
+        table.add_column(column, overflow="fold")
+    for hit in hits:
+        table.add_row(f"{hit.score:.3f}", hit.doc_id, str(hit.window), hit.snippet())
+    out.print(table)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point of the ``seamline`` command."""
+    return app(args=argv, prog_name="seamline")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Log rendering, decided at the edge: readable on a terminal, JSON lines otherwise.
+
+Core and components only call ``structlog.get_logger()``; this module is where
+an application (here, the CLI) chooses how those lines look and where they go.
+Standard-library logging from dependencies is routed through the same renderer.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, TextIO
+
+import structlog
+from opentelemetry import trace
+
+
+def _add_trace_ids(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Put the current trace and span ids on every line logged inside a span."""
+    context = trace.get_current_span().get_span_context()
+    if context.is_valid:
+        event.setdefault("trace_id", format(context.trace_id, "032x"))
+        event.setdefault("span_id", format(context.span_id, "016x"))
+    return event
+
+
+def configure_logging(
+    *, json: bool | None = None, level: str = "info", stream: TextIO | None = None
+) -> None:
+    """Configure structlog and stdlib logging for a command-line run.
+
+    ``json=None`` picks JSON lines unless ``stream`` is a terminal.
+    """
+    stream = stream or sys.stderr
+    if json is None:
+        json = not stream.isatty()
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _add_trace_ids,
+    ]
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if json
+        else structlog.dev.ConsoleRenderer(colors=stream.isatty())
+    )
+    numeric = logging.getLevelName(level.upper())
+    structlog.configure(
+        processors=[
+            *shared,
+            structlog.processors.format_exc_info,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        cache_logger_on_first_use=False,
+    )
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            foreign_pre_chain=shared,
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(numeric)
+    # JAX and absl are chatty at INFO about platform probing; keep them to warnings.
+    for noisy in ("jax", "absl", "stevedore"):
+        logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))

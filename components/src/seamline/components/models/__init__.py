@@ -1,0 +1,1 @@
+"""Models: components that turn documents into examples and examples into vectors."""

@@ -1,0 +1,350 @@
+"""Where a BERT encoder's files come from, and how its checkpoint becomes a params pytree.
+
+A weight source is a directory holding a Hugging Face / sentence-transformers
+checkpoint (``config.json``, ``tokenizer.json``, ``model.safetensors`` and, for a
+sentence-transformers model, ``modules.json``, ``1_Pooling/config.json`` and
+``sentence_bert_config.json``), or ``package:<module>``: an installed Python
+package that ships such a directory. Nothing is ever downloaded: a run reads only
+files that are already on disk, so what it computes does not depend on the network.
+
+Every failure is a :class:`~seamline.contracts.WeightsError` whose message says what
+is missing or wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from safetensors.numpy import load_file
+
+from seamline.components.models.bert_math import (
+    Activation,
+    Architecture,
+    BertParams,
+    DenseParams,
+    EmbeddingParams,
+    LayerParams,
+    NormParams,
+)
+from seamline.contracts import WeightsError
+
+PACKAGE_PREFIX = "package:"
+WEIGHTS_FILE = "model.safetensors"
+NORMALIZE_MODULE = "sentence_transformers.models.Normalize"
+
+Array = npt.NDArray[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFiles:
+    """The files of one checkpoint, read and checked up front so later steps cannot miss one."""
+
+    root: Path
+    """The source directory (where ``modules.json`` and ``1_Pooling/`` live)."""
+    model_dir: Path
+    """Where ``config.json`` and the weights live (the Transformer module's own path)."""
+    config: dict[str, Any]
+    tokenizer_path: Path
+    weights_path: Path
+    modules: list[dict[str, Any]] | None
+    pooling: dict[str, Any] | None
+    sentence_config: dict[str, Any] | None
+
+
+def resolve_source(source: str) -> Path:
+    """Turn a ``weights:`` value into the directory that holds the checkpoint."""
+    if source.startswith(PACKAGE_PREFIX):
+        return _package_dir(source[len(PACKAGE_PREFIX) :].strip())
+    path = Path(source).expanduser()
+    if not path.is_dir():
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise WeightsError(
+            f"weight directory {str(path)!r} {what}; set 'weights' to a directory holding "
+            f"config.json, tokenizer.json and {WEIGHTS_FILE}, or to 'package:<module>' for an "
+            "installed package that ships them"
+        )
+    return path.resolve()
+
+
+def _package_dir(module: str) -> Path:
+    """Find an installed package's model directory without importing (running) the package."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", module):
+        raise WeightsError(
+            f"{PACKAGE_PREFIX}{module!s} does not name a Python module; "
+            f"write '{PACKAGE_PREFIX}<importable.module.name>'"
+        )
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise WeightsError(
+            f"weights package {module!r} is not installed in this environment; install the "
+            f"distribution that provides it, or point 'weights' at a directory instead"
+        )
+    if spec.submodule_search_locations:
+        module_dir = Path(next(iter(spec.submodule_search_locations)))
+    elif spec.origin:
+        module_dir = Path(spec.origin).parent
+    else:
+        raise WeightsError(f"weights package {module!r} has no location on disk to read from")
+    nested = module_dir / "model"
+    return nested if (nested / "config.json").is_file() else module_dir
+
+
+def read_model_files(root: Path) -> ModelFiles:
+    """Read every configuration file of the checkpoint at ``root``; the weights stay on disk."""
+    modules = _read_json(root / "modules.json", required=False)
+    if modules is not None and not isinstance(modules, list):
+        raise WeightsError(f"{root / 'modules.json'} should hold a list of modules")
+    model_dir = root / _transformer_path(modules)
+    config = _read_json(model_dir / "config.json", required=True)
+    tokenizer_path = _first_existing(model_dir / "tokenizer.json", root / "tokenizer.json")
+    weights_path = model_dir / WEIGHTS_FILE
+    if not weights_path.is_file():
+        raise WeightsError(
+            f"{weights_path} is missing; this encoder reads safetensors only (convert a "
+            "pytorch_model.bin with the safetensors library, once, outside seamline)"
+        )
+    return ModelFiles(
+        root=root,
+        model_dir=model_dir,
+        config=config,
+        tokenizer_path=tokenizer_path,
+        weights_path=weights_path,
+        modules=modules,
+        pooling=_read_json(root / _pooling_path(modules) / "config.json", required=False),
+        sentence_config=_sentence_config(root, model_dir),
+    )
+
+
+def _transformer_path(modules: list[dict[str, Any]] | None) -> str:
+    """The sub-directory of the Transformer module (``""`` in most checkpoints)."""
+    for module in modules or ():
+        if str(module.get("type", "")).endswith(".Transformer"):
+            return str(module.get("path", ""))
+    return ""
+
+
+def _pooling_path(modules: list[dict[str, Any]] | None) -> str:
+    for module in modules or ():
+        if str(module.get("type", "")).endswith(".Pooling"):
+            return str(module.get("path", "1_Pooling"))
+    return "1_Pooling"
+
+
+def _sentence_config(root: Path, model_dir: Path) -> dict[str, Any] | None:
+    for directory in (model_dir, root):
+        found = _read_json(directory / "sentence_bert_config.json", required=False)
+        if found is not None:
+            return found
+    return None
+
+
+def _first_existing(*candidates: Path) -> Path:
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise WeightsError(
+        f"{candidates[0]} is missing; the encoder needs the fast-tokenizer file "
+        "tokenizer.json next to config.json (save it with the tokenizers library)"
+    )
+
+
+def _read_json(path: Path, *, required: bool) -> Any:
+    if not path.is_file():
+        if required:
+            raise WeightsError(
+                f"{path} is missing; the weight source must be a Hugging Face checkpoint "
+                "directory with config.json, tokenizer.json and model.safetensors"
+            )
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise WeightsError(f"{path} could not be read as JSON ({err}); restore the file") from err
+
+
+_ACTIVATIONS: dict[str, Activation] = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "relu": "relu",
+}
+
+
+def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
+    """Read the network's static shape from ``config.json``, refusing what it cannot run.
+
+    Refusing here (rather than computing something subtly different) is what lets a
+    successful load mean "this reproduces the reference".
+    """
+    where = path / "config.json"
+    position_kind = config.get("position_embedding_type", "absolute")
+    if position_kind != "absolute":
+        raise WeightsError(
+            f"{where}: position_embedding_type {position_kind!r} is not supported; "
+            "bert-encoder implements absolute position embeddings only"
+        )
+    activation = _ACTIVATIONS.get(str(config.get("hidden_act", "gelu")))
+    if activation is None:
+        raise WeightsError(
+            f"{where}: hidden_act {config.get('hidden_act')!r} is not supported; "
+            f"bert-encoder implements {sorted(_ACTIVATIONS)}"
+        )
+    arch = Architecture(
+        vocab_size=_int_field(config, "vocab_size", where),
+        hidden_size=_int_field(config, "hidden_size", where),
+        num_layers=_int_field(config, "num_hidden_layers", where),
+        num_heads=_int_field(config, "num_attention_heads", where),
+        intermediate_size=_int_field(config, "intermediate_size", where),
+        max_positions=_int_field(config, "max_position_embeddings", where),
+        type_vocab_size=int(config.get("type_vocab_size", 2)),
+        layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)),
+        activation=activation,
+    )
+    if arch.hidden_size % arch.num_heads:
+        raise WeightsError(
+            f"{where}: hidden_size {arch.hidden_size} is not divisible by "
+            f"num_attention_heads {arch.num_heads}"
+        )
+    return arch
+
+
+def _int_field(config: dict[str, Any], key: str, where: Path) -> int:
+    value = config.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise WeightsError(
+            f"{where}: {key} is {value!r}, expected a positive integer; "
+            "is this a BERT-family config.json?"
+        )
+    return value
+
+
+def lists_normalize(modules: list[dict[str, Any]] | None) -> bool:
+    """Whether a sentence-transformers pipeline ends by L2-normalising its output."""
+    return any(module.get("type") == NORMALIZE_MODULE for module in modules or ())
+
+
+def sha256_of(path: Path, chunk_size: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in chunks so the check costs no extra memory."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_sha256(path: Path, expected: str) -> None:
+    """Refuse a weights file whose bytes are not the ones the pipeline was written for."""
+    actual = sha256_of(path)
+    if actual != expected.lower():
+        raise WeightsError(
+            f"{path} has sha256 {actual}, expected {expected.lower()}: the file is corrupt or "
+            "a different model; restore the right file or update 'sha256' in the config"
+        )
+
+
+def load_params(
+    files: ModelFiles, arch: Architecture, expected_sha256: str | None = None
+) -> BertParams:
+    """Read ``model.safetensors`` (after its integrity check) into the encoder's pytree."""
+    if expected_sha256 is not None:
+        verify_sha256(files.weights_path, expected_sha256)
+    try:
+        raw = load_file(str(files.weights_path))
+    except Exception as err:  # safetensors raises its own error types for a damaged file
+        raise WeightsError(
+            f"{files.weights_path} could not be read as safetensors ({err}); restore the file"
+        ) from err
+    return build_params(raw, arch, source=str(files.weights_path))
+
+
+def build_params(raw: dict[str, Array], arch: Architecture, *, source: str) -> BertParams:
+    """Map Hugging Face tensor names onto :class:`BertParams`, checking every shape."""
+    reader = _TensorReader(_strip_prefix(raw), source)
+    hidden = arch.hidden_size
+    embeddings = EmbeddingParams(
+        word=reader.get("embeddings.word_embeddings.weight", (arch.vocab_size, hidden)),
+        position=reader.get("embeddings.position_embeddings.weight", (arch.max_positions, hidden)),
+        token_type=reader.get(
+            "embeddings.token_type_embeddings.weight", (arch.type_vocab_size, hidden)
+        ),
+        norm=reader.norm("embeddings.LayerNorm", hidden),
+    )
+    layers = [
+        _layer_params(reader, f"encoder.layer.{i}", hidden, arch.intermediate_size)
+        for i in range(arch.num_layers)
+    ]
+    reader.raise_if_missing()
+    return BertParams(embeddings=embeddings, layers=layers)
+
+
+def _layer_params(reader: _TensorReader, prefix: str, hidden: int, inner: int) -> LayerParams:
+    return LayerParams(
+        query=reader.dense(f"{prefix}.attention.self.query", hidden, hidden),
+        key=reader.dense(f"{prefix}.attention.self.key", hidden, hidden),
+        value=reader.dense(f"{prefix}.attention.self.value", hidden, hidden),
+        attention_out=reader.dense(f"{prefix}.attention.output.dense", hidden, hidden),
+        attention_norm=reader.norm(f"{prefix}.attention.output.LayerNorm", hidden),
+        intermediate=reader.dense(f"{prefix}.intermediate.dense", hidden, inner),
+        output=reader.dense(f"{prefix}.output.dense", inner, hidden),
+        output_norm=reader.norm(f"{prefix}.output.LayerNorm", hidden),
+    )
+
+
+def _strip_prefix(raw: dict[str, Array]) -> dict[str, Array]:
+    """Accept both ``BertModel`` names and the ``bert.``-prefixed names of task heads."""
+    return {name.removeprefix("bert."): tensor for name, tensor in raw.items()}
+
+
+class _TensorReader:
+    """Takes tensors by name, collecting every missing or misshapen one for a single report."""
+
+    def __init__(self, tensors: dict[str, Array], source: str) -> None:
+        self._tensors = tensors
+        self._source = source
+        self._problems: list[str] = []
+
+    def get(self, name: str, shape: tuple[int, ...]) -> Array:
+        """The tensor called ``name`` as float32, or a placeholder after noting the problem."""
+        tensor = self._tensors.get(name)
+        if tensor is None:
+            self._problems.append(f"missing {name}")
+            return np.zeros(shape, np.float32)
+        if tuple(tensor.shape) != shape:
+            self._problems.append(f"{name} has shape {tuple(tensor.shape)}, expected {shape}")
+        return np.asarray(tensor, np.float32)
+
+    def dense(self, prefix: str, fan_in: int, fan_out: int) -> DenseParams:
+        # Hugging Face stores torch Linear weights as [out, in]; the pytree keeps [in, out].
+        weight = self.get(f"{prefix}.weight", (fan_out, fan_in))
+        return DenseParams(
+            kernel=np.ascontiguousarray(weight.T), bias=self.get(f"{prefix}.bias", (fan_out,))
+        )
+
+    def norm(self, prefix: str, size: int) -> NormParams:
+        # Old TensorFlow-converted checkpoints name the layer-norm parameters gamma/beta.
+        legacy = f"{prefix}.gamma" in self._tensors and f"{prefix}.weight" not in self._tensors
+        scale, bias = ("gamma", "beta") if legacy else ("weight", "bias")
+        return NormParams(
+            scale=self.get(f"{prefix}.{scale}", (size,)), bias=self.get(f"{prefix}.{bias}", (size,))
+        )
+
+    def raise_if_missing(self) -> None:
+        if not self._problems:
+            return
+        shown = "; ".join(self._problems[:8])
+        more = f" (and {len(self._problems) - 8} more)" if len(self._problems) > 8 else ""
+        raise WeightsError(
+            f"{self._source} does not match a BERT encoder as config.json describes it: "
+            f"{shown}{more}; use the model.safetensors that belongs with this config.json"
+        )

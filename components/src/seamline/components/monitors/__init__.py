@@ -1,0 +1,1 @@
+"""Monitors: observers of a run (``log``). They never configure logging themselves."""

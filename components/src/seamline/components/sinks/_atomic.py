@@ -1,0 +1,131 @@
+"""Write a file under a temporary name, then publish it whole or not at all.
+
+A reader must never see half an output, and a failed run must leave no output
+behind. So each file is written to a hidden temporary file in the *same*
+directory as its destination (``os.replace`` is atomic only within one file
+system), flushed and fsynced so that the data is on disk before the name points at
+it, and renamed over the destination on success; on failure it is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+from seamline.contracts import UserError
+
+
+class AtomicFile:
+    """A binary file that appears under ``destination`` only when :meth:`publish` is called.
+
+    Creates the destination's parent directories. The temporary name starts with a
+    dot and ends in ``.tmp`` so that globs for the final outputs do not match it.
+    """
+
+    def __init__(self, destination: Path, *, purpose: str = "output") -> None:
+        self.destination = destination
+        if destination.is_dir():
+            raise UserError(
+                f"cannot write the {purpose} to {str(destination)!r}: it is a directory; "
+                "give a file path instead"
+            )
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(
+            prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent
+        )
+        self.temporary = Path(name)
+        self.file: IO[bytes] = os.fdopen(fd, "w+b")
+        self._done = False
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+
+    def write_json_line(self, obj: Any) -> None:
+        """Append one compact JSON object and a newline (JSON Lines)."""
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_to_json)
+        self.file.write(line.encode("utf-8") + b"\n")
+
+    def publish(self) -> None:
+        """Make the data durable, then atomically replace ``destination`` with it."""
+        if self._done:
+            return
+        try:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            os.replace(self.temporary, self.destination)
+        except BaseException:
+            self.discard()
+            raise
+        self._done = True
+        _fsync_directory(self.destination.parent)
+
+    def discard(self) -> None:
+        """Delete the temporary file; ``destination`` is left untouched."""
+        if self._done:
+            return
+        self._done = True
+        with contextlib.suppress(OSError):
+            self.file.close()
+        self.temporary.unlink(missing_ok=True)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist a rename: the directory entry, not only the file, must reach the disk."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # e.g. platforms that cannot open directories
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _to_json(value: Any) -> Any:
+    """Encode metadata values JSON does not know: numpy values, paths, sets; else ``str``."""
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        return tolist()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return str(value)
+
+
+class AtomicGroup:
+    """The files of one output, published one by one in the order they were opened.
+
+    Several files cannot be renamed into place as one atomic step, so the order is
+    the guarantee instead: a sink opens its primary file last, and a reader who sees
+    the primary file can rely on its companions (index, errors) being complete.
+    """
+
+    def __init__(self) -> None:
+        self._files: list[AtomicFile] = []
+
+    def open(self, destination: Path, *, purpose: str) -> AtomicFile:
+        try:
+            atomic = AtomicFile(destination, purpose=purpose)
+        except BaseException:
+            self.discard()
+            raise
+        self._files.append(atomic)
+        return atomic
+
+    def publish(self) -> None:
+        """Publish every file; if one fails, discard those not yet published and re-raise."""
+        try:
+            for atomic in self._files:
+                atomic.publish()
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        for atomic in self._files:
+            atomic.discard()

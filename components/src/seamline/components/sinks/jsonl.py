@@ -1,0 +1,143 @@
+"""``jsonl``: one JSON line per output record, and one per document set aside.
+
+Records are encoded and appended as they arrive, so memory does not grow with the
+corpus. Both files are written under temporary names and published only by
+``close(complete=True)`` (see :mod:`._atomic`). The errors file is always
+published, empty when nothing failed, so that "no errors" can be told apart from
+"never ran".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from seamline.components.sinks._atomic import AtomicFile, AtomicGroup
+from seamline.contracts import (
+    ComponentConfig,
+    ContractViolation,
+    DocumentError,
+    OutputRecord,
+    Sink,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+def default_errors_path(path: Path) -> Path:
+    """``out/emb.jsonl`` -> ``out/emb.errors.jsonl``: beside the output, named after it."""
+    return path.with_name(f"{path.stem}.errors.jsonl")
+
+
+def error_line(error: DocumentError) -> dict[str, Any]:
+    """The JSON object recorded for a document that was set aside."""
+    return {"id": error.id, "reason": error.reason, "metadata": dict(error.metadata)}
+
+
+def record_fields(record: OutputRecord) -> dict[str, Any]:
+    """The fields that identify a record (everything but its vector), in output order."""
+    start, end = record.span
+    return {"id": record.doc_id, "window": int(record.index), "span": [int(start), int(end)]}
+
+
+def checked_vector(record: OutputRecord) -> np.ndarray[Any, Any]:
+    """The record's vector as a 1-D array, or a ContractViolation naming the record."""
+    vector = np.asarray(record.vector)
+    if vector.ndim != 1:
+        raise ContractViolation(
+            f"record {record.doc_id!r} window {record.index}: expected a 1-D vector, "
+            f"got shape {vector.shape}"
+        )
+    return vector
+
+
+class JsonlSinkConfig(ComponentConfig):
+    """The ``with:`` block of the ``jsonl`` sink."""
+
+    path: Path = Field(description="Output file, one JSON object per record; parents are created.")
+    errors_path: Path | None = Field(
+        default=None,
+        description="Where documents that were set aside are recorded, one JSON object each. "
+        "Default: '<path stem>.errors.jsonl' beside path.",
+    )
+    precision: int | None = Field(
+        default=None,
+        description="Round embedding values to this many decimal places to shrink the file; "
+        "null writes every value exactly (float32 values round-trip bit for bit).",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> JsonlSinkConfig:
+        if self.precision is not None and not 0 <= self.precision <= 17:
+            raise ValueError(f"precision must be between 0 and 17 (or null), not {self.precision}")
+        if self.resolved_errors_path() == self.path:
+            raise ValueError(f"errors_path and path are both {str(self.path)!r}; they must differ")
+        return self
+
+    def resolved_errors_path(self) -> Path:
+        return self.errors_path if self.errors_path is not None else default_errors_path(self.path)
+
+
+class JsonlSink(Sink[JsonlSinkConfig]):
+    """Writes records as JSON Lines: ``{"id", "window", "span", "embedding", "metadata"?}``."""
+
+    name: ClassVar[str] = "jsonl"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = JsonlSinkConfig
+
+    def __init__(self, config: JsonlSinkConfig) -> None:
+        super().__init__(config)
+        # Files are created on first use, so building a sink (to validate a pipeline,
+        # say) leaves no trace on disk.
+        self._group: AtomicGroup | None = None
+        self._records: AtomicFile | None = None
+        self._errors: AtomicFile | None = None
+        self._closed = False
+
+    def write(self, records: Sequence[OutputRecord]) -> None:
+        out = self._open()[0]
+        for record in records:
+            vector = checked_vector(record)
+            if not np.isfinite(vector).all():
+                raise ContractViolation(
+                    f"record {record.doc_id!r} window {record.index}: the vector holds NaN or "
+                    "infinity, which JSON cannot represent"
+                )
+            values: list[float] = vector.astype(np.float64).tolist()
+            if self.config.precision is not None:
+                values = [round(value, self.config.precision) for value in values]
+            line = record_fields(record)
+            line["embedding"] = values
+            if record.metadata:
+                line["metadata"] = dict(record.metadata)
+            out.write_json_line(line)
+
+    def write_error(self, error: DocumentError) -> None:
+        self._open()[1].write_json_line(error_line(error))
+
+    def close(self, complete: bool = True) -> None:
+        if self._closed:
+            return
+        if complete:
+            self._open()
+        self._closed = True
+        if self._group is not None:
+            if complete:
+                self._group.publish()
+            else:
+                self._group.discard()
+
+    def _open(self) -> tuple[AtomicFile, AtomicFile]:
+        """The (records, errors) temporary files, created on first use."""
+        if self._closed:
+            raise RuntimeError("jsonl sink: write after close")
+        if self._records is None or self._errors is None:
+            self._group = AtomicGroup()
+            # The errors file is opened, and so published, first: see AtomicGroup.
+            self._errors = self._group.open(self.config.resolved_errors_path(), purpose="errors")
+            self._records = self._group.open(self.config.path, purpose="records")
+        return self._records, self._errors

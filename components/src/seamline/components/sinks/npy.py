@@ -1,0 +1,155 @@
+"""``npy``: all vectors as one ``[rows, dim]`` matrix, with a JSON Lines index beside it.
+
+The matrix is streamed to disk: rows are appended to the temporary file after a
+fixed-size space reserved for the ``.npy`` header, and ``close`` fills in the
+header once the row count is known. Memory therefore stays bounded whatever the
+corpus size, and publishing costs no copy. Row ``i`` of the matrix is line ``i``
+of the index, which says which document, window and span it came from.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from seamline.components.sinks._atomic import AtomicFile, AtomicGroup
+from seamline.components.sinks.jsonl import (
+    checked_vector,
+    default_errors_path,
+    error_line,
+    record_fields,
+)
+from seamline.contracts import ComponentConfig, ContractViolation, DocumentError, OutputRecord, Sink
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+HEADER_BYTES = 128
+"""Room reserved for the ``.npy`` header: a multiple of 64 (numpy's alignment) that fits
+the header of any 2-D matrix whose sizes have up to 19 digits each."""
+
+
+def npy_header(dtype: np.dtype[Any], shape: tuple[int, int]) -> bytes:
+    """A version 1.0 ``.npy`` header for a C-ordered matrix, padded to ``HEADER_BYTES``.
+
+    The layout is numpy's documented format: magic, version, little-endian header
+    length, then a Python dict literal padded with spaces and ended by a newline.
+    """
+    descr = np.lib.format.dtype_to_descr(dtype)
+    text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': {shape!r}, }}"
+    magic = np.lib.format.magic(1, 0)
+    length = HEADER_BYTES - len(magic) - 2
+    if len(text) + 1 > length:
+        raise ValueError(f"a matrix of shape {shape} does not fit the .npy header")
+    return magic + struct.pack("<H", length) + text.encode("latin1").ljust(length - 1) + b"\n"
+
+
+class NpySinkConfig(ComponentConfig):
+    """The ``with:`` block of the ``npy`` sink."""
+
+    path: Path = Field(
+        description="Output matrix (.npy, one row per record); parent directories are created."
+    )
+    index_path: Path | None = Field(
+        default=None,
+        description="JSON Lines file whose line i describes row i (id, window, span, metadata). "
+        "Default: path with the suffix '.index.jsonl'.",
+    )
+    dtype: Literal["float32", "float16"] = Field(
+        default="float32",
+        description="Element type of the matrix; float16 halves the file at reduced precision.",
+    )
+
+    @model_validator(mode="after")
+    def _distinct_paths(self) -> NpySinkConfig:
+        paths = [self.path, self.resolved_index_path(), self.resolved_errors_path()]
+        if len(set(paths)) != len(paths):
+            raise ValueError(
+                "path, index_path and the errors file ('<stem>.errors.jsonl') must all differ, "
+                f"got {', '.join(repr(str(p)) for p in paths)}"
+            )
+        return self
+
+    def resolved_index_path(self) -> Path:
+        return (
+            self.index_path
+            if self.index_path is not None
+            else self.path.with_suffix(".index.jsonl")
+        )
+
+    def resolved_errors_path(self) -> Path:
+        return default_errors_path(self.path)
+
+
+class NpySink(Sink[NpySinkConfig]):
+    """Writes a ``[rows, dim]`` matrix, an index line per row, and an errors file."""
+
+    name: ClassVar[str] = "npy"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = NpySinkConfig
+
+    def __init__(self, config: NpySinkConfig) -> None:
+        super().__init__(config)
+        # Little-endian explicitly, so the header and the bytes agree on any machine.
+        self._dtype: np.dtype[Any] = np.dtype(config.dtype).newbyteorder("<")
+        self._group: AtomicGroup | None = None
+        self._files: tuple[AtomicFile, AtomicFile, AtomicFile] | None = None
+        self._rows = 0
+        self._dim: int | None = None
+        self._closed = False
+
+    def write(self, records: Sequence[OutputRecord]) -> None:
+        matrix, index, _ = self._open()
+        if not records:
+            return
+        vectors = [checked_vector(record) for record in records]
+        for record, vector in zip(records, vectors, strict=True):
+            if self._dim is None:
+                self._dim = vector.shape[0]
+            if vector.shape[0] != self._dim:
+                raise ContractViolation(
+                    f"record {record.doc_id!r} window {record.index}: vector has "
+                    f"{vector.shape[0]} values but earlier rows have {self._dim}"
+                )
+        matrix.write(np.stack(vectors).astype(self._dtype, copy=False).tobytes(order="C"))
+        for record in records:
+            line = {"row": self._rows, **record_fields(record)}
+            if record.metadata:
+                line["metadata"] = dict(record.metadata)
+            index.write_json_line(line)
+            self._rows += 1
+
+    def write_error(self, error: DocumentError) -> None:
+        self._open()[2].write_json_line(error_line(error))
+
+    def close(self, complete: bool = True) -> None:
+        if self._closed:
+            return
+        if complete:
+            matrix = self._open()[0]
+            matrix.file.seek(0)
+            matrix.write(npy_header(self._dtype, (self._rows, self._dim or 0)))
+        self._closed = True
+        if self._group is not None:
+            if complete:
+                self._group.publish()
+            else:
+                self._group.discard()
+
+    def _open(self) -> tuple[AtomicFile, AtomicFile, AtomicFile]:
+        """The (matrix, index, errors) temporary files, created on first use."""
+        if self._closed:
+            raise RuntimeError("npy sink: write after close")
+        if self._files is None:
+            self._group = AtomicGroup()
+            # Opened, and so published, errors first and the matrix last: see AtomicGroup.
+            errors = self._group.open(self.config.resolved_errors_path(), purpose="errors")
+            index = self._group.open(self.config.resolved_index_path(), purpose="index")
+            matrix = self._group.open(self.config.path, purpose="matrix")
+            matrix.write(b"\0" * HEADER_BYTES)  # filled in by close()
+            self._files = (matrix, index, errors)
+        return self._files

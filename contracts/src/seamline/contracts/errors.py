@@ -1,0 +1,66 @@
+"""One error hierarchy for everything that can go wrong at a seam.
+
+Every error seamline raises on purpose derives from :class:`SeamlineError`, so an
+embedding application can catch one type. :class:`UserError` marks the errors a
+user can fix (bad config, unknown component, unsupported choice); the command
+line turns those into a message and exit code 2 instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SeamlineError(Exception):
+    """Base class of every error seamline raises deliberately."""
+
+
+class UserError(SeamlineError):
+    """An error the user can fix: the message says what is wrong and how to fix it."""
+
+
+class ConfigError(UserError):
+    """A pipeline file or override is invalid.
+
+    ``location`` is ``file:line:column`` (1-based) of the offending node, or the
+    command-line override that introduced the value.
+    """
+
+    def __init__(self, message: str, location: str | None = None) -> None:
+        self.location = location
+        self.detail = message
+        super().__init__(f"{location}: {message}" if location else message)
+
+
+class ComponentNotFoundError(UserError):
+    """No registered component of that kind has that name."""
+
+
+class ComponentLoadError(UserError):
+    """A component's entry point exists but could not be imported or is malformed."""
+
+
+class DuplicateComponentError(UserError):
+    """Two distributions register the same name for the same kind."""
+
+
+class ContractVersionError(UserError):
+    """A component implements a contract version this seamline cannot host."""
+
+
+class UnsupportedError(UserError):
+    """A component was asked for something its ``supports()`` refuses."""
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        self.reasons = reasons
+        super().__init__(message)
+
+
+class ContractViolation(SeamlineError):
+    """A component broke its contract at run time (wrong shape, dtype or type).
+
+    This is a bug in the component, not in the user's input, so it is not a
+    :class:`UserError`.
+    """
+
+
+class WeightsError(UserError):
+    """Model weights are missing, unreadable or fail their integrity check."""

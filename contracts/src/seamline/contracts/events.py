@@ -1,0 +1,125 @@
+"""The typed events a run emits and monitors observe.
+
+Events are small frozen records; a monitor dispatches on their type. New event
+types may be added in minor contract versions, so a monitor must ignore types it
+does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    run_id: str
+    pipeline: str
+    components: Mapping[str, str]
+    """``kind -> name`` of every configured component (attention as configured)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionChosen:
+    """The planner chose an attention implementation for a shape bucket."""
+
+    signature: str
+    chosen: str
+    reason: str
+    rejected: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A new shape was compiled (bucketing keeps their number small)."""
+
+    length: int
+    batch_size: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class BatchDone:
+    index: int
+    length: int
+    examples: int
+    tokens: int
+    seconds: float
+    """Wall time from batch assembled to outputs handed to the sink."""
+    documents: int = 0
+    """Documents read so far in the run (for progress reporting)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFailed:
+    """A document could not be read or prepared; it is set aside, not lost."""
+
+    doc_id: str
+    reason: str
+    stage: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeamCall:
+    """One call across a seam, outside compiled code."""
+
+    kind: str
+    name: str
+    operation: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """An implementation could not serve and the next candidate took over."""
+
+    seam: str
+    failed: str
+    replacement: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    source: str
+    message: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    run_id: str
+    documents: int
+    failed_documents: int
+    examples: int
+    tokens: int
+    batches: int
+    compilations: int
+    seconds: float
+    ok: bool
+
+
+Event = (
+    RunStarted
+    | AttentionChosen
+    | Compiled
+    | BatchDone
+    | DocumentFailed
+    | SeamCall
+    | Fallback
+    | Alert
+    | RunFinished
+)
+
+EVENT_TYPES: tuple[type[Any], ...] = (
+    RunStarted,
+    AttentionChosen,
+    Compiled,
+    BatchDone,
+    DocumentFailed,
+    SeamCall,
+    Fallback,
+    Alert,
+    RunFinished,
+)

@@ -1,0 +1,105 @@
+"""Cheap checks of what crosses each seam, meant to stay on in production.
+
+The checks on arrays inside compiled code look only at shapes and dtypes, which
+are static under ``jit``: they run once per trace and cost nothing per call.
+Each failure names the component, because "shape mismatch somewhere in apply"
+is exactly the kind of message that makes a welded-in kernel hard to own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from seamline.contracts.documents import Document, DocumentError, Loaded
+from seamline.contracts.errors import ContractViolation
+from seamline.contracts.model import Batch, Example
+from seamline.contracts.sink import OutputRecord
+
+
+def check_attention_inputs(name: str, q: jax.Array, k: jax.Array, v: jax.Array) -> None:
+    """Refuse inputs outside the attention layout before the kernel sees them."""
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ContractViolation(
+            f"attention {name!r} was called with q{tuple(q.shape)}, k{tuple(k.shape)}, "
+            f"v{tuple(v.shape)}: the contract needs rank-4 [B, T, heads, head_dim] arrays"
+        )
+    if k.shape != v.shape:
+        raise ContractViolation(
+            f"attention {name!r}: k{tuple(k.shape)} and v{tuple(v.shape)} must have one shape"
+        )
+    batch, _, heads, head_dim = q.shape
+    kv_batch, _, kv_heads, kv_head_dim = k.shape
+    if batch != kv_batch or head_dim != kv_head_dim or heads % kv_heads:
+        raise ContractViolation(
+            f"attention {name!r}: q{tuple(q.shape)} and k{tuple(k.shape)} disagree "
+            "(batch and head_dim must match, query heads must be a multiple of key heads)"
+        )
+
+
+def check_attention_output(name: str, q: jax.Array, out: jax.Array) -> None:
+    """The output must have the shape and dtype of ``q``."""
+    if tuple(out.shape) != tuple(q.shape) or out.dtype != q.dtype:
+        raise ContractViolation(
+            f"attention {name!r} returned {out.dtype}{list(out.shape)} for q "
+            f"{q.dtype}{list(q.shape)}: the contract requires the shape and dtype of q"
+        )
+
+
+def check_batch(name: str, batch: Batch, batch_size: int, length: int) -> None:
+    """``collate`` must give arrays of the requested leading shape."""
+    if batch.batch_size != batch_size or batch.length != length:
+        raise ContractViolation(
+            f"model {name!r} collated a batch of {batch.batch_size}x{batch.length}, "
+            f"asked for {batch_size}x{length}"
+        )
+    for key, array in batch.arrays.items():
+        if tuple(array.shape[:2]) != (batch_size, length):
+            raise ContractViolation(
+                f"model {name!r} collated {key!r} with shape {tuple(array.shape)}; "
+                f"every array must start with ({batch_size}, {length})"
+            )
+
+
+def check_examples(name: str, examples: Sequence[Example], max_length: int) -> None:
+    """``prepare`` must give examples no longer than the model's own ``max_length``."""
+    for example in examples:
+        if not isinstance(example, Example):
+            raise ContractViolation(
+                f"model {name!r} prepared {type(example).__name__}, not an Example"
+            )
+        if not 0 < example.length <= max_length:
+            raise ContractViolation(
+                f"model {name!r} prepared example {example.doc_id}#{example.index} of length "
+                f"{example.length}; lengths must be in 1..{max_length}"
+            )
+
+
+def check_model_output(name: str, out: Any, batch_size: int, dtype: np.dtype[Any]) -> None:
+    """``apply`` must give one output row per batch row, in the declared dtype."""
+    shape = tuple(getattr(out, "shape", ()))
+    if not shape or shape[0] != batch_size or np.dtype(out.dtype) != dtype:
+        raise ContractViolation(
+            f"model {name!r} returned {getattr(out, 'dtype', type(out).__name__)}{list(shape)}; "
+            f"the contract requires [{batch_size}, ...] of {dtype}"
+        )
+
+
+def check_loaded(name: str, loaded: Any) -> Loaded:
+    """A loader must yield :class:`Loaded` items holding a document or a document error."""
+    if not isinstance(loaded, Loaded) or not isinstance(loaded.item, Document | DocumentError):
+        raise ContractViolation(
+            f"loader {name!r} yielded {type(loaded).__name__}; "
+            "the contract requires Loaded(cursor, Document | DocumentError)"
+        )
+    return loaded
+
+
+def check_records(name: str, records: Sequence[OutputRecord]) -> None:
+    """Records handed to a sink are well formed (the orchestrator builds them; a guard)."""
+    for record in records:
+        if not isinstance(record, OutputRecord):
+            raise ContractViolation(f"sink {name!r} was handed {type(record).__name__}")

@@ -1,0 +1,109 @@
+"""Safe YAML parsing that remembers where every value came from.
+
+PyYAML's composer gives a node tree with source marks; we build plain Python
+values from it ourselves (with the safe constructor for scalars) and keep a map
+from each value's path to its ``file:line:column``. That map is what lets a
+validation error deep inside a component's config point at the offending node.
+Duplicate keys, which PyYAML would silently resolve last-wins, are errors here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError, SafeConstructor
+
+from seamline.contracts import ConfigError
+
+Path = tuple[str | int, ...]
+
+_SAFE_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+}
+
+
+@dataclass
+class Located:
+    """Plain data plus the location of every value and every mapping key in it."""
+
+    data: Any
+    source: str
+    values: dict[Path, str] = field(default_factory=dict)
+    keys: dict[Path, str] = field(default_factory=dict)
+
+    def where(self, path: Path, *, key: bool = False) -> str:
+        """The location of the value (or key) at ``path``, else of its nearest ancestor."""
+        table = self.keys if key else self.values
+        probe = tuple(path)
+        while probe:
+            if probe in table:
+                return table[probe]
+            if probe in self.values:
+                return self.values[probe]
+            probe = probe[:-1]
+        return self.values.get((), self.source)
+
+
+def _mark(source: str, mark: yaml.Mark | None) -> str:
+    if mark is None:
+        return source
+    return f"{source}:{mark.line + 1}:{mark.column + 1}"
+
+
+def parse_located(text: str, source: str) -> Located:
+    """Parse one YAML document into :class:`Located`; errors become located ConfigErrors."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as err:
+        where = _mark(source, err.problem_mark or err.context_mark)
+        problem = err.problem or "invalid YAML"
+        context = f" ({err.context})" if err.context else ""
+        raise ConfigError(f"YAML syntax error: {problem}{context}", where) from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"YAML error: {err}", source) from None
+    located = Located(data=None, source=source)
+    if root is None:
+        raise ConfigError("the pipeline file is empty", _mark(source, None))
+    located.data = _build(root, (), located, SafeConstructor())
+    return located
+
+
+def _build(node: yaml.Node, path: Path, located: Located, constructor: SafeConstructor) -> Any:
+    located.values[path] = _mark(located.source, node.start_mark)
+    if node.tag not in _SAFE_TAGS:
+        raise ConfigError(
+            f"YAML tag {node.tag!r} is not allowed: pipeline files are plain data "
+            "(strings, numbers, booleans, null, lists, mappings)",
+            located.values[path],
+        )
+    if isinstance(node, yaml.MappingNode):
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ConfigError(
+                    "mapping keys must be plain strings", _mark(located.source, key_node.start_mark)
+                )
+            key = str(key_node.value)
+            where = _mark(located.source, key_node.start_mark)
+            if key == "<<":
+                raise ConfigError("YAML merge keys ('<<') are not supported", where)
+            if key in result:
+                first = located.keys[(*path, key)]
+                raise ConfigError(f"duplicate key {key!r} (first given at {first})", where)
+            located.keys[(*path, key)] = where
+            result[key] = _build(value_node, (*path, key), located, constructor)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(item, (*path, i), located, constructor) for i, item in enumerate(node.value)]
+    try:
+        return constructor.construct_object(node, deep=True)
+    except ConstructorError as err:
+        raise ConfigError(f"invalid value: {err.problem}", located.values[path]) from None

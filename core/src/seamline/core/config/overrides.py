@@ -1,0 +1,72 @@
+"""Command-line overrides: ``--set model.with.max_length=128``.
+
+The path is dotted (list items by index, ``monitors.0.use``); the value is
+parsed as a YAML scalar or flow collection, so ``128`` is an integer and
+``[a, b]`` a list. Errors name the override itself, since it has no file line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from seamline.contracts import ConfigError
+from seamline.core.config.located import Located
+
+
+def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
+    """Apply each ``path=value`` to ``located.data`` in order; record its origin as location."""
+    for override in overrides:
+        where = f"--set {override}"
+        path_text, sep, value_text = override.partition("=")
+        if not sep or not path_text.strip():
+            raise ConfigError("an override must look like path.to.field=value", where)
+        try:
+            value = yaml.safe_load(value_text) if value_text.strip() else ""
+        except yaml.YAMLError as err:
+            raise ConfigError(f"the value is not valid YAML: {err}", where) from None
+        keys = [part.strip() for part in path_text.strip().split(".")]
+        if any(not part for part in keys):
+            raise ConfigError(f"empty segment in path {path_text!r}", where)
+        _assign(located, keys, value, where)
+
+
+def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
+    if not isinstance(located.data, dict):
+        raise ConfigError("the pipeline is not a mapping, so it cannot be overridden", where)
+    node: Any = located.data
+    path: tuple[str | int, ...] = ()
+    for depth, key in enumerate(keys):
+        last = depth == len(keys) - 1
+        step: str | int = key
+        if isinstance(node, list):
+            if not key.isdigit() or int(key) >= len(node):
+                raise ConfigError(
+                    f"{'.'.join(keys[:depth]) or 'the pipeline'} is a list of {len(node)}: "
+                    f"{key!r} is not an index in it",
+                    where,
+                )
+            step = int(key)
+        elif not isinstance(node, dict):
+            raise ConfigError(
+                f"{'.'.join(keys[:depth])} is a {type(node).__name__}, not a mapping", where
+            )
+        path = (*path, step)
+        if last:
+            node[step] = value
+            _forget(located, path)
+            located.values[path] = where
+        else:
+            if isinstance(node, dict) and (step not in node or node[step] is None):
+                node[step] = {}
+                located.values[path] = where
+            node = node[step]
+
+
+def _forget(located: Located, prefix: tuple[str | int, ...]) -> None:
+    """Drop locations under a replaced value: they point at text that no longer applies."""
+    for table in (located.values, located.keys):
+        for path in [p for p in table if p[: len(prefix)] == prefix and p != prefix]:
+            del table[path]

@@ -1,0 +1,296 @@
+"""From a pipeline file to validated components, or to errors that say where and what.
+
+Validation collects every problem it can find before failing, so a user fixes a
+file in one pass rather than one error per run. Each problem carries the
+``file:line:column`` of the node it is about (or the ``--set`` override that
+introduced the value) and says what would be valid: the allowed fields, the
+available component names, a closest match.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from seamline.contracts import ComponentConfig, ConfigError, Kind, UserError
+from seamline.core.config.interpolate import interpolate
+from seamline.core.config.located import Located, parse_located
+from seamline.core.config.located import Path as DataPath
+from seamline.core.config.overrides import apply_overrides
+from seamline.core.config.spec import AUTO, PipelineSpec
+from seamline.core.registry import Registry
+from seamline.core.suggest import did_you_mean
+
+
+class PipelineConfigError(ConfigError):
+    """One or more located problems in a pipeline; the message lists them all."""
+
+    def __init__(self, problems: Sequence[ConfigError]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(problem) for problem in self.problems))
+        self.location = self.problems[0].location
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentChoice:
+    """A resolved component: what it is, its validated config, and where it was named."""
+
+    kind: Kind
+    name: str
+    config: ComponentConfig
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPipeline:
+    """A pipeline whose every component exists and whose every config is valid."""
+
+    spec: PipelineSpec
+    source: str
+    loader: ComponentChoice
+    model: ComponentChoice
+    sink: ComponentChoice
+    monitors: tuple[ComponentChoice, ...]
+    attention: tuple[ComponentChoice, ...]
+    """Candidate attentions in preference order (for ``auto``: every usable one)."""
+    attention_explicit: bool
+
+
+def load_pipeline(
+    path: str | os.PathLike[str],
+    registry: Registry,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedPipeline:
+    """Read, interpolate, override and validate the pipeline file at ``path``."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"pipeline file {source} does not exist") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"cannot read pipeline file {source}: {err}") from None
+    return parse_pipeline(text, source, registry, overrides, environ)
+
+
+def parse_pipeline(
+    text: str,
+    source: str,
+    registry: Registry,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedPipeline:
+    """Validate pipeline ``text`` (named ``source`` in messages)."""
+    located = parse_located(text, source)
+    if not isinstance(located.data, dict):
+        raise ConfigError(
+            f"a pipeline file is a mapping with keys {', '.join(PipelineSpec.model_fields)}; "
+            f"this one is a {type(located.data).__name__}",
+            located.where(()),
+        )
+    interpolate(located, os.environ if environ is None else environ)
+    apply_overrides(located, overrides)
+    try:
+        spec = PipelineSpec.model_validate(located.data)
+    except ValidationError as err:
+        raise PipelineConfigError(_problems(err, located, (), PipelineSpec)) from None
+    return _Resolver(located, registry).resolve(spec)
+
+
+class _Resolver:
+    def __init__(self, located: Located, registry: Registry) -> None:
+        self.located = located
+        self.registry = registry
+        self.problems: list[ConfigError] = []
+
+    def resolve(self, spec: PipelineSpec) -> ResolvedPipeline:
+        loader = self.component("loader", spec.loader.use, spec.loader.with_, ("loader",))
+        model = self.component("model", spec.model.use, spec.model.with_, ("model",))
+        sink = self.component("sink", spec.sink.use, spec.sink.with_, ("sink",))
+        monitors = [
+            self.component("monitor", ref.use, ref.with_, ("monitors", i))
+            for i, ref in enumerate(spec.monitors)
+        ]
+        attention = self.attention(spec)
+        if self.problems:
+            raise PipelineConfigError(self.problems)
+        assert loader is not None
+        assert model is not None
+        assert sink is not None
+        return ResolvedPipeline(
+            spec=spec,
+            source=self.located.source,
+            loader=loader,
+            model=model,
+            sink=sink,
+            monitors=tuple(m for m in monitors if m),
+            attention=tuple(a for a in attention if a),
+            attention_explicit=spec.attention.explicit,
+        )
+
+    def component(
+        self,
+        kind: Kind,
+        name: str,
+        config: Mapping[str, Any],
+        at: DataPath,
+        use_path: DataPath | None = None,
+        with_path: DataPath | None = None,
+    ) -> ComponentChoice | None:
+        use_path = use_path or (*at, "use")
+        with_path = with_path or (*at, "with")
+        where = self.located.where(use_path)
+        if any(ch in name for ch in ".:/"):
+            self.problems.append(
+                ConfigError(
+                    f"{name!r} looks like an import path; components are named by their "
+                    f"registered name only (available {kind}s: "
+                    f"{', '.join(self.registry.names(kind)) or 'none'})",
+                    where,
+                )
+            )
+            return None
+        try:
+            model_cls = self.registry.config_model(kind, name)
+        except UserError as err:
+            self.problems.append(ConfigError(str(err), where))
+            return None
+        try:
+            validated = model_cls.model_validate(dict(config))
+        except ValidationError as err:
+            self.problems.extend(
+                _problems(err, self.located, with_path, model_cls, f"{kind} {name!r}")
+            )
+            return None
+        return ComponentChoice(kind, name, validated, where)
+
+    def attention(self, spec: PipelineSpec) -> list[ComponentChoice | None]:
+        config = spec.attention
+        if config.explicit:
+            assert isinstance(config.use, str)
+            return [self.component("attention", config.use, config.with_, ("attention",))]
+        names = config.candidates
+        if names is None:
+            infos = [self.registry.get("attention", n) for n in self.registry.names("attention")]
+            names = [
+                info.name
+                for info in sorted(
+                    infos, key=lambda i: (-getattr(i.cls, "auto_priority", 0), i.name)
+                )
+            ]
+        for key in config.with_:
+            if key not in names:
+                self.problems.append(
+                    ConfigError(
+                        f"attention.with has settings for {key!r}, which is not a candidate"
+                        f"{did_you_mean(key, names)}; candidates: {', '.join(names)}",
+                        self.located.where(("attention", "with", key), key=True),
+                    )
+                )
+        choices = []
+        for i, name in enumerate(names):
+            options = config.with_.get(name) or {}
+            use_path: DataPath = (
+                ("attention", "use") if config.use == AUTO else ("attention", "use", i)
+            )
+            if not isinstance(options, Mapping):
+                self.problems.append(
+                    ConfigError(
+                        f"attention.with.{name} must be a mapping of {name}'s settings",
+                        self.located.where(("attention", "with", name)),
+                    )
+                )
+                continue
+            choices.append(
+                self.component(
+                    "attention",
+                    name,
+                    options,
+                    ("attention",),
+                    use_path=use_path,
+                    with_path=("attention", "with", name),
+                )
+            )
+        return choices
+
+
+def _problems(
+    err: ValidationError,
+    located: Located,
+    base: DataPath,
+    model: type[BaseModel],
+    owner: str = "pipeline",
+) -> list[ConfigError]:
+    """Translate pydantic's errors into located, actionable messages."""
+    problems = []
+    for error in err.errors(include_url=False):
+        loc = tuple(error["loc"])
+        path = (*base, *loc)
+        dotted = ".".join(str(p) for p in path) or "the pipeline"
+        kind = error["type"]
+        if kind == "extra_forbidden":
+            allowed = _fields_at(model, loc[:-1])
+            field = str(loc[-1])
+            message = (
+                f"unknown field {dotted!r} in {owner}{did_you_mean(field, allowed)}; "
+                f"allowed fields: {', '.join(allowed) or 'none'}"
+            )
+            where = located.where(path, key=True)
+        elif kind == "missing":
+            message = f"missing required field {dotted!r} in {owner}"
+            description = _description_at(model, loc)
+            if description:
+                message += f": {description}"
+            where = located.where(path[:-1])
+        else:
+            shown = repr(error.get("input"))
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            message = f"{dotted}: {error['msg']} (got {shown})"
+            where = located.where(path)
+        problems.append(ConfigError(message, where))
+    return problems
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (list, typing.Union, types.UnionType) or origin is not None:
+        for arg in typing.get_args(annotation):
+            found = _submodel(arg)
+            if found:
+                return found
+    return None
+
+
+def _walk_model(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[type[BaseModel] | None, str]:
+    current: type[BaseModel] | None = model
+    description = ""
+    for step in loc:
+        if current is None or isinstance(step, int):
+            continue
+        field = next((f for n, f in current.model_fields.items() if step in (n, f.alias)), None)
+        if field is None:
+            return None, ""
+        description = field.description or ""
+        current = _submodel(field.annotation)
+    return current, description
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    sub, _ = _walk_model(model, loc)
+    if sub is None:
+        return []
+    return [field.alias or name for name, field in sub.model_fields.items()]
+
+
+def _description_at(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    return _walk_model(model, loc)[1]

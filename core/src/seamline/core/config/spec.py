@@ -1,0 +1,113 @@
+"""The typed shape of a pipeline file.
+
+Components appear only by registered name (``use:``) with their own config under
+``with:``; the component's ``Config`` model validates that block later, once the
+registry has found the component. Every model here forbids unknown fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+AUTO = "auto"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ComponentRef(_Strict):
+    """A component chosen by its registered name, with its configuration."""
+
+    use: str = Field(description="Registered name of the component (see `seamline components`).")
+    with_: dict[str, Any] = Field(
+        default_factory=dict,
+        alias="with",
+        description="The component's configuration; its fields are the component's own.",
+    )
+
+
+class AttentionSpecConfig(_Strict):
+    """Which attention serves the model: one name, a preference list, or ``auto``."""
+
+    use: str | list[str] = Field(
+        default=AUTO,
+        description=(
+            "'auto' (every installed implementation, best first), one registered name "
+            "(must serve, or the run fails with the reasons), or a preference list "
+            "(the first that can serve is used)."
+        ),
+    )
+    with_: dict[str, Any] = Field(
+        default_factory=dict,
+        alias="with",
+        description=(
+            "For a single name: its configuration. For 'auto' or a list: a mapping from "
+            "implementation name to its configuration."
+        ),
+    )
+
+    @field_validator("use")
+    @classmethod
+    def _non_empty(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("the preference list is empty: name at least one implementation")
+            if len(set(value)) != len(value):
+                raise ValueError("the preference list names an implementation twice")
+        return value
+
+    @property
+    def candidates(self) -> list[str] | None:
+        """The explicit candidate names, or None for ``auto``."""
+        if self.use == AUTO:
+            return None
+        return [self.use] if isinstance(self.use, str) else list(self.use)
+
+    @property
+    def explicit(self) -> bool:
+        """A single named implementation: it must serve, no fallback."""
+        return isinstance(self.use, str) and self.use != AUTO
+
+
+class RunSettings(_Strict):
+    """How the orchestrator batches work."""
+
+    batch_size: int = Field(default=32, ge=1, le=65536, description="Examples per batch.")
+    buckets: list[int] | None = Field(
+        default=None,
+        description=(
+            "Sequence lengths that batches are padded to (one compilation each). "
+            "Default: powers of two from 16 up to the model's max_length, and max_length."
+        ),
+    )
+    prefetch: int = Field(
+        default=2, ge=0, le=64, description="Batches prepared on the host ahead of the device."
+    )
+
+    @field_validator("buckets")
+    @classmethod
+    def _positive_sorted(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return None
+        if not value or any(b < 1 for b in value):
+            raise ValueError("buckets must be a non-empty list of positive lengths")
+        return sorted(set(value))
+
+
+class PipelineSpec(_Strict):
+    """A whole pipeline file."""
+
+    pipeline: str = Field(description="A name for this pipeline, used in logs and traces.")
+    loader: ComponentRef = Field(description="Where documents come from.")
+    model: ComponentRef = Field(description="The model that turns documents into outputs.")
+    attention: AttentionSpecConfig = Field(
+        default_factory=AttentionSpecConfig, description="The attention behind the model's seam."
+    )
+    monitors: list[ComponentRef] = Field(
+        default_factory=list, description="Observers of the run's events."
+    )
+    sink: ComponentRef = Field(description="Where outputs go.")
+    run: RunSettings = Field(default_factory=RunSettings, description="Batching settings.")

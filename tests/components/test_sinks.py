@@ -1,0 +1,401 @@
+"""The ``jsonl`` and ``npy`` sinks: atomic publication, round trips, bounded memory."""
+
+from __future__ import annotations
+
+import io
+import json
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from seamline.components.sinks._atomic import AtomicFile, AtomicGroup
+from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
+from seamline.components.sinks.npy import HEADER_BYTES, NpySink, NpySinkConfig, npy_header
+from seamline.contracts import ContractViolation, DocumentError, OutputRecord, Sink, UserError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+DIM = 8
+
+
+def make_records(count: int, *, seed: int = 0, start: int = 0) -> list[OutputRecord]:
+    """Records with awkward float32 values (not short decimals) and some metadata."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(start, start + count):
+        vector = rng.standard_normal(DIM).astype(np.float32)
+        metadata = {"lang": "en", "score": np.float32(0.5)} if i % 2 else {}
+        records.append(
+            OutputRecord(
+                doc_id=f"doc-{i // 2}",
+                index=i % 2,
+                span=(i * 10, i * 10 + 7),
+                vector=vector,
+                metadata=metadata,
+            )
+        )
+    return records
+
+
+ERRORS = [
+    DocumentError(id="bad.txt", reason="not valid utf-8: invalid start byte at byte offset 2"),
+    DocumentError(id="big.txt", reason="larger than max_bytes=5", metadata={"path": "/x/big.txt"}),
+]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def visible(directory: Path) -> list[str]:
+    """Names a reader globbing the directory would see (temporary files are hidden)."""
+    return sorted(path.name for path in directory.iterdir() if not path.name.startswith("."))
+
+
+def all_files(directory: Path) -> list[str]:
+    return sorted(path.name for path in directory.rglob("*") if path.is_file())
+
+
+def jsonl_sink(tmp_path: Path, **options: Any) -> JsonlSink:
+    return JsonlSink(JsonlSinkConfig(path=tmp_path / "out" / "emb.jsonl", **options))
+
+
+def npy_sink(tmp_path: Path, **options: Any) -> NpySink:
+    return NpySink(NpySinkConfig(path=tmp_path / "out" / "emb.npy", **options))
+
+
+# --- both sinks -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "cls"), [("jsonl", JsonlSink), ("npy", NpySink)])
+def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[Any]]) -> None:
+    assert cls.name == name
+    assert cls.kind == "sink"
+    assert cls.contract_version == "1.0"
+    registered = {ep.name: ep for ep in entry_points(group="seamline.sink")}
+    assert registered[name].load() is cls
+    for field in cls.Config.model_fields.values():
+        assert field.description
+
+
+@pytest.fixture(params=["jsonl", "npy"])
+def sink_factory(request: pytest.FixtureRequest) -> Any:
+    return jsonl_sink if request.param == "jsonl" else npy_sink
+
+
+def test_nothing_is_visible_before_close(tmp_path: Path, sink_factory: Any) -> None:
+    sink = sink_factory(tmp_path)
+    sink.write(make_records(5))
+    sink.write_error(ERRORS[0])
+    out = tmp_path / "out"
+    assert visible(out) == [], "only hidden temporary files exist before close"
+    assert all(name.endswith(".tmp") for name in all_files(out))
+    sink.close(complete=False)
+
+
+def test_close_incomplete_publishes_nothing_and_cleans_up(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    sink = sink_factory(tmp_path)
+    sink.write(make_records(5))
+    sink.write_error(ERRORS[0])
+    sink.close(complete=False)
+    assert all_files(tmp_path / "out") == []
+
+
+def test_close_incomplete_keeps_an_earlier_output(tmp_path: Path, sink_factory: Any) -> None:
+    first = sink_factory(tmp_path)
+    first.write(make_records(2))
+    first.close()
+    before = {name: (tmp_path / "out" / name).read_bytes() for name in visible(tmp_path / "out")}
+
+    second = sink_factory(tmp_path)
+    second.write(make_records(6, seed=1))
+    second.close(complete=False)
+    after = {name: (tmp_path / "out" / name).read_bytes() for name in all_files(tmp_path / "out")}
+    assert after == before
+
+
+def test_complete_close_replaces_an_earlier_output(tmp_path: Path, sink_factory: Any) -> None:
+    first = sink_factory(tmp_path)
+    first.write(make_records(6))
+    first.write_error(ERRORS[0])
+    first.close()
+    second = sink_factory(tmp_path)
+    second.write(make_records(2, seed=1))
+    second.close()
+    assert read_jsonl(tmp_path / "out" / "emb.errors.jsonl") == []
+    assert not any(name.endswith(".tmp") for name in all_files(tmp_path / "out"))
+
+
+def test_constructing_a_sink_touches_nothing(tmp_path: Path, sink_factory: Any) -> None:
+    sink_factory(tmp_path).close(complete=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_close_is_idempotent_and_write_after_close_fails(tmp_path: Path, sink_factory: Any) -> None:
+    sink = sink_factory(tmp_path)
+    sink.write(make_records(1))
+    sink.close()
+    published = {name: (tmp_path / "out" / name).read_bytes() for name in visible(tmp_path / "out")}
+    sink.close()
+    sink.close(complete=False)
+    assert {n: (tmp_path / "out" / n).read_bytes() for n in visible(tmp_path / "out")} == published
+    with pytest.raises(RuntimeError, match="after close"):
+        sink.write(make_records(1))
+
+
+def test_rows_stream_to_disk_instead_of_memory(tmp_path: Path, sink_factory: Any) -> None:
+    sink = sink_factory(tmp_path)
+    for batch in range(40):
+        sink.write(make_records(50, seed=batch))
+    # 2,000 rows of 8 float32s: at least 64 kB are already in the temporary files,
+    # less at most one write buffer.
+    on_disk = sum(path.stat().st_size for path in (tmp_path / "out").iterdir())
+    assert on_disk >= 2000 * DIM * 4 - io.DEFAULT_BUFFER_SIZE
+    sink.close(complete=False)
+
+
+def test_errors_file_is_published_even_when_empty(tmp_path: Path, sink_factory: Any) -> None:
+    sink = sink_factory(tmp_path)
+    sink.write(make_records(2))
+    sink.close()
+    errors = tmp_path / "out" / "emb.errors.jsonl"
+    assert errors.exists()
+    assert errors.read_bytes() == b""
+
+
+def test_errors_round_trip(tmp_path: Path, sink_factory: Any) -> None:
+    sink = sink_factory(tmp_path)
+    for error in ERRORS:
+        sink.write_error(error)
+    sink.close()
+    assert read_jsonl(tmp_path / "out" / "emb.errors.jsonl") == [
+        {"id": e.id, "reason": e.reason, "metadata": dict(e.metadata)} for e in ERRORS
+    ]
+
+
+def test_output_path_that_is_a_directory_is_a_user_error(tmp_path: Path, sink_factory: Any) -> None:
+    (tmp_path / "out" / "emb.jsonl").mkdir(parents=True)
+    (tmp_path / "out" / "emb.npy").mkdir(parents=True)
+    sink = sink_factory(tmp_path)
+    with pytest.raises(UserError, match="is a directory"):
+        sink.write(make_records(1))
+    assert all_files(tmp_path / "out") == [], "temporary files already made are removed"
+
+
+def test_two_dimensional_vectors_are_a_contract_violation(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    sink = sink_factory(tmp_path)
+    bad = OutputRecord(doc_id="d", index=0, span=(0, 1), vector=np.zeros((2, DIM), np.float32))
+    with pytest.raises(ContractViolation, match="1-D"):
+        sink.write([bad])
+    sink.close(complete=False)
+
+
+# --- jsonl sink -------------------------------------------------------------------------
+
+
+def test_jsonl_records_round_trip(tmp_path: Path) -> None:
+    records = make_records(7)
+    sink = jsonl_sink(tmp_path)
+    sink.write(records[:3])
+    sink.write(records[3:])
+    sink.close()
+    out = tmp_path / "out"
+    assert visible(out) == ["emb.errors.jsonl", "emb.jsonl"]
+    lines = read_jsonl(out / "emb.jsonl")
+    assert len(lines) == len(records)
+    for line, record in zip(lines, records, strict=True):
+        assert line["id"] == record.doc_id
+        assert line["window"] == record.index
+        assert line["span"] == list(record.span)
+        # Exact: float32 -> JSON -> float32 loses nothing.
+        np.testing.assert_array_equal(np.asarray(line["embedding"], np.float32), record.vector)
+        if record.metadata:
+            assert line["metadata"] == {"lang": "en", "score": 0.5}
+        else:
+            assert "metadata" not in line
+    assert list(lines[0]) == ["id", "window", "span", "embedding"]
+
+
+def test_jsonl_precision_rounds_values(tmp_path: Path) -> None:
+    vector = np.array([0.123456789, -1.987654321, 3.0], np.float32)
+    sink = jsonl_sink(tmp_path, precision=3)
+    sink.write([OutputRecord(doc_id="d", index=0, span=(0, 3), vector=vector)])
+    sink.close()
+    (line,) = read_jsonl(tmp_path / "out" / "emb.jsonl")
+    assert line["embedding"] == [0.123, -1.988, 3.0]
+
+
+def test_jsonl_custom_errors_path(tmp_path: Path) -> None:
+    errors = tmp_path / "elsewhere" / "failed.jsonl"
+    sink = jsonl_sink(tmp_path, errors_path=errors)
+    sink.write_error(ERRORS[0])
+    sink.close()
+    assert [line["id"] for line in read_jsonl(errors)] == ["bad.txt"]
+    assert visible(tmp_path / "out") == ["emb.jsonl"]
+
+
+def test_jsonl_non_finite_values_are_a_contract_violation(tmp_path: Path) -> None:
+    sink = jsonl_sink(tmp_path)
+    vector = np.array([1.0, np.nan], np.float32)
+    with pytest.raises(ContractViolation, match="NaN"):
+        sink.write([OutputRecord(doc_id="d", index=0, span=(0, 1), vector=vector)])
+    sink.close(complete=False)
+
+
+def test_jsonl_unusual_metadata_is_still_written(tmp_path: Path) -> None:
+    sink = jsonl_sink(tmp_path)
+    metadata = {"array": np.arange(3), "path": tmp_path, "tags": {"b", "a"}}
+    vector = np.ones(2, np.float32)
+    sink.write([OutputRecord(doc_id="d", index=0, span=(0, 1), vector=vector, metadata=metadata)])
+    sink.close()
+    (line,) = read_jsonl(tmp_path / "out" / "emb.jsonl")
+    assert line["metadata"] == {"array": [0, 1, 2], "path": str(tmp_path), "tags": ["a", "b"]}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"precision": -1}, "between 0 and 17"),
+        ({"errors_path": "SAME"}, "must differ"),
+        ({"compress": True}, "Extra inputs are not permitted"),
+    ],
+)
+def test_jsonl_config_is_validated(tmp_path: Path, options: dict[str, Any], message: str) -> None:
+    path = tmp_path / "emb.jsonl"
+    if options.get("errors_path") == "SAME":
+        options = {"errors_path": path}
+    with pytest.raises(ValidationError, match=message):
+        JsonlSinkConfig(path=path, **options)
+
+
+# --- npy sink ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_npy_matrix_and_index_round_trip(tmp_path: Path, dtype: str) -> None:
+    records = make_records(9)
+    sink = npy_sink(tmp_path, dtype=dtype)
+    sink.write(records[:4])
+    sink.write([])
+    sink.write(records[4:])
+    sink.write_error(ERRORS[1])
+    sink.close()
+    out = tmp_path / "out"
+    assert visible(out) == ["emb.errors.jsonl", "emb.index.jsonl", "emb.npy"]
+
+    matrix = np.load(out / "emb.npy")
+    assert matrix.shape == (9, DIM)
+    assert matrix.dtype == np.dtype(dtype)
+    expected = np.stack([record.vector for record in records]).astype(dtype)
+    np.testing.assert_array_equal(matrix, expected)
+    np.testing.assert_array_equal(np.load(out / "emb.npy", mmap_mode="r"), expected)
+
+    index = read_jsonl(out / "emb.index.jsonl")
+    assert [line["row"] for line in index] == list(range(9))
+    for line, record in zip(index, records, strict=True):
+        assert (line["id"], line["window"], line["span"]) == (
+            record.doc_id,
+            record.index,
+            list(record.span),
+        )
+        assert ("metadata" in line) == bool(record.metadata)
+    assert [line["id"] for line in read_jsonl(out / "emb.errors.jsonl")] == ["big.txt"]
+
+
+def test_npy_with_no_rows_is_an_empty_matrix(tmp_path: Path) -> None:
+    sink = npy_sink(tmp_path)
+    sink.close()
+    matrix = np.load(tmp_path / "out" / "emb.npy")
+    assert matrix.shape == (0, 0)
+    assert (tmp_path / "out" / "emb.index.jsonl").read_bytes() == b""
+
+
+def test_npy_rows_of_different_widths_are_a_contract_violation(tmp_path: Path) -> None:
+    sink = npy_sink(tmp_path)
+    sink.write(make_records(2))
+    wide = OutputRecord(doc_id="w", index=0, span=(0, 1), vector=np.zeros(DIM + 1, np.float32))
+    with pytest.raises(ContractViolation, match=f"has {DIM + 1} values but earlier rows have"):
+        sink.write([wide])
+    sink.close()
+    assert np.load(tmp_path / "out" / "emb.npy").shape == (2, DIM), "the bad batch wrote nothing"
+
+
+def test_npy_custom_index_path(tmp_path: Path) -> None:
+    index = tmp_path / "meta" / "rows.jsonl"
+    sink = npy_sink(tmp_path, index_path=index)
+    sink.write(make_records(3))
+    sink.close()
+    assert len(read_jsonl(index)) == 3
+    assert visible(tmp_path / "out") == ["emb.errors.jsonl", "emb.npy"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"dtype": "float64"}, "'float32' or 'float16'"),
+        ({"index_path": "emb.npy"}, "must all differ"),
+        ({"index_path": "emb.errors.jsonl"}, "must all differ"),
+    ],
+)
+def test_npy_config_is_validated(tmp_path: Path, options: dict[str, Any], message: str) -> None:
+    if "index_path" in options:
+        options = {"index_path": tmp_path / options["index_path"]}
+    with pytest.raises(ValidationError, match=message):
+        NpySinkConfig(path=tmp_path / "emb.npy", **options)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape"),
+    [("<f4", (0, 0)), ("<f2", (3, 384)), ("<f4", (10**18, 10**18))],
+)
+def test_npy_header_is_numpys_format_at_a_fixed_size(dtype: str, shape: tuple[int, int]) -> None:
+    header = npy_header(np.dtype(dtype), shape)
+    assert len(header) == HEADER_BYTES
+    assert HEADER_BYTES % 64 == 0
+    stream = io.BytesIO(header)
+    assert np.lib.format.read_magic(stream) == (1, 0)
+    assert np.lib.format.read_array_header_1_0(stream) == (shape, False, np.dtype(dtype))
+
+
+def test_npy_header_refuses_what_does_not_fit() -> None:
+    with pytest.raises(ValueError, match="does not fit"):
+        npy_header(np.dtype("<f4"), (10**40, 10**40))
+
+
+# --- the atomic file helpers ------------------------------------------------------------
+
+
+def test_atomic_file_publishes_whole_or_not_at_all(tmp_path: Path) -> None:
+    destination = tmp_path / "a" / "b" / "file.bin"
+    kept = AtomicFile(destination)
+    kept.write(b"data")
+    assert not destination.exists()
+    kept.publish()
+    assert destination.read_bytes() == b"data"
+    assert not kept.temporary.exists()
+
+    dropped = AtomicFile(destination)
+    dropped.write(b"other")
+    dropped.discard()
+    assert destination.read_bytes() == b"data"
+    assert not dropped.temporary.exists()
+
+
+def test_atomic_group_discards_the_rest_when_publishing_fails(tmp_path: Path) -> None:
+    group = AtomicGroup()
+    first = group.open(tmp_path / "first", purpose="test")
+    second = group.open(tmp_path / "second", purpose="test")
+    (tmp_path / "second").mkdir()  # os.replace cannot replace a directory with a file
+    with pytest.raises(OSError):  # noqa: PT011 - the platform picks the exact subclass
+        group.publish()
+    assert (tmp_path / "first").exists()
+    assert not second.temporary.exists()
+    assert not first.temporary.exists()
