@@ -245,6 +245,16 @@ def test_config_json_for_another_architecture_is_refused(tiny_checkpoint: Path) 
         BertEncoder(Config(weights=str(tiny_checkpoint)))
 
 
+def test_sentence_transformers_module_it_cannot_run_is_refused(tiny_checkpoint: Path) -> None:
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+    ]
+    (tiny_checkpoint / "modules.json").write_text(json.dumps(modules), encoding="utf-8")
+    with pytest.raises(WeightsError, match=r"sentence_transformers\.models\.Dense"):
+        BertEncoder(Config(weights=str(tiny_checkpoint)))
+
+
 # -- windows --------------------------------------------------------------------------------
 
 

@@ -26,8 +26,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
+
+
+class _Consoles:
+    """Consoles made on first use, so each invocation sees its own terminal and COLUMNS."""
+
+    @property
+    def out(self) -> Console:
+        return Console()
+
+    @property
+    def err(self) -> Console:
+        return Console(stderr=True)
+
+
+_consoles = _Consoles()
 
 T = TypeVar("T")
 
@@ -48,7 +61,7 @@ def _user_errors(action: Callable[[], T]) -> T:
     try:
         return action()
     except UserError as error:
-        err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        _consoles.err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -67,21 +80,21 @@ def run(
     from seamline.adapters.tracing_setup import configure_tracing, shutdown_tracing
     from seamline.core.pipeline import Pipeline
 
-    interactive = err.is_terminal
+    interactive = _consoles.err.is_terminal
     json_logs = {"auto": None, "json": True, "console": False}.get(log_format)
     if log_format not in ("auto", "json", "console"):
-        err.print("[bold red]error:[/] --log-format must be auto, json or console")
+        _consoles.err.print("[bold red]error:[/] --log-format must be auto, json or console")
         raise typer.Exit(2)
     # On a terminal the progress bar reports; per-batch lines would only scroll it away.
     configure_logging(json=json_logs, level="warning" if interactive else log_level)
     configure_tracing()
     try:
         loaded = _user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
-        extra = [ProgressMonitor(err)] if interactive else []
+        extra = [ProgressMonitor(_consoles.err)] if interactive else []
         summary = _user_errors(lambda: loaded.run(extra_monitors=extra))
     finally:
         shutdown_tracing()
-    out.print(
+    _consoles.out.print(
         f"[green]done[/] {summary.pipeline}: {summary.documents} documents "
         f"({summary.failed_documents} set aside), {summary.examples} windows, "
         f"{summary.tokens:,} tokens in {summary.seconds:.1f}s "
@@ -91,7 +104,7 @@ def run(
         highlight=False,
     )
     for signature, chosen in summary.attention.items():
-        out.print(f"  attention {chosen} for {signature}", highlight=False)
+        _consoles.out.print(f"  attention {chosen} for {signature}", highlight=False)
 
 
 @app.command()
@@ -101,14 +114,14 @@ def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
 
     resolved = _user_errors(lambda: load_pipeline(pipeline, Registry.discover(), overrides or ()))
     spec = resolved.spec
-    out.print(f"[green]ok[/] {pipeline}: pipeline {spec.pipeline!r}", highlight=False)
-    out.print(f"  loader    {resolved.loader.name}", highlight=False)
-    out.print(f"  model     {resolved.model.name}", highlight=False)
+    _consoles.out.print(f"[green]ok[/] {pipeline}: pipeline {spec.pipeline!r}", highlight=False)
+    _consoles.out.print(f"  loader    {resolved.loader.name}", highlight=False)
+    _consoles.out.print(f"  model     {resolved.model.name}", highlight=False)
     attention = ", ".join(a.name for a in resolved.attention)
     mode = "explicit" if resolved.attention_explicit else f"{spec.attention.use!s} → candidates"
-    out.print(f"  attention {mode}: {attention}", highlight=False)
-    out.print(f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", highlight=False)
-    out.print(f"  sink      {resolved.sink.name}", highlight=False)
+    _consoles.out.print(f"  attention {mode}: {attention}", highlight=False)
+    _consoles.out.print(f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", highlight=False)
+    _consoles.out.print(f"  sink      {resolved.sink.name}", highlight=False)
 
 
 @app.command()
@@ -119,7 +132,7 @@ def components(
 ) -> None:
     """List every installed component, including broken ones and why."""
     if kind is not None and kind not in KINDS:
-        err.print(f"[bold red]error:[/] --kind must be one of {', '.join(KINDS)}")
+        _consoles.err.print(f"[bold red]error:[/] --kind must be one of {', '.join(KINDS)}")
         raise typer.Exit(2)
     registry = Registry.discover()
     table = Table(title="seamline components")
@@ -137,7 +150,7 @@ def components(
             f"[{colours[info.status]}]{info.status}[/]",
             info.reason,
         )
-    out.print(table)
+    _consoles.out.print(table)
 
 
 @app.command()
@@ -152,7 +165,7 @@ def schema(
     text = json.dumps(pipeline_schema(Registry.discover()), indent=2)
     if output:
         output.write_text(text + "\n", encoding="utf-8")
-        err.print(f"wrote {output}")
+        _consoles.err.print(f"wrote {output}")
     else:
         sys.stdout.write(text + "\n")
 
@@ -174,7 +187,7 @@ def search(
         table.add_column(column, overflow="fold")
     for hit in hits:
         table.add_row(f"{hit.score:.3f}", hit.doc_id, str(hit.window), hit.snippet())
-    out.print(table)
+    _consoles.out.print(table)
 
 
 def main(argv: list[str] | None = None) -> Any:

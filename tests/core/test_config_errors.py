@@ -1,0 +1,75 @@
+"""Every bad pipeline in ``bad_pipelines/`` fails with its error at the expected place.
+
+Each file's first line says what to expect: ``# expect: LINE:COLUMN text`` (or
+``-`` when the error has no line, like an empty file). The test checks that the
+message names ``file:LINE:COLUMN`` and contains the text, and that the CLI turns
+it into exit code 2 without a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+from seamline.contracts import ConfigError
+from seamline.core.config import load_pipeline
+from seamline.core.registry import Registry
+
+CORPUS = sorted((Path(__file__).parent / "bad_pipelines").glob("*.yaml"))
+EXPECT = re.compile(r"#\s*expect:\s*(?P<where>-|\d+:\d+)\s+(?P<text>.+)")
+
+
+def expectation(path: Path) -> tuple[str | None, str]:
+    match = EXPECT.match(path.read_text(encoding="utf-8").splitlines()[0])
+    assert match, f"{path.name} has no '# expect:' first line"
+    where = match["where"]
+    return (None if where == "-" else where), match["text"].strip()
+
+
+def test_the_corpus_is_big_enough() -> None:
+    assert len(CORPUS) >= 15
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_error_names_the_place(path: Path, registry: Registry) -> None:
+    where, text = expectation(path)
+    with pytest.raises(ConfigError) as caught:
+        load_pipeline(path, registry, environ={})
+    message = str(caught.value)
+    assert text in message
+    if where is not None:
+        assert f"{path}:{where}" in message, message
+
+
+@pytest.mark.parametrize("path", CORPUS[:4] + CORPUS[-4:], ids=lambda p: p.stem)
+def test_cli_exit_code_2_without_traceback(path: Path) -> None:
+    result = CliRunner().invoke(app, ["validate", str(path)], env={})
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "error:" in result.output
+
+
+def test_several_problems_are_reported_together(tmp_path: Path, registry: Registry) -> None:
+    pipeline = tmp_path / "many.yaml"
+    pipeline.write_text(
+        "pipeline: many\n"
+        "loader: {use: text-file, with: {root: docs}}\n"
+        "model: {use: bert-encoder, with: {weights: x, strides: 3}}\n"
+        "sink: {use: jsonl, with: {path: out.jsonl}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_pipeline(pipeline, registry)
+    message = str(caught.value)
+    assert f"{pipeline}:2:15" in message
+    assert f"{pipeline}:3:47" in message
+    assert "did you mean 'stride'?" in message
+
+
+def test_missing_file_is_a_user_error(tmp_path: Path, registry: Registry) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_pipeline(tmp_path / "nope.yaml", registry)

@@ -1,0 +1,92 @@
+"""Discovery through real entry points, with fixture distributions put on sys.path.
+
+Each fixture under ``tests/fixtures/plugins/`` is an installed-looking
+distribution (a ``*.dist-info`` with ``entry_points.txt``) and its module: one
+fails to import, two register the same name, one breaks the component rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+from seamline.contracts import ComponentLoadError, ComponentNotFoundError, DuplicateComponentError
+from seamline.core.registry import Registry
+
+PLUGINS = Path(__file__).parents[1] / "fixtures" / "plugins"
+
+
+@pytest.fixture
+def with_fixture_plugins(monkeypatch: pytest.MonkeyPatch) -> Registry:
+    for distribution in sorted(PLUGINS.iterdir()):
+        monkeypatch.syspath_prepend(str(distribution))
+    return Registry.discover()
+
+
+def test_first_party_components_are_registered(registry: Registry) -> None:
+    assert "native" in registry.names("attention")
+    assert "bert-encoder" in registry.names("model")
+    assert {"text-files", "jsonl"} <= set(registry.names("loader"))
+    assert {"jsonl", "npy"} <= set(registry.names("sink"))
+    assert "log" in registry.names("monitor")
+    native = registry.get("attention", "native")
+    assert native.distribution == "seamline-components"
+    assert native.contract_version == "1.0"
+
+
+def test_broken_plugin_is_isolated_and_listed(with_fixture_plugins: Registry) -> None:
+    registry = with_fixture_plugins
+    broken = next(i for i in registry.entries("attention") if i.name == "exploding")
+    assert broken.status == "broken"
+    assert broken.distribution == "seamline-fixture-broken"
+    assert broken.version == "0.1.0"
+    assert "a_dependency_that_is_not_installed" in broken.reason
+    # Every other component stays usable.
+    assert registry.get("attention", "native").usable
+    with pytest.raises(ComponentLoadError, match="broken: import failed"):
+        registry.get("attention", "exploding")
+
+
+def test_duplicate_names_are_an_error_naming_both(with_fixture_plugins: Registry) -> None:
+    with pytest.raises(DuplicateComponentError) as caught:
+        with_fixture_plugins.get("attention", "twin")
+    message = str(caught.value)
+    assert "seamline-fixture-twin-a 1.0.0" in message
+    assert "seamline-fixture-twin-b 2.0.0" in message
+    assert "twin" not in with_fixture_plugins.names("attention")
+
+
+def test_major_contract_mismatch_is_refused(with_fixture_plugins: Registry) -> None:
+    info = next(i for i in with_fixture_plugins.entries("attention") if i.name == "future")
+    assert info.status == "refused"
+    assert "major versions differ" in info.reason
+    with pytest.raises(ComponentLoadError, match="contract 2.0 but this seamline hosts 1.0"):
+        with_fixture_plugins.get("attention", "future")
+
+
+def test_rule_breakers_are_refused_with_reasons(with_fixture_plugins: Registry) -> None:
+    entries = {(i.kind, i.name): i for i in with_fixture_plugins.entries()}
+    assert entries["attention", "misnamed"].status == "refused"
+    assert "registered as 'misnamed'" in entries["attention", "misnamed"].reason
+    assert entries["sink", "notacomponent"].status == "refused"
+    assert "does not name a seamline component class" in entries["sink", "notacomponent"].reason
+
+
+def test_unknown_name_suggests_the_closest(registry: Registry) -> None:
+    with pytest.raises(ComponentNotFoundError, match=r"did you mean 'native'\?"):
+        registry.get("attention", "nativ")
+
+
+def test_components_command_lists_broken_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    for distribution in sorted(PLUGINS.iterdir()):
+        monkeypatch.syspath_prepend(str(distribution))
+    result = CliRunner().invoke(app, ["components", "--kind", "attention"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    lines = {line.split("│")[2].strip(): line for line in result.output.splitlines() if "│" in line}
+    assert "broken" in lines["exploding"]
+    assert "conflict" in lines["twin"]
+    assert "refused" in lines["future"]
+    assert "ok" in lines["native"]
