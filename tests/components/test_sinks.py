@@ -208,7 +208,7 @@ def test_jsonl_records_round_trip(tmp_path: Path) -> None:
     sink.write(records[3:])
     sink.close()
     out = tmp_path / "out"
-    assert visible(out) == ["emb.errors.jsonl", "emb.jsonl"]
+    assert visible(out) == ["emb.errors.jsonl", "emb.jsonl", "emb.manifest.json"]
     lines = read_jsonl(out / "emb.jsonl")
     assert len(lines) == len(records)
     for line, record in zip(lines, records, strict=True):
@@ -239,7 +239,7 @@ def test_jsonl_custom_errors_path(tmp_path: Path) -> None:
     sink.write_error(ERRORS[0])
     sink.close()
     assert [line["id"] for line in read_jsonl(errors)] == ["bad.txt"]
-    assert visible(tmp_path / "out") == ["emb.jsonl"]
+    assert visible(tmp_path / "out") == ["emb.jsonl", "emb.manifest.json"]
 
 
 def test_jsonl_non_finite_values_are_a_contract_violation(tmp_path: Path) -> None:
@@ -289,7 +289,12 @@ def test_npy_matrix_and_index_round_trip(tmp_path: Path, dtype: str) -> None:
     sink.write_error(ERRORS[1])
     sink.close()
     out = tmp_path / "out"
-    assert visible(out) == ["emb.errors.jsonl", "emb.index.jsonl", "emb.npy"]
+    assert visible(out) == [
+        "emb.errors.jsonl",
+        "emb.index.jsonl",
+        "emb.manifest.json",
+        "emb.npy",
+    ]
 
     matrix = np.load(out / "emb.npy")
     assert matrix.shape == (9, DIM)
@@ -334,7 +339,7 @@ def test_npy_custom_index_path(tmp_path: Path) -> None:
     sink.write(make_records(3))
     sink.close()
     assert len(read_jsonl(index)) == 3
-    assert visible(tmp_path / "out") == ["emb.errors.jsonl", "emb.npy"]
+    assert visible(tmp_path / "out") == ["emb.errors.jsonl", "emb.manifest.json", "emb.npy"]
 
 
 @pytest.mark.parametrize(
@@ -399,3 +404,15 @@ def test_atomic_group_discards_the_rest_when_publishing_fails(tmp_path: Path) ->
     assert (tmp_path / "first").exists()
     assert not second.temporary.exists()
     assert not first.temporary.exists()
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "npy"])
+def test_manifest_is_published_beside_the_output(tmp_path: Path, kind: str) -> None:
+    sink = jsonl_sink(tmp_path) if kind == "jsonl" else npy_sink(tmp_path)
+    manifest = {"pipeline": "p", "model": {"use": "bert-encoder", "with": {"weights": "w"}}}
+    sink.start(manifest)
+    sink.write(make_records(2))
+    assert not (tmp_path / "out" / "emb.manifest.json").exists()
+    sink.close()
+    written = json.loads((tmp_path / "out" / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert written == manifest

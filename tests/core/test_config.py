@@ -24,7 +24,7 @@ def test_env_default_and_value(registry: Registry) -> None:
 
 
 def test_env_fills_typed_fields_and_escapes(registry: Registry) -> None:
-    text = BASE.replace("max_length: 128", "max_length: \"${LEN:-64}\"").replace(
+    text = BASE.replace("max_length: 128", 'max_length: "${LEN:-64}"').replace(
         "out.jsonl", '"out-$${literal}.jsonl"'
     )
     resolved = parse_pipeline(text, "p.yaml", registry, environ={"LEN": "96"})
@@ -55,9 +55,7 @@ def test_overrides_are_typed_and_win(registry: Registry) -> None:
         ("model.with.bogus=1", "--set model.with.bogus=1: unknown field"),
     ],
 )
-def test_override_errors_name_the_override(
-    registry: Registry, override: str, message: str
-) -> None:
+def test_override_errors_name_the_override(registry: Registry, override: str, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_pipeline(BASE, "p.yaml", registry, overrides=[override], environ={})
     assert message in str(caught.value)

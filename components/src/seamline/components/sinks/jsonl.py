@@ -9,6 +9,7 @@ published, empty when nothing failed, so that "no errors" can be told apart from
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -25,12 +26,23 @@ from seamline.contracts import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 
 def default_errors_path(path: Path) -> Path:
     """``out/emb.jsonl`` -> ``out/emb.errors.jsonl``: beside the output, named after it."""
     return path.with_name(f"{path.stem}.errors.jsonl")
+
+
+def default_manifest_path(path: Path) -> Path:
+    """``out/emb.jsonl`` -> ``out/emb.manifest.json``: what made the output, beside it."""
+    return path.with_name(f"{path.stem}.manifest.json")
+
+
+def write_manifest(group: AtomicGroup, path: Path, manifest: Mapping[str, Any]) -> None:
+    """Open the manifest first in ``group`` (so it is published before the data it describes)."""
+    target = group.open(default_manifest_path(path), purpose="manifest")
+    target.write(json.dumps(dict(manifest), indent=2, sort_keys=True, default=str).encode() + b"\n")
 
 
 def error_line(error: DocumentError) -> dict[str, Any]:
@@ -97,6 +109,10 @@ class JsonlSink(Sink[JsonlSinkConfig]):
         self._records: AtomicFile | None = None
         self._errors: AtomicFile | None = None
         self._closed = False
+        self._manifest: Mapping[str, Any] = {}
+
+    def start(self, manifest: Mapping[str, Any]) -> None:
+        self._manifest = manifest
 
     def write(self, records: Sequence[OutputRecord]) -> None:
         out = self._open()[0]
@@ -137,7 +153,8 @@ class JsonlSink(Sink[JsonlSinkConfig]):
             raise RuntimeError("jsonl sink: write after close")
         if self._records is None or self._errors is None:
             self._group = AtomicGroup()
-            # The errors file is opened, and so published, first: see AtomicGroup.
+            write_manifest(self._group, self.config.path, self._manifest)
+            # The errors file is opened, and so published, before the records: see AtomicGroup.
             self._errors = self._group.open(self.config.resolved_errors_path(), purpose="errors")
             self._records = self._group.open(self.config.path, purpose="records")
         return self._records, self._errors

