@@ -63,7 +63,7 @@ def test_major_contract_mismatch_is_refused(with_fixture_plugins: Registry) -> N
     info = next(i for i in with_fixture_plugins.entries("attention") if i.name == "future")
     assert info.status == "refused"
     assert "major versions differ" in info.reason
-    with pytest.raises(ComponentLoadError, match="contract 2.0 but this seamline hosts 1.0"):
+    with pytest.raises(ComponentLoadError, match=r"contract 2\.0 but this seamline hosts 1\.0"):
         with_fixture_plugins.get("attention", "future")
 
 

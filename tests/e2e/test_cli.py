@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from pydoc_data.topics import topics
 
 import pytest
-from pydoc_data.topics import topics
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
