@@ -102,13 +102,13 @@ def sha256_file(path: Path) -> str:
 
 def load_texts() -> list[dict]:
     texts = []
-    with open(TEXTS_PATH, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                rec = json.loads(line)
-                assert isinstance(rec["id"], str), rec
-                assert isinstance(rec["text"], str), rec
-                texts.append(rec)
+    # Split on "\n" only (no universal-newline or U+2028 splitting).
+    for line in TEXTS_PATH.read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            rec = json.loads(line)
+            assert isinstance(rec["id"], str), rec
+            assert isinstance(rec["text"], str), rec
+            texts.append(rec)
     ids = [t["id"] for t in texts]
     assert len(set(ids)) == len(ids), "duplicate text ids"
     return texts

@@ -1,0 +1,105 @@
+"""The orchestrator's behaviour with toy components: streaming, negotiation, isolation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from seamline.contracts import (
+    AttentionChosen,
+    BatchDone,
+    Compiled,
+    ContractViolation,
+    DocumentFailed,
+    RunFinished,
+    RunStarted,
+    UnsupportedError,
+)
+from seamline.core.config import parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
+
+TEXTS = ["one two three", "!bad", "boom", *[" ".join(["w"] * n) for n in range(1, 15)]]
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+    yield
+
+
+def run(attention: str, *extra: str, texts: list[str] = TEXTS) -> Orchestrator:
+    registry = toy_registry()
+    text = (
+        "pipeline: toy\n"
+        f"loader: {{use: list, with: {{texts: {texts!r}}}}}\n"
+        "model: {use: toy}\n"
+        f"attention: {{use: {attention}}}\n"
+        "monitors: [{use: recording}, {use: exploding}]\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 4, buckets: [4, 8]}\n"
+    )
+    orchestrator = Orchestrator(parse_pipeline(text, "toy.yaml", registry, extra), registry)
+    orchestrator.run()
+    return orchestrator
+
+
+def test_every_document_is_either_written_or_set_aside() -> None:
+    orchestrator = run("native")
+    written = sorted({r.doc_id for r in MemorySink.records})
+    set_aside = {e.id: e.reason for e in MemorySink.errors}
+    assert set_aside["d1"] == "unreadable"
+    assert "cannot prepare 'boom'" in set_aside["d2"]
+    assert len(written) + len(set_aside) == len(TEXTS)
+    assert MemorySink.closed == [True]
+    # Buckets 4, 8 and the model's max_length 16: at most three shapes compiled.
+    assert orchestrator._summary(1.0).compilations == 3
+
+
+def test_records_do_not_depend_on_batch_neighbours() -> None:
+    run("native")
+    together = {r.doc_id: r.vector for r in MemorySink.records}
+    MemorySink.reset()
+    run("native", texts=[TEXTS[5]])
+    alone = MemorySink.records[0].vector
+    np.testing.assert_allclose(alone, together["d5"], atol=1e-6)
+
+
+def test_events_cover_the_run_and_a_broken_monitor_does_not_stop_it() -> None:
+    run("native")
+    kinds = [type(e) for e in RecordingMonitor.events]
+    assert kinds[0] is RunStarted
+    assert kinds[-1] is RunFinished
+    assert {AttentionChosen, Compiled, BatchDone, DocumentFailed} <= set(kinds)
+    finished = RecordingMonitor.events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.ok
+    assert finished.failed_documents == 2
+
+
+def test_preference_list_falls_back_and_records_why() -> None:
+    run("[never, native]")
+    chosen = [e for e in RecordingMonitor.events if isinstance(e, AttentionChosen)]
+    assert {e.chosen for e in chosen} == {"native"}
+    assert chosen[0].rejected == {"never": ("refuses head_dim 8",)}
+
+
+def test_auto_orders_by_priority_and_falls_back() -> None:
+    run("auto")
+    chosen = [e for e in RecordingMonitor.events if isinstance(e, AttentionChosen)]
+    assert "never" in chosen[0].rejected
+    assert {e.chosen for e in chosen} == {"native"}
+
+
+def test_explicit_choice_that_cannot_serve_fails_loudly() -> None:
+    with pytest.raises(UnsupportedError, match="refuses head_dim 8"):
+        run("never")
+    assert MemorySink.closed == [False]  # nothing is published by a failed run
+
+
+def test_wrong_attention_shape_is_caught_at_the_seam() -> None:
+    with pytest.raises(ContractViolation, match="attention 'wrong-shape' returned"):
+        run("wrong-shape")

@@ -1,0 +1,183 @@
+"""Tiny components for testing the core without the real model's compile times.
+
+They are ordinary contract implementations; a registry is built from them
+directly, as discovery would from entry points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from seamline.components.attention.native import NativeAttention
+from seamline.contracts import (
+    AttentionFn,
+    AttentionSpec,
+    Batch,
+    ComponentConfig,
+    Document,
+    DocumentError,
+    Event,
+    Example,
+    Loaded,
+    Loader,
+    Model,
+    Monitor,
+    OutputRecord,
+    SegmentIds,
+    Shard,
+    Sink,
+    Support,
+)
+from seamline.core.registry import ComponentInfo, Registry
+
+
+class ListLoaderConfig(ComponentConfig):
+    texts: list[str]
+
+
+class ListLoader(Loader[ListLoaderConfig]):
+    """Documents from a list; a text starting with '!' is unreadable."""
+
+    name: ClassVar[str] = "list"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = ListLoaderConfig
+
+    def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
+        for i, text in enumerate(self.config.texts):
+            item: Document | DocumentError = (
+                DocumentError(f"d{i}", "unreadable") if text.startswith("!") else Document(f"d{i}", text)
+            )
+            yield Loaded(str(i), item)
+
+
+class ToyConfig(ComponentConfig):
+    max_length: int = 16
+
+
+class ToyModel(Model[ToyConfig]):
+    """Words to hashed ids, one attention layer over 4 heads of 8, mean pool. A text 'boom' fails."""
+
+    name: ClassVar[str] = "toy"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = ToyConfig
+
+    @property
+    def max_length(self) -> int:
+        return self.config.max_length
+
+    def load(self) -> Any:
+        return {"table": np.random.default_rng(0).normal(size=(97, 32)).astype(np.float32)}
+
+    def prepare(self, document: Document) -> Sequence[Example]:
+        if document.text == "boom":
+            raise ValueError("cannot prepare 'boom'")
+        ids = [hash(w) % 97 for w in document.text.split()][: self.max_length] or [0]
+        return [
+            Example(document.id, 0, (0, len(document.text)), len(ids), {"ids": np.asarray(ids)})
+        ]
+
+    def collate(self, examples: Sequence[Example], batch_size: int, length: int) -> Batch:
+        ids = np.zeros((batch_size, length), np.int32)
+        mask = np.zeros((batch_size, length), np.int32)
+        for row, example in enumerate(examples):
+            ids[row, : example.length] = example.features["ids"]
+            mask[row, : example.length] = 1
+        return Batch(tuple(examples), {"ids": ids, "mask": mask}, batch_size, length)
+
+    def apply(self, params: Any, arrays: Mapping[str, jax.Array], attention: AttentionFn) -> jax.Array:
+        x = jnp.take(params["table"], arrays["ids"], axis=0)
+        b, t, _ = x.shape
+        heads = x.reshape(b, t, 4, 8)
+        seg = arrays["mask"]
+        out = attention(heads, heads, heads, segment_ids=SegmentIds(seg, seg)).reshape(b, t, 32)
+        weights = seg[..., None].astype(jnp.float32)
+        return (out * weights).sum(1) / jnp.maximum(weights.sum(1), 1.0)
+
+
+class MemorySinkConfig(ComponentConfig):
+    pass
+
+
+class MemorySink(Sink[MemorySinkConfig]):
+    """Keeps everything in class-level lists so a test can read what a run wrote."""
+
+    name: ClassVar[str] = "memory"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = MemorySinkConfig
+    records: ClassVar[list[OutputRecord]] = []
+    errors: ClassVar[list[DocumentError]] = []
+    closed: ClassVar[list[bool]] = []
+
+    def write(self, records: Sequence[OutputRecord]) -> None:
+        MemorySink.records.extend(records)
+
+    def write_error(self, error: DocumentError) -> None:
+        MemorySink.errors.append(error)
+
+    def close(self, complete: bool = True) -> None:
+        MemorySink.closed.append(complete)
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.records.clear()
+        cls.errors.clear()
+        cls.closed.clear()
+
+
+class RecordingMonitor(Monitor[ComponentConfig]):
+    name: ClassVar[str] = "recording"
+    contract_version: ClassVar[str] = "1.0"
+    events: ClassVar[list[Event]] = []
+
+    def observe(self, event: Event) -> None:
+        RecordingMonitor.events.append(event)
+
+
+class ExplodingMonitor(Monitor[ComponentConfig]):
+    name: ClassVar[str] = "exploding"
+    contract_version: ClassVar[str] = "1.0"
+
+    def observe(self, event: Event) -> None:
+        raise RuntimeError("monitor bug")
+
+    def close(self) -> None:
+        raise RuntimeError("close bug")
+
+
+class NeverAttention(NativeAttention):
+    name: ClassVar[str] = "never"
+    contract_version: ClassVar[str] = "1.0"
+    auto_priority: ClassVar[int] = 10
+
+    def supports(self, spec: AttentionSpec) -> Support:
+        return Support.no(f"refuses head_dim {spec.head_dim}")
+
+
+class WrongShapeAttention(NativeAttention):
+    name: ClassVar[str] = "wrong-shape"
+    contract_version: ClassVar[str] = "1.0"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:  # type: ignore[override]
+        return super().__call__(q, k, v, **kwargs)[:, :, :1]
+
+
+def toy_registry() -> Registry:
+    components: list[type[Any]] = [
+        ListLoader,
+        ToyModel,
+        MemorySink,
+        RecordingMonitor,
+        ExplodingMonitor,
+        NativeAttention,
+        NeverAttention,
+        WrongShapeAttention,
+    ]
+    return Registry(
+        ComponentInfo(c.kind, c.name, f"{c.__module__}:{c.__name__}", "tests", "0", "ok", "", c)
+        for c in components
+    )
