@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -25,10 +23,9 @@ TEXTS = ["one two three", "!bad", "boom", *[" ".join(["w"] * n) for n in range(1
 
 
 @pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
+def _clean() -> None:
     MemorySink.reset()
     RecordingMonitor.events.clear()
-    yield
 
 
 def run(attention: str, *extra: str, texts: list[str] = TEXTS) -> Orchestrator:

@@ -49,8 +49,11 @@ class ListLoader(Loader[ListLoaderConfig]):
 
     def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
         for i, text in enumerate(self.config.texts):
+            doc_id = f"d{i}"
             item: Document | DocumentError = (
-                DocumentError(f"d{i}", "unreadable") if text.startswith("!") else Document(f"d{i}", text)
+                DocumentError(doc_id, "unreadable")
+                if text.startswith("!")
+                else Document(doc_id, text)
             )
             yield Loaded(str(i), item)
 
@@ -60,7 +63,7 @@ class ToyConfig(ComponentConfig):
 
 
 class ToyModel(Model[ToyConfig]):
-    """Words to hashed ids, one attention layer over 4 heads of 8, mean pool. A text 'boom' fails."""
+    """Words to hashed ids, one attention layer of 4 heads of 8, mean pool; 'boom' fails."""
 
     name: ClassVar[str] = "toy"
     contract_version: ClassVar[str] = "1.0"
@@ -89,7 +92,9 @@ class ToyModel(Model[ToyConfig]):
             mask[row, : example.length] = 1
         return Batch(tuple(examples), {"ids": ids, "mask": mask}, batch_size, length)
 
-    def apply(self, params: Any, arrays: Mapping[str, jax.Array], attention: AttentionFn) -> jax.Array:
+    def apply(
+        self, params: Any, arrays: Mapping[str, jax.Array], attention: AttentionFn
+    ) -> jax.Array:
         x = jnp.take(params["table"], arrays["ids"], axis=0)
         b, t, _ = x.shape
         heads = x.reshape(b, t, 4, 8)

@@ -97,5 +97,15 @@ def reference_attention(
     denom = jnp.sum(weights, axis=-1, keepdims=True)
     probs = weights / jnp.where(denom == 0.0, 1.0, denom)
     probs = probs.reshape(batch, kv_heads, group, q_len, kv_len)
-    out = jnp.einsum("bkgqs,bskh->bqkgh", probs, v.astype(jnp.float32))
+    values = v.astype(jnp.float32)
+    # A zero weight times a NaN value is NaN, so a masked key's garbage (NaN-filled
+    # padding, say) would leak into every row through the matmul. Values are
+    # cleaned before it; rows that do give weight to a non-finite value are
+    # poisoned afterwards, so a real NaN still shows. The extra einsum costs 1/H
+    # of the main one.
+    finite = jnp.isfinite(values)
+    out = jnp.einsum("bkgqs,bskh->bqkgh", probs, jnp.where(finite, values, 0.0))
+    broken = (~finite).any(axis=-1).astype(jnp.float32)  # [B, Tk, K]
+    poisoned = jnp.einsum("bkgqs,bsk->bqkg", (probs > 0).astype(jnp.float32), broken) > 0
+    out = jnp.where(poisoned[..., None], jnp.nan, out)
     return out.reshape(batch, q_len, heads, head_dim).astype(q.dtype)
