@@ -7,6 +7,9 @@ repeated for grouped queries. A row with no allowed key must be zeros, not NaN.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,14 +41,27 @@ def reference(q, k, v, segments, causal):  # type: ignore[no-untyped-def]
     return jnp.where(empty, 0.0, out)
 
 
-@settings(max_examples=25, deadline=None)
+@functools.cache
+def compare(causal: bool, segmented: bool) -> Callable[..., tuple[jax.Array, jax.Array]]:
+    """One jitted function per mask kind: shapes recompile, but nothing else does."""
+
+    def both(q, k, v, seg_q, seg_kv):  # type: ignore[no-untyped-def]
+        segments = SegmentIds(seg_q, seg_kv) if segmented else None
+        return ATTENTION(q, k, v, segment_ids=segments, causal=causal), reference(
+            q, k, v, segments, causal
+        )
+
+    return jax.jit(both)
+
+
+@settings(max_examples=12, deadline=None)
 @given(
     batch=st.integers(1, 2),
-    q_len=st.integers(1, 24),
-    kv_extra=st.integers(0, 8),
-    kv_heads=st.sampled_from([1, 2, 4]),
-    group=st.sampled_from([1, 2, 3]),
-    head_dim=st.sampled_from([4, 16, 32]),
+    q_len=st.sampled_from([1, 5, 16]),
+    kv_extra=st.sampled_from([0, 3]),
+    kv_heads=st.sampled_from([1, 2]),
+    group=st.sampled_from([1, 3]),
+    head_dim=st.sampled_from([8, 32]),
     causal=st.booleans(),
     segmented=st.booleans(),
     dtype=st.sampled_from(["float32", "bfloat16"]),
@@ -64,21 +80,16 @@ def test_matches_reference(
     seed: int,
 ) -> None:
     kv_len = q_len + kv_extra
-    keys = jax.random.split(jax.random.key(seed), 5)
-    q = jax.random.normal(keys[0], (batch, q_len, kv_heads * group, head_dim)).astype(dtype)
-    k = jax.random.normal(keys[1], (batch, kv_len, kv_heads, head_dim)).astype(dtype)
-    v = jax.random.normal(keys[2], (batch, kv_len, kv_heads, head_dim)).astype(dtype)
-    segments = None
-    if segmented:
-        segments = SegmentIds(
-            jax.random.randint(keys[3], (batch, q_len), 0, 3),
-            jax.random.randint(keys[4], (batch, kv_len), 0, 3),
-        )
-    out = jax.jit(lambda q, k, v: ATTENTION(q, k, v, segment_ids=segments, causal=causal))(q, k, v)
+    rng = np.random.default_rng(seed)
+    q = jnp.asarray(rng.normal(size=(batch, q_len, kv_heads * group, head_dim)), dtype)
+    k = jnp.asarray(rng.normal(size=(batch, kv_len, kv_heads, head_dim)), dtype)
+    v = jnp.asarray(rng.normal(size=(batch, kv_len, kv_heads, head_dim)), dtype)
+    seg_q = jnp.asarray(rng.integers(0, 3, (batch, q_len)))
+    seg_kv = jnp.asarray(rng.integers(0, 3, (batch, kv_len)))
+    out, expected = compare(causal, segmented)(q, k, v, seg_q, seg_kv)
     assert out.shape == q.shape
     assert out.dtype == q.dtype
     assert not jnp.isnan(out).any()
-    expected = reference(q, k, v, segments, causal)
     error = float(jnp.max(jnp.abs(out.astype(jnp.float32) - expected)))
     assert error <= TOLERANCE[dtype], error
 
