@@ -1,0 +1,73 @@
+"""Spans at every seam under one root, and trace ids on every log line inside a run."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+import structlog
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from seamline.adapters.logging_setup import configure_logging
+from seamline.core.config import parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from tests.core.toy import MemorySink, toy_registry
+
+
+@pytest.fixture
+def spans() -> InMemorySpanExporter:
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):  # the first test to need one installs it
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter
+
+
+def test_one_root_span_with_a_child_per_seam(spans: InMemorySpanExporter) -> None:
+    MemorySink.reset()
+    registry = toy_registry()
+    text = (
+        "pipeline: traced\n"
+        "loader: {use: list, with: {texts: ['a b', 'c d e', 'f']}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 2, buckets: [4]}\n"
+    )
+    Orchestrator(parse_pipeline(text, "t.yaml", registry), registry).run()
+    finished = spans.get_finished_spans()
+    roots = [s for s in finished if s.name == "seamline.run"]
+    assert len(roots) == 1
+    root = roots[0]
+    children = [s for s in finished if s.parent and s.parent.span_id == root.context.span_id]
+    names = {s.name for s in children}
+    assert {"seamline.model.load", "seamline.plan", "seamline.compile"} <= names
+    assert {"seamline.model.apply", "seamline.sink.write"} <= names
+    assert all(s.context.trace_id == root.context.trace_id for s in finished if s in children)
+    apply = next(s for s in children if s.name == "seamline.model.apply")
+    assert apply.attributes["seamline.component.name"] == "toy"
+    assert apply.attributes["seamline.attention.name"] == "native"
+    assert apply.attributes["seamline.attention.reason"] == "explicitly configured"
+
+
+def test_log_lines_inside_a_span_carry_trace_ids(spans: InMemorySpanExporter) -> None:
+    stream = io.StringIO()
+    configure_logging(json=True, stream=stream)
+    try:
+        with trace.get_tracer("test").start_as_current_span("outer") as span:
+            structlog.get_logger("seamline.test").info("inside", answer=42)
+        line = json.loads(stream.getvalue().strip().splitlines()[-1])
+        assert line["event"] == "inside"
+        assert line["answer"] == 42
+        assert line["trace_id"] == format(span.get_span_context().trace_id, "032x")
+        assert line["span_id"] == format(span.get_span_context().span_id, "016x")
+    finally:
+        structlog.reset_defaults()
+        logging.getLogger().handlers.clear()
