@@ -299,7 +299,7 @@ class Orchestrator:
         apply = functools.partial(self.model.apply, attention=CheckedAttention(attention))
         scope = scope_name("model", self.model.name)
 
-        def scoped(params: Any, arrays: Mapping[str, Any]) -> jax.Array:
+        def seamline_step(params: Any, arrays: Mapping[str, Any]) -> jax.Array:
             with jax.named_scope(scope):
                 return apply(params, arrays)
 
@@ -311,7 +311,7 @@ class Orchestrator:
                 "seamline.batch.length": batch.length,
             },
         ):
-            compiled = jax.jit(scoped).lower(params, dict(batch.arrays)).compile()
+            compiled = jax.jit(seamline_step).lower(params, dict(batch.arrays)).compile()
         seconds = time.perf_counter() - compile_started
         self.monitors.emit(Compiled(batch.length, batch.batch_size, seconds))
         step = _Step(lambda p, a: compiled(p, dict(a)), decision)

@@ -73,6 +73,14 @@ def run(
         str, typer.Option("--log-format", help="auto (console on a terminal), json or console.")
     ] = "auto",
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info or warning.")] = "info",
+    compile_cache: Annotated[
+        bool,
+        typer.Option(
+            "--compile-cache/--no-compile-cache",
+            help="Reuse compiled shapes across runs (JAX persistent cache in "
+            "$SEAMLINE_CACHE_DIR or ~/.cache/seamline/jax).",
+        ),
+    ] = True,
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
     from seamline.adapters.cli.progress import ProgressMonitor
@@ -88,6 +96,10 @@ def run(
     # On a terminal the progress bar reports; per-batch lines would only scroll it away.
     configure_logging(json=json_logs, level="warning" if interactive else log_level)
     configure_tracing()
+    if compile_cache:
+        from seamline.adapters.compile_cache import enable_compile_cache
+
+        enable_compile_cache()
     try:
         loaded = _user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
         extra = [ProgressMonitor(_consoles.err)] if interactive else []
