@@ -42,7 +42,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def ran(workspace: Path) -> Path:
     env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out")}
-    result = CliRunner().invoke(app, ["run", str(workspace / "pipeline.yaml")], env=env)
+    result = CliRunner().invoke(
+        app, ["run", str(workspace / "pipeline.yaml"), "--no-compile-cache"], env=env
+    )
     assert result.exit_code == 0, result.output
     assert "6 documents (1 set aside)" in result.output
     return workspace / "out" / "emb.jsonl"
@@ -105,7 +107,13 @@ def test_explicit_attention_that_cannot_serve_exits_2(
     env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out2")}
     result = CliRunner().invoke(
         app,
-        ["run", str(workspace / "pipeline.yaml"), "--set", "attention.use=tpu-only"],
+        [
+            "run",
+            str(workspace / "pipeline.yaml"),
+            "--no-compile-cache",
+            "--set",
+            "attention.use=tpu-only",
+        ],
         env={**env, "COLUMNS": "300"},
     )
     assert result.exit_code == 2, result.output
@@ -123,7 +131,13 @@ def test_auto_falls_back_past_an_attention_that_cannot_serve(
     env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out3")}
     result = CliRunner().invoke(
         app,
-        ["run", str(workspace / "pipeline.yaml"), "--set", "attention.use=auto"],
+        [
+            "run",
+            str(workspace / "pipeline.yaml"),
+            "--no-compile-cache",
+            "--set",
+            "attention.use=auto",
+        ],
         env={**env, "COLUMNS": "300"},
     )
     assert result.exit_code == 0, result.output
