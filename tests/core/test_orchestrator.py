@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,7 @@ from seamline.contracts import (
 )
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
-from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
+from tests.core.toy import CountingSink, MemorySink, RecordingMonitor, toy_registry
 
 TEXTS = ["one two three", "!bad", "boom", *[" ".join(["w"] * n) for n in range(1, 15)]]
 
@@ -100,3 +102,32 @@ def test_explicit_choice_that_cannot_serve_fails_loudly() -> None:
 def test_wrong_attention_shape_is_caught_at_the_seam() -> None:
     with pytest.raises(ContractViolation, match="attention 'wrong-shape' returned"):
         run("wrong-shape")
+
+
+def streamed_peak(documents: int) -> int:
+    """Peak traced Python memory of a run streaming ``documents`` through to a counting sink."""
+    registry = toy_registry()
+    text = (
+        "pipeline: stream\n"
+        f"loader: {{use: count, with: {{documents: {documents}}}}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        "sink: {use: counting}\n"
+        "run: {batch_size: 64, buckets: [16], prefetch: 4}\n"
+    )
+    orchestrator = Orchestrator(parse_pipeline(text, "stream.yaml", registry), registry)
+    CountingSink.written = 0
+    tracemalloc.start()
+    try:
+        orchestrator.run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        assert CountingSink.written == documents
+
+
+def test_memory_does_not_grow_with_the_corpus() -> None:
+    streamed_peak(640)  # compile outside the measurement
+    small, large = streamed_peak(1_280), streamed_peak(12_800)
+    # Ten times the documents: if outputs or documents accumulated, the peak would grow ~10x.
+    assert large < 1.5 * small, (small, large)

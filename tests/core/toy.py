@@ -58,6 +58,40 @@ class ListLoader(Loader[ListLoaderConfig]):
             yield Loaded(str(i), item)
 
 
+class CountLoaderConfig(ComponentConfig):
+    documents: int
+
+
+class CountLoader(Loader[CountLoaderConfig]):
+    """Generates documents lazily, so a test can stream more than it would want to hold."""
+
+    name: ClassVar[str] = "count"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = CountLoaderConfig
+
+    def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
+        for i in range(self.config.documents):
+            yield Loaded(str(i), Document(f"d{i}", " ".join(["w"] * (1 + i % 15))))
+
+
+class CountingSink(Sink[ComponentConfig]):
+    """Counts what it is given and keeps nothing."""
+
+    name: ClassVar[str] = "counting"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = ComponentConfig
+    written: ClassVar[int] = 0
+
+    def write(self, records: Sequence[OutputRecord]) -> None:
+        CountingSink.written += len(records)
+
+    def write_error(self, error: DocumentError) -> None:
+        raise AssertionError("no document should fail")
+
+    def close(self, complete: bool = True) -> None:
+        pass
+
+
 class ToyConfig(ComponentConfig):
     max_length: int = 16
 
@@ -174,6 +208,8 @@ class WrongShapeAttention(NativeAttention):
 def toy_registry() -> Registry:
     components: list[type[Any]] = [
         ListLoader,
+        CountLoader,
+        CountingSink,
         ToyModel,
         MemorySink,
         RecordingMonitor,
