@@ -13,7 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
-from seamline.contracts import ComponentLoadError, ComponentNotFoundError, DuplicateComponentError
+from seamline.contracts import (
+    ComponentLoadError,
+    ComponentNotFoundError,
+    ContractVersionError,
+    DuplicateComponentError,
+)
 from seamline.core.registry import Registry
 
 PLUGINS = Path(__file__).parents[1] / "fixtures" / "plugins"
@@ -63,7 +68,7 @@ def test_major_contract_mismatch_is_refused(with_fixture_plugins: Registry) -> N
     info = next(i for i in with_fixture_plugins.entries("attention") if i.name == "future")
     assert info.status == "refused"
     assert "major versions differ" in info.reason
-    with pytest.raises(ComponentLoadError, match=r"contract 2\.0 but this seamline hosts 1\.0"):
+    with pytest.raises(ContractVersionError, match=r"contract 2\.0 but this seamline hosts 1\.0"):
         with_fixture_plugins.get("attention", "future")
 
 
@@ -89,4 +94,5 @@ def test_components_command_lists_broken_ones(monkeypatch: pytest.MonkeyPatch) -
     assert "broken" in lines["exploding"]
     assert "conflict" in lines["twin"]
     assert "refused" in lines["future"]
+    assert "2.0" in lines["future"]  # the declared version shows even when refused
     assert "ok" in lines["native"]

@@ -219,6 +219,8 @@ def toy_registry() -> Registry:
         WrongShapeAttention,
     ]
     return Registry(
-        ComponentInfo(c.kind, c.name, f"{c.__module__}:{c.__name__}", "tests", "0", "ok", "", c)
+        ComponentInfo(
+            c.kind, c.name, f"{c.__module__}:{c.__name__}", "tests", "0", "ok", "", c, "1.0"
+        )
         for c in components
     )

@@ -149,9 +149,24 @@ def test_schema_covers_component_configs() -> None:
     result = CliRunner().invoke(app, ["schema"])
     assert result.exit_code == 0, result.output
     schema = json.loads(result.output)
+    assert schema["title"] == "seamline pipeline"
     model_variants = schema["properties"]["model"]["allOf"]
     bert = next(
         v for v in model_variants if v["if"]["properties"]["use"]["const"] == "bert-encoder"
     )
     assert "max_length" in bert["then"]["properties"]["with"]["properties"]
     assert "native" in json.dumps(schema["properties"]["attention"])
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--log-level", "bogus"], "--log-level must be one of"),
+        (["--log-format", "xml"], "--log-format must be auto, json or console"),
+    ],
+)
+def test_bad_options_exit_2(workspace: Path, option: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["run", str(workspace / "pipeline.yaml"), *option])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output

@@ -9,7 +9,12 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One input text. ``id`` is stable across runs for the same input."""
+    """One input text. ``id`` is stable across runs for the same input.
+
+    ``metadata`` travels with every output made from the document. One key has a
+    meaning: ``path``, when present, names a file whose whole content is ``text``,
+    so a reader can show the part of the file an output covers.
+    """
 
     id: str
     text: str

@@ -17,7 +17,6 @@ import numpy as np
 from seamline.contracts.documents import Document, DocumentError, Loaded
 from seamline.contracts.errors import ContractViolation
 from seamline.contracts.model import Batch, Example
-from seamline.contracts.sink import OutputRecord
 
 
 def check_attention_inputs(name: str, q: jax.Array, k: jax.Array, v: jax.Array) -> None:
@@ -96,10 +95,3 @@ def check_loaded(name: str, loaded: Any) -> Loaded:
             "the contract requires Loaded(cursor, Document | DocumentError)"
         )
     return loaded
-
-
-def check_records(name: str, records: Sequence[OutputRecord]) -> None:
-    """Records handed to a sink are well formed (the orchestrator builds them; a guard)."""
-    for record in records:
-        if not isinstance(record, OutputRecord):
-            raise ContractViolation(f"sink {name!r} was handed {type(record).__name__}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.metadata as metadata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from stevedore import ExtensionManager
@@ -29,6 +29,7 @@ from seamline.contracts import (
     ComponentConfig,
     ComponentLoadError,
     ComponentNotFoundError,
+    ContractVersionError,
     DuplicateComponentError,
     Kind,
 )
@@ -57,10 +58,8 @@ class ComponentInfo:
     status: Status
     reason: str = ""
     cls: type[Component[Any]] | None = None
-
-    @property
-    def contract_version(self) -> str:
-        return getattr(self.cls, "contract_version", "") if self.cls else ""
+    contract_version: str = ""
+    """The contract version the plugin declares (shown even when it is refused)."""
 
     @property
     def usable(self) -> bool:
@@ -146,6 +145,11 @@ class Registry:
                 "uninstall one of them or ask its author to rename the entry point"
             )
         info = infos[0]
+        if info.status == "refused" and compatibility_problem(kind, info.contract_version):
+            raise ContractVersionError(
+                f"{kind} component {name!r} from {info.distribution} {info.version} is "
+                f"refused: {info.reason}"
+            )
         if not info.usable:
             raise ComponentLoadError(
                 f"{kind} component {name!r} from {info.distribution} {info.version} is "
@@ -195,9 +199,18 @@ def _load_group(
         reason = refusal_reason(kind, ext.name, ext.plugin)
         status: Status = "refused" if reason else "ok"
         cls = None if reason else ext.plugin
+        declared = getattr(ext.plugin, "contract_version", "")
         infos.append(
             ComponentInfo(
-                kind, ext.name, ext.entry_point.value, dist, version, status, reason or "", cls
+                kind,
+                ext.name,
+                ext.entry_point.value,
+                dist,
+                version,
+                status,
+                reason or "",
+                cls,
+                declared if isinstance(declared, str) else "",
             )
         )
     return infos + failures
@@ -213,15 +226,6 @@ def _mark_conflicts(infos: list[ComponentInfo]) -> list[ComponentInfo]:
         others = owners[(info.kind, info.name)] - {info.distribution}
         if others:
             reason = f"name also registered by {', '.join(sorted(others))}"
-            info = ComponentInfo(
-                info.kind,
-                info.name,
-                info.target,
-                info.distribution,
-                info.version,
-                "conflict",
-                reason,
-                info.cls,
-            )
+            info = replace(info, status="conflict", reason=reason)
         marked.append(info)
     return marked

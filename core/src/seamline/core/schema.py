@@ -64,7 +64,7 @@ def pipeline_schema(registry: Registry) -> dict[str, Any]:
         "additionalProperties": False,
     }
     return {
+        **base,
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "seamline pipeline",
-        **base,
     }

@@ -44,6 +44,8 @@ _consoles = _Consoles()
 
 T = TypeVar("T")
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
 PipelineArg = Annotated[Path, typer.Argument(help="The pipeline YAML file.", show_default=False)]
 SetOption = Annotated[
     list[str] | None,
@@ -72,7 +74,14 @@ def run(
     log_format: Annotated[
         str, typer.Option("--log-format", help="auto (console on a terminal), json or console.")
     ] = "auto",
-    log_level: Annotated[str, typer.Option("--log-level", help="debug, info or warning.")] = "info",
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            "--log-level",
+            help="debug, info or warning (default: warning on a terminal, where the progress "
+            "bar reports, else info).",
+        ),
+    ] = None,
     compile_cache: Annotated[
         bool,
         typer.Option(
@@ -93,8 +102,14 @@ def run(
     if log_format not in ("auto", "json", "console"):
         _consoles.err.print("[bold red]error:[/] --log-format must be auto, json or console")
         raise typer.Exit(2)
+    if log_level is not None and log_level not in LOG_LEVELS:
+        _consoles.err.print(
+            f"[bold red]error:[/] --log-level must be one of {', '.join(LOG_LEVELS)}"
+        )
+        raise typer.Exit(2)
     # On a terminal the progress bar reports; per-batch lines would only scroll it away.
-    configure_logging(json=json_logs, level="warning" if interactive else log_level)
+    level = log_level or ("warning" if interactive else "info")
+    configure_logging(json=json_logs, level=level)
     configure_tracing()
     if compile_cache:
         from seamline.adapters.compile_cache import enable_compile_cache
@@ -108,7 +123,7 @@ def run(
         shutdown_tracing()
     _consoles.out.print(
         f"[green]done[/] {summary.pipeline}: {summary.documents} documents "
-        f"({summary.failed_documents} set aside), {summary.examples} windows, "
+        f"({summary.failed_documents} set aside), {summary.examples} outputs, "
         f"{summary.tokens:,} tokens in {summary.seconds:.1f}s "
         f"({summary.documents / max(summary.seconds, 1e-9):.1f} docs/s, "
         f"{summary.tokens_per_second:,.0f} tokens/s); {summary.batches} batches, "

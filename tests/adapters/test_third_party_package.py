@@ -1,0 +1,162 @@
+"""The third-party path for real: build the example package, install it, discover it, run it.
+
+``examples/plugins/seamline-example-csv`` is built by its own build backend and
+installed into a temporary directory (never into the environment running the
+tests); that directory is put on ``sys.path`` only while these tests run. The
+registry must then find the ``csv`` loader through its entry point, attributed to
+its distribution, and a pipeline must run with it next to the toy components.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seamline.contracts import DocumentError, Loader, Shard, UserError
+from seamline.core.config import parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from seamline.core.registry import Registry
+from tests.core.toy import MemorySink, toy_registry
+
+PACKAGE = Path(__file__).parents[2] / "examples" / "plugins" / "seamline-example-csv"
+MODULE = "seamline_example_csv"
+
+CSV = (
+    "id,text,lang\n"
+    "a,one two three,en\n"
+    'b,"four, five",en\n'
+    "c\n"  # too short to reach the text column: an error record
+    "d,boom,en\n"  # the toy model cannot prepare 'boom': an error record too
+    ",no id,en\n"  # no id: an error record
+    "f,,en\n"  # an empty text is still a document
+    "g,six seven eight nine,en\n"
+)
+
+
+def _install_command(target: Path) -> list[str]:
+    """How to build and install the package into ``target``, or skip saying why we cannot."""
+    common = ["--quiet", "--no-deps", "--target", str(target), str(PACKAGE)]
+    uv = shutil.which("uv") or str(Path.home() / ".local" / "bin" / "uv")
+    if Path(uv).is_file():
+        return [uv, "pip", "install", "--python", sys.executable, *common]
+    if importlib.util.find_spec("hatchling") and importlib.util.find_spec("pip"):
+        return [sys.executable, "-m", "pip", "install", "--no-build-isolation", *common]
+    pytest.skip("cannot build the example package: no uv, and no pip with hatchling")
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The example package built and installed into a temporary directory on sys.path."""
+    target = tmp_path_factory.mktemp("third-party")
+    result = subprocess.run(
+        _install_command(target), capture_output=True, text=True, timeout=120, check=False
+    )
+    if result.returncode != 0:
+        pytest.fail(f"installing {PACKAGE.name} failed:\n{result.stdout}\n{result.stderr}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(target))
+        importlib.invalidate_caches()
+        yield target
+    sys.modules.pop(MODULE, None)
+    importlib.invalidate_caches()
+
+
+@pytest.fixture(scope="module")
+def discovered(installed: Path) -> Registry:
+    return Registry.discover()
+
+
+@pytest.fixture(autouse=True)
+def _clean_sink() -> Iterator[None]:
+    MemorySink.reset()
+    yield
+    MemorySink.reset()
+
+
+def _csv_loader(path: Path, registry: Registry) -> Loader[Any]:
+    return registry.create("loader", "csv", {"path": str(path)})  # type: ignore[return-value]
+
+
+def test_installed_only_into_the_temporary_directory(installed: Path) -> None:
+    assert (installed / MODULE / "__init__.py").is_file()
+    assert list(installed.glob("seamline_example_csv-*.dist-info"))
+    # Built as a distribution, not imported from the source tree.
+    assert Path(importlib.import_module(MODULE).__file__ or "").is_relative_to(installed)
+
+
+def test_discovery_finds_the_loader_and_its_distribution(discovered: Registry) -> None:
+    info = discovered.get("loader", "csv")
+    assert info.usable
+    assert info.distribution == "seamline-example-csv"
+    assert info.version == "0.1.0"
+    assert info.target == "seamline_example_csv:CsvLoader"
+    assert info.contract_version == "1.0"
+    # The first-party loaders are still there beside it.
+    assert {"csv", "jsonl", "text-files"} <= set(discovered.names("loader"))
+
+
+def test_a_pipeline_runs_with_the_third_party_loader(discovered: Registry, tmp_path: Path) -> None:
+    data = tmp_path / "docs.csv"
+    data.write_text(CSV, encoding="utf-8")
+    toy = toy_registry()
+    taken = {(info.kind, info.name) for info in discovered.entries()}
+    registry = Registry(
+        [
+            *discovered.entries(),
+            *(info for info in toy.entries() if (info.kind, info.name) not in taken),
+        ]
+    )
+    text = (
+        "pipeline: csv-toy\n"
+        f"loader: {{use: csv, with: {{path: '{data}'}}}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 2, buckets: [4]}\n"
+    )
+    summary = Orchestrator(parse_pipeline(text, "csv.yaml", registry), registry).run()
+
+    assert sorted(r.doc_id for r in MemorySink.records) == ["a", "b", "f", "g"]
+    assert {r.doc_id: dict(r.metadata) for r in MemorySink.records}["g"] == {"row": 7}
+    errors = {e.id: e.reason for e in MemorySink.errors}
+    assert set(errors) == {"c", "d", "docs.csv:5"}
+    assert "row 3" in errors["c"]
+    assert "cannot prepare 'boom'" in errors["d"]
+    assert "id column" in errors["docs.csv:5"]
+    assert MemorySink.closed == [True]
+    assert (summary.documents, summary.failed_documents) == (4, 3)
+
+
+def test_order_cursor_and_shards(discovered: Registry, tmp_path: Path) -> None:
+    data = tmp_path / "docs.csv"
+    data.write_text(CSV, encoding="utf-8")
+    loader = _csv_loader(data, discovered)
+    everything = list(loader.read())
+    assert [item.cursor for item in everything] == [str(n) for n in range(1, 8)]
+    ids = [item.item.id for item in everything]
+    assert ids == ["a", "b", "c", "d", "docs.csv:5", "f", "g"]
+    assert isinstance(everything[2].item, DocumentError)
+    # Resuming after a cursor yields exactly the rest.
+    assert [item.item.id for item in loader.read(after="4")] == ids[4:]
+    # Shards are disjoint and together complete, each in the stable order.
+    shards = [[i.item.id for i in loader.read(shard=Shard(k, 3))] for k in range(3)]
+    assert sorted(itertools.chain(*shards)) == sorted(ids)
+    assert shards[1] == ["b", "docs.csv:5"]
+
+
+def test_user_mistakes_are_user_errors(discovered: Registry, tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="is not a file"):
+        list(_csv_loader(tmp_path / "missing.csv", discovered).read())
+    other = tmp_path / "other.csv"
+    other.write_text("id,body\n1,x\n", encoding="utf-8")
+    with pytest.raises(UserError, match="has no column 'text'"):
+        list(_csv_loader(other, discovered).read())
