@@ -65,6 +65,9 @@ def _user_errors(action: Callable[[], T]) -> T:
     except UserError as error:
         _consoles.err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        _consoles.err.print("[bold yellow]interrupted:[/] nothing was published", highlight=False)
+        raise typer.Exit(130) from None
 
 
 @app.command()
