@@ -24,6 +24,23 @@ def _add_trace_ids(_logger: Any, _method: str, event: dict[str, Any]) -> dict[st
     return event
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is *now*.
+
+    A live progress bar swaps ``sys.stderr`` for a proxy that prints above the
+    bar; a handler holding the original stream would scribble over it instead.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure_logging(
     *, json: bool | None = None, level: str = "info", stream: TextIO | None = None
 ) -> None:
@@ -31,9 +48,9 @@ def configure_logging(
 
     ``json=None`` picks JSON lines unless ``stream`` is a terminal.
     """
-    stream = stream or sys.stderr
+    target: Any = stream or _CurrentStderr()
     if json is None:
-        json = not stream.isatty()
+        json = not target.isatty()
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -44,7 +61,7 @@ def configure_logging(
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if json
-        else structlog.dev.ConsoleRenderer(colors=stream.isatty())
+        else structlog.dev.ConsoleRenderer(colors=target.isatty())
     )
     numeric = logging.getLevelName(level.upper())
     structlog.configure(
@@ -57,7 +74,7 @@ def configure_logging(
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(stream)
+    handler = logging.StreamHandler(target)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
