@@ -17,7 +17,7 @@ MEMBERS := contracts core components adapters
 PYPROJECTS := pyproject.toml $(foreach m,$(MEMBERS),$(m)/pyproject.toml)
 STAMP := $(VENV)/.seamline-installed
 
-.PHONY: uv setup run test constraints corpus golden clean
+.PHONY: uv setup run test constraints corpus golden bench clean
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || { \
@@ -55,6 +55,11 @@ constraints: | uv
 		$(foreach m,$(MEMBERS),--no-emit-package seamline-$(m)) -o constraints.txt.new
 	{ echo "# Every dependency pinned: regenerate with 'make constraints' (uv pip compile)."; \
 	  cat constraints.txt.new; } > constraints.txt && rm constraints.txt.new
+
+# Side by side: seamline (JAX) against sentence-transformers (torch, in .venv-golden).
+bench: $(STAMP) corpus
+	bash tests/golden/make_golden.sh --setup-only
+	$(PY) benchmarks/embed_throughput.py
 
 # Regenerate the golden embeddings with the reference implementation (torch, in its own venv).
 golden:

@@ -6,7 +6,8 @@
 # the local CPU wheel pip is configured with), then runs make_golden.py, which
 # writes tests/golden/minilm_l6_v2.npz and tests/golden/minilm_l6_v2.meta.json.
 #
-# Usage: bash tests/golden/make_golden.sh        (PYTHON=python3.11 to choose the interpreter)
+# Usage: bash tests/golden/make_golden.sh [--setup-only]   (PYTHON=python3.11 to choose the
+#        interpreter; --setup-only makes the venv and stops, for the benchmarks)
 # torch and sentence-transformers live only in this venv, never in the project's env.
 set -euo pipefail
 
@@ -88,4 +89,7 @@ else
   printf '%s\n' "$WANT" >"$STAMP"
 fi
 
+if [[ "${1:-}" == "--setup-only" ]]; then
+  exit 0
+fi
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_golden.py"
