@@ -7,6 +7,7 @@ from pathlib import Path
 from pydoc_data.topics import topics
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
@@ -99,23 +100,22 @@ def test_set_override_error_exits_2(workspace: Path) -> None:
     assert "--set model.with.max_length=lots" in result.output
 
 
+def run_with_tpu_only_installed(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, attention: str, out: str
+) -> Result:
+    """Run the pipeline with the fixture plugin ``tpu-only`` (it refuses every CPU) installed."""
+    plugins = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_refuser"
+    monkeypatch.syspath_prepend(str(plugins))
+    env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / out), "COLUMNS": "300"}
+    pipeline = str(workspace / "pipeline.yaml")
+    options = ["--no-compile-cache", "--set", f"attention.use={attention}"]
+    return CliRunner().invoke(app, ["run", pipeline, *options], env=env)
+
+
 def test_explicit_attention_that_cannot_serve_exits_2(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plugins = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_refuser"
-    monkeypatch.syspath_prepend(str(plugins))
-    env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out2")}
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            str(workspace / "pipeline.yaml"),
-            "--no-compile-cache",
-            "--set",
-            "attention.use=tpu-only",
-        ],
-        env={**env, "COLUMNS": "300"},
-    )
+    result = run_with_tpu_only_installed(workspace, monkeypatch, "tpu-only", "out2")
     assert result.exit_code == 2, result.output
     assert "attention 'tpu-only' cannot serve" in result.output
     assert "needs a TPU, this is cpu" in result.output
@@ -126,20 +126,7 @@ def test_explicit_attention_that_cannot_serve_exits_2(
 def test_auto_falls_back_past_an_attention_that_cannot_serve(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plugins = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_refuser"
-    monkeypatch.syspath_prepend(str(plugins))
-    env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out3")}
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            str(workspace / "pipeline.yaml"),
-            "--no-compile-cache",
-            "--set",
-            "attention.use=auto",
-        ],
-        env={**env, "COLUMNS": "300"},
-    )
+    result = run_with_tpu_only_installed(workspace, monkeypatch, "auto", "out3")
     assert result.exit_code == 0, result.output
     assert "attention native for" in result.output
     assert "needs a TPU, this is cpu" in result.output  # the log monitor records the rejection
