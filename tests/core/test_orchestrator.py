@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 
 import numpy as np
@@ -77,6 +78,14 @@ def test_events_cover_the_run_and_a_broken_monitor_does_not_stop_it() -> None:
     assert isinstance(finished, RunFinished)
     assert finished.ok
     assert finished.failed_documents == 2
+
+
+def test_compiled_code_names_each_seam() -> None:
+    orchestrator = run("native")
+    for step in orchestrator._steps.values():
+        names = set(re.findall(r'op_name="([^"]*)"', step.compiled.as_text()))
+        attention_ops = [n for n in names if "seamline/model/toy/seamline/attention/native/" in n]
+        assert attention_ops, sorted(names)[:5]
 
 
 def test_preference_list_falls_back_and_records_why() -> None:

@@ -94,6 +94,8 @@ class _Step:
 
     call: Callable[[Any, Mapping[str, Any]], jax.Array]
     decision: AttentionDecision
+    compiled: Any
+    """The XLA executable; its HLO names each seam (``seamline/<kind>/<name>``)."""
 
 
 _DONE = object()
@@ -314,7 +316,7 @@ class Orchestrator:
             compiled = jax.jit(seamline_step).lower(params, dict(batch.arrays)).compile()
         seconds = time.perf_counter() - compile_started
         self.monitors.emit(Compiled(batch.length, batch.batch_size, seconds))
-        step = _Step(lambda p, a: compiled(p, dict(a)), decision)
+        step = _Step(lambda p, a: compiled(p, dict(a)), decision, compiled)
         self._steps[key] = step
         return step
 
