@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
@@ -416,3 +418,14 @@ def test_manifest_is_published_beside_the_output(tmp_path: Path, kind: str) -> N
     sink.close()
     written = json.loads((tmp_path / "out" / "emb.manifest.json").read_text(encoding="utf-8"))
     assert written == manifest
+
+
+def test_published_files_get_the_usual_mode(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        sink = jsonl_sink(tmp_path)
+        sink.write(make_records(1))
+        sink.close()
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "out" / "emb.jsonl").stat().st_mode) == 0o644

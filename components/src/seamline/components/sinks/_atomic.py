@@ -57,6 +57,8 @@ class AtomicFile:
             self.file.flush()
             os.fsync(self.file.fileno())
             self.file.close()
+            # mkstemp makes the file private (0600); a published output gets the usual mode.
+            os.chmod(self.temporary, 0o666 & ~_current_umask())
             os.replace(self.temporary, self.destination)
         except BaseException:
             self.discard()
@@ -72,6 +74,13 @@ class AtomicFile:
         with contextlib.suppress(OSError):
             self.file.close()
         self.temporary.unlink(missing_ok=True)
+
+
+def _current_umask() -> int:
+    """The process umask (reading it means setting it, so it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_directory(directory: Path) -> None:
