@@ -79,3 +79,13 @@ def test_attention_list_must_not_repeat(registry: Registry) -> None:
         parse_pipeline(
             BASE + "attention: {use: [native, native]}\n", "p.yaml", registry, environ={}
         )
+
+
+def test_yes_no_on_off_are_words_not_booleans(registry: Registry) -> None:
+    resolved = parse_pipeline(
+        BASE.replace("pipeline: p", "pipeline: off"), "p.yaml", registry, environ={}
+    )
+    assert resolved.spec.pipeline == "off"
+    text = BASE + "monitors: [{use: log, with: {every: 1}}]\n"
+    with pytest.raises(ConfigError, match="pipeline: Input should be a valid string"):
+        parse_pipeline(text.replace("pipeline: p", "pipeline: true"), "p.yaml", registry)

@@ -98,8 +98,11 @@ def test_preference_list_falls_back_and_records_why() -> None:
 def test_auto_orders_by_priority_and_falls_back() -> None:
     run("auto")
     chosen = [e for e in RecordingMonitor.events if isinstance(e, AttentionChosen)]
-    assert "never" in chosen[0].rejected
-    assert {e.chosen for e in chosen} == {"native"}
+    by_length = {e.signature.split("x")[1]: e.chosen for e in chosen}
+    short = next(e for e in chosen if "xTq4x" in e.signature)
+    assert "never" in short.rejected  # priority 10, but it refuses every shape
+    # long-only ranks itself first from length 8; native (priority 0) serves the rest.
+    assert by_length == {"Tq4": "native", "Tq8": "long-only", "Tq16": "long-only"}
 
 
 def test_explicit_choice_that_cannot_serve_fails_loudly() -> None:

@@ -190,7 +190,8 @@ class ExplodingMonitor(Monitor[ComponentConfig]):
 
 class NeverAttention(NativeAttention):
     name: ClassVar[str] = "never"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
+    is_reference: ClassVar[bool] = False
     auto_priority: ClassVar[int] = 10
 
     def supports(self, spec: AttentionSpec) -> Support:
@@ -199,10 +200,46 @@ class NeverAttention(NativeAttention):
 
 class WrongShapeAttention(NativeAttention):
     name: ClassVar[str] = "wrong-shape"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
+    is_reference: ClassVar[bool] = False
 
     def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:  # type: ignore[override]
         return super().__call__(q, k, v, **kwargs)[:, :, :1]
+
+
+class OffByTenPercentAttention(NativeAttention):
+    """Wrong numbers of the plausible kind: the right shape, 10 % off."""
+
+    name: ClassVar[str] = "off-by-ten"
+    contract_version: ClassVar[str] = "1.1"
+    is_reference: ClassVar[bool] = False
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:  # type: ignore[override]
+        return super().__call__(q, k, v, **kwargs) * 1.1
+
+
+class UncompilableAttention(NativeAttention):
+    """Fails while being traced, as a kernel that cannot lower for a shape does."""
+
+    name: ClassVar[str] = "uncompilable"
+    contract_version: ClassVar[str] = "1.1"
+    is_reference: ClassVar[bool] = False
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:  # type: ignore[override]
+        if isinstance(q, jax.core.Tracer) and q.shape[1] > 4:
+            raise NotImplementedError(f"no lowering for length {q.shape[1]}")
+        return super().__call__(q, k, v, **kwargs)
+
+
+class LongOnlyAttention(NativeAttention):
+    """Prefers itself for long sequences only (as a blockwise kernel does on a CPU)."""
+
+    name: ClassVar[str] = "long-only"
+    contract_version: ClassVar[str] = "1.1"
+    is_reference: ClassVar[bool] = False
+
+    def priority(self, spec: AttentionSpec) -> int:
+        return 10 if spec.kv_len >= 8 else -1
 
 
 def toy_registry() -> Registry:
@@ -217,6 +254,9 @@ def toy_registry() -> Registry:
         NativeAttention,
         NeverAttention,
         WrongShapeAttention,
+        OffByTenPercentAttention,
+        UncompilableAttention,
+        LongOnlyAttention,
     ]
     return Registry(
         ComponentInfo(

@@ -4,6 +4,7 @@ A third-party component depends on this distribution alone.
 """
 
 from seamline.contracts.attention import (
+    TOLERANCES,
     Attention,
     AttentionFn,
     AttentionSpec,
@@ -35,6 +36,8 @@ from seamline.contracts.events import (
     RunFinished,
     RunStarted,
     SeamCall,
+    ShadowCompared,
+    Verified,
 )
 from seamline.contracts.loader import Loader
 from seamline.contracts.model import Batch, Example, Model, Params
@@ -45,6 +48,7 @@ from seamline.contracts.versions import CONTRACT_VERSIONS, KINDS, Kind
 __all__ = [
     "CONTRACT_VERSIONS",
     "KINDS",
+    "TOLERANCES",
     "Alert",
     "Attention",
     "AttentionChosen",
@@ -79,10 +83,12 @@ __all__ = [
     "SeamCall",
     "SeamlineError",
     "SegmentIds",
+    "ShadowCompared",
     "Shard",
     "Sink",
     "Support",
     "UnsupportedError",
     "UserError",
+    "Verified",
     "WeightsError",
 ]

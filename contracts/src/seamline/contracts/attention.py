@@ -75,6 +75,13 @@ class Support:
         return self.ok
 
 
+#: How far an implementation's output may be from the reference's and still count as
+#: the same answer, by dtype (absolute, on outputs of unit scale). Loose enough for
+#: reduced-precision matmul passes on accelerators, tight enough that a kernel with
+#: the wrong semantics (ignoring a mask, say) is always caught.
+TOLERANCES: dict[str, float] = {"float32": 2e-3, "bfloat16": 5e-2, "float16": 1e-2}
+
+
 class AttentionFn(Protocol):
     """The callable a model receives at the seam (an :class:`Attention` or a wrapper of one)."""
 
@@ -98,9 +105,22 @@ class Attention(Component[AttentionConfigT], abc.ABC):
 
     kind: ClassVar[Kind] = "attention"
 
-    #: Where ``use: auto`` tries this implementation, higher first. The reference
-    #: implementation stays at 0 so that it is the last resort.
+    #: The implementation every other is verified against (since 1.1). seamline's
+    #: ``native`` declares it; the planner uses the installed one that does.
+    is_reference: ClassVar[bool] = False
+
+    #: Where ``use: auto`` tries this implementation, higher first, unless
+    #: :meth:`priority` says otherwise for a given shape.
     auto_priority: ClassVar[int] = 0
+
+    def priority(self, spec: AttentionSpec) -> int:
+        """Rank for ``use: auto`` on this shape and platform, higher first (since 1.1).
+
+        The default is ``auto_priority``. Override it to prefer yourself only where
+        you are the better choice: for instance on one platform, or above some
+        sequence length. Ties are broken by name.
+        """
+        return self.auto_priority
 
     @abc.abstractmethod
     def supports(self, spec: AttentionSpec) -> Support:

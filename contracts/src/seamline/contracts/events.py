@@ -81,6 +81,31 @@ class Fallback:
 
 
 @dataclass(frozen=True, slots=True)
+class Verified:
+    """An implementation was checked against the reference on first use of a shape (1.1)."""
+
+    signature: str
+    implementation: str
+    reference: str
+    max_error: float
+    tolerance: float
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowCompared:
+    """A batch was also run with the reference; the outputs' largest difference (1.1)."""
+
+    signature: str
+    implementation: str
+    reference: str
+    batch: int
+    max_error: float
+    tolerance: float
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Alert:
     source: str
     message: str
@@ -108,6 +133,8 @@ Event = (
     | DocumentFailed
     | SeamCall
     | Fallback
+    | Verified
+    | ShadowCompared
     | Alert
     | RunFinished
 )
@@ -120,6 +147,8 @@ EVENT_TYPES: tuple[type[Any], ...] = (
     DocumentFailed,
     SeamCall,
     Fallback,
+    Verified,
+    ShadowCompared,
     Alert,
     RunFinished,
 )

@@ -93,6 +93,14 @@ class Model(Component[ModelConfigT], abc.ABC):
     ) -> jax.Array:
         """Map one batch to outputs ``[batch_size, ...]``; pure and jittable."""
 
+    def abstract_params(self) -> Params | None:
+        """The parameters' shapes and dtypes (``jax.ShapeDtypeStruct`` leaves), if known cheaply.
+
+        Lets seamline plan (``seamline explain``) without reading any weights. The
+        default, None, means "load them to find out". Since model contract 1.1.
+        """
+        return None
+
     def output_dtype(self) -> np.dtype[Any]:
         """The dtype of ``apply``'s output, checked at the seam."""
         return np.dtype(np.float32)

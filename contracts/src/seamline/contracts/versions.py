@@ -15,10 +15,10 @@ Kind = Literal["attention", "model", "loader", "monitor", "sink"]
 KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "sink")
 
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
-    "attention": "1.0",
-    "model": "1.0",
+    "attention": "1.1",
+    "model": "1.1",
     "loader": "1.0",
-    "monitor": "1.0",
+    "monitor": "1.1",
     "sink": "1.0",
 }
 

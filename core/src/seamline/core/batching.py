@@ -25,6 +25,12 @@ def default_buckets(max_length: int, smallest: int = 16) -> list[int]:
     return buckets
 
 
+def resolve_buckets(configured: Sequence[int] | None, max_length: int) -> list[int]:
+    """The pipeline's buckets (or the default), capped at and always including ``max_length``."""
+    buckets = configured or default_buckets(max_length)
+    return sorted({b for b in buckets if b < max_length} | {max_length})
+
+
 class Bucketer:
     """Groups examples by padded length into fixed-size batches."""
 

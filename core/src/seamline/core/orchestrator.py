@@ -28,8 +28,10 @@ import structlog
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
+    Alert,
     Attention,
     AttentionChosen,
+    AttentionSpec,
     Batch,
     BatchDone,
     Compiled,
@@ -38,22 +40,26 @@ from seamline.contracts import (
     DocumentError,
     DocumentFailed,
     Example,
+    Fallback,
     Loader,
     Model,
     Monitor,
     OutputRecord,
     RunFinished,
     RunStarted,
+    ShadowCompared,
     Sink,
+    Verified,
 )
 from seamline.contracts.seams import check_batch, check_examples, check_loaded, check_model_output
-from seamline.core.batching import Bucketer, default_buckets
+from seamline.core.batching import Bucketer, resolve_buckets
 from seamline.core.config import ResolvedPipeline
 from seamline.core.planner import AttentionDecision, AttentionPlanner
 from seamline.core.probe import attention_specs
 from seamline.core.registry import Registry
 from seamline.core.seams import CheckedAttention, MonitorHub, scope_name
 from seamline.core.telemetry import component_attributes, tracer
+from seamline.core.verification import tolerance_for, verify
 
 log = structlog.get_logger("seamline.core")
 
@@ -96,6 +102,7 @@ class _Step:
     decision: AttentionDecision
     compiled: Any
     """The XLA executable; its HLO names each seam (``seamline/<kind>/<name>``)."""
+    specs: tuple[AttentionSpec, ...] = ()
 
 
 _DONE = object()
@@ -117,18 +124,33 @@ class Orchestrator:
         self.model: Model[Any] = self._create(pipeline.model)
         self.sink: Sink[Any] = self._create(pipeline.sink)
         self.monitors = MonitorHub([*(self._create(m) for m in pipeline.monitors), *extra_monitors])
+        candidates: list[Attention[Any]] = [self._create(a) for a in pipeline.attention]
         self.planner = AttentionPlanner(
-            [self._create(a) for a in pipeline.attention], explicit=pipeline.attention_explicit
+            candidates, explicit=pipeline.attention_explicit, auto=pipeline.attention_auto
         )
+        self.reference = self._reference(candidates)
+        attention_settings = pipeline.spec.attention
+        self.verify = attention_settings.verify and self.reference is not None
+        self.fallback = attention_settings.on_failure == "fallback"
+        self.shadow_every = attention_settings.shadow.every if attention_settings.shadow else 0
+        self._verified: set[tuple[tuple[AttentionSpec, ...], str]] = set()
+        self._reference_steps: dict[tuple[int, int], _Step] = {}
         settings = pipeline.spec.run
         self.batch_size = settings.batch_size
-        buckets = settings.buckets or default_buckets(self.model.max_length)
-        self.buckets = [b for b in buckets if b < self.model.max_length] + [self.model.max_length]
+        self.buckets = resolve_buckets(settings.buckets, self.model.max_length)
         self._steps: dict[tuple[int, int], _Step] = {}
         self.counts = _Counts()
 
     def _create(self, choice: Any) -> Any:
         return self.registry.create(choice.kind, choice.name, choice.config)
+
+    def _reference(self, candidates: list[Attention[Any]]) -> Attention[Any] | None:
+        """The reference attention: the candidate of that name if there is one, else its own."""
+        choice = self.pipeline.attention_reference
+        if choice is None:
+            return None
+        same = [c for c in candidates if c.name == choice.name and c.config == choice.config]
+        return same[0] if same else self._create(choice)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -249,6 +271,7 @@ class Orchestrator:
             # np.asarray waits for the device, so the span covers the real compute.
             outputs = np.asarray(step.call(params, batch.arrays))
         check_model_output(model.name, outputs, batch.batch_size, model.output_dtype())
+        outputs = self._shadow(params, batch, step, outputs)
         records = [
             OutputRecord(ex.doc_id, ex.index, ex.span, outputs[row], ex.metadata)
             for row, ex in enumerate(batch.examples)
@@ -278,15 +301,46 @@ class Orchestrator:
         )
 
     def _step(self, params: Any, batch: Batch) -> _Step:
-        """The compiled call for this batch's shape: planned and compiled on first sight."""
+        """The compiled call for this batch's shape: planned, verified and compiled once.
+
+        A candidate that disagrees with the reference, or fails to compile, is
+        demoted for this shape and the next one is tried (unless ``on_failure:
+        raise``); when no candidate is left the planner raises with every reason.
+        """
         key = (batch.batch_size, batch.length)
         step = self._steps.get(key)
         if step is not None:
             return step
+        specs = tuple(attention_specs(self.model, params, batch.arrays))
+        failed: tuple[str, str] | None = None  # (implementation, reason) that fell through
+        step: _Step | None = None
+        while True:
+            decision = self._plan(batch, specs)
+            if failed is not None:
+                self._fell_back(failed[0], decision.chosen, failed[1], decision.signature)
+            attention = self.planner.implementation(decision.chosen)
+            try:
+                # Verification traces and compiles the kernel too, so either may fail here.
+                problem = self._verification_problem(attention, specs, decision.signature)
+                if problem is None:
+                    step = self._compile(params, batch, attention, decision, specs)
+            except ContractViolation:
+                raise  # a bug in the component, not a shape it cannot serve
+            except Exception as err:
+                if not self.fallback:
+                    raise
+                problem = f"failed to compile: {type(err).__name__}: {err}"
+            if problem is None:
+                assert step is not None
+                self._steps[key] = step
+                return step
+            self.planner.demote(specs, decision.chosen, problem)
+            failed = (decision.chosen, problem)
+
+    def _plan(self, batch: Batch, specs: tuple[AttentionSpec, ...]) -> AttentionDecision:
         with tracer().start_as_current_span(
             "seamline.plan", attributes={"seamline.batch.length": batch.length}
         ) as span:
-            specs = attention_specs(self.model, params, batch.arrays)
             decision = self.planner.choose(specs)
             span.set_attributes(
                 {
@@ -297,7 +351,68 @@ class Orchestrator:
         self.monitors.emit(
             AttentionChosen(decision.signature, decision.chosen, decision.reason, decision.rejected)
         )
-        attention: Attention[Any] = self.planner.implementation(decision.chosen)
+        log.info(
+            "attention chosen",
+            signature=decision.signature,
+            chosen=decision.chosen,
+            reason=decision.reason,
+            rejected={k: list(v) for k, v in decision.rejected.items()},
+        )
+        return decision
+
+    def _verification_problem(
+        self, attention: Attention[Any], specs: tuple[AttentionSpec, ...], signature: str
+    ) -> str | None:
+        """Why ``attention`` may not serve ``specs`` by the reference's measure, or None."""
+        reference = self.reference
+        if not self.verify or reference is None or attention is reference:
+            return None
+        if (specs, attention.name) in self._verified:
+            return None
+        with tracer().start_as_current_span(
+            "seamline.verify",
+            attributes={"seamline.attention.name": attention.name, "seamline.signature": signature},
+        ) as span:
+            verdict = verify(attention, reference, specs)
+            span.set_attributes(
+                {"seamline.max_error": verdict.max_error, "seamline.ok": verdict.ok}
+            )
+        self.monitors.emit(
+            Verified(
+                signature,
+                attention.name,
+                reference.name,
+                verdict.max_error,
+                verdict.tolerance,
+                verdict.ok,
+            )
+        )
+        if verdict.ok:
+            self._verified.add((specs, attention.name))
+            return None
+        return (
+            f"differs from the reference {reference.name!r} by {verdict.max_error:.3g} "
+            f"(tolerance {verdict.tolerance:g})"
+        )
+
+    def _fell_back(self, failed: str, replacement: str, reason: str, signature: str) -> None:
+        self.monitors.emit(Fallback("attention", failed, replacement, reason))
+        log.warning(
+            "attention fell back",
+            failed=failed,
+            replacement=replacement,
+            reason=reason,
+            signature=signature,
+        )
+
+    def _compile(
+        self,
+        params: Any,
+        batch: Batch,
+        attention: Attention[Any],
+        decision: AttentionDecision,
+        specs: tuple[AttentionSpec, ...],
+    ) -> _Step:
         apply = functools.partial(self.model.apply, attention=CheckedAttention(attention))
         scope = scope_name("model", self.model.name)
 
@@ -311,14 +426,67 @@ class Orchestrator:
             attributes={
                 "seamline.batch.size": batch.batch_size,
                 "seamline.batch.length": batch.length,
+                "seamline.attention.name": attention.name,
             },
         ):
             compiled = jax.jit(seamline_step).lower(params, dict(batch.arrays)).compile()
         seconds = time.perf_counter() - compile_started
         self.monitors.emit(Compiled(batch.length, batch.batch_size, seconds))
-        step = _Step(lambda p, a: compiled(p, dict(a)), decision, compiled)
-        self._steps[key] = step
-        return step
+        return _Step(lambda p, a: compiled(p, dict(a)), decision, compiled, specs)
+
+    def _shadow(self, params: Any, batch: Batch, step: _Step, outputs: np.ndarray) -> np.ndarray:
+        """Every Nth batch: run the reference too; on a breach, demote and keep its outputs."""
+        reference = self.reference
+        if (
+            not self.shadow_every
+            or reference is None
+            or step.decision.chosen == reference.name
+            or self.counts.batches % self.shadow_every
+        ):
+            return outputs
+        key = (batch.batch_size, batch.length)
+        shadow = self._reference_steps.get(key)
+        if shadow is None:
+            decision = AttentionDecision(step.decision.signature, reference.name, "shadow")
+            shadow = self._compile(params, batch, reference, decision, step.specs)
+            self._reference_steps[key] = shadow
+        with tracer().start_as_current_span(
+            "seamline.shadow", attributes={"seamline.attention.name": step.decision.chosen}
+        ) as span:
+            expected = np.asarray(shadow.call(params, batch.arrays))
+            rows = len(batch.examples)
+            error = float(np.max(np.abs(outputs[:rows] - expected[:rows]), initial=0.0))
+            tolerance = min(tolerance_for(spec.dtype) for spec in step.specs)
+            ok = bool(error <= tolerance)
+            span.set_attributes({"seamline.max_error": error, "seamline.ok": ok})
+        self.monitors.emit(
+            ShadowCompared(
+                step.decision.signature,
+                step.decision.chosen,
+                reference.name,
+                self.counts.batches + 1,
+                error,
+                tolerance,
+                ok,
+            )
+        )
+        if ok:
+            return outputs
+        reason = f"shadow comparison: differs from {reference.name!r} by {error:.3g}"
+        self.monitors.emit(
+            Alert(
+                "seamline.shadow",
+                f"attention {step.decision.chosen!r} demoted for {step.decision.signature}: "
+                f"{reason}",
+                {"max_error": error, "tolerance": tolerance},
+            )
+        )
+        log.warning(
+            "attention demoted by shadow comparison", chosen=step.decision.chosen, reason=reason
+        )
+        self.planner.demote(step.specs, step.decision.chosen, reason)
+        del self._steps[key]
+        return expected
 
     def _finish(self, ok: bool, seconds: float) -> None:
         try:
@@ -339,7 +507,8 @@ class Orchestrator:
                 )
             )
             self.monitors.close()
-            for component in (self.loader, self.model, *self.planner.candidates):
+            extra = [self.reference] if self.reference not in self.planner.candidates else []
+            for component in (self.loader, self.model, *self.planner.candidates, *extra):
                 component.close()
 
     def _summary(self, seconds: float) -> RunSummary:

@@ -3,8 +3,11 @@
 Every candidate is asked ``supports(spec)`` for the actual platform, dtype and
 shapes. A single explicit choice that cannot serve is an error carrying its
 reasons; ``auto`` or a preference list takes the first candidate that can serve
-and records why each one before it could not. Decisions are cached per shape
-signature, so each bucket is negotiated once.
+and records why each one before it could not. ``auto`` orders the candidates per
+shape by their own ``priority(spec)``, so one run may use different kernels for
+different lengths. A candidate that fails later for a shape — it does not compile,
+or it disagrees with the reference — is *demoted* for that shape only, with the
+reason, and the next candidate takes over.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 
 from seamline.contracts import Attention, AttentionSpec, UnsupportedError
 
+SpecKey = tuple[AttentionSpec, ...]
+
 
 @dataclass(frozen=True, slots=True)
 class AttentionDecision:
@@ -24,17 +29,23 @@ class AttentionDecision:
     chosen: str
     reason: str
     rejected: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    order: tuple[str, ...] = ()
+    """The candidates in the order they were considered."""
 
 
 class AttentionPlanner:
-    """Picks an attention implementation per :class:`AttentionSpec`."""
+    """Picks an attention implementation per set of :class:`AttentionSpec`."""
 
-    def __init__(self, candidates: Sequence[Attention[Any]], explicit: bool) -> None:
+    def __init__(
+        self, candidates: Sequence[Attention[Any]], *, explicit: bool, auto: bool = False
+    ) -> None:
         if not candidates:
             raise UnsupportedError("no attention implementation is installed or configured")
         self.candidates = list(candidates)
         self.explicit = explicit
-        self._decisions: dict[tuple[AttentionSpec, ...], AttentionDecision] = {}
+        self.auto = auto
+        self._decisions: dict[SpecKey, AttentionDecision] = {}
+        self._demoted: dict[SpecKey, dict[str, str]] = {}
 
     def implementation(self, name: str) -> Attention[Any]:
         return next(c for c in self.candidates if c.name == name)
@@ -45,32 +56,53 @@ class AttentionPlanner:
         A model may call its attention with several shapes (self- and cross-attention);
         one compiled function uses one implementation, so it must serve them all.
         """
-        key = tuple(dict.fromkeys(specs))
-        if not key:
-            raise ValueError("the model made no attention call to plan for")
+        key = _key(specs)
         decision = self._decisions.get(key)
         if decision is None:
             decision = self._negotiate(key)
             self._decisions[key] = decision
         return decision
 
+    def demote(self, specs: Sequence[AttentionSpec], name: str, reason: str) -> None:
+        """Rule ``name`` out for these specs (only), so the next ``choose`` moves on."""
+        key = _key(specs)
+        self._demoted.setdefault(key, {})[name] = reason
+        self._decisions.pop(key, None)
+
     @property
     def decisions(self) -> list[AttentionDecision]:
         return list(self._decisions.values())
 
-    def _negotiate(self, specs: tuple[AttentionSpec, ...]) -> AttentionDecision:
-        signature = " + ".join(spec.signature() for spec in specs)
+    def ordered(self, specs: Sequence[AttentionSpec]) -> list[Attention[Any]]:
+        """Candidates in the order they are tried for ``specs``."""
+        if not self.auto:
+            return list(self.candidates)
+        first = specs[0]
+        return sorted(self.candidates, key=lambda c: (-_priority(c, first), c.name))
+
+    def _negotiate(self, key: SpecKey) -> AttentionDecision:
+        signature = " + ".join(spec.signature() for spec in key)
+        demoted = self._demoted.get(key, {})
         rejected: dict[str, tuple[str, ...]] = {}
-        for position, candidate in enumerate(self.candidates):
-            reasons = _refusals(candidate, specs)
+        order = self.ordered(key)
+        names = tuple(c.name for c in order)
+        for position, candidate in enumerate(order):
+            if candidate.name in demoted:
+                rejected[candidate.name] = (demoted[candidate.name],)
+                continue
+            reasons = refusals(candidate, key)
             if not reasons:
                 if self.explicit:
                     reason = "explicitly configured"
                 elif position == 0:
                     reason = "first candidate, and it supports this shape"
                 else:
-                    reason = "first candidate that supports this shape; earlier ones cannot"
-                return AttentionDecision(signature, candidate.name, reason, rejected)
+                    reason = "first candidate that serves this shape; earlier ones cannot"
+                if self.auto and position == 0:
+                    reason = "highest priority for this shape, and it supports it"
+                elif self.auto:
+                    reason = "highest priority among those that support this shape"
+                return AttentionDecision(signature, candidate.name, reason, rejected, names)
             rejected[candidate.name] = reasons
         details = "; ".join(f"{name}: {', '.join(reasons)}" for name, reasons in rejected.items())
         if self.explicit:
@@ -83,7 +115,21 @@ class AttentionPlanner:
         raise UnsupportedError(message, tuple(f"{n}: {', '.join(r)}" for n, r in rejected.items()))
 
 
-def _refusals(candidate: Attention[Any], specs: tuple[AttentionSpec, ...]) -> tuple[str, ...]:
+def _key(specs: Sequence[AttentionSpec]) -> SpecKey:
+    key = tuple(dict.fromkeys(specs))
+    if not key:
+        raise ValueError("the model made no attention call to plan for")
+    return key
+
+
+def _priority(candidate: Attention[Any], spec: AttentionSpec) -> int:
+    try:
+        return int(candidate.priority(spec))
+    except Exception:  # a buggy priority() must not take the run down: try it last
+        return -(10**9)
+
+
+def refusals(candidate: Attention[Any], specs: SpecKey) -> tuple[str, ...]:
     """Every reason ``candidate`` gives for not serving one of ``specs`` (empty: it serves all)."""
     reasons: list[str] = []
     for spec in specs:

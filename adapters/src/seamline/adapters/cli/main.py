@@ -157,6 +157,51 @@ def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
 
 
 @app.command()
+def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
+    """Show which attention would serve each shape bucket, and why the others would not.
+
+    Nothing runs and, for models that can describe their parameters, no weights are read.
+    """
+    from seamline.adapters.logging_setup import configure_logging
+    from seamline.core.config import load_pipeline
+    from seamline.core.explain import explain as make_plan
+
+    configure_logging(level="warning")
+    registry = Registry.discover()
+    resolved = _user_errors(lambda: load_pipeline(pipeline, registry, overrides or ()))
+    plan = _user_errors(lambda: make_plan(resolved, registry))
+    console = _consoles.out
+    console.print(
+        f"[bold]{plan.pipeline}[/]: attention {plan.mode}; reference "
+        f"{plan.reference or '(none installed)'}; verify on first use: "
+        f"{'yes' if plan.verify else 'no'}; on compile failure: {plan.on_failure}; shadow: "
+        f"{f'every {plan.shadow_every} batches' if plan.shadow_every else 'off'}"
+        + ("; [yellow]weights were loaded to learn their shapes[/]" if plan.weights_loaded else ""),
+        highlight=False,
+    )
+    for bucket in plan.buckets:
+        table = Table(
+            title=f"length {bucket.length} × batch {bucket.batch_size}: {bucket.signature}",
+            title_justify="left",
+        )
+        table.add_column("candidate", no_wrap=True)
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("why", overflow="fold")
+        for name in bucket.order:
+            if name == bucket.chosen:
+                table.add_row(name, "[green]chosen[/]", bucket.reason)
+            elif name in bucket.rejected:
+                table.add_row(name, "[red]cannot serve[/]", "; ".join(bucket.rejected[name]))
+            elif bucket.spare.get(name):
+                table.add_row(name, "[red]cannot serve[/]", "; ".join(bucket.spare[name]))
+            else:
+                table.add_row(name, "[dim]could serve[/]", "a candidate before it was chosen")
+        console.print(table)
+    if any(bucket.chosen is None for bucket in plan.buckets):
+        raise typer.Exit(2)
+
+
+@app.command()
 def components(
     kind: Annotated[
         str | None, typer.Option("--kind", "-k", help=f"Only one kind: {', '.join(KINDS)}.")

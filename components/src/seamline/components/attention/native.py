@@ -24,9 +24,10 @@ class NativeAttention(Attention[NativeConfig]):
     """Reference attention: einsum, masked softmax in float32, einsum."""
 
     name: ClassVar[str] = "native"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
     Config: ClassVar[type[ComponentConfig]] = NativeConfig
     auto_priority: ClassVar[int] = 0
+    is_reference: ClassVar[bool] = True
 
     def supports(self, spec: AttentionSpec) -> Support:
         if spec.num_heads % spec.num_kv_heads:

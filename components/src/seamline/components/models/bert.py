@@ -124,7 +124,7 @@ class BertEncoder(Model[BertEncoderConfig]):
     """A BERT encoder with sentence-transformers pooling, reproducing the reference exactly."""
 
     name: ClassVar[str] = "bert-encoder"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
     Config: ClassVar[type[ComponentConfig]] = BertEncoderConfig
 
     def __init__(self, config: BertEncoderConfig) -> None:
@@ -232,6 +232,13 @@ class BertEncoder(Model[BertEncoderConfig]):
             params = _cast_kernels(params, self._readout.compute_dtype)
         return jax.device_put(params)  # type: ignore[no-any-return]
 
+    def abstract_params(self) -> BertParams:
+        """Parameter shapes from config.json alone, so ``seamline explain`` reads no weights."""
+        shapes = weights.param_shapes(self._arch)
+        if self._readout.dtype != "float32":
+            shapes = _cast_kernels(shapes, self._readout.compute_dtype)
+        return shapes
+
     def prepare(self, document: Document) -> Sequence[Example]:
         """The document's token windows, in order (at least one, even for an empty text)."""
         return self._windows.split(document.id, document.text)
@@ -299,7 +306,10 @@ def _cast_kernels(params: BertParams, dtype: jnp.dtype[Any]) -> BertParams:
     """Store every dense kernel in ``dtype``; embeddings, biases and norms keep float32."""
 
     def cast(path: tuple[Any, ...], leaf: Any) -> Any:
-        is_kernel = bool(path) and getattr(path[-1], "key", None) == "kernel"
-        return np.asarray(leaf).astype(dtype) if is_kernel else leaf
+        if not (path and getattr(path[-1], "key", None) == "kernel"):
+            return leaf
+        if isinstance(leaf, jax.ShapeDtypeStruct):  # planning: shapes, not values
+            return jax.ShapeDtypeStruct(leaf.shape, dtype)
+        return np.asarray(leaf).astype(dtype)
 
     return jax.tree_util.tree_map_with_path(cast, params)  # type: ignore[no-any-return]

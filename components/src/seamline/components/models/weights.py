@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 import numpy.typing as npt
 from safetensors.numpy import load_file
@@ -314,6 +315,17 @@ def load_params(
 def build_params(raw: dict[str, Array], arch: Architecture, *, source: str) -> BertParams:
     """Map Hugging Face tensor names onto :class:`BertParams`, checking every shape."""
     reader = _TensorReader(_strip_prefix(raw), source)
+    params = _assemble(reader, arch)
+    reader.raise_if_missing()
+    return params
+
+
+def param_shapes(arch: Architecture) -> BertParams:
+    """The pytree :func:`build_params` makes, as shapes only: nothing is read."""
+    return _assemble(_ShapeReader(), arch)
+
+
+def _assemble(reader: _TensorReader, arch: Architecture) -> BertParams:
     hidden = arch.hidden_size
     embeddings = EmbeddingParams(
         word=reader.get("embeddings.word_embeddings.weight", (arch.vocab_size, hidden)),
@@ -327,7 +339,6 @@ def build_params(raw: dict[str, Array], arch: Architecture, *, source: str) -> B
         _layer_params(reader, f"encoder.layer.{i}", hidden, arch.intermediate_size)
         for i in range(arch.num_layers)
     ]
-    reader.raise_if_missing()
     return BertParams(embeddings=embeddings, layers=layers)
 
 
@@ -390,4 +401,20 @@ class _TensorReader:
         raise WeightsError(
             f"{self._source} does not match a BERT encoder as config.json describes it: "
             f"{shown}{more}; use the model.safetensors that belongs with this config.json"
+        )
+
+
+class _ShapeReader(_TensorReader):
+    """Answers every request with a float32 shape, for planning without the weights."""
+
+    def __init__(self) -> None:
+        super().__init__({}, "shapes")
+
+    def get(self, name: str, shape: tuple[int, ...]) -> Array:
+        return jax.ShapeDtypeStruct(shape, np.float32)  # type: ignore[return-value]
+
+    def dense(self, prefix: str, fan_in: int, fan_out: int) -> DenseParams:
+        return DenseParams(
+            kernel=self.get(f"{prefix}.weight", (fan_in, fan_out)),
+            bias=self.get(f"{prefix}.bias", (fan_out,)),
         )

@@ -4,7 +4,8 @@ PyYAML's composer gives a node tree with source marks; we build plain Python
 values from it ourselves (with the safe constructor for scalars) and keep a map
 from each value's path to its ``file:line:column``. That map is what lets a
 validation error deep inside a component's config point at the offending node.
-Duplicate keys, which PyYAML would silently resolve last-wins, are errors here.
+Duplicate keys, which PyYAML would silently resolve last-wins, are errors here, and
+only ``true``/``false`` are booleans (YAML 1.2), not ``yes``/``no``/``on``/``off``.
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ def _build(node: yaml.Node, path: Path, located: Located, constructor: SafeConst
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*path, i), located, constructor) for i, item in enumerate(node.value)]
+    if node.tag == "tag:yaml.org,2002:bool" and str(node.value).lower() not in ("true", "false"):
+        # YAML 1.1 reads yes/no/on/off as booleans; YAML 1.2 (and every user) reads a word.
+        return str(node.value)
     try:
         return constructor.construct_object(node, deep=True)
     except ConstructorError as err:

@@ -61,6 +61,12 @@ class ResolvedPipeline:
     attention: tuple[ComponentChoice, ...]
     """Candidate attentions in preference order (for ``auto``: every usable one)."""
     attention_explicit: bool
+    attention_reference: ComponentChoice | None = None
+    """What candidates are verified and shadowed against; None when none is installed."""
+
+    @property
+    def attention_auto(self) -> bool:
+        return self.spec.attention.use == AUTO
 
 
 def load_pipeline(
@@ -119,6 +125,7 @@ class _Resolver:
             for i, ref in enumerate(spec.monitors)
         ]
         attention = self.attention(spec)
+        reference = self.reference(spec)
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -133,6 +140,7 @@ class _Resolver:
             monitors=tuple(m for m in monitors if m),
             attention=tuple(a for a in attention if a),
             attention_explicit=spec.attention.explicit,
+            attention_reference=reference,
         )
 
     def component(
@@ -171,20 +179,37 @@ class _Resolver:
             return None
         return ComponentChoice(kind, name, validated, where)
 
+    def reference(self, spec: PipelineSpec) -> ComponentChoice | None:
+        """The reference attention: as named, else the installed one that declares itself so."""
+        name = spec.attention.reference
+        use_path: DataPath = ("attention", "reference")
+        if name is None:
+            declared = [
+                info.name
+                for info in self.registry.entries("attention")
+                if info.usable and vars(info.cls).get("is_reference", False)
+            ]
+            if not declared:
+                return None
+            name, use_path = declared[0], ("attention",)
+        options = spec.attention.with_.get(name) if not spec.attention.explicit else None
+        return self.component(
+            "attention",
+            name,
+            options if isinstance(options, Mapping) else {},
+            ("attention",),
+            use_path=use_path,
+            with_path=("attention", "with", name),
+        )
+
     def attention(self, spec: PipelineSpec) -> list[ComponentChoice | None]:
         config = spec.attention
         if config.explicit:
             assert isinstance(config.use, str)
             return [self.component("attention", config.use, config.with_, ("attention",))]
         names = config.candidates
-        if names is None:
-            infos = [self.registry.get("attention", n) for n in self.registry.names("attention")]
-            names = [
-                info.name
-                for info in sorted(
-                    infos, key=lambda i: (-getattr(i.cls, "auto_priority", 0), i.name)
-                )
-            ]
+        if names is None:  # auto: every usable one; the planner orders them per shape
+            names = self.registry.names("attention")
         for key in config.with_:
             if key not in names:
                 self.problems.append(

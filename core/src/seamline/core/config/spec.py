@@ -7,7 +7,7 @@ registry has found the component. Every model here forbids unknown fields.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -29,6 +29,14 @@ class ComponentRef(_Strict):
     )
 
 
+class ShadowSettings(_Strict):
+    """Run the reference beside the chosen attention now and then, and compare."""
+
+    every: int = Field(
+        ge=1, description="Also run the reference on every Nth batch and compare the outputs."
+    )
+
+
 class AttentionSpecConfig(_Strict):
     """Which attention serves the model: one name, a preference list, or ``auto``."""
 
@@ -47,6 +55,32 @@ class AttentionSpecConfig(_Strict):
             "For a single name: its configuration. For 'auto' or a list: a mapping from "
             "implementation name to its configuration."
         ),
+    )
+
+    reference: str | None = Field(
+        default=None,
+        description=(
+            "The implementation others are verified against. Default: the installed one "
+            "that declares itself the reference (seamline's 'native')."
+        ),
+    )
+    verify: bool = Field(
+        default=True,
+        description=(
+            "Check the chosen implementation against the reference on first use of every "
+            "shape signature; one outside tolerance is rejected for that shape."
+        ),
+    )
+    on_failure: Literal["fallback", "raise"] = Field(
+        default="fallback",
+        description=(
+            "When the chosen implementation fails to compile for a shape: 'fallback' demotes "
+            "it for that shape and uses the next candidate; 'raise' stops the run."
+        ),
+    )
+    shadow: ShadowSettings | None = Field(
+        default=None,
+        description="Shadow mode: {every: N} also runs the reference on every Nth batch.",
     )
 
     @field_validator("use")

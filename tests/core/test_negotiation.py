@@ -1,0 +1,118 @@
+"""Negotiation beyond supports(): per-shape priority, verification, compile fallback, shadow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seamline.contracts import (
+    Alert,
+    AttentionChosen,
+    Fallback,
+    ShadowCompared,
+    UnsupportedError,
+    Verified,
+)
+from seamline.core.config import parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
+
+TEXTS = [" ".join(["w"] * n) for n in range(1, 9)]  # buckets 4 and 8
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> None:
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+
+
+def run(attention: str) -> dict[str, np.ndarray]:
+    registry = toy_registry()
+    text = (
+        "pipeline: negotiation\n"
+        f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
+        "model: {use: toy}\n"
+        f"attention: {attention}\n"
+        "monitors: [{use: recording}]\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 4, buckets: [4, 8]}\n"
+    )
+    Orchestrator(parse_pipeline(text, "n.yaml", registry), registry).run()
+    return {r.doc_id: r.vector for r in MemorySink.records}
+
+
+def events(kind: type) -> list:  # type: ignore[type-arg]
+    return [e for e in RecordingMonitor.events if isinstance(e, kind)]
+
+
+def test_auto_orders_per_shape_by_priority() -> None:
+    run("{use: auto}")
+    chosen = {e.signature.split("x")[1]: e.chosen for e in events(AttentionChosen)}
+    assert chosen == {"Tq4": "native", "Tq8": "long-only"}
+
+
+def test_wrong_numbers_are_caught_on_first_use_and_fall_back() -> None:
+    reference = run("{use: native}")
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+    outputs = run("{use: [off-by-ten, native]}")
+    verified = events(Verified)
+    assert verified
+    assert all(not v.ok and v.implementation == "off-by-ten" for v in verified)
+    assert all(0.01 < v.max_error < 1.0 for v in verified)
+    fallbacks = events(Fallback)
+    assert {(f.failed, f.replacement) for f in fallbacks} == {("off-by-ten", "native")}
+    assert "differs from the reference 'native'" in fallbacks[0].reason
+    for doc_id, vector in reference.items():
+        np.testing.assert_allclose(outputs[doc_id], vector, atol=1e-6)
+
+
+def test_an_explicit_choice_that_fails_verification_stops_the_run() -> None:
+    with pytest.raises(
+        UnsupportedError, match=r"'off-by-ten' cannot serve .* differs from the reference"
+    ):
+        run("{use: off-by-ten}")
+
+
+def test_verification_can_be_turned_off() -> None:
+    outputs = run("{use: off-by-ten, verify: false}")
+    reference = run("{use: native}")
+    assert not np.allclose(outputs["d5"], reference["d5"], atol=1e-3)
+
+
+def test_a_kernel_that_does_not_compile_for_a_shape_is_demoted_for_that_shape_only() -> None:
+    run("{use: [uncompilable, native]}")
+    chosen = {e.signature.split("x")[1]: e.chosen for e in events(AttentionChosen)}
+    # Length 4 compiles; 8 falls back.
+    assert chosen["Tq4"] == "uncompilable"
+    fallbacks = events(Fallback)
+    assert {f.failed for f in fallbacks} == {"uncompilable"}
+    assert "failed to compile: NotImplementedError: no lowering for length 8" in fallbacks[0].reason
+
+
+def test_on_failure_raise_turns_fallback_off() -> None:
+    with pytest.raises(NotImplementedError, match="no lowering"):
+        run("{use: [uncompilable, native], on_failure: raise}")
+
+
+def test_shadow_mode_catches_a_drift_demotes_and_keeps_the_reference_outputs() -> None:
+    reference = run("{use: native}")
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+    outputs = run("{use: [off-by-ten, native], verify: false, shadow: {every: 1}}")
+    compared = events(ShadowCompared)
+    assert compared
+    assert not compared[0].ok
+    assert events(Alert)
+    assert "demoted" in events(Alert)[0].message
+    # Breached batches publish the reference's outputs; later batches use native.
+    for doc_id, vector in reference.items():
+        np.testing.assert_allclose(outputs[doc_id], vector, atol=1e-6)
+
+
+def test_shadow_of_a_good_kernel_records_agreement() -> None:
+    run("{use: [long-only, native], shadow: {every: 2}}")
+    compared = events(ShadowCompared)
+    assert compared
+    assert all(c.ok and c.max_error <= c.tolerance for c in compared)
+    assert not events(Alert)
