@@ -22,6 +22,8 @@ from seamline.contracts import (
     RunFinished,
     RunStarted,
     SeamCall,
+    ShadowCompared,
+    Verified,
 )
 
 
@@ -60,7 +62,7 @@ def finished(*, ok: bool = True, seconds: float = 2.0) -> RunFinished:
 def test_monitor_declares_itself_and_is_registered() -> None:
     assert LogMonitor.name == "log"
     assert LogMonitor.kind == "monitor"
-    assert LogMonitor.contract_version == "1.0"
+    assert LogMonitor.contract_version == "1.1"
     registered = {ep.name: ep for ep in entry_points(group="seamline.monitor")}
     assert registered["log"].load() is LogMonitor
     for field in LogMonitorConfig.model_fields.values():
@@ -232,3 +234,19 @@ def test_monitor_does_not_configure_structlog() -> None:
 def test_config_is_validated(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         LogMonitorConfig(**options)
+
+
+def test_verification_and_shadow_lines() -> None:
+    monitor = LogMonitor(LogMonitorConfig())
+    with capture_logs() as logs:
+        monitor.observe(Verified("sig", "blockwise", "native", 1e-6, 2e-3, True))
+        monitor.observe(Verified("sig", "bad", "native", 0.3, 2e-3, False))
+        monitor.observe(ShadowCompared("sig", "blockwise", "native", 4, 1e-6, 2e-3, True))
+        monitor.observe(ShadowCompared("sig", "bad", "native", 8, 0.3, 2e-3, False))
+    levels = [(line["event"], line["log_level"]) for line in logs]
+    assert levels == [
+        ("verified against the reference", "info"),
+        ("failed verification against the reference", "warning"),
+        ("shadow comparison", "info"),
+        ("shadow comparison breached the tolerance", "warning"),
+    ]

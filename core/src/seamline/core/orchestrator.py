@@ -351,7 +351,8 @@ class Orchestrator:
         self.monitors.emit(
             AttentionChosen(decision.signature, decision.chosen, decision.reason, decision.rejected)
         )
-        log.info(
+        # Monitors (the log monitor among them) report it; this line is for debugging.
+        log.debug(
             "attention chosen",
             signature=decision.signature,
             chosen=decision.chosen,
@@ -397,7 +398,7 @@ class Orchestrator:
 
     def _fell_back(self, failed: str, replacement: str, reason: str, signature: str) -> None:
         self.monitors.emit(Fallback("attention", failed, replacement, reason))
-        log.warning(
+        log.debug(
             "attention fell back",
             failed=failed,
             replacement=replacement,
@@ -481,7 +482,7 @@ class Orchestrator:
                 {"max_error": error, "tolerance": tolerance},
             )
         )
-        log.warning(
+        log.debug(
             "attention demoted by shadow comparison", chosen=step.decision.chosen, reason=reason
         )
         self.planner.demote(step.specs, step.decision.chosen, reason)

@@ -26,6 +26,8 @@ from seamline.contracts import (
     Monitor,
     RunFinished,
     RunStarted,
+    ShadowCompared,
+    Verified,
 )
 
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ class LogMonitor(Monitor[LogMonitorConfig]):
     """Logs run start and end, attention choices, compilations, batches and problems."""
 
     name: ClassVar[str] = "log"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
     Config: ClassVar[type[ComponentConfig]] = LogMonitorConfig
 
     def __init__(self, config: LogMonitorConfig) -> None:
@@ -79,6 +81,8 @@ class LogMonitor(Monitor[LogMonitorConfig]):
             BatchDone: self._batch_done,
             DocumentFailed: self._document_failed,
             Fallback: self._fallback,
+            Verified: self._verified,
+            ShadowCompared: self._shadow_compared,
             Alert: self._alert,
             RunFinished: self._run_finished,
         }
@@ -146,6 +150,32 @@ class LogMonitor(Monitor[LogMonitorConfig]):
             replacement=event.replacement,
             reason=event.reason,
         )
+
+    def _verified(self, event: Verified) -> None:
+        fields = {
+            "signature": event.signature,
+            "implementation": event.implementation,
+            "reference": event.reference,
+            "max_error": event.max_error,
+            "tolerance": event.tolerance,
+        }
+        if event.ok:
+            self._routine("verified against the reference", **fields)
+        else:
+            self._log.warning("failed verification against the reference", **fields)
+
+    def _shadow_compared(self, event: ShadowCompared) -> None:
+        fields = {
+            "signature": event.signature,
+            "implementation": event.implementation,
+            "batch": event.batch,
+            "max_error": event.max_error,
+            "tolerance": event.tolerance,
+        }
+        if event.ok:
+            self._routine("shadow comparison", **fields)
+        else:
+            self._log.warning("shadow comparison breached the tolerance", **fields)
 
     def _alert(self, event: Alert) -> None:
         # "detail", not "message": stdlib logging reserves "message" on its records.
