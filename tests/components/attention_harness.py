@@ -2,8 +2,9 @@
 
 Tolerances are per dtype and written down here once: float32 kernels that reorder
 the sum (online softmax, blocked matmuls) agree with the reference to a few 1e-6;
-bfloat16 inputs carry about 3 significant digits, so 2e-2 absolute on outputs of
-unit scale.
+bfloat16 carries about 3 significant digits, and one bfloat16 step is already
+1.6e-2 for outputs between 2 and 4 (jax.nn rounds the softmax weights to bfloat16
+before the second product), so 5e-2 absolute, the contract's own bfloat16 bound.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from seamline.components.attention.native import reference_attention
 from seamline.contracts import AttentionFn, AttentionSpec, SegmentIds
 
-TOLERANCE = {"float32": 2e-5, "bfloat16": 2e-2}
+TOLERANCE = {"float32": 2e-5, "bfloat16": 5e-2, "float16": 1e-2}
 
 
 @dataclass(frozen=True)
