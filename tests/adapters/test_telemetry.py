@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Iterator
 
 import pytest
 import structlog
@@ -20,14 +21,18 @@ from tests.core.toy import MemorySink, toy_registry
 
 
 @pytest.fixture
-def spans() -> InMemorySpanExporter:
+def spans() -> Iterator[InMemorySpanExporter]:
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):  # the first test to need one installs it
         provider = TracerProvider()
         trace.set_tracer_provider(provider)
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return exporter
+    yield exporter
+    # The provider is global and keeps its processors: stop this exporter from keeping
+    # every span of every later test in memory.
+    exporter.shutdown()
+    exporter.clear()
 
 
 def test_one_root_span_with_a_child_per_seam(spans: InMemorySpanExporter) -> None:
