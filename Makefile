@@ -17,7 +17,7 @@ MEMBERS := contracts core components adapters
 PYPROJECTS := pyproject.toml $(foreach m,$(MEMBERS),$(m)/pyproject.toml)
 STAMP := $(VENV)/.seamline-installed
 
-.PHONY: uv setup run test constraints corpus golden bench clean
+.PHONY: uv setup run test constraints corpus golden bench bench-attention clean
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || { \
@@ -60,6 +60,10 @@ constraints: | uv
 bench: $(STAMP) corpus
 	bash tests/golden/make_golden.sh --setup-only
 	$(PY) benchmarks/embed_throughput.py
+
+# Every attention implementation over sequence lengths: time and peak memory (minutes).
+bench-attention: $(STAMP)
+	$(VENV)/bin/seamline bench attention --max-length 32768 --timeout 1200
 
 # Regenerate the golden embeddings with the reference implementation (torch, in its own venv).
 golden:

@@ -201,6 +201,25 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         raise typer.Exit(2)
 
 
+bench = typer.Typer(help="Benchmarks, side by side in one run.", no_args_is_help=True)
+app.add_typer(bench, name="bench")
+
+
+@bench.command(
+    "attention",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def bench_attention(ctx: typer.Context) -> None:
+    """Every installed attention over sequence lengths: time and peak memory, ratios to native.
+
+    Options are the benchmark's own (see `seamline bench attention --help`).
+    """
+    from seamline.adapters.bench_attention import main as run_benchmark
+
+    raise typer.Exit(run_benchmark(list(ctx.args)))
+
+
 @app.command()
 def components(
     kind: Annotated[
