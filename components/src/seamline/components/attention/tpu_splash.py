@@ -40,7 +40,6 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
-from pydantic import Field
 
 from seamline.components.attention._padding import (
     clean_keys,
@@ -53,35 +52,17 @@ from seamline.components.attention._padding import (
     tpu_interpret_mode,
     zero_rows,
 )
+from seamline.components.attention.tpu_flash import (
+    DEFAULT_BLOCK,
+    DTYPES,
+    SUBLANES,
+    TpuFlashConfig,
+)
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
 
-DEFAULT_BLOCK = 128
-LANES = 128
-SUBLANES = 8
-DTYPES = ("float32", "bfloat16")
 
-
-class TpuSplashConfig(ComponentConfig):
-    """The ``with:`` block of ``tpu-splash``."""
-
-    interpret: bool = Field(
-        default=False,
-        description="Run the kernel in Pallas's TPU interpret mode, which simulates a TPU on "
-        "the CPU. Slow (seconds per call); for testing the kernel where there is no TPU.",
-    )
-    block_q: int | None = Field(
-        default=None,
-        ge=SUBLANES,
-        multiple_of=SUBLANES,
-        description="Query rows per tile (a multiple of 8). Default 128, or the padded query "
-        "length when that is shorter.",
-    )
-    block_k: int | None = Field(
-        default=None,
-        ge=LANES,
-        multiple_of=LANES,
-        description="Keys per tile (a multiple of 128, as the kernel requires). Default 128.",
-    )
+class TpuSplashConfig(TpuFlashConfig):
+    """The ``with:`` block of ``tpu-splash``: the same settings as ``tpu-flash``."""
 
 
 class TpuSplashAttention(Attention[TpuSplashConfig]):
