@@ -14,12 +14,14 @@ a NaN in a masked key leaks into its whole tile (:func:`clean_keys`,
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from seamline.contracts import SegmentIds
+from seamline.contracts import AttentionSpec, SegmentIds
 
 
 def round_up(length: int, multiple: int) -> int:
@@ -191,3 +193,46 @@ def tpu_interpret_mode(enabled: bool) -> contextlib.AbstractContextManager[None]
     from jax.experimental.pallas import tpu as pltpu
 
     return pltpu.force_tpu_interpret_mode()
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLimits:
+    """What a Pallas kernel component refuses for reasons it shares with the others."""
+
+    kernel: str
+    """How the kernel is named in messages, e.g. "Pallas TPU kernel"."""
+    short: str
+    """The short name in the dtype message, e.g. "TPU kernel"."""
+    platform: str
+    """The platform it runs on natively, e.g. "tpu"."""
+    dtypes: tuple[str, ...]
+    missing: str
+    """What this JAX lacks when the kernel's module does not import."""
+
+
+def common_refusals(
+    spec: AttentionSpec, limits: KernelLimits, load: Callable[[], object], interpret: bool
+) -> list[str]:
+    """The refusals every Pallas kernel component shares: kernel, platform, heads, dtype, length."""
+    reasons = []
+    try:
+        load()
+    except ImportError as error:
+        reasons.append(f"this JAX ({jax.__version__}) {limits.missing}: {error}")
+    if spec.platform != limits.platform and not interpret:
+        reasons.append(
+            f"the {limits.kernel} runs only on {limits.platform.upper()}; set interpret: true "
+            f"to run it (slowly) on {spec.platform}"
+        )
+    if spec.num_kv_heads < 1 or spec.num_heads % spec.num_kv_heads:
+        reasons.append(
+            f"{spec.num_heads} query heads are not a multiple of {spec.num_kv_heads} key heads"
+        )
+    if spec.dtype not in limits.dtypes:
+        reasons.append(
+            f"dtype {spec.dtype} is not one the {limits.short} computes in "
+            f"({', '.join(limits.dtypes)})"
+        )
+    if spec.q_len < 1 or spec.kv_len < 1:
+        reasons.append(f"empty sequence (q_len {spec.q_len}, kv_len {spec.kv_len})")
+    return reasons

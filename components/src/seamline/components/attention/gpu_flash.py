@@ -56,7 +56,9 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from seamline.components.attention._padding import (
+    KernelLimits,
     clean_keys,
+    common_refusals,
     is_concrete,
     next_power_of_two,
     pad_axis,
@@ -157,6 +159,15 @@ def _tile(configured: int | None, length: int) -> int:
     return min(configured or DEFAULT_BLOCK, max(MIN_TILE, next_power_of_two(length)))
 
 
+LIMITS = KernelLimits(
+    kernel="Pallas GPU (Triton) kernel",
+    short="GPU kernel",
+    platform="gpu",
+    dtypes=DTYPES,
+    missing="has no Pallas GPU attention",
+)
+
+
 class GpuFlashAttention(Attention[GpuFlashConfig]):
     """Pallas Triton flash attention, padded and masked to the contract's rules."""
 
@@ -173,26 +184,9 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
         query at its own position (non-causal, more queries than keys, keys not in
         whole tiles).
         """
-        reasons = []
-        try:
-            _kernel()
-        except ImportError as error:
-            reasons.append(f"this JAX ({jax.__version__}) has no Pallas GPU attention: {error}")
-        if spec.platform != "gpu" and not self.config.interpret:
-            reasons.append(
-                "the Pallas GPU (Triton) kernel runs only on GPU; set interpret: true to run it "
-                f"(slowly) on {spec.platform}"
-            )
-        if spec.num_kv_heads < 1 or spec.num_heads % spec.num_kv_heads:
-            reasons.append(
-                f"{spec.num_heads} query heads are not a multiple of {spec.num_kv_heads} key heads"
-            )
-        if spec.dtype not in DTYPES:
-            reasons.append(
-                f"dtype {spec.dtype} is not one the GPU kernel computes in ({', '.join(DTYPES)})"
-            )
+        reasons = common_refusals(spec, LIMITS, _kernel, self.config.interpret)
         if spec.q_len < 1 or spec.kv_len < 1:
-            reasons.append(f"empty sequence (q_len {spec.q_len}, kv_len {spec.kv_len})")
+            pass  # already refused as an empty sequence; the layout checks need lengths
         elif spec.segmented and spec.q_len != spec.kv_len:
             reasons.append(
                 "the GPU kernel takes one segment-id array for queries and keys, so segments "

@@ -52,7 +52,9 @@ import jax.numpy as jnp
 from pydantic import Field
 
 from seamline.components.attention._padding import (
+    KernelLimits,
     clean_keys,
+    common_refusals,
     pad_axis,
     padding_id,
     poison,
@@ -129,6 +131,15 @@ class _Layout:
         )
 
 
+LIMITS = KernelLimits(
+    kernel="Pallas TPU kernel",
+    short="TPU kernel",
+    platform="tpu",
+    dtypes=DTYPES,
+    missing="lacks Pallas TPU flash attention",
+)
+
+
 class TpuFlashAttention(Attention[TpuFlashConfig]):
     """Pallas TPU flash attention, padded and masked so that any shape the contract allows works."""
 
@@ -143,28 +154,7 @@ class TpuFlashAttention(Attention[TpuFlashConfig]):
         Lengths, head sizes, grouped queries and causal with ``Tq != Tk`` are all
         served by padding inside, so they are not reasons to refuse.
         """
-        reasons = []
-        try:
-            _kernel()
-        except ImportError as error:
-            reasons.append(
-                f"this JAX ({jax.__version__}) lacks Pallas TPU flash attention: {error}"
-            )
-        if spec.platform != "tpu" and not self.config.interpret:
-            reasons.append(
-                "the Pallas TPU kernel runs only on TPU; set interpret: true to run it "
-                f"(slowly) on {spec.platform}"
-            )
-        if spec.num_kv_heads < 1 or spec.num_heads % spec.num_kv_heads:
-            reasons.append(
-                f"{spec.num_heads} query heads are not a multiple of {spec.num_kv_heads} key heads"
-            )
-        if spec.dtype not in DTYPES:
-            reasons.append(
-                f"dtype {spec.dtype} is not one the TPU kernel computes in ({', '.join(DTYPES)})"
-            )
-        if spec.q_len < 1 or spec.kv_len < 1:
-            reasons.append(f"empty sequence (q_len {spec.q_len}, kv_len {spec.kv_len})")
+        reasons = common_refusals(spec, LIMITS, _kernel, self.config.interpret)
         return Support.no(*reasons) if reasons else Support.yes()
 
     def priority(self, spec: AttentionSpec) -> int:

@@ -42,7 +42,9 @@ import jax
 import jax.numpy as jnp
 
 from seamline.components.attention._padding import (
+    KernelLimits,
     clean_keys,
+    common_refusals,
     pad_axis,
     padding_id,
     poison,
@@ -65,6 +67,15 @@ class TpuSplashConfig(TpuFlashConfig):
     """The ``with:`` block of ``tpu-splash``: the same settings as ``tpu-flash``."""
 
 
+LIMITS = KernelLimits(
+    kernel="Pallas TPU kernel",
+    short="TPU kernel",
+    platform="tpu",
+    dtypes=DTYPES,
+    missing="has no Pallas splash attention",
+)
+
+
 class TpuSplashAttention(Attention[TpuSplashConfig]):
     """Pallas TPU splash attention over a batch, padded and masked to the contract's rules."""
 
@@ -79,26 +90,7 @@ class TpuSplashAttention(Attention[TpuSplashConfig]):
         Lengths, grouped queries and causal with ``Tq != Tk`` (the mask's offset)
         are all served, so they are not reasons to refuse.
         """
-        reasons = []
-        try:
-            _kernel()
-        except ImportError as error:
-            reasons.append(f"this JAX ({jax.__version__}) has no Pallas splash attention: {error}")
-        if spec.platform != "tpu" and not self.config.interpret:
-            reasons.append(
-                "the Pallas TPU kernel runs only on TPU; set interpret: true to run it "
-                f"(slowly) on {spec.platform}"
-            )
-        if spec.num_kv_heads < 1 or spec.num_heads % spec.num_kv_heads:
-            reasons.append(
-                f"{spec.num_heads} query heads are not a multiple of {spec.num_kv_heads} key heads"
-            )
-        if spec.dtype not in DTYPES:
-            reasons.append(
-                f"dtype {spec.dtype} is not one the TPU kernel computes in ({', '.join(DTYPES)})"
-            )
-        if spec.q_len < 1 or spec.kv_len < 1:
-            reasons.append(f"empty sequence (q_len {spec.q_len}, kv_len {spec.kv_len})")
+        reasons = common_refusals(spec, LIMITS, _kernel, self.config.interpret)
         return Support.no(*reasons) if reasons else Support.yes()
 
     def priority(self, spec: AttentionSpec) -> int:
