@@ -77,7 +77,8 @@ def npy_sink(tmp_path: Path, **options: Any) -> NpySink:
 def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[Any]]) -> None:
     assert cls.name == name
     assert cls.kind == "sink"
-    assert cls.contract_version == "1.0"
+    assert cls.contract_version == "1.1"
+    assert cls.resumable
     registered = {ep.name: ep for ep in entry_points(group="seamline.sink")}
     assert registered[name].load() is cls
     for field in cls.Config.model_fields.values():
@@ -429,3 +430,221 @@ def test_published_files_get_the_usual_mode(tmp_path: Path) -> None:
     finally:
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "out" / "emb.jsonl").stat().st_mode) == 0o644
+
+
+# --- checkpoints and resume (sink contract 1.1) -------------------------------------------
+
+MANIFEST = {"pipeline": "p", "model": {"use": "bert-encoder", "with": {"weights": "w"}}}
+
+
+def published(tmp_path: Path, sink: Sink[Any]) -> list[tuple[str, int, list[int], np.ndarray]]:
+    """The published records as ``(id, window, span, vector)``, in output order."""
+    out = tmp_path / "out"
+    if isinstance(sink, JsonlSink):
+        return [
+            (line["id"], line["window"], line["span"], np.asarray(line["embedding"], np.float32))
+            for line in read_jsonl(out / "emb.jsonl")
+        ]
+    matrix = np.load(out / "emb.npy")
+    index = read_jsonl(out / "emb.index.jsonl")
+    assert [line["row"] for line in index] == list(range(len(matrix)))
+    return [
+        (line["id"], line["window"], line["span"], row)
+        for line, row in zip(index, matrix, strict=True)
+    ]
+
+
+def assert_published(tmp_path: Path, sink: Sink[Any], records: list[OutputRecord]) -> None:
+    """Exactly ``records``, once each and in order, with their vectors; nothing hidden left."""
+    got = published(tmp_path, sink)
+    assert [(r[0], r[1], r[2]) for r in got] == [(r.doc_id, r.index, list(r.span)) for r in records]
+    for (*_, vector), record in zip(got, records, strict=True):
+        np.testing.assert_array_equal(vector, record.vector)
+    out = tmp_path / "out"
+    assert all_files(out) == visible(out), "no partial file or checkpoint survives publishing"
+
+
+def three_parts() -> tuple[list[OutputRecord], list[OutputRecord], list[OutputRecord]]:
+    records = make_records(12, seed=3)
+    return records[:5], records[5:9], records[9:]
+
+
+def test_a_crash_after_a_commit_resumes_with_every_record_exactly_once(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    a, b, c = three_parts()
+    out = tmp_path / "out"
+    first = sink_factory(tmp_path)
+    first.start(MANIFEST)
+    first.write(a)
+    first.write_error(ERRORS[0])
+    first.commit("c1")
+    assert visible(out) == [], "a commit publishes nothing"
+    first.write(b)
+    first.write_error(ERRORS[1])
+    # The process dies: no close. Dropping the object flushes its buffers, so the
+    # uncommitted records really are in the partial files and must be cut off.
+    del first
+
+    second = sink_factory(tmp_path)
+    assert second.recover(MANIFEST) == "c1"
+    assert visible(out) == []
+    second.write(b)
+    second.write_error(ERRORS[1])
+    second.write(c)
+    assert visible(out) == [], "nothing under the final names before close(complete=True)"
+    second.close()
+    assert_published(tmp_path, second, a + b + c)
+    assert [line["id"] for line in read_jsonl(out / "emb.errors.jsonl")] == ["bad.txt", "big.txt"]
+    assert json.loads((out / "emb.manifest.json").read_text(encoding="utf-8")) == MANIFEST
+
+
+def test_the_last_of_several_commits_is_the_one_recovered(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    a, b, c = three_parts()
+    first = sink_factory(tmp_path)
+    first.start(MANIFEST)
+    first.write(a)
+    first.commit("c1")
+    first.write(b)
+    first.commit("c2")
+    first.write(c)
+    del first
+    second = sink_factory(tmp_path)
+    assert second.recover(MANIFEST) == "c2"
+    second.write(c[:1])  # less than was written after the commit: the rest must go
+    second.close()
+    assert_published(tmp_path, second, a + b + c[:1])
+
+
+def test_close_incomplete_after_a_commit_keeps_it_for_a_resume(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    a, b, _ = three_parts()
+    first = sink_factory(tmp_path)
+    first.start(MANIFEST)
+    first.write(a)
+    first.commit("c1")
+    first.write(b)
+    first.close(complete=False)
+    assert visible(tmp_path / "out") == [], "a failed run publishes nothing"
+
+    second = sink_factory(tmp_path)
+    assert second.recover(MANIFEST) == "c1"
+    second.write(b)
+    second.close()
+    assert_published(tmp_path, second, a + b)
+
+
+def test_a_fresh_start_discards_an_interrupted_run(tmp_path: Path, sink_factory: Any) -> None:
+    a, _, c = three_parts()
+    first = sink_factory(tmp_path)
+    first.start(MANIFEST)
+    first.write(a)
+    first.commit("c1")
+    del first
+    assert all_files(tmp_path / "out") != []
+
+    second = sink_factory(tmp_path)
+    second.start(MANIFEST)
+    assert all_files(tmp_path / "out") == [], "stale partial files and checkpoint are gone"
+    second.write(c)
+    second.close()
+    assert_published(tmp_path, second, c)
+    assert sink_factory(tmp_path).recover(MANIFEST) is None, "publishing removed the checkpoint"
+
+
+def test_writing_without_start_does_not_resurrect_a_stale_checkpoint(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    a, b, c = three_parts()
+    first = sink_factory(tmp_path)
+    first.write(a + b)
+    first.commit("c1")
+    del first
+    second = sink_factory(tmp_path)  # no start(): the files are still opened afresh
+    second.write(c)
+    del second
+    assert sink_factory(tmp_path).recover(MANIFEST) is None
+
+
+def test_recover_without_a_checkpoint_starts_from_the_beginning(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    a, b, c = three_parts()
+    crashed = sink_factory(tmp_path)
+    crashed.start(MANIFEST)
+    crashed.write(b)  # written but never committed
+    del crashed
+
+    sink = sink_factory(tmp_path)
+    assert sink.recover(MANIFEST) is None
+    sink.write(a)
+    sink.write(c)
+    sink.close()
+    assert_published(tmp_path, sink, a + c)
+
+
+def test_recover_into_an_empty_directory_returns_none(tmp_path: Path, sink_factory: Any) -> None:
+    a, _, _ = three_parts()
+    sink = sink_factory(tmp_path)
+    assert sink.recover(MANIFEST) is None
+    sink.write(a)
+    sink.close()
+    assert_published(tmp_path, sink, a)
+
+
+def test_resuming_with_another_model_is_refused(tmp_path: Path, sink_factory: Any) -> None:
+    a, _, _ = three_parts()
+    first = sink_factory(tmp_path)
+    first.start(MANIFEST)
+    first.write(a)
+    first.commit("c1")
+    first.close(complete=False)
+    other = {**MANIFEST, "model": {"use": "bert-encoder", "with": {"weights": "other"}}}
+    second = sink_factory(tmp_path)
+    with pytest.raises(UserError, match="another model configuration"):
+        second.recover(other)
+    second.close(complete=False)
+    assert sink_factory(tmp_path).recover(MANIFEST) == "c1", "the refused resume changed nothing"
+
+
+def test_a_partial_file_shorter_than_its_checkpoint_is_refused(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    a, _, _ = three_parts()
+    first = sink_factory(tmp_path)
+    first.write(a)
+    first.commit("c1")
+    first.close(complete=False)
+    partials = (tmp_path / "out").glob(".emb.*.partial.tmp")
+    largest = max(partials, key=lambda path: path.stat().st_size)
+    largest.write_bytes(b"")
+    with pytest.raises(UserError, match="changed after the checkpoint"):
+        sink_factory(tmp_path).recover({})
+
+
+def test_npy_resume_with_another_dtype_is_refused(tmp_path: Path) -> None:
+    first = npy_sink(tmp_path)
+    first.write(make_records(3))
+    first.commit("c1")
+    first.close(complete=False)
+    with pytest.raises(UserError, match="holds <f4 values, this sink writes <f2"):
+        npy_sink(tmp_path, dtype="float16").recover({})
+
+
+def test_npy_resume_keeps_counting_rows(tmp_path: Path) -> None:
+    a, b, c = three_parts()
+    first = npy_sink(tmp_path)
+    first.write(a)
+    first.commit("c1")
+    first.write(b)
+    del first
+    second = npy_sink(tmp_path)
+    assert second.recover({}) == "c1"
+    second.write(b + c)
+    second.close()
+    matrix = np.load(tmp_path / "out" / "emb.npy")
+    assert matrix.shape == (12, DIM)
+    assert_published(tmp_path, second, a + b + c)

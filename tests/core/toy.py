@@ -38,18 +38,32 @@ from seamline.core.registry import ComponentInfo, Registry
 
 class ListLoaderConfig(ComponentConfig):
     texts: list[str]
+    crash_at: str | None = None
+    """A document id: reading it raises, as a process dying there would stop the run."""
+
+
+class LoaderCrash(RuntimeError):
+    """What the ``list`` loader raises at ``crash_at``."""
 
 
 class ListLoader(Loader[ListLoaderConfig]):
-    """Documents from a list; a text starting with '!' is unreadable."""
+    """Documents from a list; a text starting with '!' is unreadable.
+
+    The cursor is the position in the list; ``after`` resumes right after it.
+    """
 
     name: ClassVar[str] = "list"
     contract_version: ClassVar[str] = "1.0"
     Config: ClassVar[type[ComponentConfig]] = ListLoaderConfig
 
     def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
+        first = 0 if after is None else int(after) + 1
         for i, text in enumerate(self.config.texts):
             doc_id = f"d{i}"
+            if i < first:
+                continue
+            if doc_id == self.config.crash_at:
+                raise LoaderCrash(f"crashed at {doc_id}")
             item: Document | DocumentError = (
                 DocumentError(doc_id, "unreadable")
                 if text.startswith("!")

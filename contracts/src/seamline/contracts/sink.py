@@ -35,9 +35,29 @@ class Sink(Component[SinkConfigT], abc.ABC):
     Until ``close(complete=True)`` nothing is visible under the final name, so a
     reader never sees a half-written output. ``close(complete=False)`` (a failed
     run) must not publish.
+
+    Since contract 1.1 a sink may also be *resumable*: the orchestrator calls
+    :meth:`commit` now and then with the loader cursor reached, and a later run
+    started with ``resume`` calls :meth:`recover` instead of :meth:`start` and reads
+    on from the cursor it returns. Together they give exactly-once output across a
+    crash (the process dying between a write and the next commit, with no
+    ``close`` at all): what was written after the last commit is discarded and
+    written again. On a resumable sink:
+
+    - ``start()`` begins a fresh run: it discards any stale partial state that an
+      earlier run with the same destination left behind;
+    - ``close(complete=False)`` publishes nothing but keeps the committed state,
+      so the run can still be resumed;
+    - ``close(complete=True)`` publishes and removes the checkpoint state.
+
+    Only one run at a time may write to one destination.
     """
 
     kind: ClassVar[Kind] = "sink"
+    resumable: ClassVar[bool] = False
+    """Whether this sink implements :meth:`commit` and :meth:`recover`, so that an
+    interrupted run can be continued. A sink that leaves it False is never committed,
+    and resuming a run that writes to it is refused."""
 
     def start(self, manifest: Mapping[str, Any]) -> None:
         """Receive the run's manifest (pipeline, model and its config, versions) before any write.
@@ -56,4 +76,29 @@ class Sink(Component[SinkConfigT], abc.ABC):
 
     @abc.abstractmethod
     def close(self, complete: bool = True) -> None:
-        """Publish everything written (``complete``) or discard it."""
+        """Publish everything written (``complete``) or discard it.
+
+        A resumable sink keeps its committed state on ``complete=False`` (and still
+        publishes nothing); ``complete=True`` publishes and removes that state.
+        """
+
+    def commit(self, cursor: str) -> None:
+        """Make every record and error written so far durable, together with ``cursor``.
+
+        ``cursor`` is the opaque :attr:`Loaded.cursor` of the last loaded item whose
+        outputs have all been written; a resumed run reads on right after it. When
+        this returns, a crash at any later point loses nothing before the cursor. A
+        commit publishes nothing: no file appears under the final names. Called only
+        on a resumable sink; the default does nothing.
+        """
+
+    def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        """Continue an interrupted run: called *instead of* :meth:`start` when resuming.
+
+        Restore the state of the last :meth:`commit` (discarding anything written
+        after it, so nothing is output twice) and return its cursor; return None when
+        nothing was committed, and the run starts from the beginning with an empty
+        output. ``manifest`` is the resumed run's manifest, as :meth:`start` gets it.
+        Called only on a resumable sink; the default returns None.
+        """
+        return None

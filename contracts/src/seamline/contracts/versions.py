@@ -19,7 +19,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "model": "1.1",
     "loader": "1.0",
     "monitor": "1.1",
-    "sink": "1.0",
+    "sink": "1.1",
 }
 
 

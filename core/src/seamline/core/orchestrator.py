@@ -5,7 +5,9 @@ number of batches ahead of the device, so it overlaps with compute and memory
 stays bounded however large the corpus. Each shape bucket is planned (which
 attention serves it) and compiled once. Documents that cannot be read or
 prepared are reported to the sink and to monitors and set aside, never dropped
-silently. Every seam call is a span under one root span per run.
+silently. Every seam call is a span under one root span per run. A resumable sink
+is checkpointed every ``run.checkpoint_every`` loaded documents, and a run started
+with ``resume`` continues from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from seamline.contracts import (
     RunStarted,
     ShadowCompared,
     Sink,
+    UserError,
     Verified,
 )
 from seamline.contracts.seams import check_batch, check_examples, check_loaded, check_model_output
@@ -79,6 +82,9 @@ class RunSummary:
     seconds: float
     attention: dict[str, str] = field(default_factory=dict)
     """Shape signature → the attention implementation that served it."""
+    resumed_from: str | None = None
+    """The loader cursor this run continued after (``resume``), or None if it read from
+    the beginning. The counts are those of this run only."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -103,6 +109,13 @@ class _Step:
     compiled: Any
     """The XLA executable; its HLO names each seam (``seamline/<kind>/<name>``)."""
     specs: tuple[AttentionSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Checkpoint:
+    """From the host work: everything loaded up to ``cursor`` has been yielded before this."""
+
+    cursor: str
 
 
 _DONE = object()
@@ -140,6 +153,7 @@ class Orchestrator:
         self.buckets = resolve_buckets(settings.buckets, self.model.max_length)
         self._steps: dict[tuple[int, int], _Step] = {}
         self.counts = _Counts()
+        self.resumed_from: str | None = None
 
     def _create(self, choice: Any) -> Any:
         return self.registry.create(choice.kind, choice.name, choice.config)
@@ -154,8 +168,14 @@ class Orchestrator:
 
     # -- the run ---------------------------------------------------------------------------
 
-    def run(self) -> RunSummary:
-        """Run the pipeline to completion; the sink publishes only if every batch succeeded."""
+    def run(self, resume: bool = False) -> RunSummary:
+        """Run the pipeline to completion; the sink publishes only if every batch succeeded.
+
+        With ``resume``, continue an interrupted run: the sink restores its last
+        checkpoint (``sink.recover`` instead of ``sink.start``) and the loader reads on
+        after the cursor committed there. A sink that is not resumable is a
+        ``UserError``.
+        """
         started = time.perf_counter()
         spec = self.pipeline.spec
         with tracer().start_as_current_span(
@@ -176,11 +196,14 @@ class Orchestrator:
             )
             ok = False
             try:
-                self.sink.start(self.manifest())
+                after = self._begin(resume)
                 params = self._load_params()
-                for item in _prefetched(self._host_work(), spec.run.prefetch):
+                for item in _prefetched(self._host_work(after), spec.run.prefetch):
                     if isinstance(item, Batch):
                         self._process(params, item)
+                    elif isinstance(item, _Checkpoint):
+                        # FIFO: every batch and error before it is written (see _commit).
+                        self._commit(item.cursor)
                     else:
                         self._set_aside(*item)
                 ok = True
@@ -205,32 +228,71 @@ class Orchestrator:
             "versions": _versions(),
         }
 
+    def _begin(self, resume: bool) -> str | None:
+        """Start the sink, or recover it when resuming; the cursor to read on after, if any."""
+        sink = self.sink
+        if not resume:
+            sink.start(self.manifest())
+            return None
+        if not sink.resumable:
+            raise UserError(
+                f"cannot resume: sink {sink.name!r} keeps no checkpoints (it is not "
+                "resumable); run again without --resume (resume=False) to start from the "
+                "beginning, or choose a resumable sink"
+            )
+        cursor = sink.recover(self.manifest())
+        if cursor is None:
+            log.info("resume: nothing was committed; starting from the beginning", sink=sink.name)
+        else:
+            log.info("resuming after the last checkpoint", sink=sink.name, cursor=cursor)
+        self.resumed_from = cursor
+        return cursor
+
     def _load_params(self) -> Any:
         attributes = component_attributes("model", self.model.name, self.model.contract_version)
         with tracer().start_as_current_span("seamline.model.load", attributes=attributes):
             return jax.device_put(self.model.load())
 
-    def _host_work(self) -> Iterator[Batch | tuple[DocumentError, str]]:
-        """Read, prepare and bucket documents; yields batches and set-aside documents."""
+    def _host_work(
+        self, after: str | None = None
+    ) -> Iterator[Batch | tuple[DocumentError, str] | _Checkpoint]:
+        """Read, prepare and bucket documents; yields batches, set-aside documents and checkpoints.
+
+        Every ``checkpoint_every`` loaded items (documents and error records) the
+        buckets are flushed, so that every example of every item loaded so far is in
+        a batch already yielded, and a ``_Checkpoint`` with the last item's cursor
+        follows those batches.
+        """
         bucketer = Bucketer(self.buckets, self.batch_size)
         name = self.loader.name
-        for loaded in self.loader.read():
-            item = check_loaded(name, loaded).item
-            if isinstance(item, DocumentError):
-                yield item, "load"
-                continue
-            examples = self._prepare(item)
-            if isinstance(examples, DocumentError):
-                yield examples, "prepare"
-                continue
-            self.counts.documents += 1
-            for example in examples:
-                if item.metadata:  # records carry their document's metadata (path, source...)
-                    example = replace(example, metadata={**item.metadata, **example.metadata})
-                for length, ready in bucketer.add(example):
+        every = self.pipeline.spec.run.checkpoint_every if self.sink.resumable else 0
+        for count, loaded in enumerate(self.loader.read(after=after), start=1):
+            yield from self._host_item(check_loaded(name, loaded).item, bucketer)
+            if every and count % every == 0:
+                # The partly filled buckets go out padded: the price of a checkpoint.
+                for length, ready in bucketer.flush():
                     yield self._collate(ready, length)
+                yield _Checkpoint(loaded.cursor)
         for length, ready in bucketer.flush():
             yield self._collate(ready, length)
+
+    def _host_item(
+        self, item: Document | DocumentError, bucketer: Bucketer
+    ) -> Iterator[Batch | tuple[DocumentError, str]]:
+        """One loaded item: set aside, or prepared into examples and bucketed."""
+        if isinstance(item, DocumentError):
+            yield item, "load"
+            return
+        examples = self._prepare(item)
+        if isinstance(examples, DocumentError):
+            yield examples, "prepare"
+            return
+        self.counts.documents += 1
+        for example in examples:
+            if item.metadata:  # records carry their document's metadata (path, source...)
+                example = replace(example, metadata={**item.metadata, **example.metadata})
+            for length, ready in bucketer.add(example):
+                yield self._collate(ready, length)
 
     def _prepare(self, document: Document) -> list[Example] | DocumentError:
         try:
@@ -248,6 +310,26 @@ class Orchestrator:
         batch = self.model.collate(examples, self.batch_size, length)
         check_batch(self.model.name, batch, self.batch_size, length)
         return batch
+
+    def _commit(self, cursor: str) -> None:
+        """Make everything written so far durable in the sink, up to ``cursor``.
+
+        The host work yields a checkpoint after the batches and set-aside documents
+        of every item up to ``cursor``, and the prefetch queue is first in, first out
+        (or the work runs inline): so when the consumer reaches the checkpoint, each
+        of those batches has been run and written and each error written. Nothing
+        before the cursor is missing from the commit, and nothing after it is in it.
+        """
+        sink = self.sink
+        with tracer().start_as_current_span(
+            "seamline.sink.commit",
+            attributes={
+                **component_attributes("sink", sink.name, sink.contract_version),
+                "seamline.cursor": cursor,
+            },
+        ):
+            sink.commit(cursor)
+        log.debug("checkpoint committed", sink=sink.name, cursor=cursor)
 
     def _set_aside(self, error: DocumentError, stage: str) -> None:
         self.counts.failed += 1
@@ -525,6 +607,7 @@ class Orchestrator:
             compilations=len(self._steps),
             seconds=seconds,
             attention={d.signature: d.chosen for d in self.planner.decisions},
+            resumed_from=self.resumed_from,
         )
 
 

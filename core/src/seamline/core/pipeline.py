@@ -32,10 +32,14 @@ class Pipeline:
         registry = registry or Registry.discover()
         return cls(load_pipeline(path, registry, overrides, environ), registry)
 
-    def run(self, extra_monitors: Sequence[Monitor[Any]] = ()) -> RunSummary:
+    def run(
+        self, extra_monitors: Sequence[Monitor[Any]] = (), *, resume: bool = False
+    ) -> RunSummary:
         """Run to completion and return the summary.
 
         ``extra_monitors`` are observers the embedding application adds without
-        registering them as components (the CLI's progress bar is one).
+        registering them as components (the CLI's progress bar is one). ``resume``
+        continues an interrupted run from the sink's last checkpoint (a sink that
+        is not resumable raises ``UserError``).
         """
-        return Orchestrator(self.resolved, self.registry, extra_monitors).run()
+        return Orchestrator(self.resolved, self.registry, extra_monitors).run(resume=resume)

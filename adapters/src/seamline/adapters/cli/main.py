@@ -93,6 +93,14 @@ def run(
             "$SEAMLINE_CACHE_DIR or ~/.cache/seamline/jax).",
         ),
     ] = True,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue an interrupted run from the sink's last checkpoint instead of "
+            "starting over (the sink must be resumable, as jsonl and npy are).",
+        ),
+    ] = False,
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
     from seamline.adapters.cli.progress import ProgressMonitor
@@ -121,7 +129,7 @@ def run(
     try:
         loaded = _user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
         extra = [ProgressMonitor(_consoles.err)] if interactive else []
-        summary = _user_errors(lambda: loaded.run(extra_monitors=extra))
+        summary = _user_errors(lambda: loaded.run(extra_monitors=extra, resume=resume))
     finally:
         shutdown_tracing()
     _consoles.out.print(
@@ -133,6 +141,11 @@ def run(
         f"{summary.compilations} compilations",
         highlight=False,
     )
+    if summary.resumed_from is not None:
+        _consoles.out.print(
+            f"  resumed after cursor {summary.resumed_from!r} (counts are this run's)",
+            highlight=False,
+        )
     for signature, chosen in summary.attention.items():
         _consoles.out.print(f"  attention {chosen} for {signature}", highlight=False)
 

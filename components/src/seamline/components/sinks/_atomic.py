@@ -5,6 +5,9 @@ behind. So each file is written to a hidden temporary file in the *same*
 directory as its destination (``os.replace`` is atomic only within one file
 system), flushed and fsynced so that the data is on disk before the name points at
 it, and renamed over the destination on success; on failure it is deleted.
+
+A resumable sink gives its files stable hidden names instead of random ones (see
+:mod:`._checkpoint`), so that a later process can find them and continue.
 """
 
 from __future__ import annotations
@@ -26,7 +29,20 @@ class AtomicFile:
     dot and ends in ``.tmp`` so that globs for the final outputs do not match it.
     """
 
-    def __init__(self, destination: Path, *, purpose: str = "output") -> None:
+    def __init__(
+        self,
+        destination: Path,
+        *,
+        purpose: str = "output",
+        temporary: Path | None = None,
+        resume_at: int | None = None,
+    ) -> None:
+        """Open a new temporary file, or the given ``temporary`` one.
+
+        With ``temporary`` (a stable name, for a resumable sink) the file is created
+        or emptied; with ``resume_at`` too, it is kept, cut back to its first
+        ``resume_at`` bytes, and written on from there.
+        """
         self.destination = destination
         if destination.is_dir():
             raise UserError(
@@ -34,15 +50,40 @@ class AtomicFile:
                 "give a file path instead"
             )
         destination.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(
-            prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent
-        )
-        self.temporary = Path(name)
-        self.file: IO[bytes] = os.fdopen(fd, "w+b")
+        if temporary is None:
+            fd, name = tempfile.mkstemp(
+                prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent
+            )
+            self.temporary = Path(name)
+        else:
+            self.temporary = temporary
+            flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if resume_at is None else 0)
+            fd = os.open(temporary, flags, 0o600)
+        self.file: IO[bytes] = os.fdopen(fd, "r+b")
         self._done = False
+        if resume_at is not None:
+            size = os.fstat(fd).st_size
+            if size < resume_at:
+                self.file.close()
+                raise UserError(
+                    f"cannot resume: the partial {purpose} file {str(self.temporary)!r} holds "
+                    f"{size} bytes but its checkpoint recorded {resume_at}; it was changed "
+                    "after the checkpoint. Run again without resuming to start over"
+                )
+            self.file.truncate(resume_at)
+            self.file.seek(resume_at)
 
     def write(self, data: bytes) -> None:
         self.file.write(data)
+
+    def length(self) -> int:
+        """Bytes written so far (the position data is appended at)."""
+        return self.file.tell()
+
+    def sync(self) -> None:
+        """Make everything written so far durable (flush Python's buffer, then fsync)."""
+        self.file.flush()
+        os.fsync(self.file.fileno())
 
     def write_json_line(self, obj: Any) -> None:
         """Append one compact JSON object and a newline (JSON Lines)."""
@@ -64,7 +105,7 @@ class AtomicFile:
             self.discard()
             raise
         self._done = True
-        _fsync_directory(self.destination.parent)
+        fsync_directory(self.destination.parent)
 
     def discard(self) -> None:
         """Delete the temporary file; ``destination`` is left untouched."""
@@ -75,6 +116,14 @@ class AtomicFile:
             self.file.close()
         self.temporary.unlink(missing_ok=True)
 
+    def keep(self) -> None:
+        """Close the temporary file but leave it on disk (a resumable sink's committed state)."""
+        if self._done:
+            return
+        self._done = True
+        with contextlib.suppress(OSError):
+            self.file.close()
+
 
 def _current_umask() -> int:
     """The process umask (reading it means setting it, so it is set straight back)."""
@@ -83,7 +132,7 @@ def _current_umask() -> int:
     return mask
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
     """Persist a rename: the directory entry, not only the file, must reach the disk."""
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -126,6 +175,10 @@ class AtomicGroup:
         self._files.append(atomic)
         return atomic
 
+    def add(self, atomic: AtomicFile) -> None:
+        """Publish ``atomic``, opened elsewhere, after the files already in the group."""
+        self._files.append(atomic)
+
     def publish(self) -> None:
         """Publish every file; if one fails, discard those not yet published and re-raise."""
         try:
@@ -138,3 +191,20 @@ class AtomicGroup:
     def discard(self) -> None:
         for atomic in self._files:
             atomic.discard()
+
+
+def write_json_atomically(path: Path, obj: Any) -> None:
+    """Replace ``path`` with ``obj`` as JSON, durably: a reader sees the old file or the new."""
+    hidden = path.name if path.name.startswith(".") else f".{path.name}"
+    fd, name = tempfile.mkstemp(prefix=f"{hidden}.", suffix=".tmp", dir=path.parent)
+    temporary = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(json.dumps(obj, sort_keys=True, default=str).encode("utf-8"))
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    fsync_directory(path.parent)

@@ -1,22 +1,23 @@
 """``jsonl``: one JSON line per output record, and one per document set aside.
 
 Records are encoded and appended as they arrive, so memory does not grow with the
-corpus. Both files are written under temporary names and published only by
+corpus. Both files are written under hidden temporary names and published only by
 ``close(complete=True)`` (see :mod:`._atomic`). The errors file is always
 published, empty when nothing failed, so that "no errors" can be told apart from
-"never ran".
+"never ran". The sink is resumable: ``commit`` checkpoints both files with the
+loader cursor, and ``recover`` continues from the last checkpoint (see
+:mod:`._checkpoint`).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from seamline.components.sinks._atomic import AtomicFile, AtomicGroup
+from seamline.components.sinks._checkpoint import ResumableGroup
 from seamline.contracts import (
     ComponentConfig,
     ContractViolation,
@@ -28,6 +29,8 @@ from seamline.contracts import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from seamline.components.sinks._atomic import AtomicFile
+
 
 def default_errors_path(path: Path) -> Path:
     """``out/emb.jsonl`` -> ``out/emb.errors.jsonl``: beside the output, named after it."""
@@ -37,12 +40,6 @@ def default_errors_path(path: Path) -> Path:
 def default_manifest_path(path: Path) -> Path:
     """``out/emb.jsonl`` -> ``out/emb.manifest.json``: what made the output, beside it."""
     return path.with_name(f"{path.stem}.manifest.json")
-
-
-def write_manifest(group: AtomicGroup, path: Path, manifest: Mapping[str, Any]) -> None:
-    """Open the manifest first in ``group`` (so it is published before the data it describes)."""
-    target = group.open(default_manifest_path(path), purpose="manifest")
-    target.write(json.dumps(dict(manifest), indent=2, sort_keys=True, default=str).encode() + b"\n")
 
 
 def error_line(error: DocumentError) -> dict[str, Any]:
@@ -98,24 +95,36 @@ class JsonlSink(Sink[JsonlSinkConfig]):
     """Writes records as JSON Lines: ``{"id", "window", "span", "embedding", "metadata"?}``."""
 
     name: ClassVar[str] = "jsonl"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
     Config: ClassVar[type[ComponentConfig]] = JsonlSinkConfig
+    resumable: ClassVar[bool] = True
 
     def __init__(self, config: JsonlSinkConfig) -> None:
         super().__init__(config)
         # Files are created on first use, so building a sink (to validate a pipeline,
-        # say) leaves no trace on disk.
-        self._group: AtomicGroup | None = None
-        self._records: AtomicFile | None = None
-        self._errors: AtomicFile | None = None
+        # say) leaves no trace on disk. The manifest is published first, then the
+        # errors file, then the records: see AtomicGroup.
+        self._group = ResumableGroup(
+            self.name,
+            default_manifest_path(config.path),
+            [("errors", config.resolved_errors_path()), ("records", config.path)],
+        )
         self._closed = False
-        self._manifest: Mapping[str, Any] = {}
 
     def start(self, manifest: Mapping[str, Any]) -> None:
-        self._manifest = manifest
+        self._group.manifest = manifest
+        self._group.clear()  # a fresh run: forget what an interrupted one left behind
+
+    def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        recovered = self._group.recover(manifest)
+        return None if recovered is None else recovered[0]
+
+    def commit(self, cursor: str) -> None:
+        self._check_open()
+        self._group.commit(cursor, {})
 
     def write(self, records: Sequence[OutputRecord]) -> None:
-        out = self._open()[0]
+        out = self._open()["records"]
         for record in records:
             vector = checked_vector(record)
             if not np.isfinite(vector).all():
@@ -133,28 +142,22 @@ class JsonlSink(Sink[JsonlSinkConfig]):
             out.write_json_line(line)
 
     def write_error(self, error: DocumentError) -> None:
-        self._open()[1].write_json_line(error_line(error))
+        self._open()["errors"].write_json_line(error_line(error))
 
     def close(self, complete: bool = True) -> None:
         if self._closed:
             return
-        if complete:
-            self._open()
         self._closed = True
-        if self._group is not None:
-            if complete:
-                self._group.publish()
-            else:
-                self._group.discard()
+        if complete:
+            self._group.publish()
+        else:
+            self._group.abandon()
 
-    def _open(self) -> tuple[AtomicFile, AtomicFile]:
-        """The (records, errors) temporary files, created on first use."""
+    def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("jsonl sink: write after close")
-        if self._records is None or self._errors is None:
-            self._group = AtomicGroup()
-            write_manifest(self._group, self.config.path, self._manifest)
-            # The errors file is opened, and so published, before the records: see AtomicGroup.
-            self._errors = self._group.open(self.config.resolved_errors_path(), purpose="errors")
-            self._records = self._group.open(self.config.path, purpose="records")
-        return self._records, self._errors
+
+    def _open(self) -> dict[str, AtomicFile]:
+        """The partial files by purpose (``records``, ``errors``), created on first use."""
+        self._check_open()
+        return self._group.open()

@@ -4,7 +4,9 @@ The matrix is streamed to disk: rows are appended to the temporary file after a
 fixed-size space reserved for the ``.npy`` header, and ``close`` fills in the
 header once the row count is known. Memory therefore stays bounded whatever the
 corpus size, and publishing costs no copy. Row ``i`` of the matrix is line ``i``
-of the index, which says which document, window and span it came from.
+of the index, which says which document, window and span it came from. The sink
+is resumable: a checkpoint records the row count and width with the byte lengths
+of the three files (see :mod:`._checkpoint`).
 """
 
 from __future__ import annotations
@@ -16,18 +18,27 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from seamline.components.sinks._atomic import AtomicFile, AtomicGroup
+from seamline.components.sinks._checkpoint import ResumableGroup
 from seamline.components.sinks.jsonl import (
     checked_vector,
     default_errors_path,
+    default_manifest_path,
     error_line,
     record_fields,
-    write_manifest,
 )
-from seamline.contracts import ComponentConfig, ContractViolation, DocumentError, OutputRecord, Sink
+from seamline.contracts import (
+    ComponentConfig,
+    ContractViolation,
+    DocumentError,
+    OutputRecord,
+    Sink,
+    UserError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from seamline.components.sinks._atomic import AtomicFile
 
 HEADER_BYTES = 128
 """Room reserved for the ``.npy`` header: a multiple of 64 (numpy's alignment) that fits
@@ -90,25 +101,56 @@ class NpySink(Sink[NpySinkConfig]):
     """Writes a ``[rows, dim]`` matrix, an index line per row, and an errors file."""
 
     name: ClassVar[str] = "npy"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
     Config: ClassVar[type[ComponentConfig]] = NpySinkConfig
+    resumable: ClassVar[bool] = True
 
     def __init__(self, config: NpySinkConfig) -> None:
         super().__init__(config)
         # Little-endian explicitly, so the header and the bytes agree on any machine.
         self._dtype: np.dtype[Any] = np.dtype(config.dtype).newbyteorder("<")
-        self._group: AtomicGroup | None = None
-        self._files: tuple[AtomicFile, AtomicFile, AtomicFile] | None = None
+        # Created on first use; published manifest, errors, index, and the matrix last:
+        # see AtomicGroup.
+        self._group = ResumableGroup(
+            self.name,
+            default_manifest_path(config.path),
+            [
+                ("errors", config.resolved_errors_path()),
+                ("index", config.resolved_index_path()),
+                ("matrix", config.path),
+            ],
+        )
         self._rows = 0
         self._dim: int | None = None
         self._closed = False
-        self._manifest: Mapping[str, Any] = {}
 
     def start(self, manifest: Mapping[str, Any]) -> None:
-        self._manifest = manifest
+        self._group.manifest = manifest
+        self._group.clear()  # a fresh run: forget what an interrupted one left behind
+
+    def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        recovered = self._group.recover(manifest)
+        if recovered is None:
+            return None
+        cursor, state = recovered
+        if state.get("dtype") != self._dtype.str:
+            self._group.abandon()
+            raise UserError(
+                f"cannot resume: the committed matrix {str(self.config.path)!r} holds "
+                f"{state.get('dtype')} values, this sink writes {self._dtype.str}; run again "
+                "without resuming to start over"
+            )
+        self._rows = int(state["rows"])
+        self._dim = None if state["dim"] is None else int(state["dim"])
+        return cursor
+
+    def commit(self, cursor: str) -> None:
+        self._check_open()
+        self._open()
+        self._group.commit(cursor, {"rows": self._rows, "dim": self._dim, "dtype": self._dtype.str})
 
     def write(self, records: Sequence[OutputRecord]) -> None:
-        matrix, index, _ = self._open()
+        files = self._open()
         if not records:
             return
         vectors = [checked_vector(record) for record in records]
@@ -120,7 +162,8 @@ class NpySink(Sink[NpySinkConfig]):
                     f"record {record.doc_id!r} window {record.index}: vector has "
                     f"{vector.shape[0]} values but earlier rows have {self._dim}"
                 )
-        matrix.write(np.stack(vectors).astype(self._dtype, copy=False).tobytes(order="C"))
+        files["matrix"].write(np.stack(vectors).astype(self._dtype, copy=False).tobytes(order="C"))
+        index = files["index"]
         for record in records:
             line = {"row": self._rows, **record_fields(record)}
             if record.metadata:
@@ -129,33 +172,30 @@ class NpySink(Sink[NpySinkConfig]):
             self._rows += 1
 
     def write_error(self, error: DocumentError) -> None:
-        self._open()[2].write_json_line(error_line(error))
+        self._open()["errors"].write_json_line(error_line(error))
 
     def close(self, complete: bool = True) -> None:
         if self._closed:
             return
         if complete:
-            matrix = self._open()[0]
+            matrix = self._open()["matrix"]
             matrix.file.seek(0)
             matrix.write(npy_header(self._dtype, (self._rows, self._dim or 0)))
         self._closed = True
-        if self._group is not None:
-            if complete:
-                self._group.publish()
-            else:
-                self._group.discard()
+        if complete:
+            self._group.publish()
+        else:
+            self._group.abandon()
 
-    def _open(self) -> tuple[AtomicFile, AtomicFile, AtomicFile]:
-        """The (matrix, index, errors) temporary files, created on first use."""
+    def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("npy sink: write after close")
-        if self._files is None:
-            self._group = AtomicGroup()
-            write_manifest(self._group, self.config.path, self._manifest)
-            # Opened, and so published, errors first and the matrix last: see AtomicGroup.
-            errors = self._group.open(self.config.resolved_errors_path(), purpose="errors")
-            index = self._group.open(self.config.resolved_index_path(), purpose="index")
-            matrix = self._group.open(self.config.path, purpose="matrix")
-            matrix.write(b"\0" * HEADER_BYTES)  # filled in by close()
-            self._files = (matrix, index, errors)
-        return self._files
+
+    def _open(self) -> dict[str, AtomicFile]:
+        """The partial files by purpose (``matrix``, ``index``, ``errors``), made on first use."""
+        self._check_open()
+        fresh = self._group.files is None
+        files = self._group.open()
+        if fresh:
+            files["matrix"].write(b"\0" * HEADER_BYTES)  # filled in by close()
+        return files

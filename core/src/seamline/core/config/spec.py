@@ -107,7 +107,7 @@ class AttentionSpecConfig(_Strict):
 
 
 class RunSettings(_Strict):
-    """How the orchestrator batches work."""
+    """How the orchestrator batches work, and how often it checkpoints."""
 
     batch_size: int = Field(default=32, ge=1, le=65536, description="Examples per batch.")
     buckets: list[int] | None = Field(
@@ -119,6 +119,17 @@ class RunSettings(_Strict):
     )
     prefetch: int = Field(
         default=2, ge=0, le=64, description="Batches prepared on the host ahead of the device."
+    )
+    checkpoint_every: int = Field(
+        default=1000,
+        ge=0,
+        description=(
+            "Loaded documents (error records included) between checkpoints: the sink makes "
+            "everything written so far durable with the loader's cursor, so `seamline run "
+            "--resume` can continue from there after a crash. Each checkpoint flushes the "
+            "partly filled buckets, padding those batches. 0 never checkpoints. Only "
+            "resumable sinks are checkpointed."
+        ),
     )
 
     @field_validator("buckets")
@@ -144,4 +155,6 @@ class PipelineSpec(_Strict):
         default_factory=list, description="Observers of the run's events."
     )
     sink: ComponentRef = Field(description="Where outputs go.")
-    run: RunSettings = Field(default_factory=RunSettings, description="Batching settings.")
+    run: RunSettings = Field(
+        default_factory=RunSettings, description="Batching and checkpoint settings."
+    )

@@ -1,0 +1,232 @@
+"""Resumable output: partial files under stable hidden names, and a checkpoint beside them.
+
+A resumable sink (sink contract 1.1) must survive the process dying at any moment
+and continue where its last commit left off, writing nothing twice. So each file
+of an output is written to ``.<name>.partial.tmp`` in its destination's directory
+— a name the next process can find, hidden and ending in ``.tmp`` like every
+unpublished file — and a commit records, in ``.<primary name>.checkpoint``, the
+loader cursor and the byte length of every partial file:
+
+1. flush and fsync every partial file (and, once, their directories), so the bytes
+   the checkpoint will count are on disk;
+2. write the checkpoint to a temporary file, fsync it and rename it over the old
+   one, so a crash leaves either the previous checkpoint or the new one, whole.
+
+Recovering cuts each partial file back to its recorded length, which drops
+whatever was written after the commit, and appends from there. Publishing deletes
+the checkpoint first and then renames the manifest, the companions and the primary
+file into place, in that order (see :class:`._atomic.AtomicGroup`); a crash while
+publishing therefore leaves no checkpoint to resume from, and the next run starts
+over. Only one run at a time may write to one destination.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from seamline.components.sinks._atomic import (
+    AtomicFile,
+    AtomicGroup,
+    fsync_directory,
+    write_json_atomically,
+)
+from seamline.contracts import UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+CHECKPOINT_FORMAT = 1
+
+
+def partial_path(destination: Path) -> Path:
+    """``out/emb.jsonl`` -> ``out/.emb.jsonl.partial.tmp``: where it is written until published."""
+    return destination.with_name(f".{destination.name}.partial.tmp")
+
+
+def checkpoint_path(primary: Path) -> Path:
+    """``out/emb.jsonl`` -> ``out/.emb.jsonl.checkpoint``: the last commit of that output."""
+    return primary.with_name(f".{primary.name}.checkpoint")
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The manifest file's content: the run's manifest as indented, sorted JSON."""
+    return json.dumps(dict(manifest), indent=2, sort_keys=True, default=str).encode() + b"\n"
+
+
+def _json_value(value: Any) -> Any:
+    """``value`` as it reads back from JSON, so a stored value compares equal to a fresh one."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+class ResumableGroup:
+    """The files of one output, their commits, and their publication.
+
+    ``files`` are ``(purpose, destination)`` pairs in publication order, primary
+    file last; the manifest is written at ``manifest_path`` when publishing, before
+    them all.
+    """
+
+    def __init__(self, sink: str, manifest_path: Path, files: Sequence[tuple[str, Path]]) -> None:
+        self.sink = sink
+        self.manifest_path = manifest_path
+        self.targets = list(files)
+        self.checkpoint = checkpoint_path(self.targets[-1][1])
+        self.manifest: Mapping[str, Any] = {}
+        self.files: dict[str, AtomicFile] | None = None
+        self.committed = False
+        """Whether a checkpoint of this output is on disk (made or recovered here)."""
+        self._directories_synced = False
+
+    # -- fresh runs --------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Forget an earlier run's partial state: its checkpoint first, then its files."""
+        self.checkpoint.unlink(missing_ok=True)
+        for _, destination in self.targets:
+            partial_path(destination).unlink(missing_ok=True)
+        self.committed = False
+
+    def open(self) -> dict[str, AtomicFile]:
+        """The partial files, created empty on first use (any stale checkpoint is deleted)."""
+        if self.files is None:
+            # No checkpoint may describe files that are being emptied.
+            self.checkpoint.unlink(missing_ok=True)
+            self.committed = False
+            self.files = self._open_files(None)
+        return self.files
+
+    # -- commits -----------------------------------------------------------------------
+
+    def commit(self, cursor: str, state: Mapping[str, Any]) -> None:
+        """Make the partial files durable, then record ``cursor``, their lengths and ``state``."""
+        files = self.open()
+        for atomic in files.values():
+            atomic.sync()
+        if not self._directories_synced:  # the new files' names must survive a crash too
+            for directory in {partial_path(d).parent for _, d in self.targets}:
+                fsync_directory(directory)
+            self._directories_synced = True
+        record = {
+            "seamline_checkpoint": CHECKPOINT_FORMAT,
+            "sink": self.sink,
+            "cursor": cursor,
+            "model": _json_value(self.manifest.get("model")),
+            "files": {
+                purpose: {"partial": str(atomic.temporary), "bytes": atomic.length()}
+                for purpose, atomic in files.items()
+            },
+            "state": _json_value(dict(state)),
+        }
+        write_json_atomically(self.checkpoint, record)
+        self.committed = True
+
+    def recover(self, manifest: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """Reopen the files as the last commit left them: ``(cursor, state)``, or None.
+
+        With no checkpoint, any partial files are deleted and None is returned (the
+        run starts from the beginning, and the files are created on first use).
+        """
+        self.manifest = manifest
+        record = self._read()
+        if record is None:
+            self.clear()
+            return None
+        lengths = {purpose: int(entry["bytes"]) for purpose, entry in record["files"].items()}
+        self.files = self._open_files(lengths)
+        self.committed = True
+        self._directories_synced = True
+        return str(record["cursor"]), dict(record["state"])
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            text = self.checkpoint.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        where = str(self.checkpoint)
+        try:
+            record = json.loads(text)
+            files = record["files"]
+            valid = (
+                record["seamline_checkpoint"] == CHECKPOINT_FORMAT
+                and isinstance(record["cursor"], str)
+                and isinstance(record["state"], dict)
+                and isinstance(files, dict)
+            )
+        except (ValueError, KeyError, TypeError):
+            valid = False
+        if not valid:
+            raise UserError(
+                f"cannot resume: the checkpoint {where!r} is not one this {self.sink} sink "
+                "wrote; delete it, or run again without resuming to start over"
+            )
+        expected = {purpose: str(partial_path(d)) for purpose, d in self.targets}
+        recorded = {purpose: entry.get("partial") for purpose, entry in files.items()}
+        if record.get("sink") != self.sink or recorded != expected:
+            raise UserError(
+                f"cannot resume: the checkpoint {where!r} was written by a {record.get('sink')} "
+                f"sink for other files ({', '.join(map(str, recorded.values()))}); run again "
+                "without resuming to start over"
+            )
+        if record.get("model") != _json_value(self.manifest.get("model")):
+            raise UserError(
+                f"cannot resume: the output committed in {where!r} was made by another model "
+                f"configuration ({record.get('model')}); resuming would mix vectors of two "
+                "models. Run again without resuming to start over"
+            )
+        return dict(record)
+
+    def _open_files(self, lengths: Mapping[str, int] | None) -> dict[str, AtomicFile]:
+        files: dict[str, AtomicFile] = {}
+        try:
+            for purpose, destination in self.targets:
+                files[purpose] = AtomicFile(
+                    destination,
+                    purpose=purpose,
+                    temporary=partial_path(destination),
+                    resume_at=None if lengths is None else lengths[purpose],
+                )
+        except BaseException:
+            for atomic in files.values():
+                # A fresh file is of no use to anyone; a recovered one still is.
+                if lengths is None:
+                    atomic.discard()
+                else:
+                    atomic.keep()
+            raise
+        return files
+
+    # -- the end -----------------------------------------------------------------------
+
+    def publish(self) -> None:
+        """Delete the checkpoint, then publish the manifest and every file, in order."""
+        files = self.open()
+        self.checkpoint.unlink(missing_ok=True)
+        self.committed = False
+        group = AtomicGroup()
+        try:
+            target = group.open(self.manifest_path, purpose="manifest")
+        except BaseException:
+            self.discard()
+            raise
+        target.write(manifest_bytes(self.manifest))
+        for atomic in files.values():
+            group.add(atomic)
+        group.publish()
+
+    def abandon(self) -> None:
+        """End without publishing: keep the committed state if there is one, else delete all."""
+        if self.files is None:
+            return
+        for atomic in self.files.values():
+            if self.committed:
+                atomic.keep()
+            else:
+                atomic.discard()
+
+    def discard(self) -> None:
+        """Delete the partial files and the checkpoint."""
+        for atomic in (self.files or {}).values():
+            atomic.discard()
+        self.clear()

@@ -1,0 +1,55 @@
+"""``seamline run --resume`` with a sink that keeps no checkpoints: one line, exit code 2."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from typer.testing import CliRunner
+
+from seamline.adapters import logging_setup, tracing_setup
+from seamline.adapters.cli.main import app
+from seamline.core.registry import Registry
+from tests.core.toy import MemorySink, toy_registry
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PIPELINE = """\
+pipeline: cli-resume
+loader: {use: list, with: {texts: [one, two]}}
+model: {use: toy}
+attention: {use: native}
+sink: {use: memory}
+"""
+
+
+@pytest.fixture
+def toy_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI sees the toy components, and leaves global logging and tracing alone."""
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: toy_registry()))
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
+    monkeypatch.setattr(tracing_setup, "configure_tracing", lambda: None)
+    monkeypatch.setattr(tracing_setup, "shutdown_tracing", lambda: None)
+    MemorySink.reset()
+
+
+@pytest.mark.usefixtures("toy_cli")
+def test_resume_with_a_sink_that_cannot_exits_2(tmp_path: Path) -> None:
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(PIPELINE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--resume", "--no-compile-cache"])
+    assert result.exit_code == 2, result.output
+    assert "error: cannot resume: sink 'memory'" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+    assert MemorySink.records == []
+
+
+@pytest.mark.usefixtures("toy_cli")
+def test_run_without_resume_still_works(tmp_path: Path) -> None:
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(PIPELINE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--no-compile-cache"])
+    assert result.exit_code == 0, result.output
+    assert "2 documents" in result.output
+    assert len(MemorySink.records) == 2
