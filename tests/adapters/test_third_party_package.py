@@ -160,3 +160,14 @@ def test_user_mistakes_are_user_errors(discovered: Registry, tmp_path: Path) -> 
     other.write_text("id,body\n1,x\n", encoding="utf-8")
     with pytest.raises(UserError, match="has no column 'text'"):
         list(_csv_loader(other, discovered).read())
+
+
+def test_the_conformance_suite_passes_through_its_registered_class(discovered: Registry) -> None:
+    from seamline.adapters.cli.check import check
+
+    outcome = check(discovered, "loader:csv", max_examples=1)
+    failed = [r for r in outcome.suite.results if r.outcome in ("failed", "error")]
+    assert not failed, failed
+    assert outcome.suite.passed
+    (record,) = outcome.suite.records
+    assert (record.distribution, record.distribution_version) == ("seamline-example-csv", "0.1.0")

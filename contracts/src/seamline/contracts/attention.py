@@ -6,8 +6,10 @@ divisible by ``K`` (grouped queries: query head ``n`` reads key/value head
 
 Masking is expressed by segment ids alone: a query attends to a key only when
 their segment ids are equal (and, with ``causal``, when the key is not after the
-query). Padding is a segment of its own; packed sequences are several segments.
-A query with no key it may attend to yields a row of zeros, never NaN.
+query, queries being aligned to the end of the keys: key ``j`` is visible to query
+``i`` when ``j <= i + Tk - Tq``). Padding is a segment of its own; packed sequences
+are several segments. A query with no key it may attend to yields a row of zeros,
+never NaN.
 """
 
 from __future__ import annotations

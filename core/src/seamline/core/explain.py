@@ -16,9 +16,10 @@ from typing import Any
 from seamline.contracts import Attention, Model, UnsupportedError
 from seamline.core.batching import resolve_buckets
 from seamline.core.config import ResolvedPipeline
-from seamline.core.planner import AttentionPlanner, refusals
+from seamline.core.planner import AttentionPlanner
 from seamline.core.probe import attention_specs
 from seamline.core.registry import Registry
+from seamline.core.trust import untrusted_candidates
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,7 @@ class Plan:
     verify: bool
     on_failure: str
     shadow_every: int
+    require_conformance: bool
     weights_loaded: bool
     buckets: list[BucketPlan]
 
@@ -58,7 +60,10 @@ def explain(resolved: ResolvedPipeline, registry: Registry) -> Plan:
         for a in resolved.attention
     ]
     planner = AttentionPlanner(
-        candidates, explicit=resolved.attention_explicit, auto=resolved.attention_auto
+        candidates,
+        explicit=resolved.attention_explicit,
+        auto=resolved.attention_auto,
+        untrusted=untrusted_candidates(candidates, resolved.spec.attention.require_conformance),
     )
     params = model.abstract_params()
     weights_loaded = params is None
@@ -78,7 +83,9 @@ def explain(resolved: ResolvedPipeline, registry: Registry) -> Plan:
             plans.append(BucketPlan(length, batch_size, signature, order, None, str(err), rejected))
             continue
         after = order[order.index(decision.chosen) + 1 :]
-        spare = {name: refusals(planner.implementation(name), tuple(specs)) for name in after}
+        spare = {
+            name: planner.reasons_against(planner.implementation(name), specs) for name in after
+        }
         plans.append(
             BucketPlan(
                 length,
@@ -105,6 +112,7 @@ def explain(resolved: ResolvedPipeline, registry: Registry) -> Plan:
         verify=settings.verify and reference is not None,
         on_failure=settings.on_failure,
         shadow_every=settings.shadow.every if settings.shadow else 0,
+        require_conformance=settings.require_conformance,
         weights_loaded=weights_loaded,
         buckets=plans,
     )

@@ -62,6 +62,7 @@ from seamline.core.probe import attention_specs
 from seamline.core.registry import Registry
 from seamline.core.seams import CheckedAttention, MonitorHub, scope_name
 from seamline.core.telemetry import component_attributes, tracer
+from seamline.core.trust import untrusted_candidates
 from seamline.core.verification import tolerance_for, verify
 
 log = structlog.get_logger("seamline.core")
@@ -139,7 +140,10 @@ class Orchestrator:
         self.monitors = MonitorHub([*(self._create(m) for m in pipeline.monitors), *extra_monitors])
         candidates: list[Attention[Any]] = [self._create(a) for a in pipeline.attention]
         self.planner = AttentionPlanner(
-            candidates, explicit=pipeline.attention_explicit, auto=pipeline.attention_auto
+            candidates,
+            explicit=pipeline.attention_explicit,
+            auto=pipeline.attention_auto,
+            untrusted=untrusted_candidates(candidates, pipeline.spec.attention.require_conformance),
         )
         self.reference = self._reference(candidates)
         attention_settings = pipeline.spec.attention

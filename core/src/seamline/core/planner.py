@@ -7,12 +7,14 @@ and records why each one before it could not. ``auto`` orders the candidates per
 shape by their own ``priority(spec)``, so one run may use different kernels for
 different lengths. A candidate that fails later for a shape — it does not compile,
 or it disagrees with the reference — is *demoted* for that shape only, with the
-reason, and the next candidate takes over.
+reason, and the next candidate takes over. With ``require_conformance`` a
+candidate without a passing conformance record for the versions installed now is
+refused for every shape, with the reason (see :mod:`seamline.core.trust`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,13 +39,20 @@ class AttentionPlanner:
     """Picks an attention implementation per set of :class:`AttentionSpec`."""
 
     def __init__(
-        self, candidates: Sequence[Attention[Any]], *, explicit: bool, auto: bool = False
+        self,
+        candidates: Sequence[Attention[Any]],
+        *,
+        explicit: bool,
+        auto: bool = False,
+        untrusted: Mapping[str, str] | None = None,
     ) -> None:
         if not candidates:
             raise UnsupportedError("no attention implementation is installed or configured")
         self.candidates = list(candidates)
         self.explicit = explicit
         self.auto = auto
+        self.untrusted = dict(untrusted or {})
+        """Candidate name -> why it is not trusted (refused for every shape)."""
         self._decisions: dict[SpecKey, AttentionDecision] = {}
         self._demoted: dict[SpecKey, dict[str, str]] = {}
 
@@ -90,7 +99,7 @@ class AttentionPlanner:
             if candidate.name in demoted:
                 rejected[candidate.name] = (demoted[candidate.name],)
                 continue
-            reasons = refusals(candidate, key)
+            reasons = self.reasons_against(candidate, key)
             if not reasons:
                 if self.explicit:
                     reason = "explicitly configured"
@@ -113,6 +122,15 @@ class AttentionPlanner:
         else:
             message = f"no attention candidate can serve {signature}: {details}"
         raise UnsupportedError(message, tuple(f"{n}: {', '.join(r)}" for n, r in rejected.items()))
+
+    def reasons_against(
+        self, candidate: Attention[Any], specs: Sequence[AttentionSpec]
+    ) -> tuple[str, ...]:
+        """Why ``candidate`` may not serve ``specs``: distrust first, then its own refusals."""
+        distrust = self.untrusted.get(candidate.name)
+        if distrust is not None:
+            return (f"conformance required: {distrust}",)
+        return refusals(candidate, tuple(specs))
 
 
 def _key(specs: Sequence[AttentionSpec]) -> SpecKey:

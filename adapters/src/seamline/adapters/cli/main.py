@@ -189,6 +189,7 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         f"{plan.reference or '(none installed)'}; verify on first use: "
         f"{'yes' if plan.verify else 'no'}; on compile failure: {plan.on_failure}; shadow: "
         f"{f'every {plan.shadow_every} batches' if plan.shadow_every else 'off'}"
+        + ("; conformance required" if plan.require_conformance else "")
         + ("; [yellow]weights were loaded to learn their shapes[/]" if plan.weights_loaded else ""),
         highlight=False,
     )
@@ -260,6 +261,57 @@ def components(
             info.reason,
         )
     _consoles.out.print(table)
+
+
+@app.command(name="check")
+def check_command(
+    target: Annotated[
+        str, typer.Argument(help="KIND:NAME, e.g. attention:blockwise.", show_default=False)
+    ],
+    with_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--with",
+            "-w",
+            help="A config field of the component: --with interpret=true (repeatable).",
+            metavar="KEY=VALUE",
+        ),
+    ] = None,
+    record: Annotated[
+        bool, typer.Option("--record", help="Write a conformance record of the result.")
+    ] = False,
+    record_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--record-dir",
+            help="Where records go (default: $SEAMLINE_CONFORMANCE_DIR or the user data dir).",
+        ),
+    ] = None,
+    max_examples: Annotated[
+        int | None,
+        typer.Option("--max-examples", min=1, help="Generated cases per property check (8)."),
+    ] = None,
+    select: Annotated[
+        str | None, typer.Option("-k", help="Only checks matching this pytest -k expression.")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show pytest's output.")] = False,
+) -> None:
+    """Run the conformance suite against an installed component and report what it found."""
+    from seamline.adapters.cli.check import check, report
+
+    outcome = _user_errors(
+        lambda: check(
+            Registry.discover(),
+            target,
+            with_values=with_ or [],
+            max_examples=max_examples,
+            select=select,
+            record=record,
+            record_dir=record_dir,
+            verbose=verbose,
+        )
+    )
+    raise typer.Exit(report(_consoles.out, target, outcome))
 
 
 @app.command()

@@ -8,10 +8,10 @@ layout. It is used as JAX ships it; what it cannot do is bridged here:
 - **One segment-id array.** The kernel takes a single ``[B, T]`` array and reads
   the query's and the key's id from it by position, so queries and keys must have
   the same length and the same ids: self-attention. ``supports()`` refuses
-  segments with ``q_len != kv_len``; at call time the two id arrays must be the
-  same array or equal. Equal is checked when the values are known; under ``jit``,
-  a batch row whose ids differ comes back as NaN rather than as a silently wrong
-  answer.
+  segments with ``q_len != kv_len``. Batch rows whose query and key ids differ
+  (rare: queries of a segment no key has, say) are computed by the reference math
+  instead, behind a ``lax.cond``, so the common case (one id array for both, as
+  every padded batch has) pays nothing.
 - **Grouped queries.** The kernel needs as many key/value heads as query heads, so
   K and V are repeated ``N // K`` times (a copy of K and V, ``N // K`` times their
   memory traffic; no extra arithmetic).
@@ -70,6 +70,7 @@ from seamline.components.attention._padding import (
     rows_with_keys,
     zero_rows,
 )
+from seamline.components.attention.native import reference_attention
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
 
 DEFAULT_BLOCK = 128
@@ -237,6 +238,7 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
                 f"segments {segment_ids is not None}; supports() says why"
             )
         mismatch = None if segment_ids is None else _differing_rows(segment_ids)
+        original = (q, k, v, scale)
         valid = rows_with_keys(segment_ids, q_len, kv_len, causal)
         k, v, broken = clean_keys(k, v)
         scale = head_dim**-0.5 if scale is None else scale
@@ -270,7 +272,7 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
         out = zero_rows(out[:, layout.lead_q : layout.lead_q + q_len, :, :head_dim], valid)
         out = poison(out, poisoned_rows(broken, segment_ids, q_len, heads, causal))
         if mismatch is not None:
-            out = jnp.where(mismatch[:, None, None, None], jnp.nan, out)
+            out = _reference_rows(out, mismatch, original, segment_ids, causal)
         return out.astype(q.dtype)
 
 
@@ -315,19 +317,32 @@ def _position_ids(
     return jnp.broadcast_to(jnp.asarray(real), (batch, layout.padded_k))
 
 
+def _reference_rows(
+    out: jax.Array,
+    mismatch: jax.Array,
+    original: tuple[jax.Array, jax.Array, jax.Array, float | None],
+    segment_ids: SegmentIds | None,
+    causal: bool,
+) -> jax.Array:
+    """Replace the rows the kernel could not express by the reference's, only if there are any."""
+    q, k, v, scale = original
+
+    def exact() -> jax.Array:
+        expected = reference_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+        return jnp.where(mismatch[:, None, None, None], expected.astype(out.dtype), out)
+
+    return jax.lax.cond(jnp.any(mismatch), exact, lambda: out)
+
+
 def _differing_rows(segment_ids: SegmentIds) -> jax.Array | None:
     """``[B]`` flags of rows whose query and key ids differ, which the kernel cannot express.
 
-    None when they are the same array. Known values are checked now and a
-    difference raises; traced values give flags, and those rows become NaN.
+    None when they are the same array, or known and equal. Rows flagged here take
+    the reference's answer (see :func:`_reference_rows`).
     """
     if segment_ids.q is segment_ids.kv:
         return None
     if is_concrete(segment_ids.q) and is_concrete(segment_ids.kv):
-        if not np.array_equal(np.asarray(segment_ids.q), np.asarray(segment_ids.kv)):
-            raise ValueError(
-                "gpu-flash needs the same segment ids for queries and keys (its kernel takes "
-                "one array); these differ"
-            )
-        return None
+        differ = np.any(np.asarray(segment_ids.q) != np.asarray(segment_ids.kv), axis=1)
+        return jnp.asarray(differ) if differ.any() else None
     return jnp.any(segment_ids.q != segment_ids.kv, axis=1)

@@ -82,6 +82,14 @@ class AttentionSpecConfig(_Strict):
         default=None,
         description="Shadow mode: {every: N} also runs the reference on every Nth batch.",
     )
+    require_conformance: bool = Field(
+        default=False,
+        description=(
+            "Use only implementations with a passing conformance record (seamline check "
+            "attention:NAME --record) for the versions of the component, JAX and jaxlib "
+            "installed now and this platform; others are refused with the reason."
+        ),
+    )
 
     @field_validator("use")
     @classmethod

@@ -1,0 +1,192 @@
+"""``seamline check KIND:NAME``: run the conformance suite against an installed component.
+
+The suite needs to know how to build the component. Attention implementations,
+models and monitors are built from their ``Config`` (``--with key=value`` sets
+fields). Loaders and sinks need inputs and a way to read outputs back that only
+their author knows, so their distribution registers a ready-made contract class
+under the ``seamline.conformance`` entry point group (``KIND:NAME``); a component
+of any kind may do the same to choose how it is checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from seamline.contracts import KINDS, Component, UserError
+from seamline.contracts.conformance import ConformanceRecord, save, store_directory
+from seamline.contracts.testing import CONTRACTS
+from seamline.contracts.testing.runner import SuiteRun, run
+from seamline.core.registry import Registry
+
+CONFORMANCE_GROUP = "seamline.conformance"
+BUILT_FROM_CONFIG = {"attention": "attention", "model": "model", "monitor": "monitor"}
+"""Kinds the suite can build from a Config alone, and the fixture each contract class uses."""
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    suite: SuiteRun
+    saved: tuple[Path, ...]
+
+
+def parse_target(target: str) -> tuple[Any, str]:
+    kind, sep, name = target.partition(":")
+    if not sep or not name or kind not in KINDS:
+        raise UserError(
+            f"check needs KIND:NAME (KIND one of {', '.join(KINDS)}), got {target!r}; "
+            "for example: seamline check attention:blockwise"
+        )
+    return kind, name
+
+
+def parse_with(values: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs, each value read as YAML (so ``true``, ``16`` and ``[1, 2]`` work)."""
+    parsed: dict[str, Any] = {}
+    for item in values:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--with takes KEY=VALUE, got {item!r}; e.g. --with interpret=true")
+        try:
+            parsed[key.strip()] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError as err:
+            raise UserError(f"--with {item!r}: the value is not valid YAML ({err})") from None
+    return parsed
+
+
+def registered_contract_class(kind: str, name: str) -> type | None:
+    """The contract class a distribution registered for ``kind:name``, if any."""
+    for entry_point in metadata.entry_points(group=CONFORMANCE_GROUP):
+        if entry_point.name == f"{kind}:{name}":
+            try:
+                loaded = entry_point.load()
+            except Exception as err:
+                raise UserError(
+                    f"the conformance entry point {entry_point.name!r} ({entry_point.value}) "
+                    f"cannot be loaded: {type(err).__name__}: {err}"
+                ) from None
+            if not (isinstance(loaded, type) and issubclass(loaded, CONTRACTS[kind])):
+                raise UserError(
+                    f"the conformance entry point {entry_point.name!r} names {entry_point.value}, "
+                    f"which is not a subclass of {CONTRACTS[kind].__name__}"
+                )
+            return loaded
+    return None
+
+
+def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[str, Any]) -> type:
+    """The class to run: the registered one, or the kind's contract building from Config."""
+    info = registry.get(kind, name)  # not installed, broken, refused: a clear UserError
+    registered = registered_contract_class(kind, name)
+    if kind not in BUILT_FROM_CONFIG:
+        if with_values:
+            raise UserError(
+                f"--with does not apply to a {kind}: the suite builds {kind}s through the "
+                f"contract class their distribution registers"
+            )
+        if registered is None:
+            raise UserError(
+                f"{kind} {name!r} ({info.distribution}) registers no conformance class: a "
+                f"{kind}'s inputs and outputs are its own, so its author must say how to make "
+                f"them. Register a {CONTRACTS[kind].__name__} subclass under the "
+                f"'{CONFORMANCE_GROUP}' entry point group as '{kind}:{name}' "
+                "(see docs/shipping-a-component.md)"
+            )
+        return registered
+    if registered is not None and not with_values:
+        return registered
+    assert info.cls is not None
+    component_class: type[Component[Any]] = info.cls
+    try:
+        config = component_class.Config.model_validate(with_values)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(config)'}: {e['msg']}" for e in err.errors()
+        )
+        raise UserError(f"{kind} {name!r}: --with gives an invalid config: {problems}") from None
+    base = registered if registered is not None else CONTRACTS[kind]
+    fixture_name = BUILT_FROM_CONFIG[kind]
+
+    def build(self: Any) -> Component[Any]:
+        return component_class(config)
+
+    build.__name__ = fixture_name
+    return type(f"Check_{name}", (base,), {fixture_name: pytest.fixture(build)})
+
+
+def check(
+    registry: Registry,
+    target: str,
+    *,
+    with_values: Sequence[str] = (),
+    max_examples: int | None = None,
+    select: str | None = None,
+    record: bool = False,
+    record_dir: Path | None = None,
+    verbose: bool = False,
+) -> CheckOutcome:
+    kind, name = parse_target(target)
+    test_class = contract_class(registry, kind, name, parse_with(with_values))
+    suite = run(test_class, max_examples=max_examples, select=select, echo=verbose)
+    saved: list[Path] = []
+    if record and suite.records:
+        saved = [save(r, record_dir or store_directory()) for r in suite.records]
+    return CheckOutcome(suite, tuple(saved))
+
+
+COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow"}
+
+
+def report(console: Console, target: str, outcome: CheckOutcome) -> int:
+    """Print the results; return the exit code (0 conforms, 1 does not)."""
+    suite = outcome.suite
+    if not suite.results:
+        console.print(suite.output, markup=False, highlight=False)
+        console.print(
+            f"[bold red]the suite did not run for {escape(target)}[/] "
+            f"(pytest exit code {suite.exit_code})"
+        )
+        return 1
+    table = Table(title=f"conformance of {target}", show_lines=False)
+    table.add_column("check", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    for result in suite.results:
+        colour = COLOURS.get(result.outcome, "white")
+        cell = f"[{colour}]{result.outcome}[/]"
+        table.add_row(escape(result.check), cell, escape(result.message))
+    console.print(table)
+    for record in suite.records:
+        _describe_record(console, record)
+    for path in outcome.saved:
+        console.print(f"record written: {path}")
+    if suite.passed:
+        console.print(f"[bold green]{target} conforms[/]")
+        return 0
+    console.print(f"[bold red]{target} does not conform[/]")
+    return 1
+
+
+def _describe_record(console: Console, record: ConformanceRecord) -> None:
+    env = record.environment
+    origin = (
+        f"{record.distribution} {record.distribution_version}"
+        if record.distribution
+        else "not registered by an entry point"
+    )
+    console.print(
+        f"{record.kind}:{record.name} ({origin}), contract {record.contract_version}; "
+        f"jax {env.jax}, jaxlib {env.jaxlib}, {env.platform} ({env.device_kind}): "
+        f"{record.summary()}",
+        highlight=False,
+    )

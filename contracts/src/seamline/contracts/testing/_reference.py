@@ -1,0 +1,153 @@
+"""The suite's own attention implementations, independent of every component under test.
+
+``exact_attention`` is the yardstick: numpy in float64, written from the contract's
+definition and nothing else. ``dense_attention`` and ``chunked_attention`` are two
+plain JAX implementations that compute the same function in different orders
+(all keys at once; keys in chunks with an online softmax); the suite serves models
+with both, and measures how far a straightforward computation in a given dtype
+lands from the exact answer, which scales the tolerance for that dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpy.typing as npt
+
+from seamline.contracts.attention import SegmentIds
+
+Float64 = npt.NDArray[np.float64]
+
+
+def _allowed(
+    q_len: int, kv_len: int, segment_ids: tuple[Any, Any] | None, causal: bool, batch: int
+) -> npt.NDArray[np.bool_]:
+    """``[B, Tq, Tk]``: whether query i may attend to key j, from the contract's definition."""
+    allowed = np.ones((batch, q_len, kv_len), dtype=bool)
+    if segment_ids is not None:
+        q_ids, kv_ids = (np.asarray(ids) for ids in segment_ids)
+        allowed &= q_ids[:, :, None] == kv_ids[:, None, :]
+    if causal:  # queries are aligned to the end of the keys: key j <= query i + Tk - Tq
+        allowed &= np.arange(q_len)[:, None] + (kv_len - q_len) >= np.arange(kv_len)[None, :]
+    return allowed
+
+
+def exact_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    segment_ids: SegmentIds | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+) -> Float64:
+    """Attention in float64 numpy; rows with no allowed key are zeros, as the contract says."""
+    q64, k64, v64 = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    batch, q_len, heads, head_dim = q64.shape
+    kv_len, kv_heads = k64.shape[1], k64.shape[2]
+    group = heads // kv_heads
+    k64 = np.repeat(k64, group, axis=2)
+    v64 = np.repeat(v64, group, axis=2)
+    factor = 1.0 / np.sqrt(head_dim) if scale is None else scale
+    logits = np.einsum("bqnh,bknh->bnqk", q64, k64) * factor
+    allowed = _allowed(q_len, kv_len, segment_ids, causal, batch)[:, None, :, :]
+    logits = np.where(allowed, logits, -np.inf)
+    peak = np.max(logits, axis=-1, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    weights = np.where(allowed, np.exp(logits - peak), 0.0)
+    total = weights.sum(axis=-1, keepdims=True)
+    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    out: Float64 = np.einsum("bnqk,bknh->bqnh", weights, v64)
+    return out
+
+
+def _mask(
+    q_len: int, kv_len: int, segment_ids: SegmentIds | None, causal: bool
+) -> jax.Array | None:
+    """``[B or 1, 1, Tq, Tk]`` boolean mask in JAX, or None when every pair is allowed."""
+    mask: jax.Array | None = None
+    if segment_ids is not None:
+        mask = (segment_ids.q[:, :, None] == segment_ids.kv[:, None, :])[:, None]
+    if causal:
+        offset = kv_len - q_len  # queries aligned to the end of the keys, as the contract says
+        lower = (jnp.arange(q_len)[:, None] + offset >= jnp.arange(kv_len)[None, :])[None, None]
+        mask = lower if mask is None else mask & lower
+    return mask
+
+
+def dense_attention(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    *,
+    segment_ids: SegmentIds | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+) -> jax.Array:
+    """The plain computation: matmuls in the input dtype, softmax in float32."""
+    heads, kv_heads = q.shape[2], k.shape[2]
+    k = jnp.repeat(k, heads // kv_heads, axis=2)
+    v = jnp.repeat(v, heads // kv_heads, axis=2)
+    factor = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    logits = jnp.einsum("bqnh,bknh->bnqk", q, k).astype(jnp.float32) * factor
+    mask = _mask(q.shape[1], k.shape[1], segment_ids, causal)
+    if mask is not None:
+        logits = jnp.where(mask, logits, -jnp.inf)
+    peak = jnp.max(logits, axis=-1, keepdims=True)
+    peak = jnp.where(jnp.isfinite(peak), peak, 0.0)
+    weights = jnp.exp(logits - peak)
+    if mask is not None:
+        weights = jnp.where(mask, weights, 0.0)
+    total = jnp.sum(weights, axis=-1, keepdims=True)
+    weights = weights / jnp.where(total > 0, total, 1.0)
+    out = jnp.einsum("bnqk,bknh->bqnh", weights.astype(v.dtype), v)
+    return out.astype(q.dtype)
+
+
+def chunked_attention(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    *,
+    segment_ids: SegmentIds | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    chunk: int = 64,
+) -> jax.Array:
+    """The same function over key chunks with an online softmax (a different summation order)."""
+    batch, q_len, heads, _ = q.shape
+    kv_len = k.shape[1]
+    pad = (-kv_len) % chunk
+    factor = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    k = jnp.repeat(k, heads // k.shape[2], axis=2)
+    v = jnp.repeat(v, heads // v.shape[2], axis=2)
+    full_mask = _mask(q_len, kv_len, segment_ids, causal)
+    if full_mask is None:
+        full_mask = jnp.ones((1, 1, q_len, kv_len), dtype=bool)
+    full_mask = jnp.broadcast_to(full_mask, (batch, 1, q_len, kv_len))
+    if pad:
+        k = jnp.pad(k, ((0, 0), (0, pad), (0, 0), (0, 0)))
+        v = jnp.pad(v, ((0, 0), (0, pad), (0, 0), (0, 0)))
+        full_mask = jnp.pad(full_mask, ((0, 0), (0, 0), (0, 0), (0, pad)))
+    q32 = q.astype(jnp.float32)
+    peak = jnp.full((batch, heads, q_len, 1), -jnp.inf, jnp.float32)
+    total = jnp.zeros((batch, heads, q_len, 1), jnp.float32)
+    acc = jnp.zeros((batch, heads, q_len, q.shape[-1]), jnp.float32)
+    for start in range(0, kv_len + pad, chunk):
+        k_c = k[:, start : start + chunk].astype(jnp.float32)
+        mask = full_mask[..., start : start + chunk]
+        v_c = v[:, start : start + chunk].astype(jnp.float32)
+        logits = jnp.einsum("bqnh,bknh->bnqk", q32, k_c) * factor
+        logits = jnp.where(mask, logits, -jnp.inf)
+        new_peak = jnp.maximum(peak, jnp.max(logits, axis=-1, keepdims=True))
+        safe = jnp.where(jnp.isfinite(new_peak), new_peak, 0.0)
+        rescale = jnp.where(jnp.isfinite(peak), jnp.exp(peak - safe), 0.0)
+        weights = jnp.where(mask, jnp.exp(logits - safe), 0.0)
+        total = total * rescale + jnp.sum(weights, axis=-1, keepdims=True)
+        acc = acc * rescale + jnp.einsum("bnqk,bknh->bnqh", weights, v_c)
+        peak = new_peak
+    out = acc / jnp.where(total > 0, total, 1.0)
+    return jnp.transpose(out, (0, 2, 1, 3)).astype(q.dtype)

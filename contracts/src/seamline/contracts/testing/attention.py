@@ -1,0 +1,244 @@
+"""``AttentionContract``: what any attention implementation must do to serve seamline.
+
+Every case is first put to ``supports()``. A case the component claims is run under
+``jax.jit`` and compared with an exact float64 reference written from the
+contract's definition; a case it refuses must come with reasons. So a component
+may decline any feature, but it may never answer wrongly for one it claims.
+
+Tolerances are per dtype, and scaled to the error of a plain computation in the
+same dtype (matmuls in the input dtype, softmax in float32) measured on the same
+inputs: a kernel may be as inexact as the obvious implementation, times four,
+never looser than the contract's own :data:`~seamline.contracts.TOLERANCES` and
+never tighter than a floor that allows summation in another order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from seamline.contracts.attention import TOLERANCES, Attention, SegmentIds
+from seamline.contracts.component import Component
+from seamline.contracts.errors import UnsupportedError
+from seamline.contracts.testing._attention_cases import (
+    ABSENT_SEGMENT,
+    FEATURE_CASES,
+    AttentionCase,
+    attention_cases,
+    inputs,
+)
+from seamline.contracts.testing._common import ComponentContract, max_examples
+from seamline.contracts.testing._reference import dense_attention, exact_attention
+from seamline.contracts.versions import Kind
+
+#: The smallest tolerance per dtype: room for summing in another order, nothing more.
+FLOORS: dict[str, float] = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 2e-3}
+SCALE = 4.0
+
+
+def tolerance(dtype: str, plain_error: float) -> float:
+    """``SCALE`` x the plain computation's error, within [floor, contract tolerance]."""
+    return min(TOLERANCES[dtype], max(FLOORS[dtype], SCALE * plain_error))
+
+
+@functools.lru_cache(maxsize=32)
+def _jitted(attention: Callable[..., jax.Array], causal: bool) -> Callable[..., jax.Array]:
+    """One jitted call per (implementation, causal): a shape seen again is not recompiled."""
+
+    def call(q: jax.Array, k: jax.Array, v: jax.Array, ids: SegmentIds | None) -> jax.Array:
+        return attention(q, k, v, segment_ids=ids, causal=causal)
+
+    return jax.jit(call)
+
+
+def _max_abs(a: Any, b: Any, rows: Any = None) -> float:
+    diff = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+    if rows is not None:
+        diff = diff[rows]
+    return float(np.max(diff, initial=0.0))
+
+
+class AttentionContract(ComponentContract):
+    """Subclass it and provide the ``attention`` fixture returning your implementation."""
+
+    kind: ClassVar[Kind] = "attention"
+
+    @pytest.fixture
+    def attention(self) -> Attention[Any]:
+        raise NotImplementedError(
+            "provide an 'attention' fixture returning an instance of your Attention"
+        )
+
+    @pytest.fixture
+    def component(self, attention: Attention[Any]) -> Component[Any]:
+        return attention
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def claims(attention: Attention[Any], case: AttentionCase) -> bool:
+        """Whether the component claims ``case``; a refusal must give its reasons."""
+        support = attention.supports(case.spec())
+        if not support.ok:
+            reasons = [r for r in support.reasons if isinstance(r, str) and r.strip()]
+            assert reasons, (
+                f"{attention.name!r} refuses {case.describe()} without saying why: "
+                "return Support.no('reason', ...)"
+            )
+        return bool(support.ok)
+
+    @staticmethod
+    def check_agrees(attention: Attention[Any], case: AttentionCase) -> None:
+        """Run a claimed case under jit and compare it with the exact reference."""
+        q, k, v, ids = inputs(case)
+        try:
+            out = _jitted(attention, case.causal)(q, k, v, ids)
+        except UnsupportedError:
+            return  # the contract's own error: a clear refusal, if a late one
+        assert out.shape == q.shape, (
+            f"{attention.name!r} returned shape {tuple(out.shape)} for q of shape "
+            f"{tuple(q.shape)} on {case.describe()}: the output must have q's shape"
+        )
+        assert out.dtype == q.dtype, (
+            f"{attention.name!r} returned {out.dtype} for {q.dtype} inputs on "
+            f"{case.describe()}: the output must have q's dtype"
+        )
+        exact = exact_attention(q, k, v, segment_ids=ids, causal=case.causal)
+        plain = _jitted(dense_attention, case.causal)(q, k, v, ids)
+        allowed = tolerance(case.dtype, _max_abs(plain, exact))
+        assert bool(jnp.all(jnp.isfinite(out))), (
+            f"{attention.name!r} produced NaN or infinity on {case.describe()}"
+        )
+        error = _max_abs(out, exact)
+        assert error <= allowed, (
+            f"{attention.name!r} disagrees with the exact reference on {case.describe()}: "
+            f"max abs error {error:.3g} > tolerance {allowed:.3g}"
+        )
+
+    def supported_cases(self, attention: Attention[Any]) -> list[AttentionCase]:
+        return [case for case in FEATURE_CASES.values() if self.claims(attention, case)]
+
+    def first_supported(
+        self, attention: Attention[Any], predicate: Callable[[AttentionCase], bool]
+    ) -> AttentionCase:
+        for case in self.supported_cases(attention):
+            if predicate(case):
+                return case
+        pytest.skip(f"{attention.name!r} claims no case this check needs")
+
+    # -- the checks ------------------------------------------------------------------------
+
+    def test_claims_at_least_one_case_here(self, attention: Attention[Any]) -> None:
+        supported = self.supported_cases(attention)
+        if not supported:
+            platform = next(iter(FEATURE_CASES.values())).spec().platform
+            reasons = attention.supports(FEATURE_CASES["plain-f32"].spec()).reasons
+            pytest.fail(
+                f"{attention.name!r} refuses every case of the suite on {platform!r} "
+                f"({'; '.join(reasons)}): nothing can be checked here. Run the suite where it "
+                "runs, or configure it to run here (an interpret mode, for instance)"
+            )
+
+    @pytest.mark.parametrize("case_name", list(FEATURE_CASES))
+    def test_feature_case(self, attention: Attention[Any], case_name: str) -> None:
+        case = FEATURE_CASES[case_name]
+        if not self.claims(attention, case):
+            reasons = attention.supports(case.spec()).reasons
+            pytest.skip(f"refused, as it may be: {'; '.join(reasons)}")
+        self.check_agrees(attention, case)
+
+    def test_random_cases(self, attention: Attention[Any]) -> None:
+        @settings(
+            max_examples=max_examples(),
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=attention_cases())
+        def agrees(case: AttentionCase) -> None:
+            if self.claims(attention, case):
+                self.check_agrees(attention, case)
+
+        agrees()
+
+    def test_fully_masked_rows_are_zero(self, attention: Attention[Any]) -> None:
+        case = self.first_supported(attention, lambda c: c.segmented and not c.causal)
+        q, k, v, ids = inputs(case)
+        assert ids is not None
+        # The first quarter of every query row gets a segment no key has.
+        cut = max(1, case.q_len // 4)
+        q_ids = ids.q.at[:, :cut].set(ABSENT_SEGMENT)
+        out = _jitted(attention, False)(q, k, v, SegmentIds(q_ids, ids.kv))
+        lonely = np.asarray(out[:, :cut], np.float64)
+        assert np.isfinite(lonely).all(), (
+            f"{attention.name!r} returns NaN for queries with no key to attend to "
+            f"({case.describe()}); the contract requires zeros"
+        )
+        assert np.max(np.abs(lonely), initial=0.0) == 0.0, (
+            f"{attention.name!r} returns non-zero rows (max {np.max(np.abs(lonely)):.3g}) for "
+            f"queries with no key to attend to ({case.describe()}); the contract requires zeros"
+        )
+
+    def test_nan_in_masked_positions_does_not_leak(self, attention: Attention[Any]) -> None:
+        case = self.first_supported(attention, lambda c: c.segmented and not c.causal)
+        q, k, v, ids = inputs(case)
+        assert ids is not None
+        padding_q = np.asarray(ids.q) == 0
+        padding_kv = np.asarray(ids.kv) == 0
+        if not padding_kv.any():
+            pytest.skip("the case has no padding to poison")
+        nan = jnp.asarray(np.nan, q.dtype)
+        poisoned_k = jnp.where(padding_kv[:, :, None, None], nan, k)
+        poisoned_v = jnp.where(padding_kv[:, :, None, None], nan, v)
+        poisoned_q = jnp.where(padding_q[:, :, None, None], nan, q)
+        out = _jitted(attention, False)(poisoned_q, poisoned_k, poisoned_v, ids)
+        real = ~padding_q
+        exact = exact_attention(q, k, v, segment_ids=ids)
+        values = np.asarray(out, np.float64)[real]
+        assert np.isfinite(values).all(), (
+            f"{attention.name!r}: NaN in padding keys/values leaks into the outputs of real "
+            f"queries ({case.describe()}); masked positions must not contribute at all"
+        )
+        plain = _jitted(dense_attention, False)(q, k, v, ids)
+        allowed = tolerance(case.dtype, _max_abs(plain, exact, real))
+        error = _max_abs(out, exact, real)
+        assert error <= allowed, (
+            f"{attention.name!r}: with NaN in padding, real queries differ from the reference "
+            f"by {error:.3g} > {allowed:.3g} ({case.describe()})"
+        )
+
+    def test_deterministic(self, attention: Attention[Any]) -> None:
+        case = self.first_supported(attention, lambda c: True)
+        q, k, v, ids = inputs(case)
+        first = np.asarray(_jitted(attention, case.causal)(q, k, v, ids))
+        again = np.asarray(_jitted(attention, case.causal)(q, k, v, ids))
+        assert np.array_equal(first, again, equal_nan=True), (
+            f"{attention.name!r} gives different results for the same inputs on rerun "
+            f"({case.describe()}, max difference {_max_abs(first, again):.3g})"
+        )
+
+    def test_works_without_jit(self, attention: Attention[Any]) -> None:
+        case = self.first_supported(attention, lambda c: True)
+        q, k, v, ids = inputs(case)
+        eager = attention(q, k, v, segment_ids=ids, causal=case.causal)
+        jitted = _jitted(attention, case.causal)(q, k, v, ids)
+        allowed = tolerance(case.dtype, 0.0)
+        error = _max_abs(eager, jitted)
+        assert error <= allowed, (
+            f"{attention.name!r} gives other results outside jit ({error:.3g}) on {case.describe()}"
+        )
+
+    def test_priority_is_an_integer(self, attention: Attention[Any]) -> None:
+        for case in FEATURE_CASES.values():
+            rank = attention.priority(case.spec())
+            assert isinstance(rank, int), (
+                f"{attention.name!r}.priority() returned {type(rank).__name__}, not int"
+            )

@@ -1,0 +1,148 @@
+"""``LoaderContract``: stable ids and order, disjoint and complete shards, exact resume.
+
+The suite cannot know a loader's input format, so the author's one fixture,
+``make_loader``, writes inputs holding given texts (``None`` standing for one
+unreadable item) into a directory, in that order, and returns a loader over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from seamline.contracts.component import Component
+from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
+from seamline.contracts.loader import Loader
+from seamline.contracts.seams import check_loaded
+from seamline.contracts.testing._common import ComponentContract
+from seamline.contracts.versions import Kind
+
+MakeLoader = Callable[[Path, Sequence[str | None]], Loader[Any]]
+
+#: Ten items: two unreadable, one empty, one long, non-ASCII and multi-line texts.
+SAMPLE_TEXTS: tuple[str | None, ...] = (
+    "alpha beta",
+    "",
+    "ünïcödé ✓ — text",
+    None,
+    "line one\nline two",
+    "long " * 1000,
+    "gamma",
+    None,
+    "delta",
+    "epsilon",
+)
+
+
+class LoaderContract(ComponentContract):
+    """Subclass it and provide ``make_loader(directory, texts) -> Loader``."""
+
+    kind: ClassVar[Kind] = "loader"
+    config_in_record: ClassVar[bool] = False
+
+    @pytest.fixture
+    def make_loader(self) -> MakeLoader:
+        raise NotImplementedError(
+            "provide a 'make_loader' fixture: (directory, texts) -> a loader over inputs "
+            "holding those texts in that order, None meaning one unreadable item"
+        )
+
+    @pytest.fixture
+    def loader(self, make_loader: MakeLoader, tmp_path: Path) -> Loader[Any]:
+        return make_loader(tmp_path / "input", SAMPLE_TEXTS)
+
+    @pytest.fixture
+    def component(self, loader: Loader[Any]) -> Component[Any]:
+        return loader
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def read(loader: Loader[Any], shard: Shard = Shard(), after: str | None = None) -> list[Loaded]:
+        return [check_loaded(loader.name, item) for item in loader.read(shard=shard, after=after)]
+
+    @staticmethod
+    def ids(items: Sequence[Loaded]) -> list[str]:
+        return [item.item.id for item in items]
+
+    # -- the checks ------------------------------------------------------------------------
+
+    def test_reads_every_item_in_order(self, loader: Loader[Any]) -> None:
+        items = self.read(loader)
+        assert len(items) == len(SAMPLE_TEXTS), (
+            f"loader {loader.name!r} yielded {len(items)} items for {len(SAMPLE_TEXTS)} inputs "
+            "(unreadable ones must be yielded as DocumentError, never dropped)"
+        )
+        for position, (loaded, text) in enumerate(zip(items, SAMPLE_TEXTS, strict=True)):
+            item = loaded.item
+            if text is None:
+                assert isinstance(item, DocumentError), (
+                    f"loader {loader.name!r}: unreadable input {position} became "
+                    f"{type(item).__name__}, not a DocumentError record"
+                )
+                assert item.reason.strip(), f"loader {loader.name!r}: an error without a reason"
+            else:
+                assert isinstance(item, Document), (
+                    f"loader {loader.name!r}: readable input {position} became an error: "
+                    f"{getattr(item, 'reason', item)}"
+                )
+                assert item.text == text, (
+                    f"loader {loader.name!r}: input {position} reads as {item.text[:40]!r}, "
+                    f"expected {text[:40]!r}"
+                )
+
+    def test_ids_and_order_are_stable(
+        self, loader: Loader[Any], make_loader: MakeLoader, tmp_path: Path
+    ) -> None:
+        first = self.read(loader)
+        ids = self.ids(first)
+        assert len(set(ids)) == len(ids), f"loader {loader.name!r} repeats ids: {ids}"
+        again = self.read(loader)
+        other = self.read(make_loader(tmp_path / "input", SAMPLE_TEXTS))
+        for name, items in (("a second read", again), ("a new loader on the same input", other)):
+            pairs = [(i.cursor, i.item.id) for i in items]
+            assert pairs == [(i.cursor, i.item.id) for i in first], (
+                f"loader {loader.name!r}: {name} gives other ids, cursors or order"
+            )
+
+    @pytest.mark.parametrize("count", [2, 3])
+    def test_shards_are_disjoint_and_complete(self, loader: Loader[Any], count: int) -> None:
+        everything = self.ids(self.read(loader))
+        seen: list[str] = []
+        for index in range(count):
+            part = self.ids(self.read(loader, Shard(index, count)))
+            overlap = set(part) & set(seen)
+            assert not overlap, (
+                f"loader {loader.name!r}: shard {index}/{count} repeats {sorted(overlap)}"
+            )
+            order = [doc_id for doc_id in everything if doc_id in set(part)]
+            assert part == order, (
+                f"loader {loader.name!r}: shard {index}/{count} is not in the stable order"
+            )
+            seen.extend(part)
+        missing = set(everything) - set(seen)
+        assert not missing, f"loader {loader.name!r}: {count} shards miss {sorted(missing)}"
+
+    def test_resume_yields_exactly_the_rest(self, loader: Loader[Any]) -> None:
+        items = self.read(loader)
+        ids = self.ids(items)
+        for position, item in enumerate(items):
+            rest = self.ids(self.read(loader, after=item.cursor))
+            assert rest == ids[position + 1 :], (
+                f"loader {loader.name!r}: resuming after item {position} ({item.item.id!r}) "
+                f"yields {rest}, expected {ids[position + 1 :]}"
+            )
+
+    def test_resume_within_a_shard(self, loader: Loader[Any]) -> None:
+        shard = Shard(1, 2)
+        items = self.read(loader, shard)
+        ids = self.ids(items)
+        for position, item in enumerate(items):
+            rest = self.ids(self.read(loader, shard, after=item.cursor))
+            assert rest == ids[position + 1 :], (
+                f"loader {loader.name!r}: resuming shard 1/2 after {item.item.id!r} yields "
+                f"{rest}, expected {ids[position + 1 :]}"
+            )

@@ -1,0 +1,110 @@
+"""From pytest reports to conformance results and records (shared by the plugin and runner)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from seamline.contracts.conformance import (
+    CheckResult,
+    ConformanceRecord,
+    Environment,
+    current_environment,
+    distribution_of_path,
+    now_text,
+)
+from seamline.contracts.testing._common import IDENTITY_PROPERTY
+
+
+@dataclass
+class Collector:
+    """A pytest plugin object: keeps one result per test, grouped by component tested."""
+
+    results: dict[str, list[CheckResult]] = field(default_factory=dict)
+    unattributed: list[CheckResult] = field(default_factory=list)
+    _seen: dict[str, CheckResult] = field(default_factory=dict)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        outcome, message = _outcome(report)
+        if outcome is None:
+            return
+        check = _check_name(report.nodeid)
+        previous = self._seen.get(report.nodeid)
+        if previous is not None and previous.outcome != "passed":
+            return  # a failed setup or call stays failed whatever teardown says
+        result = CheckResult(check=check, outcome=outcome, message=message)
+        identity = dict(report.user_properties).get(IDENTITY_PROPERTY)
+        target = (
+            self.results.setdefault(identity, [])
+            if isinstance(identity, str)
+            else self.unattributed
+        )
+        if previous is not None:
+            target[:] = [r for r in target if r is not previous]
+        target.append(result)
+        self._seen[report.nodeid] = result
+
+    def records(self, environment: Environment | None = None) -> list[ConformanceRecord]:
+        env = environment if environment is not None else current_environment()
+        return [build_record(identity, results, env) for identity, results in self.results.items()]
+
+    def all_results(self) -> list[CheckResult]:
+        return [r for results in self.results.values() for r in results] + self.unattributed
+
+
+def _check_name(nodeid: str) -> str:
+    """``path::TestX::test_feature_case[causal]`` -> ``feature_case[causal]``."""
+    name = nodeid.rsplit("::", 1)[-1]
+    return name.removeprefix("test_")
+
+
+def _outcome(report: pytest.TestReport) -> tuple[Any, str]:
+    if report.when == "call":
+        if report.passed:
+            return "passed", ""
+        if report.skipped:
+            return "skipped", _skip_reason(report)
+        return "failed", _failure_message(report)
+    if report.failed:  # setup or teardown broke
+        return "error", _failure_message(report)
+    if report.when == "setup" and report.skipped:
+        return "skipped", _skip_reason(report)
+    return None, ""
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def _failure_message(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = str(crash.message) if crash is not None else str(report.longrepr)
+    # An assertion message comes first, pytest's own explanation after it.
+    first = text.split("\nassert ", 1)[0]
+    return first.removeprefix("AssertionError: ").removeprefix("Failed: ").strip()
+
+
+def build_record(
+    identity: str, results: Iterable[CheckResult], environment: Environment
+) -> ConformanceRecord:
+    about = json.loads(identity)
+    found = distribution_of_path(about["kind"], about["class"])
+    return ConformanceRecord(
+        kind=about["kind"],
+        name=about["name"],
+        component_class=about["class"],
+        distribution=found[0] if found else None,
+        distribution_version=found[1] if found else None,
+        contract_version=about["contract_version"],
+        config=about["config"],
+        environment=environment,
+        created=now_text(),
+        results=tuple(results),
+    )

@@ -1,0 +1,203 @@
+"""``SinkContract``: all of a run's output or none of it, and each record exactly once.
+
+The author provides ``make_sink(directory)`` (a sink writing under ``directory``)
+and ``read_output(directory)`` (the records a reader would see there now, or None
+when nothing is published). A crash is simulated by abandoning a sink between a
+write and a commit without calling ``close``: the process died. A resumable sink
+must then recover to its last commit, so that resuming writes every record exactly
+once; any sink must leave nothing behind that a fresh run would duplicate.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from seamline.contracts.component import Component
+from seamline.contracts.documents import DocumentError
+from seamline.contracts.sink import OutputRecord, Sink
+from seamline.contracts.testing._common import ComponentContract
+from seamline.contracts.versions import Kind
+
+MakeSink = Callable[[Path], Sink[Any]]
+ReadOutput = Callable[[Path], Sequence[OutputRecord] | None]
+
+MANIFEST = {"seamline_manifest": 1, "pipeline": "conformance", "run_id": "conformance"}
+DIM = 8
+
+
+def sample_batches(batches: int = 3, per_batch: int = 4) -> list[list[OutputRecord]]:
+    """Deterministic records: document ``d<i>`` has windows 0 and 1, vectors of unit scale."""
+    rng = np.random.default_rng(0)
+    out = []
+    number = 0
+    for _ in range(batches):
+        batch = []
+        for _ in range(per_batch):
+            doc, window = divmod(number, 2)
+            vector = rng.standard_normal(DIM).astype(np.float32)
+            batch.append(
+                OutputRecord(f"d{doc}", window, (window * 10, window * 10 + 10), vector, {})
+            )
+            number += 1
+        out.append(batch)
+    return out
+
+
+def _keys(records: Sequence[OutputRecord]) -> list[tuple[str, int]]:
+    return [(record.doc_id, int(record.index)) for record in records]
+
+
+class SinkContract(ComponentContract):
+    """Subclass it and provide ``make_sink`` and ``read_output``."""
+
+    kind: ClassVar[Kind] = "sink"
+    config_in_record: ClassVar[bool] = False
+
+    @pytest.fixture
+    def make_sink(self) -> MakeSink:
+        raise NotImplementedError("provide a 'make_sink' fixture: directory -> your Sink")
+
+    @pytest.fixture
+    def read_output(self) -> ReadOutput:
+        raise NotImplementedError(
+            "provide a 'read_output' fixture: directory -> the published records, or None"
+        )
+
+    @pytest.fixture
+    def component(self, make_sink: MakeSink, tmp_path: Path) -> Component[Any]:
+        return make_sink(tmp_path / "identity")
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def assert_published(
+        sink: Sink[Any], found: Sequence[OutputRecord] | None, expected: list[OutputRecord]
+    ) -> None:
+        assert found is not None, f"sink {sink.name!r} published nothing after close(True)"
+        counts: dict[tuple[str, int], int] = {}
+        for key in _keys(found):
+            counts[key] = counts.get(key, 0) + 1
+        repeated = {key: n for key, n in counts.items() if n > 1}
+        assert not repeated, (
+            f"sink {sink.name!r}: records published more than once: {repeated} "
+            "(exactly once is the contract)"
+        )
+        missing = [key for key in _keys(expected) if key not in counts]
+        assert not missing, f"sink {sink.name!r}: records lost: {missing}"
+        assert _keys(found) == _keys(expected), f"sink {sink.name!r}: records out of order"
+        for got, want in zip(found, expected, strict=True):
+            assert tuple(got.span) == tuple(want.span), (
+                f"sink {sink.name!r}: record {_keys([want])[0]} has span {got.span}, "
+                f"expected {want.span}"
+            )
+            vector = np.asarray(got.vector, np.float64)
+            assert vector.shape == want.vector.shape, (
+                f"sink {sink.name!r}: record {_keys([want])[0]} reads back a vector of shape "
+                f"{vector.shape}, expected {want.vector.shape}"
+            )
+            assert np.allclose(vector, want.vector, rtol=1e-3, atol=1e-3), (
+                f"sink {sink.name!r}: record {_keys([want])[0]} reads back a different vector"
+            )
+
+    # -- the checks ------------------------------------------------------------------------
+
+    def test_publishes_exactly_what_was_written(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        sink = make_sink(tmp_path)
+        sink.start(MANIFEST)
+        batches = sample_batches()
+        for batch in batches:
+            sink.write(batch)
+        sink.write_error(DocumentError("broken", "not UTF-8", {}))
+        sink.close(complete=True)
+        self.assert_published(sink, read_output(tmp_path), [r for b in batches for r in b])
+
+    def test_nothing_visible_before_close(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        sink = make_sink(tmp_path)
+        sink.start(MANIFEST)
+        for batch in sample_batches():
+            sink.write(batch)
+            sink.commit("c")
+        assert read_output(tmp_path) is None, (
+            f"sink {sink.name!r}: output is visible before close(True); readers could see "
+            "half a run"
+        )
+        sink.close(complete=False)
+        assert read_output(tmp_path) is None, (
+            f"sink {sink.name!r}: close(complete=False) published a failed run's output"
+        )
+
+    def test_exactly_once_across_a_crash(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        first, second, third = sample_batches()
+        crashed = make_sink(tmp_path)
+        crashed.start(MANIFEST)
+        crashed.write(first)
+        crashed.commit("after-first")
+        crashed.write(second)  # written, never committed: then the process dies
+        resumable = crashed.resumable
+        del crashed
+        gc.collect()
+
+        sink = make_sink(tmp_path)
+        if resumable:
+            cursor = sink.recover(MANIFEST)
+            assert cursor == "after-first", (
+                f"sink {sink.name!r}: recover() returned {cursor!r}, not the last committed "
+                "cursor 'after-first'"
+            )
+            remaining = [second, third]
+        else:
+            sink.start(MANIFEST)  # a sink that cannot resume starts over
+            remaining = [first, second, third]
+        for batch in remaining:
+            sink.write(batch)
+        sink.close(complete=True)
+        self.assert_published(sink, read_output(tmp_path), [*first, *second, *third])
+
+    def test_recover_without_a_commit_starts_over(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        crashed = make_sink(tmp_path)
+        crashed.start(MANIFEST)
+        batches = sample_batches()
+        crashed.write(batches[0])
+        if not crashed.resumable:
+            pytest.skip(f"sink {crashed.name!r} does not resume")
+        del crashed
+        gc.collect()
+        sink = make_sink(tmp_path)
+        cursor = sink.recover(MANIFEST)
+        assert cursor is None, (
+            f"sink {sink.name!r}: recover() returned {cursor!r} though nothing was committed"
+        )
+        for batch in batches:
+            sink.write(batch)
+        sink.close(complete=True)
+        self.assert_published(sink, read_output(tmp_path), [r for b in batches for r in b])
+
+    def test_a_fresh_run_discards_an_abandoned_one(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        batches = sample_batches()
+        crashed = make_sink(tmp_path)
+        crashed.start(MANIFEST)
+        crashed.write(batches[0])
+        crashed.commit("after-first")
+        del crashed
+        gc.collect()
+        sink = make_sink(tmp_path)
+        sink.start(MANIFEST)  # not a resume: the abandoned run's records must not reappear
+        sink.write(batches[1])
+        sink.close(complete=True)
+        self.assert_published(sink, read_output(tmp_path), batches[1])

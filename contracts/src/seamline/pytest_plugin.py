@@ -1,0 +1,73 @@
+"""The pytest plugin of seamline's conformance suite (entry point ``pytest11: seamline``).
+
+Idle unless asked: installed with seamline-contracts, it only adds options, and it
+imports nothing of seamline (so JAX) until one is used, because pytest loads it in
+every session of an environment that has seamline. ``--seamline-record [DIR]``
+writes a conformance record for every component a contract class tested in the
+session; ``--seamline-max-examples N`` bounds each property-based check. It lives
+outside ``seamline.contracts`` so that loading it does not import that package.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_COLLECTOR_KEY = pytest.StashKey[object]()
+EXAMPLES_VARIABLE = "SEAMLINE_CONFORMANCE_EXAMPLES"  # read by seamline.contracts.testing
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("seamline", "seamline conformance suite")
+    group.addoption(
+        "--seamline-record",
+        metavar="DIR",
+        nargs="?",
+        const="",
+        default=None,
+        help="write a conformance record per component tested, into DIR "
+        "(default: $SEAMLINE_CONFORMANCE_DIR or the user data directory)",
+    )
+    group.addoption(
+        "--seamline-max-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="generated cases per property-based conformance check",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    examples = config.getoption("--seamline-max-examples")
+    if examples:
+        os.environ[EXAMPLES_VARIABLE] = str(examples)
+    if config.getoption("--seamline-record") is not None:
+        from seamline.contracts.testing.results import Collector
+
+        collector = Collector()
+        config.stash[_COLLECTOR_KEY] = collector
+        config.pluginmanager.register(collector, "seamline-conformance-collector")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    collector = config.stash.get(_COLLECTOR_KEY, None)
+    if collector is None:
+        return
+    from seamline.contracts.conformance import save, store_directory
+    from seamline.contracts.testing.results import Collector
+
+    assert isinstance(collector, Collector)
+    option = config.getoption("--seamline-record")
+    directory = Path(option) if option else store_directory()
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    for record in collector.records():
+        path = save(record, directory)
+        if reporter is not None:
+            verdict = "passing" if record.passed else "FAILING"
+            reporter.write_line(
+                f"seamline: {verdict} conformance record for {record.kind}:{record.name} "
+                f"({record.summary()}) -> {path}"
+            )

@@ -1,0 +1,109 @@
+"""``seamline check KIND:NAME``: exit 0 when the component conforms, 1 when not, 2 on user error.
+
+Each run selects a few checks with ``-k`` to stay fast; the suite itself is tested
+in tests/conformance.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+from seamline.contracts.conformance import ConformanceRecord
+
+# Wide enough that the results table never folds a message.
+ENV = {"COLUMNS": "400"}
+
+
+def invoke(*args: str) -> Result:
+    result = CliRunner().invoke(app, ["check", *args], env=ENV)
+    # An exit code is set by typer.Exit; anything else escaping is a crash, whatever its code.
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"seamline check crashed: {result.exception!r}\n{result.output}"
+    )
+    return result
+
+
+def test_a_conforming_component_exits_0_and_writes_its_record(tmp_path: Path) -> None:
+    result = invoke(
+        "attention:native",
+        "-k",
+        "plain or config",
+        "--max-examples",
+        "1",
+        "--record",
+        "--record-dir",
+        str(tmp_path),
+    )
+    assert result.exit_code == 0, result.output
+    assert "attention:native conforms" in result.output
+    files = list(tmp_path.glob("*.json"))
+    assert len(files) == 1, files
+    assert f"record written: {files[0]}" in result.output.replace("\n", "")
+    record = ConformanceRecord.model_validate_json(files[0].read_text(encoding="utf-8"))
+    assert record.passed
+    assert (record.kind, record.name) == ("attention", "native")
+    assert record.distribution == "seamline-components"
+    assert record.distribution_version == metadata.version("seamline-components")
+    assert record.environment.jax == metadata.version("jax")
+    assert record.config == {}
+    assert {r.check: r.outcome for r in record.results} == {
+        "config_has_a_json_schema": "passed",
+        "config_rejects_unknown_fields": "passed",
+        "feature_case[plain-f32]": "passed",
+        "feature_case[plain-bf16]": "passed",
+    }
+
+
+def test_a_component_that_cannot_run_here_exits_1() -> None:
+    # cuDNN has no CPU path: the suite must say it refuses everything, not pass vacuously.
+    result = invoke("attention:cudnn", "-k", "claims_at_least_one_case_here")
+    assert result.exit_code == 1, result.output
+    assert "'cudnn' refuses every case of the suite" in result.output
+    assert "attention:cudnn does not conform" in result.output
+
+
+def test_a_sink_is_checked_through_its_registered_class() -> None:
+    result = invoke("sink:jsonl", "-k", "exactly_once")
+    assert result.exit_code == 0, result.output
+    assert "exactly_once_across_a_crash" in result.output
+    assert "sink:jsonl conforms" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["native"], "check needs KIND:NAME"),
+        (["widget:native"], "check needs KIND:NAME (KIND one of attention,"),
+        (["attention:"], "check needs KIND:NAME"),
+        (["attention:nativ"], "no attention component named 'nativ' (did you mean 'native'?)"),
+        (
+            ["attention:native", "--with", "no_such_field=1"],
+            "--with gives an invalid config: no_such_field",
+        ),
+        (["attention:native", "--with", "novalue"], "--with takes KEY=VALUE"),
+        (["loader:text-files", "--with", "root=corpus"], "--with does not apply to a loader"),
+    ],
+    ids=[
+        "no-kind",
+        "unknown-kind",
+        "no-name",
+        "unknown-name",
+        "unknown-field",
+        "not-key-value",
+        "with-on-a-loader",
+    ],
+)
+def test_user_errors_exit_2_with_one_line(args: list[str], says: str) -> None:
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("error: "), result.output
+    assert says in lines[0]
+    assert "Traceback" not in result.output

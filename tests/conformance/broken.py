@@ -1,0 +1,385 @@
+"""Deliberately broken components: each keeps the contract but for one defect.
+
+They are real components (a subclass of the kind's base class with a ``Config``,
+a ``name`` and a ``contract_version``), so the suite treats them as it would a
+third party's; test_suite_catches_defects.py checks that it catches each defect
+with the check meant for it, and says what is wrong. The attention helpers
+compute the right answer with the suite's own plain implementation and then break
+it. ``ListLoader`` and ``LineSink`` are correct (they are the positive controls of
+their broken subclasses, which differ from them by the defect alone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import ConfigDict
+
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    ComponentConfig,
+    Document,
+    DocumentError,
+    Loaded,
+    Loader,
+    Monitor,
+    OutputRecord,
+    SegmentIds,
+    Shard,
+    Sink,
+    Support,
+)
+from seamline.contracts.events import Compiled
+from seamline.contracts.testing._reference import dense_attention
+
+# -- attention --------------------------------------------------------------------------
+
+
+class NoConfig(ComponentConfig):
+    """Nothing to configure."""
+
+
+class _BrokenAttention(Attention[NoConfig]):
+    """Claims every case and answers with the suite's plain attention, unless overridden."""
+
+    contract_version: ClassVar[str] = "1.1"
+    Config: ClassVar[type[ComponentConfig]] = NoConfig
+
+    def supports(self, spec: AttentionSpec) -> Support:
+        return Support.yes()
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+    ) -> jax.Array:
+        return dense_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+
+
+class OffByOnePercentAttention(_BrokenAttention):
+    """Wrong numerics: the right answer times 1.01."""
+
+    name: ClassVar[str] = "off-by-one-percent"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        return super().__call__(q, k, v, **kwargs) * jnp.asarray(1.01, q.dtype)
+
+
+class DroppedHeadAttention(_BrokenAttention):
+    """Wrong shape: the last query head is lost."""
+
+    name: ClassVar[str] = "dropped-head"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        return super().__call__(q, k, v, **kwargs)[:, :, :-1]
+
+
+class SegmentBlindAttention(_BrokenAttention):
+    """Claims segment ids (it claims everything) and silently computes unmasked."""
+
+    name: ClassVar[str] = "segment-blind"
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+    ) -> jax.Array:
+        return dense_attention(q, k, v, causal=causal, scale=scale)
+
+
+class NanRowsAttention(_BrokenAttention):
+    """A textbook masked softmax: a query with no key to attend to gets NaN, not zeros."""
+
+    name: ClassVar[str] = "nan-rows"
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+    ) -> jax.Array:
+        group = q.shape[2] // k.shape[2]
+        k, v = jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
+        factor = q.shape[-1] ** -0.5 if scale is None else scale
+        logits = jnp.einsum("bqnh,bknh->bnqk", q, k).astype(jnp.float32) * factor
+        q_len, kv_len = q.shape[1], k.shape[1]
+        mask = jnp.ones((1, 1, q_len, kv_len), bool)
+        if segment_ids is not None:
+            mask = mask & (segment_ids.q[:, :, None] == segment_ids.kv[:, None, :])[:, None]
+        if causal:
+            rows = jnp.arange(q_len)[:, None] + (kv_len - q_len)
+            mask = mask & (jnp.arange(kv_len)[None, :] <= rows)[None, None]
+        weights = jax.nn.softmax(jnp.where(mask, logits, -jnp.inf), axis=-1)  # all -inf: NaN
+        return jnp.einsum("bnqk,bknh->bqnh", weights.astype(v.dtype), v).astype(q.dtype)
+
+
+class Bf16GarbageAttention(_BrokenAttention):
+    """Right in float32; in bfloat16 a "fast path" forgets the 1/sqrt(H) scale."""
+
+    name: ClassVar[str] = "bf16-garbage"
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+    ) -> jax.Array:
+        if q.dtype == jnp.bfloat16:
+            scale = 1.0
+        return dense_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+
+
+class MuteRefusalAttention(_BrokenAttention):
+    """Refuses everything without a reason (``Support.no()`` would not even allow that)."""
+
+    name: ClassVar[str] = "mute-refusal"
+
+    def supports(self, spec: AttentionSpec) -> Support:
+        return Support(False, ())
+
+
+# -- monitors ---------------------------------------------------------------------------
+
+
+class RaisingMonitor(Monitor[NoConfig]):
+    """Breaks on one event type, as a monitor reading a field that is not there would."""
+
+    name: ClassVar[str] = "raising"
+    contract_version: ClassVar[str] = "1.1"
+    Config: ClassVar[type[ComponentConfig]] = NoConfig
+
+    def observe(self, event: Any) -> None:
+        if isinstance(event, Compiled):
+            raise KeyError("compile_seconds")
+
+
+class LaxConfig(ComponentConfig):
+    """A config that lets unknown fields through: a typo would be ignored silently."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    verbose: bool = False
+
+
+class LaxConfigMonitor(Monitor[LaxConfig]):
+    """Correct in what it does; its Config accepts unknown fields."""
+
+    name: ClassVar[str] = "lax-config"
+    contract_version: ClassVar[str] = "1.1"
+    Config: ClassVar[type[ComponentConfig]] = LaxConfig
+
+    def observe(self, event: Any) -> None:
+        pass
+
+
+# -- loaders ----------------------------------------------------------------------------
+
+
+class ListLoaderConfig(ComponentConfig):
+    path: Path
+
+
+def write_texts(directory: Path, texts: Sequence[str | None]) -> Path:
+    """The input of the list loaders: a JSON list of texts, null for an unreadable one."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "texts.json"
+    path.write_text(json.dumps(list(texts)), encoding="utf-8")
+    return path
+
+
+class ListLoader(Loader[ListLoaderConfig]):
+    """A correct loader over a JSON list of texts; the cursor is the item's position."""
+
+    name: ClassVar[str] = "list"
+    contract_version: ClassVar[str] = "1.1"
+    Config: ClassVar[type[ComponentConfig]] = ListLoaderConfig
+
+    def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
+        texts = json.loads(self.config.path.read_text(encoding="utf-8"))
+        first = self.first_position(after)
+        for position, text in enumerate(texts):
+            if position < first or not self.owns(shard, position):
+                continue
+            item = self.item(position, text)
+            if item is not None:
+                yield Loaded(str(position), item)
+
+    def first_position(self, after: str | None) -> int:
+        return 0 if after is None else int(after) + 1
+
+    def owns(self, shard: Shard, position: int) -> bool:
+        return shard.owns(position)
+
+    def item(self, position: int, text: str | None) -> Document | DocumentError | None:
+        if text is None:
+            return DocumentError(f"doc-{position}", "null: unreadable")
+        return Document(f"doc-{position}", text)
+
+
+class OverlappingShardsLoader(ListLoader):
+    """Every shard also reads the first item (an off-by-one in the ownership test)."""
+
+    name: ClassVar[str] = "overlapping-shards"
+
+    def owns(self, shard: Shard, position: int) -> bool:
+        return position == 0 or shard.owns(position)
+
+
+class RepeatingResumeLoader(ListLoader):
+    """Resumes *at* the cursor instead of after it: the last item is read twice."""
+
+    name: ClassVar[str] = "repeating-resume"
+
+    def first_position(self, after: str | None) -> int:
+        return 0 if after is None else int(after)
+
+
+class DroppingLoader(ListLoader):
+    """Skips what it cannot read instead of yielding a DocumentError."""
+
+    name: ClassVar[str] = "dropping"
+
+    def item(self, position: int, text: str | None) -> Document | DocumentError | None:
+        return None if text is None else Document(f"doc-{position}", text)
+
+
+# -- sinks ------------------------------------------------------------------------------
+
+
+class LineSinkConfig(ComponentConfig):
+    path: Path
+
+
+class LineSink(Sink[LineSinkConfig]):
+    """A correct resumable JSON-lines sink: a hidden partial file, a checkpoint, a rename.
+
+    ``commit`` records the cursor and the partial file's length; ``recover`` cuts the
+    file back to that length; ``close(True)`` renames it into place.
+    """
+
+    name: ClassVar[str] = "lines"
+    contract_version: ClassVar[str] = "1.1"
+    Config: ClassVar[type[ComponentConfig]] = LineSinkConfig
+    resumable: ClassVar[bool] = True
+
+    def __init__(self, config: LineSinkConfig) -> None:
+        super().__init__(config)
+        self._closed = False
+
+    @property
+    def partial(self) -> Path:
+        return self.config.path.with_name(f".{self.config.path.name}.partial")
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.config.path.with_name(f".{self.config.path.name}.checkpoint")
+
+    def start(self, manifest: Mapping[str, Any]) -> None:
+        self.checkpoint.unlink(missing_ok=True)
+        self.partial.parent.mkdir(parents=True, exist_ok=True)
+        self.partial.write_bytes(b"")
+
+    def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        if not self.checkpoint.exists():
+            self.start(manifest)
+            return None
+        state = json.loads(self.checkpoint.read_text(encoding="utf-8"))
+        self.cut_back(int(state["bytes"]))
+        return str(state["cursor"])
+
+    def cut_back(self, length: int) -> None:
+        """Drop what was written after the last commit."""
+        os.truncate(self.partial, length)
+
+    def commit(self, cursor: str) -> None:
+        state = {"cursor": cursor, "bytes": self.partial.stat().st_size}
+        self.checkpoint.write_text(json.dumps(state), encoding="utf-8")
+
+    def _append(self, lines: Sequence[dict[str, Any]]) -> None:
+        with self.partial.open("a", encoding="utf-8") as out:
+            out.writelines(json.dumps(line) + "\n" for line in lines)
+
+    def write(self, records: Sequence[OutputRecord]) -> None:
+        self._append(
+            [
+                {
+                    "id": r.doc_id,
+                    "window": int(r.index),
+                    "span": [int(r.span[0]), int(r.span[1])],
+                    "embedding": np.asarray(r.vector, np.float64).tolist(),
+                }
+                for r in records
+            ]
+        )
+
+    def write_error(self, error: DocumentError) -> None:
+        self._append([{"error": error.id, "reason": error.reason}])
+
+    def close(self, complete: bool = True) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if complete:
+            self.checkpoint.unlink(missing_ok=True)
+            os.replace(self.partial, self.config.path)
+        elif not self.checkpoint.exists():
+            self.partial.unlink(missing_ok=True)
+
+
+def read_lines(path: Path) -> list[OutputRecord] | None:
+    """What a reader sees at ``path`` (a LineSink's output): None when nothing is there."""
+    if not path.exists():
+        return None
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [
+        OutputRecord(
+            row["id"], row["window"], tuple(row["span"]), np.asarray(row["embedding"], np.float32)
+        )
+        for row in rows
+        if "error" not in row
+    ]
+
+
+class DuplicatingSink(LineSink):
+    """Claims to resume, but recover() keeps what was written after the last commit."""
+
+    name: ClassVar[str] = "duplicating"
+
+    def cut_back(self, length: int) -> None:
+        pass
+
+
+class EagerSink(LineSink):
+    """Writes straight to the final path: readers see a run before it is complete."""
+
+    name: ClassVar[str] = "eager"
+
+    @property
+    def partial(self) -> Path:
+        return self.config.path

@@ -1,0 +1,245 @@
+"""The suite can fail: each deliberately broken component is caught, by the right check.
+
+A suite that passes everything proves nothing. Each defect in broken.py is run
+through the contract class of its kind (only the checks meant to catch it, with
+two generated cases, to stay fast), and must (a) not pass, (b) fail the check that
+should catch it, (c) with a message that names the defect. Positive controls run
+the same checks on correct components, so a failure is about the defect and not
+about the harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seamline.components.conformance import LogMonitorConformance, NativeConformance
+from seamline.contracts import Attention, Loader, Monitor, Sink
+from seamline.contracts.testing import (
+    AttentionContract,
+    LoaderContract,
+    MonitorContract,
+    SinkContract,
+)
+from seamline.contracts.testing.runner import SuiteRun, run
+from tests.conformance import broken
+
+# -- contract classes building a given component -------------------------------------------
+
+
+def attention_check(component: type[Attention[Any]]) -> type:
+    class Check(AttentionContract):
+        @pytest.fixture
+        def attention(self) -> Attention[Any]:
+            return component(component.Config())
+
+    return Check
+
+
+def monitor_check(component: type[Monitor[Any]]) -> type:
+    class Check(MonitorContract):
+        @pytest.fixture
+        def monitor(self) -> Monitor[Any]:
+            return component(component.Config())
+
+    return Check
+
+
+def loader_check(component: type[broken.ListLoader]) -> type:
+    class Check(LoaderContract):
+        @pytest.fixture
+        def make_loader(self) -> Callable[[Path, Sequence[str | None]], Loader[Any]]:
+            def make(directory: Path, texts: Sequence[str | None]) -> Loader[Any]:
+                path = broken.write_texts(directory, texts)
+                return component(broken.ListLoaderConfig(path=path))
+
+            return make
+
+    return Check
+
+
+def sink_check(component: type[broken.LineSink]) -> type:
+    class Check(SinkContract):
+        @pytest.fixture
+        def make_sink(self) -> Callable[[Path], Sink[Any]]:
+            return lambda directory: component(broken.LineSinkConfig(path=directory / "out.jsonl"))
+
+        @pytest.fixture
+        def read_output(self) -> Any:
+            return lambda directory: broken.read_lines(directory / "out.jsonl")
+
+    return Check
+
+
+def run_checks(check_class: type, select: str) -> SuiteRun:
+    return run(check_class, max_examples=2, select=select)
+
+
+def outcomes(suite: SuiteRun) -> str:
+    """The results in words, for assertion messages."""
+    lines = [f"{r.check}: {r.outcome} {r.message}" for r in suite.results]
+    return "\n".join(lines) or suite.output
+
+
+# -- the defects ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Defect:
+    check_class: type
+    select: str
+    """The -k expression running only the checks meant to catch the defect."""
+    check: str
+    """The check that must fail."""
+    says: tuple[str, ...]
+    """What its message must contain."""
+
+
+DEFECTS = {
+    "wrong-numerics": Defect(
+        attention_check(broken.OffByOnePercentAttention),
+        "feature_case[plain-f32]",
+        "feature_case[plain-f32]",
+        ("disagrees with the exact reference",),
+    ),
+    "wrong-shape": Defect(
+        attention_check(broken.DroppedHeadAttention),
+        "feature_case[plain-f32]",
+        "feature_case[plain-f32]",
+        ("shape (1, 64, 3, 64)", "must have q's shape"),
+    ),
+    "ignores-segment-ids": Defect(
+        attention_check(broken.SegmentBlindAttention),
+        "feature_case[segment-ids]",
+        "feature_case[segment-ids]",
+        ("disagrees with the exact reference", "segment ids"),
+    ),
+    "nan-for-fully-masked-rows": Defect(
+        attention_check(broken.NanRowsAttention),
+        "fully_masked",
+        "fully_masked_rows_are_zero",
+        ("returns NaN", "no key to attend to"),
+    ),
+    "garbage-in-bf16": Defect(
+        attention_check(broken.Bf16GarbageAttention),
+        "feature_case[plain-bf16]",
+        "feature_case[plain-bf16]",
+        ("disagrees with the exact reference", "bfloat16"),
+    ),
+    "refuses-without-reasons": Defect(
+        attention_check(broken.MuteRefusalAttention),
+        "claims_at_least",
+        "claims_at_least_one_case_here",
+        ("without saying why",),
+    ),
+    "monitor-raises": Defect(
+        monitor_check(broken.RaisingMonitor),
+        "accepts_every_event_type",
+        "accepts_every_event_type",
+        ("raised KeyError", "on Compiled", "must never raise"),
+    ),
+    "config-accepts-unknown-fields": Defect(
+        monitor_check(broken.LaxConfigMonitor),
+        "config_rejects_unknown_fields",
+        "config_rejects_unknown_fields",
+        ("accepted an unknown field",),
+    ),
+    "sink-duplicates-on-resume": Defect(
+        sink_check(broken.DuplicatingSink),
+        "exactly_once",
+        "exactly_once_across_a_crash",
+        ("more than once",),
+    ),
+    "sink-visible-before-close": Defect(
+        sink_check(broken.EagerSink),
+        "nothing_visible",
+        "nothing_visible_before_close",
+        ("visible before close",),
+    ),
+    "loader-shards-overlap": Defect(
+        loader_check(broken.OverlappingShardsLoader),
+        "shards_are_disjoint",
+        "shards_are_disjoint_and_complete[2]",
+        ("shard 1/2 repeats ['doc-0']",),
+    ),
+    "loader-resume-repeats-the-cursor-item": Defect(
+        loader_check(broken.RepeatingResumeLoader),
+        "resume_yields",
+        "resume_yields_exactly_the_rest",
+        ("resuming after item 0 ('doc-0') yields ['doc-0'",),
+    ),
+    "loader-drops-unreadable-input": Defect(
+        loader_check(broken.DroppingLoader),
+        "reads_every_item",
+        "reads_every_item_in_order",
+        ("yielded 8 items for 10 inputs", "never dropped"),
+    ),
+}
+
+
+@pytest.mark.parametrize("defect", list(DEFECTS))
+def test_the_suite_catches(defect: str) -> None:
+    case = DEFECTS[defect]
+    suite = run_checks(case.check_class, case.select)
+    assert not suite.passed, f"the suite passed {defect}:\n{outcomes(suite)}"
+    results = {r.check: r for r in suite.results}
+    assert case.check in results, f"{case.check} did not run:\n{outcomes(suite)}"
+    result = results[case.check]
+    assert result.outcome == "failed", f"{case.check} did not fail:\n{outcomes(suite)}"
+    for words in case.says:
+        assert words in result.message, f"{case.check}: {words!r} not in {result.message!r}"
+
+
+# -- positive controls: the same checks pass on correct components -------------------------
+
+ATTENTION_CHECKS = (
+    "feature_case[plain-f32]",
+    "feature_case[plain-bf16]",
+    "feature_case[segment-ids]",
+    "fully_masked_rows_are_zero",
+    "claims_at_least_one_case_here",
+    "config_rejects_unknown_fields",
+)
+
+
+CONTROLS = {
+    "native-attention": (
+        NativeConformance,
+        "feature_case[plain-f32] or feature_case[plain-bf16] or feature_case[segment-ids] "
+        "or fully_masked or claims_at_least or config_rejects",
+        set(ATTENTION_CHECKS),
+    ),
+    "log-monitor": (
+        LogMonitorConformance,
+        "accepts_every_event_type or config_rejects",
+        {"accepts_every_event_type", "config_rejects_unknown_fields"},
+    ),
+    "list-loader": (
+        loader_check(broken.ListLoader),
+        "shards_are_disjoint or resume_yields or reads_every_item",
+        {
+            "shards_are_disjoint_and_complete[2]",
+            "shards_are_disjoint_and_complete[3]",
+            "resume_yields_exactly_the_rest",
+            "reads_every_item_in_order",
+        },
+    ),
+    "line-sink": (
+        sink_check(broken.LineSink),
+        "exactly_once or nothing_visible",
+        {"exactly_once_across_a_crash", "nothing_visible_before_close"},
+    ),
+}
+
+
+@pytest.mark.parametrize("control", list(CONTROLS))
+def test_a_correct_component_passes_the_same_checks(control: str) -> None:
+    check_class, select, expected = CONTROLS[control]
+    suite = run_checks(check_class, select)
+    assert suite.passed, outcomes(suite)
+    assert {r.check for r in suite.results} == expected, outcomes(suite)
+    assert all(r.outcome == "passed" for r in suite.results), outcomes(suite)

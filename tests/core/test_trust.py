@@ -1,0 +1,131 @@
+"""require_conformance: only components with a passing record for the versions installed now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seamline.contracts import AttentionChosen, UnsupportedError
+from seamline.contracts.conformance import (
+    STORE_VARIABLE,
+    CheckResult,
+    ConformanceRecord,
+    Environment,
+    current_environment,
+    distribution_of,
+    save,
+)
+from seamline.core.config import parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from seamline.core.trust import untrusted_candidates
+from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
+
+TEXTS = ["one two", "three four five"]
+
+
+@pytest.fixture(autouse=True)
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+    directory = tmp_path / "records"
+    monkeypatch.setenv(STORE_VARIABLE, str(directory))
+    return directory
+
+
+def record(
+    name: str,
+    *,
+    outcome: str = "passed",
+    environment: Environment | None = None,
+    config: dict[str, Any] | None = None,
+) -> ConformanceRecord:
+    (component,) = candidates(name)
+    found = distribution_of(type(component))  # None for toys no entry point registers
+    return ConformanceRecord(
+        kind="attention",
+        name=name,
+        component_class=f"{type(component).__module__}:{type(component).__qualname__}",
+        distribution=found[0] if found else None,
+        distribution_version=found[1] if found else None,
+        contract_version="1.1",
+        config=config if config is not None else component.config.model_dump(mode="json"),
+        environment=environment or current_environment(),
+        created="2026-11-29T00:00:00+00:00",
+        results=(CheckResult(check="feature_case[plain-f32]", outcome=outcome),),  # type: ignore[arg-type]
+    )
+
+
+def run(attention: str) -> list[AttentionChosen]:
+    registry = toy_registry()
+    text = (
+        "pipeline: trust\n"
+        f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
+        "model: {use: toy}\n"
+        f"attention: {attention}\n"
+        "monitors: [{use: recording}]\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 4, buckets: [4]}\n"
+    )
+    Orchestrator(parse_pipeline(text, "t.yaml", registry), registry).run()
+    return [e for e in RecordingMonitor.events if isinstance(e, AttentionChosen)]
+
+
+def candidates(*names: str) -> list[Any]:
+    registry = toy_registry()
+    return [registry.create("attention", name) for name in names]
+
+
+def test_not_required_means_no_check() -> None:
+    assert untrusted_candidates(candidates("native", "off-by-ten"), required=False) == {}
+
+
+def test_without_records_nothing_is_trusted_and_the_fix_is_named() -> None:
+    problems = untrusted_candidates(candidates("native"), required=True)
+    assert problems == {
+        "native": "no conformance record; run 'seamline check attention:native --record'"
+    }
+
+
+def test_only_the_candidate_with_a_passing_record_serves(store: Path) -> None:
+    save(record("native"), store)
+    chosen = run("{use: [off-by-ten, native], require_conformance: true}")
+    assert [e.chosen for e in chosen] == ["native"]
+    (reason,) = chosen[0].rejected["off-by-ten"]
+    assert reason.startswith("conformance required: no conformance record")
+
+
+def test_a_jax_upgrade_withdraws_trust(store: Path) -> None:
+    now = current_environment()
+    older = now.model_copy(update={"jax": "0.0.1", "jaxlib": "0.0.1"})
+    save(record("native", environment=older), store)
+    problem = untrusted_candidates(candidates("native"), required=True)["native"]
+    assert f"jax 0.0.1 (now: {now.jax})" in problem
+    assert f"jaxlib 0.0.1 (now: {now.jaxlib})" in problem
+    with pytest.raises(UnsupportedError, match="conformance required"):
+        run("{use: native, require_conformance: true}")
+
+
+def test_a_failing_record_does_not_count(store: Path) -> None:
+    save(record("native", outcome="failed"), store)
+    problem = untrusted_candidates(candidates("native"), required=True)["native"]
+    assert "fails (1 failed)" in problem
+
+
+def test_a_record_for_another_configuration_does_not_count(store: Path) -> None:
+    save(record("native", config={"something": "else"}), store)
+    problem = untrusted_candidates(candidates("native"), required=True)["native"]
+    assert "another configuration" in problem
+
+
+def test_all_skipped_proves_nothing(store: Path) -> None:
+    save(record("native", outcome="skipped"), store)
+    assert "native" in untrusted_candidates(candidates("native"), required=True)
+
+
+def test_damaged_records_are_ignored(store: Path) -> None:
+    store.mkdir(parents=True)
+    (store / "attention-native-broken.json").write_text("{not json", encoding="utf-8")
+    save(record("native"), store)
+    assert untrusted_candidates(candidates("native"), required=True) == {}
