@@ -19,7 +19,7 @@ EXAMPLE_PACKAGES := examples/seamline-tokamax
 PYPROJECTS := pyproject.toml $(foreach m,$(MEMBERS) $(EXAMPLE_PACKAGES),$(m)/pyproject.toml)
 STAMP := $(VENV)/.seamline-installed
 
-.PHONY: uv setup run test constraints corpus golden bench bench-attention clean
+.PHONY: uv setup run test constraints corpus golden bench bench-attention bench-overhead clean
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || { \
@@ -67,6 +67,10 @@ bench: $(STAMP) corpus
 # Every attention implementation over sequence lengths: time and peak memory (minutes).
 bench-attention: $(STAMP)
 	$(VENV)/bin/seamline bench attention --max-length 32768 --timeout 1200
+
+# What orchestration and tracing cost: the bare jitted model against a traced pipeline run.
+bench-overhead: $(STAMP) corpus
+	$(PY) benchmarks/overhead.py
 
 # Regenerate the golden embeddings with the reference implementation (torch, in its own venv).
 golden:

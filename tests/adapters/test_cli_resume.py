@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 from typer.testing import CliRunner
 
-from seamline.adapters import logging_setup, tracing_setup
+from seamline.adapters import logging_setup, telemetry_setup
 from seamline.adapters.cli.main import app
 from seamline.core.registry import Registry
 from tests.core.toy import MemorySink, toy_registry
@@ -29,8 +29,8 @@ def toy_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI sees the toy components, and leaves global logging and tracing alone."""
     monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: toy_registry()))
     monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
-    monkeypatch.setattr(tracing_setup, "configure_tracing", lambda: None)
-    monkeypatch.setattr(tracing_setup, "shutdown_tracing", lambda: None)
+    monkeypatch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
+    monkeypatch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)
     MemorySink.reset()
 
 

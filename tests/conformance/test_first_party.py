@@ -58,6 +58,14 @@ class TestLogMonitor(conformance.LogMonitorConformance):
     pass
 
 
+class TestMemoryMonitor(conformance.MemoryMonitorConformance):
+    pass
+
+
+class TestMetricsMonitor(conformance.MetricsMonitorConformance):
+    pass
+
+
 class TestJsonlSink(conformance.JsonlSinkConformance):
     pass
 

@@ -29,6 +29,8 @@ from seamline.components.loaders.jsonl import JsonlLoader
 from seamline.components.loaders.text_files import TextFilesLoader
 from seamline.components.models.bert import BertEncoder
 from seamline.components.monitors.log import LogMonitor
+from seamline.components.monitors.memory import MemoryMonitor
+from seamline.components.monitors.metrics import MetricsMonitor
 from seamline.components.sinks.jsonl import JsonlSink
 from seamline.components.sinks.npy import NpySink
 from seamline.contracts import Loader, OutputRecord, Sink
@@ -143,6 +145,37 @@ class LogMonitorConformance(MonitorContract):
     @pytest.fixture
     def monitor_output(self, _captured: list[dict[str, Any]]) -> Any:
         return lambda: "\n".join(json.dumps(entry, default=str) for entry in _captured)
+
+
+class MemoryMonitorConformance(MonitorContract):
+    """The ``memory`` monitor, judging from the first batch on so the events reach the detector."""
+
+    @pytest.fixture
+    def monitor(self) -> MemoryMonitor:
+        return MemoryMonitor(MemoryMonitor.Config(warmup=0, window=2))
+
+
+class MetricsMonitorConformance(MonitorContract):
+    """The ``metrics`` monitor, recording into an SDK meter provider of its own when available.
+
+    The global provider can be set once per process, so the suite hands the monitor
+    a private one (``opentelemetry-sdk`` if installed; otherwise the API's no-op).
+    """
+
+    @pytest.fixture
+    def monitor(self) -> Iterator[MetricsMonitor]:
+        try:
+            from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        except ImportError:
+            yield MetricsMonitor(MetricsMonitor.Config())
+            return
+        reader = InMemoryMetricReader()
+        provider = MeterProvider(metric_readers=[reader])
+        monitor = MetricsMonitor(MetricsMonitor.Config(), meter_provider=provider)
+        yield monitor
+        reader.get_metrics_data()  # the gauges' callbacks must not raise either
+        provider.shutdown()
 
 
 def _jsonl_records(path: Path) -> list[OutputRecord] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
 from seamline.contracts.component import Component, ComponentConfig
@@ -20,3 +21,11 @@ class Monitor(Component[MonitorConfigT], abc.ABC):
     @abc.abstractmethod
     def observe(self, event: Event) -> None:
         """Handle one event; ignore event types you do not know."""
+
+    def bind(self, publish: Callable[[Event], None]) -> None:
+        """Receive the host's way to publish events of your own (since monitor contract 1.2).
+
+        A monitor that finds something (a leak, say) calls ``publish(Alert(...))``;
+        the host delivers it to every *other* monitor, after the event being observed,
+        and records it on the current span. The default ignores it.
+        """

@@ -18,7 +18,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.1",
     "model": "1.1",
     "loader": "1.0",
-    "monitor": "1.1",
+    "monitor": "1.2",
     "sink": "1.1",
 }
 

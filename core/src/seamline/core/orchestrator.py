@@ -43,12 +43,14 @@ from seamline.contracts import (
     DocumentFailed,
     Example,
     Fallback,
+    Loaded,
     Loader,
     Model,
     Monitor,
     OutputRecord,
     RunFinished,
     RunStarted,
+    SeamCall,
     ShadowCompared,
     Sink,
     UserError,
@@ -58,10 +60,22 @@ from seamline.contracts.seams import check_batch, check_examples, check_loaded, 
 from seamline.core.batching import Bucketer, resolve_buckets
 from seamline.core.config import ResolvedPipeline
 from seamline.core.planner import AttentionDecision, AttentionPlanner
-from seamline.core.probe import attention_specs
+from seamline.core.probe import attention_specs, device_identity
 from seamline.core.registry import Registry
 from seamline.core.seams import CheckedAttention, MonitorHub, scope_name
-from seamline.core.telemetry import component_attributes, tracer
+from seamline.core.telemetry import (
+    ATTENTION_NAME,
+    ATTENTION_REASON,
+    BATCH_LENGTH,
+    BATCH_SIZE,
+    DEVICE_KIND,
+    DTYPE,
+    PLATFORM,
+    THREAD_NAME,
+    component_attributes,
+    span_event,
+    tracer,
+)
 from seamline.core.trust import untrusted_candidates
 from seamline.core.verification import tolerance_for, verify
 
@@ -110,6 +124,8 @@ class _Step:
     compiled: Any
     """The XLA executable; its HLO names each seam (``seamline/<kind>/<name>``)."""
     specs: tuple[AttentionSpec, ...] = ()
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    """The ``seamline.model.apply`` span's attributes for this shape (built once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +174,43 @@ class Orchestrator:
         self._steps: dict[tuple[int, int], _Step] = {}
         self.counts = _Counts()
         self.resumed_from: str | None = None
+        # Span attributes built once per component, not once per call.
+        self._loader_attributes = self._attributes_of(self.loader)
+        self._model_attributes = self._attributes_of(self.model)
+        self._sink_attributes = self._attributes_of(self.sink)
+        self._prepare_attributes = self._model_attributes
+        self._attention_attributes: dict[str, dict[str, str]] = {}
 
     def _create(self, choice: Any) -> Any:
         return self.registry.create(choice.kind, choice.name, choice.config)
+
+    def _attributes_of(self, component: Any) -> dict[str, str]:
+        """The component's span attributes, with the distribution that registers it."""
+        distribution: str | None
+        version: str | None
+        try:
+            info = self.registry.get(component.kind, component.name)
+            distribution, version = info.distribution, info.version
+        except Exception:  # not from the registry (a hand-made component): name it anyway
+            distribution = version = None
+        return component_attributes(
+            component.kind,
+            component.name,
+            component.contract_version,
+            distribution=distribution,
+            version=version,
+        )
+
+    def _attention_attributes_of(self, attention: Attention[Any]) -> dict[str, str]:
+        attributes = self._attention_attributes.get(attention.name)
+        if attributes is None:
+            attributes = self._attention_attributes[attention.name] = self._attributes_of(attention)
+        return attributes
+
+    def _traced(self, event: Any) -> None:
+        """Emit ``event`` to monitors and add it as an event of the current span."""
+        span_event(event)
+        self.monitors.emit(event)
 
     def _reference(self, candidates: list[Attention[Any]]) -> Attention[Any] | None:
         """The reference attention: the candidate of that name if there is one, else its own."""
@@ -182,9 +232,15 @@ class Orchestrator:
         """
         started = time.perf_counter()
         spec = self.pipeline.spec
+        platform, device_kind = device_identity()
         with tracer().start_as_current_span(
             "seamline.run",
-            attributes={"seamline.pipeline": spec.pipeline, "seamline.run_id": self.run_id},
+            attributes={
+                "seamline.pipeline": spec.pipeline,
+                "seamline.run_id": self.run_id,
+                PLATFORM: platform,
+                DEVICE_KIND: device_kind,
+            },
         ) as root:
             self.monitors.emit(
                 RunStarted(
@@ -253,8 +309,9 @@ class Orchestrator:
         return cursor
 
     def _load_params(self) -> Any:
-        attributes = component_attributes("model", self.model.name, self.model.contract_version)
-        with tracer().start_as_current_span("seamline.model.load", attributes=attributes):
+        with tracer().start_as_current_span(
+            "seamline.model.load", attributes=self._model_attributes
+        ):
             return jax.device_put(self.model.load())
 
     def _host_work(
@@ -266,12 +323,18 @@ class Orchestrator:
         buckets are flushed, so that every example of every item loaded so far is in
         a batch already yielded, and a ``_Checkpoint`` with the last item's cursor
         follows those batches.
+
+        Reading is timed per item, but reported per chunk of up to ``batch_size``
+        items: one ``seamline.loader.read`` span and one ``SeamCall`` per chunk (a span
+        per document read would cost more than many loaders' reads).
         """
         bucketer = Bucketer(self.buckets, self.batch_size)
-        name = self.loader.name
         every = self.pipeline.spec.run.checkpoint_every if self.sink.resumable else 0
-        for count, loaded in enumerate(self.loader.read(after=after), start=1):
-            yield from self._host_item(check_loaded(name, loaded).item, bucketer)
+        thread = {THREAD_NAME: threading.current_thread().name}
+        self._prepare_attributes = {**self._model_attributes, **thread}
+        reads = self._reads(after, {**self._loader_attributes, **thread})
+        for count, loaded in enumerate(reads, start=1):
+            yield from self._host_item(loaded.item, bucketer)
             if every and count % every == 0:
                 # The partly filled buckets go out padded: the price of a checkpoint.
                 for length, ready in bucketer.flush():
@@ -279,6 +342,57 @@ class Orchestrator:
                 yield _Checkpoint(loaded.cursor)
         for length, ready in bucketer.flush():
             yield self._collate(ready, length)
+
+    def _reads(self, after: str | None, attributes: Mapping[str, Any]) -> Iterator[Loaded]:
+        """The loader's checked items, its time in the loader reported per chunk of items.
+
+        Reads interleave with ``prepare``, so a chunk's span starts when its first item
+        is asked for and lasts as long as the loader took for the chunk's items
+        together: the sum of the reads, not a wall-clock interval.
+        """
+        loader = self.loader
+        clock = time.perf_counter_ns
+        size = self.batch_size
+        reader: Iterator[Loaded] | None = None
+        items = spent = first = 0
+        while True:
+            if items == 0:
+                first = time.time_ns()
+            started = clock()
+            try:
+                if reader is None:
+                    reader = iter(loader.read(after=after))
+                loaded = check_loaded(loader.name, next(reader))
+            except StopIteration:
+                self._read_span(first, spent + clock() - started, items, attributes)
+                return
+            except BaseException as err:
+                self._read_span(first, spent + clock() - started, items, attributes, err)
+                raise
+            spent += clock() - started
+            items += 1
+            if items == size:
+                self._read_span(first, spent, items, attributes)
+                items = spent = 0
+            yield loaded
+
+    def _read_span(
+        self,
+        start_ns: int,
+        spent_ns: int,
+        items: int,
+        attributes: Mapping[str, Any],
+        error: BaseException | None = None,
+    ) -> None:
+        span = tracer().start_span(
+            "seamline.loader.read", attributes=attributes, start_time=start_ns
+        )
+        span.set_attribute("seamline.loader.items", items)
+        if error is not None:
+            span.record_exception(error)
+            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        span.end(end_time=start_ns + spent_ns)
+        self.monitors.emit(SeamCall("loader", self.loader.name, "read", spent_ns / 1e9))
 
     def _host_item(
         self, item: Document | DocumentError, bucketer: Bucketer
@@ -299,15 +413,29 @@ class Orchestrator:
                 yield self._collate(ready, length)
 
     def _prepare(self, document: Document) -> list[Example] | DocumentError:
-        try:
-            examples = list(self.model.prepare(document))
-        except ContractViolation:
-            raise
-        except Exception as err:
-            return DocumentError(
-                document.id, f"prepare failed: {type(err).__name__}: {err}", document.metadata
-            )
-        check_examples(self.model.name, examples, self.model.max_length)
+        model = self.model
+        started = time.perf_counter()
+        failed: DocumentError | None = None
+        examples: list[Example] = []
+        with tracer().start_as_current_span(
+            "seamline.model.prepare", attributes=self._prepare_attributes
+        ) as span:
+            span.set_attribute("seamline.document.id", document.id)
+            try:
+                examples = list(model.prepare(document))
+            except ContractViolation:
+                raise
+            except Exception as err:
+                # Set aside, not raised: the span still says the call failed.
+                span.record_exception(err)
+                span.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
+                failed = DocumentError(
+                    document.id, f"prepare failed: {type(err).__name__}: {err}", document.metadata
+                )
+        self.monitors.emit(SeamCall("model", model.name, "prepare", time.perf_counter() - started))
+        if failed is not None:
+            return failed
+        check_examples(model.name, examples, model.max_length)
         return examples
 
     def _collate(self, examples: list[Example], length: int) -> Batch:
@@ -325,14 +453,13 @@ class Orchestrator:
         before the cursor is missing from the commit, and nothing after it is in it.
         """
         sink = self.sink
+        started = time.perf_counter()
         with tracer().start_as_current_span(
-            "seamline.sink.commit",
-            attributes={
-                **component_attributes("sink", sink.name, sink.contract_version),
-                "seamline.cursor": cursor,
-            },
-        ):
+            "seamline.sink.commit", attributes=self._sink_attributes
+        ) as span:
+            span.set_attribute("seamline.cursor", cursor)
             sink.commit(cursor)
+        self.monitors.emit(SeamCall("sink", sink.name, "commit", time.perf_counter() - started))
         log.debug("checkpoint committed", sink=sink.name, cursor=cursor)
 
     def _set_aside(self, error: DocumentError, stage: str) -> None:
@@ -344,18 +471,11 @@ class Orchestrator:
         started = time.perf_counter()
         step = self._step(params, batch)
         model = self.model
-        with tracer().start_as_current_span(
-            "seamline.model.apply",
-            attributes={
-                **component_attributes("model", model.name, model.contract_version),
-                "seamline.batch.size": batch.batch_size,
-                "seamline.batch.length": batch.length,
-                "seamline.attention.name": step.decision.chosen,
-                "seamline.attention.reason": step.decision.reason,
-            },
-        ):
+        applied = time.perf_counter()
+        with tracer().start_as_current_span("seamline.model.apply", attributes=step.attributes):
             # np.asarray waits for the device, so the span covers the real compute.
             outputs = np.asarray(step.call(params, batch.arrays))
+        self.monitors.emit(SeamCall("model", model.name, "apply", time.perf_counter() - applied))
         check_model_output(model.name, outputs, batch.batch_size, model.output_dtype())
         outputs = self._shadow(params, batch, step, outputs)
         records = [
@@ -363,14 +483,13 @@ class Orchestrator:
             for row, ex in enumerate(batch.examples)
         ]
         sink = self.sink
+        written = time.perf_counter()
         with tracer().start_as_current_span(
-            "seamline.sink.write",
-            attributes={
-                **component_attributes("sink", sink.name, sink.contract_version),
-                "seamline.records": len(records),
-            },
-        ):
+            "seamline.sink.write", attributes=self._sink_attributes
+        ) as span:
+            span.set_attribute("seamline.records", len(records))
             sink.write(records)
+        self.monitors.emit(SeamCall("sink", sink.name, "write", time.perf_counter() - written))
         counts = self.counts
         counts.batches += 1
         counts.examples += len(batch.examples)
@@ -458,22 +577,26 @@ class Orchestrator:
             return None
         with tracer().start_as_current_span(
             "seamline.verify",
-            attributes={"seamline.attention.name": attention.name, "seamline.signature": signature},
+            attributes={
+                **self._attention_attributes_of(attention),
+                ATTENTION_NAME: attention.name,
+                "seamline.signature": signature,
+            },
         ) as span:
             verdict = verify(attention, reference, specs)
             span.set_attributes(
                 {"seamline.max_error": verdict.max_error, "seamline.ok": verdict.ok}
             )
-        self.monitors.emit(
-            Verified(
-                signature,
-                attention.name,
-                reference.name,
-                verdict.max_error,
-                verdict.tolerance,
-                verdict.ok,
+            self._traced(
+                Verified(
+                    signature,
+                    attention.name,
+                    reference.name,
+                    verdict.max_error,
+                    verdict.tolerance,
+                    verdict.ok,
+                )
             )
-        )
         if verdict.ok:
             self._verified.add((specs, attention.name))
             return None
@@ -483,7 +606,7 @@ class Orchestrator:
         )
 
     def _fell_back(self, failed: str, replacement: str, reason: str, signature: str) -> None:
-        self.monitors.emit(Fallback("attention", failed, replacement, reason))
+        self._traced(Fallback("attention", failed, replacement, reason))
         log.debug(
             "attention fell back",
             failed=failed,
@@ -507,19 +630,34 @@ class Orchestrator:
             with jax.named_scope(scope):
                 return apply(params, arrays)
 
+        shape: dict[str, Any] = {BATCH_SIZE: batch.batch_size, BATCH_LENGTH: batch.length}
+        if specs:
+            shape.update(
+                {
+                    DTYPE: specs[0].dtype,
+                    PLATFORM: specs[0].platform,
+                    DEVICE_KIND: specs[0].device_kind,
+                }
+            )
         compile_started = time.perf_counter()
         with tracer().start_as_current_span(
             "seamline.compile",
             attributes={
-                "seamline.batch.size": batch.batch_size,
-                "seamline.batch.length": batch.length,
-                "seamline.attention.name": attention.name,
+                **self._attention_attributes_of(attention),
+                **shape,
+                ATTENTION_NAME: attention.name,
             },
         ):
             compiled = jax.jit(seamline_step).lower(params, dict(batch.arrays)).compile()
         seconds = time.perf_counter() - compile_started
         self.monitors.emit(Compiled(batch.length, batch.batch_size, seconds))
-        return _Step(lambda p, a: compiled(p, dict(a)), decision, compiled, specs)
+        attributes = {
+            **self._model_attributes,
+            **shape,
+            ATTENTION_NAME: decision.chosen,
+            ATTENTION_REASON: decision.reason,
+        }
+        return _Step(lambda p, a: compiled(p, dict(a)), decision, compiled, specs, attributes)
 
     def _shadow(self, params: Any, batch: Batch, step: _Step, outputs: np.ndarray) -> np.ndarray:
         """Every Nth batch: run the reference too; on a breach, demote and keep its outputs."""
@@ -546,21 +684,21 @@ class Orchestrator:
             tolerance = min(tolerance_for(spec.dtype) for spec in step.specs)
             ok = bool(error <= tolerance)
             span.set_attributes({"seamline.max_error": error, "seamline.ok": ok})
-        self.monitors.emit(
-            ShadowCompared(
-                step.decision.signature,
-                step.decision.chosen,
-                reference.name,
-                self.counts.batches + 1,
-                error,
-                tolerance,
-                ok,
+            self._traced(
+                ShadowCompared(
+                    step.decision.signature,
+                    step.decision.chosen,
+                    reference.name,
+                    self.counts.batches + 1,
+                    error,
+                    tolerance,
+                    ok,
+                )
             )
-        )
         if ok:
             return outputs
         reason = f"shadow comparison: differs from {reference.name!r} by {error:.3g}"
-        self.monitors.emit(
+        self._traced(
             Alert(
                 "seamline.shadow",
                 f"attention {step.decision.chosen!r} demoted for {step.decision.signature}: "

@@ -5,10 +5,19 @@
   ``jax.named_scope("seamline/attention/<name>")`` so XLA profiles name it.
 * :class:`MonitorHub` fans events out to monitors and makes sure none of them
   can break the run: a monitor's exception is logged and counted, nothing more.
+  Events come from two threads (``SeamCall`` of the loader and ``model.prepare``
+  from the producer thread), so the hub delivers one event at a time: a monitor's
+  ``observe`` is never called concurrently with itself. A monitor may publish
+  events of its own (``Monitor.bind``, monitor contract 1.2): they are queued and
+  delivered to the other monitors once the current event is through, and become
+  events of the current span.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +26,7 @@ import structlog
 
 from seamline.contracts import Attention, Event, Monitor, SegmentIds
 from seamline.contracts.seams import check_attention_inputs, check_attention_output
+from seamline.core.telemetry import span_event
 
 log = structlog.get_logger("seamline.core")
 
@@ -54,12 +64,41 @@ class CheckedAttention:
 class MonitorHub:
     """Delivers each event to every monitor; a failing monitor never fails the run."""
 
+    #: Events monitors may publish while one event is delivered (a runaway loop stops here).
+    MAX_PUBLISHED = 100
+
     def __init__(self, monitors: Sequence[Monitor[Any]]) -> None:
         self.monitors = list(monitors)
         self.failures: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._published: deque[tuple[Monitor[Any], Event]] = deque()
+        for monitor in self.monitors:
+            try:
+                monitor.bind(functools.partial(self._publish, monitor))
+            except Exception as err:
+                self._report(monitor, "bind()", err)
 
     def emit(self, event: Event) -> None:
+        if not self.monitors:
+            return
+        with self._lock:
+            self._deliver(event, sender=None)
+            delivered = 0
+            while self._published and delivered < self.MAX_PUBLISHED:
+                sender, published = self._published.popleft()
+                span_event(published)
+                self._deliver(published, sender)
+                delivered += 1
+            self._published.clear()
+
+    def _publish(self, sender: Monitor[Any], event: Event) -> None:
+        """Queue an event a monitor published; :meth:`emit` delivers it (never re-entrantly)."""
+        self._published.append((sender, event))
+
+    def _deliver(self, event: Event, sender: Monitor[Any] | None) -> None:
         for monitor in self.monitors:
+            if monitor is sender:
+                continue
             try:
                 monitor.observe(event)
             except Exception as err:

@@ -3,24 +3,121 @@
 Like any well-behaved library, core emits through ``opentelemetry-api`` and
 ``structlog.get_logger()``; the application (the CLI in ``seamline.adapters``, or
 whoever embeds seamline) decides where spans and log lines go.
+
+Spans and their attributes
+==========================
+
+Every span is started by the tracer named ``seamline.core``. A run is one trace:
+
+* ``seamline.run`` (root): ``seamline.pipeline``, ``seamline.run_id``,
+  ``seamline.platform``, ``seamline.device_kind``;
+* seam calls: ``seamline.loader.read`` (one per chunk of up to ``batch_size`` loaded
+  items, with ``seamline.loader.items``), ``seamline.model.prepare`` (one per
+  document, ``seamline.document.id``), ``seamline.model.apply`` (one per batch; it
+  ends when the device result is on the host), ``seamline.sink.write`` (one per
+  batch, ``seamline.records``) and ``seamline.sink.commit`` (``seamline.cursor``);
+* the orchestrator's own steps: ``seamline.model.load``, ``seamline.plan``,
+  ``seamline.verify``, ``seamline.compile`` and ``seamline.shadow``.
+
+The loader and ``prepare`` spans are started in the producer thread
+(``thread.name`` = ``seamline-host``); their parent is still the run.
+
+One attribute scheme, the constants below:
+
+============================================  ==================================================
+attribute                                     value
+============================================  ==================================================
+``seamline.component.kind``                   ``loader``, ``model``, ``attention``, ``sink``
+``seamline.component.name``                   the registered name (``use:``)
+``seamline.component.version``                version of the distribution that registers it
+``seamline.component.distribution``           that distribution's name
+``seamline.component.contract_version``       the contract version the component declares
+``seamline.batch.size`` / ``.length``         the batch shape (rows, padded length)
+``seamline.dtype``                            the attention's dtype for the batch
+``seamline.platform`` / ``.device_kind``      ``jax.devices()[0]``'s platform and device kind
+``seamline.attention.name`` / ``.reason``     the attention serving the batch, and why it was chosen
+============================================  ==================================================
+
+Fallbacks, verifications, shadow comparisons and alerts are also *span events*
+(``seamline.fallback``, ``seamline.verified``, ``seamline.shadow_compared``,
+``seamline.alert``) on the span current when they happen, with the monitor event's
+fields as ``seamline.<field>`` attributes. An exception leaving a seam call is
+recorded on its span (``record_exception``) and sets the status to ERROR.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 from opentelemetry import trace
 
 TRACER_NAME = "seamline.core"
 
+COMPONENT_KIND = "seamline.component.kind"
+COMPONENT_NAME = "seamline.component.name"
+COMPONENT_VERSION = "seamline.component.version"
+COMPONENT_DISTRIBUTION = "seamline.component.distribution"
+CONTRACT_VERSION = "seamline.component.contract_version"
+BATCH_SIZE = "seamline.batch.size"
+BATCH_LENGTH = "seamline.batch.length"
+DTYPE = "seamline.dtype"
+PLATFORM = "seamline.platform"
+DEVICE_KIND = "seamline.device_kind"
+ATTENTION_NAME = "seamline.attention.name"
+ATTENTION_REASON = "seamline.attention.reason"
+THREAD_NAME = "thread.name"  # OpenTelemetry semantic convention
+
+_EVENT_NAMES = {
+    "Fallback": "seamline.fallback",
+    "Verified": "seamline.verified",
+    "ShadowCompared": "seamline.shadow_compared",
+    "Alert": "seamline.alert",
+}
+
+
+# Made once: a proxy until the application installs a tracer provider, then that
+# provider's tracer. Asking the provider on every span would double a span's cost.
+_TRACER = trace.get_tracer(TRACER_NAME)
+
 
 def tracer() -> trace.Tracer:
     """The core's tracer; a no-op until the application installs a tracer provider."""
-    return trace.get_tracer(TRACER_NAME)
+    return _TRACER
 
 
-def component_attributes(kind: str, name: str, contract_version: str) -> dict[str, str]:
+def component_attributes(
+    kind: str,
+    name: str,
+    contract_version: str,
+    *,
+    distribution: str | None = None,
+    version: str | None = None,
+) -> dict[str, str]:
     """The span attributes that identify a component (one documented scheme)."""
-    return {
-        "seamline.component.kind": kind,
-        "seamline.component.name": name,
-        "seamline.component.contract_version": contract_version,
+    attributes = {
+        COMPONENT_KIND: kind,
+        COMPONENT_NAME: name,
+        CONTRACT_VERSION: contract_version,
     }
+    if distribution is not None:
+        attributes[COMPONENT_DISTRIBUTION] = distribution
+    if version is not None:
+        attributes[COMPONENT_VERSION] = version
+    return attributes
+
+
+def span_event(event: Any) -> None:
+    """Add a monitor event (a dataclass) as an event of the current span, if one records."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    attributes: dict[str, Any] = {}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, str | bool | int | float):
+            attributes[f"seamline.{f.name}"] = value
+        elif value is not None:
+            attributes[f"seamline.{f.name}"] = str(value)
+    name = type(event).__name__
+    span.add_event(_EVENT_NAMES.get(name, f"seamline.{name}"), attributes)

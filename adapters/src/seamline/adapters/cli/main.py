@@ -103,9 +103,9 @@ def run(
     ] = False,
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
+    from seamline.adapters import telemetry_setup
     from seamline.adapters.cli.progress import ProgressMonitor
     from seamline.adapters.logging_setup import configure_logging
-    from seamline.adapters.tracing_setup import configure_tracing, shutdown_tracing
     from seamline.core.pipeline import Pipeline
 
     interactive = _consoles.err.is_terminal
@@ -121,17 +121,18 @@ def run(
     # On a terminal the progress bar reports; per-batch lines would only scroll it away.
     level = log_level or ("warning" if interactive else "info")
     configure_logging(json=json_logs, level=level)
-    configure_tracing()
     if compile_cache:
         from seamline.adapters.compile_cache import enable_compile_cache
 
         enable_compile_cache()
+    loaded = _user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
+    # The pipeline's telemetry: section wins over the OTEL_* variables.
+    _user_errors(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
     try:
-        loaded = _user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
         extra = [ProgressMonitor(_consoles.err)] if interactive else []
         summary = _user_errors(lambda: loaded.run(extra_monitors=extra, resume=resume))
     finally:
-        shutdown_tracing()
+        telemetry_setup.shutdown_telemetry()
     _consoles.out.print(
         f"[green]done[/] {summary.pipeline}: {summary.documents} documents "
         f"({summary.failed_documents} set aside), {summary.examples} outputs, "
@@ -213,6 +214,99 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         console.print(table)
     if any(bucket.chosen is None for bucket in plan.buckets):
         raise typer.Exit(2)
+
+
+@app.command()
+def profile(
+    pipeline: PipelineArg,
+    overrides: SetOption = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory the profiler writes its trace to.")
+    ] = Path("seamline-profile"),
+) -> None:
+    """Run a pipeline under the JAX profiler: a trace for Perfetto or TensorBoard.
+
+    Inside the compiled code each seam is a named scope: look for
+    seamline/model/<name> and seamline/attention/<name>.
+    """
+    import jax
+
+    from seamline.adapters import telemetry_setup
+    from seamline.adapters.logging_setup import configure_logging
+    from seamline.core.pipeline import Pipeline
+
+    configure_logging(level="warning")
+    loaded = _user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
+    _user_errors(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
+    out.mkdir(parents=True, exist_ok=True)
+    before = set(out.rglob("*"))
+    try:
+        with jax.profiler.trace(str(out), create_perfetto_trace=True):
+            summary = _user_errors(lambda: loaded.run())
+    finally:
+        telemetry_setup.shutdown_telemetry()
+    written = sorted(p for p in set(out.rglob("*")) - before if p.is_file())
+    console = _consoles.out
+    console.print(
+        f"[green]done[/] {summary.pipeline}: {summary.documents} documents, "
+        f"{summary.batches} batches in {summary.seconds:.1f}s, profiled",
+        highlight=False,
+    )
+    console.print(f"  trace in {out}/", highlight=False)
+    for path in written:
+        console.print(f"    {path}", highlight=False)
+    perfetto = [p for p in written if p.name.startswith("perfetto_trace")]
+    if perfetto:
+        console.print(
+            f"  Perfetto: open https://ui.perfetto.dev and drop {perfetto[0]} on it",
+            highlight=False,
+        )
+    console.print(
+        f"  TensorBoard: pip install tensorboard tensorboard-plugin-profile; "
+        f"tensorboard --logdir {out} (Profile tab)",
+        highlight=False,
+    )
+    attention = ", ".join(sorted(set(summary.attention.values()))) or "<name>"
+    console.print(
+        f"  search the trace for seamline/attention/ ({attention}) and seamline/model/",
+        highlight=False,
+    )
+
+
+trace_app = typer.Typer(
+    help="Read traces written by the jsonl span exporter.", no_args_is_help=True
+)
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("summarize")
+def trace_summarize(
+    file: Annotated[
+        Path, typer.Argument(help="A jsonl trace (OTEL_TRACES_EXPORTER=jsonl).", show_default=False)
+    ],
+) -> None:
+    """Per span name (seam): count, total, median, p95 and share of the run."""
+    from seamline.adapters.trace_summary import summarize
+
+    summary = _user_errors(lambda: summarize(file))
+    _consoles.out.print(
+        f"{file}: {summary.spans} spans, run {summary.run_seconds:.3f}s", highlight=False
+    )
+    table = Table()
+    table.add_column("span", no_wrap=True)
+    for column in ("count", "total s", "median ms", "p95 ms", "share"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in summary.rows:
+        errors = f" [red]({row.errors} failed)[/]" if row.errors else ""
+        table.add_row(
+            row.name + errors,
+            str(row.count),
+            f"{row.total:.3f}",
+            f"{row.median * 1e3:.2f}",
+            f"{row.p95 * 1e3:.2f}",
+            f"{row.share:.1%}",
+        )
+    _consoles.out.print(table)
 
 
 bench = typer.Typer(help="Benchmarks, side by side in one run.", no_args_is_help=True)

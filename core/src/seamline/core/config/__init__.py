@@ -7,7 +7,13 @@ from seamline.core.config.resolve import (
     load_pipeline,
     parse_pipeline,
 )
-from seamline.core.config.spec import AttentionSpecConfig, ComponentRef, PipelineSpec, RunSettings
+from seamline.core.config.spec import (
+    AttentionSpecConfig,
+    ComponentRef,
+    PipelineSpec,
+    RunSettings,
+    TelemetrySettings,
+)
 
 __all__ = [
     "AttentionSpecConfig",
@@ -17,6 +23,7 @@ __all__ = [
     "PipelineSpec",
     "ResolvedPipeline",
     "RunSettings",
+    "TelemetrySettings",
     "load_pipeline",
     "parse_pipeline",
 ]

@@ -150,6 +150,41 @@ class RunSettings(_Strict):
         return sorted(set(value))
 
 
+class TelemetrySettings(_Strict):
+    """Where this pipeline's spans and metrics go; each field set here beats the environment.
+
+    Read by the application (the ``seamline`` CLI), not by core: a library embedding
+    seamline keeps its own telemetry set-up. See docs/observability.md.
+    """
+
+    traces: list[Literal["console", "otlp", "jsonl", "none"]] | None = Field(
+        default=None,
+        description="Span exporters (default: $OTEL_TRACES_EXPORTER, else none).",
+    )
+    traces_file: str | None = Field(
+        default=None,
+        description="The file of the jsonl span exporter, one span per line "
+        "(default: $SEAMLINE_TRACES_FILE, else seamline-trace.jsonl).",
+    )
+    metrics: list[Literal["console", "otlp", "none"]] | None = Field(
+        default=None,
+        description="Metric exporters (default: $OTEL_METRICS_EXPORTER, else none).",
+    )
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="Base URL of the OTLP receiver, e.g. http://localhost:4318 "
+        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT and the per-signal variables).",
+    )
+    otlp_protocol: Literal["http/protobuf", "grpc"] | None = Field(
+        default=None,
+        description="OTLP transport (default: $OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / "
+        "_METRICS_PROTOCOL, $OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf).",
+    )
+    service_name: str | None = Field(
+        default=None, description="service.name of the resource (default: $OTEL_SERVICE_NAME)."
+    )
+
+
 class PipelineSpec(_Strict):
     """A whole pipeline file."""
 
@@ -165,4 +200,9 @@ class PipelineSpec(_Strict):
     sink: ComponentRef = Field(description="Where outputs go.")
     run: RunSettings = Field(
         default_factory=RunSettings, description="Batching and checkpoint settings."
+    )
+    telemetry: TelemetrySettings = Field(
+        default_factory=TelemetrySettings,
+        description="Span and metric exporters for this pipeline (they win over OTEL_* "
+        "environment variables).",
     )

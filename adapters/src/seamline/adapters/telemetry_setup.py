@@ -1,0 +1,344 @@
+"""Telemetry set-up at the edge: where a command-line run's spans and metrics go.
+
+Core only emits through ``opentelemetry-api``; this module installs the SDK: a
+tracer provider with span exporters and, when metric exporters are asked for, a
+meter provider (so the instruments of ``metrics`` monitors are exported).
+
+Exporters are chosen by the standard variables, and by the ``telemetry:`` section
+of a pipeline file, whose fields win over the environment:
+
+* ``traces`` / ``OTEL_TRACES_EXPORTER``: ``console``, ``otlp``, ``jsonl``, ``none``
+  (a list; default none);
+* ``traces_file`` / ``SEAMLINE_TRACES_FILE``: the jsonl exporter's file (default
+  ``seamline-trace.jsonl``);
+* ``metrics`` / ``OTEL_METRICS_EXPORTER``: ``console``, ``otlp``, ``none``;
+* ``otlp_endpoint`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` (a base URL; ``/v1/traces``
+  and ``/v1/metrics`` are added over HTTP), or the per-signal
+  ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``_METRICS_ENDPOINT`` (used as given);
+* ``otlp_protocol`` / ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` (``_METRICS_``), then
+  ``OTEL_EXPORTER_OTLP_PROTOCOL``: ``http/protobuf`` (default) or ``grpc``;
+* ``service_name`` / ``OTEL_SERVICE_NAME`` (default ``seamline``).
+
+Unlike the OpenTelemetry default (``otlp``), nothing is exported unless asked
+for; spans are still recorded, so trace ids reach the logs.
+
+One tracer provider serves the whole process (OpenTelemetry allows one global
+provider); each :func:`configure_telemetry` swaps the exporters behind it, so
+the service name is that of the first configuration in a process. A meter
+provider, likewise, is installed once, by the first configuration that asks for
+metric exporters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import structlog
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    ConsoleMetricExporter,
+    MetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SpanExporter,
+    SpanExportResult,
+)
+
+from seamline.contracts import UserError
+from seamline.core.config import TelemetrySettings
+
+log = structlog.get_logger("seamline.adapters.telemetry")
+
+TRACES_EXPORTERS = ("console", "otlp", "jsonl", "none")
+METRICS_EXPORTERS = ("console", "otlp", "none")
+PROTOCOLS = ("http/protobuf", "grpc")
+DEFAULT_TRACES_FILE = "seamline-trace.jsonl"
+DEFAULT_SERVICE_NAME = "seamline"
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryConfig:
+    """Where spans and metrics go, resolved from a ``telemetry:`` section and the environment."""
+
+    traces: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
+    traces_file: Path = Path(DEFAULT_TRACES_FILE)
+    traces_endpoint: str | None = None
+    """The full URL the OTLP span exporter sends to (None: the exporter's default)."""
+    metrics_endpoint: str | None = None
+    traces_protocol: str = "http/protobuf"
+    metrics_protocol: str = "http/protobuf"
+    service_name: str = DEFAULT_SERVICE_NAME
+
+
+def resolve(
+    section: TelemetrySettings | None = None, environ: Mapping[str, str] | None = None
+) -> TelemetryConfig:
+    """The telemetry configuration: the pipeline file's values, else the environment's."""
+    env = os.environ if environ is None else environ
+    section = section or TelemetrySettings()
+    traces = _exporters(section.traces, env, "OTEL_TRACES_EXPORTER", TRACES_EXPORTERS)
+    metric_exporters = _exporters(section.metrics, env, "OTEL_METRICS_EXPORTER", METRICS_EXPORTERS)
+    return TelemetryConfig(
+        traces=traces,
+        metrics=metric_exporters,
+        traces_file=Path(
+            section.traces_file or env.get("SEAMLINE_TRACES_FILE") or DEFAULT_TRACES_FILE
+        ),
+        traces_endpoint=_endpoint(section, env, "TRACES", "traces"),
+        metrics_endpoint=_endpoint(section, env, "METRICS", "metrics"),
+        traces_protocol=_protocol(section, env, "TRACES"),
+        metrics_protocol=_protocol(section, env, "METRICS"),
+        service_name=section.service_name or env.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME,
+    )
+
+
+def _exporters(
+    chosen: Sequence[str] | None, env: Mapping[str, str], variable: str, allowed: Sequence[str]
+) -> tuple[str, ...]:
+    if chosen is None:
+        names = [n.strip() for n in env.get(variable, "").split(",") if n.strip()]
+        unknown = [n for n in names if n not in allowed]
+        if unknown:
+            raise UserError(
+                f"{variable}={env[variable]!r}: unknown exporter {unknown[0]!r}; "
+                f"choose from {', '.join(allowed)} (comma-separated)"
+            )
+        chosen = names
+    return tuple(dict.fromkeys(n for n in chosen if n != "none"))
+
+
+def _endpoint(
+    section: TelemetrySettings, env: Mapping[str, str], signal: str, path: str
+) -> str | None:
+    """The full URL of one signal: a base URL gets ``/v1/<signal>`` over HTTP."""
+    protocol = _protocol(section, env, signal)
+    base = section.otlp_endpoint
+    if base is None:
+        specific = env.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
+        if specific:
+            return specific  # used as given, as the specification says
+        base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        if not base:
+            return None
+    if protocol == "grpc":
+        return base
+    return f"{base.rstrip('/')}/v1/{path}"
+
+
+def _protocol(section: TelemetrySettings, env: Mapping[str, str], signal: str) -> str:
+    if section.otlp_protocol is not None:
+        return section.otlp_protocol
+    for variable in (f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = env.get(variable)
+        if value:
+            if value not in PROTOCOLS:
+                raise UserError(
+                    f"{variable}={value!r} is not supported: use {' or '.join(PROTOCOLS)}"
+                )
+            return value
+    return "http/protobuf"
+
+
+# -- exporters -------------------------------------------------------------------------------
+
+
+class JsonlSpanExporter(SpanExporter):
+    """Writes each finished span as one JSON object per line (``seamline trace summarize``).
+
+    Fields: ``name``, ``trace_id``, ``span_id``, ``parent_span_id`` (null for a root),
+    ``start_ns``, ``end_ns`` (Unix epoch nanoseconds), ``attributes``, ``events``
+    (``name``, ``time_ns``, ``attributes``), ``status`` (``code``: UNSET, OK or ERROR,
+    ``description``) and ``service``. The file is truncated when the exporter is made.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        lines = "".join(json.dumps(span_record(s), default=str) + "\n" for s in spans)
+        with self._lock:
+            if self._file is None:
+                return SpanExportResult.FAILURE
+            self._file.write(lines)
+            self._file.flush()
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def span_record(span: ReadableSpan) -> dict[str, Any]:
+    """One span as the jsonl exporter writes it."""
+    context = span.get_span_context()
+    parent = span.parent
+    return {
+        "name": span.name,
+        "trace_id": format(context.trace_id, "032x") if context else None,
+        "span_id": format(context.span_id, "016x") if context else None,
+        "parent_span_id": format(parent.span_id, "016x") if parent else None,
+        "start_ns": span.start_time,
+        "end_ns": span.end_time,
+        "attributes": dict(span.attributes or {}),
+        "events": [
+            {"name": e.name, "time_ns": e.timestamp, "attributes": dict(e.attributes or {})}
+            for e in span.events
+        ],
+        "status": {"code": span.status.status_code.name, "description": span.status.description},
+        "service": span.resource.attributes.get(SERVICE_NAME),
+    }
+
+
+def span_exporters(config: TelemetryConfig) -> list[SpanExporter]:
+    """One exporter per name in ``config.traces``."""
+    exporters: list[SpanExporter] = []
+    for name in config.traces:
+        if name == "console":
+            exporters.append(ConsoleSpanExporter())
+        elif name == "jsonl":
+            exporters.append(JsonlSpanExporter(config.traces_file))
+        elif name == "otlp":
+            if config.traces_protocol == "grpc":
+                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+                    OTLPSpanExporter as GrpcSpanExporter,
+                )
+
+                exporters.append(GrpcSpanExporter(endpoint=config.traces_endpoint))
+            else:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+                    OTLPSpanExporter as HttpSpanExporter,
+                )
+
+                exporters.append(HttpSpanExporter(endpoint=config.traces_endpoint))
+    return exporters
+
+
+def metric_exporters(config: TelemetryConfig) -> list[MetricExporter]:
+    """One exporter per name in ``config.metrics``."""
+    exporters: list[MetricExporter] = []
+    for name in config.metrics:
+        if name == "console":
+            exporters.append(ConsoleMetricExporter())
+        elif name == "otlp":
+            if config.metrics_protocol == "grpc":
+                from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                    OTLPMetricExporter as GrpcMetricExporter,
+                )
+
+                exporters.append(GrpcMetricExporter(endpoint=config.metrics_endpoint))
+            else:
+                from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                    OTLPMetricExporter as HttpMetricExporter,
+                )
+
+                exporters.append(HttpMetricExporter(endpoint=config.metrics_endpoint))
+    return exporters
+
+
+# -- providers -------------------------------------------------------------------------------
+
+
+class _Exporting(SpanProcessor):
+    """The span processors of the current configuration, swappable behind one provider."""
+
+    def __init__(self) -> None:
+        self.processors: tuple[SpanProcessor, ...] = ()
+
+    def replace(self, processors: Sequence[SpanProcessor]) -> None:
+        old, self.processors = self.processors, tuple(processors)
+        for processor in old:
+            processor.shutdown()  # flushes what it holds
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        for processor in self.processors:
+            processor.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        for processor in self.processors:
+            processor.on_end(span)
+
+    def shutdown(self) -> None:
+        self.replace(())
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return all(p.force_flush(timeout_millis) for p in self.processors)
+
+
+_exporting = _Exporting()
+_attached_to: set[int] = set()
+_meter_provider: MeterProvider | None = None
+
+
+def tracer_provider(service_name: str = DEFAULT_SERVICE_NAME) -> TracerProvider:
+    """The process's SDK tracer provider, installed on first use, with the exporters attached."""
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
+        trace.set_tracer_provider(provider)
+        provider = trace.get_tracer_provider()
+        assert isinstance(provider, TracerProvider)
+    if id(provider) not in _attached_to:
+        provider.add_span_processor(_exporting)
+        _attached_to.add(id(provider))
+    return provider
+
+
+def configure_telemetry(
+    section: TelemetrySettings | None = None, environ: Mapping[str, str] | None = None
+) -> TelemetryConfig:
+    """Install the providers (once) and this configuration's exporters (replacing any before)."""
+    global _meter_provider
+    config = resolve(section, environ)
+    tracer_provider(config.service_name)
+    _exporting.replace([BatchSpanProcessor(e) for e in span_exporters(config)])
+    if config.metrics:
+        if _meter_provider is None:
+            readers: list[MetricReader] = [
+                PeriodicExportingMetricReader(e) for e in metric_exporters(config)
+            ]
+            _meter_provider = MeterProvider(
+                metric_readers=readers,
+                resource=Resource.create({SERVICE_NAME: config.service_name}),
+            )
+            metrics.set_meter_provider(_meter_provider)
+        else:
+            log.warning(
+                "metric exporters are set once per process; keeping the first",
+                asked=list(config.metrics),
+            )
+    return config
+
+
+def shutdown_telemetry() -> None:
+    """Flush and stop this configuration's exporters (before the process exits)."""
+    _exporting.replace(())
+    if _meter_provider is not None:
+        _meter_provider.force_flush()
+
+
+# The names of the first release of this module (tracing only).
+configure_tracing = configure_telemetry
+shutdown_tracing = shutdown_telemetry

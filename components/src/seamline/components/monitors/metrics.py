@@ -1,0 +1,232 @@
+"""``metrics``: a run's events as OpenTelemetry metrics.
+
+It records through ``opentelemetry-api`` only (``metrics.get_meter("seamline")``)
+and never installs a ``MeterProvider``: where the numbers go (Prometheus, OTLP, a
+periodic console reader) is the application's choice, exactly as with traces.
+Until the application installs a provider, every instrument is a no-op.
+
+Instruments (units in brackets):
+
+* counters ``seamline.documents`` {document}, ``seamline.documents.failed``
+  {document}, ``seamline.tokens`` {token}, ``seamline.batches`` {batch},
+  ``seamline.compilations`` {compilation}, ``seamline.fallbacks`` {fallback};
+* histograms ``seamline.seam.duration`` [s] (from ``SeamCall``, attributes
+  ``seamline.seam.kind``, ``seamline.seam.name``, ``seamline.seam.operation``),
+  ``seamline.batch.duration`` [s], ``seamline.compile.duration`` [s] and
+  ``seamline.shadow.max_error`` [1] (``ShadowCompared.max_error``);
+* observable gauges ``seamline.process.rss`` [By] (psutil) and
+  ``seamline.device.memory.in_use`` [By] (the first device's ``bytes_in_use``,
+  observed only where the backend reports memory statistics).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import structlog
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from pydantic import Field
+
+from seamline.contracts import (
+    BatchDone,
+    Compiled,
+    ComponentConfig,
+    DocumentFailed,
+    Event,
+    Fallback,
+    Monitor,
+    RunFinished,
+    RunStarted,
+    SeamCall,
+    ShadowCompared,
+)
+
+METER_NAME = "seamline"
+LOGGER_NAME = "seamline.monitor.metrics"
+
+
+class MetricsMonitorConfig(ComponentConfig):
+    """The ``with:`` block of the ``metrics`` monitor."""
+
+    seam_latency: bool = Field(
+        default=True,
+        description="Record the seamline.seam.duration histogram from SeamCall events.",
+    )
+    memory_gauges: bool = Field(
+        default=True,
+        description="Register the observable gauges seamline.process.rss and "
+        "seamline.device.memory.in_use (read when the application's reader collects).",
+    )
+
+
+def _finite(value: float) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+class MetricsMonitor(Monitor[MetricsMonitorConfig]):
+    """Counts documents, tokens, batches, compilations and fallbacks; times seams; gauges memory."""
+
+    name: ClassVar[str] = "metrics"
+    contract_version: ClassVar[str] = "1.1"
+    Config: ClassVar[type[ComponentConfig]] = MetricsMonitorConfig
+
+    def __init__(
+        self, config: MetricsMonitorConfig, *, meter_provider: MeterProvider | None = None
+    ) -> None:
+        """``meter_provider`` is for tests and embedders; by default the global one is used."""
+        super().__init__(config)
+        self._log: Any = structlog.get_logger(LOGGER_NAME)
+        self._closed = False
+        self._documents_seen = 0
+        self._run_id = ""
+        meter = (
+            meter_provider.get_meter(METER_NAME)
+            if meter_provider is not None
+            else metrics.get_meter(METER_NAME)
+        )
+        self.documents = meter.create_counter(
+            "seamline.documents", unit="{document}", description="Documents read and prepared."
+        )
+        self.failed = meter.create_counter(
+            "seamline.documents.failed",
+            unit="{document}",
+            description="Documents set aside (unreadable, or failed to prepare).",
+        )
+        self.tokens = meter.create_counter(
+            "seamline.tokens", unit="{token}", description="Real (unpadded) tokens embedded."
+        )
+        self.batches = meter.create_counter(
+            "seamline.batches", unit="{batch}", description="Batches run through the model."
+        )
+        self.compilations = meter.create_counter(
+            "seamline.compilations",
+            unit="{compilation}",
+            description="Shapes compiled (one per bucket and attention).",
+        )
+        self.fallbacks = meter.create_counter(
+            "seamline.fallbacks",
+            unit="{fallback}",
+            description="Implementations that could not serve and were replaced.",
+        )
+        self.seam_duration = meter.create_histogram(
+            "seamline.seam.duration",
+            unit="s",
+            description="Time of one call across a seam, outside compiled code.",
+        )
+        self.batch_duration = meter.create_histogram(
+            "seamline.batch.duration",
+            unit="s",
+            description="Wall time of a batch, assembled to handed to the sink.",
+        )
+        self.compile_duration = meter.create_histogram(
+            "seamline.compile.duration", unit="s", description="Time to compile one shape."
+        )
+        self.shadow_error = meter.create_histogram(
+            "seamline.shadow.max_error",
+            unit="1",
+            description="Largest difference between an implementation and the reference "
+            "on a shadowed batch.",
+        )
+        if config.memory_gauges:
+            meter.create_observable_gauge(
+                "seamline.process.rss",
+                callbacks=[self._observe_rss],
+                unit="By",
+                description="Resident set size of the process.",
+            )
+            meter.create_observable_gauge(
+                "seamline.device.memory.in_use",
+                callbacks=[self._observe_device],
+                unit="By",
+                description="Bytes in use on the first device, where the backend reports it.",
+            )
+
+    # -- events ------------------------------------------------------------------------------
+
+    def observe(self, event: Event) -> None:
+        try:
+            self._observe(event)
+        except Exception as err:  # never into the run
+            self._log.warning(
+                "metrics monitor failed on an event",
+                event_type=type(event).__name__,
+                error=f"{type(err).__name__}: {err}",
+            )
+
+    def _observe(self, event: Event) -> None:
+        if isinstance(event, SeamCall):
+            if self.config.seam_latency and _finite(event.seconds) and event.seconds >= 0:
+                self.seam_duration.record(
+                    event.seconds,
+                    {
+                        "seamline.seam.kind": event.kind,
+                        "seamline.seam.name": event.name,
+                        "seamline.seam.operation": event.operation,
+                    },
+                )
+        elif isinstance(event, BatchDone):
+            self.batches.add(1)
+            if event.tokens > 0:
+                self.tokens.add(event.tokens)
+            self._documents_to(event.documents)
+            if _finite(event.seconds) and event.seconds >= 0:
+                self.batch_duration.record(event.seconds)
+        elif isinstance(event, Compiled):
+            self.compilations.add(1)
+            if _finite(event.seconds) and event.seconds >= 0:
+                self.compile_duration.record(event.seconds)
+        elif isinstance(event, Fallback):
+            self.fallbacks.add(1, {"seamline.seam": event.seam})
+        elif isinstance(event, DocumentFailed):
+            self.failed.add(1, {"seamline.stage": event.stage})
+        elif isinstance(event, ShadowCompared):
+            if _finite(event.max_error) and event.max_error >= 0:
+                self.shadow_error.record(
+                    event.max_error, {"seamline.attention.name": event.implementation}
+                )
+        elif isinstance(event, RunStarted):
+            self._documents_seen = 0
+            self._run_id = event.run_id
+        elif isinstance(event, RunFinished):
+            self._documents_to(event.documents)
+
+    def _documents_to(self, total: int) -> None:
+        """Documents are reported as a running total; the counter gets the increase."""
+        if total > self._documents_seen:
+            self.documents.add(total - self._documents_seen)
+            self._documents_seen = total
+
+    # -- gauges ------------------------------------------------------------------------------
+
+    def _observe_rss(self, options: CallbackOptions) -> Iterable[Observation]:
+        if self._closed:
+            return []
+        try:
+            import psutil  # type: ignore[import-untyped]
+
+            return [Observation(int(psutil.Process().memory_info().rss))]
+        except Exception:
+            return []
+
+    def _observe_device(self, options: CallbackOptions) -> Iterable[Observation]:
+        if self._closed:
+            return []
+        try:
+            import jax
+
+            device = jax.devices()[0]
+            stats = device.memory_stats()
+        except Exception:
+            return []
+        if not stats or "bytes_in_use" not in stats:
+            return []
+        return [
+            Observation(int(stats["bytes_in_use"]), {"seamline.device": str(device.device_kind)})
+        ]
+
+    def close(self) -> None:
+        """Stops the gauges reporting (instruments cannot be unregistered from a meter)."""
+        self._closed = True

@@ -1,0 +1,441 @@
+"""Observability at every seam: the span tree over real exporters, SeamCall events, the
+``telemetry:`` section, ``seamline trace summarize`` and ``seamline profile``."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from typer.testing import CliRunner
+
+from seamline.adapters import logging_setup, telemetry_setup
+from seamline.adapters.cli.main import app
+from seamline.adapters.telemetry_setup import (
+    JsonlSpanExporter,
+    configure_telemetry,
+    resolve,
+    shutdown_telemetry,
+    span_exporters,
+)
+from seamline.contracts import SeamCall, UserError
+from seamline.core.config import TelemetrySettings, parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from seamline.core.registry import Registry
+from tests.core.toy import LoaderCrash, MemorySink, RecordingMonitor, toy_registry
+
+PIPELINE = (
+    "pipeline: traced\n"
+    "loader: {{use: list, with: {{texts: {texts}{extra}}}}}\n"
+    "model: {{use: toy}}\n"
+    "attention: {attention}\n"
+    "monitors: [{{use: recording}}]\n"
+    "sink: {{use: memory}}\n"
+    "run: {{batch_size: 2, buckets: [4]}}\n"
+)
+
+
+def run_toy(
+    texts: list[str], attention: str = "{use: native}", crash_at: str | None = None
+) -> None:
+    registry = toy_registry()
+    extra = f", crash_at: {crash_at}" if crash_at else ""
+    text = PIPELINE.format(texts=texts, extra=extra, attention=attention)
+    Orchestrator(parse_pipeline(text, "t.yaml", registry), registry).run()
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+    yield
+    shutdown_telemetry()
+
+
+# -- a real OTLP/HTTP receiver ---------------------------------------------------------------
+
+
+class _Receiver(http.server.BaseHTTPRequestHandler):
+    requests: list[ExportTraceServiceRequest]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        if self.path == "/v1/traces":
+            self.server.requests.append(ExportTraceServiceRequest.FromString(body))  # type: ignore[attr-defined]
+            self.send_response(200)
+        else:
+            self.send_response(404)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[str, list[ExportTraceServiceRequest]]]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    server.requests = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.requests  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _value(any_value: Any) -> Any:
+    return getattr(any_value, any_value.WhichOneof("value"))
+
+
+def test_the_span_tree_reaches_a_real_otlp_http_receiver(
+    receiver: tuple[str, list[ExportTraceServiceRequest]],
+) -> None:
+    endpoint, requests = receiver
+    config = configure_telemetry(
+        TelemetrySettings(traces=["otlp"], otlp_endpoint=endpoint, otlp_protocol="http/protobuf")
+    )
+    assert config.traces_endpoint == f"{endpoint}/v1/traces"
+    run_toy(["a b", "c d e", "f", "boom"])
+    shutdown_telemetry()  # flushes the batch processor: the exporter POSTs now
+
+    spans = [
+        span
+        for request in requests
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    ]
+    attributes = {id(s): {a.key: _value(a.value) for a in s.attributes} for s in spans}
+    roots = [s for s in spans if s.name == "seamline.run"]
+    assert len(roots) == 1
+    root = roots[0]
+    assert not root.parent_span_id
+    assert attributes[id(root)]["seamline.pipeline"] == "traced"
+    assert attributes[id(root)]["seamline.platform"] == "cpu"
+    children = [s for s in spans if s.parent_span_id == root.span_id]
+    assert all(s.trace_id == root.trace_id for s in spans)
+    names = [s.name for s in children]
+    for name in (
+        "seamline.model.load",
+        "seamline.loader.read",
+        "seamline.model.prepare",
+        "seamline.plan",
+        "seamline.compile",
+        "seamline.model.apply",
+        "seamline.sink.write",
+    ):
+        assert name in names, name
+    assert names.count("seamline.model.prepare") == 4  # one per document
+
+    # The loader ran in the producer thread, and still has the run as parent.
+    reads = [s for s in children if s.name == "seamline.loader.read"]
+    read = attributes[id(reads[0])]
+    assert read["thread.name"] == "seamline-host"
+    assert sum(attributes[id(s)]["seamline.loader.items"] for s in reads) == 4
+    assert read["seamline.component.kind"] == "loader"
+    assert read["seamline.component.name"] == "list"
+    assert read["seamline.component.distribution"] == "tests"
+    assert read["seamline.component.version"] == "0"
+    assert read["seamline.component.contract_version"] == "1.0"
+
+    apply = attributes[id(next(s for s in children if s.name == "seamline.model.apply"))]
+    assert apply["seamline.component.kind"] == "model"
+    assert apply["seamline.batch.size"] == 2
+    assert apply["seamline.batch.length"] == 4
+    assert apply["seamline.dtype"] == "float32"
+    assert apply["seamline.platform"] == "cpu"
+    assert apply["seamline.device_kind"]
+    assert apply["seamline.attention.name"] == "native"
+    assert apply["seamline.attention.reason"] == "explicitly configured"
+
+    # The document that could not be prepared: set aside, and its span says why.
+    failed = [
+        s
+        for s in children
+        if s.name == "seamline.model.prepare" and s.status.code == s.status.STATUS_CODE_ERROR
+    ]
+    assert len(failed) == 1
+    assert "ValueError" in failed[0].status.message
+    assert [e.name for e in failed[0].events] == ["exception"]
+
+
+def test_selecting_grpc_builds_a_grpc_exporter_with_the_endpoint() -> None:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    config = resolve(
+        None,
+        {
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317",
+        },
+    )
+    (exporter,) = span_exporters(config)
+    try:
+        assert isinstance(exporter, OTLPSpanExporter)
+        assert config.traces_endpoint == "http://collector:4317"
+        assert exporter._endpoint == "collector:4317"
+    finally:
+        exporter.shutdown()
+
+
+def test_the_pipeline_file_wins_over_the_environment(tmp_path: Path) -> None:
+    env = {
+        "OTEL_TRACES_EXPORTER": "console,otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://from-env:4318",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc",
+        "OTEL_SERVICE_NAME": "env-service",
+        "SEAMLINE_TRACES_FILE": str(tmp_path / "env.jsonl"),
+        "OTEL_METRICS_EXPORTER": "none",
+    }
+    from_env = resolve(None, env)
+    assert from_env.traces == ("console", "otlp")
+    assert from_env.traces_protocol == "grpc"
+    assert from_env.metrics_protocol == "http/protobuf"
+    assert from_env.traces_endpoint == "http://from-env:4318"
+    assert from_env.metrics_endpoint == "http://from-env:4318/v1/metrics"
+    assert from_env.service_name == "env-service"
+    assert from_env.traces_file == tmp_path / "env.jsonl"
+    assert from_env.metrics == ()
+
+    section = TelemetrySettings(
+        traces=["jsonl"],
+        traces_file="out/trace.jsonl",
+        metrics=["otlp"],
+        otlp_endpoint="http://from-file:4318/",
+        otlp_protocol="http/protobuf",
+        service_name="file-service",
+    )
+    from_file = resolve(section, env)
+    assert from_file.traces == ("jsonl",)
+    assert from_file.traces_file == Path("out/trace.jsonl")
+    assert from_file.traces_protocol == "http/protobuf"
+    assert from_file.traces_endpoint == "http://from-file:4318/v1/traces"
+    assert from_file.metrics == ("otlp",)
+    assert from_file.service_name == "file-service"
+
+    assert resolve(None, {}).traces == ()  # nothing exported unless asked for
+    assert resolve(None, {"OTEL_TRACES_EXPORTER": "none"}).traces == ()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("OTEL_TRACES_EXPORTER", "console,zipkin", "unknown exporter 'zipkin'"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "use http/protobuf or grpc"),
+    ],
+)
+def test_an_unsupported_environment_value_is_a_user_error(
+    variable: str, value: str, message: str
+) -> None:
+    with pytest.raises(UserError, match=message):
+        resolve(None, {variable: value, "OTEL_TRACES_EXPORTER": "otlp", **{variable: value}})
+
+
+def test_the_telemetry_section_is_validated_with_its_location() -> None:
+    registry = toy_registry()
+    text = PIPELINE.format(texts=["a"], extra="", attention="{use: native}")
+    with pytest.raises(UserError, match=r"t.yaml:8:.*zipkin"):
+        parse_pipeline(text + "telemetry: {traces: [zipkin]}\n", "t.yaml", registry)
+
+
+# -- the jsonl exporter, exceptions, span events, SeamCall -----------------------------------
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_the_jsonl_exporter_writes_one_span_per_line(tmp_path: Path) -> None:
+    path = tmp_path / "traces" / "run.jsonl"
+    configure_telemetry(None, {"OTEL_TRACES_EXPORTER": "jsonl", "SEAMLINE_TRACES_FILE": str(path)})
+    run_toy(["a b", "c d e", "f"])
+    shutdown_telemetry()
+    spans = read_jsonl(path)
+    root = next(s for s in spans if s["name"] == "seamline.run")
+    assert root["parent_span_id"] is None
+    assert root["status"]["code"] == "UNSET"
+    assert set(root) >= {"trace_id", "span_id", "start_ns", "end_ns", "attributes", "events"}
+    assert root["end_ns"] > root["start_ns"]
+    by_name = {s["name"]: s for s in spans}
+    assert by_name["seamline.loader.read"]["parent_span_id"] == root["span_id"]
+    assert by_name["seamline.sink.write"]["attributes"]["seamline.records"] >= 1
+    assert all(s["trace_id"] == root["trace_id"] for s in spans)
+
+
+def test_an_exception_is_recorded_on_the_span_with_error_status(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    configure_telemetry(TelemetrySettings(traces=["jsonl"], traces_file=str(path)))
+    with pytest.raises(LoaderCrash):
+        run_toy(["a", "b", "c"], crash_at="d1")
+    shutdown_telemetry()
+    spans = read_jsonl(path)
+    failed_read = [
+        s for s in spans if s["name"] == "seamline.loader.read" and s["status"]["code"] == "ERROR"
+    ]
+    assert len(failed_read) == 1
+    assert "LoaderCrash: crashed at d1" in failed_read[0]["status"]["description"]
+    (event,) = failed_read[0]["events"]
+    assert event["name"] == "exception"
+    assert event["attributes"]["exception.type"].endswith("LoaderCrash")
+    root = next(s for s in spans if s["name"] == "seamline.run")
+    assert root["status"]["code"] == "ERROR"
+
+
+def test_fallbacks_and_verifications_are_span_events(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    configure_telemetry(TelemetrySettings(traces=["jsonl"], traces_file=str(path)))
+    run_toy(["a b", "c d e"], attention="{use: [off-by-ten, native]}")
+    shutdown_telemetry()
+    spans = read_jsonl(path)
+    events = [(s["name"], e) for s in spans for e in s["events"]]
+    verified = [e for name, e in events if e["name"] == "seamline.verified"]
+    assert verified
+    assert all(name == "seamline.verify" for name, e in events if e["name"] == "seamline.verified")
+    assert verified[0]["attributes"]["seamline.implementation"] == "off-by-ten"
+    assert verified[0]["attributes"]["seamline.ok"] is False
+    fallback = [e for _, e in events if e["name"] == "seamline.fallback"]
+    assert fallback[0]["attributes"]["seamline.failed"] == "off-by-ten"
+    assert fallback[0]["attributes"]["seamline.replacement"] == "native"
+
+
+def test_every_seam_call_is_a_seamcall_event() -> None:
+    run_toy(["a b", "c d e", "f"])
+    calls = [e for e in RecordingMonitor.events if isinstance(e, SeamCall)]
+    seen = {(c.kind, c.name, c.operation) for c in calls}
+    assert seen == {
+        ("loader", "list", "read"),
+        ("model", "toy", "prepare"),
+        ("model", "toy", "apply"),
+        ("sink", "memory", "write"),
+    }
+    assert sum(c.operation == "prepare" for c in calls) == 3
+    assert sum(c.operation == "apply" for c in calls) == 2  # 3 examples, batches of 2
+    assert all(c.seconds >= 0 for c in calls)
+
+
+def test_jsonl_exporter_after_shutdown_fails_quietly(tmp_path: Path) -> None:
+    exporter = JsonlSpanExporter(tmp_path / "x.jsonl")
+    exporter.shutdown()
+    assert exporter.export([]).name == "FAILURE"
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def toy_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: toy_registry()))
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
+
+
+@pytest.mark.usefixtures("toy_cli")
+def test_run_then_summarize_a_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "out" / "trace.jsonl"
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        PIPELINE.format(texts=["a b", "c d e", "f"], extra="", attention="{use: native}")
+        + f"telemetry: {{traces: [jsonl], traces_file: '{trace}'}}\n",
+        encoding="utf-8",
+    )
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", str(pipeline), "--no-compile-cache"])
+    assert result.exit_code == 0, result.output
+    assert trace.exists()
+
+    result = runner.invoke(app, ["trace", "summarize", str(trace)], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "spans, run" in lines[0]
+    header = next(line for line in lines if "span" in line and "median ms" in line)
+    for column in ("count", "total s", "p95 ms", "share"):
+        assert column in header
+    run_row = next(line for line in lines if "seamline.run " in line)
+    assert "100.0%" in run_row
+    prepare = next(line for line in lines if "seamline.model.prepare" in line)
+    assert prepare.split("│")[2].strip() == "3"
+
+
+def test_summarize_computes_count_total_median_p95_and_share(tmp_path: Path) -> None:
+    from seamline.adapters.trace_summary import summarize
+
+    path = tmp_path / "t.jsonl"
+    spans = [{"name": "seamline.run", "span_id": "r", "start_ns": 0, "end_ns": 10_000_000_000}]
+    spans += [
+        {"name": "seamline.model.apply", "parent_span_id": "r", "start_ns": 0, "end_ns": ms * 10**6}
+        for ms in range(1, 101)
+    ]
+    path.write_text("".join(json.dumps(s) + "\n" for s in spans) + "\n", encoding="utf-8")
+    summary = summarize(path)
+    assert summary.run_seconds == 10
+    apply = next(r for r in summary.rows if r.name == "seamline.model.apply")
+    assert apply.count == 100
+    assert apply.total == pytest.approx(5.05)
+    assert apply.median == pytest.approx(0.0505)
+    assert apply.p95 == pytest.approx(0.095)
+    assert apply.share == pytest.approx(0.505)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "does not exist"),
+        ('{"name": "a", "start_ns": 1, "end_ns": 2}\nnot json\n', ":2: not a JSON line"),
+        ('{"name": "a", "start_ns": 1}\n', ":1: span field 'end_ns' is missing"),
+        ("[1, 2]\n", ":1: expected a JSON object"),
+        ("\n", "holds no spans"),
+    ],
+)
+def test_summarize_a_missing_or_malformed_file_exits_2(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    result = CliRunner().invoke(app, ["trace", "summarize", str(path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2
+    output = " ".join(result.output.split())
+    assert output.startswith("error:")
+    assert message in output
+    if ":" in message[:3]:
+        assert f"{path}{message.split(' ')[0]}" in output.replace(" ", "")
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.usefixtures("toy_cli")
+def test_profile_writes_a_trace_that_names_the_attention_scope(tmp_path: Path) -> None:
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        PIPELINE.format(texts=["a b", "c d e"], extra="", attention="{use: native}"),
+        encoding="utf-8",
+    )
+    out = tmp_path / "profile"
+    result = CliRunner().invoke(
+        app, ["profile", str(pipeline), "--out", str(out)], env={"COLUMNS": "300"}
+    )
+    assert result.exit_code == 0, result.output
+    assert f"trace in {out}/" in result.output
+    assert "seamline/attention/" in result.output
+    xplanes = list(out.rglob("*.xplane.pb"))
+    assert xplanes, list(out.rglob("*"))
+    assert any(b"seamline/attention/native" in p.read_bytes() for p in xplanes)
+    assert any(b"seamline/model/toy" in p.read_bytes() for p in xplanes)
+
+
+def test_telemetry_setup_reuses_one_provider(tmp_path: Path) -> None:
+    first = telemetry_setup.tracer_provider()
+    configure_telemetry(TelemetrySettings(traces=["jsonl"], traces_file=str(tmp_path / "a")))
+    configure_telemetry(TelemetrySettings(traces=["jsonl"], traces_file=str(tmp_path / "b")))
+    assert telemetry_setup.tracer_provider() is first
+    assert len(telemetry_setup._exporting.processors) == 1

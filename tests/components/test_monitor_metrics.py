@@ -1,0 +1,181 @@
+"""The ``metrics`` monitor: events become OpenTelemetry metrics, read with an in-memory reader.
+
+Each test hands the monitor a private ``MeterProvider`` (the global one can be set
+only once per process).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from seamline.components.monitors.metrics import MetricsMonitor, MetricsMonitorConfig
+from seamline.contracts import (
+    BatchDone,
+    Compiled,
+    DocumentFailed,
+    Fallback,
+    RunFinished,
+    RunStarted,
+    SeamCall,
+    ShadowCompared,
+)
+from seamline.core.config import parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from tests.core.toy import MemorySink, toy_registry
+
+
+@pytest.fixture
+def reader() -> InMemoryMetricReader:
+    return InMemoryMetricReader()
+
+
+@pytest.fixture
+def provider(reader: InMemoryMetricReader) -> Iterator[MeterProvider]:
+    provider = MeterProvider(metric_readers=[reader])
+    yield provider
+    provider.shutdown()
+
+
+def collect(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    """Metric name → its data points."""
+    data = reader.get_metrics_data()
+    found: dict[str, list[Any]] = {}
+    for resource in data.resource_metrics if data else ():
+        for scope in resource.scope_metrics:
+            assert scope.scope.name == "seamline"
+            for metric in scope.metrics:
+                found.setdefault(metric.name, []).extend(metric.data.data_points)
+    return found
+
+
+def total(points: list[Any]) -> float:
+    return sum(p.value for p in points)
+
+
+def test_counters_histograms_and_gauges(
+    provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    monitor = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
+    for event in [
+        RunStarted("r1", "p", {}),
+        Compiled(16, 4, 0.5),
+        Compiled(32, 4, 1.5),
+        SeamCall("model", "toy", "apply", 0.002),
+        SeamCall("model", "toy", "apply", 0.004),
+        SeamCall("sink", "npy", "write", 0.001),
+        BatchDone(1, 16, 4, 40, 0.01, 3),
+        BatchDone(2, 32, 4, 100, 0.02, 7),
+        DocumentFailed("d9", "unreadable", "load"),
+        Fallback("attention", "a", "b", "failed to compile"),
+        ShadowCompared("sig", "a", "b", 2, 3e-7, 2e-3, True),
+        RunFinished("r1", 8, 1, 8, 140, 2, 2, 1.0, True),
+    ]:
+        monitor.observe(event)
+    metrics = collect(reader)
+    assert total(metrics["seamline.batches"]) == 2
+    assert total(metrics["seamline.tokens"]) == 140
+    assert total(metrics["seamline.documents"]) == 8  # 7 by the last batch, 8 at the end
+    assert total(metrics["seamline.documents.failed"]) == 1
+    assert total(metrics["seamline.compilations"]) == 2
+    assert total(metrics["seamline.fallbacks"]) == 1
+
+    seams = {
+        (p.attributes["seamline.seam.kind"], p.attributes["seamline.seam.operation"]): p
+        for p in metrics["seamline.seam.duration"]
+    }
+    apply = seams[("model", "apply")]
+    assert apply.count == 2
+    assert apply.sum == pytest.approx(0.006)
+    assert apply.attributes["seamline.seam.name"] == "toy"
+    assert seams[("sink", "write")].count == 1
+    (compile_time,) = metrics["seamline.compile.duration"]
+    assert (compile_time.count, compile_time.sum) == (2, pytest.approx(2.0))
+    (shadow,) = metrics["seamline.shadow.max_error"]
+    assert shadow.max == pytest.approx(3e-7)
+    (batch_time,) = metrics["seamline.batch.duration"]
+    assert batch_time.count == 2
+
+    (rss,) = metrics["seamline.process.rss"]
+    assert rss.value > 10 * 2**20
+    # The CPU backend reports no memory statistics; a GPU's does.
+    import jax
+
+    stats = jax.devices()[0].memory_stats()
+    if stats and "bytes_in_use" in stats:
+        assert metrics["seamline.device.memory.in_use"][0].value >= 0
+    else:
+        assert "seamline.device.memory.in_use" not in metrics
+
+
+def test_odd_values_are_skipped_not_recorded(
+    provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    monitor = MetricsMonitor(MetricsMonitorConfig(memory_gauges=False), meter_provider=provider)
+    monitor.observe(SeamCall("sink", "s", "write", math.nan))
+    monitor.observe(Compiled(0, 0, math.inf))
+    monitor.observe(BatchDone(0, 0, 0, 0, -1.0, 0))
+    monitor.observe(ShadowCompared("", "a", "b", 0, math.nan, 0.0, False))
+    metrics = collect(reader)
+    assert "seamline.seam.duration" not in metrics
+    assert "seamline.shadow.max_error" not in metrics
+    assert total(metrics["seamline.batches"]) == 1
+    assert "seamline.process.rss" not in metrics
+
+
+def test_gauges_stop_after_close(provider: MeterProvider, reader: InMemoryMetricReader) -> None:
+    monitor = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
+    assert "seamline.process.rss" in collect(reader)
+    monitor.close()
+    monitor.close()
+    assert "seamline.process.rss" not in collect(reader)
+
+
+def test_without_a_provider_it_uses_the_global_api_and_does_nothing_harmful() -> None:
+    monitor = MetricsMonitor(MetricsMonitorConfig())
+    monitor.observe(BatchDone(1, 16, 4, 40, 0.01, 3))
+    monitor.observe(SeamCall("model", "toy", "apply", 0.002))
+    monitor.close()
+
+
+def test_registered_as_an_entry_point() -> None:
+    (entry,) = [e for e in entry_points(group="seamline.monitor") if e.name == "metrics"]
+    assert entry.load() is MetricsMonitor
+    assert set(MetricsMonitorConfig.model_json_schema()["properties"]) == {
+        "seam_latency",
+        "memory_gauges",
+    }
+
+
+def test_a_toy_run_is_counted(provider: MeterProvider, reader: InMemoryMetricReader) -> None:
+    MemorySink.reset()
+    registry = toy_registry()
+    texts = [" ".join(["w"] * n) for n in range(1, 9)]
+    text = (
+        "pipeline: metrics\n"
+        f"loader: {{use: list, with: {{texts: {texts!r}}}}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 4, buckets: [4, 8]}\n"
+    )
+    monitor = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
+    summary = Orchestrator(parse_pipeline(text, "m.yaml", registry), registry, [monitor]).run()
+    metrics = collect(reader)
+    assert total(metrics["seamline.batches"]) == summary.batches
+    assert total(metrics["seamline.tokens"]) == summary.tokens
+    assert total(metrics["seamline.documents"]) == summary.documents == 8
+    assert total(metrics["seamline.compilations"]) == summary.compilations
+    operations = {
+        (p.attributes["seamline.seam.kind"], p.attributes["seamline.seam.operation"])
+        for p in metrics.get("seamline.seam.duration", [])
+    }
+    if operations:  # once the orchestrator reports seam calls
+        assert {("model", "apply"), ("sink", "write"), ("model", "prepare")} <= operations
+    MemorySink.reset()
