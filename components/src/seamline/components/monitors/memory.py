@@ -156,8 +156,9 @@ class _Segment:
     values: dict[str, int | None]
     deltas: dict[str, int]
     seam: str | None = None
-    score: tuple[float, float] | None = None
-    """Of the claiming call: (share of the segment it covers, minus its duration)."""
+    score: tuple[float, bool, float] | None = None
+    """Of the claiming call: (share of the segment it covers, whether it ran on the
+    device thread, minus its duration)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +264,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
         self.alerts: list[Alert] = []
         """Every alert raised in this monitor's life (at most ``MAX_ALERTS``, newest last)."""
         self._emit: Callable[[Event], None] | None = None
+        self._device_thread = threading.get_ident()  # until a BatchDone says otherwise
         self._reset()
 
     def bind(self, emit: Callable[[Event], None]) -> None:
@@ -337,8 +339,10 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
 
         Seam calls come from two threads (the loader's and ``prepare``'s from the host
         thread), so growth cannot simply be charged to whichever call ended next.
-        Each segment between two samples goes to the call that covers most of it,
-        and among calls that cover it all, to the shortest: a ``prepare`` that ends
+        Each segment between two samples goes to the call that covers most of it;
+        among calls that cover as much, to one on the device thread (the thread
+        that reports batches, where device arrays are made: a host-thread call that
+        merely overlaps a sink write loses to it), then to the shortest: a ``prepare`` that ends
         just after the sink grew covers only its own end of that segment, and one
         the host thread was descheduled in, spanning the sink's whole write, loses
         to the shorter write. A claim is final when the segment leaves the timeline
@@ -358,11 +362,12 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
             length = segment.at - segment.since
             overlap = min(segment.at, now) - max(segment.since, began)
             covered = min(1.0, overlap / length) if length > 0 else 1.0
-            score = (covered, -seconds)
+            score = (covered, threading.get_ident() == self._device_thread, -seconds)
             if segment.score is None or score > segment.score:
                 segment.seam, segment.score = seam, score
 
     def _batch_done(self) -> None:
+        self._device_thread = threading.get_ident()
         self.batches += 1
         values = self._measure(device=True)
         if self.config.attribute_seams:
