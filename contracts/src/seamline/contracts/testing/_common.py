@@ -15,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from seamline.contracts.component import Component, ComponentConfig
+from seamline.contracts.conformance import config_of
 from seamline.contracts.versions import CONTRACT_VERSIONS, Kind, compatibility_problem
 
 EXAMPLES_VARIABLE = "SEAMLINE_CONFORMANCE_EXAMPLES"
@@ -41,7 +42,7 @@ def identity(component: Component[Any], with_config: bool = True) -> str:
             "name": component.name,
             "class": f"{cls.__module__}:{cls.__qualname__}",
             "contract_version": component.contract_version,
-            "config": component.config.model_dump(mode="json") if with_config else None,
+            "config": config_of(component) if with_config else None,
         },
         sort_keys=True,
     )

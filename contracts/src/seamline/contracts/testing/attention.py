@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from seamline.contracts.attention import TOLERANCES, Attention, SegmentIds
+from seamline.contracts.attention import TOLERANCES, Attention, SegmentIds, Support
 from seamline.contracts.component import Component
 from seamline.contracts.errors import UnsupportedError
 from seamline.contracts.testing._attention_cases import (
@@ -83,8 +83,8 @@ class AttentionContract(ComponentContract):
     # -- helpers ---------------------------------------------------------------------------
 
     @staticmethod
-    def claims(attention: Attention[Any], case: AttentionCase) -> bool:
-        """Whether the component claims ``case``; a refusal must give its reasons."""
+    def support_for(attention: Attention[Any], case: AttentionCase) -> Support:
+        """The component's answer for ``case``; a refusal must give its reasons."""
         support = attention.supports(case.spec())
         if not support.ok:
             reasons = [r for r in support.reasons if isinstance(r, str) and r.strip()]
@@ -92,7 +92,12 @@ class AttentionContract(ComponentContract):
                 f"{attention.name!r} refuses {case.describe()} without saying why: "
                 "return Support.no('reason', ...)"
             )
-        return bool(support.ok)
+        return support
+
+    @classmethod
+    def claims(cls, attention: Attention[Any], case: AttentionCase) -> bool:
+        """Whether the component claims ``case`` (checking that a refusal says why)."""
+        return bool(cls.support_for(attention, case).ok)
 
     @staticmethod
     def check_agrees(attention: Attention[Any], case: AttentionCase) -> None:
@@ -149,9 +154,9 @@ class AttentionContract(ComponentContract):
     @pytest.mark.parametrize("case_name", list(FEATURE_CASES))
     def test_feature_case(self, attention: Attention[Any], case_name: str) -> None:
         case = FEATURE_CASES[case_name]
-        if not self.claims(attention, case):
-            reasons = attention.supports(case.spec()).reasons
-            pytest.skip(f"refused, as it may be: {'; '.join(reasons)}")
+        support = self.support_for(attention, case)
+        if not support.ok:
+            pytest.skip(f"refused, as it may be: {'; '.join(support.reasons)}")
         self.check_agrees(attention, case)
 
     def test_random_cases(self, attention: Attention[Any]) -> None:
