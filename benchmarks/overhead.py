@@ -23,8 +23,7 @@ freshly compiled shape, which a pipeline run pays and the warmed bare loop does 
   ``bert-encoder``, ``native`` attention, the ``npy`` sink, and tracing on: every
   span goes through a ``BatchSpanProcessor`` to a JSON Lines file (the
   ``OTEL_TRACES_EXPORTER=jsonl SEAMLINE_TRACES_FILE=...`` set-up of
-  ``seamline.adapters.tracing_setup.configure_tracing()`` when that exporter
-  exists; otherwise a file exporter defined here, and the result says which). Each
+  ``seamline.adapters.telemetry_setup.configure_telemetry()``). Each
   run compiles its shapes again (that is how the orchestrator works) and loads the
   weights, which the bare loop does before its timed loop; so its time is the
   ``seamline.run`` span less its ``seamline.compile`` and ``seamline.model.load``
@@ -53,7 +52,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,65 +93,20 @@ def prepare_corpus(docs: int, workdir: Path) -> Path:
 # -- tracing -----------------------------------------------------------------------------------
 
 
-class JsonlSpanExporter:
-    """The fallback: one JSON object per finished span (name, start/end ns, attributes)."""
-
-    def __init__(self, path: Path) -> None:
-        self._file = path.open("a", encoding="utf-8")
-
-    def export(self, spans: Sequence[Any]) -> Any:
-        from opentelemetry.sdk.trace.export import SpanExportResult
-
-        for span in spans:
-            row = {
-                "name": span.name,
-                "start_time_unix_nano": span.start_time,
-                "end_time_unix_nano": span.end_time,
-                "attributes": dict(span.attributes or {}),
-            }
-            self._file.write(json.dumps(row, default=str) + "\n")
-        self._file.flush()
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        self._file.close()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        self._file.flush()
-        return True
-
-
 def configure_tracing(path: Path) -> tuple[Any, str]:
-    """A tracer provider exporting every span to ``path`` as JSON Lines; and how it was set up."""
+    """Every span to ``path`` as JSON Lines, set up as the CLI does; the provider and how."""
     from opentelemetry import trace
+
+    from seamline.adapters.telemetry_setup import configure_telemetry
 
     os.environ["OTEL_TRACES_EXPORTER"] = "jsonl"
     os.environ["SEAMLINE_TRACES_FILE"] = str(path)
-    provider: Any = None
-    try:
-        from seamline.adapters.tracing_setup import configure_tracing as configure
-
-        configure()
-        provider = trace.get_tracer_provider()
-        with trace.get_tracer("seamline.bench").start_as_current_span("seamline.bench.probe"):
-            pass
-        provider.force_flush()
-        if path.exists() and path.stat().st_size > 0:
-            return provider, "seamline.adapters.tracing_setup.configure_tracing() (jsonl exporter)"
-    except Exception as err:  # not there yet, or it failed: fall back, and say so
-        print(f"configure_tracing() did not give a jsonl exporter: {err}", file=sys.stderr)
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    if provider is None or not hasattr(provider, "add_span_processor"):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(BatchSpanProcessor(JsonlSpanExporter(path)))  # type: ignore[arg-type]
-    return provider, "fallback: the SDK's BatchSpanProcessor with benchmarks/overhead.py's exporter"
+    configure_telemetry()
+    return trace.get_tracer_provider(), "seamline.adapters.telemetry_setup (jsonl exporter)"
 
 
 def read_spans(path: Path, offset: int = 0) -> list[dict[str, Any]]:
-    """The spans written to ``path`` from byte ``offset`` on (either exporter's fields)."""
+    """The spans the JSONL exporter wrote to ``path`` from byte ``offset`` on."""
     spans = []
     with path.open("rb") as file:
         file.seek(offset)
@@ -162,8 +115,7 @@ def read_spans(path: Path, offset: int = 0) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         row = json.loads(line)
-        start = row.get("start_ns", row.get("start_time_unix_nano"))
-        end = row.get("end_ns", row.get("end_time_unix_nano"))
+        start, end = row.get("start_ns"), row.get("end_ns")
         if isinstance(start, int) and isinstance(end, int):
             length = (row.get("attributes") or {}).get("seamline.batch.length")
             spans.append(

@@ -337,8 +337,3 @@ def shutdown_telemetry() -> None:
     _exporting.replace(())
     if _meter_provider is not None:
         _meter_provider.force_flush()
-
-
-# The names of the first release of this module (tracing only).
-configure_tracing = configure_telemetry
-shutdown_tracing = shutdown_telemetry
