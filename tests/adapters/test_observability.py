@@ -316,13 +316,47 @@ def test_every_seam_call_is_a_seamcall_event() -> None:
     seen = {(c.kind, c.name, c.operation) for c in calls}
     assert seen == {
         ("loader", "list", "read"),
+        ("model", "toy", "load"),
         ("model", "toy", "prepare"),
         ("model", "toy", "apply"),
+        ("sink", "memory", "start"),
         ("sink", "memory", "write"),
+        ("sink", "memory", "close"),
     }
     assert sum(c.operation == "prepare" for c in calls) == 3
     assert sum(c.operation == "apply" for c in calls) == 2  # 3 examples, batches of 2
+    assert sum(c.operation in ("load", "start", "close") for c in calls) == 3  # once a run
     assert all(c.seconds >= 0 for c in calls)
+
+
+def test_every_seam_call_is_a_span_with_the_component_s_own_description(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    configure_telemetry(TelemetrySettings(traces=["jsonl"], traces_file=str(path)))
+    run_toy(["a b", "!unreadable", "c d e"])
+    shutdown_telemetry()
+    spans = read_jsonl(path)
+    names = {s["name"] for s in spans}
+    assert {
+        "seamline.loader.read",
+        "seamline.model.load",
+        "seamline.model.prepare",
+        "seamline.model.apply",
+        "seamline.sink.start",
+        "seamline.sink.write",
+        "seamline.sink.write_error",
+        "seamline.sink.close",
+    } <= names
+    for span in spans:
+        if span["name"].startswith(("seamline.loader.", "seamline.model.", "seamline.sink.")):
+            attributes = span["attributes"]
+            # describe() feeds the scheme; the registry adds who distributes the component.
+            assert attributes["seamline.component.kind"] == span["name"].split(".")[1]
+            assert attributes["seamline.component.contract_version"] == "1.0"
+            assert attributes["seamline.component.distribution"] == "tests"
+    apply = next(s for s in spans if s["name"] == "seamline.model.apply")
+    assert apply["attributes"]["seamline.component.heads"] == "4"  # the toy's own describe()
+    close = next(s for s in spans if s["name"] == "seamline.sink.close")
+    assert close["attributes"]["seamline.complete"] is True
 
 
 def test_jsonl_exporter_after_shutdown_fails_quietly(tmp_path: Path) -> None:

@@ -418,7 +418,17 @@ def test_manifest_is_published_beside_the_output(tmp_path: Path, kind: str) -> N
     assert not (tmp_path / "out" / "emb.manifest.json").exists()
     sink.close()
     written = json.loads((tmp_path / "out" / "emb.manifest.json").read_text(encoding="utf-8"))
+    outputs = written.pop("outputs")
     assert written == manifest
+    # Every file the sink published, relative to the manifest, so a reader needs nothing else.
+    expected = (
+        {"errors": "emb.errors.jsonl", "records": "emb.jsonl"}
+        if kind == "jsonl"
+        else {"errors": "emb.errors.jsonl", "index": "emb.index.jsonl", "matrix": "emb.npy"}
+    )
+    assert outputs == {"sink": kind, "files": expected}
+    for name in expected.values():
+        assert (tmp_path / "out" / name).is_file()
 
 
 def test_published_files_get_the_usual_mode(tmp_path: Path) -> None:
@@ -496,7 +506,8 @@ def test_a_crash_after_a_commit_resumes_with_every_record_exactly_once(
     second.close()
     assert_published(tmp_path, second, a + b + c)
     assert [line["id"] for line in read_jsonl(out / "emb.errors.jsonl")] == ["bad.txt", "big.txt"]
-    assert json.loads((out / "emb.manifest.json").read_text(encoding="utf-8")) == MANIFEST
+    published = json.loads((out / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert {k: v for k, v in published.items() if k != "outputs"} == MANIFEST
 
 
 def test_the_last_of_several_commits_is_the_one_recovered(

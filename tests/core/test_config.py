@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from seamline.contracts import ConfigError
-from seamline.core.config import parse_pipeline
+from seamline.core.config import AttentionMode, parse_pipeline
 from seamline.core.registry import Registry
 
 BASE = """\
@@ -63,15 +63,15 @@ def test_override_errors_name_the_override(registry: Registry, override: str, me
 
 def test_attention_forms(registry: Registry) -> None:
     auto = parse_pipeline(BASE, "p.yaml", registry, environ={})
-    assert not auto.attention_explicit
-    assert "native" in [a.name for a in auto.attention]
+    assert auto.attention.mode is AttentionMode.AUTO
+    assert "native" in [a.name for a in auto.attention.candidates]
     single = parse_pipeline(BASE + "attention: {use: native}\n", "p.yaml", registry, environ={})
-    assert single.attention_explicit
-    assert [a.name for a in single.attention] == ["native"]
+    assert single.attention.mode is AttentionMode.EXPLICIT
+    assert [a.name for a in single.attention.candidates] == ["native"]
     listed = parse_pipeline(
         BASE + "attention: {use: [native], with: {native: {}}}\n", "p.yaml", registry, environ={}
     )
-    assert not listed.attention_explicit
+    assert listed.attention.mode is AttentionMode.LIST
 
 
 def test_attention_list_must_not_repeat(registry: Registry) -> None:

@@ -8,6 +8,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from seamline.components.attention.native import NativeAttention
 from seamline.contracts import (
     AttentionChosen,
     BatchDone,
@@ -17,6 +18,7 @@ from seamline.contracts import (
     RunFinished,
     RunStarted,
     UnsupportedError,
+    Verified,
 )
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
@@ -59,6 +61,31 @@ def test_every_document_is_either_written_or_set_aside() -> None:
     assert orchestrator._summary(1.0).compilations == 3
 
 
+def test_a_run_without_any_reference_attention_installed_finishes_cleanly() -> None:
+    # No installed attention declares itself the reference: nothing to verify against,
+    # and the end of the run must not trip over the missing reference.
+    registry = toy_registry(without=(NativeAttention,))
+    text = (
+        "pipeline: no-reference\n"
+        "loader: {use: list, with: {texts: ['one two', 'three']}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: long-only}\n"
+        "monitors: [{use: recording}]\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 4, buckets: [4]}\n"
+    )
+    resolved = parse_pipeline(text, "p.yaml", registry)
+    assert resolved.attention.reference is None
+    summary = Orchestrator(resolved, registry).run()
+    assert summary.documents == 2
+    assert MemorySink.closed == [True]
+    assert {r.doc_id for r in MemorySink.records} == {"d0", "d1"}
+    assert not [e for e in RecordingMonitor.events if isinstance(e, Verified)]
+    finished = RecordingMonitor.events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.ok
+
+
 def test_records_do_not_depend_on_batch_neighbours() -> None:
     run("native")
     together = {r.doc_id: r.vector for r in MemorySink.records}
@@ -82,7 +109,7 @@ def test_events_cover_the_run_and_a_broken_monitor_does_not_stop_it() -> None:
 
 def test_compiled_code_names_each_seam() -> None:
     orchestrator = run("native")
-    for step in orchestrator._steps.values():
+    for step in orchestrator.steps.in_use():
         names = set(re.findall(r'op_name="([^"]*)"', step.compiled.as_text()))
         attention_ops = [n for n in names if "seamline/model/toy/seamline/attention/native/" in n]
         assert attention_ops, sorted(names)[:5]

@@ -9,17 +9,15 @@ import pytest
 
 from seamline.contracts import AttentionChosen, UnsupportedError
 from seamline.contracts.conformance import (
-    STORE_VARIABLE,
     CheckResult,
     ConformanceRecord,
     Environment,
     current_environment,
-    distribution_of,
-    save,
 )
+from seamline.core.attention.trust import untrusted_candidates
 from seamline.core.config import parse_pipeline
+from seamline.core.conformance import STORE_VARIABLE, attribute, save
 from seamline.core.orchestrator import Orchestrator
-from seamline.core.trust import untrusted_candidates
 from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
 
 TEXTS = ["one two", "three four five"]
@@ -42,19 +40,20 @@ def record(
     config: dict[str, Any] | None = None,
 ) -> ConformanceRecord:
     (component,) = candidates(name)
-    found = distribution_of(type(component))  # None for toys no entry point registers
-    return ConformanceRecord(
+    unattributed = ConformanceRecord(
         kind="attention",
         name=name,
         component_class=f"{type(component).__module__}:{type(component).__qualname__}",
-        distribution=found[0] if found else None,
-        distribution_version=found[1] if found else None,
+        distribution=None,
+        distribution_version=None,
         contract_version="1.1",
         config=config if config is not None else component.config.model_dump(mode="json"),
         environment=environment or current_environment(),
         created="2026-11-29T00:00:00+00:00",
         results=(CheckResult(check="feature_case[plain-f32]", outcome=outcome),),  # type: ignore[arg-type]
     )
+    # As `seamline check` does: the registry says which distribution (and version) made it.
+    return attribute(unattributed, toy_registry())
 
 
 def run(attention: str) -> list[AttentionChosen]:
@@ -77,12 +76,19 @@ def candidates(*names: str) -> list[Any]:
     return [registry.create("attention", name) for name in names]
 
 
+def untrusted(*names: str, required: bool = True) -> dict[str, str]:
+    registry = toy_registry()
+    implementations = candidates(*names)
+    infos = {c.name: registry.info_of(c) for c in implementations}
+    return untrusted_candidates(implementations, infos, required)
+
+
 def test_not_required_means_no_check() -> None:
-    assert untrusted_candidates(candidates("native", "off-by-ten"), required=False) == {}
+    assert untrusted("native", "off-by-ten", required=False) == {}
 
 
 def test_without_records_nothing_is_trusted_and_the_fix_is_named() -> None:
-    problems = untrusted_candidates(candidates("native"), required=True)
+    problems = untrusted("native")
     assert problems == {
         "native": "no conformance record; run 'seamline check attention:native --record'"
     }
@@ -100,7 +106,7 @@ def test_a_jax_upgrade_withdraws_trust(store: Path) -> None:
     now = current_environment()
     older = now.model_copy(update={"jax": "0.0.1", "jaxlib": "0.0.1"})
     save(record("native", environment=older), store)
-    problem = untrusted_candidates(candidates("native"), required=True)["native"]
+    problem = untrusted("native")["native"]
     assert f"jax 0.0.1 (now: {now.jax})" in problem
     assert f"jaxlib 0.0.1 (now: {now.jaxlib})" in problem
     with pytest.raises(UnsupportedError, match="conformance required"):
@@ -109,23 +115,23 @@ def test_a_jax_upgrade_withdraws_trust(store: Path) -> None:
 
 def test_a_failing_record_does_not_count(store: Path) -> None:
     save(record("native", outcome="failed"), store)
-    problem = untrusted_candidates(candidates("native"), required=True)["native"]
+    problem = untrusted("native")["native"]
     assert "fails (1 failed)" in problem
 
 
 def test_a_record_for_another_configuration_does_not_count(store: Path) -> None:
     save(record("native", config={"something": "else"}), store)
-    problem = untrusted_candidates(candidates("native"), required=True)["native"]
+    problem = untrusted("native")["native"]
     assert "another configuration" in problem
 
 
 def test_all_skipped_proves_nothing(store: Path) -> None:
     save(record("native", outcome="skipped"), store)
-    assert "native" in untrusted_candidates(candidates("native"), required=True)
+    assert "native" in untrusted("native")
 
 
 def test_damaged_records_are_ignored(store: Path) -> None:
     store.mkdir(parents=True)
     (store / "attention-native-broken.json").write_text("{not json", encoding="utf-8")
     save(record("native"), store)
-    assert untrusted_candidates(candidates("native"), required=True) == {}
+    assert untrusted("native") == {}

@@ -140,6 +140,9 @@ class ToyModel(Model[ToyConfig]):
             mask[row, : example.length] = 1
         return Batch(tuple(examples), {"ids": ids, "mask": mask}, batch_size, length)
 
+    def describe(self) -> dict[str, str]:
+        return {**super().describe(), "heads": "4"}
+
     def apply(
         self, params: Any, arrays: Mapping[str, jax.Array], attention: AttentionFn
     ) -> jax.Array:
@@ -256,7 +259,8 @@ class LongOnlyAttention(NativeAttention):
         return 10 if spec.kv_len >= 8 else -1
 
 
-def toy_registry() -> Registry:
+def toy_registry(without: tuple[type[Any], ...] = ()) -> Registry:
+    """The toy components as discovery would register them, less those in ``without``."""
     components: list[type[Any]] = [
         ListLoader,
         CountLoader,
@@ -277,4 +281,5 @@ def toy_registry() -> Registry:
             c.kind, c.name, f"{c.__module__}:{c.__name__}", "tests", "0", "ok", "", c, "1.0"
         )
         for c in components
+        if c not in without
     )

@@ -4,8 +4,10 @@ Idle unless asked: installed with seamline-contracts, it only adds options, and 
 imports nothing of seamline (so JAX) until one is used, because pytest loads it in
 every session of an environment that has seamline. ``--seamline-record [DIR]``
 writes a conformance record for every component a contract class tested in the
-session; ``--seamline-max-examples N`` bounds each property-based check. It lives
-outside ``seamline.contracts`` so that loading it does not import that package.
+session (keeping records is the host's job, so this needs seamline-core
+installed); ``--seamline-max-examples N`` bounds each property-based check. It
+lives outside ``seamline.contracts`` so that loading it does not import that
+package.
 """
 
 from __future__ import annotations
@@ -56,14 +58,26 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     collector = config.stash.get(_COLLECTOR_KEY, None)
     if collector is None:
         return
-    from seamline.contracts.conformance import save, store_directory
     from seamline.contracts.testing.results import Collector
 
     assert isinstance(collector, Collector)
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    try:  # the host keeps records: its registry knows which distribution made what
+        from seamline.core.conformance import attribute, save, store_directory
+        from seamline.core.registry import Registry
+    except ImportError as err:
+        if reporter is not None:
+            reporter.write_line(
+                f"seamline: --seamline-record needs seamline-core installed ({err}); "
+                "no record written"
+            )
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return
     option = config.getoption("--seamline-record")
     directory = Path(option) if option else store_directory()
-    reporter = config.pluginmanager.getplugin("terminalreporter")
+    registry = Registry.discover()
     for record in collector.records():
+        record = attribute(record, registry)
         path = save(record, directory)
         if reporter is not None:
             verdict = "passing" if record.passed else "FAILING"

@@ -1,28 +1,28 @@
-"""A run: loader → model.prepare → bucketed batches → jit(model.apply ∘ attention) → sink.
+"""A run: loader → model.prepare → bucketed batches → compiled step → sink.
 
-Host work (reading, tokenising, padding) runs in a producer thread, a bounded
-number of batches ahead of the device, so it overlaps with compute and memory
-stays bounded however large the corpus. Each shape bucket is planned (which
-attention serves it) and compiled once. Documents that cannot be read or
-prepared are reported to the sink and to monitors and set aside, never dropped
-silently. Every seam call is a span under one root span per run. A resumable sink
-is checkpointed every ``run.checkpoint_every`` loaded documents, and a run started
+Host work (reading, tokenising, padding) runs in a producer thread
+(:mod:`.prefetch`), a bounded number of batches ahead of the device, so it overlaps
+with compute and memory stays bounded however large the corpus. Which attention
+serves each batch shape, and the compiled call for it, come from
+:class:`~seamline.core.attention.steps.CompiledSteps`; the orchestrator runs the
+step and reports what happened. Documents that cannot be read or prepared are
+reported to the sink and to monitors and set aside, never dropped silently. Every
+call across a seam goes through its :class:`~seamline.core.seams.Seam` (span,
+timing, ``SeamCall`` event), under one root span per run. A resumable sink is
+checkpointed every ``run.checkpoint_every`` loaded documents, and a run started
 with ``resume`` continues from its last checkpoint.
 """
 
 from __future__ import annotations
 
-import contextvars
-import functools
-import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -30,19 +30,15 @@ import structlog
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
-    Alert,
-    Attention,
-    AttentionChosen,
-    AttentionSpec,
     Batch,
     BatchDone,
-    Compiled,
+    Component,
     ContractViolation,
     Document,
     DocumentError,
     DocumentFailed,
+    Event,
     Example,
-    Fallback,
     Loaded,
     Loader,
     Model,
@@ -50,34 +46,19 @@ from seamline.contracts import (
     OutputRecord,
     RunFinished,
     RunStarted,
-    SeamCall,
-    ShadowCompared,
     Sink,
     UserError,
-    Verified,
 )
 from seamline.contracts.seams import check_batch, check_examples, check_loaded, check_model_output
+from seamline.core.attention.candidates import build_candidates
+from seamline.core.attention.probe import device_identity
+from seamline.core.attention.steps import CompiledSteps
 from seamline.core.batching import Bucketer, resolve_buckets
-from seamline.core.config import ResolvedPipeline
-from seamline.core.planner import AttentionDecision, AttentionPlanner
-from seamline.core.probe import attention_specs, device_identity
+from seamline.core.config import ComponentChoice, ResolvedPipeline
+from seamline.core.prefetch import prefetched
 from seamline.core.registry import Registry
-from seamline.core.seams import CheckedAttention, MonitorHub, scope_name
-from seamline.core.telemetry import (
-    ATTENTION_NAME,
-    ATTENTION_REASON,
-    BATCH_LENGTH,
-    BATCH_SIZE,
-    DEVICE_KIND,
-    DTYPE,
-    PLATFORM,
-    THREAD_NAME,
-    component_attributes,
-    span_event,
-    tracer,
-)
-from seamline.core.trust import untrusted_candidates
-from seamline.core.verification import tolerance_for, verify
+from seamline.core.seams import MonitorHub, Seam
+from seamline.core.telemetry import DEVICE_KIND, PLATFORM, THREAD_NAME, span_event, tracer
 
 log = structlog.get_logger("seamline.core")
 
@@ -116,26 +97,10 @@ class _Counts:
 
 
 @dataclass(frozen=True, slots=True)
-class _Step:
-    """A compiled model call for one batch shape, with the attention that serves it."""
-
-    call: Callable[[Any, Mapping[str, Any]], jax.Array]
-    decision: AttentionDecision
-    compiled: Any
-    """The XLA executable; its HLO names each seam (``seamline/<kind>/<name>``)."""
-    specs: tuple[AttentionSpec, ...] = ()
-    attributes: Mapping[str, Any] = field(default_factory=dict)
-    """The ``seamline.model.apply`` span's attributes for this shape (built once)."""
-
-
-@dataclass(frozen=True, slots=True)
 class _Checkpoint:
     """From the host work: everything loaded up to ``cursor`` has been yielded before this."""
 
     cursor: str
-
-
-_DONE = object()
 
 
 class Orchestrator:
@@ -150,75 +115,32 @@ class Orchestrator:
         self.pipeline = pipeline
         self.registry = registry
         self.run_id = uuid.uuid4().hex[:12]
-        self.loader: Loader[Any] = self._create(pipeline.loader)
-        self.model: Model[Any] = self._create(pipeline.model)
-        self.sink: Sink[Any] = self._create(pipeline.sink)
-        self.monitors = MonitorHub([*(self._create(m) for m in pipeline.monitors), *extra_monitors])
-        candidates: list[Attention[Any]] = [self._create(a) for a in pipeline.attention]
-        self.planner = AttentionPlanner(
-            candidates,
-            explicit=pipeline.attention_explicit,
-            auto=pipeline.attention_auto,
-            untrusted=untrusted_candidates(candidates, pipeline.spec.attention.require_conformance),
-        )
-        self.reference = self._reference(candidates)
-        attention_settings = pipeline.spec.attention
-        self.verify = attention_settings.verify and self.reference is not None
-        self.fallback = attention_settings.on_failure == "fallback"
-        self.shadow_every = attention_settings.shadow.every if attention_settings.shadow else 0
-        self._verified: set[tuple[tuple[AttentionSpec, ...], str]] = set()
-        self._reference_steps: dict[tuple[int, int], _Step] = {}
+        self.loader = cast(Loader[Any], self._create(pipeline.loader))
+        self.model = cast(Model[Any], self._create(pipeline.model))
+        self.sink = cast(Sink[Any], self._create(pipeline.sink))
+        monitors = [cast(Monitor[Any], self._create(m)) for m in pipeline.monitors]
+        self.monitors = MonitorHub([*monitors, *extra_monitors])
+        self.loader_seam = self._seam(self.loader)
+        self.model_seam = self._seam(self.model)
+        self.sink_seam = self._seam(self.sink)
+        self.attention = build_candidates(pipeline.attention, registry)
+        self.steps = CompiledSteps(self.model, self.attention, self._traced)
         settings = pipeline.spec.run
         self.batch_size = settings.batch_size
         self.buckets = resolve_buckets(settings.buckets, self.model.max_length)
-        self._steps: dict[tuple[int, int], _Step] = {}
         self.counts = _Counts()
         self.resumed_from: str | None = None
-        # Span attributes built once per component, not once per call.
-        self._loader_attributes = self._attributes_of(self.loader)
-        self._model_attributes = self._attributes_of(self.model)
-        self._sink_attributes = self._attributes_of(self.sink)
-        self._prepare_attributes = self._model_attributes
-        self._attention_attributes: dict[str, dict[str, str]] = {}
 
-    def _create(self, choice: Any) -> Any:
+    def _create(self, choice: ComponentChoice) -> Component[Any]:
         return self.registry.create(choice.kind, choice.name, choice.config)
 
-    def _attributes_of(self, component: Any) -> dict[str, str]:
-        """The component's span attributes, with the distribution that registers it."""
-        distribution: str | None
-        version: str | None
-        try:
-            info = self.registry.get(component.kind, component.name)
-            distribution, version = info.distribution, info.version
-        except Exception:  # not from the registry (a hand-made component): name it anyway
-            distribution = version = None
-        return component_attributes(
-            component.kind,
-            component.name,
-            component.contract_version,
-            distribution=distribution,
-            version=version,
-        )
+    def _seam(self, component: Component[Any]) -> Seam:
+        return Seam(component, self.registry.info_of(component), self.monitors)
 
-    def _attention_attributes_of(self, attention: Attention[Any]) -> dict[str, str]:
-        attributes = self._attention_attributes.get(attention.name)
-        if attributes is None:
-            attributes = self._attention_attributes[attention.name] = self._attributes_of(attention)
-        return attributes
-
-    def _traced(self, event: Any) -> None:
+    def _traced(self, event: Event) -> None:
         """Emit ``event`` to monitors and add it as an event of the current span."""
         span_event(event)
         self.monitors.emit(event)
-
-    def _reference(self, candidates: list[Attention[Any]]) -> Attention[Any] | None:
-        """The reference attention: the candidate of that name if there is one, else its own."""
-        choice = self.pipeline.attention_reference
-        if choice is None:
-            return None
-        same = [c for c in candidates if c.name == choice.name and c.config == choice.config]
-        return same[0] if same else self._create(choice)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -242,23 +164,19 @@ class Orchestrator:
                 DEVICE_KIND: device_kind,
             },
         ) as root:
-            self.monitors.emit(
-                RunStarted(
-                    self.run_id,
-                    spec.pipeline,
-                    {
-                        "loader": spec.loader.use,
-                        "model": spec.model.use,
-                        "attention": str(spec.attention.use),
-                        "sink": spec.sink.use,
-                    },
-                )
-            )
+            components = {
+                "loader": spec.loader.use,
+                "model": spec.model.use,
+                "attention": str(spec.attention.use),
+                "sink": spec.sink.use,
+            }
+            self.monitors.emit(RunStarted(self.run_id, spec.pipeline, components))
             ok = False
             try:
                 after = self._begin(resume)
-                params = self._load_params()
-                for item in _prefetched(self._host_work(after), spec.run.prefetch):
+                with self.model_seam.call("load"):
+                    params = jax.device_put(self.model.load())
+                for item in prefetched(self._host_work(after), spec.run.prefetch):
                     if isinstance(item, Batch):
                         self._process(params, item)
                     elif isinstance(item, _Checkpoint):
@@ -292,7 +210,8 @@ class Orchestrator:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any."""
         sink = self.sink
         if not resume:
-            sink.start(self.manifest())
+            with self.sink_seam.call("start"):
+                sink.start(self.manifest())
             return None
         if not sink.resumable:
             raise UserError(
@@ -300,7 +219,8 @@ class Orchestrator:
                 "resumable); run again without --resume (resume=False) to start from the "
                 "beginning, or choose a resumable sink"
             )
-        cursor = sink.recover(self.manifest())
+        with self.sink_seam.call("recover"):
+            cursor = sink.recover(self.manifest())
         if cursor is None:
             log.info("resume: nothing was committed; starting from the beginning", sink=sink.name)
         else:
@@ -308,11 +228,7 @@ class Orchestrator:
         self.resumed_from = cursor
         return cursor
 
-    def _load_params(self) -> Any:
-        with tracer().start_as_current_span(
-            "seamline.model.load", attributes=self._model_attributes
-        ):
-            return jax.device_put(self.model.load())
+    # -- host work (producer thread) -------------------------------------------------------
 
     def _host_work(
         self, after: str | None = None
@@ -323,18 +239,12 @@ class Orchestrator:
         buckets are flushed, so that every example of every item loaded so far is in
         a batch already yielded, and a ``_Checkpoint`` with the last item's cursor
         follows those batches.
-
-        Reading is timed per item, but reported per chunk of up to ``batch_size``
-        items: one ``seamline.loader.read`` span and one ``SeamCall`` per chunk (a span
-        per document read would cost more than many loaders' reads).
         """
         bucketer = Bucketer(self.buckets, self.batch_size)
         every = self.pipeline.spec.run.checkpoint_every if self.sink.resumable else 0
         thread = {THREAD_NAME: threading.current_thread().name}
-        self._prepare_attributes = {**self._model_attributes, **thread}
-        reads = self._reads(after, {**self._loader_attributes, **thread})
-        for count, loaded in enumerate(reads, start=1):
-            yield from self._host_item(loaded.item, bucketer)
+        for count, loaded in enumerate(self._reads(after, thread), start=1):
+            yield from self._host_item(loaded.item, bucketer, thread)
             if every and count % every == 0:
                 # The partly filled buckets go out padded: the price of a checkpoint.
                 for length, ready in bucketer.flush():
@@ -346,62 +256,52 @@ class Orchestrator:
     def _reads(self, after: str | None, attributes: Mapping[str, Any]) -> Iterator[Loaded]:
         """The loader's checked items, its time in the loader reported per chunk of items.
 
-        Reads interleave with ``prepare``, so a chunk's span starts when its first item
-        is asked for and lasts as long as the loader took for the chunk's items
-        together: the sum of the reads, not a wall-clock interval.
+        A span per document read would cost more than many loaders' reads, so reads
+        are timed per item and reported per chunk of up to ``batch_size`` items (one
+        ``seamline.loader.read`` span with ``seamline.loader.items``, one
+        ``SeamCall``). Reads interleave with ``prepare``, so a chunk's span starts when
+        its first item is asked for and lasts as long as the loader took for the
+        chunk's items together: the sum of the reads, not a wall-clock interval.
         """
-        loader = self.loader
         clock = time.perf_counter_ns
-        size = self.batch_size
         reader: Iterator[Loaded] | None = None
         items = spent = first = 0
+
+        def report(error: BaseException | None = None) -> None:
+            chunk = {**attributes, "seamline.loader.items": items}
+            self.loader_seam.record("read", first, spent, chunk, error)
+
         while True:
             if items == 0:
                 first = time.time_ns()
             started = clock()
             try:
                 if reader is None:
-                    reader = iter(loader.read(after=after))
-                loaded = check_loaded(loader.name, next(reader))
+                    reader = iter(self.loader.read(after=after))
+                loaded = check_loaded(self.loader.name, next(reader))
             except StopIteration:
-                self._read_span(first, spent + clock() - started, items, attributes)
+                spent += clock() - started
+                report()
                 return
             except BaseException as err:
-                self._read_span(first, spent + clock() - started, items, attributes, err)
+                spent += clock() - started
+                report(err)
                 raise
             spent += clock() - started
             items += 1
-            if items == size:
-                self._read_span(first, spent, items, attributes)
+            if items == self.batch_size:
+                report()
                 items = spent = 0
             yield loaded
 
-    def _read_span(
-        self,
-        start_ns: int,
-        spent_ns: int,
-        items: int,
-        attributes: Mapping[str, Any],
-        error: BaseException | None = None,
-    ) -> None:
-        span = tracer().start_span(
-            "seamline.loader.read", attributes=attributes, start_time=start_ns
-        )
-        span.set_attribute("seamline.loader.items", items)
-        if error is not None:
-            span.record_exception(error)
-            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-        span.end(end_time=start_ns + spent_ns)
-        self.monitors.emit(SeamCall("loader", self.loader.name, "read", spent_ns / 1e9))
-
     def _host_item(
-        self, item: Document | DocumentError, bucketer: Bucketer
+        self, item: Document | DocumentError, bucketer: Bucketer, thread: Mapping[str, Any]
     ) -> Iterator[Batch | tuple[DocumentError, str]]:
         """One loaded item: set aside, or prepared into examples and bucketed."""
         if isinstance(item, DocumentError):
             yield item, "load"
             return
-        examples = self._prepare(item)
+        examples = self._prepare(item, thread)
         if isinstance(examples, DocumentError):
             yield examples, "prepare"
             return
@@ -412,29 +312,19 @@ class Orchestrator:
             for length, ready in bucketer.add(example):
                 yield self._collate(ready, length)
 
-    def _prepare(self, document: Document) -> list[Example] | DocumentError:
+    def _prepare(
+        self, document: Document, thread: Mapping[str, Any]
+    ) -> list[Example] | DocumentError:
+        """The document's examples; a document ``prepare`` fails on is set aside, not raised."""
         model = self.model
-        started = time.perf_counter()
-        failed: DocumentError | None = None
-        examples: list[Example] = []
-        with tracer().start_as_current_span(
-            "seamline.model.prepare", attributes=self._prepare_attributes
-        ) as span:
-            span.set_attribute("seamline.document.id", document.id)
-            try:
+        try:
+            with self.model_seam.call("prepare", {**thread, "seamline.document.id": document.id}):
                 examples = list(model.prepare(document))
-            except ContractViolation:
-                raise
-            except Exception as err:
-                # Set aside, not raised: the span still says the call failed.
-                span.record_exception(err)
-                span.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
-                failed = DocumentError(
-                    document.id, f"prepare failed: {type(err).__name__}: {err}", document.metadata
-                )
-        self.monitors.emit(SeamCall("model", model.name, "prepare", time.perf_counter() - started))
-        if failed is not None:
-            return failed
+        except ContractViolation:
+            raise
+        except Exception as err:  # the span recorded it; the run goes on
+            reason = f"prepare failed: {type(err).__name__}: {err}"
+            return DocumentError(document.id, reason, document.metadata)
         check_examples(model.name, examples, model.max_length)
         return examples
 
@@ -443,53 +333,23 @@ class Orchestrator:
         check_batch(self.model.name, batch, self.batch_size, length)
         return batch
 
-    def _commit(self, cursor: str) -> None:
-        """Make everything written so far durable in the sink, up to ``cursor``.
-
-        The host work yields a checkpoint after the batches and set-aside documents
-        of every item up to ``cursor``, and the prefetch queue is first in, first out
-        (or the work runs inline): so when the consumer reaches the checkpoint, each
-        of those batches has been run and written and each error written. Nothing
-        before the cursor is missing from the commit, and nothing after it is in it.
-        """
-        sink = self.sink
-        started = time.perf_counter()
-        with tracer().start_as_current_span(
-            "seamline.sink.commit", attributes=self._sink_attributes
-        ) as span:
-            span.set_attribute("seamline.cursor", cursor)
-            sink.commit(cursor)
-        self.monitors.emit(SeamCall("sink", sink.name, "commit", time.perf_counter() - started))
-        log.debug("checkpoint committed", sink=sink.name, cursor=cursor)
-
-    def _set_aside(self, error: DocumentError, stage: str) -> None:
-        self.counts.failed += 1
-        self.sink.write_error(error)
-        self.monitors.emit(DocumentFailed(error.id, error.reason, stage))
+    # -- device work (this thread) ---------------------------------------------------------
 
     def _process(self, params: Any, batch: Batch) -> None:
         started = time.perf_counter()
-        step = self._step(params, batch)
+        step = self.steps.step(params, batch)
         model = self.model
-        applied = time.perf_counter()
-        with tracer().start_as_current_span("seamline.model.apply", attributes=step.attributes):
+        with self.model_seam.call("apply", step.attributes):
             # np.asarray waits for the device, so the span covers the real compute.
             outputs = np.asarray(step.call(params, batch.arrays))
-        self.monitors.emit(SeamCall("model", model.name, "apply", time.perf_counter() - applied))
         check_model_output(model.name, outputs, batch.batch_size, model.output_dtype())
-        outputs = self._shadow(params, batch, step, outputs)
+        outputs = self.steps.shadow(params, batch, step, outputs)
         records = [
             OutputRecord(ex.doc_id, ex.index, ex.span, outputs[row], ex.metadata)
             for row, ex in enumerate(batch.examples)
         ]
-        sink = self.sink
-        written = time.perf_counter()
-        with tracer().start_as_current_span(
-            "seamline.sink.write", attributes=self._sink_attributes
-        ) as span:
-            span.set_attribute("seamline.records", len(records))
-            sink.write(records)
-        self.monitors.emit(SeamCall("sink", sink.name, "write", time.perf_counter() - written))
+        with self.sink_seam.call("write", {"seamline.records": len(records)}):
+            self.sink.write(records)
         counts = self.counts
         counts.batches += 1
         counts.examples += len(batch.examples)
@@ -505,217 +365,29 @@ class Orchestrator:
             )
         )
 
-    def _step(self, params: Any, batch: Batch) -> _Step:
-        """The compiled call for this batch's shape: planned, verified and compiled once.
+    def _commit(self, cursor: str) -> None:
+        """Make everything written so far durable in the sink, up to ``cursor``.
 
-        A candidate that disagrees with the reference, or fails to compile, is
-        demoted for this shape and the next one is tried (unless ``on_failure:
-        raise``); when no candidate is left the planner raises with every reason.
+        The host work yields a checkpoint after the batches and set-aside documents
+        of every item up to ``cursor``, and the prefetch queue is first in, first out
+        (or the work runs inline): so when the consumer reaches the checkpoint, each
+        of those batches has been run and written and each error written. Nothing
+        before the cursor is missing from the commit, and nothing after it is in it.
         """
-        key = (batch.batch_size, batch.length)
-        step = self._steps.get(key)
-        if step is not None:
-            return step
-        specs = tuple(attention_specs(self.model, params, batch.arrays))
-        failed: tuple[str, str] | None = None  # (implementation, reason) that fell through
-        step: _Step | None = None
-        while True:
-            decision = self._plan(batch, specs)
-            if failed is not None:
-                self._fell_back(failed[0], decision.chosen, failed[1], decision.signature)
-            attention = self.planner.implementation(decision.chosen)
-            try:
-                # Verification traces and compiles the kernel too, so either may fail here.
-                problem = self._verification_problem(attention, specs, decision.signature)
-                if problem is None:
-                    step = self._compile(params, batch, attention, decision, specs)
-            except ContractViolation:
-                raise  # a bug in the component, not a shape it cannot serve
-            except Exception as err:
-                if not self.fallback:
-                    raise
-                problem = f"failed to compile: {type(err).__name__}: {err}"
-            if problem is None:
-                assert step is not None
-                self._steps[key] = step
-                return step
-            self.planner.demote(specs, decision.chosen, problem)
-            failed = (decision.chosen, problem)
+        with self.sink_seam.call("commit", {"seamline.cursor": cursor}):
+            self.sink.commit(cursor)
+        log.debug("checkpoint committed", sink=self.sink.name, cursor=cursor)
 
-    def _plan(self, batch: Batch, specs: tuple[AttentionSpec, ...]) -> AttentionDecision:
-        with tracer().start_as_current_span(
-            "seamline.plan", attributes={"seamline.batch.length": batch.length}
-        ) as span:
-            decision = self.planner.choose(specs)
-            span.set_attributes(
-                {
-                    "seamline.attention.name": decision.chosen,
-                    "seamline.attention.reason": decision.reason,
-                }
-            )
-        self.monitors.emit(
-            AttentionChosen(decision.signature, decision.chosen, decision.reason, decision.rejected)
-        )
-        # Monitors (the log monitor among them) report it; this line is for debugging.
-        log.debug(
-            "attention chosen",
-            signature=decision.signature,
-            chosen=decision.chosen,
-            reason=decision.reason,
-            rejected={k: list(v) for k, v in decision.rejected.items()},
-        )
-        return decision
-
-    def _verification_problem(
-        self, attention: Attention[Any], specs: tuple[AttentionSpec, ...], signature: str
-    ) -> str | None:
-        """Why ``attention`` may not serve ``specs`` by the reference's measure, or None."""
-        reference = self.reference
-        if not self.verify or reference is None or attention is reference:
-            return None
-        if (specs, attention.name) in self._verified:
-            return None
-        with tracer().start_as_current_span(
-            "seamline.verify",
-            attributes={
-                **self._attention_attributes_of(attention),
-                ATTENTION_NAME: attention.name,
-                "seamline.signature": signature,
-            },
-        ) as span:
-            verdict = verify(attention, reference, specs)
-            span.set_attributes(
-                {"seamline.max_error": verdict.max_error, "seamline.ok": verdict.ok}
-            )
-            self._traced(
-                Verified(
-                    signature,
-                    attention.name,
-                    reference.name,
-                    verdict.max_error,
-                    verdict.tolerance,
-                    verdict.ok,
-                )
-            )
-        if verdict.ok:
-            self._verified.add((specs, attention.name))
-            return None
-        return (
-            f"differs from the reference {reference.name!r} by {verdict.max_error:.3g} "
-            f"(tolerance {verdict.tolerance:g})"
-        )
-
-    def _fell_back(self, failed: str, replacement: str, reason: str, signature: str) -> None:
-        self._traced(Fallback("attention", failed, replacement, reason))
-        log.debug(
-            "attention fell back",
-            failed=failed,
-            replacement=replacement,
-            reason=reason,
-            signature=signature,
-        )
-
-    def _compile(
-        self,
-        params: Any,
-        batch: Batch,
-        attention: Attention[Any],
-        decision: AttentionDecision,
-        specs: tuple[AttentionSpec, ...],
-    ) -> _Step:
-        apply = functools.partial(self.model.apply, attention=CheckedAttention(attention))
-        scope = scope_name("model", self.model.name)
-
-        def seamline_step(params: Any, arrays: Mapping[str, Any]) -> jax.Array:
-            with jax.named_scope(scope):
-                return apply(params, arrays)
-
-        shape: dict[str, Any] = {BATCH_SIZE: batch.batch_size, BATCH_LENGTH: batch.length}
-        if specs:
-            shape.update(
-                {
-                    DTYPE: specs[0].dtype,
-                    PLATFORM: specs[0].platform,
-                    DEVICE_KIND: specs[0].device_kind,
-                }
-            )
-        compile_started = time.perf_counter()
-        with tracer().start_as_current_span(
-            "seamline.compile",
-            attributes={
-                **self._attention_attributes_of(attention),
-                **shape,
-                ATTENTION_NAME: attention.name,
-            },
-        ):
-            compiled = jax.jit(seamline_step).lower(params, dict(batch.arrays)).compile()
-        seconds = time.perf_counter() - compile_started
-        self.monitors.emit(Compiled(batch.length, batch.batch_size, seconds))
-        attributes = {
-            **self._model_attributes,
-            **shape,
-            ATTENTION_NAME: decision.chosen,
-            ATTENTION_REASON: decision.reason,
-        }
-        return _Step(lambda p, a: compiled(p, dict(a)), decision, compiled, specs, attributes)
-
-    def _shadow(self, params: Any, batch: Batch, step: _Step, outputs: np.ndarray) -> np.ndarray:
-        """Every Nth batch: run the reference too; on a breach, demote and keep its outputs."""
-        reference = self.reference
-        if (
-            not self.shadow_every
-            or reference is None
-            or step.decision.chosen == reference.name
-            or self.counts.batches % self.shadow_every
-        ):
-            return outputs
-        key = (batch.batch_size, batch.length)
-        shadow = self._reference_steps.get(key)
-        if shadow is None:
-            decision = AttentionDecision(step.decision.signature, reference.name, "shadow")
-            shadow = self._compile(params, batch, reference, decision, step.specs)
-            self._reference_steps[key] = shadow
-        with tracer().start_as_current_span(
-            "seamline.shadow", attributes={"seamline.attention.name": step.decision.chosen}
-        ) as span:
-            expected = np.asarray(shadow.call(params, batch.arrays))
-            rows = len(batch.examples)
-            error = float(np.max(np.abs(outputs[:rows] - expected[:rows]), initial=0.0))
-            tolerance = min(tolerance_for(spec.dtype) for spec in step.specs)
-            ok = bool(error <= tolerance)
-            span.set_attributes({"seamline.max_error": error, "seamline.ok": ok})
-            self._traced(
-                ShadowCompared(
-                    step.decision.signature,
-                    step.decision.chosen,
-                    reference.name,
-                    self.counts.batches + 1,
-                    error,
-                    tolerance,
-                    ok,
-                )
-            )
-        if ok:
-            return outputs
-        reason = f"shadow comparison: differs from {reference.name!r} by {error:.3g}"
-        self._traced(
-            Alert(
-                "seamline.shadow",
-                f"attention {step.decision.chosen!r} demoted for {step.decision.signature}: "
-                f"{reason}",
-                {"max_error": error, "tolerance": tolerance},
-            )
-        )
-        log.debug(
-            "attention demoted by shadow comparison", chosen=step.decision.chosen, reason=reason
-        )
-        self.planner.demote(step.specs, step.decision.chosen, reason)
-        del self._steps[key]
-        return expected
+    def _set_aside(self, error: DocumentError, stage: str) -> None:
+        self.counts.failed += 1
+        with self.sink_seam.call("write_error", {"seamline.document.id": error.id}):
+            self.sink.write_error(error)
+        self.monitors.emit(DocumentFailed(error.id, error.reason, stage))
 
     def _finish(self, ok: bool, seconds: float) -> None:
         try:
-            self.sink.close(complete=ok)
+            with self.sink_seam.call("close", {"seamline.complete": ok}):
+                self.sink.close(complete=ok)
         finally:
             counts = self.counts
             self.monitors.emit(
@@ -726,15 +398,15 @@ class Orchestrator:
                     counts.examples,
                     counts.tokens,
                     counts.batches,
-                    len(self._steps),
+                    self.steps.compilations,
                     seconds,
                     ok,
                 )
             )
             self.monitors.close()
-            extra = [self.reference] if self.reference not in self.planner.candidates else []
-            for component in (self.loader, self.model, *self.planner.candidates, *extra):
-                component.close()
+            self.loader.close()
+            self.model.close()
+            self.attention.close()
 
     def _summary(self, seconds: float) -> RunSummary:
         counts = self.counts
@@ -746,9 +418,9 @@ class Orchestrator:
             examples=counts.examples,
             tokens=counts.tokens,
             batches=counts.batches,
-            compilations=len(self._steps),
+            compilations=self.steps.compilations,
             seconds=seconds,
-            attention={d.signature: d.chosen for d in self.planner.decisions},
+            attention={d.signature: d.chosen for d in self.steps.decisions},
             resumed_from=self.resumed_from,
         )
 
@@ -761,53 +433,3 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def _prefetched(items: Iterator[Any], depth: int) -> Iterator[Any]:
-    """Run ``items`` in a producer thread, at most ``depth`` items ahead; 0 runs it inline.
-
-    The thread runs in a copy of the caller's context, so spans it starts have the
-    run as parent. An exception in the producer is re-raised in the consumer.
-    """
-    if depth == 0:
-        yield from items
-        return
-    channel: queue.Queue[Any] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for item in items:
-                while not stop.is_set():
-                    try:
-                        channel.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            channel.put(_DONE)
-        except BaseException as err:
-            channel.put(_Raised(err))
-
-    context = contextvars.copy_context()
-    thread = threading.Thread(
-        target=context.run, args=(produce,), name="seamline-host", daemon=True
-    )
-    thread.start()
-    try:
-        while True:
-            item = channel.get()
-            if item is _DONE:
-                return
-            if isinstance(item, _Raised):
-                raise item.error
-            yield item
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-
-
-@dataclass(frozen=True, slots=True)
-class _Raised:
-    error: BaseException

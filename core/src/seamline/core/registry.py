@@ -157,6 +157,27 @@ class Registry:
             )
         return info
 
+    def info_for_target(self, kind: Kind, target: str) -> ComponentInfo | None:
+        """The entry registering the class named ``module:QualName`` as a ``kind``, if any.
+
+        This is how records and spans learn which distribution provides a component:
+        from the index discovery built once, never by scanning entry points again.
+        """
+        wanted = target.replace(" ", "")
+        for infos in self._by_kind[kind].values():
+            for info in infos:
+                if info.target.replace(" ", "") == wanted:
+                    return info
+        return None
+
+    def info_of(self, component: Component[Any]) -> ComponentInfo | None:
+        """The entry that registers ``component``'s exact class, or None for a hand-made one."""
+        cls = type(component)
+        for info in self._by_kind[component.kind].get(component.name, []):
+            if info.cls is cls:
+                return info
+        return self.info_for_target(component.kind, f"{cls.__module__}:{cls.__qualname__}")
+
     def config_model(self, kind: Kind, name: str) -> type[ComponentConfig]:
         cls = self.get(kind, name).cls
         assert cls is not None  # get() returns usable entries only

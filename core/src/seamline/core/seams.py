@@ -1,8 +1,11 @@
-"""What the orchestrator puts around each component: checks, names and isolation.
+"""The choke points the orchestrator puts around components: one per kind of crossing.
 
-* :class:`CheckedAttention` is what a model receives as its attention: it checks
-  the contract's shapes at trace time (free under ``jit``) and wraps the call in
-  ``jax.named_scope("seamline/attention/<name>")`` so XLA profiles name it.
+* :class:`Seam` is the one way a host-side call crosses a seam (loader read,
+  ``prepare``, ``load``, ``apply``, sink start/write/commit/close): span, timing,
+  ``SeamCall`` event and error recording in one place.
+* Inside compiled code the attention's choke point is
+  :class:`seamline.core.attention.checked.CheckedAttention` (contract checks at
+  trace time and a ``jax.named_scope`` named by :func:`scope_name`).
 * :class:`MonitorHub` fans events out to monitors and makes sure none of them
   can break the run: a monitor's exception is logged and counted, nothing more.
   Events come from two threads (``SeamCall`` of the loader and ``model.prepare``
@@ -15,18 +18,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
+import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import jax
 import structlog
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import Attention, Event, Monitor, SegmentIds
-from seamline.contracts.seams import check_attention_inputs, check_attention_output
-from seamline.core.telemetry import span_event
+from seamline.contracts import Component, Event, Monitor, SeamCall
+from seamline.core.registry import ComponentInfo
+from seamline.core.telemetry import component_attributes, span_event, tracer
 
 log = structlog.get_logger("seamline.core")
 
@@ -36,29 +42,73 @@ def scope_name(kind: str, name: str) -> str:
     return f"seamline/{kind}/{name}"
 
 
-class CheckedAttention:
-    """An attention behind the seam's checks and named scope; this is what ``apply`` gets."""
+class Seam:
+    """One component behind the choke point: every call across its seam goes through :meth:`call`.
 
-    def __init__(self, attention: Attention[Any]) -> None:
-        self.attention = attention
-        self.name = attention.name
-        self._scope = scope_name("attention", attention.name)
+    Like pluggy's hook calls, one place does what every seam call needs, so no call
+    site can forget a piece: it opens the span ``seamline.<kind>.<operation>`` with
+    the attribute scheme (the component's ``describe()`` and the distribution the
+    registry found), times the call, emits the :class:`SeamCall` event to the
+    monitors when it ends (also when it fails), and records an escaping exception
+    on the span with an ERROR status.
+    """
 
-    def __call__(
+    def __init__(
+        self, component: Component[Any], info: ComponentInfo | None, monitors: MonitorHub
+    ) -> None:
+        self.component = component
+        self.kind = component.kind
+        self.name = component.name
+        self.info = info
+        self._monitors = monitors
+        self.attributes: dict[str, Any] = component_attributes(
+            component.describe(),
+            distribution=info.distribution if info is not None else None,
+            version=info.version if info is not None else None,
+        )
+        """The component's span attributes, built once (not once per call)."""
+
+    @contextlib.contextmanager
+    def call(
+        self, operation: str, attributes: Mapping[str, Any] | None = None
+    ) -> Iterator[trace.Span]:
+        """Around one call of ``operation``; yields the span, for attributes known only after."""
+        started = time.perf_counter()
+        merged = self.attributes if not attributes else {**self.attributes, **attributes}
+        try:
+            with tracer().start_as_current_span(
+                f"seamline.{self.kind}.{operation}", attributes=merged
+            ) as span:
+                yield span
+        finally:
+            self._monitors.emit(
+                SeamCall(self.kind, self.name, operation, time.perf_counter() - started)
+            )
+
+    def record(
         self,
-        q: jax.Array,
-        k: jax.Array,
-        v: jax.Array,
-        *,
-        segment_ids: SegmentIds | None = None,
-        causal: bool = False,
-        scale: float | None = None,
-    ) -> jax.Array:
-        check_attention_inputs(self.name, q, k, v)
-        with jax.named_scope(self._scope):
-            out = self.attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
-        check_attention_output(self.name, q, out)
-        return out
+        operation: str,
+        start_ns: int,
+        spent_ns: int,
+        attributes: Mapping[str, Any],
+        error: BaseException | None = None,
+    ) -> None:
+        """A call (or calls) already made and timed: a span of ``spent_ns`` from ``start_ns``.
+
+        For seams called too often for a span each (a loader's per-document reads are
+        reported per chunk): the caller sums the time, and the span, the event and
+        the error are made here as :meth:`call` would make them.
+        """
+        span = tracer().start_span(
+            f"seamline.{self.kind}.{operation}",
+            attributes={**self.attributes, **attributes},
+            start_time=start_ns,
+        )
+        if error is not None:
+            span.record_exception(error)
+            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        span.end(end_time=start_ns + spent_ns)
+        self._monitors.emit(SeamCall(self.kind, self.name, operation, spent_ns / 1e9))
 
 
 class MonitorHub:

@@ -48,12 +48,14 @@ recorded on its span (``record_exception``) and sets the status to ERROR.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import trace
 
 TRACER_NAME = "seamline.core"
 
+COMPONENT_PREFIX = "seamline.component."
 COMPONENT_KIND = "seamline.component.kind"
 COMPONENT_NAME = "seamline.component.name"
 COMPONENT_VERSION = "seamline.component.version"
@@ -66,6 +68,7 @@ PLATFORM = "seamline.platform"
 DEVICE_KIND = "seamline.device_kind"
 ATTENTION_NAME = "seamline.attention.name"
 ATTENTION_REASON = "seamline.attention.reason"
+ATTENTION_REFUSED = "seamline.attention.refused"
 THREAD_NAME = "thread.name"  # OpenTelemetry semantic convention
 
 _EVENT_NAMES = {
@@ -87,19 +90,20 @@ def tracer() -> trace.Tracer:
 
 
 def component_attributes(
-    kind: str,
-    name: str,
-    contract_version: str,
+    described: Mapping[str, object],
     *,
     distribution: str | None = None,
     version: str | None = None,
 ) -> dict[str, str]:
-    """The span attributes that identify a component (one documented scheme)."""
-    attributes = {
-        COMPONENT_KIND: kind,
-        COMPONENT_NAME: name,
-        CONTRACT_VERSION: contract_version,
-    }
+    """The span attributes that identify a component (one documented scheme).
+
+    ``described`` is the component's own ``describe()``: every key becomes
+    ``seamline.component.<key>`` (``kind``, ``name`` and ``contract_version`` always,
+    and whatever else the component says about itself, such as a model's weights).
+    ``distribution`` and ``version`` come from the registry, which found the entry
+    point, and win over anything the component claims.
+    """
+    attributes = {f"{COMPONENT_PREFIX}{key}": str(value) for key, value in described.items()}
     if distribution is not None:
         attributes[COMPONENT_DISTRIBUTION] = distribution
     if version is not None:

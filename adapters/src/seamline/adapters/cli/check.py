@@ -11,7 +11,7 @@ of any kind may do the same to choose how it is checked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from seamline.contracts import KINDS, Component, UserError
-from seamline.contracts.conformance import ConformanceRecord, save, store_directory
+from seamline.contracts.conformance import ConformanceRecord
 from seamline.contracts.testing import CONTRACTS
 from seamline.contracts.testing.runner import SuiteRun, run
+from seamline.core.conformance import attribute, save, store_directory
 from seamline.core.registry import Registry
 
 CONFORMANCE_GROUP = "seamline.conformance"
@@ -138,6 +139,7 @@ def check(
     kind, name = parse_target(target)
     test_class = contract_class(registry, kind, name, parse_with(with_values))
     suite = run(test_class, max_examples=max_examples, select=select, echo=verbose)
+    suite = replace(suite, records=tuple(attribute(r, registry) for r in suite.records))
     saved: list[Path] = []
     if record and suite.records:
         saved = [save(r, record_dir or store_directory()) for r in suite.records]

@@ -154,15 +154,19 @@ def run(
 @app.command()
 def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     """Check a pipeline file without running it (every error is reported with its location)."""
-    from seamline.core.config import load_pipeline
+    from seamline.core.config import AttentionMode, load_pipeline
 
     resolved = _user_errors(lambda: load_pipeline(pipeline, Registry.discover(), overrides or ()))
     spec = resolved.spec
     _consoles.out.print(f"[green]ok[/] {pipeline}: pipeline {spec.pipeline!r}", highlight=False)
     _consoles.out.print(f"  loader    {resolved.loader.name}", highlight=False)
     _consoles.out.print(f"  model     {resolved.model.name}", highlight=False)
-    attention = ", ".join(a.name for a in resolved.attention)
-    mode = "explicit" if resolved.attention_explicit else f"{spec.attention.use!s} → candidates"
+    attention = ", ".join(a.name for a in resolved.attention.candidates)
+    mode = (
+        "explicit"
+        if resolved.attention.mode is AttentionMode.EXPLICIT
+        else f"{spec.attention.use!s} → candidates"
+    )
     _consoles.out.print(f"  attention {mode}: {attention}", highlight=False)
     _consoles.out.print(
         f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", highlight=False
@@ -177,8 +181,8 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     Nothing runs and, for models that can describe their parameters, no weights are read.
     """
     from seamline.adapters.logging_setup import configure_logging
+    from seamline.core.attention.plan import explain as make_plan
     from seamline.core.config import load_pipeline
-    from seamline.core.explain import explain as make_plan
 
     configure_logging(level="warning")
     registry = Registry.discover()
@@ -202,13 +206,12 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         table.add_column("candidate", no_wrap=True)
         table.add_column("verdict", no_wrap=True)
         table.add_column("why", overflow="fold")
+        reasons = {r.candidate: r.reasons for r in (*bucket.refusals, *bucket.spare)}
         for name in bucket.order:
             if name == bucket.chosen:
                 table.add_row(name, "[green]chosen[/]", bucket.reason)
-            elif name in bucket.rejected:
-                table.add_row(name, "[red]cannot serve[/]", "; ".join(bucket.rejected[name]))
-            elif bucket.spare.get(name):
-                table.add_row(name, "[red]cannot serve[/]", "; ".join(bucket.spare[name]))
+            elif reasons.get(name):
+                table.add_row(name, "[red]cannot serve[/]", "; ".join(reasons[name]))
             else:
                 table.add_row(name, "[dim]could serve[/]", "a candidate before it was chosen")
         console.print(table)
@@ -333,18 +336,42 @@ def components(
     kind: Annotated[
         str | None, typer.Option("--kind", "-k", help=f"Only one kind: {', '.join(KINDS)}.")
     ] = None,
+    auto_order: Annotated[
+        bool,
+        typer.Option(
+            "--auto-order",
+            help="Instead: the order `attention: {use: auto}` tries the installed attention "
+            "implementations in, for representative shapes per platform (Markdown).",
+        ),
+    ] = False,
+    distribution: Annotated[
+        str | None,
+        typer.Option("--distribution", help="Only the components this distribution registers."),
+    ] = None,
 ) -> None:
     """List every installed component, including broken ones and why."""
     if kind is not None and kind not in KINDS:
         _consoles.err.print(f"[bold red]error:[/] --kind must be one of {', '.join(KINDS)}")
         raise typer.Exit(2)
     registry = Registry.discover()
+    if auto_order:
+        from seamline.core.attention.order import auto_order_table
+
+        attentions = [
+            registry.create("attention", info.name)
+            for info in registry.entries("attention")
+            if info.usable and distribution in (None, info.distribution)
+        ]
+        sys.stdout.write(auto_order_table(attentions))  # type: ignore[arg-type]
+        return
     table = Table(title="seamline components")
     for column in ("kind", "name", "distribution", "version", "contract", "status"):
         table.add_column(column, no_wrap=True)
     table.add_column("reason", overflow="fold")
     colours = {"ok": "green", "broken": "red", "refused": "yellow", "conflict": "red"}
     for info in registry.entries(kind):  # type: ignore[arg-type]
+        if distribution is not None and info.distribution != distribution:
+            continue
         table.add_row(
             info.kind,
             info.name,
@@ -427,16 +454,29 @@ def schema(
 
 @app.command()
 def search(
-    index: Annotated[Path, typer.Argument(help="An index written by a jsonl or npy sink.")],
+    index: Annotated[
+        Path, typer.Argument(help="An index written by a jsonl or npy sink, or its manifest.")
+    ],
     query: Annotated[str, typer.Argument(help="The text to search for.")],
     k: Annotated[int, typer.Option("-k", min=1, help="How many results.")] = 5,
+    attention: Annotated[
+        str | None,
+        typer.Option(
+            "--attention",
+            help="Embed the query with this attention instead of the index's recorded choice.",
+        ),
+    ] = None,
 ) -> None:
-    """Embed QUERY with the index's own model and print the nearest documents."""
+    """Embed QUERY with the index's own model and attention; print the nearest documents.
+
+    INDEX is the file a jsonl or npy sink published (or its .manifest.json): the
+    manifest beside it names the model, the attention and where every file is.
+    """
     from seamline.adapters.logging_setup import configure_logging
     from seamline.adapters.search import search as run_search
 
     configure_logging(level="warning")
-    hits = _user_errors(lambda: run_search(Registry.discover(), index, query, k))
+    hits = _user_errors(lambda: run_search(Registry.discover(), index, query, k, attention))
     table = Table(title=f"nearest to {query!r}")
     for column in ("score", "document", "window", "text"):
         table.add_column(column, overflow="fold")

@@ -210,10 +210,26 @@ class ResumableGroup:
         except BaseException:
             self.discard()
             raise
-        target.write(manifest_bytes(self.manifest))
+        target.write(manifest_bytes({**self.manifest, "outputs": self.outputs()}))
         for atomic in files.values():
             group.add(atomic)
         group.publish()
+
+    def outputs(self) -> dict[str, Any]:
+        """What the manifest says about the files: which sink wrote them, and where they are.
+
+        Paths are relative to the manifest's folder when they lie under it, so a reader
+        (``seamline search``) finds every file from the manifest alone, also after the
+        whole folder was moved; others stay as configured.
+        """
+        base = self.manifest_path.parent
+        files = {}
+        for purpose, destination in self.targets:
+            try:
+                files[purpose] = destination.relative_to(base).as_posix()
+            except ValueError:
+                files[purpose] = str(destination)
+        return {"sink": self.sink, "files": files}
 
     def abandon(self) -> None:
         """End without publishing: keep the committed state if there is one, else delete all."""

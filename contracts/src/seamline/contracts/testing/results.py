@@ -14,7 +14,6 @@ from seamline.contracts.conformance import (
     ConformanceRecord,
     Environment,
     current_environment,
-    distribution_of_path,
     now_text,
 )
 from seamline.contracts.testing._common import IDENTITY_PROPERTY
@@ -94,14 +93,18 @@ def _failure_message(report: pytest.TestReport) -> str:
 def build_record(
     identity: str, results: Iterable[CheckResult], environment: Environment
 ) -> ConformanceRecord:
+    """The record of one component's results, not yet attributed to a distribution.
+
+    Which distribution registers the component is the host's knowledge (its
+    registry): ``seamline.core.conformance.attribute`` fills it in before saving.
+    """
     about = json.loads(identity)
-    found = distribution_of_path(about["kind"], about["class"])
     return ConformanceRecord(
         kind=about["kind"],
         name=about["name"],
         component_class=about["class"],
-        distribution=found[0] if found else None,
-        distribution_version=found[1] if found else None,
+        distribution=None,
+        distribution_version=None,
         contract_version=about["contract_version"],
         config=about["config"],
         environment=environment,

@@ -3,11 +3,14 @@
 from seamline.core.config.resolve import (
     ComponentChoice,
     PipelineConfigError,
+    ResolvedAttention,
     ResolvedPipeline,
     load_pipeline,
     parse_pipeline,
+    resolve_attention,
 )
 from seamline.core.config.spec import (
+    AttentionMode,
     AttentionSpecConfig,
     ComponentRef,
     PipelineSpec,
@@ -16,14 +19,17 @@ from seamline.core.config.spec import (
 )
 
 __all__ = [
+    "AttentionMode",
     "AttentionSpecConfig",
     "ComponentChoice",
     "ComponentRef",
     "PipelineConfigError",
     "PipelineSpec",
+    "ResolvedAttention",
     "ResolvedPipeline",
     "RunSettings",
     "TelemetrySettings",
     "load_pipeline",
     "parse_pipeline",
+    "resolve_attention",
 ]

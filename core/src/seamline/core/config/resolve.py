@@ -24,7 +24,7 @@ from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.overrides import apply_overrides
-from seamline.core.config.spec import AUTO, PipelineSpec
+from seamline.core.config.spec import AttentionMode, AttentionSpecConfig, PipelineSpec
 from seamline.core.registry import Registry
 from seamline.core.suggest import did_you_mean
 
@@ -49,6 +49,19 @@ class ComponentChoice:
 
 
 @dataclass(frozen=True, slots=True)
+class ResolvedAttention:
+    """A validated ``attention`` section: its mode, candidates and reference, decided once."""
+
+    settings: AttentionSpecConfig
+    mode: AttentionMode
+    """Explicit, list or auto: read by the planner and ``explain``, never re-derived."""
+    candidates: tuple[ComponentChoice, ...]
+    """Candidate attentions in preference order (for ``auto``: every usable one)."""
+    reference: ComponentChoice | None = None
+    """What candidates are verified and shadowed against; None when none is installed."""
+
+
+@dataclass(frozen=True, slots=True)
 class ResolvedPipeline:
     """A pipeline whose every component exists and whose every config is valid."""
 
@@ -58,15 +71,7 @@ class ResolvedPipeline:
     model: ComponentChoice
     sink: ComponentChoice
     monitors: tuple[ComponentChoice, ...]
-    attention: tuple[ComponentChoice, ...]
-    """Candidate attentions in preference order (for ``auto``: every usable one)."""
-    attention_explicit: bool
-    attention_reference: ComponentChoice | None = None
-    """What candidates are verified and shadowed against; None when none is installed."""
-
-    @property
-    def attention_auto(self) -> bool:
-        return self.spec.attention.use == AUTO
+    attention: ResolvedAttention
 
 
 def load_pipeline(
@@ -110,6 +115,27 @@ def parse_pipeline(
     return _Resolver(located, registry).resolve(spec)
 
 
+def resolve_attention(located: Located, registry: Registry) -> ResolvedAttention:
+    """The ``attention`` section of a located document, validated and resolved.
+
+    The document may be a pipeline file or anything laid out like one: a sink's
+    manifest records the run's ``attention`` section, and ``seamline search`` resolves
+    it from there, with every problem located in the manifest.
+    """
+    data = located.data.get("attention", {}) if isinstance(located.data, dict) else {}
+    try:
+        settings = AttentionSpecConfig.model_validate(data)
+    except ValidationError as err:
+        raise PipelineConfigError(
+            _problems(err, located, ("attention",), AttentionSpecConfig, "attention")
+        ) from None
+    resolver = _Resolver(located, registry)
+    resolved = resolver.attention_section(settings)
+    if resolver.problems:
+        raise PipelineConfigError(resolver.problems)
+    return resolved
+
+
 class _Resolver:
     def __init__(self, located: Located, registry: Registry) -> None:
         self.located = located
@@ -124,8 +150,7 @@ class _Resolver:
             self.component("monitor", ref.use, ref.with_, ("monitors", i))
             for i, ref in enumerate(spec.monitors)
         ]
-        attention = self.attention(spec)
-        reference = self.reference(spec)
+        attention = self.attention_section(spec.attention)
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -138,9 +163,16 @@ class _Resolver:
             model=model,
             sink=sink,
             monitors=tuple(m for m in monitors if m),
-            attention=tuple(a for a in attention if a),
-            attention_explicit=spec.attention.explicit,
-            attention_reference=reference,
+            attention=attention,
+        )
+
+    def attention_section(self, settings: AttentionSpecConfig) -> ResolvedAttention:
+        """The ``attention`` section's mode, candidates and reference (problems collected)."""
+        mode = AttentionMode.of(settings.use)
+        candidates = self.attention(settings, mode)
+        reference = self.reference(settings, mode)
+        return ResolvedAttention(
+            settings, mode, tuple(c for c in candidates if c is not None), reference
         )
 
     def component(
@@ -179,9 +211,11 @@ class _Resolver:
             return None
         return ComponentChoice(kind, name, validated, where)
 
-    def reference(self, spec: PipelineSpec) -> ComponentChoice | None:
+    def reference(
+        self, settings: AttentionSpecConfig, mode: AttentionMode
+    ) -> ComponentChoice | None:
         """The reference attention: as named, else the installed one that declares itself so."""
-        name = spec.attention.reference
+        name = settings.reference
         use_path: DataPath = ("attention", "reference")
         if name is None:
             declared = [
@@ -192,7 +226,7 @@ class _Resolver:
             if not declared:
                 return None
             name, use_path = declared[0], ("attention",)
-        options = spec.attention.with_.get(name) if not spec.attention.explicit else None
+        options = settings.with_.get(name) if mode is not AttentionMode.EXPLICIT else None
         return self.component(
             "attention",
             name,
@@ -202,14 +236,17 @@ class _Resolver:
             with_path=("attention", "with", name),
         )
 
-    def attention(self, spec: PipelineSpec) -> list[ComponentChoice | None]:
-        config = spec.attention
-        if config.explicit:
+    def attention(
+        self, config: AttentionSpecConfig, mode: AttentionMode
+    ) -> list[ComponentChoice | None]:
+        if mode is AttentionMode.EXPLICIT:
             assert isinstance(config.use, str)
             return [self.component("attention", config.use, config.with_, ("attention",))]
-        names = config.candidates
-        if names is None:  # auto: every usable one; the planner orders them per shape
+        if mode is AttentionMode.AUTO:  # every usable one; the planner orders them per shape
             names = self.registry.names("attention")
+        else:
+            assert isinstance(config.use, list)
+            names = list(config.use)
         for key in config.with_:
             if key not in names:
                 self.problems.append(
@@ -223,7 +260,7 @@ class _Resolver:
         for i, name in enumerate(names):
             options = config.with_.get(name) or {}
             use_path: DataPath = (
-                ("attention", "use") if config.use == AUTO else ("attention", "use", i)
+                ("attention", "use") if mode is AttentionMode.AUTO else ("attention", "use", i)
             )
             if not isinstance(options, Mapping):
                 self.problems.append(

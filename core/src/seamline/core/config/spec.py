@@ -7,11 +7,34 @@ registry has found the component. Every model here forbids unknown fields.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 AUTO = "auto"
+
+
+class AttentionMode(StrEnum):
+    """How the pipeline chose its attention; decided once, when the pipeline is resolved.
+
+    Everything downstream (the planner's reasons and errors, ``explain``, the run's
+    events) reads this one value instead of looking at ``use`` again.
+    """
+
+    EXPLICIT = "explicit"
+    """One name: it must serve every shape, or the run fails with its reasons."""
+    LIST = "list"
+    """A preference list: the first candidate that can serve a shape serves it."""
+    AUTO = "auto"
+    """Every installed implementation, ordered per shape by its own ``priority(spec)``."""
+
+    @classmethod
+    def of(cls, use: str | list[str]) -> AttentionMode:
+        """The mode a pipeline's ``attention.use`` value asks for."""
+        if isinstance(use, list):
+            return cls.LIST
+        return cls.AUTO if use == AUTO else cls.EXPLICIT
 
 
 class _Strict(BaseModel):
@@ -100,18 +123,6 @@ class AttentionSpecConfig(_Strict):
             if len(set(value)) != len(value):
                 raise ValueError("the preference list names an implementation twice")
         return value
-
-    @property
-    def candidates(self) -> list[str] | None:
-        """The explicit candidate names, or None for ``auto``."""
-        if self.use == AUTO:
-            return None
-        return [self.use] if isinstance(self.use, str) else list(self.use)
-
-    @property
-    def explicit(self) -> bool:
-        """A single named implementation: it must serve, no fallback."""
-        return isinstance(self.use, str) and self.use != AUTO
 
 
 class RunSettings(_Strict):

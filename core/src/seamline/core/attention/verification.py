@@ -1,9 +1,11 @@
-"""Checking an attention against the reference before trusting it with a shape.
+"""Checking an attention against the reference: before trusting it with a shape, and after.
 
 On first use of a shape signature, the chosen implementation and the reference
 attend over the same random probe (the spec's exact shapes and dtype; with
 segment ids when the model uses them: two packed segments and a padding tail)
-and their outputs are compared. The tolerance is the contract's, per dtype.
+and their outputs are compared (:func:`verify`). In shadow mode, the model's
+outputs with the chosen implementation and with the reference are compared on
+real batches (:func:`compare_outputs`). The tolerance is the contract's, per dtype.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from seamline.contracts import TOLERANCES, Attention, AttentionSpec, SegmentIds
-from seamline.core.seams import CheckedAttention
+from seamline.core.attention.checked import CheckedAttention
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,16 @@ def verify(
         error = float(jnp.max(jnp.where(jnp.isnan(difference), jnp.inf, difference)))
         worst = max(worst, error)
     return Verdict(worst, tolerance)
+
+
+def compare_outputs(
+    outputs: np.ndarray, expected: np.ndarray, rows: int, specs: Sequence[AttentionSpec]
+) -> Verdict:
+    """The largest difference over the first ``rows`` outputs (the rest are padding rows)."""
+    error = float(np.max(np.abs(outputs[:rows] - expected[:rows]), initial=0.0))
+    if np.isnan(error):
+        error = float("inf")
+    return Verdict(error, min(tolerance_for(spec.dtype) for spec in specs))
 
 
 def _run(

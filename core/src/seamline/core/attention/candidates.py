@@ -1,0 +1,85 @@
+"""The one factory of a pipeline's attention candidates, shared by a run and by ``explain``.
+
+A run and ``explain`` must agree on what they negotiate with: the same instances
+(built from the same validated configs), the same reference, the same trust
+verdicts, the same mode. Both build them here, so what ``explain`` prints is what
+a run does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from seamline.contracts import Attention
+from seamline.core.attention.planner import AttentionPlanner
+from seamline.core.attention.trust import untrusted_candidates
+from seamline.core.config import AttentionMode, AttentionSpecConfig, ResolvedAttention
+from seamline.core.registry import ComponentInfo, Registry
+
+
+@dataclass(frozen=True)
+class AttentionCandidates:
+    """A pipeline's attention implementations, its reference, and what it asks of them."""
+
+    mode: AttentionMode
+    implementations: tuple[Attention[Any], ...]
+    """In preference order (for ``auto``: every installed one; the planner orders per shape)."""
+    reference: Attention[Any] | None
+    """What the others are verified and shadowed against; None when none is installed."""
+    settings: AttentionSpecConfig
+    infos: Mapping[str, ComponentInfo | None] = field(default_factory=dict)
+    """Name -> the registry's entry (distribution, version); None for a hand-made one."""
+    untrusted: Mapping[str, str] = field(default_factory=dict)
+    """Name -> why it is not trusted (only with ``require_conformance``)."""
+
+    @property
+    def verifies(self) -> bool:
+        """Whether a candidate is checked against the reference on first use of a shape."""
+        return self.settings.verify and self.reference is not None
+
+    @property
+    def shadow_every(self) -> int:
+        return self.settings.shadow.every if self.settings.shadow else 0
+
+    def planner(self) -> AttentionPlanner:
+        """A fresh planner over these candidates (decisions and demotions start empty)."""
+        return AttentionPlanner(self.implementations, self.mode, self.untrusted)
+
+    def close(self) -> None:
+        """Close every implementation, and the reference when it is not one of them."""
+        for implementation in self.implementations:
+            implementation.close()
+        if self.reference is not None and all(
+            self.reference is not implementation for implementation in self.implementations
+        ):
+            self.reference.close()
+
+
+def build_candidates(resolved: ResolvedAttention, registry: Registry) -> AttentionCandidates:
+    """Instantiate the candidates and the reference of ``resolved``, and judge their trust."""
+    implementations = tuple(
+        cast(Attention[Any], registry.create("attention", choice.name, choice.config))
+        for choice in resolved.candidates
+    )
+    reference: Attention[Any] | None = None
+    choice = resolved.reference
+    if choice is not None:
+        same = [c for c in implementations if c.name == choice.name and c.config == choice.config]
+        reference = (
+            same[0]
+            if same
+            else cast(Attention[Any], registry.create("attention", choice.name, choice.config))
+        )
+    named = [*implementations, reference] if reference is not None else list(implementations)
+    infos = {a.name: registry.info_of(a) for a in named}
+    settings = resolved.settings
+    return AttentionCandidates(
+        mode=resolved.mode,
+        implementations=implementations,
+        reference=reference,
+        settings=settings,
+        infos=infos,
+        untrusted=untrusted_candidates(implementations, infos, settings.require_conformance),
+    )

@@ -1,0 +1,194 @@
+"""Choosing the attention for a shape: negotiation, not force.
+
+Every candidate is asked ``supports(spec)`` for the actual platform, dtype and
+shapes. A single explicit choice that cannot serve is an error carrying its
+refusals; ``auto`` or a preference list takes the first candidate that can serve
+and records why each one before it could not. ``auto`` orders the candidates per
+shape by their own ``priority(spec)`` (:mod:`.order`), so one run may use different
+kernels for different lengths. A candidate that fails later for a shape — it does
+not compile, or it disagrees with the reference — is *demoted* for that shape
+only, with the reason, and the next candidate takes over. With
+``require_conformance`` a candidate without a passing conformance record for the
+versions installed now is refused for every shape, with the reason
+(:mod:`.trust`).
+
+A refusal is data, :class:`Refusal` (candidate, reasons), from ``supports()`` to the
+decision, the error, the span, the log line and ``explain``: nothing downstream
+takes a message apart again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seamline.contracts import Attention, AttentionSpec, UnsupportedError
+from seamline.core.attention.order import auto_order
+from seamline.core.config import AttentionMode
+
+SpecKey = tuple[AttentionSpec, ...]
+"""The distinct attention calls of one compiled model call: what a decision is about."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why one candidate may not serve a shape signature."""
+
+    candidate: str
+    reasons: tuple[str, ...]
+
+    def text(self) -> str:
+        """For people: ``name: reason; reason``."""
+        return f"{self.candidate}: {'; '.join(self.reasons)}"
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionDecision:
+    """Which implementation serves a shape signature, why, and why not the ones before it."""
+
+    signature: str
+    chosen: str
+    reason: str
+    refusals: tuple[Refusal, ...] = ()
+    """The candidates tried before ``chosen``, in order, each with its reasons."""
+    order: tuple[str, ...] = ()
+    """The candidates in the order they were considered."""
+
+    @property
+    def rejected(self) -> dict[str, tuple[str, ...]]:
+        """``refusals`` as a mapping (the shape the ``AttentionChosen`` event carries)."""
+        return {refusal.candidate: refusal.reasons for refusal in self.refusals}
+
+
+class NoAttentionError(UnsupportedError):
+    """No candidate can serve a shape signature; carries every refusal as data."""
+
+    def __init__(self, signature: str, refusals: tuple[Refusal, ...], mode: AttentionMode) -> None:
+        self.signature = signature
+        self.refusals = refusals
+        details = "; ".join(refusal.text() for refusal in refusals)
+        if mode is AttentionMode.EXPLICIT:
+            message = (
+                f"attention {refusals[0].candidate!r} cannot serve {signature}: {details}. "
+                "Choose another implementation, a preference list, or 'auto'"
+            )
+        else:
+            message = f"no attention candidate can serve {signature}: {details}"
+        super().__init__(message, tuple(refusal.text() for refusal in refusals))
+
+
+_REASONS = {
+    (AttentionMode.EXPLICIT, True): "explicitly configured",
+    (AttentionMode.EXPLICIT, False): "explicitly configured",
+    (AttentionMode.LIST, True): "first candidate, and it supports this shape",
+    (AttentionMode.LIST, False): "first candidate that serves this shape; earlier ones cannot",
+    (AttentionMode.AUTO, True): "highest priority for this shape, and it supports it",
+    (AttentionMode.AUTO, False): "highest priority among those that support this shape",
+}
+"""Why the chosen candidate was chosen, by mode and by whether it was the first one tried."""
+
+
+class AttentionPlanner:
+    """Picks an attention implementation per set of :class:`AttentionSpec`."""
+
+    def __init__(
+        self,
+        candidates: Sequence[Attention[Any]],
+        mode: AttentionMode,
+        untrusted: Mapping[str, str] | None = None,
+    ) -> None:
+        if not candidates:
+            raise UnsupportedError("no attention implementation is installed or configured")
+        self.candidates = list(candidates)
+        self.mode = mode
+        self.untrusted = dict(untrusted or {})
+        """Candidate name -> why it is not trusted (refused for every shape)."""
+        self._decisions: dict[SpecKey, AttentionDecision] = {}
+        self._demoted: dict[SpecKey, dict[str, str]] = {}
+
+    def implementation(self, name: str) -> Attention[Any]:
+        return next(c for c in self.candidates if c.name == name)
+
+    def choose(self, specs: Sequence[AttentionSpec]) -> AttentionDecision:
+        """One implementation that serves every spec of a model call (negotiated once, cached).
+
+        A model may call its attention with several shapes (self- and cross-attention);
+        one compiled function uses one implementation, so it must serve them all.
+        """
+        key = spec_key(specs)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._negotiate(key)
+            self._decisions[key] = decision
+        return decision
+
+    def demote(self, specs: Sequence[AttentionSpec], name: str, reason: str) -> None:
+        """Rule ``name`` out for these specs (only), so the next ``choose`` moves on."""
+        key = spec_key(specs)
+        self._demoted.setdefault(key, {})[name] = reason
+        self._decisions.pop(key, None)
+
+    @property
+    def decisions(self) -> list[AttentionDecision]:
+        return list(self._decisions.values())
+
+    def ordered(self, specs: Sequence[AttentionSpec]) -> list[Attention[Any]]:
+        """Candidates in the order they are tried for ``specs``."""
+        if self.mode is not AttentionMode.AUTO:
+            return list(self.candidates)
+        return auto_order(self.candidates, specs[0])
+
+    def _negotiate(self, key: SpecKey) -> AttentionDecision:
+        signature = signature_of(key)
+        demoted = self._demoted.get(key, {})
+        refusals: list[Refusal] = []
+        order = self.ordered(key)
+        names = tuple(c.name for c in order)
+        for candidate in order:
+            if candidate.name in demoted:
+                refusals.append(Refusal(candidate.name, (demoted[candidate.name],)))
+                continue
+            reasons = self.reasons_against(candidate, key)
+            if reasons:
+                refusals.append(Refusal(candidate.name, reasons))
+                continue
+            reason = _REASONS[(self.mode, not refusals)]
+            return AttentionDecision(signature, candidate.name, reason, tuple(refusals), names)
+        raise NoAttentionError(signature, tuple(refusals), self.mode)
+
+    def reasons_against(
+        self, candidate: Attention[Any], specs: Sequence[AttentionSpec]
+    ) -> tuple[str, ...]:
+        """Why ``candidate`` may not serve ``specs``: distrust first, then its own refusals."""
+        distrust = self.untrusted.get(candidate.name)
+        if distrust is not None:
+            return (f"conformance required: {distrust}",)
+        return refusals(candidate, tuple(specs))
+
+
+def spec_key(specs: Sequence[AttentionSpec]) -> SpecKey:
+    """The distinct specs in call order (what a decision, a demotion or a cache entry is for)."""
+    key = tuple(dict.fromkeys(specs))
+    if not key:
+        raise ValueError("the model made no attention call to plan for")
+    return key
+
+
+def signature_of(specs: Sequence[AttentionSpec]) -> str:
+    """The shape signature of a model call, for logs, spans and events."""
+    return " + ".join(spec.signature() for spec in specs)
+
+
+def refusals(candidate: Attention[Any], specs: SpecKey) -> tuple[str, ...]:
+    """Every reason ``candidate`` gives for not serving one of ``specs`` (empty: it serves all)."""
+    reasons: list[str] = []
+    for spec in specs:
+        try:
+            support = candidate.supports(spec)
+        except Exception as err:  # a buggy supports() must not take the run down
+            return (f"supports() raised {type(err).__name__}: {err}",)
+        reasons.extend(r for r in support.reasons if r not in reasons)
+        if not support.ok and not support.reasons:
+            reasons.append("refused without a reason")
+    return tuple(reasons)

@@ -1,0 +1,314 @@
+"""Compiled model calls per batch shape, each with the attention negotiated for it.
+
+The orchestrator asks :class:`CompiledSteps` for the step of a batch and runs it;
+everything between — probing the model's attention shapes, planning, verifying the
+chosen kernel against the reference on first use, compiling, falling back when
+either fails, and shadow-checking outputs in production — happens here, and is
+reported as events through the ``report`` callback the orchestrator gives (which
+delivers them to monitors and to the current span).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+import structlog
+
+from seamline.contracts import (
+    Alert,
+    Attention,
+    AttentionChosen,
+    AttentionSpec,
+    Batch,
+    Compiled,
+    ContractViolation,
+    Event,
+    Fallback,
+    Model,
+    ShadowCompared,
+    Verified,
+)
+from seamline.core.attention.candidates import AttentionCandidates
+from seamline.core.attention.checked import CheckedAttention
+from seamline.core.attention.planner import AttentionDecision, SpecKey
+from seamline.core.attention.probe import attention_specs
+from seamline.core.attention.verification import compare_outputs, verify
+from seamline.core.seams import scope_name
+from seamline.core.telemetry import (
+    ATTENTION_NAME,
+    ATTENTION_REASON,
+    ATTENTION_REFUSED,
+    BATCH_LENGTH,
+    BATCH_SIZE,
+    DEVICE_KIND,
+    DTYPE,
+    PLATFORM,
+    component_attributes,
+    tracer,
+)
+
+log = structlog.get_logger("seamline.core")
+
+Report = Callable[[Event], None]
+"""Where events go: the orchestrator delivers them to monitors and the current span."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A compiled model call for one batch shape, with the attention that serves it."""
+
+    call: Callable[[Any, Mapping[str, Any]], jax.Array]
+    decision: AttentionDecision
+    compiled: Any
+    """The XLA executable; its HLO names each seam (``seamline/<kind>/<name>``)."""
+    specs: SpecKey = ()
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    """The ``seamline.model.apply`` span's attributes for this shape (built once)."""
+
+
+class CompiledSteps:
+    """Plans, verifies, compiles and shadow-checks the model call of each batch shape."""
+
+    def __init__(self, model: Model[Any], candidates: AttentionCandidates, report: Report) -> None:
+        self.model = model
+        self.candidates = candidates
+        self.planner = candidates.planner()
+        self._report = report
+        self._fallback = candidates.settings.on_failure == "fallback"
+        self._steps: dict[tuple[int, int], Step] = {}
+        self._reference_steps: dict[tuple[int, int], Step] = {}
+        self._verified: set[tuple[SpecKey, str]] = set()
+        self._attention_attributes: dict[str, dict[str, str]] = {}
+        self.batches = 0
+        """Batches checked so far (the shadow cadence counts them)."""
+
+    @property
+    def compilations(self) -> int:
+        """Shapes compiled and in use (a shape recompiled after a demotion counts once)."""
+        return len(self._steps)
+
+    @property
+    def decisions(self) -> list[AttentionDecision]:
+        return self.planner.decisions
+
+    def in_use(self) -> list[Step]:
+        """The compiled step of every batch shape seen so far."""
+        return list(self._steps.values())
+
+    def step(self, params: Any, batch: Batch) -> Step:
+        """The compiled call for this batch's shape: planned, verified and compiled once.
+
+        A candidate that disagrees with the reference, or fails to compile, is
+        demoted for this shape and the next one is tried (unless ``on_failure:
+        raise``); when no candidate is left the planner raises with every refusal.
+        """
+        key = (batch.batch_size, batch.length)
+        step = self._steps.get(key)
+        if step is not None:
+            return step
+        specs = tuple(attention_specs(self.model, params, batch.arrays))
+        failed: tuple[str, str] | None = None  # (implementation, reason) that fell through
+        while True:
+            decision = self._plan(batch, specs)
+            if failed is not None:
+                self._fell_back(failed[0], decision.chosen, failed[1], decision.signature)
+            attention = self.planner.implementation(decision.chosen)
+            try:
+                # Verification traces and compiles the kernel too, so either may fail here.
+                problem = self._verification_problem(attention, specs, decision.signature)
+                if problem is None:
+                    step = self._compile(params, batch, attention, decision, specs)
+                    self._steps[key] = step
+                    return step
+            except ContractViolation:
+                raise  # a bug in the component, not a shape it cannot serve
+            except Exception as err:
+                if not self._fallback:
+                    raise
+                problem = f"failed to compile: {type(err).__name__}: {err}"
+            self.planner.demote(specs, decision.chosen, problem)
+            failed = (decision.chosen, problem)
+
+    def shadow(self, params: Any, batch: Batch, step: Step, outputs: np.ndarray) -> np.ndarray:
+        """Every Nth batch, run the reference too; on a breach, demote and keep its outputs."""
+        self.batches += 1
+        reference = self.candidates.reference
+        every = self.candidates.shadow_every
+        if (
+            not every
+            or reference is None
+            or step.decision.chosen == reference.name
+            or (self.batches - 1) % every
+        ):
+            return outputs
+        key = (batch.batch_size, batch.length)
+        shadow = self._reference_steps.get(key)
+        if shadow is None:
+            decision = AttentionDecision(step.decision.signature, reference.name, "shadow")
+            shadow = self._compile(params, batch, reference, decision, step.specs)
+            self._reference_steps[key] = shadow
+        with tracer().start_as_current_span(
+            "seamline.shadow", attributes={ATTENTION_NAME: step.decision.chosen}
+        ) as span:
+            expected = np.asarray(shadow.call(params, batch.arrays))
+            verdict = compare_outputs(outputs, expected, len(batch.examples), step.specs)
+            span.set_attributes(
+                {"seamline.max_error": verdict.max_error, "seamline.ok": verdict.ok}
+            )
+            self._report(
+                ShadowCompared(
+                    step.decision.signature,
+                    step.decision.chosen,
+                    reference.name,
+                    self.batches,
+                    verdict.max_error,
+                    verdict.tolerance,
+                    verdict.ok,
+                )
+            )
+        if verdict.ok:
+            return outputs
+        reason = f"shadow comparison: differs from {reference.name!r} by {verdict.max_error:.3g}"
+        self._report(
+            Alert(
+                "seamline.shadow",
+                f"attention {step.decision.chosen!r} demoted for {step.decision.signature}: "
+                f"{reason}",
+                {"max_error": verdict.max_error, "tolerance": verdict.tolerance},
+            )
+        )
+        log.debug(
+            "attention demoted by shadow comparison", chosen=step.decision.chosen, reason=reason
+        )
+        self.planner.demote(step.specs, step.decision.chosen, reason)
+        del self._steps[key]
+        return expected
+
+    # -- the parts of a step ----------------------------------------------------------------
+
+    def _plan(self, batch: Batch, specs: SpecKey) -> AttentionDecision:
+        with tracer().start_as_current_span(
+            "seamline.plan", attributes={BATCH_LENGTH: batch.length}
+        ) as span:
+            decision = self.planner.choose(specs)
+            span.set_attributes(
+                {
+                    ATTENTION_NAME: decision.chosen,
+                    ATTENTION_REASON: decision.reason,
+                    ATTENTION_REFUSED: [refusal.text() for refusal in decision.refusals],
+                }
+            )
+        self._report(
+            AttentionChosen(decision.signature, decision.chosen, decision.reason, decision.rejected)
+        )
+        # Monitors (the log monitor among them) report it; this line is for debugging.
+        log.debug(
+            "attention chosen",
+            signature=decision.signature,
+            chosen=decision.chosen,
+            reason=decision.reason,
+            refused={refusal.candidate: list(refusal.reasons) for refusal in decision.refusals},
+        )
+        return decision
+
+    def _verification_problem(
+        self, attention: Attention[Any], specs: SpecKey, signature: str
+    ) -> str | None:
+        """Why ``attention`` may not serve ``specs`` by the reference's measure, or None."""
+        reference = self.candidates.reference
+        if not self.candidates.verifies or reference is None or attention is reference:
+            return None
+        if (specs, attention.name) in self._verified:
+            return None
+        with tracer().start_as_current_span(
+            "seamline.verify",
+            attributes={
+                **self._attributes_of(attention),
+                ATTENTION_NAME: attention.name,
+                "seamline.signature": signature,
+            },
+        ) as span:
+            verdict = verify(attention, reference, specs)
+            span.set_attributes(
+                {"seamline.max_error": verdict.max_error, "seamline.ok": verdict.ok}
+            )
+            self._report(
+                Verified(
+                    signature,
+                    attention.name,
+                    reference.name,
+                    verdict.max_error,
+                    verdict.tolerance,
+                    verdict.ok,
+                )
+            )
+        if verdict.ok:
+            self._verified.add((specs, attention.name))
+            return None
+        return (
+            f"differs from the reference {reference.name!r} by {verdict.max_error:.3g} "
+            f"(tolerance {verdict.tolerance:g})"
+        )
+
+    def _fell_back(self, failed: str, replacement: str, reason: str, signature: str) -> None:
+        self._report(Fallback("attention", failed, replacement, reason))
+        log.debug(
+            "attention fell back",
+            failed=failed,
+            replacement=replacement,
+            reason=reason,
+            signature=signature,
+        )
+
+    def _compile(
+        self,
+        params: Any,
+        batch: Batch,
+        attention: Attention[Any],
+        decision: AttentionDecision,
+        specs: tuple[AttentionSpec, ...],
+    ) -> Step:
+        apply = functools.partial(self.model.apply, attention=CheckedAttention(attention))
+        scope = scope_name("model", self.model.name)
+
+        def seamline_step(params: Any, arrays: Mapping[str, Any]) -> jax.Array:
+            with jax.named_scope(scope):
+                return apply(params, arrays)
+
+        shape: dict[str, Any] = {BATCH_SIZE: batch.batch_size, BATCH_LENGTH: batch.length}
+        if specs:
+            shape.update(
+                {
+                    DTYPE: specs[0].dtype,
+                    PLATFORM: specs[0].platform,
+                    DEVICE_KIND: specs[0].device_kind,
+                }
+            )
+        started = time.perf_counter()
+        with tracer().start_as_current_span(
+            "seamline.compile",
+            attributes={**self._attributes_of(attention), **shape, ATTENTION_NAME: attention.name},
+        ):
+            compiled = jax.jit(seamline_step).lower(params, dict(batch.arrays)).compile()
+        self._report(Compiled(batch.length, batch.batch_size, time.perf_counter() - started))
+        attributes = {**shape, ATTENTION_NAME: decision.chosen, ATTENTION_REASON: decision.reason}
+        return Step(lambda p, a: compiled(p, dict(a)), decision, compiled, specs, attributes)
+
+    def _attributes_of(self, attention: Attention[Any]) -> dict[str, str]:
+        """An implementation's span attributes, built once per name."""
+        attributes = self._attention_attributes.get(attention.name)
+        if attributes is None:
+            info = self.candidates.infos.get(attention.name)
+            attributes = component_attributes(
+                attention.describe(),
+                distribution=info.distribution if info is not None else None,
+                version=info.version if info is not None else None,
+            )
+            self._attention_attributes[attention.name] = attributes
+        return attributes
