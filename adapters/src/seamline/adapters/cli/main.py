@@ -190,7 +190,9 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     plan = _user_errors(lambda: make_plan(resolved, registry))
     console = _consoles.out
     console.print(
-        f"[bold]{plan.pipeline}[/]: attention {plan.mode}; reference "
+        f"[bold]{plan.pipeline}[/]: attention {plan.mode}"
+        + ("; select: measure (tuning cache)" if plan.select == "measure" else "")
+        + "; reference "
         f"{plan.reference or '(none installed)'}; verify on first use: "
         f"{'yes' if plan.verify else 'no'}; on compile failure: {plan.on_failure}; shadow: "
         f"{f'every {plan.shadow_every} batches' if plan.shadow_every else 'off'}"
@@ -207,16 +209,86 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         table.add_column("verdict", no_wrap=True)
         table.add_column("why", overflow="fold")
         reasons = {r.candidate: r.reasons for r in (*bucket.refusals, *bucket.spare)}
+        measured = bucket.measured.seconds if bucket.measured is not None else {}
+        if plan.select == "measure":
+            table.add_column("measured", justify="right", no_wrap=True)
         for name in bucket.order:
+            timing = [f"{measured[name] * 1e3:.3g} ms" if name in measured else "-"]
+            extra = timing if plan.select == "measure" else []
             if name == bucket.chosen:
-                table.add_row(name, "[green]chosen[/]", bucket.reason)
+                table.add_row(name, "[green]chosen[/]", bucket.reason, *extra)
             elif reasons.get(name):
-                table.add_row(name, "[red]cannot serve[/]", "; ".join(reasons[name]))
+                table.add_row(name, "[red]cannot serve[/]", "; ".join(reasons[name]), *extra)
+            elif name in measured:
+                table.add_row(name, "[dim]could serve[/]", "slower, as measured", *extra)
             else:
-                table.add_row(name, "[dim]could serve[/]", "a candidate before it was chosen")
+                table.add_row(
+                    name, "[dim]could serve[/]", "a candidate before it was chosen", *extra
+                )
         console.print(table)
+        if plan.select == "measure":
+            console.print(
+                f"  tuning cache: {bucket.measured.key}"
+                if bucket.measured is not None
+                else "  not measured yet: the first run measures it, or run `seamline tune`",
+                highlight=False,
+            )
     if any(bucket.chosen is None for bucket in plan.buckets):
         raise typer.Exit(2)
+
+
+@app.command()
+def tune(
+    pipeline: PipelineArg,
+    overrides: SetOption = None,
+    again: Annotated[
+        bool, typer.Option("--again", help="Measure even what the tuning cache already holds.")
+    ] = False,
+) -> None:
+    """Time every attention candidate on every shape bucket; fill the tuning cache.
+
+    A pipeline with `attention: {select: measure}` then picks the fastest from the
+    cache on its first run instead of measuring. No weights are read for models
+    that describe their parameter shapes.
+    """
+    from seamline.adapters.logging_setup import configure_logging
+    from seamline.core.attention.plan import tune as run_tuning
+    from seamline.core.attention.tuning import TuningCache
+    from seamline.core.config import load_pipeline
+
+    configure_logging(level="warning")
+    registry = Registry.discover()
+    resolved = _user_errors(lambda: load_pipeline(pipeline, registry, overrides or ()))
+    cache = TuningCache()
+    results = _user_errors(lambda: run_tuning(resolved, registry, cache, again=again))
+    console = _consoles.out
+    console.print(f"tuning cache: {cache.directory}", highlight=False)
+    for bucket in results:
+        table = Table(
+            title=f"length {bucket.length} × batch {bucket.batch_size}: {bucket.signature}",
+            title_justify="left",
+        )
+        for column in ("candidate", "median ms", "fastest ms", "slowest ms", "calls"):
+            table.add_column(column, justify="left" if column == "candidate" else "right")
+        entry = bucket.entry
+        if entry is not None:
+            for name in entry.ranking:
+                timing = entry.timings[name]
+                table.add_row(
+                    name,
+                    f"{timing.median * 1e3:.3f}",
+                    f"{timing.fastest * 1e3:.3f}",
+                    f"{timing.slowest * 1e3:.3f}",
+                    str(timing.calls),
+                )
+        for refusal in bucket.refusals:
+            table.add_row(f"[dim]{refusal.candidate}[/]", "cannot serve", "", "", "")
+        console.print(table)
+        if entry is None:
+            console.print("  [red]no candidate serves this shape[/]")
+        else:
+            source = "from the cache (--again measures anew)" if bucket.cached else "measured"
+            console.print(f"  {source}; key {entry.key}", highlight=False)
 
 
 @app.command()

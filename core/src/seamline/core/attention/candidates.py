@@ -15,6 +15,7 @@ from typing import Any, cast
 from seamline.contracts import Attention
 from seamline.core.attention.planner import AttentionPlanner
 from seamline.core.attention.trust import untrusted_candidates
+from seamline.core.attention.tuning import Measured, MeasuredRanking
 from seamline.core.config import AttentionMode, AttentionSpecConfig, ResolvedAttention
 from seamline.core.registry import ComponentInfo, Registry
 
@@ -43,9 +44,19 @@ class AttentionCandidates:
     def shadow_every(self) -> int:
         return self.settings.shadow.every if self.settings.shadow else 0
 
-    def planner(self) -> AttentionPlanner:
-        """A fresh planner over these candidates (decisions and demotions start empty)."""
-        return AttentionPlanner(self.implementations, self.mode, self.untrusted)
+    def planner(
+        self, *, measure: bool = True, on_entry: Measured | None = None
+    ) -> AttentionPlanner:
+        """A fresh planner over these candidates (decisions and demotions start empty).
+
+        With ``select: measure`` it orders serving candidates by measured time:
+        measuring them on first use of a shape when ``measure``, else (``explain``)
+        only reading the tuning cache. ``on_entry`` hears of every timing used.
+        """
+        ranking = None
+        if self.settings.select == "measure":
+            ranking = MeasuredRanking(self.infos, measure=measure, on_entry=on_entry)
+        return AttentionPlanner(self.implementations, self.mode, self.untrusted, ranking)
 
     def close(self) -> None:
         """Close every implementation, and the reference when it is not one of them."""

@@ -5,19 +5,39 @@
 its parameter shapes (no weights are read when the model offers
 ``abstract_params``), probes the attention calls of one batch per length bucket,
 and runs the same negotiation — every candidate's ``supports()`` in the same
-order — so the answer is the run's answer, short of what only running can reveal
+order, and with ``select: measure`` the same tuning cache (read, never measured)
+— so the answer is the run's answer, short of what only running can reveal
 (verification against the reference, compile failures, shadow comparisons).
+
+``tune`` measures what ``select: measure`` would measure on first use, for every
+bucket, and fills the tuning cache, so that runs pay nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from seamline.contracts import Model
-from seamline.core.attention.candidates import build_candidates
-from seamline.core.attention.planner import NoAttentionError, Refusal, signature_of
+from seamline.core.attention.candidates import AttentionCandidates, build_candidates
+from seamline.core.attention.planner import (
+    AttentionPlanner,
+    MeasuredTimes,
+    NoAttentionError,
+    Refusal,
+    SpecKey,
+    signature_of,
+    spec_key,
+)
 from seamline.core.attention.probe import attention_specs
+from seamline.core.attention.tuning import (
+    MeasuredRanking,
+    TuningCache,
+    TuningEntry,
+    tuning_key,
+)
 from seamline.core.batching import resolve_buckets
 from seamline.core.config import AttentionMode, ResolvedPipeline
 from seamline.core.registry import Registry
@@ -37,6 +57,8 @@ class BucketPlan:
     """The candidates before the chosen one (all of them when none can serve), and why not."""
     spare: tuple[Refusal, ...] = field(default=())
     """Candidates after the chosen one: empty reasons if they too could serve, else why not."""
+    measured: MeasuredTimes | None = None
+    """With ``select: measure``: the cached times the order came from (None: not tuned)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +67,7 @@ class Plan:
 
     pipeline: str
     mode: AttentionMode
+    select: str
     reference: str | None
     verify: bool
     on_failure: str
@@ -54,60 +77,135 @@ class Plan:
     buckets: list[BucketPlan]
 
 
-def explain(resolved: ResolvedPipeline, registry: Registry) -> Plan:
-    """Plan every bucket of ``resolved`` as a run would, without running it."""
+@dataclass(frozen=True, slots=True)
+class BucketTuning:
+    """What ``tune`` found for one bucket."""
+
+    length: int
+    batch_size: int
+    signature: str
+    entry: TuningEntry | None
+    """None when no candidate serves the bucket."""
+    cached: bool
+    refusals: tuple[Refusal, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Probed:
+    """A pipeline's candidates and the attention specs of one batch per length bucket."""
+
+    candidates: AttentionCandidates
+    weights_loaded: bool
+    buckets: list[tuple[int, int, SpecKey]]
+    """(length, batch size, specs) per bucket."""
+
+
+@contextlib.contextmanager
+def _probed(resolved: ResolvedPipeline, registry: Registry) -> Iterator[_Probed]:
+    """Build the model and the candidates, probe every bucket; close them all afterwards."""
     model = cast(Model[Any], registry.create("model", resolved.model.name, resolved.model.config))
     candidates = build_candidates(resolved.attention, registry)
-    planner = candidates.planner()
-    params = model.abstract_params()
-    weights_loaded = params is None
-    if params is None:
-        params = model.load()
-    batch_size = resolved.spec.run.batch_size
-    plans = []
     try:
+        params = model.abstract_params()
+        weights_loaded = params is None
+        if params is None:
+            params = model.load()
+        batch_size = resolved.spec.run.batch_size
+        buckets = []
         for length in resolve_buckets(resolved.spec.run.buckets, model.max_length):
             arrays = model.collate([], batch_size, length).arrays
-            specs = attention_specs(model, params, arrays)
-            order = tuple(c.name for c in planner.ordered(specs))
-            try:
-                decision = planner.choose(specs)
-            except NoAttentionError as err:
-                plans.append(
-                    BucketPlan(
-                        length, batch_size, err.signature, order, None, str(err), err.refusals
-                    )
-                )
-                continue
-            after = order[order.index(decision.chosen) + 1 :]
-            spare = tuple(
-                Refusal(name, planner.reasons_against(planner.implementation(name), specs))
-                for name in after
-            )
-            plans.append(
-                BucketPlan(
-                    length,
-                    batch_size,
-                    signature_of(specs),
-                    decision.order or order,
-                    decision.chosen,
-                    decision.reason,
-                    decision.refusals,
-                    spare,
-                )
-            )
+            buckets.append((length, batch_size, spec_key(attention_specs(model, params, arrays))))
+        yield _Probed(candidates, weights_loaded, buckets)
     finally:
         candidates.close()
         model.close()
+
+
+def explain(resolved: ResolvedPipeline, registry: Registry) -> Plan:
+    """Plan every bucket of ``resolved`` as a run would, without running it."""
+    plans = []
+    with _probed(resolved, registry) as probed:
+        candidates = probed.candidates
+        planner = candidates.planner(measure=False)
+        for length, batch_size, specs in probed.buckets:
+            plans.append(_bucket_plan(planner, length, batch_size, specs))
+    reference = candidates.reference.name if candidates.reference is not None else None
     settings = resolved.attention.settings
     return Plan(
         pipeline=resolved.spec.pipeline,
         mode=resolved.attention.mode,
-        reference=candidates.reference.name if candidates.reference is not None else None,
+        select=settings.select,
+        reference=reference,
         verify=candidates.verifies,
         on_failure=settings.on_failure,
         shadow_every=candidates.shadow_every,
         require_conformance=settings.require_conformance,
-        weights_loaded=weights_loaded,
+        weights_loaded=probed.weights_loaded,
         buckets=plans,
     )
+
+
+def _bucket_plan(
+    planner: AttentionPlanner, length: int, batch_size: int, specs: SpecKey
+) -> BucketPlan:
+    order = tuple(c.name for c in planner.ordered(specs))
+    try:
+        decision = planner.choose(specs)
+    except NoAttentionError as err:
+        return BucketPlan(length, batch_size, err.signature, order, None, str(err), err.refusals)
+    after = decision.order[decision.order.index(decision.chosen) + 1 :]
+    spare = tuple(
+        Refusal(name, planner.reasons_against(planner.implementation(name), specs))
+        for name in after
+        if name not in decision.rejected
+    )
+    return BucketPlan(
+        length,
+        batch_size,
+        signature_of(specs),
+        decision.order or order,
+        decision.chosen,
+        decision.reason,
+        decision.refusals,
+        spare,
+        decision.measured,
+    )
+
+
+def tune(
+    resolved: ResolvedPipeline,
+    registry: Registry,
+    cache: TuningCache | None = None,
+    *,
+    again: bool = False,
+) -> list[BucketTuning]:
+    """Time every serving candidate on every bucket's shapes and keep the times in the cache.
+
+    What is already cached is reported, not measured again, unless ``again``.
+    Works for any attention mode: the timings a later ``select: measure`` run reads
+    are those of the candidates that serve, whatever the pipeline selects today.
+    """
+    cache = cache if cache is not None else TuningCache()
+    results = []
+    with _probed(resolved, registry) as probed:
+        candidates = probed.candidates
+        ranking = MeasuredRanking(candidates.infos, cache)
+        planner = candidates.planner(measure=False)
+        for length, batch_size, specs in probed.buckets:
+            refusals = []
+            serving = []
+            for candidate in planner.ordered(specs):
+                reasons = planner.reasons_against(candidate, specs)
+                if reasons:
+                    refusals.append(Refusal(candidate.name, reasons))
+                else:
+                    serving.append(candidate)
+            if again and serving:
+                cache.path(tuning_key(specs, serving, candidates.infos)[0]).unlink(missing_ok=True)
+            found = ranking.entry(specs, serving)
+            entry, cached = found if found is not None else (None, False)
+            signature = signature_of(specs)
+            results.append(
+                BucketTuning(length, batch_size, signature, entry, cached, tuple(refusals))
+            )
+    return results

@@ -20,8 +20,8 @@ takes a message apart again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from seamline.contracts import Attention, AttentionSpec, UnsupportedError
 from seamline.core.attention.order import auto_order
@@ -44,6 +44,26 @@ class Refusal:
 
 
 @dataclass(frozen=True, slots=True)
+class MeasuredTimes:
+    """How long each serving candidate took on a shape signature (``select: measure``)."""
+
+    seconds: Mapping[str, float]
+    """Candidate name -> median seconds of its attention calls for one model call."""
+    cached: bool
+    """True when read from the tuning cache, False when measured in this process."""
+    key: str
+    """The tuning cache key."""
+
+
+class Ranking(Protocol):
+    """What orders serving candidates by measurement (see :mod:`.tuning`)."""
+
+    def times(self, specs: SpecKey, serving: Sequence[Attention[Any]]) -> MeasuredTimes | None:
+        """The serving candidates' times, or None when nothing is (or may be) measured."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class AttentionDecision:
     """Which implementation serves a shape signature, why, and why not the ones before it."""
 
@@ -51,9 +71,12 @@ class AttentionDecision:
     chosen: str
     reason: str
     refusals: tuple[Refusal, ...] = ()
-    """The candidates tried before ``chosen``, in order, each with its reasons."""
+    """The candidates tried before ``chosen``, in order, each with its reasons (with
+    ``select: measure``: every candidate that does not serve)."""
     order: tuple[str, ...] = ()
     """The candidates in the order they were considered."""
+    measured: MeasuredTimes | None = field(default=None)
+    """With ``select: measure``: the times the order came from."""
 
     @property
     def rejected(self) -> dict[str, tuple[str, ...]]:
@@ -97,6 +120,7 @@ class AttentionPlanner:
         candidates: Sequence[Attention[Any]],
         mode: AttentionMode,
         untrusted: Mapping[str, str] | None = None,
+        ranking: Ranking | None = None,
     ) -> None:
         if not candidates:
             raise UnsupportedError("no attention implementation is installed or configured")
@@ -104,6 +128,8 @@ class AttentionPlanner:
         self.mode = mode
         self.untrusted = dict(untrusted or {})
         """Candidate name -> why it is not trusted (refused for every shape)."""
+        self.ranking = ranking
+        """With ``select: measure``: orders the serving candidates by measured time."""
         self._decisions: dict[SpecKey, AttentionDecision] = {}
         self._demoted: dict[SpecKey, dict[str, str]] = {}
 
@@ -140,6 +166,8 @@ class AttentionPlanner:
         return auto_order(self.candidates, specs[0])
 
     def _negotiate(self, key: SpecKey) -> AttentionDecision:
+        if self.ranking is not None:
+            return self._negotiate_measured(key, self.ranking)
         signature = signature_of(key)
         demoted = self._demoted.get(key, {})
         refusals: list[Refusal] = []
@@ -157,6 +185,49 @@ class AttentionPlanner:
             return AttentionDecision(signature, candidate.name, reason, tuple(refusals), names)
         raise NoAttentionError(signature, tuple(refusals), self.mode)
 
+    def _negotiate_measured(self, key: SpecKey, ranking: Ranking) -> AttentionDecision:
+        """The fastest serving candidate by measurement; the static order where none is.
+
+        Every candidate is asked ``supports()`` first: the ones that serve are timed
+        (or their times read from the tuning cache) as one set, so the cache key does
+        not depend on what a run later demotes. A demoted candidate keeps its time
+        but is passed over, and the next fastest serves.
+        """
+        signature = signature_of(key)
+        demoted = self._demoted.get(key, {})
+        order = self.ordered(key)
+        refused = {c.name: self.reasons_against(c, key) for c in order}
+        serving = [c for c in order if not refused[c.name]]
+        measured = ranking.times(key, serving)
+        if measured is not None:
+            position = {c.name: i for i, c in enumerate(order)}
+            order = sorted(
+                order,
+                key=lambda c: (
+                    (0, measured.seconds[c.name], c.name)
+                    if c.name in measured.seconds
+                    else (1, float(position[c.name]), c.name)
+                ),
+            )
+        refusals = [Refusal(c.name, refused[c.name]) for c in order if refused[c.name]]
+        passed_over = []
+        for candidate in order:
+            if refused[candidate.name]:
+                continue
+            if candidate.name in demoted:
+                passed_over.append(Refusal(candidate.name, (demoted[candidate.name],)))
+                continue
+            reason = _measured_reason(candidate.name, measured, passed_over, self.mode)
+            return AttentionDecision(
+                signature,
+                candidate.name,
+                reason,
+                (*passed_over, *refusals),
+                tuple(c.name for c in order),
+                measured,
+            )
+        raise NoAttentionError(signature, (*passed_over, *refusals), self.mode)
+
     def reasons_against(
         self, candidate: Attention[Any], specs: Sequence[AttentionSpec]
     ) -> tuple[str, ...]:
@@ -165,6 +236,26 @@ class AttentionPlanner:
         if distrust is not None:
             return (f"conformance required: {distrust}",)
         return refusals(candidate, tuple(specs))
+
+
+def _measured_reason(
+    chosen: str, measured: MeasuredTimes | None, passed_over: list[Refusal], mode: AttentionMode
+) -> str:
+    if measured is None or chosen not in measured.seconds:
+        why = "nothing measured for this shape, so by the static order"
+        return f"{why}: {_REASONS[(mode, not passed_over)]}"
+    others = ", ".join(
+        f"{name} {seconds * 1e3:.3g} ms"
+        for name, seconds in sorted(measured.seconds.items(), key=lambda item: item[1])
+        if name != chosen
+    )
+    source = "from the tuning cache" if measured.cached else "measured now"
+    faster = " among those not demoted" if passed_over else ""
+    return (
+        f"fastest measured{faster}: {measured.seconds[chosen] * 1e3:.3g} ms"
+        + (f" (vs {others})" if others else "")
+        + f", {source}"
+    )
 
 
 def spec_key(specs: Sequence[AttentionSpec]) -> SpecKey:

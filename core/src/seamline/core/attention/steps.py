@@ -38,6 +38,7 @@ from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.checked import CheckedAttention
 from seamline.core.attention.planner import AttentionDecision, SpecKey
 from seamline.core.attention.probe import attention_specs
+from seamline.core.attention.tuning import TuningEntry
 from seamline.core.attention.verification import compare_outputs, verify
 from seamline.core.seams import scope_name
 from seamline.core.telemetry import (
@@ -78,7 +79,7 @@ class CompiledSteps:
     def __init__(self, model: Model[Any], candidates: AttentionCandidates, report: Report) -> None:
         self.model = model
         self.candidates = candidates
-        self.planner = candidates.planner()
+        self.planner = candidates.planner(on_entry=self._timed)
         self._report = report
         self._fallback = candidates.settings.on_failure == "fallback"
         self._steps: dict[tuple[int, int], Step] = {}
@@ -191,6 +192,16 @@ class CompiledSteps:
         return expected
 
     # -- the parts of a step ----------------------------------------------------------------
+
+    def _timed(self, entry: TuningEntry, cached: bool) -> None:
+        """``select: measure`` used timings: say which, and where they came from."""
+        log.info(
+            "attention timings",
+            signature=entry.signature,
+            source="tuning cache" if cached else "measured now",
+            milliseconds={n: round(t.median * 1e3, 4) for n, t in entry.timings.items()},
+            key=entry.key,
+        )
 
     def _plan(self, batch: Batch, specs: SpecKey) -> AttentionDecision:
         with tracer().start_as_current_span(

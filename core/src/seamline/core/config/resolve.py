@@ -169,6 +169,15 @@ class _Resolver:
     def attention_section(self, settings: AttentionSpecConfig) -> ResolvedAttention:
         """The ``attention`` section's mode, candidates and reference (problems collected)."""
         mode = AttentionMode.of(settings.use)
+        if mode is AttentionMode.EXPLICIT and settings.select == "measure":
+            self.problems.append(
+                ConfigError(
+                    f"attention.select is 'measure', but use names one implementation "
+                    f"({settings.use!r}): there is nothing to choose between; use 'auto' or a "
+                    "preference list, or drop select",
+                    self.located.where(("attention", "select")),
+                )
+            )
         candidates = self.attention(settings, mode)
         reference = self.reference(settings, mode)
         return ResolvedAttention(

@@ -80,6 +80,15 @@ class AttentionSpecConfig(_Strict):
         ),
     )
 
+    select: Literal["priority", "measure"] = Field(
+        default="priority",
+        description=(
+            "How 'auto' or a list orders the candidates that serve a shape: 'priority' (each "
+            "one's priority(), or the list's order) or 'measure' (time them on the shape's "
+            "exact inputs on first use and take the fastest; the times are kept in the "
+            "tuning cache, so later runs pay nothing: see `seamline tune`)."
+        ),
+    )
     reference: str | None = Field(
         default=None,
         description=(

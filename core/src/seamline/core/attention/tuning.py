@@ -1,0 +1,248 @@
+"""Measured selection: the fastest candidate per shape, measured once and remembered.
+
+With ``attention: {select: measure}`` the planner asks :class:`MeasuredRanking`
+for the candidates that serve a shape signature in order of measured time. The
+first run on a machine times them (:mod:`.measure`) and writes a
+:class:`TuningEntry` into the tuning cache; every later run with the same key
+reads it and pays nothing, so its choice is deterministic. ``seamline tune
+PIPELINE`` fills the cache ahead of time; ``seamline explain`` shows it.
+
+The key is everything a timing depends on: the shape signature (shapes, dtype,
+masking, platform), the device kind, the JAX and jaxlib versions, and each
+serving candidate's name, distribution, version and configuration. Upgrading JAX
+or a kernel's distribution, changing a kernel's settings or installing a new
+kernel that serves the shape therefore measures again. A damaged cache file is
+ignored (and measured over), never trusted.
+
+The cache lives in ``$SEAMLINE_TUNING_DIR``, else ``$XDG_CACHE_HOME/seamline/tuning``
+(``~/.cache/seamline/tuning``): one JSON file per key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from seamline.contracts import Attention
+from seamline.core.attention.measure import Timing, time_candidate
+from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
+from seamline.core.registry import ComponentInfo
+from seamline.core.telemetry import ATTENTION_NAME, tracer
+
+log = structlog.get_logger("seamline.core")
+
+TUNING_VARIABLE = "SEAMLINE_TUNING_DIR"
+ENTRY_FORMAT = 1
+
+
+def tuning_directory() -> Path:
+    """``$SEAMLINE_TUNING_DIR``, else the user's cache directory."""
+    explicit = os.environ.get(TUNING_VARIABLE)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "seamline" / "tuning"
+
+
+@dataclass(frozen=True, slots=True)
+class TuningEntry:
+    """The measured times of every serving candidate for one key."""
+
+    key: str
+    signature: str
+    device_kind: str
+    timings: dict[str, Timing]
+    measured: str
+    """When (UTC, ISO 8601)."""
+    about: dict[str, Any]
+    """What the key was made of, for people reading the file."""
+
+    @property
+    def ranking(self) -> list[str]:
+        """Candidate names, fastest median first (ties by name)."""
+        return sorted(self.timings, key=lambda name: (self.timings[name].median, name))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": ENTRY_FORMAT,
+            "key": self.key,
+            "signature": self.signature,
+            "device_kind": self.device_kind,
+            "measured": self.measured,
+            "timings": {name: asdict(timing) for name, timing in self.timings.items()},
+            "about": self.about,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TuningEntry:
+        if data.get("format") != ENTRY_FORMAT:
+            raise ValueError(f"tuning entry format {data.get('format')!r}")
+        return cls(
+            key=str(data["key"]),
+            signature=str(data["signature"]),
+            device_kind=str(data["device_kind"]),
+            timings={name: Timing(**values) for name, values in data["timings"].items()},
+            measured=str(data["measured"]),
+            about=dict(data.get("about", {})),
+        )
+
+
+class TuningCache:
+    """One JSON file per key in a directory; written atomically, read forgivingly."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory if directory is not None else tuning_directory()
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"attention-{key}.json"
+
+    def load(self, key: str) -> TuningEntry | None:
+        """The entry for ``key``; None when there is none or it cannot be read."""
+        try:
+            entry = TuningEntry.from_json(json.loads(self.path(key).read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return entry if entry.key == key else None
+
+    def save(self, entry: TuningEntry) -> Path:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.path(entry.key)
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_text(json.dumps(entry.to_json(), indent=2) + "\n", encoding="utf-8")
+        temporary.replace(path)
+        return path
+
+
+def tuning_key(
+    specs: SpecKey,
+    serving: Sequence[Attention[Any]],
+    infos: Mapping[str, ComponentInfo | None],
+) -> tuple[str, dict[str, Any]]:
+    """The cache key of timing ``serving`` on ``specs`` here, and what it was made of."""
+    candidates = []
+    for candidate in sorted(serving, key=lambda c: c.name):
+        info = infos.get(candidate.name)
+        candidates.append(
+            {
+                "name": candidate.name,
+                "distribution": info.distribution if info is not None else None,
+                "version": info.version if info is not None else None,
+                "config": candidate.config.model_dump(mode="json"),
+            }
+        )
+    about = {
+        "signature": signature_of(specs),
+        "device_kind": specs[0].device_kind,
+        "jax": _version("jax"),
+        "jaxlib": _version("jaxlib"),
+        "candidates": candidates,
+    }
+    text = json.dumps(about, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20], about
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+Measured = Callable[[TuningEntry, bool], None]
+"""Told of every entry used: the entry, and whether it came from the cache."""
+
+
+class MeasuredRanking:
+    """Serving candidates in order of measured time, from the cache or measured now.
+
+    ``measure=False`` only reads the cache (``explain``: planning must not run
+    kernels); then a shape nobody measured keeps the static order.
+    """
+
+    def __init__(
+        self,
+        infos: Mapping[str, ComponentInfo | None],
+        cache: TuningCache | None = None,
+        *,
+        measure: bool = True,
+        on_entry: Measured | None = None,
+    ) -> None:
+        self.infos = infos
+        self.cache = cache if cache is not None else TuningCache()
+        self.measure = measure
+        self._on_entry = on_entry
+        self._entries: dict[str, tuple[TuningEntry, bool]] = {}
+
+    def times(self, specs: SpecKey, serving: Sequence[Attention[Any]]) -> MeasuredTimes | None:
+        """Median seconds of each serving candidate (the planner's view of :meth:`entry`)."""
+        found = self.entry(specs, serving)
+        if found is None:
+            return None
+        entry, cached = found
+        return MeasuredTimes({n: t.median for n, t in entry.timings.items()}, cached, entry.key)
+
+    def entry(
+        self, specs: SpecKey, serving: Sequence[Attention[Any]]
+    ) -> tuple[TuningEntry, bool] | None:
+        """The timings of ``serving`` on ``specs`` and whether they came from the cache.
+
+        Remembered for the process, else read from the cache, else measured now (and
+        saved) unless this ranking only reads.
+        """
+        if not serving:
+            return None
+        key, about = tuning_key(specs, serving, self.infos)
+        remembered = self._entries.get(key)
+        if remembered is not None:
+            return remembered
+        entry = self.cache.load(key)
+        cached = entry is not None
+        if entry is None:
+            if not self.measure:
+                return None
+            entry = self._measure(key, about, specs, serving)
+            self.cache.save(entry)
+        self._entries[key] = (entry, cached)
+        if self._on_entry is not None:
+            self._on_entry(entry, cached)
+        return entry, cached
+
+    def _measure(
+        self, key: str, about: dict[str, Any], specs: SpecKey, serving: Sequence[Attention[Any]]
+    ) -> TuningEntry:
+        timings = {}
+        signature = signature_of(specs)
+        for candidate in serving:
+            with tracer().start_as_current_span(
+                "seamline.measure",
+                attributes={ATTENTION_NAME: candidate.name, "seamline.signature": signature},
+            ) as span:
+                try:
+                    timing = time_candidate(candidate, specs)
+                except Exception as err:  # it cannot even run here: leave it out of the ranking
+                    log.info(
+                        "attention could not be timed",
+                        candidate=candidate.name,
+                        signature=signature,
+                        error=f"{type(err).__name__}: {err}",
+                    )
+                    continue
+                span.set_attribute("seamline.seconds", timing.median)
+                timings[candidate.name] = timing
+        return TuningEntry(
+            key=key,
+            signature=signature,
+            device_kind=specs[0].device_kind,
+            timings=timings,
+            measured=datetime.now(UTC).isoformat(timespec="seconds"),
+            about=about,
+        )
