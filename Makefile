@@ -29,10 +29,14 @@ uv:
 # One environment for everything: the four workspace members and EXAMPLE_PACKAGES
 # (editable), the weights package (its torch dependency dropped by [tool.uv]
 # override-dependencies) and the dev tools, every version pinned by constraints.txt.
+# Bytecode is compiled at install time: where PYTHONDONTWRITEBYTECODE is set, every
+# start would otherwise compile JAX's sources again (measured: 8 s against 3 s for
+# `import jax` on a loaded 2-CPU machine).
 $(STAMP): $(PYPROJECTS) constraints.txt | uv
 	$(UV) venv --quiet --allow-existing --python $(PYTHON_VERSION) $(VENV)
-	$(UV) pip install --quiet --python $(PY) -c constraints.txt \
+	$(UV) pip install --quiet --compile-bytecode --python $(PY) -c constraints.txt \
 		-r pyproject.toml --group pyproject.toml:dev
+	$(PY) -m compileall -q $(foreach m,$(MEMBERS) $(EXAMPLE_PACKAGES),$(m)/src) >/dev/null
 	@touch $@
 
 setup: $(STAMP)

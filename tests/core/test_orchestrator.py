@@ -58,7 +58,10 @@ def test_every_document_is_either_written_or_set_aside() -> None:
     assert len(written) + len(set_aside) == len(TEXTS)
     assert MemorySink.closed == [True]
     # Buckets 4, 8 and the model's max_length 16: at most three shapes compiled.
-    assert orchestrator._summary(1.0).compilations == 3
+    summary = orchestrator._summary(1.0)
+    assert summary.compilations == 3
+    assert summary.first_output_seconds is not None
+    assert 0 < summary.first_output_seconds
 
 
 def test_a_run_without_any_reference_attention_installed_finishes_cleanly() -> None:

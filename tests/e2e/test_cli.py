@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from pydoc_data.topics import topics
 
@@ -48,6 +49,9 @@ def ran(workspace: Path) -> Path:
     )
     assert result.exit_code == 0, result.output
     assert "6 documents (1 set aside)" in result.output
+    first = re.search(r"first output after ([\d.]+)s of the run, ([\d.]+)s after", result.output)
+    assert first, result.output
+    assert 0 < float(first.group(1)) <= float(first.group(2))
     return workspace / "out" / "emb.jsonl"
 
 

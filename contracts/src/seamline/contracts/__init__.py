@@ -1,49 +1,124 @@
 """seamline's contracts: the interfaces between the parts of a pipeline.
 
 A third-party component depends on this distribution alone.
+
+The names below are loaded on first use (PEP 562), so that importing a light part
+of the contracts (``seamline.contracts.errors``, ``.versions``) does not import JAX:
+the command line's ``--help`` and anything else that only names kinds or errors
+starts in a fraction of a second. ``from seamline.contracts import Attention``
+works as usual; type checkers see the plain imports below.
 """
 
-from seamline.contracts.attention import (
-    TOLERANCES,
-    Attention,
-    AttentionFn,
-    AttentionSpec,
-    SegmentIds,
-    Support,
-)
-from seamline.contracts.component import Component, ComponentConfig
-from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
-from seamline.contracts.errors import (
-    ComponentLoadError,
-    ComponentNotFoundError,
-    ConfigError,
-    ContractVersionError,
-    ContractViolation,
-    DuplicateComponentError,
-    SeamlineError,
-    UnsupportedError,
-    UserError,
-    WeightsError,
-)
-from seamline.contracts.events import (
-    Alert,
-    AttentionChosen,
-    BatchDone,
-    Compiled,
-    DocumentFailed,
-    Event,
-    Fallback,
-    RunFinished,
-    RunStarted,
-    SeamCall,
-    ShadowCompared,
-    Verified,
-)
-from seamline.contracts.loader import Loader
-from seamline.contracts.model import Batch, Example, Model, Params
-from seamline.contracts.monitor import Monitor
-from seamline.contracts.sink import OutputRecord, Sink
-from seamline.contracts.versions import CONTRACT_VERSIONS, KINDS, Kind
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seamline.contracts.attention import (
+        TOLERANCES,
+        Attention,
+        AttentionFn,
+        AttentionSpec,
+        SegmentIds,
+        Support,
+    )
+    from seamline.contracts.component import Component, ComponentConfig
+    from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
+    from seamline.contracts.errors import (
+        ComponentLoadError,
+        ComponentNotFoundError,
+        ConfigError,
+        ContractVersionError,
+        ContractViolation,
+        DuplicateComponentError,
+        SeamlineError,
+        UnsupportedError,
+        UserError,
+        WeightsError,
+    )
+    from seamline.contracts.events import (
+        Alert,
+        AttentionChosen,
+        BatchDone,
+        Compiled,
+        DocumentFailed,
+        Event,
+        Fallback,
+        RunFinished,
+        RunStarted,
+        SeamCall,
+        ShadowCompared,
+        Verified,
+    )
+    from seamline.contracts.loader import Loader
+    from seamline.contracts.model import Batch, Example, Model, Params
+    from seamline.contracts.monitor import Monitor
+    from seamline.contracts.sink import OutputRecord, Sink
+    from seamline.contracts.versions import CONTRACT_VERSIONS, KINDS, Kind
+
+_LOCATIONS: dict[str, str] = {
+    "Alert": "seamline.contracts.events",
+    "Attention": "seamline.contracts.attention",
+    "AttentionChosen": "seamline.contracts.events",
+    "AttentionFn": "seamline.contracts.attention",
+    "AttentionSpec": "seamline.contracts.attention",
+    "Batch": "seamline.contracts.model",
+    "BatchDone": "seamline.contracts.events",
+    "CONTRACT_VERSIONS": "seamline.contracts.versions",
+    "Compiled": "seamline.contracts.events",
+    "Component": "seamline.contracts.component",
+    "ComponentConfig": "seamline.contracts.component",
+    "ComponentLoadError": "seamline.contracts.errors",
+    "ComponentNotFoundError": "seamline.contracts.errors",
+    "ConfigError": "seamline.contracts.errors",
+    "ContractVersionError": "seamline.contracts.errors",
+    "ContractViolation": "seamline.contracts.errors",
+    "Document": "seamline.contracts.documents",
+    "DocumentError": "seamline.contracts.documents",
+    "DocumentFailed": "seamline.contracts.events",
+    "DuplicateComponentError": "seamline.contracts.errors",
+    "Event": "seamline.contracts.events",
+    "Example": "seamline.contracts.model",
+    "Fallback": "seamline.contracts.events",
+    "KINDS": "seamline.contracts.versions",
+    "Kind": "seamline.contracts.versions",
+    "Loaded": "seamline.contracts.documents",
+    "Loader": "seamline.contracts.loader",
+    "Model": "seamline.contracts.model",
+    "Monitor": "seamline.contracts.monitor",
+    "OutputRecord": "seamline.contracts.sink",
+    "Params": "seamline.contracts.model",
+    "RunFinished": "seamline.contracts.events",
+    "RunStarted": "seamline.contracts.events",
+    "SeamCall": "seamline.contracts.events",
+    "SeamlineError": "seamline.contracts.errors",
+    "SegmentIds": "seamline.contracts.attention",
+    "ShadowCompared": "seamline.contracts.events",
+    "Shard": "seamline.contracts.documents",
+    "Sink": "seamline.contracts.sink",
+    "Support": "seamline.contracts.attention",
+    "TOLERANCES": "seamline.contracts.attention",
+    "UnsupportedError": "seamline.contracts.errors",
+    "UserError": "seamline.contracts.errors",
+    "Verified": "seamline.contracts.events",
+    "WeightsError": "seamline.contracts.errors",
+}
+"""Where each public name is defined."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LOCATIONS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'seamline.contracts' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LOCATIONS])
+
 
 __all__ = [
     "CONTRACT_VERSIONS",

@@ -81,6 +81,9 @@ class RunSummary:
     resumed_from: str | None = None
     """The loader cursor this run continued after (``resume``), or None if it read from
     the beginning. The counts are those of this run only."""
+    first_output_seconds: float | None = None
+    """From the start of :meth:`Orchestrator.run` to the first records handed to the sink
+    (None when nothing was written): what a user waits before anything comes out."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -130,6 +133,8 @@ class Orchestrator:
         self.buckets = resolve_buckets(settings.buckets, self.model.max_length)
         self.counts = _Counts()
         self.resumed_from: str | None = None
+        self._started = 0.0
+        self._first_output: float | None = None
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
         return self.registry.create(choice.kind, choice.name, choice.config)
@@ -152,7 +157,7 @@ class Orchestrator:
         after the cursor committed there. A sink that is not resumable is a
         ``UserError``.
         """
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
         spec = self.pipeline.spec
         platform, device_kind = device_identity()
         with tracer().start_as_current_span(
@@ -350,6 +355,8 @@ class Orchestrator:
         ]
         with self.sink_seam.call("write", {"seamline.records": len(records)}):
             self.sink.write(records)
+        if self._first_output is None:
+            self._first_output = time.perf_counter() - self._started
         counts = self.counts
         counts.batches += 1
         counts.examples += len(batch.examples)
@@ -422,6 +429,7 @@ class Orchestrator:
             seconds=seconds,
             attention={d.signature: d.chosen for d in self.steps.decisions},
             resumed_from=self.resumed_from,
+            first_output_seconds=self._first_output,
         )
 
 

@@ -8,16 +8,26 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from seamline.contracts import KINDS, UserError
-from seamline.core.registry import Registry
+# Only the light corners of seamline here: `seamline --help` must not import JAX or
+# load a component. Commands import what they need when they run.
+from seamline.contracts.errors import UserError
+from seamline.contracts.versions import KINDS
+
+STARTED = time.perf_counter()
+"""When this module was imported: the command's start, give or take Python's own."""
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from seamline.core.registry import Registry
 
 app = typer.Typer(
     name="seamline",
@@ -25,6 +35,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: rendering it with rich costs more start-up than the rest of --help.
+    rich_markup_mode=None,
 )
 
 
@@ -33,11 +45,22 @@ class _Consoles:
 
     @property
     def out(self) -> Console:
+        from rich.console import Console
+
         return Console()
 
     @property
     def err(self) -> Console:
+        from rich.console import Console
+
         return Console(stderr=True)
+
+
+def Table(*args: Any, **kwargs: Any) -> Table:  # noqa: N802 - stands in for rich's class
+    """A rich table, imported when a command first prints one (not for ``--help``)."""
+    from rich.table import Table as RichTable
+
+    return RichTable(*args, **kwargs)
 
 
 _consoles = _Consoles()
@@ -56,6 +79,13 @@ SetOption = Annotated[
         metavar="PATH=VALUE",
     ),
 ]
+
+
+def _registry() -> Registry:
+    """Every installed component (this imports them, and so JAX: only when a command runs)."""
+    from seamline.core.registry import Registry
+
+    return Registry.discover()
 
 
 def _user_errors(action: Callable[[], T]) -> T:
@@ -130,6 +160,7 @@ def run(
     _user_errors(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
     try:
         extra = [ProgressMonitor(_consoles.err)] if interactive else []
+        run_started = time.perf_counter()
         summary = _user_errors(lambda: loaded.run(extra_monitors=extra, resume=resume))
     finally:
         telemetry_setup.shutdown_telemetry()
@@ -142,6 +173,13 @@ def run(
         f"{summary.compilations} compilations",
         highlight=False,
     )
+    if summary.first_output_seconds is not None:
+        since_start = run_started - STARTED + summary.first_output_seconds
+        _consoles.out.print(
+            f"  first output after {summary.first_output_seconds:.1f}s of the run, "
+            f"{since_start:.1f}s after the command started",
+            highlight=False,
+        )
     if summary.resumed_from is not None:
         _consoles.out.print(
             f"  resumed after cursor {summary.resumed_from!r} (counts are this run's)",
@@ -156,7 +194,7 @@ def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     """Check a pipeline file without running it (every error is reported with its location)."""
     from seamline.core.config import AttentionMode, load_pipeline
 
-    resolved = _user_errors(lambda: load_pipeline(pipeline, Registry.discover(), overrides or ()))
+    resolved = _user_errors(lambda: load_pipeline(pipeline, _registry(), overrides or ()))
     spec = resolved.spec
     _consoles.out.print(f"[green]ok[/] {pipeline}: pipeline {spec.pipeline!r}", highlight=False)
     _consoles.out.print(f"  loader    {resolved.loader.name}", highlight=False)
@@ -185,7 +223,7 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     from seamline.core.config import load_pipeline
 
     configure_logging(level="warning")
-    registry = Registry.discover()
+    registry = _registry()
     resolved = _user_errors(lambda: load_pipeline(pipeline, registry, overrides or ()))
     plan = _user_errors(lambda: make_plan(resolved, registry))
     console = _consoles.out
@@ -257,7 +295,7 @@ def tune(
     from seamline.core.config import load_pipeline
 
     configure_logging(level="warning")
-    registry = Registry.discover()
+    registry = _registry()
     resolved = _user_errors(lambda: load_pipeline(pipeline, registry, overrides or ()))
     cache = TuningCache()
     results = _user_errors(lambda: run_tuning(resolved, registry, cache, again=again))
@@ -425,7 +463,7 @@ def components(
     if kind is not None and kind not in KINDS:
         _consoles.err.print(f"[bold red]error:[/] --kind must be one of {', '.join(KINDS)}")
         raise typer.Exit(2)
-    registry = Registry.discover()
+    registry = _registry()
     if auto_order:
         from seamline.core.attention.order import auto_order_table
 
@@ -494,7 +532,7 @@ def check_command(
 
     outcome = _user_errors(
         lambda: check(
-            Registry.discover(),
+            _registry(),
             target,
             with_values=with_ or [],
             max_examples=max_examples,
@@ -516,7 +554,7 @@ def schema(
     """Print the JSON Schema of pipeline files, with every installed component's config."""
     from seamline.core.schema import pipeline_schema
 
-    text = json.dumps(pipeline_schema(Registry.discover()), indent=2)
+    text = json.dumps(pipeline_schema(_registry()), indent=2)
     if output:
         output.write_text(text + "\n", encoding="utf-8")
         _consoles.err.print(f"wrote {output}")
@@ -548,7 +586,7 @@ def search(
     from seamline.adapters.search import search as run_search
 
     configure_logging(level="warning")
-    hits = _user_errors(lambda: run_search(Registry.discover(), index, query, k, attention))
+    hits = _user_errors(lambda: run_search(_registry(), index, query, k, attention))
     table = Table(title=f"nearest to {query!r}")
     for column in ("score", "document", "window", "text"):
         table.add_column(column, overflow="fold")
