@@ -18,6 +18,7 @@ prints goes to stderr, which the driver keeps as the worker's log.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import inspect
@@ -67,10 +68,8 @@ def versions() -> dict[str, str]:
     """Python and the installed versions of what a measurement depends on."""
     found = {"python": platform.python_version()}
     for dist in MEASURED_DISTRIBUTIONS:
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
     return found
 
 
