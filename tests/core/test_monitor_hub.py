@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from seamline.contracts import Alert, BatchDone, ComponentConfig, Event, Monitor
+from seamline.contracts import Alert, BatchDone, ComponentConfig, Event, Monitor, RunFinished
 from seamline.core.seams import MonitorHub
 
 
@@ -48,13 +48,46 @@ def test_published_events_reach_the_others_after_the_event_and_not_the_sender() 
     assert publisher.seen == [batch]  # never its own alert back
 
 
-def test_a_monitor_that_publishes_forever_is_cut_off() -> None:
-    class Echo(Publisher):
-        def observe(self, event: Event) -> None:
-            if self.publish is not None:
-                self.publish(Alert("echo", "again", {}))
+class Echo(Publisher):
+    """Answers every event with an alert of the same origin, so two of them never stop."""
 
+    def observe(self, event: Event) -> None:
+        self.seen.append(event)
+        if isinstance(event, Alert):
+            origin = event.message
+        elif isinstance(event, BatchDone):
+            origin = f"batch {event.index}"
+        else:
+            return
+        if self.publish is not None:
+            self.publish(Alert("echo", origin, {}))
+
+
+def alerts(events: list[Any]) -> list[str]:
+    return [event.message for event in events if isinstance(event, Alert)]
+
+
+def test_a_monitor_that_publishes_forever_is_cut_off() -> None:
     first, second = Echo(ComponentConfig()), Echo(ComponentConfig())
-    hub = MonitorHub([first, second])
-    hub.emit(BatchDone(1, 16, 4, 40, 0.1))  # returns: at most MAX_PUBLISHED are delivered
+    listener = Listener(ComponentConfig())  # sees every published event: it never sends one
+    hub = MonitorHub([first, second, listener])
+
+    hub.emit(BatchDone(1, 16, 4, 40, 0.1))
+    # Exactly the cap (100) published events are delivered for one emit, then it returns.
+    assert listener.seen[0] == BatchDone(1, 16, 4, 40, 0.1)
+    assert alerts(listener.seen) == ["batch 1"] * 100
+    assert len(listener.seen) == 101
+    # Each published event went to every monitor but its sender: the two echoes share them.
+    assert len(alerts(first.seen)) + len(alerts(second.seen)) == 100
+
     hub.emit(BatchDone(2, 16, 4, 40, 0.1))
+    # What the runaway left queued is dropped, not delivered with the next event.
+    assert listener.seen[101] == BatchDone(2, 16, 4, 40, 0.1)
+    assert alerts(listener.seen[101:]) == ["batch 2"] * 100
+    assert len(listener.seen) == 202
+
+    # The run goes on: the next event reaches everyone, and cutting off is not a failure.
+    finished = RunFinished("r", 2, 0, 2, 80, 2, 1, 0.2, True)
+    hub.emit(finished)
+    assert [finished in monitor.seen for monitor in (first, second, listener)] == [True] * 3
+    assert hub.failures == {}

@@ -434,7 +434,8 @@ app.add_typer(bench, name="bench")
 def bench_attention(ctx: typer.Context) -> None:
     """Every installed attention over sequence lengths: time and peak memory, ratios to native.
 
-    Options are the benchmark's own (see `seamline bench attention --help`).
+    Options are the benchmark's own (see `seamline bench attention --help`). Exit code 0
+    when at least one cell was measured, 1 when nothing was, 2 on a usage error.
     """
     from seamline.adapters.bench_attention import main as run_benchmark
 

@@ -1,0 +1,134 @@
+"""``seamline bench attention`` and ``benchmarks/attention.py``: options, run, exit code.
+
+Exit codes, so that a script or CI can tell a sweep that measured from one that did not:
+
+* 0 -- at least one (implementation, length) was measured. Cells that ran out of
+  memory or time at long lengths are results, shown in the table, not errors.
+* 1 -- nothing was measured: every worker failed, or no implementation could run
+  (none registered under the names asked for, all refused), or the probe of the
+  registry failed. ``attention.json`` is still written when the probe worked, with
+  each cell's reason.
+* 2 -- a usage error (an unknown or invalid option).
+
+An output that disagrees with the float64 reference is marked in the table (``!``)
+and in red below it, but does not change the exit code: the conformance suite, not
+a benchmark, is what judges correctness.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seamline.adapters.bench_attention.driver import console, run_benchmark
+from seamline.adapters.bench_attention.report import measured_cells, print_report
+from seamline.adapters.bench_attention.workload import default_lengths
+
+EXIT_OK = 0
+EXIT_NOTHING_MEASURED = 1
+EXIT_USAGE = 2
+
+
+def _lengths(text: str) -> list[int]:
+    lengths = [int(x) for x in text.replace(" ", "").split(",") if x]
+    if not lengths or min(lengths) < 1:
+        raise argparse.ArgumentTypeError("lengths must be positive integers")
+    return lengths
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seamline bench attention",
+        description="Attention implementations side by side: time and peak memory over "
+        "sequence lengths.",
+        epilog="Exit codes: 0 at least one cell measured; 1 nothing measured (every worker "
+        "failed, or nothing could run); 2 usage error.",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=16384,
+        help="longest power of two from 128 (default 16384)",
+    )
+    parser.add_argument("--lengths", type=_lengths, help="comma-separated, overrides")
+    parser.add_argument(
+        "--implementations", help="comma-separated names (default: every one discovered)"
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls per length (default 3)")
+    parser.add_argument(
+        "--long-repeats",
+        type=int,
+        default=1,
+        help="timed calls at 32768 tokens and more (default 1)",
+    )
+    parser.add_argument("--long-from", type=int, default=32768, help=argparse.SUPPRESS)
+    parser.add_argument("--causal", action="store_true", help="causal=True (default False)")
+    parser.add_argument(
+        "--interpret", action="store_true", help='run interpret-mode kernels ({"interpret": true})'
+    )
+    parser.add_argument(
+        "--interpret-max-length", type=int, default=1024, help="cap for interpret mode (1024)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds per worker, start-up included (default 300)",
+    )
+    parser.add_argument(
+        "--memory-limit-gib",
+        type=float,
+        default=20.0,
+        help="watchdog: kill a worker above this RSS (default 20)",
+    )
+    parser.add_argument(
+        "--address-limit-gib",
+        type=float,
+        default=24.0,
+        help="RLIMIT_AS of each worker (default 24; 0: none)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("benchmarks") / "results", help="results folder"
+    )
+    parser.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the sweep the options describe, print the report; return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.repeats < 1 or args.long_repeats < 1:
+            parser.error("--repeats and --long-repeats must be at least 1")
+    except SystemExit as stop:  # argparse has printed the usage, or the help (code 0)
+        return EXIT_USAGE if stop.code else EXIT_OK
+    lengths = args.lengths or default_lengths(args.max_length)
+    wanted = [n.strip() for n in args.implementations.split(",")] if args.implementations else None
+    try:
+        report = run_benchmark(
+            lengths,
+            wanted,
+            args.repeats,
+            args.out,
+            causal=args.causal,
+            interpret=args.interpret,
+            interpret_max_length=args.interpret_max_length,
+            long_repeats=args.long_repeats,
+            long_from=args.long_from,
+            timeout=args.timeout,
+            memory_limit_gib=args.memory_limit_gib,
+            address_limit_gib=args.address_limit_gib,
+            plot=not args.no_plot,
+        )
+    except RuntimeError as error:  # the probe failed: there is nothing to measure with
+        console.print(f"[red]{error}")
+        return EXIT_NOTHING_MEASURED
+    print_report(report)
+    if measured_cells(report) == 0:
+        console.print(
+            "[red]nothing was measured: every cell failed or was not run (reasons above); "
+            f"exit code {EXIT_NOTHING_MEASURED}"
+        )
+        return EXIT_NOTHING_MEASURED
+    return EXIT_OK

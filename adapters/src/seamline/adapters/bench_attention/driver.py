@@ -1,0 +1,411 @@
+"""The attention benchmark's driver: probe the registry, run every worker under watch, report.
+
+Every (implementation, length) is measured in a fresh worker process
+(:mod:`seamline.adapters.bench_attention.worker`), one after another, so that each owns
+the memory it measures. The driver decides which cells run (``supports()`` answers, the
+interpret-mode cap, and no longer lengths after an implementation ran out of memory or
+time), watches each worker's memory and time with psutil, samples the load average,
+and writes ``attention.json`` (and the PNG) with everything it saw.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from seamline.adapters.bench_attention.report import describe_failure, verdicts
+from seamline.adapters.bench_attention.workload import (
+    BATCH,
+    DTYPE,
+    GIB,
+    HEAD_DIM,
+    HEADS,
+    LOAD_WARNING,
+    MIB,
+    PAD_FRACTION,
+    REFERENCE_IMPLEMENTATION,
+    ROOT,
+    SYSTEM_RESERVE_GIB,
+)
+
+WORKER_MODULE = "seamline.adapters.bench_attention.worker"
+"""Run with ``python -m``; named, not imported, so the driver's process stays light."""
+POLL_SECONDS = 0.05
+PAUSE_SECONDS = 0.5
+"""Quiet time before each worker, so the previous one's threads and pages are gone."""
+SETUP_TIMEOUT_S = 300.0
+"""The probe and the baselines get at least this long: they do not measure an attention."""
+PROBE_MEMORY_LIMIT_GIB = 8.0
+
+console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long and how large one worker may grow before the watchdog kills it."""
+
+    timeout: float
+    memory_limit_gib: float
+
+
+def _watchdog(rss: int, available: int, elapsed: float, limits: Limits) -> dict[str, Any] | None:
+    """Why a worker must be killed now (its RSS, the machine's memory, time), or None."""
+    if rss > limits.memory_limit_gib * GIB:
+        return {
+            "status": "oom",
+            "error": f"RSS {rss / GIB:.1f} GiB passed --memory-limit-gib "
+            f"{limits.memory_limit_gib:g} (killed by the watchdog)",
+            "limit_gib": limits.memory_limit_gib,
+        }
+    if available < SYSTEM_RESERVE_GIB * GIB:
+        return {
+            "status": "oom",
+            "error": f"the machine had {available / GIB:.2f} GiB available left at "
+            f"RSS {rss / GIB:.1f} GiB (killed by the watchdog to spare other processes)",
+            "limit_gib": round(rss / GIB, 1),
+        }
+    if elapsed > limits.timeout:
+        return {"status": "timeout", "error": f"still running after {limits.timeout:g} s"}
+    return None
+
+
+def run_watched(argv: list[str], limits: Limits, log: Path) -> dict[str, Any]:
+    """Run one worker under the psutil watchdog; return its JSON line or what went wrong."""
+    import psutil  # type: ignore[import-untyped]
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with tempfile.TemporaryFile("w+") as stdout, log.open("w") as stderr:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
+        watched = psutil.Process(process.pid)
+        sampled_peak = 0
+        killed: dict[str, Any] | None = None
+        while process.poll() is None:
+            try:
+                rss = watched.memory_info().rss
+            except psutil.Error:
+                rss = 0
+            sampled_peak = max(sampled_peak, rss)
+            available = psutil.virtual_memory().available
+            killed = _watchdog(rss, available, time.perf_counter() - started, limits)
+            if killed:
+                process.kill()
+                process.wait()
+                break
+            time.sleep(POLL_SECONDS)
+        wall = time.perf_counter() - started
+        stdout.seek(0)
+        lines = [line for line in stdout.read().splitlines() if line.startswith("{")]
+    common = {
+        "wall_s": wall,
+        "sampled_peak_rss_bytes": sampled_peak,
+        "load_average_after": list(os.getloadavg()),
+        "log": str(log),
+    }
+    if killed:
+        return {**killed, **common}
+    if process.returncode == 0 and lines:
+        return {**json.loads(lines[-1]), **common}
+    tail = log.read_text(errors="replace")[-3000:]
+    status = "failed"
+    if re.search(r"bad_alloc|MemoryError|RESOURCE_EXHAUSTED|Cannot allocate memory", tail):
+        status = "oom"
+    return {
+        "status": status,
+        "error": f"worker exited with code {process.returncode}: {tail.strip()[-800:]}",
+        **common,
+    }
+
+
+def probe(lengths: Sequence[int], causal: bool, log_dir: Path, timeout: float) -> dict[str, Any]:
+    """Ask a worker process what the registry holds and what each attention supports."""
+    argv = [sys.executable, "-m", WORKER_MODULE, "probe", "--lengths", ",".join(map(str, lengths))]
+    if causal:
+        argv.append("--causal")
+    result = run_watched(argv, Limits(timeout, PROBE_MEMORY_LIMIT_GIB), log_dir / "probe.log")
+    if "entries" not in result:
+        raise RuntimeError(f"the probe worker failed: {result.get('error')}")
+    return result
+
+
+def plan_implementations(
+    probed: dict[str, Any],
+    wanted: Sequence[str] | None,
+    lengths: Sequence[int],
+    interpret: bool,
+    interpret_max_length: int,
+) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """Which implementations run, with which config and up to which length; and who refused."""
+    runs: list[dict[str, Any]] = []
+    skipped: dict[str, list[str]] = {}
+    for entry in probed["entries"]:
+        name = entry["name"]
+        if wanted and name not in wanted:
+            continue
+        if entry["status"] != "ok":
+            skipped[name] = [f"registry status {entry['status']}: {entry['reason']}"]
+            continue
+        chosen = None
+        reasons: list[str] = []
+        for option in entry.get("configs", []):
+            config = option["config"]
+            if "error" in option:
+                reasons.append(f"with {json.dumps(config)}: {option['error']}")
+                continue
+            answers = option["supports"]
+            ok = [n for n in lengths if answers[str(n)]["ok"]]
+            refusals = sorted({r for a in answers.values() if not a["ok"] for r in a["reasons"]})
+            if config.get("interpret") and not interpret:
+                if ok:
+                    reasons.append('{"interpret": true} would serve: run with --interpret')
+                continue
+            if ok:
+                limit = interpret_max_length if config.get("interpret") else max(lengths)
+                chosen = {
+                    "name": name,
+                    "config": config,
+                    "lengths": [n for n in ok if n <= limit],
+                    "refused_lengths": {
+                        str(n): answers[str(n)]["reasons"] for n in lengths if n not in ok
+                    },
+                    "interpret": bool(config.get("interpret")),
+                    "max_length_cap": limit if config.get("interpret") else None,
+                }
+                break
+            label = f"with {json.dumps(config)}: " if config else ""
+            reasons.extend(f"{label}{reason}" for reason in refusals)
+        if chosen:
+            runs.append(chosen)
+        else:
+            skipped[name] = reasons or ["refused every length"]
+    runs.sort(key=lambda r: (r["name"] != REFERENCE_IMPLEMENTATION, r["name"]))
+    return runs, skipped
+
+
+def _not_planned(run: dict[str, Any], length: int) -> dict[str, Any]:
+    """The cell of a length the plan left out: beyond the interpret cap, or refused."""
+    if run["max_length_cap"] and length > run["max_length_cap"]:
+        reason = f"interpret mode capped at {run['max_length_cap']}"
+    else:
+        reason = "; ".join(run["refused_lengths"].get(str(length), ["not asked"]))
+    return {"status": "skipped", "reason": reason}
+
+
+def _after_running_out(
+    rows: dict[str, dict[str, Any]], lengths: Sequence[int], length: int
+) -> dict[str, Any] | None:
+    """A skipped cell if a shorter length already ran out of memory or time; else None."""
+    failed = [
+        (n, rows[str(n)])
+        for n in lengths
+        if n < length and rows.get(str(n), {}).get("status") in ("oom", "timeout")
+    ]
+    if not failed:
+        return None
+    n, earlier = failed[-1]
+    return {"status": "skipped", "reason": f"{earlier['status']} at {n} already"}
+
+
+def _progress_line(name: str, result: dict[str, Any], address_limit_gib: float) -> str:
+    if result.get("status") != "ok":
+        return f"  {name:<12} {describe_failure(result, address_limit_gib)}"
+    check = result.get("check", {})
+    flag = "" if check.get("agrees") and not result["nonfinite_outputs"] else "  [red]!"
+    temp = (result.get("xla_memory") or {}).get("temp_size_in_bytes")
+    return (
+        f"  {name:<12} {1e3 * result['median_s']:>10,.1f} ms  "
+        f"peak {result.get('peak_mib', float('nan')):>9,.0f} MiB  "
+        f"XLA temp {temp / MIB if temp is not None else float('nan'):>9,.0f} MiB  "
+        f"compile {result['compile_s']:.2f} s  "
+        f"err {check.get('max_abs_error_vs_float64')}{flag}"
+    )
+
+
+def run_benchmark(
+    lengths: Sequence[int],
+    implementations: Sequence[str] | None = None,
+    repeats: int = 3,
+    out_dir: Path = Path("benchmarks") / "results",
+    *,
+    causal: bool = False,
+    interpret: bool = False,
+    interpret_max_length: int = 1024,
+    long_repeats: int = 1,
+    long_from: int = 32768,
+    timeout: float = 300.0,
+    memory_limit_gib: float = 20.0,
+    address_limit_gib: float = 24.0,
+    plot: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the sweep; write ``attention.json`` (and the PNG) to ``out_dir``; return the report.
+
+    ``repeats`` timed calls per (implementation, length), ``long_repeats`` from
+    ``long_from`` tokens on. ``implementations`` None means every one discovered.
+    """
+    say = log or console.print
+    lengths = sorted(set(lengths))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    load_start = list(os.getloadavg())
+    if load_start[0] > LOAD_WARNING:
+        say(f"[yellow]warning: 1-minute load average {load_start[0]:.2f} > {LOAD_WARNING}")
+    started = datetime.datetime.now(datetime.UTC)
+    sweep_started = time.perf_counter()
+    log_dir = Path(tempfile.mkdtemp(prefix="seamline-attention-bench-"))
+    say(f"probing the registry and supports() (worker logs in {log_dir})...")
+    probed = probe(lengths, causal, log_dir, max(timeout, SETUP_TIMEOUT_S))
+    say(f"platform {probed['platform']} ({probed['device_kind']})")
+    runs, skipped = plan_implementations(
+        probed, implementations, lengths, interpret, interpret_max_length
+    )
+    for name, reasons in skipped.items():
+        say(f"  not run: {name}: {'; '.join(reasons)}")
+    if implementations:
+        unknown = set(implementations) - {e["name"] for e in probed["entries"]}
+        for name in sorted(unknown):
+            skipped[name] = ["not registered"]
+            say(f"  not run: {name}: not registered")
+    say(f"  running: {', '.join(r['name'] for r in runs) or 'nothing'}")
+
+    flags = ["--address-limit-gib", str(address_limit_gib)]
+    if causal:
+        flags.append("--causal")
+    measure = [sys.executable, "-m", WORKER_MODULE, "measure"]
+    limits = Limits(timeout, memory_limit_gib)
+    results: dict[str, dict[str, dict[str, Any]]] = {r["name"]: {} for r in runs}
+    baselines: dict[str, dict[str, Any]] = {}
+    loads: dict[str, list[float]] = {}
+    for length in lengths:
+        todo = []
+        for run in runs:
+            rows = results[run["name"]]
+            if length not in run["lengths"]:
+                rows[str(length)] = _not_planned(run, length)
+            elif skip := _after_running_out(rows, lengths, length):
+                rows[str(length)] = skip
+            else:
+                todo.append(run)
+        if not todo:
+            continue
+        reps = long_repeats if length >= long_from else repeats
+        time.sleep(PAUSE_SECONDS)
+        baseline = run_watched(
+            [*measure, "baseline", str(length), *flags],
+            Limits(max(timeout, SETUP_TIMEOUT_S), memory_limit_gib),
+            log_dir / f"baseline-{length}.log",
+        )
+        baselines[str(length)] = baseline
+        base_rss = baseline.get("peak_rss_bytes")
+        say(
+            f"length {length:>6}: baseline "
+            + (f"{base_rss / MIB:,.0f} MiB" if base_rss else describe_failure(baseline, 0))
+        )
+        for run in todo:
+            name = run["name"]
+            time.sleep(PAUSE_SECONDS)
+            argv = [*measure, name, str(length), "--repeats", str(reps), *flags]
+            if run["config"]:
+                argv += ["--config", json.dumps(run["config"])]
+            result = run_watched(argv, limits, log_dir / f"{name}-{length}.log")
+            if result.get("status") == "ok" and base_rss:
+                result["peak_mib"] = (result["peak_rss_bytes"] - base_rss) / MIB
+                result["compile_peak_mib"] = (result["rss_after_compile_bytes"] - base_rss) / MIB
+            results[name][str(length)] = result
+            say(_progress_line(name, result, address_limit_gib))
+        loads[str(length)] = list(os.getloadavg())
+    load_end = list(os.getloadavg())
+    changed = _sources_changed(results)
+    for name, hashes in changed.items():
+        say(f"[yellow]warning: {name}'s source changed during the sweep ({len(hashes)} versions)")
+    all_loads = [load_start[0], load_end[0], *(x[0] for x in loads.values())]
+    report: dict[str, Any] = {
+        "benchmark": "attention",
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "finished": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "host": {
+            "machine": platform.machine(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "platform": probed["platform"],
+        "device_kind": probed["device_kind"],
+        "device": probed["device"],
+        "versions": probed["versions"],
+        "wall_s": time.perf_counter() - sweep_started,
+        "load_average": {"start": load_start, "end": load_end, "after_each_length": loads},
+        "load_warning": max(all_loads) > LOAD_WARNING,
+        "config": {
+            "lengths": list(lengths),
+            "batch": BATCH,
+            "heads": HEADS,
+            "kv_heads": HEADS,
+            "head_dim": HEAD_DIM,
+            "dtype": DTYPE,
+            "causal": causal,
+            "segments": f"real tokens 1, the last {PAD_FRACTION:.0%} (at least 1) padding 0",
+            "repeats": repeats,
+            "long_repeats": long_repeats,
+            "long_from": long_from,
+            "interpret": interpret,
+            "interpret_max_length": interpret_max_length,
+            "timeout_s": timeout,
+            "memory_limit_gib": memory_limit_gib,
+            "address_limit_gib": address_limit_gib,
+            "system_reserve_gib": SYSTEM_RESERVE_GIB,
+            "peak_memory": "worker ru_maxrss minus the same-length baseline worker's ru_maxrss "
+            "(baseline: imports, registry, inputs on the device, one trivial jitted op)",
+            "timing": "AOT-compiled jit of the attention, one warm-up call, then the median of "
+            "the timed calls, each up to block_until_ready()",
+        },
+        "probe": probed["entries"],
+        "implementations": [
+            {k: r[k] for k in ("name", "config", "lengths", "interpret", "max_length_cap")}
+            for r in runs
+        ],
+        "not_run": skipped,
+        "source_changed_during_sweep": changed,
+        "baselines": baselines,
+        "results": results,
+    }
+    report["verdicts"] = verdicts(report)
+    json_path = out_dir / "attention.json"
+    json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    say(f"wrote {json_path}")
+    if plot:
+        _draw(report, out_dir / "attention.png", say)
+    return report
+
+
+def _sources_changed(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, list[str]]:
+    """Implementations whose source file changed between their cells (sha256 per cell)."""
+    changed = {}
+    for name, rows in results.items():
+        hashes = {r["source"]["sha256"] for r in rows.values() if r.get("source")}
+        if len(hashes) > 1:
+            changed[name] = sorted(hashes)
+    return changed
+
+
+def _draw(report: dict[str, Any], png: Path, say: Callable[[str], None]) -> None:
+    """The PNG, if matplotlib can draw it: the numbers matter more than the picture."""
+    try:
+        from seamline.adapters.bench_attention.plot import plot_report
+
+        plot_report(report, png)
+        say(f"wrote {png}")
+    except Exception as error:
+        say(f"[yellow]skipped the plot: {error!r}")

@@ -1,0 +1,48 @@
+"""What the attention benchmark measures: the shapes, the padding, the limits and units.
+
+The driver, the workers and the report all read these, so a cell in the table, the
+worker that measured it and the JSON that records it cannot disagree about the workload.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+BATCH = 1
+HEADS = 12
+HEAD_DIM = 64
+DTYPE = "float32"
+PAD_FRACTION = 0.05
+SEED = 0
+REFERENCE_IMPLEMENTATION = "native"
+"""The implementation every other one is compared with in the table and the verdicts."""
+
+LOAD_WARNING = 1.5
+"""A 1-minute load average above this means other processes competed for the CPUs."""
+CHECK_TOLERANCE = 1e-4
+"""Largest absolute difference from the float64 reference rows that counts as agreeing."""
+SYSTEM_RESERVE_GIB = 1.0
+"""Kill a worker when the machine's available memory falls below this (shared machine)."""
+FAILED_STATUSES = ("oom", "timeout", "failed")
+"""Statuses of a cell whose worker ran and did not measure (skipped and refused did not run)."""
+
+GIB = 2**30
+MIB = 2**20
+
+ROOT = Path.cwd()
+"""Relative paths (results, logs, the workers' working folder) are taken from where the
+benchmark starts; workers run there too, so source paths in the JSON are relative to it."""
+
+
+def default_lengths(max_length: int) -> list[int]:
+    """Powers of two from 128 up to ``max_length``."""
+    lengths, length = [], 128
+    while length <= max_length:
+        lengths.append(length)
+        length *= 2
+    return lengths
+
+
+def padding_of(length: int) -> int:
+    """Padding tokens at the end of a sequence of ``length``: ~5%, at least one."""
+    return max(1, round(PAD_FRACTION * length))
