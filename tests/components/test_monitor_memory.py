@@ -298,7 +298,7 @@ class LeakySink(Sink[ComponentConfig]):
 
     name: ClassVar[str] = "leaky"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = ComponentConfig
+    Config = ComponentConfig
     kept: ClassVar[list[jax.Array]] = []
     LEAK_BYTES: ClassVar[int] = 64 * KiB
 

@@ -54,7 +54,7 @@ class ListLoader(Loader[ListLoaderConfig]):
 
     name: ClassVar[str] = "list"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = ListLoaderConfig
+    Config = ListLoaderConfig
 
     def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
         first = 0 if after is None else int(after) + 1
@@ -81,7 +81,7 @@ class CountLoader(Loader[CountLoaderConfig]):
 
     name: ClassVar[str] = "count"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = CountLoaderConfig
+    Config = CountLoaderConfig
 
     def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
         for i in range(self.config.documents):
@@ -93,7 +93,7 @@ class CountingSink(Sink[ComponentConfig]):
 
     name: ClassVar[str] = "counting"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = ComponentConfig
+    Config = ComponentConfig
     written: ClassVar[int] = 0
 
     def write(self, records: Sequence[OutputRecord]) -> None:
@@ -115,7 +115,7 @@ class ToyModel(Model[ToyConfig]):
 
     name: ClassVar[str] = "toy"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = ToyConfig
+    Config = ToyConfig
 
     @property
     def max_length(self) -> int:
@@ -164,7 +164,7 @@ class MemorySink(Sink[MemorySinkConfig]):
 
     name: ClassVar[str] = "memory"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = MemorySinkConfig
+    Config = MemorySinkConfig
     records: ClassVar[list[OutputRecord]] = []
     errors: ClassVar[list[DocumentError]] = []
     closed: ClassVar[list[bool]] = []

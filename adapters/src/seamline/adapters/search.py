@@ -149,7 +149,7 @@ def embed_query(
     chosen = index_attention(registry, index, model, params, batch.arrays, attention)
     checked = CheckedAttention(chosen)
     out = jax.jit(lambda p, a: model.apply(p, a, checked))(params, dict(batch.arrays))
-    vector = np.asarray(out)[0].astype(np.float32)
+    vector: np.ndarray = np.asarray(out)[0].astype(np.float32)
     return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
@@ -218,8 +218,14 @@ def search(
             score,
             str(row["id"]),
             int(row.get("window", 0)),
-            tuple(row.get("span", (0, 0))),  # type: ignore[arg-type]
+            _span(row.get("span", (0, 0))),
             dict(row.get("metadata", {})),
         )
         for score, _, row in ranked
     ]
+
+
+def _span(value: Any) -> tuple[int, int]:
+    """A record's ``[start, end)`` character span as stored (a JSON list of two ints)."""
+    start, end = value
+    return int(start), int(end)

@@ -88,7 +88,7 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
             return f"does not declare {attribute!r} (every component must)"
     if plugin.name != name:
         return f"declares name {plugin.name!r} but is registered as {name!r}"
-    config = plugin.Config
+    config: object = getattr(plugin, "Config", None)
     if not (isinstance(config, type) and issubclass(config, ComponentConfig)):
         return "its Config is not a seamline ComponentConfig (pydantic) model"
     if config.model_config.get("extra") != "forbid":

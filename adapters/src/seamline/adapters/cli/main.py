@@ -56,11 +56,11 @@ class _Consoles:
         return Console(stderr=True)
 
 
-def Table(*args: Any, **kwargs: Any) -> Table:  # noqa: N802 - stands in for rich's class
+def _table(*args: Any, **kwargs: Any) -> Table:
     """A rich table, imported when a command first prints one (not for ``--help``)."""
-    from rich.table import Table as RichTable
+    from rich.table import Table
 
-    return RichTable(*args, **kwargs)
+    return Table(*args, **kwargs)
 
 
 _consoles = _Consoles()
@@ -239,7 +239,7 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         highlight=False,
     )
     for bucket in plan.buckets:
-        table = Table(
+        table = _table(
             title=f"length {bucket.length} × batch {bucket.batch_size}: {bucket.signature}",
             title_justify="left",
         )
@@ -302,7 +302,7 @@ def tune(
     console = _consoles.out
     console.print(f"tuning cache: {cache.directory}", highlight=False)
     for bucket in results:
-        table = Table(
+        table = _table(
             title=f"length {bucket.length} × batch {bucket.batch_size}: {bucket.signature}",
             title_justify="left",
         )
@@ -405,7 +405,7 @@ def trace_summarize(
     _consoles.out.print(
         f"{file}: {summary.spans} spans, run {summary.run_seconds:.3f}s", highlight=False
     )
-    table = Table()
+    table = _table()
     table.add_column("span", no_wrap=True)
     for column in ("count", "total s", "median ms", "p95 ms", "share"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -475,12 +475,12 @@ def components(
         ]
         sys.stdout.write(auto_order_table(attentions))  # type: ignore[arg-type]
         return
-    table = Table(title="seamline components")
+    table = _table(title="seamline components")
     for column in ("kind", "name", "distribution", "version", "contract", "status"):
         table.add_column(column, no_wrap=True)
     table.add_column("reason", overflow="fold")
     colours = {"ok": "green", "broken": "red", "refused": "yellow", "conflict": "red"}
-    for info in registry.entries(kind):  # type: ignore[arg-type]
+    for info in registry.entries(kind):
         if distribution is not None and info.distribution != distribution:
             continue
         table.add_row(
@@ -588,7 +588,7 @@ def search(
 
     configure_logging(level="warning")
     hits = _user_errors(lambda: run_search(_registry(), index, query, k, attention))
-    table = Table(title=f"nearest to {query!r}")
+    table = _table(title=f"nearest to {query!r}")
     for column in ("score", "document", "window", "text"):
         table.add_column(column, overflow="fold")
     for hit in hits:

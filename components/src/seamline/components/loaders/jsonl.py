@@ -67,7 +67,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
 
     name: ClassVar[str] = "jsonl"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = JsonlLoaderConfig
+    Config = JsonlLoaderConfig
 
     def read(self, *, shard: Shard = _WHOLE, after: str | None = None) -> Iterator[Loaded]:
         path = self.config.path

@@ -93,7 +93,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
 
     name: ClassVar[str] = "text-files"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = TextFilesConfig
+    Config = TextFilesConfig
 
     def read(self, *, shard: Shard = _WHOLE, after: str | None = None) -> Iterator[Loaded]:
         files = self._list_files()

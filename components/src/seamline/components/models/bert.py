@@ -125,7 +125,7 @@ class BertEncoder(Model[BertEncoderConfig]):
 
     name: ClassVar[str] = "bert-encoder"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = BertEncoderConfig
+    Config = BertEncoderConfig
 
     def __init__(self, config: BertEncoderConfig) -> None:
         """Read the checkpoint's configuration and tokenizer now, so mistakes surface at plan time.

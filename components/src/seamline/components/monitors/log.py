@@ -68,7 +68,7 @@ class LogMonitor(Monitor[LogMonitorConfig]):
 
     name: ClassVar[str] = "log"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = LogMonitorConfig
+    Config = LogMonitorConfig
 
     def __init__(self, config: LogMonitorConfig) -> None:
         super().__init__(config)

@@ -227,7 +227,7 @@ def _live_arrays() -> tuple[int, int] | None:
     try:
         import jax
 
-        arrays = jax.live_arrays()  # type: ignore[no-untyped-call]
+        arrays = jax.live_arrays()
         return len(arrays), sum(int(a.nbytes) for a in arrays)
     except Exception:
         return None
@@ -254,7 +254,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
 
     name: ClassVar[str] = "memory"
     contract_version: ClassVar[str] = "1.2"
-    Config: ClassVar[type[ComponentConfig]] = MemoryMonitorConfig
+    Config = MemoryMonitorConfig
 
     def __init__(self, config: MemoryMonitorConfig) -> None:
         super().__init__(config)

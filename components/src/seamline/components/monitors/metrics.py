@@ -71,7 +71,7 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
 
     name: ClassVar[str] = "metrics"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = MetricsMonitorConfig
+    Config = MetricsMonitorConfig
 
     def __init__(
         self, config: MetricsMonitorConfig, *, meter_provider: MeterProvider | None = None

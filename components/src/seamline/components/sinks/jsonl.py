@@ -96,7 +96,7 @@ class JsonlSink(Sink[JsonlSinkConfig]):
 
     name: ClassVar[str] = "jsonl"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = JsonlSinkConfig
+    Config = JsonlSinkConfig
     resumable: ClassVar[bool] = True
 
     def __init__(self, config: JsonlSinkConfig) -> None:

@@ -102,7 +102,7 @@ class NpySink(Sink[NpySinkConfig]):
 
     name: ClassVar[str] = "npy"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = NpySinkConfig
+    Config = NpySinkConfig
     resumable: ClassVar[bool] = True
 
     def __init__(self, config: NpySinkConfig) -> None:

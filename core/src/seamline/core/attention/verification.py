@@ -99,4 +99,5 @@ def _run(
     def call(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
         return checked(q, k, v, segment_ids=segments, causal=causal)
 
-    return jax.jit(call)(q, k, v).astype(jnp.float32)
+    out: jax.Array = jax.jit(call)(q, k, v)
+    return out.astype(jnp.float32)

@@ -51,7 +51,7 @@ class CsvLoader(Loader[CsvLoaderConfig]):
 
     name: ClassVar[str] = "csv"
     contract_version: ClassVar[str] = "1.0"
-    Config: ClassVar[type[ComponentConfig]] = CsvLoaderConfig
+    Config = CsvLoaderConfig
 
     def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
         config = self.config
