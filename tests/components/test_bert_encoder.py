@@ -110,7 +110,7 @@ def test_registered_under_its_entry_point() -> None:
     found = entry_points(group="seamline.model", name="bert-encoder")
     assert [ep.load() for ep in found] == [BertEncoder]
     assert BertEncoder.name == "bert-encoder"
-    assert BertEncoder.contract_version == "1.1"
+    assert BertEncoder.contract_version == "1.2"
     assert BertEncoder.Config is Config
 
 
@@ -223,7 +223,8 @@ def test_plain_checkpoint_directory_with_prefixed_names(tiny_checkpoint: Path) -
     batch = model.collate(model.prepare(Document("d", LONG_TEXT))[:3], 4, model.max_length)
     apply = jax.jit(functools.partial(model.apply, attention=NativeAttention(NativeConfig())))
     out = apply(params, batch.arrays)
-    assert out.shape == (4, TINY["hidden"])
+    assert out.shape == (batch.output_size, TINY["hidden"])
+    assert batch.output_size == 4 * model.packing(model.max_length)
     assert out.dtype == jnp.float32
     assert bool(jnp.all(jnp.isfinite(out)))
 
@@ -323,12 +324,18 @@ def test_output_is_float32_and_l2_normalised(
     encoder: BertEncoder, params: Any, apply: Callable[..., jax.Array]
 ) -> None:
     examples = encoder.prepare(Document("long", LONG_TEXT))[:3]
-    out = apply(params, encoder.collate(examples, 4, MAX_LENGTH).arrays)
-    check_model_output("bert-encoder", out, 4, encoder.output_dtype())
+    batch = encoder.collate(examples, 4, MAX_LENGTH)
+    out = apply(params, batch.arrays)
+    slots = encoder.packing(MAX_LENGTH)
+    check_model_output("bert-encoder", out, 4 * slots, encoder.output_dtype())
+    assert batch.output_size == 4 * slots
+    assert batch.example_rows == (0, slots, 2 * slots)  # one per row: each row's first slot
     rows = np.asarray(out)
-    assert rows.shape == (4, 384)
-    np.testing.assert_allclose(np.linalg.norm(rows[:3], axis=1), 1.0, atol=1e-6)
-    assert np.all(np.isfinite(rows))  # the padding row too
+    assert rows.shape == (4 * slots, 384)
+    np.testing.assert_allclose(
+        np.linalg.norm(rows[list(batch.example_rows)], axis=1), 1.0, atol=1e-6
+    )
+    assert np.all(np.isfinite(rows))  # the padding rows and empty slots too
 
 
 def test_padding_does_not_change_a_vector(
@@ -338,8 +345,42 @@ def test_padding_does_not_change_a_vector(
     long = encoder.prepare(Document("long", LONG_TEXT))[0]
     alone = np.asarray(apply(params, encoder.collate([short], 1, short.length).arrays))[0]
     # Same shape as the other tests' batches, so the jitted apply is reused.
-    mixed = np.asarray(apply(params, encoder.collate([long, short], 4, MAX_LENGTH).arrays))[1]
+    batch = encoder.collate([long, short], 4, MAX_LENGTH)
+    mixed = np.asarray(apply(params, batch.arrays))[batch.example_rows[1]]
     np.testing.assert_allclose(mixed, alone, atol=1e-6, rtol=0)
+
+
+def test_packing_several_examples_into_one_row_does_not_change_their_vectors(
+    encoder: BertEncoder, params: Any, apply: Callable[..., jax.Array]
+) -> None:
+    texts = ["A short sentence about cats.", "Dogs bark.", "", "Ünïcödé, too!"]
+    examples = [encoder.prepare(Document(f"d{i}", t))[0] for i, t in enumerate(texts)]
+    alone = [
+        np.asarray(apply(params, encoder.collate([e], 4, MAX_LENGTH).arrays))[0] for e in examples
+    ]
+    # Three in row 0, one in row 2: positions restart, attention and pooling stay apart.
+    batch = encoder.collate(examples, 4, MAX_LENGTH, rows=[0, 0, 0, 2])
+    check_batch("bert-encoder", batch, 4, MAX_LENGTH)
+    slots = encoder.packing(MAX_LENGTH)
+    assert batch.example_rows == (0, 1, 2, 2 * slots)
+    segment, positions = batch.arrays["segment"], batch.arrays["positions"]
+    first, second = examples[0].length, examples[1].length
+    assert segment[0, :first].tolist() == [1] * first
+    assert segment[0, first : first + second].tolist() == [2] * second
+    assert positions[0, first : first + second].tolist() == list(range(second))
+    packed = np.asarray(apply(params, batch.arrays))
+    for example_index, row in enumerate(batch.example_rows):
+        np.testing.assert_allclose(packed[row], alone[example_index], atol=1e-6, rtol=0)
+
+
+def test_collate_refuses_a_packing_that_does_not_fit(encoder: BertEncoder) -> None:
+    long = encoder.prepare(Document("long", LONG_TEXT))[0]
+    short = encoder.prepare(Document("s", "short text"))[0]
+    with pytest.raises(ValueError, match="holds at most"):
+        encoder.collate([long, short], 2, long.length, rows=[0, 0])
+    many = [short] * (encoder.packing(64) + 1)
+    with pytest.raises(ValueError, match="examples"):
+        encoder.collate(many, 1, 64, rows=[0] * len(many))
 
 
 def test_layers_are_named_in_compiled_code(encoder: BertEncoder, params: Any) -> None:
@@ -383,11 +424,27 @@ def test_attention_is_called_with_segments_and_the_contract_layout(
 def test_pooling_modes_ignore_padding() -> None:
     hidden = jnp.array([[[1.0, -2.0], [3.0, 4.0], [100.0, 100.0]]])
     segment = jnp.array([[1, 1, 0]])
-    np.testing.assert_allclose(bert_math.pool(hidden, segment, "mean"), [[2.0, 1.0]])
-    np.testing.assert_allclose(bert_math.pool(hidden, segment, "max"), [[3.0, 4.0]])
-    np.testing.assert_allclose(bert_math.pool(hidden, segment, "cls"), [[1.0, -2.0]])
-    all_padding = bert_math.pool(hidden, jnp.zeros_like(segment), "mean")
-    np.testing.assert_array_equal(all_padding, [[0.0, 0.0]])
+    positions = jnp.array([[0, 1, 0]])
+
+    def pool(segment: jax.Array, mode: Any) -> Any:
+        return bert_math.pool(hidden, segment, positions, mode, 1)[:, 0]
+
+    np.testing.assert_allclose(pool(segment, "mean"), [[2.0, 1.0]])
+    np.testing.assert_allclose(pool(segment, "max"), [[3.0, 4.0]])
+    np.testing.assert_allclose(pool(segment, "cls"), [[1.0, -2.0]])
+    np.testing.assert_array_equal(pool(jnp.zeros_like(segment), "mean"), [[0.0, 0.0]])
+
+
+def test_pooling_is_per_segment_of_a_packed_row() -> None:
+    hidden = jnp.array([[[1.0, 0.0], [3.0, 2.0], [5.0, 5.0], [7.0, 1.0], [9.0, 9.0]]])
+    segment = jnp.array([[1, 1, 2, 2, 0]])
+    positions = jnp.array([[0, 1, 0, 1, 0]])
+    mean = bert_math.pool(hidden, segment, positions, "mean", 3)
+    np.testing.assert_allclose(mean, [[[2.0, 1.0], [6.0, 3.0], [0.0, 0.0]]])
+    cls = bert_math.pool(hidden, segment, positions, "cls", 2)
+    np.testing.assert_allclose(cls, [[[1.0, 0.0], [5.0, 5.0]]])
+    most = bert_math.pool(hidden, segment, positions, "max", 2)
+    np.testing.assert_allclose(most, [[[3.0, 2.0], [7.0, 5.0]]])
 
 
 def test_l2_normalize_keeps_zero_rows_zero() -> None:

@@ -80,7 +80,7 @@ def _embed_all(
         batch = encoder.collate(group, BATCH, length)
         out = np.asarray(apply(params, batch.arrays))
         assert np.all(np.isfinite(out)), "padding rows must stay finite"
-        outputs.append(out[: len(group)])
+        outputs.append(out[list(batch.example_rows)])
     return np.concatenate(outputs).astype(np.float32)
 
 

@@ -1,4 +1,4 @@
-"""Buckets bound both the number of compiled shapes and the examples held in memory."""
+"""Batches bound the compiled shapes and the examples held; packing keeps every example once."""
 
 from __future__ import annotations
 
@@ -8,17 +8,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seamline.contracts import Example
-from seamline.core.batching import Bucketer, default_buckets
+from seamline.core.batching import BatchShapes, Bucketer, Packer, Planned, default_buckets
 
 
 def example(i: int, length: int) -> Example:
     return Example(f"d{i}", 0, (0, 1), length, {"ids": np.zeros(length)})
 
 
+def shapes(batch_size: int, batch_tokens: int | None = None) -> BatchShapes:
+    return BatchShapes(tuple(default_buckets(256)), batch_size, batch_tokens)
+
+
 def test_default_buckets() -> None:
     assert default_buckets(256) == [16, 32, 64, 128, 256]
     assert default_buckets(100) == [16, 32, 64, 100]
     assert default_buckets(8) == [8]
+
+
+def test_a_token_budget_gives_short_batches_more_rows() -> None:
+    budget = shapes(32, batch_tokens=512)
+    assert [budget.rows(b) for b in budget.buckets] == [32, 16, 8, 4, 2]
+    assert shapes(32).rows(256) == 32
+    assert shapes(32, batch_tokens=100).rows(256) == 1  # never fewer than one row
 
 
 @settings(max_examples=50, deadline=None)
@@ -29,24 +40,81 @@ def test_default_buckets() -> None:
 def test_every_example_comes_out_once_and_memory_is_bounded(
     lengths: list[int], batch_size: int
 ) -> None:
-    buckets = default_buckets(256)
-    bucketer = Bucketer(buckets, batch_size)
-    out: list[tuple[int, list[Example]]] = []
+    layout = shapes(batch_size)
+    bucketer = Bucketer(layout)
+    out: list[Planned] = []
     for i, length in enumerate(lengths):
         out.extend(bucketer.add(example(i, length)))
         held = sum(len(p) for p in bucketer._pending.values())
-        assert held <= len(buckets) * (batch_size - 1)
+        assert held <= len(layout.buckets) * (batch_size - 1)
     out.extend(bucketer.flush())
-    seen = [ex.doc_id for _, batch in out for ex in batch]
+    seen = [ex.doc_id for planned in out for ex in planned.examples]
     assert sorted(seen) == sorted(f"d{i}" for i in range(len(lengths)))
-    for bucket, batch in out:
-        assert bucket in buckets
-        assert 1 <= len(batch) <= batch_size
-        assert all(ex.length <= bucket for ex in batch)
+    for planned in out:
+        assert planned.length in layout.buckets
+        assert planned.placement is None
+        assert 1 <= len(planned.examples) <= batch_size == planned.rows
         # The smallest bucket that fits: never padded further than needed.
-        assert all(bucket == min(b for b in buckets if b >= ex.length) for ex in batch)
+        assert all(planned.length == layout.bucket_for(ex.length) for ex in planned.examples)
+
+
+def _check_packed(planned: Planned, capacity: int) -> None:
+    assert planned.placement is not None
+    assert len(planned.placement) == len(planned.examples)
+    for row in range(planned.rows):
+        members = [e for e, r in zip(planned.examples, planned.placement, strict=True) if r == row]
+        assert sum(e.length for e in members) <= planned.length
+        assert len(members) <= capacity
+    assert all(0 <= r < planned.rows for r in planned.placement)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 256), max_size=400),
+    budget=st.sampled_from([256, 512, 1024]),
+    capacity=st.integers(1, 8),
+    checkpoints=st.lists(st.integers(0, 399), max_size=3),
+)
+def test_packing_places_every_example_once_within_its_row(
+    lengths: list[int], budget: int, capacity: int, checkpoints: list[int]
+) -> None:
+    layout = shapes(1, batch_tokens=budget)
+    packer = Packer(layout, lambda length: capacity)
+    out: list[Planned] = []
+    for i, length in enumerate(lengths):
+        out.extend(packer.add(example(i, length)))
+        # Memory stays bounded: a window, plus the rows of unfinished batches.
+        held = sum(e.length for e in packer._pending)
+        assert held <= packer.window_tokens + 256 + len(layout.buckets) * budget
+        if i in checkpoints:
+            out.extend(packer.flush())
+            assert packer._pending == []
+    out.extend(packer.flush())
+    seen = [ex.doc_id for planned in out for ex in planned.examples]
+    assert sorted(seen) == sorted(f"d{i}" for i in range(len(lengths)))
+    for planned in out:
+        assert planned.length in layout.buckets
+        assert planned.rows == layout.rows(planned.length)
+        _check_packed(planned, capacity)
+
+
+def test_packing_fills_rows_and_pads_little() -> None:
+    layout = shapes(1, batch_tokens=512)
+    lengths = [((i * 37) % 120) + 5 for i in range(600)]  # 5..124 tokens, mixed
+    packer = Packer(layout, lambda length: length // 8)
+    out = []
+    for i, length in enumerate(lengths):
+        out.extend(packer.add(example(i, length)))
+    out.extend(packer.flush())
+    computed = sum(p.rows * p.length for p in out)
+    padded = sum(layout.bucket_for(n) for n in lengths)
+    assert computed <= 1.1 * sum(lengths)  # packed: within 10 % of the real tokens
+    assert padded >= 1.3 * sum(lengths)  # one per row would compute a third more
+    assert len({p.length for p in out}) <= len(layout.buckets)
 
 
 def test_too_long_is_refused() -> None:
     with pytest.raises(ValueError, match="longer than the largest bucket 32"):
-        list(Bucketer([16, 32], 4).add(example(0, 33)))
+        list(Bucketer(BatchShapes((16, 32), 4)).add(example(0, 33)))
+    with pytest.raises(ValueError, match="longer than the largest bucket 32"):
+        list(Packer(BatchShapes((16, 32), 4), lambda n: 2).add(example(0, 33)))

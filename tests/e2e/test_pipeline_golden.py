@@ -21,14 +21,24 @@ GOLDEN = Path(__file__).parents[1] / "golden"
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def run_outputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+RUNS = {
+    # The default: short windows packed into shared rows, batches of about 512 tokens.
+    "packed": "{batch_tokens: 512}",
+    # One window per row, padded: what a model that cannot pack gets.
+    "padded": "{batch_size: 8, packing: false}",
+}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def run_outputs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, object]:
     out = tmp_path_factory.mktemp("golden-run")
     meta = json.loads((GOLDEN / "minilm_l6_v2.meta.json").read_text(encoding="utf-8"))
     pipeline = out / "golden.yaml"
     pipeline.write_text(
         f"""
-pipeline: golden
+pipeline: golden-{request.param}
 loader: {{use: jsonl, with: {{path: "{GOLDEN / "texts.jsonl"}"}}}}
 model:
   use: bert-encoder
@@ -39,7 +49,7 @@ model:
     stride: 64
 attention: {{use: auto}}
 sink: {{use: npy, with: {{path: "{out / "emb.npy"}"}}}}
-run: {{batch_size: 8}}
+run: {RUNS[request.param]}
 """,
         encoding="utf-8",
     )
@@ -84,6 +94,11 @@ def test_summary_counts_and_bounded_compilations(run_outputs: tuple[Path, object
     # One compilation per length bucket at most: 16, 32, 64, 128, 256.
     assert 1 <= summary.compilations <= 5  # type: ignore[attr-defined]
     assert set(summary.attention.values()) == {"native"}  # type: ignore[attr-defined]
+    tokens, positions = summary.tokens, summary.positions  # type: ignore[attr-defined]
+    if summary.pipeline == "golden-packed":  # type: ignore[attr-defined]
+        assert positions <= 1.1 * tokens, (tokens, positions)  # measured 1.05
+    else:
+        assert positions >= 1.15 * tokens, (tokens, positions)  # measured 1.22
     manifest = json.loads((out / "emb.manifest.json").read_text(encoding="utf-8"))
     assert manifest["model"]["use"] == "bert-encoder"
     assert manifest["model"]["with"]["stride"] == 64

@@ -46,20 +46,40 @@ class Example:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Examples padded to one shape: every array is ``[batch_size, length, ...]``.
+    """Examples laid out in one shape: every array is ``[batch_size, length, ...]``.
 
-    Rows past ``len(examples)`` are padding; their outputs are discarded.
+    Unpacked (the default), example ``i`` is row ``i`` and ``apply`` returns one
+    output per row; rows past ``len(examples)`` are padding and their outputs are
+    discarded. Packed (model contract 1.2, see :meth:`Model.packing`), one row
+    holds several examples and ``apply`` returns ``outputs`` rows, of which row
+    ``output_rows[i]`` belongs to example ``i``; the others are discarded.
     """
 
     examples: tuple[Example, ...]
     arrays: Mapping[str, npt.NDArray[Any]]
     batch_size: int
     length: int
+    outputs: int | None = None
+    """Leading size of ``apply``'s output (since 1.2); None: ``batch_size``."""
+    output_rows: tuple[int, ...] | None = None
+    """The output row of each example (since 1.2); None: example ``i`` is row ``i``."""
 
     @property
     def tokens(self) -> int:
         """Real (unpadded) positions in this batch."""
         return sum(example.length for example in self.examples)
+
+    @property
+    def output_size(self) -> int:
+        """How many rows ``apply`` returns for this batch."""
+        return self.batch_size if self.outputs is None else self.outputs
+
+    @property
+    def example_rows(self) -> tuple[int, ...]:
+        """Which output row holds each example's output."""
+        if self.output_rows is None:
+            return tuple(range(len(self.examples)))
+        return self.output_rows
 
 
 ModelConfigT = TypeVar("ModelConfigT", bound=ComponentConfig)
@@ -84,8 +104,35 @@ class Model(Component[ModelConfigT], abc.ABC):
         """Turn one document into its examples, in order. Runs on the host."""
 
     @abc.abstractmethod
-    def collate(self, examples: Sequence[Example], batch_size: int, length: int) -> Batch:
-        """Pad ``examples`` (at most ``batch_size``, each at most ``length`` long) into a batch."""
+    def collate(
+        self,
+        examples: Sequence[Example],
+        batch_size: int,
+        length: int,
+        rows: Sequence[int] | None = None,
+    ) -> Batch:
+        """Lay ``examples`` out in a ``[batch_size, length]`` batch.
+
+        Without ``rows``: example ``i`` in row ``i`` (at most ``batch_size`` examples,
+        each at most ``length`` long), padded. With ``rows`` (only for a model whose
+        :meth:`packing` allows more than one example per row): example ``i`` goes
+        into row ``rows[i]``, after the examples before it in that row; the host
+        guarantees that a row's examples fit in ``length`` together and are no more
+        than ``packing(length)``. A packed batch sets ``outputs`` and ``output_rows``.
+        """
+
+    def packing(self, length: int) -> int:
+        """How many examples one row of ``length`` positions may hold (since 1.2).
+
+        1 (the default) means no packing: the host never passes ``rows`` to
+        :meth:`collate`. A model that can keep examples apart within a row (position
+        ids restarting per example, attention confined by segment ids, pooling per
+        segment) returns more, and the host packs short examples together instead
+        of padding each to a row of its own: fewer positions computed for the same
+        outputs. The outputs must not depend on the packing (the conformance suite
+        checks it).
+        """
+        return 1
 
     @abc.abstractmethod
     def apply(

@@ -49,7 +49,7 @@ def check_attention_output(name: str, q: jax.Array, out: jax.Array) -> None:
 
 
 def check_batch(name: str, batch: Batch, batch_size: int, length: int) -> None:
-    """``collate`` must give arrays of the requested leading shape."""
+    """``collate`` must give arrays of the requested leading shape, and outputs for each example."""
     if batch.batch_size != batch_size or batch.length != length:
         raise ContractViolation(
             f"model {name!r} collated a batch of {batch.batch_size}x{batch.length}, "
@@ -61,6 +61,17 @@ def check_batch(name: str, batch: Batch, batch_size: int, length: int) -> None:
                 f"model {name!r} collated {key!r} with shape {tuple(array.shape)}; "
                 f"every array must start with ({batch_size}, {length})"
             )
+    rows = batch.example_rows
+    if len(rows) != len(batch.examples) or len(set(rows)) != len(rows):
+        raise ContractViolation(
+            f"model {name!r} collated {len(batch.examples)} examples with output rows "
+            f"{list(rows)}: each example needs an output row of its own"
+        )
+    if rows and not all(0 <= row < batch.output_size for row in rows):
+        raise ContractViolation(
+            f"model {name!r} collated output rows {list(rows)} for a batch of "
+            f"{batch.output_size} outputs"
+        )
 
 
 def check_examples(name: str, examples: Sequence[Example], max_length: int) -> None:
@@ -77,13 +88,13 @@ def check_examples(name: str, examples: Sequence[Example], max_length: int) -> N
             )
 
 
-def check_model_output(name: str, out: Any, batch_size: int, dtype: np.dtype[Any]) -> None:
-    """``apply`` must give one output row per batch row, in the declared dtype."""
+def check_model_output(name: str, out: Any, outputs: int, dtype: np.dtype[Any]) -> None:
+    """``apply`` must give the batch's ``output_size`` rows, in the declared dtype."""
     shape = tuple(getattr(out, "shape", ()))
-    if not shape or shape[0] != batch_size or np.dtype(out.dtype) != dtype:
+    if not shape or shape[0] != outputs or np.dtype(out.dtype) != dtype:
         raise ContractViolation(
             f"model {name!r} returned {getattr(out, 'dtype', type(out).__name__)}{list(shape)}; "
-            f"the contract requires [{batch_size}, ...] of {dtype}"
+            f"the contract requires [{outputs}, ...] of {dtype}"
         )
 
 

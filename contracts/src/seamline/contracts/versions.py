@@ -16,7 +16,7 @@ KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "si
 
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.1",
-    "model": "1.1",
+    "model": "1.2",
     "loader": "1.0",
     "monitor": "1.2",
     "sink": "1.1",

@@ -53,7 +53,7 @@ from seamline.contracts.seams import check_batch, check_examples, check_loaded, 
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import CompiledSteps
-from seamline.core.batching import Bucketer, resolve_buckets
+from seamline.core.batching import Bucketer, Packer, Planned, batch_shapes
 from seamline.core.config import ComponentChoice, ResolvedPipeline
 from seamline.core.prefetch import prefetched
 from seamline.core.registry import Registry
@@ -81,6 +81,8 @@ class RunSummary:
     resumed_from: str | None = None
     """The loader cursor this run continued after (``resume``), or None if it read from
     the beginning. The counts are those of this run only."""
+    positions: int = 0
+    """Positions the model computed (rows × length of every batch): ``tokens`` plus padding."""
     first_output_seconds: float | None = None
     """From the start of :meth:`Orchestrator.run` to the first records handed to the sink
     (None when nothing was written): what a user waits before anything comes out."""
@@ -96,6 +98,7 @@ class _Counts:
     failed: int = 0
     examples: int = 0
     tokens: int = 0
+    positions: int = 0
     batches: int = 0
 
 
@@ -128,9 +131,7 @@ class Orchestrator:
         self.sink_seam = self._seam(self.sink)
         self.attention = build_candidates(pipeline.attention, registry)
         self.steps = CompiledSteps(self.model, self.attention, self._traced)
-        settings = pipeline.spec.run
-        self.batch_size = settings.batch_size
-        self.buckets = resolve_buckets(settings.buckets, self.model.max_length)
+        self.shapes = batch_shapes(pipeline.spec.run, self.model.max_length)
         self.counts = _Counts()
         self.resumed_from: str | None = None
         self._started = 0.0
@@ -245,18 +246,25 @@ class Orchestrator:
         a batch already yielded, and a ``_Checkpoint`` with the last item's cursor
         follows those batches.
         """
-        bucketer = Bucketer(self.buckets, self.batch_size)
+        batcher = self._batcher()
         every = self.pipeline.spec.run.checkpoint_every if self.sink.resumable else 0
         thread = {THREAD_NAME: threading.current_thread().name}
         for count, loaded in enumerate(self._reads(after, thread), start=1):
-            yield from self._host_item(loaded.item, bucketer, thread)
+            yield from self._host_item(loaded.item, batcher, thread)
             if every and count % every == 0:
-                # The partly filled buckets go out padded: the price of a checkpoint.
-                for length, ready in bucketer.flush():
-                    yield self._collate(ready, length)
+                # The partly filled batches go out padded: the price of a checkpoint.
+                yield from map(self._collate, batcher.flush())
                 yield _Checkpoint(loaded.cursor)
-        for length, ready in bucketer.flush():
-            yield self._collate(ready, length)
+        yield from map(self._collate, batcher.flush())
+
+    def _batcher(self) -> Bucketer | Packer:
+        """Packed rows when the pipeline allows it and the model can; else one per row."""
+        model = self.model
+        if self.pipeline.spec.run.packing and any(
+            model.packing(length) > 1 for length in self.shapes.buckets
+        ):
+            return Packer(self.shapes, model.packing)
+        return Bucketer(self.shapes)
 
     def _reads(self, after: str | None, attributes: Mapping[str, Any]) -> Iterator[Loaded]:
         """The loader's checked items, its time in the loader reported per chunk of items.
@@ -294,13 +302,13 @@ class Orchestrator:
                 raise
             spent += clock() - started
             items += 1
-            if items == self.batch_size:
+            if items == self.shapes.batch_size:
                 report()
                 items = spent = 0
             yield loaded
 
     def _host_item(
-        self, item: Document | DocumentError, bucketer: Bucketer, thread: Mapping[str, Any]
+        self, item: Document | DocumentError, batcher: Bucketer | Packer, thread: Mapping[str, Any]
     ) -> Iterator[Batch | tuple[DocumentError, str]]:
         """One loaded item: set aside, or prepared into examples and bucketed."""
         if isinstance(item, DocumentError):
@@ -314,8 +322,7 @@ class Orchestrator:
         for example in examples:
             if item.metadata:  # records carry their document's metadata (path, source...)
                 example = replace(example, metadata={**item.metadata, **example.metadata})
-            for length, ready in bucketer.add(example):
-                yield self._collate(ready, length)
+            yield from map(self._collate, batcher.add(example))
 
     def _prepare(
         self, document: Document, thread: Mapping[str, Any]
@@ -333,9 +340,13 @@ class Orchestrator:
         check_examples(model.name, examples, model.max_length)
         return examples
 
-    def _collate(self, examples: list[Example], length: int) -> Batch:
-        batch = self.model.collate(examples, self.batch_size, length)
-        check_batch(self.model.name, batch, self.batch_size, length)
+    def _collate(self, planned: Planned) -> Batch:
+        model = self.model
+        if planned.placement is None:  # as every model before contract 1.2 is called
+            batch = model.collate(planned.examples, planned.rows, planned.length)
+        else:
+            batch = model.collate(planned.examples, planned.rows, planned.length, planned.placement)
+        check_batch(model.name, batch, planned.rows, planned.length)
         return batch
 
     # -- device work (this thread) ---------------------------------------------------------
@@ -347,11 +358,11 @@ class Orchestrator:
         with self.model_seam.call("apply", step.attributes):
             # np.asarray waits for the device, so the span covers the real compute.
             outputs = np.asarray(step.call(params, batch.arrays))
-        check_model_output(model.name, outputs, batch.batch_size, model.output_dtype())
+        check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
         outputs = self.steps.shadow(params, batch, step, outputs)
         records = [
             OutputRecord(ex.doc_id, ex.index, ex.span, outputs[row], ex.metadata)
-            for row, ex in enumerate(batch.examples)
+            for row, ex in zip(batch.example_rows, batch.examples, strict=True)
         ]
         with self.sink_seam.call("write", {"seamline.records": len(records)}):
             self.sink.write(records)
@@ -361,6 +372,7 @@ class Orchestrator:
         counts.batches += 1
         counts.examples += len(batch.examples)
         counts.tokens += batch.tokens
+        counts.positions += batch.batch_size * batch.length
         self.monitors.emit(
             BatchDone(
                 counts.batches,
@@ -429,6 +441,7 @@ class Orchestrator:
             seconds=seconds,
             attention={d.signature: d.chosen for d in self.steps.decisions},
             resumed_from=self.resumed_from,
+            positions=counts.positions,
             first_output_seconds=self._first_output,
         )
 

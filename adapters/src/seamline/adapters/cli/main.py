@@ -167,7 +167,8 @@ def run(
     _consoles.out.print(
         f"[green]done[/] {summary.pipeline}: {summary.documents} documents "
         f"({summary.failed_documents} set aside), {summary.examples} outputs, "
-        f"{summary.tokens:,} tokens in {summary.seconds:.1f}s "
+        f"{summary.tokens:,} tokens ({summary.positions:,} positions computed) "
+        f"in {summary.seconds:.1f}s "
         f"({summary.documents / max(summary.seconds, 1e-9):.1f} docs/s, "
         f"{summary.tokens_per_second:,.0f} tokens/s); {summary.batches} batches, "
         f"{summary.compilations} compilations",

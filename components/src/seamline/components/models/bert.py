@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 #: Special tokens a BERT tokenizer adds to a single text: ``[CLS]`` and ``[SEP]``.
 SPECIAL_TOKENS = 2
 
+#: A packed row may hold one example per this many positions (see ``BertEncoder.packing``).
+PACK_TOKENS = 8
+
 
 class BertEncoderConfig(ComponentConfig):
     """Configuration of ``bert-encoder`` (its ``with:`` block in a pipeline file)."""
@@ -124,7 +127,7 @@ class BertEncoder(Model[BertEncoderConfig]):
     """A BERT encoder with sentence-transformers pooling, reproducing the reference exactly."""
 
     name: ClassVar[str] = "bert-encoder"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = BertEncoderConfig
 
     def __init__(self, config: BertEncoderConfig) -> None:
@@ -243,37 +246,85 @@ class BertEncoder(Model[BertEncoderConfig]):
         """The document's token windows, in order (at least one, even for an empty text)."""
         return self._windows.split(document.id, document.text)
 
-    def collate(self, examples: Sequence[Example], batch_size: int, length: int) -> Batch:
-        """Pad examples into ``[batch_size, length]`` arrays; ``segment`` is 1 on real tokens."""
-        _check_fits(examples, batch_size, length)
+    def packing(self, length: int) -> int:
+        """Examples one row of ``length`` may hold: one per :data:`PACK_TOKENS` positions.
+
+        Position ids restart per example, attention keeps examples apart by segment
+        id and pooling is per segment, so a packed example's vector is its vector
+        alone. The bound sizes the output (``rows * packing(length)`` slots) and the
+        pooling product; windows shorter than it are rare (an empty text is two).
+        """
+        return max(1, length // PACK_TOKENS)
+
+    def collate(
+        self,
+        examples: Sequence[Example],
+        batch_size: int,
+        length: int,
+        rows: Sequence[int] | None = None,
+    ) -> Batch:
+        """Lay examples out in ``[batch_size, length]`` arrays, packed when ``rows`` says so.
+
+        ``segment`` numbers the examples of a row 1, 2, ... (0 is padding) and
+        ``positions`` restart at 0 for each. Every batch of a length has the same
+        number of output slots (``batch_size * packing(length)``), packed or not, so
+        one compiled shape serves both; example ``i`` alone in row ``i`` has slot
+        ``i * packing(length)``.
+        """
+        slots = self.packing(length)
+        placement = list(range(len(examples))) if rows is None else list(rows)
+        _check_fits(examples, placement, batch_size, length, slots)
         input_ids = np.full((batch_size, length), self._windows.pad_id, dtype=np.int32)
         token_type_ids = np.zeros((batch_size, length), dtype=np.int32)
         segment = np.zeros((batch_size, length), dtype=np.int32)
-        for row, example in enumerate(examples):
-            size = example.length
-            input_ids[row, :size] = example.features["input_ids"]
-            token_type_ids[row, :size] = example.features["token_type_ids"]
-            segment[row, :size] = 1
+        positions = np.zeros((batch_size, length), dtype=np.int32)
+        used = [0] * batch_size
+        members = [0] * batch_size
+        output_rows = []
+        for example, row in zip(examples, placement, strict=True):
+            start, size = used[row], example.length
+            end = start + size
+            input_ids[row, start:end] = example.features["input_ids"]
+            token_type_ids[row, start:end] = example.features["token_type_ids"]
+            segment[row, start:end] = members[row] + 1
+            positions[row, start:end] = np.arange(size, dtype=np.int32)
+            output_rows.append(row * slots + members[row])
+            used[row] = end
+            members[row] += 1
         arrays: dict[str, npt.NDArray[Any]] = {
             "input_ids": input_ids,
             "token_type_ids": token_type_ids,
             "segment": segment,
+            "positions": positions,
         }
-        return Batch(examples=tuple(examples), arrays=arrays, batch_size=batch_size, length=length)
+        return Batch(
+            examples=tuple(examples),
+            arrays=arrays,
+            batch_size=batch_size,
+            length=length,
+            outputs=batch_size * slots,
+            output_rows=tuple(output_rows),
+        )
 
     def apply(
         self, params: BertParams, arrays: Mapping[str, jax.Array], attention: AttentionFn
     ) -> jax.Array:
-        """One float32 vector per batch row ``[batch_size, hidden]``; pure and jittable."""
+        """One float32 vector per output slot ``[batch_size * packing(length), hidden]``.
+
+        Pure and jittable; the slot of each example is the batch's ``output_rows``.
+        """
+        input_ids = jnp.asarray(arrays["input_ids"])
         with jax.named_scope(self.name):
             out = bert_math.encode(
                 params,
-                jnp.asarray(arrays["input_ids"]),
+                input_ids,
                 jnp.asarray(arrays["token_type_ids"]),
                 jnp.asarray(arrays["segment"]),
+                jnp.asarray(arrays["positions"]),
                 attention,
                 self._arch,
                 self._readout,
+                self.packing(input_ids.shape[1]),
             )
         return out.astype(jnp.float32)
 
@@ -290,8 +341,13 @@ class BertEncoder(Model[BertEncoderConfig]):
         }
 
 
-def _check_fits(examples: Sequence[Example], batch_size: int, length: int) -> None:
-    if len(examples) > batch_size:
+def _check_fits(
+    examples: Sequence[Example], rows: Sequence[int], batch_size: int, length: int, slots: int
+) -> None:
+    """Refuse a layout that does not fit: the host's batching has a bug if this raises."""
+    if len(rows) != len(examples):
+        raise ValueError(f"{len(rows)} rows given for {len(examples)} examples")
+    if any(not 0 <= row < batch_size for row in rows):
         raise ValueError(f"{len(examples)} examples do not fit a batch of {batch_size}")
     too_long = [e for e in examples if e.length > length]
     if too_long:
@@ -300,6 +356,17 @@ def _check_fits(examples: Sequence[Example], batch_size: int, length: int) -> No
             f"example {first.doc_id}#{first.index} has {first.length} tokens, "
             f"more than the batch length {length}"
         )
+    tokens = [0] * batch_size
+    count = [0] * batch_size
+    for example, row in zip(examples, rows, strict=True):
+        tokens[row] += example.length
+        count[row] += 1
+    for row in range(batch_size):
+        if tokens[row] > length or count[row] > slots:
+            raise ValueError(
+                f"row {row} is given {count[row]} examples of {tokens[row]} tokens: a row of "
+                f"{length} holds at most {length} tokens and {slots} examples"
+            )
 
 
 def _cast_kernels(params: BertParams, dtype: jnp.dtype[Any]) -> BertParams:

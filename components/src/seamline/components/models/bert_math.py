@@ -115,15 +115,21 @@ def encode(
     input_ids: jax.Array,
     token_type_ids: jax.Array,
     segment: jax.Array,
+    positions: jax.Array,
     attention: AttentionFn,
     arch: Architecture,
     readout: Readout,
+    slots: int,
 ) -> jax.Array:
-    """Token ids ``[B, T]`` to one float32 vector per row ``[B, hidden]``.
+    """Token ids ``[B, T]`` to one float32 vector per slot ``[B * slots, hidden]``.
 
-    ``segment`` is 1 on real tokens and 0 on padding. It is handed to the attention
-    as segment ids, so real tokens never see padding; padding positions attend among
-    themselves (finite values nobody reads) and pooling leaves them out.
+    A row holds up to ``slots`` examples side by side (packing). ``segment`` numbers
+    them 1, 2, ... along the row and is 0 on padding; ``positions`` restart at 0 for
+    each. The segment ids go to the attention, so no token sees another example's
+    tokens or the padding (padding attends among itself: finite values nobody
+    reads), and pooling gathers each example's tokens into its slot: slot ``s`` of
+    row ``b`` is output ``b * slots + s``, for segment ``s + 1``. An example alone in
+    its row gives the same vector as packed, up to the order of a few sums.
     """
     if input_ids.shape[1] > arch.max_positions:
         raise ValueError(
@@ -131,24 +137,34 @@ def encode(
             "this checkpoint has embeddings for"
         )
     with jax.named_scope("embeddings"):
-        hidden = embed(params["embeddings"], input_ids, token_type_ids, arch.layer_norm_eps)
+        hidden = embed(
+            params["embeddings"], input_ids, token_type_ids, positions, arch.layer_norm_eps
+        )
     segment_ids = SegmentIds(q=segment, kv=segment)
     for index, layer in enumerate(params["layers"]):
         with jax.named_scope(f"layer_{index}"):
             hidden = encoder_layer(layer, hidden, segment_ids, attention, arch, readout)
     with jax.named_scope("pooling"):
-        pooled = pool(hidden, segment, readout.pooling)
+        pooled = pool(hidden, segment, positions, readout.pooling, slots)
+        pooled = pooled.reshape(-1, pooled.shape[-1])
         return l2_normalize(pooled) if readout.normalize else pooled
 
 
 def embed(
-    params: EmbeddingParams, input_ids: jax.Array, token_type_ids: jax.Array, eps: float
+    params: EmbeddingParams,
+    input_ids: jax.Array,
+    token_type_ids: jax.Array,
+    positions: jax.Array,
+    eps: float,
 ) -> jax.Array:
-    """Sum of token, position and token-type embeddings, layer-normed; positions restart at 0."""
-    length = input_ids.shape[1]
+    """Sum of token, position and token-type embeddings, layer-normed.
+
+    ``positions`` restart at 0 for every example of a packed row, so each sees the
+    position embeddings it would see alone.
+    """
     word = jnp.take(jnp.asarray(params["word"], jnp.float32), input_ids, axis=0)
     kind = jnp.take(jnp.asarray(params["token_type"], jnp.float32), token_type_ids, axis=0)
-    position = jnp.asarray(params["position"], jnp.float32)[:length][None]
+    position = jnp.take(jnp.asarray(params["position"], jnp.float32), positions, axis=0)
     return layer_norm(word + kind + position, params["norm"], eps)
 
 
@@ -223,17 +239,30 @@ def activate(x: jax.Array, activation: Activation) -> jax.Array:
     return jax.nn.relu(x)
 
 
-def pool(hidden: jax.Array, segment: jax.Array, pooling: Pooling) -> jax.Array:
-    """One vector per row from the token states, ignoring padding (``segment == 0``)."""
-    if pooling == "cls":
-        return hidden[:, 0]
-    real = (segment == 1)[..., None]
+def pool(
+    hidden: jax.Array, segment: jax.Array, positions: jax.Array, pooling: Pooling, slots: int
+) -> jax.Array:
+    """``[B, slots, hidden]``: one vector per example of each row, padding left out.
+
+    Slot ``s`` gathers the tokens of segment ``s + 1``. Mean and CLS pooling are a
+    product with the ``[B, slots, T]`` membership matrix (a small matmul next to
+    the encoder's, and exact: each weight is 0 or 1); max pooling reduces over
+    each slot's tokens. An empty slot gives zeros (mean, cls) or -1e9 (max).
+    """
+    ids = jnp.arange(1, slots + 1, dtype=segment.dtype)
+    member = segment[:, None, :] == ids[None, :, None]  # [B, slots, T]
+    full = jax.lax.Precision.HIGHEST
     if pooling == "max":
         # As sentence-transformers: padding is pushed far down rather than to -inf.
-        return jnp.max(jnp.where(real, hidden, jnp.float32(-1e9)), axis=1)
-    total = jnp.sum(jnp.where(real, hidden, 0.0), axis=1)
-    count = jnp.sum(real.astype(jnp.float32), axis=1)
-    # The 1e-9 floor (as in sentence-transformers) keeps all-padding rows finite.
+        masked = jnp.where(member[..., None], hidden[:, None], jnp.float32(-1e9))
+        return jnp.max(masked, axis=2)
+    if pooling == "cls":
+        first = (member & (positions == 0)[:, None, :]).astype(jnp.float32)
+        return jnp.einsum("bst,bth->bsh", first, hidden, precision=full)
+    weights = member.astype(jnp.float32)
+    total = jnp.einsum("bst,bth->bsh", weights, hidden, precision=full)
+    count = jnp.sum(weights, axis=2)[..., None]
+    # The 1e-9 floor (as in sentence-transformers) keeps empty slots finite.
     return total / jnp.maximum(count, jnp.float32(1e-9))
 
 

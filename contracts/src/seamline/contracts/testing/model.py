@@ -113,14 +113,19 @@ class ModelContract(ComponentContract):
         batch_size: int,
         length: int,
         attention: AttentionFn = dense_attention,
+        rows: Sequence[int] | None = None,
     ) -> np.ndarray:
-        """The outputs of the real rows of one batch, checked at the seam."""
-        batch = model.collate(list(examples), batch_size, length)
+        """The outputs of the examples of one batch, in order, checked at the seam.
+
+        With ``rows``, the examples are packed as the host packs them (example ``i`` in
+        row ``rows[i]``): only for a model whose ``packing()`` allows it.
+        """
+        batch = model.collate(list(examples), batch_size, length, rows)
         check_batch(model.name, batch, batch_size, length)
 
         out = np.asarray(_step(model, attention)(_params(model), dict(batch.arrays)))
-        check_model_output(model.name, out, batch_size, model.output_dtype())
-        return out[: len(examples)]
+        check_model_output(model.name, out, batch.output_size, model.output_dtype())
+        return out[list(batch.example_rows)]
 
     @staticmethod
     def assert_close(model: Model[Any], got: np.ndarray, want: np.ndarray, what: str) -> None:
@@ -184,6 +189,16 @@ class ModelContract(ComponentContract):
         for row, example in enumerate(examples):
             alone = self.outputs(model, [example], 4, length)
             self.assert_close(model, alone[0], together[row], f"batching example {row} with others")
+
+    def test_packing_invariance(self, model: Model[Any], documents: list[Document]) -> None:
+        """A model that packs gives each example the vector it has alone in a row (1.2)."""
+        examples = sorted(self.examples_of(model, documents), key=lambda e: e.length)[:3]
+        length = model.max_length
+        if sum(e.length for e in examples) > length or model.packing(length) < len(examples):
+            pytest.skip(f"model {model.name!r} does not pack three short examples into a row")
+        alone = self.outputs(model, examples, len(examples), length)
+        packed = self.outputs(model, examples, 2, length, rows=[0] * len(examples))
+        self.assert_close(model, packed, alone, "packing three examples into one row")
 
     def test_same_outputs_with_any_conforming_attention(
         self,

@@ -38,7 +38,7 @@ from seamline.core.attention.tuning import (
     TuningEntry,
     tuning_key,
 )
-from seamline.core.batching import resolve_buckets
+from seamline.core.batching import batch_shapes
 from seamline.core.config import AttentionMode, ResolvedPipeline
 from seamline.core.registry import Registry
 
@@ -110,11 +110,12 @@ def _probed(resolved: ResolvedPipeline, registry: Registry) -> Iterator[_Probed]
         weights_loaded = params is None
         if params is None:
             params = model.load()
-        batch_size = resolved.spec.run.batch_size
+        shapes = batch_shapes(resolved.spec.run, model.max_length)
         buckets = []
-        for length in resolve_buckets(resolved.spec.run.buckets, model.max_length):
-            arrays = model.collate([], batch_size, length).arrays
-            buckets.append((length, batch_size, spec_key(attention_specs(model, params, arrays))))
+        for length in shapes.buckets:
+            rows = shapes.rows(length)
+            arrays = model.collate([], rows, length).arrays
+            buckets.append((length, rows, spec_key(attention_specs(model, params, arrays))))
         yield _Probed(candidates, weights_loaded, buckets)
     finally:
         candidates.close()

@@ -158,7 +158,7 @@ class CompiledSteps:
             "seamline.shadow", attributes={ATTENTION_NAME: step.decision.chosen}
         ) as span:
             expected = np.asarray(shadow.call(params, batch.arrays))
-            verdict = compare_outputs(outputs, expected, len(batch.examples), step.specs)
+            verdict = compare_outputs(outputs, expected, batch.example_rows, step.specs)
             span.set_attributes(
                 {"seamline.max_error": verdict.max_error, "seamline.ok": verdict.ok}
             )

@@ -137,7 +137,31 @@ class AttentionSpecConfig(_Strict):
 class RunSettings(_Strict):
     """How the orchestrator batches work, and how often it checkpoints."""
 
-    batch_size: int = Field(default=32, ge=1, le=65536, description="Examples per batch.")
+    batch_size: int = Field(
+        default=32,
+        ge=1,
+        le=65536,
+        description="Rows per batch (each row one example, or several when packed); "
+        "batch_tokens, when set, decides instead.",
+    )
+    batch_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 24,
+        description=(
+            "A token budget per batch: a batch of rows of length L has batch_tokens // L "
+            "rows (at least one), so short and long batches hold as many positions. "
+            "Default: unset, batch_size rows whatever the length."
+        ),
+    )
+    packing: bool = Field(
+        default=True,
+        description=(
+            "Pack several short examples into one row (with segment ids keeping them apart) "
+            "when the model supports it, instead of padding each to a row of its own: the "
+            "same outputs from fewer positions. false pads every example."
+        ),
+    )
     buckets: list[int] | None = Field(
         default=None,
         description=(
