@@ -16,7 +16,11 @@ endif
 MEMBERS := contracts core components adapters
 # Separate distributions that the dev group installs (editable) and `make test` tests.
 EXAMPLE_PACKAGES := examples/seamline-tokamax
-PYPROJECTS := pyproject.toml $(foreach m,$(MEMBERS) $(EXAMPLE_PACKAGES),$(m)/pyproject.toml)
+# Compiled kernels: distributions of their own, built (C++ against jaxlib's FFI headers) at install.
+KERNEL_PACKAGES := kernels/cpu-flash
+PACKAGES := $(MEMBERS) $(EXAMPLE_PACKAGES) $(KERNEL_PACKAGES)
+PYPROJECTS := pyproject.toml $(foreach m,$(PACKAGES),$(m)/pyproject.toml)
+KERNEL_SOURCES := $(wildcard $(foreach k,$(KERNEL_PACKAGES),$(k)/setup.py $(k)/src/*/*.cc))
 STAMP := $(VENV)/.seamline-installed
 
 .PHONY: uv setup run test constraints corpus golden bench bench-attention bench-overhead clean
@@ -32,11 +36,11 @@ uv:
 # Bytecode is compiled at install time: where PYTHONDONTWRITEBYTECODE is set, every
 # start would otherwise compile JAX's sources again (measured: 8 s against 3 s for
 # `import jax` on a loaded 2-CPU machine).
-$(STAMP): $(PYPROJECTS) constraints.txt | uv
+$(STAMP): $(PYPROJECTS) $(KERNEL_SOURCES) constraints.txt | uv
 	$(UV) venv --quiet --allow-existing --python $(PYTHON_VERSION) $(VENV)
 	$(UV) pip install --quiet --compile-bytecode --python $(PY) -c constraints.txt \
 		-r pyproject.toml --group pyproject.toml:dev
-	$(PY) -m compileall -q $(foreach m,$(MEMBERS) $(EXAMPLE_PACKAGES),$(m)/src) >/dev/null
+	$(PY) -m compileall -q $(foreach m,$(PACKAGES),$(m)/src) >/dev/null
 	@touch $@
 
 setup: $(STAMP)
@@ -50,7 +54,7 @@ run: $(STAMP) corpus
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy contracts/src
+	$(VENV)/bin/mypy contracts/src core/src components/src adapters/src $(foreach k,$(KERNEL_PACKAGES),$(k)/src)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q
 
@@ -59,14 +63,17 @@ constraints: | uv
 	$(UV) pip compile pyproject.toml --group pyproject.toml:dev --python-version $(PYTHON_VERSION) \
 		--no-annotate --no-header --quiet \
 		$(foreach m,$(MEMBERS),--no-emit-package seamline-$(m)) \
-		$(foreach p,$(EXAMPLE_PACKAGES),--no-emit-package $(notdir $(p))) -o constraints.txt.new
+		$(foreach p,$(EXAMPLE_PACKAGES),--no-emit-package $(notdir $(p))) \
+		--no-emit-package seamline-cpu-flash -o constraints.txt.new
 	{ echo "# Every dependency pinned: regenerate with 'make constraints' (uv pip compile)."; \
 	  cat constraints.txt.new; } > constraints.txt && rm constraints.txt.new
 
-# Side by side: seamline (JAX) against sentence-transformers (torch, in .venv-golden).
-bench: $(STAMP) corpus
+# Side by side: `seamline run` against sentence-transformers (torch, in .venv-golden), whole
+# processes on the 2,252-document benchmark corpus; then the attention against torch's SDPA.
+bench: $(STAMP)
 	bash tests/golden/make_golden.sh --setup-only
-	$(PY) benchmarks/embed_throughput.py
+	$(PY) benchmarks/whole_run.py
+	$(PY) benchmarks/attention_vs_torch.py
 
 # Every attention implementation over sequence lengths: time and peak memory (minutes).
 bench-attention: $(STAMP)

@@ -138,16 +138,20 @@ def pipeline_spec(
 def bucketed_batches(
     model: Any, documents: Iterable[Any], buckets: Sequence[int], batch_size: int
 ) -> Iterator[Any]:
-    """``prepare``, the core's ``Bucketer`` and ``collate``: the batches a run would make."""
-    from seamline.core.batching import Bucketer
+    """``prepare``, the core's ``Bucketer`` and ``collate``: the batches a run would make.
 
-    bucketer = Bucketer(list(buckets), batch_size)
+    One example per row, padded (a pipeline with ``run: {packing: false}``); the
+    packed batches of the default pipeline are what ``whole_run.py`` measures.
+    """
+    from seamline.core.batching import BatchShapes, Bucketer
+
+    bucketer = Bucketer(BatchShapes(tuple(buckets), batch_size))
     for document in documents:
         for example in model.prepare(document):
-            for length, ready in bucketer.add(example):
-                yield model.collate(ready, batch_size, length)
-    for length, ready in bucketer.flush():
-        yield model.collate(ready, batch_size, length)
+            for planned in bucketer.add(example):
+                yield model.collate(planned.examples, planned.rows, planned.length)
+    for planned in bucketer.flush():
+        yield model.collate(planned.examples, planned.rows, planned.length)
 
 
 def timer_monitor() -> Any:

@@ -11,7 +11,10 @@ machine, and carries a clear licence (the PSF licence). This script writes:
   (``email.mime.text`` say) whose docstring has at least ``--min-chars``
   characters, and
 * ``builtin-<name>.txt`` for each built-in function or type whose docstring is
-  as long (``help(open)``).
+  as long (``help(open)``), and
+* with ``--members``, ``member-<module>.<name>.txt`` for each public function,
+  class and method a standard-library module defines whose docstring is as long
+  (the benchmark corpus: some thousands of documents, mostly short).
 
 Submodules and built-ins are included because top-level modules and topics
 alone come to fewer than two hundred documents, and fewer still on newer Pythons
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from types import ModuleType
 
 # Modules whose import does something (opens a browser, prints, touches the
@@ -119,25 +123,62 @@ def public_submodules(name: str, module: ModuleType) -> list[str]:
     )
 
 
-def module_documents(min_chars: int) -> dict[str, str]:
-    """Public standard-library module docstrings of at least ``min_chars`` characters."""
-    documents: dict[str, str] = {}
+def stdlib_modules() -> Iterator[tuple[str, ModuleType]]:
+    """Every public standard-library module and submodule that imports, depth first, sorted."""
     pending = [
         name
         for name in sorted(sys.stdlib_module_names, reverse=True)
         if not name.startswith("_") and name not in SKIP
     ]
-    while pending:  # depth first, in sorted order
+    while pending:
         name = pending.pop()
         module = import_quietly(name)
         if module is None:
             continue
+        yield name, module
+        pending.extend(reversed(public_submodules(name, module)))
+
+
+def module_documents(min_chars: int) -> dict[str, str]:
+    """Public standard-library module docstrings of at least ``min_chars`` characters."""
+    documents: dict[str, str] = {}
+    for name, module in stdlib_modules():
         doc = getattr(module, "__doc__", None)
         if isinstance(doc, str):
             text = normalise(doc)
             if len(text) >= min_chars:
                 documents[f"module-{safe_name(name)}.txt"] = text
-        pending.extend(reversed(public_submodules(name, module)))
+    return documents
+
+
+def member_documents(min_chars: int) -> dict[str, str]:
+    """Docstrings of the public functions and classes each standard-library module defines.
+
+    Thousands of documents, most of them a paragraph long: the short end of a real
+    corpus, next to the long module and topic texts. A name a module only imports
+    from elsewhere is left to the module that defines it, so nothing is written twice.
+    """
+    documents: dict[str, str] = {}
+
+    def add(qualified: str, value: object) -> None:
+        doc = getattr(value, "__doc__", None)
+        if isinstance(doc, str) and len(text := normalise(doc)) >= min_chars:
+            documents[f"member-{safe_name(qualified)}.txt"] = text
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # typing.io and friends warn when looked at
+        for name, module in stdlib_modules():
+            for member, value in sorted(vars(module).items()):
+                defined_here = getattr(value, "__module__", None) == name
+                if member.startswith("_") or not defined_here:
+                    continue
+                if inspect.isfunction(value):
+                    add(f"{name}.{member}", value)
+                elif inspect.isclass(value):
+                    add(f"{name}.{member}", value)
+                    for method, function in sorted(vars(value).items()):
+                        if not method.startswith("_") and inspect.isfunction(function):
+                            add(f"{name}.{member}.{method}", function)
     return documents
 
 
@@ -154,12 +195,15 @@ def builtin_documents(min_chars: int) -> dict[str, str]:
     return documents
 
 
-def write_corpus(outdir: Path, min_chars: int = DEFAULT_MIN_CHARS) -> tuple[int, int]:
+def write_corpus(
+    outdir: Path, min_chars: int = DEFAULT_MIN_CHARS, members: bool = False
+) -> tuple[int, int]:
     """Replace OUTDIR's ``*.txt`` with the corpus; return (documents, characters)."""
     documents = {
         **topic_documents(),
         **module_documents(min_chars),
         **builtin_documents(min_chars),
+        **(member_documents(min_chars) if members else {}),
     }
     outdir.mkdir(parents=True, exist_ok=True)
     for old in outdir.glob("*.txt"):
@@ -178,8 +222,14 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_MIN_CHARS,
         help=f"shortest module or built-in docstring kept (default {DEFAULT_MIN_CHARS})",
     )
+    parser.add_argument(
+        "--members",
+        action="store_true",
+        help="also the docstring of every public function and class the standard library "
+        "defines (some thousands more, mostly short: the benchmark corpus)",
+    )
     args = parser.parse_args(argv)
-    count, characters = write_corpus(args.outdir, args.min_chars)
+    count, characters = write_corpus(args.outdir, args.min_chars, args.members)
     print(f"wrote {count} documents ({characters} characters) to {args.outdir}")
     return 0
 

@@ -22,10 +22,11 @@ from seamline.components.attention.blockwise import (
     BlockwiseConfig,
     _Blocks,
 )
-from seamline.components.attention.native import reference_attention
 from seamline.contracts import TOLERANCES, AttentionFn, SegmentIds
+from seamline.contracts.kernel_kit import reference_attention
+from seamline.contracts.testing import AttentionCase
 from seamline.contracts.versions import compatibility_problem
-from tests.components.attention_harness import TOLERANCE, Case, max_error
+from tests.components.attention_harness import TOLERANCE, max_error
 
 SMALL_BLOCKS = BlockwiseAttention(BlockwiseConfig(block_q=64, block_k=64))
 DEFAULT = BlockwiseAttention(BlockwiseConfig())
@@ -35,26 +36,26 @@ TOLERANCE_BY_DTYPE = {**TOLERANCES, **TOLERANCE}
 
 CASES = {
     # 2 x 56 queries and keys: both axes padded by 12.
-    "float32-gqa-segments-padded": Case(
+    "float32-gqa-segments-padded": AttentionCase(
         batch=2, q_len=100, kv_len=100, heads=8, kv_heads=2, head_dim=32, segmented=True
     ),
     # Decoding-like: 5 queries over 5 key blocks, end-aligned causal, one key head.
-    "float32-causal-decoding-segments": Case(
+    "float32-causal-decoding-segments": AttentionCase(
         batch=2, q_len=5, kv_len=300, heads=4, kv_heads=1, head_dim=32, causal=True,
         segmented=True,
     ),
-    "bfloat16-gqa-causal-segments": Case(
+    "bfloat16-gqa-causal-segments": AttentionCase(
         q_len=300, kv_len=300, heads=8, kv_heads=2, head_dim=32, dtype="bfloat16", causal=True,
         segmented=True,
     ),
-    "float16-cross-unmasked": Case(
+    "float16-cross-unmasked": AttentionCase(
         q_len=100, kv_len=130, heads=2, kv_heads=2, head_dim=32, dtype="float16"
     ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_matches_the_reference(case: Case) -> None:
+def test_matches_the_reference(case: AttentionCase) -> None:
     assert SMALL_BLOCKS.supports(case.spec())
     error = max_error(SMALL_BLOCKS, case)
     print(f"blockwise(64) {case}: max error {error:.3g}")
@@ -63,7 +64,7 @@ def test_matches_the_reference(case: Case) -> None:
 
 def test_default_blocks_match_the_reference() -> None:
     """One block each way, no padding, no mask: the plainest path of the loop."""
-    case = Case(q_len=128, kv_len=128, heads=4, kv_heads=4, head_dim=64)
+    case = AttentionCase(q_len=128, kv_len=128, heads=4, kv_heads=4, head_dim=64)
     error = max_error(DEFAULT, case)
     print(f"blockwise(default) {case}: max error {error:.3g}")
     assert error <= TOLERANCE["float32"]
@@ -146,21 +147,21 @@ def test_tiles_are_even_and_within_the_limit() -> None:
 def test_supports_floating_types_and_grouped_heads_on_every_platform() -> None:
     for dtype in ("float32", "bfloat16", "float16"):
         for platform in ("cpu", "gpu", "tpu"):
-            assert DEFAULT.supports(Case(dtype=dtype).spec(platform, platform))
-    refusal = DEFAULT.supports(Case(dtype="int32").spec())
+            assert DEFAULT.supports(AttentionCase(dtype=dtype).spec(platform, platform))
+    refusal = DEFAULT.supports(AttentionCase(dtype="int32").spec())
     assert not refusal
     assert "int32" in refusal.reasons[0]
-    refusal = DEFAULT.supports(Case(heads=3, kv_heads=2).spec())
+    refusal = DEFAULT.supports(AttentionCase(heads=3, kv_heads=2).spec())
     assert not refusal
     assert "not a multiple" in refusal.reasons[0]
 
 
 def test_priority_leads_on_cpu_for_long_sequences_only() -> None:
-    assert DEFAULT.priority(Case(q_len=2048, kv_len=2048).spec("cpu", "cpu")) == 10
-    assert DEFAULT.priority(Case(q_len=1, kv_len=4096).spec("cpu", "cpu")) == 10
-    assert DEFAULT.priority(Case(q_len=512, kv_len=512).spec("cpu", "cpu")) == -1
-    assert DEFAULT.priority(Case(q_len=8192, kv_len=8192).spec("gpu", "NVIDIA H100")) == -1
-    assert DEFAULT.priority(Case(q_len=8192, kv_len=8192).spec("tpu", "TPU v4")) == -1
+    assert DEFAULT.priority(AttentionCase(q_len=2048, kv_len=2048).spec("cpu", "cpu")) == 10
+    assert DEFAULT.priority(AttentionCase(q_len=1, kv_len=4096).spec("cpu", "cpu")) == 10
+    assert DEFAULT.priority(AttentionCase(q_len=512, kv_len=512).spec("cpu", "cpu")) == -1
+    assert DEFAULT.priority(AttentionCase(q_len=8192, kv_len=8192).spec("gpu", "NVIDIA H100")) == -1
+    assert DEFAULT.priority(AttentionCase(q_len=8192, kv_len=8192).spec("tpu", "TPU v4")) == -1
 
 
 def test_config_wants_positive_blocks() -> None:

@@ -15,8 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from seamline.components.attention.cudnn import CudnnAttention, CudnnConfig
+from seamline.contracts.testing import AttentionCase
 from seamline.contracts.versions import compatibility_problem
-from tests.components.attention_harness import Case
 
 ATTENTION = CudnnAttention(CudnnConfig())
 GPU = ("gpu", "NVIDIA H100 80GB HBM3")
@@ -25,7 +25,7 @@ GPU = ("gpu", "NVIDIA H100 80GB HBM3")
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_serves_half_precision_on_nvidia_gpus(dtype: str, causal: bool) -> None:
-    case = Case(
+    case = AttentionCase(
         q_len=5, kv_len=300, heads=8, kv_heads=2, head_dim=128, dtype=dtype, causal=causal,
         segmented=True,
     )  # fmt: skip
@@ -36,29 +36,29 @@ def test_refuses_this_machine_before_any_call() -> None:
     device = jax.devices()[0]
     if device.platform == "gpu":
         pytest.skip("this machine has a GPU: the refusal is for the CPU")
-    answer = ATTENTION.supports(Case(dtype="bfloat16").spec(device.platform, device.device_kind))
+    answer = ATTENTION.supports(AttentionCase(dtype="bfloat16").spec())  # this machine
     assert not answer
     assert answer.reasons == ("cuDNN attention runs only on NVIDIA GPUs; this is cpu",)
 
 
 def test_refuses_other_platforms_and_non_nvidia_gpus() -> None:
     for platform in ("cpu", "tpu"):
-        answer = ATTENTION.supports(Case(dtype="bfloat16").spec(platform, platform))
+        answer = ATTENTION.supports(AttentionCase(dtype="bfloat16").spec(platform, platform))
         assert answer.reasons == (f"cuDNN attention runs only on NVIDIA GPUs; this is {platform}",)
-    answer = ATTENTION.supports(Case(dtype="bfloat16").spec("gpu", "AMD Instinct MI300X"))
+    answer = ATTENTION.supports(AttentionCase(dtype="bfloat16").spec("gpu", "AMD Instinct MI300X"))
     assert answer.reasons == (
         "cuDNN attention runs only on NVIDIA GPUs; this is AMD Instinct MI300X",
     )
 
 
 def test_refuses_float32() -> None:
-    answer = ATTENTION.supports(Case(dtype="float32").spec(*GPU))
+    answer = ATTENTION.supports(AttentionCase(dtype="float32").spec(*GPU))
     assert answer.reasons == ("cuDNN flash attention takes float16 or bfloat16, not float32",)
 
 
 @pytest.mark.parametrize("head_dim", [4, 36, 136, 256])
 def test_refuses_head_sizes_cudnn_cannot_tile(head_dim: int) -> None:
-    answer = ATTENTION.supports(Case(head_dim=head_dim, dtype="float16").spec(*GPU))
+    answer = ATTENTION.supports(AttentionCase(head_dim=head_dim, dtype="float16").spec(*GPU))
     assert not answer
     (reason,) = answer.reasons
     assert reason.startswith("head_dim must be a multiple of 8 and at most 128")
@@ -66,14 +66,14 @@ def test_refuses_head_sizes_cudnn_cannot_tile(head_dim: int) -> None:
 
 
 def test_gives_every_reason_at_once() -> None:
-    answer = ATTENTION.supports(Case(heads=3, kv_heads=2, head_dim=12).spec("cpu", "cpu"))
+    answer = ATTENTION.supports(AttentionCase(heads=3, kv_heads=2, head_dim=12).spec("cpu", "cpu"))
     assert len(answer.reasons) == 4
     assert "not a multiple of 2 key heads" in answer.reasons[0]
 
 
 def test_priority_leads_on_gpus_only() -> None:
-    assert ATTENTION.priority(Case(dtype="bfloat16").spec(*GPU)) == 20
-    assert ATTENTION.priority(Case(dtype="bfloat16").spec("cpu", "cpu")) < 0
+    assert ATTENTION.priority(AttentionCase(dtype="bfloat16").spec(*GPU)) == 20
+    assert ATTENTION.priority(AttentionCase(dtype="bfloat16").spec("cpu", "cpu")) < 0
 
 
 def test_is_registered_under_its_name_for_this_contract() -> None:

@@ -14,30 +14,33 @@ import numpy as np
 import pytest
 
 from seamline.components.attention.gpu_flash import GpuFlashAttention, GpuFlashConfig
-from seamline.components.attention.native import reference_attention
 from seamline.contracts import AttentionFn, SegmentIds
-from tests.components.attention_harness import TOLERANCE, Case, max_error
+from seamline.contracts.kernel_kit import reference_attention
+from seamline.contracts.testing import AttentionCase
+from tests.components.attention_harness import TOLERANCE, max_error
 
 INTERPRETED = GpuFlashAttention(GpuFlashConfig(interpret=True))
 
 CASES = {
     # One id array for both sides, as self-attention over packed documents gives.
-    "padded-gqa-segments-causal": Case(
+    "padded-gqa-segments-causal": AttentionCase(
         batch=2, q_len=200, kv_len=200, heads=2, kv_heads=1, head_dim=32, causal=True,
         segmented=True,
     ),
     # The first 136 queries have no key: zeros. Head size 8 is padded to 16. Keys
     # are padded in front (causal alignment) and behind, hidden by made-up ids.
-    "bfloat16-causal-more-queries-narrow-heads": Case(
+    "bfloat16-causal-more-queries-narrow-heads": AttentionCase(
         q_len=200, kv_len=64, heads=2, kv_heads=1, head_dim=8, dtype="bfloat16", causal=True
     ),
     # Keys a whole tile: queries and keys keep their own lengths, no ids at all.
-    "more-queries-whole-tiles": Case(q_len=200, kv_len=64, heads=1, kv_heads=1, head_dim=32),
+    "more-queries-whole-tiles": AttentionCase(
+        q_len=200, kv_len=64, heads=1, kv_heads=1, head_dim=32
+    ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_matches_the_reference(case: Case) -> None:
+def test_matches_the_reference(case: AttentionCase) -> None:
     assert INTERPRETED.supports(case.spec())
     error = max_error(INTERPRETED, case)
     print(f"gpu-flash {case}: max error {error:.3g}")
@@ -108,37 +111,39 @@ def test_differing_known_segment_ids_take_the_reference() -> None:
 
 def test_refuses_off_gpu_unless_interpreted() -> None:
     plain = GpuFlashAttention(GpuFlashConfig())
-    answer = plain.supports(Case().spec("cpu", "cpu"))
+    answer = plain.supports(AttentionCase().spec("cpu", "cpu"))
     assert not answer
     assert answer.reasons == (
         "the Pallas GPU (Triton) kernel runs only on GPU; set interpret: true to run it "
         "(slowly) on cpu",
     )
-    assert plain.supports(Case().spec("gpu", "NVIDIA H100 80GB HBM3"))
+    assert plain.supports(AttentionCase().spec("gpu", "NVIDIA H100 80GB HBM3"))
 
 
 def test_refuses_what_one_segment_array_cannot_express() -> None:
-    segmented_cross = INTERPRETED.supports(Case(q_len=64, kv_len=128, segmented=True).spec())
+    segmented_cross = INTERPRETED.supports(
+        AttentionCase(q_len=64, kv_len=128, segmented=True).spec()
+    )
     assert not segmented_cross
     assert "one segment-id array" in segmented_cross.reasons[0]
-    ragged_keys = INTERPRETED.supports(Case(q_len=200, kv_len=100).spec())
+    ragged_keys = INTERPRETED.supports(AttentionCase(q_len=200, kv_len=100).spec())
     assert not ragged_keys
     assert "multiple of the key tile" in ragged_keys.reasons[0]
     # The same lengths are fine with causal (front padding) or keys in whole tiles.
-    assert INTERPRETED.supports(Case(q_len=200, kv_len=100, causal=True).spec())
-    assert INTERPRETED.supports(Case(q_len=200, kv_len=128).spec())
-    assert not INTERPRETED.supports(Case(heads=3, kv_heads=2).spec())
+    assert INTERPRETED.supports(AttentionCase(q_len=200, kv_len=100, causal=True).spec())
+    assert INTERPRETED.supports(AttentionCase(q_len=200, kv_len=128).spec())
+    assert not INTERPRETED.supports(AttentionCase(heads=3, kv_heads=2).spec())
 
 
 def test_priority_prefers_gpu_and_steps_back_for_decoding() -> None:
     plain = GpuFlashAttention(GpuFlashConfig())
     gpu = ("gpu", "NVIDIA H100 80GB HBM3")
-    assert plain.priority(Case().spec(*gpu)) == 15
-    assert plain.priority(Case().spec("cpu", "cpu")) == -10
+    assert plain.priority(AttentionCase().spec(*gpu)) == 15
+    assert plain.priority(AttentionCase().spec("cpu", "cpu")) == -10
     # Causal decoding pads the one query to the keys' length in front.
-    assert plain.priority(Case(q_len=1, kv_len=4096, causal=True).spec(*gpu)) < 0
+    assert plain.priority(AttentionCase(q_len=1, kv_len=4096, causal=True).spec(*gpu)) < 0
     # Without causal, keys in whole tiles leave the query its own short length.
-    assert plain.priority(Case(q_len=1, kv_len=4096).spec(*gpu)) == 15
+    assert plain.priority(AttentionCase(q_len=1, kv_len=4096).spec(*gpu)) == 15
 
 
 def test_config_wants_power_of_two_tiles() -> None:

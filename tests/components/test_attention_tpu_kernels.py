@@ -24,11 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from seamline.components.attention.native import reference_attention
 from seamline.components.attention.tpu_flash import TpuFlashAttention, TpuFlashConfig
 from seamline.components.attention.tpu_splash import TpuSplashAttention, TpuSplashConfig
 from seamline.contracts import AttentionFn, SegmentIds
-from tests.components.attention_harness import TOLERANCE, Case, max_error
+from seamline.contracts.kernel_kit import reference_attention
+from seamline.contracts.testing import AttentionCase
+from tests.components.attention_harness import TOLERANCE, max_error
 
 KERNELS: dict[str, tuple[type[Any], type[Any]]] = {
     "tpu-flash": (TpuFlashAttention, TpuFlashConfig),
@@ -36,7 +37,7 @@ KERNELS: dict[str, tuple[type[Any], type[Any]]] = {
 }
 INTERPRETED = {name: cls(config(interpret=True)) for name, (cls, config) in KERNELS.items()}
 
-BATCH_GQA_SEGMENTS_CAUSAL_OFFSET = Case(
+BATCH_GQA_SEGMENTS_CAUSAL_OFFSET = AttentionCase(
     batch=2, q_len=136, kv_len=200, heads=2, kv_heads=1, head_dim=32, causal=True, segmented=True
 )  # tpu-flash: causal with fewer queries than keys, the wrapper pads 64 queries in front
 CASES = [
@@ -45,13 +46,13 @@ CASES = [
     (
         "tpu-flash",
         "bfloat16-padded-keys-wide-heads",
-        Case(q_len=100, kv_len=100, heads=1, kv_heads=1, head_dim=192, dtype="bfloat16"),
+        AttentionCase(q_len=100, kv_len=100, heads=1, kv_heads=1, head_dim=192, dtype="bfloat16"),
     ),
     ("tpu-splash", "batch-gqa-segments-causal-offset", BATCH_GQA_SEGMENTS_CAUSAL_OFFSET),
     (
         "tpu-splash",
         "bfloat16-padded-keys",
-        Case(q_len=72, kv_len=200, heads=2, kv_heads=2, head_dim=64, dtype="bfloat16"),
+        AttentionCase(q_len=72, kv_len=200, heads=2, kv_heads=2, head_dim=64, dtype="bfloat16"),
     ),
 ]
 
@@ -59,7 +60,7 @@ CASES = [
 @pytest.mark.parametrize(
     ("kernel", "case"), [(k, c) for k, _, c in CASES], ids=[f"{k}-{n}" for k, n, _ in CASES]
 )
-def test_matches_the_reference(kernel: str, case: Case) -> None:
+def test_matches_the_reference(kernel: str, case: AttentionCase) -> None:
     interpreted = INTERPRETED[kernel]
     assert interpreted.supports(case.spec())
     error = max_error(interpreted, case)
@@ -112,39 +113,41 @@ def test_rows_without_keys_are_zero_and_masked_garbage_stays_out(kernel: str) ->
 def test_refuses_off_tpu_unless_interpreted(kernel: str) -> None:
     cls, config = KERNELS[kernel]
     plain = cls(config())
-    answer = plain.supports(Case().spec("cpu", "cpu"))
+    answer = plain.supports(AttentionCase().spec("cpu", "cpu"))
     assert not answer
     assert answer.reasons == (
         "the Pallas TPU kernel runs only on TPU; set interpret: true to run it (slowly) on cpu",
     )
-    assert plain.supports(Case().spec("tpu", "TPU v5 lite"))
-    assert INTERPRETED[kernel].supports(Case().spec("cpu", "cpu"))
+    assert plain.supports(AttentionCase().spec("tpu", "TPU v5 lite"))
+    assert INTERPRETED[kernel].supports(AttentionCase().spec("cpu", "cpu"))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_refuses_what_the_kernel_cannot_compute(kernel: str) -> None:
     interpreted = INTERPRETED[kernel]
-    refusal = interpreted.supports(Case(dtype="float16").spec())
+    refusal = interpreted.supports(AttentionCase(dtype="float16").spec())
     assert not refusal
     assert "float16" in refusal.reasons[0]
-    refusal = interpreted.supports(Case(heads=3, kv_heads=2).spec())
+    refusal = interpreted.supports(AttentionCase(heads=3, kv_heads=2).spec())
     assert not refusal
     assert "not a multiple" in refusal.reasons[0]
 
 
 def test_tpu_flash_priority_prefers_tpu_and_steps_back_for_decoding() -> None:
     plain = TpuFlashAttention(TpuFlashConfig())
-    assert plain.priority(Case().spec("tpu", "TPU v4")) == 30
-    assert plain.priority(Case().spec("cpu", "cpu")) == -10
-    decode = Case(q_len=1, kv_len=4096, causal=True).spec("tpu", "TPU v4")
+    assert plain.priority(AttentionCase().spec("tpu", "TPU v4")) == 30
+    assert plain.priority(AttentionCase().spec("cpu", "cpu")) == -10
+    decode = AttentionCase(q_len=1, kv_len=4096, causal=True).spec("tpu", "TPU v4")
     assert plain.priority(decode) < 0
 
 
 def test_tpu_splash_priority_prefers_tpu_only() -> None:
     plain = TpuSplashAttention(TpuSplashConfig())
-    assert plain.priority(Case().spec("tpu", "TPU v4")) == 35
-    assert plain.priority(Case(q_len=1, kv_len=4096, causal=True).spec("tpu", "TPU v4")) == 35
-    assert plain.priority(Case().spec("cpu", "cpu")) == -10
+    assert plain.priority(AttentionCase().spec("tpu", "TPU v4")) == 35
+    assert (
+        plain.priority(AttentionCase(q_len=1, kv_len=4096, causal=True).spec("tpu", "TPU v4")) == 35
+    )
+    assert plain.priority(AttentionCase().spec("cpu", "cpu")) == -10
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from seamline.components.attention.native import reference_attention
 from seamline.components.attention.xla_sdpa import XlaSdpaAttention, XlaSdpaConfig
 from seamline.contracts import TOLERANCES, AttentionFn, SegmentIds
+from seamline.contracts.kernel_kit import reference_attention
+from seamline.contracts.testing import AttentionCase
 from seamline.contracts.versions import compatibility_problem
-from tests.components.attention_harness import TOLERANCE, Case, max_error
+from tests.components.attention_harness import TOLERANCE, max_error
 
 ATTENTION = XlaSdpaAttention(XlaSdpaConfig())
 
@@ -29,28 +30,28 @@ ATTENTION = XlaSdpaAttention(XlaSdpaConfig())
 TOLERANCE_BY_DTYPE = {**TOLERANCES, **TOLERANCE}
 
 CASES = {
-    "float32-gqa-segments": Case(
+    "float32-gqa-segments": AttentionCase(
         batch=2, q_len=40, kv_len=40, heads=8, kv_heads=2, head_dim=32, segmented=True
     ),
     # Decoding-like: 5 new queries over 37 keys, end-aligned causal, one key head.
-    "float32-causal-decoding-segments": Case(
+    "float32-causal-decoding-segments": AttentionCase(
         batch=2, q_len=5, kv_len=37, heads=4, kv_heads=1, head_dim=32, causal=True,
         segmented=True,
     ),
     # No mask at all: the upstream call gets mask=None.
-    "float32-cross-unmasked": Case(q_len=24, kv_len=40, heads=2, kv_heads=2, head_dim=16),
-    "bfloat16-gqa-causal-segments": Case(
+    "float32-cross-unmasked": AttentionCase(q_len=24, kv_len=40, heads=2, kv_heads=2, head_dim=16),
+    "bfloat16-gqa-causal-segments": AttentionCase(
         q_len=48, kv_len=48, heads=8, kv_heads=2, head_dim=32, dtype="bfloat16", causal=True,
         segmented=True,
     ),
-    "float16-causal-cross": Case(
+    "float16-causal-cross": AttentionCase(
         q_len=16, kv_len=24, heads=2, kv_heads=1, head_dim=32, dtype="float16", causal=True
     ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_matches_the_reference(case: Case) -> None:
+def test_matches_the_reference(case: AttentionCase) -> None:
     assert ATTENTION.supports(case.spec())
     error = max_error(ATTENTION, case)
     print(f"xla-sdpa {case}: max error {error:.3g}")
@@ -100,19 +101,19 @@ def test_rows_without_keys_are_zero_and_masked_garbage_stays_out() -> None:
 def test_supports_floating_types_and_grouped_heads_only() -> None:
     for dtype in ("float32", "bfloat16", "float16"):
         for platform in ("cpu", "gpu", "tpu"):
-            assert ATTENTION.supports(Case(dtype=dtype).spec(platform, platform))
-    refusal = ATTENTION.supports(Case(dtype="int8").spec())
+            assert ATTENTION.supports(AttentionCase(dtype=dtype).spec(platform, platform))
+    refusal = ATTENTION.supports(AttentionCase(dtype="int8").spec())
     assert not refusal
     assert "int8" in refusal.reasons[0]
-    refusal = ATTENTION.supports(Case(heads=3, kv_heads=2).spec())
+    refusal = ATTENTION.supports(AttentionCase(heads=3, kv_heads=2).spec())
     assert not refusal
     assert "not a multiple" in refusal.reasons[0]
 
 
 def test_priority_prefers_tpu_and_steps_back_on_cpu() -> None:
-    assert ATTENTION.priority(Case().spec("tpu", "TPU v5 lite")) == 5
-    assert ATTENTION.priority(Case().spec("gpu", "NVIDIA H100")) == 1
-    assert ATTENTION.priority(Case().spec("cpu", "cpu")) == -5
+    assert ATTENTION.priority(AttentionCase().spec("tpu", "TPU v5 lite")) == 5
+    assert ATTENTION.priority(AttentionCase().spec("gpu", "NVIDIA H100")) == 1
+    assert ATTENTION.priority(AttentionCase().spec("cpu", "cpu")) == -5
 
 
 def test_is_registered_under_its_name_for_this_contract() -> None:

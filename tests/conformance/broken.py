@@ -38,7 +38,7 @@ from seamline.contracts import (
     Support,
 )
 from seamline.contracts.events import Compiled
-from seamline.contracts.testing._reference import dense_attention
+from seamline.contracts.testing import dense_attention
 
 # -- attention --------------------------------------------------------------------------
 

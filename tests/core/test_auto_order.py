@@ -12,7 +12,8 @@ from seamline.core.registry import Registry
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "attention.md"
 BLOCK = re.compile(r"<!-- auto-order:begin[^>]*-->\n(.*?)<!-- auto-order:end -->", re.DOTALL)
-FIRST_PARTY = "seamline-components"
+#: seamline's own attention distributions: the components and the compiled kernels.
+FIRST_PARTY = ("seamline-components", "seamline-cpu-flash")
 
 
 def first_party_attentions() -> list[Attention[Any]]:
@@ -20,7 +21,7 @@ def first_party_attentions() -> list[Attention[Any]]:
     return [
         registry.create("attention", info.name)  # type: ignore[misc]
         for info in registry.entries("attention")
-        if info.usable and info.distribution == FIRST_PARTY
+        if info.usable and info.distribution in FIRST_PARTY
     ]
 
 
@@ -30,7 +31,8 @@ def test_the_docs_table_is_the_live_order() -> None:
     live = auto_order_table(first_party_attentions())
     assert match.group(1) == live, (
         "docs/attention.md's auto-order table is out of date; regenerate it with "
-        "`seamline components --auto-order --distribution seamline-components` "
+        "`seamline components --auto-order --distribution seamline-components "
+        "--distribution seamline-cpu-flash` "
         f"and paste it between the markers. Live table:\n{live}"
     )
 

@@ -132,7 +132,9 @@ def test_auto_falls_back_past_an_attention_that_cannot_serve(
 ) -> None:
     result = run_with_tpu_only_installed(workspace, monkeypatch, "auto", "out3")
     assert result.exit_code == 0, result.output
-    assert "attention native for" in result.output
+    # Past tpu-only to the CPU's first choice (cpu-flash, the compiled kernel).
+    assert "attention tpu-only for" not in result.output
+    assert "attention cpu-flash for" in result.output
     assert "needs a TPU, this is cpu" in result.output  # the log monitor records the rejection
 
 

@@ -1,17 +1,17 @@
-"""``tokamax`` against a plain float64 numpy attention written here from the contract.
+"""``tokamax`` against the conformance suite's float64 numpy attention, case by case.
 
-The reference is deliberately independent of seamline's own kernels (this package
-depends on seamline-contracts alone): repeat the key/value heads, score in float64,
-mask by segment ids and end-aligned causality, softmax, and give rows with no
-allowed key zeros. Cases run under ``jax.jit``, as the orchestrator runs them; each
-new shape compiles once, so every case packs several features.
+The cases, their inputs and the reference (``exact_attention``, written from the
+contract's definition) come from ``seamline.contracts.testing``, which this package
+may use as it depends on seamline-contracts alone; none of seamline's own kernels
+is involved. Cases run under ``jax.jit``, as the orchestrator runs them; each new
+shape compiles once, so every case packs several features.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
-from dataclasses import dataclass
 from typing import Any, get_args
 
 import jax
@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from seamline_tokamax import Implementation, TokamaxAttention, TokamaxConfig
 
 from seamline.contracts import AttentionSpec, SegmentIds
+from seamline.contracts.testing import AttentionCase, attention_inputs, exact_attention
 
 #: Absolute tolerances on outputs of unit scale. float32 runs at full precision here, so
 #: only summation order differs; bfloat16 keeps about 3 significant digits and its inputs
@@ -33,108 +34,27 @@ TOLERANCE = {"float32": 2e-5, "bfloat16": 5e-2, "float16": 1e-2}
 CPU_IMPLEMENTATIONS: tuple[Implementation, ...] = ("xla", "xla_chunked", "auto")
 
 
-def reference(
-    q: Any,
-    k: Any,
-    v: Any,
-    *,
-    segment_ids: SegmentIds | None = None,
-    causal: bool = False,
-    scale: float | None = None,
-) -> np.ndarray:
-    """The contract's attention in float64 numpy, written as plainly as possible."""
-    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
-    _, q_len, heads, head_dim = q.shape
-    kv_len, kv_heads = k.shape[1], k.shape[2]
-    k = np.repeat(k, heads // kv_heads, axis=2)  # query head n reads key head n // G
-    v = np.repeat(v, heads // kv_heads, axis=2)
-    scale = head_dim**-0.5 if scale is None else scale
-    scores = np.einsum("bqnh,bknh->bnqk", q, k) * scale
-    allowed = np.ones((1, 1, q_len, kv_len), bool)
-    if segment_ids is not None:
-        q_ids, kv_ids = np.asarray(segment_ids.q), np.asarray(segment_ids.kv)
-        allowed = allowed & (q_ids[:, None, :, None] == kv_ids[:, None, None, :])
-    if causal:  # the last query sees the last key
-        allowed = allowed & (np.arange(kv_len) <= np.arange(q_len)[:, None] + kv_len - q_len)
-    with np.errstate(invalid="ignore"):  # an allowed infinite key makes its row NaN, rightly
-        scores = np.where(allowed, scores, -np.inf)
-        top = scores.max(axis=-1, keepdims=True)
-        weights = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
-        total = weights.sum(axis=-1, keepdims=True)
-        weights = weights / np.where(total == 0.0, 1.0, total)  # no allowed key: a row of zeros
-    # A key with zero weight contributes nothing, even when its value is NaN or infinite
-    # (0 * NaN would be NaN); a key with weight poisons the row.
-    finite = np.isfinite(v)
-    out = np.einsum("bnqk,bknh->bqnh", weights, np.where(finite, v, 0.0))
-    broken = ~finite.all(axis=-1)  # [B, Tk, N]
-    poisoned = np.einsum("bnqk,bkn->bqn", (weights > 0).astype(np.float64), broken) > 0
-    return np.where(poisoned[..., None], np.nan, out)
+#: The shape most cases here share, small so that each compiles quickly; the cases, their
+#: inputs and the float64 reference are the conformance suite's own.
+BASE = AttentionCase(batch=2, q_len=24, kv_len=24, heads=4, kv_heads=4, head_dim=32)
 
 
-@dataclass(frozen=True)
-class Case:
-    """One call: shapes, dtype and mask."""
-
-    batch: int = 2
-    q_len: int = 24
-    kv_len: int = 24
-    heads: int = 4
-    kv_heads: int = 4
-    head_dim: int = 32
-    dtype: str = "float32"
-    causal: bool = False
-    segmented: bool = False
-
-    def spec(self, platform: str = "cpu", device_kind: str = "cpu") -> AttentionSpec:
-        return AttentionSpec(
-            self.batch,
-            self.q_len,
-            self.kv_len,
-            self.heads,
-            self.kv_heads,
-            self.head_dim,
-            self.dtype,
-            self.causal,
-            self.segmented,
-            platform,
-            device_kind,
-        )
+def small_case(**changes: Any) -> AttentionCase:
+    """``BASE`` with some fields changed."""
+    return dataclasses.replace(BASE, **changes)
 
 
-def inputs(case: Case, seed: int = 0) -> tuple[jax.Array, jax.Array, jax.Array, SegmentIds | None]:
-    """Standard-normal q, k, v and, when segmented, two packed documents then padding (0)."""
-    rng = np.random.default_rng(seed)
-    q_shape = (case.batch, case.q_len, case.heads, case.head_dim)
-    q = jnp.asarray(rng.normal(size=q_shape), case.dtype)
-    kv_shape = (case.batch, case.kv_len, case.kv_heads, case.head_dim)
-    k = jnp.asarray(rng.normal(size=kv_shape), case.dtype)
-    v = jnp.asarray(rng.normal(size=kv_shape), case.dtype)
-    if not case.segmented:
-        return q, k, v, None
-
-    def ids(length: int) -> np.ndarray:
-        rows = []
-        for _ in range(case.batch):
-            end = int(rng.integers(1, length + 1))
-            split = int(rng.integers(0, end + 1))
-            rows.append(np.r_[np.ones(split), np.full(end - split, 2), np.zeros(length - end)])
-        return np.stack(rows).astype(np.int32)
-
-    if case.q_len == case.kv_len:
-        same = jnp.asarray(ids(case.q_len))
-        return q, k, v, SegmentIds(same, same)
-    return q, k, v, SegmentIds(jnp.asarray(ids(case.q_len)), jnp.asarray(ids(case.kv_len)))
-
-
-def run(attention: TokamaxAttention, case: Case, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def run(attention: TokamaxAttention, case: AttentionCase) -> tuple[np.ndarray, np.ndarray]:
     """The attention's output under jit, and the float64 reference's, on the same inputs."""
-    q, k, v, segments = inputs(case, seed)
+    q, k, v, segments = attention_inputs(case)
     out = jax.jit(lambda q, k, v: attention(q, k, v, segment_ids=segments, causal=case.causal))(
         q, k, v
     )
     assert out.shape == q.shape
     assert out.dtype == q.dtype
-    return np.asarray(out, np.float64), reference(q, k, v, segment_ids=segments, causal=case.causal)
+    return np.asarray(out, np.float64), exact_attention(
+        q, k, v, segment_ids=segments, causal=case.causal
+    )
 
 
 def tokamax(implementation: Implementation = "xla") -> TokamaxAttention:
@@ -142,27 +62,27 @@ def tokamax(implementation: Implementation = "xla") -> TokamaxAttention:
 
 
 CASES = {
-    "f32-plain": Case(),
-    "f32-segments": Case(segmented=True),
-    "f32-causal": Case(causal=True),
-    "f32-grouped-8-over-2": Case(heads=8, kv_heads=2),
-    "f32-multi-query-causal-segments": Case(heads=4, kv_heads=1, causal=True, segmented=True),
+    "f32-plain": small_case(),
+    "f32-segments": small_case(segmented=True),
+    "f32-causal": small_case(causal=True),
+    "f32-grouped-8-over-2": small_case(heads=8, kv_heads=2),
+    "f32-multi-query-causal-segments": small_case(heads=4, kv_heads=1, causal=True, segmented=True),
     # Decoding-like: 5 new queries over 37 keys; tokamax's causal flag is start-aligned.
-    "f32-causal-decoding": Case(q_len=5, kv_len=37, heads=4, kv_heads=2, causal=True),
-    "f32-cross-segments": Case(q_len=16, kv_len=40, segmented=True),
-    "bf16-plain": Case(dtype="bfloat16"),
-    "bf16-grouped-causal-segments": Case(
+    "f32-causal-decoding": small_case(q_len=5, kv_len=37, heads=4, kv_heads=2, causal=True),
+    "f32-cross-segments": small_case(q_len=16, kv_len=40, segmented=True),
+    "bf16-plain": small_case(dtype="bfloat16"),
+    "bf16-grouped-causal-segments": small_case(
         heads=8, kv_heads=2, dtype="bfloat16", causal=True, segmented=True
     ),
     # XLA:CPU has no float16 dot with float32 accumulation: the adapter computes in float32.
-    "f16-grouped-causal": Case(heads=4, kv_heads=2, dtype="float16", causal=True),
+    "f16-grouped-causal": small_case(heads=4, kv_heads=2, dtype="float16", causal=True),
 }
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_xla_matches_the_float64_reference(case: Case) -> None:
+def test_xla_matches_the_float64_reference(case: AttentionCase) -> None:
     attention = tokamax("xla")
-    assert attention.supports(case.spec())
+    assert attention.supports(case.spec("cpu", "cpu"))
     out, expected = run(attention, case)
     assert np.isfinite(out).all()
     assert np.max(np.abs(out - expected)) <= TOLERANCE[case.dtype]
@@ -175,10 +95,10 @@ def test_xla_matches_the_float64_reference(case: Case) -> None:
     ids=["f32-mqa-causal-segments", "f32-causal-decoding", "bf16-plain"],
 )
 def test_other_cpu_implementations_match_the_reference(
-    implementation: Implementation, case: Case
+    implementation: Implementation, case: AttentionCase
 ) -> None:
     attention = tokamax(implementation)
-    assert attention.supports(case.spec())
+    assert attention.supports(case.spec("cpu", "cpu"))
     out, expected = run(attention, case)
     assert np.max(np.abs(out - expected)) <= TOLERANCE[case.dtype]
 
@@ -192,8 +112,8 @@ def test_rows_without_keys_are_zero_not_the_mean_of_the_values(
     40 causal queries over 24 keys leave the first 16 without a key; segment 9 (queries
     34..39) appears among no keys.
     """
-    case = Case(batch=1, q_len=40, kv_len=24, heads=4, kv_heads=2, head_dim=16, causal=True)
-    q, k, v, _ = inputs(case)
+    case = small_case(batch=1, q_len=40, kv_len=24, heads=4, kv_heads=2, head_dim=16, causal=True)
+    q, k, v, _ = attention_inputs(case)
     q_ids = np.ones((1, 40), np.int32)
     q_ids[:, 34:] = 9
     segments = SegmentIds(jnp.asarray(q_ids), jnp.ones((1, 24), jnp.int32))
@@ -206,7 +126,7 @@ def test_rows_without_keys_are_zero_not_the_mean_of_the_values(
     assert np.isfinite(out).all()
     assert (out[0, :16] == 0).all()
     assert (out[0, 34:] == 0).all()
-    expected = reference(q, k, v, segment_ids=segments, causal=True)
+    expected = exact_attention(q, k, v, segment_ids=segments, causal=True)
     assert np.max(np.abs(out - expected)) <= TOLERANCE["float32"]
 
 
@@ -220,7 +140,9 @@ def test_upstream_gives_rows_without_keys_the_mean_of_the_values() -> None:
     """
     import tokamax as upstream
 
-    q, k, v, _ = inputs(Case(batch=1, q_len=6, kv_len=5, heads=4, kv_heads=2, head_dim=8))
+    q, k, v, _ = attention_inputs(
+        small_case(batch=1, q_len=6, kv_len=5, heads=4, kv_heads=2, head_dim=8)
+    )
     q_ids = jnp.asarray([[1, 1, 1, 2, 2, 9]])
     kv_ids = jnp.asarray([[1, 1, 2, 2, 2]])
     mask = q_ids[:, None, :, None] == kv_ids[:, None, None, :]
@@ -255,7 +177,7 @@ def test_garbage_in_masked_keys_and_values_stays_out_and_real_nan_shows(
     out = np.asarray(
         jax.jit(lambda q, k, v: attention(q, k, v, segment_ids=segments, causal=True))(q, k, v)
     )
-    expected = reference(q, k, v, segment_ids=segments, causal=True)
+    expected = exact_attention(q, k, v, segment_ids=segments, causal=True)
     assert np.isnan(out[0, 3:, 2:]).all()
     assert not np.isnan(out[0, :, :2]).any()
     assert not np.isnan(out[0, :3]).any()
@@ -265,10 +187,10 @@ def test_garbage_in_masked_keys_and_values_stays_out_and_real_nan_shows(
 
 
 def test_explicit_and_traced_scale() -> None:
-    case = Case(heads=4, kv_heads=2, segmented=True)
-    q, k, v, segments = inputs(case)
+    case = small_case(heads=4, kv_heads=2, segmented=True)
+    q, k, v, segments = attention_inputs(case)
     attention = tokamax()
-    expected = reference(q, k, v, segment_ids=segments, scale=0.3)
+    expected = exact_attention(q, k, v, segment_ids=segments, scale=0.3)
     fixed = attention(q, k, v, segment_ids=segments, scale=0.3)
     traced = jax.jit(lambda s: attention(q, k, v, segment_ids=segments, scale=s))(0.3)
     for out in (fixed, traced):
@@ -285,10 +207,10 @@ def test_no_keys_at_all_gives_zeros() -> None:
 
 def test_eager_call_takes_numpy_arrays() -> None:
     """tokamax type-checks for jax arrays at run time; the adapter converts eager inputs."""
-    case = Case(batch=1, heads=2, kv_heads=1, segmented=True)
-    q, k, v, segments = inputs(case)
+    case = small_case(batch=1, heads=2, kv_heads=1, segmented=True)
+    q, k, v, segments = attention_inputs(case)
     out = tokamax()(np.asarray(q), np.asarray(k), np.asarray(v), segment_ids=segments)
-    expected = reference(q, k, v, segment_ids=segments)
+    expected = exact_attention(q, k, v, segment_ids=segments)
     assert np.max(np.abs(np.asarray(out, np.float64) - expected)) <= TOLERANCE["float32"]
 
 
@@ -304,11 +226,11 @@ def test_any_segment_layout_matches_the_reference(
 ) -> None:
     """Arbitrary (not only packed) segment ids, with and without causality: one shape, so
     every example reuses the two compilations."""
-    case = Case(batch=1, q_len=16, kv_len=16, heads=4, kv_heads=2, head_dim=16)
-    q, k, v, _ = inputs(case, seed)
+    case = small_case(batch=1, q_len=16, kv_len=16, heads=4, kv_heads=2, head_dim=16)
+    q, k, v, _ = attention_inputs(dataclasses.replace(case, seed=seed))
     segments = SegmentIds(jnp.asarray([q_ids], jnp.int32), jnp.asarray([kv_ids], jnp.int32))
     out = _JITTED[causal](q, k, v, segments)
-    expected = reference(q, k, v, segment_ids=segments, causal=causal)
+    expected = exact_attention(q, k, v, segment_ids=segments, causal=causal)
     assert np.max(np.abs(np.asarray(out, np.float64) - expected)) <= TOLERANCE["float32"]
 
 
@@ -322,11 +244,11 @@ _JITTED = {
 
 
 def test_supports_what_runs_here_and_refuses_the_rest_with_reasons() -> None:
-    plain = Case()
+    plain = small_case()
     for dtype in ("float32", "bfloat16", "float16"):
         for platform in ("cpu", "gpu", "tpu"):
             for implementation in ("xla", "xla_chunked", "auto"):
-                spec = Case(dtype=dtype).spec(platform, platform)
+                spec = small_case(dtype=dtype).spec(platform, platform)
                 assert tokamax(implementation).supports(spec), (implementation, spec)
 
     def refusal(implementation: Implementation, spec: AttentionSpec) -> str:
@@ -335,35 +257,37 @@ def test_supports_what_runs_here_and_refuses_the_rest_with_reasons() -> None:
         assert all(reason.strip() for reason in support.reasons)
         return " ".join(support.reasons)
 
-    assert "only on NVIDIA GPUs; this is cpu" in refusal("triton", plain.spec())
-    assert "only on NVIDIA GPUs; this is cpu" in refusal("cudnn", plain.spec())
-    assert "this is cpu" in refusal("mosaic", plain.spec())
+    assert "only on NVIDIA GPUs; this is cpu" in refusal("triton", plain.spec("cpu", "cpu"))
+    assert "only on NVIDIA GPUs; this is cpu" in refusal("cudnn", plain.spec("cpu", "cpu"))
+    assert "this is cpu" in refusal("mosaic", plain.spec("cpu", "cpu"))
     assert "this is gpu (NVIDIA A100" in refusal("mosaic", plain.spec("gpu", "NVIDIA A100-SXM4"))
     assert "Ampere or newer" in refusal("triton", plain.spec("gpu", "Tesla V100-SXM2-16GB"))
     assert "NVIDIA GPUs; this is AMD" in refusal("triton", plain.spec("gpu", "AMD Instinct MI300X"))
     assert "float16 or bfloat16" not in refusal("cudnn", plain.spec("gpu", "NVIDIA H100"))
     assert "computes in (float16, bfloat16)" in refusal("cudnn", plain.spec("gpu", "NVIDIA H100"))
     assert "head_dim" in refusal(
-        "cudnn", Case(dtype="bfloat16", head_dim=160).spec("gpu", "NVIDIA H100")
+        "cudnn", small_case(dtype="bfloat16", head_dim=160).spec("gpu", "NVIDIA H100")
     )
     assert "computes in (float16, bfloat16)" in refusal("mosaic", plain.spec("gpu", "NVIDIA H200"))
-    assert "TPU v5 or newer" in refusal("mosaic", Case(q_len=128, kv_len=128).spec("tpu", "TPU v4"))
+    assert "TPU v5 or newer" in refusal(
+        "mosaic", small_case(q_len=128, kv_len=128).spec("tpu", "TPU v4")
+    )
     assert "multiples of 128" in refusal("mosaic", plain.spec("tpu", "TPU v5 lite"))
-    batched = Case(batch=2, q_len=128, kv_len=128, segmented=True).spec("tpu", "TPU v6 lite")
+    batched = small_case(batch=2, q_len=128, kv_len=128, segmented=True).spec("tpu", "TPU v6 lite")
     assert "one boolean mask for the whole batch" in refusal("mosaic", batched)
-    assert "not a multiple" in refusal("xla", Case(heads=3, kv_heads=2).spec())
-    assert "int8" in refusal("xla", Case(dtype="int8").spec())
+    assert "not a multiple" in refusal("xla", small_case(heads=3, kv_heads=2).spec("cpu", "cpu"))
+    assert "int8" in refusal("xla", small_case(dtype="int8").spec("cpu", "cpu"))
 
-    hopper = Case(dtype="bfloat16").spec("gpu", "NVIDIA H100 80GB HBM3")
+    hopper = small_case(dtype="bfloat16").spec("gpu", "NVIDIA H100 80GB HBM3")
     for implementation in ("triton", "cudnn", "mosaic"):
         assert tokamax(implementation).supports(hopper), implementation
-    tpu = Case(batch=1, q_len=256, kv_len=128, segmented=True).spec("tpu", "TPU v5 lite")
+    tpu = small_case(batch=1, q_len=256, kv_len=128, segmented=True).spec("tpu", "TPU v5 lite")
     assert tokamax("mosaic").supports(tpu)
 
 
 def test_never_ahead_of_first_party_kernels_under_auto() -> None:
     for platform in ("cpu", "gpu", "tpu"):
-        assert tokamax().priority(Case().spec(platform, platform)) < 0
+        assert tokamax().priority(small_case().spec(platform, platform)) < 0
 
 
 def test_configuration_is_checked() -> None:

@@ -9,7 +9,7 @@ how they are checked on a CPU. Needs the ``testing`` extra (pytest, hypothesis).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,16 +134,16 @@ class JsonlLoaderConformance(LoaderContract):
 
 class LogMonitorConformance(MonitorContract):
     @pytest.fixture
-    def _captured(self) -> Iterator[list[dict[str, Any]]]:
+    def _captured(self) -> Iterator[list[MutableMapping[str, Any]]]:
         with structlog.testing.capture_logs() as entries:
             yield entries
 
     @pytest.fixture
-    def monitor(self, _captured: list[dict[str, Any]]) -> LogMonitor:
+    def monitor(self, _captured: list[MutableMapping[str, Any]]) -> LogMonitor:
         return LogMonitor(LogMonitor.Config())
 
     @pytest.fixture
-    def monitor_output(self, _captured: list[dict[str, Any]]) -> Any:
+    def monitor_output(self, _captured: list[MutableMapping[str, Any]]) -> Any:
         return lambda: "\n".join(json.dumps(entry, default=str) for entry in _captured)
 
 

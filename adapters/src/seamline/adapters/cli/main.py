@@ -457,11 +457,15 @@ def components(
         ),
     ] = False,
     distribution: Annotated[
-        str | None,
-        typer.Option("--distribution", help="Only the components this distribution registers."),
+        list[str] | None,
+        typer.Option(
+            "--distribution",
+            help="Only the components these distributions register (repeat the option).",
+        ),
     ] = None,
 ) -> None:
     """List every installed component, including broken ones and why."""
+    wanted = set(distribution or ())
     if kind is not None and kind not in KINDS:
         _consoles.err.print(f"[bold red]error:[/] --kind must be one of {', '.join(KINDS)}")
         raise typer.Exit(2)
@@ -472,7 +476,7 @@ def components(
         attentions = [
             registry.create("attention", info.name)
             for info in registry.entries("attention")
-            if info.usable and distribution in (None, info.distribution)
+            if info.usable and (not wanted or info.distribution in wanted)
         ]
         sys.stdout.write(auto_order_table(attentions))  # type: ignore[arg-type]
         return
@@ -482,7 +486,7 @@ def components(
     table.add_column("reason", overflow="fold")
     colours = {"ok": "green", "broken": "red", "refused": "yellow", "conflict": "red"}
     for info in registry.entries(kind):
-        if distribution is not None and info.distribution != distribution:
+        if wanted and info.distribution not in wanted:
             continue
         table.add_row(
             info.kind,

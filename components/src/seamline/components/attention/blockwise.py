@@ -64,7 +64,7 @@ class BlockwiseAttention(Attention[BlockwiseConfig]):
 
     name: ClassVar[str] = "blockwise"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = BlockwiseConfig
+    Config = BlockwiseConfig
     auto_priority: ClassVar[int] = -1
 
     def supports(self, spec: AttentionSpec) -> Support:

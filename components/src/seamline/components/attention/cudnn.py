@@ -7,9 +7,10 @@ repeats, before any call, the checks JAX's cuDNN path makes
 (``jax/_src/cudnn/fused_attention_stablehlo.py``: ``check_layout`` and
 ``check_is_flash_attention``) so the planner can fall back with a reason instead.
 
-The contract gaps are closed by the same wrapper as ``xla-sdpa``: end-aligned
-causal masks when ``Tq != Tk`` (cuDNN's causal mask type is start-aligned, like
-XLA's), zeros for rows with no allowed key, and no NaN leaking from masked values.
+The contract gaps are closed by the same wrapper as ``xla-sdpa``, the kernel kit's
+:func:`~seamline.contracts.kernel_kit.masked_sdpa`: end-aligned causal masks when
+``Tq != Tk`` (cuDNN's causal mask type is start-aligned, like XLA's), zeros for
+rows with no allowed key, and no NaN leaking from masked values.
 A segment mask is handed to cuDNN as a ``[B, 1, Tq, Tk]`` additive bias, so its
 memory is quadratic in the sequence length even though the kernel's is not.
 """
@@ -20,8 +21,8 @@ from typing import ClassVar
 
 import jax
 
-from seamline.components.attention.xla_sdpa import common_refusals, masked_sdpa
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
+from seamline.contracts.kernel_kit import masked_sdpa, sdpa_refusals
 
 #: cuDNN's flash attention takes half-precision inputs only (fp8 aside).
 CUDNN_DTYPES = ("float16", "bfloat16")
@@ -45,12 +46,12 @@ class CudnnAttention(Attention[CudnnConfig]):
 
     name: ClassVar[str] = "cudnn"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = CudnnConfig
+    Config = CudnnConfig
     auto_priority: ClassVar[int] = 0
 
     def supports(self, spec: AttentionSpec) -> Support:
         """Every reason cuDNN would refuse ``spec``, all of them at once."""
-        reasons = common_refusals(spec)
+        reasons = sdpa_refusals(spec)
         if spec.platform != "gpu":
             reasons.append(f"cuDNN attention runs only on NVIDIA GPUs; this is {spec.platform}")
         elif any(fragment in spec.device_kind.lower() for fragment in NON_NVIDIA_KINDS):

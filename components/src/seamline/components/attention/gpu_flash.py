@@ -55,23 +55,23 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, field_validator
 
-from seamline.components.attention._padding import (
+from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
+from seamline.contracts.kernel_kit import (
     KernelLimits,
     clean_keys,
-    common_refusals,
-    is_concrete,
     next_power_of_two,
     pad_axis,
     padding_id,
+    pallas_refusals,
     poison,
     poisoned_rows,
+    reference_attention,
     repeat_kv_heads,
     round_up,
     rows_with_keys,
+    static_scale,
     zero_rows,
 )
-from seamline.components.attention.native import reference_attention
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
 
 DEFAULT_BLOCK = 128
 #: Triton's smallest matrix-product tile side.
@@ -174,7 +174,7 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
 
     name: ClassVar[str] = "gpu-flash"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = GpuFlashConfig
+    Config = GpuFlashConfig
     auto_priority: ClassVar[int] = 15
 
     def supports(self, spec: AttentionSpec) -> Support:
@@ -185,7 +185,7 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
         query at its own position (non-causal, more queries than keys, keys not in
         whole tiles).
         """
-        reasons = common_refusals(spec, LIMITS, _kernel, self.config.interpret)
+        reasons = pallas_refusals(spec, LIMITS, _kernel, self.config.interpret)
         if spec.q_len < 1 or spec.kv_len < 1:
             pass  # already refused as an empty sequence; the layout checks need lengths
         elif spec.segmented and spec.q_len != spec.kv_len:
@@ -241,10 +241,7 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
         original = (q, k, v, scale)
         valid = rows_with_keys(segment_ids, q_len, kv_len, causal)
         k, v, broken = clean_keys(k, v)
-        scale = head_dim**-0.5 if scale is None else scale
-        if not isinstance(scale, int | float):  # a traced scale cannot be a static kernel argument
-            q = (q * scale).astype(q.dtype)
-            scale = 1.0
+        q, sm_scale = static_scale(q, scale)
 
         group = heads // kv_heads
         width = max(head_dim, MIN_TILE)
@@ -264,7 +261,7 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
                 kp,
                 vp,
                 ids,
-                sm_scale=float(scale),
+                sm_scale=sm_scale,
                 causal=causal,
                 block_sizes=kernel.BlockSizes(block_q=layout.block_q, block_k=layout.block_k),
                 interpret=self.config.interpret,
@@ -331,7 +328,8 @@ def _reference_rows(
         expected = reference_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
         return jnp.where(mismatch[:, None, None, None], expected.astype(out.dtype), out)
 
-    return jax.lax.cond(jnp.any(mismatch), exact, lambda: out)
+    replaced: jax.Array = jax.lax.cond(jnp.any(mismatch), exact, lambda: out)
+    return replaced
 
 
 def _differing_rows(segment_ids: SegmentIds) -> jax.Array | None:
@@ -342,7 +340,12 @@ def _differing_rows(segment_ids: SegmentIds) -> jax.Array | None:
     """
     if segment_ids.q is segment_ids.kv:
         return None
-    if is_concrete(segment_ids.q) and is_concrete(segment_ids.kv):
+    if _is_concrete(segment_ids.q) and _is_concrete(segment_ids.kv):
         differ = np.any(np.asarray(segment_ids.q) != np.asarray(segment_ids.kv), axis=1)
         return jnp.asarray(differ) if differ.any() else None
     return jnp.any(segment_ids.q != segment_ids.kv, axis=1)
+
+
+def _is_concrete(x: jax.Array) -> bool:
+    """Whether ``x`` holds values now (not a tracer inside ``jit``/``vmap``)."""
+    return not isinstance(x, jax.core.Tracer)

@@ -29,7 +29,7 @@ without touching this wrapper's semantics. The bridges, and what each costs:
   zero-padded (zeros add nothing to ``q·k`` and the extra output columns are cut).
 - **Empty rows.** A query with no key it may attend comes out of the kernel as
   the average of the masked values, not zeros; such rows are found from the
-  segment ids (:func:`~seamline.components.attention._padding.rows_with_keys`) and
+  segment ids (:func:`~seamline.contracts.kernel_kit.rows_with_keys`) and
   zeroed.
 - **Non-finite keys.** A NaN or inf in a key or value that no query may attend
   must not matter (the reference ignores it), but in a kernel ``0 * NaN`` is NaN
@@ -49,52 +49,34 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
-from pydantic import Field
 
-from seamline.components.attention._padding import (
+from seamline.components.attention._tpu_tiles import (
+    DEFAULT_BLOCK,
+    DTYPES,
+    LANES,
+    SUBLANES,
+    TpuTilesConfig,
+)
+from seamline.contracts import Attention, AttentionSpec, SegmentIds, Support
+from seamline.contracts.kernel_kit import (
     KernelLimits,
     clean_keys,
-    common_refusals,
     pad_axis,
     padding_id,
+    pallas_refusals,
     poison,
     poisoned_rows,
     repeat_kv_heads,
     round_up,
     rows_with_keys,
+    static_scale,
     tpu_interpret_mode,
     zero_rows,
 )
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
-
-#: The kernel's own default tile; its key blocks must be multiples of 128 lanes.
-DEFAULT_BLOCK = 128
-LANES = 128
-SUBLANES = 8
-DTYPES = ("float32", "bfloat16")
 
 
-class TpuFlashConfig(ComponentConfig):
+class TpuFlashConfig(TpuTilesConfig):
     """The ``with:`` block of ``tpu-flash``."""
-
-    interpret: bool = Field(
-        default=False,
-        description="Run the kernel in Pallas's TPU interpret mode, which simulates a TPU on "
-        "the CPU. Slow (seconds per call); for testing the kernel where there is no TPU.",
-    )
-    block_q: int | None = Field(
-        default=None,
-        ge=SUBLANES,
-        multiple_of=SUBLANES,
-        description="Query rows per tile (a multiple of 8). Default 128, or the padded query "
-        "length when that is shorter.",
-    )
-    block_k: int | None = Field(
-        default=None,
-        ge=LANES,
-        multiple_of=LANES,
-        description="Keys per tile (a multiple of 128, as the kernel requires). Default 128.",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +127,7 @@ class TpuFlashAttention(Attention[TpuFlashConfig]):
 
     name: ClassVar[str] = "tpu-flash"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = TpuFlashConfig
+    Config = TpuFlashConfig
     auto_priority: ClassVar[int] = 30
 
     def supports(self, spec: AttentionSpec) -> Support:
@@ -154,7 +136,7 @@ class TpuFlashAttention(Attention[TpuFlashConfig]):
         Lengths, head sizes, grouped queries and causal with ``Tq != Tk`` are all
         served by padding inside, so they are not reasons to refuse.
         """
-        reasons = common_refusals(spec, LIMITS, _kernel, self.config.interpret)
+        reasons = pallas_refusals(spec, LIMITS, _kernel, self.config.interpret)
         return Support.no(*reasons) if reasons else Support.yes()
 
     def priority(self, spec: AttentionSpec) -> int:
@@ -188,10 +170,7 @@ class TpuFlashAttention(Attention[TpuFlashConfig]):
         layout = _Layout.plan(self.config, q_len, kv_len, head_dim, causal)
         valid = rows_with_keys(segment_ids, q_len, kv_len, causal)
         k, v, broken = clean_keys(k, v)
-        scale = head_dim**-0.5 if scale is None else scale
-        if not isinstance(scale, int | float):  # a traced scale cannot be a static kernel argument
-            q = (q * scale).astype(q.dtype)
-            scale = 1.0
+        q, sm_scale = static_scale(q, scale)
 
         group = heads // kv_heads
         qt = _to_kernel(q, layout, keys=False)
@@ -212,7 +191,7 @@ class TpuFlashAttention(Attention[TpuFlashConfig]):
                 vt,
                 segment_ids=None if ids is None else kernel.SegmentIds(*ids),
                 causal=causal,
-                sm_scale=float(scale),
+                sm_scale=sm_scale,
                 block_sizes=sizes,
             )
         out = out[:, :, layout.lead_q : layout.lead_q + q_len, :head_dim].transpose(0, 2, 1, 3)

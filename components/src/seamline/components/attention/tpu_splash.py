@@ -41,12 +41,19 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
-from seamline.components.attention._padding import (
+from seamline.components.attention._tpu_tiles import (
+    DEFAULT_BLOCK,
+    DTYPES,
+    SUBLANES,
+    TpuTilesConfig,
+)
+from seamline.contracts import Attention, AttentionSpec, SegmentIds, Support
+from seamline.contracts.kernel_kit import (
     KernelLimits,
     clean_keys,
-    common_refusals,
     pad_axis,
     padding_id,
+    pallas_refusals,
     poison,
     poisoned_rows,
     round_up,
@@ -54,16 +61,9 @@ from seamline.components.attention._padding import (
     tpu_interpret_mode,
     zero_rows,
 )
-from seamline.components.attention.tpu_flash import (
-    DEFAULT_BLOCK,
-    DTYPES,
-    SUBLANES,
-    TpuFlashConfig,
-)
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
 
 
-class TpuSplashConfig(TpuFlashConfig):
+class TpuSplashConfig(TpuTilesConfig):
     """The ``with:`` block of ``tpu-splash``: the same settings as ``tpu-flash``."""
 
 
@@ -81,7 +81,7 @@ class TpuSplashAttention(Attention[TpuSplashConfig]):
 
     name: ClassVar[str] = "tpu-splash"
     contract_version: ClassVar[str] = "1.1"
-    Config: ClassVar[type[ComponentConfig]] = TpuSplashConfig
+    Config = TpuSplashConfig
     auto_priority: ClassVar[int] = 35
 
     def supports(self, spec: AttentionSpec) -> Support:
@@ -90,7 +90,7 @@ class TpuSplashAttention(Attention[TpuSplashConfig]):
         Lengths, grouped queries and causal with ``Tq != Tk`` (the mask's offset)
         are all served, so they are not reasons to refuse.
         """
-        reasons = common_refusals(spec, LIMITS, _kernel, self.config.interpret)
+        reasons = pallas_refusals(spec, LIMITS, _kernel, self.config.interpret)
         return Support.no(*reasons) if reasons else Support.yes()
 
     def priority(self, spec: AttentionSpec) -> int:

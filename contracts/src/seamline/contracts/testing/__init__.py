@@ -12,8 +12,35 @@ builds your component, and run pytest::
 
 ``seamline check KIND:NAME`` runs the same classes against any installed
 component. Needs the ``testing`` extra (``pip install seamline-contracts[testing]``).
+
+A kernel's own tests can build the suite's attention cases and compare with its
+yardstick instead of copying them::
+
+    from seamline.contracts.testing import AttentionCase, attention_inputs, exact_attention
+
+    case = AttentionCase(q_len=5, kv_len=300, heads=8, kv_heads=2, causal=True)
+    assert MyAttention(MyAttention.Config()).supports(case.spec())
+    q, k, v, segment_ids = attention_inputs(case)
+    expected = exact_attention(q, k, v, segment_ids=segment_ids, causal=case.causal)
+
+- :class:`AttentionCase`: shapes, dtype, mask kind and seed of one call;
+  ``case.spec(platform, device_kind)`` asks about hardware that is not here;
+- :data:`ATTENTION_CASES`: the suite's fixed cases by name, each feature alone and
+  in the combinations kernels get wrong; :func:`random_attention_cases`: the
+  hypothesis strategy of its random ones;
+- :func:`attention_inputs`: the case's q, k, v and segment ids, the same every time;
+- :func:`exact_attention`: the contract in float64 numpy, the suite's yardstick;
+  :func:`dense_attention`: the obvious JAX computation, whose error in a dtype
+  scales the suite's tolerance (:func:`~seamline.contracts.testing.attention.tolerance`).
 """
 
+from seamline.contracts.testing._attention_cases import (
+    ATTENTION_CASES,
+    AttentionCase,
+    attention_inputs,
+    random_attention_cases,
+)
+from seamline.contracts.testing._reference import dense_attention, exact_attention
 from seamline.contracts.testing.attention import AttentionContract
 from seamline.contracts.testing.loader import LoaderContract
 from seamline.contracts.testing.model import ModelContract
@@ -29,10 +56,16 @@ CONTRACTS = {
 }
 
 __all__ = [
+    "ATTENTION_CASES",
     "CONTRACTS",
+    "AttentionCase",
     "AttentionContract",
     "LoaderContract",
     "ModelContract",
     "MonitorContract",
     "SinkContract",
+    "attention_inputs",
+    "dense_attention",
+    "exact_attention",
+    "random_attention_cases",
 ]

@@ -1,4 +1,9 @@
-"""Attention cases: shapes, dtypes, head layouts and masks, and their random inputs."""
+"""Attention cases: shapes, dtypes, head layouts and masks, and their random inputs.
+
+Public through ``seamline.contracts.testing`` so that a kernel's own tests (first-
+or third-party) build the same cases and inputs the conformance suite checks,
+instead of copying them.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,11 @@ ABSENT_SEGMENT = 7
 
 @dataclass(frozen=True)
 class AttentionCase:
-    """One call of the suite: shapes, dtype and mask kind, and the seed of its inputs."""
+    """One attention call: shapes, dtype and mask kind, and the seed of its inputs.
+
+    ``spec()`` is what ``supports()`` is asked; :func:`attention_inputs` builds the
+    arrays. Vary a case with ``dataclasses.replace``.
+    """
 
     batch: int = 1
     q_len: int = 64
@@ -30,8 +39,16 @@ class AttentionCase:
     segmented: bool = False
     seed: int = 0
 
-    def spec(self) -> AttentionSpec:
-        device = jax.devices()[0]
+    def spec(self, platform: str | None = None, device_kind: str | None = None) -> AttentionSpec:
+        """The case as ``supports()`` sees it: on this machine's device unless told otherwise.
+
+        Pass ``platform`` and ``device_kind`` to ask about hardware that is not here
+        (``case.spec("tpu", "TPU v5 lite")``).
+        """
+        if platform is None:
+            platform = jax.default_backend()
+        if device_kind is None:
+            device_kind = str(jax.devices()[0].device_kind)
         return AttentionSpec(
             self.batch,
             self.q_len,
@@ -42,8 +59,8 @@ class AttentionCase:
             self.dtype,
             self.causal,
             self.segmented,
-            jax.default_backend(),
-            str(device.device_kind),
+            platform,
+            device_kind,
         )
 
     def describe(self) -> str:
@@ -64,8 +81,9 @@ class AttentionCase:
         return f"{layout} [{', '.join(features) or 'no mask'}]"
 
 
-#: Every feature of the contract on its own and in the combinations kernels get wrong.
-FEATURE_CASES: dict[str, AttentionCase] = {
+#: Every feature of the contract on its own and in the combinations kernels get wrong,
+#: by name: the suite's fixed cases.
+ATTENTION_CASES: dict[str, AttentionCase] = {
     "plain-f32": AttentionCase(),
     "plain-bf16": AttentionCase(dtype="bfloat16"),
     "batch-2-odd-length": AttentionCase(batch=2, q_len=33, kv_len=33),
@@ -84,8 +102,8 @@ FEATURE_CASES: dict[str, AttentionCase] = {
 
 
 @st.composite
-def attention_cases(draw: st.DrawFn) -> AttentionCase:
-    """Random cases (bounded sizes: interpreted kernels are slow)."""
+def random_attention_cases(draw: st.DrawFn) -> AttentionCase:
+    """A hypothesis strategy of random cases (bounded sizes: interpreted kernels are slow)."""
     kv_heads = draw(st.sampled_from([1, 2, 4]))
     causal = draw(st.booleans())
     q_len = draw(st.sampled_from([8, 16, 24, 40, 64, 128]))
@@ -117,7 +135,8 @@ def _segment_rows(rng: np.random.Generator, batch: int, length: int) -> np.ndarr
     return np.stack(rows)
 
 
-def segment_ids(case: AttentionCase) -> SegmentIds | None:
+def _segment_ids(case: AttentionCase) -> SegmentIds | None:
+    """Packed segments and padding for a segmented case (one array when ``Tq == Tk``)."""
     if not case.segmented:
         return None
     rng = np.random.default_rng(case.seed + 1)
@@ -129,8 +148,15 @@ def segment_ids(case: AttentionCase) -> SegmentIds | None:
     return SegmentIds(jnp.asarray(q_ids), jnp.asarray(kv_ids))
 
 
-def inputs(case: AttentionCase) -> tuple[jax.Array, jax.Array, jax.Array, SegmentIds | None]:
-    """Standard-normal q, k, v in the case's dtype (logits of unit scale), and segment ids."""
+def attention_inputs(
+    case: AttentionCase,
+) -> tuple[jax.Array, jax.Array, jax.Array, SegmentIds | None]:
+    """Standard-normal q, k, v in the case's dtype (logits of unit scale), and segment ids.
+
+    The same case gives the same arrays (its ``seed``). Segmented cases get per row
+    two packed segments (ids 1 and 2) then padding (id 0), cut at random places;
+    with ``Tq == Tk`` queries and keys share one id array, as a padded batch has.
+    """
     rng = np.random.default_rng(case.seed)
     q = rng.standard_normal((case.batch, case.q_len, case.heads, case.head_dim))
     k = rng.standard_normal((case.batch, case.kv_len, case.kv_heads, case.head_dim))
@@ -140,5 +166,5 @@ def inputs(case: AttentionCase) -> tuple[jax.Array, jax.Array, jax.Array, Segmen
         jnp.asarray(q, dtype),
         jnp.asarray(k, dtype),
         jnp.asarray(v, dtype),
-        segment_ids(case),
+        _segment_ids(case),
     )

@@ -44,7 +44,13 @@ def exact_attention(
     causal: bool = False,
     scale: float | None = None,
 ) -> Float64:
-    """Attention in float64 numpy; rows with no allowed key are zeros, as the contract says."""
+    """The contract's attention in float64 numpy, written from its definition and nothing else.
+
+    The yardstick of the conformance suite, public so that a kernel's own tests
+    compare with the same answer. Rows with no allowed key are zeros. A key no query
+    may attend does not matter whatever it holds (NaN-filled padding, say); an
+    allowed non-finite key or value makes its rows NaN, as the contract gives.
+    """
     q64, k64, v64 = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     batch, q_len, heads, head_dim = q64.shape
     kv_len, kv_heads = k64.shape[1], k64.shape[2]
@@ -52,16 +58,22 @@ def exact_attention(
     k64 = np.repeat(k64, group, axis=2)
     v64 = np.repeat(v64, group, axis=2)
     factor = 1.0 / np.sqrt(head_dim) if scale is None else scale
-    logits = np.einsum("bqnh,bknh->bnqk", q64, k64) * factor
     allowed = _allowed(q_len, kv_len, segment_ids, causal, batch)[:, None, :, :]
-    logits = np.where(allowed, logits, -np.inf)
-    peak = np.max(logits, axis=-1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    weights = np.where(allowed, np.exp(logits - peak), 0.0)
-    total = weights.sum(axis=-1, keepdims=True)
-    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
-    out: Float64 = np.einsum("bnqk,bknh->bqnh", weights, v64)
-    return out
+    with np.errstate(invalid="ignore"):  # an allowed infinite key makes its row NaN, rightly
+        logits = np.einsum("bqnh,bknh->bnqk", q64, k64) * factor
+        logits = np.where(allowed, logits, -np.inf)
+        peak = np.max(logits, axis=-1, keepdims=True)
+        peak = np.where(np.isfinite(peak), peak, 0.0)
+        weights = np.where(allowed, np.exp(logits - peak), 0.0)
+        total = weights.sum(axis=-1, keepdims=True)
+        weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    # A zero weight times NaN is NaN: masked values are zeroed for the product, and the
+    # rows that do weigh a non-finite value are set to NaN after it.
+    finite = np.isfinite(v64)
+    out: Float64 = np.einsum("bnqk,bknh->bqnh", weights, np.where(finite, v64, 0.0))
+    broken = ~finite.all(axis=-1)  # [B, Tk, N]
+    poisoned = np.einsum("bnqk,bkn->bqn", (weights != 0).astype(np.float64), broken) > 0
+    return np.where(poisoned[..., None], np.nan, out)
 
 
 def _mask(
@@ -87,7 +99,11 @@ def dense_attention(
     causal: bool = False,
     scale: float | None = None,
 ) -> jax.Array:
-    """The plain computation: matmuls in the input dtype, softmax in float32."""
+    """The plain computation: matmuls in the input dtype, softmax in float32.
+
+    Not a yardstick: the suite measures how far this obvious implementation lands
+    from :func:`exact_attention` in a dtype, and scales that dtype's tolerance by it.
+    """
     heads, kv_heads = q.shape[2], k.shape[2]
     k = jnp.repeat(k, heads // kv_heads, axis=2)
     v = jnp.repeat(v, heads // kv_heads, axis=2)

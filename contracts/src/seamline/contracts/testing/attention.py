@@ -29,10 +29,10 @@ from seamline.contracts.component import Component
 from seamline.contracts.errors import UnsupportedError
 from seamline.contracts.testing._attention_cases import (
     ABSENT_SEGMENT,
-    FEATURE_CASES,
+    ATTENTION_CASES,
     AttentionCase,
-    attention_cases,
-    inputs,
+    attention_inputs,
+    random_attention_cases,
 )
 from seamline.contracts.testing._common import ComponentContract, max_examples
 from seamline.contracts.testing._reference import dense_attention, exact_attention
@@ -102,7 +102,7 @@ class AttentionContract(ComponentContract):
     @staticmethod
     def check_agrees(attention: Attention[Any], case: AttentionCase) -> None:
         """Run a claimed case under jit and compare it with the exact reference."""
-        q, k, v, ids = inputs(case)
+        q, k, v, ids = attention_inputs(case)
         try:
             out = _jitted(attention, case.causal)(q, k, v, ids)
         except UnsupportedError:
@@ -128,7 +128,7 @@ class AttentionContract(ComponentContract):
         )
 
     def supported_cases(self, attention: Attention[Any]) -> list[AttentionCase]:
-        return [case for case in FEATURE_CASES.values() if self.claims(attention, case)]
+        return [case for case in ATTENTION_CASES.values() if self.claims(attention, case)]
 
     def first_supported(
         self, attention: Attention[Any], predicate: Callable[[AttentionCase], bool]
@@ -143,17 +143,17 @@ class AttentionContract(ComponentContract):
     def test_claims_at_least_one_case_here(self, attention: Attention[Any]) -> None:
         supported = self.supported_cases(attention)
         if not supported:
-            platform = next(iter(FEATURE_CASES.values())).spec().platform
-            reasons = attention.supports(FEATURE_CASES["plain-f32"].spec()).reasons
+            platform = next(iter(ATTENTION_CASES.values())).spec().platform
+            reasons = attention.supports(ATTENTION_CASES["plain-f32"].spec()).reasons
             pytest.fail(
                 f"{attention.name!r} refuses every case of the suite on {platform!r} "
                 f"({'; '.join(reasons)}): nothing can be checked here. Run the suite where it "
                 "runs, or configure it to run here (an interpret mode, for instance)"
             )
 
-    @pytest.mark.parametrize("case_name", list(FEATURE_CASES))
+    @pytest.mark.parametrize("case_name", list(ATTENTION_CASES))
     def test_feature_case(self, attention: Attention[Any], case_name: str) -> None:
-        case = FEATURE_CASES[case_name]
+        case = ATTENTION_CASES[case_name]
         support = self.support_for(attention, case)
         if not support.ok:
             pytest.skip(f"refused, as it may be: {'; '.join(support.reasons)}")
@@ -167,7 +167,7 @@ class AttentionContract(ComponentContract):
             database=None,
             suppress_health_check=list(HealthCheck),
         )
-        @given(case=attention_cases())
+        @given(case=random_attention_cases())
         def agrees(case: AttentionCase) -> None:
             if self.claims(attention, case):
                 self.check_agrees(attention, case)
@@ -176,7 +176,7 @@ class AttentionContract(ComponentContract):
 
     def test_fully_masked_rows_are_zero(self, attention: Attention[Any]) -> None:
         case = self.first_supported(attention, lambda c: c.segmented and not c.causal)
-        q, k, v, ids = inputs(case)
+        q, k, v, ids = attention_inputs(case)
         assert ids is not None
         # The first quarter of every query row gets a segment no key has.
         cut = max(1, case.q_len // 4)
@@ -194,7 +194,7 @@ class AttentionContract(ComponentContract):
 
     def test_nan_in_masked_positions_does_not_leak(self, attention: Attention[Any]) -> None:
         case = self.first_supported(attention, lambda c: c.segmented and not c.causal)
-        q, k, v, ids = inputs(case)
+        q, k, v, ids = attention_inputs(case)
         assert ids is not None
         padding_q = np.asarray(ids.q) == 0
         padding_kv = np.asarray(ids.kv) == 0
@@ -222,7 +222,7 @@ class AttentionContract(ComponentContract):
 
     def test_deterministic(self, attention: Attention[Any]) -> None:
         case = self.first_supported(attention, lambda c: True)
-        q, k, v, ids = inputs(case)
+        q, k, v, ids = attention_inputs(case)
         first = np.asarray(_jitted(attention, case.causal)(q, k, v, ids))
         again = np.asarray(_jitted(attention, case.causal)(q, k, v, ids))
         assert np.array_equal(first, again, equal_nan=True), (
@@ -232,7 +232,7 @@ class AttentionContract(ComponentContract):
 
     def test_works_without_jit(self, attention: Attention[Any]) -> None:
         case = self.first_supported(attention, lambda c: True)
-        q, k, v, ids = inputs(case)
+        q, k, v, ids = attention_inputs(case)
         eager = attention(q, k, v, segment_ids=ids, causal=case.causal)
         jitted = _jitted(attention, case.causal)(q, k, v, ids)
         allowed = tolerance(case.dtype, 0.0)
@@ -242,7 +242,7 @@ class AttentionContract(ComponentContract):
         )
 
     def test_priority_is_an_integer(self, attention: Attention[Any]) -> None:
-        for case in FEATURE_CASES.values():
+        for case in ATTENTION_CASES.values():
             rank = attention.priority(case.spec())
             assert isinstance(rank, int), (
                 f"{attention.name!r}.priority() returned {type(rank).__name__}, not int"

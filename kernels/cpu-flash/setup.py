@@ -1,0 +1,42 @@
+"""Builds the kernel's shared library against the FFI headers of the jaxlib it is built with.
+
+The library is not a Python extension module (it has no ``PyInit``): Python loads it
+with ctypes and hands its handler to ``jax.ffi.register_ffi_target``. setuptools'
+extension machinery is used only because it knows how to compile and place a shared
+library inside a wheel for the running interpreter.
+"""
+
+from __future__ import annotations
+
+import jax.ffi
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class BuildSharedLibrary(build_ext):
+    """Compile ``_cpu_flash``; export nothing Python-specific (there is no ``PyInit``)."""
+
+    def get_export_symbols(self, ext: Extension) -> list[str]:
+        return []
+
+
+setup(
+    ext_modules=[
+        Extension(
+            "seamline_cpu_flash._cpu_flash",
+            sources=["src/seamline_cpu_flash/cpu_flash.cc"],
+            include_dirs=[jax.ffi.include_dir()],
+            language="c++",
+            # No -ffast-math: the kernel relies on NaN comparing false. The AVX2/FMA code
+            # path is chosen at load time (target_clones), so the library runs on any x86-64.
+            extra_compile_args=[
+                "-O3",
+                "-std=gnu++17",
+                "-Wno-psabi",
+                "-Wno-attributes",
+                "-Wno-return-type",
+            ],
+        )
+    ],
+    cmdclass={"build_ext": BuildSharedLibrary},
+)

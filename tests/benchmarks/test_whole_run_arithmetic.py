@@ -1,0 +1,42 @@
+"""The arithmetic behind whole_run.py's headline figures: what it counts and leaves out.
+
+The benchmark itself needs torch (in .venv-golden) and minutes; these check, on
+made-up logs, the two calculations a wrong figure would come from.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+import whole_run
+
+
+def _batch(length: int, tokens: int, seconds: float) -> dict[str, object]:
+    return {"event": "batch done", "length": length, "tokens": tokens, "seconds": seconds}
+
+
+def test_steady_state_leaves_out_the_first_batch_of_each_length() -> None:
+    finished = {"event": "run finished", "seconds": 9.0, "tokens": 1, "batches": 5}
+    events = [
+        _batch(256, 500, 4.0),  # first of 256: compiles, left out
+        _batch(64, 500, 3.0),  # first of 64: left out
+        _batch(256, 400, 0.1),
+        _batch(64, 300, 0.1),
+        _batch(256, 300, 0.2),
+        {"event": "compiled"},
+        {**finished, "compilations": 2},
+    ]
+    steady = whole_run.steady_state(events)
+    assert steady["steady_tokens_per_s"] == pytest.approx(1000 / 0.4)
+    assert steady["run_seconds"] == 9.0
+    assert steady["compilations"] == 2
+
+
+def test_useful_flops_count_real_tokens_and_pairs_within_a_window() -> None:
+    dense = 6 * 2 * (4 * 384 * 384 + 2 * 384 * 1536)
+    pair = 6 * 4 * 384
+    assert whole_run.useful_flops([3, 1]) == dense * 4 + pair * (9 + 1)
