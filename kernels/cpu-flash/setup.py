@@ -31,6 +31,7 @@ setup(
             # path is chosen at load time (target_clones), so the library runs on any x86-64.
             extra_compile_args=[
                 "-O3",
+                "-funroll-loops",
                 "-std=gnu++17",
                 "-Wno-psabi",
                 "-Wno-attributes",

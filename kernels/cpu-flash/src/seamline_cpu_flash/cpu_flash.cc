@@ -36,7 +36,8 @@ typedef float f8 __attribute__((vector_size(32)));
 typedef int32_t i8 __attribute__((vector_size(32)));
 
 constexpr int kLanes = 8;
-constexpr int kRows = 4;         // query rows whose scores are computed together
+constexpr int kRows = 8;         // query rows whose scores are computed together
+constexpr int kWeighRows = 4;    // rows whose weights multiply the values together
 constexpr int kKeyStep = 16;     // keys per step of the score micro-kernel (two vectors)
 
 // Helpers are inlined into run_item, so each of its target clones (AVX2+FMA, and
@@ -174,6 +175,11 @@ struct Scratch {
 
 SEAMLINE_INLINE int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+// The row stride of the transposed keys: whole key steps, plus one step so that a
+// power-of-two length does not put every head-dimension row of a step in the same
+// few L1 sets (measured: 10 % on 256 keys).
+SEAMLINE_INLINE int64_t padded_stride(int64_t kv_len) { return round_up(kv_len, kKeyStep) + kKeyStep; }
+
 // Which keys one query row may see: [lo, hi), and there only its segment's keys
 // unless the range is exact. A row past the block's end sees nothing (lo == hi).
 struct RowMask {
@@ -256,51 +262,47 @@ SEAMLINE_INLINE bool sees_broken(const RowMask& row, const int32_t* kv_seg,
   return false;
 }
 
-// out[r][:] = sum_j w[r][j] * values[j][:] for two rows, NV vectors of head_dim at
-// a time (values' non-finite entries were zeroed, so a zero weight stays zero).
+// out[r][:] = sum_j w[r][j] * values[j][:] for kWeighRows rows at once, NV vectors of
+// head_dim at a time (values' non-finite entries were zeroed, so a zero weight stays
+// zero). Each value row loaded serves every row: the values stream from L2 once per
+// kWeighRows rows, which is what bounds this loop.
 template <int NV>
-SEAMLINE_INLINE void weigh_values(const float* w0, const float* w1, const float* values, int64_t Hp,
-                         int64_t h0, int64_t lo, int64_t hi, f8* out0, f8* out1) {
-  f8 a0[NV] = {}, a1[NV] = {};
+SEAMLINE_INLINE void weigh_values(const float* const* w, const float* values, int64_t Hp,
+                                  int64_t h0, int64_t lo, int64_t hi, float* const* out) {
+  f8 acc[kWeighRows][NV] = {};
   for (int64_t j = lo; j < hi; ++j) {
-    const f8 p0 = splat(w0[j]), p1 = splat(w1[j]);
     const float* row = values + j * Hp + h0;
-    for (int c = 0; c < NV; ++c) {
-      const f8 x = load(row + c * kLanes);
-      a0[c] += p0 * x;
-      a1[c] += p1 * x;
+    f8 x[NV];
+    for (int c = 0; c < NV; ++c) x[c] = load(row + c * kLanes);
+    for (int r = 0; r < kWeighRows; ++r) {
+      const f8 p = splat(w[r][j]);
+      for (int c = 0; c < NV; ++c) acc[r][c] += p * x[c];
     }
   }
-  for (int c = 0; c < NV; ++c) {
-    out0[c] = a0[c];
-    out1[c] = a1[c];
-  }
+  for (int r = 0; r < kWeighRows; ++r)
+    for (int c = 0; c < NV; ++c) store(out[r] + h0 + c * kLanes, acc[r][c]);
 }
 
-SEAMLINE_INLINE void weigh_values_any(const float* w0, const float* w1, const float* values, int64_t Hp,
-                      int64_t lo, int64_t hi, float* out0, float* out1) {
+SEAMLINE_INLINE void weigh_values_any(const float* const* w, const float* values, int64_t Hp,
+                                      int64_t lo, int64_t hi, float* const* out) {
   for (int64_t h0 = 0; h0 < Hp; h0 += 4 * kLanes) {
-    const int nv = static_cast<int>(std::min<int64_t>(4, (Hp - h0) / kLanes));
-    f8 o0[4], o1[4];
-    switch (nv) {
-      case 4: weigh_values<4>(w0, w1, values, Hp, h0, lo, hi, o0, o1); break;
-      case 3: weigh_values<3>(w0, w1, values, Hp, h0, lo, hi, o0, o1); break;
-      case 2: weigh_values<2>(w0, w1, values, Hp, h0, lo, hi, o0, o1); break;
-      default: weigh_values<1>(w0, w1, values, Hp, h0, lo, hi, o0, o1); break;
-    }
-    for (int c = 0; c < nv; ++c) {
-      store(out0 + h0 + c * kLanes, o0[c]);
-      store(out1 + h0 + c * kLanes, o1[c]);
+    switch (std::min<int64_t>(4, (Hp - h0) / kLanes)) {
+      case 4: weigh_values<4>(w, values, Hp, h0, lo, hi, out); break;
+      case 3: weigh_values<3>(w, values, Hp, h0, lo, hi, out); break;
+      case 2: weigh_values<2>(w, values, Hp, h0, lo, hi, out); break;
+      default: weigh_values<1>(w, values, Hp, h0, lo, hi, out); break;
     }
   }
 }
 
 #if defined(__x86_64__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
+// AVX-512 (x86-64-v4) gives 32 vector registers, room for the 16 accumulators of an
+// 8-row score block without spills; AVX2+FMA (v3) is the common case; then baseline.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 void run_item(const Problem& p, Scratch& sc, int64_t b, int64_t n) {
   const int64_t Tq = p.q_len, Tk = p.kv_len, N = p.heads, K = p.kv_heads, H = p.head_dim;
-  const int64_t Hp = round_up(H, kLanes), Tkp = round_up(Tk, kKeyStep);
+  const int64_t Hp = round_up(H, kLanes), Tkp = padded_stride(Tk);
   const int64_t kvh = n / (N / K);
   const int64_t q0 = 0, q1 = Tq;
 
@@ -419,12 +421,14 @@ void run_item(const Problem& p, Scratch& sc, int64_t b, int64_t n) {
     } else {
       for (int r = 0; r < kRows; ++r) res[r] = result[r];
     }
-    for (int r = 0; r < kRows; r += 2) {
+    for (int r = 0; r < kRows; r += kWeighRows) {
       if (lo < hi) {
-        weigh_values_any(sc.scores.data() + r * Tkp, sc.scores.data() + (r + 1) * Tkp,
-                         sc.values.data(), Hp, lo, hi, res[r], res[r + 1]);
+        const float* weights[kWeighRows];
+        for (int g = 0; g < kWeighRows; ++g) weights[g] = sc.scores.data() + (r + g) * Tkp;
+        weigh_values_any(weights, sc.values.data(), Hp, lo, hi, res + r);
       } else {
-        for (int64_t h = 0; h < Hp; ++h) res[r][h] = res[r + 1][h] = 0.0f;
+        for (int g = 0; g < kWeighRows; ++g)
+          for (int64_t h = 0; h < Hp; ++h) res[r + g][h] = 0.0f;
       }
     }
     for (int r = 0; r < rows; ++r) {
