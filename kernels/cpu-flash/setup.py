@@ -27,6 +27,9 @@ setup(
             sources=["src/seamline_cpu_flash/cpu_flash.cc"],
             include_dirs=[jax.ffi.include_dir()],
             language="c++",
+            # A machine without a C++17 compiler still installs the package (and the rest of
+            # seamline with it); cpu-flash then refuses every shape, saying to rebuild it.
+            optional=True,
             # No -ffast-math: the kernel relies on NaN comparing false. The AVX2/FMA code
             # path is chosen at load time (target_clones), so the library runs on any x86-64.
             extra_compile_args=[
