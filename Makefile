@@ -74,6 +74,7 @@ bench: $(STAMP)
 	bash tests/golden/make_golden.sh --setup-only
 	$(PY) benchmarks/whole_run.py
 	$(PY) benchmarks/attention_vs_torch.py
+	$(PY) benchmarks/length_sweep.py
 
 # Every attention implementation over sequence lengths: time and peak memory (minutes).
 bench-attention: $(STAMP)

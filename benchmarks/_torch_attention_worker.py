@@ -2,9 +2,10 @@
 
 Runs in ``.venv-golden`` (torch lives nowhere else). It loads the cases the driver
 wrote (``CASES.npz``: for each case q, k, v in seamline's ``[B, T, heads, H]``
-layout and, for masked cases, the segment ids), lays them out as torch wants them
-(``[B, heads, T, H]``, contiguous, and a boolean ``[B, 1, T, T]`` mask of equal
-segments) once, untimed, and then answers the driver's ``run`` requests
+layout and, for masked cases, the segment ids), views them as torch's
+``[B, heads, T, H]`` (a transpose, no copy: what transformers' BERT passes to SDPA)
+with a boolean ``[B, 1, T, T]`` mask of equal segments made once, untimed, and then
+answers the driver's ``run`` requests
 (``_measure.serve``) with the seconds of one call per case, the median of
 ``--calls`` calls (``--long-calls`` for the long cases).
 """
@@ -32,9 +33,10 @@ class TorchSide:
         names = sorted({key.split("/")[0] for key in data.files})
         self.cases: dict[str, tuple[Any, ...]] = {}
         for name in names:
+            # The same memory seamline's kernel reads, seen as [B, heads, T, H]: a strided
+            # view, exactly what transformers' BERT hands to SDPA (view, then transpose).
             q, k, v = (
-                torch.from_numpy(data[f"{name}/{x}"]).transpose(1, 2).contiguous()
-                for x in ("q", "k", "v")
+                torch.from_numpy(data[f"{name}/{x}"]).transpose(1, 2) for x in ("q", "k", "v")
             )
             mask = None
             if f"{name}/segments" in data.files:
@@ -53,7 +55,10 @@ class TorchSide:
         q, k, v, mask = self.cases[name]
         with self.torch.inference_mode():
             started = time.perf_counter()
-            self.torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            out = self.torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            # Back to [B, T, heads, H], as transformers' sdpa_attention_forward does and as
+            # seamline's kernels return it.
+            out.transpose(1, 2).contiguous()
             return time.perf_counter() - started
 
     def run_once(self) -> dict[str, Any]:
