@@ -7,7 +7,8 @@ this module is that way, written once:
   of the corpus ``make run`` embeds, building one if ``build/corpus`` is missing;
   :func:`read_documents` reads them as the ``text-files`` loader does;
 * **the seamline work** -- :func:`bert_config`, :func:`pipeline_spec`,
-  :func:`bucketed_batches` (the orchestrator's bucketing without the orchestrator) and
+  :func:`bucketed_batches` (the orchestrator's bucketing without the orchestrator),
+  :func:`packed_batches` (its packing at a token budget) and
   :func:`timer_monitor` (what the ``Compiled`` and ``BatchDone`` events report),
   :func:`timed_pipeline_run` (a pipeline run, timed part by part);
 * **sides in processes of their own** -- :func:`serve` is a worker's loop, :class:`Worker`
@@ -152,6 +153,25 @@ def bucketed_batches(
                 yield model.collate(planned.examples, planned.rows, planned.length)
     for planned in bucketer.flush():
         yield model.collate(planned.examples, planned.rows, planned.length)
+
+
+def packed_batches(
+    model: Any, documents: Iterable[Any], budget: int | None, batch_size: int = 32
+) -> tuple[list[Any], int]:
+    """The batches a pipeline run packs (``run: {batch_tokens: budget}``), and their tokens.
+
+    ``prepare``, the core's ``Packer`` over the model's default buckets and ``collate``,
+    as the orchestrator does them; ``budget`` None gives ``batch_size`` rows per batch.
+    Returns the :class:`Batch` objects and the real tokens they hold.
+    """
+    from seamline.core.batching import BatchShapes, Packer, default_buckets
+
+    shapes = BatchShapes(tuple(default_buckets(model.max_length)), batch_size, budget)
+    packer = Packer(shapes, model.packing)
+    planned = [p for d in documents for e in model.prepare(d) for p in packer.add(e)]
+    planned.extend(packer.flush())
+    batches = [model.collate(p.examples, p.rows, p.length, p.placement) for p in planned]
+    return batches, sum(batch.tokens for batch in batches)
 
 
 def timer_monitor() -> Any:

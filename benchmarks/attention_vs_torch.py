@@ -38,7 +38,6 @@ def model_cases(corpus: Path, documents: int) -> dict[str, dict[str, Any]]:
     import numpy as np
 
     from seamline.components.models.bert import BertEncoder
-    from seamline.core.batching import BatchShapes, Packer, default_buckets
 
     model = BertEncoder(BertEncoder.Config(weights=measure.WEIGHTS, max_length=256, stride=32))
     model.load()
@@ -51,22 +50,17 @@ def model_cases(corpus: Path, documents: int) -> dict[str, dict[str, Any]]:
         cases[name] = {"q": q, "k": k, "v": v, "segments": segments}
 
     for budget, label in ((512, "budget 512"), (None, "32 rows")):
-        shapes = BatchShapes(tuple(default_buckets(256)), 32, budget)
-        packer = Packer(shapes, model.packing)
-        planned = [p for d in docs for e in model.prepare(d) for p in packer.add(e)]
-        planned.extend(packer.flush())
+        batches, _ = measure.packed_batches(model, docs, budget)
         first: dict[int, Any] = {}
-        for plan in planned:
-            first.setdefault(plan.length, plan)
+        for batch in batches:
+            first.setdefault(batch.length, batch)
         for length in sorted(first):
-            plan = first[length]
+            batch = first[length]
             if budget is None and length != 256:
                 continue
-            batch = model.collate(plan.examples, plan.rows, plan.length, plan.placement)
-            segments = batch.arrays["segment"]
-            packed = len(plan.examples) / plan.rows
-            add(f"{plan.rows}x{length} packed ({label}, {packed:.1f} per row)", plan.rows, length,
-                segments)  # fmt: skip
+            packed = len(batch.examples) / batch.batch_size
+            add(f"{batch.batch_size}x{length} packed ({label}, {packed:.1f} per row)",
+                batch.batch_size, length, batch.arrays["segment"])  # fmt: skip
     add("32x256 dense (no mask)", 32, 256, None)
     return cases
 

@@ -66,7 +66,6 @@ class SeamlineSide:
         from seamline.components.models.bert import BertEncoder
         from seamline.contracts import Document
         from seamline.core.attention.order import auto_order
-        from seamline.core.batching import BatchShapes, Packer, default_buckets
         from seamline.core.registry import Registry
 
         model = BertEncoder(BertEncoder.Config(weights=measure.WEIGHTS, max_length=256))
@@ -80,16 +79,9 @@ class SeamlineSide:
         self.batches: dict[str, tuple[list[Any], int]] = {}
         spec_attention = None
         for length, items in texts.items():
-            shapes = BatchShapes(tuple(default_buckets(256)), 32, 512)
-            packer = Packer(shapes, model.packing)
             docs = [Document(id=str(i), text=t, metadata={}) for i, t in enumerate(items)]
-            planned = [p for d in docs for e in model.prepare(d) for p in packer.add(e)]
-            planned.extend(packer.flush())
-            arrays = [
-                dict(model.collate(p.examples, p.rows, p.length, p.placement).arrays)
-                for p in planned
-            ]
-            self.batches[length] = (arrays, sum(e.length for p in planned for e in p.examples))
+            batches, tokens = measure.packed_batches(model, docs, 512)
+            self.batches[length] = ([dict(batch.arrays) for batch in batches], tokens)
             if spec_attention is None:
                 from seamline.contracts import AttentionSpec
 

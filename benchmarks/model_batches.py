@@ -30,18 +30,10 @@ ROOT = measure.ROOT
 BENCH_CORPUS = ROOT / "build" / "corpus-bench"
 
 
-def packed_batches(model: Any, documents: list[Any], budget: int) -> tuple[list[Any], int]:
-    """The arrays of every batch a pipeline run with ``batch_tokens: budget`` makes."""
-    from seamline.core.batching import BatchShapes, Packer, default_buckets
-
-    shapes = BatchShapes(tuple(default_buckets(model.max_length)), 32, budget or None)
-    packer = Packer(shapes, model.packing)
-    planned = [p for d in documents for e in model.prepare(d) for p in packer.add(e)]
-    planned.extend(packer.flush())
-    arrays = [
-        dict(model.collate(p.examples, p.rows, p.length, p.placement).arrays) for p in planned
-    ]
-    return arrays, sum(e.length for p in planned for e in p.examples)
+def batch_arrays(model: Any, documents: list[Any], budget: int) -> tuple[list[Any], int]:
+    """The arrays of every batch a run with ``batch_tokens: budget`` makes (0: 32 rows)."""
+    batches, tokens = measure.packed_batches(model, documents, budget or None)
+    return [dict(batch.arrays) for batch in batches], tokens
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,13 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     registry = Registry.discover()
     sides: dict[str, tuple[Any, list[Any], int]] = {}
     if args.attentions:
-        batches, tokens = packed_batches(model, documents, args.budget)
+        batches, tokens = batch_arrays(model, documents, args.budget)
         for name in args.attentions.split(","):
             sides[name] = (registry.create("attention", name), batches, tokens)
     else:
         attention = registry.create("attention", args.attention)
         for budget in budgets:
-            batches, tokens = packed_batches(model, documents, budget)
+            batches, tokens = batch_arrays(model, documents, budget)
             sides[f"budget {budget or '32 rows'}"] = (attention, batches, tokens)
 
     calls = {}
