@@ -28,8 +28,9 @@ class KernelUnavailable(RuntimeError):
 def ensure_registered() -> str:
     """Load the library and register its handler with XLA for the CPU; the target name.
 
-    Raises :class:`KernelUnavailable` (cached: the same answer every time) when the
-    library is absent, as from a source tree that was never built, or cannot load.
+    Raises :class:`KernelUnavailable` when the library is absent, as from a source tree
+    that was never built, or cannot load. Success is cached (the library is loaded and
+    registered once); a failure is not, so the cheap look-up is simply asked again.
     """
     spec = importlib.util.find_spec(_MODULE)
     if spec is None or spec.origin is None:

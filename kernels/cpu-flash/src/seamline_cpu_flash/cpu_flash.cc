@@ -470,11 +470,13 @@ void release_if_large(Scratch& sc) {
 
 void work(Shared& s) {
   thread_local Scratch scratch;
-  const Problem& p = *s.problem;
   bool worked = false;
   for (;;) {
     const int64_t item = s.next.fetch_add(1);
     if (item >= s.items) break;
+    // Only a claimed item may look at the problem: a task that starts after the call
+    // returned finds the items exhausted and never touches the caller's (gone) frame.
+    const Problem& p = *s.problem;
     run_item(p, scratch, item / p.heads, item % p.heads);
     worked = true;
     s.done.fetch_add(1, std::memory_order_release);
