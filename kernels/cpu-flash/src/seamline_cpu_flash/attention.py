@@ -3,7 +3,7 @@
 XLA's CPU backend runs attention as a chain of whole-tensor operations (two batched
 matmuls, a mask, a max, an exponential, a sum), each a pass over the
 ``[B, N, Tq, Tk]`` score tensor in main memory. This kernel (``cpu_flash.cc``,
-called through ``jax.ffi``) keeps the scores of four query rows in a cache-sized
+called through ``jax.ffi``) keeps the scores of eight query rows in a cache-sized
 buffer while they are masked, exponentiated, summed and multiplied by the values, so
 its memory is linear in the sequence length. It also reads the segment ids before
 computing anything and visits, for each query, only the keys of its own segment: a
