@@ -148,20 +148,11 @@ def records(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def window_texts(corpus: Path, output: list[dict[str, Any]]) -> list[str]:
-    """The text of every window seamline embedded, in its output's order."""
-    texts: dict[str, str] = {}
-    windows = []
-    for record in output:
-        if record["id"] not in texts:
-            texts[record["id"]] = (corpus / record["id"]).read_text(encoding="utf-8")
-        start, end = record["span"]
-        windows.append(texts[record["id"]][start:end])
-    return windows
-
-
-def seamline_windows(corpus: Path, output: list[dict[str, Any]]) -> tuple[list[int], list[bool]]:
-    """Per output window: its token count, and whether its text re-tokenizes to its tokens.
+def seamline_windows(
+    corpus: Path, output: list[dict[str, Any]]
+) -> tuple[list[str], list[int], list[bool]]:
+    """Per output window, in the output's order: its text, its token count, and whether
+    the text re-tokenizes to its tokens (each document is read and prepared once).
 
     The reference embeds ``text[span]``; where a window starts inside a word (its
     first token a ``##`` continuation), that text tokenizes differently, so the two
@@ -192,12 +183,13 @@ def seamline_windows(corpus: Path, output: list[dict[str, Any]]) -> tuple[list[i
         for example in model.prepare(document):
             ids = [int(x) for x in example.features["input_ids"][: example.length]]
             prepared[(record["id"], example.index)] = (ids, example.span)
-    lengths, same = [], []
+    windows, lengths, same = [], [], []
     for record in output:
         ids, (start, end) = prepared[(record["id"], record["window"])]
+        windows.append(texts[record["id"]][start:end])
         lengths.append(len(ids))
-        same.append(tokenizer.encode(texts[record["id"]][start:end]).ids == ids)
-    return lengths, same
+        same.append(tokenizer.encode(windows[-1]).ids == ids)
+    return windows, lengths, same
 
 
 def useful_flops(lengths: list[int]) -> float:
@@ -295,10 +287,9 @@ def measure_all(args: argparse.Namespace) -> int:
         measure.say_to_stderr(f"{documents} documents; filling the compile cache (untimed run)")
         first = run_seamline(corpus, workdir / "warmup.jsonl", warm_cache)
         output = records(workdir / "warmup.jsonl")
-        windows = window_texts(corpus, output)
+        windows, lengths, comparable = seamline_windows(corpus, output)
         texts = workdir / "texts.json"
         texts.write_text(json.dumps(windows), encoding="utf-8")
-        lengths, comparable = seamline_windows(corpus, output)
         tokens, flops = sum(lengths), useful_flops(lengths)
 
         def run(side: str) -> dict[str, Any]:
