@@ -20,7 +20,7 @@ EXAMPLE_PACKAGES := examples/seamline-tokamax
 KERNEL_PACKAGES := kernels/cpu-flash
 PACKAGES := $(MEMBERS) $(EXAMPLE_PACKAGES) $(KERNEL_PACKAGES)
 PYPROJECTS := pyproject.toml $(foreach m,$(PACKAGES),$(m)/pyproject.toml)
-KERNEL_SOURCES := $(wildcard $(foreach k,$(KERNEL_PACKAGES),$(k)/setup.py $(k)/src/*/*.cc))
+KERNEL_SOURCES := $(wildcard $(foreach k,$(KERNEL_PACKAGES),$(k)/setup.py $(k)/src/*/*.cc $(k)/src/*/*.inc))
 STAMP := $(VENV)/.seamline-installed
 
 .PHONY: uv setup run test constraints corpus golden bench bench-attention bench-overhead clean

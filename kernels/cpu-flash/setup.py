@@ -25,13 +25,16 @@ setup(
         Extension(
             "seamline_cpu_flash._cpu_flash",
             sources=["src/seamline_cpu_flash/cpu_flash.cc"],
+            # Included by cpu_flash.cc once per instruction set.
+            depends=["src/seamline_cpu_flash/cpu_flash_isa.inc"],
             include_dirs=[jax.ffi.include_dir()],
             language="c++",
             # A machine without a C++17 compiler still installs the package (and the rest of
             # seamline with it); cpu-flash then refuses every shape, saying to rebuild it.
             optional=True,
-            # No -ffast-math: the kernel relies on NaN comparing false. The AVX2/FMA code
-            # path is chosen at load time (target_clones), so the library runs on any x86-64.
+            # No -ffast-math: the kernel relies on NaN comparing false. The AVX-512 and
+            # AVX2/FMA copies are compiled under `#pragma GCC target` and chosen at run
+            # time, so the library runs on any x86-64.
             extra_compile_args=[
                 "-O3",
                 "-funroll-loops",

@@ -120,6 +120,7 @@ def test_a_missing_library_is_a_refusal_not_an_import_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     library.ensure_registered.cache_clear()
+    library._load.cache_clear()
     monkeypatch.setattr(library, "_MODULE", "seamline_cpu_flash._not_built")
     try:
         support = KERNEL.supports(AttentionCase().spec())
@@ -127,6 +128,7 @@ def test_a_missing_library_is_a_refusal_not_an_import_error(
         assert any("reinstall seamline-cpu-flash" in reason for reason in support.reasons)
     finally:
         library.ensure_registered.cache_clear()
+        library._load.cache_clear()
 
 
 def test_narrow_dtypes_are_computed_in_float32_and_returned_narrow() -> None:
@@ -143,3 +145,55 @@ def test_a_nan_query_makes_its_own_row_nan() -> None:
     out = np.asarray(KERNEL(q, k, v))
     assert np.isnan(out[0, 2]).all()
     assert np.isfinite(np.delete(out[0], 2, axis=0)).all()
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    pytest.skip("no /proc/cpuinfo to read the CPU's flags from")
+
+
+def test_the_library_finds_the_instruction_sets_the_kernel_reports() -> None:
+    flags = _cpu_flags()
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        expected = library.ISA_LEVELS["avx512"]
+    elif {"avx2", "fma", "bmi2"} <= flags:
+        expected = library.ISA_LEVELS["avx2"]
+    else:
+        expected = library.ISA_LEVELS["baseline"]
+    assert library.best_isa() == expected
+
+
+def test_pinning_the_baseline_runs_another_copy() -> None:
+    # The baseline copy has no FMA: it rounds each product before adding it, so its
+    # answer differs from the fused copies' in the last bits. Equal outputs would mean
+    # the pin was ignored and the same copy ran twice.
+    if library.best_isa() < library.ISA_LEVELS["avx2"]:
+        pytest.skip("this CPU runs only the baseline copy")
+    baseline = CpuFlashAttention(CpuFlashAttention.Config(isa="baseline"))
+    q, k, v, ids = attention_inputs(AttentionCase(batch=2, q_len=64, kv_len=64, segmented=True))
+    fused = np.asarray(KERNEL(q, k, v, segment_ids=ids))
+    plain = np.asarray(baseline(q, k, v, segment_ids=ids))
+    assert not np.array_equal(fused, plain)
+    expected = exact_attention(q, k, v, segment_ids=ids)
+    assert _error(jnp.asarray(plain), expected) < FLOAT32_BOUND
+
+
+def test_an_instruction_set_the_cpu_lacks_is_refused_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(library, "best_isa", lambda: library.ISA_LEVELS["baseline"])
+    monkeypatch.setattr("seamline_cpu_flash.attention.best_isa", library.best_isa)
+    support = CpuFlashAttention(CpuFlashAttention.Config(isa="avx2")).supports(
+        AttentionCase().spec()
+    )
+    assert not support
+    assert any("does not run the avx2 copy" in r and "isa: auto" in r for r in support.reasons)
+    assert CpuFlashAttention(CpuFlashAttention.Config(isa="baseline")).supports(
+        AttentionCase().spec()
+    )

@@ -19,9 +19,38 @@ TARGET = "seamline_cpu_flash_f32"
 
 _MODULE = "seamline_cpu_flash._cpu_flash"
 
+ISA_LEVELS = {"baseline": 1, "avx2": 2, "avx512": 3}
+"""The ``isa`` attribute's values for each compiled copy of the kernel (0 is auto)."""
+
 
 class KernelUnavailable(RuntimeError):
     """The compiled library is missing or does not load here; the message says why."""
+
+
+@functools.cache
+def _load() -> ctypes.CDLL:
+    """The loaded library, with both of its entry points looked up.
+
+    Raises :class:`KernelUnavailable` when the library is absent, as from a source tree
+    that was never built, or cannot load (or is an older build without an entry point).
+    Success is cached; a failure is not (``functools.cache`` keeps no exceptions).
+    """
+    spec = importlib.util.find_spec(_MODULE)
+    if spec is None or spec.origin is None:
+        raise KernelUnavailable(
+            f"the compiled library {_MODULE} is not installed: reinstall seamline-cpu-flash "
+            "so that its C++ source is built (needs a C++17 compiler)"
+        )
+    try:
+        library = ctypes.CDLL(spec.origin)
+        library.SeamlineCpuFlashF32  # noqa: B018 (looked up to fail here, not at the first call)
+        library.SeamlineCpuFlashIsaLevel.restype = ctypes.c_int64
+    except (OSError, AttributeError) as error:
+        raise KernelUnavailable(
+            f"the compiled library {spec.origin} does not load: {error} (reinstall "
+            "seamline-cpu-flash so that its C++ source is built again)"
+        ) from error
+    return library
 
 
 @functools.cache
@@ -32,18 +61,11 @@ def ensure_registered() -> str:
     that was never built, or cannot load. Success is cached (the library is loaded and
     registered once); a failure is not, so the cheap look-up is simply asked again.
     """
-    spec = importlib.util.find_spec(_MODULE)
-    if spec is None or spec.origin is None:
-        raise KernelUnavailable(
-            f"the compiled library {_MODULE} is not installed: reinstall seamline-cpu-flash "
-            "so that its C++ source is built (needs a C++17 compiler)"
-        )
-    try:
-        library = ctypes.CDLL(spec.origin)
-        handler = library.SeamlineCpuFlashF32
-    except (OSError, AttributeError) as error:
-        raise KernelUnavailable(
-            f"the compiled library {spec.origin} does not load: {error}"
-        ) from error
+    handler = _load().SeamlineCpuFlashF32
     jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(handler), platform="cpu")
     return TARGET
+
+
+def best_isa() -> int:
+    """The highest ``ISA_LEVELS`` value this CPU runs, as the library's own check finds it."""
+    return int(_load().SeamlineCpuFlashIsaLevel())

@@ -17,7 +17,7 @@ gradient (inference only), and under ``vmap`` it runs once per mapped element.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
@@ -25,13 +25,15 @@ import numpy as np
 from pydantic import Field
 
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
-from seamline_cpu_flash._library import KernelUnavailable, ensure_registered
+from seamline_cpu_flash._library import ISA_LEVELS, KernelUnavailable, best_isa, ensure_registered
 
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
 
+Isa = Literal["auto", "avx512", "avx2", "baseline"]
+
 
 class CpuFlashConfig(ComponentConfig):
-    """Threads the kernel may use."""
+    """Threads the kernel may use, and which compiled copy of it runs."""
 
     threads: int = Field(
         0,
@@ -39,6 +41,13 @@ class CpuFlashConfig(ComponentConfig):
         le=4096,
         description="Threads per call (the calling one included), taken from XLA's intra-op "
         "pool; 0 uses as many as that pool has.",
+    )
+    isa: Isa = Field(
+        "auto",
+        description="The instruction set of the copy that runs: the library carries one for "
+        "AVX-512 (x86-64-v4), one for AVX2 with FMA (x86-64-v3) and a baseline one; auto "
+        "takes the best this CPU runs. Naming one pins it (to compare them, or to test the "
+        "copy another machine would run); one the CPU lacks is refused.",
     )
 
 
@@ -63,6 +72,11 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
         if not reasons:
             try:
                 ensure_registered()
+                if self.config.isa != "auto" and ISA_LEVELS[self.config.isa] > best_isa():
+                    reasons.append(
+                        f"this CPU does not run the {self.config.isa} copy of the kernel "
+                        "(set isa: auto, or a lower one)"
+                    )
             except KernelUnavailable as error:
                 reasons.append(str(error))
         return Support.no(*reasons) if reasons else Support.yes()
@@ -111,5 +125,6 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
                 causal=bool(causal),
                 segmented=segment_ids is not None,
                 threads=np.int64(self.config.threads),
+                isa=np.int64(0 if self.config.isa == "auto" else ISA_LEVELS[self.config.isa]),
             )
         return out.astype(q.dtype)

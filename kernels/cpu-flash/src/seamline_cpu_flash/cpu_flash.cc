@@ -15,6 +15,9 @@
 //
 // Work is split into (batch, query head) items run on XLA's own
 // intra-op thread pool, so the kernel uses exactly the threads XLA was given.
+//
+// The per-instruction-set half (the micro-kernels and run_item) is cpu_flash_isa.inc,
+// compiled here three times; this file holds what is common and picks the copy.
 
 #include <algorithm>
 #include <atomic>
@@ -39,60 +42,15 @@ constexpr int kLanes = 8;
 constexpr int kRows = 8;         // query rows whose scores are computed together
 constexpr int kWeighRows = 4;    // rows whose weights multiply the values together
 constexpr int kKeyStep = 16;     // keys per step of the score micro-kernel (two vectors)
+// How far ahead (in keys) the copy of a head's keys and values prefetches. A head's slice
+// of a [B, T, heads, H] row is a few cache lines every heads * H floats: a stride the
+// hardware prefetcher does not follow, and without this the copy waited on memory for
+// each key (measured: 1.1-1.4x on the model's shapes, most on the smallest).
+constexpr int kPrefetchKeys = 8;
 
-// Helpers are inlined into run_item, so each of its target clones (AVX2+FMA, and
-// the baseline) compiles them for its own instruction set.
+// Every helper is inlined into its caller, so each instruction-set copy of the kernel
+// (cpu_flash_isa.inc, below) compiles them for its own instruction set.
 #define SEAMLINE_INLINE inline __attribute__((always_inline))
-
-// A scalar in a vector operation is broadcast: this form compiles to one vbroadcastss,
-// where an initialiser list of eight copies compiled to a chain of inserts.
-SEAMLINE_INLINE f8 splat(float x) { return f8{} + x; }
-SEAMLINE_INLINE i8 splat_i(int32_t x) { return i8{} + x; }
-SEAMLINE_INLINE f8 load(const float* p) {
-  f8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-SEAMLINE_INLINE i8 load_i(const int32_t* p) {
-  i8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-SEAMLINE_INLINE void store(float* p, f8 v) { std::memcpy(p, &v, sizeof v); }
-SEAMLINE_INLINE float hsum(f8 v) {
-  float s = 0.0f;
-  for (int i = 0; i < kLanes; ++i) s += v[i];
-  return s;
-}
-SEAMLINE_INLINE float hmax(f8 v) {
-  float m = v[0];
-  for (int i = 1; i < kLanes; ++i) m = v[i] > m ? v[i] : m;
-  return m;
-}
-
-// exp(x) for x <= 0 in float32, to about 2 ulp: x = n ln2 + r with |r| <= ln2/2,
-// exp(r) by the Cephes minimax polynomial, 2^n built in the exponent bits. Below
-// -87.3 (where 2^n would be denormal) the answer is 0. A NaN stays NaN, so a
-// real NaN in a visible score reaches the output instead of hiding.
-SEAMLINE_INLINE f8 exp_nonpositive(f8 x) {
-  const f8 lo = splat(-87.3f);
-  const f8 xc = x < lo ? lo : x;  // a NaN compares false and is kept
-  const f8 round_magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  f8 n = (xc * splat(1.44269504088896341f) + round_magic) - round_magic;
-  f8 r = xc - n * splat(0.693359375f) - n * splat(-2.12194440e-4f);
-  f8 p = splat(1.9875691500e-4f);
-  p = p * r + splat(1.3981999507e-3f);
-  p = p * r + splat(8.3334519073e-3f);
-  p = p * r + splat(4.1665795894e-2f);
-  p = p * r + splat(1.6666665459e-1f);
-  p = p * r + splat(5.0000001201e-1f);
-  p = p * (r * r) + r + splat(1.0f);
-  i8 bits = (__builtin_convertvector(n, i8) + splat_i(127)) << 23;
-  f8 scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  f8 y = p * scale;
-  return x < lo ? splat(0.0f) : y;
-}
 
 struct Problem {
   const float* q;
@@ -187,262 +145,49 @@ struct RowMask {
   bool exact;
 };
 
-// The scores of lanes [j, j + 8) with the keys the row may not see set to -inf,
-// folded into the row's running maximum. Lanes wholly inside an exact range (all
-// but the edges of a packed row's segment) skip the mask.
-SEAMLINE_INLINE f8 mask_and_max(f8 x, int64_t j, const RowMask& row, const int32_t* kv_seg,
-                                f8& vmax) {
-  if (!(row.exact && j >= row.lo && j + kLanes <= row.hi)) {
-    const i8 index = splat_i(static_cast<int32_t>(j)) + i8{0, 1, 2, 3, 4, 5, 6, 7};
-    i8 visible = (index >= splat_i(row.lo)) & (index < splat_i(row.hi));
-    if (!row.exact) visible &= load_i(kv_seg + j) == splat_i(row.segment);
-    x = visible ? x : splat(-std::numeric_limits<float>::infinity());
-  }
-  // A NaN score (a NaN query, say) becomes the maximum and stays it, so the whole row
-  // comes out NaN, as the contract's reference gives.
-  vmax = (x > vmax) | (x != x) ? x : vmax;
-  return x;
-}
 
-// Masked scores of kRows queries against keys [lo, hi) (multiples of kLanes), and
-// each row's maximum: one pass, while the scores are still in registers.
-SEAMLINE_INLINE void score_rows(const float* query, const float* keys_t, int64_t Hp, int64_t Tkp,
-                                int64_t lo, int64_t hi, const RowMask* rows,
-                                const int32_t* kv_seg, float* scores, float* row_max) {
-  f8 vmax[kRows];
-  for (int r = 0; r < kRows; ++r) vmax[r] = splat(-std::numeric_limits<float>::infinity());
-  int64_t j = lo;
-  for (; j + kKeyStep <= hi; j += kKeyStep) {
-    f8 acc[kRows][2] = {};
-    for (int64_t h = 0; h < Hp; ++h) {
-      const f8 k0 = load(keys_t + h * Tkp + j);
-      const f8 k1 = load(keys_t + h * Tkp + j + kLanes);
-      for (int r = 0; r < kRows; ++r) {
-        const f8 qv = splat(query[r * Hp + h]);
-        acc[r][0] += qv * k0;
-        acc[r][1] += qv * k1;
-      }
-    }
-    for (int r = 0; r < kRows; ++r) {
-      store(scores + r * Tkp + j, mask_and_max(acc[r][0], j, rows[r], kv_seg, vmax[r]));
-      store(scores + r * Tkp + j + kLanes,
-            mask_and_max(acc[r][1], j + kLanes, rows[r], kv_seg, vmax[r]));
-    }
-  }
-  for (; j < hi; j += kLanes) {
-    f8 acc[kRows] = {};
-    for (int64_t h = 0; h < Hp; ++h) {
-      const f8 k0 = load(keys_t + h * Tkp + j);
-      for (int r = 0; r < kRows; ++r) acc[r] += splat(query[r * Hp + h]) * k0;
-    }
-    for (int r = 0; r < kRows; ++r)
-      store(scores + r * Tkp + j, mask_and_max(acc[r], j, rows[r], kv_seg, vmax[r]));
-  }
-  for (int r = 0; r < kRows; ++r) row_max[r] = hmax(vmax[r]);
-}
-
-// Masked scores over [lo, hi) to unnormalised weights in place; their sum. A masked
-// key's -inf becomes exactly 0.
-SEAMLINE_INLINE float exponentiate_row(float* s, int64_t lo, int64_t hi, float row_max) {
-  const f8 shift = splat(row_max);
-  f8 vsum = splat(0.0f);
-  for (int64_t j = lo; j < hi; j += kLanes) {
-    const f8 w = exp_nonpositive(load(s + j) - shift);
-    store(s + j, w);
-    vsum += w;
-  }
-  return hsum(vsum);
-}
-
-// Whether the row sees a broken (non-finite) key or value: then its output is NaN.
-SEAMLINE_INLINE bool sees_broken(const RowMask& row, const int32_t* kv_seg,
-                                 const int32_t* broken, int64_t lo, int64_t hi) {
-  for (int64_t j = std::max<int64_t>(lo, row.lo); j < std::min<int64_t>(hi, row.hi); ++j)
-    if (broken[j] && (row.exact || kv_seg[j] == row.segment)) return true;
-  return false;
-}
-
-// out[r][:] = sum_j w[r][j] * values[j][:] for kWeighRows rows at once, NV vectors of
-// head_dim at a time (values' non-finite entries were zeroed, so a zero weight stays
-// zero). Each value row loaded serves every row: the values stream from L2 once per
-// kWeighRows rows, which is what bounds this loop.
-template <int NV>
-SEAMLINE_INLINE void weigh_values(const float* const* w, const float* values, int64_t Hp,
-                                  int64_t h0, int64_t lo, int64_t hi, float* const* out) {
-  f8 acc[kWeighRows][NV] = {};
-  for (int64_t j = lo; j < hi; ++j) {
-    const float* row = values + j * Hp + h0;
-    f8 x[NV];
-    for (int c = 0; c < NV; ++c) x[c] = load(row + c * kLanes);
-    for (int r = 0; r < kWeighRows; ++r) {
-      const f8 p = splat(w[r][j]);
-      for (int c = 0; c < NV; ++c) acc[r][c] += p * x[c];
-    }
-  }
-  for (int r = 0; r < kWeighRows; ++r)
-    for (int c = 0; c < NV; ++c) store(out[r] + h0 + c * kLanes, acc[r][c]);
-}
-
-SEAMLINE_INLINE void weigh_values_any(const float* const* w, const float* values, int64_t Hp,
-                                      int64_t lo, int64_t hi, float* const* out) {
-  for (int64_t h0 = 0; h0 < Hp; h0 += 4 * kLanes) {
-    switch (std::min<int64_t>(4, (Hp - h0) / kLanes)) {
-      case 4: weigh_values<4>(w, values, Hp, h0, lo, hi, out); break;
-      case 3: weigh_values<3>(w, values, Hp, h0, lo, hi, out); break;
-      case 2: weigh_values<2>(w, values, Hp, h0, lo, hi, out); break;
-      default: weigh_values<1>(w, values, Hp, h0, lo, hi, out); break;
-    }
-  }
-}
-
+// One copy of the kernel per instruction set. x86-64-v4 (AVX-512) gives 32 vector
+// registers, room for the 16 accumulators of an 8-row score block without spills;
+// x86-64-v3 (AVX2 + FMA) is the common case; the baseline runs anywhere.
+namespace baseline {
+#include "cpu_flash_isa.inc"
+}  // namespace baseline
 #if defined(__x86_64__)
-// AVX-512 (x86-64-v4) gives 32 vector registers, room for the 16 accumulators of an
-// 8-row score block without spills; AVX2+FMA (v3) is the common case; then baseline.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v3")
+namespace avx2 {
+#include "cpu_flash_isa.inc"
+}  // namespace avx2
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v4")
+namespace avx512 {
+#include "cpu_flash_isa.inc"
+}  // namespace avx512
+#pragma GCC pop_options
 #endif
-void run_item(const Problem& p, Scratch& sc, int64_t b, int64_t n) {
-  const int64_t Tq = p.q_len, Tk = p.kv_len, N = p.heads, K = p.kv_heads, H = p.head_dim;
-  const int64_t Hp = round_up(H, kLanes), Tkp = padded_stride(Tk);
-  const int64_t kvh = n / (N / K);
-  const int64_t q0 = 0, q1 = Tq;
 
-  // The keys any query of this head may see; only those are copied and visited.
-  int64_t block_lo = Tk, block_hi = 0;
-  for (int64_t i = q0; i < q1; ++i) {
-    if (p.key_lo[b * Tq + i] >= p.key_hi[b * Tq + i]) continue;
-    block_lo = std::min<int64_t>(block_lo, p.key_lo[b * Tq + i]);
-    block_hi = std::max<int64_t>(block_hi, p.key_hi[b * Tq + i]);
-  }
-  block_lo = block_lo / kLanes * kLanes;
-  block_hi = std::max(block_lo, round_up(block_hi, kLanes));
+// Instruction-set levels, as the `isa` attribute and SeamlineCpuFlashIsaLevel name them.
+enum IsaLevel : int64_t { kAuto = 0, kBaseline = 1, kAvx2 = 2, kAvx512 = 3 };
 
-  // Only [block_lo, block_hi) is ever read; the lanes past Tk are zeroed so that no
-  // stale bits (a denormal, a NaN) enter the arithmetic.
-  sc.keys_t.resize(Hp * Tkp);
-  sc.values.resize(Tkp * Hp);
-  sc.broken.resize(Tkp);
-  sc.kv_seg.resize(Tkp);
-  sc.scores.resize(kRows * Tkp);
-  sc.query.resize(kRows * Hp);
-  // Keys and values of this head, non-finite entries zeroed (a masked key's NaN must
-  // not reach the products) and remembered per key (a visible one's must show).
-  bool any_broken = false;
-  for (int64_t j = block_lo; j < std::min(block_hi, Tk); ++j) {
-    const float* kr = p.k + ((b * Tk + j) * K + kvh) * H;
-    const float* vr = p.v + ((b * Tk + j) * K + kvh) * H;
-    float* vdst = sc.values.data() + j * Hp;
-    i8 finite = splat_i(-1);
-    int64_t h = 0;
-    for (; h + kLanes <= H; h += kLanes) {
-      const f8 kx = load(kr + h), vx = load(vr + h);
-      const i8 kf = (kx - kx) == splat(0.0f), vf = (vx - vx) == splat(0.0f);  // false: NaN, inf
-      finite &= kf & vf;
-      const f8 kc = kf ? kx : splat(0.0f);
-      store(vdst + h, vf ? vx : splat(0.0f));
-      for (int l = 0; l < kLanes; ++l) sc.keys_t[(h + l) * Tkp + j] = kc[l];
-    }
-    bool ok = true;
-    for (int l = 0; l < kLanes; ++l) ok &= finite[l] != 0;
-    for (; h < H; ++h) {
-      const bool kf = std::isfinite(kr[h]), vf = std::isfinite(vr[h]);
-      ok &= kf && vf;
-      sc.keys_t[h * Tkp + j] = kf ? kr[h] : 0.0f;
-      vdst[h] = vf ? vr[h] : 0.0f;
-    }
-    for (h = H; h < Hp; ++h) {
-      sc.keys_t[h * Tkp + j] = 0.0f;
-      vdst[h] = 0.0f;
-    }
-    sc.broken[j] = ok ? 0 : -1;
-    any_broken |= !ok;
-    sc.kv_seg[j] = p.segmented ? p.kv_seg[b * Tk + j] : 0;
-  }
-  for (int64_t j = std::min(block_hi, Tk); j < block_hi; ++j) {
-    for (int64_t h = 0; h < Hp; ++h) sc.keys_t[h * Tkp + j] = 0.0f;
-    std::memset(sc.values.data() + j * Hp, 0, Hp * sizeof(float));
-    sc.broken[j] = 0;
-    sc.kv_seg[j] = 0;
-  }
+// The best level this CPU runs.
+int64_t best_level() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return kAvx512;
+  if (__builtin_cpu_supports("x86-64-v3")) return kAvx2;
+#endif
+  return kBaseline;
+}
 
-  for (int64_t r0 = q0; r0 < q1; r0 += kRows) {
-    const int rows = static_cast<int>(std::min<int64_t>(kRows, q1 - r0));
-    int64_t lo = Tk, hi = 0;
-    for (int r = 0; r < rows; ++r) {
-      const int64_t i = r0 + r;
-      if (p.key_lo[b * Tq + i] >= p.key_hi[b * Tq + i]) continue;
-      lo = std::min<int64_t>(lo, p.key_lo[b * Tq + i]);
-      hi = std::max<int64_t>(hi, p.key_hi[b * Tq + i]);
-    }
-    float sums[kRows] = {};
-    bool poisoned[kRows] = {};
-    if (lo < hi) {
-      lo = lo / kLanes * kLanes;
-      hi = round_up(hi, kLanes);
-      for (int r = 0; r < kRows; ++r) {
-        float* dst = sc.query.data() + r * Hp;
-        if (r < rows) {
-          const float* qr = p.q + ((b * Tq + r0 + r) * N + n) * H;
-          for (int64_t h = 0; h < H; ++h) dst[h] = qr[h] * p.scale;
-        } else {
-          for (int64_t h = 0; h < H; ++h) dst[h] = 0.0f;
-        }
-      }
-      RowMask masks[kRows];
-      for (int r = 0; r < kRows; ++r) {
-        const int64_t i = r0 + r;
-        if (r >= rows) {
-          masks[r] = {0, 0, 0, true};
-          continue;
-        }
-        masks[r] = {p.key_lo[b * Tq + i], p.key_hi[b * Tq + i],
-                    p.segmented ? p.q_seg[b * Tq + i] : 0,
-                    !p.segmented || p.exact[b * Tq + i] != 0};
-      }
-      float row_max[kRows];
-      score_rows(sc.query.data(), sc.keys_t.data(), Hp, Tkp, lo, hi, masks, sc.kv_seg.data(),
-                 sc.scores.data(), row_max);
-      for (int r = 0; r < kRows; ++r) {
-        float* s = sc.scores.data() + r * Tkp;
-        if (r < rows && row_max[r] != -std::numeric_limits<float>::infinity()) {
-          sums[r] = exponentiate_row(s, lo, hi, row_max[r]);
-          poisoned[r] =
-              any_broken && sees_broken(masks[r], sc.kv_seg.data(), sc.broken.data(), lo, hi);
-        }
-        if (sums[r] == 0.0f)
-          for (int64_t j = lo; j < hi; ++j) s[j] = 0.0f;
-      }
-    }
-    float result[kRows][512];
-    float* res[kRows];
-    std::vector<float> heap;
-    if (Hp > 512) {
-      heap.assign(kRows * Hp, 0.0f);
-      for (int r = 0; r < kRows; ++r) res[r] = heap.data() + r * Hp;
-    } else {
-      for (int r = 0; r < kRows; ++r) res[r] = result[r];
-    }
-    for (int r = 0; r < kRows; r += kWeighRows) {
-      if (lo < hi) {
-        const float* weights[kWeighRows];
-        for (int g = 0; g < kWeighRows; ++g) weights[g] = sc.scores.data() + (r + g) * Tkp;
-        weigh_values_any(weights, sc.values.data(), Hp, lo, hi, res + r);
-      } else {
-        for (int g = 0; g < kWeighRows; ++g)
-          for (int64_t h = 0; h < Hp; ++h) res[r + g][h] = 0.0f;
-      }
-    }
-    for (int r = 0; r < rows; ++r) {
-      float* o = p.out + ((b * Tq + r0 + r) * N + n) * H;
-      if (sums[r] == 0.0f) {
-        for (int64_t h = 0; h < H; ++h) o[h] = 0.0f;
-      } else if (poisoned[r]) {
-        for (int64_t h = 0; h < H; ++h) o[h] = std::numeric_limits<float>::quiet_NaN();
-      } else {
-        const float inv = 1.0f / sums[r];
-        for (int64_t h = 0; h < H; ++h) o[h] = res[r][h] * inv;
-      }
-    }
-  }
+using RunItem = void (*)(const Problem&, Scratch&, int64_t, int64_t);
+
+RunItem run_item_for(int64_t level) {
+#if defined(__x86_64__)
+  if (level == kAvx512) return avx512::run_item;
+  if (level == kAvx2) return avx2::run_item;
+#endif
+  return baseline::run_item;
 }
 
 // Items shared by the calling thread and the pool's; the caller waits only for
@@ -450,6 +195,7 @@ void run_item(const Problem& p, Scratch& sc, int64_t b, int64_t n) {
 // touches nothing but this (reference-counted) state.
 struct Shared {
   const Problem* problem;
+  RunItem run_item;
   int64_t items;
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
@@ -477,7 +223,7 @@ void work(Shared& s) {
     // Only a claimed item may look at the problem: a task that starts after the call
     // returned finds the items exhausted and never touches the caller's (gone) frame.
     const Problem& p = *s.problem;
-    run_item(p, scratch, item / p.heads, item % p.heads);
+    s.run_item(p, scratch, item / p.heads, item % p.heads);
     worked = true;
     s.done.fetch_add(1, std::memory_order_release);
   }
@@ -487,7 +233,12 @@ void work(Shared& s) {
 ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
                      ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::S32> q_seg,
                      ffi::Buffer<ffi::S32> kv_seg, ffi::ResultBuffer<ffi::F32> out, float scale,
-                     bool causal, bool segmented, int64_t threads) {
+                     bool causal, bool segmented, int64_t threads, int64_t isa) {
+  static const int64_t kBest = best_level();
+  if (isa < kAuto || isa > kAvx512)
+    return ffi::Error::InvalidArgument("cpu-flash: isa must be 0 (auto), 1, 2 or 3");
+  if (isa > kBest)
+    return ffi::Error::InvalidArgument("cpu-flash: this CPU does not run the requested isa");
   const auto qd = q.dimensions(), kd = k.dimensions();
   if (qd.size() != 4 || kd.size() != 4 || v.dimensions().size() != 4)
     return ffi::Error::InvalidArgument("cpu-flash: q, k and v must be [B, T, heads, head_dim]");
@@ -518,6 +269,7 @@ ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<
 
   auto shared = std::make_shared<Shared>();
   shared->problem = &p;
+  shared->run_item = run_item_for(isa == kAuto ? kBest : isa);
   shared->items = p.batch * p.heads;
   int64_t helpers = threads > 0 ? threads - 1 : pool.num_threads() - 1;
   helpers = std::max<int64_t>(0, std::min(helpers, shared->items - 1));
@@ -541,4 +293,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SeamlineCpuFlashF32, Attention,
                                   .Attr<float>("scale")
                                   .Attr<bool>("causal")
                                   .Attr<bool>("segmented")
-                                  .Attr<int64_t>("threads"));
+                                  .Attr<int64_t>("threads")
+                                  .Attr<int64_t>("isa"));
+
+// The best instruction-set level this CPU runs (1 baseline, 2 AVX2+FMA, 3 AVX-512),
+// for the Python side to refuse an `isa` the machine lacks before compiling a call.
+extern "C" __attribute__((visibility("default"))) int64_t SeamlineCpuFlashIsaLevel() {
+  return best_level();
+}
