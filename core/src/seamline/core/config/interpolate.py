@@ -2,7 +2,9 @@
 
 Interpolation happens on the parsed strings, before typing, so ``${N:-8}`` can
 fill an integer field. ``$${`` is a literal ``${``. An unset variable without a
-default is an error at the string's location, never an empty string.
+default is an error at the string's location, never an empty string. Which
+variables filled which string is recorded (``Located.interpolated``), so that an
+error about that string names the variable and never prints its value.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def _substitute(text: str, path: Path, located: Located, environ: Mapping[str, s
                 located.where(path),
             )
         if name in environ:
+            located.interpolated.setdefault(path, {})[name] = environ[name]
             return environ[name]
         if default is not None:
             return default

@@ -6,6 +6,7 @@ from each value's path to its ``file:line:column``. That map is what lets a
 validation error deep inside a component's config point at the offending node.
 Duplicate keys, which PyYAML would silently resolve last-wins, are errors here, and
 only ``true``/``false`` are booleans (YAML 1.2), not ``yes``/``no``/``on``/``off``.
+The limits of ``bounds`` apply before and while values are built.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
 from seamline.contracts import ConfigError
+from seamline.core.config import bounds
 
 Path = tuple[str | int, ...]
 
@@ -39,6 +41,9 @@ class Located:
     source: str
     values: dict[Path, str] = field(default_factory=dict)
     keys: dict[Path, str] = field(default_factory=dict)
+    interpolated: dict[Path, dict[str, str]] = field(default_factory=dict)
+    """The strings filled from environment variables, with each variable's name and
+    value: a value may be a secret, so messages name the variable instead of echoing it."""
 
     def where(self, path: Path, *, key: bool = False) -> str:
         """The location of the value (or key) at ``path``, else of its nearest ancestor."""
@@ -53,14 +58,13 @@ class Located:
         return self.values.get((), self.source)
 
 
-def _mark(source: str, mark: yaml.Mark | None) -> str:
-    if mark is None:
-        return source
-    return f"{source}:{mark.line + 1}:{mark.column + 1}"
+_mark = bounds.mark
 
 
 def parse_located(text: str, source: str) -> Located:
     """Parse one YAML document into :class:`Located`; errors become located ConfigErrors."""
+    bounds.check_size(len(text.encode("utf-8", "surrogatepass")), source)
+    bounds.check_structure(text, source)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as err:
@@ -73,12 +77,20 @@ def parse_located(text: str, source: str) -> Located:
     located = Located(data=None, source=source)
     if root is None:
         raise ConfigError("the pipeline file is empty", _mark(source, None))
-    located.data = _build(root, (), located, SafeConstructor())
+    budget = bounds.ValueBudget(source)
+    located.data = _build(root, (), located, SafeConstructor(), budget)
     return located
 
 
-def _build(node: yaml.Node, path: Path, located: Located, constructor: SafeConstructor) -> Any:
+def _build(
+    node: yaml.Node,
+    path: Path,
+    located: Located,
+    constructor: SafeConstructor,
+    budget: bounds.ValueBudget,
+) -> Any:
     located.values[path] = _mark(located.source, node.start_mark)
+    budget.spend(located.values[path])
     if node.tag not in _SAFE_TAGS:
         raise ConfigError(
             f"YAML tag {node.tag!r} is not allowed: pipeline files are plain data "
@@ -100,13 +112,18 @@ def _build(node: yaml.Node, path: Path, located: Located, constructor: SafeConst
                 first = located.keys[(*path, key)]
                 raise ConfigError(f"duplicate key {key!r} (first given at {first})", where)
             located.keys[(*path, key)] = where
-            result[key] = _build(value_node, (*path, key), located, constructor)
+            result[key] = _build(value_node, (*path, key), located, constructor, budget)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_build(item, (*path, i), located, constructor) for i, item in enumerate(node.value)]
+        return [
+            _build(item, (*path, i), located, constructor, budget)
+            for i, item in enumerate(node.value)
+        ]
     if node.tag == "tag:yaml.org,2002:bool" and str(node.value).lower() not in ("true", "false"):
         # YAML 1.1 reads yes/no/on/off as booleans; YAML 1.2 (and every user) reads a word.
         return str(node.value)
+    if node.tag == "tag:yaml.org,2002:int":
+        bounds.check_integer(str(node.value), located.values[path])
     try:
         return constructor.construct_object(node, deep=True)
     except ConstructorError as err:

@@ -2,7 +2,9 @@
 
 The path is dotted (list items by index, ``monitors.0.use``); the value is
 parsed as a YAML scalar or flow collection, so ``128`` is an integer and
-``[a, b]`` a list. Errors name the override itself, since it has no file line.
+``[a, b]`` a list, by the same rules and within the same bounds as the file
+(``parse_located``: safe tags, YAML 1.2 booleans, no 5,000-digit integers).
+Errors name the override itself, since it has no file line.
 """
 
 from __future__ import annotations
@@ -10,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
 from seamline.contracts import ConfigError
-from seamline.core.config.located import Located
+from seamline.core.config.located import Located, parse_located
 
 
 def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
@@ -23,10 +23,7 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
         path_text, sep, value_text = override.partition("=")
         if not sep or not path_text.strip():
             raise ConfigError("an override must look like path.to.field=value", where)
-        try:
-            value = yaml.safe_load(value_text) if value_text.strip() else ""
-        except yaml.YAMLError as err:
-            raise ConfigError(f"the value is not valid YAML: {err}", where) from None
+        value = parse_located(value_text, where).data if value_text.strip() else ""
         keys = [part.strip() for part in path_text.strip().split(".")]
         if any(not part for part in keys):
             raise ConfigError(f"empty segment in path {path_text!r}", where)
@@ -66,7 +63,13 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
 
 
 def _forget(located: Located, prefix: tuple[str | int, ...]) -> None:
-    """Drop locations under a replaced value: they point at text that no longer applies."""
+    """Drop locations under a replaced value: they point at text that no longer applies.
+
+    The replaced strings' record of interpolated variables goes too: the override's
+    value came from the command line, not from the environment.
+    """
     for table in (located.values, located.keys):
         for path in [p for p in table if p[: len(prefix)] == prefix and p != prefix]:
             del table[path]
+    for path in [p for p in located.interpolated if p[: len(prefix)] == prefix]:
+        del located.interpolated[path]

@@ -10,16 +10,17 @@ available component names, a closest match.
 from __future__ import annotations
 
 import os
+import stat
 import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from seamline.contracts import ComponentConfig, ConfigError, Kind, UserError
+from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.located import Path as DataPath
@@ -82,13 +83,26 @@ def load_pipeline(
 ) -> ResolvedPipeline:
     """Read, interpolate, override and validate the pipeline file at ``path``."""
     source = str(path)
+    return parse_pipeline(read_pipeline_text(source), source, registry, overrides, environ)
+
+
+def read_pipeline_text(source: str) -> str:
+    """The text of a pipeline file: a regular file, at most ``bounds.MAX_BYTES`` long.
+
+    A FIFO or a device would block or never end; the size is checked on what is read,
+    not only on what ``stat`` says, so a file that grows while it is read is bounded too.
+    """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            raise ConfigError(f"pipeline file {source} is not a regular file")
+        with open(source, "rb") as handle:
+            data = handle.read(bounds.MAX_BYTES + 1)
+        bounds.check_size(len(data), source)
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"pipeline file {source} does not exist") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"cannot read pipeline file {source}: {err}") from None
-    return parse_pipeline(text, source, registry, overrides, environ)
 
 
 def parse_pipeline(
@@ -322,12 +336,24 @@ def _problems(
             where = located.where(path[:-1])
         else:
             message = f"{dotted}: {error['msg']}"
-            if loc:  # a whole-model check's input is the whole block: not worth echoing
+            variables = located.interpolated.get(path)
+            if variables:
+                names = ", ".join(f"${{{name}}}" for name in variables)
+                message = _without_values(message, variables) + f" (got the value of {names})"
+            elif loc:  # a whole-model check's input is the whole block: not worth echoing
                 shown = repr(error.get("input"))
                 message += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
             where = located.where(path)
         problems.append(ConfigError(message, where))
     return problems
+
+
+def _without_values(message: str, variables: Mapping[str, str]) -> str:
+    """``message`` with each variable's value (a possible secret) replaced by its name."""
+    for name, value in variables.items():
+        if value:
+            message = message.replace(value, f"${{{name}}}")
+    return message
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:

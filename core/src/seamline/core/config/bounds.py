@@ -1,0 +1,115 @@
+"""Limits that keep a hostile pipeline file from exhausting the machine.
+
+A pipeline file is a page of settings. YAML can make a short text expand without
+bound (an alias names a node that holds aliases: "billion laughs"), nest deeper than
+PyYAML's recursive composer can follow (a ``RecursionError`` instead of a message),
+or hold an integer too long for Python to convert (a ``ValueError`` past 4,300
+digits). Each limit here is far above any real pipeline and is checked before the
+costly step, so a refusal takes bounded time and memory and names the place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import yaml
+
+from seamline.contracts import ConfigError
+
+MAX_BYTES = 1 << 20
+"""The largest pipeline file read (1 MiB; the examples are under 2 KiB)."""
+
+MAX_DEPTH = 64
+"""The deepest nesting of mappings and lists."""
+
+MAX_VALUES = 100_000
+"""The most values (scalars, mappings, lists) the file may expand to, aliases repeated."""
+
+MAX_INTEGER_DIGITS = 100
+"""The longest integer literal: no setting needs more, and Python refuses past 4,300."""
+
+
+class Mark(Protocol):
+    """Where PyYAML found something (its pure-Python and C marks both have these)."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+
+
+@dataclass
+class ValueBudget:
+    """Counts values as they are built; an alias counts again each time it is expanded."""
+
+    source: str
+    used: int = 0
+
+    def spend(self, where: str) -> None:
+        self.used += 1
+        if self.used > MAX_VALUES:
+            raise ConfigError(
+                f"the pipeline expands to more than {MAX_VALUES:,} values (YAML aliases "
+                "repeat everything they name); a pipeline file is a page of settings: "
+                "write them out, or remove the aliases",
+                where,
+            )
+
+
+def check_size(size: int, source: str) -> None:
+    """Refuse text of ``size`` bytes before it is read or parsed."""
+    if size > MAX_BYTES:
+        raise ConfigError(
+            f"the pipeline file is {size:,} bytes; pipeline files are limited to "
+            f"{MAX_BYTES:,} bytes (is this the right file?)",
+            source,
+        )
+
+
+def check_structure(text: str, source: str) -> None:
+    """Walk the event stream (PyYAML's parser is iterative) to bound nesting and count.
+
+    Runs before ``yaml.compose``, whose recursion a deep document would overflow.
+    Syntax errors are left for the composer, which reports them with their place.
+    """
+    depth = 0
+    events = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            events += 1
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise ConfigError(
+                        f"the pipeline nests mappings and lists more than {MAX_DEPTH} "
+                        "deep; a pipeline file is a page of settings",
+                        mark(source, event.start_mark),
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            if events > MAX_VALUES:
+                raise ConfigError(
+                    f"the pipeline holds more than {MAX_VALUES:,} values; a pipeline "
+                    "file is a page of settings (is this the right file?)",
+                    mark(source, event.start_mark),
+                )
+    except yaml.YAMLError:
+        return
+
+
+def check_integer(text: str, where: str) -> None:
+    """Refuse an integer literal too long to be a setting, before converting it."""
+    digits = sum(character.isdigit() for character in text)
+    if digits > MAX_INTEGER_DIGITS:
+        raise ConfigError(
+            f"an integer of {digits:,} digits; settings are limited to {MAX_INTEGER_DIGITS} digits",
+            where,
+        )
+
+
+def mark(source: str, position: Mark | None) -> str:
+    """``source:line:column`` of a PyYAML mark (1-based), or ``source`` alone."""
+    if position is None:
+        return source
+    return f"{source}:{position.line + 1}:{position.column + 1}"
