@@ -142,6 +142,34 @@ def test_package_that_is_not_installed_is_named() -> None:
         BertEncoder(Config(weights="package:not a module"))
 
 
+@pytest.mark.parametrize("name", ["planted", "planted.weights"])
+def test_naming_a_package_runs_none_of_its_code(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A package whose __init__ leaves a mark when it runs, holding a checkpoint directory
+    # in a subpackage: locating either must read the file system and execute nothing.
+    marker = tmp_path / "ran"
+    package = tmp_path / "site" / "planted"
+    (package / "weights" / "model").mkdir(parents=True)
+    (package / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (package / "weights" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (package / "weights" / "model" / "config.json").write_text("{}")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    found = weights.resolve_source(f"package:{name}")
+    assert not marker.exists(), "locating the weights ran the package's code"
+    expected = package / "weights" / "model" if name.endswith("weights") else package
+    assert found == expected
+
+
+def test_a_submodule_of_a_plain_module_is_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "plainmodule.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(WeightsError, match="not installed"):
+        weights.resolve_source("package:plainmodule.sub")
+
+
 def test_directory_without_safetensors(tmp_path: Path) -> None:
     for name in ("config.json", "tokenizer.json"):
         shutil.copy(_model_dir() / name, tmp_path / name)
