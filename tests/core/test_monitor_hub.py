@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import structlog
+
 from seamline.contracts import Alert, BatchDone, ComponentConfig, Event, Monitor, RunFinished
-from seamline.core.seams import MonitorHub
+from seamline.core.monitor_hub import MonitorHub
 
 
 class Publisher(Monitor[ComponentConfig]):
@@ -91,3 +95,81 @@ def test_a_monitor_that_publishes_forever_is_cut_off() -> None:
     hub.emit(finished)
     assert [finished in monitor.seen for monitor in (first, second, listener)] == [True] * 3
     assert hub.failures == {}
+
+
+class Failing(Listener):
+    name: ClassVar[str] = "failing"
+
+    def observe(self, event: Event) -> None:
+        raise RuntimeError("exporter down")
+
+
+def test_a_failing_monitor_is_reported_once_then_counted() -> None:
+    failing, listener = Failing(ComponentConfig()), Listener(ComponentConfig())
+    with structlog.testing.capture_logs() as logs:
+        hub = MonitorHub([failing, listener])
+        for index in range(50):
+            hub.emit(BatchDone(index, 16, 4, 40, 0.1))
+        hub.close()
+    assert len(listener.seen) == 50
+    warnings = [entry for entry in logs if entry.get("monitor") == "failing"]
+    assert [w["event"].split(";")[0] for w in warnings] == [
+        "monitor failed",
+        "monitor failed repeatedly in this run",
+    ]
+    assert warnings[1]["failures"] == 50
+
+
+class Stuck(Listener):
+    """Blocks in ``observe`` of its second event until released."""
+
+    name: ClassVar[str] = "stuck"
+
+    def __init__(self, config: ComponentConfig) -> None:
+        super().__init__(config)
+        self.release = threading.Event()
+        self.closed = False
+
+    def observe(self, event: Event) -> None:
+        self.seen.append(event)
+        if len(self.seen) == 2:
+            self.release.wait()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_hung_monitor_is_given_up_on_and_the_others_go_on() -> None:
+    before, stuck, after = (
+        Listener(ComponentConfig()),
+        Stuck(ComponentConfig()),
+        Listener(ComponentConfig()),
+    )
+    hub = MonitorHub([before, stuck, after], timeout_s=0.2)
+    try:
+        started = time.monotonic()
+        with structlog.testing.capture_logs() as logs:
+            for index in range(5):
+                hub.emit(BatchDone(index, 16, 4, 40, 0.1))
+            hub.close()
+        assert time.monotonic() - started < 2.0  # one timeout, not one per event
+        assert hub.hung == {"stuck": "observe(BatchDone)"}
+        assert len(stuck.seen) == 2
+        assert not stuck.closed
+        assert len(before.seen) == len(after.seen) == 5  # the one after it got event 2 too
+        assert [e["monitor"] for e in logs if "did not return in time" in e["event"]] == ["stuck"]
+    finally:
+        stuck.release.set()
+
+
+def test_monitors_see_the_callers_context() -> None:
+    seen: list[object] = []
+
+    class ContextReader(Listener):
+        def observe(self, event: Event) -> None:
+            seen.append(structlog.contextvars.get_contextvars().get("run_id"))
+
+    hub = MonitorHub([ContextReader(ComponentConfig())])
+    with structlog.contextvars.bound_contextvars(run_id="r-1"):
+        hub.emit(BatchDone(1, 16, 4, 40, 0.1))
+    assert seen == ["r-1"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import tracemalloc
 
 import numpy as np
@@ -21,8 +22,15 @@ from seamline.contracts import (
     Verified,
 )
 from seamline.core.config import parse_pipeline
+from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import Orchestrator
-from tests.core.toy import CountingSink, MemorySink, RecordingMonitor, toy_registry
+from tests.core.toy import (
+    CountingSink,
+    HangingMonitor,
+    MemorySink,
+    RecordingMonitor,
+    toy_registry,
+)
 
 TEXTS = ["one two three", "!bad", "boom", *[" ".join(["w"] * n) for n in range(1, 15)]]
 
@@ -33,14 +41,19 @@ def _clean() -> None:
     RecordingMonitor.events.clear()
 
 
-def run(attention: str, *extra: str, texts: list[str] = TEXTS) -> Orchestrator:
+def run(
+    attention: str,
+    *extra: str,
+    texts: list[str] = TEXTS,
+    monitors: str = "[{use: recording}, {use: exploding}]",
+) -> Orchestrator:
     registry = toy_registry()
     text = (
         "pipeline: toy\n"
         f"loader: {{use: list, with: {{texts: {texts!r}}}}}\n"
         "model: {use: toy}\n"
         f"attention: {{use: {attention}}}\n"
-        "monitors: [{use: recording}, {use: exploding}]\n"
+        f"monitors: {monitors}\n"
         "sink: {use: memory}\n"
         "run: {batch_size: 4, buckets: [4, 8]}\n"
     )
@@ -108,6 +121,24 @@ def test_events_cover_the_run_and_a_broken_monitor_does_not_stop_it() -> None:
     assert isinstance(finished, RunFinished)
     assert finished.ok
     assert finished.failed_documents == 2
+
+
+def test_a_hanging_monitor_costs_one_timeout_not_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(MonitorHub, "TIMEOUT_S", 0.3)
+    HangingMonitor.seen.clear()
+    HangingMonitor.release.clear()
+    try:
+        started = time.monotonic()
+        orchestrator = run("native", monitors="[{use: hanging}, {use: recording}]")
+        assert time.monotonic() - started < 30
+        assert orchestrator.monitors.hung == {"hanging": "observe(RunStarted)"}
+        assert len(HangingMonitor.seen) == 1  # never called again after it hung
+        kinds = [type(e) for e in RecordingMonitor.events]
+        assert kinds[0] is RunStarted
+        assert kinds[-1] is RunFinished
+        assert len(MemorySink.records) == len(TEXTS) - 2
+    finally:
+        HangingMonitor.release.set()
 
 
 def test_compiled_code_names_each_seam() -> None:

@@ -6,6 +6,7 @@ directly, as discovery would from entry points.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -205,6 +206,19 @@ class ExplodingMonitor(Monitor[ComponentConfig]):
         raise RuntimeError("close bug")
 
 
+class HangingMonitor(Monitor[ComponentConfig]):
+    """Blocks in its first ``observe`` until the test sets ``release`` (a hung exporter)."""
+
+    name: ClassVar[str] = "hanging"
+    contract_version: ClassVar[str] = "1.0"
+    release: ClassVar[threading.Event] = threading.Event()
+    seen: ClassVar[list[Event]] = []
+
+    def observe(self, event: Event) -> None:
+        HangingMonitor.seen.append(event)
+        HangingMonitor.release.wait()
+
+
 class NeverAttention(NativeAttention):
     name: ClassVar[str] = "never"
     contract_version: ClassVar[str] = "1.1"
@@ -269,6 +283,7 @@ def toy_registry(without: tuple[type[Any], ...] = ()) -> Registry:
         MemorySink,
         RecordingMonitor,
         ExplodingMonitor,
+        HangingMonitor,
         NativeAttention,
         NeverAttention,
         WrongShapeAttention,

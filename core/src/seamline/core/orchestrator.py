@@ -55,9 +55,10 @@ from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import CompiledSteps
 from seamline.core.batching import Bucketer, Packer, Planned, batch_shapes
 from seamline.core.config import ComponentChoice, ResolvedPipeline
+from seamline.core.monitor_hub import MonitorHub
 from seamline.core.prefetch import prefetched
 from seamline.core.registry import Registry
-from seamline.core.seams import MonitorHub, Seam
+from seamline.core.seams import Seam
 from seamline.core.telemetry import DEVICE_KIND, PLATFORM, THREAD_NAME, span_event, tracer
 
 log = structlog.get_logger("seamline.core")

@@ -6,33 +6,25 @@
 * Inside compiled code the attention's choke point is
   :class:`seamline.core.attention.checked.CheckedAttention` (contract checks at
   trace time and a ``jax.named_scope`` named by :func:`scope_name`).
-* :class:`MonitorHub` fans events out to monitors and makes sure none of them
-  can break the run: a monitor's exception is logged and counted, nothing more.
-  Events come from two threads (``SeamCall`` of the loader and ``model.prepare``
-  from the producer thread), so the hub delivers one event at a time: a monitor's
-  ``observe`` is never called concurrently with itself. A monitor may publish
-  events of its own (``Monitor.bind``, monitor contract 1.2): they are queued and
-  delivered to the other monitors once the current event is through, and become
-  events of the current span.
+* :class:`~seamline.core.monitor_hub.MonitorHub` (its own module) fans events out
+  to monitors and makes sure none of them can break or stall the run.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import threading
 import time
-from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import Component, Event, Monitor, SeamCall
+from seamline.contracts import Component, SeamCall
+from seamline.core.monitor_hub import MonitorHub
 from seamline.core.registry import ComponentInfo
-from seamline.core.telemetry import component_attributes, span_event, tracer
+from seamline.core.telemetry import component_attributes, tracer
 
 log = structlog.get_logger("seamline.core")
 
@@ -109,64 +101,3 @@ class Seam:
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         span.end(end_time=start_ns + spent_ns)
         self._monitors.emit(SeamCall(self.kind, self.name, operation, spent_ns / 1e9))
-
-
-class MonitorHub:
-    """Delivers each event to every monitor; a failing monitor never fails the run."""
-
-    #: Events monitors may publish while one event is delivered (a runaway loop stops here).
-    MAX_PUBLISHED = 100
-
-    def __init__(self, monitors: Sequence[Monitor[Any]]) -> None:
-        self.monitors = list(monitors)
-        self.failures: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self._published: deque[tuple[Monitor[Any], Event]] = deque()
-        for monitor in self.monitors:
-            try:
-                monitor.bind(functools.partial(self._publish, monitor))
-            except Exception as err:
-                self._report(monitor, "bind()", err)
-
-    def emit(self, event: Event) -> None:
-        if not self.monitors:
-            return
-        with self._lock:
-            self._deliver(event, sender=None)
-            delivered = 0
-            while self._published and delivered < self.MAX_PUBLISHED:
-                sender, published = self._published.popleft()
-                span_event(published)
-                self._deliver(published, sender)
-                delivered += 1
-            self._published.clear()
-
-    def _publish(self, sender: Monitor[Any], event: Event) -> None:
-        """Queue an event a monitor published; :meth:`emit` delivers it (never re-entrantly)."""
-        self._published.append((sender, event))
-
-    def _deliver(self, event: Event, sender: Monitor[Any] | None) -> None:
-        for monitor in self.monitors:
-            if monitor is sender:
-                continue
-            try:
-                monitor.observe(event)
-            except Exception as err:
-                self._report(monitor, f"observe({type(event).__name__})", err)
-
-    def close(self) -> None:
-        for monitor in self.monitors:
-            try:
-                monitor.close()
-            except Exception as err:
-                self._report(monitor, "close()", err)
-
-    def _report(self, monitor: Monitor[Any], call: str, err: Exception) -> None:
-        self.failures[monitor.name] = self.failures.get(monitor.name, 0) + 1
-        log.warning(
-            "monitor failed; the run goes on",
-            monitor=monitor.name,
-            call=call,
-            error=f"{type(err).__name__}: {err}",
-            failures=self.failures[monitor.name],
-        )

@@ -1,0 +1,162 @@
+"""MonitorHub: every event to every monitor, and no monitor able to break or stall the run.
+
+A monitor is observability, never a dependency of the result. So:
+
+* its exceptions are caught; the first one is logged with the monitor's name, the
+  rest are counted and the count is logged once when the run ends (a monitor that
+  fails on every event used to log a warning per event: 133 lines for 100 documents);
+* it is called on the hub's courier thread, and the hub waits for it at most
+  ``timeout_s`` per event: one that does not return in time (a hung exporter, a
+  deadlock) is reported once and called no more, and a fresh courier serves the
+  others, so a hang costs the run one timeout, not the rest of the run;
+* events come from two threads (the producer's ``SeamCall`` events and the main
+  loop's), so the hub delivers one event at a time: a monitor's ``observe`` is never
+  called concurrently with itself;
+* a monitor may publish events of its own (``Monitor.bind``, monitor contract 1.2):
+  they are queued and delivered to the other monitors once the current event is
+  through (at most ``MAX_PUBLISHED`` per event, so two monitors answering each other
+  cannot loop), and become events of the current span.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import structlog
+
+from seamline.contracts import Event, Monitor
+from seamline.core.telemetry import span_event
+
+log = structlog.get_logger("seamline.core")
+
+Call = Callable[[Monitor[Any]], None]
+_Job = tuple[Call, str, list[Monitor[Any]], threading.Event, contextvars.Context]
+
+
+class _Courier:
+    """A thread that makes monitor calls; the hub waits for each delivery at most a deadline.
+
+    A courier stuck in a monitor cannot be stopped (Python threads cannot be killed);
+    the hub abandons it (it is a daemon thread, so it never holds up the process's
+    exit) and starts another.
+    """
+
+    def __init__(self, on_error: Callable[[Monitor[Any], str, Exception], None]) -> None:
+        self._on_error = on_error
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.progress = 0
+        threading.Thread(target=self._serve, name="seamline-monitors", daemon=True).start()
+
+    def deliver(self, call: Call, what: str, monitors: list[Monitor[Any]], timeout: float) -> int:
+        """Make ``call`` on each monitor in turn; how many returned before the deadline.
+
+        The calls run in a copy of the caller's context, so a monitor sees the current
+        span and the run's bound log fields as if it were called directly.
+        """
+        done = threading.Event()
+        self.progress = 0
+        self._jobs.put((call, what, monitors, done, contextvars.copy_context()))
+        return len(monitors) if done.wait(timeout) else self.progress
+
+    def _serve(self) -> None:
+        while True:
+            call, what, monitors, done, context = self._jobs.get()
+            for index, monitor in enumerate(monitors):
+                self.progress = index
+                try:
+                    context.run(call, monitor)
+                except Exception as err:
+                    self._on_error(monitor, what, err)
+            self.progress = len(monitors)
+            done.set()
+
+
+class MonitorHub:
+    """Delivers each event to every monitor; a failing or hanging monitor never fails the run."""
+
+    #: Events monitors may publish while one event is delivered (a runaway loop stops here).
+    MAX_PUBLISHED = 100
+    #: Seconds the hub waits for the monitors to take one event before it gives up on one.
+    TIMEOUT_S = 5.0
+
+    def __init__(self, monitors: Sequence[Monitor[Any]], *, timeout_s: float | None = None) -> None:
+        self.monitors = list(monitors)
+        self.timeout_s = self.TIMEOUT_S if timeout_s is None else timeout_s
+        self.failures: dict[str, int] = {}
+        self.hung: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._published: deque[tuple[Monitor[Any], Event]] = deque()
+        self._courier: _Courier | None = None
+        with self._lock:
+            self._call_all(lambda m: m.bind(functools.partial(self._publish, m)), "bind()")
+
+    def emit(self, event: Event) -> None:
+        if not self.monitors:
+            return
+        with self._lock:
+            self._deliver(event, sender=None)
+            delivered = 0
+            while self._published and delivered < self.MAX_PUBLISHED:
+                sender, published = self._published.popleft()
+                span_event(published)
+                self._deliver(published, sender)
+                delivered += 1
+            self._published.clear()
+
+    def close(self) -> None:
+        """Close every monitor that still answers; then say how often each one failed."""
+        with self._lock:
+            self._call_all(lambda m: m.close(), "close()")
+        for name, count in self.failures.items():
+            if count > 1:
+                log.warning("monitor failed repeatedly in this run", monitor=name, failures=count)
+
+    def _publish(self, sender: Monitor[Any], event: Event) -> None:
+        """Queue an event a monitor published; :meth:`emit` delivers it (never re-entrantly)."""
+        self._published.append((sender, event))
+
+    def _deliver(self, event: Event, sender: Monitor[Any] | None) -> None:
+        self._call_all(lambda m: m.observe(event), f"observe({type(event).__name__})", skip=sender)
+
+    def _call_all(self, call: Call, what: str, *, skip: Monitor[Any] | None = None) -> None:
+        """``call`` on every live monitor but ``skip``, each within the hub's deadline."""
+        pending = [m for m in self.monitors if m is not skip and m.name not in self.hung]
+        started = time.monotonic()
+        while pending:
+            if self._courier is None:
+                self._courier = _Courier(self._report)
+            remaining = max(0.0, self.timeout_s - (time.monotonic() - started))
+            finished = self._courier.deliver(call, what, pending, remaining)
+            if finished >= len(pending):
+                return
+            self._give_up_on(pending[finished], what)
+            self._courier = None  # stuck in that monitor: the next call gets a fresh one
+            pending = pending[finished + 1 :]
+            started = time.monotonic()
+
+    def _give_up_on(self, monitor: Monitor[Any], what: str) -> None:
+        self.hung[monitor.name] = what
+        log.warning(
+            "monitor did not return in time and is called no more; the run goes on",
+            monitor=monitor.name,
+            call=what,
+            timeout_s=self.timeout_s,
+        )
+
+    def _report(self, monitor: Monitor[Any], call: str, err: Exception) -> None:
+        count = self.failures[monitor.name] = self.failures.get(monitor.name, 0) + 1
+        if count == 1:
+            log.warning(
+                "monitor failed; the run goes on (its further failures are counted and "
+                "reported when the run ends)",
+                monitor=monitor.name,
+                call=call,
+                error=f"{type(err).__name__}: {err}",
+            )
