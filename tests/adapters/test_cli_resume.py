@@ -1,7 +1,10 @@
-"""``seamline run --resume`` with a sink that keeps no checkpoints: one line, exit code 2."""
+"""``seamline run``'s one-line failures: ``--resume`` with a sink that keeps no checkpoints (exit
+code 2), and a disk that is full or read-only (exit code 1), without a traceback."""
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import TYPE_CHECKING
 
 import pytest
@@ -53,3 +56,26 @@ def test_run_without_resume_still_works(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "2 documents" in result.output
     assert len(MemorySink.records) == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")],
+)
+@pytest.mark.usefixtures("toy_cli")
+def test_a_full_or_read_only_disk_is_one_line_that_says_how_to_resume(
+    code: int, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(self: MemorySink, records: object) -> None:
+        raise OSError(code, os.strerror(code), "/data/out/embeddings.jsonl.partial")
+
+    monkeypatch.setattr(MemorySink, "write", fail)
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(PIPELINE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--no-compile-cache"])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    output = " ".join(result.output.split())
+    assert f"error: {said} (/data/out/embeddings.jsonl.partial)" in output
+    assert "run again with --resume" in output
+    assert "Traceback" not in result.output

@@ -100,6 +100,23 @@ def _user_errors(action: Callable[[], T]) -> T:
         raise typer.Exit(130) from None
 
 
+def _environment_errors(action: Callable[[], T], kept: str) -> T:
+    """Run ``action``; a failure of the machine around it becomes one line and exit code 1.
+
+    A full disk, a read-only or forbidden directory, a failing device: the message
+    says what happened, to which file, what was kept (``kept``) and what to do.
+    """
+    try:
+        return action()
+    except OSError as error:
+        what = error.strerror or type(error).__name__
+        where = f" ({error.filename})" if error.filename else ""
+        _consoles.err.print(
+            f"[bold red]error:[/] {what}{where}: {kept}", highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(1) from None
+
+
 @app.command()
 def run(
     pipeline: PipelineArg,
@@ -161,7 +178,13 @@ def run(
     try:
         extra = [ProgressMonitor(_consoles.err)] if interactive else []
         run_started = time.perf_counter()
-        summary = _user_errors(lambda: loaded.run(extra_monitors=extra, resume=resume))
+        summary = _user_errors(
+            lambda: _environment_errors(
+                lambda: loaded.run(extra_monitors=extra, resume=resume),
+                "the output was not published, and what the sink last committed is kept: "
+                "fix that, then run again with --resume",
+            )
+        )
     finally:
         telemetry_setup.shutdown_telemetry()
     _consoles.out.print(
