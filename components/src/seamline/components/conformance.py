@@ -26,6 +26,7 @@ from seamline.components.attention.tpu_flash import TpuFlashAttention
 from seamline.components.attention.tpu_splash import TpuSplashAttention
 from seamline.components.attention.xla_sdpa import XlaSdpaAttention
 from seamline.components.loaders.jsonl import JsonlLoader
+from seamline.components.loaders.parquet import ParquetLoader
 from seamline.components.loaders.text_files import TextFilesLoader
 from seamline.components.models.bert import BertEncoder
 from seamline.components.monitors.log import LogMonitor
@@ -130,6 +131,29 @@ class JsonlLoaderConformance(LoaderContract):
             path = directory / "docs.jsonl"
             path.write_text("\n".join(lines) + "\n", encoding="utf-8")
             return JsonlLoader(JsonlLoader.Config(path=path))
+
+        return make
+
+
+class ParquetLoaderConformance(LoaderContract):
+    @pytest.fixture
+    def make_loader(self) -> Any:
+        def make(directory: Path, texts: Sequence[str | None]) -> Loader[Any]:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            directory.mkdir(parents=True, exist_ok=True)
+            rows = pa.table(
+                {
+                    "id": [f"doc-{position}" for position in range(len(texts))],
+                    "text": pa.array(list(texts), pa.string()),  # None: a null text
+                }
+            )
+            # Two files of row groups of 3 rows: the suite's shards split them by row group.
+            half = len(texts) // 2
+            pq.write_table(rows.slice(0, half), directory / "a.parquet", row_group_size=3)
+            pq.write_table(rows.slice(half), directory / "b.parquet", row_group_size=3)
+            return ParquetLoader(ParquetLoader.Config(path=str(directory / "*.parquet")))
 
         return make
 
