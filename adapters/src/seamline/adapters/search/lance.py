@@ -53,7 +53,7 @@ def search_table(
     table = lancedb.connect(str(path.parent)).open_table(path.stem)
     columns = [name for name in COLUMNS if name in table.schema.names]
     searched = cast("LanceVectorQueryBuilder", table.search(vector, vector_column_name="embedding"))
-    query = searched.distance_type("cosine").select(columns).limit(k)
+    query = searched.distance_type("cosine").select([*columns, "_distance"]).limit(k)
     if where:
         query = query.where(where, prefilter=True)
     vector_indexes = [i for i in table.list_indices() if "embedding" in i.columns]
@@ -82,7 +82,8 @@ def search_table(
     except (ValueError, RuntimeError) as err:
         if where:
             raise UserError(
-                f"--where {where!r} is not a filter LanceDB can apply to {path}: {err}. The "
+                f"--where {where!r} is not a filter LanceDB can apply to {path}: "
+                f"{str(err).rstrip('.')}. The "
                 f"columns: {', '.join(_column_names(table.schema))}"
             ) from err
         raise

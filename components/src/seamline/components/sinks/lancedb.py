@@ -68,8 +68,9 @@ class VectorIndexConfig(ComponentConfig):
     type: Literal["ivf_pq", "hnsw"] = Field(
         default="ivf_pq",
         description="ivf_pq: vectors clustered into partitions and compressed by product "
-        "quantisation (small, fast to build); hnsw: a graph over scalar-quantised vectors "
-        "within each partition (larger, higher recall at the same speed).",
+        "quantisation (small, fast to build; trains on 256 rows or more, and LanceDB compares "
+        "the rows of a smaller table exactly); hnsw: a graph over scalar-quantised vectors in "
+        "each partition (larger; more recall without re-ranking).",
     )
     num_partitions: int | None = Field(
         default=None,
@@ -80,7 +81,7 @@ class VectorIndexConfig(ComponentConfig):
         default=None,
         ge=1,
         description="ivf_pq only: sub-vectors per vector; must divide the dimension. Default: "
-        "LanceDB's (dimension / 16, or / 8).",
+        "LanceDB's (24 for 384-wide vectors).",
     )
     m: int | None = Field(
         default=None, ge=2, description="hnsw only: neighbours per node. Default: 20."
