@@ -157,9 +157,19 @@ class ResumableGroup:
         self.committed = True
 
     def recorded_state(self) -> dict[str, Any] | None:
-        """The state of the checkpoint on disk, if there is one, whatever model made it."""
-        record = self._load()
-        return None if record is None else dict(record["state"])
+        """The state of this sink's checkpoint on disk, whatever model or files it was for.
+
+        None when there is none, or it is unreadable or another sink's: a fresh run
+        deletes such a checkpoint anyway, and a resume reports it (:meth:`recover`).
+        """
+        try:
+            record = json.loads(self.checkpoint.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(record, dict) or record.get("sink") != self.sink:
+            return None
+        state = record.get("state")
+        return dict(state) if isinstance(state, dict) else None
 
     def recover(self, manifest: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]] | None:
         """Reopen the files as the last commit left them: ``(cursor, state)``, or None.

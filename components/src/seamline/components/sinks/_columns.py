@@ -299,8 +299,3 @@ def _json_text(value: Any) -> str:
 
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=plain)
 
-
-def metadata_of(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row's metadata struct as a plain dict, its null fields left out."""
-    values = row.get(METADATA) or {}
-    return {key: value for key, value in values.items() if value is not None}

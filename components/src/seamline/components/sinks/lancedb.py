@@ -28,6 +28,11 @@ table to the recorded version, so an ``append`` can never be applied twice.
 
 After publishing, the sink builds the configured vector index (IVF-PQ or HNSW,
 cosine distance) and the full-text index on ``text``, each a further version.
+
+Memory holds ``buffer_rows`` rows while writing. Publishing streams the staging
+rows into the table; ``upsert`` also holds the set of the run's document ids, and
+its delete condition lists them (``id IN (...)``): a run over millions of
+documents builds a filter of that size.
 """
 
 from __future__ import annotations
