@@ -37,7 +37,7 @@ from __future__ import annotations
 import base64
 import json
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
