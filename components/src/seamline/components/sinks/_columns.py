@@ -298,4 +298,3 @@ def _json_text(value: Any) -> str:
         return tolist() if callable(tolist) else str(item)
 
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=plain)
-
