@@ -171,6 +171,17 @@ def test_append_adds_and_upsert_replaces_the_documents_seen_again(tmp_path: Path
     assert table(tmp_path).version == 3, "one version per run"
 
 
+def test_resuming_with_other_columns_is_refused(tmp_path: Path) -> None:
+    first = sink(tmp_path)
+    first.start(MANIFEST)
+    first.write(with_text(make_records(3)))
+    first.commit("c1")
+    first.close(complete=False)
+    with pytest.raises(UserError, match=r"cannot resume: .*text=True.*set to text=False"):
+        sink(tmp_path, text=False).recover(MANIFEST)
+    assert sink(tmp_path).recover(MANIFEST) == "c1", "the refused resume changed nothing"
+
+
 def test_append_refuses_a_table_of_another_model_or_other_columns(tmp_path: Path) -> None:
     run(tmp_path, with_text(make_records(2)))
     other = {**MANIFEST, "model": {"use": "bert-encoder", "with": {"weights": "other"}}}

@@ -234,7 +234,8 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
 
     def recover(self, manifest: Mapping[str, Any]) -> str | None:
         self._group.manifest = manifest
-        self._undo_interrupted_publication()
+        if self._undo_interrupted_publication():
+            self._group.annotate(publishing=None)
         recovered = self._group.recover(manifest)
         if recovered is None:
             shutil.rmtree(self._staging_database, ignore_errors=True)
@@ -243,8 +244,10 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         cursor, state = recovered
         self._restore_staging(state.get("staged"))
         if state.get("schema") is not None:
-            where = f"the checkpoint of {self._where}"
-            self._layout.adopt(schema_from_text(state["schema"]), where)
+            self._layout.adopt(
+                schema_from_text(state["schema"]), f"the checkpoint of {self._where}"
+            )
+            self._check_same_columns("cannot resume: the rows committed for")
         else:
             self._adopt_the_table()
         return cursor
@@ -367,7 +370,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
     def _open_table(self) -> Table | None:
         return self._open(self._database)
 
-    def _undo_interrupted_publication(self) -> None:
+    def _undo_interrupted_publication(self) -> bool:
         """Restore the table to its version before a publication that did not finish.
 
         The checkpoint records ``publishing`` just before the rows go into the table,
@@ -379,7 +382,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         state = self._group.recorded_state()
         publishing = None if state is None else state.get("publishing")
         if not publishing:
-            return
+            return False
         before = publishing.get("table_version")
         table = self._open_table()
         if table is not None:
@@ -387,7 +390,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
                 _connect(self._database).drop_table(self._table_name)
             elif table.version != before:
                 table.restore(int(before))
-        self._group.annotate(publishing=None)
+        return True
 
     def _adopt_the_table(self) -> None:
         """For append and upsert, write rows of the existing table's schema and model."""
@@ -413,15 +416,19 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
                 "or another path"
             )
         self._layout.adopt(table.schema, f"the table {self._where}")
-        wanted = self.config.metadata_columns
-        if self._layout.text != self.config.text or (
-            wanted is not None and wanted != self._layout.metadata_keys
-        ):
+        self._check_same_columns(f"lancedb sink: cannot {self.config.mode} into")
+
+    def _check_same_columns(self, doing: str) -> None:
+        """The columns adopted (a table's, a checkpoint's) must be those the config asks for."""
+        layout, config = self._layout, self.config
+        wanted = config.metadata_columns
+        if layout.text != config.text or (wanted is not None and wanted != layout.metadata_keys):
+            self._group.abandon()
             raise UserError(
-                f"lancedb sink: cannot {self.config.mode} into {self._where}: the table has the "
-                f"columns text={self._layout.text}, metadata={self._layout.metadata_keys}, but "
-                f"this sink is set to text={self.config.text}, metadata_columns={wanted}; match "
-                "the table's settings, or use mode: overwrite"
+                f"{doing} {self._where}: the rows have the columns text={layout.text}, "
+                f"metadata={layout.metadata_keys}, but this sink is set to text={config.text}, "
+                f"metadata_columns={wanted}; use the settings they were written with, or "
+                "mode: overwrite and a fresh run"
             )
 
     def _staged_rows(self) -> Iterator[pa.RecordBatch]:
