@@ -54,8 +54,14 @@ def queries(corpus: Path, count: int) -> list[str]:
     return lines
 
 
-def keys(rows: list[tuple[float, dict[str, Any]]]) -> list[tuple[str, int]]:
-    return [(str(row["id"]), int(row["window"])) for _, row in rows]
+def keys(rows: list[tuple[float, dict[str, Any]]]) -> set[tuple[str, int]]:
+    """The rows found, by document and window (scores left out: the index's may differ)."""
+    return {(str(row["id"]), int(row["window"])) for _, row in rows}
+
+
+def recall(found: set[tuple[str, int]], truth: set[tuple[str, int]]) -> float:
+    """The share of the exact answer that the index also found (1.0 for an empty answer)."""
+    return len(found & truth) / len(truth) if truth else 1.0
 
 
 def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]:
@@ -80,8 +86,8 @@ def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]
         exact = search_table(index, vector, k, exact=True)
         timings["exact"].append(time.perf_counter() - started)
         how = approximate.how
-        found, truth = set(keys(approximate.rows)), set(keys(exact.rows))
-        recalls.append(len(found & truth) / len(truth))
+        found, truth = keys(approximate.rows), keys(exact.rows)
+        recalls.append(recall(found, truth))
         same += found == truth
     shown = index_path.resolve()
     return {
