@@ -132,12 +132,23 @@ def write_columnar(tmp_path: Path, sink: str, **options: Any) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The three texts written once by the parquet, lancedb (no index) and jsonl sinks."""
+    out = tmp_path_factory.mktemp("indexes")
+    jsonl = out / "jsonl" / "emb.jsonl"
+    write_index(out, f"{{use: jsonl, with: {{path: '{jsonl}'}}}}")
+    # Each in a folder of its own: emb.parquet and emb.lance would share emb.manifest.json.
+    return {sink: write_columnar(out / sink, sink) for sink in ("parquet", "lancedb")} | {
+        "jsonl": jsonl
+    }
+
+
 @pytest.mark.parametrize("sink", ["parquet", "lancedb"])
 def test_parquet_and_lancedb_indexes_are_searched_with_their_stored_text(
-    tmp_path: Path, sink: str
+    written: dict[str, Path], sink: str
 ) -> None:
-    path = write_columnar(tmp_path, sink)
-    found = find(columnar_registry(), path, TEXTS[2], k=3)
+    found = find(columnar_registry(), written[sink], TEXTS[2], k=3)
     assert found.hits[0].doc_id == "d2"
     assert {hit.doc_id for hit in found.hits} == {"d0", "d1", "d2"}
     assert found.hits[0].text == TEXTS[2]
@@ -145,9 +156,7 @@ def test_parquet_and_lancedb_indexes_are_searched_with_their_stored_text(
     assert found.hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert found.how == "exact: every one of 3 rows"
     # The scores are the cosine similarities a jsonl index gives for the same vectors.
-    jsonl = tmp_path / "emb.jsonl"
-    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{jsonl}'}}}}")
-    expected = {h.doc_id: h.score for h in search(registry(), jsonl, TEXTS[2], k=3)}
+    expected = {h.doc_id: h.score for h in search(registry(), written["jsonl"], TEXTS[2], k=3)}
     assert {h.doc_id: h.score for h in found.hits} == pytest.approx(expected, abs=1e-5)
 
 
@@ -175,8 +184,10 @@ def test_an_index_that_holds_no_rows_yet_is_reported_as_such(tmp_path: Path) -> 
     assert "ANNSubIndex" not in found.plan
 
 
-def test_where_filters_a_lancedb_table_before_the_nearest_are_chosen(tmp_path: Path) -> None:
-    path = write_columnar(tmp_path, "lancedb")
+def test_where_filters_a_lancedb_table_before_the_nearest_are_chosen(
+    written: dict[str, Path],
+) -> None:
+    path = written["lancedb"]
     found = find(columnar_registry(), path, TEXTS[1], k=3, where="id != 'd1'")
     assert {hit.doc_id for hit in found.hits} == {"d0", "d2"}
     assert found.how.endswith(", where id != 'd1'")
@@ -184,18 +195,17 @@ def test_where_filters_a_lancedb_table_before_the_nearest_are_chosen(tmp_path: P
         find(columnar_registry(), path, TEXTS[1], where="colour = 1")
 
 
-def test_where_on_a_file_index_says_what_would_work(tmp_path: Path) -> None:
-    path = write_columnar(tmp_path, "parquet")
+def test_where_on_a_file_index_says_what_would_work(written: dict[str, Path]) -> None:
     with pytest.raises(
         UserError, match=r"filters the rows of a LanceDB table.*DuckDB reads Parquet"
     ):
-        find(columnar_registry(), path, TEXTS[1], where="id = 'd1'")
+        find(columnar_registry(), written["parquet"], TEXTS[1], where="id = 'd1'")
 
 
 def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    written: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write_columnar(tmp_path, "lancedb")
+    path = written["lancedb"]
     monkeypatch.setattr(cli, "_registry", columnar_registry)
     shown = CliRunner().invoke(
         cli.app, ["search", str(path), TEXTS[0], "-k", "1", "--exact"], env={"COLUMNS": "150"}
@@ -207,3 +217,13 @@ def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
     assert bad.exit_code == 2
     assert "error: --where 'nope ='" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_an_output_whose_manifest_another_run_replaced_is_refused(tmp_path: Path) -> None:
+    lance = write_columnar(tmp_path, "lancedb")
+    write_columnar(tmp_path, "parquet")  # emb.parquet: the same emb.manifest.json
+    with pytest.raises(
+        UserError, match=r"emb.manifest.json describes another output .*emb.parquet"
+    ):
+        open_index(lance)
+    assert open_index(tmp_path / "emb.parquet").sink == "parquet"

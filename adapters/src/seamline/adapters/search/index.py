@@ -69,6 +69,15 @@ def open_index(index: Path) -> Index:
     outputs = manifest.get("outputs") or _outputs_before_manifests_named_them(index)
     base = path.parent
     files = {purpose: base / name for purpose, name in outputs.get("files", {}).items()}
+    if index != path and files and index.resolve() not in {f.resolve() for f in files.values()}:
+        # Outputs of one stem in one folder (emb.jsonl, emb.lance) share the manifest name:
+        # the last run's manifest describes its own output, not this one.
+        raise UserError(
+            f"{path} describes another output ({', '.join(str(f) for f in files.values())}) "
+            f"of a {outputs.get('sink')} sink, not {index}: a later run with the same name "
+            f"in {base} replaced its manifest. Run the pipeline that writes {index} again, "
+            "and give outputs of different sinks different names"
+        )
     return Index(path, located, str(outputs.get("sink", "")), files)
 
 
