@@ -67,13 +67,18 @@ def published(out: Path, sink: str) -> list[dict[str, Any]]:
     return list(lancedb.connect(str(out)).open_table("emb").search().limit(None).to_list())
 
 
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The rows of a run that was never interrupted (the two sinks write the same rows)."""
+    reference = tmp_path_factory.mktemp("reference")
+    orchestrator(reference, "parquet").run()
+    return published(reference, "parquet")
+
+
 @pytest.mark.parametrize("sink", sorted(SINKS))
 def test_a_killed_run_resumed_publishes_what_a_whole_run_does(
-    tmp_path: Path, sink: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, sink: str, whole: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reference = tmp_path / "reference"
-    orchestrator(reference, sink).run()
-
     out = tmp_path / "out"
     first = orchestrator(out, sink, crash_at=CRASH_AT)
     monkeypatch.setattr(first.sink, "close", lambda complete=True: None)  # killed: no close
@@ -86,7 +91,7 @@ def test_a_killed_run_resumed_publishes_what_a_whole_run_does(
 
     summary = orchestrator(out, sink).run(resume=True)
     assert summary.resumed_from == "9"
-    got, expected = published(out, sink), published(reference, sink)
+    got, expected = published(out, sink), whole
 
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
         return (row["id"], row["window_index"], row["span_start"], row["span_end"], row["text"])
