@@ -229,3 +229,28 @@ def test_an_index_that_cannot_fit_the_vectors_is_refused_before_the_work(tmp_pat
 def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         LanceDbSinkConfig(**{"path": "out/emb.lance", **options})
+
+
+def test_a_run_without_rows_creates_no_table_and_empties_one_under_overwrite(
+    tmp_path: Path,
+) -> None:
+    run(tmp_path, [])
+    assert not (tmp_path / "db" / "emb.lance").exists()
+    assert (tmp_path / "db" / "emb.manifest.json").exists()
+    run(tmp_path, make_records(3))
+    run(tmp_path, [], mode="append")
+    assert len(keys(tmp_path)) == 3, "appending nothing keeps the rows"
+    run(tmp_path, [])
+    assert keys(tmp_path) == [], "overwriting with nothing empties the table"
+
+
+def test_an_index_that_fails_to_build_is_a_user_error_after_the_rows_are_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("lance error: no room for the index")
+
+    monkeypatch.setattr(lancedb.table.LanceTable, "create_index", refuse)
+    with pytest.raises(UserError, match=r"rows are published in .* but building its index failed"):
+        run(tmp_path, make_records(3), index={"type": "hnsw"})
+    assert len(keys(tmp_path)) == 3
