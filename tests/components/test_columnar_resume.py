@@ -12,9 +12,7 @@ import gc
 import json
 from typing import TYPE_CHECKING, Any
 
-import lancedb
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from seamline.components.sinks.lancedb import LanceDbSink
@@ -24,6 +22,10 @@ from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import ComponentInfo, Registry
 from tests.core.test_resume import CRASH_AT, TEXTS
 from tests.core.toy import LoaderCrash, toy_registry
+
+# pyarrow, DuckDB and LanceDB are imported by the tests that use them, not when pytest
+# collects this module: a process pytest starts later (the attention benchmark's workers)
+# inherits the peak memory of the collecting process, and they would add about 100 MB.
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -62,6 +64,9 @@ def orchestrator(out: Path, sink: str, *, crash_at: str | None = None) -> Orches
 
 
 def published(out: Path, sink: str) -> list[dict[str, Any]]:
+    import lancedb
+    import pyarrow.parquet as pq
+
     if sink == "parquet":
         return list(pq.read_table(out / "emb.parquet").to_pylist())
     return list(lancedb.connect(str(out)).open_table("emb").search().limit(None).to_list())

@@ -5,19 +5,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from pydantic import ValidationError
 
 from seamline.components.loaders.parquet import ParquetLoader, ParquetLoaderConfig
 from seamline.contracts import Document, DocumentError, Loaded, Shard, UserError
 
+# pyarrow, DuckDB and LanceDB are imported by the tests that use them, not when pytest
+# collects this module: a process pytest starts later (the attention benchmark's workers)
+# inherits the peak memory of the collecting process, and they would add about 100 MB.
+
 if TYPE_CHECKING:
     from pathlib import Path
 
 
 def write(path: Path, rows: dict[str, Any], row_group_size: int = 2) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table(rows), path, row_group_size=row_group_size)
 
@@ -152,6 +157,8 @@ def test_cursors_of_another_loader_or_a_changed_input_are_refused(corpus: Path) 
 
 def test_memory_follows_the_row_group_not_the_file(tmp_path: Path) -> None:
     # Sixteen row groups of 500 incompressible 1 kB texts: an 8 MB file of 0.5 MB groups.
+    import pyarrow as pa
+
     rng = np.random.default_rng(0)
     letters = rng.integers(97, 123, size=(8000, 1000), dtype=np.uint8)
     texts = [row.tobytes().decode("ascii") for row in letters]

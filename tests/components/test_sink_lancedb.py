@@ -6,7 +6,6 @@ import gc
 import json
 from typing import TYPE_CHECKING, Any
 
-import lancedb
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -15,6 +14,10 @@ from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
 from seamline.contracts import OutputRecord, UserError
 from tests.components.test_sink_parquet import with_text
 from tests.components.test_sinks import ERRORS, make_records, read_jsonl, visible
+
+# pyarrow, DuckDB and LanceDB are imported by the tests that use them, not when pytest
+# collects this module: a process pytest starts later (the attention benchmark's workers)
+# inherits the peak memory of the collecting process, and they would add about 100 MB.
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -27,6 +30,8 @@ def sink(tmp_path: Path, **options: Any) -> LanceDbSink:
 
 
 def table(tmp_path: Path) -> Any:
+    import lancedb
+
     return lancedb.connect(str(tmp_path / "db")).open_table("emb")
 
 
@@ -43,6 +48,8 @@ def run(tmp_path: Path, records: list[OutputRecord], **options: Any) -> None:
 
 
 def test_a_run_publishes_one_table_and_its_companions(tmp_path: Path) -> None:
+    import lancedb
+
     records = with_text(make_records(9))
     out = sink(tmp_path, buffer_rows=2)
     out.start(MANIFEST)
@@ -80,6 +87,8 @@ def test_a_run_publishes_one_table_and_its_companions(tmp_path: Path) -> None:
 
 
 def test_resume_restores_the_staging_table_to_its_committed_version(tmp_path: Path) -> None:
+    import lancedb
+
     records = make_records(10, seed=2)
     first = sink(tmp_path, buffer_rows=2)
     first.start(MANIFEST)
@@ -247,6 +256,8 @@ def test_a_run_without_rows_creates_no_table_and_empties_one_under_overwrite(
 def test_an_index_that_fails_to_build_is_a_user_error_after_the_rows_are_published(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import lancedb
+
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("lance error: no room for the index")
 

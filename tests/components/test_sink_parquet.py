@@ -6,10 +6,7 @@ import gc
 import json
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import structlog
 from pydantic import ValidationError
@@ -17,6 +14,10 @@ from pydantic import ValidationError
 from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
 from seamline.contracts import ContractViolation, OutputRecord, UserError
 from tests.components.test_sinks import ERRORS, make_records, read_jsonl, visible
+
+# pyarrow, DuckDB and LanceDB are imported by the tests that use them, not when pytest
+# collects this module: a process pytest starts later (the attention benchmark's workers)
+# inherits the peak memory of the collecting process, and they would add about 100 MB.
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,6 +40,8 @@ def sink(tmp_path: Path, **options: Any) -> ParquetSink:
 
 
 def rows(tmp_path: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
     return list(pq.read_table(tmp_path / "out" / "emb.parquet").to_pylist())
 
 
@@ -55,6 +58,10 @@ def assert_rows(tmp_path: Path, records: list[OutputRecord]) -> None:
 
 
 def test_round_trip_through_pyarrow_and_duckdb(tmp_path: Path) -> None:
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     records = with_text(make_records(10))
     out = sink(tmp_path, row_group_size=4)
     out.start(MANIFEST)
@@ -96,6 +103,8 @@ def test_round_trip_through_pyarrow_and_duckdb(tmp_path: Path) -> None:
 
 
 def test_resume_continues_after_the_last_committed_row_group(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
     records = with_text(make_records(12, seed=1))
     a, b, c = records[:5], records[5:8], records[8:]
     first = sink(tmp_path, row_group_size=2)
@@ -193,6 +202,9 @@ def test_vectors_of_another_width_are_a_contract_violation(tmp_path: Path) -> No
 
 
 def test_an_empty_run_publishes_a_readable_empty_file(tmp_path: Path) -> None:
+    import duckdb
+    import pyarrow.parquet as pq
+
     out = sink(tmp_path)
     out.start(MANIFEST)
     out.close()
