@@ -7,11 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
-from seamline.adapters.search import index_attention, open_index, search
+from seamline.adapters.cli import main as cli
+from seamline.adapters.search import find, index_attention, open_index, search
 from seamline.components.sinks.jsonl import JsonlSink
+from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.components.sinks.npy import NpySink
-from seamline.contracts import ConfigError, Document, UnsupportedError
+from seamline.components.sinks.parquet import ParquetSink
+from seamline.contracts import ConfigError, Document, UnsupportedError, UserError
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import ComponentInfo, Registry
@@ -98,3 +102,128 @@ def test_a_recorded_attention_not_installed_is_located_in_the_manifest(tmp_path:
         attention_for(tmp_path, {"use": "flash-of-genius"})
     assert "emb.manifest.json:" in str(caught.value)
     assert "no attention component named 'flash-of-genius'" in str(caught.value)
+
+
+# --- parquet and lancedb indexes --------------------------------------------------------
+
+COLUMNAR = [
+    ComponentInfo("sink", c.name, f"{c.__module__}:{c.__name__}", "tests", "0", "ok", "", c, "1.2")
+    for c in (ParquetSink, LanceDbSink)
+]
+
+
+def columnar_registry() -> Registry:
+    return Registry([*registry().entries(), *COLUMNAR])
+
+
+def write_columnar(tmp_path: Path, sink: str, **options: Any) -> Path:
+    """An index of the three texts, written by ``sink`` (parquet or lancedb)."""
+    path = tmp_path / ("emb.parquet" if sink == "parquet" else "emb.lance")
+    reg = columnar_registry()
+    text = (
+        "pipeline: search\n"
+        f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        f"sink: {{use: {sink}, with: {json.dumps({'path': str(path), **options})}}}\n"
+        "run: {batch_size: 4, buckets: [4, 8, 16]}\n"
+    )
+    Orchestrator(parse_pipeline(text, "p.yaml", reg), reg).run()
+    return path
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The three texts written once by the parquet, lancedb (no index) and jsonl sinks."""
+    out = tmp_path_factory.mktemp("indexes")
+    jsonl = out / "jsonl" / "emb.jsonl"
+    write_index(out, f"{{use: jsonl, with: {{path: '{jsonl}'}}}}")
+    # Each in a folder of its own: emb.parquet and emb.lance would share emb.manifest.json.
+    return {sink: write_columnar(out / sink, sink) for sink in ("parquet", "lancedb")} | {
+        "jsonl": jsonl
+    }
+
+
+@pytest.mark.parametrize("sink", ["parquet", "lancedb"])
+def test_parquet_and_lancedb_indexes_are_searched_with_their_stored_text(
+    written: dict[str, Path], sink: str
+) -> None:
+    found = find(columnar_registry(), written[sink], TEXTS[2], k=3)
+    assert found.hits[0].doc_id == "d2"
+    assert {hit.doc_id for hit in found.hits} == {"d0", "d1", "d2"}
+    assert found.hits[0].text == TEXTS[2]
+    assert found.hits[0].snippet(width=20) == TEXTS[2][:19] + "…"
+    assert found.hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert found.how == "exact: every one of 3 rows"
+    # The scores are the cosine similarities a jsonl index gives for the same vectors.
+    expected = {h.doc_id: h.score for h in search(registry(), written["jsonl"], TEXTS[2], k=3)}
+    assert {h.doc_id: h.score for h in found.hits} == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_lancedb_table_is_searched_through_its_index_unless_exact(tmp_path: Path) -> None:
+    index = {"type": "hnsw", "num_partitions": 1, "refine_factor": 4}
+    path = write_columnar(tmp_path, "lancedb", index=index)
+    reg = columnar_registry()
+    through = find(reg, path, TEXTS[1], k=2)
+    assert through.how == "vector index embedding_idx (IvfHnswSq: 3 rows indexed, refine_factor 4)"
+    assert "ANNSubIndex" in through.plan
+    assert through.hits[0].doc_id == "d1"
+    exact = find(reg, path, TEXTS[1], k=2, exact=True)
+    assert exact.how == "exact: every one of 3 rows"
+    assert "ANNSubIndex" not in exact.plan
+    assert "KNNVectorDistance: metric=cosine" in exact.plan
+    assert [h.doc_id for h in exact.hits] == [h.doc_id for h in through.hits]
+
+
+def test_an_index_that_holds_no_rows_yet_is_reported_as_such(tmp_path: Path) -> None:
+    # IVF-PQ trains on 256 rows or more: with three, LanceDB compares them all exactly.
+    index = {"type": "ivf_pq", "num_partitions": 1, "num_sub_vectors": 4}
+    path = write_columnar(tmp_path, "lancedb", index=index)
+    found = find(columnar_registry(), path, TEXTS[1], k=2)
+    assert found.how == "vector index embedding_idx (IvfPq: 0 rows indexed, 3 compared exactly)"
+    assert "ANNSubIndex" not in found.plan
+
+
+def test_where_filters_a_lancedb_table_before_the_nearest_are_chosen(
+    written: dict[str, Path],
+) -> None:
+    path = written["lancedb"]
+    found = find(columnar_registry(), path, TEXTS[1], k=3, where="id != 'd1'")
+    assert {hit.doc_id for hit in found.hits} == {"d0", "d2"}
+    assert found.how.endswith(", where id != 'd1'")
+    with pytest.raises(UserError, match=r"--where 'colour = 1' is not a filter.*columns: id, "):
+        find(columnar_registry(), path, TEXTS[1], where="colour = 1")
+
+
+def test_where_on_a_file_index_says_what_would_work(written: dict[str, Path]) -> None:
+    with pytest.raises(
+        UserError, match=r"filters the rows of a LanceDB table.*DuckDB reads Parquet"
+    ):
+        find(columnar_registry(), written["parquet"], TEXTS[1], where="id = 'd1'")
+
+
+def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
+    written: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = written["lancedb"]
+    monkeypatch.setattr(cli, "_registry", columnar_registry)
+    shown = CliRunner().invoke(
+        cli.app, ["search", str(path), TEXTS[0], "-k", "1", "--exact"], env={"COLUMNS": "150"}
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "exact: every one of 3 rows" in shown.output
+    assert "alpha beta gamma" in shown.output
+    bad = CliRunner().invoke(cli.app, ["search", str(path), "q", "--where", "nope ="])
+    assert bad.exit_code == 2
+    assert "error: --where 'nope ='" in bad.output
+    assert "Traceback" not in bad.output
+
+
+def test_an_output_whose_manifest_another_run_replaced_is_refused(tmp_path: Path) -> None:
+    lance = write_columnar(tmp_path, "lancedb")
+    write_columnar(tmp_path, "parquet")  # emb.parquet: the same emb.manifest.json
+    with pytest.raises(
+        UserError, match=r"emb.manifest.json describes another output .*emb.parquet"
+    ):
+        open_index(lance)
+    assert open_index(tmp_path / "emb.parquet").sink == "parquet"

@@ -102,6 +102,35 @@ def test_a_run_without_any_reference_attention_installed_finishes_cleanly() -> N
     assert finished.ok
 
 
+@pytest.mark.parametrize("copies", [False, True], ids=["same-examples", "copied-examples"])
+def test_each_record_carries_the_text_of_its_span(copies: bool) -> None:
+    # One example per word, so a record's text is a part of its document, not all of it;
+    # a model whose collate returns copies of its examples gets the texts all the same.
+    texts = ["alpha beta", "gamma  delta epsilon", "zeta"]
+    registry = toy_registry()
+    text = (
+        "pipeline: texts\n"
+        f"loader: {{use: list, with: {{texts: {texts!r}}}}}\n"
+        f"model: {{use: toy, with: {{windows: true, copy_examples: {str(copies).lower()}}}}}\n"
+        "attention: {use: native}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 2, buckets: [4]}\n"
+    )
+    Orchestrator(parse_pipeline(text, "texts.yaml", registry), registry).run()
+    got = sorted((r.doc_id, r.index, r.text) for r in MemorySink.records)
+    assert got == [
+        ("d0", 0, "alpha"),
+        ("d0", 1, "beta"),
+        ("d1", 0, "gamma"),
+        ("d1", 1, "delta"),
+        ("d1", 2, "epsilon"),
+        ("d2", 0, "zeta"),
+    ]
+    for record in MemorySink.records:
+        document = texts[int(record.doc_id[1:])]
+        assert record.text == document[record.span[0] : record.span[1]]
+
+
 def test_records_do_not_depend_on_batch_neighbours() -> None:
     run("native")
     together = {r.doc_id: r.vector for r in MemorySink.records}

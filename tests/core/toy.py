@@ -6,8 +6,10 @@ directly, as discovery would from entry points.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import jax
@@ -109,6 +111,10 @@ class CountingSink(Sink[ComponentConfig]):
 
 class ToyConfig(ComponentConfig):
     max_length: int = 16
+    windows: bool = False
+    """One example per word (its span that word) instead of one per document."""
+    copy_examples: bool = False
+    """``collate`` returns equal copies of its examples, not the objects it was given."""
 
 
 class ToyModel(Model[ToyConfig]):
@@ -128,6 +134,18 @@ class ToyModel(Model[ToyConfig]):
     def prepare(self, document: Document) -> Sequence[Example]:
         if document.text == "boom":
             raise ValueError("cannot prepare 'boom'")
+        if self.config.windows:
+            words = [(m.start(), m.end()) for m in re.finditer(r"\S+", document.text)]
+            return [
+                Example(
+                    document.id,
+                    i,
+                    span,
+                    1,
+                    {"ids": np.asarray([hash(document.text[slice(*span)]) % 97])},
+                )
+                for i, span in enumerate(words)
+            ]
         ids = [hash(w) % 97 for w in document.text.split()][: self.max_length] or [0]
         return [
             Example(document.id, 0, (0, len(document.text)), len(ids), {"ids": np.asarray(ids)})
@@ -139,6 +157,8 @@ class ToyModel(Model[ToyConfig]):
         for row, example in enumerate(examples):
             ids[row, : example.length] = example.features["ids"]
             mask[row, : example.length] = 1
+        if self.config.copy_examples:
+            examples = [replace(example) for example in examples]
         return Batch(tuple(examples), {"ids": ids, "mask": mask}, batch_size, length)
 
     def describe(self) -> dict[str, str]:

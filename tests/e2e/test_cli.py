@@ -163,3 +163,35 @@ def test_bad_options_exit_2(workspace: Path, option: list[str], message: str) ->
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_default_pipeline_writes_a_lancedb_table_that_search_finds_the_topic_in(
+    workspace: Path,
+) -> None:
+    """``make run``'s pipeline file itself, on the six topics: LanceDB, its indexes, search."""
+    import lancedb
+
+    table = workspace / "default" / "emb.lance"
+    pipeline = Path(__file__).parents[2] / "examples" / "pipelines" / "embed-docs.yaml"
+    ran = CliRunner().invoke(
+        app,
+        ["run", str(pipeline), "--no-compile-cache", "--set", f"sink.with.path={table}"],
+        env={"SEAMLINE_CORPUS": str(workspace / "corpus")},
+    )
+    assert ran.exit_code == 0, ran.output
+    opened = lancedb.connect(str(table.parent)).open_table("emb")
+    assert {index.columns[0] for index in opened.list_indices()} == {"embedding", "text"}
+    rows = opened.search().select(["id"]).limit(None).to_list()
+    assert {row["id"] for row in rows} == {f"pydoc-{n}.txt" for n in TOPICS}
+    found = CliRunner().invoke(
+        app,
+        ["search", str(table), "catching exceptions with try and except clauses", "-k", "3"],
+        env={"COLUMNS": "200"},
+    )
+    assert found.exit_code == 0, found.output
+    first_hit = next(line for line in found.output.splitlines() if "pydoc-" in line)
+    assert "pydoc-try.txt" in first_hit
+    # Fewer than 256 rows: the IVF-PQ index holds none, and search says it compared them all.
+    assert (
+        f"vector index embedding_idx (IvfPq: 0 rows indexed, {len(rows)} compared" in found.output
+    )

@@ -17,13 +17,21 @@ from seamline.contracts.versions import Kind
 
 @dataclass(frozen=True, slots=True)
 class OutputRecord:
-    """The output for one example: which document, which part of it, and the vector."""
+    """The output for one example: which document, which part of it, and the vector.
+
+    ``text`` (sink contract 1.2) is the part of the document's text the example
+    covers, ``document.text[span[0]:span[1]]``. The orchestrator fills it in so that
+    a sink can store what each vector stands for (a full-text index, a snippet in
+    search results) whatever the loader, not only for documents that name a file.
+    It is None where nobody provided it (records made by hand, an older host).
+    """
 
     doc_id: str
     index: int
     span: tuple[int, int]
     vector: npt.NDArray[np.floating[Any]]
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    text: str | None = None
 
 
 SinkConfigT = TypeVar("SinkConfigT", bound=ComponentConfig)
@@ -51,6 +59,9 @@ class Sink(Component[SinkConfigT], abc.ABC):
     - ``close(complete=True)`` publishes and removes the checkpoint state.
 
     Only one run at a time may write to one destination.
+
+    Since contract 1.2 each record carries the text of its span
+    (:attr:`OutputRecord.text`); a sink written for 1.2 may rely on it.
     """
 
     kind: ClassVar[Kind] = "sink"

@@ -19,7 +19,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "model": "1.2",
     "loader": "1.0",
     "monitor": "1.2",
-    "sink": "1.1",
+    "sink": "1.2",
 }
 
 

@@ -104,6 +104,19 @@ class _Counts:
 
 
 @dataclass(frozen=True, slots=True)
+class _Collated:
+    """A batch from the host work, with the text of each example's span (``batch.examples`` order).
+
+    The texts travel beside the batch rather than inside the examples: an
+    :class:`Example` is the model's data, and the text is the sink's (records carry it,
+    sink contract 1.2).
+    """
+
+    batch: Batch
+    texts: tuple[str | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class _Checkpoint:
     """From the host work: everything loaded up to ``cursor`` has been yielded before this."""
 
@@ -137,6 +150,9 @@ class Orchestrator:
         self.resumed_from: str | None = None
         self._started = 0.0
         self._first_output: float | None = None
+        self._texts: dict[int, str] = {}
+        """The span text of each example waiting in the batcher, by ``id()`` of the example
+        object (alive there until it is collated). Used by the producer thread only."""
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
         return self.registry.create(choice.kind, choice.name, choice.config)
@@ -184,8 +200,8 @@ class Orchestrator:
                 with self.model_seam.call("load"):
                     params = jax.device_put(self.model.load())
                 for item in prefetched(self._host_work(after), spec.run.prefetch):
-                    if isinstance(item, Batch):
-                        self._process(params, item)
+                    if isinstance(item, _Collated):
+                        self._process(params, item.batch, item.texts)
                     elif isinstance(item, _Checkpoint):
                         # FIFO: every batch and error before it is written (see _commit).
                         self._commit(item.cursor)
@@ -239,7 +255,7 @@ class Orchestrator:
 
     def _host_work(
         self, after: str | None = None
-    ) -> Iterator[Batch | tuple[DocumentError, str] | _Checkpoint]:
+    ) -> Iterator[_Collated | tuple[DocumentError, str] | _Checkpoint]:
         """Read, prepare and bucket documents; yields batches, set-aside documents and checkpoints.
 
         Every ``checkpoint_every`` loaded items (documents and error records) the
@@ -310,7 +326,7 @@ class Orchestrator:
 
     def _host_item(
         self, item: Document | DocumentError, batcher: Bucketer | Packer, thread: Mapping[str, Any]
-    ) -> Iterator[Batch | tuple[DocumentError, str]]:
+    ) -> Iterator[_Collated | tuple[DocumentError, str]]:
         """One loaded item: set aside, or prepared into examples and bucketed."""
         if isinstance(item, DocumentError):
             yield item, "load"
@@ -323,6 +339,8 @@ class Orchestrator:
         for example in examples:
             if item.metadata:  # records carry their document's metadata (path, source...)
                 example = replace(example, metadata={**item.metadata, **example.metadata})
+            start, end = example.span
+            self._texts[id(example)] = item.text[start:end]  # records carry it too
             yield from map(self._collate, batcher.add(example))
 
     def _prepare(
@@ -341,18 +359,32 @@ class Orchestrator:
         check_examples(model.name, examples, model.max_length)
         return examples
 
-    def _collate(self, planned: Planned) -> Batch:
+    def _collate(self, planned: Planned) -> _Collated:
         model = self.model
         if planned.placement is None:  # as every model before contract 1.2 is called
             batch = model.collate(planned.examples, planned.rows, planned.length)
         else:
             batch = model.collate(planned.examples, planned.rows, planned.length, planned.placement)
         check_batch(model.name, batch, planned.rows, planned.length)
-        return batch
+        return _Collated(batch, self._span_texts(planned.examples, batch.examples))
+
+    def _span_texts(
+        self, planned: Sequence[Example], collated: Sequence[Example]
+    ) -> tuple[str | None, ...]:
+        """The texts of ``collated``'s examples, taken out of the waiting texts.
+
+        ``collate`` returns the examples it was given; a model that returns equal copies
+        instead is matched by document, window and span.
+        """
+        texts = {id(example): self._texts.pop(id(example), None) for example in planned}
+        if all(id(example) in texts for example in collated):
+            return tuple(texts[id(example)] for example in collated)
+        by_key = {(e.doc_id, e.index, e.span): texts[id(e)] for e in planned}
+        return tuple(by_key.get((e.doc_id, e.index, e.span)) for e in collated)
 
     # -- device work (this thread) ---------------------------------------------------------
 
-    def _process(self, params: Any, batch: Batch) -> None:
+    def _process(self, params: Any, batch: Batch, texts: Sequence[str | None]) -> None:
         started = time.perf_counter()
         step = self.steps.step(params, batch)
         model = self.model
@@ -362,8 +394,8 @@ class Orchestrator:
         check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
         outputs = self.steps.shadow(params, batch, step, outputs)
         records = [
-            OutputRecord(ex.doc_id, ex.index, ex.span, outputs[row], ex.metadata)
-            for row, ex in zip(batch.example_rows, batch.examples, strict=True)
+            OutputRecord(ex.doc_id, ex.index, ex.span, outputs[row], ex.metadata, text)
+            for row, ex, text in zip(batch.example_rows, batch.examples, texts, strict=True)
         ]
         with self.sink_seam.call("write", {"seamline.records": len(records)}):
             self.sink.write(records)

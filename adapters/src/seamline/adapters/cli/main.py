@@ -594,9 +594,14 @@ def schema(
 @app.command()
 def search(
     index: Annotated[
-        Path, typer.Argument(help="An index written by a jsonl or npy sink, or its manifest.")
+        Path,
+        typer.Argument(
+            help="An index a pipeline wrote: a LanceDB table (out/emb.lance), a Parquet, JSON "
+            "Lines or .npy file, or its .manifest.json.",
+            show_default=False,
+        ),
     ],
-    query: Annotated[str, typer.Argument(help="The text to search for.")],
+    query: Annotated[str, typer.Argument(help="The text to search for.", show_default=False)],
     k: Annotated[int, typer.Option("-k", min=1, help="How many results.")] = 5,
     attention: Annotated[
         str | None,
@@ -605,21 +610,39 @@ def search(
             help="Embed the query with this attention instead of the index's recorded choice.",
         ),
     ] = None,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact", help="Compare with every vector even where the table has a vector index."
+        ),
+    ] = False,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where",
+            help="A SQL filter on a LanceDB table's rows, applied before the nearest are "
+            'chosen: "metadata.bytes > 1000".',
+            metavar="SQL",
+        ),
+    ] = None,
 ) -> None:
     """Embed QUERY with the index's own model and attention; print the nearest documents.
 
-    INDEX is the file a jsonl or npy sink published (or its .manifest.json): the
-    manifest beside it names the model, the attention and where every file is.
+    INDEX is what a sink published (or its .manifest.json): the manifest beside it
+    names the model, the attention and where every file or table is. A LanceDB
+    table is searched through its vector index when it has one; files are scanned.
     """
     from seamline.adapters.logging_setup import configure_logging
-    from seamline.adapters.search import search as run_search
+    from seamline.adapters.search import find
 
     configure_logging(level="warning")
-    hits = _user_errors(lambda: run_search(_registry(), index, query, k, attention))
-    table = _table(title=f"nearest to {query!r}")
+    found = _user_errors(
+        lambda: find(_registry(), index, query, k, attention, exact=exact, where=where)
+    )
+    table = _table(title=f"nearest to {query!r}", caption=found.how)
     for column in ("score", "document", "window", "text"):
         table.add_column(column, overflow="fold")
-    for hit in hits:
+    for hit in found.hits:
         table.add_row(f"{hit.score:.3f}", hit.doc_id, str(hit.window), hit.snippet())
     _consoles.out.print(table)
 

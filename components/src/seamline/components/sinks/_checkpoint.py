@@ -65,14 +65,28 @@ class ResumableGroup:
 
     ``files`` are ``(purpose, destination)`` pairs in publication order, primary
     file last; the manifest is written at ``manifest_path`` when publishing, before
-    them all.
+    them all. A sink whose primary output is not a byte stream this group can cut
+    back (a Parquet file of row groups, a LanceDB table) names it as ``primary``
+    instead: the checkpoint is named after it and the manifest lists it, but the
+    sink writes, recovers and publishes it itself, with whatever state it needs in
+    the checkpoint's ``state``.
     """
 
-    def __init__(self, sink: str, manifest_path: Path, files: Sequence[tuple[str, Path]]) -> None:
+    def __init__(
+        self,
+        sink: str,
+        manifest_path: Path,
+        files: Sequence[tuple[str, Path]],
+        *,
+        primary: tuple[str, Path] | None = None,
+    ) -> None:
         self.sink = sink
         self.manifest_path = manifest_path
         self.targets = list(files)
-        self.checkpoint = checkpoint_path(self.targets[-1][1])
+        self.primary = primary
+        self.details: dict[str, Any] = {}
+        """More for the manifest's ``outputs`` (the lancedb sink: its index settings)."""
+        self.checkpoint = checkpoint_path((primary or self.targets[-1])[1])
         self.manifest: Mapping[str, Any] = {}
         self.files: dict[str, AtomicFile] | None = None
         self.committed = False
@@ -108,25 +122,61 @@ class ResumableGroup:
             for directory in {partial_path(d).parent for _, d in self.targets}:
                 fsync_directory(directory)
             self._directories_synced = True
-        record = {
+        lengths = {purpose: atomic.length() for purpose, atomic in files.items()}
+        write_json_atomically(self.checkpoint, self._record(cursor, lengths, state))
+        self.committed = True
+
+    def _record(
+        self, cursor: str | None, lengths: Mapping[str, int], state: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {
             "seamline_checkpoint": CHECKPOINT_FORMAT,
             "sink": self.sink,
             "cursor": cursor,
             "model": _json_value(self.manifest.get("model")),
             "files": {
-                purpose: {"partial": str(atomic.temporary), "bytes": atomic.length()}
-                for purpose, atomic in files.items()
+                purpose: {"partial": str(partial_path(destination)), "bytes": lengths[purpose]}
+                for purpose, destination in self.targets
             },
             "state": _json_value(dict(state)),
         }
+
+    def annotate(self, **state: Any) -> None:
+        """Add ``state`` to the checkpoint without changing what it covers.
+
+        The cursor and the lengths stay those of the last commit; without one, the
+        checkpoint covers nothing (cursor None, empty files), and a resume starts from
+        the beginning. A sink records here what it is about to do that a crash must
+        undo (the lancedb sink: publishing into a table).
+        """
+        record = self._load()
+        if record is None:
+            record = self._record(None, dict.fromkeys((p for p, _ in self.targets), 0), {})
+        record["state"] = _json_value({**record["state"], **state})
         write_json_atomically(self.checkpoint, record)
         self.committed = True
 
-    def recover(self, manifest: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    def recorded_state(self) -> dict[str, Any] | None:
+        """The state of this sink's checkpoint on disk, whatever model or files it was for.
+
+        None when there is none, or it is unreadable or another sink's: a fresh run
+        deletes such a checkpoint anyway, and a resume reports it (:meth:`recover`).
+        """
+        try:
+            record = json.loads(self.checkpoint.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(record, dict) or record.get("sink") != self.sink:
+            return None
+        state = record.get("state")
+        return dict(state) if isinstance(state, dict) else None
+
+    def recover(self, manifest: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]] | None:
         """Reopen the files as the last commit left them: ``(cursor, state)``, or None.
 
         With no checkpoint, any partial files are deleted and None is returned (the
-        run starts from the beginning, and the files are created on first use).
+        run starts from the beginning, and the files are created on first use). The
+        cursor is None when the checkpoint covers nothing (see :meth:`annotate`).
         """
         self.manifest = manifest
         record = self._read()
@@ -137,9 +187,22 @@ class ResumableGroup:
         self.files = self._open_files(lengths)
         self.committed = True
         self._directories_synced = True
-        return str(record["cursor"]), dict(record["state"])
+        cursor = record["cursor"]
+        return (None if cursor is None else str(cursor)), dict(record["state"])
 
     def _read(self) -> dict[str, Any] | None:
+        """The checkpoint, checked against this output and this run's model; None if absent."""
+        record = self._load()
+        if record is not None and record.get("model") != _json_value(self.manifest.get("model")):
+            raise UserError(
+                f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
+                f"another model configuration ({record.get('model')}); resuming would mix "
+                "vectors of two models. Run again without resuming to start over"
+            )
+        return record
+
+    def _load(self) -> dict[str, Any] | None:
+        """The checkpoint, checked to be this sink's for these files; None if absent."""
         try:
             text = self.checkpoint.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -150,7 +213,7 @@ class ResumableGroup:
             files = record["files"]
             valid = (
                 record["seamline_checkpoint"] == CHECKPOINT_FORMAT
-                and isinstance(record["cursor"], str)
+                and isinstance(record["cursor"], str | None)
                 and isinstance(record["state"], dict)
                 and isinstance(files, dict)
             )
@@ -168,12 +231,6 @@ class ResumableGroup:
                 f"cannot resume: the checkpoint {where!r} was written by a {record.get('sink')} "
                 f"sink for other files ({', '.join(map(str, recorded.values()))}); run again "
                 "without resuming to start over"
-            )
-        if record.get("model") != _json_value(self.manifest.get("model")):
-            raise UserError(
-                f"cannot resume: the output committed in {where!r} was made by another model "
-                f"configuration ({record.get('model')}); resuming would mix vectors of two "
-                "models. Run again without resuming to start over"
             )
         return dict(record)
 
@@ -199,8 +256,8 @@ class ResumableGroup:
 
     # -- the end -----------------------------------------------------------------------
 
-    def publish(self) -> None:
-        """Delete the checkpoint, then publish the manifest and every file, in order."""
+    def publish(self, last: Sequence[AtomicFile] = ()) -> None:
+        """Delete the checkpoint, then publish the manifest, every file, and ``last``, in order."""
         files = self.open()
         self.checkpoint.unlink(missing_ok=True)
         self.committed = False
@@ -211,7 +268,7 @@ class ResumableGroup:
             self.discard()
             raise
         target.write(manifest_bytes({**self.manifest, "outputs": self.outputs()}))
-        for atomic in files.values():
+        for atomic in [*files.values(), *last]:
             group.add(atomic)
         group.publish()
 
@@ -224,12 +281,12 @@ class ResumableGroup:
         """
         base = self.manifest_path.parent
         files = {}
-        for purpose, destination in self.targets:
+        for purpose, destination in [*self.targets, *([self.primary] if self.primary else [])]:
             try:
                 files[purpose] = destination.relative_to(base).as_posix()
             except ValueError:
                 files[purpose] = str(destination)
-        return {"sink": self.sink, "files": files}
+        return {"sink": self.sink, "files": files, **self.details}
 
     def abandon(self) -> None:
         """End without publishing: keep the committed state if there is one, else delete all."""

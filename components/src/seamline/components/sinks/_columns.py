@@ -1,0 +1,300 @@
+"""Output records as Arrow columns: the one row layout the parquet and lancedb sinks share.
+
+A columnar store has one schema for all of its rows, but records arrive one batch
+at a time and their metadata is whatever the loader put there. So the schema is
+fixed once — by the first batch written, by a checkpoint being resumed, or by the
+table being appended to — and every later batch is converted to it:
+
+================ ================================= ==========================
+column           type                              from
+================ ================================= ==========================
+``id``           string                            ``OutputRecord.doc_id``
+``window_index`` int32                             ``OutputRecord.index``
+``span_start``   int64                             ``OutputRecord.span[0]``
+``span_end``     int64                             ``OutputRecord.span[1]``
+``text``         string (only with ``text: true``) ``OutputRecord.text``
+``metadata``     struct, one field per key         ``OutputRecord.metadata``
+``embedding``    fixed_size_list<float32>[dim]     ``OutputRecord.vector``
+================ ================================= ==========================
+
+Metadata is a struct rather than columns of its own so that no key can collide with
+the columns above; DuckDB, LanceDB and pandas all read ``metadata.path``. There is no
+struct when there are no keys. The window is ``window_index``, not ``window``, which
+SQL reserves. The struct's fields are the keys configured, or those of the first
+batch; each field's type is inferred from the first batch's values (integers as
+int64, floats as float64; a key with no value there, or values of mixed types,
+becomes a string). A later value of another type is refused rather than cast
+(pyarrow would silently turn 1.5 into 1); a value for a string field is written as
+its JSON text. Keys that first appear after the schema was fixed are not stored:
+the sink warns once per key.
+
+pyarrow is imported when a sink first needs it, not when the component is
+discovered, so that commands which never write a table do not pay for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import structlog
+
+from seamline.components.sinks.jsonl import checked_vector
+from seamline.contracts import ContractViolation, OutputRecord, UserError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = structlog.get_logger("seamline.components")
+
+ID, WINDOW, SPAN_START, SPAN_END, TEXT, METADATA, EMBEDDING = (
+    "id",
+    "window_index",
+    "span_start",
+    "span_end",
+    "text",
+    "metadata",
+    "embedding",
+)
+REQUIRED = (ID, WINDOW, SPAN_START, SPAN_END, EMBEDDING)
+LAYOUT_KEY = b"seamline.layout"
+LAYOUT_VERSION = b"1"
+
+
+def schema_to_text(schema: pa.Schema) -> str:
+    """A schema as text a checkpoint (JSON) can hold: Arrow's own IPC form, base64."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def schema_from_text(text: str) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+class RowLayout:
+    """Turns batches of :class:`OutputRecord` into Arrow record batches of one schema."""
+
+    def __init__(self, sink: str, *, text: bool, metadata_keys: Sequence[str] | None) -> None:
+        self.sink = sink
+        self.text = text
+        self.metadata_keys = None if metadata_keys is None else list(metadata_keys)
+        self.schema: pa.Schema | None = None
+        self._ignored: set[str] = set()
+
+    @property
+    def dim(self) -> int | None:
+        """The vectors' length, once the schema is fixed."""
+        if self.schema is None:
+            return None
+        return int(self.schema.field(EMBEDDING).type.list_size)
+
+    def adopt(self, schema: pa.Schema, where: str) -> None:
+        """Write rows of ``schema`` from now on (a resumed checkpoint's, or an existing table's).
+
+        ``where`` names the schema's owner in the error if it is not a layout this
+        module writes.
+        """
+        import pyarrow as pa
+
+        missing = [name for name in REQUIRED if name not in schema.names]
+        embedding = schema.field(EMBEDDING) if EMBEDDING in schema.names else None
+        if (
+            missing
+            or embedding is None
+            or not pa.types.is_fixed_size_list(embedding.type)
+            or embedding.type.value_type != pa.float32()
+        ):
+            detail = f"no column {missing[0]!r}" if missing else "no float32 'embedding' vectors"
+            raise UserError(
+                f"{self.sink} sink: {where} was not written by seamline ({detail}; it has "
+                f"{', '.join(schema.names)}); write to another path, or replace it"
+            )
+        self.schema = schema
+        self.text = TEXT in schema.names
+        if METADATA in schema.names:
+            self.metadata_keys = [field.name for field in schema.field(METADATA).type]
+        else:
+            self.metadata_keys = []
+
+    def batch(self, records: Sequence[OutputRecord]) -> pa.RecordBatch:
+        """``records`` as one record batch; the first call fixes the schema."""
+        import pyarrow as pa
+
+        vectors = [checked_vector(record) for record in records]
+        if self.schema is None:
+            self.schema = self._first_schema(records, vectors)
+        dim = self.dim
+        for record, vector in zip(records, vectors, strict=True):
+            if vector.shape[0] != dim:
+                raise ContractViolation(
+                    f"record {record.doc_id!r} window {record.index}: vector has "
+                    f"{vector.shape[0]} values but the {self.sink} output's have {dim}"
+                )
+        schema = self.schema
+        columns: dict[str, pa.Array] = {
+            ID: pa.array([record.doc_id for record in records], pa.string()),
+            WINDOW: pa.array([int(record.index) for record in records], pa.int32()),
+            SPAN_START: pa.array([int(record.span[0]) for record in records], pa.int64()),
+            SPAN_END: pa.array([int(record.span[1]) for record in records], pa.int64()),
+        }
+        if TEXT in schema.names:
+            columns[TEXT] = pa.array([record.text for record in records], pa.string())
+        if METADATA in schema.names:
+            columns[METADATA] = self._metadata(records, schema.field(METADATA).type)
+        matrix = np.stack(vectors).astype(np.float32, copy=False) if vectors else np.zeros(0)
+        flat = pa.array(matrix.reshape(-1), pa.float32())
+        columns[EMBEDDING] = pa.FixedSizeListArray.from_arrays(flat, dim)
+        return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+    # -- the schema ----------------------------------------------------------------------
+
+    def empty_schema(self) -> pa.Schema:
+        """The schema of an output with no rows: no metadata, vectors of length 0."""
+        return self._schema([], 0)
+
+    def _first_schema(
+        self, records: Sequence[OutputRecord], vectors: Sequence[np.ndarray[Any, Any]]
+    ) -> pa.Schema:
+        import pyarrow as pa
+
+        if not vectors:
+            raise ContractViolation(f"{self.sink} sink: the schema needs at least one record")
+        keys = self.metadata_keys
+        if keys is None:
+            keys = list(dict.fromkeys(key for record in records for key in record.metadata))
+        metadata = [
+            pa.field(key, _inferred_type([r.metadata.get(key) for r in records])) for key in keys
+        ]
+        self.metadata_keys = keys
+        return self._schema(metadata, int(vectors[0].shape[0]))
+
+    def _schema(self, metadata: Sequence[pa.Field], dim: int) -> pa.Schema:
+        import pyarrow as pa
+
+        fields = [
+            pa.field(ID, pa.string(), nullable=False),
+            pa.field(WINDOW, pa.int32(), nullable=False),
+            pa.field(SPAN_START, pa.int64(), nullable=False),
+            pa.field(SPAN_END, pa.int64(), nullable=False),
+        ]
+        if self.text:
+            fields.append(pa.field(TEXT, pa.string()))
+        if metadata:
+            fields.append(pa.field(METADATA, pa.struct(list(metadata))))
+        fields.append(pa.field(EMBEDDING, pa.list_(pa.float32(), dim), nullable=False))
+        return pa.schema(fields, metadata={LAYOUT_KEY: LAYOUT_VERSION})
+
+    # -- metadata ------------------------------------------------------------------------
+
+    def _metadata(self, records: Sequence[OutputRecord], struct: pa.StructType) -> pa.Array:
+        import pyarrow as pa
+
+        names = {field.name for field in struct}
+        for record in records:
+            for key in record.metadata:
+                if key not in names and key not in self._ignored:
+                    self._ignored.add(key)
+                    log.warning(
+                        "metadata key not stored",
+                        sink=self.sink,
+                        key=key,
+                        document=record.doc_id,
+                        reason="the output's columns were fixed before this key appeared; "
+                        "list it in metadata_columns to keep it",
+                    )
+        children = [
+            _column([record.metadata.get(field.name) for record in records], field, records)
+            for field in struct
+        ]
+        return pa.StructArray.from_arrays(children, fields=list(struct))
+
+
+def _inferred_type(values: Sequence[Any]) -> pa.DataType:
+    """The Arrow type of one metadata key, from its values in the first batch."""
+    import pyarrow as pa
+
+    present = [value for value in values if value is not None]
+    if not present:
+        return pa.string()
+    try:
+        inferred = pa.array(present).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types: keep them as text
+        return pa.string()
+    if pa.types.is_integer(inferred):
+        return pa.int64()
+    if pa.types.is_floating(inferred):
+        return pa.float64()
+    if pa.types.is_null(inferred):
+        return pa.string()
+    return inferred
+
+
+def _column(values: list[Any], field: pa.Field, records: Sequence[OutputRecord]) -> pa.Array:
+    """One metadata field's values as an array of its type; a UserError names a misfit."""
+    import pyarrow as pa
+
+    kind = field.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        texts = [
+            value if value is None or isinstance(value, str) else _json_text(value)
+            for value in values
+        ]
+        return pa.array(texts, kind)
+    for record, value in zip(records, values, strict=True):
+        if value is not None and not _fits(value, kind):
+            raise _misfit(field, record, value)
+    try:
+        return pa.array(values, kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        record, value = next(
+            (r, v) for r, v in zip(records, values, strict=True) if not _converts(v, kind)
+        )
+        raise _misfit(field, record, value) from err
+
+
+def _fits(value: Any, kind: pa.DataType) -> bool:
+    """Whether ``value`` converts to ``kind`` without losing anything (for numbers and booleans)."""
+    import pyarrow as pa
+
+    if pa.types.is_boolean(kind):
+        return isinstance(value, bool | np.bool_)
+    if pa.types.is_integer(kind):
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+    if pa.types.is_floating(kind):
+        return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    return True  # nested types: pyarrow itself refuses what does not fit
+
+
+def _converts(value: Any, kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    try:
+        pa.array([value], kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return False
+    return True
+
+
+def _misfit(field: pa.Field, record: OutputRecord, value: Any) -> UserError:
+    return UserError(
+        f"metadata {field.name!r} of document {record.doc_id!r} is {value!r} "
+        f"({type(value).__name__}), which does not fit the output's column "
+        f"metadata.{field.name} of type {field.type} (fixed by the first records written). "
+        "Give the key values of one type in the input, or leave the key out by listing the "
+        "keys to keep in metadata_columns"
+    )
+
+
+def _json_text(value: Any) -> str:
+    """A non-string metadata value for a string column: its JSON text (numpy values as numbers)."""
+
+    def plain(item: Any) -> Any:
+        tolist = getattr(item, "tolist", None)
+        return tolist() if callable(tolist) else str(item)
+
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=plain)

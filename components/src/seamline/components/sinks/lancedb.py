@@ -1,0 +1,547 @@
+"""``lancedb``: the outputs as rows of an embedded LanceDB table, searchable with an index.
+
+``path`` is the table's folder, ``<database>/<table>.lance``: the database is the
+folder it lies in, opened in-process with ``lancedb.connect`` (no server). Rows
+have the layout of :mod:`._columns`.
+
+**Nothing is visible before the run ends.** A Lance table is versioned: every
+``add`` commits a new version, atomically, and readers open the latest. So the run
+does not add to the table itself but to a *staging* table of the same name in a
+hidden database beside it (``<database>/.<table>.lance.partial.tmp/``). A commit
+adds the rows written since the last one to the staging table and records the
+staging table's version in the checkpoint (with the errors file's length and the
+loader cursor, see :mod:`._checkpoint`). Recovering restores the staging table to
+that version (``restore`` makes a new version with its content), which drops
+whatever was added after the commit, and the run writes on: every row exactly once.
+
+**Publishing is one version of the table.** At the end, the staging table's rows
+go into the table in one commit: ``overwrite`` replaces its content (older
+versions stay readable by version number until pruned), ``append`` adds them, and
+``upsert`` merges them by ``(id, window_index)`` and deletes the windows of the
+documents it saw that no longer exist (a document now shorter), so re-embedding a
+changed corpus replaces the rows of the documents it saw again instead of
+duplicating them. Before that commit the checkpoint records the table's version
+(``publishing``); publishing the manifest and the errors file then deletes the
+checkpoint, which is the moment the run is done. A run that dies in between left
+the checkpoint: the next run on this path (resumed or fresh) first restores the
+table to the recorded version, so an ``append`` can never be applied twice.
+
+After publishing, the sink builds the configured vector index (IVF-PQ or HNSW,
+cosine distance) and the full-text index on ``text``, each a further version.
+
+Memory holds ``buffer_rows`` rows while writing. Publishing streams the staging
+rows into the table; ``upsert`` also holds the set of the run's document ids, and
+its delete condition lists them (``id IN (...)``): a run over millions of
+documents builds a filter of that size.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from seamline.components.sinks._checkpoint import ResumableGroup, partial_path
+from seamline.components.sinks._columns import (
+    EMBEDDING,
+    ID,
+    TEXT,
+    WINDOW,
+    RowLayout,
+    schema_from_text,
+    schema_to_text,
+)
+from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
+from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping, Sequence
+
+    import pyarrow as pa
+    from lancedb.db import DBConnection
+    from lancedb.table import Table
+
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+class VectorIndexConfig(ComponentConfig):
+    """``index:`` of the ``lancedb`` sink: the approximate nearest-neighbour index to build."""
+
+    type: Literal["ivf_pq", "hnsw"] = Field(
+        default="ivf_pq",
+        description="ivf_pq: vectors clustered into partitions and compressed by product "
+        "quantisation (small, fast to build; trains on 256 rows or more, and LanceDB compares "
+        "the rows of a smaller table exactly); hnsw: a graph over scalar-quantised vectors in "
+        "each partition (larger; more recall without re-ranking).",
+    )
+    num_partitions: int | None = Field(
+        default=None,
+        ge=1,
+        description="IVF partitions (clusters). Default: LanceDB's, from the number of rows.",
+    )
+    num_sub_vectors: int | None = Field(
+        default=None,
+        ge=1,
+        description="ivf_pq only: sub-vectors per vector; must divide the dimension. Default: "
+        "LanceDB's (24 for 384-wide vectors).",
+    )
+    m: int | None = Field(
+        default=None, ge=2, description="hnsw only: neighbours per node. Default: 20."
+    )
+    ef_construction: int | None = Field(
+        default=None,
+        ge=1,
+        description="hnsw only: candidates considered while building. Default: 300.",
+    )
+    nprobes: int | None = Field(
+        default=None,
+        ge=1,
+        description="Search: partitions probed per query (recorded in the manifest; seamline "
+        "search uses it). Default: LanceDB's (20).",
+    )
+    refine_factor: int | None = Field(
+        default=None,
+        ge=1,
+        description="Search: fetch refine_factor x k candidates from the index and re-rank "
+        "them by their exact distance (recorded in the manifest; seamline search uses it). "
+        "Default: no re-ranking.",
+    )
+
+    @model_validator(mode="after")
+    def _fields_of_the_type(self) -> VectorIndexConfig:
+        wrong = ["m", "ef_construction"] if self.type == "ivf_pq" else ["num_sub_vectors"]
+        given = [name for name in wrong if getattr(self, name) is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to an "
+                f"index of type {self.type!r}; remove {'it' if len(given) == 1 else 'them'} or "
+                "change the type"
+            )
+        return self
+
+
+class LanceDbSinkConfig(ComponentConfig):
+    """The ``with:`` block of the ``lancedb`` sink."""
+
+    path: Path = Field(
+        description="The table's folder, '<database>/<table>.lance': the table is named "
+        "after the folder and the database is the folder it lies in "
+        "(lancedb.connect('<database>').open_table('<table>'))."
+    )
+    mode: Literal["overwrite", "append", "upsert"] = Field(
+        default="overwrite",
+        description="What a run does to an existing table: overwrite replaces its rows; "
+        "append adds this run's rows; upsert replaces the rows of every document this run "
+        "embedded (by id) and adds the rest. append and upsert need the table's model to be "
+        "this pipeline's.",
+    )
+    errors_path: Path | None = Field(
+        default=None,
+        description="Where documents that were set aside are recorded, one JSON object each. "
+        "Default: '<table>.errors.jsonl' beside path.",
+    )
+    text: bool = Field(
+        default=True,
+        description="Store each window's text in a 'text' column (search snippets, the "
+        "full-text index); false leaves it out.",
+    )
+    metadata_columns: list[str] | None = Field(
+        default=None,
+        description="Metadata keys stored as fields of the 'metadata' column. Default: the "
+        "keys of the first records written.",
+    )
+    buffer_rows: int = Field(
+        default=4096,
+        ge=1,
+        description="Rows held in memory before they are added to the staging table (each "
+        "addition is a version of it); a commit adds what is held whatever its size.",
+    )
+    index: VectorIndexConfig | None = Field(
+        default=None,
+        description="The vector index built at the end of the run; null builds none (search "
+        "then scans every row, exactly).",
+    )
+    full_text_index: bool = Field(
+        default=False,
+        description="Build a full-text (BM25) index on the 'text' column at the end of the "
+        "run, for LanceDB's keyword and hybrid search. Needs text: true.",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _a_table_folder(cls, path: Path) -> Path:
+        if path.suffix != ".lance" or not _TABLE_NAME.fullmatch(path.stem):
+            raise ValueError(
+                f"{str(path)!r} is not a table folder: give '<database>/<table>.lance', for "
+                "example out/embeddings.lance (a table name of letters, digits, '_', '-', '.')"
+            )
+        return path
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LanceDbSinkConfig:
+        if self.full_text_index and not self.text:
+            raise ValueError("full_text_index needs the text column: set text: true, or drop it")
+        paths = [self.path, self.resolved_errors_path(), default_manifest_path(self.path)]
+        if len(set(paths)) != len(paths):
+            raise ValueError(f"path and errors_path must differ, got {str(self.path)!r} twice")
+        return self
+
+    def resolved_errors_path(self) -> Path:
+        return self.errors_path if self.errors_path is not None else default_errors_path(self.path)
+
+
+class LanceDbSink(Sink[LanceDbSinkConfig]):
+    """Writes records as rows of a LanceDB table, staged until the run completes."""
+
+    name: ClassVar[str] = "lancedb"
+    contract_version: ClassVar[str] = "1.2"
+    Config = LanceDbSinkConfig
+    resumable: ClassVar[bool] = True
+
+    def __init__(self, config: LanceDbSinkConfig) -> None:
+        super().__init__(config)
+        self._table_name = config.path.stem
+        self._database = config.path.parent
+        self._staging_database = partial_path(config.path)
+        self._group = ResumableGroup(
+            self.name,
+            default_manifest_path(config.path),
+            [("errors", config.resolved_errors_path())],
+            primary=("table", config.path),
+        )
+        self._group.details = {
+            "mode": config.mode,
+            "index": None if config.index is None else config.index.model_dump(mode="json"),
+            "full_text_index": config.full_text_index,
+        }
+        self._layout = RowLayout(self.name, text=config.text, metadata_keys=config.metadata_columns)
+        self._staging: Table | None = None
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._closed = False
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def start(self, manifest: Mapping[str, Any]) -> None:
+        self._group.manifest = manifest
+        self._undo_interrupted_publication()
+        self._group.clear()  # a fresh run: forget what an interrupted one left behind
+        shutil.rmtree(self._staging_database, ignore_errors=True)
+        self._adopt_the_table()
+
+    def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        self._group.manifest = manifest
+        if self._undo_interrupted_publication():
+            self._group.annotate(publishing=None)
+        recovered = self._group.recover(manifest)
+        if recovered is None:
+            shutil.rmtree(self._staging_database, ignore_errors=True)
+            self._adopt_the_table()
+            return None
+        cursor, state = recovered
+        self._restore_staging(state.get("staged"))
+        if state.get("schema") is not None:
+            self._layout.adopt(
+                schema_from_text(state["schema"]), f"the checkpoint of {self._where}"
+            )
+            self._check_same_columns("cannot resume: the rows committed for")
+        else:
+            self._adopt_the_table()
+        return cursor
+
+    def write(self, records: Sequence[OutputRecord]) -> None:
+        self._check_open()
+        self._group.open()
+        if not records:
+            return
+        fresh = self._layout.schema is None
+        batch = self._layout.batch(records)
+        if fresh:
+            self._check_index_fits()
+        self._pending.append(batch)
+        self._pending_rows += batch.num_rows
+        if self._pending_rows >= self.config.buffer_rows:
+            self._stage_pending()
+
+    def write_error(self, error: DocumentError) -> None:
+        self._check_open()
+        self._group.open()["errors"].write_json_line(error_line(error))
+
+    def commit(self, cursor: str) -> None:
+        self._check_open()
+        self._group.open()
+        self._stage_pending()
+        self._group.commit(cursor, self._state())
+
+    def close(self, complete: bool = True) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if not complete:
+            self._abandon()
+            return
+        self._group.open()
+        self._stage_pending()
+        table = self._open_table()
+        # Recorded before the table changes; publishing deletes it (the run is then done).
+        self._group.annotate(publishing={"table_version": None if table is None else table.version})
+        table = self._publish_rows(table)
+        self._group.publish()
+        self._drop_staging()
+        if table is not None:
+            self._build_indexes(table)
+
+    def describe(self) -> dict[str, str]:
+        return {**super().describe(), "mode": self.config.mode}
+
+    # -- the staging table -----------------------------------------------------------------
+
+    @property
+    def _where(self) -> str:
+        return repr(str(self.config.path))
+
+    def _state(self) -> dict[str, Any]:
+        schema = self._layout.schema
+        return {
+            "staged": None if self._staging is None else self._staging.version,
+            "schema": None if schema is None else schema_to_text(schema),
+        }
+
+    def _stage_pending(self) -> None:
+        """Add the records held in memory to the staging table: one new version of it."""
+        if not self._pending_rows:
+            return
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(self._pending, self._layout.schema)
+        if self._staging is None:
+            self._staging_database.mkdir(parents=True, exist_ok=True)
+            self._staging = _connect(self._staging_database).create_table(
+                self._table_name, data=table, schema=self._layout.schema
+            )
+        else:
+            self._staging.add(table)
+        self._pending, self._pending_rows = [], 0
+
+    def _restore_staging(self, version: int | None) -> None:
+        """Bring the staging table back to the version a commit recorded (None: no rows yet)."""
+        if version is None:
+            shutil.rmtree(self._staging_database, ignore_errors=True)
+            return
+        staging = self._open(self._staging_database)
+        versions = [] if staging is None else [v["version"] for v in staging.list_versions()]
+        if staging is None or version not in versions:
+            self._group.abandon()
+            raise UserError(
+                f"cannot resume: the staging table of {self._where} in "
+                f"{str(self._staging_database)!r} has no version {version}, which its checkpoint "
+                "recorded; it was changed after the checkpoint. Run again without resuming to "
+                "start over"
+            )
+        if staging.version != version:
+            staging.restore(version)  # a new version with the committed rows only
+        self._staging = staging
+
+    def _drop_staging(self) -> None:
+        self._staging = None
+        shutil.rmtree(self._staging_database, ignore_errors=True)
+
+    def _abandon(self) -> None:
+        """End without publishing: keep the committed staging rows for a resume, or nothing."""
+        self._pending, self._pending_rows = [], 0
+        if not self._group.committed:
+            self._drop_staging()
+        self._group.abandon()
+
+    # -- the table -------------------------------------------------------------------------
+
+    def _open(self, database: Path) -> Table | None:
+        """The table named after ``path`` in ``database``, or None if there is none."""
+        if not (database / f"{self._table_name}.lance").is_dir():
+            return None
+        try:
+            return _connect(database).open_table(self._table_name)
+        except ValueError:  # "Table '...' was not found": a folder that is not a table
+            return None
+
+    def _open_table(self) -> Table | None:
+        return self._open(self._database)
+
+    def _undo_interrupted_publication(self) -> bool:
+        """Restore the table to its version before a publication that did not finish.
+
+        The checkpoint records ``publishing`` just before the rows go into the table,
+        and publishing deletes the checkpoint once the manifest and the errors file
+        are out: if it is still there, that run died in between, and the table may or
+        may not hold its rows. Restoring the version it recorded (or dropping a table
+        it created) makes the table as if that run had never published.
+        """
+        state = self._group.recorded_state()
+        publishing = None if state is None else state.get("publishing")
+        if not publishing:
+            return False
+        before = publishing.get("table_version")
+        table = self._open_table()
+        if table is not None:
+            if before is None:
+                _connect(self._database).drop_table(self._table_name)
+            elif table.version != before:
+                table.restore(int(before))
+        return True
+
+    def _adopt_the_table(self) -> None:
+        """For append and upsert, write rows of the existing table's schema and model."""
+        if self.config.mode == "overwrite":
+            return
+        table = self._open_table()
+        if table is None:
+            return
+        manifest_path = default_manifest_path(self.config.path)
+        try:
+            recorded = _read_json(manifest_path).get("model")
+        except (OSError, ValueError):
+            recorded = None
+        if recorded != _plain(self._group.manifest.get("model")):
+            found = (
+                f"was made by another model configuration ({recorded})"
+                if recorded is not None
+                else f"has no readable manifest ({str(manifest_path)!r}), so its model is unknown"
+            )
+            raise UserError(
+                f"lancedb sink: cannot {self.config.mode} into {self._where}: the table {found}; "
+                "mixing vectors of two models would make search meaningless. Use mode: overwrite, "
+                "or another path"
+            )
+        self._layout.adopt(table.schema, f"the table {self._where}")
+        self._check_same_columns(f"lancedb sink: cannot {self.config.mode} into")
+
+    def _check_same_columns(self, doing: str) -> None:
+        """The columns adopted (a table's, a checkpoint's) must be those the config asks for."""
+        layout, config = self._layout, self.config
+        wanted = config.metadata_columns
+        if layout.text != config.text or (wanted is not None and wanted != layout.metadata_keys):
+            self._group.abandon()
+            raise UserError(
+                f"{doing} {self._where}: the rows have the columns text={layout.text}, "
+                f"metadata={layout.metadata_keys}, but this sink is set to text={config.text}, "
+                f"metadata_columns={wanted}; use the settings they were written with, or "
+                "mode: overwrite and a fresh run"
+            )
+
+    def _staged_rows(self) -> Iterator[pa.RecordBatch]:
+        assert self._staging is not None
+        yield from self._staging.search().limit(None).to_batches(self.config.buffer_rows)
+
+    def _publish_rows(self, table: Table | None) -> Table | None:
+        """The staging table's rows into the table, as one new version of it."""
+        import pyarrow as pa
+
+        mode = self.config.mode
+        if self._staging is None:  # the run wrote no rows
+            if table is not None and mode == "overwrite":
+                table.delete("true")  # its rows are replaced by none
+            return table
+        rows = pa.RecordBatchReader.from_batches(self._layout.schema, self._staged_rows())
+        if table is None:
+            self._database.mkdir(parents=True, exist_ok=True)
+            return _connect(self._database).create_table(self._table_name, data=rows)
+        if mode == "overwrite":
+            return _connect(self._database).create_table(
+                self._table_name, data=rows, mode="overwrite"
+            )
+        if mode == "append":
+            table.add(rows)
+            return table
+        ids = sorted(self._staged_ids())
+        listed = ", ".join(_sql_text(doc_id) for doc_id in ids)
+        (
+            table.merge_insert([ID, WINDOW])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(f"{ID} IN ({listed})")
+            .execute(rows)
+        )
+        return table
+
+    def _staged_ids(self) -> set[str]:
+        assert self._staging is not None
+        ids: set[str] = set()
+        query = self._staging.search().select([ID]).limit(None)
+        for batch in query.to_batches(self.config.buffer_rows):
+            ids.update(batch.column(ID).to_pylist())
+        return ids
+
+    # -- indexes ---------------------------------------------------------------------------
+
+    def _check_index_fits(self) -> None:
+        index, dim = self.config.index, self._layout.dim
+        if index is not None and index.num_sub_vectors and dim and dim % index.num_sub_vectors:
+            raise UserError(
+                f"lancedb sink: index.num_sub_vectors {index.num_sub_vectors} does not divide the "
+                f"vectors' {dim} dimensions; choose a divisor of {dim} (or leave it unset)"
+            )
+
+    def _build_indexes(self, table: Table) -> None:
+        """The configured vector and full-text indexes, over every row of the table."""
+        from lancedb.index import FTS, HnswSq, IvfPq
+
+        index = self.config.index
+        try:
+            if index is not None and table.count_rows():
+                config: IvfPq | HnswSq
+                if index.type == "ivf_pq":
+                    config = IvfPq(
+                        distance_type="cosine",
+                        num_partitions=index.num_partitions,
+                        num_sub_vectors=index.num_sub_vectors,
+                    )
+                else:
+                    config = HnswSq(
+                        distance_type="cosine",
+                        num_partitions=index.num_partitions,
+                        m=20 if index.m is None else index.m,
+                        ef_construction=300
+                        if index.ef_construction is None
+                        else index.ef_construction,
+                    )
+                table.create_index(EMBEDDING, config=config, replace=True)
+            if self.config.full_text_index and TEXT in table.schema.names:
+                table.create_index(TEXT, config=FTS(), replace=True)
+        except (ValueError, RuntimeError, OSError) as err:
+            raise UserError(
+                f"lancedb sink: the rows are published in {self._where}, but building its "
+                f"index failed: {err}. Fix the index settings and run again, or search "
+                "without an index (it scans every row)"
+            ) from err
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("lancedb sink: write after close")
+
+
+def _connect(database: Path) -> DBConnection:
+    import lancedb
+
+    return lancedb.connect(str(database))
+
+
+def _sql_text(value: str) -> str:
+    """A SQL string literal (single quotes doubled), for a filter LanceDB parses."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    import json
+
+    value = json.loads(path.read_text(encoding="utf-8"))
+    return value if isinstance(value, dict) else {}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as it reads back from JSON, so it compares equal to a stored one."""
+    import json
+
+    return json.loads(json.dumps(value, sort_keys=True, default=str))

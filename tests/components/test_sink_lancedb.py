@@ -1,0 +1,267 @@
+"""The ``lancedb`` sink: an embedded table, staged until the run ends, one version per run."""
+
+from __future__ import annotations
+
+import gc
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
+from seamline.contracts import OutputRecord, UserError
+from tests.components.test_sink_parquet import with_text
+from tests.components.test_sinks import ERRORS, make_records, read_jsonl, visible
+
+# pyarrow, DuckDB and LanceDB are imported by the tests that use them, not when pytest
+# collects this module: a process pytest starts later (the attention benchmark's workers)
+# inherits the peak memory of the collecting process, and they would add about 100 MB.
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MANIFEST = {"pipeline": "p", "model": {"use": "bert-encoder", "with": {"weights": "w"}}}
+
+
+def sink(tmp_path: Path, **options: Any) -> LanceDbSink:
+    return LanceDbSink(LanceDbSinkConfig(path=tmp_path / "db" / "emb.lance", **options))
+
+
+def table(tmp_path: Path) -> Any:
+    import lancedb
+
+    return lancedb.connect(str(tmp_path / "db")).open_table("emb")
+
+
+def keys(tmp_path: Path) -> list[tuple[str, int]]:
+    found = table(tmp_path).search().select(["id", "window_index"]).limit(None).to_list()
+    return [(row["id"], row["window_index"]) for row in found]
+
+
+def run(tmp_path: Path, records: list[OutputRecord], **options: Any) -> None:
+    out = sink(tmp_path, **options)
+    out.start(MANIFEST)
+    out.write(records)
+    out.close()
+
+
+def test_a_run_publishes_one_table_and_its_companions(tmp_path: Path) -> None:
+    import lancedb
+
+    records = with_text(make_records(9))
+    out = sink(tmp_path, buffer_rows=2)
+    out.start(MANIFEST)
+    out.write(records[:4])
+    out.commit("c1")
+    out.write(records[4:])
+    out.write_error(ERRORS[0])
+    db = tmp_path / "db"
+    assert visible(db) == [], "nothing but hidden staging before close"
+    assert lancedb.connect(str(db)).list_tables().tables == []
+    out.close()
+
+    assert visible(db) == ["emb.errors.jsonl", "emb.lance", "emb.manifest.json"]
+    published = table(tmp_path)
+    assert published.version == 1, "the rows went in as one version"
+    got = published.search().limit(None).to_list()
+    assert [(r["id"], r["window_index"], r["span_start"], r["text"]) for r in got] == [
+        (r.doc_id, r.index, r.span[0], r.text) for r in records
+    ]
+    for row, record in zip(got, records, strict=True):
+        np.testing.assert_array_equal(np.asarray(row["embedding"], np.float32), record.vector)
+    assert [r["metadata"] for r in got][:2] == [
+        {"lang": None, "score": None},
+        {"lang": "en", "score": 0.5},
+    ]
+    manifest = json.loads((db / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["outputs"] == {
+        "sink": "lancedb",
+        "files": {"errors": "emb.errors.jsonl", "table": "emb.lance"},
+        "mode": "overwrite",
+        "index": None,
+        "full_text_index": False,
+    }
+    assert [e["id"] for e in read_jsonl(db / "emb.errors.jsonl")] == ["bad.txt"]
+
+
+def test_resume_restores_the_staging_table_to_its_committed_version(tmp_path: Path) -> None:
+    import lancedb
+
+    records = make_records(10, seed=2)
+    first = sink(tmp_path, buffer_rows=2)
+    first.start(MANIFEST)
+    first.write(records[:4])
+    first.commit("c1")
+    first.write(records[4:7])  # two of them reach the staging table; then the process dies
+    checkpoint = json.loads((tmp_path / "db" / ".emb.lance.checkpoint").read_text())
+    staging = lancedb.connect(str(tmp_path / "db" / ".emb.lance.partial.tmp")).open_table("emb")
+    assert staging.version > checkpoint["state"]["staged"], "rows were staged after the commit"
+    del first, staging
+    gc.collect()
+
+    second = sink(tmp_path, buffer_rows=2)
+    assert second.recover(MANIFEST) == "c1"
+    second.write(records[4:])
+    second.close()
+    assert keys(tmp_path) == [(r.doc_id, r.index) for r in records]
+    assert not (tmp_path / "db" / ".emb.lance.partial.tmp").exists()
+
+
+class Died(RuntimeError):
+    """The process 'dies' while publishing."""
+
+
+def die_after_the_table_commit(out: LanceDbSink, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``close`` stop right after the rows went into the table, before the run is done."""
+
+    def publish(last: Any = ()) -> None:
+        raise Died
+
+    monkeypatch.setattr(out._group, "publish", publish)
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["fresh-run", "resumed"])
+def test_a_run_that_died_while_publishing_is_undone_before_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resume: bool
+) -> None:
+    first, second = make_records(4, seed=3), make_records(4, seed=4, start=4)
+    run(tmp_path, first)
+    appending = sink(tmp_path, mode="append")
+    appending.start(MANIFEST)
+    appending.write(second[:2])
+    appending.commit("c1")
+    appending.write(second[2:])
+    die_after_the_table_commit(appending, monkeypatch)
+    with pytest.raises(Died):
+        appending.close()
+    assert len(keys(tmp_path)) == 8, "the rows reached the table, the run did not finish"
+    monkeypatch.undo()
+
+    again = sink(tmp_path, mode="append")
+    if resume:
+        assert again.recover(MANIFEST) == "c1"
+        again.write(second[2:])
+    else:
+        again.start(MANIFEST)
+        again.write(second)
+    assert len(keys(tmp_path)) == 4, "the interrupted publication was undone first"
+    again.close()
+    assert keys(tmp_path) == [(r.doc_id, r.index) for r in first + second], "appended once"
+
+
+def test_a_failed_run_leaves_the_table_as_it_was(tmp_path: Path) -> None:
+    run(tmp_path, make_records(4))
+    failed = sink(tmp_path)
+    failed.start(MANIFEST)
+    failed.write(make_records(6, seed=9))
+    failed.commit("c1")
+    failed.close(complete=False)
+    assert table(tmp_path).version == 1
+    assert len(keys(tmp_path)) == 4
+
+
+def test_append_adds_and_upsert_replaces_the_documents_seen_again(tmp_path: Path) -> None:
+    vector = np.ones(8, np.float32)
+
+    def windows(doc: str, count: int, value: float) -> list[OutputRecord]:
+        return [OutputRecord(doc, i, (i, i + 1), vector * value, {}, doc) for i in range(count)]
+
+    run(tmp_path, windows("a", 3, 1) + windows("b", 1, 1))
+    run(tmp_path, windows("c", 1, 1), mode="append")
+    assert sorted(keys(tmp_path)) == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0)]
+    # "a" changed and now has two windows; "d" is new; "b" and "c" were not seen again.
+    run(tmp_path, windows("a", 2, 2) + windows("d", 1, 2), mode="upsert")
+    rows = table(tmp_path).search().limit(None).to_list()
+    assert sorted((r["id"], r["window_index"], r["embedding"][0]) for r in rows) == [
+        ("a", 0, 2.0), ("a", 1, 2.0), ("b", 0, 1.0), ("c", 0, 1.0), ("d", 0, 2.0),
+    ]  # fmt: skip
+    assert table(tmp_path).version == 3, "one version per run"
+
+
+def test_resuming_with_other_columns_is_refused(tmp_path: Path) -> None:
+    first = sink(tmp_path)
+    first.start(MANIFEST)
+    first.write(with_text(make_records(3)))
+    first.commit("c1")
+    first.close(complete=False)
+    with pytest.raises(UserError, match=r"cannot resume: .*text=True.*set to text=False"):
+        sink(tmp_path, text=False).recover(MANIFEST)
+    assert sink(tmp_path).recover(MANIFEST) == "c1", "the refused resume changed nothing"
+
+
+def test_append_refuses_a_table_of_another_model_or_other_columns(tmp_path: Path) -> None:
+    run(tmp_path, with_text(make_records(2)))
+    other = {**MANIFEST, "model": {"use": "bert-encoder", "with": {"weights": "other"}}}
+    with pytest.raises(UserError, match="made by another model configuration"):
+        sink(tmp_path, mode="append").start(other)
+    with pytest.raises(UserError, match=r"text=True.*set to text=False"):
+        sink(tmp_path, mode="upsert", text=False).start(MANIFEST)
+    (tmp_path / "db" / "emb.manifest.json").unlink()
+    with pytest.raises(UserError, match="has no readable manifest"):
+        sink(tmp_path, mode="append").start(MANIFEST)
+
+
+@pytest.mark.parametrize(("kind", "built"), [("ivf_pq", "IvfPq"), ("hnsw", "IvfHnswSq")])
+def test_the_indexes_are_built_at_the_end(tmp_path: Path, kind: str, built: str) -> None:
+    words = ["apple", "banana", "cherry", "damson", "elderberry"]
+    records = [
+        OutputRecord(r.doc_id, r.index, r.span, r.vector, r.metadata, f"{words[i % 5]} pie {i}")
+        for i, r in enumerate(make_records(40))
+    ]
+    run(tmp_path, records, index={"type": kind}, full_text_index=True)
+    indexes = {i.columns[0]: i.index_type for i in table(tmp_path).list_indices()}
+    assert indexes == {"embedding": built, "text": "FTS"}
+    found = table(tmp_path).search("cherry", query_type="fts").limit(20).to_list()
+    assert sorted(row["text"] for row in found) == sorted(r.text for r in records[2::5])
+
+
+def test_an_index_that_cannot_fit_the_vectors_is_refused_before_the_work(tmp_path: Path) -> None:
+    out = sink(tmp_path, index={"type": "ivf_pq", "num_sub_vectors": 3})
+    out.start(MANIFEST)
+    with pytest.raises(UserError, match="num_sub_vectors 3 does not divide the vectors' 8"):
+        out.write(make_records(2))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"path": "out/emb"}, "is not a table folder: give '<database>/<table>.lance'"),
+        ({"path": "out/bad name.lance"}, "is not a table folder"),
+        ({"mode": "merge"}, "'overwrite', 'append' or 'upsert'"),
+        ({"index": {"type": "ivf_pq", "m": 16}}, "m does not apply to an index of type 'ivf_pq'"),
+        ({"index": {"type": "hnsw", "num_sub_vectors": 8}}, "num_sub_vectors does not apply"),
+        ({"text": False, "full_text_index": True}, "full_text_index needs the text column"),
+    ],
+)
+def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        LanceDbSinkConfig(**{"path": "out/emb.lance", **options})
+
+
+def test_a_run_without_rows_creates_no_table_and_empties_one_under_overwrite(
+    tmp_path: Path,
+) -> None:
+    run(tmp_path, [])
+    assert not (tmp_path / "db" / "emb.lance").exists()
+    assert (tmp_path / "db" / "emb.manifest.json").exists()
+    run(tmp_path, make_records(3))
+    run(tmp_path, [], mode="append")
+    assert len(keys(tmp_path)) == 3, "appending nothing keeps the rows"
+    run(tmp_path, [])
+    assert keys(tmp_path) == [], "overwriting with nothing empties the table"
+
+
+def test_an_index_that_fails_to_build_is_a_user_error_after_the_rows_are_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lancedb
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("lance error: no room for the index")
+
+    monkeypatch.setattr(lancedb.table.LanceTable, "create_index", refuse)
+    with pytest.raises(UserError, match=r"rows are published in .* but building its index failed"):
+        run(tmp_path, make_records(3), index={"type": "hnsw"})
+    assert len(keys(tmp_path)) == 3
