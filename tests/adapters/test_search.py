@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from typer.testing import CliRunner
 
 from seamline.adapters.cli import main as cli
@@ -202,6 +205,19 @@ def test_where_on_a_file_index_says_what_would_work(written: dict[str, Path]) ->
         find(columnar_registry(), written["parquet"], TEXTS[1], where="id = 'd1'")
 
 
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """The command configures structlog and the root logger for the process: undo it after."""
+    config = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.configure(**config)
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("restored_logging")
 def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
     written: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

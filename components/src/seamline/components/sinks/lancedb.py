@@ -27,7 +27,8 @@ the checkpoint: the next run on this path (resumed or fresh) first restores the
 table to the recorded version, so an ``append`` can never be applied twice.
 
 After publishing, the sink builds the configured vector index (IVF-PQ or HNSW,
-cosine distance) and the full-text index on ``text``, each a further version.
+cosine distance) and the full-text index on ``text``, each a further version (see
+:mod:`._lance_index`).
 
 Memory holds ``buffer_rows`` rows while writing. Publishing streams the staging
 rows into the table; ``upsert`` also holds the set of the run's document ids, and
@@ -46,13 +47,16 @@ from pydantic import Field, field_validator, model_validator
 
 from seamline.components.sinks._checkpoint import ResumableGroup, partial_path
 from seamline.components.sinks._columns import (
-    EMBEDDING,
     ID,
-    TEXT,
     WINDOW,
     RowLayout,
     schema_from_text,
     schema_to_text,
+)
+from seamline.components.sinks._lance_index import (
+    VectorIndexConfig,
+    build_indexes,
+    check_index_fits,
 )
 from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
 from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
@@ -65,62 +69,6 @@ if TYPE_CHECKING:
     from lancedb.table import Table
 
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-
-
-class VectorIndexConfig(ComponentConfig):
-    """``index:`` of the ``lancedb`` sink: the approximate nearest-neighbour index to build."""
-
-    type: Literal["ivf_pq", "hnsw"] = Field(
-        default="ivf_pq",
-        description="ivf_pq: vectors clustered into partitions and compressed by product "
-        "quantisation (small, fast to build; trains on 256 rows or more, and LanceDB compares "
-        "the rows of a smaller table exactly); hnsw: a graph over scalar-quantised vectors in "
-        "each partition (larger; more recall without re-ranking).",
-    )
-    num_partitions: int | None = Field(
-        default=None,
-        ge=1,
-        description="IVF partitions (clusters). Default: LanceDB's, from the number of rows.",
-    )
-    num_sub_vectors: int | None = Field(
-        default=None,
-        ge=1,
-        description="ivf_pq only: sub-vectors per vector; must divide the dimension. Default: "
-        "LanceDB's (24 for 384-wide vectors).",
-    )
-    m: int | None = Field(
-        default=None, ge=2, description="hnsw only: neighbours per node. Default: 20."
-    )
-    ef_construction: int | None = Field(
-        default=None,
-        ge=1,
-        description="hnsw only: candidates considered while building. Default: 300.",
-    )
-    nprobes: int | None = Field(
-        default=None,
-        ge=1,
-        description="Search: partitions probed per query (recorded in the manifest; seamline "
-        "search uses it). Default: LanceDB's (20).",
-    )
-    refine_factor: int | None = Field(
-        default=None,
-        ge=1,
-        description="Search: fetch refine_factor x k candidates from the index and re-rank "
-        "them by their exact distance (recorded in the manifest; seamline search uses it). "
-        "Default: no re-ranking.",
-    )
-
-    @model_validator(mode="after")
-    def _fields_of_the_type(self) -> VectorIndexConfig:
-        wrong = ["m", "ef_construction"] if self.type == "ivf_pq" else ["num_sub_vectors"]
-        given = [name for name in wrong if getattr(self, name) is not None]
-        if given:
-            raise ValueError(
-                f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to an "
-                f"index of type {self.type!r}; remove {'it' if len(given) == 1 else 'them'} or "
-                "change the type"
-            )
-        return self
 
 
 class LanceDbSinkConfig(ComponentConfig):
@@ -477,39 +425,13 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
     # -- indexes ---------------------------------------------------------------------------
 
     def _check_index_fits(self) -> None:
-        index, dim = self.config.index, self._layout.dim
-        if index is not None and index.num_sub_vectors and dim and dim % index.num_sub_vectors:
-            raise UserError(
-                f"lancedb sink: index.num_sub_vectors {index.num_sub_vectors} does not divide the "
-                f"vectors' {dim} dimensions; choose a divisor of {dim} (or leave it unset)"
-            )
+        if self.config.index is not None and self._layout.dim:
+            check_index_fits(self.config.index, self._layout.dim)
 
     def _build_indexes(self, table: Table) -> None:
         """The configured vector and full-text indexes, over every row of the table."""
-        from lancedb.index import FTS, HnswSq, IvfPq
-
-        index = self.config.index
         try:
-            if index is not None and table.count_rows():
-                config: IvfPq | HnswSq
-                if index.type == "ivf_pq":
-                    config = IvfPq(
-                        distance_type="cosine",
-                        num_partitions=index.num_partitions,
-                        num_sub_vectors=index.num_sub_vectors,
-                    )
-                else:
-                    config = HnswSq(
-                        distance_type="cosine",
-                        num_partitions=index.num_partitions,
-                        m=20 if index.m is None else index.m,
-                        ef_construction=300
-                        if index.ef_construction is None
-                        else index.ef_construction,
-                    )
-                table.create_index(EMBEDDING, config=config, replace=True)
-            if self.config.full_text_index and TEXT in table.schema.names:
-                table.create_index(TEXT, config=FTS(), replace=True)
+            build_indexes(table, self.config.index, full_text=self.config.full_text_index)
         except (ValueError, RuntimeError, OSError) as err:
             raise UserError(
                 f"lancedb sink: the rows are published in {self._where}, but building its "

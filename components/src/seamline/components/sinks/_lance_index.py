@@ -1,0 +1,113 @@
+"""The indexes of a LanceDB table the ``lancedb`` sink builds: their settings, and building them.
+
+The vector index is built with the cosine distance, the one ``seamline search``
+ranks by (an exact search bypassing the index uses it too, so the two agree on
+what "nearest" means). Its query-time settings (``nprobes``, ``refine_factor``)
+belong to the same block because they decide the index's recall as much as its
+build settings do; the sink records them in the manifest for search to apply.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, model_validator
+
+from seamline.components.sinks._columns import EMBEDDING, TEXT
+from seamline.contracts import ComponentConfig, UserError
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
+
+
+class VectorIndexConfig(ComponentConfig):
+    """``index:`` of the ``lancedb`` sink: the approximate nearest-neighbour index to build."""
+
+    type: Literal["ivf_pq", "hnsw"] = Field(
+        default="ivf_pq",
+        description="ivf_pq: vectors clustered into partitions and compressed by product "
+        "quantisation (small, fast to build; trains on 256 rows or more, and LanceDB compares "
+        "the rows of a smaller table exactly); hnsw: a graph over scalar-quantised vectors in "
+        "each partition (larger; more recall without re-ranking).",
+    )
+    num_partitions: int | None = Field(
+        default=None,
+        ge=1,
+        description="IVF partitions (clusters). Default: LanceDB's, from the number of rows.",
+    )
+    num_sub_vectors: int | None = Field(
+        default=None,
+        ge=1,
+        description="ivf_pq only: sub-vectors per vector; must divide the dimension. Default: "
+        "LanceDB's (24 for 384-wide vectors).",
+    )
+    m: int | None = Field(
+        default=None, ge=2, description="hnsw only: neighbours per node. Default: 20."
+    )
+    ef_construction: int | None = Field(
+        default=None,
+        ge=1,
+        description="hnsw only: candidates considered while building. Default: 300.",
+    )
+    nprobes: int | None = Field(
+        default=None,
+        ge=1,
+        description="Search: partitions probed per query (recorded in the manifest; seamline "
+        "search uses it). Default: LanceDB's (20).",
+    )
+    refine_factor: int | None = Field(
+        default=None,
+        ge=1,
+        description="Search: fetch refine_factor x k candidates from the index and re-rank "
+        "them by their exact distance (recorded in the manifest; seamline search uses it). "
+        "Default: no re-ranking.",
+    )
+
+    @model_validator(mode="after")
+    def _fields_of_the_type(self) -> VectorIndexConfig:
+        wrong = ["m", "ef_construction"] if self.type == "ivf_pq" else ["num_sub_vectors"]
+        given = [name for name in wrong if getattr(self, name) is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to an "
+                f"index of type {self.type!r}; remove {'it' if len(given) == 1 else 'them'} or "
+                "change the type"
+            )
+        return self
+
+
+def check_index_fits(index: VectorIndexConfig, dim: int) -> None:
+    """Refuse, before any work, settings the vectors cannot be indexed with."""
+    if index.num_sub_vectors and dim % index.num_sub_vectors:
+        raise UserError(
+            f"lancedb sink: index.num_sub_vectors {index.num_sub_vectors} does not divide the "
+            f"vectors' {dim} dimensions; choose a divisor of {dim} (or leave it unset)"
+        )
+
+
+def build_indexes(table: Table, index: VectorIndexConfig | None, *, full_text: bool) -> None:
+    """The vector index (if configured and the table has rows) and the full-text index.
+
+    Each replaces an index of its column, so it covers every row of the table,
+    those of earlier runs too.
+    """
+    from lancedb.index import FTS, HnswSq, IvfPq
+
+    if index is not None and table.count_rows():
+        config: IvfPq | HnswSq
+        if index.type == "ivf_pq":
+            config = IvfPq(
+                distance_type="cosine",
+                num_partitions=index.num_partitions,
+                num_sub_vectors=index.num_sub_vectors,
+            )
+        else:
+            config = HnswSq(
+                distance_type="cosine",
+                num_partitions=index.num_partitions,
+                m=20 if index.m is None else index.m,
+                ef_construction=300 if index.ef_construction is None else index.ef_construction,
+            )
+        table.create_index(EMBEDDING, config=config, replace=True)
+    if full_text and TEXT in table.schema.names:
+        table.create_index(TEXT, config=FTS(), replace=True)
