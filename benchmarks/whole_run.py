@@ -20,6 +20,11 @@ dense layers per token, attention per pair of tokens in the same window) and are
 set against a large float32 matmul measured in the same run, in JAX and in torch.
 
     .venv/bin/python benchmarks/whole_run.py [--docs N] [--repeats 3] [--out benchmarks/results]
+        [--pipeline examples/pipelines/embed-docs.yaml] [--set PATH=VALUE ...]
+
+The pipeline's sink decides where each run's output goes and how it is read back for
+the comparison: a LanceDB table (the default pipeline's ``lancedb`` sink, its indexes
+built at the end of every timed run), a Parquet file, or JSON lines.
 
 Exit codes: 0 done; 1 a side failed (its log is printed) or the embeddings disagree;
 2 ``.venv-golden`` missing or a bad option.
@@ -41,7 +46,10 @@ from typing import Any
 import _measure as measure
 
 ROOT = measure.ROOT
-PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
+DEFAULT_PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
+PIPELINE = [DEFAULT_PIPELINE]
+"""The pipeline every seamline run runs (``--pipeline`` of this script)."""
+SUFFIXES = {"lancedb": ".lance", "parquet": ".parquet", "jsonl": ".jsonl"}
 # Where each side's interpreter lives; the device check (device_check.sh) points them at a
 # GPU machine's environment instead.
 REFERENCE_PYTHON = Path(
@@ -89,7 +97,7 @@ def run_seamline(corpus: Path, out: Path, cache: Path) -> dict[str, Any]:
     """One ``seamline run`` of the default pipeline, timed from start to exit; its log parsed."""
     env = {**os.environ, "SEAMLINE_CORPUS": str(corpus), "SEAMLINE_CACHE_DIR": str(cache)}
     argv = [
-        str(SEAMLINE), "run", str(PIPELINE),
+        str(SEAMLINE), "run", str(PIPELINE[0]),
         "--set", f"sink.with.path={out}",
         "--set", "monitors.0.with.every=1",  # every batch in the log, for the steady state
         *(item for override in OVERRIDES for item in ("--set", override)),
@@ -143,9 +151,39 @@ def run_reference(texts: Path, out: Path) -> dict[str, Any]:
     return {"seconds": seconds, **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
+def output_suffix(pipeline: Path) -> str:
+    """The file suffix the pipeline's sink writes, so its output can be named and read back."""
+    import yaml
+
+    sink = (yaml.safe_load(pipeline.read_text(encoding="utf-8")).get("sink") or {}).get("use")
+    if sink not in SUFFIXES:
+        raise SideFailed(
+            f"{pipeline}: its sink {sink!r} cannot be read back here; use a pipeline whose "
+            f"sink is one of {', '.join(SUFFIXES)}"
+        )
+    return SUFFIXES[sink]
+
+
 def records(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+    """A run's output as ``{id, window, embedding}`` rows, whichever sink wrote it."""
+    if path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+    if path.suffix == ".lance":
+        import lancedb
+
+        table = lancedb.connect(str(path.parent)).open_table(path.stem).to_arrow()
+    else:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+    columns = table.select(["id", "window_index", "embedding"]).to_pydict()
+    return [
+        {"id": doc_id, "window": window, "embedding": vector}
+        for doc_id, window, vector in zip(
+            columns["id"], columns["window_index"], columns["embedding"], strict=True
+        )
+    ]
 
 
 def seamline_windows(
@@ -254,6 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument(
+        "--pipeline",
+        type=Path,
+        default=DEFAULT_PIPELINE,
+        help="the pipeline seamline runs (default: make run's, which writes LanceDB)",
+    )
+    parser.add_argument(
         "--set",
         dest="overrides",
         action="append",
@@ -263,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     OVERRIDES[:] = args.overrides
+    PIPELINE[0] = args.pipeline
     if args.repeats < 1 or (args.docs is not None and args.docs < 1):
         parser.error("--repeats and --docs must be at least 1")
     if not REFERENCE_PYTHON.is_file():
@@ -285,8 +330,9 @@ def measure_all(args: argparse.Namespace) -> int:
         corpus, documents = bench_corpus(args.docs, workdir)
         warm_cache = workdir / "cache-warm"
         measure.say_to_stderr(f"{documents} documents; filling the compile cache (untimed run)")
-        first = run_seamline(corpus, workdir / "warmup.jsonl", warm_cache)
-        output = records(workdir / "warmup.jsonl")
+        suffix = output_suffix(PIPELINE[0])
+        first = run_seamline(corpus, workdir / f"warmup{suffix}", warm_cache)
+        output = records(workdir / f"warmup{suffix}")
         windows, lengths, comparable = seamline_windows(corpus, output)
         texts = workdir / "texts.json"
         texts.write_text(json.dumps(windows), encoding="utf-8")
@@ -295,10 +341,10 @@ def measure_all(args: argparse.Namespace) -> int:
         def run(side: str) -> dict[str, Any]:
             out = workdir / f"{side}.out"
             if side == "seamline":
-                return run_seamline(corpus, out.with_suffix(".jsonl"), warm_cache)
+                return run_seamline(corpus, out.with_suffix(suffix), warm_cache)
             if side == "seamline-cold":
                 cold = workdir / f"cache-cold-{time.monotonic_ns()}"
-                result = run_seamline(corpus, out.with_suffix(".jsonl"), cold)
+                result = run_seamline(corpus, out.with_suffix(suffix), cold)
                 shutil.rmtree(cold, ignore_errors=True)
                 return result
             return run_reference(texts, out.with_suffix(".npy"))
@@ -310,7 +356,7 @@ def measure_all(args: argparse.Namespace) -> int:
         difference = compare(
             output,
             comparable,
-            records(workdir / "seamline.jsonl"),
+            records(workdir / f"seamline{suffix}"),
             workdir / "sentence-transformers.npy",
         )
         load.finish()
@@ -368,6 +414,7 @@ def build_report(
         side["steady_of_roofline"] = side["useful_gflops_steady"] / roofline
     return {
         "benchmark": "whole_run",
+        "pipeline": str(PIPELINE[0]),
         "command": "benchmarks/whole_run.py"
         + (f" --docs {args.docs}" if args.docs else "")
         + f" --repeats {args.repeats}",

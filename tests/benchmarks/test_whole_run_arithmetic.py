@@ -40,3 +40,32 @@ def test_useful_flops_count_real_tokens_and_pairs_within_a_window() -> None:
     dense = 6 * 2 * (4 * 384 * 384 + 2 * 384 * 1536)
     pair = 6 * 4 * 384
     assert whole_run.useful_flops([3, 1]) == dense * 4 + pair * (9 + 1)
+
+
+def test_the_output_is_read_back_from_the_sink_the_pipeline_names(tmp_path: Path) -> None:
+    # A run's rows, as the lancedb and parquet sinks lay them out, come back in the
+    # shape the comparison takes, whichever of the two wrote them.
+    import lancedb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = pa.table(
+        {
+            "id": ["a.txt", "a.txt", "b.txt"],
+            "window_index": pa.array([0, 1, 0], pa.int32()),
+            "span_start": [0, 10, 0],
+            "embedding": pa.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]], pa.list_(pa.float32(), 2)),
+        }
+    )
+    pq.write_table(rows, tmp_path / "out.parquet")
+    lancedb.connect(str(tmp_path)).create_table("out", rows)
+    expected = [
+        {"id": "a.txt", "window": 0, "embedding": [1.0, 0.0]},
+        {"id": "a.txt", "window": 1, "embedding": [0.0, 1.0]},
+        {"id": "b.txt", "window": 0, "embedding": [0.5, 0.5]},
+    ]
+    assert whole_run.records(tmp_path / "out.parquet") == expected
+    assert whole_run.records(tmp_path / "out.lance") == expected
+    root = Path(__file__).parents[2] / "examples" / "pipelines"
+    assert whole_run.output_suffix(root / "embed-docs.yaml") == ".lance"
+    assert whole_run.output_suffix(root / "embed-docs-jsonl.yaml") == ".jsonl"
