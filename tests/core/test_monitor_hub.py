@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import structlog
 
 from seamline.contracts import Alert, BatchDone, ComponentConfig, Event, Monitor, RunFinished
+from seamline.contracts.monitor import emitting_thread
 from seamline.core.monitor_hub import MonitorHub
 
 
@@ -173,3 +174,23 @@ def test_monitors_see_the_callers_context() -> None:
     with structlog.contextvars.bound_contextvars(run_id="r-1"):
         hub.emit(BatchDone(1, 16, 4, 40, 0.1))
     assert seen == ["r-1"]
+
+
+def test_a_monitor_can_tell_which_thread_emitted_the_event() -> None:
+    # The hub calls observe on its courier thread; emitting_thread() still names the
+    # thread that emitted (the memory monitor tells the device thread's seam calls
+    # from the host thread's this way).
+    recorded: list[tuple[int, int]] = []
+
+    class ThreadReader(Listener):
+        def observe(self, event: Event) -> None:
+            recorded.append((emitting_thread(), threading.get_ident()))
+
+    hub = MonitorHub([ThreadReader(ComponentConfig())])
+    emitter = threading.Thread(target=hub.emit, args=(BatchDone(1, 16, 4, 40, 0.1),))
+    emitter.start()
+    emitter.join()
+    hub.emit(BatchDone(2, 16, 4, 40, 0.1))
+    assert recorded[0][0] == emitter.ident
+    assert recorded[1][0] == threading.get_ident()
+    assert recorded[0][1] != emitter.ident  # it did run on the courier

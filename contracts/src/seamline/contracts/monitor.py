@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import abc
+import contextvars
+import threading
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
@@ -11,6 +13,23 @@ from seamline.contracts.events import Event
 from seamline.contracts.versions import Kind
 
 MonitorConfigT = TypeVar("MonitorConfigT", bound=ComponentConfig)
+
+EMITTING_THREAD: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "seamline_emitting_thread", default=None
+)
+"""Set by a host that calls ``observe`` on a thread of its own: the emitter's thread."""
+
+
+def emitting_thread() -> int:
+    """The ident of the thread that emitted the event being observed (monitor contract 1.3).
+
+    A host may deliver events on a thread of its own (seamline's does, so that a hung
+    monitor cannot hang the run), so ``threading.get_ident()`` inside ``observe``
+    names that thread, not the one that made the seam call. A monitor that tells the
+    run's threads apart asks here; outside a host's delivery it is the current thread.
+    """
+    ident = EMITTING_THREAD.get()
+    return threading.get_ident() if ident is None else ident
 
 
 class Monitor(Component[MonitorConfigT], abc.ABC):

@@ -32,6 +32,7 @@ from typing import Any
 import structlog
 
 from seamline.contracts import Event, Monitor
+from seamline.contracts.monitor import EMITTING_THREAD
 from seamline.core.telemetry import span_event
 
 log = structlog.get_logger("seamline.core")
@@ -58,11 +59,14 @@ class _Courier:
         """Make ``call`` on each monitor in turn; how many returned before the deadline.
 
         The calls run in a copy of the caller's context, so a monitor sees the current
-        span and the run's bound log fields as if it were called directly.
+        span and the run's bound log fields as if it were called directly, and
+        ``emitting_thread()`` names the caller's thread.
         """
         done = threading.Event()
         self.progress = 0
-        self._jobs.put((call, what, monitors, done, contextvars.copy_context()))
+        context = contextvars.copy_context()
+        context.run(EMITTING_THREAD.set, threading.get_ident())
+        self._jobs.put((call, what, monitors, done, context))
         return len(monitors) if done.wait(timeout) else self.progress
 
     def _serve(self) -> None:

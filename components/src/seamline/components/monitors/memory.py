@@ -47,6 +47,7 @@ from seamline.contracts import (
     RunStarted,
     SeamCall,
 )
+from seamline.contracts.monitor import emitting_thread
 
 LOGGER_NAME = "seamline.monitor.memory"
 SOURCE = "seamline.monitor.memory"
@@ -253,7 +254,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
     """Samples memory every batch and seam call; alerts on sustained growth, naming the seam."""
 
     name: ClassVar[str] = "memory"
-    contract_version: ClassVar[str] = "1.2"
+    contract_version: ClassVar[str] = "1.3"
     Config = MemoryMonitorConfig
 
     def __init__(self, config: MemoryMonitorConfig) -> None:
@@ -264,7 +265,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
         self.alerts: list[Alert] = []
         """Every alert raised in this monitor's life (at most ``MAX_ALERTS``, newest last)."""
         self._emit: Callable[[Event], None] | None = None
-        self._device_thread = threading.get_ident()  # until a BatchDone says otherwise
+        self._device_thread = emitting_thread()  # until a BatchDone says otherwise
         self._reset()
 
     def bind(self, emit: Callable[[Event], None]) -> None:
@@ -362,12 +363,12 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
             length = segment.at - segment.since
             overlap = min(segment.at, now) - max(segment.since, began)
             covered = min(1.0, overlap / length) if length > 0 else 1.0
-            score = (covered, threading.get_ident() == self._device_thread, -seconds)
+            score = (covered, emitting_thread() == self._device_thread, -seconds)
             if segment.score is None or score > segment.score:
                 segment.seam, segment.score = seam, score
 
     def _batch_done(self) -> None:
-        self._device_thread = threading.get_ident()
+        self._device_thread = emitting_thread()
         self.batches += 1
         values = self._measure(device=True)
         if self.config.attribute_seams:
