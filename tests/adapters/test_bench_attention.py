@@ -385,3 +385,20 @@ def test_the_plot_is_drawn_from_a_report(tmp_path: Path) -> None:
     png = tmp_path / "attention.png"
     plot_report(hand_made_report(), png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_workers_peak_is_its_own_not_its_parents() -> None:
+    # ru_maxrss survives exec: a worker started by a large parent reported the parent's
+    # peak. The parent here holds 400 MiB while the worker, a few tens, reads its own.
+    import subprocess
+    import sys
+
+    held = bytearray(400 << 20)
+    held[::4096] = b"\x01" * len(held[::4096])
+    code = (
+        "from seamline.adapters.bench_attention.worker import peak_rss_bytes\n"
+        "print(peak_rss_bytes())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(done.stdout) < 300 << 20, done.stdout
+    del held

@@ -20,7 +20,7 @@ line on stdout):
   XLA's ``memory_analysis()`` of the executable are recorded), called once to warm
   up, then timed over ``--repeats`` calls, each up to ``block_until_ready()``; the
   median is reported;
-* **peak memory** is the worker's ``ru_maxrss`` minus that of a *baseline* worker for
+* **peak memory** is the worker's own peak RSS (``VmHWM``) minus that of a *baseline* worker for
   the same length (``measure baseline LENGTH``), which imports everything, discovers
   the registry, builds the same inputs on the device and compiles and runs one trivial
   jitted op, but calls no attention: the difference is the attention's own working

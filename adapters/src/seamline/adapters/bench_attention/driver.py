@@ -366,7 +366,7 @@ def run_benchmark(
             "memory_limit_gib": memory_limit_gib,
             "address_limit_gib": address_limit_gib,
             "system_reserve_gib": SYSTEM_RESERVE_GIB,
-            "peak_memory": "worker ru_maxrss minus the same-length baseline worker's ru_maxrss "
+            "peak_memory": "worker peak RSS (VmHWM) minus the same-length baseline worker's peak "
             "(baseline: imports, registry, inputs on the device, one trivial jitted op)",
             "timing": "AOT-compiled jit of the attention, one warm-up call, then the median of "
             "the timed calls, each up to block_until_ready()",

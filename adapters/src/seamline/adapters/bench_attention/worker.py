@@ -1,7 +1,7 @@
 """The attention benchmark's child processes: one measurement, or the probe of the registry.
 
 The driver starts each as ``python -m seamline.adapters.bench_attention.worker ...`` in
-a fresh process, so that ``ru_maxrss`` is the peak of that one (implementation, length)
+a fresh process, so that its peak memory is that of one (implementation, length)
 and a crash or an out-of-memory kill costs one cell, not the sweep:
 
 * ``measure IMPL LENGTH`` builds the inputs on the device, lowers and compiles the
@@ -60,7 +60,21 @@ MEASURED_DISTRIBUTIONS = (
 
 
 def peak_rss_bytes() -> int:
-    """This process's peak resident set size so far (``ru_maxrss`` is KiB on Linux)."""
+    """This process's peak resident set size so far.
+
+    Linux's ``VmHWM`` (``/proc/self/status``) where there is one: ``ru_maxrss`` is kept
+    across ``exec``, so a worker started by a large parent (pytest with heavy imports,
+    measured: a 600 MiB parent, a 13 MiB child reporting 613 MiB) would report the
+    parent's peak, not its own. Elsewhere ``ru_maxrss`` (KiB on Linux, bytes on macOS
+    is not handled: the benchmark runs on Linux).
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
