@@ -159,6 +159,9 @@ def test_a_hung_monitor_is_given_up_on_and_the_others_go_on() -> None:
         assert not stuck.closed
         assert len(before.seen) == len(after.seen) == 5  # the one after it got event 2 too
         assert [e["monitor"] for e in logs if "did not return in time" in e["event"]] == ["stuck"]
+        stuck.release.set()  # the abandoned courier wakes up: it must not deliver again
+        time.sleep(0.2)
+        assert len(after.seen) == 5
     finally:
         stuck.release.set()
 

@@ -53,6 +53,9 @@ class _Courier:
         self._on_error = on_error
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self.progress = 0
+        self.abandoned = False
+        """Set when the hub gave up waiting: a call that returns late ends the courier's
+        work there, so the monitors after the stuck one never get the event twice."""
         threading.Thread(target=self._serve, name="seamline-monitors", daemon=True).start()
 
     def deliver(self, call: Call, what: str, monitors: list[Monitor[Any]], timeout: float) -> int:
@@ -73,6 +76,8 @@ class _Courier:
         while True:
             call, what, monitors, done, context = self._jobs.get()
             for index, monitor in enumerate(monitors):
+                if self.abandoned:
+                    return
                 self.progress = index
                 try:
                     context.run(call, monitor)
@@ -141,7 +146,8 @@ class MonitorHub:
             if finished >= len(pending):
                 return
             self._give_up_on(pending[finished], what)
-            self._courier = None  # stuck in that monitor: the next call gets a fresh one
+            self._courier.abandoned = True  # stuck in that monitor: the next call gets a fresh one
+            self._courier = None
             pending = pending[finished + 1 :]
             started = time.monotonic()
 
