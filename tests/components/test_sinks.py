@@ -77,7 +77,7 @@ def npy_sink(tmp_path: Path, **options: Any) -> NpySink:
 def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[Any]]) -> None:
     assert cls.name == name
     assert cls.kind == "sink"
-    assert cls.contract_version == "1.1"
+    assert cls.contract_version == "1.2"
     assert cls.resumable
     registered = {ep.name: ep for ep in entry_points(group="seamline.sink")}
     assert registered[name].load() is cls

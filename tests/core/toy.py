@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from seamline.components.attention.native import NativeAttention
+from seamline.components.executors.local import LocalExecutor
 from seamline.contracts import (
     AttentionFn,
     AttentionSpec,
@@ -275,6 +276,7 @@ def toy_registry(without: tuple[type[Any], ...] = ()) -> Registry:
         OffByTenPercentAttention,
         UncompilableAttention,
         LongOnlyAttention,
+        LocalExecutor,
     ]
     return Registry(
         ComponentInfo(

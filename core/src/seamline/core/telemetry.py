@@ -69,6 +69,10 @@ DEVICE_KIND = "seamline.device_kind"
 ATTENTION_NAME = "seamline.attention.name"
 ATTENTION_REASON = "seamline.attention.reason"
 ATTENTION_REFUSED = "seamline.attention.refused"
+SHARD_INDEX = "seamline.shard.index"
+SHARD_COUNT = "seamline.shard.count"
+EXECUTOR = "seamline.executor"
+WORKER = "seamline.worker"
 THREAD_NAME = "thread.name"  # OpenTelemetry semantic convention
 
 _EVENT_NAMES = {

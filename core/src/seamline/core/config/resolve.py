@@ -72,6 +72,15 @@ class ResolvedPipeline:
     sink: ComponentChoice
     monitors: tuple[ComponentChoice, ...]
     attention: ResolvedAttention
+    executor: ComponentChoice | None = None
+    """Where the shards run (``run.executor``); None when the pipeline names none, and the
+    default (``local``) serves."""
+    located: Located | None = None
+    """The validated document with the place of every value (for run-time errors)."""
+
+    def where(self, path: DataPath) -> str:
+        """``file:line:column`` of the value at ``path`` (or its nearest parent that is set)."""
+        return self.source if self.located is None else self.located.where(path)
 
 
 def load_pipeline(
@@ -108,6 +117,15 @@ def parse_pipeline(
         )
     interpolate(located, os.environ if environ is None else environ)
     apply_overrides(located, overrides)
+    return resolve_located(located, registry)
+
+
+def resolve_located(located: Located, registry: Registry) -> ResolvedPipeline:
+    """Validate and resolve a pipeline document already interpolated and overridden.
+
+    A worker in another process rebuilds the driver's pipeline this way from its
+    validated spec (plain data), so it runs exactly what the driver validated.
+    """
     try:
         spec = PipelineSpec.model_validate(located.data)
     except ValidationError as err:
@@ -151,6 +169,12 @@ class _Resolver:
             for i, ref in enumerate(spec.monitors)
         ]
         attention = self.attention_section(spec.attention)
+        executor = None
+        if "executor" in spec.run.model_fields_set:  # else the default, found when it runs
+            executor_ref = spec.run.executor
+            executor = self.component(
+                "executor", executor_ref.use, executor_ref.with_, ("run", "executor")
+            )
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -164,6 +188,8 @@ class _Resolver:
             sink=sink,
             monitors=tuple(m for m in monitors if m),
             attention=attention,
+            executor=executor,
+            located=self.located,
         )
 
     def attention_section(self, settings: AttentionSpecConfig) -> ResolvedAttention:

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 AUTO = "auto"
+DEFAULT_EXECUTOR = "local"
+"""The executor of a pipeline that names none: the whole run in this process."""
 
 
 class AttentionMode(StrEnum):
@@ -181,6 +183,15 @@ class RunSettings(_Strict):
             "--resume` can continue from there after a crash. Each checkpoint flushes the "
             "partly filled buckets, padding those batches. 0 never checkpoints. Only "
             "resumable sinks are checkpointed."
+        ),
+    )
+
+    executor: ComponentRef = Field(
+        default_factory=lambda: ComponentRef(use=DEFAULT_EXECUTOR),
+        description=(
+            "Where the run's shards are computed: {use: local} (default: this process, "
+            "every local device data-parallel) or another executor, such as {use: ray, "
+            "with: {address: auto, actors: 4, cpus_per_actor: 1}} (see docs/scaling.md)."
         ),
     )
 
