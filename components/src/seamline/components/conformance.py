@@ -25,6 +25,7 @@ from seamline.components.attention.native import NativeAttention
 from seamline.components.attention.tpu_flash import TpuFlashAttention
 from seamline.components.attention.tpu_splash import TpuSplashAttention
 from seamline.components.attention.xla_sdpa import XlaSdpaAttention
+from seamline.components.executors.local import LocalExecutor
 from seamline.components.loaders.jsonl import JsonlLoader
 from seamline.components.loaders.text_files import TextFilesLoader
 from seamline.components.models.bert import BertEncoder
@@ -36,6 +37,7 @@ from seamline.components.sinks.npy import NpySink
 from seamline.contracts import Loader, OutputRecord, Sink
 from seamline.contracts.testing import (
     AttentionContract,
+    ExecutorContract,
     LoaderContract,
     ModelContract,
     MonitorContract,
@@ -176,6 +178,12 @@ class MetricsMonitorConformance(MonitorContract):
         yield monitor
         reader.get_metrics_data()  # the gauges' callbacks must not raise either
         provider.shutdown()
+
+
+class LocalExecutorConformance(ExecutorContract):
+    @pytest.fixture
+    def executor(self) -> LocalExecutor:
+        return LocalExecutor(LocalExecutor.Config())
 
 
 def _jsonl_records(path: Path) -> list[OutputRecord] | None:

@@ -20,6 +20,8 @@ That is what a worker of an executor is (:mod:`seamline.core.worker`).
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 import uuid
@@ -72,6 +74,7 @@ from seamline.core.telemetry import (
     SHARD_COUNT,
     SHARD_INDEX,
     THREAD_NAME,
+    WORKER,
     span_event,
     tracer,
 )
@@ -108,6 +111,10 @@ class RunSummary:
     """One report per shard the executor ran (empty for a bare :class:`Orchestrator` run)."""
     workers: int = 1
     """How many worker processes ran shards."""
+    shard_count: int = 1
+    """How many shards the run was split into."""
+    finished_before: tuple[int, ...] = ()
+    """Shards a resumed run found finished (by the run it continues) and did not redo."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -224,7 +231,8 @@ class Orchestrator:
             DEVICE_KIND: device_kind,
         }
         if context is not None:
-            attributes.update({SHARD_INDEX: shard.index, SHARD_COUNT: shard.count})
+            worker = f"{socket.gethostname()}:{os.getpid()}"
+            attributes.update({SHARD_INDEX: shard.index, SHARD_COUNT: shard.count, WORKER: worker})
         name = "seamline.run" if context is None else "seamline.shard"
         with tracer().start_as_current_span(name, context=context, attributes=attributes) as root:
             components = {

@@ -104,4 +104,8 @@ def summarize(job: PipelineJob, report: ExecutionReport, seconds: float) -> RunS
         executor=report.executor,
         shards=tuple(sorted(shards, key=lambda s: s.shard.index)),
         workers=report.workers,
+        shard_count=job.count or 1,
+        finished_before=tuple(
+            sorted(set(job.finished_before) | {s.shard.index for s in shards if s.finished_before})
+        ),
     )

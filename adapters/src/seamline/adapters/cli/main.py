@@ -17,7 +17,7 @@ import typer
 
 # Only the light corners of seamline here: `seamline --help` must not import JAX or
 # load a component. Commands import what they need when they run.
-from seamline.contracts.errors import UserError
+from seamline.contracts.errors import ShardFailed, UserError
 from seamline.contracts.versions import KINDS
 
 STARTED = time.perf_counter()
@@ -95,6 +95,9 @@ def _user_errors(action: Callable[[], T]) -> T:
     except UserError as error:
         _consoles.err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    except ShardFailed as error:  # a component failed for good: the reason, not a traceback
+        _consoles.err.print(f"[bold red]failed:[/] {error}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         _consoles.err.print("[bold yellow]interrupted:[/] nothing was published", highlight=False)
         raise typer.Exit(130) from None
@@ -184,6 +187,15 @@ def run(
     if summary.resumed_from is not None:
         _consoles.out.print(
             f"  resumed after cursor {summary.resumed_from!r} (counts are this run's)",
+            highlight=False,
+        )
+    if summary.shard_count > 1 or summary.executor != "local":
+        kept = list(summary.finished_before)
+        ran = [s.shard.index for s in summary.shards if s.shard.index not in kept]
+        _consoles.out.print(
+            f"  executor {summary.executor}: {summary.shard_count} shards, {len(ran)} run on "
+            f"{summary.workers} workers"
+            + (f"; shards {kept} were finished before and not redone" if kept else ""),
             highlight=False,
         )
     for signature, chosen in summary.attention.items():
