@@ -64,7 +64,9 @@ class LinesLoader(Loader[LinesConfig]):
             if doc_id == self.config.raise_at:
                 raise OSError(f"cannot read {doc_id}: the disk is on fire")
             item: Document | DocumentError = (
-                DocumentError(doc_id, "unreadable") if text.startswith("!") else Document(doc_id, text)
+                DocumentError(doc_id, "unreadable")
+                if text.startswith("!")
+                else Document(doc_id, text)
             )
             yield Loaded(str(i), item)
 

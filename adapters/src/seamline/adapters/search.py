@@ -2,7 +2,8 @@
 
 Everything comes from the index's manifest, which the sink publishes beside its
 files: where the files are (``outputs.files``, so a custom ``index_path`` is
-found), the model and its config (the query is embedded by the same model that
+found, or ``outputs.parts``, the files of every shard of a run split into shards,
+read part after part), the model and its config (the query is embedded by the same model that
 embedded the documents), and the run's ``attention`` section (negotiated here as
 the run negotiated it, unless ``attention`` overrides it). Vectors are read in
 chunks and only the best ``k`` are kept, so memory stays bounded for any index size.
@@ -62,7 +63,14 @@ class Index:
     located: Located
     """The manifest, with the place of every value (for errors about its contents)."""
     sink: str
-    files: dict[str, Path]
+    parts: tuple[dict[str, Path], ...]
+    """The files of each part, by purpose: one part for a whole output, one per shard for a
+    run split into shards (``outputs.parts``)."""
+
+    @property
+    def files(self) -> dict[str, Path]:
+        """The first part's files (the only part, for a whole output)."""
+        return self.parts[0] if self.parts else {}
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -79,7 +87,7 @@ def manifest_path(index: Path) -> Path:
 def open_index(index: Path) -> Index:
     """Read the manifest of ``index`` and find its files from it."""
     path = manifest_path(index)
-    if not index.exists():
+    if not index.exists() and not path.exists():
         raise UserError(f"index {index} does not exist: run a pipeline whose sink writes it")
     try:
         text = path.read_text(encoding="utf-8")
@@ -94,8 +102,11 @@ def open_index(index: Path) -> Index:
         raise ConfigError("not a seamline manifest (no 'model' section)", located.where(()))
     outputs = manifest.get("outputs") or _outputs_before_manifests_named_them(index)
     base = path.parent
-    files = {purpose: base / name for purpose, name in outputs.get("files", {}).items()}
-    return Index(path, located, str(outputs.get("sink", "")), files)
+    listed = outputs.get("parts", [outputs])
+    parts = tuple(
+        {purpose: base / name for purpose, name in part.get("files", {}).items()} for part in listed
+    )
+    return Index(path, located, str(outputs.get("sink", "")), parts)
 
 
 def _outputs_before_manifests_named_them(index: Path) -> dict[str, Any]:
@@ -183,7 +194,14 @@ def _npy_chunks(
 
 
 def _chunks(index: Index) -> Iterator[tuple[np.ndarray, list[dict[str, Any]]]]:
-    files = index.files
+    """Every part's vectors and rows, in chunks, part after part."""
+    for files in index.parts:
+        yield from _part_chunks(index, files)
+
+
+def _part_chunks(
+    index: Index, files: dict[str, Path]
+) -> Iterator[tuple[np.ndarray, list[dict[str, Any]]]]:
     if "matrix" in files and "index" in files:
         return _npy_chunks(files["matrix"], files["index"])
     if "records" in files:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 import pytest
 import structlog
 
@@ -34,7 +33,8 @@ from seamline.components.monitors.memory import MemoryMonitor
 from seamline.components.monitors.metrics import MetricsMonitor
 from seamline.components.sinks.jsonl import JsonlSink
 from seamline.components.sinks.npy import NpySink
-from seamline.contracts import Loader, OutputRecord, Sink
+from seamline.components.sinks.readers import read_records
+from seamline.contracts import Loader, Sink
 from seamline.contracts.testing import (
     AttentionContract,
     ExecutorContract,
@@ -186,17 +186,6 @@ class LocalExecutorConformance(ExecutorContract):
         return LocalExecutor(LocalExecutor.Config())
 
 
-def _jsonl_records(path: Path) -> list[OutputRecord] | None:
-    if not path.exists():
-        return None
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        vector = np.asarray(row["embedding"], np.float32)
-        records.append(OutputRecord(row["id"], row["window"], tuple(row["span"]), vector))
-    return records
-
-
 class JsonlSinkConformance(SinkContract):
     @pytest.fixture
     def make_sink(self) -> Any:
@@ -204,7 +193,8 @@ class JsonlSinkConformance(SinkContract):
 
     @pytest.fixture
     def read_output(self) -> Any:
-        return lambda directory: _jsonl_records(directory / "out.jsonl")
+        # Through the manifest, as a reader would: a whole output or a staged run's parts.
+        return lambda directory: read_records(directory / "out.jsonl")
 
 
 class NpySinkConformance(SinkContract):
@@ -217,16 +207,4 @@ class NpySinkConformance(SinkContract):
 
     @pytest.fixture
     def read_output(self) -> Any:
-        def read(directory: Path) -> list[OutputRecord] | None:
-            matrix_path = directory / "out.npy"
-            if not matrix_path.exists():
-                return None
-            matrix = np.load(matrix_path)
-            index_path = NpySink.Config(path=matrix_path).resolved_index_path()
-            rows = [json.loads(line) for line in index_path.read_text().splitlines()]
-            return [
-                OutputRecord(row["id"], row["window"], tuple(row["span"]), matrix[i])
-                for i, row in enumerate(rows)
-            ]
-
-        return read
+        return lambda directory: read_records(directory / "out.npy")

@@ -96,7 +96,7 @@ class ShardWorker(abc.ABC):
         is raised as it is.
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: a worker may hold nothing to release
         """Release the components (called once, when the executor is done with the worker)."""
 
 

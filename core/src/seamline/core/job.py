@@ -114,18 +114,19 @@ class PipelineJob(Job):
         sink = self._sink()
         if not sink.stageable:
             raise UserError(
-                f"{self._executor_place()}: the executor splits this run into {count} shards, but sink "
-                f"{sink.name!r} cannot stage parts (it does not implement sink contract 1.2's "
-                "staging); use a sink that does (jsonl, npy) or the local executor"
+                f"{self._executor_place()}: the executor splits this run into {count} shards, "
+                f"but sink {sink.name!r} cannot stage parts (it does not implement sink "
+                "contract 1.2's staging); use a sink that does (jsonl, npy) or the local executor"
             )
         if self.resume:
             staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
             if staged is not None:
                 if staged.count != count:
                     raise UserError(
-                        f"{self._executor_place()}: cannot resume: the interrupted run {staged.run_id} "
-                        f"was split into {staged.count} shards, this executor asks for {count}; "
-                        f"resume with the same executor settings, or run without --resume"
+                        f"{self._executor_place()}: cannot resume: the interrupted run "
+                        f"{staged.run_id} was split into {staged.count} shards, this executor "
+                        f"asks for {count}; resume with the same executor settings, or run "
+                        "without --resume"
                     )
                 self._run_id = staged.run_id
                 self.finished_before = staged.finished
@@ -149,9 +150,9 @@ class PipelineJob(Job):
         staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
         if staged is not None:
             raise UserError(
-                f"{self._executor_place()}: cannot resume: the interrupted run {staged.run_id} was split "
-                f"into {staged.count} shards, and this executor runs one; resume with the "
-                "executor settings it was started with, or run without --resume"
+                f"{self._executor_place()}: cannot resume: the interrupted run {staged.run_id} "
+                f"was split into {staged.count} shards, and this executor runs one; resume with "
+                "the executor settings it was started with, or run without --resume"
             )
 
     # -- the end ---------------------------------------------------------------------------

@@ -52,10 +52,10 @@ from seamline.contracts import (
     Model,
     Monitor,
     OutputRecord,
-    ShardReport,
     RunFinished,
     RunStarted,
     Shard,
+    ShardReport,
     Sink,
     UserError,
 )
@@ -224,7 +224,7 @@ class Orchestrator:
         compilations = self.steps.compilations
         spec = self.pipeline.spec
         platform, device_kind = device_identity()
-        attributes = {
+        attributes: dict[str, str | int] = {
             "seamline.pipeline": spec.pipeline,
             "seamline.run_id": self.run_id,
             PLATFORM: platform,

@@ -143,8 +143,6 @@ class RemoteWorkerFactory:
     def __call__(self) -> ShardWorker:
         if os.path.isdir(self.directory):
             os.chdir(self.directory)
-        registry = (
-            Registry.discover() if self.components is None else Registry(self.components)
-        )
+        registry = Registry.discover() if self.components is None else Registry(self.components)
         located = parse_located(json.dumps(self.spec), self.source)
         return PipelineWorker(resolve_located(located, registry), registry)

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import structlog
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from seamline.contracts import (
     ComponentConfig,
@@ -96,6 +96,19 @@ class RayExecutorConfig(ComponentConfig):
         description="Times a shard whose run raised is run again (resuming) before the run "
         "stops; 0 stops at the first failure.",
     )
+
+    @field_validator("address")
+    @classmethod
+    def _an_address(cls, value: str | None) -> str | None:
+        if value in (None, "auto"):
+            return value
+        host, _, port = value.removeprefix("ray://").rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(
+                f"{value!r} is not a Ray address: use 'auto', 'HOST:PORT' (a head node's GCS, "
+                "port 6379 by default) or 'ray://HOST:PORT' (Ray Client, 10001), or leave it unset"
+            )
+        return value
 
 
 def thread_caps(cpus: float, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -291,13 +304,7 @@ def _first_line(error: BaseException) -> str:
 
 def _check_reachable(address: str, job: Job) -> None:
     """Fail in seconds, with the place and the fix, when nothing listens at ``address``."""
-    target = address.removeprefix("ray://")
-    host, _, port_text = target.rpartition(":")
-    if not host or not port_text.isdigit():
-        raise UserError(
-            f"{job.where('address')}: run.executor.with.address {address!r} is not 'auto', "
-            "'HOST:PORT' or 'ray://HOST:PORT'"
-        )
+    host, _, port_text = address.removeprefix("ray://").rpartition(":")  # checked by Config
     try:
         with socket.create_connection((host, int(port_text)), timeout=CONNECT_TIMEOUT):
             pass

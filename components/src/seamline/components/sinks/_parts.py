@@ -34,7 +34,7 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from seamline.components.sinks._atomic import AtomicFile, write_json_atomically
 from seamline.components.sinks._checkpoint import manifest_bytes
@@ -270,7 +270,7 @@ class StagingSink:
     publication) is the same for every sink.
     """
 
-    name: str
+    name: ClassVar[str]
     _part_lock: PartLock | None = None
     """Set on a part: the lock held from recover (or start) to close."""
 
