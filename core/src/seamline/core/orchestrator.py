@@ -65,6 +65,7 @@ from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import CompiledSteps
 from seamline.core.batching import Bucketer, Packer, Planned, batch_shapes
 from seamline.core.config import ComponentChoice, ResolvedPipeline
+from seamline.core.devices import local_data_parallel
 from seamline.core.prefetch import prefetched
 from seamline.core.registry import Registry
 from seamline.core.seams import MonitorHub, Seam
@@ -159,8 +160,10 @@ class Orchestrator:
         self.model_seam = self._seam(self.model)
         self.sink_seam = self._seam(self.sink)
         self.attention = build_candidates(pipeline.attention, registry)
-        self.steps = CompiledSteps(self.model, self.attention, self._traced)
-        self.shapes = batch_shapes(pipeline.spec.run, self.model.max_length)
+        self.parallel = local_data_parallel()
+        self.steps = CompiledSteps(self.model, self.attention, self._traced, self.parallel)
+        devices = self.parallel.devices if self.parallel is not None else 1
+        self.shapes = batch_shapes(pipeline.spec.run, self.model.max_length, devices)
         self.counts = _Counts()
         self.resumed_from: str | None = None
         self._started = 0.0
@@ -267,7 +270,11 @@ class Orchestrator:
         """The parameters on the device, loaded on the first part only."""
         if not self._loaded:
             with self.model_seam.call("load"):
-                self._params = jax.device_put(self.model.load())
+                params = self.model.load()
+                parallel = self.parallel
+                self._params = (
+                    jax.device_put(params) if parallel is None else parallel.place_params(params)
+                )
             self._loaded = True
         return self._params
 
