@@ -223,6 +223,10 @@ def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", highlight=False
     )
     _consoles.out.print(f"  sink      {resolved.sink.name}", highlight=False)
+    executor = resolved.executor
+    _consoles.out.print(
+        f"  executor  {executor.name if executor else 'local (default)'}", highlight=False
+    )
 
 
 @app.command()

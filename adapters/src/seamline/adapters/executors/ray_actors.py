@@ -260,11 +260,11 @@ class RayExecutor(Executor[RayExecutorConfig]):
         return reports
 
     def _connect(self, ray: Any, job: Job) -> None:
-        if ray.is_initialized():
-            return
         address = self.config.address
         if address not in (None, "auto"):
             _check_reachable(address, job)
+        if ray.is_initialized():  # the Ray this process started or joined already
+            return
         try:
             ray.init(
                 address=address,
