@@ -50,6 +50,7 @@ def test_four_devices_give_the_one_device_embeddings(tmp_path: Path) -> None:
     assert four == {"devices": 4, "split_over": [4]}, four
     single = {(r.doc_id, r.index): r for r in read_records(tmp_path / "one" / "emb.jsonl") or []}
     split = {(r.doc_id, r.index): r for r in read_records(tmp_path / "four" / "emb.jsonl") or []}
-    assert single and sorted(split) == sorted(single)
+    assert single
+    assert sorted(split) == sorted(single)
     for key, record in single.items():
         np.testing.assert_allclose(split[key].vector, record.vector, atol=1e-6, rtol=0)
