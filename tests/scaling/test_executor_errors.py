@@ -51,7 +51,7 @@ def test_an_unreachable_cluster_is_named_with_its_place(cli: CliRunner, tmp_path
     executor = '{use: ray, with: {address: "127.0.0.1:9"}}'
     code, output = invoke(cli, tmp_path, "run", executor=executor)
     assert code == 2, output
-    assert f"error: {tmp_path / 'p.yaml'}:6:" in output
+    assert f"error: {tmp_path / 'p.yaml'}:7:" in output  # the run line, where address is
     assert "cannot reach a Ray cluster at '127.0.0.1:9'" in output
     assert "ray start --head" in output
     assert "Traceback" not in output

@@ -128,7 +128,7 @@ def test_resuming_with_another_shard_count_is_refused_with_the_place(
     job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
     job.plan(3)  # the staged run a killed driver would leave
     again = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
-    with pytest.raises(UserError, match=r"^p\.yaml:6:\d+: cannot resume: .* split into 3 shards"):
+    with pytest.raises(UserError, match=r"^p\.yaml:7:\d+: cannot resume: .* split into 3 shards"):
         again.plan(2)
     one = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
     with pytest.raises(UserError, match="this executor runs one"):

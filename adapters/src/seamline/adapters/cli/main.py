@@ -88,15 +88,24 @@ def _registry() -> Registry:
     return Registry.discover()
 
 
+def _plain(error: BaseException) -> str:
+    """An error's message with rich markup escaped: ``[ray]`` in a message is text, not a tag."""
+    from rich.markup import escape
+
+    return escape(str(error))
+
+
 def _user_errors(action: Callable[[], T]) -> T:
     """Run ``action``; a user error becomes a message on stderr and exit code 2."""
     try:
         return action()
     except UserError as error:
-        _consoles.err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        _consoles.err.print(f"[bold red]error:[/] {_plain(error)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except ShardFailed as error:  # a component failed for good: the reason, not a traceback
-        _consoles.err.print(f"[bold red]failed:[/] {error}", highlight=False, soft_wrap=True)
+        _consoles.err.print(
+            f"[bold red]failed:[/] {_plain(error)}", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         _consoles.err.print("[bold yellow]interrupted:[/] nothing was published", highlight=False)
