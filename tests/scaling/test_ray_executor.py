@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from seamline.adapters.search import search
 from seamline.adapters.telemetry_setup import configure_telemetry, shutdown_telemetry
 from seamline.components.sinks.readers import read_errors, read_records
 from seamline.contracts import ShardFailed
@@ -132,6 +133,13 @@ def test_ray_gives_the_records_local_gives(
     assert {s["parent_span_id"] for s in shards} == {root["span_id"]}
     assert len({s["attributes"]["seamline.worker"] for s in shards}) == 2
     assert any(s["name"] == "seamline.model.apply" for s in spans)
+    # `seamline search` reads every part through the manifest: the same hits as local's.
+    query = TEXTS[29]  # d29: shard 2's
+    hits = search(scale_registry, tmp_path / "emb.jsonl", query, k=3)
+    expected = search(scale_registry, local_output / "emb.jsonl", query, k=3)
+    assert [h.doc_id for h in hits] == [h.doc_id for h in expected]
+    assert hits[0].doc_id == "d29"
+    np.testing.assert_allclose([h.score for h in hits], [h.score for h in expected], atol=1e-6)
 
 
 def test_an_actor_killed_mid_shard_resumes_from_its_last_commit(
