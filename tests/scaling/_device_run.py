@@ -45,9 +45,10 @@ def main(out: Path) -> None:
     (out / "docs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     orchestrator = Orchestrator(parse_pipeline(text, "devices.yaml", registry), registry)
     orchestrator.run()
+    # Over how many devices each step's batch rows are split (1: every device has them all).
     split = sorted(
         {
-            len(sharding.device_set)
+            1 if sharding.is_fully_replicated else len(sharding.device_set)
             for step in orchestrator.steps.in_use()
             for sharding in jax.tree.leaves(step.compiled.input_shardings[0][1])
         }

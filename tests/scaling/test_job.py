@@ -120,6 +120,24 @@ def test_a_finished_part_is_reported_and_not_redone(
     assert (part.stat().st_ino, part.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
+def test_a_resumed_run_plans_only_the_unfinished_shards(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor="{use: in-process}")
+    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    first, _, _ = job.plan(3)
+    worker = job.worker()
+    try:
+        worker.run(first)
+    finally:
+        worker.close()
+    again = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
+    assert [task.shard.index for task in again.plan(3)] == [1, 2]
+    assert again.run_id == job.run_id  # it continues the run, under the run's id
+    assert again.finished_before == frozenset({0})
+
+
 def test_resuming_with_another_shard_count_is_refused_with_the_place(
     scale_registry: Registry, tmp_path: Path
 ) -> None:
