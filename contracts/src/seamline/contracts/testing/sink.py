@@ -207,7 +207,7 @@ class SinkContract(ComponentContract):
 
     # -- staged parts (contract 1.2) -----------------------------------------------------
 
-    def test_staged_parts_are_published_together_exactly_once(
+    def test_staged_parts_are_published_together_and_once(
         self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
     ) -> None:
         driver = make_sink(tmp_path)
