@@ -20,10 +20,11 @@ Faults, and why the output stays exactly once:
   continues them, and finished shards are not redone.
 
 Each actor's CPU allotment (``cpus_per_actor``) is also the number of threads its
-libraries may start (XLA's intra-op pool, OpenMP, OpenBLAS, MKL, the tokenizers' Rayon
-pool), set in the actor's runtime environment: N actors on N cores do not fight for
-them. Spans from every actor join the driver's trace (the task carries its context)
-and go where the pipeline's ``telemetry`` section says.
+libraries may start (OpenMP, OpenBLAS, MKL, the tokenizers' Rayon pool; XLA's matrix
+products on one thread for one CPU), set in the actor's runtime environment (see
+:func:`thread_caps`): N actors on N cores do not fight for them. Spans from every
+actor join the driver's trace (the task carries its context) and go where the
+pipeline's ``telemetry`` section says.
 """
 
 from __future__ import annotations
@@ -112,31 +113,35 @@ class RayExecutorConfig(ComponentConfig):
 
 
 def thread_caps(cpus: float, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """An actor's environment: its compute threads capped at ``cpus`` (at least 1).
+    """An actor's environment: its libraries' compute threads capped at ``cpus`` (at least 1).
 
-    The driver's ``PYTHONPATH`` goes along too, so actors import what the driver does.
+    OpenMP, OpenBLAS, MKL, numexpr and Rayon (the tokenizer's pool) take a thread count
+    from their variables. XLA has no flag for the size of its CPU thread pool (it
+    follows the CPUs the process may run on); with one CPU,
+    ``--xla_cpu_multi_thread_eigen=false`` keeps its matrix products, most of the
+    work, on the calling thread. The driver's ``XLA_FLAGS`` are kept, and its
+    ``PYTHONPATH`` goes along, so actors import what the driver does.
     """
     env = os.environ if environ is None else environ
     threads = max(1, math.floor(cpus))
-    xla = " ".join(
-        [
-            env.get("XLA_FLAGS", "").strip(),
-            f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}",
-            f"intra_op_parallelism_threads={threads}",
-        ]
-    ).strip()
-    caps = {"XLA_FLAGS": xla}
+    caps = {variable: str(threads) for variable in THREAD_VARIABLES}
+    flags = env.get("XLA_FLAGS", "").strip()
+    if threads == 1:
+        flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    if flags:
+        caps["XLA_FLAGS"] = flags
     if env.get("PYTHONPATH"):  # the modules the driver sees (a plugin under development)
         caps["PYTHONPATH"] = env["PYTHONPATH"]
-    for variable in (
-        "OMP_NUM_THREADS",
-        "OPENBLAS_NUM_THREADS",
-        "MKL_NUM_THREADS",
-        "NUMEXPR_NUM_THREADS",
-        "RAYON_NUM_THREADS",
-    ):
-        caps[variable] = str(threads)
     return caps
+
+
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "RAYON_NUM_THREADS",
+)
 
 
 class ShardActor:
