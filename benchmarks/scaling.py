@@ -29,7 +29,9 @@ critical path: the busiest actor's) and the rest, *coordination*: actor start-up
 pipeline build, dispatch and publication; and the **per-shard overhead**,
 ``(ray-1x8 - ray-1) / 7``, what one more shard costs (its staging area, opening
 and publishing its part, a flush of the partly filled buckets at its end, one task
-round trip). The load average is sampled before, after each round and at the end.
+round trip), round by round and from the medians, split into the part spent inside
+shards and the part spent coordinating. The load average is sampled before, after
+each round and at the end.
 On a 2-CPU machine this measures correctness and overhead, not speed-up: two
 actors of one core each have, together, the cores ``local`` has alone.
 """
@@ -154,6 +156,13 @@ def summarise(
         (eight["seconds"] - one["seconds"]) / 7
         for one, eight in zip(results["ray-1"], results["ray-1x8"], strict=True)
     ]
+    one, eight = sides["ray-1"], sides["ray-1x8"]
+    from_medians = {
+        "wall_s": (eight["median_s"] - one["median_s"]) / 7,
+        "inside_shards_s": (eight["inside_shards"]["median_s"] - one["inside_shards"]["median_s"])
+        / 7,
+        "coordination_s": (eight["coordination"]["median_s"] - one["coordination"]["median_s"]) / 7,
+    }
     return {
         "benchmark": "scaling",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -164,6 +173,7 @@ def summarise(
         "repeats": args.repeats,
         "sides": sides,
         "per_shard_overhead": measure.spread(per_shard),
+        "per_shard_overhead_from_medians": from_medians,
         "load": load.as_json(),
         "load_warning": load.exceeded,
         "host": measure.host_info(),
@@ -202,9 +212,12 @@ def print_report(report: dict[str, Any]) -> None:
         rows,
     )
     overhead = report["per_shard_overhead"]
+    medians = report["per_shard_overhead_from_medians"]
     print(
-        f"per-shard overhead ((ray-1x8 - ray-1) / 7): {overhead['median_s']:.3f} s "
-        f"(min {overhead['min_s']:.3f}, max {overhead['max_s']:.3f})"
+        f"per-shard overhead ((ray-1x8 - ray-1) / 7), round by round: {overhead['median_s']:.3f} s "
+        f"(min {overhead['min_s']:.3f}, max {overhead['max_s']:.3f}); from the medians: "
+        f"{medians['wall_s']:.3f} s = {medians['inside_shards_s']:.3f} s inside shards "
+        f"+ {medians['coordination_s']:.3f} s coordination"
     )
     for line in measure.describe_load(report["load"], report["load_warning"], os.cpu_count()):
         print(line)
