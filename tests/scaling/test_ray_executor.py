@@ -118,6 +118,8 @@ def test_ray_gives_the_records_local_gives(
     assert summary.documents == len(TEXTS) - 2
     assert summary.failed_documents == 2
     assert summary.examples == len(keyed(tmp_path))
+    # Each actor compiled each of the two bucket shapes once, whatever its number of shards.
+    assert summary.compilations == 2 * 2
     # Published as one manifest naming the three parts; nothing else is visible.
     manifest = json.loads((tmp_path / "emb.manifest.json").read_text())
     assert [part["shard"] for part in manifest["outputs"]["parts"]] == [[0, 3], [1, 3], [2, 3]]
