@@ -165,6 +165,9 @@ class Executor(Component[ExecutorConfigT], abc.ABC):
     """
 
     kind: ClassVar[Kind] = "executor"
+    is_default: ClassVar[bool] = False
+    """Whether this executor runs pipelines that name none (seamline's ``local`` does). The
+    host never names an executor itself: it asks the installed ones which is the default."""
 
     @abc.abstractmethod
     def execute(self, job: Job) -> ExecutionReport:

@@ -9,10 +9,9 @@ from typing import Any, cast
 
 from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import ExecutionReport, Executor, Monitor
+from seamline.contracts import ExecutionReport, Executor, Monitor, UserError
 from seamline.contracts.executor import merge_attention
-from seamline.core.config import ComponentChoice, ResolvedPipeline, load_pipeline
-from seamline.core.config.spec import DEFAULT_EXECUTOR
+from seamline.core.config import ResolvedPipeline, load_pipeline
 from seamline.core.job import PipelineJob
 from seamline.core.orchestrator import RunSummary
 from seamline.core.registry import Registry
@@ -73,12 +72,14 @@ class Pipeline:
         return summarize(job, report, time.perf_counter() - started)
 
     def _executor(self) -> Executor[Any]:
-        choice = self.resolved.executor or ComponentChoice(
-            "executor",
-            DEFAULT_EXECUTOR,
-            self.registry.config_model("executor", DEFAULT_EXECUTOR)(),
-            self.resolved.source,
-        )
+        choice = self.resolved.executor
+        if choice is None:
+            installed = ", ".join(self.registry.names("executor")) or "none"
+            raise UserError(
+                f"{self.resolved.source}: the pipeline names no executor (run.executor) and no "
+                "installed executor declares itself the default (seamline-components' 'local' "
+                f"does); installed executors: {installed}"
+            )
         return cast(Executor[Any], self.registry.create(choice.kind, choice.name, choice.config))
 
 

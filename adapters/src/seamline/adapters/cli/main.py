@@ -233,8 +233,10 @@ def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     )
     _consoles.out.print(f"  sink      {resolved.sink.name}", highlight=False)
     executor = resolved.executor
+    named = spec.run.executor is not None
     _consoles.out.print(
-        f"  executor  {executor.name if executor else 'local (default)'}", highlight=False
+        f"  executor  {executor.name if executor else '-'}{'' if named else ' (default)'}",
+        highlight=False,
     )
 
 

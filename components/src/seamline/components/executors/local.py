@@ -25,6 +25,7 @@ class LocalExecutor(Executor[LocalExecutorConfig]):
     name: ClassVar[str] = "local"
     contract_version: ClassVar[str] = "1.0"
     Config = LocalExecutorConfig
+    is_default: ClassVar[bool] = True
 
     def execute(self, job: Job) -> ExecutionReport:
         started = time.perf_counter()

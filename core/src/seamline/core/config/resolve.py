@@ -24,7 +24,12 @@ from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.overrides import apply_overrides
-from seamline.core.config.spec import AttentionMode, AttentionSpecConfig, PipelineSpec
+from seamline.core.config.spec import (
+    AttentionMode,
+    AttentionSpecConfig,
+    ComponentRef,
+    PipelineSpec,
+)
 from seamline.core.registry import Registry
 from seamline.core.suggest import did_you_mean
 
@@ -73,8 +78,8 @@ class ResolvedPipeline:
     monitors: tuple[ComponentChoice, ...]
     attention: ResolvedAttention
     executor: ComponentChoice | None = None
-    """Where the shards run (``run.executor``); None when the pipeline names none, and the
-    default (``local``) serves."""
+    """Where the shards run: ``run.executor``, else the installed executor that declares
+    itself the default; None when there is none."""
     located: Located | None = None
     """The validated document with the place of every value (for run-time errors)."""
 
@@ -169,12 +174,7 @@ class _Resolver:
             for i, ref in enumerate(spec.monitors)
         ]
         attention = self.attention_section(spec.attention)
-        executor = None
-        if "executor" in spec.run.model_fields_set:  # else the default, found when it runs
-            executor_ref = spec.run.executor
-            executor = self.component(
-                "executor", executor_ref.use, executor_ref.with_, ("run", "executor")
-            )
+        executor = self.executor(spec.run.executor)
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -245,6 +245,24 @@ class _Resolver:
             )
             return None
         return ComponentChoice(kind, name, validated, where)
+
+    def executor(self, ref: ComponentRef | None) -> ComponentChoice | None:
+        """The named executor, else the installed one that declares itself the default.
+
+        None when the pipeline names none and no installed executor is the default
+        (registries built by hand for tests of the orchestrator alone); running such
+        a pipeline says so.
+        """
+        if ref is not None:
+            return self.component("executor", ref.use, ref.with_, ("run", "executor"))
+        defaults = sorted(
+            info.name
+            for info in self.registry.entries("executor")
+            if info.usable and vars(info.cls).get("is_default", False)
+        )
+        if not defaults:
+            return None
+        return self.component("executor", defaults[0], {}, ("run",), use_path=("run",))
 
     def reference(
         self, settings: AttentionSpecConfig, mode: AttentionMode

@@ -13,8 +13,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 AUTO = "auto"
-DEFAULT_EXECUTOR = "local"
-"""The executor of a pipeline that names none: the whole run in this process."""
 
 
 class AttentionMode(StrEnum):
@@ -186,12 +184,13 @@ class RunSettings(_Strict):
         ),
     )
 
-    executor: ComponentRef = Field(
-        default_factory=lambda: ComponentRef(use=DEFAULT_EXECUTOR),
+    executor: ComponentRef | None = Field(
+        default=None,
         description=(
-            "Where the run's shards are computed: {use: local} (default: this process, "
-            "every local device data-parallel) or another executor, such as {use: ray, "
-            "with: {address: auto, actors: 4, cpus_per_actor: 1}} (see docs/scaling.md)."
+            "Where the run's shards are computed: another executor than the default, such as "
+            "{use: ray, with: {address: auto, actors: 4, cpus_per_actor: 1}} (see "
+            "docs/scaling.md). Default: the installed executor that declares itself the "
+            "default (seamline's 'local': this process, every local device data-parallel)."
         ),
     )
 
