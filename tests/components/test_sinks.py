@@ -77,8 +77,9 @@ def npy_sink(tmp_path: Path, **options: Any) -> NpySink:
 def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[Any]]) -> None:
     assert cls.name == name
     assert cls.kind == "sink"
-    assert cls.contract_version == "1.1"
+    assert cls.contract_version == "1.3"  # 1.2: records carry text; 1.3: staged parts
     assert cls.resumable
+    assert cls.stageable
     registered = {ep.name: ep for ep in entry_points(group="seamline.sink")}
     assert registered[name].load() is cls
     for field in cls.Config.model_fields.values():

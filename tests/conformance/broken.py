@@ -28,12 +28,18 @@ from seamline.contracts import (
     ComponentConfig,
     Document,
     DocumentError,
+    ExecutionReport,
+    Executor,
+    Job,
     Loaded,
     Loader,
     Monitor,
     OutputRecord,
     SegmentIds,
     Shard,
+    ShardFailed,
+    ShardReport,
+    ShardTask,
     Sink,
     Support,
 )
@@ -383,3 +389,58 @@ class EagerSink(LineSink):
     @property
     def partial(self) -> Path:
         return self.config.path
+
+
+# -- executors -------------------------------------------------------------------------------
+
+
+class SerialExecutor(Executor[ComponentConfig]):
+    """Correct: two shards, one after the other, in one worker here (a positive control)."""
+
+    name: ClassVar[str] = "serial"
+    contract_version: ClassVar[str] = "1.0"
+
+    def tasks_to_run(self, tasks: Sequence[ShardTask]) -> list[ShardTask]:
+        return list(tasks)
+
+    def execute(self, job: Job) -> ExecutionReport:
+        tasks = job.plan(2)
+        worker = job.worker()
+        reports: list[ShardReport] = []
+        try:
+            for task in self.tasks_to_run(tasks):
+                try:
+                    reports.append(worker.run(task))
+                except ShardFailed:
+                    if not self.swallow_failures:
+                        raise
+        finally:
+            worker.close()
+        return ExecutionReport(self.name, tuple(reports), 1, 0.0)
+
+    swallow_failures: ClassVar[bool] = False
+
+
+class TwiceExecutor(SerialExecutor):
+    """Runs every task twice (an at-least-once retry policy)."""
+
+    name: ClassVar[str] = "twice"
+
+    def tasks_to_run(self, tasks: Sequence[ShardTask]) -> list[ShardTask]:
+        return [*tasks, *tasks]
+
+
+class ContextDroppingExecutor(SerialExecutor):
+    """Sends tasks without the job's trace context (spans leave the run's trace)."""
+
+    name: ClassVar[str] = "context-dropping"
+
+    def tasks_to_run(self, tasks: Sequence[ShardTask]) -> list[ShardTask]:
+        return [ShardTask(t.run_id, t.shard, t.resume) for t in tasks]
+
+
+class SwallowingExecutor(SerialExecutor):
+    """Reports the shards that succeeded and drops the one that failed."""
+
+    name: ClassVar[str] = "swallowing"
+    swallow_failures: ClassVar[bool] = True

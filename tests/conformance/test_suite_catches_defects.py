@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from seamline.components.conformance import LogMonitorConformance, NativeConformance
-from seamline.contracts import Attention, Loader, Monitor, Sink
+from seamline.contracts import Attention, Executor, Loader, Monitor, Sink
 from seamline.contracts.testing import (
     AttentionContract,
+    ExecutorContract,
     LoaderContract,
     MonitorContract,
     SinkContract,
@@ -44,6 +45,15 @@ def monitor_check(component: type[Monitor[Any]]) -> type:
     class Check(MonitorContract):
         @pytest.fixture
         def monitor(self) -> Monitor[Any]:
+            return component(component.Config())
+
+    return Check
+
+
+def executor_check(component: type[Executor[Any]]) -> type:
+    class Check(ExecutorContract):
+        @pytest.fixture
+        def executor(self) -> Executor[Any]:
             return component(component.Config())
 
     return Check
@@ -172,6 +182,24 @@ DEFECTS = {
         "resume_yields_exactly_the_rest",
         ("resuming after item 0 ('doc-0') yields ['doc-0'",),
     ),
+    "executor-runs-tasks-twice": Defect(
+        executor_check(broken.TwiceExecutor),
+        "runs_every_planned_task_once",
+        "runs_every_planned_task_once",
+        ("ran shards [0, 0, 1, 1]", "each exactly once"),
+    ),
+    "executor-drops-the-trace-context": Defect(
+        executor_check(broken.ContextDroppingExecutor),
+        "trace_context",
+        "every_task_carries_the_trace_context",
+        ("spans would leave the run's trace",),
+    ),
+    "executor-swallows-a-failed-shard": Defect(
+        executor_check(broken.SwallowingExecutor),
+        "failing_shard",
+        "a_failing_shard_stops_the_run_naming_it",
+        ("DID NOT RAISE",),
+    ),
     "loader-drops-unreadable-input": Defect(
         loader_check(broken.DroppingLoader),
         "reads_every_item",
@@ -232,6 +260,15 @@ CONTROLS = {
         sink_check(broken.LineSink),
         "exactly_once or nothing_visible",
         {"exactly_once_across_a_crash", "nothing_visible_before_close"},
+    ),
+    "serial-executor": (
+        executor_check(broken.SerialExecutor),
+        "runs_every_planned_task_once or trace_context or failing_shard",
+        {
+            "runs_every_planned_task_once",
+            "every_task_carries_the_trace_context",
+            "a_failing_shard_stops_the_run_naming_it",
+        },
     ),
 }
 

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from seamline.components.attention.native import NativeAttention
+from seamline.components.executors.local import LocalExecutor
 from seamline.contracts import (
     AttentionFn,
     AttentionSpec,
@@ -310,6 +311,7 @@ def toy_registry(without: tuple[type[Any], ...] = ()) -> Registry:
         OffByTenPercentAttention,
         UncompilableAttention,
         LongOnlyAttention,
+        LocalExecutor,
     ]
     return Registry(
         ComponentInfo(

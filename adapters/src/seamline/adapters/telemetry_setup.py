@@ -163,13 +163,18 @@ class JsonlSpanExporter(SpanExporter):
     Fields: ``name``, ``trace_id``, ``span_id``, ``parent_span_id`` (null for a root),
     ``start_ns``, ``end_ns`` (Unix epoch nanoseconds), ``attributes``, ``events``
     (``name``, ``time_ns``, ``attributes``), ``status`` (``code``: UNSET, OK or ERROR,
-    ``description``) and ``service``. The file is truncated when the exporter is made.
+    ``description``) and ``service``. The file is truncated when the exporter is made,
+    unless ``append`` (a worker process adding its spans to its driver's file), and
+    written in append mode either way, so several processes can share one file: each
+    export is one write at the end of the file.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, append: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        if not append:
+            self.path.write_text("", encoding="utf-8")
+        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -212,14 +217,14 @@ def span_record(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-def span_exporters(config: TelemetryConfig) -> list[SpanExporter]:
-    """One exporter per name in ``config.traces``."""
+def span_exporters(config: TelemetryConfig, *, append: bool = False) -> list[SpanExporter]:
+    """One exporter per name in ``config.traces`` (``append``: keep what the file holds)."""
     exporters: list[SpanExporter] = []
     for name in config.traces:
         if name == "console":
             exporters.append(ConsoleSpanExporter())
         elif name == "jsonl":
-            exporters.append(JsonlSpanExporter(config.traces_file))
+            exporters.append(JsonlSpanExporter(config.traces_file, append=append))
         elif name == "otlp":
             if config.traces_protocol == "grpc":
                 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
@@ -307,13 +312,20 @@ def tracer_provider(service_name: str = DEFAULT_SERVICE_NAME) -> TracerProvider:
 
 
 def configure_telemetry(
-    section: TelemetrySettings | None = None, environ: Mapping[str, str] | None = None
+    section: TelemetrySettings | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    worker: bool = False,
 ) -> TelemetryConfig:
-    """Install the providers (once) and this configuration's exporters (replacing any before)."""
+    """Install the providers (once) and this configuration's exporters (replacing any before).
+
+    ``worker``: this process runs shards for a driver elsewhere (an executor's worker),
+    so a jsonl trace file is appended to, not started afresh.
+    """
     global _meter_provider
     config = resolve(section, environ)
     tracer_provider(config.service_name)
-    _exporting.replace([BatchSpanProcessor(e) for e in span_exporters(config)])
+    _exporting.replace([BatchSpanProcessor(e) for e in span_exporters(config, append=worker)])
     if config.metrics:
         if _meter_provider is None:
             readers: list[MetricReader] = [
@@ -330,6 +342,11 @@ def configure_telemetry(
                 asked=list(config.metrics),
             )
     return config
+
+
+def flush_telemetry() -> None:
+    """Export every span finished so far (a worker does, before its driver may end it)."""
+    _exporting.force_flush()
 
 
 def shutdown_telemetry() -> None:

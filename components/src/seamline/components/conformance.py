@@ -25,6 +25,7 @@ from seamline.components.attention.native import NativeAttention
 from seamline.components.attention.tpu_flash import TpuFlashAttention
 from seamline.components.attention.tpu_splash import TpuSplashAttention
 from seamline.components.attention.xla_sdpa import XlaSdpaAttention
+from seamline.components.executors.local import LocalExecutor
 from seamline.components.loaders.jsonl import JsonlLoader
 from seamline.components.loaders.parquet import ParquetLoader
 from seamline.components.loaders.text_files import TextFilesLoader
@@ -36,9 +37,11 @@ from seamline.components.sinks.jsonl import JsonlSink
 from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.components.sinks.npy import NpySink
 from seamline.components.sinks.parquet import ParquetSink
+from seamline.components.sinks.readers import read_records
 from seamline.contracts import Loader, OutputRecord, Sink
 from seamline.contracts.testing import (
     AttentionContract,
+    ExecutorContract,
     LoaderContract,
     ModelContract,
     MonitorContract,
@@ -204,15 +207,10 @@ class MetricsMonitorConformance(MonitorContract):
         provider.shutdown()
 
 
-def _jsonl_records(path: Path) -> list[OutputRecord] | None:
-    if not path.exists():
-        return None
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        vector = np.asarray(row["embedding"], np.float32)
-        records.append(OutputRecord(row["id"], row["window"], tuple(row["span"]), vector))
-    return records
+class LocalExecutorConformance(ExecutorContract):
+    @pytest.fixture
+    def executor(self) -> LocalExecutor:
+        return LocalExecutor(LocalExecutor.Config())
 
 
 class JsonlSinkConformance(SinkContract):
@@ -222,7 +220,8 @@ class JsonlSinkConformance(SinkContract):
 
     @pytest.fixture
     def read_output(self) -> Any:
-        return lambda directory: _jsonl_records(directory / "out.jsonl")
+        # Through the manifest, as a reader would: a whole output or a staged run's parts.
+        return lambda directory: read_records(directory / "out.jsonl")
 
 
 class NpySinkConformance(SinkContract):
@@ -235,19 +234,7 @@ class NpySinkConformance(SinkContract):
 
     @pytest.fixture
     def read_output(self) -> Any:
-        def read(directory: Path) -> list[OutputRecord] | None:
-            matrix_path = directory / "out.npy"
-            if not matrix_path.exists():
-                return None
-            matrix = np.load(matrix_path)
-            index_path = NpySink.Config(path=matrix_path).resolved_index_path()
-            rows = [json.loads(line) for line in index_path.read_text().splitlines()]
-            return [
-                OutputRecord(row["id"], row["window"], tuple(row["span"]), matrix[i])
-                for i, row in enumerate(rows)
-            ]
-
-        return read
+        return lambda directory: read_records(directory / "out.npy")
 
 
 class ParquetSinkConformance(SinkContract):

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         ContractViolation,
         DuplicateComponentError,
         SeamlineError,
+        ShardFailed,
         UnsupportedError,
         UserError,
         WeightsError,
@@ -51,10 +52,19 @@ if TYPE_CHECKING:
         ShadowCompared,
         Verified,
     )
+    from seamline.contracts.executor import (
+        ExecutionReport,
+        Executor,
+        Job,
+        ShardReport,
+        ShardTask,
+        ShardWorker,
+        WorkerFactory,
+    )
     from seamline.contracts.loader import Loader
     from seamline.contracts.model import Batch, Example, Model, Params
     from seamline.contracts.monitor import Monitor
-    from seamline.contracts.sink import OutputRecord, Sink
+    from seamline.contracts.sink import OutputRecord, Sink, StagedRun
     from seamline.contracts.versions import CONTRACT_VERSIONS, KINDS, Kind
 
 _LOCATIONS: dict[str, str] = {
@@ -79,9 +89,12 @@ _LOCATIONS: dict[str, str] = {
     "DocumentFailed": "seamline.contracts.events",
     "DuplicateComponentError": "seamline.contracts.errors",
     "Event": "seamline.contracts.events",
+    "ExecutionReport": "seamline.contracts.executor",
+    "Executor": "seamline.contracts.executor",
     "Example": "seamline.contracts.model",
     "Fallback": "seamline.contracts.events",
     "KINDS": "seamline.contracts.versions",
+    "Job": "seamline.contracts.executor",
     "Kind": "seamline.contracts.versions",
     "Loaded": "seamline.contracts.documents",
     "Loader": "seamline.contracts.loader",
@@ -96,13 +109,19 @@ _LOCATIONS: dict[str, str] = {
     "SegmentIds": "seamline.contracts.attention",
     "ShadowCompared": "seamline.contracts.events",
     "Shard": "seamline.contracts.documents",
+    "ShardFailed": "seamline.contracts.errors",
+    "ShardReport": "seamline.contracts.executor",
+    "ShardTask": "seamline.contracts.executor",
+    "ShardWorker": "seamline.contracts.executor",
     "Sink": "seamline.contracts.sink",
+    "StagedRun": "seamline.contracts.sink",
     "Support": "seamline.contracts.attention",
     "TOLERANCES": "seamline.contracts.attention",
     "UnsupportedError": "seamline.contracts.errors",
     "UserError": "seamline.contracts.errors",
     "Verified": "seamline.contracts.events",
     "WeightsError": "seamline.contracts.errors",
+    "WorkerFactory": "seamline.contracts.executor",
 }
 """Where each public name is defined."""
 
@@ -145,7 +164,10 @@ __all__ = [
     "DuplicateComponentError",
     "Event",
     "Example",
+    "ExecutionReport",
+    "Executor",
     "Fallback",
+    "Job",
     "Kind",
     "Loaded",
     "Loader",
@@ -160,10 +182,16 @@ __all__ = [
     "SegmentIds",
     "ShadowCompared",
     "Shard",
+    "ShardFailed",
+    "ShardReport",
+    "ShardTask",
+    "ShardWorker",
     "Sink",
+    "StagedRun",
     "Support",
     "UnsupportedError",
     "UserError",
     "Verified",
     "WeightsError",
+    "WorkerFactory",
 ]

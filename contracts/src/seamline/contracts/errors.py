@@ -64,3 +64,26 @@ class ContractViolation(SeamlineError):
 
 class WeightsError(UserError):
     """Model weights are missing, unreadable or fail their integrity check."""
+
+
+class ShardFailed(SeamlineError):
+    """A shard of a run could not complete, so the run stopped and published nothing.
+
+    Carries which shard, which component (``model 'bert-encoder'``, or ``pipeline``
+    when no component's call was under way) and the reason, as plain strings and
+    integers so that it crosses process boundaries (an executor's workers) intact.
+    """
+
+    def __init__(self, index: int, count: int, component: str, reason: str) -> None:
+        self.index = index
+        self.count = count
+        self.component = component
+        self.reason = reason
+        super().__init__(
+            f"shard {index} of {count} failed in {component}: {reason}; nothing was published "
+            "(fix the cause and run again with --resume to continue from the shards' last "
+            "commits)"
+        )
+
+    def __reduce__(self) -> tuple[type[ShardFailed], tuple[int, int, str, str]]:
+        return (type(self), (self.index, self.count, self.component, self.reason))

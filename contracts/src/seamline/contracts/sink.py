@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seamline.contracts.component import Component, ComponentConfig
-from seamline.contracts.documents import DocumentError
+from seamline.contracts.documents import DocumentError, Shard
 from seamline.contracts.versions import Kind
 
 
@@ -32,6 +32,17 @@ class OutputRecord:
     vector: npt.NDArray[np.floating[Any]]
     metadata: Mapping[str, Any] = field(default_factory=dict)
     text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StagedRun:
+    """A run whose shards stage their parts at a sink's destination, not yet published."""
+
+    run_id: str
+    count: int
+    """How many shards the run was split into."""
+    finished: frozenset[int] = frozenset()
+    """The indexes of the shards whose part is complete."""
 
 
 SinkConfigT = TypeVar("SinkConfigT", bound=ComponentConfig)
@@ -62,6 +73,13 @@ class Sink(Component[SinkConfigT], abc.ABC):
 
     Since contract 1.2 each record carries the text of its span
     (:attr:`OutputRecord.text`); a sink written for 1.2 may rely on it.
+
+    Since contract 1.3 a resumable sink may also *stage* (``stageable = True``): a
+    run split into shards, each on its own worker, writes every shard's part
+    through a sink of its own (:meth:`part`) into a staging area beside the
+    destination, with the usual commits; the driver publishes all the parts at once
+    under one manifest (:meth:`publish_parts`) when every part is finished. Nothing
+    is visible under the output's names before that.
     """
 
     kind: ClassVar[Kind] = "sink"
@@ -69,6 +87,10 @@ class Sink(Component[SinkConfigT], abc.ABC):
     """Whether this sink implements :meth:`commit` and :meth:`recover`, so that an
     interrupted run can be continued. A sink that leaves it False is never committed,
     and resuming a run that writes to it is refused."""
+    stageable: ClassVar[bool] = False
+    """Whether this sink implements :meth:`begin_parts`, :meth:`part`,
+    :meth:`staged_run` and :meth:`publish_parts` (contract 1.3), so a run can be split
+    into shards that write in parallel. A stageable sink must be resumable."""
 
     def start(self, manifest: Mapping[str, Any]) -> None:
         """Receive the run's manifest (pipeline, model and its config, versions) before any write.
@@ -113,3 +135,44 @@ class Sink(Component[SinkConfigT], abc.ABC):
         Called only on a resumable sink; the default returns None.
         """
         return None
+
+    # -- staged parts (contract 1.3, stageable sinks) -------------------------------------
+
+    def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        """Open the staging area of run ``run_id``, split into ``count`` parts (driver side).
+
+        Discards whatever an earlier, unpublished staged run left at this destination;
+        a published output stays readable until :meth:`publish_parts` replaces it.
+        """
+        raise NotImplementedError(f"sink {self.name!r} cannot stage parts")
+
+    def staged_run(self, manifest: Mapping[str, Any]) -> StagedRun | None:
+        """The unpublished staged run at this destination (to resume it), or None.
+
+        Raises a ``UserError`` when that run was made by another model configuration
+        (``manifest`` is the resuming run's).
+        """
+        raise NotImplementedError(f"sink {self.name!r} cannot stage parts")
+
+    def part(self, run_id: str, shard: Shard) -> Sink[Any]:
+        """A sink for ``shard``'s part of run ``run_id``, in the run's staging area.
+
+        The part is a resumable sink of its own: ``recover`` it (a part with nothing
+        committed starts empty), write, ``commit``, and ``close(complete=True)``
+        *finishes* the part inside the staging area; nothing becomes visible under
+        the output's names. A part that is already finished says so in
+        :meth:`finished`; recovering it again is an error.
+        """
+        raise NotImplementedError(f"sink {self.name!r} cannot stage parts")
+
+    def finished(self) -> bool:
+        """For a part: whether it is complete (closed with ``complete=True`` by some process)."""
+        return False
+
+    def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        """Publish every part of run ``run_id`` together, under one manifest, atomically.
+
+        Every part must be finished (a ``ContractViolation`` otherwise: the host
+        asked too early). A reader sees the previous output or this one, never a mix.
+        """
+        raise NotImplementedError(f"sink {self.name!r} cannot stage parts")

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-Kind = Literal["attention", "model", "loader", "monitor", "sink"]
+Kind = Literal["attention", "model", "loader", "monitor", "sink", "executor"]
 
-KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "sink")
+KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "sink", "executor")
 
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.1",
     "model": "1.2",
     "loader": "1.0",
     "monitor": "1.3",
-    "sink": "1.2",
+    "sink": "1.3",
+    "executor": "1.0",
 }
 
 

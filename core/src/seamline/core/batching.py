@@ -33,10 +33,14 @@ from seamline.contracts import Example
 from seamline.core.config import RunSettings
 
 
-def batch_shapes(run: RunSettings, max_length: int) -> BatchShapes:
-    """The batch shapes of a pipeline's ``run`` settings for a model's longest window."""
+def batch_shapes(run: RunSettings, max_length: int, multiple: int = 1) -> BatchShapes:
+    """The batch shapes of a pipeline's ``run`` settings for a model's longest window.
+
+    ``multiple``: row counts are rounded up to a multiple of it (the devices a batch
+    is split over, see :mod:`seamline.core.devices`).
+    """
     buckets = resolve_buckets(run.buckets, max_length)
-    return BatchShapes(tuple(buckets), run.batch_size, run.batch_tokens)
+    return BatchShapes(tuple(buckets), run.batch_size, run.batch_tokens, multiple)
 
 
 def default_buckets(max_length: int, smallest: int = 16) -> list[int]:
@@ -63,12 +67,13 @@ class BatchShapes:
     buckets: tuple[int, ...]
     batch_size: int
     batch_tokens: int | None = None
+    multiple: int = 1
+    """Row counts are rounded up to a multiple of this (the devices a batch is split over)."""
 
     def rows(self, length: int) -> int:
         """Rows of a batch of ``length``: the token budget's share, else ``batch_size``."""
-        if self.batch_tokens is None:
-            return self.batch_size
-        return max(1, self.batch_tokens // length)
+        rows = self.batch_size if self.batch_tokens is None else max(1, self.batch_tokens // length)
+        return -(-rows // self.multiple) * self.multiple
 
     def bucket_for(self, length: int) -> int:
         """The smallest bucket that fits an example of ``length``."""

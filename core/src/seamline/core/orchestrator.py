@@ -11,10 +11,17 @@ call across a seam goes through its :class:`~seamline.core.seams.Seam` (span,
 timing, ``SeamCall`` event), under one root span per run. A resumable sink is
 checkpointed every ``run.checkpoint_every`` loaded documents, and a run started
 with ``resume`` continues from its last checkpoint.
+
+One orchestrator can also run several shards of a run, one after the other, each
+into a sink of its own (:meth:`Orchestrator.run_part`): what it built — the
+components, the parameters on the device, the compiled steps — serves them all.
+That is what a worker of an executor is (:mod:`seamline.core.worker`).
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 import uuid
@@ -27,6 +34,7 @@ from typing import Any, cast
 import jax
 import numpy as np
 import structlog
+from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
@@ -46,6 +54,8 @@ from seamline.contracts import (
     OutputRecord,
     RunFinished,
     RunStarted,
+    Shard,
+    ShardReport,
     Sink,
     UserError,
 )
@@ -55,11 +65,21 @@ from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import CompiledSteps
 from seamline.core.batching import Bucketer, Packer, Planned, batch_shapes
 from seamline.core.config import ComponentChoice, ResolvedPipeline
+from seamline.core.devices import local_data_parallel
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.prefetch import prefetched
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
-from seamline.core.telemetry import DEVICE_KIND, PLATFORM, THREAD_NAME, span_event, tracer
+from seamline.core.telemetry import (
+    DEVICE_KIND,
+    PLATFORM,
+    SHARD_COUNT,
+    SHARD_INDEX,
+    THREAD_NAME,
+    WORKER,
+    span_event,
+    tracer,
+)
 
 log = structlog.get_logger("seamline.core")
 
@@ -87,6 +107,16 @@ class RunSummary:
     first_output_seconds: float | None = None
     """From the start of :meth:`Orchestrator.run` to the first records handed to the sink
     (None when nothing was written): what a user waits before anything comes out."""
+    executor: str = "local"
+    """The executor that ran the shards (``run.executor.use``)."""
+    shards: tuple[ShardReport, ...] = ()
+    """One report per shard the executor ran (empty for a bare :class:`Orchestrator` run)."""
+    workers: int = 1
+    """How many worker processes ran shards."""
+    shard_count: int = 1
+    """How many shards the run was split into."""
+    finished_before: tuple[int, ...] = ()
+    """Shards a resumed run found finished (by the run it continues) and did not redo."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -144,8 +174,10 @@ class Orchestrator:
         self.model_seam = self._seam(self.model)
         self.sink_seam = self._seam(self.sink)
         self.attention = build_candidates(pipeline.attention, registry)
-        self.steps = CompiledSteps(self.model, self.attention, self._traced)
-        self.shapes = batch_shapes(pipeline.spec.run, self.model.max_length)
+        self.parallel = local_data_parallel()
+        self.steps = CompiledSteps(self.model, self.attention, self._traced, self.parallel)
+        devices = self.parallel.devices if self.parallel is not None else 1
+        self.shapes = batch_shapes(pipeline.spec.run, self.model.max_length, devices)
         self.counts = _Counts()
         self.resumed_from: str | None = None
         self._started = 0.0
@@ -153,6 +185,9 @@ class Orchestrator:
         self._texts: dict[int, str] = {}
         """The span text of each example waiting in the batcher, by ``id()`` of the example
         object (alive there until it is collated). Used by the producer thread only."""
+        self._shard = Shard()
+        self._params: Any = None
+        self._loaded = False
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
         return self.registry.create(choice.kind, choice.name, choice.config)
@@ -173,20 +208,53 @@ class Orchestrator:
         With ``resume``, continue an interrupted run: the sink restores its last
         checkpoint (``sink.recover`` instead of ``sink.start``) and the loader reads on
         after the cursor committed there. A sink that is not resumable is a
-        ``UserError``.
+        ``UserError``. The components are closed at the end.
+        """
+        try:
+            return self.run_part(resume=resume)
+        finally:
+            self.close()
+
+    def run_part(
+        self,
+        *,
+        resume: bool = False,
+        shard: Shard = Shard(),
+        sink: Sink[Any] | None = None,
+        run_id: str | None = None,
+        context: Context | None = None,
+    ) -> RunSummary:
+        """Run ``shard`` of the input into ``sink`` (default: the pipeline's own), and close it.
+
+        The components stay open for another part; :meth:`close` closes them. The
+        parameters are loaded, and each shape compiled, once for all parts. Given a
+        ``context`` (the driver's, carried in a task), the part is a ``seamline.shard``
+        span of the driver's trace; otherwise it is the root span ``seamline.run``.
         """
         started = self._started = time.perf_counter()
+        if sink is not None:
+            self.sink = sink
+            self.sink_seam = self._seam(sink)
+        if run_id is not None:
+            self.run_id = run_id
+        self._shard = shard
+        self.counts = _Counts()
+        self.resumed_from = None
+        self._first_output = None
+        compilations = self.steps.compilations
         spec = self.pipeline.spec
         platform, device_kind = device_identity()
-        with tracer().start_as_current_span(
-            "seamline.run",
-            attributes={
-                "seamline.pipeline": spec.pipeline,
-                "seamline.run_id": self.run_id,
-                PLATFORM: platform,
-                DEVICE_KIND: device_kind,
-            },
-        ) as root:
+        attributes: dict[str, str | int] = {
+            "seamline.pipeline": spec.pipeline,
+            "seamline.run_id": self.run_id,
+            PLATFORM: platform,
+            DEVICE_KIND: device_kind,
+        }
+        if context is not None:
+            worker = f"{socket.gethostname()}:{os.getpid()}"
+            attributes.update({SHARD_INDEX: shard.index, SHARD_COUNT: shard.count, WORKER: worker})
+        name = "seamline.run" if context is None else "seamline.shard"
+        with tracer().start_as_current_span(name, context=context, attributes=attributes) as root:
             components = {
                 "loader": spec.loader.use,
                 "model": spec.model.use,
@@ -197,8 +265,7 @@ class Orchestrator:
             ok = False
             try:
                 after = self._begin(resume)
-                with self.model_seam.call("load"):
-                    params = jax.device_put(self.model.load())
+                params = self._load()
                 for item in prefetched(self._host_work(after), spec.run.prefetch):
                     if isinstance(item, _Collated):
                         self._process(params, item.batch, item.texts)
@@ -213,21 +280,24 @@ class Orchestrator:
                 root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
                 raise
             finally:
-                self._finish(ok, time.perf_counter() - started)
-        return self._summary(time.perf_counter() - started)
+                self._end_part(ok, time.perf_counter() - started)
+        return self._summary(time.perf_counter() - started, self.steps.compilations - compilations)
+
+    def _load(self) -> Any:
+        """The parameters on the device, loaded on the first part only."""
+        if not self._loaded:
+            with self.model_seam.call("load"):
+                params = self.model.load()
+                parallel = self.parallel
+                self._params = (
+                    jax.device_put(params) if parallel is None else parallel.place_params(params)
+                )
+            self._loaded = True
+        return self._params
 
     def manifest(self) -> dict[str, Any]:
         """What a reader of the output needs to know to rebuild the model that made it."""
-        model = self.pipeline.model
-        return {
-            "seamline_manifest": 1,
-            "pipeline": self.pipeline.spec.pipeline,
-            "run_id": self.run_id,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "model": {"use": model.name, "with": model.config.model_dump(mode="json")},
-            "attention": self.pipeline.spec.attention.model_dump(mode="json", by_alias=True),
-            "versions": _versions(),
-        }
+        return run_manifest(self.pipeline, self.run_id)
 
     def _begin(self, resume: bool) -> str | None:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any."""
@@ -307,7 +377,7 @@ class Orchestrator:
             started = clock()
             try:
                 if reader is None:
-                    reader = iter(self.loader.read(after=after))
+                    reader = iter(self.loader.read(shard=self._shard, after=after))
                 loaded = check_loaded(self.loader.name, next(reader))
             except StopIteration:
                 spent += clock() - started
@@ -436,7 +506,7 @@ class Orchestrator:
             self.sink.write_error(error)
         self.monitors.emit(DocumentFailed(error.id, error.reason, stage))
 
-    def _finish(self, ok: bool, seconds: float) -> None:
+    def _end_part(self, ok: bool, seconds: float) -> None:
         try:
             with self.sink_seam.call("close", {"seamline.complete": ok}):
                 self.sink.close(complete=ok)
@@ -455,12 +525,15 @@ class Orchestrator:
                     ok,
                 )
             )
-            self.monitors.close()
-            self.loader.close()
-            self.model.close()
-            self.attention.close()
 
-    def _summary(self, seconds: float) -> RunSummary:
+    def close(self) -> None:
+        """Close the monitors and components (once, after the last part)."""
+        self.monitors.close()
+        self.loader.close()
+        self.model.close()
+        self.attention.close()
+
+    def _summary(self, seconds: float, compilations: int | None = None) -> RunSummary:
         counts = self.counts
         return RunSummary(
             run_id=self.run_id,
@@ -470,13 +543,27 @@ class Orchestrator:
             examples=counts.examples,
             tokens=counts.tokens,
             batches=counts.batches,
-            compilations=self.steps.compilations,
+            compilations=self.steps.compilations if compilations is None else compilations,
             seconds=seconds,
             attention={d.signature: d.chosen for d in self.steps.decisions},
             resumed_from=self.resumed_from,
             positions=counts.positions,
             first_output_seconds=self._first_output,
         )
+
+
+def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
+    """The manifest of run ``run_id``: what a reader needs to rebuild the model that made it."""
+    model = pipeline.model
+    return {
+        "seamline_manifest": 1,
+        "pipeline": pipeline.spec.pipeline,
+        "run_id": run_id,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": {"use": model.name, "with": model.config.model_dump(mode="json")},
+        "attention": pipeline.spec.attention.model_dump(mode="json", by_alias=True),
+        "versions": _versions(),
+    }
 
 
 def _versions() -> dict[str, str]:

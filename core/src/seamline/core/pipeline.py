@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from seamline.contracts import Monitor
+from opentelemetry.trace import Status, StatusCode
+
+from seamline.contracts import ExecutionReport, Executor, Monitor, UserError
+from seamline.contracts.executor import merge_attention
 from seamline.core.config import ResolvedPipeline, load_pipeline
-from seamline.core.orchestrator import Orchestrator, RunSummary
+from seamline.core.job import PipelineJob
+from seamline.core.orchestrator import RunSummary
 from seamline.core.registry import Registry
+from seamline.core.telemetry import EXECUTOR, tracer
 
 
 class Pipeline:
@@ -35,11 +41,72 @@ class Pipeline:
     def run(
         self, extra_monitors: Sequence[Monitor[Any]] = (), *, resume: bool = False
     ) -> RunSummary:
-        """Run to completion and return the summary.
+        """Run to completion on the pipeline's executor and return the one summary.
 
         ``extra_monitors`` are observers the embedding application adds without
-        registering them as components (the CLI's progress bar is one). ``resume``
-        continues an interrupted run from the sink's last checkpoint (a sink that
-        is not resumable raises ``UserError``).
+        registering them as components (the CLI's progress bar is one); they see the
+        shards run in this process (all of them with ``local``). ``resume`` continues
+        an interrupted run from the sink's last checkpoint, or a staged run from its
+        shards' (a sink that is not resumable raises ``UserError``). The output is
+        published only when every shard has finished.
         """
-        return Orchestrator(self.resolved, self.registry, extra_monitors).run(resume=resume)
+        started = time.perf_counter()
+        executor = self._executor()
+        job = PipelineJob(self.resolved, self.registry, extra_monitors, resume=resume)
+        attributes = {
+            "seamline.pipeline": self.resolved.spec.pipeline,
+            "seamline.run_id": job.run_id,
+            EXECUTOR: executor.name,
+        }
+        with tracer().start_as_current_span("seamline.run", attributes=attributes) as root:
+            try:
+                report = executor.execute(job)
+                job.publish(report)
+            except BaseException as err:
+                root.record_exception(err)
+                root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
+                raise
+            finally:
+                executor.close()
+            root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
+        return summarize(job, report, time.perf_counter() - started)
+
+    def _executor(self) -> Executor[Any]:
+        choice = self.resolved.executor
+        if choice is None:
+            installed = ", ".join(self.registry.names("executor")) or "none"
+            raise UserError(
+                f"{self.resolved.source}: the pipeline names no executor (run.executor) and no "
+                "installed executor declares itself the default (seamline-components' 'local' "
+                f"does); installed executors: {installed}"
+            )
+        return cast(Executor[Any], self.registry.create(choice.kind, choice.name, choice.config))
+
+
+def summarize(job: PipelineJob, report: ExecutionReport, seconds: float) -> RunSummary:
+    """One summary of every shard: counts added up, the run's wall time."""
+    shards = report.shards
+    firsts = [s.first_output_seconds for s in shards if s.first_output_seconds is not None]
+    resumed = [s.resumed_from for s in shards if s.resumed_from is not None]
+    return RunSummary(
+        run_id=job.run_id,
+        pipeline=job.pipeline,
+        documents=sum(s.documents for s in shards),
+        failed_documents=sum(s.failed_documents for s in shards),
+        examples=sum(s.examples for s in shards),
+        tokens=sum(s.tokens for s in shards),
+        batches=sum(s.batches for s in shards),
+        compilations=sum(s.compilations for s in shards),
+        seconds=seconds,
+        attention=merge_attention(shards),
+        resumed_from=resumed[0] if job.count == 1 and resumed else None,
+        positions=sum(s.positions for s in shards),
+        first_output_seconds=min(firsts) if firsts else None,
+        executor=report.executor,
+        shards=tuple(sorted(shards, key=lambda s: s.shard.index)),
+        workers=report.workers,
+        shard_count=job.count or 1,
+        finished_before=tuple(
+            sorted(set(job.finished_before) | {s.shard.index for s in shards if s.finished_before})
+        ),
+    )

@@ -99,10 +99,13 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
 class Registry:
     """Every component of every kind that the installed distributions register."""
 
-    def __init__(self, infos: Iterable[ComponentInfo]) -> None:
+    def __init__(self, infos: Iterable[ComponentInfo], *, discovered: bool = False) -> None:
         self._by_kind: dict[Kind, dict[str, list[ComponentInfo]]] = {k: {} for k in KINDS}
         for info in infos:
             self._by_kind[info.kind].setdefault(info.name, []).append(info)
+        self.discovered = discovered
+        """Whether this is what the environment's entry points register (another process
+        of the same environment can discover it again), or a registry built by hand."""
 
     @classmethod
     def discover(cls) -> Registry:
@@ -113,7 +116,7 @@ class Registry:
         infos: list[ComponentInfo] = []
         for kind in KINDS:
             infos.extend(_load_group(kind, index))
-        return cls(_mark_conflicts(infos))
+        return cls(_mark_conflicts(infos), discovered=True)
 
     def entries(self, kind: Kind | None = None) -> list[ComponentInfo]:
         """Every entry, usable or not, sorted by kind then name (for listings)."""

@@ -48,6 +48,11 @@ def pipeline_schema(registry: Registry) -> dict[str, Any]:
         "description": properties["monitors"].get("description", ""),
         "items": _component_ref(registry, "monitor", "A monitor."),
     }
+    run = base.get("$defs", {}).get("RunSettings", {}).get("properties", {})
+    if "executor" in run:
+        run["executor"] = _component_ref(
+            registry, "executor", run["executor"].get("description", "")
+        )
     attention_names = registry.names("attention")
     properties["attention"] = {
         "type": "object",

@@ -28,6 +28,23 @@ from seamline.core.telemetry import component_attributes, tracer
 
 log = structlog.get_logger("seamline.core")
 
+FAILED_AT = "seamline_failed_at"
+"""Attribute a :class:`Seam` sets on an exception leaving a component's call: which
+component and operation (``model 'toy' (prepare)``), so a shard that fails can say
+where. The innermost seam wins."""
+
+
+def failed_at(error: BaseException) -> str | None:
+    """The component call ``error`` left, as :class:`Seam` recorded it, or None."""
+    where = getattr(error, FAILED_AT, None)
+    return where if isinstance(where, str) else None
+
+
+def _mark_failure(error: BaseException, kind: str, name: str, operation: str) -> None:
+    if failed_at(error) is None:
+        with contextlib.suppress(AttributeError, TypeError):  # e.g. exceptions with __slots__
+            setattr(error, FAILED_AT, f"{kind} {name!r} ({operation})")
+
 
 def scope_name(kind: str, name: str) -> str:
     """The ``jax.named_scope`` of a component inside compiled code."""
@@ -72,6 +89,9 @@ class Seam:
                 f"seamline.{self.kind}.{operation}", attributes=merged
             ) as span:
                 yield span
+        except BaseException as err:
+            _mark_failure(err, self.kind, self.name, operation)
+            raise
         finally:
             self._monitors.emit(
                 SeamCall(self.kind, self.name, operation, time.perf_counter() - started)
@@ -97,6 +117,7 @@ class Seam:
             start_time=start_ns,
         )
         if error is not None:
+            _mark_failure(error, self.kind, self.name, operation)
             span.record_exception(error)
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         span.end(end_time=start_ns + spent_ns)

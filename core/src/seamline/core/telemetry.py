@@ -9,8 +9,13 @@ Spans and their attributes
 
 Every span is started by the tracer named ``seamline.core``. A run is one trace:
 
-* ``seamline.run`` (root): ``seamline.pipeline``, ``seamline.run_id``,
-  ``seamline.platform``, ``seamline.device_kind``;
+* ``seamline.run`` (root): ``seamline.pipeline``, ``seamline.run_id``, and
+  ``seamline.executor`` for a run placed by an executor (``Pipeline.run``), or
+  ``seamline.platform``, ``seamline.device_kind`` for a bare orchestrator run;
+* ``seamline.shard`` (one per shard of an executor's run, wherever it ran, child of
+  the driver's root through the task's trace context): ``seamline.shard.index``,
+  ``seamline.shard.count``, ``seamline.worker`` (``host:pid``), platform and device
+  kind; the seam spans below are its children;
 * seam calls: ``seamline.loader.read`` (one per chunk of up to ``batch_size`` loaded
   items, with ``seamline.loader.items``), ``seamline.model.prepare`` (one per
   document, ``seamline.document.id``), ``seamline.model.apply`` (one per batch; it
@@ -69,6 +74,10 @@ DEVICE_KIND = "seamline.device_kind"
 ATTENTION_NAME = "seamline.attention.name"
 ATTENTION_REASON = "seamline.attention.reason"
 ATTENTION_REFUSED = "seamline.attention.refused"
+SHARD_INDEX = "seamline.shard.index"
+SHARD_COUNT = "seamline.shard.count"
+EXECUTOR = "seamline.executor"
+WORKER = "seamline.worker"
 THREAD_NAME = "thread.name"  # OpenTelemetry semantic convention
 
 _EVENT_NAMES = {

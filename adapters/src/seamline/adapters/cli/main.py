@@ -11,13 +11,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 # Only the light corners of seamline here: `seamline --help` must not import JAX or
 # load a component. Commands import what they need when they run.
-from seamline.contracts.errors import UserError
+from seamline.contracts.errors import ShardFailed, UserError
 from seamline.contracts.versions import KINDS
 
 STARTED = time.perf_counter()
@@ -88,13 +88,25 @@ def _registry() -> Registry:
     return Registry.discover()
 
 
+def _plain(error: BaseException) -> str:
+    """An error's message with rich markup escaped: ``[ray]`` in a message is text, not a tag."""
+    from rich.markup import escape
+
+    return escape(str(error))
+
+
 def _user_errors(action: Callable[[], T]) -> T:
     """Run ``action``; a user error becomes a message on stderr and exit code 2."""
     try:
         return action()
     except UserError as error:
-        _consoles.err.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        _consoles.err.print(f"[bold red]error:[/] {_plain(error)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    except ShardFailed as error:  # a component failed for good: the reason, not a traceback
+        _consoles.err.print(
+            f"[bold red]failed:[/] {_plain(error)}", highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         _consoles.err.print("[bold yellow]interrupted:[/] nothing was published", highlight=False)
         raise typer.Exit(130) from None
@@ -109,12 +121,22 @@ def _environment_errors(action: Callable[[], T], kept: str) -> T:
     try:
         return action()
     except OSError as error:
-        what = error.strerror or type(error).__name__
-        where = f" ({error.filename})" if error.filename else ""
-        _consoles.err.print(
-            f"[bold red]error:[/] {what}{where}: {kept}", highlight=False, soft_wrap=True
-        )
-        raise typer.Exit(1) from None
+        _environment_failure(error, kept)
+    except ShardFailed as failed:
+        # A shard run in this process keeps the machine's error as its cause: say that, as
+        # for an unsharded run, rather than blame the component whose call it interrupted.
+        if not isinstance(failed.__cause__, OSError):
+            raise
+        _environment_failure(failed.__cause__, kept)
+
+
+def _environment_failure(error: OSError, kept: str) -> NoReturn:
+    what = error.strerror or type(error).__name__
+    where = f" ({error.filename})" if error.filename else ""
+    _consoles.err.print(
+        f"[bold red]error:[/] {what}{where}: {kept}", highlight=False, soft_wrap=True
+    )
+    raise typer.Exit(1) from None
 
 
 @app.command()
@@ -209,6 +231,15 @@ def run(
             f"  resumed after cursor {summary.resumed_from!r} (counts are this run's)",
             highlight=False,
         )
+    if summary.shard_count > 1 or summary.executor != "local":
+        kept = list(summary.finished_before)
+        ran = [s.shard.index for s in summary.shards if s.shard.index not in kept]
+        _consoles.out.print(
+            f"  executor {summary.executor}: {summary.shard_count} shards, {len(ran)} run on "
+            f"{summary.workers} workers"
+            + (f"; shards {kept} were finished before and not redone" if kept else ""),
+            highlight=False,
+        )
     for signature, chosen in summary.attention.items():
         _consoles.out.print(f"  attention {chosen} for {signature}", highlight=False)
 
@@ -234,6 +265,12 @@ def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", highlight=False
     )
     _consoles.out.print(f"  sink      {resolved.sink.name}", highlight=False)
+    executor = resolved.executor
+    named = spec.run.executor is not None
+    _consoles.out.print(
+        f"  executor  {executor.name if executor else '-'}{'' if named else ' (default)'}",
+        highlight=False,
+    )
 
 
 @app.command()

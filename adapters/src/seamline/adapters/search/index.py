@@ -3,7 +3,9 @@
 Every first-party sink publishes ``<stem>.manifest.json`` beside its output: the
 pipeline, the model and its config, the run's ``attention`` section, and
 ``outputs`` (the sink and the location of each file or table, relative to the
-manifest). Search needs nothing else to find the vectors and rebuild the model.
+manifest; or ``outputs.parts``, the files of every shard of a run split into shards,
+read part after part). Search needs nothing else to find the vectors and rebuild
+the model.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ class Index:
     located: Located
     """The manifest, with the place of every value (for errors about its contents)."""
     sink: str
-    files: dict[str, Path]
+    parts: tuple[dict[str, Path], ...]
+    """The files of each part, by purpose: one part for a whole output, one per shard for a
+    run split into shards (``outputs.parts``)."""
+
+    @property
+    def files(self) -> dict[str, Path]:
+        """The first part's files (the only part, for a whole output)."""
+        return self.parts[0] if self.parts else {}
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -53,7 +62,7 @@ def manifest_path(index: Path) -> Path:
 def open_index(index: Path) -> Index:
     """Read the manifest of ``index`` and find its files from it."""
     path = manifest_path(index)
-    if not index.exists():
+    if not index.exists() and not path.exists():
         raise UserError(f"index {index} does not exist: run a pipeline whose sink writes it")
     try:
         text = path.read_text(encoding="utf-8")
@@ -68,8 +77,17 @@ def open_index(index: Path) -> Index:
         raise ConfigError("not a seamline manifest (no 'model' section)", located.where(()))
     outputs = manifest.get("outputs") or _outputs_before_manifests_named_them(index)
     base = path.parent
-    files = {purpose: base / name for purpose, name in outputs.get("files", {}).items()}
-    if index != path and files and index.resolve() not in {f.resolve() for f in files.values()}:
+    listed = outputs.get("parts", [outputs])
+    parts = tuple(
+        {purpose: base / name for purpose, name in part.get("files", {}).items()} for part in listed
+    )
+    files = {name: path for part in parts for name, path in part.items()}
+    if (
+        index != path
+        and "parts" not in outputs
+        and files
+        and index.resolve() not in {f.resolve() for f in files.values()}
+    ):
         # Outputs of one stem in one folder (emb.jsonl, emb.lance) share the manifest name:
         # the last run's manifest describes its own output, not this one.
         raise UserError(
@@ -78,7 +96,7 @@ def open_index(index: Path) -> Index:
             f"in {base} replaced its manifest. Run the pipeline that writes {index} again, "
             "and give outputs of different sinks different names"
         )
-    return Index(path, located, str(outputs.get("sink", "")), files)
+    return Index(path, located, str(outputs.get("sink", "")), parts)
 
 
 def _outputs_before_manifests_named_them(index: Path) -> dict[str, Any]:

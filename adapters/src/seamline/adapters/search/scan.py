@@ -78,8 +78,12 @@ def arrow_rows(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 def chunks(index: Index) -> Iterator[Chunk]:
-    """Every vector of a file index, with its row, in output order."""
-    files = index.files
+    """Every vector of a file index, with its row, in output order (part after part)."""
+    for files in index.parts:
+        yield from _part_chunks(index, files)
+
+
+def _part_chunks(index: Index, files: dict[str, Path]) -> Iterator[Chunk]:
     if "matrix" in files and "index" in files:
         return _npy_chunks(files["matrix"], files["index"])
     if "records" in files:

@@ -6,7 +6,8 @@ corpus. Both files are written under hidden temporary names and published only b
 published, empty when nothing failed, so that "no errors" can be told apart from
 "never ran". The sink is resumable: ``commit`` checkpoints both files with the
 loader cursor, and ``recover`` continues from the last checkpoint (see
-:mod:`._checkpoint`).
+:mod:`._checkpoint`). It stages parts: a run split into shards writes one part per
+shard and publishes them under one manifest (see :mod:`._parts`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from seamline.components.sinks._checkpoint import ResumableGroup
+from seamline.components.sinks._parts import StagingSink
 from seamline.contracts import (
     ComponentConfig,
     ContractViolation,
@@ -91,13 +93,14 @@ class JsonlSinkConfig(ComponentConfig):
         return self.errors_path if self.errors_path is not None else default_errors_path(self.path)
 
 
-class JsonlSink(Sink[JsonlSinkConfig]):
+class JsonlSink(StagingSink, Sink[JsonlSinkConfig]):
     """Writes records as JSON Lines: ``{"id", "window", "span", "embedding", "metadata"?}``."""
 
     name: ClassVar[str] = "jsonl"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.3"
     Config = JsonlSinkConfig
     resumable: ClassVar[bool] = True
+    stageable: ClassVar[bool] = True
 
     def __init__(self, config: JsonlSinkConfig) -> None:
         super().__init__(config)
@@ -111,11 +114,25 @@ class JsonlSink(Sink[JsonlSinkConfig]):
         )
         self._closed = False
 
+    def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
+        return self._group.manifest_path, self._group.targets
+
+    def relocated(self, directory: Path) -> JsonlSink:
+        config = self.config.model_copy(
+            update={
+                "path": directory / self.config.path.name,
+                "errors_path": directory / self.config.resolved_errors_path().name,
+            }
+        )
+        return JsonlSink(config)
+
     def start(self, manifest: Mapping[str, Any]) -> None:
+        self.lock_part()
         self._group.manifest = manifest
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
 
     def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        self.lock_part()
         recovered = self._group.recover(manifest)
         return None if recovered is None else recovered[0]
 
@@ -148,10 +165,14 @@ class JsonlSink(Sink[JsonlSinkConfig]):
         if self._closed:
             return
         self._closed = True
-        if complete:
-            self._group.publish()
-        else:
-            self._group.abandon()
+        try:
+            if complete:
+                self._group.publish()
+                self.after_whole_publish()
+            else:
+                self._group.abandon()
+        finally:
+            self.unlock_part()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -6,7 +6,9 @@ header once the row count is known. Memory therefore stays bounded whatever the
 corpus size, and publishing costs no copy. Row ``i`` of the matrix is line ``i``
 of the index, which says which document, window and span it came from. The sink
 is resumable: a checkpoint records the row count and width with the byte lengths
-of the three files (see :mod:`._checkpoint`).
+of the three files (see :mod:`._checkpoint`). It stages parts: a run split into
+shards writes one matrix per shard and publishes them under one manifest (see
+:mod:`._parts`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from seamline.components.sinks._checkpoint import ResumableGroup
+from seamline.components.sinks._parts import StagingSink
 from seamline.components.sinks.jsonl import (
     checked_vector,
     default_errors_path,
@@ -97,13 +100,14 @@ class NpySinkConfig(ComponentConfig):
         return default_errors_path(self.path)
 
 
-class NpySink(Sink[NpySinkConfig]):
+class NpySink(StagingSink, Sink[NpySinkConfig]):
     """Writes a ``[rows, dim]`` matrix, an index line per row, and an errors file."""
 
     name: ClassVar[str] = "npy"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.3"
     Config = NpySinkConfig
     resumable: ClassVar[bool] = True
+    stageable: ClassVar[bool] = True
 
     def __init__(self, config: NpySinkConfig) -> None:
         super().__init__(config)
@@ -124,11 +128,25 @@ class NpySink(Sink[NpySinkConfig]):
         self._dim: int | None = None
         self._closed = False
 
+    def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
+        return self._group.manifest_path, self._group.targets
+
+    def relocated(self, directory: Path) -> NpySink:
+        config = self.config.model_copy(
+            update={
+                "path": directory / self.config.path.name,
+                "index_path": directory / self.config.resolved_index_path().name,
+            }
+        )
+        return NpySink(config)
+
     def start(self, manifest: Mapping[str, Any]) -> None:
+        self.lock_part()
         self._group.manifest = manifest
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
 
     def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        self.lock_part()
         recovered = self._group.recover(manifest)
         if recovered is None:
             return None
@@ -182,10 +200,14 @@ class NpySink(Sink[NpySinkConfig]):
             matrix.file.seek(0)
             matrix.write(npy_header(self._dtype, (self._rows, self._dim or 0)))
         self._closed = True
-        if complete:
-            self._group.publish()
-        else:
-            self._group.abandon()
+        try:
+            if complete:
+                self._group.publish()
+                self.after_whole_publish()
+            else:
+                self._group.abandon()
+        finally:
+            self.unlock_part()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -42,6 +42,7 @@ from seamline.contracts.testing._attention_cases import (
 )
 from seamline.contracts.testing._reference import dense_attention, exact_attention
 from seamline.contracts.testing.attention import AttentionContract
+from seamline.contracts.testing.executor import ExecutorContract
 from seamline.contracts.testing.loader import LoaderContract
 from seamline.contracts.testing.model import ModelContract
 from seamline.contracts.testing.monitor import MonitorContract
@@ -53,6 +54,7 @@ CONTRACTS = {
     "loader": LoaderContract,
     "monitor": MonitorContract,
     "sink": SinkContract,
+    "executor": ExecutorContract,
 }
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "CONTRACTS",
     "AttentionCase",
     "AttentionContract",
+    "ExecutorContract",
     "LoaderContract",
     "ModelContract",
     "MonitorContract",

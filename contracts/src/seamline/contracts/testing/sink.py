@@ -5,7 +5,9 @@ and ``read_output(directory)`` (the records a reader would see there now, or Non
 when nothing is published). A crash is simulated by abandoning a sink between a
 write and a commit without calling ``close``: the process died. A resumable sink
 must then recover to its last commit, so that resuming writes every record exactly
-once; any sink must leave nothing behind that a fresh run would duplicate.
+once; any sink must leave nothing behind that a fresh run would duplicate. A sink
+that stages parts (contract 1.3) must publish a run's parts together, once, only
+when every part is finished, and resume a part from its last commit.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import numpy as np
 import pytest
 
 from seamline.contracts.component import Component
-from seamline.contracts.documents import DocumentError
-from seamline.contracts.sink import OutputRecord, Sink
+from seamline.contracts.documents import DocumentError, Shard
+from seamline.contracts.errors import ContractViolation
+from seamline.contracts.sink import OutputRecord, Sink, StagedRun
 from seamline.contracts.testing._common import ComponentContract
 from seamline.contracts.versions import Kind
 
@@ -201,3 +204,67 @@ class SinkContract(ComponentContract):
         sink.write(batches[1])
         sink.close(complete=True)
         self.assert_published(sink, read_output(tmp_path), batches[1])
+
+    # -- staged parts (contract 1.3) -----------------------------------------------------
+
+    def test_staged_parts_are_published_together_and_once(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        driver = make_sink(tmp_path)
+        if not driver.stageable:
+            pytest.skip(f"sink {driver.name!r} does not stage parts")
+        first, second, third = sample_batches()
+        driver.begin_parts("run-a", 2, MANIFEST)
+        part = driver.part("run-a", Shard(0, 2))
+        assert part.recover(MANIFEST) is None, "a new part recovered a cursor"
+        part.write(first)
+        part.commit("p0")
+        part.close(complete=True)
+        assert part.finished(), f"sink {driver.name!r}: a closed part does not say it is finished"
+
+        crashed = make_sink(tmp_path).part("run-a", Shard(1, 2))
+        crashed.recover(MANIFEST)
+        crashed.write(second)
+        crashed.commit("p1")
+        crashed.write(third)  # written, never committed: then the worker dies
+        del crashed
+        gc.collect()
+        assert read_output(tmp_path) is None, (
+            f"sink {driver.name!r}: a staged part is visible before publish_parts"
+        )
+        staged = make_sink(tmp_path).staged_run(MANIFEST)
+        assert staged is not None, f"sink {driver.name!r}: staged_run() lost the staged run"
+        assert (staged.run_id, staged.count, staged.finished) == ("run-a", 2, frozenset({0}))
+        with pytest.raises(ContractViolation):
+            make_sink(tmp_path).publish_parts("run-a", 2, MANIFEST)  # part 1 is unfinished
+        assert read_output(tmp_path) is None, "publish_parts published an unfinished run"
+
+        retried = make_sink(tmp_path).part("run-a", Shard(1, 2))
+        assert retried.recover(MANIFEST) == "p1", "a retried part did not resume its last commit"
+        retried.write(third)
+        retried.close(complete=True)
+        make_sink(tmp_path).publish_parts("run-a", 2, MANIFEST)
+        self.assert_published(driver, read_output(tmp_path), [*first, *second, *third])
+        assert make_sink(tmp_path).staged_run(MANIFEST) is None, "a published run is still staged"
+
+    def test_a_fresh_staged_run_discards_an_unpublished_one(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        driver = make_sink(tmp_path)
+        if not driver.stageable:
+            pytest.skip(f"sink {driver.name!r} does not stage parts")
+        first, second, _ = sample_batches()
+        driver.begin_parts("abandoned", 1, MANIFEST)
+        part = driver.part("abandoned", Shard(0, 1))
+        part.recover(MANIFEST)
+        part.write(first)
+        part.close(complete=True)
+        fresh = make_sink(tmp_path)
+        fresh.begin_parts("fresh", 1, MANIFEST)
+        assert fresh.staged_run(MANIFEST) == StagedRun("fresh", 1, frozenset())
+        part = fresh.part("fresh", Shard(0, 1))
+        part.recover(MANIFEST)
+        part.write(second)
+        part.close(complete=True)
+        fresh.publish_parts("fresh", 1, MANIFEST)
+        self.assert_published(fresh, read_output(tmp_path), second)

@@ -40,6 +40,7 @@ from seamline.core.attention.planner import AttentionDecision, SpecKey
 from seamline.core.attention.probe import attention_specs
 from seamline.core.attention.tuning import TuningEntry
 from seamline.core.attention.verification import compare_outputs, verify
+from seamline.core.devices import DataParallel
 from seamline.core.seams import scope_name
 from seamline.core.telemetry import (
     ATTENTION_NAME,
@@ -76,8 +77,16 @@ class Step:
 class CompiledSteps:
     """Plans, verifies, compiles and shadow-checks the model call of each batch shape."""
 
-    def __init__(self, model: Model[Any], candidates: AttentionCandidates, report: Report) -> None:
+    def __init__(
+        self,
+        model: Model[Any],
+        candidates: AttentionCandidates,
+        report: Report,
+        parallel: DataParallel | None = None,
+    ) -> None:
         self.model = model
+        self.parallel = parallel
+        """Several local devices: steps are compiled to split each batch's rows over them."""
         self.candidates = candidates
         self.planner = candidates.planner(on_entry=self._timed)
         self._report = report
@@ -306,7 +315,13 @@ class CompiledSteps:
             "seamline.compile",
             attributes={**self._attributes_of(attention), **shape, ATTENTION_NAME: attention.name},
         ):
-            compiled = jax.jit(seamline_step).lower(params, dict(batch.arrays)).compile()
+            parallel = self.parallel
+            jitted = (
+                parallel.jit(seamline_step)
+                if parallel is not None and parallel.serves(batch.batch_size)
+                else jax.jit(seamline_step)
+            )
+            compiled = jitted.lower(params, dict(batch.arrays)).compile()
         self._report(Compiled(batch.length, batch.batch_size, time.perf_counter() - started))
         attributes = {**shape, ATTENTION_NAME: decision.chosen, ATTENTION_REASON: decision.reason}
         return Step(lambda p, a: compiled(p, dict(a)), decision, compiled, specs, attributes)

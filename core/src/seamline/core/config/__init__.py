@@ -8,6 +8,7 @@ from seamline.core.config.resolve import (
     load_pipeline,
     parse_pipeline,
     resolve_attention,
+    resolve_located,
 )
 from seamline.core.config.spec import (
     AttentionMode,
@@ -32,4 +33,5 @@ __all__ = [
     "load_pipeline",
     "parse_pipeline",
     "resolve_attention",
+    "resolve_located",
 ]

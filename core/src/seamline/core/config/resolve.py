@@ -25,7 +25,12 @@ from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.overrides import apply_overrides
-from seamline.core.config.spec import AttentionMode, AttentionSpecConfig, PipelineSpec
+from seamline.core.config.spec import (
+    AttentionMode,
+    AttentionSpecConfig,
+    ComponentRef,
+    PipelineSpec,
+)
 from seamline.core.registry import Registry
 from seamline.core.suggest import did_you_mean
 
@@ -73,6 +78,15 @@ class ResolvedPipeline:
     sink: ComponentChoice
     monitors: tuple[ComponentChoice, ...]
     attention: ResolvedAttention
+    executor: ComponentChoice | None = None
+    """Where the shards run: ``run.executor``, else the installed executor that declares
+    itself the default; None when there is none."""
+    located: Located | None = None
+    """The validated document with the place of every value (for run-time errors)."""
+
+    def where(self, path: DataPath) -> str:
+        """``file:line:column`` of the value at ``path`` (or its nearest parent that is set)."""
+        return self.source if self.located is None else self.located.where(path)
 
 
 def load_pipeline(
@@ -122,6 +136,15 @@ def parse_pipeline(
         )
     interpolate(located, os.environ if environ is None else environ)
     apply_overrides(located, overrides)
+    return resolve_located(located, registry)
+
+
+def resolve_located(located: Located, registry: Registry) -> ResolvedPipeline:
+    """Validate and resolve a pipeline document already interpolated and overridden.
+
+    A worker in another process rebuilds the driver's pipeline this way from its
+    validated spec (plain data), so it runs exactly what the driver validated.
+    """
     try:
         spec = PipelineSpec.model_validate(located.data)
     except ValidationError as err:
@@ -165,6 +188,7 @@ class _Resolver:
             for i, ref in enumerate(spec.monitors)
         ]
         attention = self.attention_section(spec.attention)
+        executor = self.executor(spec.run.executor)
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -178,6 +202,8 @@ class _Resolver:
             sink=sink,
             monitors=tuple(m for m in monitors if m),
             attention=attention,
+            executor=executor,
+            located=self.located,
         )
 
     def attention_section(self, settings: AttentionSpecConfig) -> ResolvedAttention:
@@ -233,6 +259,24 @@ class _Resolver:
             )
             return None
         return ComponentChoice(kind, name, validated, where)
+
+    def executor(self, ref: ComponentRef | None) -> ComponentChoice | None:
+        """The named executor, else the installed one that declares itself the default.
+
+        None when the pipeline names none and no installed executor is the default
+        (registries built by hand for tests of the orchestrator alone); running such
+        a pipeline says so.
+        """
+        if ref is not None:
+            return self.component("executor", ref.use, ref.with_, ("run", "executor"))
+        defaults = sorted(
+            info.name
+            for info in self.registry.entries("executor")
+            if info.usable and vars(info.cls).get("is_default", False)
+        )
+        if not defaults:
+            return None
+        return self.component("executor", defaults[0], {}, ("run",), use_path=("run",))
 
     def reference(
         self, settings: AttentionSpecConfig, mode: AttentionMode

@@ -184,6 +184,16 @@ class RunSettings(_Strict):
         ),
     )
 
+    executor: ComponentRef | None = Field(
+        default=None,
+        description=(
+            "Where the run's shards are computed: another executor than the default, such as "
+            "{use: ray, with: {address: auto, actors: 4, cpus_per_actor: 1}} (see "
+            "docs/scaling.md). Default: the installed executor that declares itself the "
+            "default (seamline's 'local': this process, every local device data-parallel)."
+        ),
+    )
+
     @field_validator("buckets")
     @classmethod
     def _positive_sorted(cls, value: list[int] | None) -> list[int] | None:

@@ -1,0 +1,335 @@
+"""``ray``: a run's shards over a pool of Ray actors, on this machine or a cluster.
+
+Each actor is a process that builds the pipeline once — from the driver's
+validated spec, through :meth:`Job.worker_factory` — and then runs shard after
+shard with it, so the model is loaded and every shape compiled once per actor. The
+driver hands the shards out (one at a time per actor, the next to whichever
+finishes first) and collects one report per shard; the host publishes the run only
+then (see :mod:`seamline.core.job`).
+
+Faults, and why the output stays exactly once:
+
+- an actor process that dies (killed, out of memory, its node lost) is restarted by
+  Ray (``max_restarts``) and its task retried there; the retried shard *recovers*
+  its part, continuing after its last commit, so nothing committed is written
+  twice and nothing written after it survives;
+- a shard whose task raises is run again ``retries`` times (each resumes the same
+  way), then the run stops with the shard, the component and the reason, and
+  nothing is published;
+- the driver itself dying leaves the staged parts; ``seamline run --resume``
+  continues them, and finished shards are not redone.
+
+Each actor's CPU allotment (``cpus_per_actor``) is also the number of threads its
+libraries may start (OpenMP, OpenBLAS, MKL, the tokenizers' Rayon pool; XLA's matrix
+products on one thread for one CPU), set in the actor's runtime environment (see
+:func:`thread_caps`): N actors on N cores do not fight for them. Spans from every
+actor join the driver's trace (the task carries its context) and go where the
+pipeline's ``telemetry`` section says.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import structlog
+from pydantic import Field, field_validator
+
+from seamline.contracts import (
+    ComponentConfig,
+    ExecutionReport,
+    Executor,
+    Job,
+    ShardFailed,
+    ShardReport,
+    ShardTask,
+    UserError,
+)
+
+log = structlog.get_logger("seamline.adapters.ray")
+
+INSTALL_HINT = "pip install 'seamline-adapters[ray]'"
+CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for a cluster's address to answer before saying it cannot be reached
+(Ray itself would keep trying for minutes)."""
+
+
+class RayExecutorConfig(ComponentConfig):
+    """The ``with:`` block of the ``ray`` executor."""
+
+    address: str | None = Field(
+        default=None,
+        description="The Ray cluster to run on: 'auto' (the cluster this machine belongs to, "
+        "as `ray start` made it), 'HOST:PORT' of a head node's GCS, or 'ray://HOST:10001' (Ray "
+        "Client). Null starts Ray on this machine for the run (or uses the Ray this process "
+        "has already started).",
+    )
+    actors: int = Field(default=2, ge=1, le=100_000, description="Actors in the pool.")
+    cpus_per_actor: float = Field(
+        default=1.0,
+        gt=0,
+        description="CPUs Ray reserves for each actor; also the threads its libraries may use.",
+    )
+    gpus_per_actor: float = Field(
+        default=0.0, ge=0, description="GPUs (or fractions of one) Ray reserves for each actor."
+    )
+    shards: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="Shards the input is split into; more shards than actors balance uneven "
+        "work and make a retried shard smaller. Default: one per actor.",
+    )
+    max_restarts: int = Field(
+        default=3,
+        ge=0,
+        description="Times Ray restarts an actor whose process died, retrying its shard there "
+        "(the shard resumes from its last commit).",
+    )
+    retries: int = Field(
+        default=1,
+        ge=0,
+        description="Times a shard whose run raised is run again (resuming) before the run "
+        "stops; 0 stops at the first failure.",
+    )
+
+    @field_validator("address")
+    @classmethod
+    def _an_address(cls, value: str | None) -> str | None:
+        if value in (None, "auto"):
+            return value
+        host, _, port = value.removeprefix("ray://").rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(
+                f"{value!r} is not a Ray address: use 'auto', 'HOST:PORT' (a head node's GCS, "
+                "port 6379 by default) or 'ray://HOST:PORT' (Ray Client, 10001), or leave it unset"
+            )
+        return value
+
+
+def thread_caps(cpus: float, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """An actor's environment: its libraries' compute threads capped at ``cpus`` (at least 1).
+
+    OpenMP, OpenBLAS, MKL, numexpr and Rayon (the tokenizer's pool) take a thread count
+    from their variables. XLA has no flag for the size of its CPU thread pool (it
+    follows the CPUs the process may run on); with one CPU,
+    ``--xla_cpu_multi_thread_eigen=false`` keeps its matrix products, most of the
+    work, on the calling thread. The driver's ``XLA_FLAGS`` are kept, and its
+    ``PYTHONPATH`` goes along, so actors import what the driver does.
+    """
+    env = os.environ if environ is None else environ
+    threads = max(1, math.floor(cpus))
+    caps = {variable: str(threads) for variable in THREAD_VARIABLES}
+    flags = env.get("XLA_FLAGS", "").strip()
+    if threads == 1:
+        flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    if flags:
+        caps["XLA_FLAGS"] = flags
+    if env.get("PYTHONPATH"):  # the modules the driver sees (a plugin under development)
+        caps["PYTHONPATH"] = env["PYTHONPATH"]
+    return caps
+
+
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "RAYON_NUM_THREADS",
+)
+
+
+class ShardActor:
+    """The body of one Ray actor: a worker built once, then one shard per call."""
+
+    def __init__(self, factory: Any, telemetry: Mapping[str, Any]) -> None:
+        from seamline.adapters.logging_setup import configure_logging
+
+        # Ray forwards an actor's output to the driver's console: warnings and errors only.
+        configure_logging(json=False, level="warning")
+        _worker_telemetry(telemetry)
+        self.worker = factory()
+
+    def run(self, task: ShardTask) -> ShardReport:
+        from seamline.adapters.telemetry_setup import flush_telemetry
+
+        try:
+            report: ShardReport = self.worker.run(task)
+            return report
+        finally:
+            flush_telemetry()  # the driver may end this process as soon as it has the report
+
+    def ready(self) -> str:
+        return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _worker_telemetry(settings: Mapping[str, Any]) -> None:
+    """Send this actor's spans where the pipeline says (appending to a shared jsonl file)."""
+    from seamline.adapters.telemetry_setup import configure_telemetry
+    from seamline.core.config import TelemetrySettings
+
+    configure_telemetry(TelemetrySettings.model_validate(dict(settings)), worker=True)
+
+
+class RayExecutor(Executor[RayExecutorConfig]):
+    """Runs a job's shards on a pool of Ray actors."""
+
+    name: ClassVar[str] = "ray"
+    contract_version: ClassVar[str] = "1.0"
+    Config = RayExecutorConfig
+
+    def __init__(self, config: RayExecutorConfig) -> None:
+        super().__init__(config)
+        self._started_ray = False
+
+    def execute(self, job: Job) -> ExecutionReport:
+        started = time.perf_counter()
+        ray = _import_ray(job)
+        self._connect(ray, job)
+        config = self.config
+        tasks = list(job.plan(config.shards or config.actors))
+        if not tasks:  # a resumed run whose every shard was finished already
+            return ExecutionReport(self.name, (), 0, time.perf_counter() - started)
+        actor_class = ray.remote(ShardActor)
+        options = {
+            "num_cpus": config.cpus_per_actor,
+            "num_gpus": config.gpus_per_actor,
+            "max_restarts": config.max_restarts,
+            "max_task_retries": config.max_restarts,
+            "runtime_env": {"env_vars": thread_caps(config.cpus_per_actor)},
+        }
+        factory = job.worker_factory()
+        telemetry = dict(job.telemetry())
+        actors = [
+            actor_class.options(**options).remote(factory, telemetry)
+            for _ in range(min(config.actors, len(tasks)))
+        ]
+        try:
+            reports = self._drive(ray, actors, tasks)
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+        workers = len({report.worker for report in reports})
+        return ExecutionReport(
+            self.name,
+            tuple(sorted(reports, key=lambda r: r.shard.index)),
+            workers,
+            time.perf_counter() - started,
+        )
+
+    def _drive(self, ray: Any, actors: list[Any], tasks: Sequence[ShardTask]) -> list[ShardReport]:
+        """Give each idle actor the next shard until every shard has a report."""
+        queue = collections.deque(tasks)
+        idle = list(actors)
+        running: dict[Any, tuple[Any, ShardTask]] = {}
+        tries: dict[int, int] = collections.Counter()
+        reports: list[ShardReport] = []
+        while queue or running:
+            while queue and idle:
+                actor, task = idle.pop(), queue.popleft()
+                running[actor.run.remote(task)] = (actor, task)
+            done, _ = ray.wait(list(running), num_returns=1)
+            for ref in done:
+                actor, task = running.pop(ref)
+                try:
+                    reports.append(ray.get(ref))
+                except ray.exceptions.RayTaskError as err:
+                    cause = getattr(err, "cause", None) or err
+                    if isinstance(cause, UserError):
+                        raise cause from None
+                    failure = _as_failure(task, cause)
+                    tries[task.shard.index] += 1
+                    if tries[task.shard.index] > self.config.retries:
+                        raise failure from None
+                    log.warning(
+                        "shard failed; running it again from its last commit",
+                        shard=task.shard.index,
+                        attempt=tries[task.shard.index] + 1,
+                        error=str(failure),
+                    )
+                    queue.append(task)
+                except ray.exceptions.RayActorError as err:
+                    raise ShardFailed(
+                        task.shard.index,
+                        task.shard.count,
+                        "a Ray actor",
+                        f"its process died more often than max_restarts "
+                        f"({self.config.max_restarts}) allows: {_first_line(err)}",
+                    ) from None
+                idle.append(actor)
+        return reports
+
+    def _connect(self, ray: Any, job: Job) -> None:
+        address = self.config.address
+        if address not in (None, "auto"):
+            _check_reachable(address, job)
+        if ray.is_initialized():  # the Ray this process started or joined already
+            return
+        try:
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                logging_level="warning",
+                log_to_driver=True,
+            )
+        except ConnectionError as err:
+            raise UserError(
+                f"{job.where('address')}: cannot reach a Ray cluster at {address!r}: "
+                f"{_first_line(err)}; start one (`ray start --head`), set "
+                "run.executor.with.address to its head's HOST:PORT (or ray://HOST:10001), or "
+                "leave address unset to start Ray on this machine"
+            ) from None
+        self._started_ray = True
+
+    def close(self) -> None:
+        if self._started_ray:
+            import ray
+
+            ray.shutdown()
+            self._started_ray = False
+
+
+def _as_failure(task: ShardTask, cause: BaseException) -> ShardFailed:
+    if isinstance(cause, ShardFailed):
+        return cause
+    shard = task.shard
+    reason = f"{type(cause).__name__}: {_first_line(cause)}"
+    return ShardFailed(shard.index, shard.count, "a Ray actor", reason)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _check_reachable(address: str, job: Job) -> None:
+    """Fail in seconds, with the place and the fix, when nothing listens at ``address``."""
+    host, _, port_text = address.removeprefix("ray://").rpartition(":")  # checked by Config
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=CONNECT_TIMEOUT):
+            pass
+    except OSError as err:
+        raise UserError(
+            f"{job.where('address')}: cannot reach a Ray cluster at {address!r} ({err}); start "
+            "one (`ray start --head`) or correct run.executor.with.address; leave it unset to "
+            "start Ray on this machine"
+        ) from None
+
+
+def _import_ray(job: Job) -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UserError(
+            f"{job.where('')}: the ray executor needs Ray, which is not installed: "
+            f"{INSTALL_HINT} (or choose run.executor.use: local)"
+        ) from None
+    return ray
+
+
+__all__ = ["RayExecutor", "RayExecutorConfig", "ShardActor", "thread_caps"]

@@ -1,0 +1,1 @@
+"""Executors: where a run's shards are computed (``local``: this process)."""

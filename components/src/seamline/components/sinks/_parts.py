@@ -1,0 +1,329 @@
+"""Staged parts: a run split into shards writes one part per shard, published together.
+
+Shards run on different workers, in parallel, so they cannot append to one file.
+Each shard writes its *part* through a sink of its own (the same sink, relocated)
+into the run's staging area beside the destination::
+
+    out/emb.jsonl                                       (the destination, as configured)
+    out/.emb.jsonl.shards/<run_id>/run.json             the run: its id, shard count, model
+    out/.emb.jsonl.shards/<run_id>/part-00001-of-00004/ one part: the sink's own files,
+        .emb.jsonl.partial.tmp  .emb.jsonl.checkpoint   while it is written (resumable),
+        emb.manifest.json  emb.errors.jsonl  emb.jsonl  once it is finished (primary last)
+
+A part commits and resumes exactly as a whole output does (:mod:`._checkpoint`), and
+"finished" means its primary file has been renamed into place (it is renamed last).
+When every part is finished, the driver publishes the run by writing one manifest,
+``out/emb.manifest.json``, that lists every part's files in shard order: one atomic
+rename, so a reader sees the previous output or the new one, whole. The manifest is
+the only way in: readers (``seamline search``, :mod:`.readers`) follow it.
+
+A run directory that the published manifest does not name is *unpublished*: a later
+``begin`` deletes it (a fresh run), or ``staged`` finds it (a resumed run continues
+it, with its run id and shard count). A published run's directory stays until a
+later publication replaces it. Each part is locked (``flock``) while a process writes
+it, so a worker left over from a killed driver cannot write beside its replacement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from seamline.components.sinks._atomic import AtomicFile, write_json_atomically
+from seamline.components.sinks._checkpoint import manifest_bytes
+from seamline.contracts import ContractViolation, Shard, StagedRun, UserError
+
+RUN_FORMAT = 1
+LOCK_TIMEOUT = 120.0
+"""Seconds a part waits for another process that still holds it (a worker of a killed
+driver, which its cluster ends within seconds) before giving up with an error."""
+
+
+def staging_root(primary: Path) -> Path:
+    """``out/emb.jsonl`` -> ``out/.emb.jsonl.shards``: where the parts of staged runs live."""
+    return primary.with_name(f".{primary.name}.shards")
+
+
+def part_name(shard: Shard) -> str:
+    return f"part-{shard.index:05d}-of-{shard.count:05d}"
+
+
+def _json_value(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+class PartStaging:
+    """The staged runs at one sink destination: begin, find, lay out and publish them.
+
+    ``targets`` are the sink's ``(purpose, destination)`` pairs, primary last, as the
+    sink's :class:`._checkpoint.ResumableGroup` has them; a part keeps each file's name
+    inside its own directory.
+    """
+
+    def __init__(self, sink: str, manifest_path: Path, targets: Sequence[tuple[str, Path]]) -> None:
+        self.sink = sink
+        self.manifest_path = manifest_path
+        self.targets = list(targets)
+        self.primary = self.targets[-1][1]
+        self.root = staging_root(self.primary)
+        names = [destination.name for _, destination in self.targets]
+        if len(set(names)) != len(names) or self.manifest_path.name in names:
+            raise UserError(
+                f"the {sink} sink cannot stage parts: its files ({', '.join(names)}) do not "
+                "all have different names, and a part keeps them side by side in one "
+                "directory; give them different file names"
+            )
+
+    # -- layout --------------------------------------------------------------------------
+
+    def run_directory(self, run_id: str) -> Path:
+        return self.root / run_id
+
+    def part_directory(self, run_id: str, shard: Shard) -> Path:
+        return self.run_directory(run_id) / part_name(shard)
+
+    def part_files(self, run_id: str, shard: Shard) -> dict[str, Path]:
+        """Where a part's files are once it is finished, by purpose."""
+        directory = self.part_directory(run_id, shard)
+        return {purpose: directory / destination.name for purpose, destination in self.targets}
+
+    def is_finished(self, run_id: str, shard: Shard) -> bool:
+        return (self.part_directory(run_id, shard) / self.primary.name).exists()
+
+    # -- the driver ----------------------------------------------------------------------
+
+    def begin(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        """A fresh staged run: earlier unpublished runs are deleted, this one's area made."""
+        published = self._published_run()
+        if self.root.is_dir():
+            for child in self.root.iterdir():
+                if child.name != published:
+                    shutil.rmtree(child, ignore_errors=True)
+        directory = self.run_directory(run_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        record = {
+            "seamline_staged_run": RUN_FORMAT,
+            "sink": self.sink,
+            "run_id": run_id,
+            "count": count,
+            "model": _json_value(manifest.get("model")),
+        }
+        write_json_atomically(directory / "run.json", record)
+
+    def staged(self, manifest: Mapping[str, Any]) -> StagedRun | None:
+        """The unpublished run here, if any, with the shards whose parts are finished."""
+        if not self.root.is_dir():
+            return None
+        published = self._published_run()
+        candidates = []
+        for child in self.root.iterdir():
+            if child.name == published or not (child / "run.json").is_file():
+                continue
+            candidates.append(child)
+        if not candidates:
+            return None
+        newest = max(candidates, key=lambda child: (child / "run.json").stat().st_mtime)
+        where = str(newest / "run.json")
+        try:
+            record = json.loads((newest / "run.json").read_text(encoding="utf-8"))
+            run_id, count = str(record["run_id"]), int(record["count"])
+        except (ValueError, KeyError, TypeError, OSError):
+            raise UserError(
+                f"cannot resume: {where!r} is not a staged run this {self.sink} sink wrote; "
+                "delete it, or run again without resuming to start over"
+            ) from None
+        if record.get("model") != _json_value(manifest.get("model")):
+            raise UserError(
+                f"cannot resume: the parts staged in {str(newest)!r} were made by another "
+                f"model configuration ({record.get('model')}); resuming would mix vectors of "
+                "two models. Run again without resuming to start over"
+            )
+        finished = frozenset(
+            index for index in range(count) if self.is_finished(run_id, Shard(index, count))
+        )
+        return StagedRun(run_id, count, finished)
+
+    def publish(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        """Write the one manifest naming every part; then tidy what it replaced."""
+        shards = [Shard(index, count) for index in range(count)]
+        missing = [shard.index for shard in shards if not self.is_finished(run_id, shard)]
+        if missing:
+            raise ContractViolation(
+                f"{self.sink} sink: asked to publish run {run_id} while parts {missing} of "
+                f"{count} are not finished; nothing was published"
+            )
+        base = self.manifest_path.parent
+        parts = [
+            {
+                "shard": [shard.index, shard.count],
+                "files": {
+                    purpose: _relative(path, base)
+                    for purpose, path in self.part_files(run_id, shard).items()
+                },
+            }
+            for shard in shards
+        ]
+        outputs = {"sink": self.sink, "run_id": run_id, "parts": parts}
+        previous = self._published_run()
+        target = AtomicFile(self.manifest_path, purpose="manifest")
+        try:
+            target.write(manifest_bytes({**manifest, "run_id": run_id, "outputs": outputs}))
+        except BaseException:
+            target.discard()
+            raise
+        target.publish()  # the moment of publication: one rename
+        # What the new manifest no longer names: a whole output published here before,
+        # and the parts of the run it replaced.
+        for _, destination in self.targets:
+            destination.unlink(missing_ok=True)
+        if previous is not None and previous != run_id:
+            shutil.rmtree(self.run_directory(previous), ignore_errors=True)
+
+    def discard_all(self) -> None:
+        """Delete every staged run here (a whole output was published over them)."""
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _published_run(self) -> str | None:
+        """The run id of the staged run the published manifest names, if it names one."""
+        try:
+            manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        outputs = manifest.get("outputs") if isinstance(manifest, dict) else None
+        if isinstance(outputs, dict) and "parts" in outputs:
+            return str(outputs.get("run_id"))
+        return None
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return str(path)
+
+
+class PartLock:
+    """An exclusive ``flock`` on a part, held while one process writes it.
+
+    The kernel releases it when the holder dies, so a part left by a crashed or killed
+    worker is free again at once, while a worker that is still alive (one of a driver
+    killed a moment ago) keeps its replacement waiting instead of writing beside it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[bytes] | None = None
+
+    def acquire(self, timeout: float = LOCK_TIMEOUT) -> None:
+        if self._file is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+b")  # noqa: SIM115 - held until release()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    handle.close()
+                    raise UserError(
+                        f"another process is still writing the part in {str(self.path.parent)!r} "
+                        f"after {timeout:.0f}s (pid {_holder(self.path)}); stop it, then run "
+                        "again with --resume"
+                    ) from None
+                time.sleep(0.1)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()).encode())
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        if self._file is None:
+            return
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        self._file.close()
+        self._file = None
+
+
+def _holder(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip() or "?"
+    except OSError:
+        return "?"
+
+
+class StagingSink:
+    """What a first-party sink adds to stage parts (sink contract 1.3), over :class:`PartStaging`.
+
+    The sink provides its ``(purpose, destination)`` targets and a copy of itself
+    relocated into a directory; everything else (the staging area, the part locks,
+    publication) is the same for every sink.
+    """
+
+    name: ClassVar[str]
+    _part_lock: PartLock | None = None
+    """Set on a part: the lock held from recover (or start) to close."""
+
+    def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
+        """``(manifest path, [(purpose, destination), ...])``, primary last."""
+        raise NotImplementedError
+
+    def relocated(self, directory: Path) -> Any:
+        """A new sink like this one whose files are all in ``directory``, by the same names."""
+        raise NotImplementedError
+
+    def _staging(self) -> PartStaging:
+        manifest_path, targets = self.staging_targets()
+        return PartStaging(self.name, manifest_path, targets)
+
+    def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        self._staging().begin(run_id, count, manifest)
+
+    def staged_run(self, manifest: Mapping[str, Any]) -> StagedRun | None:
+        return self._staging().staged(manifest)
+
+    def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        self._staging().publish(run_id, count, manifest)
+
+    def part(self, run_id: str, shard: Shard) -> Any:
+        staging = self._staging()
+        directory = staging.part_directory(run_id, shard)
+        if not staging.run_directory(run_id).is_dir():
+            raise ContractViolation(
+                f"{self.name} sink: no staging area for run {run_id} (begin_parts was not "
+                "called, or a fresh run replaced it)"
+            )
+        part = self.relocated(directory)
+        part._part_lock = PartLock(directory / ".lock")
+        return part
+
+    def finished(self) -> bool:
+        if self._part_lock is None:
+            return False
+        _, targets = self.staging_targets()
+        return targets[-1][1].exists()
+
+    def lock_part(self) -> None:
+        """On a part: wait for, then hold, its lock (called by recover and start)."""
+        if self._part_lock is not None:
+            self._part_lock.acquire()
+
+    def unlock_part(self) -> None:
+        if self._part_lock is not None:
+            self._part_lock.release()
+
+    def after_whole_publish(self) -> None:
+        """A whole output was published over any staged runs: they are no longer of use."""
+        if self._part_lock is None:
+            _, targets = self.staging_targets()
+            shutil.rmtree(staging_root(targets[-1][1]), ignore_errors=True)

@@ -1,0 +1,62 @@
+"""Every local device at once: batches split over a mesh, parameters on every device.
+
+A process that sees several devices of its platform (a host with eight GPUs, a TPU
+VM's chips, or CPUs split with ``--xla_force_host_platform_device_count``) uses
+them data-parallel: a one-axis ``jax.sharding.Mesh`` over the batch, each device
+computing its rows, the parameters replicated. Inference has no cross-row
+communication, so this is the whole of it; with one device nothing changes.
+Batches of a shape whose row count the devices do not divide run on one device
+(the batch planner rounds rows up to a multiple of the device count, so only a
+caller that builds batches itself meets that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+BATCH_AXIS = "batch"
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    """The mesh of this process's devices and the two shardings a step needs."""
+
+    mesh: Mesh
+
+    @property
+    def devices(self) -> int:
+        return int(self.mesh.devices.size)
+
+    @property
+    def rows(self) -> NamedSharding:
+        """Arrays whose first axis is the batch: split over the devices."""
+        return NamedSharding(self.mesh, PartitionSpec(BATCH_AXIS))
+
+    @property
+    def replicated(self) -> NamedSharding:
+        """The parameters: a whole copy on every device."""
+        return NamedSharding(self.mesh, PartitionSpec())
+
+    def serves(self, rows: int) -> bool:
+        return rows % self.devices == 0
+
+    def jit(self, function: Callable[..., Any]) -> Any:
+        """``function(params, arrays)`` compiled with the parameters replicated and rows split."""
+        return jax.jit(function, in_shardings=(self.replicated, self.rows), out_shardings=self.rows)
+
+    def place_params(self, params: Any) -> Any:
+        return jax.device_put(params, self.replicated)
+
+
+def local_data_parallel() -> DataParallel | None:
+    """The data-parallel mesh of this process's local devices, or None with only one."""
+    devices = jax.local_devices()
+    if len(devices) < 2:
+        return None
+    return DataParallel(Mesh(np.array(devices), (BATCH_AXIS,)))

@@ -1,0 +1,182 @@
+"""The host's side of the executor seam: one run, split into shards, published once.
+
+:class:`PipelineJob` is what an executor receives. It turns the executor's choice of
+a shard count into tasks, and keeps the exactly-once promise that no executor has
+to know about:
+
+- **one shard** (``local``): the task writes the output through the sink as
+  configured, which publishes it when the task succeeds — the run as it always was,
+  ``--resume`` included;
+- **several shards**: the sink *stages* (sink contract 1.3). The driver opens a
+  staging area for the run (:meth:`plan`); every shard writes its own part there
+  with the sink's commits; :meth:`publish` writes the one manifest only after the
+  executor has reported every shard, and checks that it did. A resumed run
+  continues the staged run it finds — same run id, same shard count — and plans
+  only the shards whose part is not finished.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import structlog
+from opentelemetry import propagate
+
+from seamline.contracts import (
+    ContractViolation,
+    ExecutionReport,
+    Job,
+    Monitor,
+    Shard,
+    ShardTask,
+    ShardWorker,
+    Sink,
+    UserError,
+    WorkerFactory,
+)
+from seamline.core.config import ResolvedPipeline
+from seamline.core.orchestrator import run_manifest
+from seamline.core.registry import Registry
+from seamline.core.worker import PipelineWorker, RemoteWorkerFactory
+
+log = structlog.get_logger("seamline.core")
+
+
+class PipelineJob(Job):
+    """One run of a resolved pipeline, for an executor to place."""
+
+    def __init__(
+        self,
+        pipeline: ResolvedPipeline,
+        registry: Registry,
+        extra_monitors: Sequence[Monitor[Any]] = (),
+        *,
+        resume: bool = False,
+    ) -> None:
+        self.resolved = pipeline
+        self.registry = registry
+        self.extra_monitors = tuple(extra_monitors)
+        self.resume = resume
+        self._run_id = uuid.uuid4().hex[:12]
+        self.count: int | None = None
+        self.tasks: tuple[ShardTask, ...] = ()
+        self.finished_before: frozenset[int] = frozenset()
+
+    @property
+    def pipeline(self) -> str:
+        return self.resolved.spec.pipeline
+
+    @property
+    def run_id(self) -> str:
+        return self._run_id
+
+    def where(self, field_name: str) -> str:
+        return self.resolved.where(("run", "executor", "with", field_name))
+
+    def _executor_place(self) -> str:
+        return self.resolved.where(("run", "executor"))
+
+    def telemetry(self) -> Mapping[str, Any]:
+        return self.resolved.spec.telemetry.model_dump(mode="json", exclude_none=True)
+
+    def worker(self) -> ShardWorker:
+        return PipelineWorker(self.resolved, self.registry, self.extra_monitors)
+
+    def worker_factory(self) -> WorkerFactory:
+        return RemoteWorkerFactory.of(self.resolved, self.registry)
+
+    # -- planning --------------------------------------------------------------------------
+
+    def plan(self, count: int) -> Sequence[ShardTask]:
+        if self.count is not None:
+            raise ContractViolation(
+                f"executor planned run {self.run_id} twice ({self.count} then {count} shards)"
+            )
+        if count < 1:
+            raise ContractViolation(f"executor asked for {count} shards; a run has at least one")
+        self.count = count
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)  # the driver's current span: the run's
+        if count == 1:
+            self._refuse_staged_run_on_resume()
+            pending = [Shard(0, 1)]
+            resume = self.resume
+        else:
+            pending = self._stage(count)
+            resume = True
+        self.tasks = tuple(ShardTask(self.run_id, shard, resume, carrier) for shard in pending)
+        return self.tasks
+
+    def _stage(self, count: int) -> list[Shard]:
+        """Open (or, resuming, find) the run's staging area; the shards still to run."""
+        sink = self._sink()
+        if not sink.stageable:
+            raise UserError(
+                f"{self._executor_place()}: the executor splits this run into {count} shards, "
+                f"but sink {sink.name!r} cannot stage parts (it does not implement sink "
+                "contract 1.3's staging); use a sink that does (jsonl, npy) or the local executor"
+            )
+        if self.resume:
+            staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
+            if staged is not None:
+                if staged.count != count:
+                    raise UserError(
+                        f"{self._executor_place()}: cannot resume: the interrupted run "
+                        f"{staged.run_id} was split into {staged.count} shards, this executor "
+                        f"asks for {count}; resume with the same executor settings, or run "
+                        "without --resume"
+                    )
+                self._run_id = staged.run_id
+                self.finished_before = staged.finished
+                log.info(
+                    "resuming a staged run",
+                    run=staged.run_id,
+                    shards=count,
+                    finished=sorted(staged.finished),
+                )
+                return [Shard(i, count) for i in range(count) if i not in staged.finished]
+            log.info("resume: no staged run found; starting from the beginning", sink=sink.name)
+        sink.begin_parts(self.run_id, count, run_manifest(self.resolved, self.run_id))
+        return [Shard(i, count) for i in range(count)]
+
+    def _refuse_staged_run_on_resume(self) -> None:
+        if not self.resume:
+            return
+        sink = self._sink()
+        if not sink.stageable:
+            return
+        staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
+        if staged is not None:
+            raise UserError(
+                f"{self._executor_place()}: cannot resume: the interrupted run {staged.run_id} "
+                f"was split into {staged.count} shards, and this executor runs one; resume with "
+                "the executor settings it was started with, or run without --resume"
+            )
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def publish(self, report: ExecutionReport) -> None:
+        """Check the executor reported every task, then publish a staged run's parts."""
+        wanted = [task.shard for task in self.tasks]
+        got = [shard_report.shard for shard_report in report.shards]
+        if sorted(got, key=_key) != sorted(wanted, key=_key):
+            raise ContractViolation(
+                f"executor {report.executor!r} reported shards "
+                f"{sorted(s.index for s in got)} for tasks {sorted(s.index for s in wanted)}; "
+                "it must report each task it was given exactly once. Nothing was published"
+            )
+        if self.count is None:
+            raise ContractViolation(f"executor {report.executor!r} never planned the run")
+        if self.count > 1:
+            manifest = run_manifest(self.resolved, self.run_id)
+            self._sink().publish_parts(self.run_id, self.count, manifest)
+
+    def _sink(self) -> Sink[Any]:
+        choice = self.resolved.sink
+        return cast(Sink[Any], self.registry.create(choice.kind, choice.name, choice.config))
+
+
+def _key(shard: Shard) -> tuple[int, int]:
+    return (shard.count, shard.index)

@@ -1,0 +1,148 @@
+"""A worker: runs shards of a run in its own process, building the pipeline once for all.
+
+An executor gets workers from the job: one in the driver's own process
+(:class:`PipelineWorker`, with the application's monitors), or, for other processes
+and machines, a :class:`RemoteWorkerFactory` — plain, picklable data (the validated
+spec, the working directory) from which the worker process rebuilds the very
+pipeline the driver validated. Either way one :class:`~seamline.core.orchestrator.
+Orchestrator` runs every shard the worker is given, so the model is loaded and each
+shape compiled once per worker, not once per shard.
+
+A shard of a run split in several writes its part through the sink's ``part()`` and
+always *recovers* it: a task Ray retries after its worker died continues from the
+part's last commit instead of writing again what was committed, and a part already
+finished is reported as such and not redone. A shard that fails becomes
+:class:`~seamline.contracts.errors.ShardFailed` naming the component whose call it
+left (the seams record it); a ``UserError`` stays what it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import structlog
+from opentelemetry import propagate
+
+from seamline.contracts import (
+    Monitor,
+    ShardFailed,
+    ShardReport,
+    ShardTask,
+    ShardWorker,
+    Sink,
+    UserError,
+)
+from seamline.core.config import ResolvedPipeline, resolve_located
+from seamline.core.config.located import parse_located
+from seamline.core.orchestrator import Orchestrator, RunSummary
+from seamline.core.registry import ComponentInfo, Registry
+from seamline.core.seams import failed_at
+
+log = structlog.get_logger("seamline.core")
+
+
+def worker_name() -> str:
+    """``host:pid`` of this process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class PipelineWorker(ShardWorker):
+    """Runs shards of one pipeline in this process, with one orchestrator for them all."""
+
+    def __init__(
+        self,
+        pipeline: ResolvedPipeline,
+        registry: Registry,
+        extra_monitors: Sequence[Monitor[Any]] = (),
+    ) -> None:
+        self.pipeline = pipeline
+        self.registry = registry
+        self.orchestrator = Orchestrator(pipeline, registry, extra_monitors)
+        self.name = worker_name()
+
+    def run(self, task: ShardTask) -> ShardReport:
+        shard = task.shard
+        context = propagate.extract(dict(task.trace_context))
+        sink: Sink[Any]
+        if shard.count == 1:  # the whole output, through the sink as configured
+            sink = self._new_sink()
+            resume = task.resume
+        else:
+            sink = self._new_sink().part(task.run_id, shard)
+            if sink.finished():
+                log.info("shard already finished; not redone", shard=shard.index, run=task.run_id)
+                return ShardReport(shard, self.name, finished_before=True)
+            resume = True  # a part always continues from its own last commit, if any
+        try:
+            summary = self.orchestrator.run_part(
+                resume=resume, shard=shard, sink=sink, run_id=task.run_id, context=context
+            )
+        except UserError:
+            raise
+        except Exception as err:
+            where = failed_at(err) or "the pipeline"
+            raise ShardFailed(
+                shard.index, shard.count, where, f"{type(err).__name__}: {err}"
+            ) from err
+        return _report(shard, self.name, summary)
+
+    def close(self) -> None:
+        self.orchestrator.close()
+
+    def _new_sink(self) -> Sink[Any]:
+        choice = self.pipeline.sink
+        return cast(Sink[Any], self.registry.create(choice.kind, choice.name, choice.config))
+
+
+def _report(shard: Any, worker: str, summary: RunSummary) -> ShardReport:
+    return ShardReport(
+        shard=shard,
+        worker=worker,
+        documents=summary.documents,
+        failed_documents=summary.failed_documents,
+        examples=summary.examples,
+        tokens=summary.tokens,
+        positions=summary.positions,
+        batches=summary.batches,
+        compilations=summary.compilations,
+        seconds=summary.seconds,
+        resumed_from=summary.resumed_from,
+        first_output_seconds=summary.first_output_seconds,
+        attention=dict(summary.attention),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteWorkerFactory:
+    """Builds a :class:`PipelineWorker` in whatever process calls it (picklable).
+
+    ``spec`` is the driver's validated pipeline (after interpolation and ``--set``),
+    so a worker never reads the file or the environment again. Relative paths in it
+    mean what they meant to the driver: the worker changes to the driver's working
+    directory when it has one of that name (on a cluster, use absolute paths on a
+    shared file system). A registry built by hand (tests) travels as its entries;
+    a discovered one is discovered again in the worker's environment.
+    """
+
+    spec: Mapping[str, Any]
+    source: str
+    directory: str
+    components: tuple[ComponentInfo, ...] | None = None
+
+    @classmethod
+    def of(cls, pipeline: ResolvedPipeline, registry: Registry) -> RemoteWorkerFactory:
+        spec = pipeline.spec.model_dump(mode="json", by_alias=True)
+        components = None if registry.discovered else tuple(registry.entries())
+        return cls(spec, pipeline.source, os.getcwd(), components)
+
+    def __call__(self) -> ShardWorker:
+        if os.path.isdir(self.directory):
+            os.chdir(self.directory)
+        registry = Registry.discover() if self.components is None else Registry(self.components)
+        located = parse_located(json.dumps(self.spec), self.source)
+        return PipelineWorker(resolve_located(located, registry), registry)

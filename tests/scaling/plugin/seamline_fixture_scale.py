@@ -1,0 +1,144 @@
+"""Components for the scaling tests, discoverable by worker processes too.
+
+An executor's workers rebuild the pipeline from entry points in their own
+processes, so the tests' components are an installed-looking distribution (this
+module and its ``dist-info``, put on ``PYTHONPATH``), not classes defined in a test.
+
+- ``lines``: documents from a list, sharded round-robin, the position as cursor;
+  ``raise_at`` names a document whose reading raises, on every try.
+- ``tiny``: a one-layer attention encoder over words hashed with CRC-32 (stable across
+  processes, unlike ``hash()``), so runs in different processes can be compared.
+- ``faults``: a monitor that kills its process (``os._exit``) at a chosen batch,
+  once per marker file, and can slow every batch down.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from seamline.contracts import (
+    AttentionFn,
+    Batch,
+    BatchDone,
+    ComponentConfig,
+    Document,
+    DocumentError,
+    Event,
+    Example,
+    Loaded,
+    Loader,
+    Model,
+    Monitor,
+    SegmentIds,
+    Shard,
+)
+
+
+class LinesConfig(ComponentConfig):
+    texts: list[str]
+    raise_at: str | None = None
+
+
+class LinesLoader(Loader[LinesConfig]):
+    """``d<i>`` for text ``i``; a text starting with '!' is unreadable."""
+
+    name: ClassVar[str] = "lines"
+    contract_version: ClassVar[str] = "1.0"
+    Config = LinesConfig
+
+    def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
+        first = 0 if after is None else int(after) + 1
+        for i, text in enumerate(self.config.texts):
+            if i < first or not shard.owns(i):
+                continue
+            doc_id = f"d{i}"
+            if doc_id == self.config.raise_at:
+                raise OSError(f"cannot read {doc_id}: the disk is on fire")
+            item: Document | DocumentError = (
+                DocumentError(doc_id, "unreadable")
+                if text.startswith("!")
+                else Document(doc_id, text)
+            )
+            yield Loaded(str(i), item)
+
+
+class TinyConfig(ComponentConfig):
+    max_length: int = 16
+
+
+class TinyModel(Model[TinyConfig]):
+    """Hashed words, one attention layer of 4 heads of 8, mean pooled."""
+
+    name: ClassVar[str] = "tiny"
+    contract_version: ClassVar[str] = "1.0"
+    Config = TinyConfig
+
+    @property
+    def max_length(self) -> int:
+        return self.config.max_length
+
+    def load(self) -> Any:
+        return {"table": np.random.default_rng(0).normal(size=(97, 32)).astype(np.float32)}
+
+    def prepare(self, document: Document) -> Sequence[Example]:
+        words = document.text.split()[: self.max_length]
+        ids = [zlib.crc32(w.encode()) % 97 for w in words] or [0]
+        return [
+            Example(document.id, 0, (0, len(document.text)), len(ids), {"ids": np.asarray(ids)})
+        ]
+
+    def collate(self, examples: Sequence[Example], batch_size: int, length: int) -> Batch:
+        ids = np.zeros((batch_size, length), np.int32)
+        mask = np.zeros((batch_size, length), np.int32)
+        for row, example in enumerate(examples):
+            ids[row, : example.length] = example.features["ids"]
+            mask[row, : example.length] = 1
+        return Batch(tuple(examples), {"ids": ids, "mask": mask}, batch_size, length)
+
+    def apply(
+        self, params: Any, arrays: Mapping[str, jax.Array], attention: AttentionFn
+    ) -> jax.Array:
+        x = jnp.take(params["table"], arrays["ids"], axis=0)
+        b, t, _ = x.shape
+        heads = x.reshape(b, t, 4, 8)
+        seg = arrays["mask"]
+        out = attention(heads, heads, heads, segment_ids=SegmentIds(seg, seg)).reshape(b, t, 32)
+        weights = seg[..., None].astype(jnp.float32)
+        return (out * weights).sum(1) / jnp.maximum(weights.sum(1), 1.0)
+
+
+class FaultsConfig(ComponentConfig):
+    exit_at_batch: int | None = None
+    """Kill this process when a run of it reaches this batch (1-based)..."""
+    marker: str | None = None
+    """...unless this file exists; it is created just before, so the kill happens once."""
+    sleep: float = 0.0
+    """Seconds to sleep after every batch (to make a run slow enough to interrupt)."""
+
+
+class FaultMonitor(Monitor[FaultsConfig]):
+    name: ClassVar[str] = "faults"
+    contract_version: ClassVar[str] = "1.0"
+    Config = FaultsConfig
+
+    def observe(self, event: Event) -> None:
+        if not isinstance(event, BatchDone):
+            return
+        if self.config.sleep:
+            time.sleep(self.config.sleep)
+        if self.config.exit_at_batch is not None and event.index == self.config.exit_at_batch:
+            marker = Path(self.config.marker or "")
+            if self.config.marker and marker.exists():
+                return
+            if self.config.marker:
+                marker.write_text(str(os.getpid()), encoding="utf-8")
+            os._exit(17)

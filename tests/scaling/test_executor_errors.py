@@ -1,0 +1,103 @@
+"""What a user sees when the executor cannot do its work: one line, the place, the fix.
+
+A bad executor field is caught at validation (``tests/core/bad_pipelines`` has the
+located messages); these are the problems only running can find: a cluster that
+does not answer, Ray not installed, a shard that fails for good. User errors exit
+with code 2, a failed shard with 1, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seamline.adapters import logging_setup, telemetry_setup
+from seamline.adapters.cli.main import app
+from seamline.adapters.executors.ray_actors import thread_caps
+from seamline.core.registry import Registry
+from tests.scaling.test_ray_executor import pipeline_text
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, scale_registry: Registry) -> CliRunner:
+    """The CLI with the test components, leaving global logging and tracing alone."""
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: scale_registry))
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
+    monkeypatch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
+    monkeypatch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)
+    return CliRunner()
+
+
+def invoke(cli: CliRunner, tmp_path: Path, *args: str, **extra: object) -> tuple[int, str]:
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(pipeline_text(tmp_path, **extra), encoding="utf-8")  # type: ignore[arg-type]
+    result = cli.invoke(app, [args[0], str(pipeline), *args[1:]], env={"COLUMNS": "400"})
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_set_chooses_the_executor(cli: CliRunner, tmp_path: Path) -> None:
+    code, output = invoke(cli, tmp_path, "validate", "--set", "run.executor.use=ray")
+    assert code == 0, output
+    assert "executor ray" in output
+    code, output = invoke(cli, tmp_path, "validate", "--set", "run.executor.with.actors=0")
+    assert code == 2
+    assert "--set run.executor.with.actors=0: unknown field 'run.executor.with.actors'" in output
+
+
+def test_an_unreachable_cluster_is_named_with_its_place(cli: CliRunner, tmp_path: Path) -> None:
+    executor = '{use: ray, with: {address: "127.0.0.1:9"}}'
+    code, output = invoke(cli, tmp_path, "run", executor=executor)
+    assert code == 2, output
+    assert f"error: {tmp_path / 'p.yaml'}:7:" in output  # the run line, where address is
+    assert "cannot reach a Ray cluster at '127.0.0.1:9'" in output
+    assert "ray start --head" in output
+    assert "Traceback" not in output
+
+
+def test_ray_not_installed_says_how_to_install_it(
+    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    code, output = invoke(cli, tmp_path, "run", executor="{use: ray}")
+    assert code == 2, output
+    assert "the ray executor needs Ray, which is not installed" in output
+    assert "pip install 'seamline-adapters[ray]'" in output
+    assert "Traceback" not in output
+
+
+def test_a_shard_that_fails_exits_1_with_the_shard_component_and_reason(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    code, output = invoke(cli, tmp_path, "run", "--no-compile-cache", loader={"raise_at": "d3"})
+    assert code == 1, output
+    assert "failed: shard 0 of 1 failed in loader 'lines' (read): OSError: cannot read d3" in output
+    assert "nothing was published" in output
+    assert "Traceback" not in output
+    assert not (tmp_path / "emb.manifest.json").exists()
+
+
+def test_thread_caps_follow_the_cpu_allotment() -> None:
+    one = thread_caps(1, {"XLA_FLAGS": "--xla_dump_to=/tmp/x", "PYTHONPATH": "/plugins"})
+    assert one["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_cpu_multi_thread_eigen=false"
+    assert one["OMP_NUM_THREADS"] == one["OPENBLAS_NUM_THREADS"] == one["RAYON_NUM_THREADS"] == "1"
+    assert one["PYTHONPATH"] == "/plugins"
+    four = thread_caps(4.5, {})
+    assert four["MKL_NUM_THREADS"] == four["NUMEXPR_NUM_THREADS"] == "4"
+    assert "XLA_FLAGS" not in four  # XLA's pool follows the CPUs the process may use
+    assert "PYTHONPATH" not in four
+
+
+def test_every_flag_an_actor_gets_is_one_xla_accepts(tmp_path: Path) -> None:
+    """XLA aborts the process on a flag it does not know: start JAX with the caps."""
+    env = {**os.environ, **thread_caps(1, {})}
+    code = "import jax, jax.numpy as jnp; print(float(jnp.ones((4, 4)).sum()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "16.0"

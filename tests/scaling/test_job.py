@@ -1,0 +1,182 @@
+"""The host's side of the executor seam, in one process: staging, publication, resume checks.
+
+These executors are the tests' own (they run tasks here through ``job.worker()``),
+so the exactly-once bookkeeping of :class:`~seamline.core.job.PipelineJob` is
+checked without Ray: an executor that loses a shard gets nothing published, a
+finished part is not redone, and a sharded run in this process gives the records
+a one-shard run gives.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from seamline.components.sinks.readers import read_records
+from seamline.contracts import (
+    ComponentConfig,
+    ContractViolation,
+    ExecutionReport,
+    Executor,
+    Job,
+    Shard,
+    ShardTask,
+    UserError,
+)
+from seamline.core.config import parse_pipeline
+from seamline.core.job import PipelineJob
+from seamline.core.pipeline import Pipeline
+from seamline.core.registry import ComponentInfo, Registry
+from tests.scaling.test_ray_executor import TEXTS, assert_same_output, pipeline_text
+
+
+class InProcessConfig(ComponentConfig):
+    shards: int = 3
+    drop: int | None = None
+    """A shard to run but leave out of the report (a broken executor)."""
+
+
+class InProcessExecutor(Executor[InProcessConfig]):
+    """Every shard in this process, one after the other."""
+
+    name: ClassVar[str] = "in-process"
+    contract_version: ClassVar[str] = "1.0"
+    Config = InProcessConfig
+
+    def execute(self, job: Job) -> ExecutionReport:
+        tasks = job.plan(self.config.shards)
+        worker = job.worker()
+        try:
+            reports = [worker.run(task) for task in tasks]
+        finally:
+            worker.close()
+        kept = tuple(r for r in reports if r.shard.index != self.config.drop)
+        return ExecutionReport(self.name, kept, 1, 0.0)
+
+
+def registry_with(registry: Registry) -> Registry:
+    info = ComponentInfo(
+        "executor", "in-process", f"{__name__}:InProcessExecutor", "tests", "0", "ok", "",
+        InProcessExecutor, "1.0",
+    )  # fmt: skip
+    return Registry([*registry.entries(), info])
+
+
+def run(registry: Registry, out: Path, executor: str, *, resume: bool = False) -> Any:
+    text = pipeline_text(out, executor=executor)
+    resolved = parse_pipeline(text, str(out / "p.yaml"), registry_with(registry))
+    return Pipeline(resolved, registry_with(registry)).run(resume=resume)
+
+
+@pytest.fixture(scope="module")
+def local_output(scale_registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("local")
+    run(scale_registry, out, "{use: local}")
+    return out
+
+
+def test_shards_in_one_process_give_the_one_shard_records(
+    scale_registry: Registry, local_output: Path, tmp_path: Path
+) -> None:
+    summary = run(scale_registry, tmp_path, "{use: in-process, with: {shards: 3}}")
+    assert summary.shard_count == 3
+    assert summary.documents == len(TEXTS) - 2
+    # One worker ran all three shards: each shape was compiled once, not once per shard.
+    assert summary.compilations == 2
+    assert_same_output(tmp_path, local_output)
+
+
+def test_an_executor_that_loses_a_shard_gets_nothing_published(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    with pytest.raises(ContractViolation, match=r"reported shards \[0, 2\] for tasks \[0, 1, 2\]"):
+        run(scale_registry, tmp_path, "{use: in-process, with: {shards: 3, drop: 1}}")
+    assert not (tmp_path / "emb.manifest.json").exists()
+    assert read_records(tmp_path / "emb.jsonl") is None
+
+
+def test_a_finished_part_is_reported_and_not_redone(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor="{use: in-process}")
+    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    (first, *_) = job.plan(2)
+    worker = job.worker()
+    try:
+        done = worker.run(first)
+        (part,) = tmp_path.glob(".emb.jsonl.shards/*/part-00000-of-00002/emb.jsonl")
+        before = part.stat()
+        again = worker.run(first)  # a retry of a task whose shard had finished
+    finally:
+        worker.close()
+    assert done.documents > 0
+    assert not done.finished_before
+    assert again.finished_before
+    assert again.documents == 0
+    assert (part.stat().st_ino, part.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_a_resumed_run_plans_only_the_unfinished_shards(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor="{use: in-process}")
+    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    first, _, _ = job.plan(3)
+    worker = job.worker()
+    try:
+        worker.run(first)
+    finally:
+        worker.close()
+    again = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
+    assert [task.shard.index for task in again.plan(3)] == [1, 2]
+    assert again.run_id == job.run_id  # it continues the run, under the run's id
+    assert again.finished_before == frozenset({0})
+
+
+def test_resuming_with_another_shard_count_is_refused_with_the_place(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor="{use: in-process, with: {shards: 3}}")
+    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    job.plan(3)  # the staged run a killed driver would leave
+    again = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
+    with pytest.raises(UserError, match=r"^p\.yaml:7:\d+: cannot resume: .* split into 3 shards"):
+        again.plan(2)
+    one = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
+    with pytest.raises(UserError, match="this executor runs one"):
+        one.plan(1)
+
+
+def test_a_sink_that_cannot_stage_is_refused_for_several_shards(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    from tests.core.toy import MemorySink
+
+    memory = ComponentInfo(
+        "sink", "memory", "tests.core.toy:MemorySink", "tests", "0", "ok", "", MemorySink, "1.0"
+    )
+    registry = Registry([*registry_with(scale_registry).entries(), memory])
+    text = pipeline_text(tmp_path, executor="{use: in-process}").replace(
+        f"{{use: jsonl, with: {{path: {json.dumps(str(tmp_path / 'emb.jsonl'))}}}}}",
+        "{use: memory}",
+    )
+    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    with pytest.raises(UserError, match="sink 'memory' cannot stage parts"):
+        job.plan(2)
+
+
+def test_tasks_carry_the_run_and_resume_from_their_part(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor="{use: in-process}")
+    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    tasks = job.plan(2)
+    assert [task.shard for task in tasks] == [Shard(0, 2), Shard(1, 2)]
+    assert all(isinstance(t, ShardTask) and t.run_id == job.run_id and t.resume for t in tasks)

@@ -1,0 +1,233 @@
+"""The same pipeline file on one process and on a Ray actor pool: one exactly-once output.
+
+Every test compares against the output of the ``local`` executor on the same
+corpus, record for record (id, window, span, metadata) and vector for vector, read
+back through the manifest as any reader would. The ray runs share the session's
+cluster (two CPUs); the faults are real: an actor process killed with ``os._exit``
+mid-shard, a driver process killed with SIGKILL, a loader that raises every time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from seamline.adapters.search import search
+from seamline.adapters.telemetry_setup import configure_telemetry, shutdown_telemetry
+from seamline.components.sinks.readers import read_errors, read_records
+from seamline.contracts import ShardFailed
+from seamline.core.config import parse_pipeline
+from seamline.core.pipeline import Pipeline
+from seamline.core.registry import Registry
+from tests.scaling.conftest import plugin_environment
+
+pytestmark = pytest.mark.usefixtures("ray_cluster")
+
+# 30 documents of 1 to 7 words (buckets 4 and 8), two unreadable: several batches per
+# shard, and set-aside documents in more than one shard.
+TEXTS = [" ".join(f"w{i}x{j}" for j in range(1 + i % 7)) for i in range(30)]
+TEXTS[4] = "!unreadable"
+TEXTS[21] = "!unreadable"
+
+
+def pipeline_text(out: Path, *, executor: str = "{use: local}", **extra: Any) -> str:
+    loader = {"texts": TEXTS, **extra.pop("loader", {})}
+    monitors = extra.pop("monitors", [])
+    telemetry = extra.pop("telemetry", None)
+    text = (
+        "pipeline: scaling\n"
+        f"loader: {{use: lines, with: {json.dumps(loader)}}}\n"
+        "model: {use: tiny}\n"
+        "attention: {use: native}\n"
+        f"monitors: {json.dumps(monitors)}\n"
+        f"sink: {{use: jsonl, with: {{path: {json.dumps(str(out / 'emb.jsonl'))}}}}}\n"
+        f"run: {{batch_size: 2, buckets: [4, 8], checkpoint_every: 2, executor: {executor}}}\n"
+    )
+    if telemetry:
+        text += f"telemetry: {json.dumps(telemetry)}\n"
+    return text
+
+
+def run(registry: Registry, out: Path, **kwargs: Any) -> Any:
+    resolved = parse_pipeline(pipeline_text(out, **kwargs), str(out / "p.yaml"), registry)
+    return Pipeline(resolved, registry).run()
+
+
+@pytest.fixture(scope="module")
+def local_output(scale_registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("local")
+    summary = run(scale_registry, out)
+    assert summary.documents == len(TEXTS) - 2
+    return out
+
+
+def keyed(out: Path) -> dict[tuple[str, int], Any]:
+    records = read_records(out / "emb.jsonl")
+    assert records is not None, f"nothing published in {out}"
+    keys = [(r.doc_id, r.index) for r in records]
+    assert len(set(keys)) == len(keys), "a record was published more than once"
+    return {(r.doc_id, r.index): r for r in records}
+
+
+def assert_same_output(out: Path, reference: Path) -> None:
+    """The same records, each exactly once (vectors within 1e-6), and the same errors."""
+    got, expected = keyed(out), keyed(reference)
+    assert sorted(got) == sorted(expected)
+    for key, record in expected.items():
+        assert tuple(got[key].span) == tuple(record.span)
+        np.testing.assert_allclose(got[key].vector, record.vector, atol=1e-6, rtol=0)
+    errors = sorted(e["id"] for e in read_errors(out / "emb.jsonl") or [])
+    assert errors == sorted(e["id"] for e in read_errors(reference / "emb.jsonl") or [])
+
+
+def ray_executor(**settings: Any) -> str:
+    return "{use: ray, with: " + json.dumps({"cpus_per_actor": 1, **settings}) + "}"
+
+
+def test_ray_gives_the_records_local_gives(
+    scale_registry: Registry, local_output: Path, tmp_path: Path
+) -> None:
+    traces = tmp_path / "trace.jsonl"
+    settings = {"traces": ["jsonl"], "traces_file": str(traces)}
+    from seamline.core.config import TelemetrySettings
+
+    configure_telemetry(TelemetrySettings.model_validate(settings))
+    try:
+        summary = run(
+            scale_registry,
+            tmp_path,
+            executor=ray_executor(actors=2, shards=3),
+            telemetry=settings,
+        )
+    finally:
+        shutdown_telemetry()
+    assert_same_output(tmp_path, local_output)
+    # One summary over every actor.
+    assert summary.executor == "ray"
+    assert [s.shard.index for s in summary.shards] == [0, 1, 2]
+    assert summary.workers == 2
+    assert summary.documents == len(TEXTS) - 2
+    assert summary.failed_documents == 2
+    assert summary.examples == len(keyed(tmp_path))
+    # Each actor compiled each of the two bucket shapes once, whatever its number of shards.
+    assert summary.compilations == 2 * 2
+    # Published as one manifest naming the three parts; nothing else is visible.
+    manifest = json.loads((tmp_path / "emb.manifest.json").read_text())
+    assert [part["shard"] for part in manifest["outputs"]["parts"]] == [[0, 3], [1, 3], [2, 3]]
+    assert manifest["run_id"] == summary.run_id
+    visible = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
+    assert visible == ["emb.manifest.json", "trace.jsonl"]
+    # Every actor's spans are in the run's trace, under the driver's run span.
+    spans = [json.loads(line) for line in traces.read_text().splitlines()]
+    (root,) = [s for s in spans if s["name"] == "seamline.run"]
+    shards = [s for s in spans if s["name"] == "seamline.shard"]
+    assert sorted(s["attributes"]["seamline.shard.index"] for s in shards) == [0, 1, 2]
+    assert {s["trace_id"] for s in spans} == {root["trace_id"]}
+    assert {s["parent_span_id"] for s in shards} == {root["span_id"]}
+    assert len({s["attributes"]["seamline.worker"] for s in shards}) == 2
+    assert any(s["name"] == "seamline.model.apply" for s in spans)
+    # `seamline search` reads every part through the manifest: the same hits as local's.
+    query = TEXTS[29]  # d29: shard 2's
+    hits = search(scale_registry, tmp_path / "emb.jsonl", query, k=3)
+    expected = search(scale_registry, local_output / "emb.jsonl", query, k=3)
+    assert [h.doc_id for h in hits] == [h.doc_id for h in expected]
+    assert hits[0].doc_id == "d29"
+    np.testing.assert_allclose([h.score for h in hits], [h.score for h in expected], atol=1e-6)
+
+
+def test_an_actor_killed_mid_shard_resumes_from_its_last_commit(
+    scale_registry: Registry, local_output: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "killed"
+    faults = {"use": "faults", "with": {"exit_at_batch": 3, "marker": str(marker)}}
+    summary = run(
+        scale_registry,
+        tmp_path,
+        executor=ray_executor(actors=1, shards=2, max_restarts=2, retries=0),
+        monitors=[faults],
+    )
+    assert marker.exists(), "the actor was never killed: the test tested nothing"
+    assert_same_output(tmp_path, local_output)
+    # The retried shard continued after its last commit instead of starting over.
+    assert any(s.resumed_from is not None for s in summary.shards), summary.shards
+
+
+def test_a_shard_that_fails_for_good_stops_the_run_and_publishes_nothing(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    with pytest.raises(ShardFailed) as caught:
+        run(
+            scale_registry,
+            tmp_path,
+            executor=ray_executor(actors=2, shards=2, retries=1),
+            loader={"raise_at": "d5"},
+        )
+    failure = caught.value
+    assert (failure.index, failure.count) == (1, 2)  # d5 is shard 1's (5 % 2)
+    assert failure.component == "loader 'lines' (read)"
+    assert "OSError: cannot read d5" in failure.reason
+    assert "nothing was published" in str(failure)
+    assert not (tmp_path / "emb.manifest.json").exists()
+    assert read_records(tmp_path / "emb.jsonl") is None
+
+
+def _seamline(*args: str) -> list[str]:
+    return [sys.executable, "-m", "seamline.adapters.cli.main", *args]
+
+
+def _wait_for(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_a_driver_killed_after_commits_resumes_without_redoing_finished_shards(
+    ray_cluster: str, local_output: Path, tmp_path: Path
+) -> None:
+    slow = {"use": "faults", "with": {"sleep": 0.25}}
+    pipeline = tmp_path / "p.yaml"
+    executor = ray_executor(address=ray_cluster, actors=1, shards=3, retries=0)
+    pipeline.write_text(pipeline_text(tmp_path, executor=executor, monitors=[slow]))
+    env = {**plugin_environment(), "SEAMLINE_CACHE_DIR": str(tmp_path / "cache")}
+    command = _seamline("run", str(pipeline), "--log-format", "json", "--no-compile-cache")
+    driver = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    staging = tmp_path / ".emb.jsonl.shards"
+    try:
+
+        def first_done_second_committed() -> bool:
+            finished = list(staging.glob("*/part-00000-of-00003/emb.jsonl"))
+            committed = list(staging.glob("*/part-00001-of-00003/.emb.jsonl.checkpoint"))
+            if driver.poll() is not None:
+                pytest.fail(f"the driver ended early: {driver.stdout.read()!r}")  # type: ignore[union-attr]
+            return bool(finished and committed)
+
+        _wait_for(first_done_second_committed, 240, "shard 0 finished and shard 1 committed")
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert not (tmp_path / "emb.manifest.json").exists(), "published before every shard finished"
+    (finished,) = staging.glob("*/part-00000-of-00003/emb.jsonl")
+    before = finished.stat()
+
+    resumed = subprocess.run(
+        [*command, "--resume"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    said = " ".join(resumed.stdout.split())
+    assert "3 shards, 2 run on 1 workers; shards [0] were finished before and not redone" in said
+    after = finished.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert_same_output(tmp_path, local_output)
