@@ -402,3 +402,18 @@ def test_a_workers_peak_is_its_own_not_its_parents() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(done.stdout) < 300 << 20, done.stdout
     del held
+
+
+def test_no_mask_measures_without_segment_ids_and_checks_against_the_reference() -> None:
+    # The unmasked case of the memory-linear target (8192 tokens, no mask) must be a run
+    # without segment ids at all, not the padded one relabelled: the spec says so, and
+    # every checked row, the last one included, attends to every key.
+    from seamline.adapters.bench_attention.worker import measure
+
+    masked = measure("native", 128, {}, 1, causal=False)
+    unmasked = measure("native", 128, {}, 1, causal=False, masked=False)
+    assert masked["status"] == unmasked["status"] == "ok"
+    assert "segments" in masked["spec"]
+    assert "segments" not in unmasked["spec"], unmasked["spec"]
+    assert unmasked["check"]["agrees"], unmasked["check"]
+    assert masked["check"]["agrees"], masked["check"]

@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--long-from", type=int, default=32768, help=argparse.SUPPRESS)
     parser.add_argument("--causal", action="store_true", help="causal=True (default False)")
     parser.add_argument(
+        "--no-mask",
+        action="store_true",
+        help="no segment ids (default: the last 5%% of tokens are padding)",
+    )
+    parser.add_argument(
         "--interpret", action="store_true", help='run interpret-mode kernels ({"interpret": true})'
     )
     parser.add_argument(
@@ -112,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             args.repeats,
             args.out,
             causal=args.causal,
+            masked=not args.no_mask,
             interpret=args.interpret,
             interpret_max_length=args.interpret_max_length,
             long_repeats=args.long_repeats,

@@ -130,11 +130,15 @@ def run_watched(argv: list[str], limits: Limits, log: Path) -> dict[str, Any]:
     }
 
 
-def probe(lengths: Sequence[int], causal: bool, log_dir: Path, timeout: float) -> dict[str, Any]:
+def probe(
+    lengths: Sequence[int], causal: bool, log_dir: Path, timeout: float, masked: bool = True
+) -> dict[str, Any]:
     """Ask a worker process what the registry holds and what each attention supports."""
     argv = [sys.executable, "-m", WORKER_MODULE, "probe", "--lengths", ",".join(map(str, lengths))]
     if causal:
         argv.append("--causal")
+    if not masked:
+        argv.append("--no-mask")
     result = run_watched(argv, Limits(timeout, PROBE_MEMORY_LIMIT_GIB), log_dir / "probe.log")
     if "entries" not in result:
         raise RuntimeError(f"the probe worker failed: {result.get('error')}")
@@ -241,6 +245,7 @@ def run_benchmark(
     out_dir: Path = Path("benchmarks") / "results",
     *,
     causal: bool = False,
+    masked: bool = True,
     interpret: bool = False,
     interpret_max_length: int = 1024,
     long_repeats: int = 1,
@@ -266,7 +271,7 @@ def run_benchmark(
     sweep_started = time.perf_counter()
     log_dir = Path(tempfile.mkdtemp(prefix="seamline-attention-bench-"))
     say(f"probing the registry and supports() (worker logs in {log_dir})...")
-    probed = probe(lengths, causal, log_dir, max(timeout, SETUP_TIMEOUT_S))
+    probed = probe(lengths, causal, log_dir, max(timeout, SETUP_TIMEOUT_S), masked)
     say(f"platform {probed['platform']} ({probed['device_kind']})")
     runs, skipped = plan_implementations(
         probed, implementations, lengths, interpret, interpret_max_length
@@ -283,6 +288,8 @@ def run_benchmark(
     flags = ["--address-limit-gib", str(address_limit_gib)]
     if causal:
         flags.append("--causal")
+    if not masked:
+        flags.append("--no-mask")
     measure = [sys.executable, "-m", WORKER_MODULE, "measure"]
     limits = Limits(timeout, memory_limit_gib)
     results: dict[str, dict[str, dict[str, Any]]] = {r["name"]: {} for r in runs}
@@ -356,7 +363,11 @@ def run_benchmark(
             "head_dim": HEAD_DIM,
             "dtype": DTYPE,
             "causal": causal,
-            "segments": f"real tokens 1, the last {PAD_FRACTION:.0%} (at least 1) padding 0",
+            "segments": (
+                f"real tokens 1, the last {PAD_FRACTION:.0%} (at least 1) padding 0"
+                if masked
+                else "none (no mask)"
+            ),
             "repeats": repeats,
             "long_repeats": long_repeats,
             "long_from": long_from,

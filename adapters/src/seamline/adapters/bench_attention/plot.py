@@ -109,7 +109,8 @@ def plot_report(report: dict[str, Any], png: Path) -> None:
     load = report["load_average"]
     fig.suptitle(
         f"seamline attention: B={config['batch']}, {config['heads']} heads, "
-        f"head dim {config['head_dim']}, {config['dtype']}, segments"
+        f"head dim {config['head_dim']}, {config['dtype']}, "
+        f"{'no mask' if str(config.get('segments', '')).startswith('none') else 'segments'}"
         f"{', causal' if config['causal'] else ''}, {report['platform']} - {report['date']}, "
         f"load {load['start'][0]:.2f} -> {load['end'][0]:.2f}",
         fontsize=10,

@@ -140,7 +140,7 @@ def _times_table(report: Report, names: list[str]) -> Table:
     config = report["config"]
     table = Table(
         title=f"attention, B={config['batch']} N={config['heads']} H={config['head_dim']} "
-        f"{config['dtype']}, segments{', causal' if config['causal'] else ''}, "
+        f"{config['dtype']}, {_mask(config)}{', causal' if config['causal'] else ''}, "
         f"{report['platform']} ({report['date']}; median ms of {config['repeats']} calls, "
         f"{config['long_repeats']} from {config['long_from']}; peak MiB over baseline)"
     )
@@ -240,3 +240,8 @@ def print_report(report: Report, out: Console | None = None) -> None:
         out.print(line)
     for line in report["verdicts"]:
         out.print(f"[bold]{line}")
+
+
+def _mask(config: dict[str, Any]) -> str:
+    """``segments`` (5 % padding) or ``no mask``, as the sweep ran."""
+    return "no mask" if str(config.get("segments", "")).startswith("none") else "segments"

@@ -106,7 +106,7 @@ def source_of(cls: type) -> dict[str, Any]:
     }
 
 
-def attention_spec(length: int, causal: bool) -> Any:
+def attention_spec(length: int, causal: bool, masked: bool = True) -> Any:
     """The :class:`AttentionSpec` of the workload at ``length`` on this process's device."""
     import jax
 
@@ -122,14 +122,15 @@ def attention_spec(length: int, causal: bool) -> Any:
         head_dim=HEAD_DIM,
         dtype=DTYPE,
         causal=causal,
-        segmented=True,
+        segmented=masked,
         platform=device.platform,
         device_kind=device.device_kind,
     )
 
 
-def make_inputs(length: int) -> tuple[Any, Any, Any, Any]:
-    """q, k, v ``[1, T, 12, 64]`` float32 on the device, and ``[1, T]`` segment ids."""
+def make_inputs(length: int, masked: bool = True) -> tuple[Any, Any, Any, Any]:
+    """q, k, v ``[1, T, 12, 64]`` float32 on the device, and ``[1, T]`` segment ids
+    (all one segment without a mask: then only the reference check reads them)."""
     import jax
     import numpy as np
 
@@ -137,7 +138,8 @@ def make_inputs(length: int) -> tuple[Any, Any, Any, Any]:
     shape = (BATCH, length, HEADS, HEAD_DIM)
     q, k, v = (jax.device_put(rng.standard_normal(shape, dtype=np.float32)) for _ in range(3))
     ids = np.ones((BATCH, length), np.int32)
-    ids[:, length - padding_of(length) :] = 0
+    if masked:
+        ids[:, length - padding_of(length) :] = 0
     segments = jax.device_put(ids)
     for array in (q, k, v, segments):
         array.block_until_ready()
@@ -213,7 +215,9 @@ def failure(error: BaseException, phase: str) -> dict[str, Any]:
     return result
 
 
-def check_output(out: Any, q: Any, k: Any, v: Any, segments: Any, causal: bool) -> dict[str, Any]:
+def check_output(
+    out: Any, q: Any, k: Any, v: Any, segments: Any, causal: bool, masked: bool = True
+) -> dict[str, Any]:
     """NaN/inf anywhere, and six rows (first, second, middle, around the padding, last)
     against the float64 reference. Done after the peak was read: it does not count."""
     import jax.numpy as jnp
@@ -221,7 +225,7 @@ def check_output(out: Any, q: Any, k: Any, v: Any, segments: Any, causal: bool) 
 
     length = int(q.shape[1])
     out_np = np.asarray(out)
-    first_pad = length - padding_of(length)
+    first_pad = length - padding_of(length) if masked else length - 1
     rows = sorted({0, 1, length // 2, first_pad - 1, first_pad, length - 1})
     reference = reference_rows(q, k, v, segments, rows, causal)
     got = out_np[0, rows].astype(np.float64)
@@ -240,9 +244,17 @@ def check_output(out: Any, q: Any, k: Any, v: Any, segments: Any, causal: bool) 
 
 
 def measure(
-    name: str, length: int, config: dict[str, Any], repeats: int, causal: bool
+    name: str,
+    length: int,
+    config: dict[str, Any],
+    repeats: int,
+    causal: bool,
+    masked: bool = True,
 ) -> dict[str, Any]:
-    """Time one implementation at one length in this process (``name == "baseline"``: none)."""
+    """Time one implementation at one length in this process (``name == "baseline"``: none).
+
+    ``masked``: segment ids with the last 5 % padding; otherwise no mask at all.
+    """
     import jax
 
     from seamline.contracts import SegmentIds
@@ -251,7 +263,7 @@ def measure(
     result: dict[str, Any] = {"implementation": name, "length": length, "config": config}
     started = time.perf_counter()
     registry = Registry.discover()  # imports every attention module, in the baseline too
-    spec = attention_spec(length, causal)
+    spec = attention_spec(length, causal, masked)
     attention: Any = registry.create(
         "attention", REFERENCE_IMPLEMENTATION if name == BASELINE else name, config
     )
@@ -259,7 +271,7 @@ def measure(
     result["spec"] = spec.signature()
     result["source"] = source_of(type(attention))
     result["device"] = str(jax.devices()[0])
-    q, k, v, segments = make_inputs(length)
+    q, k, v, segments = make_inputs(length, masked)
     result["setup_s"] = time.perf_counter() - started
     result["rss_after_inputs_bytes"] = peak_rss_bytes()
     if name == BASELINE:
@@ -273,7 +285,8 @@ def measure(
         return result
 
     def attend(q: Any, k: Any, v: Any, segments: Any) -> Any:
-        return attention(q, k, v, segment_ids=SegmentIds(segments, segments), causal=causal)
+        ids = SegmentIds(segments, segments) if masked else None
+        return attention(q, k, v, segment_ids=ids, causal=causal)
 
     phase = "compile"
     try:
@@ -309,11 +322,11 @@ def measure(
     result["median_s"] = statistics.median(times)
     result["min_s"] = min(times)
     result["status"] = "ok"
-    result.update(check_output(out, q, k, v, segments, causal))
+    result.update(check_output(out, q, k, v, segments, causal, masked))
     return result
 
 
-def probe_registry(lengths: list[int], causal: bool) -> dict[str, Any]:
+def probe_registry(lengths: list[int], causal: bool, masked: bool = True) -> dict[str, Any]:
     """The registry's attention entries and each one's ``supports()`` answer per length.
 
     An implementation whose ``Config`` has an ``interpret`` field is asked a second time
@@ -347,7 +360,7 @@ def probe_registry(lengths: list[int], causal: bool) -> dict[str, Any]:
                 try:
                     attention: Any = registry.create("attention", info.name, config)
                     for length in lengths:
-                        support = attention.supports(attention_spec(length, causal))
+                        support = attention.supports(attention_spec(length, causal, masked))
                         answers[str(length)] = {"ok": bool(support), "reasons": support.reasons}
                     entry["configs"].append({"config": config, "supports": answers})
                 except Exception as error:  # a broken plugin is a finding
@@ -378,11 +391,13 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     one.add_argument("length", type=int)
     one.add_argument("--repeats", type=int, default=3)
     one.add_argument("--causal", action="store_true")
+    one.add_argument("--no-mask", action="store_true", help="no segment ids (no padding)")
     one.add_argument("--config", default="", help="the implementation's config, as JSON")
     one.add_argument("--address-limit-gib", type=float, default=0.0, help="RLIMIT_AS; 0: none")
     probe = commands.add_parser("probe", help="the registry's attention entries, supports()")
     probe.add_argument("--lengths", required=True, help="comma-separated")
     probe.add_argument("--causal", action="store_true")
+    probe.add_argument("--no-mask", action="store_true")
     return parser.parse_args(argv)
 
 
@@ -390,14 +405,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
     proto = protocol_stream()
     if args.command == "probe":
-        message = probe_registry([int(x) for x in args.lengths.split(",")], args.causal)
+        lengths = [int(x) for x in args.lengths.split(",")]
+        message = probe_registry(lengths, args.causal, not args.no_mask)
     else:
         if args.address_limit_gib:
             limit = int(args.address_limit_gib * GIB)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         config = json.loads(args.config) if args.config else {}
         try:
-            message = measure(args.implementation, args.length, config, args.repeats, args.causal)
+            message = measure(
+                args.implementation,
+                args.length,
+                config,
+                args.repeats,
+                args.causal,
+                not args.no_mask,
+            )
         except MemoryError as error:
             message = {
                 "implementation": args.implementation,
