@@ -64,11 +64,11 @@ def test_parquet_parts_become_one_file_of_one_schema(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     # Each part fixes its metadata columns from its own first records: part 0 saw 'lang'
-    # only as None (a string column) and 'n' as integers, part 1 'n' as floats and a
-    # key part 0 never had.
+    # only as None (a string column) and 'n' as integers, part 1 'lang' as integers, 'n'
+    # as floats and a key part 0 never had.
     parts = [
         windows("a", 2, 1, lang=None, n=1),
-        windows("b", 3, 2, lang="de", n=2.5, seen=True),
+        windows("b", 3, 2, lang=7, n=2.5, seen=True),
         [],  # a shard of no documents
     ]
     staged(lambda: parquet(tmp_path, row_group_size=2), parts)
@@ -91,11 +91,13 @@ def test_parquet_parts_become_one_file_of_one_schema(tmp_path: Path) -> None:
     embedded = json.loads(file.schema_arrow.metadata[b"seamline.manifest"])
     assert embedded["outputs"]["run_id"] == "run-1", "the file alone says what made it"
     rows = duckdb.sql(
-        f"SELECT id, window_index, metadata.n, metadata.seen, text FROM '{out / 'emb.parquet'}'"
+        "SELECT id, window_index, metadata.lang, metadata.n, metadata.seen, text "
+        f"FROM '{out / 'emb.parquet'}'"
     ).fetchall()
     assert rows == [
-        ("a", 0, 1.0, None, "a/0"), ("a", 1, 1.0, None, "a/1"),
-        ("b", 0, 2.5, True, "b/0"), ("b", 1, 2.5, True, "b/1"), ("b", 2, 2.5, True, "b/2"),
+        ("a", 0, None, 1.0, None, "a/0"), ("a", 1, None, 1.0, None, "a/1"),
+        ("b", 0, "7", 2.5, True, "b/0"), ("b", 1, "7", 2.5, True, "b/1"),
+        ("b", 2, "7", 2.5, True, "b/2"),
     ]  # fmt: skip
     records = read_records(out / "emb.parquet")
     assert records is not None
