@@ -164,7 +164,7 @@ def test_the_columnar_sinks_stage_on_ray_into_the_output_a_local_run_writes(
     # One ordinary output at the configured path, named by the manifest with the run.
     name = SINK_FILES[sink]
     visible = sorted(p.name for p in sharded.iterdir() if not p.name.startswith("."))
-    assert visible == ["emb.errors.jsonl", "emb.manifest.json", name]
+    assert visible == sorted(["emb.errors.jsonl", "emb.manifest.json", name])
     assert not (sharded / f".{name}.shards").exists(), "the staging area was deleted"
     manifest = json.loads((sharded / "emb.manifest.json").read_text())
     assert manifest["outputs"]["run_id"] == summary.run_id
