@@ -21,8 +21,8 @@ PAGE = Path(__file__).parents[2] / "docs" / "pipelines.md"
 
 COMPONENTS: list[tuple[str, type[Any], str]] = [
     ("seamline.loader", ParquetLoader, "1.0"),
-    ("seamline.sink", ParquetSink, "1.2"),
-    ("seamline.sink", LanceDbSink, "1.2"),
+    ("seamline.sink", ParquetSink, "1.3"),  # 1.3: staged parts
+    ("seamline.sink", LanceDbSink, "1.3"),
 ]
 
 
@@ -40,6 +40,7 @@ def section(heading: str) -> str:
 )
 def test_registered_described_and_documented(group: str, cls: type[Any], version: str) -> None:
     assert cls.contract_version == version
+    assert cls.kind != "sink" or (cls.resumable and cls.stageable)
     registered = {point.name: point for point in entry_points(group=group)}
     assert registered[cls.name].load() is cls
     conformance = {point.name for point in entry_points(group="seamline.conformance")}

@@ -39,7 +39,13 @@ TEXTS[4] = "!unreadable"
 TEXTS[21] = "!unreadable"
 
 
-def pipeline_text(out: Path, *, executor: str = "{use: local}", **extra: Any) -> str:
+SINK_FILES = {"jsonl": "emb.jsonl", "parquet": "emb.parquet", "lancedb": "emb.lance"}
+"""Where each sink writes under a test's folder (its ``path``)."""
+
+
+def pipeline_text(
+    out: Path, *, executor: str = "{use: local}", sink: str = "jsonl", **extra: Any
+) -> str:
     loader = {"texts": TEXTS, **extra.pop("loader", {})}
     monitors = extra.pop("monitors", [])
     telemetry = extra.pop("telemetry", None)
@@ -49,7 +55,7 @@ def pipeline_text(out: Path, *, executor: str = "{use: local}", **extra: Any) ->
         "model: {use: tiny}\n"
         "attention: {use: native}\n"
         f"monitors: {json.dumps(monitors)}\n"
-        f"sink: {{use: jsonl, with: {{path: {json.dumps(str(out / 'emb.jsonl'))}}}}}\n"
+        f"sink: {{use: {sink}, with: {{path: {json.dumps(str(out / SINK_FILES[sink]))}}}}}\n"
         f"run: {{batch_size: 2, buckets: [4, 8], checkpoint_every: 2, executor: {executor}}}\n"
     )
     if telemetry:
@@ -70,23 +76,24 @@ def local_output(scale_registry: Registry, tmp_path_factory: pytest.TempPathFact
     return out
 
 
-def keyed(out: Path) -> dict[tuple[str, int], Any]:
-    records = read_records(out / "emb.jsonl")
+def keyed(out: Path, sink: str = "jsonl") -> dict[tuple[str, int], Any]:
+    records = read_records(out / SINK_FILES[sink])
     assert records is not None, f"nothing published in {out}"
     keys = [(r.doc_id, r.index) for r in records]
     assert len(set(keys)) == len(keys), "a record was published more than once"
     return {(r.doc_id, r.index): r for r in records}
 
 
-def assert_same_output(out: Path, reference: Path) -> None:
+def assert_same_output(out: Path, reference: Path, sink: str = "jsonl") -> None:
     """The same records, each exactly once (vectors within 1e-6), and the same errors."""
-    got, expected = keyed(out), keyed(reference)
+    got, expected = keyed(out, sink), keyed(reference, sink)
     assert sorted(got) == sorted(expected)
     for key, record in expected.items():
         assert tuple(got[key].span) == tuple(record.span)
         np.testing.assert_allclose(got[key].vector, record.vector, atol=1e-6, rtol=0)
-    errors = sorted(e["id"] for e in read_errors(out / "emb.jsonl") or [])
-    assert errors == sorted(e["id"] for e in read_errors(reference / "emb.jsonl") or [])
+    name = SINK_FILES[sink]
+    errors = sorted(e["id"] for e in read_errors(out / name) or [])
+    assert errors == sorted(e["id"] for e in read_errors(reference / name) or [])
 
 
 def ray_executor(**settings: Any) -> str:
@@ -142,6 +149,38 @@ def test_ray_gives_the_records_local_gives(
     assert [h.doc_id for h in hits] == [h.doc_id for h in expected]
     assert hits[0].doc_id == "d29"
     np.testing.assert_allclose([h.score for h in hits], [h.score for h in expected], atol=1e-6)
+
+
+@pytest.mark.parametrize("sink", ["lancedb", "parquet"])
+def test_the_columnar_sinks_stage_on_ray_into_the_output_a_local_run_writes(
+    scale_registry: Registry, tmp_path: Path, sink: str
+) -> None:
+    local, sharded = tmp_path / "local", tmp_path / "ray"
+    run(scale_registry, local, sink=sink)
+    summary = run(scale_registry, sharded, sink=sink, executor=ray_executor(actors=2))
+    assert [s.shard.index for s in summary.shards] == [0, 1]
+    assert summary.workers == 2
+    assert_same_output(sharded, local, sink)
+    # One ordinary output at the configured path, named by the manifest with the run.
+    name = SINK_FILES[sink]
+    visible = sorted(p.name for p in sharded.iterdir() if not p.name.startswith("."))
+    assert visible == sorted(["emb.errors.jsonl", "emb.manifest.json", name])
+    assert not (sharded / f".{name}.shards").exists(), "the staging area was deleted"
+    manifest = json.loads((sharded / "emb.manifest.json").read_text())
+    assert manifest["outputs"]["run_id"] == summary.run_id
+    assert manifest["outputs"]["files"][{"lancedb": "table", "parquet": "parquet"}[sink]] == name
+    if sink == "lancedb":
+        import lancedb
+
+        table = lancedb.connect(str(sharded)).open_table("emb")
+        assert len(table.list_versions()) == 1, "the parts' rows went in as one version"
+    # `seamline search` finds the same neighbours in both.
+    for document in (29, 6):  # shard 1's, shard 0's
+        hits = search(scale_registry, sharded / name, TEXTS[document], k=3)
+        expected = search(scale_registry, local / name, TEXTS[document], k=3)
+        assert hits[0].doc_id == f"d{document}"
+        assert [h.doc_id for h in hits] == [h.doc_id for h in expected]
+        np.testing.assert_allclose([h.score for h in hits], [h.score for h in expected], atol=1e-5)
 
 
 def test_an_actor_killed_mid_shard_resumes_from_its_last_commit(

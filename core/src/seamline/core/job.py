@@ -116,7 +116,8 @@ class PipelineJob(Job):
             raise UserError(
                 f"{self._executor_place()}: the executor splits this run into {count} shards, "
                 f"but sink {sink.name!r} cannot stage parts (it does not implement sink "
-                "contract 1.3's staging); use a sink that does (jsonl, npy) or the local executor"
+                "contract 1.3's staging); use a sink that does (jsonl, npy, parquet, lancedb) "
+                "or the local executor"
             )
         if self.resume:
             staged = sink.staged_run(run_manifest(self.resolved, self.run_id))

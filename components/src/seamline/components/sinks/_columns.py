@@ -155,7 +155,7 @@ class RowLayout:
 
     def empty_schema(self) -> pa.Schema:
         """The schema of an output with no rows: no metadata, vectors of length 0."""
-        return self._schema([], 0)
+        return self.schema_of([], 0)
 
     def _first_schema(
         self, records: Sequence[OutputRecord], vectors: Sequence[np.ndarray[Any, Any]]
@@ -171,9 +171,10 @@ class RowLayout:
             pa.field(key, _inferred_type([r.metadata.get(key) for r in records])) for key in keys
         ]
         self.metadata_keys = keys
-        return self._schema(metadata, int(vectors[0].shape[0]))
+        return self.schema_of(metadata, int(vectors[0].shape[0]))
 
-    def _schema(self, metadata: Sequence[pa.Field], dim: int) -> pa.Schema:
+    def schema_of(self, metadata: Sequence[pa.Field], dim: int) -> pa.Schema:
+        """The layout's columns, with ``metadata`` as the struct's fields and vectors of ``dim``."""
         import pyarrow as pa
 
         fields = [

@@ -20,7 +20,11 @@ the only way in: readers (``seamline search``, :mod:`.readers`) follow it.
 A run directory that the published manifest does not name is *unpublished*: a later
 ``begin`` deletes it (a fresh run), or ``staged`` finds it (a resumed run continues
 it, with its run id and shard count). A published run's directory stays until a
-later publication replaces it. Each part is locked (``flock``) while a process writes
+later publication replaces it, for the sinks whose manifest names the parts' files
+(``jsonl``, ``npy``). The ``parquet`` and ``lancedb`` sinks instead copy every
+part's rows into one file or one table when they publish (``keeps_parts = False``):
+their manifest names that output and the run (``outputs.run_id``), and the run's
+directory is of no further use and deleted. Each part is locked (``flock``) while a process writes
 it, so a worker left over from a killed driver cannot write beside its replacement.
 """
 
@@ -67,8 +71,16 @@ class PartStaging:
     inside its own directory.
     """
 
-    def __init__(self, sink: str, manifest_path: Path, targets: Sequence[tuple[str, Path]]) -> None:
+    def __init__(
+        self,
+        sink: str,
+        manifest_path: Path,
+        targets: Sequence[tuple[str, Path]],
+        *,
+        keeps_parts: bool = True,
+    ) -> None:
         self.sink = sink
+        self.keeps_parts = keeps_parts
         self.manifest_path = manifest_path
         self.targets = list(targets)
         self.primary = self.targets[-1][1]
@@ -101,7 +113,7 @@ class PartStaging:
 
     def begin(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
         """A fresh staged run: earlier unpublished runs are deleted, this one's area made."""
-        published = self._published_run()
+        published = self._published_run() if self.keeps_parts else None
         if self.root.is_dir():
             for child in self.root.iterdir():
                 if child.name != published:
@@ -150,8 +162,8 @@ class PartStaging:
         )
         return StagedRun(run_id, count, finished)
 
-    def publish(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
-        """Write the one manifest naming every part; then tidy what it replaced."""
+    def finished_parts(self, run_id: str, count: int) -> list[dict[str, Path]]:
+        """Every part's files, in shard order; a ContractViolation if one is not finished."""
         shards = [Shard(index, count) for index in range(count)]
         missing = [shard.index for shard in shards if not self.is_finished(run_id, shard)]
         if missing:
@@ -159,6 +171,12 @@ class PartStaging:
                 f"{self.sink} sink: asked to publish run {run_id} while parts {missing} of "
                 f"{count} are not finished; nothing was published"
             )
+        return [self.part_files(run_id, shard) for shard in shards]
+
+    def publish(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        """Write the one manifest naming every part; then tidy what it replaced."""
+        self.finished_parts(run_id, count)
+        shards = [Shard(index, count) for index in range(count)]
         base = self.manifest_path.parent
         parts = [
             {
@@ -191,14 +209,18 @@ class PartStaging:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _published_run(self) -> str | None:
-        """The run id of the staged run the published manifest names, if it names one."""
+        """The run id of the staged run the published manifest names, if it names one.
+
+        A manifest of parts names it (``outputs.run_id`` beside ``outputs.parts``), and so
+        does the manifest of a staged run copied into one output (parquet, lancedb).
+        """
         try:
             manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         outputs = manifest.get("outputs") if isinstance(manifest, dict) else None
-        if isinstance(outputs, dict) and "parts" in outputs:
-            return str(outputs.get("run_id"))
+        if isinstance(outputs, dict) and outputs.get("run_id") is not None:
+            return str(outputs["run_id"])
         return None
 
 
@@ -271,6 +293,9 @@ class StagingSink:
     """
 
     name: ClassVar[str]
+    keeps_parts: ClassVar[bool] = True
+    """Whether the published manifest names the parts' files (False: the sink copies them
+    into one output when it publishes, and overrides :meth:`publish_parts`)."""
     _part_lock: PartLock | None = None
     """Set on a part: the lock held from recover (or start) to close."""
 
@@ -282,21 +307,21 @@ class StagingSink:
         """A new sink like this one whose files are all in ``directory``, by the same names."""
         raise NotImplementedError
 
-    def _staging(self) -> PartStaging:
+    def _part_staging(self) -> PartStaging:
         manifest_path, targets = self.staging_targets()
-        return PartStaging(self.name, manifest_path, targets)
+        return PartStaging(self.name, manifest_path, targets, keeps_parts=self.keeps_parts)
 
     def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
-        self._staging().begin(run_id, count, manifest)
+        self._part_staging().begin(run_id, count, manifest)
 
     def staged_run(self, manifest: Mapping[str, Any]) -> StagedRun | None:
-        return self._staging().staged(manifest)
+        return self._part_staging().staged(manifest)
 
     def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
-        self._staging().publish(run_id, count, manifest)
+        self._part_staging().publish(run_id, count, manifest)
 
     def part(self, run_id: str, shard: Shard) -> Any:
-        staging = self._staging()
+        staging = self._part_staging()
         directory = staging.part_directory(run_id, shard)
         if not staging.run_directory(run_id).is_dir():
             raise ContractViolation(

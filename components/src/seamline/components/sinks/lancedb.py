@@ -30,6 +30,25 @@ After publishing, the sink builds the configured vector index (IVF-PQ or HNSW,
 cosine distance) and the full-text index on ``text``, each a further version (see
 :mod:`._lance_index`).
 
+**Staged parts** (sink contract 1.3, a run split into shards; see :mod:`._parts`).
+Each shard writes its part through a lancedb sink of its own, relocated into the
+part's directory: its rows go into the part's own staging table, with the commits
+and resume above, and finishing the part moves that staging table into the part's
+directory (``part-.../<table>.lance``, the part's "finished" mark) after its errors
+file. A part never touches the real table and builds no index. For ``append`` and
+``upsert`` a part adopts the real table's columns when it starts, and refuses a
+table of another model there, before any work. When every part is finished, the
+driver publishes them as a whole run publishes its staging table: the parts' rows,
+in shard order, stream into the table in **one** commit with the configured mode
+(their columns merged first, see :mod:`._unify`), under the same ``publishing``
+checkpoint, now naming the run; then the errors file and the manifest
+(``outputs.run_id`` naming the run) are published, the checkpoint deleted, the
+staging area deleted, and the indexes built once. The manifest is the mark that
+the publication completed: an interrupted one whose manifest is not out is undone
+(the table restored) by the next attempt, a retried publication or a fresh run,
+and one whose manifest is out is not undone and not applied again (a resumed run
+finds no staged run left to publish). Readers see one ordinary table.
+
 Memory holds ``buffer_rows`` rows while writing. Publishing streams the staging
 rows into the table; ``upsert`` also holds the set of the run's document ids, and
 its delete condition lists them (``id IN (...)``): a run over millions of
@@ -38,6 +57,7 @@ documents builds a filter of that size.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -45,7 +65,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from seamline.components.sinks._checkpoint import ResumableGroup, partial_path
+from seamline.components.sinks._atomic import AtomicFile, fsync_directory
+from seamline.components.sinks._checkpoint import ResumableGroup, manifest_bytes, partial_path
 from seamline.components.sinks._columns import (
     ID,
     WINDOW,
@@ -58,11 +79,13 @@ from seamline.components.sinks._lance_index import (
     build_indexes,
     check_index_fits,
 )
+from seamline.components.sinks._parts import StagingSink
+from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
 from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     import pyarrow as pa
     from lancedb.db import DBConnection
@@ -141,18 +164,24 @@ class LanceDbSinkConfig(ComponentConfig):
         return self.errors_path if self.errors_path is not None else default_errors_path(self.path)
 
 
-class LanceDbSink(Sink[LanceDbSinkConfig]):
+class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
     """Writes records as rows of a LanceDB table, staged until the run completes."""
 
     name: ClassVar[str] = "lancedb"
-    contract_version: ClassVar[str] = "1.2"
+    contract_version: ClassVar[str] = "1.3"
     Config = LanceDbSinkConfig
     resumable: ClassVar[bool] = True
+    stageable: ClassVar[bool] = True
+    keeps_parts: ClassVar[bool] = False
 
-    def __init__(self, config: LanceDbSinkConfig) -> None:
+    def __init__(self, config: LanceDbSinkConfig, *, part_of: Path | None = None) -> None:
+        """``part_of``: for a part of a staged run, the real table's folder (its destination)."""
         super().__init__(config)
+        self._part_of = part_of
+        self._table_path = config.path if part_of is None else part_of
+        """The real table: the one published into, and adopted by append and upsert."""
         self._table_name = config.path.stem
-        self._database = config.path.parent
+        self._database = self._table_path.parent
         self._staging_database = partial_path(config.path)
         self._group = ResumableGroup(
             self.name,
@@ -171,9 +200,87 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         self._pending_rows = 0
         self._closed = False
 
+    # -- staged parts ----------------------------------------------------------------------
+
+    def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
+        return self._group.manifest_path, [*self._group.targets, ("table", self.config.path)]
+
+    def relocated(self, directory: Path) -> LanceDbSink:
+        config = self.config.model_copy(
+            update={
+                "path": directory / self.config.path.name,
+                "errors_path": directory / self.config.resolved_errors_path().name,
+            }
+        )
+        return LanceDbSink(config, part_of=self.config.path)
+
+    def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        """A fresh staged run: undo an interrupted publication, forget an interrupted whole run."""
+        self._group.manifest = manifest
+        self._undo_interrupted_publication()
+        self._group.clear()
+        shutil.rmtree(self._staging_database, ignore_errors=True)
+        super().begin_parts(run_id, count, manifest)
+
+    def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        """Every finished part's rows, in shard order, into the table as one version of it."""
+        staging = self._part_staging()
+        parts = staging.finished_parts(run_id, count)
+        self._group.manifest = {**manifest, "run_id": run_id}
+        if self._undo_interrupted_publication():  # an earlier try of this publication died
+            self._group.checkpoint.unlink(missing_ok=True)
+        sources = [
+            (f"shard {index} of {count}", found)
+            for index, files in enumerate(parts)
+            if (found := self._open(files["table"].parent)) is not None
+        ]
+        table = self._open_table()
+        if table is not None and self.config.mode != "overwrite":
+            self._adopt_the_table()  # the parts adopted it too: this checks it did not change
+            schema = table.schema
+        else:
+            schema = unified_schema(
+                self.name, [(label, part.schema) for label, part in sources], text=self.config.text
+            )
+        self._group.annotate(
+            publishing={"table_version": None if table is None else table.version, "run_id": run_id}
+        )
+        batches: Callable[[], Iterator[pa.RecordBatch]] | None = None
+        if sources and schema is not None:
+            fitted = schema
+
+            def part_rows() -> Iterator[pa.RecordBatch]:
+                for label, part in sources:
+                    for batch in _rows(part, self.config.buffer_rows):
+                        yield conformed(batch, fitted, self.name, label)
+
+            batches = part_rows
+
+        def part_ids() -> set[str]:
+            return {doc_id for _, part in sources for doc_id in _ids(part, self.config.buffer_rows)}
+
+        table = self._publish_rows(table, schema, batches, part_ids)
+        outputs = {**self._group.outputs(), "run_id": run_id}
+        errors = AtomicFile(self.config.resolved_errors_path(), purpose="errors file")
+        try:
+            for files in parts:
+                errors.write(files["errors"].read_bytes())
+        except BaseException:
+            errors.discard()
+            raise
+        errors.publish()
+        written = AtomicFile(self._group.manifest_path, purpose="manifest")
+        written.write(manifest_bytes({**self._group.manifest, "outputs": outputs}))
+        written.publish()  # the publication is complete: a later try must not undo it
+        self._group.checkpoint.unlink(missing_ok=True)
+        staging.discard_all()
+        if table is not None:
+            self._build_indexes(table)
+
     # -- the run ---------------------------------------------------------------------------
 
     def start(self, manifest: Mapping[str, Any]) -> None:
+        self.lock_part()
         self._group.manifest = manifest
         self._undo_interrupted_publication()
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
@@ -181,6 +288,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         self._adopt_the_table()
 
     def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        self.lock_part()
         self._group.manifest = manifest
         if self._undo_interrupted_publication():
             self._group.annotate(publishing=None)
@@ -228,19 +336,53 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         if self._closed:
             return
         self._closed = True
-        if not complete:
-            self._abandon()
-            return
+        try:
+            if not complete:
+                self._abandon()
+            elif self._part_of is not None:
+                self._finish_part()
+            else:
+                self._publish()
+        finally:
+            self.unlock_part()
+
+    def _publish(self) -> None:
+        """The whole run: the staging table's rows into the table, then the indexes."""
         self._group.open()
         self._stage_pending()
         table = self._open_table()
         # Recorded before the table changes; publishing deletes it (the run is then done).
         self._group.annotate(publishing={"table_version": None if table is None else table.version})
-        table = self._publish_rows(table)
+        staged = self._staging
+        table = self._publish_rows(
+            table,
+            self._layout.schema,
+            None if staged is None else self._staged_rows,
+            lambda: set() if staged is None else _ids(staged, self.config.buffer_rows),
+        )
         self._group.publish()
         self._drop_staging()
+        self.after_whole_publish()
         if table is not None:
             self._build_indexes(table)
+
+    def _finish_part(self) -> None:
+        """A part: its errors, then its staging table moved into place inside the part directory.
+
+        The table's folder appearing under ``path`` is the part's "finished" mark, so it
+        is moved last; a part that wrote no rows gets an empty folder. A crash before the
+        move leaves no checkpoint (publishing deleted it): the part is then redone.
+        """
+        self._group.open()
+        self._stage_pending()
+        self._group.publish()
+        staged = self._staging_database / f"{self._table_name}.lance"
+        if self._staging is not None and staged.is_dir():
+            os.replace(staged, self.config.path)
+        else:
+            self.config.path.mkdir(parents=True, exist_ok=True)
+        fsync_directory(self.config.path.parent)
+        self._drop_staging()
 
     def describe(self) -> dict[str, str]:
         return {**super().describe(), "mode": self.config.mode}
@@ -249,7 +391,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
 
     @property
     def _where(self) -> str:
-        return repr(str(self.config.path))
+        return repr(str(self._table_path))
 
     def _state(self) -> dict[str, Any]:
         schema = self._layout.schema
@@ -308,7 +450,8 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
 
     def _open(self, database: Path) -> Table | None:
         """The table named after ``path`` in ``database``, or None if there is none."""
-        if not (database / f"{self._table_name}.lance").is_dir():
+        folder = database / f"{self._table_name}.lance"
+        if not folder.is_dir() or not any(folder.iterdir()):  # an empty part's folder
             return None
         try:
             return _connect(database).open_table(self._table_name)
@@ -331,6 +474,9 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         publishing = None if state is None else state.get("publishing")
         if not publishing:
             return False
+        run_id = publishing.get("run_id")
+        if run_id is not None and run_id == self._published_run_id():
+            return True  # a staged run's publication that completed: only the checkpoint was left
         before = publishing.get("table_version")
         table = self._open_table()
         if table is not None:
@@ -340,14 +486,26 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
                 table.restore(int(before))
         return True
 
+    def _published_run_id(self) -> str | None:
+        """The staged run the table's published manifest names (``outputs.run_id``), if any."""
+        try:
+            outputs = _read_json(default_manifest_path(self._table_path)).get("outputs")
+        except (OSError, ValueError):
+            return None
+        run_id = outputs.get("run_id") if isinstance(outputs, dict) else None
+        return None if run_id is None else str(run_id)
+
     def _adopt_the_table(self) -> None:
-        """For append and upsert, write rows of the existing table's schema and model."""
+        """For append and upsert, write rows of the existing table's schema and model.
+
+        A part of a staged run adopts the real table (its destination's), not its own.
+        """
         if self.config.mode == "overwrite":
             return
         table = self._open_table()
         if table is None:
             return
-        manifest_path = default_manifest_path(self.config.path)
+        manifest_path = default_manifest_path(self._table_path)
         try:
             recorded = _read_json(manifest_path).get("model")
         except (OSError, ValueError):
@@ -381,18 +539,28 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
 
     def _staged_rows(self) -> Iterator[pa.RecordBatch]:
         assert self._staging is not None
-        yield from self._staging.search().limit(None).to_batches(self.config.buffer_rows)
+        yield from _rows(self._staging, self.config.buffer_rows)
 
-    def _publish_rows(self, table: Table | None) -> Table | None:
-        """The staging table's rows into the table, as one new version of it."""
+    def _publish_rows(
+        self,
+        table: Table | None,
+        schema: pa.Schema | None,
+        batches: Callable[[], Iterator[pa.RecordBatch]] | None,
+        ids: Callable[[], set[str]],
+    ) -> Table | None:
+        """The rows ``batches`` yields (of ``schema``) into the table, as one new version of it.
+
+        ``batches`` is None when the run wrote no rows; ``ids`` gives the documents the
+        rows are of (for upsert).
+        """
         import pyarrow as pa
 
         mode = self.config.mode
-        if self._staging is None:  # the run wrote no rows
+        if batches is None or schema is None:  # the run wrote no rows
             if table is not None and mode == "overwrite":
                 table.delete("true")  # its rows are replaced by none
             return table
-        rows = pa.RecordBatchReader.from_batches(self._layout.schema, self._staged_rows())
+        rows = pa.RecordBatchReader.from_batches(schema, batches())
         if table is None:
             self._database.mkdir(parents=True, exist_ok=True)
             return _connect(self._database).create_table(self._table_name, data=rows)
@@ -403,8 +571,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         if mode == "append":
             table.add(rows)
             return table
-        ids = sorted(self._staged_ids())
-        listed = ", ".join(_sql_text(doc_id) for doc_id in ids)
+        listed = ", ".join(_sql_text(doc_id) for doc_id in sorted(ids()))
         (
             table.merge_insert([ID, WINDOW])
             .when_matched_update_all()
@@ -413,14 +580,6 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
             .execute(rows)
         )
         return table
-
-    def _staged_ids(self) -> set[str]:
-        assert self._staging is not None
-        ids: set[str] = set()
-        query = self._staging.search().select([ID]).limit(None)
-        for batch in query.to_batches(self.config.buffer_rows):
-            ids.update(batch.column(ID).to_pylist())
-        return ids
 
     # -- indexes ---------------------------------------------------------------------------
 
@@ -442,6 +601,19 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("lancedb sink: write after close")
+
+
+def _rows(table: Table, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Every row of ``table``, in the order it was added, ``batch_rows`` at a time."""
+    yield from table.search().limit(None).to_batches(batch_rows)
+
+
+def _ids(table: Table, batch_rows: int) -> set[str]:
+    """The documents whose rows ``table`` holds."""
+    ids: set[str] = set()
+    for batch in table.search().select([ID]).limit(None).to_batches(batch_rows):
+        ids.update(batch.column(ID).to_pylist())
+    return ids
 
 
 def _connect(database: Path) -> DBConnection:

@@ -16,6 +16,29 @@ row groups of ``row_group_size`` again whatever the checkpoints cut, and renames
 it into place after the manifest and the errors file; the copy costs about what
 writing the parts did. The run's manifest is also stored in the file's key-value
 metadata (``seamline.manifest``), so the file alone says what made it.
+
+**Staged parts** (sink contract 1.3, a run split into shards; see :mod:`._parts`).
+Each shard writes its part through a parquet sink of its own, relocated into the
+part's directory, with the commits and resume above; finishing the part publishes
+its rows there as one Parquet file. When every part is finished, the driver copies
+the parts' rows, in shard order, into **one Parquet file at ``path``**, as a whole
+run publishes it (row groups of ``row_group_size``, the manifest in its key-value
+metadata, ``outputs.run_id`` naming the staged run), and then deletes the staging
+area. One file rather than a manifest naming each part's file, because:
+
+- the output is then the same whatever the executor: ``SELECT ... FROM
+  'out/emb.parquet'`` in DuckDB, ``pq.read_table``, pandas and ``seamline search``
+  read a sharded run's output exactly as a local run's, with no manifest to follow
+  and no hidden staging folder to glob (where an unpublished run's parts lie too);
+- each part fixed its own columns from its first records, so parts can disagree on
+  the metadata fields or their types; a dataset of such files needs its readers to
+  merge schemas (DuckDB's ``union_by_name``), whereas the one file has one schema,
+  merged once by :mod:`._unify`.
+
+The price is one sequential copy of every row on the driver, about what writing
+them once costs (the whole-run sink pays the same at close), small beside
+embedding them. At a scale where that copy matters, the ``npy`` or ``jsonl`` sink
+publishes its parts in place (a manifest naming them), at no copy.
 """
 
 from __future__ import annotations
@@ -27,10 +50,11 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+import structlog
 from pydantic import Field, model_validator
 
-from seamline.components.sinks._atomic import AtomicFile, fsync_directory
-from seamline.components.sinks._checkpoint import ResumableGroup, partial_path
+from seamline.components.sinks._atomic import AtomicFile, AtomicGroup, fsync_directory
+from seamline.components.sinks._checkpoint import ResumableGroup, manifest_bytes, partial_path
 from seamline.components.sinks._columns import (
     EMBEDDING,
     ID,
@@ -40,16 +64,20 @@ from seamline.components.sinks._columns import (
     schema_from_text,
     schema_to_text,
 )
+from seamline.components.sinks._parts import StagingSink
+from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
 from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
 MANIFEST_KEY = "seamline.manifest"
+
+log = structlog.get_logger("seamline.components")
 
 
 class ParquetSinkConfig(ComponentConfig):
@@ -97,13 +125,15 @@ class ParquetSinkConfig(ComponentConfig):
         return self.errors_path if self.errors_path is not None else default_errors_path(self.path)
 
 
-class ParquetSink(Sink[ParquetSinkConfig]):
+class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
     """Writes records as rows of a Parquet file, in row groups, published whole."""
 
     name: ClassVar[str] = "parquet"
-    contract_version: ClassVar[str] = "1.2"
+    contract_version: ClassVar[str] = "1.3"
     Config = ParquetSinkConfig
     resumable: ClassVar[bool] = True
+    stageable: ClassVar[bool] = True
+    keeps_parts: ClassVar[bool] = False
 
     def __init__(self, config: ParquetSinkConfig) -> None:
         super().__init__(config)
@@ -123,14 +153,77 @@ class ParquetSink(Sink[ParquetSinkConfig]):
         self._pending_rows = 0
         self._closed = False
 
+    # -- staged parts ----------------------------------------------------------------------
+
+    def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
+        return self._group.manifest_path, [*self._group.targets, ("parquet", self.config.path)]
+
+    def relocated(self, directory: Path) -> ParquetSink:
+        config = self.config.model_copy(
+            update={
+                "path": directory / self.config.path.name,
+                "errors_path": directory / self.config.resolved_errors_path().name,
+            }
+        )
+        return ParquetSink(config)
+
+    def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        """Every finished part's rows, in shard order, into the one file at ``path``."""
+        import pyarrow.parquet as pq
+
+        staging = self._part_staging()
+        parts = staging.finished_parts(run_id, count)
+        labelled = [(f"shard {i} of {count}", files) for i, files in enumerate(parts)]
+        with_rows = [
+            (label, files)
+            for label, files in labelled
+            if pq.read_metadata(files["parquet"]).num_rows > 0
+        ]
+        schemas = [(label, pq.read_schema(files["parquet"])) for label, files in with_rows]
+        schema = unified_schema(self.name, schemas, text=self.config.text)
+        if schema is None:  # no part has a row: an empty file of the fixed columns
+            schema = self._layout.empty_schema()
+        self._group.manifest = {**manifest, "run_id": run_id}
+        outputs = {**self._group.outputs(), "run_id": run_id}
+
+        def tables() -> Iterable[pa.Table]:
+            import pyarrow as pa
+
+            for label, files in with_rows:
+                source = pq.ParquetFile(files["parquet"])
+                for group in range(source.num_row_groups):
+                    batches = source.read_row_group(group).to_batches()
+                    yield pa.Table.from_batches(
+                        [conformed(b, schema, self.name, label) for b in batches], schema
+                    )
+
+        publication = AtomicGroup()
+        try:
+            target = publication.open(self._group.manifest_path, purpose="manifest")
+            target.write(manifest_bytes({**self._group.manifest, "outputs": outputs}))
+            errors = publication.open(self.config.resolved_errors_path(), purpose="errors file")
+            for files in parts:
+                errors.write(files["errors"].read_bytes())
+            final = publication.open(self.config.path, purpose="parquet file")
+            stored = {**self._group.manifest, "outputs": outputs}
+            _write_rows(final.temporary, schema, stored, tables(), self.config)
+        except BaseException:
+            publication.discard()
+            raise
+        publication.publish()  # the manifest, the errors, and the file last
+        staging.discard_all()
+        log.info("staged parts published", sink=self.name, run=run_id, parts=count)
+
     # -- the run ---------------------------------------------------------------------------
 
     def start(self, manifest: Mapping[str, Any]) -> None:
+        self.lock_part()
         self._group.manifest = manifest
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
         shutil.rmtree(self._parts, ignore_errors=True)
 
     def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        self.lock_part()
         recovered = self._group.recover(manifest)
         if recovered is None:
             shutil.rmtree(self._parts, ignore_errors=True)
@@ -181,9 +274,16 @@ class ParquetSink(Sink[ParquetSinkConfig]):
         if self._closed:
             return
         self._closed = True
-        if not complete:
-            self._abandon()
-            return
+        try:
+            if complete:
+                self._publish()
+            else:
+                self._abandon()
+        finally:
+            self.unlock_part()
+
+    def _publish(self) -> None:
+        """The committed parts and what is held, as one file (a part: inside its directory)."""
         self._group.open()
         self._write_pending(whole_groups_only=False)
         if self._part is not None:
@@ -197,6 +297,7 @@ class ParquetSink(Sink[ParquetSinkConfig]):
             raise
         self._group.publish([final])
         shutil.rmtree(self._parts, ignore_errors=True)
+        self.after_whole_publish()
 
     # -- parts -----------------------------------------------------------------------------
 
@@ -261,33 +362,20 @@ class ParquetSink(Sink[ParquetSinkConfig]):
 
     def _copy_parts_into(self, target: Path) -> None:
         """Every committed part's rows, in order, into one Parquet file at ``target``."""
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         schema = self._layout.schema
         if schema is None:  # nothing was written: an empty file of the fixed columns
             schema = self._layout.empty_schema()
         manifest = {**self._group.manifest, "outputs": self._group.outputs()}
-        schema = schema.with_metadata(
-            {**(schema.metadata or {}), MANIFEST_KEY: json.dumps(manifest, default=str)}
-        )
-        size = self.config.row_group_size
-        with pq.ParquetWriter(str(target), schema, **_writer_options(schema, self.config)) as out:
-            pending: list[pa.RecordBatch] = []
-            held = 0
+
+        def tables() -> Iterable[pa.Table]:
             for part in self._committed:
                 source = pq.ParquetFile(self._parts / str(part["name"]))
                 for group in range(source.num_row_groups):
-                    table = source.read_row_group(group).cast(schema)
-                    pending.extend(table.to_batches())
-                    held += table.num_rows
-                    while held >= size:
-                        rows = pa.Table.from_batches(pending, schema)
-                        out.write_table(rows.slice(0, size), row_group_size=size)
-                        rest = rows.slice(size)
-                        pending, held = rest.to_batches(), rest.num_rows
-            if held:
-                out.write_table(pa.Table.from_batches(pending, schema), row_group_size=size)
+                    yield source.read_row_group(group).cast(schema)
+
+        _write_rows(target, schema, manifest, tables(), self.config)
 
     def _abandon(self) -> None:
         """End without publishing: keep the committed parts for a resume, drop the rest."""
@@ -303,6 +391,39 @@ class ParquetSink(Sink[ParquetSinkConfig]):
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("parquet sink: write after close")
+
+
+def _write_rows(
+    target: Path,
+    schema: pa.Schema,
+    manifest: Mapping[str, Any],
+    tables: Iterable[pa.Table],
+    config: ParquetSinkConfig,
+) -> None:
+    """``tables`` (of ``schema``), in order, as one Parquet file in row groups of the config's size.
+
+    The manifest goes into the file's key-value metadata.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = schema.with_metadata(
+        {**(schema.metadata or {}), MANIFEST_KEY: json.dumps(dict(manifest), default=str)}
+    )
+    size = config.row_group_size
+    with pq.ParquetWriter(str(target), schema, **_writer_options(schema, config)) as out:
+        pending: list[pa.RecordBatch] = []
+        held = 0
+        for table in tables:
+            pending.extend(table.cast(schema).to_batches())
+            held += table.num_rows
+            while held >= size:
+                rows = pa.Table.from_batches(pending, schema)
+                out.write_table(rows.slice(0, size), row_group_size=size)
+                rest = rows.slice(size)
+                pending, held = rest.to_batches(), rest.num_rows
+        if held:
+            out.write_table(pa.Table.from_batches(pending, schema), row_group_size=size)
 
 
 def _part_name(number: int) -> str:

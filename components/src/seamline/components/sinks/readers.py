@@ -1,4 +1,8 @@
-"""Read back what the ``jsonl`` and ``npy`` sinks published, whole or in staged parts.
+"""Read back what the first-party sinks published, whole or in staged parts.
+
+``jsonl`` and ``npy`` publish a run split into shards as its parts; ``parquet`` and
+``lancedb`` copy the parts into one file or one table when they publish, which these
+functions read as any whole output (the Arrow columns of :mod:`._columns`).
 
 The manifest beside an output is the way in: it lists the output's files
 (``outputs.files``) or, for a run split into shards, every part's files in shard
@@ -17,6 +21,9 @@ import numpy as np
 
 from seamline.components.sinks.jsonl import default_manifest_path
 from seamline.contracts import OutputRecord
+
+PRIMARY = ("records", "matrix", "parquet", "table")
+"""The purposes of each sink's primary file, whose presence means the output is published."""
 
 
 def published_files(primary: Path) -> list[dict[str, Path]] | None:
@@ -38,7 +45,7 @@ def published_files(primary: Path) -> list[dict[str, Path]] | None:
             for part in outputs["parts"]
         ]
     files = {purpose: base / name for purpose, name in outputs.get("files", {}).items()}
-    primary_file = files.get("records") or files.get("matrix")
+    primary_file = next((files[p] for p in PRIMARY if p in files), None)
     return [files] if primary_file is not None and primary_file.exists() else None
 
 
@@ -51,6 +58,10 @@ def read_records(primary: Path) -> list[OutputRecord] | None:
     for files in parts:
         if "records" in files:
             records.extend(_jsonl_records(files["records"]))
+        elif "parquet" in files:
+            records.extend(_parquet_records(files["parquet"]))
+        elif "table" in files:
+            records.extend(_lance_records(files["table"]))
         else:
             records.extend(_npy_records(files["matrix"], files["index"]))
     return records
@@ -92,4 +103,32 @@ def _npy_records(matrix_path: Path, index_path: Path) -> list[OutputRecord]:
             row.get("metadata", {}),
         )
         for i, row in enumerate(_lines(index_path))
+    ]
+
+
+def _parquet_records(path: Path) -> list[OutputRecord]:
+    import pyarrow.parquet as pq
+
+    return arrow_records(pq.read_table(path).to_pylist())
+
+
+def _lance_records(path: Path) -> list[OutputRecord]:
+    import lancedb
+
+    table = lancedb.connect(str(path.parent)).open_table(path.stem)
+    return arrow_records(table.search().limit(None).to_list())
+
+
+def arrow_records(rows: list[dict[str, Any]]) -> list[OutputRecord]:
+    """Rows of the parquet and lancedb sinks' layout as records (metadata without nulls)."""
+    return [
+        OutputRecord(
+            row["id"],
+            row["window_index"],
+            (row["span_start"], row["span_end"]),
+            np.asarray(row["embedding"], np.float32),
+            {k: v for k, v in (row.get("metadata") or {}).items() if v is not None},
+            row.get("text"),
+        )
+        for row in rows
     ]
