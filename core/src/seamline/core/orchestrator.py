@@ -356,7 +356,7 @@ class Orchestrator:
         every = self.pipeline.spec.run.checkpoint_every if self.sink.resumable else 0
         thread = {THREAD_NAME: threading.current_thread().name}
         for count, loaded in enumerate(self._reads(after, thread), start=1):
-            yield from self._host_item(loaded.item, batcher, thread)
+            yield from self._host_item(loaded, batcher, thread)
             if every and count % every == 0:
                 # The partly filled batches go out padded: the price of a checkpoint.
                 yield from map(self._collate, batcher.flush())
@@ -414,19 +414,25 @@ class Orchestrator:
             yield loaded
 
     def _host_item(
-        self, item: Document | DocumentError, batcher: Bucketer | Packer, thread: Mapping[str, Any]
+        self, loaded: Loaded, batcher: Bucketer | Packer, thread: Mapping[str, Any]
     ) -> Iterator[_Collated | tuple[DocumentError, str]]:
-        """One loaded item: set aside, or prepared into examples and bucketed."""
+        """One loaded item: set aside, or prepared into examples and bucketed.
+
+        A document set aside here carries the loader's ``cursor`` in its metadata: with
+        it, a user finds the input again (a jsonl line number, a file's path) to re-run.
+        """
+        item = loaded.item
         self.counts.read += 1
         if isinstance(item, DocumentError):
             yield item, item.stage  # "load", or "skip" for a loader's rule
             return
         examples = self._prepare(item, thread)
+        where = {**item.metadata, "cursor": loaded.cursor}
         if isinstance(examples, DocumentError):
-            yield examples, "prepare"
+            yield replace(examples, metadata=where), "prepare"
             return
         if not examples:
-            yield DocumentError(item.id, "the model made no examples of it", item.metadata), "skip"
+            yield DocumentError(item.id, "the model made no examples of it", where), "skip"
             return
         self.counts.documents += 1
         for example in examples:

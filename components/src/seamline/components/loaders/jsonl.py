@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
@@ -212,8 +213,11 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             return error(f"invalid JSON: {err.msg} at column {err.colno}")
         except RecursionError:
             return error("invalid JSON: nested too deeply to read")
-        except ValueError as err:  # e.g. an integer of more digits than Python converts
-            return error(f"invalid JSON: {err}")
+        except ValueError as err:  # an integer of more digits than Python converts
+            if "digits" not in str(err):
+                return error(f"invalid JSON: {err}")
+            limit = sys.get_int_max_str_digits()
+            return error(f"invalid JSON: a number of more than {limit} digits")
         if not isinstance(obj, dict):
             return error(f"expected a JSON object, found {type(obj).__name__}")
 
