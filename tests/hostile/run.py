@@ -55,11 +55,12 @@ def registry() -> Registry:
 
 def loader_block(corpus: Corpus, loader: str) -> str:
     """The pipeline's loader, as YAML: both set ``max_bytes`` below the corpus's big document."""
+    options: dict[str, Any]
     if loader == "text-files":
         options = {"root": str(corpus.files_root), "max_bytes": MAX_BYTES, "skip_empty": True}
     else:
         options = {"path": str(corpus.jsonl_path), "max_bytes": MAX_BYTES}
-        options["metadata_fields"] = ["score"]  # type: ignore[assignment]
+        options["metadata_fields"] = ["score"]
     return json.dumps({"use": loader, "with": options})
 
 

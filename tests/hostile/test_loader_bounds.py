@@ -18,6 +18,7 @@ import pytest
 from seamline.components.loaders.jsonl import JsonlLoader, JsonlLoaderConfig
 from seamline.components.loaders.text_files import TextFilesConfig, TextFilesLoader
 from seamline.contracts import Document, DocumentError, Shard
+from tests.components.test_columnar_registered import section
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -142,3 +143,11 @@ def test_an_escaped_file_name_that_collides_with_another_is_refused(tmp_path: Pa
 def test_jsonl_limits_are_validated(tmp_path: Path, options: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="max_"):
         JsonlLoaderConfig(path=tmp_path / "d.jsonl", **options)
+
+
+@pytest.mark.parametrize("cls", [TextFilesLoader, JsonlLoader])
+def test_every_loader_field_is_documented(cls: type[Any]) -> None:
+    documented = section(f"### loader `{cls.name}`")
+    for name, field in cls.Config.model_fields.items():
+        assert field.description, f"{cls.name}.{name} has no description for the schema"
+        assert f"| `{name}` |" in documented, f"{cls.name}.{name} is missing from pipelines.md"
