@@ -135,6 +135,8 @@ def _text_files(corpus: Corpus, directory: Path) -> None:
     add(Case("a directory named *.txt", t, (), NOT_READ))
     (root / "folder.txt" / "inside.txt").write_text("a file inside it is read")
     add(Case("a file inside that directory", t, ("folder.txt/inside.txt",), WRITTEN))
+    (root / "folder-link.txt").symlink_to("folder.txt")
+    add(Case("a link to that directory", t, (), NOT_READ))
     os.mkfifo(root / "pipe.txt")
     add(Case("a FIFO named *.txt", t, ("pipe.txt",), DEAD, "FIFO", "load"))
     os.mkfifo(root / "pipe")

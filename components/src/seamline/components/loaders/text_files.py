@@ -127,8 +127,14 @@ class TextFilesLoader(Loader[TextFilesConfig]):
     contract_version: ClassVar[str] = "1.0"
     Config = TextFilesConfig
 
+    def __init__(self, config: TextFilesConfig) -> None:
+        super().__init__(config)
+        self._root = config.root.resolve()
+        """``root`` with every link resolved: where a file must lie to be read."""
+
     def read(self, *, shard: Shard = _WHOLE, after: str | None = None) -> Iterator[Loaded]:
         files = self._list_files()
+        self._root = self.config.root.resolve()
         names = {relative for relative, _ in files}
         start = 0
         if after is not None:
@@ -159,14 +165,11 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             )
         found: dict[str, Path] = {}
         for path in root.glob(self.config.glob):
-            # Directories are not documents and are skipped. Everything else is kept, so
-            # that what cannot be a document (a broken link, a pipe) is reported, not
-            # silently dropped: _load checks what it is.
-            try:
-                if stat.S_ISDIR(path.lstat().st_mode):
-                    continue
-            except OSError:
-                pass  # vanished since it was listed: _load reports it
+            # Directories (and links to them) are not documents and are skipped.
+            # Everything else is kept, so that what cannot be a document (a broken
+            # link, a pipe) is reported, not silently dropped: _load checks what it is.
+            if path.is_dir():
+                continue
             found[path.relative_to(root).as_posix()] = path
         return sorted(found.items())
 
@@ -221,7 +224,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         """Why ``path`` is not read if a symbolic link takes it outside ``root``; else None."""
         try:
             target = path.resolve()
-            inside = target.is_relative_to(self.config.root.resolve())
+            inside = target.is_relative_to(self._root)
         except (OSError, RuntimeError):  # a link loop: opening it reports that
             return None
         if inside:
