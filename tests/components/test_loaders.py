@@ -201,14 +201,14 @@ def test_text_files_unreadable_file_becomes_error_record(
 ) -> None:
     (tmp_path / "a.txt").write_text("fine")
     (tmp_path / "locked.txt").write_text("secret")
-    real_open = Path.open
+    real_open = os.open
 
-    def guarded_open(self: Path, *args: Any, **kwargs: Any) -> Any:
-        if self.name == "locked.txt":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def guarded_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if Path(path).name == "locked.txt":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_open)
     items = [loaded.item for loaded in text_loader(tmp_path).read()]
     assert isinstance(items[0], Document)
     error = items[1]

@@ -179,7 +179,8 @@ def test_errors_round_trip(tmp_path: Path, sink_factory: Any) -> None:
         sink.write_error(error)
     sink.close()
     assert read_jsonl(tmp_path / "out" / "emb.errors.jsonl") == [
-        {"id": e.id, "reason": e.reason, "metadata": dict(e.metadata)} for e in ERRORS
+        {"id": e.id, "stage": e.stage, "reason": e.reason, "metadata": dict(e.metadata)}
+        for e in ERRORS
     ]
 
 

@@ -49,6 +49,7 @@ def ran(workspace: Path) -> Path:
     )
     assert result.exit_code == 0, result.output
     assert "6 documents (1 set aside)" in result.output
+    assert "read 7 = written 6 + dead-lettered 1 + skipped by rule 0" in result.output
     first = re.search(r"first output after ([\d.]+)s of the run, ([\d.]+)s after", result.output)
     assert first, result.output
     assert 0 < float(first.group(1)) <= float(first.group(2))
@@ -63,7 +64,7 @@ def test_run_writes_records_and_sets_bad_input_aside(ran: Path) -> None:
     errors = [
         json.loads(line) for line in (ran.parent / "emb.errors.jsonl").read_text().splitlines()
     ]
-    assert [e["id"] for e in errors] == ["latin1.txt"]
+    assert [(e["id"], e["stage"]) for e in errors] == [("latin1.txt", "load")]
     assert "utf-8" in errors[0]["reason"]
 
 

@@ -23,11 +23,18 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class DocumentError:
-    """A document that could not be read, and why; it is reported, never dropped silently."""
+    """A document that could not be read, and why; it is reported, never dropped silently.
+
+    ``stage`` says where it was set aside: ``load`` (the loader could not read it),
+    ``prepare`` (the model could not tokenise it) or ``skip`` (it was read, but a rule
+    the user can change set it aside, such as an empty text). ``metadata`` should say
+    where the document came from (a path, a line), so that it can be found and re-run.
+    """
 
     id: str
     reason: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    stage: str = "load"
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,10 @@ class ShardReport:
     first_output_seconds: float | None = None
     attention: Mapping[str, str] = field(default_factory=dict)
     """Shape signature → the attention that served it in this shard."""
+    read: int = 0
+    """Items the shard's loader yielded: ``documents + failed_documents + skipped_documents``."""
+    skipped_documents: int = 0
+    """Documents read but set aside by a rule (stage ``skip``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,16 +117,35 @@ class RunSummary:
     """How many shards the run was split into."""
     finished_before: tuple[int, ...] = ()
     """Shards a resumed run found finished (by the run it continues) and did not redo."""
+    read: int = 0
+    """Items the loader yielded (documents and error records), counted as they arrive."""
+    skipped_documents: int = 0
+    """Documents read but set aside by a rule (error records of stage ``skip``)."""
 
     @property
     def tokens_per_second(self) -> float:
         return self.tokens / self.seconds if self.seconds else 0.0
+
+    @property
+    def reconciles(self) -> bool:
+        """Whether every item read is accounted for: written, dead-lettered or skipped."""
+        return self.read == self.documents + self.failed_documents + self.skipped_documents
+
+    def reconciliation(self) -> str:
+        """The line that accounts for every item read (``documents`` are those written)."""
+        line = (
+            f"read {self.read} = written {self.documents} + dead-lettered "
+            f"{self.failed_documents} + skipped by rule {self.skipped_documents}"
+        )
+        return line if self.reconciles else f"{line} DOES NOT RECONCILE"
 
 
 @dataclass
 class _Counts:
     documents: int = 0
     failed: int = 0
+    read: int = 0
+    skipped: int = 0
     examples: int = 0
     tokens: int = 0
     positions: int = 0
@@ -337,7 +356,7 @@ class Orchestrator:
         every = self.pipeline.spec.run.checkpoint_every if self.sink.resumable else 0
         thread = {THREAD_NAME: threading.current_thread().name}
         for count, loaded in enumerate(self._reads(after, thread), start=1):
-            yield from self._host_item(loaded.item, batcher, thread)
+            yield from self._host_item(loaded, batcher, thread)
             if every and count % every == 0:
                 # The partly filled batches go out padded: the price of a checkpoint.
                 yield from map(self._collate, batcher.flush())
@@ -395,15 +414,25 @@ class Orchestrator:
             yield loaded
 
     def _host_item(
-        self, item: Document | DocumentError, batcher: Bucketer | Packer, thread: Mapping[str, Any]
+        self, loaded: Loaded, batcher: Bucketer | Packer, thread: Mapping[str, Any]
     ) -> Iterator[_Collated | tuple[DocumentError, str]]:
-        """One loaded item: set aside, or prepared into examples and bucketed."""
+        """One loaded item: set aside, or prepared into examples and bucketed.
+
+        A document set aside here carries the loader's ``cursor`` in its metadata: with
+        it, a user finds the input again (a jsonl line number, a file's path) to re-run.
+        """
+        item = loaded.item
+        self.counts.read += 1
         if isinstance(item, DocumentError):
-            yield item, "load"
+            yield item, item.stage  # "load", or "skip" for a loader's rule
             return
         examples = self._prepare(item, thread)
+        where = {**item.metadata, "cursor": loaded.cursor}
         if isinstance(examples, DocumentError):
-            yield examples, "prepare"
+            yield replace(examples, metadata=where), "prepare"
+            return
+        if not examples:
+            yield DocumentError(item.id, "the model made no examples of it", where), "skip"
             return
         self.counts.documents += 1
         for example in examples:
@@ -501,7 +530,13 @@ class Orchestrator:
         log.debug("checkpoint committed", sink=self.sink.name, cursor=cursor)
 
     def _set_aside(self, error: DocumentError, stage: str) -> None:
-        self.counts.failed += 1
+        """Record ``error`` in the sink's errors file: dead-lettered, or skipped by a rule."""
+        if stage == "skip":
+            self.counts.skipped += 1
+        else:
+            self.counts.failed += 1
+        if error.stage != stage:
+            error = replace(error, stage=stage)
         with self.sink_seam.call("write_error", {"seamline.document.id": error.id}):
             self.sink.write_error(error)
         self.monitors.emit(DocumentFailed(error.id, error.reason, stage))
@@ -549,6 +584,8 @@ class Orchestrator:
             resumed_from=self.resumed_from,
             positions=counts.positions,
             first_output_seconds=self._first_output,
+            read=counts.read,
+            skipped_documents=counts.skipped,
         )
 
 

@@ -93,6 +93,8 @@ def summarize(job: PipelineJob, report: ExecutionReport, seconds: float) -> RunS
         pipeline=job.pipeline,
         documents=sum(s.documents for s in shards),
         failed_documents=sum(s.failed_documents for s in shards),
+        read=sum(s.read for s in shards),
+        skipped_documents=sum(s.skipped_documents for s in shards),
         examples=sum(s.examples for s in shards),
         tokens=sum(s.tokens for s in shards),
         batches=sum(s.batches for s in shards),

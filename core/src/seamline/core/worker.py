@@ -114,6 +114,8 @@ def _report(shard: Any, worker: str, summary: RunSummary) -> ShardReport:
         resumed_from=summary.resumed_from,
         first_output_seconds=summary.first_output_seconds,
         attention=dict(summary.attention),
+        read=summary.read,
+        skipped_documents=summary.skipped_documents,
     )
 
 

@@ -222,6 +222,13 @@ def run(
         f"{summary.compilations} compilations",
         highlight=False,
     )
+    _consoles.out.print(f"  {summary.reconciliation()}", highlight=False)
+    if summary.failed_documents or summary.skipped_documents:
+        _consoles.out.print(
+            "  set-aside documents are listed, one JSON object each, in the errors file "
+            "beside the output ('<stem>.errors.jsonl')",
+            highlight=False,
+        )
     if summary.first_output_seconds is not None:
         since_start = run_started - STARTED + summary.first_output_seconds
         _consoles.out.print(

@@ -9,12 +9,16 @@ naming the line, so one bad line is reported instead of ending the run.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
+import structlog
 from pydantic import Field, field_validator, model_validator
 
+from seamline.components._json_safe import safe_text
 from seamline.contracts import (
     ComponentConfig,
     Document,
@@ -31,6 +35,17 @@ if TYPE_CHECKING:
 _WHOLE = Shard()
 """The default shard: all of the input."""
 
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+"""10 MiB: far above any text a model reads whole, far below a machine's memory."""
+
+_CHUNK = 1 << 20
+"""How much of an over-long line is read at a time while skipping the rest of it."""
+
+MAX_METADATA_DEPTH = 64
+"""Deepest nesting of a metadata value that is copied: deeper is refused, not recursed into."""
+
+log = structlog.get_logger("seamline.components.jsonl")
+
 
 class JsonlLoaderConfig(ComponentConfig):
     """The ``with:`` block of the ``jsonl`` loader."""
@@ -45,6 +60,36 @@ class JsonlLoaderConfig(ComponentConfig):
         default_factory=list,
         description="Fields copied into the document's metadata when present on a line.",
     )
+    max_bytes: int | None = Field(
+        default=DEFAULT_MAX_BYTES,
+        description="Longest line to read, in bytes (default 10 MiB); a longer line becomes an "
+        "error record and is skipped in bounded memory. Null means no limit.",
+    )
+    max_tracked_ids: int = Field(
+        default=1_000_000,
+        description="How many distinct ids to remember so that a repeated id is refused (the "
+        "later line becomes an error record naming the first); about 100 bytes each. Past "
+        "it, ids are no longer remembered and a warning says so. 0 turns the check off.",
+    )
+    skip_empty: bool = Field(
+        default=False,
+        description="Set aside lines whose text is empty or only whitespace (recorded in the "
+        "errors file with stage 'skip') instead of embedding them.",
+    )
+
+    @field_validator("max_bytes")
+    @classmethod
+    def _positive_limit(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(f"max_bytes must be at least 1 (or null for no limit), not {value}")
+        return value
+
+    @field_validator("max_tracked_ids")
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"max_tracked_ids must be 0 (no check) or more, not {value}")
+        return value
 
     @field_validator("id_field", "text_field")
     @classmethod
@@ -78,23 +123,65 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                 f"jsonl loader: {str(path)!r} {what} (looked in {path.absolute()}); "
                 "set 'path' in the loader's 'with:' block to your JSON Lines file"
             )
+        seen = _SeenIds(self.config.max_tracked_ids, path.name)
         last_line = 0
         position = -1
         with path.open("rb") as handle:
-            for lineno, raw in enumerate(handle, start=1):
+            for lineno, raw in enumerate(self._lines(handle), start=1):
                 last_line = lineno
-                if not raw.strip():
+                if raw is not None and not raw.strip():
                     continue
                 position += 1
-                if lineno <= skip_through or not shard.owns(position):
+                mine = lineno > skip_through and shard.owns(position)
+                if not mine and not seen.active:
                     continue
-                yield Loaded(cursor=str(lineno), item=self._parse(lineno, raw))
+                # Lines of other shards, and lines before the cursor, are parsed too when
+                # ids are tracked: which line of a repeated id comes first is then the same
+                # in every shard and on every resume.
+                item = self._too_long(lineno) if raw is None else self._parse(lineno, raw)
+                if isinstance(item, Document):
+                    item = seen.check(item, lineno, self.config.path)
+                if mine:
+                    yield Loaded(cursor=str(lineno), item=item)
         if skip_through > last_line:
             raise UserError(
                 f"jsonl loader cannot resume after line {skip_through}: {str(path)!r} has only "
                 f"{last_line} lines now. The file changed since the checkpoint was written; "
                 "restore it or start the run afresh."
             )
+
+    def _lines(self, handle: IO[bytes]) -> Iterator[bytes | None]:
+        """Each line of ``handle``; None for a line longer than ``max_bytes``.
+
+        An over-long line is read at most ``max_bytes + 1`` bytes at a time, then the
+        rest of it in chunks that are thrown away: a line of gigabytes (or a file with
+        no newline at all) costs no more memory than the limit.
+        """
+        limit = self.config.max_bytes
+        if limit is None:
+            yield from handle
+            return
+        while True:
+            line = handle.readline(limit + 1)
+            if not line:
+                return
+            if len(line) <= limit or (line.endswith(b"\n") and len(line) == limit + 1):
+                yield line
+                continue
+            while line and not line.endswith(b"\n"):
+                line = handle.readline(_CHUNK)
+            yield None
+
+    def _too_long(self, lineno: int) -> DocumentError:
+        return DocumentError(
+            id=f"{self.config.path.name}:{lineno}",
+            reason=f"line {lineno}: longer than max_bytes={self.config.max_bytes} "
+            "(raise max_bytes to read it)",
+            metadata=self._where(lineno),
+        )
+
+    def _where(self, lineno: int) -> dict[str, Any]:
+        return {"path": safe_text(str(self.config.path.absolute())), "line": lineno}
 
     @staticmethod
     def _parse_cursor(after: str | None) -> int:
@@ -111,10 +198,12 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
     def _parse(self, lineno: int, raw: bytes) -> Document | DocumentError:
         """Turn one line into a document, or into the record of why it is not one."""
         fallback_id = f"{self.config.path.name}:{lineno}"
-        where = {"path": str(self.config.path.absolute()), "line": lineno}
+        where = self._where(lineno)
 
-        def error(reason: str, doc_id: str = fallback_id) -> DocumentError:
-            return DocumentError(id=doc_id, reason=f"line {lineno}: {reason}", metadata=where)
+        def error(reason: str, doc_id: str = fallback_id, stage: str = "load") -> DocumentError:
+            return DocumentError(
+                id=doc_id, reason=f"line {lineno}: {reason}", metadata=where, stage=stage
+            )
 
         try:
             obj: Any = json.loads(raw.decode("utf-8"))
@@ -122,6 +211,13 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             return error(f"not valid utf-8: {err.reason} at byte offset {err.start} of the line")
         except json.JSONDecodeError as err:
             return error(f"invalid JSON: {err.msg} at column {err.colno}")
+        except RecursionError:
+            return error("invalid JSON: nested too deeply to read")
+        except ValueError as err:  # an integer of more digits than Python converts
+            if "digits" not in str(err):
+                return error(f"invalid JSON: {err}")
+            limit = sys.get_int_max_str_digits()
+            return error(f"invalid JSON: a number of more than {limit} digits")
         if not isinstance(obj, dict):
             return error(f"expected a JSON object, found {type(obj).__name__}")
 
@@ -134,6 +230,8 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or raw_id == "":
             return error(f"id field {id_field!r} must be a non-empty string or an integer")
         doc_id = str(raw_id)
+        if (bad := _lone_surrogate(doc_id)) is not None:
+            return error(f"id field {id_field!r} holds {bad}, which is not valid Unicode")
 
         if text_field not in obj:
             return error(f"missing text field {text_field!r}", doc_id)
@@ -141,6 +239,88 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         if not isinstance(text, str):
             kind = type(text).__name__
             return error(f"text field {text_field!r} must be a string, not {kind}", doc_id)
+        if (bad := _lone_surrogate(text)) is not None:
+            return error(
+                f"text field {text_field!r} holds {bad}, which is not valid Unicode", doc_id
+            )
+        if self.config.skip_empty and not text.strip():
+            return error("empty or only whitespace (skip_empty: true)", doc_id, "skip")
 
         metadata = {name: obj[name] for name in self.config.metadata_fields if name in obj}
+        for name, value in metadata.items():
+            if _deeper_than(value, MAX_METADATA_DEPTH):
+                return error(
+                    f"metadata field {name!r} is nested deeper than {MAX_METADATA_DEPTH} levels",
+                    doc_id,
+                )
         return Document(id=doc_id, text=text, metadata=metadata)
+
+
+class _SeenIds:
+    """The ids read so far, to refuse a repeat: bounded, and the same in every shard.
+
+    Each id is remembered as an 8-byte BLAKE2b digest with the line it was first seen
+    on (about 100 bytes an id, whatever the id's length), up to ``limit`` ids; past
+    that, new ids are not remembered (repeats of them are not caught) and one warning
+    says so. A digest is the same in every process, so shards agree on which line of
+    a repeated id comes first. Two different ids sharing a digest (odds about n² in
+    2⁶⁵) would make the later one a false duplicate, named as such with the line of
+    the other.
+    """
+
+    def __init__(self, limit: int, source: str) -> None:
+        self.limit = limit
+        self.source = source
+        self.first: dict[int, int] = {}
+        self.warned = False
+
+    @property
+    def active(self) -> bool:
+        return self.limit > 0
+
+    def check(self, document: Document, lineno: int, path: Path) -> Document | DocumentError:
+        if not self.active:
+            return document
+        key = int.from_bytes(hashlib.blake2b(document.id.encode(), digest_size=8).digest())
+        first = self.first.get(key)
+        if first is not None:
+            return DocumentError(
+                id=f"{path.name}:{lineno}",
+                reason=f"line {lineno}: duplicate id {document.id!r}, first seen at line {first}; "
+                "give each line its own id",
+                metadata={"path": safe_text(str(path.absolute())), "line": lineno},
+            )
+        if len(self.first) < self.limit:
+            self.first[key] = lineno
+        elif not self.warned:
+            self.warned = True
+            log.warning(
+                "jsonl loader: too many ids to remember; repeated ids after this are not "
+                "refused (raise max_tracked_ids to check them)",
+                path=self.source,
+                line=lineno,
+                max_tracked_ids=self.limit,
+            )
+        return document
+
+
+def _lone_surrogate(text: str) -> str | None:
+    """A description of the first lone surrogate in ``text`` (not encodable), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"a lone surrogate {text[err.start]!r} at offset {err.start}"
+    return None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests containers more than ``limit`` levels deep (iteratively)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False

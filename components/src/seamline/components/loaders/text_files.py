@@ -6,16 +6,31 @@ directories in; that relative path is both the document id and the resume cursor
 A file that cannot be read or decoded becomes a :class:`DocumentError` so one bad
 file is reported and set aside instead of ending the run; a ``root`` that does not
 exist is the user's mistake and is raised as a :class:`UserError`.
+
+Only regular files under ``root`` are documents. A match that is a FIFO, a socket or
+a device (itself, or through a symbolic link) is set aside without reading a byte:
+it is opened non-blocking and checked on the open descriptor, so a pipe cannot hang
+the run and ``/dev/zero`` cannot fill memory. A symbolic link whose target lies
+outside ``root`` is set aside too, so a planted link cannot pull another file of
+the machine into the output. A file larger than ``max_bytes`` is set aside after
+reading at most ``max_bytes + 1`` bytes of it.
+
+A file name that is not valid UTF-8 (Python holds its odd bytes as lone
+surrogates) gets an id with each such byte written as its escape text (``\udcff``),
+so that every output can hold it; the cursor keeps the real name.
 """
 
 from __future__ import annotations
 
 import codecs
+import os
+import stat
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator
 
+from seamline.components._json_safe import safe_text
 from seamline.contracts import (
     ComponentConfig,
     Document,
@@ -31,6 +46,17 @@ if TYPE_CHECKING:
 
 _WHOLE = Shard()
 """The default shard: all of the input."""
+
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+"""10 MiB: far above any text a model reads whole, far below a machine's memory."""
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 class TextFilesConfig(ComponentConfig):
@@ -52,9 +78,15 @@ class TextFilesConfig(ComponentConfig):
         "record. Use 'utf-8-sig' to drop a byte-order mark.",
     )
     max_bytes: int | None = Field(
-        default=None,
-        description="Largest file size to read, in bytes; larger files become error records "
-        "instead of being loaded into memory. Null means no limit.",
+        default=DEFAULT_MAX_BYTES,
+        description="Largest file to read, in bytes (default 10 MiB); a larger file becomes "
+        "an error record and is never read further than the limit, so one enormous file "
+        "cannot exhaust memory. Null means no limit.",
+    )
+    skip_empty: bool = Field(
+        default=False,
+        description="Set aside files whose text is empty or only whitespace (recorded in "
+        "the errors file with stage 'skip') instead of embedding them.",
     )
 
     @field_validator("glob")
@@ -95,15 +127,32 @@ class TextFilesLoader(Loader[TextFilesConfig]):
     contract_version: ClassVar[str] = "1.0"
     Config = TextFilesConfig
 
+    def __init__(self, config: TextFilesConfig) -> None:
+        super().__init__(config)
+        self._root = config.root.resolve()
+        """``root`` with every link resolved: where a file must lie to be read."""
+
     def read(self, *, shard: Shard = _WHOLE, after: str | None = None) -> Iterator[Loaded]:
         files = self._list_files()
+        self._root = self.config.root.resolve()
+        names = {relative for relative, _ in files}
         start = 0
         if after is not None:
             start = self._position_after(files, after)
         for position in range(start, len(files)):
             if shard.owns(position):
                 relative, path = files[position]
-                yield Loaded(cursor=relative, item=self._load(relative, path))
+                doc_id = safe_text(relative)
+                if doc_id != relative and doc_id in names:
+                    item: Document | DocumentError = DocumentError(
+                        id=doc_id,
+                        reason=f"duplicate id: the file name is not valid UTF-8, and its "
+                        f"escaped form {doc_id!r} is the name of another file; rename one",
+                        metadata={"path": safe_text(str(path.absolute()))},
+                    )
+                else:
+                    item = self._load(doc_id, path)
+                yield Loaded(cursor=relative, item=item)
 
     def _list_files(self) -> list[tuple[str, Path]]:
         """All matching files as ``(relative POSIX path, path)``, in the stable order."""
@@ -116,9 +165,10 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             )
         found: dict[str, Path] = {}
         for path in root.glob(self.config.glob):
-            # Broken symbolic links are kept so that they are reported, not silently dropped;
-            # directories, sockets and pipes are not documents.
-            if path.is_dir() or not (path.is_file() or path.is_symlink()):
+            # Directories (and links to them) are not documents and are skipped.
+            # Everything else is kept, so that what cannot be a document (a broken
+            # link, a pipe) is reported, not silently dropped: _load checks what it is.
+            if path.is_dir():
                 continue
             found[path.relative_to(root).as_posix()] = path
         return sorted(found.items())
@@ -134,23 +184,25 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             "since the checkpoint was written; restore the file or start the run afresh."
         )
 
-    def _load(self, relative: str, path: Path) -> Document | DocumentError:
-        absolute = str(path.absolute())
+    def _load(self, doc_id: str, path: Path) -> Document | DocumentError:
+        absolute = safe_text(str(path.absolute()))
+        where = {"path": absolute}
+
+        def error(reason: str, **more: Any) -> DocumentError:
+            return DocumentError(id=doc_id, reason=reason, metadata={**where, **more})
+
+        outside = self._outside_root(path)
+        if outside is not None:
+            return error(outside)
         limit = self.config.max_bytes
         try:
-            with path.open("rb") as handle:
-                # Read at most one byte past the limit, so a huge file costs no more memory
-                # than the limit allows even when it grows after it was listed.
-                data = handle.read() if limit is None else handle.read(limit + 1)
+            data = _read_regular(path, limit)
         except OSError as err:
-            reason = f"cannot read: {err.strerror or err}"
-            return DocumentError(id=relative, reason=reason, metadata={"path": absolute})
+            return error(f"cannot read: {err.strerror or err}")
+        except _NotRegular as err:
+            return error(f"not a regular file ({err}); only regular files are documents")
         if limit is not None and len(data) > limit:
-            return DocumentError(
-                id=relative,
-                reason=f"larger than max_bytes={limit} (raise max_bytes to read it)",
-                metadata={"path": absolute},
-            )
+            return error(f"larger than max_bytes={limit} (raise max_bytes to read it)")
         try:
             text = data.decode(self.config.encoding)
         except UnicodeDecodeError as err:
@@ -158,7 +210,46 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                 f"not valid {self.config.encoding}: {err.reason} "
                 f"at byte offset {err.start} (byte {data[err.start : err.start + 1]!r})"
             )
+            return error(reason, bytes=len(data))
+        if self.config.skip_empty and not text.strip():
             return DocumentError(
-                id=relative, reason=reason, metadata={"path": absolute, "bytes": len(data)}
+                id=doc_id,
+                reason="empty or only whitespace (skip_empty: true)",
+                metadata={**where, "bytes": len(data)},
+                stage="skip",
             )
-        return Document(id=relative, text=text, metadata={"path": absolute, "bytes": len(data)})
+        return Document(id=doc_id, text=text, metadata={**where, "bytes": len(data)})
+
+    def _outside_root(self, path: Path) -> str | None:
+        """Why ``path`` is not read if a symbolic link takes it outside ``root``; else None."""
+        try:
+            target = path.resolve()
+            inside = target.is_relative_to(self._root)
+        except (OSError, RuntimeError):  # a link loop: opening it reports that
+            return None
+        if inside:
+            return None
+        return (
+            f"a symbolic link that leads outside root (to {safe_text(str(target))!r}); only "
+            "files under root are read: copy the file under root, or move root up"
+        )
+
+
+class _NotRegular(Exception):
+    """The path opened is not a regular file; the message says what it is."""
+
+
+def _read_regular(path: Path, limit: int | None) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file at ``path`` (all of it when no limit).
+
+    Opened non-blocking, so that opening a FIFO returns at once instead of waiting for a
+    writer, and checked on the open descriptor, so that what is read is what was checked.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRegular(_KINDS.get(stat.S_IFMT(mode), "not a file"))
+        # One byte past the limit, so a huge file costs no more memory than the limit
+        # allows even when it grows after it was listed.
+        return handle.read() if limit is None else handle.read(limit + 1)

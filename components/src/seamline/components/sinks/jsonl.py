@@ -13,11 +13,12 @@ shard and publishes them under one manifest (see :mod:`._parts`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 from pydantic import Field, model_validator
 
+from seamline.components._json_safe import json_safe, safe_text
 from seamline.components.sinks._checkpoint import ResumableGroup
 from seamline.components.sinks._parts import StagingSink
 from seamline.contracts import (
@@ -45,23 +46,52 @@ def default_manifest_path(path: Path) -> Path:
 
 
 def error_line(error: DocumentError) -> dict[str, Any]:
-    """The JSON object recorded for a document that was set aside."""
-    return {"id": error.id, "reason": error.reason, "metadata": dict(error.metadata)}
+    """The JSON object recorded for a document that was set aside (the dead-letter record).
+
+    Strict JSON whatever the loader put in it (see :mod:`seamline.components._json_safe`),
+    so that one odd file name cannot end the run that is setting it aside.
+    """
+    return {
+        "id": safe_text(error.id),
+        "stage": safe_text(getattr(error, "stage", "load")),
+        "reason": safe_text(error.reason),
+        "metadata": json_safe(dict(error.metadata)),
+    }
 
 
 def record_fields(record: OutputRecord) -> dict[str, Any]:
     """The fields that identify a record (everything but its vector), in output order."""
     start, end = record.span
-    return {"id": record.doc_id, "window": int(record.index), "span": [int(start), int(end)]}
+    return {
+        "id": safe_text(record.doc_id),
+        "window": int(record.index),
+        "span": [int(start), int(end)],
+    }
+
+
+def record_metadata(record: OutputRecord) -> dict[str, Any]:
+    """The record's metadata as strict JSON: NaN and infinity become null, texts UTF-8 safe."""
+    return cast(dict[str, Any], json_safe(dict(record.metadata)))
 
 
 def checked_vector(record: OutputRecord) -> np.ndarray[Any, Any]:
-    """The record's vector as a 1-D array, or a ContractViolation naming the record."""
+    """The record's vector as a finite 1-D array, or a ContractViolation naming the record.
+
+    Every first-party sink takes its vectors through here, so each refuses a NaN or an
+    infinite value the same way, before it writes anything of the batch: an output
+    never holds a vector no search can use.
+    """
     vector = np.asarray(record.vector)
     if vector.ndim != 1:
         raise ContractViolation(
             f"record {record.doc_id!r} window {record.index}: expected a 1-D vector, "
             f"got shape {vector.shape}"
+        )
+    if not np.isfinite(vector).all():
+        raise ContractViolation(
+            f"record {record.doc_id!r} window {record.index}: the vector holds NaN or "
+            "infinity; the model or its attention produced it (run with verify: true to "
+            "check the attention against the reference). Nothing of this batch was written"
         )
     return vector
 
@@ -142,20 +172,15 @@ class JsonlSink(StagingSink, Sink[JsonlSinkConfig]):
 
     def write(self, records: Sequence[OutputRecord]) -> None:
         out = self._open()["records"]
-        for record in records:
-            vector = checked_vector(record)
-            if not np.isfinite(vector).all():
-                raise ContractViolation(
-                    f"record {record.doc_id!r} window {record.index}: the vector holds NaN or "
-                    "infinity, which JSON cannot represent"
-                )
+        vectors = [checked_vector(record) for record in records]  # all, before any is written
+        for record, vector in zip(records, vectors, strict=True):
             values: list[float] = vector.astype(np.float64).tolist()
             if self.config.precision is not None:
                 values = [round(value, self.config.precision) for value in values]
             line = record_fields(record)
             line["embedding"] = values
             if record.metadata:
-                line["metadata"] = dict(record.metadata)
+                line["metadata"] = record_metadata(record)
             out.write_json_line(line)
 
     def write_error(self, error: DocumentError) -> None:

@@ -28,6 +28,7 @@ from seamline.components.sinks.jsonl import (
     default_manifest_path,
     error_line,
     record_fields,
+    record_metadata,
 )
 from seamline.contracts import (
     ComponentConfig,
@@ -185,7 +186,7 @@ class NpySink(StagingSink, Sink[NpySinkConfig]):
         for record in records:
             line = {"row": self._rows, **record_fields(record)}
             if record.metadata:
-                line["metadata"] = dict(record.metadata)
+                line["metadata"] = record_metadata(record)
             index.write_json_line(line)
             self._rows += 1
 

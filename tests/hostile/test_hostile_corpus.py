@@ -1,0 +1,146 @@
+"""The hostile corpus through both loaders: the run goes on, and the summary reconciles.
+
+Each kind in :mod:`tests.hostile.corpus` must come out as the corpus says: written,
+set aside with an error record that names its stage, its reason and where it came
+from (so it can be found and re-run), or not read at all. The run's summary must
+account for every item read, and the output files are counted independently of the
+summary: ``read = written + dead-lettered + skipped by rule``.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.hostile.corpus import DEAD, NOT_READ, SKIPPED, WRITTEN, Corpus, build
+from tests.hostile.outcomes import PAGE, ROOT_ONLY, block, render
+from tests.hostile.run import Result, run
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import FrameType
+
+LOADERS = ["text-files", "jsonl"]
+HANG_LIMIT_S = 300
+"""A FIFO that is opened for reading blocks until a writer comes: fail, do not hang."""
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    return build(tmp_path_factory.mktemp("hostile"))
+
+
+@pytest.fixture(scope="module")
+def results(corpus: Corpus, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    def hung(signum: int, frame: FrameType | None) -> None:
+        raise TimeoutError(f"the hostile corpus run took over {HANG_LIMIT_S}s: something hangs")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(HANG_LIMIT_S)
+    try:
+        yield {name: run(corpus, name, tmp_path_factory.mktemp(name)) for name in LOADERS}
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+def test_the_summary_reconciles_with_what_the_files_hold(
+    corpus: Corpus, results: dict[str, Result], loader: str
+) -> None:
+    result = results[loader]
+    summary = result.summary
+    written = {line["id"] for line in result.records}
+    stages = Counter(line["stage"] for line in result.errors)
+    assert summary.read == corpus.items(loader)  # every item, counted by the corpus
+    assert summary.documents == len(written)
+    assert summary.failed_documents == stages["load"] + stages["prepare"]
+    assert summary.skipped_documents == stages["skip"]
+    assert summary.read == len(written) + len(result.errors)
+    assert summary.reconciles
+    line = summary.reconciliation()
+    assert line == (
+        f"read {summary.read} = written {len(written)} + dead-lettered "
+        f"{summary.failed_documents} + skipped by rule {summary.skipped_documents}"
+    )
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+def test_each_hostile_kind_has_its_outcome(
+    corpus: Corpus, results: dict[str, Result], loader: str
+) -> None:
+    result = results[loader]
+    written = {line["id"] for line in result.records}
+    errors = {line["id"]: line for line in result.errors}
+    for case in corpus.of(loader):
+        for doc_id in case.ids:
+            if case.outcome == WRITTEN:
+                assert doc_id in written, case.kind
+                assert doc_id not in errors, (case.kind, errors.get(doc_id))
+            elif case.outcome in (DEAD, SKIPPED):
+                assert doc_id not in written, case.kind
+                error = errors[doc_id]
+                assert error["stage"] == case.stage, (case.kind, error)
+                assert case.reason in error["reason"], (case.kind, error)
+    kinds = {case.kind for case in corpus.cases}
+    outcomes = Counter(case.outcome for case in corpus.cases)
+    assert len(kinds) >= 20
+    assert set(outcomes) == {WRITTEN, DEAD, SKIPPED, NOT_READ}
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+def test_no_two_records_a_reader_cannot_tell_apart(results: dict[str, Result], loader: str) -> None:
+    result = results[loader]
+    keys = Counter((line["id"], line["window"]) for line in result.records)
+    assert [key for key, count in keys.items() if count > 1] == []
+    errors = Counter(line["id"] for line in result.errors)
+    assert [key for key, count in errors.items() if count > 1] == []
+
+
+def test_each_dead_lettered_line_names_the_line_to_rerun(
+    corpus: Corpus, results: dict[str, Result]
+) -> None:
+    """An error record's path and line find the very line that was set aside."""
+    errors = {line["id"]: line for line in results["jsonl"].errors}
+    cases = [case for case in corpus.of("jsonl") if case.outcome in (DEAD, SKIPPED)]
+    assert cases
+    for case in cases:
+        error = errors[case.ids[0]]
+        where = error["metadata"]
+        if error["stage"] == "prepare":  # read fine: the orchestrator adds the loader's cursor
+            assert where["cursor"] == str(case.line)
+            continue
+        assert where["path"] == str(corpus.jsonl_path.absolute())
+        assert where["line"] == case.line
+        assert error["reason"].startswith(f"line {case.line}: ")
+
+
+def test_each_set_aside_file_names_its_path(corpus: Corpus, results: dict[str, Result]) -> None:
+    errors = results["text-files"].errors
+    assert errors
+    for error in errors:
+        assert error["metadata"]["path"] == str(corpus.files_root.absolute() / error["id"])
+
+
+def test_nan_metadata_is_written_as_null(results: dict[str, Result]) -> None:
+    (record,) = [line for line in results["jsonl"].records if line["id"] == "nan"]
+    assert record["metadata"] == {"score": None}
+
+
+def test_the_docs_table_is_the_one_this_run_renders(
+    corpus: Corpus, results: dict[str, Result]
+) -> None:
+    """docs/reliability.md shows what the code does: regenerate it with tests.hostile.outcomes."""
+
+    def rows(table: str) -> list[str]:  # the one row that depends on running as root or not
+        return [row for row in table.splitlines() if ROOT_ONLY not in row]
+
+    rendered = render(corpus, results, corpus.files_root.parent)
+    page = PAGE.read_text(encoding="utf-8")
+    assert rows(block(page)) == rows(rendered), (
+        "docs/reliability.md is out of date: run "
+        "'python -m tests.hostile.outcomes --write' and commit the page"
+    )
