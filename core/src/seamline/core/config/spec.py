@@ -239,6 +239,22 @@ class TelemetrySettings(_Strict):
     )
 
 
+class TrustSettings(_Strict):
+    """Which distributions may provide this pipeline's components (see docs/pipelines.md#trust)."""
+
+    distributions: list[str] | None = Field(
+        default=None,
+        description=(
+            "The distributions allowed to provide components, by their installed names "
+            "(as `seamline components` shows them, e.g. seamline-components). Entry points "
+            "of any other distribution are never imported, and naming one of their "
+            "components is an error. It narrows the user config's list (a distribution "
+            "must be on both); it can never widen it. Default: unset, every installed "
+            "distribution (within the user config's list, if any)."
+        ),
+    )
+
+
 class PipelineSpec(_Strict):
     """A whole pipeline file."""
 
@@ -259,4 +275,8 @@ class PipelineSpec(_Strict):
         default_factory=TelemetrySettings,
         description="Span and metric exporters for this pipeline (they win over OTEL_* "
         "environment variables).",
+    )
+    trust: TrustSettings = Field(
+        default_factory=TrustSettings,
+        description="An allowlist of the distributions that may provide components.",
     )
