@@ -68,6 +68,7 @@ from seamline.core.config import ComponentChoice, ResolvedPipeline
 from seamline.core.devices import local_data_parallel
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.prefetch import prefetched
+from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import (
@@ -117,6 +118,9 @@ class RunSummary:
     """How many shards the run was split into."""
     finished_before: tuple[int, ...] = ()
     """Shards a resumed run found finished (by the run it continues) and did not redo."""
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    """Each stage's component, distribution and version, and the pipeline's hashes
+    (:func:`seamline.core.provenance.provenance`), as the manifest records them."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -549,6 +553,7 @@ class Orchestrator:
             resumed_from=self.resumed_from,
             positions=counts.positions,
             first_output_seconds=self._first_output,
+            provenance=provenance(self.pipeline),
         )
 
 
@@ -563,6 +568,7 @@ def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
         "model": {"use": model.name, "with": model.config.model_dump(mode="json")},
         "attention": pipeline.spec.attention.model_dump(mode="json", by_alias=True),
         "versions": _versions(),
+        "provenance": provenance(pipeline),
     }
 
 
