@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from seamline.components.sinks._atomic import own_directory
 from seamline.components.sinks._checkpoint import ResumableGroup, partial_path
 from seamline.components.sinks._columns import (
     ID,
@@ -266,7 +267,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
 
         table = pa.Table.from_batches(self._pending, self._layout.schema)
         if self._staging is None:
-            self._staging_database.mkdir(parents=True, exist_ok=True)
+            own_directory(self._staging_database)  # a planted link is never followed
             self._staging = _connect(self._staging_database).create_table(
                 self._table_name, data=table, schema=self._layout.schema
             )
@@ -307,8 +308,19 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
     # -- the table -------------------------------------------------------------------------
 
     def _open(self, database: Path) -> Table | None:
-        """The table named after ``path`` in ``database``, or None if there is none."""
-        if not (database / f"{self._table_name}.lance").is_dir():
+        """The table named after ``path`` in ``database``, or None if there is none.
+
+        A symbolic link at the table's name is refused, never followed: the rows would
+        go wherever it points.
+        """
+        folder = database / f"{self._table_name}.lance"
+        if folder.is_symlink():
+            raise UserError(
+                f"{str(folder)!r} is a symbolic link; the {self.name} sink does not write a "
+                "table through a link (it could point anywhere). Remove it, or give a path "
+                "that is the table itself"
+            )
+        if not folder.is_dir():
             return None
         try:
             return _connect(database).open_table(self._table_name)

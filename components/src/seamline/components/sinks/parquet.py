@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from seamline.components.sinks._atomic import AtomicFile, fsync_directory
+from seamline.components.sinks._atomic import AtomicFile, fsync_directory, own_directory
 from seamline.components.sinks._checkpoint import ResumableGroup, partial_path
 from seamline.components.sinks._columns import (
     EMBEDDING,
@@ -214,7 +214,7 @@ class ParquetSink(Sink[ParquetSinkConfig]):
         rows = (self._pending_rows // size) * size if whole_groups_only else self._pending_rows
         table = pa.Table.from_batches(self._pending)
         if self._part is None:
-            self._parts.mkdir(parents=True, exist_ok=True)
+            own_directory(self._parts)  # a link planted at the name is never followed
             number = len(self._committed)
             while (self._parts / _part_name(number)).exists():  # never reuse a name
                 number += 1
