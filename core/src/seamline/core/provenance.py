@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from typing import Any
 
 from seamline.core.config import ComponentChoice, ResolvedPipeline
@@ -23,6 +24,19 @@ def spec_sha256(pipeline: ResolvedPipeline) -> str:
     data = pipeline.spec.model_dump(mode="json", by_alias=True)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def corpus_root(pipeline: ResolvedPipeline) -> str | None:
+    """The absolute folder the loader reads from, when its config has a ``root`` field.
+
+    ``seamline search`` reads a snippet back from a document's file only under this
+    folder (records without their text, written before sink contract 1.2): a path in
+    an index's metadata is data, and may name any file on the machine.
+    """
+    root = getattr(pipeline.loader.config, "root", None)
+    if not isinstance(root, str | os.PathLike):
+        return None
+    return os.path.abspath(os.fspath(root))
 
 
 def _component(choice: ComponentChoice) -> dict[str, str]:
@@ -47,6 +61,7 @@ def provenance(pipeline: ResolvedPipeline) -> dict[str, Any]:
     if pipeline.executor is not None:
         components["executor"] = _component(pipeline.executor)
     return {
+        "corpus_root": corpus_root(pipeline),
         "pipeline_file": pipeline.source,
         "pipeline_sha256": pipeline.file_sha256,
         "spec_sha256": spec_sha256(pipeline),
