@@ -265,6 +265,13 @@ class _Resolver:
         ]
         attention = self.attention_section(spec.attention)
         executor = self.executor(spec.run.executor)
+        if spec.trust.require_conformance:
+            chosen = [loader, model, sink, *monitors, executor]
+            self.conformance([c for c in chosen if c is not None])
+            attention = replace(
+                attention,
+                settings=attention.settings.model_copy(update={"require_conformance": True}),
+            )
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -337,6 +344,41 @@ class _Resolver:
             )
             return None
         return ComponentChoice(kind, name, validated, where, info.distribution, info.version)
+
+    def conformance(self, choices: Sequence[ComponentChoice]) -> None:
+        """``trust.require_conformance``: each choice has a conformance class and a passing
+        record for what is installed now, or a problem at its ``use:``."""
+        from seamline.contracts.conformance import current_environment
+        from seamline.core.conformance import (
+            config_trust_problem,
+            has_conformance_class,
+            load_records,
+        )
+
+        environment = current_environment()
+        records = load_records()
+        for choice in choices:
+            what = f"{choice.kind} {choice.name!r}"
+            required = f"trust.require_conformance is set ({self.located.where(('trust',))})"
+            if not has_conformance_class(choice.kind, choice.name):
+                self.problems.append(
+                    ConfigError(
+                        f"{what} registers no conformance class (no seamline.conformance entry "
+                        f"point '{choice.kind}:{choice.name}'), and {required}: ask its author "
+                        "to ship one (docs/shipping-a-component.md), or choose another",
+                        choice.location,
+                    )
+                )
+                continue
+            info = self.registry.get(choice.kind, choice.name)
+            config = choice.config.model_dump(mode="json")
+            problem = config_trust_problem(
+                choice.kind, choice.name, config, info, environment, records
+            )
+            if problem is not None:
+                self.problems.append(
+                    ConfigError(f"{what} is not trusted: {problem}; {required}", choice.location)
+                )
 
     def executor(self, ref: ComponentRef | None) -> ComponentChoice | None:
         """The named executor, else the installed one that declares itself the default.

@@ -253,6 +253,17 @@ class TrustSettings(_Strict):
             "distribution (within the user config's list, if any)."
         ),
     )
+    require_conformance: bool = Field(
+        default=False,
+        description=(
+            "Use only components that register a conformance class (entry point "
+            "seamline.conformance KIND:NAME) and have a passing conformance record "
+            "(seamline check KIND:NAME --record) for their installed version, their "
+            "configuration and this JAX, jaxlib and platform: the loader, model, sink, "
+            "monitors and executor are checked when the pipeline is resolved (an error at "
+            "the use: otherwise), and attention.require_conformance is switched on."
+        ),
+    )
 
 
 class PipelineSpec(_Strict):
