@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import gc
 import json
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,9 +23,6 @@ from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.registry import ComponentInfo, Registry
 from tests.core.toy import LoaderCrash, MemorySink, toy_registry
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 # Lengths 1 to 7 words fall in buckets 4 and 8; two unreadable documents and one
 # that cannot be prepared are set aside, one on each side of the crash.
@@ -115,7 +113,7 @@ def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
     checkpoint = json.loads((out / ".emb.jsonl.checkpoint").read_text(encoding="utf-8"))
     # Checkpoints after 5 and 10 loaded documents: the last cursor is that of d9.
     assert checkpoint["cursor"] == "9"
-    partial = out / ".emb.jsonl.partial.tmp"
+    partial = Path(checkpoint["files"]["records"]["partial"])  # the name the checkpoint keeps
     assert partial.stat().st_size > checkpoint["files"]["records"]["bytes"], (
         "the test is meant to leave records written after the last checkpoint"
     )

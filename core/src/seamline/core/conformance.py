@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from seamline.contracts import Component
+from seamline.contracts import Component, Kind
 from seamline.contracts.conformance import (
     ConformanceRecord,
     Environment,
@@ -32,6 +33,18 @@ from seamline.core.registry import ComponentInfo, Registry
 
 STORE_VARIABLE = "SEAMLINE_CONFORMANCE_DIR"
 """Environment variable naming the directory records are kept in."""
+
+
+CONFORMANCE_GROUP = "seamline.conformance"
+"""The entry-point group of conformance classes, named ``KIND:NAME``."""
+
+
+def has_conformance_class(kind: Kind, name: str) -> bool:
+    """Whether an installed distribution registers a conformance class for ``kind:name``.
+
+    Reads entry-point metadata only: nothing is imported.
+    """
+    return any(ep.name == f"{kind}:{name}" for ep in entry_points(group=CONFORMANCE_GROUP))
 
 
 def store_directory() -> Path:
@@ -96,10 +109,22 @@ def trust_problem(
     message names what is missing — no record, a record for other versions, or a
     failing one — and the command that would produce a fresh one.
     """
+    return config_trust_problem(
+        component.kind, component.name, config_of(component), info, environment, records
+    )
+
+
+def config_trust_problem(
+    kind: Kind,
+    name: str,
+    config: Mapping[str, Any],
+    info: ComponentInfo | None,
+    environment: Environment,
+    records: Iterable[ConformanceRecord],
+) -> str | None:
+    """:func:`trust_problem` for a component not built yet: its kind, name and config data."""
     records = list(records)
-    kind, name = component.kind, component.name
     version = info.version if info is not None else None
-    config = config_of(component)
     wanted = record_key(kind, name, version, config, environment)
     fix = f"run 'seamline check {kind}:{name} --record'"
     if any(record.key() == wanted and record.passed for record in records):

@@ -68,6 +68,7 @@ from seamline.core.config import ComponentChoice, ResolvedPipeline
 from seamline.core.devices import local_data_parallel
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.prefetch import prefetched
+from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import (
@@ -121,6 +122,9 @@ class RunSummary:
     """Items the loader yielded (documents and error records), counted as they arrive."""
     skipped_documents: int = 0
     """Documents read but set aside by a rule (error records of stage ``skip``)."""
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    """Each stage's component, distribution and version, and the pipeline's hashes
+    (:func:`seamline.core.provenance.provenance`), as the manifest records them."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -586,6 +590,7 @@ class Orchestrator:
             first_output_seconds=self._first_output,
             read=counts.read,
             skipped_documents=counts.skipped,
+            provenance=provenance(self.pipeline),
         )
 
 
@@ -600,6 +605,7 @@ def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
         "model": {"use": model.name, "with": model.config.model_dump(mode="json")},
         "attention": pipeline.spec.attention.model_dump(mode="json", by_alias=True),
         "versions": _versions(),
+        "provenance": provenance(pipeline),
     }
 
 

@@ -11,9 +11,10 @@ from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import ExecutionReport, Executor, Monitor, UserError
 from seamline.contracts.executor import merge_attention
-from seamline.core.config import ResolvedPipeline, load_pipeline
+from seamline.core.config import ResolvedPipeline, load_pipeline, load_trusted
 from seamline.core.job import PipelineJob
 from seamline.core.orchestrator import RunSummary
+from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.telemetry import EXECUTOR, tracer
 
@@ -34,8 +35,13 @@ class Pipeline:
         registry: Registry | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Pipeline:
-        """Load and validate a pipeline file; raises a located ``ConfigError`` if it is invalid."""
-        registry = registry or Registry.discover()
+        """Load and validate a pipeline file; raises a located ``ConfigError`` if it is invalid.
+
+        Without a ``registry``, the components are discovered under the pipeline's
+        ``trust`` (and the user config's): untrusted distributions are never imported.
+        """
+        if registry is None:
+            return cls(*load_trusted(path, overrides, environ))
         return cls(load_pipeline(path, registry, overrides, environ), registry)
 
     def run(
@@ -111,4 +117,5 @@ def summarize(job: PipelineJob, report: ExecutionReport, seconds: float) -> RunS
         finished_before=tuple(
             sorted(set(job.finished_before) | {s.shard.index for s in shards if s.finished_before})
         ),
+        provenance=provenance(job.resolved),
     )

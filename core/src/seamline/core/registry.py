@@ -10,15 +10,24 @@ records, for each, the distribution that registered it and whether it is usable:
   class, name, config model or a contract major version this seamline cannot
   host) is *refused*, with the reason;
 * two distributions registering the same name are a *conflict*: neither is used
-  and asking for the name is an error naming both (no silent last-one-wins).
+  and asking for the name is an error naming both (no silent last-one-wins);
+* an entry point of a distribution the trust policy does not allow
+  (:mod:`seamline.core.trust`) is *untrusted*: it is listed with the reason and
+  never imported, so its import-time code never runs, and it cannot conflict with
+  a trusted component of the same name (an allowlist is how a squatter is shut out).
+
+Every entry records where its code lives (``module_file``), found on disk without
+importing anything for the entries that were not loaded.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from stevedore import ExtensionManager
@@ -35,10 +44,11 @@ from seamline.contracts import (
 )
 from seamline.contracts.versions import compatibility_problem
 from seamline.core.suggest import did_you_mean
+from seamline.core.trust import EVERYONE, TrustPolicy
 
 GROUP_PREFIX = "seamline."
 
-Status = Literal["ok", "broken", "refused", "conflict"]
+Status = Literal["ok", "broken", "refused", "conflict", "untrusted"]
 
 
 def group_of(kind: Kind) -> str:
@@ -60,21 +70,70 @@ class ComponentInfo:
     cls: type[Component[Any]] | None = None
     contract_version: str = ""
     """The contract version the plugin declares (shown even when it is refused)."""
+    module_file: str = ""
+    """The file of the module the entry point names ("" when it cannot be found)."""
 
     @property
     def usable(self) -> bool:
         return self.status == "ok" and self.cls is not None
 
 
-def _distribution_index() -> dict[tuple[str, str, str], tuple[str, str]]:
-    """Map ``(group, name, target)`` of each seamline entry point to ``(distribution, version)``."""
-    index: dict[tuple[str, str, str], tuple[str, str]] = {}
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    """The distribution that registers an entry point."""
+
+    name: str
+    version: str
+    files: tuple[Path, ...] = ()
+    """Its installed files (RECORD), absolute; empty for an editable install."""
+
+
+_UNKNOWN = _Origin("unknown", "?")
+
+
+def _distribution_index() -> dict[tuple[str, str, str], _Origin]:
+    """Map ``(group, name, target)`` of each seamline entry point to its distribution.
+
+    This reads metadata only (``entry_points.txt``, ``METADATA``, ``RECORD``): nothing
+    is imported, which is what lets trust be decided before any plugin code runs.
+    """
+    index: dict[tuple[str, str, str], _Origin] = {}
     for dist in metadata.distributions():
-        for ep in dist.entry_points:
-            if ep.group.startswith(GROUP_PREFIX):
-                name = dist.metadata["Name"] or "?"
-                index.setdefault((ep.group, ep.name, ep.value), (name, dist.version))
+        eps = [ep for ep in dist.entry_points if ep.group.startswith(GROUP_PREFIX)]
+        if not eps:
+            continue
+        files = tuple(Path(str(dist.locate_file(f))) for f in dist.files or () if f.suffix == ".py")
+        origin = _Origin(dist.metadata["Name"] or "?", dist.version, files)
+        for ep in eps:
+            index.setdefault((ep.group, ep.name, ep.value), origin)
     return index
+
+
+def module_file(target: str, origin_files: Iterable[Path] = ()) -> str:
+    """The file of the module in ``module:attr``, found without importing anything.
+
+    A loaded module knows its file; for one not imported (untrusted, or broken before
+    it got far) the module path is looked for among the distribution's installed
+    files, then on ``sys.path`` as the import system would (an editable install).
+    Importing, or ``importlib.util.find_spec``, would run the parent packages' code.
+    """
+    module = target.split(":", 1)[0].strip()
+    loaded = sys.modules.get(module)
+    if loaded is not None and getattr(loaded, "__file__", None):
+        return str(loaded.__file__)
+    parts = module.split(".")
+    relative = [Path(*parts, "__init__.py"), Path(*parts[:-1], f"{parts[-1]}.py")]
+    files = list(origin_files)
+    for rel in relative:
+        for file in files:
+            if file.parts[-len(rel.parts) :] == rel.parts:
+                return str(file)
+    for entry in sys.path:
+        for rel in relative:
+            candidate = Path(entry or ".") / rel
+            if candidate.is_file():
+                return str(candidate)
+    return ""
 
 
 def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
@@ -99,24 +158,62 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
 class Registry:
     """Every component of every kind that the installed distributions register."""
 
-    def __init__(self, infos: Iterable[ComponentInfo], *, discovered: bool = False) -> None:
+    def __init__(
+        self,
+        infos: Iterable[ComponentInfo],
+        *,
+        discovered: bool = False,
+        trust: TrustPolicy = EVERYONE,
+        unmarked: Iterable[ComponentInfo] | None = None,
+    ) -> None:
+        infos = list(infos)
         self._by_kind: dict[Kind, dict[str, list[ComponentInfo]]] = {k: {} for k in KINDS}
         for info in infos:
             self._by_kind[info.kind].setdefault(info.name, []).append(info)
+        self._unmarked = list(infos if unmarked is None else unmarked)
+        """The entries before conflicts were marked: what :meth:`narrowed` starts from."""
         self.discovered = discovered
         """Whether this is what the environment's entry points register (another process
         of the same environment can discover it again), or a registry built by hand."""
+        self.trust = trust
+        """The allowlists this registry honours (none: every distribution is trusted)."""
 
     @classmethod
-    def discover(cls) -> Registry:
-        """Load every seamline entry point of the current environment."""
+    def discover(cls, trust: TrustPolicy | None = None) -> Registry:
+        """Load every seamline entry point of the current environment that ``trust`` allows.
+
+        ``trust`` defaults to the user config file's (see :mod:`seamline.core.config.user`).
+        Entry points of other distributions are listed as untrusted and not imported.
+        """
+        if trust is None:
+            # Imported here: the config package imports this module.
+            from seamline.core.config.user import user_trust
+
+            trust = user_trust()
         # stevedore memoises entry points per process; a fresh look sees plugins installed since.
         ExtensionManager.ENTRY_POINT_CACHE.clear()
         index = _distribution_index()
         infos: list[ComponentInfo] = []
         for kind in KINDS:
-            infos.extend(_load_group(kind, index))
-        return cls(_mark_conflicts(infos), discovered=True)
+            infos.extend(_load_group(kind, index, trust))
+        return cls(_mark_conflicts(infos), discovered=True, trust=trust, unmarked=infos)
+
+    def narrowed(self, trust: TrustPolicy) -> Registry:
+        """This registry with every entry ``trust`` refuses marked untrusted (none imported).
+
+        Used when a pipeline's ``trust`` narrows the policy the registry was discovered
+        with: entries it refuses become unusable, and names they shared with a trusted
+        entry are no longer conflicts.
+        """
+        infos = []
+        for info in self._unmarked:
+            reason = trust.refusal(info.distribution)
+            if reason and info.status != "untrusted":
+                info = replace(info, status="untrusted", reason=reason, cls=None)
+            infos.append(info)
+        return Registry(
+            _mark_conflicts(infos), discovered=self.discovered, trust=trust, unmarked=infos
+        )
 
     def entries(self, kind: Kind | None = None) -> list[ComponentInfo]:
         """Every entry, usable or not, sorted by kind then name (for listings)."""
@@ -130,7 +227,11 @@ class Registry:
 
     def names(self, kind: Kind) -> list[str]:
         """The names of usable components of ``kind``."""
-        return sorted(n for n, infos in self._by_kind[kind].items() if infos[0].usable)
+        return sorted(
+            n
+            for n, infos in self._by_kind[kind].items()
+            if len(trusted := _trusted_first(infos)) == 1 and trusted[0].usable
+        )
 
     def get(self, kind: Kind, name: str) -> ComponentInfo:
         """The usable component ``kind:name``, or an error that says what to do instead."""
@@ -141,6 +242,7 @@ class Registry:
                 f"no {kind} component named {name!r}{did_you_mean(name, available)}; "
                 f"available: {', '.join(available) or 'none installed'}"
             )
+        infos = _trusted_first(infos)
         if len(infos) > 1:
             owners = " and ".join(f"{i.distribution} {i.version} ({i.target})" for i in infos)
             raise DuplicateComponentError(
@@ -197,26 +299,91 @@ class Registry:
         return info.cls(config)
 
 
+def _trusted_first(infos: list[ComponentInfo]) -> list[ComponentInfo]:
+    """The entries of one name that trust allows, else (all untrusted) every one of them."""
+    return [i for i in infos if i.status != "untrusted"] or infos
+
+
+class _TrustedExtensionManager(ExtensionManager[Any]):
+    """stevedore's manager, asking ``admit`` about each entry point before importing it.
+
+    ``_load_one_plugin`` is where stevedore's own filtering managers (``Named``,
+    ``Enabled``) decide; returning None skips the entry point without loading it.
+    """
+
+    def __init__(
+        self,
+        namespace: str,
+        admit: Callable[[metadata.EntryPoint], bool],
+        on_load_failure_callback: Callable[[Any, metadata.EntryPoint, BaseException], None],
+    ) -> None:
+        self._admit = admit
+        super().__init__(namespace=namespace, on_load_failure_callback=on_load_failure_callback)
+
+    def _load_one_plugin(
+        self,
+        ep: metadata.EntryPoint,
+        invoke_on_load: bool,
+        invoke_args: tuple[Any, ...],
+        invoke_kwds: dict[str, Any],
+    ) -> Any:
+        if not self._admit(ep):
+            return None
+        return super()._load_one_plugin(ep, invoke_on_load, invoke_args, invoke_kwds)
+
+
 def _load_group(
-    kind: Kind, index: Mapping[tuple[str, str, str], tuple[str, str]]
+    kind: Kind, index: Mapping[tuple[str, str, str], _Origin], trust: TrustPolicy
 ) -> list[ComponentInfo]:
     group = group_of(kind)
     failures: list[ComponentInfo] = []
+    untrusted: list[ComponentInfo] = []
 
-    def attribution(ep: metadata.EntryPoint) -> tuple[str, str]:
-        return index.get((group, ep.name, ep.value), ("unknown", "?"))
+    def attribution(ep: metadata.EntryPoint) -> _Origin:
+        return index.get((group, ep.name, ep.value), _UNKNOWN)
+
+    def admit(ep: metadata.EntryPoint) -> bool:
+        origin = attribution(ep)
+        reason = trust.refusal(origin.name)
+        if reason is None:
+            return True
+        where = module_file(ep.value, origin.files)
+        untrusted.append(
+            ComponentInfo(
+                kind,
+                ep.name,
+                ep.value,
+                origin.name,
+                origin.version,
+                "untrusted",
+                reason,
+                module_file=where,
+            )
+        )
+        return False
 
     def on_failure(_manager: Any, ep: metadata.EntryPoint, err: BaseException) -> None:
-        dist, version = attribution(ep)
+        origin = attribution(ep)
         reason = f"import failed: {type(err).__name__}: {err}"
-        failures.append(ComponentInfo(kind, ep.name, ep.value, dist, version, "broken", reason))
+        failures.append(
+            ComponentInfo(
+                kind,
+                ep.name,
+                ep.value,
+                origin.name,
+                origin.version,
+                "broken",
+                reason,
+                module_file=module_file(ep.value, origin.files),
+            )
+        )
 
-    manager = ExtensionManager(namespace=group, on_load_failure_callback=on_failure)
+    manager = _TrustedExtensionManager(group, admit, on_failure)
     infos: list[ComponentInfo] = []
     seen: set[tuple[str, str, str]] = set()
     for ext in manager.extensions:
-        dist, version = attribution(ext.entry_point)
-        key = (ext.name, ext.entry_point.value, dist)
+        origin = attribution(ext.entry_point)
+        key = (ext.name, ext.entry_point.value, origin.name)
         if key in seen:  # the same distribution found twice on sys.path
             continue
         seen.add(key)
@@ -229,26 +396,40 @@ def _load_group(
                 kind,
                 ext.name,
                 ext.entry_point.value,
-                dist,
-                version,
+                origin.name,
+                origin.version,
                 status,
                 reason or "",
                 cls,
                 declared if isinstance(declared, str) else "",
+                module_file(ext.entry_point.value, origin.files),
             )
         )
-    return infos + failures
+    return infos + failures + _unique(untrusted)
+
+
+def _unique(infos: list[ComponentInfo]) -> list[ComponentInfo]:
+    """``infos`` without repeats (the same distribution found twice on ``sys.path``)."""
+    seen: set[tuple[str, str, str]] = set()
+    unique = []
+    for info in infos:
+        key = (info.name, info.target, info.distribution)
+        if key not in seen:
+            seen.add(key)
+            unique.append(info)
+    return unique
 
 
 def _mark_conflicts(infos: list[ComponentInfo]) -> list[ComponentInfo]:
     """Mark every entry whose (kind, name) is registered by more than one distribution."""
     owners: dict[tuple[Kind, str], set[str]] = defaultdict(set)
     for info in infos:
-        owners[(info.kind, info.name)].add(info.distribution)
+        if info.status != "untrusted":  # never a candidate, so never in the way
+            owners[(info.kind, info.name)].add(info.distribution)
     marked = []
     for info in infos:
         others = owners[(info.kind, info.name)] - {info.distribution}
-        if others:
+        if others and info.status != "untrusted":
             reason = f"name also registered by {', '.join(sorted(others))}"
             info = replace(info, status="conflict", reason=reason)
         marked.append(info)

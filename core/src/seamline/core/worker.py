@@ -37,11 +37,12 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
-from seamline.core.config import ResolvedPipeline, resolve_located
+from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_located
 from seamline.core.config.located import parse_located
 from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.seams import failed_at
+from seamline.core.trust import EVERYONE, TrustPolicy
 
 log = structlog.get_logger("seamline.core")
 
@@ -135,16 +136,27 @@ class RemoteWorkerFactory:
     source: str
     directory: str
     components: tuple[ComponentInfo, ...] | None = None
+    file_sha256: str | None = None
+    """The driver's pipeline file hash, for the provenance of what the worker writes."""
+    trust: TrustPolicy = EVERYONE
+    """The driver's trust policy: a worker imports no more than the driver would."""
 
     @classmethod
     def of(cls, pipeline: ResolvedPipeline, registry: Registry) -> RemoteWorkerFactory:
         spec = pipeline.spec.model_dump(mode="json", by_alias=True)
         components = None if registry.discovered else tuple(registry.entries())
-        return cls(spec, pipeline.source, os.getcwd(), components)
+        return cls(
+            spec, pipeline.source, os.getcwd(), components, pipeline.file_sha256, registry.trust
+        )
 
     def __call__(self) -> ShardWorker:
         if os.path.isdir(self.directory):
             os.chdir(self.directory)
-        registry = Registry.discover() if self.components is None else Registry(self.components)
         located = parse_located(json.dumps(self.spec), self.source)
-        return PipelineWorker(resolve_located(located, registry), registry)
+        if self.components is None:
+            trust = pipeline_trust(located, self.trust)
+            registry = Registry.discover(trust) if trust.restricted else Registry.discover()
+        else:
+            registry = Registry(self.components)
+        resolved = resolve_located(located, registry, file_sha256=self.file_sha256)
+        return PipelineWorker(resolved, registry)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from seamline.core.config import ResolvedPipeline
     from seamline.core.registry import Registry
 
 app = typer.Typer(
@@ -82,10 +83,35 @@ SetOption = Annotated[
 
 
 def _registry() -> Registry:
-    """Every installed component (this imports them, and so JAX: only when a command runs)."""
+    """Every installed component the user config trusts (this imports them, and so JAX:
+    only when a command runs); a bad user config file is a user error."""
     from seamline.core.registry import Registry
 
-    return Registry.discover()
+    return _user_errors(Registry.discover)
+
+
+def _load(pipeline: Path, overrides: list[str] | None) -> tuple[ResolvedPipeline, Registry]:
+    """The pipeline, resolved against the components its ``trust`` (and the user's) allows.
+
+    Discovery waits for the pipeline's trust section, so the entry points of a
+    distribution it leaves out are never imported.
+    """
+    from seamline.core.config import load_trusted
+
+    return _user_errors(lambda: load_trusted(pipeline, overrides or ()))
+
+
+def _print_untrusted(registry: Registry) -> None:
+    """Say which installed components trust shut out (they were not imported)."""
+    untrusted = [info for info in registry.entries() if info.status == "untrusted"]
+    if not untrusted:
+        return
+    names = ", ".join(f"{i.kind} {i.name} ({i.distribution} {i.version})" for i in untrusted)
+    _consoles.out.print(
+        f"  untrusted, not imported: {names}; trusted distributions: {registry.trust.describe()}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _plain(error: BaseException) -> str:
@@ -252,14 +278,23 @@ def run(
         )
     for signature, chosen in summary.attention.items():
         _consoles.out.print(f"  attention {chosen} for {signature}", highlight=False)
+    _print_provenance(summary.provenance)
+
+
+def _print_provenance(record: Mapping[str, Any]) -> None:
+    """The provenance lines: each component's distribution and version, the pipeline's hashes."""
+    from seamline.core.provenance import describe
+
+    for line in describe(dict(record)):
+        _consoles.out.print(f"  {_plain(Exception(line))}", highlight=False, soft_wrap=True)
 
 
 @app.command()
 def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     """Check a pipeline file without running it (every error is reported with its location)."""
-    from seamline.core.config import AttentionMode, load_pipeline
+    from seamline.core.config import AttentionMode
 
-    resolved = _user_errors(lambda: load_pipeline(pipeline, _registry(), overrides or ()))
+    resolved, registry = _load(pipeline, overrides)
     spec = resolved.spec
     _consoles.out.print(f"[green]ok[/] {pipeline}: pipeline {spec.pipeline!r}", highlight=False)
     _consoles.out.print(f"  loader    {resolved.loader.name}", highlight=False)
@@ -281,6 +316,10 @@ def validate(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         f"  executor  {executor.name if executor else '-'}{'' if named else ' (default)'}",
         highlight=False,
     )
+    from seamline.core.provenance import provenance
+
+    _print_provenance(provenance(resolved))
+    _print_untrusted(registry)
 
 
 @app.command()
@@ -291,11 +330,9 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     """
     from seamline.adapters.logging_setup import configure_logging
     from seamline.core.attention.plan import explain as make_plan
-    from seamline.core.config import load_pipeline
 
     configure_logging(level="warning")
-    registry = _registry()
-    resolved = _user_errors(lambda: load_pipeline(pipeline, registry, overrides or ()))
+    resolved, registry = _load(pipeline, overrides)
     plan = _user_errors(lambda: make_plan(resolved, registry))
     console = _consoles.out
     console.print(
@@ -342,6 +379,10 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
                 else "  not measured yet: the first run measures it, or run `seamline tune`",
                 highlight=False,
             )
+    from seamline.core.provenance import provenance
+
+    _print_provenance(provenance(resolved))
+    _print_untrusted(registry)
     if any(bucket.chosen is None for bucket in plan.buckets):
         raise typer.Exit(2)
 
@@ -363,11 +404,9 @@ def tune(
     from seamline.adapters.logging_setup import configure_logging
     from seamline.core.attention.plan import tune as run_tuning
     from seamline.core.attention.tuning import TuningCache
-    from seamline.core.config import load_pipeline
 
     configure_logging(level="warning")
-    registry = _registry()
-    resolved = _user_errors(lambda: load_pipeline(pipeline, registry, overrides or ()))
+    resolved, registry = _load(pipeline, overrides)
     cache = TuningCache()
     results = _user_errors(lambda: run_tuning(resolved, registry, cache, again=again))
     console = _consoles.out
@@ -533,13 +572,22 @@ def components(
             help="Only the components these distributions register (repeat the option).",
         ),
     ] = None,
+    pipeline: Annotated[
+        Path | None,
+        typer.Option(
+            "--pipeline",
+            help="Apply this pipeline's trust section too (as running it would).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """List every installed component, including broken ones and why."""
+    """List every installed component: its distribution, version and file; broken, refused
+    and untrusted ones with the reason."""
     wanted = set(distribution or ())
     if kind is not None and kind not in KINDS:
         _consoles.err.print(f"[bold red]error:[/] --kind must be one of {', '.join(KINDS)}")
         raise typer.Exit(2)
-    registry = _registry()
+    registry = _trusted_registry(pipeline) if pipeline is not None else _registry()
     if auto_order:
         from seamline.core.attention.order import auto_order_table
 
@@ -554,7 +602,14 @@ def components(
     for column in ("kind", "name", "distribution", "version", "contract", "status"):
         table.add_column(column, no_wrap=True)
     table.add_column("reason", overflow="fold")
-    colours = {"ok": "green", "broken": "red", "refused": "yellow", "conflict": "red"}
+    table.add_column("file", overflow="fold")
+    colours = {
+        "ok": "green",
+        "broken": "red",
+        "refused": "yellow",
+        "conflict": "red",
+        "untrusted": "magenta",
+    }
     for info in registry.entries(kind):
         if wanted and info.distribution not in wanted:
             continue
@@ -565,9 +620,30 @@ def components(
             info.version,
             info.contract_version or "-",
             f"[{colours[info.status]}]{info.status}[/]",
-            info.reason,
+            _plain(Exception(info.reason)),
+            info.module_file or "-",
         )
     _consoles.out.print(table)
+    if registry.trust.restricted:
+        _consoles.out.print(
+            f"trusted distributions: {_plain(Exception(registry.trust.describe()))}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _trusted_registry(pipeline: Path) -> Registry:
+    """The registry a run of ``pipeline`` would see: discovered under its ``trust`` too."""
+    from seamline.core.config import pipeline_trust, prepare_located, read_pipeline_text
+    from seamline.core.config.user import user_trust
+    from seamline.core.registry import Registry
+
+    def discover() -> Registry:
+        source = str(pipeline)
+        located = prepare_located(read_pipeline_text(source), source)
+        return Registry.discover(pipeline_trust(located, user_trust()))
+
+    return _user_errors(discover)
 
 
 @app.command(name="check")

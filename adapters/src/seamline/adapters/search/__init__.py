@@ -44,23 +44,49 @@ class Hit:
     span: tuple[int, int]
     metadata: dict[str, Any]
     text: str | None = None
-    """The window's text, where the sink stored it (parquet, lancedb)."""
+    """The window's text, where the sink stored it (every first-party sink, contract 1.2)."""
+    corpus_root: Path | None = None
+    """The folder the run read its documents from (its manifest's provenance), if known."""
 
     def snippet(self, width: int = 160) -> str:
-        """The matched text: as stored, or read back from the document's file when it names one."""
+        """The matched text: as the index stores it, else read back from the document's file.
+
+        The file is read only when it lies under the run's corpus root (after following
+        links): an index's metadata ``path`` is data anyone who can write the index
+        controls, and must never make search print an arbitrary file.
+        """
         piece = self.text
         if piece is None:
-            path = self.metadata.get("path")
-            if not path:
-                return ""
-            try:
-                whole = Path(path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                return ""
-            start, end = self.span
-            piece = whole[start:end]
+            piece = _text_under_root(self.metadata.get("path"), self.corpus_root, self.span)
         piece = " ".join(piece.split())
         return piece if len(piece) <= width else piece[: width - 1] + "…"
+
+
+MAX_SNIPPET_FILE = 16 << 20
+"""The largest document file a snippet is read back from (16 MiB)."""
+
+
+def _text_under_root(path: object, root: Path | None, span: tuple[int, int]) -> str:
+    """``span`` of the file at ``path``, if it is a regular file under ``root``; else ""."""
+    if not isinstance(path, str) or not path or root is None:
+        return ""
+    try:
+        real_root = root.resolve(strict=True)
+        candidate = Path(path)
+        real = (candidate if candidate.is_absolute() else real_root / candidate).resolve(
+            strict=True
+        )
+        if not real.is_relative_to(real_root) or not real.is_file():
+            return ""
+        with real.open("rb") as handle:
+            data = handle.read(MAX_SNIPPET_FILE + 1)
+        if len(data) > MAX_SNIPPET_FILE:
+            return ""
+        whole = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, RuntimeError):  # RuntimeError: a symlink loop
+        return ""
+    start, end = span
+    return whole[start:end]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +123,21 @@ def find(
             "sink, or filter this file with a query engine (DuckDB reads Parquet as it is)"
         )
     vector = QueryEncoder(registry, opened, attention)(query)
+    root = _corpus_root(opened)
     if lance:
         found = search_table(opened, vector, k, exact=exact, where=where)
-        return Found([_hit(score, row) for score, row in found.rows], found.how, found.plan)
+        hits = [_hit(score, row, root) for score, row in found.rows]
+        return Found(hits, found.how, found.plan)
     rows, scanned = nearest(opened, vector, k)
-    return Found([_hit(score, row) for score, row in rows], f"exact: every one of {scanned:,} rows")
+    hits = [_hit(score, row, root) for score, row in rows]
+    return Found(hits, f"exact: every one of {scanned:,} rows")
+
+
+def _corpus_root(index: Index) -> Path | None:
+    """The corpus root the run recorded in its manifest (provenance), if any."""
+    provenance = index.manifest.get("provenance")
+    root = provenance.get("corpus_root") if isinstance(provenance, dict) else None
+    return Path(root) if isinstance(root, str) and root else None
 
 
 def search(
@@ -111,13 +147,15 @@ def search(
     return find(registry, index, query, k, attention).hits
 
 
-def _hit(score: float, row: dict[str, Any]) -> Hit:
+def _hit(score: float, row: dict[str, Any], root: Path | None = None) -> Hit:
     start, end = row.get("span", (0, 0))
+    text = row.get("text")
     return Hit(
         score,
         str(row["id"]),
         int(row.get("window", 0)),
         (int(start), int(end)),
         dict(row.get("metadata") or {}),
-        row.get("text"),
+        text if isinstance(text, str) else None,
+        root,
     )

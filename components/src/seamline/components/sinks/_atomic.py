@@ -6,8 +6,14 @@ directory as its destination (``os.replace`` is atomic only within one file
 system), flushed and fsynced so that the data is on disk before the name points at
 it, and renamed over the destination on success; on failure it is deleted.
 
-A resumable sink gives its files stable hidden names instead of random ones (see
-:mod:`._checkpoint`), so that a later process can find them and continue.
+Every temporary or partial file is *created* with an unpredictable name, exclusively
+and without following links (``tempfile.mkstemp``: ``O_CREAT | O_EXCL | O_NOFOLLOW``,
+mode 0600), so a symlink or file someone planted at a name a sink would use is never
+written through: the planted link's target is never touched, and the published
+output (a rename of our own file) is never a link. A resumable sink records the
+names of its partial files in its checkpoint (see :mod:`._checkpoint`), so that a
+later process can find them and continue; it reopens them with ``O_NOFOLLOW`` and
+accepts only regular files.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Any
@@ -36,15 +43,17 @@ class AtomicFile:
         purpose: str = "output",
         temporary: Path | None = None,
         resume_at: int | None = None,
+        prefix: str | None = None,
     ) -> None:
-        """Open a new temporary file, or the given ``temporary`` one.
+        """Create a new temporary file, or reopen the existing ``temporary`` one.
 
-        With ``temporary`` (a stable name, for a resumable sink) the file is created
-        or emptied; with ``resume_at`` too, it is kept, cut back to its first
-        ``resume_at`` bytes, and written on from there.
+        A new file gets a fresh unpredictable name starting with ``prefix`` (default
+        ``.<destination name>.``). ``temporary`` (a resumable sink's partial file, as
+        its checkpoint recorded it) must exist and be a regular file, not a link; it is
+        cut back to its first ``resume_at`` bytes and written on from there.
         """
         self.destination = destination
-        if destination.is_dir():
+        if destination.is_dir() and not destination.is_symlink():
             raise UserError(
                 f"cannot write the {purpose} to {str(destination)!r}: it is a directory; "
                 "give a file path instead"
@@ -52,13 +61,12 @@ class AtomicFile:
         destination.parent.mkdir(parents=True, exist_ok=True)
         if temporary is None:
             fd, name = tempfile.mkstemp(
-                prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent
+                prefix=prefix or f".{destination.name}.", suffix=".tmp", dir=destination.parent
             )
             self.temporary = Path(name)
         else:
             self.temporary = temporary
-            flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if resume_at is None else 0)
-            fd = os.open(temporary, flags, 0o600)
+            fd = _reopen_regular(temporary, purpose)
         self.file: IO[bytes] = os.fdopen(fd, "r+b")
         self._done = False
         if resume_at is not None:
@@ -123,6 +131,51 @@ class AtomicFile:
         self._done = True
         with contextlib.suppress(OSError):
             self.file.close()
+
+
+def _reopen_regular(path: Path, purpose: str) -> int:
+    """Open an existing partial file for writing, never through a link, never creating it."""
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise UserError(
+            f"cannot resume: the partial {purpose} file {str(path)!r} named by the checkpoint "
+            "is gone; run again without resuming to start over"
+        ) from None
+    except OSError as err:
+        if path.is_symlink():
+            raise UserError(
+                f"cannot resume: the partial {purpose} file {str(path)!r} is a symbolic link, "
+                "not the file this sink wrote; it was not followed. Remove it and run again "
+                "without resuming"
+            ) from None
+        raise err
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(
+            f"cannot resume: the partial {purpose} file {str(path)!r} is not a regular file; "
+            "run again without resuming to start over"
+        )
+    return fd
+
+
+def own_directory(path: Path) -> None:
+    """Make ``path`` a directory of this process's making, never a planted link's target.
+
+    A symbolic link (or a file) at ``path`` is removed, not followed, and the directory
+    is created private (0700); an existing real directory is kept (a resumed run's).
+    """
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        if path.is_symlink() or not path.is_dir():  # planted again since the check
+            raise UserError(
+                f"cannot write to {str(path)!r}: something keeps replacing it with a link or "
+                "a file; check who else writes in that folder"
+            ) from None
 
 
 def _current_umask() -> int:

@@ -2,10 +2,11 @@
 
 A resumable sink (sink contract 1.1) must survive the process dying at any moment
 and continue where its last commit left off, writing nothing twice. So each file
-of an output is written to ``.<name>.partial.tmp`` in its destination's directory
-— a name the next process can find, hidden and ending in ``.tmp`` like every
-unpublished file — and a commit records, in ``.<primary name>.checkpoint``, the
-loader cursor and the byte length of every partial file:
+of an output is written to ``.<name>.partial.<random>.tmp`` in its destination's
+directory — hidden and ending in ``.tmp`` like every unpublished file, and created
+exclusively under a name no one can plant a link at in advance (see :mod:`._atomic`)
+— and a commit records, in ``.<primary name>.checkpoint``, the loader cursor and the
+name and byte length of every partial file, which is how the next process finds them:
 
 1. flush and fsync every partial file (and, once, their directories), so the bytes
    the checkpoint will count are on disk;
@@ -22,6 +23,7 @@ over. Only one run at a time may write to one destination.
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,8 +43,37 @@ CHECKPOINT_FORMAT = 1
 
 
 def partial_path(destination: Path) -> Path:
-    """``out/emb.jsonl`` -> ``out/.emb.jsonl.partial.tmp``: where it is written until published."""
+    """``out/emb.parquet`` -> ``out/.emb.parquet.partial.tmp``: a sink's staging *folder*.
+
+    Partial *files* get unpredictable names instead (:func:`partial_prefix`); a sink
+    that stages in a folder of this name makes it with :func:`._atomic.own_directory`.
+    """
     return destination.with_name(f".{destination.name}.partial.tmp")
+
+
+def partial_prefix(destination: Path) -> str:
+    """``out/emb.jsonl`` -> ``.emb.jsonl.partial.``: how its partial files' names begin."""
+    return f".{destination.name}.partial."
+
+
+def is_partial_of(path: Path, destination: Path) -> bool:
+    """Whether ``path`` is a name this group gives ``destination``'s partial file.
+
+    A checkpoint's names are trusted only this far: in the destination's folder, with
+    its prefix and ``.tmp``, so a checkpoint cannot make a resumed run write elsewhere.
+    """
+    return (
+        path.parent == destination.parent
+        and path.name.startswith(partial_prefix(destination))
+        and path.name.endswith(".tmp")
+        and "/" not in path.name
+    )
+
+
+def _partials(destination: Path) -> list[Path]:
+    """Every partial file of ``destination`` on disk (interrupted runs may leave several)."""
+    pattern = glob.escape(partial_prefix(destination)) + "*.tmp"
+    return [p for p in destination.parent.glob(pattern) if not p.is_dir() or p.is_symlink()]
 
 
 def checkpoint_path(primary: Path) -> Path:
@@ -99,7 +130,8 @@ class ResumableGroup:
         """Forget an earlier run's partial state: its checkpoint first, then its files."""
         self.checkpoint.unlink(missing_ok=True)
         for _, destination in self.targets:
-            partial_path(destination).unlink(missing_ok=True)
+            for partial in _partials(destination):  # unlink removes a link, not its target
+                partial.unlink(missing_ok=True)
         self.committed = False
 
     def open(self) -> dict[str, AtomicFile]:
@@ -119,7 +151,7 @@ class ResumableGroup:
         for atomic in files.values():
             atomic.sync()
         if not self._directories_synced:  # the new files' names must survive a crash too
-            for directory in {partial_path(d).parent for _, d in self.targets}:
+            for directory in {d.parent for _, d in self.targets}:
                 fsync_directory(directory)
             self._directories_synced = True
         lengths = {purpose: atomic.length() for purpose, atomic in files.items()}
@@ -135,11 +167,15 @@ class ResumableGroup:
             "cursor": cursor,
             "model": _json_value(self.manifest.get("model")),
             "files": {
-                purpose: {"partial": str(partial_path(destination)), "bytes": lengths[purpose]}
-                for purpose, destination in self.targets
+                purpose: {"partial": self._partial_name(purpose), "bytes": lengths[purpose]}
+                for purpose, _ in self.targets
             },
             "state": _json_value(dict(state)),
         }
+
+    def _partial_name(self, purpose: str) -> str:
+        """The partial file's name, "" while none is open (a checkpoint covering nothing)."""
+        return str(self.files[purpose].temporary) if self.files is not None else ""
 
     def annotate(self, **state: Any) -> None:
         """Add ``state`` to the checkpoint without changing what it covers.
@@ -183,8 +219,11 @@ class ResumableGroup:
         if record is None:
             self.clear()
             return None
-        lengths = {purpose: int(entry["bytes"]) for purpose, entry in record["files"].items()}
-        self.files = self._open_files(lengths)
+        recorded = {
+            purpose: (str(entry["partial"]), int(entry["bytes"]))
+            for purpose, entry in record["files"].items()
+        }
+        self.files = self._open_files(recorded)
         self.committed = True
         self._directories_synced = True
         cursor = record["cursor"]
@@ -224,9 +263,14 @@ class ResumableGroup:
                 f"cannot resume: the checkpoint {where!r} is not one this {self.sink} sink "
                 "wrote; delete it, or run again without resuming to start over"
             )
-        expected = {purpose: str(partial_path(d)) for purpose, d in self.targets}
+        destinations = dict(self.targets)
         recorded = {purpose: entry.get("partial") for purpose, entry in files.items()}
-        if record.get("sink") != self.sink or recorded != expected:
+        ours = set(recorded) == set(destinations) and all(
+            isinstance(name, str)
+            and (name == "" or is_partial_of(Path(name), destinations[purpose]))
+            for purpose, name in recorded.items()
+        )
+        if record.get("sink") != self.sink or not ours:
             raise UserError(
                 f"cannot resume: the checkpoint {where!r} was written by a {record.get('sink')} "
                 f"sink for other files ({', '.join(map(str, recorded.values()))}); run again "
@@ -234,20 +278,29 @@ class ResumableGroup:
             )
         return dict(record)
 
-    def _open_files(self, lengths: Mapping[str, int] | None) -> dict[str, AtomicFile]:
+    def _open_files(self, recorded: Mapping[str, tuple[str, int]] | None) -> dict[str, AtomicFile]:
+        """New partial files (``recorded`` None), or those a checkpoint names, reopened.
+
+        A checkpoint that covers nothing names no file (""): a new one is made for it.
+        """
         files: dict[str, AtomicFile] = {}
+        fresh: set[str] = set()
         try:
             for purpose, destination in self.targets:
-                files[purpose] = AtomicFile(
-                    destination,
-                    purpose=purpose,
-                    temporary=partial_path(destination),
-                    resume_at=None if lengths is None else lengths[purpose],
-                )
+                name, length = recorded[purpose] if recorded is not None else ("", 0)
+                if name:
+                    files[purpose] = AtomicFile(
+                        destination, purpose=purpose, temporary=Path(name), resume_at=length
+                    )
+                else:
+                    fresh.add(purpose)
+                    files[purpose] = AtomicFile(
+                        destination, purpose=purpose, prefix=partial_prefix(destination)
+                    )
         except BaseException:
-            for atomic in files.values():
+            for purpose, atomic in files.items():
                 # A fresh file is of no use to anyone; a recovered one still is.
-                if lengths is None:
+                if purpose in fresh:
                     atomic.discard()
                 else:
                     atomic.keep()

@@ -247,7 +247,18 @@ class PartLock:
         if self._file is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+b")  # noqa: SIM115 - held until release()
+        # Never through a link planted at the lock's name (O_NOFOLLOW): a lock file is ours.
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            descriptor = os.open(self.path, flags, 0o600)
+        except OSError as err:
+            if not self.path.is_symlink():
+                raise
+            raise UserError(
+                f"the lock file {str(self.path)!r} is a symbolic link; it was not followed. "
+                "Remove it, then run again"
+            ) from err
+        handle = os.fdopen(descriptor, "a+b")
         deadline = time.monotonic() + timeout
         while True:
             try:

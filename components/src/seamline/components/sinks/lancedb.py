@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from seamline.components.sinks._atomic import AtomicFile, fsync_directory
+from seamline.components.sinks._atomic import AtomicFile, fsync_directory, own_directory
 from seamline.components.sinks._checkpoint import ResumableGroup, manifest_bytes, partial_path
 from seamline.components.sinks._columns import (
     ID,
@@ -408,7 +408,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
 
         table = pa.Table.from_batches(self._pending, self._layout.schema)
         if self._staging is None:
-            self._staging_database.mkdir(parents=True, exist_ok=True)
+            own_directory(self._staging_database)  # a planted link is never followed
             self._staging = _connect(self._staging_database).create_table(
                 self._table_name, data=table, schema=self._layout.schema
             )
@@ -449,8 +449,18 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
     # -- the table -------------------------------------------------------------------------
 
     def _open(self, database: Path) -> Table | None:
-        """The table named after ``path`` in ``database``, or None if there is none."""
+        """The table named after ``path`` in ``database``, or None if there is none.
+
+        A symbolic link at the table's name is refused, never followed: the rows would
+        go wherever it points.
+        """
         folder = database / f"{self._table_name}.lance"
+        if folder.is_symlink():
+            raise UserError(
+                f"{str(folder)!r} is a symbolic link; the {self.name} sink does not write a "
+                "table through a link (it could point anywhere). Remove it, or give a path "
+                "that is the table itself"
+            )
         if not folder.is_dir() or not any(folder.iterdir()):  # an empty part's folder
             return None
         try:

@@ -53,7 +53,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import structlog
 from pydantic import Field, model_validator
 
-from seamline.components.sinks._atomic import AtomicFile, AtomicGroup, fsync_directory
+from seamline.components.sinks._atomic import (
+    AtomicFile,
+    AtomicGroup,
+    fsync_directory,
+    own_directory,
+)
 from seamline.components.sinks._checkpoint import ResumableGroup, manifest_bytes, partial_path
 from seamline.components.sinks._columns import (
     EMBEDDING,
@@ -315,7 +320,7 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
         rows = (self._pending_rows // size) * size if whole_groups_only else self._pending_rows
         table = pa.Table.from_batches(self._pending)
         if self._part is None:
-            self._parts.mkdir(parents=True, exist_ok=True)
+            own_directory(self._parts)  # a link planted at the name is never followed
             number = len(self._committed)
             while (self._parts / _part_name(number)).exists():  # never reuse a name
                 number += 1

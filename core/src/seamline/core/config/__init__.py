@@ -6,7 +6,11 @@ from seamline.core.config.resolve import (
     ResolvedAttention,
     ResolvedPipeline,
     load_pipeline,
+    load_trusted,
     parse_pipeline,
+    pipeline_trust,
+    prepare_located,
+    read_pipeline_text,
     resolve_attention,
     resolve_located,
 )
@@ -17,6 +21,7 @@ from seamline.core.config.spec import (
     PipelineSpec,
     RunSettings,
     TelemetrySettings,
+    TrustSettings,
 )
 
 __all__ = [
@@ -30,8 +35,13 @@ __all__ = [
     "ResolvedPipeline",
     "RunSettings",
     "TelemetrySettings",
+    "TrustSettings",
     "load_pipeline",
+    "load_trusted",
     "parse_pipeline",
+    "pipeline_trust",
+    "prepare_located",
+    "read_pipeline_text",
     "resolve_attention",
     "resolve_located",
 ]

@@ -9,12 +9,13 @@ available component names, a closest match.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -30,9 +31,11 @@ from seamline.core.config.spec import (
     AttentionSpecConfig,
     ComponentRef,
     PipelineSpec,
+    TrustSettings,
 )
 from seamline.core.registry import Registry
 from seamline.core.suggest import did_you_mean
+from seamline.core.trust import TrustPolicy
 
 
 class PipelineConfigError(ConfigError):
@@ -52,6 +55,10 @@ class ComponentChoice:
     name: str
     config: ComponentConfig
     location: str
+    distribution: str = ""
+    """The distribution that provides the component (its provenance), "" when unknown."""
+    version: str = ""
+    """That distribution's installed version."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,8 @@ class ResolvedPipeline:
     itself the default; None when there is none."""
     located: Located | None = None
     """The validated document with the place of every value (for run-time errors)."""
+    file_sha256: str | None = None
+    """sha256 of the pipeline file's bytes, as read (None when built from data, not a file)."""
 
     def where(self, path: DataPath) -> str:
         """``file:line:column`` of the value at ``path`` (or its nearest parent that is set)."""
@@ -97,7 +106,53 @@ def load_pipeline(
 ) -> ResolvedPipeline:
     """Read, interpolate, override and validate the pipeline file at ``path``."""
     source = str(path)
-    return parse_pipeline(read_pipeline_text(source), source, registry, overrides, environ)
+    text = read_pipeline_text(source)
+    return parse_pipeline(text, source, registry, overrides, environ, file_sha256=sha256_of(text))
+
+
+def load_trusted(
+    path: str | os.PathLike[str],
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    *,
+    trust: TrustPolicy | None = None,
+) -> tuple[ResolvedPipeline, Registry]:
+    """Read the pipeline at ``path``, discover the components its trust allows, resolve it.
+
+    The pipeline's ``trust`` section is read (and validated) before discovery, so an
+    entry point of a distribution it leaves out is never imported. ``trust`` is the
+    policy it narrows: by default the user config file's.
+    """
+    source = str(path)
+    text = read_pipeline_text(source)
+    located = prepare_located(text, source, overrides, environ)
+    if trust is None:
+        from seamline.core.config.user import user_trust
+
+        trust = user_trust(environ)
+    narrowed = pipeline_trust(located, trust)
+    # Without a trust section, discovery's own default (the user config) is the policy.
+    registry = Registry.discover(narrowed) if narrowed.restricted else Registry.discover()
+    return resolve_located(located, registry, file_sha256=sha256_of(text)), registry
+
+
+def sha256_of(text: str) -> str:
+    """sha256 of a pipeline file's bytes (``text`` is them decoded as UTF-8, so exact)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def pipeline_trust(located: Located, base: TrustPolicy) -> TrustPolicy:
+    """``base`` narrowed by the document's ``trust`` section (validated, errors located)."""
+    data = located.data.get("trust", {}) if isinstance(located.data, dict) else {}
+    try:
+        settings = TrustSettings.model_validate(data)
+    except ValidationError as err:
+        raise PipelineConfigError(
+            _problems(err, located, ("trust",), TrustSettings, "trust")
+        ) from None
+    if settings.distributions is None:
+        return base
+    return base.narrowed(settings.distributions, located.where(("trust", "distributions")))
 
 
 def read_pipeline_text(source: str) -> str:
@@ -125,8 +180,21 @@ def parse_pipeline(
     registry: Registry,
     overrides: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    *,
+    file_sha256: str | None = None,
 ) -> ResolvedPipeline:
     """Validate pipeline ``text`` (named ``source`` in messages)."""
+    located = prepare_located(text, source, overrides, environ)
+    return resolve_located(located, registry, file_sha256=file_sha256)
+
+
+def prepare_located(
+    text: str,
+    source: str,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Located:
+    """Parse pipeline ``text``, fill in ``${VAR}`` and apply ``--set``: not yet validated."""
     located = parse_located(text, source)
     if not isinstance(located.data, dict):
         raise ConfigError(
@@ -136,20 +204,28 @@ def parse_pipeline(
         )
     interpolate(located, os.environ if environ is None else environ)
     apply_overrides(located, overrides)
-    return resolve_located(located, registry)
+    return located
 
 
-def resolve_located(located: Located, registry: Registry) -> ResolvedPipeline:
+def resolve_located(
+    located: Located, registry: Registry, *, file_sha256: str | None = None
+) -> ResolvedPipeline:
     """Validate and resolve a pipeline document already interpolated and overridden.
 
     A worker in another process rebuilds the driver's pipeline this way from its
-    validated spec (plain data), so it runs exactly what the driver validated.
+    validated spec (plain data), so it runs exactly what the driver validated. The
+    document's ``trust`` narrows the registry's: a component of a distribution it
+    leaves out is refused where the pipeline names it.
     """
     try:
         spec = PipelineSpec.model_validate(located.data)
     except ValidationError as err:
         raise PipelineConfigError(_problems(err, located, (), PipelineSpec)) from None
-    return _Resolver(located, registry).resolve(spec)
+    trust = pipeline_trust(located, registry.trust)
+    if trust is not registry.trust:
+        registry = registry.narrowed(trust)
+    resolved = _Resolver(located, registry).resolve(spec)
+    return replace(resolved, file_sha256=file_sha256) if file_sha256 else resolved
 
 
 def resolve_attention(located: Located, registry: Registry) -> ResolvedAttention:
@@ -189,6 +265,13 @@ class _Resolver:
         ]
         attention = self.attention_section(spec.attention)
         executor = self.executor(spec.run.executor)
+        if spec.trust.require_conformance:
+            chosen = [loader, model, sink, *monitors, executor]
+            self.conformance([c for c in chosen if c is not None])
+            attention = replace(
+                attention,
+                settings=attention.settings.model_copy(update={"require_conformance": True}),
+            )
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -247,10 +330,12 @@ class _Resolver:
             )
             return None
         try:
-            model_cls = self.registry.config_model(kind, name)
+            info = self.registry.get(kind, name)
         except UserError as err:
             self.problems.append(ConfigError(str(err), where))
             return None
+        assert info.cls is not None  # get() returns usable entries only
+        model_cls = info.cls.Config
         try:
             validated = model_cls.model_validate(dict(config))
         except ValidationError as err:
@@ -258,7 +343,42 @@ class _Resolver:
                 _problems(err, self.located, with_path, model_cls, f"{kind} {name!r}")
             )
             return None
-        return ComponentChoice(kind, name, validated, where)
+        return ComponentChoice(kind, name, validated, where, info.distribution, info.version)
+
+    def conformance(self, choices: Sequence[ComponentChoice]) -> None:
+        """``trust.require_conformance``: each choice has a conformance class and a passing
+        record for what is installed now, or a problem at its ``use:``."""
+        from seamline.contracts.conformance import current_environment
+        from seamline.core.conformance import (
+            config_trust_problem,
+            has_conformance_class,
+            load_records,
+        )
+
+        environment = current_environment()
+        records = load_records()
+        for choice in choices:
+            what = f"{choice.kind} {choice.name!r}"
+            required = f"trust.require_conformance is set ({self.located.where(('trust',))})"
+            if not has_conformance_class(choice.kind, choice.name):
+                self.problems.append(
+                    ConfigError(
+                        f"{what} registers no conformance class (no seamline.conformance entry "
+                        f"point '{choice.kind}:{choice.name}'), and {required}: ask its author "
+                        "to ship one (docs/shipping-a-component.md), or choose another",
+                        choice.location,
+                    )
+                )
+                continue
+            info = self.registry.get(choice.kind, choice.name)
+            config = choice.config.model_dump(mode="json")
+            problem = config_trust_problem(
+                choice.kind, choice.name, config, info, environment, records
+            )
+            if problem is not None:
+                self.problems.append(
+                    ConfigError(f"{what} is not trusted: {problem}; {required}", choice.location)
+                )
 
     def executor(self, ref: ComponentRef | None) -> ComponentChoice | None:
         """The named executor, else the installed one that declares itself the default.

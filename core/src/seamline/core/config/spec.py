@@ -239,6 +239,33 @@ class TelemetrySettings(_Strict):
     )
 
 
+class TrustSettings(_Strict):
+    """Which distributions may provide this pipeline's components (see docs/pipelines.md#trust)."""
+
+    distributions: list[str] | None = Field(
+        default=None,
+        description=(
+            "The distributions allowed to provide components, by their installed names "
+            "(as `seamline components` shows them, e.g. seamline-components). Entry points "
+            "of any other distribution are never imported, and naming one of their "
+            "components is an error. It narrows the user config's list (a distribution "
+            "must be on both); it can never widen it. Default: unset, every installed "
+            "distribution (within the user config's list, if any)."
+        ),
+    )
+    require_conformance: bool = Field(
+        default=False,
+        description=(
+            "Use only components that register a conformance class (entry point "
+            "seamline.conformance KIND:NAME) and have a passing conformance record "
+            "(seamline check KIND:NAME --record) for their installed version, their "
+            "configuration and this JAX, jaxlib and platform: the loader, model, sink, "
+            "monitors and executor are checked when the pipeline is resolved (an error at "
+            "the use: otherwise), and attention.require_conformance is switched on."
+        ),
+    )
+
+
 class PipelineSpec(_Strict):
     """A whole pipeline file."""
 
@@ -259,4 +286,8 @@ class PipelineSpec(_Strict):
         default_factory=TelemetrySettings,
         description="Span and metric exporters for this pipeline (they win over OTEL_* "
         "environment variables).",
+    )
+    trust: TrustSettings = Field(
+        default_factory=TrustSettings,
+        description="An allowlist of the distributions that may provide components.",
     )

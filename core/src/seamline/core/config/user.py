@@ -1,0 +1,92 @@
+"""The user's config file: settings for every pipeline this user runs (today: ``trust``).
+
+It lives at ``$SEAMLINE_CONFIG`` when that is set, else at
+``$XDG_CONFIG_HOME/seamline/config.yaml`` (``~/.config/seamline/config.yaml`` when
+``XDG_CONFIG_HOME`` is unset). The default file may be absent (no settings); a file
+named by ``$SEAMLINE_CONFIG`` must exist, since naming one that is not there is a
+mistake to report, not a reason to trust everything. It is read with the same bounded,
+located YAML parser as pipeline files, and every problem names its place.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from seamline.contracts import ConfigError
+from seamline.core.config import bounds
+from seamline.core.config.located import parse_located
+from seamline.core.config.spec import TrustSettings
+from seamline.core.trust import EVERYONE, TrustPolicy
+
+CONFIG_VARIABLE = "SEAMLINE_CONFIG"
+"""Names the user config file explicitly (it must then exist)."""
+
+
+class UserConfig(BaseModel):
+    """The whole user config file; unknown fields are errors, as in pipeline files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trust: TrustSettings = Field(default_factory=TrustSettings)
+
+
+def user_config_path(environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
+    """Where the user config file is, and whether it was named explicitly (must exist)."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(CONFIG_VARIABLE)
+    if explicit:
+        return Path(explicit), True
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "seamline" / "config.yaml", False
+
+
+def user_trust(environ: Mapping[str, str] | None = None) -> TrustPolicy:
+    """The trust policy of the user config file (no list when it sets none or is absent)."""
+    path, explicit = user_config_path(environ)
+    text = _read(path, explicit)
+    if text is None or not text.strip():
+        return EVERYONE
+    source = str(path)
+    located = parse_located(text, source)
+    try:
+        config = UserConfig.model_validate(located.data)
+    except ValidationError as err:
+        error = err.errors(include_url=False)[0]
+        loc = tuple(error["loc"])
+        dotted = ".".join(str(p) for p in loc) or "the file"
+        allowed = "trust (with distributions)"
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field {dotted!r} in the seamline user config; allowed: {allowed}"
+            where = located.where(loc, key=True)
+        else:
+            message = f"{dotted}: {error['msg']} in the seamline user config"
+            where = located.where(loc)
+        raise ConfigError(message, where) from None
+    names = config.trust.distributions
+    if names is None:
+        return EVERYONE
+    return EVERYONE.narrowed(names, located.where(("trust", "distributions")))
+
+
+def _read(path: Path, explicit: bool) -> str | None:
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ConfigError(f"the seamline user config {path} is not a regular file")
+        with open(path, "rb") as handle:
+            data = handle.read(bounds.MAX_BYTES + 1)
+        bounds.check_size(len(data), str(path))
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError(
+                f"${CONFIG_VARIABLE} names {path}, which does not exist; create it or unset "
+                f"{CONFIG_VARIABLE}"
+            ) from None
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"cannot read the seamline user config {path}: {err}") from None

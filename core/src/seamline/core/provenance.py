@@ -1,0 +1,90 @@
+"""Where an output came from: every stage's component, its distribution and version, and
+the hashes of the pipeline that chose them.
+
+A reader of an index (or an auditor of a run) can tell from this alone which code
+produced it: the component named at each stage, the installed distribution that
+provided it and that distribution's version, the sha256 of the pipeline file's bytes
+(did someone edit the file?) and of the resolved spec (the file after ``${VAR}`` and
+``--set``: did the run do what the file says?). It goes into every manifest and every
+run summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from seamline.core.config import ComponentChoice, ResolvedPipeline
+
+
+def spec_sha256(pipeline: ResolvedPipeline) -> str:
+    """sha256 of the resolved spec as canonical JSON (sorted keys, no spaces)."""
+    data = pipeline.spec.model_dump(mode="json", by_alias=True)
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def corpus_root(pipeline: ResolvedPipeline) -> str | None:
+    """The absolute folder the loader reads from, when its config has a ``root`` field.
+
+    ``seamline search`` reads a snippet back from a document's file only under this
+    folder (records without their text, written before sink contract 1.2): a path in
+    an index's metadata is data, and may name any file on the machine.
+    """
+    root = getattr(pipeline.loader.config, "root", None)
+    if not isinstance(root, str | os.PathLike):
+        return None
+    return os.path.abspath(os.fspath(root))
+
+
+def _component(choice: ComponentChoice) -> dict[str, str]:
+    return {
+        "use": choice.name,
+        "distribution": choice.distribution or "unknown",
+        "version": choice.version or "?",
+    }
+
+
+def provenance(pipeline: ResolvedPipeline) -> dict[str, Any]:
+    """The provenance record of ``pipeline`` (plain JSON data)."""
+    components: dict[str, Any] = {
+        "loader": _component(pipeline.loader),
+        "model": _component(pipeline.model),
+        "attention": [_component(c) for c in pipeline.attention.candidates],
+        "sink": _component(pipeline.sink),
+        "monitors": [_component(m) for m in pipeline.monitors],
+    }
+    if pipeline.attention.reference is not None:
+        components["attention_reference"] = _component(pipeline.attention.reference)
+    if pipeline.executor is not None:
+        components["executor"] = _component(pipeline.executor)
+    return {
+        "corpus_root": corpus_root(pipeline),
+        "pipeline_file": pipeline.source,
+        "pipeline_sha256": pipeline.file_sha256,
+        "spec_sha256": spec_sha256(pipeline),
+        "components": components,
+    }
+
+
+def describe(record: dict[str, Any]) -> list[str]:
+    """A provenance record as short lines for a terminal (``seamline run``, ``validate``)."""
+    components = record.get("components", {})
+
+    def one(entry: dict[str, str]) -> str:
+        return f"{entry['use']} ({entry['distribution']} {entry['version']})"
+
+    parts = []
+    for stage in ("loader", "model", "sink", "executor"):
+        if stage in components:
+            parts.append(f"{stage} {one(components[stage])}")
+    for stage in ("attention", "monitors"):
+        if components.get(stage):
+            parts.append(f"{stage} {', '.join(one(e) for e in components[stage])}")
+    file_hash = record.get("pipeline_sha256") or "-"
+    return [
+        f"pipeline sha256 {file_hash} (file), {record.get('spec_sha256', '-')} (resolved spec)",
+        "components: " + "; ".join(parts),
+    ]

@@ -1,0 +1,89 @@
+"""Which distributions may provide components: an allowlist, never widened once set.
+
+Installing a package is not the same as choosing to run it: any distribution in the
+environment can register an entry point in a ``seamline.*`` group, and importing
+that entry point runs the distribution's code. A :class:`TrustPolicy` names the
+distributions allowed to provide components; the registry checks it *before* it
+imports an entry point, so an untrusted plugin's import-time code never runs.
+
+Two places may set an allowlist, and the second can only narrow the first:
+
+* the user's config file (:func:`seamline.core.config.user.user_trust`), for every
+  pipeline this user runs;
+* a pipeline's ``trust: {distributions: [...]}``, for that pipeline.
+
+A distribution is trusted only when every list that is set names it. This module is
+plain data and checks, with no reading of files, so the registry can hold it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+def canonical(distribution: str) -> str:
+    """A distribution name as packaging compares them (PEP 503): ``Seamline_Components`` →
+    ``seamline-components``, so a list matches however a name is spelled."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Allowlist:
+    """One list of trusted distributions and where it was set (for the reasons)."""
+
+    distributions: frozenset[str]
+    """Canonical names (see :func:`canonical`)."""
+    source: str
+    """Where the list is: a config file's ``file:line:column``, or a pipeline's."""
+    names: tuple[str, ...]
+    """The names as written, in order, for messages."""
+
+    @classmethod
+    def of(cls, names: Iterable[str], source: str) -> Allowlist:
+        written = tuple(names)
+        return cls(frozenset(canonical(n) for n in written), source, written)
+
+    def allows(self, distribution: str) -> bool:
+        return canonical(distribution) in self.distributions
+
+
+@dataclass(frozen=True, slots=True)
+class TrustPolicy:
+    """Every allowlist in force; a distribution must be on each of them.
+
+    No list at all trusts every installed distribution (seamline's behaviour without
+    a ``trust`` setting).
+    """
+
+    lists: tuple[Allowlist, ...] = ()
+
+    @property
+    def restricted(self) -> bool:
+        """Whether any allowlist is set."""
+        return bool(self.lists)
+
+    def narrowed(self, names: Iterable[str], source: str) -> TrustPolicy:
+        """This policy and one more list: it can only take distributions away."""
+        return TrustPolicy((*self.lists, Allowlist.of(names, source)))
+
+    def refusal(self, distribution: str) -> str | None:
+        """Why ``distribution`` may not provide components, or None when it may."""
+        for allowlist in self.lists:
+            if not allowlist.allows(distribution):
+                listed = ", ".join(allowlist.names) or "no distribution"
+                return (
+                    f"distribution {distribution!r} is not trusted: the allowlist at "
+                    f"{allowlist.source} (trust.distributions) names only {listed}; add "
+                    f"{distribution!r} there to use it"
+                )
+        return None
+
+    def describe(self) -> str:
+        """One line per list, for listings (``seamline components``)."""
+        return "; ".join(f"{', '.join(a.names) or 'nothing'} (from {a.source})" for a in self.lists)
+
+
+EVERYONE = TrustPolicy()
+"""No allowlist: every installed distribution may provide components."""

