@@ -32,7 +32,7 @@ from seamline.components.sinks._atomic import (
     fsync_directory,
     write_json_atomically,
 )
-from seamline.contracts import UserError
+from seamline.contracts import ResumeRefused, UserError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -58,6 +58,27 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
 def _json_value(value: Any) -> Any:
     """``value`` as it reads back from JSON, so a stored value compares equal to a fresh one."""
     return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def changed_inputs(recorded: Any, current: Any) -> list[str]:
+    """What differs between a checkpoint's manifest ``inputs`` and this run's, in words.
+
+    ``inputs`` (written by the core at start) holds ``pipeline``: one hash per section
+    of the pipeline file, and ``input``: the loader's paths and a hash of their files.
+    A checkpoint without them (an older one) is not compared.
+    """
+    if not isinstance(recorded, dict) or not isinstance(current, dict):
+        return []
+    said: list[str] = []
+    before, now = recorded.get("pipeline") or {}, current.get("pipeline") or {}
+    sections = [section for section in before if before.get(section) != now.get(section)]
+    if sections:
+        said.append(f"the pipeline file's {', '.join(sections)} section{'s' * (len(sections) > 1)}")
+    if recorded.get("input") != current.get("input"):
+        paths = (current.get("input") or recorded.get("input") or {}).get("paths", [])
+        where = f" under {', '.join(map(repr, paths))}" if paths else ""
+        said.append(f"the input files{where} (added, removed or modified)")
+    return said
 
 
 class ResumableGroup:
@@ -134,6 +155,7 @@ class ResumableGroup:
             "sink": self.sink,
             "cursor": cursor,
             "model": _json_value(self.manifest.get("model")),
+            "inputs": _json_value(self.manifest.get("inputs")),
             "files": {
                 purpose: {"partial": str(partial_path(destination)), "bytes": lengths[purpose]}
                 for purpose, destination in self.targets
@@ -193,11 +215,21 @@ class ResumableGroup:
     def _read(self) -> dict[str, Any] | None:
         """The checkpoint, checked against this output and this run's model; None if absent."""
         record = self._load()
-        if record is not None and record.get("model") != _json_value(self.manifest.get("model")):
-            raise UserError(
+        if record is None:
+            return None
+        if record.get("model") != _json_value(self.manifest.get("model")):
+            raise ResumeRefused(
                 f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
                 f"another model configuration ({record.get('model')}); resuming would mix "
-                "vectors of two models. Run again without resuming to start over"
+                "vectors of two models. Run again with --restart (or without --resume) to "
+                "start over"
+            )
+        changed = changed_inputs(record.get("inputs"), _json_value(self.manifest.get("inputs")))
+        if changed:
+            raise ResumeRefused(
+                f"cannot resume from {str(self.checkpoint)!r}: {'; '.join(changed)} changed "
+                "since that checkpoint, and resuming would splice two different outputs into "
+                "one. Restore them, or run again with --restart to start over"
             )
         return record
 

@@ -58,6 +58,7 @@ from seamline.components.sinks._lance_index import (
     build_indexes,
     check_index_fits,
 )
+from seamline.components.sinks._lock import DestinationLock
 from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
 from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
 
@@ -151,6 +152,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
 
     def __init__(self, config: LanceDbSinkConfig) -> None:
         super().__init__(config)
+        self._lock = DestinationLock(self.name, config.path)
         self._table_name = config.path.stem
         self._database = config.path.parent
         self._staging_database = partial_path(config.path)
@@ -174,6 +176,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
     # -- the run ---------------------------------------------------------------------------
 
     def start(self, manifest: Mapping[str, Any]) -> None:
+        self._lock.acquire()  # one run per destination: refuse before touching anything
         self._group.manifest = manifest
         self._undo_interrupted_publication()
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
@@ -181,6 +184,7 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         self._adopt_the_table()
 
     def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        self._lock.acquire()
         self._group.manifest = manifest
         if self._undo_interrupted_publication():
             self._group.annotate(publishing=None)
@@ -228,6 +232,15 @@ class LanceDbSink(Sink[LanceDbSinkConfig]):
         if self._closed:
             return
         self._closed = True
+        if self._lock.refused:
+            return  # another run owns the destination: leave its files alone
+        try:
+            self._finish(complete)
+        finally:
+            self._lock.release()
+
+    def _finish(self, complete: bool) -> None:
+        """Publish (``complete``) or abandon the output; the lock is released after."""
         if not complete:
             self._abandon()
             return

@@ -40,6 +40,7 @@ from seamline.components.sinks._columns import (
     schema_from_text,
     schema_to_text,
 )
+from seamline.components.sinks._lock import DestinationLock
 from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
 from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
 
@@ -107,6 +108,7 @@ class ParquetSink(Sink[ParquetSinkConfig]):
 
     def __init__(self, config: ParquetSinkConfig) -> None:
         super().__init__(config)
+        self._lock = DestinationLock(self.name, config.path)
         self._group = ResumableGroup(
             self.name,
             default_manifest_path(config.path),
@@ -126,11 +128,13 @@ class ParquetSink(Sink[ParquetSinkConfig]):
     # -- the run ---------------------------------------------------------------------------
 
     def start(self, manifest: Mapping[str, Any]) -> None:
+        self._lock.acquire()  # one run per destination: refuse before touching anything
         self._group.manifest = manifest
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
         shutil.rmtree(self._parts, ignore_errors=True)
 
     def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        self._lock.acquire()
         recovered = self._group.recover(manifest)
         if recovered is None:
             shutil.rmtree(self._parts, ignore_errors=True)
@@ -181,6 +185,15 @@ class ParquetSink(Sink[ParquetSinkConfig]):
         if self._closed:
             return
         self._closed = True
+        if self._lock.refused:
+            return  # another run owns the destination: leave its files alone
+        try:
+            self._finish(complete)
+        finally:
+            self._lock.release()
+
+    def _finish(self, complete: bool) -> None:
+        """Publish (``complete``) or abandon the output; the lock is released after."""
         if not complete:
             self._abandon()
             return
