@@ -23,6 +23,7 @@ over. Only one run at a time may write to one destination.
 from __future__ import annotations
 
 import json
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -119,9 +120,23 @@ class ResumableGroup:
     def clear(self) -> None:
         """Forget an earlier run's partial state: its checkpoint first, then its files."""
         self.checkpoint.unlink(missing_ok=True)
+        self.sweep()
         for _, destination in self.targets:
             partial_path(destination).unlink(missing_ok=True)
         self.committed = False
+
+    def sweep(self) -> None:
+        """Delete the temporary files of commits and publications a killed process left.
+
+        A commit writes the new checkpoint to a temporary file beside it and renames it
+        into place, and publishing writes the manifest the same way; a process killed
+        between the two leaves that file behind. Only one run writes a destination at
+        a time (the sinks lock it), so none of them belongs to a live run.
+        """
+        for final in (self.checkpoint, self.manifest_path):
+            hidden = final.name if final.name.startswith(".") else f".{final.name}"
+            for stale in final.parent.glob(f"{glob_escape(hidden)}.*.tmp"):
+                stale.unlink(missing_ok=True)
 
     def open(self) -> dict[str, AtomicFile]:
         """The partial files, created empty on first use (any stale checkpoint is deleted)."""
@@ -205,6 +220,7 @@ class ResumableGroup:
         if record is None:
             self.clear()
             return None
+        self.sweep()
         lengths = {purpose: int(entry["bytes"]) for purpose, entry in record["files"].items()}
         self.files = self._open_files(lengths)
         self.committed = True
