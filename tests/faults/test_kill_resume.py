@@ -145,3 +145,47 @@ def test_every_kill_point_resumes_to_the_uninterrupted_output(
         got, left = published(pipeline.parent)
         assert got == expected, f"killed at {point} (rc {codes[point]}): output differs"
         assert left == files, f"killed at {point}: {left} left in the output folder"
+
+
+def test_a_second_run_on_the_same_destination_refuses_and_leaves_the_first_alone(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    reference_dir = tmp_path / "reference"
+    run_in_process(cli, write_pipeline(reference_dir))
+    expected, files = published(reference_dir)
+    pipeline = write_pipeline(tmp_path / "shared")
+    # Slow the first run down (the scaling fixtures' monitor sleeps after every batch).
+    text = pipeline.read_text(encoding="utf-8")
+    pipeline.write_text(
+        text.replace("run:", "monitors: [{use: faults, with: {sleep: 0.2}}]\nrun:"),
+        encoding="utf-8",
+    )
+    lock = pipeline.parent / "out" / ".emb.jsonl.lock"
+    seamline = [sys.executable, "-m", "seamline.adapters.cli.main", "run", str(pipeline)]
+    env = fault_environment(SEAMLINE_CACHE_DIR=str(tmp_path / "jax-cache"), COLUMNS="400")
+    first = subprocess.Popen(
+        [*seamline, "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not lock.exists():  # the first run holds the destination
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the first run never took the lock"
+            time.sleep(0.05)
+        second = subprocess.run(seamline, env=env, capture_output=True, text=True, timeout=120)
+        assert first.poll() is None, "the first run was still running during the second"
+    finally:
+        _, err = first.communicate(timeout=120)
+    assert second.returncode == 2, second.stderr
+    line = " ".join(second.stderr.split())
+    assert "Traceback" not in second.stderr
+    assert line.startswith(f"error: another run (pid {first.pid}) is writing to "), line
+    assert str(pipeline.parent / "out" / "emb.jsonl") in line
+    assert first.returncode == 0, err
+    got, left = published(pipeline.parent)
+    assert got == expected, "the first run was not disturbed"
+    assert left == files
