@@ -247,8 +247,8 @@ class CompiledSteps:
     def _call(self, params: Any, batch: Batch, step: Step) -> tuple[str | None, np.ndarray]:
         """``(fault, outputs)`` of one call: fault is None, or why the kernel is to blame."""
         try:
-            values, finite = step.call(params, batch.arrays)
-            # np.asarray waits for the device, so a span around this covers the compute.
+            # One fetch of both waits for the device, so a span around this covers the compute.
+            values, finite = jax.device_get(step.call(params, batch.arrays))
             outputs = np.asarray(values)
         except ContractViolation:
             raise
