@@ -16,6 +16,7 @@ from seamline.contracts import (
     Compiled,
     ContractViolation,
     DocumentFailed,
+    Fallback,
     RunFinished,
     RunStarted,
     UnsupportedError,
@@ -202,8 +203,28 @@ def test_explicit_choice_that_cannot_serve_fails_loudly() -> None:
 
 
 def test_wrong_attention_shape_is_caught_at_the_seam() -> None:
-    with pytest.raises(ContractViolation, match="attention 'wrong-shape' returned"):
+    # An explicit choice has nothing to fall back to: it fails loudly, with the reason.
+    with pytest.raises(
+        UnsupportedError, match="broke the contract: attention 'wrong-shape' returned"
+    ):
         run("wrong-shape")
+    assert MemorySink.closed == [False]
+
+
+def test_wrong_attention_shape_with_on_failure_raise_is_a_contract_violation() -> None:
+    with pytest.raises(ContractViolation, match="attention 'wrong-shape' returned"):
+        run("wrong-shape, on_failure: raise")
+
+
+def test_wrong_attention_shape_in_a_preference_list_falls_back() -> None:
+    run("[wrong-shape, native]")
+    fallbacks = [e for e in RecordingMonitor.events if isinstance(e, Fallback)]
+    assert {(f.failed, f.replacement) for f in fallbacks} == {("wrong-shape", "native")}
+    assert all("broke the contract" in f.reason for f in fallbacks)
+    chosen = {e.chosen for e in RecordingMonitor.events if isinstance(e, AttentionChosen)}
+    assert chosen == {"wrong-shape", "native"}  # chosen first, then demoted for each shape
+    assert MemorySink.closed == [True]
+    assert len({r.doc_id for r in MemorySink.records}) == len(TEXTS) - 2
 
 
 def streamed_peak(documents: int) -> int:

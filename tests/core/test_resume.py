@@ -49,7 +49,7 @@ def orchestrator(
         if sink == "jsonl"
         else f"{{use: {sink}}}"
     )
-    loader_with = {"texts": TEXTS, "crash_at": crash_at}
+    loader_with = {"texts": TEXTS}
     text = (
         "pipeline: resume\n"
         f"loader: {{use: list, with: {json.dumps(loader_with)}}}\n"
@@ -59,7 +59,13 @@ def orchestrator(
         f"run: {{batch_size: 2, buckets: [4, 8], checkpoint_every: {every}}}\n"
     )
     reg = registry()
-    return Orchestrator(parse_pipeline(text, "resume.yaml", reg), reg)
+    built = Orchestrator(parse_pipeline(text, "resume.yaml", reg), reg)
+    if crash_at is not None:
+        # The crash is injected behind the pipeline's back: a resume refuses a pipeline
+        # file that changed since the checkpoint, and this one must not have.
+        loader = built.loader
+        loader.config = loader.config.model_copy(update={"crash_at": crash_at})
+    return built
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

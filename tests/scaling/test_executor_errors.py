@@ -75,7 +75,10 @@ def test_a_shard_that_fails_exits_1_with_the_shard_component_and_reason(
 ) -> None:
     code, output = invoke(cli, tmp_path, "run", "--no-compile-cache", loader={"raise_at": "d3"})
     assert code == 1, output
-    assert "failed: shard 0 of 1 failed in loader 'lines' (read): OSError: cannot read d3" in output
+    assert (
+        "failed: the run failed in loader 'lines' (read, from seamline-fixture-scale 0.1.0): "
+        "OSError: cannot read d3" in output
+    )
     assert "nothing was published" in output
     assert "Traceback" not in output
     assert not (tmp_path / "emb.manifest.json").exists()

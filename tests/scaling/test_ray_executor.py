@@ -212,7 +212,7 @@ def test_a_shard_that_fails_for_good_stops_the_run_and_publishes_nothing(
         )
     failure = caught.value
     assert (failure.index, failure.count) == (1, 2)  # d5 is shard 1's (5 % 2)
-    assert failure.component == "loader 'lines' (read)"
+    assert failure.component == "loader 'lines' (read, from seamline-fixture-scale 0.1.0)"
     assert "OSError: cannot read d5" in failure.reason
     assert "nothing was published" in str(failure)
     assert not (tmp_path / "emb.manifest.json").exists()

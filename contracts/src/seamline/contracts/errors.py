@@ -62,6 +62,15 @@ class ContractViolation(SeamlineError):
     """
 
 
+class ResumeRefused(UserError):
+    """A resume would continue an output the run no longer matches, so it was refused.
+
+    A sink raises it from ``recover`` when its checkpoint was made by another model,
+    pipeline or input (the message names which). Nothing has been written yet, so a
+    caller may start over instead (``seamline run --resume --restart``).
+    """
+
+
 class WeightsError(UserError):
     """Model weights are missing, unreadable or fail their integrity check."""
 
@@ -69,8 +78,9 @@ class WeightsError(UserError):
 class ShardFailed(SeamlineError):
     """A shard of a run could not complete, so the run stopped and published nothing.
 
-    Carries which shard, which component (``model 'bert-encoder'``, or ``pipeline``
-    when no component's call was under way) and the reason, as plain strings and
+    Carries which shard, which component (``model 'bert-encoder' (apply, from
+    seamline-components 0.1.0)``: the call and the distribution it came from, or ``the
+    pipeline`` when no component's call was under way) and the reason, as plain strings and
     integers so that it crosses process boundaries (an executor's workers) intact.
     """
 
@@ -79,11 +89,19 @@ class ShardFailed(SeamlineError):
         self.count = count
         self.component = component
         self.reason = reason
-        super().__init__(
-            f"shard {index} of {count} failed in {component}: {reason}; nothing was published "
-            "(fix the cause and run again with --resume to continue from the shards' last "
-            "commits)"
-        )
+        if count == 1:  # the whole run, as it always was: no shards to speak of
+            message = (
+                f"the run failed in {component}: {reason}; nothing was published and what the "
+                "sink last committed is kept (fix the cause, then run again with --resume to "
+                "continue from that commit)"
+            )
+        else:
+            message = (
+                f"shard {index} of {count} failed in {component}: {reason}; nothing was "
+                "published (fix the cause and run again with --resume to continue from the "
+                "shards' last commits)"
+            )
+        super().__init__(message)
 
     def __reduce__(self) -> tuple[type[ShardFailed], tuple[int, int, str, str]]:
         return (type(self), (self.index, self.count, self.component, self.reason))

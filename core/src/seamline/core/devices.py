@@ -47,8 +47,14 @@ class DataParallel:
         return rows % self.devices == 0
 
     def jit(self, function: Callable[..., Any]) -> Any:
-        """``function(params, arrays)`` compiled with the parameters replicated and rows split."""
-        return jax.jit(function, in_shardings=(self.replicated, self.rows), out_shardings=self.rows)
+        """``function(params, arrays) -> (outputs, flag)`` compiled with the parameters
+        replicated, the rows of the arrays and outputs split, and the scalar flag (the
+        step's finite check) replicated."""
+        return jax.jit(
+            function,
+            in_shardings=(self.replicated, self.rows),
+            out_shardings=(self.rows, self.replicated),
+        )
 
     def place_params(self, params: Any) -> Any:
         return jax.device_put(params, self.replicated)

@@ -32,7 +32,6 @@ from importlib import metadata
 from typing import Any, cast
 
 import jax
-import numpy as np
 import structlog
 from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
@@ -66,6 +65,7 @@ from seamline.core.attention.steps import CompiledSteps
 from seamline.core.batching import Bucketer, Packer, Planned, batch_shapes
 from seamline.core.config import ComponentChoice, ResolvedPipeline
 from seamline.core.devices import local_data_parallel
+from seamline.core.fingerprint import run_inputs
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
@@ -211,6 +211,7 @@ class Orchestrator:
         self._shard = Shard()
         self._params: Any = None
         self._loaded = False
+        self._inputs: dict[str, Any] | None = None
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
         return self.registry.create(choice.kind, choice.name, choice.config)
@@ -319,8 +320,15 @@ class Orchestrator:
         return self._params
 
     def manifest(self) -> dict[str, Any]:
-        """What a reader of the output needs to know to rebuild the model that made it."""
-        return run_manifest(self.pipeline, self.run_id)
+        """What a reader of the output needs to know to rebuild the model that made it.
+
+        With the run's ``inputs`` (:mod:`seamline.core.fingerprint`), taken once per
+        orchestrator: a sink records them at start, and refuses a resume they no
+        longer match.
+        """
+        if self._inputs is None:
+            self._inputs = run_inputs(self.pipeline.spec, self.loader.config)
+        return {**run_manifest(self.pipeline, self.run_id), "inputs": self._inputs}
 
     def _begin(self, resume: bool) -> str | None:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any."""
@@ -489,11 +497,11 @@ class Orchestrator:
 
     def _process(self, params: Any, batch: Batch, texts: Sequence[str | None]) -> None:
         started = time.perf_counter()
-        step = self.steps.step(params, batch)
+        # The model's apply seam spans each call; a kernel failing in it falls back there.
+        step, outputs = self.steps.run(
+            params, batch, lambda step: self.model_seam.call("apply", step.attributes)
+        )
         model = self.model
-        with self.model_seam.call("apply", step.attributes):
-            # np.asarray waits for the device, so the span covers the real compute.
-            outputs = np.asarray(step.call(params, batch.arrays))
         check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
         outputs = self.steps.shadow(params, batch, step, outputs)
         records = [

@@ -7,9 +7,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+import structlog
 from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import ExecutionReport, Executor, Monitor, UserError
+from seamline.contracts import ExecutionReport, Executor, Monitor, ResumeRefused, UserError
 from seamline.contracts.executor import merge_attention
 from seamline.core.config import ResolvedPipeline, load_pipeline, load_trusted
 from seamline.core.job import PipelineJob
@@ -17,6 +18,8 @@ from seamline.core.orchestrator import RunSummary
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.telemetry import EXECUTOR, tracer
+
+log = structlog.get_logger("seamline.core")
 
 
 class Pipeline:
@@ -45,7 +48,11 @@ class Pipeline:
         return cls(load_pipeline(path, registry, overrides, environ), registry)
 
     def run(
-        self, extra_monitors: Sequence[Monitor[Any]] = (), *, resume: bool = False
+        self,
+        extra_monitors: Sequence[Monitor[Any]] = (),
+        *,
+        resume: bool = False,
+        restart: bool = False,
     ) -> RunSummary:
         """Run to completion on the pipeline's executor and return the one summary.
 
@@ -53,9 +60,21 @@ class Pipeline:
         registering them as components (the CLI's progress bar is one); they see the
         shards run in this process (all of them with ``local``). ``resume`` continues
         an interrupted run from the sink's last checkpoint, or a staged run from its
-        shards' (a sink that is not resumable raises ``UserError``). The output is
-        published only when every shard has finished.
+        shards' (a sink that is not resumable raises ``UserError``). A sink refuses a
+        checkpoint that the model, the pipeline or the input no longer matches
+        (``ResumeRefused``, naming what changed); with ``restart`` the run starts over
+        instead. The output is published only when every shard has finished.
         """
+        try:
+            return self._run(extra_monitors, resume=resume)
+        except ResumeRefused as refused:
+            if not (resume and restart):
+                raise
+            log.warning("cannot resume; starting over (restart)", reason=str(refused))
+        return self._run(extra_monitors, resume=False)
+
+    def _run(self, extra_monitors: Sequence[Monitor[Any]], *, resume: bool) -> RunSummary:
+        """One attempt of :meth:`run`."""
         started = time.perf_counter()
         executor = self._executor()
         job = PipelineJob(self.resolved, self.registry, extra_monitors, resume=resume)

@@ -30,8 +30,9 @@ log = structlog.get_logger("seamline.core")
 
 FAILED_AT = "seamline_failed_at"
 """Attribute a :class:`Seam` sets on an exception leaving a component's call: which
-component and operation (``model 'toy' (prepare)``), so a shard that fails can say
-where. The innermost seam wins."""
+component, operation and distribution (``model 'toy' (prepare, from seamline-components
+0.1.0)``), so a shard that fails can say where, and whose code it was. The innermost
+seam wins."""
 
 
 def failed_at(error: BaseException) -> str | None:
@@ -40,10 +41,18 @@ def failed_at(error: BaseException) -> str | None:
     return where if isinstance(where, str) else None
 
 
-def _mark_failure(error: BaseException, kind: str, name: str, operation: str) -> None:
+def mark_failure(
+    error: BaseException,
+    kind: str,
+    name: str,
+    operation: str,
+    info: ComponentInfo | None = None,
+) -> None:
+    """Record on ``error`` that it left ``operation`` of this component (unless already marked)."""
     if failed_at(error) is None:
+        origin = f", from {info.distribution} {info.version}" if info is not None else ""
         with contextlib.suppress(AttributeError, TypeError):  # e.g. exceptions with __slots__
-            setattr(error, FAILED_AT, f"{kind} {name!r} ({operation})")
+            setattr(error, FAILED_AT, f"{kind} {name!r} ({operation}{origin})")
 
 
 def scope_name(kind: str, name: str) -> str:
@@ -90,7 +99,7 @@ class Seam:
             ) as span:
                 yield span
         except BaseException as err:
-            _mark_failure(err, self.kind, self.name, operation)
+            mark_failure(err, self.kind, self.name, operation, self.info)
             raise
         finally:
             self._monitors.emit(
@@ -117,7 +126,7 @@ class Seam:
             start_time=start_ns,
         )
         if error is not None:
-            _mark_failure(error, self.kind, self.name, operation)
+            mark_failure(error, self.kind, self.name, operation, self.info)
             span.record_exception(error)
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         span.end(end_time=start_ns + spent_ns)

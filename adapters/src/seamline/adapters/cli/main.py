@@ -196,7 +196,17 @@ def run(
         typer.Option(
             "--resume",
             help="Continue an interrupted run from the sink's last checkpoint instead of "
-            "starting over (the sink must be resumable, as jsonl and npy are).",
+            "starting over (the sink must be resumable, as jsonl and npy are). It refuses "
+            "when the model, the pipeline file or the input changed since that checkpoint.",
+        ),
+    ] = False,
+    restart: Annotated[
+        bool,
+        typer.Option(
+            "--restart",
+            help="With --resume: when the checkpoint cannot be resumed because the model, the "
+            "pipeline file or the input changed, start over instead of refusing. Alone: start "
+            "over (as without --resume).",
         ),
     ] = False,
 ) -> None:
@@ -231,7 +241,7 @@ def run(
         run_started = time.perf_counter()
         summary = _user_errors(
             lambda: _environment_errors(
-                lambda: loaded.run(extra_monitors=extra, resume=resume),
+                lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart),
                 "the output was not published, and what the sink last committed is kept: "
                 "fix that, then run again with --resume",
             )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import glob
 import json
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,7 @@ from seamline.components.sinks._atomic import (
     fsync_directory,
     write_json_atomically,
 )
-from seamline.contracts import UserError
+from seamline.contracts import ResumeRefused, UserError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -91,6 +92,27 @@ def _json_value(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
+def changed_inputs(recorded: Any, current: Any) -> list[str]:
+    """What differs between a checkpoint's manifest ``inputs`` and this run's, in words.
+
+    ``inputs`` (written by the core at start) holds ``pipeline``: one hash per section
+    of the pipeline file, and ``input``: the loader's paths and a hash of their files.
+    A checkpoint without them (an older one) is not compared.
+    """
+    if not isinstance(recorded, dict) or not isinstance(current, dict):
+        return []
+    said: list[str] = []
+    before, now = recorded.get("pipeline") or {}, current.get("pipeline") or {}
+    sections = [section for section in before if before.get(section) != now.get(section)]
+    if sections:
+        said.append(f"the pipeline file's {', '.join(sections)} section{'s' * (len(sections) > 1)}")
+    if recorded.get("input") != current.get("input"):
+        paths = (current.get("input") or recorded.get("input") or {}).get("paths", [])
+        where = f" under {', '.join(map(repr, paths))}" if paths else ""
+        said.append(f"the input files{where} (added, removed or modified)")
+    return said
+
+
 class ResumableGroup:
     """The files of one output, their commits, and their publication.
 
@@ -129,10 +151,24 @@ class ResumableGroup:
     def clear(self) -> None:
         """Forget an earlier run's partial state: its checkpoint first, then its files."""
         self.checkpoint.unlink(missing_ok=True)
+        self.sweep()
         for _, destination in self.targets:
             for partial in _partials(destination):  # unlink removes a link, not its target
                 partial.unlink(missing_ok=True)
         self.committed = False
+
+    def sweep(self) -> None:
+        """Delete the temporary files of commits and publications a killed process left.
+
+        A commit writes the new checkpoint to a temporary file beside it and renames it
+        into place, and publishing writes the manifest the same way; a process killed
+        between the two leaves that file behind. Only one run writes a destination at
+        a time (the sinks lock it), so none of them belongs to a live run.
+        """
+        for final in (self.checkpoint, self.manifest_path):
+            hidden = final.name if final.name.startswith(".") else f".{final.name}"
+            for stale in final.parent.glob(f"{glob_escape(hidden)}.*.tmp"):
+                stale.unlink(missing_ok=True)
 
     def open(self) -> dict[str, AtomicFile]:
         """The partial files, created empty on first use (any stale checkpoint is deleted)."""
@@ -166,6 +202,7 @@ class ResumableGroup:
             "sink": self.sink,
             "cursor": cursor,
             "model": _json_value(self.manifest.get("model")),
+            "inputs": _json_value(self.manifest.get("inputs")),
             "files": {
                 purpose: {"partial": self._partial_name(purpose), "bytes": lengths[purpose]}
                 for purpose, _ in self.targets
@@ -219,6 +256,7 @@ class ResumableGroup:
         if record is None:
             self.clear()
             return None
+        self.sweep()
         recorded = {
             purpose: (str(entry["partial"]), int(entry["bytes"]))
             for purpose, entry in record["files"].items()
@@ -232,11 +270,21 @@ class ResumableGroup:
     def _read(self) -> dict[str, Any] | None:
         """The checkpoint, checked against this output and this run's model; None if absent."""
         record = self._load()
-        if record is not None and record.get("model") != _json_value(self.manifest.get("model")):
-            raise UserError(
+        if record is None:
+            return None
+        if record.get("model") != _json_value(self.manifest.get("model")):
+            raise ResumeRefused(
                 f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
                 f"another model configuration ({record.get('model')}); resuming would mix "
-                "vectors of two models. Run again without resuming to start over"
+                "vectors of two models. Run again with --restart (or without --resume) to "
+                "start over"
+            )
+        changed = changed_inputs(record.get("inputs"), _json_value(self.manifest.get("inputs")))
+        if changed:
+            raise ResumeRefused(
+                f"cannot resume from {str(self.checkpoint)!r}: {'; '.join(changed)} changed "
+                "since that checkpoint, and resuming would splice two different outputs into "
+                "one. Restore them, or run again with --restart to start over"
             )
         return record
 

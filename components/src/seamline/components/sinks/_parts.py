@@ -30,18 +30,16 @@ it, so a worker left over from a killed driver cannot write beside its replaceme
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
 from seamline.components.sinks._atomic import AtomicFile, write_json_atomically
 from seamline.components.sinks._checkpoint import manifest_bytes
+from seamline.components.sinks._lock import DestinationLock, FileLock
 from seamline.contracts import ContractViolation, Shard, StagedRun, UserError
 
 RUN_FORMAT = 1
@@ -232,7 +230,7 @@ def _relative(path: Path, base: Path) -> str:
 
 
 class PartLock:
-    """An exclusive ``flock`` on a part, held while one process writes it.
+    """An exclusive ``flock`` on a part, held while one process writes it (see :mod:`._lock`).
 
     The kernel releases it when the holder dies, so a part left by a crashed or killed
     worker is free again at once, while a worker that is still alive (one of a driver
@@ -241,58 +239,21 @@ class PartLock:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file: IO[bytes] | None = None
+        self._lock = FileLock(path)
 
     def acquire(self, timeout: float = LOCK_TIMEOUT) -> None:
-        if self._file is not None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Never through a link planted at the lock's name (O_NOFOLLOW): a lock file is ours.
-        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            descriptor = os.open(self.path, flags, 0o600)
-        except OSError as err:
-            if not self.path.is_symlink():
-                raise
-            raise UserError(
-                f"the lock file {str(self.path)!r} is a symbolic link; it was not followed. "
-                "Remove it, then run again"
-            ) from err
-        handle = os.fdopen(descriptor, "a+b")
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    handle.close()
-                    raise UserError(
-                        f"another process is still writing the part in {str(self.path.parent)!r} "
-                        f"after {timeout:.0f}s (pid {_holder(self.path)}); stop it, then run "
-                        "again with --resume"
-                    ) from None
-                time.sleep(0.1)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()).encode())
-        handle.flush()
-        self._file = handle
+        while not self._lock.try_acquire():
+            if time.monotonic() > deadline:
+                raise UserError(
+                    f"another process is still writing the part in {str(self.path.parent)!r} "
+                    f"after {timeout:.0f}s (pid {self._lock.holder()}); stop it, then run "
+                    "again with --resume"
+                ) from None
+            time.sleep(0.1)
 
     def release(self) -> None:
-        if self._file is None:
-            return
-        with contextlib.suppress(OSError):
-            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
-        self._file.close()
-        self._file = None
-
-
-def _holder(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8").strip() or "?"
-    except OSError:
-        return "?"
+        self._lock.release()
 
 
 class StagingSink:
@@ -309,6 +270,8 @@ class StagingSink:
     into one output when it publishes, and overrides :meth:`publish_parts`)."""
     _part_lock: PartLock | None = None
     """Set on a part: the lock held from recover (or start) to close."""
+    _destination_lock: DestinationLock | None = None
+    """On a whole output: the destination's lock, held from recover (or start) to close."""
 
     def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
         """``(manifest path, [(purpose, destination), ...])``, primary last."""
@@ -350,13 +313,29 @@ class StagingSink:
         return targets[-1][1].exists()
 
     def lock_part(self) -> None:
-        """On a part: wait for, then hold, its lock (called by recover and start)."""
+        """Hold this output's lock (called by recover and start).
+
+        On a part: wait for, then hold, the part's lock. On a whole output: take the
+        destination's lock, or refuse at once when another run holds it.
+        """
         if self._part_lock is not None:
             self._part_lock.acquire()
+            return
+        if self._destination_lock is None:
+            _, targets = self.staging_targets()
+            self._destination_lock = DestinationLock(self.name, targets[-1][1])
+        self._destination_lock.acquire()
+
+    @property
+    def lock_refused(self) -> bool:
+        """Whether another run held this whole output's destination: then touch nothing."""
+        return self._destination_lock is not None and self._destination_lock.refused
 
     def unlock_part(self) -> None:
         if self._part_lock is not None:
             self._part_lock.release()
+        if self._destination_lock is not None:
+            self._destination_lock.release()
 
     def after_whole_publish(self) -> None:
         """A whole output was published over any staged runs: they are no longer of use."""

@@ -280,7 +280,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
     # -- the run ---------------------------------------------------------------------------
 
     def start(self, manifest: Mapping[str, Any]) -> None:
-        self.lock_part()
+        self.lock_part()  # one run per destination: refuse before touching anything
         self._group.manifest = manifest
         self._undo_interrupted_publication()
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
@@ -336,6 +336,8 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         if self._closed:
             return
         self._closed = True
+        if self.lock_refused:
+            return  # another run owns the destination: leave its files alone
         try:
             if not complete:
                 self._abandon()

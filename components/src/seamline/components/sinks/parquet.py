@@ -222,7 +222,7 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
     # -- the run ---------------------------------------------------------------------------
 
     def start(self, manifest: Mapping[str, Any]) -> None:
-        self.lock_part()
+        self.lock_part()  # one run per destination: refuse before touching anything
         self._group.manifest = manifest
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
         shutil.rmtree(self._parts, ignore_errors=True)
@@ -279,6 +279,8 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
         if self._closed:
             return
         self._closed = True
+        if self.lock_refused:
+            return  # another run owns the destination: leave its files alone
         try:
             if complete:
                 self._publish()

@@ -13,9 +13,18 @@ from typing import Any
 
 import jax
 
-from seamline.contracts import Attention, SegmentIds
+from seamline.contracts import Attention, ContractViolation, SegmentIds
 from seamline.contracts.seams import check_attention_inputs, check_attention_output
 from seamline.core.seams import scope_name
+
+
+class AttentionBrokeContract(ContractViolation):
+    """The attention itself (not the model calling it) returned what the contract forbids.
+
+    Still a :class:`ContractViolation`, so an explicit choice or ``on_failure: raise``
+    stops as before; but it is the kernel's fault for this shape, so ``auto`` or a
+    preference list demotes the kernel and falls back instead of stopping the run.
+    """
 
 
 class CheckedAttention:
@@ -39,5 +48,8 @@ class CheckedAttention:
         check_attention_inputs(self.name, q, k, v)
         with jax.named_scope(self._scope):
             out = self.attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
-        check_attention_output(self.name, q, out)
+        try:
+            check_attention_output(self.name, q, out)
+        except ContractViolation as err:
+            raise AttentionBrokeContract(str(err)) from None
         return out

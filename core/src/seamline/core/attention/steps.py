@@ -6,19 +6,29 @@ chosen kernel against the reference on first use, compiling, falling back when
 either fails, and shadow-checking outputs in production — happens here, and is
 reported as events through the ``report`` callback the orchestrator gives (which
 delivers them to monitors and to the current span).
+
+:meth:`CompiledSteps.run` also guards the call itself: a kernel that raises while
+running a compiled shape, or makes the model's outputs NaN or infinite where the
+reference's are not, is demoted for that shape and the batch is run again on the
+next candidate. Non-finite outputs are found by one ``isfinite(...).all()``
+reduction fused into the compiled step and returned beside the outputs as a flag,
+so the check costs no host-side scan of the outputs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import structlog
+from opentelemetry import trace
 
 from seamline.contracts import (
     Alert,
@@ -31,17 +41,18 @@ from seamline.contracts import (
     Event,
     Fallback,
     Model,
+    SeamlineError,
     ShadowCompared,
     Verified,
 )
 from seamline.core.attention.candidates import AttentionCandidates
-from seamline.core.attention.checked import CheckedAttention
+from seamline.core.attention.checked import AttentionBrokeContract, CheckedAttention
 from seamline.core.attention.planner import AttentionDecision, SpecKey
 from seamline.core.attention.probe import attention_specs
 from seamline.core.attention.tuning import TuningEntry
 from seamline.core.attention.verification import compare_outputs, verify
 from seamline.core.devices import DataParallel
-from seamline.core.seams import scope_name
+from seamline.core.seams import mark_failure, scope_name
 from seamline.core.telemetry import (
     ATTENTION_NAME,
     ATTENTION_REASON,
@@ -60,12 +71,49 @@ log = structlog.get_logger("seamline.core")
 Report = Callable[[Event], None]
 """Where events go: the orchestrator delivers them to monitors and the current span."""
 
+Around = Callable[["Step"], contextlib.AbstractContextManager[trace.Span]]
+"""What :meth:`CompiledSteps.run` wraps each call of a step in (the model's ``apply`` seam)."""
+
+CALL_FAULT_EVENT = "seamline.attention.call_failed"
+"""The span event on the batch's ``seamline.model.apply`` span when its kernel failed."""
+
+
+class AttentionCallFailed(SeamlineError):
+    """The attention failed while running a compiled shape, and ``on_failure`` is ``raise``.
+
+    Not a ``UserError``: the kernel failed, so a run stops as when any component's
+    call fails (a shard reports it as ``ShardFailed``, naming the attention).
+    """
+
+
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def brief(error: BaseException, limit: int = 400) -> str:
+    """``Type: message`` on one line: a host callback's traceback (which XLA puts in its
+    message) shrinks to the exception it ended in, and the whole to ``limit`` characters."""
+    text = str(error)
+    if TRACEBACK in text:
+        head, _, tail = text.partition(TRACEBACK)
+        last = [line for line in tail.splitlines() if line.strip()][-1:] or [""]
+        text = f"{head.strip()} {last[0].strip()}"
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(error).__name__}: {text}"
+
+
+@contextlib.contextmanager
+def _no_span(_step: Step) -> Iterator[trace.Span]:
+    yield trace.get_current_span()
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
     """A compiled model call for one batch shape, with the attention that serves it."""
 
-    call: Callable[[Any, Mapping[str, Any]], jax.Array]
+    call: Callable[[Any, Mapping[str, Any]], tuple[jax.Array, jax.Array]]
+    """``(outputs, finite)``: the model's outputs, and whether every value of them is finite."""
     decision: AttentionDecision
     compiled: Any
     """The XLA executable; its HLO names each seam (``seamline/<kind>/<name>``)."""
@@ -136,14 +184,103 @@ class CompiledSteps:
                     step = self._compile(params, batch, attention, decision, specs)
                     self._steps[key] = step
                     return step
+            except AttentionBrokeContract as err:
+                if not self._fallback:
+                    raise  # the kernel's output broke the contract for this shape
+                problem = f"broke the contract: {err}"
             except ContractViolation:
-                raise  # a bug in the component, not a shape it cannot serve
+                raise  # a bug in the model, not a shape the kernel cannot serve
             except Exception as err:
                 if not self._fallback:
                     raise
-                problem = f"failed to compile: {type(err).__name__}: {err}"
+                problem = f"failed to compile: {brief(err)}"
             self.planner.demote(specs, decision.chosen, problem)
             failed = (decision.chosen, problem)
+
+    def run(self, params: Any, batch: Batch, around: Around = _no_span) -> tuple[Step, np.ndarray]:
+        """The batch's outputs, and the step that made them, with call-time faults isolated.
+
+        Each call runs inside ``around(step)``. A kernel that raises while running, or
+        whose outputs are NaN or infinite where the reference's are not, is demoted
+        for this shape (a ``Fallback`` event, a span event on the call's span, a
+        warning) and the batch is run again on the next candidate; with
+        ``on_failure: raise`` the run stops instead (:class:`AttentionCallFailed`).
+        Outputs the reference makes non-finite too are the model's, not the
+        kernel's: they are returned, and the kernel keeps its shape.
+        """
+        while True:
+            step = self.step(params, batch)
+            with around(step) as span:
+                fault, outputs = self._call(params, batch, step)
+                if fault is None:
+                    return step, outputs
+                chosen = step.decision.chosen
+                span.add_event(
+                    CALL_FAULT_EVENT,
+                    {
+                        ATTENTION_NAME: chosen,
+                        "seamline.signature": step.decision.signature,
+                        "seamline.reason": fault,
+                    },
+                )
+                if not self._fallback:
+                    error = AttentionCallFailed(
+                        f"attention {chosen!r} {fault} for {step.decision.signature}, and "
+                        "on_failure is 'raise', so the run stopped; what the sink last "
+                        "committed is kept (run again with --resume, or set "
+                        "attention.on_failure: fallback)"
+                    )
+                    info = self.candidates.infos.get(chosen)
+                    mark_failure(error, "attention", chosen, "call", info)
+                    raise error
+            log.warning(
+                "attention failed while running; demoted for this shape",
+                attention=chosen,
+                signature=step.decision.signature,
+                reason=fault,
+            )
+            self.planner.demote(step.specs, chosen, fault)
+            del self._steps[(batch.batch_size, batch.length)]
+            replacement = self.step(params, batch).decision.chosen
+            self._fell_back(chosen, replacement, fault, step.decision.signature)
+
+    def _call(self, params: Any, batch: Batch, step: Step) -> tuple[str | None, np.ndarray]:
+        """``(fault, outputs)`` of one call: fault is None, or why the kernel is to blame."""
+        try:
+            # One fetch of both waits for the device, so a span around this covers the compute.
+            values, finite = jax.device_get(step.call(params, batch.arrays))
+            outputs = np.asarray(values)
+        except ContractViolation:
+            raise
+        except Exception as err:
+            return f"failed while running: {brief(err)}", np.empty(0)
+        if bool(finite) or self._reference_also_non_finite(params, batch, step):
+            return None, outputs
+        return "returned NaN or infinity where the reference does not", outputs
+
+    def _reference_also_non_finite(self, params: Any, batch: Batch, step: Step) -> bool:
+        """Whether the reference makes this batch's outputs non-finite too (then it is the input).
+
+        Without a reference, or when the step is the reference, non-finite outputs
+        cannot be blamed on the kernel.
+        """
+        reference = self.candidates.reference
+        if reference is None or step.decision.chosen == reference.name:
+            return True
+        _, finite = self._reference_step(params, batch, step).call(params, batch.arrays)
+        return not bool(finite)
+
+    def _reference_step(self, params: Any, batch: Batch, step: Step) -> Step:
+        """The reference's compiled step for this batch shape (shadow mode's too), made once."""
+        reference = self.candidates.reference
+        assert reference is not None
+        key = (batch.batch_size, batch.length)
+        shadow = self._reference_steps.get(key)
+        if shadow is None:
+            decision = AttentionDecision(step.decision.signature, reference.name, "reference")
+            shadow = self._compile(params, batch, reference, decision, step.specs)
+            self._reference_steps[key] = shadow
+        return shadow
 
     def shadow(self, params: Any, batch: Batch, step: Step, outputs: np.ndarray) -> np.ndarray:
         """Every Nth batch, run the reference too; on a breach, demote and keep its outputs."""
@@ -158,15 +295,11 @@ class CompiledSteps:
         ):
             return outputs
         key = (batch.batch_size, batch.length)
-        shadow = self._reference_steps.get(key)
-        if shadow is None:
-            decision = AttentionDecision(step.decision.signature, reference.name, "shadow")
-            shadow = self._compile(params, batch, reference, decision, step.specs)
-            self._reference_steps[key] = shadow
+        shadow = self._reference_step(params, batch, step)
         with tracer().start_as_current_span(
             "seamline.shadow", attributes={ATTENTION_NAME: step.decision.chosen}
         ) as span:
-            expected = np.asarray(shadow.call(params, batch.arrays))
+            expected = np.asarray(shadow.call(params, batch.arrays)[0])
             verdict = compare_outputs(outputs, expected, batch.example_rows, step.specs)
             span.set_attributes(
                 {"seamline.max_error": verdict.max_error, "seamline.ok": verdict.ok}
@@ -297,9 +430,11 @@ class CompiledSteps:
         apply = functools.partial(self.model.apply, attention=CheckedAttention(attention))
         scope = scope_name("model", self.model.name)
 
-        def seamline_step(params: Any, arrays: Mapping[str, Any]) -> jax.Array:
+        def seamline_step(params: Any, arrays: Mapping[str, Any]) -> tuple[jax.Array, jax.Array]:
             with jax.named_scope(scope):
-                return apply(params, arrays)
+                outputs = apply(params, arrays)
+            # One fused reduction: the call-time NaN check costs no host-side scan.
+            return outputs, jnp.isfinite(outputs).all()
 
         shape: dict[str, Any] = {BATCH_SIZE: batch.batch_size, BATCH_LENGTH: batch.length}
         if specs:

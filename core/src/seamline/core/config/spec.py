@@ -106,8 +106,10 @@ class AttentionSpecConfig(_Strict):
     on_failure: Literal["fallback", "raise"] = Field(
         default="fallback",
         description=(
-            "When the chosen implementation fails to compile for a shape: 'fallback' demotes "
-            "it for that shape and uses the next candidate; 'raise' stops the run."
+            "When the chosen implementation fails for a shape (to compile, with the wrong "
+            "shape, or while running: it raises, or returns NaN or infinity where the "
+            "reference does not): 'fallback' demotes it for that shape and runs the batch on "
+            "the next candidate; 'raise' stops the run, keeping the last checkpoint."
         ),
     )
     shadow: ShadowSettings | None = Field(

@@ -1,0 +1,131 @@
+"""Exclusive ``flock`` locks beside an output: one writer per destination, one per part.
+
+Two runs writing one destination at once would overwrite each other's partial files
+and manifest. So a sink holds a lock on a hidden file beside its destination
+(``out/.emb.jsonl.lock``) from ``start`` (or ``recover``) to ``close``, and a second
+run refuses at once, naming the destination and the pid that holds it
+(:class:`DestinationLock`). A part of a staged run is locked the same way, but its
+replacement waits for a holder that is about to die (``._parts.PartLock``).
+
+``flock`` is the kernel's: it is released when the holder's process ends, however
+it ends, so a run killed with SIGKILL leaves no stale lock. The lock file is deleted
+by the holder when it releases the lock (while still holding it), and a process that
+locked a file that was deleted meanwhile tries again, so two processes never hold
+locks on two different files of one name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from typing import IO
+
+from seamline.contracts import UserError
+
+
+def lock_path(destination: Path) -> Path:
+    """``out/emb.jsonl`` -> ``out/.emb.jsonl.lock``: the lock of that destination."""
+    return destination.with_name(f".{destination.name}.lock")
+
+
+class FileLock:
+    """A non-blocking exclusive ``flock`` on ``path``, which holds the holder's pid."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[bytes] | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._file is not None
+
+    def try_acquire(self) -> bool:
+        """Take the lock if no other process holds it; True if this process holds it now."""
+        if self._file is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            handle = self._open()
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                return False
+            if self._still_named(handle):
+                break
+            handle.close()  # the holder deleted it as we opened it: lock the new one
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()).encode())
+        handle.flush()
+        self._file = handle
+        return True
+
+    def _open(self) -> IO[bytes]:
+        """The lock file, opened never through a link planted at its name (O_NOFOLLOW)."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            descriptor = os.open(self.path, flags, 0o600)
+        except OSError as err:
+            if not self.path.is_symlink():
+                raise
+            raise UserError(
+                f"the lock file {str(self.path)!r} is a symbolic link; it was not followed. "
+                "Remove it, then run again"
+            ) from err
+        return os.fdopen(descriptor, "a+b")  # held until release()
+
+    def _still_named(self, handle: IO[bytes]) -> bool:
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(handle.fileno())
+        return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def holder(self) -> str:
+        """The pid recorded by the process holding the lock, or ``?``."""
+        try:
+            return self.path.read_text(encoding="utf-8").strip() or "?"
+        except OSError:
+            return "?"
+
+    def release(self) -> None:
+        """Delete the lock file (still holding it), then let go."""
+        if self._file is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        self._file.close()
+        self._file = None
+
+
+class DestinationLock:
+    """One run at a time per destination: a second one refuses, naming the holder."""
+
+    def __init__(self, sink: str, destination: Path) -> None:
+        self.sink = sink
+        self.destination = destination
+        self.lock = FileLock(lock_path(destination))
+        self.refused = False
+        """Whether :meth:`acquire` found another run there: then this sink must touch nothing,
+        not even to clean up on ``close``."""
+
+    def acquire(self) -> None:
+        if self.lock.try_acquire():
+            self.refused = False
+            return
+        self.refused = True
+        raise UserError(
+            f"another run (pid {self.lock.holder()}) is writing to {str(self.destination)!r} "
+            f"(the {self.sink} sink's lock {str(self.lock.path)!r} is held); wait for it to "
+            "finish, or stop it and run again with --resume to continue from its last commit. "
+            "Its output was not touched"
+        )
+
+    def release(self) -> None:
+        self.lock.release()

@@ -1,0 +1,90 @@
+"""What a resumed run must still match: the pipeline's sections and the input's files.
+
+A run records, in the manifest its sink receives at start (and so in every
+checkpoint), one hash per section of the resolved pipeline that decides what is
+written, and a fingerprint of the input. ``--resume`` compares them with the run's
+own (the first-party sinks do, in ``components/sinks/_checkpoint.py``): a pipeline
+or an input that changed since the checkpoint would splice two different outputs
+into one, so the sink refuses, naming what changed.
+
+The input fingerprint needs no help from the loader: every path in the loader's
+configuration (a field typed ``Path``) is fingerprinted by the sorted list of
+``(relative path, size, mtime)`` of the regular files under it (itself, if it is a
+file), hashed. Contents are not read, so it costs one ``stat`` per file. Inputs
+named otherwise (a list of texts in the configuration) are covered by the loader
+section's hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from seamline.core.config.spec import PipelineSpec
+
+SECTIONS = ("loader", "model", "attention", "sink", "run")
+"""The sections that decide what a run writes (monitors and telemetry only observe it)."""
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pipeline_hashes(spec: PipelineSpec) -> dict[str, str]:
+    """One short hash per section in :data:`SECTIONS` of the resolved pipeline."""
+    dumped = spec.model_dump(mode="json", by_alias=True)
+    return {section: _digest(dumped.get(section)) for section in SECTIONS}
+
+
+def input_paths(config: BaseModel) -> list[Path]:
+    """Every ``Path`` value of a component's configuration, in field order."""
+    paths: list[Path] = []
+    for name in type(config).model_fields:
+        value = getattr(config, name)
+        values = value if isinstance(value, list | tuple) else [value]
+        paths.extend(v for v in values if isinstance(v, Path))
+    return paths
+
+
+def _files(path: Path) -> Iterator[tuple[str, int, int]]:
+    """``(relative name, size, mtime_ns)`` of the regular files at or under ``path``."""
+    try:
+        info = path.stat()
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        yield ".", info.st_size, info.st_mtime_ns
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        return
+    for directory, _, names in os.walk(path):  # symlinked directories are not followed
+        for name in names:
+            full = os.path.join(directory, name)
+            try:
+                entry = os.stat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(entry.st_mode):
+                yield os.path.relpath(full, path), entry.st_size, entry.st_mtime_ns
+
+
+def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
+    """The loader's input: its paths and one hash of their files (None without paths)."""
+    paths = input_paths(config)
+    if not paths:
+        return None
+    listing = [[str(path), sorted(_files(path))] for path in paths]
+    return {"paths": [str(path) for path in paths], "files": _digest(listing)}
+
+
+def run_inputs(spec: PipelineSpec, loader_config: BaseModel) -> dict[str, Any]:
+    """What the manifest's ``inputs`` records: the pipeline's section hashes and the input."""
+    return {"pipeline": pipeline_hashes(spec), "input": input_fingerprint(loader_config)}

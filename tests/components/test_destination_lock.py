@@ -1,0 +1,118 @@
+"""One run per destination: every first-party sink locks its destination from start to close.
+
+A second writer is refused at once with the destination and the holder's pid, and
+the first is not disturbed; the kernel frees the lock of a killed holder, so a
+SIGKILL leaves nothing stale behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from seamline.components.sinks._lock import lock_path
+from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
+from seamline.components.sinks.npy import NpySink, NpySinkConfig
+from seamline.contracts import OutputRecord, UserError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MANIFEST = {"seamline_manifest": 1, "pipeline": "lock", "model": {"use": "toy"}}
+
+
+def jsonl(out: Path) -> Any:
+    return JsonlSink(JsonlSinkConfig(path=out / "emb.jsonl"))
+
+
+def npy(out: Path) -> Any:
+    return NpySink(NpySinkConfig(path=out / "emb.npy"))
+
+
+def parquet(out: Path) -> Any:
+    from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
+
+    return ParquetSink(ParquetSinkConfig(path=out / "emb.parquet"))
+
+
+def lancedb(out: Path) -> Any:
+    from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
+
+    return LanceDbSink(LanceDbSinkConfig(path=out / "emb.lance"))
+
+
+FACTORIES = {"jsonl": jsonl, "npy": npy, "parquet": parquet, "lancedb": lancedb}
+
+
+def records(n: int) -> list[OutputRecord]:
+    rng = np.random.default_rng(0)
+    return [
+        OutputRecord(f"d{i}", 0, (0, 1), rng.normal(size=4).astype(np.float32), {}, "t")
+        for i in range(n)
+    ]
+
+
+def destination(sink: Any) -> Path:
+    path: Path = sink.config.path
+    return path
+
+
+@pytest.mark.parametrize("kind", FACTORIES)
+@pytest.mark.parametrize("how", ["start", "recover"])
+def test_a_second_writer_is_refused_and_the_first_is_not_disturbed(
+    tmp_path: Path, kind: str, how: str
+) -> None:
+    make = FACTORIES[kind]
+    first = make(tmp_path / "out")
+    first.start(MANIFEST)
+    first.write(records(3))
+    first.commit("2")
+    second = make(tmp_path / "out")
+    with pytest.raises(UserError) as refused:
+        getattr(second, how)(MANIFEST)
+    message = str(refused.value)
+    assert f"another run (pid {os.getpid()}) is writing to {str(destination(first))!r}" in message
+    assert "--resume" in message
+    second.close(complete=False)  # a refused sink's close must not free the holder's lock
+    assert lock_path(destination(first)).exists()
+    first.write(records(5)[3:])
+    first.close()
+    assert destination(first).exists(), "the first run published"
+    assert not lock_path(destination(first)).exists(), "closing releases (and removes) the lock"
+    third = make(tmp_path / "out")
+    third.start(MANIFEST)  # free again
+    third.close(complete=False)
+
+
+def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
+        sink = JsonlSink(JsonlSinkConfig(path=Path({str(out / "emb.jsonl")!r})))
+        sink.start({MANIFEST!r})
+        print("locked", flush=True)
+        time.sleep(60)
+        """
+    )
+    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(UserError, match=rf"another run \(pid {holder.pid}\)"):
+            jsonl(out).start(MANIFEST)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    sink = jsonl(out)
+    sink.start(MANIFEST)  # the kernel released the dead holder's lock
+    sink.close(complete=False)

@@ -1,0 +1,253 @@
+"""Fault-injection components for the reliability tests, registered through entry points.
+
+Like the scaling tests' components, this is an installed-looking distribution (this
+module and its ``dist-info``), so that ``seamline run`` subprocesses discover it from
+``PYTHONPATH`` and errors name its distribution, ``seamline-fixture-faults``.
+
+- ``fault-raise``, ``fault-nan``: attention that is right until its ``at``-th call
+  *while running* (a host callback counts the executions of the compiled code, the
+  verification probe's included), then raises, or returns NaN, on every call;
+- ``fault-shape``: attention that returns the wrong shape (found at trace time); it
+  ranks itself first under ``auto``;
+- ``fault-loader``: ``documents`` short documents ``d0``, ``d1``..., cursor = index;
+  reading document ``raise_at`` (or the one ``SEAMLINE_FAULT_RAISE=read:<i>`` names)
+  raises;
+- ``fault-jsonl``: the ``jsonl`` sink, whose n-th write or commit raises
+  (``SEAMLINE_FAULT_RAISE=write:<n>`` or ``commit:<n>``), and which kills its own
+  process with SIGKILL at the point that
+  ``SEAMLINE_FAULT_KILL=<point>:<n>`` names (so a kill needs no change to the
+  pipeline file, which a resume would refuse): ``write`` (before the n-th write),
+  ``commit`` (before the n-th commit), ``mid-commit`` (the n-th commit, after the
+  partial files are synced and the new checkpoint written, just before it is renamed
+  into place), ``after-commit`` (just after the n-th commit), ``publish`` (before the
+  n-th rename while publishing: 1 is the manifest, the last is the records file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field
+
+from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    ComponentConfig,
+    Document,
+    DocumentError,
+    Loaded,
+    Loader,
+    OutputRecord,
+    SegmentIds,
+    Shard,
+    Support,
+)
+from seamline.contracts.kernel_kit import reference_attention
+
+KILL = "SEAMLINE_FAULT_KILL"
+RAISE = "SEAMLINE_FAULT_RAISE"
+"""Faults named by the environment, not the pipeline file: a resume refuses a changed one."""
+
+
+def _point(variable: str) -> tuple[str, int] | None:
+    """``<point>:<n>`` from the environment variable, or None."""
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    point, _, count = value.partition(":")
+    return point, int(count or 1)
+
+
+class FaultAttentionConfig(ComponentConfig):
+    at: int = Field(default=1, ge=1, description="The first call that fails (1-based).")
+
+
+class _FaultAttention(Attention[FaultAttentionConfig]):
+    contract_version: ClassVar[str] = "1.1"
+    Config = FaultAttentionConfig
+    is_reference: ClassVar[bool] = False
+
+    def __init__(self, config: FaultAttentionConfig) -> None:
+        super().__init__(config)
+        self.calls = 0
+
+    def supports(self, spec: AttentionSpec) -> Support:
+        return Support.yes()
+
+    def _failing(self, _: Any) -> np.ndarray:
+        """Host side of the callback: count this execution; whether it is to fail."""
+        self.calls += 1
+        return np.asarray(self.calls >= self.config.at)
+
+    def _reference(
+        self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any
+    ) -> tuple[jax.Array, jax.Array]:
+        out = reference_attention(q, k, v, **kwargs)
+        failing = jax.pure_callback(
+            self._failing, jax.ShapeDtypeStruct((), jnp.bool_), q[0, 0, 0, 0]
+        )
+        return out, failing
+
+
+class RaisingAttention(_FaultAttention):
+    name: ClassVar[str] = "fault-raise"
+
+    def _failing(self, anything: Any) -> np.ndarray:
+        if super()._failing(anything):
+            raise RuntimeError(f"injected kernel fault at call {self.calls}")
+        return np.asarray(False)
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+    ) -> jax.Array:
+        out, failing = self._reference(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+        return jnp.where(failing, jnp.zeros_like(out), out)  # keeps the callback alive
+
+
+class NanAttention(_FaultAttention):
+    name: ClassVar[str] = "fault-nan"
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+    ) -> jax.Array:
+        out, failing = self._reference(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+        return jnp.where(failing, jnp.full_like(out, jnp.nan), out)
+
+
+class WrongShapeAttention(_FaultAttention):
+    name: ClassVar[str] = "fault-shape"
+    auto_priority: ClassVar[int] = 1000
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+    ) -> jax.Array:
+        out = reference_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+        return out[:, :, :1]
+
+
+class FaultLoaderConfig(ComponentConfig):
+    documents: int = Field(ge=0)
+    raise_at: int | None = None
+
+
+class FaultLoader(Loader[FaultLoaderConfig]):
+    """``d<i>``: a few words that vary with ``i``; the position is the cursor."""
+
+    name: ClassVar[str] = "fault-loader"
+    contract_version: ClassVar[str] = "1.0"
+    Config = FaultLoaderConfig
+
+    def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
+        first = 0 if after is None else int(after) + 1
+        injected = _point(RAISE)
+        raise_at = injected[1] if injected and injected[0] == "read" else self.config.raise_at
+        for i in range(first, self.config.documents):
+            if not shard.owns(i):
+                continue
+            if i == raise_at:
+                raise RuntimeError(f"injected loader fault at document d{i}")
+            item: Document | DocumentError = Document(
+                f"d{i}", " ".join(f"w{(i * 7 + j) % 13}" for j in range(1 + i % 6))
+            )
+            yield Loaded(str(i), item)
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class FaultSink(JsonlSink):
+    name: ClassVar[str] = "fault-jsonl"
+
+    def __init__(self, config: JsonlSinkConfig) -> None:
+        super().__init__(config)
+        self._counts: dict[str, int] = {}
+        self._kill = _point(KILL)
+        self._raise = _point(RAISE)
+
+    def _reached(self, point: str) -> bool:
+        """Count ``point``; die there if it is the kill point, raise if it is the fault's."""
+        self._counts[point] = self._counts.get(point, 0) + 1
+        if self._raise == (point, self._counts[point]):
+            raise RuntimeError(f"injected sink fault at {point} {self._counts[point]}")
+        return self._kill is not None and self._kill == (point, self._counts[point])
+
+    def relocated(self, directory: Any) -> FaultSink:
+        config = self.config.model_copy(
+            update={
+                "path": directory / self.config.path.name,
+                "errors_path": directory / self.config.resolved_errors_path().name,
+            }
+        )
+        return FaultSink(config)
+
+    def write(self, records: Sequence[OutputRecord]) -> None:
+        if self._reached("write"):
+            _die()
+        super().write(records)
+
+    def commit(self, cursor: str) -> None:
+        if self._reached("commit"):
+            _die()
+        mid = self._reached("mid-commit")
+        with _dying_at_rename(1) if mid else contextlib.nullcontext():
+            super().commit(cursor)
+        if self._reached("after-commit"):
+            _die()
+
+    def close(self, complete: bool = True) -> None:
+        kill = self._kill
+        if complete and kill is not None and kill[0] == "publish":
+            with _dying_at_rename(kill[1]):
+                super().close(complete)
+            return
+        super().close(complete)
+
+
+@contextlib.contextmanager
+def _dying_at_rename(n: int) -> Iterator[None]:
+    """SIGKILL this process instead of the ``n``-th ``os.replace`` under this block."""
+    real = os.replace
+    seen = 0
+
+    def replace(source: Any, destination: Any) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == n:
+            _die()
+        real(source, destination)
+
+    os.replace = replace  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os.replace = real
