@@ -125,9 +125,12 @@ def _environment_errors(action: Callable[[], T], kept: str) -> T:
     except ShardFailed as failed:
         # A shard run in this process keeps the machine's error as its cause: say that, as
         # for an unsharded run, rather than blame the component whose call it interrupted.
-        if not isinstance(failed.__cause__, OSError):
+        # Only an error of the system (it has an errno: a full disk, a read-only folder); an
+        # OSError a component raised itself ("cannot read d3") is that component's failure.
+        cause = failed.__cause__
+        if not isinstance(cause, OSError) or cause.errno is None:
             raise
-        _environment_failure(failed.__cause__, kept)
+        _environment_failure(cause, kept)
 
 
 def _environment_failure(error: OSError, kept: str) -> NoReturn:
