@@ -68,13 +68,19 @@ class FileLock:
         flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             descriptor = os.open(self.path, flags, 0o600)
-        except OSError as err:
+        except OSError:
             if not self.path.is_symlink():
                 raise
-            raise UserError(
-                f"the lock file {str(self.path)!r} is a symbolic link; it was not followed. "
-                "Remove it, then run again"
-            ) from err
+            # A lock file of ours is never a link: one planted at its name is removed, not
+            # followed (as a staging folder found to be a link is), and ours made instead.
+            self.path.unlink()
+            try:
+                descriptor = os.open(self.path, flags | os.O_EXCL, 0o600)
+            except OSError as err:
+                raise UserError(
+                    f"the lock file {str(self.path)!r} was a symbolic link and could not be "
+                    "replaced; it was not followed. Remove it, then run again"
+                ) from err
         return os.fdopen(descriptor, "a+b")  # held until release()
 
     def _still_named(self, handle: IO[bytes]) -> bool:
