@@ -20,8 +20,6 @@ That is what a worker of an executor is (:mod:`seamline.core.worker`).
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 import uuid
@@ -80,6 +78,7 @@ from seamline.core.telemetry import (
     WORKER,
     span_event,
     tracer,
+    worker_name,
 )
 
 log = structlog.get_logger("seamline.core")
@@ -275,8 +274,9 @@ class Orchestrator:
             DEVICE_KIND: device_kind,
         }
         if context is not None:
-            worker = f"{socket.gethostname()}:{os.getpid()}"
-            attributes.update({SHARD_INDEX: shard.index, SHARD_COUNT: shard.count, WORKER: worker})
+            attributes.update(
+                {SHARD_INDEX: shard.index, SHARD_COUNT: shard.count, WORKER: worker_name()}
+            )
         name = "seamline.run" if context is None else "seamline.shard"
         with tracer().start_as_current_span(name, context=context, attributes=attributes) as root:
             components = {

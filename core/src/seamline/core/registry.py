@@ -342,41 +342,29 @@ def _load_group(
     def attribution(ep: metadata.EntryPoint) -> _Origin:
         return index.get((group, ep.name, ep.value), _UNKNOWN)
 
-    def admit(ep: metadata.EntryPoint) -> bool:
+    def not_loaded(ep: metadata.EntryPoint, status: Status, reason: str) -> ComponentInfo:
+        """The entry of a component that was not loaded: refused, or failed to import."""
         origin = attribution(ep)
-        reason = trust.refusal(origin.name)
+        return ComponentInfo(
+            kind,
+            ep.name,
+            ep.value,
+            origin.name,
+            origin.version,
+            status,
+            reason,
+            module_file=module_file(ep.value, origin.files),
+        )
+
+    def admit(ep: metadata.EntryPoint) -> bool:
+        reason = trust.refusal(attribution(ep).name)
         if reason is None:
             return True
-        where = module_file(ep.value, origin.files)
-        untrusted.append(
-            ComponentInfo(
-                kind,
-                ep.name,
-                ep.value,
-                origin.name,
-                origin.version,
-                "untrusted",
-                reason,
-                module_file=where,
-            )
-        )
+        untrusted.append(not_loaded(ep, "untrusted", reason))
         return False
 
     def on_failure(_manager: Any, ep: metadata.EntryPoint, err: BaseException) -> None:
-        origin = attribution(ep)
-        reason = f"import failed: {type(err).__name__}: {err}"
-        failures.append(
-            ComponentInfo(
-                kind,
-                ep.name,
-                ep.value,
-                origin.name,
-                origin.version,
-                "broken",
-                reason,
-                module_file=module_file(ep.value, origin.files),
-            )
-        )
+        failures.append(not_loaded(ep, "broken", f"import failed: {type(err).__name__}: {err}"))
 
     manager = _TrustedExtensionManager(group, admit, on_failure)
     infos: list[ComponentInfo] = []

@@ -53,6 +53,8 @@ recorded on its span (``record_exception``) and sets the status to ERROR.
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,6 +81,12 @@ SHARD_COUNT = "seamline.shard.count"
 EXECUTOR = "seamline.executor"
 WORKER = "seamline.worker"
 THREAD_NAME = "thread.name"  # OpenTelemetry semantic convention
+
+
+def worker_name() -> str:
+    """``host:pid`` of this process: the value of :data:`WORKER`, and how workers are named."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
 
 _EVENT_NAMES = {
     "Fallback": "seamline.fallback",

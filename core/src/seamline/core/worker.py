@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -42,14 +41,10 @@ from seamline.core.config.located import parse_located
 from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.seams import failed_at
+from seamline.core.telemetry import worker_name
 from seamline.core.trust import EVERYONE, TrustPolicy
 
 log = structlog.get_logger("seamline.core")
-
-
-def worker_name() -> str:
-    """``host:pid`` of this process."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class PipelineWorker(ShardWorker):

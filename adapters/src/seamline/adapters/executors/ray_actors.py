@@ -165,7 +165,9 @@ class ShardActor:
             flush_telemetry()  # the driver may end this process as soon as it has the report
 
     def ready(self) -> str:
-        return f"{socket.gethostname()}:{os.getpid()}"
+        from seamline.core.telemetry import worker_name
+
+        return worker_name()
 
 
 def _worker_telemetry(settings: Mapping[str, Any]) -> None:
