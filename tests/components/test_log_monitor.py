@@ -42,7 +42,9 @@ def one(event: Any, **options: Any) -> dict[str, Any]:
 
 
 def batch(index: int, *, tokens: int = 512, seconds: float = 0.25) -> BatchDone:
-    return BatchDone(index=index, length=128, examples=4, tokens=tokens, seconds=seconds)
+    return BatchDone(
+        index=index, length=128, examples=4, tokens=tokens, seconds=seconds, documents=9 + index
+    )
 
 
 def finished(*, ok: bool = True, seconds: float = 2.0) -> RunFinished:
@@ -119,6 +121,7 @@ def test_batch_done_reports_throughput() -> None:
         "tokens": 512,
         "seconds": 0.25,
         "tokens_per_s": 2048.0,
+        "documents": 9,
     }
 
 

@@ -135,6 +135,7 @@ class LogMonitor(Monitor[LogMonitorConfig]):
             tokens=event.tokens,
             seconds=round(event.seconds, 4),
             tokens_per_s=_rate(event.tokens, event.seconds),
+            documents=event.documents,
         )
 
     def _document_failed(self, event: DocumentFailed) -> None:
