@@ -5,6 +5,8 @@ point: before a write, before a commit, in the middle of a commit (the new check
 written, not yet renamed into place), just after a commit, before each rename while
 publishing (the ``fault-jsonl`` sink's ``SEAMLINE_FAULT_KILL`` hook, so the pipeline
 file is the same for the resume), and at seeded random moments; once by SIGTERM.
+The runs killed at a moment are slowed down (``SEAMLINE_FAULT_SLOW``: a sleep before
+each write), so that the moment falls inside the run on a fast machine too.
 Each is then resumed with ``seamline run --resume`` (in this process, to keep the
 harness quick), and the published output must equal an uninterrupted run's: every
 document exactly once, identical embeddings, nothing hidden left behind.
@@ -43,6 +45,9 @@ sink: {{use: fault-jsonl, with: {{path: {path}}}}}
 run: {{batch_size: 4, buckets: [8, 16], checkpoint_every: 6}}
 """
 COMMITS = DOCUMENTS // 6
+SLOW_S = 1.0
+"""Sleep before each write of a run killed at a moment: 12 writes or more (48 documents in
+batches of 4) outlast the latest moment, 6 s, on any machine."""
 
 
 def kill_points(seed: int = SEED) -> list[str]:
@@ -101,6 +106,7 @@ def interrupted(pipeline: Path, point: str, cache: Path) -> int:
     seamline = [sys.executable, "-m", "seamline.adapters.cli.main", "run", str(pipeline)]
     if point.startswith(("after:", "term:")):
         kind, _, delay = point.partition(":")
+        env["SEAMLINE_FAULT_SLOW"] = str(SLOW_S)
         process = subprocess.Popen(
             [*seamline, "--log-level", "warning"],
             env=env,
@@ -108,8 +114,11 @@ def interrupted(pipeline: Path, point: str, cache: Path) -> int:
             stderr=subprocess.DEVNULL,
         )
         time.sleep(float(delay))
-        process.send_signal(signal.SIGTERM if kind == "term" else signal.SIGKILL)
-        return process.wait(timeout=120)
+        sent = signal.SIGTERM if kind == "term" else signal.SIGKILL
+        process.send_signal(sent)
+        code = process.wait(timeout=120)
+        assert code == -sent, (point, code, "the run ended before the signal")
+        return code
     env["SEAMLINE_FAULT_KILL"] = point
     done = subprocess.run(
         [*seamline, "--log-level", "warning"], env=env, capture_output=True, text=True, timeout=120
