@@ -226,9 +226,8 @@ class CompiledSteps:
                 if not self._fallback:
                     error = AttentionCallFailed(
                         f"attention {chosen!r} {fault} for {step.decision.signature}, and "
-                        "on_failure is 'raise', so the run stopped; what the sink last "
-                        "committed is kept (run again with --resume, or set "
-                        "attention.on_failure: fallback)"
+                        "on_failure is 'raise', so the run stopped (attention.on_failure: "
+                        "fallback would have tried the next candidate)"
                     )
                     info = self.candidates.infos.get(chosen)
                     mark_failure(error, "attention", chosen, "call", info)
