@@ -125,7 +125,8 @@ class BatchSample:
     """Since the process was started."""
     batch: int
     documents: int
-    """Documents the loader had read when the batch was done (a little ahead of the batch)."""
+    """Documents read and prepared when the batch was done (the producer thread runs a
+    little ahead of the batches)."""
     tokens: int
     rss_bytes: int
 
@@ -390,7 +391,7 @@ def plot(
     memory.plot(documents, [b.rss_bytes / MiB for b in batches], lw=0.8, label="RSS")
     first = verdict.first_bytes / MiB
     warm = batches[verdict.warmup_batches].documents
-    memory.axvspan(0, warm, color="0.9", label="warm-up (not judged)")
+    memory.axvspan(0, warm, color="0.9", zorder=0, label="warm-up (not judged)")
     memory.axhspan(
         first * (1 - verdict.tolerance),
         first * (1 + verdict.tolerance),
@@ -421,7 +422,7 @@ def plot(
         baseline=None,
         label="documents/s",
     )
-    rate.axvspan(0, warm, color="0.9")
+    rate.axvspan(0, warm, color="0.9", zorder=0)
     rate.set_ylabel("documents/s (per slice)")
     rate.set_xlabel("documents read")
     rate.set_ylim(bottom=0)
