@@ -50,14 +50,16 @@ def registry() -> Registry:
 
 
 @contextlib.contextmanager
-def in_process_cli() -> Iterator[CliRunner]:
-    """``seamline run`` in this process, seeing the fixtures, leaving global telemetry alone."""
-    discovered = registry()
+def in_process_cli(discovered: Registry | None = None) -> Iterator[CliRunner]:
+    """``seamline run`` in this process, seeing ``discovered`` (default: :func:`registry`),
+    leaving global telemetry alone and with no kill point from the environment."""
+    found = discovered if discovered is not None else registry()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Registry, "discover", classmethod(lambda cls: discovered))
+        patch.setattr(Registry, "discover", classmethod(lambda cls: found))
         patch.setattr(logging_setup, "configure_logging", lambda **_: None)
         patch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
         patch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)
+        patch.delenv("SEAMLINE_FAULT_KILL", raising=False)
         yield CliRunner()
 
 

@@ -31,18 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from typer.testing import CliRunner
 
-from seamline.adapters import logging_setup, telemetry_setup
-from seamline.adapters.cli.main import app
 from seamline.core.registry import Registry
+from tests.faults import component_scenarios as components
 from tests.faults.component_scenarios import Ran
 from tests.faults.fixture_plugin import PLUGIN, SCALE_PLUGIN, fault_environment
 from tests.outcome_tables import check, expected, table
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    pass
 
 NAME = "kill-points"
 DOCUMENTS = 48
@@ -87,21 +85,15 @@ def signal_of(point: str) -> signal.Signals:
     return signal.SIGTERM if point.startswith("term:") else signal.SIGKILL
 
 
-@contextlib.contextmanager
-def in_process_cli() -> Iterator[CliRunner]:
-    """``seamline run`` in this process, seeing the fixtures, leaving global telemetry alone."""
+def in_process_cli() -> contextlib.AbstractContextManager[CliRunner]:
+    """``seamline run`` in this process, discovering as the subprocesses do: the installed
+    components and the fixtures."""
     sys.path[:0] = [str(PLUGIN), str(SCALE_PLUGIN)]
-    try:  # discovery as the subprocesses see it: the installed components and the fixtures
+    try:
         discovered = Registry.discover()
     finally:
         del sys.path[:2]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Registry, "discover", classmethod(lambda cls: discovered))
-        patch.setattr(logging_setup, "configure_logging", lambda **_: None)
-        patch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
-        patch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)
-        patch.delenv("SEAMLINE_FAULT_KILL", raising=False)
-        yield CliRunner()
+    return components.in_process_cli(discovered)
 
 
 def write_pipeline(directory: Path) -> Path:
@@ -114,8 +106,7 @@ def write_pipeline(directory: Path) -> Path:
 
 
 def run_in_process(cli: CliRunner, pipeline: Path, *flags: str) -> Ran:
-    result = cli.invoke(app, ["run", str(pipeline), "--no-compile-cache", *flags])
-    return Ran(result.exit_code, result.stdout, result.stderr)
+    return components.seamline(cli, pipeline, *flags)
 
 
 @dataclass(frozen=True)
@@ -152,11 +143,8 @@ def interrupted(pipeline: Path, point: str, cache: Path) -> Ended:
 def published(directory: Path) -> tuple[list[dict[str, Any]] | None, list[str]]:
     """The published records (None: nothing published), and every file in the output folder."""
     out = directory / "out"
-    path = out / "emb.jsonl"
-    if not path.exists():
-        return None, sorted(p.name for p in out.iterdir()) if out.exists() else []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines], sorted(p.name for p in out.iterdir())
+    files = sorted(p.name for p in out.iterdir()) if out.exists() else []
+    return components.published(out), files
 
 
 @dataclass(frozen=True)
