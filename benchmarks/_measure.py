@@ -77,21 +77,25 @@ class Corpus:
     source: str
 
 
+def make_run_corpus(workdir: Path) -> tuple[Path, str]:
+    """The corpus ``make run`` embeds: ``build/corpus`` if it is there, else one written
+    into ``workdir/full-corpus`` by ``examples/corpus/make_corpus.py``; and which it was."""
+    if any(BUILT_CORPUS.glob("*.txt")):
+        return BUILT_CORPUS, f"reused {BUILT_CORPUS.relative_to(ROOT)}"
+    source = workdir / "full-corpus"
+    subprocess.run(
+        [sys.executable, str(MAKE_CORPUS), str(source)], check=True, stdout=subprocess.DEVNULL
+    )
+    return source, f"built with {MAKE_CORPUS.relative_to(ROOT)}"
+
+
 def select_corpus(docs: int, workdir: Path, say: Say = say_to_stderr) -> Corpus:
     """Copy the first ``docs`` documents (sorted by name) of the ``make run`` corpus.
 
     ``build/corpus`` if it is there, else ``examples/corpus/make_corpus.py`` writes one
     into ``workdir``. The copy goes to ``workdir/corpus``, so every side reads exactly it.
     """
-    source = BUILT_CORPUS
-    if any(source.glob("*.txt")):
-        described = f"reused {source.relative_to(ROOT)}"
-    else:
-        source = workdir / "full-corpus"
-        subprocess.run(
-            [sys.executable, str(MAKE_CORPUS), str(source)], check=True, stdout=subprocess.DEVNULL
-        )
-        described = f"built with {MAKE_CORPUS.relative_to(ROOT)}"
+    source, described = make_run_corpus(workdir)
     names = sorted(path.name for path in source.glob("*.txt"))
     if len(names) < docs:
         say(f"only {len(names)} documents in the corpus; using them all")

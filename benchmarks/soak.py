@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import _measure as measure
+import whole_run
 
 ROOT = measure.ROOT
 PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
@@ -79,19 +80,6 @@ def sentences(corpus: Path) -> list[str]:
             if 3 <= len(words) <= 30:
                 found.add(" ".join(words))
     return sorted(found)
-
-
-def source_corpus(workdir: Path) -> Path:
-    """The corpus ``make run`` embeds (``build/corpus``), or one written into ``workdir``."""
-    if any(measure.BUILT_CORPUS.glob("*.txt")):
-        return measure.BUILT_CORPUS
-    target = workdir / "corpus"
-    subprocess.run(
-        [sys.executable, str(measure.MAKE_CORPUS), str(target)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    return target
 
 
 def short_documents(pool: Sequence[str], count: int, seed: int = SEED) -> Iterator[dict[str, str]]:
@@ -248,19 +236,15 @@ def judge(batches: Sequence[BatchSample], warmup: float, tolerance: float) -> Ve
     first = judged[0].rss_bytes
     values = [b.rss_bytes for b in judged]
     drift = max(abs(v - first) for v in values) / first
-    slope = _slope([b.documents for b in judged], values)
+    documents = [b.documents for b in judged]
+    # The least-squares slope; 0 where the documents count never moved (linear_regression
+    # refuses a constant x).
+    slope = 0.0
+    if len(set(documents)) > 1:
+        slope = statistics.linear_regression(documents, values).slope
     return Verdict(
         skip, first, min(values), max(values), values[-1], drift, slope * 10_000 / MiB, tolerance
     )
-
-
-def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """The least-squares slope of ``ys`` against ``xs`` (0 where ``xs`` do not vary)."""
-    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
-    spread_x = sum((x - mean_x) ** 2 for x in xs)
-    if spread_x == 0:
-        return 0.0
-    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread_x
 
 
 @dataclass(frozen=True)
@@ -496,13 +480,12 @@ def main(argv: list[str] | None = None) -> int:
 def soak(args: argparse.Namespace, workdir: Path) -> int:
     say = measure.say_to_stderr
     load = measure.LoadAverages()
-    pool = sentences(source_corpus(workdir))
+    pool = sentences(measure.make_run_corpus(workdir)[0])
     input_path = workdir / "soak.jsonl"
     documents = write_input(input_path, short_documents(pool, args.documents))
     say(f"{documents:,} documents from {len(pool):,} sentences -> {input_path}")
-    suffix = {"lancedb": ".lance", "parquet": ".parquet", "jsonl": ".jsonl", "npy": ".npy"}
     sink = _sink_of(args.pipeline, args.overrides)
-    output = workdir / "out" / f"soak{suffix.get(sink, '')}"
+    output = workdir / "out" / f"soak{whole_run.SUFFIXES.get(sink or '', '.npy')}"
     argv = [
         str(SEAMLINE), "run", str(args.pipeline),
         "--set", f"loader={{use: jsonl, with: {{path: {json.dumps(str(input_path))}}}}}",
@@ -534,7 +517,7 @@ def soak(args: argparse.Namespace, workdir: Path) -> int:
         "throughput": [asdict(s) for s in slices],
         "first_rate": first_rate,
         "rate_ratio": slices[-1].documents_per_s / first_rate if first_rate else 0.0,
-        "peak_rss_bytes": max(r for _, r in watch.timeline or [(0, verdict.max_bytes)]),
+        "peak_rss_bytes": max([verdict.max_bytes, *(r for _, r in watch.timeline)]),
         "problems": problems,
         "compilations": compiled,
         "compilations_after_warmup": len(late),
