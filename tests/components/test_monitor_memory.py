@@ -31,8 +31,10 @@ from seamline.contracts import (
     OutputRecord,
     RunStarted,
     SeamCall,
+    SeamStarted,
     Sink,
 )
+from seamline.contracts.monitor import EMITTING_THREAD
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import ComponentInfo, Registry
@@ -219,6 +221,56 @@ def test_a_call_of_another_thread_ending_after_the_growth_is_not_blamed(
     assert alert.attributes["seams"].get("model:toy", 0) == 0
 
 
+HOST, DEVICE = 1, 2  # thread idents, as emitting_thread() reports them
+
+
+def test_a_host_call_spanning_the_whole_write_is_not_blamed(
+    fake: FakeProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load: the host thread's ``prepare`` runs (descheduled) across the device
+    thread's ``apply`` and the sink's write, which starts a while after ``apply`` ended.
+    Its start sample bounds the write: the growth lies inside both calls, and the
+    device thread's write takes it (the failure CI saw charged it to ``model:toy``)."""
+    clock = [0.0]
+    monkeypatch.setattr(memory, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monitor = MemoryMonitor(MemoryMonitorConfig(warmup=0, window=4))
+    assert monitor.wants_seam_starts
+
+    def on(thread: int, at: float, event: Any) -> None:
+        clock[0] = at
+        token = EMITTING_THREAD.set(thread)
+        try:
+            monitor.observe(event)
+        finally:
+            EMITTING_THREAD.reset(token)
+
+    for index in range(1, 6):
+        start = 10.0 * index
+        on(HOST, start, SeamStarted("model", "toy", "prepare"))
+        on(DEVICE, start + 0.1, SeamStarted("model", "toy", "apply"))
+        on(DEVICE, start + 0.5, SeamCall("model", "toy", "apply", 0.4))
+        on(DEVICE, start + 0.8, SeamStarted("sink", "leaky", "write"))  # records built
+        fake.live += 1 * MiB
+        on(DEVICE, start + 1.0, SeamCall("sink", "leaky", "write", 0.2))
+        on(HOST, start + 1.2, SeamCall("model", "toy", "prepare", 1.2))
+        on(DEVICE, start + 1.3, batch(index))
+    (alert,) = monitor.alerts
+    assert alert.attributes["seam"] == "sink:leaky", alert.attributes
+    assert alert.attributes["seams"] == {"sink:leaky": 4 * MiB}
+    assert alert.attributes["seam_share"] == 1.0
+
+
+def test_growth_is_charged_to_the_batch_it_happened_in(fake: FakeProcess) -> None:
+    # Claims settle TIMELINE samples late; the window still counts only its own batches.
+    monitor = MemoryMonitor(MemoryMonitorConfig(warmup=2, window=10))
+    drive(monitor, fake, 13, leak=("sink:leaky", 1 * MiB))
+    for _ in range(memory.TIMELINE):  # settle every claim so far
+        monitor.observe(SeamCall("loader", "list", "read", 0.0))
+    (alert,) = monitor.alerts
+    assert alert.attributes["seams"] == {"sink:leaky": 10 * MiB}
+    assert monitor.attribution("live_array_bytes", 3, 13) == {"sink:leaky": 10 * MiB}
+
+
 def test_alerts_reach_a_bound_emitter(fake: FakeProcess) -> None:
     published: list[Any] = []
     monitor = MemoryMonitor(MemoryMonitorConfig(warmup=0, window=4))
@@ -369,8 +421,10 @@ def test_a_planted_leak_is_flagged_within_bounded_batches(leaky: type[LeakySink]
     assert first["growth_bytes"] >= config.window * LeakySink.LEAK_BYTES
     assert monitor.seam_calls  # the orchestrator reports seam calls: the sink is named
     assert first["seam"] == "sink:leaky", first
-    # Most of it: under load a few of the sink's writes overlap host-thread calls.
-    assert first["seam_share"] > 0.5, first
+    # Nearly all of it, though prefetch runs prepare on the host thread meanwhile:
+    # each write is bounded by its own start sample (a few KiB of the model's
+    # passing outputs may be caught by a sample mid-call).
+    assert first["seam_share"] > 0.9, first
     assert first["seams"]["sink:leaky"] == max(first["seams"].values())
     assert any(e["event"] == "memory growth" and e["log_level"] == "warning" for e in logs)
     # Published through the host (monitor contract 1.2): the other monitors see the alert.

@@ -1,15 +1,18 @@
-"""MonitorHub: events a monitor publishes (monitor contract 1.2) reach the others, once."""
+"""MonitorHub: events a monitor publishes (monitor contract 1.2) reach the others, once;
+seam starts (1.4) reach only the monitors that ask for them."""
 
 from __future__ import annotations
 
 import threading
 from typing import TYPE_CHECKING
 
+import pytest
 import structlog
 
-from seamline.contracts import Alert, BatchDone, ComponentConfig, Event
+from seamline.contracts import Alert, BatchDone, ComponentConfig, Event, SeamCall, SeamStarted
 from seamline.contracts.monitor import emitting_thread
 from seamline.core.monitor_hub import MonitorHub
+from seamline.core.seams import Seam
 from tests.core.monitor_faults import (
     FAILING_EVENTS,
     HUNG_BOUND_S,
@@ -19,6 +22,7 @@ from tests.core.monitor_faults import (
     Publisher,
     alerts,
 )
+from tests.core.toy import CountingSink
 
 if TYPE_CHECKING:
     from tests.faults.outcomes import FaultOutcomes
@@ -106,3 +110,48 @@ def test_a_monitor_can_tell_which_thread_emitted_the_event() -> None:
     assert recorded[0][0] == emitter.ident
     assert recorded[1][0] == threading.get_ident()
     assert recorded[0][1] != emitter.ident  # it did run on the courier
+
+
+class StartWatcher(Listener):
+    name = "start-watcher"
+    contract_version = "1.4"
+
+    @property
+    def wants_seam_starts(self) -> bool:
+        return True
+
+
+def test_seam_starts_reach_only_the_monitors_that_ask() -> None:
+    watcher, listener = StartWatcher(ComponentConfig()), Listener(ComponentConfig())
+    hub = MonitorHub([watcher, listener])
+    assert hub.wants_seam_starts
+    seam = Seam(CountingSink(ComponentConfig()), None, hub)
+    with seam.call("write"):
+        assert watcher.seen == [SeamStarted("sink", "counting", "write")]  # before the call
+    assert watcher.seen[1:] == listener.seen
+    assert [type(e) for e in listener.seen] == [SeamCall]
+
+
+def test_no_seam_start_is_made_when_no_monitor_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[object, ...]] = []
+    monkeypatch.setattr("seamline.core.seams.SeamStarted", lambda *a: made.append(a))
+    hub = MonitorHub([Listener(ComponentConfig())])
+    assert not hub.wants_seam_starts
+    with Seam(CountingSink(ComponentConfig()), None, hub).call("write"):
+        pass
+    assert made == []
+
+
+def test_a_monitor_that_cannot_say_whether_it_wants_starts_gets_none() -> None:
+    class Broken(Listener):
+        name = "broken"
+
+        @property
+        def wants_seam_starts(self) -> bool:
+            raise RuntimeError("no config")
+
+    broken = Broken(ComponentConfig())
+    hub = MonitorHub([broken])
+    assert not hub.wants_seam_starts
+    hub.emit(SeamStarted("sink", "counting", "write"))
+    assert broken.seen == []

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         RunFinished,
         RunStarted,
         SeamCall,
+        SeamStarted,
         ShadowCompared,
         Verified,
     )
@@ -107,6 +108,7 @@ _LOCATIONS: dict[str, str] = {
     "RunFinished": "seamline.contracts.events",
     "RunStarted": "seamline.contracts.events",
     "SeamCall": "seamline.contracts.events",
+    "SeamStarted": "seamline.contracts.events",
     "SeamlineError": "seamline.contracts.errors",
     "SegmentIds": "seamline.contracts.attention",
     "ShadowCompared": "seamline.contracts.events",
@@ -181,6 +183,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "SeamCall",
+    "SeamStarted",
     "SeamlineError",
     "SegmentIds",
     "ShadowCompared",

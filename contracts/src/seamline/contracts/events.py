@@ -61,6 +61,22 @@ class DocumentFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class SeamStarted:
+    """A call across a seam is about to begin (monitor contract 1.4).
+
+    Delivered only to monitors whose ``wants_seam_starts`` is true: a monitor that
+    samples process-wide state (memory, say) needs a sample at each call's start to
+    tell which call a change happened in while two threads make calls at once; the
+    rest have no use for it, and each delivery costs the calling thread a hand-off.
+    The matching :class:`SeamCall` follows on the same thread when the call ends.
+    """
+
+    kind: str
+    name: str
+    operation: str
+
+
+@dataclass(frozen=True, slots=True)
 class SeamCall:
     """One call across a seam, outside compiled code."""
 
@@ -131,6 +147,7 @@ Event = (
     | Compiled
     | BatchDone
     | DocumentFailed
+    | SeamStarted
     | SeamCall
     | Fallback
     | Verified
@@ -145,6 +162,7 @@ EVENT_TYPES: tuple[type[Any], ...] = (
     Compiled,
     BatchDone,
     DocumentFailed,
+    SeamStarted,
     SeamCall,
     Fallback,
     Verified,

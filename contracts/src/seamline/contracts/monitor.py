@@ -41,6 +41,15 @@ class Monitor(Component[MonitorConfigT], abc.ABC):
     def observe(self, event: Event) -> None:
         """Handle one event; ignore event types you do not know."""
 
+    @property
+    def wants_seam_starts(self) -> bool:
+        """Whether to receive :class:`~seamline.contracts.SeamStarted` events (since 1.4).
+
+        False by default: a start event is a synchronous hand-off for the thread about
+        to make the call, paid only when some monitor asks for it.
+        """
+        return False
+
     def bind(self, publish: Callable[[Event], None]) -> None:
         """Receive the host's way to publish events of your own (since monitor contract 1.2).
 

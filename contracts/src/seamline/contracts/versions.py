@@ -18,7 +18,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.1",
     "model": "1.2",
     "loader": "1.0",
-    "monitor": "1.3",
+    "monitor": "1.4",
     "sink": "1.3",
     "executor": "1.0",
 }

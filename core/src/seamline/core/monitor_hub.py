@@ -12,6 +12,8 @@ A monitor is observability, never a dependency of the result. So:
 * events come from two threads (the producer's ``SeamCall`` events and the main
   loop's), so the hub delivers one event at a time: a monitor's ``observe`` is never
   called concurrently with itself;
+* a :class:`~seamline.contracts.SeamStarted` goes only to the monitors that ask for
+  it (``wants_seam_starts``); with none asking, seams do not even make one;
 * a monitor may publish events of its own (``Monitor.bind``, monitor contract 1.2):
   they are queued and delivered to the other monitors once the current event is
   through (at most ``MAX_PUBLISHED`` per event, so two monitors answering each other
@@ -31,7 +33,7 @@ from typing import Any
 
 import structlog
 
-from seamline.contracts import Event, Monitor
+from seamline.contracts import Event, Monitor, SeamStarted
 from seamline.contracts.monitor import EMITTING_THREAD
 from seamline.core.telemetry import span_event
 
@@ -103,8 +105,14 @@ class MonitorHub:
         self._lock = threading.Lock()
         self._published: deque[tuple[Monitor[Any], Event]] = deque()
         self._courier: _Courier | None = None
+        self._start_watchers = [m for m in self.monitors if _wants_seam_starts(m)]
         with self._lock:
             self._call_all(lambda m: m.bind(functools.partial(self._publish, m)), "bind()")
+
+    @property
+    def wants_seam_starts(self) -> bool:
+        """Whether any monitor asks for :class:`SeamStarted` events (seams skip them if not)."""
+        return bool(self._start_watchers)
 
     def emit(self, event: Event) -> None:
         if not self.monitors:
@@ -132,11 +140,21 @@ class MonitorHub:
         self._published.append((sender, event))
 
     def _deliver(self, event: Event, sender: Monitor[Any] | None) -> None:
-        self._call_all(lambda m: m.observe(event), f"observe({type(event).__name__})", skip=sender)
+        to = self._start_watchers if isinstance(event, SeamStarted) else self.monitors
+        what = f"observe({type(event).__name__})"
+        self._call_all(lambda m: m.observe(event), what, skip=sender, monitors=to)
 
-    def _call_all(self, call: Call, what: str, *, skip: Monitor[Any] | None = None) -> None:
-        """``call`` on every live monitor but ``skip``, each within the hub's deadline."""
-        pending = [m for m in self.monitors if m is not skip and m.name not in self.hung]
+    def _call_all(
+        self,
+        call: Call,
+        what: str,
+        *,
+        skip: Monitor[Any] | None = None,
+        monitors: Sequence[Monitor[Any]] | None = None,
+    ) -> None:
+        """``call`` on every live monitor (of ``monitors``) but ``skip``, each in the deadline."""
+        chosen = self.monitors if monitors is None else monitors
+        pending = [m for m in chosen if m is not skip and m.name not in self.hung]
         started = time.monotonic()
         while pending:
             if self._courier is None:
@@ -170,3 +188,16 @@ class MonitorHub:
                 call=call,
                 error=f"{type(err).__name__}: {err}",
             )
+
+
+def _wants_seam_starts(monitor: Monitor[Any]) -> bool:
+    """The monitor's ``wants_seam_starts``; False for one that cannot say (or is older than 1.4)."""
+    try:
+        return getattr(monitor, "wants_seam_starts", False) is True
+    except Exception as err:  # a monitor's property must not break the run
+        log.warning(
+            "monitor failed to say whether it wants seam starts; it gets none",
+            monitor=getattr(monitor, "name", type(monitor).__name__),
+            error=f"{type(err).__name__}: {err}",
+        )
+        return False

@@ -21,7 +21,7 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import Component, SeamCall
+from seamline.contracts import Component, SeamCall, SeamStarted
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.registry import ComponentInfo
 from seamline.core.telemetry import component_attributes, tracer
@@ -68,7 +68,8 @@ class Seam:
     the attribute scheme (the component's ``describe()`` and the distribution the
     registry found), times the call, emits the :class:`SeamCall` event to the
     monitors when it ends (also when it fails), and records an escaping exception
-    on the span with an ERROR status.
+    on the span with an ERROR status. When a monitor asks for them
+    (``wants_seam_starts``), a :class:`SeamStarted` goes out before the call begins.
     """
 
     def __init__(
@@ -91,6 +92,8 @@ class Seam:
         self, operation: str, attributes: Mapping[str, Any] | None = None
     ) -> Iterator[trace.Span]:
         """Around one call of ``operation``; yields the span, for attributes known only after."""
+        if self._monitors.wants_seam_starts:  # before the clock starts: not the call's time
+            self._monitors.emit(SeamStarted(self.kind, self.name, operation))
         started = time.perf_counter()
         merged = self.attributes if not attributes else {**self.attributes, **attributes}
         try:

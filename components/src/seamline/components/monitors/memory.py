@@ -3,10 +3,11 @@
 At every batch (``BatchDone``) it samples the process's resident set size
 (psutil), the device's ``bytes_in_use`` where the backend reports memory
 statistics (``memory_stats()`` is None on the CPU) and the count and bytes of
-live JAX arrays (``jax.live_arrays()``). After every seam call (``SeamCall``) it
-takes the same cheap samples again (RSS and, when on, live arrays; not the device
-statistics) and charges the growth during that call to its seam, so that growth
-can be attributed to the loader, the model's ``prepare`` or ``apply``, or the sink.
+live JAX arrays (``jax.live_arrays()``). At the start and end of every seam call
+(``SeamStarted``, monitor contract 1.4, and ``SeamCall``) it takes the same cheap
+samples again (RSS and, when on, live arrays; not the device statistics) and
+charges the growth between them to that call's seam, so that growth can be
+attributed to the loader, the model's ``prepare`` or ``apply``, or the sink.
 
 *Sustained* growth is what it reports, not growth: the first ``warmup`` batches
 (imports, compilation, allocator pools filling) are not judged, and after them a
@@ -46,13 +47,18 @@ from seamline.contracts import (
     Monitor,
     RunStarted,
     SeamCall,
+    SeamStarted,
 )
 from seamline.contracts.monitor import emitting_thread
 
 LOGGER_NAME = "seamline.monitor.memory"
 SOURCE = "seamline.monitor.memory"
-TIMELINE = 64
-"""Samples kept unsettled: a seam call can claim the growth of those it overlaps."""
+TIMELINE = 256
+"""Samples kept unsettled: a seam call can claim the growth of those it overlaps (a
+batch of 32 documents takes about 70: a start and an end per ``prepare``, per chunk
+read, ``apply`` and ``write``)."""
+MAX_OPEN = 64
+"""Calls started and not yet ended, per thread, that are remembered (seams nest a few deep)."""
 MAX_ALERTS = 100
 """Alerts kept in :attr:`MemoryMonitor.alerts` (the oldest are dropped past this)."""
 
@@ -113,8 +119,8 @@ class MemoryMonitorConfig(ComponentConfig):
     )
     attribute_seams: bool = Field(
         default=True,
-        description="Sample again after every seam call (SeamCall event) to charge growth "
-        "to the seam whose calls coincide with it.",
+        description="Sample again at the start and end of every seam call (SeamStarted and "
+        "SeamCall events) to charge growth to the seam whose calls coincide with it.",
     )
 
     @model_validator(mode="after")
@@ -140,7 +146,8 @@ class Sample:
     live_arrays: int | None
     device_bytes_in_use: int | None
     seams: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Metric → seam (``kind:name``) → bytes of growth charged to it since the last batch."""
+    """Metric → seam (``kind:name``) → bytes of growth during this batch charged to it
+    (filled in as claims settle, which may be some batches later)."""
 
     def value(self, metric: str) -> int | None:
         value: int | None = getattr(self, metric)
@@ -154,6 +161,8 @@ class _Segment:
     since: float
     """When the previous sample was taken: the growth happened in ``(since, at]``."""
     at: float
+    batch: int
+    """The batch under way (the one whose ``BatchDone`` is next): charges go to it."""
     values: dict[str, int | None]
     deltas: dict[str, int]
     seam: str | None = None
@@ -254,7 +263,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
     """Samples memory every batch and seam call; alerts on sustained growth, naming the seam."""
 
     name: ClassVar[str] = "memory"
-    contract_version: ClassVar[str] = "1.3"
+    contract_version: ClassVar[str] = "1.4"
     Config = MemoryMonitorConfig
 
     def __init__(self, config: MemoryMonitorConfig) -> None:
@@ -267,6 +276,11 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
         self._emit: Callable[[Event], None] | None = None
         self._device_thread = emitting_thread()  # until a BatchDone says otherwise
         self._reset()
+
+    @property
+    def wants_seam_starts(self) -> bool:
+        """A sample at each call's start bounds the growth charged to it (contract 1.4)."""
+        return self.config.attribute_seams
 
     def bind(self, emit: Callable[[Event], None]) -> None:
         """Publish alerts as events to the other monitors (monitor contract 1.2).
@@ -283,7 +297,10 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
         self.seam_calls = 0
         self._since: dict[str, int] = {}  # metric -> batch from which its window may start
         self._timeline: deque[_Segment] = deque()
-        self._charged: dict[str, dict[str, int]] = {m: {} for m in METRICS}
+        self._open: dict[int, list[tuple[str, float]]] = {}
+        """Thread → the calls it started and has not ended: (``kind:name.operation``, when)."""
+        self._charges: dict[int, dict[str, dict[str, int]]] = {}
+        """Batch → its :attr:`Sample.seams` (the same dict), for the batches still judged."""
 
     # -- events ------------------------------------------------------------------------------
 
@@ -292,6 +309,8 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
             with self._lock:
                 if isinstance(event, SeamCall):
                     self._seam_call(event)
+                elif isinstance(event, SeamStarted):
+                    self._seam_started(event)
                 elif isinstance(event, BatchDone):
                     self._batch_done()
                 elif isinstance(event, RunStarted):
@@ -312,7 +331,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
             values["device_bytes_in_use"] = _device_bytes_in_use()
         return values
 
-    def _remember(self, at: float, values: dict[str, int | None]) -> _Segment:
+    def _remember(self, at: float, values: dict[str, int | None], batch: int) -> _Segment:
         """Add a sample to the timeline: the segment from the previous sample to this one."""
         previous = self._timeline[-1].values if self._timeline else {}
         deltas = {}
@@ -321,41 +340,76 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
             if value is not None and before is not None and value != before:
                 deltas[metric] = value - before
         since = self._timeline[-1].at if self._timeline else at
-        segment = _Segment(since, at, {m: values.get(m) for m in METRICS}, deltas)
+        segment = _Segment(since, at, batch, {m: values.get(m) for m in METRICS}, deltas)
         if len(self._timeline) == TIMELINE:
             self._settle(self._timeline.popleft())
         self._timeline.append(segment)
         return segment
 
     def _settle(self, segment: _Segment) -> None:
-        """Charge a segment's growth to the seam call that claimed it, for good."""
-        if segment.seam is None:
-            return
+        """Charge a segment's growth to the seam call that claimed it, for good, in its batch."""
+        if segment.seam is None or segment.batch <= self._forgotten():
+            return  # warm-up, or a batch no window can reach any more
+        charges = self._charges.setdefault(segment.batch, {m: {} for m in METRICS})
         for metric, delta in segment.deltas.items():
-            charged = self._charged[metric]
+            charged = charges[metric]
             charged[segment.seam] = charged.get(segment.seam, 0) + delta
+
+    def _forgotten(self) -> int:
+        """The last batch whose charges are no longer kept: warm-up, or out of every window."""
+        return max(self.config.warmup, self.batches - self.config.window - 1)
+
+    def _seam_started(self, event: SeamStarted) -> None:
+        """Sample before the call begins, so that its growth starts at a sample of its own."""
+        if not self.config.attribute_seams:
+            return
+        now = time.perf_counter()
+        self._remember(now, self._measure(device=False), self.batches + 1)
+        key = f"{event.kind}:{event.name}.{event.operation}"
+        started = self._open.setdefault(emitting_thread(), [])
+        if len(started) < MAX_OPEN:
+            started.append((key, now))
+
+    def _began(self, event: SeamCall, now: float) -> float:
+        """When the call ended by ``event`` began, on this monitor's clock.
+
+        The time of its own start sample when one was taken on the same thread (exact:
+        the calling thread waits while the monitor samples); otherwise (a host without
+        start events, a loader chunk timed after the fact) the event's duration back
+        from now, which lands a little late by the time the event took to arrive.
+        """
+        key = f"{event.kind}:{event.name}.{event.operation}"
+        started = self._open.get(emitting_thread(), [])
+        for index in range(len(started) - 1, -1, -1):
+            if started[index][0] == key:
+                began = started[index][1]
+                del started[index:]  # calls opened inside it and never closed end with it
+                return began
+        seconds = event.seconds if math.isfinite(event.seconds) and event.seconds > 0 else 0.0
+        return now - seconds
 
     def _seam_call(self, event: SeamCall) -> None:
         """Claim the timeline's segments that overlap the call for its seam.
 
         Seam calls come from two threads (the loader's and ``prepare``'s from the host
         thread), so growth cannot simply be charged to whichever call ended next.
-        Each segment between two samples goes to the call that covers most of it;
-        among calls that cover as much, to one on the device thread (the thread
-        that reports batches, where device arrays are made: a host-thread call that
-        merely overlaps a sink write loses to it), then to the shortest: a ``prepare`` that ends
-        just after the sink grew covers only its own end of that segment, and one
-        the host thread was descheduled in, spanning the sink's whole write, loses
-        to the shorter write. A claim is final when the segment leaves the timeline
+        Every call's start and end are samples (``SeamStarted``), so a segment between
+        two samples lies wholly inside or wholly outside each call, and the growth in
+        it happened while every call covering it was running. It goes to one on the
+        device thread (the thread that reports batches, where device arrays are
+        made: a ``prepare`` the host thread was descheduled in, spanning the sink's
+        whole write, loses to the write), then to the shortest (the innermost). A
+        call whose start was not sampled covers segments partly; the one covering
+        most wins. A claim is final when the segment leaves the timeline
         (``TIMELINE`` samples later); an alert counts the pending claims too.
         """
         self.seam_calls += 1
         if not self.config.attribute_seams:
             return
         now = time.perf_counter()
-        seconds = event.seconds if math.isfinite(event.seconds) and event.seconds > 0 else 0.0
-        began = now - seconds
-        self._remember(now, self._measure(device=False))
+        began = self._began(event, now)
+        seconds = now - began
+        self._remember(now, self._measure(device=False), self.batches + 1)
         seam = f"{event.kind}:{event.name}"
         for segment in reversed(self._timeline):
             if segment.at < began:
@@ -372,8 +426,10 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
         self.batches += 1
         values = self._measure(device=True)
         if self.config.attribute_seams:
-            self._remember(time.perf_counter(), values)
-        charged, self._charged = self._charged, {m: {} for m in METRICS}
+            self._remember(time.perf_counter(), values, self.batches)
+        forgotten = self._forgotten()
+        for batch in [b for b in self._charges if b <= forgotten]:
+            del self._charges[batch]
         if self.batches <= self.config.warmup:
             return
         sample = Sample(
@@ -382,7 +438,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
             values["live_array_bytes"],
             values["live_arrays"],
             values.get("device_bytes_in_use"),
-            charged,
+            self._charges.setdefault(self.batches, {m: {} for m in METRICS}),
         )
         self.samples.append(sample)
         for metric in METRICS:
@@ -422,7 +478,8 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
                 for seam, growth in sample.seams.get(metric, {}).items():
                     totals[seam] = totals.get(seam, 0) + growth
         for segment in self._timeline:  # claimed, not yet settled
-            if segment.seam is not None and metric in segment.deltas:
+            in_range = first_batch < segment.batch <= last_batch
+            if in_range and segment.seam is not None and metric in segment.deltas:
                 totals[segment.seam] = totals.get(segment.seam, 0) + segment.deltas[metric]
         return totals
 

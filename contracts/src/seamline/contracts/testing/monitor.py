@@ -28,6 +28,7 @@ from seamline.contracts.events import (
     RunFinished,
     RunStarted,
     SeamCall,
+    SeamStarted,
     ShadowCompared,
     Verified,
 )
@@ -47,6 +48,7 @@ def sample_events(run_id: str = RUN_ID) -> list[Any]:
         Compiled(128, 8, 1.25),
         Verified(signature, "impl", "reference", 1e-7, 2e-3, True),
         BatchDone(1, 128, 8, 900, 0.05, 8),
+        SeamStarted("sink", "s", "write"),
         SeamCall("sink", "s", "write", 0.001),
         DocumentFailed("doc-9", "not UTF-8", "load"),
         Fallback("attention", "impl", "reference", "failed to compile"),
