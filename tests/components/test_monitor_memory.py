@@ -313,6 +313,23 @@ def test_without_seam_calls_the_alert_says_it_cannot_attribute(fake: FakeProcess
     assert "no SeamCall events were seen" in alert.message
 
 
+def test_the_live_array_sampler_counts_what_nbytes_says() -> None:
+    import jax.numpy as jnp
+
+    kept = [
+        jnp.zeros((3, 5), jnp.float32),
+        jnp.zeros((7,), jnp.bfloat16),
+        jnp.zeros((2, 2, 2), jnp.int8),
+        jnp.zeros((), jnp.float32),
+    ]
+    arrays = jax.live_arrays()
+    sampled = memory._live_arrays()
+    assert sampled is not None
+    assert sampled == (len(arrays), sum(int(a.nbytes) for a in arrays))
+    assert sampled[1] >= 60 + 14 + 8 + 4
+    del kept
+
+
 def test_live_arrays_can_be_left_unsampled(fake: FakeProcess) -> None:
     monitor = MemoryMonitor(MemoryMonitorConfig(warmup=0, window=4, sample_live_arrays=False))
     drive(monitor, fake, 10, leak=("sink:leaky", 10 * MiB))
