@@ -265,3 +265,30 @@ def test_an_index_that_fails_to_build_is_a_user_error_after_the_rows_are_publish
     with pytest.raises(UserError, match=r"rows are published in .* but building its index failed"):
         run(tmp_path, make_records(3), index={"type": "hnsw"})
     assert len(keys(tmp_path)) == 3
+
+
+def test_the_caches_stay_within_cache_bytes_over_many_commits(tmp_path: Path) -> None:
+    """Every commit is a version of the staging table, and LanceDB's caches keep what each
+    version read: unbounded (its defaults hold gigabytes), a long run's memory grew with
+    every commit. With a bound they stop at it; with a large one they keep growing."""
+    sizes = {}
+    for bound in (1 << 20, 1 << 30):
+        out = sink(tmp_path / str(bound), cache_bytes=bound)
+        out.start(MANIFEST)
+        for commit in range(100):
+            vector = np.zeros(8, np.float32)
+            out.write([OutputRecord(f"d{commit}-{row}", 0, (0, 1), vector, {}) for row in range(4)])
+            out.commit(f"cursor-{commit}")
+        sizes[bound] = out._session.size_bytes if out._session is not None else None
+        out.close()
+    assert sizes[1 << 20] is not None
+    assert sizes[1 << 30] is not None
+    assert sizes[1 << 20] <= 1 << 20
+    assert sizes[1 << 30] > 2 * (1 << 20)  # what the bound keeps out
+
+
+def test_cache_bytes_null_leaves_lancedb_its_default_session(tmp_path: Path) -> None:
+    out = sink(tmp_path, cache_bytes=None)
+    assert out._session is None
+    run(tmp_path, make_records(3), cache_bytes=None)
+    assert len(keys(tmp_path)) == 3

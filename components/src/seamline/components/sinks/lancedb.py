@@ -49,7 +49,10 @@ the publication completed: an interrupted one whose manifest is not out is undon
 and one whose manifest is out is not undone and not applied again (a resumed run
 finds no staged run left to publish). Readers see one ordinary table.
 
-Memory holds ``buffer_rows`` rows while writing. Publishing streams the staging
+Memory holds ``buffer_rows`` rows while writing, and the LanceDB session the sink
+connects through holds at most ``cache_bytes`` in each of its two caches: with
+LanceDB's default session they grew with every version of the staging table, by
+219 MiB over 1,000 commits (``benchmarks/lancedb_cache.py``). Publishing streams the staging
 rows into the table; ``upsert`` also holds the set of the run's document ids, and
 its delete condition lists them (``id IN (...)``): a run over millions of
 documents builds a filter of that size.
@@ -88,10 +91,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
 
     import pyarrow as pa
+    from lancedb import Session
     from lancedb.db import DBConnection
     from lancedb.table import Table
 
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_MiB = 1 << 20
 
 
 class LanceDbSinkConfig(ComponentConfig):
@@ -134,6 +139,15 @@ class LanceDbSinkConfig(ComponentConfig):
         default=None,
         description="The vector index built at the end of the run; null builds none (search "
         "then scans every row, exactly).",
+    )
+    cache_bytes: int | None = Field(
+        default=16 * _MiB,
+        ge=0,
+        description="Bound, in bytes, on each of the two caches (index and metadata) of the "
+        "LanceDB session this sink writes through. Every staged addition is a table version, "
+        "and LanceDB's default caches (gigabytes) keep what each version read: a long run's "
+        "memory grew with every commit (benchmarks/lancedb_cache.py). The sink never searches, "
+        "so a small bound costs it nothing measurable. null: LanceDB's defaults.",
     )
     full_text_index: bool = Field(
         default=False,
@@ -195,6 +209,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
             "full_text_index": config.full_text_index,
         }
         self._layout = RowLayout(self.name, text=config.text, metadata_keys=config.metadata_columns)
+        self._session = _session(config.cache_bytes)
         self._staging: Table | None = None
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
@@ -411,7 +426,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         table = pa.Table.from_batches(self._pending, self._layout.schema)
         if self._staging is None:
             own_directory(self._staging_database)  # a planted link is never followed
-            self._staging = _connect(self._staging_database).create_table(
+            self._staging = _connect(self._staging_database, self._session).create_table(
                 self._table_name, data=table, schema=self._layout.schema
             )
         else:
@@ -466,7 +481,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         if not folder.is_dir() or not any(folder.iterdir()):  # an empty part's folder
             return None
         try:
-            return _connect(database).open_table(self._table_name)
+            return _connect(database, self._session).open_table(self._table_name)
         except ValueError:  # "Table '...' was not found": a folder that is not a table
             return None
 
@@ -493,7 +508,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         table = self._open_table()
         if table is not None:
             if before is None:
-                _connect(self._database).drop_table(self._table_name)
+                _connect(self._database, self._session).drop_table(self._table_name)
             elif table.version != before:
                 table.restore(int(before))
         return True
@@ -575,9 +590,9 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         rows = pa.RecordBatchReader.from_batches(schema, batches())
         if table is None:
             self._database.mkdir(parents=True, exist_ok=True)
-            return _connect(self._database).create_table(self._table_name, data=rows)
+            return _connect(self._database, self._session).create_table(self._table_name, data=rows)
         if mode == "overwrite":
-            return _connect(self._database).create_table(
+            return _connect(self._database, self._session).create_table(
                 self._table_name, data=rows, mode="overwrite"
             )
         if mode == "append":
@@ -628,10 +643,22 @@ def _ids(table: Table, batch_rows: int) -> set[str]:
     return ids
 
 
-def _connect(database: Path) -> DBConnection:
+def _session(cache_bytes: int | None) -> Session | None:
+    """A LanceDB session whose index and metadata caches hold at most ``cache_bytes`` each
+    (None: LanceDB's default session)."""
     import lancedb
 
-    return lancedb.connect(str(database))
+    if cache_bytes is None:
+        return None
+    return lancedb.Session(
+        index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes
+    )
+
+
+def _connect(database: Path, session: Session | None) -> DBConnection:
+    import lancedb
+
+    return lancedb.connect(str(database), session=session)
 
 
 def _sql_text(value: str) -> str:
