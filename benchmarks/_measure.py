@@ -20,7 +20,7 @@ this module is that way, written once:
 * **statistics** -- :func:`spread`: the median with the fastest and the slowest;
 * **the machine** -- :class:`LoadAverages` (samples, and a warning above
   :data:`LOAD_WARNING`; :func:`describe_load`), :func:`host_info`, :func:`versions`,
-  :func:`peak_rss_kib`;
+  :func:`peak_rss_kib`, and :func:`run_context` (a report's record of its run);
 * **output** -- :func:`write_json` and :func:`print_table`.
 
 It imports only the standard library at module level: ``_reference_worker.py`` runs in
@@ -35,6 +35,7 @@ keeps its own load and version records, in the same form.)
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import platform
@@ -371,6 +372,21 @@ def describe_load(load: Mapping[str, Any], warning: bool, cpus: int | None) -> l
             "competed for the CPUs, so absolute times are inflated (ratios less so)"
         )
     return lines
+
+
+def run_context(
+    started_at: datetime.datetime, started: float, load: LoadAverages, **extra: Any
+) -> dict[str, Any]:
+    """What a report records about its run: when it started (UTC), how long it took (from
+    ``started``, a ``perf_counter``), ``extra`` entries, the host and the load samples."""
+    return {
+        "started": started_at.isoformat(timespec="seconds"),
+        "elapsed_s": time.perf_counter() - started,
+        **extra,
+        "host": host_info(),
+        "load_average": load.as_json(),
+        "load_warning": load.exceeded,
+    }
 
 
 def _triple(values: Sequence[float]) -> str:

@@ -211,13 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         SIDES, args.repeats, lambda side: run_side(side, args), load, pause=0.5
     )
     load.finish()
-    context = {
-        "started": started_at.isoformat(timespec="seconds"),
-        "elapsed_s": time.perf_counter() - started,
-        "host": measure.host_info(),
-        "load_average": load.as_json(),
-        "load_warning": load.exceeded,
-    }
+    context = measure.run_context(started_at, started, load)
     report = build_report(args, results, context)
     path = measure.write_json(args.out / "lancedb_cache.json", report)
     print_report(report)

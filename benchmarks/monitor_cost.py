@@ -234,14 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             SIDES, args.repeats, lambda side: run_once(path, side), load, pause=PAUSE_SECONDS
         )
     load.finish()
-    context = {
-        "started": started_at.isoformat(timespec="seconds"),
-        "elapsed_s": time.perf_counter() - started,
-        "corpus": {"documents": corpus.documents, "source": corpus.source},
-        "host": measure.host_info(),
-        "load_average": load.as_json(),
-        "load_warning": load.exceeded,
-    }
+    corpus_info = {"documents": corpus.documents, "source": corpus.source}
+    context = measure.run_context(started_at, started, load, corpus=corpus_info)
     report = build_report(args, results, context)
     path = measure.write_json(args.out / "monitor_cost.json", report)
     print_report(report)

@@ -412,15 +412,8 @@ def main(argv: list[str] | None = None) -> int:
             SIDES, args.repeats, lambda side: sides[side](), load, pause=PAUSE_SECONDS
         )
     load.finish()
-    context = {
-        "started": started_at.isoformat(timespec="seconds"),
-        "elapsed_s": time.perf_counter() - started,
-        "tracing": tracing,
-        "corpus": {"documents": corpus.documents, "source": corpus.source},
-        "host": measure.host_info(),
-        "load_average": load.as_json(),
-        "load_warning": load.exceeded,
-    }
+    corpus_info = {"documents": corpus.documents, "source": corpus.source}
+    context = measure.run_context(started_at, started, load, tracing=tracing, corpus=corpus_info)
     report = build_report(args, workload, results, traced.last_spans, context)
     path = measure.write_json(args.out / "overhead.json", report)
     print_report(report)
