@@ -180,8 +180,9 @@ def packed_batches(
 
 
 def timer_monitor() -> Any:
-    """A monitor that adds up the seconds the ``Compiled`` and ``BatchDone`` events report."""
-    from seamline.contracts import BatchDone, Compiled, ComponentConfig, Event, Monitor
+    """A monitor that adds up the seconds the ``Compiled`` and ``BatchDone`` events report,
+    and counts the run's ``SeamCall`` events."""
+    from seamline.contracts import BatchDone, Compiled, ComponentConfig, Event, Monitor, SeamCall
 
     class TimerMonitor(Monitor[ComponentConfig]):
         name = "bench-timer"
@@ -193,9 +194,12 @@ def timer_monitor() -> Any:
             self.compilations = 0
             self.batch_seconds = 0.0
             self.batches = 0
+            self.seam_calls = 0
 
         def observe(self, event: Event) -> None:
-            if isinstance(event, Compiled):
+            if isinstance(event, SeamCall):
+                self.seam_calls += 1
+            elif isinstance(event, Compiled):
                 self.compile_seconds += event.seconds
                 self.compilations += 1
             elif isinstance(event, BatchDone):

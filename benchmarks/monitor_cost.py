@@ -22,9 +22,10 @@ the run (``Pipeline.run(extra_monitors=...)``):
 The ``memory`` monitor added is the real one with its ``observe`` timed, per event
 type, so each run also says how long the monitor itself took: a figure the noise
 of a whole run (the model's seconds dwarf it) does not blur. Every side also
-carries a timer (the ``Compiled`` and ``BatchDone`` seconds) and a counter of
-``SeamCall`` events. A run's time is the wall time of ``Pipeline.run()`` less the
-seconds its ``Compiled`` events report (each run compiles its shapes again).
+carries the benchmarks' timer monitor (the ``Compiled`` and ``BatchDone`` seconds,
+and a count of ``SeamCall`` events). A run's time is the wall time of
+``Pipeline.run()`` less the seconds its ``Compiled`` events report (each run
+compiles its shapes again).
 Small batches are the hard case: the monitor's cost is per batch and per seam call
 (one ``prepare`` per document), the model's per token.
 
@@ -86,31 +87,12 @@ def timed_memory_monitor(attribute_seams: bool) -> Any:
     return TimedMemoryMonitor()
 
 
-def seam_call_counter() -> Any:
-    """A monitor that counts the ``SeamCall`` events of a run."""
-    from seamline.contracts import ComponentConfig, Event, Monitor, SeamCall
-
-    class SeamCallCounter(Monitor[ComponentConfig]):
-        name = "bench-seam-calls"
-        contract_version = "1.0"
-
-        def __init__(self) -> None:
-            super().__init__(ComponentConfig())
-            self.calls = 0
-
-        def observe(self, event: Event) -> None:
-            if isinstance(event, SeamCall):
-                self.calls += 1
-
-    return SeamCallCounter()
-
-
 def run_once(path: Path, side: str) -> dict[str, Any]:
     """One run of the pipeline with ``side``'s monitor, timed; its seconds exclude compiling."""
     from seamline.core.pipeline import Pipeline
 
-    timer, counter = measure.timer_monitor(), seam_call_counter()
-    monitors = [timer, counter]
+    timer = measure.timer_monitor()
+    monitors = [timer]
     attribute = ATTRIBUTE_SEAMS[side]
     memory = None if attribute is None else timed_memory_monitor(attribute)
     if memory is not None:
@@ -128,7 +110,7 @@ def run_once(path: Path, side: str) -> dict[str, Any]:
         "compile_seconds": timer.compile_seconds,
         "documents": summary.documents,
         "batches": summary.batches,
-        "seam_calls": counter.calls,
+        "seam_calls": timer.seam_calls,
         "failed_documents": summary.failed_documents,
     }
 

@@ -257,6 +257,11 @@ def _device_bytes_in_use() -> int | None:
     return int(stats["bytes_in_use"])
 
 
+def _call_key(event: SeamStarted | SeamCall) -> str:
+    """``kind:name.operation``: what pairs a call's start with its end on one thread."""
+    return f"{event.kind}:{event.name}.{event.operation}"
+
+
 def _mib(value: float) -> float:
     return round(value / MiB, 2)
 
@@ -352,10 +357,14 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
         """Charge a segment's growth to the seam call that claimed it, for good, in its batch."""
         if segment.seam is None or segment.batch <= self._forgotten():
             return  # warm-up, or a batch no window can reach any more
-        charges = self._charges.setdefault(segment.batch, {m: {} for m in METRICS})
+        charges = self._charges_of(segment.batch)
         for metric, delta in segment.deltas.items():
             charged = charges[metric]
             charged[segment.seam] = charged.get(segment.seam, 0) + delta
+
+    def _charges_of(self, batch: int) -> dict[str, dict[str, int]]:
+        """Metric → seam → bytes charged to ``batch``: its :attr:`Sample.seams`, made once."""
+        return self._charges.setdefault(batch, {m: {} for m in METRICS})
 
     def _forgotten(self) -> int:
         """The last batch whose charges are no longer kept: warm-up, or out of every window."""
@@ -367,7 +376,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
             return
         now = time.perf_counter()
         self._remember(now, self._measure(device=False), self.batches + 1)
-        key = f"{event.kind}:{event.name}.{event.operation}"
+        key = _call_key(event)
         started = self._open.setdefault(emitting_thread(), [])
         if len(started) < MAX_OPEN:
             started.append((key, now))
@@ -380,7 +389,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
         start events, a loader chunk timed after the fact) the event's duration back
         from now, which lands a little late by the time the event took to arrive.
         """
-        key = f"{event.kind}:{event.name}.{event.operation}"
+        key = _call_key(event)
         started = self._open.get(emitting_thread(), [])
         for index in range(len(started) - 1, -1, -1):
             if started[index][0] == key:
@@ -440,7 +449,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
             values["live_array_bytes"],
             values["live_arrays"],
             values.get("device_bytes_in_use"),
-            self._charges.setdefault(self.batches, {m: {} for m in METRICS}),
+            self._charges_of(self.batches),
         )
         self.samples.append(sample)
         for metric in METRICS:

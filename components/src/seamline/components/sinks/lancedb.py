@@ -60,6 +60,7 @@ documents builds a filter of that size.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -209,7 +210,6 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
             "full_text_index": config.full_text_index,
         }
         self._layout = RowLayout(self.name, text=config.text, metadata_keys=config.metadata_columns)
-        self._session = _session(config.cache_bytes)
         self._staging: Table | None = None
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
@@ -426,7 +426,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         table = pa.Table.from_batches(self._pending, self._layout.schema)
         if self._staging is None:
             own_directory(self._staging_database)  # a planted link is never followed
-            self._staging = _connect(self._staging_database, self._session).create_table(
+            self._staging = self._connect(self._staging_database).create_table(
                 self._table_name, data=table, schema=self._layout.schema
             )
         else:
@@ -465,6 +465,24 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
 
     # -- the table -------------------------------------------------------------------------
 
+    @functools.cached_property
+    def _session(self) -> Session | None:
+        """The LanceDB session of this sink's connections, its index and metadata caches
+        holding at most ``cache_bytes`` each (None: LanceDB's default session). Made on
+        first use, where ``lancedb`` is first imported (seconds): a sink that is built but
+        never writes, one refused by its destination's lock, does not pay for it."""
+        import lancedb
+
+        bound = self.config.cache_bytes
+        if bound is None:
+            return None
+        return lancedb.Session(index_cache_size_bytes=bound, metadata_cache_size_bytes=bound)
+
+    def _connect(self, database: Path) -> DBConnection:
+        import lancedb
+
+        return lancedb.connect(str(database), session=self._session)
+
     def _open(self, database: Path) -> Table | None:
         """The table named after ``path`` in ``database``, or None if there is none.
 
@@ -481,7 +499,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         if not folder.is_dir() or not any(folder.iterdir()):  # an empty part's folder
             return None
         try:
-            return _connect(database, self._session).open_table(self._table_name)
+            return self._connect(database).open_table(self._table_name)
         except ValueError:  # "Table '...' was not found": a folder that is not a table
             return None
 
@@ -508,7 +526,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         table = self._open_table()
         if table is not None:
             if before is None:
-                _connect(self._database, self._session).drop_table(self._table_name)
+                self._connect(self._database).drop_table(self._table_name)
             elif table.version != before:
                 table.restore(int(before))
         return True
@@ -590,9 +608,9 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         rows = pa.RecordBatchReader.from_batches(schema, batches())
         if table is None:
             self._database.mkdir(parents=True, exist_ok=True)
-            return _connect(self._database, self._session).create_table(self._table_name, data=rows)
+            return self._connect(self._database).create_table(self._table_name, data=rows)
         if mode == "overwrite":
-            return _connect(self._database, self._session).create_table(
+            return self._connect(self._database).create_table(
                 self._table_name, data=rows, mode="overwrite"
             )
         if mode == "append":
@@ -641,24 +659,6 @@ def _ids(table: Table, batch_rows: int) -> set[str]:
     for batch in table.search().select([ID]).limit(None).to_batches(batch_rows):
         ids.update(batch.column(ID).to_pylist())
     return ids
-
-
-def _session(cache_bytes: int | None) -> Session | None:
-    """A LanceDB session whose index and metadata caches hold at most ``cache_bytes`` each
-    (None: LanceDB's default session)."""
-    import lancedb
-
-    if cache_bytes is None:
-        return None
-    return lancedb.Session(
-        index_cache_size_bytes=cache_bytes, metadata_cache_size_bytes=cache_bytes
-    )
-
-
-def _connect(database: Path, session: Session | None) -> DBConnection:
-    import lancedb
-
-    return lancedb.connect(str(database), session=session)
 
 
 def _sql_text(value: str) -> str:
