@@ -227,11 +227,11 @@ def timed_pipeline_run(path: Path) -> dict[str, Any]:
         "compile_seconds": timer.compile_seconds,
         "compilations": timer.compilations,
         "batch_seconds": timer.batch_seconds,
-        "batches": summary.batches,
-        "documents": summary.documents,
-        "failed_documents": summary.failed_documents,
-        "windows": summary.examples,
-        "tokens": summary.tokens,
+        "batches": summary.counts.batches,
+        "documents": summary.counts.documents,
+        "failed_documents": summary.counts.failed_documents,
+        "windows": summary.counts.examples,
+        "tokens": summary.counts.tokens,
         "attention": summary.attention,
     }
 

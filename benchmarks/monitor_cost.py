@@ -108,10 +108,10 @@ def run_once(path: Path, side: str) -> dict[str, Any]:
         "seconds": wall - timer.compile_seconds,
         "wall_seconds": wall,
         "compile_seconds": timer.compile_seconds,
-        "documents": summary.documents,
-        "batches": summary.batches,
+        "documents": summary.counts.documents,
+        "batches": summary.counts.batches,
         "seam_calls": timer.seam_calls,
-        "failed_documents": summary.failed_documents,
+        "failed_documents": summary.counts.failed_documents,
     }
 
 

@@ -87,8 +87,8 @@ def run_side(workdir: Path, corpus: Path, max_length: int, side: str) -> dict[st
     inside = max(busiest.values(), default=0.0)
     return {
         "seconds": seconds,
-        "documents": summary.documents,
-        "tokens": summary.tokens,
+        "documents": summary.counts.documents,
+        "tokens": summary.counts.tokens,
         "shards": len(summary.shards),
         "workers": summary.workers,
         "inside_shards_s": inside,

@@ -133,7 +133,7 @@ def test_a_pipeline_runs_with_the_third_party_loader(discovered: Registry, tmp_p
     assert "cannot prepare 'boom'" in errors["d"]
     assert "id column" in errors["docs.csv:5"]
     assert MemorySink.closed == [True]
-    assert (summary.documents, summary.failed_documents) == (4, 3)
+    assert (summary.counts.documents, summary.counts.failed_documents) == (4, 3)
 
 
 def test_order_cursor_and_shards(discovered: Registry, tmp_path: Path) -> None:

@@ -429,7 +429,7 @@ def test_a_planted_leak_is_flagged_within_bounded_batches(leaky: type[LeakySink]
     RecordingMonitor.events.clear()
     with capture_logs() as logs:
         summary = run("leaky", 120, monitor, others)
-    assert summary.batches == 120
+    assert summary.counts.batches == 120
     assert monitor.alerts, "the leak was not reported"
     first = monitor.alerts[0].attributes
     assert first["metric"] == "live_array_bytes"
@@ -456,7 +456,7 @@ def test_a_clean_2000_batch_run_raises_no_alert() -> None:
     with capture_logs() as logs:
         summary = run("counting", 2000, monitor)
     seconds = time.perf_counter() - started
-    assert summary.batches == 2000
+    assert summary.counts.batches == 2000
     assert monitor.batches == 2000
     assert monitor.alerts == [], monitor.alerts[0].message
     assert not [e for e in logs if e["event"] == "memory growth"]

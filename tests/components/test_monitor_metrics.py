@@ -224,9 +224,9 @@ def test_a_toy_run_is_counted(provider: MeterProvider, reader: InMemoryMetricRea
     monitor = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
     summary = Orchestrator(parse_pipeline(text, "m.yaml", registry), registry, [monitor]).run()
     metrics = collect(reader)
-    assert total(metrics["seamline.batches"]) == summary.batches
-    assert total(metrics["seamline.tokens"]) == summary.tokens
-    assert total(metrics["seamline.documents"]) == summary.documents == 8
+    assert total(metrics["seamline.batches"]) == summary.counts.batches
+    assert total(metrics["seamline.tokens"]) == summary.counts.tokens
+    assert total(metrics["seamline.documents"]) == summary.counts.documents == 8
     assert total(metrics["seamline.compilations"]) == summary.compilations
     operations = {
         (p.attributes["seamline.seam.kind"], p.attributes["seamline.seam.operation"])

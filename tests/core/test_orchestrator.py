@@ -94,7 +94,7 @@ def test_a_run_without_any_reference_attention_installed_finishes_cleanly() -> N
     resolved = parse_pipeline(text, "p.yaml", registry)
     assert resolved.attention.reference is None
     summary = Orchestrator(resolved, registry).run()
-    assert summary.documents == 2
+    assert summary.counts.documents == 2
     assert MemorySink.closed == [True]
     assert {r.doc_id for r in MemorySink.records} == {"d0", "d1"}
     assert not [e for e in RecordingMonitor.events if isinstance(e, Verified)]

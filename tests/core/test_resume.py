@@ -19,6 +19,7 @@ import pytest
 from seamline.components.sinks.jsonl import JsonlSink
 from seamline.contracts import UserError
 from seamline.contracts.versions import CONTRACT_VERSIONS, compatibility_problem
+from seamline.core import commits
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.registry import ComponentInfo, Registry
@@ -118,7 +119,10 @@ def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
     crash(out, hard=hard, monkeypatch=monkeypatch)
     checkpoint = json.loads((out / ".emb.jsonl.checkpoint").read_text(encoding="utf-8"))
     # Checkpoints after 5 and 10 loaded documents: the last cursor is that of d9.
-    assert checkpoint["cursor"] == "9"
+    cursor, held = commits.decode(checkpoint["cursor"])
+    assert cursor == "9"
+    assert held is not None
+    assert held.read == 10, "the commit records what the output holds"
     partial = Path(checkpoint["files"]["records"]["partial"])  # the name the checkpoint keeps
     assert partial.stat().st_size > checkpoint["files"]["records"]["bytes"], (
         "the test is meant to leave records written after the last checkpoint"
@@ -126,8 +130,13 @@ def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
 
     summary = orchestrator(out).run(resume=True)
     assert summary.resumed_from == "9"
-    assert summary.documents + summary.failed_documents == len(TEXTS) - 10
+    assert summary.counts.documents + summary.counts.failed_documents == len(TEXTS) - 10
     assert_same_output(out, reference)
+    # The summary counts what is published: the earlier run's commits and this run's work.
+    published = summary.published
+    assert published is not None
+    assert published.read == published.documents + published.failed_documents == len(TEXTS)
+    assert published.examples == len((out / "emb.jsonl").read_text().splitlines())
 
 
 def test_resume_with_nothing_committed_starts_from_the_beginning(
@@ -138,7 +147,7 @@ def test_resume_with_nothing_committed_starts_from_the_beginning(
     assert not (out / ".emb.jsonl.checkpoint").exists(), "checkpoint_every: 0 never commits"
     summary = orchestrator(out).run(resume=True)
     assert summary.resumed_from is None
-    assert summary.documents + summary.failed_documents == len(TEXTS)
+    assert summary.counts.documents + summary.counts.failed_documents == len(TEXTS)
     assert_same_output(out, reference)
 
 
@@ -154,7 +163,7 @@ def test_a_fresh_run_discards_an_interrupted_one(
 
 def test_checkpoints_come_after_everything_loaded_before_them(tmp_path: Path) -> None:
     run = orchestrator(tmp_path / "out", every=4)
-    commits: list[tuple[str, int, int]] = []
+    seen: list[tuple[str, int, int]] = []
     sink = run.sink
     written = {"records": 0, "errors": 0}
     write, write_error = sink.write, sink.write_error
@@ -168,17 +177,17 @@ def test_checkpoints_come_after_everything_loaded_before_them(tmp_path: Path) ->
         write_error(error)
 
     def recording_commit(cursor: str) -> None:
-        commits.append((cursor, written["records"], written["errors"]))
+        seen.append((commits.decode(cursor)[0], written["records"], written["errors"]))
 
     sink.write = counting_write  # type: ignore[method-assign]
     sink.write_error = counting_write_error  # type: ignore[method-assign]
     sink.commit = recording_commit  # type: ignore[method-assign]
     summary: RunSummary = run.run()
-    assert [cursor for cursor, _, _ in commits] == ["3", "7", "11", "15", "19", "23"]
+    assert [cursor for cursor, _, _ in seen] == ["3", "7", "11", "15", "19", "23"]
     # Every document up to the cursor is written or set aside when the commit comes:
     # one record per toy document, and the unreadable d3 at the first commit.
     set_aside = {3, 15, 18}
-    for cursor, records, errors in commits:
+    for cursor, records, errors in seen:
         upto = range(int(cursor) + 1)
         assert records == sum(1 for i in upto if i not in set_aside)
         assert errors == sum(1 for i in upto if i in set_aside)
@@ -199,7 +208,7 @@ def test_a_non_resumable_sink_is_never_checkpointed(tmp_path: Path) -> None:
     # A checkpoint after every document would flush every document into a batch of
     # its own; without, the toy documents pair up into batches of two.
     assert len(MemorySink.records) == len(TEXTS) - 3
-    assert summary.batches < len(TEXTS) - 3
+    assert summary.counts.batches < len(TEXTS) - 3
     assert MemorySink.closed == [True]
 
 

@@ -94,14 +94,14 @@ def test_every_window_matches_the_reference(run_outputs: tuple[Path, object]) ->
 
 def test_summary_counts_and_bounded_compilations(run_outputs: tuple[Path, object]) -> None:
     out, summary = run_outputs
-    assert summary.documents == 64  # type: ignore[attr-defined]
-    assert summary.failed_documents == 0  # type: ignore[attr-defined]
-    assert summary.examples == 100  # type: ignore[attr-defined]
+    assert summary.counts.documents == 64  # type: ignore[attr-defined]
+    assert summary.counts.failed_documents == 0  # type: ignore[attr-defined]
+    assert summary.counts.examples == 100  # type: ignore[attr-defined]
     # One compilation per length bucket at most: 16, 32, 64, 128, 256.
     assert 1 <= summary.compilations <= 5  # type: ignore[attr-defined]
     name = summary.pipeline.removeprefix("golden-")  # type: ignore[attr-defined]
     assert set(summary.attention.values()) == {CHOSEN[RUNS[name][1]]}  # type: ignore[attr-defined]
-    tokens, positions = summary.tokens, summary.positions  # type: ignore[attr-defined]
+    tokens, positions = summary.counts.tokens, summary.counts.positions  # type: ignore[attr-defined]
     if name.startswith("packed"):
         assert positions <= 1.1 * tokens, (tokens, positions)  # measured 1.05
     else:

@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from seamline.contracts import Fallback
+from seamline.core import commits
 from seamline.core.attention.steps import CALL_FAULT_EVENT
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
@@ -161,7 +162,7 @@ def run_stopping(registry: Registry, workdir: Path) -> StoppedRun:
     checkpoint = out.parent / ".emb.jsonl.checkpoint"
     cursor = None
     if checkpoint.exists():
-        cursor = json.loads(checkpoint.read_text(encoding="utf-8"))["cursor"]
+        cursor = commits.decode(json.loads(checkpoint.read_text(encoding="utf-8"))["cursor"])[0]
     fallbacks = tuple(e for e in RecordingMonitor.events if isinstance(e, Fallback))
     RecordingMonitor.events.clear()
     return StoppedRun(error, out, out.exists(), cursor, fallbacks)

@@ -27,6 +27,7 @@ from seamline.adapters import logging_setup, telemetry_setup
 from seamline.adapters.cli.main import app
 from seamline.components.loaders.text_files import TextFilesLoader
 from seamline.components.sinks.jsonl import JsonlSink
+from seamline.core import commits
 from seamline.core.registry import Registry
 from tests.faults.fixture_plugin import fault_environment, fault_registry, info
 
@@ -124,7 +125,7 @@ def checkpoint_cursor(out: Path) -> tuple[bool, str | None]:
     path = out / ".emb.jsonl.checkpoint"
     if not path.exists():
         return False, None
-    return True, json.loads(path.read_text(encoding="utf-8"))["cursor"]
+    return True, commits.decode(json.loads(path.read_text(encoding="utf-8"))["cursor"])[0]
 
 
 def reference(cli: CliRunner, directory: Path) -> tuple[Ran, list[Any] | None]:

@@ -56,16 +56,16 @@ def test_the_summary_reconciles_with_what_the_files_hold(
     summary = result.summary
     written = {line["id"] for line in result.records}
     stages = Counter(line["stage"] for line in result.errors)
-    assert summary.read == corpus.items(loader)  # every item, counted by the corpus
-    assert summary.documents == len(written)
-    assert summary.failed_documents == stages["load"] + stages["prepare"]
-    assert summary.skipped_documents == stages["skip"]
-    assert summary.read == len(written) + len(result.errors)
-    assert summary.reconciles
-    line = summary.reconciliation()
+    assert summary.counts.read == corpus.items(loader)  # every item, counted by the corpus
+    assert summary.counts.documents == len(written)
+    assert summary.counts.failed_documents == stages["load"] + stages["prepare"]
+    assert summary.counts.skipped_documents == stages["skip"]
+    assert summary.counts.read == len(written) + len(result.errors)
+    assert summary.counts.reconciles
+    line = summary.counts.reconciliation()
     assert line == (
-        f"read {summary.read} = written {len(written)} + dead-lettered "
-        f"{summary.failed_documents} + skipped by rule {summary.skipped_documents}"
+        f"read {summary.counts.read} = written {len(written)} + dead-lettered "
+        f"{summary.counts.failed_documents} + skipped by rule {summary.counts.skipped_documents}"
     )
 
 

@@ -83,7 +83,7 @@ def test_shards_in_one_process_give_the_one_shard_records(
 ) -> None:
     summary = run(scale_registry, tmp_path, "{use: in-process, with: {shards: 3}}")
     assert summary.shard_count == 3
-    assert summary.documents == len(TEXTS) - 2
+    assert summary.counts.documents == len(TEXTS) - 2
     # One worker ran all three shards: each shape was compiled once, not once per shard.
     assert summary.compilations == 2
     assert_same_output(tmp_path, local_output)
@@ -113,10 +113,11 @@ def test_a_finished_part_is_reported_and_not_redone(
         again = worker.run(first)  # a retry of a task whose shard had finished
     finally:
         worker.close()
-    assert done.documents > 0
+    assert done.counts.documents > 0
     assert not done.finished_before
     assert again.finished_before
-    assert again.documents == 0
+    assert again.counts.documents == 0
+    assert again.published is None  # what an earlier try finished is not known here
     assert (part.stat().st_ino, part.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 

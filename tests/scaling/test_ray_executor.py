@@ -72,7 +72,7 @@ def run(registry: Registry, out: Path, **kwargs: Any) -> Any:
 def local_output(scale_registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("local")
     summary = run(scale_registry, out)
-    assert summary.documents == len(TEXTS) - 2
+    assert summary.counts.documents == len(TEXTS) - 2
     return out
 
 
@@ -122,9 +122,9 @@ def test_ray_gives_the_records_local_gives(
     assert summary.executor == "ray"
     assert [s.shard.index for s in summary.shards] == [0, 1, 2]
     assert summary.workers == 2
-    assert summary.documents == len(TEXTS) - 2
-    assert summary.failed_documents == 2
-    assert summary.examples == len(keyed(tmp_path))
+    assert summary.counts.documents == len(TEXTS) - 2
+    assert summary.counts.failed_documents == 2
+    assert summary.counts.examples == len(keyed(tmp_path))
     # Each actor compiled each of the two bucket shapes once, whatever its number of shards.
     assert summary.compilations == 2 * 2
     # Published as one manifest naming the three parts; nothing else is visible.
@@ -198,6 +198,12 @@ def test_an_actor_killed_mid_shard_resumes_from_its_last_commit(
     assert_same_output(tmp_path, local_output)
     # The retried shard continued after its last commit instead of starting over.
     assert any(s.resumed_from is not None for s in summary.shards), summary.shards
+    # The summary counts what is published, the killed attempt's commits included.
+    published = summary.published
+    assert published is not None
+    assert (published.read, published.documents, published.failed_documents) == (30, 28, 2)
+    assert published.examples == len(keyed(tmp_path))
+    assert summary.counts.documents < published.documents, "the kill lost no committed work?"
 
 
 def test_a_shard_that_fails_for_good_stops_the_run_and_publishes_nothing(
@@ -267,6 +273,7 @@ def test_a_driver_killed_after_commits_resumes_without_redoing_finished_shards(
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     said = " ".join(resumed.stdout.split())
     assert "3 shards, 2 run on 1 workers; shards [0] were finished before and not redone" in said
+    assert "the counts are this run's work only" in said  # shard 0's are not known here
     after = finished.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert_same_output(tmp_path, local_output)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from seamline.contracts.component import Component, ComponentConfig
@@ -42,33 +42,87 @@ class ShardTask:
 
 
 @dataclass(frozen=True, slots=True)
+class RunCounts:
+    """What a run, a shard or a stretch of one did, in numbers that add up (``+``).
+
+    One value serves every place that counts: a shard's report, the run's summary,
+    and the commits that let a resumed shard know what its output held already. Every
+    item a loader yields is accounted for: ``read == documents + failed_documents +
+    skipped_documents`` (:attr:`reconciles`).
+    """
+
+    read: int = 0
+    """Items the loader yielded (documents and error records)."""
+    documents: int = 0
+    """Documents whose outputs were written."""
+    failed_documents: int = 0
+    """Documents set aside as failed (dead-lettered to the sink's errors)."""
+    skipped_documents: int = 0
+    """Documents read but set aside by a rule (stage ``skip``)."""
+    examples: int = 0
+    """Outputs written: one per window of a document."""
+    tokens: int = 0
+    positions: int = 0
+    """Positions the model computed (rows x length of every batch): ``tokens`` plus padding."""
+    batches: int = 0
+
+    def __add__(self, other: RunCounts) -> RunCounts:
+        if not isinstance(other, RunCounts):
+            return NotImplemented
+        return RunCounts(*(getattr(self, n) + getattr(other, n) for n in _COUNT_NAMES))
+
+    @property
+    def reconciles(self) -> bool:
+        """Whether every item read is accounted for: written, dead-lettered or skipped."""
+        return self.read == self.documents + self.failed_documents + self.skipped_documents
+
+    def reconciliation(self) -> str:
+        """The line that accounts for every item read (``documents`` are those written)."""
+        line = (
+            f"read {self.read} = written {self.documents} + dead-lettered "
+            f"{self.failed_documents} + skipped by rule {self.skipped_documents}"
+        )
+        return line if self.reconciles else f"{line} DOES NOT RECONCILE"
+
+
+_COUNT_NAMES = tuple(f.name for f in fields(RunCounts))
+
+
+@dataclass(frozen=True, slots=True)
 class ShardReport:
-    """What running one shard did. Counts are those of this task alone (a resumed shard's
-    earlier work is not counted again)."""
+    """What running one shard did.
+
+    ``counts`` are this task's own work; ``committed_before`` is what the shard's
+    output already held when the task began (an earlier run's or an earlier try's
+    last commit, recovered from the sink), so ``published`` is what the shard's
+    finished output holds. Since executor contract 1.1 the counts are one
+    :class:`RunCounts` instead of a field each.
+    """
 
     shard: Shard
     worker: str
     """Which process ran it (``host:pid``): shards of one worker share its compiled steps."""
-    documents: int = 0
-    failed_documents: int = 0
-    examples: int = 0
-    tokens: int = 0
-    positions: int = 0
-    batches: int = 0
+    counts: RunCounts = RunCounts()
+    committed_before: RunCounts | None = RunCounts()
+    """What the shard's output held when this task began; None when that is unknown (a
+    checkpoint written by a seamline that did not record it)."""
     compilations: int = 0
     seconds: float = 0.0
     resumed_from: str | None = None
     """The cursor the shard continued after, or None if it read from its beginning."""
     finished_before: bool = False
     """The shard was already complete (an earlier run, or an earlier try of this task,
-    finished it): nothing was redone."""
+    finished it): nothing was redone, and what its output holds is not known here."""
     first_output_seconds: float | None = None
     attention: Mapping[str, str] = field(default_factory=dict)
     """Shape signature → the attention that served it in this shard."""
-    read: int = 0
-    """Items the shard's loader yielded: ``documents + failed_documents + skipped_documents``."""
-    skipped_documents: int = 0
-    """Documents read but set aside by a rule (stage ``skip``)."""
+
+    @property
+    def published(self) -> RunCounts | None:
+        """What the shard's output holds once finished; None when that is not known."""
+        if self.finished_before or self.committed_before is None:
+            return None
+        return self.committed_before + self.counts
 
 
 @dataclass(frozen=True, slots=True)

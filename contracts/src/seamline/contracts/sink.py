@@ -118,8 +118,10 @@ class Sink(Component[SinkConfigT], abc.ABC):
     def commit(self, cursor: str) -> None:
         """Make every record and error written so far durable, together with ``cursor``.
 
-        ``cursor`` is the opaque :attr:`Loaded.cursor` of the last loaded item whose
-        outputs have all been written; a resumed run reads on right after it. When
+        ``cursor`` is an opaque string that stands for the last loaded item whose
+        outputs have all been written (the host packs the :attr:`Loaded.cursor` and the
+        counts so far into it); :meth:`recover` returns it unchanged, and a resumed run
+        reads on right after that item. When
         this returns, a crash at any later point loses nothing before the cursor. A
         commit publishes nothing: no file appears under the final names. Called only
         on a resumable sink; the default does nothing.

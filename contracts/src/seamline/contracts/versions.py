@@ -20,7 +20,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "loader": "1.0",
     "monitor": "1.4",
     "sink": "1.3",
-    "executor": "1.0",
+    "executor": "1.1",
 }
 
 

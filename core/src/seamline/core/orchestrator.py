@@ -49,6 +49,7 @@ from seamline.contracts import (
     Model,
     Monitor,
     OutputRecord,
+    RunCounts,
     RunFinished,
     RunStarted,
     Shard,
@@ -57,6 +58,7 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.seams import check_batch, check_examples, check_loaded, check_model_output
+from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import CompiledSteps
@@ -86,24 +88,23 @@ log = structlog.get_logger("seamline.core")
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
-    """What a run did, returned by :meth:`Orchestrator.run`."""
+    """What a run did, returned by :meth:`Orchestrator.run` and ``Pipeline.run``."""
 
     run_id: str
     pipeline: str
-    documents: int
-    failed_documents: int
-    examples: int
-    tokens: int
-    batches: int
+    counts: RunCounts
+    """What this run computed (every shard's finished attempt): the basis of its rates."""
+    committed_before: RunCounts | None
+    """What the output already held from commits made before this run, or before an
+    attempt of a shard that was retried (a resume, a worker that died). None when that
+    is not known: shards an earlier run finished, or a checkpoint too old to say."""
     compilations: int
     seconds: float
     attention: dict[str, str] = field(default_factory=dict)
     """Shape signature → the attention implementation that served it."""
     resumed_from: str | None = None
     """The loader cursor this run continued after (``resume``), or None if it read from
-    the beginning. The counts are those of this run only."""
-    positions: int = 0
-    """Positions the model computed (rows × length of every batch): ``tokens`` plus padding."""
+    the beginning."""
     first_output_seconds: float | None = None
     """From the start of :meth:`Orchestrator.run` to the first records handed to the sink
     (None when nothing was written): what a user waits before anything comes out."""
@@ -117,42 +118,31 @@ class RunSummary:
     """How many shards the run was split into."""
     finished_before: tuple[int, ...] = ()
     """Shards a resumed run found finished (by the run it continues) and did not redo."""
-    read: int = 0
-    """Items the loader yielded (documents and error records), counted as they arrive."""
-    skipped_documents: int = 0
-    """Documents read but set aside by a rule (error records of stage ``skip``)."""
     provenance: Mapping[str, Any] = field(default_factory=dict)
     """Each stage's component, distribution and version, and the pipeline's hashes
     (:func:`seamline.core.provenance.provenance`), as the manifest records them."""
 
     @property
-    def tokens_per_second(self) -> float:
-        return self.tokens / self.seconds if self.seconds else 0.0
+    def published(self) -> RunCounts | None:
+        """What the published output holds (``committed_before + counts``), if known."""
+        before = self.committed_before
+        return None if before is None else before + self.counts
 
     @property
-    def reconciles(self) -> bool:
-        """Whether every item read is accounted for: written, dead-lettered or skipped."""
-        return self.read == self.documents + self.failed_documents + self.skipped_documents
+    def output(self) -> RunCounts:
+        """The counts to report: what is published when known, else this run's."""
+        return self.published or self.counts
 
-    def reconciliation(self) -> str:
-        """The line that accounts for every item read (``documents`` are those written)."""
-        line = (
-            f"read {self.read} = written {self.documents} + dead-lettered "
-            f"{self.failed_documents} + skipped by rule {self.skipped_documents}"
-        )
-        return line if self.reconciles else f"{line} DOES NOT RECONCILE"
+    @property
+    def tokens_per_second(self) -> float:
+        """This run's tokens (not those committed before it) per second of its wall time."""
+        return self.counts.tokens / self.seconds if self.seconds else 0.0
 
 
-@dataclass
-class _Counts:
-    documents: int = 0
-    failed: int = 0
-    read: int = 0
-    skipped: int = 0
-    examples: int = 0
-    tokens: int = 0
-    positions: int = 0
-    batches: int = 0
+_READ = RunCounts(read=1)
+_WRITTEN = RunCounts(documents=1)
+_FAILED = RunCounts(failed_documents=1)
+_SKIPPED = RunCounts(skipped_documents=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +160,14 @@ class _Collated:
 
 @dataclass(frozen=True, slots=True)
 class _Checkpoint:
-    """From the host work: everything loaded up to ``cursor`` has been yielded before this."""
+    """From the host work: everything loaded up to ``cursor`` has been yielded before this.
+
+    ``host`` is what the host work had counted by then (items read, documents
+    prepared): the producer runs ahead, so the consumer cannot read it at commit time.
+    """
 
     cursor: str
+    host: RunCounts
 
 
 class Orchestrator:
@@ -200,7 +195,12 @@ class Orchestrator:
         self.steps = CompiledSteps(self.model, self.attention, self._traced, self.parallel)
         devices = self.parallel.devices if self.parallel is not None else 1
         self.shapes = batch_shapes(pipeline.spec.run, self.model.max_length, devices)
-        self.counts = _Counts()
+        self._host_counts = RunCounts()
+        """Counted by the host work (producer thread) alone: items read, documents prepared."""
+        self._device_counts = RunCounts()
+        """Counted by the consumer alone: batches, outputs, set-aside documents."""
+        self._committed_before: RunCounts | None = RunCounts()
+        """What the output held when this part began (recovered from its last commit)."""
         self.resumed_from: str | None = None
         self._started = 0.0
         self._first_output: float | None = None
@@ -261,7 +261,8 @@ class Orchestrator:
         if run_id is not None:
             self.run_id = run_id
         self._shard = shard
-        self.counts = _Counts()
+        self._host_counts = self._device_counts = RunCounts()
+        self._committed_before = RunCounts()
         self.resumed_from = None
         self._first_output = None
         compilations = self.steps.compilations
@@ -295,7 +296,7 @@ class Orchestrator:
                         self._process(params, item.batch, item.texts)
                     elif isinstance(item, _Checkpoint):
                         # FIFO: every batch and error before it is written (see _commit).
-                        self._commit(item.cursor)
+                        self._commit(item)
                     else:
                         self._set_aside(*item)
                 ok = True
@@ -344,7 +345,10 @@ class Orchestrator:
                 "beginning, or choose a resumable sink"
             )
         with self.sink_seam.call("recover"):
-            cursor = sink.recover(self.manifest())
+            committed = sink.recover(self.manifest())
+        cursor: str | None = None
+        if committed is not None:
+            cursor, self._committed_before = commits.decode(committed)
         if cursor is None:
             log.info("resume: nothing was committed; starting from the beginning", sink=sink.name)
         else:
@@ -372,7 +376,7 @@ class Orchestrator:
             if every and count % every == 0:
                 # The partly filled batches go out padded: the price of a checkpoint.
                 yield from map(self._collate, batcher.flush())
-                yield _Checkpoint(loaded.cursor)
+                yield _Checkpoint(loaded.cursor, self._host_counts)
         yield from map(self._collate, batcher.flush())
 
     def _batcher(self) -> Bucketer | Packer:
@@ -434,7 +438,7 @@ class Orchestrator:
         it, a user finds the input again (a jsonl line number, a file's path) to re-run.
         """
         item = loaded.item
-        self.counts.read += 1
+        self._host_counts += _READ
         if isinstance(item, DocumentError):
             yield item, item.stage  # "load", or "skip" for a loader's rule
             return
@@ -446,7 +450,7 @@ class Orchestrator:
         if not examples:
             yield DocumentError(item.id, "the model made no examples of it", where), "skip"
             return
-        self.counts.documents += 1
+        self._host_counts += _WRITTEN
         for example in examples:
             if item.metadata:  # records carry their document's metadata (path, source...)
                 example = replace(example, metadata={**item.metadata, **example.metadata})
@@ -512,11 +516,12 @@ class Orchestrator:
             self.sink.write(records)
         if self._first_output is None:
             self._first_output = time.perf_counter() - self._started
-        counts = self.counts
-        counts.batches += 1
-        counts.examples += len(batch.examples)
-        counts.tokens += batch.tokens
-        counts.positions += batch.batch_size * batch.length
+        counts = self._device_counts = self._device_counts + RunCounts(
+            examples=len(batch.examples),
+            tokens=batch.tokens,
+            positions=batch.batch_size * batch.length,
+            batches=1,
+        )
         self.monitors.emit(
             BatchDone(
                 counts.batches,
@@ -524,29 +529,39 @@ class Orchestrator:
                 len(batch.examples),
                 batch.tokens,
                 time.perf_counter() - started,
-                counts.documents,
+                self._host_counts.documents,
             )
         )
 
-    def _commit(self, cursor: str) -> None:
-        """Make everything written so far durable in the sink, up to ``cursor``.
+    def _commit(self, checkpoint: _Checkpoint) -> None:
+        """Make everything written so far durable in the sink, up to the checkpoint's cursor.
 
         The host work yields a checkpoint after the batches and set-aside documents
         of every item up to ``cursor``, and the prefetch queue is first in, first out
         (or the work runs inline): so when the consumer reaches the checkpoint, each
         of those batches has been run and written and each error written. Nothing
         before the cursor is missing from the commit, and nothing after it is in it.
+        The commit carries what the output holds by then (:mod:`seamline.core.commits`),
+        so a run that continues from it counts what it publishes.
         """
+        cursor = checkpoint.cursor
+        before = self._committed_before
+        # What an older checkpoint held is unknown: the commit must not claim to know it.
+        committed = (
+            cursor
+            if before is None
+            else commits.encode(cursor, before + checkpoint.host + self._device_counts)
+        )
         with self.sink_seam.call("commit", {"seamline.cursor": cursor}):
-            self.sink.commit(cursor)
+            self.sink.commit(committed)
         log.debug("checkpoint committed", sink=self.sink.name, cursor=cursor)
 
     def _set_aside(self, error: DocumentError, stage: str) -> None:
         """Record ``error`` in the sink's errors file: dead-lettered, or skipped by a rule."""
         if stage == "skip":
-            self.counts.skipped += 1
+            self._device_counts += _SKIPPED
         else:
-            self.counts.failed += 1
+            self._device_counts += _FAILED
         if error.stage != stage:
             error = replace(error, stage=stage)
         with self.sink_seam.call("write_error", {"seamline.document.id": error.id}):
@@ -563,7 +578,7 @@ class Orchestrator:
                 RunFinished(
                     self.run_id,
                     counts.documents,
-                    counts.failed,
+                    counts.failed_documents,
                     counts.examples,
                     counts.tokens,
                     counts.batches,
@@ -580,24 +595,22 @@ class Orchestrator:
         self.model.close()
         self.attention.close()
 
+    @property
+    def counts(self) -> RunCounts:
+        """What the current (or last) part has counted so far."""
+        return self._host_counts + self._device_counts
+
     def _summary(self, seconds: float, compilations: int | None = None) -> RunSummary:
-        counts = self.counts
         return RunSummary(
             run_id=self.run_id,
             pipeline=self.pipeline.spec.pipeline,
-            documents=counts.documents,
-            failed_documents=counts.failed,
-            examples=counts.examples,
-            tokens=counts.tokens,
-            batches=counts.batches,
+            counts=self.counts,
+            committed_before=self._committed_before,
             compilations=self.steps.compilations if compilations is None else compilations,
             seconds=seconds,
             attention={d.signature: d.chosen for d in self.steps.decisions},
             resumed_from=self.resumed_from,
-            positions=counts.positions,
             first_output_seconds=self._first_output,
-            read=counts.read,
-            skipped_documents=counts.skipped,
             provenance=provenance(self.pipeline),
         )
 

@@ -10,7 +10,14 @@ from typing import Any, cast
 import structlog
 from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import ExecutionReport, Executor, Monitor, ResumeRefused, UserError
+from seamline.contracts import (
+    ExecutionReport,
+    Executor,
+    Monitor,
+    ResumeRefused,
+    RunCounts,
+    UserError,
+)
 from seamline.contracts.executor import merge_attention
 from seamline.core.config import ResolvedPipeline, load_pipeline, load_trusted
 from seamline.core.job import PipelineJob
@@ -109,32 +116,34 @@ class Pipeline:
 
 
 def summarize(job: PipelineJob, report: ExecutionReport, seconds: float) -> RunSummary:
-    """One summary of every shard: counts added up, the run's wall time."""
+    """One summary of every shard: counts added up, the run's wall time.
+
+    What the output held before is known only if it is known for every shard: a shard
+    that an earlier run finished, or one resumed from a checkpoint that did not record
+    it, makes it unknown (the summary then reports this run's work alone, and says so).
+    """
     shards = report.shards
     firsts = [s.first_output_seconds for s in shards if s.first_output_seconds is not None]
     resumed = [s.resumed_from for s in shards if s.resumed_from is not None]
+    finished_before = sorted(
+        set(job.finished_before) | {s.shard.index for s in shards if s.finished_before}
+    )
+    befores = [s.committed_before for s in shards]
+    known = not finished_before and all(before is not None for before in befores)
     return RunSummary(
         run_id=job.run_id,
         pipeline=job.pipeline,
-        documents=sum(s.documents for s in shards),
-        failed_documents=sum(s.failed_documents for s in shards),
-        read=sum(s.read for s in shards),
-        skipped_documents=sum(s.skipped_documents for s in shards),
-        examples=sum(s.examples for s in shards),
-        tokens=sum(s.tokens for s in shards),
-        batches=sum(s.batches for s in shards),
+        counts=sum((s.counts for s in shards), RunCounts()),
+        committed_before=sum(filter(None, befores), RunCounts()) if known else None,
         compilations=sum(s.compilations for s in shards),
         seconds=seconds,
         attention=merge_attention(shards),
         resumed_from=resumed[0] if job.count == 1 and resumed else None,
-        positions=sum(s.positions for s in shards),
         first_output_seconds=min(firsts) if firsts else None,
         executor=report.executor,
         shards=tuple(sorted(shards, key=lambda s: s.shard.index)),
         workers=report.workers,
         shard_count=job.count or 1,
-        finished_before=tuple(
-            sorted(set(job.finished_before) | {s.shard.index for s in shards if s.finished_before})
-        ),
+        finished_before=tuple(finished_before),
         provenance=provenance(job.resolved),
     )

@@ -72,7 +72,7 @@ class PipelineWorker(ShardWorker):
             sink = self._new_sink().part(task.run_id, shard)
             if sink.finished():
                 log.info("shard already finished; not redone", shard=shard.index, run=task.run_id)
-                return ShardReport(shard, self.name, finished_before=True)
+                return ShardReport(shard, self.name, committed_before=None, finished_before=True)
             resume = True  # a part always continues from its own last commit, if any
         try:
             summary = self.orchestrator.run_part(
@@ -99,19 +99,13 @@ def _report(shard: Any, worker: str, summary: RunSummary) -> ShardReport:
     return ShardReport(
         shard=shard,
         worker=worker,
-        documents=summary.documents,
-        failed_documents=summary.failed_documents,
-        examples=summary.examples,
-        tokens=summary.tokens,
-        positions=summary.positions,
-        batches=summary.batches,
+        counts=summary.counts,
+        committed_before=summary.committed_before,
         compilations=summary.compilations,
         seconds=summary.seconds,
         resumed_from=summary.resumed_from,
         first_output_seconds=summary.first_output_seconds,
         attention=dict(summary.attention),
-        read=summary.read,
-        skipped_documents=summary.skipped_documents,
     )
 
 

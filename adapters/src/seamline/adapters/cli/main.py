@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from seamline.core.config import ResolvedPipeline
+    from seamline.core.orchestrator import RunSummary
     from seamline.core.registry import Registry
 
 app = typer.Typer(
@@ -248,18 +249,20 @@ def run(
         )
     finally:
         telemetry_setup.shutdown_telemetry()
+    out, work = summary.output, summary.counts
     _consoles.out.print(
-        f"[green]done[/] {summary.pipeline}: {summary.documents} documents "
-        f"({summary.failed_documents} set aside), {summary.examples} outputs, "
-        f"{summary.tokens:,} tokens ({summary.positions:,} positions computed) "
+        f"[green]done[/] {summary.pipeline}: {out.documents} documents "
+        f"({out.failed_documents} set aside), {out.examples} outputs, "
+        f"{out.tokens:,} tokens ({out.positions:,} positions computed) "
         f"in {summary.seconds:.1f}s "
-        f"({summary.documents / max(summary.seconds, 1e-9):.1f} docs/s, "
-        f"{summary.tokens_per_second:,.0f} tokens/s); {summary.batches} batches, "
+        f"({work.documents / max(summary.seconds, 1e-9):.1f} docs/s, "
+        f"{summary.tokens_per_second:,.0f} tokens/s); {out.batches} batches, "
         f"{summary.compilations} compilations",
         highlight=False,
     )
-    _consoles.out.print(f"  {summary.reconciliation()}", highlight=False)
-    if summary.failed_documents or summary.skipped_documents:
+    _consoles.out.print(f"  {out.reconciliation()}", highlight=False)
+    _print_earlier_work(summary)
+    if out.failed_documents or out.skipped_documents:
         _consoles.out.print(
             "  set-aside documents are listed, one JSON object each, in the errors file "
             "beside the output ('<stem>.errors.jsonl')",
@@ -273,10 +276,7 @@ def run(
             highlight=False,
         )
     if summary.resumed_from is not None:
-        _consoles.out.print(
-            f"  resumed after cursor {summary.resumed_from!r} (counts are this run's)",
-            highlight=False,
-        )
+        _consoles.out.print(f"  resumed after cursor {summary.resumed_from!r}", highlight=False)
     if summary.shard_count > 1 or summary.executor != "local":
         kept = list(summary.finished_before)
         ran = [s.shard.index for s in summary.shards if s.shard.index not in kept]
@@ -289,6 +289,24 @@ def run(
     for signature, chosen in summary.attention.items():
         _consoles.out.print(f"  attention {chosen} for {signature}", highlight=False)
     _print_provenance(summary.provenance)
+
+
+def _print_earlier_work(summary: RunSummary) -> None:
+    """Where the counts above include work committed before this run, or cannot."""
+    before = summary.committed_before
+    if before is None:
+        _consoles.out.print(
+            "  the counts are this run's work only: what shards finished earlier (or a "
+            "checkpoint from an older seamline) hold is not known here",
+            highlight=False,
+        )
+    elif before.read:
+        _consoles.out.print(
+            f"  {before.documents} of these documents ({before.examples} outputs) were "
+            "committed before this run or before an attempt it retried; this run computed "
+            f"{summary.counts.documents} (the rates are this run's)",
+            highlight=False,
+        )
 
 
 def _print_provenance(record: Mapping[str, Any]) -> None:
@@ -481,8 +499,8 @@ def profile(
     written = sorted(p for p in set(out.rglob("*")) - before if p.is_file())
     console = _consoles.out
     console.print(
-        f"[green]done[/] {summary.pipeline}: {summary.documents} documents, "
-        f"{summary.batches} batches in {summary.seconds:.1f}s, profiled",
+        f"[green]done[/] {summary.pipeline}: {summary.counts.documents} documents, "
+        f"{summary.counts.batches} batches in {summary.seconds:.1f}s, profiled",
         highlight=False,
     )
     console.print(f"  trace in {out}/", highlight=False)

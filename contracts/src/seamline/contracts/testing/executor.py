@@ -34,6 +34,7 @@ from seamline.contracts.executor import (
     ExecutionReport,
     Executor,
     Job,
+    RunCounts,
     ShardReport,
     ShardTask,
     ShardWorker,
@@ -98,7 +99,7 @@ class ScriptedWorker(ShardWorker):
             raise UserError(self.script.user_error[index])
         if index in self.script.fail:
             raise ShardFailed(index, task.shard.count, "model 'scripted'", self.script.fail[index])
-        return ShardReport(task.shard, _process(), documents=index + 1)
+        return ShardReport(task.shard, _process(), RunCounts(documents=index + 1))
 
 
 @dataclass(frozen=True)

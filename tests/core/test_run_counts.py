@@ -1,0 +1,96 @@
+"""One run count: ``RunCounts`` adds, commits carry it, and a summary counts what is published."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from seamline.contracts import ExecutionReport, RunCounts, Shard, ShardReport
+from seamline.core import commits
+from seamline.core.pipeline import summarize
+
+SOME = RunCounts(
+    read=5, documents=3, failed_documents=1, skipped_documents=1, examples=7, tokens=90,
+    positions=128, batches=2,
+)  # fmt: skip
+
+
+def test_counts_add_field_by_field_and_reconcile() -> None:
+    total = SOME + RunCounts(read=2, documents=2, examples=3, tokens=10, positions=16, batches=1)
+    assert total == RunCounts(7, 5, 1, 1, 10, 100, 144, 3)
+    assert total.reconciles
+    assert "DOES NOT RECONCILE" in RunCounts(read=2, documents=1).reconciliation()
+    assert sum([SOME, SOME], RunCounts()) == SOME + SOME
+
+
+def test_a_commit_round_trips_its_cursor_and_counts() -> None:
+    assert commits.decode(commits.encode("line:42", SOME)) == ("line:42", SOME)
+    # A cursor that itself looks like JSON is kept exactly.
+    odd = '{"seamline_commit": 1}'
+    assert commits.decode(commits.encode(odd, SOME)) == (odd, SOME)
+
+
+@pytest.mark.parametrize(
+    "committed",
+    [
+        "9",  # a bare loader cursor, as sinks stored it before the host wrapped it
+        '{"seamline_commit":1,"cursor":"9"}',  # no counts
+        '{"seamline_commit":1,"cursor":"9","counts":{"read":"5"}}',  # wrong types
+        commits.encode("9", SOME).replace(":1,", ":2,", 1),  # another format
+        '{"seamline_commit":1,"cursor":9,"counts":{}}',
+        '{"seamline_commit":1,"cursor":"9","counts":{"read":-1,"documents":0,'
+        '"failed_documents":0,"skipped_documents":0,"examples":0,"tokens":0,"positions":0,'
+        '"batches":0}}',  # negative
+        '{"seamline_commit"' + " " * (commits.MAX_LENGTH + 1),  # unbounded
+        '{"seamline_commit":1,"cursor":"9","counts":{},"extra":1}',
+    ],
+)
+def test_what_is_not_a_commit_of_this_host_is_a_bare_cursor_with_unknown_counts(
+    committed: str,
+) -> None:
+    assert commits.decode(committed) == (committed, None)
+
+
+def report(index: int, counts: RunCounts, before: RunCounts | None, **kw: Any) -> ShardReport:
+    return ShardReport(Shard(index, 2), "w", counts, before, **kw)
+
+
+class _Job:
+    """The little of a ``PipelineJob`` that :func:`summarize` reads."""
+
+    run_id, pipeline, count, finished_before, resolved = "r", "p", 2, (), None
+
+
+def summarized(*reports: ShardReport, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr("seamline.core.pipeline.provenance", lambda resolved: {})
+    execution = ExecutionReport("ray", tuple(reports), workers=1, seconds=1.0)
+    return summarize(_Job(), execution, 2.0)  # type: ignore[arg-type]
+
+
+def test_a_summary_counts_what_is_published_across_retried_shards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    summary = summarized(
+        report(0, SOME, RunCounts()), report(1, SOME, SOME), monkeypatch=monkeypatch
+    )
+    assert summary.counts == SOME + SOME  # what this run computed
+    assert summary.published == SOME + SOME + SOME  # what the output holds
+    assert summary.output == summary.published
+    assert summary.tokens_per_second == (SOME + SOME).tokens / 2.0
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        report(1, RunCounts(), None, finished_before=True),
+        report(1, SOME, None),  # resumed from a checkpoint that did not record its counts
+    ],
+    ids=["finished-before", "old-checkpoint"],
+)
+def test_a_summary_that_cannot_know_what_is_published_says_so(
+    second: ShardReport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = summarized(report(0, SOME, RunCounts()), second, monkeypatch=monkeypatch)
+    assert summary.published is None
+    assert summary.output == summary.counts
