@@ -7,7 +7,7 @@ this module is that way, written once:
   of the corpus ``make run`` embeds, building one if ``build/corpus`` is missing;
   :func:`read_documents` reads them as the ``text-files`` loader does;
 * **the seamline work** -- :func:`bert_config`, :func:`pipeline_spec`,
-  :func:`bucketed_batches` (the orchestrator's bucketing without the orchestrator),
+  :func:`bucketed_batches` (the core's host work, unpacked, without the orchestrator),
   :func:`packed_batches` (its packing at a token budget) and
   :func:`timer_monitor` (what the ``Compiled`` and ``BatchDone`` events report),
   :func:`timed_pipeline_run` (a pipeline run, timed part by part);
@@ -144,20 +144,19 @@ def pipeline_spec(
 def bucketed_batches(
     model: Any, documents: Iterable[Any], buckets: Sequence[int], batch_size: int
 ) -> Iterator[Any]:
-    """``prepare``, the core's ``Bucketer`` and ``collate``: the batches a run would make.
+    """The batches a run would make with one example per row, padded (``packing: false``).
 
-    One example per row, padded (a pipeline with ``run: {packing: false}``); the
-    packed batches of the default pipeline are what ``whole_run.py`` measures.
+    The core's own host work (:class:`seamline.core.host.HostWork`) without the
+    orchestrator and without seams; the packed batches of the default pipeline are what
+    ``whole_run.py`` measures.
     """
-    from seamline.core.batching import BatchShapes, Bucketer
+    from seamline.core.batching import BatchShapes
+    from seamline.core.host import Collated, HostWork, documents_as_loaded
 
-    bucketer = Bucketer(BatchShapes(tuple(buckets), batch_size))
-    for document in documents:
-        for example in model.prepare(document):
-            for planned in bucketer.add(example):
-                yield model.collate(planned.examples, planned.rows, planned.length)
-    for planned in bucketer.flush():
-        yield model.collate(planned.examples, planned.rows, planned.length)
+    host = HostWork(model, BatchShapes(tuple(buckets), batch_size), packing=False)
+    for item in host.batches(documents_as_loaded(documents)):
+        if isinstance(item, Collated):
+            yield item.batch
 
 
 def packed_batches(
@@ -165,17 +164,17 @@ def packed_batches(
 ) -> tuple[list[Any], int]:
     """The batches a pipeline run packs (``run: {batch_tokens: budget}``), and their tokens.
 
-    ``prepare``, the core's ``Packer`` over the model's default buckets and ``collate``,
-    as the orchestrator does them; ``budget`` None gives ``batch_size`` rows per batch.
-    Returns the :class:`Batch` objects and the real tokens they hold.
+    The core's host work over the model's default buckets, as the orchestrator runs it;
+    ``budget`` None gives ``batch_size`` rows per batch. Returns the :class:`Batch`
+    objects and the real tokens they hold.
     """
-    from seamline.core.batching import BatchShapes, Packer, default_buckets
+    from seamline.core.batching import BatchShapes, default_buckets
+    from seamline.core.host import Collated, HostWork, documents_as_loaded
 
     shapes = BatchShapes(tuple(default_buckets(model.max_length)), batch_size, budget)
-    packer = Packer(shapes, model.packing)
-    planned = [p for d in documents for e in model.prepare(d) for p in packer.add(e)]
-    planned.extend(packer.flush())
-    batches = [model.collate(p.examples, p.rows, p.length, p.placement) for p in planned]
+    host = HostWork(model, shapes, packing=True)
+    made = host.batches(documents_as_loaded(documents))
+    batches = [item.batch for item in made if isinstance(item, Collated)]
     return batches, sum(batch.tokens for batch in batches)
 
 

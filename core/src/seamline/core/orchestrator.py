@@ -38,12 +38,9 @@ from seamline.contracts import (
     Batch,
     BatchDone,
     Component,
-    ContractViolation,
-    Document,
     DocumentError,
     DocumentFailed,
     Event,
-    Example,
     Loaded,
     Loader,
     Model,
@@ -57,15 +54,16 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
-from seamline.contracts.seams import check_batch, check_examples, check_loaded, check_model_output
+from seamline.contracts.seams import check_loaded, check_model_output
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import CompiledSteps
-from seamline.core.batching import Bucketer, Packer, Planned, batch_shapes
+from seamline.core.batching import batch_shapes
 from seamline.core.config import ComponentChoice, ResolvedPipeline
 from seamline.core.devices import local_data_parallel
 from seamline.core.fingerprint import run_inputs
+from seamline.core.host import Checkpoint, Collated, HostWork
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
@@ -139,37 +137,6 @@ class RunSummary:
         return self.counts.tokens / self.seconds if self.seconds else 0.0
 
 
-_READ = RunCounts(read=1)
-_WRITTEN = RunCounts(documents=1)
-_FAILED = RunCounts(failed_documents=1)
-_SKIPPED = RunCounts(skipped_documents=1)
-
-
-@dataclass(frozen=True, slots=True)
-class _Collated:
-    """A batch from the host work, with the text of each example's span (``batch.examples`` order).
-
-    The texts travel beside the batch rather than inside the examples: an
-    :class:`Example` is the model's data, and the text is the sink's (records carry it,
-    sink contract 1.2).
-    """
-
-    batch: Batch
-    texts: tuple[str | None, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Checkpoint:
-    """From the host work: everything loaded up to ``cursor`` has been yielded before this.
-
-    ``host`` is what the host work had counted by then (items read, documents
-    prepared): the producer runs ahead, so the consumer cannot read it at commit time.
-    """
-
-    cursor: str
-    host: RunCounts
-
-
 class Orchestrator:
     """Runs one resolved pipeline."""
 
@@ -195,8 +162,9 @@ class Orchestrator:
         self.steps = CompiledSteps(self.model, self.attention, self._traced, self.parallel)
         devices = self.parallel.devices if self.parallel is not None else 1
         self.shapes = batch_shapes(pipeline.spec.run, self.model.max_length, devices)
-        self._host_counts = RunCounts()
-        """Counted by the host work (producer thread) alone: items read, documents prepared."""
+        self.host = self._host_work()
+        """The host side of the current part (its producer thread counts items read and
+        documents prepared)."""
         self._device_counts = RunCounts()
         """Counted by the consumer alone: batches, outputs, set-aside documents."""
         self._committed_before: RunCounts | None = RunCounts()
@@ -204,9 +172,6 @@ class Orchestrator:
         self.resumed_from: str | None = None
         self._started = 0.0
         self._first_output: float | None = None
-        self._texts: dict[int, str] = {}
-        """The span text of each example waiting in the batcher, by ``id()`` of the example
-        object (alive there until it is collated). Used by the producer thread only."""
         self._shard = Shard()
         self._params: Any = None
         self._loaded = False
@@ -261,7 +226,8 @@ class Orchestrator:
         if run_id is not None:
             self.run_id = run_id
         self._shard = shard
-        self._host_counts = self._device_counts = RunCounts()
+        self.host = self._host_work()
+        self._device_counts = RunCounts()
         self._committed_before = RunCounts()
         self.resumed_from = None
         self._first_output = None
@@ -291,14 +257,15 @@ class Orchestrator:
             try:
                 after = self._begin(resume)
                 params = self._load()
-                for item in prefetched(self._host_work(after), spec.run.prefetch):
-                    if isinstance(item, _Collated):
+                batches = self.host.batches(self._reads(after))
+                for item in prefetched(batches, spec.run.prefetch):
+                    if isinstance(item, Collated):
                         self._process(params, item.batch, item.texts)
-                    elif isinstance(item, _Checkpoint):
+                    elif isinstance(item, Checkpoint):
                         # FIFO: every batch and error before it is written (see _commit).
                         self._commit(item)
                     else:
-                        self._set_aside(*item)
+                        self._set_aside(item.error, item.stage)
                 ok = True
             except BaseException as err:
                 root.record_exception(err)
@@ -358,37 +325,18 @@ class Orchestrator:
 
     # -- host work (producer thread) -------------------------------------------------------
 
-    def _host_work(
-        self, after: str | None = None
-    ) -> Iterator[_Collated | tuple[DocumentError, str] | _Checkpoint]:
-        """Read, prepare and bucket documents; yields batches, set-aside documents and checkpoints.
+    def _host_work(self) -> HostWork:
+        """A fresh host side for a part: checkpoints only when the sink can commit them."""
+        run = self.pipeline.spec.run
+        return HostWork(
+            self.model,
+            self.shapes,
+            seam=self.model_seam,
+            packing=run.packing,
+            checkpoint_every=run.checkpoint_every if self.sink.resumable else 0,
+        )
 
-        Every ``checkpoint_every`` loaded items (documents and error records) the
-        buckets are flushed, so that every example of every item loaded so far is in
-        a batch already yielded, and a ``_Checkpoint`` with the last item's cursor
-        follows those batches.
-        """
-        batcher = self._batcher()
-        every = self.pipeline.spec.run.checkpoint_every if self.sink.resumable else 0
-        thread = {THREAD_NAME: threading.current_thread().name}
-        for count, loaded in enumerate(self._reads(after, thread), start=1):
-            yield from self._host_item(loaded, batcher, thread)
-            if every and count % every == 0:
-                # The partly filled batches go out padded: the price of a checkpoint.
-                yield from map(self._collate, batcher.flush())
-                yield _Checkpoint(loaded.cursor, self._host_counts)
-        yield from map(self._collate, batcher.flush())
-
-    def _batcher(self) -> Bucketer | Packer:
-        """Packed rows when the pipeline allows it and the model can; else one per row."""
-        model = self.model
-        if self.pipeline.spec.run.packing and any(
-            model.packing(length) > 1 for length in self.shapes.buckets
-        ):
-            return Packer(self.shapes, model.packing)
-        return Bucketer(self.shapes)
-
-    def _reads(self, after: str | None, attributes: Mapping[str, Any]) -> Iterator[Loaded]:
+    def _reads(self, after: str | None) -> Iterator[Loaded]:
         """The loader's checked items, its time in the loader reported per chunk of items.
 
         A span per document read would cost more than many loaders' reads, so reads
@@ -398,6 +346,7 @@ class Orchestrator:
         its first item is asked for and lasts as long as the loader took for the
         chunk's items together: the sum of the reads, not a wall-clock interval.
         """
+        attributes = {THREAD_NAME: threading.current_thread().name}  # the reading thread
         clock = time.perf_counter_ns
         reader: Iterator[Loaded] | None = None
         items = spent = first = 0
@@ -428,74 +377,6 @@ class Orchestrator:
                 report()
                 items = spent = 0
             yield loaded
-
-    def _host_item(
-        self, loaded: Loaded, batcher: Bucketer | Packer, thread: Mapping[str, Any]
-    ) -> Iterator[_Collated | tuple[DocumentError, str]]:
-        """One loaded item: set aside, or prepared into examples and bucketed.
-
-        A document set aside here carries the loader's ``cursor`` in its metadata: with
-        it, a user finds the input again (a jsonl line number, a file's path) to re-run.
-        """
-        item = loaded.item
-        self._host_counts += _READ
-        if isinstance(item, DocumentError):
-            yield item, item.stage  # "load", or "skip" for a loader's rule
-            return
-        examples = self._prepare(item, thread)
-        where = {**item.metadata, "cursor": loaded.cursor}
-        if isinstance(examples, DocumentError):
-            yield replace(examples, metadata=where), "prepare"
-            return
-        if not examples:
-            yield DocumentError(item.id, "the model made no examples of it", where), "skip"
-            return
-        self._host_counts += _WRITTEN
-        for example in examples:
-            if item.metadata:  # records carry their document's metadata (path, source...)
-                example = replace(example, metadata={**item.metadata, **example.metadata})
-            start, end = example.span
-            self._texts[id(example)] = item.text[start:end]  # records carry it too
-            yield from map(self._collate, batcher.add(example))
-
-    def _prepare(
-        self, document: Document, thread: Mapping[str, Any]
-    ) -> list[Example] | DocumentError:
-        """The document's examples; a document ``prepare`` fails on is set aside, not raised."""
-        model = self.model
-        try:
-            with self.model_seam.call("prepare", {**thread, "seamline.document.id": document.id}):
-                examples = list(model.prepare(document))
-        except ContractViolation:
-            raise
-        except Exception as err:  # the span recorded it; the run goes on
-            reason = f"prepare failed: {type(err).__name__}: {err}"
-            return DocumentError(document.id, reason, document.metadata)
-        check_examples(model.name, examples, model.max_length)
-        return examples
-
-    def _collate(self, planned: Planned) -> _Collated:
-        model = self.model
-        if planned.placement is None:  # as every model before contract 1.2 is called
-            batch = model.collate(planned.examples, planned.rows, planned.length)
-        else:
-            batch = model.collate(planned.examples, planned.rows, planned.length, planned.placement)
-        check_batch(model.name, batch, planned.rows, planned.length)
-        return _Collated(batch, self._span_texts(planned.examples, batch.examples))
-
-    def _span_texts(
-        self, planned: Sequence[Example], collated: Sequence[Example]
-    ) -> tuple[str | None, ...]:
-        """The texts of ``collated``'s examples, taken out of the waiting texts.
-
-        ``collate`` returns the examples it was given; a model that returns equal copies
-        instead is matched by document, window and span.
-        """
-        texts = {id(example): self._texts.pop(id(example), None) for example in planned}
-        if all(id(example) in texts for example in collated):
-            return tuple(texts[id(example)] for example in collated)
-        by_key = {(e.doc_id, e.index, e.span): texts[id(e)] for e in planned}
-        return tuple(by_key.get((e.doc_id, e.index, e.span)) for e in collated)
 
     # -- device work (this thread) ---------------------------------------------------------
 
@@ -529,11 +410,11 @@ class Orchestrator:
                 len(batch.examples),
                 batch.tokens,
                 time.perf_counter() - started,
-                self._host_counts.documents,
+                self.host.counts.documents,
             )
         )
 
-    def _commit(self, checkpoint: _Checkpoint) -> None:
+    def _commit(self, checkpoint: Checkpoint) -> None:
         """Make everything written so far durable in the sink, up to the checkpoint's cursor.
 
         The host work yields a checkpoint after the batches and set-aside documents
@@ -559,9 +440,9 @@ class Orchestrator:
     def _set_aside(self, error: DocumentError, stage: str) -> None:
         """Record ``error`` in the sink's errors file: dead-lettered, or skipped by a rule."""
         if stage == "skip":
-            self._device_counts += _SKIPPED
+            self._device_counts += RunCounts(skipped_documents=1)
         else:
-            self._device_counts += _FAILED
+            self._device_counts += RunCounts(failed_documents=1)
         if error.stage != stage:
             error = replace(error, stage=stage)
         with self.sink_seam.call("write_error", {"seamline.document.id": error.id}):
@@ -598,7 +479,7 @@ class Orchestrator:
     @property
     def counts(self) -> RunCounts:
         """What the current (or last) part has counted so far."""
-        return self._host_counts + self._device_counts
+        return self.host.counts + self._device_counts
 
     def _summary(self, seconds: float, compilations: int | None = None) -> RunSummary:
         return RunSummary(

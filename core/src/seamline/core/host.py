@@ -1,0 +1,199 @@
+"""The host side of a run: loaded items in, collated batches out.
+
+Everything a run does before the device: ``prepare`` each document through the
+model's seam (a document it fails on is set aside, not raised), put its examples
+into few batch shapes — packed several to a row when the model allows it, else one
+per row (:mod:`seamline.core.batching`) — and ``collate`` each planned batch, with
+the text of every example's span beside it for the sink. Every ``checkpoint_every``
+items the partly filled batches are flushed and a :class:`Checkpoint` follows them,
+so a commit made when the consumer reaches it covers everything read up to its
+cursor.
+
+One implementation serves every caller that turns text into batches: the
+orchestrator (in its producer thread), the benchmarks that time the model without
+the orchestrator, and whoever embeds text in-process. None of them re-derives
+bucketing or packing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from seamline.contracts import (
+    Batch,
+    ContractViolation,
+    Document,
+    DocumentError,
+    Example,
+    Loaded,
+    Model,
+    RunCounts,
+)
+from seamline.contracts.seams import check_batch, check_examples
+from seamline.core.batching import BatchShapes, Bucketer, Packer, Planned
+from seamline.core.seams import Seam
+from seamline.core.telemetry import THREAD_NAME
+
+_READ = RunCounts(read=1)
+_PREPARED = RunCounts(documents=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Collated:
+    """A batch, with the text of each example's span (``batch.examples`` order).
+
+    The texts travel beside the batch rather than inside the examples: an
+    :class:`Example` is the model's data, and the text is the sink's (records carry it,
+    sink contract 1.2).
+    """
+
+    batch: Batch
+    texts: tuple[str | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """A loaded item that makes no batch: the error, and the stage that set it aside."""
+
+    error: DocumentError
+    stage: str
+    """``load`` (the loader's error record), ``prepare``, or ``skip`` (a rule)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Everything loaded up to ``cursor`` has been yielded before this.
+
+    ``host`` is what the host work had counted by then (items read, documents
+    prepared): it runs ahead of the consumer, which cannot read it at commit time.
+    """
+
+    cursor: str
+    host: RunCounts
+
+
+def batcher_for(model: Model[Any], shapes: BatchShapes, packing: bool) -> Bucketer | Packer:
+    """Packed rows when ``packing`` is allowed and the model can pack; else one per row."""
+    if packing and any(model.packing(length) > 1 for length in shapes.buckets):
+        return Packer(shapes, model.packing)
+    return Bucketer(shapes)
+
+
+class HostWork:
+    """Turns loaded items into batches for one model and one set of batch shapes.
+
+    ``seam`` is the model's :class:`Seam`: every ``prepare`` crosses it (span,
+    timing, monitors). A benchmark that times the bare model passes None. ``counts``
+    holds what this host work has read and prepared; it is written by whichever
+    thread iterates :meth:`batches` and read by others as a whole value.
+    """
+
+    def __init__(
+        self,
+        model: Model[Any],
+        shapes: BatchShapes,
+        *,
+        seam: Seam | None = None,
+        packing: bool = True,
+        checkpoint_every: int = 0,
+    ) -> None:
+        self.model = model
+        self.seam = seam
+        self.batcher = batcher_for(model, shapes, packing)
+        self.checkpoint_every = checkpoint_every
+        self.counts = RunCounts()
+        self._texts: dict[int, str] = {}
+        """The span text of each example waiting in the batcher, by ``id()`` of the example
+        object (alive there until it is collated)."""
+
+    def batches(self, items: Iterable[Loaded]) -> Iterator[Collated | SetAside | Checkpoint]:
+        """Batches, set-aside items and checkpoints for ``items``, in order; flushed at the end."""
+        thread = {THREAD_NAME: threading.current_thread().name}
+        every = self.checkpoint_every
+        batcher = self.batcher
+        for count, loaded in enumerate(items, start=1):
+            yield from self._item(loaded, thread)
+            if every and count % every == 0:
+                # The partly filled batches go out padded: the price of a checkpoint.
+                yield from map(self._collate, batcher.flush())
+                yield Checkpoint(loaded.cursor, self.counts)
+        yield from map(self._collate, batcher.flush())
+
+    def _item(self, loaded: Loaded, thread: dict[str, Any]) -> Iterator[Collated | SetAside]:
+        """One loaded item: set aside, or prepared into examples and batched.
+
+        A document set aside here carries the loader's ``cursor`` in its metadata: with
+        it, a user finds the input again (a jsonl line number, a file's path) to re-run.
+        """
+        item = loaded.item
+        self.counts += _READ
+        if isinstance(item, DocumentError):
+            yield SetAside(item, item.stage)  # "load", or "skip" for a loader's rule
+            return
+        examples = self._prepare(item, thread)
+        where = {**item.metadata, "cursor": loaded.cursor}
+        if isinstance(examples, DocumentError):
+            yield SetAside(replace(examples, metadata=where), "prepare")
+            return
+        if not examples:
+            yield SetAside(
+                DocumentError(item.id, "the model made no examples of it", where), "skip"
+            )
+            return
+        self.counts += _PREPARED
+        for example in examples:
+            if item.metadata:  # records carry their document's metadata (path, source...)
+                example = replace(example, metadata={**item.metadata, **example.metadata})
+            start, end = example.span
+            self._texts[id(example)] = item.text[start:end]  # records carry it too
+            yield from map(self._collate, self.batcher.add(example))
+
+    def _prepare(self, document: Document, thread: dict[str, Any]) -> list[Example] | DocumentError:
+        """The document's examples; a document ``prepare`` fails on is set aside, not raised."""
+        model = self.model
+        try:
+            if self.seam is None:
+                examples = list(model.prepare(document))
+            else:
+                attributes = {**thread, "seamline.document.id": document.id}
+                with self.seam.call("prepare", attributes):
+                    examples = list(model.prepare(document))
+        except ContractViolation:
+            raise
+        except Exception as err:  # the span recorded it; the run goes on
+            reason = f"prepare failed: {type(err).__name__}: {err}"
+            return DocumentError(document.id, reason, document.metadata)
+        check_examples(model.name, examples, model.max_length)
+        return examples
+
+    def _collate(self, planned: Planned) -> Collated:
+        model = self.model
+        if planned.placement is None:  # as every model before contract 1.2 is called
+            batch = model.collate(planned.examples, planned.rows, planned.length)
+        else:
+            batch = model.collate(planned.examples, planned.rows, planned.length, planned.placement)
+        check_batch(model.name, batch, planned.rows, planned.length)
+        return Collated(batch, self._span_texts(planned.examples, batch.examples))
+
+    def _span_texts(
+        self, planned: Sequence[Example], collated: Sequence[Example]
+    ) -> tuple[str | None, ...]:
+        """The texts of ``collated``'s examples, taken out of the waiting texts.
+
+        ``collate`` returns the examples it was given; a model that returns equal copies
+        instead is matched by document, window and span.
+        """
+        texts = {id(example): self._texts.pop(id(example), None) for example in planned}
+        if all(id(example) in texts for example in collated):
+            return tuple(texts[id(example)] for example in collated)
+        by_key = {(e.doc_id, e.index, e.span): texts[id(e)] for e in planned}
+        return tuple(by_key.get((e.doc_id, e.index, e.span)) for e in collated)
+
+
+def documents_as_loaded(documents: Iterable[Document]) -> Iterator[Loaded]:
+    """Documents not read by a loader, as loaded items (their cursor is their id)."""
+    for document in documents:
+        yield Loaded(document.id, document)
