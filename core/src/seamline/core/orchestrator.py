@@ -29,7 +29,6 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any, cast
 
-import jax
 import structlog
 from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
@@ -54,14 +53,12 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
-from seamline.contracts.seams import check_loaded, check_model_output
+from seamline.contracts.seams import check_loaded
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
-from seamline.core.attention.steps import CompiledSteps
-from seamline.core.batching import batch_shapes
 from seamline.core.config import ComponentChoice, ResolvedPipeline
-from seamline.core.devices import local_data_parallel
+from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import run_inputs
 from seamline.core.host import Checkpoint, Collated, HostWork
 from seamline.core.monitor_hub import MonitorHub
@@ -157,11 +154,16 @@ class Orchestrator:
         self.loader_seam = self._seam(self.loader)
         self.model_seam = self._seam(self.model)
         self.sink_seam = self._seam(self.sink)
-        self.attention = build_candidates(pipeline.attention, registry)
-        self.parallel = local_data_parallel()
-        self.steps = CompiledSteps(self.model, self.attention, self._traced, self.parallel)
-        devices = self.parallel.devices if self.parallel is not None else 1
-        self.shapes = batch_shapes(pipeline.spec.run, self.model.max_length, devices)
+        self.encoder = Encoder(
+            self.model,
+            self.model_seam,
+            build_candidates(pipeline.attention, registry),
+            pipeline.spec.run,
+            self._traced,
+        )
+        self.attention = self.encoder.attention
+        self.steps = self.encoder.steps
+        self.shapes = self.encoder.shapes
         self.host = self._host_work()
         """The host side of the current part (its producer thread counts items read and
         documents prepared)."""
@@ -173,8 +175,6 @@ class Orchestrator:
         self._started = 0.0
         self._first_output: float | None = None
         self._shard = Shard()
-        self._params: Any = None
-        self._loaded = False
         self._inputs: dict[str, Any] | None = None
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
@@ -256,11 +256,11 @@ class Orchestrator:
             ok = False
             try:
                 after = self._begin(resume)
-                params = self._load()
+                self.encoder.params()  # loaded once, before the first batch is read
                 batches = self.host.batches(self._reads(after))
                 for item in prefetched(batches, spec.run.prefetch):
                     if isinstance(item, Collated):
-                        self._process(params, item.batch, item.texts)
+                        self._process(item.batch, item.texts)
                     elif isinstance(item, Checkpoint):
                         # FIFO: every batch and error before it is written (see _commit).
                         self._commit(item)
@@ -274,18 +274,6 @@ class Orchestrator:
             finally:
                 self._end_part(ok, time.perf_counter() - started)
         return self._summary(time.perf_counter() - started, self.steps.compilations - compilations)
-
-    def _load(self) -> Any:
-        """The parameters on the device, loaded on the first part only."""
-        if not self._loaded:
-            with self.model_seam.call("load"):
-                params = self.model.load()
-                parallel = self.parallel
-                self._params = (
-                    jax.device_put(params) if parallel is None else parallel.place_params(params)
-                )
-            self._loaded = True
-        return self._params
 
     def manifest(self) -> dict[str, Any]:
         """What a reader of the output needs to know to rebuild the model that made it.
@@ -327,14 +315,8 @@ class Orchestrator:
 
     def _host_work(self) -> HostWork:
         """A fresh host side for a part: checkpoints only when the sink can commit them."""
-        run = self.pipeline.spec.run
-        return HostWork(
-            self.model,
-            self.shapes,
-            seam=self.model_seam,
-            packing=run.packing,
-            checkpoint_every=run.checkpoint_every if self.sink.resumable else 0,
-        )
+        every = self.pipeline.spec.run.checkpoint_every
+        return self.encoder.host_work(every if self.sink.resumable else 0)
 
     def _reads(self, after: str | None) -> Iterator[Loaded]:
         """The loader's checked items, its time in the loader reported per chunk of items.
@@ -380,15 +362,9 @@ class Orchestrator:
 
     # -- device work (this thread) ---------------------------------------------------------
 
-    def _process(self, params: Any, batch: Batch, texts: Sequence[str | None]) -> None:
+    def _process(self, batch: Batch, texts: Sequence[str | None]) -> None:
         started = time.perf_counter()
-        # The model's apply seam spans each call; a kernel failing in it falls back there.
-        step, outputs = self.steps.run(
-            params, batch, lambda step: self.model_seam.call("apply", step.attributes)
-        )
-        model = self.model
-        check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
-        outputs = self.steps.shadow(params, batch, step, outputs)
+        outputs = self.encoder.outputs(batch)
         records = [
             OutputRecord(ex.doc_id, ex.index, ex.span, outputs[row], ex.metadata, text)
             for row, ex, text in zip(batch.example_rows, batch.examples, texts, strict=True)
@@ -473,8 +449,7 @@ class Orchestrator:
         """Close the monitors and components (once, after the last part)."""
         self.monitors.close()
         self.loader.close()
-        self.model.close()
-        self.attention.close()
+        self.encoder.close()
 
     @property
     def counts(self) -> RunCounts:

@@ -1,0 +1,92 @@
+"""A pipeline's model side, built once: texts or batches in, vectors out.
+
+An :class:`Encoder` holds what turns batches into vectors — the model behind its
+seam, the negotiated attention candidates, the compiled step of each batch shape
+(planned, verified against the reference, shadow-checked: :class:`CompiledSteps`),
+and the parameters on the device — together with the batch shapes of the
+pipeline's ``run`` settings. A run's orchestrator feeds it the batches its loader's
+documents make; an application that embeds text in-process feeds it documents of
+its own. Both go through the same host work (:mod:`seamline.core.host`), the same
+seams and the same kernel choice, so there is no second, quieter way to embed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from seamline.contracts import Batch, Model
+from seamline.contracts.seams import check_model_output
+from seamline.core.attention.candidates import AttentionCandidates
+from seamline.core.attention.steps import CompiledSteps, Report
+from seamline.core.batching import batch_shapes
+from seamline.core.config import RunSettings
+from seamline.core.devices import local_data_parallel
+from seamline.core.host import HostWork
+from seamline.core.seams import Seam
+
+
+class Encoder:
+    """The model, its attention and its compiled steps; parameters loaded on first use."""
+
+    def __init__(
+        self,
+        model: Model[Any],
+        seam: Seam,
+        attention: AttentionCandidates,
+        run: RunSettings,
+        report: Report,
+    ) -> None:
+        self.model = model
+        self.seam = seam
+        self.attention = attention
+        self.run = run
+        self.parallel = local_data_parallel()
+        self.steps = CompiledSteps(model, attention, report, self.parallel)
+        devices = self.parallel.devices if self.parallel is not None else 1
+        self.shapes = batch_shapes(run, model.max_length, devices)
+        self._params: Any = None
+        self._loaded = False
+
+    def params(self) -> Any:
+        """The parameters on the device, loaded (through the model's seam) on first use."""
+        if not self._loaded:
+            with self.seam.call("load"):
+                params = self.model.load()
+                parallel = self.parallel
+                self._params = (
+                    jax.device_put(params) if parallel is None else parallel.place_params(params)
+                )
+            self._loaded = True
+        return self._params
+
+    def host_work(self, checkpoint_every: int = 0) -> HostWork:
+        """A fresh host side (prepare, bucket or pack, collate) for this model and shapes."""
+        return HostWork(
+            self.model,
+            self.shapes,
+            seam=self.seam,
+            packing=self.run.packing,
+            checkpoint_every=checkpoint_every,
+        )
+
+    def outputs(self, batch: Batch) -> np.ndarray:
+        """The model's outputs for ``batch``: one row per batch row, checked at the seam.
+
+        Each call is a ``seamline.model.apply`` span; a kernel that fails while running
+        falls back there, and a shadowed batch is compared with the reference.
+        """
+        params = self.params()
+        step, outputs = self.steps.run(
+            params, batch, lambda step: self.seam.call("apply", step.attributes)
+        )
+        model = self.model
+        check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
+        return self.steps.shadow(params, batch, step, outputs)
+
+    def close(self) -> None:
+        """Close the model and every attention candidate."""
+        self.model.close()
+        self.attention.close()
