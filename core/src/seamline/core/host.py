@@ -1,5 +1,7 @@
 """The host side of a run: loaded items in, collated batches out.
 
+:func:`timed_reads` reads a loader through its seam; :class:`HostWork` does the rest.
+
 Everything a run does before the device: ``prepare`` each document through the
 model's seam (a document it fails on is set aside, not raised), put its examples
 into few batch shapes — packed several to a row when the model allows it, else one
@@ -18,6 +20,7 @@ bucketing or packing.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -29,10 +32,12 @@ from seamline.contracts import (
     DocumentError,
     Example,
     Loaded,
+    Loader,
     Model,
     RunCounts,
+    Shard,
 )
-from seamline.contracts.seams import check_batch, check_examples
+from seamline.contracts.seams import check_batch, check_examples, check_loaded
 from seamline.core.batching import BatchShapes, Bucketer, Packer, Planned
 from seamline.core.seams import Seam
 from seamline.core.telemetry import THREAD_NAME
@@ -197,3 +202,47 @@ def documents_as_loaded(documents: Iterable[Document]) -> Iterator[Loaded]:
     """Documents not read by a loader, as loaded items (their cursor is their id)."""
     for document in documents:
         yield Loaded(document.id, document)
+
+
+def timed_reads(
+    loader: Loader[Any], seam: Seam, shard: Shard, after: str | None, chunk: int
+) -> Iterator[Loaded]:
+    """The loader's checked items, its time in the loader reported per ``chunk`` of items.
+
+    A span per document read would cost more than many loaders' reads, so reads are
+    timed per item and reported through the loader's seam per chunk of items (one
+    ``seamline.loader.read`` span with ``seamline.loader.items``, one ``SeamCall``).
+    Reads interleave with ``prepare``, so a chunk's span starts when its first item is
+    asked for and lasts as long as the loader took for the chunk's items together: the
+    sum of the reads, not a wall-clock interval.
+    """
+    attributes = {THREAD_NAME: threading.current_thread().name}  # the reading thread
+    clock = time.perf_counter_ns
+    reader: Iterator[Loaded] | None = None
+    items = spent = first = 0
+
+    def report(error: BaseException | None = None) -> None:
+        seam.record("read", first, spent, {**attributes, "seamline.loader.items": items}, error)
+
+    while True:
+        if items == 0:
+            first = time.time_ns()
+        started = clock()
+        try:
+            if reader is None:
+                reader = iter(loader.read(shard=shard, after=after))
+            loaded = check_loaded(loader.name, next(reader))
+        except StopIteration:
+            spent += clock() - started
+            report()
+            return
+        except BaseException as err:
+            spent += clock() - started
+            report(err)
+            raise
+        spent += clock() - started
+        items += 1
+        if items == chunk:
+            report()
+            items = spent = 0
+        yield loaded

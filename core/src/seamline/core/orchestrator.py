@@ -20,10 +20,9 @@ That is what a worker of an executor is (:mod:`seamline.core.worker`).
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata
@@ -40,7 +39,6 @@ from seamline.contracts import (
     DocumentError,
     DocumentFailed,
     Event,
-    Loaded,
     Loader,
     Model,
     Monitor,
@@ -53,14 +51,13 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
-from seamline.contracts.seams import check_loaded
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.config import ComponentChoice, ResolvedPipeline
 from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import run_inputs
-from seamline.core.host import Checkpoint, Collated, HostWork
+from seamline.core.host import Checkpoint, Collated, HostWork, timed_reads
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
@@ -71,7 +68,6 @@ from seamline.core.telemetry import (
     PLATFORM,
     SHARD_COUNT,
     SHARD_INDEX,
-    THREAD_NAME,
     WORKER,
     span_event,
     tracer,
@@ -257,7 +253,10 @@ class Orchestrator:
             try:
                 after = self._begin(resume)
                 self.encoder.params()  # loaded once, before the first batch is read
-                batches = self.host.batches(self._reads(after))
+                items = timed_reads(
+                    self.loader, self.loader_seam, self._shard, after, self.shapes.batch_size
+                )
+                batches = self.host.batches(items)
                 for item in prefetched(batches, spec.run.prefetch):
                     if isinstance(item, Collated):
                         self._process(item.batch, item.texts)
@@ -317,48 +316,6 @@ class Orchestrator:
         """A fresh host side for a part: checkpoints only when the sink can commit them."""
         every = self.pipeline.spec.run.checkpoint_every
         return self.encoder.host_work(every if self.sink.resumable else 0)
-
-    def _reads(self, after: str | None) -> Iterator[Loaded]:
-        """The loader's checked items, its time in the loader reported per chunk of items.
-
-        A span per document read would cost more than many loaders' reads, so reads
-        are timed per item and reported per chunk of up to ``batch_size`` items (one
-        ``seamline.loader.read`` span with ``seamline.loader.items``, one
-        ``SeamCall``). Reads interleave with ``prepare``, so a chunk's span starts when
-        its first item is asked for and lasts as long as the loader took for the
-        chunk's items together: the sum of the reads, not a wall-clock interval.
-        """
-        attributes = {THREAD_NAME: threading.current_thread().name}  # the reading thread
-        clock = time.perf_counter_ns
-        reader: Iterator[Loaded] | None = None
-        items = spent = first = 0
-
-        def report(error: BaseException | None = None) -> None:
-            chunk = {**attributes, "seamline.loader.items": items}
-            self.loader_seam.record("read", first, spent, chunk, error)
-
-        while True:
-            if items == 0:
-                first = time.time_ns()
-            started = clock()
-            try:
-                if reader is None:
-                    reader = iter(self.loader.read(shard=self._shard, after=after))
-                loaded = check_loaded(self.loader.name, next(reader))
-            except StopIteration:
-                spent += clock() - started
-                report()
-                return
-            except BaseException as err:
-                spent += clock() - started
-                report(err)
-                raise
-            spent += clock() - started
-            items += 1
-            if items == self.shapes.batch_size:
-                report()
-                items = spent = 0
-            yield loaded
 
     # -- device work (this thread) ---------------------------------------------------------
 

@@ -18,14 +18,10 @@ so the check costs no host-side scan of the outputs.
 from __future__ import annotations
 
 import contextlib
-import functools
-import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import structlog
 from opentelemetry import trace
@@ -34,9 +30,7 @@ from seamline.contracts import (
     Alert,
     Attention,
     AttentionChosen,
-    AttentionSpec,
     Batch,
-    Compiled,
     ContractViolation,
     Event,
     Fallback,
@@ -46,23 +40,19 @@ from seamline.contracts import (
     Verified,
 )
 from seamline.core.attention.candidates import AttentionCandidates
-from seamline.core.attention.checked import AttentionBrokeContract, CheckedAttention
+from seamline.core.attention.checked import AttentionBrokeContract
+from seamline.core.attention.compile import Step, StepCompiler
 from seamline.core.attention.planner import AttentionDecision, SpecKey
 from seamline.core.attention.probe import attention_specs
 from seamline.core.attention.tuning import TuningEntry
 from seamline.core.attention.verification import compare_outputs, verify
 from seamline.core.devices import DataParallel
-from seamline.core.seams import mark_failure, scope_name
+from seamline.core.seams import mark_failure
 from seamline.core.telemetry import (
     ATTENTION_NAME,
     ATTENTION_REASON,
     ATTENTION_REFUSED,
     BATCH_LENGTH,
-    BATCH_SIZE,
-    DEVICE_KIND,
-    DTYPE,
-    PLATFORM,
-    component_attributes,
     tracer,
 )
 
@@ -108,20 +98,6 @@ def _no_span(_step: Step) -> Iterator[trace.Span]:
     yield trace.get_current_span()
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """A compiled model call for one batch shape, with the attention that serves it."""
-
-    call: Callable[[Any, Mapping[str, Any]], tuple[jax.Array, jax.Array]]
-    """``(outputs, finite)``: the model's outputs, and whether every value of them is finite."""
-    decision: AttentionDecision
-    compiled: Any
-    """The XLA executable; its HLO names each seam (``seamline/<kind>/<name>``)."""
-    specs: SpecKey = ()
-    attributes: Mapping[str, Any] = field(default_factory=dict)
-    """The ``seamline.model.apply`` span's attributes for this shape (built once)."""
-
-
 class CompiledSteps:
     """Plans, verifies, compiles and shadow-checks the model call of each batch shape."""
 
@@ -141,8 +117,8 @@ class CompiledSteps:
         self._fallback = candidates.settings.on_failure == "fallback"
         self._steps: dict[tuple[int, int], Step] = {}
         self._reference_steps: dict[tuple[int, int], Step] = {}
+        self._compiler = StepCompiler(model, candidates, report, parallel)
         self._verified: set[tuple[SpecKey, str]] = set()
-        self._attention_attributes: dict[str, dict[str, str]] = {}
         self.batches = 0
         """Batches checked so far (the shadow cadence counts them)."""
 
@@ -181,7 +157,7 @@ class CompiledSteps:
                 # Verification traces and compiles the kernel too, so either may fail here.
                 problem = self._verification_problem(attention, specs, decision.signature)
                 if problem is None:
-                    step = self._compile(params, batch, attention, decision, specs)
+                    step = self._compiler.compile(params, batch, attention, decision, specs)
                     self._steps[key] = step
                     return step
             except AttentionBrokeContract as err:
@@ -277,7 +253,7 @@ class CompiledSteps:
         shadow = self._reference_steps.get(key)
         if shadow is None:
             decision = AttentionDecision(step.decision.signature, reference.name, "reference")
-            shadow = self._compile(params, batch, reference, decision, step.specs)
+            shadow = self._compiler.compile(params, batch, reference, decision, step.specs)
             self._reference_steps[key] = shadow
         return shadow
 
@@ -381,7 +357,7 @@ class CompiledSteps:
         with tracer().start_as_current_span(
             "seamline.verify",
             attributes={
-                **self._attributes_of(attention),
+                **self._compiler.attributes_of(attention),
                 ATTENTION_NAME: attention.name,
                 "seamline.signature": signature,
             },
@@ -417,58 +393,3 @@ class CompiledSteps:
             reason=reason,
             signature=signature,
         )
-
-    def _compile(
-        self,
-        params: Any,
-        batch: Batch,
-        attention: Attention[Any],
-        decision: AttentionDecision,
-        specs: tuple[AttentionSpec, ...],
-    ) -> Step:
-        apply = functools.partial(self.model.apply, attention=CheckedAttention(attention))
-        scope = scope_name("model", self.model.name)
-
-        def seamline_step(params: Any, arrays: Mapping[str, Any]) -> tuple[jax.Array, jax.Array]:
-            with jax.named_scope(scope):
-                outputs = apply(params, arrays)
-            # One fused reduction: the call-time NaN check costs no host-side scan.
-            return outputs, jnp.isfinite(outputs).all()
-
-        shape: dict[str, Any] = {BATCH_SIZE: batch.batch_size, BATCH_LENGTH: batch.length}
-        if specs:
-            shape.update(
-                {
-                    DTYPE: specs[0].dtype,
-                    PLATFORM: specs[0].platform,
-                    DEVICE_KIND: specs[0].device_kind,
-                }
-            )
-        started = time.perf_counter()
-        with tracer().start_as_current_span(
-            "seamline.compile",
-            attributes={**self._attributes_of(attention), **shape, ATTENTION_NAME: attention.name},
-        ):
-            parallel = self.parallel
-            jitted = (
-                parallel.jit(seamline_step)
-                if parallel is not None and parallel.serves(batch.batch_size)
-                else jax.jit(seamline_step)
-            )
-            compiled = jitted.lower(params, dict(batch.arrays)).compile()
-        self._report(Compiled(batch.length, batch.batch_size, time.perf_counter() - started))
-        attributes = {**shape, ATTENTION_NAME: decision.chosen, ATTENTION_REASON: decision.reason}
-        return Step(lambda p, a: compiled(p, dict(a)), decision, compiled, specs, attributes)
-
-    def _attributes_of(self, attention: Attention[Any]) -> dict[str, str]:
-        """An implementation's span attributes, built once per name."""
-        attributes = self._attention_attributes.get(attention.name)
-        if attributes is None:
-            info = self.candidates.infos.get(attention.name)
-            attributes = component_attributes(
-                attention.describe(),
-                distribution=info.distribution if info is not None else None,
-                version=info.version if info is not None else None,
-            )
-            self._attention_attributes[attention.name] = attributes
-        return attributes
