@@ -96,8 +96,10 @@ def test_what_the_key_depends_on_measures_again(
     run("{use: [native, long-only], select: measure, verify: false}")
     timed.clear()
     # Another jaxlib: every timing is stale.
-    real = tuning_module._version
-    monkeypatch.setattr(tuning_module, "_version", lambda d: "9.9" if d == "jaxlib" else real(d))
+    real = tuning_module.installed_version
+    monkeypatch.setattr(
+        tuning_module, "installed_version", lambda d: "9.9" if d == "jaxlib" else real(d)
+    )
     run("{use: [native, long-only], select: measure, verify: false}")
     assert sorted(timed) == ["long-only", "long-only", "native", "native"]
     timed.clear()

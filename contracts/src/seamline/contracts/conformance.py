@@ -22,13 +22,12 @@ import json
 import platform as host_platform
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from importlib import metadata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from seamline.contracts.component import Component
-from seamline.contracts.versions import Kind
+from seamline.contracts.versions import Kind, installed_version
 
 RECORD_FORMAT = 1
 
@@ -122,20 +121,13 @@ def current_environment() -> Environment:
 
     device = jax.devices()[0]
     return Environment(
-        jax=_version("jax"),
-        jaxlib=_version("jaxlib"),
+        jax=installed_version("jax"),
+        jaxlib=installed_version("jaxlib"),
         platform=jax.default_backend(),
         device_kind=str(device.device_kind),
         python=host_platform.python_version(),
-        contracts=_version("seamline-contracts"),
+        contracts=installed_version("seamline-contracts"),
     )
-
-
-def _version(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def config_of(component: Component[Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ something the host does not have yet).
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Final, Literal
 
 Kind = Literal["attention", "model", "loader", "monitor", "sink", "executor"]
@@ -51,3 +52,14 @@ def compatibility_problem(kind: Kind, declared: str) -> str | None:
             "upgrade seamline-contracts"
         )
     return None
+
+
+def installed_version(distribution: str, missing: str = "not installed") -> str:
+    """The installed version of ``distribution``, or ``missing`` when it is not installed.
+
+    The one place seamline asks: records, caches and manifests all pin versions with it.
+    """
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return missing

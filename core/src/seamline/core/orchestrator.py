@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from importlib import metadata
 from typing import Any, cast
 
 import structlog
@@ -51,6 +50,7 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
+from seamline.contracts.versions import installed_version
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
@@ -444,10 +444,6 @@ def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
 
 
 def _versions() -> dict[str, str]:
-    versions = {}
-    for dist in ("seamline-core", "seamline-contracts", "jax", "jaxlib"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
+    dists = ("seamline-core", "seamline-contracts", "jax", "jaxlib")
+    found = {dist: installed_version(dist, "") for dist in dists}
+    return {dist: version for dist, version in found.items() if version}

@@ -18,7 +18,6 @@ prints goes to stderr, which the driver keeps as the worker's log.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import hashlib
 import inspect
@@ -30,7 +29,6 @@ import resource
 import statistics
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,6 +44,7 @@ from seamline.adapters.bench_attention.workload import (
     SEED,
     padding_of,
 )
+from seamline.contracts.versions import installed_version
 
 BASELINE = "baseline"
 """The pseudo-implementation that measures everything but the attention."""
@@ -80,11 +79,8 @@ def peak_rss_bytes() -> int:
 
 def versions() -> dict[str, str]:
     """Python and the installed versions of what a measurement depends on."""
-    found = {"python": platform.python_version()}
-    for dist in MEASURED_DISTRIBUTIONS:
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            found[dist] = metadata.version(dist)
-    return found
+    found = {dist: installed_version(dist, "") for dist in MEASURED_DISTRIBUTIONS}
+    return {"python": platform.python_version(), **{d: v for d, v in found.items() if v}}
 
 
 def source_of(cls: type) -> dict[str, Any]:

@@ -26,13 +26,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import structlog
 
 from seamline.contracts import Attention
+from seamline.contracts.versions import installed_version
 from seamline.core.attention.measure import Timing, time_candidate
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
 from seamline.core.registry import ComponentInfo
@@ -142,19 +142,12 @@ def tuning_key(
     about = {
         "signature": signature_of(specs),
         "device_kind": specs[0].device_kind,
-        "jax": _version("jax"),
-        "jaxlib": _version("jaxlib"),
+        "jax": installed_version("jax"),
+        "jaxlib": installed_version("jaxlib"),
         "candidates": candidates,
     }
     text = json.dumps(about, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20], about
-
-
-def _version(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 Measured = Callable[[TuningEntry, bool], None]
