@@ -358,6 +358,7 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     """
     from seamline.adapters.logging_setup import configure_logging
     from seamline.core.attention.plan import explain as make_plan
+    from seamline.core.config import Selection
 
     configure_logging(level="warning")
     resolved, registry = _load(pipeline, overrides)
@@ -365,7 +366,7 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
     console = _consoles.out
     console.print(
         f"[bold]{plan.pipeline}[/]: attention {plan.mode}"
-        + ("; select: measure (tuning cache)" if plan.select == "measure" else "")
+        + ("; select: measure (tuning cache)" if plan.select is Selection.MEASURE else "")
         + "; reference "
         f"{plan.reference or '(none installed)'}; verify on first use: "
         f"{'yes' if plan.verify else 'no'}; on compile failure: {plan.on_failure}; shadow: "
@@ -384,11 +385,11 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
         table.add_column("why", overflow="fold")
         reasons = {r.candidate: r.reasons for r in (*bucket.refusals, *bucket.spare)}
         measured = bucket.measured.seconds if bucket.measured is not None else {}
-        if plan.select == "measure":
+        if plan.select is Selection.MEASURE:
             table.add_column("measured", justify="right", no_wrap=True)
         for name in bucket.order:
             timing = [f"{measured[name] * 1e3:.3g} ms" if name in measured else "-"]
-            extra = timing if plan.select == "measure" else []
+            extra = timing if plan.select is Selection.MEASURE else []
             if name == bucket.chosen:
                 table.add_row(name, "[green]chosen[/]", bucket.reason, *extra)
             elif reasons.get(name):
@@ -400,7 +401,7 @@ def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
                     name, "[dim]could serve[/]", "a candidate before it was chosen", *extra
                 )
         console.print(table)
-        if plan.select == "measure":
+        if plan.select is Selection.MEASURE:
             console.print(
                 f"  tuning cache: {bucket.measured.key}"
                 if bucket.measured is not None

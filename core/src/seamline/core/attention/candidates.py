@@ -16,7 +16,7 @@ from seamline.contracts import Attention
 from seamline.core.attention.planner import AttentionPlanner
 from seamline.core.attention.trust import untrusted_candidates
 from seamline.core.attention.tuning import Measured, MeasuredRanking
-from seamline.core.config import AttentionMode, AttentionSpecConfig, ResolvedAttention
+from seamline.core.config import AttentionMode, AttentionSpecConfig, ResolvedAttention, Selection
 from seamline.core.registry import ComponentInfo, Registry
 
 
@@ -54,7 +54,7 @@ class AttentionCandidates:
         only reading the tuning cache. ``on_entry`` hears of every timing used.
         """
         ranking = None
-        if self.settings.select == "measure":
+        if self.settings.select is Selection.MEASURE:
             ranking = MeasuredRanking(self.infos, measure=measure, on_entry=on_entry)
         return AttentionPlanner(self.implementations, self.mode, self.untrusted, ranking)
 

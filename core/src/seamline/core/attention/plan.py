@@ -39,7 +39,7 @@ from seamline.core.attention.tuning import (
     tuning_key,
 )
 from seamline.core.batching import batch_shapes
-from seamline.core.config import AttentionMode, ResolvedPipeline
+from seamline.core.config import AttentionMode, ResolvedPipeline, Selection
 from seamline.core.registry import Registry
 
 
@@ -67,7 +67,7 @@ class Plan:
 
     pipeline: str
     mode: AttentionMode
-    select: str
+    select: Selection
     reference: str | None
     verify: bool
     on_failure: str

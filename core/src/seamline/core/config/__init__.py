@@ -20,6 +20,7 @@ from seamline.core.config.spec import (
     ComponentRef,
     PipelineSpec,
     RunSettings,
+    Selection,
     TelemetrySettings,
     TrustSettings,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "ResolvedAttention",
     "ResolvedPipeline",
     "RunSettings",
+    "Selection",
     "TelemetrySettings",
     "TrustSettings",
     "load_pipeline",

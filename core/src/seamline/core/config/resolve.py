@@ -31,6 +31,7 @@ from seamline.core.config.spec import (
     AttentionSpecConfig,
     ComponentRef,
     PipelineSpec,
+    Selection,
     TrustSettings,
 )
 from seamline.core.registry import Registry
@@ -292,7 +293,7 @@ class _Resolver:
     def attention_section(self, settings: AttentionSpecConfig) -> ResolvedAttention:
         """The ``attention`` section's mode, candidates and reference (problems collected)."""
         mode = AttentionMode.of(settings.use)
-        if mode is AttentionMode.EXPLICIT and settings.select == "measure":
+        if mode is AttentionMode.EXPLICIT and settings.select is Selection.MEASURE:
             self.problems.append(
                 ConfigError(
                     f"attention.select is 'measure', but use names one implementation "

@@ -37,6 +37,15 @@ class AttentionMode(StrEnum):
         return cls.AUTO if use == AUTO else cls.EXPLICIT
 
 
+class Selection(StrEnum):
+    """How ``auto`` or a list orders the candidates that serve a shape (``attention.select``)."""
+
+    PRIORITY = "priority"
+    """Each candidate's ``priority(spec)``, or the list's order."""
+    MEASURE = "measure"
+    """Measured time on the shape's exact inputs (the tuning cache), fastest first."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -80,8 +89,8 @@ class AttentionSpecConfig(_Strict):
         ),
     )
 
-    select: Literal["priority", "measure"] = Field(
-        default="priority",
+    select: Selection = Field(
+        default=Selection.PRIORITY,
         description=(
             "How 'auto' or a list orders the candidates that serve a shape: 'priority' (each "
             "one's priority(), or the list's order) or 'measure' (time them on the shape's "
