@@ -68,8 +68,14 @@ class TrustPolicy:
         """This policy and one more list: it can only take distributions away."""
         return TrustPolicy((*self.lists, Allowlist.of(names, source)))
 
-    def refusal(self, distribution: str) -> str | None:
-        """Why ``distribution`` may not provide components, or None when it may."""
+    def refusal(self, distribution: str, doubt: str = "") -> str | None:
+        """Why ``distribution`` may not provide a component, or None when it may.
+
+        ``doubt`` says why the distribution's name cannot be believed for this one
+        component (see :mod:`seamline.core.distributions`): an allowlist trusts names,
+        so under one a doubted name is refused even when it is listed. Without a list
+        every distribution may provide components, whatever its name.
+        """
         for allowlist in self.lists:
             if not allowlist.allows(distribution):
                 listed = ", ".join(allowlist.names) or "no distribution"
@@ -78,6 +84,12 @@ class TrustPolicy:
                     f"{allowlist.source} (trust.distributions) names only {listed}; add "
                     f"{distribution!r} there to use it"
                 )
+        if self.lists and doubt:
+            sources = " and ".join(a.source for a in self.lists)
+            return (
+                f"distribution {distribution!r} is on the allowlist ({sources}), but this "
+                f"entry point is not believed to be its: {doubt}"
+            )
         return None
 
     def describe(self) -> str:
