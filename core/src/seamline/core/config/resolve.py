@@ -163,6 +163,8 @@ def read_pipeline_text(source: str) -> str:
     A FIFO or a device would block or never end; the size is checked on what is read,
     not only on what ``stat`` says, so a file that grows while it is read is bounded too.
     """
+    if not source:
+        raise ConfigError("the pipeline file's path is empty: name the pipeline YAML file")
     try:
         if not stat.S_ISREG(os.stat(source).st_mode):
             raise ConfigError(f"pipeline file {source} is not a regular file")

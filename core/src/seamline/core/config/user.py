@@ -26,6 +26,7 @@ from seamline.contracts import ConfigError
 from seamline.core.config import bounds
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.spec import TrustSettings
+from seamline.core.directories import config_home
 from seamline.core.trust import EVERYONE, TrustPolicy
 
 CONFIG_VARIABLE = "SEAMLINE_CONFIG"
@@ -79,8 +80,7 @@ def user_config_path(environ: Mapping[str, str] | None = None) -> tuple[Path, bo
     explicit = env.get(CONFIG_VARIABLE)
     if explicit:
         return Path(explicit), True
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "seamline" / "config.yaml", False
+    return config_home(env) / "seamline" / "config.yaml", False
 
 
 def user_trust(environ: Mapping[str, str] | None = None) -> TrustPolicy:
