@@ -277,3 +277,44 @@ def test_a_forgery_in_the_working_directory_is_refused_by_the_cli(tmp_path: Path
     assert str(fake.resolve()) in output
     assert "Traceback" not in output
     assert not marker.exists()
+
+
+#: Metadata a folder on sys.path can hold, each of which once ended in a traceback or
+#: in a name believed: what to put where, and what the reason must say.
+DAMAGED = {
+    "undecodable METADATA": ("METADATA", b"Name: \xff\xfebad\nVersion: 1\n", "'?' is not trusted"),
+    "METADATA a folder": ("METADATA", None, "'?' is not trusted"),
+    "undecodable RECORD": ("RECORD", b"\xef\xff\xfe,,\n", "cannot be known"),
+    "RECORD a folder": ("RECORD", None, "RECORD is not a regular file"),
+    "direct_url.json not JSON": ("direct_url.json", b"[1, 2", "is not JSON"),
+    "direct_url.json of wrong types": (
+        "direct_url.json",
+        b'{"url": 5, "dir_info": "x"}',
+        "url: Input should be a valid string",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_damaged_metadata_is_not_believed_and_breaks_nothing(
+    marker: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    filename, content, says = DAMAGED[damage]
+    info = plant(Path("planted"), folder="damaged", name="fixture-damaged", module="fixture_dmg")
+    target = info / filename
+    target.unlink(missing_ok=True)
+    if content is None:
+        target.mkdir()
+    else:
+        target.write_bytes(content)
+    monkeypatch.syspath_prepend("planted")
+    Registry.discover()  # without an allowlist: discovery goes on (the module is imported)
+    sys.modules.pop("fixture_dmg", None)
+    marker.unlink()
+    allow(tmp_path, monkeypatch, f"{FIRST_PARTY}, fixture-damaged")
+    registry = Registry.discover()
+    damaged = entry(registry, "impostor")
+    assert damaged.status == "untrusted", damaged
+    assert says in damaged.reason
+    assert not marker.exists()
+    assert registry.get("attention", "native").usable  # the others are unaffected

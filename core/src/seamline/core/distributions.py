@@ -28,6 +28,7 @@ import csv
 import importlib.metadata as metadata
 import json
 import os
+import stat
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -35,13 +36,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from seamline.contracts.modules import find_without_importing
 from seamline.core.trust import canonical
 
+log = structlog.get_logger("seamline.core.registry")
+
 MAX_METADATA_BYTES = 16 << 20
-"""The most of a RECORD or direct_url.json that is read: a larger one is not believed."""
+"""The largest metadata file read: a larger one (or one that is not a regular file) is not
+believed, and its entry points are not read."""
 
 Key = tuple[str, str, str]
 """An entry point: ``(group, name, target)``."""
@@ -101,9 +106,14 @@ class Distributions:
                 continue  # the same folder found through two entries of sys.path
             if folder:
                 seen.add(folder)
-            eps = [ep for ep in dist.entry_points if ep.group.startswith(prefix)]
+            try:
+                _check(folder, "entry_points.txt")
+                eps = [ep for ep in dist.entry_points if ep.group.startswith(prefix)]
+            except (OSError, ValueError) as err:  # ValueError: undecodable, or malformed
+                log.warning("entry points not read", folder=folder, reason=str(err))
+                continue
             if not eps:  # its name only, from its folder's (no METADATA to parse)
-                name = _folder_name(folder) or canonical(_name(dist))
+                name = _folder_name(folder) or canonical(_name(dist, folder))
                 self._declared[name].append(Origin(name, "?", folder))
                 continue
             origin = _origin(dist, folder)
@@ -216,36 +226,46 @@ def _folder_name(folder: str) -> str:
     return ""
 
 
-def _name(dist: metadata.Distribution) -> str:
+def _name(dist: metadata.Distribution, folder: str = "") -> str:
+    """The name METADATA declares ("?" when it cannot be read)."""
     try:
+        _check(folder, "METADATA", "PKG-INFO")
         return str(dist.metadata["Name"] or "?")
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):
         return "?"
 
 
 def _origin(dist: metadata.Distribution, folder: str) -> Origin:
-    name, version = _name(dist), str(dist.version or "?")
+    name = _name(dist, folder)
     try:
+        version = str(dist.version or "?") if name != "?" else "?"
         files = _installed_files(dist, folder)
         editable = _editable_project(dist, folder)
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        return Origin(name, version, folder, problem=str(err))
+    except (OSError, ValueError) as err:
+        return Origin(name, "?", folder, problem=str(err))
     return Origin(name, version, folder, files, editable)
 
 
+def _check(folder: str, *filenames: str) -> None:
+    """Refuse a metadata file that is not a regular file or is larger than
+    :data:`MAX_METADATA_BYTES`, before ``importlib.metadata`` reads it whole (a FIFO
+    would block the reading; a huge file would fill the memory)."""
+    for filename in filenames if folder else ():
+        path = os.path.join(folder, filename)
+        try:
+            status = os.stat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(status.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        if status.st_size > MAX_METADATA_BYTES:
+            raise ValueError(f"{path} is larger than {MAX_METADATA_BYTES} bytes")
+
+
 def _read(dist: metadata.Distribution, folder: str, filename: str) -> str | None:
-    """A metadata file of ``dist``, refused when larger than :data:`MAX_METADATA_BYTES`."""
-    if not folder:
-        return dist.read_text(filename)
-    path = Path(folder) / filename
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_METADATA_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    if len(data) > MAX_METADATA_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_METADATA_BYTES} bytes")
-    return data.decode("utf-8")
+    """A metadata file of ``dist`` (checked by :func:`_check`), None when there is none."""
+    _check(folder, filename)
+    return dist.read_text(filename)
 
 
 def _installed_files(dist: metadata.Distribution, folder: str) -> frozenset[Path]:
@@ -279,8 +299,15 @@ def _editable_project(dist: metadata.Distribution, folder: str) -> Path | None:
         return None
     try:
         direct = _DirectUrl.model_validate(json.loads(text))
-    except (ValidationError, json.JSONDecodeError) as err:
-        raise ValueError(f"direct_url.json of {folder or dist} is not PEP 610: {err}") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"direct_url.json of {folder or str(dist)} is not JSON: {err}") from None
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'the file'}: {e['msg']}"
+            for e in err.errors(include_url=False)
+        )
+        where = folder or str(dist)
+        raise ValueError(f"direct_url.json of {where} is not PEP 610: {problems}") from None
     url = urlparse(direct.url)
     if direct.dir_info is None or not direct.dir_info.editable or url.scheme != "file":
         return None
