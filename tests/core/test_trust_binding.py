@@ -318,3 +318,19 @@ def test_damaged_metadata_is_not_believed_and_breaks_nothing(
     assert says in damaged.reason
     assert not marker.exists()
     assert registry.get("attention", "native").usable  # the others are unaffected
+
+
+def test_one_folder_reached_through_two_path_entries_is_one_claim(
+    marker: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A site directory on sys.path twice, once through a symlink (as lib64 -> lib):
+    # the same folder, not a second one declaring the name.
+    plant(Path("site"), folder="twice", name="fixture-twice", module="fixture_twice")
+    Path("alias").symlink_to("site", target_is_directory=True)
+    monkeypatch.syspath_prepend("site")
+    monkeypatch.syspath_prepend("alias")
+    allow(tmp_path, monkeypatch, f"{FIRST_PARTY}, fixture-twice")
+    twice = entry(Registry.discover(), "impostor")
+    assert twice.doubt == ""
+    assert twice.status == "refused"  # trusted, imported, then refused: not a component class
+    assert marker.exists()
