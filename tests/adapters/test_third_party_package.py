@@ -171,3 +171,29 @@ def test_the_conformance_suite_passes_through_its_registered_class(discovered: R
     assert outcome.suite.passed
     (record,) = outcome.suite.records
     assert (record.distribution, record.distribution_version) == ("seamline-example-csv", "0.1.0")
+
+
+def test_an_allowlist_binds_the_installed_package_by_its_record(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real install (its RECORD lists the module) is believed under an allowlist...
+    from seamline.core.trust import TrustPolicy
+
+    trust = TrustPolicy().narrowed(["seamline-example-csv", "seamline-components"], "test")
+    info = Registry.discover(trust).get("loader", "csv")
+    assert info.usable
+    assert (info.distribution, info.doubt) == ("seamline-example-csv", "")
+    # ...until a second folder declares its name: then neither is, and both are named.
+    forged = tmp_path / "forged"
+    fake = forged / "zz_forged-1.0.dist-info"
+    fake.mkdir(parents=True)
+    (fake / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: Seamline.Example_CSV\nVersion: 1\n"
+    )
+    (fake / "entry_points.txt").write_text("[seamline.loader]\ncsv2 = seamline_example_csv:X\n")
+    monkeypatch.syspath_prepend(str(forged))
+    refused = Registry.discover(trust).entries("loader")
+    csv = next(i for i in refused if i.name == "csv")
+    assert csv.status == "untrusted"
+    assert str(fake.resolve()) in csv.reason
+    assert str(next(installed.glob("seamline_example_csv-*.dist-info")).resolve()) in csv.reason

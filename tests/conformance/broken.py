@@ -84,6 +84,21 @@ class OffByOnePercentAttention(_BrokenAttention):
         return super().__call__(q, k, v, **kwargs) * jnp.asarray(1.01, q.dtype)
 
 
+class SlightlyOffAttention(_BrokenAttention):
+    """Wrong numerics, barely: the right answer times 1.0001.
+
+    In float32 that is about 2e-4 off on the suite's inputs: ten times under the
+    contract's float32 tolerance (2e-3), twenty times over the band the suite allows
+    (four times a plain computation's error, at least 1e-5). Only the tight band
+    catches it.
+    """
+
+    name: ClassVar[str] = "slightly-off"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        return super().__call__(q, k, v, **kwargs) * jnp.asarray(1 + 1e-4, q.dtype)
+
+
 class DroppedHeadAttention(_BrokenAttention):
     """Wrong shape: the last query head is lost."""
 

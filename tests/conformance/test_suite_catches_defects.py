@@ -116,6 +116,12 @@ DEFECTS = {
         "feature_case[plain-f32]",
         ("disagrees with the exact reference",),
     ),
+    "slightly-wrong-numerics": Defect(
+        attention_check(broken.SlightlyOffAttention),
+        "feature_case[plain-f32]",
+        "feature_case[plain-f32]",
+        ("disagrees with the exact reference", "> tolerance 1e-05"),
+    ),
     "wrong-shape": Defect(
         attention_check(broken.DroppedHeadAttention),
         "feature_case[plain-f32]",

@@ -2,11 +2,12 @@
 
 Each case is a file built to exhaust the parser (aliases, nesting, huge numbers,
 many values, many megabytes), to block it (a FIFO), to leak a secret into an error
-message, or to make the file do more than name settings (a tag that would run code,
-an import path, a key given twice). Each is read once by ``load_pipeline`` (what a
-library caller gets: a ``ConfigError``) and once by ``seamline validate`` (what a
-user sees: an exit code and a message), timed. ``tests/core/test_config_bounds.py``
-asserts on these outcomes, and checks that docs/reliability.md holds the table
+message or off the machine (into an endpoint's URL), or to make the file do more
+than name settings (a tag that would run code, an import path, a key given twice).
+Each is read once by ``load_pipeline`` (what a library caller gets: a
+``ConfigError``) and once by ``seamline validate`` (what a user sees: an exit code
+and a message), timed. ``tests/core/test_config_bounds.py`` asserts on these
+outcomes, and checks that docs/reliability.md holds the table
 ``render`` makes of them.
 """
 
@@ -92,6 +93,12 @@ CASES: dict[str, Case] = {
     "secret": Case(
         "a secret from `${TOKEN}` in a field it does not fit",
         VALID.replace("max_length: 128", 'max_length: "${TOKEN}"'),
+        environ={"TOKEN": SECRET},
+        secret=SECRET,
+    ),
+    "secret-endpoint": Case(
+        "a secret from `${TOKEN}` in the OTLP receiver's URL (it would leave the machine)",
+        VALID + 'telemetry: {otlp_endpoint: "http://collector.example/${TOKEN}"}\n',
         environ={"TOKEN": SECRET},
         secret=SECRET,
     ),

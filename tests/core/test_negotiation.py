@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 
+from seamline.components.attention.native import NativeAttention
 from seamline.contracts import (
     Alert,
     AttentionChosen,
+    AttentionSpec,
     Fallback,
     ShadowCompared,
+    Support,
     UnsupportedError,
     Verified,
 )
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
+from seamline.core.registry import ComponentInfo, Registry
 from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
 
 TEXTS = [" ".join(["w"] * n) for n in range(1, 9)]  # buckets 4 and 8
@@ -116,3 +122,52 @@ def test_shadow_of_a_good_kernel_records_agreement() -> None:
     assert compared
     assert all(c.ok and c.max_error <= c.tolerance for c in compared)
     assert not events(Alert)
+
+
+class SilentRefusalAttention(NativeAttention):
+    """Says no without saying why: ``Support(False, ())``, past ``Support.no``'s check."""
+
+    name: ClassVar[str] = "silent-no"
+    contract_version: ClassVar[str] = "1.1"
+    is_reference: ClassVar[bool] = False
+    auto_priority: ClassVar[int] = 100  # auto would try it first
+
+    def supports(self, spec: AttentionSpec) -> Support:
+        return Support(False, ())
+
+
+def _with_silent_refusal() -> Registry:
+    cls = SilentRefusalAttention
+    silent = ComponentInfo(
+        cls.kind, cls.name, f"{cls.__module__}:{cls.__name__}", "tests", "0", "ok", "", cls, "1.0"
+    )
+    return Registry([*toy_registry().entries(), silent])
+
+
+@pytest.mark.parametrize("attention", ["{use: [silent-no, native]}", "{use: auto}"])
+def test_a_refusal_without_a_reason_is_still_a_refusal(attention: str) -> None:
+    # A kernel whose supports() answers no with no reason must not be taken for a yes.
+    registry = _with_silent_refusal()
+    text = (
+        "pipeline: negotiation\n"
+        f"loader: {{use: list, with: {{texts: {TEXTS[:3]!r}}}}}\n"
+        "model: {use: toy}\n"
+        f"attention: {attention}\n"
+        "monitors: [{use: recording}]\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 4, buckets: [4]}\n"
+    )
+    Orchestrator(parse_pipeline(text, "n.yaml", registry), registry).run()
+    (chosen,) = events(AttentionChosen)
+    assert chosen.chosen == "native"
+    assert chosen.rejected["silent-no"] == ("refused without a reason",)
+
+
+def test_an_explicit_kernel_that_refuses_without_a_reason_fails_saying_so() -> None:
+    registry = _with_silent_refusal()
+    text = (
+        "pipeline: negotiation\nloader: {use: list, with: {texts: [a]}}\nmodel: {use: toy}\n"
+        "attention: {use: silent-no}\nsink: {use: memory}\nrun: {batch_size: 4, buckets: [4]}\n"
+    )
+    with pytest.raises(UnsupportedError, match="silent-no: refused without a reason"):
+        Orchestrator(parse_pipeline(text, "n.yaml", registry), registry).run()

@@ -3,6 +3,12 @@
 Compiling each shape bucket costs seconds; with the cache, a second run of the
 same pipeline loads the compiled executables instead. It is an application's
 choice (it writes to disk), so the CLI makes it, not the core.
+
+The directory is ``$SEAMLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/seamline/jax``
+(``~/.cache/seamline/jax``). One the user named that cannot be used (a regular file,
+say) is a :class:`~seamline.contracts.UserError`: they asked for it. The default
+location that cannot be made (a read-only home) only costs speed, so the run goes on
+without the cache and a warning says why and how to choose another place.
 """
 
 from __future__ import annotations
@@ -11,22 +17,49 @@ import os
 from pathlib import Path
 
 import jax
+import structlog
+
+from seamline.contracts import UserError
+from seamline.core.directories import cache_home, named_directory
+
+log = structlog.get_logger("seamline.adapters.compile_cache")
+
+CACHE_VARIABLE = "SEAMLINE_CACHE_DIR"
 
 
 def default_cache_dir() -> Path:
-    """``$SEAMLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/seamline/jax``, else ``~/.cache/...``."""
-    explicit = os.environ.get("SEAMLINE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "seamline" / "jax"
+    """``$SEAMLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/seamline/jax``, else ``~/.cache/...``.
+
+    Raises :class:`~seamline.contracts.UserError` when the variable names something
+    that is not a directory.
+    """
+    return named_directory(CACHE_VARIABLE, cache_home() / "seamline" / "jax")
 
 
-def enable_compile_cache(directory: Path | None = None) -> Path:
-    """Point JAX's persistent cache at ``directory`` and cache every compilation."""
-    directory = directory or default_cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", str(directory))
+def enable_compile_cache(directory: Path | None = None) -> Path | None:
+    """Point JAX's persistent cache at ``directory`` and cache every compilation.
+
+    Returns the directory, or None when the default one cannot be made (warned).
+    """
+    named = directory is not None or bool(os.environ.get(CACHE_VARIABLE))
+    chosen = directory or default_cache_dir()
+    try:
+        chosen.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        if named:
+            raise UserError(
+                f"the compile cache directory {chosen} cannot be made ({err.strerror}): "
+                f"point ${CACHE_VARIABLE} at a directory you can write, or run with "
+                "--no-compile-cache"
+            ) from None
+        log.warning(
+            "compile cache off: its default directory cannot be made",
+            directory=str(chosen),
+            error=err.strerror,
+            fix=f"set {CACHE_VARIABLE} to a directory you can write",
+        )
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(chosen))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    return directory
+    return chosen

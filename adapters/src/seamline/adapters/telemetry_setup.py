@@ -22,6 +22,13 @@ of a pipeline file, whose fields win over the environment:
 Unlike the OpenTelemetry default (``otlp``), nothing is exported unless asked
 for; spans are still recorded, so trace ids reach the logs.
 
+What a pipeline file may send to a receiver is decided before this module runs, when
+the pipeline is resolved (:mod:`seamline.core.config.network`): a ``${VAR}`` in
+``otlp_endpoint`` or ``service_name``, or the environment's
+``OTEL_EXPORTER_OTLP_HEADERS`` beside a receiver the pipeline file names (the OTLP
+exporters read those headers themselves and send them to any receiver), is refused
+unless the user config lists the variable in ``trust.network_variables``.
+
 One tracer provider serves the whole process (OpenTelemetry allows one global
 provider); each :func:`configure_telemetry` swaps the exporters behind it, so
 the service name is that of the first configuration in a process. A meter

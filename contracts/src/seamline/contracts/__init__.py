@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         SegmentIds,
         Support,
     )
-    from seamline.contracts.component import Component, ComponentConfig
+    from seamline.contracts.component import Component, ComponentConfig, LeavesMachine
     from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
     from seamline.contracts.errors import (
         ComponentLoadError,
@@ -97,6 +97,7 @@ _LOCATIONS: dict[str, str] = {
     "Example": "seamline.contracts.model",
     "Fallback": "seamline.contracts.events",
     "KINDS": "seamline.contracts.versions",
+    "LeavesMachine": "seamline.contracts.component",
     "Job": "seamline.contracts.executor",
     "Kind": "seamline.contracts.versions",
     "Loaded": "seamline.contracts.documents",
@@ -175,6 +176,7 @@ __all__ = [
     "Fallback",
     "Job",
     "Kind",
+    "LeavesMachine",
     "Loaded",
     "Loader",
     "Model",

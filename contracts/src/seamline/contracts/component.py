@@ -8,6 +8,7 @@ and the schema of its ``with:`` block in a pipeline file.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -23,6 +24,28 @@ class ComponentConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True, slots=True)
+class LeavesMachine:
+    """Marks a config field whose value is sent off this machine: a URL, an address.
+
+    Used as ``Annotated`` metadata, ``address: Annotated[str | None, LeavesMachine(
+    "a Ray cluster's address")] = None``; the whole value is covered, whatever its
+    type (a mapping of headers, say). A pipeline fills such a field from an
+    environment variable (``${TOKEN}``) only when the user's own config names the
+    variable in ``trust.network_variables``: otherwise a pipeline file could send a
+    secret of the environment to any host, in a URL's path or a host name's DNS
+    lookup. Core checks this for every marked field of every component's ``Config``
+    (and of the pipeline's own sections) when it resolves a pipeline.
+    """
+
+    what: str
+    """What the value is, for messages: "an OTLP receiver's URL"."""
+    carries: tuple[str, ...] = ()
+    """Environment variables sent along to the destination this field names (the OTLP
+    exporters send ``OTEL_EXPORTER_OTLP_HEADERS``): when a pipeline file sets the
+    field, each one that is set must be named in ``trust.network_variables`` too."""
 
 
 ConfigT = TypeVar("ConfigT", bound=ComponentConfig)

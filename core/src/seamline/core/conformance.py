@@ -16,7 +16,6 @@ everything that depends on this installation lives here:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -29,6 +28,7 @@ from seamline.contracts.conformance import (
     config_of,
     record_key,
 )
+from seamline.core.directories import data_home, named_directory
 from seamline.core.registry import ComponentInfo, Registry
 
 STORE_VARIABLE = "SEAMLINE_CONFORMANCE_DIR"
@@ -48,12 +48,10 @@ def has_conformance_class(kind: Kind, name: str) -> bool:
 
 
 def store_directory() -> Path:
-    """Where records live: ``$SEAMLINE_CONFORMANCE_DIR``, else the user's data directory."""
-    explicit = os.environ.get(STORE_VARIABLE)
-    if explicit:
-        return Path(explicit).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "seamline" / "conformance"
+    """Where records live: ``$SEAMLINE_CONFORMANCE_DIR``, else the user's data directory (a
+    variable that names something other than a directory is a user error:
+    :mod:`seamline.core.directories`)."""
+    return named_directory(STORE_VARIABLE, data_home() / "seamline" / "conformance")
 
 
 def save(record: ConformanceRecord, directory: Path | None = None) -> Path:

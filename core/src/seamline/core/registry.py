@@ -17,17 +17,18 @@ records, for each, the distribution that registered it and whether it is usable:
   a trusted component of the same name (an allowlist is how a squatter is shut out).
 
 Every entry records where its code lives (``module_file``), found on disk without
-importing anything for the entries that were not loaded.
+importing anything for the entries that were not loaded, and is bound to its
+distribution by that file, not by the name a dist-info folder declares
+(:mod:`seamline.core.distributions`): under an allowlist, an entry whose
+distribution's name cannot be believed is untrusted too.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as metadata
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Literal
 
 from stevedore import ExtensionManager
@@ -43,6 +44,7 @@ from seamline.contracts import (
     Kind,
 )
 from seamline.contracts.versions import compatibility_problem
+from seamline.core.distributions import Binding, Distributions, module_file
 from seamline.core.suggest import did_you_mean
 from seamline.core.trust import EVERYONE, TrustPolicy
 
@@ -71,69 +73,16 @@ class ComponentInfo:
     contract_version: str = ""
     """The contract version the plugin declares (shown even when it is refused)."""
     module_file: str = ""
-    """The file of the module the entry point names ("" when it cannot be found)."""
+    """The file its module is (or would be) imported from ("" when it cannot be found)."""
+    doubt: str = ""
+    """Why the distribution's name cannot be believed for this entry point ("" when it
+    can): another dist-info folder declares the name, or the module's file is not one
+    that distribution installed (:mod:`seamline.core.distributions`). An allowlist
+    refuses such an entry, whatever names it lists."""
 
     @property
     def usable(self) -> bool:
         return self.status == "ok" and self.cls is not None
-
-
-@dataclass(frozen=True, slots=True)
-class _Origin:
-    """The distribution that registers an entry point."""
-
-    name: str
-    version: str
-    files: tuple[Path, ...] = ()
-    """Its installed files (RECORD), absolute; empty for an editable install."""
-
-
-_UNKNOWN = _Origin("unknown", "?")
-
-
-def _distribution_index() -> dict[tuple[str, str, str], _Origin]:
-    """Map ``(group, name, target)`` of each seamline entry point to its distribution.
-
-    This reads metadata only (``entry_points.txt``, ``METADATA``, ``RECORD``): nothing
-    is imported, which is what lets trust be decided before any plugin code runs.
-    """
-    index: dict[tuple[str, str, str], _Origin] = {}
-    for dist in metadata.distributions():
-        eps = [ep for ep in dist.entry_points if ep.group.startswith(GROUP_PREFIX)]
-        if not eps:
-            continue
-        files = tuple(Path(str(dist.locate_file(f))) for f in dist.files or () if f.suffix == ".py")
-        origin = _Origin(dist.metadata["Name"] or "?", dist.version, files)
-        for ep in eps:
-            index.setdefault((ep.group, ep.name, ep.value), origin)
-    return index
-
-
-def module_file(target: str, origin_files: Iterable[Path] = ()) -> str:
-    """The file of the module in ``module:attr``, found without importing anything.
-
-    A loaded module knows its file; for one not imported (untrusted, or broken before
-    it got far) the module path is looked for among the distribution's installed
-    files, then on ``sys.path`` as the import system would (an editable install).
-    Importing, or ``importlib.util.find_spec``, would run the parent packages' code.
-    """
-    module = target.split(":", 1)[0].strip()
-    loaded = sys.modules.get(module)
-    if loaded is not None and getattr(loaded, "__file__", None):
-        return str(loaded.__file__)
-    parts = module.split(".")
-    relative = [Path(*parts, "__init__.py"), Path(*parts[:-1], f"{parts[-1]}.py")]
-    files = list(origin_files)
-    for rel in relative:
-        for file in files:
-            if file.parts[-len(rel.parts) :] == rel.parts:
-                return str(file)
-    for entry in sys.path:
-        for rel in relative:
-            candidate = Path(entry or ".") / rel
-            if candidate.is_file():
-                return str(candidate)
-    return ""
 
 
 def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
@@ -190,9 +139,7 @@ class Registry:
             from seamline.core.config.user import user_trust
 
             trust = user_trust()
-        # stevedore memoises entry points per process; a fresh look sees plugins installed since.
-        ExtensionManager.ENTRY_POINT_CACHE.clear()
-        index = _distribution_index()
+        index = Distributions(GROUP_PREFIX)  # read afresh: sees plugins installed since
         infos: list[ComponentInfo] = []
         for kind in KINDS:
             infos.extend(_load_group(kind, index, trust))
@@ -207,7 +154,7 @@ class Registry:
         """
         infos = []
         for info in self._unmarked:
-            reason = trust.refusal(info.distribution)
+            reason = trust.refusal(info.distribution, info.doubt)
             if reason and info.status != "untrusted":
                 info = replace(info, status="untrusted", reason=reason, cls=None)
             infos.append(info)
@@ -305,8 +252,13 @@ def _trusted_first(infos: list[ComponentInfo]) -> list[ComponentInfo]:
 
 
 class _TrustedExtensionManager(ExtensionManager[Any]):
-    """stevedore's manager, asking ``admit`` about each entry point before importing it.
+    """stevedore's manager over the entry points trust was decided on, asking ``admit``
+    about each before importing it.
 
+    The entry points are the ones :class:`Distributions` read and bound, not
+    stevedore's own listing: that one is cached on disk per ``sys.path`` (a stale
+    answer when a relative entry means another folder now) and keeps only the first
+    folder of each folder name, so what is loaded could differ from what was checked.
     ``_load_one_plugin`` is where stevedore's own filtering managers (``Named``,
     ``Enabled``) decide; returning None skips the entry point without loading it.
     """
@@ -314,11 +266,16 @@ class _TrustedExtensionManager(ExtensionManager[Any]):
     def __init__(
         self,
         namespace: str,
+        entry_points: list[metadata.EntryPoint],
         admit: Callable[[metadata.EntryPoint], bool],
         on_load_failure_callback: Callable[[Any, metadata.EntryPoint, BaseException], None],
     ) -> None:
+        self._entry_points = entry_points
         self._admit = admit
         super().__init__(namespace=namespace, on_load_failure_callback=on_load_failure_callback)
+
+    def list_entry_points(self) -> list[metadata.EntryPoint]:
+        return self._entry_points
 
     def _load_one_plugin(
         self,
@@ -332,32 +289,37 @@ class _TrustedExtensionManager(ExtensionManager[Any]):
         return super()._load_one_plugin(ep, invoke_on_load, invoke_args, invoke_kwds)
 
 
-def _load_group(
-    kind: Kind, index: Mapping[tuple[str, str, str], _Origin], trust: TrustPolicy
-) -> list[ComponentInfo]:
+def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[ComponentInfo]:
     group = group_of(kind)
     failures: list[ComponentInfo] = []
     untrusted: list[ComponentInfo] = []
+    bindings: dict[str, Binding] = {}
 
-    def attribution(ep: metadata.EntryPoint) -> _Origin:
-        return index.get((group, ep.name, ep.value), _UNKNOWN)
+    def binding(ep: metadata.EntryPoint) -> Binding:
+        """Decided once per entry point, before it is imported (the file it would load)."""
+        key = f"{ep.name}={ep.value}"
+        if key not in bindings:
+            bindings[key] = index.bind((group, ep.name, ep.value))
+        return bindings[key]
 
     def not_loaded(ep: metadata.EntryPoint, status: Status, reason: str) -> ComponentInfo:
         """The entry of a component that was not loaded: refused, or failed to import."""
-        origin = attribution(ep)
+        bound = binding(ep)
         return ComponentInfo(
             kind,
             ep.name,
             ep.value,
-            origin.name,
-            origin.version,
+            bound.origin.name,
+            bound.origin.version,
             status,
             reason,
-            module_file=module_file(ep.value, origin.files),
+            module_file=bound.module_file,
+            doubt=bound.doubt,
         )
 
     def admit(ep: metadata.EntryPoint) -> bool:
-        reason = trust.refusal(attribution(ep).name)
+        bound = binding(ep)
+        reason = trust.refusal(bound.origin.name, bound.doubt)
         if reason is None:
             return True
         untrusted.append(not_loaded(ep, "untrusted", reason))
@@ -366,12 +328,12 @@ def _load_group(
     def on_failure(_manager: Any, ep: metadata.EntryPoint, err: BaseException) -> None:
         failures.append(not_loaded(ep, "broken", f"import failed: {type(err).__name__}: {err}"))
 
-    manager = _TrustedExtensionManager(group, admit, on_failure)
+    manager = _TrustedExtensionManager(group, index.entry_points(group), admit, on_failure)
     infos: list[ComponentInfo] = []
     seen: set[tuple[str, str, str]] = set()
     for ext in manager.extensions:
-        origin = attribution(ext.entry_point)
-        key = (ext.name, ext.entry_point.value, origin.name)
+        bound = binding(ext.entry_point)
+        key = (ext.name, ext.entry_point.value, bound.origin.name)
         if key in seen:  # the same distribution found twice on sys.path
             continue
         seen.add(key)
@@ -384,13 +346,14 @@ def _load_group(
                 kind,
                 ext.name,
                 ext.entry_point.value,
-                origin.name,
-                origin.version,
+                bound.origin.name,
+                bound.origin.version,
                 status,
                 reason or "",
                 cls,
                 declared if isinstance(declared, str) else "",
-                module_file(ext.entry_point.value, origin.files),
+                module_file(ext.entry_point.value) or bound.module_file,
+                bound.doubt,
             )
         )
     return infos + failures + _unique(untrusted)

@@ -1,4 +1,6 @@
-"""Which distributions may provide components: an allowlist, never widened once set.
+"""What the user trusts: which distributions may provide components (an allowlist, never
+widened once set), whether components must have earned a conformance record, and which
+environment variables a pipeline may send off this machine.
 
 Installing a package is not the same as choosing to run it: any distribution in the
 environment can register an entry point in a ``seamline.*`` group, and importing
@@ -12,15 +14,19 @@ Two places may set an allowlist, and the second can only narrow the first:
   pipeline this user runs;
 * a pipeline's ``trust: {distributions: [...]}``, for that pipeline.
 
-A distribution is trusted only when every list that is set names it. This module is
-plain data and checks, with no reading of files, so the registry can hold it.
+A distribution is trusted only when every list that is set names it. The other two
+settings come from the user's config file alone: a pipeline may ask for conformance
+too (``trust.require_conformance``), never for less, and may not name variables it is
+allowed to send (a pipeline file could otherwise allow itself to send any secret).
+This module is plain data and checks, with no reading of files, so the registry can
+hold it (and a worker process receive it).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 def canonical(distribution: str) -> str:
@@ -58,6 +64,13 @@ class TrustPolicy:
     """
 
     lists: tuple[Allowlist, ...] = ()
+    require_conformance: str = ""
+    """Where the user config requires a passing conformance record of every component
+    a pipeline uses (``file:line:column``); "" when it does not."""
+    network_variables: frozenset[str] = frozenset()
+    """Environment variables a pipeline may put into values that leave this machine."""
+    network_source: str = ""
+    """Where that list is (``file:line:column``); "" when none is set."""
 
     @property
     def restricted(self) -> bool:
@@ -66,10 +79,16 @@ class TrustPolicy:
 
     def narrowed(self, names: Iterable[str], source: str) -> TrustPolicy:
         """This policy and one more list: it can only take distributions away."""
-        return TrustPolicy((*self.lists, Allowlist.of(names, source)))
+        return replace(self, lists=(*self.lists, Allowlist.of(names, source)))
 
-    def refusal(self, distribution: str) -> str | None:
-        """Why ``distribution`` may not provide components, or None when it may."""
+    def refusal(self, distribution: str, doubt: str = "") -> str | None:
+        """Why ``distribution`` may not provide a component, or None when it may.
+
+        ``doubt`` says why the distribution's name cannot be believed for this one
+        component (see :mod:`seamline.core.distributions`): an allowlist trusts names,
+        so under one a doubted name is refused even when it is listed. Without a list
+        every distribution may provide components, whatever its name.
+        """
         for allowlist in self.lists:
             if not allowlist.allows(distribution):
                 listed = ", ".join(allowlist.names) or "no distribution"
@@ -78,6 +97,12 @@ class TrustPolicy:
                     f"{allowlist.source} (trust.distributions) names only {listed}; add "
                     f"{distribution!r} there to use it"
                 )
+        if self.lists and doubt:
+            sources = " and ".join(a.source for a in self.lists)
+            return (
+                f"distribution {distribution!r} is on the allowlist ({sources}), but this "
+                f"entry point is not believed to be its: {doubt}"
+            )
         return None
 
     def describe(self) -> str:
@@ -86,4 +111,5 @@ class TrustPolicy:
 
 
 EVERYONE = TrustPolicy()
-"""No allowlist: every installed distribution may provide components."""
+"""No setting: every installed distribution may provide components, no conformance record
+is required, and no environment variable may be sent off this machine by a pipeline."""

@@ -144,8 +144,8 @@ class RemoteWorkerFactory:
         located = parse_located(json.dumps(self.spec), self.source)
         if self.components is None:
             trust = pipeline_trust(located, self.trust)
-            registry = Registry.discover(trust) if trust.restricted else Registry.discover()
+            registry = Registry.discover(trust) if trust != EVERYONE else Registry.discover()
         else:
-            registry = Registry(self.components)
+            registry = Registry(self.components, trust=self.trust)
         resolved = resolve_located(located, registry, file_sha256=self.file_sha256)
         return PipelineWorker(resolved, registry)

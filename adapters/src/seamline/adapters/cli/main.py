@@ -71,7 +71,22 @@ T = TypeVar("T")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
-PipelineArg = Annotated[Path, typer.Argument(help="The pipeline YAML file.", show_default=False)]
+
+def _pipeline_path(text: str) -> Path:
+    """The pipeline argument as a path; an empty one is refused (``Path("")`` is ``.``)."""
+    if not text:
+        raise typer.BadParameter("the path is empty: name the pipeline YAML file")
+    return Path(text)
+
+
+PipelineArg = Annotated[
+    Path,
+    typer.Argument(
+        help="The pipeline YAML file.",
+        show_default=False,
+        parser=_pipeline_path,
+    ),
+]
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -233,7 +248,7 @@ def run(
     if compile_cache:
         from seamline.adapters.compile_cache import enable_compile_cache
 
-        enable_compile_cache()
+        _user_errors(enable_compile_cache)
     loaded = _user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
     # The pipeline's telemetry: section wins over the OTEL_* variables.
     _user_errors(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))

@@ -35,7 +35,7 @@ import os
 import socket
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import structlog
 from pydantic import Field, field_validator
@@ -45,6 +45,7 @@ from seamline.contracts import (
     ExecutionReport,
     Executor,
     Job,
+    LeavesMachine,
     ShardFailed,
     ShardReport,
     ShardTask,
@@ -62,7 +63,7 @@ CONNECT_TIMEOUT = 5.0
 class RayExecutorConfig(ComponentConfig):
     """The ``with:`` block of the ``ray`` executor."""
 
-    address: str | None = Field(
+    address: Annotated[str | None, LeavesMachine("a Ray cluster's address")] = Field(
         default=None,
         description="The Ray cluster to run on: 'auto' (the cluster this machine belongs to, "
         "as `ray start` made it), 'HOST:PORT' of a head node's GCS, or 'ray://HOST:10001' (Ray "

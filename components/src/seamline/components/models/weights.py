@@ -16,10 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +35,7 @@ from seamline.components.models.bert_math import (
     NormParams,
 )
 from seamline.contracts import WeightsError
+from seamline.contracts.modules import find_without_importing
 
 PACKAGE_PREFIX = "package:"
 WEIGHTS_FILE = "model.safetensors"
@@ -83,7 +81,8 @@ def _package_dir(module: str) -> Path:
     ``importlib.util.find_spec`` imports the parents of a dotted name, so
     ``package:some.module`` used to run ``some/__init__.py``: a pipeline file could
     execute code by naming it. Here each part of the name is looked up with the
-    import system's finders alone (``_find_without_importing``), which read the file
+    import system's finders alone
+    (:func:`seamline.contracts.modules.find_without_importing`), which read the file
     system and execute nothing.
     """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", module):
@@ -91,7 +90,7 @@ def _package_dir(module: str) -> Path:
             f"{PACKAGE_PREFIX}{module!s} does not name a Python module; "
             f"write '{PACKAGE_PREFIX}<importable.module.name>'"
         )
-    spec = _find_without_importing(module)
+    spec = find_without_importing(module)
     if spec is None:
         raise WeightsError(
             f"weights package {module!r} is not installed in this environment; install the "
@@ -105,37 +104,6 @@ def _package_dir(module: str) -> Path:
         raise WeightsError(f"weights package {module!r} has no location on disk to read from")
     nested = module_dir / "model"
     return nested if (nested / "config.json").is_file() else module_dir
-
-
-def _find_without_importing(module: str) -> ModuleSpec | None:
-    """The spec of ``module`` as the finders on ``sys.meta_path`` see it; None if absent.
-
-    A dotted name is found part by part, each searched in its parent's locations, as
-    the import system does, but no module is executed on the way.
-    """
-    search: Sequence[str] | None = None
-    spec: ModuleSpec | None = None
-    parts = module.split(".")
-    for depth in range(len(parts)):
-        name = ".".join(parts[: depth + 1])
-        spec = None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if find is None:
-                continue
-            try:
-                spec = find(name, search)
-            except (ImportError, ValueError):
-                spec = None
-            if spec is not None:
-                break
-        if spec is None:
-            return None
-        if depth < len(parts) - 1:
-            if not spec.submodule_search_locations:
-                return None  # a module, not a package: it has no submodules
-            search = list(spec.submodule_search_locations)
-    return spec
 
 
 def read_model_files(root: Path) -> ModelFiles:

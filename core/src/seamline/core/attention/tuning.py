@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from seamline.contracts import Attention
 from seamline.contracts.versions import installed_version
 from seamline.core.attention.measure import Timing, time_candidate
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
+from seamline.core.directories import cache_home, named_directory
 from seamline.core.registry import ComponentInfo
 from seamline.core.telemetry import ATTENTION_NAME, tracer
 
@@ -45,12 +45,9 @@ ENTRY_FORMAT = 1
 
 
 def tuning_directory() -> Path:
-    """``$SEAMLINE_TUNING_DIR``, else the user's cache directory."""
-    explicit = os.environ.get(TUNING_VARIABLE)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "seamline" / "tuning"
+    """``$SEAMLINE_TUNING_DIR``, else the user's cache directory (a variable that names
+    something other than a directory is a user error: :mod:`seamline.core.directories`)."""
+    return named_directory(TUNING_VARIABLE, cache_home() / "seamline" / "tuning")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,19 @@ from typing import Any
 from seamline.contracts import ConfigError
 from seamline.core.config.located import Located, parse_located
 
+PREFIX = "--set "
+"""How an override's location begins (it has no file line)."""
+
+
+def is_override(location: str) -> bool:
+    """Whether a value's location is a ``--set`` override: the user's command line."""
+    return location.startswith(PREFIX)
+
 
 def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
     """Apply each ``path=value`` to ``located.data`` in order; record its origin as location."""
     for override in overrides:
-        where = f"--set {override}"
+        where = f"{PREFIX}{override}"
         path_text, sep, value_text = override.partition("=")
         if not sep or not path_text.strip():
             raise ConfigError("an override must look like path.to.field=value", where)

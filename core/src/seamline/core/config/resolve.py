@@ -25,6 +25,7 @@ from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.located import Path as DataPath
+from seamline.core.config.network import network_problems
 from seamline.core.config.overrides import apply_overrides
 from seamline.core.config.spec import (
     AttentionMode,
@@ -36,7 +37,7 @@ from seamline.core.config.spec import (
 )
 from seamline.core.registry import Registry
 from seamline.core.suggest import did_you_mean
-from seamline.core.trust import TrustPolicy
+from seamline.core.trust import EVERYONE, TrustPolicy
 
 
 class PipelineConfigError(ConfigError):
@@ -132,9 +133,10 @@ def load_trusted(
 
         trust = user_trust(environ)
     narrowed = pipeline_trust(located, trust)
-    # Without a trust section, discovery's own default (the user config) is the policy.
-    registry = Registry.discover(narrowed) if narrowed.restricted else Registry.discover()
-    return resolve_located(located, registry, file_sha256=sha256_of(text)), registry
+    # Without any trust setting, discovery's own default (the user config) is the policy.
+    registry = Registry.discover(narrowed) if narrowed != EVERYONE else Registry.discover()
+    resolved = resolve_located(located, registry, file_sha256=sha256_of(text), environ=environ)
+    return resolved, registry
 
 
 def sha256_of(text: str) -> str:
@@ -162,6 +164,8 @@ def read_pipeline_text(source: str) -> str:
     A FIFO or a device would block or never end; the size is checked on what is read,
     not only on what ``stat`` says, so a file that grows while it is read is bounded too.
     """
+    if not source:
+        raise ConfigError("the pipeline file's path is empty: name the pipeline YAML file")
     try:
         if not stat.S_ISREG(os.stat(source).st_mode):
             raise ConfigError(f"pipeline file {source} is not a regular file")
@@ -186,7 +190,7 @@ def parse_pipeline(
 ) -> ResolvedPipeline:
     """Validate pipeline ``text`` (named ``source`` in messages)."""
     located = prepare_located(text, source, overrides, environ)
-    return resolve_located(located, registry, file_sha256=file_sha256)
+    return resolve_located(located, registry, file_sha256=file_sha256, environ=environ)
 
 
 def prepare_located(
@@ -209,14 +213,20 @@ def prepare_located(
 
 
 def resolve_located(
-    located: Located, registry: Registry, *, file_sha256: str | None = None
+    located: Located,
+    registry: Registry,
+    *,
+    file_sha256: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> ResolvedPipeline:
     """Validate and resolve a pipeline document already interpolated and overridden.
 
     A worker in another process rebuilds the driver's pipeline this way from its
     validated spec (plain data), so it runs exactly what the driver validated. The
     document's ``trust`` narrows the registry's: a component of a distribution it
-    leaves out is refused where the pipeline names it.
+    leaves out is refused where the pipeline names it. The registry's policy also says
+    whether conformance is required and which ``environ`` variables may leave the
+    machine (:mod:`seamline.core.config.network`).
     """
     try:
         spec = PipelineSpec.model_validate(located.data)
@@ -225,7 +235,7 @@ def resolve_located(
     trust = pipeline_trust(located, registry.trust)
     if trust is not registry.trust:
         registry = registry.narrowed(trust)
-    resolved = _Resolver(located, registry).resolve(spec)
+    resolved = _Resolver(located, registry, environ).resolve(spec)
     return replace(resolved, file_sha256=file_sha256) if file_sha256 else resolved
 
 
@@ -251,12 +261,16 @@ def resolve_attention(located: Located, registry: Registry) -> ResolvedAttention
 
 
 class _Resolver:
-    def __init__(self, located: Located, registry: Registry) -> None:
+    def __init__(
+        self, located: Located, registry: Registry, environ: Mapping[str, str] | None = None
+    ) -> None:
         self.located = located
         self.registry = registry
+        self.environ = os.environ if environ is None else environ
         self.problems: list[ConfigError] = []
 
     def resolve(self, spec: PipelineSpec) -> ResolvedPipeline:
+        self.network(PipelineSpec, ())
         loader = self.component("loader", spec.loader.use, spec.loader.with_, ("loader",))
         model = self.component("model", spec.model.use, spec.model.with_, ("model",))
         sink = self.component("sink", spec.sink.use, spec.sink.with_, ("sink",))
@@ -264,15 +278,11 @@ class _Resolver:
             self.component("monitor", ref.use, ref.with_, ("monitors", i))
             for i, ref in enumerate(spec.monitors)
         ]
-        attention = self.attention_section(spec.attention)
+        attention = self.attention_section(spec.attention, spec.trust.require_conformance)
         executor = self.executor(spec.run.executor)
-        if spec.trust.require_conformance:
+        if spec.trust.require_conformance or self.registry.trust.require_conformance:
             chosen = [loader, model, sink, *monitors, executor]
-            self.conformance([c for c in chosen if c is not None])
-            attention = replace(
-                attention,
-                settings=attention.settings.model_copy(update={"require_conformance": True}),
-            )
+            self.conformance([c for c in chosen if c is not None], spec.trust)
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -290,8 +300,18 @@ class _Resolver:
             located=self.located,
         )
 
-    def attention_section(self, settings: AttentionSpecConfig) -> ResolvedAttention:
-        """The ``attention`` section's mode, candidates and reference (problems collected)."""
+    def attention_section(
+        self, settings: AttentionSpecConfig, require_conformance: bool = False
+    ) -> ResolvedAttention:
+        """The ``attention`` section's mode, candidates and reference (problems collected).
+
+        ``require_conformance`` (the pipeline's ``trust``), or the user config's, switches
+        on ``attention.require_conformance``: the user config's applies whether the
+        section comes from a pipeline or is read back from an output's manifest.
+        """
+        required = require_conformance or bool(self.registry.trust.require_conformance)
+        if required and not settings.require_conformance:
+            settings = settings.model_copy(update={"require_conformance": True})
         mode = AttentionMode.of(settings.use)
         if mode is AttentionMode.EXPLICIT and settings.select is Selection.MEASURE:
             self.problems.append(
@@ -344,11 +364,19 @@ class _Resolver:
                 _problems(err, self.located, with_path, model_cls, f"{kind} {name!r}")
             )
             return None
+        self.network(model_cls, with_path)
         return ComponentChoice(kind, name, validated, where, info.distribution, info.version)
 
-    def conformance(self, choices: Sequence[ComponentChoice]) -> None:
-        """``trust.require_conformance``: each choice has a conformance class and a passing
-        record for what is installed now, or a problem at its ``use:``."""
+    def network(self, model: type[BaseModel], base: DataPath) -> None:
+        """The values of ``model``'s section at ``base`` that may not leave the machine."""
+        self.problems.extend(
+            network_problems(self.located, model, base, self.registry.trust, self.environ)
+        )
+
+    def conformance(self, choices: Sequence[ComponentChoice], trust: TrustSettings) -> None:
+        """``trust.require_conformance`` (the pipeline's, or the user config's): each choice
+        has a conformance class and a passing record for what is installed now, or a problem
+        at its ``use:``."""
         from seamline.contracts.conformance import current_environment
         from seamline.core.conformance import (
             config_trust_problem,
@@ -360,7 +388,12 @@ class _Resolver:
         records = load_records()
         for choice in choices:
             what = f"{choice.kind} {choice.name!r}"
-            required = f"trust.require_conformance is set ({self.located.where(('trust',))})"
+            setting = (
+                self.located.where(("trust", "require_conformance"))
+                if trust.require_conformance
+                else f"the user config, {self.registry.trust.require_conformance}"
+            )
+            required = f"trust.require_conformance is set ({setting})"
             if not has_conformance_class(choice.kind, choice.name):
                 self.problems.append(
                     ConfigError(

@@ -8,11 +8,20 @@ registry has found the component. Every model here forbids unknown fields.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from seamline.contracts.component import LeavesMachine
+
 AUTO = "auto"
+
+OTLP_HEADER_VARIABLES = (
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+)
+"""What the OTLP exporters send to any receiver they are given, from the environment."""
 
 
 class AttentionMode(StrEnum):
@@ -235,17 +244,24 @@ class TelemetrySettings(_Strict):
         default=None,
         description="Metric exporters (default: $OTEL_METRICS_EXPORTER, else none).",
     )
-    otlp_endpoint: str | None = Field(
+    otlp_endpoint: Annotated[
+        str | None, LeavesMachine("an OTLP receiver's URL", carries=OTLP_HEADER_VARIABLES)
+    ] = Field(
         default=None,
         description="Base URL of the OTLP receiver, e.g. http://localhost:4318 "
-        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT and the per-signal variables).",
+        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT and the per-signal variables). Set here, "
+        "in the pipeline file, it leaves the machine: a ${VAR} in it, and the "
+        "OTEL_EXPORTER_OTLP_*HEADERS the exporters send along, must be named in the user "
+        "config's trust.network_variables.",
     )
     otlp_protocol: Literal["http/protobuf", "grpc"] | None = Field(
         default=None,
         description="OTLP transport (default: $OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / "
         "_METRICS_PROTOCOL, $OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf).",
     )
-    service_name: str | None = Field(
+    service_name: Annotated[
+        str | None, LeavesMachine("the service name every exported span and metric carries")
+    ] = Field(
         default=None, description="service.name of the resource (default: $OTEL_SERVICE_NAME)."
     )
 

