@@ -63,7 +63,7 @@ if TYPE_CHECKING:
         ShardWorker,
         WorkerFactory,
     )
-    from seamline.contracts.loader import Loader
+    from seamline.contracts.loader import InputGlob, Loader, input_glob_files
     from seamline.contracts.model import Batch, Example, Model, Params
     from seamline.contracts.monitor import Monitor
     from seamline.contracts.sink import OutputRecord, Sink, StagedRun
@@ -96,6 +96,7 @@ _LOCATIONS: dict[str, str] = {
     "Example": "seamline.contracts.model",
     "Fallback": "seamline.contracts.events",
     "KINDS": "seamline.contracts.versions",
+    "InputGlob": "seamline.contracts.loader",
     "Job": "seamline.contracts.executor",
     "Kind": "seamline.contracts.versions",
     "Loaded": "seamline.contracts.documents",
@@ -126,6 +127,7 @@ _LOCATIONS: dict[str, str] = {
     "Verified": "seamline.contracts.events",
     "WeightsError": "seamline.contracts.errors",
     "WorkerFactory": "seamline.contracts.executor",
+    "input_glob_files": "seamline.contracts.loader",
 }
 """Where each public name is defined."""
 
@@ -171,6 +173,7 @@ __all__ = [
     "ExecutionReport",
     "Executor",
     "Fallback",
+    "InputGlob",
     "Job",
     "Kind",
     "Loaded",
@@ -200,4 +203,5 @@ __all__ = [
     "Verified",
     "WeightsError",
     "WorkerFactory",
+    "input_glob_files",
 ]
