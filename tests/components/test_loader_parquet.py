@@ -193,29 +193,28 @@ def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None
 # -- the input's fingerprint: --resume after the files changed -----------------------------
 
 
-def resumable_run(path: str, out: str) -> Any:
-    """An orchestrator: this loader over ``path``, the toy model, the real ``jsonl`` sink."""
-    from seamline.components.sinks.jsonl import JsonlSink
-    from seamline.core.config import parse_pipeline
-    from seamline.core.orchestrator import Orchestrator
+def registry_with(*components: type[Any]) -> Any:
+    """The toy components (tests.core.toy) and ``components``, as discovery would list them."""
     from seamline.core.registry import ComponentInfo, Registry
     from tests.core.toy import toy_registry
 
     extra = [
         ComponentInfo(
-            c.kind,
-            c.name,
-            f"{c.__module__}:{c.__name__}",
-            "tests",
-            "0",
-            "ok",
-            "",
-            c,
+            c.kind, c.name, f"{c.__module__}:{c.__name__}", "tests", "0", "ok", "", c,
             c.contract_version,
         )
-        for c in (JsonlSink, ParquetLoader)
-    ]
-    registry = Registry([*toy_registry().entries(), *extra])
+        for c in components
+    ]  # fmt: skip
+    return Registry([*toy_registry().entries(), *extra])
+
+
+def resumable_run(path: str, out: str) -> Any:
+    """An orchestrator: this loader over ``path``, the toy model, the real ``jsonl`` sink."""
+    from seamline.components.sinks.jsonl import JsonlSink
+    from seamline.core.config import parse_pipeline
+    from seamline.core.orchestrator import Orchestrator
+
+    registry = registry_with(JsonlSink, ParquetLoader)
     text = (
         "pipeline: parquet-resume\n"
         f"loader: {{use: parquet, with: {{path: {json.dumps(path)}}}}}\n"
