@@ -203,13 +203,16 @@ def test_an_actor_killed_mid_shard_resumes_from_its_last_commit(
 def test_a_shard_that_fails_for_good_stops_the_run_and_publishes_nothing(
     scale_registry: Registry, tmp_path: Path
 ) -> None:
+    tries = tmp_path / "tries"
     with pytest.raises(ShardFailed) as caught:
         run(
             scale_registry,
             tmp_path,
             executor=ray_executor(actors=2, shards=2, retries=1),
-            loader={"raise_at": "d5"},
+            loader={"raise_at": "d5", "tries": str(tries)},
         )
+    # The first try and exactly `retries` more: not one fewer, not one more.
+    assert len(tries.read_text().splitlines()) == 2
     failure = caught.value
     assert (failure.index, failure.count) == (1, 2)  # d5 is shard 1's (5 % 2)
     assert failure.component == "loader 'lines' (read, from seamline-fixture-scale 0.1.0)"
@@ -217,6 +220,23 @@ def test_a_shard_that_fails_for_good_stops_the_run_and_publishes_nothing(
     assert "nothing was published" in str(failure)
     assert not (tmp_path / "emb.manifest.json").exists()
     assert read_records(tmp_path / "emb.jsonl") is None
+
+
+@pytest.mark.parametrize("retries", [1, 2])
+def test_a_shard_that_fails_as_often_as_it_may_be_retried_still_finishes(
+    scale_registry: Registry, local_output: Path, tmp_path: Path, retries: int
+) -> None:
+    # Shard 1 fails `retries` times (once, then twice), then reads on: the run must finish.
+    tries = tmp_path / "tries"
+    summary = run(
+        scale_registry,
+        tmp_path,
+        executor=ray_executor(actors=1, shards=2, retries=retries),
+        loader={"raise_at": "d5", "raise_times": retries, "tries": str(tries)},
+    )
+    assert len(tries.read_text().splitlines()) == retries, "the shard failed as often as meant"
+    assert_same_output(tmp_path, local_output)
+    assert [s.shard.index for s in summary.shards] == [0, 1]
 
 
 def _seamline(*args: str) -> list[str]:
