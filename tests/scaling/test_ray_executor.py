@@ -239,6 +239,70 @@ def test_a_shard_that_fails_as_often_as_it_may_be_retried_still_finishes(
     assert [s.shard.index for s in summary.shards] == [0, 1]
 
 
+PROBE = '''
+"""A monitor found only on the driver's PYTHONPATH: it records the process it ran in."""
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from seamline.contracts import ComponentConfig, Monitor
+
+
+class ProbeConfig(ComponentConfig):
+    folder: str
+
+
+class Probe(Monitor[ProbeConfig]):
+    name: ClassVar[str] = "probe"
+    contract_version: ClassVar[str] = "1.0"
+    Config = ProbeConfig
+
+    def __init__(self, config: ProbeConfig) -> None:
+        super().__init__(config)
+        Path(config.folder, str(os.getpid())).touch()
+
+    def observe(self, event: object) -> None:
+        pass
+'''
+
+
+def probe_distribution(folder: Path) -> Path:
+    """A distribution of one monitor, ``probe``, in ``folder`` (to put on PYTHONPATH)."""
+    folder.mkdir()
+    (folder / "seamline_fixture_probe.py").write_text(PROBE)
+    info = folder / "seamline_fixture_probe-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: seamline-fixture-probe\nVersion: 0.1.0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[seamline.monitor]\nprobe = seamline_fixture_probe:Probe\n"
+    )
+    (info / "RECORD").write_text(
+        "seamline_fixture_probe.py,,\n"
+        + "".join(f"{info.name}/{name},,\n" for name in ("METADATA", "entry_points.txt", "RECORD"))
+    )
+    return folder
+
+
+def test_the_drivers_pythonpath_joins_the_clusters_instead_of_replacing_it(
+    scale_registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cluster's workers find the `lines` loader and the `tiny` model on the cluster's
+    # own path (the session cluster's PYTHONPATH); the user sets PYTHONPATH to a folder of
+    # their own with the `probe` monitor. The actors must find all three.
+    plugins = probe_distribution(tmp_path / "plugins")
+    (tmp_path / "ran").mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(plugins))
+    monkeypatch.syspath_prepend(str(plugins))
+    registry = Registry.discover()
+    probe = {"use": "probe", "with": {"folder": str(tmp_path / "ran")}}
+    summary = run(registry, tmp_path, executor=ray_executor(actors=1, shards=2), monitors=[probe])
+    assert summary.documents == len(TEXTS) - 2
+    actors = {int(p.name) for p in (tmp_path / "ran").iterdir()} - {os.getpid()}
+    assert actors, "the probe never ran in an actor"
+
+
 def _seamline(*args: str) -> list[str]:
     return [sys.executable, "-m", "seamline.adapters.cli.main", *args]
 
