@@ -17,7 +17,9 @@ Faults, and why the output stays exactly once:
   way), then the run stops with the shard, the component and the reason, and
   nothing is published;
 - the driver itself dying leaves the staged parts; ``seamline run --resume``
-  continues them, and finished shards are not redone.
+  continues them, and finished shards are not redone. A Ray the driver started
+  itself (``address`` unset) goes with it: its own processes die with their parent,
+  and a reaper (:mod:`._ray_reaper`) ends the agents that Ray leaves behind.
 
 Each actor's CPU allotment (``cpus_per_actor``) is also the number of threads its
 libraries may start (OpenMP, OpenBLAS, MKL, the tokenizers' Rayon pool; XLA's matrix
@@ -44,6 +46,7 @@ from typing import Any, ClassVar
 import structlog
 from pydantic import Field, field_validator
 
+from seamline.adapters.executors._ray_reaper import RayReaper
 from seamline.contracts import (
     ComponentConfig,
     ExecutionReport,
@@ -69,9 +72,10 @@ class RayExecutorConfig(ComponentConfig):
     address: str | None = Field(
         default=None,
         description="The Ray cluster to run on: 'auto' (the cluster this machine belongs to, "
-        "as `ray start` made it), 'HOST:PORT' of a head node's GCS, or 'ray://HOST:10001' (Ray "
-        "Client). Null starts Ray on this machine for the run (or uses the Ray this process "
-        "has already started).",
+        "as `ray start` made it, or RAY_ADDRESS), 'HOST:PORT' of a head node's GCS, or "
+        "'ray://HOST:10001' (Ray Client). Null starts Ray on this machine for the run (or uses "
+        "the Ray this process has already started), never one named elsewhere, and ends it "
+        "with the run, even when the run is killed.",
     )
     actors: int = Field(default=2, ge=1, le=100_000, description="Actors in the pool.")
     cpus_per_actor: float = Field(
@@ -224,6 +228,7 @@ class RayExecutor(Executor[RayExecutorConfig]):
     def __init__(self, config: RayExecutorConfig) -> None:
         super().__init__(config)
         self._started_ray = False
+        self._reaper: RayReaper | None = None
 
     def execute(self, job: Job) -> ExecutionReport:
         started = time.perf_counter()
@@ -310,8 +315,11 @@ class RayExecutor(Executor[RayExecutorConfig]):
         if ray.is_initialized():  # the Ray this process started or joined already
             return
         try:
-            ray.init(
-                address=address,
+            # Unset, Ray is started here ("local"), never a cluster found through
+            # RAY_ADDRESS or `ray start`: that is what `address: auto` is for, and a Ray
+            # this run starts is one it may end.
+            context = ray.init(
+                address=address or "local",
                 include_dashboard=False,
                 logging_level="warning",
                 log_to_driver=True,
@@ -324,6 +332,8 @@ class RayExecutor(Executor[RayExecutorConfig]):
                 "leave address unset to start Ray on this machine"
             ) from None
         self._started_ray = True
+        if address is None:  # ours: its processes must not outlive this one, however it ends
+            self._reaper = RayReaper.start(str(context.address_info["session_dir"]))
 
     def close(self) -> None:
         if self._started_ray:
@@ -331,6 +341,9 @@ class RayExecutor(Executor[RayExecutorConfig]):
 
             ray.shutdown()
             self._started_ray = False
+        if self._reaper is not None:
+            self._reaper.release()
+            self._reaper = None
 
 
 def _as_failure(task: ShardTask, cause: BaseException) -> ShardFailed:
