@@ -134,14 +134,15 @@ def test_a_driver_killed_with_sigkill_leaves_no_process_of_the_ray_it_started(
 # -- the reaper alone, on processes of its own making (no Ray) -----------------------------
 
 HOLD = (
-    "import sys, time; handle = open(sys.argv[1], 'a'); print('ready', flush=True); time.sleep(600)"
+    "import sys, time; handle = open(sys.argv[1], sys.argv[2]); print('ready', flush=True); "
+    "time.sleep(600)"
 )
 
 
-def holder(path: Path) -> subprocess.Popen[str]:
-    """A process that keeps ``path`` open, in a session of its own, until it is killed."""
+def holder(path: Path, mode: str = "a") -> subprocess.Popen[str]:
+    """A process that keeps ``path`` open (``mode``), in a session of its own, until killed."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(path)],
+        [sys.executable, "-c", HOLD, str(path), mode],
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
@@ -169,6 +170,7 @@ def test_the_reaper_kills_the_sessions_processes_and_spares_the_driver(tmp_path:
     (session / "logs").mkdir(parents=True)
     inside = holder(session / "logs" / "agent.log")
     outside = holder(tmp_path / "elsewhere.log")
+    reader = holder(session / "logs" / "agent.log", "r")  # `tail -f`: not one of Ray's
     try:
         assert inside.pid in session_processes(str(session))
         driver = subprocess.run(
@@ -180,8 +182,9 @@ def test_the_reaper_kills_the_sessions_processes_and_spares_the_driver(tmp_path:
         assert (driver.returncode, driver.stdout) == (0, "alive 0\n"), driver.stderr
         assert inside.wait(10) == -signal.SIGKILL
         assert outside.poll() is None, "a process outside the session is left alone"
+        assert reader.poll() is None, "a process that only reads the logs is left alone"
     finally:
-        for process in (inside, outside):
+        for process in (inside, outside, reader):
             process.kill()
             process.wait()
 

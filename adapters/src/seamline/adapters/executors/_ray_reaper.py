@@ -12,10 +12,11 @@ So a driver that starts Ray also starts this reaper: a small process of its own
 session (a signal to the driver's process group does not reach it) that holds the
 read end of a pipe whose write end only the driver has. The pipe reaches end of
 file when the driver exits or dies, whatever the cause; the reaper then kills,
-with SIGKILL, every process that still has a file open in the session's directory
-(``/tmp/ray/session_...``: each Ray process keeps its log files there open), and
-exits. A driver that ends normally shuts Ray down first and closes the pipe, so the
-reaper only sweeps up what the shutdown left.
+with SIGKILL, every process that still has a file open for writing in the
+session's directory (``/tmp/ray/session_...``: each Ray process writes its log
+files there; one that only reads them, ``tail -f``, is left alone), and exits. A
+driver that ends normally shuts Ray down first and closes the pipe, so the reaper
+only sweeps up what the shutdown left.
 
 This file runs as a script (``python -I _ray_reaper.py SESSION_DIR``), not as a
 module of the package, and imports only the standard library: it starts in
@@ -49,7 +50,11 @@ def _is_session_dir(path: str) -> bool:
 
 
 def _holds(pid: int, prefix: str) -> bool:
-    """Whether process ``pid`` has a file open under ``prefix`` (False if it cannot be read)."""
+    """Whether process ``pid`` has a file under ``prefix`` open for writing.
+
+    Ray's processes write their logs there; a process that only reads them (``tail -f``,
+    a log shipper) is not Ray's and is left alone. False when ``pid`` cannot be read.
+    """
     folder = f"{_PROC}/{pid}/fd"
     try:
         names = os.listdir(folder)
@@ -60,13 +65,25 @@ def _holds(pid: int, prefix: str) -> bool:
             target = os.readlink(f"{folder}/{name}")
         except OSError:
             continue
-        if target.startswith(prefix):
+        if target.startswith(prefix) and _writing(pid, name):
             return True
     return False
 
 
+def _writing(pid: int, fd: str) -> bool:
+    """Whether descriptor ``fd`` of ``pid`` was opened for writing (from its ``fdinfo``)."""
+    try:
+        with open(f"{_PROC}/{pid}/fdinfo/{fd}") as info:
+            for line in info:
+                if line.startswith("flags:"):
+                    return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
 def session_processes(session_dir: str, spare: frozenset[int] = frozenset()) -> list[int]:
-    """The processes with a file open in ``session_dir``, but this one and those in ``spare``."""
+    """The processes writing a file in ``session_dir``, but this one and those in ``spare``."""
     prefix = session_dir.rstrip("/") + "/"
     spare = spare | {os.getpid()}
     found = []
