@@ -69,9 +69,10 @@ _ALL = "*"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 """10 MiB, as the other loaders: far above any text a model reads whole."""
 
-_ROW_BITS = 32
+_ROW_BITS = 64
 """A row's place, for the ids it is remembered by: its row group's number (counted over
-every file) shifted left by this many bits, plus its row within the group."""
+every file) shifted left by this many bits, plus its row within the group (a Parquet row
+group counts its rows in 64 bits, so no two places can share a number)."""
 
 
 class ParquetLoaderConfig(ComponentConfig):
