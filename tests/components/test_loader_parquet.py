@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -187,3 +188,85 @@ def test_memory_follows_the_row_group_not_the_file(tmp_path: Path) -> None:
 def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         ParquetLoaderConfig(**{"path": "d.parquet", **options})
+
+
+# -- the input's fingerprint: --resume after the files changed -----------------------------
+
+
+def registry_with(*components: type[Any]) -> Any:
+    """The toy components (tests.core.toy) and ``components``, as discovery would list them."""
+    from seamline.core.registry import ComponentInfo, Registry
+    from tests.core.toy import toy_registry
+
+    extra = [
+        ComponentInfo(
+            c.kind, c.name, f"{c.__module__}:{c.__name__}", "tests", "0", "ok", "", c,
+            c.contract_version,
+        )
+        for c in components
+    ]  # fmt: skip
+    return Registry([*toy_registry().entries(), *extra])
+
+
+def resumable_run(path: str, out: str) -> Any:
+    """An orchestrator: this loader over ``path``, the toy model, the real ``jsonl`` sink."""
+    from seamline.components.sinks.jsonl import JsonlSink
+    from seamline.core.config import parse_pipeline
+    from seamline.core.orchestrator import Orchestrator
+
+    registry = registry_with(JsonlSink, ParquetLoader)
+    text = (
+        "pipeline: parquet-resume\n"
+        f"loader: {{use: parquet, with: {{path: {json.dumps(path)}}}}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        f"sink: {{use: jsonl, with: {{path: {json.dumps(out)}}}}}\n"
+        "run: {batch_size: 2, buckets: [4, 8], checkpoint_every: 3}\n"
+    )
+    return Orchestrator(parse_pipeline(text, "p.yaml", registry), registry)
+
+
+def crash_after(orchestrator: Any, documents: int) -> None:
+    """Make the run's loader raise after ``documents`` items, behind the pipeline's back."""
+    read = orchestrator.loader.read
+
+    def crashing(**options: Any) -> Any:
+        for number, loaded in enumerate(read(**options)):
+            if number == documents:
+                raise RuntimeError("the machine went away")
+            yield loaded
+
+    orchestrator.loader.read = crashing
+
+
+@pytest.mark.parametrize("spelling", ["relative", "absolute"])
+def test_resume_refuses_when_the_files_the_pattern_matches_changed(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    from seamline.contracts import ResumeRefused
+
+    monkeypatch.chdir(tmp_path)
+    pattern = "data/*.parquet" if spelling == "relative" else str(corpus / "*.parquet")
+    # The loader's path is spelled both ways; the sink's stays absolute (its own spellings
+    # are the sinks' tests' business).
+    out = str(tmp_path / "out" / "emb.jsonl")
+    first = resumable_run(pattern, out)
+    crash_after(first, 7)
+    with pytest.raises(RuntimeError, match="the machine went away"):
+        first.run()
+    assert (tmp_path / "out" / ".emb.jsonl.checkpoint").exists(), "the test needs a checkpoint"
+
+    # A file that the pattern now matches, written after the checkpoint: not silently skipped.
+    write(corpus / "c.parquet", {"id": [10, 11], "text": ["k", "l"], "lang": ["fr"] * 2})
+    with pytest.raises(ResumeRefused) as refused:
+        resumable_run(pattern, out).run(resume=True)
+    said = str(refused.value)
+    assert f"the input files under {pattern!r} (added, removed or modified)" in said
+    assert "--restart" in said
+
+    # The input restored, the resume goes on and publishes every row once.
+    (corpus / "c.parquet").unlink()
+    summary = resumable_run(pattern, out).run(resume=True)
+    assert summary.resumed_from is not None
+    published = [json.loads(line)["id"] for line in (tmp_path / "out" / "emb.jsonl").open()]
+    assert sorted(published, key=int) == [str(i) for i in range(10)]

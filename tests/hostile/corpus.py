@@ -44,7 +44,7 @@ class Case:
 
     kind: str
     loader: str
-    """``text-files`` or ``jsonl``."""
+    """``text-files``, ``jsonl`` or ``parquet``."""
     ids: tuple[str, ...]
     """The ids its items have in the output or the errors file (none when ``not read``)."""
     outcome: str
@@ -58,10 +58,11 @@ class Case:
 
 @dataclass
 class Corpus:
-    """What :func:`build` wrote: the two inputs and the cases in them."""
+    """What :func:`build` wrote: the three inputs and the cases in them."""
 
     files_root: Path
     jsonl_path: Path
+    parquet_root: Path
     cases: list[Case] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Kinds left out on this machine, and why (an unreadable file, when running as root)."""
@@ -76,9 +77,10 @@ class Corpus:
 
 def build(directory: Path) -> Corpus:
     """Write the hostile corpus under ``directory``; the cases, in the order written."""
-    corpus = Corpus(directory / "files", directory / "docs.jsonl")
+    corpus = Corpus(directory / "files", directory / "docs.jsonl", directory / "parquet")
     _text_files(corpus, directory)
     _jsonl(corpus)
+    _parquet(corpus)
     return corpus
 
 
@@ -229,3 +231,63 @@ def _jsonl(corpus: Corpus) -> None:
 def obj_text(doc_id: str, text: object) -> str:
     """A line whose text field holds ``text`` (not a string)."""
     return json.dumps({"id": doc_id, "text": text})
+
+
+# -- parquet ------------------------------------------------------------------------------
+
+BOMB_CHARACTERS = 20_000_000
+"""The decompression bomb's text: 20 million characters, a few kilobytes compressed."""
+
+
+def _parquet(corpus: Corpus) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = corpus.parquet_root
+    root.mkdir()
+    add = corpus.cases.append
+    p = "parquet"
+
+    def write(name: str, ids: list[object], texts: list[str | None]) -> str:
+        path = root / name
+        pq.write_table(pa.table({"id": ids, "text": texts}), path, compression="zstd")
+        return str(path)
+
+    rows: list[tuple[object, str | None]] = [
+        ("p-plain", "an ordinary row"),
+        ("p-twice", "the first of two"),
+        ("p-twice", "again"),
+        (None, "a row without an id"),
+        ("p-null-text", None),
+        ("p-empty", ""),
+        ("p-long", "x" * (MAX_BYTES + 1_000_000)),
+        ("p-special", "[CLS] [SEP] [PAD]"),
+        ("p-boom", TOKENIZER_FAILURE),
+    ]
+    a = write("a.parquet", [i for i, _ in rows], [t for _, t in rows])
+    add(Case("an ordinary row", p, ("p-plain",), WRITTEN))
+    add(Case("a repeated id (first)", p, ("p-twice",), WRITTEN))
+    add(Case("a repeated id (second)", p, (f"{a}#0:2",), DEAD, "duplicate id", "load"))
+    add(Case("a null id", p, (f"{a}#0:3",), DEAD, "must hold a non-empty string", "load"))
+    add(Case("a null text", p, ("p-null-text",), DEAD, "is null", "load"))
+    add(Case("an empty text", p, ("p-empty",), WRITTEN))
+    add(Case("a text over max_bytes", p, ("p-long",), DEAD, "longer than max_bytes", "load"))
+    add(Case("only special tokens", p, ("p-special",), WRITTEN))
+    add(Case("a tokenizer failure", p, ("p-boom",), DEAD, "prepare failed", "prepare"))
+
+    write("b.parquet", [7, 8], ["an integer id", "another"])
+    add(Case("integer ids", p, ("7", "8"), WRITTEN))
+
+    write("bomb.parquet", ["p-beside", "p-bomb"], ["small", "a" * BOMB_CHARACTERS])
+    size = (root / "bomb.parquet").stat().st_size
+    kind = f"{BOMB_CHARACTERS:,} characters in a {size // 1000 + 1} kB file"
+    add(Case(kind, p, ("p-bomb",), DEAD, "not read: its row group's columns", "load"))
+    add(Case("a row in the same row group", p, ("p-beside",), DEAD, "not read", "load"))
+
+    junk = root / "junk.parquet"
+    junk.write_bytes(b"PAR1 this is not a parquet file PAR1")
+    add(Case("a file that is not Parquet", p, (str(junk),), DEAD, "not a readable Parquet", "load"))
+
+    ids = [f"pt{i}" for i in range(TINY)]
+    write("tiny.parquet", list(ids), ["w"] * TINY)
+    add(Case(f"{TINY} tiny rows", p, tuple(ids), WRITTEN))

@@ -1,6 +1,6 @@
 """The table of hostile documents and their outcomes in docs/reliability.md.
 
-Runs the hostile corpus (:mod:`tests.hostile.corpus`) through both loaders exactly
+Runs the hostile corpus (:mod:`tests.hostile.corpus`) through every loader exactly
 as the tests do and renders what became of each kind, read back from the output
 and the errors file — so the table says what the code does, not what someone
 believes it does. ``tests/hostile/test_hostile_corpus.py`` checks that the page
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tests.hostile.run import Result
 
 NAME = "hostile-documents"
-LOADERS = ("text-files", "jsonl")
+LOADERS = ("text-files", "jsonl", "parquet")
 ROOT_ONLY = "an unreadable file"
 """The kind a run as root cannot show (root reads any file): rendered as left out."""
 

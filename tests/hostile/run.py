@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from seamline.components.attention.native import NativeAttention
 from seamline.components.loaders.jsonl import JsonlLoader
+from seamline.components.loaders.parquet import ParquetLoader
 from seamline.components.loaders.text_files import TextFilesLoader
 from seamline.components.sinks.jsonl import JsonlSink
 from seamline.core.config import parse_pipeline
@@ -41,6 +42,7 @@ def registry() -> Registry:
     components: list[type[Any]] = [
         TextFilesLoader,
         JsonlLoader,
+        ParquetLoader,
         JsonlSink,
         ToyModel,
         NativeAttention,
@@ -54,10 +56,12 @@ def registry() -> Registry:
 
 
 def loader_block(corpus: Corpus, loader: str) -> str:
-    """The pipeline's loader, as YAML: both set ``max_bytes`` below the corpus's big document."""
+    """The pipeline's loader, as YAML: each sets ``max_bytes`` below the corpus's big document."""
     options: dict[str, Any]
     if loader == "text-files":
         options = {"root": str(corpus.files_root), "max_bytes": MAX_BYTES, "skip_empty": True}
+    elif loader == "parquet":
+        options = {"path": str(corpus.parquet_root / "*.parquet"), "max_bytes": MAX_BYTES}
     else:
         options = {"path": str(corpus.jsonl_path), "max_bytes": MAX_BYTES}
         options["metadata_fields"] = ["score"]

@@ -1,4 +1,4 @@
-"""The hostile corpus through both loaders: the run goes on, and the summary reconciles.
+"""The hostile corpus through every loader: the run goes on, and the summary reconciles.
 
 Each kind in :mod:`tests.hostile.corpus` must come out as the corpus says: written,
 set aside with an error record that names its stage, its reason and where it came
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import FrameType
 
-LOADERS = ["text-files", "jsonl"]
+LOADERS = ["text-files", "jsonl", "parquet"]
 HANG_LIMIT_S = 300
 """A FIFO that is opened for reading blocks until a writer comes: fail, do not hang."""
 
@@ -124,6 +124,17 @@ def test_each_set_aside_file_names_its_path(corpus: Corpus, results: dict[str, R
     assert errors
     for error in errors:
         assert error["metadata"]["path"] == str(corpus.files_root.absolute() / error["id"])
+
+
+def test_each_set_aside_row_names_its_place(corpus: Corpus, results: dict[str, Result]) -> None:
+    """A parquet error record's file, row group and row find the very row set aside."""
+    errors = [line for line in results["parquet"].errors if line["stage"] == "load"]
+    rows = [line for line in errors if "row" in line["metadata"]]
+    assert len(rows) == len(errors) - 1, "all but the file that is not Parquet name a row"
+    for error in rows:
+        where = error["metadata"]
+        assert where["file"].startswith(str(corpus.parquet_root))
+        assert error["reason"].startswith(f"row {where['row']} of row group {where['row_group']}: ")
 
 
 def test_nan_metadata_is_written_as_null(results: dict[str, Result]) -> None:

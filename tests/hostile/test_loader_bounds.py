@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from seamline.components.loaders.jsonl import JsonlLoader, JsonlLoaderConfig
+from seamline.components.loaders.parquet import ParquetLoader, ParquetLoaderConfig
 from seamline.components.loaders.text_files import TextFilesConfig, TextFilesLoader
 from seamline.contracts import Document, DocumentError, Shard
 from tests.components.test_columnar_registered import section
@@ -151,3 +152,179 @@ def test_every_loader_field_is_documented(cls: type[Any]) -> None:
     for name, field in cls.Config.model_fields.items():
         assert field.description, f"{cls.name}.{name} has no description for the schema"
         assert f"| `{name}` |" in documented, f"{cls.name}.{name} is missing from pipelines.md"
+
+
+# -- parquet -------------------------------------------------------------------------------
+
+
+def write_parquet(path: Path, columns: dict[str, Any], row_group_size: int = 2) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns), path, row_group_size=row_group_size, compression="zstd")
+    return path
+
+
+def parquet_outcomes(loader: ParquetLoader, **read: Any) -> dict[str, str]:
+    return {
+        loaded.cursor.rpartition("#")[2]: "ok"
+        if isinstance(loaded.item, Document)
+        else loaded.item.reason
+        for loaded in loader.read(**read)
+    }
+
+
+def parquet_loader(path: Path | str, **options: Any) -> ParquetLoader:
+    return ParquetLoader(ParquetLoaderConfig(path=str(path), **options))
+
+
+def test_parquet_refuses_a_repeated_id_naming_the_first_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Row groups of 2: [a b] [a c] [b d] [a]; a relative path, from a folder of the test's own.
+    monkeypatch.chdir(tmp_path)
+    write_parquet(tmp_path / "d.parquet", {"id": IDS, "text": [f"text {i}" for i in range(7)]})
+    loader = parquet_loader("d.parquet")
+    items = list(loader.read())
+    assert [type(loaded.item) for loaded in items].count(Document) == 4
+    got = parquet_outcomes(loader)
+    assert got == {
+        "0:0": "ok",
+        "0:1": "ok",
+        "1:0": "row 0 of row group 1: duplicate id 'a', first seen at d.parquet#0:0; give each "
+        "row its own id",
+        "1:1": "ok",
+        "2:0": "row 0 of row group 2: duplicate id 'b', first seen at d.parquet#0:1; give each "
+        "row its own id",
+        "2:1": "ok",
+        "3:0": "row 0 of row group 3: duplicate id 'a', first seen at d.parquet#0:0; give each "
+        "row its own id",
+    }
+    # The error record is named by its place, so the errors file never repeats an output id.
+    assert items[2].item.id == "d.parquet#1:0"
+    assert items[2].item.metadata == {"file": "d.parquet", "row_group": 1, "row": 0}
+
+
+def test_parquet_shards_and_resumes_agree_on_which_repeat_is_refused(tmp_path: Path) -> None:
+    # Two files: the repeats in b.parquet are of ids first seen in a.parquet.
+    write_parquet(tmp_path / "a.parquet", {"id": IDS[:4], "text": ["x"] * 4})
+    write_parquet(tmp_path / "b.parquet", {"id": [*IDS[4:], "c"], "text": ["y"] * 4})
+    loader = parquet_loader(tmp_path / "*.parquet")
+    whole = {loaded.cursor: loaded.item for loaded in loader.read()}
+    reasons = {cursor: getattr(item, "reason", "ok") for cursor, item in whole.items()}
+    assert sum("duplicate id" in reason for reason in reasons.values()) == 4
+    for count in (2, 3):
+        shards = [
+            {
+                loaded.cursor: getattr(loaded.item, "reason", "ok")
+                for loaded in loader.read(shard=Shard(index, count))
+            }
+            for index in range(count)
+        ]
+        assert {k: v for part in shards for k, v in part.items()} == reasons
+    cursors = list(whole)
+    for resume_after in (cursors[2], cursors[4], cursors[5]):  # mid-group, group start, file end
+        rest = {
+            loaded.cursor: getattr(loaded.item, "reason", "ok")
+            for loaded in loader.read(after=resume_after)
+        }
+        assert rest == {
+            k: v for k, v in reasons.items() if cursors.index(k) > cursors.index(resume_after)
+        }
+    sharded_resume = {
+        loaded.cursor: getattr(loaded.item, "reason", "ok")
+        for loaded in loader.read(shard=Shard(1, 2), after=cursors[3])
+    }
+    assert sharded_resume
+    assert all(reasons[k] == v for k, v in sharded_resume.items())
+
+
+def test_parquet_remembers_a_bounded_number_of_ids(tmp_path: Path) -> None:
+    path = write_parquet(
+        tmp_path / "d.parquet", {"id": ["a", "b", "c", "c", "a"], "text": ["t"] * 5}
+    )
+    got = parquet_outcomes(parquet_loader(path, max_tracked_ids=2))
+    # 'c' came after the bound was reached: its repeat is not caught; 'a' was remembered.
+    assert got["1:1"] == "ok"
+    assert got["2:0"].startswith("row 0 of row group 2: duplicate id 'a'")
+    assert set(parquet_outcomes(parquet_loader(path, max_tracked_ids=0)).values()) == {"ok"}
+    assert set(parquet_outcomes(parquet_loader(path, id_column=None)).values()) == {"ok"}
+
+
+def arrow_and_python_peaks(work: Any) -> tuple[Any, int, int]:
+    """``work()``, and the peak bytes pyarrow and Python allocated while it ran."""
+    import pyarrow as pa
+
+    previous = pa.default_memory_pool()
+    pool = pa.proxy_memory_pool(previous)
+    pa.set_memory_pool(pool)
+    try:
+        result, python = peak_bytes(work)
+    finally:
+        pa.set_memory_pool(previous)
+    return result, pool.max_memory(), python
+
+
+def test_parquet_sets_aside_a_decompression_bomb_without_decoding_it(tmp_path: Path) -> None:
+    # 100 million characters in a file of a few kilobytes (zstd), beside two ordinary rows.
+    path = write_parquet(
+        tmp_path / "bomb.parquet",
+        {"id": ["small", "bomb", "after"], "text": ["hello", "a" * 100_000_000, "world"]},
+        row_group_size=3,
+    )
+    write_parquet(tmp_path / "next.parquet", {"id": ["next"], "text": ["read on"]})
+    assert path.stat().st_size < 20_000
+    loader = parquet_loader(tmp_path / "*.parquet")  # the default max_bytes: 10 MiB
+    items, arrow, python = arrow_and_python_peaks(lambda: [loaded.item for loaded in loader.read()])
+    assert arrow < 4 * MiB, arrow
+    assert python < 4 * MiB, python
+    assert [(type(item).__name__, item.id) for item in items] == [
+        ("DocumentError", "small"),
+        ("DocumentError", "bomb"),
+        ("DocumentError", "after"),
+        ("Document", "next"),
+    ]
+    reason = items[1].reason
+    assert reason.startswith("row 1 of row group 0: not read: its row group's columns (id, text)")
+    assert "for 3 rows, more than twice max_bytes=10485760 a row" in reason
+    assert "raise max_bytes to read them" in reason
+
+
+def test_parquet_sets_aside_one_long_row_among_many_before_it_becomes_a_string(
+    tmp_path: Path,
+) -> None:
+    # 200 rows of 1 kB and one of 3 MB: within the limit on average, so the row group is
+    # decoded, and the long row is caught in pyarrow's buffers, never copied into Python.
+    texts = ["w" * 1000] * 200
+    texts[150] = "x" * (3 * MiB)
+    path = write_parquet(
+        tmp_path / "d.parquet", {"id": [f"d{i}" for i in range(200)], "text": texts}, 200
+    )
+    loader = parquet_loader(path, max_bytes=2 * MiB)
+    items, _, python = arrow_and_python_peaks(lambda: [loaded.item for loaded in loader.read()])
+    assert python < 2 * MiB, python
+    errors = [item for item in items if isinstance(item, DocumentError)]
+    assert [(e.id, e.reason) for e in errors] == [
+        (
+            "d150",
+            f"row 150 of row group 0: {3 * MiB + 4} bytes of id, text and metadata, longer than "
+            f"max_bytes={2 * MiB} (raise max_bytes to read it)",
+        )
+    ]
+    assert errors[0].metadata["bytes"] == 3 * MiB + 4
+    assert len(items) == 200
+    # A limit above the row reads it.
+    assert all(isinstance(i.item, Document) for i in parquet_loader(path, max_bytes=4 * MiB).read())
+
+
+def test_parquet_reads_a_row_of_exactly_the_limit(tmp_path: Path) -> None:
+    path = write_parquet(tmp_path / "d.parquet", {"id": ["a", "b"], "text": ["x" * 99, "y" * 100]})
+    got = parquet_outcomes(parquet_loader(path, max_bytes=100))
+    assert got["0:0"] == "ok"
+    assert "101 bytes of id, text and metadata, longer than max_bytes=100" in got["0:1"]
+
+
+def test_parquet_limits_are_validated() -> None:
+    for options in ({"max_bytes": 0}, {"max_tracked_ids": -1}):
+        with pytest.raises(ValueError, match="max_"):
+            ParquetLoaderConfig(path="d.parquet", **options)

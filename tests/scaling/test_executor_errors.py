@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from seamline.adapters import logging_setup, telemetry_setup
 from seamline.adapters.cli.main import app
-from seamline.adapters.executors.ray_actors import thread_caps
+from seamline.adapters.executors.ray_actors import driver_paths, merge_paths, thread_caps
 from seamline.core.registry import Registry
 from tests.scaling.test_ray_executor import pipeline_text
 
@@ -88,11 +88,31 @@ def test_thread_caps_follow_the_cpu_allotment() -> None:
     one = thread_caps(1, {"XLA_FLAGS": "--xla_dump_to=/tmp/x", "PYTHONPATH": "/plugins"})
     assert one["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_cpu_multi_thread_eigen=false"
     assert one["OMP_NUM_THREADS"] == one["OPENBLAS_NUM_THREADS"] == one["RAYON_NUM_THREADS"] == "1"
-    assert one["PYTHONPATH"] == "/plugins"
+    # Not set over the cluster's own: the actor merges the driver's (driver_paths).
+    assert "PYTHONPATH" not in one
     four = thread_caps(4.5, {})
     assert four["MKL_NUM_THREADS"] == four["NUMEXPR_NUM_THREADS"] == "4"
     assert "XLA_FLAGS" not in four  # XLA's pool follows the CPUs the process may use
     assert "PYTHONPATH" not in four
+
+
+def test_the_driver_paths_are_absolute_and_go_before_the_actors_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert driver_paths({}) == ()
+    got = driver_paths({"PYTHONPATH": os.pathsep.join(["plugins", "/abs/p", "", "plugins"])})
+    assert got == (str(tmp_path / "plugins"), "/abs/p", str(tmp_path))
+    monkeypatch.setattr(sys, "path", ["/worker/script", "/cluster/own", "/abs/p", "/site"])
+    merge_paths(got)
+    assert sys.path == [
+        "/worker/script",
+        str(tmp_path / "plugins"),
+        str(tmp_path),
+        "/cluster/own",  # the cluster's own entry is kept
+        "/abs/p",  # already there: where it was
+        "/site",
+    ]
 
 
 def test_every_flag_an_actor_gets_is_one_xla_accepts(tmp_path: Path) -> None:

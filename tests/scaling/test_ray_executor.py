@@ -209,13 +209,16 @@ def test_an_actor_killed_mid_shard_resumes_from_its_last_commit(
 def test_a_shard_that_fails_for_good_stops_the_run_and_publishes_nothing(
     scale_registry: Registry, tmp_path: Path
 ) -> None:
+    tries = tmp_path / "tries"
     with pytest.raises(ShardFailed) as caught:
         run(
             scale_registry,
             tmp_path,
             executor=ray_executor(actors=2, shards=2, retries=1),
-            loader={"raise_at": "d5"},
+            loader={"raise_at": "d5", "tries": str(tries)},
         )
+    # The first try and exactly `retries` more: not one fewer, not one more.
+    assert len(tries.read_text().splitlines()) == 2
     failure = caught.value
     assert (failure.index, failure.count) == (1, 2)  # d5 is shard 1's (5 % 2)
     assert failure.component == "loader 'lines' (read, from seamline-fixture-scale 0.1.0)"
@@ -223,6 +226,87 @@ def test_a_shard_that_fails_for_good_stops_the_run_and_publishes_nothing(
     assert "nothing was published" in str(failure)
     assert not (tmp_path / "emb.manifest.json").exists()
     assert read_records(tmp_path / "emb.jsonl") is None
+
+
+@pytest.mark.parametrize("retries", [1, 2])
+def test_a_shard_that_fails_as_often_as_it_may_be_retried_still_finishes(
+    scale_registry: Registry, local_output: Path, tmp_path: Path, retries: int
+) -> None:
+    # Shard 1 fails `retries` times (once, then twice), then reads on: the run must finish.
+    tries = tmp_path / "tries"
+    summary = run(
+        scale_registry,
+        tmp_path,
+        executor=ray_executor(actors=1, shards=2, retries=retries),
+        loader={"raise_at": "d5", "raise_times": retries, "tries": str(tries)},
+    )
+    assert len(tries.read_text().splitlines()) == retries, "the shard failed as often as meant"
+    assert_same_output(tmp_path, local_output)
+    assert [s.shard.index for s in summary.shards] == [0, 1]
+
+
+PROBE = '''
+"""A monitor found only on the driver's PYTHONPATH: it records the process it ran in."""
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from seamline.contracts import ComponentConfig, Monitor
+
+
+class ProbeConfig(ComponentConfig):
+    folder: str
+
+
+class Probe(Monitor[ProbeConfig]):
+    name: ClassVar[str] = "probe"
+    contract_version: ClassVar[str] = "1.0"
+    Config = ProbeConfig
+
+    def __init__(self, config: ProbeConfig) -> None:
+        super().__init__(config)
+        Path(config.folder, str(os.getpid())).touch()
+
+    def observe(self, event: object) -> None:
+        pass
+'''
+
+
+def probe_distribution(folder: Path) -> Path:
+    """A distribution of one monitor, ``probe``, in ``folder`` (to put on PYTHONPATH)."""
+    folder.mkdir()
+    (folder / "seamline_fixture_probe.py").write_text(PROBE)
+    info = folder / "seamline_fixture_probe-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: seamline-fixture-probe\nVersion: 0.1.0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[seamline.monitor]\nprobe = seamline_fixture_probe:Probe\n"
+    )
+    (info / "RECORD").write_text(
+        "seamline_fixture_probe.py,,\n"
+        + "".join(f"{info.name}/{name},,\n" for name in ("METADATA", "entry_points.txt", "RECORD"))
+    )
+    return folder
+
+
+def test_the_drivers_pythonpath_joins_the_clusters_instead_of_replacing_it(
+    scale_registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cluster's workers find the `lines` loader and the `tiny` model on the cluster's
+    # own path (the session cluster's PYTHONPATH); the user sets PYTHONPATH to a folder of
+    # their own with the `probe` monitor. The actors must find all three.
+    plugins = probe_distribution(tmp_path / "plugins")
+    (tmp_path / "ran").mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(plugins))
+    monkeypatch.syspath_prepend(str(plugins))
+    registry = Registry.discover()
+    probe = {"use": "probe", "with": {"folder": str(tmp_path / "ran")}}
+    summary = run(registry, tmp_path, executor=ray_executor(actors=1, shards=2), monitors=[probe])
+    assert summary.documents == len(TEXTS) - 2
+    actors = {int(p.name) for p in (tmp_path / "ran").iterdir()} - {os.getpid()}
+    assert actors, "the probe never ran in an actor"
 
 
 def _seamline(*args: str) -> list[str]:

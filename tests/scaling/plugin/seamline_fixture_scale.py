@@ -5,7 +5,9 @@ processes, so the tests' components are an installed-looking distribution (this
 module and its ``dist-info``, put on ``PYTHONPATH``), not classes defined in a test.
 
 - ``lines``: documents from a list, sharded round-robin, the position as cursor;
-  ``raise_at`` names a document whose reading raises, on every try.
+  ``raise_at`` names a document whose reading raises, on every try or on the first
+  ``raise_times`` (counted in the file ``tries``, one line per raise, so that the
+  count survives the process: a retry may run in another actor).
 - ``tiny``: a one-layer attention encoder over words hashed with CRC-32 (stable across
   processes, unlike ``hash()``), so runs in different processes can be compared.
 - ``faults``: a monitor that kills its process (``os._exit``) at a chosen batch,
@@ -46,6 +48,10 @@ from seamline.contracts import (
 class LinesConfig(ComponentConfig):
     texts: list[str]
     raise_at: str | None = None
+    raise_times: int | None = None
+    """Raise at ``raise_at`` this many times in all (needs ``tries``); None: every time."""
+    tries: str | None = None
+    """A file that gets one line (the process id) each time ``raise_at`` raises."""
 
 
 class LinesLoader(Loader[LinesConfig]):
@@ -61,7 +67,7 @@ class LinesLoader(Loader[LinesConfig]):
             if i < first or not shard.owns(i):
                 continue
             doc_id = f"d{i}"
-            if doc_id == self.config.raise_at:
+            if doc_id == self.config.raise_at and self._raise_again():
                 raise OSError(f"cannot read {doc_id}: the disk is on fire")
             item: Document | DocumentError = (
                 DocumentError(doc_id, "unreadable")
@@ -69,6 +75,17 @@ class LinesLoader(Loader[LinesConfig]):
                 else Document(doc_id, text)
             )
             yield Loaded(str(i), item)
+
+    def _raise_again(self) -> bool:
+        """Whether reading ``raise_at`` raises this time; each raise is counted in ``tries``."""
+        tries = Path(self.config.tries) if self.config.tries else None
+        if tries is not None:
+            raised = len(tries.read_text().splitlines()) if tries.exists() else 0
+            if self.config.raise_times is not None and raised >= self.config.raise_times:
+                return False
+            with tries.open("a") as record:
+                record.write(f"{os.getpid()}\n")
+        return True
 
 
 class TinyConfig(ComponentConfig):

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
         ShardWorker,
         WorkerFactory,
     )
-    from seamline.contracts.loader import Loader
+    from seamline.contracts.loader import InputGlob, Loader, input_glob_files
     from seamline.contracts.model import Batch, Example, Model, Params
     from seamline.contracts.monitor import Monitor
     from seamline.contracts.sink import OutputRecord, Sink, StagedRun
@@ -97,6 +97,7 @@ _LOCATIONS: dict[str, str] = {
     "Example": "seamline.contracts.model",
     "Fallback": "seamline.contracts.events",
     "KINDS": "seamline.contracts.versions",
+    "InputGlob": "seamline.contracts.loader",
     "LeavesMachine": "seamline.contracts.component",
     "Job": "seamline.contracts.executor",
     "Kind": "seamline.contracts.versions",
@@ -129,6 +130,7 @@ _LOCATIONS: dict[str, str] = {
     "Verified": "seamline.contracts.events",
     "WeightsError": "seamline.contracts.errors",
     "WorkerFactory": "seamline.contracts.executor",
+    "input_glob_files": "seamline.contracts.loader",
 }
 """Where each public name is defined."""
 
@@ -174,6 +176,7 @@ __all__ = [
     "ExecutionReport",
     "Executor",
     "Fallback",
+    "InputGlob",
     "Job",
     "Kind",
     "LeavesMachine",
@@ -205,4 +208,5 @@ __all__ = [
     "Verified",
     "WeightsError",
     "WorkerFactory",
+    "input_glob_files",
 ]

@@ -3,14 +3,44 @@
 from __future__ import annotations
 
 import abc
+import glob
+import os
 from collections.abc import Iterator
-from typing import ClassVar, TypeVar
+from typing import Annotated, ClassVar, Final, TypeVar
 
 from seamline.contracts.component import Component, ComponentConfig
 from seamline.contracts.documents import Loaded, Shard
 from seamline.contracts.versions import Kind
 
 LoaderConfigT = TypeVar("LoaderConfigT", bound=ComponentConfig)
+
+
+class InputGlobField:
+    """Marks a loader configuration field as a glob pattern that names the loader's input files.
+
+    The host fingerprints a loader's input so that ``--resume`` after the input changed
+    is refused, naming what changed; a field typed ``Path`` is found by its type, but a
+    pattern is a string, so a loader that takes one says so by typing the field
+    :data:`InputGlob`. The files are those :func:`input_glob_files` lists, the same
+    function the loader reads them with.
+    """
+
+    def __repr__(self) -> str:
+        return "InputGlobField()"
+
+
+INPUT_GLOB: Final = InputGlobField()
+InputGlob = Annotated[str, INPUT_GLOB]
+"""A loader configuration field holding a glob pattern of input files (``data/**/*.parquet``)."""
+
+
+def input_glob_files(pattern: str) -> list[str]:
+    """The regular files ``pattern`` matches (``**`` spans folders; links are followed), sorted.
+
+    One definition for the loader that reads them and the host that fingerprints them,
+    so the two can never disagree on which files the input is.
+    """
+    return sorted(path for path in glob.glob(pattern, recursive=True) if os.path.isfile(path))
 
 
 class Loader(Component[LoaderConfigT], abc.ABC):

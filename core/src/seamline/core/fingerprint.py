@@ -7,12 +7,15 @@ own (the first-party sinks do, in ``components/sinks/_checkpoint.py``): a pipeli
 or an input that changed since the checkpoint would splice two different outputs
 into one, so the sink refuses, naming what changed.
 
-The input fingerprint needs no help from the loader: every path in the loader's
-configuration (a field typed ``Path``) is fingerprinted by the sorted list of
-``(relative path, size, mtime)`` of the regular files under it (itself, if it is a
-file), hashed. Contents are not read, so it costs one ``stat`` per file. Inputs
-named otherwise (a list of texts in the configuration) are covered by the loader
-section's hash.
+The input fingerprint needs no help from the loader beyond the types of its
+configuration: every path in it (a field typed ``Path``) is fingerprinted by the
+sorted list of ``(relative path, size, mtime)`` of the regular files under it
+(itself, if it is a file), and every glob pattern (a field typed
+:data:`~seamline.contracts.loader.InputGlob`) by the same list for the files it
+matches (:func:`~seamline.contracts.loader.input_glob_files`, the loader's own
+listing), all hashed. Contents are not read, so it costs one ``stat`` per file.
+Inputs named otherwise (a list of texts in the configuration) are covered by the
+loader section's hash.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from seamline.contracts.loader import InputGlobField, input_glob_files
 from seamline.core.config.spec import PipelineSpec
 
 SECTIONS = ("loader", "model", "attention", "sink", "run")
@@ -44,14 +48,28 @@ def pipeline_hashes(spec: PipelineSpec) -> dict[str, str]:
     return {section: _digest(dumped.get(section)) for section in SECTIONS}
 
 
-def input_paths(config: BaseModel) -> list[Path]:
-    """Every ``Path`` value of a component's configuration, in field order."""
-    paths: list[Path] = []
-    for name in type(config).model_fields:
+def input_paths(config: BaseModel) -> list[Path | str]:
+    """Every input of a component's configuration, in field order.
+
+    A ``Path`` value, or the string of a field typed ``InputGlob`` (a glob pattern).
+    """
+    paths: list[Path | str] = []
+    for name, field in type(config).model_fields.items():
         value = getattr(config, name)
         values = value if isinstance(value, list | tuple) else [value]
-        paths.extend(v for v in values if isinstance(v, Path))
+        pattern = any(isinstance(mark, InputGlobField) for mark in field.metadata)
+        paths.extend(v for v in values if isinstance(v, Path) or (pattern and isinstance(v, str)))
     return paths
+
+
+def _matched(pattern: str) -> Iterator[tuple[str, int, int]]:
+    """``(path, size, mtime_ns)`` of the regular files the glob ``pattern`` matches."""
+    for name in input_glob_files(pattern):
+        try:
+            entry = os.stat(name)
+        except OSError:
+            continue
+        yield name, entry.st_size, entry.st_mtime_ns
 
 
 def _files(path: Path) -> Iterator[tuple[str, int, int]]:
@@ -81,7 +99,10 @@ def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
     paths = input_paths(config)
     if not paths:
         return None
-    listing = [[str(path), sorted(_files(path))] for path in paths]
+    listing = [
+        [str(path), sorted(_files(path) if isinstance(path, Path) else _matched(path))]
+        for path in paths
+    ]
     return {"paths": [str(path) for path in paths], "files": _digest(listing)}
 
 

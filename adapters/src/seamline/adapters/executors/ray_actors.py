@@ -17,12 +17,16 @@ Faults, and why the output stays exactly once:
   way), then the run stops with the shard, the component and the reason, and
   nothing is published;
 - the driver itself dying leaves the staged parts; ``seamline run --resume``
-  continues them, and finished shards are not redone.
+  continues them, and finished shards are not redone. A Ray the driver started
+  itself (``address`` unset) goes with it: its own processes die with their parent,
+  and a reaper (:mod:`._ray_reaper`) ends the agents that Ray leaves behind.
 
 Each actor's CPU allotment (``cpus_per_actor``) is also the number of threads its
 libraries may start (OpenMP, OpenBLAS, MKL, the tokenizers' Rayon pool; XLA's matrix
 products on one thread for one CPU), set in the actor's runtime environment (see
-:func:`thread_caps`): N actors on N cores do not fight for them. Spans from every
+:func:`thread_caps`): N actors on N cores do not fight for them. The driver's
+``PYTHONPATH`` is merged into each actor's module path, not set over the cluster's
+(:func:`driver_paths`): a plugin the cluster finds on its own path is still found. Spans from every
 actor join the driver's trace (the task carries its context) and go where the
 pipeline's ``telemetry`` section says.
 """
@@ -30,9 +34,11 @@ pipeline's ``telemetry`` section says.
 from __future__ import annotations
 
 import collections
+import importlib
 import math
 import os
 import socket
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar
@@ -40,6 +46,7 @@ from typing import Annotated, Any, ClassVar
 import structlog
 from pydantic import Field, field_validator
 
+from seamline.adapters.executors._ray_reaper import RayReaper
 from seamline.contracts import (
     ComponentConfig,
     ExecutionReport,
@@ -66,9 +73,10 @@ class RayExecutorConfig(ComponentConfig):
     address: Annotated[str | None, LeavesMachine("a Ray cluster's address")] = Field(
         default=None,
         description="The Ray cluster to run on: 'auto' (the cluster this machine belongs to, "
-        "as `ray start` made it), 'HOST:PORT' of a head node's GCS, or 'ray://HOST:10001' (Ray "
-        "Client). Null starts Ray on this machine for the run (or uses the Ray this process "
-        "has already started).",
+        "as `ray start` made it, or RAY_ADDRESS), 'HOST:PORT' of a head node's GCS, or "
+        "'ray://HOST:10001' (Ray Client). Null starts Ray on this machine for the run (or uses "
+        "the Ray this process has already started), never one named elsewhere, and ends it "
+        "with the run, even when the run is killed.",
     )
     actors: int = Field(default=2, ge=1, le=100_000, description="Actors in the pool.")
     cpus_per_actor: float = Field(
@@ -120,8 +128,9 @@ def thread_caps(cpus: float, environ: Mapping[str, str] | None = None) -> dict[s
     from their variables. XLA has no flag for the size of its CPU thread pool (it
     follows the CPUs the process may run on); with one CPU,
     ``--xla_cpu_multi_thread_eigen=false`` keeps its matrix products, most of the
-    work, on the calling thread. The driver's ``XLA_FLAGS`` are kept, and its
-    ``PYTHONPATH`` goes along, so actors import what the driver does.
+    work, on the calling thread. The driver's ``XLA_FLAGS`` are kept. ``PYTHONPATH``
+    is not set here: a value in the runtime environment would replace the one the
+    cluster's processes were started with (see :func:`driver_paths`).
     """
     env = os.environ if environ is None else environ
     threads = max(1, math.floor(cpus))
@@ -131,9 +140,37 @@ def thread_caps(cpus: float, environ: Mapping[str, str] | None = None) -> dict[s
         flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
     if flags:
         caps["XLA_FLAGS"] = flags
-    if env.get("PYTHONPATH"):  # the modules the driver sees (a plugin under development)
-        caps["PYTHONPATH"] = env["PYTHONPATH"]
     return caps
+
+
+def driver_paths(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The driver's ``PYTHONPATH``, each entry absolute (an empty one is its working folder).
+
+    Each actor puts them on its module path ahead of the cluster's own (see
+    :func:`merge_paths`), so actors import what the driver imports (a plugin under
+    development) and what the cluster's nodes were started to find: setting
+    ``PYTHONPATH`` in the runtime environment instead would replace the cluster's.
+    A relative entry means what it meant to the driver, as a relative path in the
+    pipeline does.
+    """
+    env = os.environ if environ is None else environ
+    entries = env.get("PYTHONPATH", "")
+    if not entries:
+        return ()
+    return tuple(dict.fromkeys(os.path.abspath(entry) for entry in entries.split(os.pathsep)))
+
+
+def merge_paths(paths: Sequence[str]) -> None:
+    """Put ``paths`` on this process's module path, before its own ``PYTHONPATH``'s entries.
+
+    ``sys.path[0]`` (the worker script's folder) stays first; an entry already there
+    stays where it is. Called before the pipeline is built, so entry points and
+    modules under ``paths`` are found.
+    """
+    missing = [path for path in dict.fromkeys(paths) if path not in sys.path]
+    if missing:
+        sys.path[1:1] = missing
+        importlib.invalidate_caches()
 
 
 THREAD_VARIABLES = (
@@ -148,9 +185,12 @@ THREAD_VARIABLES = (
 class ShardActor:
     """The body of one Ray actor: a worker built once, then one shard per call."""
 
-    def __init__(self, factory: Any, telemetry: Mapping[str, Any]) -> None:
+    def __init__(
+        self, factory: Any, telemetry: Mapping[str, Any], paths: Sequence[str] = ()
+    ) -> None:
         from seamline.adapters.logging_setup import configure_logging
 
+        merge_paths(paths)  # before anything finds a plugin
         # Ray forwards an actor's output to the driver's console: warnings and errors only.
         configure_logging(json=False, level="warning")
         _worker_telemetry(telemetry)
@@ -189,6 +229,7 @@ class RayExecutor(Executor[RayExecutorConfig]):
     def __init__(self, config: RayExecutorConfig) -> None:
         super().__init__(config)
         self._started_ray = False
+        self._reaper: RayReaper | None = None
 
     def execute(self, job: Job) -> ExecutionReport:
         started = time.perf_counter()
@@ -208,8 +249,9 @@ class RayExecutor(Executor[RayExecutorConfig]):
         }
         factory = job.worker_factory()
         telemetry = dict(job.telemetry())
+        paths = driver_paths()
         actors = [
-            actor_class.options(**options).remote(factory, telemetry)
+            actor_class.options(**options).remote(factory, telemetry, paths)
             for _ in range(min(config.actors, len(tasks)))
         ]
         try:
@@ -274,8 +316,11 @@ class RayExecutor(Executor[RayExecutorConfig]):
         if ray.is_initialized():  # the Ray this process started or joined already
             return
         try:
-            ray.init(
-                address=address,
+            # Unset, Ray is started here ("local"), never a cluster found through
+            # RAY_ADDRESS or `ray start`: that is what `address: auto` is for, and a Ray
+            # this run starts is one it may end.
+            context = ray.init(
+                address=address or "local",
                 include_dashboard=False,
                 logging_level="warning",
                 log_to_driver=True,
@@ -288,6 +333,8 @@ class RayExecutor(Executor[RayExecutorConfig]):
                 "leave address unset to start Ray on this machine"
             ) from None
         self._started_ray = True
+        if address is None:  # ours: its processes must not outlive this one, however it ends
+            self._reaper = RayReaper.start(str(context.address_info["session_dir"]))
 
     def close(self) -> None:
         if self._started_ray:
@@ -295,6 +342,9 @@ class RayExecutor(Executor[RayExecutorConfig]):
 
             ray.shutdown()
             self._started_ray = False
+        if self._reaper is not None:
+            self._reaper.release()
+            self._reaper = None
 
 
 def _as_failure(task: ShardTask, cause: BaseException) -> ShardFailed:
@@ -335,4 +385,11 @@ def _import_ray(job: Job) -> Any:
     return ray
 
 
-__all__ = ["RayExecutor", "RayExecutorConfig", "ShardActor", "thread_caps"]
+__all__ = [
+    "RayExecutor",
+    "RayExecutorConfig",
+    "ShardActor",
+    "driver_paths",
+    "merge_paths",
+    "thread_caps",
+]

@@ -9,16 +9,15 @@ naming the line, so one bad line is reported instead of ending the run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
-import structlog
 from pydantic import Field, field_validator, model_validator
 
 from seamline.components._json_safe import safe_text
+from seamline.components.loaders._seen_ids import SeenIds
 from seamline.contracts import (
     ComponentConfig,
     Document,
@@ -43,8 +42,6 @@ _CHUNK = 1 << 20
 
 MAX_METADATA_DEPTH = 64
 """Deepest nesting of a metadata value that is copied: deeper is refused, not recursed into."""
-
-log = structlog.get_logger("seamline.components.jsonl")
 
 
 class JsonlLoaderConfig(ComponentConfig):
@@ -123,7 +120,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                 f"jsonl loader: {str(path)!r} {what} (looked in {path.absolute()}); "
                 "set 'path' in the loader's 'with:' block to your JSON Lines file"
             )
-        seen = _SeenIds(self.config.max_tracked_ids, path.name)
+        seen = SeenIds(self.config.max_tracked_ids, self.name, lambda line: self._where(line))
         last_line = 0
         position = -1
         with path.open("rb") as handle:
@@ -140,7 +137,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                 # in every shard and on every resume.
                 item = self._too_long(lineno) if raw is None else self._parse(lineno, raw)
                 if isinstance(item, Document):
-                    item = seen.check(item, lineno, self.config.path)
+                    item = self._unique(item, lineno, seen)
                 if mine:
                     yield Loaded(cursor=str(lineno), item=item)
         if skip_through > last_line:
@@ -171,6 +168,18 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             while line and not line.endswith(b"\n"):
                 line = handle.readline(_CHUNK)
             yield None
+
+    def _unique(self, document: Document, lineno: int, seen: SeenIds) -> Document | DocumentError:
+        """``document``, or an error record if an earlier line had its id."""
+        first = seen.first(document.id, lineno)
+        if first == lineno:
+            return document
+        return DocumentError(
+            id=f"{self.config.path.name}:{lineno}",
+            reason=f"line {lineno}: duplicate id {document.id!r}, first seen at line {first}; "
+            "give each line its own id",
+            metadata=self._where(lineno),
+        )
 
     def _too_long(self, lineno: int) -> DocumentError:
         return DocumentError(
@@ -254,54 +263,6 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                     doc_id,
                 )
         return Document(id=doc_id, text=text, metadata=metadata)
-
-
-class _SeenIds:
-    """The ids read so far, to refuse a repeat: bounded, and the same in every shard.
-
-    Each id is remembered as an 8-byte BLAKE2b digest with the line it was first seen
-    on (about 100 bytes an id, whatever the id's length), up to ``limit`` ids; past
-    that, new ids are not remembered (repeats of them are not caught) and one warning
-    says so. A digest is the same in every process, so shards agree on which line of
-    a repeated id comes first. Two different ids sharing a digest (odds about n² in
-    2⁶⁵) would make the later one a false duplicate, named as such with the line of
-    the other.
-    """
-
-    def __init__(self, limit: int, source: str) -> None:
-        self.limit = limit
-        self.source = source
-        self.first: dict[int, int] = {}
-        self.warned = False
-
-    @property
-    def active(self) -> bool:
-        return self.limit > 0
-
-    def check(self, document: Document, lineno: int, path: Path) -> Document | DocumentError:
-        if not self.active:
-            return document
-        key = int.from_bytes(hashlib.blake2b(document.id.encode(), digest_size=8).digest())
-        first = self.first.get(key)
-        if first is not None:
-            return DocumentError(
-                id=f"{path.name}:{lineno}",
-                reason=f"line {lineno}: duplicate id {document.id!r}, first seen at line {first}; "
-                "give each line its own id",
-                metadata={"path": safe_text(str(path.absolute())), "line": lineno},
-            )
-        if len(self.first) < self.limit:
-            self.first[key] = lineno
-        elif not self.warned:
-            self.warned = True
-            log.warning(
-                "jsonl loader: too many ids to remember; repeated ids after this are not "
-                "refused (raise max_tracked_ids to check them)",
-                path=self.source,
-                line=lineno,
-                max_tracked_ids=self.limit,
-            )
-        return document
 
 
 def _lone_surrogate(text: str) -> str | None:

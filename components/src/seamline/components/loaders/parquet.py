@@ -17,6 +17,20 @@ of the wrong type becomes a :class:`DocumentError` with its reason, as does a fi
 that is not Parquet at all or a row group that cannot be decoded: one bad row does
 not end the run. A ``path`` that matches nothing, or a column that is not in a
 file, is the pipeline's mistake and is raised as a :class:`UserError`.
+
+The promises the other loaders keep hold here too:
+
+- **One row per id.** The first row that carries an id keeps it; a later row with the
+  same id becomes an error record naming the first (:mod:`._seen_ids`). So that every
+  shard and every resume agrees on which row is first, the id column of every row
+  group before a shard's own (and of its own, before its rows) is read, in order;
+  only that column, so a shard still decodes no other shard's texts.
+- **Bounded rows.** ``max_bytes`` bounds a row's id, text and metadata, uncompressed,
+  and is enforced before a value becomes a Python string (:mod:`._parquet_rows`).
+- **A fingerprinted input.** ``path`` is typed :data:`~seamline.contracts.InputGlob`,
+  so the host fingerprints the files it matches (listed by the same
+  :func:`~seamline.contracts.input_glob_files` the loader reads them with), and
+  ``--resume`` after a file was added, removed or changed is refused, naming them.
 """
 
 from __future__ import annotations
@@ -27,14 +41,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from seamline.components.loaders import _parquet_rows as rows
+from seamline.components.loaders._seen_ids import SeenIds
 from seamline.contracts import (
     ComponentConfig,
     Document,
     DocumentError,
+    InputGlob,
     Loaded,
     Loader,
     Shard,
     UserError,
+    input_glob_files,
 )
 
 if TYPE_CHECKING:
@@ -48,11 +66,19 @@ _WHOLE = Shard()
 _ALL = "*"
 """In a cursor, in place of a row (or a row group): all of it, for what could not be read."""
 
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+"""10 MiB, as the other loaders: far above any text a model reads whole."""
+
+_ROW_BITS = 64
+"""A row's place, for the ids it is remembered by: its row group's number (counted over
+every file) shifted left by this many bits, plus its row within the group (a Parquet row
+group counts its rows in 64 bits, so no two places can share a number)."""
+
 
 class ParquetLoaderConfig(ComponentConfig):
     """The ``with:`` block of the ``parquet`` loader."""
 
-    path: str = Field(
+    path: InputGlob = Field(
         description="A Parquet file, or a glob pattern matching several ('data/*.parquet', "
         "'data/**/*.parquet'); relative to the working directory. Files are read in sorted "
         "path order."
@@ -69,8 +95,36 @@ class ParquetLoaderConfig(ComponentConfig):
     batch_rows: int = Field(
         default=1024,
         ge=1,
-        description="Rows read at a time within a row group: what the loader holds in memory.",
+        description="Rows read at a time within a row group: what the loader holds in memory "
+        "(fewer when its rows are large: a batch holds about max_bytes).",
     )
+    max_bytes: int | None = Field(
+        default=DEFAULT_MAX_BYTES,
+        description="Largest row to read, in bytes of its id, text and metadata uncompressed "
+        "(default 10 MiB); a larger row becomes an error record and its text is never copied "
+        "into a Python string, and a row group whose columns the file states to decode to "
+        "more than twice this a row is set aside without being decoded. Null means no limit.",
+    )
+    max_tracked_ids: int = Field(
+        default=1_000_000,
+        description="How many distinct ids to remember so that a repeated id is refused (the "
+        "later row becomes an error record naming the first); about 100 bytes each. Past "
+        "it, ids are no longer remembered and a warning says so. 0 turns the check off.",
+    )
+
+    @field_validator("max_bytes")
+    @classmethod
+    def _positive_limit(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(f"max_bytes must be at least 1 (or null for no limit), not {value}")
+        return value
+
+    @field_validator("max_tracked_ids")
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"max_tracked_ids must be 0 (no check) or more, not {value}")
+        return value
 
     @field_validator("path", "text_column")
     @classmethod
@@ -107,6 +161,8 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
 
         files = self._files()
         start_file, start_group, last_row = self._parse_cursor(after, files)
+        places: list[tuple[str, int]] = []  # (file, row group) of each row group's number
+        seen = self._seen_ids(places)
         position = 0  # the number of the next row group, counted over every file
         for number, path in enumerate(files):
             try:
@@ -116,26 +172,31 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 reason = f"not a readable Parquet file: {err}"
             groups = 1 if parquet is None else parquet.num_row_groups
             first, position = position, position + groups
-            if number < start_file:
+            places.extend((path, group) for group in range(groups))
+            if number < start_file and seen is None:
                 continue
             if parquet is None:
-                if shard.owns(first):
+                if number >= start_file and shard.owns(first):
                     yield Loaded(f"{path}#{_ALL}", DocumentError(path, reason, {"file": path}))
                 continue
             self._check_columns(path, parquet.schema_arrow)
             for group in range(groups):
-                if not shard.owns(first + group):
+                # Every row group's ids are registered in input order, whichever rows this
+                # shard or this resume yields: they all agree on which row of an id is first.
+                if seen is not None:
+                    self._register_ids(parquet, group, first + group, seen)
+                if not shard.owns(first + group) or number < start_file:
                     continue
                 if number == start_file and start_group is not None and group < start_group:
                     continue
                 skip = last_row if number == start_file and group == start_group else None
-                yield from self._group(parquet, path, group, skip)
+                yield from self._group(parquet, path, group, first + group, skip, seen)
 
     # -- files and cursors -----------------------------------------------------------------
 
     def _files(self) -> list[str]:
         pattern = self.config.path
-        matched = sorted(p for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+        matched = input_glob_files(pattern)
         if not matched:
             what = "matches no file" if glob.has_magic(pattern) else "does not exist"
             raise UserError(
@@ -191,18 +252,50 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                     "one of them"
                 )
 
+    # -- ids -------------------------------------------------------------------------------
+
+    def _seen_ids(self, places: list[tuple[str, int]]) -> SeenIds | None:
+        """The ids read so far; None when ids are the rows' places (unique) or not tracked."""
+        config = self.config
+        if config.id_column is None or config.max_tracked_ids == 0:
+            return None
+
+        def where(place: int) -> dict[str, Any]:
+            return {"place": self._place_text(places, place)}
+
+        return SeenIds(config.max_tracked_ids, self.name, where)
+
+    @staticmethod
+    def _place(number: int, row: int) -> int:
+        return (number << _ROW_BITS) | row
+
+    @staticmethod
+    def _place_text(places: list[tuple[str, int]], place: int) -> str:
+        path, group = places[place >> _ROW_BITS]
+        return f"{path}#{group}:{place & ((1 << _ROW_BITS) - 1)}"
+
+    def _register_ids(
+        self, parquet: pq.ParquetFile, group: int, number: int, seen: SeenIds
+    ) -> None:
+        """Remember the ids of row group ``group`` (number ``number``), reading that column only.
+
+        What this reads depends on the file alone, never on the shard or the cursor, so
+        every reader registers the same ids at the same places. An id column too large
+        to decode within ``max_bytes`` a row is not read (its rows are set aside), nor is
+        an id longer than ``max_bytes``; a column that cannot be decoded is left to the
+        row group's owner to report.
+        """
+        assert self.config.id_column is not None
+        size = rows.group_size(parquet, group, [self.config.id_column])
+        for row, value in enumerate(self._ids(parquet, group, size)):
+            if _usable_id(value):
+                seen.first(str(value), self._place(number, row))
+
     # -- rows ------------------------------------------------------------------------------
 
-    def _group(
-        self, parquet: pq.ParquetFile, path: str, group: int, skip: int | str | None
-    ) -> Iterator[Loaded]:
-        """The rows of one row group, after row ``skip`` (all of them when it is None)."""
-        import pyarrow as pa
-
-        if skip == _ALL:
-            return
+    def _columns(self) -> list[str]:
         config = self.config
-        columns = list(
+        return list(
             dict.fromkeys(
                 [
                     *([config.id_column] if config.id_column else []),
@@ -211,56 +304,185 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 ]
             )
         )
+
+    def _group(
+        self,
+        parquet: pq.ParquetFile,
+        path: str,
+        group: int,
+        number: int,
+        skip: int | str | None,
+        seen: SeenIds | None,
+    ) -> Iterator[Loaded]:
+        """The rows of one row group, after row ``skip`` (all of them when it is None)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if skip == _ALL:
+            return
+        config, limit = self.config, self.config.max_bytes
+        columns = self._columns()
+        size = rows.group_size(parquet, group, columns)
+        if rows.refusal(size, limit):
+            yield from self._refused(parquet, path, group, size, skip)
+            return
         text_type = parquet.schema_arrow.field(config.text_column).type
         row = -1
         try:
             for batch in parquet.iter_batches(
-                batch_size=config.batch_rows, row_groups=[group], columns=columns
+                batch_size=rows.batch_rows(size, limit, config.batch_rows),
+                row_groups=[group],
+                columns=columns,
             ):
+                sizes = rows.row_bytes(batch)
+                over: list[bool] = [False] * batch.num_rows
+                if limit is not None:
+                    too_big = pc.greater(sizes, limit)
+                    over = too_big.to_pylist()
+                    if any(over):
+                        keep = {}
+                        if config.id_column is not None:
+                            ids = rows.value_bytes(batch.column(config.id_column))
+                            keep[config.id_column] = pc.less_equal(ids, limit)
+                        batch = rows.without_rows(batch, too_big, keep)
                 values = batch.to_pydict()
+                row_sizes = sizes.to_pylist()
                 for offset in range(batch.num_rows):
                     row += 1
                     if isinstance(skip, int) and row <= skip:
                         continue
                     fields = {name: values[name][offset] for name in columns}
-                    yield Loaded(
-                        f"{path}#{group}:{row}", self._row(path, group, row, fields, text_type)
-                    )
+                    where = (path, group, row)
+                    item: Document | DocumentError
+                    if over[offset]:
+                        item = self._too_big(where, fields, row_sizes[offset])
+                    else:
+                        item = self._row(where, fields, text_type)
+                        if seen is not None and isinstance(item, Document):
+                            item = self._unique(item, where, self._place(number, row), seen)
+                    yield Loaded(f"{path}#{group}:{row}", item)
         except (pa.ArrowException, OSError) as err:
             reason = f"row group {group} could not be read after row {row}: {err}"
-            where = {"file": path, "row_group": group}
-            yield Loaded(f"{path}#{group}:{_ALL}", DocumentError(f"{path}#{group}", reason, where))
+            where_group = {"file": path, "row_group": group}
+            yield Loaded(
+                f"{path}#{group}:{_ALL}", DocumentError(f"{path}#{group}", reason, where_group)
+            )
+
+    def _refused(
+        self, parquet: pq.ParquetFile, path: str, group: int, size: rows.GroupSize, skip: Any
+    ) -> Iterator[Loaded]:
+        """Each row of a row group too large to decode, as an error record; no text is read.
+
+        The rows are named by their ids when the id column alone is small enough to read.
+        """
+        limit = self.config.max_bytes
+        reason = (
+            f"not read: its row group's columns ({', '.join(size.columns)}) decode to "
+            f"{size.total} bytes for {size.rows} rows, more than twice max_bytes={limit} a row, "
+            "so a row in it is longer than max_bytes (raise max_bytes to read them)"
+        )
+        ids = self._ids(parquet, group, size)
+        for row in range(size.rows):
+            raw_id = next(ids, None)
+            if isinstance(skip, int) and row <= skip:
+                continue
+            yield Loaded(f"{path}#{group}:{row}", self._error((path, group, row), reason, raw_id))
+
+    def _ids(self, parquet: pq.ParquetFile, group: int, size: rows.GroupSize) -> Iterator[Any]:
+        """The id column's values in row group ``group``, None for one over ``max_bytes``.
+
+        Nothing when there is no id column, when it is itself too large to decode, or
+        where it cannot be decoded.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column, limit = self.config.id_column, self.config.max_bytes
+        if column is None or rows.refusal(size, limit, [column]):
+            return
+        try:
+            for batch in parquet.iter_batches(
+                batch_size=rows.batch_rows(size, limit, self.config.batch_rows),
+                row_groups=[group],
+                columns=[column],
+            ):
+                if limit is not None:
+                    over = pc.greater(rows.value_bytes(batch.column(0)), limit)
+                    batch = rows.without_rows(batch, over, {})
+                yield from batch.column(0).to_pylist()
+        except (pa.ArrowException, OSError):
+            return
+
+    def _error(
+        self, where: tuple[str, int, int], reason: str, raw_id: Any = None, **more: Any
+    ) -> DocumentError:
+        """The error record of row ``where``: named by its id when usable, else by its place."""
+        path, group, row = where
+        place = f"{path}#{group}:{row}"
+        doc_id = str(raw_id) if _usable_id(raw_id) else place
+        metadata = {"file": path, "row_group": group, "row": row, **more}
+        return DocumentError(doc_id, f"row {row} of row group {group}: {reason}", metadata)
+
+    def _too_big(
+        self, where: tuple[str, int, int], fields: dict[str, Any], size: int
+    ) -> DocumentError:
+        limit = self.config.max_bytes
+        raw_id = fields.get(self.config.id_column) if self.config.id_column else None
+        reason = (
+            f"{size} bytes of id, text and metadata, longer than max_bytes={limit} "
+            "(raise max_bytes to read it)"
+        )
+        return self._error(where, reason, raw_id, bytes=size)
+
+    def _unique(
+        self, document: Document, where: tuple[str, int, int], place: int, seen: SeenIds
+    ) -> Document | DocumentError:
+        """``document``, or an error record (named by its place) if an earlier row had its id."""
+        first = seen.first(document.id, place)
+        if first == place:
+            return document
+        earlier = seen.where(first)["place"]
+        return self._error(
+            where,
+            f"duplicate id {document.id!r}, first seen at {earlier}; give each row its own id",
+        )
 
     def _row(
-        self, path: str, group: int, row: int, fields: dict[str, Any], text_type: pa.DataType
+        self, where: tuple[str, int, int], fields: dict[str, Any], text_type: pa.DataType
     ) -> Document | DocumentError:
         """One row as a document, or as the record of why it is not one."""
         config = self.config
-        place = f"{path}#{group}:{row}"
-        where = {"file": path, "row_group": group, "row": row}
-
-        def error(reason: str, doc_id: str = place) -> DocumentError:
-            return DocumentError(doc_id, f"row {row} of row group {group}: {reason}", where)
-
+        path, group, row = where
         if config.id_column is None:
-            doc_id = place
+            doc_id = f"{path}#{group}:{row}"
         else:
             raw_id = fields[config.id_column]
-            if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or raw_id == "":
+            if not _usable_id(raw_id):
                 found = "null" if raw_id is None else f"{raw_id!r} ({type(raw_id).__name__})"
-                return error(
+                return self._error(
+                    where,
                     f"id column {config.id_column!r} must hold a non-empty string or an integer, "
-                    f"found {found}"
+                    f"found {found}",
                 )
             doc_id = str(raw_id)
         text = fields[config.text_column]
         if text is None:
-            return error(f"text column {config.text_column!r} is null", doc_id)
+            return self._error(where, f"text column {config.text_column!r} is null", doc_id)
         if not isinstance(text, str):
-            return error(
+            return self._error(
+                where,
                 f"text column {config.text_column!r} must hold strings, found {text_type} "
                 f"({type(text).__name__}); set text_column to a string column",
                 doc_id,
             )
         metadata = {name: fields[name] for name in config.metadata_columns}
         return Document(doc_id, text, metadata)
+
+
+def _usable_id(value: Any) -> bool:
+    """Whether a column value can be a document's id: a non-empty string, or an integer.
+
+    bool is an int in Python but never a sensible id; floats, nulls and containers would
+    stringify into ids that are not stable or not meaningful.
+    """
+    return not isinstance(value, bool) and isinstance(value, str | int) and value != ""

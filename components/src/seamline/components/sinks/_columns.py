@@ -22,11 +22,14 @@ the columns above; DuckDB, LanceDB and pandas all read ``metadata.path``. There 
 struct when there are no keys. The window is ``window_index``, not ``window``, which
 SQL reserves. The struct's fields are the keys configured, or those of the first
 batch; each field's type is inferred from the first batch's values (integers as
-int64, floats as float64; a key with no value there, or values of mixed types,
-becomes a string). A later value of another type is refused rather than cast
-(pyarrow would silently turn 1.5 into 1); a value for a string field is written as
-its JSON text. Keys that first appear after the schema was fixed are not stored:
-the sink warns once per key.
+int64, or uint64 when one of them is above int64's range and none is negative, such
+as a Parquet uint64 column's 2⁶⁴−1; floats as float64; a key with no value there,
+values of mixed types, or integers no 64-bit type holds, becomes a string, which
+keeps every digit). A later value of another type, or an integer outside the
+column's range, is refused with the document and the key rather than cast (pyarrow
+would silently turn 1.5 into 1, and raises a bare OverflowError for 2⁶⁴−1 in an
+int64 column); a value for a string field is written as its JSON text. Keys that
+first appear after the schema was fixed are not stored: the sink warns once per key.
 
 pyarrow is imported when a sink first needs it, not when the component is
 discovered, so that commands which never write a table do not pay for it.
@@ -222,9 +225,11 @@ def _inferred_type(values: Sequence[Any]) -> pa.DataType:
     present = [value for value in values if value is not None]
     if not present:
         return pa.string()
+    if all(_integer(value) for value in present):
+        return _integer_type(min(map(int, present)), max(map(int, present)))
     try:
         inferred = pa.array(present).type
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types: keep them as text
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: keep them as text
         return pa.string()
     if pa.types.is_integer(inferred):
         return pa.int64()
@@ -233,6 +238,24 @@ def _inferred_type(values: Sequence[Any]) -> pa.DataType:
     if pa.types.is_null(inferred):
         return pa.string()
     return inferred
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def _integer_type(low: int, high: int) -> pa.DataType:
+    """The narrowest of int64, uint64 and (for integers neither holds) string that fits."""
+    import pyarrow as pa
+
+    if _INT64.min <= low and high <= _INT64.max:
+        return pa.int64()
+    if low >= 0 and high <= _UINT64.max:
+        return pa.uint64()
+    return pa.string()
+
+
+_INT64, _UINT64 = np.iinfo(np.int64), np.iinfo(np.uint64)
 
 
 def _column(values: list[Any], field: pa.Field, records: Sequence[OutputRecord]) -> pa.Array:
@@ -251,10 +274,9 @@ def _column(values: list[Any], field: pa.Field, records: Sequence[OutputRecord])
             raise _misfit(field, record, value)
     try:
         return pa.array(values, kind)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        record, value = next(
-            (r, v) for r, v in zip(records, values, strict=True) if not _converts(v, kind)
-        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:
+        misfits = ((r, v) for r, v in zip(records, values, strict=True) if not _converts(v, kind))
+        record, value = next(misfits, (records[0], values[0]))
         raise _misfit(field, record, value) from err
 
 
@@ -265,7 +287,10 @@ def _fits(value: Any, kind: pa.DataType) -> bool:
     if pa.types.is_boolean(kind):
         return isinstance(value, bool | np.bool_)
     if pa.types.is_integer(kind):
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+        if not _integer(value):
+            return False
+        limits = np.iinfo(kind.to_pandas_dtype())
+        return bool(limits.min <= int(value) <= limits.max)
     if pa.types.is_floating(kind):
         return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
     return True  # nested types: pyarrow itself refuses what does not fit
@@ -276,16 +301,22 @@ def _converts(value: Any, kind: pa.DataType) -> bool:
 
     try:
         pa.array([value], kind)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return False
     return True
 
 
 def _misfit(field: pa.Field, record: OutputRecord, value: Any) -> UserError:
+    import pyarrow as pa
+
+    kind = f"{field.type}"
+    if pa.types.is_integer(field.type):
+        limits = np.iinfo(field.type.to_pandas_dtype())
+        kind = f"{kind}, {limits.min} to {limits.max}"
     return UserError(
         f"metadata {field.name!r} of document {record.doc_id!r} is {value!r} "
         f"({type(value).__name__}), which does not fit the output's column "
-        f"metadata.{field.name} of type {field.type} (fixed by the first records written). "
+        f"metadata.{field.name} of type {kind} (fixed by the first records written). "
         "Give the key values of one type in the input, or leave the key out by listing the "
         "keys to keep in metadata_columns"
     )

@@ -11,8 +11,10 @@ the parts' schemas before it copies their rows:
   a part without a field gets nulls there;
 - a field of one type in every part keeps it; a field that is a string anywhere
   becomes a string everywhere (the other parts' values as their text, as a whole run
-  writes a value of another type into a string field); integers and floats become
-  floats; any other mix is refused with the key, the parts and their types;
+  writes a value of another type into a string field); int64 and uint64 (a part that
+  saw an integer above int64's range) become a string too, their digits, as a whole
+  run stores integers no one 64-bit type holds; integers and floats become floats;
+  any other mix is refused with the key, the parts and their types;
 - the vectors must have one width (one model wrote them all).
 """
 
@@ -64,6 +66,8 @@ def _merged_type(sink: str, key: str, types: Sequence[tuple[str, pa.DataType]]) 
         return kinds[0]
     if any(pa.types.is_string(kind) for kind in kinds):
         return pa.string()
+    if all(pa.types.is_integer(kind) for kind in kinds):
+        return pa.string()  # signed and unsigned: no 64-bit integer type holds both
     if all(pa.types.is_integer(kind) or pa.types.is_floating(kind) for kind in kinds):
         return pa.float64()
     found = ", ".join(f"{label}: {kind}" for label, kind in types)

@@ -1,0 +1,142 @@
+"""How much of a Parquet row group the ``parquet`` loader may decode, and each row's size.
+
+A Parquet file is compressed, so its size says nothing about what reading it costs:
+a 10 KB zstd file can hold a text of 100 million characters. The loader's
+``max_bytes`` bounds one row (its id, text and metadata, uncompressed), and pyarrow
+offers two places to enforce it before a value becomes a Python string:
+
+- the file's metadata gives each column chunk's uncompressed size, before anything is
+  decoded. A row group whose columns decode to more than twice ``max_bytes`` per row
+  (plus :data:`OVERHEAD` for Parquet's own page headers, statistics and value lengths)
+  must hold a row over the bound, and pyarrow cannot decode part of a page, so such a
+  group is not decoded at all (:func:`refusal`): its rows are set aside, named through
+  the id column alone when that is small enough to read.
+- a decoded batch is still an Arrow array: :func:`row_bytes` measures each row's
+  string and binary values there (their lengths, no copy), and the values of a row
+  over the bound are replaced by nulls (:func:`without_rows`) before the batch is
+  converted to Python, so an over-long text is never copied into a ``str``.
+
+A group that passes is read a few rows at a time (:func:`batch_rows`), so that a
+batch holds about ``max_bytes`` of values on average, whatever the configured
+``batch_rows``. What pyarrow itself holds is one page more: a page is decoded whole,
+so a row group that hides one enormous value among many small ones (within the
+average) still costs that page transiently, but never its Python copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+
+OVERHEAD = 1 << 20
+"""What a column chunk may hold besides its values, in bytes (page headers, min/max
+statistics, 4-byte value lengths, dictionary indices): with the factor 2, a row group
+whose every row is within ``max_bytes`` is never refused, even with values of a few bytes."""
+
+
+@dataclass(frozen=True)
+class GroupSize:
+    """A row group's size as its metadata states it: rows, and bytes per column read."""
+
+    rows: int
+    columns: dict[str, int]
+    """Uncompressed bytes of each column chunk read (0 where the file states none)."""
+
+    @property
+    def total(self) -> int:
+        return sum(self.columns.values())
+
+
+def group_size(parquet: pq.ParquetFile, group: int, columns: Sequence[str]) -> GroupSize:
+    """The stated size of ``columns`` in row group ``group`` (negative values count as 0).
+
+    A nested column (a list, a struct) is stored as several leaf column chunks
+    (``tags.list.element``): its size is theirs together.
+    """
+    meta = parquet.metadata.row_group(group)
+    sizes = dict.fromkeys(columns, 0)
+    for position in range(meta.num_columns):
+        chunk = meta.column(position)
+        leaf = chunk.path_in_schema
+        for name in columns:
+            if leaf == name or leaf.startswith(f"{name}."):
+                sizes[name] += max(0, int(chunk.total_uncompressed_size or 0))
+    return GroupSize(max(0, int(meta.num_rows)), sizes)
+
+
+def refusal(size: GroupSize, limit: int | None, columns: Sequence[str] | None = None) -> bool:
+    """Whether the group's ``columns`` (all of them by default) must not be decoded."""
+    if limit is None:
+        return False
+    names = size.columns if columns is None else columns
+    stated = sum(size.columns.get(name, 0) for name in names)
+    return stated > 2 * size.rows * limit + OVERHEAD
+
+
+def batch_rows(size: GroupSize, limit: int | None, configured: int) -> int:
+    """Rows to decode at a time: about ``limit`` bytes of values, at most ``configured``."""
+    if limit is None or size.total == 0:
+        return configured
+    return max(1, min(configured, size.rows * limit // size.total))
+
+
+def _measured(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_fixed_size_binary(kind)
+    )
+
+
+def value_bytes(column: pa.Array) -> pa.Array:
+    """Each value's length in bytes (0 for null, and for types not measured per value)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not _measured(column.type):
+        return pa.array([0] * len(column), pa.int64())
+    return pc.fill_null(pc.binary_length(column), 0).cast(pa.int64())
+
+
+def row_bytes(batch: pa.RecordBatch) -> pa.Array:
+    """Each row's string and binary bytes, summed over the batch's columns.
+
+    Nested columns (lists, structs) are not measured per row; the row group's stated
+    size bounds them (:func:`refusal`).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = pa.array([0] * batch.num_rows, pa.int64())
+    for column in batch.columns:
+        if _measured(column.type):
+            total = pc.add(total, value_bytes(column))
+    return total
+
+
+def without_rows(
+    batch: pa.RecordBatch, drop: pa.Array, keep: dict[str, pa.Array]
+) -> pa.RecordBatch:
+    """``batch`` with every value of the rows in ``drop`` replaced by null.
+
+    ``keep`` maps a column name to the rows where its value survives anyway (the id of
+    an over-long row, when the id itself is short: it names the row's error record).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        nulled = drop if name not in keep else pc.and_(drop, pc.invert(keep[name]))
+        columns.append(pc.if_else(nulled, pa.nulls(len(column), column.type), column))
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)

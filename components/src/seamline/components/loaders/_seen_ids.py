@@ -1,0 +1,73 @@
+"""The ids a loader has read so far, so that a repeated id is refused: bounded, and shard-stable.
+
+Two records a reader cannot tell apart must never reach the sink (a LanceDB
+``upsert`` would fail at publication, after all the work). A loader therefore
+remembers where each id was first seen and refuses a later item with the same id.
+It must make the same choice in every shard and on every resume, so it registers
+the ids of the items before its own too, in input order, whichever it yields.
+
+Each id is remembered as an 8-byte BLAKE2b digest with its place (an integer the
+loader chooses: a line number, a packed row position), about 100 bytes an id
+whatever the id's length, up to ``limit`` ids; past that, new ids are not
+remembered (repeats of them are not caught) and one warning says so. A digest is
+the same in every process, so shards agree. Two different ids sharing a digest
+(odds about n² in 2⁶⁵) would make the later one a false duplicate, named as such
+with the place of the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger("seamline.components.loaders")
+
+
+class SeenIds:
+    """Where each id was first seen, for at most ``limit`` ids (0: no tracking)."""
+
+    def __init__(
+        self,
+        limit: int,
+        loader: str,
+        where: Callable[[int], dict[str, Any]],
+    ) -> None:
+        self.limit = limit
+        self.loader = loader
+        self.where = where
+        """A place as the fields of the warning that the bound was reached."""
+        self.first_places: dict[int, int] = {}
+        self.warned = False
+
+    @property
+    def active(self) -> bool:
+        return self.limit > 0
+
+    def first(self, doc_id: str, place: int) -> int:
+        """The place ``doc_id`` was first seen: ``place`` itself unless an earlier one had it.
+
+        The first time an id is seen it is remembered at ``place`` (while there is room),
+        so asking again for the same ``(doc_id, place)`` gives ``place`` again: a loader
+        may register a stretch of ids first and check its own items afterwards.
+        """
+        if not self.active:
+            return place
+        digest = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8)
+        key = int.from_bytes(digest.digest())
+        first = self.first_places.get(key)
+        if first is not None:
+            return first
+        if len(self.first_places) < self.limit:
+            self.first_places[key] = place
+        elif not self.warned:
+            self.warned = True
+            log.warning(
+                f"{self.loader} loader: too many ids to remember; repeated ids after this are "
+                "not refused (raise max_tracked_ids to check them)",
+                max_tracked_ids=self.limit,
+                **self.where(place),
+            )
+        return place

@@ -1,0 +1,130 @@
+"""Metadata values a columnar sink's column types cannot hold: stored losslessly, or named.
+
+A loader copies metadata from files seamline did not write: a Parquet ``uint64``
+column holds 2⁶⁴−1, a JSON number can have 30 digits. The ``parquet`` and
+``lancedb`` sinks must keep such a value exactly, or refuse it with the document and
+the key; never end the run with a bare ``OverflowError``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
+from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
+from seamline.contracts import OutputRecord, UserError
+from tests.components.test_sink_staged_columnar import MANIFEST, staged
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MAX_UINT64 = 2**64 - 1
+VECTOR = np.ones(4, np.float32)
+
+
+def make(kind: str, out: Path) -> Any:
+    if kind == "parquet":
+        return ParquetSink(ParquetSinkConfig(path=out / "emb.parquet"))
+    return LanceDbSink(LanceDbSinkConfig(path=out / "emb.lance"))
+
+
+def published_metadata(kind: str, out: Path) -> list[dict[str, Any]]:
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(out / "emb.parquet")
+    else:
+        import lancedb
+
+        table = lancedb.connect(str(out)).open_table("emb").to_arrow().sort_by("id")
+    return [row["metadata"] for row in table.to_pylist()]
+
+
+def record(doc_id: str, **metadata: Any) -> OutputRecord:
+    return OutputRecord(doc_id, 0, (0, 1), VECTOR, metadata, doc_id)
+
+
+@pytest.mark.parametrize("kind", ["parquet", "lancedb"])
+def test_integers_beyond_int64_are_stored_exactly(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    sink = make(kind, tmp_path / "out")
+    sink.start(MANIFEST)
+    sink.write([record("a", n=MAX_UINT64, huge=2**70, small=-1), record("b", n=7, small=3)])
+    sink.close()
+    assert published_metadata(kind, tmp_path / "out") == [
+        # uint64 for the unsigned key; the one beyond every 64-bit type keeps its digits.
+        {"n": MAX_UINT64, "huge": "1180591620717411303424", "small": -1},
+        {"n": 7, "huge": None, "small": 3},
+    ]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "lancedb"])
+@pytest.mark.parametrize(
+    ("first", "later", "column"),
+    [
+        (1, MAX_UINT64, "int64, -9223372036854775808 to 9223372036854775807"),
+        (MAX_UINT64, -1, "uint64, 0 to 18446744073709551615"),
+        (MAX_UINT64, 2**64, "uint64, 0 to 18446744073709551615"),
+    ],
+)
+def test_an_integer_outside_the_column_names_the_document_and_the_key(
+    kind: str, tmp_path: Path, first: int, later: int, column: str
+) -> None:
+    sink = make(kind, tmp_path / "out")
+    sink.start(MANIFEST)
+    sink.write([record("a", n=first)])
+    with pytest.raises(UserError) as refused:
+        sink.write([record("doc-9", n=later)])
+    sink.close(complete=False)
+    said = str(refused.value)
+    assert f"metadata 'n' of document 'doc-9' is {later} (int)" in said
+    assert f"metadata.n of type {column}" in said
+
+
+def test_parts_that_saw_signed_and_unsigned_integers_publish_their_digits(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = [[record("a", n=-1)], [record("b", n=MAX_UINT64)]]
+    staged(lambda: make("parquet", tmp_path / "out"), parts)
+    table = pq.read_table(tmp_path / "out" / "emb.parquet")
+    assert table.schema.field("metadata").type == pa.struct([("n", pa.string())])
+    assert [row["metadata"]["n"] for row in table.to_pylist()] == ["-1", str(MAX_UINT64)]
+
+
+def test_a_uint64_parquet_column_reaches_lancedb_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from seamline.components.loaders.parquet import ParquetLoader
+    from seamline.core.config import parse_pipeline
+    from seamline.core.orchestrator import Orchestrator
+    from tests.components.test_loader_parquet import registry_with
+
+    monkeypatch.chdir(tmp_path)
+    counts = pa.array([MAX_UINT64, 0, 2**63], pa.uint64())
+    table = pa.table({"id": ["a", "b", "c"], "text": ["x y", "z", "w"], "n": counts})
+    pq.write_table(table, "in.parquet")
+    registry = registry_with(ParquetLoader, LanceDbSink)
+    text = (
+        "pipeline: uint64\n"
+        "loader: {use: parquet, with: {path: in.parquet, metadata_columns: [n]}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        "sink: {use: lancedb, with: {path: out/emb.lance}}\n"
+        "run: {batch_size: 2, buckets: [4]}\n"
+    )
+    summary = Orchestrator(parse_pipeline(text, "p.yaml", registry), registry).run()
+    assert summary.documents == 3
+    assert published_metadata("lancedb", tmp_path / "out") == [
+        {"n": MAX_UINT64},
+        {"n": 0},
+        {"n": 2**63},
+    ]
