@@ -17,12 +17,12 @@ import os
 from pathlib import Path
 
 import jax
-import structlog
 
 from seamline.contracts import UserError
+from seamline.contracts.logs import get_logger
 from seamline.core.directories import cache_home, named_directory
 
-log = structlog.get_logger("seamline.adapters.compile_cache")
+log = get_logger("seamline.adapters.compile_cache")
 
 CACHE_VARIABLE = "SEAMLINE_CACHE_DIR"
 

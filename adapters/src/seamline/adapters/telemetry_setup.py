@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import structlog
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
@@ -66,9 +65,10 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from seamline.contracts import UserError
+from seamline.contracts.logs import get_logger
 from seamline.core.config import TelemetrySettings
 
-log = structlog.get_logger("seamline.adapters.telemetry")
+log = get_logger("seamline.adapters.telemetry")
 
 TRACES_EXPORTERS = ("console", "otlp", "jsonl", "none")
 METRICS_EXPORTERS = ("console", "otlp", "none")

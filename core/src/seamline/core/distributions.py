@@ -36,13 +36,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from seamline.contracts.logs import get_logger
 from seamline.contracts.modules import find_without_importing
 from seamline.core.trust import canonical
 
-log = structlog.get_logger("seamline.core.registry")
+log = get_logger("seamline.core.registry")
 
 MAX_METADATA_BYTES = 16 << 20
 """The largest metadata file read: a larger one (or one that is not a regular file) is not

@@ -21,7 +21,7 @@ from seamline.contracts import Batch, Model
 from seamline.contracts.seams import check_model_output
 from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.steps import CompiledSteps, Report
-from seamline.core.batching import batch_shapes
+from seamline.core.batching import BatchShapes, batch_shapes
 from seamline.core.config import RunSettings
 from seamline.core.devices import local_data_parallel
 from seamline.core.host import HostWork
@@ -62,15 +62,34 @@ class Encoder:
             self._loaded = True
         return self._params
 
-    def host_work(self, checkpoint_every: int = 0) -> HostWork:
-        """A fresh host side (prepare, bucket or pack, collate) for this model and shapes."""
+    def host_work(
+        self,
+        checkpoint_every: int = 0,
+        *,
+        shapes: BatchShapes | None = None,
+        max_windows: int | None = None,
+    ) -> HostWork:
+        """A fresh host side (prepare, bucket or pack, collate) for this model.
+
+        ``shapes``: other batch shapes than the pipeline's (an in-process caller's token
+        budget); ``max_windows``: keep only each document's first windows.
+        """
         return HostWork(
             self.model,
-            self.shapes,
+            shapes or self.shapes,
             seam=self.seam,
             packing=self.run.packing,
             checkpoint_every=checkpoint_every,
+            max_windows=max_windows,
         )
+
+    def shapes_for(self, batch_tokens: int | None) -> BatchShapes:
+        """The batch shapes of the pipeline's ``run`` with another token budget."""
+        if batch_tokens is None or batch_tokens == self.run.batch_tokens:
+            return self.shapes
+        run = self.run.model_copy(update={"batch_tokens": batch_tokens})
+        devices = self.parallel.devices if self.parallel is not None else 1
+        return batch_shapes(run, self.model.max_length, devices)
 
     def outputs(self, batch: Batch) -> np.ndarray:
         """The model's outputs for ``batch``: one row per batch row, checked at the seam.

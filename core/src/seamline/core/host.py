@@ -104,9 +104,13 @@ class HostWork:
         seam: Seam | None = None,
         packing: bool = True,
         checkpoint_every: int = 0,
+        max_windows: int | None = None,
     ) -> None:
         self.model = model
         self.seam = seam
+        self.max_windows = max_windows
+        """Keep only a document's first windows (``prepare``'s first examples): 1 embeds a
+        text truncated to the model's window, as sentence-transformers does."""
         self.batcher = batcher_for(model, shapes, packing)
         self.checkpoint_every = checkpoint_every
         self.counts = RunCounts()
@@ -172,7 +176,7 @@ class HostWork:
             reason = f"prepare failed: {type(err).__name__}: {err}"
             return DocumentError(document.id, reason, document.metadata)
         check_examples(model.name, examples, model.max_length)
-        return examples
+        return examples if self.max_windows is None else examples[: self.max_windows]
 
     def _collate(self, planned: Planned) -> Collated:
         model = self.model

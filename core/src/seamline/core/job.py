@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-import structlog
 from opentelemetry import propagate
 
 from seamline.contracts import (
@@ -36,12 +35,13 @@ from seamline.contracts import (
     UserError,
     WorkerFactory,
 )
+from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline
 from seamline.core.orchestrator import run_manifest
 from seamline.core.registry import Registry
 from seamline.core.worker import PipelineWorker, RemoteWorkerFactory
 
-log = structlog.get_logger("seamline.core")
+log = get_logger("seamline.core")
 
 
 class PipelineJob(Job):

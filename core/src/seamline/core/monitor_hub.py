@@ -31,13 +31,12 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import structlog
-
 from seamline.contracts import Event, Monitor, SeamStarted
+from seamline.contracts.logs import get_logger
 from seamline.contracts.monitor import EMITTING_THREAD
 from seamline.core.telemetry import span_event
 
-log = structlog.get_logger("seamline.core")
+log = get_logger("seamline.core")
 
 Call = Callable[[Monitor[Any]], None]
 _Job = tuple[Call, str, list[Monitor[Any]], threading.Event, contextvars.Context]

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import structlog
 from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
 
@@ -50,6 +49,7 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
+from seamline.contracts.logs import get_logger
 from seamline.contracts.versions import installed_version
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
@@ -74,7 +74,7 @@ from seamline.core.telemetry import (
     worker_name,
 )
 
-log = structlog.get_logger("seamline.core")
+log = get_logger("seamline.core")
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-import structlog
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
@@ -19,6 +18,7 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.executor import merge_attention
+from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline, load_pipeline, load_trusted
 from seamline.core.job import PipelineJob
 from seamline.core.orchestrator import RunSummary
@@ -26,7 +26,7 @@ from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.telemetry import EXECUTOR, tracer
 
-log = structlog.get_logger("seamline.core")
+log = get_logger("seamline.core")
 
 
 class Pipeline:

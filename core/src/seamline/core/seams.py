@@ -17,16 +17,16 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import Component, SeamCall, SeamStarted
+from seamline.contracts.logs import get_logger
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.registry import ComponentInfo
 from seamline.core.telemetry import component_attributes, tracer
 
-log = structlog.get_logger("seamline.core")
+log = get_logger("seamline.core")
 
 FAILED_AT = "seamline_failed_at"
 """Attribute a :class:`Seam` sets on an exception leaving a component's call: which

@@ -1,8 +1,9 @@
 """The core's handles on tracing and logging: API only, never an SDK.
 
 Like any well-behaved library, core emits through ``opentelemetry-api`` and
-``structlog.get_logger()``; the application (the CLI in ``seamline.adapters``, or
-whoever embeds seamline) decides where spans and log lines go.
+structlog (``seamline.contracts.logs.get_logger``, which never configures it); the
+application (the CLI in ``seamline.adapters``, or whoever embeds seamline) decides
+where spans and log lines go.
 
 Spans and their attributes
 ==========================

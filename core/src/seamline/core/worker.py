@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-import structlog
 from opentelemetry import propagate
 
 from seamline.contracts import (
@@ -36,6 +35,7 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
+from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_located
 from seamline.core.config.located import parse_located
 from seamline.core.orchestrator import Orchestrator, RunSummary
@@ -44,7 +44,7 @@ from seamline.core.seams import failed_at
 from seamline.core.telemetry import worker_name
 from seamline.core.trust import EVERYONE, TrustPolicy
 
-log = structlog.get_logger("seamline.core")
+log = get_logger("seamline.core")
 
 
 class PipelineWorker(ShardWorker):

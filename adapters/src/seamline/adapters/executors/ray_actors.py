@@ -43,7 +43,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar
 
-import structlog
 from pydantic import Field, field_validator
 
 from seamline.adapters.executors._ray_reaper import RayReaper
@@ -58,8 +57,9 @@ from seamline.contracts import (
     ShardTask,
     UserError,
 )
+from seamline.contracts.logs import get_logger
 
-log = structlog.get_logger("seamline.adapters.ray")
+log = get_logger("seamline.adapters.ray")
 
 INSTALL_HINT = "pip install 'seamline-adapters[ray]'"
 CONNECT_TIMEOUT = 5.0

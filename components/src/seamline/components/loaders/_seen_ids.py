@@ -21,9 +21,9 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-import structlog
+from seamline.contracts.logs import get_logger
 
-log = structlog.get_logger("seamline.components.loaders")
+log = get_logger("seamline.components.loaders")
 
 
 class SeenIds:

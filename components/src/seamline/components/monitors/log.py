@@ -1,6 +1,6 @@
 """``log``: a structured log line for each notable event of a run.
 
-It logs through ``structlog.get_logger`` and never configures structlog: rendering,
+It logs through ``seamline.contracts.logs.get_logger`` and never configures structlog: rendering,
 levels and destinations belong to the application (the CLI sets them up), which is
 what lets seamline be embedded without taking over anyone's logging. Per-seam-call
 events are not logged (they would flood the log; traces carry them), and event
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import structlog
 from pydantic import Field, field_validator
 
 from seamline.contracts import (
@@ -29,6 +28,7 @@ from seamline.contracts import (
     ShadowCompared,
     Verified,
 )
+from seamline.contracts.logs import get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -72,7 +72,7 @@ class LogMonitor(Monitor[LogMonitorConfig]):
 
     def __init__(self, config: LogMonitorConfig) -> None:
         super().__init__(config)
-        self._log: Any = structlog.get_logger(LOGGER_NAME)
+        self._log: Any = get_logger(LOGGER_NAME)
         self._batches_seen = 0
         self._handlers: dict[type[Any], Callable[[Any], None]] = {
             RunStarted: self._run_started,

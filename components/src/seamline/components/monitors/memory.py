@@ -36,7 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import structlog
 from pydantic import Field, model_validator
 
 from seamline.contracts import (
@@ -49,6 +48,7 @@ from seamline.contracts import (
     SeamCall,
     SeamStarted,
 )
+from seamline.contracts.logs import get_logger
 from seamline.contracts.monitor import emitting_thread
 
 LOGGER_NAME = "seamline.monitor.memory"
@@ -275,7 +275,7 @@ class MemoryMonitor(Monitor[MemoryMonitorConfig]):
 
     def __init__(self, config: MemoryMonitorConfig) -> None:
         super().__init__(config)
-        self._log: Any = structlog.get_logger(LOGGER_NAME)
+        self._log: Any = get_logger(LOGGER_NAME)
         # SeamCall events of the loader and model.prepare come from the host thread.
         self._lock = threading.Lock()
         self.alerts: list[Alert] = []

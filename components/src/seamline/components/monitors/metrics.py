@@ -25,7 +25,6 @@ import math
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-import structlog
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from pydantic import Field
@@ -43,6 +42,7 @@ from seamline.contracts import (
     SeamCall,
     ShadowCompared,
 )
+from seamline.contracts.logs import get_logger
 
 METER_NAME = "seamline"
 LOGGER_NAME = "seamline.monitor.metrics"
@@ -78,7 +78,7 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
     ) -> None:
         """``meter_provider`` is for tests and embedders; by default the global one is used."""
         super().__init__(config)
-        self._log: Any = structlog.get_logger(LOGGER_NAME)
+        self._log: Any = get_logger(LOGGER_NAME)
         self._closed = False
         self._documents_seen = 0
         self._run_id = ""

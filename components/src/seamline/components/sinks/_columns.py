@@ -44,15 +44,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import structlog
 
 from seamline.components.sinks.jsonl import checked_vector
 from seamline.contracts import ContractViolation, OutputRecord, UserError
+from seamline.contracts.logs import get_logger
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-log = structlog.get_logger("seamline.components")
+log = get_logger("seamline.components")
 
 ID, WINDOW, SPAN_START, SPAN_END, TEXT, METADATA, EMBEDDING = (
     "id",

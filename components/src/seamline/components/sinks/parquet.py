@@ -50,7 +50,6 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import structlog
 from pydantic import Field, model_validator
 
 from seamline.components.sinks._atomic import (
@@ -73,6 +72,7 @@ from seamline.components.sinks._parts import StagingSink
 from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
 from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
+from seamline.contracts.logs import get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -82,7 +82,7 @@ if TYPE_CHECKING:
 
 MANIFEST_KEY = "seamline.manifest"
 
-log = structlog.get_logger("seamline.components")
+log = get_logger("seamline.components")
 
 
 class ParquetSinkConfig(ComponentConfig):

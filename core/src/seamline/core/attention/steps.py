@@ -23,7 +23,6 @@ from typing import Any
 
 import jax
 import numpy as np
-import structlog
 from opentelemetry import trace
 
 from seamline.contracts import (
@@ -39,6 +38,7 @@ from seamline.contracts import (
     ShadowCompared,
     Verified,
 )
+from seamline.contracts.logs import get_logger
 from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.checked import AttentionBrokeContract
 from seamline.core.attention.compile import Step, StepCompiler
@@ -56,7 +56,7 @@ from seamline.core.telemetry import (
     tracer,
 )
 
-log = structlog.get_logger("seamline.core")
+log = get_logger("seamline.core")
 
 Report = Callable[[Event], None]
 """Where events go: the orchestrator delivers them to monitors and the current span."""

@@ -28,9 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from seamline.contracts import Attention
+from seamline.contracts.logs import get_logger
 from seamline.contracts.versions import installed_version
 from seamline.core.attention.measure import Timing, time_candidate
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
@@ -38,7 +37,7 @@ from seamline.core.directories import cache_home, named_directory
 from seamline.core.registry import ComponentInfo
 from seamline.core.telemetry import ATTENTION_NAME, tracer
 
-log = structlog.get_logger("seamline.core")
+log = get_logger("seamline.core")
 
 TUNING_VARIABLE = "SEAMLINE_TUNING_DIR"
 ENTRY_FORMAT = 1
