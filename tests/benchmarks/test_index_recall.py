@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import index_recall
+from benchmarks.search import index_recall
 
 
 def test_the_queries_are_first_lines_of_evenly_spaced_documents(tmp_path: Path) -> None:

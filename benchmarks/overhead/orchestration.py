@@ -2,8 +2,8 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/overhead.py [--docs 120] [--repeats 3] [--batch-size 8]
-        [--max-length 128] [--out benchmarks/results]
+    .venv/bin/python -m benchmarks.overhead.orchestration [--docs 120] [--repeats 3]
+        [--batch-size 8] [--max-length 128] [--out benchmarks/results]
 
 Both sides run in this one process, alternately (bare, pipeline, bare, pipeline...),
 on the same documents (the first ``--docs`` of ``build/corpus``, sorted by name;
@@ -35,8 +35,9 @@ It prints tokens/s for both (median of the repeats), their ratio (the target is
 pipeline run, the count and mean duration of each seam's spans next to the bare
 loop's time per batch, and the ratio again without the first execution of each
 freshly compiled shape (its excess over that shape's later ``model.apply`` spans).
-Results go to ``OUT/overhead.json``. The corpus, the interleaving, the statistics, the
-load samples and the output come from ``_measure.py``, shared with ``embed_throughput.py``.
+Results go to ``OUT/overhead.json``. The corpus and the seamline side come from
+``benchmarks.common``, shared with ``throughput.embed_throughput``; the interleaving, the
+statistics, the load samples and the output from :mod:`seamline.adapters.measure`.
 """
 
 from __future__ import annotations
@@ -55,13 +56,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import read_documents, select_corpus
+from benchmarks.common.paths import RESULTS
+from benchmarks.common.seamline_work import (
+    bert_config,
+    bucketed_batches,
+    pipeline_spec,
+    timed_pipeline_run,
+)
+from benchmarks.common.tables import print_table, run_context
+from seamline.adapters.measure.host import versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved, spread
 
 TARGET = 0.97
 PAUSE_SECONDS = 0.5
 SIDES = ("bare", "pipeline")
 DISTRIBUTIONS = ("jax", "jaxlib", "seamline-core", "seamline-components", "opentelemetry-sdk")
-say = measure.say_to_stderr
+say = say_to_stderr
 
 
 @dataclass(frozen=True)
@@ -124,9 +138,7 @@ class Bare:
         from seamline.core.registry import Registry
 
         registry = Registry.discover()
-        self.model: Any = registry.create(
-            "model", "bert-encoder", measure.bert_config(workload.max_length)
-        )
+        self.model: Any = registry.create("model", "bert-encoder", bert_config(workload.max_length))
         attention = registry.create("attention", "native", {})
         self.corpus = corpus
         self.buckets = resolve_buckets(None, self.model.max_length)
@@ -138,8 +150,8 @@ class Bare:
 
     def batches(self) -> Iterator[Any]:
         """Reading the files is part of the timed work, as it is of a pipeline run."""
-        documents = measure.read_documents(self.corpus)
-        return measure.bucketed_batches(self.model, documents, self.buckets, self.batch_size)
+        documents = read_documents(self.corpus)
+        return bucketed_batches(self.model, documents, self.buckets, self.batch_size)
 
     def run_once(self) -> dict[str, Any]:
         import numpy as np
@@ -170,7 +182,7 @@ class Traced:
         self.path = workdir / "pipeline.yaml"
         sink = workdir / "out" / "embeddings.npy"
         self.path.write_text(
-            measure.pipeline_spec(
+            pipeline_spec(
                 "bench-overhead", corpus, workload.max_length, "npy", sink, workload.batch_size
             )
         )
@@ -178,7 +190,7 @@ class Traced:
 
     def run_once(self) -> dict[str, Any]:
         """The ``run()`` call's wall time less the compile seconds the events report."""
-        run = measure.timed_pipeline_run(self.path)
+        run = timed_pipeline_run(self.path)
         wall = run["run_call_seconds"]
         return {"seconds": wall - run["compile_seconds"], "wall_seconds": wall, **run}
 
@@ -275,8 +287,8 @@ def build_report(
             f"warning: the sides differ: bare {tokens} tokens in {batches} batches, pipeline "
             f"{pipeline[0]['tokens']} in {pipeline[0]['batches']}"
         )
-    bare = measure.spread([r["seconds"] for r in results["bare"]])
-    traced = measure.spread([r["traced_seconds"] for r in pipeline])
+    bare = spread([r["seconds"] for r in results["bare"]])
+    traced = spread([r["traced_seconds"] for r in pipeline])
     bare_s, pipe_s = bare["median_s"], traced["median_s"]
     wall_s = statistics.median(r["seconds"] for r in pipeline)
     bare_apply_s = statistics.median(r["apply_seconds"] for r in results["bare"])
@@ -321,13 +333,13 @@ def build_report(
         "apply_span_minus_bare_apply_us": (
             apply_span["mean_us"] - 1e6 * bare_apply_s / batches if apply_span else None
         ),
-        "versions": measure.versions(*DISTRIBUTIONS),
+        "versions": versions(*DISTRIBUTIONS),
     }
 
 
 def print_report(report: dict[str, Any]) -> None:
     bare, pipe = report["bare"], report["pipeline"]
-    measure.print_table(
+    print_table(
         f"{report['documents']} documents, {report['tokens']:,} tokens, {report['batches']} "
         f"batches, {report['repeats']} repeats ({report['started']})",
         ("side", "median s", "min s", "max s", "tokens/s", "per batch"),
@@ -361,7 +373,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['ratio_without_first_executions']:.3f}, overhead "
         f"{report['overhead_per_batch_without_first_executions_us']:.0f} us per batch"
     )
-    measure.print_table(
+    print_table(
         "spans of the last pipeline run",
         ("span", "count", "mean us"),
         [
@@ -374,7 +386,7 @@ def print_report(report: dict[str, Any]) -> None:
             "model.apply span minus the bare apply call: "
             f"{report['apply_span_minus_bare_apply_us']:.0f} us per batch"
         )
-    for line in measure.describe_load(
+    for line in describe_load(
         report["load_average"], report["load_warning"], report["host"]["cpus"]
     ):
         print(line)
@@ -387,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--max-length", type=int, default=defaults.max_length)
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side (3)")
-    parser.add_argument("--out", type=Path, default=measure.ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.docs < 1 or args.repeats < 1:
         parser.error("--docs and --repeats must be at least 1")
@@ -395,27 +407,27 @@ def main(argv: list[str] | None = None) -> int:
         say("fewer than 3 repeats: the medians are single runs, fit for a smoke test only")
 
     workload = Workload(args.batch_size, args.max_length)
-    load = measure.LoadAverages()
+    load = LoadAverages()
     started_at = datetime.datetime.now(datetime.UTC)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seamline-overhead-") as tmp:
         workdir = Path(tmp)
         trace_path = workdir / "traces.jsonl"
         provider, tracing = configure_tracing(trace_path)
-        corpus = measure.select_corpus(args.docs, workdir)
+        corpus = select_corpus(args.docs, workdir)
         say(f"tracing: {tracing}; {corpus.documents} documents ({corpus.source})")
         say("warming up both sides (compiling every shape)...")
         bare = Bare(corpus.path, workload)
         traced = TracedRuns(Traced(corpus.path, workdir, workload), provider, trace_path)
         sides = {"bare": bare.run_once, "pipeline": traced.run_once}
-        results = measure.interleaved(
+        results = interleaved(
             SIDES, args.repeats, lambda side: sides[side](), load, pause=PAUSE_SECONDS
         )
     load.finish()
     corpus_info = {"documents": corpus.documents, "source": corpus.source}
-    context = measure.run_context(started_at, started, load, tracing=tracing, corpus=corpus_info)
+    context = run_context(started_at, started, load, tracing=tracing, corpus=corpus_info)
     report = build_report(args, workload, results, traced.last_spans, context)
-    path = measure.write_json(args.out / "overhead.json", report)
+    path = write_json(args.out / "overhead.json", report)
     print_report(report)
     say(f"wrote {path}")
     return 0

@@ -9,7 +9,7 @@ inputs are made once and saved; seamline's side times ``cpu-flash``, ``native`` 
 where the case has segments) in ``.venv-golden``. Repeats interleave the two sides round by
 round; the table gives the median of the rounds' medians, with the fastest and slowest.
 
-    .venv/bin/python benchmarks/attention_vs_torch.py [--repeats 5] [--calls 5] [--out DIR]
+    .venv/bin/python -m benchmarks.attention.vs_torch [--repeats 5] [--calls 5] [--out DIR]
 
 Exit codes: 0 done; 1 the torch worker failed (its log is printed); 2 ``.venv-golden`` missing.
 """
@@ -25,10 +25,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import bench_corpus, read_documents
+from benchmarks.common.paths import (
+    REFERENCE_MISSING,
+    REFERENCE_PYTHON,
+    RESULTS,
+    module_command,
+    reference_env,
+)
+from benchmarks.common.seamline_work import WEIGHTS, packed_batches
+from benchmarks.common.tables import print_table
+from benchmarks.common.workers import Worker, WorkerError
+from seamline.adapters.measure.host import host_info, versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved, spread
 
-ROOT = measure.ROOT
-REFERENCE_PYTHON = ROOT / ".venv-golden" / "bin" / "python"
+TORCH_WORKER = "benchmarks.attention._torch_worker"
+SIDES = ("seamline", "torch")
 IMPLEMENTATIONS = ("cpu-flash", "native", "blockwise")
 LONG = 8192
 
@@ -39,9 +54,9 @@ def model_cases(corpus: Path, documents: int) -> dict[str, dict[str, Any]]:
 
     from seamline.components.models.bert import BertEncoder
 
-    model = BertEncoder(BertEncoder.Config(weights=measure.WEIGHTS, max_length=256, stride=32))
+    model = BertEncoder(BertEncoder.Config(weights=WEIGHTS, max_length=256, stride=32))
     model.load()
-    docs = list(measure.read_documents(corpus))[:documents]
+    docs = list(read_documents(corpus))[:documents]
     rng = np.random.default_rng(0)
     cases: dict[str, dict[str, Any]] = {}
 
@@ -50,7 +65,7 @@ def model_cases(corpus: Path, documents: int) -> dict[str, dict[str, Any]]:
         cases[name] = {"q": q, "k": k, "v": v, "segments": segments}
 
     for budget, label in ((512, "budget 512"), (None, "32 rows")):
-        batches, _ = measure.packed_batches(model, docs, budget)
+        batches, _ = packed_batches(model, docs, budget)
         first: dict[int, Any] = {}
         for batch in batches:
             first.setdefault(batch.length, batch)
@@ -110,7 +125,8 @@ class SeamlineSide:
                 call(*arrays).block_until_ready()
                 self.timed[(name, implementation)] = (call, arrays)
 
-    def run_once(self) -> dict[str, dict[str, float]]:
+    def run_once(self) -> dict[str, Any]:
+        """Each (case, implementation)'s median call; ``seconds``, their sum."""
         seconds: dict[str, dict[str, float]] = {}
         for (name, implementation), (call, arrays) in self.timed.items():
             times = []
@@ -119,7 +135,8 @@ class SeamlineSide:
                 call(*arrays).block_until_ready()
                 times.append(time.perf_counter() - started)
             seconds.setdefault(name, {})[implementation] = statistics.median(times)
-        return seconds
+        total = sum(value for case in seconds.values() for value in case.values())
+        return {"seconds": total, "cases": seconds}
 
 
 def save_cases(cases: dict[str, dict[str, Any]], path: Path) -> None:
@@ -134,61 +151,70 @@ def save_cases(cases: dict[str, dict[str, Any]], path: Path) -> None:
     np.savez(path, **arrays)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--calls", type=int, default=5, help="calls per case per round")
     parser.add_argument("--long-calls", type=int, default=1, help="calls per long case per round")
     parser.add_argument("--no-long", action="store_true", help="leave out the 8192-token cases")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.calls < 1:
         parser.error("--repeats and --calls must be at least 1")
-    if not REFERENCE_PYTHON.is_file():
-        print("error: .venv-golden is missing: run `bash tests/golden/make_golden.sh "
-              "--setup-only`", file=sys.stderr)  # fmt: skip
-        return 2
-    load = measure.LoadAverages()
-    corpus_root = ROOT / "build" / "corpus-bench"
-    corpus = corpus_root if corpus_root.is_dir() else measure.BUILT_CORPUS
-    cases = model_cases(corpus, 400)
-    if not args.no_long:
-        cases.update(long_cases())
+    return args
+
+
+def run_rounds(
+    cases: dict[str, dict[str, Any]], args: argparse.Namespace, load: LoadAverages
+) -> tuple[list[dict[str, dict[str, float]]], dict[str, Any]]:
+    """Both sides, rounds interleaved (torch's in ``.venv-golden``): each round's seconds per
+    case and side, and what the torch worker said when ready. :class:`WorkerError` if it died."""
     with tempfile.TemporaryDirectory(prefix="seamline-attention-vs-torch-") as tmp:
         path = Path(tmp) / "cases.npz"
         save_cases(cases, path)
-        torch_side = measure.Worker(
+        calls = ("--calls", str(args.calls), "--long-calls", str(args.long_calls))
+        torch_side = Worker(
             "torch",
-            [str(REFERENCE_PYTHON), str(ROOT / "benchmarks" / "_torch_attention_worker.py"),
-             str(path), "--calls", str(args.calls), "--long-calls", str(args.long_calls)],
+            module_command(TORCH_WORKER, str(path), *calls, python=REFERENCE_PYTHON),
             Path(tmp) / "torch.log",
-            env={"PYTHONPATH": str(ROOT / "benchmarks")},
-        )  # fmt: skip
+            env=reference_env(),
+        )
         try:
             ready = torch_side.receive()
             ours = SeamlineSide(cases, args.calls, args.long_calls)
-            rounds: list[dict[str, dict[str, float]]] = []
-            for repeat in range(args.repeats):
-                time.sleep(1.0)
-                seconds = ours.run_once()
-                time.sleep(1.0)
-                theirs = torch_side.request("run")["cases"]
-                for name, value in theirs.items():
-                    seconds[name]["torch-sdpa"] = value
-                rounds.append(seconds)
-                load.after_round()
-                measure.say_to_stderr(f"  round {repeat + 1}/{args.repeats} done")
+            sides = {"seamline": ours.run_once, "torch": lambda: torch_side.request("run")}
+            results = interleaved(SIDES, args.repeats, lambda side: sides[side](), load, pause=1.0)
             torch_side.request("quit")
-        except measure.WorkerError as failure:
-            print(f"error: {failure}", file=sys.stderr)
-            return 1
         finally:
             torch_side.close()
+    rounds = []
+    for mine, theirs in zip(results["seamline"], results["torch"], strict=True):
+        seconds = mine["cases"]
+        for name, value in theirs["cases"].items():
+            seconds[name]["torch-sdpa"] = value
+        rounds.append(seconds)
+    return rounds, ready
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    if not REFERENCE_PYTHON.is_file():
+        print(REFERENCE_MISSING, file=sys.stderr)
+        return 2
+    load = LoadAverages()
+    cases = model_cases(bench_corpus(), 400)
+    if not args.no_long:
+        cases.update(long_cases())
+    try:
+        rounds, ready = run_rounds(cases, args, load)
+    except WorkerError as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        return 1
     load.finish()
     report = build_report(cases, rounds, ready, load)
     print_report(report)
-    out = measure.write_json(args.out / "attention_vs_torch.json", report)
-    measure.say_to_stderr(f"wrote {out}")
+    out = write_json(args.out / "attention_vs_torch.json", report)
+    say_to_stderr(f"wrote {out}")
     return 0
 
 
@@ -196,14 +222,14 @@ def build_report(
     cases: dict[str, dict[str, Any]],
     rounds: list[dict[str, dict[str, float]]],
     torch_info: dict[str, Any],
-    load: measure.LoadAverages,
+    load: LoadAverages,
 ) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for name in cases:
-        sides = {side: measure.spread([r[name][side] for r in rounds]) for side in rounds[0][name]}
+        sides = {side: spread([r[name][side] for r in rounds]) for side in rounds[0][name]}
         torch_median = sides["torch-sdpa"]["median_s"]
-        for spread in sides.values():
-            spread["torch_over_this"] = torch_median / spread["median_s"]
+        for times in sides.values():
+            times["torch_over_this"] = torch_median / times["median_s"]
         table[name] = {"shape": list(cases[name]["q"].shape), "sides": sides}
     return {
         "benchmark": "attention_vs_torch",
@@ -213,8 +239,8 @@ def build_report(
         "torch": torch_info,
         "load": load.as_json(),
         "load_warning": load.exceeded,
-        "host": measure.host_info(),
-        "versions": measure.versions("jax", "jaxlib", "seamline-cpu-flash"),
+        "host": host_info(),
+        "versions": versions("jax", "jaxlib", "seamline-cpu-flash"),
     }
 
 
@@ -224,19 +250,19 @@ def print_report(report: dict[str, Any]) -> None:
     for name, case in report["cases"].items():
         cells = []
         for side in sides:
-            spread = case["sides"].get(side)
+            times = case["sides"].get(side)
             cells.append(
                 "-"
-                if spread is None
-                else f"{spread['median_s'] * 1e3:.1f} ({spread['torch_over_this']:.2f}x)"
+                if times is None
+                else f"{times['median_s'] * 1e3:.1f} ({times['torch_over_this']:.2f}x)"
             )
         rows.append((name, *cells))
-    measure.print_table(
+    print_table(
         "attention call, median ms (torch time / this: above 1 is faster than torch)",
         ("case", *sides),
         rows,
     )
-    for line in measure.describe_load(report["load"], report["load_warning"], os.cpu_count()):
+    for line in describe_load(report["load"], report["load_warning"], os.cpu_count()):
         print(line)
 
 

@@ -1,4 +1,4 @@
-"""The reference side of ``embed_throughput.py``: sentence-transformers (torch, CPU).
+"""The reference side of ``embed_throughput``: sentence-transformers (torch, CPU).
 
 Runs in the ``.venv-golden`` interpreter (torch is never installed in ``.venv``).
 It reads the window texts from a JSON file (a list of strings), loads
@@ -8,15 +8,17 @@ then times ``model.encode(texts, batch_size=32)``.
 
 Two modes:
 
-* standalone: ``python _reference_worker.py TEXTS.json [--repeats 3]`` times R
-  repeats and prints one JSON object (times, tokens, peak RSS);
-* ``--serve``: the driver's interleaving protocol (``_measure.serve``, as the seamline
-  sides). After set-up it prints one JSON line ``{"event": "ready", ...}``, then
-  answers each ``{"cmd": "run"}`` line on stdin with one timed repeat, and
-  ``{"cmd": "quit"}`` with the peak RSS.
+* standalone: ``python -m benchmarks.throughput._reference_worker TEXTS.json
+  [--repeats 3]`` (from the repository root, with ``adapters/src`` and
+  ``contracts/src`` on ``PYTHONPATH``) times R repeats and prints one JSON object
+  (times, tokens, peak RSS);
+* ``--serve``: the driver's interleaving protocol (``benchmarks.common.workers.serve``,
+  as the seamline sides). After set-up it prints one JSON line ``{"event": "ready",
+  ...}``, then answers each ``{"cmd": "run"}`` line on stdin with one timed repeat,
+  and ``{"cmd": "quit"}`` with the peak RSS.
 
-Peak RSS is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (KiB on Linux) of this
-process: the model, torch's allocator and every pass so far.
+Peak RSS is this process's own (``VmHWM``, :mod:`seamline.adapters.measure.memory`):
+the model, torch's allocator and every pass so far.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ import json
 import os
 import sys
 import time
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from _measure import peak_rss_kib, serve
+from benchmarks.common.workers import serve
+from seamline.adapters.measure.host import versions
+from seamline.adapters.measure.memory import peak_rss_kib
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -90,10 +94,7 @@ class Reference:
             "load_seconds": load_seconds,
             "warmup_seconds": warmup_seconds,
             "torch_threads": torch.get_num_threads(),
-            "versions": {
-                dist: metadata.version(dist)
-                for dist in ("torch", "sentence-transformers", "transformers", "tokenizers")
-            },
+            "versions": versions("torch", "sentence-transformers", "transformers", "tokenizers"),
             "python": sys.version.split()[0],
         }
 

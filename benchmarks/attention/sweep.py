@@ -2,7 +2,7 @@
 
 The benchmark lives in the package (``seamline.adapters.bench_attention``) so that
 ``seamline bench attention`` runs it from any installation; this script is the
-same thing for a checkout: ``.venv/bin/python benchmarks/attention.py --help``.
+same thing for a checkout: ``.venv/bin/python -m benchmarks.attention.sweep --help``.
 """
 
 from __future__ import annotations

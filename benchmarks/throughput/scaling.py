@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/scaling.py [--docs 200] [--repeats 3] [--max-length 128]
+    .venv/bin/python -m benchmarks.throughput.scaling [--docs 200] [--repeats 3] [--max-length 128]
         [--out benchmarks/results]
 
 One pipeline (``text-files`` over the first ``--docs`` documents of the ``make run``
@@ -49,7 +49,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import select_corpus
+from benchmarks.common.paths import RESULTS
+from benchmarks.common.seamline_work import bert_config
+from benchmarks.common.tables import print_table
+from seamline.adapters.measure.host import host_info, versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.repeats import interleaved, spread
 
 SIDES: dict[str, dict[str, Any]] = {
     "local": {"use": "local"},
@@ -63,7 +70,7 @@ def pipeline_file(workdir: Path, corpus: Path, max_length: int, side: str) -> Pa
     spec = {
         "pipeline": f"scaling-{side}",
         "loader": {"use": "text-files", "with": {"root": str(corpus), "glob": "*.txt"}},
-        "model": {"use": "bert-encoder", "with": measure.bert_config(max_length)},
+        "model": {"use": "bert-encoder", "with": bert_config(max_length)},
         "attention": {"use": "auto"},
         "sink": {"use": "jsonl", "with": {"path": str(workdir / "out" / side / "emb.jsonl")}},
         "run": {"batch_tokens": 512, "executor": SIDES[side]},
@@ -101,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--out", type=Path, default=measure.ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.docs < 1 or args.repeats < 1:
         parser.error("--docs and --repeats must be at least 1")
@@ -110,13 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     from seamline.adapters.logging_setup import configure_logging
 
     configure_logging(json=False, level="warning")
-    load = measure.LoadAverages()
+    load = LoadAverages()
     with tempfile.TemporaryDirectory(prefix="seamline-scaling-") as tmp:
         workdir = Path(tmp)
-        corpus = measure.select_corpus(args.docs, workdir)
+        corpus = select_corpus(args.docs, workdir)
         ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
         try:
-            results = measure.interleaved(
+            results = interleaved(
                 list(SIDES),
                 args.repeats,
                 lambda side: run_side(workdir, corpus.path, args.max_length, side),
@@ -128,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     load.finish()
     report = summarise(results, args, corpus.documents, corpus.source, load)
     print_report(report)
-    path = measure.write_json(args.out / "scaling.json", report)
+    path = write_json(args.out / "scaling.json", report)
     print(f"wrote {path}")
     return 0
 
@@ -138,16 +145,16 @@ def summarise(
     args: argparse.Namespace,
     documents: int,
     source: str,
-    load: measure.LoadAverages,
+    load: LoadAverages,
 ) -> dict[str, Any]:
     sides: dict[str, Any] = {}
     for side, runs in results.items():
-        seconds = measure.spread([run["seconds"] for run in runs])
+        seconds = spread([run["seconds"] for run in runs])
         sides[side] = {
             **seconds,
             "documents_per_s": documents / seconds["median_s"],
-            "inside_shards": measure.spread([run["inside_shards_s"] for run in runs]),
-            "coordination": measure.spread([run["coordination_s"] for run in runs]),
+            "inside_shards": spread([run["inside_shards_s"] for run in runs]),
+            "coordination": spread([run["coordination_s"] for run in runs]),
             "shards": runs[0]["shards"],
             "workers": runs[0]["workers"],
             "runs": runs,
@@ -172,12 +179,12 @@ def summarise(
         "max_length": args.max_length,
         "repeats": args.repeats,
         "sides": sides,
-        "per_shard_overhead": measure.spread(per_shard),
+        "per_shard_overhead": spread(per_shard),
         "per_shard_overhead_from_medians": from_medians,
         "load": load.as_json(),
         "load_warning": load.exceeded,
-        "host": measure.host_info(),
-        "versions": measure.versions("seamline-core", "jax", "jaxlib", "ray"),
+        "host": host_info(),
+        "versions": versions("seamline-core", "jax", "jaxlib", "ray"),
     }
 
 
@@ -197,7 +204,7 @@ def print_report(report: dict[str, Any]) -> None:
                 "-" if side == "local" else f"{coordination['median_s']:.2f}",
             )
         )
-    measure.print_table(
+    print_table(
         f"{report['documents']} documents, max_length {report['max_length']}, median of "
         f"{report['repeats']} interleaved repeats",
         (
@@ -219,7 +226,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"{medians['wall_s']:.3f} s = {medians['inside_shards_s']:.3f} s inside shards "
         f"+ {medians['coordination_s']:.3f} s coordination"
     )
-    for line in measure.describe_load(report["load"], report["load_warning"], os.cpu_count()):
+    for line in describe_load(report["load"], report["load_warning"], os.cpu_count()):
         print(line)
 
 

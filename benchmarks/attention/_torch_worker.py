@@ -1,4 +1,4 @@
-"""The torch side of ``attention_vs_torch.py``: ``scaled_dot_product_attention`` on the same inputs.
+"""The torch side of ``attention.vs_torch``: ``scaled_dot_product_attention`` on the same inputs.
 
 Runs in ``.venv-golden`` (torch lives nowhere else). It loads the cases the driver
 wrote (``CASES.npz``: for each case q, k, v in seamline's ``[B, T, heads, H]``
@@ -6,7 +6,7 @@ layout and, for masked cases, the segment ids), views them as torch's
 ``[B, heads, T, H]`` (a transpose, no copy: what transformers' BERT passes to SDPA)
 with a boolean ``[B, 1, T, T]`` mask of equal segments made once, untimed, and then
 answers the driver's ``run`` requests
-(``_measure.serve``) with the seconds of one call per case, the median of
+(``benchmarks.common.workers.serve``) with the seconds of one call per case, the median of
 ``--calls`` calls (``--long-calls`` for the long cases).
 """
 
@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from _measure import serve
+from benchmarks.common.workers import serve
 
 
 class TorchSide:
@@ -72,12 +72,12 @@ class TorchSide:
         return {"seconds": sum(seconds.values()), "cases": seconds}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", help="the driver's CASES.npz")
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--long-calls", type=int, default=1, help="for the 1xN long cases")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     serve(lambda: TorchSide(args.cases, args.calls, args.long_calls))
     return 0
 

@@ -16,7 +16,7 @@ evenly spaced in path order): module and function summaries and documentation
 titles, questions the corpus can answer. The issue's target is recall@10 of at
 least 0.95; the script says whether it is met.
 
-    .venv/bin/python benchmarks/index_recall.py [--index out/embeddings.lance]
+    .venv/bin/python -m benchmarks.search.index_recall [--index out/embeddings.lance]
         [--corpus build/corpus] [--queries 100] [-k 10] [--out benchmarks/results]
 
 Exit codes: 0 measured and the target met; 1 measured and the target missed; 2 no
@@ -34,9 +34,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import BUILT_CORPUS
+from benchmarks.common.paths import RESULTS, ROOT
+from seamline.adapters.measure.host import host_info, versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
 
-ROOT = measure.ROOT
 TARGET = 0.95
 
 
@@ -107,10 +110,10 @@ def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, default=ROOT / "out" / "embeddings.lance")
-    parser.add_argument("--corpus", type=Path, default=measure.BUILT_CORPUS)
+    parser.add_argument("--corpus", type=Path, default=BUILT_CORPUS)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("-k", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.queries < 1 or args.k < 1:
         parser.error("--queries and -k must be at least 1")
@@ -121,23 +124,23 @@ def main(argv: list[str] | None = None) -> int:
     if not texts:
         print(f"error: no documents in {args.corpus}: run `make corpus` first", file=sys.stderr)
         return 2
-    load = measure.LoadAverages()
+    load = LoadAverages()
     result = measure_recall(args.index, texts, args.k)
     load.finish()
     report = {
         "benchmark": "index_recall",
         "date": dt.date.today().isoformat(),
         "command": " ".join(
-            [".venv/bin/python benchmarks/index_recall.py", *(argv or sys.argv[1:])]
+            [".venv/bin/python -m benchmarks.search.index_recall", *(argv or sys.argv[1:])]
         ),
         **result,
         "target": TARGET,
         "met": result["mean_recall"] >= TARGET,
         "load": {"start": load.start, "end": load.end},
-        "host": measure.host_info(),
-        "versions": measure.versions("lancedb", "pyarrow", "seamline-components", "jax"),
+        "host": host_info(),
+        "versions": versions("lancedb", "pyarrow", "seamline-components", "jax"),
     }
-    path = measure.write_json(args.out / "index_recall.json", report)
+    path = write_json(args.out / "index_recall.json", report)
     k = args.k
     print(f"{result['queries']} queries, top {k}, {result['searched']}")
     print(
@@ -151,11 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     verdict = "met" if report["met"] else "NOT met"
     print(f"target recall@{k} >= {TARGET}: {verdict}")
-    cpus = os.cpu_count()
-    print(
-        f"load average (1, 5, 15 min): start {'/'.join(f'{v:.2f}' for v in load.start)}, "
-        f"end {'/'.join(f'{v:.2f}' for v in load.end or load.start)}; {cpus} CPUs"
-    )
+    for line in describe_load(report["load"], load.exceeded, os.cpu_count()):
+        print(line)
     print(f"wrote {path}")
     return 0 if report["met"] else 1
 

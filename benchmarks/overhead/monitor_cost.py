@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/monitor_cost.py [--docs 120] [--repeats 5] [--batch-size 8]
+    .venv/bin/python -m benchmarks.overhead.monitor_cost [--docs 120] [--repeats 5] [--batch-size 8]
         [--max-length 128] [--out benchmarks/results]
 
 Three sides run the same pipeline file in this one process, alternately (none,
@@ -46,20 +46,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import select_corpus
+from benchmarks.common.paths import RESULTS
+from benchmarks.common.seamline_work import pipeline_spec, timer_monitor
+from benchmarks.common.tables import print_table, run_context
+from seamline.adapters.measure.host import versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved, spread
 
 SIDES = ("none", "memory-batch", "memory")
 ATTRIBUTE_SEAMS: dict[str, bool | None] = {"none": None, "memory-batch": False, "memory": True}
 """Side -> the memory monitor's ``attribute_seams`` (None: no memory monitor)."""
 PAUSE_SECONDS = 0.5
 DISTRIBUTIONS = ("jax", "jaxlib", "psutil", "seamline-core", "seamline-components")
-say = measure.say_to_stderr
+say = say_to_stderr
 
 
 def write_pipeline(workdir: Path, corpus: Path, args: argparse.Namespace) -> Path:
     """The pipeline file every side runs (no monitors of its own)."""
     path = workdir / "pipeline.yaml"
-    spec = measure.pipeline_spec(
+    spec = pipeline_spec(
         "monitor-cost", corpus, args.max_length, "npy", workdir / "out", args.batch_size
     )
     path.write_text(spec, encoding="utf-8")
@@ -91,7 +99,7 @@ def run_once(path: Path, side: str) -> dict[str, Any]:
     """One run of the pipeline with ``side``'s monitor, timed; its seconds exclude compiling."""
     from seamline.core.pipeline import Pipeline
 
-    timer = measure.timer_monitor()
+    timer = timer_monitor()
     monitors = [timer]
     attribute = ATTRIBUTE_SEAMS[side]
     memory = None if attribute is None else timed_memory_monitor(attribute)
@@ -119,7 +127,7 @@ def build_report(
     args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], context: dict[str, Any]
 ) -> dict[str, Any]:
     """Each side's spread, documents per second, ratio to ``none`` and cost per seam call."""
-    baseline = measure.spread([r["seconds"] for r in results["none"]])["median_s"]
+    baseline = spread([r["seconds"] for r in results["none"]])["median_s"]
     first = results["none"][0]
     sides = {}
     for side in SIDES:
@@ -128,7 +136,7 @@ def build_report(
             (r["documents"], r["batches"]) != (first["documents"], first["batches"]) for r in runs
         ):
             say(f"warning: {side} did not do the same work as none in every repeat")
-        stats = measure.spread([r["seconds"] for r in runs])
+        stats = spread([r["seconds"] for r in runs])
         calls = runs[0]["seam_calls"]
         monitor_s = statistics.median(r["monitor_seconds"] for r in runs)
         sides[side] = {
@@ -151,12 +159,12 @@ def build_report(
         "batch_size": args.batch_size,
         "max_length": args.max_length,
         "sides": sides,
-        "versions": measure.versions(*DISTRIBUTIONS),
+        "versions": versions(*DISTRIBUTIONS),
     }
 
 
 def print_report(report: dict[str, Any]) -> None:
-    measure.print_table(
+    print_table(
         f"{report['documents']} documents, {report['batches']} batches of "
         f"{report['batch_size']}, {report['repeats']} repeats ({report['started']})",
         ("side", "median s", "min s", "max s", "docs/s", "x none", "monitor", "of run"),
@@ -182,7 +190,7 @@ def print_report(report: dict[str, Any]) -> None:
                 f"{side['runs'][0]['monitor_events']}"
             )
     print(f"seam calls per run: {report['sides']['none']['seam_calls']}")
-    for line in measure.describe_load(
+    for line in describe_load(
         report["load_average"], report["load_warning"], report["host"]["cpus"]
     ):
         print(line)
@@ -194,32 +202,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per side (5)")
-    parser.add_argument("--out", type=Path, default=measure.ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.docs < 1 or args.repeats < 1 or args.batch_size < 1:
         parser.error("--docs, --repeats and --batch-size must be at least 1")
     if args.repeats < 3:
         say("fewer than 3 repeats: the medians are single runs, fit for a smoke test only")
 
-    load = measure.LoadAverages()
+    load = LoadAverages()
     started_at = datetime.datetime.now(datetime.UTC)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seamline-monitor-cost-") as tmp:
         workdir = Path(tmp)
-        corpus = measure.select_corpus(args.docs, workdir)
+        corpus = select_corpus(args.docs, workdir)
         say(f"{corpus.documents} documents ({corpus.source})")
         path = write_pipeline(workdir, corpus.path, args)
         say("warming up (one untimed run of each side)...")
         for side in SIDES:
             run_once(path, side)
-        results = measure.interleaved(
+        results = interleaved(
             SIDES, args.repeats, lambda side: run_once(path, side), load, pause=PAUSE_SECONDS
         )
     load.finish()
     corpus_info = {"documents": corpus.documents, "source": corpus.source}
-    context = measure.run_context(started_at, started, load, corpus=corpus_info)
+    context = run_context(started_at, started, load, corpus=corpus_info)
     report = build_report(args, results, context)
-    path = measure.write_json(args.out / "monitor_cost.json", report)
+    path = write_json(args.out / "monitor_cost.json", report)
     print_report(report)
     say(f"wrote {path}")
     return 0

@@ -9,7 +9,7 @@ compiled and run once first, then ``--repeats`` interleaved passes over all batc
   (``run.batch_tokens``; 0 means the old 32 rows per batch), with ``--attention``;
 * ``--attentions native,cpu-flash``: one pass per attention at the budget ``--budget``.
 
-    .venv/bin/python benchmarks/model_batches.py [--docs 600] [--budgets ...] [--attentions ...]
+    .venv/bin/python -m benchmarks.model.batches [--docs 600] [--budgets ...] [--attentions ...]
 
 Prints the median seconds of a pass with the fastest and slowest, tokens/s, and the
 load average; writes ``model_batches.json``. Exit codes: 0 done; 2 a bad option.
@@ -24,19 +24,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import bench_corpus, read_documents
+from benchmarks.common.paths import RESULTS
+from benchmarks.common.seamline_work import WEIGHTS, packed_batches
+from benchmarks.common.tables import print_table
+from seamline.adapters.measure.host import host_info
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.repeats import interleaved, spread
 
-ROOT = measure.ROOT
-BENCH_CORPUS = ROOT / "build" / "corpus-bench"
+Side = tuple[Any, list[Any], int]
+"""An attention, the arrays of every batch, and the real tokens they hold."""
 
 
 def batch_arrays(model: Any, documents: list[Any], budget: int) -> tuple[list[Any], int]:
     """The arrays of every batch a run with ``batch_tokens: budget`` makes (0: 32 rows)."""
-    batches, tokens = measure.packed_batches(model, documents, budget or None)
+    batches, tokens = packed_batches(model, documents, budget or None)
     return [dict(batch.arrays) for batch in batches], tokens
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=600)
     parser.add_argument("--repeats", type=int, default=3)
@@ -44,43 +51,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attention", default="cpu-flash", help="for the budget sweep")
     parser.add_argument("--attentions", help="compare these at --budget instead of budgets")
     parser.add_argument("--budget", type=int, default=512)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     try:
-        budgets = [int(b) for b in args.budgets.split(",")]
+        args.budgets = [int(b) for b in args.budgets.split(",")]
     except ValueError:
         parser.error("--budgets must be comma-separated integers")
-    if args.docs < 1 or args.repeats < 1 or min(budgets) < 0:
+    if args.docs < 1 or args.repeats < 1 or min(args.budgets) < 0:
         parser.error("--docs and --repeats must be at least 1, budgets at least 0")
+    return args
 
-    import jax
 
-    from seamline.components.models.bert import BertEncoder
+def make_sides(args: argparse.Namespace, model: Any, documents: list[Any]) -> dict[str, Side]:
+    """One side per attention at ``--budget`` (``--attentions``), else one per budget."""
     from seamline.core.registry import Registry
 
-    load = measure.LoadAverages()
-    if not BENCH_CORPUS.is_dir():
-        import subprocess
-
-        subprocess.run(
-            [sys.executable, str(measure.MAKE_CORPUS), "--members", "--min-chars", "100",
-             str(BENCH_CORPUS)],
-            check=True,
-        )  # fmt: skip
-    documents = list(measure.read_documents(BENCH_CORPUS))[: args.docs]
-    model = BertEncoder(BertEncoder.Config(weights=measure.WEIGHTS, max_length=256, stride=32))
-    params = model.load()
     registry = Registry.discover()
-    sides: dict[str, tuple[Any, list[Any], int]] = {}
+    sides: dict[str, Side] = {}
     if args.attentions:
         batches, tokens = batch_arrays(model, documents, args.budget)
         for name in args.attentions.split(","):
             sides[name] = (registry.create("attention", name), batches, tokens)
     else:
         attention = registry.create("attention", args.attention)
-        for budget in budgets:
+        for budget in args.budgets:
             batches, tokens = batch_arrays(model, documents, budget)
             sides[f"budget {budget or '32 rows'}"] = (attention, batches, tokens)
+    return sides
+
+
+def time_sides(
+    model: Any, params: Any, sides: dict[str, Side], repeats: int, load: LoadAverages
+) -> dict[str, list[dict[str, Any]]]:
+    """Every side's batches through its jitted ``model.apply``, every shape compiled and run
+    once first; then ``repeats`` interleaved passes, each timed whole."""
+    import jax
 
     calls = {}
     for name, (attention, batches, _) in sides.items():
@@ -96,26 +101,55 @@ def main(argv: list[str] | None = None) -> int:
             calls[name](params, batch).block_until_ready()
         return {"seconds": time.perf_counter() - started}
 
-    results = measure.interleaved(list(sides), args.repeats, run, load, pause=1.0)
-    load.finish()
+    return interleaved(list(sides), repeats, run, load, pause=1.0)
+
+
+def build_report(
+    args: argparse.Namespace,
+    sides: dict[str, Side],
+    results: dict[str, list[dict[str, Any]]],
+    load: LoadAverages,
+) -> dict[str, Any]:
+    """Each side's spread of a pass, its tokens and batches; the load and the host."""
     report: dict[str, Any] = {"benchmark": "model_batches", "docs": args.docs, "sides": {}}
-    rows = []
     for name, runs in results.items():
-        spread = measure.spread([r["seconds"] for r in runs])
-        tokens, batches = sides[name][2], len(sides[name][1])
-        report["sides"][name] = {**spread, "tokens": tokens, "batches": batches}
-        seconds = f"{spread['median_s']:.2f} ({spread['min_s']:.2f}-{spread['max_s']:.2f})"
-        rows.append((name, str(batches), seconds, f"{tokens / spread['median_s']:,.0f}"))
-    report.update(load=load.as_json(), load_warning=load.exceeded, host=measure.host_info())
+        times = spread([r["seconds"] for r in runs])
+        report["sides"][name] = {**times, "tokens": sides[name][2], "batches": len(sides[name][1])}
+    report.update(load=load.as_json(), load_warning=load.exceeded, host=host_info())
     report["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    measure.print_table(
-        f"model.apply over {args.docs} documents' batches",
+    return report
+
+
+def print_report(report: dict[str, Any]) -> None:
+    rows = []
+    for name, side in report["sides"].items():
+        seconds = f"{side['median_s']:.2f} ({side['min_s']:.2f}-{side['max_s']:.2f})"
+        rows.append(
+            (name, str(side["batches"]), seconds, f"{side['tokens'] / side['median_s']:,.0f}")
+        )
+    print_table(
+        f"model.apply over {report['docs']} documents' batches",
         ("side", "batches", "median s (min-max)", "tokens/s"),
         rows,
     )
-    for line in measure.describe_load(report["load"], report["load_warning"], os.cpu_count()):
+    for line in describe_load(report["load"], report["load_warning"], os.cpu_count()):
         print(line)
-    measure.write_json(args.out / "model_batches.json", report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    from seamline.components.models.bert import BertEncoder
+
+    load = LoadAverages()
+    documents = list(read_documents(bench_corpus()))[: args.docs]
+    model = BertEncoder(BertEncoder.Config(weights=WEIGHTS, max_length=256, stride=32))
+    params = model.load()
+    sides = make_sides(args, model, documents)
+    results = time_sides(model, params, sides, args.repeats, load)
+    load.finish()
+    report = build_report(args, sides, results, load)
+    print_report(report)
+    write_json(args.out / "model_batches.json", report)
     return 0
 
 

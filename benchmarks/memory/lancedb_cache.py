@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/lancedb_cache.py [--commits 1000] [--rows 64] [--repeats 2]
+    .venv/bin/python -m benchmarks.memory.lancedb_cache [--commits 1000] [--rows 64] [--repeats 2]
         [--every 50] [--out benchmarks/results]
 
 Two sides, each a fresh process per repeat, interleaved (bounded, lancedb-default,
@@ -37,14 +37,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.paths import RESULTS, ROOT, module_command
+from benchmarks.common.tables import print_table, run_context
+from seamline.adapters.measure.host import versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved
+
+MODULE = "benchmarks.memory.lancedb_cache"
+"""This module, which runs each repeat of a side as a fresh process of itself."""
 
 SIDES = ("bounded", "lancedb-default")
 CACHE_BYTES: dict[str, int | None] = {"bounded": 16 << 20, "lancedb-default": None}
 DIMENSIONS = 384
 MiB = 1 << 20
 DISTRIBUTIONS = ("lancedb", "pylance", "pyarrow", "psutil", "seamline-components")
-say = measure.say_to_stderr
+say = say_to_stderr
 
 
 def one_side(side: str, commits: int, rows: int, every: int) -> dict[str, Any]:
@@ -106,20 +115,13 @@ def growth(result: dict[str, Any]) -> dict[str, float]:
 
 def run_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
     """One repeat of ``side`` in a fresh process; its JSON result, with the wall time."""
-    command = [
-        sys.executable,
-        __file__,
-        "--side",
-        side,
-        "--commits",
-        str(args.commits),
-        "--rows",
-        str(args.rows),
-        "--every",
-        str(args.every),
-    ]
+    command = module_command(
+        MODULE,
+        *("--side", side, "--commits", str(args.commits), "--rows", str(args.rows)),
+        *("--every", str(args.every)),
+    )
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"side {side} failed:\n{done.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -156,12 +158,12 @@ def build_report(
         "commit_time_bounded_over_default": (
             bounded["median_commit_ms"] / default["median_commit_ms"]
         ),
-        "versions": measure.versions(*DISTRIBUTIONS),
+        "versions": versions(*DISTRIBUTIONS),
     }
 
 
 def print_report(report: dict[str, Any]) -> None:
-    measure.print_table(
+    print_table(
         f"{report['commits']} commits of {report['rows_per_commit']} rows, "
         f"{report['repeats']} repeats ({report['started']})",
         ("side", "RSS growth MiB", "min", "max", "2nd half", "per commit", "publish"),
@@ -183,7 +185,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['growth_default_over_bounded']:.1f}x; time per commit, bound over default: "
         f"{report['commit_time_bounded_over_default']:.2f}x"
     )
-    for line in measure.describe_load(
+    for line in describe_load(
         report["load_average"], report["load_warning"], report["host"]["cpus"]
     ):
         print(line)
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=50, help="commits between RSS readings")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # a worker process
-    parser.add_argument("--out", type=Path, default=measure.ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if min(args.commits, args.rows, args.every, args.repeats) < 1:
         parser.error("--commits, --rows, --every and --repeats must be at least 1")
@@ -204,16 +206,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(one_side(args.side, args.commits, args.rows, args.every)))
         return 0
 
-    load = measure.LoadAverages()
+    load = LoadAverages()
     started_at = datetime.datetime.now(datetime.UTC)
     started = time.perf_counter()
-    results = measure.interleaved(
-        SIDES, args.repeats, lambda side: run_side(side, args), load, pause=0.5
-    )
+    results = interleaved(SIDES, args.repeats, lambda side: run_side(side, args), load, pause=0.5)
     load.finish()
-    context = measure.run_context(started_at, started, load)
+    context = run_context(started_at, started, load)
     report = build_report(args, results, context)
-    path = measure.write_json(args.out / "lancedb_cache.json", report)
+    path = write_json(args.out / "lancedb_cache.json", report)
     print_report(report)
     say(f"wrote {path}")
     return 0

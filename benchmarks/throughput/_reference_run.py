@@ -1,4 +1,4 @@
-"""The reference side of ``whole_run.py``: one whole sentence-transformers process.
+"""The reference side of ``whole_run``: one whole sentence-transformers process.
 
 Runs in the ``.venv-golden`` interpreter (torch is never installed in ``.venv``), as a
 user of sentence-transformers would embed a corpus: import, load all-MiniLM-L6-v2
@@ -7,10 +7,11 @@ default batch size of 32, save the vectors. The driver times the process from st
 to exit; this script also reports its own load and encode seconds, so that the
 steady state can be told apart from start-up.
 
-    python _reference_run.py TEXTS.json OUT.npy
+    .venv-golden/bin/python -m benchmarks.throughput._reference_run TEXTS.json OUT.npy
 
 prints one JSON object on stdout. With ``--matmul`` it prints torch's float32 matmul
 rate instead (the machine's roofline, measured in the same run as everything else).
+It imports nothing of seamline, nor of this package.
 """
 
 from __future__ import annotations
@@ -73,12 +74,12 @@ def matmul_rate(size: int = 4096, repeats: int = 5) -> dict[str, float]:
     return {"gflops": 2 * size**3 / best / 1e9, "size": size, "threads": torch.get_num_threads()}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("texts", nargs="?", help="JSON file: a list of texts")
     parser.add_argument("out", nargs="?", help="where to save the vectors (.npy)")
     parser.add_argument("--matmul", action="store_true", help="print torch's matmul GFLOP/s")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.matmul:
         print(json.dumps(matmul_rate()))
         return 0

@@ -16,7 +16,8 @@ Both count the tokens of their own tokenizer (they agree). Prints tokens/s per l
 and the ratio, writes ``length_sweep.json`` and ``length_sweep.png`` (matplotlib, from
 the dev group).
 
-    .venv/bin/python benchmarks/length_sweep.py [--lengths 32,64,128,256] [--docs 256] [--repeats 3]
+    .venv/bin/python -m benchmarks.throughput.length_sweep [--lengths 32,64,128,256] [--docs 256]
+        [--repeats 3]
 
 Exit codes: 0 done; 1 a worker failed (its log is printed); 2 ``.venv-golden`` missing
 or a bad option.
@@ -27,19 +28,33 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
+from benchmarks.common.corpus import bench_corpus, read_documents
+from benchmarks.common.paths import (
+    REFERENCE_MISSING,
+    REFERENCE_PYTHON,
+    RESULTS,
+    module_command,
+    reference_env,
+)
+from benchmarks.common.seamline_work import WEIGHTS, packed_batches
+from benchmarks.common.tables import print_table
+from benchmarks.common.workers import Worker, WorkerError, serve
+from seamline.adapters.measure.host import host_info
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved
 
-ROOT = measure.ROOT
-REFERENCE_PYTHON = ROOT / ".venv-golden" / "bin" / "python"
-BENCH_CORPUS = ROOT / "build" / "corpus-bench"
-HERE = Path(__file__).resolve()
+MODULE = "benchmarks.throughput.length_sweep"
+"""This module, which starts itself as both sides' workers (the reference's in
+``.venv-golden``: its module-level imports are the standard library's and this package's)."""
 
 
 def texts_of_length(documents: list[str], length: int) -> list[str]:
@@ -68,7 +83,7 @@ class SeamlineSide:
         from seamline.core.attention.order import auto_order
         from seamline.core.registry import Registry
 
-        model = BertEncoder(BertEncoder.Config(weights=measure.WEIGHTS, max_length=256))
+        model = BertEncoder(BertEncoder.Config(weights=WEIGHTS, max_length=256))
         self.params = model.load()
         registry = Registry.discover()
         attentions = [
@@ -80,7 +95,7 @@ class SeamlineSide:
         spec_attention = None
         for length, items in texts.items():
             docs = [Document(id=str(i), text=t, metadata={}) for i, t in enumerate(items)]
-            batches, tokens = measure.packed_batches(model, docs, 512)
+            batches, tokens = packed_batches(model, docs, 512)
             self.batches[length] = ([dict(batch.arrays) for batch in batches], tokens)
             if spec_attention is None:
                 from seamline.contracts import AttentionSpec
@@ -163,69 +178,70 @@ def plot(report_path: Path, png: Path) -> None:
     fig.savefig(png, dpi=120)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", default="32,64,128,256")
     parser.add_argument("--docs", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--worker", choices=("seamline", "reference"), help=argparse.SUPPRESS)
     parser.add_argument("--texts", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        texts = json.loads(args.texts.read_text(encoding="utf-8"))
-        side = SeamlineSide if args.worker == "seamline" else ReferenceSide
-        measure.serve(lambda: side(texts))
-        return 0
-    lengths = [int(x) for x in args.lengths.split(",")]
-    if min(lengths) < 3 or max(lengths) > 256 or args.docs < 1 or args.repeats < 1:
+        return args
+    args.lengths = [int(x) for x in args.lengths.split(",")]
+    if min(args.lengths) < 3 or max(args.lengths) > 256 or args.docs < 1 or args.repeats < 1:
         parser.error("lengths 3..256, --docs and --repeats at least 1")
-    if not REFERENCE_PYTHON.is_file():
-        print("error: .venv-golden is missing: run `bash tests/golden/make_golden.sh "
-              "--setup-only`", file=sys.stderr)  # fmt: skip
-        return 2
-    if not BENCH_CORPUS.is_dir():
-        subprocess.run(
-            [sys.executable, str(measure.MAKE_CORPUS), "--members", "--min-chars", "100",
-             str(BENCH_CORPUS)],
-            check=True,
-        )  # fmt: skip
-    load = measure.LoadAverages()
-    documents = [d.text for d in measure.read_documents(BENCH_CORPUS)][: args.docs]
-    texts = {str(n): texts_of_length(documents, n) for n in lengths}
+    return args
+
+
+def run_sides(
+    texts: dict[str, list[str]], repeats: int, load: LoadAverages
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """Both sides in workers of their own, rounds interleaved: what each said when ready,
+    and each round's answers. :class:`WorkerError` if a worker died."""
     with tempfile.TemporaryDirectory(prefix="seamline-length-sweep-") as tmp:
         path = Path(tmp) / "texts.json"
         path.write_text(json.dumps(texts), encoding="utf-8")
-        argv_of = {
-            "seamline": [sys.executable, str(HERE), "--worker", "seamline", "--texts", str(path)],
-            "sentence-transformers": [str(REFERENCE_PYTHON), str(HERE), "--worker",
-                                      "reference", "--texts", str(path)],
-        }  # fmt: skip
+        flags = ("--texts", str(path))
         workers = {
-            name: measure.Worker(name, argv, Path(tmp) / f"{name}.log",
-                                 env={"PYTHONPATH": str(HERE.parent)})
-            for name, argv in argv_of.items()
-        }  # fmt: skip
+            "seamline": Worker(
+                "seamline",
+                module_command(MODULE, "--worker", "seamline", *flags),
+                Path(tmp) / "seamline.log",
+            ),
+            "sentence-transformers": Worker(
+                "sentence-transformers",
+                module_command(MODULE, "--worker", "reference", *flags, python=REFERENCE_PYTHON),
+                Path(tmp) / "sentence-transformers.log",
+                env=reference_env(),
+            ),
+        }
         try:
             ready = {name: worker.receive() for name, worker in workers.items()}
-            results = measure.interleaved(
-                list(workers), args.repeats, lambda name: workers[name].request("run"), load,
-                pause=1.0,
-            )  # fmt: skip
-        except measure.WorkerError as failure:
-            print(f"error: {failure}", file=sys.stderr)
-            return 1
+            results = interleaved(
+                list(workers), repeats, lambda name: workers[name].request("run"), load, pause=1.0
+            )
         finally:
             for worker in workers.values():
                 worker.close()
-    load.finish()
-    import statistics
+    return ready, results
 
+
+def build_report(
+    args: argparse.Namespace,
+    ready: dict[str, Any],
+    results: dict[str, list[dict[str, Any]]],
+    load: LoadAverages,
+) -> dict[str, Any]:
+    """Each side's median tokens/s per length over the rounds, and the rounds themselves."""
     rates = {
-        side: {str(n): statistics.median(r["tokens_per_s"][str(n)] for r in runs) for n in lengths}
+        side: {
+            str(n): statistics.median(r["tokens_per_s"][str(n)] for r in runs) for n in args.lengths
+        }
         for side, runs in results.items()
     }
-    report = {
+    return {
         "benchmark": "length_sweep",
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "docs": args.docs,
@@ -234,26 +250,48 @@ def main(argv: list[str] | None = None) -> int:
         "workers": ready,
         "load": load.as_json(),
         "load_warning": load.exceeded,
-        "host": measure.host_info(),
+        "host": host_info(),
     }
-    rows = [
-        (str(n), f"{rates['seamline'][str(n)]:,.0f}",
-         f"{rates['sentence-transformers'][str(n)]:,.0f}",
-         f"{rates['seamline'][str(n)] / rates['sentence-transformers'][str(n)]:.2f}x")
-        for n in lengths
-    ]  # fmt: skip
-    measure.print_table(
-        f"tokens/s by text length ({args.docs} texts each; seamline attention: "
-        f"{ready['seamline'].get('attention')})",
+
+
+def print_report(report: dict[str, Any]) -> None:
+    rates = report["tokens_per_s"]
+    ours, theirs = rates["seamline"], rates["sentence-transformers"]
+    print_table(
+        f"tokens/s by text length ({report['docs']} texts each; seamline attention: "
+        f"{report['workers']['seamline'].get('attention')})",
         ("tokens per text", "seamline", "sentence-transformers", "seamline / ST"),
-        rows,
+        [(n, f"{ours[n]:,.0f}", f"{theirs[n]:,.0f}", f"{ours[n] / theirs[n]:.2f}x") for n in ours],
     )
-    for line in measure.describe_load(report["load"], report["load_warning"], os.cpu_count()):
+    for line in describe_load(report["load"], report["load_warning"], os.cpu_count()):
         print(line)
-    json_path = measure.write_json(args.out / "length_sweep.json", report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    if args.worker:
+        texts = json.loads(args.texts.read_text(encoding="utf-8"))
+        side = SeamlineSide if args.worker == "seamline" else ReferenceSide
+        serve(lambda: side(texts))
+        return 0
+    if not REFERENCE_PYTHON.is_file():
+        print(REFERENCE_MISSING, file=sys.stderr)
+        return 2
+    load = LoadAverages()
+    documents = [d.text for d in read_documents(bench_corpus())][: args.docs]
+    texts = {str(n): texts_of_length(documents, n) for n in args.lengths}
+    try:
+        ready, results = run_sides(texts, args.repeats, load)
+    except WorkerError as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        return 1
+    load.finish()
+    report = build_report(args, ready, results, load)
+    print_report(report)
+    json_path = write_json(args.out / "length_sweep.json", report)
     png = args.out / "length_sweep.png"
     plot(json_path, png)
-    measure.say_to_stderr(f"wrote {json_path} and {png}")
+    say_to_stderr(f"wrote {json_path} and {png}")
     return 0
 
 

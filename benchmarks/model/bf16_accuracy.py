@@ -13,7 +13,7 @@ similarity between the two vectors of each window (all embeddings are unit lengt
 and, for retrieval, how many of each window's 10 nearest neighbours among all the
 windows (cosine, float32's) bfloat16's vectors keep.
 
-    .venv/bin/python benchmarks/bf16_accuracy.py [--docs 400] [--repeats 2] [--out DIR]
+    .venv/bin/python -m benchmarks.model.bf16_accuracy [--docs 400] [--repeats 2] [--out DIR]
 
 Exit codes: 0 done; 1 a run failed (its log is printed); 2 a bad option.
 """
@@ -30,12 +30,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _measure as measure
 import numpy as np
 
-ROOT = measure.ROOT
+from benchmarks.common.corpus import select_corpus
+from benchmarks.common.paths import RESULTS, ROOT, SEAMLINE
+from benchmarks.common.tables import print_table
+from seamline.adapters.measure.host import host_info, versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved, spread
+
 PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs-jsonl.yaml"
-SEAMLINE = ROOT / ".venv" / "bin" / "seamline"
 SIDES = ("float32", "bfloat16")
 NEIGHBOURS = 10
 
@@ -93,22 +99,22 @@ def accuracy(reference: Path, reduced: Path) -> dict[str, Any]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=400, help="first N documents (default 400)")
     parser.add_argument("--repeats", type=int, default=2, help="timed repeats per side")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
     if args.docs < 2 or args.repeats < 1:
         parser.error("--docs must be at least 2 and --repeats at least 1")
-    load = measure.LoadAverages()
+    load = LoadAverages()
     with tempfile.TemporaryDirectory(prefix="seamline-bf16-") as work:
         workdir = Path(work)
-        corpus = measure.select_corpus(args.docs, workdir)
-        measure.say_to_stderr(f"{corpus.documents} documents ({corpus.source}); untimed warm-up")
+        corpus = select_corpus(args.docs, workdir)
+        say_to_stderr(f"{corpus.documents} documents ({corpus.source}); untimed warm-up")
         for dtype in SIDES:  # fill the compile cache, as on any run after the first
             run_side(dtype, corpus.path, workdir / "warm")
-        runs = measure.interleaved(
+        runs = interleaved(
             SIDES,
             args.repeats,
             lambda dtype: run_side(dtype, corpus.path, workdir / "timed"),
@@ -117,10 +123,10 @@ def main() -> int:
         )
         load.finish()
         found = accuracy(Path(runs["float32"][-1]["path"]), Path(runs["bfloat16"][-1]["path"]))
-    times = {side: measure.spread([r["seconds"] for r in runs[side]]) for side in SIDES}
+    times = {side: spread([r["seconds"] for r in runs[side]]) for side in SIDES}
     report = {
         "benchmark": "bf16_accuracy",
-        "command": "benchmarks/bf16_accuracy.py " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python -m benchmarks.model.bf16_accuracy", *(argv or sys.argv[1:])]),
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "documents": corpus.documents,
         "times": times,
@@ -128,10 +134,10 @@ def main() -> int:
         "accuracy": found,
         "load": load.as_json(),
         "load_warning": load.exceeded,
-        "host": measure.host_info(),
-        "versions": measure.versions("jax", "jaxlib", "seamline-cpu-flash"),
+        "host": host_info(),
+        "versions": versions("jax", "jaxlib", "seamline-cpu-flash"),
     }
-    measure.print_table(
+    print_table(
         f"{corpus.documents} documents, whole seamline run per repeat",
         ["dtype", "whole s (min-max)", "speed vs float32"],
         [
@@ -151,9 +157,9 @@ def main() -> int:
         f"nearest neighbours {found['neighbours_kept_mean']:.1%} kept on average "
         f"(worst window {found['neighbours_kept_min']:.0%})"
     )
-    for line in measure.describe_load(report["load"], report["load_warning"], os.cpu_count()):
+    for line in describe_load(report["load"], report["load_warning"], os.cpu_count()):
         print(line)
-    print(f"wrote {measure.write_json(args.out / 'bf16_accuracy.json', report)}")
+    print(f"wrote {write_json(args.out / 'bf16_accuracy.json', report)}")
     return 0
 
 

@@ -27,7 +27,7 @@ embeds (Python's own documentation), drawn with a fixed seed, each with a unique
 id. Results go to ``benchmarks/results/soak.json`` and ``soak.png`` (RSS and
 throughput against documents processed).
 
-    .venv/bin/python benchmarks/soak.py [--documents 200000] [--warmup 0.05]
+    .venv/bin/python -m benchmarks.memory.soak [--documents 200000] [--warmup 0.05]
         [--tolerance 0.10] [--pipeline examples/pipelines/embed-docs.yaml]
         [--set PATH=VALUE ...] [--out benchmarks/results]
 
@@ -55,12 +55,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import _measure as measure
-import whole_run
+from benchmarks.common.corpus import make_run_corpus
+from benchmarks.common.paths import RESULTS, ROOT, SEAMLINE
+from benchmarks.common.seamline_work import SINK_SUFFIXES
+from benchmarks.common.tables import print_table
+from seamline.adapters.measure.host import host_info, versions
+from seamline.adapters.measure.load import LoadAverages
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
 
-ROOT = measure.ROOT
 PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
-SEAMLINE = Path(os.environ.get("SEAMLINE_BIN", ROOT / ".venv" / "bin" / "seamline"))
 SEED = 20261202
 SLICES = 20
 POLL_S = 0.5
@@ -434,7 +438,7 @@ def print_report(report: dict[str, Any]) -> None:
         ("documents/s, last slice", f"{slices[-1]['documents_per_s']:.1f}"),
         ("last / first", f"{report['rate_ratio']:.2f}x"),
     ]  # fmt: skip
-    measure.print_table("soak: one seamline run, memory and throughput", ["", "value"], rows)
+    print_table("soak: one seamline run, memory and throughput", ["", "value"], rows)
     load = report["load"]
     print(
         "load average (1, 5, 15 min): start {}, end {}; {} CPUs".format(
@@ -458,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=0.10, help="RSS bound after warm-up")
     parser.add_argument("--pipeline", type=Path, default=PIPELINE)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="P=V")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--keep", type=Path, help="keep the input and output in this folder")
     parser.add_argument(
         "--replot", type=Path, metavar="JSON", help="redraw the PNG of a saved soak.json, no run"
@@ -478,14 +482,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def soak(args: argparse.Namespace, workdir: Path) -> int:
-    say = measure.say_to_stderr
-    load = measure.LoadAverages()
-    pool = sentences(measure.make_run_corpus(workdir)[0])
+    say = say_to_stderr
+    load = LoadAverages()
+    pool = sentences(make_run_corpus(workdir)[0])
     input_path = workdir / "soak.jsonl"
     documents = write_input(input_path, short_documents(pool, args.documents))
     say(f"{documents:,} documents from {len(pool):,} sentences -> {input_path}")
     sink = _sink_of(args.pipeline, args.overrides)
-    output = workdir / "out" / f"soak{whole_run.SUFFIXES.get(sink or '', '.npy')}"
+    output = workdir / "out" / f"soak{SINK_SUFFIXES.get(sink or '', '.npy')}"
     argv = [
         str(SEAMLINE), "run", str(args.pipeline),
         "--set", f"loader={{use: jsonl, with: {{path: {json.dumps(str(input_path))}}}}}",
@@ -524,15 +528,15 @@ def soak(args: argparse.Namespace, workdir: Path) -> int:
         "run_finished": next(e for e in watch.events if e.get("event") == "run finished"),
         "per_batch": [asdict(b) for b in watch.batches],
         "rss_timeline": watch.timeline,
-        "command": " ".join(["benchmarks/soak.py", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.memory.soak", *sys.argv[1:]]),
         "pipeline": str(args.pipeline),
         "overrides": args.overrides,
         "load": {"start": load.start, "end": load.end},
-        "host": measure.host_info(),
-        "versions": measure.versions("seamline-core", "jax", "jaxlib", "lancedb"),
+        "host": host_info(),
+        "versions": versions("seamline-core", "jax", "jaxlib", "lancedb"),
         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    measure.write_json(args.out / "soak.json", report)
+    write_json(args.out / "soak.json", report)
     plot(watch.batches, verdict, slices, compiled, args.out / "soak.png")
     print_report(report)
     print(f"wrote {args.out / 'soak.json'} and {args.out / 'soak.png'}")
