@@ -115,7 +115,7 @@ class Manifest(BaseModel):
 
     model_config = _READ
 
-    seamline_manifest: int = FORMAT
+    seamline_manifest: int = Field(default=FORMAT, ge=1)
     model: ModelSection | None = None
     """What made the vectors; search refuses a manifest without it (a reader of the files
     does not need it)."""

@@ -43,7 +43,6 @@ __all__ = [
     "open_index",
     "read_manifest",
     "search",
-    "visible",
 ]
 
 
