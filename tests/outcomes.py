@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 TABLES: dict[str, str] = {
     "hostile-documents": "tests.hostile.outcomes",
     "hostile-pipelines": "tests.core.hostile_pipelines",
+    "tampered-inputs": "tests.tampered_inputs",
     "faults": "tests.faults.outcomes",
     "kill-points": "tests.faults.kill_points",
 }

@@ -32,13 +32,16 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.common.corpus import BUILT_CORPUS
 from benchmarks.common.paths import RESULTS, ROOT
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
+
+if TYPE_CHECKING:
+    from seamline.contracts.stored import StoredRow
 
 TARGET = 0.95
 
@@ -57,9 +60,9 @@ def queries(corpus: Path, count: int) -> list[str]:
     return lines
 
 
-def keys(rows: list[tuple[float, dict[str, Any]]]) -> set[tuple[str, int]]:
+def keys(rows: list[tuple[float, StoredRow]]) -> set[tuple[str, int]]:
     """The rows found, by document and window (scores left out: the index's may differ)."""
-    return {(str(row["id"]), int(row["window"])) for _, row in rows}
+    return {(row.id, row.window) for _, row in rows}
 
 
 def recall(found: set[tuple[str, int]], truth: set[tuple[str, int]]) -> float:
@@ -96,7 +99,7 @@ def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]
     return {
         "index": str(shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown),
         "searched": how,
-        "settings": index.outputs.get("index"),
+        "settings": index.located.data["outputs"].get("index"),  # as recorded, for the report
         "queries": len(texts),
         "k": k,
         "mean_recall": statistics.fmean(recalls),
