@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.search import index_recall
-
 from seamline.contracts.stored import StoredRow
 
 
