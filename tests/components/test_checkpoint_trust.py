@@ -13,6 +13,7 @@ import contextlib
 import gc
 import json
 import os
+import shutil
 import signal
 import types
 from collections.abc import Callable, Iterator
@@ -445,3 +446,83 @@ def test_a_refused_resume_leaves_the_output_for_the_next_try(tmp_path: Path, kin
     right.close()
     found = read_records(out / NAMES[kind])
     assert [r.doc_id for r in found or []] == [f"d{i}" for i in range(7)]
+
+
+# --- links where a sink keeps its state -------------------------------------------------------
+
+
+def victim_folder(tmp_path: Path) -> Path:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_bytes(SECRET)
+    (victim / "sub").mkdir()
+    (victim / "sub" / "keep.txt").write_bytes(SECRET)
+    return victim
+
+
+def untouched(victim: Path) -> bool:
+    return (victim / "keep.txt").read_bytes() == SECRET and (
+        victim / "sub" / "keep.txt"
+    ).read_bytes() == SECRET
+
+
+@pytest.mark.parametrize("kind", ["parquet", "lancedb"])
+def test_a_link_at_the_staging_folder_is_refused_not_followed(tmp_path: Path, kind: str) -> None:
+    """The parts folder (parquet) and staging database (lancedb) a resume continues: a link
+    planted there would have the resume delete, read or restore whatever it points at."""
+    out = tmp_path / "out"
+    checkpoint = interrupted(kind, out)
+    staging = out / f".{NAMES[kind]}.partial.tmp"
+    shutil.rmtree(staging)
+    victim = victim_folder(tmp_path)
+    staging.symlink_to(victim, target_is_directory=True)
+    if kind == "parquet":  # a checkpoint of no parts: every file "after" it would go
+        edit(checkpoint, setter("state", "parts", value=[]))
+    else:
+        edit(checkpoint, setter("state", "staged", value=1))
+    assert_refused(kind, out, "symbolic link")
+    assert untouched(victim)
+    assert sorted(p.name for p in victim.iterdir()) == ["keep.txt", "sub"]
+
+
+def test_a_link_at_the_staging_area_of_parts_is_never_followed(tmp_path: Path) -> None:
+    """``.<name>.shards`` holds the runs split into shards; a fresh run deletes the runs it
+    finds there, a resume adopts one: never those of a folder a link leads to."""
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = victim_folder(tmp_path)
+    (victim / "sub" / "run.json").write_text(json.dumps({"run_id": "sub"}))
+    root = out / ".emb.jsonl.shards"
+    root.symlink_to(victim, target_is_directory=True)
+    with pytest.raises(ResumeRefused, match="symbolic link"):
+        make("jsonl", out).staged_run(MANIFEST)
+    make("jsonl", out).begin_parts("run1", 1, MANIFEST)  # a fresh run: the link is replaced
+    assert untouched(victim)
+    assert root.is_dir()
+    assert not root.is_symlink()
+    assert (root / "run1" / "run.json").is_file()
+
+
+def test_a_linked_run_or_part_folder_is_never_adopted(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    driver = make("jsonl", out)
+    driver.begin_parts("run1", 2, MANIFEST)
+    root = out / ".emb.jsonl.shards"
+    victim = victim_folder(tmp_path)
+    # A staged run of the attacker's, newer than ours, reached through a link.
+    shutil.copy(root / "run1" / "run.json", victim / "run.json")
+    record = json.loads((victim / "run.json").read_text())
+    (victim / "run.json").write_text(json.dumps({**record, "run_id": "zzz"}))
+    (root / "zzz").symlink_to(victim, target_is_directory=True)
+    staged = make("jsonl", out).staged_run(MANIFEST)
+    assert staged is not None
+    assert staged.run_id == "run1", "the linked run was adopted"
+    # A part folder planted as a link: the part is written in a folder of its own instead.
+    (root / "run1" / "part-00000-of-00002").symlink_to(victim, target_is_directory=True)
+    part = make("jsonl", out).part("run1", Shard(0, 2))
+    part.recover(MANIFEST)
+    part.write(records(2))
+    part.close()
+    assert untouched(victim)
+    assert sorted(p.name for p in victim.iterdir()) == ["keep.txt", "run.json", "sub"]
+    assert not (root / "run1" / "part-00000-of-00002").is_symlink()

@@ -192,6 +192,23 @@ def own_directory(path: Path) -> None:
             ) from None
 
 
+def refuse_a_link(path: Path, what: str) -> None:
+    """On a resume: the folder holding the committed state must be the one this sink made.
+
+    A symbolic link planted at its name would have the resume read, change or delete
+    whatever it points at (the parquet sink deletes the parts written after its last
+    commit; the lancedb sink restores a table version): it is refused, not followed,
+    as is anything at the name that is not a folder.
+    """
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+        found = "a symbolic link" if path.is_symlink() else "not a folder"
+        raise ResumeRefused(
+            f"cannot resume: the {what} {str(path)!r} is {found}, not the folder this sink "
+            "made; it was not followed. Remove it, then run again with --restart (or without "
+            "--resume)"
+        )
+
+
 def _current_umask() -> int:
     """The process umask (reading it means setting it, so it is set straight back)."""
     mask = os.umask(0o022)

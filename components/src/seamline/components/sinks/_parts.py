@@ -31,6 +31,7 @@ it, so a worker left over from a killed driver cannot write beside its replaceme
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -41,7 +42,12 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from seamline.components._files import NotRegularFile, read_regular
-from seamline.components.sinks._atomic import AtomicFile, write_json_atomically
+from seamline.components.sinks._atomic import (
+    AtomicFile,
+    own_directory,
+    refuse_a_link,
+    write_json_atomically,
+)
 from seamline.components.sinks._checkpoint import first_problem, manifest_bytes
 from seamline.components.sinks._lock import DestinationLock, FileLock
 from seamline.contracts import ContractViolation, ResumeRefused, Shard, StagedRun, UserError
@@ -130,10 +136,10 @@ class PartStaging:
     def begin(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
         """A fresh staged run: earlier unpublished runs are deleted, this one's area made."""
         published = self._published_run() if self.keeps_parts else None
-        if self.root.is_dir():
-            for child in self.root.iterdir():
-                if child.name != published:
-                    shutil.rmtree(child, ignore_errors=True)
+        own_directory(self.root)  # a link planted at its name is removed, never followed
+        for child in self.root.iterdir():
+            if child.name != published:
+                _remove(child)
         directory = self.run_directory(run_id)
         directory.mkdir(parents=True, exist_ok=True)
         record = {
@@ -147,13 +153,14 @@ class PartStaging:
 
     def staged(self, manifest: Mapping[str, Any]) -> StagedRun | None:
         """The unpublished run here, if any, with the shards whose parts are finished."""
-        if not self.root.is_dir():
+        if not os.path.lexists(self.root):
             return None
+        refuse_a_link(self.root, "staging area")
         published = self._published_run()
         candidates = []
         for child in self.root.iterdir():
-            if child.name == published or not (child / "run.json").is_file():
-                continue
+            if child.name == published or child.is_symlink() or not (child / "run.json").is_file():
+                continue  # a run this sink staged is a folder of its own, never a link
             candidates.append(child)
         if not candidates:
             return None
@@ -228,7 +235,7 @@ class PartStaging:
 
     def discard_all(self) -> None:
         """Delete every staged run here (a whole output was published over them)."""
-        shutil.rmtree(self.root, ignore_errors=True)
+        _remove(self.root)
 
     def _published_run(self) -> str | None:
         """The run id of the staged run the published manifest names, if it names one.
@@ -286,6 +293,14 @@ def published_run_id(manifest_path: Path) -> str | None:
     outputs = manifest.get("outputs")
     run_id = outputs.get("run_id") if isinstance(outputs, dict) else None
     return run_id if isinstance(run_id, str) and re.fullmatch(RUN_ID, run_id) else None
+
+
+def _remove(path: Path) -> None:
+    """Delete the folder at ``path`` with what it holds; a link there is removed, not followed."""
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -363,11 +378,14 @@ class StagingSink:
     def part(self, run_id: str, shard: Shard) -> Any:
         staging = self._part_staging()
         directory = staging.part_directory(run_id, shard)
-        if not staging.run_directory(run_id).is_dir():
+        run_directory = staging.run_directory(run_id)
+        if run_directory.is_symlink() or not run_directory.is_dir():
             raise ContractViolation(
                 f"{self.name} sink: no staging area for run {run_id} (begin_parts was not "
                 "called, or a fresh run replaced it)"
             )
+        if directory.is_symlink():  # planted: the part is written in a folder of its own
+            directory.unlink()
         part = self.relocated(directory)
         part._part_lock = PartLock(directory / ".lock")
         return part
@@ -434,4 +452,4 @@ class StagingSink:
         """A whole output was published over any staged runs: they are no longer of use."""
         if self._part_lock is None:
             _, targets = self.staging_targets()
-            shutil.rmtree(staging_root(targets[-1][1]), ignore_errors=True)
+            _remove(staging_root(targets[-1][1]))

@@ -69,7 +69,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
-from seamline.components.sinks._atomic import AtomicFile, fsync_directory, own_directory
+from seamline.components.sinks._atomic import (
+    AtomicFile,
+    fsync_directory,
+    own_directory,
+    refuse_a_link,
+)
 from seamline.components.sinks._checkpoint import (
     ResumableGroup,
     SchemaText,
@@ -480,6 +485,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         if version is None:
             shutil.rmtree(self._staging_database, ignore_errors=True)
             return
+        refuse_a_link(self._staging_database, "staging database")
         staging = self._open(self._staging_database)
         versions = [] if staging is None else [v["version"] for v in staging.list_versions()]
         if staging is None or version not in versions:

@@ -59,6 +59,7 @@ from seamline.components.sinks._atomic import (
     AtomicGroup,
     fsync_directory,
     own_directory,
+    refuse_a_link,
 )
 from seamline.components.sinks._checkpoint import (
     ResumableGroup,
@@ -274,6 +275,7 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
             shutil.rmtree(self._parts, ignore_errors=True)
             return None
         cursor, state = recovered
+        refuse_a_link(self._parts, "parts folder")
         parts = list(state.parts)
         self._check_parts(parts)
         if state.columns is not None:
@@ -393,7 +395,7 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
 
     def _drop_uncommitted(self, names: set[str]) -> None:
         """Delete the parts not among ``names``: written after the last commit."""
-        if self._parts.is_dir():
+        if self._parts.is_dir() and not self._parts.is_symlink():  # never through a link
             for path in self._parts.iterdir():
                 if path.name not in names:
                     path.unlink()
