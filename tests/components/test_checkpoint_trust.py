@@ -145,6 +145,12 @@ FIELDS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "sink: missing": (lambda r: r.pop("sink") and None, "sink: Field required"),
     "format 1": (setter("seamline_checkpoint", value=1), "format 1"),
     "format 'x'": (setter("seamline_checkpoint", value="x"), "format 'x'"),
+    "inputs.pipeline: 'x'": (setter("inputs", value={"pipeline": "x"}), "inputs.pipeline"),
+    "inputs.input: []": (setter("inputs", value={"input": []}), "inputs.input"),
+    "inputs.input.paths: 5": (
+        setter("inputs", value={"input": {"paths": 5, "files": "f"}}),
+        "inputs.input.paths",
+    ),
     "state: []": (setter("state", value=[]), "state"),
     "state: a field": (setter("state", value={"rows": 1}), "rows: Extra inputs"),
     "a field more": (setter("extra", value=1), "extra: Extra inputs"),

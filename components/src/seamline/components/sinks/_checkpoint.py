@@ -179,6 +179,22 @@ class _PartialFile(BaseModel):
     """Its length at the commit: what a resume cuts it back to."""
 
 
+class _InputFiles(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    paths: list[str]
+    files: str
+
+
+class _Inputs(BaseModel):
+    """What the run's manifest recorded of its inputs (``changed_inputs`` reads it)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    pipeline: dict[str, str] | None = None
+    input: _InputFiles | None = None
+
+
 class _Checkpoint(BaseModel):
     """A checkpoint file, as this module writes it (``state`` checked by the sink's schema)."""
 
@@ -188,7 +204,8 @@ class _Checkpoint(BaseModel):
     sink: str
     cursor: str | None
     model: Any = None
-    inputs: Any = None
+    """Compared with this run's, never interpreted."""
+    inputs: _Inputs | None = None
     files: dict[str, _PartialFile]
     state: dict[str, Any]
 
