@@ -47,6 +47,11 @@ class NotRegularFile(Exception):
     """The path opened is not a regular file; the message says what it is."""
 
 
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, in words: ``a FIFO (named pipe)``, ..."""
+    return FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
+
+
 class LineTooLong(Exception):
     """A line is longer than the limit; ``number`` is its line number (1-based)."""
 
@@ -65,16 +70,21 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> Binary
 
     Opened non-blocking, so that opening a FIFO returns at once instead of waiting for a
     writer, and checked on the open descriptor, so that what is read is what was checked.
-    ``follow=False`` refuses a symbolic link at ``path`` itself (``OSError``, ELOOP).
+    ``follow=False`` refuses a symbolic link at ``path`` itself (``NotRegularFile``).
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if not follow:
         flags |= getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        if not follow and os.path.islink(path):
+            raise NotRegularFile(FILE_KINDS[stat.S_IFLNK]) from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegularFile(FILE_KINDS.get(stat.S_IFMT(mode), "not a file"))
+            raise NotRegularFile(kind_of(mode))
         # Reads of a regular file never block; clear the flag so that nothing downstream
         # (a library given this handle) meets EAGAIN semantics it does not expect.
         os.set_blocking(fd, True)
