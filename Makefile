@@ -72,9 +72,9 @@ constraints: | uv
 # processes on the 2,252-document benchmark corpus; then the attention against torch's SDPA.
 bench: $(STAMP)
 	bash tests/golden/make_golden.sh --setup-only
-	$(PY) benchmarks/whole_run.py
-	$(PY) benchmarks/attention_vs_torch.py
-	$(PY) benchmarks/length_sweep.py
+	$(PY) -m benchmarks.throughput.whole_run
+	$(PY) -m benchmarks.attention.vs_torch
+	$(PY) -m benchmarks.throughput.length_sweep
 
 # Every attention implementation over sequence lengths: time and peak memory (minutes).
 bench-attention: $(STAMP)
@@ -82,7 +82,7 @@ bench-attention: $(STAMP)
 
 # What orchestration and tracing cost: the bare jitted model against a traced pipeline run.
 bench-overhead: $(STAMP) corpus
-	$(PY) benchmarks/overhead.py
+	$(PY) -m benchmarks.overhead.orchestration
 
 # Regenerate the golden embeddings with the reference implementation (torch, in its own venv).
 golden:

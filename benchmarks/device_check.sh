@@ -87,10 +87,10 @@ if "$REF_PY" -c "import sentence_transformers" 2> /dev/null; then
   export SEAMLINE_BIN="$SEAMLINE" SEAMLINE_REFERENCE_PYTHON="$REF_PY"
   if (( DRY )); then export SEAMLINE_REFERENCE_DEVICE=cpu; else export SEAMLINE_REFERENCE_DEVICE=cuda; fi
   for attention in auto "${GPU_KERNELS[@]}"; do
-    step "whole-run-$attention" "$PY" benchmarks/whole_run.py ${DOCS:+--docs "$DOCS"} --repeats 1 \
+    step "whole-run-$attention" "$PY" -m benchmarks.throughput.whole_run ${DOCS:+--docs "$DOCS"} --repeats 1 \
       --set "attention.use=$attention" --out "$OUT_DIR/whole-run-$attention"
   done
-  (( DRY )) && skip "whole_run.py with attention.use=cudnn and gpu-flash, sentence-transformers on cuda"
+  (( DRY )) && skip "whole_run with attention.use=cudnn and gpu-flash, sentence-transformers on cuda"
 else
   echo "-- sentence-transformers is not importable by $REF_PY: the pipeline comparison did not run" \
     | tee -a "$OUT_DIR/failed.txt"

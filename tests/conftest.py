@@ -8,6 +8,7 @@ import pytest
 from seamline.core.registry import Registry
 from tests.core.hostile_pipelines import HostilePipelines
 from tests.faults.outcomes import FaultOutcomes
+from tests.tampered_inputs import TamperedInputs
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +28,10 @@ def hostile_pipelines(
 def fault_outcomes(tmp_path_factory: pytest.TempPathFactory) -> FaultOutcomes:
     """Each injected-fault scenario run once per session: its tests and its table share it."""
     return FaultOutcomes(tmp_path_factory.mktemp("faults"))
+
+
+@pytest.fixture(scope="session")
+def tampered_inputs(tmp_path_factory: pytest.TempPathFactory) -> TamperedInputs:
+    """Each tampered input attempted once per session, with relative paths from its own
+    folder (as the table shows them): its tests and its table share it."""
+    return TamperedInputs(tmp_path_factory.mktemp("tampered-inputs"))

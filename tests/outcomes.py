@@ -2,8 +2,8 @@
 
 Each table is made by running its scenarios, as its tests do, and rendering what
 was observed (:mod:`tests.outcome_tables`); the tests check that the page holds
-exactly that. All four take about a minute and a half on two cores (the faults
-40 s, the kill points 25 s)::
+exactly that. All five take about six minutes on two cores (the faults 40 s, the
+kill points a minute, the path spellings four, most of it starting Ray actors)::
 
     flock /tmp/seamline-cpu.lock .venv/bin/python -m tests.outcomes --write
     flock /tmp/seamline-cpu.lock .venv/bin/python -m tests.outcomes --write --only faults
@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 TABLES: dict[str, str] = {
     "hostile-documents": "tests.hostile.outcomes",
     "hostile-pipelines": "tests.core.hostile_pipelines",
+    "tampered-inputs": "tests.tampered_inputs",
     "faults": "tests.faults.outcomes",
     "kill-points": "tests.faults.kill_points",
+    "path-spellings": "tests.scaling.path_spellings",
 }
 """Each table's name on the page, and the module whose ``generate()`` renders it."""
 

@@ -395,10 +395,7 @@ def test_a_workers_peak_is_its_own_not_its_parents() -> None:
 
     held = bytearray(400 << 20)
     held[::4096] = b"\x01" * len(held[::4096])
-    code = (
-        "from seamline.adapters.bench_attention.worker import peak_rss_bytes\n"
-        "print(peak_rss_bytes())"
-    )
+    code = "from seamline.adapters.measure.memory import peak_rss_bytes\nprint(peak_rss_bytes())"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(done.stdout) < 300 << 20, done.stdout
     del held

@@ -54,8 +54,8 @@ def write_index(tmp_path: Path, sink: str, attention: str = "{use: native}") -> 
 
 def test_npy_with_a_custom_index_path_is_found_through_the_manifest(tmp_path: Path) -> None:
     out = tmp_path / "vectors" / "emb.npy"
-    elsewhere = tmp_path / "rows" / "which-row-is-what.jsonl"
-    write_index(tmp_path, f"{{use: npy, with: {{path: '{out}', index_path: '{elsewhere}'}}}}")
+    custom = tmp_path / "vectors" / "rows" / "which-row-is-what.jsonl"
+    write_index(tmp_path, f"{{use: npy, with: {{path: '{out}', index_path: '{custom}'}}}}")
     assert not out.with_suffix(".index.jsonl").exists()  # not where search used to look
     hits = search(registry(), out, TEXTS[1], k=3)
     assert hits[0].doc_id == "d1"
@@ -63,6 +63,18 @@ def test_npy_with_a_custom_index_path_is_found_through_the_manifest(tmp_path: Pa
     # The manifest itself may be named as the index.
     by_manifest = search(registry(), out.with_name("emb.manifest.json"), TEXTS[1], k=1)
     assert by_manifest[0].doc_id == "d1"
+
+
+def test_an_output_whose_files_are_not_beside_its_manifest_is_not_searched(
+    tmp_path: Path,
+) -> None:
+    # The manifest is data anyone who can write the folder can edit: search opens no file
+    # outside the manifest's folder, whoever wrote the name there.
+    out = tmp_path / "vectors" / "emb.npy"
+    elsewhere = tmp_path / "rows" / "which-row-is-what.jsonl"
+    write_index(tmp_path, f"{{use: npy, with: {{path: '{out}', index_path: '{elsewhere}'}}}}")
+    with pytest.raises(ConfigError, match=r"emb.manifest.json:\d+:\d+: outputs.files.index: "):
+        search(registry(), out, TEXTS[1], k=3)
 
 
 def test_jsonl_index_lists_its_files(tmp_path: Path) -> None:

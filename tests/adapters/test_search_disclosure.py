@@ -1,8 +1,9 @@
-"""``seamline search`` never prints a file an index record's metadata merely names.
+"""``seamline search`` never prints a file that an index's records or manifest merely name.
 
 A record's ``metadata.path`` is data: whoever can write an index can set it to
-``/etc/passwd`` or to a secret of the user's. A snippet comes from the text the index
-stores, or from a file under the corpus root the run recorded, and from nowhere else.
+``/etc/passwd`` or to a secret of the user's; and the manifest's
+``provenance.corpus_root`` is in the same folder, as easily edited. A snippet is the
+text the index stores (sink contract 1.2), and comes from nowhere else.
 """
 
 from __future__ import annotations
@@ -51,23 +52,33 @@ def test_search_does_not_print_a_file_outside_the_corpus(
     assert "root:" not in result.output  # the first line of /etc/passwd
 
 
-def test_a_snippet_is_read_only_from_a_file_under_the_corpus_root(tmp_path: Path) -> None:
-    root = tmp_path / "corpus"
-    root.mkdir()
-    (root / "doc.txt").write_text("inside the corpus", encoding="utf-8")
-    outside = tmp_path / "secret.txt"
-    outside.write_text(SECRET, encoding="utf-8")
-    (root / "link.txt").symlink_to(outside)
+@pytest.mark.parametrize("relative", [False, True])
+def test_a_corpus_root_in_the_manifest_does_not_open_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: bool
+) -> None:
+    """The manifest's ``corpus_root`` set to the secret's folder: still nothing read from it."""
+    secret = tmp_path / "home" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text(SECRET, encoding="utf-8")
+    index = planted_index(tmp_path, "secret.txt")
+    manifest = index.with_name("emb.manifest.json")
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["provenance"]["corpus_root"] = str(secret.parent)
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust=None: registry()))
+    if relative:  # as a user types it, from a working directory of the test's own
+        monkeypatch.chdir(tmp_path)
+    shown = "out/emb.jsonl" if relative else str(index)
+    result = CliRunner().invoke(cli.app, ["search", shown, TEXTS[0]], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert SECRET not in result.output
+    assert "(no text stored)" in result.output
 
-    def snippet(path: str, corpus: Path | None = root) -> str:
-        return Hit(1.0, "d", 0, (0, 40), {"path": path}, None, corpus).snippet()
 
-    assert snippet(str(root / "doc.txt")) == "inside the corpus"
-    assert snippet("doc.txt") == "inside the corpus"  # relative to the root
-    assert snippet(str(outside)) == ""
-    assert snippet(str(root / ".." / "secret.txt")) == ""
-    assert snippet(str(root / "link.txt")) == ""  # a link under the root that leaves it
-    assert snippet(str(root / "doc.txt"), corpus=None) == ""  # no recorded root: no file
-    assert Hit(1.0, "d", 0, (0, 40), {"path": str(outside)}, "stored text").snippet() == (
+def test_a_snippet_is_only_the_text_the_output_stores(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET, encoding="utf-8")
+    assert Hit(1.0, "d", 0, (0, 40), {"path": str(secret)}).snippet() == ""
+    assert Hit(1.0, "d", 0, (0, 40), {"path": str(secret)}, "stored text").snippet() == (
         "stored text"
     )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import index_recall
+from benchmarks.search import index_recall
+from seamline.contracts.stored import StoredRow
 
 
 def test_the_queries_are_first_lines_of_evenly_spaced_documents(tmp_path: Path) -> None:
@@ -23,8 +22,11 @@ def test_the_queries_are_first_lines_of_evenly_spaced_documents(tmp_path: Path) 
 
 
 def test_recall_counts_documents_and_windows_not_scores() -> None:
-    exact = [(0.9, {"id": "a", "window": 0}), (0.8, {"id": "a", "window": 1})]
-    approximate = [(0.7, {"id": "a", "window": 1}), (0.6, {"id": "b", "window": 0})]
+    def row(doc: str, window: int) -> StoredRow:
+        return StoredRow(id=doc, window=window, span=(0, 1))
+
+    exact = [(0.9, row("a", 0)), (0.8, row("a", 1))]
+    approximate = [(0.7, row("a", 1)), (0.6, row("b", 0))]
     found, truth = index_recall.keys(approximate), index_recall.keys(exact)
     assert index_recall.recall(found, truth) == 0.5
     assert index_recall.recall(truth, truth) == 1.0

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import json
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import lancedb_cache
+from benchmarks.memory import lancedb_cache
 
 MiB = 1 << 20
 
@@ -60,3 +59,17 @@ def test_a_side_commits_reads_and_publishes(side: str) -> None:
     assert all(rss > 0 for _, rss in result["readings"])
     assert result["cache_bytes"] == lancedb_cache.CACHE_BYTES[side]
     assert result["publish_s"] > 0
+
+
+def test_a_run_started_in_another_folder_writes_where_out_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each repeat is a fresh process of this module (`python -m`, run in the repository
+    # root wherever the driver started); `--out` is relative to the driver's own folder.
+    monkeypatch.chdir(tmp_path)
+    arguments = ["--commits", "2", "--rows", "2", "--every", "1", "--repeats", "1"]
+    assert lancedb_cache.main([*arguments, "--out", "results"]) == 0
+    report = json.loads((tmp_path / "results" / "lancedb_cache.json").read_text("utf-8"))
+    for side in lancedb_cache.SIDES:
+        (run,) = report["sides"][side]["runs"]
+        assert [commit for commit, _ in run["readings"]] == [1, 2]

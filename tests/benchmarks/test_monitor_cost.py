@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import monitor_cost
+from benchmarks.overhead import monitor_cost
 
 
 def _args(**overrides: object) -> argparse.Namespace:

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import soak
+from benchmarks.memory import soak
 
 MiB = 1 << 20
 

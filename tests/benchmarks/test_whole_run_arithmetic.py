@@ -6,13 +6,11 @@ made-up logs, the two calculations a wrong figure would come from.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import whole_run
+from benchmarks.throughput import whole_run
 
 
 def _batch(length: int, tokens: int, seconds: float) -> dict[str, object]:

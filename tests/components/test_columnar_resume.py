@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import gc
 import json
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,8 +28,6 @@ from tests.core.toy import LoaderCrash, toy_registry
 # collects this module: a process pytest starts later (the attention benchmark's workers)
 # inherits the peak memory of the collecting process, and they would add about 100 MB.
 
-if TYPE_CHECKING:
-    from pathlib import Path
 
 SINKS = {
     "parquet": ("emb.parquet", {"row_group_size": 2}),
@@ -83,16 +82,26 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     return published(reference, "parquet")
 
 
+@pytest.mark.parametrize("spelling", ["absolute", "relative"])
 @pytest.mark.parametrize("sink", sorted(SINKS))
 def test_a_killed_run_resumed_publishes_what_a_whole_run_does(
-    tmp_path: Path, sink: str, whole: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    sink: str,
+    spelling: str,
+    whole: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Also from a working directory of the run's own, the path relative to it (a lancedb
+    run that had committed could not publish, and neither sink resumed, before)."""
     out = tmp_path / "out"
+    if spelling == "relative":
+        monkeypatch.chdir(tmp_path)
+        out = Path("out")
     first = orchestrator(out, sink, crash_at=CRASH_AT)
-    monkeypatch.setattr(first.sink, "close", lambda complete=True: None)  # killed: no close
-    with pytest.raises(LoaderCrash):
-        first.run()
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:  # the chdir above stays
+        patch.setattr(first.sink, "close", lambda complete=True: None)  # killed: no close
+        with pytest.raises(LoaderCrash):
+            first.run()
     del first
     gc.collect()
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == []

@@ -218,7 +218,7 @@ def test_an_empty_run_publishes_a_readable_empty_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"errors_path": "out/emb.parquet"}, "must all differ"),
+        ({"errors_path": "out/emb.parquet"}, "path .* and errors_path .* are the same file"),
         ({"row_group_size": 0}, "greater than or equal to 1"),
         ({"compression": "brotli9"}, "'zstd', 'snappy', 'gzip', 'lz4' or 'none'"),
     ],

@@ -42,6 +42,7 @@ from seamline.contracts import (
     ShardTask,
     Sink,
     Support,
+    UserError,
 )
 from seamline.contracts.events import Compiled
 from seamline.contracts.testing import dense_attention
@@ -404,6 +405,28 @@ class EagerSink(LineSink):
     @property
     def partial(self) -> Path:
         return self.config.path
+
+
+class PathSpellingSink(LineSink):
+    """Records its partial file's absolute path in the checkpoint and compares it, on
+    resume, with the configured path as given: relative paths refuse their own checkpoint."""
+
+    name: ClassVar[str] = "path-spelling"
+
+    def commit(self, cursor: str) -> None:
+        super().commit(cursor)
+        state = json.loads(self.checkpoint.read_text(encoding="utf-8"))
+        state["partial"] = str(self.partial.absolute())
+        self.checkpoint.write_text(json.dumps(state), encoding="utf-8")
+
+    def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        if self.checkpoint.exists():
+            recorded = Path(json.loads(self.checkpoint.read_text(encoding="utf-8"))["partial"])
+            if recorded.parent != self.config.path.parent:
+                raise UserError(
+                    f"cannot resume: the checkpoint was written for other files ({recorded})"
+                )
+        return super().recover(manifest)
 
 
 # -- executors -------------------------------------------------------------------------------

@@ -176,6 +176,12 @@ DEFECTS = {
         "nothing_visible_before_close",
         ("visible before close",),
     ),
+    "sink-refuses-a-relative-path": Defect(
+        sink_check(broken.PathSpellingSink),
+        "relative_to_the_working_directory",
+        "resumes_from_a_path_relative_to_the_working_directory",
+        ("refused to resume from a relative path", "written for other files"),
+    ),
     "loader-shards-overlap": Defect(
         loader_check(broken.OverlappingShardsLoader),
         "shards_are_disjoint",
@@ -264,8 +270,12 @@ CONTROLS = {
     ),
     "line-sink": (
         sink_check(broken.LineSink),
-        "exactly_once or nothing_visible",
-        {"exactly_once_across_a_crash", "nothing_visible_before_close"},
+        "exactly_once or nothing_visible or relative_to_the_working_directory",
+        {
+            "exactly_once_across_a_crash",
+            "nothing_visible_before_close",
+            "resumes_from_a_path_relative_to_the_working_directory",
+        },
     ),
     "serial-executor": (
         executor_check(broken.SerialExecutor),

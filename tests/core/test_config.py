@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from seamline.contracts import ConfigError
@@ -29,7 +31,9 @@ def test_env_fills_typed_fields_and_escapes(registry: Registry) -> None:
     )
     resolved = parse_pipeline(text, "p.yaml", registry, environ={"LEN": "96"})
     assert resolved.model.config.max_length == 96  # type: ignore[attr-defined]
-    assert str(resolved.sink.config.path) == "out-${literal}.jsonl"  # type: ignore[attr-defined]
+    # A sink's path is made absolute when its config is validated (sinks/_paths.py).
+    sink_path = resolved.sink.config.path  # type: ignore[attr-defined]
+    assert str(sink_path) == os.path.abspath("out-${literal}.jsonl")
 
 
 def test_overrides_are_typed_and_win(registry: Registry) -> None:

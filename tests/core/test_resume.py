@@ -97,33 +97,45 @@ def reference(tmp_path: Path) -> Path:
     return out
 
 
-def crash(out: Path, *, every: int = 5, hard: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run until the loader crashes; ``hard``: the sink is never closed, as if killed."""
+def crash(out: Path, *, every: int = 5, hard: bool) -> None:
+    """Run until the loader crashes; ``hard``: the sink is never closed, as if killed.
+
+    The sink's ``close`` is patched in a context of its own, so that undoing it leaves
+    alone whatever the test patched (the working directory it changed to).
+    """
     first = orchestrator(out, crash_at=CRASH_AT, every=every)
-    if hard:
-        monkeypatch.setattr(first.sink, "close", lambda complete=True: None)
-    with pytest.raises(LoaderCrash):
-        first.run()
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:
+        if hard:
+            patch.setattr(first.sink, "close", lambda complete=True: None)
+        with pytest.raises(LoaderCrash):
+            first.run()
     # The process is gone: its open files too (a dead process flushes nothing later on).
     del first
     gc.collect()
     assert not (out / "emb.jsonl").exists(), "a crashed run publishes nothing"
 
 
+@pytest.mark.parametrize("spelling", ["absolute", "relative"])
 @pytest.mark.parametrize("hard", [False, True], ids=["failed", "killed"])
 def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
-    tmp_path: Path, reference: Path, hard: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, reference: Path, hard: bool, spelling: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Also with the sink's path relative to a working directory of the run's own, as the
+    README writes it (a checkpoint used to record absolute paths and refuse them)."""
     out = tmp_path / "out"
-    crash(out, hard=hard, monkeypatch=monkeypatch)
+    if spelling == "relative":
+        monkeypatch.chdir(tmp_path)
+        out = Path("out")
+    crash(out, hard=hard)
     checkpoint = json.loads((out / ".emb.jsonl.checkpoint").read_text(encoding="utf-8"))
     # Checkpoints after 5 and 10 loaded documents: the last cursor is that of d9.
     cursor, held = commits.decode(checkpoint["cursor"])
     assert cursor == "9"
     assert held is not None
     assert held.read == 10, "the commit records what the output holds"
-    partial = Path(checkpoint["files"]["records"]["partial"])  # the name the checkpoint keeps
+    name = checkpoint["files"]["records"]["partial"]
+    assert name == Path(name).name, "a checkpoint names a partial file, never a path"
+    partial = out / name  # in the destination's folder
     assert partial.stat().st_size > checkpoint["files"]["records"]["bytes"], (
         "the test is meant to leave records written after the last checkpoint"
     )
@@ -140,10 +152,10 @@ def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
 
 
 def test_resume_with_nothing_committed_starts_from_the_beginning(
-    tmp_path: Path, reference: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, reference: Path
 ) -> None:
     out = tmp_path / "out"
-    crash(out, every=0, hard=False, monkeypatch=monkeypatch)
+    crash(out, every=0, hard=False)
     assert not (out / ".emb.jsonl.checkpoint").exists(), "checkpoint_every: 0 never commits"
     summary = orchestrator(out).run(resume=True)
     assert summary.resumed_from is None
@@ -151,11 +163,9 @@ def test_resume_with_nothing_committed_starts_from_the_beginning(
     assert_same_output(out, reference)
 
 
-def test_a_fresh_run_discards_an_interrupted_one(
-    tmp_path: Path, reference: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_fresh_run_discards_an_interrupted_one(tmp_path: Path, reference: Path) -> None:
     out = tmp_path / "out"
-    crash(out, hard=True, monkeypatch=monkeypatch)
+    crash(out, hard=True)
     summary = orchestrator(out).run()
     assert summary.resumed_from is None
     assert_same_output(out, reference)

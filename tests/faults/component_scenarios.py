@@ -30,6 +30,7 @@ from seamline.components.sinks.jsonl import JsonlSink
 from seamline.core import commits
 from seamline.core.registry import Registry
 from tests.faults.fixture_plugin import fault_environment, fault_registry, info
+from tests.faults.spellings import place
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -43,6 +44,9 @@ MIDWAY = {
     "commit:3": "sink 'fault-jsonl' (commit, from seamline-fixture-faults 0.1.0)",
 }
 """Each injected component fault (``SEAMLINE_FAULT_RAISE``), and the component it names."""
+MIDWAY_SPELLINGS = {"read:17": "absolute", "write:4": "relative", "commit:3": "symlinked"}
+"""How each midway fault's run spells its output path (run, and resumed, from its own folder:
+see :mod:`tests.faults.spellings`)."""
 
 
 def registry() -> Registry:
@@ -149,13 +153,17 @@ class Midway:
 
 
 def fail_midway(cli: CliRunner, workdir: Path, fault: str) -> Midway:
-    path = pipeline(workdir)
-    failed = seamline(cli, path, SEAMLINE_FAULT_RAISE=fault)
-    out = workdir / "out"
-    left, cursor = checkpoint_cursor(out)
-    was_published = (out / "emb.jsonl").exists()
-    manifest = (out / "emb.manifest.json").exists()
-    resumed = seamline(cli, path, "--resume")
+    """Run until ``fault``, then ``--resume``: both from ``workdir``, the output path spelled
+    as :data:`MIDWAY_SPELLINGS` says."""
+    placed = place(workdir, "emb.jsonl", MIDWAY_SPELLINGS[fault])
+    path = pipeline(placed.cwd, out=placed.path)
+    with contextlib.chdir(placed.cwd):
+        failed = seamline(cli, Path(path.name), SEAMLINE_FAULT_RAISE=fault)
+        out = placed.folder
+        left, cursor = checkpoint_cursor(out)
+        was_published = (out / "emb.jsonl").exists()
+        manifest = (out / "emb.manifest.json").exists()
+        resumed = seamline(cli, Path(path.name), "--resume")
     return Midway(fault, failed, was_published, manifest, left, cursor, resumed, published(out))
 
 

@@ -9,6 +9,10 @@ SIGTERM. The runs killed at a moment are slowed down (``SEAMLINE_FAULT_SLOW``: a
 sleep before each write), so that the moment falls inside the run on a fast machine
 too. Each is then resumed with ``seamline run --resume`` (in this process, to keep
 the harness quick), and what it published is compared with an uninterrupted run's.
+Every run starts in its own directory, as a user's does, and the points take the
+ways of spelling the sink's path in turn (:func:`spelling_of`: absolute, relative,
+with ``..``, through a linked folder); ``tests/scaling/path_spellings.py`` runs every
+spelling for every sink and executor.
 
 The harness records what happened and judges nothing:
 ``tests/faults/test_kill_resume.py`` asserts (every point resumed to the
@@ -37,6 +41,7 @@ from seamline.core.registry import Registry
 from tests.faults import component_scenarios as components
 from tests.faults.component_scenarios import Ran
 from tests.faults.fixture_plugin import PLUGIN, SCALE_PLUGIN, fault_environment
+from tests.faults.spellings import LABELS, SPELLINGS, place
 from tests.outcome_tables import check, expected, table
 
 if TYPE_CHECKING:
@@ -96,17 +101,27 @@ def in_process_cli() -> contextlib.AbstractContextManager[CliRunner]:
     return components.in_process_cli(discovered)
 
 
-def write_pipeline(directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    out = directory / "out" / "emb.jsonl"
-    pipeline = directory / "pipeline.yaml"
-    text = PIPELINE.format(documents=DOCUMENTS, path=json.dumps(str(out)))
+def spelling_of(point: str) -> str:
+    """How the kill point's run spells its output path: the points take the spellings in
+    turn, so each is killed and resumed at every kind of point with some spelling (and
+    the path-spellings table runs every spelling for every sink and executor)."""
+    return SPELLINGS[[*POINTS, TERM].index(point) % len(SPELLINGS)]
+
+
+def write_pipeline(directory: Path, spelling: str = "absolute") -> Path:
+    """``directory/pipeline.yaml``, its sink writing ``out/emb.jsonl`` spelled ``spelling``
+    (relative to ``directory``, where the run is started, unless absolute)."""
+    placed = place(directory, "emb.jsonl", spelling)
+    pipeline = placed.cwd / "pipeline.yaml"
+    text = PIPELINE.format(documents=DOCUMENTS, path=json.dumps(str(placed.path)))
     pipeline.write_text(text, encoding="utf-8")
     return pipeline
 
 
 def run_in_process(cli: CliRunner, pipeline: Path, *flags: str) -> Ran:
-    return components.seamline(cli, pipeline, *flags)
+    """``seamline run pipeline.yaml`` from the pipeline's folder, as a user starts it there."""
+    with contextlib.chdir(pipeline.parent):
+        return components.seamline(cli, Path(pipeline.name), *flags)
 
 
 @dataclass(frozen=True)
@@ -121,11 +136,12 @@ class Ended:
 def interrupted(pipeline: Path, point: str, cache: Path) -> Ended:
     """Run ``seamline run`` in a subprocess until it dies at ``point``."""
     env = fault_environment(SEAMLINE_CACHE_DIR=str(cache))
-    seamline = [sys.executable, "-m", "seamline.adapters.cli.main", "run", str(pipeline)]
+    seamline = [sys.executable, "-m", "seamline.adapters.cli.main", "run", pipeline.name]
     if timed(point):
         env["SEAMLINE_FAULT_SLOW"] = str(SLOW_S)
         process = subprocess.Popen(
             [*seamline, "--log-level", "warning"],
+            cwd=pipeline.parent,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -135,7 +151,12 @@ def interrupted(pipeline: Path, point: str, cache: Path) -> Ended:
         return Ended(process.wait(timeout=120), "")
     env["SEAMLINE_FAULT_KILL"] = point
     done = subprocess.run(
-        [*seamline, "--log-level", "warning"], env=env, capture_output=True, text=True, timeout=120
+        [*seamline, "--log-level", "warning"],
+        cwd=pipeline.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return Ended(done.returncode, done.stderr[-2000:])
 
@@ -178,7 +199,10 @@ def run_harness(workdir: Path) -> KillResults:
         reference = run_in_process(cli, write_pipeline(reference_dir))
         expected_records, files = published(reference_dir)
         cache = workdir / "jax-cache"  # shared: only the first subprocess compiles
-        runs = {p: write_pipeline(workdir / p.replace(":", "-")) for p in [*POINTS, TERM]}
+        runs = {
+            p: write_pipeline(workdir / p.replace(":", "-"), spelling_of(p))
+            for p in [*POINTS, TERM]
+        }
         with ThreadPoolExecutor(max_workers=2) as pool:  # two cores: two runs at a time
             ended = list(pool.map(lambda point: interrupted(runs[point], point, cache), runs))
         killed = []
@@ -217,6 +241,7 @@ def render(results: KillResults) -> str:
         rows.append(
             (
                 f"`{killed.point}`",
+                LABELS[spelling_of(killed.point)],
                 expected(ending(killed.ended.returncode), signal_of(killed.point).name),
                 resume,
                 output,
@@ -224,7 +249,14 @@ def render(results: KillResults) -> str:
             )
         )
     return table(
-        ("kill point", "the process ended by", "`--resume`", "published output", "stray files"),
+        (
+            "kill point",
+            "output path",
+            "the process ended by",
+            "`--resume`",
+            "published output",
+            "stray files",
+        ),
         rows,
     )
 

@@ -336,9 +336,21 @@ SCENARIOS: dict[str, Scenario] = {
         lambda outcomes, workdir: calls.run_stopping(outcomes.registry, workdir),
         stopped,
     ),
-    "read:17": Scenario("the loader raising at document 17", midway("read:17"), failed_midway),
-    "write:4": Scenario("the sink raising at its 4th write", midway("write:4"), failed_midway),
-    "commit:3": Scenario("the sink raising at its 3rd commit", midway("commit:3"), failed_midway),
+    "read:17": Scenario(
+        "the loader raising at document 17 (output path absolute)",
+        midway("read:17"),
+        failed_midway,
+    ),
+    "write:4": Scenario(
+        "the sink raising at its 4th write (output path relative, `out/emb.jsonl`)",
+        midway("write:4"),
+        failed_midway,
+    ),
+    "commit:3": Scenario(
+        "the sink raising at its 3rd commit (output path through a linked folder)",
+        midway("commit:3"),
+        failed_midway,
+    ),
     "input-changed": Scenario(
         "an input file edited before `--resume`",
         cli(lambda runner, workdir: components.resume_after(runner, workdir, "input")),

@@ -29,9 +29,10 @@ def spec_sha256(pipeline: ResolvedPipeline) -> str:
 def corpus_root(pipeline: ResolvedPipeline) -> str | None:
     """The absolute folder the loader reads from, when its config has a ``root`` field.
 
-    ``seamline search`` reads a snippet back from a document's file only under this
-    folder (records without their text, written before sink contract 1.2): a path in
-    an index's metadata is data, and may name any file on the machine.
+    Recorded for whoever reads the provenance; nothing opens files because of it. In a
+    published manifest it is as easily edited as the rest, so ``seamline search`` never
+    reads a snippet back from a document's file under it: it shows the text the output
+    stores (sink contract 1.2).
     """
     root = getattr(pipeline.loader.config, "root", None)
     if not isinstance(root, str | os.PathLike):

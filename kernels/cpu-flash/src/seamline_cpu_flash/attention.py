@@ -84,7 +84,7 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
     def priority(self, spec: AttentionSpec) -> int:
         """First on CPU at every length; nowhere else (it refuses other platforms).
 
-        Measured by ``seamline bench attention`` and benchmarks/embed_throughput.py
+        Measured by ``seamline bench attention`` and benchmarks/throughput/embed_throughput.py
         (docs/performance.md): faster than ``native`` and ``blockwise`` from the
         model's packed rows of 64-256 tokens to 32k tokens, with linear memory.
         """

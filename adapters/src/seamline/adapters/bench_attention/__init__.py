@@ -2,8 +2,10 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/attention.py [--max-length 16384] [--lengths 128,1024,...]
+    seamline bench attention [--max-length 16384] [--lengths 128,1024,...]
         [--implementations native,blockwise] [--repeats 3] [--causal] [--interpret]
+
+(``python -m benchmarks.attention.sweep`` is the same in a checkout.)
 
 Every attention implementation the registry discovers (kind ``attention``) is asked
 ``supports(spec)`` with the real :class:`AttentionSpec` (platform and device kind of
@@ -46,6 +48,9 @@ One module per job: :mod:`.workload` (shapes, limits, units), :mod:`.worker` (th
 child processes: one measurement, or the probe of the registry), :mod:`.driver`
 (probe, plan, run and watch the workers, write the JSON), :mod:`.report` (tables,
 notes, verdicts), :mod:`.plot` (the PNG) and :mod:`.cli` (options and exit codes).
+What it measures as every other benchmark does (peak RSS, host and versions, load
+averages, the spread of repeats, the JSON file) comes from
+:mod:`seamline.adapters.measure`, which the checkout's ``benchmarks`` share.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``seamline bench attention`` and ``benchmarks/attention.py``: options, run, exit code.
+"""``seamline bench attention`` and ``python -m benchmarks.attention.sweep``: options, exit code.
 
 Exit codes, so that a script or CI can tell a sweep that measured from one that did not:
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -33,16 +32,20 @@ from seamline.adapters.bench_attention.workload import (
     GIB,
     HEAD_DIM,
     HEADS,
-    LOAD_WARNING,
     MIB,
     PAD_FRACTION,
     REFERENCE_IMPLEMENTATION,
     ROOT,
     SYSTEM_RESERVE_GIB,
 )
+from seamline.adapters.measure.host import host_info
+from seamline.adapters.measure.load import LoadAverages, load_now
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import Say
 
 WORKER_MODULE = "seamline.adapters.bench_attention.worker"
 """Run with ``python -m``; named, not imported, so the driver's process stays light."""
+MEASURE = [sys.executable, "-m", WORKER_MODULE, "measure"]
 POLL_SECONDS = 0.05
 PAUSE_SECONDS = 0.5
 """Quiet time before each worker, so the previous one's threads and pages are gone."""
@@ -112,7 +115,7 @@ def run_watched(argv: list[str], limits: Limits, log: Path) -> dict[str, Any]:
     common = {
         "wall_s": wall,
         "sampled_peak_rss_bytes": sampled_peak,
-        "load_average_after": list(os.getloadavg()),
+        "load_average_after": load_now(),
         "log": str(log),
     }
     if killed:
@@ -238,6 +241,77 @@ def _progress_line(name: str, result: dict[str, Any], address_limit_gib: float) 
     )
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """What one sweep measures and under which limits: the options of the command."""
+
+    lengths: tuple[int, ...]
+    implementations: tuple[str, ...] | None
+    repeats: int
+    causal: bool
+    masked: bool
+    interpret: bool
+    interpret_max_length: int
+    long_repeats: int
+    long_from: int
+    timeout: float
+    memory_limit_gib: float
+    address_limit_gib: float
+
+    def repeats_at(self, length: int) -> int:
+        """Timed calls at ``length``: fewer from ``long_from`` tokens on (each takes long)."""
+        return self.long_repeats if length >= self.long_from else self.repeats
+
+    def worker_flags(self) -> list[str]:
+        """The options every ``measure`` worker of this sweep is started with."""
+        flags = ["--address-limit-gib", str(self.address_limit_gib)]
+        if self.causal:
+            flags.append("--causal")
+        if not self.masked:
+            flags.append("--no-mask")
+        return flags
+
+    def record(self) -> dict[str, Any]:
+        """The ``config`` of ``attention.json``: the workload, the options and the method."""
+        return {
+            "lengths": list(self.lengths),
+            "batch": BATCH,
+            "heads": HEADS,
+            "kv_heads": HEADS,
+            "head_dim": HEAD_DIM,
+            "dtype": DTYPE,
+            "causal": self.causal,
+            "segments": (
+                f"real tokens 1, the last {PAD_FRACTION:.0%} (at least 1) padding 0"
+                if self.masked
+                else "none (no mask)"
+            ),
+            "repeats": self.repeats,
+            "long_repeats": self.long_repeats,
+            "long_from": self.long_from,
+            "interpret": self.interpret,
+            "interpret_max_length": self.interpret_max_length,
+            "timeout_s": self.timeout,
+            "memory_limit_gib": self.memory_limit_gib,
+            "address_limit_gib": self.address_limit_gib,
+            "system_reserve_gib": SYSTEM_RESERVE_GIB,
+            "peak_memory": "worker peak RSS (VmHWM) minus the same-length baseline worker's peak "
+            "(baseline: imports, registry, inputs on the device, one trivial jitted op)",
+            "timing": "AOT-compiled jit of the attention, one warm-up call, then the median of "
+            "the timed calls, each up to block_until_ready()",
+        }
+
+
+@dataclass
+class Cells:
+    """What the workers measured: each implementation's cell per length, the baselines, and
+    the load after each length."""
+
+    results: dict[str, dict[str, dict[str, Any]]]
+    baselines: dict[str, dict[str, Any]]
+    loads: dict[str, list[float]]
+
+
 def run_benchmark(
     lengths: Sequence[int],
     implementations: Sequence[str] | None = None,
@@ -262,142 +336,162 @@ def run_benchmark(
     ``long_from`` tokens on. ``implementations`` None means every one discovered.
     """
     say = log or console.print
-    lengths = sorted(set(lengths))
+    sweep = Sweep(
+        tuple(sorted(set(lengths))),
+        tuple(implementations) if implementations else None,
+        repeats,
+        causal,
+        masked,
+        interpret,
+        interpret_max_length,
+        long_repeats,
+        long_from,
+        timeout,
+        memory_limit_gib,
+        address_limit_gib,
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
-    load_start = list(os.getloadavg())
-    if load_start[0] > LOAD_WARNING:
-        say(f"[yellow]warning: 1-minute load average {load_start[0]:.2f} > {LOAD_WARNING}")
+    load = LoadAverages(say=say)
     started = datetime.datetime.now(datetime.UTC)
     sweep_started = time.perf_counter()
     log_dir = Path(tempfile.mkdtemp(prefix="seamline-attention-bench-"))
     say(f"probing the registry and supports() (worker logs in {log_dir})...")
-    probed = probe(lengths, causal, log_dir, max(timeout, SETUP_TIMEOUT_S), masked)
+    probed = probe(sweep.lengths, causal, log_dir, max(timeout, SETUP_TIMEOUT_S), masked)
     say(f"platform {probed['platform']} ({probed['device_kind']})")
+    runs, skipped = _plan(probed, sweep, say)
+    cells = _measure_every_length(sweep, runs, log_dir, load, say)
+    load.finish()
+    report = _report(sweep, probed, runs, skipped, cells, load, started)
+    report["wall_s"] = time.perf_counter() - sweep_started
+    for name, hashes in report["source_changed_during_sweep"].items():
+        say(f"[yellow]warning: {name}'s source changed during the sweep ({len(hashes)} versions)")
+    say(f"wrote {write_json(out_dir / 'attention.json', report)}")
+    if plot:
+        _draw(report, out_dir / "attention.png", say)
+    return report
+
+
+def _plan(
+    probed: dict[str, Any], sweep: Sweep, say: Say
+) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The implementations that run, and why every other one does not; said as it goes."""
     runs, skipped = plan_implementations(
-        probed, implementations, lengths, interpret, interpret_max_length
+        probed, sweep.implementations, sweep.lengths, sweep.interpret, sweep.interpret_max_length
     )
     for name, reasons in skipped.items():
         say(f"  not run: {name}: {'; '.join(reasons)}")
-    if implementations:
-        unknown = set(implementations) - {e["name"] for e in probed["entries"]}
+    if sweep.implementations:
+        unknown = set(sweep.implementations) - {e["name"] for e in probed["entries"]}
         for name in sorted(unknown):
             skipped[name] = ["not registered"]
             say(f"  not run: {name}: not registered")
     say(f"  running: {', '.join(r['name'] for r in runs) or 'nothing'}")
+    return runs, skipped
 
-    flags = ["--address-limit-gib", str(address_limit_gib)]
-    if causal:
-        flags.append("--causal")
-    if not masked:
-        flags.append("--no-mask")
-    measure = [sys.executable, "-m", WORKER_MODULE, "measure"]
-    limits = Limits(timeout, memory_limit_gib)
-    results: dict[str, dict[str, dict[str, Any]]] = {r["name"]: {} for r in runs}
-    baselines: dict[str, dict[str, Any]] = {}
-    loads: dict[str, list[float]] = {}
-    for length in lengths:
-        todo = []
-        for run in runs:
-            rows = results[run["name"]]
-            if length not in run["lengths"]:
-                rows[str(length)] = _not_planned(run, length)
-            elif skip := _after_running_out(rows, lengths, length):
-                rows[str(length)] = skip
-            else:
-                todo.append(run)
+
+def _measure_every_length(
+    sweep: Sweep, runs: list[dict[str, Any]], log_dir: Path, load: LoadAverages, say: Say
+) -> Cells:
+    """Every length in turn: its baseline, then each implementation planned there."""
+    cells = Cells({r["name"]: {} for r in runs}, {}, {})
+    for length in sweep.lengths:
+        todo = _due_at(length, sweep, runs, cells.results)
         if not todo:
             continue
-        reps = long_repeats if length >= long_from else repeats
         time.sleep(PAUSE_SECONDS)
-        baseline = run_watched(
-            [*measure, "baseline", str(length), *flags],
-            Limits(max(timeout, SETUP_TIMEOUT_S), memory_limit_gib),
-            log_dir / f"baseline-{length}.log",
-        )
-        baselines[str(length)] = baseline
-        base_rss = baseline.get("peak_rss_bytes")
-        say(
-            f"length {length:>6}: baseline "
-            + (f"{base_rss / MIB:,.0f} MiB" if base_rss else describe_failure(baseline, 0))
-        )
+        cells.baselines[str(length)] = baseline = _baseline(sweep, length, log_dir, say)
         for run in todo:
-            name = run["name"]
             time.sleep(PAUSE_SECONDS)
-            argv = [*measure, name, str(length), "--repeats", str(reps), *flags]
-            if run["config"]:
-                argv += ["--config", json.dumps(run["config"])]
-            result = run_watched(argv, limits, log_dir / f"{name}-{length}.log")
-            if result.get("status") == "ok" and base_rss:
-                result["peak_mib"] = (result["peak_rss_bytes"] - base_rss) / MIB
-                result["compile_peak_mib"] = (result["rss_after_compile_bytes"] - base_rss) / MIB
-            results[name][str(length)] = result
-            say(_progress_line(name, result, address_limit_gib))
-        loads[str(length)] = list(os.getloadavg())
-    load_end = list(os.getloadavg())
-    changed = _sources_changed(results)
-    for name, hashes in changed.items():
-        say(f"[yellow]warning: {name}'s source changed during the sweep ({len(hashes)} versions)")
-    all_loads = [load_start[0], load_end[0], *(x[0] for x in loads.values())]
+            result = _measure_cell(sweep, run, length, baseline, log_dir)
+            cells.results[run["name"]][str(length)] = result
+            say(_progress_line(run["name"], result, sweep.address_limit_gib))
+        cells.loads[str(length)] = load.after_round()
+    return cells
+
+
+def _due_at(
+    length: int,
+    sweep: Sweep,
+    runs: list[dict[str, Any]],
+    results: dict[str, dict[str, dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """The implementations to measure at ``length``; the others get their skipped cell."""
+    todo = []
+    for run in runs:
+        rows = results[run["name"]]
+        if length not in run["lengths"]:
+            rows[str(length)] = _not_planned(run, length)
+        elif skip := _after_running_out(rows, sweep.lengths, length):
+            rows[str(length)] = skip
+        else:
+            todo.append(run)
+    return todo
+
+
+def _baseline(sweep: Sweep, length: int, log_dir: Path, say: Say) -> dict[str, Any]:
+    """The worker that does everything but the attention at ``length``: the memory floor."""
+    baseline = run_watched(
+        [*MEASURE, "baseline", str(length), *sweep.worker_flags()],
+        Limits(max(sweep.timeout, SETUP_TIMEOUT_S), sweep.memory_limit_gib),
+        log_dir / f"baseline-{length}.log",
+    )
+    rss = baseline.get("peak_rss_bytes")
+    described = f"{rss / MIB:,.0f} MiB" if rss else describe_failure(baseline, 0)
+    say(f"length {length:>6}: baseline {described}")
+    return baseline
+
+
+def _measure_cell(
+    sweep: Sweep, run: dict[str, Any], length: int, baseline: dict[str, Any], log_dir: Path
+) -> dict[str, Any]:
+    """One implementation at one length in its own worker; its peaks over the baseline's."""
+    name = run["name"]
+    argv = [*MEASURE, name, str(length), "--repeats", str(sweep.repeats_at(length))]
+    argv += sweep.worker_flags()
+    if run["config"]:
+        argv += ["--config", json.dumps(run["config"])]
+    limits = Limits(sweep.timeout, sweep.memory_limit_gib)
+    result = run_watched(argv, limits, log_dir / f"{name}-{length}.log")
+    base_rss = baseline.get("peak_rss_bytes")
+    if result.get("status") == "ok" and base_rss:
+        result["peak_mib"] = (result["peak_rss_bytes"] - base_rss) / MIB
+        result["compile_peak_mib"] = (result["rss_after_compile_bytes"] - base_rss) / MIB
+    return result
+
+
+def _report(
+    sweep: Sweep,
+    probed: dict[str, Any],
+    runs: list[dict[str, Any]],
+    skipped: dict[str, list[str]],
+    cells: Cells,
+    load: LoadAverages,
+    started: datetime.datetime,
+) -> dict[str, Any]:
+    """``attention.json``: the machine, the probe, the plan, every cell, and the verdicts."""
     report: dict[str, Any] = {
         "benchmark": "attention",
         "date": started.strftime("%Y-%m-%d %H:%M UTC"),
         "finished": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "host": {
-            "machine": platform.machine(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-        },
+        "host": host_info(),
         "platform": probed["platform"],
         "device_kind": probed["device_kind"],
         "device": probed["device"],
         "versions": probed["versions"],
-        "wall_s": time.perf_counter() - sweep_started,
-        "load_average": {"start": load_start, "end": load_end, "after_each_length": loads},
-        "load_warning": max(all_loads) > LOAD_WARNING,
-        "config": {
-            "lengths": list(lengths),
-            "batch": BATCH,
-            "heads": HEADS,
-            "kv_heads": HEADS,
-            "head_dim": HEAD_DIM,
-            "dtype": DTYPE,
-            "causal": causal,
-            "segments": (
-                f"real tokens 1, the last {PAD_FRACTION:.0%} (at least 1) padding 0"
-                if masked
-                else "none (no mask)"
-            ),
-            "repeats": repeats,
-            "long_repeats": long_repeats,
-            "long_from": long_from,
-            "interpret": interpret,
-            "interpret_max_length": interpret_max_length,
-            "timeout_s": timeout,
-            "memory_limit_gib": memory_limit_gib,
-            "address_limit_gib": address_limit_gib,
-            "system_reserve_gib": SYSTEM_RESERVE_GIB,
-            "peak_memory": "worker peak RSS (VmHWM) minus the same-length baseline worker's peak "
-            "(baseline: imports, registry, inputs on the device, one trivial jitted op)",
-            "timing": "AOT-compiled jit of the attention, one warm-up call, then the median of "
-            "the timed calls, each up to block_until_ready()",
-        },
+        "load_average": {"start": load.start, "end": load.end, "after_each_length": cells.loads},
+        "load_warning": load.exceeded,
+        "config": sweep.record(),
         "probe": probed["entries"],
         "implementations": [
             {k: r[k] for k in ("name", "config", "lengths", "interpret", "max_length_cap")}
             for r in runs
         ],
         "not_run": skipped,
-        "source_changed_during_sweep": changed,
-        "baselines": baselines,
-        "results": results,
+        "source_changed_during_sweep": _sources_changed(cells.results),
+        "baselines": cells.baselines,
+        "results": cells.results,
     }
     report["verdicts"] = verdicts(report)
-    json_path = out_dir / "attention.json"
-    json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    say(f"wrote {json_path}")
-    if plot:
-        _draw(report, out_dir / "attention.png", say)
     return report
 
 

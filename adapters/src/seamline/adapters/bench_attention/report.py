@@ -15,10 +15,10 @@ from rich.table import Table
 from seamline.adapters.bench_attention.workload import (
     FAILED_STATUSES,
     GIB,
-    LOAD_WARNING,
     MIB,
     REFERENCE_IMPLEMENTATION,
 )
+from seamline.adapters.measure.load import describe_load
 
 Report = dict[str, Any]
 Cell = dict[str, Any]
@@ -131,10 +131,6 @@ def _cell(result: Cell | None) -> tuple[str, str]:
     return short.get(str(status), "error"), ""
 
 
-def _load(values: list[float]) -> str:
-    return "/".join(f"{v:.2f}" for v in values)
-
-
 def _times_table(report: Report, names: list[str]) -> Table:
     """Median ms and peak MiB per cell, with ratios to the reference implementation."""
     config = report["config"]
@@ -215,17 +211,11 @@ def _notes(report: Report, names: list[str]) -> list[str]:
             f"[bold yellow]warning: {name}'s source file changed during the sweep "
             f"(sha256 {', '.join(hashes)}): its rows mix versions"
         )
-    load = report["load_average"]
-    lines.append(
-        f"load average (1, 5, 15 min): start {_load(load['start'])}, end {_load(load['end'])}; "
-        f"{report['host']['cpus']} CPUs"
+    # Workers run one after another, not interleaved: load hits cells unevenly, ratios too.
+    load, *warning = describe_load(
+        report["load_average"], report["load_warning"], report["host"]["cpus"], interleaved=False
     )
-    if report["load_warning"]:
-        lines.append(
-            f"[bold yellow]warning: the 1-minute load average exceeded {LOAD_WARNING}: other "
-            "processes competed for the CPUs, so absolute times are inflated"
-        )
-    return lines
+    return [*lines, load, *(f"[bold yellow]{line}" for line in warning)]
 
 
 def print_report(report: Report, out: Console | None = None) -> None:

@@ -22,15 +22,13 @@ import datetime
 import hashlib
 import inspect
 import json
-import os
 import platform
 import re
 import resource
-import statistics
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from seamline.adapters.bench_attention.workload import (
     BATCH,
@@ -44,7 +42,10 @@ from seamline.adapters.bench_attention.workload import (
     SEED,
     padding_of,
 )
-from seamline.contracts.versions import installed_version
+from seamline.adapters.measure.host import versions
+from seamline.adapters.measure.memory import peak_rss_bytes
+from seamline.adapters.measure.protocol import protocol_stream, send
+from seamline.adapters.measure.repeats import spread
 
 BASELINE = "baseline"
 """The pseudo-implementation that measures everything but the attention."""
@@ -58,29 +59,9 @@ MEASURED_DISTRIBUTIONS = (
 )
 
 
-def peak_rss_bytes() -> int:
-    """This process's peak resident set size so far.
-
-    Linux's ``VmHWM`` (``/proc/self/status``) where there is one: ``ru_maxrss`` is kept
-    across ``exec``, so a worker started by a large parent (pytest with heavy imports,
-    measured: a 600 MiB parent, a 13 MiB child reporting 613 MiB) would report the
-    parent's peak, not its own. Elsewhere ``ru_maxrss`` (KiB on Linux, bytes on macOS
-    is not handled: the benchmark runs on Linux).
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-
-
-def versions() -> dict[str, str]:
+def measured_versions() -> dict[str, str]:
     """Python and the installed versions of what a measurement depends on."""
-    found = {dist: installed_version(dist, "") for dist in MEASURED_DISTRIBUTIONS}
-    return {"python": platform.python_version(), **{d: v for d, v in found.items() if v}}
+    return {"python": platform.python_version(), **versions(*MEASURED_DISTRIBUTIONS)}
 
 
 def source_of(cls: type) -> dict[str, Any]:
@@ -284,20 +265,40 @@ def measure(
         ids = SegmentIds(segments, segments) if masked else None
         return attention(q, k, v, segment_ids=ids, causal=causal)
 
+    timed = time_calls(jax.jit(attend), (q, k, v, segments), repeats, result)
+    if timed is None:
+        return result
+    out, times = timed
+    result.update(
+        peak_rss_bytes=peak_rss_bytes(), device_peak_bytes=device_peak_bytes(), times_s=times
+    )
+    result.update(spread(times), status="ok")
+    result.update(check_output(out, q, k, v, segments, causal, masked))
+    return result
+
+
+def time_calls(
+    jitted: Any, inputs: tuple[Any, ...], repeats: int, result: dict[str, Any]
+) -> tuple[Any, list[float]] | None:
+    """Lower and compile ``jitted`` ahead of time, warm it up, time ``repeats`` calls.
+
+    What each phase took and the peak after it go into ``result``; returns the last
+    output and the timed calls' seconds, or None when a phase failed (then ``result``
+    says which, and why: any failure is a result, not a crash).
+    """
     phase = "compile"
     try:
         t0 = time.perf_counter()
-        lowered = jax.jit(attend).lower(q, k, v, segments)
+        lowered = jitted.lower(*inputs)
         t1 = time.perf_counter()
         compiled = lowered.compile()
-        t2 = time.perf_counter()
         result["lower_s"] = t1 - t0
-        result["compile_s"] = t2 - t1
+        result["compile_s"] = time.perf_counter() - t1
         result["xla_memory"] = memory_analysis(compiled)
         result["rss_after_compile_bytes"] = peak_rss_bytes()
         phase = "warm-up"
         t0 = time.perf_counter()
-        out = compiled(q, k, v, segments)
+        out = compiled(*inputs)
         out.block_until_ready()
         result["warmup_s"] = time.perf_counter() - t0
         result["rss_after_warmup_bytes"] = peak_rss_bytes()
@@ -306,20 +307,13 @@ def measure(
         for _ in range(repeats):
             del out  # hold one output at a time
             t0 = time.perf_counter()
-            out = compiled(q, k, v, segments)
+            out = compiled(*inputs)
             out.block_until_ready()
             times.append(time.perf_counter() - t0)
     except Exception as error:  # any failure is a result, not a crash
         result.update(failure(error, phase), peak_rss_bytes=peak_rss_bytes())
-        return result
-    result["peak_rss_bytes"] = peak_rss_bytes()
-    result["device_peak_bytes"] = device_peak_bytes()
-    result["times_s"] = times
-    result["median_s"] = statistics.median(times)
-    result["min_s"] = min(times)
-    result["status"] = "ok"
-    result.update(check_output(out, q, k, v, segments, causal, masked))
-    return result
+        return None
+    return out, times
 
 
 def probe_registry(lengths: list[int], causal: bool, masked: bool = True) -> dict[str, Any]:
@@ -366,17 +360,9 @@ def probe_registry(lengths: list[int], causal: bool, masked: bool = True) -> dic
         "platform": device.platform,
         "device_kind": device.device_kind,
         "device": str(device),
-        "versions": versions(),
+        "versions": measured_versions(),
         "entries": entries,
     }
-
-
-def protocol_stream() -> IO[str]:
-    """A private copy of stdout for the one JSON line; stdout itself then goes to stderr,
-    so stray prints (warnings, unconfigured loggers) cannot corrupt the protocol."""
-    stream = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    return stream
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -425,8 +411,7 @@ def main(argv: list[str] | None = None) -> int:
                 "error": str(error),
             }
         message["address_limit_gib"] = args.address_limit_gib
-    proto.write(json.dumps(message) + "\n")
-    proto.flush()
+    send(proto, message)
     return 0
 
 

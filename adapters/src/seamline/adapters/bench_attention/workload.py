@@ -17,8 +17,6 @@ SEED = 0
 REFERENCE_IMPLEMENTATION = "native"
 """The implementation every other one is compared with in the table and the verdicts."""
 
-LOAD_WARNING = 1.5
-"""A 1-minute load average above this means other processes competed for the CPUs."""
 CHECK_TOLERANCE = 1e-4
 """Largest absolute difference from the float64 reference rows that counts as agreeing."""
 SYSTEM_RESERVE_GIB = 1.0

@@ -131,10 +131,13 @@ def _print_untrusted(registry: Registry) -> None:
 
 
 def _plain(error: BaseException) -> str:
-    """An error's message with rich markup escaped: ``[ray]`` in a message is text, not a tag."""
+    """An error's message with rich markup escaped (``[ray]`` in a message is text, not a
+    tag) and control characters shown: a message may quote a file anyone could edit."""
     from rich.markup import escape
 
-    return escape(str(error))
+    from seamline.contracts.untrusted import visible
+
+    return escape(visible(str(error), keep="\n\t"))
 
 
 def _user_errors(action: Callable[[], T]) -> T:
@@ -769,7 +772,7 @@ def search(
         ),
     ],
     query: Annotated[str, typer.Argument(help="The text to search for.", show_default=False)],
-    k: Annotated[int, typer.Option("-k", min=1, help="How many results.")] = 5,
+    k: Annotated[int, typer.Option("-k", help="How many results (1 to 10,000).")] = 5,
     attention: Annotated[
         str | None,
         typer.Option(
@@ -801,16 +804,22 @@ def search(
     """
     from seamline.adapters.logging_setup import configure_logging
     from seamline.adapters.search import find
+    from seamline.contracts.untrusted import visible
 
     configure_logging(level="warning")
     found = _user_errors(
         lambda: find(_registry(), index, query, k, attention, exact=exact, where=where)
     )
-    table = _table(title=f"nearest to {query!r}", caption=found.how)
+    from rich.text import Text
+
+    # What the output stores is data, printed as written: never as markup ("[/]") or
+    # emoji codes (":x:"), and never a control character (visible() shows each as "�").
+    table = _table(title=Text(f"nearest to {query!r}"), caption=Text(found.how))
     for column in ("score", "document", "window", "text"):
         table.add_column(column, overflow="fold")
     for hit in found.hits:
-        table.add_row(f"{hit.score:.3f}", hit.doc_id, str(hit.window), hit.snippet())
+        text = Text(hit.snippet()) if hit.text is not None else Text("(no text stored)", "dim")
+        table.add_row(f"{hit.score:.3f}", Text(visible(hit.doc_id)), str(hit.window), text)
     _consoles.out.print(table)
 
 

@@ -6,6 +6,13 @@ output (:mod:`.index`): where the files or the table are, the model and its conf
 and the run's ``attention`` section. A LanceDB table is searched through its vector
 index when it has one (:mod:`.lance`); the files of the ``jsonl``, ``npy`` and
 ``parquet`` sinks are scanned exactly, in chunks (:mod:`.scan`).
+
+The manifest and the files it names are untrusted input: whoever can write the
+output's folder can edit them. The manifest is validated by a schema before anything
+in it is used; the model it names is resolved as a pipeline's is (a registered name
+that trust allows, its config checked); only regular files in the manifest's own
+folder are opened; every record is checked as it is read; and a snippet is the text
+the output stores, never a file that a record or the manifest names.
 """
 
 from __future__ import annotations
@@ -19,9 +26,12 @@ from seamline.adapters.search.lance import search_table
 from seamline.adapters.search.query import QueryEncoder, embed_query, index_attention
 from seamline.adapters.search.scan import nearest
 from seamline.contracts import UserError
+from seamline.contracts.stored import StoredRow
+from seamline.contracts.untrusted import visible
 from seamline.core.registry import Registry
 
 __all__ = [
+    "MAX_K",
     "Found",
     "Hit",
     "Index",
@@ -45,48 +55,20 @@ class Hit:
     metadata: dict[str, Any]
     text: str | None = None
     """The window's text, where the sink stored it (every first-party sink, contract 1.2)."""
-    corpus_root: Path | None = None
-    """The folder the run read its documents from (its manifest's provenance), if known."""
 
     def snippet(self, width: int = 160) -> str:
-        """The matched text: as the index stores it, else read back from the document's file.
+        """The matched text as the output stores it ("" where it stores none), on one line,
+        its control characters shown (:func:`~seamline.contracts.untrusted.visible`).
 
-        The file is read only when it lies under the run's corpus root (after following
-        links): an index's metadata ``path`` is data anyone who can write the index
-        controls, and must never make search print an arbitrary file.
+        Never read back from a file: a record's metadata ``path``, and any folder a
+        manifest records, are data that whoever can write the output controls.
         """
-        piece = self.text
-        if piece is None:
-            piece = _text_under_root(self.metadata.get("path"), self.corpus_root, self.span)
-        piece = " ".join(piece.split())
+        piece = visible(" ".join((self.text or "").split()))
         return piece if len(piece) <= width else piece[: width - 1] + "…"
 
 
-MAX_SNIPPET_FILE = 16 << 20
-"""The largest document file a snippet is read back from (16 MiB)."""
-
-
-def _text_under_root(path: object, root: Path | None, span: tuple[int, int]) -> str:
-    """``span`` of the file at ``path``, if it is a regular file under ``root``; else ""."""
-    if not isinstance(path, str) or not path or root is None:
-        return ""
-    try:
-        real_root = root.resolve(strict=True)
-        candidate = Path(path)
-        real = (candidate if candidate.is_absolute() else real_root / candidate).resolve(
-            strict=True
-        )
-        if not real.is_relative_to(real_root) or not real.is_file():
-            return ""
-        with real.open("rb") as handle:
-            data = handle.read(MAX_SNIPPET_FILE + 1)
-        if len(data) > MAX_SNIPPET_FILE:
-            return ""
-        whole = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError, RuntimeError):  # RuntimeError: a symlink loop
-        return ""
-    start, end = span
-    return whole[start:end]
+MAX_K = 10_000
+"""The most results one search returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +96,8 @@ def find(
     filter on the rows, for a LanceDB table (the file sinks' outputs have no query
     engine to apply it: a ``UserError`` says so before any work is done).
     """
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise UserError(f"-k (how many results) is from 1 to {MAX_K:,}, not {_shown(k)}")
     opened = open_index(index)
     lance = opened.sink == "lancedb"
     if where and not lance:
@@ -123,21 +107,18 @@ def find(
             "sink, or filter this file with a query engine (DuckDB reads Parquet as it is)"
         )
     vector = QueryEncoder(registry, opened, attention)(query)
-    root = _corpus_root(opened)
     if lance:
         found = search_table(opened, vector, k, exact=exact, where=where)
-        hits = [_hit(score, row, root) for score, row in found.rows]
-        return Found(hits, found.how, found.plan)
+        return Found([_hit(score, row) for score, row in found.rows], found.how, found.plan)
     rows, scanned = nearest(opened, vector, k)
-    hits = [_hit(score, row, root) for score, row in rows]
+    hits = [_hit(score, row) for score, row in rows]
     return Found(hits, f"exact: every one of {scanned:,} rows")
 
 
-def _corpus_root(index: Index) -> Path | None:
-    """The corpus root the run recorded in its manifest (provenance), if any."""
-    provenance = index.manifest.get("provenance")
-    root = provenance.get("corpus_root") if isinstance(provenance, dict) else None
-    return Path(root) if isinstance(root, str) and root else None
+def _shown(value: object) -> str:
+    """``value`` for a message: a number of thousands of digits is shortened."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}…({len(text):,} characters)"
 
 
 def search(
@@ -147,15 +128,5 @@ def search(
     return find(registry, index, query, k, attention).hits
 
 
-def _hit(score: float, row: dict[str, Any], root: Path | None = None) -> Hit:
-    start, end = row.get("span", (0, 0))
-    text = row.get("text")
-    return Hit(
-        score,
-        str(row["id"]),
-        int(row.get("window", 0)),
-        (int(start), int(end)),
-        dict(row.get("metadata") or {}),
-        text if isinstance(text, str) else None,
-        root,
-    )
+def _hit(score: float, row: StoredRow) -> Hit:
+    return Hit(score, row.id, row.window, row.span, dict(row.metadata), row.text)

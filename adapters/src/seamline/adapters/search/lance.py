@@ -19,6 +19,8 @@ import numpy as np
 from seamline.adapters.search.index import Index
 from seamline.adapters.search.scan import arrow_rows
 from seamline.contracts import UserError
+from seamline.contracts.manifest import REWRITE, output_folder
+from seamline.contracts.stored import StoredRow, first_line
 
 if TYPE_CHECKING:
     from lancedb.query import LanceVectorQueryBuilder
@@ -28,8 +30,8 @@ COLUMNS = ["id", "window_index", "span_start", "span_end", "text", "metadata"]
 
 @dataclass(frozen=True, slots=True)
 class LanceFound:
-    rows: list[tuple[float, dict[str, Any]]]
-    """``(cosine similarity, row)``, best first; rows in the JSON sinks' shape."""
+    rows: list[tuple[float, StoredRow]]
+    """``(cosine similarity, row)``, best first; rows checked as the file sinks' are."""
     how: str
     """How they were found: the index and its settings, or an exact scan."""
     plan: str
@@ -37,10 +39,11 @@ class LanceFound:
 
 
 def table_path(index: Index) -> Path:
+    """The table the manifest names: a folder in the manifest's folder, of regular files."""
     path = index.files.get("table")
     if path is None:
         raise UserError(f"{index.manifest_path} names no table of a lancedb sink")
-    return path
+    return output_folder(path, "table", index.manifest_path)
 
 
 def search_table(
@@ -50,8 +53,15 @@ def search_table(
     import lancedb
 
     path = table_path(index)
-    table = lancedb.connect(str(path.parent)).open_table(path.stem)
-    columns = [name for name in COLUMNS if name in table.schema.names]
+    try:
+        table = lancedb.connect(str(path.parent)).open_table(path.stem)
+        names = table.schema.names
+    except (ValueError, RuntimeError, OSError) as err:
+        raise UserError(
+            f"{path}: not a LanceDB table as the lancedb sink writes it ({first_line(err)})"
+            f"{REWRITE}"
+        ) from None
+    columns = [name for name in COLUMNS if name in names]
     searched = cast("LanceVectorQueryBuilder", table.search(vector, vector_column_name="embedding"))
     query = searched.distance_type("cosine").select([*columns, "_distance"]).limit(k)
     if where:
@@ -61,7 +71,7 @@ def search_table(
         query = query.bypass_vector_index()
         how = f"exact: every one of {table.count_rows():,} rows"
     else:
-        settings = dict(index.outputs.get("index") or {})
+        settings = index.outputs.index
         vector_index = vector_indexes[0]
         # An IVF-PQ index trains on 256 rows or more: below, it holds none, and LanceDB
         # compares the rows it does not hold exactly. Say so.
@@ -69,26 +79,28 @@ def search_table(
         used = [f"{vector_index.index_type}: {indexed:,} rows indexed"]
         if unindexed:
             used.append(f"{unindexed:,} compared exactly")
-        if settings.get("nprobes"):
-            query = query.nprobes(int(settings["nprobes"]))
-            used.append(f"nprobes {settings['nprobes']}")
-        if settings.get("refine_factor"):
-            query = query.refine_factor(int(settings["refine_factor"]))
-            used.append(f"refine_factor {settings['refine_factor']}")
+        if settings is not None and settings.nprobes:
+            query = query.nprobes(settings.nprobes)
+            used.append(f"nprobes {settings.nprobes}")
+        if settings is not None and settings.refine_factor:
+            query = query.refine_factor(settings.refine_factor)
+            used.append(f"refine_factor {settings.refine_factor}")
         how = f"vector index {vector_index.name} ({', '.join(used)})"
     try:
         plan = query.explain_plan()
         found = query.to_arrow().to_pydict()
-    except (ValueError, RuntimeError) as err:
+    except (ValueError, RuntimeError, OSError) as err:
         if where:
             raise UserError(
                 f"--where {where!r} is not a filter LanceDB can apply to {path}: "
                 f"{str(err).rstrip('.')}. The "
                 f"columns: {', '.join(_column_names(table.schema))}"
             ) from err
-        raise
+        raise UserError(
+            f"{path}: LanceDB could not search it ({first_line(err)}){REWRITE}"
+        ) from None
     distances = found.pop("_distance")
-    rows = arrow_rows(found)
+    rows = arrow_rows(found, f"{path}: row")
     if where:
         how += f", where {where}"
     scored = [(1.0 - float(d), row) for d, row in zip(distances, rows, strict=True)]

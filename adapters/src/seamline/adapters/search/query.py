@@ -13,21 +13,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 import jax
 import numpy as np
 
 from seamline.adapters.search.index import Index
-from seamline.contracts import Attention, Document, Model
+from seamline.contracts import Attention, ConfigError, Document, Model
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.checked import CheckedAttention
 from seamline.core.attention.probe import attention_specs
-from seamline.core.config import resolve_attention
+from seamline.core.config import PipelineConfigError, resolve_attention, resolve_component
 from seamline.core.config.located import parse_located
 from seamline.core.registry import Registry
 
 SMALLEST_LENGTH = 16
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def one_problem(resolve: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``resolve(...)``, its problems reported as one line: the first, and how many more.
+
+    A pipeline file lists every problem so that its author fixes them in one pass; a
+    manifest is not written by hand, and what it names is reported as a command's error
+    is: one line, with its place in the manifest.
+    """
+    try:
+        return resolve(*args, **kwargs)
+    except PipelineConfigError as err:
+        first, more = err.problems[0], len(err.problems) - 1
+        detail = first.detail + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+        raise ConfigError(detail, first.location) from None
 
 
 def index_attention(
@@ -41,11 +59,11 @@ def index_attention(
     located = index.located
     if use is not None:
         located = parse_located(json.dumps({"attention": {"use": use}}), "--attention")
-    elif "attention" not in index.manifest:  # an index from before manifests recorded it
+    elif index.manifest.attention is None:  # an index from before manifests recorded it
         located = parse_located(
             json.dumps({"attention": {"use": "auto"}}), str(index.manifest_path)
         )
-    candidates = build_candidates(resolve_attention(located, registry), registry)
+    candidates = build_candidates(one_problem(resolve_attention, located, registry), registry)
     decision = candidates.planner().choose(attention_specs(model, params, arrays))
     chosen = next(c for c in candidates.implementations if c.name == decision.chosen)
     for other in candidates.implementations:
@@ -58,11 +76,16 @@ class QueryEncoder:
     """The index's model, loaded once, turning query texts into unit vectors."""
 
     def __init__(self, registry: Registry, index: Index, attention: str | None = None) -> None:
-        spec = index.manifest["model"]
+        spec = index.manifest.model
+        assert spec is not None  # open_index refuses a manifest without one
         self.registry = registry
         self.index = index
         self.attention = attention
-        self.model = cast(Model[Any], registry.create("model", spec["use"], spec["with"]))
+        # As a pipeline's model: a registered name that trust allows, its config validated.
+        choice = one_problem(
+            resolve_component, index.located, registry, "model", spec.use, spec.with_, ("model",)
+        )
+        self.model = cast(Model[Any], registry.create("model", choice.name, choice.config))
         self.params = self.model.load()
         self._steps: dict[int, Callable[[Any, dict[str, Any]], Any]] = {}
         self.chosen: dict[int, str] = {}

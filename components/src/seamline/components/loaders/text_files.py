@@ -23,8 +23,6 @@ so that every output can hold it; the cursor keeps the real name.
 from __future__ import annotations
 
 import codecs
-import os
-import stat
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -40,6 +38,7 @@ from seamline.contracts import (
     Shard,
     UserError,
 )
+from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -49,14 +48,6 @@ _WHOLE = Shard()
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 """10 MiB: far above any text a model reads whole, far below a machine's memory."""
-
-_KINDS = {
-    stat.S_IFDIR: "a directory",
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-}
 
 
 class TextFilesConfig(ComponentConfig):
@@ -196,10 +187,10 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             return error(outside)
         limit = self.config.max_bytes
         try:
-            data = _read_regular(path, limit)
+            data = read_regular(path, limit)
         except OSError as err:
             return error(f"cannot read: {err.strerror or err}")
-        except _NotRegular as err:
+        except NotRegularFile as err:
             return error(f"not a regular file ({err}); only regular files are documents")
         if limit is not None and len(data) > limit:
             return error(f"larger than max_bytes={limit} (raise max_bytes to read it)")
@@ -233,23 +224,3 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             f"a symbolic link that leads outside root (to {safe_text(str(target))!r}); only "
             "files under root are read: copy the file under root, or move root up"
         )
-
-
-class _NotRegular(Exception):
-    """The path opened is not a regular file; the message says what it is."""
-
-
-def _read_regular(path: Path, limit: int | None) -> bytes:
-    """At most ``limit + 1`` bytes of the regular file at ``path`` (all of it when no limit).
-
-    Opened non-blocking, so that opening a FIFO returns at once instead of waiting for a
-    writer, and checked on the open descriptor, so that what is read is what was checked.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _NotRegular(_KINDS.get(stat.S_IFMT(mode), "not a file"))
-        # One byte past the limit, so a huge file costs no more memory than the limit
-        # allows even when it grows after it was listed.
-        return handle.read() if limit is None else handle.read(limit + 1)

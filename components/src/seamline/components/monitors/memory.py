@@ -239,7 +239,7 @@ def _live_arrays() -> tuple[int, int] | None:
 
         arrays = jax.live_arrays()
         # What Array.nbytes computes, without its np.size() dispatch: 4x faster, and
-        # this runs twice per seam call (benchmarks/monitor_cost.py).
+        # this runs twice per seam call (benchmarks/overhead/monitor_cost.py).
         return len(arrays), sum(a.size * a.dtype.itemsize for a in arrays)
     except Exception:
         return None

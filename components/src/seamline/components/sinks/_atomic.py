@@ -26,7 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from seamline.contracts import UserError
+from seamline.contracts import ResumeRefused, UserError
+from seamline.contracts.untrusted import kind_of
 
 
 class AtomicFile:
@@ -73,10 +74,11 @@ class AtomicFile:
             size = os.fstat(fd).st_size
             if size < resume_at:
                 self.file.close()
-                raise UserError(
+                raise ResumeRefused(
                     f"cannot resume: the partial {purpose} file {str(self.temporary)!r} holds "
                     f"{size} bytes but its checkpoint recorded {resume_at}; it was changed "
-                    "after the checkpoint. Run again without resuming to start over"
+                    "after the checkpoint. Run again with --restart (or without --resume) to "
+                    "start over"
                 )
             self.file.truncate(resume_at)
             self.file.seek(resume_at)
@@ -134,29 +136,41 @@ class AtomicFile:
 
 
 def _reopen_regular(path: Path, purpose: str) -> int:
-    """Open an existing partial file for writing, never through a link, never creating it."""
+    """Open an existing partial file for writing, never through a link, never creating it.
+
+    Non-blocking, so that a FIFO planted at the name is refused at once, not waited on.
+    """
+    flags = os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
-        raise UserError(
+        raise ResumeRefused(
             f"cannot resume: the partial {purpose} file {str(path)!r} named by the checkpoint "
-            "is gone; run again without resuming to start over"
+            "is gone; run again with --restart (or without --resume) to start over"
         ) from None
     except OSError as err:
         if path.is_symlink():
-            raise UserError(
+            raise ResumeRefused(
                 f"cannot resume: the partial {purpose} file {str(path)!r} is a symbolic link, "
                 "not the file this sink wrote; it was not followed. Remove it and run again "
-                "without resuming"
+                "with --restart (or without --resume)"
             ) from None
+        if path.exists():  # a folder, a socket
+            raise _not_regular(path, purpose, os.stat(path).st_mode) from err
         raise err
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise UserError(
-            f"cannot resume: the partial {purpose} file {str(path)!r} is not a regular file; "
-            "run again without resuming to start over"
-        )
+        raise _not_regular(path, purpose, mode)
+    os.set_blocking(fd, True)
     return fd
+
+
+def _not_regular(path: Path, purpose: str, mode: int) -> ResumeRefused:
+    return ResumeRefused(
+        f"cannot resume: the partial {purpose} file {str(path)!r} is {kind_of(mode)}, not the "
+        "file this sink wrote; run again with --restart (or without --resume) to start over"
+    )
 
 
 def own_directory(path: Path) -> None:
@@ -176,6 +190,23 @@ def own_directory(path: Path) -> None:
                 f"cannot write to {str(path)!r}: something keeps replacing it with a link or "
                 "a file; check who else writes in that folder"
             ) from None
+
+
+def refuse_a_link(path: Path, what: str) -> None:
+    """On a resume: the folder holding the committed state must be the one this sink made.
+
+    A symbolic link planted at its name would have the resume read, change or delete
+    whatever it points at (the parquet sink deletes the parts written after its last
+    commit; the lancedb sink restores a table version): it is refused, not followed,
+    as is anything at the name that is not a folder.
+    """
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+        found = "a symbolic link" if path.is_symlink() else "not a folder"
+        raise ResumeRefused(
+            f"cannot resume: the {what} {str(path)!r} is {found}, not the folder this sink "
+            "made; it was not followed. Remove it, then run again with --restart (or without "
+            "--resume)"
+        )
 
 
 def _current_umask() -> int:

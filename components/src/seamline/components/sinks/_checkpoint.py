@@ -6,7 +6,8 @@ of an output is written to ``.<name>.partial.<random>.tmp`` in its destination's
 directory — hidden and ending in ``.tmp`` like every unpublished file, and created
 exclusively under a name no one can plant a link at in advance (see :mod:`._atomic`)
 — and a commit records, in ``.<primary name>.checkpoint``, the loader cursor and the
-name and byte length of every partial file, which is how the next process finds them:
+*name* (never a path) and byte length of every partial file, which is how the next
+process finds them in the destination's folder:
 
 1. flush and fsync every partial file (and, once, their directories), so the bytes
    the checkpoint will count are on disk;
@@ -19,15 +20,26 @@ the checkpoint first and then renames the manifest, the companions and the prima
 file into place, in that order (see :class:`._atomic.AtomicGroup`); a crash while
 publishing therefore leaves no checkpoint to resume from, and the next run starts
 over. Only one run at a time may write to one destination.
+
+A checkpoint on disk is not trusted: anyone who can write the output folder can
+edit it. Reading it is bounded (:data:`MAX_CHECKPOINT_BYTES`, a regular file only,
+never a link or a FIFO), and it must match a pydantic schema (:class:`_Checkpoint`,
+and the sink's own :class:`SinkState`): every partial file a name with this
+destination's prefix, in the destination's folder (never a path, so no checkpoint
+can make a resumed run write anywhere else, and moving the folder or the working
+directory cannot break one). Anything else is refused with ``ResumeRefused``, naming
+the checkpoint and what to do; ``--restart`` then starts over.
 """
 
 from __future__ import annotations
 
+import binascii
 import glob
 import json
 from glob import escape as glob_escape
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
 from seamline.components.sinks._atomic import (
     AtomicFile,
@@ -35,12 +47,18 @@ from seamline.components.sinks._atomic import (
     fsync_directory,
     write_json_atomically,
 )
-from seamline.contracts import ResumeRefused, UserError
+from seamline.contracts import ResumeRefused
+from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from pathlib import Path
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+"""2: partial files are recorded by name in the destination's folder (1 recorded paths)."""
+MAX_CHECKPOINT_BYTES = 16 << 20
+"""The largest checkpoint read. A parquet sink's lists one part per commit, about 60
+bytes each: 16 MiB is some 280,000 commits."""
 
 
 def partial_path(destination: Path) -> Path:
@@ -57,17 +75,18 @@ def partial_prefix(destination: Path) -> str:
     return f".{destination.name}.partial."
 
 
-def is_partial_of(path: Path, destination: Path) -> bool:
-    """Whether ``path`` is a name this group gives ``destination``'s partial file.
+def is_partial_name(name: str, destination: Path) -> bool:
+    """Whether ``name`` is a name this group gives ``destination``'s partial file.
 
-    A checkpoint's names are trusted only this far: in the destination's folder, with
-    its prefix and ``.tmp``, so a checkpoint cannot make a resumed run write elsewhere.
+    A checkpoint's names are trusted only this far: one plain name (no folder, no
+    ``..``, no NUL) with the destination's prefix and ``.tmp``; the file opened is that
+    name in the destination's folder, so a checkpoint cannot make a resumed run write
+    elsewhere.
     """
     return (
-        path.parent == destination.parent
-        and path.name.startswith(partial_prefix(destination))
-        and path.name.endswith(".tmp")
-        and "/" not in path.name
+        name.startswith(partial_prefix(destination))
+        and name.endswith(".tmp")
+        and not any(character in name for character in "/\\\0")
     )
 
 
@@ -113,7 +132,93 @@ def changed_inputs(recorded: Any, current: Any) -> list[str]:
     return said
 
 
-class ResumableGroup:
+# -- what a checkpoint may hold ----------------------------------------------------------
+
+
+class SinkState(BaseModel):
+    """What a sink adds to its checkpoint (rows written, a schema, ...): a schema of its own.
+
+    Strict and closed like the checkpoint around it: a value of another type, a negative
+    count or a field no sink writes is refused, never coerced.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class NoState(SinkState):
+    """The state of a sink whose files say everything (``jsonl``)."""
+
+
+S = TypeVar("S", bound=SinkState)
+
+
+def _decodes_to_a_schema(text: str) -> str:
+    """An Arrow schema as a checkpoint stores it (base64 of its IPC form) must decode."""
+    import pyarrow as pa
+
+    # Imported here: _columns imports the jsonl sink, which imports this module.
+    from seamline.components.sinks._columns import schema_from_text
+
+    try:
+        schema_from_text(text)
+    except (binascii.Error, ValueError, pa.ArrowException) as err:
+        raise ValueError(f"not an Arrow schema ({type(err).__name__})") from None
+    return text
+
+
+SchemaText = Annotated[str, AfterValidator(_decodes_to_a_schema)]
+"""A column layout as the columnar sinks record it (``_columns.schema_to_text``)."""
+
+
+class _PartialFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    partial: str
+    """The partial file's name in its destination's folder; "" when none was opened."""
+    bytes: NonNegativeInt
+    """Its length at the commit: what a resume cuts it back to."""
+
+
+class _InputFiles(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    paths: list[str]
+    files: str
+
+
+class _Inputs(BaseModel):
+    """What the run's manifest recorded of its inputs (``changed_inputs`` reads it)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    pipeline: dict[str, str] | None = None
+    input: _InputFiles | None = None
+
+
+class _Checkpoint(BaseModel):
+    """A checkpoint file, as this module writes it (``state`` checked by the sink's schema)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    seamline_checkpoint: int
+    sink: str
+    cursor: str | None
+    model: Any = None
+    """Compared with this run's, never interpreted."""
+    inputs: _Inputs | None = None
+    files: dict[str, _PartialFile]
+    state: dict[str, Any]
+
+
+def first_problem(err: ValidationError, *within: str) -> str:
+    """The first thing pydantic found wrong, as ``where: what`` (``files.errors.bytes: ...``);
+    ``within``: the fields the validated value was found under (``state``)."""
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in (*within, *first["loc"]))
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
+
+
+class ResumableGroup(Generic[S]):
     """The files of one output, their commits, and their publication.
 
     ``files`` are ``(purpose, destination)`` pairs in publication order, primary
@@ -121,8 +226,9 @@ class ResumableGroup:
     them all. A sink whose primary output is not a byte stream this group can cut
     back (a Parquet file of row groups, a LanceDB table) names it as ``primary``
     instead: the checkpoint is named after it and the manifest lists it, but the
-    sink writes, recovers and publishes it itself, with whatever state it needs in
-    the checkpoint's ``state``.
+    sink writes, recovers and publishes it itself, with whatever it needs in the
+    checkpoint's ``state`` (of the sink's schema ``state``). Every path is absolute
+    (the sinks' configs make them so: :mod:`._paths`).
     """
 
     def __init__(
@@ -131,12 +237,14 @@ class ResumableGroup:
         manifest_path: Path,
         files: Sequence[tuple[str, Path]],
         *,
+        state: type[S],
         primary: tuple[str, Path] | None = None,
     ) -> None:
         self.sink = sink
         self.manifest_path = manifest_path
         self.targets = list(files)
         self.primary = primary
+        self.state_type = state
         self.details: dict[str, Any] = {}
         """More for the manifest's ``outputs`` (the lancedb sink: its index settings)."""
         self.checkpoint = checkpoint_path((primary or self.targets[-1])[1])
@@ -181,7 +289,7 @@ class ResumableGroup:
 
     # -- commits -----------------------------------------------------------------------
 
-    def commit(self, cursor: str, state: Mapping[str, Any]) -> None:
+    def commit(self, cursor: str, state: S) -> None:
         """Make the partial files durable, then record ``cursor``, their lengths and ``state``."""
         files = self.open()
         for atomic in files.values():
@@ -194,9 +302,7 @@ class ResumableGroup:
         write_json_atomically(self.checkpoint, self._record(cursor, lengths, state))
         self.committed = True
 
-    def _record(
-        self, cursor: str | None, lengths: Mapping[str, int], state: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def _record(self, cursor: str | None, lengths: Mapping[str, int], state: S) -> dict[str, Any]:
         return {
             "seamline_checkpoint": CHECKPOINT_FORMAT,
             "sink": self.sink,
@@ -207,44 +313,45 @@ class ResumableGroup:
                 purpose: {"partial": self._partial_name(purpose), "bytes": lengths[purpose]}
                 for purpose, _ in self.targets
             },
-            "state": _json_value(dict(state)),
+            "state": state.model_dump(mode="json"),
         }
 
     def _partial_name(self, purpose: str) -> str:
         """The partial file's name, "" while none is open (a checkpoint covering nothing)."""
-        return str(self.files[purpose].temporary) if self.files is not None else ""
+        return self.files[purpose].temporary.name if self.files is not None else ""
 
-    def annotate(self, **state: Any) -> None:
-        """Add ``state`` to the checkpoint without changing what it covers.
+    def annotate(self, **fields: Any) -> None:
+        """Set ``fields`` of the checkpoint's state without changing what it covers.
 
         The cursor and the lengths stay those of the last commit; without one, the
         checkpoint covers nothing (cursor None, empty files), and a resume starts from
         the beginning. A sink records here what it is about to do that a crash must
         undo (the lancedb sink: publishing into a table).
         """
-        record = self._load()
-        if record is None:
-            record = self._record(None, dict.fromkeys((p for p, _ in self.targets), 0), {})
-        record["state"] = _json_value({**record["state"], **state})
+        loaded = self._load()
+        if loaded is None:
+            lengths = dict.fromkeys((p for p, _ in self.targets), 0)
+            record = self._record(None, lengths, self.state_type.model_validate(fields))
+        else:
+            record, state = loaded
+            changed = self.state_type.model_validate({**state.model_dump(mode="json"), **fields})
+            record = {**record, "state": changed.model_dump(mode="json")}
         write_json_atomically(self.checkpoint, record)
         self.committed = True
 
-    def recorded_state(self) -> dict[str, Any] | None:
+    def recorded_state(self) -> S | None:
         """The state of this sink's checkpoint on disk, whatever model or files it was for.
 
-        None when there is none, or it is unreadable or another sink's: a fresh run
-        deletes such a checkpoint anyway, and a resume reports it (:meth:`recover`).
+        None when there is none, or it is unreadable, invalid or another sink's: a fresh
+        run deletes such a checkpoint anyway, and a resume reports it (:meth:`recover`).
         """
         try:
-            record = json.loads(self.checkpoint.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            loaded = self._load()
+        except ResumeRefused:
             return None
-        if not isinstance(record, dict) or record.get("sink") != self.sink:
-            return None
-        state = record.get("state")
-        return dict(state) if isinstance(state, dict) else None
+        return None if loaded is None else loaded[1]
 
-    def recover(self, manifest: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]] | None:
+    def recover(self, manifest: Mapping[str, Any]) -> tuple[str | None, S] | None:
         """Reopen the files as the last commit left them: ``(cursor, state)``, or None.
 
         With no checkpoint, any partial files are deleted and None is returned (the
@@ -252,84 +359,115 @@ class ResumableGroup:
         cursor is None when the checkpoint covers nothing (see :meth:`annotate`).
         """
         self.manifest = manifest
-        record = self._read()
-        if record is None:
+        loaded = self._read()
+        if loaded is None:
             self.clear()
             return None
+        record, state = loaded
         self.sweep()
         recorded = {
-            purpose: (str(entry["partial"]), int(entry["bytes"]))
+            purpose: (entry["partial"], entry["bytes"])
             for purpose, entry in record["files"].items()
         }
         self.files = self._open_files(recorded)
         self.committed = True
         self._directories_synced = True
-        cursor = record["cursor"]
-        return (None if cursor is None else str(cursor)), dict(record["state"])
+        return record["cursor"], state
 
-    def _read(self) -> dict[str, Any] | None:
+    def _read(self) -> tuple[dict[str, Any], S] | None:
         """The checkpoint, checked against this output and this run's model; None if absent."""
-        record = self._load()
-        if record is None:
+        loaded = self._load()
+        if loaded is None:
             return None
-        if record.get("model") != _json_value(self.manifest.get("model")):
+        record = loaded[0]
+        if record["model"] != _json_value(self.manifest.get("model")):
             raise ResumeRefused(
                 f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
-                f"another model configuration ({record.get('model')}); resuming would mix "
+                f"another model configuration ({record['model']}); resuming would mix "
                 "vectors of two models. Run again with --restart (or without --resume) to "
                 "start over"
             )
-        changed = changed_inputs(record.get("inputs"), _json_value(self.manifest.get("inputs")))
+        changed = changed_inputs(record["inputs"], _json_value(self.manifest.get("inputs")))
         if changed:
             raise ResumeRefused(
                 f"cannot resume from {str(self.checkpoint)!r}: {'; '.join(changed)} changed "
                 "since that checkpoint, and resuming would splice two different outputs into "
                 "one. Restore them, or run again with --restart to start over"
             )
-        return record
+        return loaded
 
-    def _load(self) -> dict[str, Any] | None:
-        """The checkpoint, checked to be this sink's for these files; None if absent."""
+    def _refused(self, why: str) -> ResumeRefused:
+        """The refusal of a checkpoint that is not one this sink wrote for these files."""
+        return ResumeRefused(
+            f"cannot resume: the checkpoint {str(self.checkpoint)!r} is not one this "
+            f"{self.sink} sink wrote for these files: {why}. Delete it, or run again with "
+            "--restart (or without --resume) to start over"
+        )
+
+    def _load(self) -> tuple[dict[str, Any], S] | None:
+        """The checkpoint as JSON and its state, checked to be this sink's for these files.
+
+        None if there is none; ``ResumeRefused`` (naming the checkpoint and what is wrong
+        with it) if it is not a regular file, too large, not JSON or not of the schema,
+        another sink's, or names files that are not this output's partial files.
+        """
         try:
-            text = self.checkpoint.read_text(encoding="utf-8")
+            data = read_regular(self.checkpoint, MAX_CHECKPOINT_BYTES, follow=False)
         except FileNotFoundError:
             return None
-        where = str(self.checkpoint)
+        except NotRegularFile as err:
+            raise self._refused(f"it is {err}, not a file") from None
+        except OSError as err:
+            raise self._refused(f"it cannot be read ({err.strerror or err})") from None
+        if len(data) > MAX_CHECKPOINT_BYTES:
+            raise self._refused(f"it is larger than {MAX_CHECKPOINT_BYTES:,} bytes")
         try:
-            record = json.loads(text)
-            files = record["files"]
-            valid = (
-                record["seamline_checkpoint"] == CHECKPOINT_FORMAT
-                and isinstance(record["cursor"], str | None)
-                and isinstance(record["state"], dict)
-                and isinstance(files, dict)
+            raw = json.loads(data)
+        except (ValueError, RecursionError):  # also a UnicodeDecodeError; nesting too deep
+            raise self._refused("it is not JSON") from None
+        if isinstance(raw, dict) and raw.get("seamline_checkpoint") not in (
+            CHECKPOINT_FORMAT,
+            None,
+        ):
+            raise self._refused(
+                f"it is of format {raw.get('seamline_checkpoint')!r}, this version of seamline "
+                f"reads format {CHECKPOINT_FORMAT}"
             )
-        except (ValueError, KeyError, TypeError):
-            valid = False
-        if not valid:
-            raise UserError(
-                f"cannot resume: the checkpoint {where!r} is not one this {self.sink} sink "
-                "wrote; delete it, or run again without resuming to start over"
-            )
+        try:
+            checkpoint = _Checkpoint.model_validate(raw)
+        except ValidationError as err:
+            raise self._refused(first_problem(err)) from None
+        try:
+            state = self.state_type.model_validate(checkpoint.state)
+        except ValidationError as err:
+            raise self._refused(first_problem(err, "state")) from None
+        if checkpoint.sink != self.sink:
+            raise self._refused(f"it was written by a {checkpoint.sink!r} sink")
         destinations = dict(self.targets)
-        recorded = {purpose: entry.get("partial") for purpose, entry in files.items()}
-        ours = set(recorded) == set(destinations) and all(
-            isinstance(name, str)
-            and (name == "" or is_partial_of(Path(name), destinations[purpose]))
-            for purpose, name in recorded.items()
-        )
-        if record.get("sink") != self.sink or not ours:
-            raise UserError(
-                f"cannot resume: the checkpoint {where!r} was written by a {record.get('sink')} "
-                f"sink for other files ({', '.join(map(str, recorded.values()))}); run again "
-                "without resuming to start over"
+        if set(checkpoint.files) != set(destinations):
+            raise self._refused(
+                f"it records the files {sorted(checkpoint.files)}, this sink writes "
+                f"{sorted(destinations)}"
             )
-        return dict(record)
+        strange = {
+            purpose: entry.partial
+            for purpose, entry in checkpoint.files.items()
+            if entry.partial and not is_partial_name(entry.partial, destinations[purpose])
+        }
+        if strange:
+            names = ", ".join(f"{purpose}: {name!r}" for purpose, name in strange.items())
+            raise self._refused(
+                f"it names files that are not this output's partial files ({names}); a "
+                "checkpoint names a partial file in the destination's folder, by a name "
+                f"starting with {partial_prefix(destinations[next(iter(strange))])!r}"
+            )
+        return checkpoint.model_dump(mode="json"), state
 
     def _open_files(self, recorded: Mapping[str, tuple[str, int]] | None) -> dict[str, AtomicFile]:
         """New partial files (``recorded`` None), or those a checkpoint names, reopened.
 
-        A checkpoint that covers nothing names no file (""): a new one is made for it.
+        A checkpoint names each file by its name in its destination's folder (checked by
+        :meth:`_load`); one that covers nothing names no file (""): a new one is made.
         """
         files: dict[str, AtomicFile] = {}
         fresh: set[str] = set()
@@ -338,7 +476,10 @@ class ResumableGroup:
                 name, length = recorded[purpose] if recorded is not None else ("", 0)
                 if name:
                     files[purpose] = AtomicFile(
-                        destination, purpose=purpose, temporary=Path(name), resume_at=length
+                        destination,
+                        purpose=purpose,
+                        temporary=destination.parent / name,
+                        resume_at=length,
                     )
                 else:
                     fresh.add(purpose)

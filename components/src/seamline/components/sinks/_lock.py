@@ -19,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from pathlib import Path
 from typing import IO
 
 from seamline.contracts import UserError
+from seamline.contracts.untrusted import kind_of
 
 
 def lock_path(destination: Path) -> Path:
@@ -64,12 +66,19 @@ class FileLock:
         return True
 
     def _open(self) -> IO[bytes]:
-        """The lock file, opened never through a link planted at its name (O_NOFOLLOW)."""
-        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        """The lock file, opened never through a link planted at its name (O_NOFOLLOW).
+
+        Opened non-blocking, and refused unless it is a regular file: a FIFO, a socket, a
+        device or a folder at its name is not a lock this sink made, and no lock can be
+        held on it (a FIFO's open may wait for a writer forever).
+        """
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         try:
             descriptor = os.open(self.path, flags, 0o600)
-        except OSError:
+        except OSError as err:
             if not self.path.is_symlink():
+                if self.path.exists():  # a folder or a socket: not a file a lock can be on
+                    raise self._not_a_lock_file(os.stat(self.path).st_mode) from err
                 raise
             # A lock file of ours is never a link: one planted at its name is removed, not
             # followed (as a staging folder found to be a link is), and ours made instead.
@@ -81,7 +90,17 @@ class FileLock:
                     f"the lock file {str(self.path)!r} was a symbolic link and could not be "
                     "replaced; it was not followed. Remove it, then run again"
                 ) from err
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(descriptor)
+            raise self._not_a_lock_file(mode)
         return os.fdopen(descriptor, "a+b")  # held until release()
+
+    def _not_a_lock_file(self, mode: int) -> UserError:
+        return UserError(
+            f"the lock file {str(self.path)!r} is {kind_of(mode)}, not a file seamline made; "
+            "no lock can be held on it, so nothing was written. Remove it, then run again"
+        )
 
     def _still_named(self, handle: IO[bytes]) -> bool:
         try:

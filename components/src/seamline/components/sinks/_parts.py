@@ -31,18 +31,36 @@ it, so a worker left over from a killed driver cannot write beside its replaceme
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from seamline.components.sinks._atomic import AtomicFile, write_json_atomically
-from seamline.components.sinks._checkpoint import manifest_bytes
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+
+from seamline.components.sinks._atomic import (
+    AtomicFile,
+    own_directory,
+    refuse_a_link,
+    write_json_atomically,
+)
+from seamline.components.sinks._checkpoint import first_problem, manifest_bytes
 from seamline.components.sinks._lock import DestinationLock, FileLock
-from seamline.contracts import ContractViolation, Shard, StagedRun, UserError
+from seamline.contracts import ContractViolation, ResumeRefused, Shard, StagedRun, UserError
+from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 RUN_FORMAT = 1
+RUN_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+"""What a run id may be: one plain name, since it names a folder of the staging area (the
+core makes 12 hex digits). One read from disk (``run.json``, the published manifest's
+``outputs.run_id``) is checked against it before it is joined to a path, so no file
+can make a sink look, write or delete outside its staging area."""
+RunId = Annotated[str, Field(pattern=f"^{RUN_ID}$")]
+MAX_RECORD_BYTES = 1 << 20
+"""The largest ``run.json`` or published manifest read back here (both are small)."""
 LOCK_TIMEOUT = 120.0
 """Seconds a part waits for another process that still holds it (a worker of a killed
 driver, which its cluster ends within seconds) before giving up with an error."""
@@ -94,6 +112,12 @@ class PartStaging:
     # -- layout --------------------------------------------------------------------------
 
     def run_directory(self, run_id: str) -> Path:
+        """The folder of run ``run_id``; a ContractViolation if it is not a plain name."""
+        if not re.fullmatch(RUN_ID, run_id):
+            raise ContractViolation(
+                f"{self.sink} sink: run id {run_id!r} is not a plain name ({RUN_ID}); a run "
+                "id names a folder of the staging area"
+            )
         return self.root / run_id
 
     def part_directory(self, run_id: str, shard: Shard) -> Path:
@@ -112,10 +136,10 @@ class PartStaging:
     def begin(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
         """A fresh staged run: earlier unpublished runs are deleted, this one's area made."""
         published = self._published_run() if self.keeps_parts else None
-        if self.root.is_dir():
-            for child in self.root.iterdir():
-                if child.name != published:
-                    shutil.rmtree(child, ignore_errors=True)
+        own_directory(self.root)  # a link planted at its name is removed, never followed
+        for child in self.root.iterdir():
+            if child.name != published:
+                _remove(child)
         directory = self.run_directory(run_id)
         directory.mkdir(parents=True, exist_ok=True)
         record = {
@@ -129,36 +153,43 @@ class PartStaging:
 
     def staged(self, manifest: Mapping[str, Any]) -> StagedRun | None:
         """The unpublished run here, if any, with the shards whose parts are finished."""
-        if not self.root.is_dir():
+        if not os.path.lexists(self.root):
             return None
+        refuse_a_link(self.root, "staging area")
         published = self._published_run()
         candidates = []
         for child in self.root.iterdir():
-            if child.name == published or not (child / "run.json").is_file():
-                continue
+            if child.name == published or child.is_symlink() or not (child / "run.json").is_file():
+                continue  # a run this sink staged is a folder of its own, never a link
             candidates.append(child)
         if not candidates:
             return None
         newest = max(candidates, key=lambda child: (child / "run.json").stat().st_mtime)
         where = str(newest / "run.json")
         try:
-            record = json.loads((newest / "run.json").read_text(encoding="utf-8"))
-            run_id, count = str(record["run_id"]), int(record["count"])
-        except (ValueError, KeyError, TypeError, OSError):
-            raise UserError(
-                f"cannot resume: {where!r} is not a staged run this {self.sink} sink wrote; "
-                "delete it, or run again without resuming to start over"
-            ) from None
-        if record.get("model") != _json_value(manifest.get("model")):
-            raise UserError(
-                f"cannot resume: the parts staged in {str(newest)!r} were made by another "
-                f"model configuration ({record.get('model')}); resuming would mix vectors of "
-                "two models. Run again without resuming to start over"
+            record = _StagedRunRecord.model_validate_json(
+                _read_small(newest / "run.json", MAX_RECORD_BYTES)
             )
+            if record.run_id != newest.name or record.sink != self.sink:
+                raise ValueError(f"it names run {record.run_id!r} of a {record.sink} sink")
+        except (ValueError, OSError, NotRegularFile) as err:  # ValidationError is a ValueError
+            why = first_problem(err) if isinstance(err, ValidationError) else str(err)
+            raise ResumeRefused(
+                f"cannot resume: {where!r} is not a staged run this {self.sink} sink wrote "
+                f"({why}); delete it, or run again with --restart (or without --resume) to "
+                "start over"
+            ) from None
+        if record.model != _json_value(manifest.get("model")):
+            raise ResumeRefused(
+                f"cannot resume: the parts staged in {str(newest)!r} were made by another "
+                f"model configuration ({record.model}); resuming would mix vectors of "
+                "two models. Run again with --restart (or without --resume) to start over"
+            )
+        count = record.count
         finished = frozenset(
-            index for index in range(count) if self.is_finished(run_id, Shard(index, count))
+            index for index in range(count) if self.is_finished(record.run_id, Shard(index, count))
         )
-        return StagedRun(run_id, count, finished)
+        return StagedRun(record.run_id, count, finished)
 
     def finished_parts(self, run_id: str, count: int) -> list[dict[str, Path]]:
         """Every part's files, in shard order; a ContractViolation if one is not finished."""
@@ -204,22 +235,72 @@ class PartStaging:
 
     def discard_all(self) -> None:
         """Delete every staged run here (a whole output was published over them)."""
-        shutil.rmtree(self.root, ignore_errors=True)
+        _remove(self.root)
 
     def _published_run(self) -> str | None:
         """The run id of the staged run the published manifest names, if it names one.
 
         A manifest of parts names it (``outputs.run_id`` beside ``outputs.parts``), and so
-        does the manifest of a staged run copied into one output (parquet, lancedb).
+        does the manifest of a staged run copied into one output (parquet, lancedb). The
+        manifest is read as untrusted (:func:`published_run_id`): this id decides which
+        staging folder is kept, and which is deleted once a new run is published.
         """
-        try:
-            manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        outputs = manifest.get("outputs") if isinstance(manifest, dict) else None
-        if isinstance(outputs, dict) and outputs.get("run_id") is not None:
-            return str(outputs["run_id"])
+        return published_run_id(self.manifest_path)
+
+
+class _StagedRunRecord(BaseModel):
+    """``run.json``: a staged run, as :meth:`PartStaging.begin` writes it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    seamline_staged_run: int = Field(ge=RUN_FORMAT, le=RUN_FORMAT)
+    sink: str
+    run_id: RunId
+    count: PositiveInt = Field(le=1 << 20)
+    model: Any = None
+
+
+def _read_small(path: Path, limit: int) -> bytes:
+    """A small regular file this module wrote (``read_regular``, bounded); ValueError if larger."""
+    data = read_regular(path, limit, follow=False)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit:,} bytes")
+    return data
+
+
+def read_published_manifest(manifest_path: Path) -> dict[str, Any] | None:
+    """The published manifest at ``manifest_path`` as JSON, read as untrusted input.
+
+    None when there is none, or it is not a regular file (never followed through a
+    link, never a FIFO waited on), larger than :data:`MAX_RECORD_BYTES`, or not a JSON
+    object. What the caller takes from it, it checks.
+    """
+    try:
+        manifest = json.loads(_read_small(manifest_path, MAX_RECORD_BYTES))
+    except (OSError, ValueError, NotRegularFile):
         return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def published_run_id(manifest_path: Path) -> str | None:
+    """The staged run a published manifest names (``outputs.run_id``), if it is one a run has.
+
+    None when there is no manifest, or it is unreadable, or it names no run id or one
+    that is not a plain name (:data:`RUN_ID`): a manifest can be edited by anyone who can
+    write the folder, and this id is joined to a path.
+    """
+    manifest = read_published_manifest(manifest_path) or {}
+    outputs = manifest.get("outputs")
+    run_id = outputs.get("run_id") if isinstance(outputs, dict) else None
+    return run_id if isinstance(run_id, str) and re.fullmatch(RUN_ID, run_id) else None
+
+
+def _remove(path: Path) -> None:
+    """Delete the folder at ``path`` with what it holds; a link there is removed, not followed."""
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -297,11 +378,14 @@ class StagingSink:
     def part(self, run_id: str, shard: Shard) -> Any:
         staging = self._part_staging()
         directory = staging.part_directory(run_id, shard)
-        if not staging.run_directory(run_id).is_dir():
+        run_directory = staging.run_directory(run_id)
+        if run_directory.is_symlink() or not run_directory.is_dir():
             raise ContractViolation(
                 f"{self.name} sink: no staging area for run {run_id} (begin_parts was not "
                 "called, or a fresh run replaced it)"
             )
+        if directory.is_symlink():  # planted: the part is written in a folder of its own
+            directory.unlink()
         part = self.relocated(directory)
         part._part_lock = PartLock(directory / ".lock")
         return part
@@ -326,10 +410,37 @@ class StagingSink:
             self._destination_lock = DestinationLock(self.name, targets[-1][1])
         self._destination_lock.acquire()
 
+    _recover_refused: bool = False
+    """Set when :meth:`recover` raised: the output is left as it was found."""
+
+    def recover(self, manifest: Mapping[str, Any]) -> str | None:
+        """Lock the output, then restore its last commit (the sink's :meth:`_recover`).
+
+        If that refuses (a checkpoint of another model, a changed input, a file changed
+        since), ``close`` leaves every file as it was found: the refusal says to restore
+        what changed and resume again, which must then still be possible. (Before, the
+        columnar sinks' ``close`` deleted the committed parts and staging table.)
+        """
+        self.lock_part()
+        try:
+            return self._recover(manifest)
+        except BaseException:
+            self._recover_refused = True
+            raise
+
+    def _recover(self, manifest: Mapping[str, Any]) -> str | None:
+        raise NotImplementedError
+
     @property
     def lock_refused(self) -> bool:
         """Whether another run held this whole output's destination: then touch nothing."""
         return self._destination_lock is not None and self._destination_lock.refused
+
+    @property
+    def untouchable(self) -> bool:
+        """Whether ``close`` must leave the output alone: another run holds it, or this one's
+        resume was refused."""
+        return self.lock_refused or self._recover_refused
 
     def unlock_part(self) -> None:
         if self._part_lock is not None:
@@ -341,4 +452,4 @@ class StagingSink:
         """A whole output was published over any staged runs: they are no longer of use."""
         if self._part_lock is None:
             _, targets = self.staging_targets()
-            shutil.rmtree(staging_root(targets[-1][1]), ignore_errors=True)
+            _remove(staging_root(targets[-1][1]))

@@ -19,8 +19,9 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from seamline.components._json_safe import json_safe, safe_text
-from seamline.components.sinks._checkpoint import ResumableGroup
+from seamline.components.sinks._checkpoint import NoState, ResumableGroup
 from seamline.components.sinks._parts import StagingSink
+from seamline.components.sinks._paths import OutputPath, check_distinct
 from seamline.contracts import (
     ComponentConfig,
     ContractViolation,
@@ -43,6 +44,11 @@ def default_errors_path(path: Path) -> Path:
 def default_manifest_path(path: Path) -> Path:
     """``out/emb.jsonl`` -> ``out/emb.manifest.json``: what made the output, beside it."""
     return path.with_name(f"{path.stem}.manifest.json")
+
+
+def errors_label(errors_path: Path | None) -> str:
+    """How a collision message names the errors file: its field, or what it is by default."""
+    return "errors_path" if errors_path is not None else "the errors file ('<stem>.errors.jsonl')"
 
 
 def error_line(error: DocumentError) -> dict[str, Any]:
@@ -99,8 +105,11 @@ def checked_vector(record: OutputRecord) -> np.ndarray[Any, Any]:
 class JsonlSinkConfig(ComponentConfig):
     """The ``with:`` block of the ``jsonl`` sink."""
 
-    path: Path = Field(description="Output file, one JSON object per record; parents are created.")
-    errors_path: Path | None = Field(
+    path: OutputPath = Field(
+        description="Output file, one JSON object per record; parents are created. A relative "
+        "path is relative to the working directory of the run."
+    )
+    errors_path: OutputPath | None = Field(
         default=None,
         description="Where documents that were set aside are recorded, one JSON object each. "
         "Default: '<path stem>.errors.jsonl' beside path.",
@@ -115,8 +124,13 @@ class JsonlSinkConfig(ComponentConfig):
     def _check(self) -> JsonlSinkConfig:
         if self.precision is not None and not 0 <= self.precision <= 17:
             raise ValueError(f"precision must be between 0 and 17 (or null), not {self.precision}")
-        if self.resolved_errors_path() == self.path:
-            raise ValueError(f"errors_path and path are both {str(self.path)!r}; they must differ")
+        check_distinct(
+            [
+                ("path", self.path),
+                (errors_label(self.errors_path), self.resolved_errors_path()),
+                ("the manifest", default_manifest_path(self.path)),
+            ]
+        )
         return self
 
     def resolved_errors_path(self) -> Path:
@@ -141,6 +155,7 @@ class JsonlSink(StagingSink, Sink[JsonlSinkConfig]):
             self.name,
             default_manifest_path(config.path),
             [("errors", config.resolved_errors_path()), ("records", config.path)],
+            state=NoState,
         )
         self._closed = False
 
@@ -161,14 +176,13 @@ class JsonlSink(StagingSink, Sink[JsonlSinkConfig]):
         self._group.manifest = manifest
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
 
-    def recover(self, manifest: Mapping[str, Any]) -> str | None:
-        self.lock_part()
+    def _recover(self, manifest: Mapping[str, Any]) -> str | None:
         recovered = self._group.recover(manifest)
         return None if recovered is None else recovered[0]
 
     def commit(self, cursor: str) -> None:
         self._check_open()
-        self._group.commit(cursor, {})
+        self._group.commit(cursor, NoState())
 
     def write(self, records: Sequence[OutputRecord]) -> None:
         out = self._open()["records"]
@@ -190,6 +204,9 @@ class JsonlSink(StagingSink, Sink[JsonlSinkConfig]):
         if self._closed:
             return
         self._closed = True
+        if self.untouchable:  # another run owns the destination, or a resume was refused
+            self.unlock_part()
+            return
         try:
             if complete:
                 self._group.publish()

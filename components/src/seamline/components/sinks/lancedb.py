@@ -67,10 +67,21 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PositiveInt, field_validator, model_validator
 
-from seamline.components.sinks._atomic import AtomicFile, fsync_directory, own_directory
-from seamline.components.sinks._checkpoint import ResumableGroup, manifest_bytes, partial_path
+from seamline.components.sinks._atomic import (
+    AtomicFile,
+    fsync_directory,
+    own_directory,
+    refuse_a_link,
+)
+from seamline.components.sinks._checkpoint import (
+    ResumableGroup,
+    SchemaText,
+    SinkState,
+    manifest_bytes,
+    partial_path,
+)
 from seamline.components.sinks._columns import (
     ID,
     WINDOW,
@@ -83,9 +94,20 @@ from seamline.components.sinks._lance_index import (
     build_indexes,
     check_index_fits,
 )
-from seamline.components.sinks._parts import StagingSink
+from seamline.components.sinks._parts import (
+    RunId,
+    StagingSink,
+    published_run_id,
+    read_published_manifest,
+)
+from seamline.components.sinks._paths import OutputPath, check_distinct
 from seamline.components.sinks._unify import conformed, unified_schema
-from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
+from seamline.components.sinks.jsonl import (
+    default_errors_path,
+    default_manifest_path,
+    error_line,
+    errors_label,
+)
 from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
 
 if TYPE_CHECKING:
@@ -100,13 +122,34 @@ _TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _MiB = 1 << 20
 
 
+class Publishing(SinkState):
+    """A publication into the table that has begun: the table's version before it."""
+
+    table_version: PositiveInt | None
+    """None: there was no table (the publication creates it)."""
+    run_id: RunId | None = None
+    """The staged run being published (None: a whole run's staging table)."""
+
+
+class LanceState(SinkState):
+    """What the lancedb sink's checkpoint adds: the staging table's version, the columns,
+    and a publication under way."""
+
+    staged: PositiveInt | None = None
+    """The staging table's version at the commit (None: no row staged yet)."""
+    columns: SchemaText | None = None
+    """The rows' Arrow schema (None before the first row), base64 of its IPC form."""
+    publishing: Publishing | None = None
+
+
 class LanceDbSinkConfig(ComponentConfig):
     """The ``with:`` block of the ``lancedb`` sink."""
 
-    path: Path = Field(
+    path: OutputPath = Field(
         description="The table's folder, '<database>/<table>.lance': the table is named "
         "after the folder and the database is the folder it lies in "
-        "(lancedb.connect('<database>').open_table('<table>'))."
+        "(lancedb.connect('<database>').open_table('<table>')). A relative path is relative "
+        "to the working directory of the run."
     )
     mode: Literal["overwrite", "append", "upsert"] = Field(
         default="overwrite",
@@ -115,7 +158,7 @@ class LanceDbSinkConfig(ComponentConfig):
         "embedded (by id) and adds the rest. append and upsert need the table's model to be "
         "this pipeline's.",
     )
-    errors_path: Path | None = Field(
+    errors_path: OutputPath | None = Field(
         default=None,
         description="Where documents that were set aside are recorded, one JSON object each. "
         "Default: '<table>.errors.jsonl' beside path.",
@@ -170,9 +213,14 @@ class LanceDbSinkConfig(ComponentConfig):
     def _consistent(self) -> LanceDbSinkConfig:
         if self.full_text_index and not self.text:
             raise ValueError("full_text_index needs the text column: set text: true, or drop it")
-        paths = [self.path, self.resolved_errors_path(), default_manifest_path(self.path)]
-        if len(set(paths)) != len(paths):
-            raise ValueError(f"path and errors_path must differ, got {str(self.path)!r} twice")
+        check_distinct(
+            [
+                ("path", self.path),
+                (errors_label(self.errors_path), self.resolved_errors_path()),
+                ("the manifest", default_manifest_path(self.path)),
+            ],
+            folders={"path"},
+        )
         return self
 
     def resolved_errors_path(self) -> Path:
@@ -202,6 +250,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
             self.name,
             default_manifest_path(config.path),
             [("errors", config.resolved_errors_path())],
+            state=LanceState,
             primary=("table", config.path),
         )
         self._group.details = {
@@ -302,8 +351,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         shutil.rmtree(self._staging_database, ignore_errors=True)
         self._adopt_the_table()
 
-    def recover(self, manifest: Mapping[str, Any]) -> str | None:
-        self.lock_part()
+    def _recover(self, manifest: Mapping[str, Any]) -> str | None:
         self._group.manifest = manifest
         if self._undo_interrupted_publication():
             self._group.annotate(publishing=None)
@@ -313,11 +361,9 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
             self._adopt_the_table()
             return None
         cursor, state = recovered
-        self._restore_staging(state.get("staged"))
-        if state.get("schema") is not None:
-            self._layout.adopt(
-                schema_from_text(state["schema"]), f"the checkpoint of {self._where}"
-            )
+        self._restore_staging(state.staged)
+        if state.columns is not None:
+            self._layout.adopt(schema_from_text(state.columns), f"the checkpoint of {self._where}")
             self._check_same_columns("cannot resume: the rows committed for")
         else:
             self._adopt_the_table()
@@ -351,8 +397,9 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         if self._closed:
             return
         self._closed = True
-        if self.lock_refused:
-            return  # another run owns the destination: leave its files alone
+        if self.untouchable:  # another run owns the destination, or a resume was refused
+            self.unlock_part()
+            return
         try:
             if not complete:
                 self._abandon()
@@ -410,12 +457,12 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
     def _where(self) -> str:
         return repr(str(self._table_path))
 
-    def _state(self) -> dict[str, Any]:
+    def _state(self) -> LanceState:
         schema = self._layout.schema
-        return {
-            "staged": None if self._staging is None else self._staging.version,
-            "schema": None if schema is None else schema_to_text(schema),
-        }
+        return LanceState(
+            staged=None if self._staging is None else self._staging.version,
+            columns=None if schema is None else schema_to_text(schema),
+        )
 
     def _stage_pending(self) -> None:
         """Add the records held in memory to the staging table: one new version of it."""
@@ -438,6 +485,7 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         if version is None:
             shutil.rmtree(self._staging_database, ignore_errors=True)
             return
+        refuse_a_link(self._staging_database, "staging database")
         staging = self._open(self._staging_database)
         versions = [] if staging is None else [v["version"] for v in staging.list_versions()]
         if staging is None or version not in versions:
@@ -516,29 +564,25 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         it created) makes the table as if that run had never published.
         """
         state = self._group.recorded_state()
-        publishing = None if state is None else state.get("publishing")
-        if not publishing:
+        publishing = None if state is None else state.publishing
+        if publishing is None:
             return False
-        run_id = publishing.get("run_id")
-        if run_id is not None and run_id == self._published_run_id():
+        run_id = publishing.run_id
+        if run_id is not None and run_id == published_run_id(self._table_manifest):
             return True  # a staged run's publication that completed: only the checkpoint was left
-        before = publishing.get("table_version")
+        before = publishing.table_version
         table = self._open_table()
         if table is not None:
             if before is None:
                 self._connect(self._database).drop_table(self._table_name)
             elif table.version != before:
-                table.restore(int(before))
+                table.restore(before)
         return True
 
-    def _published_run_id(self) -> str | None:
-        """The staged run the table's published manifest names (``outputs.run_id``), if any."""
-        try:
-            outputs = _read_json(default_manifest_path(self._table_path)).get("outputs")
-        except (OSError, ValueError):
-            return None
-        run_id = outputs.get("run_id") if isinstance(outputs, dict) else None
-        return None if run_id is None else str(run_id)
+    @property
+    def _table_manifest(self) -> Path:
+        """The manifest the real table was published with (beside it)."""
+        return default_manifest_path(self._table_path)
 
     def _adopt_the_table(self) -> None:
         """For append and upsert, write rows of the existing table's schema and model.
@@ -550,11 +594,8 @@ class LanceDbSink(StagingSink, Sink[LanceDbSinkConfig]):
         table = self._open_table()
         if table is None:
             return
-        manifest_path = default_manifest_path(self._table_path)
-        try:
-            recorded = _read_json(manifest_path).get("model")
-        except (OSError, ValueError):
-            recorded = None
+        manifest_path = self._table_manifest
+        recorded = (read_published_manifest(manifest_path) or {}).get("model")
         if recorded != _plain(self._group.manifest.get("model")):
             found = (
                 f"was made by another model configuration ({recorded})"
@@ -664,13 +705,6 @@ def _ids(table: Table, batch_rows: int) -> set[str]:
 def _sql_text(value: str) -> str:
     """A SQL string literal (single quotes doubled), for a filter LanceDB parses."""
     return "'" + value.replace("'", "''") + "'"
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    import json
-
-    value = json.loads(path.read_text(encoding="utf-8"))
-    return value if isinstance(value, dict) else {}
 
 
 def _plain(value: Any) -> Any:

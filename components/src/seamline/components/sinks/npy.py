@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
-from seamline.components.sinks._checkpoint import ResumableGroup
+from seamline.components.sinks._checkpoint import ResumableGroup, SinkState
 from seamline.components.sinks._parts import StagingSink
+from seamline.components.sinks._paths import OutputPath, check_distinct
 from seamline.components.sinks.jsonl import (
     checked_vector,
     default_errors_path,
     default_manifest_path,
     error_line,
+    errors_label,
     record_fields,
     record_metadata,
 )
@@ -35,8 +37,8 @@ from seamline.contracts import (
     ContractViolation,
     DocumentError,
     OutputRecord,
+    ResumeRefused,
     Sink,
-    UserError,
 )
 
 if TYPE_CHECKING:
@@ -64,13 +66,24 @@ def npy_header(dtype: np.dtype[Any], shape: tuple[int, int]) -> bytes:
     return magic + struct.pack("<H", length) + text.encode("latin1").ljust(length - 1) + b"\n"
 
 
+class NpyState(SinkState):
+    """What the npy sink's checkpoint adds: the matrix's rows, width and element type."""
+
+    rows: NonNegativeInt
+    dim: PositiveInt | None
+    """None before the first row."""
+    dtype: str
+    """numpy's name of the element type (``<f4``), which a resume must write again."""
+
+
 class NpySinkConfig(ComponentConfig):
     """The ``with:`` block of the ``npy`` sink."""
 
-    path: Path = Field(
-        description="Output matrix (.npy, one row per record); parent directories are created."
+    path: OutputPath = Field(
+        description="Output matrix (.npy, one row per record); parent directories are created. "
+        "A relative path is relative to the working directory of the run."
     )
-    index_path: Path | None = Field(
+    index_path: OutputPath | None = Field(
         default=None,
         description="JSON Lines file whose line i describes row i (id, window, span, metadata). "
         "Default: path with the suffix '.index.jsonl'.",
@@ -82,12 +95,15 @@ class NpySinkConfig(ComponentConfig):
 
     @model_validator(mode="after")
     def _distinct_paths(self) -> NpySinkConfig:
-        paths = [self.path, self.resolved_index_path(), self.resolved_errors_path()]
-        if len(set(paths)) != len(paths):
-            raise ValueError(
-                "path, index_path and the errors file ('<stem>.errors.jsonl') must all differ, "
-                f"got {', '.join(repr(str(p)) for p in paths)}"
-            )
+        index = "index_path" if self.index_path is not None else "the index ('<stem>.index.jsonl')"
+        check_distinct(
+            [
+                ("path", self.path),
+                (index, self.resolved_index_path()),
+                (errors_label(None), self.resolved_errors_path()),
+                ("the manifest", default_manifest_path(self.path)),
+            ]
+        )
         return self
 
     def resolved_index_path(self) -> Path:
@@ -124,6 +140,7 @@ class NpySink(StagingSink, Sink[NpySinkConfig]):
                 ("index", config.resolved_index_path()),
                 ("matrix", config.path),
             ],
+            state=NpyState,
         )
         self._rows = 0
         self._dim: int | None = None
@@ -146,27 +163,25 @@ class NpySink(StagingSink, Sink[NpySinkConfig]):
         self._group.manifest = manifest
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
 
-    def recover(self, manifest: Mapping[str, Any]) -> str | None:
-        self.lock_part()
+    def _recover(self, manifest: Mapping[str, Any]) -> str | None:
         recovered = self._group.recover(manifest)
         if recovered is None:
             return None
         cursor, state = recovered
-        if state.get("dtype") != self._dtype.str:
+        if state.dtype != self._dtype.str:
             self._group.abandon()
-            raise UserError(
+            raise ResumeRefused(
                 f"cannot resume: the committed matrix {str(self.config.path)!r} holds "
-                f"{state.get('dtype')} values, this sink writes {self._dtype.str}; run again "
-                "without resuming to start over"
+                f"{state.dtype} values, this sink writes {self._dtype.str}; run again "
+                "with --restart (or without --resume) to start over"
             )
-        self._rows = int(state["rows"])
-        self._dim = None if state["dim"] is None else int(state["dim"])
+        self._rows, self._dim = state.rows, state.dim
         return cursor
 
     def commit(self, cursor: str) -> None:
         self._check_open()
         self._open()
-        self._group.commit(cursor, {"rows": self._rows, "dim": self._dim, "dtype": self._dtype.str})
+        self._group.commit(cursor, NpyState(rows=self._rows, dim=self._dim, dtype=self._dtype.str))
 
     def write(self, records: Sequence[OutputRecord]) -> None:
         files = self._open()
@@ -195,6 +210,10 @@ class NpySink(StagingSink, Sink[NpySinkConfig]):
 
     def close(self, complete: bool = True) -> None:
         if self._closed:
+            return
+        if self.untouchable:  # another run owns the destination, or a resume was refused
+            self._closed = True
+            self.unlock_part()
             return
         if complete:
             matrix = self._open()["matrix"]

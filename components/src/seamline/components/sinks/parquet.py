@@ -47,18 +47,26 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, NonNegativeInt, model_validator
 
 from seamline.components.sinks._atomic import (
     AtomicFile,
     AtomicGroup,
     fsync_directory,
     own_directory,
+    refuse_a_link,
 )
-from seamline.components.sinks._checkpoint import ResumableGroup, manifest_bytes, partial_path
+from seamline.components.sinks._checkpoint import (
+    ResumableGroup,
+    SchemaText,
+    SinkState,
+    manifest_bytes,
+    partial_path,
+)
 from seamline.components.sinks._columns import (
     EMBEDDING,
     ID,
@@ -69,8 +77,14 @@ from seamline.components.sinks._columns import (
     schema_to_text,
 )
 from seamline.components.sinks._parts import StagingSink
+from seamline.components.sinks._paths import OutputPath, check_distinct
 from seamline.components.sinks._unify import conformed, unified_schema
-from seamline.components.sinks.jsonl import default_errors_path, default_manifest_path, error_line
+from seamline.components.sinks.jsonl import (
+    default_errors_path,
+    default_manifest_path,
+    error_line,
+    errors_label,
+)
 from seamline.contracts import ComponentConfig, DocumentError, OutputRecord, Sink, UserError
 from seamline.contracts.logs import get_logger
 
@@ -85,13 +99,39 @@ MANIFEST_KEY = "seamline.manifest"
 log = get_logger("seamline.components")
 
 
+class CommittedPart(SinkState):
+    """A part a commit recorded: its name in the parts folder, its rows and its bytes."""
+
+    name: Annotated[str, Field(pattern=r"^part-[0-9]{5,}\.parquet$")]
+    rows: NonNegativeInt
+    bytes: NonNegativeInt
+
+
+class ParquetState(SinkState):
+    """What the parquet sink's checkpoint adds: the committed parts and their columns."""
+
+    parts: list[CommittedPart] = Field(default_factory=list)
+    columns: SchemaText | None = None
+    """The rows' Arrow schema (None before the first row), base64 of its IPC form."""
+
+
+def _regular_size(path: Path) -> int | None:
+    """The size of the regular file at ``path`` (a link is not followed), or None."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
 class ParquetSinkConfig(ComponentConfig):
     """The ``with:`` block of the ``parquet`` sink."""
 
-    path: Path = Field(
-        description="Output Parquet file, one row per record; parent directories are created."
+    path: OutputPath = Field(
+        description="Output Parquet file, one row per record; parent directories are created. "
+        "A relative path is relative to the working directory of the run."
     )
-    errors_path: Path | None = Field(
+    errors_path: OutputPath | None = Field(
         default=None,
         description="Where documents that were set aside are recorded, one JSON object each. "
         "Default: '<path stem>.errors.jsonl' beside path.",
@@ -118,12 +158,13 @@ class ParquetSinkConfig(ComponentConfig):
 
     @model_validator(mode="after")
     def _distinct_paths(self) -> ParquetSinkConfig:
-        paths = [self.path, self.resolved_errors_path(), default_manifest_path(self.path)]
-        if len(set(paths)) != len(paths):
-            raise ValueError(
-                "path, errors_path and the manifest ('<stem>.manifest.json') must all differ, "
-                f"got {', '.join(repr(str(p)) for p in paths)}"
-            )
+        check_distinct(
+            [
+                ("path", self.path),
+                (errors_label(self.errors_path), self.resolved_errors_path()),
+                ("the manifest", default_manifest_path(self.path)),
+            ]
+        )
         return self
 
     def resolved_errors_path(self) -> Path:
@@ -146,13 +187,14 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
             self.name,
             default_manifest_path(config.path),
             [("errors", config.resolved_errors_path())],
+            state=ParquetState,
             primary=("parquet", config.path),
         )
         self._parts = partial_path(config.path)
         """The hidden folder of the parts: ``out/.emb.parquet.partial.tmp/``."""
         self._layout = RowLayout(self.name, text=config.text, metadata_keys=config.metadata_columns)
-        self._committed: list[dict[str, Any]] = []
-        """The parts the last commit recorded: ``{"name", "rows", "bytes"}`` each."""
+        self._committed: list[CommittedPart] = []
+        """The parts the last commit recorded."""
         self._part: _Part | None = None
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
@@ -227,19 +269,17 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
         shutil.rmtree(self._parts, ignore_errors=True)
 
-    def recover(self, manifest: Mapping[str, Any]) -> str | None:
-        self.lock_part()
+    def _recover(self, manifest: Mapping[str, Any]) -> str | None:
         recovered = self._group.recover(manifest)
         if recovered is None:
             shutil.rmtree(self._parts, ignore_errors=True)
             return None
         cursor, state = recovered
-        parts = [dict(part) for part in state.get("parts", [])]
+        refuse_a_link(self._parts, "parts folder")
+        parts = list(state.parts)
         self._check_parts(parts)
-        if state.get("schema") is not None:
-            self._layout.adopt(
-                schema_from_text(state["schema"]), f"the checkpoint of {self._where}"
-            )
+        if state.columns is not None:
+            self._layout.adopt(schema_from_text(state.columns), f"the checkpoint of {self._where}")
             self._check_same_columns()
         self._committed = parts
         return cursor
@@ -269,18 +309,16 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
             self._part = None
             fsync_directory(self._parts)
         schema = self._layout.schema
-        state = {
-            "parts": self._committed,
-            "schema": None if schema is None else schema_to_text(schema),
-        }
-        self._group.commit(cursor, state)
+        columns = None if schema is None else schema_to_text(schema)
+        self._group.commit(cursor, ParquetState(parts=list(self._committed), columns=columns))
 
     def close(self, complete: bool = True) -> None:
         if self._closed:
             return
         self._closed = True
-        if self.lock_refused:
-            return  # another run owns the destination: leave its files alone
+        if self.untouchable:  # another run owns the destination, or a resume was refused
+            self.unlock_part()
+            return
         try:
             if complete:
                 self._publish()
@@ -332,25 +370,32 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
         self._pending = rest.to_batches() if rest.num_rows else []
         self._pending_rows = rest.num_rows
 
-    def _check_parts(self, parts: list[dict[str, Any]]) -> None:
-        """Keep the committed parts (each whole, as recorded) and delete any written after them."""
-        names = {str(part["name"]) for part in parts}
+    def _check_parts(self, parts: list[CommittedPart]) -> None:
+        """Keep the committed parts (each whole, as recorded) and delete any written after them.
+
+        A part's name is one the checkpoint's schema allows (``part-NNNNN.parquet``), in the
+        parts folder; a link or anything but a regular file there is not a part this sink
+        wrote, and is refused like a part of another length.
+        """
+        names = {part.name for part in parts}
         for part in parts:
-            path = self._parts / str(part["name"])
-            size = path.stat().st_size if path.is_file() else None
-            if size != int(part["bytes"]):
+            path = self._parts / part.name
+            size = _regular_size(path)
+            if size != part.bytes:
                 self._group.abandon()
-                found = "is missing" if size is None else f"holds {size} bytes"
+                found = (
+                    "is missing (or not a regular file)" if size is None else f"holds {size} bytes"
+                )
                 raise UserError(
                     f"cannot resume: the committed part {str(path)!r} of {self._where} {found}, "
-                    f"not the {part['bytes']} bytes its checkpoint recorded; it was changed after "
+                    f"not the {part.bytes} bytes its checkpoint recorded; it was changed after "
                     "the checkpoint. Run again without resuming to start over"
                 )
         self._drop_uncommitted(names)
 
     def _drop_uncommitted(self, names: set[str]) -> None:
         """Delete the parts not among ``names``: written after the last commit."""
-        if self._parts.is_dir():
+        if self._parts.is_dir() and not self._parts.is_symlink():  # never through a link
             for path in self._parts.iterdir():
                 if path.name not in names:
                     path.unlink()
@@ -378,7 +423,7 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
 
         def tables() -> Iterable[pa.Table]:
             for part in self._committed:
-                source = pq.ParquetFile(self._parts / str(part["name"]))
+                source = pq.ParquetFile(self._parts / part.name)
                 for group in range(source.num_row_groups):
                     yield source.read_row_group(group).cast(schema)
 
@@ -390,7 +435,7 @@ class ParquetSink(StagingSink, Sink[ParquetSinkConfig]):
             self._part.abandon()
             self._part = None
         if self._group.committed:
-            self._drop_uncommitted({str(part["name"]) for part in self._committed})
+            self._drop_uncommitted({part.name for part in self._committed})
         else:
             shutil.rmtree(self._parts, ignore_errors=True)
         self._group.abandon()
@@ -472,7 +517,7 @@ class _Part:
             self.writer.write_table(table, row_group_size=self.size)
             self.rows += table.num_rows
 
-    def close(self) -> dict[str, Any]:
+    def close(self) -> CommittedPart:
         """Write the footer and make the file durable; what the checkpoint records of it."""
         self.writer.close()
         fd = os.open(self.path, os.O_RDONLY)
@@ -480,7 +525,7 @@ class _Part:
             os.fsync(fd)
         finally:
             os.close(fd)
-        return {"name": self.path.name, "rows": self.rows, "bytes": self.path.stat().st_size}
+        return CommittedPart(name=self.path.name, rows=self.rows, bytes=self.path.stat().st_size)
 
     def abandon(self) -> None:
         with contextlib.suppress(Exception):

@@ -22,7 +22,7 @@ import pytest
 
 from seamline.contracts.component import Component
 from seamline.contracts.documents import DocumentError, Shard
-from seamline.contracts.errors import ContractViolation
+from seamline.contracts.errors import ContractViolation, UserError
 from seamline.contracts.sink import OutputRecord, Sink, StagedRun
 from seamline.contracts.testing._common import ComponentContract
 from seamline.contracts.versions import Kind
@@ -167,6 +167,53 @@ class SinkContract(ComponentContract):
             sink.write(batch)
         sink.close(complete=True)
         self.assert_published(sink, read_output(tmp_path), [*first, *second, *third])
+
+    def test_resumes_from_a_path_relative_to_the_working_directory(
+        self,
+        make_sink: MakeSink,
+        read_output: ReadOutput,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Users write relative paths (``out/emb.jsonl``, as every example does): from a
+        working directory of the run's own, a sink made for a relative folder must commit,
+        resume after a crash and publish exactly as for an absolute one. A sink that
+        records a path in one spelling and compares it with another refuses its own
+        checkpoint here."""
+        monkeypatch.chdir(tmp_path)
+        relative = Path("relative-out")
+        first, second, third = sample_batches()
+        crashed = make_sink(relative)
+        crashed.start(MANIFEST)
+        crashed.write(first)
+        crashed.commit("after-first")
+        crashed.write(second)  # written, never committed: then the process dies
+        resumable = crashed.resumable
+        del crashed
+        gc.collect()
+
+        sink = make_sink(relative)
+        remaining = [first, second, third]
+        if resumable:
+            try:
+                cursor = sink.recover(MANIFEST)
+            except UserError as err:
+                pytest.fail(
+                    f"sink {sink.name!r} refused to resume from a relative path "
+                    f"({str(relative / '...')!r} from {str(tmp_path)!r}), its own checkpoint: "
+                    f"{err}"
+                )
+            assert cursor == "after-first", (
+                f"sink {sink.name!r}: recover() from a relative path returned {cursor!r}, "
+                "not the last committed cursor 'after-first'"
+            )
+            remaining = [second, third]
+        else:
+            sink.start(MANIFEST)
+        for batch in remaining:
+            sink.write(batch)
+        sink.close(complete=True)
+        self.assert_published(sink, read_output(relative), [*first, *second, *third])
 
     def test_recover_without_a_commit_starts_over(
         self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path

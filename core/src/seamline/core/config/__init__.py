@@ -12,6 +12,7 @@ from seamline.core.config.resolve import (
     prepare_located,
     read_pipeline_text,
     resolve_attention,
+    resolve_component,
     resolve_located,
 )
 from seamline.core.config.spec import (
@@ -45,5 +46,6 @@ __all__ = [
     "prepare_located",
     "read_pipeline_text",
     "resolve_attention",
+    "resolve_component",
     "resolve_located",
 ]

@@ -260,6 +260,30 @@ def resolve_attention(located: Located, registry: Registry) -> ResolvedAttention
     return resolved
 
 
+def resolve_component(
+    located: Located,
+    registry: Registry,
+    kind: Kind,
+    name: str,
+    config: Mapping[str, Any],
+    at: DataPath,
+) -> ComponentChoice:
+    """The component ``{use: name, with: config}`` at ``at`` of a located document, resolved
+    exactly as a pipeline's: a registered name only (never an import path), of a
+    distribution trust allows, its config validated by the component's ``Config``.
+
+    For documents laid out like a pipeline that seamline did not just write: ``seamline
+    search`` rebuilds the model a sink's manifest names this way, with every problem
+    located in the manifest, so that an edited manifest gets no further than a pipeline
+    file would.
+    """
+    resolver = _Resolver(located, registry)
+    choice = resolver.component(kind, name, config, at)
+    if resolver.problems or choice is None:
+        raise PipelineConfigError(resolver.problems)
+    return choice
+
+
 class _Resolver:
     def __init__(
         self, located: Located, registry: Registry, environ: Mapping[str, str] | None = None

@@ -1,0 +1,49 @@
+"""The checkout's folders and interpreters, and how one benchmark module starts another.
+
+Every benchmark is a module of the ``benchmarks`` package, run from the repository root
+with ``python -m``; so is every process a benchmark starts of its own code (a worker
+side, the reference side in ``.venv-golden``): :func:`module_command` builds that
+command and :data:`ROOT` is its working folder, wherever the driver itself was started.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root: the working folder of every process a benchmark starts."""
+RESULTS = ROOT / "benchmarks" / "results"
+"""Where the benchmarks write their JSON and pictures unless told ``--out``."""
+MAKE_CORPUS = ROOT / "examples" / "corpus" / "make_corpus.py"
+
+SEAMLINE = Path(os.environ.get("SEAMLINE_BIN", ROOT / ".venv" / "bin" / "seamline"))
+"""The ``seamline`` command the whole-process benchmarks time (``SEAMLINE_BIN``: another
+environment's, as ``device_check.sh`` sets it on a GPU machine)."""
+REFERENCE_PYTHON = Path(
+    os.environ.get("SEAMLINE_REFERENCE_PYTHON", ROOT / ".venv-golden" / "bin" / "python")
+)
+"""The interpreter of the reference side (torch, sentence-transformers), which ``.venv``
+never holds: ``.venv-golden`` unless ``SEAMLINE_REFERENCE_PYTHON`` names another."""
+REFERENCE_MISSING = (
+    f"error: {REFERENCE_PYTHON} is missing: the reference side needs it; create it with "
+    "`bash tests/golden/make_golden.sh --setup-only`"
+)
+REFERENCE_SOURCES = (ROOT / "adapters" / "src", ROOT / "contracts" / "src")
+"""Where the reference side finds :mod:`seamline.adapters.measure`: its interpreter has no
+seamline installed, and the package imports only the standard library."""
+
+
+def module_command(module: str, *arguments: str, python: Path | None = None) -> list[str]:
+    """``python -m MODULE ARGUMENTS``: one of this package's modules, to run in :data:`ROOT`.
+
+    ``python`` None is this interpreter; :data:`REFERENCE_PYTHON` for a reference side
+    (then run it with :func:`reference_env`).
+    """
+    return [str(python or sys.executable), "-m", module, *arguments]
+
+
+def reference_env() -> dict[str, str]:
+    """What a reference-side process's environment adds to this one's: the sources it imports."""
+    return {"PYTHONPATH": os.pathsep.join(str(path) for path in REFERENCE_SOURCES)}

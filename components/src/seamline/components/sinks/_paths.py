@@ -1,0 +1,94 @@
+"""Where a sink's files are: one spelling for every path, and no two outputs in one file.
+
+A path in a pipeline file is relative to the working directory of the run, and may
+be spelled many ways (``out/emb.jsonl``, ``./out/emb.jsonl``, ``out/../out/emb.jsonl``,
+``/abs/out/emb.jsonl``, a folder reached through a symbolic link). A sink compares
+paths (its checkpoint names files beside a destination; a part's directory is
+derived from its output's), and a comparison between two spellings of one file says
+"different". So every path a first-party sink's config names is made absolute *once*,
+when the config is validated (:data:`OutputPath`), and everything the sink derives
+from it (partial files, checkpoint, lock, staging area, manifest) is absolute too.
+That is ``os.path.abspath``: ``..`` is removed from the text and links are *not*
+followed, so the sink writes where the path says, into the folder the user named.
+
+Whether two configured outputs are *one file* is a different question, answered by
+what the file system says (:func:`same_entry`): the folders' symbolic links followed,
+so ``o6/emb.jsonl`` and ``link-to-o6/emb.jsonl`` are one. The last name is compared
+as it is, not followed: a sink publishes by renaming over that name, so a link found
+there is replaced, never written through (:mod:`._atomic`), and two outputs that are
+links to one file today are two files once published. :func:`check_distinct`
+refuses a config whose outputs collide (``errors_path`` naming the records file
+through a linked folder, the manifest's own name, one of the sink's hidden working
+files, or a file inside a table's folder) while the config is validated, so the run
+never starts; before this, one output silently overwrote the other.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import AfterValidator
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Sequence
+
+
+def absolute(path: Path) -> Path:
+    """``path`` made absolute against the working directory, ``..`` removed, links kept."""
+    return Path(os.path.abspath(path))
+
+
+OutputPath = Annotated[Path, AfterValidator(absolute)]
+"""The type of every config field that names a file or folder a sink writes."""
+
+
+def located(path: Path) -> Path:
+    """Where the name ``path`` really is: its folder with every link followed, and its name."""
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+def same_entry(one: Path, other: Path) -> bool:
+    """Whether ``one`` and ``other`` are one name in one folder (the folders' links followed)."""
+    return located(one) == located(other)
+
+
+def _working_file_of(path: Path, output: Path) -> bool:
+    """Whether ``path`` has a name the sink gives a hidden working file of ``output``.
+
+    Every such name (partial files, the checkpoint, the lock, the staging folders and
+    the temporaries of a commit) is ``.<output name>.<something>`` in ``output``'s folder.
+    """
+    return (
+        path.name.startswith(f".{output.name}.") and located(path).parent == located(output).parent
+    )
+
+
+def check_distinct(outputs: Sequence[tuple[str, Path]], *, folders: Collection[str] = ()) -> None:
+    """Refuse (``ValueError``, a config error) outputs that are one file, or in one another.
+
+    ``outputs`` are ``(label, absolute path)`` pairs: every file the config names or
+    the sink derives from it (the manifest). ``folders`` are the labels of outputs
+    that are folders (a LanceDB table), inside which no other output may be.
+    """
+    for index, (label, path) in enumerate(outputs):
+        for other_label, other in outputs[index + 1 :]:
+            clash = _clash(label, path, other_label, other, folders)
+            if clash:
+                raise ValueError(f"{clash}; one would overwrite the other. Give them other names")
+
+
+def _clash(label: str, path: Path, other_label: str, other: Path, folders: Collection[str]) -> str:
+    """Why ``path`` and ``other`` cannot both be written, or "" if they can."""
+    said = f"{label} ({str(path)!r}) and {other_label} ({str(other)!r})"
+    if same_entry(path, other):
+        shown = "" if path == other else f" ({str(located(path))!r})"
+        return f"{said} are the same file{shown}"
+    one, two = (label, path), (other_label, other)
+    for (a_label, a), (b_label, b) in ((one, two), (two, one)):
+        if _working_file_of(a, b):
+            return f"{said} collide: {a_label} has the name of a hidden working file of {b_label}"
+        if b_label in folders and located(a).is_relative_to(located(b)):
+            return f"{said} collide: {a_label} is inside {b_label}, a folder the sink replaces"
+    return ""

@@ -1,0 +1,175 @@
+"""Opening files that seamline did not just write: regular files only, without blocking,
+read with a bound, and only inside the folder they belong to.
+
+A loader's documents, an output's manifest and the records it names: whoever can write
+those folders can put a FIFO in place of a file (opening it for reading waits for a
+writer, forever), a device (``/dev/zero`` never ends), a symbolic link to a file
+elsewhere, or a name that climbs out of the folder (``../../home/me/.ssh/id_rsa``).
+Every such file is opened through here, so that each of those is refused in one place:
+
+- :func:`open_regular` opens non-blocking (a FIFO returns at once instead of waiting)
+  and checks the *open descriptor* (``fstat``), so that what is read is what was checked;
+- :func:`read_regular` reads at most one byte past a limit, so a huge file, or one that
+  grows while it is read, costs no more memory than the limit;
+- :func:`bounded_lines` reads lines of at most a limit each (a file without newlines is
+  one line);
+- :func:`within` resolves a name a file gave against the folder it must stay in;
+- :func:`visible` makes text read from such a file safe to print on a terminal.
+
+The errors are plain exceptions that say what happened; the caller knows which file
+it was and what the user can do, and says so (a loader sets the document aside, a
+reader of an output raises a ``UserError``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path, PurePath
+from typing import Any, BinaryIO
+
+FILE_KINDS = {
+    stat.S_IFREG: "a regular file",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFLNK: "a symbolic link",
+}
+"""What a file is, in words (for a message saying it is not what was expected)."""
+
+
+class NotRegularFile(Exception):
+    """The path opened is not a regular file; the message says what it is."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, in words: ``a FIFO (named pipe)``, ..."""
+    return FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
+
+
+class LineTooLong(Exception):
+    """A line is longer than the limit; ``number`` is its line number (1-based)."""
+
+    def __init__(self, number: int, limit: int) -> None:
+        self.number = number
+        self.limit = limit
+        super().__init__(f"line {number} is longer than {limit:,} bytes")
+
+
+class OutsideFolder(Exception):
+    """A name leads outside the folder it must stay in; the message says how."""
+
+
+def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> BinaryIO:
+    """``path`` opened for reading in binary, if it is a regular file; else ``NotRegularFile``.
+
+    Opened non-blocking, so that opening a FIFO returns at once instead of waiting for a
+    writer, and checked on the open descriptor, so that what is read is what was checked.
+    ``follow=False`` refuses a symbolic link at ``path`` itself (``NotRegularFile``).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        if not follow and os.path.islink(path):
+            raise NotRegularFile(FILE_KINDS[stat.S_IFLNK]) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(kind_of(mode))
+        # Reads of a regular file never block; clear the flag so that nothing downstream
+        # (a library given this handle) meets EAGAIN semantics it does not expect.
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str], limit: int | None, *, follow: bool = True) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file at ``path`` (all of it when no limit).
+
+    One byte past the limit, so that the caller can tell a file over it from one exactly
+    at it, and a huge file costs no more memory than the limit even when it grows after
+    it was listed.
+    """
+    with open_regular(path, follow=follow) as handle:
+        return handle.read() if limit is None else handle.read(limit + 1)
+
+
+def bounded_lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` for each non-blank line of ``handle``; ``LineTooLong`` past
+    ``limit`` bytes (the newline not counted), so a file without newlines is read no further."""
+    number = 0
+    while True:
+        line = handle.readline(limit + 2)
+        if not line:
+            return
+        number += 1
+        body = line[:-1] if line.endswith(b"\n") else line
+        if len(body) > limit:
+            raise LineTooLong(number, limit)
+        if body.strip():
+            yield number, body
+
+
+def within(folder: Path, name: str) -> Path:
+    """The real path of ``name`` (relative to ``folder``, or absolute) if it lies in ``folder``.
+
+    Refused (``OutsideFolder``): an empty name or one with a NUL; a name with a ``..``
+    part, wherever it would lead; an absolute path, or one that a symbolic link on the way
+    turns into a path, outside ``folder`` (after ``folder``'s own links are followed: a
+    user's output folder may itself be a link). The file need not exist: a missing file
+    is reported by whoever opens it, where it is known what it was for.
+    """
+    if not name or "\0" in name:
+        raise OutsideFolder("is not a file name")
+    pure = PurePath(name)
+    if ".." in pure.parts:
+        raise OutsideFolder("climbs out of its folder ('..')")
+    try:
+        base = folder.resolve(strict=True)
+        real = (folder / pure).resolve()
+    except (OSError, RuntimeError) as err:  # RuntimeError: a symbolic link loop
+        raise OutsideFolder(f"cannot be resolved ({err})") from None
+    if not real.is_relative_to(base):
+        how = "is a path" if pure.is_absolute() else "leads through a symbolic link"
+        raise OutsideFolder(f"{how} outside {base}")
+    return real
+
+
+def strict_json(data: str | bytes) -> Any:
+    """``data`` parsed as strict JSON: ``NaN`` and ``Infinity`` (which Python's ``json``
+    accepts) are refused. Raises ``ValueError`` (a ``JSONDecodeError`` with its place, or
+    a ``UnicodeDecodeError``) or ``RecursionError`` (arrays nested thousands deep)."""
+    return json.loads(data, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def visible(text: str, keep: str = "") -> str:
+    """``text`` with each control character (but those in ``keep``) and each bidirectional
+    override shown as "\ufffd".
+
+    Text read from a file anyone can edit (a stored window, an id, a file name in an
+    error message) is data: printed as is, an escape sequence in it would drive the
+    user's terminal (clear it, retitle it, write the clipboard), and a bidirectional
+    override would reorder what is shown. Rich drops some control characters, not ESC.
+    """
+    return "".join("\ufffd" if _hidden(ch) and ch not in keep else ch for ch in text)
+
+
+def _hidden(ch: str) -> bool:
+    if unicodedata.category(ch) == "Cc":
+        return True
+    return "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069"
