@@ -13,16 +13,16 @@ import structlog
 from typer.testing import CliRunner
 
 from seamline.adapters.cli import main as cli
-from seamline.adapters.search import find, index_attention, open_index, search
+from seamline.adapters.search import QueryEncoder, find, open_index, search
 from seamline.components.sinks.jsonl import JsonlSink
 from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.components.sinks.npy import NpySink
 from seamline.components.sinks.parquet import ParquetSink
-from seamline.contracts import ConfigError, Document, UnsupportedError, UserError
+from seamline.contracts import ConfigError, UnsupportedError, UserError
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import ComponentInfo, Registry
-from tests.core.toy import ToyModel, toy_registry
+from tests.core.toy import toy_registry
 
 TEXTS = ["alpha beta gamma", "delta epsilon", "zeta eta theta iota kappa lambda mu nu xi"]
 
@@ -93,11 +93,13 @@ def attention_for(tmp_path: Path, recorded: Any, use: str | None = None) -> str:
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
     manifest["attention"] = recorded
     manifest_file.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    model = ToyModel(ToyModel.Config())
-    params = model.load()
-    batch = model.collate(list(model.prepare(Document("q", "a query of words"))), 1, 8)
-    chosen = index_attention(registry(), open_index(out), model, params, batch.arrays, use)
-    return chosen.name
+    encoder = QueryEncoder(registry(), open_index(out), use)
+    try:
+        encoder("a query of words")
+        (chosen,) = set(encoder.chosen.values())
+    finally:
+        encoder.close()
+    return chosen
 
 
 def test_the_recorded_attention_is_negotiated_again_not_assumed(tmp_path: Path) -> None:

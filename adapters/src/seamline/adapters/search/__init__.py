@@ -36,6 +36,7 @@ __all__ = [
     "Hit",
     "Index",
     "QueryEncoder",
+    "Searcher",
     "embed_query",
     "find",
     "index_attention",
@@ -80,6 +81,72 @@ class Found:
     """The store's plan of the query, where it has one (LanceDB)."""
 
 
+class Searcher:
+    """An index opened for searching, its query model built once and kept warm.
+
+    The manifest is read and checked when it is opened; the model (an in-process
+    :class:`~seamline.core.embedder.Embedder` of the run's model and attention) is
+    built on the first search and serves every later one.
+    """
+
+    def __init__(self, registry: Registry, index: Path, attention: str | None = None) -> None:
+        self.path = index
+        self.registry = registry
+        self.attention = attention
+        self.index = open_index(index)
+        self._encoder: QueryEncoder | None = None
+
+    @property
+    def encoder(self) -> QueryEncoder:
+        if self._encoder is None:
+            self._encoder = QueryEncoder(self.registry, self.index, self.attention)
+        return self._encoder
+
+    def find(
+        self, query: str, k: int = 5, *, exact: bool = False, where: str | None = None
+    ) -> Found:
+        """The ``k`` records most similar (cosine) to ``query``, best first.
+
+        ``exact`` scans every vector even where an index exists; ``where`` is a SQL
+        filter on the rows, for a LanceDB table (the file sinks' outputs have no query
+        engine to apply it: a ``UserError`` says so before any work is done).
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise UserError(f"-k (how many results) is from 1 to {MAX_K:,}, not {_shown(k)}")
+        opened = self.index
+        lance = opened.sink == "lancedb"
+        if where and not lance:
+            raise UserError(
+                f"--where filters the rows of a LanceDB table, and {self.path} is the output "
+                f"of a {opened.sink or 'unknown'} sink; write the pipeline's output with the "
+                "lancedb sink, or filter this file with a query engine (DuckDB reads Parquet "
+                "as it is)"
+            )
+        vector = self.encoder(query)
+        if lance:
+            found = search_table(opened, vector, k, exact=exact, where=where)
+            return Found([_hit(score, row) for score, row in found.rows], found.how, found.plan)
+        rows, scanned = nearest(opened, vector, k)
+        hits = [_hit(score, row) for score, row in rows]
+        return Found(hits, f"exact: every one of {scanned:,} rows")
+
+    def search(self, query: str, k: int = 10, where: str | None = None) -> list[Hit]:
+        """The ``k`` records most similar to ``query``, best first (``where``: LanceDB only)."""
+        return self.find(query, k, where=where).hits
+
+    def close(self) -> None:
+        """Release the query model, if one was built."""
+        if self._encoder is not None:
+            self._encoder.close()
+            self._encoder = None
+
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
 def find(
     registry: Registry,
     index: Path,
@@ -90,29 +157,9 @@ def find(
     exact: bool = False,
     where: str | None = None,
 ) -> Found:
-    """The ``k`` records of ``index`` most similar (cosine) to ``query``, best first.
-
-    ``exact`` scans every vector even where an index exists; ``where`` is a SQL
-    filter on the rows, for a LanceDB table (the file sinks' outputs have no query
-    engine to apply it: a ``UserError`` says so before any work is done).
-    """
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise UserError(f"-k (how many results) is from 1 to {MAX_K:,}, not {_shown(k)}")
-    opened = open_index(index)
-    lance = opened.sink == "lancedb"
-    if where and not lance:
-        raise UserError(
-            f"--where filters the rows of a LanceDB table, and {index} is the output of a "
-            f"{opened.sink or 'unknown'} sink; write the pipeline's output with the lancedb "
-            "sink, or filter this file with a query engine (DuckDB reads Parquet as it is)"
-        )
-    vector = QueryEncoder(registry, opened, attention)(query)
-    if lance:
-        found = search_table(opened, vector, k, exact=exact, where=where)
-        return Found([_hit(score, row) for score, row in found.rows], found.how, found.plan)
-    rows, scanned = nearest(opened, vector, k)
-    hits = [_hit(score, row) for score, row in rows]
-    return Found(hits, f"exact: every one of {scanned:,} rows")
+    """One search of ``index`` (see :meth:`Searcher.find`), the model built for it alone."""
+    with Searcher(registry, index, attention) as searcher:
+        return searcher.find(query, k, exact=exact, where=where)
 
 
 def _shown(value: object) -> str:

@@ -3,31 +3,33 @@
 The manifest names the model and its ``with:`` block, and records the run's
 ``attention`` section, which is negotiated again here for the query's shape (unless
 the caller names an attention): an explicit choice that cannot serve on this
-machine fails with its reasons, as it would in a run. :class:`QueryEncoder` loads
-the model once, so a caller with many queries (the recall benchmark) pays for the
-weights and each compilation once; queries are padded to a power-of-two length, as
-a run buckets its windows, so that a few compilations serve any number of them.
+machine fails with its reasons, as it would in a run. :class:`QueryEncoder` is an
+in-process :class:`~seamline.core.embedder.Embedder` of the index's model, built once,
+so a caller with many queries (the recall benchmark, ``open_index(...).search``) pays
+for the weights and each compilation once; queries are bucketed as a run buckets its
+windows, so that a few compilations serve any number of them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import ParamSpec, TypeVar
 
-import jax
 import numpy as np
 
 from seamline.adapters.search.index import Index
-from seamline.contracts import Attention, ConfigError, Document, Model
-from seamline.core.attention.candidates import build_candidates
-from seamline.core.attention.checked import CheckedAttention
-from seamline.core.attention.probe import attention_specs
-from seamline.core.config import PipelineConfigError, resolve_attention, resolve_component
+from seamline.contracts import ConfigError
+from seamline.core.config import (
+    PipelineConfigError,
+    ResolvedAttention,
+    RunSettings,
+    resolve_attention,
+    resolve_component,
+)
 from seamline.core.config.located import parse_located
+from seamline.core.embedder import Embedder
 from seamline.core.registry import Registry
-
-SMALLEST_LENGTH = 16
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -48,13 +50,12 @@ def one_problem(resolve: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T
         raise ConfigError(detail, first.location) from None
 
 
-def index_attention(
-    registry: Registry, index: Index, model: Model[Any], params: Any, arrays: Any, use: str | None
-) -> Attention[Any]:
-    """The attention the run negotiated, negotiated again here for the query's shape.
+def index_attention(registry: Registry, index: Index, use: str | None) -> ResolvedAttention:
+    """The run's ``attention`` section as the manifest records it, resolved for this machine.
 
-    The manifest's ``attention`` section is resolved like a pipeline's (problems are
-    located in the manifest), or ``{use: <use>}`` when the caller overrides it.
+    Resolved like a pipeline's (problems are located in the manifest), or ``{use: <use>}``
+    when the caller overrides it; it is negotiated again for the query's shapes when
+    they are first embedded, as a run would.
     """
     located = index.located
     if use is not None:
@@ -63,63 +64,52 @@ def index_attention(
         located = parse_located(
             json.dumps({"attention": {"use": "auto"}}), str(index.manifest_path)
         )
-    candidates = build_candidates(one_problem(resolve_attention, located, registry), registry)
-    decision = candidates.planner().choose(attention_specs(model, params, arrays))
-    chosen = next(c for c in candidates.implementations if c.name == decision.chosen)
-    for other in candidates.implementations:
-        if other is not chosen:
-            other.close()
-    return chosen
+    return one_problem(resolve_attention, located, registry)
+
+
+QUERY_RUN = RunSettings(batch_size=1)
+"""Queries come one or a few at a time: one packed row per batch, no budget to fill."""
 
 
 class QueryEncoder:
-    """The index's model, loaded once, turning query texts into unit vectors."""
+    """The index's model, built once (an :class:`Embedder`), turning query texts into unit vectors.
+
+    The same model, config and attention negotiation as the run, through the same host
+    work, seams, verification and compiled steps: a query is embedded exactly as a
+    document of the index was (truncated to the model's first window).
+    """
 
     def __init__(self, registry: Registry, index: Index, attention: str | None = None) -> None:
         spec = index.manifest.model
         assert spec is not None  # open_index refuses a manifest without one
-        self.registry = registry
         self.index = index
-        self.attention = attention
         # As a pipeline's model: a registered name that trust allows, its config validated.
         choice = one_problem(
             resolve_component, index.located, registry, "model", spec.use, spec.with_, ("model",)
         )
-        self.model = cast(Model[Any], registry.create("model", choice.name, choice.config))
-        self.params = self.model.load()
-        self._steps: dict[int, Callable[[Any, dict[str, Any]], Any]] = {}
-        self.chosen: dict[int, str] = {}
-        """Padded query length → the attention that serves it."""
+        resolved = index_attention(registry, index, attention)
+        self.embedder = Embedder(choice, resolved, QUERY_RUN, registry)
+
+    @property
+    def chosen(self) -> dict[str, str]:
+        """Shape signature → the attention that serves it, for the shapes embedded so far."""
+        return {d.signature: d.chosen for d in self.embedder.encoder.steps.decisions}
 
     def __call__(self, query: str) -> np.ndarray:
         """``query``'s first window as a unit vector (float32)."""
-        model = self.model
-        examples = list(model.prepare(Document("query", query)))[:1]
-        length = padded_length(examples[0].length, model.max_length)
-        batch = model.collate(examples, 1, length)
-        step = self._steps.get(length)
-        if step is None:
-            chosen = index_attention(
-                self.registry, self.index, model, self.params, batch.arrays, self.attention
-            )
-            checked = CheckedAttention(chosen)
-            step = self._steps[length] = jax.jit(lambda p, a: model.apply(p, a, checked))
-            self.chosen[length] = chosen.name
-        out = step(self.params, dict(batch.arrays))
-        vector: np.ndarray = np.asarray(out)[batch.example_rows[0]].astype(np.float32)
-        return vector / max(float(np.linalg.norm(vector)), 1e-12)
+        vector: np.ndarray = self.embedder.encode(query, normalize=True)  # type: ignore[assignment]
+        return vector
 
-
-def padded_length(length: int, max_length: int) -> int:
-    """The power of two from 16 that holds ``length``, or ``max_length`` (a run's buckets)."""
-    padded = SMALLEST_LENGTH
-    while padded < length:
-        padded *= 2
-    return min(padded, max_length)
+    def close(self) -> None:
+        self.embedder.close()
 
 
 def embed_query(
     registry: Registry, index: Index, query: str, attention: str | None = None
 ) -> np.ndarray:
     """Embed ``query`` with the index's model and attention (or ``attention`` if given)."""
-    return QueryEncoder(registry, index, attention)(query)
+    encoder = QueryEncoder(registry, index, attention)
+    try:
+        return encoder(query)
+    finally:
+        encoder.close()
