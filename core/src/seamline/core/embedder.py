@@ -35,11 +35,12 @@ import numpy.typing as npt
 from seamline.contracts import Document, Model, Monitor
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.config import (
-    ComponentChoice,
-    ResolvedAttention,
-    RunSettings,
+    ResolvedEncoder,
     load_pipeline,
     load_trusted,
+    prepare_data,
+    resolve_encoder,
+    trusted_registry,
 )
 from seamline.core.encoder import Encoder
 from seamline.core.host import Collated, SetAside, documents_as_loaded
@@ -72,22 +73,68 @@ class Embedder:
 
     def __init__(
         self,
-        model: ComponentChoice,
-        attention: ResolvedAttention,
-        run: RunSettings,
+        model: Mapping[str, Any],
+        attention: str | Sequence[str] | Mapping[str, Any] = "auto",
+        run: Mapping[str, Any] | None = None,
+        *,
+        trust: Mapping[str, Any] | None = None,
+        registry: Registry | None = None,
+        environ: Mapping[str, str] | None = None,
+        monitors: Sequence[Monitor[Any]] = (),
+        long_text: LongText = "truncate",
+    ) -> None:
+        """An embedder of ``model`` (``{"use": NAME, "with": {...}}``, as in a pipeline).
+
+        ``attention`` is a name, a preference list, or a whole ``attention`` section;
+        ``run`` and ``trust`` are those sections of a pipeline. They are validated as a
+        pipeline file's are: a problem is a located ``ConfigError`` whose place is the
+        key path (``Embedder(...)['model']['with']['max_lenght']``). Without a
+        ``registry``, components are discovered under the trust given and the user's.
+        """
+        section = dict(attention) if isinstance(attention, Mapping) else {"use": attention}
+        if isinstance(section.get("use"), tuple | list):
+            section["use"] = list(section["use"])
+        data: dict[str, Any] = {"model": dict(model), "attention": section}
+        if run is not None:
+            data["run"] = dict(run)
+        if trust is not None:
+            data["trust"] = dict(trust)
+        located = prepare_data(data, "Embedder(...)", (), environ)
+        if registry is None:
+            registry = trusted_registry(located, environ)
+        resolved = resolve_encoder(located, registry, environ=environ)
+        self._start(resolved, registry, monitors, long_text)
+
+    @classmethod
+    def from_resolved(
+        cls,
+        resolved: ResolvedEncoder,
         registry: Registry,
         *,
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
+    ) -> Embedder:
+        """An embedder of a model side already resolved (a pipeline's, a manifest's)."""
+        embedder = cls.__new__(cls)
+        embedder._start(resolved, registry, monitors, long_text)
+        return embedder
+
+    def _start(
+        self,
+        resolved: ResolvedEncoder,
+        registry: Registry,
+        monitors: Sequence[Monitor[Any]],
+        long_text: LongText,
     ) -> None:
         _check_long_text(long_text)
         self.long_text: LongText = long_text
+        self.source = resolved.source
         self.monitors = MonitorHub(monitors)
+        model = resolved.model
         created = cast(Model[Any], registry.create(model.kind, model.name, model.config))
         seam = Seam(created, registry.info_of(created), self.monitors)
-        self.encoder = Encoder(
-            created, seam, build_candidates(attention, registry), run, self._report
-        )
+        candidates = build_candidates(resolved.attention, registry)
+        self.encoder = Encoder(created, seam, candidates, resolved.run, self._report)
         self._queue: list[_Request] = []
         self._queue_lock = threading.Lock()
         self._engine = threading.Lock()
@@ -115,14 +162,8 @@ class Embedder:
             resolved, registry = load_trusted(path, overrides, environ)
         else:
             resolved = load_pipeline(path, registry, overrides, environ)
-        return cls(
-            resolved.model,
-            resolved.attention,
-            resolved.spec.run,
-            registry,
-            monitors=monitors,
-            long_text=long_text,
-        )
+        side = ResolvedEncoder(resolved.model, resolved.attention, resolved.spec.run, str(path))
+        return cls.from_resolved(side, registry, monitors=monitors, long_text=long_text)
 
     # -- embedding ---------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+import yaml
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
@@ -19,7 +20,14 @@ from seamline.contracts import (
 )
 from seamline.contracts.executor import merge_attention
 from seamline.contracts.logs import get_logger
-from seamline.core.config import ResolvedPipeline, load_pipeline, load_trusted
+from seamline.core.config import (
+    ResolvedPipeline,
+    load_pipeline,
+    load_trusted,
+    prepare_data,
+    resolve_located,
+    resolve_trusted,
+)
 from seamline.core.job import PipelineJob
 from seamline.core.orchestrator import RunSummary
 from seamline.core.provenance import provenance
@@ -27,6 +35,9 @@ from seamline.core.registry import Registry
 from seamline.core.telemetry import EXECUTOR, tracer
 
 log = get_logger("seamline.core")
+
+DICT_SOURCE = "Pipeline.from_dict"
+"""How a pipeline built in code is named in messages (its places are key paths)."""
 
 
 class Pipeline:
@@ -53,6 +64,51 @@ class Pipeline:
         if registry is None:
             return cls(*load_trusted(path, overrides, environ))
         return cls(load_pipeline(path, registry, overrides, environ), registry)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        overrides: Sequence[str] = (),
+        *,
+        registry: Registry | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Pipeline:
+        """A pipeline built in code, validated exactly as a file is.
+
+        ``data`` holds what a pipeline file holds (``pipeline``, ``loader``, ``model``,
+        ``sink``...); ``${VAR}`` and ``overrides`` apply as they do to a file. A problem
+        is a located ``ConfigError`` whose place is the path of keys that leads to it
+        (``Pipeline.from_dict['model']['with']['max_lenght']``).
+        """
+        located = prepare_data(data, DICT_SOURCE, overrides, environ)
+        if registry is None:
+            return cls(*resolve_trusted(located, environ))
+        return cls(resolve_located(located, registry, environ=environ), registry)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The pipeline as plain data, as a file would hold it (settings left at their
+        defaults are left out). A string that held ``${VAR}`` is written as it was
+        written, never with the variable's value (it may be a secret)."""
+        data: dict[str, Any] = self.resolved.spec.model_dump(
+            mode="json", by_alias=True, exclude_defaults=True
+        )
+        located = self.resolved.located
+        for path, (template, filled) in (located.templates if located else {}).items():
+            _restore(data, path, template, filled)
+        return data
+
+    def to_yaml(self) -> str:
+        """The pipeline as a YAML file; :meth:`from_yaml` of it is an equal pipeline."""
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    def __eq__(self, other: object) -> bool:
+        """Two pipelines are equal when they validate to the same settings."""
+        if not isinstance(other, Pipeline):
+            return NotImplemented
+        return self.resolved.spec == other.resolved.spec
+
+    __hash__ = None  # type: ignore[assignment]
 
     def run(
         self,
@@ -113,6 +169,24 @@ class Pipeline:
                 f"does); installed executors: {installed}"
             )
         return cast(Executor[Any], self.registry.create(choice.kind, choice.name, choice.config))
+
+
+def _restore(data: Any, path: tuple[str | int, ...], template: str, filled: str) -> None:
+    """Put ``template`` back at ``path`` in ``data`` if the value there is still ``filled``
+    (a ``--set`` that replaced it, or a default left out, leaves it alone)."""
+    *parents, last = path
+    for step in parents:
+        data = _child(data, step)
+    if _child(data, last) == filled:
+        data[last] = template
+
+
+def _child(data: Any, step: str | int) -> Any:
+    if isinstance(data, dict):
+        return data.get(step)
+    if isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data):
+        return data[step]
+    return None
 
 
 def summarize(job: PipelineJob, report: ExecutionReport, seconds: float) -> RunSummary:

