@@ -219,6 +219,14 @@ def span_record(span: ReadableSpan) -> dict[str, Any]:
             {"name": e.name, "time_ns": e.timestamp, "attributes": dict(e.attributes or {})}
             for e in span.events
         ],
+        "links": [
+            {
+                "trace_id": format(link.context.trace_id, "032x"),
+                "span_id": format(link.context.span_id, "016x"),
+                "attributes": dict(link.attributes or {}),
+            }
+            for link in span.links
+        ],
         "status": {"code": span.status.status_code.name, "description": span.status.description},
         "service": span.resource.attributes.get(SERVICE_NAME),
     }

@@ -11,6 +11,20 @@ Several threads may call :meth:`Embedder.encode` at once. Their texts are batche
 together: a caller queues its texts and takes the engine when it is free; whoever
 holds it embeds every text queued so far, its own and the others', and hands each
 caller its rows. No background thread is kept, and a caller alone pays nothing.
+A server instead submits each request (:meth:`Embedder.submit`, which returns at
+once with a :class:`Pending`), keeps one thread leading passes
+(:meth:`Embedder.drain`), may let a leader wait ``max_wait`` seconds for more
+requests before it takes the queue, and cancels a request whose client went away
+(:mod:`seamline.core.embed_queue`).
+
+Tracing: each request is a ``seamline.embed.request`` span (a child of the caller's
+current span); each pass a leader makes is a ``seamline.embed.pass`` span, the root
+of a trace of its own, whose children are the ``seamline.model.prepare`` spans and
+one ``seamline.embed.batch`` span per batch (with the ``seamline.model.apply`` span,
+the attention and the compiled shape, below it). A batch span links to the request
+spans it holds rows of, and each request span links to the batch spans that served
+it: a slow request leads to its batch and its kernel. Each batch is also a
+``BatchDone`` event to the embedder's monitors, as a run's batches are.
 
 Texts longer than the model's window (``long_text``):
 
@@ -24,15 +38,16 @@ Texts longer than the model's window (``long_text``):
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 
-from seamline.contracts import Document, Model, Monitor
+from seamline.contracts import BatchDone, Document, Model, Monitor
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.config import (
     ResolvedEncoder,
@@ -42,30 +57,19 @@ from seamline.core.config import (
     resolve_encoder,
     trusted_registry,
 )
+from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Request
 from seamline.core.encoder import Encoder
 from seamline.core.host import Collated, SetAside, documents_as_loaded
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
-from seamline.core.telemetry import span_event
+from seamline.core.telemetry import BATCH_LENGTH, BATCH_SIZE, span_event, tracer
 
-LongText = Literal["truncate", "mean", "windows"]
+__all__ = ["LONG_TEXT", "Cancelled", "Embedder", "LongText", "Pending", "Vectors"]
+
 LONG_TEXT: tuple[LongText, ...] = ("truncate", "mean", "windows")
 
 Vectors = npt.NDArray[np.float32]
-
-
-@dataclass(eq=False)
-class _Request:
-    """One caller's texts, waiting to be embedded, and what came of them."""
-
-    texts: Sequence[str]
-    long_text: LongText
-    batch_tokens: int | None
-    done: threading.Event = field(default_factory=threading.Event)
-    windows: list[dict[int, np.ndarray]] = field(default_factory=list)
-    """Per text: window index → its vector."""
-    error: BaseException | None = None
 
 
 class Embedder:
@@ -82,6 +86,7 @@ class Embedder:
         environ: Mapping[str, str] | None = None,
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
+        max_wait: float = 0.0,
     ) -> None:
         """An embedder of ``model`` (``{"use": NAME, "with": {...}}``, as in a pipeline).
 
@@ -90,6 +95,8 @@ class Embedder:
         pipeline file's are: a problem is a located ``ConfigError`` whose place is the
         key path (``Embedder(...)['model']['with']['max_lenght']``). Without a
         ``registry``, components are discovered under the trust given and the user's.
+        ``max_wait``: seconds a pass waits for more callers before it starts (see
+        :mod:`seamline.core.embed_queue`; 0, the default, never waits).
         """
         section = dict(attention) if isinstance(attention, Mapping) else {"use": attention}
         if isinstance(section.get("use"), tuple | list):
@@ -103,7 +110,7 @@ class Embedder:
         if registry is None:
             registry = trusted_registry(located, environ)
         resolved = resolve_encoder(located, registry, environ=environ)
-        self._start(resolved, registry, monitors, long_text)
+        self._start(resolved, registry, monitors, long_text, max_wait)
 
     @classmethod
     def from_resolved(
@@ -113,10 +120,11 @@ class Embedder:
         *,
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
+        max_wait: float = 0.0,
     ) -> Embedder:
         """An embedder of a model side already resolved (a pipeline's, a manifest's)."""
         embedder = cls.__new__(cls)
-        embedder._start(resolved, registry, monitors, long_text)
+        embedder._start(resolved, registry, monitors, long_text, max_wait)
         return embedder
 
     def _start(
@@ -125,6 +133,7 @@ class Embedder:
         registry: Registry,
         monitors: Sequence[Monitor[Any]],
         long_text: LongText,
+        max_wait: float,
     ) -> None:
         _check_long_text(long_text)
         self.long_text: LongText = long_text
@@ -135,9 +144,9 @@ class Embedder:
         seam = Seam(created, registry.info_of(created), self.monitors)
         candidates = build_candidates(resolved.attention, registry)
         self.encoder = Encoder(created, seam, candidates, resolved.run, self._report)
-        self._queue: list[_Request] = []
-        self._queue_lock = threading.Lock()
-        self._engine = threading.Lock()
+        self.queue = EmbedQueue(self._run, max_wait)
+        self._batches = 0
+        self._texts_done = 0
         self._dimension: int | None = None
         self._closed = False
 
@@ -151,6 +160,7 @@ class Embedder:
         environ: Mapping[str, str] | None = None,
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
+        max_wait: float = 0.0,
     ) -> Embedder:
         """The model, attention and ``run`` settings of the pipeline file at ``path``.
 
@@ -163,7 +173,9 @@ class Embedder:
         else:
             resolved = load_pipeline(path, registry, overrides, environ)
         side = ResolvedEncoder(resolved.model, resolved.attention, resolved.spec.run, str(path))
-        return cls.from_resolved(side, registry, monitors=monitors, long_text=long_text)
+        return cls.from_resolved(
+            side, registry, monitors=monitors, long_text=long_text, max_wait=max_wait
+        )
 
     # -- embedding ---------------------------------------------------------------------------
 
@@ -186,25 +198,52 @@ class Embedder:
         """
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
-        single = isinstance(texts, str)
+        batch = texts if isinstance(texts, str) else list(texts)
+        if not batch:
+            empty = np.zeros((0, self.dimension), np.float32)
+            return [] if policy == "windows" else empty
+        pending = self.submit(
+            batch, batch_tokens=batch_tokens, normalize=normalize, long_text=long_text
+        )
+        return pending.result()
+
+    def submit(
+        self,
+        texts: str | Sequence[str],
+        *,
+        batch_tokens: int | None = None,
+        normalize: bool | None = None,
+        long_text: LongText | None = None,
+    ) -> Pending:
+        """Queue ``texts`` and return at once; :meth:`Pending.result` gives what
+        :meth:`encode` would have (the arguments are the same, and checked now).
+
+        Someone must lead a pass for the texts to be embedded: ``result()`` does when
+        the engine is free, or a thread that calls :meth:`drain`. At least one text.
+        """
+        policy = self.long_text if long_text is None else long_text
+        _check_long_text(policy)
         batch = [texts] if isinstance(texts, str) else list(texts)
         for index, text in enumerate(batch):
             if not isinstance(text, str):
                 raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
+        if not batch:
+            raise ValueError("nothing to embed: give at least one text")
         if batch_tokens is not None and batch_tokens < 1:
             raise ValueError(f"batch_tokens must be at least 1, not {batch_tokens}")
-        if not batch:
-            empty = np.zeros((0, self.dimension), np.float32)
-            return [] if policy == "windows" else empty
-        request = _Request(batch, policy, batch_tokens)
-        self._embed(request)
-        vectors = [_combine(windows, policy) for windows in request.windows]
-        if normalize:
-            vectors = [_unit(v) for v in vectors]
-        if policy == "windows":
-            return vectors
-        stacked = np.stack(vectors).astype(np.float32, copy=False)
-        return stacked[0] if single else stacked
+        if self._closed:
+            raise RuntimeError("this Embedder is closed")
+        span = tracer().start_span("seamline.embed.request", attributes={_TEXTS: len(batch)})
+        request = Request(batch, policy, batch_tokens, span)
+        self.queue.put(request)
+        return Pending(self.queue, request, isinstance(texts, str), bool(normalize))
+
+    def drain(self, timeout: float) -> int:
+        """Embed what is queued, waiting up to ``timeout`` seconds for a first request.
+
+        For a thread that leads every pass (a server's); returns the texts embedded.
+        """
+        return self.queue.drain(timeout)
 
     @property
     def dimension(self) -> int:
@@ -213,44 +252,42 @@ class Embedder:
             self._dimension = int(np.shape(self.encode([""]))[-1])
         return self._dimension
 
-    def _embed(self, request: _Request) -> None:
-        """Queue ``request``; embed the queue when the engine is free; wait for ours."""
-        if self._closed:
-            raise RuntimeError("this Embedder is closed")
-        with self._queue_lock:
-            self._queue.append(request)
-        with self._engine:
-            if not request.done.is_set():
-                with self._queue_lock:
-                    taken, self._queue = self._queue, []
-                self._run(taken)
-        if request.error is not None:
-            raise request.error
+    def _run(self, requests: list[Request]) -> None:
+        """Embed the texts of ``requests`` together (one pass per window policy and budget).
 
-    def _run(self, requests: list[_Request]) -> None:
-        """Embed the texts of ``requests`` together (one pass per window policy and budget)."""
-        groups: dict[tuple[bool, int | None], list[_Request]] = {}
-        for request in requests:
-            key = (request.long_text == "truncate", request.batch_tokens)
-            groups.setdefault(key, []).append(request)
-        for (first_only, batch_tokens), group in groups.items():
-            try:
-                self._pass(group, first_only, batch_tokens)
-            except BaseException as err:
-                for request in group:
-                    request.error = err
-            finally:
-                for request in group:
-                    request.done.set()
+        The pass is a span of its own trace (it serves many callers), linked to theirs.
+        """
+        links = [trace.Link(r.span.get_span_context()) for r in requests]
+        attributes = {_REQUESTS: len(requests), _TEXTS: sum(len(r.texts) for r in requests)}
+        with tracer().start_as_current_span(
+            "seamline.embed.pass",
+            context=otel_context.Context(),
+            links=links,
+            attributes=attributes,
+        ):
+            groups: dict[tuple[bool, int | None], list[Request]] = {}
+            for request in requests:
+                key = (request.long_text == "truncate", request.batch_tokens)
+                groups.setdefault(key, []).append(request)
+            for (first_only, batch_tokens), group in groups.items():
+                try:
+                    self._pass(group, first_only, batch_tokens)
+                except BaseException as err:
+                    for request in group:
+                        request.finish(err)
+                else:
+                    for request in group:
+                        request.finish()
 
-    def _pass(self, requests: list[_Request], first_only: bool, batch_tokens: int | None) -> None:
-        owners: list[tuple[_Request, int]] = []
+    def _pass(self, requests: list[Request], first_only: bool, batch_tokens: int | None) -> None:
+        owners: list[tuple[Request, int]] = []
         documents = []
         for request in requests:
             request.windows = [{} for _ in request.texts]
             for index, text in enumerate(request.texts):
                 documents.append(Document(str(len(owners)), text))
                 owners.append((request, index))
+        self._texts_done += len(owners)
         encoder = self.encoder
         host = encoder.host_work(
             shapes=encoder.shapes_for(batch_tokens), max_windows=1 if first_only else None
@@ -260,10 +297,47 @@ class Embedder:
                 request, index = owners[int(item.error.id)]
                 raise ValueError(f"texts[{index}] cannot be embedded: {item.error.reason}")
             if isinstance(item, Collated):
-                outputs = encoder.outputs(item.batch)
-                for row, example in zip(item.batch.example_rows, item.batch.examples, strict=True):
-                    request, index = owners[int(example.doc_id)]
-                    request.windows[index][example.index] = outputs[row]
+                self._batch(item, owners)
+
+    def _batch(self, item: Collated, owners: Sequence[tuple[Request, int]]) -> None:
+        """One batch through the model, in a span linked both ways to its requests."""
+        batch = item.batch
+        started = time.perf_counter()
+        served: dict[int, Request] = {}
+        for example in batch.examples:
+            request, _ = owners[int(example.doc_id)]
+            served.setdefault(id(request), request)
+            request.tokens += example.length
+        self._batches += 1
+        attributes = {
+            BATCH_SIZE: batch.batch_size,
+            BATCH_LENGTH: batch.length,
+            _BATCH_INDEX: self._batches,
+            _BATCH_TOKENS: batch.tokens,
+            _REQUESTS: len(served),
+        }
+        links = [trace.Link(r.span.get_span_context()) for r in served.values()]
+        with tracer().start_as_current_span(
+            "seamline.embed.batch", links=links, attributes=attributes
+        ) as span:
+            outputs = self.encoder.outputs(batch)
+        for request in served.values():
+            request.batches += 1
+            request.span.add_link(span.get_span_context(), {_BATCH_INDEX: self._batches})
+        for row, example in zip(batch.example_rows, batch.examples, strict=True):
+            request, index = owners[int(example.doc_id)]
+            request.windows[index][example.index] = outputs[row]
+        seconds = time.perf_counter() - started
+        self.monitors.emit(
+            BatchDone(
+                self._batches,
+                batch.length,
+                len(batch.examples),
+                batch.tokens,
+                seconds,
+                self._texts_done,
+            )
+        )
 
     def _report(self, event: Any) -> None:
         span_event(event)
@@ -273,7 +347,7 @@ class Embedder:
 
     def close(self) -> None:
         """Release the model and the attention (once; later calls do nothing)."""
-        with self._engine:
+        with self.queue.engine:
             if self._closed:
                 return
             self._closed = True
@@ -285,6 +359,61 @@ class Embedder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+_TEXTS = "seamline.texts"
+_REQUESTS = "seamline.requests"
+_BATCH_INDEX = "seamline.batch.index"
+_BATCH_TOKENS = "seamline.batch.tokens"
+
+
+class Pending:
+    """Texts submitted to an :class:`Embedder`: their vectors once embedded, or a cancel."""
+
+    def __init__(self, queue: EmbedQueue, request: Request, single: bool, normalize: bool) -> None:
+        self._queue = queue
+        self._request = request
+        self._single = single
+        self._normalize = normalize
+
+    @property
+    def texts(self) -> int:
+        return len(self._request.texts)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens the model computed for these texts (each window kept, its special tokens
+        included), as batched: final once :meth:`done`."""
+        return self._request.tokens
+
+    def done(self) -> bool:
+        return self._request.done.is_set()
+
+    def cancel(self) -> bool:
+        """Leave the queue if no pass took these texts yet (True); they then take no place
+        in a batch, and :meth:`result` raises ``Cancelled``."""
+        return self._queue.cancel(self._request)
+
+    def add_done_callback(self, callback: Callable[[Pending], None]) -> None:
+        """Call ``callback(self)`` when done, from the thread that finished the pass (or now)."""
+        self._request.add_callback(lambda: callback(self))
+
+    def result(self) -> Vectors | list[Vectors]:
+        """The vectors (as :meth:`Embedder.encode` returns them), leading a pass if need be.
+
+        Raises what embedding them raised, or ``Cancelled``.
+        """
+        request = self._request
+        self._queue.serve(request)
+        if request.error is not None:
+            raise request.error
+        vectors = [_combine(windows, request.long_text) for windows in request.windows]
+        if self._normalize:
+            vectors = [_unit(v) for v in vectors]
+        if request.long_text == "windows":
+            return vectors
+        stacked = np.stack(vectors).astype(np.float32, copy=False)
+        return stacked[0] if self._single else stacked
 
 
 def _check_long_text(policy: str) -> None:

@@ -1,0 +1,177 @@
+"""Callers' texts waiting for an :class:`~seamline.core.embedder.Embedder`, and who embeds them.
+
+Every caller puts a :class:`Request` in one queue. Whoever holds the engine (a lock:
+one pass at a time) takes the whole queue and embeds it in shared batches, then
+hands each request its rows. Nobody has to run a background thread: a caller that
+finds its request still queued when it gets the engine leads a pass itself
+(:meth:`EmbedQueue.serve`); a server may instead keep one thread that leads pass
+after pass (:meth:`EmbedQueue.drain`) while its callers wait on callbacks.
+
+Two things a server needs, and a lone caller does not pay for:
+
+* ``max_wait``: before taking the queue, a leader waits until its oldest request has
+  waited that long, so that requests arriving a few milliseconds apart share a
+  batch. Under load the engine is busy for longer than that anyway, so requests
+  that queued meanwhile are taken at once; the wait only delays a lone request on an
+  idle engine, by at most ``max_wait``. Zero (the default) never waits.
+* :meth:`EmbedQueue.cancel`: a request whose caller went away before a leader took it
+  leaves the queue, so it takes no place in a batch.
+
+A request carries the span of its caller (``seamline.embed.request``); the pass and
+batch spans that serve it link to it, and it to them (see the embedder).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from opentelemetry import trace
+
+from seamline.contracts.logs import get_logger
+
+LongText = Literal["truncate", "mean", "windows"]
+
+log = get_logger("seamline.core.embedder")
+
+Cancelled = concurrent.futures.CancelledError
+"""What a request cancelled before it was embedded ends with."""
+
+
+@dataclass(eq=False)
+class Request:
+    """One caller's texts, waiting to be embedded, and what came of them."""
+
+    texts: Sequence[str]
+    long_text: LongText
+    batch_tokens: int | None
+    span: trace.Span
+    """The caller's ``seamline.embed.request`` span (ended when the request is)."""
+    arrived: float = field(default_factory=time.monotonic)
+    done: threading.Event = field(default_factory=threading.Event)
+    windows: list[dict[int, np.ndarray]] = field(default_factory=list)
+    """Per text: window index → its vector."""
+    tokens: int = 0
+    """Tokens the model computed for these texts (every window kept), counted as batched."""
+    batches: int = 0
+    """Batches that held at least one of its windows."""
+    error: BaseException | None = None
+    taken: bool = False
+    """A leader took it from the queue: it will be embedded, cancelled or not."""
+    _callbacks: list[Callable[[], None]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Record the outcome, end the span, wake the caller, run the callbacks (once)."""
+        with self._lock:
+            if self.done.is_set():
+                return
+            self.error = error
+            span = self.span
+            span.set_attribute("seamline.tokens", self.tokens)
+            span.set_attribute("seamline.batches", self.batches)
+            if error is not None:
+                span.set_status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
+            span.end()
+            self.done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            _call(callback)
+
+    def add_callback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` when the request is finished (now, if it is), in the thread
+        that finishes it: it must be quick (hand the news to another thread)."""
+        with self._lock:
+            if not self.done.is_set():
+                self._callbacks.append(callback)
+                return
+        _call(callback)
+
+
+def _call(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception as err:  # a caller's callback never breaks the others'
+        log.warning("an embed request's callback failed", error=repr(err))
+
+
+class EmbedQueue:
+    """The queue of requests and the engine lock: one pass of ``run`` at a time."""
+
+    def __init__(self, run: Callable[[list[Request]], None], max_wait: float = 0.0) -> None:
+        if max_wait < 0:
+            raise ValueError(f"max_wait must be 0 or more seconds, not {max_wait}")
+        self.run = run
+        """Embeds the requests it is given and finishes every one of them."""
+        self.max_wait = max_wait
+        self._queue: list[Request] = []
+        self._changed = threading.Condition()
+        self._engine = threading.Lock()
+
+    @property
+    def engine(self) -> threading.Lock:
+        """Held for each pass (and by whoever closes the embedder)."""
+        return self._engine
+
+    def put(self, request: Request) -> None:
+        with self._changed:
+            self._queue.append(request)
+            self._changed.notify_all()
+
+    def waiting(self) -> tuple[int, int]:
+        """``(requests, texts)`` queued and not yet taken."""
+        with self._changed:
+            return len(self._queue), sum(len(r.texts) for r in self._queue)
+
+    def cancel(self, request: Request) -> bool:
+        """Take ``request`` out of the queue if no leader took it yet; True if it was."""
+        with self._changed:
+            if request.taken or request.done.is_set():
+                return False
+            self._queue.remove(request)
+            self._changed.notify_all()
+        request.finish(Cancelled("cancelled before it was embedded"))
+        return True
+
+    def serve(self, request: Request) -> None:
+        """Return when ``request`` is finished, leading a pass if the engine is free first."""
+        while not request.done.is_set():
+            with self._engine:
+                if not request.done.is_set():
+                    self._lead()
+
+    def drain(self, timeout: float) -> int:
+        """Wait up to ``timeout`` seconds for a request; embed the queue; the texts embedded."""
+        with self._changed:
+            if not self._queue and not self._changed.wait_for(lambda: self._queue, timeout):
+                return 0
+        with self._engine:
+            return self._lead()
+
+    def _lead(self) -> int:
+        """Take the queue (after ``max_wait``) and embed it; the engine is held."""
+        taken = self._take()
+        if taken:
+            try:
+                self.run(taken)
+            finally:  # whatever ``run`` left unfinished is not left waiting forever
+                for request in taken:
+                    request.finish(RuntimeError("the embedder stopped before embedding this"))
+        return sum(len(r.texts) for r in taken)
+
+    def _take(self) -> list[Request]:
+        with self._changed:
+            while self._queue and self.max_wait > 0:
+                left = self._queue[0].arrived + self.max_wait - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+            taken, self._queue = self._queue, []
+            for request in taken:
+                request.taken = True
+        return taken

@@ -1,0 +1,174 @@
+"""The embedder's queue as a server drives it: submit, drain, wait for more, cancel, trace.
+
+The toy model keeps these fast. A server submits each request and keeps one thread
+leading passes (``drain``): requests arriving within ``max_wait`` of the oldest share a
+pass, a cancelled request takes no place in a batch, and every request's span and the
+batch span that served it are linked both ways.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from seamline.adapters.telemetry_setup import configure_telemetry, shutdown_telemetry
+from seamline.contracts import BatchDone
+from seamline.core.config import TelemetrySettings
+from seamline.core.embedder import Cancelled, Embedder
+from seamline.core.telemetry import tracer
+from tests.core.toy import toy_registry
+
+
+class Batches:
+    """The ``BatchDone`` events an embedder emits (one per batch, as a run's)."""
+
+    name = "batches"
+
+    def __init__(self) -> None:
+        self.done: list[BatchDone] = []
+
+    def observe(self, event: Any) -> None:
+        if isinstance(event, BatchDone):
+            self.done.append(event)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def batches() -> Batches:
+    return Batches()
+
+
+@pytest.fixture
+def embedder(batches: Batches) -> Iterator[Embedder]:
+    built = Embedder(
+        {"use": "toy"},
+        "native",
+        {"batch_size": 8, "buckets": [16]},
+        registry=toy_registry(),
+        monitors=[batches],
+        max_wait=0.5,
+    )
+    built.encode(["warm up"])  # compiled before anything is timed
+    batches.done.clear()
+    yield built
+    built.close()
+
+
+def drain_in_thread(embedder: Embedder) -> tuple[threading.Thread, list[int]]:
+    drained: list[int] = []
+    thread = threading.Thread(target=lambda: drained.append(embedder.drain(5.0)))
+    thread.start()
+    return thread, drained
+
+
+def test_a_leader_waits_up_to_max_wait_so_that_later_requests_share_its_pass(
+    embedder: Embedder, batches: Batches
+) -> None:
+    first = embedder.submit(["one two three"])
+    thread, drained = drain_in_thread(embedder)
+    time.sleep(0.1)  # well within max_wait (0.5 s) of the first request
+    second = embedder.submit(["four five"])
+    thread.join(timeout=30)
+    assert drained == [2], "both requests' texts in one pass"
+    assert first.done()
+    assert second.done()
+    assert len(batches.done) == 1
+    assert batches.done[0].examples == 2
+    np.testing.assert_allclose(second.result(), embedder.encode(["four five"]), atol=1e-6)
+
+
+def test_without_max_wait_a_leader_takes_the_queue_at_once(batches: Batches) -> None:
+    with Embedder({"use": "toy"}, "native", registry=toy_registry(), monitors=[batches]) as e:
+        e.encode(["warm up"])
+        started = time.perf_counter()
+        e.submit(["alone"])
+        assert e.drain(5.0) == 1
+        assert time.perf_counter() - started < 0.4
+        assert e.drain(0.01) == 0, "nothing left: drain waits its timeout and returns"
+
+
+def test_a_cancelled_request_leaves_the_queue_and_takes_no_batch_slot(
+    embedder: Embedder, batches: Batches
+) -> None:
+    gone = embedder.submit(["alpha beta", "gamma delta"])
+    kept = embedder.submit("epsilon")
+    assert gone.cancel()
+    assert embedder.drain(5.0) == 1
+    assert [b.examples for b in batches.done] == [1], "only the kept text was batched"
+    with pytest.raises(Cancelled):
+        gone.result()
+    assert not kept.cancel(), "a request already embedded cannot be cancelled"
+    assert kept.result().shape == (32,)  # type: ignore[union-attr]
+    assert kept.tokens == 1
+
+
+def test_done_callbacks_run_once_and_tokens_are_the_batched_ones(embedder: Embedder) -> None:
+    seen: list[int] = []
+    pending = embedder.submit(["a b c", "d e"])
+    pending.add_done_callback(lambda p: seen.append(p.tokens))
+    assert embedder.drain(5.0) == 2
+    pending.add_done_callback(lambda p: seen.append(-1))  # already done: called now
+    assert seen == [5, -1]
+
+
+def test_submit_checks_its_arguments_now(embedder: Embedder) -> None:
+    with pytest.raises(ValueError, match="at least one text"):
+        embedder.submit([])
+    with pytest.raises(TypeError, match=r"texts\[1\] is a int"):
+        embedder.submit(["ok", 3])  # type: ignore[list-item]
+    assert embedder.encode([]).shape == (0, 32)  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="max_wait"):
+        Embedder({"use": "toy"}, "native", registry=toy_registry(), max_wait=-1)
+
+
+def read_spans(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_each_request_span_and_the_batch_span_that_served_it_are_linked(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    path = tmp_path / "trace.jsonl"
+    configure_telemetry(TelemetrySettings(traces=["jsonl"], traces_file=str(path)))
+    try:
+        start = threading.Barrier(2)
+
+        def caller(text: str) -> None:
+            with tracer().start_as_current_span(f"client {text}"):
+                start.wait()
+                embedder.encode([text])
+
+        threads = [threading.Thread(target=caller, args=(t,)) for t in ("red fox", "blue")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    finally:
+        shutdown_telemetry()
+    spans = read_spans(path)
+    requests = [s for s in spans if s["name"] == "seamline.embed.request"]
+    (batch,) = [s for s in spans if s["name"] == "seamline.embed.batch"]
+    (one_pass,) = [s for s in spans if s["name"] == "seamline.embed.pass"]
+    clients = {s["span_id"]: s for s in spans if s["name"].startswith("client ")}
+    assert len(requests) == 2
+    assert {r["parent_span_id"] for r in requests} == set(clients), "children of the callers"
+    request_ids = {r["span_id"] for r in requests}
+    assert {link["span_id"] for link in batch["links"]} == request_ids
+    assert {link["span_id"] for link in one_pass["links"]} == request_ids
+    for request in requests:
+        assert [link["span_id"] for link in request["links"]] == [batch["span_id"]]
+        assert request["attributes"]["seamline.tokens"] >= 1
+    assert one_pass["parent_span_id"] is None, "a pass is the root of a trace of its own"
+    assert batch["parent_span_id"] == one_pass["span_id"]
+    assert batch["attributes"]["seamline.requests"] == 2
+    (apply,) = [s for s in spans if s["name"] == "seamline.model.apply"]
+    assert apply["parent_span_id"] == batch["span_id"], "the batch leads to its kernel's span"
