@@ -90,6 +90,8 @@ class LinesLoader(Loader[LinesConfig]):
 
 class TinyConfig(ComponentConfig):
     max_length: int = 16
+    load_seconds: float = 0.0
+    """Sleep this long in ``load`` (a model slow to load: a server's warm-up, say)."""
 
 
 class TinyModel(Model[TinyConfig]):
@@ -104,6 +106,7 @@ class TinyModel(Model[TinyConfig]):
         return self.config.max_length
 
     def load(self) -> Any:
+        time.sleep(self.config.load_seconds)
         return {"table": np.random.default_rng(0).normal(size=(97, 32)).astype(np.float32)}
 
     def prepare(self, document: Document) -> Sequence[Example]:

@@ -65,7 +65,15 @@ from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import BATCH_LENGTH, BATCH_SIZE, span_event, tracer
 
-__all__ = ["LONG_TEXT", "Cancelled", "Embedder", "LongText", "Pending", "Vectors"]
+__all__ = [
+    "LONG_TEXT",
+    "Cancelled",
+    "Embedder",
+    "LongText",
+    "Pending",
+    "Unembeddable",
+    "Vectors",
+]
 
 LONG_TEXT: tuple[LongText, ...] = ("truncate", "mean", "windows")
 
@@ -271,15 +279,23 @@ class Embedder:
                 groups.setdefault(key, []).append(request)
             for (first_only, batch_tokens), group in groups.items():
                 try:
-                    self._pass(group, first_only, batch_tokens)
+                    refused = self._pass(group, first_only, batch_tokens)
                 except BaseException as err:
                     for request in group:
                         request.finish(err)
                 else:
                     for request in group:
-                        request.finish()
+                        request.finish(refused.get(id(request)))
 
-    def _pass(self, requests: list[Request], first_only: bool, batch_tokens: int | None) -> None:
+    def _pass(
+        self, requests: list[Request], first_only: bool, batch_tokens: int | None
+    ) -> dict[int, Unembeddable]:
+        """Embed the requests' texts in shared batches; the requests refused, by ``id``.
+
+        A text the model cannot embed fails its own request only, never the others
+        batched with it.
+        """
+        refused: dict[int, Unembeddable] = {}
         owners: list[tuple[Request, int]] = []
         documents = []
         for request in requests:
@@ -295,9 +311,10 @@ class Embedder:
         for item in host.batches(documents_as_loaded(documents)):
             if isinstance(item, SetAside):
                 request, index = owners[int(item.error.id)]
-                raise ValueError(f"texts[{index}] cannot be embedded: {item.error.reason}")
+                refused.setdefault(id(request), Unembeddable(index, item.error.reason))
             if isinstance(item, Collated):
                 self._batch(item, owners)
+        return refused
 
     def _batch(self, item: Collated, owners: Sequence[tuple[Request, int]]) -> None:
         """One batch through the model, in a span linked both ways to its requests."""
@@ -359,6 +376,15 @@ class Embedder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+class Unembeddable(ValueError):
+    """A text the model cannot embed (its ``prepare`` failed, or made nothing of it)."""
+
+    def __init__(self, index: int, reason: str) -> None:
+        super().__init__(f"texts[{index}] cannot be embedded: {reason}")
+        self.index = index
+        self.reason = reason
 
 
 _TEXTS = "seamline.texts"

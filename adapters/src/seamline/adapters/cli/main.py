@@ -823,6 +823,10 @@ def search(
     _consoles.out.print(table)
 
 
+# Commands in modules of their own register themselves on `app` when imported.
+from seamline.adapters.cli import serve as _serve  # noqa: E402, F401
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point of the ``seamline`` command."""
     return app(args=argv, prog_name="seamline")

@@ -1,0 +1,187 @@
+"""``seamline serve PIPELINE``: the pipeline's model over HTTP (see docs/serving.md).
+
+A command module of its own, registered on the ``seamline`` app by importing it
+(one line at the end of :mod:`.main`). Only typer and the CLI's helpers at import
+time: the server (uvicorn, JAX, the components) is imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from seamline.adapters.cli.main import (
+    LOG_LEVELS,
+    PipelineArg,
+    SetOption,
+    _consoles,
+    _load,
+    _user_errors,
+    app,
+)
+
+if TYPE_CHECKING:
+    from seamline.adapters.serve.limits import Limits
+
+Host = Annotated[str, typer.Option("--host", help="The address to listen on.")]
+Port = Annotated[
+    int, typer.Option("--port", help="The port to listen on (0: any free port, printed).")
+]
+MaxWaitMs = Annotated[
+    float,
+    typer.Option(
+        "--max-wait-ms",
+        help="How long a batch waits for more requests after the oldest arrived (0 to 1000 ms; "
+        "0: never waits).",
+    ),
+]
+MaxInputs = Annotated[int, typer.Option("--max-inputs", help="Texts in one request, at most.")]
+MaxInputChars = Annotated[
+    int, typer.Option("--max-input-chars", help="Characters in one text, at most.")
+]
+MaxRequestBytes = Annotated[
+    int, typer.Option("--max-request-bytes", help="Bytes in one request body, at most.")
+]
+MaxQueueTexts = Annotated[
+    int,
+    typer.Option(
+        "--max-queue-texts",
+        help="Texts accepted and not yet answered, across all clients; past it: 429.",
+    ),
+]
+MaxQueueChars = Annotated[
+    int,
+    typer.Option("--max-queue-chars", help="Characters of those texts, at most; past it: 429."),
+]
+LongTextOption = Annotated[
+    str,
+    typer.Option(
+        "--long-text",
+        help="Texts longer than the model's window: truncate (the first window, as "
+        "sentence-transformers does) or mean (every window, averaged).",
+    ),
+]
+IndexOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--index",
+        help="The output /v1/search searches (default: the pipeline's sink path).",
+        show_default=False,
+    ),
+]
+GracefulTimeout = Annotated[
+    int,
+    typer.Option(
+        "--graceful-timeout",
+        help="Seconds a SIGTERM waits for the requests in flight before cutting them off.",
+    ),
+]
+LogLevel = Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")]
+LogFormat = Annotated[
+    str, typer.Option("--log-format", help="auto (console on a terminal), json or console.")
+]
+AccessLog = Annotated[
+    bool, typer.Option("--access-log/--no-access-log", help="Log one line per request.")
+]
+CompileCache = Annotated[
+    bool,
+    typer.Option(
+        "--compile-cache/--no-compile-cache",
+        help="Reuse compiled shapes across runs (JAX persistent cache).",
+    ),
+]
+
+
+@app.command()
+def serve(
+    pipeline: PipelineArg,
+    overrides: SetOption = None,
+    host: Host = "127.0.0.1",
+    port: Port = 8000,
+    max_wait_ms: MaxWaitMs = 2.0,
+    max_inputs: MaxInputs = 2048,
+    max_input_chars: MaxInputChars = 32_768,
+    max_request_bytes: MaxRequestBytes = 16 * 1024 * 1024,
+    max_queue_texts: MaxQueueTexts = 4096,
+    max_queue_chars: MaxQueueChars = 16 * 1024 * 1024,
+    long_text: LongTextOption = "truncate",
+    index: IndexOption = None,
+    graceful_timeout: GracefulTimeout = 30,
+    log_level: LogLevel = "info",
+    log_format: LogFormat = "auto",
+    access_log: AccessLog = False,
+    compile_cache: CompileCache = True,
+) -> None:
+    """Serve the pipeline's model over HTTP: OpenAI-compatible /v1/embeddings, /v1/search
+    over its output, /healthz and /metrics; concurrent requests are batched together."""
+    from seamline.adapters.serve.limits import Limits
+
+    limits = Limits(
+        max_inputs=max_inputs,
+        max_input_chars=max_input_chars,
+        max_request_bytes=max_request_bytes,
+        max_queue_texts=max_queue_texts,
+        max_queue_chars=max_queue_chars,
+        max_wait_ms=max_wait_ms,
+        long_text=long_text,  # type: ignore[arg-type]  # checked by problems()
+    )
+    wrong = limits.problems()
+    if log_level not in LOG_LEVELS:
+        wrong.append(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+    if log_format not in ("auto", "json", "console"):
+        wrong.append("--log-format must be auto, json or console")
+    if wrong:
+        _consoles.err.print(f"[bold red]error:[/] {'; '.join(wrong)}", highlight=False)
+        raise typer.Exit(2)
+    _serve(pipeline, overrides, limits, host, port, index, graceful_timeout, access_log,
+           log_level, log_format, compile_cache)  # fmt: skip
+
+
+def _serve(
+    pipeline: Path,
+    overrides: list[str] | None,
+    limits: Limits,
+    host: str,
+    port: int,
+    index: Path | None,
+    graceful_timeout: int,
+    access_log: bool,
+    log_level: str,
+    log_format: str,
+    compile_cache: bool,
+) -> None:
+    from seamline.adapters import telemetry_setup
+    from seamline.adapters.logging_setup import configure_logging
+    from seamline.adapters.serve.server import serve_pipeline
+
+    configure_logging(json={"auto": None, "json": True}.get(log_format, False), level=log_level)
+    if compile_cache:
+        from seamline.adapters.compile_cache import enable_compile_cache
+
+        _user_errors(enable_compile_cache)
+    resolved, registry = _load(pipeline, overrides)
+    _user_errors(lambda: telemetry_setup.configure_telemetry(resolved.spec.telemetry))
+
+    def announce(url: str) -> None:
+        print(f"seamline serve: {resolved.spec.pipeline} on {url} (GET {url}/healthz: ready?)")
+        sys.stdout.flush()
+
+    try:
+        _user_errors(
+            lambda: serve_pipeline(
+                resolved,
+                registry,
+                limits,
+                host=host,
+                port=port,
+                index=index,
+                announce=announce,
+                graceful_timeout=graceful_timeout,
+                access_log=access_log,
+            )
+        )
+    finally:
+        telemetry_setup.shutdown_telemetry()

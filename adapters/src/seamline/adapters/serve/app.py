@@ -1,0 +1,216 @@
+"""The routes: ``/v1/embeddings``, ``/v1/search``, ``/healthz``, ``/metrics`` (Starlette).
+
+Every answer to a POST goes through :func:`_endpoint`: a span per request
+(``POST /v1/embeddings``; the embedder's ``seamline.embed.request`` span is its
+child, linked to the batch that served it), the request counted by status and timed,
+a refusal (:class:`~.errors.ApiError`) answered in OpenAI's error shape, and anything
+else a 500 whose details go to the server's log, never to the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import numpy as np
+from opentelemetry import trace
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from seamline.adapters.serve.bodies import embeddings_request, read_json, search_request
+from seamline.adapters.serve.engine import Engine
+from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
+from seamline.adapters.serve.index import IndexSearch
+from seamline.adapters.serve.limits import Limits
+from seamline.adapters.serve.metrics import ServeMetrics
+from seamline.contracts.logs import get_logger
+from seamline.core.embedder import Cancelled, Unembeddable
+
+log = get_logger("seamline.adapters.serve")
+tracer = trace.get_tracer("seamline.adapters.serve")
+
+INLINE_TEXTS = 16
+"""Answers of more texts than this are serialized in a worker thread, off the event loop."""
+CLIENT_CLOSED = 499
+"""The status counted for a request whose client went away (nginx's convention)."""
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What the routes serve."""
+
+    engine: Engine
+    index: IndexSearch
+    limits: Limits
+    metrics: ServeMetrics
+    model: str
+    """The name answers carry in ``model``: the pipeline's."""
+
+
+def build_app(served: Served, lifespan: Any = None) -> Starlette:
+    """The application; ``lifespan`` starts and stops the engine (see :mod:`.server`)."""
+    routes = [
+        Route("/v1/embeddings", _endpoint(served, "embeddings", _embeddings), methods=["POST"]),
+        Route("/v1/search", _endpoint(served, "search", _search), methods=["POST"]),
+        Route("/healthz", _healthz(served), methods=["GET"]),
+        Route("/metrics", _metrics(served), methods=["GET"]),
+    ]
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error, Exception: _crashed},
+    )
+
+
+def _endpoint(
+    served: Served, name: str, handle: Callable[[Served, Request], Awaitable[Response]]
+) -> Handler:
+    async def answer(request: Request) -> Response:
+        started = time.perf_counter()
+        span_name = f"{request.method} {request.url.path}"
+        with tracer.start_as_current_span(span_name, kind=trace.SpanKind.SERVER) as span:
+            span.set_attribute("http.request.method", request.method)
+            span.set_attribute("url.path", request.url.path)
+            try:
+                response = await handle(served, request)
+            except ApiError as err:
+                response = err.response()
+            except Exception as err:
+                log.exception("a request failed", endpoint=name, error=repr(err))
+                span.record_exception(err)
+                response = ApiError(
+                    500,
+                    "the server failed to answer this request (see its log)",
+                    code="internal_error",
+                    kind=SERVER_ERROR,
+                ).response()
+            span.set_attribute("http.response.status_code", response.status_code)
+            if response.status_code >= 500:
+                span.set_status(trace.StatusCode.ERROR)
+        served.metrics.requests.labels(name, str(response.status_code)).inc()
+        served.metrics.latency.labels(name).observe(time.perf_counter() - started)
+        return response
+
+    return answer
+
+
+async def _embeddings(served: Served, request: Request) -> Response:
+    engine = served.engine
+    if engine.state != "ready":
+        raise engine.not_ready()
+    data = await read_json(request, served.limits.max_request_bytes)
+    asked = embeddings_request(data, served.limits, engine.dimension)
+    pending, future = engine.submit(asked.texts, asked.characters, asyncio.get_running_loop())
+    left = asyncio.ensure_future(_client_left(request))
+    waiting: list[asyncio.Future[Any]] = [future, left]
+    try:
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        left.cancel()
+        if not future.done() and pending.cancel():
+            served.metrics.cancelled.inc()
+    if not future.done():  # the client went away: nobody to answer
+        return Response(status_code=CLIENT_CLOSED)
+    try:
+        vectors = pending.result()
+    except Unembeddable as err:
+        raise ApiError(422, str(err), code="unembeddable", param=f"input[{err.index}]") from None
+    except Cancelled:
+        return Response(status_code=CLIENT_CLOSED)
+    assert isinstance(vectors, np.ndarray)
+    tokens = pending.tokens
+    served.metrics.texts.inc(len(asked.texts))
+    served.metrics.tokens.inc(tokens)
+    args = (vectors, asked.encoding_format, served.model, tokens)
+    if len(asked.texts) > INLINE_TEXTS:
+        body = await anyio.to_thread.run_sync(_embeddings_body, *args)
+    else:
+        body = _embeddings_body(*args)
+    return Response(body, media_type="application/json")
+
+
+async def _client_left(request: Request) -> None:
+    """Return when the client disconnects (the body is read: nothing else can arrive)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _embeddings_body(vectors: np.ndarray, encoding: str, model: str, tokens: int) -> bytes:
+    """OpenAI's answer: one ``embedding`` object per text, in input order, and ``usage``."""
+    if encoding == "base64":  # little-endian float32, as the openai client decodes it
+        little = vectors.astype("<f4", copy=False)
+        items: list[Any] = [base64.b64encode(row.tobytes()).decode("ascii") for row in little]
+    else:
+        items = vectors.tolist()
+    body = {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": index, "embedding": item}
+            for index, item in enumerate(items)
+        ],
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+async def _search(served: Served, request: Request) -> Response:
+    data = await read_json(request, served.limits.max_request_bytes)
+    asked = search_request(data, served.limits)
+    found = await anyio.to_thread.run_sync(served.index.find, asked)
+    found["model"] = served.model
+    body = json.dumps(found, separators=(",", ":"), default=str)
+    return Response(body, media_type="application/json")
+
+
+def _healthz(served: Served) -> Handler:
+    async def healthz(request: Request) -> Response:
+        engine = served.engine
+        body: dict[str, Any] = {"status": engine.state, "model": served.model}
+        if engine.state == "ready":
+            body["dimension"] = engine.dimension
+            return JSONResponse(body)
+        if engine.failure:
+            body["error"] = engine.failure
+        headers = {"Retry-After": str(served.limits.retry_after_s)}
+        return JSONResponse(body, status_code=503, headers=headers)
+
+    return healthz
+
+
+def _metrics(served: Served) -> Handler:
+    async def metrics(request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        return Response(served.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    return metrics
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Unknown paths and methods, in the same error shape as everything else."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 400
+    message = {404: "no such endpoint", 405: "this endpoint does not take that method"}.get(
+        status, str(getattr(exc, "detail", "bad request"))
+    )
+    route = f"{request.method} {request.url.path}"
+    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
+    return ApiError(status, f"{message}: {route}", code=code).response()
+
+
+async def _crashed(request: Request, exc: Exception) -> Response:
+    """The last resort (a route above answers its own failures): a 500, no traceback sent."""
+    log.error("unhandled error", path=request.url.path, error=repr(exc))
+    failed = ApiError(500, "internal server error", code="internal_error", kind=SERVER_ERROR)
+    return failed.response()

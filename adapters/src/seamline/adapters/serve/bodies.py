@@ -1,0 +1,208 @@
+"""Request bodies: read within a byte limit, parsed as JSON, checked field by field.
+
+Everything a client sends is untrusted: the body is counted as it arrives (a
+``Content-Length`` is not believed, nor needed), parsed as strict JSON (no ``NaN``; a
+nesting too deep to parse is a 400, not a crash), and each field is checked before
+anything is queued, with a message that names the field (``param``) and, for a limit,
+the option that sets it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from starlette.requests import Request
+
+from seamline.adapters.search import MAX_K
+from seamline.adapters.serve.errors import ApiError
+from seamline.adapters.serve.limits import Limits
+
+MAX_WHERE_CHARS = 4096
+"""The longest ``where`` filter ``/v1/search`` accepts."""
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingsRequest:
+    texts: list[str]
+    encoding_format: Literal["float", "base64"]
+    characters: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    k: int
+    where: str | None
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The body, parsed; 413 past ``limit`` bytes, 400 if it is not JSON."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as err:
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise ApiError(
+            400, f"the request body is not valid JSON ({reason})", code="invalid_json"
+        ) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(
+        413,
+        f"the request body is larger than {limit:,} bytes, this server's limit "
+        "(--max-request-bytes): send fewer or shorter texts per request",
+        code="request_too_large",
+    )
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def embeddings_request(data: Any, limits: Limits, dimension: int) -> EmbeddingsRequest:
+    """A ``/v1/embeddings`` body checked (see docs/serving.md for what each field does)."""
+    body = _object(data, "input")
+    texts = _texts(body.get("input", _MISSING), limits)
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise _invalid("model", f"'model' must be a string, not {json_type(model)}")
+    encoding: Literal["float", "base64"]
+    asked = body.get("encoding_format")
+    if asked is None or asked == "float":
+        encoding = "float"
+    elif asked == "base64":
+        encoding = "base64"
+    else:
+        shown = json.dumps(asked)[:60]
+        raise _invalid(
+            "encoding_format", f'\'encoding_format\' must be "float" or "base64", not {shown}'
+        )
+    dimensions = body.get("dimensions")
+    if dimensions is not None and (
+        isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions != dimension
+    ):
+        raise _invalid(
+            "dimensions",
+            f"this model makes vectors of {dimension} dimensions and cannot shorten them: "
+            f"leave 'dimensions' out or give {dimension}",
+        )
+    characters = sum(len(text) for text in texts)
+    return EmbeddingsRequest(texts, encoding, characters)
+
+
+_MISSING = object()
+
+
+def _object(data: Any, required: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _invalid(
+            None, f"the request body must be a JSON object with {required!r}, not {json_type(data)}"
+        )
+    return data
+
+
+def _texts(raw: Any, limits: Limits) -> list[str]:
+    if raw is _MISSING:
+        raise _invalid("input", "'input' is required: a string or an array of strings")
+    if isinstance(raw, str):
+        texts = [raw]
+    elif isinstance(raw, list):
+        if not raw:
+            raise _invalid("input", "'input' is an empty array: give at least one text", "empty")
+        if len(raw) > limits.max_inputs:
+            raise ApiError(
+                413,
+                f"'input' has {len(raw):,} texts; this server embeds at most "
+                f"{limits.max_inputs:,} per request (--max-inputs): split the request",
+                code="too_many_inputs",
+                param="input",
+            )
+        for index, text in enumerate(raw):
+            if not isinstance(text, str):
+                raise _not_text(f"input[{index}]", text)
+        texts = raw
+    else:
+        raise _not_text("input", raw)
+    for index, text in enumerate(texts):
+        where = "input" if isinstance(raw, str) else f"input[{index}]"
+        if not text:
+            raise _invalid(where, f"{where} is an empty string: there is nothing to embed", "empty")
+        if len(text) > limits.max_input_chars:
+            raise ApiError(
+                413,
+                f"{where} has {len(text):,} characters; this server takes at most "
+                f"{limits.max_input_chars:,} per text (--max-input-chars)",
+                code="input_too_long",
+                param=where,
+            )
+    return texts
+
+
+def _not_text(where: str, value: object) -> ApiError:
+    if isinstance(value, int | list) and not isinstance(value, bool):
+        return _invalid(
+            where,
+            f"{where} is {json_type(value)}: token ids are not accepted here, send the text "
+            "itself (this server tokenizes with the pipeline's own model)",
+        )
+    return _invalid(where, f"{where} must be a string, not {json_type(value)}")
+
+
+def _invalid(param: str | None, message: str, code: str = "invalid_value") -> ApiError:
+    return ApiError(422, message, code=code, param=param)
+
+
+def search_request(data: Any, limits: Limits) -> SearchRequest:
+    """A ``/v1/search`` body: ``query`` (a text), ``k`` (1 to 10,000, default 10), ``where``."""
+    body = _object(data, "query")
+    query = body.get("query", _MISSING)
+    if query is _MISSING:
+        raise _invalid("query", "'query' is required: the text to search for")
+    if not isinstance(query, str):
+        raise _invalid("query", f"'query' must be a string, not {json_type(query)}")
+    if not query:
+        raise _invalid("query", "'query' is an empty string: there is nothing to search for")
+    if len(query) > limits.max_input_chars:
+        raise ApiError(
+            413,
+            f"'query' has {len(query):,} characters; this server takes at most "
+            f"{limits.max_input_chars:,} per text (--max-input-chars)",
+            code="input_too_long",
+            param="query",
+        )
+    k = body.get("k", 10)
+    if isinstance(k, float) and math.isfinite(k) and k.is_integer():
+        k = int(k)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise _invalid("k", f"'k' (how many results) is a whole number from 1 to {MAX_K:,}")
+    where = body.get("where")
+    if where is not None and not isinstance(where, str):
+        raise _invalid("where", f"'where' must be a string (a SQL filter), not {json_type(where)}")
+    if where is not None and len(where) > MAX_WHERE_CHARS:
+        raise _invalid("where", f"'where' is longer than {MAX_WHERE_CHARS:,} characters")
+    return SearchRequest(query, k, where or None)

@@ -1,0 +1,145 @@
+"""The embedder behind the server: one thread leads its passes; requests wait on futures.
+
+The event loop never embeds. A request's texts are submitted to the
+:class:`~seamline.core.embedder.Embedder` (which returns at once) and the handler
+awaits an asyncio future that the embedder's done-callback resolves from the engine
+thread. That thread warms the model up first (one embedding: the weights loaded, the
+attention negotiated, verified and compiled for the first shape; the server is ready
+only then), then leads pass after pass (``drain``), each pass waiting up to
+``max_wait_ms`` for more requests after the oldest arrived.
+
+The queue in front of it is bounded: texts (and their characters) accepted and not
+yet answered, counted on the event loop's thread only. A request that would pass a
+bound is refused with 429 before anything is queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Literal
+
+from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
+from seamline.adapters.serve.limits import Limits
+from seamline.adapters.serve.metrics import ServeMetrics
+from seamline.contracts.logs import get_logger
+from seamline.core.embedder import Embedder, Pending
+
+log = get_logger("seamline.adapters.serve")
+
+State = Literal["loading", "ready", "failed", "stopping"]
+
+WARM_UP_TEXT = "seamline serve warm-up"
+DRAIN_POLL_S = 0.05
+"""How often the engine thread looks up from an empty queue to see whether to stop."""
+
+
+class Engine:
+    """The embedder, the thread that leads its passes, and the bounded queue in front."""
+
+    def __init__(self, embedder: Embedder, limits: Limits, metrics: ServeMetrics) -> None:
+        self.embedder = embedder
+        self.limits = limits
+        self.metrics = metrics
+        self.state: State = "loading"
+        self.failure: str | None = None
+        self.dimension = 0
+        self.texts_waiting = 0
+        self.chars_waiting = 0
+        self.requests_waiting = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, on_failure: Callable[[BaseException], None]) -> None:
+        """Warm up and serve in the engine thread; ``on_failure`` if warming up fails."""
+        self._thread = threading.Thread(
+            target=self._lead, args=(on_failure,), name="seamline-serve-engine", daemon=True
+        )
+        self._thread.start()
+
+    def _lead(self, on_failure: Callable[[BaseException], None]) -> None:
+        try:
+            warm = self.embedder.encode([WARM_UP_TEXT])
+            self.dimension = int(warm.shape[-1])  # type: ignore[union-attr]
+        except BaseException as err:
+            self.state = "failed"
+            self.failure = f"{type(err).__name__}: {err}"
+            log.error("the model could not be warmed up", error=self.failure)
+            on_failure(err)
+            return
+        self.state = "ready"
+        self.metrics.ready.set(1)
+        log.info("ready", dimension=self.dimension)
+        while not self._stop.is_set():
+            self.embedder.drain(DRAIN_POLL_S)
+        while self.embedder.drain(0):  # whatever was queued before the stop
+            pass
+
+    def submit(
+        self, texts: list[str], characters: int, loop: asyncio.AbstractEventLoop
+    ) -> tuple[Pending, asyncio.Future[Pending]]:
+        """Queue ``texts`` (on the event loop's thread); refused when not ready or full."""
+        if self.state != "ready":
+            raise self.not_ready()
+        limits = self.limits
+        if self.texts_waiting + len(texts) > limits.max_queue_texts:
+            raise self._full(f"{self.texts_waiting:,} texts", "--max-queue-texts")
+        if self.chars_waiting + characters > limits.max_queue_chars:
+            raise self._full(f"{self.chars_waiting:,} characters", "--max-queue-chars")
+        pending = self.embedder.submit(texts, long_text=limits.long_text)
+        self._count(1, len(texts), characters)
+        future: asyncio.Future[Pending] = loop.create_future()
+
+        def finished(done: Pending) -> None:  # in the engine thread
+            loop.call_soon_threadsafe(self._answered, done, future, len(texts), characters)
+
+        pending.add_done_callback(finished)
+        return pending, future
+
+    def _answered(
+        self, pending: Pending, future: asyncio.Future[Pending], texts: int, characters: int
+    ) -> None:
+        self._count(-1, -texts, -characters)
+        if not future.done():
+            future.set_result(pending)
+
+    def _count(self, requests: int, texts: int, characters: int) -> None:
+        self.requests_waiting += requests
+        self.texts_waiting += texts
+        self.chars_waiting += characters
+        self.metrics.queue_requests.set(self.requests_waiting)
+        self.metrics.queue_texts.set(self.texts_waiting)
+
+    def _full(self, holds: str, option: str) -> ApiError:
+        seconds = self.limits.retry_after_s
+        return ApiError(
+            429,
+            f"the server's queue is full (it holds {holds}, the limit set by {option}): "
+            f"retry after {seconds} s",
+            code="queue_full",
+            kind=RATE_LIMIT,
+            headers={"Retry-After": str(seconds)},
+        )
+
+    def not_ready(self) -> ApiError:
+        seconds = str(self.limits.retry_after_s)
+        if self.state == "loading":
+            message = "the model is still loading and compiling: retry shortly (GET /healthz)"
+        elif self.state == "failed":
+            message = f"the model failed to load: {self.failure}"
+        else:
+            message = "the server is shutting down"
+        return ApiError(
+            503, message, code="not_ready", kind=SERVER_ERROR, headers={"Retry-After": seconds}
+        )
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Embed what is queued, stop the thread, release the model."""
+        if self.state == "ready":
+            self.state = "stopping"
+        self.metrics.ready.set(0)
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.embedder.close()

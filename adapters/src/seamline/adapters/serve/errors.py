@@ -1,0 +1,52 @@
+"""Errors as OpenAI's API gives them, so its clients report them as they would OpenAI's.
+
+``{"error": {"message": ..., "type": ..., "param": ..., "code": ...}}`` with an HTTP
+status: 400 for a body that is not JSON, 413 for a request past a size limit, 422 for a
+valid JSON body that asks for something invalid, 429 when the queue is full and 503
+while the model is loading (both with ``Retry-After``), 404 where there is nothing to
+search, 500 for a failure of the server itself (its message says only that, the
+details go to the server's log: never a traceback to the client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from starlette.responses import JSONResponse
+
+INVALID_REQUEST = "invalid_request_error"
+RATE_LIMIT = "rate_limit_error"
+SERVER_ERROR = "server_error"
+
+
+class ApiError(Exception):
+    """A request refused, with its status and OpenAI-shaped body."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str,
+        param: str | None = None,
+        kind: str = INVALID_REQUEST,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.kind = kind
+        self.headers = dict(headers or {})
+
+    def response(self) -> JSONResponse:
+        body = {
+            "error": {
+                "message": self.message,
+                "type": self.kind,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+        return JSONResponse(body, status_code=self.status, headers=self.headers)

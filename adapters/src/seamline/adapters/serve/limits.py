@@ -1,0 +1,65 @@
+"""Every bound ``seamline serve`` keeps: what one request may hold, and what may wait.
+
+A server's memory is what its clients send it; each bound below caps one way of
+sending more, and a request past one is refused with the bound's name in its error
+(:mod:`.errors`), never queued:
+
+* ``max_request_bytes``: a request's body, counted as it is read (413);
+* ``max_inputs``: texts in one request (413), and ``max_input_chars``: characters in
+  one text (413);
+* ``max_queue_texts`` and ``max_queue_chars``: texts (and their characters) accepted
+  and not yet answered, across all clients: past either, 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+LongText = Literal["truncate", "mean"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The server's bounds and batching settings (the command's options)."""
+
+    max_inputs: int = 2048
+    """Texts in one request (OpenAI's own limit is 2048)."""
+    max_input_chars: int = 32_768
+    """Characters in one text."""
+    max_request_bytes: int = 16 * 1024 * 1024
+    """Bytes in one request body."""
+    max_queue_texts: int = 4096
+    """Texts accepted and not yet answered, across every client."""
+    max_queue_chars: int = 16 * 1024 * 1024
+    """Characters of those texts."""
+    max_wait_ms: float = 2.0
+    """How long a pass waits for more requests, from the oldest one's arrival."""
+    retry_after_s: int = 1
+    """The ``Retry-After`` of a 429 or a 503."""
+    long_text: LongText = "truncate"
+    """Texts longer than the model's window: the first window (as sentence-transformers
+    does), or the mean of every window."""
+
+    def problems(self) -> list[str]:
+        """What is wrong with these settings, one line each (none: they are usable)."""
+        wrong = []
+        for name in (
+            "max_inputs",
+            "max_input_chars",
+            "max_request_bytes",
+            "max_queue_texts",
+            "max_queue_chars",
+        ):
+            if getattr(self, name) < 1:
+                wrong.append(f"--{name.replace('_', '-')} must be at least 1")
+        if not 0 <= self.max_wait_ms <= 1000:
+            wrong.append("--max-wait-ms must be from 0 to 1000")
+        if self.max_queue_texts < self.max_inputs:
+            wrong.append(
+                "--max-queue-texts must be at least --max-inputs (else a request of "
+                "--max-inputs texts could never be queued)"
+            )
+        if self.long_text not in ("truncate", "mean"):
+            wrong.append("--long-text must be truncate or mean")
+        return wrong

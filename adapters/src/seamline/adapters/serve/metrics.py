@@ -1,0 +1,115 @@
+"""The server's Prometheus instruments, served at ``/metrics``.
+
+A registry of the server's own (not the process-wide default one), so two servers in
+one process, or a test, never share counts. Batch sizes come from the embedder's
+``BatchDone`` events through a monitor (:class:`BatchMetrics`), as a run's monitors
+see its batches.
+
+======================================  ====================================================
+metric                                  what
+======================================  ====================================================
+``seamline_serve_requests_total``       requests answered, by ``endpoint`` and ``status``
+``seamline_serve_request_seconds``      latency per request (histogram), by ``endpoint``
+``seamline_serve_queue_texts``          texts accepted and not yet answered
+``seamline_serve_queue_requests``       requests accepted and not yet answered
+``seamline_serve_texts_total``          texts embedded
+``seamline_serve_tokens_total``         tokens embedded (the ``usage`` of the answers)
+``seamline_serve_batch_examples``       windows per batch (histogram)
+``seamline_serve_batch_tokens``         real tokens per batch (histogram)
+``seamline_serve_batch_seconds``        a batch through the model (histogram)
+``seamline_serve_cancelled_total``      requests whose client left before their batch ran
+``seamline_serve_ready``                1 once the model is warm, else 0
+======================================  ====================================================
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from seamline.contracts import BatchDone, ComponentConfig, Event, Monitor
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536)
+
+
+class ServeMetrics:
+    """Every instrument, in one registry of its own."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "seamline_serve_requests",
+            "Requests answered, by endpoint and HTTP status.",
+            ["endpoint", "status"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "seamline_serve_request_seconds",
+            "Seconds from a request's arrival to its answer, by endpoint.",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.queue_texts = Gauge(
+            "seamline_serve_queue_texts", "Texts accepted and not yet answered.", registry=registry
+        )
+        self.queue_requests = Gauge(
+            "seamline_serve_queue_requests",
+            "Embedding requests accepted and not yet answered.",
+            registry=registry,
+        )
+        self.texts = Counter("seamline_serve_texts", "Texts embedded.", registry=registry)
+        self.tokens = Counter(
+            "seamline_serve_tokens", "Tokens embedded (the answers' usage).", registry=registry
+        )
+        self.batch_examples = Histogram(
+            "seamline_serve_batch_examples",
+            "Windows per batch.",
+            buckets=SIZE_BUCKETS,
+            registry=registry,
+        )
+        self.batch_tokens = Histogram(
+            "seamline_serve_batch_tokens",
+            "Real tokens per batch (padding not counted).",
+            buckets=TOKEN_BUCKETS,
+            registry=registry,
+        )
+        self.batch_seconds = Histogram(
+            "seamline_serve_batch_seconds",
+            "Seconds a batch took through the model.",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.cancelled = Counter(
+            "seamline_serve_cancelled",
+            "Requests whose client went away before their batch ran (taken off the queue).",
+            registry=registry,
+        )
+        self.ready = Gauge(
+            "seamline_serve_ready", "1 once the model is warm, else 0.", registry=registry
+        )
+
+    def exposition(self) -> bytes:
+        """The text format Prometheus scrapes."""
+        return generate_latest(self.registry)
+
+
+class BatchMetrics(Monitor[ComponentConfig]):
+    """A monitor of the server's embedder: each ``BatchDone`` into the batch histograms."""
+
+    name: ClassVar[str] = "serve-metrics"
+    contract_version: ClassVar[str] = "1.0"
+    Config = ComponentConfig
+
+    def __init__(self, metrics: ServeMetrics) -> None:
+        super().__init__(ComponentConfig())
+        self.metrics = metrics
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, BatchDone):
+            self.metrics.batch_examples.observe(event.examples)
+            self.metrics.batch_tokens.observe(event.tokens)
+            self.metrics.batch_seconds.observe(event.seconds)

@@ -1,0 +1,141 @@
+"""uvicorn, on a socket of our own, started and stopped cleanly.
+
+The socket is bound and listening before anything else starts, so the address
+(``--port 0``: any free port) is known and announced at once, and a client that
+connects while the model warms up waits in the backlog rather than being refused.
+uvicorn serves it; the application's lifespan starts the engine (:mod:`.engine`) and,
+at the end, embeds what is still queued and releases the model.
+
+SIGTERM or SIGINT: uvicorn stops accepting connections, lets every request in flight
+finish (their texts are still embedded: the engine runs until the lifespan ends),
+closes idle connections, then the process exits with status 0. A second SIGINT, or
+``--graceful-timeout`` seconds, cuts the wait short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from seamline.adapters.serve.app import Served, build_app
+from seamline.adapters.serve.engine import Engine
+from seamline.adapters.serve.index import IndexSearch
+from seamline.adapters.serve.limits import Limits
+from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
+from seamline.contracts import UserError
+from seamline.core.config import ResolvedEncoder, ResolvedPipeline
+from seamline.core.embedder import Embedder
+from seamline.core.registry import Registry
+
+BACKLOG = 2048
+
+
+def sink_output(resolved: ResolvedPipeline) -> Path | None:
+    """The output the pipeline's sink writes (its ``path``, as every first-party sink names it)."""
+    path = getattr(resolved.sink.config, "path", None)
+    return Path(path) if isinstance(path, str | os.PathLike) else None
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0: a free port); UserError if it cannot."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError as err:
+        raise UserError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def serve_pipeline(
+    resolved: ResolvedPipeline,
+    registry: Registry,
+    limits: Limits,
+    *,
+    host: str,
+    port: int,
+    index: Path | None,
+    announce: Callable[[str], None],
+    graceful_timeout: int | None = 30,
+    access_log: bool = False,
+) -> None:
+    """Serve ``resolved``'s model until a signal; raises the warm-up's error if it fails."""
+    metrics = ServeMetrics()
+    side = ResolvedEncoder(resolved.model, resolved.attention, resolved.spec.run, resolved.source)
+    embedder = Embedder.from_resolved(
+        side,
+        registry,
+        monitors=[BatchMetrics(metrics)],
+        long_text=limits.long_text,
+        max_wait=limits.max_wait_ms / 1000,
+    )
+    served = Served(
+        Engine(embedder, limits, metrics),
+        IndexSearch(registry, index or sink_output(resolved)),
+        limits,
+        metrics,
+        resolved.spec.pipeline,
+    )
+    sock = bind(host, port)
+    failures: list[BaseException] = []
+    holder: dict[str, uvicorn.Server] = {}
+
+    def failed(error: BaseException) -> None:  # in the engine thread
+        failures.append(error)
+        holder["server"].should_exit = True
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        served.engine.start(failed)
+        announce(url_of(sock))
+        try:
+            yield
+        finally:
+            served.engine.stop()
+            served.index.close()
+
+    config = uvicorn.Config(
+        build_app(served, lifespan),
+        log_config=None,
+        access_log=access_log,
+        timeout_graceful_shutdown=graceful_timeout,
+        server_header=False,
+        lifespan="on",
+    )
+    holder["server"] = server = uvicorn.Server(config)
+    with _quiet_after_drain():
+        server.run(sockets=[sock])
+    if failures:
+        raise failures[0]
+
+
+@contextlib.contextmanager
+def _quiet_after_drain() -> Any:
+    """uvicorn raises the stopping signal again once it has drained; take it as done.
+
+    Without this, the signal's default action would end a cleanly drained server with
+    "killed by SIGTERM" instead of exit status 0.
+    """
+    stops = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in stops}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,302 @@
+"""``seamline serve`` from a client's side: a real server process, real HTTP clients.
+
+One server (the ``tiny`` model, spans to a JSON-lines file) serves every test here,
+started from a folder of its own with a relative pipeline path, after a run of the
+same pipeline wrote the output ``/v1/search`` searches. Every answer is checked
+against ``Embedder.encode`` of the same texts in this process, within 1e-6.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from seamline.core.embedder import Embedder
+from seamline.core.pipeline import Pipeline
+from seamline.core.registry import Registry
+from tests.adapters.serving import PLUGIN, TEXTS, Server, error_of, pipeline_text, serving
+
+TRACE = "trace.jsonl"
+LIMITS = ["--max-inputs", "16", "--max-input-chars", "500", "--max-request-bytes", "20000"]
+
+
+@pytest.fixture(scope="module")
+def tiny_registry() -> Iterator[Registry]:
+    sys.path.insert(0, str(PLUGIN))
+    try:
+        yield Registry.discover()
+    finally:
+        sys.path.remove(str(PLUGIN))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory, tiny_registry: Registry) -> Path:
+    """The server's folder: its pipeline, and the output a run of it wrote (relative paths)."""
+    folder = tmp_path_factory.mktemp("serve")
+    telemetry = f"telemetry: {{traces: [jsonl], traces_file: {TRACE}}}\n"
+    (folder / "pipeline.yaml").write_text(pipeline_text(extra=telemetry), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        summary = Pipeline.from_yaml("pipeline.yaml", registry=tiny_registry).run()
+    assert summary.output.documents == len(TEXTS)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def expected(folder: Path, tiny_registry: Registry) -> dict[str, np.ndarray]:
+    """Each text's vector as ``Embedder.encode`` gives it, in this process."""
+    with Embedder.from_pipeline(folder / "pipeline.yaml", registry=tiny_registry) as embedder:
+        vectors = embedder.encode([*TEXTS, "hello there"])
+    return dict(zip([*TEXTS, "hello there"], vectors, strict=True))
+
+
+@pytest.fixture(scope="module")
+def server(folder: Path) -> Iterator[Server]:
+    with serving(folder, Path("pipeline.yaml"), [*LIMITS, "--max-wait-ms", "100"]) as running:
+        running.wait_ready()
+        yield running
+
+
+def embed(client: httpx.Client, texts: Any, **fields: Any) -> httpx.Response:
+    return client.post("/v1/embeddings", json={"input": texts, "model": "any", **fields})
+
+
+def test_health_says_ready_and_the_model(server: Server) -> None:
+    with server.client() as client:
+        health = client.get("/healthz")
+    assert health.status_code == 200
+    assert health.json() == {"status": "ready", "model": "served", "dimension": 32}
+
+
+def test_an_answer_is_openais_shape_with_encodes_vectors(
+    server: Server, expected: dict[str, np.ndarray]
+) -> None:
+    with server.client() as client:
+        answer = embed(client, TEXTS[:3])
+        single = embed(client, TEXTS[4])
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert set(body) == {"object", "data", "model", "usage"}
+    assert body["object"] == "list"
+    assert body["model"] == "served"
+    assert [d["index"] for d in body["data"]] == [0, 1, 2]
+    assert {d["object"] for d in body["data"]} == {"embedding"}
+    for text, item in zip(TEXTS[:3], body["data"], strict=True):
+        np.testing.assert_allclose(item["embedding"], expected[text], atol=1e-6, rtol=0)
+    words = sum(len(t.split()) for t in TEXTS[:3])  # the tiny model: a token per word
+    assert body["usage"] == {"prompt_tokens": words, "total_tokens": words}
+    (item,) = single.json()["data"]
+    np.testing.assert_allclose(item["embedding"], expected[TEXTS[4]], atol=1e-6, rtol=0)
+
+
+def test_base64_is_little_endian_float32(server: Server, expected: dict[str, np.ndarray]) -> None:
+    with server.client() as client:
+        answer = embed(client, TEXTS[:2], encoding_format="base64")
+    for text, item in zip(TEXTS[:2], answer.json()["data"], strict=True):
+        vector = np.frombuffer(base64.b64decode(item["embedding"]), dtype="<f4")
+        np.testing.assert_allclose(vector, expected[text], atol=1e-6, rtol=0)
+
+
+def test_the_openai_client_works_unchanged(server: Server, expected: dict[str, np.ndarray]) -> None:
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+    answer = client.embeddings.create(model="whatever", input=TEXTS[5:])  # base64 by default
+    assert answer.model == "served"
+    for text, item in zip(TEXTS[5:], answer.data, strict=True):
+        np.testing.assert_allclose(item.embedding, expected[text], atol=1e-6, rtol=0)
+    floats = client.embeddings.create(model="x", input="hello there", encoding_format="float")
+    np.testing.assert_allclose(floats.data[0].embedding, expected["hello there"], atol=1e-6)
+    assert floats.usage.prompt_tokens == 2
+    with pytest.raises(openai.UnprocessableEntityError, match="empty array"):
+        client.embeddings.create(model="x", input=[])
+
+
+def test_concurrent_clients_each_get_exactly_their_own_rows(
+    server: Server, expected: dict[str, np.ndarray]
+) -> None:
+    rng = np.random.default_rng(7)
+    asks = [[TEXTS[i] for i in rng.choice(len(TEXTS), size=1 + k % 4)] for k in range(24)]
+    answers: dict[int, httpx.Response] = {}
+    start = threading.Barrier(8)
+
+    def client_thread(first: int) -> None:
+        with server.client() as client:
+            start.wait()
+            for k in range(first, len(asks), 8):
+                answers[k] = embed(client, asks[k])
+
+    threads = [threading.Thread(target=client_thread, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(answers) == len(asks)
+    for k, ask in enumerate(asks):
+        assert answers[k].status_code == 200, answers[k].text
+        got = [item["embedding"] for item in answers[k].json()["data"]]
+        np.testing.assert_allclose(got, [expected[t] for t in ask], atol=1e-6, rtol=0)
+
+
+def read_spans(path: Path, names: set[str], timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The spans exported so far, waiting (bounded) for at least one of each name."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        spans = [json.loads(line) for line in lines if line.strip()]
+        if names <= {s["name"] for s in spans} or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.1)
+
+
+def test_each_request_span_links_to_the_batch_that_served_it(server: Server, folder: Path) -> None:
+    start = threading.Barrier(4)
+    marks = [f"span check {k}" for k in range(4)]
+
+    def client_thread(text: str) -> None:
+        with server.client() as client:
+            start.wait()
+            assert embed(client, [text]).status_code == 200
+
+    threads = [threading.Thread(target=client_thread, args=(m,)) for m in marks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    wanted = {"POST /v1/embeddings", "seamline.embed.request", "seamline.embed.batch"}
+    spans = read_spans(folder / TRACE, wanted)
+    by_id = {s["span_id"]: s for s in spans}
+    # Every request span but the warm-up's (the server's own, with no parent).
+    requests = [s for s in spans if s["name"] == "seamline.embed.request" and s["parent_span_id"]]
+    assert len(requests) >= 4
+    for request in requests:
+        assert by_id[request["parent_span_id"]]["name"] == "POST /v1/embeddings"
+        assert request["links"], "served by at least one batch (more if its texts filled two)"
+        for link in request["links"]:
+            batch = by_id[link["span_id"]]
+            assert batch["name"] == "seamline.embed.batch"
+            assert request["span_id"] in {back["span_id"] for back in batch["links"]}
+            kernel = [s for s in spans if s["parent_span_id"] == batch["span_id"]]
+            assert [k["attributes"]["seamline.attention.name"] for k in kernel] == ["native"]
+    shared = max(len(s["links"]) for s in spans if s["name"] == "seamline.embed.batch")
+    assert shared >= 2, "requests arriving together share a batch (--max-wait-ms 100)"
+
+
+def metrics(client: httpx.Client) -> dict[str, float]:
+    """Every sample of /metrics, by name and labels (parsed as Prometheus would)."""
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}"] = sample.value
+    return samples
+
+
+def test_metrics_are_prometheus_and_their_counts_move(server: Server) -> None:
+    with server.client() as client:
+        before = metrics(client)
+        assert embed(client, TEXTS[:3]).status_code == 200
+        assert embed(client, []).status_code == 422
+        after = metrics(client)
+    ok = "seamline_serve_requests_total{endpoint=embeddings,status=200}"
+    refused = "seamline_serve_requests_total{endpoint=embeddings,status=422}"
+    assert after[ok] == before.get(ok, 0) + 1
+    assert after[refused] == before.get(refused, 0) + 1
+    assert (
+        after["seamline_serve_texts_total{}"] == before.get("seamline_serve_texts_total{}", 0) + 3
+    )
+    words = sum(len(t.split()) for t in TEXTS[:3])
+    assert (
+        after["seamline_serve_tokens_total{}"] - before.get("seamline_serve_tokens_total{}", 0)
+        == words
+    )
+    batches = "seamline_serve_batch_examples_count{}"
+    assert after[batches] > before.get(batches, 0)
+    latency = "seamline_serve_request_seconds_count{endpoint=embeddings}"
+    assert after[latency] == before[latency] + 2
+    assert after["seamline_serve_queue_texts{}"] == 0
+    assert after["seamline_serve_ready{}"] == 1
+
+
+BAD_BODIES: list[tuple[str, bytes, int, str, str | None]] = [
+    ("not JSON", b"{input: nope", 400, "invalid_json", None),
+    ("NaN", b'{"input": ["a"], "dimensions": NaN}', 400, "invalid_json", None),
+    ("nested too deep", b"[" * 50_000 + b"]" * 50_000, 413, "request_too_large", None),
+    ("nested deep", b"[" * 9_000 + b"]" * 9_000, 400, "invalid_json", None),
+    ("an array body", b'["a"]', 422, "invalid_value", None),
+    ("no input", b'{"model": "x"}', 422, "invalid_value", "input"),
+    ("input a number", b'{"input": 3}', 422, "invalid_value", "input"),
+    ("input an object", b'{"input": {"a": 1}}', 422, "invalid_value", "input"),
+    ("token ids", b'{"input": [[1, 2]]}', 422, "invalid_value", "input[0]"),
+    ("a null text", b'{"input": ["a", null]}', 422, "invalid_value", "input[1]"),
+    ("empty list", b'{"input": []}', 422, "empty", "input"),
+    ("empty text", b'{"input": ["a", ""]}', 422, "empty", "input[1]"),
+    ("too many", json.dumps({"input": ["a"] * 17}).encode(), 413, "too_many_inputs", "input"),
+    ("too long", json.dumps({"input": ["a" * 501]}).encode(), 413, "input_too_long", "input[0]"),
+    ("too big", json.dumps({"input": "a" * 30_000}).encode(), 413, "request_too_large", None),
+    ("bad format", b'{"input": "a", "encoding_format": "int8"}', 422, "invalid_value", None),
+    ("dimensions", b'{"input": "a", "dimensions": 8}', 422, "invalid_value", "dimensions"),
+    ("model a number", b'{"input": "a", "model": 3}', 422, "invalid_value", "model"),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "param"),
+    [pytest.param(*case[1:], id=case[0]) for case in BAD_BODIES],
+)
+def test_bad_requests_are_4xx_in_openais_error_shape(
+    server: Server, body: bytes, status: int, code: str, param: str | None
+) -> None:
+    with server.client() as client:
+        response = client.post(
+            "/v1/embeddings", content=body, headers={"content-type": "application/json"}
+        )
+    assert response.status_code == status, response.text
+    error = error_of(response)
+    assert error["code"] == code
+    if param is not None:
+        assert error["param"] == param
+    if status == 413:
+        assert "--max-" in error["message"], "a limit names the option that sets it"
+
+
+def test_wrong_paths_and_methods_answer_in_the_same_shape(server: Server) -> None:
+    with server.client() as client:
+        missing = client.get("/v1/nothing")
+        wrong = client.get("/v1/embeddings")
+    assert missing.status_code == 404
+    assert error_of(missing)["code"] == "not_found"
+    assert wrong.status_code == 405
+    assert error_of(wrong)["code"] == "method_not_allowed"
+
+
+def test_search_finds_a_document_by_its_own_text(server: Server) -> None:
+    with server.client() as client:
+        found = client.post("/v1/search", json={"query": TEXTS[2], "k": 3})
+        bad_k = client.post("/v1/search", json={"query": "x", "k": 0})
+        no_query = client.post("/v1/search", json={"k": 3})
+        where = client.post("/v1/search", json={"query": "x", "where": "id = 'd1'"})
+    assert found.status_code == 200, found.text
+    body = found.json()
+    assert body["object"] == "list"
+    assert len(body["data"]) == 3
+    top = body["data"][0]
+    assert top["id"] == "d2"
+    assert set(top) >= {"object", "index", "score", "id", "window", "span", "text", "metadata"}
+    assert top["score"] == pytest.approx(1.0, abs=1e-5)
+    assert error_of(bad_k)["param"] == "k"
+    assert error_of(no_query)["param"] == "query"
+    assert where.status_code == 422, "a jsonl output has no query engine for 'where'"
+    assert "LanceDB" in error_of(where)["message"]

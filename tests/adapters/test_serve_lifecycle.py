@@ -1,0 +1,127 @@
+"""``seamline serve`` over its life: warming up, a full queue, clients that leave, SIGTERM.
+
+Each server here makes its passes wait (``--max-wait-ms 1000``), so that requests
+are reliably still queued when the test acts: the queue is full, a client has gone,
+a SIGTERM arrives with requests in flight. The model is slow to load (``tiny`` with
+``load_seconds``), so that ``/healthz`` is seen saying "not yet".
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.adapters.serving import TEXTS, Server, error_of, pipeline_text, serving
+
+SLOW_LOAD = "{use: tiny, with: {load_seconds: 3}}"
+PATIENT = ["--max-wait-ms", "1000", "--max-queue-texts", "4", "--max-inputs", "4"]
+
+
+def sample(client: httpx.Client, name: str) -> float:
+    """One unlabelled sample of /metrics (0 if absent)."""
+    for family in text_string_to_metric_families(client.get("/metrics").text):
+        for found in family.samples:
+            if found.name == name and not found.labels:
+                return float(found.value)
+    return 0.0
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server whose model takes 3 s to load and whose passes wait 1 s; not yet ready."""
+    folder = tmp_path_factory.mktemp("serve-slow")
+    (folder / "slow.yaml").write_text(pipeline_text("slow", SLOW_LOAD), encoding="utf-8")
+    with serving(folder, Path("slow.yaml"), PATIENT) as running:
+        yield running
+
+
+def test_healthz_is_503_until_the_model_is_warm_then_200(slow: Server) -> None:
+    with slow.client() as client:
+        loading = client.get("/healthz")
+        early = client.post("/v1/embeddings", json={"input": "too early"})
+    assert loading.status_code == 503
+    assert loading.json()["status"] == "loading"
+    assert loading.headers["retry-after"] == "1"
+    assert early.status_code == 503
+    assert error_of(early)["code"] == "not_ready"
+    slow.wait_ready()
+    with slow.client() as client:
+        assert client.get("/healthz").json()["status"] == "ready"
+        assert sample(client, "seamline_serve_ready") == 1
+
+
+def test_past_the_queue_bound_requests_get_429_with_retry_after(slow: Server) -> None:
+    slow.wait_ready()
+    answers: list[httpx.Response] = []
+
+    def fill_the_queue() -> None:
+        with slow.client() as client:
+            answers.append(client.post("/v1/embeddings", json={"input": TEXTS[:4]}))
+
+    with slow.client() as watcher:
+        first = threading.Thread(target=fill_the_queue)
+        first.start()
+        wait_until(lambda: sample(watcher, "seamline_serve_queue_texts") == 4)
+        refused = watcher.post("/v1/embeddings", json={"input": "one more"})
+        first.join(timeout=30)
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == "1"
+    error = error_of(refused)
+    assert error["code"] == "queue_full"
+    assert "--max-queue-texts" in error["message"]
+    assert [a.status_code for a in answers] == [200], "what was queued is answered"
+    assert len(answers[0].json()["data"]) == 4
+
+
+def test_a_client_that_leaves_takes_no_batch_slot(slow: Server) -> None:
+    slow.wait_ready()
+    with slow.client() as watcher:
+        batches = sample(watcher, "seamline_serve_batch_examples_count")
+        cancelled = sample(watcher, "seamline_serve_cancelled_total")
+        with pytest.raises(httpx.ReadTimeout), slow.client(timeout=0.3) as impatient:
+            impatient.post("/v1/embeddings", json={"input": ["gone before its batch"]})
+        wait_until(lambda: sample(watcher, "seamline_serve_cancelled_total") == cancelled + 1)
+        time.sleep(1.5)  # longer than a pass would have waited for it
+        assert sample(watcher, "seamline_serve_batch_examples_count") == batches
+        assert sample(watcher, "seamline_serve_queue_texts") == 0
+        assert watcher.post("/v1/embeddings", json={"input": "still serving"}).status_code == 200
+
+
+def test_sigterm_answers_the_requests_in_flight_then_exits_0(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(pipeline_text("drain"), encoding="utf-8")
+    with serving(tmp_path, tmp_path / "p.yaml", ["--max-wait-ms", "1000"]) as server:
+        server.wait_ready()
+        answers: dict[int, httpx.Response] = {}
+
+        def client_thread(k: int) -> None:
+            with server.client() as client:
+                answers[k] = client.post("/v1/embeddings", json={"input": TEXTS[k : k + 2]})
+
+        threads = [threading.Thread(target=client_thread, args=(k,)) for k in range(3)]
+        for thread in threads:
+            thread.start()
+        with server.client() as watcher:
+            wait_until(lambda: sample(watcher, "seamline_serve_queue_texts") == 6)
+        code = server.stop()  # SIGTERM while all three wait for their pass
+        for thread in threads:
+            thread.join(timeout=30)
+    assert code == 0, server.log.read_text()
+    assert sorted(answers) == [0, 1, 2]
+    for k, answer in answers.items():
+        assert answer.status_code == 200, answer.text
+        assert len(answer.json()["data"]) == 2, k
+    with pytest.raises(httpx.ConnectError), httpx.Client(base_url=server.url) as late:
+        late.get("/healthz")
