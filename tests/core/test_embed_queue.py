@@ -21,7 +21,7 @@ import pytest
 from seamline.adapters.telemetry_setup import configure_telemetry, shutdown_telemetry
 from seamline.contracts import BatchDone
 from seamline.core.config import TelemetrySettings
-from seamline.core.embedder import Cancelled, Embedder
+from seamline.core.embedder import Cancelled, Embedder, Unembeddable
 from seamline.core.telemetry import tracer
 from tests.core.toy import toy_registry
 
@@ -172,3 +172,13 @@ def test_each_request_span_and_the_batch_span_that_served_it_are_linked(
     assert batch["attributes"]["seamline.requests"] == 2
     (apply,) = [s for s in spans if s["name"] == "seamline.model.apply"]
     assert apply["parent_span_id"] == batch["span_id"], "the batch leads to its kernel's span"
+
+
+def test_a_text_the_model_cannot_embed_fails_its_own_request_only(embedder: Embedder) -> None:
+    bad = embedder.submit(["fine", "boom"])  # the toy model cannot prepare "boom"
+    good = embedder.submit(["also fine"])
+    assert embedder.drain(5.0) == 3, "one pass for both"
+    with pytest.raises(Unembeddable, match=r"texts\[1\] cannot be embedded") as refused:
+        bad.result()
+    assert refused.value.index == 1
+    np.testing.assert_allclose(good.result(), embedder.encode(["also fine"]), atol=1e-6)
