@@ -249,6 +249,14 @@ BAD_BODIES: list[tuple[str, bytes, int, str, str | None]] = [
     ("bad format", b'{"input": "a", "encoding_format": "int8"}', 422, "invalid_value", None),
     ("dimensions", b'{"input": "a", "dimensions": 8}', 422, "invalid_value", "dimensions"),
     ("model a number", b'{"input": "a", "model": 3}', 422, "invalid_value", "model"),
+    (
+        "huge number",
+        b'{"input": "a", "dimensions": 1' + b"0" * 5000 + b"}",
+        400,
+        "invalid_json",
+        None,
+    ),
+    ("a lone surrogate", b'{"input": ["ok", "\\ud800"]}', 422, "unembeddable", "input[1]"),
 ]
 
 
@@ -270,6 +278,19 @@ def test_bad_requests_are_4xx_in_openais_error_shape(
         assert error["param"] == param
     if status == 413:
         assert "--max-" in error["message"], "a limit names the option that sets it"
+
+
+def test_a_chunked_body_is_counted_as_it_arrives(server: Server) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"input": "'
+        for _ in range(100):  # 100 x 1 KB, past --max-request-bytes (20,000), no length sent
+            yield b"a" * 1024
+        yield b'"}'
+
+    with server.client() as client:
+        response = client.post("/v1/embeddings", content=chunks())
+    assert response.status_code == 413
+    assert error_of(response)["code"] == "request_too_large"
 
 
 def test_wrong_paths_and_methods_answer_in_the_same_shape(server: Server) -> None:

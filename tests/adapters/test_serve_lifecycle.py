@@ -8,6 +8,8 @@ a SIGTERM arrives with requests in flight. The model is slow to load (``tiny`` w
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +19,15 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.adapters.serving import TEXTS, Server, error_of, pipeline_text, serving
+from tests.adapters.serving import (
+    SEAMLINE,
+    TEXTS,
+    Server,
+    environment,
+    error_of,
+    pipeline_text,
+    serving,
+)
 
 SLOW_LOAD = "{use: tiny, with: {load_seconds: 3}}"
 PATIENT = ["--max-wait-ms", "1000", "--max-queue-texts", "4", "--max-inputs", "4"]
@@ -125,3 +135,31 @@ def test_sigterm_answers_the_requests_in_flight_then_exits_0(tmp_path: Path) -> 
         assert len(answer.json()["data"]) == 2, k
     with pytest.raises(httpx.ConnectError), httpx.Client(base_url=server.url) as late:
         late.get("/healthz")
+
+
+def run_serve(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SEAMLINE), "serve", "p.yaml", "--no-compile-cache", *options],
+        cwd=folder,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_bad_options_and_a_busy_port_exit_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(pipeline_text("refused"), encoding="utf-8")
+    bad = run_serve(tmp_path, "--max-wait-ms", "5000", "--max-inputs", "0")
+    assert bad.returncode == 2, bad.stderr
+    assert "--max-inputs must be at least 1" in bad.stderr
+    assert "--max-wait-ms must be from 0 to 1000" in bad.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = run_serve(tmp_path, "--port", str(taken.getsockname()[1]))
+    assert busy.returncode == 2, busy.stderr
+    assert "cannot listen on 127.0.0.1:" in busy.stderr
+    assert "Traceback" not in busy.stderr
+    assert busy.stdout == "", "nothing announced: it never listened"

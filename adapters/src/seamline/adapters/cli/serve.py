@@ -56,6 +56,14 @@ MaxQueueChars = Annotated[
     int,
     typer.Option("--max-queue-chars", help="Characters of those texts, at most; past it: 429."),
 ]
+MaxConnections = Annotated[
+    int,
+    typer.Option(
+        "--max-connections",
+        help="Connections and requests in progress at once (bodies being read included); "
+        "past it: 503.",
+    ),
+]
 LongTextOption = Annotated[
     str,
     typer.Option(
@@ -107,6 +115,7 @@ def serve(
     max_request_bytes: MaxRequestBytes = 16 * 1024 * 1024,
     max_queue_texts: MaxQueueTexts = 4096,
     max_queue_chars: MaxQueueChars = 16 * 1024 * 1024,
+    max_connections: MaxConnections = 1024,
     long_text: LongTextOption = "truncate",
     index: IndexOption = None,
     graceful_timeout: GracefulTimeout = 30,
@@ -125,6 +134,7 @@ def serve(
         max_request_bytes=max_request_bytes,
         max_queue_texts=max_queue_texts,
         max_queue_chars=max_queue_chars,
+        max_connections=max_connections,
         max_wait_ms=max_wait_ms,
         long_text=long_text,  # type: ignore[arg-type]  # checked by problems()
     )

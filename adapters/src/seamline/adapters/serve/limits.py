@@ -8,7 +8,10 @@ sending more, and a request past one is refused with the bound's name in its err
 * ``max_inputs``: texts in one request (413), and ``max_input_chars``: characters in
   one text (413);
 * ``max_queue_texts`` and ``max_queue_chars``: texts (and their characters) accepted
-  and not yet answered, across all clients: past either, 429 with ``Retry-After``.
+  and not yet answered, across all clients: past either, 429 with ``Retry-After``;
+* ``max_connections``: connections and requests in progress at once, bodies still
+  being read included (uvicorn's ``limit_concurrency``): past it, uvicorn answers 503.
+  With ``max_request_bytes`` it bounds what bodies being read can hold.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ class Limits:
     """Texts accepted and not yet answered, across every client."""
     max_queue_chars: int = 16 * 1024 * 1024
     """Characters of those texts."""
+    max_connections: int = 1024
+    """Connections and requests in progress at once (past it: 503 from uvicorn)."""
     max_wait_ms: float = 2.0
     """How long a pass waits for more requests, from the oldest one's arrival."""
     retry_after_s: int = 1
@@ -50,6 +55,7 @@ class Limits:
             "max_request_bytes",
             "max_queue_texts",
             "max_queue_chars",
+            "max_connections",
         ):
             if getattr(self, name) < 1:
                 wrong.append(f"--{name.replace('_', '-')} must be at least 1")

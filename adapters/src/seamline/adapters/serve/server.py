@@ -115,6 +115,7 @@ def serve_pipeline(
         log_config=None,
         access_log=access_log,
         timeout_graceful_shutdown=graceful_timeout,
+        limit_concurrency=limits.max_connections,
         server_header=False,
         lifespan="on",
     )
