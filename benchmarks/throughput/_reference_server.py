@@ -9,11 +9,19 @@ weights package); it prints ``ready`` once the model is loaded and warm.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any
 
 
-def main(port: int) -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="sentence-transformers behind FastAPI")
+    parser.add_argument("port", type=int)
+    serve(parser.parse_args(argv).port)
+    return 0
+
+
+def serve(port: int) -> None:
     from importlib import resources
 
     import uvicorn
@@ -44,4 +52,4 @@ def main(port: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    sys.exit(main())

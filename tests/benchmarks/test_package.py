@@ -32,6 +32,7 @@ BENCHMARKS = {
     "benchmarks.search.index_recall",
     "benchmarks.throughput.embed_throughput",
     "benchmarks.throughput.length_sweep",
+    "benchmarks.throughput.serve_load",
     "benchmarks.throughput.scaling",
     "benchmarks.throughput.whole_run",
 }
@@ -42,6 +43,7 @@ REFERENCE_SIDE = {
     "benchmarks.throughput._reference_worker",
     "benchmarks.throughput.length_sweep",
     "benchmarks.throughput.plot_results",
+    "benchmarks.throughput._reference_server",
 }
 """The modules a benchmark starts in the reference interpreter (``.venv-golden``)."""
 
