@@ -22,7 +22,7 @@ import numpy as np
 from opentelemetry import trace
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -86,6 +86,8 @@ def _endpoint(
                 response = await handle(served, request)
             except ApiError as err:
                 response = err.response()
+            except ClientDisconnect:  # gone while its body was being read
+                response = Response(status_code=CLIENT_CLOSED)
             except Exception as err:
                 log.exception("a request failed", endpoint=name, error=repr(err))
                 span.record_exception(err)

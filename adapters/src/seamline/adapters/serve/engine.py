@@ -72,9 +72,17 @@ class Engine:
         self.metrics.ready.set(1)
         log.info("ready", dimension=self.dimension)
         while not self._stop.is_set():
-            self.embedder.drain(DRAIN_POLL_S)
-        while self.embedder.drain(0):  # whatever was queued before the stop
+            self._drain(DRAIN_POLL_S)
+        while self._drain(0):  # whatever was queued before the stop
             pass
+
+    def _drain(self, timeout: float) -> int:
+        """One pass; the thread outlives a failure of it (each request has its error)."""
+        try:
+            return self.embedder.drain(timeout)
+        except Exception as err:
+            log.exception("a pass of the embedder failed", error=repr(err))
+            return 0
 
     def submit(
         self, texts: list[str], characters: int, loop: asyncio.AbstractEventLoop
