@@ -32,7 +32,7 @@ from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
 from seamline.components.sinks.readers import read_records
 from seamline.contracts import DocumentError, OutputRecord, ResumeRefused, Shard, Sink, UserError
 
-MANIFEST = {"seamline_manifest": 1, "pipeline": "trust", "model": {"use": "toy"}}
+MANIFEST = {"seamline_manifest": 1, "pipeline": "trust", "model": {"use": "toy", "with": {}}}
 NAMES = {"jsonl": "emb.jsonl", "npy": "emb.npy", "parquet": "emb.parquet", "lancedb": "emb.lance"}
 SECRET = b"the victim's file: must never change\n"
 

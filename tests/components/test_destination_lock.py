@@ -25,7 +25,7 @@ from seamline.contracts import OutputRecord, UserError
 if TYPE_CHECKING:
     from pathlib import Path
 
-MANIFEST = {"seamline_manifest": 1, "pipeline": "lock", "model": {"use": "toy"}}
+MANIFEST = {"seamline_manifest": 1, "pipeline": "lock", "model": {"use": "toy", "with": {}}}
 
 
 def jsonl(out: Path) -> Any:

@@ -33,7 +33,7 @@ from tests.faults.spellings import SPELLINGS, place
 if TYPE_CHECKING:
     from pathlib import Path
 
-MANIFEST = {"seamline_manifest": 1, "pipeline": "paths", "model": {"use": "toy"}}
+MANIFEST = {"seamline_manifest": 1, "pipeline": "paths", "model": {"use": "toy", "with": {}}}
 NAMES = {"jsonl": "emb.jsonl", "npy": "emb.npy", "parquet": "emb.parquet", "lancedb": "emb.lance"}
 CONFIGS: dict[str, tuple[type[Sink[Any]], Any]] = {
     "jsonl": (JsonlSink, JsonlSinkConfig),
