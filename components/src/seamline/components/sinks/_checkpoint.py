@@ -22,9 +22,9 @@ publishing therefore leaves no checkpoint to resume from, and the next run start
 over. Only one run at a time may write to one destination.
 
 A checkpoint on disk is not trusted: anyone who can write the output folder can
-edit it. Reading it is bounded (:data:`MAX_CHECKPOINT_BYTES`, a regular file only,
-never a link or a FIFO), and it must match a pydantic schema (:class:`_Checkpoint`,
-and the sink's own :class:`SinkState`): every partial file a name with this
+edit it. It is read as :mod:`._records` reads what a sink wrote earlier (bounded, a
+regular file only, never a link or a FIFO, of a strict schema with the sink's own
+state schema), and here every partial file it names must be a name with this
 destination's prefix, in the destination's folder (never a path, so no checkpoint
 can make a resumed run write anywhere else, and moving the folder or the working
 directory cannot break one). Anything else is refused with ``ResumeRefused``, naming
@@ -33,13 +33,10 @@ the checkpoint and what to do; ``--restart`` then starts over.
 
 from __future__ import annotations
 
-import binascii
 import glob
 import json
 from glob import escape as glob_escape
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, NonNegativeInt, ValidationError
+from typing import TYPE_CHECKING, Any, Generic
 
 from seamline.components.sinks._atomic import (
     AtomicFile,
@@ -47,18 +44,17 @@ from seamline.components.sinks._atomic import (
     fsync_directory,
     write_json_atomically,
 )
+from seamline.components.sinks._records import (
+    CHECKPOINT_FORMAT,
+    RecordRefused,
+    S,
+    load_checkpoint,
+)
 from seamline.contracts import ResumeRefused
-from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
-
-CHECKPOINT_FORMAT = 2
-"""2: partial files are recorded by name in the destination's folder (1 recorded paths)."""
-MAX_CHECKPOINT_BYTES = 16 << 20
-"""The largest checkpoint read. A parquet sink's lists one part per commit, about 60
-bytes each: 16 MiB is some 280,000 commits."""
 
 
 def partial_path(destination: Path) -> Path:
@@ -130,92 +126,6 @@ def changed_inputs(recorded: Any, current: Any) -> list[str]:
         where = f" under {', '.join(map(repr, paths))}" if paths else ""
         said.append(f"the input files{where} (added, removed or modified)")
     return said
-
-
-# -- what a checkpoint may hold ----------------------------------------------------------
-
-
-class SinkState(BaseModel):
-    """What a sink adds to its checkpoint (rows written, a schema, ...): a schema of its own.
-
-    Strict and closed like the checkpoint around it: a value of another type, a negative
-    count or a field no sink writes is refused, never coerced.
-    """
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class NoState(SinkState):
-    """The state of a sink whose files say everything (``jsonl``)."""
-
-
-S = TypeVar("S", bound=SinkState)
-
-
-def _decodes_to_a_schema(text: str) -> str:
-    """An Arrow schema as a checkpoint stores it (base64 of its IPC form) must decode."""
-    import pyarrow as pa
-
-    # Imported here: _columns imports the jsonl sink, which imports this module.
-    from seamline.components.sinks._columns import schema_from_text
-
-    try:
-        schema_from_text(text)
-    except (binascii.Error, ValueError, pa.ArrowException) as err:
-        raise ValueError(f"not an Arrow schema ({type(err).__name__})") from None
-    return text
-
-
-SchemaText = Annotated[str, AfterValidator(_decodes_to_a_schema)]
-"""A column layout as the columnar sinks record it (``_columns.schema_to_text``)."""
-
-
-class _PartialFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    partial: str
-    """The partial file's name in its destination's folder; "" when none was opened."""
-    bytes: NonNegativeInt
-    """Its length at the commit: what a resume cuts it back to."""
-
-
-class _InputFiles(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
-
-    paths: list[str]
-    files: str
-
-
-class _Inputs(BaseModel):
-    """What the run's manifest recorded of its inputs (``changed_inputs`` reads it)."""
-
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
-
-    pipeline: dict[str, str] | None = None
-    input: _InputFiles | None = None
-
-
-class _Checkpoint(BaseModel):
-    """A checkpoint file, as this module writes it (``state`` checked by the sink's schema)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    seamline_checkpoint: int
-    sink: str
-    cursor: str | None
-    model: Any = None
-    """Compared with this run's, never interpreted."""
-    inputs: _Inputs | None = None
-    files: dict[str, _PartialFile]
-    state: dict[str, Any]
-
-
-def first_problem(err: ValidationError, *within: str) -> str:
-    """The first thing pydantic found wrong, as ``where: what`` (``files.errors.bytes: ...``);
-    ``within``: the fields the validated value was found under (``state``)."""
-    first = err.errors()[0]
-    where = ".".join(str(part) for part in (*within, *first["loc"]))
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
 class ResumableGroup(Generic[S]):
@@ -408,41 +318,16 @@ class ResumableGroup(Generic[S]):
         """The checkpoint as JSON and its state, checked to be this sink's for these files.
 
         None if there is none; ``ResumeRefused`` (naming the checkpoint and what is wrong
-        with it) if it is not a regular file, too large, not JSON or not of the schema,
-        another sink's, or names files that are not this output's partial files.
+        with it) if it is not one this sink wrote (:func:`._records.load_checkpoint`), or
+        names files that are not this output's partial files.
         """
         try:
-            data = read_regular(self.checkpoint, MAX_CHECKPOINT_BYTES, follow=False)
-        except FileNotFoundError:
+            loaded = load_checkpoint(self.checkpoint, self.sink, self.state_type)
+        except RecordRefused as err:
+            raise self._refused(str(err)) from None
+        if loaded is None:
             return None
-        except NotRegularFile as err:
-            raise self._refused(f"it is {err}, not a file") from None
-        except OSError as err:
-            raise self._refused(f"it cannot be read ({err.strerror or err})") from None
-        if len(data) > MAX_CHECKPOINT_BYTES:
-            raise self._refused(f"it is larger than {MAX_CHECKPOINT_BYTES:,} bytes")
-        try:
-            raw = json.loads(data)
-        except (ValueError, RecursionError):  # also a UnicodeDecodeError; nesting too deep
-            raise self._refused("it is not JSON") from None
-        if isinstance(raw, dict) and raw.get("seamline_checkpoint") not in (
-            CHECKPOINT_FORMAT,
-            None,
-        ):
-            raise self._refused(
-                f"it is of format {raw.get('seamline_checkpoint')!r}, this version of seamline "
-                f"reads format {CHECKPOINT_FORMAT}"
-            )
-        try:
-            checkpoint = _Checkpoint.model_validate(raw)
-        except ValidationError as err:
-            raise self._refused(first_problem(err)) from None
-        try:
-            state = self.state_type.model_validate(checkpoint.state)
-        except ValidationError as err:
-            raise self._refused(first_problem(err, "state")) from None
-        if checkpoint.sink != self.sink:
-            raise self._refused(f"it was written by a {checkpoint.sink!r} sink")
+        checkpoint, state = loaded
         destinations = dict(self.targets)
         if set(checkpoint.files) != set(destinations):
             raise self._refused(

@@ -37,9 +37,7 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
-
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from typing import Any, ClassVar
 
 from seamline.components.sinks._atomic import (
     AtomicFile,
@@ -47,20 +45,17 @@ from seamline.components.sinks._atomic import (
     refuse_a_link,
     write_json_atomically,
 )
-from seamline.components.sinks._checkpoint import first_problem, manifest_bytes
+from seamline.components.sinks._checkpoint import manifest_bytes
 from seamline.components.sinks._lock import DestinationLock, FileLock
+from seamline.components.sinks._records import (
+    RUN_FORMAT,
+    RUN_ID,
+    RecordRefused,
+    load_staged_run,
+    published_run_id,
+)
 from seamline.contracts import ContractViolation, ResumeRefused, Shard, StagedRun, UserError
-from seamline.contracts.untrusted import NotRegularFile, read_regular
 
-RUN_FORMAT = 1
-RUN_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
-"""What a run id may be: one plain name, since it names a folder of the staging area (the
-core makes 12 hex digits). One read from disk (``run.json``, the published manifest's
-``outputs.run_id``) is checked against it before it is joined to a path, so no file
-can make a sink look, write or delete outside its staging area."""
-RunId = Annotated[str, Field(pattern=f"^{RUN_ID}$")]
-MAX_RECORD_BYTES = 1 << 20
-"""The largest ``run.json`` or published manifest read back here (both are small)."""
 LOCK_TIMEOUT = 120.0
 """Seconds a part waits for another process that still holds it (a worker of a killed
 driver, which its cluster ends within seconds) before giving up with an error."""
@@ -167,13 +162,11 @@ class PartStaging:
         newest = max(candidates, key=lambda child: (child / "run.json").stat().st_mtime)
         where = str(newest / "run.json")
         try:
-            record = _StagedRunRecord.model_validate_json(
-                _read_small(newest / "run.json", MAX_RECORD_BYTES)
-            )
+            record = load_staged_run(newest / "run.json")
             if record.run_id != newest.name or record.sink != self.sink:
-                raise ValueError(f"it names run {record.run_id!r} of a {record.sink} sink")
-        except (ValueError, OSError, NotRegularFile) as err:  # ValidationError is a ValueError
-            why = first_problem(err) if isinstance(err, ValidationError) else str(err)
+                raise RecordRefused(f"it names run {record.run_id!r} of a {record.sink} sink")
+        except (RecordRefused, OSError) as err:
+            why = str(err)
             raise ResumeRefused(
                 f"cannot resume: {where!r} is not a staged run this {self.sink} sink wrote "
                 f"({why}); delete it, or run again with --restart (or without --resume) to "
@@ -246,53 +239,6 @@ class PartStaging:
         staging folder is kept, and which is deleted once a new run is published.
         """
         return published_run_id(self.manifest_path)
-
-
-class _StagedRunRecord(BaseModel):
-    """``run.json``: a staged run, as :meth:`PartStaging.begin` writes it."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    seamline_staged_run: int = Field(ge=RUN_FORMAT, le=RUN_FORMAT)
-    sink: str
-    run_id: RunId
-    count: PositiveInt = Field(le=1 << 20)
-    model: Any = None
-
-
-def _read_small(path: Path, limit: int) -> bytes:
-    """A small regular file this module wrote (``read_regular``, bounded); ValueError if larger."""
-    data = read_regular(path, limit, follow=False)
-    if len(data) > limit:
-        raise ValueError(f"larger than {limit:,} bytes")
-    return data
-
-
-def read_published_manifest(manifest_path: Path) -> dict[str, Any] | None:
-    """The published manifest at ``manifest_path`` as JSON, read as untrusted input.
-
-    None when there is none, or it is not a regular file (never followed through a
-    link, never a FIFO waited on), larger than :data:`MAX_RECORD_BYTES`, or not a JSON
-    object. What the caller takes from it, it checks.
-    """
-    try:
-        manifest = json.loads(_read_small(manifest_path, MAX_RECORD_BYTES))
-    except (OSError, ValueError, NotRegularFile):
-        return None
-    return manifest if isinstance(manifest, dict) else None
-
-
-def published_run_id(manifest_path: Path) -> str | None:
-    """The staged run a published manifest names (``outputs.run_id``), if it is one a run has.
-
-    None when there is no manifest, or it is unreadable, or it names no run id or one
-    that is not a plain name (:data:`RUN_ID`): a manifest can be edited by anyone who can
-    write the folder, and this id is joined to a path.
-    """
-    manifest = read_published_manifest(manifest_path) or {}
-    outputs = manifest.get("outputs")
-    run_id = outputs.get("run_id") if isinstance(outputs, dict) else None
-    return run_id if isinstance(run_id, str) and re.fullmatch(RUN_ID, run_id) else None
 
 
 def _remove(path: Path) -> None:

@@ -19,9 +19,10 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from seamline.components._json_safe import json_safe, safe_text
-from seamline.components.sinks._checkpoint import NoState, ResumableGroup
+from seamline.components.sinks._checkpoint import ResumableGroup
 from seamline.components.sinks._parts import StagingSink
 from seamline.components.sinks._paths import OutputPath, check_distinct
+from seamline.components.sinks._records import NoState
 from seamline.contracts import (
     ComponentConfig,
     ContractViolation,

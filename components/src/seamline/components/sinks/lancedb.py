@@ -75,13 +75,7 @@ from seamline.components.sinks._atomic import (
     own_directory,
     refuse_a_link,
 )
-from seamline.components.sinks._checkpoint import (
-    ResumableGroup,
-    SchemaText,
-    SinkState,
-    manifest_bytes,
-    partial_path,
-)
+from seamline.components.sinks._checkpoint import ResumableGroup, manifest_bytes, partial_path
 from seamline.components.sinks._columns import (
     ID,
     WINDOW,
@@ -94,13 +88,15 @@ from seamline.components.sinks._lance_index import (
     build_indexes,
     check_index_fits,
 )
-from seamline.components.sinks._parts import (
+from seamline.components.sinks._parts import StagingSink
+from seamline.components.sinks._paths import OutputPath, check_distinct
+from seamline.components.sinks._records import (
     RunId,
-    StagingSink,
+    SchemaText,
+    SinkState,
     published_run_id,
     read_published_manifest,
 )
-from seamline.components.sinks._paths import OutputPath, check_distinct
 from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.components.sinks.jsonl import (
     default_errors_path,

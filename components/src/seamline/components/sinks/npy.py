@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
-from seamline.components.sinks._checkpoint import ResumableGroup, SinkState
+from seamline.components.sinks._checkpoint import ResumableGroup
 from seamline.components.sinks._parts import StagingSink
 from seamline.components.sinks._paths import OutputPath, check_distinct
+from seamline.components.sinks._records import SinkState
 from seamline.components.sinks.jsonl import (
     checked_vector,
     default_errors_path,

@@ -61,13 +61,7 @@ from seamline.components.sinks._atomic import (
     own_directory,
     refuse_a_link,
 )
-from seamline.components.sinks._checkpoint import (
-    ResumableGroup,
-    SchemaText,
-    SinkState,
-    manifest_bytes,
-    partial_path,
-)
+from seamline.components.sinks._checkpoint import ResumableGroup, manifest_bytes, partial_path
 from seamline.components.sinks._columns import (
     EMBEDDING,
     ID,
@@ -79,6 +73,7 @@ from seamline.components.sinks._columns import (
 )
 from seamline.components.sinks._parts import StagingSink
 from seamline.components.sinks._paths import OutputPath, check_distinct
+from seamline.components.sinks._records import SchemaText, SinkState
 from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.components.sinks.jsonl import (
     default_errors_path,
