@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from seamline.components.sinks._atomic import AtomicFile, AtomicGroup
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.npy import HEADER_BYTES, NpySink, NpySinkConfig, npy_header
 from seamline.contracts import ContractViolation, DocumentError, OutputRecord, Sink, UserError
+from seamline.contracts.sink_kit import AtomicFile, AtomicGroup
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -77,7 +77,8 @@ def npy_sink(tmp_path: Path, **options: Any) -> NpySink:
 def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[Any]]) -> None:
     assert cls.name == name
     assert cls.kind == "sink"
-    assert cls.contract_version == "1.3"  # 1.2: records carry text; 1.3: staged parts
+    assert cls.contract_version == "1.4"  # 1.2: text; 1.3: staged parts; 1.4: a reader
+    assert cls.reader is not None
     assert cls.resumable
     assert cls.stageable
     registered = {ep.name: ep for ep in entry_points(group="seamline.sink")}
