@@ -15,7 +15,14 @@ from pydantic import ValidationError
 
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.npy import HEADER_BYTES, NpySink, NpySinkConfig, npy_header
-from seamline.contracts import ContractViolation, DocumentError, OutputRecord, Sink, UserError
+from seamline.contracts import (
+    ContractViolation,
+    DocumentError,
+    OutputRecord,
+    Sink,
+    UserError,
+    readback,
+)
 from seamline.contracts.sink_kit import AtomicFile, AtomicGroup
 
 if TYPE_CHECKING:
@@ -85,6 +92,30 @@ def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[A
     assert registered[name].load() is cls
     for field in cls.Config.model_fields.values():
         assert field.description
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "npy"])
+@pytest.mark.parametrize("text", [True, False])
+def test_each_windows_text_is_stored_unless_text_is_false(
+    tmp_path: Path, kind: str, text: bool
+) -> None:
+    """What search shows as a snippet (sink contract 1.2). The jsonl and npy sinks dropped it,
+    while the docs (and search's "(no text stored)") said every first-party sink kept it."""
+    vector = np.ones(DIM, np.float32)
+    records = [
+        OutputRecord("d0", 0, (0, 5), vector, {}, "alpha"),
+        OutputRecord("d1", 0, (0, 4), vector, {}, "b\ud800\tc"),  # a lone surrogate, a tab
+        OutputRecord("d2", 0, (0, 4), vector, {}, None),  # made by hand: no text
+    ]
+    make = jsonl_sink if kind == "jsonl" else npy_sink
+    sink = make(tmp_path, text=text)
+    sink.start({})
+    sink.write(records)
+    sink.close()
+    read = readback.read_records(tmp_path / "out" / f"emb.{kind}", type(sink))
+    assert read is not None
+    stored = [record.text for record in read]
+    assert stored == (["alpha", "b\\ud800\tc", None] if text else [None, None, None])
 
 
 @pytest.fixture(params=["jsonl", "npy"])

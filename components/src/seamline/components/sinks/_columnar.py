@@ -27,13 +27,9 @@ if TYPE_CHECKING:
 
 
 class ColumnarConfig(OutputConfig):
-    """The fields of the columnar sinks' ``with:`` blocks that decide their columns."""
+    """The fields of the columnar sinks' ``with:`` blocks that decide their columns (with
+    ``text``, every sink's: a ``text`` column or none)."""
 
-    text: bool = Field(
-        default=True,
-        description="Store each window's text in a 'text' column (what search shows as the "
-        "snippet, and lancedb's full-text index); false leaves the column out.",
-    )
     metadata_columns: list[str] | None = Field(
         default=None,
         description="Metadata keys stored as fields of the 'metadata' column. Default: the "

@@ -70,7 +70,8 @@ class JsonlReader(OutputReader):
 
 
 class JsonlSink(PublishingSink[JsonlSinkConfig]):
-    """Writes records as JSON Lines: ``{"id", "window", "span", "embedding", "metadata"?}``."""
+    """Writes records as JSON Lines: ``{"id", "window", "span", "text"?, "embedding",
+    "metadata"?}``."""
 
     name: ClassVar[str] = "jsonl"
     contract_version: ClassVar[str] = "1.4"
@@ -84,7 +85,7 @@ class JsonlSink(PublishingSink[JsonlSinkConfig]):
             values: list[float] = vector.astype(np.float64).tolist()
             if self.config.precision is not None:
                 values = [round(value, self.config.precision) for value in values]
-            line = record_fields(record)
+            line = record_fields(record, text=self.config.text)
             line["embedding"] = values
             if record.metadata:
                 line["metadata"] = record_metadata(record)

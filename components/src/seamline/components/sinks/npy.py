@@ -191,7 +191,7 @@ class NpySink(PublishingSink[NpySinkConfig]):
         matrix.write(np.stack(vectors).astype(self._dtype, copy=False).tobytes(order="C"))
         index = files["index"]
         for record in records:
-            line = {"row": self._rows, **record_fields(record)}
+            line = {"row": self._rows, **record_fields(record, text=self.config.text)}
             if record.metadata:
                 line["metadata"] = record_metadata(record)
             index.write_json_line(line)

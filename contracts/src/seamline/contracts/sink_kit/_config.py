@@ -1,4 +1,4 @@
-"""The output fields every publishing sink has, declared once: ``path`` and ``errors_path``.
+"""The output fields every publishing sink has, declared once: ``path``, ``errors_path``, ``text``.
 
 A sink's config subclasses :class:`OutputConfig` and adds only its own settings. The
 paths are :data:`~._paths.OutputPath`: made absolute once, when the config is
@@ -36,6 +36,11 @@ class OutputConfig(ComponentConfig):
         default=None,
         description="Where documents that were set aside are recorded, one JSON object each. "
         "Default: '<path stem>.errors.jsonl' beside path.",
+    )
+    text: bool = Field(
+        default=True,
+        description="Store each window's text beside its vector (what search shows as the "
+        "snippet); false leaves it out.",
     )
 
     def other_outputs(self) -> list[tuple[str, Path]]:

@@ -45,14 +45,18 @@ def error_line(error: DocumentError) -> dict[str, Any]:
     }
 
 
-def record_fields(record: OutputRecord) -> dict[str, Any]:
-    """The fields that identify a record (everything but its vector), in output order."""
+def record_fields(record: OutputRecord, *, text: bool = False) -> dict[str, Any]:
+    """The fields that identify a record, in output order; with ``text``, also the window's
+    text where the record carries it (sink contract 1.2), UTF-8 safe."""
     start, end = record.span
-    return {
+    fields: dict[str, Any] = {
         "id": safe_text(record.doc_id),
         "window": int(record.index),
         "span": [int(start), int(end)],
     }
+    if text and record.text is not None:
+        fields["text"] = safe_text(record.text)
+    return fields
 
 
 def record_metadata(record: OutputRecord) -> dict[str, Any]:
