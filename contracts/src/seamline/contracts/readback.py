@@ -16,7 +16,7 @@ line or row.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
@@ -33,7 +33,7 @@ from seamline.contracts.manifest import (
     output_files,
 )
 from seamline.contracts.sink import OutputRecord, Sink
-from seamline.contracts.stored import StoredRow, json_object, record_lines
+from seamline.contracts.stored import StoredRow, json_object, record_lines, vector_of
 
 Chunk = tuple[np.ndarray[Any, Any], list[StoredRow]]
 """Vectors (float32, one row each) and the stored row of each, in output order."""
@@ -104,6 +104,43 @@ class OutputReader(abc.ABC):
     def open(self, purpose: str) -> BinaryIO:
         """The part's file of ``purpose`` opened for reading, if it is a regular file."""
         return open_output(self.file(purpose), purpose, self.manifest)
+
+
+class LineReader(OutputReader):
+    """An output whose :attr:`primary` file holds one record a line (JSON Lines, TSV, ...):
+    each line bounded, parsed by :meth:`parse`, its vector checked, read in chunks."""
+
+    primary: ClassVar[str] = "records"
+
+    @abc.abstractmethod
+    def parse(self, line: bytes, where: str) -> tuple[StoredRow, Any]:
+        """One line (``where``: ``file:line``, for messages) as its checked row and its
+        vector's values as stored; a problem is a ``UserError`` at ``where``."""
+
+    def chunks(self, dimension: int | None) -> Iterator[Chunk]:
+        return in_chunks(self._rows(dimension))
+
+    def _rows(self, dimension: int | None) -> Iterator[tuple[StoredRow, np.ndarray[Any, Any]]]:
+        path = self.file(self.primary)
+        with self.open(self.primary) as handle:
+            for where, line in record_lines(path, handle):
+                row, values = self.parse(line, where)
+                vector = vector_of(values, dimension, where)
+                dimension = len(vector)
+                yield row, vector
+
+
+def in_chunks(rows: Iterable[tuple[StoredRow, np.ndarray[Any, Any]]]) -> Iterator[Chunk]:
+    """``(row, vector)`` pairs, as a reader of lines reads them, in chunks of at most
+    :data:`CHUNK_ROWS` (what :meth:`OutputReader.chunks` yields)."""
+    held: list[tuple[StoredRow, np.ndarray[Any, Any]]] = []
+    for pair in rows:
+        held.append(pair)
+        if len(held) == CHUNK_ROWS:
+            yield np.stack([vector for _, vector in held]), [row for row, _ in held]
+            held = []
+    if held:
+        yield np.stack([vector for _, vector in held]), [row for row, _ in held]
 
 
 SinkLookup = Callable[[str], type[Sink[Any]]]

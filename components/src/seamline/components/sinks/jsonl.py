@@ -12,14 +12,14 @@ them under one manifest. :class:`JsonlReader` reads the output back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from seamline.contracts import OutputRecord
-from seamline.contracts.readback import CHUNK_ROWS, Chunk, OutputReader
+from seamline.contracts.readback import LineReader
 from seamline.contracts.sink_kit import (
     AtomicFile,
     OutputConfig,
@@ -28,7 +28,7 @@ from seamline.contracts.sink_kit import (
     record_fields,
     record_metadata,
 )
-from seamline.contracts.stored import StoredRow, json_row, record_lines, vector_of
+from seamline.contracts.stored import StoredRow, json_row
 
 
 class JsonlSinkConfig(OutputConfig):
@@ -47,26 +47,11 @@ class JsonlSinkConfig(OutputConfig):
         return self
 
 
-class JsonlReader(OutputReader):
+class JsonlReader(LineReader):
     """The records file, one JSON object a line, each checked as it is read."""
 
-    primary: ClassVar[str] = "records"
-
-    def chunks(self, dimension: int | None) -> Iterator[Chunk]:
-        path = self.file("records")
-        rows: list[StoredRow] = []
-        vectors: list[np.ndarray[Any, Any]] = []
-        with self.open("records") as handle:
-            for where, line in record_lines(path, handle):
-                row, values = json_row(line, where)
-                vectors.append(vector_of(values, dimension, where))
-                dimension = len(vectors[-1])
-                rows.append(row)
-                if len(rows) == CHUNK_ROWS:
-                    yield np.stack(vectors), rows
-                    rows, vectors = [], []
-        if rows:
-            yield np.stack(vectors), rows
+    def parse(self, line: bytes, where: str) -> tuple[StoredRow, Any]:
+        return json_row(line, where)
 
 
 class JsonlSink(PublishingSink[JsonlSinkConfig]):

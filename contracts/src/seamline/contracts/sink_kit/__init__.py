@@ -7,17 +7,22 @@ the same for every output format. It lives here once, for seamline's own sinks a
 third party's alike (part of ``seamline-contracts``: pydantic and numpy, nothing
 else)::
 
-    from seamline.contracts.sink_kit import OutputConfig, PublishingSink
+    from seamline.contracts.readback import LineReader
+    from seamline.contracts.sink_kit import OutputConfig, PublishingSink, record_fields
+
+    class TsvReader(LineReader):
+        def parse(self, line, where): ...  # a checked row, and the vector's values
 
     class TsvSink(PublishingSink[OutputConfig]):
         name = "tsv"
         contract_version = "1.4"
         Config = OutputConfig
+        reader = TsvReader
 
         def write_rows(self, records, files):
-            for record in records:
-                vector = checked_vector(record)
-                files["records"].write(f"{record.doc_id}\\t{list(vector)}\\n".encode())
+            ...  # each record, as one line, into files["records"]
+
+(whole, tested, in the example package ``seamline-example-csv``: ``seamline_example_csv/tsv.py``).
 
 The names here are the kit's public face:
 

@@ -12,13 +12,13 @@ break or backslash in an id or a text is written as ``\\t``, ``\\n``, ``\\r`` or
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from seamline.contracts import OutputRecord, UserError
-from seamline.contracts.readback import CHUNK_ROWS, Chunk, OutputReader
+from seamline.contracts.readback import LineReader
 from seamline.contracts.sink_kit import (
     AtomicFile,
     OutputConfig,
@@ -26,7 +26,7 @@ from seamline.contracts.sink_kit import (
     checked_vector,
     record_fields,
 )
-from seamline.contracts.stored import StoredRow, record_lines, row_of, vector_of
+from seamline.contracts.stored import StoredRow, row_of
 
 __all__ = ["TsvReader", "TsvSink"]
 
@@ -45,31 +45,17 @@ def _unescaped(text: str) -> str | None:
     return _ESCAPED.sub(lambda m: {"t": "\t", "n": "\n", "r": "\r"}.get(m[1], m[1]), text)
 
 
-class TsvReader(OutputReader):
+class TsvReader(LineReader):
     """The records file, a line at a time (each bounded and checked: it is untrusted)."""
 
-    primary: ClassVar[str] = "records"
-
-    def chunks(self, dimension: int | None) -> Iterator[Chunk]:
-        path = self.file("records")
-        rows: list[StoredRow] = []
-        vectors: list[np.ndarray[Any, Any]] = []
-        with self.open("records") as handle:
-            for where, line in record_lines(path, handle):
-                try:
-                    doc_id, window, start, end, text, *values = line.decode().split("\t")
-                    fields = {"id": _unescaped(doc_id), "window": int(window)}
-                    fields |= {"span": [int(start), int(end)], "text": _unescaped(text)}
-                except ValueError as err:  # too few fields, a number that is not, not UTF-8
-                    raise UserError(f"{where}: not a line of the tsv sink ({err})") from None
-                rows.append(row_of(fields, where))
-                vectors.append(vector_of(values, dimension, where))
-                dimension = len(vectors[-1])
-                if len(rows) == CHUNK_ROWS:
-                    yield np.stack(vectors), rows
-                    rows, vectors = [], []
-        if rows:
-            yield np.stack(vectors), rows
+    def parse(self, line: bytes, where: str) -> tuple[StoredRow, list[str]]:
+        try:
+            doc_id, window, start, end, text, *values = line.decode().split("\t")
+            fields = {"id": _unescaped(doc_id), "window": int(window), "text": _unescaped(text)}
+            fields["span"] = [int(start), int(end)]
+        except ValueError as err:  # too few fields, a number that is not, not UTF-8
+            raise UserError(f"{where}: not a line of the tsv sink ({err})") from None
+        return row_of(fields, where), values
 
 
 class TsvSink(PublishingSink[OutputConfig]):
