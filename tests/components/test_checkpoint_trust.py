@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from seamline.components.sinks import _records
-from seamline.components.sinks._lock import lock_path
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
 from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
-from seamline.components.sinks.readers import read_records
 from seamline.contracts import DocumentError, OutputRecord, ResumeRefused, Shard, Sink, UserError
+from seamline.contracts.sink_kit import _checkpoint
+from seamline.contracts.sink_kit._lock import lock_path
+from tests.readback import read_records
 
 MANIFEST = {"seamline_manifest": 1, "pipeline": "trust", "model": {"use": "toy", "with": {}}}
 NAMES = {"jsonl": "emb.jsonl", "npy": "emb.npy", "parquet": "emb.parquet", "lancedb": "emb.lance"}
@@ -185,7 +185,7 @@ def test_a_checkpoint_larger_than_the_bound_is_refused_unread(
     record = json.loads(checkpoint.read_text(encoding="utf-8"))
     record["model"] = {"use": "toy", "padding": "x" * 4096}  # valid, only too long
     checkpoint.write_text(json.dumps(record), encoding="utf-8")
-    monkeypatch.setattr(_records, "MAX_CHECKPOINT_BYTES", 4000)
+    monkeypatch.setattr(_checkpoint, "MAX_CHECKPOINT_BYTES", 4000)
     assert_refused("jsonl", tmp_path / "out", "larger than 4,000 bytes")
 
 

@@ -23,11 +23,11 @@ import pytest
 
 from seamline.adapters.search import search
 from seamline.adapters.telemetry_setup import configure_telemetry, shutdown_telemetry
-from seamline.components.sinks.readers import read_errors, read_records
 from seamline.contracts import ShardFailed
 from seamline.core.config import parse_pipeline
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import Registry
+from tests.readback import read_errors, read_records
 from tests.scaling.conftest import plugin_environment
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")

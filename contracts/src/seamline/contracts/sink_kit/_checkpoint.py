@@ -22,9 +22,9 @@ publishing therefore leaves no checkpoint to resume from, and the next run start
 over. Only one run at a time may write to one destination.
 
 A checkpoint on disk is not trusted: anyone who can write the output folder can
-edit it. It is read as :mod:`._records` reads what a sink wrote earlier (bounded, a
-regular file only, never a link or a FIFO, of a strict schema with the sink's own
-state schema), and here every partial file it names must be a name with this
+edit it. Reading it is bounded (:data:`MAX_CHECKPOINT_BYTES`, a regular file only,
+never a link or a FIFO), and it must match a pydantic schema (:class:`_Checkpoint`,
+and the sink's own :class:`SinkState`): every partial file a name with this
 destination's prefix, in the destination's folder (never a path, so no checkpoint
 can make a resumed run write anywhere else, and moving the folder or the working
 directory cannot break one). Anything else is refused with ``ResumeRefused``, naming
@@ -36,25 +36,28 @@ from __future__ import annotations
 import glob
 import json
 from glob import escape as glob_escape
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from seamline.components.sinks._atomic import (
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
+
+from seamline.contracts.errors import ResumeRefused
+from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
     AtomicGroup,
     fsync_directory,
     write_json_atomically,
 )
-from seamline.components.sinks._records import (
-    CHECKPOINT_FORMAT,
-    RecordRefused,
-    S,
-    load_checkpoint,
-)
-from seamline.contracts import ResumeRefused
+from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
+
+CHECKPOINT_FORMAT = 2
+"""2: partial files are recorded by name in the destination's folder (1 recorded paths)."""
+MAX_CHECKPOINT_BYTES = 16 << 20
+"""The largest checkpoint read. A parquet sink's lists one part per commit, about 60
+bytes each: 16 MiB is some 280,000 commits."""
 
 
 def partial_path(destination: Path) -> Path:
@@ -128,6 +131,159 @@ def changed_inputs(recorded: Any, current: Any) -> list[str]:
     return said
 
 
+# -- what a checkpoint may hold ----------------------------------------------------------
+
+
+class SinkState(BaseModel):
+    """What a sink adds to its checkpoint (rows written, a schema, ...): a schema of its own.
+
+    Strict and closed like the checkpoint around it: a value of another type, a negative
+    count or a field no sink writes is refused, never coerced.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class NoState(SinkState):
+    """The state of a sink whose files say everything (``jsonl``)."""
+
+
+S = TypeVar("S", bound=SinkState)
+
+
+class _PartialFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    partial: str
+    """The partial file's name in its destination's folder; "" when none was opened."""
+    bytes: NonNegativeInt
+    """Its length at the commit: what a resume cuts it back to."""
+
+
+class _InputFiles(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    paths: list[str]
+    files: str
+
+
+class _Inputs(BaseModel):
+    """What the run's manifest recorded of its inputs (``changed_inputs`` reads it)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    pipeline: dict[str, str] | None = None
+    input: _InputFiles | None = None
+
+
+class _Checkpoint(BaseModel):
+    """A checkpoint file, as this module writes it (``state`` checked by the sink's schema)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    seamline_checkpoint: int
+    sink: str
+    cursor: str | None
+    model: Any = None
+    """Compared with this run's, never interpreted."""
+    inputs: _Inputs | None = None
+    files: dict[str, _PartialFile]
+    state: dict[str, Any]
+
+
+def first_problem(err: ValidationError, *within: str) -> str:
+    """The first thing pydantic found wrong, as ``where: what`` (``files.errors.bytes: ...``);
+    ``within``: the fields the validated value was found under (``state``)."""
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in (*within, *first["loc"]))
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
+
+
+class CheckpointFile(Generic[S]):
+    """One output's checkpoint on disk, read back as untrusted input.
+
+    Anyone who can write the output's folder can edit it, so it is read bounded (a
+    regular file, never followed through a link, at most :data:`MAX_CHECKPOINT_BYTES`),
+    as strict JSON of the schema (:class:`_Checkpoint`, and the sink's ``state``), and
+    must be this sink's, for these files (each named as one of their partial files).
+    """
+
+    def __init__(
+        self, sink: str, path: Path, targets: Sequence[tuple[str, Path]], state: type[S]
+    ) -> None:
+        self.sink = sink
+        self.path = path
+        self.targets = list(targets)
+        self.state_type = state
+
+    def refused(self, why: str) -> ResumeRefused:
+        """The refusal of a checkpoint that is not one this sink wrote for these files."""
+        return ResumeRefused(
+            f"cannot resume: the checkpoint {str(self.path)!r} is not one this "
+            f"{self.sink} sink wrote for these files: {why}. Delete it, or run again with "
+            "--restart (or without --resume) to start over"
+        )
+
+    def load(self) -> tuple[dict[str, Any], S] | None:
+        """The checkpoint as JSON and its state, checked to be this sink's for these files.
+
+        None if there is none; ``ResumeRefused`` (naming the checkpoint and what is wrong
+        with it) if it is not a regular file, too large, not JSON or not of the schema,
+        another sink's, or names files that are not this output's partial files.
+        """
+        try:
+            data = read_regular(self.path, MAX_CHECKPOINT_BYTES, follow=False)
+        except FileNotFoundError:
+            return None
+        except NotRegularFile as err:
+            raise self.refused(f"it is {err}, not a file") from None
+        except OSError as err:
+            raise self.refused(f"it cannot be read ({err.strerror or err})") from None
+        if len(data) > MAX_CHECKPOINT_BYTES:
+            raise self.refused(f"it is larger than {MAX_CHECKPOINT_BYTES:,} bytes")
+        try:
+            raw = json.loads(data)
+        except (ValueError, RecursionError):  # also a UnicodeDecodeError; nesting too deep
+            raise self.refused("it is not JSON") from None
+        if isinstance(raw, dict) and raw.get("seamline_checkpoint") not in (
+            CHECKPOINT_FORMAT,
+            None,
+        ):
+            raise self.refused(
+                f"it is of format {raw.get('seamline_checkpoint')!r}, this version of seamline "
+                f"reads format {CHECKPOINT_FORMAT}"
+            )
+        try:
+            checkpoint = _Checkpoint.model_validate(raw)
+        except ValidationError as err:
+            raise self.refused(first_problem(err)) from None
+        try:
+            state = self.state_type.model_validate(checkpoint.state)
+        except ValidationError as err:
+            raise self.refused(first_problem(err, "state")) from None
+        if checkpoint.sink != self.sink:
+            raise self.refused(f"it was written by a {checkpoint.sink!r} sink")
+        destinations = dict(self.targets)
+        if set(checkpoint.files) != set(destinations):
+            raise self.refused(
+                f"it records the files {sorted(checkpoint.files)}, this sink writes "
+                f"{sorted(destinations)}"
+            )
+        strange = {
+            purpose: entry.partial
+            for purpose, entry in checkpoint.files.items()
+            if entry.partial and not is_partial_name(entry.partial, destinations[purpose])
+        }
+        if strange:
+            names = ", ".join(f"{purpose}: {name!r}" for purpose, name in strange.items())
+            raise self.refused(
+                f"it names files that are not this output's partial files ({names}); a "
+                "checkpoint names a partial file in the destination's folder, by a name "
+                f"starting with {partial_prefix(destinations[next(iter(strange))])!r}"
+            )
+        return checkpoint.model_dump(mode="json"), state
+
+
 class ResumableGroup(Generic[S]):
     """The files of one output, their commits, and their publication.
 
@@ -158,6 +314,7 @@ class ResumableGroup(Generic[S]):
         self.details: dict[str, Any] = {}
         """More for the manifest's ``outputs`` (the lancedb sink: its index settings)."""
         self.checkpoint = checkpoint_path((primary or self.targets[-1])[1])
+        self._file = CheckpointFile(sink, self.checkpoint, self.targets, state)
         self.manifest: Mapping[str, Any] = {}
         self.files: dict[str, AtomicFile] | None = None
         self.committed = False
@@ -238,7 +395,7 @@ class ResumableGroup(Generic[S]):
         the beginning. A sink records here what it is about to do that a crash must
         undo (the lancedb sink: publishing into a table).
         """
-        loaded = self._load()
+        loaded = self._file.load()
         if loaded is None:
             lengths = dict.fromkeys((p for p, _ in self.targets), 0)
             record = self._record(None, lengths, self.state_type.model_validate(fields))
@@ -256,7 +413,7 @@ class ResumableGroup(Generic[S]):
         run deletes such a checkpoint anyway, and a resume reports it (:meth:`recover`).
         """
         try:
-            loaded = self._load()
+            loaded = self._file.load()
         except ResumeRefused:
             return None
         return None if loaded is None else loaded[1]
@@ -286,7 +443,7 @@ class ResumableGroup(Generic[S]):
 
     def _read(self) -> tuple[dict[str, Any], S] | None:
         """The checkpoint, checked against this output and this run's model; None if absent."""
-        loaded = self._load()
+        loaded = self._file.load()
         if loaded is None:
             return None
         record = loaded[0]
@@ -306,53 +463,11 @@ class ResumableGroup(Generic[S]):
             )
         return loaded
 
-    def _refused(self, why: str) -> ResumeRefused:
-        """The refusal of a checkpoint that is not one this sink wrote for these files."""
-        return ResumeRefused(
-            f"cannot resume: the checkpoint {str(self.checkpoint)!r} is not one this "
-            f"{self.sink} sink wrote for these files: {why}. Delete it, or run again with "
-            "--restart (or without --resume) to start over"
-        )
-
-    def _load(self) -> tuple[dict[str, Any], S] | None:
-        """The checkpoint as JSON and its state, checked to be this sink's for these files.
-
-        None if there is none; ``ResumeRefused`` (naming the checkpoint and what is wrong
-        with it) if it is not one this sink wrote (:func:`._records.load_checkpoint`), or
-        names files that are not this output's partial files.
-        """
-        try:
-            loaded = load_checkpoint(self.checkpoint, self.sink, self.state_type)
-        except RecordRefused as err:
-            raise self._refused(str(err)) from None
-        if loaded is None:
-            return None
-        checkpoint, state = loaded
-        destinations = dict(self.targets)
-        if set(checkpoint.files) != set(destinations):
-            raise self._refused(
-                f"it records the files {sorted(checkpoint.files)}, this sink writes "
-                f"{sorted(destinations)}"
-            )
-        strange = {
-            purpose: entry.partial
-            for purpose, entry in checkpoint.files.items()
-            if entry.partial and not is_partial_name(entry.partial, destinations[purpose])
-        }
-        if strange:
-            names = ", ".join(f"{purpose}: {name!r}" for purpose, name in strange.items())
-            raise self._refused(
-                f"it names files that are not this output's partial files ({names}); a "
-                "checkpoint names a partial file in the destination's folder, by a name "
-                f"starting with {partial_prefix(destinations[next(iter(strange))])!r}"
-            )
-        return checkpoint.model_dump(mode="json"), state
-
     def _open_files(self, recorded: Mapping[str, tuple[str, int]] | None) -> dict[str, AtomicFile]:
         """New partial files (``recorded`` None), or those a checkpoint names, reopened.
 
         A checkpoint names each file by its name in its destination's folder (checked by
-        :meth:`_load`); one that covers nothing names no file (""): a new one is made.
+        :meth:`CheckpointFile.load`); one that covers nothing names no file (""): a new one is made.
         """
         files: dict[str, AtomicFile] = {}
         fresh: set[str] = set()
