@@ -73,12 +73,13 @@ def recall(found: set[tuple[str, int]], truth: set[tuple[str, int]]) -> float:
 def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]:
     from seamline.adapters.search import QueryEncoder, open_index
     from seamline.adapters.search.lance import search_table
+    from seamline.core.config.user import user_trust
     from seamline.core.registry import Registry
 
     index = open_index(index_path)
     if index.sink != "lancedb":
         raise SystemExit(f"error: {index_path} is a {index.sink} index, not a LanceDB table")
-    encode = QueryEncoder(Registry.discover(), index)
+    encode = QueryEncoder(Registry.discover(user_trust()), index)
     recalls: list[float] = []
     same = 0
     timings: dict[str, list[float]] = {"index": [], "exact": []}

@@ -14,10 +14,9 @@ from seamline.contracts.conformance import (
     Environment,
     current_environment,
 )
-from seamline.core.attention.trust import untrusted_candidates
 from seamline.core.config import parse_pipeline
-from seamline.core.conformance import STORE_VARIABLE, attribute, save
 from seamline.core.orchestrator import Orchestrator
+from seamline.core.trust import STORE_VARIABLE, attribute, save, untrusted_candidates
 from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
 
 TEXTS = ["one two", "three four five"]

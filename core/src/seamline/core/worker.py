@@ -42,7 +42,7 @@ from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.seams import failed_at
 from seamline.core.telemetry import worker_name
-from seamline.core.trust import EVERYONE, TrustPolicy
+from seamline.core.trust import EVERYONE, ConformanceEntry, TrustPolicy
 
 log = structlog.get_logger("seamline.core")
 
@@ -129,13 +129,21 @@ class RemoteWorkerFactory:
     """The driver's pipeline file hash, for the provenance of what the worker writes."""
     trust: TrustPolicy = EVERYONE
     """The driver's trust policy: a worker imports no more than the driver would."""
+    conformance: tuple[ConformanceEntry, ...] = ()
+    """A registry built by hand: its conformance classes (a discovered one finds them again)."""
 
     @classmethod
     def of(cls, pipeline: ResolvedPipeline, registry: Registry) -> RemoteWorkerFactory:
         spec = pipeline.spec.model_dump(mode="json", by_alias=True)
-        components = None if registry.discovered else tuple(registry.entries())
+        by_hand = not registry.discovered
         return cls(
-            spec, pipeline.source, os.getcwd(), components, pipeline.file_sha256, registry.trust
+            spec,
+            pipeline.source,
+            os.getcwd(),
+            tuple(registry.entries()) if by_hand else None,
+            pipeline.file_sha256,
+            registry.trust,
+            tuple(registry.conformance.entries()) if by_hand else (),
         )
 
     def __call__(self) -> ShardWorker:
@@ -143,9 +151,8 @@ class RemoteWorkerFactory:
             os.chdir(self.directory)
         located = parse_located(json.dumps(self.spec), self.source)
         if self.components is None:
-            trust = pipeline_trust(located, self.trust)
-            registry = Registry.discover(trust) if trust != EVERYONE else Registry.discover()
+            registry = Registry.discover(pipeline_trust(located, self.trust))
         else:
-            registry = Registry(self.components, trust=self.trust)
+            registry = Registry(self.components, trust=self.trust, conformance=self.conformance)
         resolved = resolve_located(located, registry, file_sha256=self.file_sha256)
         return PipelineWorker(resolved, registry)
