@@ -305,7 +305,7 @@ def test_the_drivers_pythonpath_joins_the_clusters_instead_of_replacing_it(
     registry = Registry.discover(user_trust())
     probe = {"use": "probe", "with": {"folder": str(tmp_path / "ran")}}
     summary = run(registry, tmp_path, executor=ray_executor(actors=1, shards=2), monitors=[probe])
-    assert summary.documents == len(TEXTS) - 2
+    assert summary.counts.documents == len(TEXTS) - 2
     actors = {int(p.name) for p in (tmp_path / "ran").iterdir()} - {os.getpid()}
     assert actors, "the probe never ran in an actor"
 
