@@ -14,12 +14,13 @@ from typing import Any
 
 from seamline.adapters.search import sink_named
 from seamline.contracts import OutputRecord, Sink, readback
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 
 
 @cache
 def _registry() -> Registry:
-    return Registry.discover()
+    return Registry.discover(user_trust())
 
 
 def _sink(name: str) -> type[Sink[Any]]:

@@ -101,9 +101,10 @@ class SeamlineSide:
         import jax.numpy as jnp
 
         from seamline.contracts import SegmentIds
+        from seamline.core.config.user import user_trust
         from seamline.core.registry import Registry
 
-        registry = Registry.discover()
+        registry = Registry.discover(user_trust())
         self.jax = jax
         self.calls = {name: long_calls if name.startswith("1x") else calls for name in cases}
         self.timed: dict[tuple[str, str], Any] = {}

@@ -135,9 +135,10 @@ class Bare:
         import jax
 
         from seamline.core.batching import resolve_buckets
+        from seamline.core.config.user import user_trust
         from seamline.core.registry import Registry
 
-        registry = Registry.discover()
+        registry = Registry.discover(user_trust())
         self.model: Any = registry.create("model", "bert-encoder", bert_config(workload.max_length))
         attention = registry.create("attention", "native", {})
         self.corpus = corpus

@@ -72,10 +72,11 @@ def recall(found: set[tuple[str, int]], truth: set[tuple[str, int]]) -> float:
 
 def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]:
     from seamline.adapters.search import QueryEncoder, open_index
+    from seamline.core.config.user import user_trust
     from seamline.core.registry import Registry
 
     index = open_index(index_path)
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     (reader,) = index.readers(registry)
     if not reader.filters:  # a reader with a query engine of its own: a vector index
         raise SystemExit(f"error: {index_path} is a {index.sink} index, not a LanceDB table")

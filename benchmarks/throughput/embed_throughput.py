@@ -111,9 +111,10 @@ class BareSide:
         import jax
 
         from seamline.core.batching import default_buckets
+        from seamline.core.config.user import user_trust
         from seamline.core.registry import Registry
 
-        registry = Registry.discover()
+        registry = Registry.discover(user_trust())
         model: Any = registry.create("model", "bert-encoder", bert_config(MAX_LENGTH))
         attention = registry.create("attention", "native", {})
         documents = list(read_documents(corpus))
@@ -241,9 +242,12 @@ class PipelineSide:
 
 def window_texts(corpus: Path) -> tuple[list[str], int]:
     """The text each seamline window covers, ``text[span]``, in order; and the characters."""
+    from seamline.core.config.user import user_trust
     from seamline.core.registry import Registry
 
-    model: Any = Registry.discover().create("model", "bert-encoder", bert_config(MAX_LENGTH))
+    model: Any = Registry.discover(user_trust()).create(
+        "model", "bert-encoder", bert_config(MAX_LENGTH)
+    )
     texts = []
     characters = 0
     for document in read_documents(corpus):

@@ -30,7 +30,7 @@ sink: {use: memory}
 @pytest.fixture
 def toy_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI sees the toy components, and leaves global logging and tracing alone."""
-    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: toy_registry()))
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: toy_registry()))
     monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
     monkeypatch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
     monkeypatch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)

@@ -29,6 +29,7 @@ import pytest
 
 from seamline.contracts import DocumentError, Loader, Shard, UserError
 from seamline.core.config import parse_pipeline
+from seamline.core.config.user import user_trust
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import Registry
 from tests.core.toy import MemorySink, toy_registry
@@ -80,7 +81,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def discovered(installed: Path) -> Registry:
-    return Registry.discover()
+    return Registry.discover(user_trust())
 
 
 @pytest.fixture(autouse=True)

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from seamline.contracts import OutputRecord
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 from tests.faults.component_scenarios import Ran, in_process_cli, seamline
 from tests.faults.fixture_plugin import PLUGIN as FAULTS_PLUGIN
@@ -223,7 +224,7 @@ class SpellingOutcomes(Observations[Cell]):
         """What ``seamline run`` discovers here: the installed components and the fixtures."""
         sys.path[:0] = [str(FAULTS_PLUGIN), str(PLUGIN)]
         try:
-            return Registry.discover()
+            return Registry.discover(user_trust())
         finally:
             del sys.path[:2]
 

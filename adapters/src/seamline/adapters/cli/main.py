@@ -101,9 +101,10 @@ SetOption = Annotated[
 def _registry() -> Registry:
     """Every installed component the user config trusts (this imports them, and so JAX:
     only when a command runs); a bad user config file is a user error."""
+    from seamline.core.config.user import user_trust
     from seamline.core.registry import Registry
 
-    return _user_errors(Registry.discover)
+    return _user_errors(lambda: Registry.discover(user_trust()))
 
 
 def _load(pipeline: Path, overrides: list[str] | None) -> tuple[ResolvedPipeline, Registry]:

@@ -40,7 +40,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from seamline.contracts.modules import find_without_importing
-from seamline.core.trust import canonical
+from seamline.core.trust.policy import canonical
 
 log = structlog.get_logger("seamline.core.registry")
 
