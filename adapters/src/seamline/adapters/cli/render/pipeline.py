@@ -1,0 +1,59 @@
+"""What ``validate`` prints, and the lines several commands end with: where each component
+comes from (provenance) and which installed ones trust kept out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from seamline.adapters.cli.render.console import consoles, line, plain
+
+if TYPE_CHECKING:
+    from seamline.core import Registry, ResolvedPipeline
+
+
+def validated(pipeline: Path, resolved: ResolvedPipeline, registry: Registry) -> None:
+    """The components a valid pipeline resolved to, one stage a line."""
+    from seamline.core import AttentionMode, pipeline_provenance
+
+    spec = resolved.spec
+    out = consoles.out
+    line(f"[green]ok[/] {pipeline}: pipeline {spec.pipeline!r}", out)
+    line(f"  loader    {resolved.loader.name}", out)
+    line(f"  model     {resolved.model.name}", out)
+    attention = ", ".join(a.name for a in resolved.attention.candidates)
+    mode = (
+        "explicit"
+        if resolved.attention.mode is AttentionMode.EXPLICIT
+        else f"{spec.attention.use!s} → candidates"
+    )
+    line(f"  attention {mode}: {attention}", out)
+    line(f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", out)
+    line(f"  sink      {resolved.sink.name}", out)
+    executor = resolved.executor
+    named = spec.run.executor is not None
+    line(f"  executor  {executor.name if executor else '-'}{'' if named else ' (default)'}", out)
+    provenance(pipeline_provenance(resolved))
+    untrusted(registry)
+
+
+def provenance(record: Mapping[str, Any]) -> None:
+    """The provenance lines: each component's distribution and version, the pipeline's hashes."""
+    from seamline.core import describe_provenance
+
+    out = consoles.out
+    for text in describe_provenance(dict(record)):
+        line(f"  {plain(text)}", out, soft_wrap=True)
+
+
+def untrusted(registry: Registry) -> None:
+    """Say which installed components trust shut out (they were not imported)."""
+    shut_out = [info for info in registry.entries() if info.status == "untrusted"]
+    if not shut_out:
+        return
+    names = ", ".join(f"{i.kind} {i.name} ({i.distribution} {i.version})" for i in shut_out)
+    line(
+        f"  untrusted, not imported: {names}; trusted distributions: {registry.trust.describe()}",
+        soft_wrap=True,
+    )
