@@ -101,7 +101,7 @@ class SeamlineSide:
         import jax.numpy as jnp
 
         from seamline.contracts import SegmentIds
-        from seamline.core.registry import Registry
+        from seamline.core import Registry
 
         registry = Registry.discover()
         self.jax = jax

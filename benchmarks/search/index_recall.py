@@ -73,7 +73,7 @@ def recall(found: set[tuple[str, int]], truth: set[tuple[str, int]]) -> float:
 def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]:
     from seamline.adapters.search import QueryEncoder, open_index
     from seamline.adapters.search.lance import search_table
-    from seamline.core.registry import Registry
+    from seamline.core import Registry
 
     index = open_index(index_path)
     if index.sink != "lancedb":

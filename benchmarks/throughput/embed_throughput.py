@@ -110,8 +110,7 @@ class BareSide:
     def __init__(self, corpus: Path) -> None:
         import jax
 
-        from seamline.core.batching import default_buckets
-        from seamline.core.registry import Registry
+        from seamline.core import Registry, default_buckets
 
         registry = Registry.discover()
         model: Any = registry.create("model", "bert-encoder", bert_config(MAX_LENGTH))
@@ -241,7 +240,7 @@ class PipelineSide:
 
 def window_texts(corpus: Path) -> tuple[list[str], int]:
     """The text each seamline window covers, ``text[span]``, in order; and the characters."""
-    from seamline.core.registry import Registry
+    from seamline.core import Registry
 
     model: Any = Registry.discover().create("model", "bert-encoder", bert_config(MAX_LENGTH))
     texts = []

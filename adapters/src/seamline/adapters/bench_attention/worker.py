@@ -235,7 +235,7 @@ def measure(
     import jax
 
     from seamline.contracts import SegmentIds
-    from seamline.core.registry import Registry
+    from seamline.core import Registry
 
     result: dict[str, Any] = {"implementation": name, "length": length, "config": config}
     started = time.perf_counter()
@@ -324,7 +324,7 @@ def probe_registry(lengths: list[int], causal: bool, masked: bool = True) -> dic
     """
     import jax
 
-    from seamline.core.registry import Registry
+    from seamline.core import Registry
 
     registry = Registry.discover()
     device = jax.devices()[0]

@@ -27,7 +27,7 @@ from seamline.contracts.manifest import (
     read_manifest_text,
     validate_manifest,
 )
-from seamline.core.config.located import Located, parse_located
+from seamline.core import Located, parse_located
 
 SINKS = ("jsonl", "npy", "parquet", "lancedb")
 
