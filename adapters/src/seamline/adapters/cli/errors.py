@@ -13,7 +13,7 @@ from typing import NoReturn, TypeVar
 
 import typer
 
-from seamline.adapters.cli.render.console import error, interrupted, plain
+from seamline.adapters.cli.render.console import error, interrupted
 from seamline.contracts.errors import ShardFailed, UserError
 
 T = TypeVar("T")
@@ -27,10 +27,10 @@ def user_errors(action: Callable[[], T]) -> T:
     try:
         return action()
     except UserError as problem:
-        error(plain(problem))
+        error(str(problem))
         raise typer.Exit(USAGE) from None
     except ShardFailed as failed:  # a component failed for good: the reason, not a traceback
-        error(plain(failed), label="failed")
+        error(str(failed), label="failed")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         interrupted()
@@ -65,8 +65,8 @@ def environment_errors(action: Callable[[], T], kept: str) -> T:
 
 
 def _environment_failure(problem: OSError, kept: str) -> NoReturn:
-    # The file's name is text, not markup: a folder may well be called "[draft]" or "a[/]b".
-    what = plain(problem.strerror or type(problem).__name__)
-    where = f" ({plain(problem.filename)})" if problem.filename else ""
+    # The line is text, not markup (render.console): a folder may be called "[draft]".
+    what = problem.strerror or type(problem).__name__
+    where = f" ({problem.filename})" if problem.filename else ""
     error(f"{what}{where}: {kept}")
     raise typer.Exit(1) from None

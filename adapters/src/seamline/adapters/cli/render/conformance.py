@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-
-from seamline.adapters.cli.render.console import consoles, table
+from seamline.adapters.cli.render.console import consoles, line, table, text, title
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -24,28 +22,28 @@ def report(target: str, outcome: CheckOutcome) -> None:
     suite = outcome.suite
     if not suite.results:
         console.print(suite.output, markup=False, highlight=False)
-        console.print(
-            f"[bold red]the suite did not run for {escape(target)}[/] "
-            f"(pytest exit code {suite.exit_code})"
+        line(
+            (f"the suite did not run for {target}", "bold red"),
+            f" (pytest exit code {suite.exit_code})",
+            console=console,
         )
         return
-    shown = table(title=f"conformance of {target}", show_lines=False)
+    shown = table(title=title(f"conformance of {target}"), show_lines=False)
     shown.add_column("check", no_wrap=True)
     shown.add_column("result", no_wrap=True)
     shown.add_column("detail", overflow="fold")
     for result in suite.results:
         colour = COLOURS.get(result.outcome, "white")
-        cell = f"[{colour}]{result.outcome}[/]"
-        shown.add_row(escape(result.check), cell, escape(result.message))
+        shown.add_row(text(result.check), text((result.outcome, colour)), text(result.message))
     console.print(shown)
     for record in suite.records:
         _describe_record(console, record)
     for path in outcome.saved:
-        console.print(f"record written: {path}")
+        line(f"record written: {path}", console=console)
     if suite.passed:
-        console.print(f"[bold green]{target} conforms[/]")
+        line((f"{target} conforms", "bold green"), console=console)
     else:
-        console.print(f"[bold red]{target} does not conform[/]")
+        line((f"{target} does not conform", "bold red"), console=console)
 
 
 def _describe_record(console: Console, record: ConformanceRecord) -> None:
@@ -55,9 +53,9 @@ def _describe_record(console: Console, record: ConformanceRecord) -> None:
         if record.distribution
         else "not registered by an entry point"
     )
-    console.print(
+    line(
         f"{record.kind}:{record.name} ({origin}), contract {record.contract_version}; "
         f"jax {env.jax}, jaxlib {env.jaxlib}, {env.platform} ({env.device_kind}): "
         f"{record.summary()}",
-        highlight=False,
+        console=console,
     )

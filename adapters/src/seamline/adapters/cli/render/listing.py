@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seamline.adapters.cli.render.console import consoles, line, plain, table
+from seamline.adapters.cli.render.console import Part, consoles, line, table, text
 
 if TYPE_CHECKING:
     from seamline.adapters.search import Found
@@ -24,7 +24,11 @@ STATUS_COLOURS = {
 
 def components(infos: Iterable[ComponentInfo], trusted: str | None) -> None:
     """One row per component; ``trusted``: the distributions trust allows, when it is
-    restricted (a line under the table), else None."""
+    restricted (a line under the table), else None.
+
+    Names, versions and files come from package metadata anyone can publish: shown as
+    written (see :mod:`.console`).
+    """
     shown = table(title="seamline components")
     for column in ("kind", "name", "distribution", "version", "contract", "status"):
         shown.add_column(column, no_wrap=True)
@@ -32,52 +36,59 @@ def components(infos: Iterable[ComponentInfo], trusted: str | None) -> None:
     shown.add_column("file", overflow="fold")
     for info in infos:
         shown.add_row(
-            info.kind,
-            info.name,
-            info.distribution,
-            info.version,
-            info.contract_version or "-",
-            f"[{STATUS_COLOURS[info.status]}]{info.status}[/]",
-            plain(info.reason),
-            info.module_file or "-",
+            *(
+                text(value)
+                for value in (
+                    info.kind,
+                    info.name,
+                    info.distribution,
+                    info.version,
+                    info.contract_version or "-",
+                )
+            ),
+            text((info.status, STATUS_COLOURS[info.status])),
+            text(info.reason),
+            text(info.module_file or "-"),
         )
     out = consoles.out
     out.print(shown)
     if trusted is not None:
-        line(f"trusted distributions: {plain(trusted)}", out, soft_wrap=True)
+        line(f"trusted distributions: {trusted}", console=out, soft_wrap=True)
 
 
 def search_hits(query: str, found: Found) -> None:
     """The nearest records, best first, and how they were found.
 
-    What the output stores is data, printed as written: never as markup ("[/]") or
-    emoji codes (":x:"), and never a control character (visible() shows each as "�").
+    What the output stores is data, printed as written (see :mod:`.console`); a snippet
+    is the text the output stores, on one line (:meth:`Hit.snippet`).
     """
-    from rich.text import Text
-
-    from seamline.contracts.untrusted import visible
-
-    shown = table(title=Text(f"nearest to {query!r}"), caption=Text(found.how))
+    shown = table(title=text(f"nearest to {query!r}"), caption=text(found.how))
     for column in ("score", "document", "window", "text"):
         shown.add_column(column, overflow="fold")
     for hit in found.hits:
-        text = Text(hit.snippet()) if hit.text is not None else Text("(no text stored)", "dim")
-        shown.add_row(f"{hit.score:.3f}", Text(visible(hit.doc_id)), str(hit.window), text)
+        snippet = text(hit.snippet()) if hit.text is not None else text(("(no text stored)", "dim"))
+        shown.add_row(f"{hit.score:.3f}", text(hit.doc_id), str(hit.window), snippet)
     consoles.out.print(shown)
 
 
 def trace_summary(file: Path, summary: TraceSummary) -> None:
-    """Per span name: count, total, median, p95 and share of the run."""
+    """Per span name: count, total, median, p95 and share of the run.
+
+    A span's name is read from the trace file, which anyone may have written: shown as
+    written (see :mod:`.console`).
+    """
     out = consoles.out
-    line(f"{file}: {summary.spans} spans, run {summary.run_seconds:.3f}s", out)
+    line(f"{file}: {summary.spans} spans, run {summary.run_seconds:.3f}s", console=out)
     shown = table()
     shown.add_column("span", no_wrap=True)
     for column in ("count", "total s", "median ms", "p95 ms", "share"):
         shown.add_column(column, justify="right", no_wrap=True)
     for row in summary.rows:
-        errors = f" [red]({row.errors} failed)[/]" if row.errors else ""
+        name: list[Part] = [row.name]
+        if row.errors:
+            name.append((f" ({row.errors} failed)", "red"))
         shown.add_row(
-            row.name + errors,
+            text(*name),
             str(row.count),
             f"{row.total:.3f}",
             f"{row.median * 1e3:.2f}",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seamline.adapters.cli.render.console import consoles, line, plain
+from seamline.adapters.cli.render.console import consoles, line
 
 if TYPE_CHECKING:
     from seamline.core import Registry, ResolvedPipeline
@@ -19,21 +19,22 @@ def validated(pipeline: Path, resolved: ResolvedPipeline, registry: Registry) ->
 
     spec = resolved.spec
     out = consoles.out
-    line(f"[green]ok[/] {pipeline}: pipeline {spec.pipeline!r}", out)
-    line(f"  loader    {resolved.loader.name}", out)
-    line(f"  model     {resolved.model.name}", out)
+    line(("ok", "green"), f" {pipeline}: pipeline {spec.pipeline!r}", console=out)
+    line(f"  loader    {resolved.loader.name}", console=out)
+    line(f"  model     {resolved.model.name}", console=out)
     attention = ", ".join(a.name for a in resolved.attention.candidates)
     mode = (
         "explicit"
         if resolved.attention.mode is AttentionMode.EXPLICIT
         else f"{spec.attention.use!s} → candidates"
     )
-    line(f"  attention {mode}: {attention}", out)
-    line(f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", out)
-    line(f"  sink      {resolved.sink.name}", out)
+    line(f"  attention {mode}: {attention}", console=out)
+    line(f"  monitors  {', '.join(m.name for m in resolved.monitors) or '-'}", console=out)
+    line(f"  sink      {resolved.sink.name}", console=out)
     executor = resolved.executor
     named = spec.run.executor is not None
-    line(f"  executor  {executor.name if executor else '-'}{'' if named else ' (default)'}", out)
+    shown = f"{executor.name if executor else '-'}{'' if named else ' (default)'}"
+    line(f"  executor  {shown}", console=out)
     provenance(pipeline_provenance(resolved))
     untrusted(registry)
 
@@ -44,7 +45,7 @@ def provenance(record: Mapping[str, Any]) -> None:
 
     out = consoles.out
     for text in describe_provenance(dict(record)):
-        line(f"  {plain(text)}", out, soft_wrap=True)
+        line(f"  {text}", console=out, soft_wrap=True)
 
 
 def untrusted(registry: Registry) -> None:

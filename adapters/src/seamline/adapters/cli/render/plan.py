@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seamline.adapters.cli.render.console import consoles, line, table
+from seamline.adapters.cli.render.console import Part, consoles, line, table, text, title
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -26,17 +26,18 @@ def plan(plan: Plan) -> None:
 
     console = consoles.out
     measure = plan.select is Selection.MEASURE
-    line(
-        f"[bold]{plan.pipeline}[/]: attention {plan.mode}"
+    settings: list[Part] = [
+        (plan.pipeline, "bold"),
+        f": attention {plan.mode}"
         + ("; select: measure (tuning cache)" if measure else "")
-        + "; reference "
-        f"{plan.reference or '(none installed)'}; verify on first use: "
+        + f"; reference {plan.reference or '(none installed)'}; verify on first use: "
         f"{'yes' if plan.verify else 'no'}; on compile failure: {plan.on_failure}; shadow: "
         f"{f'every {plan.shadow_every} batches' if plan.shadow_every else 'off'}"
-        + ("; conformance required" if plan.require_conformance else "")
-        + ("; [yellow]weights were loaded to learn their shapes[/]" if plan.weights_loaded else ""),
-        console,
-    )
+        + ("; conformance required" if plan.require_conformance else ""),
+    ]
+    if plan.weights_loaded:
+        settings += ["; ", ("weights were loaded to learn their shapes", "yellow")]
+    line(*settings, console=console)
     for bucket in plan.buckets:
         console.print(_verdicts(bucket, measure))
         if measure:
@@ -44,14 +45,18 @@ def plan(plan: Plan) -> None:
                 f"  tuning cache: {bucket.measured.key}"
                 if bucket.measured is not None
                 else "  not measured yet: the first run measures it, or run `seamline tune`",
-                console,
+                console=console,
             )
+
+
+def _bucket(length: int, batch_size: int, signature: str) -> str:
+    return f"length {length} × batch {batch_size}: {signature}"
 
 
 def _verdicts(bucket: BucketPlan, measure: bool) -> Table:
     """One bucket's table: a row per candidate, with its measured time under ``measure``."""
     shown = table(
-        title=f"length {bucket.length} × batch {bucket.batch_size}: {bucket.signature}",
+        title=title(_bucket(bucket.length, bucket.batch_size, bucket.signature)),
         title_justify="left",
     )
     shown.add_column("candidate", no_wrap=True)
@@ -60,9 +65,10 @@ def _verdicts(bucket: BucketPlan, measure: bool) -> Table:
     if measure:
         shown.add_column("measured", justify="right", no_wrap=True)
     for row in bucket.verdicts():
-        cells = [row.candidate, f"[{COLOURS[row.verdict]}]{row.verdict}[/]", row.why]
+        cells = [text(row.candidate), text((row.verdict, COLOURS[row.verdict])), text(row.why)]
         if measure:
-            cells.append(f"{row.measured * 1e3:.3g} ms" if row.measured is not None else "-")
+            timing = f"{row.measured * 1e3:.3g} ms" if row.measured is not None else "-"
+            cells.append(text(timing))
         shown.add_row(*cells)
     return shown
 
@@ -70,10 +76,10 @@ def _verdicts(bucket: BucketPlan, measure: bool) -> Table:
 def tuning(directory: Path, results: list[BucketTuning]) -> None:
     """What ``tune`` measured (or found cached) per bucket, fastest first."""
     console = consoles.out
-    line(f"tuning cache: {directory}", console)
+    line(f"tuning cache: {directory}", console=console)
     for bucket in results:
         shown = table(
-            title=f"length {bucket.length} × batch {bucket.batch_size}: {bucket.signature}",
+            title=title(_bucket(bucket.length, bucket.batch_size, bucket.signature)),
             title_justify="left",
         )
         for column in ("candidate", "median ms", "fastest ms", "slowest ms", "calls"):
@@ -83,17 +89,17 @@ def tuning(directory: Path, results: list[BucketTuning]) -> None:
             for name in entry.ranking:
                 timing = entry.timings[name]
                 shown.add_row(
-                    name,
+                    text(name),
                     f"{timing.median * 1e3:.3f}",
                     f"{timing.fastest * 1e3:.3f}",
                     f"{timing.slowest * 1e3:.3f}",
                     str(timing.calls),
                 )
         for refusal in bucket.refusals:
-            shown.add_row(f"[dim]{refusal.candidate}[/]", "cannot serve", "", "", "")
+            shown.add_row(text((refusal.candidate, "dim")), "cannot serve", "", "", "")
         console.print(shown)
         if entry is None:
-            console.print("  [red]no candidate serves this shape[/]")
+            line("  ", ("no candidate serves this shape", "red"), console=console)
         else:
             source = "from the cache (--again measures anew)" if bucket.cached else "measured"
-            line(f"  {source}; key {entry.key}", console)
+            line(f"  {source}; key {entry.key}", console=console)
