@@ -101,8 +101,7 @@ class SeamlineSide:
         import jax.numpy as jnp
 
         from seamline.contracts import SegmentIds
-        from seamline.core.config.user import user_trust
-        from seamline.core.registry import Registry
+        from seamline.core import Registry, user_trust
 
         registry = Registry.discover(user_trust())
         self.jax = jax

@@ -72,8 +72,7 @@ def recall(found: set[tuple[str, int]], truth: set[tuple[str, int]]) -> float:
 
 def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]:
     from seamline.adapters.search import QueryEncoder, open_index
-    from seamline.core.config.user import user_trust
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
     index = open_index(index_path)
     registry = Registry.discover(user_trust())

@@ -110,9 +110,7 @@ class BareSide:
     def __init__(self, corpus: Path) -> None:
         import jax
 
-        from seamline.core.batching import default_buckets
-        from seamline.core.config.user import user_trust
-        from seamline.core.registry import Registry
+        from seamline.core import Registry, default_buckets, user_trust
 
         registry = Registry.discover(user_trust())
         model: Any = registry.create("model", "bert-encoder", bert_config(MAX_LENGTH))
@@ -242,8 +240,7 @@ class PipelineSide:
 
 def window_texts(corpus: Path) -> tuple[list[str], int]:
     """The text each seamline window covers, ``text[span]``, in order; and the characters."""
-    from seamline.core.config.user import user_trust
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
     model: Any = Registry.discover(user_trust()).create(
         "model", "bert-encoder", bert_config(MAX_LENGTH)

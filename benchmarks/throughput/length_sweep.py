@@ -80,9 +80,7 @@ class SeamlineSide:
 
         from seamline.components.models.bert import BertEncoder
         from seamline.contracts import Document
-        from seamline.core.attention.order import auto_order
-        from seamline.core.config.user import user_trust
-        from seamline.core.registry import Registry
+        from seamline.core import Registry, auto_order, user_trust
 
         model = BertEncoder(BertEncoder.Config(weights=WEIGHTS, max_length=256))
         self.params = model.load()

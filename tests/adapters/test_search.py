@@ -243,7 +243,9 @@ def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
     written: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = written["lancedb"]
-    monkeypatch.setattr(cli, "_registry", columnar_registry)
+    monkeypatch.setattr(
+        Registry, "discover", classmethod(lambda cls, trust=None: columnar_registry())
+    )
     shown = CliRunner().invoke(
         cli.app, ["search", str(path), TEXTS[0], "-k", "1", "--exact"], env={"COLUMNS": "150"}
     )

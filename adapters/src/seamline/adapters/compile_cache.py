@@ -20,7 +20,7 @@ import jax
 import structlog
 
 from seamline.contracts import UserError
-from seamline.core.directories import cache_home, named_directory
+from seamline.core import cache_home, named_directory
 
 log = structlog.get_logger("seamline.adapters.compile_cache")
 

@@ -66,7 +66,7 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from seamline.contracts import UserError
-from seamline.core.config import TelemetrySettings
+from seamline.core import TelemetrySettings
 
 log = structlog.get_logger("seamline.adapters.telemetry")
 

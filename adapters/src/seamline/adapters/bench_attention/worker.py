@@ -235,8 +235,7 @@ def measure(
     import jax
 
     from seamline.contracts import SegmentIds
-    from seamline.core.config.user import user_trust
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
     result: dict[str, Any] = {"implementation": name, "length": length, "config": config}
     started = time.perf_counter()
@@ -326,8 +325,7 @@ def probe_registry(lengths: list[int], causal: bool, masked: bool = True) -> dic
     """
     import jax
 
-    from seamline.core.config.user import user_trust
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
     registry = Registry.discover(user_trust())
     device = jax.devices()[0]

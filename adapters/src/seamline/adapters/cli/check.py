@@ -22,16 +22,17 @@ from typing import Any
 import pytest
 import yaml
 from pydantic import ValidationError
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from seamline.contracts import KINDS, Component, UserError
-from seamline.contracts.conformance import ConformanceRecord
 from seamline.contracts.testing import CONTRACTS
 from seamline.contracts.testing.runner import SuiteRun, run
-from seamline.core.registry import Registry
-from seamline.core.trust import CONFORMANCE_GROUP, attribute, save, store_directory
+from seamline.core import (
+    CONFORMANCE_GROUP,
+    Registry,
+    attribute_record,
+    save_record,
+    store_directory,
+)
 
 BUILT_FROM_CONFIG = {"attention": "attention", "model": "model", "monitor": "monitor"}
 """Kinds the suite can build from a Config alone, and the fixture each contract class uses."""
@@ -41,6 +42,11 @@ BUILT_FROM_CONFIG = {"attention": "attention", "model": "model", "monitor": "mon
 class CheckOutcome:
     suite: SuiteRun
     saved: tuple[Path, ...]
+
+    @property
+    def conforms(self) -> bool:
+        """The suite ran and every record it made passed (``seamline check`` exits 0)."""
+        return bool(self.suite.results) and self.suite.passed
 
 
 def parse_target(target: str) -> tuple[Any, str]:
@@ -137,56 +143,8 @@ def check(
     kind, name = parse_target(target)
     test_class = contract_class(registry, kind, name, parse_with(with_values))
     suite = run(test_class, max_examples=max_examples, select=select, echo=verbose)
-    suite = replace(suite, records=tuple(attribute(r, registry) for r in suite.records))
+    suite = replace(suite, records=tuple(attribute_record(r, registry) for r in suite.records))
     saved: list[Path] = []
     if record and suite.records:
-        saved = [save(r, record_dir or store_directory()) for r in suite.records]
+        saved = [save_record(r, record_dir or store_directory()) for r in suite.records]
     return CheckOutcome(suite, tuple(saved))
-
-
-COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow"}
-
-
-def report(console: Console, target: str, outcome: CheckOutcome) -> int:
-    """Print the results; return the exit code (0 conforms, 1 does not)."""
-    suite = outcome.suite
-    if not suite.results:
-        console.print(suite.output, markup=False, highlight=False)
-        console.print(
-            f"[bold red]the suite did not run for {escape(target)}[/] "
-            f"(pytest exit code {suite.exit_code})"
-        )
-        return 1
-    table = Table(title=f"conformance of {target}", show_lines=False)
-    table.add_column("check", no_wrap=True)
-    table.add_column("result", no_wrap=True)
-    table.add_column("detail", overflow="fold")
-    for result in suite.results:
-        colour = COLOURS.get(result.outcome, "white")
-        cell = f"[{colour}]{result.outcome}[/]"
-        table.add_row(escape(result.check), cell, escape(result.message))
-    console.print(table)
-    for record in suite.records:
-        _describe_record(console, record)
-    for path in outcome.saved:
-        console.print(f"record written: {path}")
-    if suite.passed:
-        console.print(f"[bold green]{target} conforms[/]")
-        return 0
-    console.print(f"[bold red]{target} does not conform[/]")
-    return 1
-
-
-def _describe_record(console: Console, record: ConformanceRecord) -> None:
-    env = record.environment
-    origin = (
-        f"{record.distribution} {record.distribution_version}"
-        if record.distribution
-        else "not registered by an entry point"
-    )
-    console.print(
-        f"{record.kind}:{record.name} ({origin}), contract {record.contract_version}; "
-        f"jax {env.jax}, jaxlib {env.jaxlib}, {env.platform} ({env.device_kind}): "
-        f"{record.summary()}",
-        highlight=False,
-    )

@@ -35,7 +35,7 @@ from seamline.adapters.search.scan import nearest
 from seamline.contracts import UserError
 from seamline.contracts.stored import StoredRow
 from seamline.contracts.untrusted import visible
-from seamline.core.registry import Registry
+from seamline.core import Registry
 
 __all__ = [
     "MAX_K",

@@ -29,8 +29,7 @@ from seamline.contracts.manifest import (
     validate_manifest,
 )
 from seamline.contracts.readback import OutputReader
-from seamline.core.config.located import Located, parse_located
-from seamline.core.registry import Registry
+from seamline.core import Located, Registry, parse_located
 
 __all__ = ["Index", "manifest_path", "open_index", "read_manifest", "sink_named"]
 

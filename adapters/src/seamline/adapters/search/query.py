@@ -20,12 +20,16 @@ import numpy as np
 
 from seamline.adapters.search.index import Index
 from seamline.contracts import Attention, ConfigError, Document, Model
-from seamline.core.attention.candidates import build_candidates
-from seamline.core.attention.checked import CheckedAttention
-from seamline.core.attention.probe import attention_specs
-from seamline.core.config import PipelineConfigError, resolve_attention, resolve_component
-from seamline.core.config.located import parse_located
-from seamline.core.registry import Registry
+from seamline.core import (
+    CheckedAttention,
+    PipelineConfigError,
+    Registry,
+    attention_specs,
+    build_candidates,
+    parse_located,
+    resolve_attention,
+    resolve_component,
+)
 
 SMALLEST_LENGTH = 16
 
