@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 from tests.core.hostile_pipelines import HostilePipelines
 from tests.faults.outcomes import FaultOutcomes
@@ -13,7 +14,7 @@ from tests.tampered_inputs import TamperedInputs
 
 @pytest.fixture(scope="session")
 def registry() -> Registry:
-    return Registry.discover()
+    return Registry.discover(user_trust())
 
 
 @pytest.fixture(scope="session")

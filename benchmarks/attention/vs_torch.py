@@ -101,9 +101,9 @@ class SeamlineSide:
         import jax.numpy as jnp
 
         from seamline.contracts import SegmentIds
-        from seamline.core.registry import Registry
+        from seamline.core import Registry, user_trust
 
-        registry = Registry.discover()
+        registry = Registry.discover(user_trust())
         self.jax = jax
         self.calls = {name: long_calls if name.startswith("1x") else calls for name in cases}
         self.timed: dict[tuple[str, str], Any] = {}

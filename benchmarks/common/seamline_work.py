@@ -58,8 +58,7 @@ def bucketed_batches(
     orchestrator and without seams; the packed batches of the default pipeline are what
     ``whole_run`` measures.
     """
-    from seamline.core.batching import BatchShapes
-    from seamline.core.host import Collated, HostWork, documents_as_loaded
+    from seamline.core import BatchShapes, Collated, HostWork, documents_as_loaded
 
     host = HostWork(model, BatchShapes(tuple(buckets), batch_size), packing=False)
     for item in host.batches(documents_as_loaded(documents)):
@@ -76,8 +75,7 @@ def packed_batches(
     ``budget`` None gives ``batch_size`` rows per batch. Returns the :class:`Batch`
     objects and the real tokens they hold.
     """
-    from seamline.core.batching import BatchShapes, default_buckets
-    from seamline.core.host import Collated, HostWork, documents_as_loaded
+    from seamline.core import BatchShapes, Collated, HostWork, default_buckets, documents_as_loaded
 
     shapes = BatchShapes(tuple(default_buckets(model.max_length)), batch_size, budget)
     host = HostWork(model, shapes, packing=True)
@@ -119,7 +117,7 @@ def timer_monitor() -> Any:
 def timed_pipeline_run(path: Path) -> dict[str, Any]:
     """``Pipeline.from_yaml(path).run()`` with :func:`timer_monitor`: the seconds of each part
     (``from_yaml``, the ``run()`` call, compiling, batches) and what the summary counted."""
-    from seamline.core.pipeline import Pipeline
+    from seamline.core import Pipeline
 
     timer = timer_monitor()
     started = time.perf_counter()

@@ -64,9 +64,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def make_sides(args: argparse.Namespace, model: Any, documents: list[Any]) -> dict[str, Side]:
     """One side per attention at ``--budget`` (``--attentions``), else one per budget."""
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     sides: dict[str, Side] = {}
     if args.attentions:
         batches, tokens = batch_arrays(model, documents, args.budget)

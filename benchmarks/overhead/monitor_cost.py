@@ -97,7 +97,7 @@ def timed_memory_monitor(attribute_seams: bool) -> Any:
 
 def run_once(path: Path, side: str) -> dict[str, Any]:
     """One run of the pipeline with ``side``'s monitor, timed; its seconds exclude compiling."""
-    from seamline.core.pipeline import Pipeline
+    from seamline.core import Pipeline
 
     timer = timer_monitor()
     monitors = [timer]

@@ -134,10 +134,9 @@ class Bare:
     def __init__(self, corpus: Path, workload: Workload) -> None:
         import jax
 
-        from seamline.core.batching import resolve_buckets
-        from seamline.core.registry import Registry
+        from seamline.core import Registry, resolve_buckets, user_trust
 
-        registry = Registry.discover()
+        registry = Registry.discover(user_trust())
         self.model: Any = registry.create("model", "bert-encoder", bert_config(workload.max_length))
         attention = registry.create("attention", "native", {})
         self.corpus = corpus

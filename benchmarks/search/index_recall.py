@@ -72,13 +72,14 @@ def recall(found: set[tuple[str, int]], truth: set[tuple[str, int]]) -> float:
 
 def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]:
     from seamline.adapters.search import QueryEncoder, open_index
-    from seamline.adapters.search.lance import search_table
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
     index = open_index(index_path)
-    if index.sink != "lancedb":
+    registry = Registry.discover(user_trust())
+    (reader,) = index.readers(registry)
+    if not reader.filters:  # a reader with a query engine of its own: a vector index
         raise SystemExit(f"error: {index_path} is a {index.sink} index, not a LanceDB table")
-    encode = QueryEncoder(Registry.discover(), index)
+    encode = QueryEncoder(registry, index)
     recalls: list[float] = []
     same = 0
     timings: dict[str, list[float]] = {"index": [], "exact": []}
@@ -86,10 +87,12 @@ def measure_recall(index_path: Path, texts: list[str], k: int) -> dict[str, Any]
     for text in texts:
         vector = encode(text)
         started = time.perf_counter()
-        approximate = search_table(index, vector, k)
+        approximate = reader.nearest(vector, k)
         timings["index"].append(time.perf_counter() - started)
         started = time.perf_counter()
-        exact = search_table(index, vector, k, exact=True)
+        exact = reader.nearest(vector, k, exact=True)
+        assert approximate is not None  # a reader with a query engine answers
+        assert exact is not None
         timings["exact"].append(time.perf_counter() - started)
         how = approximate.how
         found, truth = keys(approximate.rows), keys(exact.rows)

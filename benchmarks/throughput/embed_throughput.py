@@ -110,10 +110,9 @@ class BareSide:
     def __init__(self, corpus: Path) -> None:
         import jax
 
-        from seamline.core.batching import default_buckets
-        from seamline.core.registry import Registry
+        from seamline.core import Registry, default_buckets, user_trust
 
-        registry = Registry.discover()
+        registry = Registry.discover(user_trust())
         model: Any = registry.create("model", "bert-encoder", bert_config(MAX_LENGTH))
         attention = registry.create("attention", "native", {})
         documents = list(read_documents(corpus))
@@ -241,9 +240,11 @@ class PipelineSide:
 
 def window_texts(corpus: Path) -> tuple[list[str], int]:
     """The text each seamline window covers, ``text[span]``, in order; and the characters."""
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
-    model: Any = Registry.discover().create("model", "bert-encoder", bert_config(MAX_LENGTH))
+    model: Any = Registry.discover(user_trust()).create(
+        "model", "bert-encoder", bert_config(MAX_LENGTH)
+    )
     texts = []
     characters = 0
     for document in read_documents(corpus):

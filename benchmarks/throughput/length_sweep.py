@@ -80,12 +80,11 @@ class SeamlineSide:
 
         from seamline.components.models.bert import BertEncoder
         from seamline.contracts import Document
-        from seamline.core.attention.order import auto_order
-        from seamline.core.registry import Registry
+        from seamline.core import Registry, auto_order, user_trust
 
         model = BertEncoder(BertEncoder.Config(weights=WEIGHTS, max_length=256))
         self.params = model.load()
-        registry = Registry.discover()
+        registry = Registry.discover(user_trust())
         attentions = [
             registry.create("attention", info.name)
             for info in registry.entries("attention")

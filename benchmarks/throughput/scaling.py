@@ -81,7 +81,7 @@ def pipeline_file(workdir: Path, corpus: Path, max_length: int, side: str) -> Pa
 
 
 def run_side(workdir: Path, corpus: Path, max_length: int, side: str) -> dict[str, Any]:
-    from seamline.core.pipeline import Pipeline
+    from seamline.core import Pipeline
 
     shutil.rmtree(workdir / "out" / side, ignore_errors=True)
     pipeline = Pipeline.from_yaml(pipeline_file(workdir, corpus, max_length, side))

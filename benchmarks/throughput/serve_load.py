@@ -109,7 +109,7 @@ def offline(pipeline: Path) -> dict[str, Any]:
 def bare_encode(pipeline: Path, texts: list[str]) -> dict[str, Any]:
     """One text at a time through ``Embedder.encode``, every shape compiled first; and
     every text in one call (the steady state of a run's batching, without its start)."""
-    from seamline.core.embedder import Embedder
+    from seamline.core import Embedder
 
     with Embedder.from_pipeline(pipeline) as embedder:
         embedder.encode(texts)  # every shape compiled

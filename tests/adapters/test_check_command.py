@@ -6,6 +6,7 @@ in tests/conformance.
 
 from __future__ import annotations
 
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
 from seamline.contracts.conformance import ConformanceRecord
+from seamline.core.config.user import CONFIG_VARIABLE
+from tests.core.test_conformance_classes import FIRST_PARTY, allow, plant_impostor
 
 # Wide enough that the results table never folds a message.
 ENV = {"COLUMNS": "400"}
@@ -107,3 +110,32 @@ def test_user_errors_exit_2_with_one_line(args: list[str], says: str) -> None:
     assert lines[0].startswith("error: "), result.output
     assert says in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_an_untrusted_distribution_s_conformance_class_is_never_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # evil-checks registers its own class for attention:native; the user trusts only the
+    # first-party distributions. check must run seamline-components' class and never
+    # import evil-checks' module (its import writes the marker).
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    marker = tmp_path / "imported.marker"
+    monkeypatch.setenv("SEAMLINE_FIXTURE_MARKER", str(marker))
+    plant_impostor("attention:native", module="fixture_evil_check_cli")
+    monkeypatch.syspath_prepend("planted")  # relative, as the working directory would be
+    monkeypatch.delitem(sys.modules, "fixture_evil_check_cli", raising=False)
+    allow(tmp_path, monkeypatch, FIRST_PARTY)
+    result = invoke("attention:native", "-k", "plain or config", "--max-examples", "1")
+    assert result.exit_code == 0, result.output
+    assert "attention:native conforms" in result.output
+    assert not marker.exists(), "the untrusted distribution's conformance class was imported"
+    # The control: trusting everyone, the two classes are a conflict, named, still unimported.
+    monkeypatch.delenv(CONFIG_VARIABLE)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    result = invoke("attention:native", "-k", "plain")
+    assert result.exit_code == 2, result.output
+    assert "evil-checks 9.9 (fixture_evil_check_cli:Impostor)" in result.output
+    assert "Traceback" not in result.output
+    assert not marker.exists()

@@ -30,7 +30,7 @@ sink: {use: memory}
 @pytest.fixture
 def toy_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI sees the toy components, and leaves global logging and tracing alone."""
-    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: toy_registry()))
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: toy_registry()))
     monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
     monkeypatch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
     monkeypatch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)
@@ -78,4 +78,34 @@ def test_a_full_or_read_only_disk_is_one_line_that_says_how_to_resume(
     output = " ".join(result.output.split())
     assert f"error: {said} (/data/out/embeddings.jsonl.partial)" in output
     assert "run again with --resume" in output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "folder",
+    ["/data/[draft]", "/data/a[/]b", "/data/ctrl\x1b[2J"],
+    ids=["tag", "closing-tag", "escape"],
+)
+@pytest.mark.usefixtures("toy_cli")
+def test_the_file_a_full_disk_names_is_shown_as_it_is_named(
+    folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A folder's name is text: "[draft]" is not a style to apply (and drop), "[/]" not a
+    # closing tag (rich raises on one that closes nothing), and a control character is
+    # shown, not sent to the terminal.
+    path = f"{folder}/embeddings.jsonl.partial"
+
+    def fail(self: MemorySink, records: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    monkeypatch.setattr(MemorySink, "write", fail)
+    monkeypatch.chdir(tmp_path)
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(PIPELINE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", "pipeline.yaml", "--no-compile-cache"])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    output = " ".join(result.output.split())
+    shown = path.replace("\x1b", "\N{REPLACEMENT CHARACTER}")
+    assert f"error: No space left on device ({shown}): the output was not published" in output
     assert "Traceback" not in result.output

@@ -21,8 +21,8 @@ from seamline.adapters.compile_cache import enable_compile_cache
 from seamline.contracts import ConfigError, UserError
 from seamline.core.attention.tuning import tuning_directory
 from seamline.core.config import load_trusted
-from seamline.core.conformance import store_directory
 from seamline.core.directories import cache_home
+from seamline.core.trust import store_directory
 
 PIPELINE = """\
 pipeline: p

@@ -370,7 +370,7 @@ def test_jsonl_exporter_after_shutdown_fails_quietly(tmp_path: Path) -> None:
 
 @pytest.fixture
 def toy_cli(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: toy_registry()))
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: toy_registry()))
     monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
 
 

@@ -86,6 +86,16 @@ def test_jsonl_index_lists_its_files(tmp_path: Path) -> None:
     assert search(registry(), out, TEXTS[2], k=1)[0].doc_id == "d2"
 
 
+@pytest.mark.parametrize("sink", ["jsonl", "npy"])
+def test_the_file_sinks_store_the_text_search_shows(tmp_path: Path, sink: str) -> None:
+    # Every first-party sink stores each window's text (sink contract 1.2); jsonl and npy
+    # dropped it, and search showed "(no text stored)" for their outputs.
+    out = tmp_path / f"emb.{sink}"
+    write_index(tmp_path, f"{{use: {sink}, with: {{path: '{out}'}}}}")
+    hit = search(registry(), out, TEXTS[2], k=1)[0]
+    assert (hit.doc_id, hit.text) == ("d2", TEXTS[2])
+
+
 def attention_for(tmp_path: Path, recorded: Any, use: str | None = None) -> str:
     out = tmp_path / "emb.jsonl"
     write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
@@ -213,9 +223,8 @@ def test_where_filters_a_lancedb_table_before_the_nearest_are_chosen(
 
 
 def test_where_on_a_file_index_says_what_would_work(written: dict[str, Path]) -> None:
-    with pytest.raises(
-        UserError, match=r"filters the rows of a LanceDB table.*DuckDB reads Parquet"
-    ):
+    no_engine = r"--where filters rows .*\(lancedb\).* a parquet sink.*DuckDB reads Parquet"
+    with pytest.raises(UserError, match=no_engine):
         find(columnar_registry(), written["parquet"], TEXTS[1], where="id = 'd1'")
 
 
@@ -236,7 +245,9 @@ def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
     written: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = written["lancedb"]
-    monkeypatch.setattr(cli, "_registry", columnar_registry)
+    monkeypatch.setattr(
+        Registry, "discover", classmethod(lambda cls, trust=None: columnar_registry())
+    )
     shown = CliRunner().invoke(
         cli.app, ["search", str(path), TEXTS[0], "-k", "1", "--exact"], env={"COLUMNS": "150"}
     )
@@ -257,3 +268,68 @@ def test_an_output_whose_manifest_another_run_replaced_is_refused(tmp_path: Path
     ):
         open_index(lance)
     assert open_index(tmp_path / "emb.parquet").sink == "parquet"
+
+
+# --- the sink a manifest names, and its reader ---------------------------------------------
+
+
+def sink_named_in_manifest(out: Path, name: str) -> None:
+    manifest_file = out.with_name("emb.manifest.json")
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    manifest["outputs"]["sink"] = name
+    manifest_file.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+def test_the_reader_is_the_one_of_the_sink_the_manifest_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Search keeps no list of sink kinds: the name in ``outputs.sink`` is looked up in the
+    registry, as a pipeline's sink is, and the output is read by that sink's reader."""
+    monkeypatch.chdir(tmp_path)
+    out = Path("emb.jsonl")
+    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
+    assert search(registry(), out, TEXTS[2], k=1)[0].doc_id == "d2"
+    read: list[str] = []
+    reader = JsonlSink.reader
+    assert reader is not None
+
+    class Recording(reader):  # type: ignore[misc, valid-type]
+        def chunks(self, dimension: int | None) -> Any:
+            read.append(str(self.file("records")))
+            return super().chunks(dimension)
+
+    class Renamed(JsonlSink):
+        name = "renamed-jsonl"
+
+    Renamed.reader = Recording
+    sink_named_in_manifest(out, "renamed-jsonl")
+    info = ComponentInfo(
+        "sink", "renamed-jsonl", "tests:Renamed", "tests", "0", "ok", "", Renamed, "1.4"
+    )
+    with_renamed = Registry([*registry().entries(), info])
+    assert search(with_renamed, out, TEXTS[2], k=1)[0].doc_id == "d2"
+    assert read == ["emb.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("name", "refusal"),
+    [
+        ("postgres", r"outputs.sink: no sink component named 'postgres'; available: "),
+        ("evil", r"outputs.sink: sink component 'evil' from evil-sinks 6.6.6 is untrusted"),
+        ("memory", r"outputs.sink: the memory sink that wrote it names no reader of its output"),
+        ("", r"outputs.sink: the manifest names no sink"),
+    ],
+    ids=["unregistered", "untrusted", "no-reader", "empty"],
+)
+def test_a_sink_search_cannot_read_with_is_refused_at_its_name(
+    tmp_path: Path, name: str, refusal: str
+) -> None:
+    out = tmp_path / "emb.jsonl"
+    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
+    sink_named_in_manifest(out, name)
+    untrusted = ComponentInfo(
+        "sink", "evil", "evil_sinks:Exfiltrate", "evil-sinks", "6.6.6", "untrusted",
+        "distribution 'evil-sinks' is not trusted",
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"emb.manifest.json:\d+:\d+: " + refusal):
+        search(Registry([*registry().entries(), untrusted]), out, TEXTS[2], k=1)

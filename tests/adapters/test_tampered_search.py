@@ -33,7 +33,7 @@ LOCATED = {
     "newer-format": r"out/emb.manifest.json:\d+:\d+: written by a newer seamline",
     "huge-manifest": r"out/emb.manifest.json: the manifest is larger than 1,048,576 bytes",
     "manifest-fifo": r"out/emb.manifest.json: the manifest is a FIFO",
-    "manifest-link": r"out/emb.manifest.json: cannot read the manifest: it is a symbolic link",
+    "manifest-link": r"out/emb.manifest.json: the manifest is a symbolic link, not a regular",
     "records-absolute": r"outputs.files.records: '/etc/passwd' is a path outside ",
     "records-dotdot": r"outputs.files.records: '../secret.jsonl' climbs out of its folder",
     "records-dev-zero": r"outputs.files.records: '/dev/zero' is a path outside ",

@@ -3,8 +3,12 @@
 ``examples/plugins/seamline-example-csv`` is built by its own build backend and
 installed into a temporary directory (never into the environment running the
 tests); that directory is put on ``sys.path`` only while these tests run. The
-registry must then find the ``csv`` loader through its entry point, attributed to
-its distribution, and a pipeline must run with it next to the toy components.
+registry must then find the ``csv`` loader and the ``tsv`` sink through their entry
+points, attributed to their distribution; a pipeline must run with them next to the
+toy components; the sink, built on the sink kit with seamline-contracts alone, must
+pass the sink conformance suite, and ``seamline search`` must read its output through
+the reader the sink names. docs/writing-a-component.md shows that sink's module as it
+is tested here.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import itertools
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -23,12 +29,15 @@ import pytest
 
 from seamline.contracts import DocumentError, Loader, Shard, UserError
 from seamline.core.config import parse_pipeline
+from seamline.core.config.user import user_trust
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import Registry
 from tests.core.toy import MemorySink, toy_registry
 
-PACKAGE = Path(__file__).parents[2] / "examples" / "plugins" / "seamline-example-csv"
+ROOT = Path(__file__).parents[2]
+PACKAGE = ROOT / "examples" / "plugins" / "seamline-example-csv"
 MODULE = "seamline_example_csv"
+GUIDE = ROOT / "docs" / "writing-a-component.md"
 
 CSV = (
     "id,text,lang\n"
@@ -72,7 +81,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def discovered(installed: Path) -> Registry:
-    return Registry.discover()
+    return Registry.discover(user_trust())
 
 
 @pytest.fixture(autouse=True)
@@ -197,3 +206,77 @@ def test_an_allowlist_binds_the_installed_package_by_its_record(
     assert csv.status == "untrusted"
     assert str(fake.resolve()) in csv.reason
     assert str(next(installed.glob("seamline_example_csv-*.dist-info")).resolve()) in csv.reason
+
+
+# -- the tsv sink: a third party's sink on the sink kit -------------------------------------
+
+
+def _with_toys(discovered: Registry) -> Registry:
+    toy = toy_registry()
+    taken = {(info.kind, info.name) for info in discovered.entries()}
+    others = (info for info in toy.entries() if (info.kind, info.name) not in taken)
+    return Registry([*discovered.entries(), *others])
+
+
+def test_discovery_finds_the_sink_and_the_reader_it_names(discovered: Registry) -> None:
+    info = discovered.get("sink", "tsv")
+    assert (info.distribution, info.target) == (
+        "seamline-example-csv",
+        "seamline_example_csv.tsv:TsvSink",
+    )
+    assert info.contract_version == "1.4"
+    assert info.cls is not None
+    assert info.cls.reader is not None
+    assert info.cls.reader.__name__ == "TsvReader"
+    source = (PACKAGE / "src" / MODULE / "tsv.py").read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 100, "a sink on the kit is about a hundred lines"
+
+
+def test_the_sink_conformance_suite_passes_through_its_registered_class(
+    discovered: Registry,
+) -> None:
+    from seamline.adapters.cli.check import check
+
+    outcome = check(discovered, "sink:tsv", max_examples=1)
+    failed = [r for r in outcome.suite.results if r.outcome in ("failed", "error")]
+    assert not failed, failed
+    assert outcome.suite.passed
+    ran = {r.check for r in outcome.suite.results if r.outcome == "passed"}
+    assert "exactly_once_across_a_crash" in ran
+    assert "staged_parts_are_published_together_and_once" in ran
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "relative"])
+def test_search_reads_the_sinks_output_through_the_reader_it_names(
+    discovered: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    from seamline.adapters.search import find
+
+    registry = _with_toys(discovered)
+    out = tmp_path / "out" / "emb.tsv"
+    if spelling == "relative":
+        monkeypatch.chdir(tmp_path)
+        out = Path("out") / "emb.tsv"
+    texts = ["alpha beta gamma", "delta epsilon", "zeta eta theta iota"]
+    text = (
+        "pipeline: tsv-toy\n"
+        f"loader: {{use: list, with: {{texts: {texts!r}}}}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        f"sink: {{use: tsv, with: {{path: '{out}'}}}}\n"
+        "run: {batch_size: 2, buckets: [4, 8], checkpoint_every: 1}\n"
+    )
+    Orchestrator(parse_pipeline(text, "tsv.yaml", registry), registry).run()
+    assert json.loads(out.with_name("emb.manifest.json").read_text())["outputs"]["sink"] == "tsv"
+    found = find(registry, out, texts[1], k=3)
+    assert found.hits[0].doc_id == "d1"
+    assert {hit.doc_id for hit in found.hits} == {"d0", "d1", "d2"}
+    assert found.how == "exact: every one of 3 rows"
+    assert found.hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_guide_shows_the_tested_sink() -> None:
+    """docs/writing-a-component.md shows the sink's module as it is: the code tested above."""
+    source = (PACKAGE / "src" / MODULE / "tsv.py").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), flags=re.DOTALL)
+    assert source in blocks, f"{GUIDE.name} must show {MODULE}/tsv.py verbatim"

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
 from seamline.core.config import parse_pipeline
+from seamline.core.config.user import user_trust
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import ComponentInfo, Registry
 from tests.core.toy import MemorySink, toy_registry
@@ -19,7 +20,7 @@ TEXTS = ["one two three", "four five", "six seven eight nine ten eleven", "twelv
 
 
 def test_discovered_with_its_distribution() -> None:
-    info = Registry.discover().get("attention", "tokamax")
+    info = Registry.discover(user_trust()).get("attention", "tokamax")
     assert info.usable
     assert (info.distribution, info.version) == ("seamline-tokamax", "0.1.0")
 
@@ -33,7 +34,7 @@ def test_listed_by_seamline_components() -> None:
 
 
 def run(attention: str) -> dict[str, np.ndarray]:
-    discovered = Registry.discover().get("attention", "tokamax")
+    discovered = Registry.discover(user_trust()).get("attention", "tokamax")
     registry = Registry(
         [
             *toy_registry().entries(),

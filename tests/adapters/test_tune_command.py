@@ -28,7 +28,7 @@ run: {batch_size: 4, buckets: [4, 8]}
 
 @pytest.fixture
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: toy_registry()))
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: toy_registry()))
     monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
     monkeypatch.setenv(TUNING_VARIABLE, str(tmp_path / "tuning"))
     speeds = {"native": 2e-3, "long-only": 1e-3}

@@ -23,16 +23,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from seamline.components.sinks import _checkpoint
-from seamline.components.sinks._lock import lock_path
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
 from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
-from seamline.components.sinks.readers import read_records
 from seamline.contracts import DocumentError, OutputRecord, ResumeRefused, Shard, Sink, UserError
+from seamline.contracts.sink_kit import _checkpoint
+from seamline.contracts.sink_kit._lock import lock_path
+from tests.readback import read_records
 
-MANIFEST = {"seamline_manifest": 1, "pipeline": "trust", "model": {"use": "toy"}}
+MANIFEST = {"seamline_manifest": 1, "pipeline": "trust", "model": {"use": "toy", "with": {}}}
 NAMES = {"jsonl": "emb.jsonl", "npy": "emb.npy", "parquet": "emb.parquet", "lancedb": "emb.lance"}
 SECRET = b"the victim's file: must never change\n"
 

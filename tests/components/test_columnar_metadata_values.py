@@ -122,7 +122,7 @@ def test_a_uint64_parquet_column_reaches_lancedb_exactly(
         "run: {batch_size: 2, buckets: [4]}\n"
     )
     summary = Orchestrator(parse_pipeline(text, "p.yaml", registry), registry).run()
-    assert summary.documents == 3
+    assert summary.counts.documents == 3
     assert published_metadata("lancedb", tmp_path / "out") == [
         {"n": MAX_UINT64},
         {"n": 0},

@@ -21,8 +21,8 @@ PAGE = Path(__file__).parents[2] / "docs" / "pipelines.md"
 
 COMPONENTS: list[tuple[str, type[Any], str]] = [
     ("seamline.loader", ParquetLoader, "1.0"),
-    ("seamline.sink", ParquetSink, "1.3"),  # 1.3: staged parts
-    ("seamline.sink", LanceDbSink, "1.3"),
+    ("seamline.sink", ParquetSink, "1.4"),  # 1.3: staged parts; 1.4: a reader
+    ("seamline.sink", LanceDbSink, "1.4"),
 ]
 
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from seamline.components.sinks._lock import lock_path
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
 from seamline.contracts import OutputRecord, UserError
+from seamline.contracts.sink_kit._lock import lock_path
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-MANIFEST = {"seamline_manifest": 1, "pipeline": "lock", "model": {"use": "toy"}}
+MANIFEST = {"seamline_manifest": 1, "pipeline": "lock", "model": {"use": "toy", "with": {}}}
 
 
 def jsonl(out: Path) -> Any:

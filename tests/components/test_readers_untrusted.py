@@ -18,9 +18,9 @@ import pytest
 
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
-from seamline.components.sinks.readers import read_errors, read_records
 from seamline.contracts import ConfigError, UserError
 from tests.components.test_sinks import ERRORS, make_records
+from tests.readback import read_errors, read_records
 
 MANIFEST = {"seamline_manifest": 1, "pipeline": "readers", "run_id": "r"}
 

@@ -279,7 +279,8 @@ def test_the_caches_stay_within_cache_bytes_over_many_commits(tmp_path: Path) ->
             vector = np.zeros(8, np.float32)
             out.write([OutputRecord(f"d{commit}-{row}", 0, (0, 1), vector, {}) for row in range(4)])
             out.commit(f"cursor-{commit}")
-        sizes[bound] = out._session.size_bytes if out._session is not None else None
+        session = out._lance.session
+        sizes[bound] = session.size_bytes if session is not None else None
         out.close()
     assert sizes[1 << 20] is not None
     assert sizes[1 << 30] is not None
@@ -289,6 +290,6 @@ def test_the_caches_stay_within_cache_bytes_over_many_commits(tmp_path: Path) ->
 
 def test_cache_bytes_null_leaves_lancedb_its_default_session(tmp_path: Path) -> None:
     out = sink(tmp_path, cache_bytes=None)
-    assert out._session is None
+    assert out._lance.session is None
     run(tmp_path, make_records(3), cache_bytes=None)
     assert len(keys(tmp_path)) == 3

@@ -26,14 +26,14 @@ from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
 from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
-from seamline.components.sinks.readers import read_errors, read_records
 from seamline.contracts import DocumentError, OutputRecord, Sink
 from tests.faults.spellings import SPELLINGS, place
+from tests.readback import read_errors, read_records
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-MANIFEST = {"seamline_manifest": 1, "pipeline": "paths", "model": {"use": "toy"}}
+MANIFEST = {"seamline_manifest": 1, "pipeline": "paths", "model": {"use": "toy", "with": {}}}
 NAMES = {"jsonl": "emb.jsonl", "npy": "emb.npy", "parquet": "emb.parquet", "lancedb": "emb.lance"}
 CONFIGS: dict[str, tuple[type[Sink[Any]], Any]] = {
     "jsonl": (JsonlSink, JsonlSinkConfig),

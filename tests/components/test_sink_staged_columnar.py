@@ -17,11 +17,11 @@ import pytest
 
 from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
 from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
-from seamline.components.sinks.readers import read_errors, read_records
 from seamline.contracts import DocumentError, OutputRecord, Shard, UserError
 from tests.components.test_sink_lancedb import MANIFEST, keys, table
 from tests.components.test_sink_lancedb import run as whole_run
 from tests.components.test_sinks import visible
+from tests.readback import read_errors, read_records
 
 VECTOR = np.arange(8, dtype=np.float32)
 
@@ -201,12 +201,11 @@ def test_a_part_refuses_to_append_to_a_table_of_another_model_before_any_work(
 
 def die_before_the_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``publish_parts`` stop after the rows went into the table, before its manifest."""
-    import seamline.components.sinks.lancedb as module
 
-    def died(manifest: Any) -> bytes:
+    def died(self: LanceDbSink, run_id: str | None = None) -> Any:
         raise Died
 
-    monkeypatch.setattr(module, "manifest_bytes", died)
+    monkeypatch.setattr(LanceDbSink, "manifest_file", died)
 
 
 @pytest.mark.parametrize("then", ["retried", "fresh-run", "whole-run"])

@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from seamline.components.sinks._atomic import AtomicFile
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
 from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
 from seamline.contracts import DocumentError, OutputRecord, Sink, UserError
+from seamline.contracts.sink_kit import AtomicFile
 
 MANIFEST = {"pipeline": "p", "model": {"use": "bert-encoder", "with": {"weights": "w"}}}
 SECRET = b"the victim's file: must never change\n"

@@ -13,10 +13,17 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from seamline.components.sinks._atomic import AtomicFile, AtomicGroup
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.npy import HEADER_BYTES, NpySink, NpySinkConfig, npy_header
-from seamline.contracts import ContractViolation, DocumentError, OutputRecord, Sink, UserError
+from seamline.contracts import (
+    ContractViolation,
+    DocumentError,
+    OutputRecord,
+    Sink,
+    UserError,
+    readback,
+)
+from seamline.contracts.sink_kit import AtomicFile, AtomicGroup
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -77,13 +84,38 @@ def npy_sink(tmp_path: Path, **options: Any) -> NpySink:
 def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[Any]]) -> None:
     assert cls.name == name
     assert cls.kind == "sink"
-    assert cls.contract_version == "1.3"  # 1.2: records carry text; 1.3: staged parts
+    assert cls.contract_version == "1.4"  # 1.2: text; 1.3: staged parts; 1.4: a reader
+    assert cls.reader is not None
     assert cls.resumable
     assert cls.stageable
     registered = {ep.name: ep for ep in entry_points(group="seamline.sink")}
     assert registered[name].load() is cls
     for field in cls.Config.model_fields.values():
         assert field.description
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "npy"])
+@pytest.mark.parametrize("text", [True, False])
+def test_each_windows_text_is_stored_unless_text_is_false(
+    tmp_path: Path, kind: str, text: bool
+) -> None:
+    """What search shows as a snippet (sink contract 1.2). The jsonl and npy sinks dropped it,
+    while the docs (and search's "(no text stored)") said every first-party sink kept it."""
+    vector = np.ones(DIM, np.float32)
+    records = [
+        OutputRecord("d0", 0, (0, 5), vector, {}, "alpha"),
+        OutputRecord("d1", 0, (0, 4), vector, {}, "b\ud800\tc"),  # a lone surrogate, a tab
+        OutputRecord("d2", 0, (0, 4), vector, {}, None),  # made by hand: no text
+    ]
+    make = jsonl_sink if kind == "jsonl" else npy_sink
+    sink = make(tmp_path, text=text)
+    sink.start({})
+    sink.write(records)
+    sink.close()
+    read = readback.read_records(tmp_path / "out" / f"emb.{kind}", type(sink))
+    assert read is not None
+    stored = [record.text for record in read]
+    assert stored == (["alpha", "b\\ud800\tc", None] if text else [None, None, None])
 
 
 @pytest.fixture(params=["jsonl", "npy"])

@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 from seamline.adapters.cli.main import app
 from seamline.contracts import ConfigError
 from seamline.core.config import load_pipeline
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 from tests.outcome_tables import Observations, check, expected, table, text_cell
 
@@ -209,4 +210,4 @@ def render(outcomes: list[Outcome]) -> str:
 def generate() -> str:
     """Read every case in a temporary directory and render the table."""
     with tempfile.TemporaryDirectory(prefix="seamline-hostile-yaml-") as name:
-        return render(HostilePipelines(Path(name), Registry.discover()).all())
+        return render(HostilePipelines(Path(name), Registry.discover(user_trust())).all())

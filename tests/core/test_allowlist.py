@@ -63,7 +63,7 @@ def pipeline(tmp_path: Path, attention: str, trust: str = "") -> Path:
 
 def test_without_an_allowlist_the_plugin_is_imported(marker: Path) -> None:
     # The control: the fixture does run its code when nothing keeps it out.
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     assert marker.exists()
     assert registry.get("attention", "sideeffect").distribution == "seamline-fixture-sideeffect"
     assert registry.entries("attention")[0].status in ("ok", "conflict")
@@ -78,7 +78,7 @@ def test_user_allowlist_keeps_other_distributions_unimported(
         monkeypatch,
         "trust:\n  distributions: [seamline-components, Seamline_Adapters, seamline-cpu-flash]\n",
     )
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     assert not marker.exists(), "the untrusted plugin's module was imported"
     untrusted = {i.name: i for i in registry.entries("attention") if i.status == "untrusted"}
     assert set(untrusted) == {"sideeffect", "native", "tokamax"}  # tokamax: not listed

@@ -8,6 +8,7 @@ from typing import Any
 
 from seamline.contracts import Attention, AttentionSpec, Support
 from seamline.core.attention.order import UNRANKED, auto_order, auto_order_table
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "attention.md"
@@ -17,7 +18,7 @@ FIRST_PARTY = ("seamline-components", "seamline-cpu-flash")
 
 
 def first_party_attentions() -> list[Attention[Any]]:
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     return [
         registry.create("attention", info.name)  # type: ignore[misc]
         for info in registry.entries("attention")

@@ -93,3 +93,18 @@ def test_yes_no_on_off_are_words_not_booleans(registry: Registry) -> None:
     text = BASE + "monitors: [{use: log, with: {every: 1}}]\n"
     with pytest.raises(ConfigError, match="pipeline: Input should be a valid string"):
         parse_pipeline(text.replace("pipeline: p", "pipeline: true"), "p.yaml", registry)
+
+
+@pytest.mark.parametrize("glob", ["**/*.md", "*.txt", "docs/**"])
+def test_an_override_that_is_not_yaml_is_the_string_typed(registry: Registry, glob: str) -> None:
+    # As the README writes it: --set loader.with.glob='**/*.md' (the shell drops the quotes).
+    text = BASE.replace(
+        '{use: jsonl, with: {path: "${DOCS:-docs.jsonl}"}}', "{use: text-files, with: {root: docs}}"
+    )
+    resolved = parse_pipeline(text, "p.yaml", registry, [f"loader.with.glob={glob}"], environ={})
+    assert resolved.loader.config.glob == glob  # type: ignore[attr-defined]
+
+
+def test_a_broken_flow_collection_says_how_to_quote_it(registry: Registry) -> None:
+    with pytest.raises(ConfigError, match=r"quote it .* --set 'run.buckets=\"\[16, 32\"'"):
+        parse_pipeline(BASE, "p.yaml", registry, ["run.buckets=[16, 32"], environ={})

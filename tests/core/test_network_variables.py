@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from seamline.adapters.cli.main import app
 from seamline.contracts import ConfigError
 from seamline.core.config import load_trusted
-from seamline.core.config.user import CONFIG_VARIABLE, user_trust
+from seamline.core.config.user import CONFIG_VARIABLE
 from seamline.core.registry import Registry
 from seamline.core.trust import TrustPolicy
 
@@ -57,9 +57,9 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registry: Registry)
     for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
         monkeypatch.delenv(name, raising=False)
 
-    def discover(cls: type[Registry], trust: TrustPolicy | None = None) -> Registry:
+    def discover(cls: type[Registry], trust: TrustPolicy) -> Registry:
         """The session's discovery (it imports every plugin: once is enough) under ``trust``."""
-        return registry.narrowed(user_trust() if trust is None else trust)
+        return registry.narrowed(trust)
 
     monkeypatch.setattr(Registry, "discover", classmethod(discover))
     return work

@@ -19,6 +19,7 @@ from seamline.contracts import (
     ContractVersionError,
     DuplicateComponentError,
 )
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 
 PLUGINS = Path(__file__).parents[1] / "fixtures" / "plugins"
@@ -28,7 +29,7 @@ PLUGINS = Path(__file__).parents[1] / "fixtures" / "plugins"
 def with_fixture_plugins(monkeypatch: pytest.MonkeyPatch) -> Registry:
     for distribution in sorted(PLUGINS.iterdir()):
         monkeypatch.syspath_prepend(str(distribution))
-    return Registry.discover()
+    return Registry.discover(user_trust())
 
 
 def test_first_party_components_are_registered(registry: Registry) -> None:

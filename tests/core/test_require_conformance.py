@@ -12,10 +12,9 @@ import pytest
 
 from seamline.contracts import ConfigError
 from seamline.contracts.conformance import CheckResult, ConformanceRecord, current_environment
-from seamline.core import conformance
 from seamline.core.config import parse_pipeline
-from seamline.core.conformance import STORE_VARIABLE, save
 from seamline.core.registry import Registry
+from seamline.core.trust import STORE_VARIABLE, ConformanceCheck, save
 from tests.core.toy import toy_registry
 
 REAL = """\
@@ -100,8 +99,7 @@ def test_it_switches_on_attention_require_conformance(monkeypatch: pytest.Monkey
     )
     assert not parse_pipeline(text, "t.yaml", toy_registry()).attention.settings.require_conformance
     # Every other component passes (as if each had its class and record): attention is next.
-    monkeypatch.setattr(conformance, "has_conformance_class", lambda *_: True)
-    monkeypatch.setattr(conformance, "config_trust_problem", lambda *_: None)
+    monkeypatch.setattr(ConformanceCheck, "refusal", lambda *_: None)
     required = parse_pipeline(
         text + "trust: {require_conformance: true}\n", "t.yaml", toy_registry()
     )

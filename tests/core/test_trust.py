@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +16,16 @@ from seamline.contracts.conformance import (
     Environment,
     current_environment,
 )
-from seamline.core.attention.trust import untrusted_candidates
 from seamline.core.config import parse_pipeline
-from seamline.core.conformance import STORE_VARIABLE, attribute, save
 from seamline.core.orchestrator import Orchestrator
+from seamline.core.trust import (
+    STORE_VARIABLE,
+    attribute,
+    load_records,
+    save,
+    untrusted_candidates,
+)
+from seamline.core.trust.records import MAX_RECORD_BYTES
 from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
 
 TEXTS = ["one two", "three four five"]
@@ -134,4 +142,28 @@ def test_damaged_records_are_ignored(store: Path) -> None:
     store.mkdir(parents=True)
     (store / "attention-native-broken.json").write_text("{not json", encoding="utf-8")
     save(record("native"), store)
+    assert untrusted("native") == {}
+
+
+def test_a_fifo_or_an_oversized_file_in_the_store_is_skipped_not_waited_on(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store is read by every run that requires conformance: a FIFO named like a record
+    # used to block it forever (a plain read waits for a writer), and a file of any size
+    # was read whole. Relative, from a working directory of the test's own, too.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(STORE_VARIABLE, "records")
+    store.mkdir(parents=True)
+    passing = record("native")
+    os.mkfifo(store / "attention-native-fifo.json")
+    padded = passing.model_dump_json().encode() + b" " * MAX_RECORD_BYTES  # valid, too big
+    (store / "attention-native-huge.json").write_bytes(padded)
+    found: list[list[ConformanceRecord]] = []
+    reader = threading.Thread(target=lambda: found.append(load_records()), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    assert found, "reading the record store waited on a FIFO"
+    assert found[0] == []  # neither counts: the oversized one is valid but over the bound
+    save(passing, store)
+    assert load_records() == [passing]
     assert untrusted("native") == {}

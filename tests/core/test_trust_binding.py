@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from seamline.adapters.cli.main import app
 from seamline.contracts import ComponentLoadError
 from seamline.core.config import PipelineConfigError, load_trusted
-from seamline.core.config.user import CONFIG_VARIABLE
+from seamline.core.config.user import CONFIG_VARIABLE, user_trust
 from seamline.core.registry import ComponentInfo, Registry
 
 IMPOSTOR = """\
@@ -114,7 +114,7 @@ def test_a_second_folder_claiming_a_trusted_name_is_refused_naming_both(
     )
     monkeypatch.syspath_prepend("planted")  # relative, as the working directory would be
     allow(tmp_path, monkeypatch, FIRST_PARTY)
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     assert not marker.exists(), "the impostor's module was imported"
     impostor = entry(registry, "impostor")
     assert impostor.status == "untrusted"
@@ -157,7 +157,7 @@ def test_without_an_allowlist_the_forgery_would_run(
     # The control: the planted module does run when nothing keeps it out.
     plant(Path("planted"), folder="evil", name="seamline-components", module="fixture_control")
     monkeypatch.syspath_prepend("planted")
-    Registry.discover()
+    Registry.discover(user_trust())
     assert marker.read_text(encoding="utf-8") == "fixture_control"
 
 
@@ -177,7 +177,7 @@ def test_a_module_its_distribution_did_not_install_is_refused(
     )
     monkeypatch.syspath_prepend(str(root))
     allow(tmp_path, monkeypatch, f"{FIRST_PARTY}, seamline-fixture-lonely")
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     impostor = entry(registry, "impostor")
     if record:
         assert marker.exists()
@@ -202,7 +202,7 @@ def test_a_module_shadowing_a_trusted_distributions_file_is_refused(
     monkeypatch.syspath_prepend("site")
     monkeypatch.syspath_prepend("shadow")
     allow(tmp_path, monkeypatch, f"{FIRST_PARTY}, seamline-fixture-good")
-    good = entry(Registry.discover(), "impostor")
+    good = entry(Registry.discover(user_trust()), "impostor")
     assert not marker.exists()
     assert good.status == "untrusted"
     shadowing = str(Path("shadow", "fixture_good.py").resolve())
@@ -237,7 +237,7 @@ def test_an_editable_projects_own_egg_info_is_not_a_rival(
     monkeypatch.syspath_prepend(str(source))  # what the install's .pth adds
     monkeypatch.syspath_prepend(str(site))
     allow(tmp_path, monkeypatch, f"{FIRST_PARTY}, fixture-editable")
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     assert marker.exists()  # trusted, so imported
     assert {i.status for i in registry.entries("attention") if i.name == "impostor"} == {"refused"}
 
@@ -308,11 +308,13 @@ def test_damaged_metadata_is_not_believed_and_breaks_nothing(
     else:
         target.write_bytes(content)
     monkeypatch.syspath_prepend("planted")
-    Registry.discover()  # without an allowlist: discovery goes on (the module is imported)
+    Registry.discover(
+        user_trust()
+    )  # without an allowlist: discovery goes on (the module is imported)
     sys.modules.pop("fixture_dmg", None)
     marker.unlink()
     allow(tmp_path, monkeypatch, f"{FIRST_PARTY}, fixture-damaged")
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     damaged = entry(registry, "impostor")
     assert damaged.status == "untrusted", damaged
     assert says in damaged.reason
@@ -330,7 +332,7 @@ def test_one_folder_reached_through_two_path_entries_is_one_claim(
     monkeypatch.syspath_prepend("site")
     monkeypatch.syspath_prepend("alias")
     allow(tmp_path, monkeypatch, f"{FIRST_PARTY}, fixture-twice")
-    twice = entry(Registry.discover(), "impostor")
+    twice = entry(Registry.discover(user_trust()), "impostor")
     assert twice.doubt == ""
     assert twice.status == "refused"  # trusted, imported, then refused: not a component class
     assert marker.exists()

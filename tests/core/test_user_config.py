@@ -17,7 +17,6 @@ import pytest
 from pydantic import BaseModel
 
 from seamline.contracts import ConfigError
-from seamline.core import conformance
 from seamline.core.config import (
     PipelineConfigError,
     load_trusted,
@@ -25,9 +24,9 @@ from seamline.core.config import (
     resolve_attention,
 )
 from seamline.core.config.located import parse_located
-from seamline.core.config.user import CONFIG_VARIABLE, UserConfig, user_trust
+from seamline.core.config.user import CONFIG_VARIABLE, UserConfig
 from seamline.core.registry import Registry
-from seamline.core.trust import TrustPolicy
+from seamline.core.trust import ConformanceCheck, TrustPolicy
 from seamline.core.worker import RemoteWorkerFactory
 from tests.core.toy import toy_registry
 
@@ -72,8 +71,8 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registry: Registry)
     monkeypatch.chdir(work)
     monkeypatch.setenv("SEAMLINE_CONFORMANCE_DIR", str(tmp_path / "records"))
 
-    def discover(cls: type[Registry], trust: TrustPolicy | None = None) -> Registry:
-        return registry.narrowed(user_trust() if trust is None else trust)
+    def discover(cls: type[Registry], trust: TrustPolicy) -> Registry:
+        return registry.narrowed(trust)
 
     monkeypatch.setattr(Registry, "discover", classmethod(discover))
     return work
@@ -109,8 +108,7 @@ def test_the_user_requirement_reaches_the_attention_and_the_workers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Every other component passes (as if each had its class and record): attention is next.
-    monkeypatch.setattr(conformance, "has_conformance_class", lambda *_: True)
-    monkeypatch.setattr(conformance, "config_trust_problem", lambda *_: None)
+    monkeypatch.setattr(ConformanceCheck, "refusal", lambda *_: None)
     policy = TrustPolicy(require_conformance="config.yaml:1:8")
     registry = Registry(toy_registry().entries(), trust=policy)
     resolved = parse_pipeline(TOY, "t.yaml", registry)

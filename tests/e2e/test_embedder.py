@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from seamline.contracts import SeamCall
+from seamline.core.config.user import user_trust
 from seamline.core.embedder import Embedder
 from seamline.core.registry import Registry
 
@@ -83,7 +84,9 @@ class Calls:
 @pytest.fixture(scope="module")
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Any:
     directory = tmp_path_factory.mktemp("embedder")
-    with Embedder.from_pipeline(golden_pipeline(directory), registry=Registry.discover()) as built:
+    with Embedder.from_pipeline(
+        golden_pipeline(directory), registry=Registry.discover(user_trust())
+    ) as built:
         yield built
 
 
@@ -143,7 +146,9 @@ def test_texts_from_several_threads_are_batched_together(tmp_path: Path, texts: 
     calls = Calls()
     pipeline = golden_pipeline(tmp_path)
     mine = [texts[k::8] for k in range(8)]
-    with Embedder.from_pipeline(pipeline, registry=Registry.discover(), monitors=[calls]) as e:
+    with Embedder.from_pipeline(
+        pipeline, registry=Registry.discover(user_trust()), monitors=[calls]
+    ) as e:
         alone = e.encode(texts)
         assert isinstance(alone, np.ndarray)
         calls.applies = 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from seamline.core.config.user import user_trust
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import Registry
 
@@ -59,7 +60,7 @@ run: {run}
 """,
         encoding="utf-8",
     )
-    summary = Pipeline.from_yaml(pipeline, registry=Registry.discover()).run()
+    summary = Pipeline.from_yaml(pipeline, registry=Registry.discover(user_trust())).run()
     return out, summary
 
 

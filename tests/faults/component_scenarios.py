@@ -60,7 +60,7 @@ def in_process_cli(discovered: Registry | None = None) -> Iterator[CliRunner]:
     leaving global telemetry alone and with no kill point from the environment."""
     found = discovered if discovered is not None else registry()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Registry, "discover", classmethod(lambda cls: found))
+        patch.setattr(Registry, "discover", classmethod(lambda cls, trust: found))
         patch.setattr(logging_setup, "configure_logging", lambda **_: None)
         patch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
         patch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from typer.testing import CliRunner
 
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 from tests.faults import component_scenarios as components
 from tests.faults.component_scenarios import Ran
@@ -95,7 +96,7 @@ def in_process_cli() -> contextlib.AbstractContextManager[CliRunner]:
     components and the fixtures."""
     sys.path[:0] = [str(PLUGIN), str(SCALE_PLUGIN)]
     try:
-        discovered = Registry.discover()
+        discovered = Registry.discover(user_trust())
     finally:
         del sys.path[:2]
     return components.in_process_cli(discovered)

@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 def discovered() -> Registry:
     """The installed components (every sink) and the fixtures, as ``seamline run`` finds them."""
     with kill_points.in_process_cli():
+        from seamline.core.config.user import user_trust
         from seamline.core.registry import Registry
 
-        return Registry.discover()
+        return Registry.discover(user_trust())
 
 
 @contextlib.contextmanager

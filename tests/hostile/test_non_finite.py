@@ -18,8 +18,8 @@ from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
 from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
-from seamline.components.sinks.readers import read_records
 from seamline.contracts import ContractViolation, DocumentError, OutputRecord, Sink
+from tests.readback import read_records
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,6 +15,7 @@ from pathlib import Path
 import jax
 
 from seamline.core.config import parse_pipeline
+from seamline.core.config.user import user_trust
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import Registry
 
@@ -30,7 +31,7 @@ TEXTS = [
 
 
 def main(out: Path) -> None:
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     text = (
         "pipeline: devices\n"
         f"loader: {{use: jsonl, with: {{path: {json.dumps(str(out / 'docs.jsonl'))}}}}}\n"

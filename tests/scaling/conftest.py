@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 
 PLUGIN = Path(__file__).parent / "plugin"
@@ -32,7 +33,7 @@ def scale_registry() -> Iterator[Registry]:
     """Discovery as a worker sees it: the installed components and the test ones."""
     sys.path.insert(0, str(PLUGIN))
     try:
-        yield Registry.discover()
+        yield Registry.discover(user_trust())
     finally:
         sys.path.remove(str(PLUGIN))
 

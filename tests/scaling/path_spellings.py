@@ -39,13 +39,14 @@ from pathlib import Path
 
 import numpy as np
 
-from seamline.components.sinks.readers import read_errors, read_records
 from seamline.contracts import OutputRecord
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 from tests.faults.component_scenarios import Ran, in_process_cli, seamline
 from tests.faults.fixture_plugin import PLUGIN as FAULTS_PLUGIN
 from tests.faults.spellings import LABELS, SPELLINGS, Placed, place
 from tests.outcome_tables import Observations, check, expected, table, text_cell
+from tests.readback import read_errors, read_records
 
 NAME = "path-spellings"
 SINKS = {"jsonl": "emb.jsonl", "npy": "emb.npy", "parquet": "emb.parquet", "lancedb": "emb.lance"}
@@ -223,7 +224,7 @@ class SpellingOutcomes(Observations[Cell]):
         """What ``seamline run`` discovers here: the installed components and the fixtures."""
         sys.path[:0] = [str(FAULTS_PLUGIN), str(PLUGIN)]
         try:
-            return Registry.discover()
+            return Registry.discover(user_trust())
         finally:
             del sys.path[:2]
 

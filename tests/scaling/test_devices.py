@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seamline.components.sinks.readers import read_records
+from tests.readback import read_records
 
 ROOT = Path(__file__).parents[2]
 

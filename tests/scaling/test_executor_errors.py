@@ -26,7 +26,7 @@ from tests.scaling.test_ray_executor import pipeline_text
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, scale_registry: Registry) -> CliRunner:
     """The CLI with the test components, leaving global logging and tracing alone."""
-    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls: scale_registry))
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: scale_registry))
     monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
     monkeypatch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
     monkeypatch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)

@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 
 import pytest
 
-from seamline.components.sinks.readers import read_records
 from seamline.contracts import (
     ComponentConfig,
     ContractViolation,
@@ -30,6 +29,7 @@ from seamline.core.config import parse_pipeline
 from seamline.core.job import PipelineJob
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import ComponentInfo, Registry
+from tests.readback import read_records
 from tests.scaling.test_ray_executor import TEXTS, assert_same_output, pipeline_text
 
 

@@ -23,11 +23,12 @@ import pytest
 
 from seamline.adapters.search import search
 from seamline.adapters.telemetry_setup import configure_telemetry, shutdown_telemetry
-from seamline.components.sinks.readers import read_errors, read_records
 from seamline.contracts import ShardFailed
 from seamline.core.config import parse_pipeline
+from seamline.core.config.user import user_trust
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import Registry
+from tests.readback import read_errors, read_records
 from tests.scaling.conftest import plugin_environment
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
@@ -301,10 +302,10 @@ def test_the_drivers_pythonpath_joins_the_clusters_instead_of_replacing_it(
     (tmp_path / "ran").mkdir()
     monkeypatch.setenv("PYTHONPATH", str(plugins))
     monkeypatch.syspath_prepend(str(plugins))
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     probe = {"use": "probe", "with": {"folder": str(tmp_path / "ran")}}
     summary = run(registry, tmp_path, executor=ray_executor(actors=1, shards=2), monitors=[probe])
-    assert summary.documents == len(TEXTS) - 2
+    assert summary.counts.documents == len(TEXTS) - 2
     actors = {int(p.name) for p in (tmp_path / "ran").iterdir()} - {os.getpid()}
     assert actors, "the probe never ran in an actor"
 

@@ -30,10 +30,7 @@ import os
 from pathlib import Path
 
 from seamline.adapters.search import Found, Hit, Searcher
-from seamline.core.embedder import Embedder
-from seamline.core.orchestrator import RunSummary
-from seamline.core.pipeline import Pipeline
-from seamline.core.registry import Registry
+from seamline.core import Embedder, Pipeline, Registry, RunSummary, user_trust
 
 __all__ = ["Embedder", "Found", "Hit", "Pipeline", "RunSummary", "Searcher", "open_index"]
 
@@ -49,4 +46,4 @@ def open_index(
     the attention the run recorded; ``registry`` defaults to the components the user's
     trust allows.
     """
-    return Searcher(registry or Registry.discover(), Path(path), attention)
+    return Searcher(registry or Registry.discover(user_trust()), Path(path), attention)

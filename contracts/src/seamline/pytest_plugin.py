@@ -63,8 +63,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     assert isinstance(collector, Collector)
     reporter = config.pluginmanager.getplugin("terminalreporter")
     try:  # the host keeps records: its registry knows which distribution made what
-        from seamline.core.conformance import attribute, save, store_directory
+        from seamline.core.config.user import user_trust
         from seamline.core.registry import Registry
+        from seamline.core.trust import attribute, save, store_directory
     except ImportError as err:
         if reporter is not None:
             reporter.write_line(
@@ -75,7 +76,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     option = config.getoption("--seamline-record")
     directory = Path(option) if option else store_directory()
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())  # what the user trusts: nothing else imported
     for record in collector.records():
         record = attribute(record, registry)
         path = save(record, directory)

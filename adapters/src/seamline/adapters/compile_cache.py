@@ -20,7 +20,7 @@ import jax
 
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
-from seamline.core.directories import cache_home, named_directory
+from seamline.core import cache_home, named_directory
 
 log = get_logger("seamline.adapters.compile_cache")
 

@@ -66,7 +66,7 @@ from opentelemetry.sdk.trace.export import (
 
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
-from seamline.core.config import TelemetrySettings
+from seamline.core import TelemetrySettings
 
 log = get_logger("seamline.adapters.telemetry")
 

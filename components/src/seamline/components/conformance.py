@@ -36,8 +36,8 @@ from seamline.components.sinks.jsonl import JsonlSink
 from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.components.sinks.npy import NpySink
 from seamline.components.sinks.parquet import ParquetSink
-from seamline.components.sinks.readers import arrow_records, read_records
-from seamline.contracts import Loader, OutputRecord, Sink
+from seamline.contracts import Loader, Sink
+from seamline.contracts.readback import read_records
 from seamline.contracts.testing import (
     AttentionContract,
     ExecutorContract,
@@ -219,8 +219,9 @@ class JsonlSinkConformance(SinkContract):
 
     @pytest.fixture
     def read_output(self) -> Any:
-        # Through the manifest, as a reader would: a whole output or a staged run's parts.
-        return lambda directory: read_records(directory / "out.jsonl")
+        # Through the manifest and the sink's reader, as seamline search reads it: a whole
+        # output or a staged run's parts.
+        return lambda directory: read_records(directory / "out.jsonl", JsonlSink)
 
 
 class NpySinkConformance(SinkContract):
@@ -233,7 +234,7 @@ class NpySinkConformance(SinkContract):
 
     @pytest.fixture
     def read_output(self) -> Any:
-        return lambda directory: read_records(directory / "out.npy")
+        return lambda directory: read_records(directory / "out.npy", NpySink)
 
 
 class ParquetSinkConformance(SinkContract):
@@ -248,7 +249,7 @@ class ParquetSinkConformance(SinkContract):
     @pytest.fixture
     def read_output(self) -> Any:
         # Through the manifest, as a reader would (a staged run is copied into the one file).
-        return lambda directory: read_records(directory / "out.parquet")
+        return lambda directory: read_records(directory / "out.parquet", ParquetSink)
 
 
 class LanceDbSinkConformance(SinkContract):
@@ -262,12 +263,4 @@ class LanceDbSinkConformance(SinkContract):
 
     @pytest.fixture
     def read_output(self) -> Any:
-        def read(directory: Path) -> list[OutputRecord] | None:
-            import lancedb
-
-            if not (directory / "out.lance").is_dir():
-                return None
-            table = lancedb.connect(str(directory)).open_table("out")
-            return arrow_records(table.search().limit(None).to_list())
-
-        return read
+        return lambda directory: read_records(directory / "out.lance", LanceDbSink)

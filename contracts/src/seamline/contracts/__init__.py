@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from seamline.contracts.loader import InputGlob, Loader, input_glob_files
     from seamline.contracts.model import Batch, Example, Model, Params
     from seamline.contracts.monitor import Monitor
+    from seamline.contracts.readback import Nearest, OutputReader
     from seamline.contracts.sink import OutputRecord, Sink, StagedRun
     from seamline.contracts.versions import CONTRACT_VERSIONS, KINDS, Kind
 
@@ -105,6 +106,8 @@ _LOCATIONS: dict[str, str] = {
     "Loader": "seamline.contracts.loader",
     "Model": "seamline.contracts.model",
     "Monitor": "seamline.contracts.monitor",
+    "Nearest": "seamline.contracts.readback",
+    "OutputReader": "seamline.contracts.readback",
     "OutputRecord": "seamline.contracts.sink",
     "Params": "seamline.contracts.model",
     "ResumeRefused": "seamline.contracts.errors",
@@ -184,6 +187,8 @@ __all__ = [
     "Loader",
     "Model",
     "Monitor",
+    "Nearest",
+    "OutputReader",
     "OutputRecord",
     "Params",
     "ResumeRefused",

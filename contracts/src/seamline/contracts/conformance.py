@@ -12,7 +12,7 @@ catch happens in a check, not in production.
 Only the *schema* lives here, in the contracts: what a record says and how it is
 keyed. Where records are kept, which distribution registers a component, and
 whether a record vouches for a component are the host's business
-(``seamline.core.conformance``). This module has no test-framework dependency.
+(``seamline.core.trust.records``). This module has no test-framework dependency.
 """
 
 from __future__ import annotations

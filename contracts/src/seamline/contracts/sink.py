@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +13,9 @@ import numpy.typing as npt
 from seamline.contracts.component import Component, ComponentConfig
 from seamline.contracts.documents import DocumentError, Shard
 from seamline.contracts.versions import Kind
+
+if TYPE_CHECKING:
+    from seamline.contracts.readback import OutputReader
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,10 @@ class Sink(Component[SinkConfigT], abc.ABC):
     destination, with the usual commits; the driver publishes all the parts at once
     under one manifest (:meth:`publish_parts`) when every part is finished. Nothing
     is visible under the output's names before that.
+
+    Since contract 1.4 a sink says how its published output is read back: its
+    :attr:`reader` (see :mod:`seamline.contracts.readback`), which ``seamline search``
+    finds through the registry by the name the output's manifest gives the sink.
     """
 
     kind: ClassVar[Kind] = "sink"
@@ -91,6 +98,9 @@ class Sink(Component[SinkConfigT], abc.ABC):
     """Whether this sink implements :meth:`begin_parts`, :meth:`part`,
     :meth:`staged_run` and :meth:`publish_parts` (contract 1.3), so a run can be split
     into shards that write in parallel. A stageable sink must be resumable."""
+    reader: ClassVar[type[OutputReader] | None] = None
+    """How this sink's published output is read back (contract 1.4), or None: readers
+    (``seamline search``) then refuse its output, saying so."""
 
     def start(self, manifest: Mapping[str, Any]) -> None:
         """Receive the run's manifest (pipeline, model and its config, versions) before any write.

@@ -20,7 +20,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "model": "1.2",
     "loader": "1.0",
     "monitor": "1.4",
-    "sink": "1.3",
+    "sink": "1.4",
     "executor": "1.1",
 }
 

@@ -3,4 +3,208 @@
 Core sees components only through their contracts and never names a concrete
 one; it emits telemetry through ``opentelemetry-api`` and ``structlog`` only, so
 an embedding application keeps control of exporters and log rendering.
+
+The names below are core's public face: what the CLI, the search adapter and the
+benchmarks may use (import-linter forbids ``seamline.adapters`` and ``benchmarks``
+any other module of core), so that core's modules can move and split behind it
+without breaking an edge. Tests may import internals.
+
+They are loaded on first use (PEP 562), as ``seamline.contracts``' names are:
+importing ``seamline.core`` imports no submodule and so no JAX, and the command
+line's ``--help`` stays fast. Type checkers see the plain imports below. A few
+names differ from their module's (``explain`` is ``explain_attention`` here): one
+word such as ``save`` says too little beside everything else core offers, and a
+public name may never be a submodule's name (``provenance``), which Python would
+put in its place once the submodule is imported.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seamline.core.attention.candidates import build_candidates
+    from seamline.core.attention.checked import CheckedAttention
+    from seamline.core.attention.order import auto_order, auto_order_table
+    from seamline.core.attention.plan import (
+        BucketPlan,
+        BucketTuning,
+        CandidateVerdict,
+        Plan,
+        Verdict,
+    )
+    from seamline.core.attention.plan import explain as explain_attention
+    from seamline.core.attention.plan import tune as tune_attention
+    from seamline.core.attention.probe import attention_specs
+    from seamline.core.attention.tuning import TuningCache
+    from seamline.core.batching import BatchShapes, default_buckets, resolve_buckets
+    from seamline.core.config import (
+        AttentionMode,
+        PipelineConfigError,
+        ResolvedAttention,
+        ResolvedEncoder,
+        ResolvedPipeline,
+        RunSettings,
+        Selection,
+        TelemetrySettings,
+        load_trusted,
+        pipeline_trust,
+        prepare_located,
+        read_pipeline_text,
+        resolve_attention,
+        resolve_component,
+    )
+    from seamline.core.config.located import Located, parse_located
+    from seamline.core.config.user import user_trust
+    from seamline.core.directories import cache_home, named_directory
+    from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable
+    from seamline.core.host import Collated, HostWork, documents_as_loaded
+    from seamline.core.orchestrator import RunSummary
+    from seamline.core.pipeline import Pipeline
+    from seamline.core.provenance import describe as describe_provenance
+    from seamline.core.provenance import provenance as pipeline_provenance
+    from seamline.core.registry import ComponentInfo, Registry
+    from seamline.core.schema import pipeline_schema
+    from seamline.core.telemetry import worker_name
+    from seamline.core.trust.classes import CONFORMANCE_GROUP
+    from seamline.core.trust.records import attribute as attribute_record
+    from seamline.core.trust.records import save as save_record
+    from seamline.core.trust.records import store_directory
+
+_LOCATIONS: dict[str, tuple[str, str]] = {
+    # Running a pipeline
+    "Pipeline": ("seamline.core.pipeline", "Pipeline"),
+    "RunSummary": ("seamline.core.orchestrator", "RunSummary"),
+    # Embedding in-process (seamline.api's Embedder, search's query model, the server)
+    "Embedder": ("seamline.core.embedder", "Embedder"),
+    "Cancelled": ("seamline.core.embedder", "Cancelled"),
+    "Pending": ("seamline.core.embedder", "Pending"),
+    "Unembeddable": ("seamline.core.embedder", "Unembeddable"),
+    "ResolvedAttention": ("seamline.core.config", "ResolvedAttention"),
+    "ResolvedEncoder": ("seamline.core.config", "ResolvedEncoder"),
+    "RunSettings": ("seamline.core.config", "RunSettings"),
+    # Components and trust
+    "ComponentInfo": ("seamline.core.registry", "ComponentInfo"),
+    "Registry": ("seamline.core.registry", "Registry"),
+    "user_trust": ("seamline.core.config.user", "user_trust"),
+    "CONFORMANCE_GROUP": ("seamline.core.trust.classes", "CONFORMANCE_GROUP"),
+    "attribute_record": ("seamline.core.trust.records", "attribute"),
+    "save_record": ("seamline.core.trust.records", "save"),
+    "store_directory": ("seamline.core.trust.records", "store_directory"),
+    # Pipeline files
+    "AttentionMode": ("seamline.core.config", "AttentionMode"),
+    "Located": ("seamline.core.config.located", "Located"),
+    "PipelineConfigError": ("seamline.core.config", "PipelineConfigError"),
+    "ResolvedPipeline": ("seamline.core.config", "ResolvedPipeline"),
+    "Selection": ("seamline.core.config", "Selection"),
+    "TelemetrySettings": ("seamline.core.config", "TelemetrySettings"),
+    "load_trusted": ("seamline.core.config", "load_trusted"),
+    "parse_located": ("seamline.core.config.located", "parse_located"),
+    "pipeline_trust": ("seamline.core.config", "pipeline_trust"),
+    "prepare_located": ("seamline.core.config", "prepare_located"),
+    "read_pipeline_text": ("seamline.core.config", "read_pipeline_text"),
+    "resolve_attention": ("seamline.core.config", "resolve_attention"),
+    "resolve_component": ("seamline.core.config", "resolve_component"),
+    "pipeline_schema": ("seamline.core.schema", "pipeline_schema"),
+    "describe_provenance": ("seamline.core.provenance", "describe"),
+    "pipeline_provenance": ("seamline.core.provenance", "provenance"),
+    # Attention negotiation
+    "BucketPlan": ("seamline.core.attention.plan", "BucketPlan"),
+    "BucketTuning": ("seamline.core.attention.plan", "BucketTuning"),
+    "CandidateVerdict": ("seamline.core.attention.plan", "CandidateVerdict"),
+    "CheckedAttention": ("seamline.core.attention.checked", "CheckedAttention"),
+    "Plan": ("seamline.core.attention.plan", "Plan"),
+    "TuningCache": ("seamline.core.attention.tuning", "TuningCache"),
+    "Verdict": ("seamline.core.attention.plan", "Verdict"),
+    "attention_specs": ("seamline.core.attention.probe", "attention_specs"),
+    "auto_order": ("seamline.core.attention.order", "auto_order"),
+    "auto_order_table": ("seamline.core.attention.order", "auto_order_table"),
+    "build_candidates": ("seamline.core.attention.candidates", "build_candidates"),
+    "explain_attention": ("seamline.core.attention.plan", "explain"),
+    "tune_attention": ("seamline.core.attention.plan", "tune"),
+    # Host work and batch shapes (the benchmarks measure them alone)
+    "BatchShapes": ("seamline.core.batching", "BatchShapes"),
+    "Collated": ("seamline.core.host", "Collated"),
+    "HostWork": ("seamline.core.host", "HostWork"),
+    "default_buckets": ("seamline.core.batching", "default_buckets"),
+    "documents_as_loaded": ("seamline.core.host", "documents_as_loaded"),
+    "resolve_buckets": ("seamline.core.batching", "resolve_buckets"),
+    # Where seamline keeps files, and who is working
+    "cache_home": ("seamline.core.directories", "cache_home"),
+    "named_directory": ("seamline.core.directories", "named_directory"),
+    "worker_name": ("seamline.core.telemetry", "worker_name"),
+}
+"""Each public name: the module that defines it, and its name there."""
+
+
+def __getattr__(name: str) -> Any:
+    location = _LOCATIONS.get(name)
+    if location is None:
+        raise AttributeError(f"module 'seamline.core' has no attribute {name!r}")
+    module, attribute = location
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LOCATIONS])
+
+
+__all__ = [
+    "CONFORMANCE_GROUP",
+    "AttentionMode",
+    "BatchShapes",
+    "BucketPlan",
+    "BucketTuning",
+    "Cancelled",
+    "CandidateVerdict",
+    "CheckedAttention",
+    "Collated",
+    "ComponentInfo",
+    "Embedder",
+    "HostWork",
+    "Located",
+    "Pending",
+    "Pipeline",
+    "PipelineConfigError",
+    "Plan",
+    "Registry",
+    "ResolvedAttention",
+    "ResolvedEncoder",
+    "ResolvedPipeline",
+    "RunSettings",
+    "RunSummary",
+    "Selection",
+    "TelemetrySettings",
+    "TuningCache",
+    "Unembeddable",
+    "Verdict",
+    "attention_specs",
+    "attribute_record",
+    "auto_order",
+    "auto_order_table",
+    "build_candidates",
+    "cache_home",
+    "default_buckets",
+    "describe_provenance",
+    "documents_as_loaded",
+    "explain_attention",
+    "load_trusted",
+    "named_directory",
+    "parse_located",
+    "pipeline_provenance",
+    "pipeline_schema",
+    "pipeline_trust",
+    "prepare_located",
+    "read_pipeline_text",
+    "resolve_attention",
+    "resolve_buckets",
+    "resolve_component",
+    "save_record",
+    "store_directory",
+    "tune_attention",
+    "user_trust",
+    "worker_name",
+]

@@ -13,6 +13,12 @@ to know about:
   executor has reported every shard, and checks that it did. A resumed run
   continues the staged run it finds — same run id, same shard count — and plans
   only the shards whose part is not finished.
+
+Each call of the sink here (``staged_run``, ``begin_parts``, ``publish_parts``) goes
+through a :class:`~seamline.core.seams.Seam`, like every component call: its span
+(``seamline.sink.<operation>``, with the sink's attributes, the run id and the shard
+count), and an exception leaving it names the sink (``failed_at``). The driver runs no
+monitors (they live with the workers), so these seams report to spans and logs only.
 """
 
 from __future__ import annotations
@@ -37,8 +43,11 @@ from seamline.contracts import (
 )
 from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline
+from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import run_manifest
 from seamline.core.registry import Registry
+from seamline.core.seams import Seam
+from seamline.core.telemetry import SHARD_COUNT
 from seamline.core.worker import PipelineWorker, RemoteWorkerFactory
 
 log = get_logger("seamline.core")
@@ -63,6 +72,11 @@ class PipelineJob(Job):
         self.count: int | None = None
         self.tasks: tuple[ShardTask, ...] = ()
         self.finished_before: frozenset[int] = frozenset()
+        self.trace_context: dict[str, str] = {}
+        """The run's span, as the tasks carry it: every shard's parent. Empty: the span
+        current when the executor plans."""
+        self._monitors = MonitorHub(())
+        """None at the driver: its seams report to spans and logs (see the module)."""
 
     @property
     def pipeline(self) -> str:
@@ -97,8 +111,9 @@ class PipelineJob(Job):
         if count < 1:
             raise ContractViolation(f"executor asked for {count} shards; a run has at least one")
         self.count = count
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)  # the driver's current span: the run's
+        carrier = dict(self.trace_context)
+        if not carrier:
+            propagate.inject(carrier)  # the driver's current span
         if count == 1:
             self._refuse_staged_run_on_resume()
             pending = [Shard(0, 1)]
@@ -111,7 +126,7 @@ class PipelineJob(Job):
 
     def _stage(self, count: int) -> list[Shard]:
         """Open (or, resuming, find) the run's staging area; the shards still to run."""
-        sink = self._sink()
+        sink, seam = self._sink()
         if not sink.stageable:
             raise UserError(
                 f"{self._executor_place()}: the executor splits this run into {count} shards, "
@@ -120,7 +135,8 @@ class PipelineJob(Job):
                 "or the local executor"
             )
         if self.resume:
-            staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
+            with seam.call("staged_run", self._attributes()):
+                staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
             if staged is not None:
                 if staged.count != count:
                     raise UserError(
@@ -139,16 +155,18 @@ class PipelineJob(Job):
                 )
                 return [Shard(i, count) for i in range(count) if i not in staged.finished]
             log.info("resume: no staged run found; starting from the beginning", sink=sink.name)
-        sink.begin_parts(self.run_id, count, run_manifest(self.resolved, self.run_id))
+        with seam.call("begin_parts", self._attributes(count)):
+            sink.begin_parts(self.run_id, count, run_manifest(self.resolved, self.run_id))
         return [Shard(i, count) for i in range(count)]
 
     def _refuse_staged_run_on_resume(self) -> None:
         if not self.resume:
             return
-        sink = self._sink()
+        sink, seam = self._sink()
         if not sink.stageable:
             return
-        staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
+        with seam.call("staged_run", self._attributes()):
+            staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
         if staged is not None:
             raise UserError(
                 f"{self._executor_place()}: cannot resume: the interrupted run {staged.run_id} "
@@ -172,11 +190,22 @@ class PipelineJob(Job):
             raise ContractViolation(f"executor {report.executor!r} never planned the run")
         if self.count > 1:
             manifest = run_manifest(self.resolved, self.run_id)
-            self._sink().publish_parts(self.run_id, self.count, manifest)
+            sink, seam = self._sink()
+            with seam.call("publish_parts", self._attributes(self.count)):
+                sink.publish_parts(self.run_id, self.count, manifest)
 
-    def _sink(self) -> Sink[Any]:
+    def _sink(self) -> tuple[Sink[Any], Seam]:
+        """A fresh instance of the pipeline's sink, and the seam its calls cross."""
         choice = self.resolved.sink
-        return cast(Sink[Any], self.registry.create(choice.kind, choice.name, choice.config))
+        sink = cast(Sink[Any], self.registry.create(choice.kind, choice.name, choice.config))
+        return sink, Seam(sink, self.registry.info_of(sink), self._monitors)
+
+    def _attributes(self, count: int | None = None) -> dict[str, str | int]:
+        """The run's span attributes of a driver-side sink call (and the shard count)."""
+        attributes: dict[str, str | int] = {"seamline.run_id": self.run_id}
+        if count is not None:
+            attributes[SHARD_COUNT] = count
+        return attributes
 
 
 def _key(shard: Shard) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import yaml
+from opentelemetry import propagate
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
@@ -29,9 +30,11 @@ from seamline.core.config import (
     resolve_trusted,
 )
 from seamline.core.job import PipelineJob
+from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
+from seamline.core.seams import Seam
 from seamline.core.telemetry import EXECUTOR, tracer
 
 log = get_logger("seamline.core")
@@ -137,9 +140,16 @@ class Pipeline:
         return self._run(extra_monitors, resume=False)
 
     def _run(self, extra_monitors: Sequence[Monitor[Any]], *, resume: bool) -> RunSummary:
-        """One attempt of :meth:`run`."""
+        """One attempt of :meth:`run`.
+
+        The executor's calls cross a :class:`~seamline.core.seams.Seam` like every
+        component call (spans ``seamline.executor.execute`` and ``.close``; an exception
+        leaving them names the executor, unless a component's call inside named itself
+        first). The driver runs no monitors: those seams report to spans and logs.
+        """
         started = time.perf_counter()
         executor = self._executor()
+        seam = Seam(executor, self.registry.info_of(executor), MonitorHub(()))
         job = PipelineJob(self.resolved, self.registry, extra_monitors, resume=resume)
         attributes = {
             "seamline.pipeline": self.resolved.spec.pipeline,
@@ -147,15 +157,18 @@ class Pipeline:
             EXECUTOR: executor.name,
         }
         with tracer().start_as_current_span("seamline.run", attributes=attributes) as root:
+            propagate.inject(job.trace_context)  # the shards' parent: the run, not execute
             try:
-                report = executor.execute(job)
+                with seam.call("execute", {"seamline.run_id": job.run_id}):
+                    report = executor.execute(job)
                 job.publish(report)
             except BaseException as err:
                 root.record_exception(err)
                 root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
                 raise
             finally:
-                executor.close()
+                with seam.call("close"):
+                    executor.close()
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
         return summarize(job, report, time.perf_counter() - started)
 

@@ -19,8 +19,14 @@ records, for each, the distribution that registered it and whether it is usable:
 Every entry records where its code lives (``module_file``), found on disk without
 importing anything for the entries that were not loaded, and is bound to its
 distribution by that file, not by the name a dist-info folder declares
-(:mod:`seamline.core.distributions`): under an allowlist, an entry whose
+(:mod:`seamline.core.trust.binding`): under an allowlist, an entry whose
 distribution's name cannot be believed is untrusted too.
+
+The policy is the caller's to give (:meth:`Registry.discover` takes it): the registry
+never reads the user's config to learn what to trust. The same reading of the
+dist-info folders finds the conformance classes (``registry.conformance``,
+:mod:`seamline.core.trust.classes`), judged by the same policy and imported only
+when ``seamline check`` asks for one.
 """
 
 from __future__ import annotations
@@ -44,9 +50,10 @@ from seamline.contracts import (
     Kind,
 )
 from seamline.contracts.versions import compatibility_problem
-from seamline.core.distributions import Binding, Distributions, module_file
 from seamline.core.suggest import did_you_mean
-from seamline.core.trust import EVERYONE, TrustPolicy
+from seamline.core.trust.binding import Binding, Distributions, module_file
+from seamline.core.trust.classes import ConformanceClasses, ConformanceEntry
+from seamline.core.trust.policy import EVERYONE, TrustPolicy
 
 GROUP_PREFIX = "seamline."
 
@@ -77,7 +84,7 @@ class ComponentInfo:
     doubt: str = ""
     """Why the distribution's name cannot be believed for this entry point ("" when it
     can): another dist-info folder declares the name, or the module's file is not one
-    that distribution installed (:mod:`seamline.core.distributions`). An allowlist
+    that distribution installed (:mod:`seamline.core.trust.binding`). An allowlist
     refuses such an entry, whatever names it lists."""
 
     @property
@@ -114,6 +121,7 @@ class Registry:
         discovered: bool = False,
         trust: TrustPolicy = EVERYONE,
         unmarked: Iterable[ComponentInfo] | None = None,
+        conformance: ConformanceClasses | Iterable[ConformanceEntry] = (),
     ) -> None:
         infos = list(infos)
         self._by_kind: dict[Kind, dict[str, list[ComponentInfo]]] = {k: {} for k in KINDS}
@@ -126,24 +134,33 @@ class Registry:
         of the same environment can discover it again), or a registry built by hand."""
         self.trust = trust
         """The allowlists this registry honours (none: every distribution is trusted)."""
+        self.conformance = (
+            conformance
+            if isinstance(conformance, ConformanceClasses)
+            else ConformanceClasses(conformance)
+        )
+        """The conformance classes registered (``seamline.conformance``), judged by ``trust``."""
 
     @classmethod
-    def discover(cls, trust: TrustPolicy | None = None) -> Registry:
+    def discover(cls, trust: TrustPolicy) -> Registry:
         """Load every seamline entry point of the current environment that ``trust`` allows.
 
-        ``trust`` defaults to the user config file's (see :mod:`seamline.core.config.user`).
-        Entry points of other distributions are listed as untrusted and not imported.
+        ``trust`` is the caller's: the user config's for a user's command
+        (:func:`seamline.core.config.user.user_trust`), narrowed by a pipeline's own, or
+        ``EVERYONE`` on purpose. Entry points of other distributions are listed as
+        untrusted and not imported; conformance classes are listed, none imported.
         """
-        if trust is None:
-            # Imported here: the config package imports this module.
-            from seamline.core.config.user import user_trust
-
-            trust = user_trust()
         index = Distributions(GROUP_PREFIX)  # read afresh: sees plugins installed since
         infos: list[ComponentInfo] = []
         for kind in KINDS:
             infos.extend(_load_group(kind, index, trust))
-        return cls(_mark_conflicts(infos), discovered=True, trust=trust, unmarked=infos)
+        return cls(
+            _mark_conflicts(infos),
+            discovered=True,
+            trust=trust,
+            unmarked=infos,
+            conformance=ConformanceClasses.discover(index, trust),
+        )
 
     def narrowed(self, trust: TrustPolicy) -> Registry:
         """This registry with every entry ``trust`` refuses marked untrusted (none imported).
@@ -159,7 +176,11 @@ class Registry:
                 info = replace(info, status="untrusted", reason=reason, cls=None)
             infos.append(info)
         return Registry(
-            _mark_conflicts(infos), discovered=self.discovered, trust=trust, unmarked=infos
+            _mark_conflicts(infos),
+            discovered=self.discovered,
+            trust=trust,
+            unmarked=infos,
+            conformance=self.conformance.narrowed(trust),
         )
 
     def entries(self, kind: Kind | None = None) -> list[ComponentInfo]:

@@ -1,7 +1,8 @@
 """The choke points the orchestrator puts around components: one per kind of crossing.
 
 * :class:`Seam` is the one way a host-side call crosses a seam (loader read,
-  ``prepare``, ``load``, ``apply``, sink start/write/commit/close): span, timing,
+  ``prepare``, ``load``, ``apply``, sink start/write/commit/close, the sink's staging
+  and publication, the executor's ``execute`` and ``close``): span, timing,
   ``SeamCall`` event and error recording in one place.
 * Inside compiled code the attention's choke point is
   :class:`seamline.core.attention.checked.CheckedAttention` (contract checks at

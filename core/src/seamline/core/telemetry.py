@@ -22,6 +22,12 @@ Every span is started by the tracer named ``seamline.core``. A run is one trace:
   document, ``seamline.document.id``), ``seamline.model.apply`` (one per batch; it
   ends when the device result is on the host), ``seamline.sink.write`` (one per
   batch, ``seamline.records``) and ``seamline.sink.commit`` (``seamline.cursor``);
+* the executor's and the sink's run-level calls, seam calls too:
+  ``seamline.executor.execute`` and ``.close`` (children of the driver's root), the
+  sink's ``staged_run`` and ``begin_parts`` (inside ``execute``, where the executor
+  plans), ``part`` and ``finished`` (in the worker, children of the root through the
+  task's trace context) and ``publish_parts``; with ``seamline.run_id``, and
+  ``seamline.shard.count`` (``.index`` for a part's);
 * the orchestrator's own steps: ``seamline.model.load``, ``seamline.plan``,
   ``seamline.verify``, ``seamline.compile`` and ``seamline.shadow``.
 
@@ -33,7 +39,7 @@ One attribute scheme, the constants below:
 ============================================  ==================================================
 attribute                                     value
 ============================================  ==================================================
-``seamline.component.kind``                   ``loader``, ``model``, ``attention``, ``sink``
+``seamline.component.kind``                   ``loader``, ``model``, ``attention``, ``sink``, ...
 ``seamline.component.name``                   the registered name (``use:``)
 ``seamline.component.version``                version of the distribution that registers it
 ``seamline.component.distribution``           that distribution's name

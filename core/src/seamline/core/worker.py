@@ -11,7 +11,8 @@ shape compiled once per worker, not once per shard.
 A shard of a run split in several writes its part through the sink's ``part()`` and
 always *recovers* it: a task Ray retries after its worker died continues from the
 part's last commit instead of writing again what was committed, and a part already
-finished is reported as such and not redone. A shard that fails becomes
+finished is reported as such and not redone. ``part()`` and ``finished()`` cross a
+seam like every other sink call. A shard that fails (there too) becomes
 :class:`~seamline.contracts.errors.ShardFailed` naming the component whose call it
 left (the seams record it); a ``UserError`` stays what it is.
 """
@@ -24,7 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate
+from opentelemetry.context import Context
 
 from seamline.contracts import (
     Monitor,
@@ -40,9 +43,9 @@ from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_locat
 from seamline.core.config.located import parse_located
 from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.registry import ComponentInfo, Registry
-from seamline.core.seams import failed_at
-from seamline.core.telemetry import worker_name
-from seamline.core.trust import EVERYONE, TrustPolicy
+from seamline.core.seams import Seam, failed_at
+from seamline.core.telemetry import SHARD_COUNT, SHARD_INDEX, worker_name
+from seamline.core.trust import EVERYONE, ConformanceEntry, TrustPolicy
 
 log = get_logger("seamline.core")
 
@@ -64,17 +67,13 @@ class PipelineWorker(ShardWorker):
     def run(self, task: ShardTask) -> ShardReport:
         shard = task.shard
         context = propagate.extract(dict(task.trace_context))
-        sink: Sink[Any]
-        if shard.count == 1:  # the whole output, through the sink as configured
-            sink = self._new_sink()
-            resume = task.resume
-        else:
-            sink = self._new_sink().part(task.run_id, shard)
-            if sink.finished():
+        try:
+            sink = self._sink_for(task, context)
+            if sink is None:
                 log.info("shard already finished; not redone", shard=shard.index, run=task.run_id)
                 return ShardReport(shard, self.name, committed_before=None, finished_before=True)
-            resume = True  # a part always continues from its own last commit, if any
-        try:
+            # A part always continues from its own last commit, if any.
+            resume = task.resume if shard.count == 1 else True
             summary = self.orchestrator.run_part(
                 resume=resume, shard=shard, sink=sink, run_id=task.run_id, context=context
             )
@@ -86,6 +85,35 @@ class PipelineWorker(ShardWorker):
                 shard.index, shard.count, where, f"{type(err).__name__}: {err}"
             ) from err
         return _report(shard, self.name, summary)
+
+    def _sink_for(self, task: ShardTask, context: Context) -> Sink[Any] | None:
+        """The sink the shard writes into: the pipeline's (one shard), else the shard's part;
+        None when that part is finished already.
+
+        ``part`` and ``finished`` are sink calls like any other: each crosses a seam, its
+        span in the run's trace (``context``), beside the shard's.
+        """
+        sink = self._new_sink()
+        shard = task.shard
+        if shard.count == 1:  # the whole output, through the sink as configured
+            return sink
+        attributes = {
+            SHARD_INDEX: shard.index,
+            SHARD_COUNT: shard.count,
+            "seamline.run_id": task.run_id,
+        }
+        token = otel_context.attach(context)
+        try:
+            with self._seam(sink).call("part", attributes):
+                part = sink.part(task.run_id, shard)
+            with self._seam(part).call("finished", attributes):
+                finished = part.finished()
+        finally:
+            otel_context.detach(token)
+        return None if finished else part
+
+    def _seam(self, sink: Sink[Any]) -> Seam:
+        return Seam(sink, self.registry.info_of(sink), self.orchestrator.monitors)
 
     def close(self) -> None:
         self.orchestrator.close()
@@ -129,13 +157,21 @@ class RemoteWorkerFactory:
     """The driver's pipeline file hash, for the provenance of what the worker writes."""
     trust: TrustPolicy = EVERYONE
     """The driver's trust policy: a worker imports no more than the driver would."""
+    conformance: tuple[ConformanceEntry, ...] = ()
+    """A registry built by hand: its conformance classes (a discovered one finds them again)."""
 
     @classmethod
     def of(cls, pipeline: ResolvedPipeline, registry: Registry) -> RemoteWorkerFactory:
         spec = pipeline.spec.model_dump(mode="json", by_alias=True)
-        components = None if registry.discovered else tuple(registry.entries())
+        by_hand = not registry.discovered
         return cls(
-            spec, pipeline.source, os.getcwd(), components, pipeline.file_sha256, registry.trust
+            spec,
+            pipeline.source,
+            os.getcwd(),
+            tuple(registry.entries()) if by_hand else None,
+            pipeline.file_sha256,
+            registry.trust,
+            tuple(registry.conformance.entries()) if by_hand else (),
         )
 
     def __call__(self) -> ShardWorker:
@@ -143,9 +179,8 @@ class RemoteWorkerFactory:
             os.chdir(self.directory)
         located = parse_located(json.dumps(self.spec), self.source)
         if self.components is None:
-            trust = pipeline_trust(located, self.trust)
-            registry = Registry.discover(trust) if trust != EVERYONE else Registry.discover()
+            registry = Registry.discover(pipeline_trust(located, self.trust))
         else:
-            registry = Registry(self.components, trust=self.trust)
+            registry = Registry(self.components, trust=self.trust, conformance=self.conformance)
         resolved = resolve_located(located, registry, file_sha256=self.file_sha256)
         return PipelineWorker(resolved, registry)

@@ -235,11 +235,12 @@ def measure(
     import jax
 
     from seamline.contracts import SegmentIds
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
     result: dict[str, Any] = {"implementation": name, "length": length, "config": config}
     started = time.perf_counter()
-    registry = Registry.discover()  # imports every attention module, in the baseline too
+    # Imports every attention module the user trusts, in the baseline too.
+    registry = Registry.discover(user_trust())
     spec = attention_spec(length, causal, masked)
     attention: Any = registry.create(
         "attention", REFERENCE_IMPLEMENTATION if name == BASELINE else name, config
@@ -324,9 +325,9 @@ def probe_registry(lengths: list[int], causal: bool, masked: bool = True) -> dic
     """
     import jax
 
-    from seamline.core.registry import Registry
+    from seamline.core import Registry, user_trust
 
-    registry = Registry.discover()
+    registry = Registry.discover(user_trust())
     device = jax.devices()[0]
     entries = []
     for info in registry.entries("attention"):

@@ -6,31 +6,34 @@ fields). Loaders and sinks need inputs and a way to read outputs back that only
 their author knows, so their distribution registers a ready-made contract class
 under the ``seamline.conformance`` entry point group (``KIND:NAME``); a component
 of any kind may do the same to choose how it is checked.
+
+That class is found through the registry (:mod:`seamline.core.trust.classes`), under
+the same trust policy as the components: a distribution the allowlist leaves out
+cannot have its class imported by ``seamline check`` either.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from pydantic import ValidationError
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from seamline.contracts import KINDS, Component, UserError
-from seamline.contracts.conformance import ConformanceRecord
 from seamline.contracts.testing import CONTRACTS
 from seamline.contracts.testing.runner import SuiteRun, run
-from seamline.core.conformance import attribute, save, store_directory
-from seamline.core.registry import Registry
+from seamline.core import (
+    CONFORMANCE_GROUP,
+    Registry,
+    attribute_record,
+    save_record,
+    store_directory,
+)
 
-CONFORMANCE_GROUP = "seamline.conformance"
 BUILT_FROM_CONFIG = {"attention": "attention", "model": "model", "monitor": "monitor"}
 """Kinds the suite can build from a Config alone, and the fixture each contract class uses."""
 
@@ -39,6 +42,11 @@ BUILT_FROM_CONFIG = {"attention": "attention", "model": "model", "monitor": "mon
 class CheckOutcome:
     suite: SuiteRun
     saved: tuple[Path, ...]
+
+    @property
+    def conforms(self) -> bool:
+        """The suite ran and every record it made passed (``seamline check`` exits 0)."""
+        return bool(self.suite.results) and self.suite.passed
 
 
 def parse_target(target: str) -> tuple[Any, str]:
@@ -65,30 +73,26 @@ def parse_with(values: Sequence[str]) -> dict[str, Any]:
     return parsed
 
 
-def registered_contract_class(kind: str, name: str) -> type | None:
-    """The contract class a distribution registered for ``kind:name``, if any."""
-    for entry_point in metadata.entry_points(group=CONFORMANCE_GROUP):
-        if entry_point.name == f"{kind}:{name}":
-            try:
-                loaded = entry_point.load()
-            except Exception as err:
-                raise UserError(
-                    f"the conformance entry point {entry_point.name!r} ({entry_point.value}) "
-                    f"cannot be loaded: {type(err).__name__}: {err}"
-                ) from None
-            if not (isinstance(loaded, type) and issubclass(loaded, CONTRACTS[kind])):
-                raise UserError(
-                    f"the conformance entry point {entry_point.name!r} names {entry_point.value}, "
-                    f"which is not a subclass of {CONTRACTS[kind].__name__}"
-                )
-            return loaded
-    return None
+def registered_contract_class(registry: Registry, kind: Any, name: str) -> type | None:
+    """The contract class a distribution trust allows registered for ``kind:name``, if any.
+
+    Only that one class is imported, now; another distribution's is never imported.
+    """
+    loaded = registry.conformance.load(kind, name)  # a conflict or a failed import: UserError
+    if loaded is None:
+        return None
+    if not (isinstance(loaded, type) and issubclass(loaded, CONTRACTS[kind])):
+        raise UserError(
+            f"the conformance entry point '{kind}:{name}' names {loaded!r}, which is not a "
+            f"subclass of {CONTRACTS[kind].__name__}"
+        )
+    return loaded
 
 
 def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[str, Any]) -> type:
     """The class to run: the registered one, or the kind's contract building from Config."""
     info = registry.get(kind, name)  # not installed, broken, refused: a clear UserError
-    registered = registered_contract_class(kind, name)
+    registered = registered_contract_class(registry, kind, name)
     if kind not in BUILT_FROM_CONFIG:
         if with_values:
             raise UserError(
@@ -97,11 +101,11 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
             )
         if registered is None:
             raise UserError(
-                f"{kind} {name!r} ({info.distribution}) registers no conformance class: a "
-                f"{kind}'s inputs and outputs are its own, so its author must say how to make "
-                f"them. Register a {CONTRACTS[kind].__name__} subclass under the "
-                f"'{CONFORMANCE_GROUP}' entry point group as '{kind}:{name}' "
-                "(see docs/shipping-a-component.md)"
+                f"{kind} {name!r} ({info.distribution}) registers no conformance class "
+                f"({registry.conformance.problem(kind, name)}): a {kind}'s inputs and outputs "
+                f"are its own, so its author must say how to make them. Register a "
+                f"{CONTRACTS[kind].__name__} subclass under the '{CONFORMANCE_GROUP}' entry "
+                f"point group as '{kind}:{name}' (see docs/shipping-a-component.md)"
             )
         return registered
     if registered is not None and not with_values:
@@ -139,56 +143,8 @@ def check(
     kind, name = parse_target(target)
     test_class = contract_class(registry, kind, name, parse_with(with_values))
     suite = run(test_class, max_examples=max_examples, select=select, echo=verbose)
-    suite = replace(suite, records=tuple(attribute(r, registry) for r in suite.records))
+    suite = replace(suite, records=tuple(attribute_record(r, registry) for r in suite.records))
     saved: list[Path] = []
     if record and suite.records:
-        saved = [save(r, record_dir or store_directory()) for r in suite.records]
+        saved = [save_record(r, record_dir or store_directory()) for r in suite.records]
     return CheckOutcome(suite, tuple(saved))
-
-
-COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow"}
-
-
-def report(console: Console, target: str, outcome: CheckOutcome) -> int:
-    """Print the results; return the exit code (0 conforms, 1 does not)."""
-    suite = outcome.suite
-    if not suite.results:
-        console.print(suite.output, markup=False, highlight=False)
-        console.print(
-            f"[bold red]the suite did not run for {escape(target)}[/] "
-            f"(pytest exit code {suite.exit_code})"
-        )
-        return 1
-    table = Table(title=f"conformance of {target}", show_lines=False)
-    table.add_column("check", no_wrap=True)
-    table.add_column("result", no_wrap=True)
-    table.add_column("detail", overflow="fold")
-    for result in suite.results:
-        colour = COLOURS.get(result.outcome, "white")
-        cell = f"[{colour}]{result.outcome}[/]"
-        table.add_row(escape(result.check), cell, escape(result.message))
-    console.print(table)
-    for record in suite.records:
-        _describe_record(console, record)
-    for path in outcome.saved:
-        console.print(f"record written: {path}")
-    if suite.passed:
-        console.print(f"[bold green]{target} conforms[/]")
-        return 0
-    console.print(f"[bold red]{target} does not conform[/]")
-    return 1
-
-
-def _describe_record(console: Console, record: ConformanceRecord) -> None:
-    env = record.environment
-    origin = (
-        f"{record.distribution} {record.distribution_version}"
-        if record.distribution
-        else "not registered by an entry point"
-    )
-    console.print(
-        f"{record.kind}:{record.name} ({origin}), contract {record.contract_version}; "
-        f"jax {env.jax}, jaxlib {env.jaxlib}, {env.platform} ({env.device_kind}): "
-        f"{record.summary()}",
-        highlight=False,
-    )

@@ -206,7 +206,7 @@ class ShardActor:
             flush_telemetry()  # the driver may end this process as soon as it has the report
 
     def ready(self) -> str:
-        from seamline.core.telemetry import worker_name
+        from seamline.core import worker_name
 
         return worker_name()
 
@@ -214,7 +214,7 @@ class ShardActor:
 def _worker_telemetry(settings: Mapping[str, Any]) -> None:
     """Send this actor's spans where the pipeline says (appending to a shared jsonl file)."""
     from seamline.adapters.telemetry_setup import configure_telemetry
-    from seamline.core.config import TelemetrySettings
+    from seamline.core import TelemetrySettings
 
     configure_telemetry(TelemetrySettings.model_validate(dict(settings)), worker=True)
 

@@ -1,11 +1,13 @@
 """Nearest-neighbour search over an index a pipeline wrote: any first-party sink's output.
 
 Everything comes from the index's manifest, which the sink publishes beside its
-output (:mod:`.index`): where the files or the table are, the model and its config
-(the query is embedded by the same model that embedded the documents, :mod:`.query`),
-and the run's ``attention`` section. A LanceDB table is searched through its vector
-index when it has one (:mod:`.lance`); the files of the ``jsonl``, ``npy`` and
-``parquet`` sinks are scanned exactly, in chunks (:mod:`.scan`).
+output (:mod:`.index`): where the files or the table are, the sink that wrote them, the
+model and its config (the query is embedded by the same model that embedded the
+documents, :mod:`.query`), and the run's ``attention`` section. Search keeps no list of
+sink kinds: the sink the manifest names is found in the registry, as a pipeline's sink
+is, and its reader (sink contract 1.4) reads the output back: through the output's own
+query engine where it has one (a LanceDB table's vector index), else every vector,
+exactly, in chunks (:mod:`.scan`).
 
 The manifest and the files it names are untrusted input: whoever can write the
 output's folder can edit them. The manifest is validated by a schema before anything
@@ -21,14 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seamline.adapters.search.index import Index, manifest_path, open_index, read_manifest
-from seamline.adapters.search.lance import search_table
+from seamline.adapters.search.index import (
+    Index,
+    manifest_path,
+    open_index,
+    read_manifest,
+    sink_named,
+)
 from seamline.adapters.search.query import QueryEncoder, embed_query, index_attention
 from seamline.adapters.search.scan import nearest
 from seamline.contracts import UserError
 from seamline.contracts.stored import StoredRow
 from seamline.contracts.untrusted import visible
-from seamline.core.registry import Registry
+from seamline.core import Registry
 
 __all__ = [
     "MAX_K",
@@ -44,6 +51,7 @@ __all__ = [
     "open_index",
     "read_manifest",
     "search",
+    "sink_named",
 ]
 
 
@@ -94,6 +102,8 @@ class Searcher:
         self.registry = registry
         self.attention = attention
         self.index = open_index(index)
+        self.readers = self.index.readers(registry)
+        """The readers of the output's parts, by the sink the manifest names."""
         self._encoder: QueryEncoder | None = None
 
     @property
@@ -108,25 +118,22 @@ class Searcher:
         """The ``k`` records most similar (cosine) to ``query``, best first.
 
         ``exact`` scans every vector even where an index exists; ``where`` is a SQL
-        filter on the rows, for a LanceDB table (the file sinks' outputs have no query
-        engine to apply it: a ``UserError`` says so before any work is done).
+        filter on the rows, for an output whose sink's reader has a query engine (a
+        LanceDB table; the file sinks' outputs have none to apply it: a ``UserError``
+        says so before any work is done).
         """
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise UserError(f"-k (how many results) is from 1 to {MAX_K:,}, not {_shown(k)}")
-        opened = self.index
-        lance = opened.sink == "lancedb"
-        if where and not lance:
-            raise UserError(
-                f"--where filters the rows of a LanceDB table, and {self.path} is the output "
-                f"of a {opened.sink or 'unknown'} sink; write the pipeline's output with the "
-                "lancedb sink, or filter this file with a query engine (DuckDB reads Parquet "
-                "as it is)"
-            )
+        readers = self.readers
+        if where and not (len(readers) == 1 and readers[0].filters):
+            raise UserError(_no_filter(self.registry, self.path, self.index.sink))
         vector = self.encoder(query)
-        if lance:
-            found = search_table(opened, vector, k, exact=exact, where=where)
-            return Found([_hit(score, row) for score, row in found.rows], found.how, found.plan)
-        rows, scanned = nearest(opened, vector, k)
+        engine = (
+            readers[0].nearest(vector, k, exact=exact, where=where) if len(readers) == 1 else None
+        )
+        if engine is not None:
+            return Found([_hit(score, row) for score, row in engine.rows], engine.how, engine.plan)
+        rows, scanned = nearest(readers, vector, k)
         hits = [_hit(score, row) for score, row in rows]
         return Found(hits, f"exact: every one of {scanned:,} rows")
 
@@ -160,6 +167,22 @@ def find(
     """One search of ``index`` (see :meth:`Searcher.find`), the model built for it alone."""
     with Searcher(registry, index, attention) as searcher:
         return searcher.find(query, k, exact=exact, where=where)
+
+
+def _no_filter(registry: Registry, index: Path, sink: str) -> str:
+    """Why ``--where`` cannot apply to the output of ``sink``, and which sinks' it can."""
+    filtering = [
+        info.name
+        for info in registry.entries("sink")
+        if info.usable and getattr(getattr(info.cls, "reader", None), "filters", False)
+    ]
+    which = ", ".join(filtering) or "none is installed"
+    return (
+        f"--where filters rows in the query engine of an output's sink ({which}), and {index} "
+        f"is the output of a {sink or 'unknown'} sink, which has none; write the pipeline's "
+        "output with a sink that has one, or filter this file with a query engine (DuckDB "
+        "reads Parquet as it is)"
+    )
 
 
 def _shown(value: object) -> str:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from seamline.contracts import ConfigError, UserError
+from seamline.contracts import ConfigError, Sink, UserError
 from seamline.contracts.manifest import (
     Manifest,
     Outputs,
@@ -27,11 +28,10 @@ from seamline.contracts.manifest import (
     read_manifest_text,
     validate_manifest,
 )
-from seamline.core.config.located import Located, parse_located
+from seamline.contracts.readback import OutputReader
+from seamline.core import Located, Registry, parse_located
 
-SINKS = ("jsonl", "npy", "parquet", "lancedb")
-
-__all__ = ["SINKS", "Index", "manifest_path", "open_index", "read_manifest"]
+__all__ = ["Index", "manifest_path", "open_index", "read_manifest", "sink_named"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,36 @@ class Index:
         """The first part's files (the only part, for a whole output)."""
         return self.parts[0] if self.parts else {}
 
+    def readers(self, registry: Registry) -> list[OutputReader]:
+        """A reader of each part, of the sink the manifest names (:func:`sink_named`)."""
+        sink = sink_named(registry, self.sink, self.located.where(("outputs", "sink")))
+        reader = sink.reader
+        if reader is None:
+            raise ConfigError(
+                f"outputs.sink: the {self.sink} sink that wrote it names no reader of its "
+                "output (sink contract 1.4), so search cannot read it; ask its author for one",
+                self.located.where(("outputs", "sink")),
+            )
+        return [reader(files, self.manifest_path, self.outputs) for files in self.parts]
+
+
+def sink_named(registry: Registry, name: str, where: str) -> type[Sink[Any]]:
+    """The sink class registered as ``name``, as a pipeline's sink is found: a registered
+    name of a distribution trust allows (never an import path). A problem is located at
+    ``where`` (the manifest's ``outputs.sink``)."""
+    if not name:
+        raise ConfigError(
+            "outputs.sink: the manifest names no sink, so how to read its output is unknown; "
+            "run the pipeline again to write the output anew",
+            where,
+        )
+    try:
+        info = registry.get("sink", name)
+    except UserError as err:
+        raise ConfigError(f"outputs.sink: {err}", where) from None
+    assert info.cls is not None  # get() returns usable entries only
+    return info.cls  # type: ignore[return-value]
+
 
 def open_index(index: Path) -> Index:
     """Read and validate the manifest of ``index``, and find its files from it."""
@@ -69,7 +99,7 @@ def open_index(index: Path) -> Index:
     except FileNotFoundError:
         raise UserError(
             f"{path} is missing, so the model that made {index} is unknown; re-run the pipeline "
-            f"with one of the sinks {', '.join(SINKS)}, which publish it"
+            "that writes it: its sink publishes the manifest beside its output"
         ) from None
     located = _located(text, str(path))
     manifest = validate_manifest(located.data, str(path), located.where)
@@ -79,7 +109,13 @@ def open_index(index: Path) -> Index:
             "model that made the index, and this manifest names none",
             located.where(()),
         )
-    outputs = manifest.outputs or _outputs_before_manifests_named_them(index)
+    if manifest.outputs is None:
+        raise ConfigError(
+            "the manifest names no outputs (it was written before manifests listed their "
+            "files): run the pipeline again to write the output anew",
+            located.where(()),
+        )
+    outputs = manifest.outputs
     parts = output_files(outputs, path, located.where)
     files = {name: path for part in parts for name, path in part.items()}
     if (
@@ -112,14 +148,6 @@ def _located(text: str, source: str) -> Located:
     except ConfigError:
         return Located(data, source)
     return Located(data, source, places.values, places.keys)
-
-
-def _outputs_before_manifests_named_them(index: Path) -> Outputs:
-    """The default layout, for indexes published before manifests listed their files."""
-    if index.suffix == ".npy":
-        files = {"matrix": index.name, "index": index.stem + ".index.jsonl"}
-        return Outputs(sink="npy", files=files)
-    return Outputs(sink="jsonl", files={"records": index.name})
 
 
 def read_manifest(index: Path) -> Manifest:

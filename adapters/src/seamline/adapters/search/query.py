@@ -20,17 +20,17 @@ import numpy as np
 
 from seamline.adapters.search.index import Index
 from seamline.contracts import ConfigError
-from seamline.core.config import (
+from seamline.core import (
+    Embedder,
     PipelineConfigError,
+    Registry,
     ResolvedAttention,
     ResolvedEncoder,
     RunSettings,
+    parse_located,
     resolve_attention,
     resolve_component,
 )
-from seamline.core.config.located import parse_located
-from seamline.core.embedder import Embedder
-from seamline.core.registry import Registry
 
 P = ParamSpec("P")
 T = TypeVar("T")

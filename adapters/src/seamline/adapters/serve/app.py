@@ -33,7 +33,7 @@ from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from seamline.contracts.logs import get_logger
-from seamline.core.embedder import Cancelled, Unembeddable
+from seamline.core import Cancelled, Unembeddable
 
 log = get_logger("seamline.adapters.serve")
 tracer = trace.get_tracer("seamline.adapters.serve")

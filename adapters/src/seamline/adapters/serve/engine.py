@@ -24,7 +24,7 @@ from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from seamline.contracts.logs import get_logger
-from seamline.core.embedder import Embedder, Pending
+from seamline.core import Embedder, Pending
 
 log = get_logger("seamline.adapters.serve")
 

@@ -19,7 +19,7 @@ from seamline.adapters.serve.bodies import SearchRequest
 from seamline.adapters.serve.errors import ApiError
 from seamline.contracts import UserError
 from seamline.contracts.untrusted import visible
-from seamline.core.registry import Registry
+from seamline.core import Registry
 
 
 class IndexSearch:

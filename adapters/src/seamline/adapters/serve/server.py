@@ -30,9 +30,7 @@ from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
 from seamline.contracts import UserError
-from seamline.core.config import ResolvedEncoder, ResolvedPipeline
-from seamline.core.embedder import Embedder
-from seamline.core.registry import Registry
+from seamline.core import Embedder, Registry, ResolvedEncoder, ResolvedPipeline
 
 BACKLOG = 2048
 

@@ -16,7 +16,6 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from seamline.components._json_safe import safe_text
 from seamline.components.loaders._seen_ids import SeenIds
 from seamline.contracts import (
     ComponentConfig,
@@ -27,6 +26,7 @@ from seamline.contracts import (
     Shard,
     UserError,
 )
+from seamline.contracts.json_safe import safe_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from seamline.components._json_safe import safe_text
 from seamline.contracts import (
     ComponentConfig,
     Document,
@@ -38,6 +37,7 @@ from seamline.contracts import (
     Shard,
     UserError,
 )
+from seamline.contracts.json_safe import safe_text
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:

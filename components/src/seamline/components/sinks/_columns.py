@@ -38,16 +38,21 @@ discovered, so that commands which never write a table do not pay for it.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
+from pydantic import AfterValidator
 
-from seamline.components.sinks.jsonl import checked_vector
 from seamline.contracts import ContractViolation, OutputRecord, UserError
 from seamline.contracts.logs import get_logger
+from seamline.contracts.manifest import REWRITE
+from seamline.contracts.readback import Chunk
+from seamline.contracts.sink_kit import checked_vector
+from seamline.contracts.stored import StoredRow, row_of, vector_of
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -77,6 +82,21 @@ def schema_from_text(text: str) -> pa.Schema:
     import pyarrow as pa
 
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+def _decodes_to_a_schema(text: str) -> str:
+    """An Arrow schema as a checkpoint stores it (base64 of its IPC form) must decode."""
+    import pyarrow as pa
+
+    try:
+        schema_from_text(text)
+    except (binascii.Error, ValueError, pa.ArrowException) as err:
+        raise ValueError(f"not an Arrow schema ({type(err).__name__})") from None
+    return text
+
+
+SchemaText = Annotated[str, AfterValidator(_decodes_to_a_schema)]
+"""A column layout as a checkpoint of the columnar sinks records it (:func:`schema_to_text`)."""
 
 
 class RowLayout:
@@ -330,3 +350,52 @@ def _json_text(value: Any) -> str:
         return tolist() if callable(tolist) else str(item)
 
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=plain)
+
+
+# -- reading the layout back ---------------------------------------------------------------
+
+ROW_COLUMNS = (ID, WINDOW, SPAN_START, SPAN_END)
+"""The columns a row needs to be read back (with the vector)."""
+
+
+def stored_rows(columns: dict[str, list[Any]], where: str, first: int = 0) -> list[StoredRow]:
+    """Columns of this layout, as read back (``where``: the file), as checked rows; a row's
+    null metadata fields are left out, as a record without the key."""
+    missing = [name for name in ROW_COLUMNS if name not in columns]
+    if missing:
+        raise UserError(f"{where.removesuffix(': row')}: no column {', '.join(missing)}{REWRITE}")
+    count = len(columns[ID])
+    texts = columns.get(TEXT, [None] * count)
+    metadata = columns.get(METADATA, [None] * count)
+    rows = []
+    for i in range(count):
+        found = metadata[i]
+        row = {
+            "id": columns[ID][i],
+            "window": columns[WINDOW][i],
+            "span": [columns[SPAN_START][i], columns[SPAN_END][i]],
+            "text": texts[i],
+            "metadata": (
+                {k: v for k, v in found.items() if v is not None}
+                if isinstance(found, dict)
+                else found
+            ),
+        }
+        rows.append(row_of(row, f"{where} {first + i}"))
+    return rows
+
+
+def stored_chunk(
+    columns: dict[str, list[Any]], where: str, first: int, dimension: int | None
+) -> Chunk:
+    """A batch of this layout read back: its vectors (each of ``dimension`` values, or of the
+    first one's) and its rows, all checked, or a ``UserError`` at the row."""
+    if EMBEDDING not in columns:
+        raise UserError(f"{where.removesuffix(': row')}: no column {EMBEDDING}{REWRITE}")
+    rows = stored_rows(columns, where, first)
+    vectors = []
+    for i, values in enumerate(columns[EMBEDDING]):
+        vectors.append(vector_of(values, dimension, f"{where} {first + i}"))
+        dimension = len(vectors[-1])
+    matrix = np.stack(vectors) if vectors else np.zeros((0, dimension or 0), np.float32)
+    return matrix, rows

@@ -1,50 +1,47 @@
 """``npy``: all vectors as one ``[rows, dim]`` matrix, with a JSON Lines index beside it.
 
 The matrix is streamed to disk: rows are appended to the temporary file after a
-fixed-size space reserved for the ``.npy`` header, and ``close`` fills in the
+fixed-size space reserved for the ``.npy`` header, and publishing fills in the
 header once the row count is known. Memory therefore stays bounded whatever the
 corpus size, and publishing costs no copy. Row ``i`` of the matrix is line ``i``
-of the index, which says which document, window and span it came from. The sink
-is resumable: a checkpoint records the row count and width with the byte lengths
-of the three files (see :mod:`._checkpoint`). It stages parts: a run split into
-shards writes one matrix per shard and publishes them under one manifest (see
-:mod:`._parts`).
+of the index, which says which document, window and span it came from. The
+lifecycle (commits, resume, staged parts, publication) is the sink kit's
+(:class:`~seamline.contracts.sink_kit.PublishingSink`); a checkpoint adds the row
+count, width and element type to the byte lengths of the three files.
+:class:`NpyReader` reads the output back.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
-from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt
 
-from seamline.components.sinks._checkpoint import ResumableGroup, SinkState
-from seamline.components.sinks._parts import StagingSink
-from seamline.components.sinks._paths import OutputPath, check_distinct
-from seamline.components.sinks.jsonl import (
+from seamline.contracts import ContractViolation, OutputRecord, ResumeRefused, UserError
+from seamline.contracts.manifest import REWRITE
+from seamline.contracts.readback import CHUNK_ROWS, Chunk, OutputReader
+from seamline.contracts.sink_kit import (
+    AtomicFile,
+    OutputConfig,
+    OutputPath,
+    PublishingSink,
+    SinkState,
     checked_vector,
-    default_errors_path,
-    default_manifest_path,
-    error_line,
-    errors_label,
     record_fields,
     record_metadata,
 )
-from seamline.contracts import (
-    ComponentConfig,
-    ContractViolation,
-    DocumentError,
-    OutputRecord,
-    ResumeRefused,
-    Sink,
+from seamline.contracts.stored import (
+    StoredRow,
+    check_vectors,
+    json_object,
+    open_matrix,
+    record_lines,
+    row_of,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
-    from seamline.components.sinks._atomic import AtomicFile
 
 HEADER_BYTES = 128
 """Room reserved for the ``.npy`` header: a multiple of 64 (numpy's alignment) that fits
@@ -76,13 +73,9 @@ class NpyState(SinkState):
     """numpy's name of the element type (``<f4``), which a resume must write again."""
 
 
-class NpySinkConfig(ComponentConfig):
-    """The ``with:`` block of the ``npy`` sink."""
+class NpySinkConfig(OutputConfig):
+    """The ``with:`` block of the ``npy`` sink: ``path`` is the matrix (.npy)."""
 
-    path: OutputPath = Field(
-        description="Output matrix (.npy, one row per record); parent directories are created. "
-        "A relative path is relative to the working directory of the run."
-    )
     index_path: OutputPath | None = Field(
         default=None,
         description="JSON Lines file whose line i describes row i (id, window, span, metadata). "
@@ -93,18 +86,13 @@ class NpySinkConfig(ComponentConfig):
         description="Element type of the matrix; float16 halves the file at reduced precision.",
     )
 
-    @model_validator(mode="after")
-    def _distinct_paths(self) -> NpySinkConfig:
+    def other_outputs(self) -> list[tuple[str, Path]]:
         index = "index_path" if self.index_path is not None else "the index ('<stem>.index.jsonl')"
-        check_distinct(
-            [
-                ("path", self.path),
-                (index, self.resolved_index_path()),
-                (errors_label(None), self.resolved_errors_path()),
-                ("the manifest", default_manifest_path(self.path)),
-            ]
-        )
-        return self
+        return [(index, self.resolved_index_path())]
+
+    def relocated(self, directory: Path) -> Self:
+        moved = super().relocated(directory)
+        return moved.model_copy(update={"index_path": directory / self.resolved_index_path().name})
 
     def resolved_index_path(self) -> Path:
         return (
@@ -113,61 +101,69 @@ class NpySinkConfig(ComponentConfig):
             else self.path.with_suffix(".index.jsonl")
         )
 
-    def resolved_errors_path(self) -> Path:
-        return default_errors_path(self.path)
+
+class NpyReader(OutputReader):
+    """The matrix, memory-mapped, with the row of each vector from its index file, in step."""
+
+    primary: ClassVar[str] = "matrix"
+
+    def chunks(self, dimension: int | None) -> Iterator[Chunk]:
+        """As many rows as the matrix has vectors, or a ``UserError`` saying how many there are."""
+        matrix_path, rows_path = self.file("matrix"), self.file("index")
+        with self.open("matrix") as handle:
+            matrix = open_matrix(handle, str(matrix_path))
+        check_vectors(matrix[:0], dimension, str(matrix_path))
+        count = len(matrix)
+
+        def block(start: int, rows: list[StoredRow]) -> Chunk:
+            end = start + len(rows)
+            vectors = np.asarray(matrix[start:end], dtype=np.float32)
+            check_vectors(vectors, dimension, f"{matrix_path}: rows {start:,} to {end:,}")
+            return vectors, rows
+
+        start, rows = 0, list[StoredRow]()
+        with self.open("index") as handle:
+            for where, line in record_lines(rows_path, handle):
+                if start + len(rows) == count:
+                    raise UserError(
+                        f"{rows_path}: more rows than the {count:,} vectors of {matrix_path}"
+                        f"{REWRITE}"
+                    )
+                rows.append(row_of(json_object(line, where), where))
+                if len(rows) == CHUNK_ROWS:
+                    yield block(start, rows)
+                    start, rows = start + len(rows), []
+        if start + len(rows) < count:
+            raise UserError(
+                f"{rows_path}: {start + len(rows):,} rows for the {count:,} vectors of "
+                f"{matrix_path}{REWRITE}"
+            )
+        if rows:
+            yield block(start, rows)
 
 
-class NpySink(StagingSink, Sink[NpySinkConfig]):
+class NpySink(PublishingSink[NpySinkConfig]):
     """Writes a ``[rows, dim]`` matrix, an index line per row, and an errors file."""
 
     name: ClassVar[str] = "npy"
-    contract_version: ClassVar[str] = "1.3"
+    contract_version: ClassVar[str] = "1.4"
     Config = NpySinkConfig
-    resumable: ClassVar[bool] = True
-    stageable: ClassVar[bool] = True
+    State = NpyState
+    primary: ClassVar[str] = "matrix"
+    reader = NpyReader
 
     def __init__(self, config: NpySinkConfig) -> None:
-        super().__init__(config)
         # Little-endian explicitly, so the header and the bytes agree on any machine.
         self._dtype: np.dtype[Any] = np.dtype(config.dtype).newbyteorder("<")
-        # Created on first use; published manifest, errors, index, and the matrix last:
-        # see AtomicGroup.
-        self._group = ResumableGroup(
-            self.name,
-            default_manifest_path(config.path),
-            [
-                ("errors", config.resolved_errors_path()),
-                ("index", config.resolved_index_path()),
-                ("matrix", config.path),
-            ],
-            state=NpyState,
-        )
         self._rows = 0
         self._dim: int | None = None
-        self._closed = False
+        super().__init__(config)
 
-    def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
-        return self._group.manifest_path, self._group.targets
+    def streams(self) -> list[tuple[str, Path]]:
+        """Published errors, index, and the matrix last."""
+        return [("index", self.config.resolved_index_path()), ("matrix", self.config.path)]
 
-    def relocated(self, directory: Path) -> NpySink:
-        config = self.config.model_copy(
-            update={
-                "path": directory / self.config.path.name,
-                "index_path": directory / self.config.resolved_index_path().name,
-            }
-        )
-        return NpySink(config)
-
-    def start(self, manifest: Mapping[str, Any]) -> None:
-        self.lock_part()
-        self._group.manifest = manifest
-        self._group.clear()  # a fresh run: forget what an interrupted one left behind
-
-    def _recover(self, manifest: Mapping[str, Any]) -> str | None:
-        recovered = self._group.recover(manifest)
-        if recovered is None:
-            return None
-        cursor, state = recovered
+    def restore(self, state: NpyState) -> None:
         if state.dtype != self._dtype.str:
             self._group.abandon()
             raise ResumeRefused(
@@ -176,17 +172,12 @@ class NpySink(StagingSink, Sink[NpySinkConfig]):
                 "with --restart (or without --resume) to start over"
             )
         self._rows, self._dim = state.rows, state.dim
-        return cursor
 
-    def commit(self, cursor: str) -> None:
-        self._check_open()
-        self._open()
-        self._group.commit(cursor, NpyState(rows=self._rows, dim=self._dim, dtype=self._dtype.str))
+    def commit_rows(self) -> NpyState:
+        self._matrix()
+        return NpyState(rows=self._rows, dim=self._dim, dtype=self._dtype.str)
 
-    def write(self, records: Sequence[OutputRecord]) -> None:
-        files = self._open()
-        if not records:
-            return
+    def write_rows(self, records: Sequence[OutputRecord], files: Mapping[str, AtomicFile]) -> None:
         vectors = [checked_vector(record) for record in records]
         for record, vector in zip(records, vectors, strict=True):
             if self._dim is None:
@@ -196,48 +187,25 @@ class NpySink(StagingSink, Sink[NpySinkConfig]):
                     f"record {record.doc_id!r} window {record.index}: vector has "
                     f"{vector.shape[0]} values but earlier rows have {self._dim}"
                 )
-        files["matrix"].write(np.stack(vectors).astype(self._dtype, copy=False).tobytes(order="C"))
+        matrix = self._matrix()
+        matrix.write(np.stack(vectors).astype(self._dtype, copy=False).tobytes(order="C"))
         index = files["index"]
         for record in records:
-            line = {"row": self._rows, **record_fields(record)}
+            line = {"row": self._rows, **record_fields(record, text=self.config.text)}
             if record.metadata:
                 line["metadata"] = record_metadata(record)
             index.write_json_line(line)
             self._rows += 1
 
-    def write_error(self, error: DocumentError) -> None:
-        self._open()["errors"].write_json_line(error_line(error))
+    def finish(self) -> Sequence[AtomicFile]:
+        matrix = self._matrix()
+        matrix.file.seek(0)
+        matrix.write(npy_header(self._dtype, (self._rows, self._dim or 0)))
+        return ()
 
-    def close(self, complete: bool = True) -> None:
-        if self._closed:
-            return
-        if self.untouchable:  # another run owns the destination, or a resume was refused
-            self._closed = True
-            self.unlock_part()
-            return
-        if complete:
-            matrix = self._open()["matrix"]
-            matrix.file.seek(0)
-            matrix.write(npy_header(self._dtype, (self._rows, self._dim or 0)))
-        self._closed = True
-        try:
-            if complete:
-                self._group.publish()
-                self.after_whole_publish()
-            else:
-                self._group.abandon()
-        finally:
-            self.unlock_part()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("npy sink: write after close")
-
-    def _open(self) -> dict[str, AtomicFile]:
-        """The partial files by purpose (``matrix``, ``index``, ``errors``), made on first use."""
-        self._check_open()
-        fresh = self._group.files is None
-        files = self._group.open()
-        if fresh:
-            files["matrix"].write(b"\0" * HEADER_BYTES)  # filled in by close()
-        return files
+    def _matrix(self) -> AtomicFile:
+        """The partial matrix, its header's room reserved (filled in by :meth:`finish`)."""
+        matrix = self.open_files()["matrix"]
+        if matrix.length() == 0:
+            matrix.write(b"\0" * HEADER_BYTES)
+        return matrix

@@ -96,7 +96,7 @@ def build_record(
     """The record of one component's results, not yet attributed to a distribution.
 
     Which distribution registers the component is the host's knowledge (its
-    registry): ``seamline.core.conformance.attribute`` fills it in before saving.
+    registry): ``seamline.core.trust.records.attribute`` fills it in before saving.
     """
     about = json.loads(identity)
     return ConformanceRecord(

@@ -9,7 +9,6 @@ module                    its one job
 :mod:`.planner`           choose per shape signature, demote, refuse with data
 :mod:`.probe`             learn a model's attention shapes without running it
 :mod:`.verification`      compare a candidate with the reference (first use, shadow)
-:mod:`.trust`             ``require_conformance``: which candidates have a passing record
 :mod:`.steps`             the compiled step per batch shape: plan, verify, compile, fall
                           back, shadow-check (what the orchestrator asks for)
 :mod:`.plan`              ``explain``: the plan of a pipeline without running it
@@ -17,5 +16,7 @@ module                    its one job
 ========================  ==============================================================
 
 Nothing here names a concrete kernel: kernels speak for themselves through
-``supports()`` and ``priority()``.
+``supports()`` and ``priority()``. Which candidates have earned trust under
+``require_conformance`` is the trust package's to say
+(:func:`seamline.core.trust.untrusted_candidates`); the planner refuses the others.
 """

@@ -14,10 +14,10 @@ from typing import Any, cast
 
 from seamline.contracts import Attention
 from seamline.core.attention.planner import AttentionPlanner
-from seamline.core.attention.trust import untrusted_candidates
 from seamline.core.attention.tuning import Measured, MeasuredRanking
 from seamline.core.config import AttentionMode, AttentionSpecConfig, ResolvedAttention, Selection
 from seamline.core.registry import ComponentInfo, Registry
+from seamline.core.trust import untrusted_candidates
 
 
 @dataclass(frozen=True)

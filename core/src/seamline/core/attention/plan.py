@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, cast
 
 from seamline.contracts import Model
@@ -43,6 +44,25 @@ from seamline.core.config import AttentionMode, ResolvedPipeline, Selection
 from seamline.core.registry import Registry
 
 
+class Verdict(StrEnum):
+    """What ``explain`` says of one candidate for one bucket."""
+
+    CHOSEN = "chosen"
+    CANNOT_SERVE = "cannot serve"
+    COULD_SERVE = "could serve"
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateVerdict:
+    """One candidate's verdict for one bucket, and why: a row of ``explain``'s table."""
+
+    candidate: str
+    verdict: Verdict
+    why: str
+    measured: float | None = None
+    """Its median seconds in the tuning cache (``select: measure``), if measured."""
+
+
 @dataclass(frozen=True, slots=True)
 class BucketPlan:
     """The attention decision for one shape bucket."""
@@ -59,6 +79,30 @@ class BucketPlan:
     """Candidates after the chosen one: empty reasons if they too could serve, else why not."""
     measured: MeasuredTimes | None = None
     """With ``select: measure``: the cached times the order came from (None: not tuned)."""
+
+    def verdicts(self) -> tuple[CandidateVerdict, ...]:
+        """Every candidate in the order they were tried, with its verdict.
+
+        The rule lives here rather than in whatever prints it, so that the table on a
+        terminal and any other form of the plan say the same: the chosen one with the
+        planner's reason; one with reasons against it cannot serve; any other could
+        serve, and was passed over either as slower (it has a measured time) or because
+        the chosen one came first.
+        """
+        reasons = {r.candidate: r.reasons for r in (*self.refusals, *self.spare)}
+        measured = self.measured.seconds if self.measured is not None else {}
+        rows = []
+        for name in self.order:
+            if name == self.chosen:
+                verdict, why = Verdict.CHOSEN, self.reason
+            elif reasons.get(name):
+                verdict, why = Verdict.CANNOT_SERVE, "; ".join(reasons[name])
+            elif name in measured:
+                verdict, why = Verdict.COULD_SERVE, "slower, as measured"
+            else:
+                verdict, why = Verdict.COULD_SERVE, "a candidate before it was chosen"
+            rows.append(CandidateVerdict(name, verdict, why, measured.get(name)))
+        return tuple(rows)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,8 @@ from seamline.core.config.spec import (
     RunSettings,
     Selection,
     TelemetrySettings,
-    TrustSettings,
 )
+from seamline.core.trust import TrustSettings
 
 __all__ = [
     "AttentionMode",

@@ -33,6 +33,7 @@ from seamline.contracts import ConfigError, LeavesMachine
 from seamline.core.config.located import Located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.overrides import is_override
+from seamline.core.config.user import user_config_path
 from seamline.core.trust import TrustPolicy
 
 
@@ -83,8 +84,6 @@ def network_problems(
 
 def _fix(name: str, trust: TrustPolicy) -> str:
     """Where to allow ``name``: the list in force, else the user config file (``~`` for home)."""
-    from seamline.core.config.user import user_config_path
-
     place = trust.network_source
     if not place:
         path = user_config_path()[0]

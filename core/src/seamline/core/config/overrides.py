@@ -3,7 +3,9 @@
 The path is dotted (list items by index, ``monitors.0.use``); the value is
 parsed as a YAML scalar or flow collection, so ``128`` is an integer and
 ``[a, b]`` a list, by the same rules and within the same bounds as the file
-(``parse_located``: safe tags, YAML 1.2 booleans, no 5,000-digit integers).
+(``parse_located``: safe tags, YAML 1.2 booleans, no 5,000-digit integers). A
+value that is not valid YAML (``**/*.md``, which YAML reads as an alias) is the
+plain string the user typed.
 Errors name the override itself, since it has no file line.
 """
 
@@ -31,11 +33,36 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
         path_text, sep, value_text = override.partition("=")
         if not sep or not path_text.strip():
             raise ConfigError("an override must look like path.to.field=value", where)
-        value = parse_located(value_text, where).data if value_text.strip() else ""
+        value = _value(path_text.strip(), value_text, where)
         keys = [part.strip() for part in path_text.strip().split(".")]
         if any(not part for part in keys):
             raise ConfigError(f"empty segment in path {path_text!r}", where)
         _assign(located, keys, value, where)
+
+
+def _value(path: str, text: str, where: str) -> Any:
+    """The override's value: a YAML scalar or flow collection, else the text as a string.
+
+    A shell passes ``--set loader.with.glob='**/*.md'`` as ``**/*.md``, which YAML reads
+    as an alias (``*``) and refuses; what the user meant is plain: the string. So text
+    that is not valid YAML is taken as it is, unless it opens a flow collection (``[``,
+    ``{``), whose syntax error is reported with how to quote it.
+    """
+    if not text.strip():
+        return ""
+    try:
+        return parse_located(text, where).data
+    except ConfigError as err:
+        stripped = text.strip()
+        if not err.detail.startswith("YAML syntax error"):
+            raise
+        if stripped[0] in "[{":
+            raise ConfigError(
+                f"{err.detail}; to pass it as a string, quote it for YAML inside the shell's "
+                f"quotes: --set '{path}=\"{stripped}\"'",
+                where,
+            ) from None
+        return text
 
 
 def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:

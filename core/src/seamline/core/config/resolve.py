@@ -35,11 +35,11 @@ from seamline.core.config.spec import (
     PipelineSpec,
     RunSettings,
     Selection,
-    TrustSettings,
 )
+from seamline.core.config.user import user_trust
 from seamline.core.registry import Registry
 from seamline.core.suggest import did_you_mean
-from seamline.core.trust import EVERYONE, TrustPolicy
+from seamline.core.trust import ConformanceCheck, TrustPolicy, TrustSettings, pipeline_policy
 
 
 class PipelineConfigError(ConfigError):
@@ -125,7 +125,8 @@ def load_trusted(
 
     The pipeline's ``trust`` section is read (and validated) before discovery, so an
     entry point of a distribution it leaves out is never imported. ``trust`` is the
-    policy it narrows: by default the user config file's.
+    policy it narrows: by default the user config file's, read here and handed to
+    the registry (which never reads it itself).
     """
     source = str(path)
     text = read_pipeline_text(source)
@@ -154,13 +155,8 @@ def trusted_registry(
     The ``trust`` section is read (and validated) before discovery, so an entry point of
     a distribution it leaves out is never imported.
     """
-    if trust is None:
-        from seamline.core.config.user import user_trust
-
-        trust = user_trust(environ)
-    narrowed = pipeline_trust(located, trust)
-    # Without any trust setting, discovery's own default (the user config) is the policy.
-    return Registry.discover(narrowed) if narrowed != EVERYONE else Registry.discover()
+    base = user_trust(environ) if trust is None else trust
+    return Registry.discover(pipeline_trust(located, base))
 
 
 def prepare_data(
@@ -190,9 +186,7 @@ def pipeline_trust(located: Located, base: TrustPolicy) -> TrustPolicy:
         raise PipelineConfigError(
             _problems(err, located, ("trust",), TrustSettings, "trust")
         ) from None
-    if settings.distributions is None:
-        return base
-    return base.narrowed(settings.distributions, located.where(("trust", "distributions")))
+    return pipeline_policy(settings, base, located.where)
 
 
 def read_pipeline_text(source: str) -> str:
@@ -468,45 +462,20 @@ class _Resolver:
         )
 
     def conformance(self, choices: Sequence[ComponentChoice], trust: TrustSettings) -> None:
-        """``trust.require_conformance`` (the pipeline's, or the user config's): each choice
-        has a conformance class and a passing record for what is installed now, or a problem
-        at its ``use:``."""
-        from seamline.contracts.conformance import current_environment
-        from seamline.core.conformance import (
-            config_trust_problem,
-            has_conformance_class,
-            load_records,
+        """``trust.require_conformance`` (the pipeline's, or the user config's): a problem at
+        the ``use:`` of each choice that has not earned trust (``seamline.core.trust.earned``)."""
+        setting = (
+            self.located.where(("trust", "require_conformance"))
+            if trust.require_conformance
+            else f"the user config, {self.registry.trust.require_conformance}"
         )
-
-        environment = current_environment()
-        records = load_records()
+        required = f"trust.require_conformance is set ({setting})"
+        check = ConformanceCheck()
         for choice in choices:
-            what = f"{choice.kind} {choice.name!r}"
-            setting = (
-                self.located.where(("trust", "require_conformance"))
-                if trust.require_conformance
-                else f"the user config, {self.registry.trust.require_conformance}"
-            )
-            required = f"trust.require_conformance is set ({setting})"
-            if not has_conformance_class(choice.kind, choice.name):
-                self.problems.append(
-                    ConfigError(
-                        f"{what} registers no conformance class (no seamline.conformance entry "
-                        f"point '{choice.kind}:{choice.name}'), and {required}: ask its author "
-                        "to ship one (docs/shipping-a-component.md), or choose another",
-                        choice.location,
-                    )
-                )
-                continue
-            info = self.registry.get(choice.kind, choice.name)
             config = choice.config.model_dump(mode="json")
-            problem = config_trust_problem(
-                choice.kind, choice.name, config, info, environment, records
-            )
+            problem = check.refusal(self.registry, choice.kind, choice.name, config, required)
             if problem is not None:
-                self.problems.append(
-                    ConfigError(f"{what} is not trusted: {problem}; {required}", choice.location)
-                )
+                self.problems.append(ConfigError(problem, choice.location))
 
     def executor(self, ref: ComponentRef | None) -> ComponentChoice | None:
         """The named executor, else the installed one that declares itself the default.

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seamline.contracts.component import LeavesMachine
+from seamline.core.trust.settings import TrustSettings
 
 AUTO = "auto"
 
@@ -263,33 +264,6 @@ class TelemetrySettings(_Strict):
         str | None, LeavesMachine("the service name every exported span and metric carries")
     ] = Field(
         default=None, description="service.name of the resource (default: $OTEL_SERVICE_NAME)."
-    )
-
-
-class TrustSettings(_Strict):
-    """Which distributions may provide this pipeline's components (see docs/pipelines.md#trust)."""
-
-    distributions: list[str] | None = Field(
-        default=None,
-        description=(
-            "The distributions allowed to provide components, by their installed names "
-            "(as `seamline components` shows them, e.g. seamline-components). Entry points "
-            "of any other distribution are never imported, and naming one of their "
-            "components is an error. It narrows the user config's list (a distribution "
-            "must be on both); it can never widen it. Default: unset, every installed "
-            "distribution (within the user config's list, if any)."
-        ),
-    )
-    require_conformance: bool = Field(
-        default=False,
-        description=(
-            "Use only components that register a conformance class (entry point "
-            "seamline.conformance KIND:NAME) and have a passing conformance record "
-            "(seamline check KIND:NAME --record) for their installed version, their "
-            "configuration and this JAX, jaxlib and platform: the loader, model, sink, "
-            "monitors and executor are checked when the pipeline is resolved (an error at "
-            "the use: otherwise), and attention.require_conformance is switched on."
-        ),
     )
 
 

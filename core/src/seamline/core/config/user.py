@@ -7,63 +7,30 @@ named by ``$SEAMLINE_CONFIG`` must exist, since naming one that is not there is 
 mistake to report, not a reason to trust everything. It is read with the same bounded,
 located YAML parser as pipeline files, and every problem names its place.
 
-Every field it accepts takes effect (:func:`user_trust` turns each into the
-:class:`~seamline.core.trust.TrustPolicy` every pipeline is resolved under); a field
-that would not is not accepted: unknown fields are errors.
+Every field it accepts takes effect: what each means is decided in the trust package
+(:func:`seamline.core.trust.settings.user_policy` turns the ``trust`` section into the
+:class:`~seamline.core.trust.TrustPolicy` every pipeline is resolved under); this module
+finds, reads and validates the file. A field that would not take effect is not
+accepted: unknown fields are errors.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts import ConfigError
 from seamline.core.config import bounds
-from seamline.core.config.located import Located, parse_located
-from seamline.core.config.spec import TrustSettings
+from seamline.core.config.located import parse_located
 from seamline.core.directories import config_home
-from seamline.core.trust import EVERYONE, TrustPolicy
+from seamline.core.trust import EVERYONE, TrustPolicy, UserTrustSettings, user_policy
 
 CONFIG_VARIABLE = "SEAMLINE_CONFIG"
 """Names the user config file explicitly (it must then exist)."""
-
-
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class UserTrustSettings(TrustSettings):
-    """A pipeline's ``trust`` fields, for every pipeline, and one only the user may set."""
-
-    require_conformance: bool = Field(
-        default=False,
-        description=(
-            "Every pipeline this user runs requires conformance, as if its own "
-            "trust.require_conformance were true (a pipeline cannot switch it off)."
-        ),
-    )
-    network_variables: list[str] = Field(
-        default_factory=list,
-        description=(
-            "Environment variables a pipeline may put (as ${NAME}) into values that leave "
-            "this machine (telemetry.otlp_endpoint, telemetry.service_name, a Ray cluster's "
-            "address, ...), and send along with a receiver a pipeline file names (the OTLP "
-            "exporters' OTEL_EXPORTER_OTLP_HEADERS). Any other variable there is refused. "
-            "Only here: a pipeline file cannot name its own."
-        ),
-    )
-
-    @field_validator("network_variables")
-    @classmethod
-    def _names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not _VARIABLE.fullmatch(name):
-                raise ValueError(f"{name!r} is not an environment variable's name")
-        return value
 
 
 class UserConfig(BaseModel):
@@ -105,25 +72,7 @@ def user_trust(environ: Mapping[str, str] | None = None) -> TrustPolicy:
             message = f"{dotted}: {error['msg']} in the seamline user config"
             where = located.where(loc)
         raise ConfigError(message, where) from None
-    return _policy(config.trust, located)
-
-
-def _policy(trust: UserTrustSettings, located: Located) -> TrustPolicy:
-    """The policy each field of the user's ``trust`` section asks for."""
-    policy = TrustPolicy(
-        require_conformance=(
-            located.where(("trust", "require_conformance")) if trust.require_conformance else ""
-        ),
-        network_variables=frozenset(trust.network_variables),
-        network_source=(
-            located.where(("trust", "network_variables"))
-            if "network_variables" in trust.model_fields_set
-            else ""
-        ),
-    )
-    if trust.distributions is None:
-        return policy
-    return policy.narrowed(trust.distributions, located.where(("trust", "distributions")))
+    return user_policy(config.trust, located.where)
 
 
 def _read(path: Path, explicit: bool) -> str | None:

@@ -1,8 +1,7 @@
 """``seamline serve PIPELINE``: the pipeline's model over HTTP (see docs/serving.md).
 
-A command module of its own, registered on the ``seamline`` app by importing it
-(one line at the end of :mod:`.main`). Only typer and the CLI's helpers at import
-time: the server (uvicorn, JAX, the components) is imported when the command runs.
+Only typer and the CLI's helpers at import time: the server (uvicorn, JAX, the
+components) is imported when the command runs.
 """
 
 from __future__ import annotations
@@ -13,15 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seamline.adapters.cli.main import (
-    LOG_LEVELS,
-    PipelineArg,
-    SetOption,
-    _consoles,
-    _load,
-    _user_errors,
-    app,
-)
+from seamline.adapters.cli import loading
+from seamline.adapters.cli.commands.run import LOG_FORMATS, LOG_LEVELS
+from seamline.adapters.cli.errors import usage_error, user_errors
+from seamline.adapters.cli.options import PipelineArg, SetOption
 
 if TYPE_CHECKING:
     from seamline.adapters.serve.limits import Limits
@@ -103,7 +97,6 @@ CompileCache = Annotated[
 ]
 
 
-@app.command()
 def serve(
     pipeline: PipelineArg,
     overrides: SetOption = None,
@@ -141,11 +134,10 @@ def serve(
     wrong = limits.problems()
     if log_level not in LOG_LEVELS:
         wrong.append(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
-    if log_format not in ("auto", "json", "console"):
+    if log_format not in LOG_FORMATS:
         wrong.append("--log-format must be auto, json or console")
     if wrong:
-        _consoles.err.print(f"[bold red]error:[/] {'; '.join(wrong)}", highlight=False)
-        raise typer.Exit(2)
+        usage_error("; ".join(wrong))
     _serve(pipeline, overrides, limits, host, port, index, graceful_timeout, access_log,
            log_level, log_format, compile_cache)  # fmt: skip
 
@@ -167,20 +159,20 @@ def _serve(
     from seamline.adapters.logging_setup import configure_logging
     from seamline.adapters.serve.server import serve_pipeline
 
-    configure_logging(json={"auto": None, "json": True}.get(log_format, False), level=log_level)
+    configure_logging(json=LOG_FORMATS[log_format], level=log_level)
     if compile_cache:
         from seamline.adapters.compile_cache import enable_compile_cache
 
-        _user_errors(enable_compile_cache)
-    resolved, registry = _load(pipeline, overrides)
-    _user_errors(lambda: telemetry_setup.configure_telemetry(resolved.spec.telemetry))
+        user_errors(enable_compile_cache)
+    resolved, registry = loading.pipeline(pipeline, overrides)
+    user_errors(lambda: telemetry_setup.configure_telemetry(resolved.spec.telemetry))
 
     def announce(url: str) -> None:
         print(f"seamline serve: {resolved.spec.pipeline} on {url} (GET {url}/healthz: ready?)")
         sys.stdout.flush()
 
     try:
-        _user_errors(
+        user_errors(
             lambda: serve_pipeline(
                 resolved,
                 registry,

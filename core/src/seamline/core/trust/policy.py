@@ -1,4 +1,4 @@
-"""What the user trusts: which distributions may provide components (an allowlist, never
+"""The trust policy: which distributions may provide components (an allowlist, never
 widened once set), whether components must have earned a conformance record, and which
 environment variables a pipeline may send off this machine.
 
@@ -10,16 +10,19 @@ imports an entry point, so an untrusted plugin's import-time code never runs.
 
 Two places may set an allowlist, and the second can only narrow the first:
 
-* the user's config file (:func:`seamline.core.config.user.user_trust`), for every
-  pipeline this user runs;
+* the user's config file (read by :func:`seamline.core.config.user.user_trust`, its
+  fields turned into a policy by :func:`seamline.core.trust.settings.user_policy`), for
+  every pipeline this user runs;
 * a pipeline's ``trust: {distributions: [...]}``, for that pipeline.
 
 A distribution is trusted only when every list that is set names it. The other two
 settings come from the user's config file alone: a pipeline may ask for conformance
 too (``trust.require_conformance``), never for less, and may not name variables it is
 allowed to send (a pipeline file could otherwise allow itself to send any secret).
-This module is plain data and checks, with no reading of files, so the registry can
-hold it (and a worker process receive it).
+This module is plain data and checks, with no reading of files: whoever discovers
+components reads the policy and hands it to the registry
+(:meth:`~seamline.core.registry.Registry.discover`), which holds it (and a worker
+process receives it).
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ class TrustPolicy:
         """Why ``distribution`` may not provide a component, or None when it may.
 
         ``doubt`` says why the distribution's name cannot be believed for this one
-        component (see :mod:`seamline.core.distributions`): an allowlist trusts names,
+        component (see :mod:`seamline.core.trust.binding`): an allowlist trusts names,
         so under one a doubted name is refused even when it is listed. Without a list
         every distribution may provide components, whatever its name.
         """

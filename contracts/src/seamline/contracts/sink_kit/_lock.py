@@ -23,7 +23,7 @@ import stat
 from pathlib import Path
 from typing import IO
 
-from seamline.contracts import UserError
+from seamline.contracts.errors import UserError
 from seamline.contracts.untrusted import kind_of
 
 

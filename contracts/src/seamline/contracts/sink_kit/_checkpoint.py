@@ -33,21 +33,20 @@ the checkpoint and what to do; ``--restart`` then starts over.
 
 from __future__ import annotations
 
-import binascii
 import glob
 import json
 from glob import escape as glob_escape
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, NonNegativeInt, ValidationError
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
-from seamline.components.sinks._atomic import (
+from seamline.contracts.errors import ResumeRefused
+from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
     AtomicGroup,
     fsync_directory,
     write_json_atomically,
 )
-from seamline.contracts import ResumeRefused
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
@@ -152,24 +151,6 @@ class NoState(SinkState):
 S = TypeVar("S", bound=SinkState)
 
 
-def _decodes_to_a_schema(text: str) -> str:
-    """An Arrow schema as a checkpoint stores it (base64 of its IPC form) must decode."""
-    import pyarrow as pa
-
-    # Imported here: _columns imports the jsonl sink, which imports this module.
-    from seamline.components.sinks._columns import schema_from_text
-
-    try:
-        schema_from_text(text)
-    except (binascii.Error, ValueError, pa.ArrowException) as err:
-        raise ValueError(f"not an Arrow schema ({type(err).__name__})") from None
-    return text
-
-
-SchemaText = Annotated[str, AfterValidator(_decodes_to_a_schema)]
-"""A column layout as the columnar sinks record it (``_columns.schema_to_text``)."""
-
-
 class _PartialFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -218,6 +199,91 @@ def first_problem(err: ValidationError, *within: str) -> str:
     return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
+class CheckpointFile(Generic[S]):
+    """One output's checkpoint on disk, read back as untrusted input.
+
+    Anyone who can write the output's folder can edit it, so it is read bounded (a
+    regular file, never followed through a link, at most :data:`MAX_CHECKPOINT_BYTES`),
+    as strict JSON of the schema (:class:`_Checkpoint`, and the sink's ``state``), and
+    must be this sink's, for these files (each named as one of their partial files).
+    """
+
+    def __init__(
+        self, sink: str, path: Path, targets: Sequence[tuple[str, Path]], state: type[S]
+    ) -> None:
+        self.sink = sink
+        self.path = path
+        self.targets = list(targets)
+        self.state_type = state
+
+    def refused(self, why: str) -> ResumeRefused:
+        """The refusal of a checkpoint that is not one this sink wrote for these files."""
+        return ResumeRefused(
+            f"cannot resume: the checkpoint {str(self.path)!r} is not one this "
+            f"{self.sink} sink wrote for these files: {why}. Delete it, or run again with "
+            "--restart (or without --resume) to start over"
+        )
+
+    def load(self) -> tuple[dict[str, Any], S] | None:
+        """The checkpoint as JSON and its state, checked to be this sink's for these files.
+
+        None if there is none; ``ResumeRefused`` (naming the checkpoint and what is wrong
+        with it) if it is not a regular file, too large, not JSON or not of the schema,
+        another sink's, or names files that are not this output's partial files.
+        """
+        try:
+            data = read_regular(self.path, MAX_CHECKPOINT_BYTES, follow=False)
+        except FileNotFoundError:
+            return None
+        except NotRegularFile as err:
+            raise self.refused(f"it is {err}, not a file") from None
+        except OSError as err:
+            raise self.refused(f"it cannot be read ({err.strerror or err})") from None
+        if len(data) > MAX_CHECKPOINT_BYTES:
+            raise self.refused(f"it is larger than {MAX_CHECKPOINT_BYTES:,} bytes")
+        try:
+            raw = json.loads(data)
+        except (ValueError, RecursionError):  # also a UnicodeDecodeError; nesting too deep
+            raise self.refused("it is not JSON") from None
+        if isinstance(raw, dict) and raw.get("seamline_checkpoint") not in (
+            CHECKPOINT_FORMAT,
+            None,
+        ):
+            raise self.refused(
+                f"it is of format {raw.get('seamline_checkpoint')!r}, this version of seamline "
+                f"reads format {CHECKPOINT_FORMAT}"
+            )
+        try:
+            checkpoint = _Checkpoint.model_validate(raw)
+        except ValidationError as err:
+            raise self.refused(first_problem(err)) from None
+        try:
+            state = self.state_type.model_validate(checkpoint.state)
+        except ValidationError as err:
+            raise self.refused(first_problem(err, "state")) from None
+        if checkpoint.sink != self.sink:
+            raise self.refused(f"it was written by a {checkpoint.sink!r} sink")
+        destinations = dict(self.targets)
+        if set(checkpoint.files) != set(destinations):
+            raise self.refused(
+                f"it records the files {sorted(checkpoint.files)}, this sink writes "
+                f"{sorted(destinations)}"
+            )
+        strange = {
+            purpose: entry.partial
+            for purpose, entry in checkpoint.files.items()
+            if entry.partial and not is_partial_name(entry.partial, destinations[purpose])
+        }
+        if strange:
+            names = ", ".join(f"{purpose}: {name!r}" for purpose, name in strange.items())
+            raise self.refused(
+                f"it names files that are not this output's partial files ({names}); a "
+                "checkpoint names a partial file in the destination's folder, by a name "
+                f"starting with {partial_prefix(destinations[next(iter(strange))])!r}"
+            )
+        return checkpoint.model_dump(mode="json"), state
+
+
 class ResumableGroup(Generic[S]):
     """The files of one output, their commits, and their publication.
 
@@ -248,6 +314,7 @@ class ResumableGroup(Generic[S]):
         self.details: dict[str, Any] = {}
         """More for the manifest's ``outputs`` (the lancedb sink: its index settings)."""
         self.checkpoint = checkpoint_path((primary or self.targets[-1])[1])
+        self._file = CheckpointFile(sink, self.checkpoint, self.targets, state)
         self.manifest: Mapping[str, Any] = {}
         self.files: dict[str, AtomicFile] | None = None
         self.committed = False
@@ -328,7 +395,7 @@ class ResumableGroup(Generic[S]):
         the beginning. A sink records here what it is about to do that a crash must
         undo (the lancedb sink: publishing into a table).
         """
-        loaded = self._load()
+        loaded = self._file.load()
         if loaded is None:
             lengths = dict.fromkeys((p for p, _ in self.targets), 0)
             record = self._record(None, lengths, self.state_type.model_validate(fields))
@@ -346,7 +413,7 @@ class ResumableGroup(Generic[S]):
         run deletes such a checkpoint anyway, and a resume reports it (:meth:`recover`).
         """
         try:
-            loaded = self._load()
+            loaded = self._file.load()
         except ResumeRefused:
             return None
         return None if loaded is None else loaded[1]
@@ -376,7 +443,7 @@ class ResumableGroup(Generic[S]):
 
     def _read(self) -> tuple[dict[str, Any], S] | None:
         """The checkpoint, checked against this output and this run's model; None if absent."""
-        loaded = self._load()
+        loaded = self._file.load()
         if loaded is None:
             return None
         record = loaded[0]
@@ -396,78 +463,11 @@ class ResumableGroup(Generic[S]):
             )
         return loaded
 
-    def _refused(self, why: str) -> ResumeRefused:
-        """The refusal of a checkpoint that is not one this sink wrote for these files."""
-        return ResumeRefused(
-            f"cannot resume: the checkpoint {str(self.checkpoint)!r} is not one this "
-            f"{self.sink} sink wrote for these files: {why}. Delete it, or run again with "
-            "--restart (or without --resume) to start over"
-        )
-
-    def _load(self) -> tuple[dict[str, Any], S] | None:
-        """The checkpoint as JSON and its state, checked to be this sink's for these files.
-
-        None if there is none; ``ResumeRefused`` (naming the checkpoint and what is wrong
-        with it) if it is not a regular file, too large, not JSON or not of the schema,
-        another sink's, or names files that are not this output's partial files.
-        """
-        try:
-            data = read_regular(self.checkpoint, MAX_CHECKPOINT_BYTES, follow=False)
-        except FileNotFoundError:
-            return None
-        except NotRegularFile as err:
-            raise self._refused(f"it is {err}, not a file") from None
-        except OSError as err:
-            raise self._refused(f"it cannot be read ({err.strerror or err})") from None
-        if len(data) > MAX_CHECKPOINT_BYTES:
-            raise self._refused(f"it is larger than {MAX_CHECKPOINT_BYTES:,} bytes")
-        try:
-            raw = json.loads(data)
-        except (ValueError, RecursionError):  # also a UnicodeDecodeError; nesting too deep
-            raise self._refused("it is not JSON") from None
-        if isinstance(raw, dict) and raw.get("seamline_checkpoint") not in (
-            CHECKPOINT_FORMAT,
-            None,
-        ):
-            raise self._refused(
-                f"it is of format {raw.get('seamline_checkpoint')!r}, this version of seamline "
-                f"reads format {CHECKPOINT_FORMAT}"
-            )
-        try:
-            checkpoint = _Checkpoint.model_validate(raw)
-        except ValidationError as err:
-            raise self._refused(first_problem(err)) from None
-        try:
-            state = self.state_type.model_validate(checkpoint.state)
-        except ValidationError as err:
-            raise self._refused(first_problem(err, "state")) from None
-        if checkpoint.sink != self.sink:
-            raise self._refused(f"it was written by a {checkpoint.sink!r} sink")
-        destinations = dict(self.targets)
-        if set(checkpoint.files) != set(destinations):
-            raise self._refused(
-                f"it records the files {sorted(checkpoint.files)}, this sink writes "
-                f"{sorted(destinations)}"
-            )
-        strange = {
-            purpose: entry.partial
-            for purpose, entry in checkpoint.files.items()
-            if entry.partial and not is_partial_name(entry.partial, destinations[purpose])
-        }
-        if strange:
-            names = ", ".join(f"{purpose}: {name!r}" for purpose, name in strange.items())
-            raise self._refused(
-                f"it names files that are not this output's partial files ({names}); a "
-                "checkpoint names a partial file in the destination's folder, by a name "
-                f"starting with {partial_prefix(destinations[next(iter(strange))])!r}"
-            )
-        return checkpoint.model_dump(mode="json"), state
-
     def _open_files(self, recorded: Mapping[str, tuple[str, int]] | None) -> dict[str, AtomicFile]:
         """New partial files (``recorded`` None), or those a checkpoint names, reopened.
 
         A checkpoint names each file by its name in its destination's folder (checked by
-        :meth:`_load`); one that covers nothing names no file (""): a new one is made.
+        :meth:`CheckpointFile.load`); one that covers nothing names no file (""): a new one is made.
         """
         files: dict[str, AtomicFile] = {}
         fresh: set[str] = set()

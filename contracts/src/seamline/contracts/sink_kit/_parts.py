@@ -37,19 +37,21 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
-from seamline.components.sinks._atomic import (
+from seamline.contracts.documents import Shard
+from seamline.contracts.errors import ContractViolation, ResumeRefused, UserError
+from seamline.contracts.sink import StagedRun
+from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
     own_directory,
     refuse_a_link,
     write_json_atomically,
 )
-from seamline.components.sinks._checkpoint import first_problem, manifest_bytes
-from seamline.components.sinks._lock import DestinationLock, FileLock
-from seamline.contracts import ContractViolation, ResumeRefused, Shard, StagedRun, UserError
+from seamline.contracts.sink_kit._checkpoint import first_problem, manifest_bytes
+from seamline.contracts.sink_kit._lock import FileLock
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 RUN_FORMAT = 1
@@ -139,7 +141,7 @@ class PartStaging:
         own_directory(self.root)  # a link planted at its name is removed, never followed
         for child in self.root.iterdir():
             if child.name != published:
-                _remove(child)
+                remove_tree(child)
         directory = self.run_directory(run_id)
         directory.mkdir(parents=True, exist_ok=True)
         record = {
@@ -235,7 +237,7 @@ class PartStaging:
 
     def discard_all(self) -> None:
         """Delete every staged run here (a whole output was published over them)."""
-        _remove(self.root)
+        remove_tree(self.root)
 
     def _published_run(self) -> str | None:
         """The run id of the staged run the published manifest names, if it names one.
@@ -295,7 +297,7 @@ def published_run_id(manifest_path: Path) -> str | None:
     return run_id if isinstance(run_id, str) and re.fullmatch(RUN_ID, run_id) else None
 
 
-def _remove(path: Path) -> None:
+def remove_tree(path: Path) -> None:
     """Delete the folder at ``path`` with what it holds; a link there is removed, not followed."""
     if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
         path.unlink(missing_ok=True)
@@ -335,121 +337,3 @@ class PartLock:
 
     def release(self) -> None:
         self._lock.release()
-
-
-class StagingSink:
-    """What a first-party sink adds to stage parts (sink contract 1.3), over :class:`PartStaging`.
-
-    The sink provides its ``(purpose, destination)`` targets and a copy of itself
-    relocated into a directory; everything else (the staging area, the part locks,
-    publication) is the same for every sink.
-    """
-
-    name: ClassVar[str]
-    keeps_parts: ClassVar[bool] = True
-    """Whether the published manifest names the parts' files (False: the sink copies them
-    into one output when it publishes, and overrides :meth:`publish_parts`)."""
-    _part_lock: PartLock | None = None
-    """Set on a part: the lock held from recover (or start) to close."""
-    _destination_lock: DestinationLock | None = None
-    """On a whole output: the destination's lock, held from recover (or start) to close."""
-
-    def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
-        """``(manifest path, [(purpose, destination), ...])``, primary last."""
-        raise NotImplementedError
-
-    def relocated(self, directory: Path) -> Any:
-        """A new sink like this one whose files are all in ``directory``, by the same names."""
-        raise NotImplementedError
-
-    def _part_staging(self) -> PartStaging:
-        manifest_path, targets = self.staging_targets()
-        return PartStaging(self.name, manifest_path, targets, keeps_parts=self.keeps_parts)
-
-    def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
-        self._part_staging().begin(run_id, count, manifest)
-
-    def staged_run(self, manifest: Mapping[str, Any]) -> StagedRun | None:
-        return self._part_staging().staged(manifest)
-
-    def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
-        self._part_staging().publish(run_id, count, manifest)
-
-    def part(self, run_id: str, shard: Shard) -> Any:
-        staging = self._part_staging()
-        directory = staging.part_directory(run_id, shard)
-        run_directory = staging.run_directory(run_id)
-        if run_directory.is_symlink() or not run_directory.is_dir():
-            raise ContractViolation(
-                f"{self.name} sink: no staging area for run {run_id} (begin_parts was not "
-                "called, or a fresh run replaced it)"
-            )
-        if directory.is_symlink():  # planted: the part is written in a folder of its own
-            directory.unlink()
-        part = self.relocated(directory)
-        part._part_lock = PartLock(directory / ".lock")
-        return part
-
-    def finished(self) -> bool:
-        if self._part_lock is None:
-            return False
-        _, targets = self.staging_targets()
-        return targets[-1][1].exists()
-
-    def lock_part(self) -> None:
-        """Hold this output's lock (called by recover and start).
-
-        On a part: wait for, then hold, the part's lock. On a whole output: take the
-        destination's lock, or refuse at once when another run holds it.
-        """
-        if self._part_lock is not None:
-            self._part_lock.acquire()
-            return
-        if self._destination_lock is None:
-            _, targets = self.staging_targets()
-            self._destination_lock = DestinationLock(self.name, targets[-1][1])
-        self._destination_lock.acquire()
-
-    _recover_refused: bool = False
-    """Set when :meth:`recover` raised: the output is left as it was found."""
-
-    def recover(self, manifest: Mapping[str, Any]) -> str | None:
-        """Lock the output, then restore its last commit (the sink's :meth:`_recover`).
-
-        If that refuses (a checkpoint of another model, a changed input, a file changed
-        since), ``close`` leaves every file as it was found: the refusal says to restore
-        what changed and resume again, which must then still be possible. (Before, the
-        columnar sinks' ``close`` deleted the committed parts and staging table.)
-        """
-        self.lock_part()
-        try:
-            return self._recover(manifest)
-        except BaseException:
-            self._recover_refused = True
-            raise
-
-    def _recover(self, manifest: Mapping[str, Any]) -> str | None:
-        raise NotImplementedError
-
-    @property
-    def lock_refused(self) -> bool:
-        """Whether another run held this whole output's destination: then touch nothing."""
-        return self._destination_lock is not None and self._destination_lock.refused
-
-    @property
-    def untouchable(self) -> bool:
-        """Whether ``close`` must leave the output alone: another run holds it, or this one's
-        resume was refused."""
-        return self.lock_refused or self._recover_refused
-
-    def unlock_part(self) -> None:
-        if self._part_lock is not None:
-            self._part_lock.release()
-        if self._destination_lock is not None:
-            self._destination_lock.release()
-
-    def after_whole_publish(self) -> None:
-        """A whole output was published over any staged runs: they are no longer of use."""
-        if self._part_lock is None:
-            _, targets = self.staging_targets()
-            _remove(staging_root(targets[-1][1]))

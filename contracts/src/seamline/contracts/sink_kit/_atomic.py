@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from seamline.contracts import ResumeRefused, UserError
+from seamline.contracts.errors import ResumeRefused, UserError
 from seamline.contracts.untrusted import kind_of
 
 

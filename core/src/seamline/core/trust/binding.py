@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from seamline.contracts.logs import get_logger
 from seamline.contracts.modules import find_without_importing
-from seamline.core.trust import canonical
+from seamline.core.trust.policy import canonical
 
 log = get_logger("seamline.core.registry")
 

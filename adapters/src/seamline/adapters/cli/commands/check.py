@@ -1,0 +1,69 @@
+"""``seamline check KIND:NAME``: the conformance suite against an installed component."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from seamline.adapters.cli import loading
+from seamline.adapters.cli.errors import user_errors
+
+Target = Annotated[
+    str, typer.Argument(help="KIND:NAME, e.g. attention:blockwise.", show_default=False)
+]
+With = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--with",
+        "-w",
+        help="A config field of the component: --with interpret=true (repeatable).",
+        metavar="KEY=VALUE",
+    ),
+]
+Record = Annotated[bool, typer.Option("--record", help="Write a conformance record of the result.")]
+RecordDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--record-dir",
+        help="Where records go (default: $SEAMLINE_CONFORMANCE_DIR or the user data dir).",
+    ),
+]
+MaxExamples = Annotated[
+    int | None,
+    typer.Option("--max-examples", min=1, help="Generated cases per property check (8)."),
+]
+Select = Annotated[
+    str | None, typer.Option("-k", help="Only checks matching this pytest -k expression.")
+]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show pytest's output.")]
+
+
+def check(
+    target: Target,
+    with_: With = None,
+    record: Record = False,
+    record_dir: RecordDir = None,
+    max_examples: MaxExamples = None,
+    select: Select = None,
+    verbose: Verbose = False,
+) -> None:
+    """Run the conformance suite against an installed component and report what it found."""
+    from seamline.adapters.cli.check import check as run_suite
+    from seamline.adapters.cli.render.conformance import report
+
+    outcome = user_errors(
+        lambda: run_suite(
+            loading.registry(),
+            target,
+            with_values=with_ or [],
+            max_examples=max_examples,
+            select=select,
+            record=record,
+            record_dir=record_dir,
+            verbose=verbose,
+        )
+    )
+    report(target, outcome)
+    raise typer.Exit(0 if outcome.conforms else 1)

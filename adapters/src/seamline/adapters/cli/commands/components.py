@@ -1,0 +1,76 @@
+"""``seamline components``: every installed component, and what became of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from seamline.adapters.cli import loading
+from seamline.adapters.cli.errors import usage_error
+from seamline.contracts.versions import KINDS
+
+if TYPE_CHECKING:
+    from seamline.core import Registry
+
+KindOption = Annotated[
+    str | None, typer.Option("--kind", "-k", help=f"Only one kind: {', '.join(KINDS)}.")
+]
+AutoOrder = Annotated[
+    bool,
+    typer.Option(
+        "--auto-order",
+        help="Instead: the order `attention: {use: auto}` tries the installed attention "
+        "implementations in, for representative shapes per platform (Markdown).",
+    ),
+]
+Distributions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--distribution",
+        help="Only the components these distributions register (repeat the option).",
+    ),
+]
+TrustOf = Annotated[
+    Path | None,
+    typer.Option(
+        "--pipeline",
+        help="Apply this pipeline's trust section too (as running it would).",
+        show_default=False,
+    ),
+]
+
+
+def components(
+    kind: KindOption = None,
+    auto_order: AutoOrder = False,
+    distribution: Distributions = None,
+    pipeline: TrustOf = None,
+) -> None:
+    """List every installed component: its distribution, version and file; broken, refused
+    and untrusted ones with the reason."""
+    from seamline.adapters.cli.render import listing
+
+    wanted = set(distribution or ())
+    if kind is not None and kind not in KINDS:
+        usage_error(f"--kind must be one of {', '.join(KINDS)}")
+    registry = loading.trusted_registry(pipeline) if pipeline is not None else loading.registry()
+    if auto_order:
+        _auto_order(registry, wanted)
+        return
+    infos = [info for info in registry.entries(kind) if not wanted or info.distribution in wanted]
+    listing.components(infos, registry.trust.describe() if registry.trust.restricted else None)
+
+
+def _auto_order(registry: Registry, wanted: set[str]) -> None:
+    """The Markdown table of the order ``auto`` tries the usable attentions in."""
+    from seamline.adapters.cli.render.console import raw
+    from seamline.core import auto_order_table
+
+    attentions = [
+        registry.create("attention", info.name)
+        for info in registry.entries("attention")
+        if info.usable and (not wanted or info.distribution in wanted)
+    ]
+    raw(auto_order_table(attentions))  # type: ignore[arg-type]

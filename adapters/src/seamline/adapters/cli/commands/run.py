@@ -1,0 +1,113 @@
+"""``seamline run``: load, embed and write every document of a pipeline."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from seamline.adapters.cli import STARTED
+from seamline.adapters.cli.errors import environment_errors, usage_error, user_errors
+from seamline.adapters.cli.options import PipelineArg, SetOption
+from seamline.adapters.cli.render.console import consoles
+
+LOG_FORMATS = {"auto": None, "json": True, "console": False}
+"""``--log-format`` → ``configure_logging(json=...)`` (None: console on a terminal)."""
+LOG_LEVELS = ("debug", "info", "warning", "error")
+KEPT = (
+    "the output was not published, and what the sink last committed is kept: "
+    "fix that, then run again with --resume"
+)
+"""What a failure of the machine around the run leaves, and what to do."""
+
+LogFormat = Annotated[
+    str, typer.Option("--log-format", help="auto (console on a terminal), json or console.")
+]
+LogLevel = Annotated[
+    str | None,
+    typer.Option(
+        "--log-level",
+        help="debug, info or warning (default: warning on a terminal, where the progress "
+        "bar reports, else info).",
+    ),
+]
+CompileCache = Annotated[
+    bool,
+    typer.Option(
+        "--compile-cache/--no-compile-cache",
+        help="Reuse compiled shapes across runs (JAX persistent cache in "
+        "$SEAMLINE_CACHE_DIR or ~/.cache/seamline/jax).",
+    ),
+]
+Resume = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue an interrupted run from the sink's last checkpoint instead of "
+        "starting over (the sink must be resumable, as jsonl and npy are). It refuses "
+        "when the model, the pipeline file or the input changed since that checkpoint.",
+    ),
+]
+Restart = Annotated[
+    bool,
+    typer.Option(
+        "--restart",
+        help="With --resume: when the checkpoint cannot be resumed because the model, the "
+        "pipeline file or the input changed, start over instead of refusing. Alone: start "
+        "over (as without --resume).",
+    ),
+]
+
+
+def run(
+    pipeline: PipelineArg,
+    overrides: SetOption = None,
+    log_format: LogFormat = "auto",
+    log_level: LogLevel = None,
+    compile_cache: CompileCache = True,
+    resume: Resume = False,
+    restart: Restart = False,
+) -> None:
+    """Run a pipeline: load, embed and write every document."""
+    from seamline.adapters import telemetry_setup
+    from seamline.adapters.cli.render.progress import ProgressMonitor
+    from seamline.adapters.cli.render.run import run_summary
+    from seamline.core import Pipeline
+
+    interactive = consoles.err.is_terminal
+    configure_logging(log_format, log_level, interactive)
+    if compile_cache:
+        from seamline.adapters.compile_cache import enable_compile_cache
+
+        user_errors(enable_compile_cache)
+    loaded = user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
+    # The pipeline's telemetry: section wins over the OTEL_* variables.
+    user_errors(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
+    try:
+        extra = [ProgressMonitor(consoles.err)] if interactive else []
+        run_started = time.perf_counter()
+        summary = user_errors(
+            lambda: environment_errors(
+                lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart), KEPT
+            )
+        )
+    finally:
+        telemetry_setup.shutdown_telemetry()
+    run_summary(summary, before_run=run_started - STARTED)
+
+
+def configure_logging(log_format: str, log_level: str | None, interactive: bool) -> None:
+    """Check ``--log-format`` and ``--log-level`` (exit code 2), then set logging up.
+
+    On a terminal the progress bar reports; per-batch lines would only scroll it away,
+    so the default level there is ``warning``.
+    """
+    from seamline.adapters.logging_setup import configure_logging as configure
+
+    if log_format not in LOG_FORMATS:
+        usage_error("--log-format must be auto, json or console")
+    if log_level is not None and log_level not in LOG_LEVELS:
+        usage_error(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+    level = log_level or ("warning" if interactive else "info")
+    configure(json=LOG_FORMATS[log_format], level=level)

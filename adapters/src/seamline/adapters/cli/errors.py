@@ -1,0 +1,72 @@
+"""Which failure is which exit code, decided once for every command.
+
+A user's mistake (a bad pipeline file, an unknown component, an attention that cannot
+serve): exit code 2. A component that failed for good, or the machine around the run
+(a full disk, a forbidden directory): 1. Ctrl-C: 130. Each is one line on stderr,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
+
+import typer
+
+from seamline.adapters.cli.render.console import error, interrupted
+from seamline.contracts.errors import ShardFailed, UserError
+
+T = TypeVar("T")
+
+USAGE = 2
+"""The exit code of a user's mistake."""
+
+
+def user_errors(action: Callable[[], T]) -> T:
+    """Run ``action``; a user error becomes a message on stderr and exit code 2."""
+    try:
+        return action()
+    except UserError as problem:
+        error(str(problem))
+        raise typer.Exit(USAGE) from None
+    except ShardFailed as failed:  # a component failed for good: the reason, not a traceback
+        error(str(failed), label="failed")
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        interrupted()
+        raise typer.Exit(130) from None
+
+
+def usage_error(message: str) -> NoReturn:
+    """Refuse an option's value: ``message`` on stderr, exit code 2."""
+    error(message)
+    raise typer.Exit(USAGE)
+
+
+def environment_errors(action: Callable[[], T], kept: str) -> T:
+    """Run ``action``; a failure of the machine around it becomes one line and exit code 1.
+
+    A full disk, a read-only or forbidden directory, a failing device: the message
+    says what happened, to which file, what was kept (``kept``) and what to do.
+    """
+    try:
+        return action()
+    except OSError as problem:
+        _environment_failure(problem, kept)
+    except ShardFailed as failed:
+        # A shard run in this process keeps the machine's error as its cause: say that, as
+        # for an unsharded run, rather than blame the component whose call it interrupted.
+        # Only an error the system reported (it has an errno): an OSError a component
+        # raised of its own is the component's failure, named as such.
+        cause = failed.__cause__
+        if not isinstance(cause, OSError) or cause.errno is None:
+            raise
+        _environment_failure(cause, kept)
+
+
+def _environment_failure(problem: OSError, kept: str) -> NoReturn:
+    # The line is text, not markup (render.console): a folder may be called "[draft]".
+    what = problem.strerror or type(problem).__name__
+    where = f" ({problem.filename})" if problem.filename else ""
+    error(f"{what}{where}: {kept}")
+    raise typer.Exit(1) from None

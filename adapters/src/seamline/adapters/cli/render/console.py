@@ -1,0 +1,109 @@
+"""The consoles every command prints through, and how a line is made.
+
+A line is made of parts: a ``str`` is text, shown as written, and a ``(str, style)``
+pair is text in a style. Nothing a command prints is parsed as rich markup, so a
+value — a pipeline's name, a file's, a span's in a trace file, a component's from
+its package metadata — is never taken for a tag (``[draft]`` dropped, ``[/]``
+raising ``MarkupError``) or an emoji code (``:x:``); and each control character in
+it is shown as "�" (:func:`~seamline.contracts.untrusted.visible`), never sent to
+the terminal. Newlines and tabs are kept.
+
+Light on purpose: importing this module imports no part of rich, so that
+``seamline --help`` does not pay for it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+Part = str | tuple[str, str]
+"""Text as written, or ``(text, style)``: never markup."""
+
+
+class Consoles:
+    """Consoles made on each use, so each invocation sees its own terminal and COLUMNS."""
+
+    @property
+    def out(self) -> Console:
+        from rich.console import Console
+
+        return Console()
+
+    @property
+    def err(self) -> Console:
+        from rich.console import Console
+
+        return Console(stderr=True)
+
+
+consoles = Consoles()
+
+
+def text(*parts: Part) -> Text:
+    """The parts as one rich ``Text``: each shown as written, its control characters as "�"."""
+    from rich.text import Text
+
+    from seamline.contracts.untrusted import visible
+
+    return Text.assemble(
+        *(
+            (visible(part, keep="\n\t"), "")
+            if isinstance(part, str)
+            else (visible(part[0], keep="\n\t"), part[1])
+            for part in parts
+        )
+    )
+
+
+def title(words: str) -> Text:
+    """A table's title as :func:`text`, in the style rich gives a title it parses itself."""
+    shown = text(words)
+    shown.style = "table.title"
+    return shown
+
+
+def table(*args: Any, **kwargs: Any) -> Table:
+    """A rich table, imported when a command first prints one (not for ``--help``).
+
+    Give a title (:func:`title`), a caption and every cell that holds a value as
+    :func:`text`: a plain ``str`` there is parsed as markup.
+    """
+    from rich.table import Table
+
+    return Table(*args, **kwargs)
+
+
+def line(*parts: Part, console: Console | None = None, soft_wrap: bool = False) -> None:
+    """One line of a command's report on stdout (or ``console``).
+
+    Rich folds a long line at the console's width unless ``soft_wrap``, which leaves that
+    to the terminal (as for lines that quote paths and hashes). Numbers are not
+    highlighted: the report's colours are its own.
+    """
+    (console or consoles.out).print(text(*parts), highlight=False, soft_wrap=soft_wrap)
+
+
+def error(message: str, label: str = "error") -> None:
+    """``error: message`` on stderr (``label`` may say ``failed``)."""
+    line((f"{label}:", "bold red"), " ", message, console=consoles.err, soft_wrap=True)
+
+
+def interrupted() -> None:
+    """What Ctrl-C leaves behind."""
+    line(("interrupted:", "bold yellow"), " nothing was published", console=consoles.err)
+
+
+def note(message: str) -> None:
+    """A line on stderr beside output that goes to a file or a pipe (``wrote PATH``)."""
+    line(message, console=consoles.err)
+
+
+def raw(content: str) -> None:
+    """Text for a pipe or a file (JSON, Markdown), written as is: never through rich."""
+    sys.stdout.write(content)

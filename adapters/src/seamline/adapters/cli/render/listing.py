@@ -1,0 +1,98 @@
+"""The tables of ``components``, ``search`` and ``trace summarize``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seamline.adapters.cli.render.console import Part, consoles, line, table, text
+
+if TYPE_CHECKING:
+    from seamline.adapters.search import Found
+    from seamline.adapters.trace_summary import TraceSummary
+    from seamline.core import ComponentInfo
+
+STATUS_COLOURS = {
+    "ok": "green",
+    "broken": "red",
+    "refused": "yellow",
+    "conflict": "red",
+    "untrusted": "magenta",
+}
+
+
+def components(infos: Iterable[ComponentInfo], trusted: str | None) -> None:
+    """One row per component; ``trusted``: the distributions trust allows, when it is
+    restricted (a line under the table), else None.
+
+    Names, versions and files come from package metadata anyone can publish: shown as
+    written (see :mod:`.console`).
+    """
+    shown = table(title="seamline components")
+    for column in ("kind", "name", "distribution", "version", "contract", "status"):
+        shown.add_column(column, no_wrap=True)
+    shown.add_column("reason", overflow="fold")
+    shown.add_column("file", overflow="fold")
+    for info in infos:
+        shown.add_row(
+            *(
+                text(value)
+                for value in (
+                    info.kind,
+                    info.name,
+                    info.distribution,
+                    info.version,
+                    info.contract_version or "-",
+                )
+            ),
+            text((info.status, STATUS_COLOURS[info.status])),
+            text(info.reason),
+            text(info.module_file or "-"),
+        )
+    out = consoles.out
+    out.print(shown)
+    if trusted is not None:
+        line(f"trusted distributions: {trusted}", console=out, soft_wrap=True)
+
+
+def search_hits(query: str, found: Found) -> None:
+    """The nearest records, best first, and how they were found.
+
+    What the output stores is data, printed as written (see :mod:`.console`); a snippet
+    is the text the output stores, on one line (:meth:`Hit.snippet`).
+    """
+    shown = table(title=text(f"nearest to {query!r}"), caption=text(found.how))
+    for column in ("score", "document", "window", "text"):
+        shown.add_column(column, overflow="fold")
+    for hit in found.hits:
+        snippet = text(hit.snippet()) if hit.text is not None else text(("(no text stored)", "dim"))
+        shown.add_row(f"{hit.score:.3f}", text(hit.doc_id), str(hit.window), snippet)
+    consoles.out.print(shown)
+
+
+def trace_summary(file: Path, summary: TraceSummary) -> None:
+    """Per span name: count, total, median, p95 and share of the run.
+
+    A span's name is read from the trace file, which anyone may have written: shown as
+    written (see :mod:`.console`).
+    """
+    out = consoles.out
+    line(f"{file}: {summary.spans} spans, run {summary.run_seconds:.3f}s", console=out)
+    shown = table()
+    shown.add_column("span", no_wrap=True)
+    for column in ("count", "total s", "median ms", "p95 ms", "share"):
+        shown.add_column(column, justify="right", no_wrap=True)
+    for row in summary.rows:
+        name: list[Part] = [row.name]
+        if row.errors:
+            name.append((f" ({row.errors} failed)", "red"))
+        shown.add_row(
+            text(*name),
+            str(row.count),
+            f"{row.total:.3f}",
+            f"{row.median * 1e3:.2f}",
+            f"{row.p95 * 1e3:.2f}",
+            f"{row.share:.1%}",
+        )
+    out.print(shown)

@@ -1,0 +1,105 @@
+"""What ``explain`` and ``tune`` print: one table per shape bucket.
+
+The verdicts (chosen, cannot serve, could serve, and why) are core's
+(:meth:`seamline.core.BucketPlan.verdicts`); this module gives each its colour.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seamline.adapters.cli.render.console import Part, consoles, line, table, text, title
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from seamline.core import BucketPlan, BucketTuning, Plan
+
+COLOURS = {"chosen": "green", "cannot serve": "red", "could serve": "dim"}
+"""A verdict's colour (keys are :class:`seamline.core.Verdict` values)."""
+
+
+def plan(plan: Plan) -> None:
+    """The plan's settings on one line, then every bucket's candidates with their verdicts."""
+    from seamline.core import Selection
+
+    console = consoles.out
+    measure = plan.select is Selection.MEASURE
+    settings: list[Part] = [
+        (plan.pipeline, "bold"),
+        f": attention {plan.mode}"
+        + ("; select: measure (tuning cache)" if measure else "")
+        + f"; reference {plan.reference or '(none installed)'}; verify on first use: "
+        f"{'yes' if plan.verify else 'no'}; on compile failure: {plan.on_failure}; shadow: "
+        f"{f'every {plan.shadow_every} batches' if plan.shadow_every else 'off'}"
+        + ("; conformance required" if plan.require_conformance else ""),
+    ]
+    if plan.weights_loaded:
+        settings += ["; ", ("weights were loaded to learn their shapes", "yellow")]
+    line(*settings, console=console)
+    for bucket in plan.buckets:
+        console.print(_verdicts(bucket, measure))
+        if measure:
+            line(
+                f"  tuning cache: {bucket.measured.key}"
+                if bucket.measured is not None
+                else "  not measured yet: the first run measures it, or run `seamline tune`",
+                console=console,
+            )
+
+
+def _bucket(length: int, batch_size: int, signature: str) -> str:
+    return f"length {length} × batch {batch_size}: {signature}"
+
+
+def _verdicts(bucket: BucketPlan, measure: bool) -> Table:
+    """One bucket's table: a row per candidate, with its measured time under ``measure``."""
+    shown = table(
+        title=title(_bucket(bucket.length, bucket.batch_size, bucket.signature)),
+        title_justify="left",
+    )
+    shown.add_column("candidate", no_wrap=True)
+    shown.add_column("verdict", no_wrap=True)
+    shown.add_column("why", overflow="fold")
+    if measure:
+        shown.add_column("measured", justify="right", no_wrap=True)
+    for row in bucket.verdicts():
+        cells = [text(row.candidate), text((row.verdict, COLOURS[row.verdict])), text(row.why)]
+        if measure:
+            timing = f"{row.measured * 1e3:.3g} ms" if row.measured is not None else "-"
+            cells.append(text(timing))
+        shown.add_row(*cells)
+    return shown
+
+
+def tuning(directory: Path, results: list[BucketTuning]) -> None:
+    """What ``tune`` measured (or found cached) per bucket, fastest first."""
+    console = consoles.out
+    line(f"tuning cache: {directory}", console=console)
+    for bucket in results:
+        shown = table(
+            title=title(_bucket(bucket.length, bucket.batch_size, bucket.signature)),
+            title_justify="left",
+        )
+        for column in ("candidate", "median ms", "fastest ms", "slowest ms", "calls"):
+            shown.add_column(column, justify="left" if column == "candidate" else "right")
+        entry = bucket.entry
+        if entry is not None:
+            for name in entry.ranking:
+                timing = entry.timings[name]
+                shown.add_row(
+                    text(name),
+                    f"{timing.median * 1e3:.3f}",
+                    f"{timing.fastest * 1e3:.3f}",
+                    f"{timing.slowest * 1e3:.3f}",
+                    str(timing.calls),
+                )
+        for refusal in bucket.refusals:
+            shown.add_row(text((refusal.candidate, "dim")), "cannot serve", "", "", "")
+        console.print(shown)
+        if entry is None:
+            line("  ", ("no candidate serves this shape", "red"), console=console)
+        else:
+            source = "from the cache (--again measures anew)" if bucket.cached else "measured"
+            line(f"  {source}; key {entry.key}", console=console)

@@ -1,0 +1,114 @@
+"""What ``run`` and ``profile`` print when the run is over."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seamline.adapters.cli.render.console import consoles, line
+from seamline.adapters.cli.render.pipeline import provenance
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from seamline.core import RunSummary
+
+
+def run_summary(summary: RunSummary, before_run: float) -> None:
+    """The run's counts and rates, then what a user may need next: where set-aside documents
+    are, when the first output came, what was resumed or sharded, which attention served
+    which shape, and the provenance. ``before_run``: seconds from the command's start to
+    the run's."""
+    out = consoles.out
+    counts, work = summary.output, summary.counts
+    line(
+        ("done", "green"),
+        f" {summary.pipeline}: {counts.documents} documents "
+        f"({counts.failed_documents} set aside), {counts.examples} outputs, "
+        f"{counts.tokens:,} tokens ({counts.positions:,} positions computed) "
+        f"in {summary.seconds:.1f}s "
+        f"({work.documents / max(summary.seconds, 1e-9):.1f} docs/s, "
+        f"{summary.tokens_per_second:,.0f} tokens/s); {counts.batches} batches, "
+        f"{summary.compilations} compilations",
+        console=out,
+    )
+    line(f"  {counts.reconciliation()}", console=out)
+    _earlier_work(out, summary)
+    if counts.failed_documents or counts.skipped_documents:
+        line(
+            "  set-aside documents are listed, one JSON object each, in the errors file "
+            "beside the output ('<stem>.errors.jsonl')",
+            console=out,
+        )
+    if summary.first_output_seconds is not None:
+        since_start = before_run + summary.first_output_seconds
+        line(
+            f"  first output after {summary.first_output_seconds:.1f}s of the run, "
+            f"{since_start:.1f}s after the command started",
+            console=out,
+        )
+    if summary.resumed_from is not None:
+        line(f"  resumed after cursor {summary.resumed_from!r}", console=out)
+    _shards(out, summary)
+    for signature, chosen in summary.attention.items():
+        line(f"  attention {chosen} for {signature}", console=out)
+    provenance(summary.provenance)
+
+
+def _earlier_work(out: Console, summary: RunSummary) -> None:
+    """Where the counts above include work committed before this run, or cannot."""
+    before = summary.committed_before
+    if before is None:
+        line(
+            "  the counts are this run's work only: what shards finished earlier (or a "
+            "checkpoint from an older seamline) hold is not known here",
+            console=out,
+        )
+    elif before.read:
+        line(
+            f"  {before.documents} of these documents ({before.examples} outputs) were "
+            "committed before this run or before an attempt it retried; this run computed "
+            f"{summary.counts.documents} (the rates are this run's)",
+            console=out,
+        )
+
+
+def _shards(out: Console, summary: RunSummary) -> None:
+    """How a sharded run (or one on another executor) was spread, and what it did not redo."""
+    if summary.shard_count <= 1 and summary.executor == "local":
+        return
+    kept = list(summary.finished_before)
+    ran = [s.shard.index for s in summary.shards if s.shard.index not in kept]
+    line(
+        f"  executor {summary.executor}: {summary.shard_count} shards, {len(ran)} run on "
+        f"{summary.workers} workers"
+        + (f"; shards {kept} were finished before and not redone" if kept else ""),
+        console=out,
+    )
+
+
+def profile_summary(summary: RunSummary, out_dir: Path, written: list[Path]) -> None:
+    """The files the profiler wrote, and how to open them (Perfetto, TensorBoard)."""
+    out = consoles.out
+    line(
+        ("done", "green"),
+        f" {summary.pipeline}: {summary.counts.documents} documents, "
+        f"{summary.counts.batches} batches in {summary.seconds:.1f}s, profiled",
+        console=out,
+    )
+    line(f"  trace in {out_dir}/", console=out)
+    for path in written:
+        line(f"    {path}", console=out)
+    perfetto = [p for p in written if p.name.startswith("perfetto_trace")]
+    if perfetto:
+        line(f"  Perfetto: open https://ui.perfetto.dev and drop {perfetto[0]} on it", console=out)
+    line(
+        f"  TensorBoard: pip install tensorboard tensorboard-plugin-profile; "
+        f"tensorboard --logdir {out_dir} (Profile tab)",
+        console=out,
+    )
+    attention = ", ".join(sorted(set(summary.attention.values()))) or "<name>"
+    line(
+        f"  search the trace for seamline/attention/ ({attention}) and seamline/model/",
+        console=out,
+    )

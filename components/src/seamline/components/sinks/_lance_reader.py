@@ -1,0 +1,133 @@
+"""Reading a ``lancedb`` output back: search through its vector index, or every row.
+
+The lancedb sink builds its index with the cosine distance and records its search
+settings (``nprobes``, ``refine_factor``) in the manifest's ``outputs.index``; they
+apply in :meth:`LanceReader.nearest`. ``exact`` bypasses the index: LanceDB then
+computes the distance to every row (still with the cosine distance, as the index
+does). ``where`` is a SQL filter LanceDB applies before the nearest neighbours are
+chosen, so ``k`` rows that match come back when there are ``k``. The table is opened
+only if the manifest's folder holds it as a folder of regular files
+(:func:`~seamline.contracts.manifest.output_folder`), and every row is checked as it
+is read, as every reader's are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+import numpy as np
+
+from seamline.components.sinks._columns import EMBEDDING, METADATA, stored_chunk, stored_rows
+from seamline.contracts import UserError
+from seamline.contracts.manifest import REWRITE, output_folder
+from seamline.contracts.readback import CHUNK_ROWS, Chunk, Nearest, OutputReader
+from seamline.contracts.stored import first_line
+
+if TYPE_CHECKING:
+    from lancedb.query import LanceVectorQueryBuilder
+    from lancedb.table import Table
+
+COLUMNS = ["id", "window_index", "span_start", "span_end", "text", "metadata"]
+
+
+class LanceReader(OutputReader):
+    """The table the manifest names, searched by LanceDB itself."""
+
+    primary: ClassVar[str] = "table"
+    filters: ClassVar[bool] = True
+
+    def table_path(self) -> Path:
+        """The table the manifest names: a folder in the manifest's folder, of regular files."""
+        return output_folder(self.file("table"), "table", self.manifest)
+
+    def _table(self) -> tuple[Path, Table]:
+        import lancedb
+
+        path = self.table_path()
+        try:
+            table = lancedb.connect(str(path.parent)).open_table(path.stem)
+            table.schema  # noqa: B018 - reads the table's metadata: a broken one fails here
+        except (ValueError, RuntimeError, OSError) as err:
+            raise UserError(
+                f"{path}: not a LanceDB table as the lancedb sink writes it ({first_line(err)})"
+                f"{REWRITE}"
+            ) from None
+        return path, table
+
+    def chunks(self, dimension: int | None) -> Iterator[Chunk]:
+        path, table = self._table()
+        seen = 0
+        for batch in table.search().limit(None).to_batches(CHUNK_ROWS):
+            vectors, rows = stored_chunk(batch.to_pydict(), f"{path}: row", seen, dimension)
+            seen += len(rows)
+            if rows:
+                dimension = vectors.shape[1]
+                yield vectors, rows
+
+    def nearest(
+        self, vector: np.ndarray[Any, Any], k: int, *, exact: bool = False, where: str | None = None
+    ) -> Nearest:
+        """The ``k`` rows of the table nearest to the unit ``vector``."""
+        path, table = self._table()
+        columns = [name for name in COLUMNS if name in table.schema.names]
+        searched = cast(
+            "LanceVectorQueryBuilder", table.search(vector, vector_column_name=EMBEDDING)
+        )
+        query = searched.distance_type("cosine").select([*columns, "_distance"]).limit(k)
+        if where:
+            query = query.where(where, prefilter=True)
+        vector_indexes = [i for i in table.list_indices() if EMBEDDING in i.columns]
+        if exact or not vector_indexes:
+            query = query.bypass_vector_index()
+            how = f"exact: every one of {table.count_rows():,} rows"
+        else:
+            query, how = self._through(query, vector_indexes[0])
+        try:
+            plan = query.explain_plan()
+            found = query.to_arrow().to_pydict()
+        except (ValueError, RuntimeError, OSError) as err:
+            if where:
+                raise UserError(
+                    f"--where {where!r} is not a filter LanceDB can apply to {path}: "
+                    f"{str(err).rstrip('.')}. The "
+                    f"columns: {', '.join(_column_names(table.schema))}"
+                ) from err
+            raise UserError(
+                f"{path}: LanceDB could not search it ({first_line(err)}){REWRITE}"
+            ) from None
+        distances = found.pop("_distance")
+        rows = stored_rows(found, f"{path}: row")
+        if where:
+            how += f", where {where}"
+        scored = [(1.0 - float(d), row) for d, row in zip(distances, rows, strict=True)]
+        return Nearest(scored, how, plan)
+
+    def _through(self, query: Any, vector_index: Any) -> tuple[Any, str]:
+        """``query`` through the table's vector index, with the settings the sink recorded."""
+        settings = self.outputs.index
+        # An IVF-PQ index trains on 256 rows or more: below, it holds none, and LanceDB
+        # compares the rows it does not hold exactly. Say so.
+        indexed, unindexed = vector_index.num_indexed_rows, vector_index.num_unindexed_rows
+        used = [f"{vector_index.index_type}: {indexed:,} rows indexed"]
+        if unindexed:
+            used.append(f"{unindexed:,} compared exactly")
+        if settings is not None and settings.nprobes:
+            query = query.nprobes(settings.nprobes)
+            used.append(f"nprobes {settings.nprobes}")
+        if settings is not None and settings.refine_factor:
+            query = query.refine_factor(settings.refine_factor)
+            used.append(f"refine_factor {settings.refine_factor}")
+        return query, f"vector index {vector_index.name} ({', '.join(used)})"
+
+
+def _column_names(schema: Any) -> list[str]:
+    """Top-level columns, and ``metadata.<key>`` for each metadata field."""
+    names = []
+    for field in schema:
+        if field.name == METADATA:
+            names += [f"{METADATA}.{child.name}" for child in field.type]
+        elif field.name != EMBEDDING:
+            names.append(field.name)
+    return names

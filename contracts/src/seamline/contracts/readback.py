@@ -1,0 +1,198 @@
+"""Reading a published output back: each sink says how, through its :class:`OutputReader`.
+
+A sink knows the format it wrote, so it names the reader of its output (its class
+attribute ``reader``, sink contract 1.4). Whoever reads an output (``seamline search``,
+which finds the sink by the name the manifest's ``outputs.sink`` gives it in the
+registry; the tests; a sink author's conformance fixture) goes through the manifest
+and that reader, and keeps no list of sink kinds of its own.
+
+What is read is untrusted (whoever can write the folder can edit it): the manifest is
+validated by its schema (:mod:`.manifest`), only regular files in the manifest's own
+folder are opened (:meth:`OutputReader.open`), and every row and vector is checked as
+it is read (:mod:`.stored`). A problem is one ``UserError`` naming the file and the
+line or row.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar
+
+import numpy as np
+
+from seamline.contracts.errors import UserError
+from seamline.contracts.manifest import (
+    REWRITE,
+    Outputs,
+    load_manifest,
+    manifest_path,
+    open_output,
+    output_files,
+)
+from seamline.contracts.sink import OutputRecord, Sink
+from seamline.contracts.stored import StoredRow, json_object, record_lines, vector_of
+
+Chunk = tuple[np.ndarray[Any, Any], list[StoredRow]]
+"""Vectors (float32, one row each) and the stored row of each, in output order."""
+
+CHUNK_ROWS = 4096
+"""How many rows a reader yields at a time: memory stays bounded whatever the output."""
+
+
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """The rows an output's own query engine found nearest to a vector."""
+
+    rows: list[tuple[float, StoredRow]]
+    """``(cosine similarity, row)``, best first; rows checked as every reader's are."""
+    how: str
+    """How they were found: an index and its settings, or an exact scan."""
+    plan: str = ""
+    """The engine's plan of the query, where it has one."""
+
+
+class OutputReader(abc.ABC):
+    """One published part of a sink's output (a whole output is one part), read back.
+
+    ``files`` are the part's files by purpose, each already checked to lie in the
+    manifest's folder (:func:`~seamline.contracts.manifest.output_files`).
+    """
+
+    primary: ClassVar[str]
+    """The purpose of the file (or folder) whose presence says a whole output is published."""
+    filters: ClassVar[bool] = False
+    """Whether :meth:`nearest` applies a ``where`` filter (a query engine's SQL)."""
+
+    def __init__(self, files: Mapping[str, Path], manifest: Path, outputs: Outputs) -> None:
+        self.files = dict(files)
+        self.manifest = manifest
+        self.outputs = outputs
+
+    @abc.abstractmethod
+    def chunks(self, dimension: int | None) -> Iterator[Chunk]:
+        """Every vector with its row, in output order, at most :data:`CHUNK_ROWS` at a time.
+
+        Each vector must have ``dimension`` values (None: as many as the first one has),
+        and each row is checked as it is read; a problem is a ``UserError`` naming the
+        file and the line or row.
+        """
+
+    def errors(self) -> Iterator[dict[str, Any]]:
+        """The records of documents set aside, in order (the errors file's JSON lines)."""
+        path = self.file("errors")
+        with self.open("errors") as handle:
+            for where, line in record_lines(path, handle):
+                yield json_object(line, where)
+
+    def nearest(
+        self, vector: np.ndarray[Any, Any], k: int, *, exact: bool = False, where: str | None = None
+    ) -> Nearest | None:
+        """The ``k`` rows nearest (cosine) to the unit ``vector`` by the output's own engine,
+        or None where it has none (the caller then scans :meth:`chunks`)."""
+        return None
+
+    def file(self, purpose: str) -> Path:
+        """The part's file of ``purpose``, or a ``UserError`` saying the manifest names none."""
+        path = self.files.get(purpose)
+        if path is None:
+            raise UserError(f"{self.manifest} names no {purpose} file{REWRITE}")
+        return path
+
+    def open(self, purpose: str) -> BinaryIO:
+        """The part's file of ``purpose`` opened for reading, if it is a regular file."""
+        return open_output(self.file(purpose), purpose, self.manifest)
+
+
+class LineReader(OutputReader):
+    """An output whose :attr:`primary` file holds one record a line (JSON Lines, TSV, ...):
+    each line bounded, parsed by :meth:`parse`, its vector checked, read in chunks."""
+
+    primary: ClassVar[str] = "records"
+
+    @abc.abstractmethod
+    def parse(self, line: bytes, where: str) -> tuple[StoredRow, Any]:
+        """One line (``where``: ``file:line``, for messages) as its checked row and its
+        vector's values as stored; a problem is a ``UserError`` at ``where``."""
+
+    def chunks(self, dimension: int | None) -> Iterator[Chunk]:
+        return in_chunks(self._rows(dimension))
+
+    def _rows(self, dimension: int | None) -> Iterator[tuple[StoredRow, np.ndarray[Any, Any]]]:
+        path = self.file(self.primary)
+        with self.open(self.primary) as handle:
+            for where, line in record_lines(path, handle):
+                row, values = self.parse(line, where)
+                vector = vector_of(values, dimension, where)
+                dimension = len(vector)
+                yield row, vector
+
+
+def in_chunks(rows: Iterable[tuple[StoredRow, np.ndarray[Any, Any]]]) -> Iterator[Chunk]:
+    """``(row, vector)`` pairs, as a reader of lines reads them, in chunks of at most
+    :data:`CHUNK_ROWS` (what :meth:`OutputReader.chunks` yields)."""
+    held: list[tuple[StoredRow, np.ndarray[Any, Any]]] = []
+    for pair in rows:
+        held.append(pair)
+        if len(held) == CHUNK_ROWS:
+            yield np.stack([vector for _, vector in held]), [row for row, _ in held]
+            held = []
+    if held:
+        yield np.stack([vector for _, vector in held]), [row for row, _ in held]
+
+
+SinkLookup = Callable[[str], type[Sink[Any]]]
+"""A sink's registered name -> its class (``seamline search`` asks the registry)."""
+
+
+def published(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[OutputReader] | None:
+    """A reader of each published part of ``output`` (its primary file or its manifest), or
+    None while nothing is published there.
+
+    ``sinks`` is the sink class whose reader reads it, or a lookup that finds the class
+    by the name the manifest's ``outputs.sink`` gives.
+    """
+    path = manifest_path(output)
+    try:
+        manifest = load_manifest(path)
+    except FileNotFoundError:
+        return None
+    outputs = manifest.outputs or Outputs()
+    sink: type[Sink[Any]] = sinks if isinstance(sinks, type) else sinks(outputs.sink)
+    reader = sink.reader
+    if reader is None:
+        raise UserError(
+            f"{path}: the {outputs.sink or 'unnamed'} sink that wrote it says no way to read "
+            "it back (it names no reader)"
+        )
+    parts = output_files(outputs, path)
+    if outputs.parts is None:  # a whole output: published once its primary file is out
+        primary = parts[0].get(reader.primary)
+        if primary is None or not primary.exists():
+            return None
+    return [reader(files, path, outputs) for files in parts]
+
+
+def read_records(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[OutputRecord] | None:
+    """Every published record of ``output``, part by part; None while nothing is published."""
+    readers = published(output, sinks)
+    if readers is None:
+        return None
+    records = []
+    for reader in readers:
+        for vectors, rows in reader.chunks(None):
+            records += [
+                OutputRecord(row.id, row.window, row.span, vector, row.metadata, row.text)
+                for vector, row in zip(vectors, rows, strict=True)
+            ]
+    return records
+
+
+def read_errors(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[dict[str, Any]] | None:
+    """Every published record of a document set aside, part by part; None if unpublished."""
+    readers = published(output, sinks)
+    if readers is None:
+        return None
+    return [error for reader in readers for error in reader.errors()]

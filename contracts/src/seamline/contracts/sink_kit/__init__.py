@@ -1,0 +1,72 @@
+"""A kit for sink authors: the write lifecycle of a sink that publishes its output whole.
+
+A sink that keeps its promises (nothing visible before the run ends, every record
+exactly once across a crash, one run per destination, a checkpoint nobody can turn
+against it, parts of a sharded run published together) does a great deal that is
+the same for every output format. It lives here once, for seamline's own sinks and a
+third party's alike (part of ``seamline-contracts``: pydantic and numpy, nothing
+else)::
+
+    from seamline.contracts.readback import LineReader
+    from seamline.contracts.sink_kit import OutputConfig, PublishingSink, record_fields
+
+    class TsvReader(LineReader):
+        def parse(self, line, where): ...  # a checked row, and the vector's values
+
+    class TsvSink(PublishingSink[OutputConfig]):
+        name = "tsv"
+        contract_version = "1.4"
+        Config = OutputConfig
+        reader = TsvReader
+
+        def write_rows(self, records, files):
+            ...  # each record, as one line, into files["records"]
+
+(whole, tested, in the example package ``seamline-example-csv``: ``seamline_example_csv/tsv.py``).
+
+The names here are the kit's public face:
+
+- :class:`PublishingSink`, the template: it owns the destination's lock, the
+  checkpoint, the partial files, the errors file, publication and staged parts; a sink
+  fills in :meth:`~PublishingSink.write_rows` and, for rows kept outside byte streams,
+  a few more hooks;
+- :class:`OutputConfig`, the fields every such sink has (``path``, ``errors_path``),
+  made absolute once and checked to be distinct files; :data:`OutputPath` for a
+  sink's further paths;
+- :class:`SinkState` and :class:`NoState`: what a sink adds to its checkpoint, as a
+  strict schema (the checkpoint is read back as untrusted input);
+- :class:`AtomicFile` and :class:`AtomicGroup`: files published by renaming them
+  into place, one after another; :func:`fsync_directory` to make a rename durable;
+- :data:`RunId`: a staged run's id, as a state that records one must check it;
+- what a sink takes from a record: :func:`checked_vector`, :func:`record_fields`,
+  :func:`record_metadata`.
+
+Reading an output back is the other half: a sink names its
+:class:`~seamline.contracts.readback.OutputReader` (``reader = ...``), which
+``seamline search`` and :func:`~seamline.contracts.readback.read_records` use.
+Everything else in this package (``_atomic``, ``_checkpoint``, ``_lock``, ``_parts``,
+``_paths``) is private to the kit and may change without notice.
+"""
+
+from seamline.contracts.sink_kit._atomic import AtomicFile, AtomicGroup, fsync_directory
+from seamline.contracts.sink_kit._checkpoint import NoState, SinkState
+from seamline.contracts.sink_kit._config import OutputConfig
+from seamline.contracts.sink_kit._parts import RunId
+from seamline.contracts.sink_kit._paths import OutputPath
+from seamline.contracts.sink_kit._records import checked_vector, record_fields, record_metadata
+from seamline.contracts.sink_kit._template import PublishingSink
+
+__all__ = [
+    "AtomicFile",
+    "AtomicGroup",
+    "NoState",
+    "OutputConfig",
+    "OutputPath",
+    "PublishingSink",
+    "RunId",
+    "SinkState",
+    "checked_vector",
+    "fsync_directory",
+    "record_fields",
+    "record_metadata",
+]

@@ -1,0 +1,84 @@
+"""The output fields every publishing sink has, declared once: ``path``, ``errors_path``, ``text``.
+
+A sink's config subclasses :class:`OutputConfig` and adds only its own settings. The
+paths are :data:`~._paths.OutputPath`: made absolute once, when the config is
+validated, so that everything the sink derives from them (partial files, checkpoint,
+lock, staging area, manifest) is spelled one way (:mod:`._paths`). The outputs a config
+names, and the manifest the sink derives, are checked here to be distinct files, so a
+config whose ``errors_path`` is the records file under another spelling never starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar, Self
+
+from pydantic import Field, model_validator
+
+from seamline.contracts.component import ComponentConfig
+from seamline.contracts.sink_kit._paths import OutputPath, check_distinct
+from seamline.contracts.sink_kit._records import default_errors_path, default_manifest_path
+
+
+class OutputConfig(ComponentConfig):
+    """The ``with:`` fields of a sink that publishes ``path`` (and its companions) whole."""
+
+    path_is_folder: ClassVar[bool] = False
+    """Whether ``path`` is a folder the sink replaces (a table), inside which no other
+    output may lie."""
+
+    path: OutputPath = Field(
+        description="Where the output is published, with its errors file and manifest "
+        "beside it; parent directories are created. A relative path is relative to the "
+        "working directory of the run."
+    )
+    errors_path: OutputPath | None = Field(
+        default=None,
+        description="Where documents that were set aside are recorded, one JSON object each. "
+        "Default: '<path stem>.errors.jsonl' beside path.",
+    )
+    text: bool = Field(
+        default=True,
+        description="Store each window's text beside its vector (what search shows as the "
+        "snippet); false leaves it out.",
+    )
+
+    def other_outputs(self) -> list[tuple[str, Path]]:
+        """The sink's other files, as ``(label, absolute path)`` (the npy sink's index).
+
+        Checked to be distinct from the rest; a subclass with more output paths lists them.
+        """
+        return []
+
+    def relocated(self, directory: Path) -> Self:
+        """This config with every output in ``directory``, under the same names (a part's)."""
+        update = {
+            "path": directory / self.path.name,
+            "errors_path": directory / self.resolved_errors_path().name,
+        }
+        return self.model_copy(update=update)
+
+    def resolved_errors_path(self) -> Path:
+        return self.errors_path if self.errors_path is not None else default_errors_path(self.path)
+
+    def manifest_path(self) -> Path:
+        """``<path stem>.manifest.json`` beside ``path``: what made the output."""
+        return default_manifest_path(self.path)
+
+    @model_validator(mode="after")
+    def _distinct_outputs(self) -> Self:
+        errors = (
+            "errors_path"
+            if self.errors_path is not None
+            else "the errors file ('<stem>.errors.jsonl')"
+        )
+        check_distinct(
+            [
+                ("path", self.path),
+                *self.other_outputs(),
+                (errors, self.resolved_errors_path()),
+                ("the manifest", self.manifest_path()),
+            ],
+            folders={"path"} if self.path_is_folder else (),
+        )
+        return self

@@ -1,0 +1,101 @@
+"""The staged-parts half of the template (sink contract 1.3): a part per shard, published together.
+
+A run split into shards writes each shard's part through a copy of the sink relocated
+into the run's staging area beside the destination; the driver publishes the parts
+together when every one is finished (:mod:`._parts` has the layout and the rules).
+:class:`StagedParts` is what :class:`~._template.PublishingSink` adds for it: the same
+for every sink, except how a sink that copies its parts into one output (a Parquet
+file, a table) publishes them, which it overrides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from seamline.contracts.documents import Shard
+from seamline.contracts.errors import ContractViolation
+from seamline.contracts.sink import StagedRun
+from seamline.contracts.sink_kit._atomic import AtomicFile
+from seamline.contracts.sink_kit._config import OutputConfig
+from seamline.contracts.sink_kit._parts import PartLock, PartStaging
+
+ConfigT = TypeVar("ConfigT", bound=OutputConfig)
+
+
+class StagedParts(Generic[ConfigT]):
+    """Contract 1.3 on a sink of an :class:`OutputConfig`, over :class:`PartStaging`."""
+
+    name: ClassVar[str]
+    keeps_parts: ClassVar[bool] = True
+    """Whether a staged run is published as a manifest naming every part's files (False:
+    the sink copies the parts into one output, in its own :meth:`publish_parts`)."""
+    config: ConfigT
+    _part_of: Path | None = None
+    """On a part of a staged run: the destination of the whole output."""
+    _part_lock: PartLock | None = None
+    """On a part: its lock, held from recover (or start) to close."""
+
+    def staging_targets(self) -> tuple[Path, list[tuple[str, Path]]]:
+        """``(manifest path, [(purpose, destination), ...])``, primary last."""
+        raise NotImplementedError
+
+    def staging(self) -> PartStaging:
+        """The staged runs at this destination: their area, parts and publication."""
+        manifest_path, targets = self.staging_targets()
+        return PartStaging(self.name, manifest_path, targets, keeps_parts=self.keeps_parts)
+
+    def relocated(self, directory: Path) -> Any:
+        """A new sink like this one whose files are all in ``directory``, by the same names."""
+        return type(self)(self.config.relocated(directory))  # type: ignore[call-arg]
+
+    def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        self.staging().begin(run_id, count, manifest)
+
+    def staged_run(self, manifest: Mapping[str, Any]) -> StagedRun | None:
+        return self.staging().staged(manifest)
+
+    def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        self.staging().publish(run_id, count, manifest)
+
+    def part(self, run_id: str, shard: Shard) -> Any:
+        staging = self.staging()
+        directory = staging.part_directory(run_id, shard)
+        run_directory = staging.run_directory(run_id)
+        if run_directory.is_symlink() or not run_directory.is_dir():
+            raise ContractViolation(
+                f"{self.name} sink: no staging area for run {run_id} (begin_parts was not "
+                "called, or a fresh run replaced it)"
+            )
+        if directory.is_symlink():  # planted: the part is written in a folder of its own
+            directory.unlink()
+        part = self.relocated(directory)
+        part._part_lock = PartLock(directory / ".lock")
+        part._part_of = self.destination
+        return part
+
+    def finished(self) -> bool:
+        return self.is_part and self.config.path.exists()
+
+    @property
+    def is_part(self) -> bool:
+        """Whether this sink writes a part of a staged run (see :meth:`part`)."""
+        return self._part_lock is not None
+
+    @property
+    def destination(self) -> Path:
+        """The whole output's ``path`` (a part's own ``path`` is in the staging area)."""
+        return self._part_of or self.config.path
+
+    def merged_errors(self, parts: Sequence[Mapping[str, Path]]) -> AtomicFile:
+        """The errors files of ``parts``, in order, as one unpublished errors file (for a
+        sink that copies its parts into one output when it publishes them)."""
+        errors = AtomicFile(self.config.resolved_errors_path(), purpose="errors file")
+        try:
+            for files in parts:
+                errors.write(files["errors"].read_bytes())
+        except BaseException:
+            errors.discard()
+            raise
+        return errors

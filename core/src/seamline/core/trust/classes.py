@@ -1,0 +1,136 @@
+"""Conformance classes: how ``seamline check`` builds a component, found as components are.
+
+A distribution registers the suite's class for a component under the entry-point
+group ``seamline.conformance``, named ``KIND:NAME``. Importing that class runs the
+distribution's code, exactly as importing a component does, so it is found by the
+same rules (:meth:`seamline.core.registry.Registry.discover` builds this index from
+the same reading of the dist-info folders):
+
+* each entry point is bound to its distribution by the file its module would be
+  imported from (:mod:`seamline.core.trust.binding`), and one the trust policy
+  refuses is *untrusted*: listed with the reason, never imported;
+* two trusted distributions registering a class for one ``KIND:NAME`` are a conflict:
+  neither is used, and asking for it names both (no silent first-one-wins);
+* nothing is imported until a class is asked for (:meth:`ConformanceClasses.load`),
+  so discovery stays as cheap as reading metadata, and ``seamline check`` imports
+  only the one class it runs.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from seamline.contracts import ComponentLoadError, DuplicateComponentError, Kind
+from seamline.core.trust.binding import Distributions
+from seamline.core.trust.policy import TrustPolicy
+
+CONFORMANCE_GROUP = "seamline.conformance"
+"""The entry-point group of conformance classes, named ``KIND:NAME``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConformanceEntry:
+    """One ``seamline.conformance`` entry point, and whether trust allows it."""
+
+    key: str
+    """The entry point's name: ``KIND:NAME`` of the component it checks."""
+    target: str
+    """``module:Class``, as the entry point names it."""
+    distribution: str
+    version: str
+    untrusted: str = ""
+    """Why trust refuses it ("" when it does not): it is then never imported."""
+    module_file: str = ""
+    """The file its module would be imported from ("" when it cannot be found)."""
+    doubt: str = ""
+    """Why the distribution's name cannot be believed for it ("" when it can)."""
+
+    def described(self) -> str:
+        return f"{self.distribution} {self.version} ({self.target})"
+
+
+class ConformanceClasses:
+    """Every conformance class the installed distributions register, none imported yet."""
+
+    def __init__(self, entries: Iterable[ConformanceEntry] = ()) -> None:
+        self._entries = list(entries)
+
+    @classmethod
+    def discover(cls, index: Distributions, trust: TrustPolicy) -> ConformanceClasses:
+        """The entries of ``index``'s dist-info folders, each bound and judged by ``trust``."""
+        entries: list[ConformanceEntry] = []
+        seen: set[tuple[str, str, str]] = set()
+        for ep in index.entry_points(CONFORMANCE_GROUP):
+            bound = index.bind((CONFORMANCE_GROUP, ep.name, ep.value))
+            key = (ep.name, ep.value, bound.origin.name)
+            if key in seen:  # the same distribution found twice on sys.path
+                continue
+            seen.add(key)
+            entry = ConformanceEntry(
+                ep.name,
+                ep.value,
+                bound.origin.name,
+                bound.origin.version,
+                module_file=bound.module_file,
+                doubt=bound.doubt,
+            )
+            entries.append(_judged(entry, trust))
+        return cls(entries)
+
+    def narrowed(self, trust: TrustPolicy) -> ConformanceClasses:
+        """These entries with every one ``trust`` refuses marked untrusted."""
+        return ConformanceClasses(_judged(e, trust) for e in self._entries)
+
+    def entries(self) -> list[ConformanceEntry]:
+        """Every entry, trusted or not, in the order found (for listings and workers)."""
+        return list(self._entries)
+
+    def problem(self, kind: Kind, name: str) -> str | None:
+        """Why no conformance class can be used for ``kind:name``; None when one can."""
+        key = f"{kind}:{name}"
+        mine = [e for e in self._entries if e.key == key]
+        trusted = [e for e in mine if not e.untrusted]
+        if len({e.distribution for e in trusted}) > 1:
+            owners = " and ".join(e.described() for e in trusted)
+            return f"{CONFORMANCE_GROUP} entry point {key!r} is registered by {owners}"
+        if trusted:
+            return None
+        refused = "; ".join(f"{e.described()} is untrusted: {e.untrusted}" for e in mine)
+        return f"no {CONFORMANCE_GROUP} entry point {key!r}" + (
+            f" of a distribution trust allows ({refused})" if refused else ""
+        )
+
+    def load(self, kind: Kind, name: str) -> object | None:
+        """The class registered for ``kind:name``, imported now; None when trust allows none.
+
+        Two trusted distributions registering one is a ``DuplicateComponentError``; an
+        import that fails is a ``ComponentLoadError`` (both user errors, naming the entry).
+        """
+        key = f"{kind}:{name}"
+        trusted = [e for e in self._entries if e.key == key and not e.untrusted]
+        if not trusted:
+            return None
+        problem = self.problem(kind, name)
+        if problem is not None:
+            raise DuplicateComponentError(
+                f"{problem}; uninstall one of them or ask its author to rename the entry point"
+            )
+        entry = trusted[0]
+        try:
+            loaded: object = metadata.EntryPoint(key, entry.target, CONFORMANCE_GROUP).load()
+        except Exception as err:
+            raise ComponentLoadError(
+                f"the conformance entry point {key!r} ({entry.target}) cannot be loaded: "
+                f"{type(err).__name__}: {err}"
+            ) from None
+        return loaded
+
+
+def _judged(entry: ConformanceEntry, trust: TrustPolicy) -> ConformanceEntry:
+    """``entry`` marked untrusted when ``trust`` refuses its distribution (never unmarked)."""
+    if entry.untrusted:
+        return entry
+    reason = trust.refusal(entry.distribution, entry.doubt)
+    return replace(entry, untrusted=reason) if reason else entry

@@ -1,0 +1,156 @@
+"""Whether a component has earned trust here and now: a conformance class and a passing record.
+
+``require_conformance`` (a pipeline's ``trust``, or the user config's) asks every
+component a pipeline uses for proof that it keeps its contract on this machine:
+
+* its distribution, or another that trust allows, registers a **conformance class**
+  for it (entry point ``seamline.conformance`` ``KIND:NAME``, found through the
+  registry: :class:`~seamline.core.trust.classes.ConformanceClasses`), so that
+  the proof can be made at all;
+* a **passing record** exists for exactly its version, its configuration, and this
+  JAX, jaxlib, platform and device kind (:mod:`seamline.core.trust.records` keeps
+  them). Nothing else counts, so a JAX upgrade withdraws a kernel's trust until the
+  suite passes again, and the reason says what changed and the command that fixes it.
+
+The loader, model, sink, monitors and executor are checked when the pipeline is
+resolved (:class:`ConformanceCheck`); attention candidates are checked by the
+planner, which refuses an untrusted one for every shape (:func:`untrusted_candidates`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from seamline.contracts import Attention, Component, Kind
+from seamline.contracts.conformance import (
+    ConformanceRecord,
+    Environment,
+    config_of,
+    current_environment,
+    record_key,
+)
+from seamline.core.trust.records import load_records
+
+if TYPE_CHECKING:  # the registry holds the trust policy, so this package never imports it
+    from seamline.core.registry import ComponentInfo, Registry
+
+
+class ConformanceCheck:
+    """Records and environment read once, for every component one pipeline uses."""
+
+    def __init__(
+        self,
+        environment: Environment | None = None,
+        records: Iterable[ConformanceRecord] | None = None,
+    ) -> None:
+        self.environment = environment if environment is not None else current_environment()
+        self.records = list(records) if records is not None else load_records()
+
+    def refusal(
+        self, registry: Registry, kind: Kind, name: str, config: Mapping[str, Any], required: str
+    ) -> str | None:
+        """Why the component ``kind:name`` with ``config`` may not be used, or None.
+
+        ``required`` says where conformance is required (the pipeline's setting or the
+        user config's), for the message; ``registry`` is the one the pipeline is
+        resolved with: a conformance class counts only from a distribution it trusts.
+        """
+        what = f"{kind} {name!r}"
+        missing = registry.conformance.problem(kind, name)
+        if missing is not None:
+            return (
+                f"{what} registers no conformance class ({missing}), and {required}: ask its "
+                "author to ship one (docs/shipping-a-component.md), or choose another"
+            )
+        info = registry.get(kind, name)  # resolved already: usable
+        problem = config_trust_problem(kind, name, config, info, self.environment, self.records)
+        return None if problem is None else f"{what} is not trusted: {problem}; {required}"
+
+    def problem(self, component: Component[Any], info: ComponentInfo | None) -> str | None:
+        """:func:`trust_problem` against these records and this environment."""
+        return trust_problem(component, info, self.environment, self.records)
+
+
+def untrusted_candidates(
+    candidates: Sequence[Attention[Any]],
+    infos: Mapping[str, ComponentInfo | None],
+    required: bool,
+) -> dict[str, str]:
+    """Attention candidate name -> why it is not trusted; empty when conformance is not required.
+
+    ``infos`` maps each candidate's name to the registry's entry for it (None for a
+    component no entry point registers), whose version a record must match.
+    """
+    if not required:
+        return {}
+    check = ConformanceCheck()
+    problems = {}
+    for candidate in candidates:
+        problem = check.problem(candidate, infos.get(candidate.name))
+        if problem is not None:
+            problems[candidate.name] = problem
+    return problems
+
+
+def trust_problem(
+    component: Component[Any],
+    info: ComponentInfo | None,
+    environment: Environment,
+    records: Iterable[ConformanceRecord],
+) -> str | None:
+    """Why ``component`` is not trusted here and now (None: a passing record matches).
+
+    ``info`` is the registry's entry for the component (its distribution version is
+    part of what a record pins); None for a component no entry point registers. The
+    message names what is missing — no record, a record for other versions, or a
+    failing one — and the command that would produce a fresh one.
+    """
+    return config_trust_problem(
+        component.kind, component.name, config_of(component), info, environment, records
+    )
+
+
+def config_trust_problem(
+    kind: Kind,
+    name: str,
+    config: Mapping[str, Any],
+    info: ComponentInfo | None,
+    environment: Environment,
+    records: Iterable[ConformanceRecord],
+) -> str | None:
+    """:func:`trust_problem` for a component not built yet: its kind, name and config data."""
+    records = list(records)
+    version = info.version if info is not None else None
+    wanted = record_key(kind, name, version, config, environment)
+    fix = f"run 'seamline check {kind}:{name} --record'"
+    if any(record.key() == wanted and record.passed for record in records):
+        return None
+    same = [r for r in records if r.key() == wanted]
+    if same:
+        return f"its conformance record for these versions fails ({same[-1].summary()}); {fix}"
+    mine = [r for r in records if r.kind == kind and r.name == name]
+    if not mine:
+        return f"no conformance record; {fix}"
+    latest = max(mine, key=lambda r: r.created)
+    return (
+        f"its conformance record is for {_differences(latest, version, config, environment)}; {fix}"
+    )
+
+
+def _differences(
+    record: ConformanceRecord,
+    version: str | None,
+    config: Mapping[str, Any] | None,
+    environment: Environment,
+) -> str:
+    parts = []
+    if record.distribution_version != version:
+        parts.append(f"version {record.distribution_version} (installed: {version})")
+    if record.config != (dict(config) if config is not None else None):
+        parts.append("another configuration")
+    for field in ("jax", "jaxlib", "platform", "device_kind"):
+        then, now = getattr(record.environment, field), getattr(environment, field)
+        if then != now:
+            parts.append(f"{field} {then} (now: {now})")
+    return ", ".join(parts) or "other versions"

@@ -1,0 +1,97 @@
+"""Conformance records on this host: where they are kept, and whose they are.
+
+The record *schema* is in the contracts (:mod:`seamline.contracts.conformance`);
+what depends on this installation lives here:
+
+* the **store**: one JSON file per record key in ``$SEAMLINE_CONFORMANCE_DIR``, else
+  the user's data directory;
+* **attribution**: which distribution registers the component a record is about,
+  as the registry found it (the registry is the one place that maps entry points
+  to distributions).
+
+What a record vouches for (a component is trusted when a passing record matches
+exactly what is installed now) is :mod:`seamline.core.trust.earned`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seamline.contracts.conformance import ConformanceRecord
+from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.core.directories import data_home, named_directory
+
+if TYPE_CHECKING:  # the registry holds the trust policy, so this package never imports it
+    from seamline.core.registry import Registry
+
+log = get_logger("seamline.core")
+
+STORE_VARIABLE = "SEAMLINE_CONFORMANCE_DIR"
+"""Environment variable naming the directory records are kept in."""
+
+MAX_RECORD_BYTES = 1 << 20
+"""The largest record file read (a record of the whole suite is a few kilobytes)."""
+
+
+def store_directory() -> Path:
+    """Where records live: ``$SEAMLINE_CONFORMANCE_DIR``, else the user's data directory (a
+    variable that names something other than a directory is a user error:
+    :mod:`seamline.core.directories`)."""
+    return named_directory(STORE_VARIABLE, data_home() / "seamline" / "conformance")
+
+
+def save(record: ConformanceRecord, directory: Path | None = None) -> Path:
+    """Write ``record`` into the store (replacing an older one with the same key), atomically."""
+    target_dir = directory if directory is not None else store_directory()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    path = target_dir / f"{record.kind}-{record.name}-{record.key()}.json"
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path
+
+
+def load_records(directory: Path | None = None) -> list[ConformanceRecord]:
+    """Every readable record in the store; a damaged file or another format proves nothing.
+
+    The store is read by every run that requires conformance, so what is in it is
+    untrusted input: a FIFO or a device in place of a record would block the run or
+    never end, and a huge file would fill the memory. Such a file is skipped, with a
+    warning naming it; only a regular file of at most :data:`MAX_RECORD_BYTES`, valid
+    against the record's schema, counts.
+    """
+    source = directory if directory is not None else store_directory()
+    if not source.is_dir():
+        return []
+    records = []
+    for path in sorted(source.glob("*.json")):
+        try:
+            data = read_regular(path, MAX_RECORD_BYTES)
+        except (OSError, NotRegularFile) as err:
+            log.warning("conformance record not read", file=str(path), reason=str(err))
+            continue
+        if len(data) > MAX_RECORD_BYTES:
+            log.warning("conformance record not read", file=str(path), reason="larger than 1 MiB")
+            continue
+        try:
+            records.append(ConformanceRecord.model_validate_json(data))
+        except ValueError:
+            continue
+    return records
+
+
+def attribute(record: ConformanceRecord, registry: Registry) -> ConformanceRecord:
+    """``record`` with the distribution that registers its component, as the registry found it.
+
+    The suite itself runs without a host and cannot know which distribution an
+    entry point belongs to; a record about a class no entry point registers (a test
+    double, say) keeps ``None``.
+    """
+    info = registry.info_for_target(record.kind, record.component_class)
+    if info is None:
+        return record
+    return record.model_copy(
+        update={"distribution": info.distribution, "distribution_version": info.version}
+    )
