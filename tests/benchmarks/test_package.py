@@ -31,6 +31,7 @@ BENCHMARKS = {
     "benchmarks.overhead.orchestration",
     "benchmarks.search.index_recall",
     "benchmarks.throughput.embed_throughput",
+    "benchmarks.throughput.encode_vs_run",
     "benchmarks.throughput.length_sweep",
     "benchmarks.throughput.serve_load",
     "benchmarks.throughput.scaling",
@@ -130,12 +131,6 @@ def test_the_reference_side_needs_only_the_standard_library_and_the_checkout() -
 # -- what the documentation names -----------------------------------------------------------
 
 SOURCES = ("contracts", "core", "components", "adapters", "kernels", "examples", "benchmarks")
-STALE_UNTIL_MERGED = {
-    # Being split in issue 24 (sinks) by another helper: its two mentions of
-    # benchmarks/lancedb_cache.py become benchmarks/memory/lancedb_cache.py when the lead
-    # merges. Nothing else may be added here.
-    ROOT / "components" / "src" / "seamline" / "components" / "sinks" / "lancedb.py",
-}
 DOCUMENTS = sorted(
     {
         ROOT / "README.md",
@@ -146,7 +141,6 @@ DOCUMENTS = sorted(
         *(path for folder in SOURCES for path in (ROOT / folder).rglob("*.py")),
         *(ROOT / "examples").rglob("*.yaml"),
     }
-    - STALE_UNTIL_MERGED
 )
 PATH = re.compile(r"(?<!\w/)(?<![\w.-])benchmarks/[\w./-]*\w")
 MODULE = re.compile(r"(?<![\w./])benchmarks(?:\.\w+)+")
@@ -185,13 +179,6 @@ def test_every_file_and_module_the_docs_name_exists() -> None:
         missing += [f"{where}: {p}" for p in named_paths(text) if not (ROOT / p).exists()]
         missing += [f"{where}: {m}" for m in named_modules(text) if not is_module(m)]
     assert not missing, "\n".join(sorted(missing))
-
-
-def test_the_files_left_stale_until_merged_are_still_stale() -> None:
-    # Once the sinks' branch is merged and the names fixed, the entry must go.
-    for path in STALE_UNTIL_MERGED:
-        text = path.read_text(encoding="utf-8")
-        assert any(not (ROOT / p).exists() for p in named_paths(text)), f"remove {path}"
 
 
 def test_every_link_into_the_benchmarks_readme_finds_its_heading() -> None:

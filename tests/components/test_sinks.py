@@ -118,6 +118,22 @@ def test_each_windows_text_is_stored_unless_text_is_false(
     assert stored == (["alpha", "b\\ud800\tc", None] if text else [None, None, None])
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "npy"])
+def test_a_text_holding_a_unicode_line_break_stays_on_one_line(tmp_path: Path, kind: str) -> None:
+    """U+2028, U+2029 and NEL are line breaks to ``str.splitlines`` (and to other line
+    readers), and JSON need not escape them: written raw, one record read back as two
+    broken lines (the golden corpus's whitespace text did)."""
+    text = "one\u2028two\u2029three\x85four"
+    sink = (jsonl_sink if kind == "jsonl" else npy_sink)(tmp_path, text=True)
+    sink.start({})
+    sink.write([OutputRecord("d0", 0, (0, len(text)), np.ones(DIM, np.float32), {}, text)])
+    sink.close()
+    lines_file = tmp_path / "out" / ("emb.jsonl" if kind == "jsonl" else "emb.index.jsonl")
+    lines = lines_file.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1
+    assert json.loads(lines[0])["text"] == text
+
+
 @pytest.fixture(params=["jsonl", "npy"])
 def sink_factory(request: pytest.FixtureRequest) -> Any:
     return jsonl_sink if request.param == "jsonl" else npy_sink

@@ -160,7 +160,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         import pyarrow.parquet as pq
 
         files = self._files()
-        start_file, start_group, last_row = self._parse_cursor(after, files)
+        start_file, start_group, last_row = parse_cursor(after, files, self.config.path)
         places: list[tuple[str, int]] = []  # (file, row group) of each row group's number
         seen = self._seen_ids(places)
         position = 0  # the number of the next row group, counted over every file
@@ -179,7 +179,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 if number >= start_file and shard.owns(first):
                     yield Loaded(f"{path}#{_ALL}", DocumentError(path, reason, {"file": path}))
                 continue
-            self._check_columns(path, parquet.schema_arrow)
+            check_columns(self.config, path, parquet.schema_arrow)
             for group in range(groups):
                 # Every row group's ids are registered in input order, whichever rows this
                 # shard or this resume yields: they all agree on which row of an id is first.
@@ -206,52 +206,6 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
             )
         return matched
 
-    def _parse_cursor(
-        self, after: str | None, files: Sequence[str]
-    ) -> tuple[int, int | None, int | str | None]:
-        """``(file number, row group, row)`` to resume after; ``(0, None, None)``: the start.
-
-        A row of ``"*"`` stands for all of the row group; after a whole file (``#*``),
-        reading starts with the next file.
-        """
-        if after is None:
-            return 0, None, None
-        path, _, place = after.rpartition("#")
-        group_text, _, row_text = place.partition(":")
-        valid = bool(path) and (
-            place == _ALL or (group_text.isdigit() and (row_text.isdigit() or row_text == _ALL))
-        )
-        if not valid:
-            raise UserError(
-                f"parquet loader cannot resume after {after!r}: its cursors are "
-                "'<file>#<row group>:<row>'; the checkpoint was not written by this loader"
-            )
-        if path not in files:
-            raise UserError(
-                f"parquet loader cannot resume after {after!r}: {path!r} is no longer among the "
-                f"files {self.config.path!r} matches. The input changed since the checkpoint "
-                "was written; restore it or start the run afresh"
-            )
-        if place == _ALL:
-            return files.index(path) + 1, None, None
-        row: int | str = _ALL if row_text == _ALL else int(row_text)
-        return files.index(path), int(group_text), row
-
-    def _check_columns(self, path: str, schema: pa.Schema) -> None:
-        config = self.config
-        wanted = [config.text_column, *config.metadata_columns]
-        if config.id_column is not None:
-            wanted.insert(0, config.id_column)
-        setting = {config.id_column: "id_column", config.text_column: "text_column"}
-        for column in wanted:
-            if column not in schema.names:
-                fix = setting.get(column, "metadata_columns")
-                raise UserError(
-                    f"parquet loader: {path!r} has no column {column!r} (its columns: "
-                    f"{', '.join(schema.names)}); set {fix} in the loader's 'with:' block to "
-                    "one of them"
-                )
-
     # -- ids -------------------------------------------------------------------------------
 
     def _seen_ids(self, places: list[tuple[str, int]]) -> SeenIds | None:
@@ -261,18 +215,9 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
             return None
 
         def where(place: int) -> dict[str, Any]:
-            return {"place": self._place_text(places, place)}
+            return {"place": place_text(places, place)}
 
         return SeenIds(config.max_tracked_ids, self.name, where)
-
-    @staticmethod
-    def _place(number: int, row: int) -> int:
-        return (number << _ROW_BITS) | row
-
-    @staticmethod
-    def _place_text(places: list[tuple[str, int]], place: int) -> str:
-        path, group = places[place >> _ROW_BITS]
-        return f"{path}#{group}:{place & ((1 << _ROW_BITS) - 1)}"
 
     def _register_ids(
         self, parquet: pq.ParquetFile, group: int, number: int, seen: SeenIds
@@ -289,7 +234,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         size = rows.group_size(parquet, group, [self.config.id_column])
         for row, value in enumerate(self._ids(parquet, group, size)):
             if _usable_id(value):
-                seen.first(str(value), self._place(number, row))
+                seen.first(str(value), place_number(number, row))
 
     # -- rows ------------------------------------------------------------------------------
 
@@ -359,7 +304,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                     else:
                         item = self._row(where, fields, text_type)
                         if seen is not None and isinstance(item, Document):
-                            item = self._unique(item, where, self._place(number, row), seen)
+                            item = self._unique(item, where, place_number(number, row), seen)
                     yield Loaded(f"{path}#{group}:{row}", item)
         except (pa.ArrowException, OSError) as err:
             reason = f"row group {group} could not be read after row {row}: {err}"
@@ -486,3 +431,63 @@ def _usable_id(value: Any) -> bool:
     stringify into ids that are not stable or not meaningful.
     """
     return not isinstance(value, bool) and isinstance(value, str | int) and value != ""
+
+
+# -- cursors, places and columns: plain functions of their arguments -----------------------
+
+
+def parse_cursor(
+    after: str | None, files: Sequence[str], pattern: str
+) -> tuple[int, int | None, int | str | None]:
+    """``(file number, row group, row)`` to resume after; ``(0, None, None)``: the start.
+
+    A row of ``"*"`` stands for all of the row group; after a whole file (``#*``),
+    reading starts with the next file.
+    """
+    if after is None:
+        return 0, None, None
+    path, _, place = after.rpartition("#")
+    group_text, _, row_text = place.partition(":")
+    valid = bool(path) and (
+        place == _ALL or (group_text.isdigit() and (row_text.isdigit() or row_text == _ALL))
+    )
+    if not valid:
+        raise UserError(
+            f"parquet loader cannot resume after {after!r}: its cursors are "
+            "'<file>#<row group>:<row>'; the checkpoint was not written by this loader"
+        )
+    if path not in files:
+        raise UserError(
+            f"parquet loader cannot resume after {after!r}: {path!r} is no longer among the "
+            f"files {pattern!r} matches. The input changed since the checkpoint "
+            "was written; restore it or start the run afresh"
+        )
+    if place == _ALL:
+        return files.index(path) + 1, None, None
+    row: int | str = _ALL if row_text == _ALL else int(row_text)
+    return files.index(path), int(group_text), row
+
+
+def check_columns(config: ParquetLoaderConfig, path: str, schema: pa.Schema) -> None:
+    """Refuse a file without a column the config names, saying which setting to change."""
+    wanted = [config.text_column, *config.metadata_columns]
+    if config.id_column is not None:
+        wanted.insert(0, config.id_column)
+    setting = {config.id_column: "id_column", config.text_column: "text_column"}
+    for column in wanted:
+        if column not in schema.names:
+            fix = setting.get(column, "metadata_columns")
+            raise UserError(
+                f"parquet loader: {path!r} has no column {column!r} (its columns: "
+                f"{', '.join(schema.names)}); set {fix} in the loader's 'with:' block to "
+                "one of them"
+            )
+
+
+def place_number(number: int, row: int) -> int:
+    return (number << _ROW_BITS) | row
+
+
+def place_text(places: list[tuple[str, int]], place: int) -> str:
+    path, group = places[place >> _ROW_BITS]
+    return f"{path}#{group}:{place & ((1 << _ROW_BITS) - 1)}"

@@ -96,9 +96,14 @@ class AtomicFile:
         os.fsync(self.file.fileno())
 
     def write_json_line(self, obj: Any) -> None:
-        """Append one compact JSON object and a newline (JSON Lines)."""
+        """Append one compact JSON object and a newline (JSON Lines).
+
+        UTF-8 as written, except the three characters that Python's ``str.splitlines``
+        (and other line readers) take for a line break although JSON does not escape
+        them: a text holding one would otherwise read back as two broken lines.
+        """
         line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_to_json)
-        self.file.write(line.encode("utf-8") + b"\n")
+        self.file.write(line.translate(_LINE_BREAKS_ESCAPED).encode("utf-8") + b"\n")
 
     def publish(self) -> None:
         """Make the data durable, then atomically replace ``destination`` with it."""
@@ -227,6 +232,10 @@ def fsync_directory(directory: Path) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_LINE_BREAKS_ESCAPED = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+"""NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR: JSON escapes, so each record stays one line."""
 
 
 def _to_json(value: Any) -> Any:
