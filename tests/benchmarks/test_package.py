@@ -30,6 +30,7 @@ BENCHMARKS = {
     "benchmarks.overhead.monitor_cost",
     "benchmarks.overhead.orchestration",
     "benchmarks.search.index_recall",
+    "benchmarks.search.warm_query",
     "benchmarks.throughput.embed_throughput",
     "benchmarks.throughput.encode_vs_run",
     "benchmarks.throughput.length_sweep",

@@ -118,3 +118,25 @@ def test_too_long_is_refused() -> None:
         list(Bucketer(BatchShapes((16, 32), 4)).add(example(0, 33)))
     with pytest.raises(ValueError, match="longer than the largest bucket 32"):
         list(Packer(BatchShapes((16, 32), 4), lambda n: 2).add(example(0, 33)))
+
+
+def test_a_partial_batch_keeps_its_full_rows_unless_fitted() -> None:
+    """A run's last batch of a length keeps the full shape (no compilation of its own); an
+    embedder's lone text is computed in the fewest rows that hold it, a power of two."""
+    full = shapes(32, batch_tokens=512)
+    assert [p.rows for p in Bucketer(full).add(example(0, 20))] == []
+    assert [p.rows for p in _flushed(Bucketer(full), [20])] == [16]
+    fitted = BatchShapes(full.buckets, 32, 512, fit_partial=True)
+    assert [p.rows for p in _flushed(Bucketer(fitted), [20])] == [1]
+    assert [p.rows for p in _flushed(Bucketer(fitted), [20, 20, 20])] == [4]
+    assert [p.rows for p in _flushed(Bucketer(fitted), [20] * 16)] == [16]  # full: as ever
+    packed = Packer(fitted, lambda n: 8)
+    assert [p.rows for p in _flushed(packed, [100])] == [1]
+    assert [p.rows for p in _flushed(Packer(full, lambda n: 8), [100])] == [4]
+    on_two = BatchShapes(full.buckets, 32, 512, multiple=2, fit_partial=True)
+    assert [p.rows for p in _flushed(Bucketer(on_two), [20])] == [2]  # a row per device
+
+
+def _flushed(batcher: Bucketer | Packer, lengths: list[int]) -> list[Planned]:
+    planned = [p for i, n in enumerate(lengths) for p in batcher.add(example(i, n))]
+    return planned + list(batcher.flush())

@@ -69,10 +69,26 @@ class BatchShapes:
     batch_tokens: int | None = None
     multiple: int = 1
     """Row counts are rounded up to a multiple of this (the devices a batch is split over)."""
+    fit_partial: bool = False
+    """A partly filled batch gets the fewest rows that hold it (a power of two), not the full
+    count. A run leaves it off: its last batch of each length is one among many, and a
+    shape of its own would cost a compilation; an in-process embedder turns it on, since
+    its requests are mostly partial batches (one text, a few) and a lone short text would
+    otherwise be computed in a batch of the whole token budget."""
 
     def rows(self, length: int) -> int:
         """Rows of a batch of ``length``: the token budget's share, else ``batch_size``."""
         rows = self.batch_size if self.batch_tokens is None else max(1, self.batch_tokens // length)
+        return self._to_multiple(rows)
+
+    def partial_rows(self, length: int, used: int) -> int:
+        """Rows of a partly filled batch of ``length`` whose examples take ``used`` rows."""
+        full = self.rows(length)
+        if not self.fit_partial:
+            return full
+        return min(full, self._to_multiple(1 << max(0, used - 1).bit_length()))
+
+    def _to_multiple(self, rows: int) -> int:
         return -(-rows // self.multiple) * self.multiple
 
     def bucket_for(self, length: int) -> int:
@@ -119,7 +135,7 @@ class Bucketer:
             pending = self._pending[bucket]
             if pending:
                 self._pending[bucket] = []
-                yield Planned(bucket, self.shapes.rows(bucket), pending)
+                yield Planned(bucket, self.shapes.partial_rows(bucket, len(pending)), pending)
 
 
 @dataclass
@@ -188,7 +204,8 @@ class Packer:
                 yield _planned(length, per_batch, same[start : start + per_batch], examples)
             rest = same[whole:]
             if rest and final:
-                yield _planned(length, per_batch, rest, examples)
+                rows_used = self.shapes.partial_rows(length, len(rest))
+                yield _planned(length, rows_used, rest, examples)
             elif rest:
                 kept.extend(examples[i] for r in rest for i in r.members)
         self._pending = kept

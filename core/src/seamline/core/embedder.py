@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
@@ -305,9 +306,8 @@ class Embedder:
                 owners.append((request, index))
         self._texts_done += len(owners)
         encoder = self.encoder
-        host = encoder.host_work(
-            shapes=encoder.shapes_for(batch_tokens), max_windows=1 if first_only else None
-        )
+        shapes = replace(encoder.shapes_for(batch_tokens), fit_partial=True)
+        host = encoder.host_work(shapes=shapes, max_windows=1 if first_only else None)
         for item in host.batches(documents_as_loaded(documents)):
             if isinstance(item, SetAside):
                 request, index = owners[int(item.error.id)]
