@@ -60,6 +60,19 @@ def queries(corpus: Path, count: int) -> list[str]:
     return lines
 
 
+def table_queries(index: Path, corpus: Path, count: int) -> list[str] | None:
+    """:func:`queries` for the table at ``index``; None (the error said on stderr) when the
+    table or the corpus is missing: ``make run`` makes both."""
+    if not index.is_dir():
+        print(f"error: no LanceDB table at {index}: run `make run` first", file=sys.stderr)
+        return None
+    texts = queries(corpus, count)
+    if not texts:
+        print(f"error: no documents in {corpus}: run `make corpus` first", file=sys.stderr)
+        return None
+    return texts
+
+
 def keys(rows: list[tuple[float, StoredRow]]) -> set[tuple[str, int]]:
     """The rows found, by document and window (scores left out: the index's may differ)."""
     return {(row.id, row.window) for _, row in rows}
@@ -123,12 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.queries < 1 or args.k < 1:
         parser.error("--queries and -k must be at least 1")
-    if not args.index.is_dir():
-        print(f"error: no LanceDB table at {args.index}: run `make run` first", file=sys.stderr)
-        return 2
-    texts = queries(args.corpus, args.queries)
-    if not texts:
-        print(f"error: no documents in {args.corpus}: run `make corpus` first", file=sys.stderr)
+    texts = table_queries(args.index, args.corpus, args.queries)
+    if texts is None:
         return 2
     load = LoadAverages()
     result = measure_recall(args.index, texts, args.k)

@@ -39,7 +39,7 @@ from typing import Any
 
 from benchmarks.common.corpus import BUILT_CORPUS
 from benchmarks.common.paths import RESULTS, ROOT, SEAMLINE
-from benchmarks.search.index_recall import queries
+from benchmarks.search.index_recall import table_queries
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
@@ -107,12 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.queries < 1 or args.rounds < 1 or args.k < 1:
         parser.error("--queries, --rounds and -k must be at least 1")
-    if not args.index.is_dir():
-        print(f"error: no LanceDB table at {args.index}: run `make run` first", file=sys.stderr)
-        return 2
-    texts = queries(args.corpus, args.queries)
-    if not texts:
-        print(f"error: no documents in {args.corpus}: run `make corpus` first", file=sys.stderr)
+    texts = table_queries(args.index, args.corpus, args.queries)
+    if texts is None:
         return 2
     load = LoadAverages()
     result = measure(args.index, texts, args.rounds, args.k)
