@@ -13,7 +13,7 @@ it needs when it runs).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -40,7 +40,34 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # Plain help: rendering it with rich costs more start-up than the rest of --help.
     rich_markup_mode=None,
+    # -h as well as --help, on every command (click hands it down to subcommands).
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from seamline.contracts.versions import installed_version
+
+        typer.echo(f"seamline {installed_version('seamline-adapters')}")
+        raise typer.Exit
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Show seamline's version and exit.",
+            callback=_show_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """Compose and run JAX inference pipelines from swappable, contract-checked components."""
+
 
 # In the order `seamline --help` lists them.
 app.command("run")(run.run)

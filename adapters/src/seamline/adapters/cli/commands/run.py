@@ -28,7 +28,7 @@ LogLevel = Annotated[
     str | None,
     typer.Option(
         "--log-level",
-        help="debug, info or warning (default: warning on a terminal, where the progress "
+        help="debug, info, warning or error (default: warning on a terminal, where the progress "
         "bar reports, else info).",
     ),
 ]
@@ -45,7 +45,7 @@ Resume = Annotated[
     typer.Option(
         "--resume",
         help="Continue an interrupted run from the sink's last checkpoint instead of "
-        "starting over (the sink must be resumable, as jsonl and npy are). It refuses "
+        "starting over (the sink must be resumable, as every first-party sink is). It refuses "
         "when the model, the pipeline file or the input changed since that checkpoint.",
     ),
 ]

@@ -14,6 +14,7 @@ Light on purpose: importing this module imports no part of rich, so that
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -26,20 +27,42 @@ Part = str | tuple[str, str]
 """Text as written, or ``(text, style)``: never markup."""
 
 
+UNWRAPPED = 10_000
+"""The width of a console that is not a terminal: wide enough that nothing is folded."""
+
+
 class Consoles:
-    """Consoles made on each use, so each invocation sees its own terminal and COLUMNS."""
+    """Consoles made on each use, so each invocation sees its own terminal and COLUMNS.
+
+    On a terminal, rich fits the output to its width. Into a pipe or a file, a line is
+    not folded and a table's cells are not cut at 80 columns (rich's default there):
+    what goes to ``grep``, ``cut`` or a log keeps every value whole, one record a line,
+    and has no colour. ``COLUMNS`` still sets a width where one is wanted.
+    """
 
     @property
     def out(self) -> Console:
-        from rich.console import Console
-
-        return Console()
+        return _console(stderr=False)
 
     @property
     def err(self) -> Console:
-        from rich.console import Console
+        return _console(stderr=True)
 
-        return Console(stderr=True)
+
+def _console(*, stderr: bool) -> Console:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if _is_terminal(stream) or os.environ.get("COLUMNS"):
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, width=UNWRAPPED, no_color=True)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # replaced by an object without one, or closed
+        return False
 
 
 consoles = Consoles()

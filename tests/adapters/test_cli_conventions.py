@@ -1,0 +1,82 @@
+"""What a user of typer, pip or git expects of a command line: a version, -h everywhere,
+``python -m``, and output for a pipe that is not folded at 80 columns.
+
+Each runs ``seamline`` as a process, its output a pipe, as a script or ``| cat`` would.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+SEAMLINE = Path(sys.executable).with_name("seamline")
+
+
+def piped(
+    *args: str, command: tuple[str, ...] = (str(SEAMLINE),)
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=120, env=environ, check=False
+    )
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_is_the_installed_distributions(flag: str) -> None:
+    done = piped(flag)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"seamline {version('seamline-adapters')}\n"
+
+
+@pytest.mark.parametrize(
+    "command", [(), ("run",), ("search",), ("trace",), ("trace", "summarize"), ("serve",)]
+)
+def test_minus_h_is_help_on_every_command(command: tuple[str, ...]) -> None:
+    short, long = piped(*command, "-h"), piped(*command, "--help")
+    assert short.returncode == 0, short.stderr
+    assert short.stdout == long.stdout
+    assert short.stdout.startswith("Usage: seamline")
+
+
+def test_python_dash_m_seamline_is_the_command() -> None:
+    done = piped("--version", command=(sys.executable, "-m", "seamline"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"seamline {version('seamline-adapters')}\n"
+
+
+def test_piped_output_is_not_folded_or_cut() -> None:
+    """``seamline components | cat`` cut the very columns it exists for at 80 columns, and
+    a long line was folded mid-phrase: into a pipe, every row is whole, on one line."""
+    done = piped("components")
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if "seamline-components" in line]
+    assert rows, done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) > 80
+    assert not any("…" in line for line in rows), "a cell was cut"
+    assert "\x1b[" not in done.stdout, "no colour into a pipe"
+    # Every attention of the first party is on a line of its own, its name and its
+    # distribution on that same line.
+    for name in ("native", "blockwise", "xla-sdpa"):
+        assert any(name in row and "seamline-components" in row for row in rows), name
+
+
+def test_columns_still_sets_a_width_where_one_is_wanted() -> None:
+    environ = {**os.environ, "COLUMNS": "60"}
+    done = subprocess.run(
+        [str(SEAMLINE), "components"], capture_output=True, text=True, env=environ, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert max(len(line) for line in done.stdout.splitlines()) <= 60
+
+
+def test_run_help_says_what_run_accepts() -> None:
+    """It listed three log levels of the four it takes, and said only jsonl and npy resume."""
+    text = " ".join(piped("run", "-h").stdout.split())
+    assert "debug, info, warning or error" in text
+    assert "every first- party sink" in text or "every first-party sink" in text
+    assert "as jsonl and npy are" not in text
