@@ -202,12 +202,13 @@ def test_a_lancedb_table_is_searched_through_its_index_unless_exact(tmp_path: Pa
     assert [h.doc_id for h in exact.hits] == [h.doc_id for h in through.hits]
 
 
-def test_an_index_that_holds_no_rows_yet_is_reported_as_such(tmp_path: Path) -> None:
-    # IVF-PQ trains on 256 rows or more: with three, LanceDB compares them all exactly.
+def test_a_table_too_small_for_ivf_pq_gets_no_index_and_says_it_scans(tmp_path: Path) -> None:
+    # IVF-PQ trains on 256 rows or more: with three, an index would hold none of them
+    # ("0 rows indexed"), so the sink builds none and search says it compared every row.
     index = {"type": "ivf_pq", "num_partitions": 1, "num_sub_vectors": 4}
     path = write_columnar(tmp_path, "lancedb", index=index)
     found = find(columnar_registry(), path, TEXTS[1], k=2)
-    assert found.how == "vector index embedding_idx (IvfPq: 0 rows indexed, 3 compared exactly)"
+    assert found.how == "exact: every one of 3 rows"
     assert "ANNSubIndex" not in found.plan
 
 

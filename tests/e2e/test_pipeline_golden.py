@@ -43,10 +43,11 @@ def run_outputs(
     meta = json.loads((GOLDEN / "minilm_l6_v2.meta.json").read_text(encoding="utf-8"))
     run, attention = RUNS[request.param]
     pipeline = out / "golden.yaml"
+    # skip_empty: false: the reference embeds the golden set's empty and blank texts too.
     pipeline.write_text(
         f"""
 pipeline: golden-{request.param}
-loader: {{use: jsonl, with: {{path: "{GOLDEN / "texts.jsonl"}"}}}}
+loader: {{use: jsonl, with: {{path: "{GOLDEN / "texts.jsonl"}", skip_empty: false}}}}
 model:
   use: bert-encoder
   with:

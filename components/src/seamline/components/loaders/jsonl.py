@@ -69,9 +69,11 @@ class JsonlLoaderConfig(ComponentConfig):
         "it, ids are no longer remembered and a warning says so. 0 turns the check off.",
     )
     skip_empty: bool = Field(
-        default=False,
+        default=True,
         description="Set aside lines whose text is empty or only whitespace (recorded in the "
-        "errors file with stage 'skip') instead of embedding them.",
+        "errors file with stage 'skip', counted as skipped by rule) instead of embedding them: "
+        "a blank document's vector is close to many queries and would rank high for them. "
+        "false embeds them, as sentence-transformers embeds an empty string.",
     )
 
     @field_validator("max_bytes")

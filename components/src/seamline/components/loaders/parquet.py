@@ -36,6 +36,7 @@ The promises the other loaders keep hold here too:
 from __future__ import annotations
 
 import glob
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -104,6 +105,13 @@ class ParquetLoaderConfig(ComponentConfig):
         "(default 10 MiB); a larger row becomes an error record and its text is never copied "
         "into a Python string, and a row group whose columns the file states to decode to "
         "more than twice this a row is set aside without being decoded. Null means no limit.",
+    )
+    skip_empty: bool = Field(
+        default=True,
+        description="Set aside rows whose text is empty or only whitespace (recorded in the "
+        "errors file with stage 'skip', counted as skipped by rule) instead of embedding them: "
+        "a blank document's vector is close to many queries and would rank high for them. "
+        "false embeds them, as sentence-transformers embeds an empty string.",
     )
     max_tracked_ids: int = Field(
         default=1_000_000,
@@ -420,6 +428,9 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 f"({type(text).__name__}); set text_column to a string column",
                 doc_id,
             )
+        if config.skip_empty and not text.strip():
+            skipped = self._error(where, "empty or only whitespace (skip_empty: true)", doc_id)
+            return replace(skipped, stage="skip")
         metadata = {name: fields[name] for name in config.metadata_columns}
         return Document(doc_id, text, metadata)
 

@@ -75,9 +75,11 @@ class TextFilesConfig(ComponentConfig):
         "cannot exhaust memory. Null means no limit.",
     )
     skip_empty: bool = Field(
-        default=False,
-        description="Set aside files whose text is empty or only whitespace (recorded in "
-        "the errors file with stage 'skip') instead of embedding them.",
+        default=True,
+        description="Set aside files whose text is empty or only whitespace (recorded in the "
+        "errors file with stage 'skip', counted as skipped by rule) instead of embedding them: "
+        "a blank document's vector is close to many queries and would rank high for them. "
+        "false embeds them, as sentence-transformers embeds an empty string.",
     )
 
     @field_validator("glob")

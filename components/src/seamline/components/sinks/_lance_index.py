@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from seamline.components.sinks._columns import EMBEDDING, TEXT
 from seamline.contracts import ComponentConfig, UserError
+from seamline.contracts.logs import get_logger
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -26,9 +27,9 @@ class VectorIndexConfig(ComponentConfig):
     type: Literal["ivf_pq", "hnsw"] = Field(
         default="ivf_pq",
         description="ivf_pq: vectors clustered into partitions and compressed by product "
-        "quantisation (small, fast to build; trains on 256 rows or more, and LanceDB compares "
-        "the rows of a smaller table exactly); hnsw: a graph over scalar-quantised vectors in "
-        "each partition (larger; more recall without re-ranking).",
+        "quantisation (small, fast to build; trains on 256 rows or more: a smaller table gets "
+        "no vector index, and search compares its rows exactly); hnsw: a graph over "
+        "scalar-quantised vectors in each partition (larger; more recall without re-ranking).",
     )
     num_partitions: int | None = Field(
         default=None,
@@ -76,6 +77,14 @@ class VectorIndexConfig(ComponentConfig):
         return self
 
 
+log = get_logger("seamline.sink.lancedb")
+
+IVF_PQ_TRAINING_ROWS = 256
+"""Rows an IVF-PQ index needs to train its 8-bit product quantiser (256 centroids per
+sub-vector). On a smaller table LanceDB builds an index that holds no row and compares
+every row exactly anyway; the sink builds none, and search says it scans."""
+
+
 def check_index_fits(index: VectorIndexConfig, dim: int) -> None:
     """Refuse, before any work, settings the vectors cannot be indexed with."""
     if index.num_sub_vectors and dim % index.num_sub_vectors:
@@ -93,7 +102,15 @@ def build_indexes(table: Table, index: VectorIndexConfig | None, *, full_text: b
     """
     from lancedb.index import FTS, HnswSq, IvfPq
 
-    if index is not None and table.count_rows():
+    rows = table.count_rows()
+    if index is not None and index.type == "ivf_pq" and 0 < rows < IVF_PQ_TRAINING_ROWS:
+        log.warning(
+            "no vector index built",
+            reason=f"an ivf_pq index trains on {IVF_PQ_TRAINING_ROWS} rows or more and the "
+            f"table has {rows}; search compares every row exactly (as fast at this size)",
+        )
+        index = None
+    if index is not None and rows:
         config: IvfPq | HnswSq
         if index.type == "ivf_pq":
             config = IvfPq(

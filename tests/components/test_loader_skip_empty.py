@@ -1,0 +1,71 @@
+"""Blank documents are skipped by rule unless the pipeline asks to embed them.
+
+An empty or whitespace-only text embeds to a vector close to many queries, so it ranks
+high for them: every first-party loader sets it aside by default (stage ``skip``,
+counted as skipped by rule), and ``skip_empty: false`` embeds it as
+sentence-transformers embeds an empty string.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from seamline.components.loaders.jsonl import JsonlLoader, JsonlLoaderConfig
+from seamline.components.loaders.parquet import ParquetLoader, ParquetLoaderConfig
+from seamline.components.loaders.text_files import TextFilesConfig, TextFilesLoader
+from seamline.contracts import Document, DocumentError, Loader
+
+TEXTS = {"a": "a real text", "b": "", "c": " \t\n\u3000 ", "d": "another one"}
+BLANK = {"b", "c"}
+
+
+def text_files(tmp_path: Path, **options: Any) -> Loader[Any]:
+    for name, text in TEXTS.items():
+        (tmp_path / f"{name}.txt").write_text(text, encoding="utf-8")
+    return TextFilesLoader(TextFilesConfig(root=tmp_path, **options))
+
+
+def jsonl(tmp_path: Path, **options: Any) -> Loader[Any]:
+    path = tmp_path / "docs.jsonl"
+    lines = [json.dumps({"id": name, "text": text}) for name, text in TEXTS.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return JsonlLoader(JsonlLoaderConfig(path=path, **options))
+
+
+def parquet(tmp_path: Path, **options: Any) -> Loader[Any]:
+    path = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": list(TEXTS), "text": list(TEXTS.values())}), path)
+    return ParquetLoader(ParquetLoaderConfig(path=str(path), **options))
+
+
+LOADERS = {"text-files": text_files, "jsonl": jsonl, "parquet": parquet}
+
+
+def short_id(item: Document | DocumentError) -> str:
+    """``a`` for ``a``, ``a.txt`` or a path ending in it."""
+    return Path(item.id).stem
+
+
+@pytest.mark.parametrize("kind", sorted(LOADERS))
+def test_blank_documents_are_skipped_by_rule_by_default(tmp_path: Path, kind: str) -> None:
+    items = [loaded.item for loaded in LOADERS[kind](tmp_path).read()]
+    embedded = {short_id(i) for i in items if isinstance(i, Document)}
+    skipped = {short_id(i): i for i in items if isinstance(i, DocumentError)}
+    assert embedded == set(TEXTS) - BLANK
+    assert set(skipped) == BLANK
+    for error in skipped.values():
+        assert error.stage == "skip"
+        assert "empty or only whitespace (skip_empty: true)" in error.reason
+
+
+@pytest.mark.parametrize("kind", sorted(LOADERS))
+def test_skip_empty_false_embeds_them(tmp_path: Path, kind: str) -> None:
+    items = [loaded.item for loaded in LOADERS[kind](tmp_path, skip_empty=False).read()]
+    assert all(isinstance(item, Document) for item in items)
+    assert {short_id(item) for item in items} == set(TEXTS)
