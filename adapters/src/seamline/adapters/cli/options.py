@@ -19,6 +19,7 @@ PipelineArg = Annotated[
     Path,
     typer.Argument(
         help="The pipeline YAML file.",
+        metavar="PIPELINE",
         show_default=False,
         parser=pipeline_path,
     ),

@@ -11,7 +11,10 @@ from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import user_errors
 
 Target = Annotated[
-    str, typer.Argument(help="KIND:NAME, e.g. attention:blockwise.", show_default=False)
+    str,
+    typer.Argument(
+        help="KIND:NAME, e.g. attention:blockwise.", metavar="KIND:NAME", show_default=False
+    ),
 ]
 With = Annotated[
     list[str] | None,

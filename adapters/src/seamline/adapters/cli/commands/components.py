@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from seamline.core import Registry
 
 KindOption = Annotated[
-    str | None, typer.Option("--kind", "-k", help=f"Only one kind: {', '.join(KINDS)}.")
+    str | None,
+    typer.Option(
+        "--kind", "-k", help=f"Only one kind: {', '.join(KINDS)}.", metavar=f"[{'|'.join(KINDS)}]"
+    ),
 ]
 AutoOrder = Annotated[
     bool,

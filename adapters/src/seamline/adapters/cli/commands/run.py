@@ -22,12 +22,18 @@ KEPT = (
 """What a failure of the machine around the run leaves, and what to do."""
 
 LogFormat = Annotated[
-    str, typer.Option("--log-format", help="auto (console on a terminal), json or console.")
+    str,
+    typer.Option(
+        "--log-format",
+        help="auto (console on a terminal), json or console.",
+        metavar="[auto|json|console]",
+    ),
 ]
 LogLevel = Annotated[
     str | None,
     typer.Option(
         "--log-level",
+        metavar="[debug|info|warning|error]",
         help="debug, info, warning or error (default: warning on a terminal, where the progress "
         "bar reports, else info).",
     ),

@@ -15,10 +15,13 @@ IndexArg = Annotated[
     typer.Argument(
         help="An index a pipeline wrote: a LanceDB table (out/emb.lance), a Parquet, JSON "
         "Lines or .npy file, or its .manifest.json.",
+        metavar="INDEX",
         show_default=False,
     ),
 ]
-Query = Annotated[str, typer.Argument(help="The text to search for.", show_default=False)]
+Query = Annotated[
+    str, typer.Argument(help="The text to search for.", metavar="QUERY", show_default=False)
+]
 TopK = Annotated[int, typer.Option("-k", help="How many results (1 to 10,000).")]
 AttentionOption = Annotated[
     str | None,

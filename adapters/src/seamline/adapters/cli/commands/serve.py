@@ -62,6 +62,7 @@ LongTextOption = Annotated[
     str,
     typer.Option(
         "--long-text",
+        metavar="[truncate|mean]",
         help="Texts longer than the model's window: truncate (the first window, as "
         "sentence-transformers does) or mean (every window, averaged).",
     ),
@@ -81,9 +82,21 @@ GracefulTimeout = Annotated[
         help="Seconds a SIGTERM waits for the requests in flight before cutting them off.",
     ),
 ]
-LogLevel = Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")]
+LogLevel = Annotated[
+    str,
+    typer.Option(
+        "--log-level",
+        help="debug, info, warning or error.",
+        metavar="[debug|info|warning|error]",
+    ),
+]
 LogFormat = Annotated[
-    str, typer.Option("--log-format", help="auto (console on a terminal), json or console.")
+    str,
+    typer.Option(
+        "--log-format",
+        help="auto (console on a terminal), json or console.",
+        metavar="[auto|json|console]",
+    ),
 ]
 AccessLog = Annotated[
     bool, typer.Option("--access-log/--no-access-log", help="Log one line per request.")

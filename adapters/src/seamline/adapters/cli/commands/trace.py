@@ -12,7 +12,10 @@ from seamline.adapters.cli.errors import user_errors
 app = typer.Typer(help="Read traces written by the jsonl span exporter.", no_args_is_help=True)
 
 TraceFile = Annotated[
-    Path, typer.Argument(help="A jsonl trace (OTEL_TRACES_EXPORTER=jsonl).", show_default=False)
+    Path,
+    typer.Argument(
+        help="A jsonl trace (OTEL_TRACES_EXPORTER=jsonl).", metavar="FILE", show_default=False
+    ),
 ]
 
 
