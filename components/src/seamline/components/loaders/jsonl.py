@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
 from seamline.components.loaders._seen_ids import SeenIds
 from seamline.contracts import (
     ComponentConfig,
@@ -68,13 +69,7 @@ class JsonlLoaderConfig(ComponentConfig):
         "later line becomes an error record naming the first); about 100 bytes each. Past "
         "it, ids are no longer remembered and a warning says so. 0 turns the check off.",
     )
-    skip_empty: bool = Field(
-        default=True,
-        description="Set aside lines whose text is empty or only whitespace (recorded in the "
-        "errors file with stage 'skip', counted as skipped by rule) instead of embedding them: "
-        "a blank document's vector is close to many queries and would rank high for them. "
-        "false embeds them, as sentence-transformers embeds an empty string.",
-    )
+    skip_empty: bool = skip_empty_field("lines")
 
     @field_validator("max_bytes")
     @classmethod
@@ -254,8 +249,8 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             return error(
                 f"text field {text_field!r} holds {bad}, which is not valid Unicode", doc_id
             )
-        if self.config.skip_empty and not text.strip():
-            return error("empty or only whitespace (skip_empty: true)", doc_id, "skip")
+        if self.config.skip_empty and is_blank(text):
+            return error(BLANK_REASON, doc_id, "skip")
 
         metadata = {name: obj[name] for name in self.config.metadata_fields if name in obj}
         for name, value in metadata.items():

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from seamline.components.loaders import _parquet_rows as rows
+from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
 from seamline.components.loaders._seen_ids import SeenIds
 from seamline.contracts import (
     ComponentConfig,
@@ -106,13 +107,7 @@ class ParquetLoaderConfig(ComponentConfig):
         "into a Python string, and a row group whose columns the file states to decode to "
         "more than twice this a row is set aside without being decoded. Null means no limit.",
     )
-    skip_empty: bool = Field(
-        default=True,
-        description="Set aside rows whose text is empty or only whitespace (recorded in the "
-        "errors file with stage 'skip', counted as skipped by rule) instead of embedding them: "
-        "a blank document's vector is close to many queries and would rank high for them. "
-        "false embeds them, as sentence-transformers embeds an empty string.",
-    )
+    skip_empty: bool = skip_empty_field("rows")
     max_tracked_ids: int = Field(
         default=1_000_000,
         description="How many distinct ids to remember so that a repeated id is refused (the "
@@ -428,8 +423,8 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 f"({type(text).__name__}); set text_column to a string column",
                 doc_id,
             )
-        if config.skip_empty and not text.strip():
-            skipped = self._error(where, "empty or only whitespace (skip_empty: true)", doc_id)
+        if config.skip_empty and is_blank(text):
+            skipped = self._error(where, BLANK_REASON, doc_id)
             return replace(skipped, stage="skip")
         metadata = {name: fields[name] for name in config.metadata_columns}
         return Document(doc_id, text, metadata)

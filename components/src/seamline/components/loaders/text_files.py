@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator
 
+from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
 from seamline.contracts import (
     ComponentConfig,
     Document,
@@ -74,13 +75,7 @@ class TextFilesConfig(ComponentConfig):
         "an error record and is never read further than the limit, so one enormous file "
         "cannot exhaust memory. Null means no limit.",
     )
-    skip_empty: bool = Field(
-        default=True,
-        description="Set aside files whose text is empty or only whitespace (recorded in the "
-        "errors file with stage 'skip', counted as skipped by rule) instead of embedding them: "
-        "a blank document's vector is close to many queries and would rank high for them. "
-        "false embeds them, as sentence-transformers embeds an empty string.",
-    )
+    skip_empty: bool = skip_empty_field("files")
 
     @field_validator("glob")
     @classmethod
@@ -204,10 +199,10 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                 f"at byte offset {err.start} (byte {data[err.start : err.start + 1]!r})"
             )
             return error(reason, bytes=len(data))
-        if self.config.skip_empty and not text.strip():
+        if self.config.skip_empty and is_blank(text):
             return DocumentError(
                 id=doc_id,
-                reason="empty or only whitespace (skip_empty: true)",
+                reason=BLANK_REASON,
                 metadata={**where, "bytes": len(data)},
                 stage="skip",
             )
