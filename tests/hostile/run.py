@@ -59,7 +59,7 @@ def loader_block(corpus: Corpus, loader: str) -> str:
     """The pipeline's loader, as YAML: each sets ``max_bytes`` below the corpus's big document."""
     options: dict[str, Any]
     if loader == "text-files":
-        options = {"root": str(corpus.files_root), "max_bytes": MAX_BYTES, "skip_empty": True}
+        options = {"root": str(corpus.files_root), "max_bytes": MAX_BYTES}
     elif loader == "parquet":
         options = {"path": str(corpus.parquet_root / "*.parquet"), "max_bytes": MAX_BYTES}
     else:

@@ -114,7 +114,10 @@ class TextFilesConformance(LoaderContract):
             for position, text in enumerate(texts):
                 data = INVALID_UTF8 if text is None else text.encode("utf-8")
                 (directory / f"{position:03d}.txt").write_bytes(data)
-            return TextFilesLoader(TextFilesLoader.Config(root=directory, glob="*.txt"))
+            # skip_empty off: the suite's empty text is a document to read, not a rule to apply.
+            return TextFilesLoader(
+                TextFilesLoader.Config(root=directory, glob="*.txt", skip_empty=False)
+            )
 
         return make
 
@@ -132,7 +135,7 @@ class JsonlLoaderConformance(LoaderContract):
             ]
             path = directory / "docs.jsonl"
             path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            return JsonlLoader(JsonlLoader.Config(path=path))
+            return JsonlLoader(JsonlLoader.Config(path=path, skip_empty=False))
 
         return make
 
@@ -155,7 +158,9 @@ class ParquetLoaderConformance(LoaderContract):
             half = len(texts) // 2
             pq.write_table(rows.slice(0, half), directory / "a.parquet", row_group_size=3)
             pq.write_table(rows.slice(half), directory / "b.parquet", row_group_size=3)
-            return ParquetLoader(ParquetLoader.Config(path=str(directory / "*.parquet")))
+            return ParquetLoader(
+                ParquetLoader.Config(path=str(directory / "*.parquet"), skip_empty=False)
+            )
 
         return make
 
