@@ -6,6 +6,7 @@ Each runs ``seamline`` as a process, its output a pipe, as a script or ``| cat``
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -92,3 +93,16 @@ def test_help_shows_each_arguments_name_and_each_options_choices() -> None:
     assert "--kind [attention|model|loader|monitor|sink|executor]" in kinds
     assert "{INDEX} {QUERY}" in piped("search", "-h").stdout
     assert "--long-text [truncate|mean]" in piped("serve", "-h").stdout
+
+
+def test_components_format_json_is_one_document_of_the_documented_schema() -> None:
+    done = piped("components", "--format", "json", "--kind", "attention")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["schema"] == "seamline.components/1"
+    fields = {"kind", "name", "distribution", "version", "contract", "status", "reason", "file"}
+    assert all(set(entry) == fields for entry in document["components"])
+    assert {e["kind"] for e in document["components"]} == {"attention"}
+    native = next(e for e in document["components"] if e["name"] == "native")
+    assert (native["distribution"], native["status"]) == ("seamline-components", "ok")
+    assert piped("components", "--format", "yaml").returncode == 2

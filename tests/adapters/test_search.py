@@ -261,6 +261,32 @@ def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
     assert "Traceback" not in bad.output
 
 
+@pytest.mark.usefixtures("restored_logging")
+@pytest.mark.parametrize("sink", ["jsonl", "lancedb"])
+def test_format_json_prints_one_document_of_the_documented_schema(
+    written: dict[str, Path], monkeypatch: pytest.MonkeyPatch, sink: str
+) -> None:
+    monkeypatch.setattr(
+        Registry, "discover", classmethod(lambda cls, trust=None: columnar_registry())
+    )
+    shown = CliRunner().invoke(
+        cli.app, ["search", str(written[sink]), TEXTS[2], "-k", "2", "--format", "json"]
+    )
+    assert shown.exit_code == 0, shown.output
+    document = json.loads(shown.stdout)  # one document, nothing else on stdout
+    assert document["schema"] == "seamline.search/1"
+    assert document["query"] == TEXTS[2]
+    assert document["how"].startswith("exact: every one of 3 rows")
+    hits = document["hits"]
+    assert [set(hit) for hit in hits] == [{"score", "id", "window", "span", "text", "metadata"}] * 2
+    assert hits[0]["id"] == "d2"
+    assert hits[0]["text"] == TEXTS[2]  # whole, as stored: not a snippet
+    assert hits[0]["score"] >= hits[1]["score"]
+    wrong = CliRunner().invoke(cli.app, ["search", str(written[sink]), "q", "--format", "yaml"])
+    assert wrong.exit_code == 2
+    assert "--format must be table or json" in wrong.output
+
+
 def test_an_output_whose_manifest_another_run_replaced_is_refused(tmp_path: Path) -> None:
     lance = write_columnar(tmp_path, "lancedb")
     write_columnar(tmp_path, "parquet")  # emb.parquet: the same emb.manifest.json

@@ -33,3 +33,12 @@ SetOption = Annotated[
         metavar="PATH=VALUE",
     ),
 ]
+FORMATS = ("table", "json")
+FormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="table (for people) or json (one document for scripts; see docs/cli.md).",
+        metavar="[table|json]",
+    ),
+]

@@ -9,6 +9,7 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import usage_error
+from seamline.adapters.cli.options import FORMATS, FormatOption
 from seamline.contracts.versions import KINDS
 
 if TYPE_CHECKING:
@@ -50,11 +51,14 @@ def components(
     auto_order: AutoOrder = False,
     distribution: Distributions = None,
     pipeline: TrustOf = None,
+    output_format: FormatOption = "table",
 ) -> None:
     """List every installed component: its distribution, version and file; broken, refused
     and untrusted ones with the reason."""
-    from seamline.adapters.cli.render import listing
+    from seamline.adapters.cli.render import as_json, listing
 
+    if output_format not in FORMATS:
+        usage_error("--format must be table or json")
     wanted = set(distribution or ())
     if kind is not None and kind not in KINDS:
         usage_error(f"--kind must be one of {', '.join(KINDS)}")
@@ -63,7 +67,8 @@ def components(
         _auto_order(registry, wanted)
         return
     infos = [info for info in registry.entries(kind) if not wanted or info.distribution in wanted]
-    listing.components(infos, registry.trust.describe() if registry.trust.restricted else None)
+    trusted = registry.trust.describe() if registry.trust.restricted else None
+    (as_json if output_format == "json" else listing).components(infos, trusted)
 
 
 def _auto_order(registry: Registry, wanted: set[str]) -> None:

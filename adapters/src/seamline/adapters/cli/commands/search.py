@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from seamline.adapters.cli import loading
-from seamline.adapters.cli.errors import user_errors
+from seamline.adapters.cli.errors import usage_error, user_errors
+from seamline.adapters.cli.options import FORMATS, FormatOption
 
 IndexArg = Annotated[
     Path,
@@ -54,6 +55,7 @@ def search(
     attention: AttentionOption = None,
     exact: Exact = False,
     where: Where = None,
+    output_format: FormatOption = "table",
 ) -> None:
     """Embed QUERY with the index's own model and attention; print the nearest documents.
 
@@ -61,12 +63,14 @@ def search(
     names the model, the attention and where every file or table is. A LanceDB
     table is searched through its vector index when it has one; files are scanned.
     """
-    from seamline.adapters.cli.render.listing import search_hits
+    from seamline.adapters.cli.render import as_json, listing
     from seamline.adapters.logging_setup import configure_logging
     from seamline.adapters.search import find
 
+    if output_format not in FORMATS:
+        usage_error("--format must be table or json")
     configure_logging(level="warning")
     found = user_errors(
         lambda: find(loading.registry(), index, query, k, attention, exact=exact, where=where)
     )
-    search_hits(query, found)
+    (as_json if output_format == "json" else listing).search_hits(query, found)

@@ -1,0 +1,73 @@
+"""What ``components`` and ``search`` print with ``--format json``: one JSON document each.
+
+For scripts and pipes (``jq``), as ``pip list --format json`` and Ray's state CLI do.
+Each document carries its schema's name and version (``"schema": "seamline.search/1"``);
+a field may be added in a later version of the same number, never renamed or removed.
+Values from package metadata or from an output are data, written as JSON strings
+(strict JSON: a NaN in stored metadata becomes null).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from seamline.adapters.cli.render.console import raw
+from seamline.contracts.json_safe import json_safe
+
+if TYPE_CHECKING:
+    from seamline.adapters.search import Found
+    from seamline.core import ComponentInfo
+
+COMPONENTS_SCHEMA = "seamline.components/1"
+SEARCH_SCHEMA = "seamline.search/1"
+
+
+def components(infos: Iterable[ComponentInfo], trusted: str | None) -> None:
+    """Every component as one object; ``trusted``: the allowlist when trust restricts it."""
+    _print(
+        {
+            "schema": COMPONENTS_SCHEMA,
+            "trusted": trusted,
+            "components": [
+                {
+                    "kind": info.kind,
+                    "name": info.name,
+                    "distribution": info.distribution,
+                    "version": info.version,
+                    "contract": info.contract_version,
+                    "status": info.status,
+                    "reason": info.reason,
+                    "file": info.module_file,
+                }
+                for info in infos
+            ],
+        }
+    )
+
+
+def search_hits(query: str, found: Found) -> None:
+    """The nearest records, best first, each whole: its text as stored, not a snippet."""
+    _print(
+        {
+            "schema": SEARCH_SCHEMA,
+            "query": query,
+            "how": found.how,
+            "hits": [
+                {
+                    "score": hit.score,
+                    "id": hit.doc_id,
+                    "window": hit.window,
+                    "span": list(hit.span),
+                    "text": hit.text,
+                    "metadata": hit.metadata,
+                }
+                for hit in found.hits
+            ],
+        }
+    )
+
+
+def _print(document: dict[str, Any]) -> None:
+    raw(json.dumps(json_safe(document), ensure_ascii=False, allow_nan=False) + "\n")
