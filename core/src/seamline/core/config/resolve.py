@@ -16,7 +16,7 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -259,15 +259,23 @@ def resolve_located(
     whether conformance is required and which ``environ`` variables may leave the
     machine (:mod:`seamline.core.config.network`).
     """
-    try:
-        spec = PipelineSpec.model_validate(located.data)
-    except ValidationError as err:
-        raise PipelineConfigError(_problems(err, located, (), PipelineSpec)) from None
-    trust = pipeline_trust(located, registry.trust)
-    if trust is not registry.trust:
-        registry = registry.narrowed(trust)
+    spec, registry = _validated(located, PipelineSpec, registry)
     resolved = _Resolver(located, registry, environ).resolve(spec)
     return replace(resolved, file_sha256=file_sha256) if file_sha256 else resolved
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def _validated(located: Located, schema: type[S], registry: Registry) -> tuple[S, Registry]:
+    """``located``'s data as ``schema`` (problems located in the document), and the
+    registry narrowed by the document's own ``trust``: what every resolution starts from."""
+    try:
+        spec = schema.model_validate(located.data)
+    except ValidationError as err:
+        raise PipelineConfigError(_problems(err, located, (), schema)) from None
+    trust = pipeline_trust(located, registry.trust)
+    return spec, registry.narrowed(trust) if trust is not registry.trust else registry
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,13 +293,7 @@ def resolve_encoder(
 ) -> ResolvedEncoder:
     """Validate and resolve a document of ``model``, ``attention``, ``run`` and ``trust``
     (an in-process embedder's settings), exactly as those sections of a pipeline are."""
-    try:
-        spec = EncoderSpec.model_validate(located.data)
-    except ValidationError as err:
-        raise PipelineConfigError(_problems(err, located, (), EncoderSpec)) from None
-    trust = pipeline_trust(located, registry.trust)
-    if trust is not registry.trust:
-        registry = registry.narrowed(trust)
+    spec, registry = _validated(located, EncoderSpec, registry)
     resolver = _Resolver(located, registry, environ)
     model = resolver.component("model", spec.model.use, spec.model.with_, ("model",))
     attention = resolver.attention_section(spec.attention, spec.trust.require_conformance)
