@@ -1,0 +1,116 @@
+"""The docs tests: every console block of README.md and docs/*.md, run as its reader would.
+
+Collected by Sybil (the repository's ``conftest.py`` hands pytest its collector), so that
+``pytest README.md docs/cli.md`` runs one page, and each block is a test named by its
+page and line. A page's blocks run in order, in one working directory of its own
+(``workdir.py``), so that a ``make run`` early on a page is what its later ``search``
+reads. Before a page's first command, its file blocks are written there: a fenced block
+whose first line is ``# file: NAME`` is the file NAME, as shown (a reader copies it).
+A ``$ cat NAME`` whose NAME does not exist yet writes the lines shown under it to NAME:
+that is how a page shows a file its reader makes (``docs.csv``).
+
+Each command must exit 0, or 2 where the page shows ``error: ...`` (a user error), and
+must print what the page shows, in shape (``shape.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import unittest
+from pathlib import Path
+from typing import Any
+
+from sybil import Example, Sybil
+from sybil.parsers.markdown import CodeBlockParser
+
+from tests.docs.console import Step, parse_console
+from tests.docs.shape import mismatch
+from tests.docs.workdir import environment, make_workdir
+
+FILE_BLOCK = re.compile(r"^```[\w-]*\n# file: (?P<name>[\w./-]+)\n(?P<body>.*?)^```", re.M | re.S)
+USER_ERROR = 2
+COMMAND_TIMEOUT_S = 600
+WORKDIR = "seamline_docs_workdir"
+
+
+def run_console_block(example: Example) -> str | None:
+    """Sybil's evaluator for ``console`` blocks: a failure's text, or None."""
+    block = parse_console(example.parsed)
+    if block.not_run_because is not None:
+        raise unittest.SkipTest(f"marked on the page: not run {block.not_run_because}")
+    workdir = _workdir(example)
+    for step in block.steps:
+        failure = _run_step(step, workdir)
+        if failure is not None:
+            return f"$ {step.command}\n{failure}"
+    return None
+
+
+def _run_step(step: Step, workdir: Path) -> str | None:
+    if step.shown is not None and _writes_shown_file(step, workdir):
+        return None
+    completed = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", step.command],
+        cwd=workdir,
+        env=environment(workdir),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+    shows_error = step.shown is not None and step.shown[0].startswith("error:")
+    expected = USER_ERROR if shows_error else 0
+    if completed.returncode != expected:
+        return f"exit code {completed.returncode}, the page implies {expected}:\n{completed.stdout}"
+    if step.shown is None:
+        return None
+    return mismatch(list(step.shown), completed.stdout)
+
+
+def _writes_shown_file(step: Step, workdir: Path) -> bool:
+    """``$ cat NAME`` of a file not yet there: the page shows a file its reader makes."""
+    words = shlex.split(step.command)
+    if len(words) != 2 or words[0] != "cat" or step.shown is None:
+        return False
+    target = workdir / words[1]
+    if target.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(step.shown) + "\n", encoding="utf-8")
+    return True
+
+
+def _workdir(example: Example) -> Path:
+    """The page's working directory, made (with its file blocks) at its first command."""
+    namespace: dict[str, Any] = example.namespace
+    if WORKDIR not in namespace:
+        workdir = make_workdir()
+        for match in FILE_BLOCK.finditer(example.document.text):
+            target = workdir / match.group("name")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"# file: {match.group('name')}\n{match.group('body')}", "utf-8")
+        namespace[WORKDIR] = workdir
+    workdir = namespace[WORKDIR]
+    assert isinstance(workdir, Path)
+    return workdir
+
+
+def _remove_workdir(namespace: dict[str, Any]) -> None:
+    workdir = namespace.pop(WORKDIR, None)
+    if isinstance(workdir, Path):
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def documentation_tests(root: Path) -> Sybil:
+    """The Sybil that collects the docs' console blocks under ``root``."""
+    return Sybil(
+        parsers=[CodeBlockParser(language="console", evaluator=run_console_block)],
+        patterns=["README.md", "docs/*.md"],
+        path=str(root),
+        teardown=_remove_workdir,
+        name="docs",
+    )
