@@ -63,7 +63,7 @@ class Command(TyperCommand):
         for param in self.params:
             if isinstance(param, TyperOption) and param.metavar is None and not param.is_flag:
                 # click's own names (TEXT, INTEGER, PATH), never typer's <str>.
-                bare = param.bare_type()
+                bare = param.bare_type().removeprefix("list[").removesuffix("]")
                 param.metavar = CLICK_NAMES.get(bare, bare.upper())
 
     def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
