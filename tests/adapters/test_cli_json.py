@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from seamline.adapters.cli.render import pipeline_json
 from tests.adapters.test_cli_conventions import piped
 
 PIPELINE = """\
@@ -149,3 +150,27 @@ def test_format_table_is_still_read_as_text() -> None:
     assert done.returncode == 0, done.stderr
     assert "seamline-components" in done.stdout
     assert not done.stdout.startswith("{")
+
+
+@pytest.mark.parametrize(
+    ("message", "fix"),
+    [
+        (
+            "no sink component named 'postgres'; available: jsonl, lancedb, npy, parquet",
+            "available: jsonl, lancedb, npy, parquet",
+        ),
+        (
+            "environment variable X is not set: set it, or give a default as ${X:-value}",
+            "set it, or give a default as ${X:-value}",
+        ),
+        (
+            "model.with: Value error, stride 32 must be less than max_length - 2 = 30 (the "
+            "content tokens of one window); lower stride or raise max_length",
+            "lower stride or raise max_length",
+        ),
+        ("a pipeline file is a mapping with keys pipeline, loader; this one is a list", None),
+        ("the pipeline file is empty", None),
+    ],
+)
+def test_the_fix_is_the_correction_the_message_proposes(message: str, fix: str | None) -> None:
+    assert pipeline_json._fix(message) == fix

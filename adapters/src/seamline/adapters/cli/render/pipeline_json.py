@@ -37,6 +37,27 @@ _UNKNOWN: dict[str, dict[str, Any]] = {
 _PLACE = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+)$")
 _SUGGESTION = re.compile(r"\((did you mean [^)]*\?)\)")
 _CHOICES = re.compile(r"; ((?:allowed fields|available[\w ]*|candidates): .*)$")
+_CLAUSE = re.compile(r"(?:; |: |\. )(?=[A-Za-z])")
+_IMPERATIVE = frozenset(
+    [
+        "add",
+        "choose",
+        "fix",
+        "give",
+        "install",
+        "lower",
+        "name",
+        "put",
+        "raise",
+        "remove",
+        "rename",
+        "run",
+        "set",
+        "use",
+        "write",
+    ]
+)
+"""The verbs seamline's messages begin their advice with (``...: set it, or give a default``)."""
 
 
 def validated(pipeline: Path, resolved: ResolvedPipeline, registry: Registry) -> None:
@@ -128,16 +149,23 @@ def _error(problem: UserError) -> dict[str, Any]:
 
 
 def _fix(message: str) -> str | None:
-    """The correction a message proposes: the closest valid name and the valid choices.
+    """The correction a message proposes: the closest valid name, the valid choices, advice.
 
-    seamline's messages write it as ``(did you mean 'x'?)`` and a last clause
-    ``; allowed fields: ...`` / ``; available: ...`` / ``; candidates: ...``. A message
-    that proposes none in these words gets null; it is always whole in ``message``.
+    seamline's messages write it as ``(did you mean 'x'?)``, a last clause
+    ``; allowed fields: ...`` / ``; available: ...`` / ``; candidates: ...``, or a clause
+    that begins with what to do (``: set it, or give a default as ...``, ``; lower
+    stride or raise max_length``). A message that proposes none in these words gets
+    null; it is always whole in ``message``.
     """
     parts = [found[1] for found in _SUGGESTION.finditer(message)]
     choices = _CHOICES.search(message)
     if choices is not None:
         parts.append(choices[1])
+    else:
+        clauses = _CLAUSE.split(message)[1:]
+        advice = next((c for c in clauses if c.split(" ", 1)[0].lower() in _IMPERATIVE), None)
+        if advice is not None:  # the advice and all that follows it
+            parts.append(message[message.index(advice) :])
     return "; ".join(parts) or None
 
 
