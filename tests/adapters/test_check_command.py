@@ -35,7 +35,7 @@ def invoke(*args: str) -> Result:
 def test_a_conforming_component_exits_0_and_writes_its_record(tmp_path: Path) -> None:
     result = invoke(
         "attention:native",
-        "-k",
+        "--select",
         "plain or config",
         "--max-examples",
         "1",
@@ -65,14 +65,14 @@ def test_a_conforming_component_exits_0_and_writes_its_record(tmp_path: Path) ->
 
 def test_a_component_that_cannot_run_here_exits_1() -> None:
     # cuDNN has no CPU path: the suite must say it refuses everything, not pass vacuously.
-    result = invoke("attention:cudnn", "-k", "claims_at_least_one_case_here")
+    result = invoke("attention:cudnn", "--select", "claims_at_least_one_case_here")
     assert result.exit_code == 1, result.output
     assert "'cudnn' refuses every case of the suite" in result.output
     assert "attention:cudnn does not conform" in result.output
 
 
 def test_a_sink_is_checked_through_its_registered_class() -> None:
-    result = invoke("sink:jsonl", "-k", "exactly_once")
+    result = invoke("sink:jsonl", "--select", "exactly_once")
     assert result.exit_code == 0, result.output
     assert "exactly_once_across_a_crash" in result.output
     assert "sink:jsonl conforms" in result.output
@@ -127,14 +127,14 @@ def test_an_untrusted_distribution_s_conformance_class_is_never_imported(
     monkeypatch.syspath_prepend("planted")  # relative, as the working directory would be
     monkeypatch.delitem(sys.modules, "fixture_evil_check_cli", raising=False)
     allow(tmp_path, monkeypatch, FIRST_PARTY)
-    result = invoke("attention:native", "-k", "plain or config", "--max-examples", "1")
+    result = invoke("attention:native", "--select", "plain or config", "--max-examples", "1")
     assert result.exit_code == 0, result.output
     assert "attention:native conforms" in result.output
     assert not marker.exists(), "the untrusted distribution's conformance class was imported"
     # The control: trusting everyone, the two classes are a conflict, named, still unimported.
     monkeypatch.delenv(CONFIG_VARIABLE)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    result = invoke("attention:native", "-k", "plain")
+    result = invoke("attention:native", "--select", "plain")
     assert result.exit_code == 2, result.output
     assert "evil-checks 9.9 (fixture_evil_check_cli:Impostor)" in result.output
     assert "Traceback" not in result.output

@@ -86,12 +86,12 @@ def test_run_help_says_what_run_accepts() -> None:
 def test_help_shows_each_arguments_name_and_each_options_choices() -> None:
     """Click's own metavars were ``{pipeline}`` and ``<str>``: the choices were hidden."""
     run_help = piped("run", "-h").stdout
-    assert "{PIPELINE}" in run_help
+    assert "[OPTIONS] PIPELINE\n" in run_help
     assert "--log-format [auto|json|console]" in run_help
     assert "--log-level [debug|info|warning|error]" in run_help
     kinds = piped("components", "-h").stdout
     assert "--kind [attention|model|loader|monitor|sink|executor]" in kinds
-    assert "{INDEX} {QUERY}" in piped("search", "-h").stdout
+    assert "[OPTIONS] INDEX QUERY\n" in piped("search", "-h").stdout
     assert "--long-text [truncate|mean]" in piped("serve", "-h").stdout
 
 

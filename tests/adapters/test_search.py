@@ -284,7 +284,7 @@ def test_format_json_prints_one_document_of_the_documented_schema(
     assert hits[0]["score"] >= hits[1]["score"]
     wrong = CliRunner().invoke(cli.app, ["search", str(written[sink]), "q", "--format", "yaml"])
     assert wrong.exit_code == 2
-    assert "--format must be table or json" in wrong.output
+    assert "--format must be text or json" in wrong.output
 
 
 def test_an_output_whose_manifest_another_run_replaced_is_refused(tmp_path: Path) -> None:

@@ -22,11 +22,18 @@ USAGE = 2
 """The exit code of a user's mistake."""
 
 
-def user_errors(action: Callable[[], T]) -> T:
-    """Run ``action``; a user error becomes a message on stderr and exit code 2."""
+def user_errors(action: Callable[[], T], report: Callable[[UserError], None] | None = None) -> T:
+    """Run ``action``; a user error becomes a message on stderr and exit code 2.
+
+    ``report``, when given, is told of the error first: ``--format json`` prints it on
+    stdout as part of its one document, for a script to read (the line on stderr is
+    for the person watching).
+    """
     try:
         return action()
     except UserError as problem:
+        if report is not None:
+            report(problem)
         error(str(problem))
         raise typer.Exit(USAGE) from None
     except ShardFailed as failed:  # a component failed for good: the reason, not a traceback

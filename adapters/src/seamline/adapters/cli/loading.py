@@ -6,12 +6,14 @@ for ``--help``. A bad pipeline or user config file is a user error (exit code 2)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.errors import user_errors
 
 if TYPE_CHECKING:
+    from seamline.contracts.errors import UserError
     from seamline.core import Registry, ResolvedPipeline
 
 
@@ -22,15 +24,20 @@ def registry() -> Registry:
     return user_errors(lambda: Registry.discover(user_trust()))
 
 
-def pipeline(path: Path, overrides: list[str] | None) -> tuple[ResolvedPipeline, Registry]:
+def pipeline(
+    path: Path,
+    overrides: list[str] | None,
+    report: Callable[[UserError], None] | None = None,
+) -> tuple[ResolvedPipeline, Registry]:
     """The pipeline, resolved against the components its ``trust`` (and the user's) allows.
 
     Discovery waits for the pipeline's trust section, so the entry points of a
-    distribution it leaves out are never imported.
+    distribution it leaves out are never imported. ``report``: see
+    :func:`~seamline.adapters.cli.errors.user_errors`.
     """
     from seamline.core import load_trusted
 
-    return user_errors(lambda: load_trusted(path, overrides or ()))
+    return user_errors(lambda: load_trusted(path, overrides or ()), report)
 
 
 def trusted_registry(path: Path) -> Registry:

@@ -31,9 +31,11 @@ from seamline.adapters.cli.commands import (
     tune,
     validate,
 )
+from seamline.adapters.cli.conventions import Command, Group
 
 app = typer.Typer(
     name="seamline",
+    cls=Group,
     help="Compose and run JAX inference pipelines from swappable, contract-checked components.",
     no_args_is_help=True,
     add_completion=False,
@@ -69,19 +71,20 @@ def _options(
     """Compose and run JAX inference pipelines from swappable, contract-checked components."""
 
 
-# In the order `seamline --help` lists them.
-app.command("run")(run.run)
-app.command("validate")(validate.validate)
-app.command("explain")(explain.explain)
-app.command("tune")(tune.tune)
-app.command("profile")(profile.profile)
+# In the order `seamline --help` lists them; every command shows its help and refuses
+# an old flag as `conventions.Command` does.
+app.command("run", cls=Command)(run.run)
+app.command("validate", cls=Command)(validate.validate)
+app.command("explain", cls=Command)(explain.explain)
+app.command("tune", cls=Command)(tune.tune)
+app.command("profile", cls=Command)(profile.profile)
 app.add_typer(trace.app, name="trace")
 app.add_typer(bench.app, name="bench")
-app.command("components")(components.components)
-app.command("check")(check.check)
-app.command("schema")(schema.schema)
-app.command("search")(search.search)
-app.command("serve")(serve.serve)
+app.command("components", cls=Command)(components.components)
+app.command("check", cls=Command)(check.check)
+app.command("schema", cls=Command)(schema.schema)
+app.command("search", cls=Command)(search.search)
+app.command("serve", cls=Command)(serve.serve)
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from seamline.adapters.cli.errors import usage_error
+
 
 def pipeline_path(text: str) -> Path:
     """The pipeline argument as a path; an empty one is refused (``Path("")`` is ``.``)."""
@@ -33,12 +35,27 @@ SetOption = Annotated[
         metavar="PATH=VALUE",
     ),
 ]
-FORMATS = ("table", "json")
+FORMATS = ("text", "json")
+"""What ``--format`` takes, on every command that has it: one meaning everywhere."""
 FormatOption = Annotated[
     str,
     typer.Option(
         "--format",
-        help="table (for people) or json (one document for scripts; see docs/cli.md).",
-        metavar="[table|json]",
+        help="text (for people) or json (one document on stdout for scripts; schemas in "
+        "docs/cli.md).",
+        metavar="[text|json]",
     ),
 ]
+
+
+def output_format(value: str) -> str:
+    """``--format``'s value, checked: ``text`` or ``json`` (exit code 2 for anything else).
+
+    ``table``, its name on ``components`` and ``search`` before every command that prints
+    took ``--format``, is still read as ``text``, so that scripts written then keep working.
+    """
+    if value == "table":
+        return "text"
+    if value not in FORMATS:
+        usage_error(f"--format must be text or json, not {value!r}")
+    return value

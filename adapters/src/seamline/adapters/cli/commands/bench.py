@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
-app = typer.Typer(help="Benchmarks, side by side in one run.", no_args_is_help=True)
+from seamline.adapters.cli.conventions import Group
+
+app = typer.Typer(help="Benchmarks, side by side in one run.", no_args_is_help=True, cls=Group)
 
 
 @app.command(

@@ -31,14 +31,22 @@ RecordDir = Annotated[
     typer.Option(
         "--record-dir",
         help="Where records go (default: $SEAMLINE_CONFORMANCE_DIR or the user data dir).",
+        metavar="DIR",
     ),
 ]
 MaxExamples = Annotated[
     int | None,
-    typer.Option("--max-examples", min=1, help="Generated cases per property check (8)."),
+    typer.Option(
+        "--max-examples", min=1, help="Generated cases per property check (8).", metavar="N"
+    ),
 ]
 Select = Annotated[
-    str | None, typer.Option("-k", help="Only checks matching this pytest -k expression.")
+    str | None,
+    typer.Option(
+        "--select",
+        help="Only the checks matching this pytest -k expression: --select 'plain or config'.",
+        metavar="EXPR",
+    ),
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show pytest's output.")]
 

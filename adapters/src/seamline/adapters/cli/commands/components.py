@@ -9,7 +9,7 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import usage_error
-from seamline.adapters.cli.options import FORMATS, FormatOption
+from seamline.adapters.cli.options import FormatOption, output_format
 from seamline.contracts.versions import KINDS
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 KindOption = Annotated[
     str | None,
     typer.Option(
-        "--kind", "-k", help=f"Only one kind: {', '.join(KINDS)}.", metavar=f"[{'|'.join(KINDS)}]"
+        "--kind", help=f"Only one kind: {', '.join(KINDS)}.", metavar=f"[{'|'.join(KINDS)}]"
     ),
 ]
 AutoOrder = Annotated[
@@ -34,6 +34,7 @@ Distributions = Annotated[
     typer.Option(
         "--distribution",
         help="Only the components these distributions register (repeat the option).",
+        metavar="NAME",
     ),
 ]
 TrustOf = Annotated[
@@ -41,6 +42,7 @@ TrustOf = Annotated[
     typer.Option(
         "--pipeline",
         help="Apply this pipeline's trust section too (as running it would).",
+        metavar="FILE",
         show_default=False,
     ),
 ]
@@ -51,14 +53,13 @@ def components(
     auto_order: AutoOrder = False,
     distribution: Distributions = None,
     pipeline: TrustOf = None,
-    output_format: FormatOption = "table",
+    format_: FormatOption = "text",
 ) -> None:
     """List every installed component: its distribution, version and file; broken, refused
     and untrusted ones with the reason."""
     from seamline.adapters.cli.render import as_json, listing
 
-    if output_format not in FORMATS:
-        usage_error("--format must be table or json")
+    as_text = output_format(format_) == "text"
     wanted = set(distribution or ())
     if kind is not None and kind not in KINDS:
         usage_error(f"--kind must be one of {', '.join(KINDS)}")
@@ -68,7 +69,7 @@ def components(
         return
     infos = [info for info in registry.entries(kind) if not wanted or info.distribution in wanted]
     trusted = registry.trust.describe() if registry.trust.restricted else None
-    (as_json if output_format == "json" else listing).components(infos, trusted)
+    (listing if as_text else as_json).components(infos, trusted)
 
 
 def _auto_order(registry: Registry, wanted: set[str]) -> None:

@@ -2,28 +2,52 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING
+
 import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import USAGE, user_errors
-from seamline.adapters.cli.options import PipelineArg, SetOption
+from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
+
+if TYPE_CHECKING:
+    from seamline.core import Plan, Registry, ResolvedPipeline
 
 
-def explain(pipeline: PipelineArg, overrides: SetOption = None) -> None:
+def explain(
+    pipeline: PipelineArg, overrides: SetOption = None, format_: FormatOption = "text"
+) -> None:
     """Show which attention would serve each shape bucket, and why the others would not.
 
     Nothing runs and, for models that can describe their parameters, no weights are read.
+    With --format json, one document on stdout (schema seamline.explain/1).
     """
+    from seamline.adapters.cli.render import pipeline_json
+    from seamline.adapters.logging_setup import configure_logging
+    from seamline.core import explain_attention
+
+    as_text = output_format(format_) == "text"
+    configure_logging(level="warning")
+    report = (
+        None if as_text else partial(pipeline_json.failed, pipeline_json.EXPLAIN_SCHEMA, pipeline)
+    )
+    resolved, registry = loading.pipeline(pipeline, overrides, report)
+    plan = user_errors(lambda: explain_attention(resolved, registry), report)
+    if as_text:
+        _show(plan, resolved, registry)
+    else:
+        pipeline_json.explained(pipeline, plan, resolved, registry)
+    if any(bucket.chosen is None for bucket in plan.buckets):
+        raise typer.Exit(USAGE)  # a shape no candidate serves: a run would refuse it
+
+
+def _show(plan: Plan, resolved: ResolvedPipeline, registry: Registry) -> None:
+    """The plan's tables, then the provenance and untrusted lines ``validate`` ends with."""
     from seamline.adapters.cli.render.pipeline import provenance, untrusted
     from seamline.adapters.cli.render.plan import plan as show_plan
-    from seamline.adapters.logging_setup import configure_logging
-    from seamline.core import explain_attention, pipeline_provenance
+    from seamline.core import pipeline_provenance
 
-    configure_logging(level="warning")
-    resolved, registry = loading.pipeline(pipeline, overrides)
-    plan = user_errors(lambda: explain_attention(resolved, registry))
     show_plan(plan)
     provenance(pipeline_provenance(resolved))
     untrusted(registry)
-    if any(bucket.chosen is None for bucket in plan.buckets):
-        raise typer.Exit(USAGE)  # a shape no candidate serves: a run would refuse it

@@ -11,7 +11,8 @@ from seamline.adapters.cli.errors import user_errors
 from seamline.adapters.cli.options import PipelineArg, SetOption
 
 Out = Annotated[
-    Path, typer.Option("--out", "-o", help="Directory the profiler writes its trace to.")
+    Path,
+    typer.Option("--out", "-o", help="Directory the profiler writes its trace to.", metavar="DIR"),
 ]
 
 

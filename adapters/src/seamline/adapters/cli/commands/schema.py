@@ -11,7 +11,8 @@ import typer
 from seamline.adapters.cli import loading
 
 Output = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write to a file instead of stdout.")
+    Path | None,
+    typer.Option("--out", "-o", help="Write to this file instead of stdout.", metavar="FILE"),
 ]
 
 

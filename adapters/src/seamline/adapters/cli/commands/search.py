@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from seamline.adapters.cli import loading
-from seamline.adapters.cli.errors import usage_error, user_errors
-from seamline.adapters.cli.options import FORMATS, FormatOption
+from seamline.adapters.cli.errors import user_errors
+from seamline.adapters.cli.options import FormatOption, output_format
 
 IndexArg = Annotated[
     Path,
@@ -23,12 +23,15 @@ IndexArg = Annotated[
 Query = Annotated[
     str, typer.Argument(help="The text to search for.", metavar="QUERY", show_default=False)
 ]
-TopK = Annotated[int, typer.Option("-k", help="How many results (1 to 10,000).")]
+TopK = Annotated[
+    int, typer.Option("--top-k", "-k", help="How many results (1 to 10,000).", metavar="N")
+]
 AttentionOption = Annotated[
     str | None,
     typer.Option(
         "--attention",
         help="Embed the query with this attention instead of the index's recorded choice.",
+        metavar="NAME",
     ),
 ]
 Exact = Annotated[
@@ -55,7 +58,7 @@ def search(
     attention: AttentionOption = None,
     exact: Exact = False,
     where: Where = None,
-    output_format: FormatOption = "table",
+    format_: FormatOption = "text",
 ) -> None:
     """Embed QUERY with the index's own model and attention; print the nearest documents.
 
@@ -67,10 +70,9 @@ def search(
     from seamline.adapters.logging_setup import configure_logging
     from seamline.adapters.search import find
 
-    if output_format not in FORMATS:
-        usage_error("--format must be table or json")
+    as_text = output_format(format_) == "text"
     configure_logging(level="warning")
     found = user_errors(
         lambda: find(loading.registry(), index, query, k, attention, exact=exact, where=where)
     )
-    (as_json if output_format == "json" else listing).search_hits(query, found)
+    (listing if as_text else as_json).search_hits(query, found)

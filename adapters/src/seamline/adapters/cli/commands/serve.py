@@ -20,9 +20,12 @@ from seamline.adapters.cli.options import PipelineArg, SetOption
 if TYPE_CHECKING:
     from seamline.adapters.serve.limits import Limits
 
-Host = Annotated[str, typer.Option("--host", help="The address to listen on.")]
+Host = Annotated[str, typer.Option("--host", help="The address to listen on.", metavar="ADDRESS")]
 Port = Annotated[
-    int, typer.Option("--port", help="The port to listen on (0: any free port, printed).")
+    int,
+    typer.Option(
+        "--port", help="The port to listen on (0: any free port, printed).", metavar="PORT"
+    ),
 ]
 MaxWaitMs = Annotated[
     float,
@@ -30,25 +33,36 @@ MaxWaitMs = Annotated[
         "--max-wait-ms",
         help="How long a batch waits for more requests after the oldest arrived (0 to 1000 ms; "
         "0: never waits).",
+        metavar="MS",
     ),
 ]
-MaxInputs = Annotated[int, typer.Option("--max-inputs", help="Texts in one request, at most.")]
+MaxInputs = Annotated[
+    int, typer.Option("--max-inputs", help="Texts in one request, at most.", metavar="N")
+]
 MaxInputChars = Annotated[
-    int, typer.Option("--max-input-chars", help="Characters in one text, at most.")
+    int, typer.Option("--max-input-chars", help="Characters in one text, at most.", metavar="N")
 ]
 MaxRequestBytes = Annotated[
-    int, typer.Option("--max-request-bytes", help="Bytes in one request body, at most.")
+    int,
+    typer.Option(
+        "--max-request-bytes", help="Bytes in one request body, at most.", metavar="BYTES"
+    ),
 ]
 MaxQueueTexts = Annotated[
     int,
     typer.Option(
         "--max-queue-texts",
         help="Texts accepted and not yet answered, across all clients; past it: 429.",
+        metavar="N",
     ),
 ]
 MaxQueueChars = Annotated[
     int,
-    typer.Option("--max-queue-chars", help="Characters of those texts, at most; past it: 429."),
+    typer.Option(
+        "--max-queue-chars",
+        help="Characters of those texts, at most; past it: 429.",
+        metavar="N",
+    ),
 ]
 MaxConnections = Annotated[
     int,
@@ -56,6 +70,7 @@ MaxConnections = Annotated[
         "--max-connections",
         help="Connections and requests in progress at once (bodies being read included); "
         "past it: 503.",
+        metavar="N",
     ),
 ]
 LongTextOption = Annotated[
@@ -72,6 +87,7 @@ IndexOption = Annotated[
     typer.Option(
         "--index",
         help="The output /v1/search searches (default: the pipeline's sink path).",
+        metavar="PATH",
         show_default=False,
     ),
 ]
@@ -80,6 +96,7 @@ GracefulTimeout = Annotated[
     typer.Option(
         "--graceful-timeout",
         help="Seconds a SIGTERM waits for the requests in flight before cutting them off.",
+        metavar="SECONDS",
     ),
 ]
 LogLevel = Annotated[

@@ -7,9 +7,12 @@ from typing import Annotated
 
 import typer
 
+from seamline.adapters.cli.conventions import Command, Group
 from seamline.adapters.cli.errors import user_errors
 
-app = typer.Typer(help="Read traces written by the jsonl span exporter.", no_args_is_help=True)
+app = typer.Typer(
+    help="Read traces written by the jsonl span exporter.", no_args_is_help=True, cls=Group
+)
 
 TraceFile = Annotated[
     Path,
@@ -19,7 +22,7 @@ TraceFile = Annotated[
 ]
 
 
-@app.command("summarize")
+@app.command("summarize", cls=Command)
 def summarize(file: TraceFile) -> None:
     """Per span name (seam): count, total, median, p95 and share of the run."""
     from seamline.adapters.cli.render.listing import trace_summary

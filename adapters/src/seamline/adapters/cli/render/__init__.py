@@ -15,6 +15,8 @@ module                    renders
 :mod:`.run`               the summaries of ``run`` and ``profile``
 :mod:`.plan`              ``explain`` (the verdicts are core's) and ``tune``
 :mod:`.listing`           ``components``, ``search``, ``trace summarize``
+:mod:`.as_json`           ``components`` and ``search`` with ``--format json``
+:mod:`.pipeline_json`     ``validate`` and ``explain`` with ``--format json``
 :mod:`.conformance`       ``check``'s report
 :mod:`.progress`          the progress bar of ``run`` on a terminal
 ========================  ==================================================================

