@@ -155,6 +155,14 @@ def test_a_searchless_sink_gets_no_search_command(capsys: pytest.CaptureFixture[
     assert capsys.readouterr().out.splitlines() == [
         "done notes: 40 documents, 52 outputs in 4.0s (10.0 docs/s)"
     ]
+    run_summary(summary(), 0.5, OutputPlace("no-reader", "out/rows.bin", None, searchable=False))
+    assert "search" not in capsys.readouterr().out, "a sink without a reader: no command"
+
+
+def test_the_search_command_is_quoted_for_a_shell() -> None:
+    place = OutputPlace("jsonl", "my out/emb's.jsonl", None, searchable=True)
+    expected = "seamline search 'my out/emb'\"'\"'s.jsonl' \"your question\""
+    assert place.search_command == expected
 
 
 # -- --format json, from a real run --------------------------------------------------------
