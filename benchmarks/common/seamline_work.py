@@ -17,7 +17,6 @@ modules that also run in ``.venv-golden``, which has no seamline.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -71,33 +70,34 @@ def texts_pipeline(name: str, texts: Path | str, out: Path | str) -> str:
     return json.dumps(spec, indent=2) + "\n"
 
 
-_RUN_LINE = re.compile(
-    r"(\d+) documents \((\d+) set aside\), (\d+) outputs, ([\d,]+) tokens .*? in ([\d.]+)s"
-)
-_FIRST_OUTPUT = re.compile(r"first output after ([\d.]+)s of the run")
+RUN_FORMAT = ("--format", "json")
+"""The options that make ``seamline run`` print its summary as one JSON document
+(``seamline.run/1``, docs/cli.md), which :func:`run_figures` reads."""
 
 
 def run_figures(stdout: str) -> dict[str, Any]:
-    """What ``seamline run`` printed when it was over: ``documents``, ``set_aside``,
-    ``outputs`` (windows embedded), ``tokens``, ``seconds`` (the run's own, ``RunSummary.
-    seconds``) and ``first_output_seconds`` (from the start of the run to its first records
-    written; None if it wrote none). Seconds are printed to a tenth.
+    """What ``seamline run --format json`` printed when it was over: ``documents``,
+    ``set_aside`` (failed), ``outputs`` (windows embedded), ``tokens``, ``seconds`` (the
+    run's own, ``RunSummary.seconds``) and ``first_output_seconds`` (from the start of the
+    run to its first records written; None if it wrote none).
 
-    Raises ``ValueError`` when the output holds no summary line.
+    Raises ``ValueError`` when the output holds no ``seamline.run/1`` document.
     """
-    said = " ".join(stdout.split())  # rich wraps the lines where it likes
-    found = _RUN_LINE.search(said)
-    if found is None:
-        raise ValueError(f"no run summary in seamline run's output: {said[-2000:]!r}")
-    first = _FIRST_OUTPUT.search(said)
-    return {
-        "documents": int(found.group(1)),
-        "set_aside": int(found.group(2)),
-        "outputs": int(found.group(3)),
-        "tokens": int(found.group(4).replace(",", "")),
-        "seconds": float(found.group(5)),
-        "first_output_seconds": float(first.group(1)) if first else None,
-    }
+    for text in reversed(stdout.splitlines()):
+        try:
+            document = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(document, dict) and document.get("schema") == "seamline.run/1":
+            return {
+                "documents": document["documents"],
+                "set_aside": document["set_aside"]["failed"],
+                "outputs": document["outputs"],
+                "tokens": document["counts"]["tokens"],
+                "seconds": document["seconds"],
+                "first_output_seconds": document["first_output_seconds"],
+            }
+    raise ValueError(f"no run summary in seamline run's output: {stdout[-2000:]!r}")
 
 
 def bucketed_batches(

@@ -496,6 +496,7 @@ def soak(args: argparse.Namespace, workdir: Path) -> int:
         *(item for override in args.overrides for item in ("--set", override)),
         "--set", f"sink.with.path={output}",  # after --set sink=...: the output is ours to read
         "--set", "monitors.0.with.every=1",  # every batch in the log: one RSS reading each
+        "--verbose",  # the reconciliation line (read N = written ...) that accounted reads
     ]  # fmt: skip
     env = {**os.environ, "SEAMLINE_CACHE_DIR": str(workdir / "jax-cache")}
     say(f"running {' '.join(argv[1:3])} ... (minutes)")

@@ -78,7 +78,7 @@ from typing import Any
 
 from benchmarks.common.corpus import corpus_texts
 from benchmarks.common.paths import RESULTS, SEAMLINE, module_command
-from benchmarks.common.seamline_work import run_figures, texts_pipeline
+from benchmarks.common.seamline_work import RUN_FORMAT, run_figures, texts_pipeline
 from benchmarks.common.tables import print_table, run_context
 from benchmarks.common.workers import Worker, WorkerError, serve
 from seamline.adapters.measure.host import versions
@@ -148,7 +148,15 @@ class EncodeSide:
 def run_side(pipeline: Path, cache: Path) -> dict[str, Any]:
     """One ``seamline run`` of the pipeline in a fresh process: its whole wall time, its own
     figures, and ``seconds``, its embedding work (from its first output to its end)."""
-    argv = [str(SEAMLINE), "run", str(pipeline), "--compile-cache", "--log-level", "warning"]
+    argv = [
+        str(SEAMLINE),
+        "run",
+        str(pipeline),
+        "--compile-cache",
+        "--log-level",
+        "warning",
+        *RUN_FORMAT,
+    ]
     env = {**os.environ, CACHE_VARIABLE: str(cache)}
     started = time.perf_counter()
     try:

@@ -55,7 +55,7 @@ from benchmarks.common.paths import (
     module_command,
     reference_env,
 )
-from benchmarks.common.seamline_work import run_figures, texts_pipeline
+from benchmarks.common.seamline_work import RUN_FORMAT, run_figures, texts_pipeline
 from benchmarks.common.tables import print_table, run_context
 from seamline.adapters.measure.load import LoadAverages
 
@@ -64,7 +64,7 @@ def offline(pipeline: Path) -> dict[str, Any]:
     """``seamline run`` twice (compile cache warm for the second); its own figures."""
     for _ in range(2):
         done = subprocess.run(
-            [str(SEAMLINE), "run", str(pipeline), "--log-level", "warning"],
+            [str(SEAMLINE), "run", str(pipeline), "--log-level", "warning", *RUN_FORMAT],
             capture_output=True,
             text=True,
             timeout=3600,

@@ -55,6 +55,9 @@ def test_one_root_span_with_a_child_per_seam(spans: InMemorySpanExporter) -> Non
     names = {s.name for s in children}
     assert {"seamline.model.load", "seamline.plan", "seamline.compile"} <= names
     assert {"seamline.model.apply", "seamline.sink.write"} <= names
+    assert "seamline.loader.size" in names, "the size call crosses the loader's seam (1.1)"
+    size = next(s for s in children if s.name == "seamline.loader.size")
+    assert size.attributes["seamline.component.name"] == "list"
     assert all(s.context.trace_id == root.context.trace_id for s in finished if s in children)
     apply = next(s for s in children if s.name == "seamline.model.apply")
     assert apply.attributes["seamline.component.name"] == "toy"

@@ -20,7 +20,7 @@ from seamline.components.sinks.parquet import ParquetSink
 PAGE = Path(__file__).parents[2] / "docs" / "pipelines.md"
 
 COMPONENTS: list[tuple[str, type[Any], str]] = [
-    ("seamline.loader", ParquetLoader, "1.0"),
+    ("seamline.loader", ParquetLoader, "1.1"),  # 1.1: size from the footers
     ("seamline.sink", ParquetSink, "1.4"),  # 1.3: staged parts; 1.4: a reader
     ("seamline.sink", LanceDbSink, "1.4"),
 ]

@@ -68,11 +68,16 @@ TREE_IDS = sorted(["b/z.txt", "b/a.txt", "a.txt", "B.txt", "c d.txt", "ü.txt", 
 # --- registration -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "cls"), [("text-files", TextFilesLoader), ("jsonl", JsonlLoader)])
-def test_loaders_declare_themselves_and_are_registered(name: str, cls: type[Loader[Any]]) -> None:
+@pytest.mark.parametrize(
+    ("name", "cls", "version"),
+    [("text-files", TextFilesLoader, "1.1"), ("jsonl", JsonlLoader, "1.0")],  # 1.1: size
+)
+def test_loaders_declare_themselves_and_are_registered(
+    name: str, cls: type[Loader[Any]], version: str
+) -> None:
     assert cls.name == name
     assert cls.kind == "loader"
-    assert cls.contract_version == "1.0"
+    assert cls.contract_version == version
     registered = {ep.name: ep for ep in entry_points(group="seamline.loader")}
     assert registered[name].load() is cls
     for field in cls.Config.model_fields.values():

@@ -252,6 +252,11 @@ class ListLoader(Loader[ListLoaderConfig]):
             if item is not None:
                 yield Loaded(str(position), item)
 
+    def size(self, *, shard: Shard = Shard()) -> int | None:
+        """The texts the shard owns (loader contract 1.1)."""
+        texts = json.loads(self.config.path.read_text(encoding="utf-8"))
+        return sum(1 for position in range(len(texts)) if self.owns(shard, position))
+
     def first_position(self, after: str | None) -> int:
         return 0 if after is None else int(after) + 1
 
@@ -280,6 +285,15 @@ class RepeatingResumeLoader(ListLoader):
 
     def first_position(self, after: str | None) -> int:
         return 0 if after is None else int(after)
+
+
+class MiscountingLoader(ListLoader):
+    """Says the whole input's size for every shard (the shard forgotten in ``size``)."""
+
+    name: ClassVar[str] = "miscounting"
+
+    def size(self, *, shard: Shard = Shard()) -> int | None:
+        return super().size()
 
 
 class DroppingLoader(ListLoader):

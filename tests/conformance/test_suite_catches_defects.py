@@ -194,6 +194,12 @@ DEFECTS = {
         "resume_yields_exactly_the_rest",
         ("resuming after item 0 ('doc-0') yields ['doc-0'",),
     ),
+    "loader-size-forgets-the-shard": Defect(
+        loader_check(broken.MiscountingLoader),
+        "size_is",
+        "size_is_unknown_or_exact[2]",
+        ("size(shard=0/2) says",),
+    ),
     "executor-runs-tasks-twice": Defect(
         executor_check(broken.TwiceExecutor),
         "runs_every_planned_task_once",
@@ -260,10 +266,13 @@ CONTROLS = {
     ),
     "list-loader": (
         loader_check(broken.ListLoader),
-        "shards_are_disjoint or resume_yields or reads_every_item",
+        "shards_are_disjoint or resume_yields or reads_every_item or size_is",
         {
             "shards_are_disjoint_and_complete[2]",
             "shards_are_disjoint_and_complete[3]",
+            "size_is_unknown_or_exact[1]",
+            "size_is_unknown_or_exact[2]",
+            "size_is_unknown_or_exact[3]",
             "resume_yields_exactly_the_rest",
             "reads_every_item_in_order",
         },

@@ -94,7 +94,7 @@ def test_run_and_validate_print_the_provenance(
     monkeypatch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)
     path = write(tmp_path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    for command in (["validate", str(path)], ["run", str(path), "--no-compile-cache"]):
+    for command in (["validate", str(path)], ["run", str(path), "--no-compile-cache", "-v"]):
         result = CliRunner().invoke(app, command, env={"COLUMNS": "300"})
         assert result.exit_code == 0, result.output
         assert f"pipeline sha256 {digest} (file)" in result.output

@@ -45,10 +45,11 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ran(workspace: Path) -> Path:
     env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / "out")}
     result = CliRunner().invoke(
-        app, ["run", str(workspace / "pipeline.yaml"), "--no-compile-cache"], env=env
+        app, ["run", str(workspace / "pipeline.yaml"), "--no-compile-cache", "-v"], env=env
     )
     assert result.exit_code == 0, result.output
-    assert "6 documents (1 set aside)" in result.output
+    assert "6 documents, " in result.output
+    assert "set aside: 1 failed, 0 skipped by rule" in result.output
     assert "read 7 = written 6 + dead-lettered 1 + skipped by rule 0" in result.output
     first = re.search(r"first output after ([\d.]+)s of the run, ([\d.]+)s after", result.output)
     assert first, result.output
@@ -113,7 +114,7 @@ def run_with_tpu_only_installed(
     monkeypatch.syspath_prepend(str(plugins))
     env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / out), "COLUMNS": "300"}
     pipeline = str(workspace / "pipeline.yaml")
-    options = ["--no-compile-cache", "--set", f"attention.use={attention}"]
+    options = ["--no-compile-cache", "-v", "--set", f"attention.use={attention}"]
     return CliRunner().invoke(app, ["run", pipeline, *options], env=env)
 
 

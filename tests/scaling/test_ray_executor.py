@@ -353,7 +353,7 @@ def test_a_driver_killed_after_commits_resumes_without_redoing_finished_shards(
     before = finished.stat()
 
     resumed = subprocess.run(
-        [*command, "--resume"], env=env, capture_output=True, text=True, timeout=300
+        [*command, "--resume", "-v"], env=env, capture_output=True, text=True, timeout=300
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     said = " ".join(resumed.stdout.split())

@@ -18,6 +18,10 @@ class RunStarted:
     pipeline: str
     components: Mapping[str, str]
     """``kind -> name`` of every configured component (attention as configured)."""
+    expected: int | None = None
+    """Items the loader will yield over the whole input (every shard together), as its
+    :meth:`~seamline.contracts.Loader.size` said (monitor contract 1.5, loader contract
+    1.1); None when the loader does not say, or the run resumes. For progress only."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,3 +57,14 @@ class Loader(Component[LoaderConfigT], abc.ABC):
     @abc.abstractmethod
     def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
         """Yield the shard's items in order, starting after the cursor ``after``."""
+
+    def size(self, *, shard: Shard = Shard()) -> int | None:
+        """How many items :meth:`read` yields for ``shard`` from the beginning, or None.
+
+        For progress only (contract 1.1): a total for a bar, never a promise that the
+        run checks. Answer only when it is cheap — a count of files, row counts from
+        file footers — never by reading the documents' bodies, and bound the work: on
+        an input too large to count quickly (a folder of millions of files), stop and
+        answer None, so that the run starts at once with a spinner. The default: None.
+        """
+        return None

@@ -18,8 +18,8 @@ KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "si
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.1",
     "model": "1.2",
-    "loader": "1.0",
-    "monitor": "1.4",
+    "loader": "1.1",
+    "monitor": "1.5",
     "sink": "1.4",
     "executor": "1.1",
 }

@@ -76,6 +76,9 @@ from seamline.core.telemetry import (
 
 log = get_logger("seamline.core")
 
+_UNASKED = object()
+"""The loader's size before it was asked for (None is an answer: unknown)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
@@ -172,6 +175,7 @@ class Orchestrator:
         self._first_output: float | None = None
         self._shard = Shard()
         self._inputs: dict[str, Any] | None = None
+        self._size: object = _UNASKED
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
         return self.registry.create(choice.kind, choice.name, choice.config)
@@ -248,7 +252,8 @@ class Orchestrator:
                 "attention": str(spec.attention.use),
                 "sink": spec.sink.use,
             }
-            self.monitors.emit(RunStarted(self.run_id, spec.pipeline, components))
+            expected = None if resume else self._expected()
+            self.monitors.emit(RunStarted(self.run_id, spec.pipeline, components, expected))
             ok = False
             try:
                 after = self._begin(resume)
@@ -284,6 +289,32 @@ class Orchestrator:
         if self._inputs is None:
             self._inputs = run_inputs(self.pipeline.spec, self.loader.config)
         return {**run_manifest(self.pipeline, self.run_id), "inputs": self._inputs}
+
+    def _expected(self) -> int | None:
+        """The items the whole input holds, as the loader says (loader contract 1.1), once.
+
+        Every shard's bar counts toward the whole input, so it is asked for the whole
+        input (``Shard()``), once per orchestrator. The call crosses the loader's seam
+        (span ``seamline.loader.size``) but reports to no monitor: it comes before
+        ``RunStarted``. A total is for progress only, so a loader that fails to count
+        (or answers what is not a count) leaves it unknown, with a warning: ``read``
+        says what is wrong, in the run's own terms.
+        """
+        if self._size is _UNASKED:
+            seam = Seam(self.loader, self.registry.info_of(self.loader), MonitorHub(()))
+            try:
+                with seam.call("size"):
+                    said = self.loader.size(shard=Shard())
+            except Exception as err:  # a missing total must not end a run
+                log.warning("the loader could not count its input", error=repr(err))
+                said = None
+            if said is not None and (
+                isinstance(said, bool) or not isinstance(said, int) or said < 0
+            ):
+                log.warning("the loader's size is not a count; ignored", size=repr(said))
+                said = None
+            self._size = said
+        return cast(int | None, self._size)
 
     def _begin(self, resume: bool) -> str | None:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any."""

@@ -36,12 +36,14 @@ The promises the other loaders keep hold here too:
 from __future__ import annotations
 
 import glob
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from seamline.components.loaders import _count
 from seamline.components.loaders import _parquet_rows as rows
 from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
 from seamline.components.loaders._seen_ids import SeenIds
@@ -155,7 +157,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
     """Yields each row of one or many Parquet files as a document."""
 
     name: ClassVar[str] = "parquet"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
     Config = ParquetLoaderConfig
 
     def read(self, *, shard: Shard = _WHOLE, after: str | None = None) -> Iterator[Loaded]:
@@ -194,6 +196,10 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                     continue
                 skip = last_row if number == start_file and group == start_group else None
                 yield from self._group(parquet, path, group, first + group, skip, seen)
+
+    def size(self, *, shard: Shard = _WHOLE) -> int | None:
+        """The rows of the row groups the shard owns (loader contract 1.1): :func:`footer_rows`."""
+        return footer_rows(self.config.path, shard)
 
     # -- files and cursors -----------------------------------------------------------------
 
@@ -497,3 +503,32 @@ def place_number(number: int, row: int) -> int:
 def place_text(places: list[tuple[str, int]], place: int) -> str:
     path, group = places[place >> _ROW_BITS]
     return f"{path}#{group}:{place & ((1 << _ROW_BITS) - 1)}"
+
+
+def footer_rows(pattern: str, shard: Shard) -> int | None:
+    """The rows of the row groups ``shard`` owns in the files ``pattern`` matches, from the
+    files' footers alone (no data page is read); a file that is not Parquet counts as its
+    one error record. None when nothing matches, or past :data:`~._count.LIMIT` files or
+    :data:`~._count.SECONDS` of counting."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = _count.bounded(glob.iglob(pattern, recursive=True))
+    if not files:
+        return None
+    deadline = _count.Deadline()
+    total = position = 0
+    for path in sorted(f for f in files if os.path.isfile(f)):
+        if deadline.passed:
+            return None
+        try:
+            footer = pq.read_metadata(path)
+        except (pa.ArrowException, OSError):
+            total += int(shard.owns(position))
+            position += 1
+            continue
+        for group in range(footer.num_row_groups):
+            if shard.owns(position + group):
+                total += footer.row_group(group).num_rows
+        position += footer.num_row_groups
+    return total

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator
 
+from seamline.components.loaders import _count
 from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
 from seamline.contracts import (
     ComponentConfig,
@@ -112,7 +113,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
     """Yields every file matching ``glob`` under ``root`` as one document."""
 
     name: ClassVar[str] = "text-files"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.1"
     Config = TextFilesConfig
 
     def __init__(self, config: TextFilesConfig) -> None:
@@ -142,6 +143,17 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                     item = self._load(doc_id, path)
                 yield Loaded(cursor=relative, item=item)
 
+    def size(self, *, shard: Shard = _WHOLE) -> int | None:
+        """The number of matching files the shard owns (loader contract 1.1), by listing
+        names only; None past :data:`~._count.LIMIT` files or :data:`~._count.SECONDS`
+        of listing, or when ``root`` is not a directory (``read`` says why)."""
+        if not self.config.root.is_dir():
+            return None
+        found = _count.bounded(self._matches())
+        if found is None:
+            return None
+        return _count.owned(len({relative for relative, _ in found}), shard)
+
     def _list_files(self) -> list[tuple[str, Path]]:
         """All matching files as ``(relative POSIX path, path)``, in the stable order."""
         root = self.config.root
@@ -151,15 +163,19 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                 f"text-files loader: root {str(root)!r} {what} (looked in {root.absolute()}); "
                 "set 'root' in the loader's 'with:' block to the directory holding your files"
             )
-        found: dict[str, Path] = {}
+        return sorted(dict(self._matches()).items())
+
+    def _matches(self) -> Iterator[tuple[str, Path]]:
+        """Each match that is not a directory, as ``(relative POSIX path, path)``, as listed.
+
+        Directories (and links to them) are not documents and are skipped. Everything
+        else is kept, so that what cannot be a document (a broken link, a pipe) is
+        reported, not silently dropped: _load checks what it is.
+        """
+        root = self.config.root
         for path in root.glob(self.config.glob):
-            # Directories (and links to them) are not documents and are skipped.
-            # Everything else is kept, so that what cannot be a document (a broken
-            # link, a pipe) is reported, not silently dropped: _load checks what it is.
-            if path.is_dir():
-                continue
-            found[path.relative_to(root).as_posix()] = path
-        return sorted(found.items())
+            if not path.is_dir():
+                yield path.relative_to(root).as_posix(), path
 
     def _position_after(self, files: list[tuple[str, Path]], after: str) -> int:
         """Position of the first item after the cursor ``after``."""

@@ -146,3 +146,17 @@ class LoaderContract(ComponentContract):
                 f"loader {loader.name!r}: resuming shard 1/2 after {item.item.id!r} yields "
                 f"{rest}, expected {ids[position + 1 :]}"
             )
+
+    @pytest.mark.parametrize("count", [1, 2, 3])
+    def test_size_is_unknown_or_exact(self, loader: Loader[Any], count: int) -> None:
+        """A loader that says its size (contract 1.1) says the number of items it reads."""
+        for index in range(count):
+            shard = Shard(index, count)
+            said = loader.size(shard=shard)
+            if said is None:
+                continue
+            read = len(self.read(loader, shard))
+            assert said == read, (
+                f"loader {loader.name!r}: size(shard={index}/{count}) says {said}, "
+                f"read yields {read}"
+            )

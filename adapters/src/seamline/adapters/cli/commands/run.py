@@ -9,7 +9,7 @@ import typer
 
 from seamline.adapters.cli import STARTED
 from seamline.adapters.cli.errors import environment_errors, usage_error, user_errors
-from seamline.adapters.cli.options import PipelineArg, SetOption
+from seamline.adapters.cli.options import FORMATS, FormatOption, PipelineArg, SetOption
 from seamline.adapters.cli.render.console import consoles
 
 LOG_FORMATS = {"auto": None, "json": True, "console": False}
@@ -64,6 +64,15 @@ Restart = Annotated[
         "over (as without --resume).",
     ),
 ]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="A longer summary: the reconciliation of every item read, tokens, batches, "
+        "attention per shape, and each component's distribution and the pipeline's hashes.",
+    ),
+]
 
 
 def run(
@@ -74,13 +83,19 @@ def run(
     compile_cache: CompileCache = True,
     resume: Resume = False,
     restart: Restart = False,
+    verbose: Verbose = False,
+    output_format: FormatOption = "table",
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
     from seamline.adapters import telemetry_setup
+    from seamline.adapters.cli.outputs import output_place
     from seamline.adapters.cli.render.progress import ProgressMonitor
     from seamline.adapters.cli.render.run import run_summary
+    from seamline.adapters.cli.render.run_json import run_summary_json
     from seamline.core import Pipeline
 
+    if output_format not in FORMATS:
+        usage_error("--format must be table or json")
     interactive = consoles.err.is_terminal
     configure_logging(log_format, log_level, interactive)
     if compile_cache:
@@ -100,7 +115,11 @@ def run(
         )
     finally:
         telemetry_setup.shutdown_telemetry()
-    run_summary(summary, before_run=run_started - STARTED)
+    place = output_place(loaded)
+    if output_format == "json":
+        run_summary_json(summary, place)
+    else:
+        run_summary(summary, before_run=run_started - STARTED, place=place, verbose=verbose)
 
 
 def configure_logging(log_format: str, log_level: str | None, interactive: bool) -> None:

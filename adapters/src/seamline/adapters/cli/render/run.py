@@ -11,35 +11,81 @@ from seamline.adapters.cli.render.pipeline import provenance
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from seamline.adapters.cli.outputs import OutputPlace
     from seamline.core import RunSummary
 
 
-def run_summary(summary: RunSummary, before_run: float) -> None:
-    """The run's counts and rates, then what a user may need next: where set-aside documents
-    are, when the first output came, what was resumed or sharded, which attention served
-    which shape, and the provenance. ``before_run``: seconds from the command's start to
-    the run's."""
+def run_summary(
+    summary: RunSummary, before_run: float, place: OutputPlace, verbose: bool = False
+) -> None:
+    """The run in a few lines: what was made, how fast, where it is and how to search it.
+
+    Set-aside documents are always named (they are work the user must look at), and so
+    is work an earlier run committed (it explains the counts). ``verbose`` adds the
+    details: the reconciliation of every item read, tokens and batches, when the first
+    output came, how shards were spread, which attention served which shape, and the
+    provenance (each component's distribution, the pipeline's hashes). ``before_run``:
+    seconds from the command's start to the run's."""
     out = consoles.out
-    counts, work = summary.output, summary.counts
+    counts = summary.output
     line(
         ("done", "green"),
-        f" {summary.pipeline}: {counts.documents} documents "
-        f"({counts.failed_documents} set aside), {counts.examples} outputs, "
-        f"{counts.tokens:,} tokens ({counts.positions:,} positions computed) "
-        f"in {summary.seconds:.1f}s "
-        f"({work.documents / max(summary.seconds, 1e-9):.1f} docs/s, "
+        f" {summary.pipeline}: {counts.documents} documents, {counts.examples} outputs "
+        f"in {summary.seconds:.1f}s ({docs_per_second(summary):.1f} docs/s)",
+        console=out,
+    )
+    _set_aside(out, summary, place)
+    if not counts.reconciles or verbose:
+        line(f"  {counts.reconciliation()}", console=out)
+    _earlier_work(out, summary)
+    if summary.resumed_from is not None:
+        line(f"  resumed after cursor {summary.resumed_from!r}", console=out)
+    if place.path is not None:
+        line(f"  output: {place.path}", console=out, soft_wrap=True)
+    if place.search_command is not None:
+        line(f"  search it: {place.search_command}", console=out, soft_wrap=True)
+    if verbose:
+        _details(out, summary, before_run)
+        _shards(out, summary)
+        for signature, chosen in summary.attention.items():
+            line(f"  attention {chosen} for {signature}", console=out)
+        provenance(summary.provenance)
+
+
+def docs_per_second(summary: RunSummary) -> float:
+    """This run's documents (not those committed before it) per second of its wall time."""
+    return summary.counts.documents / max(summary.seconds, 1e-9)
+
+
+def _set_aside(out: Console, summary: RunSummary, place: OutputPlace) -> None:
+    """The documents set aside, and where they are listed: shown whenever there are any."""
+    counts = summary.output
+    if not (counts.failed_documents or counts.skipped_documents):
+        return
+    where = (
+        place.errors_path
+        if place.errors_path is not None
+        else "the errors file beside the output ('<stem>.errors.jsonl')"
+    )
+    line(
+        "  ",
+        ("set aside", "yellow"),
+        f": {counts.failed_documents} failed, {counts.skipped_documents} skipped by rule; "
+        f"listed, one JSON object each, in {where}",
+        console=out,
+        soft_wrap=True,
+    )
+
+
+def _details(out: Console, summary: RunSummary, before_run: float) -> None:
+    """Tokens, batches and compilations, and when the first output came (``-v``)."""
+    counts = summary.output
+    line(
+        f"  {counts.tokens:,} tokens ({counts.positions:,} positions computed, "
         f"{summary.tokens_per_second:,.0f} tokens/s); {counts.batches} batches, "
         f"{summary.compilations} compilations",
         console=out,
     )
-    line(f"  {counts.reconciliation()}", console=out)
-    _earlier_work(out, summary)
-    if counts.failed_documents or counts.skipped_documents:
-        line(
-            "  set-aside documents are listed, one JSON object each, in the errors file "
-            "beside the output ('<stem>.errors.jsonl')",
-            console=out,
-        )
     if summary.first_output_seconds is not None:
         since_start = before_run + summary.first_output_seconds
         line(
@@ -47,12 +93,6 @@ def run_summary(summary: RunSummary, before_run: float) -> None:
             f"{since_start:.1f}s after the command started",
             console=out,
         )
-    if summary.resumed_from is not None:
-        line(f"  resumed after cursor {summary.resumed_from!r}", console=out)
-    _shards(out, summary)
-    for signature, chosen in summary.attention.items():
-        line(f"  attention {chosen} for {signature}", console=out)
-    provenance(summary.provenance)
 
 
 def _earlier_work(out: Console, summary: RunSummary) -> None:

@@ -1,0 +1,60 @@
+"""Where a run's output is, and whether ``seamline search`` can read it: for the summary.
+
+A sink built on the sink kit says where it publishes (``OutputConfig.path``) and where
+set-aside documents go (``resolved_errors_path``); a sink that names a reader (sink
+contract 1.4) can be searched. A third party's sink that says neither leaves both
+unknown, and the summary says less rather than guess.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seamline.contracts.sink_kit import OutputConfig
+
+if TYPE_CHECKING:
+    from seamline.core import Pipeline
+
+SEARCH_QUERY = "your question"
+"""The query the summary's search command shows, for the user to replace."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPlace:
+    """The sink's output and errors file (as the user would type them), and how to search."""
+
+    sink: str
+    path: str | None = None
+    errors_path: str | None = None
+    searchable: bool = False
+
+    @property
+    def search_command(self) -> str | None:
+        """``seamline search <path> "..."``, quoted for a POSIX shell; None if not searchable."""
+        if self.path is None or not self.searchable:
+            return None
+        return f'seamline search {shlex.quote(self.path)} "{SEARCH_QUERY}"'
+
+
+def output_place(pipeline: Pipeline) -> OutputPlace:
+    """Where ``pipeline``'s sink publishes, from its validated config and its class."""
+    choice = pipeline.resolved.sink
+    config = choice.config
+    info = pipeline.registry.get("sink", choice.name)
+    searchable = info.cls is not None and getattr(info.cls, "reader", None) is not None
+    if isinstance(config, OutputConfig):
+        return OutputPlace(
+            choice.name, shown(config.path), shown(config.resolved_errors_path()), searchable
+        )
+    path = getattr(config, "path", None)
+    return OutputPlace(choice.name, shown(path) if isinstance(path, Path) else None)
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory when it lies under it, else absolute."""
+    relative = os.path.relpath(path)
+    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()

