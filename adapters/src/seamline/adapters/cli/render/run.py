@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,9 +51,21 @@ def run_summary(summary: RunSummary, before_run: float) -> None:
     if summary.resumed_from is not None:
         line(f"  resumed after cursor {summary.resumed_from!r}", console=out)
     _shards(out, summary)
+    if summary.changes:
+        line(f"  documents in the output: {_changes(summary.changes)}", console=out)
     for signature, chosen in summary.attention.items():
         line(f"  attention {chosen} for {signature}", console=out)
     provenance(summary.provenance)
+
+
+_CHANGES = {"kept": "set aside (their rows kept)"}
+_ORDER = ("added", "replaced", "deleted", "unchanged", "kept")
+
+
+def _changes(changes: Mapping[str, int]) -> str:
+    """``1 added, 2 replaced, ...``: what publishing did, in a fixed order, as the sink said."""
+    ordered = sorted(changes, key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k))
+    return ", ".join(f"{changes[k]} {_CHANGES.get(k, k)}" for k in ordered)
 
 
 def _earlier_work(out: Console, summary: RunSummary) -> None:
