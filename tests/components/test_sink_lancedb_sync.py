@@ -84,11 +84,14 @@ def test_sync_adds_replaces_and_deletes_in_one_commit_and_counts_each(tmp_path: 
     assert published["outputs"]["changes"] == counts(added=1, replaced=1, unchanged=1, deleted=1)
 
 
-def test_a_document_with_only_a_changed_window_or_span_is_replaced(tmp_path: Path) -> None:
-    sync(tmp_path, windows("a", 2, 1) + windows("b", 1, 1))
+def test_a_document_whose_windows_spans_or_vectors_alone_changed_is_replaced(
+    tmp_path: Path,
+) -> None:
+    sync(tmp_path, windows("a", 2, 1) + windows("b", 1, 1) + windows("c", 1, 1))
     shifted = [OutputRecord("b", 0, (0, 2), VECTOR, {}, "b/0")]  # same vector, other span
-    assert sync(tmp_path, windows("a", 1, 1) + shifted) == counts(replaced=2)
-    assert rows(tmp_path) == [("a", 0, 1.0), ("b", 0, 1.0)]
+    nudged = [OutputRecord("c", 0, (0, 1), VECTOR + 1e-6, {}, "c/0")]  # only the vector
+    assert sync(tmp_path, windows("a", 1, 1) + shifted + nudged) == counts(replaced=3)
+    assert rows(tmp_path) == [("a", 0, 1.0), ("b", 0, 1.0), ("c", 0, np.float32(1 + 1e-6))]
 
 
 def test_a_document_set_aside_by_a_failure_keeps_its_rows_a_skipped_one_loses_them(
@@ -196,28 +199,38 @@ def discovered() -> Registry:
 
 
 def test_seamline_run_says_what_a_sync_changed(tmp_path: Path, discovered: Registry) -> None:
-    """As a user sees it: the second run over a smaller input deletes what is gone, and the
-    summary's counts come from the table (the 30 documents left embed to the same rows)."""
+    """As a user sees it: a sync over a smaller input that fails midway deletes nothing;
+    resumed, it deletes what is gone, and the summary's counts come from the table (the
+    30 documents left embed to the same rows)."""
+    import lancedb
+
     (tmp_path / "pipeline.yaml").write_text(
         "pipeline: notes\n"
         "loader: {use: fault-loader, with: {documents: 40}}\n"
         "model: {use: tiny}\n"
         "attention: {use: native}\n"
         "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync}}\n"
-        "run: {batch_size: 4, buckets: [8, 16]}\n",
+        "run: {batch_size: 4, buckets: [8, 16], checkpoint_every: 5}\n",
         encoding="utf-8",
     )
+    smaller = ("--set", "loader.with.documents=30")
+
+    def rows() -> int:
+        return int(lancedb.connect(str(tmp_path / "out")).open_table("emb").count_rows())
+
     with cli_in(tmp_path, discovered) as cli:
         first = seamline(cli, Path("pipeline.yaml"))
-        second = seamline(cli, Path("pipeline.yaml"), "--set", "loader.with.documents=30")
-    assert first.exit_code == 0, first.stderr
+        assert first.exit_code == 0, first.stderr
+        failed = seamline(cli, Path("pipeline.yaml"), *smaller, SEAMLINE_FAULT_RAISE="read:20")
+        assert failed.exit_code == 1, failed.stderr
+        assert rows() == 40, "a run that did not finish deletes nothing"
+        resumed = seamline(cli, Path("pipeline.yaml"), *smaller, "--resume")
     assert "documents in the output: 40 added, 0 replaced, 0 deleted, 0 unchanged" in first.stdout
-    assert second.exit_code == 0, second.stderr
-    said = " ".join(second.stdout.split())
+    assert resumed.exit_code == 0, resumed.stderr
+    said = " ".join(resumed.stdout.split())
+    assert "resumed after cursor" in said
     assert "documents in the output: 0 added, 0 replaced, 10 deleted, 30 unchanged, 0 set" in said
-    import lancedb
-
-    assert lancedb.connect(str(tmp_path / "out")).open_table("emb").count_rows() == 30
+    assert rows() == 30
 
 
 def test_a_table_whose_rows_cannot_be_read_is_refused_clearly_and_left_alone(

@@ -162,6 +162,7 @@ class Pipeline:
                 with seam.call("execute", {"seamline.run_id": job.run_id}):
                     report = executor.execute(job)
                 job.publish(report)
+                changes = job.published_changes()  # a span of the run's, like publish's
             except BaseException as err:
                 root.record_exception(err)
                 root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
@@ -170,8 +171,7 @@ class Pipeline:
                 with seam.call("close"):
                     executor.close()
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
-        seconds = time.perf_counter() - started
-        return summarize(job, report, seconds, job.published_changes())
+        return summarize(job, report, time.perf_counter() - started, changes)
 
     def _executor(self) -> Executor[Any]:
         choice = self.resolved.executor
