@@ -97,17 +97,19 @@ def test_a_document_whose_windows_spans_or_vectors_alone_changed_is_replaced(
 def test_a_document_set_aside_by_a_failure_keeps_its_rows_a_skipped_one_loses_them(
     tmp_path: Path,
 ) -> None:
-    sync(tmp_path, windows("a", 1, 1) + windows("failed", 2, 1) + windows("blank", 1, 1))
-    # "failed" could not be read (its first window was written before it failed: not
-    # published); "blank" is now empty (skipped by a rule); "new" failed and was never in.
+    sync(tmp_path, windows("a", 2, 1) + windows("failed", 2, 1) + windows("blank", 1, 1))
+    # "failed" could not be read; "blank" is now empty (skipped by a rule); "new" failed and
+    # was never in the table; "a" was embedded (one window now), and an error record of a
+    # duplicate of it (another input with its id) does not hold its new rows back.
     errors = [
         DocumentError("failed", "unreadable", stage="load"),
         DocumentError("blank", "blank document", stage="skip"),
-        DocumentError("new", "batch failed", stage="embed"),
+        DocumentError("new", "cannot prepare", stage="prepare"),
+        DocumentError("a", "duplicate id 'a'", stage="load"),
     ]
-    changes = sync(tmp_path, windows("a", 1, 1) + windows("failed", 1, 9), errors)
-    assert changes == counts(unchanged=1, deleted=1, kept=1)
-    assert rows(tmp_path) == [("a", 0, 1.0), ("failed", 0, 1.0), ("failed", 1, 1.0)]
+    changes = sync(tmp_path, windows("a", 1, 2), errors)
+    assert changes == counts(replaced=1, deleted=1, kept=1)
+    assert rows(tmp_path) == [("a", 0, 2.0), ("failed", 0, 1.0), ("failed", 1, 1.0)]
 
 
 def test_a_sync_without_rows_deletes_every_document_but_those_set_aside(tmp_path: Path) -> None:

@@ -6,12 +6,14 @@ is one ``merge_insert`` (:func:`~._lance_table.publish_rows`); this module decid
 two things around it that need the data:
 
 - **A document set aside by a failure keeps its rows.** It is still in the input
-  (a file that could not be read this time, a batch that failed): deleting what the
-  table holds of it would lose data the run could not replace. Its old rows stay
-  untouched (and rows of it the run wrote before it failed are not published, so it is
-  never half old, half new). A document *skipped* by a rule (stage ``skip``: now blank,
-  or the model made no examples of it) has, as it is now, nothing to embed: its old
-  rows describe text that is gone, and are deleted like those of a removed document.
+  (a file that could not be read this time, one the model could not prepare):
+  deleting what the table holds of it would lose data the run could not replace, so
+  its old rows stay untouched. Documents are set aside before any of their rows are
+  written, so such a document has none in the run; if one does (an error record whose
+  id is also a document's that was embedded: a loader's duplicate), the rows written
+  win. A document *skipped* by a rule (stage ``skip``: now blank, or the model made no
+  examples of it) has, as it is now, nothing to embed: its old rows describe text that
+  is gone, and are deleted like those of a removed document.
 - **The counts are measured, not guessed.** Each document's rows (every column, the
   vector bit for bit, in window order) are hashed once in the table before the commit
   and once in the rows published; a document is ``added`` (not in the table before),
@@ -26,9 +28,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from seamline.components.sinks._columns import ID, WINDOW
 from seamline.components.sinks._lance_table import LanceDatabases, publish_rows, table_rows
@@ -63,15 +65,17 @@ def publish_synced(
     database: Path,
     table: Table | None,
     rows: pa.RecordBatchReader | None,
+    ids: Callable[[], set[str]],
     errors: Iterable[bytes],
     batch_rows: int,
 ) -> tuple[Table | None, Changes]:
-    """``rows`` into the table as its whole content, in one commit, but for the documents
-    ``errors`` (the run's errors files) name as set aside by a failure, kept as they were;
-    and what that changed."""
+    """``rows`` (of the documents ``ids``) into the table as its whole content, in one
+    commit, but for the documents ``errors`` (the run's errors files) name as set aside
+    by a failure, kept as they were; and what that changed."""
     import pyarrow as pa
 
-    tally = SyncTally(failed_ids(errors))
+    failed = failed_ids(errors)
+    tally = SyncTally(failed - ids() if failed else failed)
     if table is not None:
         try:
             tally.before(table_rows(table, batch_rows))
@@ -85,9 +89,7 @@ def publish_synced(
     source = rows
     if source is not None:
         rows = pa.RecordBatchReader.from_batches(source.schema, tally.published(source))
-    published = publish_rows(
-        databases, database, table, rows, lambda: set(), "sync", keep=tally.kept
-    )
+    published = publish_rows(databases, database, table, rows, ids, "sync", keep=tally.kept)
     return published, tally.changes()
 
 
@@ -123,18 +125,10 @@ class SyncTally:
         self._before = digests.per_document()
 
     def published(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """``batches`` without the rows of documents that are kept, digested as they pass."""
-        import pyarrow.compute as pc
-
-        kept = list(self.kept)
+        """``batches``, digested as they pass on to the commit."""
         for batch in batches:
-            if kept:
-                batch = batch.filter(
-                    pc.invert(pc.is_in(batch.column(ID), value_set=_strings(kept)))
-                )
-            if batch.num_rows:
-                self._after.add(batch)
-                yield batch
+            self._after.add(batch)
+            yield batch
 
     def changes(self) -> Changes:
         """The counts, once the published rows have all passed through :meth:`published`."""
@@ -180,9 +174,3 @@ class _Digests:
             doc: hashlib.blake2b(b"".join(d for _, d in sorted(windows)), digest_size=16).digest()
             for doc, windows in self._windows.items()
         }
-
-
-def _strings(values: list[str]) -> Any:
-    import pyarrow as pa
-
-    return pa.array(values, pa.string())

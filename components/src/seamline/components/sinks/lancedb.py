@@ -408,7 +408,9 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         mode, size = self.config.mode, self.config.buffer_rows
         if mode != "sync":
             return publish_rows(self._lance, self._database, table, rows, ids, mode)
-        table, changes = publish_synced(self._lance, self._database, table, rows, errors(), size)
+        table, changes = publish_synced(
+            self._lance, self._database, table, rows, ids, errors(), size
+        )
         self._group.details["changes"] = changes.as_dict()
         return table
 
