@@ -257,12 +257,16 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         if staged is not None and schema is not None:
             rows = _reader(schema, lambda: table_rows(staged, self.config.buffer_rows))
         errors = self.open_files()["errors"]
-        errors.sync()  # read back for sync: the documents set aside, whose rows stay
+
+        def set_aside() -> list[bytes]:  # read back by sync: the documents whose rows stay
+            errors.sync()
+            return [errors.temporary.read_bytes()]
+
         self._table = self._publish_rows(
             table,
             rows,
             lambda: set() if staged is None else table_ids(staged, self.config.buffer_rows),
-            lambda: [errors.temporary.read_bytes()],
+            set_aside,
         )
         return ()
 
