@@ -257,16 +257,11 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         if staged is not None and schema is not None:
             rows = _reader(schema, lambda: table_rows(staged, self.config.buffer_rows))
         errors = self.open_files()["errors"]
-
-        def set_aside() -> list[bytes]:  # read back by sync: the documents whose rows stay
-            errors.sync()
-            return [errors.temporary.read_bytes()]
-
         self._table = self._publish_rows(
             table,
             rows,
             lambda: set() if staged is None else table_ids(staged, self.config.buffer_rows),
-            set_aside,
+            lambda: _written(errors),
         )
         return ()
 
@@ -492,6 +487,12 @@ def _reader(
     import pyarrow as pa
 
     return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def _written(errors: AtomicFile) -> list[bytes]:
+    """What the run's errors file holds so far (sync reads the documents set aside there)."""
+    errors.sync()
+    return [errors.temporary.read_bytes()]
 
 
 def _plain(value: Any) -> Any:
