@@ -19,8 +19,8 @@ two things around it that need the data:
   and once in the rows published; a document is ``added`` (not in the table before),
   ``replaced`` (its rows differ: text, windows, spans, metadata or vector),
   ``unchanged`` (the same rows), ``deleted`` (in the table, not in the input) or
-  ``kept`` (set aside by a failure, its old rows kept). Memory: one 16-byte digest
-  per window of the table and of the run, while publishing.
+  ``kept`` (set aside by a failure, its old rows kept). Memory: one 128-bit number
+  per document of the table and of the run, while publishing.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from seamline.components.sinks._columns import ID, WINDOW
+from seamline.components.sinks._columns import ID
 from seamline.components.sinks._lance_table import LanceDatabases, publish_rows, table_rows
 from seamline.contracts import UserError
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from lancedb.table import Table
 
 EMBEDDING = "embedding"
+_MODULUS = 1 << 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +115,7 @@ class SyncTally:
 
     def __init__(self, kept: frozenset[str]) -> None:
         self.kept = kept
-        self._before: dict[str, bytes] = {}
+        self._before: dict[str, int] = {}
         self._after: _Digests = _Digests()
 
     def before(self, batches: Iterable[pa.RecordBatch]) -> None:
@@ -146,10 +147,14 @@ class SyncTally:
 
 
 class _Digests:
-    """Window digests grouped by document, combined in window order on request."""
+    """One digest per document: the sum, modulo 2**128, of its windows' digests.
+
+    Each window's digest covers its ``window_index``, so the sum does not depend on the
+    order the rows come in, and one number per document is held, not one per window.
+    """
 
     def __init__(self) -> None:
-        self._windows: defaultdict[str, list[tuple[int, bytes]]] = defaultdict(list)
+        self._sums: defaultdict[str, int] = defaultdict(int)
 
     def add(self, batch: pa.RecordBatch) -> None:
         import numpy as np
@@ -165,12 +170,8 @@ class _Digests:
             fields = json.dumps(row, sort_keys=True, default=str).encode()
             digest = hashlib.blake2b(fields, digest_size=16)
             digest.update(vector.tobytes())
-            window = row.get(WINDOW)
-            order = window if isinstance(window, int) else -1
-            self._windows[str(row.get(ID))].append((order, digest.digest()))
+            doc = str(row.get(ID))
+            self._sums[doc] = (self._sums[doc] + int.from_bytes(digest.digest())) % _MODULUS
 
-    def per_document(self) -> dict[str, bytes]:
-        return {
-            doc: hashlib.blake2b(b"".join(d for _, d in sorted(windows)), digest_size=16).digest()
-            for doc, windows in self._windows.items()
-        }
+    def per_document(self) -> dict[str, int]:
+        return dict(self._sums)

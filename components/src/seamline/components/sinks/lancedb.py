@@ -61,7 +61,7 @@ LanceDB's default session they grew with every version of the staging table, by
 219 MiB over 1,000 commits (``benchmarks/memory/lancedb_cache.py``). Publishing streams the staging
 rows into the table; ``upsert`` also holds the set of the run's document ids, and
 its delete condition lists them (``id IN (...)``): a run over millions of
-documents builds a filter of that size. ``sync`` holds a digest per window of the table
+documents builds a filter of that size. ``sync`` holds a digest per document of the table
 and of the run while it publishes, and lists only the documents set aside.
 """
 
