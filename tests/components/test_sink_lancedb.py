@@ -240,7 +240,7 @@ def test_an_index_that_cannot_fit_the_vectors_is_refused_before_the_work(tmp_pat
     [
         ({"path": "out/emb"}, "is not a table folder: give '<database>/<table>.lance'"),
         ({"path": "out/bad name.lance"}, "is not a table folder"),
-        ({"mode": "merge"}, "'overwrite', 'append' or 'upsert'"),
+        ({"mode": "merge"}, "'overwrite', 'append', 'upsert' or 'sync'"),
         ({"index": {"type": "ivf_pq", "m": 16}}, "m does not apply to an index of type 'ivf_pq'"),
         ({"index": {"type": "hnsw", "num_sub_vectors": 8}}, "num_sub_vectors does not apply"),
         ({"text": False, "full_text_index": True}, "full_text_index needs the text column"),

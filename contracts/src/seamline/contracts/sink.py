@@ -148,6 +148,14 @@ class Sink(Component[SinkConfigT], abc.ABC):
         """
         return None
 
+    def published_changes(self, run_id: str) -> Mapping[str, int] | None:
+        """What publishing run ``run_id`` changed in the output, in documents by kind (the
+        lancedb sink's ``mode: sync``: added, replaced, unchanged, deleted, kept), as the
+        sink measured it; None when it does not measure it, or the output published now is
+        not that run's. Asked after the run, on a fresh instance; the default returns None.
+        """
+        return None
+
     # -- staged parts (contract 1.3, stageable sinks) -------------------------------------
 
     def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:

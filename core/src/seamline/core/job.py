@@ -194,6 +194,20 @@ class PipelineJob(Job):
             with seam.call("publish_parts", self._attributes(self.count)):
                 sink.publish_parts(self.run_id, self.count, manifest)
 
+    def published_changes(self) -> Mapping[str, int] | None:
+        """What the sink measured publishing this run changed (lancedb's sync counts), or None.
+
+        Asked after the run, of a fresh sink, which reads it from what it published. The
+        output is published by then: a sink that fails to say is logged, not fatal.
+        """
+        sink, seam = self._sink()
+        try:
+            with seam.call("published_changes", self._attributes()):
+                return sink.published_changes(self.run_id)
+        except Exception as err:
+            log.warning("the sink could not say what the run changed", error=str(err))
+            return None
+
     def _sink(self) -> tuple[Sink[Any], Seam]:
         """A fresh instance of the pipeline's sink, and the seam its calls cross."""
         choice = self.resolved.sink

@@ -115,6 +115,10 @@ class RunSummary:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     """Each stage's component, distribution and version, and the pipeline's hashes
     (:func:`seamline.core.provenance.provenance`), as the manifest records them."""
+    changes: Mapping[str, int] | None = None
+    """What publishing changed in the output, in documents by kind, as the sink measured it
+    (the lancedb sink's ``mode: sync``: added, replaced, unchanged, deleted, kept); None
+    when the sink does not measure it."""
 
     @property
     def published(self) -> RunCounts | None:

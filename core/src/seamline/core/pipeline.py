@@ -162,6 +162,7 @@ class Pipeline:
                 with seam.call("execute", {"seamline.run_id": job.run_id}):
                     report = executor.execute(job)
                 job.publish(report)
+                changes = job.published_changes()  # a span of the run's, like publish's
             except BaseException as err:
                 root.record_exception(err)
                 root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
@@ -170,7 +171,7 @@ class Pipeline:
                 with seam.call("close"):
                     executor.close()
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
-        return summarize(job, report, time.perf_counter() - started)
+        return summarize(job, report, time.perf_counter() - started, changes)
 
     def _executor(self) -> Executor[Any]:
         choice = self.resolved.executor
@@ -202,7 +203,12 @@ def _child(data: Any, step: str | int) -> Any:
     return None
 
 
-def summarize(job: PipelineJob, report: ExecutionReport, seconds: float) -> RunSummary:
+def summarize(
+    job: PipelineJob,
+    report: ExecutionReport,
+    seconds: float,
+    changes: Mapping[str, int] | None = None,
+) -> RunSummary:
     """One summary of every shard: counts added up, the run's wall time.
 
     What the output held before is known only if it is known for every shard: a shard
@@ -233,4 +239,5 @@ def summarize(job: PipelineJob, report: ExecutionReport, seconds: float) -> RunS
         shard_count=job.count or 1,
         finished_before=tuple(finished_before),
         provenance=provenance(job.resolved),
+        changes=changes,
     )

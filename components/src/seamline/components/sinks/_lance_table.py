@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from lancedb.db import DBConnection
     from lancedb.table import Table
 
-Mode = Literal["overwrite", "append", "upsert"]
+Mode = Literal["overwrite", "append", "upsert", "sync"]
 
 
 class LanceDatabases:
@@ -79,15 +79,19 @@ def publish_rows(
     rows: pa.RecordBatchReader | None,
     ids: Callable[[], set[str]],
     mode: Mode,
+    keep: frozenset[str] = frozenset(),
 ) -> Table | None:
     """``rows`` into the table (``table``, the one in ``database`` if any), as one new version.
 
     ``rows`` is None when the run wrote no rows; ``ids`` gives the documents the rows are
-    of (for upsert).
+    of (for upsert). ``keep``: under sync, the documents whose rows stay as they are
+    (set aside by a failure, see :mod:`._lance_sync`); every other row not in ``rows``
+    is deleted in the same commit.
     """
+    unkept = _unkept(keep)
     if rows is None:  # the run wrote no rows
-        if table is not None and mode == "overwrite":
-            table.delete("true")  # its rows are replaced by none
+        if table is not None and mode in ("overwrite", "sync"):
+            table.delete(unkept or "true")  # its rows are replaced by none
         return table
     if table is None:
         database.mkdir(parents=True, exist_ok=True)
@@ -97,12 +101,14 @@ def publish_rows(
     if mode == "append":
         table.add(rows)
         return table
-    listed = ", ".join(_sql_text(doc_id) for doc_id in sorted(ids()))
+    # upsert deletes the windows its documents no longer have; sync, every row not written
+    # again but those kept. Both in the merge's one commit.
+    doomed = f"{ID} IN ({_listed(ids())})" if mode == "upsert" else unkept
     (
         table.merge_insert([ID, WINDOW])
         .when_matched_update_all()
         .when_not_matched_insert_all()
-        .when_not_matched_by_source_delete(f"{ID} IN ({listed})")
+        .when_not_matched_by_source_delete(doomed)
         .execute(rows)
     )
     return table
@@ -119,6 +125,15 @@ def table_ids(table: Table, batch_rows: int) -> set[str]:
     for batch in table.search().select([ID]).limit(None).to_batches(batch_rows):
         ids.update(batch.column(ID).to_pylist())
     return ids
+
+
+def _unkept(keep: frozenset[str]) -> str | None:
+    """The SQL filter of the rows not of a document in ``keep`` (None: every row)."""
+    return f"{ID} NOT IN ({_listed(keep)})" if keep else None
+
+
+def _listed(ids: set[str] | frozenset[str]) -> str:
+    return ", ".join(_sql_text(doc_id) for doc_id in sorted(ids))
 
 
 def _sql_text(value: str) -> str:

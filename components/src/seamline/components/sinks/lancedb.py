@@ -23,7 +23,10 @@ versions stay readable by version number until pruned), ``append`` adds them, an
 ``upsert`` merges them by ``(id, window_index)`` and deletes the windows of the
 documents it saw that no longer exist (a document now shorter), so re-embedding a
 changed corpus replaces the rows of the documents it saw again instead of
-duplicating them. Before that commit the checkpoint records the table's version
+duplicating them. ``sync`` makes the table exactly this run's input in the same one
+merge, deleting every row not written again except those of documents set aside by a
+failure, and counts the documents added, replaced, unchanged and deleted into the
+manifest (:mod:`._lance_sync`). Before that commit the checkpoint records the table's version
 (``publishing``); publishing the manifest and the errors file then deletes the
 checkpoint, which is the moment the run is done. A run that dies in between left
 the checkpoint: the next run on this path (resumed or fresh) first restores the
@@ -58,7 +61,8 @@ LanceDB's default session they grew with every version of the staging table, by
 219 MiB over 1,000 commits (``benchmarks/memory/lancedb_cache.py``). Publishing streams the staging
 rows into the table; ``upsert`` also holds the set of the run's document ids, and
 its delete condition lists them (``id IN (...)``): a run over millions of
-documents builds a filter of that size.
+documents builds a filter of that size. ``sync`` holds a digest per document of the table
+and of the run while it publishes, and lists only the documents set aside.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ from seamline.components.sinks._lance_index import (
     check_index_fits,
 )
 from seamline.components.sinks._lance_reader import LanceReader
+from seamline.components.sinks._lance_sync import publish_synced
 from seamline.components.sinks._lance_table import (
     LanceDatabases,
     publish_rows,
@@ -125,11 +130,14 @@ class LanceDbSinkConfig(ColumnarConfig):
 
     path_is_folder: ClassVar[bool] = True
 
-    mode: Literal["overwrite", "append", "upsert"] = Field(
+    mode: Literal["overwrite", "append", "upsert", "sync"] = Field(
         default="overwrite",
         description="What a run does to an existing table: overwrite replaces its rows; "
         "append adds this run's rows; upsert replaces the rows of every document this run "
-        "embedded (by id) and adds the rest. append and upsert need the table's model to be "
+        "embedded (by id) and adds the rest; sync makes the table hold exactly this run's "
+        "input: new documents added, changed ones replaced, documents no longer in the input "
+        "deleted, in one commit (a document set aside by a failure keeps its rows), and the "
+        "run reports how many of each. append, upsert and sync need the table's model to be "
         "this pipeline's.",
     )
     buffer_rows: int = Field(
@@ -248,10 +256,12 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         rows = None
         if staged is not None and schema is not None:
             rows = _reader(schema, lambda: table_rows(staged, self.config.buffer_rows))
+        errors = self.open_files()["errors"]
         self._table = self._publish_rows(
             table,
             rows,
             lambda: set() if staged is None else table_ids(staged, self.config.buffer_rows),
+            lambda: _written(errors),
         )
         return ()
 
@@ -312,7 +322,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
 
             rows = _reader(schema, part_rows)
         table = self._publish_rows(
-            table, rows, lambda: {i for _, part in sources for i in table_ids(part, size)}
+            table,
+            rows,
+            lambda: {i for _, part in sources for i in table_ids(part, size)},
+            lambda: [files["errors"].read_bytes() for files in parts],
         )
         self.merged_errors(parts).publish()
         self.manifest_file(run_id).publish()  # the publication is complete: never undone
@@ -382,9 +395,23 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
     # -- the table ---------------------------------------------------------------------------
 
     def _publish_rows(
-        self, table: Table | None, rows: pa.RecordBatchReader | None, ids: Callable[[], set[str]]
+        self,
+        table: Table | None,
+        rows: pa.RecordBatchReader | None,
+        ids: Callable[[], set[str]],
+        errors: Callable[[], list[bytes]],
     ) -> Table | None:
-        return publish_rows(self._lance, self._database, table, rows, ids, self.config.mode)
+        """``rows`` into the table in one commit; under sync, with the documents set aside
+        by a failure (read from ``errors``, the run's errors files) kept as they were and
+        the counts of what changed in the manifest's ``outputs.changes``."""
+        mode, size = self.config.mode, self.config.buffer_rows
+        if mode != "sync":
+            return publish_rows(self._lance, self._database, table, rows, ids, mode)
+        table, changes = publish_synced(
+            self._lance, self._database, table, rows, ids, errors(), size
+        )
+        self._group.details["changes"] = changes.as_dict()
+        return table
 
     def _undo_interrupted_publication(self) -> bool:
         """Restore the table to its version before a publication that did not finish.
@@ -460,6 +487,12 @@ def _reader(
     import pyarrow as pa
 
     return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def _written(errors: AtomicFile) -> list[bytes]:
+    """What the run's errors file holds so far (sync reads the documents set aside there)."""
+    errors.sync()
+    return [errors.temporary.read_bytes()]
 
 
 def _plain(value: Any) -> Any:

@@ -268,6 +268,20 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         """The manifest published at the destination, read as untrusted (None: none readable)."""
         return read_published_manifest(default_manifest_path(self.destination))
 
+    def published_changes(self, run_id: str) -> Mapping[str, int] | None:
+        """The published manifest's ``outputs.changes`` if that manifest is run ``run_id``'s:
+        counts of documents by kind, each a non-negative integer (else None: read as
+        untrusted, a manifest anyone could have edited)."""
+        manifest = self.published_manifest() or {}
+        outputs = manifest.get("outputs")
+        changes = outputs.get("changes") if isinstance(outputs, dict) else None
+        if manifest.get("run_id") != run_id or not isinstance(changes, dict):
+            return None
+        counts = {k: v for k, v in changes.items() if isinstance(k, str) and type(v) is int}
+        if len(counts) != len(changes) or any(v < 0 for v in counts.values()):
+            return None
+        return counts
+
     def published_run(self) -> str | None:
         """The staged run the published manifest names, if a plain run id (else None)."""
         return published_run_id(default_manifest_path(self.destination))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,8 @@ def run_summary(
     if not counts.reconciles or verbose:
         line(f"  {counts.reconciliation()}", console=out)
     _earlier_work(out, summary)
+    if summary.changes:
+        line(f"  documents in the output: {_changes(summary.changes)}", console=out)
     if summary.resumed_from is not None:
         line(f"  resumed after cursor {summary.resumed_from!r}", console=out)
     if place.path is not None:
@@ -93,6 +96,16 @@ def _details(out: Console, summary: RunSummary, before_run: float) -> None:
             f"{since_start:.1f}s after the command started",
             console=out,
         )
+
+
+_CHANGES = {"kept": "set aside (their rows kept)"}
+_ORDER = ("added", "replaced", "deleted", "unchanged", "kept")
+
+
+def _changes(changes: Mapping[str, int]) -> str:
+    """``1 added, 2 replaced, ...``: what publishing did, in a fixed order, as the sink said."""
+    ordered = sorted(changes, key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k))
+    return ", ".join(f"{changes[k]} {_CHANGES.get(k, k)}" for k in ordered)
 
 
 def _earlier_work(out: Console, summary: RunSummary) -> None:

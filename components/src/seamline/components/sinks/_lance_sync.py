@@ -1,0 +1,177 @@
+"""``mode: sync`` of the ``lancedb`` sink: which documents are kept as they were, and the count
+of what the one commit changed.
+
+Sync makes the table hold exactly the documents of this run's input. The write itself
+is one ``merge_insert`` (:func:`~._lance_table.publish_rows`); this module decides the
+two things around it that need the data:
+
+- **A document set aside by a failure keeps its rows.** It is still in the input
+  (a file that could not be read this time, one the model could not prepare):
+  deleting what the table holds of it would lose data the run could not replace, so
+  its old rows stay untouched. Documents are set aside before any of their rows are
+  written, so such a document has none in the run; if one does (an error record whose
+  id is also a document's that was embedded: a loader's duplicate), the rows written
+  win. A document *skipped* by a rule (stage ``skip``: now blank, or the model made no
+  examples of it) has, as it is now, nothing to embed: its old rows describe text that
+  is gone, and are deleted like those of a removed document.
+- **The counts are measured, not guessed.** Each document's rows (every column, the
+  vector bit for bit, in window order) are hashed once in the table before the commit
+  and once in the rows published; a document is ``added`` (not in the table before),
+  ``replaced`` (its rows differ: text, windows, spans, metadata or vector),
+  ``unchanged`` (the same rows), ``deleted`` (in the table, not in the input) or
+  ``kept`` (set aside by a failure, its old rows kept). Memory: one 128-bit number
+  per document of the table and of the run, while publishing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from seamline.components.sinks._columns import ID
+from seamline.components.sinks._lance_table import LanceDatabases, publish_rows, table_rows
+from seamline.contracts import UserError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pyarrow as pa
+    from lancedb.table import Table
+
+EMBEDDING = "embedding"
+_MODULUS = 1 << 128
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What one sync did to the table, in documents."""
+
+    added: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    kept: int = 0
+    """Set aside by a failure in this run, their earlier rows left in the table."""
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def publish_synced(
+    databases: LanceDatabases,
+    database: Path,
+    table: Table | None,
+    rows: pa.RecordBatchReader | None,
+    ids: Callable[[], set[str]],
+    errors: Iterable[bytes],
+    batch_rows: int,
+) -> tuple[Table | None, Changes]:
+    """``rows`` (of the documents ``ids``) into the table as its whole content, in one
+    commit, but for the documents ``errors`` (the run's errors files) name as set aside
+    by a failure, kept as they were; and what that changed."""
+    import pyarrow as pa
+
+    failed = failed_ids(errors)
+    tally = SyncTally(failed - ids() if failed else failed)
+    if table is not None:
+        try:
+            tally.before(table_rows(table, batch_rows))
+        except (RuntimeError, OSError, ValueError) as err:  # a table damaged on disk
+            where = str(database / f"{databases.name}.lance")
+            raise UserError(
+                f"{databases.sink} sink: cannot sync into {where!r}: its rows cannot be read "
+                f"({err}); nothing was changed. Restore it to a readable "
+                "version (table.restore(n)), or replace it with mode: overwrite"
+            ) from err
+    source = rows
+    if source is not None:
+        rows = pa.RecordBatchReader.from_batches(source.schema, tally.published(source))
+    published = publish_rows(databases, database, table, rows, ids, "sync", keep=tally.kept)
+    return published, tally.changes()
+
+
+def failed_ids(errors: Iterable[bytes]) -> frozenset[str]:
+    """The documents set aside by a failure (any stage but ``skip``), from errors files'
+    contents (one JSON object per line, as the sink kit writes them)."""
+    ids: set[str] = set()
+    for content in errors:
+        for line in content.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            failed = isinstance(entry, dict) and entry.get("stage") != "skip"
+            if failed and isinstance(entry.get(ID), str):
+                ids.add(entry[ID])
+    return frozenset(ids)
+
+
+class SyncTally:
+    """The per-document digests of the table before a sync and of the rows it publishes."""
+
+    def __init__(self, kept: frozenset[str]) -> None:
+        self.kept = kept
+        self._before: dict[str, int] = {}
+        self._after: _Digests = _Digests()
+
+    def before(self, batches: Iterable[pa.RecordBatch]) -> None:
+        """Digest the table's rows, as they are before the commit."""
+        digests = _Digests()
+        for batch in batches:
+            digests.add(batch)
+        self._before = digests.per_document()
+
+    def published(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """``batches``, digested as they pass on to the commit."""
+        for batch in batches:
+            self._after.add(batch)
+            yield batch
+
+    def changes(self) -> Changes:
+        """The counts, once the published rows have all passed through :meth:`published`."""
+        before, after = self._before, self._after.per_document()
+        both = before.keys() & after.keys()
+        same = sum(1 for doc in both if before[doc] == after[doc])
+        kept = self.kept - after.keys()
+        return Changes(
+            added=len(after.keys() - before.keys()),
+            replaced=len(both) - same,
+            unchanged=same,
+            deleted=len(before.keys() - after.keys() - kept),
+            kept=len(kept & before.keys()),
+        )
+
+
+class _Digests:
+    """One digest per document: the sum, modulo 2**128, of its windows' digests.
+
+    Each window's digest covers its ``window_index``, so the sum does not depend on the
+    order the rows come in, and one number per document is held, not one per window.
+    """
+
+    def __init__(self) -> None:
+        self._sums: defaultdict[str, int] = defaultdict(int)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        import numpy as np
+
+        vectors = batch.column(EMBEDDING) if EMBEDDING in batch.schema.names else None
+        if vectors is None or vectors.null_count:  # not the sink's layout: compare as values
+            plain, matrix = batch.to_pylist(), [np.empty(0)] * len(batch)
+        else:
+            plain = batch.drop_columns([EMBEDDING]).to_pylist()
+            flat = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False))
+            matrix = list(flat.reshape(len(batch), -1)) if len(batch) else []
+        for row, vector in zip(plain, matrix, strict=True):
+            fields = json.dumps(row, sort_keys=True, default=str).encode()
+            digest = hashlib.blake2b(fields, digest_size=16)
+            digest.update(vector.tobytes())
+            doc = str(row.get(ID))
+            self._sums[doc] = (self._sums[doc] + int.from_bytes(digest.digest())) % _MODULUS
+
+    def per_document(self) -> dict[str, int]:
+        return dict(self._sums)

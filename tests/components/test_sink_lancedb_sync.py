@@ -1,0 +1,247 @@
+"""``mode: sync`` of the ``lancedb`` sink: the table holds exactly this input, in one commit.
+
+New documents added, changed ones replaced (every window: a document now shorter
+keeps no stale window), documents no longer in the input deleted, a document set
+aside by a failure left as it was; and the counts of each, measured from the rows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from seamline.components.sinks.lancedb import LanceDbSink
+from seamline.contracts import DocumentError, OutputRecord, Shard, UserError
+from tests.components.test_sink_lancedb import (
+    MANIFEST,
+    Died,
+    die_after_the_table_commit,
+    sink,
+    table,
+)
+from tests.components.test_sink_staged_columnar import lance
+from tests.faults import kill_points
+from tests.faults.component_scenarios import seamline
+from tests.faults.test_path_cli import cli_in
+
+if TYPE_CHECKING:
+    from seamline.core.registry import Registry
+
+VECTOR = np.arange(8, dtype=np.float32)
+
+
+def windows(doc: str, count: int, value: float) -> list[OutputRecord]:
+    return [
+        OutputRecord(doc, i, (i, i + 1), VECTOR * value, {}, f"{doc}/{i}") for i in range(count)
+    ]
+
+
+def manifest(run_id: str) -> dict[str, Any]:
+    return {**MANIFEST, "run_id": run_id}
+
+
+def sync(
+    tmp_path: Path, records: list[OutputRecord], errors: list[DocumentError] = (), **options: Any
+) -> dict[str, int] | None:
+    """One whole run with ``mode: sync``; the counts it reports."""
+    out = sink(tmp_path, mode="sync", **options)
+    out.start(manifest("r"))
+    out.write(records)
+    for error in errors:
+        out.write_error(error)
+    out.close()
+    changes = sink(tmp_path).published_changes("r")
+    return None if changes is None else dict(changes)
+
+
+def rows(tmp_path: Path) -> list[tuple[str, int, float]]:
+    found = table(tmp_path).search().limit(None).to_list()
+    return sorted((r["id"], r["window_index"], float(r["embedding"][1])) for r in found)
+
+
+def counts(**kinds: int) -> dict[str, int]:
+    """The counts a sync reports, those not given 0."""
+    return {
+        kind: kinds.get(kind, 0) for kind in ("added", "replaced", "unchanged", "deleted", "kept")
+    }
+
+
+def test_sync_adds_replaces_and_deletes_in_one_commit_and_counts_each(tmp_path: Path) -> None:
+    first = windows("a", 3, 1) + windows("b", 1, 1) + windows("c", 2, 1)
+    assert sync(tmp_path, first) == counts(added=3)
+    before = table(tmp_path).version
+    # "a" changed and now has one window fewer; "b" is the same; "c" is gone; "d" is new.
+    assert sync(tmp_path, windows("a", 2, 2) + windows("b", 1, 1) + windows("d", 1, 3)) == counts(
+        added=1, replaced=1, unchanged=1, deleted=1
+    )
+    assert rows(tmp_path) == [("a", 0, 2.0), ("a", 1, 2.0), ("b", 0, 1.0), ("d", 0, 3.0)]
+    assert table(tmp_path).version == before + 1, "added, replaced and deleted in one commit"
+    published = json.loads((tmp_path / "db" / "emb.manifest.json").read_text())
+    assert published["outputs"]["changes"] == counts(added=1, replaced=1, unchanged=1, deleted=1)
+
+
+def test_a_document_whose_windows_spans_or_vectors_alone_changed_is_replaced(
+    tmp_path: Path,
+) -> None:
+    sync(tmp_path, windows("a", 2, 1) + windows("b", 1, 1) + windows("c", 1, 1))
+    shifted = [OutputRecord("b", 0, (0, 2), VECTOR, {}, "b/0")]  # same vector, other span
+    nudged = [OutputRecord("c", 0, (0, 1), VECTOR + 1e-6, {}, "c/0")]  # only the vector
+    assert sync(tmp_path, windows("a", 1, 1) + shifted + nudged) == counts(replaced=3)
+    assert rows(tmp_path) == [("a", 0, 1.0), ("b", 0, 1.0), ("c", 0, np.float32(1 + 1e-6))]
+
+
+def test_a_document_set_aside_by_a_failure_keeps_its_rows_a_skipped_one_loses_them(
+    tmp_path: Path,
+) -> None:
+    sync(tmp_path, windows("a", 2, 1) + windows("failed", 2, 1) + windows("blank", 1, 1))
+    # "failed" could not be read; "blank" is now empty (skipped by a rule); "new" failed and
+    # was never in the table; "a" was embedded (one window now), and an error record of a
+    # duplicate of it (another input with its id) does not hold its new rows back.
+    errors = [
+        DocumentError("failed", "unreadable", stage="load"),
+        DocumentError("blank", "blank document", stage="skip"),
+        DocumentError("new", "cannot prepare", stage="prepare"),
+        DocumentError("a", "duplicate id 'a'", stage="load"),
+    ]
+    changes = sync(tmp_path, windows("a", 1, 2), errors)
+    assert changes == counts(replaced=1, deleted=1, kept=1)
+    assert rows(tmp_path) == [("a", 0, 2.0), ("failed", 0, 1.0), ("failed", 1, 1.0)]
+
+
+def test_a_sync_without_rows_deletes_every_document_but_those_set_aside(tmp_path: Path) -> None:
+    sync(tmp_path, windows("a", 1, 1) + windows("b", 2, 1))
+    changes = sync(tmp_path, [], [DocumentError("b", "unreadable")])
+    assert changes == counts(deleted=1, kept=1)
+    assert rows(tmp_path) == [("b", 0, 1.0), ("b", 1, 1.0)]
+
+
+def test_sync_refuses_a_table_of_another_model_before_any_work(tmp_path: Path) -> None:
+    sync(tmp_path, windows("a", 1, 1))
+    other = {**MANIFEST, "model": {"use": "bert-encoder", "with": {"weights": "other"}}}
+    with pytest.raises(UserError, match=r"cannot sync into .*another model configuration"):
+        sink(tmp_path, mode="sync").start(other)
+    assert rows(tmp_path) == [("a", 0, 1.0)]
+
+
+def test_counts_are_only_those_of_the_run_that_published(tmp_path: Path) -> None:
+    sync(tmp_path, windows("a", 1, 1))
+    assert sink(tmp_path).published_changes("another-run") is None
+    overwrite = sink(tmp_path)
+    overwrite.start(manifest("r2"))
+    overwrite.write(windows("a", 1, 1))
+    overwrite.close()
+    assert sink(tmp_path).published_changes("r2") is None, "overwrite measures nothing"
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["fresh-run", "resumed"])
+def test_a_sync_that_died_while_publishing_is_undone_and_then_applied_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resume: bool
+) -> None:
+    sync(tmp_path, windows("a", 2, 1) + windows("b", 1, 1))
+    again = windows("a", 1, 2) + windows("c", 1, 3)
+    dying = sink(tmp_path, mode="sync")
+    dying.start(manifest("r"))
+    dying.write(again[:1])
+    dying.commit("c1")
+    dying.write(again[1:])
+    die_after_the_table_commit(dying, monkeypatch)
+    with pytest.raises(Died):
+        dying.close()
+    assert rows(tmp_path) == [("a", 0, 2.0), ("c", 0, 3.0)], "deleted, not yet done"
+    monkeypatch.undo()
+
+    out = sink(tmp_path, mode="sync")
+    if resume:
+        assert out.recover(manifest("r")) == "c1"
+        out.write(again[1:])
+    else:
+        out.start(manifest("r"))
+        out.write(again)
+    assert rows(tmp_path) == [("a", 0, 1.0), ("a", 1, 1.0), ("b", 0, 1.0)], "undone first"
+    out.close()
+    assert rows(tmp_path) == [("a", 0, 2.0), ("c", 0, 3.0)]
+    assert sink(tmp_path).published_changes("r") == counts(added=1, replaced=1, deleted=1)
+
+
+def test_a_staged_sync_publishes_the_union_of_its_parts_then_deletes(tmp_path: Path) -> None:
+    sync(tmp_path, windows("a", 2, 1) + windows("b", 1, 1) + windows("c", 1, 1))
+    before = table(tmp_path).version
+
+    def make() -> LanceDbSink:
+        return lance(tmp_path, mode="sync")
+
+    make().begin_parts("run-1", 2, MANIFEST)
+    parts = [(windows("a", 1, 5), []), (windows("d", 1, 5), [DocumentError("c", "unreadable")])]
+    for index, (records, errors) in enumerate(parts):
+        part = make().part("run-1", Shard(index, 2))
+        assert part.recover(MANIFEST) is None
+        part.write(records)
+        for error in errors:
+            part.write_error(error)
+        part.close()
+    make().publish_parts("run-1", 2, MANIFEST)
+    # "a" from shard 0 and "d" from shard 1 both survive; "b" is gone; "c" failed in shard 1.
+    assert rows(tmp_path) == [("a", 0, 5.0), ("c", 0, 1.0), ("d", 0, 5.0)]
+    assert table(tmp_path).version == before + 1
+    assert make().published_changes("run-1") == counts(added=1, replaced=1, deleted=1, kept=1)
+
+
+@pytest.fixture(scope="module")
+def discovered() -> Registry:
+    """The installed components and the fault fixtures, as ``seamline run`` finds them."""
+    with kill_points.in_process_cli():
+        from seamline.core.config.user import user_trust
+        from seamline.core.registry import Registry
+
+        return Registry.discover(user_trust())
+
+
+def test_seamline_run_says_what_a_sync_changed(tmp_path: Path, discovered: Registry) -> None:
+    """As a user sees it: a sync over a smaller input that fails midway deletes nothing;
+    resumed, it deletes what is gone, and the summary's counts come from the table (the
+    30 documents left embed to the same rows)."""
+    import lancedb
+
+    (tmp_path / "pipeline.yaml").write_text(
+        "pipeline: notes\n"
+        "loader: {use: fault-loader, with: {documents: 40}}\n"
+        "model: {use: tiny}\n"
+        "attention: {use: native}\n"
+        "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync}}\n"
+        "run: {batch_size: 4, buckets: [8, 16], checkpoint_every: 5}\n",
+        encoding="utf-8",
+    )
+    smaller = ("--set", "loader.with.documents=30")
+
+    def rows() -> int:
+        return int(lancedb.connect(str(tmp_path / "out")).open_table("emb").count_rows())
+
+    with cli_in(tmp_path, discovered) as cli:
+        first = seamline(cli, Path("pipeline.yaml"))
+        assert first.exit_code == 0, first.stderr
+        failed = seamline(cli, Path("pipeline.yaml"), *smaller, SEAMLINE_FAULT_RAISE="read:20")
+        assert failed.exit_code == 1, failed.stderr
+        assert rows() == 40, "a run that did not finish deletes nothing"
+        resumed = seamline(cli, Path("pipeline.yaml"), *smaller, "--resume")
+    assert "documents in the output: 40 added, 0 replaced, 0 deleted, 0 unchanged" in first.stdout
+    assert resumed.exit_code == 0, resumed.stderr
+    said = " ".join(resumed.stdout.split())
+    assert "resumed after cursor" in said
+    assert "documents in the output: 0 added, 0 replaced, 10 deleted, 30 unchanged, 0 set" in said
+    assert rows() == 30
+
+
+def test_a_table_whose_rows_cannot_be_read_is_refused_clearly_and_left_alone(
+    tmp_path: Path,
+) -> None:
+    sync(tmp_path, windows("a", 2, 1))
+    data = tmp_path / "db" / "emb.lance" / "data"
+    for damaged in data.iterdir():
+        damaged.write_bytes(b"not a lance file")
+    with pytest.raises(UserError, match=r"cannot sync into .*emb.lance.*rows cannot be read"):
+        sync(tmp_path, windows("a", 1, 1))
+    assert table(tmp_path).version == 1, "nothing was committed"
