@@ -56,6 +56,7 @@ def run_document(summary: RunSummary, place: OutputPlace) -> dict[str, Any]:
             "errors_path": place.errors_path,
             "search": place.search_command,
         },
+        "changes": dict(summary.changes) if summary.changes else None,
         "attention": dict(summary.attention),
         "provenance": dict(summary.provenance),
     }
