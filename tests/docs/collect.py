@@ -9,12 +9,14 @@ whose first line is ``# file: NAME`` is the file NAME, as shown (a reader copies
 A ``$ cat NAME`` whose NAME does not exist yet writes the lines shown under it to NAME:
 that is how a page shows a file its reader makes (``docs.csv``).
 
-Each command must exit 0, or 2 where the page shows ``error: ...`` (a user error), and
+Each command must exit with the code a trailing ``# exit code N`` states, else 0, or 2
+where the page shows a line ``error: ...`` (a user error), and
 must print what the page shows, in shape (``shape.py``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -27,13 +29,15 @@ from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser
 
 from tests.docs.console import Step, parse_console
-from tests.docs.shape import mismatch
+from tests.docs.shape import is_log_line, mismatch
 from tests.docs.workdir import environment, make_workdir
 
 FILE_BLOCK = re.compile(r"^```[\w-]*\n# file: (?P<name>[\w./-]+)\n(?P<body>.*?)^```", re.M | re.S)
 USER_ERROR = 2
+STATED_EXIT = re.compile(r"#[^#]*\bexit code (\d+)\s*$")
 COMMAND_TIMEOUT_S = 600
 WORKDIR = "seamline_docs_workdir"
+UPDATE_VARIABLE = "SEAMLINE_DOCS_UPDATE"
 
 
 def run_console_block(example: Example) -> str | None:
@@ -42,14 +46,15 @@ def run_console_block(example: Example) -> str | None:
     if block.not_run_because is not None:
         raise unittest.SkipTest(f"marked on the page: not run {block.not_run_because}")
     workdir = _workdir(example)
+    failures = []
     for step in block.steps:
-        failure = _run_step(step, workdir)
+        failure = _run_step(step, workdir, Path(example.path))
         if failure is not None:
-            return f"$ {step.command}\n{failure}"
-    return None
+            failures.append(f"$ {step.command}\n{failure}")
+    return "\n\n".join(failures) or None
 
 
-def _run_step(step: Step, workdir: Path) -> str | None:
+def _run_step(step: Step, workdir: Path, page: Path) -> str | None:
     if step.shown is not None and _writes_shown_file(step, workdir):
         return None
     completed = subprocess.run(
@@ -62,13 +67,34 @@ def _run_step(step: Step, workdir: Path) -> str | None:
         text=True,
         timeout=COMMAND_TIMEOUT_S,
     )
-    shows_error = step.shown is not None and step.shown[0].startswith("error:")
-    expected = USER_ERROR if shows_error else 0
+    shows_error = step.shown is not None and any(
+        line.lower().startswith("error:") for line in step.shown
+    )
+    stated = STATED_EXIT.search(step.command)
+    expected = int(stated.group(1)) if stated else USER_ERROR if shows_error else 0
     if completed.returncode != expected:
         return f"exit code {completed.returncode}, the page implies {expected}:\n{completed.stdout}"
     if step.shown is None:
         return None
-    return mismatch(list(step.shown), completed.stdout)
+    failure = mismatch(list(step.shown), completed.stdout)
+    if failure is not None and os.environ.get(UPDATE_VARIABLE) == "1":
+        return _update_page(page, step, completed.stdout) or failure
+    return failure
+
+
+def _update_page(page: Path, step: Step, printed: str) -> str | None:
+    """With ``SEAMLINE_DOCS_UPDATE=1``: write what the command printed into the page, in
+    place of what the page showed (as pytest-examples' update mode does); review the diff."""
+    assert step.shown is not None
+    text = page.read_text(encoding="utf-8")
+    shown = f"$ {step.command}\n" + "\n".join(step.shown) + "\n"
+    if text.count(shown) != 1:
+        return None
+    lines = [line.rstrip() for line in printed.rstrip("\n").split("\n")]
+    if not any(is_log_line(line) for line in step.shown):
+        lines = [line for line in lines if not is_log_line(line)]
+    page.write_text(text.replace(shown, f"$ {step.command}\n" + "\n".join(lines) + "\n"), "utf-8")
+    return f"updated the page with what it printed: review the diff\n{printed}"
 
 
 def _writes_shown_file(step: Step, workdir: Path) -> bool:

@@ -77,7 +77,14 @@ def mismatch(shown: list[str], printed: str) -> str | None:
     want, got = shapes(shown), shapes(lines)
     if _pattern(want).fullmatch("\n".join(got) + "\n"):
         return None
-    return "shown:\n" + "\n".join(want) + "\n\nprinted:\n" + "\n".join(got)
+    return (
+        "shown, as shapes:\n"
+        + "\n".join(want)
+        + "\n\nprinted, as shapes:\n"
+        + "\n".join(got)
+        + "\n\nprinted, as it is:\n"
+        + "\n".join(lines)
+    )
 
 
 def _pattern(want: list[str]) -> re.Pattern[str]:

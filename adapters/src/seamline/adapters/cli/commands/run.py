@@ -9,7 +9,7 @@ import typer
 
 from seamline.adapters.cli import STARTED
 from seamline.adapters.cli.errors import environment_errors, usage_error, user_errors
-from seamline.adapters.cli.options import FORMATS, FormatOption, PipelineArg, SetOption
+from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
 from seamline.adapters.cli.render.console import consoles
 
 LOG_FORMATS = {"auto": None, "json": True, "console": False}
@@ -84,7 +84,7 @@ def run(
     resume: Resume = False,
     restart: Restart = False,
     verbose: Verbose = False,
-    output_format: FormatOption = "table",
+    format_: FormatOption = "text",
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
     from seamline.adapters import telemetry_setup
@@ -94,8 +94,7 @@ def run(
     from seamline.adapters.cli.render.run_json import run_summary_json
     from seamline.core import Pipeline
 
-    if output_format not in FORMATS:
-        usage_error("--format must be table or json")
+    as_json = output_format(format_) == "json"
     interactive = consoles.err.is_terminal
     configure_logging(log_format, log_level, interactive)
     if compile_cache:
@@ -116,7 +115,7 @@ def run(
     finally:
         telemetry_setup.shutdown_telemetry()
     place = output_place(loaded)
-    if output_format == "json":
+    if as_json:
         run_summary_json(summary, place)
     else:
         run_summary(summary, before_run=run_started - STARTED, place=place, verbose=verbose)

@@ -106,10 +106,12 @@ def line(*parts: Part, console: Console | None = None, soft_wrap: bool = False) 
     """One line of a command's report on stdout (or ``console``).
 
     Rich folds a long line at the console's width unless ``soft_wrap``, which leaves that
-    to the terminal (as for lines that quote paths and hashes). Numbers are not
-    highlighted: the report's colours are its own.
+    to the terminal (as for lines that quote paths and hashes); into a pipe or a file no
+    line is folded (a script reads one record per line). Numbers are not highlighted:
+    the report's colours are its own.
     """
-    (console or consoles.out).print(text(*parts), highlight=False, soft_wrap=soft_wrap)
+    target = console or consoles.out
+    target.print(text(*parts), highlight=False, soft_wrap=soft_wrap or not target.is_terminal)
 
 
 def error(message: str, label: str = "error") -> None:
