@@ -58,6 +58,8 @@ def environment(workdir: Path) -> dict[str, str]:
     """The reader's environment, with the small corpus and a fixed terminal width."""
     env = dict(os.environ)
     env["PATH"] = f"{workdir / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    if shutil.which("uv", path=env["PATH"]) is None:  # `make` installs uv with pip --user
+        env["PATH"] += f"{os.pathsep}{Path.home() / '.local' / 'bin'}"
     env["SEAMLINE_CORPUS"] = str(small_corpus())
     env["COLUMNS"] = COLUMNS
     env.pop("VIRTUAL_ENV", None)
