@@ -40,9 +40,7 @@ def run_summary(
         line(f"  {counts.reconciliation()}", console=out)
     _earlier_work(out, summary)
     if summary.changes:
-        line(
-            f"  documents in the output: {_changes(summary.changes)}", console=out, soft_wrap=True
-        )
+        line(f"  documents in the output: {_changes(summary.changes)}", console=out, soft_wrap=True)
     if summary.resumed_from is not None:
         line(f"  resumed after cursor {summary.resumed_from!r}", console=out)
     if place.path is not None:
