@@ -20,6 +20,7 @@ That is what a worker of an executor is (:mod:`seamline.core.worker`).
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -54,10 +55,11 @@ from seamline.contracts.versions import installed_version
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
-from seamline.core.config import ComponentChoice, ResolvedPipeline
+from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline
 from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import run_inputs
 from seamline.core.host import Checkpoint, Collated, HostWork, timed_reads
+from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
@@ -75,9 +77,6 @@ from seamline.core.telemetry import (
 )
 
 log = get_logger("seamline.core")
-
-_UNASKED = object()
-"""The loader's size before it was asked for (None is an answer: unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +178,6 @@ class Orchestrator:
         self._first_output: float | None = None
         self._shard = Shard()
         self._inputs: dict[str, Any] | None = None
-        self._size: object = _UNASKED
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
         return self.registry.create(choice.kind, choice.name, choice.config)
@@ -250,14 +248,8 @@ class Orchestrator:
             )
         name = "seamline.run" if context is None else "seamline.shard"
         with tracer().start_as_current_span(name, context=context, attributes=attributes) as root:
-            components = {
-                "loader": spec.loader.use,
-                "model": spec.model.use,
-                "attention": str(spec.attention.use),
-                "sink": spec.sink.use,
-            }
-            expected = None if resume else self._expected()
-            self.monitors.emit(RunStarted(self.run_id, spec.pipeline, components, expected))
+            expected = None if resume else self._expected
+            self.monitors.emit(RunStarted(self.run_id, spec.pipeline, _uses(spec), expected))
             ok = False
             try:
                 after = self._begin(resume)
@@ -294,31 +286,10 @@ class Orchestrator:
             self._inputs = run_inputs(self.pipeline.spec, self.loader.config)
         return {**run_manifest(self.pipeline, self.run_id), "inputs": self._inputs}
 
+    @functools.cached_property
     def _expected(self) -> int | None:
-        """The items the whole input holds, as the loader says (loader contract 1.1), once.
-
-        Every shard's bar counts toward the whole input, so it is asked for the whole
-        input (``Shard()``), once per orchestrator. The call crosses the loader's seam
-        (span ``seamline.loader.size``) but reports to no monitor: it comes before
-        ``RunStarted``. A total is for progress only, so a loader that fails to count
-        (or answers what is not a count) leaves it unknown, with a warning: ``read``
-        says what is wrong, in the run's own terms.
-        """
-        if self._size is _UNASKED:
-            seam = Seam(self.loader, self.registry.info_of(self.loader), MonitorHub(()))
-            try:
-                with seam.call("size"):
-                    said = self.loader.size(shard=Shard())
-            except Exception as err:  # a missing total must not end a run
-                log.warning("the loader could not count its input", error=repr(err))
-                said = None
-            if said is not None and (
-                isinstance(said, bool) or not isinstance(said, int) or said < 0
-            ):
-                log.warning("the loader's size is not a count; ignored", size=repr(said))
-                said = None
-            self._size = said
-        return cast(int | None, self._size)
+        """The whole input's items as the loader says, asked once per orchestrator."""
+        return whole_input_size(self.loader, self.registry.info_of(self.loader))
 
     def _begin(self, resume: bool) -> str | None:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any."""
@@ -461,6 +432,16 @@ class Orchestrator:
             first_output_seconds=self._first_output,
             provenance=provenance(self.pipeline),
         )
+
+
+def _uses(spec: PipelineSpec) -> dict[str, str]:
+    """The component each stage uses, as ``RunStarted`` names them to monitors."""
+    return {
+        "loader": spec.loader.use,
+        "model": spec.model.use,
+        "attention": str(spec.attention.use),
+        "sink": spec.sink.use,
+    }
 
 
 def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
