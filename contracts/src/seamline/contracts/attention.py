@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple, Protocol, TypeVar
-
-import jax
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol, TypeVar
 
 from seamline.contracts.component import Component, ComponentConfig
 from seamline.contracts.versions import Kind
+
+if TYPE_CHECKING:  # annotations only: importing the contract does not import JAX
+    import jax
 
 
 class SegmentIds(NamedTuple):

@@ -12,9 +12,8 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-import jax
 import numpy as np
 import numpy.typing as npt
 
@@ -22,6 +21,9 @@ from seamline.contracts.attention import AttentionFn
 from seamline.contracts.component import Component, ComponentConfig
 from seamline.contracts.documents import Document
 from seamline.contracts.versions import Kind
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 Params = Any
 """A pytree of arrays; its structure is the model's own business."""

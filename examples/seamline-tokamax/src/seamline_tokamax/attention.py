@@ -44,13 +44,14 @@ from __future__ import annotations
 import importlib.util
 import re
 from types import ModuleType
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import jax
-import jax.numpy as jnp
 from pydantic import Field
 
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 __all__ = ["Implementation", "TokamaxAttention", "TokamaxConfig"]
 
@@ -142,6 +143,8 @@ class TokamaxAttention(Attention[TokamaxConfig]):
         causal: bool = False,
         scale: float | None = None,
     ) -> jax.Array:
+        import jax
+
         with jax.named_scope("tokamax"):
             return self._attend(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
 
@@ -156,6 +159,9 @@ class TokamaxAttention(Attention[TokamaxConfig]):
         scale: float | None,
     ) -> jax.Array:
         """The contract's attention by way of tokamax (the module docstring says why each step)."""
+        import jax
+        import jax.numpy as jnp
+
         # tokamax type-checks its arguments at run time and takes jax arrays only; an eager
         # caller may hand over numpy arrays (a no-op for jax arrays and under jit).
         q, k, v = jnp.asarray(q), jnp.asarray(k), jnp.asarray(v)
@@ -315,6 +321,8 @@ def allowed_mask(
 
     The head axis is 1: tokamax broadcasts a mask over ``[*B, N, T, S]``.
     """
+    import jax.numpy as jnp
+
     mask: jax.Array | None = None
     if segment_ids is not None:
         mask = segment_ids.q[:, None, :, None] == segment_ids.kv[:, None, None, :]
@@ -334,6 +342,8 @@ def _and(a: jax.Array | None, b: jax.Array | None) -> jax.Array | None:
 
 def _clean(values: jax.Array) -> jax.Array:
     """Values with every non-finite entry replaced by zero."""
+    import jax.numpy as jnp
+
     return jnp.where(jnp.isfinite(values), values, jnp.zeros((), values.dtype))
 
 
@@ -343,6 +353,8 @@ def _poison(out: jax.Array, values: jax.Array, allowed: jax.Array | None) -> jax
     The rare path, taken only when some value is not finite: whether a row "sees" a
     key is read from the mask, since tokamax does not return its weights.
     """
+    import jax.numpy as jnp
+
     batch, q_len, heads, _ = out.shape
     kv_len, kv_heads = values.shape[1], values.shape[2]
     sees = (

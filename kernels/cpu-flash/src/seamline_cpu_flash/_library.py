@@ -12,8 +12,6 @@ import ctypes
 import functools
 import importlib.util
 
-import jax
-
 TARGET = "seamline_cpu_flash_f32"
 """The FFI target name the kernel is registered under (float32 in, float32 out)."""
 
@@ -61,6 +59,8 @@ def ensure_registered() -> str:
     that was never built, or cannot load. Success is cached (the library is loaded and
     registered once); a failure is not, so the cheap look-up is simply asked again.
     """
+    import jax
+
     handler = _load().SeamlineCpuFlashF32
     jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(handler), platform="cpu")
     return TARGET

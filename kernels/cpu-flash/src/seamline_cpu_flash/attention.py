@@ -17,15 +17,16 @@ gradient (inference only), and under ``vmap`` it runs once per mapped element.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
 from seamline_cpu_flash._library import ISA_LEVELS, KernelUnavailable, best_isa, ensure_registered
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
 
@@ -100,6 +101,9 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
         causal: bool = False,
         scale: float | None = None,
     ) -> jax.Array:
+        import jax
+        import jax.numpy as jnp
+
         target = ensure_registered()
         batch, q_len, _, head_dim = q.shape
         kv_len = k.shape[1]

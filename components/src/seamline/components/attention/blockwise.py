@@ -22,13 +22,19 @@ repeat K/V.
 from __future__ import annotations
 
 import math
-from typing import ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
-import jax
-import jax.numpy as jnp
 from pydantic import Field
 
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
+
+    #: What the key loop scans over, per key block: its index, keys ``[B, K, H, bk]``,
+    #: values ``[B, K, bk, H]``, segment ids ``[B, bk]`` and, when guarding against
+    #: non-finite values, which keys had one ``[B, K, bk]``.
+    _KeySteps = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]
 
 #: Input dtypes it computes in; every product and the softmax run in float32.
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
@@ -37,7 +43,6 @@ FLOAT_DTYPES = ("float32", "bfloat16", "float16")
 #: more (in memory traffic, then in memory itself) than the blocked loop does.
 LONG_KV = 2048
 
-_FULL = jax.lax.Precision.HIGHEST
 # dot_general dimension numbers: ((contracting), (batch)) for lhs and rhs.
 _SCORES = (((4,), (2,)), ((0, 1), (0, 1)))  # [B,K,G,bq,H] x [B,K,H,bk] -> [B,K,G,bq,bk]
 _MIX = (((4,), (2,)), ((0, 1), (0, 1)))  # [B,K,G,bq,bk] x [B,K,bk,H] -> [B,K,G,bq,H]
@@ -101,6 +106,8 @@ class BlockwiseAttention(Attention[BlockwiseConfig]):
         causal: bool = False,
         scale: float | None = None,
     ) -> jax.Array:
+        import jax
+
         with jax.named_scope("blockwise"):
             return blockwise_attention(
                 q,
@@ -132,12 +139,6 @@ class _Blocks(NamedTuple):
         return self.size * self.number
 
 
-#: What the key loop scans over, per key block: its index, keys ``[B, K, H, bk]``,
-#: values ``[B, K, bk, H]``, segment ids ``[B, bk]`` and, when guarding against
-#: non-finite values, which keys had one ``[B, K, bk]``.
-_KeySteps = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]
-
-
 class _State(NamedTuple):
     """Online-softmax carry for one query block, all float32."""
 
@@ -164,6 +165,9 @@ def blockwise_attention(
     case runs untouched; otherwise values are cleaned and the rows that do give
     weight to a non-finite value are poisoned, so a real NaN still shows.
     """
+    import jax
+    import jax.numpy as jnp
+
     batch, q_len, heads, head_dim = q.shape
     kv_len, kv_heads = k.shape[1], k.shape[2]
     group = heads // kv_heads
@@ -217,6 +221,9 @@ class _Tiling(NamedTuple):
         guard: bool,
     ) -> jax.Array:
         """All query blocks, one after another: ``[nq, B, K, G, bq, H]`` in float32."""
+        import jax
+        import jax.numpy as jnp
+
         broken = None
         if guard:
             finite = jnp.isfinite(values)
@@ -263,6 +270,8 @@ class _Tiling(NamedTuple):
         Padded keys must be masked; padded queries need not be (they are dropped).
         Under ``causal`` every padded key is after every real query already.
         """
+        import jax.numpy as jnp
+
         mask = None
         if self.segmented:
             mask = seg_q[:, :, None] == seg_kv[:, None, :]  # [B, bq, bk]
@@ -287,7 +296,10 @@ def _online_softmax_step(
     broken: jax.Array | None,
 ) -> _State:
     """Fold one key block into the running softmax of one query block."""
-    scores = jax.lax.dot_general(q_tile, k_tile, _SCORES, precision=_FULL)
+    import jax
+    import jax.numpy as jnp
+
+    scores = jax.lax.dot_general(q_tile, k_tile, _SCORES, precision=jax.lax.Precision.HIGHEST)
     if mask is not None:
         scores = jnp.where(mask, scores, -jnp.inf)
     row_max = jnp.maximum(state.row_max, scores.max(axis=-1))
@@ -297,7 +309,7 @@ def _online_softmax_step(
     rescale = jnp.exp(state.row_max - shift)
     row_sum = state.row_sum * rescale + weights.sum(axis=-1)
     acc = state.acc * rescale[..., None] + jax.lax.dot_general(
-        weights, v_tile, _MIX, precision=_FULL
+        weights, v_tile, _MIX, precision=jax.lax.Precision.HIGHEST
     )
     if broken is not None:
         # [B,K,G,bq,bk] x [B,K,bk] -> [B,K,G,bq]: does a row weigh any broken key?
@@ -308,6 +320,8 @@ def _online_softmax_step(
 
 def _pad(x: jax.Array, length: int) -> jax.Array:
     """Zero-pad axis 1 of ``x`` up to ``length``."""
+    import jax.numpy as jnp
+
     extra = length - x.shape[1]
     if not extra:
         return x
@@ -318,6 +332,8 @@ def _pad(x: jax.Array, length: int) -> jax.Array:
 
 def _kv_blocks(x: jax.Array, blocks: _Blocks) -> jax.Array:
     """``[B, Tk, K, H]`` to float32 ``[nk, B, K, bk, H]``."""
+    import jax.numpy as jnp
+
     batch, _, kv_heads, head_dim = x.shape
     x = _pad(x.astype(jnp.float32), blocks.padded)
     x = x.reshape(batch, blocks.number, blocks.size, kv_heads, head_dim)

@@ -17,12 +17,13 @@ memory is quadratic in the sequence length even though the kernel's is not.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-import jax
+from typing import TYPE_CHECKING, ClassVar
 
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
 from seamline.contracts.kernel_kit import masked_sdpa, sdpa_refusals
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 #: cuDNN's flash attention takes half-precision inputs only (fp8 aside).
 CUDNN_DTYPES = ("float16", "bfloat16")
@@ -78,6 +79,8 @@ class CudnnAttention(Attention[CudnnConfig]):
         causal: bool = False,
         scale: float | None = None,
     ) -> jax.Array:
+        import jax
+
         with jax.named_scope("cudnn"):
             return masked_sdpa(
                 q,

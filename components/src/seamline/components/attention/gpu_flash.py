@@ -48,10 +48,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from types import ModuleType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, field_validator
 
@@ -72,6 +70,9 @@ from seamline.contracts.kernel_kit import (
     static_scale,
     zero_rows,
 )
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 DEFAULT_BLOCK = 128
 #: Triton's smallest matrix-product tile side.
@@ -228,6 +229,9 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
         causal: bool = False,
         scale: float | None = None,
     ) -> jax.Array:
+        import jax
+        import jax.numpy as jnp
+
         kernel = _kernel()
         batch, q_len, heads, head_dim = q.shape
         kv_len, kv_heads = k.shape[1], k.shape[2]
@@ -301,6 +305,8 @@ def _position_ids(
     hold a real query but no real key are the front rows of causal attention with
     more queries than keys, which have no key to attend anyway and are zeroed.
     """
+    import jax.numpy as jnp
+
     if not layout.shared:
         return None
     tail = layout.padded_k - layout.lead_k - kv_len
@@ -322,6 +328,9 @@ def _reference_rows(
     causal: bool,
 ) -> jax.Array:
     """Replace the rows the kernel could not express by the reference's, only if there are any."""
+    import jax
+    import jax.numpy as jnp
+
     q, k, v, scale = original
 
     def exact() -> jax.Array:
@@ -338,6 +347,8 @@ def _differing_rows(segment_ids: SegmentIds) -> jax.Array | None:
     None when they are the same array, or known and equal. Rows flagged here take
     the reference's answer (see :func:`_reference_rows`).
     """
+    import jax.numpy as jnp
+
     if segment_ids.q is segment_ids.kv:
         return None
     if _is_concrete(segment_ids.q) and _is_concrete(segment_ids.kv):
@@ -348,4 +359,6 @@ def _differing_rows(segment_ids: SegmentIds) -> jax.Array | None:
 
 def _is_concrete(x: jax.Array) -> bool:
     """Whether ``x`` holds values now (not a tracer inside ``jit``/``vmap``)."""
+    import jax
+
     return not isinstance(x, jax.core.Tracer)

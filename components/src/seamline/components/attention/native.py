@@ -10,12 +10,13 @@ may use as their fallback without importing this module.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-import jax
+from typing import TYPE_CHECKING, ClassVar
 
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
 from seamline.contracts.kernel_kit import reference_attention
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 
 class NativeConfig(ComponentConfig):

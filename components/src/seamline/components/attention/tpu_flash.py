@@ -45,10 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import ModuleType
-from typing import ClassVar
-
-import jax
-import jax.numpy as jnp
+from typing import TYPE_CHECKING, ClassVar
 
 from seamline.components.attention._tpu_tiles import (
     DEFAULT_BLOCK,
@@ -73,6 +70,9 @@ from seamline.contracts.kernel_kit import (
     tpu_interpret_mode,
     zero_rows,
 )
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 
 class TpuFlashConfig(TpuTilesConfig):
@@ -229,6 +229,8 @@ def _kernel_segment_ids(
     Padded keys (front and tail) get an id below every real query id, so nothing
     real attends to them; padded queries get the same id and are dropped anyway.
     """
+    import jax.numpy as jnp
+
     padded_keys = layout.lead_k > 0 or layout.padded_k > kv_len
     if segment_ids is None and not padded_keys:
         return None

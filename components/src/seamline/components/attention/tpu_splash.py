@@ -36,10 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import ClassVar
-
-import jax
-import jax.numpy as jnp
+from typing import TYPE_CHECKING, ClassVar
 
 from seamline.components.attention._tpu_tiles import (
     DEFAULT_BLOCK,
@@ -61,6 +58,9 @@ from seamline.contracts.kernel_kit import (
     tpu_interpret_mode,
     zero_rows,
 )
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 
 class TpuSplashConfig(TpuTilesConfig):
@@ -161,6 +161,8 @@ class TpuSplashAttention(Attention[TpuSplashConfig]):
         declared dimension semantics and finds one axis too many), so in interpret
         mode the rows go through ``lax.map``, one launch each, same kernel.
         """
+        import jax
+
         if self.config.interpret:
             rows: jax.Array = jax.lax.map(lambda row: fn(*row), args)
             return rows
@@ -183,6 +185,8 @@ def _kernel_segment_ids(
     segment_ids: SegmentIds | None, batch: int, q_len: int, kv_len: int, shape: tuple[int, int]
 ) -> tuple[jax.Array, jax.Array]:
     """``[B, Tq']`` and ``[B, Tk']`` ids where padded keys carry an id no real query has."""
+    import jax.numpy as jnp
+
     if segment_ids is None:
         q_ids = jnp.zeros((batch, q_len), jnp.int32)
         kv_ids = jnp.zeros((batch, kv_len), jnp.int32)

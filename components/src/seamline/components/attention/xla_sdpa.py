@@ -21,12 +21,13 @@ heads as ``[K, G]`` and never repeats K/V.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-import jax
+from typing import TYPE_CHECKING, ClassVar
 
 from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
 from seamline.contracts.kernel_kit import masked_sdpa, sdpa_refusals
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 #: The dtypes ``jax.nn.dot_product_attention``'s XLA path computes in (scores in float32).
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
@@ -68,6 +69,8 @@ class XlaSdpaAttention(Attention[XlaSdpaConfig]):
         causal: bool = False,
         scale: float | None = None,
     ) -> jax.Array:
+        import jax
+
         with jax.named_scope("xla-sdpa"):
             return masked_sdpa(
                 q,

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
@@ -33,8 +31,11 @@ from seamline.contracts import (
     WeightsError,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
     from collections.abc import Mapping, Sequence
+
+    import jax
+    import jax.numpy as jnp
 
 #: Special tokens a BERT tokenizer adds to a single text: ``[CLS]`` and ``[SEP]``.
 SPECIAL_TOKENS = 2
@@ -231,6 +232,8 @@ class BertEncoder(Model[BertEncoderConfig]):
         Matmul kernels are stored in the compute dtype, so a bfloat16 run holds and
         moves half the bytes; everything else stays float32.
         """
+        import jax
+
         params = weights.load_params(self._files, self._arch, self.config.sha256)
         if self._readout.dtype != "float32":
             params = _cast_kernels(params, self._readout.compute_dtype)
@@ -314,6 +317,9 @@ class BertEncoder(Model[BertEncoderConfig]):
 
         Pure and jittable; the slot of each example is the batch's ``output_rows``.
         """
+        import jax
+        import jax.numpy as jnp
+
         input_ids = jnp.asarray(arrays["input_ids"])
         with jax.named_scope(self.name):
             out = bert_math.encode(
@@ -372,6 +378,7 @@ def _check_fits(
 
 def _cast_kernels(params: BertParams, dtype: jnp.dtype[Any]) -> BertParams:
     """Store every dense kernel in ``dtype``; embeddings, biases and norms keep float32."""
+    import jax
 
     def cast(path: tuple[Any, ...], leaf: Any) -> Any:
         if not (path and getattr(path[-1], "key", None) == "kernel"):

@@ -15,13 +15,14 @@ passes that would break agreement with the reference to 1e-5.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
-
-import jax
-import jax.numpy as jnp
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from seamline.contracts import AttentionFn
 from seamline.contracts.attention import SegmentIds
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
+    import jax.numpy as jnp
 
 Pooling = Literal["mean", "cls", "max"]
 Activation = Literal["gelu", "gelu_tanh", "relu"]
@@ -102,10 +103,15 @@ class Readout:
 
     @property
     def compute_dtype(self) -> jnp.dtype[Any]:
+        import jax.numpy as jnp
+
         return jnp.dtype(self.dtype)
 
     @property
     def precision(self) -> jax.lax.Precision:
+        import jax
+        import jax.numpy as jnp
+
         full = self.compute_dtype == jnp.float32
         return jax.lax.Precision.HIGHEST if full else jax.lax.Precision.DEFAULT
 
@@ -131,6 +137,8 @@ def encode(
     row ``b`` is output ``b * slots + s``, for segment ``s + 1``. An example alone in
     its row gives the same vector as packed, up to the order of a few sums.
     """
+    import jax
+
     if input_ids.shape[1] > arch.max_positions:
         raise ValueError(
             f"sequence length {input_ids.shape[1]} exceeds the {arch.max_positions} positions "
@@ -162,6 +170,8 @@ def embed(
     ``positions`` restart at 0 for every example of a packed row, so each sees the
     position embeddings it would see alone.
     """
+    import jax.numpy as jnp
+
     word = jnp.take(jnp.asarray(params["word"], jnp.float32), input_ids, axis=0)
     kind = jnp.take(jnp.asarray(params["token_type"], jnp.float32), token_type_ids, axis=0)
     position = jnp.take(jnp.asarray(params["position"], jnp.float32), positions, axis=0)
@@ -177,6 +187,8 @@ def encoder_layer(
     readout: Readout,
 ) -> jax.Array:
     """Post-norm transformer layer: self-attention, add & norm, feed-forward, add & norm."""
+    import jax
+
     with jax.named_scope("attention"):
         context = self_attention(params, hidden, segment_ids, attention, arch, readout)
         attended = dense(params["attention_out"], context, readout)
@@ -209,6 +221,8 @@ def self_attention(
 
 def dense(params: DenseParams, x: jax.Array, readout: Readout) -> jax.Array:
     """``x @ kernel + bias`` with operands in the compute dtype and a float32 result."""
+    import jax.numpy as jnp
+
     dtype = readout.compute_dtype
     product = jnp.matmul(
         x.astype(dtype),
@@ -221,6 +235,9 @@ def dense(params: DenseParams, x: jax.Array, readout: Readout) -> jax.Array:
 
 def layer_norm(x: jax.Array, params: NormParams, eps: float) -> jax.Array:
     """Normalise the last axis in float32 (biased variance, as torch's LayerNorm)."""
+    import jax
+    import jax.numpy as jnp
+
     x = x.astype(jnp.float32)
     mean = jnp.mean(x, axis=-1, keepdims=True)
     centred = x - mean
@@ -232,6 +249,8 @@ def layer_norm(x: jax.Array, params: NormParams, eps: float) -> jax.Array:
 
 def activate(x: jax.Array, activation: Activation) -> jax.Array:
     """The feed-forward nonlinearity; Hugging Face's "gelu" is the exact, erf-based one."""
+    import jax
+
     if activation == "gelu":
         return jax.nn.gelu(x, approximate=False)
     if activation == "gelu_tanh":
@@ -249,6 +268,9 @@ def pool(
     the encoder's, and exact: each weight is 0 or 1); max pooling reduces over
     each slot's tokens. An empty slot gives zeros (mean, cls) or -1e9 (max).
     """
+    import jax
+    import jax.numpy as jnp
+
     ids = jnp.arange(1, slots + 1, dtype=segment.dtype)
     member = segment[:, None, :] == ids[None, :, None]  # [B, slots, T]
     full = jax.lax.Precision.HIGHEST
@@ -268,5 +290,7 @@ def pool(
 
 def l2_normalize(x: jax.Array) -> jax.Array:
     """``x / max(||x||, 1e-12)`` per row, as torch's ``F.normalize`` (so zero rows stay zero)."""
+    import jax.numpy as jnp
+
     norm = jnp.sqrt(jnp.sum(jnp.square(x), axis=-1, keepdims=True))
     return x / jnp.maximum(norm, jnp.float32(1e-12))

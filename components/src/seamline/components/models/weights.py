@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 import numpy.typing as npt
 from safetensors.numpy import load_file
@@ -412,6 +411,8 @@ class _ShapeReader(_TensorReader):
         super().__init__({}, "shapes")
 
     def get(self, name: str, shape: tuple[int, ...]) -> Array:
+        import jax
+
         return jax.ShapeDtypeStruct(shape, np.float32)  # type: ignore[return-value]
 
     def dense(self, prefix: str, fan_in: int, fan_out: int) -> DenseParams:

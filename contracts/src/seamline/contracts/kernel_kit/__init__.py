@@ -5,7 +5,8 @@ whole attention contract: it wants lengths in whole blocks, masks with its own
 alignment, and it gives masked rows and masked NaN keys answers the contract
 forbids. The bridges are the same for every kernel, so they live here once, for
 seamline's own kernels and a third party's alike (this is part of
-``seamline-contracts`` and imports jax and numpy alone)::
+``seamline-contracts`` and imports numpy alone, and jax inside the functions that use
+it, so that importing a kernel's module does not import JAX)::
 
     from seamline.contracts import kernel_kit as kit
 

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from seamline.contracts.kernel_kit.padding import padding_id
 
-if TYPE_CHECKING:  # only for annotations: the kit imports jax and numpy alone
+# Only for annotations: of the rest the kit imports numpy alone at load, and JAX in the
+# functions that use it, so that importing a kernel's module does not import JAX.
+if TYPE_CHECKING:
+    import jax
+
     from seamline.contracts.attention import SegmentIds
 
 
@@ -42,6 +44,9 @@ def rows_with_keys(
     the key ids and a binary search, ``O((Tq + Tk) log Tk)`` per row) and checks it
     against the causal limit ``i + Tk - Tq``.
     """
+    import jax
+    import jax.numpy as jnp
+
     offset = kv_len - q_len
     if segment_ids is None:
         if causal and offset < 0:
@@ -56,6 +61,8 @@ def rows_with_keys(
 
 def _first_key_allowed(q_ids: jax.Array, kv_ids: jax.Array, causal: bool, offset: int) -> jax.Array:
     """For one batch row: does each query's id occur among the keys it may see?"""
+    import jax.numpy as jnp
+
     order = jnp.argsort(kv_ids, stable=True)  # equal ids stay in position order
     ordered = kv_ids[order]
     slot = jnp.searchsorted(ordered, q_ids, side="left")
@@ -78,6 +85,8 @@ def clean_keys(k: jax.Array, v: jax.Array) -> tuple[jax.Array, jax.Array, jax.Ar
     (:func:`poisoned_rows`), so that a real NaN still shows. The ``where`` fuses
     into the transposes and pads the wrappers make anyway.
     """
+    import jax.numpy as jnp
+
     k_finite, v_finite = jnp.isfinite(k), jnp.isfinite(v)
     broken = ~(k_finite.all(axis=-1) & v_finite.all(axis=-1))
     zero = jnp.zeros((), k.dtype)
@@ -94,6 +103,9 @@ def poisoned_rows(
     carries, and the first-key search of :func:`rows_with_keys` finds whether a
     flagged key is visible to each query.
     """
+    import jax
+    import jax.numpy as jnp
+
     batch, kv_len, kv_heads = broken.shape
     group = heads // kv_heads
 
@@ -127,6 +139,8 @@ def zero_rows(out: jax.Array, valid: jax.Array | None) -> jax.Array:
 
     ``where`` rather than a multiply, so a NaN a kernel leaves there is replaced too.
     """
+    import jax.numpy as jnp
+
     if valid is None:
         return out
     return jnp.where(valid[:, :, None, None], out, jnp.zeros((), out.dtype))
@@ -134,4 +148,6 @@ def zero_rows(out: jax.Array, valid: jax.Array | None) -> jax.Array:
 
 def poison(out: jax.Array, poisoned: jax.Array) -> jax.Array:
     """NaN the ``[B, T, N, H]`` rows flagged by :func:`poisoned_rows`, as the reference gives."""
+    import jax.numpy as jnp
+
     return jnp.where(poisoned[..., None], jnp.asarray(jnp.nan, out.dtype), out)

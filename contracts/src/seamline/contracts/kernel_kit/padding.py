@@ -10,8 +10,10 @@ dropped. Kernels that need one key/value head per query head get them from
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
+    import jax
 
 
 def round_up(length: int, multiple: int) -> int:
@@ -28,6 +30,8 @@ def pad_axis(
     x: jax.Array, axis: int, before: int, after: int, value: jax.Array | int | float = 0
 ) -> jax.Array:
     """Pad one axis with a constant; a no-op (no copy) when there is nothing to add."""
+    import jax.numpy as jnp
+
     if before == 0 and after == 0:
         return x
     widths = [(0, 0)] * x.ndim
@@ -44,6 +48,8 @@ def padding_id(q_ids: jax.Array) -> jax.Array:
     is when the smallest query id is the lowest int32, where it wraps around to the
     highest; no caller numbers segments from -2**31.
     """
+    import jax.numpy as jnp
+
     return (jnp.min(q_ids) - 1).astype(jnp.int32)
 
 
@@ -55,4 +61,6 @@ def repeat_kv_heads(x: jax.Array, group: int, axis: int) -> jax.Array:
     out. The cost is ``group`` times the key/value memory traffic and a copy of K
     and V in HBM; the arithmetic is unchanged.
     """
+    import jax.numpy as jnp
+
     return x if group == 1 else jnp.repeat(x, group, axis=axis)

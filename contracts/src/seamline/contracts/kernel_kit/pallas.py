@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import jax
+# Only for annotations: of the rest the kit imports numpy alone at load, and JAX in the
+# functions that use it, so that importing a kernel's module does not import JAX.
+if TYPE_CHECKING:
+    import jax
 
-if TYPE_CHECKING:  # only for annotations: the kit imports jax and numpy alone
     from seamline.contracts.attention import AttentionSpec
 
 
@@ -42,6 +44,8 @@ def pallas_refusals(
     ``load`` imports the kernel's module; an ``ImportError`` becomes a reason, so a
     JAX without the kernel makes ``supports()`` refuse instead of breaking discovery.
     """
+    import jax
+
     reasons = []
     try:
         load()

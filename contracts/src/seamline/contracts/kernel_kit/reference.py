@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import jax
-import jax.numpy as jnp
+# Only for annotations: of the rest the kit imports numpy alone at load, and JAX in the
+# functions that use it, so that importing a kernel's module does not import JAX.
+if TYPE_CHECKING:
+    import jax
 
-if TYPE_CHECKING:  # only for annotations: the kit imports jax and numpy alone
     from seamline.contracts.attention import SegmentIds
 
 
@@ -23,6 +24,8 @@ def attention_mask(
     q_len: int, kv_len: int, segment_ids: SegmentIds | None, causal: bool
 ) -> jax.Array | None:
     """Boolean ``[B or 1, 1, Tq, Tk]`` mask of allowed (query, key) pairs, or None for all."""
+    import jax.numpy as jnp
+
     mask: jax.Array | None = None
     if segment_ids is not None:
         mask = (segment_ids.q[:, :, None] == segment_ids.kv[:, None, :])[:, None]
@@ -52,6 +55,9 @@ def reference_attention(
     multi-axis einsum), and the softmax is normalised after the second product,
     which saves a pass over the score matrix.
     """
+    import jax
+    import jax.numpy as jnp
+
     batch, q_len, heads, head_dim = q.shape
     kv_len, kv_heads = k.shape[1], k.shape[2]
     group = heads // kv_heads
@@ -86,11 +92,16 @@ def reference_attention(
 
 def _heads_first(x: jax.Array) -> jax.Array:
     """``[B, T, heads, H]`` in float32 to ``[B, heads, T, H]``."""
+    import jax.numpy as jnp
+
     return x.astype(jnp.float32).transpose(0, 2, 1, 3)
 
 
 def _guarded_product(weights: jax.Array, values: jax.Array) -> jax.Array:
     """``weights @ values`` where non-finite values reach only rows that weigh them."""
+    import jax
+    import jax.numpy as jnp
+
     finite = jnp.isfinite(values)
     out = jnp.matmul(weights, jnp.where(finite, values, 0.0), precision=jax.lax.Precision.HIGHEST)
     broken = (~finite).any(axis=-1).astype(jnp.float32)  # [B, K, Tk]

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-import jax
-import jax.numpy as jnp
-
 from seamline.contracts.kernel_kit.reference import attention_mask
 
-if TYPE_CHECKING:  # only for annotations: the kit imports jax and numpy alone
+# Only for annotations: of the rest the kit imports numpy alone at load, and JAX in the
+# functions that use it, so that importing a kernel's module does not import JAX.
+if TYPE_CHECKING:
+    import jax
+
     from seamline.contracts.attention import AttentionSpec, SegmentIds
 
 
@@ -57,6 +58,9 @@ def masked_sdpa(
     coincide) and lets a fused kernel skip the masked half, so it is used; a
     segment mask is still materialised as ``[B, 1, Tq, Tk]`` booleans.
     """
+    import jax
+    import jax.numpy as jnp
+
     q_len, kv_len = q.shape[1], k.shape[1]
     native_causal = causal and q_len == kv_len
     mask = attention_mask(q_len, kv_len, segment_ids, causal and not native_causal)
@@ -121,6 +125,8 @@ def _causal(q_len: int, kv_len: int) -> jax.Array:
 
 def _clean(values: jax.Array) -> jax.Array:
     """Values with every non-finite entry replaced by zero."""
+    import jax.numpy as jnp
+
     return jnp.where(jnp.isfinite(values), values, jnp.zeros((), values.dtype))
 
 
@@ -130,6 +136,8 @@ def _poison(out: jax.Array, values: jax.Array, mask: jax.Array | None, causal: b
     A row "sees" a key when the mask allows it (the upstream weights are not
     available here); this is the rare path, taken only when some value is not finite.
     """
+    import jax.numpy as jnp
+
     batch, q_len, heads, _ = out.shape
     kv_len, kv_heads = values.shape[1], values.shape[2]
     if causal:
