@@ -8,9 +8,9 @@ virtual environment already set up, and writes its corpus and output here, not i
 checkout. ``seamline`` is on ``PATH`` (the pages write it for short).
 
 The corpus ``make run`` embeds is the real one that ``examples/corpus/make_corpus.py``
-writes, narrowed through ``SEAMLINE_CORPUS`` (which the example pipeline reads) to its
-Python-topic documents: enough rows (over 256) for the vector index the README shows,
-a quarter of the time of the whole corpus.
+writes, narrowed through ``SEAMLINE_CORPUS`` (which the example pipeline reads) to part
+of its Python-topic documents: enough rows (over 256) for the vector index the README
+shows, in a fraction of the time of the whole corpus.
 """
 
 from __future__ import annotations
@@ -26,6 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 WRITTEN_BY_COMMANDS = {"out", "build", ".git"}
 CORPUS_PREFIX = "pydoc-"
+CORPUS_BYTES = 300_000
+"""The shortest Python-topic documents up to this size: over 256 windows (the README's
+search shows a vector index, which LanceDB trains from 256 rows), half the whole corpus."""
+CORPUS_QUERIED = {"pydoc-try.txt", "pydoc-raise.txt", "pydoc-compound.txt"}
+"""Documents the pages' searches name or find (``--where "id = 'pydoc-try.txt'"``)."""
 COLUMNS = "100"
 
 
@@ -40,8 +45,11 @@ def small_corpus() -> Path:
     )
     narrowed = whole / "topics"
     narrowed.mkdir()
-    for document in sorted(whole.glob(f"{CORPUS_PREFIX}*.txt")):
-        shutil.move(document, narrowed / document.name)
+    total = 0
+    for document in sorted(whole.glob(f"{CORPUS_PREFIX}*.txt"), key=lambda p: p.stat().st_size):
+        if total < CORPUS_BYTES or document.name in CORPUS_QUERIED:
+            total += document.stat().st_size
+            shutil.move(document, narrowed / document.name)
     return narrowed
 
 
