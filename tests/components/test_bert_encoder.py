@@ -484,3 +484,24 @@ def test_gelu_is_the_exact_erf_form() -> None:
     x = jnp.array([-1.0, 0.5, 2.0])
     expected = 0.5 * x * (1.0 + jax.scipy.special.erf(x / np.sqrt(2.0)))
     np.testing.assert_allclose(bert_math.activate(x, "gelu"), expected, rtol=1e-6)
+
+
+def test_dtype_moved_to_the_pipelines_precision() -> None:
+    """``dtype: bfloat16`` (before model contract 1.3) is refused with its new place;
+    ``float32``, which every manifest of that time records, still reads."""
+    with pytest.raises(ValidationError, match="top-level 'precision: bfloat16'"):
+        Config(weights=WEIGHTS, dtype="bfloat16")  # type: ignore[call-arg]
+    assert "dtype" not in Config(weights=WEIGHTS, dtype="float32").model_dump()  # type: ignore[call-arg]
+
+
+def test_with_precision_is_a_new_encoder_in_bfloat16() -> None:
+    encoder = BertEncoder(Config(weights=WEIGHTS, max_length=MAX_LENGTH, stride=STRIDE))
+    assert encoder.precisions() == ("float32", "bfloat16")
+    assert encoder.with_precision("float32") is encoder
+    lower = encoder.with_precision("bfloat16")
+    assert lower is not encoder
+    assert (encoder.readout.dtype, lower.readout.dtype) == ("float32", "bfloat16")
+    kernel = lower.abstract_params()["layers"][0]["query"]["kernel"]
+    assert kernel.dtype == jnp.bfloat16
+    with pytest.raises(ValueError, match="not 'float16'"):
+        encoder.with_precision("float16")

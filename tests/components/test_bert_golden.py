@@ -153,7 +153,9 @@ def test_bfloat16_stays_close(
 ) -> None:
     """bfloat16 compute is not held to 1e-5, but must stay the same embedding (cosine)."""
     texts, arrays, _ = golden
-    encoder = BertEncoder(Config(weights=WEIGHTS, max_length=32, stride=8, dtype="bfloat16"))
+    encoder = BertEncoder(Config(weights=WEIGHTS, max_length=32, stride=8)).with_precision(
+        "bfloat16"
+    )
     apply = jax.jit(functools.partial(encoder.apply, attention=NativeAttention(NativeConfig())))
     examples = [
         e for i, text in enumerate(texts[:16]) for e in encoder.prepare(Document(str(i), text))

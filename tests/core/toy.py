@@ -116,6 +116,8 @@ class ToyConfig(ComponentConfig):
     """One example per word (its span that word) instead of one per document."""
     copy_examples: bool = False
     """``collate`` returns equal copies of its examples, not the objects it was given."""
+    bfloat16_error: float = 0.0
+    """Extra error the bfloat16 precision adds to every output (to fail the gate)."""
 
 
 class ToyModel(Model[ToyConfig]):
@@ -162,17 +164,34 @@ class ToyModel(Model[ToyConfig]):
             examples = [replace(example) for example in examples]
         return Batch(tuple(examples), {"ids": ids, "mask": mask}, batch_size, length)
 
+    precision: str = "float32"
+
     def describe(self) -> dict[str, str]:
-        return {**super().describe(), "heads": "4"}
+        return {**super().describe(), "heads": "4", "precision": self.precision}
+
+    def precisions(self) -> Sequence[str]:
+        return ("float32", "bfloat16")
+
+    def with_precision(self, precision: str) -> ToyModel:
+        if precision not in self.precisions():
+            return super().with_precision(precision)  # type: ignore[return-value]
+        other = ToyModel(self.config)
+        other.precision = precision
+        return other
 
     def apply(
         self, params: Any, arrays: Mapping[str, jax.Array], attention: AttentionFn
     ) -> jax.Array:
         x = jnp.take(params["table"], arrays["ids"], axis=0)
+        if self.precision == "bfloat16":
+            x = x.astype(jnp.bfloat16)
         b, t, _ = x.shape
         heads = x.reshape(b, t, 4, 8)
         seg = arrays["mask"]
         out = attention(heads, heads, heads, segment_ids=SegmentIds(seg, seg)).reshape(b, t, 32)
+        out = out.astype(jnp.float32)
+        if self.precision == "bfloat16" and self.config.bfloat16_error:
+            out = out + self.config.bfloat16_error * jnp.cos(jnp.arange(32, dtype=jnp.float32))
         weights = seg[..., None].astype(jnp.float32)
         return (out * weights).sum(1) / jnp.maximum(weights.sum(1), 1.0)
 

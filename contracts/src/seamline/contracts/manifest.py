@@ -31,7 +31,7 @@ import stat
 from collections.abc import Callable, Mapping
 from json import JSONDecodeError
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -121,6 +121,9 @@ class Manifest(BaseModel):
     does not need it)."""
     attention: dict[str, Any] | None = None
     """The run's ``attention`` section, resolved again (and so validated) by search."""
+    precision: Literal["float32", "bfloat16"] = "float32"
+    """The precision the vectors were computed in (negotiated by the run); search embeds
+    queries in it. Manifests from before precision was negotiated: float32."""
     outputs: Outputs | None = None
     """None in manifests written before they listed their files."""
 

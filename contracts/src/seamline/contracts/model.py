@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
 Params = Any
 """A pytree of arrays; its structure is the model's own business."""
 
+FLOAT32 = "float32"
+"""The precision every model computes in, and the one lower precisions are checked against."""
+
 
 @dataclass(frozen=True, slots=True)
 class Example:
@@ -153,3 +156,30 @@ class Model(Component[ModelConfigT], abc.ABC):
     def output_dtype(self) -> np.dtype[Any]:
         """The dtype of ``apply``'s output, checked at the seam."""
         return np.dtype(np.float32)
+
+    def precisions(self) -> Sequence[str]:
+        """The compute precisions ``apply`` can run in, float32 first (since 1.3).
+
+        Names are dtype names (``"float32"``, ``"bfloat16"``). The pipeline's
+        ``precision`` setting negotiates among them: the host asks whether the hardware
+        runs each natively and checks a lower precision's outputs against float32's
+        before it trusts it, so a model only says what it *can* do. The default,
+        float32 alone, is what every model before 1.3 did.
+        """
+        return (FLOAT32,)
+
+    def with_precision(self, precision: str) -> Model[ModelConfigT]:
+        """This model computing in ``precision`` (one of :meth:`precisions`) (since 1.3).
+
+        A new instance (or ``self`` for the precision it already has): the host keeps
+        the float32 model beside a lower-precision one to compare them. What runs in
+        the lower precision is the model's choice (the first-party encoder keeps layer
+        norms, softmax statistics, pooling and the output in float32); ``apply``'s
+        output stays :meth:`output_dtype`. Raises ``ValueError`` for a precision not in
+        :meth:`precisions`.
+        """
+        if precision == FLOAT32:
+            return self
+        raise ValueError(
+            f"model {self.name!r} computes in {', '.join(self.precisions())} only, not {precision}"
+        )

@@ -17,7 +17,7 @@ KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "si
 
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.1",
-    "model": "1.2",
+    "model": "1.3",
     "loader": "1.1",
     "monitor": "1.5",
     "sink": "1.4",

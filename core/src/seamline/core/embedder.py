@@ -150,6 +150,7 @@ class Embedder:
         self.monitors = MonitorHub(monitors)
         model = resolved.model
         created = cast(Model[Any], registry.create(model.kind, model.name, model.config))
+        created = created.with_precision(resolved.precision)
         seam = Seam(created, registry.info_of(created), self.monitors)
         candidates = build_candidates(resolved.attention, registry)
         self.encoder = Encoder(created, seam, candidates, resolved.run, self._report)

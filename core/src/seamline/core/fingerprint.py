@@ -34,7 +34,8 @@ from seamline.contracts.loader import InputGlobField, input_glob_files
 from seamline.core.config.spec import PipelineSpec
 
 SECTIONS = ("loader", "model", "attention", "sink", "run")
-"""The sections that decide what a run writes (monitors and telemetry only observe it)."""
+"""The sections that decide what a run writes (monitors and telemetry only observe it).
+The precision, which decides it too, is hashed as chosen (see :func:`run_inputs`)."""
 
 
 def _digest(value: Any) -> str:
@@ -106,6 +107,14 @@ def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
     return {"paths": [str(path) for path in paths], "files": _digest(listing)}
 
 
-def run_inputs(spec: PipelineSpec, loader_config: BaseModel) -> dict[str, Any]:
-    """What the manifest's ``inputs`` records: the pipeline's section hashes and the input."""
-    return {"pipeline": pipeline_hashes(spec), "input": input_fingerprint(loader_config)}
+def run_inputs(
+    spec: PipelineSpec, loader_config: BaseModel, precision: str = "float32"
+) -> dict[str, Any]:
+    """What the manifest's ``inputs`` records: the pipeline's section hashes and the input.
+
+    The precision is hashed as negotiated, not as written: ``auto`` that chose float32
+    wrote what ``float32`` writes, and a resume must compute in the precision the
+    checkpoint's vectors were made in.
+    """
+    hashes = {**pipeline_hashes(spec), "precision": _digest(precision)}
+    return {"pipeline": hashes, "input": input_fingerprint(loader_config)}

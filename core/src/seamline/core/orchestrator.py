@@ -61,6 +61,8 @@ from seamline.core.fingerprint import run_inputs
 from seamline.core.host import Checkpoint, Collated, HostWork, timed_reads
 from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
+from seamline.core.precision.decision import FLOAT32
+from seamline.core.precision.negotiate import decide_precision
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
@@ -120,6 +122,12 @@ class RunSummary:
     when the sink does not measure it."""
 
     @property
+    def precision(self) -> Mapping[str, Any]:
+        """The precision decision as recorded (``chosen``, ``mode``, ``candidates``, figures)."""
+        record = self.provenance.get("precision")
+        return record if isinstance(record, Mapping) else {"chosen": "float32"}
+
+    @property
     def published(self) -> RunCounts | None:
         """What the published output holds (``committed_before + counts``), if known."""
         before = self.committed_before
@@ -149,7 +157,11 @@ class Orchestrator:
         self.registry = registry
         self.run_id = uuid.uuid4().hex[:12]
         self.loader = cast(Loader[Any], self._create(pipeline.loader))
-        self.model = cast(Model[Any], self._create(pipeline.model))
+        if pipeline.precision is None and pipeline.spec.precision.names != (FLOAT32,):
+            pipeline = replace(pipeline, precision=decide_precision(pipeline, registry))
+            self.pipeline = pipeline
+        created = cast(Model[Any], self._create(pipeline.model))
+        self.model = created.with_precision(pipeline.chosen_precision)
         self.sink = cast(Sink[Any], self._create(pipeline.sink))
         monitors = [cast(Monitor[Any], self._create(m)) for m in pipeline.monitors]
         self.monitors = MonitorHub([*monitors, *extra_monitors])
@@ -283,7 +295,9 @@ class Orchestrator:
         longer match.
         """
         if self._inputs is None:
-            self._inputs = run_inputs(self.pipeline.spec, self.loader.config)
+            self._inputs = run_inputs(
+                self.pipeline.spec, self.loader.config, self.pipeline.chosen_precision
+            )
         return {**run_manifest(self.pipeline, self.run_id), "inputs": self._inputs}
 
     @functools.cached_property
@@ -454,6 +468,7 @@ def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "model": {"use": model.name, "with": model.config.model_dump(mode="json")},
         "attention": pipeline.spec.attention.model_dump(mode="json", by_alias=True),
+        "precision": pipeline.chosen_precision,
         "versions": _versions(),
         "provenance": provenance(pipeline),
     }

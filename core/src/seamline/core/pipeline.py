@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import yaml
@@ -32,6 +33,7 @@ from seamline.core.config import (
 from seamline.core.job import PipelineJob
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
+from seamline.core.precision.negotiate import decide_precision
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
@@ -159,6 +161,7 @@ class Pipeline:
         with tracer().start_as_current_span("seamline.run", attributes=attributes) as root:
             propagate.inject(job.trace_context)  # the shards' parent: the run, not execute
             try:
+                job.resolved = self._with_precision()  # a span of the run's
                 with seam.call("execute", {"seamline.run_id": job.run_id}):
                     report = executor.execute(job)
                 job.publish(report)
@@ -172,6 +175,17 @@ class Pipeline:
                     executor.close()
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
         return summarize(job, report, time.perf_counter() - started, changes)
+
+    def _with_precision(self) -> ResolvedPipeline:
+        """The pipeline with its precision negotiated (once per :class:`Pipeline`).
+
+        Decided at the driver, before any shard runs, so every worker computes in the
+        same precision; the gate's figures are recorded, so a later run reuses them.
+        """
+        if self.resolved.precision is None:
+            decision = decide_precision(self.resolved, self.registry)
+            self.resolved = replace(self.resolved, precision=decision)
+        return self.resolved
 
     def _executor(self) -> Executor[Any]:
         choice = self.resolved.executor

@@ -17,6 +17,7 @@ import os
 from typing import Any
 
 from seamline.core.config import ComponentChoice, ResolvedPipeline
+from seamline.core.precision.decision import float32_decision
 
 
 def spec_sha256(pipeline: ResolvedPipeline) -> str:
@@ -67,6 +68,7 @@ def provenance(pipeline: ResolvedPipeline) -> dict[str, Any]:
         "pipeline_sha256": pipeline.file_sha256,
         "spec_sha256": spec_sha256(pipeline),
         "components": components,
+        "precision": (pipeline.precision or float32_decision()).record(),
     }
 
 
@@ -84,6 +86,9 @@ def describe(record: dict[str, Any]) -> list[str]:
     for stage in ("attention", "monitors"):
         if components.get(stage):
             parts.append(f"{stage} {', '.join(one(e) for e in components[stage])}")
+    precision = record.get("precision")
+    if isinstance(precision, dict) and precision.get("chosen") not in (None, "float32"):
+        parts.append(f"precision {precision['chosen']}")
     file_hash = record.get("pipeline_sha256") or "-"
     return [
         f"pipeline sha256 {file_hash} (file), {record.get('spec_sha256', '-')} (resolved spec)",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from opentelemetry import context as otel_context
@@ -42,6 +42,7 @@ from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_located
 from seamline.core.config.located import parse_located
 from seamline.core.orchestrator import Orchestrator, RunSummary
+from seamline.core.precision.decision import PrecisionDecision
 from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.seams import Seam, failed_at
 from seamline.core.telemetry import SHARD_COUNT, SHARD_INDEX, worker_name
@@ -159,6 +160,9 @@ class RemoteWorkerFactory:
     """The driver's trust policy: a worker imports no more than the driver would."""
     conformance: tuple[ConformanceEntry, ...] = ()
     """A registry built by hand: its conformance classes (a discovered one finds them again)."""
+    precision: Mapping[str, Any] | None = None
+    """The driver's precision decision (its record): a worker computes in what the driver
+    chose and does not negotiate again."""
 
     @classmethod
     def of(cls, pipeline: ResolvedPipeline, registry: Registry) -> RemoteWorkerFactory:
@@ -172,6 +176,7 @@ class RemoteWorkerFactory:
             pipeline.file_sha256,
             registry.trust,
             tuple(registry.conformance.entries()) if by_hand else (),
+            pipeline.precision.record() if pipeline.precision is not None else None,
         )
 
     def __call__(self) -> ShardWorker:
@@ -183,4 +188,7 @@ class RemoteWorkerFactory:
         else:
             registry = Registry(self.components, trust=self.trust, conformance=self.conformance)
         resolved = resolve_located(located, registry, file_sha256=self.file_sha256)
+        if self.precision is not None:
+            decision = PrecisionDecision.from_record(dict(self.precision))
+            resolved = replace(resolved, precision=decision)
         return PipelineWorker(resolved, registry)

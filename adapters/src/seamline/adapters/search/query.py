@@ -89,7 +89,14 @@ class QueryEncoder:
             resolve_component, index.located, registry, "model", spec.use, spec.with_, ("model",)
         )
         resolved = index_attention(registry, index, attention)
-        side = ResolvedEncoder(choice, resolved, QUERY_RUN, str(index.manifest_path))
+        # Queries in the precision the index's vectors were made in (its manifest says).
+        side = ResolvedEncoder(
+            choice,
+            resolved,
+            QUERY_RUN,
+            str(index.manifest_path),
+            precision=index.manifest.precision,
+        )
         self.embedder = Embedder.from_resolved(side, registry)
 
     @property

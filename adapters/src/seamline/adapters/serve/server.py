@@ -31,6 +31,7 @@ from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
 from seamline.contracts import UserError
 from seamline.core import Embedder, Registry, ResolvedEncoder, ResolvedPipeline
+from seamline.core.precision.negotiate import decide_precision
 
 BACKLOG = 2048
 
@@ -75,7 +76,14 @@ def serve_pipeline(
 ) -> None:
     """Serve ``resolved``'s model until a signal; raises the warm-up's error if it fails."""
     metrics = ServeMetrics()
-    side = ResolvedEncoder(resolved.model, resolved.attention, resolved.spec.run, resolved.source)
+    decision = resolved.precision or decide_precision(resolved, registry)
+    side = ResolvedEncoder(
+        resolved.model,
+        resolved.attention,
+        resolved.spec.run,
+        resolved.source,
+        precision=decision.chosen,
+    )
     embedder = Embedder.from_resolved(
         side,
         registry,

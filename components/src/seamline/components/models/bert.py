@@ -12,6 +12,8 @@ sentence-transformers model it was exported from; the config can override each.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -36,6 +38,9 @@ if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
 
     import jax
     import jax.numpy as jnp
+
+#: The compute precisions :meth:`BertEncoder.with_precision` accepts, float32 first.
+PRECISIONS = ("float32", "bfloat16")
 
 #: Special tokens a BERT tokenizer adds to a single text: ``[CLS]`` and ``[SEP]``.
 SPECIAL_TOKENS = 2
@@ -94,15 +99,25 @@ class BertEncoderConfig(ComponentConfig):
             "sentence_transformers.models.Normalize."
         ),
     )
-    dtype: Literal["float32", "bfloat16"] = Field(
-        default="float32",
-        description=(
-            "Dtype the matmuls and the attention compute in (accumulation, norms and the "
-            "output stay float32). bfloat16 is faster (on accelerators, and on CPUs with "
-            "bfloat16 instructions) but no longer matches the reference to 1e-5: see "
-            "docs/performance.md for its measured accuracy."
-        ),
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dtype_moved(cls, data: Any) -> Any:
+        """``dtype`` (before model contract 1.3) is now the pipeline's ``precision`` field.
+
+        ``float32``, the old default, is what every manifest of that time records, so it
+        is still read (and means nothing); another value is refused with the new place,
+        so that no run computes in a lower precision that nothing checked.
+        """
+        if isinstance(data, dict) and "dtype" in data:
+            if data["dtype"] != "float32":
+                raise ValueError(
+                    f"dtype: {data['dtype']} is no longer a model setting: set the "
+                    f"pipeline's top-level 'precision: {data['dtype']}' (or 'precision: auto'), "
+                    "which checks it against float32 before trusting it (docs/precision.md)"
+                )
+            data = {key: value for key, value in data.items() if key != "dtype"}
+        return data
 
     @model_validator(mode="after")
     def _stride_fits(self) -> BertEncoderConfig:
@@ -129,7 +144,7 @@ class BertEncoder(Model[BertEncoderConfig]):
     """A BERT encoder with sentence-transformers pooling, reproducing the reference exactly."""
 
     name: ClassVar[str] = "bert-encoder"
-    contract_version: ClassVar[str] = "1.2"
+    contract_version: ClassVar[str] = "1.3"
     Config = BertEncoderConfig
 
     def __init__(self, config: BertEncoderConfig) -> None:
@@ -145,7 +160,7 @@ class BertEncoder(Model[BertEncoderConfig]):
         self._readout = Readout(
             pooling=config.pooling or self._checkpoint_pooling(),
             normalize=self._resolve_normalize(),
-            dtype=config.dtype,
+            dtype="float32",
         )
         self._windows = windows.load_windows(
             self._files.tokenizer_path,
@@ -225,6 +240,25 @@ class BertEncoder(Model[BertEncoderConfig]):
     def readout(self) -> Readout:
         """Pooling, normalisation and compute dtype as resolved from config and checkpoint."""
         return self._readout
+
+    def precisions(self) -> Sequence[str]:
+        """float32 (the default, matching the reference to 1e-5) and bfloat16.
+
+        In bfloat16 the matmuls and the attention take bfloat16 operands; they
+        accumulate in float32, and embeddings, layer norms, residual sums, GELU,
+        pooling and normalisation stay float32 (see :mod:`.bert_math`).
+        """
+        return PRECISIONS
+
+    def with_precision(self, precision: str) -> BertEncoder:
+        """This encoder computing in ``precision``: the same checkpoint files and tokenizer."""
+        if precision == self._readout.dtype:
+            return self
+        if precision not in PRECISIONS:
+            raise ValueError(f"bert-encoder computes in {', '.join(PRECISIONS)}, not {precision!r}")
+        other = copy.copy(self)
+        other._readout = dataclasses.replace(self._readout, dtype=precision)  # type: ignore[arg-type]
+        return other
 
     def load(self) -> BertParams:
         """Verify and read the weights, and place them on the default device.

@@ -37,6 +37,7 @@ from seamline.core.config.spec import (
     Selection,
 )
 from seamline.core.config.user import user_trust
+from seamline.core.precision.decision import FLOAT32, PrecisionDecision
 from seamline.core.registry import Registry
 from seamline.core.suggest import did_you_mean
 from seamline.core.trust import ConformanceCheck, TrustPolicy, TrustSettings, pipeline_policy
@@ -96,6 +97,15 @@ class ResolvedPipeline:
     """The validated document with the place of every value (for run-time errors)."""
     file_sha256: str | None = None
     """sha256 of the pipeline file's bytes, as read (None when built from data, not a file)."""
+    precision: PrecisionDecision | None = None
+    """The precision negotiated for the run (:mod:`seamline.core.precision`); None until
+    the driver has decided it."""
+
+    @property
+    def chosen_precision(self) -> str:
+        """The precision the model computes in: the decision's, float32 before one is made
+        (the orchestrator negotiates first when the pipeline asks for anything else)."""
+        return self.precision.chosen if self.precision is not None else FLOAT32
 
     def where(self, path: DataPath) -> str:
         """``file:line:column`` of the value at ``path`` (or its nearest parent that is set)."""
@@ -286,6 +296,8 @@ class ResolvedEncoder:
     attention: ResolvedAttention
     run: RunSettings
     source: str
+    precision: str = FLOAT32
+    """The precision the model computes in (an index's, read from its manifest)."""
 
 
 def resolve_encoder(

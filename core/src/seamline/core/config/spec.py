@@ -7,10 +7,11 @@ registry has found the component. Every model here forbids unknown fields.
 
 from __future__ import annotations
 
+import difflib
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seamline.contracts.component import LeavesMachine
 from seamline.core.trust.settings import TrustSettings
@@ -155,6 +156,111 @@ class AttentionSpecConfig(_Strict):
         return value
 
 
+PRECISION_NAMES = ("float32", "bfloat16")
+"""The compute precisions a pipeline may ask for (a model says which it offers)."""
+
+
+class PrecisionGate(_Strict):
+    """What a lower precision must show against float32 before a run trusts it."""
+
+    min_cosine: float = Field(
+        default=0.9999,
+        gt=0.0,
+        le=1.0,
+        description="The lowest cosine similarity allowed between a window's vector in the "
+        "candidate precision and its float32 vector, over the calibration sample.",
+    )
+    top_k: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="How many nearest neighbours (among the sample's windows, cosine) are "
+        "compared for min_neighbours.",
+    )
+    min_neighbours: float = Field(
+        default=0.98,
+        ge=0.0,
+        le=1.0,
+        description="The lowest mean fraction of each window's top_k float32 neighbours that "
+        "the candidate's vectors must keep.",
+    )
+    documents: int = Field(
+        default=64,
+        ge=2,
+        le=4096,
+        description="The calibration sample: the run's first this many documents (all their "
+        "windows), embedded in float32 and in the candidate precision.",
+    )
+
+
+class PrecisionSettings(_Strict):
+    """Which precision the model computes in: one name, a preference list, or ``auto``.
+
+    Written as a name (``precision: auto``), a list (``precision: [bfloat16, float32]``)
+    or a mapping with ``use`` and the gate's thresholds.
+    """
+
+    use: str | list[str] = Field(
+        default="float32",
+        description="'float32' (the default: matches the reference to 1e-5), 'bfloat16', "
+        "'auto' (the fastest the hardware runs natively that passes the gate, else float32) "
+        "or a preference list (the first that is native and passes is used).",
+    )
+    verify: bool = Field(
+        default=True,
+        description="Check a lower precision against float32 on the run's first documents "
+        "(the gate) before trusting it; false trusts it unchecked, and the run's provenance "
+        "says so.",
+    )
+    require_native: bool = Field(
+        default=True,
+        description="Refuse a precision the hardware does not run natively (it would be "
+        "emulated, slower than float32). false accepts it: to measure a precision's accuracy "
+        "on a machine without the instructions.",
+    )
+    gate: PrecisionGate = Field(
+        default_factory=PrecisionGate, description="The gate's sample and thresholds."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_forms(cls, data: Any) -> Any:
+        """``precision: auto`` and ``precision: [bfloat16, float32]`` mean ``{use: ...}``."""
+        return {"use": data} if isinstance(data, str | list) else data
+
+    @field_validator("use")
+    @classmethod
+    def _known(cls, value: str | list[str]) -> str | list[str]:
+        """Known names only, said once with the choices (not one error per union member)."""
+        names = value if isinstance(value, list) else [value]
+        allowed = (*PRECISION_NAMES, AUTO) if isinstance(value, str) else PRECISION_NAMES
+        for name in names:
+            if name not in allowed:
+                near = difflib.get_close_matches(name, allowed, n=1, cutoff=0.5)
+                hint = f" (did you mean {near[0]!r}?)" if near else ""
+                raise ValueError(
+                    f"{name!r} is not a precision{hint}: use {', '.join(allowed)}"
+                    + ("" if isinstance(value, str) else " in a list")
+                )
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("the preference list is empty: name at least one precision")
+            if len(set(value)) != len(value):
+                raise ValueError("the preference list names a precision twice")
+        return value
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The precisions named, in preference order (``auto``: every one, fastest first)."""
+        if isinstance(self.use, list):
+            return tuple(self.use)
+        return FASTEST_FIRST if self.use == AUTO else (self.use,)
+
+
+FASTEST_FIRST: tuple[str, ...] = ("bfloat16", "float32")
+"""What ``precision: auto`` tries, in order: lower precisions are faster where native."""
+
+
 class RunSettings(_Strict):
     """How the orchestrator batches work, and how often it checkpoints."""
 
@@ -275,6 +381,11 @@ class PipelineSpec(_Strict):
     model: ComponentRef = Field(description="The model that turns documents into outputs.")
     attention: AttentionSpecConfig = Field(
         default_factory=AttentionSpecConfig, description="The attention behind the model's seam."
+    )
+    precision: PrecisionSettings = Field(
+        default_factory=PrecisionSettings,
+        description="The precision the model computes in: float32 (default), bfloat16, auto "
+        "or a preference list, negotiated with the hardware and checked against float32.",
     )
     monitors: list[ComponentRef] = Field(
         default_factory=list, description="Observers of the run's events."

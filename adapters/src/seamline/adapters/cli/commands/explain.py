@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 def explain(
     pipeline: PipelineArg, overrides: SetOption = None, format_: FormatOption = "text"
 ) -> None:
-    """Show which attention would serve each shape bucket, and why the others would not.
+    """Show which attention would serve each shape bucket, and why the others would not,
+    and which precisions the model could compute in here.
 
     Nothing runs and, for models that can describe their parameters, no weights are read.
     With --format json, one document on stdout (schema seamline.explain/1).
@@ -33,11 +34,17 @@ def explain(
         None if as_text else partial(pipeline_json.failed, pipeline_json.EXPLAIN_SCHEMA, pipeline)
     )
     resolved, registry = loading.pipeline(pipeline, overrides, report)
+    from seamline.core.precision.negotiate import preview_precision
+
     plan = user_errors(lambda: explain_attention(resolved, registry), report)
+    mode, precisions = user_errors(lambda: preview_precision(resolved, registry), report)
     if as_text:
         _show(plan, resolved, registry)
+        from seamline.adapters.cli.render.plan import precision
+
+        precision(mode, precisions)
     else:
-        pipeline_json.explained(pipeline, plan, resolved, registry)
+        pipeline_json.explained(pipeline, plan, resolved, registry, (mode, precisions))
     if any(bucket.chosen is None for bucket in plan.buckets):
         raise typer.Exit(USAGE)  # a shape no candidate serves: a run would refuse it
 

@@ -12,9 +12,10 @@ field may be added under the same version, never renamed or removed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from seamline.contracts.json_safe import json_safe
 
 if TYPE_CHECKING:
     from seamline.core import BucketPlan, Plan, Registry, ResolvedPipeline
+    from seamline.core.precision.decision import PrecisionCandidate
 
 VALIDATE_SCHEMA = "seamline.validate/1"
 EXPLAIN_SCHEMA = "seamline.explain/1"
@@ -87,8 +89,16 @@ def validated(pipeline: Path, resolved: ResolvedPipeline, registry: Registry) ->
     )
 
 
-def explained(pipeline: Path, plan: Plan, resolved: ResolvedPipeline, registry: Registry) -> None:
-    """The plan: its settings, then every bucket's candidates with verdicts and reasons."""
+def explained(
+    pipeline: Path,
+    plan: Plan,
+    resolved: ResolvedPipeline,
+    registry: Registry,
+    precision: tuple[str, Sequence[PrecisionCandidate]],
+) -> None:
+    """The plan: its settings, then every bucket's candidates with verdicts and reasons,
+    then the precision candidates."""
+    mode, candidates = precision
     served = all(bucket.chosen is not None for bucket in plan.buckets)
     _print(
         _frame(EXPLAIN_SCHEMA, pipeline, resolved, registry)
@@ -105,6 +115,18 @@ def explained(pipeline: Path, plan: Plan, resolved: ResolvedPipeline, registry: 
             },
             "weights_loaded": plan.weights_loaded,
             "buckets": [_bucket(bucket) for bucket in plan.buckets],
+            "precision": {
+                "mode": mode,
+                "candidates": [
+                    {
+                        "name": c.name,
+                        "ok": c.ok,
+                        "reasons": list(c.reasons),
+                        "figures": dataclasses.asdict(c.figures) if c.figures else None,
+                    }
+                    for c in candidates
+                ],
+            },
         }
     )
 

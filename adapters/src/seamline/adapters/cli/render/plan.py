@@ -6,6 +6,7 @@ The verdicts (chosen, cannot serve, could serve, and why) are core's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from seamline.core import BucketPlan, BucketTuning, Plan
+    from seamline.core.precision.decision import PrecisionCandidate
 
 COLOURS = {"chosen": "green", "cannot serve": "red", "could serve": "dim"}
 """A verdict's colour (keys are :class:`seamline.core.Verdict` values)."""
@@ -47,6 +49,21 @@ def plan(plan: Plan) -> None:
                 else "  not measured yet: the first run measures it, or run `seamline tune`",
                 console=console,
             )
+
+
+def precision(mode: str, candidates: Sequence[PrecisionCandidate]) -> None:
+    """The precision candidates, one line each: would it serve, and why (or why not)."""
+    console = consoles.out
+    line(("precision", "bold"), f" ({mode}):", console=console)
+    for candidate in candidates:
+        verdict = ("can serve", "green") if candidate.ok else ("refused", "red")
+        line(
+            f"  {candidate.name}: ",
+            verdict,
+            f": {'; '.join(candidate.reasons)}" if candidate.reasons else "",
+            console=console,
+            soft_wrap=True,
+        )
 
 
 def _bucket(length: int, batch_size: int, signature: str) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.render.console import consoles, line
 from seamline.adapters.cli.render.pipeline import provenance
+from seamline.core.precision.decision import PrecisionDecision
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,6 +42,7 @@ def run_summary(
     _earlier_work(out, summary)
     if summary.changes:
         line(f"  documents in the output: {_changes(summary.changes)}", console=out, soft_wrap=True)
+    _precision(out, summary, verbose)
     if summary.resumed_from is not None:
         line(f"  resumed after cursor {summary.resumed_from!r}", console=out)
     if place.path is not None:
@@ -53,6 +55,17 @@ def run_summary(
         for signature, chosen in summary.attention.items():
             line(f"  attention {chosen} for {signature}", console=out)
         provenance(summary.provenance)
+
+
+def _precision(out: Console, summary: RunSummary, verbose: bool) -> None:
+    """The precision, whenever the pipeline asked for anything but float32 (or with -v)."""
+    record = summary.precision
+    if record.get("candidates") is None:
+        return
+    decision = PrecisionDecision.from_record(dict(record))
+    if decision.mode == "explicit" and decision.chosen == "float32" and not verbose:
+        return
+    line(f"  precision: {decision.describe()}", console=out, soft_wrap=True)
 
 
 def docs_per_second(summary: RunSummary) -> float:

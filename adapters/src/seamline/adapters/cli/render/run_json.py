@@ -58,6 +58,7 @@ def run_document(summary: RunSummary, place: OutputPlace) -> dict[str, Any]:
         },
         "changes": dict(summary.changes) if summary.changes else None,
         "attention": dict(summary.attention),
+        "precision": dict(summary.precision),
         "provenance": dict(summary.provenance),
     }
 

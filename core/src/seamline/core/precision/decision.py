@@ -1,0 +1,119 @@
+"""What a run decided about precision, and why: plain data, shown everywhere the run is.
+
+A :class:`PrecisionDecision` is made once, at the driver, before any shard runs; it
+is carried to workers (as the record :meth:`PrecisionDecision.record` makes) and
+written into the run summary and the manifest's provenance; the manifest's top-level
+``precision`` (the chosen name alone, validated by the manifest's schema when read
+back) tells ``seamline search`` which precision to embed queries in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+FLOAT32 = "float32"
+
+Mode = Literal["explicit", "list", "auto"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateFigures:
+    """How far a candidate precision's vectors fell from float32's on the calibration sample."""
+
+    windows: int
+    """Windows compared (every window of the sample's documents)."""
+    min_cosine: float
+    median_cosine: float
+    max_abs: float
+    """Largest absolute difference of any component."""
+    top_k: int
+    """Neighbours compared per window (the gate's top_k, or fewer in a small sample)."""
+    neighbours: float | None
+    """Mean fraction of each window's ``top_k`` float32 neighbours kept; None when the
+    sample has too few windows to have neighbours."""
+    worst_neighbours: float | None
+    """The fraction kept by the worst window."""
+
+    def describe(self) -> str:
+        """One clause for a terminal: the figures the gate judged."""
+        text = f"min cosine {self.min_cosine:.6f} over {self.windows} windows"
+        if self.neighbours is not None:
+            text += f", {self.neighbours:.1%} of top-{self.top_k} neighbours kept"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionCandidate:
+    """One precision considered, whether it may serve, and why."""
+
+    name: str
+    ok: bool
+    reasons: tuple[str, ...]
+    """Why it was refused; for one accepted, what vouches for it (native support, the gate)."""
+    figures: GateFigures | None = None
+    """The gate's figures, when the candidate was checked against float32."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionDecision:
+    """The precision a run computes in, every candidate considered, and the gate's figures."""
+
+    chosen: str
+    mode: Mode
+    candidates: tuple[PrecisionCandidate, ...]
+    verified: bool = True
+    """False when a lower precision was trusted unchecked (``precision.verify: false``)."""
+
+    @property
+    def chosen_candidate(self) -> PrecisionCandidate:
+        return next(c for c in self.candidates if c.name == self.chosen and c.ok)
+
+    def record(self) -> dict[str, Any]:
+        """Plain JSON data: the manifest's and the summary's ``precision``."""
+        return {
+            "chosen": self.chosen,
+            "mode": self.mode,
+            "verified": self.verified,
+            "candidates": [
+                {
+                    "name": c.name,
+                    "ok": c.ok,
+                    "reasons": list(c.reasons),
+                    "figures": asdict(c.figures) if c.figures is not None else None,
+                }
+                for c in self.candidates
+            ],
+        }
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> PrecisionDecision:
+        """The decision a driver recorded (``record()``), rebuilt in a worker."""
+        candidates = tuple(
+            PrecisionCandidate(
+                c["name"],
+                bool(c["ok"]),
+                tuple(c["reasons"]),
+                GateFigures(**c["figures"]) if c.get("figures") else None,
+            )
+            for c in data["candidates"]
+        )
+        return cls(data["chosen"], data["mode"], candidates, bool(data["verified"]))
+
+    def describe(self) -> str:
+        """One line: the precision and what vouches for it."""
+        chosen = self.chosen_candidate
+        if chosen.figures is not None:
+            return f"{self.chosen} (checked against float32: {chosen.figures.describe()})"
+        if self.chosen != FLOAT32 and not self.verified:
+            return f"{self.chosen} (not checked against float32: precision.verify is false)"
+        refused = [c for c in self.candidates if not c.ok]
+        if refused:
+            first = refused[0]
+            return f"{self.chosen} ({first.name} refused: {first.reasons[0]})"
+        return self.chosen
+
+
+def float32_decision(mode: Mode = "explicit") -> PrecisionDecision:
+    """The decision of a pipeline that asks for float32 alone (the default)."""
+    return PrecisionDecision(FLOAT32, mode, (PrecisionCandidate(FLOAT32, True, ()),))

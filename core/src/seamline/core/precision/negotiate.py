@@ -1,0 +1,296 @@
+"""Which precision a run computes in: offered by the model, native here, and through the gate.
+
+Called once per run at the driver (:meth:`seamline.core.pipeline.Pipeline.run`), and by
+an orchestrator built by hand. The pipeline's candidates are tried in order — ``auto``
+tries every precision fastest first and ends with float32 — and the first that the
+model offers, the hardware runs natively and (below float32) the gate passes is
+chosen; every other is kept with the reason it was not. The calibration sample is
+the run's own first documents; the gate's figures are recorded (:mod:`.records`) so
+that the next run of the same pipeline reuses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from seamline.contracts import Document, Loader, Model, Shard, UserError
+from seamline.contracts.logs import get_logger
+from seamline.contracts.versions import installed_version
+from seamline.core.config import ResolvedEncoder, ResolvedPipeline
+from seamline.core.config.spec import PrecisionSettings
+from seamline.core.host import timed_reads
+from seamline.core.monitor_hub import MonitorHub
+from seamline.core.precision import records
+from seamline.core.precision.decision import (
+    FLOAT32,
+    GateFigures,
+    Mode,
+    PrecisionCandidate,
+    PrecisionDecision,
+    float32_decision,
+)
+from seamline.core.precision.gate import compare, refusals
+from seamline.core.precision.hardware import Hardware
+from seamline.core.registry import Registry
+from seamline.core.seams import Seam
+from seamline.core.telemetry import tracer
+
+log = get_logger("seamline.core")
+
+SPAN = "seamline.precision"
+CHOSEN = "seamline.precision.chosen"
+CANDIDATES = "seamline.precision.candidates"
+REFUSED = "seamline.precision.refused"
+
+
+def mode_of(settings: PrecisionSettings) -> Mode:
+    if isinstance(settings.use, list):
+        return "list"
+    return "auto" if settings.use == "auto" else "explicit"
+
+
+def offered_and_native(
+    settings: PrecisionSettings, offered: Sequence[str], hardware: Hardware
+) -> list[PrecisionCandidate]:
+    """Each candidate judged on what the model offers and the hardware runs (no gate)."""
+    judged = []
+    for name in settings.names:
+        if name not in offered:
+            judged.append(
+                PrecisionCandidate(
+                    name, False, (f"the model computes in {', '.join(offered)} only",)
+                )
+            )
+            continue
+        native, why = hardware.native(name)
+        if not native and not settings.require_native:
+            why = f"{why} (accepted: precision.require_native is false)"
+        judged.append(PrecisionCandidate(name, native or not settings.require_native, (why,)))
+    return judged
+
+
+def decide_precision(
+    pipeline: ResolvedPipeline,
+    registry: Registry,
+    *,
+    environ: Mapping[str, str] | None = None,
+    hardware: Hardware | None = None,
+) -> PrecisionDecision:
+    """The run's precision, or ``UserError`` when no candidate may serve (with every reason)."""
+    settings = pipeline.spec.precision
+    mode = mode_of(settings)
+    if settings.names == (FLOAT32,):
+        return float32_decision(mode)
+    with tracer().start_as_current_span(SPAN) as span:
+        hardware = hardware or Hardware.detect(environ)
+        model = cast(
+            Model[Any], registry.create("model", pipeline.model.name, pipeline.model.config)
+        )
+        try:
+            offered = tuple(model.precisions())
+        finally:
+            model.close()
+        calibration = Calibration(pipeline, registry, hardware, environ)
+        try:
+            decision = _first_that_serves(settings, mode, offered, hardware, calibration)
+        finally:
+            calibration.close()
+        span.set_attribute(CHOSEN, decision.chosen)
+        span.set_attribute(CANDIDATES, [c.name for c in decision.candidates])
+        span.set_attribute(
+            REFUSED, [f"{c.name}: {'; '.join(c.reasons)}" for c in decision.candidates if not c.ok]
+        )
+        for key, value in hardware.describe().items():
+            span.set_attribute(f"seamline.precision.hardware.{key}", value)
+        figures = decision.chosen_candidate.figures
+        if figures is not None:
+            span.set_attribute("seamline.precision.min_cosine", figures.min_cosine)
+            if figures.neighbours is not None:
+                span.set_attribute("seamline.precision.neighbours", figures.neighbours)
+    log.info("precision chosen", precision=decision.describe(), mode=mode)
+    return decision
+
+
+def _first_that_serves(
+    settings: PrecisionSettings,
+    mode: Mode,
+    offered: Sequence[str],
+    hardware: Hardware,
+    calibration: Calibration,
+) -> PrecisionDecision:
+    candidates: list[PrecisionCandidate] = []
+    for judged in offered_and_native(settings, offered, hardware):
+        if not judged.ok or judged.name == FLOAT32:
+            candidates.append(judged)
+            if judged.ok:
+                return PrecisionDecision(judged.name, mode, tuple(candidates))
+            continue
+        if not settings.verify:
+            accepted = PrecisionCandidate(judged.name, True, (*judged.reasons, "not checked"))
+            return PrecisionDecision(judged.name, mode, (*candidates, accepted), verified=False)
+        figures, source = calibration.figures(judged.name, settings)
+        if figures is None:
+            candidates.append(PrecisionCandidate(judged.name, False, (source,)))
+            continue
+        failed = refusals(figures, settings.gate)
+        if failed:
+            candidates.append(PrecisionCandidate(judged.name, False, tuple(failed), figures))
+            continue
+        passed = PrecisionCandidate(judged.name, True, (*judged.reasons, source), figures)
+        return PrecisionDecision(judged.name, mode, (*candidates, passed))
+    reasons = "; ".join(f"{c.name}: {' '.join(c.reasons)}" for c in candidates)
+    raise UserError(
+        f"no precision can serve this pipeline ({reasons}); use 'precision: auto', which "
+        "falls back to float32, or add float32 to the list"
+    )
+
+
+class Calibration:
+    """The run's first documents, embedded in float32 and in each candidate (lazily)."""
+
+    def __init__(
+        self,
+        pipeline: ResolvedPipeline,
+        registry: Registry,
+        hardware: Hardware,
+        environ: Mapping[str, str] | None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.registry = registry
+        self.hardware = hardware
+        self.folder = records.directory(environ)
+        self._texts: list[str] | None = None
+        self._reference: np.ndarray | None = None
+
+    def figures(
+        self, candidate: str, settings: PrecisionSettings
+    ) -> tuple[GateFigures | None, str]:
+        """The gate's figures for ``candidate`` and where they come from (or why none)."""
+        gate = settings.gate
+        key = records.record_key(self._material(candidate, settings))
+        found = records.find(self.folder, key, candidate)
+        if found is not None:
+            return found, f"gate passed earlier for this pipeline (record {key[:12]})"
+        texts = self.texts(gate.documents)
+        if not texts:
+            return None, "the input has no documents to check it on"
+        if self._reference is None:
+            self._reference = self._embed(FLOAT32, texts)
+        measured = compare(self._reference, self._embed(candidate, texts), gate.top_k)
+        records.store(self.folder, key, candidate, measured)
+        return measured, f"gate passed on the run's first {len(texts)} documents"
+
+    def recorded(
+        self, candidate: PrecisionCandidate, settings: PrecisionSettings
+    ) -> PrecisionCandidate:
+        """``candidate`` judged by recorded gate figures, if a run left some (nothing runs)."""
+        key = records.record_key(self._material(candidate.name, settings))
+        found = records.find(self.folder, key, candidate.name)
+        if found is None:
+            later = (
+                f"checked against float32 on the run's first {settings.gate.documents} "
+                "documents when the run starts"
+            )
+            return PrecisionCandidate(candidate.name, True, (*candidate.reasons, later))
+        failed = refusals(found, settings.gate)
+        if failed:
+            return PrecisionCandidate(candidate.name, False, tuple(failed), found)
+        passed = f"gate passed earlier for this pipeline (record {key[:12]})"
+        return PrecisionCandidate(candidate.name, True, (*candidate.reasons, passed), found)
+
+    def texts(self, documents: int) -> list[str]:
+        """The text of the loader's first ``documents`` documents (error records skipped)."""
+        if self._texts is None:
+            choice = self.pipeline.loader
+            loader = cast(Loader[Any], self.registry.create("loader", choice.name, choice.config))
+            seam = Seam(loader, self.registry.info_of(loader), MonitorHub(()))
+            texts: list[str] = []
+            reads = cast(
+                Generator[Any, None, None], timed_reads(loader, seam, Shard(), None, documents)
+            )
+            try:
+                for loaded in reads:
+                    if isinstance(loaded.item, Document):
+                        texts.append(loaded.item.text)
+                        if len(texts) >= documents:
+                            break
+            finally:
+                reads.close()
+                loader.close()
+            self._texts = texts
+        return self._texts
+
+    def _embed(self, precision: str, texts: Sequence[str]) -> np.ndarray:
+        from seamline.core.embedder import Embedder
+
+        side = ResolvedEncoder(
+            self.pipeline.model,
+            self.pipeline.attention,
+            self.pipeline.spec.run,
+            self.pipeline.source,
+            precision=precision,
+        )
+        with Embedder.from_resolved(side, self.registry) as embedder:
+            windows = embedder.encode(list(texts), long_text="windows")
+        return np.concatenate(list(windows), axis=0).astype(np.float32)
+
+    def _material(self, candidate: str, settings: PrecisionSettings) -> dict[str, Any]:
+        spec = self.pipeline.spec
+        model = self.pipeline.model
+        return {
+            "candidate": candidate,
+            "model": {
+                "use": model.name,
+                "distribution": model.distribution,
+                "version": model.version,
+                "config": model.config.model_dump(mode="json"),
+            },
+            "attention": spec.attention.model_dump(mode="json", by_alias=True),
+            "loader": spec.loader.model_dump(mode="json", by_alias=True),
+            "run": {"packing": spec.run.packing},
+            "hardware": self.hardware.describe(),
+            "versions": {name: installed_version(name) for name in ("jax", "jaxlib")},
+            "sample": {"documents": settings.gate.documents, "top_k": settings.gate.top_k},
+        }
+
+    def close(self) -> None:
+        self._reference = None
+
+
+def preview_precision(
+    pipeline: ResolvedPipeline,
+    registry: Registry,
+    *,
+    environ: Mapping[str, str] | None = None,
+    hardware: Hardware | None = None,
+) -> tuple[Mode, list[PrecisionCandidate]]:
+    """What ``seamline explain`` shows: each candidate judged without embedding anything.
+
+    A candidate the model offers and the hardware runs natively is then judged by the
+    gate's recorded figures when a run of this pipeline left some, and otherwise is
+    marked as to be checked when the run starts. Candidates after float32 are not
+    listed: a run never gets past float32.
+    """
+    settings = pipeline.spec.precision
+    mode = mode_of(settings)
+    if settings.names == (FLOAT32,):
+        return mode, [PrecisionCandidate(FLOAT32, True, ("the default",))]
+    hardware = hardware or Hardware.detect(environ)
+    choice = pipeline.model
+    model = cast(Model[Any], registry.create("model", choice.name, choice.config))
+    try:
+        offered = tuple(model.precisions())
+    finally:
+        model.close()
+    calibration = Calibration(pipeline, registry, hardware, environ)
+    judged: list[PrecisionCandidate] = []
+    for candidate in offered_and_native(settings, offered, hardware):
+        if candidate.ok and candidate.name != FLOAT32 and settings.verify:
+            candidate = calibration.recorded(candidate, settings)
+        judged.append(candidate)
+        if candidate.ok and candidate.name == FLOAT32:
+            break
+    return mode, judged

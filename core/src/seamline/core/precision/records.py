@@ -1,0 +1,117 @@
+"""Gate figures kept between runs: a precision checked once for a pipeline is not checked again.
+
+The gate embeds the run's first documents twice; a record of its figures, keyed by
+everything that could change them (the model and its weights setting, the attention
+section, the loader section, the hardware, the JAX and component versions, the
+candidate and the sample's size), lets the next run of the same pipeline reuse them.
+Thresholds are not in the key: the recorded figures are judged by the pipeline's
+thresholds of the day.
+
+Records live in ``$SEAMLINE_PRECISION_DIR``, else ``$XDG_CACHE_HOME/seamline/precision``.
+A record is read back as untrusted input: bounded in size, validated by a schema, and
+one that fails either is ignored (the gate measures again and writes a good one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from seamline.contracts.logs import get_logger
+from seamline.core.directories import cache_home, named_directory
+from seamline.core.precision.decision import GateFigures
+
+log = get_logger("seamline.core")
+
+DIRECTORY_VARIABLE = "SEAMLINE_PRECISION_DIR"
+RECORD_LIMIT = 64 * 1024
+"""Bytes a record may have; a larger file is not read."""
+
+
+class _Figures(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    windows: int = Field(ge=1, le=10_000_000)
+    min_cosine: float = Field(ge=-1.0, le=1.0 + 1e-6)
+    median_cosine: float = Field(ge=-1.0, le=1.0 + 1e-6)
+    max_abs: float = Field(ge=0.0)
+    top_k: int = Field(ge=0, le=1000)
+    neighbours: float | None = Field(ge=0.0, le=1.0)
+    worst_neighbours: float | None = Field(ge=0.0, le=1.0)
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    key: str = Field(pattern=r"^[0-9a-f]{64}$")
+    candidate: str = Field(pattern=r"^[a-z0-9_]{1,32}$")
+    figures: _Figures
+
+
+def directory(environ: Mapping[str, str] | None = None) -> Path:
+    """Where records are kept (not created until one is written)."""
+    default = cache_home(environ) / "seamline" / "precision"
+    return named_directory(DIRECTORY_VARIABLE, default, environ)
+
+
+def record_key(material: Mapping[str, Any]) -> str:
+    """sha256 of ``material`` as canonical JSON."""
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def find(folder: Path, key: str, candidate: str) -> GateFigures | None:
+    """The figures recorded under ``key`` for ``candidate``, or None (absent or unusable)."""
+    path = folder / f"{key}.json"
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(RECORD_LIMIT + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        log.warning(
+            "precision record unreadable; the gate measures again", path=str(path), error=str(err)
+        )
+        return None
+    if len(raw) > RECORD_LIMIT:
+        log.warning("precision record too large; ignored", path=str(path), limit=RECORD_LIMIT)
+        return None
+    try:
+        record = _Record.model_validate_json(raw)
+    except ValidationError as err:
+        log.warning(
+            "precision record invalid; ignored", path=str(path), error=err.errors()[0]["msg"]
+        )
+        return None
+    if record.key != key or record.candidate != candidate:
+        log.warning("precision record is for another pipeline; ignored", path=str(path))
+        return None
+    return GateFigures(**record.figures.model_dump())
+
+
+def store(folder: Path, key: str, candidate: str, figures: GateFigures) -> Path | None:
+    """Write the record atomically; a folder that cannot be written is said, not fatal."""
+    record = _Record(key=key, candidate=candidate, figures=_Figures(**_plain(figures)))
+    path = folder / f"{key}.json"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as out:
+            out.write(record.model_dump_json(indent=2))
+        os.replace(out.name, path)
+    except OSError as err:
+        log.warning(
+            "precision record not kept; the next run checks again", path=str(path), error=str(err)
+        )
+        return None
+    return path
+
+
+def _plain(figures: GateFigures) -> dict[str, Any]:
+    return {name: getattr(figures, name) for name in _Figures.model_fields}

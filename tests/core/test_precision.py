@@ -1,0 +1,356 @@
+"""Precision negotiation: offered by the model, native on the hardware, through the gate.
+
+The toy model offers float32 and bfloat16 (its bfloat16 really computes the attention
+in bfloat16, and ``bfloat16_error`` adds a known error to fail the gate); the hardware
+is given explicitly, as a CPU with or without bfloat16 instructions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seamline.contracts import UserError
+from seamline.core.config import parse_pipeline
+from seamline.core.config.resolve import PipelineConfigError
+from seamline.core.config.spec import PrecisionGate
+from seamline.core.fingerprint import run_inputs
+from seamline.core.orchestrator import Orchestrator
+from seamline.core.pipeline import Pipeline
+from seamline.core.precision import records
+from seamline.core.precision.decision import GateFigures, PrecisionDecision
+from seamline.core.precision.gate import compare, refusals
+from seamline.core.precision.hardware import (
+    HIDDEN_VARIABLE,
+    Hardware,
+    hidden_features,
+    read_cpu_features,
+)
+from seamline.core.precision.negotiate import decide_precision, preview_precision
+from seamline.core.worker import RemoteWorkerFactory
+from tests.core.toy import MemorySink, toy_registry
+
+TEXTS = [" ".join(f"w{(i * 7 + j) % 31}" for j in range(3 + i % 9)) for i in range(40)]
+WITH_BF16 = Hardware("cpu", "cpu", frozenset({"avx2", "avx512_bf16"}))
+WITHOUT_BF16 = Hardware("cpu", "cpu", frozenset({"avx2", "fma"}))
+
+
+@pytest.fixture(autouse=True)
+def _records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "records"
+    monkeypatch.setenv(records.DIRECTORY_VARIABLE, str(folder))
+    MemorySink.reset()
+    return folder
+
+
+def pipeline_text(precision: str, model: str = "{use: toy}") -> str:
+    return (
+        "pipeline: toy\n"
+        f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
+        f"model: {model}\n"
+        "attention: {use: native}\n"
+        f"precision: {precision}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 4, buckets: [16]}\n"
+    )
+
+
+def resolved(precision: str, model: str = "{use: toy}"):  # type: ignore[no-untyped-def]
+    registry = toy_registry()
+    return parse_pipeline(pipeline_text(precision, model), "p.yaml", registry), registry
+
+
+def decide(precision: str, hardware: Hardware, model: str = "{use: toy}") -> PrecisionDecision:
+    pipeline, registry = resolved(precision, model)
+    return decide_precision(pipeline, registry, hardware=hardware)
+
+
+# -- the hardware ------------------------------------------------------------------------------
+
+
+def test_cpu_features_are_read_from_the_first_flags_line(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\n\nflags\t: fpu\n")
+    assert read_cpu_features(str(cpuinfo)) == frozenset({"fpu", "avx2", "avx512_bf16"})
+    cpuinfo.write_text("processor\t: 0\nFeatures\t: fp asimd bf16\n")  # Arm
+    assert "bf16" in (read_cpu_features(str(cpuinfo)) or ())
+    assert read_cpu_features(str(tmp_path / "absent")) is None
+
+
+def test_bfloat16_is_native_only_with_the_instructions() -> None:
+    assert WITH_BF16.native("bfloat16") == (
+        True,
+        "this CPU has bfloat16 instructions (avx512_bf16)",
+    )
+    ok, why = WITHOUT_BF16.native("bfloat16")
+    assert not ok and "no bfloat16 instructions" in why and "emulated" in why
+    assert Hardware("cpu", "cpu", None).native("bfloat16")[0] is False
+    assert Hardware("cpu", "cpu", frozenset()).native("float32")[0] is True
+
+
+def test_accelerators_are_judged_by_what_they_are() -> None:
+    assert Hardware("tpu", "TPU v5 lite", None).native("bfloat16")[0]
+    assert Hardware("gpu", "NVIDIA H100", None, compute_capability="9.0").native("bfloat16")[0]
+    ok, why = Hardware("gpu", "Tesla T4", None, compute_capability="7.5").native("bfloat16")
+    assert not ok and "8.0 or newer" in why
+    assert not Hardware("gpu", "some GPU", None).native("bfloat16")[0]
+
+
+def test_hidden_features_mask_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    import seamline.core.precision.hardware as hardware
+
+    monkeypatch.setattr(hardware, "read_cpu_features", lambda: frozenset({"avx512_bf16", "avx2"}))
+    seen = Hardware.detect({HIDDEN_VARIABLE: "avx512_bf16, amx_bf16"})
+    ok, why = seen.native("bfloat16")
+    assert not ok
+    assert f"${HIDDEN_VARIABLE} hides avx512_bf16" in why
+    assert Hardware.detect({})._cpu_bf16()[0]
+
+
+@pytest.mark.parametrize("value", ["avx512_bf16;rm -rf", "AVX512", ",".join(["a"] * 65)])
+def test_a_malformed_hidden_list_is_refused(value: str) -> None:
+    with pytest.raises(UserError, match=HIDDEN_VARIABLE):
+        hidden_features(value)
+
+
+# -- the gate's figures --------------------------------------------------------------------
+
+
+def test_identical_vectors_pass_and_a_moved_one_is_seen() -> None:
+    rng = np.random.default_rng(0)
+    reference = rng.normal(size=(30, 16)).astype(np.float32)
+    same = compare(reference, reference.copy(), top_k=10)
+    assert same.min_cosine == pytest.approx(1.0)
+    assert same.neighbours == 1.0 and same.worst_neighbours == 1.0
+    assert refusals(same, PrecisionGate()) == []
+    moved = reference.copy()
+    moved[3] = rng.normal(size=16)
+    figures = compare(reference, moved, top_k=10)
+    assert figures.min_cosine < 0.9
+    assert figures.neighbours is not None and figures.neighbours < 1.0
+    assert figures.max_abs > 0.1
+    reasons = refusals(figures, PrecisionGate())
+    assert any("min cosine" in reason for reason in reasons)
+
+
+def test_neighbours_fail_the_gate_even_when_cosines_pass() -> None:
+    figures = GateFigures(100, 0.99999, 0.99999, 1e-3, 10, 0.9, 0.5)
+    assert refusals(figures, PrecisionGate(min_neighbours=0.98))[0].startswith("only 90.0%")
+    assert refusals(figures, PrecisionGate(min_neighbours=0.9)) == []
+
+
+def test_a_sample_too_small_for_neighbours_still_checks_cosines() -> None:
+    one = np.ones((1, 4), np.float32)
+    figures = compare(one, one, top_k=10)
+    assert figures.neighbours is None and figures.top_k == 0
+    with pytest.raises(ValueError, match="differently"):
+        compare(one, np.ones((2, 4), np.float32), top_k=10)
+
+
+# -- the records the gate keeps --------------------------------------------------------------
+
+
+def test_a_record_comes_back_and_a_tampered_one_is_ignored(_records: Path) -> None:
+    figures = GateFigures(12, 0.99995, 0.99999, 1e-3, 10, 0.99, 0.9)
+    key = records.record_key({"a": 1})
+    path = records.store(_records, key, "bfloat16", figures)
+    assert path is not None
+    assert records.find(_records, key, "bfloat16") == figures
+    assert records.find(_records, key, "float16") is None  # another candidate's
+    data = json.loads(path.read_text())
+    for tamper in (
+        {**data, "figures": {**data["figures"], "min_cosine": "1"}},  # strict: no coercion
+        {**data, "figures": {**data["figures"], "neighbours": 7.0}},  # out of range
+        {**data, "extra": True},
+        {**data, "key": "0" * 64},  # another pipeline's record moved here
+    ):
+        path.write_text(json.dumps(tamper))
+        assert records.find(_records, key, "bfloat16") is None
+    path.write_text(" " * (records.RECORD_LIMIT + 1))
+    assert records.find(_records, key, "bfloat16") is None
+
+
+# -- negotiation -----------------------------------------------------------------------------
+
+
+def test_float32_alone_needs_no_negotiation() -> None:
+    decision = decide("float32", WITHOUT_BF16)
+    assert decision.chosen == "float32" and decision.mode == "explicit"
+
+
+def test_auto_without_bfloat16_instructions_picks_float32_and_says_why(_records: Path) -> None:
+    decision = decide("auto", WITHOUT_BF16)
+    assert decision.chosen == "float32"
+    refused = decision.candidates[0]
+    assert (refused.name, refused.ok) == ("bfloat16", False)
+    assert "no bfloat16 instructions" in refused.reasons[0]
+    assert "bfloat16 refused" in decision.describe()
+    assert not _records.exists()  # nothing was embedded to find that out
+
+
+def test_auto_with_bfloat16_passes_the_gate_and_records_it(_records: Path) -> None:
+    decision = decide("auto", WITH_BF16)
+    assert decision.chosen == "bfloat16"
+    figures = decision.chosen_candidate.figures
+    assert figures is not None and figures.windows == len(TEXTS)
+    assert 0.9999 <= figures.min_cosine < 1.0  # computed in bfloat16 for real: not identical
+    assert "first 40 documents" in decision.chosen_candidate.reasons[-1]
+    assert len(list(_records.glob("*.json"))) == 1
+    again = decide("auto", WITH_BF16)
+    assert again.chosen_candidate.figures == figures
+    assert "gate passed earlier" in again.chosen_candidate.reasons[-1]
+
+
+def test_a_candidate_that_fails_the_gate_is_refused_with_its_figures() -> None:
+    decision = decide("auto", WITH_BF16, "{use: toy, with: {bfloat16_error: 0.05}}")
+    assert decision.chosen == "float32"
+    refused = decision.candidates[0]
+    assert refused.name == "bfloat16" and not refused.ok
+    assert refused.figures is not None and refused.figures.min_cosine < 0.9999
+    assert "below precision.gate.min_cosine" in refused.reasons[0]
+
+
+def test_stricter_thresholds_come_from_the_pipeline() -> None:
+    strict = "{use: auto, gate: {min_cosine: 1.0, documents: 8}}"
+    decision = decide(strict, WITH_BF16)
+    assert decision.chosen == "float32"
+    assert decision.candidates[0].figures is not None
+    assert decision.candidates[0].figures.windows == 8
+
+
+def test_an_explicit_precision_that_cannot_serve_fails_loudly() -> None:
+    with pytest.raises(UserError, match="no bfloat16 instructions"):
+        decide("bfloat16", WITHOUT_BF16)
+    with pytest.raises(UserError, match="below precision.gate.min_cosine"):
+        decide("[bfloat16]", WITH_BF16, "{use: toy, with: {bfloat16_error: 0.05}}")
+
+
+def test_unverified_bfloat16_is_trusted_and_said_so(_records: Path) -> None:
+    decision = decide("{use: bfloat16, verify: false}", WITH_BF16)
+    assert decision.chosen == "bfloat16" and not decision.verified
+    assert "not checked against float32" in decision.describe()
+    assert not _records.exists()
+
+
+def test_a_model_that_offers_only_float32_is_not_asked_for_more() -> None:
+    from seamline.contracts import Model
+    from tests.core.toy import ToyModel
+
+    class Float32Only(ToyModel):
+        precisions = Model.precisions  # type: ignore[assignment]
+        with_precision = Model.with_precision  # type: ignore[assignment]
+
+    assert Float32Only(ToyModel.Config()).precisions() == ("float32",)
+    with pytest.raises(ValueError, match="float32 only"):
+        Float32Only(ToyModel.Config()).with_precision("bfloat16")
+
+
+def test_explain_judges_without_embedding(_records: Path) -> None:
+    pipeline, registry = resolved("auto")
+    mode, candidates = preview_precision(pipeline, registry, hardware=WITH_BF16)
+    assert mode == "auto"
+    assert [c.name for c in candidates] == ["bfloat16", "float32"]
+    assert "when the run starts" in candidates[0].reasons[-1]
+    assert not _records.exists()
+    decide_precision(pipeline, registry, hardware=WITH_BF16)  # leaves a record
+    _, candidates = preview_precision(pipeline, registry, hardware=WITH_BF16)
+    assert "gate passed earlier" in candidates[0].reasons[-1]
+
+
+# -- the pipeline file -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("bf16", "did you mean 'bfloat16'"),
+        ("[bfloat16, bfloat16]", "names a precision twice"),
+        ("[auto]", "'auto' is not a precision"),
+        ("{use: auto, gate: {min_cosine: 1.5}}", "min_cosine"),
+        ("{use: auto, gate: {documents: 1}}", "documents"),
+    ],
+)
+def test_a_bad_precision_is_a_located_error(value: str, message: str) -> None:
+    with pytest.raises(PipelineConfigError, match=message) as caught:
+        resolved(value)
+    assert "p.yaml:5:" in str(caught.value)
+
+
+def test_set_precision_overrides_the_file() -> None:
+    registry = toy_registry()
+    pipeline = parse_pipeline(pipeline_text("float32"), "p.yaml", registry, ["precision=auto"])
+    assert pipeline.spec.precision.names == ("bfloat16", "float32")
+
+
+# -- a run -----------------------------------------------------------------------------------
+
+
+def _vectors() -> dict[str, np.ndarray]:
+    return {record.doc_id: np.asarray(record.vector) for record in MemorySink.records}
+
+
+def test_a_run_computes_in_the_chosen_precision_and_records_it() -> None:
+    pipeline, registry = resolved("float32")
+    Orchestrator(pipeline, registry).run()
+    float32 = _vectors()
+    MemorySink.reset()
+    pipeline, registry = resolved("auto")
+    decision = decide_precision(pipeline, registry, hardware=WITH_BF16)
+    summary = Orchestrator(replace(pipeline, precision=decision), registry).run()
+    bfloat16 = _vectors()
+    assert float32.keys() == bfloat16.keys()
+    assert any(not np.array_equal(float32[k], bfloat16[k]) for k in float32)  # really bf16
+    assert summary.precision["chosen"] == "bfloat16"
+    assert summary.provenance["precision"]["candidates"][0]["figures"]["windows"] == len(TEXTS)
+
+
+def test_pipeline_run_negotiates_at_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Hardware, "detect", classmethod(lambda cls, environ=None: WITHOUT_BF16))
+    registry = toy_registry()
+    pipeline = Pipeline.from_dict(
+        {
+            "pipeline": "toy",
+            "loader": {"use": "list", "with": {"texts": TEXTS}},
+            "model": {"use": "toy"},
+            "precision": "auto",
+            "sink": {"use": "memory"},
+        },
+        registry=registry,
+    )
+    summary = pipeline.run()
+    assert summary.precision["chosen"] == "float32"
+    assert summary.precision["candidates"][0]["ok"] is False
+
+
+def test_the_chosen_precision_decides_whether_a_run_may_resume() -> None:
+    pipeline, registry = resolved("auto")
+    loader = registry.create("loader", "list", pipeline.loader.config)
+    float32 = run_inputs(pipeline.spec, loader.config, "float32")
+    bfloat16 = run_inputs(pipeline.spec, loader.config, "bfloat16")
+    assert float32["pipeline"]["precision"] != bfloat16["pipeline"]["precision"]
+    assert {k: v for k, v in float32["pipeline"].items() if k != "precision"} == {
+        k: v for k, v in bfloat16["pipeline"].items() if k != "precision"
+    }
+
+
+def test_a_worker_in_another_process_computes_in_the_drivers_precision() -> None:
+    pipeline, registry = resolved("auto")
+    decision = decide_precision(pipeline, registry, hardware=WITH_BF16)
+    factory = RemoteWorkerFactory.of(replace(pipeline, precision=decision), registry)
+    worker = factory()
+    try:
+        assert worker.pipeline.precision == decision  # type: ignore[attr-defined]
+        assert worker.orchestrator.model.describe()["precision"] == "bfloat16"  # type: ignore[attr-defined]
+    finally:
+        worker.close()
+
+
+def test_an_emulated_precision_is_accepted_only_when_asked() -> None:
+    decision = decide("{use: bfloat16, require_native: false}", WITHOUT_BF16)
+    assert decision.chosen == "bfloat16"
+    assert "require_native is false" in decision.chosen_candidate.reasons[0]
+    assert decision.chosen_candidate.figures is not None  # and it still went through the gate
