@@ -40,7 +40,7 @@ WITHOUT_BF16 = Hardware("cpu", "cpu", frozenset({"avx2", "fma"}))
 
 
 @pytest.fixture(autouse=True)
-def _records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def records_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "records"
     monkeypatch.setenv(records.DIRECTORY_VARIABLE, str(folder))
     MemorySink.reset()
@@ -87,7 +87,9 @@ def test_bfloat16_is_native_only_with_the_instructions() -> None:
         "this CPU has bfloat16 instructions (avx512_bf16)",
     )
     ok, why = WITHOUT_BF16.native("bfloat16")
-    assert not ok and "no bfloat16 instructions" in why and "emulated" in why
+    assert not ok
+    assert "no bfloat16 instructions" in why
+    assert "emulated" in why
     assert Hardware("cpu", "cpu", None).native("bfloat16")[0] is False
     assert Hardware("cpu", "cpu", frozenset()).native("float32")[0] is True
 
@@ -96,7 +98,8 @@ def test_accelerators_are_judged_by_what_they_are() -> None:
     assert Hardware("tpu", "TPU v5 lite", None).native("bfloat16")[0]
     assert Hardware("gpu", "NVIDIA H100", None, compute_capability="9.0").native("bfloat16")[0]
     ok, why = Hardware("gpu", "Tesla T4", None, compute_capability="7.5").native("bfloat16")
-    assert not ok and "8.0 or newer" in why
+    assert not ok
+    assert "8.0 or newer" in why
     assert not Hardware("gpu", "some GPU", None).native("bfloat16")[0]
 
 
@@ -125,13 +128,15 @@ def test_identical_vectors_pass_and_a_moved_one_is_seen() -> None:
     reference = rng.normal(size=(30, 16)).astype(np.float32)
     same = compare(reference, reference.copy(), top_k=10)
     assert same.min_cosine == pytest.approx(1.0)
-    assert same.neighbours == 1.0 and same.worst_neighbours == 1.0
+    assert same.neighbours == 1.0
+    assert same.worst_neighbours == 1.0
     assert refusals(same, PrecisionGate()) == []
     moved = reference.copy()
     moved[3] = rng.normal(size=16)
     figures = compare(reference, moved, top_k=10)
     assert figures.min_cosine < 0.9
-    assert figures.neighbours is not None and figures.neighbours < 1.0
+    assert figures.neighbours is not None
+    assert figures.neighbours < 1.0
     assert figures.max_abs > 0.1
     reasons = refusals(figures, PrecisionGate())
     assert any("min cosine" in reason for reason in reasons)
@@ -146,7 +151,8 @@ def test_neighbours_fail_the_gate_even_when_cosines_pass() -> None:
 def test_a_sample_too_small_for_neighbours_still_checks_cosines() -> None:
     one = np.ones((1, 4), np.float32)
     figures = compare(one, one, top_k=10)
-    assert figures.neighbours is None and figures.top_k == 0
+    assert figures.neighbours is None
+    assert figures.top_k == 0
     with pytest.raises(ValueError, match="differently"):
         compare(one, np.ones((2, 4), np.float32), top_k=10)
 
@@ -154,13 +160,13 @@ def test_a_sample_too_small_for_neighbours_still_checks_cosines() -> None:
 # -- the records the gate keeps --------------------------------------------------------------
 
 
-def test_a_record_comes_back_and_a_tampered_one_is_ignored(_records: Path) -> None:
+def test_a_record_comes_back_and_a_tampered_one_is_ignored(records_dir: Path) -> None:
     figures = GateFigures(12, 0.99995, 0.99999, 1e-3, 10, 0.99, 0.9)
     key = records.record_key({"a": 1})
-    path = records.store(_records, key, "bfloat16", figures)
+    path = records.store(records_dir, key, "bfloat16", figures)
     assert path is not None
-    assert records.find(_records, key, "bfloat16") == figures
-    assert records.find(_records, key, "float16") is None  # another candidate's
+    assert records.find(records_dir, key, "bfloat16") == figures
+    assert records.find(records_dir, key, "float16") is None  # another candidate's
     data = json.loads(path.read_text())
     for tamper in (
         {**data, "figures": {**data["figures"], "min_cosine": "1"}},  # strict: no coercion
@@ -169,9 +175,9 @@ def test_a_record_comes_back_and_a_tampered_one_is_ignored(_records: Path) -> No
         {**data, "key": "0" * 64},  # another pipeline's record moved here
     ):
         path.write_text(json.dumps(tamper))
-        assert records.find(_records, key, "bfloat16") is None
+        assert records.find(records_dir, key, "bfloat16") is None
     path.write_text(" " * (records.RECORD_LIMIT + 1))
-    assert records.find(_records, key, "bfloat16") is None
+    assert records.find(records_dir, key, "bfloat16") is None
 
 
 # -- negotiation -----------------------------------------------------------------------------
@@ -179,27 +185,29 @@ def test_a_record_comes_back_and_a_tampered_one_is_ignored(_records: Path) -> No
 
 def test_float32_alone_needs_no_negotiation() -> None:
     decision = decide("float32", WITHOUT_BF16)
-    assert decision.chosen == "float32" and decision.mode == "explicit"
+    assert decision.chosen == "float32"
+    assert decision.mode == "explicit"
 
 
-def test_auto_without_bfloat16_instructions_picks_float32_and_says_why(_records: Path) -> None:
+def test_auto_without_bfloat16_instructions_picks_float32_and_says_why(records_dir: Path) -> None:
     decision = decide("auto", WITHOUT_BF16)
     assert decision.chosen == "float32"
     refused = decision.candidates[0]
     assert (refused.name, refused.ok) == ("bfloat16", False)
     assert "no bfloat16 instructions" in refused.reasons[0]
     assert "bfloat16 refused" in decision.describe()
-    assert not _records.exists()  # nothing was embedded to find that out
+    assert not records_dir.exists()  # nothing was embedded to find that out
 
 
-def test_auto_with_bfloat16_passes_the_gate_and_records_it(_records: Path) -> None:
+def test_auto_with_bfloat16_passes_the_gate_and_records_it(records_dir: Path) -> None:
     decision = decide("auto", WITH_BF16)
     assert decision.chosen == "bfloat16"
     figures = decision.chosen_candidate.figures
-    assert figures is not None and figures.windows == len(TEXTS)
+    assert figures is not None
+    assert figures.windows == len(TEXTS)
     assert 0.9999 <= figures.min_cosine < 1.0  # computed in bfloat16 for real: not identical
     assert "first 40 documents" in decision.chosen_candidate.reasons[-1]
-    assert len(list(_records.glob("*.json"))) == 1
+    assert len(list(records_dir.glob("*.json"))) == 1
     again = decide("auto", WITH_BF16)
     assert again.chosen_candidate.figures == figures
     assert "gate passed earlier" in again.chosen_candidate.reasons[-1]
@@ -209,8 +217,10 @@ def test_a_candidate_that_fails_the_gate_is_refused_with_its_figures() -> None:
     decision = decide("auto", WITH_BF16, "{use: toy, with: {bfloat16_error: 0.05}}")
     assert decision.chosen == "float32"
     refused = decision.candidates[0]
-    assert refused.name == "bfloat16" and not refused.ok
-    assert refused.figures is not None and refused.figures.min_cosine < 0.9999
+    assert refused.name == "bfloat16"
+    assert not refused.ok
+    assert refused.figures is not None
+    assert refused.figures.min_cosine < 0.9999
     assert "below precision.gate.min_cosine" in refused.reasons[0]
 
 
@@ -225,15 +235,16 @@ def test_stricter_thresholds_come_from_the_pipeline() -> None:
 def test_an_explicit_precision_that_cannot_serve_fails_loudly() -> None:
     with pytest.raises(UserError, match="no bfloat16 instructions"):
         decide("bfloat16", WITHOUT_BF16)
-    with pytest.raises(UserError, match="below precision.gate.min_cosine"):
+    with pytest.raises(UserError, match=r"below precision\.gate\.min_cosine"):
         decide("[bfloat16]", WITH_BF16, "{use: toy, with: {bfloat16_error: 0.05}}")
 
 
-def test_unverified_bfloat16_is_trusted_and_said_so(_records: Path) -> None:
+def test_unverified_bfloat16_is_trusted_and_said_so(records_dir: Path) -> None:
     decision = decide("{use: bfloat16, verify: false}", WITH_BF16)
-    assert decision.chosen == "bfloat16" and not decision.verified
+    assert decision.chosen == "bfloat16"
+    assert not decision.verified
     assert "not checked against float32" in decision.describe()
-    assert not _records.exists()
+    assert not records_dir.exists()
 
 
 def test_a_model_that_offers_only_float32_is_not_asked_for_more() -> None:
@@ -249,13 +260,13 @@ def test_a_model_that_offers_only_float32_is_not_asked_for_more() -> None:
         Float32Only(ToyModel.Config()).with_precision("bfloat16")
 
 
-def test_explain_judges_without_embedding(_records: Path) -> None:
+def test_explain_judges_without_embedding(records_dir: Path) -> None:
     pipeline, registry = resolved("auto")
     mode, candidates = preview_precision(pipeline, registry, hardware=WITH_BF16)
     assert mode == "auto"
     assert [c.name for c in candidates] == ["bfloat16", "float32"]
     assert "when the run starts" in candidates[0].reasons[-1]
-    assert not _records.exists()
+    assert not records_dir.exists()
     decide_precision(pipeline, registry, hardware=WITH_BF16)  # leaves a record
     _, candidates = preview_precision(pipeline, registry, hardware=WITH_BF16)
     assert "gate passed earlier" in candidates[0].reasons[-1]
@@ -354,3 +365,17 @@ def test_an_emulated_precision_is_accepted_only_when_asked() -> None:
     assert decision.chosen == "bfloat16"
     assert "require_native is false" in decision.chosen_candidate.reasons[0]
     assert decision.chosen_candidate.figures is not None  # and it still went through the gate
+
+
+def test_a_manifest_names_a_known_precision_or_is_refused() -> None:
+    """``seamline search`` embeds queries in the manifest's precision: an edited one is
+    checked by the manifest's schema before anything acts on it."""
+    from pydantic import ValidationError
+
+    from seamline.contracts.manifest import Manifest
+
+    assert Manifest.model_validate({}).precision == "float32"  # written before 1.3
+    assert Manifest.model_validate({"precision": "bfloat16"}).precision == "bfloat16"
+    for edited in ("float16", "__import__('os')", 16):
+        with pytest.raises(ValidationError):
+            Manifest.model_validate({"precision": edited})

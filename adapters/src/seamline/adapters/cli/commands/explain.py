@@ -42,7 +42,8 @@ def explain(
         _show(plan, resolved, registry)
         from seamline.adapters.cli.render.plan import precision
 
-        precision(mode, precisions)
+        if mode != "explicit" or [c.name for c in precisions] != ["float32"]:
+            precision(mode, precisions)  # the default, float32 alone, goes without saying
     else:
         pipeline_json.explained(pipeline, plan, resolved, registry, (mode, precisions))
     if any(bucket.chosen is None for bucket in plan.buckets):

@@ -32,7 +32,7 @@ EXPLAIN_SCHEMA = "seamline.explain/1"
 
 _UNKNOWN: dict[str, dict[str, Any]] = {
     VALIDATE_SCHEMA: {"components": None},
-    EXPLAIN_SCHEMA: {"attention": None, "weights_loaded": None, "buckets": []},
+    EXPLAIN_SCHEMA: {"attention": None, "weights_loaded": None, "buckets": [], "precision": None},
 }
 """Each schema's own keys, as a document that could not check the pipeline has them."""
 
