@@ -96,7 +96,7 @@ def test_validate_json_names_an_override_as_the_place(pipeline: Path) -> None:
 
 def test_explain_json_gives_every_bucket_and_every_candidates_verdict(pipeline: Path) -> None:
     found = document("explain", str(pipeline), "--format", "json", code=0)
-    assert set(found) == FRAME | {"attention", "weights_loaded", "buckets"}
+    assert set(found) == FRAME | {"attention", "weights_loaded", "buckets", "precision"}
     assert (found["schema"], found["ok"], found["weights_loaded"]) == (
         "seamline.explain/1",
         True,
@@ -128,7 +128,7 @@ def test_explain_json_that_no_candidate_serves_is_still_a_document_and_exit_2(
 
 def test_explain_json_of_an_invalid_pipeline_has_its_errors() -> None:
     found = document("explain", str(BAD), "--format", "json", code=2)
-    assert set(found) == FRAME | {"attention", "weights_loaded", "buckets"}
+    assert set(found) == FRAME | {"attention", "weights_loaded", "buckets", "precision"}
     assert found["errors"][0]["line"] == 6
     assert found["buckets"] == []
 
