@@ -38,13 +38,16 @@ def registry() -> Registry:
     return Registry([*toys.entries(), *sinks])
 
 
-def write_index(tmp_path: Path, sink: str, attention: str = "{use: native}") -> Path:
+def write_index(
+    tmp_path: Path, sink: str, attention: str = "{use: native}", precision: str = "float32"
+) -> Path:
     reg = registry()
     text = (
         "pipeline: search\n"
         f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
         "model: {use: toy}\n"
         f"attention: {attention}\n"
+        f"precision: {precision}\n"
         f"sink: {sink}\n"
         "run: {batch_size: 4, buckets: [4, 8]}\n"
     )
@@ -360,3 +363,18 @@ def test_a_sink_search_cannot_read_with_is_refused_at_its_name(
     )  # fmt: skip
     with pytest.raises(ConfigError, match=r"emb.manifest.json:\d+:\d+: " + refusal):
         search(Registry([*registry().entries(), untrusted]), out, TEXTS[2], k=1)
+
+
+def test_queries_are_embedded_in_the_precision_the_index_was_built_in(tmp_path: Path) -> None:
+    out = tmp_path / "emb.jsonl"
+    emulated = "{use: bfloat16, verify: false, require_native: false}"  # any machine
+    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}", precision=emulated)
+    index = open_index(out)
+    assert index.manifest.precision == "bfloat16"
+    encoder = QueryEncoder(registry(), index)
+    try:
+        assert encoder.embedder.precision == "bfloat16"
+        assert encoder.embedder.encoder.model.describe()["precision"] == "bfloat16"
+        assert search(registry(), out, TEXTS[1], k=1)[0].doc_id == "d1"
+    finally:
+        encoder.close()

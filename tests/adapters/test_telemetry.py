@@ -6,6 +6,7 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import structlog
@@ -79,3 +80,36 @@ def test_log_lines_inside_a_span_carry_trace_ids(spans: InMemorySpanExporter) ->
     finally:
         structlog.reset_defaults()
         logging.getLogger().handlers.clear()
+
+
+def test_the_precision_decision_is_a_span_of_the_run(
+    spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``precision: auto`` decides inside the run's trace: a ``seamline.precision`` span, a
+    child of ``seamline.run``, naming the choice and why every other candidate was not."""
+    from seamline.core.pipeline import Pipeline
+    from seamline.core.precision.hardware import Hardware
+
+    monkeypatch.setenv("SEAMLINE_PRECISION_DIR", str(tmp_path))
+    without = Hardware("cpu", "cpu", frozenset({"avx2"}))
+    monkeypatch.setattr(Hardware, "detect", classmethod(lambda cls, environ=None: without))
+    MemorySink.reset()
+    Pipeline.from_dict(
+        {
+            "pipeline": "toy",
+            "loader": {"use": "list", "with": {"texts": ["one two", "three"]}},
+            "model": {"use": "toy"},
+            "precision": "auto",
+            "sink": {"use": "memory"},
+        },
+        registry=toy_registry(),
+    ).run()
+    finished = {span.name: span for span in spans.get_finished_spans()}
+    decided, run = finished["seamline.precision"], finished["seamline.run"]
+    assert decided.parent is not None
+    assert decided.parent.span_id == run.context.span_id
+    attributes = dict(decided.attributes or {})
+    assert attributes["seamline.precision.chosen"] == "float32"
+    assert attributes["seamline.precision.candidates"] == ("bfloat16", "float32")
+    assert "no bfloat16 instructions" in attributes["seamline.precision.refused"][0]  # type: ignore[index]
+    assert attributes["seamline.precision.hardware.bf16_features"] == "none"

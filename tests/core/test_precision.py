@@ -379,3 +379,18 @@ def test_a_manifest_names_a_known_precision_or_is_refused() -> None:
     for edited in ("float16", "__import__('os')", 16):
         with pytest.raises(ValidationError):
             Manifest.model_validate({"precision": edited})
+
+
+def test_an_embedder_of_a_pipeline_computes_in_its_precision(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``Embedder.from_pipeline`` negotiates as a run would: no quieter float32."""
+    from seamline.core.embedder import Embedder
+
+    monkeypatch.setattr(Hardware, "detect", classmethod(lambda cls, environ=None: WITH_BF16))
+    path = tmp_path / "p.yaml"
+    path.write_text(pipeline_text("auto"))
+    with Embedder.from_pipeline(path, registry=toy_registry()) as embedder:
+        assert embedder.precision == "bfloat16"
+        assert embedder.encoder.model.describe()["precision"] == "bfloat16"
+        assert embedder.encode("w1 w2").shape == (32,)

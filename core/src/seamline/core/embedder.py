@@ -62,6 +62,7 @@ from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Request
 from seamline.core.encoder import Encoder
 from seamline.core.host import Collated, SetAside, documents_as_loaded
 from seamline.core.monitor_hub import MonitorHub
+from seamline.core.precision.negotiate import decide_precision
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import BATCH_LENGTH, BATCH_SIZE, span_event, tracer
@@ -147,6 +148,8 @@ class Embedder:
         _check_long_text(long_text)
         self.long_text: LongText = long_text
         self.source = resolved.source
+        self.precision: str = resolved.precision
+        """The precision the model computes in (a pipeline's negotiated one, float32 else)."""
         self.monitors = MonitorHub(monitors)
         model = resolved.model
         created = cast(Model[Any], registry.create(model.kind, model.name, model.config))
@@ -172,17 +175,29 @@ class Embedder:
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
     ) -> Embedder:
-        """The model, attention and ``run`` settings of the pipeline file at ``path``.
+        """The model, attention, ``precision`` and ``run`` settings of the pipeline file at
+        ``path``.
 
         The file is validated whole, as ``seamline run`` validates it (a located
-        ``ConfigError`` if it is not valid); its loader and sink are not used. Without a
+        ``ConfigError`` if it is not valid); its sink is not used, and its loader only when
+        the pipeline asks for a precision below float32 that no run of it has checked yet
+        (the gate embeds the loader's first documents, as a run would). Without a
         ``registry``, components are discovered under the pipeline's and the user's trust.
         """
         if registry is None:
             resolved, registry = load_trusted(path, overrides, environ)
         else:
             resolved = load_pipeline(path, registry, overrides, environ)
-        side = ResolvedEncoder(resolved.model, resolved.attention, resolved.spec.run, str(path))
+        # The pipeline's precision, negotiated as a run would (the gate on its loader's
+        # first documents, or the figures a run of it recorded): never a quieter float32.
+        decision = resolved.precision or decide_precision(resolved, registry)
+        side = ResolvedEncoder(
+            resolved.model,
+            resolved.attention,
+            resolved.spec.run,
+            str(path),
+            precision=decision.chosen,
+        )
         return cls.from_resolved(
             side, registry, monitors=monitors, long_text=long_text, max_wait=max_wait
         )
