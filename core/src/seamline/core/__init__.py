@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     from seamline.core.host import Collated, HostWork, documents_as_loaded
     from seamline.core.orchestrator import RunSummary
     from seamline.core.pipeline import Pipeline
+    from seamline.core.precision.decision import GateFigures, PrecisionCandidate, PrecisionDecision
+    from seamline.core.precision.gate import compare as compare_precision
+    from seamline.core.precision.negotiate import decide_precision, preview_precision
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
     from seamline.core.registry import ComponentInfo, Registry
@@ -123,6 +126,13 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "build_candidates": ("seamline.core.attention.candidates", "build_candidates"),
     "explain_attention": ("seamline.core.attention.plan", "explain"),
     "tune_attention": ("seamline.core.attention.plan", "tune"),
+    # Precision negotiation
+    "GateFigures": ("seamline.core.precision.decision", "GateFigures"),
+    "PrecisionCandidate": ("seamline.core.precision.decision", "PrecisionCandidate"),
+    "PrecisionDecision": ("seamline.core.precision.decision", "PrecisionDecision"),
+    "compare_precision": ("seamline.core.precision.gate", "compare"),
+    "decide_precision": ("seamline.core.precision.negotiate", "decide_precision"),
+    "preview_precision": ("seamline.core.precision.negotiate", "preview_precision"),
     # Host work and batch shapes (the benchmarks measure them alone)
     "BatchShapes": ("seamline.core.batching", "BatchShapes"),
     "Collated": ("seamline.core.host", "Collated"),
@@ -164,12 +174,15 @@ __all__ = [
     "Collated",
     "ComponentInfo",
     "Embedder",
+    "GateFigures",
     "HostWork",
     "Located",
     "Pending",
     "Pipeline",
     "PipelineConfigError",
     "Plan",
+    "PrecisionCandidate",
+    "PrecisionDecision",
     "Registry",
     "ResolvedAttention",
     "ResolvedEncoder",
@@ -187,6 +200,8 @@ __all__ = [
     "auto_order_table",
     "build_candidates",
     "cache_home",
+    "compare_precision",
+    "decide_precision",
     "default_buckets",
     "describe_provenance",
     "documents_as_loaded",
@@ -198,6 +213,7 @@ __all__ = [
     "pipeline_schema",
     "pipeline_trust",
     "prepare_located",
+    "preview_precision",
     "read_pipeline_text",
     "resolve_attention",
     "resolve_buckets",

@@ -30,8 +30,7 @@ from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
 from seamline.contracts import UserError
-from seamline.core import Embedder, Registry, ResolvedEncoder, ResolvedPipeline
-from seamline.core.precision.negotiate import decide_precision
+from seamline.core import Embedder, Registry, ResolvedEncoder, ResolvedPipeline, decide_precision
 
 BACKLOG = 2048
 

@@ -34,7 +34,7 @@ def explain(
         None if as_text else partial(pipeline_json.failed, pipeline_json.EXPLAIN_SCHEMA, pipeline)
     )
     resolved, registry = loading.pipeline(pipeline, overrides, report)
-    from seamline.core.precision.negotiate import preview_precision
+    from seamline.core import preview_precision
 
     plan = user_errors(lambda: explain_attention(resolved, registry), report)
     mode, precisions = user_errors(lambda: preview_precision(resolved, registry), report)

@@ -24,8 +24,7 @@ from seamline.contracts.errors import ConfigError, UserError
 from seamline.contracts.json_safe import json_safe
 
 if TYPE_CHECKING:
-    from seamline.core import BucketPlan, Plan, Registry, ResolvedPipeline
-    from seamline.core.precision.decision import PrecisionCandidate
+    from seamline.core import BucketPlan, Plan, PrecisionCandidate, Registry, ResolvedPipeline
 
 VALIDATE_SCHEMA = "seamline.validate/1"
 EXPLAIN_SCHEMA = "seamline.explain/1"

@@ -15,8 +15,7 @@ from seamline.adapters.cli.render.console import Part, consoles, line, table, te
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from seamline.core import BucketPlan, BucketTuning, Plan
-    from seamline.core.precision.decision import PrecisionCandidate
+    from seamline.core import BucketPlan, BucketTuning, Plan, PrecisionCandidate
 
 COLOURS = {"chosen": "green", "cannot serve": "red", "could serve": "dim"}
 """A verdict's colour (keys are :class:`seamline.core.Verdict` values)."""

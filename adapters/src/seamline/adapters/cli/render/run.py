@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.render.console import consoles, line
 from seamline.adapters.cli.render.pipeline import provenance
-from seamline.core.precision.decision import PrecisionDecision
+from seamline.core import PrecisionDecision
 
 if TYPE_CHECKING:
     from rich.console import Console

