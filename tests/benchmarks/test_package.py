@@ -35,6 +35,7 @@ BENCHMARKS = {
     "benchmarks.throughput.embed_throughput",
     "benchmarks.throughput.encode_vs_run",
     "benchmarks.throughput.length_sweep",
+    "benchmarks.throughput.precision",
     "benchmarks.throughput.serve_load",
     "benchmarks.throughput.scaling",
     "benchmarks.throughput.whole_run",
@@ -47,8 +48,10 @@ REFERENCE_SIDE = {
     "benchmarks.throughput.length_sweep",
     "benchmarks.throughput.plot_results",
     "benchmarks.throughput._reference_server",
+    "benchmarks.throughput._precision_reference",
 }
-"""The modules a benchmark starts in the reference interpreter (``.venv-golden``)."""
+"""The modules a benchmark starts in the reference interpreter (``.venv-golden``; ``.venv-ref``
+for ``_precision_reference``)."""
 
 HELP_OF_EVERY_MODULE = """
 import contextlib, importlib, io, json, pkgutil

@@ -1,0 +1,79 @@
+"""The pure parts of benchmarks/throughput/precision.py: how it asks seamline for a precision,
+reads back what a run chose, and measures how far two sets of embeddings are apart.
+
+The benchmark itself needs .venv-ref (torch, OpenVINO, ONNX Runtime) and minutes; these
+check, on made-up vectors and summaries, the figures a wrong table would come from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.throughput import precision
+
+
+def _circle(*degrees: float) -> np.ndarray:
+    radians = np.radians(np.asarray(degrees))
+    return np.stack([np.cos(radians), np.sin(radians)], axis=1)
+
+
+def test_the_flag_is_the_precision_field_or_the_models_dtype() -> None:
+    assert precision.seamline_flag("precision", "auto") == "precision=auto"
+    assert precision.seamline_flag("dtype", "bfloat16") == "model.with.dtype=bfloat16"
+
+
+def test_the_chosen_precision_comes_from_the_decision_then_the_attention_then_the_ask() -> None:
+    decided = {"precision": {"chosen": "float32", "mode": "auto"}}
+    assert precision.chosen_precision(decided, "auto") == "float32"
+    recorded = {"provenance": {"precision": {"chosen": "bfloat16"}}}
+    assert precision.chosen_precision(recorded, "auto") == "bfloat16"
+    signatures = {"attention": {"B2xTq256xTk256xN12xK12xH32:bfloat16:segments,cpu": "cpu-flash"}}
+    assert precision.chosen_precision(signatures, "float32") == "bfloat16"
+    assert precision.chosen_precision({}, "float32") == "float32"
+
+
+def test_nearest_never_counts_a_row_as_its_own_neighbour() -> None:
+    vectors = _circle(0, 10, 30, 70)
+    found = precision.nearest(vectors, 1, chunk=3)  # chunks that do not divide the rows
+    assert found[:, 0].tolist() == [1, 0, 1, 2]
+
+
+def test_identical_vectors_agree_completely() -> None:
+    vectors = _circle(0, 10, 30, 70, 150)
+    found = precision.agreement(vectors, vectors.copy(), k=2)
+    assert found["max_abs_difference"] == 0.0
+    assert found["cosine_min"] == pytest.approx(1.0)
+    assert found["neighbours_kept_mean"] == 1.0
+    assert found["neighbours_kept_min"] == 1.0
+
+
+def test_a_moved_vector_costs_cosine_and_the_neighbours_it_swaps() -> None:
+    reference = _circle(0, 10, 30, 70)
+    moved = _circle(0, 10, 30, 45)  # row 3 now nearest to row 2 still, row 2 to row 3 now
+    found = precision.agreement(reference, moved, k=1)
+    assert found["cosine_min"] == pytest.approx(np.cos(np.radians(25)))
+    assert found["cosine_median"] == pytest.approx(1.0)
+    # Row 2's nearest was row 1 (20 degrees), now row 3 (15): one row of four lost it.
+    assert found["neighbours_kept_mean"] == pytest.approx(0.75)
+    assert found["neighbours_kept_min"] == 0.0
+    assert found["max_abs_difference"] == pytest.approx(np.abs(reference[3] - moved[3]).max())
+
+
+def test_a_tie_is_not_a_lost_neighbour() -> None:
+    # Rows 1 and 2 are the same text (the same vector): under the reference, row 0's and
+    # row 3's nearest is either. Each other side lists one of them, one the other.
+    reference = _circle(0, 10, 10, 80)
+    for other, listed in ((_circle(0, 10, 9.999, 80), 2), (_circle(0, 9.999, 10, 80), 1)):
+        assert precision.nearest(other, 1)[0, 0] == listed
+        assert precision.neighbours_kept(reference, other, 1).tolist() == [1.0] * 4
+
+
+def test_k_is_capped_by_the_number_of_other_rows() -> None:
+    vectors = _circle(0, 10, 30)
+    assert precision.agreement(vectors, vectors, k=10)["neighbours"] == 2
+
+
+def test_agreement_refuses_vectors_of_different_shapes() -> None:
+    with pytest.raises(ValueError, match="cannot compare"):
+        precision.agreement(_circle(0, 10, 30), _circle(0, 10))
