@@ -108,7 +108,11 @@ Vectors = npt.NDArray[np.floating[Any]]
 def seamline_flag(form: str, precision: str) -> str:
     """The ``--set`` override that asks seamline for ``precision``: the pipeline's own
     ``precision`` field (issue 25), or, before it, the model's ``dtype``."""
-    return f"precision={precision}" if form == "precision" else f"model.with.dtype={precision}"
+    if form != "precision":
+        return f"model.with.dtype={precision}"
+    if precision == "bfloat16":  # asked for by name: measured also where it is emulated
+        return "precision={use: bfloat16, require_native: false}"
+    return f"precision={precision}"
 
 
 def detect_flag_form(pipeline: Path) -> str:

@@ -20,6 +20,7 @@ def _circle(*degrees: float) -> np.ndarray:
 
 def test_the_flag_is_the_precision_field_or_the_models_dtype() -> None:
     assert precision.seamline_flag("precision", "auto") == "precision=auto"
+    assert "require_native: false" in precision.seamline_flag("precision", "bfloat16")
     assert precision.seamline_flag("dtype", "bfloat16") == "model.with.dtype=bfloat16"
 
 
