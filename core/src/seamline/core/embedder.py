@@ -62,7 +62,7 @@ from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Request
 from seamline.core.encoder import Encoder
 from seamline.core.host import Collated, SetAside, documents_as_loaded
 from seamline.core.monitor_hub import MonitorHub
-from seamline.core.precision.negotiate import decide_precision
+from seamline.core.precision.negotiate import encoder_side
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import BATCH_LENGTH, BATCH_SIZE, span_event, tracer
@@ -175,8 +175,7 @@ class Embedder:
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
     ) -> Embedder:
-        """The model, attention, ``precision`` and ``run`` settings of the pipeline file at
-        ``path``.
+        """The model, attention, ``precision`` and ``run`` settings of the file at ``path``.
 
         The file is validated whole, as ``seamline run`` validates it (a located
         ``ConfigError`` if it is not valid); its sink is not used, and its loader only when
@@ -188,16 +187,7 @@ class Embedder:
             resolved, registry = load_trusted(path, overrides, environ)
         else:
             resolved = load_pipeline(path, registry, overrides, environ)
-        # The pipeline's precision, negotiated as a run would (the gate on its loader's
-        # first documents, or the figures a run of it recorded): never a quieter float32.
-        decision = resolved.precision or decide_precision(resolved, registry)
-        side = ResolvedEncoder(
-            resolved.model,
-            resolved.attention,
-            resolved.spec.run,
-            str(path),
-            precision=decision.chosen,
-        )
+        side = encoder_side(resolved, registry, str(path))
         return cls.from_resolved(
             side, registry, monitors=monitors, long_text=long_text, max_wait=max_wait
         )

@@ -61,8 +61,7 @@ from seamline.core.fingerprint import run_inputs
 from seamline.core.host import Checkpoint, Collated, HostWork, timed_reads
 from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
-from seamline.core.precision.decision import FLOAT32
-from seamline.core.precision.negotiate import decide_precision
+from seamline.core.precision.negotiate import negotiated
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
@@ -157,9 +156,7 @@ class Orchestrator:
         self.registry = registry
         self.run_id = uuid.uuid4().hex[:12]
         self.loader = cast(Loader[Any], self._create(pipeline.loader))
-        if pipeline.precision is None and pipeline.spec.precision.names != (FLOAT32,):
-            pipeline = replace(pipeline, precision=decide_precision(pipeline, registry))
-            self.pipeline = pipeline
+        self.pipeline = pipeline = negotiated(pipeline, registry)
         created = cast(Model[Any], self._create(pipeline.model))
         self.model = created.with_precision(pipeline.chosen_precision)
         self.sink = cast(Sink[Any], self._create(pipeline.sink))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, cast
 
 import yaml
@@ -33,7 +32,7 @@ from seamline.core.config import (
 from seamline.core.job import PipelineJob
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
-from seamline.core.precision.negotiate import decide_precision
+from seamline.core.precision.negotiate import negotiated
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
@@ -182,9 +181,7 @@ class Pipeline:
         Decided at the driver, before any shard runs, so every worker computes in the
         same precision; the gate's figures are recorded, so a later run reuses them.
         """
-        if self.resolved.precision is None:
-            decision = decide_precision(self.resolved, self.registry)
-            self.resolved = replace(self.resolved, precision=decision)
+        self.resolved = negotiated(self.resolved, self.registry)
         return self.resolved
 
     def _executor(self) -> Executor[Any]:

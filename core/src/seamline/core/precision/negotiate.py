@@ -12,6 +12,7 @@ that the next run of the same pipeline reuses them.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
@@ -112,6 +113,27 @@ def decide_precision(
                 span.set_attribute("seamline.precision.neighbours", figures.neighbours)
     log.info("precision chosen", precision=decision.describe(), mode=mode)
     return decision
+
+
+def negotiated(pipeline: ResolvedPipeline, registry: Registry) -> ResolvedPipeline:
+    """``pipeline`` with its precision decided (``pipeline`` itself when it is already)."""
+    if pipeline.precision is not None:
+        return pipeline
+    return replace(pipeline, precision=decide_precision(pipeline, registry))
+
+
+def encoder_side(pipeline: ResolvedPipeline, registry: Registry, source: str) -> ResolvedEncoder:
+    """The pipeline's model side in its negotiated precision: what an ``Embedder`` of a
+    pipeline embeds with (the gate on its loader's first documents, or the figures a run
+    of it recorded): never a quieter float32."""
+    decided = negotiated(pipeline, registry)
+    return ResolvedEncoder(
+        decided.model,
+        decided.attention,
+        decided.spec.run,
+        source,
+        precision=decided.chosen_precision,
+    )
 
 
 def _first_that_serves(
