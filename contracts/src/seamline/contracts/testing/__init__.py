@@ -29,6 +29,7 @@ yardstick instead of copying them::
   in the combinations kernels get wrong; :func:`random_attention_cases`: the
   hypothesis strategy of its random ones;
 - :func:`attention_inputs`: the case's q, k, v and segment ids, the same every time;
+  :func:`attention_bias`: its relative-position bias (attention contract 1.2), or None;
 - :func:`exact_attention`: the contract in float64 numpy, the suite's yardstick;
   :func:`dense_attention`: the obvious JAX computation, whose error in a dtype
   scales the suite's tolerance (:func:`~seamline.contracts.testing.attention.tolerance`).
@@ -37,6 +38,7 @@ yardstick instead of copying them::
 from seamline.contracts.testing._attention_cases import (
     ATTENTION_CASES,
     AttentionCase,
+    attention_bias,
     attention_inputs,
     random_attention_cases,
 )
@@ -67,6 +69,7 @@ __all__ = [
     "ModelContract",
     "MonitorContract",
     "SinkContract",
+    "attention_bias",
     "attention_inputs",
     "dense_attention",
     "exact_attention",
