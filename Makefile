@@ -84,9 +84,11 @@ bench-attention: $(STAMP)
 bench-overhead: $(STAMP) corpus
 	$(PY) -m benchmarks.overhead.orchestration
 
-# Regenerate the golden embeddings with the reference implementation (torch, in its own venv).
+# Regenerate the golden embeddings with the reference implementation (torch, in its own venv):
+# all-MiniLM-L6-v2's, and the small random MPNet checkpoint with its goldens.
 golden:
 	bash tests/golden/make_golden.sh
+	bash tests/golden/make_golden.sh --mpnet
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache .mypy_cache .ruff_cache

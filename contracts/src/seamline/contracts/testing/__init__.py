@@ -32,7 +32,9 @@ yardstick instead of copying them::
   :func:`attention_bias`: its relative-position bias (attention contract 1.2), or None;
 - :func:`exact_attention`: the contract in float64 numpy, the suite's yardstick;
   :func:`dense_attention`: the obvious JAX computation, whose error in a dtype
-  scales the suite's tolerance (:func:`~seamline.contracts.testing.attention.tolerance`).
+  scales the suite's tolerance (:func:`~seamline.contracts.testing.attention.tolerance`),
+  and :func:`chunked_attention`, the same over key chunks (the two the model suite
+  serves a model with).
 """
 
 from seamline.contracts.testing._attention_cases import (
@@ -42,7 +44,11 @@ from seamline.contracts.testing._attention_cases import (
     attention_inputs,
     random_attention_cases,
 )
-from seamline.contracts.testing._reference import dense_attention, exact_attention
+from seamline.contracts.testing._reference import (
+    chunked_attention,
+    dense_attention,
+    exact_attention,
+)
 from seamline.contracts.testing.attention import AttentionContract
 from seamline.contracts.testing.executor import ExecutorContract
 from seamline.contracts.testing.loader import LoaderContract
@@ -71,6 +77,7 @@ __all__ = [
     "SinkContract",
     "attention_bias",
     "attention_inputs",
+    "chunked_attention",
     "dense_attention",
     "exact_attention",
     "random_attention_cases",
