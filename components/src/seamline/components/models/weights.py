@@ -4,7 +4,9 @@ A weight source is a directory holding a Hugging Face / sentence-transformers
 checkpoint (``config.json``, ``tokenizer.json``, ``model.safetensors`` and, for a
 sentence-transformers model, ``modules.json``, ``1_Pooling/config.json`` and
 ``sentence_bert_config.json``), or ``package:<module>``: an installed Python
-package that ships such a directory. Nothing is ever downloaded: a run reads only
+package that ships such a directory, or ``split-zip:<name>``: a checkpoint whose zip
+is cut into installed packages, assembled once into the cache (:mod:`.split_zip`).
+Nothing is ever downloaded: a run reads only
 files that are already on disk, so what it computes does not depend on the network.
 
 Every failure is a :class:`~seamline.contracts.WeightsError` whose message says what
@@ -24,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from safetensors.numpy import load_file
 
+from seamline.components.models import split_zip
 from seamline.components.models.bert_math import (
     Activation,
     Architecture,
@@ -62,6 +65,8 @@ def resolve_source(source: str) -> Path:
     """Turn a ``weights:`` value into the directory that holds the checkpoint."""
     if source.startswith(PACKAGE_PREFIX):
         return _package_dir(source[len(PACKAGE_PREFIX) :].strip())
+    if source.startswith(split_zip.PREFIX):
+        return split_zip.resolve(source[len(split_zip.PREFIX) :].strip())
     path = Path(source).expanduser()
     if not path.is_dir():
         what = "is not a directory" if path.exists() else "does not exist"
