@@ -6,7 +6,9 @@ texts (``tests/golden/texts.jsonl``: 64 texts from one word to several windows, 
 scripts) through ``Embedder.from_pipeline(examples/pipelines/embed-docs-mpnet.yaml)``
 (the run's own packing, kernels and checks; truncation at the model's 384 tokens)
 and through sentence-transformers' ``encode`` on the same checkpoint folder, and
-reports the largest absolute difference per attention implementation.
+reports the largest absolute difference per attention implementation, and the time of
+one ``encode`` of all the texts on each side (seamline's second call, compiled; torch's
+only call): a steady-state comparison, not a whole-process one.
 
     .venv/bin/python -m benchmarks.model.mpnet_parity [--attention cpu-flash native blockwise]
 
@@ -21,6 +23,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -41,13 +44,14 @@ def texts() -> list[str]:
     return [json.loads(line)["text"] for line in lines if line.strip()]
 
 
-def reference(model_dir: str, inputs: list[str]) -> np.ndarray:
+def reference(model_dir: str, inputs: list[str]) -> tuple[np.ndarray, float]:
     with tempfile.TemporaryDirectory() as scratch:
         texts_path, out_path = Path(scratch) / "texts.json", Path(scratch) / "out.npy"
         texts_path.write_text(json.dumps(inputs), encoding="utf-8")
         command = [str(GOLDEN_PYTHON), str(REFERENCE), model_dir, str(texts_path), str(out_path)]
-        subprocess.run(command, check=True)
-        return np.load(out_path)
+        done = subprocess.run(command, check=True, capture_output=True, text=True)
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        return np.load(out_path), float(report["encode_seconds"])
 
 
 def main() -> int:
@@ -59,14 +63,21 @@ def main() -> int:
         return 2
     inputs = texts()
     # The folder the pipeline's weight source assembles (the same call: once, then cached).
-    want = reference(str(split_zip.resolve("all-mpnet-base-v2")), inputs)
+    want, torch_seconds = reference(str(split_zip.resolve("all-mpnet-base-v2")), inputs)
+    print(f"sentence-transformers: encode {torch_seconds:.2f} s")
     worst = 0.0
     for attention in args.attention:
         with Embedder.from_pipeline(PIPELINE, [f"attention.use={attention}"]) as embedder:
             got = np.asarray(embedder.encode(inputs))
+            started = time.perf_counter()
+            embedder.encode(inputs)
+            seconds = time.perf_counter() - started
         diff = float(np.max(np.abs(got - want)))
         worst = max(worst, diff)
-        print(f"{attention}: {len(inputs)} texts, max abs diff vs sentence-transformers {diff:.3e}")
+        print(
+            f"{attention}: {len(inputs)} texts, max abs diff vs sentence-transformers "
+            f"{diff:.3e}; encode {seconds:.2f} s ({torch_seconds / seconds:.2f}x torch's speed)"
+        )
     return 0 if worst <= ATOL else 1
 
 
