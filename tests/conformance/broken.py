@@ -35,6 +35,7 @@ from seamline.contracts import (
     Loader,
     Monitor,
     OutputRecord,
+    RelativeBias,
     SegmentIds,
     Shard,
     ShardFailed,
@@ -72,8 +73,11 @@ class _BrokenAttention(Attention[NoConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
-        return dense_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+        return dense_attention(
+            q, k, v, segment_ids=segment_ids, causal=causal, scale=scale, bias=bias
+        )
 
 
 class OffByOnePercentAttention(_BrokenAttention):
@@ -123,6 +127,7 @@ class SegmentBlindAttention(_BrokenAttention):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
         return dense_attention(q, k, v, causal=causal, scale=scale)
 
@@ -141,6 +146,7 @@ class NanRowsAttention(_BrokenAttention):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
         group = q.shape[2] // k.shape[2]
         k, v = jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
@@ -171,10 +177,66 @@ class Bf16GarbageAttention(_BrokenAttention):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
         if q.dtype == jnp.bfloat16:
             scale = 1.0
         return dense_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+
+
+class BiasBlindAttention(_BrokenAttention):
+    """Declares the relative bias (contract 1.2) and silently leaves it out of the scores."""
+
+    name: ClassVar[str] = "bias-blind"
+    contract_version: ClassVar[str] = "1.2"
+    score_biases: ClassVar[tuple[str, ...]] = ("relative",)
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+        bias: RelativeBias | None = None,
+    ) -> jax.Array:
+        return dense_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+
+
+class BiasIndexPositionsAttention(_BrokenAttention):
+    """Adds the bias by row index, ignoring the positions it is given.
+
+    Within one contiguous segment the distance between two tokens is the same by
+    index as by position, so packed self-attention cannot tell; where queries and
+    keys are not aligned index for index (``Tq != Tk``, positions that restart on
+    each side), it is wrong.
+    """
+
+    name: ClassVar[str] = "bias-index-positions"
+    contract_version: ClassVar[str] = "1.2"
+    score_biases: ClassVar[tuple[str, ...]] = ("relative",)
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        causal: bool = False,
+        scale: float | None = None,
+        bias: RelativeBias | None = None,
+    ) -> jax.Array:
+        if bias is not None:
+            batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
+            rows = jnp.broadcast_to(jnp.arange(q_len), (batch, q_len))
+            columns = jnp.broadcast_to(jnp.arange(kv_len), (batch, kv_len))
+            bias = RelativeBias(bias.values, rows, columns)
+        return dense_attention(
+            q, k, v, segment_ids=segment_ids, causal=causal, scale=scale, bias=bias
+        )
 
 
 class MuteRefusalAttention(_BrokenAttention):

@@ -110,6 +110,18 @@ class Defect:
 
 
 DEFECTS = {
+    "bias-left-out": Defect(
+        attention_check(broken.BiasBlindAttention),
+        "feature_case[relative-bias]",
+        "feature_case[relative-bias]",
+        ("disagrees with the exact reference", "relative bias"),
+    ),
+    "bias-by-index-not-position": Defect(
+        attention_check(broken.BiasIndexPositionsAttention),
+        "feature_case[relative-bias-cross-segments]",
+        "feature_case[relative-bias-cross-segments]",
+        ("disagrees with the exact reference", "relative bias"),
+    ),
     "wrong-numerics": Defect(
         attention_check(broken.OffByOnePercentAttention),
         "feature_case[plain-f32]",
@@ -243,6 +255,8 @@ def test_the_suite_catches(defect: str) -> None:
 # -- positive controls: the same checks pass on correct components -------------------------
 
 ATTENTION_CHECKS = (
+    "feature_case[relative-bias]",
+    "feature_case[relative-bias-segments]",
     "feature_case[plain-f32]",
     "feature_case[plain-bf16]",
     "feature_case[segment-ids]",
@@ -256,7 +270,8 @@ CONTROLS = {
     "native-attention": (
         NativeConformance,
         "feature_case[plain-f32] or feature_case[plain-bf16] or feature_case[segment-ids] "
-        "or fully_masked or claims_at_least or config_rejects",
+        "or fully_masked or claims_at_least or config_rejects or feature_case[relative-bias] "
+        "or feature_case[relative-bias-segments]",
         set(ATTENTION_CHECKS),
     ),
     "log-monitor": (

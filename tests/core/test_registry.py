@@ -40,7 +40,7 @@ def test_first_party_components_are_registered(registry: Registry) -> None:
     assert "log" in registry.names("monitor")
     native = registry.get("attention", "native")
     assert native.distribution == "seamline-components"
-    assert native.contract_version == "1.1"
+    assert native.contract_version == "1.2"
 
 
 def test_broken_plugin_is_isolated_and_listed(with_fixture_plugins: Registry) -> None:
@@ -69,7 +69,7 @@ def test_major_contract_mismatch_is_refused(with_fixture_plugins: Registry) -> N
     info = next(i for i in with_fixture_plugins.entries("attention") if i.name == "future")
     assert info.status == "refused"
     assert "major versions differ" in info.reason
-    with pytest.raises(ContractVersionError, match=r"contract 2\.0 but this seamline hosts 1\.1"):
+    with pytest.raises(ContractVersionError, match=r"contract 2\.0 but this seamline hosts 1\.2"):
         with_fixture_plugins.get("attention", "future")
 
 

@@ -132,7 +132,9 @@ def windows(tokenizer, text: str, max_length: int, stride: int) -> list[dict]:
         assert len(ids) <= max_length
         assert ids[0] == tokenizer.cls_token_id, ids
         assert ids[-1] == tokenizer.sep_token_id, ids
-        assert all(t == 0 for t in enc["token_type_ids"][i])
+        # Token types are all 0 (a tokenizer without them, MPNet's, gives none at all).
+        types = enc["token_type_ids"][i] if "token_type_ids" in enc else [0] * len(ids)
+        assert all(t == 0 for t in types)
         assert all(m == 1 for m in enc["attention_mask"][i])
         content = [j for j, s in enumerate(seq_ids) if s is not None]
         assert content == list(range(1, len(ids) - 1)), (seq_ids, ids)

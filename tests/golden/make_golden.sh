@@ -6,8 +6,9 @@
 # the local CPU wheel pip is configured with), then runs make_golden.py, which
 # writes tests/golden/minilm_l6_v2.npz and tests/golden/minilm_l6_v2.meta.json.
 #
-# Usage: bash tests/golden/make_golden.sh [--setup-only]   (PYTHON=python3.11 to choose the
-#        interpreter; --setup-only makes the venv and stops, for the benchmarks)
+# Usage: bash tests/golden/make_golden.sh [--setup-only | --mpnet]   (PYTHON=python3.11 to
+#        choose the interpreter; --setup-only makes the venv and stops, for the benchmarks;
+#        --mpnet makes the small random MPNet checkpoint and its goldens, make_mpnet_golden.py)
 # torch and sentence-transformers live only in this venv, never in the project's env.
 set -euo pipefail
 
@@ -90,6 +91,10 @@ else
 fi
 
 if [[ "${1:-}" == "--setup-only" ]]; then
+  exit 0
+fi
+if [[ "${1:-}" == "--mpnet" ]]; then  # the small random-weight MPNet checkpoint and its goldens
+  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_mpnet_golden.py"
   exit 0
 fi
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_golden.py"

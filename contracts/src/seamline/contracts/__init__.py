@@ -20,8 +20,10 @@ if TYPE_CHECKING:
         Attention,
         AttentionFn,
         AttentionSpec,
+        RelativeBias,
         SegmentIds,
         Support,
+        relative_position_buckets,
     )
     from seamline.contracts.component import Component, ComponentConfig, LeavesMachine
     from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
@@ -110,6 +112,7 @@ _LOCATIONS: dict[str, str] = {
     "OutputReader": "seamline.contracts.readback",
     "OutputRecord": "seamline.contracts.sink",
     "Params": "seamline.contracts.model",
+    "RelativeBias": "seamline.contracts.attention",
     "ResumeRefused": "seamline.contracts.errors",
     "RunFinished": "seamline.contracts.events",
     "RunStarted": "seamline.contracts.events",
@@ -133,6 +136,7 @@ _LOCATIONS: dict[str, str] = {
     "Verified": "seamline.contracts.events",
     "WeightsError": "seamline.contracts.errors",
     "WorkerFactory": "seamline.contracts.executor",
+    "relative_position_buckets": "seamline.contracts.attention",
     "input_glob_files": "seamline.contracts.loader",
 }
 """Where each public name is defined."""
@@ -191,6 +195,7 @@ __all__ = [
     "OutputReader",
     "OutputRecord",
     "Params",
+    "RelativeBias",
     "ResumeRefused",
     "RunCounts",
     "RunFinished",
@@ -214,4 +219,5 @@ __all__ = [
     "WeightsError",
     "WorkerFactory",
     "input_glob_files",
+    "relative_position_buckets",
 ]

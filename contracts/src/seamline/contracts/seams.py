@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from seamline.contracts.attention import RelativeBias
 from seamline.contracts.documents import Document, DocumentError, Loaded
 from seamline.contracts.errors import ContractViolation
 from seamline.contracts.model import Batch, Example
@@ -36,6 +37,29 @@ def check_attention_inputs(name: str, q: jax.Array, k: jax.Array, v: jax.Array) 
         raise ContractViolation(
             f"attention {name!r}: q{tuple(q.shape)} and k{tuple(k.shape)} disagree "
             "(batch and head_dim must match, query heads must be a multiple of key heads)"
+        )
+
+
+def check_attention_bias(name: str, q: jax.Array, k: jax.Array, bias: RelativeBias) -> None:
+    """A relative bias must fit the call: ``values [2D + 1, N]``, positions ``[B, Tq]``/``[B, Tk]``.
+
+    Checked before the kernel runs, so a model that builds a wrong bias is told so,
+    rather than a kernel blamed (or silently broadcasting) for it.
+    """
+    batch, q_len, heads, _ = q.shape
+    kv_len = k.shape[1]
+    rows = bias.values.shape[0] if bias.values.ndim == 2 else 0
+    problems = []
+    if bias.values.ndim != 2 or rows % 2 != 1 or bias.values.shape[1] != heads:
+        problems.append(f"values{tuple(bias.values.shape)} is not [2D + 1, {heads}]")
+    if tuple(bias.q_positions.shape) != (batch, q_len):
+        problems.append(f"q_positions{tuple(bias.q_positions.shape)} is not [{batch}, {q_len}]")
+    if tuple(bias.kv_positions.shape) != (batch, kv_len):
+        problems.append(f"kv_positions{tuple(bias.kv_positions.shape)} is not [{batch}, {kv_len}]")
+    if problems:
+        raise ContractViolation(
+            f"attention {name!r} was given a relative bias that does not fit q{tuple(q.shape)} "
+            f"and k{tuple(k.shape)}: {'; '.join(problems)}"
         )
 
 

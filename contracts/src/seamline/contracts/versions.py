@@ -16,7 +16,7 @@ Kind = Literal["attention", "model", "loader", "monitor", "sink", "executor"]
 KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "sink", "executor")
 
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
-    "attention": "1.1",
+    "attention": "1.2",
     "model": "1.3",
     "loader": "1.1",
     "monitor": "1.5",

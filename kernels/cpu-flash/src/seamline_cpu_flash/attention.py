@@ -10,6 +10,11 @@ computing anything and visits, for each query, only the keys of its own segment:
 row that packs several short documents costs what those documents cost, not the
 square of the row.
 
+It adds a relative-position bias (attention contract 1.2) where each score is
+computed: the head's column of the bias values is copied once per (batch, head)
+item, and each score's bias is a lookup by its clipped distance, so no
+``[B, N, Tq, Tk]`` bias is ever built.
+
 It computes in float32 (bfloat16/float16 inputs are widened and the result narrowed
 back) and runs on XLA's own intra-op threads. It is pure and jittable; it has no
 gradient (inference only), and under ``vmap`` it runs once per mapped element.
@@ -22,7 +27,14 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    ComponentConfig,
+    RelativeBias,
+    SegmentIds,
+    Support,
+)
 from seamline_cpu_flash._library import ISA_LEVELS, KernelUnavailable, best_isa, ensure_registered
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
@@ -56,9 +68,10 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
     """The fused CPU kernel; refuses every other platform."""
 
     name: ClassVar[str] = "cpu-flash"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = CpuFlashConfig
     auto_priority: ClassVar[int] = 20
+    score_biases: ClassVar[tuple[str, ...]] = ("relative",)
 
     def supports(self, spec: AttentionSpec) -> Support:
         reasons = []
@@ -100,6 +113,7 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
         import jax
         import jax.numpy as jnp
@@ -113,6 +127,13 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
         else:
             q_segments = segment_ids.q.astype(jnp.int32)
             kv_segments = segment_ids.kv.astype(jnp.int32)
+        if bias is None:  # placeholders the kernel does not read
+            values = jnp.zeros((1, q.shape[2]), jnp.float32)
+            q_positions, kv_positions = q_segments, kv_segments
+        else:
+            values = bias.values.astype(jnp.float32)
+            q_positions = bias.q_positions.astype(jnp.int32)
+            kv_positions = bias.kv_positions.astype(jnp.int32)
         kernel = jax.ffi.ffi_call(
             target,
             jax.ShapeDtypeStruct(q.shape, jnp.float32),
@@ -125,9 +146,13 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
                 v.astype(jnp.float32),
                 q_segments,
                 kv_segments,
+                values,
+                q_positions,
+                kv_positions,
                 scale=np.float32(head_dim**-0.5 if scale is None else scale),
                 causal=bool(causal),
                 segmented=segment_ids is not None,
+                biased=bias is not None,
                 threads=np.int64(self.config.threads),
                 isa=np.int64(0 if self.config.isa == "auto" else ISA_LEVELS[self.config.isa]),
             )

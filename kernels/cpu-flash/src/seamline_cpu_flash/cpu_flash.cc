@@ -11,7 +11,10 @@
 // Semantics are the seam's contract (seamline.contracts.attention): layout
 // q [B, Tq, N, H], k/v [B, Tk, K, H] with N % K == 0, segment ids [B, Tq]/[B, Tk],
 // causal with queries aligned to the end of the keys, a row with no visible key
-// gives zeros, a masked key's NaN never leaks, a visible key's NaN shows.
+// gives zeros, a masked key's NaN never leaks, a visible key's NaN shows. A
+// relative-position bias (contract 1.2) adds values[clip(kv_pos - q_pos, -D, D) + D, n]
+// to each score where it is computed: per item the head's column of the few-kilobyte
+// table is copied once, and each score's bias is one lookup.
 //
 // Work is split into (batch, query head) items run on XLA's own
 // intra-op thread pool, so the kernel uses exactly the threads XLA was given.
@@ -57,9 +60,15 @@ struct Problem {
   const int32_t* q_seg;
   const int32_t* kv_seg;
   float* out;
+  // The relative bias: values [2D + 1, heads] and positions [B, Tq] / [B, Tk]; unread
+  // unless `biased`.
+  const float* bias_values;
+  const int32_t* q_pos;
+  const int32_t* kv_pos;
+  int64_t reach;  // D
   int64_t batch, q_len, kv_len, heads, kv_heads, head_dim;
   float scale;
-  bool causal, segmented;
+  bool causal, segmented, biased;
   // Per (batch, query): the half-open range of keys that can be visible to it
   // (its segment's first and last key, cut by the causal bound). Keys outside are
   // never visited. Where the query's segment is one run of keys (packed and padded
@@ -127,6 +136,8 @@ struct Scratch {
   std::vector<int32_t> kv_seg; // [Tkp]
   std::vector<float> scores;   // [kRows][Tkp]
   std::vector<float> query;    // [kRows][Hp]: scaled queries
+  std::vector<float> bias;     // [2D + 1]: this head's relative-bias values
+  std::vector<int32_t> kv_pos; // [Tkp]: key positions (with a bias)
 };
 
 SEAMLINE_INLINE int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -206,8 +217,9 @@ constexpr size_t kKeptScratchBytes = size_t{4} << 20;
 // XLA's pool threads for the life of the process.
 void release_if_large(Scratch& sc) {
   const size_t bytes = (sc.keys_t.capacity() + sc.values.capacity() + sc.scores.capacity() +
-                        sc.query.capacity()) * sizeof(float) +
-                       (sc.broken.capacity() + sc.kv_seg.capacity()) * sizeof(int32_t);
+                        sc.query.capacity() + sc.bias.capacity()) * sizeof(float) +
+                       (sc.broken.capacity() + sc.kv_seg.capacity() + sc.kv_pos.capacity()) *
+                           sizeof(int32_t);
   if (bytes <= kKeptScratchBytes) return;
   sc = Scratch();
 }
@@ -230,8 +242,10 @@ void work(Shared& s) {
 
 ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
                      ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::S32> q_seg,
-                     ffi::Buffer<ffi::S32> kv_seg, ffi::ResultBuffer<ffi::F32> out, float scale,
-                     bool causal, bool segmented, int64_t threads, int64_t isa) {
+                     ffi::Buffer<ffi::S32> kv_seg, ffi::Buffer<ffi::F32> bias_values,
+                     ffi::Buffer<ffi::S32> q_pos, ffi::Buffer<ffi::S32> kv_pos,
+                     ffi::ResultBuffer<ffi::F32> out, float scale, bool causal, bool segmented,
+                     bool biased, int64_t threads, int64_t isa) {
   static const int64_t kBest = best_level();
   if (isa < kAuto || isa > kAvx512)
     return ffi::Error::InvalidArgument("cpu-flash: isa must be 0 (auto), 1, 2 or 3");
@@ -256,6 +270,19 @@ ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<
   p.scale = scale;
   p.causal = causal;
   p.segmented = segmented;
+  p.biased = biased;
+  p.bias_values = bias_values.typed_data();
+  p.q_pos = q_pos.typed_data();
+  p.kv_pos = kv_pos.typed_data();
+  p.reach = 0;
+  if (biased) {
+    const auto bd = bias_values.dimensions();
+    if (bd.size() != 2 || bd[0] % 2 != 1 || bd[1] != p.heads ||
+        q_pos.element_count() != p.batch * p.q_len || kv_pos.element_count() != p.batch * p.kv_len)
+      return ffi::Error::InvalidArgument(
+          "cpu-flash: a bias needs values [2D + 1, heads] and positions [B, Tq] and [B, Tk]");
+    p.reach = (bd[0] - 1) / 2;
+  }
   if (kd[0] != p.batch || kd[3] != p.head_dim || p.kv_heads == 0 || p.heads % p.kv_heads)
     return ffi::Error::InvalidArgument("cpu-flash: k/v shapes do not match q");
   if (p.batch == 0 || p.q_len == 0 || p.heads == 0 || p.head_dim == 0) return ffi::Error::Success();
@@ -287,10 +314,14 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SeamlineCpuFlashF32, Attention,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
                                   .Attr<float>("scale")
                                   .Attr<bool>("causal")
                                   .Attr<bool>("segmented")
+                                  .Attr<bool>("biased")
                                   .Attr<int64_t>("threads")
                                   .Attr<int64_t>("isa"));
 

@@ -26,15 +26,23 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from pydantic import Field
 
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    ComponentConfig,
+    RelativeBias,
+    SegmentIds,
+    Support,
+)
+from seamline.contracts.kernel_kit import relative_bias_scores
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
     import jax
 
     #: What the key loop scans over, per key block: its index, keys ``[B, K, H, bk]``,
-    #: values ``[B, K, bk, H]``, segment ids ``[B, bk]`` and, when guarding against
-    #: non-finite values, which keys had one ``[B, K, bk]``.
-    _KeySteps = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]
+    #: values ``[B, K, bk, H]``, segment ids ``[B, bk]``, positions ``[B, bk]`` and,
+    #: when guarding against non-finite values, which keys had one ``[B, K, bk]``.
+    _KeySteps = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]
 
 #: Input dtypes it computes in; every product and the softmax run in float32.
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
@@ -68,9 +76,11 @@ class BlockwiseAttention(Attention[BlockwiseConfig]):
     """Online-softmax attention over key blocks, one query block at a time."""
 
     name: ClassVar[str] = "blockwise"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = BlockwiseConfig
     auto_priority: ClassVar[int] = -1
+    #: The bias of each tile is looked up from the positions of its rows and columns.
+    score_biases: ClassVar[tuple[str, ...]] = ("relative",)
 
     def supports(self, spec: AttentionSpec) -> Support:
         reasons = []
@@ -105,6 +115,7 @@ class BlockwiseAttention(Attention[BlockwiseConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
         import jax
 
@@ -116,6 +127,7 @@ class BlockwiseAttention(Attention[BlockwiseConfig]):
                 segment_ids=segment_ids,
                 causal=causal,
                 scale=scale,
+                bias=bias,
                 block_q=self.config.block_q,
                 block_k=self.config.block_k,
             )
@@ -155,10 +167,15 @@ def blockwise_attention(
     segment_ids: SegmentIds | None = None,
     causal: bool = False,
     scale: float | None = None,
+    bias: RelativeBias | None = None,
     block_q: int = 256,
     block_k: int = 256,
 ) -> jax.Array:
     """Attention with the contract's semantics in ``O(T)`` memory (see the module docstring).
+
+    A relative-position ``bias`` is looked up per score tile from the positions of
+    its query and key blocks (a ``[B, bq, bk, N]`` gather from the few-kilobyte
+    table), so it adds no memory that grows with the square of the length.
 
     A zero weight times a NaN value is NaN, so NaN-filled padding in ``v`` would
     reach every row through the products. As in ``native``, the common all-finite
@@ -189,11 +206,21 @@ def blockwise_attention(
     else:
         seg_q = jnp.zeros((qb.number, 1, 1), jnp.int32)
         seg_kv = jnp.zeros((kb.number, 1, 1), jnp.int32)
+    if bias is not None:
+        pos_q = _pad(bias.q_positions, qb.padded).reshape(batch, qb.number, qb.size).swapaxes(0, 1)
+        pos_kv = _pad(bias.kv_positions, kb.padded).reshape(batch, kb.number, kb.size)
+        pos_kv = pos_kv.swapaxes(0, 1)
+        # [2D + 1, N] -> [2D + 1, K, G]: query head n = kv_head * G + g, as the tiles hold them.
+        table = bias.values.astype(f32).reshape(-1, kv_heads, group)
+    else:
+        pos_q = jnp.zeros((qb.number, 1, 1), jnp.int32)
+        pos_kv = jnp.zeros((kb.number, 1, 1), jnp.int32)
+        table = None
 
-    tiling = _Tiling(q_len, kv_len, qb, kb, segment_ids is not None, causal)
+    tiling = _Tiling(q_len, kv_len, qb, kb, segment_ids is not None, causal, table)
 
     def run(guard: bool) -> jax.Array:
-        return tiling.attend(queries, keys, values, seg_q, seg_kv, guard)
+        return tiling.attend(queries, keys, values, (seg_q, pos_q), (seg_kv, pos_kv), guard)
 
     out: jax.Array = jax.lax.cond(jnp.isfinite(values).all(), lambda: run(False), lambda: run(True))
     # [nq, B, K, G, bq, H] -> [B, nq, bq, K, G, H] -> [B, Tq, N, H]
@@ -210,17 +237,23 @@ class _Tiling(NamedTuple):
     kb: _Blocks
     segmented: bool
     causal: bool
+    table: jax.Array | None
+    """The relative bias's values as ``[2D + 1, K, G]`` float32, or None without a bias."""
 
     def attend(
         self,
         queries: jax.Array,
         keys: jax.Array,
         values: jax.Array,
-        seg_q: jax.Array,
-        seg_kv: jax.Array,
+        rows: tuple[jax.Array, jax.Array],
+        columns: tuple[jax.Array, jax.Array],
         guard: bool,
     ) -> jax.Array:
-        """All query blocks, one after another: ``[nq, B, K, G, bq, H]`` in float32."""
+        """All query blocks, one after another: ``[nq, B, K, G, bq, H]`` in float32.
+
+        ``rows`` and ``columns`` are the segment ids and positions of the query and
+        key blocks, ``[nq or nk, B or 1, bq or bk]`` each.
+        """
         import jax
         import jax.numpy as jnp
 
@@ -229,10 +262,14 @@ class _Tiling(NamedTuple):
             finite = jnp.isfinite(values)
             broken = (~finite).any(axis=-1).astype(jnp.float32)  # [nk, B, K, bk]
             values = jnp.where(finite, values, 0.0)
-        key_steps: _KeySteps = (jnp.arange(self.kb.number), keys, values, seg_kv, broken)
+        seg_q, pos_q = rows
+        seg_kv, pos_kv = columns
+        key_steps: _KeySteps = (jnp.arange(self.kb.number), keys, values, seg_kv, pos_kv, broken)
 
-        def query_block(step: tuple[jax.Array, jax.Array, jax.Array]) -> jax.Array:
-            qi, q_tile, seg_q_tile = step
+        def query_block(
+            step: tuple[jax.Array, jax.Array, jax.Array, jax.Array],
+        ) -> jax.Array:
+            qi, q_tile, seg_q_tile, pos_q_tile = step
             shape = q_tile.shape[:-1]
             init = _State(
                 jnp.full(shape, -jnp.inf, jnp.float32),
@@ -241,11 +278,14 @@ class _Tiling(NamedTuple):
             )
 
             def key_block(state: _State, step: _KeySteps) -> tuple[_State, None]:
-                ki, k_tile, v_tile, seg_kv_tile, broken_tile = step
+                ki, k_tile, v_tile, seg_kv_tile, pos_kv_tile, broken_tile = step
 
                 def update(state: _State) -> _State:
                     mask = self.mask(qi, ki, seg_q_tile, seg_kv_tile)
-                    return _online_softmax_step(state, q_tile, k_tile, v_tile, mask, broken_tile)
+                    added = self.bias(pos_q_tile, pos_kv_tile)
+                    return _online_softmax_step(
+                        state, q_tile, k_tile, v_tile, mask, broken_tile, added
+                    )
 
                 if not self.causal:
                     return update(state), None
@@ -259,8 +299,16 @@ class _Tiling(NamedTuple):
             row_sum = jnp.where(final.row_sum == 0.0, 1.0, final.row_sum)
             return final.acc / row_sum[..., None]
 
-        out: jax.Array = jax.lax.map(query_block, (jnp.arange(self.qb.number), queries, seg_q))
+        steps = (jnp.arange(self.qb.number), queries, seg_q, pos_q)
+        out: jax.Array = jax.lax.map(query_block, steps)
         return out
+
+    def bias(self, pos_q: jax.Array, pos_kv: jax.Array) -> jax.Array | None:
+        """The relative bias of one tile, ``[B, K, G, bq, bk]`` float32, or None without one."""
+        if self.table is None:
+            return None
+        added = relative_bias_scores(self.table, pos_q, pos_kv)  # [B, bq, bk, K, G]
+        return added.transpose(0, 3, 4, 1, 2)
 
     def mask(
         self, qi: jax.Array, ki: jax.Array, seg_q: jax.Array, seg_kv: jax.Array
@@ -294,12 +342,15 @@ def _online_softmax_step(
     v_tile: jax.Array,
     mask: jax.Array | None,
     broken: jax.Array | None,
+    bias: jax.Array | None = None,
 ) -> _State:
     """Fold one key block into the running softmax of one query block."""
     import jax
     import jax.numpy as jnp
 
     scores = jax.lax.dot_general(q_tile, k_tile, _SCORES, precision=jax.lax.Precision.HIGHEST)
+    if bias is not None:
+        scores = scores + bias
     if mask is not None:
         scores = jnp.where(mask, scores, -jnp.inf)
     row_max = jnp.maximum(state.row_max, scores.max(axis=-1))

@@ -19,8 +19,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
-from seamline.contracts.kernel_kit import masked_sdpa, sdpa_refusals
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    ComponentConfig,
+    RelativeBias,
+    SegmentIds,
+    Support,
+)
+from seamline.contracts.kernel_kit import masked_sdpa, refuse_bias, sdpa_refusals
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
     import jax
@@ -46,7 +53,7 @@ class CudnnAttention(Attention[CudnnConfig]):
     """``jax.nn.dot_product_attention(implementation="cudnn")`` with contract semantics."""
 
     name: ClassVar[str] = "cudnn"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = CudnnConfig
     auto_priority: ClassVar[int] = 0
 
@@ -78,7 +85,9 @@ class CudnnAttention(Attention[CudnnConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
+        refuse_bias(self.name, bias)
         import jax
 
         with jax.named_scope("cudnn"):

@@ -53,7 +53,14 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from pydantic import Field, field_validator
 
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    ComponentConfig,
+    RelativeBias,
+    SegmentIds,
+    Support,
+)
 from seamline.contracts.kernel_kit import (
     KernelLimits,
     clean_keys,
@@ -64,6 +71,7 @@ from seamline.contracts.kernel_kit import (
     poison,
     poisoned_rows,
     reference_attention,
+    refuse_bias,
     repeat_kv_heads,
     round_up,
     rows_with_keys,
@@ -174,7 +182,7 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
     """Pallas Triton flash attention, padded and masked to the contract's rules."""
 
     name: ClassVar[str] = "gpu-flash"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = GpuFlashConfig
     auto_priority: ClassVar[int] = 15
 
@@ -228,7 +236,9 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
+        refuse_bias(self.name, bias)
         import jax
         import jax.numpy as jnp
 

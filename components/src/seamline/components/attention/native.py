@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    ComponentConfig,
+    RelativeBias,
+    SegmentIds,
+    Support,
+)
 from seamline.contracts.kernel_kit import reference_attention
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
@@ -27,10 +34,12 @@ class NativeAttention(Attention[NativeConfig]):
     """Reference attention: einsum, masked softmax in float32, einsum."""
 
     name: ClassVar[str] = "native"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = NativeConfig
     auto_priority: ClassVar[int] = 0
     is_reference: ClassVar[bool] = True
+    #: The reference serves every bias the contract defines, so every other is checked.
+    score_biases: ClassVar[tuple[str, ...]] = ("relative",)
 
     def supports(self, spec: AttentionSpec) -> Support:
         if spec.num_heads % spec.num_kv_heads:
@@ -50,5 +59,8 @@ class NativeAttention(Attention[NativeConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
-        return reference_attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+        return reference_attention(
+            q, k, v, segment_ids=segment_ids, causal=causal, scale=scale, bias=bias
+        )

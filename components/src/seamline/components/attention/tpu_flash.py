@@ -54,7 +54,7 @@ from seamline.components.attention._tpu_tiles import (
     SUBLANES,
     TpuTilesConfig,
 )
-from seamline.contracts import Attention, AttentionSpec, SegmentIds, Support
+from seamline.contracts import Attention, AttentionSpec, RelativeBias, SegmentIds, Support
 from seamline.contracts.kernel_kit import (
     KernelLimits,
     clean_keys,
@@ -63,6 +63,7 @@ from seamline.contracts.kernel_kit import (
     pallas_refusals,
     poison,
     poisoned_rows,
+    refuse_bias,
     repeat_kv_heads,
     round_up,
     rows_with_keys,
@@ -126,7 +127,7 @@ class TpuFlashAttention(Attention[TpuFlashConfig]):
     """Pallas TPU flash attention, padded and masked so that any shape the contract allows works."""
 
     name: ClassVar[str] = "tpu-flash"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = TpuFlashConfig
     auto_priority: ClassVar[int] = 30
 
@@ -163,7 +164,9 @@ class TpuFlashAttention(Attention[TpuFlashConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
+        refuse_bias(self.name, bias)
         kernel = _kernel()
         batch, q_len, heads, head_dim = q.shape
         kv_len, kv_heads = k.shape[1], k.shape[2]

@@ -44,7 +44,7 @@ from seamline.components.attention._tpu_tiles import (
     SUBLANES,
     TpuTilesConfig,
 )
-from seamline.contracts import Attention, AttentionSpec, SegmentIds, Support
+from seamline.contracts import Attention, AttentionSpec, RelativeBias, SegmentIds, Support
 from seamline.contracts.kernel_kit import (
     KernelLimits,
     clean_keys,
@@ -53,6 +53,7 @@ from seamline.contracts.kernel_kit import (
     pallas_refusals,
     poison,
     poisoned_rows,
+    refuse_bias,
     round_up,
     rows_with_keys,
     tpu_interpret_mode,
@@ -80,7 +81,7 @@ class TpuSplashAttention(Attention[TpuSplashConfig]):
     """Pallas TPU splash attention over a batch, padded and masked to the contract's rules."""
 
     name: ClassVar[str] = "tpu-splash"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = TpuSplashConfig
     auto_priority: ClassVar[int] = 35
 
@@ -106,7 +107,9 @@ class TpuSplashAttention(Attention[TpuSplashConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
+        refuse_bias(self.name, bias)
         splash = _kernel()
         batch, q_len, heads, head_dim = q.shape
         kv_len = k.shape[1]

@@ -23,8 +23,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from seamline.contracts import Attention, AttentionSpec, ComponentConfig, SegmentIds, Support
-from seamline.contracts.kernel_kit import masked_sdpa, sdpa_refusals
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    ComponentConfig,
+    RelativeBias,
+    SegmentIds,
+    Support,
+)
+from seamline.contracts.kernel_kit import masked_sdpa, refuse_bias, sdpa_refusals
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
     import jax
@@ -41,7 +48,7 @@ class XlaSdpaAttention(Attention[XlaSdpaConfig]):
     """``jax.nn.dot_product_attention(implementation="xla")`` with contract semantics."""
 
     name: ClassVar[str] = "xla-sdpa"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config = XlaSdpaConfig
     auto_priority: ClassVar[int] = 0
 
@@ -68,7 +75,9 @@ class XlaSdpaAttention(Attention[XlaSdpaConfig]):
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
+        refuse_bias(self.name, bias)
         import jax
 
         with jax.named_scope("xla-sdpa"):

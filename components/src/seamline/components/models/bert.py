@@ -1,424 +1,83 @@
 """``bert-encoder``: a BERT-family sentence encoder (e.g. all-MiniLM-L6-v2) in JAX.
 
-Documents become overlapping token windows (:mod:`.windows`), windows are padded
-into fixed-shape batches on the host (:meth:`BertEncoder.collate`), and batches
-become one pooled, optionally L2-normalised vector per window through a pure
-forward pass (:mod:`.bert_math`) that receives the attention at the seam.
-
-Everything the checkpoint says about itself (maximum length, pooling,
-normalisation) is the default, so that the default configuration reproduces the
-sentence-transformers model it was exported from; the config can override each.
+Everything but the network is the shared :class:`~.encoder.SentenceEncoder`'s
+(checkpoint files, windows, packing, pooling, precision); here is what is BERT's:
+its ``config.json`` (:func:`.weights.parse_architecture`), its tensor names
+(:func:`.weights.load_params`) and its forward pass (:mod:`.bert_math`).
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-import numpy.typing as npt
-from pydantic import Field, model_validator
-
-from seamline.components.models import bert_math, weights, windows
-from seamline.components.models.bert_math import Architecture, BertParams, Pooling, Readout
-from seamline.contracts import (
-    AttentionFn,
-    Batch,
-    ComponentConfig,
-    ConfigError,
-    Document,
-    Example,
-    Model,
-    WeightsError,
+from seamline.components.models import bert_math, weights
+from seamline.components.models.bert_math import Architecture, BertParams
+from seamline.components.models.encoder import (
+    PACK_TOKENS,
+    PRECISIONS,
+    SPECIAL_TOKENS,
+    EncoderConfig,
+    SentenceEncoder,
+    check_stride,
 )
+from seamline.contracts import AttentionFn
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
 
     import jax
-    import jax.numpy as jnp
 
-#: The compute precisions :meth:`BertEncoder.with_precision` accepts, float32 first.
-PRECISIONS = ("float32", "bfloat16")
+__all__ = [
+    "PACK_TOKENS",
+    "PRECISIONS",
+    "SPECIAL_TOKENS",
+    "BertEncoder",
+    "BertEncoderConfig",
+    "Config",
+    "check_stride",
+]
 
-#: Special tokens a BERT tokenizer adds to a single text: ``[CLS]`` and ``[SEP]``.
-SPECIAL_TOKENS = 2
 
-#: A packed row may hold one example per this many positions (see ``BertEncoder.packing``).
-PACK_TOKENS = 8
-
-
-class BertEncoderConfig(ComponentConfig):
+class BertEncoderConfig(EncoderConfig):
     """Configuration of ``bert-encoder`` (its ``with:`` block in a pipeline file)."""
-
-    weights: str = Field(
-        min_length=1,
-        description=(
-            "Where the checkpoint is: a directory with config.json, tokenizer.json and "
-            "model.safetensors, or 'package:<module>' for an installed package that ships one "
-            "(in <module dir>/model/ or the module directory itself). Nothing is downloaded."
-        ),
-    )
-    sha256: str | None = Field(
-        default=None,
-        pattern=r"^[0-9a-fA-F]{64}$",
-        description=(
-            "Expected hex SHA-256 of model.safetensors; loading refuses any other file. "
-            "Leave unset to skip the check."
-        ),
-    )
-    max_length: int | None = Field(
-        default=None,
-        ge=SPECIAL_TOKENS + 1,
-        description=(
-            "Tokens per window, [CLS] and [SEP] included. Longer documents become several "
-            "overlapping windows. Default: max_seq_length from sentence_bert_config.json, else "
-            "max_position_embeddings from config.json (which it may not exceed)."
-        ),
-    )
-    stride: int = Field(
-        default=32,
-        ge=0,
-        description=(
-            "Tokens shared by consecutive windows of one document (the Hugging Face "
-            "tokenizers 'stride'); must be less than max_length - 2."
-        ),
-    )
-    pooling: Literal["mean", "cls", "max"] | None = Field(
-        default=None,
-        description=(
-            "How token states become one vector per window. Default: the mode in "
-            "1_Pooling/config.json, else mean."
-        ),
-    )
-    normalize: bool | None = Field(
-        default=None,
-        description=(
-            "L2-normalise each vector. Default: true exactly when modules.json lists "
-            "sentence_transformers.models.Normalize."
-        ),
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _dtype_moved(cls, data: Any) -> Any:
-        """``dtype`` (before model contract 1.3) is now the pipeline's ``precision`` field.
-
-        ``float32``, the old default, is what every manifest of that time records, so it
-        is still read (and means nothing); another value is refused with the new place,
-        so that no run computes in a lower precision that nothing checked.
-        """
-        if isinstance(data, dict) and "dtype" in data:
-            if data["dtype"] != "float32":
-                raise ValueError(
-                    f"dtype: {data['dtype']} is no longer a model setting: set the "
-                    f"pipeline's top-level 'precision: {data['dtype']}' (or 'precision: auto'), "
-                    "which checks it against float32 before trusting it (docs/precision.md)"
-                )
-            data = {key: value for key, value in data.items() if key != "dtype"}
-        return data
-
-    @model_validator(mode="after")
-    def _stride_fits(self) -> BertEncoderConfig:
-        """Refuse a stride the tokenizer would reject only once it meets a long text."""
-        if self.max_length is not None:
-            check_stride(self.stride, self.max_length, SPECIAL_TOKENS)
-        return self
 
 
 Config = BertEncoderConfig
 """The name the component contract gives a component's configuration model."""
 
 
-def check_stride(stride: int, max_length: int, special: int) -> None:
-    """Raise ``ValueError`` unless a window keeps at least one token that is not overlap."""
-    if stride >= max_length - special:
-        raise ValueError(
-            f"stride {stride} must be less than max_length - {special} = {max_length - special} "
-            f"(the content tokens of one window); lower stride or raise max_length"
-        )
-
-
-class BertEncoder(Model[BertEncoderConfig]):
+class BertEncoder(SentenceEncoder[BertParams]):
     """A BERT encoder with sentence-transformers pooling, reproducing the reference exactly."""
 
     name: ClassVar[str] = "bert-encoder"
-    contract_version: ClassVar[str] = "1.3"
     Config = BertEncoderConfig
 
-    def __init__(self, config: BertEncoderConfig) -> None:
-        """Read the checkpoint's configuration and tokenizer now, so mistakes surface at plan time.
+    def _parse_architecture(self, files: weights.ModelFiles) -> Architecture:
+        return weights.parse_architecture(files.config, files.model_dir)
 
-        The weights themselves are read by :meth:`load`.
-        """
-        super().__init__(config)
-        self._files = weights.read_model_files(weights.resolve_source(config.weights))
-        weights.check_modules(self._files.modules, self._files.root)
-        self._arch = weights.parse_architecture(self._files.config, self._files.model_dir)
-        self._max_length = self._resolve_max_length()
-        self._readout = Readout(
-            pooling=config.pooling or self._checkpoint_pooling(),
-            normalize=self._resolve_normalize(),
-            dtype="float32",
-        )
-        self._windows = windows.load_windows(
-            self._files.tokenizer_path,
-            self._max_length,
-            config.stride,
-            fallback_pad_id=int(self._files.config.get("pad_token_id") or 0),
-        )
-        self._check_stride_against_tokenizer()
+    def _read_params(self, files: weights.ModelFiles, sha256: str | None) -> BertParams:
+        return weights.load_params(files, self._arch, sha256)
 
-    # -- what the checkpoint says, unless the config overrides it ---------------------------
+    def _param_shapes(self) -> BertParams:
+        return weights.param_shapes(self._arch)
 
-    def _resolve_max_length(self) -> int:
-        limit = self._arch.max_positions
-        requested = self.config.max_length
-        if requested is None:
-            sentence = self._files.sentence_config or {}
-            return min(int(sentence.get("max_seq_length", limit)), limit)
-        if requested > limit:
-            raise ConfigError(
-                f"max_length {requested} exceeds the {limit} positions of {self.config.weights} "
-                f"(max_position_embeddings in config.json); set max_length to at most {limit}"
-            )
-        return requested
-
-    def _checkpoint_pooling(self) -> Pooling:
-        """The pooling the sentence-transformers export used (mean when it says nothing)."""
-        pooling = self._files.pooling or {}
-        named = pooling.get("pooling_mode")
-        if named in ("mean", "cls", "max"):
-            return named  # type: ignore[no-any-return]
-        flags: dict[str, Pooling] = {
-            "pooling_mode_mean_tokens": "mean",
-            "pooling_mode_cls_token": "cls",
-            "pooling_mode_max_tokens": "max",
-        }
-        chosen = [mode for key, mode in flags.items() if pooling.get(key)]
-        unsupported = [
-            key
-            for key in ("pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens")
-            if pooling.get(key)
-        ]
-        if len(chosen) > 1 or unsupported or (named is not None and named not in flags.values()):
-            raise WeightsError(
-                f"the pooling configuration of {self.config.weights} ({pooling}) is not one of "
-                "mean, cls or max alone; set 'pooling' explicitly to choose one"
-            )
-        return chosen[0] if chosen else "mean"
-
-    def _resolve_normalize(self) -> bool:
-        if self.config.normalize is not None:
-            return self.config.normalize
-        return weights.lists_normalize(self._files.modules)
-
-    def _check_stride_against_tokenizer(self) -> None:
-        """Check the stride with the tokenizer's real special-token count and the final length.
-
-        The tokenizer would otherwise abort the process (a Rust panic) on the first long text.
-        """
-        try:
-            check_stride(self.config.stride, self._max_length, self._windows.special_tokens)
-        except ValueError as err:
-            raise ConfigError(str(err)) from err
-
-    # -- the Model contract ---------------------------------------------------------------
-
-    @property
-    def max_length(self) -> int:
-        """Tokens per window, special tokens included."""
-        return self._max_length
-
-    @property
-    def architecture(self) -> Architecture:
-        """The network's static shape, as the checkpoint's config.json gives it."""
-        return self._arch
-
-    @property
-    def readout(self) -> Readout:
-        """Pooling, normalisation and compute dtype as resolved from config and checkpoint."""
-        return self._readout
-
-    def precisions(self) -> Sequence[str]:
-        """float32 (the default, matching the reference to 1e-5) and bfloat16.
-
-        In bfloat16 the matmuls and the attention take bfloat16 operands; they
-        accumulate in float32, and embeddings, layer norms, residual sums, GELU,
-        pooling and normalisation stay float32 (see :mod:`.bert_math`).
-        """
-        return PRECISIONS
-
-    def with_precision(self, precision: str) -> BertEncoder:
-        """This encoder computing in ``precision``: the same checkpoint files and tokenizer."""
-        if precision == self._readout.dtype:
-            return self
-        if precision not in PRECISIONS:
-            raise ValueError(f"bert-encoder computes in {', '.join(PRECISIONS)}, not {precision!r}")
-        other = copy.copy(self)
-        other._readout = dataclasses.replace(self._readout, dtype=precision)  # type: ignore[arg-type]
-        return other
-
-    def load(self) -> BertParams:
-        """Verify and read the weights, and place them on the default device.
-
-        Matmul kernels are stored in the compute dtype, so a bfloat16 run holds and
-        moves half the bytes; everything else stays float32.
-        """
-        import jax
-
-        params = weights.load_params(self._files, self._arch, self.config.sha256)
-        if self._readout.dtype != "float32":
-            params = _cast_kernels(params, self._readout.compute_dtype)
-        return jax.device_put(params)  # type: ignore[no-any-return]
-
-    def abstract_params(self) -> BertParams:
-        """Parameter shapes from config.json alone, so ``seamline explain`` reads no weights."""
-        shapes = weights.param_shapes(self._arch)
-        if self._readout.dtype != "float32":
-            shapes = _cast_kernels(shapes, self._readout.compute_dtype)
-        return shapes
-
-    def prepare(self, document: Document) -> Sequence[Example]:
-        """The document's token windows, in order (at least one, even for an empty text)."""
-        return self._windows.split(document.id, document.text)
-
-    def packing(self, length: int) -> int:
-        """Examples one row of ``length`` may hold: one per :data:`PACK_TOKENS` positions.
-
-        Position ids restart per example, attention keeps examples apart by segment
-        id and pooling is per segment, so a packed example's vector is its vector
-        alone. The bound sizes the output (``rows * packing(length)`` slots) and the
-        pooling product; windows shorter than it are rare (an empty text is two).
-        """
-        return max(1, length // PACK_TOKENS)
-
-    def collate(
+    def _encode(
         self,
-        examples: Sequence[Example],
-        batch_size: int,
-        length: int,
-        rows: Sequence[int] | None = None,
-    ) -> Batch:
-        """Lay examples out in ``[batch_size, length]`` arrays, packed when ``rows`` says so.
-
-        ``segment`` numbers the examples of a row 1, 2, ... (0 is padding) and
-        ``positions`` restart at 0 for each. Every batch of a length has the same
-        number of output slots (``batch_size * packing(length)``), packed or not, so
-        one compiled shape serves both; example ``i`` alone in row ``i`` has slot
-        ``i * packing(length)``.
-        """
-        slots = self.packing(length)
-        placement = list(range(len(examples))) if rows is None else list(rows)
-        _check_fits(examples, placement, batch_size, length, slots)
-        input_ids = np.full((batch_size, length), self._windows.pad_id, dtype=np.int32)
-        token_type_ids = np.zeros((batch_size, length), dtype=np.int32)
-        segment = np.zeros((batch_size, length), dtype=np.int32)
-        positions = np.zeros((batch_size, length), dtype=np.int32)
-        used = [0] * batch_size
-        members = [0] * batch_size
-        output_rows = []
-        for example, row in zip(examples, placement, strict=True):
-            start, size = used[row], example.length
-            end = start + size
-            input_ids[row, start:end] = example.features["input_ids"]
-            token_type_ids[row, start:end] = example.features["token_type_ids"]
-            segment[row, start:end] = members[row] + 1
-            positions[row, start:end] = np.arange(size, dtype=np.int32)
-            output_rows.append(row * slots + members[row])
-            used[row] = end
-            members[row] += 1
-        arrays: dict[str, npt.NDArray[Any]] = {
-            "input_ids": input_ids,
-            "token_type_ids": token_type_ids,
-            "segment": segment,
-            "positions": positions,
-        }
-        return Batch(
-            examples=tuple(examples),
-            arrays=arrays,
-            batch_size=batch_size,
-            length=length,
-            outputs=batch_size * slots,
-            output_rows=tuple(output_rows),
-        )
-
-    def apply(
-        self, params: BertParams, arrays: Mapping[str, jax.Array], attention: AttentionFn
+        params: BertParams,
+        arrays: Mapping[str, jax.Array],
+        attention: AttentionFn,
+        slots: int,
     ) -> jax.Array:
-        """One float32 vector per output slot ``[batch_size * packing(length), hidden]``.
-
-        Pure and jittable; the slot of each example is the batch's ``output_rows``.
-        """
-        import jax
         import jax.numpy as jnp
 
-        input_ids = jnp.asarray(arrays["input_ids"])
-        with jax.named_scope(self.name):
-            out = bert_math.encode(
-                params,
-                input_ids,
-                jnp.asarray(arrays["token_type_ids"]),
-                jnp.asarray(arrays["segment"]),
-                jnp.asarray(arrays["positions"]),
-                attention,
-                self._arch,
-                self._readout,
-                self.packing(input_ids.shape[1]),
-            )
-        return out.astype(jnp.float32)
-
-    def describe(self) -> dict[str, str]:
-        """Identify the checkpoint and the resolved settings in spans and logs."""
-        return {
-            **super().describe(),
-            "weights": self.config.weights,
-            "max_length": str(self._max_length),
-            "stride": str(self.config.stride),
-            "pooling": self._readout.pooling,
-            "normalize": str(self._readout.normalize).lower(),
-            "dtype": self._readout.dtype,
-        }
-
-
-def _check_fits(
-    examples: Sequence[Example], rows: Sequence[int], batch_size: int, length: int, slots: int
-) -> None:
-    """Refuse a layout that does not fit: the host's batching has a bug if this raises."""
-    if len(rows) != len(examples):
-        raise ValueError(f"{len(rows)} rows given for {len(examples)} examples")
-    if any(not 0 <= row < batch_size for row in rows):
-        raise ValueError(f"{len(examples)} examples do not fit a batch of {batch_size}")
-    too_long = [e for e in examples if e.length > length]
-    if too_long:
-        first = too_long[0]
-        raise ValueError(
-            f"example {first.doc_id}#{first.index} has {first.length} tokens, "
-            f"more than the batch length {length}"
+        return bert_math.encode(
+            params,
+            jnp.asarray(arrays["input_ids"]),
+            jnp.asarray(arrays["token_type_ids"]),
+            jnp.asarray(arrays["segment"]),
+            jnp.asarray(arrays["positions"]),
+            attention,
+            self._arch,
+            self._readout,
+            slots,
         )
-    tokens = [0] * batch_size
-    count = [0] * batch_size
-    for example, row in zip(examples, rows, strict=True):
-        tokens[row] += example.length
-        count[row] += 1
-    for row in range(batch_size):
-        if tokens[row] > length or count[row] > slots:
-            raise ValueError(
-                f"row {row} is given {count[row]} examples of {tokens[row]} tokens: a row of "
-                f"{length} holds at most {length} tokens and {slots} examples"
-            )
-
-
-def _cast_kernels(params: BertParams, dtype: jnp.dtype[Any]) -> BertParams:
-    """Store every dense kernel in ``dtype``; embeddings, biases and norms keep float32."""
-    import jax
-
-    def cast(path: tuple[Any, ...], leaf: Any) -> Any:
-        if not (path and getattr(path[-1], "key", None) == "kernel"):
-            return leaf
-        if isinstance(leaf, jax.ShapeDtypeStruct):  # planning: shapes, not values
-            return jax.ShapeDtypeStruct(leaf.shape, dtype)
-        return np.asarray(leaf).astype(dtype)
-
-    return jax.tree_util.tree_map_with_path(cast, params)  # type: ignore[no-any-return]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from seamline.contracts import AttentionFn
-from seamline.contracts.attention import SegmentIds
+from seamline.contracts.attention import RelativeBias, SegmentIds
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
     import jax
@@ -185,12 +185,16 @@ def encoder_layer(
     attention: AttentionFn,
     arch: Architecture,
     readout: Readout,
+    bias: RelativeBias | None = None,
 ) -> jax.Array:
-    """Post-norm transformer layer: self-attention, add & norm, feed-forward, add & norm."""
+    """Post-norm transformer layer: self-attention, add & norm, feed-forward, add & norm.
+
+    ``bias`` is a score bias for the attention (MPNet's relative positions), or None.
+    """
     import jax
 
     with jax.named_scope("attention"):
-        context = self_attention(params, hidden, segment_ids, attention, arch, readout)
+        context = self_attention(params, hidden, segment_ids, attention, arch, readout, bias)
         attended = dense(params["attention_out"], context, readout)
         hidden = layer_norm(attended + hidden, params["attention_norm"], arch.layer_norm_eps)
     with jax.named_scope("feed_forward"):
@@ -206,8 +210,13 @@ def self_attention(
     attention: AttentionFn,
     arch: Architecture,
     readout: Readout,
+    bias: RelativeBias | None = None,
 ) -> jax.Array:
-    """Project to heads ``[B, T, N, H]``, call the injected attention, merge heads back."""
+    """Project to heads ``[B, T, N, H]``, call the injected attention, merge heads back.
+
+    The bias keyword is passed only with a bias: an attention written before contract
+    1.2 (BERT needs no bias) has none.
+    """
     batch, length, _ = hidden.shape
     heads = (batch, length, arch.num_heads, arch.head_dim)
 
@@ -215,7 +224,10 @@ def self_attention(
         return dense(part, hidden, readout).reshape(heads).astype(readout.compute_dtype)
 
     q, k, v = project(params["query"]), project(params["key"]), project(params["value"])
-    context = attention(q, k, v, segment_ids=segment_ids, causal=False)
+    if bias is None:
+        context = attention(q, k, v, segment_ids=segment_ids, causal=False)
+    else:
+        context = attention(q, k, v, segment_ids=segment_ids, causal=False, bias=bias)
     return context.reshape(batch, length, arch.hidden_size)
 
 

@@ -4,7 +4,9 @@ A weight source is a directory holding a Hugging Face / sentence-transformers
 checkpoint (``config.json``, ``tokenizer.json``, ``model.safetensors`` and, for a
 sentence-transformers model, ``modules.json``, ``1_Pooling/config.json`` and
 ``sentence_bert_config.json``), or ``package:<module>``: an installed Python
-package that ships such a directory. Nothing is ever downloaded: a run reads only
+package that ships such a directory, or ``split-zip:<name>``: a checkpoint whose zip
+is cut into installed packages, assembled once into the cache (:mod:`.split_zip`).
+Nothing is ever downloaded: a run reads only
 files that are already on disk, so what it computes does not depend on the network.
 
 Every failure is a :class:`~seamline.contracts.WeightsError` whose message says what
@@ -24,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from safetensors.numpy import load_file
 
+from seamline.components.models import split_zip
 from seamline.components.models.bert_math import (
     Activation,
     Architecture,
@@ -38,7 +41,6 @@ from seamline.contracts.modules import find_without_importing
 
 PACKAGE_PREFIX = "package:"
 WEIGHTS_FILE = "model.safetensors"
-NORMALIZE_MODULE = "sentence_transformers.models.Normalize"
 
 Array = npt.NDArray[Any]
 
@@ -63,6 +65,8 @@ def resolve_source(source: str) -> Path:
     """Turn a ``weights:`` value into the directory that holds the checkpoint."""
     if source.startswith(PACKAGE_PREFIX):
         return _package_dir(source[len(PACKAGE_PREFIX) :].strip())
+    if source.startswith(split_zip.PREFIX):
+        return split_zip.resolve(source[len(split_zip.PREFIX) :].strip())
     path = Path(source).expanduser()
     if not path.is_dir():
         what = "is not a directory" if path.exists() else "does not exist"
@@ -210,25 +214,25 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
     successful load mean "this reproduces the reference".
     """
     where = path / "config.json"
+    if config.get("model_type") == "mpnet":
+        raise WeightsError(
+            f"{where}: model_type 'mpnet' adds a relative-position bias that bert-encoder "
+            "does not compute; use the mpnet-encoder model instead (model: {use: mpnet-encoder})"
+        )
     position_kind = config.get("position_embedding_type", "absolute")
     if position_kind != "absolute":
         raise WeightsError(
             f"{where}: position_embedding_type {position_kind!r} is not supported; "
             "bert-encoder implements absolute position embeddings only"
         )
-    activation = _ACTIVATIONS.get(str(config.get("hidden_act", "gelu")))
-    if activation is None:
-        raise WeightsError(
-            f"{where}: hidden_act {config.get('hidden_act')!r} is not supported; "
-            f"bert-encoder implements {sorted(_ACTIVATIONS)}"
-        )
+    activation = activation_of(config, where)
     arch = Architecture(
-        vocab_size=_int_field(config, "vocab_size", where),
-        hidden_size=_int_field(config, "hidden_size", where),
-        num_layers=_int_field(config, "num_hidden_layers", where),
-        num_heads=_int_field(config, "num_attention_heads", where),
-        intermediate_size=_int_field(config, "intermediate_size", where),
-        max_positions=_int_field(config, "max_position_embeddings", where),
+        vocab_size=int_field(config, "vocab_size", where),
+        hidden_size=int_field(config, "hidden_size", where),
+        num_layers=int_field(config, "num_hidden_layers", where),
+        num_heads=int_field(config, "num_attention_heads", where),
+        intermediate_size=int_field(config, "intermediate_size", where),
+        max_positions=int_field(config, "max_position_embeddings", where),
         type_vocab_size=int(config.get("type_vocab_size", 2)),
         layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)),
         activation=activation,
@@ -241,7 +245,18 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
     return arch
 
 
-def _int_field(config: dict[str, Any], key: str, where: Path) -> int:
+def activation_of(config: dict[str, Any], where: Path) -> Activation:
+    """The feed-forward nonlinearity ``hidden_act`` names, refusing one not implemented."""
+    activation = _ACTIVATIONS.get(str(config.get("hidden_act", "gelu")))
+    if activation is None:
+        raise WeightsError(
+            f"{where}: hidden_act {config.get('hidden_act')!r} is not supported; "
+            f"the encoders implement {sorted(_ACTIVATIONS)}"
+        )
+    return activation
+
+
+def int_field(config: dict[str, Any], key: str, where: Path) -> int:
     value = config.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise WeightsError(
@@ -251,23 +266,34 @@ def _int_field(config: dict[str, Any], key: str, where: Path) -> int:
     return value
 
 
-#: The sentence-transformers modules this encoder reproduces; any other would change the output.
-SUPPORTED_MODULES = (
-    "sentence_transformers.models.Transformer",
-    "sentence_transformers.models.Pooling",
-    NORMALIZE_MODULE,
-)
+#: The sentence-transformers modules the encoders reproduce, by class name; any other
+#: would change the output.
+SUPPORTED_MODULES = ("Transformer", "Pooling", "Normalize")
+
+
+def module_class(module: dict[str, Any]) -> str | None:
+    """The class a modules.json entry names, when it is one of sentence-transformers'.
+
+    sentence-transformers moved its modules between releases
+    (``sentence_transformers.models.Normalize`` up to 5,
+    ``sentence_transformers.base.modules.normalize.Normalize`` from 6): a checkpoint
+    saved by either names the same class, and only the class decides what runs.
+    """
+    kind = str(module.get("type", ""))
+    if not kind.startswith("sentence_transformers."):
+        return None
+    return kind.rsplit(".", 1)[-1]
 
 
 def check_modules(modules: list[dict[str, Any]] | None, where: Path) -> None:
-    """Refuse a sentence-transformers pipeline with modules (Dense, ...) this encoder lacks.
+    """Refuse a sentence-transformers pipeline with modules (Dense, ...) the encoder lacks.
 
     Skipping one silently would give vectors that look right and are not the model's.
     """
-    extra = [str(m.get("type")) for m in modules or () if m.get("type") not in SUPPORTED_MODULES]
+    extra = [str(m.get("type")) for m in modules or () if module_class(m) not in SUPPORTED_MODULES]
     if extra:
         raise WeightsError(
-            f"{where / 'modules.json'} lists {', '.join(extra)}, which bert-encoder does not "
+            f"{where / 'modules.json'} lists {', '.join(extra)}, which the encoder does not "
             "implement (it runs Transformer, Pooling and Normalize only); use a checkpoint "
             "without them"
         )
@@ -275,7 +301,7 @@ def check_modules(modules: list[dict[str, Any]] | None, where: Path) -> None:
 
 def lists_normalize(modules: list[dict[str, Any]] | None) -> bool:
     """Whether a sentence-transformers pipeline ends by L2-normalising its output."""
-    return any(module.get("type") == NORMALIZE_MODULE for module in modules or ())
+    return any(module_class(module) == "Normalize" for module in modules or ())
 
 
 def sha256_of(path: Path, chunk_size: int = 1 << 20) -> str:
@@ -314,7 +340,7 @@ def load_params(
 
 def build_params(raw: dict[str, Array], arch: Architecture, *, source: str) -> BertParams:
     """Map Hugging Face tensor names onto :class:`BertParams`, checking every shape."""
-    reader = _TensorReader(_strip_prefix(raw), source)
+    reader = TensorReader(_strip_prefix(raw), source)
     params = _assemble(reader, arch)
     reader.raise_if_missing()
     return params
@@ -322,10 +348,10 @@ def build_params(raw: dict[str, Array], arch: Architecture, *, source: str) -> B
 
 def param_shapes(arch: Architecture) -> BertParams:
     """The pytree :func:`build_params` makes, as shapes only: nothing is read."""
-    return _assemble(_ShapeReader(), arch)
+    return _assemble(ShapeReader(), arch)
 
 
-def _assemble(reader: _TensorReader, arch: Architecture) -> BertParams:
+def _assemble(reader: TensorReader, arch: Architecture) -> BertParams:
     hidden = arch.hidden_size
     embeddings = EmbeddingParams(
         word=reader.get("embeddings.word_embeddings.weight", (arch.vocab_size, hidden)),
@@ -342,7 +368,7 @@ def _assemble(reader: _TensorReader, arch: Architecture) -> BertParams:
     return BertParams(embeddings=embeddings, layers=layers)
 
 
-def _layer_params(reader: _TensorReader, prefix: str, hidden: int, inner: int) -> LayerParams:
+def _layer_params(reader: TensorReader, prefix: str, hidden: int, inner: int) -> LayerParams:
     return LayerParams(
         query=reader.dense(f"{prefix}.attention.self.query", hidden, hidden),
         key=reader.dense(f"{prefix}.attention.self.key", hidden, hidden),
@@ -360,8 +386,11 @@ def _strip_prefix(raw: dict[str, Array]) -> dict[str, Array]:
     return {name.removeprefix("bert."): tensor for name, tensor in raw.items()}
 
 
-class _TensorReader:
-    """Takes tensors by name, collecting every missing or misshapen one for a single report."""
+class TensorReader:
+    """Takes tensors by name, collecting every missing or misshapen one for a single report.
+
+    Shared by the encoders' weight mappings (BERT's here, MPNet's in :mod:`.mpnet_weights`).
+    """
 
     def __init__(self, tensors: dict[str, Array], source: str) -> None:
         self._tensors = tensors
@@ -399,12 +428,12 @@ class _TensorReader:
         shown = "; ".join(self._problems[:8])
         more = f" (and {len(self._problems) - 8} more)" if len(self._problems) > 8 else ""
         raise WeightsError(
-            f"{self._source} does not match a BERT encoder as config.json describes it: "
+            f"{self._source} does not match the encoder config.json describes: "
             f"{shown}{more}; use the model.safetensors that belongs with this config.json"
         )
 
 
-class _ShapeReader(_TensorReader):
+class ShapeReader(TensorReader):
     """Answers every request with a float32 shape, for planning without the weights."""
 
     def __init__(self) -> None:

@@ -27,12 +27,15 @@ Modules, by job:
 - :mod:`~seamline.contracts.kernel_kit.pallas`: refusals shared by Pallas kernels,
   a static scale, Pallas's TPU interpret mode;
 - :mod:`~seamline.contracts.kernel_kit.sdpa`: ``jax.nn.dot_product_attention``
-  repaired to the contract.
+  repaired to the contract;
+- :mod:`~seamline.contracts.kernel_kit.bias`: the relative-position bias of a
+  block of scores (contract 1.2), and the refusal of kernels that add none.
 
 The conformance suite (``seamline.contracts.testing``) stays independent of the
 kit: its yardstick is a float64 numpy reference.
 """
 
+from seamline.contracts.kernel_kit.bias import refuse_bias, relative_bias_scores
 from seamline.contracts.kernel_kit.masked_rows import (
     clean_keys,
     poison,
@@ -68,6 +71,8 @@ __all__ = [
     "poison",
     "poisoned_rows",
     "reference_attention",
+    "refuse_bias",
+    "relative_bias_scores",
     "repeat_kv_heads",
     "round_up",
     "rows_with_keys",

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from seamline.contracts.kernel_kit.bias import relative_bias_scores
+
 # Only for annotations: of the rest the kit imports numpy alone at load, and JAX in the
 # functions that use it, so that importing a kernel's module does not import JAX.
 if TYPE_CHECKING:
     import jax
 
-    from seamline.contracts.attention import SegmentIds
+    from seamline.contracts.attention import RelativeBias, SegmentIds
 
 
 def attention_mask(
@@ -47,8 +49,12 @@ def reference_attention(
     segment_ids: SegmentIds | None = None,
     causal: bool = False,
     scale: float | None = None,
+    bias: RelativeBias | None = None,
 ) -> jax.Array:
     """Plain attention with the contract's semantics (see ``seamline.contracts.attention``).
+
+    A relative-position ``bias`` is looked up for the whole ``[B, N, Tq, Tk]`` score
+    matrix, which this implementation materialises anyway.
 
     Heads are moved in front of the sequence axes so both products are plain
     batched matmuls (XLA's CPU backend runs those far faster than the equivalent
@@ -68,6 +74,9 @@ def reference_attention(
     keys, values = _heads_first(k), _heads_first(v)
     scores = jnp.matmul(qg, keys.swapaxes(-1, -2), precision=full) * jnp.float32(scale)
     scores = scores.reshape(batch, heads, q_len, kv_len)
+    if bias is not None:
+        added = relative_bias_scores(bias.values, bias.q_positions, bias.kv_positions)
+        scores = scores + added.transpose(0, 3, 1, 2)
     mask = attention_mask(q_len, kv_len, segment_ids, causal)
     if mask is not None:
         scores = jnp.where(mask, scores, -jnp.inf)

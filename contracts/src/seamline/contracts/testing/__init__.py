@@ -29,18 +29,26 @@ yardstick instead of copying them::
   in the combinations kernels get wrong; :func:`random_attention_cases`: the
   hypothesis strategy of its random ones;
 - :func:`attention_inputs`: the case's q, k, v and segment ids, the same every time;
+  :func:`attention_bias`: its relative-position bias (attention contract 1.2), or None;
 - :func:`exact_attention`: the contract in float64 numpy, the suite's yardstick;
   :func:`dense_attention`: the obvious JAX computation, whose error in a dtype
-  scales the suite's tolerance (:func:`~seamline.contracts.testing.attention.tolerance`).
+  scales the suite's tolerance (:func:`~seamline.contracts.testing.attention.tolerance`),
+  and :func:`chunked_attention`, the same over key chunks (the two the model suite
+  serves a model with).
 """
 
 from seamline.contracts.testing._attention_cases import (
     ATTENTION_CASES,
     AttentionCase,
+    attention_bias,
     attention_inputs,
     random_attention_cases,
 )
-from seamline.contracts.testing._reference import dense_attention, exact_attention
+from seamline.contracts.testing._reference import (
+    chunked_attention,
+    dense_attention,
+    exact_attention,
+)
 from seamline.contracts.testing.attention import AttentionContract
 from seamline.contracts.testing.executor import ExecutorContract
 from seamline.contracts.testing.loader import LoaderContract
@@ -67,7 +75,9 @@ __all__ = [
     "ModelContract",
     "MonitorContract",
     "SinkContract",
+    "attention_bias",
     "attention_inputs",
+    "chunked_attention",
     "dense_attention",
     "exact_attention",
     "random_attention_cases",

@@ -14,10 +14,15 @@ import jax.numpy as jnp
 import numpy as np
 from hypothesis import strategies as st
 
-from seamline.contracts.attention import AttentionSpec, SegmentIds
+from seamline.contracts.attention import RELATIVE, AttentionSpec, RelativeBias, SegmentIds
 
 ABSENT_SEGMENT = 7
 """A query segment id that no key has: those queries have nothing to attend to."""
+
+BIAS_BUCKETS = 32
+"""Buckets of the suite's relative bias table (T5's and MPNet's number)."""
+BIAS_REACH = 24
+"""Its ``max_distance``: below the suite's lengths, so that clipping is exercised too."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,8 @@ class AttentionCase:
     dtype: str = "float32"
     causal: bool = False
     segmented: bool = False
+    biased: bool = False
+    """With a relative-position bias (attention contract 1.2): see :func:`attention_bias`."""
     seed: int = 0
 
     def spec(self, platform: str | None = None, device_kind: str | None = None) -> AttentionSpec:
@@ -61,6 +68,7 @@ class AttentionCase:
             self.segmented,
             platform,
             device_kind,
+            RELATIVE if self.biased else None,
         )
 
     def describe(self) -> str:
@@ -72,6 +80,8 @@ class AttentionCase:
             features.append("causal")
         if self.segmented:
             features.append("segment ids")
+        if self.biased:
+            features.append("relative bias")
         if self.q_len != self.kv_len:
             features.append("Tq != Tk")
         layout = (
@@ -98,6 +108,15 @@ ATTENTION_CASES: dict[str, AttentionCase] = {
     "bf16-grouped-causal-segments": AttentionCase(
         batch=2, heads=4, kv_heads=2, dtype="bfloat16", causal=True, segmented=True
     ),
+    "relative-bias": AttentionCase(biased=True),
+    "relative-bias-segments": AttentionCase(batch=2, segmented=True, biased=True),
+    "relative-bias-grouped-causal": AttentionCase(heads=4, kv_heads=2, causal=True, biased=True),
+    "relative-bias-cross-segments": AttentionCase(
+        batch=2, q_len=32, kv_len=96, segmented=True, biased=True
+    ),
+    "relative-bias-bf16-odd-length": AttentionCase(
+        batch=2, q_len=45, kv_len=45, dtype="bfloat16", segmented=True, biased=True
+    ),
 }
 
 
@@ -118,6 +137,7 @@ def random_attention_cases(draw: st.DrawFn) -> AttentionCase:
         dtype=draw(st.sampled_from(["float32", "bfloat16"])),
         causal=causal,
         segmented=draw(st.booleans()),
+        biased=draw(st.booleans()),
         seed=draw(st.integers(0, 2**16)),
     )
 
@@ -146,6 +166,44 @@ def _segment_ids(case: AttentionCase) -> SegmentIds | None:
     q_ids = _segment_rows(rng, case.batch, case.q_len)
     kv_ids = _segment_rows(rng, case.batch, case.kv_len)
     return SegmentIds(jnp.asarray(q_ids), jnp.asarray(kv_ids))
+
+
+def _positions(ids: np.ndarray | None, batch: int, length: int, start: int) -> np.ndarray:
+    """Per row: positions counting from ``start`` and, with segment ids, restarting per run."""
+    positions = np.tile(np.arange(start, start + length, dtype=np.int32), (batch, 1))
+    if ids is None:
+        return positions
+    for row in range(batch):
+        first = 0
+        for j in range(1, length + 1):
+            if j == length or ids[row, j] != ids[row, j - 1]:
+                positions[row, first:j] = np.arange(start, start + j - first)
+                first = j
+    return positions
+
+
+def attention_bias(case: AttentionCase) -> RelativeBias | None:
+    """The case's relative-position bias (None unless ``case.biased``), the same every time.
+
+    A T5/MPNet-style table (:data:`BIAS_BUCKETS` buckets, ``max_distance``
+    :data:`BIAS_REACH`) of standard-normal values, so the bias moves the softmax as
+    much as the logits do. Positions start at 2 (as MPNet's) and restart with every
+    run of equal segment ids, as a packed row's do; queries shorter than the keys are
+    aligned to their end, as causal masking aligns them.
+    """
+    if not case.biased:
+        return None
+    rng = np.random.default_rng(case.seed + 2)
+    table = jnp.asarray(rng.standard_normal((BIAS_BUCKETS, case.heads)), jnp.float32)
+    ids = _segment_ids(case)
+    q_ids = None if ids is None else np.asarray(ids.q)
+    kv_ids = None if ids is None else np.asarray(ids.kv)
+    q_start = 2 + (0 if ids is not None else case.kv_len - case.q_len)
+    q_positions = _positions(q_ids, case.batch, case.q_len, q_start)
+    kv_positions = _positions(kv_ids, case.batch, case.kv_len, 2)
+    return RelativeBias.bucketed(
+        table, jnp.asarray(q_positions), jnp.asarray(kv_positions), max_distance=BIAS_REACH
+    )
 
 
 def attention_inputs(

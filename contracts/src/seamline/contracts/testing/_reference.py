@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpy.typing as npt
 
-from seamline.contracts.attention import SegmentIds
+from seamline.contracts.attention import RelativeBias, SegmentIds
 
 Float64 = npt.NDArray[np.float64]
 
@@ -35,6 +35,19 @@ def _allowed(
     return allowed
 
 
+def _exact_bias(bias: RelativeBias | None) -> Float64 | float:
+    """``[B, N, Tq, Tk]`` float64: the contract's relative bias of every pair (0 without one)."""
+    if bias is None:
+        return 0.0
+    values = np.asarray(bias.values, dtype=np.float64)
+    reach = (values.shape[0] - 1) // 2
+    q_pos = np.asarray(bias.q_positions, dtype=np.int64)
+    kv_pos = np.asarray(bias.kv_positions, dtype=np.int64)
+    distance = np.clip(kv_pos[:, None, :] - q_pos[:, :, None], -reach, reach)  # [B, Tq, Tk]
+    added: Float64 = values[distance + reach].transpose(0, 3, 1, 2)
+    return added
+
+
 def exact_attention(
     q: Any,
     k: Any,
@@ -43,6 +56,7 @@ def exact_attention(
     segment_ids: SegmentIds | None = None,
     causal: bool = False,
     scale: float | None = None,
+    bias: RelativeBias | None = None,
 ) -> Float64:
     """The contract's attention in float64 numpy, written from its definition and nothing else.
 
@@ -60,7 +74,7 @@ def exact_attention(
     factor = 1.0 / np.sqrt(head_dim) if scale is None else scale
     allowed = _allowed(q_len, kv_len, segment_ids, causal, batch)[:, None, :, :]
     with np.errstate(invalid="ignore"):  # an allowed infinite key makes its row NaN, rightly
-        logits = np.einsum("bqnh,bknh->bnqk", q64, k64) * factor
+        logits = np.einsum("bqnh,bknh->bnqk", q64, k64) * factor + _exact_bias(bias)
         logits = np.where(allowed, logits, -np.inf)
         peak = np.max(logits, axis=-1, keepdims=True)
         peak = np.where(np.isfinite(peak), peak, 0.0)
@@ -98,6 +112,7 @@ def dense_attention(
     segment_ids: SegmentIds | None = None,
     causal: bool = False,
     scale: float | None = None,
+    bias: RelativeBias | None = None,
 ) -> jax.Array:
     """The plain computation: matmuls in the input dtype, softmax in float32.
 
@@ -109,6 +124,8 @@ def dense_attention(
     v = jnp.repeat(v, heads // kv_heads, axis=2)
     factor = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
     logits = jnp.einsum("bqnh,bknh->bnqk", q, k).astype(jnp.float32) * factor
+    if bias is not None:
+        logits = logits + _bias_block(bias, 0, k.shape[1])
     mask = _mask(q.shape[1], k.shape[1], segment_ids, causal)
     if mask is not None:
         logits = jnp.where(mask, logits, -jnp.inf)
@@ -131,6 +148,7 @@ def chunked_attention(
     segment_ids: SegmentIds | None = None,
     causal: bool = False,
     scale: float | None = None,
+    bias: RelativeBias | None = None,
     chunk: int = 64,
 ) -> jax.Array:
     """The same function over key chunks with an online softmax (a different summation order)."""
@@ -157,6 +175,8 @@ def chunked_attention(
         mask = full_mask[..., start : start + chunk]
         v_c = v[:, start : start + chunk].astype(jnp.float32)
         logits = jnp.einsum("bqnh,bknh->bnqk", q32, k_c) * factor
+        if bias is not None:
+            logits = logits + _bias_block(bias, start, min(start + chunk, kv_len), chunk)
         logits = jnp.where(mask, logits, -jnp.inf)
         new_peak = jnp.maximum(peak, jnp.max(logits, axis=-1, keepdims=True))
         safe = jnp.where(jnp.isfinite(new_peak), new_peak, 0.0)
@@ -167,3 +187,18 @@ def chunked_attention(
         peak = new_peak
     out = acc / jnp.where(total > 0, total, 1.0)
     return jnp.transpose(out, (0, 2, 1, 3)).astype(q.dtype)
+
+
+def _bias_block(bias: RelativeBias, start: int, stop: int, width: int | None = None) -> jax.Array:
+    """``[B, N, Tq, width]`` float32: the bias of keys ``start:stop`` (zero-padded to ``width``).
+
+    Written here, not taken from the kernel kit, so the suite's plain attentions stay
+    independent of what the kernels under test use.
+    """
+    values = jnp.asarray(bias.values, jnp.float32)
+    reach = (values.shape[0] - 1) // 2
+    kv_pos = jnp.asarray(bias.kv_positions)[:, start:stop]
+    distance = kv_pos[:, None, :] - jnp.asarray(bias.q_positions)[:, :, None]
+    block = values[jnp.clip(distance, -reach, reach) + reach].transpose(0, 3, 1, 2)
+    pad = (width or stop - start) - (stop - start)
+    return jnp.pad(block, ((0, 0), (0, 0), (0, 0), (0, pad))) if pad else block

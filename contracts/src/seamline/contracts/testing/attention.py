@@ -24,13 +24,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from seamline.contracts.attention import TOLERANCES, Attention, SegmentIds, Support
+from seamline.contracts.attention import TOLERANCES, Attention, RelativeBias, SegmentIds, Support
 from seamline.contracts.component import Component
 from seamline.contracts.errors import UnsupportedError
 from seamline.contracts.testing._attention_cases import (
     ABSENT_SEGMENT,
     ATTENTION_CASES,
     AttentionCase,
+    attention_bias,
     attention_inputs,
     random_attention_cases,
 )
@@ -50,10 +51,22 @@ def tolerance(dtype: str, plain_error: float) -> float:
 
 @functools.lru_cache(maxsize=32)
 def _jitted(attention: Callable[..., jax.Array], causal: bool) -> Callable[..., jax.Array]:
-    """One jitted call per (implementation, causal): a shape seen again is not recompiled."""
+    """One jitted call per (implementation, causal): a shape seen again is not recompiled.
 
-    def call(q: jax.Array, k: jax.Array, v: jax.Array, ids: SegmentIds | None) -> jax.Array:
-        return attention(q, k, v, segment_ids=ids, causal=causal)
+    The bias keyword is passed only with a bias, as the host passes it: an
+    implementation written before contract 1.2 has no such keyword.
+    """
+
+    def call(
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        ids: SegmentIds | None,
+        bias: RelativeBias | None = None,
+    ) -> jax.Array:
+        if bias is None:
+            return attention(q, k, v, segment_ids=ids, causal=causal)
+        return attention(q, k, v, segment_ids=ids, causal=causal, bias=bias)
 
     return jax.jit(call)
 
@@ -103,8 +116,9 @@ class AttentionContract(ComponentContract):
     def check_agrees(attention: Attention[Any], case: AttentionCase) -> None:
         """Run a claimed case under jit and compare it with the exact reference."""
         q, k, v, ids = attention_inputs(case)
+        bias = attention_bias(case)
         try:
-            out = _jitted(attention, case.causal)(q, k, v, ids)
+            out = _jitted(attention, case.causal)(q, k, v, ids, bias)
         except UnsupportedError:
             return  # the contract's own error: a clear refusal, if a late one
         assert out.shape == q.shape, (
@@ -115,8 +129,8 @@ class AttentionContract(ComponentContract):
             f"{attention.name!r} returned {out.dtype} for {q.dtype} inputs on "
             f"{case.describe()}: the output must have q's dtype"
         )
-        exact = exact_attention(q, k, v, segment_ids=ids, causal=case.causal)
-        plain = _jitted(dense_attention, case.causal)(q, k, v, ids)
+        exact = exact_attention(q, k, v, segment_ids=ids, causal=case.causal, bias=bias)
+        plain = _jitted(dense_attention, case.causal)(q, k, v, ids, bias)
         allowed = tolerance(case.dtype, _max_abs(plain, exact))
         assert bool(jnp.all(jnp.isfinite(out))), (
             f"{attention.name!r} produced NaN or infinity on {case.describe()}"
@@ -175,7 +189,9 @@ class AttentionContract(ComponentContract):
         agrees()
 
     def test_fully_masked_rows_are_zero(self, attention: Attention[Any]) -> None:
-        case = self.first_supported(attention, lambda c: c.segmented and not c.causal)
+        case = self.first_supported(
+            attention, lambda c: c.segmented and not c.causal and not c.biased
+        )
         q, k, v, ids = attention_inputs(case)
         assert ids is not None
         # The first quarter of every query row gets a segment no key has.
@@ -193,7 +209,9 @@ class AttentionContract(ComponentContract):
         )
 
     def test_nan_in_masked_positions_does_not_leak(self, attention: Attention[Any]) -> None:
-        case = self.first_supported(attention, lambda c: c.segmented and not c.causal)
+        case = self.first_supported(
+            attention, lambda c: c.segmented and not c.causal and not c.biased
+        )
         q, k, v, ids = attention_inputs(case)
         assert ids is not None
         padding_q = np.asarray(ids.q) == 0
@@ -223,8 +241,9 @@ class AttentionContract(ComponentContract):
     def test_deterministic(self, attention: Attention[Any]) -> None:
         case = self.first_supported(attention, lambda c: True)
         q, k, v, ids = attention_inputs(case)
-        first = np.asarray(_jitted(attention, case.causal)(q, k, v, ids))
-        again = np.asarray(_jitted(attention, case.causal)(q, k, v, ids))
+        bias = attention_bias(case)
+        first = np.asarray(_jitted(attention, case.causal)(q, k, v, ids, bias))
+        again = np.asarray(_jitted(attention, case.causal)(q, k, v, ids, bias))
         assert np.array_equal(first, again, equal_nan=True), (
             f"{attention.name!r} gives different results for the same inputs on rerun "
             f"({case.describe()}, max difference {_max_abs(first, again):.3g})"
@@ -239,6 +258,29 @@ class AttentionContract(ComponentContract):
         error = _max_abs(eager, jitted)
         assert error <= allowed, (
             f"{attention.name!r} gives other results outside jit ({error:.3g}) on {case.describe()}"
+        )
+
+    def test_relative_bias_with_nan_padding_does_not_leak(self, attention: Attention[Any]) -> None:
+        """With a bias (1.2), masked positions still contribute nothing, NaN or not."""
+        case = self.first_supported(attention, lambda c: c.biased and c.segmented)
+        q, k, v, ids = attention_inputs(case)
+        bias = attention_bias(case)
+        assert ids is not None
+        padding_kv = np.asarray(ids.kv) == 0
+        if not padding_kv.any():
+            pytest.skip("the case has no padding to poison")
+        nan = jnp.asarray(np.nan, q.dtype)
+        poisoned_k = jnp.where(padding_kv[:, :, None, None], nan, k)
+        poisoned_v = jnp.where(padding_kv[:, :, None, None], nan, v)
+        out = _jitted(attention, case.causal)(q, poisoned_k, poisoned_v, ids, bias)
+        real = np.asarray(ids.q) != 0
+        exact = exact_attention(q, k, v, segment_ids=ids, causal=case.causal, bias=bias)
+        plain = _jitted(dense_attention, case.causal)(q, k, v, ids, bias)
+        allowed = tolerance(case.dtype, _max_abs(plain, exact, real))
+        error = _max_abs(out, exact, real)
+        assert error <= allowed, (  # NaN compares false: a leak fails here too
+            f"{attention.name!r}: with a relative bias and NaN in padding keys, real queries "
+            f"differ from the reference by {error:.3g} > {allowed:.3g} ({case.describe()})"
         )
 
     def test_priority_is_an_integer(self, attention: Attention[Any]) -> None:

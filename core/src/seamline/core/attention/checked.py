@@ -13,8 +13,12 @@ from typing import Any
 
 import jax
 
-from seamline.contracts import Attention, ContractViolation, SegmentIds
-from seamline.contracts.seams import check_attention_inputs, check_attention_output
+from seamline.contracts import Attention, ContractViolation, RelativeBias, SegmentIds
+from seamline.contracts.seams import (
+    check_attention_bias,
+    check_attention_inputs,
+    check_attention_output,
+)
 from seamline.core.seams import scope_name
 
 
@@ -44,10 +48,18 @@ class CheckedAttention:
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
         check_attention_inputs(self.name, q, k, v)
+        if bias is not None:
+            check_attention_bias(self.name, q, k, bias)
         with jax.named_scope(self._scope):
-            out = self.attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+            if bias is None:  # a kernel written before contract 1.2 has no bias keyword
+                out = self.attention(q, k, v, segment_ids=segment_ids, causal=causal, scale=scale)
+            else:
+                out = self.attention(
+                    q, k, v, segment_ids=segment_ids, causal=causal, scale=scale, bias=bias
+                )
         try:
             check_attention_output(self.name, q, out)
         except ContractViolation as err:

@@ -23,7 +23,7 @@ import jax
 
 from seamline.contracts import Attention, AttentionSpec, SegmentIds
 from seamline.core.attention.checked import CheckedAttention
-from seamline.core.attention.verification import probe
+from seamline.core.attention.verification import probe, probe_bias
 
 REPEATS = 5
 """Timed calls per spec, at most."""
@@ -56,6 +56,7 @@ def time_candidate(attention: Attention[Any], specs: Sequence[AttentionSpec]) ->
 
 def _time_spec(attention: Attention[Any], spec: AttentionSpec) -> list[float]:
     q, k, v, segments = probe(spec)
+    bias = probe_bias(spec, segments)
     checked = CheckedAttention(attention)
     shared = segments is not None and spec.q_len == spec.kv_len
 
@@ -66,7 +67,7 @@ def _time_spec(attention: Attention[Any], spec: AttentionSpec) -> list[float]:
             segment_ids = SegmentIds(ids[0], ids[0])  # one array, as self-attention has
         else:
             segment_ids = SegmentIds(ids[0], ids[1])
-        return checked(q, k, v, segment_ids=segment_ids, causal=spec.causal)
+        return checked(q, k, v, segment_ids=segment_ids, causal=spec.causal, bias=bias)
 
     ids: tuple[jax.Array, ...] = ()
     if segments is not None:

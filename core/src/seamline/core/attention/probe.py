@@ -15,7 +15,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from seamline.contracts import AttentionSpec, Model, SegmentIds
+from seamline.contracts import AttentionSpec, Model, RelativeBias, SegmentIds
+from seamline.contracts.attention import RELATIVE
 
 
 def device_identity() -> tuple[str, str]:
@@ -39,6 +40,7 @@ def attention_specs(
         segment_ids: SegmentIds | None = None,
         causal: bool = False,
         scale: float | None = None,
+        bias: RelativeBias | None = None,
     ) -> jax.Array:
         spec = AttentionSpec(
             batch=q.shape[0],
@@ -52,6 +54,7 @@ def attention_specs(
             segmented=segment_ids is not None,
             platform=platform,
             device_kind=device_kind,
+            bias=None if bias is None else RELATIVE,
         )
         if spec not in seen:
             seen.append(spec)

