@@ -19,7 +19,15 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def main(model_dir: str, texts_path: str, out_path: str) -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model_dir", help="the assembled checkpoint folder")
+    parser.add_argument("texts_path", help="a JSON list of texts")
+    parser.add_argument("out_path", help="where the .npy of vectors goes")
+    args = parser.parse_args(argv)
+    model_dir, texts_path, out_path = args.model_dir, args.texts_path, args.out_path
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
@@ -35,4 +43,4 @@ def main(model_dir: str, texts_path: str, out_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main())

@@ -54,10 +54,10 @@ def reference(model_dir: str, inputs: list[str]) -> tuple[np.ndarray, float]:
         return np.load(out_path), float(report["encode_seconds"])
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attention", nargs="+", default=["cpu-flash", "native", "blockwise"])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not GOLDEN_PYTHON.exists():
         print("no .venv-golden: bash tests/golden/make_golden.sh --setup-only", file=sys.stderr)
         return 2

@@ -49,6 +49,7 @@ REFERENCE_SIDE = {
     "benchmarks.throughput.plot_results",
     "benchmarks.throughput._reference_server",
     "benchmarks.throughput._precision_reference",
+    "benchmarks.model._mpnet_reference",
 }
 """The modules a benchmark starts in the reference interpreter (``.venv-golden``; ``.venv-ref``
 for ``_precision_reference``)."""
