@@ -96,6 +96,7 @@ class Embedder:
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
+        queries: bool = False,
     ) -> None:
         """An embedder of ``model`` (``{"use": NAME, "with": {...}}``, as in a pipeline).
 
@@ -105,7 +106,9 @@ class Embedder:
         key path (``Embedder(...)['model']['with']['max_lenght']``). Without a
         ``registry``, components are discovered under the trust given and the user's.
         ``max_wait``: seconds a pass waits for more callers before it starts (see
-        :mod:`seamline.core.embed_queue`; 0, the default, never waits).
+        :mod:`seamline.core.embed_queue`; 0, the default, never waits). ``queries``:
+        embed the texts as search queries, with the model's ``for_queries()`` (the query
+        prefix of a model such as e5), rather than as documents.
         """
         section = dict(attention) if isinstance(attention, Mapping) else {"use": attention}
         if isinstance(section.get("use"), tuple | list):
@@ -119,6 +122,8 @@ class Embedder:
         if registry is None:
             registry = trusted_registry(located, environ)
         resolved = resolve_encoder(located, registry, environ=environ)
+        if queries:
+            resolved = replace(resolved, queries=True)
         self._start(resolved, registry, monitors, long_text, max_wait)
 
     @classmethod
@@ -151,6 +156,8 @@ class Embedder:
         model = resolved.model
         created = cast(Model[Any], registry.create(model.kind, model.name, model.config))
         created = created.with_precision(resolved.precision)
+        if resolved.queries:
+            created = created.for_queries()
         seam = Seam(created, registry.info_of(created), self.monitors)
         candidates = build_candidates(resolved.attention, registry)
         self.encoder = Encoder(created, seam, candidates, resolved.run, self._report)
@@ -171,18 +178,22 @@ class Embedder:
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
+        queries: bool = False,
     ) -> Embedder:
         """The model, attention and ``run`` settings of the pipeline file at ``path``.
 
         The file is validated whole, as ``seamline run`` validates it (a located
         ``ConfigError`` if it is not valid); its loader and sink are not used. Without a
         ``registry``, components are discovered under the pipeline's and the user's trust.
+        ``queries``: embed texts as search queries (see :class:`Embedder`).
         """
         if registry is None:
             resolved, registry = load_trusted(path, overrides, environ)
         else:
             resolved = load_pipeline(path, registry, overrides, environ)
-        side = ResolvedEncoder(resolved.model, resolved.attention, resolved.spec.run, str(path))
+        side = ResolvedEncoder(
+            resolved.model, resolved.attention, resolved.spec.run, str(path), queries=queries
+        )
         return cls.from_resolved(
             side, registry, monitors=monitors, long_text=long_text, max_wait=max_wait
         )
@@ -209,7 +220,9 @@ class Embedder:
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
         batch = texts if isinstance(texts, str) else list(texts)
-        if not batch:
+        # An empty string is a text (one vector, as sentence-transformers gives it); an
+        # empty list is no text.
+        if not isinstance(batch, str) and not batch:
             empty = np.zeros((0, self.dimension), np.float32)
             return [] if policy == "windows" else empty
         pending = self.submit(
