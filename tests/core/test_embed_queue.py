@@ -182,3 +182,14 @@ def test_a_text_the_model_cannot_embed_fails_its_own_request_only(embedder: Embe
         bad.result()
     assert refused.value.index == 1
     np.testing.assert_allclose(good.result(), embedder.encode(["also fine"]), atol=1e-6)
+
+
+def test_an_empty_string_is_one_text_and_an_empty_list_none(embedder: Embedder) -> None:
+    # encode("") used to take the empty string for an empty batch and return no row.
+    one = embedder.encode("")
+    assert isinstance(one, np.ndarray)
+    assert one.shape == (embedder.dimension,)
+    none = embedder.encode([])
+    assert isinstance(none, np.ndarray)
+    assert none.shape == (0, embedder.dimension)
+    assert embedder.encode(iter(["a", ""])).shape == (2, embedder.dimension)

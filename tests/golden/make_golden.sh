@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Regenerate the golden embeddings for sentence-transformers/all-MiniLM-L6-v2.
+# Regenerate the golden embeddings: sentence-transformers/all-MiniLM-L6-v2, and the tiny
+# BERT-family checkpoints with theirs.
 #
 # Creates (or reuses) the throw-away venv .venv-golden/ at the repository root,
 # installs the pinned reference stack into it with pip (torch==2.13.0 resolves to
 # the local CPU wheel pip is configured with), then runs make_golden.py, which
-# writes tests/golden/minilm_l6_v2.npz and tests/golden/minilm_l6_v2.meta.json.
+# writes tests/golden/minilm_l6_v2.npz and tests/golden/minilm_l6_v2.meta.json, and
+# make_family.py, which writes tests/golden/family/ (checkpoints, goldens, meta.json).
 #
-# Usage: bash tests/golden/make_golden.sh [--setup-only | --mpnet]   (PYTHON=python3.11 to
-#        choose the interpreter; --setup-only makes the venv and stops, for the benchmarks;
-#        --mpnet makes the small random MPNet checkpoint and its goldens, make_mpnet_golden.py)
+# Usage: bash tests/golden/make_golden.sh [--setup-only | --mpnet | --family]   (PYTHON=python3.11
+#        to choose the interpreter; --setup-only makes the venv and stops, for the benchmarks;
+#        --mpnet makes the small random MPNet checkpoint and its goldens, make_mpnet_golden.py;
+#        --family runs make_family.py alone)
 # torch and sentence-transformers live only in this venv, never in the project's env.
 set -euo pipefail
 
@@ -97,4 +100,7 @@ if [[ "${1:-}" == "--mpnet" ]]; then  # the small random-weight MPNet checkpoint
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_mpnet_golden.py"
   exit 0
 fi
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_golden.py"
+if [[ "${1:-}" != "--family" ]]; then
+  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_golden.py"
+fi
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_family.py"

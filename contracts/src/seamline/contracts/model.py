@@ -183,3 +183,17 @@ class Model(Component[ModelConfigT], abc.ABC):
         raise ValueError(
             f"model {self.name!r} computes in {', '.join(self.precisions())} only, not {precision}"
         )
+
+    def for_queries(self) -> Model[ModelConfigT]:
+        """This model as it embeds search queries rather than documents (since 1.3).
+
+        A retrieval model may be trained to see queries and documents differently: e5
+        wants ``"query: "`` before a query and ``"passage: "`` before a document, bge an
+        instruction before queries alone. ``prepare`` embeds documents; the host calls
+        this once to embed the query of a search (``seamline search``, the search API,
+        the server's ``/v1/search``) and uses what it returns exactly as the model
+        itself (the same params from :meth:`load`, the same ``collate`` and ``apply``;
+        only ``prepare`` may differ). The default, ``self``, treats a query as any
+        other text, as every model before 1.3 did.
+        """
+        return self

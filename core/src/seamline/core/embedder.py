@@ -97,6 +97,7 @@ class Embedder:
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
+        queries: bool = False,
     ) -> None:
         """An embedder of ``model`` (``{"use": NAME, "with": {...}}``, as in a pipeline).
 
@@ -106,7 +107,9 @@ class Embedder:
         key path (``Embedder(...)['model']['with']['max_lenght']``). Without a
         ``registry``, components are discovered under the trust given and the user's.
         ``max_wait``: seconds a pass waits for more callers before it starts (see
-        :mod:`seamline.core.embed_queue`; 0, the default, never waits).
+        :mod:`seamline.core.embed_queue`; 0, the default, never waits). ``queries``:
+        embed the texts as search queries, with the model's ``for_queries()`` (the query
+        prefix of a model such as e5), rather than as documents.
         """
         section = dict(attention) if isinstance(attention, Mapping) else {"use": attention}
         if isinstance(section.get("use"), tuple | list):
@@ -119,7 +122,7 @@ class Embedder:
         located = prepare_data(data, "Embedder(...)", (), environ)
         if registry is None:
             registry = trusted_registry(located, environ)
-        resolved = resolve_encoder(located, registry, environ=environ)
+        resolved = replace(resolve_encoder(located, registry, environ=environ), queries=queries)
         self._start(resolved, registry, monitors, long_text, max_wait)
 
     @classmethod
@@ -151,9 +154,7 @@ class Embedder:
         self.precision: str = resolved.precision
         """The precision the model computes in (a pipeline's negotiated one, float32 else)."""
         self.monitors = MonitorHub(monitors)
-        model = resolved.model
-        created = cast(Model[Any], registry.create(model.kind, model.name, model.config))
-        created = created.with_precision(resolved.precision)
+        created = _model_of(resolved, registry)
         seam = Seam(created, registry.info_of(created), self.monitors)
         candidates = build_candidates(resolved.attention, registry)
         self.encoder = Encoder(created, seam, candidates, resolved.run, self._report)
@@ -174,6 +175,7 @@ class Embedder:
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
+        queries: bool = False,
     ) -> Embedder:
         """The model, attention, ``precision`` and ``run`` settings of the file at ``path``.
 
@@ -182,12 +184,13 @@ class Embedder:
         the pipeline asks for a precision below float32 that no run of it has checked yet
         (the gate embeds the loader's first documents, as a run would). Without a
         ``registry``, components are discovered under the pipeline's and the user's trust.
+        ``queries``: embed texts as search queries (see :class:`Embedder`).
         """
         if registry is None:
             resolved, registry = load_trusted(path, overrides, environ)
         else:
             resolved = load_pipeline(path, registry, overrides, environ)
-        side = encoder_side(resolved, registry, str(path))
+        side = replace(encoder_side(resolved, registry, str(path)), queries=queries)
         return cls.from_resolved(
             side, registry, monitors=monitors, long_text=long_text, max_wait=max_wait
         )
@@ -214,7 +217,7 @@ class Embedder:
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
         batch = texts if isinstance(texts, str) else list(texts)
-        if not batch:
+        if not isinstance(batch, str) and not batch:  # "" is a text (one vector), [] is none
             empty = np.zeros((0, self.dimension), np.float32)
             return [] if policy == "windows" else empty
         pending = self.submit(
@@ -351,16 +354,8 @@ class Embedder:
             request, index = owners[int(example.doc_id)]
             request.windows[index][example.index] = outputs[row]
         seconds = time.perf_counter() - started
-        self.monitors.emit(
-            BatchDone(
-                self._batches,
-                batch.length,
-                len(batch.examples),
-                batch.tokens,
-                seconds,
-                self._texts_done,
-            )
-        )
+        counts = (len(batch.examples), batch.tokens, seconds, self._texts_done)
+        self.monitors.emit(BatchDone(self._batches, batch.length, *counts))
 
     def _report(self, event: Any) -> None:
         span_event(event)
@@ -382,6 +377,14 @@ class Embedder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _model_of(resolved: ResolvedEncoder, registry: Registry) -> Model[Any]:
+    """The resolved model in its precision, as it embeds documents or (``queries``) queries."""
+    model = resolved.model
+    created = cast(Model[Any], registry.create(model.kind, model.name, model.config))
+    created = created.with_precision(resolved.precision)
+    return created.for_queries() if resolved.queries else created
 
 
 class Unembeddable(ValueError):

@@ -77,7 +77,9 @@ class QueryEncoder:
 
     The same model, config and attention negotiation as the run, through the same host
     work, seams, verification and compiled steps: a query is embedded exactly as a
-    document of the index was (truncated to the model's first window).
+    document of the index was (truncated to the model's first window), except that the
+    model is asked for its query side (``for_queries()``, model contract 1.3): a
+    retrieval model that wants an instruction before queries gets it.
     """
 
     def __init__(self, registry: Registry, index: Index, attention: str | None = None) -> None:
@@ -96,6 +98,7 @@ class QueryEncoder:
             QUERY_RUN,
             str(index.manifest_path),
             precision=index.manifest.precision,
+            queries=True,  # the model's query side: e5's "query: ", bge's instruction
         )
         self.embedder = Embedder.from_resolved(side, registry)
 

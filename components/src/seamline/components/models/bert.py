@@ -1,9 +1,11 @@
 """``bert-encoder``: a BERT-family sentence encoder (e.g. all-MiniLM-L6-v2) in JAX.
 
 Everything but the network is the shared :class:`~.encoder.SentenceEncoder`'s
-(checkpoint files, windows, packing, pooling, precision); here is what is BERT's:
-its ``config.json`` (:func:`.weights.parse_architecture`), its tensor names
-(:func:`.weights.load_params`) and its forward pass (:mod:`.bert_math`).
+(checkpoint files, windows, instruction prefixes and ``for_queries``, packing, pooling,
+precision); here is what is BERT's: its ``config.json``
+(:func:`.weights.parse_architecture`), its tensor names (:func:`.weights.load_params`,
+checked from the safetensors header by :func:`.weights.check_tensors`) and its forward
+pass (:mod:`.bert_math`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from seamline.components.models.encoder import (
     PRECISIONS,
     SPECIAL_TOKENS,
     EncoderConfig,
+    PrefixConfig,
     SentenceEncoder,
     check_stride,
 )
@@ -34,6 +37,7 @@ __all__ = [
     "BertEncoder",
     "BertEncoderConfig",
     "Config",
+    "PrefixConfig",
     "check_stride",
 ]
 
@@ -54,6 +58,9 @@ class BertEncoder(SentenceEncoder[BertParams]):
 
     def _parse_architecture(self, files: weights.ModelFiles) -> Architecture:
         return weights.parse_architecture(files.config, files.model_dir)
+
+    def _check_tensors(self, files: weights.ModelFiles) -> None:
+        weights.check_tensors(files, self._arch)
 
     def _read_params(self, files: weights.ModelFiles, sha256: str | None) -> BertParams:
         return weights.load_params(files, self._arch, sha256)

@@ -9,8 +9,15 @@ pass alone: ``bert-encoder`` (:mod:`.bert`) and ``mpnet-encoder`` (:mod:`.mpnet`
 fill in those four hooks and inherit everything else.
 
 Everything the checkpoint says about itself (maximum length, pooling,
-normalisation) is the default, so that the default configuration reproduces the
-sentence-transformers model it was exported from; the config can override each.
+normalisation, the prompts a retrieval model wants before queries and documents) is
+the default, so that the default configuration reproduces the sentence-transformers
+model it was exported from; the config can override each.
+
+Queries and documents: a retrieval model such as e5 or bge was trained to see an
+instruction before a query ("query: ", "Represent this sentence for searching relevant
+passages: ") and perhaps another before a document ("passage: "). The encoder embeds
+documents with the document prefix; :meth:`SentenceEncoder.for_queries` (model
+contract 1.3) is the same encoder with the query prefix, which search asks for.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from seamline.contracts import (
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
     from collections.abc import Mapping, Sequence
+    from pathlib import Path
 
     import jax
     import jax.numpy as jnp
@@ -54,6 +62,30 @@ SPECIAL_TOKENS = 2
 
 #: A packed row may hold one example per this many positions (see ``SentenceEncoder.packing``).
 PACK_TOKENS = 8
+
+
+class PrefixConfig(ComponentConfig):
+    """The ``prefix:`` block: a text the encoder puts before documents, and before queries."""
+
+    document: str | None = Field(
+        default=None,
+        max_length=1000,
+        description=(
+            "Put before every document's text (every window of it; spans still count the "
+            "document's own characters), e.g. 'passage: ' for e5. Default: the 'document' "
+            "prompt of config_sentence_transformers.json, else none. '' for none."
+        ),
+    )
+    query: str | None = Field(
+        default=None,
+        max_length=1000,
+        description=(
+            "Put before every search query (seamline search, open_index(...).search, the "
+            "server's /v1/search), e.g. 'query: ' for e5 or bge's 'Represent this sentence "
+            "for searching relevant passages: '. Default: the 'query' prompt of "
+            "config_sentence_transformers.json, else none. '' for none."
+        ),
+    )
 
 
 class EncoderConfig(ComponentConfig):
@@ -83,7 +115,8 @@ class EncoderConfig(ComponentConfig):
         description=(
             "Tokens per window, [CLS] and [SEP] included. Longer documents become several "
             "overlapping windows. Default: max_seq_length from sentence_bert_config.json, else "
-            "max_position_embeddings from config.json (which it may not exceed)."
+            "model_max_length from tokenizer_config.json (where sentence-transformers 6 keeps "
+            "it), else max_position_embeddings from config.json (which it may not exceed)."
         ),
     )
     stride: int = Field(
@@ -105,7 +138,15 @@ class EncoderConfig(ComponentConfig):
         default=None,
         description=(
             "L2-normalise each vector. Default: true exactly when modules.json lists "
-            "sentence_transformers.models.Normalize."
+            "sentence-transformers' Normalize module."
+        ),
+    )
+    prefix: PrefixConfig = Field(
+        default_factory=PrefixConfig,
+        description=(
+            "Instruction texts a retrieval model expects: {document: ..., query: ...}. The "
+            "prefix's tokens go after [CLS] in every window, which is cut shorter to make "
+            "room. Default: the checkpoint's sentence-transformers prompts, else none."
         ),
     )
 
@@ -158,21 +199,20 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         """
         super().__init__(config)
         self._files = weights.read_model_files(weights.resolve_source(config.weights))
-        weights.check_modules(self._files.modules, self._files.root)
+        weights.check_modules(self._files.modules, self._files.root, self.name)
         self._arch = self._parse_architecture(self._files)
+        self._check_tensors(self._files)
         self._max_length = self._resolve_max_length()
         self._readout = Readout(
-            pooling=config.pooling or self._checkpoint_pooling(),
+            pooling=config.pooling or checkpoint_pooling(self._files, config.weights),
             normalize=self._resolve_normalize(),
             dtype="float32",
         )
-        self._windows = windows.load_windows(
-            self._files.tokenizer_path,
-            self._max_length,
-            config.stride,
-            fallback_pad_id=int(self._files.config.get("pad_token_id") or 0),
+        document, query = self._resolve_prefixes()
+        self._windows = self._load_windows(document, "document")
+        self._query_windows = (
+            self._windows if query == document else self._load_windows(query, "query")
         )
-        self._check_stride_against_tokenizer()
 
     # -- what the checkpoint says, unless the config overrides it ---------------------------
 
@@ -180,8 +220,7 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         limit = self._arch.max_positions
         requested = self.config.max_length
         if requested is None:
-            sentence = self._files.sentence_config or {}
-            return min(int(sentence.get("max_seq_length", limit)), limit)
+            return min(checkpoint_max_length(self._files) or limit, limit)
         if requested > limit:
             raise ConfigError(
                 f"max_length {requested} exceeds the {limit} positions of {self.config.weights} "
@@ -189,44 +228,54 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
             )
         return requested
 
-    def _checkpoint_pooling(self) -> Pooling:
-        """The pooling the sentence-transformers export used (mean when it says nothing)."""
-        pooling = self._files.pooling or {}
-        named = pooling.get("pooling_mode")
-        if named in ("mean", "cls", "max"):
-            return named  # type: ignore[no-any-return]
-        flags: dict[str, Pooling] = {
-            "pooling_mode_mean_tokens": "mean",
-            "pooling_mode_cls_token": "cls",
-            "pooling_mode_max_tokens": "max",
-        }
-        chosen = [mode for key, mode in flags.items() if pooling.get(key)]
-        unsupported = [
-            key
-            for key in ("pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens")
-            if pooling.get(key)
-        ]
-        if len(chosen) > 1 or unsupported or (named is not None and named not in flags.values()):
-            raise WeightsError(
-                f"the pooling configuration of {self.config.weights} ({pooling}) is not one of "
-                "mean, cls or max alone; set 'pooling' explicitly to choose one"
-            )
-        return chosen[0] if chosen else "mean"
-
     def _resolve_normalize(self) -> bool:
         if self.config.normalize is not None:
             return self.config.normalize
         return weights.lists_normalize(self._files.modules)
 
-    def _check_stride_against_tokenizer(self) -> None:
-        """Check the stride with the tokenizer's real special-token count and the final length.
+    def _resolve_prefixes(self) -> tuple[str, str]:
+        """The document and query prefixes: the config's, else the checkpoint's prompts.
 
-        The tokenizer would otherwise abort the process (a Rust panic) on the first long text.
+        As sentence-transformers' ``encode_document`` and ``encode_query``: the prompt
+        named ``document`` before documents, ``query`` before queries (a ``passage``
+        prompt alone is not applied to documents by sentence-transformers 6 either).
         """
+        prompts = self._files.prompts()
+        chosen = self.config.prefix
+        document = prompts.get("document", "") if chosen.document is None else chosen.document
+        query = prompts.get("query", "") if chosen.query is None else chosen.query
+        pooling = self._files.pooling or {}
+        if (document or query) and pooling.get("include_prompt") is False:
+            raise WeightsError(
+                f"the pooling configuration of {self.config.weights} sets include_prompt: false "
+                f"(pooling leaves the prefix's tokens out), which {self.name} does not "
+                "implement; use a checkpoint that pools every token, or no prefix"
+            )
+        return document, query
+
+    def _load_windows(self, prefix: str, side: str) -> windows.TokenWindows:
+        """The tokenizer cutting texts into windows with ``prefix``, checked against the model.
+
+        The stride is checked with the tokenizer's real special-token count and the
+        prefix's tokens: the tokenizer would otherwise abort the process (a Rust panic)
+        on the first long text. Token ids past the embedding table are refused here, as
+        transformers would fail on the first text that holds one.
+        """
+        found = windows.load_windows(
+            self._files.tokenizer_path,
+            self._max_length,
+            self.config.stride,
+            fallback_pad_id=int(self._files.config.get("pad_token_id") or 0),
+            prefix=prefix,
+            token_types=self._files.returns_token_types(),
+        )
         try:
-            check_stride(self.config.stride, self._max_length, self._windows.special_tokens)
+            check_stride(self.config.stride, self._max_length, found.reserved)
         except ValueError as err:
-            raise ConfigError(str(err)) from err
+            extra = f" (with the {side} prefix's {len(found.prefix.ids)} tokens)"
+            raise ConfigError(str(err) + (extra if found.prefix.ids.size else "")) from err
+        check_ids(found, self._arch, self._files.tokenizer_path)
+        return found
 
     # -- the Model contract ---------------------------------------------------------------
 
@@ -244,6 +293,23 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
     def readout(self) -> Readout:
         """Pooling, normalisation and compute dtype as resolved from config and checkpoint."""
         return self._readout
+
+    @property
+    def prefix(self) -> str:
+        """What this encoder puts before every text it embeds ('' for nothing)."""
+        return self._windows.prefix.text
+
+    def for_queries(self) -> SentenceEncoder[ParamsT]:
+        """This encoder as it embeds search queries: the query prefix in place of the document's.
+
+        The same checkpoint, tokenizer settings, pooling and precision (model contract 1.3);
+        ``self`` when the two prefixes are the same (none, say).
+        """
+        if self._query_windows is self._windows:
+            return self
+        other = copy.copy(self)
+        other._windows = self._query_windows
+        return other
 
     def precisions(self) -> Sequence[str]:
         """float32 (the default, matching the reference to 1e-5) and bfloat16.
@@ -370,6 +436,10 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         """The network's static shape from config.json, refusing what the family cannot run."""
 
     @abc.abstractmethod
+    def _check_tensors(self, files: weights.ModelFiles) -> None:
+        """Refuse weights whose names, shapes or dtypes do not fit, from the header alone."""
+
+    @abc.abstractmethod
     def _read_params(self, files: weights.ModelFiles, sha256: str | None) -> ParamsT:
         """The checkpoint's tensors (after the integrity check) as the family's pytree."""
 
@@ -393,7 +463,75 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
             "pooling": self._readout.pooling,
             "normalize": str(self._readout.normalize).lower(),
             "dtype": self._readout.dtype,
+            "prefix": self.prefix,
         }
+
+
+def checkpoint_max_length(files: weights.ModelFiles) -> int | None:
+    """The window sentence-transformers truncates to, as it reads it (None: not said).
+
+    ``max_seq_length`` of sentence_bert_config.json; sentence-transformers 6 saves
+    it as the tokenizer's ``model_max_length`` (tokenizer_config.json) instead, and
+    reads either. A tokenizer's "no limit" (a huge number) says nothing.
+    """
+    for source, key in (
+        (files.sentence_config, "max_seq_length"),
+        (files.tokenizer_config, "model_max_length"),
+    ):
+        value = (source or {}).get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 30:
+            return value
+    return None
+
+
+def checkpoint_pooling(files: weights.ModelFiles, source: str) -> Pooling:
+    """The pooling the sentence-transformers export used (mean when it says nothing)."""
+    pooling = files.pooling or {}
+    named = pooling.get("pooling_mode")
+    if named in ("mean", "cls", "max"):
+        return named  # type: ignore[no-any-return]
+    flags: dict[str, Pooling] = {
+        "pooling_mode_mean_tokens": "mean",
+        "pooling_mode_cls_token": "cls",
+        "pooling_mode_max_tokens": "max",
+    }
+    chosen = [mode for key, mode in flags.items() if pooling.get(key)]
+    unsupported = [
+        key
+        for key in (
+            "pooling_mode_mean_sqrt_len_tokens",
+            "pooling_mode_weightedmean_tokens",
+            "pooling_mode_lasttoken",
+        )
+        if pooling.get(key)
+    ]
+    if len(chosen) > 1 or unsupported or (named is not None and named not in flags.values()):
+        raise WeightsError(
+            f"the pooling configuration of {source} ({pooling}) is not one of "
+            "mean, cls or max alone; set 'pooling' explicitly to choose one"
+        )
+    return chosen[0] if chosen else "mean"
+
+
+def check_ids(found: windows.TokenWindows, arch: Architecture, tokenizer_path: Path) -> None:
+    """Refuse a tokenizer whose ids or token types run past the model's embedding tables."""
+    vocab = arch.vocab_size
+    largest = max(found.tokenizer.get_vocab(with_added_tokens=True).values(), default=-1)
+    if largest >= vocab or found.pad_id >= vocab:
+        raise WeightsError(
+            f"{tokenizer_path} has token id {max(largest, found.pad_id)}, but "
+            f"config.json's vocab_size is {vocab}: the embedding table has no row for it; "
+            "use the tokenizer.json that belongs with this checkpoint"
+        )
+    if not arch.type_vocab_size:  # a family without token types (MPNet) never reads them
+        return
+    types = found.tokenizer.encode("a").type_ids if found.token_types else [0]
+    if max(types, default=0) >= arch.type_vocab_size:
+        raise WeightsError(
+            f"{tokenizer_path} gives token type {max(types)}, but config.json's "
+            f"type_vocab_size is {arch.type_vocab_size}; use the tokenizer that "
+            "belongs with this checkpoint"
+        )
 
 
 def _check_fits(

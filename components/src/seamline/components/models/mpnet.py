@@ -5,7 +5,8 @@ the two run different networks (MPNet adds a relative-position bias and has no
 token types), a pipeline file and a manifest should say which one ran, and an
 attention that cannot add the bias is refused for this model alone. Everything
 else is the shared :class:`~.encoder.SentenceEncoder`'s: the same configuration
-fields, weight sources, windows, packing, pooling, normalisation and precisions.
+fields, weight sources, windows, instruction prefixes and ``for_queries``, packing,
+pooling, normalisation and precisions.
 
 What is MPNet's: its ``config.json`` and tensor names (:mod:`.mpnet_weights`) and
 its forward pass (:mod:`.mpnet_math`), which hands the attention a
@@ -50,6 +51,9 @@ class MpnetEncoder(SentenceEncoder[MpnetParams]):
     def mpnet_architecture(self) -> MpnetArchitecture:
         """The static shape with MPNet's own parts (bias buckets, position table rows)."""
         return self._mpnet
+
+    def _check_tensors(self, files: weights.ModelFiles) -> None:
+        mpnet_weights.check_tensors(files, self._mpnet)
 
     def _read_params(self, files: weights.ModelFiles, sha256: str | None) -> MpnetParams:
         return mpnet_weights.load_params(files, self._mpnet, sha256)

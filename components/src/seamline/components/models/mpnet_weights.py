@@ -22,8 +22,16 @@ from seamline.components.models.mpnet_math import (
     MpnetEmbeddingParams,
     MpnetParams,
 )
-from seamline.components.models.weights import ModelFiles, ShapeReader, TensorReader
+from seamline.components.models.weights import (
+    HeaderReader,
+    ModelFiles,
+    ShapeReader,
+    TensorReader,
+)
 from seamline.contracts import WeightsError
+
+MPNET = "an MPNet encoder"
+"""What a checkpoint whose tensors do not fit is said not to match."""
 
 
 def parse_architecture(config: dict[str, Any], path: Path) -> MpnetArchitecture:
@@ -76,10 +84,23 @@ def load_params(
             f"{files.weights_path} could not be read as safetensors ({err}); restore the file"
         ) from err
     named = {name.removeprefix("mpnet."): tensor for name, tensor in raw.items()}
-    reader = TensorReader(named, str(files.weights_path))
+    reader = TensorReader(named, str(files.weights_path), MPNET)
     params = _assemble(reader, arch)
     reader.raise_if_missing()
     return params
+
+
+def check_tensors(files: ModelFiles, arch: MpnetArchitecture) -> None:
+    """Refuse weights whose tensors do not match ``config.json``, reading only their header.
+
+    As :func:`.weights.check_tensors` does for BERT: names, shapes and dtypes from the
+    safetensors header, so ``seamline validate`` refuses a mismatch without the weights.
+    """
+    header = weights.read_safetensors_header(files.weights_path)
+    named = {name.removeprefix("mpnet."): entry for name, entry in header.items()}
+    reader = HeaderReader(named, str(files.weights_path), MPNET)
+    _assemble(reader, arch)
+    reader.raise_if_missing()
 
 
 def param_shapes(arch: MpnetArchitecture) -> MpnetParams:

@@ -2,11 +2,17 @@
 
 A weight source is a directory holding a Hugging Face / sentence-transformers
 checkpoint (``config.json``, ``tokenizer.json``, ``model.safetensors`` and, for a
-sentence-transformers model, ``modules.json``, ``1_Pooling/config.json`` and
-``sentence_bert_config.json``), or ``package:<module>``: an installed Python
-package that ships such a directory, or ``split-zip:<name>``: a checkpoint whose zip
-is cut into installed packages, assembled once into the cache (:mod:`.split_zip`).
-Nothing is ever downloaded: a run reads only
+sentence-transformers model, ``modules.json``, ``1_Pooling/config.json``,
+``sentence_bert_config.json`` and ``config_sentence_transformers.json``), or
+``package:<module>``: an installed Python package that ships such a directory, or
+``split-zip:<name>``: a checkpoint whose zip is cut into installed packages, assembled
+once into the cache (:mod:`.split_zip`).
+
+Everything that can be refused without reading the weights is refused when the
+encoder is built (``seamline validate`` builds it): a ``model_type`` other than the
+encoder's, a missing file, a ``config.json`` it cannot run, tensors whose names or
+shapes do not match ``config.json`` (read from the safetensors header alone), a
+tokenizer whose ids run past the embedding table. Nothing is ever downloaded: a run reads only
 files that are already on disk, so what it computes does not depend on the network.
 
 Every failure is a :class:`~seamline.contracts.WeightsError` whose message says what
@@ -42,6 +48,15 @@ from seamline.contracts.modules import find_without_importing
 PACKAGE_PREFIX = "package:"
 WEIGHTS_FILE = "model.safetensors"
 
+#: The ``model_type`` values of config.json this encoder runs.
+MODEL_TYPES = ("bert",)
+
+#: safetensors dtypes the weights may be stored in (read as float32, as the reference does).
+TENSOR_DTYPES = ("F32", "F16", "BF16", "F64")
+
+#: The longest safetensors header read (it describes every tensor; real ones are kilobytes).
+MAX_HEADER_BYTES = 100 << 20
+
 Array = npt.NDArray[Any]
 
 
@@ -59,6 +74,26 @@ class ModelFiles:
     modules: list[dict[str, Any]] | None
     pooling: dict[str, Any] | None
     sentence_config: dict[str, Any] | None
+    tokenizer_config: dict[str, Any] | None = None
+    """``tokenizer_config.json`` beside ``tokenizer.json`` (its ``model_input_names``)."""
+    sentence_transformers_config: dict[str, Any] | None = None
+    """``config_sentence_transformers.json`` (its ``prompts``)."""
+
+    def prompts(self) -> dict[str, str]:
+        """The checkpoint's non-empty named prompts (sentence-transformers' ``prompts``)."""
+        found = (self.sentence_transformers_config or {}).get("prompts")
+        if not isinstance(found, dict):
+            return {}
+        return {str(k): v for k, v in found.items() if isinstance(v, str) and v}
+
+    def returns_token_types(self) -> bool:
+        """Whether the Hugging Face tokenizer hands the model ``token_type_ids``.
+
+        A tokenizer whose ``model_input_names`` leaves them out feeds none, and
+        ``BertModel`` then uses token type 0 everywhere.
+        """
+        names = (self.tokenizer_config or {}).get("model_input_names")
+        return not isinstance(names, list) or "token_type_ids" in names
 
 
 def resolve_source(source: str) -> Path:
@@ -126,6 +161,13 @@ def read_model_files(root: Path) -> ModelFiles:
             f"{weights_path} is missing; this encoder reads safetensors only (convert a "
             "pytorch_model.bin with the safetensors library, once, outside seamline)"
         )
+    pooling_path = root / _pooling_path(modules) / "config.json"
+    pooling = _read_object(pooling_path)
+    if pooling is None and any(_is_module(m, "Pooling") for m in modules or ()):
+        raise WeightsError(
+            f"{pooling_path} is missing, and modules.json lists a Pooling module; restore "
+            "the file (sentence-transformers writes it with the model)"
+        )
     return ModelFiles(
         root=root,
         model_dir=model_dir,
@@ -133,22 +175,35 @@ def read_model_files(root: Path) -> ModelFiles:
         tokenizer_path=tokenizer_path,
         weights_path=weights_path,
         modules=modules,
-        pooling=_read_object(root / _pooling_path(modules) / "config.json"),
+        pooling=pooling,
         sentence_config=_sentence_config(root, model_dir),
+        tokenizer_config=_read_object(tokenizer_path.parent / "tokenizer_config.json"),
+        sentence_transformers_config=_read_object(root / "config_sentence_transformers.json"),
     )
+
+
+def _is_module(module: dict[str, Any], kind: str) -> bool:
+    """Whether ``module`` (an entry of modules.json) is sentence-transformers' ``kind``.
+
+    sentence-transformers has named its modules ``sentence_transformers.models.Pooling``
+    and, since version 5, ``sentence_transformers.sentence_transformer.modules.pooling.
+    Pooling`` (Transformer and Normalize under ``...base.modules``); any of its
+    packages, the same class (:func:`module_class`).
+    """
+    return module_class(module) == kind
 
 
 def _transformer_path(modules: list[dict[str, Any]] | None) -> str:
     """The sub-directory of the Transformer module (``""`` in most checkpoints)."""
     for module in modules or ():
-        if str(module.get("type", "")).endswith(".Transformer"):
+        if _is_module(module, "Transformer"):
             return str(module.get("path", ""))
     return ""
 
 
 def _pooling_path(modules: list[dict[str, Any]] | None) -> str:
     for module in modules or ():
-        if str(module.get("type", "")).endswith(".Pooling"):
+        if _is_module(module, "Pooling"):
             return str(module.get("path", "1_Pooling"))
     return "1_Pooling"
 
@@ -214,10 +269,19 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
     successful load mean "this reproduces the reference".
     """
     where = path / "config.json"
-    if config.get("model_type") == "mpnet":
+    model_type = config.get("model_type")
+    if model_type == "mpnet":
         raise WeightsError(
             f"{where}: model_type 'mpnet' adds a relative-position bias that bert-encoder "
             "does not compute; use the mpnet-encoder model instead (model: {use: mpnet-encoder})"
+        )
+    if model_type not in MODEL_TYPES:
+        found = "names no model_type" if model_type is None else f"has model_type {model_type!r}"
+        raise WeightsError(
+            f"{where} {found}; bert-encoder runs BERT encoders only (model_type "
+            f"{' or '.join(repr(t) for t in MODEL_TYPES)}: BERT, MiniLM, bge, e5 and other "
+            "sentence-transformers models built on BertModel), with absolute positions and "
+            f"{', '.join(sorted(_ACTIVATIONS))} activations; use a checkpoint of one of those"
         )
     position_kind = config.get("position_embedding_type", "absolute")
     if position_kind != "absolute":
@@ -233,16 +297,30 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
         num_heads=int_field(config, "num_attention_heads", where),
         intermediate_size=int_field(config, "intermediate_size", where),
         max_positions=int_field(config, "max_position_embeddings", where),
-        type_vocab_size=int(config.get("type_vocab_size", 2)),
+        type_vocab_size=_count_field(config, "type_vocab_size", 2, where),
         layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)),
         activation=activation,
     )
+    if arch.type_vocab_size < 1:
+        raise WeightsError(
+            f"{where}: type_vocab_size is {arch.type_vocab_size}: BERT adds a token-type "
+            "embedding to every token, so it needs at least 1 (transformers' BertModel cannot "
+            "run this checkpoint either); set type_vocab_size to the rows of "
+            "embeddings.token_type_embeddings.weight"
+        )
     if arch.hidden_size % arch.num_heads:
         raise WeightsError(
             f"{where}: hidden_size {arch.hidden_size} is not divisible by "
             f"num_attention_heads {arch.num_heads}"
         )
     return arch
+
+
+def _count_field(config: dict[str, Any], key: str, default: int, where: Path) -> int:
+    value = config.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise WeightsError(f"{where}: {key} is {value!r}, expected a whole number")
+    return value
 
 
 def activation_of(config: dict[str, Any], where: Path) -> Activation:
@@ -285,7 +363,9 @@ def module_class(module: dict[str, Any]) -> str | None:
     return kind.rsplit(".", 1)[-1]
 
 
-def check_modules(modules: list[dict[str, Any]] | None, where: Path) -> None:
+def check_modules(
+    modules: list[dict[str, Any]] | None, where: Path, encoder: str = "the encoder"
+) -> None:
     """Refuse a sentence-transformers pipeline with modules (Dense, ...) the encoder lacks.
 
     Skipping one silently would give vectors that look right and are not the model's.
@@ -293,7 +373,7 @@ def check_modules(modules: list[dict[str, Any]] | None, where: Path) -> None:
     extra = [str(m.get("type")) for m in modules or () if module_class(m) not in SUPPORTED_MODULES]
     if extra:
         raise WeightsError(
-            f"{where / 'modules.json'} lists {', '.join(extra)}, which the encoder does not "
+            f"{where / 'modules.json'} lists {', '.join(extra)}, which {encoder} does not "
             "implement (it runs Transformer, Pooling and Normalize only); use a checkpoint "
             "without them"
         )
@@ -351,6 +431,44 @@ def param_shapes(arch: Architecture) -> BertParams:
     return _assemble(ShapeReader(), arch)
 
 
+def check_tensors(files: ModelFiles, arch: Architecture) -> None:
+    """Refuse weights whose tensors do not match ``config.json``, reading only their header.
+
+    A safetensors file begins with a JSON header that names every tensor with its dtype
+    and shape; this reads that (kilobytes), so a checkpoint whose config.json and weights
+    disagree is refused when the encoder is built (``seamline validate``), not after
+    the weights are read.
+    """
+    header = read_safetensors_header(files.weights_path)
+    reader = HeaderReader(_strip_prefix(header), str(files.weights_path))
+    _assemble(reader, arch)
+    reader.raise_if_missing()
+
+
+def read_safetensors_header(path: Path) -> dict[str, Any]:
+    """Every tensor's ``(dtype, shape)`` from a safetensors file's header."""
+    damaged = f"{path} is not a safetensors file (its header could not be read"
+    try:
+        with path.open("rb") as stream:
+            size_bytes = stream.read(8)
+            size = int.from_bytes(size_bytes, "little") if len(size_bytes) == 8 else -1
+            if not 0 < size <= min(MAX_HEADER_BYTES, path.stat().st_size - 8):
+                raise WeightsError(f"{damaged}); restore the file")
+            header = json.loads(stream.read(size).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise WeightsError(f"{damaged}: {err}); restore the file") from err
+    if not isinstance(header, dict):
+        raise WeightsError(f"{damaged}); restore the file")
+    tensors: dict[str, Any] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("shape"), list):
+            raise WeightsError(f"{damaged}: entry {name!r} has no shape); restore the file")
+        tensors[name] = (str(entry.get("dtype")), tuple(int(n) for n in entry["shape"]))
+    return tensors
+
+
 def _assemble(reader: TensorReader, arch: Architecture) -> BertParams:
     hidden = arch.hidden_size
     embeddings = EmbeddingParams(
@@ -392,9 +510,12 @@ class TensorReader:
     Shared by the encoders' weight mappings (BERT's here, MPNet's in :mod:`.mpnet_weights`).
     """
 
-    def __init__(self, tensors: dict[str, Array], source: str) -> None:
+    def __init__(
+        self, tensors: dict[str, Array], source: str, what: str = "a BERT encoder"
+    ) -> None:
         self._tensors = tensors
         self._source = source
+        self._what = what
         self._problems: list[str] = []
 
     def get(self, name: str, shape: tuple[int, ...]) -> Array:
@@ -428,9 +549,27 @@ class TensorReader:
         shown = "; ".join(self._problems[:8])
         more = f" (and {len(self._problems) - 8} more)" if len(self._problems) > 8 else ""
         raise WeightsError(
-            f"{self._source} does not match the encoder config.json describes: "
+            f"{self._source} does not match {self._what} as config.json describes it: "
             f"{shown}{more}; use the model.safetensors that belongs with this config.json"
         )
+
+
+class HeaderReader(TensorReader):
+    """Checks names, shapes and dtypes against a safetensors header; returns placeholders."""
+
+    def get(self, name: str, shape: tuple[int, ...]) -> Array:
+        entry = self._tensors.get(name)
+        if entry is None:
+            self._problems.append(f"missing {name}")
+        else:
+            dtype, found = entry
+            if found != shape:
+                self._problems.append(f"{name} has shape {found}, expected {shape}")
+            if dtype not in TENSOR_DTYPES:
+                self._problems.append(
+                    f"{name} is stored as {dtype}, not a float type ({', '.join(TENSOR_DTYPES)})"
+                )
+        return np.zeros((0,), np.float32)
 
 
 class ShapeReader(TensorReader):

@@ -6,23 +6,37 @@ Hugging Face fast tokenizer with truncation and a ``stride`` (the first encoding
 and its ``overflowing`` encodings), so that the reference implementation can
 reproduce them token for token. Each window gets its own ``[CLS]`` and ``[SEP]``
 from the tokenizer's post-processor, and the character span of the text it covers.
+
+A *prefix* (an instruction such as e5's ``"passage: "``) is tokenised once, alone, and
+its tokens are put into every window right after the leading special token
+(``[CLS] prefix content [SEP]``); the windows are cut ``len(prefix)`` tokens shorter so
+that each still fits ``max_length``. A window's span covers the document's own
+characters only: the prefix is not part of the document. The first window is exactly
+what sentence-transformers encodes for ``prefix + text`` (its prompts), because a
+prefix that ends a word (a space or punctuation last, as every instruction does)
+tokenises to the same tokens alone as in front of the text; a prefix that would not
+(``"query"`` running into the text's first word) is refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from tokenizers import Encoding, Tokenizer
 
-from seamline.contracts import Example, WeightsError
+from seamline.contracts import ConfigError, Example, WeightsError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
 EMPTY_SPAN = (0, 0)
+
+PROBES = ("a", "A", "1", "é")
+"""Texts a prefix is tried in front of: its tokens must not merge with the text's."""
 
 
 @dataclass(frozen=True)
@@ -34,17 +48,72 @@ class TokenWindows:
     """The id padding positions get (the tokenizer file's own padding id, else ``[PAD]``)."""
     special_tokens: int
     """Special tokens (``[CLS]``, ``[SEP]``) the post-processor adds to every window."""
+    prefix: Prefix
+    """What every window carries after its leading special tokens (nothing by default)."""
+    token_types: bool = True
+    """Whether windows keep the tokenizer's token type ids (else all 0: a Hugging Face
+    tokenizer whose ``model_input_names`` leaves them out feeds the model none)."""
+
+    @property
+    def reserved(self) -> int:
+        """Tokens of every window that are not the text's: special tokens and the prefix."""
+        return self.special_tokens + len(self.prefix.ids)
 
     def split(self, doc_id: str, text: str) -> list[Example]:
         """All windows of ``text``, in order, as examples."""
-        return split(self.tokenizer, doc_id, text)
+        first = self.tokenizer.encode(text)
+        windows = [first, *first.overflowing]
+        return [self.example(doc_id, index, window) for index, window in enumerate(windows)]
+
+    def example(self, doc_id: str, index: int, window: Encoding) -> Example:
+        """One window as an example, with the prefix put in after its leading specials."""
+        example = to_example(doc_id, index, window)
+        if not self.prefix.ids.size and self.token_types:
+            return example
+        at = self.prefix.at
+        ids = np.asarray(window.ids, dtype=np.int32)
+        types = np.asarray(window.type_ids, dtype=np.int32)
+        ids = np.concatenate([ids[:at], self.prefix.ids, ids[at:]]).astype(np.int32)
+        types = np.concatenate([types[:at], self.prefix.type_ids, types[at:]]).astype(np.int32)
+        if not self.token_types:
+            types = np.zeros_like(types)
+        return Example(
+            doc_id=doc_id,
+            index=index,
+            span=example.span,
+            length=len(ids),
+            features={"input_ids": ids, "token_type_ids": types},
+        )
 
 
-def load_windows(path: Path, max_length: int, stride: int, fallback_pad_id: int) -> TokenWindows:
+@dataclass(frozen=True)
+class Prefix:
+    """A text put before every window's content, as tokens (nothing when ``text`` is empty)."""
+
+    text: str = ""
+    ids: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    type_ids: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    at: int = 0
+    """Where in a window it goes: after this many leading special tokens (``[CLS]``)."""
+
+
+def load_windows(
+    path: Path,
+    max_length: int,
+    stride: int,
+    fallback_pad_id: int,
+    *,
+    prefix: str = "",
+    token_types: bool = True,
+) -> TokenWindows:
     """A tokenizer that cuts any text into windows of at most ``max_length`` tokens.
 
     Padding stored in ``tokenizer.json`` is switched off (after noting its pad id):
     padding is the job of ``collate``, which pads a whole batch to its shape bucket.
+    With a ``prefix``, windows are cut shorter by its tokens, which every window then
+    carries (see the module's docstring). The caller checks ``stride`` against
+    ``max_length - reserved`` first: the tokenizer aborts the process on a long text
+    when a window has no room past the overlap.
     """
     try:
         tokenizer = Tokenizer.from_file(str(path))
@@ -54,11 +123,51 @@ def load_windows(path: Path, max_length: int, stride: int, fallback_pad_id: int)
         ) from err
     pad_id = _pad_token_id(tokenizer, fallback_pad_id)
     tokenizer.no_padding()
-    tokenizer.enable_truncation(
-        max_length=max_length, stride=stride, strategy="longest_first", direction="right"
-    )
+    tokenizer.no_truncation()
+    tokenized = _tokenize_prefix(tokenizer, prefix)
     special = int(tokenizer.num_special_tokens_to_add(is_pair=False))
-    return TokenWindows(tokenizer=tokenizer, pad_id=pad_id, special_tokens=special)
+    windows = TokenWindows(
+        tokenizer=tokenizer,
+        pad_id=pad_id,
+        special_tokens=special,
+        prefix=tokenized,
+        token_types=token_types,
+    )
+    if max_length - windows.reserved > stride:
+        tokenizer.enable_truncation(
+            max_length=max_length - len(tokenized.ids),
+            stride=stride,
+            strategy="longest_first",
+            direction="right",
+        )
+    return windows
+
+
+def _tokenize_prefix(tokenizer: Tokenizer, prefix: str) -> Prefix:
+    """``prefix`` as tokens, and where the post-processor's template puts a text's tokens."""
+    if not prefix:
+        return Prefix()
+    encoding = tokenizer.encode(prefix)
+    content = [i for i, seq in enumerate(encoding.sequence_ids) if seq is not None]
+    if not content:  # only whitespace, say: nothing to put in
+        return Prefix(text=prefix)
+    ids = [encoding.ids[i] for i in content]
+    for probe in PROBES:
+        alone = tokenizer.encode(probe, add_special_tokens=False).ids
+        together = tokenizer.encode(prefix + probe, add_special_tokens=False).ids
+        if together != ids + alone:
+            shown = tokenizer.encode(prefix + probe, add_special_tokens=False).tokens
+            raise ConfigError(
+                f"prefix {prefix!r} runs into the text that follows it when tokenised "
+                f"({prefix + probe!r} becomes {shown}, not the prefix's tokens then the "
+                "text's): end it with a space or punctuation, as e5's 'query: ' does"
+            )
+    return Prefix(
+        text=prefix,
+        ids=np.asarray(ids, dtype=np.int32),
+        type_ids=np.asarray([encoding.type_ids[i] for i in content], dtype=np.int32),
+        at=content[0],
+    )
 
 
 def _pad_token_id(tokenizer: Tokenizer, fallback: int) -> int:
@@ -68,13 +177,6 @@ def _pad_token_id(tokenizer: Tokenizer, fallback: int) -> int:
         return int(padding["pad_id"])
     token_id = tokenizer.token_to_id("[PAD]")
     return fallback if token_id is None else int(token_id)
-
-
-def split(tokenizer: Tokenizer, doc_id: str, text: str) -> list[Example]:
-    """All windows of ``text``, in order, as examples."""
-    first = tokenizer.encode(text)
-    windows = [first, *first.overflowing]
-    return [to_example(doc_id, index, window) for index, window in enumerate(windows)]
 
 
 def to_example(doc_id: str, index: int, window: Encoding) -> Example:

@@ -200,6 +200,20 @@ class ModelContract(ComponentContract):
         packed = self.outputs(model, examples, 2, length, rows=[0] * len(examples))
         self.assert_close(model, packed, alone, "packing three examples into one row")
 
+    def test_query_model_runs_on_the_same_params(
+        self, model: Model[Any], documents: list[Document]
+    ) -> None:
+        """``for_queries()`` (1.3) is the model for queries: same window, params and apply."""
+        queries = model.for_queries()
+        assert isinstance(queries, Model), f"model {model.name!r}: for_queries() is not a model"
+        assert queries.max_length == model.max_length, (
+            f"model {model.name!r}: for_queries() has another max_length "
+            f"({queries.max_length}, not {model.max_length})"
+        )
+        examples = self.examples_of(queries, documents)[:4]
+        out = self.outputs(queries, examples, 4, _length_for(examples, model.max_length))
+        assert np.isfinite(out).all(), f"model {model.name!r}: a query gave NaN or infinity"
+
     def test_same_outputs_with_any_conforming_attention(
         self,
         model: Model[Any],

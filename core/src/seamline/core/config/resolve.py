@@ -298,6 +298,31 @@ class ResolvedEncoder:
     source: str
     precision: str = FLOAT32
     """The precision the model computes in (an index's, read from its manifest)."""
+    queries: bool = False
+    """Embed search queries, not documents: the model's ``for_queries()`` (model contract
+    1.3), which may put an instruction before each text (e5's "query: ")."""
+
+
+def check_model(resolved: ResolvedPipeline, registry: Registry) -> None:
+    """Build the pipeline's model, as a run does first, and refuse now what it refuses.
+
+    A model reads its own configuration when it is built (a checkpoint's config.json,
+    its tokenizer, the header of its weights file; :meth:`~seamline.contracts.Model.load`
+    reads the weights), so a model that cannot run what the pipeline names (an unknown
+    architecture, a missing file, a weights file that does not match its configuration)
+    is refused by ``seamline validate``, not at the start of a run. Its error is placed
+    at the model's ``with:`` block. Only the model is built: a loader or a sink would
+    touch the input or the output.
+    """
+    try:
+        registry.create("model", resolved.model.name, resolved.model.config)
+    except ConfigError as err:
+        if err.location is not None:
+            raise
+        raise ConfigError(err.detail, resolved.where(("model", "with"))) from None
+    except UserError as err:
+        detail = f"model {resolved.model.name!r}: {err}"
+        raise ConfigError(detail, resolved.where(("model", "with"))) from None
 
 
 def resolve_encoder(

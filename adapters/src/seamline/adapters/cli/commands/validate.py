@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seamline.adapters.cli import loading
+from seamline.adapters.cli.errors import user_errors
 from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from seamline.contracts.errors import UserError
+    from seamline.core import Registry, ResolvedPipeline
 
 
 def validate(
@@ -13,17 +22,31 @@ def validate(
 ) -> None:
     """Check a pipeline file without running it (every error is reported with its location).
 
-    With --format json, one document on stdout (schema seamline.validate/1), errors
-    included: a pipeline that does not validate still exits with code 2.
+    The model is built as a run builds it, so it reads its configuration: a checkpoint
+    it cannot run (another architecture, a missing file, weights that do not match their
+    config.json) is refused here, without reading the weights. With --format json, one
+    document on stdout (schema seamline.validate/1), errors included: a pipeline that
+    does not validate still exits with code 2.
     """
     if output_format(format_) == "text":
         from seamline.adapters.cli.render.pipeline import validated
 
-        resolved, registry = loading.pipeline(pipeline, overrides)
+        resolved, registry = _checked(pipeline, overrides, None)
         validated(pipeline, resolved, registry)
         return
     from seamline.adapters.cli.render import pipeline_json
 
     failed = partial(pipeline_json.failed, pipeline_json.VALIDATE_SCHEMA, pipeline)
-    resolved, registry = loading.pipeline(pipeline, overrides, report=failed)
+    resolved, registry = _checked(pipeline, overrides, failed)
     pipeline_json.validated(pipeline, resolved, registry)
+
+
+def _checked(
+    pipeline: Path, overrides: list[str] | None, report: Callable[[UserError], None] | None
+) -> tuple[ResolvedPipeline, Registry]:
+    """The pipeline resolved, and its model built (then dropped) to check what it names."""
+    from seamline.core import check_model
+
+    resolved, registry = loading.pipeline(pipeline, overrides, report)
+    user_errors(lambda: check_model(resolved, registry), report)
+    return resolved, registry
