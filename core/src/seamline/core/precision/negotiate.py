@@ -53,6 +53,16 @@ def mode_of(settings: PrecisionSettings) -> Mode:
     return "auto" if settings.use == "auto" else "explicit"
 
 
+def offered_by(pipeline: ResolvedPipeline, registry: Registry) -> tuple[str, ...]:
+    """The precisions the pipeline's model can compute in (a model built and closed)."""
+    choice = pipeline.model
+    model = cast(Model[Any], registry.create("model", choice.name, choice.config))
+    try:
+        return tuple(model.precisions())
+    finally:
+        model.close()
+
+
 def offered_and_native(
     settings: PrecisionSettings, offered: Sequence[str], hardware: Hardware
 ) -> list[PrecisionCandidate]:
@@ -87,13 +97,7 @@ def decide_precision(
         return float32_decision(mode)
     with tracer().start_as_current_span(SPAN) as span:
         hardware = hardware or Hardware.detect(environ)
-        model = cast(
-            Model[Any], registry.create("model", pipeline.model.name, pipeline.model.config)
-        )
-        try:
-            offered = tuple(model.precisions())
-        finally:
-            model.close()
+        offered = offered_by(pipeline, registry)
         calibration = Calibration(pipeline, registry, hardware, environ)
         try:
             decision = _first_that_serves(settings, mode, offered, hardware, calibration)
@@ -301,12 +305,7 @@ def preview_precision(
     if settings.names == (FLOAT32,):
         return mode, [PrecisionCandidate(FLOAT32, True, ("the default",))]
     hardware = hardware or Hardware.detect(environ)
-    choice = pipeline.model
-    model = cast(Model[Any], registry.create("model", choice.name, choice.config))
-    try:
-        offered = tuple(model.precisions())
-    finally:
-        model.close()
+    offered = offered_by(pipeline, registry)
     calibration = Calibration(pipeline, registry, hardware, environ)
     judged: list[PrecisionCandidate] = []
     for candidate in offered_and_native(settings, offered, hardware):
