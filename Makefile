@@ -25,7 +25,7 @@ STAMP := $(VENV)/.seamline-installed
 # pytest on two worker processes (pytest-xdist); conftest.py keeps a module, a docs page and
 # the tests sharing a costly session fixture on one worker. `make test PYTEST_WORKERS=` runs
 # it in one process.
-PYTEST_WORKERS ?= -n 2 --dist loadgroup
+PYTEST_WORKERS ?= -n 2 --dist loadscope
 
 .PHONY: uv setup run test constraints corpus golden bench bench-attention bench-overhead clean
 

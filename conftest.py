@@ -3,19 +3,24 @@
 pytest collects README.md's and docs/*.md's console blocks: see tests/docs/collect.py for
 what a block must do to pass, and how a page marks a block that is illustrative only.
 
-``make test`` runs ``pytest -n 2 --dist loadgroup`` (pytest-xdist). Each test is put in
-an ``xdist_group`` here, so that a group runs whole on one worker, in collection order:
+``make test`` runs ``pytest -n 2 --dist loadscope`` (pytest-xdist), and the scheduler below
+decides what runs whole on one worker, in collection order:
 
-- a module's tests (a test class's, for a class) are one group, so that a module-scoped
-  fixture is made once, and a page's console blocks run in order in the one folder that
-  its ``make run`` writes;
-- the modules that share a session-scoped fixture doing real work (``SHARED_WORK``) are
-  one group, so that the work is done once, as in a run on one process.
+- a module's tests (a test class's, for a class), so that a module-scoped fixture is made
+  once, and a docs page's console blocks run in order in the one folder that its
+  ``make run`` writes;
+- the modules of a group in ``SHARED``: they share a session-scoped fixture that does real
+  work, so that the work is done once, as in a run on one process
+  (tests/test_worker_groups.py checks that the table names every such module).
+
+(pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9.2: they rename node
+ids through an attribute that pytest no longer reads.)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,32 +28,44 @@ from tests.docs.collect import documentation_tests
 
 pytest_collect_file = documentation_tests(Path(__file__).parent).pytest()
 
-SHARED_WORK = frozenset({"ray_cluster", "fault_outcomes", "hostile_pipelines", "tampered_inputs"})
-"""Session-scoped fixtures that start a Ray cluster or run scenarios: one worker each."""
+SHARED: dict[str, tuple[str, ...]] = {
+    "ray_cluster": (
+        "tests/scaling/test_executor_conformance.py",
+        "tests/scaling/test_path_spellings.py",
+        "tests/scaling/test_ray_executor.py",
+    ),
+    "fault_outcomes": (
+        "tests/core/test_monitor_hub.py",
+        "tests/faults/test_call_faults.py",
+        "tests/faults/test_component_faults.py",
+        "tests/faults/test_kill_resume.py",
+        "tests/faults/test_outcome_table.py",
+    ),
+}
+"""A session fixture that starts a Ray cluster or runs scenarios, and the modules using it."""
+GROUP_OF = {
+    module: f"shared:{fixture}" for fixture, modules in SHARED.items() for module in modules
+}
 
 
-def _scope(item: pytest.Item) -> str:
-    """The module of a test (``path``), or its class (``path::Class``)."""
-    path, _, rest = item.nodeid.partition("::")
-    parts = rest.split("::")
+def worker_scope(nodeid: str) -> str:
+    """What runs whole on one worker: the test's group, class or module."""
+    path, _, rest = nodeid.partition("::")
+    if path in GROUP_OF:
+        return GROUP_OF[path]
+    parts = rest.split("[", 1)[0].split("::")  # a parameter's id may hold "::"
     return f"{path}::{parts[0]}" if len(parts) > 1 else path
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the marks into node ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    # Union-find over scopes and the SHARED_WORK fixtures their tests use.
-    parent: dict[str, str] = {}
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` with the scopes of :func:`worker_scope`."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
-    def root(name: str) -> str:
-        while parent.setdefault(name, name) != name:
-            name = parent[name]
-        return name
+    class Scheduler(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_scope(nodeid)
 
-    for item in items:
-        for fixture in SHARED_WORK.intersection(getattr(item, "fixturenames", ())):
-            parent[root(_scope(item))] = root(f"shared-{fixture}")
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(root(_scope(item))))
+    return Scheduler(config, log)
