@@ -1,6 +1,6 @@
 # seamline: two commands matter.
 #   make run   sets everything up and runs the example pipeline on a real corpus
-#   make test  sets up with the test tools and runs ruff, mypy, import-linter, pytest
+#   make test  sets up with the test tools and runs ruff, mypy, import-linter, pytest (2 workers)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := run
@@ -22,6 +22,10 @@ PACKAGES := $(MEMBERS) $(EXAMPLE_PACKAGES) $(KERNEL_PACKAGES)
 PYPROJECTS := pyproject.toml $(foreach m,$(PACKAGES),$(m)/pyproject.toml)
 KERNEL_SOURCES := $(wildcard $(foreach k,$(KERNEL_PACKAGES),$(k)/setup.py $(k)/src/*/*.cc $(k)/src/*/*.inc))
 STAMP := $(VENV)/.seamline-installed
+# pytest on two worker processes (pytest-xdist); conftest.py keeps a module, a docs page and
+# the tests sharing a costly session fixture on one worker. `make test PYTEST_WORKERS=` runs
+# it in one process.
+PYTEST_WORKERS ?= -n 2 --dist loadscope
 
 .PHONY: uv setup run test constraints corpus golden bench bench-attention bench-overhead mpnet clean
 
@@ -56,7 +60,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy contracts/src core/src components/src adapters/src $(foreach k,$(KERNEL_PACKAGES),$(k)/src)
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q $(PYTEST_WORKERS)
 
 # Re-pin every dependency (names and versions only, no index addresses).
 constraints: | uv

@@ -1,11 +1,71 @@
-"""The docs are tests: pytest collects README.md's and docs/*.md's console blocks.
+"""The docs are tests, and the suite runs on two workers.
 
-See tests/docs/collect.py for what a block must do to pass, and how a page marks a
-block that is illustrative only.
+pytest collects README.md's and docs/*.md's console blocks: see tests/docs/collect.py for
+what a block must do to pass, and how a page marks a block that is illustrative only.
+
+``make test`` runs ``pytest -n 2 --dist loadscope`` (pytest-xdist), and the scheduler below
+decides what runs whole on one worker, in collection order:
+
+- a module's tests (a test class's, for a class), so that a module-scoped fixture is made
+  once, and a docs page's console blocks run in order in the one folder that its
+  ``make run`` writes;
+- the modules of a group in ``SHARED``: they share a session-scoped fixture that does real
+  work, so that the work is done once, as in a run on one process
+  (tests/test_worker_groups.py checks that the table names every such module).
+
+(pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9.2: they rename node
+ids through an attribute that pytest no longer reads.)
 """
 
+from __future__ import annotations
+
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.docs.collect import documentation_tests
 
 pytest_collect_file = documentation_tests(Path(__file__).parent).pytest()
+
+SHARED: dict[str, tuple[str, ...]] = {
+    "ray_cluster": (
+        "tests/scaling/test_executor_conformance.py",
+        "tests/scaling/test_path_spellings.py",
+        "tests/scaling/test_ray_executor.py",
+    ),
+    "fault_outcomes": (
+        "tests/core/test_monitor_hub.py",
+        "tests/faults/test_call_faults.py",
+        "tests/faults/test_component_faults.py",
+        "tests/faults/test_kill_resume.py",
+        "tests/faults/test_outcome_table.py",
+    ),
+}
+"""A session fixture that starts a Ray cluster or runs scenarios, and the modules using it."""
+GROUP_OF = {
+    module: f"shared:{fixture}" for fixture, modules in SHARED.items() for module in modules
+}
+
+
+def worker_scope(nodeid: str) -> str:
+    """What runs whole on one worker: the test's group, class or module."""
+    path, _, rest = nodeid.partition("::")
+    if path in GROUP_OF:
+        return GROUP_OF[path]
+    parts = rest.split("[", 1)[0].split("::")  # a parameter's id may hold "::"
+    return f"{path}::{parts[0]}" if len(parts) > 1 else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` with the scopes of :func:`worker_scope`."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduler(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_scope(nodeid)
+
+    return Scheduler(config, log)

@@ -216,10 +216,12 @@ class TamperedInputs(Observations[Seen]):
 
 @contextlib.contextmanager
 def _quiet(registry: Registry | None) -> Iterator[pytest.MonkeyPatch]:
-    """Discovery finding ``registry``; logging set up by no command (and restored after)."""
+    """Discovery finding ``registry``; logging set up by no command but here, at warning level
+    whatever an earlier test in this process left (and restored after)."""
     config = structlog.get_config()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with pytest.MonkeyPatch.context() as patch:
         if registry is not None:
             patch.setattr(Registry, "discover", classmethod(lambda cls, trust=None: registry))

@@ -244,8 +244,14 @@ class ParquetLoaderConformance(LoaderContract):
 class LogMonitorConformance(MonitorContract):
     @pytest.fixture
     def _captured(self) -> Iterator[list[MutableMapping[str, Any]]]:
-        with structlog.testing.capture_logs() as entries:
-            yield entries
+        # Every level, whatever filter the process had configured (restored after).
+        previous = structlog.get_config()
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
+        try:
+            with structlog.testing.capture_logs() as entries:
+                yield entries
+        finally:
+            structlog.configure(**previous)
 
     @pytest.fixture
     def monitor(self, _captured: list[MutableMapping[str, Any]]) -> LogMonitor:
