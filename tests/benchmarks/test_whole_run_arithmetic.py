@@ -6,11 +6,16 @@ made-up logs, the two calculations a wrong figure would come from.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from benchmarks.common.model_under_test import model_under_test
 from benchmarks.throughput import whole_run
+
+ROOT = Path(__file__).parents[2]
+MPNET_GOLDEN = ROOT / "tests" / "golden" / "mpnet_tiny"
 
 
 def _batch(length: int, tokens: int, seconds: float) -> dict[str, object]:
@@ -35,9 +40,43 @@ def test_steady_state_leaves_out_the_first_batch_of_each_length() -> None:
 
 
 def test_useful_flops_count_real_tokens_and_pairs_within_a_window() -> None:
+    minilm = model_under_test(ROOT / "examples" / "pipelines" / "embed-docs.yaml")
     dense = 6 * 2 * (4 * 384 * 384 + 2 * 384 * 1536)
     pair = 6 * 4 * 384
-    assert whole_run.useful_flops([3, 1]) == dense * 4 + pair * (9 + 1)
+    assert minilm.useful_flops([3, 1]) == dense * 4 + pair * (9 + 1)
+
+
+def test_the_model_under_test_is_the_pipelines_with_its_overrides() -> None:
+    # The reference must load the checkpoint the run embeds with, at the run's length.
+    minilm = model_under_test(
+        ROOT / "examples" / "pipelines" / "embed-docs.yaml", ["model.with.max_length=128"]
+    )
+    assert minilm.component == "bert-encoder"
+    assert (minilm.layers, minilm.hidden, minilm.feed_forward) == (6, 384, 1536)
+    assert minilm.max_length == 128
+    assert (minilm.checkpoint / "modules.json").is_file()
+    assert minilm.tokenizer.name == "tokenizer.json"
+    tiny = model_under_test(
+        ROOT / "examples" / "pipelines" / "embed-docs-mpnet.yaml",
+        [
+            f"model.with.weights={MPNET_GOLDEN}",
+            "model.with.sha256=null",
+            "model.with.max_length=64",
+        ],
+    )
+    assert tiny.component == "mpnet-encoder"
+    assert tiny.checkpoint == MPNET_GOLDEN.resolve()
+    arch = json.loads((MPNET_GOLDEN / "config.json").read_text(encoding="utf-8"))
+    assert (tiny.layers, tiny.hidden, tiny.feed_forward) == (
+        arch["num_hidden_layers"],
+        arch["hidden_size"],
+        arch["intermediate_size"],
+    )
+
+
+def test_a_pipeline_whose_model_has_no_weights_folder_is_refused(tmp_path: Path) -> None:
+    done = whole_run.main(["--pipeline", str(tmp_path / "missing.yaml")])
+    assert done == 2
 
 
 def test_the_output_is_read_back_from_the_sink_the_pipeline_names(tmp_path: Path) -> None:
