@@ -12,7 +12,8 @@ JSON lines to a temporary folder). Accuracy is measured on the last repeat's out
 window by window: the largest absolute difference of any component, and the cosine
 similarity between the two vectors of each window (all embeddings are unit length);
 and, for retrieval, how many of each window's 10 nearest neighbours among all the
-windows (cosine, float32's) bfloat16's vectors keep.
+windows (cosine, float32's) bfloat16's vectors keep, counted as the precision gate counts
+them (ties kept).
 
     .venv/bin/python -m benchmarks.model.bf16_accuracy [--docs 400] [--repeats 2] [--out DIR]
 
@@ -41,6 +42,7 @@ from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.adapters.measure.repeats import interleaved, spread
+from seamline.core.precision.gate import neighbours_kept
 
 PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs-jsonl.yaml"
 SIDES = ("float32", "bfloat16")
@@ -96,11 +98,9 @@ def accuracy(reference: Path, reduced: Path) -> dict[str, Any]:
     b = np.stack([half[k] for k in keys]).astype(np.float64)
     cosine = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     k = min(NEIGHBOURS, len(keys) - 1)
-    kept = []
-    for similarity in (a @ a.T, b @ b.T):
-        np.fill_diagonal(similarity, -np.inf)
-        kept.append(np.argsort(-similarity, axis=1)[:, :k])
-    overlap = [len(set(x) & set(y)) / k for x, y in zip(kept[0], kept[1], strict=True)]
+    unit_a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    unit_b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    overlap = neighbours_kept(unit_a, unit_b, k)  # as the precision gate counts them
     return {
         "windows": len(keys),
         "max_abs_difference": float(np.max(np.abs(a - b))),

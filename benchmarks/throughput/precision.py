@@ -62,6 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks.common.corpus import first_of_bench_corpus
+from benchmarks.common.model_under_test import model_under_test
 from benchmarks.common.paths import RESULTS, ROOT, SEAMLINE, module_command
 from benchmarks.common.tables import print_table
 from benchmarks.throughput.whole_run import (
@@ -70,13 +71,13 @@ from benchmarks.throughput.whole_run import (
     records,
     seamline_windows,
     steady_state,
-    useful_flops,
 )
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.adapters.measure.repeats import interleaved, spread
+from seamline.core.precision.gate import neighbours_kept
 
 DEFAULT_PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs-jsonl.yaml"
 REFERENCE_WORKER = "benchmarks.throughput._precision_reference"
@@ -236,45 +237,11 @@ def matmul_rate(precision: str, size: int, repeats: int = 5) -> float:
     return float(done.stdout.strip())
 
 
-def nearest(vectors: Vectors, k: int, chunk: int = 1024) -> npt.NDArray[np.intp]:
-    """Each row's ``k`` nearest other rows by dot product (cosine for unit vectors), as
-    a set of indices per row (in no particular order); computed a chunk of rows at a time."""
-    count = vectors.shape[0]
-    found = np.empty((count, k), np.intp)
-    for start in range(0, count, chunk):
-        similarity = vectors[start : start + chunk] @ vectors.T
-        rows = np.arange(similarity.shape[0])
-        similarity[rows, start + rows] = -np.inf  # not its own neighbour
-        found[start : start + chunk] = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
-    return found
-
-
-def neighbours_kept(
-    reference: Vectors, other: Vectors, k: int, chunk: int = 1024
-) -> npt.NDArray[np.float64]:
-    """Per row, the fraction of its ``k`` nearest neighbours under ``other`` that are among
-    its ``k`` nearest under ``reference``.
-
-    Ties count as kept: a neighbour is one of the reference's ``k`` nearest when its
-    reference similarity is at least the ``k``-th largest, so that two windows of the
-    same text (exactly as near) are not a lost neighbour whichever of them a side lists.
-    """
-    theirs = nearest(other, k, chunk)
-    kept = np.empty(reference.shape[0], np.float64)
-    for start in range(0, reference.shape[0], chunk):
-        similarity = reference[start : start + chunk] @ reference.T
-        rows = np.arange(similarity.shape[0])
-        similarity[rows, start + rows] = -np.inf
-        kth = np.partition(similarity, -k, axis=1)[:, -k]
-        listed = np.take_along_axis(similarity, theirs[start : start + chunk], axis=1)
-        kept[start : start + chunk] = np.mean(listed >= kth[:, None], axis=1)
-    return kept
-
-
 def agreement(reference: Vectors, other: Vectors, k: int = NEIGHBOURS) -> dict[str, Any]:
     """How far ``other``'s vectors are from ``reference``'s, row by row and for retrieval:
     the largest absolute difference of any component, the cosine of each row's two
-    vectors (least and median), and the neighbours kept (:func:`neighbours_kept`)."""
+    vectors (least and median), and the neighbours kept, as the precision gate counts
+    them (``seamline.core.precision.gate.neighbours_kept``: ties count as kept)."""
     a, b = np.asarray(reference, np.float64), np.asarray(other, np.float64)
     if a.shape != b.shape or a.shape[0] < 2:
         raise ValueError(f"cannot compare {a.shape} with {b.shape}")
@@ -356,6 +323,14 @@ def main(argv: list[str] | None = None) -> int:
     if not REF_PYTHON.is_file():
         print(REF_MISSING, file=sys.stderr)
         return 2
+    args.model = model_under_test(args.pipeline, args.overrides)
+    if args.model.checkpoint != model_under_test(DEFAULT_PIPELINE).checkpoint:
+        print(
+            f"error: {args.pipeline} embeds with {args.model.checkpoint}; the reference sides "
+            "run all-MiniLM-L6-v2 only: use a pipeline of that model",
+            file=sys.stderr,
+        )
+        return 2
     try:
         return measure_all(args)
     except SideFailed as failure:
@@ -399,7 +374,7 @@ def measure_all(args: argparse.Namespace) -> int:
                 except SideFailed as failure:
                     failures[side] = str(failure)
         output = records(Path(warmups["seamline-float32"]["path"]))
-        windows, lengths, comparable = seamline_windows(corpus, output)
+        windows, lengths, comparable = seamline_windows(corpus, output, args.model)
         texts = workdir / "texts.json"
         texts.write_text(json.dumps(windows), encoding="utf-8")
         say_to_stderr("exporting the OpenVINO and int8 ONNX models (untimed)")
@@ -479,7 +454,7 @@ def build_report(
     accuracy: dict[str, dict[str, Any]],
     load: LoadAverages,
 ) -> dict[str, Any]:
-    tokens, flops = sum(lengths), useful_flops(lengths)
+    tokens, flops = sum(lengths), args.model.useful_flops(lengths)
     roofline = {precision: max(values) for precision, values in rates.items()}
     sides: dict[str, Any] = {}
     for side, all_runs in results.items():

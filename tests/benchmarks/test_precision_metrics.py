@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from benchmarks.throughput import precision
+from seamline.core.precision.gate import nearest, neighbours_kept
 
 
 def _circle(*degrees: float) -> np.ndarray:
@@ -36,7 +37,7 @@ def test_the_chosen_precision_comes_from_the_decision_then_the_attention_then_th
 
 def test_nearest_never_counts_a_row_as_its_own_neighbour() -> None:
     vectors = _circle(0, 10, 30, 70)
-    found = precision.nearest(vectors, 1, chunk=3)  # chunks that do not divide the rows
+    found = nearest(vectors, 1, chunk=3)  # chunks that do not divide the rows
     assert found[:, 0].tolist() == [1, 0, 1, 2]
 
 
@@ -66,8 +67,8 @@ def test_a_tie_is_not_a_lost_neighbour() -> None:
     # row 3's nearest is either. Each other side lists one of them, one the other.
     reference = _circle(0, 10, 10, 80)
     for other, listed in ((_circle(0, 10, 9.999, 80), 2), (_circle(0, 9.999, 10, 80), 1)):
-        assert precision.nearest(other, 1)[0, 0] == listed
-        assert precision.neighbours_kept(reference, other, 1).tolist() == [1.0] * 4
+        assert nearest(other, 1)[0, 0] == listed
+        assert neighbours_kept(reference, other, 1).tolist() == [1.0] * 4
 
 
 def test_k_is_capped_by_the_number_of_other_rows() -> None:

@@ -142,6 +142,20 @@ def test_identical_vectors_pass_and_a_moved_one_is_seen() -> None:
     assert any("min cosine" in reason for reason in reasons)
 
 
+def test_a_repeated_text_listed_in_another_order_is_not_a_lost_neighbour() -> None:
+    # Windows 1 and 2 are the same text: exactly as near to every other window. A
+    # candidate a hair off lists 2 before 1 where float32 listed 1 first; counting set
+    # overlap would refuse it (a lost neighbour per window), though nothing retrieves worse.
+    angles = np.radians([0.0, 10.0, 10.0, 80.0, 170.0, 260.0])
+    reference = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    candidate = reference.copy()
+    candidate[1] = [np.cos(np.radians(10.0005)), np.sin(np.radians(10.0005))]
+    figures = compare(reference, candidate, top_k=1)
+    assert figures.min_cosine > 0.9999
+    assert figures.neighbours == 1.0
+    assert refusals(figures, PrecisionGate()) == []
+
+
 def test_neighbours_fail_the_gate_even_when_cosines_pass() -> None:
     figures = GateFigures(100, 0.99999, 0.99999, 1e-3, 10, 0.9, 0.5)
     assert refusals(figures, PrecisionGate(min_neighbours=0.98))[0].startswith("only 90.0%")
