@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,14 +29,34 @@ def plugin_environment() -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def scale_registry() -> Iterator[Registry]:
-    """Discovery as a worker sees it: the installed components and the test ones."""
+@contextmanager
+def plugin_on_path() -> Iterator[None]:
+    """The test components importable in this process, for as long as the block runs."""
     sys.path.insert(0, str(PLUGIN))
     try:
-        yield Registry.discover(user_trust())
+        yield
     finally:
-        sys.path.remove(str(PLUGIN))
+        if str(PLUGIN) in sys.path:  # a test may have swapped sys.path for its own list
+            sys.path.remove(str(PLUGIN))
+
+
+@pytest.fixture(autouse=True)
+def _plugin_importable() -> Iterator[None]:
+    """A scaling test's components import while it runs, and only then.
+
+    The path goes when the test ends, not when the session does: on a worker that runs
+    other modules' tests after these, they must discover the installed components only
+    (the hostile-pipelines table lists the available models, and ``tiny`` is not one).
+    """
+    with plugin_on_path():
+        yield
+
+
+@pytest.fixture(scope="session")
+def scale_registry() -> Registry:
+    """Discovery as a worker sees it: the installed components and the test ones."""
+    with plugin_on_path():
+        return Registry.discover(user_trust())
 
 
 @pytest.fixture(scope="session")
