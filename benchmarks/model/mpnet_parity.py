@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common.paths import REFERENCE_MISSING, REFERENCE_PYTHON
 from seamline.api import Embedder
 from seamline.components.models import split_zip
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs-mpnet.yaml"
 TEXTS = ROOT / "tests" / "golden" / "texts.jsonl"
-GOLDEN_PYTHON = ROOT / ".venv-golden" / "bin" / "python"
 REFERENCE = Path(__file__).resolve().parent / "_mpnet_reference.py"
 ATOL = 1e-5
 
@@ -48,7 +48,7 @@ def reference(model_dir: str, inputs: list[str]) -> tuple[np.ndarray, float]:
     with tempfile.TemporaryDirectory() as scratch:
         texts_path, out_path = Path(scratch) / "texts.json", Path(scratch) / "out.npy"
         texts_path.write_text(json.dumps(inputs), encoding="utf-8")
-        command = [str(GOLDEN_PYTHON), str(REFERENCE), model_dir, str(texts_path), str(out_path)]
+        command = [str(REFERENCE_PYTHON), str(REFERENCE), model_dir, str(texts_path), str(out_path)]
         done = subprocess.run(command, check=True, capture_output=True, text=True)
         report = json.loads(done.stdout.strip().splitlines()[-1])
         return np.load(out_path), float(report["encode_seconds"])
@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attention", nargs="+", default=["cpu-flash", "native", "blockwise"])
     args = parser.parse_args(argv)
-    if not GOLDEN_PYTHON.exists():
-        print("no .venv-golden: bash tests/golden/make_golden.sh --setup-only", file=sys.stderr)
+    if not REFERENCE_PYTHON.exists():
+        print(REFERENCE_MISSING, file=sys.stderr)
         return 2
     inputs = texts()
     # The folder the pipeline's weight source assembles (the same call: once, then cached).
