@@ -27,7 +27,7 @@ set against a large float32 matmul measured in the same run, in JAX and in torch
 
     .venv/bin/python -m benchmarks.throughput.whole_run [--docs N] [--repeats 3]
         [--out benchmarks/results] [--pipeline examples/pipelines/embed-docs.yaml]
-        [--set PATH=VALUE ...] [--sides seamline,sentence-transformers]
+        [--set PATH=VALUE ...] [--no-cold]
 
 The pipeline's sink decides where each run's output goes and how it is read back for
 the comparison: a LanceDB table (the default pipeline's ``lancedb`` sink, its indexes
@@ -68,6 +68,7 @@ from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.adapters.measure.repeats import interleaved, spread
+from seamline.contracts.errors import UserError
 
 DEFAULT_PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
 PIPELINE = [DEFAULT_PIPELINE]
@@ -297,13 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     PIPELINE[0] = args.pipeline
     if args.repeats < 1 or (args.docs is not None and args.docs < 1):
         parser.error("--repeats and --docs must be at least 1")
-    if not REFERENCE_PYTHON.is_file():
-        print(REFERENCE_MISSING, file=sys.stderr)
-        return 2
     try:
         model = model_under_test(args.pipeline, args.overrides)
-    except Exception as failure:  # a pipeline or checkpoint the benchmark cannot use
+    except (UserError, ValueError) as failure:  # a pipeline or checkpoint it cannot use
         print(f"error: {failure}", file=sys.stderr)
+        return 2
+    if not REFERENCE_PYTHON.is_file():
+        print(REFERENCE_MISSING, file=sys.stderr)
         return 2
     try:
         return measure_all(args, model)

@@ -74,9 +74,17 @@ def test_the_model_under_test_is_the_pipelines_with_its_overrides() -> None:
     )
 
 
-def test_a_pipeline_whose_model_has_no_weights_folder_is_refused(tmp_path: Path) -> None:
-    done = whole_run.main(["--pipeline", str(tmp_path / "missing.yaml")])
-    assert done == 2
+def test_a_pipeline_it_cannot_read_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Checked before the reference venv, so CI (which has none) sees this refusal.
+    assert whole_run.main(["--pipeline", str(tmp_path / "missing.yaml")]) == 2
+    assert "missing.yaml" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    source = (ROOT / "examples" / "pipelines" / "embed-docs.yaml").read_text(encoding="utf-8")
+    bad.write_text(source.replace("max_length: 256", "max_length: 9999"), encoding="utf-8")
+    assert whole_run.main(["--pipeline", str(bad)]) == 2
+    assert "max_length 9999" in capsys.readouterr().err
 
 
 def test_the_output_is_read_back_from_the_sink_the_pipeline_names(tmp_path: Path) -> None:
