@@ -42,7 +42,7 @@ from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.adapters.measure.repeats import interleaved, spread
-from seamline.core.precision.gate import neighbours_kept
+from seamline.core import neighbours_kept
 
 PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs-jsonl.yaml"
 SIDES = ("float32", "bfloat16")

@@ -77,7 +77,7 @@ from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.adapters.measure.repeats import interleaved, spread
-from seamline.core.precision.gate import neighbours_kept
+from seamline.core import neighbours_kept
 
 DEFAULT_PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs-jsonl.yaml"
 REFERENCE_WORKER = "benchmarks.throughput._precision_reference"

@@ -487,6 +487,36 @@ def test_a_run_embeds_documents_and_search_embeds_queries_with_their_prefixes(
     assert float(np.max(np.abs(vectors - golden["query_embedding"][:12]))) <= ATOL
 
 
+def test_one_embedder_embeds_queries_and_documents_as_each_call_asks() -> None:
+    # A server's /v1/embeddings serves both kinds from one warm model: each call says
+    # which side its texts are, and calls of both kinds batched together keep theirs.
+    with np.load(FAMILY / "e5-mean.npz") as npz:
+        golden = {key: npz[key] for key in npz.files}
+    first = {
+        int(t): vector
+        for t, w, vector in zip(
+            golden["text_index"], golden["window"], golden["embedding"], strict=True
+        )
+        if int(w) == 0
+    }
+    some = [2, 5, 9, 14]
+    wanted = [texts()[t] for t in some]
+    model = {"use": "bert-encoder", "with": config_of("e5-mean").model_dump()}
+    registry = Registry.discover(user_trust())
+    with Embedder(model, "native", registry=registry) as embedder:
+        as_queries = embedder.submit(wanted, normalize=True, queries=True)
+        as_documents = embedder.submit(wanted, normalize=True)
+        queries, documents = as_queries.result(), as_documents.result()
+        by_default = embedder.encode(wanted, normalize=True)
+    assert float(np.max(np.abs(queries - golden["query_embedding"][some]))) <= ATOL
+    assert float(np.max(np.abs(documents - np.stack([first[t] for t in some])))) <= ATOL
+    assert np.array_equal(by_default, documents)
+    assert float(np.max(np.abs(queries - documents))) > 1e-2  # the prefixes differ
+    with Embedder(model, "native", registry=registry, queries=True) as embedder:
+        overridden = embedder.encode(wanted, normalize=True, queries=False)
+    assert float(np.max(np.abs(overridden - documents))) <= ATOL
+
+
 # -- the conformance suite, over a model whose query side differs --------------------------------
 
 

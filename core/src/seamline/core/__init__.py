@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from seamline.core.pipeline import Pipeline
     from seamline.core.precision.decision import GateFigures, PrecisionCandidate, PrecisionDecision
     from seamline.core.precision.gate import compare as compare_precision
+    from seamline.core.precision.gate import neighbours_kept
     from seamline.core.precision.negotiate import decide_precision, preview_precision
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
@@ -133,6 +134,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "PrecisionCandidate": ("seamline.core.precision.decision", "PrecisionCandidate"),
     "PrecisionDecision": ("seamline.core.precision.decision", "PrecisionDecision"),
     "compare_precision": ("seamline.core.precision.gate", "compare"),
+    "neighbours_kept": ("seamline.core.precision.gate", "neighbours_kept"),
     "decide_precision": ("seamline.core.precision.negotiate", "decide_precision"),
     "preview_precision": ("seamline.core.precision.negotiate", "preview_precision"),
     # Host work and batch shapes (the benchmarks measure them alone)
@@ -211,6 +213,7 @@ __all__ = [
     "explain_attention",
     "load_trusted",
     "named_directory",
+    "neighbours_kept",
     "parse_located",
     "pipeline_provenance",
     "pipeline_schema",

@@ -52,6 +52,8 @@ class Request:
     batch_tokens: int | None
     span: trace.Span
     """The caller's ``seamline.embed.request`` span (ended when the request is)."""
+    queries: bool = False
+    """Embed the texts as search queries (the model's query side), not as documents."""
     arrived: float = field(default_factory=time.monotonic)
     done: threading.Event = field(default_factory=threading.Event)
     windows: list[dict[int, np.ndarray]] = field(default_factory=list)

@@ -108,7 +108,8 @@ class Embedder:
         ``registry``, components are discovered under the trust given and the user's.
         ``max_wait``: seconds a pass waits for more callers before it starts (see
         :mod:`seamline.core.embed_queue`; 0, the default, never waits). ``queries``:
-        embed the texts as search queries, with the model's ``for_queries()`` (the query
+        embed texts as search queries by default (``encode(..., queries=...)`` chooses
+        per call), with the model's ``for_queries()`` (the query
         prefix of a model such as e5), rather than as documents.
         """
         section = dict(attention) if isinstance(attention, Mapping) else {"use": attention}
@@ -151,10 +152,14 @@ class Embedder:
         _check_long_text(long_text)
         self.long_text: LongText = long_text
         self.source = resolved.source
+        self.queries = resolved.queries
+        """Whether texts are embedded as search queries when a call does not say."""
         self.precision: str = resolved.precision
         """The precision the model computes in (a pipeline's negotiated one, float32 else)."""
         self.monitors = MonitorHub(monitors)
         created = _model_of(resolved, registry)
+        self._sides: dict[bool, Model[Any]] = {False: created}
+        """The model's document side, and its query side once a call asked for it."""
         seam = Seam(created, registry.info_of(created), self.monitors)
         candidates = build_candidates(resolved.attention, registry)
         self.encoder = Encoder(created, seam, candidates, resolved.run, self._report)
@@ -204,6 +209,7 @@ class Embedder:
         batch_tokens: int | None = None,
         normalize: bool | None = None,
         long_text: LongText | None = None,
+        queries: bool | None = None,
     ) -> Vectors | list[Vectors]:
         """One float32 row per text, in input order (``[len(texts), dim]``).
 
@@ -212,7 +218,9 @@ class Embedder:
         unit length (``None``, the default: as the model makes them); ``long_text``
         overrides the embedder's policy for texts longer than the model's window (see
         the module's documentation). With ``long_text="windows"`` the result is a list
-        of ``[windows, dim]`` arrays, one per text.
+        of ``[windows, dim]`` arrays, one per text. ``queries=True`` embeds the texts as
+        search queries (the model's query prefix, if it has one), ``False`` as documents;
+        ``None``, the default, as the embedder was made to (``Embedder(queries=...)``).
         """
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
@@ -221,7 +229,11 @@ class Embedder:
             empty = np.zeros((0, self.dimension), np.float32)
             return [] if policy == "windows" else empty
         pending = self.submit(
-            batch, batch_tokens=batch_tokens, normalize=normalize, long_text=long_text
+            batch,
+            batch_tokens=batch_tokens,
+            normalize=normalize,
+            long_text=long_text,
+            queries=queries,
         )
         return pending.result()
 
@@ -232,6 +244,7 @@ class Embedder:
         batch_tokens: int | None = None,
         normalize: bool | None = None,
         long_text: LongText | None = None,
+        queries: bool | None = None,
     ) -> Pending:
         """Queue ``texts`` and return at once; :meth:`Pending.result` gives what
         :meth:`encode` would have (the arguments are the same, and checked now).
@@ -251,8 +264,11 @@ class Embedder:
             raise ValueError(f"batch_tokens must be at least 1, not {batch_tokens}")
         if self._closed:
             raise RuntimeError("this Embedder is closed")
-        span = tracer().start_span("seamline.embed.request", attributes={_TEXTS: len(batch)})
-        request = Request(batch, policy, batch_tokens, span)
+        as_queries = self.queries if queries is None else bool(queries)
+        span = tracer().start_span(
+            "seamline.embed.request", attributes={_TEXTS: len(batch), _QUERIES: as_queries}
+        )
+        request = Request(batch, policy, batch_tokens, span, queries=as_queries)
         self.queue.put(request)
         return Pending(self.queue, request, isinstance(texts, str), bool(normalize))
 
@@ -283,13 +299,13 @@ class Embedder:
             links=links,
             attributes=attributes,
         ):
-            groups: dict[tuple[bool, int | None], list[Request]] = {}
+            groups: dict[tuple[bool, int | None, bool], list[Request]] = {}
             for request in requests:
-                key = (request.long_text == "truncate", request.batch_tokens)
+                key = (request.long_text == "truncate", request.batch_tokens, request.queries)
                 groups.setdefault(key, []).append(request)
-            for (first_only, batch_tokens), group in groups.items():
+            for (first_only, batch_tokens, queries), group in groups.items():
                 try:
-                    refused = self._pass(group, first_only, batch_tokens)
+                    refused = self._pass(group, first_only, batch_tokens, queries)
                 except BaseException as err:
                     for request in group:
                         request.finish(err)
@@ -298,7 +314,7 @@ class Embedder:
                         request.finish(refused.get(id(request)))
 
     def _pass(
-        self, requests: list[Request], first_only: bool, batch_tokens: int | None
+        self, requests: list[Request], first_only: bool, batch_tokens: int | None, queries: bool
     ) -> dict[int, Unembeddable]:
         """Embed the requests' texts in shared batches; the requests refused, by ``id``.
 
@@ -316,7 +332,9 @@ class Embedder:
         self._texts_done += len(owners)
         encoder = self.encoder
         shapes = replace(encoder.shapes_for(batch_tokens), fit_partial=True)
-        host = encoder.host_work(shapes=shapes, max_windows=1 if first_only else None)
+        host = encoder.host_work(
+            shapes=shapes, max_windows=1 if first_only else None, side=self._side(queries)
+        )
         for item in host.batches(documents_as_loaded(documents)):
             if isinstance(item, SetAside):
                 request, index = owners[int(item.error.id)]
@@ -324,6 +342,12 @@ class Embedder:
             if isinstance(item, Collated):
                 self._batch(item, owners)
         return refused
+
+    def _side(self, queries: bool) -> Model[Any]:
+        """The model side whose windows a pass embeds (the query side made on first use)."""
+        if queries not in self._sides:
+            self._sides[queries] = self._sides[False].for_queries()
+        return self._sides[queries]
 
     def _batch(self, item: Collated, owners: Sequence[tuple[Request, int]]) -> None:
         """One batch through the model, in a span linked both ways to its requests."""
@@ -380,11 +404,12 @@ class Embedder:
 
 
 def _model_of(resolved: ResolvedEncoder, registry: Registry) -> Model[Any]:
-    """The resolved model in its precision, as it embeds documents or (``queries``) queries."""
+    """The resolved model in its precision: its document side (the query side is its
+    ``for_queries()``, made when a call first asks for it)."""
     model = resolved.model
     created = cast(Model[Any], registry.create(model.kind, model.name, model.config))
     created = created.with_precision(resolved.precision)
-    return created.for_queries() if resolved.queries else created
+    return created
 
 
 class Unembeddable(ValueError):
@@ -398,6 +423,7 @@ class Unembeddable(ValueError):
 
 _TEXTS = "seamline.texts"
 _REQUESTS = "seamline.requests"
+_QUERIES = "seamline.embed.queries"
 _BATCH_INDEX = "seamline.batch.index"
 _BATCH_TOKENS = "seamline.batch.tokens"
 

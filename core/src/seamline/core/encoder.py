@@ -68,14 +68,17 @@ class Encoder:
         *,
         shapes: BatchShapes | None = None,
         max_windows: int | None = None,
+        side: Model[Any] | None = None,
     ) -> HostWork:
         """A fresh host side (prepare, bucket or pack, collate) for this model.
 
         ``shapes``: other batch shapes than the pipeline's (an in-process caller's token
-        budget); ``max_windows``: keep only each document's first windows.
+        budget); ``max_windows``: keep only each document's first windows; ``side``: the
+        model's other side whose ``prepare`` makes the windows (its ``for_queries()``:
+        the same network and compiled steps, other windows), this model's by default.
         """
         return HostWork(
-            self.model,
+            side or self.model,
             shapes or self.shapes,
             seam=self.seam,
             packing=self.run.packing,

@@ -113,7 +113,8 @@ async def _embeddings(served: Served, request: Request) -> Response:
         raise engine.not_ready()
     data = await read_json(request, served.limits.max_request_bytes)
     asked = embeddings_request(data, served.limits, engine.dimension)
-    pending, future = engine.submit(asked.texts, asked.characters, asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
+    pending, future = engine.submit(asked.texts, asked.characters, loop, queries=asked.queries)
     left = asyncio.ensure_future(_client_left(request))
     waiting: list[asyncio.Future[Any]] = [future, left]
     try:

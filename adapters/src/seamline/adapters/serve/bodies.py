@@ -29,6 +29,8 @@ class EmbeddingsRequest:
     texts: list[str]
     encoding_format: Literal["float", "base64"]
     characters: int
+    queries: bool = False
+    """``input_type: "query"``: embed the texts as search queries (the model's query side)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +114,24 @@ def embeddings_request(data: Any, limits: Limits, dimension: int) -> EmbeddingsR
             f"leave 'dimensions' out or give {dimension}",
         )
     characters = sum(len(text) for text in texts)
-    return EmbeddingsRequest(texts, encoding, characters)
+    return EmbeddingsRequest(texts, encoding, characters, _input_type(body.get("input_type")))
+
+
+INPUT_TYPES = {"document": False, "query": True}
+"""``input_type``'s values: whether the texts are embedded as search queries."""
+
+
+def _input_type(asked: Any) -> bool:
+    """Whether ``input_type`` asks for queries; documents when it is absent or null."""
+    if asked is None:
+        return False
+    if isinstance(asked, str) and asked in INPUT_TYPES:
+        return INPUT_TYPES[asked]
+    shown = json.dumps(asked)[:60]
+    raise _invalid(
+        "input_type",
+        f'\'input_type\' must be "document" (the default) or "query", not {shown}',
+    )
 
 
 _MISSING = object()

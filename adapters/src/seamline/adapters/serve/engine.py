@@ -85,9 +85,17 @@ class Engine:
             return 0
 
     def submit(
-        self, texts: list[str], characters: int, loop: asyncio.AbstractEventLoop
+        self,
+        texts: list[str],
+        characters: int,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        queries: bool = False,
     ) -> tuple[Pending, asyncio.Future[Pending]]:
-        """Queue ``texts`` (on the event loop's thread); refused when not ready or full."""
+        """Queue ``texts`` (on the event loop's thread); refused when not ready or full.
+
+        ``queries``: embed them as search queries (the model's query prefix, if any).
+        """
         if self.state != "ready":
             raise self.not_ready()
         limits = self.limits
@@ -95,7 +103,7 @@ class Engine:
             raise self._full(f"{self.texts_waiting:,} texts", "--max-queue-texts")
         if self.chars_waiting + characters > limits.max_queue_chars:
             raise self._full(f"{self.chars_waiting:,} characters", "--max-queue-chars")
-        pending = self.embedder.submit(texts, long_text=limits.long_text)
+        pending = self.embedder.submit(texts, long_text=limits.long_text, queries=queries)
         self._count(1, len(texts), characters)
         future: asyncio.Future[Pending] = loop.create_future()
 
