@@ -108,9 +108,8 @@ class Embedder:
         ``registry``, components are discovered under the trust given and the user's.
         ``max_wait``: seconds a pass waits for more callers before it starts (see
         :mod:`seamline.core.embed_queue`; 0, the default, never waits). ``queries``:
-        embed texts as search queries by default (``encode(..., queries=...)`` chooses
-        per call), with the model's ``for_queries()`` (the query
-        prefix of a model such as e5), rather than as documents.
+        embed texts as search queries by default, with the model's ``for_queries()`` (the
+        query prefix of a model such as e5); ``encode(..., queries=...)`` chooses per call.
         """
         section = dict(attention) if isinstance(attention, Mapping) else {"use": attention}
         if isinstance(section.get("use"), tuple | list):
@@ -158,8 +157,7 @@ class Embedder:
         """The precision the model computes in (a pipeline's negotiated one, float32 else)."""
         self.monitors = MonitorHub(monitors)
         created = _model_of(resolved, registry)
-        self._sides: dict[bool, Model[Any]] = {False: created}
-        """The model's document side, and its query side once a call asked for it."""
+        self._sides = ModelSides(created)
         seam = Seam(created, registry.info_of(created), self.monitors)
         candidates = build_candidates(resolved.attention, registry)
         self.encoder = Encoder(created, seam, candidates, resolved.run, self._report)
@@ -254,14 +252,7 @@ class Embedder:
         """
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
-        batch = [texts] if isinstance(texts, str) else list(texts)
-        for index, text in enumerate(batch):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
-        if not batch:
-            raise ValueError("nothing to embed: give at least one text")
-        if batch_tokens is not None and batch_tokens < 1:
-            raise ValueError(f"batch_tokens must be at least 1, not {batch_tokens}")
+        batch = _checked_texts(texts, batch_tokens)
         if self._closed:
             raise RuntimeError("this Embedder is closed")
         as_queries = self.queries if queries is None else bool(queries)
@@ -299,11 +290,7 @@ class Embedder:
             links=links,
             attributes=attributes,
         ):
-            groups: dict[tuple[bool, int | None, bool], list[Request]] = {}
-            for request in requests:
-                key = (request.long_text == "truncate", request.batch_tokens, request.queries)
-                groups.setdefault(key, []).append(request)
-            for (first_only, batch_tokens, queries), group in groups.items():
+            for (first_only, batch_tokens, queries), group in _passes(requests).items():
                 try:
                     refused = self._pass(group, first_only, batch_tokens, queries)
                 except BaseException as err:
@@ -333,7 +320,7 @@ class Embedder:
         encoder = self.encoder
         shapes = replace(encoder.shapes_for(batch_tokens), fit_partial=True)
         host = encoder.host_work(
-            shapes=shapes, max_windows=1 if first_only else None, side=self._side(queries)
+            shapes=shapes, max_windows=1 if first_only else None, side=self._sides(queries)
         )
         for item in host.batches(documents_as_loaded(documents)):
             if isinstance(item, SetAside):
@@ -342,12 +329,6 @@ class Embedder:
             if isinstance(item, Collated):
                 self._batch(item, owners)
         return refused
-
-    def _side(self, queries: bool) -> Model[Any]:
-        """The model side whose windows a pass embeds (the query side made on first use)."""
-        if queries not in self._sides:
-            self._sides[queries] = self._sides[False].for_queries()
-        return self._sides[queries]
 
     def _batch(self, item: Collated, owners: Sequence[tuple[Request, int]]) -> None:
         """One batch through the model, in a span linked both ways to its requests."""
@@ -401,6 +382,41 @@ class Embedder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+class ModelSides:
+    """A model's document side, and its query side (``for_queries()``) made on first use."""
+
+    def __init__(self, documents: Model[Any]) -> None:
+        self._sides = {False: documents}
+
+    def __call__(self, queries: bool) -> Model[Any]:
+        """The side whose ``prepare`` makes the windows of texts embedded as ``queries``."""
+        if queries not in self._sides:
+            self._sides[queries] = self._sides[False].for_queries()
+        return self._sides[queries]
+
+
+def _passes(requests: Sequence[Request]) -> dict[tuple[bool, int | None, bool], list[Request]]:
+    """The requests that share a pass: the same window policy, token budget and side."""
+    groups: dict[tuple[bool, int | None, bool], list[Request]] = {}
+    for request in requests:
+        key = (request.long_text == "truncate", request.batch_tokens, request.queries)
+        groups.setdefault(key, []).append(request)
+    return groups
+
+
+def _checked_texts(texts: str | Sequence[str], batch_tokens: int | None) -> list[str]:
+    """``texts`` as a list, refused now if a caller passed what cannot be embedded."""
+    batch = [texts] if isinstance(texts, str) else list(texts)
+    for index, text in enumerate(batch):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
+    if not batch:
+        raise ValueError("nothing to embed: give at least one text")
+    if batch_tokens is not None and batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be at least 1, not {batch_tokens}")
+    return batch
 
 
 def _model_of(resolved: ResolvedEncoder, registry: Registry) -> Model[Any]:
