@@ -63,7 +63,8 @@ import numpy.typing as npt
 
 from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.model_under_test import model_under_test
-from benchmarks.common.paths import RESULTS, ROOT, SEAMLINE, module_command
+from benchmarks.common.options import add_run_options
+from benchmarks.common.paths import ROOT, SEAMLINE, module_command
 from benchmarks.common.tables import print_table
 from benchmarks.throughput.whole_run import (
     SideFailed,
@@ -282,14 +283,8 @@ def cpu_bf16_flags() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, help="first N documents of the corpus (default all)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument(
-        "--pipeline",
-        type=Path,
-        default=DEFAULT_PIPELINE,
-        help="the pipeline seamline runs (its sink must be readable back)",
+    add_run_options(
+        parser, DEFAULT_PIPELINE, "the pipeline seamline runs (its sink must be readable back)"
     )
     parser.add_argument(
         "--seamline-flag",
@@ -304,14 +299,6 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated sides to run (default all; {REFERENCE} always runs)",
     )
     parser.add_argument("--matmul-size", type=int, default=4096, help="the roofline's matmul")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="PATH=VALUE",
-        help="an override for every seamline run",
-    )
     args = parser.parse_args(argv)
     if args.repeats < 1 or (args.docs is not None and args.docs < 2) or args.matmul_size < 64:
         parser.error("--repeats must be at least 1, --docs 2, --matmul-size 64")

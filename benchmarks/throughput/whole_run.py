@@ -52,10 +52,10 @@ from typing import Any
 
 from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.model_under_test import ModelUnderTest, model_under_test
+from benchmarks.common.options import add_run_options
 from benchmarks.common.paths import (
     REFERENCE_MISSING,
     REFERENCE_PYTHON,
-    RESULTS,
     ROOT,
     SEAMLINE,
     module_command,
@@ -271,22 +271,8 @@ def compare(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, help="first N documents of the corpus (default all)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument(
-        "--pipeline",
-        type=Path,
-        default=DEFAULT_PIPELINE,
-        help="the pipeline seamline runs (default: make run's, which writes LanceDB)",
-    )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="PATH=VALUE",
-        help="an override for every seamline run, e.g. attention.use=cudnn (repeatable)",
+    add_run_options(
+        parser, DEFAULT_PIPELINE, "the pipeline seamline runs (default: make run's, LanceDB)"
     )
     parser.add_argument(
         "--no-cold",
