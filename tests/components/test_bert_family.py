@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from seamline.core.config.user import user_trust
 from seamline.core.embedder import Embedder
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import Registry
+from tests.components.padded_batches import embed_padded
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
@@ -46,7 +47,6 @@ FAMILY = GOLDEN / "family"
 META: dict[str, Any] = json.loads((FAMILY / "meta.json").read_text(encoding="utf-8"))
 VARIANTS = sorted(META["variants"])
 ATOL = 1e-5
-BATCH = 8
 BGE_QUERY = "Represent this sentence for searching relevant passages: "
 
 F32 = npt.NDArray[np.float32]
@@ -89,25 +89,6 @@ class Run:
     golden: dict[str, npt.NDArray[Any]]
 
 
-def _bucket(length: int, max_length: int) -> int:
-    return min(max_length, max(16, 1 << (length - 1).bit_length()))
-
-
-def _embed(
-    encoder: BertEncoder, apply: Callable[..., jax.Array], params: Any, examples: Sequence[Example]
-) -> F32:
-    """In batches of eight, padded to a shared length bucket: padding must change nothing."""
-    outputs = []
-    for start in range(0, len(examples), BATCH):
-        group = examples[start : start + BATCH]
-        length = _bucket(max(e.length for e in group), encoder.max_length)
-        batch = encoder.collate(group, BATCH, length)
-        out = np.asarray(apply(params, batch.arrays))
-        assert np.all(np.isfinite(out))
-        outputs.append(out[list(batch.example_rows)])
-    return np.concatenate(outputs).astype(np.float32)
-
-
 @pytest.fixture(scope="module", params=VARIANTS)
 def run(request: pytest.FixtureRequest) -> Run:
     name = request.param
@@ -130,9 +111,9 @@ def run(request: pytest.FixtureRequest) -> Run:
         name,
         encoder,
         examples,
-        _embed(encoder, apply, params, examples),
+        embed_padded(encoder, apply, params, examples, shortest=16),
         queries,
-        _embed(querying, apply, params, queries),
+        embed_padded(querying, apply, params, queries, shortest=16),
         golden,
     )
 

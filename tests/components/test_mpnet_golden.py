@@ -29,6 +29,7 @@ from seamline.components.attention.native import NativeAttention
 from seamline.components.models.mpnet import Config, MpnetEncoder
 from seamline.contracts import AttentionFn, Document, Example, relative_position_buckets
 from seamline.contracts.testing import dense_attention
+from tests.components.padded_batches import embed_padded
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 WEIGHTS = str(GOLDEN / "mpnet_tiny")
@@ -82,25 +83,12 @@ def _examples(encoder: MpnetEncoder, texts: Sequence[str]) -> list[Example]:
     ]
 
 
-def _bucket(length: int, max_length: int) -> int:
-    return min(max_length, max(32, 1 << (length - 1).bit_length()))
-
-
 def _embed(
     encoder: MpnetEncoder, params: Any, examples: Sequence[Example], attention: AttentionFn
 ) -> npt.NDArray[np.float32]:
     """Padded batches of eight consecutive windows, as the bert goldens are run."""
     apply = jax.jit(functools.partial(encoder.apply, attention=attention))
-    outputs = []
-    for start in range(0, len(examples), BATCH):
-        group = examples[start : start + BATCH]
-        batch = encoder.collate(
-            group, BATCH, _bucket(max(e.length for e in group), encoder.max_length)
-        )
-        out = np.asarray(apply(params, batch.arrays))
-        assert np.all(np.isfinite(out)), "padding rows must stay finite"
-        outputs.append(out[list(batch.example_rows)])
-    return np.concatenate(outputs).astype(np.float32)
+    return embed_padded(encoder, apply, params, examples, shortest=32)
 
 
 def _embed_packed(
