@@ -65,6 +65,7 @@ from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.model_under_test import model_under_test
 from benchmarks.common.options import add_run_options
 from benchmarks.common.paths import ROOT, SEAMLINE, module_command
+from benchmarks.common.seamline_work import WEIGHTS
 from benchmarks.common.tables import print_table
 from benchmarks.throughput.whole_run import (
     SideFailed,
@@ -311,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
         print(REF_MISSING, file=sys.stderr)
         return 2
     args.model = model_under_test(args.pipeline, args.overrides)
-    if args.model.checkpoint != model_under_test(DEFAULT_PIPELINE).checkpoint:
+    from seamline.components.models.weights import resolve_source
+
+    if args.model.checkpoint != resolve_source(WEIGHTS):  # the reference sides' checkpoint
         print(
             f"error: {args.pipeline} embeds with {args.model.checkpoint}; the reference sides "
             "run all-MiniLM-L6-v2 only: use a pipeline of that model",
