@@ -13,6 +13,9 @@ decides what runs whole on one worker, in collection order:
   work, so that the work is done once, as in a run on one process
   (tests/test_worker_groups.py checks that the table names every such module).
 
+Every process of the session shares one JAX compilation cache (tests/shared_compilations.py):
+compiling is most of the suite's time, and much of it compiles what another test did.
+
 (pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9.2: they rename node
 ids through an attribute that pytest no longer reads.)
 """
@@ -25,8 +28,19 @@ from typing import Any
 import pytest
 
 from tests.docs.collect import documentation_tests
+from tests.shared_compilations import remove, share_compilations
 
 pytest_collect_file = documentation_tests(Path(__file__).parent).pytest()
+COMPILATIONS = pytest.StashKey[str | None]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[COMPILATIONS] = share_compilations()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    remove(config.stash.get(COMPILATIONS, None))
+
 
 SHARED: dict[str, tuple[str, ...]] = {
     "ray_cluster": (

@@ -1,0 +1,57 @@
+"""One JAX compilation cache for a whole test session: every worker and every subprocess.
+
+Most of the suite's time is XLA compiling (measured with JAX's compile-duration events:
+about 60 % of ``tests/components``, ``tests/core`` and ``tests/e2e``), and much of it
+compiles a program another test already compiled: the same model on the same bucket,
+in another test, on the other worker, or in a ``seamline run --no-compile-cache``
+subprocess. JAX's persistent cache keys an executable by everything that could change
+it (the program, the jax and jaxlib versions, the backend and its flags), so a hit is
+the executable that compiling again would make; a test that sets its own cache (the
+CLI's ``enable_compile_cache``) is unaffected in its own processes.
+
+The folder is new for each session and removed after it, so nothing carries over from
+an earlier session: a run here starts as cold as CI's. The controlling process makes
+it and names it in the environment, which pytest-xdist's workers and every subprocess
+inherit; it is set in this process's JAX too, for a run on one process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import jax
+
+VARIABLES = {
+    "JAX_COMPILATION_CACHE_DIR": None,
+    # Cache every compilation, however short or small: the suite's are mostly small.
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+}
+WORKER_VARIABLE = "PYTEST_XDIST_WORKER"
+
+
+def share_compilations() -> str | None:
+    """Make the session's cache folder and point this process and its children at it.
+
+    Returns the folder to remove when the session ends; None in a pytest-xdist worker,
+    which uses the folder its controller named.
+    """
+    if os.environ.get(WORKER_VARIABLE):
+        folder = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+        made = None
+    else:
+        folder = made = tempfile.mkdtemp(prefix="seamline-test-compilations-")
+        for name, value in VARIABLES.items():
+            os.environ[name] = value if value is not None else folder
+    if folder:
+        jax.config.update("jax_compilation_cache_dir", folder)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return made
+
+
+def remove(folder: str | None) -> None:
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
