@@ -20,12 +20,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
-import jax
+from seamline.adapters.compile_cache import enable_compile_cache
 
-VARIABLES = {
-    "JAX_COMPILATION_CACHE_DIR": None,
-    # Cache every compilation, however short or small: the suite's are mostly small.
+FOLDER_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
+EVERY_COMPILATION = {
+    # Cache every compilation, however short or small: the suite's are mostly small
+    # (what ``enable_compile_cache`` sets in a process, said to its children).
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
 }
@@ -39,16 +41,13 @@ def share_compilations() -> str | None:
     which uses the folder its controller named.
     """
     if os.environ.get(WORKER_VARIABLE):
-        folder = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+        folder = os.environ.get(FOLDER_VARIABLE)
         made = None
     else:
         folder = made = tempfile.mkdtemp(prefix="seamline-test-compilations-")
-        for name, value in VARIABLES.items():
-            os.environ[name] = value if value is not None else folder
+        os.environ.update({FOLDER_VARIABLE: folder, **EVERY_COMPILATION})
     if folder:
-        jax.config.update("jax_compilation_cache_dir", folder)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        enable_compile_cache(Path(folder))
     return made
 
 
