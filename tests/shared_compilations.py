@@ -6,9 +6,10 @@ compiles a program another test already compiled: the same model on the same buc
 in another test, on the other worker, or in a ``seamline run --no-compile-cache``
 subprocess. JAX's persistent cache keys an executable by everything that could change
 it (the program, the jax and jaxlib versions, the backend and its flags), so a hit is
-the executable that compiling again would make. A ``seamline`` subprocess that sets its
-own cache (the CLI's ``enable_compile_cache``) uses that one; in a test's own process
-JAX keeps the folder it first compiled with, the session's, whatever is set later.
+the executable that compiling again would make. The CLI's ``enable_compile_cache``
+honours ``$JAX_COMPILATION_CACHE_DIR`` below ``$SEAMLINE_CACHE_DIR``, so a ``seamline``
+run, in a subprocess or in a test's own process, uses the session's folder unless the
+test names a cache of its own (and nothing is written to the home's cache).
 
 The folder is new for each session and removed after it, so nothing carries over from
 an earlier session: a run here starts as cold as CI's. The controlling process makes

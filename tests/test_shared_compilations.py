@@ -24,7 +24,6 @@ def test_this_process_compiles_into_the_sessions_folder() -> None:
     folder = os.environ.get("JAX_COMPILATION_CACHE_DIR")
     assert folder, "no session compilation cache is named"
     assert Path(folder).is_dir()
-    assert jax.config.jax_compilation_cache_dir == folder
     before = cached_files()
     jax.jit(lambda x: jnp.sin(x) * 3.0 + 0.25)(jnp.arange(7.0)).block_until_ready()
     assert cached_files() - before, "the compilation was not written to the shared folder"

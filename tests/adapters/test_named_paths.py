@@ -17,7 +17,7 @@ import structlog
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
-from seamline.adapters.compile_cache import enable_compile_cache
+from seamline.adapters.compile_cache import default_cache_dir, enable_compile_cache
 from seamline.contracts import ConfigError, UserError
 from seamline.core.attention.tuning import tuning_directory
 from seamline.core.config import load_trusted
@@ -35,7 +35,12 @@ sink: {use: jsonl, with: {path: out/emb.jsonl}}
 @pytest.fixture(autouse=True)
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    for name in ("SEAMLINE_CACHE_DIR", "SEAMLINE_TUNING_DIR", "SEAMLINE_CONFORMANCE_DIR"):
+    for name in (
+        "SEAMLINE_CACHE_DIR",
+        "JAX_COMPILATION_CACHE_DIR",  # the test session names one; these tests name their own
+        "SEAMLINE_TUNING_DIR",
+        "SEAMLINE_CONFORMANCE_DIR",
+    ):
         monkeypatch.delenv(name, raising=False)
     Path("a-file").write_text("not a directory\n", encoding="utf-8")
     Path("p.yaml").write_text(PIPELINE, encoding="utf-8")
@@ -90,6 +95,30 @@ def test_an_unusable_default_cache_turns_the_cache_off_with_a_warning(
     assert "compile cache off" in warning["event"]
     assert warning["directory"] == str(workdir / "a-file" / "seamline" / "jax")
     assert "SEAMLINE_CACHE_DIR" in warning["fix"]
+
+
+def test_jax_own_cache_variable_is_honoured_below_seamlines(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A user who named a cache for every JAX program keeps it; seamline's own variable
+    # is the more specific choice and wins over it.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workdir / "xdg"))
+    assert default_cache_dir() == workdir / "xdg" / "seamline" / "jax"
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "jax-wide")
+    assert default_cache_dir() == Path("jax-wide")
+    monkeypatch.setenv("SEAMLINE_CACHE_DIR", "seamline-only")
+    assert default_cache_dir() == Path("seamline-only")
+
+
+def test_a_jax_cache_variable_naming_a_file_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "a-file")
+    with pytest.raises(UserError, match=r"\$JAX_COMPILATION_CACHE_DIR names a-file, which is a"):
+        enable_compile_cache()
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "a-file/jax")
+    with pytest.raises(UserError, match=r"\$JAX_COMPILATION_CACHE_DIR names a-file/jax, which"):
+        enable_compile_cache()
 
 
 def test_a_relative_xdg_directory_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:

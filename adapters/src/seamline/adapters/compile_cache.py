@@ -4,9 +4,11 @@ Compiling each shape bucket costs seconds; with the cache, a second run of the
 same pipeline loads the compiled executables instead. It is an application's
 choice (it writes to disk), so the CLI makes it, not the core.
 
-The directory is ``$SEAMLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/seamline/jax``
-(``~/.cache/seamline/jax``). One the user named that cannot be used (a regular file,
-say) is a :class:`~seamline.contracts.UserError`: they asked for it. The default
+The directory is ``$SEAMLINE_CACHE_DIR``, else JAX's own ``$JAX_COMPILATION_CACHE_DIR``
+where the user set one (seamline's default must not override a place they chose for
+every JAX program), else ``$XDG_CACHE_HOME/seamline/jax`` (``~/.cache/seamline/jax``).
+One the user named that cannot be used (a regular file, say) is a
+:class:`~seamline.contracts.UserError`: they asked for it. The default
 location that cannot be made (a read-only home) only costs speed, so the run goes on
 without the cache and a warning says why and how to choose another place.
 """
@@ -25,15 +27,24 @@ from seamline.core import cache_home, named_directory
 log = get_logger("seamline.adapters.compile_cache")
 
 CACHE_VARIABLE = "SEAMLINE_CACHE_DIR"
+JAX_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
+NAMING_VARIABLES = (CACHE_VARIABLE, JAX_VARIABLE)  # the first set wins
+
+
+def naming_variable() -> str | None:
+    """The environment variable that names the cache directory, if the user set one."""
+    return next((v for v in NAMING_VARIABLES if os.environ.get(v)), None)
 
 
 def default_cache_dir() -> Path:
-    """``$SEAMLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/seamline/jax``, else ``~/.cache/...``.
+    """``$SEAMLINE_CACHE_DIR``, else ``$JAX_COMPILATION_CACHE_DIR``, else the XDG place.
 
-    Raises :class:`~seamline.contracts.UserError` when the variable names something
-    that is not a directory.
+    Raises :class:`~seamline.contracts.UserError` when the variable that names it
+    names something that is not a directory.
     """
-    return named_directory(CACHE_VARIABLE, cache_home() / "seamline" / "jax")
+    default = cache_home() / "seamline" / "jax"
+    variable = naming_variable()
+    return default if variable is None else named_directory(variable, default)
 
 
 def enable_compile_cache(directory: Path | None = None) -> Path | None:
@@ -41,16 +52,16 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
 
     Returns the directory, or None when the default one cannot be made (warned).
     """
-    named = directory is not None or bool(os.environ.get(CACHE_VARIABLE))
+    variable = naming_variable()
     chosen = directory or default_cache_dir()
     try:
         chosen.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        if named:
+        if directory is not None or variable is not None:
             raise UserError(
                 f"the compile cache directory {chosen} cannot be made ({err.strerror}): "
-                f"point ${CACHE_VARIABLE} at a directory you can write, or run with "
-                "--no-compile-cache"
+                f"point ${variable or CACHE_VARIABLE} at a directory you can write, or "
+                "run with --no-compile-cache"
             ) from None
         log.warning(
             "compile cache off: its default directory cannot be made",

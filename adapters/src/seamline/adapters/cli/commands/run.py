@@ -43,7 +43,7 @@ CompileCache = Annotated[
     typer.Option(
         "--compile-cache/--no-compile-cache",
         help="Reuse compiled shapes across runs (JAX persistent cache in "
-        "$SEAMLINE_CACHE_DIR or ~/.cache/seamline/jax).",
+        "$SEAMLINE_CACHE_DIR, else $JAX_COMPILATION_CACHE_DIR, else ~/.cache/seamline/jax).",
     ),
 ]
 Resume = Annotated[
