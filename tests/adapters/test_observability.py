@@ -9,7 +9,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -27,8 +27,8 @@ from seamline.adapters.telemetry_setup import (
 from seamline.contracts import SeamCall, UserError
 from seamline.core.config import TelemetrySettings, parse_pipeline
 from seamline.core.orchestrator import Orchestrator
-from seamline.core.registry import Registry
-from tests.core.toy import LoaderCrash, MemorySink, RecordingMonitor, toy_registry
+from seamline.core.registry import ComponentInfo, Registry
+from tests.core.toy import LoaderCrash, MemorySink, RecordingMonitor, ToyModel, toy_registry
 
 PIPELINE = (
     "pipeline: traced\n"
@@ -465,6 +465,46 @@ def test_profile_writes_a_trace_that_names_the_attention_scope(tmp_path: Path) -
     assert xplanes, list(out.rglob("*"))
     assert any(b"seamline/attention/native" in p.read_bytes() for p in xplanes)
     assert any(b"seamline/model/toy" in p.read_bytes() for p in xplanes)
+
+
+PROFILED_SHAPE = ("run: {batch_size: 2, buckets: [4]}", "run: {batch_size: 3, buckets: [6]}")
+"""A batch shape no other test compiles: the only program of it is this test's."""
+
+
+class TwinToyModel(ToyModel):
+    """The toy model under another name: the same computation in another named scope."""
+
+    name: ClassVar[str] = "toy-twin"
+
+
+def test_a_profile_names_its_own_scopes_when_the_same_program_was_compiled_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # JAX's persistent cache keys an executable without its op names: the twin's run
+    # leaves the toy's program in the cache under the twin's scope names. A profile
+    # loading it would show seamline/model/toy-twin for the toy's run.
+    twin = ComponentInfo(
+        "model", "toy-twin", "tests:TwinToyModel", "tests", "0", "ok", "", TwinToyModel, "1.0"
+    )
+    registry = Registry([*toy_registry().entries(), twin])
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: registry))
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
+    texts = ["profiled twice", "the same program", "in a shape of its own"]
+    for model in ("toy-twin", "toy"):
+        pipeline = tmp_path / f"{model}.yaml"
+        pipeline.write_text(
+            PIPELINE.format(texts=texts, extra="", attention="{use: native}")
+            .replace("use: toy}", f"use: {model}}}")
+            .replace(PROFILED_SHAPE[0], PROFILED_SHAPE[1]),
+            encoding="utf-8",
+        )
+        out = tmp_path / model
+        result = CliRunner().invoke(
+            app, ["profile", str(pipeline), "--out", str(out)], env={"COLUMNS": "300"}
+        )
+        assert result.exit_code == 0, result.output
+    traced = b"".join(p.read_bytes() for p in (tmp_path / "toy").rglob("*.xplane.pb"))
+    assert b"seamline/model/toy/" in traced
 
 
 def test_telemetry_setup_reuses_one_provider(tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ class ToyModel(Model[ToyConfig]):
     def with_precision(self, precision: str) -> ToyModel:
         if precision not in self.precisions():
             return super().with_precision(precision)  # type: ignore[return-value]
-        other = ToyModel(self.config)
+        other = type(self)(self.config)
         other.precision = precision
         return other
 

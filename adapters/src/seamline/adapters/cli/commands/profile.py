@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +16,28 @@ Out = Annotated[
     Path,
     typer.Option("--out", "-o", help="Directory the profiler writes its trace to.", metavar="DIR"),
 ]
+
+
+METADATA_IN_KEY = "jax_compilation_cache_include_metadata_in_key"
+
+
+@contextmanager
+def names_in_cache_key() -> Iterator[None]:
+    """Key JAX's persistent cache by the programs' op names too, while a profile runs.
+
+    The cache keys an executable without its op names, so an executable loaded from it
+    names its ops as the program that first compiled it did: the same computation
+    under another model's scope would show that model in this profile. Keyed with
+    the names, a hit is an executable whose names are this run's.
+    """
+    import jax
+
+    before = bool(getattr(jax.config, METADATA_IN_KEY))
+    jax.config.update(METADATA_IN_KEY, True)
+    try:
+        yield
+    finally:
+        jax.config.update(METADATA_IN_KEY, before)
 
 
 def profile(
@@ -37,7 +61,7 @@ def profile(
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.rglob("*"))
     try:
-        with jax.profiler.trace(str(out), create_perfetto_trace=True):
+        with names_in_cache_key(), jax.profiler.trace(str(out), create_perfetto_trace=True):
             summary = user_errors(lambda: loaded.run())
     finally:
         telemetry_setup.shutdown_telemetry()
