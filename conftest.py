@@ -14,7 +14,9 @@ decides what runs whole on one worker, in collection order:
   (tests/test_worker_groups.py checks that the table names every such module).
 
 Every process of the session shares one JAX compilation cache (tests/shared_compilations.py):
-compiling is most of the suite's time, and much of it compiles what another test did.
+compiling is most of the suite's time, and much of it compiles what another test did. A
+docs page's ``make run`` that another page already ran gets a copy of that run's output
+(tests/docs/shared_runs.py).
 
 (pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9.2: they rename node
 ids through an attribute that pytest no longer reads.)
@@ -27,19 +29,23 @@ from typing import Any
 
 import pytest
 
+from tests.docs import shared_runs
 from tests.docs.collect import documentation_tests
 from tests.shared_compilations import remove, share_compilations
 
 pytest_collect_file = documentation_tests(Path(__file__).parent).pytest()
 COMPILATIONS = pytest.StashKey[str | None]()
+DOCS_RUNS = pytest.StashKey[str | None]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[COMPILATIONS] = share_compilations()
+    config.stash[DOCS_RUNS] = shared_runs.share_runs()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     remove(config.stash.get(COMPILATIONS, None))
+    shared_runs.remove(config.stash.get(DOCS_RUNS, None))
 
 
 SHARED: dict[str, tuple[str, ...]] = {

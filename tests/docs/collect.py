@@ -9,6 +9,9 @@ whose first line is ``# file: NAME`` is the file NAME, as shown (a reader copies
 A ``$ cat NAME`` whose NAME does not exist yet writes the lines shown under it to NAME:
 that is how a page shows a file its reader makes (``docs.csv``).
 
+A ``make run`` that another page already ran this session is not run again: the page
+gets a copy of what it wrote and printed (``shared_runs.py``).
+
 Each command must exit with the code a trailing ``# exit code N`` states, else 0, or 2
 where the page shows a line ``error: ...`` (a user error), and
 must print what the page shows, in shape (``shape.py``).
@@ -30,6 +33,7 @@ from sybil.parsers.markdown import CodeBlockParser
 
 from tests.docs.console import Step, parse_console
 from tests.docs.shape import is_log_line, mismatch
+from tests.docs.shared_runs import run_once
 from tests.docs.workdir import environment, make_workdir
 
 FILE_BLOCK = re.compile(r"^```[\w-]*\n# file: (?P<name>[\w./-]+)\n(?P<body>.*?)^```", re.M | re.S)
@@ -57,16 +61,7 @@ def run_console_block(example: Example) -> str | None:
 def _run_step(step: Step, workdir: Path, page: Path) -> str | None:
     if step.shown is not None and _writes_shown_file(step, workdir):
         return None
-    completed = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", step.command],
-        cwd=workdir,
-        env=environment(workdir),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-    )
+    completed = run_once(step.command, workdir, lambda: _run_command(step.command, workdir))
     shows_error = step.shown is not None and any(
         line.lower().startswith("error:") for line in step.shown
     )
@@ -80,6 +75,19 @@ def _run_step(step: Step, workdir: Path, page: Path) -> str | None:
     if failure is not None and os.environ.get(UPDATE_VARIABLE) == "1":
         return _update_page(page, step, completed.stdout) or failure
     return failure
+
+
+def _run_command(command: str, workdir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command],
+        cwd=workdir,
+        env=environment(workdir),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
 
 
 def _update_page(page: Path, step: Step, printed: str) -> str | None:
