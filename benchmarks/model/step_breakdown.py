@@ -49,10 +49,9 @@ def pass_through(q: jax.Array, k: jax.Array, v: jax.Array, **_: Any) -> jax.Arra
 
 def attention_named(name: str) -> Callable[..., jax.Array]:
     """An installed attention component, built with its default settings."""
-    from seamline.core.registry import Registry
-    from seamline.core.trust.policy import TrustPolicy
+    from seamline.core import Registry, user_trust
 
-    registry = Registry.discover(TrustPolicy())
+    registry = Registry.discover(user_trust())
     return registry.create("attention", name)  # type: ignore[return-value]
 
 
