@@ -26,6 +26,7 @@ BENCHMARKS = {
     "benchmarks.memory.soak",
     "benchmarks.model.batches",
     "benchmarks.model.bf16_accuracy",
+    "benchmarks.model.step_breakdown",
     "benchmarks.overhead.cli_start",
     "benchmarks.overhead.finite_check",
     "benchmarks.overhead.monitor_cost",
