@@ -68,3 +68,20 @@ def test_tune_then_explain_shows_the_times(cli: Path, tmp_path: Path) -> None:
     assert "tuning cache:" in explained.output
     assert "fastest measured: 1 ms (vs native 2 ms), from the tuning cache" in explained.output
     assert "slower, as measured" in explained.output
+
+
+def test_a_bfloat16_pipeline_is_tuned_and_explained_in_bfloat16_shapes(
+    cli: Path, tmp_path: Path
+) -> None:
+    # The attention specs carry the dtype the model hands the attention; a bfloat16 run
+    # looks its timings up by bfloat16 specs, so tune must measure those, and explain
+    # must plan them (a kernel that takes only some dtypes is judged on the run's).
+    emulated = "precision: {use: bfloat16, verify: false, require_native: false}\n"  # any CPU
+    cli.write_text(PIPELINE + emulated, encoding="utf-8")
+    tuned = invoke("tune", str(cli))
+    assert tuned.exit_code == 0, tuned.output
+    explained = invoke("explain", str(cli))
+    assert explained.exit_code == 0, explained.output
+    assert "xH8:bfloat16:" in explained.output
+    assert ":float32:" not in explained.output
+    assert "fastest measured: 1 ms (vs native 2 ms), from the tuning cache" in explained.output

@@ -145,9 +145,12 @@ class _Probed:
 
 
 @contextlib.contextmanager
-def _probed(resolved: ResolvedPipeline, registry: Registry) -> Iterator[_Probed]:
-    """Build the model and the candidates, probe every bucket; close them all afterwards."""
-    model = cast(Model[Any], registry.create("model", resolved.model.name, resolved.model.config))
+def _probed(resolved: ResolvedPipeline, registry: Registry, precision: str) -> Iterator[_Probed]:
+    """Build the model in ``precision`` and the candidates, probe every bucket; close them
+    all afterwards. The attention specs carry the dtype the model hands the attention in
+    that precision, as a run's do."""
+    created = cast(Model[Any], registry.create("model", resolved.model.name, resolved.model.config))
+    model = created.with_precision(precision)
     candidates = build_candidates(resolved.attention, registry)
     try:
         params = model.abstract_params()
@@ -164,12 +167,19 @@ def _probed(resolved: ResolvedPipeline, registry: Registry) -> Iterator[_Probed]
     finally:
         candidates.close()
         model.close()
+        if created is not model:
+            created.close()
 
 
-def explain(resolved: ResolvedPipeline, registry: Registry) -> Plan:
-    """Plan every bucket of ``resolved`` as a run would, without running it."""
+def explain(resolved: ResolvedPipeline, registry: Registry, precision: str | None = None) -> Plan:
+    """Plan every bucket of ``resolved`` as a run would, without running it.
+
+    ``precision`` is the one the run is expected to compute in (``seamline explain``
+    takes it from the precision preview), else the pipeline's decided one (float32
+    before a decision).
+    """
     plans = []
-    with _probed(resolved, registry) as probed:
+    with _probed(resolved, registry, precision or resolved.chosen_precision) as probed:
         candidates = probed.candidates
         planner = candidates.planner(measure=False)
         for length, batch_size, specs in probed.buckets:
@@ -228,11 +238,13 @@ def tune(
 
     What is already cached is reported, not measured again, unless ``again``.
     Works for any attention mode: the timings a later ``select: measure`` run reads
-    are those of the candidates that serve, whatever the pipeline selects today.
+    are those of the candidates that serve, whatever the pipeline selects today. The
+    shapes are those of the precision ``resolved`` has decided (``seamline tune``
+    negotiates it first), so that a bfloat16 run finds timings of bfloat16 shapes.
     """
     cache = cache if cache is not None else TuningCache()
     results = []
-    with _probed(resolved, registry) as probed:
+    with _probed(resolved, registry, resolved.chosen_precision) as probed:
         candidates = probed.candidates
         ranking = MeasuredRanking(candidates.infos, cache)
         planner = candidates.planner(measure=False)

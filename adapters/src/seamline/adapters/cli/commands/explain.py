@@ -36,8 +36,11 @@ def explain(
     resolved, registry = loading.pipeline(pipeline, overrides, report)
     from seamline.core import preview_precision
 
-    plan = user_errors(lambda: explain_attention(resolved, registry), report)
     mode, precisions = user_errors(lambda: preview_precision(resolved, registry), report)
+    # The attention is planned for the precision the run would compute in: its specs
+    # carry that dtype, which decides what some kernels can serve.
+    expected = next((c.name for c in precisions if c.ok), None)
+    plan = user_errors(lambda: explain_attention(resolved, registry, expected), report)
     if as_text:
         _show(plan, resolved, registry)
         from seamline.adapters.cli.render.plan import precision

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
@@ -19,15 +20,18 @@ def tune(pipeline: PipelineArg, overrides: SetOption = None, again: Again = Fals
     """Time every attention candidate on every shape bucket; fill the tuning cache.
 
     A pipeline with `attention: {select: measure}` then picks the fastest from the
-    cache on its first run instead of measuring. No weights are read for models
-    that describe their parameter shapes.
+    cache on its first run instead of measuring. The shapes are those of the precision
+    the run computes in (decided first, as a run decides it). No weights are read for
+    models that describe their parameter shapes.
     """
     from seamline.adapters.cli.render.plan import tuning
     from seamline.adapters.logging_setup import configure_logging
-    from seamline.core import TuningCache, tune_attention
+    from seamline.core import TuningCache, decide_precision, tune_attention
 
     configure_logging(level="warning")
     resolved, registry = loading.pipeline(pipeline, overrides)
+    decision = user_errors(lambda: decide_precision(resolved, registry))
+    resolved = dataclasses.replace(resolved, precision=decision)
     cache = TuningCache()
     results = user_errors(lambda: tune_attention(resolved, registry, cache, again=again))
     tuning(cache.directory, results)
