@@ -61,7 +61,7 @@ def run_once(
         if result.is_file():
             for name in written:
                 if (kept / name).is_dir():
-                    shutil.copytree(kept / name, workdir / name, symlinks=True)
+                    shutil.copytree(kept / name, workdir / name, symlinks=True, dirs_exist_ok=True)
             recorded = json.loads(result.read_text(encoding="utf-8"))
             return subprocess.CompletedProcess(command, 0, recorded["printed"])
         completed = run()
