@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from seamline.core.precision.decision import GateFigures, PrecisionCandidate, PrecisionDecision
     from seamline.core.precision.gate import compare as compare_precision
     from seamline.core.precision.gate import neighbours_kept
-    from seamline.core.precision.negotiate import decide_precision, preview_precision
+    from seamline.core.precision.negotiate import decide_precision, negotiated, preview_precision
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
     from seamline.core.registry import ComponentInfo, Registry
@@ -137,6 +137,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "neighbours_kept": ("seamline.core.precision.gate", "neighbours_kept"),
     "decide_precision": ("seamline.core.precision.negotiate", "decide_precision"),
     "preview_precision": ("seamline.core.precision.negotiate", "preview_precision"),
+    "negotiated": ("seamline.core.precision.negotiate", "negotiated"),
     # Host work and batch shapes (the benchmarks measure them alone)
     "BatchShapes": ("seamline.core.batching", "BatchShapes"),
     "Collated": ("seamline.core.host", "Collated"),
@@ -213,6 +214,7 @@ __all__ = [
     "explain_attention",
     "load_trusted",
     "named_directory",
+    "negotiated",
     "neighbours_kept",
     "parse_located",
     "pipeline_provenance",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated
 
 import typer
@@ -26,12 +25,11 @@ def tune(pipeline: PipelineArg, overrides: SetOption = None, again: Again = Fals
     """
     from seamline.adapters.cli.render.plan import tuning
     from seamline.adapters.logging_setup import configure_logging
-    from seamline.core import TuningCache, decide_precision, tune_attention
+    from seamline.core import TuningCache, negotiated, tune_attention
 
     configure_logging(level="warning")
     resolved, registry = loading.pipeline(pipeline, overrides)
-    decision = user_errors(lambda: decide_precision(resolved, registry))
-    resolved = dataclasses.replace(resolved, precision=decision)
+    resolved = user_errors(lambda: negotiated(resolved, registry))
     cache = TuningCache()
     results = user_errors(lambda: tune_attention(resolved, registry, cache, again=again))
     tuning(cache.directory, results)
