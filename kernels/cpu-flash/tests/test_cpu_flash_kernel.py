@@ -160,7 +160,9 @@ def _cpu_flags() -> set[str]:
 
 def test_the_library_finds_the_instruction_sets_the_kernel_reports() -> None:
     flags = _cpu_flags()
-    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"} <= flags:
+        expected = library.ISA_LEVELS["avx512-bf16"]
+    elif {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
         expected = library.ISA_LEVELS["avx512"]
     elif {"avx2", "fma", "bmi2"} <= flags:
         expected = library.ISA_LEVELS["avx2"]

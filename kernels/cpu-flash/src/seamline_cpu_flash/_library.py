@@ -15,10 +15,17 @@ import importlib.util
 TARGET = "seamline_cpu_flash_f32"
 """The FFI target name the kernel is registered under (float32 in, float32 out)."""
 
+BF16_TARGET = "seamline_cpu_flash_bf16"
+"""The bfloat16 kernel's target (bfloat16 in and out, the CPU's bfloat16 dot products);
+registered beside the float32 one, called only where ``best_isa()`` reaches
+``ISA_LEVELS["avx512-bf16"]``."""
+
 _MODULE = "seamline_cpu_flash._cpu_flash"
 
-ISA_LEVELS = {"baseline": 1, "avx2": 2, "avx512": 3}
-"""The ``isa`` attribute's values for each compiled copy of the kernel (0 is auto)."""
+ISA_LEVELS = {"baseline": 1, "avx2": 2, "avx512": 3, "avx512-bf16": 4}
+"""The ``isa`` attribute's values for each compiled copy of the kernel (0 is auto).
+``avx512-bf16`` is the AVX-512 copy plus the bfloat16 kernel; below it, bfloat16 inputs
+are widened to float32."""
 
 
 class KernelUnavailable(RuntimeError):
@@ -27,7 +34,7 @@ class KernelUnavailable(RuntimeError):
 
 @functools.cache
 def _load() -> ctypes.CDLL:
-    """The loaded library, with both of its entry points looked up.
+    """The loaded library, with its entry points looked up.
 
     Raises :class:`KernelUnavailable` when the library is absent, as from a source tree
     that was never built, or cannot load (or is an older build without an entry point).
@@ -42,6 +49,7 @@ def _load() -> ctypes.CDLL:
     try:
         library = ctypes.CDLL(spec.origin)
         library.SeamlineCpuFlashF32  # noqa: B018 (looked up to fail here, not at the first call)
+        library.SeamlineCpuFlashBF16  # noqa: B018
         library.SeamlineCpuFlashIsaLevel.restype = ctypes.c_int64
     except (OSError, AttributeError) as error:
         raise KernelUnavailable(
@@ -61,8 +69,13 @@ def ensure_registered() -> str:
     """
     import jax
 
-    handler = _load().SeamlineCpuFlashF32
-    jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(handler), platform="cpu")
+    library = _load()
+    jax.ffi.register_ffi_target(
+        TARGET, jax.ffi.pycapsule(library.SeamlineCpuFlashF32), platform="cpu"
+    )
+    jax.ffi.register_ffi_target(
+        BF16_TARGET, jax.ffi.pycapsule(library.SeamlineCpuFlashBF16), platform="cpu"
+    )
     return TARGET
 
 

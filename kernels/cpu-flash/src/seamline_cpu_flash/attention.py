@@ -15,8 +15,11 @@ computed: the head's column of the bias values is copied once per (batch, head)
 item, and each score's bias is a lookup by its clipped distance, so no
 ``[B, N, Tq, Tk]`` bias is ever built.
 
-It computes in float32 (bfloat16/float16 inputs are widened and the result narrowed
-back) and runs on XLA's own intra-op threads. It is pure and jittable; it has no
+Where the CPU has bfloat16 dot products (AVX512_BF16: Zen 4, Sapphire Rapids and later)
+bfloat16 inputs go to a bfloat16 kernel that computes both products on them, with
+float32 sums and softmax (``cpu_flash_bf16.inc`` says what that changes numerically);
+elsewhere, and for float16, inputs are widened to float32 and the result narrowed
+back. It runs on XLA's own intra-op threads. It is pure and jittable; it has no
 gradient (inference only), and under ``vmap`` it runs once per mapped element.
 """
 
@@ -35,14 +38,20 @@ from seamline.contracts import (
     SegmentIds,
     Support,
 )
-from seamline_cpu_flash._library import ISA_LEVELS, KernelUnavailable, best_isa, ensure_registered
+from seamline_cpu_flash._library import (
+    BF16_TARGET,
+    ISA_LEVELS,
+    KernelUnavailable,
+    best_isa,
+    ensure_registered,
+)
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
     import jax
 
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
 
-Isa = Literal["auto", "avx512", "avx2", "baseline"]
+Isa = Literal["auto", "avx512-bf16", "avx512", "avx2", "baseline"]
 
 
 class CpuFlashConfig(ComponentConfig):
@@ -58,9 +67,11 @@ class CpuFlashConfig(ComponentConfig):
     isa: Isa = Field(
         "auto",
         description="The instruction set of the copy that runs: the library carries one for "
-        "AVX-512 (x86-64-v4), one for AVX2 with FMA (x86-64-v3) and a baseline one; auto "
-        "takes the best this CPU runs. Naming one pins it (to compare them, or to test the "
-        "copy another machine would run); one the CPU lacks is refused.",
+        "AVX-512 with bfloat16 dot products (avx512-bf16: the only one that computes bfloat16 "
+        "inputs without widening them to float32), one for AVX-512 (x86-64-v4), one for AVX2 "
+        "with FMA (x86-64-v3) and a baseline one; auto takes the best this CPU runs. Naming "
+        "one pins it (to compare them, or to test the copy another machine would run); one "
+        "the CPU lacks is refused.",
     )
 
 
@@ -119,6 +130,10 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
         import jax.numpy as jnp
 
         target = ensure_registered()
+        level = best_isa() if self.config.isa == "auto" else ISA_LEVELS[self.config.isa]
+        natively = (
+            level >= ISA_LEVELS["avx512-bf16"] and q.dtype == k.dtype == v.dtype == jnp.bfloat16
+        )
         batch, q_len, _, head_dim = q.shape
         kv_len = k.shape[1]
         if segment_ids is None:
@@ -134,26 +149,31 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
             values = bias.values.astype(jnp.float32)
             q_positions = bias.q_positions.astype(jnp.int32)
             kv_positions = bias.kv_positions.astype(jnp.int32)
+        dtype = jnp.bfloat16 if natively else jnp.float32
+        attributes = {
+            "scale": np.float32(head_dim**-0.5 if scale is None else scale),
+            "causal": bool(causal),
+            "segmented": segment_ids is not None,
+            "biased": bias is not None,
+            "threads": np.int64(self.config.threads),
+        }
+        if not natively:  # the bfloat16 kernel exists in one copy only
+            attributes["isa"] = np.int64(0 if self.config.isa == "auto" else level)
         kernel = jax.ffi.ffi_call(
-            target,
-            jax.ShapeDtypeStruct(q.shape, jnp.float32),
+            BF16_TARGET if natively else target,
+            jax.ShapeDtypeStruct(q.shape, dtype),
             vmap_method="sequential",
         )
         with jax.named_scope(self.name):
             out = kernel(
-                q.astype(jnp.float32),
-                k.astype(jnp.float32),
-                v.astype(jnp.float32),
+                q.astype(dtype),
+                k.astype(dtype),
+                v.astype(dtype),
                 q_segments,
                 kv_segments,
                 values,
                 q_positions,
                 kv_positions,
-                scale=np.float32(head_dim**-0.5 if scale is None else scale),
-                causal=bool(causal),
-                segmented=segment_ids is not None,
-                biased=bias is not None,
-                threads=np.int64(self.config.threads),
-                isa=np.int64(0 if self.config.isa == "auto" else ISA_LEVELS[self.config.isa]),
+                **attributes,
             )
         return out.astype(q.dtype)

@@ -20,7 +20,8 @@
 // intra-op thread pool, so the kernel uses exactly the threads XLA was given.
 //
 // The per-instruction-set half (the micro-kernels and run_item) is cpu_flash_isa.inc,
-// compiled here three times; this file holds what is common and picks the copy.
+// compiled here four times; the bfloat16 kernel (cpu_flash_bf16.inc) is compiled once,
+// for AVX-512 with AVX512_BF16. This file holds what is common and picks the copy.
 
 #include <algorithm>
 #include <atomic>
@@ -31,6 +32,10 @@
 #include <memory>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "xla/ffi/api/ffi.h"
 
@@ -54,12 +59,17 @@ constexpr int kPrefetchKeys = 8;
 #define SEAMLINE_INLINE inline __attribute__((always_inline))
 
 struct Problem {
-  const float* q;
-  const float* k;
-  const float* v;
+  // float32 inputs and output, or (the bfloat16 handler) the *16 ones.
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  float* out = nullptr;
+  const uint16_t* q16 = nullptr;
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
+  uint16_t* out16 = nullptr;
   const int32_t* q_seg;
   const int32_t* kv_seg;
-  float* out;
   // The relative bias: values [2D + 1, heads] and positions [B, Tq] / [B, Tk]; unread
   // unless `biased`.
   const float* bias_values;
@@ -138,6 +148,11 @@ struct Scratch {
   std::vector<float> query;    // [kRows][Hp]: scaled queries
   std::vector<float> bias;     // [2D + 1]: this head's relative-bias values
   std::vector<int32_t> kv_pos; // [Tkp]: key positions (with a bias)
+  // The bfloat16 kernel's layouts (cpu_flash_bf16.inc): pairs of bfloat16 in 32-bit words.
+  std::vector<uint32_t> key_pairs;    // [Hp/2][Tkp]
+  std::vector<uint32_t> value_pairs;  // [Tkp/2][Hp]
+  std::vector<uint32_t> query_pairs;  // [kRows][Hp/2]
+  std::vector<uint16_t> weights16;    // [kRows][Tkp]
 };
 
 SEAMLINE_INLINE int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -174,16 +189,26 @@ namespace avx512 {
 #include "cpu_flash_isa.inc"
 }  // namespace avx512
 #pragma GCC pop_options
+// AVX-512 with the bfloat16 extension (Zen 4, Cooper Lake, Sapphire Rapids and later):
+// the float32 kernel again (the same code as the avx512 copy), and the bfloat16 one.
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v4,avx512bf16")
+namespace avx512bf16 {
+#include "cpu_flash_isa.inc"
+#include "cpu_flash_bf16.inc"
+}  // namespace avx512bf16
+#pragma GCC pop_options
 #endif
 
 // Instruction-set levels, as the `isa` attribute and SeamlineCpuFlashIsaLevel name them.
-enum IsaLevel : int64_t { kAuto = 0, kBaseline = 1, kAvx2 = 2, kAvx512 = 3 };
+enum IsaLevel : int64_t { kAuto = 0, kBaseline = 1, kAvx2 = 2, kAvx512 = 3, kAvx512Bf16 = 4 };
 
 // The best level this CPU runs.
 int64_t best_level() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("x86-64-v4")) return kAvx512;
+  if (__builtin_cpu_supports("x86-64-v4"))
+    return __builtin_cpu_supports("avx512bf16") ? kAvx512Bf16 : kAvx512;
   if (__builtin_cpu_supports("x86-64-v3")) return kAvx2;
 #endif
   return kBaseline;
@@ -193,6 +218,7 @@ using RunItem = void (*)(const Problem&, Scratch&, int64_t, int64_t);
 
 RunItem run_item_for(int64_t level) {
 #if defined(__x86_64__)
+  if (level == kAvx512Bf16) return avx512bf16::run_item;
   if (level == kAvx512) return avx512::run_item;
   if (level == kAvx2) return avx2::run_item;
 #endif
@@ -218,8 +244,10 @@ constexpr size_t kKeptScratchBytes = size_t{4} << 20;
 void release_if_large(Scratch& sc) {
   const size_t bytes = (sc.keys_t.capacity() + sc.values.capacity() + sc.scores.capacity() +
                         sc.query.capacity() + sc.bias.capacity()) * sizeof(float) +
-                       (sc.broken.capacity() + sc.kv_seg.capacity() + sc.kv_pos.capacity()) *
-                           sizeof(int32_t);
+                       (sc.broken.capacity() + sc.kv_seg.capacity() + sc.kv_pos.capacity() +
+                        sc.key_pairs.capacity() + sc.value_pairs.capacity() +
+                        sc.query_pairs.capacity()) * sizeof(int32_t) +
+                       sc.weights16.capacity() * sizeof(uint16_t);
   if (bytes <= kKeptScratchBytes) return;
   sc = Scratch();
 }
@@ -240,27 +268,18 @@ void work(Shared& s) {
   if (worked) release_if_large(scratch);
 }
 
-ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::S32> q_seg,
-                     ffi::Buffer<ffi::S32> kv_seg, ffi::Buffer<ffi::F32> bias_values,
-                     ffi::Buffer<ffi::S32> q_pos, ffi::Buffer<ffi::S32> kv_pos,
-                     ffi::ResultBuffer<ffi::F32> out, float scale, bool causal, bool segmented,
-                     bool biased, int64_t threads, int64_t isa) {
+// Shapes and attributes into `p` (its data pointers are already set), checked.
+ffi::Error prepare(Problem& p, ffi::AnyBuffer::Dimensions qd, ffi::AnyBuffer::Dimensions kd,
+                   size_t v_rank, ffi::AnyBuffer::Dimensions bd, int64_t q_pos_count,
+                   int64_t kv_pos_count, float scale, bool causal, bool segmented, bool biased,
+                   int64_t isa) {
   static const int64_t kBest = best_level();
-  if (isa < kAuto || isa > kAvx512)
-    return ffi::Error::InvalidArgument("cpu-flash: isa must be 0 (auto), 1, 2 or 3");
+  if (isa < kAuto || isa > kAvx512Bf16)
+    return ffi::Error::InvalidArgument("cpu-flash: isa must be 0 (auto), 1, 2, 3 or 4");
   if (isa > kBest)
     return ffi::Error::InvalidArgument("cpu-flash: this CPU does not run the requested isa");
-  const auto qd = q.dimensions(), kd = k.dimensions();
-  if (qd.size() != 4 || kd.size() != 4 || v.dimensions().size() != 4)
+  if (qd.size() != 4 || kd.size() != 4 || v_rank != 4)
     return ffi::Error::InvalidArgument("cpu-flash: q, k and v must be [B, T, heads, head_dim]");
-  Problem p;
-  p.q = q.typed_data();
-  p.k = k.typed_data();
-  p.v = v.typed_data();
-  p.q_seg = q_seg.typed_data();
-  p.kv_seg = kv_seg.typed_data();
-  p.out = out->typed_data();
   p.batch = qd[0];
   p.q_len = qd[1];
   p.heads = qd[2];
@@ -271,36 +290,101 @@ ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<
   p.causal = causal;
   p.segmented = segmented;
   p.biased = biased;
-  p.bias_values = bias_values.typed_data();
-  p.q_pos = q_pos.typed_data();
-  p.kv_pos = kv_pos.typed_data();
   p.reach = 0;
   if (biased) {
-    const auto bd = bias_values.dimensions();
     if (bd.size() != 2 || bd[0] % 2 != 1 || bd[1] != p.heads ||
-        q_pos.element_count() != p.batch * p.q_len || kv_pos.element_count() != p.batch * p.kv_len)
+        q_pos_count != p.batch * p.q_len || kv_pos_count != p.batch * p.kv_len)
       return ffi::Error::InvalidArgument(
           "cpu-flash: a bias needs values [2D + 1, heads] and positions [B, Tq] and [B, Tk]");
     p.reach = (bd[0] - 1) / 2;
   }
   if (kd[0] != p.batch || kd[3] != p.head_dim || p.kv_heads == 0 || p.heads % p.kv_heads)
     return ffi::Error::InvalidArgument("cpu-flash: k/v shapes do not match q");
-  if (p.batch == 0 || p.q_len == 0 || p.heads == 0 || p.head_dim == 0) return ffi::Error::Success();
-  if (p.kv_len == 0) {
-    std::memset(p.out, 0, sizeof(float) * p.batch * p.q_len * p.heads * p.head_dim);
-    return ffi::Error::Success();
-  }
-  compute_key_ranges(p);
+  return ffi::Error::Success();
+}
 
+// The (batch, head) items of a prepared problem, on the calling thread and the pool's.
+void run(Problem& p, ffi::ThreadPool& pool, RunItem run_item, int64_t threads) {
+  compute_key_ranges(p);
   auto shared = std::make_shared<Shared>();
   shared->problem = &p;
-  shared->run_item = run_item_for(isa == kAuto ? kBest : isa);
+  shared->run_item = run_item;
   shared->items = p.batch * p.heads;
   int64_t helpers = threads > 0 ? threads - 1 : pool.num_threads() - 1;
   helpers = std::max<int64_t>(0, std::min(helpers, shared->items - 1));
   for (int64_t t = 0; t < helpers; ++t) pool.Schedule([shared] { work(*shared); });
   work(*shared);
   while (shared->done.load(std::memory_order_acquire) < shared->items) std::this_thread::yield();
+}
+
+bool nothing_to_do(const Problem& p) {
+  return p.batch == 0 || p.q_len == 0 || p.heads == 0 || p.head_dim == 0;
+}
+
+int64_t output_elements(const Problem& p) { return p.batch * p.q_len * p.heads * p.head_dim; }
+
+ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
+                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::S32> q_seg,
+                     ffi::Buffer<ffi::S32> kv_seg, ffi::Buffer<ffi::F32> bias_values,
+                     ffi::Buffer<ffi::S32> q_pos, ffi::Buffer<ffi::S32> kv_pos,
+                     ffi::ResultBuffer<ffi::F32> out, float scale, bool causal, bool segmented,
+                     bool biased, int64_t threads, int64_t isa) {
+  Problem p;
+  p.q = q.typed_data();
+  p.k = k.typed_data();
+  p.v = v.typed_data();
+  p.out = out->typed_data();
+  p.q_seg = q_seg.typed_data();
+  p.kv_seg = kv_seg.typed_data();
+  p.bias_values = bias_values.typed_data();
+  p.q_pos = q_pos.typed_data();
+  p.kv_pos = kv_pos.typed_data();
+  ffi::Error checked = prepare(p, q.dimensions(), k.dimensions(), v.dimensions().size(),
+                               bias_values.dimensions(), q_pos.element_count(),
+                               kv_pos.element_count(), scale, causal, segmented, biased, isa);
+  if (checked.failure() || nothing_to_do(p)) return checked;
+  if (p.kv_len == 0) {
+    std::memset(p.out, 0, sizeof(float) * output_elements(p));
+    return ffi::Error::Success();
+  }
+  static const int64_t kBest = best_level();
+  run(p, pool, run_item_for(isa == kAuto ? kBest : isa), threads);
+  return ffi::Error::Success();
+}
+
+// bfloat16 in and out, computed with the CPU's bfloat16 dot products; only where the
+// CPU has them (the Python side calls it only then, and widens to float32 elsewhere).
+ffi::Error AttentionBf16(ffi::ThreadPool pool, ffi::Buffer<ffi::BF16> q, ffi::Buffer<ffi::BF16> k,
+                         ffi::Buffer<ffi::BF16> v, ffi::Buffer<ffi::S32> q_seg,
+                         ffi::Buffer<ffi::S32> kv_seg, ffi::Buffer<ffi::F32> bias_values,
+                         ffi::Buffer<ffi::S32> q_pos, ffi::Buffer<ffi::S32> kv_pos,
+                         ffi::ResultBuffer<ffi::BF16> out, float scale, bool causal,
+                         bool segmented, bool biased, int64_t threads) {
+  static const int64_t kBest = best_level();
+  if (kBest < kAvx512Bf16)
+    return ffi::Error::InvalidArgument(
+        "cpu-flash: this CPU has no bfloat16 dot products (avx512_bf16); widen to float32");
+  Problem p;
+  p.q16 = q.typed_data();
+  p.k16 = k.typed_data();
+  p.v16 = v.typed_data();
+  p.out16 = out->typed_data();
+  p.q_seg = q_seg.typed_data();
+  p.kv_seg = kv_seg.typed_data();
+  p.bias_values = bias_values.typed_data();
+  p.q_pos = q_pos.typed_data();
+  p.kv_pos = kv_pos.typed_data();
+  ffi::Error checked = prepare(p, q.dimensions(), k.dimensions(), v.dimensions().size(),
+                               bias_values.dimensions(), q_pos.element_count(),
+                               kv_pos.element_count(), scale, causal, segmented, biased, kAuto);
+  if (checked.failure() || nothing_to_do(p)) return checked;
+  if (p.kv_len == 0) {
+    std::memset(p.out16, 0, sizeof(uint16_t) * output_elements(p));
+    return ffi::Error::Success();
+  }
+#if defined(__x86_64__)
+  run(p, pool, avx512bf16::run_item_bf16, threads);
+#endif
   return ffi::Error::Success();
 }
 
@@ -325,7 +409,26 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SeamlineCpuFlashF32, Attention,
                                   .Attr<int64_t>("threads")
                                   .Attr<int64_t>("isa"));
 
-// The best instruction-set level this CPU runs (1 baseline, 2 AVX2+FMA, 3 AVX-512),
+XLA_FFI_DEFINE_HANDLER_SYMBOL(SeamlineCpuFlashBF16, AttentionBf16,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::Buffer<ffi::BF16>>()
+                                  .Arg<ffi::Buffer<ffi::BF16>>()
+                                  .Arg<ffi::Buffer<ffi::BF16>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Ret<ffi::Buffer<ffi::BF16>>()
+                                  .Attr<float>("scale")
+                                  .Attr<bool>("causal")
+                                  .Attr<bool>("segmented")
+                                  .Attr<bool>("biased")
+                                  .Attr<int64_t>("threads"));
+
+// The best instruction-set level this CPU runs (1 baseline, 2 AVX2+FMA, 3 AVX-512,
+// 4 AVX-512 with bfloat16 dot products),
 // for the Python side to refuse an `isa` the machine lacks before compiling a call.
 extern "C" __attribute__((visibility("default"))) int64_t SeamlineCpuFlashIsaLevel() {
   return best_level();
