@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -225,6 +226,27 @@ def test_auto_with_bfloat16_passes_the_gate_and_records_it(records_dir: Path) ->
     again = decide("auto", WITH_BF16)
     assert again.chosen_candidate.figures == figures
     assert "gate passed earlier" in again.chosen_candidate.reasons[-1]
+
+
+def test_a_new_version_of_an_installed_attention_is_checked_again(
+    records_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record of one build of a kernel does not vouch for the next (issue 25).
+
+    `attention: auto` picks per shape after the gate; a kernel's new version (a
+    bfloat16 path, say) changes the figures, so it must change the key."""
+    assert "first 40" in decide("auto", WITH_BF16).chosen_candidate.reasons[-1]
+    pipeline, registry = resolved("auto")
+    original = registry.get
+
+    def rebuilt(kind: str, name: str) -> Any:
+        info = original(kind, name)  # type: ignore[arg-type]
+        return replace(info, version="1") if (kind, name) == ("attention", "native") else info
+
+    monkeypatch.setattr(registry, "get", rebuilt)
+    again = decide_precision(pipeline, registry, hardware=WITH_BF16)
+    assert "first 40" in again.chosen_candidate.reasons[-1]
+    assert len(list(records_dir.glob("*.json"))) == 2
 
 
 def test_a_candidate_that_fails_the_gate_is_refused_with_its_figures() -> None:

@@ -275,6 +275,15 @@ class Calibration:
                 "config": model.config.model_dump(mode="json"),
             },
             "attention": spec.attention.model_dump(mode="json", by_alias=True),
+            # Which attention serves is negotiated per shape after the gate, so every
+            # installed one counts: a kernel rebuilt in a new version is checked again.
+            "attentions": sorted(
+                f"{info.name} {info.distribution} {info.version}"
+                for info in (
+                    self.registry.get("attention", name)
+                    for name in self.registry.names("attention")
+                )
+            ),
             "loader": spec.loader.model_dump(mode="json", by_alias=True),
             "run": {"packing": spec.run.packing},
             "hardware": self.hardware.describe(),

@@ -2,8 +2,9 @@
 
 The gate embeds the run's first documents twice; a record of its figures, keyed by
 everything that could change them (the model and its weights setting, the attention
-section, the loader section, the hardware, the JAX and component versions, the
-candidate and the sample's size), lets the next run of the same pipeline reuse them.
+section and every installed attention's distribution and version, the loader section,
+the hardware, the JAX and model versions, the candidate and the sample's size), lets
+the next run of the same pipeline reuse them.
 Thresholds are not in the key: the recorded figures are judged by the pipeline's
 thresholds of the day.
 
