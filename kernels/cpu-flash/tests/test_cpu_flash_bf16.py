@@ -187,3 +187,12 @@ def test_packed_rows_match_documents_attended_alone() -> None:
         alone = np.asarray(NATIVE(q, kv, kv), np.float32)
         np.testing.assert_array_equal(packed[:, start : start + n], alone)
         start += n
+
+
+@needs_bf16
+def test_no_keys_give_zeros_and_no_queries_an_empty_answer() -> None:
+    q, kv = _bf16((2, 5, 2, 32), 17), _bf16((2, 0, 2, 32), 18)
+    out = NATIVE(q, kv, kv)
+    assert out.dtype == jnp.bfloat16
+    assert not np.asarray(out, np.float32).any()
+    assert NATIVE(_bf16((2, 0, 2, 32), 19), q, q).shape == (2, 0, 2, 32)

@@ -323,17 +323,30 @@ bool nothing_to_do(const Problem& p) {
 
 int64_t output_elements(const Problem& p) { return p.batch * p.q_len * p.heads * p.head_dim; }
 
-ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
-                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::S32> q_seg,
-                     ffi::Buffer<ffi::S32> kv_seg, ffi::Buffer<ffi::F32> bias_values,
-                     ffi::Buffer<ffi::S32> q_pos, ffi::Buffer<ffi::S32> kv_pos,
-                     ffi::ResultBuffer<ffi::F32> out, float scale, bool causal, bool segmented,
-                     bool biased, int64_t threads, int64_t isa) {
+// Where each handler's arrays go in the problem: float32, or bfloat16 bits.
+void bind(Problem& p, const float* q, const float* k, const float* v, float* out) {
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.out = out;
+}
+void bind(Problem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* out) {
+  p.q16 = q;
+  p.k16 = k;
+  p.v16 = v;
+  p.out16 = out;
+}
+
+// What both handlers do once their kernel is known: bind, check, and run the items.
+template <ffi::DataType T>
+ffi::Error solve(ffi::ThreadPool& pool, ffi::Buffer<T>& q, ffi::Buffer<T>& k, ffi::Buffer<T>& v,
+                 ffi::Buffer<ffi::S32>& q_seg, ffi::Buffer<ffi::S32>& kv_seg,
+                 ffi::Buffer<ffi::F32>& bias_values, ffi::Buffer<ffi::S32>& q_pos,
+                 ffi::Buffer<ffi::S32>& kv_pos, ffi::ResultBuffer<T>& out, float scale,
+                 bool causal, bool segmented, bool biased, int64_t threads, int64_t isa,
+                 RunItem run_item) {
   Problem p;
-  p.q = q.typed_data();
-  p.k = k.typed_data();
-  p.v = v.typed_data();
-  p.out = out->typed_data();
+  bind(p, q.typed_data(), k.typed_data(), v.typed_data(), out->typed_data());
   p.q_seg = q_seg.typed_data();
   p.kv_seg = kv_seg.typed_data();
   p.bias_values = bias_values.typed_data();
@@ -344,12 +357,23 @@ ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<
                                kv_pos.element_count(), scale, causal, segmented, biased, isa);
   if (checked.failure() || nothing_to_do(p)) return checked;
   if (p.kv_len == 0) {
-    std::memset(p.out, 0, sizeof(float) * output_elements(p));
+    std::memset(out->typed_data(), 0, sizeof(*out->typed_data()) * output_elements(p));
     return ffi::Error::Success();
   }
-  static const int64_t kBest = best_level();
-  run(p, pool, run_item_for(isa == kAuto ? kBest : isa), threads);
+  run(p, pool, run_item, threads);
   return ffi::Error::Success();
+}
+
+ffi::Error Attention(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k,
+                     ffi::Buffer<ffi::F32> v, ffi::Buffer<ffi::S32> q_seg,
+                     ffi::Buffer<ffi::S32> kv_seg, ffi::Buffer<ffi::F32> bias_values,
+                     ffi::Buffer<ffi::S32> q_pos, ffi::Buffer<ffi::S32> kv_pos,
+                     ffi::ResultBuffer<ffi::F32> out, float scale, bool causal, bool segmented,
+                     bool biased, int64_t threads, int64_t isa) {
+  static const int64_t kBest = best_level();
+  // An out-of-range isa picks some copy here; prepare() refuses it before anything runs.
+  return solve(pool, q, k, v, q_seg, kv_seg, bias_values, q_pos, kv_pos, out, scale, causal,
+               segmented, biased, threads, isa, run_item_for(isa == kAuto ? kBest : isa));
 }
 
 // bfloat16 in and out, computed with the CPU's bfloat16 dot products; only where the
@@ -361,31 +385,13 @@ ffi::Error AttentionBf16(ffi::ThreadPool pool, ffi::Buffer<ffi::BF16> q, ffi::Bu
                          ffi::ResultBuffer<ffi::BF16> out, float scale, bool causal,
                          bool segmented, bool biased, int64_t threads) {
   static const int64_t kBest = best_level();
-  if (kBest < kAvx512Bf16)
-    return ffi::Error::InvalidArgument(
-        "cpu-flash: this CPU has no bfloat16 dot products (avx512_bf16); widen to float32");
-  Problem p;
-  p.q16 = q.typed_data();
-  p.k16 = k.typed_data();
-  p.v16 = v.typed_data();
-  p.out16 = out->typed_data();
-  p.q_seg = q_seg.typed_data();
-  p.kv_seg = kv_seg.typed_data();
-  p.bias_values = bias_values.typed_data();
-  p.q_pos = q_pos.typed_data();
-  p.kv_pos = kv_pos.typed_data();
-  ffi::Error checked = prepare(p, q.dimensions(), k.dimensions(), v.dimensions().size(),
-                               bias_values.dimensions(), q_pos.element_count(),
-                               kv_pos.element_count(), scale, causal, segmented, biased, kAuto);
-  if (checked.failure() || nothing_to_do(p)) return checked;
-  if (p.kv_len == 0) {
-    std::memset(p.out16, 0, sizeof(uint16_t) * output_elements(p));
-    return ffi::Error::Success();
-  }
 #if defined(__x86_64__)
-  run(p, pool, avx512bf16::run_item_bf16, threads);
+  if (kBest >= kAvx512Bf16)
+    return solve(pool, q, k, v, q_seg, kv_seg, bias_values, q_pos, kv_pos, out, scale, causal,
+                 segmented, biased, threads, kAuto, avx512bf16::run_item_bf16);
 #endif
-  return ffi::Error::Success();
+  return ffi::Error::InvalidArgument(
+      "cpu-flash: this CPU has no bfloat16 dot products (avx512_bf16); widen to float32");
 }
 
 }  // namespace
