@@ -492,6 +492,43 @@ def test_gelu_is_the_exact_erf_form() -> None:
     np.testing.assert_allclose(bert_math.activate(x, "gelu"), expected, rtol=1e-6)
 
 
+def _exact_gelu(x: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+    from math import erf, sqrt
+
+    wide = x.astype(np.float64)
+    return np.array([v * 0.5 * (1.0 + erf(v / sqrt(2.0))) for v in wide])
+
+
+def test_gelu_before_a_bfloat16_matmul_is_the_cheaper_erf_formula() -> None:
+    """Both formulas are the exact GELU; the float32 one is the more accurate (erfc), the
+    one whose result is rounded to bfloat16 next trades ~1e-6 for half the time."""
+    x = np.linspace(-10.0, 10.0, 40_001, dtype=np.float32)
+    exact = _exact_gelu(x)
+    accurate = np.asarray(bert_math.activate(jnp.asarray(x), "gelu"), np.float64)
+    cheaper = np.asarray(bert_math.activate(jnp.asarray(x), "gelu", rounded=True), np.float64)
+    assert np.max(np.abs(accurate - exact)) < 6e-7
+    assert np.max(np.abs(cheaper - exact)) < 2.5e-6
+    # The rounding that follows hides the difference: a bfloat16 step is 2**-9 relative.
+    assert np.all(np.abs(cheaper - exact) <= np.abs(exact) * 2.0**-9 + 2.5e-6)
+    accurate_ops = str(jax.make_jaxpr(lambda v: bert_math.activate(v, "gelu"))(x))
+    cheaper_ops = str(jax.make_jaxpr(lambda v: bert_math.activate(v, "gelu", rounded=True))(x))
+    assert "erfc" in accurate_ops
+    assert "erfc" not in cheaper_ops
+    assert "erf" in cheaper_ops
+
+
+def test_each_precision_of_the_model_computes_its_own_gelu(encoder: BertEncoder) -> None:
+    """The model asks for the cheaper GELU exactly when its matmuls run in bfloat16."""
+    batch = encoder.collate(encoder.prepare(Document("d", "a short text")), 1, 16)
+    attention = NativeAttention(NativeConfig())
+    for precision, erfc in (("float32", True), ("bfloat16", False)):
+        model = encoder.with_precision(precision)
+        program = jax.make_jaxpr(functools.partial(model.apply, attention=attention))(
+            model.abstract_params(), batch.arrays
+        )
+        assert ("erfc" in str(program)) is erfc, precision
+
+
 def test_dtype_moved_to_the_pipelines_precision() -> None:
     """``dtype: bfloat16`` (before model contract 1.3) is refused with its new place;
     ``float32``, which every manifest of that time records, still reads."""

@@ -9,7 +9,9 @@ Precision: every matmul takes its operands in the compute dtype and accumulates 
 float32; layer norms, residual sums, GELU, pooling and normalisation run in
 float32. With a float32 compute dtype the matmuls ask for full (``HIGHEST``)
 precision, because accelerators may otherwise use reduced-precision (TF32-like)
-passes that would break agreement with the reference to 1e-5.
+passes that would break agreement with the reference to 1e-5. With a bfloat16
+compute dtype the exact GELU is computed by the cheaper of two float32 formulas
+(:func:`activate`), since its result is rounded to bfloat16 next.
 """
 
 from __future__ import annotations
@@ -198,7 +200,8 @@ def encoder_layer(
         attended = dense(params["attention_out"], context, readout)
         hidden = layer_norm(attended + hidden, params["attention_norm"], arch.layer_norm_eps)
     with jax.named_scope("feed_forward"):
-        inner = activate(dense(params["intermediate"], hidden, readout), arch.activation)
+        inner = dense(params["intermediate"], hidden, readout)
+        inner = activate(inner, arch.activation, rounded=readout.dtype != "float32")
         out = dense(params["output"], inner, readout)
         return layer_norm(out + hidden, params["output_norm"], arch.layer_norm_eps)
 
@@ -259,11 +262,24 @@ def layer_norm(x: jax.Array, params: NormParams, eps: float) -> jax.Array:
     return normed * scale + jnp.asarray(params["bias"], jnp.float32)
 
 
-def activate(x: jax.Array, activation: Activation) -> jax.Array:
-    """The feed-forward nonlinearity; Hugging Face's "gelu" is the exact, erf-based one."""
+def activate(x: jax.Array, activation: Activation, *, rounded: bool = False) -> jax.Array:
+    """The feed-forward nonlinearity; Hugging Face's "gelu" is the exact, erf-based one.
+
+    ``rounded``: the result goes to a matmul in a lower precision (bfloat16), which
+    rounds it to a relative step of 2**-9. The exact GELU is then computed as
+    ``x/2 * (1 + erf(x/sqrt 2))`` (torch's formula), whose float32 error (about 1e-6 at
+    most, from the cancellation in ``1 + erf`` for negative ``x``) that rounding hides.
+    Otherwise it is :func:`jax.nn.gelu`'s ``erfc`` form, accurate to about 4e-7 but,
+    on a CPU, twice the time (two polynomials, an exponential and two divisions per
+    value: 5 % of the bfloat16 step). ``benchmarks/model/gelu_cost.py`` measures the
+    time and ``benchmarks/model/mixed_precision.py`` the accuracy of both.
+    """
     import jax
 
     if activation == "gelu":
+        if rounded:
+            half = x * 0.5  # a Python float keeps x's float32
+            return half + half * jax.lax.erf(x * 0.7071067811865476)
         return jax.nn.gelu(x, approximate=False)
     if activation == "gelu_tanh":
         return jax.nn.gelu(x, approximate=True)
