@@ -21,10 +21,13 @@ The reference sides run ``_precision_reference`` in ``.venv-ref``
 (``bash benchmarks/throughput/make_precision_ref.sh``); their OpenVINO and ONNX models are
 exported once, untimed, into the run's temporary folder, as sentence-transformers advises
 (``save_pretrained`` after the first export). seamline's compile cache is filled by an
-untimed run of each seamline side. The reference sides embed the text of every window
-seamline embedded (``text[span]``), so every side embeds the same token sequences; a
-window that starts inside a word re-tokenizes to other tokens and is left out of the
-comparisons (and counted), as in ``whole_run``.
+untimed run of each seamline side, and its precision gate records live in the run's
+temporary folder too: ``auto``'s untimed run measures the gate on this code and this
+machine (a record left in the user's cache by an earlier build of the same version
+would otherwise be reused), and its timed runs reuse that record. The reference sides
+embed the text of every window seamline embedded (``text[span]``), so every side embeds
+the same token sequences; a window that starts inside a word re-tokenizes to other
+tokens and is left out of the comparisons (and counted), as in ``whole_run``.
 
 Per side: documents/s over the whole process (median, fastest and slowest), model
 tokens/s (the reference sides' ``encode`` call; seamline's steady state from its batch
@@ -160,9 +163,18 @@ def run_seamline(
     cache: Path,
     pipeline: Path,
     overrides: Sequence[str],
+    records: Path,
 ) -> dict[str, Any]:
-    """One ``seamline run`` asking for ``precision``, timed from start to exit; its figures."""
-    env = {**os.environ, "SEAMLINE_CORPUS": str(corpus), "SEAMLINE_CACHE_DIR": str(cache)}
+    """One ``seamline run`` asking for ``precision``, timed from start to exit; its figures.
+
+    ``cache``: the compile cache; ``records``: the precision gate's records.
+    """
+    env = {
+        **os.environ,
+        "SEAMLINE_CORPUS": str(corpus),
+        "SEAMLINE_CACHE_DIR": str(cache),
+        "SEAMLINE_PRECISION_DIR": str(records),
+    }
     argv = [
         str(SEAMLINE), "run", str(pipeline), "--format", "json",
         "--set", seamline_flag(form, precision),
@@ -349,7 +361,14 @@ def measure_all(args: argparse.Namespace) -> int:
         def seamline(side: str, name: str) -> dict[str, Any]:
             out = workdir / f"{name}{suffix}"
             return run_seamline(
-                SEAMLINE_SIDES[side], form, corpus, out, cache, args.pipeline, args.overrides
+                SEAMLINE_SIDES[side],
+                form,
+                corpus,
+                out,
+                cache,
+                args.pipeline,
+                args.overrides,
+                records=workdir / "precision-records",
             )
 
         say_to_stderr(

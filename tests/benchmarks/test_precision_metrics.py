@@ -7,6 +7,10 @@ check, on made-up vectors and summaries, the figures a wrong table would come fr
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -33,6 +37,27 @@ def test_the_chosen_precision_comes_from_the_decision_then_the_attention_then_th
     signatures = {"attention": {"B2xTq256xTk256xN12xK12xH32:bfloat16:segments,cpu": "cpu-flash"}}
     assert precision.chosen_precision(signatures, "float32") == "bfloat16"
     assert precision.chosen_precision({}, "float32") == "float32"
+
+
+def test_a_run_keeps_its_gate_records_in_the_benchmarks_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record in the user's cache, made by an earlier build of the same version, would
+    let ``auto`` skip the gate and report figures this code never measured."""
+    seen: dict[str, Any] = {}
+
+    def refuse(argv: list[str], **options: Any) -> subprocess.CompletedProcess[str]:
+        seen.update(options["env"])
+        return subprocess.CompletedProcess(argv, 2, "", "stopped by the test")
+
+    monkeypatch.setattr(precision.subprocess, "run", refuse)
+    with pytest.raises(precision.SideFailed):
+        precision.run_seamline(
+            "auto", "precision", tmp_path / "corpus", tmp_path / "out.jsonl",
+            tmp_path / "cache", tmp_path / "p.yaml", [], records=tmp_path / "records",
+        )  # fmt: skip
+    assert seen["SEAMLINE_PRECISION_DIR"] == str(tmp_path / "records")
+    assert seen["SEAMLINE_CACHE_DIR"] == str(tmp_path / "cache")
 
 
 def test_nearest_never_counts_a_row_as_its_own_neighbour() -> None:
