@@ -33,9 +33,10 @@ from benchmarks.common.tables import print_table, run_context
 from benchmarks.model.step_breakdown import (
     LENGTH,
     WEIGHTS,
-    attention_named,
+    attention_or_exit,
     compiled_step,
     full_rows,
+    rows_or_exit,
     timed,
 )
 from seamline.adapters.measure.load import LoadAverages
@@ -43,7 +44,6 @@ from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.components.models import bert_math
 from seamline.components.models.bert import BertEncoder, Config
-from seamline.contracts.errors import UserError
 
 PRECISIONS = ("float32", "bfloat16")
 FORMULAS = ("erfc", "erf")
@@ -73,16 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--attention", default="cpu-flash", help="NAME or NAME:KEY=VALUE[,...]")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON")
     args = parser.parse_args(argv)
-    try:
-        row_counts = [int(part) for part in args.rows.split(",")]
-    except ValueError:
-        parser.error("--rows must be comma-separated whole numbers")
-    if not all(1 <= rows <= 64 for rows in row_counts) or not 1 <= args.repeats <= 200:
-        parser.error("--rows must be 1 to 64 each and --repeats 1 to 200")
-    try:
-        attention = attention_named(args.attention)
-    except (ValueError, UserError) as error:
-        parser.error(f"--attention: {error}")
+    row_counts = rows_or_exit(parser, args.rows)
+    if not 1 <= args.repeats <= 200:
+        parser.error("--repeats must be 1 to 200")
+    attention = attention_or_exit(parser, args.attention)
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()
     steps: dict[tuple[str, int, str], Callable[[], jax.Array]] = {}

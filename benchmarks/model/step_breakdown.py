@@ -81,6 +81,25 @@ def attention_named(text: str) -> Callable[..., jax.Array]:
     return registry.create("attention", name, settings)  # type: ignore[return-value]
 
 
+def attention_or_exit(parser: argparse.ArgumentParser, text: str) -> Callable[..., jax.Array]:
+    """``attention_named(text)``, or the parser's exit 2 with the reason."""
+    try:
+        return attention_named(text)
+    except (ValueError, UserError) as error:
+        parser.error(f"--attention: {error}")
+
+
+def rows_or_exit(parser: argparse.ArgumentParser, text: str) -> list[int]:
+    """``--rows``: comma-separated row counts of 1 to 64, or the parser's exit 2."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        parser.error("--rows must be comma-separated whole numbers")
+    if not all(1 <= rows <= 64 for rows in counts):
+        parser.error("--rows must be 1 to 64 each")
+    return counts
+
+
 def full_rows(encoder: Any, rows: int) -> Any:
     """A batch of ``rows`` rows of ``LENGTH`` real tokens (the standard library's docs)."""
     from pydoc_data.topics import topics
@@ -124,17 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON")
     args = parser.parse_args(argv)
-    try:
-        row_counts = [int(part) for part in args.rows.split(",")]
-    except ValueError:
-        parser.error("--rows must be comma-separated whole numbers")
-    if not all(1 <= rows <= 64 for rows in row_counts) or not 1 <= args.repeats <= 200:
-        parser.error("--rows must be 1 to 64 each and --repeats 1 to 200")
+    row_counts = rows_or_exit(parser, args.rows)
+    if not 1 <= args.repeats <= 200:
+        parser.error("--repeats must be 1 to 200")
     names: list[str] = args.attention or ["cpu-flash"]
-    try:
-        attentions = {name: attention_named(name) for name in names}
-    except (ValueError, UserError) as error:
-        parser.error(f"--attention: {error}")
+    attentions = {name: attention_or_exit(parser, name) for name in names}
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()
     cells: dict[tuple[str, int, str], list[float]] = {}

@@ -45,7 +45,7 @@ from benchmarks.common.tables import print_table, run_context
 from benchmarks.model.step_breakdown import (
     LENGTH,
     WEIGHTS,
-    attention_named,
+    attention_or_exit,
     compiled_step,
     full_rows,
 )
@@ -53,7 +53,6 @@ from seamline.adapters.measure.load import LoadAverages
 from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.components.models.bert import BertEncoder, Config
-from seamline.contracts.errors import UserError
 
 KINDS = ("matmul", "attention", "other")
 MATMUL = re.compile(r"^(ynn_fusion|xnn_fusion|onednn|dot|gemm|.*_dot_|.*dot_fusion)")
@@ -106,10 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.rows <= 64 or not 1 <= args.calls <= 100:
         parser.error("--rows must be 1 to 64 and --calls 1 to 100")
-    try:
-        attention = attention_named(args.attention)
-    except (ValueError, UserError) as error:
-        parser.error(f"--attention: {error}")
+    attention = attention_or_exit(parser, args.attention)
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()
     model = BertEncoder(Config(weights=WEIGHTS, max_length=LENGTH)).with_precision(args.precision)
