@@ -508,8 +508,14 @@ def test_gelu_before_a_bfloat16_matmul_is_the_cheaper_erf_formula() -> None:
     cheaper = np.asarray(bert_math.activate(jnp.asarray(x), "gelu", rounded=True), np.float64)
     assert np.max(np.abs(accurate - exact)) < 6e-7
     assert np.max(np.abs(cheaper - exact)) < 2.5e-6
-    # The rounding that follows hides the difference: a bfloat16 step is 2**-9 relative.
-    assert np.all(np.abs(cheaper - exact) <= np.abs(exact) * 2.0**-9 + 2.5e-6)
+    # The rounding to bfloat16 that follows hides the difference: the same bfloat16 value
+    # for all but a few of the activations that matter, one bfloat16 step apart at most.
+    as_bf16 = jax.jit(lambda y: y.astype(jnp.bfloat16).astype(jnp.float32))
+    accurate16 = np.asarray(as_bf16(jnp.asarray(accurate, jnp.float32)), np.float64)
+    cheaper16 = np.asarray(as_bf16(jnp.asarray(cheaper, jnp.float32)), np.float64)
+    visible = np.abs(exact) >= 1e-2
+    assert np.mean(accurate16[visible] == cheaper16[visible]) > 0.9999
+    assert np.all(np.abs(accurate16 - cheaper16) <= np.abs(accurate16) * 2.0**-7 + 2.5e-6)
     accurate_ops = str(jax.make_jaxpr(lambda v: bert_math.activate(v, "gelu"))(x))
     cheaper_ops = str(jax.make_jaxpr(lambda v: bert_math.activate(v, "gelu", rounded=True))(x))
     assert "erfc" in accurate_ops
