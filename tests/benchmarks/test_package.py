@@ -27,6 +27,8 @@ BENCHMARKS = {
     "benchmarks.model.batches",
     "benchmarks.model.bf16_accuracy",
     "benchmarks.model.gelu_cost",
+    "benchmarks.model.mixed_precision",
+    "benchmarks.model.mpnet_parity",
     "benchmarks.model.step_breakdown",
     "benchmarks.model.step_profile",
     "benchmarks.overhead.cli_start",
