@@ -22,7 +22,7 @@ import datetime
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ import jax
 
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.tables import print_table, run_context
+from benchmarks.model.mixed_precision import gelu_by, patched
 from benchmarks.model.step_breakdown import (
     LENGTH,
     WEIGHTS,
@@ -42,7 +43,6 @@ from benchmarks.model.step_breakdown import (
 from seamline.adapters.measure.load import LoadAverages
 from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
-from seamline.components.models import bert_math
 from seamline.components.models.bert import BertEncoder, Config
 
 PRECISIONS = ("float32", "bfloat16")
@@ -50,20 +50,9 @@ FORMULAS = ("erfc", "erf")
 SHIPPED = {"float32": "erfc", "bfloat16": "erf"}
 
 
-@contextlib.contextmanager
-def gelu_formula(formula: str) -> Iterator[None]:
+def gelu_formula(formula: str) -> contextlib.AbstractContextManager[None]:
     """While tracing, every GELU uses ``formula``, whatever the precision asks for."""
-    shipped = bert_math.activate
-
-    def forced(x: jax.Array, activation: Any, *, rounded: bool = False) -> jax.Array:
-        del rounded
-        return shipped(x, activation, rounded=formula == "erf")
-
-    bert_math.activate = forced
-    try:
-        yield
-    finally:
-        bert_math.activate = shipped
+    return patched(activate=gelu_by(formula))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

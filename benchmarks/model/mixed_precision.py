@@ -109,15 +109,21 @@ ORIGINAL_POOL = bert_math.pool
 ORIGINAL_ACTIVATE = bert_math.activate
 
 
-def _gelu_erfc(x: jax.Array, activation: Any, *, rounded: bool = False) -> jax.Array:
-    """The float32 path's GELU formula (``erfc``) before the bfloat16 matmul too."""
-    del rounded
-    return ORIGINAL_ACTIVATE(x, activation)
+def gelu_by(formula: str) -> Callable[..., jax.Array]:
+    """``bert_math.activate`` with the GELU by ``formula`` (``erfc`` or ``erf``) in either
+    precision, whatever the precision asks for."""
+
+    def forced(x: jax.Array, activation: Any, *, rounded: bool = False) -> jax.Array:
+        del rounded
+        return ORIGINAL_ACTIVATE(x, activation, rounded=formula == "erf")
+
+    return forced
 
 
 @contextlib.contextmanager
 def patched(**replacements: Callable[..., Any]) -> Iterator[None]:
-    """Replace functions of :mod:`bert_math` for the duration (this script's variants)."""
+    """Replace functions of :mod:`bert_math` for the duration (the variants here, and
+    gelu_cost's formulas)."""
     saved = {name: getattr(bert_math, name) for name in replacements}
     try:
         for name, function in replacements.items():
@@ -144,7 +150,7 @@ VARIANTS: tuple[Variant, ...] = (
         "seamline bfloat16, GELU by erfc",
         "as seamline's bfloat16, with float32's more accurate (and slower) GELU formula",
         "bfloat16",
-        {"activate": _gelu_erfc},
+        {"activate": gelu_by("erfc")},
     ),
     (
         "+ softmax",
