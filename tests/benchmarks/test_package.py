@@ -41,6 +41,7 @@ BENCHMARKS = {
     "benchmarks.throughput.encode_vs_run",
     "benchmarks.throughput.length_sweep",
     "benchmarks.throughput.precision",
+    "benchmarks.throughput.in_flight",
     "benchmarks.throughput.serve_load",
     "benchmarks.throughput.scaling",
     "benchmarks.throughput.whole_run",

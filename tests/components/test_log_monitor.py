@@ -27,6 +27,14 @@ from seamline.contracts import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _default_structlog() -> None:
+    """structlog as installed: the CLI configures it process-wide (filtering below INFO),
+    and a test that ran it earlier in the session would otherwise drop the debug lines
+    these tests look for."""
+    structlog.reset_defaults()
+
+
 def observe(*events: Any, **options: Any) -> list[dict[str, Any]]:
     """The log entries a fresh monitor writes for ``events``."""
     with capture_logs() as logs:

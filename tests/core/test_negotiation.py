@@ -32,11 +32,11 @@ def _clean() -> None:
     RecordingMonitor.events.clear()
 
 
-def run(attention: str) -> dict[str, np.ndarray]:
+def run(attention: str, texts: list[str] = TEXTS) -> dict[str, np.ndarray]:
     registry = toy_registry()
     text = (
         "pipeline: negotiation\n"
-        f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
+        f"loader: {{use: list, with: {{texts: {texts!r}}}}}\n"
         "model: {use: toy}\n"
         f"attention: {attention}\n"
         "monitors: [{use: recording}]\n"
@@ -114,6 +114,24 @@ def test_shadow_mode_catches_a_drift_demotes_and_keeps_the_reference_outputs() -
     # Breached batches publish the reference's outputs; later batches use native.
     for doc_id, vector in reference.items():
         np.testing.assert_allclose(outputs[doc_id], vector, atol=1e-6)
+
+
+def test_a_batch_launched_before_its_kernel_was_demoted_is_computed_again() -> None:
+    """The run launches each batch before it writes the one before (``run.in_flight: 1``),
+    so when a shadow comparison demotes the kernel, the next batch of that shape is already
+    computed by it. Those outputs are not trusted: the batch runs again on the replacement.
+    (Every second batch is shadowed, so nothing else would catch the second.)"""
+    texts = [" ".join(["w"] * (1 + n % 3)) for n in range(16)]  # four batches of length 4
+    reference = run("{use: native}", texts)
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+    outputs = run("{use: [off-by-ten, native], verify: false, shadow: {every: 2}}", texts)
+    compared = events(ShadowCompared)
+    assert [c.ok for c in compared] == [False], "the first batch is shadowed and breaches"
+    assert len(events(Alert)) == 1
+    assert outputs.keys() == reference.keys()
+    for doc_id, vector in reference.items():
+        np.testing.assert_allclose(outputs[doc_id], vector, atol=1e-6, err_msg=doc_id)
 
 
 def test_shadow_of_a_good_kernel_records_agreement() -> None:

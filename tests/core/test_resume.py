@@ -43,7 +43,12 @@ def registry() -> Registry:
 
 
 def orchestrator(
-    out: Path, *, crash_at: str | None = None, every: int = 5, sink: str = "jsonl"
+    out: Path,
+    *,
+    crash_at: str | None = None,
+    every: int = 5,
+    sink: str = "jsonl",
+    in_flight: int = 1,
 ) -> Orchestrator:
     sink_ref = (
         f"{{use: jsonl, with: {{path: {json.dumps(str(out / 'emb.jsonl'))}}}}}"
@@ -57,7 +62,8 @@ def orchestrator(
         "model: {use: toy}\n"
         "attention: {use: native}\n"
         f"sink: {sink_ref}\n"
-        f"run: {{batch_size: 2, buckets: [4, 8], checkpoint_every: {every}}}\n"
+        f"run: {{batch_size: 2, buckets: [4, 8], checkpoint_every: {every}, "
+        f"in_flight: {in_flight}}}\n"
     )
     reg = registry()
     built = Orchestrator(parse_pipeline(text, "resume.yaml", reg), reg)
@@ -97,13 +103,13 @@ def reference(tmp_path: Path) -> Path:
     return out
 
 
-def crash(out: Path, *, every: int = 5, hard: bool) -> None:
+def crash(out: Path, *, every: int = 5, hard: bool, in_flight: int = 1) -> None:
     """Run until the loader crashes; ``hard``: the sink is never closed, as if killed.
 
     The sink's ``close`` is patched in a context of its own, so that undoing it leaves
     alone whatever the test patched (the working directory it changed to).
     """
-    first = orchestrator(out, crash_at=CRASH_AT, every=every)
+    first = orchestrator(out, crash_at=CRASH_AT, every=every, in_flight=in_flight)
     with pytest.MonkeyPatch.context() as patch:
         if hard:
             patch.setattr(first.sink, "close", lambda complete=True: None)
@@ -115,18 +121,25 @@ def crash(out: Path, *, every: int = 5, hard: bool) -> None:
     assert not (out / "emb.jsonl").exists(), "a crashed run publishes nothing"
 
 
+@pytest.mark.parametrize("in_flight", [0, 1], ids=["serial", "in-flight"])
 @pytest.mark.parametrize("spelling", ["absolute", "relative"])
 @pytest.mark.parametrize("hard", [False, True], ids=["failed", "killed"])
 def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
-    tmp_path: Path, reference: Path, hard: bool, spelling: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    reference: Path,
+    hard: bool,
+    spelling: str,
+    in_flight: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Also with the sink's path relative to a working directory of the run's own, as the
-    README writes it (a checkpoint used to record absolute paths and refuse them)."""
+    README writes it (a checkpoint used to record absolute paths and refuse them); and
+    whether each batch is written before the next is launched or one stays in flight."""
     out = tmp_path / "out"
     if spelling == "relative":
         monkeypatch.chdir(tmp_path)
         out = Path("out")
-    crash(out, hard=hard)
+    crash(out, hard=hard, in_flight=in_flight)
     checkpoint = json.loads((out / ".emb.jsonl.checkpoint").read_text(encoding="utf-8"))
     # Checkpoints after 5 and 10 loaded documents: the last cursor is that of d9.
     cursor, held = commits.decode(checkpoint["cursor"])
@@ -136,11 +149,13 @@ def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
     name = checkpoint["files"]["records"]["partial"]
     assert name == Path(name).name, "a checkpoint names a partial file, never a path"
     partial = out / name  # in the destination's folder
-    assert partial.stat().st_size > checkpoint["files"]["records"]["bytes"], (
-        "the test is meant to leave records written after the last checkpoint"
-    )
+    past_commit = partial.stat().st_size - checkpoint["files"]["records"]["bytes"]
+    if in_flight == 0:
+        assert past_commit > 0, "the test is meant to leave records written after the commit"
+    else:  # the one batch the crash left was launched, and is computed again on resume
+        assert past_commit == 0, "a batch in flight when the loader crashed was written"
 
-    summary = orchestrator(out).run(resume=True)
+    summary = orchestrator(out, in_flight=in_flight).run(resume=True)
     assert summary.resumed_from == "9"
     assert summary.counts.documents + summary.counts.failed_documents == len(TEXTS) - 10
     assert_same_output(out, reference)
@@ -149,6 +164,18 @@ def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
     assert published is not None
     assert published.read == published.documents + published.failed_documents == len(TEXTS)
     assert published.examples == len((out / "emb.jsonl").read_text().splitlines())
+
+
+def test_a_resume_may_change_how_many_batches_are_in_flight(
+    tmp_path: Path, reference: Path
+) -> None:
+    """``run.in_flight`` and ``run.prefetch`` decide how fast a run goes, not what it
+    writes: a resume with other values continues the run instead of refusing it."""
+    out = tmp_path / "out"
+    crash(out, hard=True, in_flight=1)
+    summary = orchestrator(out, in_flight=0).run(resume=True)
+    assert summary.resumed_from == "9"
+    assert_same_output(out, reference)
 
 
 def test_resume_with_nothing_committed_starts_from_the_beginning(

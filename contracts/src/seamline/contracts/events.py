@@ -50,7 +50,11 @@ class BatchDone:
     examples: int
     tokens: int
     seconds: float
-    """Wall time from batch assembled to outputs handed to the sink."""
+    """Wall time the batch added to the run: from its launch on the device, or from the
+    previous batch's outputs handed to the sink if that came later, to its own outputs
+    handed to the sink. With batches in flight (``run.in_flight``) consecutive batches'
+    seconds do not overlap, so their sum is the run's device time and ``tokens /
+    seconds`` its rate, not each batch's latency."""
     documents: int = 0
     """Documents read so far in the run (for progress reporting)."""
 

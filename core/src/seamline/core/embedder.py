@@ -40,16 +40,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import BatchDone, Document, Model, Monitor
 from seamline.core.attention.candidates import build_candidates
+from seamline.core.attention.steps import Launched
 from seamline.core.config import (
     ResolvedEncoder,
     load_pipeline,
@@ -61,6 +63,7 @@ from seamline.core.config import (
 from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Request
 from seamline.core.encoder import Encoder
 from seamline.core.host import Collated, SetAside, documents_as_loaded
+from seamline.core.in_flight import InFlight
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.precision.negotiate import encoder_side
 from seamline.core.registry import Registry
@@ -322,16 +325,31 @@ class Embedder:
         host = encoder.host_work(
             shapes=shapes, max_windows=1 if first_only else None, side=self._sides(queries)
         )
-        for item in host.batches(documents_as_loaded(documents)):
-            if isinstance(item, SetAside):
-                request, index = owners[int(item.error.id)]
-                refused.setdefault(id(request), Unembeddable(index, item.error.reason))
-            if isinstance(item, Collated):
-                self._batch(item, owners)
+        in_flight = InFlight(encoder.run.in_flight, self._finish)
+        try:
+            for item in host.batches(documents_as_loaded(documents)):
+                if isinstance(item, SetAside):
+                    request, index = owners[int(item.error.id)]
+                    refused.setdefault(id(request), Unembeddable(index, item.error.reason))
+                if isinstance(item, Collated):
+                    if not encoder.steps.compiled(item.batch):
+                        in_flight.drain()  # compiling is not the batches' time
+                    in_flight.add(self._launch(item, owners, in_flight))
+            in_flight.drain()
+        finally:
+            for flight in in_flight.abandon():  # the pass failed before they were finished
+                flight.span.set_status(Status(StatusCode.ERROR, "the pass failed first"))
+                flight.span.end()
         return refused
 
-    def _batch(self, item: Collated, owners: Sequence[tuple[Request, int]]) -> None:
-        """One batch through the model, in a span linked both ways to its requests."""
+    def _launch(
+        self,
+        item: Collated,
+        owners: Sequence[tuple[Request, int]],
+        in_flight: InFlight[_EmbedBatch],
+    ) -> _EmbedBatch:
+        """Start one batch on the model, in a span linked both ways to its requests; the
+        host prepares the next batch while the device computes this one."""
         batch = item.batch
         started = time.perf_counter()
         served: dict[int, Request] = {}
@@ -348,19 +366,29 @@ class Embedder:
             _REQUESTS: len(served),
         }
         links = [trace.Link(r.span.get_span_context()) for r in served.values()]
-        with tracer().start_as_current_span(
-            "seamline.embed.batch", links=links, attributes=attributes
-        ) as span:
-            outputs = self.encoder.outputs(batch)
+        span = tracer().start_span("seamline.embed.batch", links=links, attributes=attributes)
+        try:
+            with trace.use_span(span, end_on_exit=False):  # records an escaping error
+                launched = self.encoder.launch(batch)
+        except BaseException:
+            span.end()
+            raise
         for request in served.values():
             request.batches += 1
             request.span.add_link(span.get_span_context(), {_BATCH_INDEX: self._batches})
+        return _EmbedBatch(launched, owners, span, self._batches, started, in_flight)
+
+    def _finish(self, flight: _EmbedBatch) -> None:
+        """Wait for a launched batch and hand each request its rows."""
+        batch = flight.launched.batch
+        with trace.use_span(flight.span, end_on_exit=True):
+            outputs = self.encoder.finish(flight.launched)
         for row, example in zip(batch.example_rows, batch.examples, strict=True):
-            request, index = owners[int(example.doc_id)]
+            request, index = flight.owners[int(example.doc_id)]
             request.windows[index][example.index] = outputs[row]
-        seconds = time.perf_counter() - started
+        seconds = flight.in_flight.added(flight.started)
         counts = (len(batch.examples), batch.tokens, seconds, self._texts_done)
-        self.monitors.emit(BatchDone(self._batches, batch.length, *counts))
+        self.monitors.emit(BatchDone(flight.index, batch.length, *counts))
 
     def _report(self, event: Any) -> None:
         span_event(event)
@@ -382,6 +410,20 @@ class Embedder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _EmbedBatch:
+    """A batch of a pass launched on the model, its outputs not yet handed to requests."""
+
+    launched: Launched
+    owners: Sequence[tuple[Request, int]]
+    """The request and text of each document id of the pass."""
+    span: trace.Span
+    """Its ``seamline.embed.batch`` span, ended when the outputs are in."""
+    index: int
+    started: float
+    in_flight: InFlight[_EmbedBatch]
 
 
 class ModelSides:

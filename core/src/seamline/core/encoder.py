@@ -12,20 +12,23 @@ seams and the same kernel choice, so there is no second, quieter way to embed.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 import jax
 import numpy as np
+from opentelemetry import trace
 
 from seamline.contracts import Batch, Model
 from seamline.contracts.seams import check_model_output
 from seamline.core.attention.candidates import AttentionCandidates
-from seamline.core.attention.steps import CompiledSteps, Report
+from seamline.core.attention.compile import Step
+from seamline.core.attention.steps import CompiledSteps, Launched, Report
 from seamline.core.batching import BatchShapes, batch_shapes
 from seamline.core.config import RunSettings
 from seamline.core.devices import local_data_parallel
 from seamline.core.host import HostWork
-from seamline.core.seams import Seam
+from seamline.core.seams import CallStart, Seam
 
 
 class Encoder:
@@ -97,16 +100,37 @@ class Encoder:
     def outputs(self, batch: Batch) -> np.ndarray:
         """The model's outputs for ``batch``: one row per batch row, checked at the seam.
 
-        Each call is a ``seamline.model.apply`` span; a kernel that fails while running
-        falls back there, and a shadowed batch is compared with the reference.
+        Launched and waited for at once (:meth:`launch` and :meth:`finish`).
+        """
+        return self.finish(self.launch(batch))
+
+    def launch(self, batch: Batch) -> Launched:
+        """Start the model on ``batch`` (compiling its shape first, if new); do not wait.
+
+        A caller with more batches launches the next before it finishes this
+        one, so the device is never idle while the host writes outputs.
+        """
+        return self.steps.launch(self.params(), batch, self._begin)
+
+    def finish(self, launched: Launched) -> np.ndarray:
+        """The outputs of a launched batch: one row per batch row, checked at the seam.
+
+        Each call is a ``seamline.model.apply`` span from its launch to its outputs; a
+        kernel that fails while running falls back there, and a shadowed batch is
+        compared with the reference.
         """
         params = self.params()
-        step, outputs = self.steps.run(
-            params, batch, lambda step: self.seam.call("apply", step.attributes)
-        )
+        batch = launched.batch
+        step, outputs = self.steps.collect(params, launched, self._around, self._begin)
         model = self.model
         check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
         return self.steps.shadow(params, batch, step, outputs)
+
+    def _begin(self) -> CallStart:
+        return self.seam.begin("apply")
+
+    def _around(self, step: Step, begun: CallStart) -> AbstractContextManager[trace.Span]:
+        return self.seam.call("apply", step.attributes, begun)
 
     def close(self) -> None:
         """Close the model and every attention candidate."""

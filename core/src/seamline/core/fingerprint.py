@@ -43,9 +43,19 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+PACE = {"run": ("prefetch", "in_flight")}
+"""Settings that decide how fast a run goes and never what it writes (how far host work
+and the device run ahead of the sink): left out of the hashes, so a resume may change
+them."""
+
+
 def pipeline_hashes(spec: PipelineSpec) -> dict[str, str]:
-    """One short hash per section in :data:`SECTIONS` of the resolved pipeline."""
+    """One short hash per section in :data:`SECTIONS` of the resolved pipeline, without
+    the settings in :data:`PACE`."""
     dumped = spec.model_dump(mode="json", by_alias=True)
+    for section, names in PACE.items():
+        for name in names:
+            dumped[section].pop(name, None)
     return {section: _digest(dumped.get(section)) for section in SECTIONS}
 
 

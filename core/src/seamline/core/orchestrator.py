@@ -5,7 +5,10 @@ Host work (reading, tokenising, padding) runs in a producer thread
 with compute and memory stays bounded however large the corpus. Which attention
 serves each batch shape, and the compiled call for it, come from
 :class:`~seamline.core.attention.steps.CompiledSteps`; the orchestrator runs the
-step and reports what happened. Documents that cannot be read or prepared are
+step and reports what happened. It launches each batch before it writes the one
+before (``run.in_flight`` batches stay launched and unwritten), so the device computes
+while the host checks, writes and reports; batches are written in launch order, and
+all of them before a checkpoint is committed. Documents that cannot be read or prepared are
 reported to the sink and to monitors and set aside, never dropped silently. Every
 call across a seam goes through its :class:`~seamline.core.seams.Seam` (span,
 timing, ``SeamCall`` event), under one root span per run. A resumable sink is
@@ -32,7 +35,6 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
-    Batch,
     BatchDone,
     Component,
     DocumentError,
@@ -55,10 +57,12 @@ from seamline.contracts.versions import installed_version
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
+from seamline.core.attention.steps import Launched
 from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline
 from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import run_inputs
 from seamline.core.host import Checkpoint, Collated, HostWork, timed_reads
+from seamline.core.in_flight import InFlight
 from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.precision.negotiate import negotiated
@@ -78,6 +82,16 @@ from seamline.core.telemetry import (
 )
 
 log = get_logger("seamline.core")
+
+
+@dataclass(frozen=True, slots=True)
+class _LaunchedBatch:
+    """A batch launched on the device whose outputs are not written yet."""
+
+    launched: Launched
+    texts: Sequence[str | None]
+    started: float
+    """``time.perf_counter()`` before the launch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +199,7 @@ class Orchestrator:
         self.resumed_from: str | None = None
         self._started = 0.0
         self._first_output: float | None = None
+        self._in_flight: InFlight[_LaunchedBatch] = InFlight(0, self._write)
         self._shard = Shard()
         self._inputs: dict[str, Any] | None = None
 
@@ -242,6 +257,7 @@ class Orchestrator:
         self._committed_before = RunCounts()
         self.resumed_from = None
         self._first_output = None
+        self._in_flight = in_flight = InFlight(self.pipeline.spec.run.in_flight, self._write)
         compilations = self.steps.compilations
         spec = self.pipeline.spec
         platform, device_kind = device_identity()
@@ -269,12 +285,20 @@ class Orchestrator:
                 batches = self.host.batches(items)
                 for item in prefetched(batches, spec.run.prefetch):
                     if isinstance(item, Collated):
-                        self._process(item.batch, item.texts)
-                    elif isinstance(item, Checkpoint):
-                        # FIFO: every batch and error before it is written (see _commit).
+                        if not self.steps.compiled(item.batch):
+                            # Compiling takes seconds: the batches in flight are written
+                            # first, so that time is not counted as theirs.
+                            in_flight.drain()
+                        in_flight.add(self._launch(item))
+                        continue
+                    # FIFO: every batch launched before a checkpoint or an error is
+                    # written before it (see _commit).
+                    in_flight.drain()
+                    if isinstance(item, Checkpoint):
                         self._commit(item)
                     else:
                         self._set_aside(item.error, item.stage)
+                in_flight.drain()
                 ok = True
             except BaseException as err:
                 root.record_exception(err)
@@ -336,12 +360,20 @@ class Orchestrator:
 
     # -- device work (this thread) ---------------------------------------------------------
 
-    def _process(self, batch: Batch, texts: Sequence[str | None]) -> None:
+    def _launch(self, item: Collated) -> _LaunchedBatch:
+        """Start the model on a batch; its outputs are written once ``run.in_flight`` more
+        batches are launched, or when a checkpoint, a set-aside document, a new shape or
+        the end comes first."""
         started = time.perf_counter()
-        outputs = self.encoder.outputs(batch)
+        return _LaunchedBatch(self.encoder.launch(item.batch), item.texts, started)
+
+    def _write(self, flight: _LaunchedBatch) -> None:
+        """Wait for a launched batch, hand its records to the sink and report it."""
+        batch = flight.launched.batch
+        outputs = self.encoder.finish(flight.launched)
         records = [
             OutputRecord(ex.doc_id, ex.index, ex.span, outputs[row], ex.metadata, text)
-            for row, ex, text in zip(batch.example_rows, batch.examples, texts, strict=True)
+            for row, ex, text in zip(batch.example_rows, batch.examples, flight.texts, strict=True)
         ]
         with self.sink_seam.call("write", {"seamline.records": len(records)}):
             self.sink.write(records)
@@ -353,13 +385,14 @@ class Orchestrator:
             positions=batch.batch_size * batch.length,
             batches=1,
         )
+        seconds = self._in_flight.added(flight.started)  # not overlapping the batch before
         self.monitors.emit(
             BatchDone(
                 counts.batches,
                 batch.length,
                 len(batch.examples),
                 batch.tokens,
-                time.perf_counter() - started,
+                seconds,
                 self.host.counts.documents,
             )
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
@@ -61,6 +62,25 @@ def scope_name(kind: str, name: str) -> str:
     return f"seamline/{kind}/{name}"
 
 
+@dataclass(frozen=True, slots=True)
+class CallStart:
+    """When a call began, kept for a call whose span is entered later.
+
+    A batch is launched on the device and its outputs are waited for one batch later
+    (``run.in_flight``): its ``apply`` span and ``SeamCall`` time run from the launch,
+    not from the wait, so they say how long the call really took.
+    """
+
+    perf: float
+    """``time.perf_counter()`` at the start: the ``SeamCall`` seconds."""
+    wall_ns: int
+    """``time.time_ns()`` at the start: the span's start time."""
+
+    @staticmethod
+    def now() -> CallStart:
+        return CallStart(time.perf_counter(), time.time_ns())
+
+
 class Seam:
     """One component behind the choke point: every call across its seam goes through :meth:`call`.
 
@@ -88,18 +108,34 @@ class Seam:
         )
         """The component's span attributes, built once (not once per call)."""
 
-    @contextlib.contextmanager
-    def call(
-        self, operation: str, attributes: Mapping[str, Any] | None = None
-    ) -> Iterator[trace.Span]:
-        """Around one call of ``operation``; yields the span, for attributes known only after."""
+    def begin(self, operation: str) -> CallStart:
+        """A call of ``operation`` starts now: ``SeamStarted`` goes out, if a monitor asks.
+
+        For a call whose span is entered later (:meth:`call` with ``begun``).
+        """
         if self._monitors.wants_seam_starts:  # before the clock starts: not the call's time
             self._monitors.emit(SeamStarted(self.kind, self.name, operation))
-        started = time.perf_counter()
+        return CallStart.now()
+
+    @contextlib.contextmanager
+    def call(
+        self,
+        operation: str,
+        attributes: Mapping[str, Any] | None = None,
+        begun: CallStart | None = None,
+    ) -> Iterator[trace.Span]:
+        """Around one call of ``operation``; yields the span, for attributes known only after.
+
+        ``begun``: the call started earlier (:meth:`begin`), and its span and time count
+        from then; by default it starts now.
+        """
+        if begun is None:
+            begun = self.begin(operation)
+        started = begun.perf
         merged = self.attributes if not attributes else {**self.attributes, **attributes}
         try:
             with tracer().start_as_current_span(
-                f"seamline.{self.kind}.{operation}", attributes=merged
+                f"seamline.{self.kind}.{operation}", attributes=merged, start_time=begun.wall_ns
             ) as span:
                 yield span
         except BaseException as err:

@@ -7,8 +7,10 @@ either fails, and shadow-checking outputs in production — happens here, and is
 reported as events through the ``report`` callback the orchestrator gives (which
 delivers them to monitors and to the current span).
 
-:meth:`CompiledSteps.run` also guards the call itself: a kernel that raises while
-running a compiled shape, or makes the model's outputs NaN or infinite where the
+:meth:`CompiledSteps.launch` starts a batch's step without waiting for it (the run
+keeps one batch on the device while it writes the one before), and
+:meth:`CompiledSteps.collect` waits for it and guards the call: a kernel that raises
+while running a compiled shape, or makes the model's outputs NaN or infinite where the
 reference's are not, is demoted for that shape and the batch is run again on the
 next candidate. Non-finite outputs are found by one ``isfinite(...).all()``
 reduction fused into the compiled step and returned beside the outputs as a flag,
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -47,7 +50,7 @@ from seamline.core.attention.probe import attention_specs
 from seamline.core.attention.tuning import TuningEntry
 from seamline.core.attention.verification import compare_outputs, verify
 from seamline.core.devices import DataParallel
-from seamline.core.seams import mark_failure
+from seamline.core.seams import CallStart, mark_failure
 from seamline.core.telemetry import (
     ATTENTION_NAME,
     ATTENTION_REASON,
@@ -61,8 +64,9 @@ log = get_logger("seamline.core")
 Report = Callable[[Event], None]
 """Where events go: the orchestrator delivers them to monitors and the current span."""
 
-Around = Callable[["Step"], contextlib.AbstractContextManager[trace.Span]]
-"""What :meth:`CompiledSteps.run` wraps each call of a step in (the model's ``apply`` seam)."""
+Around = Callable[["Step", CallStart], contextlib.AbstractContextManager[trace.Span]]
+"""What :meth:`CompiledSteps.collect` wraps the wait for each call of a step in (the model's
+``apply`` seam), given when the call began."""
 
 CALL_FAULT_EVENT = "seamline.attention.call_failed"
 """The span event on the batch's ``seamline.model.apply`` span when its kernel failed."""
@@ -94,8 +98,20 @@ def brief(error: BaseException, limit: int = 400) -> str:
 
 
 @contextlib.contextmanager
-def _no_span(_step: Step) -> Iterator[trace.Span]:
+def _no_span(_step: Step, _begun: CallStart) -> Iterator[trace.Span]:
     yield trace.get_current_span()
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A batch whose step was called on the device and not yet waited for."""
+
+    batch: Batch
+    step: Step
+    begun: CallStart
+    result: Any
+    """The call's device arrays ``(outputs, finite)``; None when the call raised."""
+    error: Exception | None = None
 
 
 class CompiledSteps:
@@ -134,6 +150,10 @@ class CompiledSteps:
     def in_use(self) -> list[Step]:
         """The compiled step of every batch shape seen so far."""
         return list(self._steps.values())
+
+    def compiled(self, batch: Batch) -> bool:
+        """Whether this batch's shape has its step already (else :meth:`step` compiles it)."""
+        return (batch.batch_size, batch.length) in self._steps
 
     def step(self, params: Any, batch: Batch) -> Step:
         """The compiled call for this batch's shape: planned, verified and compiled once.
@@ -174,20 +194,58 @@ class CompiledSteps:
             failed = (decision.chosen, problem)
 
     def run(self, params: Any, batch: Batch, around: Around = _no_span) -> tuple[Step, np.ndarray]:
-        """The batch's outputs, and the step that made them, with call-time faults isolated.
+        """The batch's outputs, and the step that made them: launched and collected at once."""
+        return self.collect(params, self.launch(params, batch), around)
 
-        Each call runs inside ``around(step)``. A kernel that raises while running, or
-        whose outputs are NaN or infinite where the reference's are not, is demoted
-        for this shape (a ``Fallback`` event, a span event on the call's span, a
-        warning) and the batch is run again on the next candidate; with
-        ``on_failure: raise`` the run stops instead (:class:`AttentionCallFailed`).
-        Outputs the reference makes non-finite too are the model's, not the
-        kernel's: they are returned, and the kernel keeps its shape.
+    def launch(
+        self, params: Any, batch: Batch, begin: Callable[[], CallStart] = CallStart.now
+    ) -> Launched:
+        """Start the batch's step on the device and return without waiting for it.
+
+        The step is compiled first if its shape is new (not part of the call: ``begin``
+        marks the call's start after it). JAX dispatches the call asynchronously, so
+        the host can write the previous batch while the device computes this one. An
+        error the call raises at once is kept for :meth:`collect`, which treats it as
+        one raised while running.
         """
+        step = self.step(params, batch)
+        begun = begin()
+        try:
+            return Launched(batch, step, begun, step.call(params, batch.arrays))
+        except ContractViolation:
+            raise
+        except Exception as err:
+            return Launched(batch, step, begun, None, err)
+
+    def collect(
+        self,
+        params: Any,
+        launched: Launched,
+        around: Around = _no_span,
+        begin: Callable[[], CallStart] = CallStart.now,
+    ) -> tuple[Step, np.ndarray]:
+        """A launched batch's outputs, and the step that made them, with call-time faults isolated.
+
+        Waiting for the outputs runs inside ``around(step, begun)``, whose span starts
+        at the launch. A kernel that raised while running, or whose outputs are NaN or
+        infinite where the reference's are not, is demoted for this shape (a
+        ``Fallback`` event, a span event on the call's span, a warning) and the batch
+        is run again on the next candidate; with ``on_failure: raise`` the run stops
+        instead (:class:`AttentionCallFailed`). Outputs the reference makes non-finite
+        too are the model's, not the kernel's: they are returned, and the kernel keeps
+        its shape. A batch launched on a step that was demoted before it was collected
+        (a fault or a shadow comparison on the batch before it) is not trusted: it is
+        run again on the step that replaced it.
+        """
+        batch = launched.batch
+        key = (batch.batch_size, batch.length)
         while True:
-            step = self.step(params, batch)
-            with around(step) as span:
-                fault, outputs = self._call(params, batch, step)
+            step = launched.step
+            if self._steps.get(key) is not step:
+                launched = self.launch(params, batch, begin)
+                continue
+            with around(step, launched.begun) as span:
+                fault, outputs = self._outcome(params, launched)
                 if fault is None:
                     return step, outputs
                 chosen = step.decision.chosen
@@ -215,20 +273,25 @@ class CompiledSteps:
                 reason=fault,
             )
             self.planner.demote(step.specs, chosen, fault)
-            del self._steps[(batch.batch_size, batch.length)]
+            del self._steps[key]
             replacement = self.step(params, batch).decision.chosen
             self._fell_back(chosen, replacement, fault, step.decision.signature)
+            launched = self.launch(params, batch, begin)
 
-    def _call(self, params: Any, batch: Batch, step: Step) -> tuple[str | None, np.ndarray]:
-        """``(fault, outputs)`` of one call: fault is None, or why the kernel is to blame."""
+    def _outcome(self, params: Any, launched: Launched) -> tuple[str | None, np.ndarray]:
+        """``(fault, outputs)`` of a launched call, waited for: fault is None, or why the
+        kernel is to blame."""
+        if launched.error is not None:
+            return f"failed while running: {brief(launched.error)}", np.empty(0)
         try:
             # One fetch of both waits for the device, so a span around this covers the compute.
-            values, finite = jax.device_get(step.call(params, batch.arrays))
+            values, finite = jax.device_get(launched.result)
             outputs = np.asarray(values)
         except ContractViolation:
             raise
         except Exception as err:
             return f"failed while running: {brief(err)}", np.empty(0)
+        batch, step = launched.batch, launched.step
         if bool(finite) or self._reference_also_non_finite(params, batch, step):
             return None, outputs
         return "returned NaN or infinity where the reference does not", outputs

@@ -299,6 +299,16 @@ class RunSettings(_Strict):
     prefetch: int = Field(
         default=2, ge=0, le=64, description="Batches prepared on the host ahead of the device."
     )
+    in_flight: int = Field(
+        default=1,
+        ge=0,
+        le=8,
+        description=(
+            "Batches launched on the device before the oldest one's outputs are written: "
+            "the device computes the next batch while the host checks, writes and reports "
+            "this one. 0 waits for each batch before launching the next."
+        ),
+    )
     checkpoint_every: int = Field(
         default=1000,
         ge=0,
