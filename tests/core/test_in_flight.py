@@ -44,34 +44,8 @@ def orchestrator(in_flight: int, texts: list[str] = TEXTS) -> Orchestrator:
     return Orchestrator(parse_pipeline(text, "in-flight.yaml", registry), registry)
 
 
-@pytest.mark.parametrize("in_flight", [0, 1, 2])
-def test_the_next_batches_are_launched_before_a_batch_is_written(in_flight: int) -> None:
-    run = orchestrator(in_flight)
-    order: list[str] = []
-    launch, write = run.encoder.launch, run.sink.write
-
-    def launching(batch: Batch) -> Launched:
-        order.append("launch")
-        return launch(batch)
-
-    def writing(records: Any) -> None:
-        order.append("write")
-        write(records)
-
-    run.encoder.launch = launching  # type: ignore[method-assign]
-    run.sink.write = writing  # type: ignore[method-assign]
-    run.run()
-    assert order.count("launch") == order.count("write") == BATCHES
-    writes = [at for at, what in enumerate(order) if what == "write"]
-    launched_before = [order[:at].count("launch") for at in writes]
-    assert launched_before == [min(n + in_flight, BATCHES) for n in range(1, BATCHES + 1)]
-
-
-def test_the_batches_in_flight_are_written_before_a_new_shape_is_compiled() -> None:
-    """Compiling takes seconds; counted into the batch before it, it would show as that
-    batch's time (and the steady state's)."""
-    texts = ["w"] * 12 + ["w w w w w w"] * 8  # three batches of length 4, then two of 8
-    run = orchestrator(2, texts)
+def launches_and_writes(run: Orchestrator) -> list[str]:
+    """Run it; "launch" ("compile" when the batch's shape is new) and "write", in order."""
     order: list[str] = []
     launch, write = run.encoder.launch, run.sink.write
 
@@ -86,6 +60,26 @@ def test_the_batches_in_flight_are_written_before_a_new_shape_is_compiled() -> N
     run.encoder.launch = launching  # type: ignore[method-assign]
     run.sink.write = writing  # type: ignore[method-assign]
     run.run()
+    return order
+
+
+@pytest.mark.parametrize("in_flight", [0, 1, 2])
+def test_the_next_batches_are_launched_before_a_batch_is_written(in_flight: int) -> None:
+    order = [
+        "launch" if what == "compile" else what
+        for what in launches_and_writes(orchestrator(in_flight))
+    ]
+    assert order.count("launch") == order.count("write") == BATCHES
+    writes = [at for at, what in enumerate(order) if what == "write"]
+    launched_before = [order[:at].count("launch") for at in writes]
+    assert launched_before == [min(n + in_flight, BATCHES) for n in range(1, BATCHES + 1)]
+
+
+def test_the_batches_in_flight_are_written_before_a_new_shape_is_compiled() -> None:
+    """Compiling takes seconds; counted into the batch before it, it would show as that
+    batch's time (and the steady state's)."""
+    texts = ["w"] * 12 + ["w w w w w w"] * 8  # three batches of length 4, then two of 8
+    order = launches_and_writes(orchestrator(2, texts))
     assert order.count("compile") == 2
     second = order.index("compile", 1)
     assert order[:second].count("write") == 3, order  # every batch launched before it

@@ -325,70 +325,19 @@ class Embedder:
         host = encoder.host_work(
             shapes=shapes, max_windows=1 if first_only else None, side=self._sides(queries)
         )
-        in_flight = InFlight(encoder.run.in_flight, self._finish)
+        batches = _PassBatches(encoder, self.monitors, owners, self._batches, self._texts_done)
         try:
             for item in host.batches(documents_as_loaded(documents)):
                 if isinstance(item, SetAside):
                     request, index = owners[int(item.error.id)]
                     refused.setdefault(id(request), Unembeddable(index, item.error.reason))
                 if isinstance(item, Collated):
-                    if not encoder.steps.compiled(item.batch):
-                        in_flight.drain()  # compiling is not the batches' time
-                    in_flight.add(self._launch(item, owners, in_flight))
-            in_flight.drain()
+                    batches.add(item)
+            batches.finish()
         finally:
-            for flight in in_flight.abandon():  # the pass failed before they were finished
-                flight.span.set_status(Status(StatusCode.ERROR, "the pass failed first"))
-                flight.span.end()
+            batches.abandon()
+            self._batches = batches.index
         return refused
-
-    def _launch(
-        self,
-        item: Collated,
-        owners: Sequence[tuple[Request, int]],
-        in_flight: InFlight[_EmbedBatch],
-    ) -> _EmbedBatch:
-        """Start one batch on the model, in a span linked both ways to its requests; the
-        host prepares the next batch while the device computes this one."""
-        batch = item.batch
-        started = time.perf_counter()
-        served: dict[int, Request] = {}
-        for example in batch.examples:
-            request, _ = owners[int(example.doc_id)]
-            served.setdefault(id(request), request)
-            request.tokens += example.length
-        self._batches += 1
-        attributes = {
-            BATCH_SIZE: batch.batch_size,
-            BATCH_LENGTH: batch.length,
-            _BATCH_INDEX: self._batches,
-            _BATCH_TOKENS: batch.tokens,
-            _REQUESTS: len(served),
-        }
-        links = [trace.Link(r.span.get_span_context()) for r in served.values()]
-        span = tracer().start_span("seamline.embed.batch", links=links, attributes=attributes)
-        try:
-            with trace.use_span(span, end_on_exit=False):  # records an escaping error
-                launched = self.encoder.launch(batch)
-        except BaseException:
-            span.end()
-            raise
-        for request in served.values():
-            request.batches += 1
-            request.span.add_link(span.get_span_context(), {_BATCH_INDEX: self._batches})
-        return _EmbedBatch(launched, owners, span, self._batches, started, in_flight)
-
-    def _finish(self, flight: _EmbedBatch) -> None:
-        """Wait for a launched batch and hand each request its rows."""
-        batch = flight.launched.batch
-        with trace.use_span(flight.span, end_on_exit=True):
-            outputs = self.encoder.finish(flight.launched)
-        for row, example in zip(batch.example_rows, batch.examples, strict=True):
-            request, index = flight.owners[int(example.doc_id)]
-            request.windows[index][example.index] = outputs[row]
-        seconds = flight.in_flight.added(flight.started)
-        counts = (len(batch.examples), batch.tokens, seconds, self._texts_done)
-        self.monitors.emit(BatchDone(flight.index, batch.length, *counts))
 
     def _report(self, event: Any) -> None:
         span_event(event)
@@ -417,13 +366,89 @@ class _EmbedBatch:
     """A batch of a pass launched on the model, its outputs not yet handed to requests."""
 
     launched: Launched
-    owners: Sequence[tuple[Request, int]]
-    """The request and text of each document id of the pass."""
     span: trace.Span
     """Its ``seamline.embed.batch`` span, ended when the outputs are in."""
     index: int
     started: float
-    in_flight: InFlight[_EmbedBatch]
+
+
+class _PassBatches:
+    """One pass's batches through the model, each in a span linked both ways to the requests
+    it holds rows of; ``run.in_flight`` of them launched before the oldest one's rows are
+    handed over, so the host prepares the next batch while the device computes one."""
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        monitors: MonitorHub,
+        owners: Sequence[tuple[Request, int]],
+        index: int,
+        texts_done: int,
+    ) -> None:
+        self.encoder = encoder
+        self.monitors = monitors
+        self.owners = owners
+        """The request and text of each document id of the pass."""
+        self.index = index
+        """The embedder's batches so far (each batch's index in its span and event)."""
+        self.texts_done = texts_done
+        self.in_flight: InFlight[_EmbedBatch] = InFlight(encoder.run.in_flight, self._finish)
+
+    def add(self, item: Collated) -> None:
+        if not self.encoder.steps.compiled(item.batch):
+            self.in_flight.drain()  # compiling is not the batches' time
+        self.in_flight.add(self._launch(item))
+
+    def finish(self) -> None:
+        """Hand over every batch launched so far."""
+        self.in_flight.drain()
+
+    def abandon(self) -> None:
+        """End the spans of batches a failed pass left launched."""
+        for flight in self.in_flight.abandon():
+            flight.span.set_status(Status(StatusCode.ERROR, "the pass failed first"))
+            flight.span.end()
+
+    def _launch(self, item: Collated) -> _EmbedBatch:
+        batch = item.batch
+        started = time.perf_counter()
+        served: dict[int, Request] = {}
+        for example in batch.examples:
+            request, _ = self.owners[int(example.doc_id)]
+            served.setdefault(id(request), request)
+            request.tokens += example.length
+        self.index += 1
+        attributes = {
+            BATCH_SIZE: batch.batch_size,
+            BATCH_LENGTH: batch.length,
+            _BATCH_INDEX: self.index,
+            _BATCH_TOKENS: batch.tokens,
+            _REQUESTS: len(served),
+        }
+        links = [trace.Link(r.span.get_span_context()) for r in served.values()]
+        span = tracer().start_span("seamline.embed.batch", links=links, attributes=attributes)
+        try:
+            with trace.use_span(span, end_on_exit=False):  # records an escaping error
+                launched = self.encoder.launch(batch)
+        except BaseException:
+            span.end()
+            raise
+        for request in served.values():
+            request.batches += 1
+            request.span.add_link(span.get_span_context(), {_BATCH_INDEX: self.index})
+        return _EmbedBatch(launched, span, self.index, started)
+
+    def _finish(self, flight: _EmbedBatch) -> None:
+        """Wait for a launched batch and hand each request its rows."""
+        batch = flight.launched.batch
+        with trace.use_span(flight.span, end_on_exit=True):
+            outputs = self.encoder.finish(flight.launched)
+        for row, example in zip(batch.example_rows, batch.examples, strict=True):
+            request, index = self.owners[int(example.doc_id)]
+            request.windows[index][example.index] = outputs[row]
+        seconds = self.in_flight.added(flight.started)
+        counts = (len(batch.examples), batch.tokens, seconds, self.texts_done)
+        self.monitors.emit(BatchDone(flight.index, batch.length, *counts))
 
 
 class ModelSides:

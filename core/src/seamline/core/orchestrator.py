@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -260,17 +260,7 @@ class Orchestrator:
         self._in_flight = in_flight = InFlight(self.pipeline.spec.run.in_flight, self._write)
         compilations = self.steps.compilations
         spec = self.pipeline.spec
-        platform, device_kind = device_identity()
-        attributes: dict[str, str | int] = {
-            "seamline.pipeline": spec.pipeline,
-            "seamline.run_id": self.run_id,
-            PLATFORM: platform,
-            DEVICE_KIND: device_kind,
-        }
-        if context is not None:
-            attributes.update(
-                {SHARD_INDEX: shard.index, SHARD_COUNT: shard.count, WORKER: worker_name()}
-            )
+        attributes = _root_attributes(spec.pipeline, self.run_id, shard, context)
         name = "seamline.run" if context is None else "seamline.shard"
         with tracer().start_as_current_span(name, context=context, attributes=attributes) as root:
             expected = None if resume else self._expected
@@ -328,26 +318,10 @@ class Orchestrator:
 
     def _begin(self, resume: bool) -> str | None:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any."""
-        sink = self.sink
-        if not resume:
-            with self.sink_seam.call("start"):
-                sink.start(self.manifest())
-            return None
-        if not sink.resumable:
-            raise UserError(
-                f"cannot resume: sink {sink.name!r} keeps no checkpoints (it is not "
-                "resumable); run again without --resume (resume=False) to start from the "
-                "beginning, or choose a resumable sink"
-            )
-        with self.sink_seam.call("recover"):
-            committed = sink.recover(self.manifest())
-        cursor: str | None = None
-        if committed is not None:
-            cursor, self._committed_before = commits.decode(committed)
-        if cursor is None:
-            log.info("resume: nothing was committed; starting from the beginning", sink=sink.name)
-        else:
-            log.info("resuming after the last checkpoint", sink=sink.name, cursor=cursor)
+        recovered = _start_or_recover(self.sink, self.sink_seam, self.manifest, resume)
+        cursor = None
+        if recovered is not None:
+            cursor, self._committed_before = recovered
         self.resumed_from = cursor
         return cursor
 
@@ -476,6 +450,51 @@ class Orchestrator:
             first_output_seconds=self._first_output,
             provenance=provenance(self.pipeline),
         )
+
+
+def _root_attributes(
+    pipeline: str, run_id: str, shard: Shard, context: Context | None
+) -> dict[str, str | int]:
+    """The attributes of a part's root span: the pipeline, the run, the device, and for a
+    shard of a driver's run (``context`` given) which shard and which worker."""
+    platform, device_kind = device_identity()
+    attributes: dict[str, str | int] = {
+        "seamline.pipeline": pipeline,
+        "seamline.run_id": run_id,
+        PLATFORM: platform,
+        DEVICE_KIND: device_kind,
+    }
+    if context is not None:
+        attributes.update(
+            {SHARD_INDEX: shard.index, SHARD_COUNT: shard.count, WORKER: worker_name()}
+        )
+    return attributes
+
+
+def _start_or_recover(
+    sink: Sink[Any], seam: Seam, manifest: Callable[[], dict[str, Any]], resume: bool
+) -> tuple[str, RunCounts | None] | None:
+    """``sink.start``, or ``sink.recover`` when resuming. None: read from the beginning;
+    else the loader cursor to read on after and what the output held at that commit
+    (None when an older checkpoint did not record it)."""
+    if not resume:
+        with seam.call("start"):
+            sink.start(manifest())
+        return None
+    if not sink.resumable:
+        raise UserError(
+            f"cannot resume: sink {sink.name!r} keeps no checkpoints (it is not "
+            "resumable); run again without --resume (resume=False) to start from the "
+            "beginning, or choose a resumable sink"
+        )
+    with seam.call("recover"):
+        committed = sink.recover(manifest())
+    if committed is None:
+        log.info("resume: nothing was committed; starting from the beginning", sink=sink.name)
+        return None
+    cursor, held = commits.decode(committed)
+    log.info("resuming after the last checkpoint", sink=sink.name, cursor=cursor)
+    return cursor, held
 
 
 def _uses(spec: PipelineSpec) -> dict[str, str]:

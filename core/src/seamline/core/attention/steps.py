@@ -29,7 +29,6 @@ import numpy as np
 from opentelemetry import trace
 
 from seamline.contracts import (
-    Alert,
     Attention,
     AttentionChosen,
     Batch,
@@ -38,7 +37,6 @@ from seamline.contracts import (
     Fallback,
     Model,
     SeamlineError,
-    ShadowCompared,
     Verified,
 )
 from seamline.contracts.logs import get_logger
@@ -47,8 +45,9 @@ from seamline.core.attention.checked import AttentionBrokeContract
 from seamline.core.attention.compile import Step, StepCompiler
 from seamline.core.attention.planner import AttentionDecision, SpecKey
 from seamline.core.attention.probe import attention_specs
+from seamline.core.attention.reference import ReferenceSteps
 from seamline.core.attention.tuning import TuningEntry
-from seamline.core.attention.verification import compare_outputs, verify
+from seamline.core.attention.verification import verify
 from seamline.core.devices import DataParallel
 from seamline.core.seams import CallStart, mark_failure
 from seamline.core.telemetry import (
@@ -132,8 +131,8 @@ class CompiledSteps:
         self._report = report
         self._fallback = candidates.settings.on_failure == "fallback"
         self._steps: dict[tuple[int, int], Step] = {}
-        self._reference_steps: dict[tuple[int, int], Step] = {}
         self._compiler = StepCompiler(model, candidates, report, parallel)
+        self._reference = ReferenceSteps(candidates, self._compiler, report)
         self._verified: set[tuple[SpecKey, str]] = set()
         self.batches = 0
         """Batches checked so far (the shadow cadence counts them)."""
@@ -292,83 +291,25 @@ class CompiledSteps:
         except Exception as err:
             return f"failed while running: {brief(err)}", np.empty(0)
         batch, step = launched.batch, launched.step
-        if bool(finite) or self._reference_also_non_finite(params, batch, step):
+        if bool(finite) or self._reference.also_non_finite(params, batch, step):
             return None, outputs
         return "returned NaN or infinity where the reference does not", outputs
-
-    def _reference_also_non_finite(self, params: Any, batch: Batch, step: Step) -> bool:
-        """Whether the reference makes this batch's outputs non-finite too (then it is the input).
-
-        Without a reference, or when the step is the reference, non-finite outputs
-        cannot be blamed on the kernel.
-        """
-        reference = self.candidates.reference
-        if reference is None or step.decision.chosen == reference.name:
-            return True
-        _, finite = self._reference_step(params, batch, step).call(params, batch.arrays)
-        return not bool(finite)
-
-    def _reference_step(self, params: Any, batch: Batch, step: Step) -> Step:
-        """The reference's compiled step for this batch shape (shadow mode's too), made once."""
-        reference = self.candidates.reference
-        assert reference is not None
-        key = (batch.batch_size, batch.length)
-        shadow = self._reference_steps.get(key)
-        if shadow is None:
-            decision = AttentionDecision(step.decision.signature, reference.name, "reference")
-            shadow = self._compiler.compile(params, batch, reference, decision, step.specs)
-            self._reference_steps[key] = shadow
-        return shadow
 
     def shadow(self, params: Any, batch: Batch, step: Step, outputs: np.ndarray) -> np.ndarray:
         """Every Nth batch, run the reference too; on a breach, demote and keep its outputs."""
         self.batches += 1
-        reference = self.candidates.reference
         every = self.candidates.shadow_every
-        if (
-            not every
-            or reference is None
-            or step.decision.chosen == reference.name
-            or (self.batches - 1) % every
-        ):
+        if not every or not self._reference.serves(step) or (self.batches - 1) % every:
             return outputs
-        key = (batch.batch_size, batch.length)
-        shadow = self._reference_step(params, batch, step)
-        with tracer().start_as_current_span(
-            "seamline.shadow", attributes={ATTENTION_NAME: step.decision.chosen}
-        ) as span:
-            expected = np.asarray(shadow.call(params, batch.arrays)[0])
-            verdict = compare_outputs(outputs, expected, batch.example_rows, step.specs)
-            span.set_attributes(
-                {"seamline.max_error": verdict.max_error, "seamline.ok": verdict.ok}
-            )
-            self._report(
-                ShadowCompared(
-                    step.decision.signature,
-                    step.decision.chosen,
-                    reference.name,
-                    self.batches,
-                    verdict.max_error,
-                    verdict.tolerance,
-                    verdict.ok,
-                )
-            )
-        if verdict.ok:
+        breach = self._reference.breach(params, batch, step, outputs, self.batches)
+        if breach is None:
             return outputs
-        reason = f"shadow comparison: differs from {reference.name!r} by {verdict.max_error:.3g}"
-        self._report(
-            Alert(
-                "seamline.shadow",
-                f"attention {step.decision.chosen!r} demoted for {step.decision.signature}: "
-                f"{reason}",
-                {"max_error": verdict.max_error, "tolerance": verdict.tolerance},
-            )
-        )
+        reason, expected = breach
         log.debug(
             "attention demoted by shadow comparison", chosen=step.decision.chosen, reason=reason
         )
         self.planner.demote(step.specs, step.decision.chosen, reason)
-        del self._steps[key]
+        del self._steps[(batch.batch_size, batch.length)]
         return expected
 
     # -- the parts of a step ----------------------------------------------------------------
