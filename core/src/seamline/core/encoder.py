@@ -97,13 +97,6 @@ class Encoder:
         devices = self.parallel.devices if self.parallel is not None else 1
         return batch_shapes(run, self.model.max_length, devices)
 
-    def outputs(self, batch: Batch) -> np.ndarray:
-        """The model's outputs for ``batch``: one row per batch row, checked at the seam.
-
-        Launched and waited for at once (:meth:`launch` and :meth:`finish`).
-        """
-        return self.finish(self.launch(batch))
-
     def launch(self, batch: Batch) -> Launched:
         """Start the model on ``batch`` (compiling its shape first, if new); do not wait.
 

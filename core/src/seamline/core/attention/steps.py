@@ -192,10 +192,6 @@ class CompiledSteps:
             self.planner.demote(specs, decision.chosen, problem)
             failed = (decision.chosen, problem)
 
-    def run(self, params: Any, batch: Batch, around: Around = _no_span) -> tuple[Step, np.ndarray]:
-        """The batch's outputs, and the step that made them: launched and collected at once."""
-        return self.collect(params, self.launch(params, batch), around)
-
     def launch(
         self, params: Any, batch: Batch, begin: Callable[[], CallStart] = CallStart.now
     ) -> Launched:
