@@ -37,6 +37,7 @@ Texts longer than the model's window (``long_text``):
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -395,9 +396,8 @@ class _PassBatches:
         self.in_flight: InFlight[_EmbedBatch] = InFlight(encoder.run.in_flight, self._finish)
 
     def add(self, item: Collated) -> None:
-        if not self.encoder.steps.compiled(item.batch):
-            self.in_flight.drain()  # compiling is not the batches' time
-        self.in_flight.add(self._launch(item))
+        compiles = not self.encoder.steps.compiled(item.batch)
+        self.in_flight.launch(functools.partial(self._launch, item), compiles=compiles)
 
     def finish(self) -> None:
         """Hand over every batch launched so far."""

@@ -43,6 +43,17 @@ class InFlight(Generic[T]):
         while len(self._launched) > self.depth:
             self._finish(self._launched.popleft())
 
+    def launch(self, start: Callable[[], T], *, compiles: bool) -> None:
+        """Launch a batch with ``start`` and keep it (:meth:`add`).
+
+        ``compiles``: its shape has no compiled step yet. Compiling takes seconds, so every
+        batch in flight is finished first: counted into the batch before, that time would
+        show as the batch's own (and in the steady state).
+        """
+        if compiles:
+            self.drain()
+        self.add(start())
+
     def drain(self) -> None:
         """Finish every batch launched so far (before a checkpoint, at the end)."""
         while self._launched:

@@ -275,11 +275,10 @@ class Orchestrator:
                 batches = self.host.batches(items)
                 for item in prefetched(batches, spec.run.prefetch):
                     if isinstance(item, Collated):
-                        if not self.steps.compiled(item.batch):
-                            # Compiling takes seconds: the batches in flight are written
-                            # first, so that time is not counted as theirs.
-                            in_flight.drain()
-                        in_flight.add(self._launch(item))
+                        in_flight.launch(
+                            functools.partial(self._launch, item),
+                            compiles=not self.steps.compiled(item.batch),
+                        )
                         continue
                     # FIFO: every batch launched before a checkpoint or an error is
                     # written before it (see _commit).
