@@ -16,6 +16,9 @@ default export) and ``DIR/onnx`` (ONNX, and the dynamic int8 model that
 ``export_dynamic_quantized_onnx_model(model, "avx512_vnni", ...)`` writes beside it).
 
 ``run`` embeds with BACKEND: ``torch`` (float32, the reference of every comparison),
+``torch-float16`` or ``torch-bfloat16`` (the float32 model cast to that precision: what a
+sentence-transformers user does on a GPU; on the torch device ``$SEAMLINE_REFERENCE_DEVICE``
+names, ``cpu`` by default, as for ``torch``),
 ``openvino`` (its default configuration: OpenVINO picks the inference precision itself,
 bfloat16 on a CPU with bfloat16 instructions) or ``onnx-int8`` (the quantized model,
 ``backend="onnx"`` with ``model_kwargs={"file_name": ...}``). It prints one JSON object:
@@ -41,7 +44,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 BATCH_SIZE = 32
 MAX_SEQ_LENGTH = 256
-BACKENDS = ("torch", "openvino", "onnx-int8")
+BACKENDS = ("torch", "openvino", "onnx-int8", "torch-float16", "torch-bfloat16")
+HALF_PRECISIONS = {"torch-float16": "float16", "torch-bfloat16": "bfloat16"}
+"""The torch backends that cast the loaded model to a half precision (``model.to(dtype)``),
+as a sentence-transformers user on a GPU does; they are meant for ``cuda``."""
+DEVICE_VARIABLE = "SEAMLINE_REFERENCE_DEVICE"
+"""The torch device of the torch backends: ``cpu`` unless the device check says ``cuda``."""
 QUANTIZATION = "avx512_vnni"
 """sentence-transformers' own int8 recipe (``export_dynamic_quantized_onnx_model``)."""
 QUANTIZED_FILE = f"onnx/model_qint8_{QUANTIZATION}.onnx"
@@ -109,14 +117,21 @@ def load(backend: str, models: Path | None) -> tuple[Any, dict[str, Any]]:
     """The model for ``backend``, and what the backend says about how it computes."""
     from sentence_transformers import SentenceTransformer
 
-    if backend == "torch":
+    if backend == "torch" or backend in HALF_PRECISIONS:
         import torch  # type: ignore[import-not-found]
 
-        model = SentenceTransformer(packaged_model(), device="cpu")
+        device = os.environ.get(DEVICE_VARIABLE, "cpu")
+        model = SentenceTransformer(packaged_model(), device=device)
+        if backend in HALF_PRECISIONS:
+            model = model.to(getattr(torch, HALF_PRECISIONS[backend]))
         info = {
-            "precision": str(torch.get_default_dtype()).removeprefix("torch."),
+            "precision": str(next(model.parameters()).dtype).removeprefix("torch."),
+            "device": str(next(model.parameters()).device),
             "threads": torch.get_num_threads(),
         }
+        if device.startswith("cuda"):
+            info["gpu"] = torch.cuda.get_device_name()
+            info["tf32_matmul"] = bool(torch.backends.cuda.matmul.allow_tf32)
     elif models is None:
         raise SystemExit(f"{backend} needs --models (the folder `prepare` wrote)")
     elif backend == "openvino":
@@ -173,9 +188,15 @@ def embed(backend: str, texts_path: Path, out_path: Path, models: Path | None) -
     imported = time.perf_counter()
     model, info = load(backend, models)
     ready = time.perf_counter()
-    vectors = model.encode(
-        texts, batch_size=BATCH_SIZE, show_progress_bar=False, convert_to_numpy=True
-    )
+    if backend in HALF_PRECISIONS:  # numpy has no bfloat16: the vectors come back as tensors
+        tensors = model.encode(
+            texts, batch_size=BATCH_SIZE, show_progress_bar=False, convert_to_tensor=True
+        )
+        vectors = tensors.float().cpu().numpy()
+    else:
+        vectors = model.encode(
+            texts, batch_size=BATCH_SIZE, show_progress_bar=False, convert_to_numpy=True
+        )
     encoded = time.perf_counter()
     np.save(out_path, np.asarray(vectors, np.float32))
     return {

@@ -1,7 +1,7 @@
 """Precision side by side: seamline in float32, bfloat16 and auto against sentence-transformers'
 CPU backends (torch float32, OpenVINO, ONNX Runtime int8), whole processes, one run.
 
-Six sides, each a fresh process per repeat, interleaved round by round:
+Six sides (eight on a GPU), each a fresh process per repeat, interleaved round by round:
 
 * ``st-float32`` -- sentence-transformers on torch, float32: the reference every ratio
   and every embedding is compared against;
@@ -11,6 +11,9 @@ Six sides, each a fresh process per repeat, interleaved round by round:
   says, ``INFERENCE_PRECISION_HINT``);
 * ``st-onnx-int8`` -- ONNX Runtime with sentence-transformers' own dynamic int8 recipe
   (``export_dynamic_quantized_onnx_model(model, "avx512_vnni", ...)``);
+* ``st-float16``, ``st-bfloat16`` (only when ``--sides`` names them: they are for a GPU,
+  ``benchmarks/device_check.sh``) -- the torch model cast to that precision, on the
+  device ``$SEAMLINE_REFERENCE_DEVICE`` names (as every torch side);
 * ``seamline-float32``, ``seamline-bfloat16``, ``seamline-auto`` -- ``seamline run`` of
   the pipeline (``embed-docs-jsonl.yaml``) with ``--set precision=NAME``, or, before the
   pipeline has a ``precision`` field, ``--set model.with.dtype=NAME`` (no ``auto`` then:
@@ -95,8 +98,19 @@ REF_MISSING = (
     "`bash benchmarks/throughput/make_precision_ref.sh`"
 )
 REFERENCE = "st-float32"
-REFERENCE_SIDES = {"st-float32": "torch", "st-openvino": "openvino", "st-onnx-int8": "onnx-int8"}
+REFERENCE_SIDES = {
+    "st-float32": "torch",
+    "st-openvino": "openvino",
+    "st-onnx-int8": "onnx-int8",
+    "st-float16": "torch-float16",
+    "st-bfloat16": "torch-bfloat16",
+}
 """Reference side -> the backend ``_precision_reference run`` embeds with."""
+EXPORTED_SIDES = ("st-openvino", "st-onnx-int8")
+"""The reference sides whose models ``_precision_reference prepare`` exports first."""
+GPU_SIDES = ("st-float16", "st-bfloat16")
+"""Half-precision torch sides, for a GPU (``$SEAMLINE_REFERENCE_DEVICE=cuda``): run only
+when ``--sides`` names them."""
 SEAMLINE_SIDES = {
     "seamline-float32": "float32",
     "seamline-bfloat16": "bfloat16",
@@ -104,6 +118,7 @@ SEAMLINE_SIDES = {
 }
 """seamline side -> the precision it asks for."""
 SIDES = (*REFERENCE_SIDES, *SEAMLINE_SIDES)
+DEFAULT_SIDES = tuple(side for side in SIDES if side not in GPU_SIDES)
 NEIGHBOURS = 10
 ROOFLINE_PRECISIONS = ("float32", "bfloat16")
 FLAG_FORMS = ("detect", "precision", "dtype")
@@ -308,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--sides",
-        default=",".join(SIDES),
-        help=f"comma-separated sides to run (default all; {REFERENCE} always runs)",
+        default=",".join(DEFAULT_SIDES),
+        help=f"comma-separated sides to run (default all but {', '.join(GPU_SIDES)}, which "
+        f"are for a GPU; {REFERENCE} always runs)",
     )
     parser.add_argument("--matmul-size", type=int, default=4096, help="the roofline's matmul")
     args = parser.parse_args(argv)
@@ -386,8 +402,10 @@ def measure_all(args: argparse.Namespace) -> int:
         windows, lengths, comparable = seamline_windows(corpus, output, args.model)
         texts = workdir / "texts.json"
         texts.write_text(json.dumps(windows), encoding="utf-8")
-        say_to_stderr("exporting the OpenVINO and int8 ONNX models (untimed)")
-        prepared = prepare_references(models)
+        prepared: dict[str, Any] = {}
+        if any(side in EXPORTED_SIDES for side in args.sides):
+            say_to_stderr("exporting the OpenVINO and int8 ONNX models (untimed)")
+            prepared = prepare_references(models)
 
         def run(side: str) -> dict[str, Any]:
             if side in failures:

@@ -18,7 +18,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from seamline.adapters.bench_attention import cli
+from seamline.adapters.bench_attention import cli, driver, worker
+from seamline.adapters.bench_attention.driver import Sweep
 from seamline.adapters.bench_attention.plot import plot_report
 from seamline.adapters.bench_attention.report import (
     describe_failure,
@@ -26,6 +27,7 @@ from seamline.adapters.bench_attention.report import (
     print_report,
     verdicts,
 )
+from seamline.adapters.bench_attention.workload import CHECK_TOLERANCE, DTYPES
 from seamline.adapters.cli.main import app
 
 GIB = 2**30
@@ -145,12 +147,138 @@ def test_when_every_worker_fails_it_exits_1_and_records_why(tmp_path: Path) -> N
     assert "nothing was measured" in run.stderr
 
 
+@pytest.mark.slow
+def test_a_real_bfloat16_sweep_measures_in_bfloat16_and_checks_within_its_tolerance(
+    tmp_path: Path,
+) -> None:
+    run = bench(
+        tmp_path,
+        "--lengths",
+        "128",
+        "--implementations",
+        "native,xla-sdpa",
+        "--repeats",
+        "1",
+        "--dtype",
+        "bfloat16",
+    )
+    assert run.exit_code == cli.EXIT_OK, run.stdout + run.stderr
+    report = run.report
+    assert report["config"]["dtype"] == "bfloat16"
+    assert [r["name"] for r in report["implementations"]] == ["native", "xla-sdpa"]
+    for name in ("native", "xla-sdpa"):
+        cell = report["results"][name]["128"]
+        assert cell["status"] == "ok", cell
+        assert ":bfloat16:" in cell["spec"], cell["spec"]
+        check = cell["check"]
+        assert check["dtype"] == "bfloat16"
+        assert check["shape_ok"] is True
+        assert check["agrees"] is True, check
+        assert check["tolerance"] == CHECK_TOLERANCE["bfloat16"]
+        # Rounded to 8 bits of mantissa: further from float64 than float32 could be.
+        assert CHECK_TOLERANCE["float32"] < check["max_abs_error_vs_float64"] <= 2e-2
+        assert cell["nonfinite_outputs"] == 0
+    assert "bfloat16" in run.stdout  # the table's title
+    # The probe asked supports() about bfloat16 too: cudnn's refusal does not name float32.
+    (cudnn,) = (entry for entry in report["probe"] if entry["name"] == "cudnn")
+    reasons = cudnn["configs"][0]["supports"]["128"]["reasons"]
+    assert not any("float32" in reason for reason in reasons), reasons
+
+
+def test_the_dtype_option_reaches_the_sweep_the_workers_and_the_record(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    asked: list[dict[str, Any]] = []
+
+    def record_options(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        asked.append(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(cli, "run_benchmark", record_options)
+    cli.main(["--lengths", "128", "--dtype", "bfloat16"])
+    cli.main(["--lengths", "128"])
+    assert [kwargs["dtype"] for kwargs in asked] == ["bfloat16", "float32"]
+
+    sweep = Sweep(
+        lengths=(128,),
+        implementations=None,
+        repeats=1,
+        causal=False,
+        masked=True,
+        dtype="bfloat16",
+        interpret=False,
+        interpret_max_length=1024,
+        long_repeats=1,
+        long_from=32768,
+        timeout=1.0,
+        memory_limit_gib=1.0,
+        address_limit_gib=0.0,
+    )
+    assert sweep.record()["dtype"] == "bfloat16"
+    flags = sweep.worker_flags()
+    assert worker.parse_arguments(["measure", "native", "128", *flags]).dtype == "bfloat16"
+    assert worker.parse_arguments(["measure", "native", "128"]).dtype == "float32"
+
+    argvs: list[list[str]] = []
+
+    def watched(argv: list[str], *args: Any) -> dict[str, Any]:
+        argvs.append(argv)
+        return {"entries": []}
+
+    monkeypatch.setattr(driver, "run_watched", watched)
+    driver.probe([128], False, tmp_path, 1.0, dtype="bfloat16")
+    probe_argv = argvs[0][argvs[0].index("probe") :]
+    assert worker.parse_arguments(probe_argv).dtype == "bfloat16"
+
+
+def test_the_spec_and_the_check_are_of_the_dtype_asked_for() -> None:
+    # supports() is asked about bfloat16 inputs, the inputs are bfloat16, and an output
+    # widened to float32 is not the shape and dtype asked for.
+    import numpy as np
+
+    spec = worker.attention_spec(128, causal=False, dtype="bfloat16")
+    assert spec.dtype == "bfloat16"
+    q, k, v, segments = worker.make_inputs(128, dtype="bfloat16")
+    assert {str(x.dtype) for x in (q, k, v)} == {"bfloat16"}
+    assert segments.dtype == np.int32
+    same = worker.check_output(q, q, k, v, segments, False, dtype="bfloat16")["check"]
+    assert same["shape_ok"] is True
+    assert same["tolerance"] == CHECK_TOLERANCE["bfloat16"]
+    widened = worker.check_output(q.astype("float32"), q, k, v, segments, False, dtype="bfloat16")
+    assert widened["check"]["shape_ok"] is False
+
+
+def test_the_probe_asks_supports_about_the_dtype() -> None:
+    # cudnn takes only half precision: its refusal names float32 only when asked about it.
+    def cudnn_reasons(dtype: str) -> list[str]:
+        entries = worker.probe_registry([128], False, dtype=dtype)["entries"]
+        (cudnn,) = (e for e in entries if e["name"] == "cudnn")
+        return list(cudnn["configs"][0]["supports"]["128"]["reasons"])
+
+    assert any("not float32" in reason for reason in cudnn_reasons("float32"))
+    assert not any("float32" in reason for reason in cudnn_reasons("bfloat16"))
+
+
+def test_the_bfloat16_tolerance_is_the_attention_contracts() -> None:
+    from seamline.contracts.attention import TOLERANCES
+
+    assert CHECK_TOLERANCE["bfloat16"] == TOLERANCES["bfloat16"]
+    assert set(CHECK_TOLERANCE) == set(DTYPES)
+
+
 # -- exit codes, without running a sweep -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "arguments",
-    [["--repeats", "0"], ["--lengths", "128,-4"], ["--no-such-option"], ["--timeout", "soon"]],
+    [
+        ["--repeats", "0"],
+        ["--lengths", "128,-4"],
+        ["--no-such-option"],
+        ["--timeout", "soon"],
+        ["--dtype", "float16"],
+        ["--dtype"],
+    ],
 )
 def test_a_usage_error_exits_2_before_anything_runs(
     arguments: list[str], monkeypatch: pytest.MonkeyPatch

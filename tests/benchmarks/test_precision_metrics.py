@@ -104,3 +104,18 @@ def test_k_is_capped_by_the_number_of_other_rows() -> None:
 def test_agreement_refuses_vectors_of_different_shapes() -> None:
     with pytest.raises(ValueError, match="cannot compare"):
         precision.agreement(_circle(0, 10, 30), _circle(0, 10))
+
+
+def test_every_reference_side_names_a_backend_the_reference_worker_runs() -> None:
+    from benchmarks.throughput import _precision_reference
+
+    assert set(precision.REFERENCE_SIDES.values()) <= set(_precision_reference.BACKENDS)
+    half = {precision.REFERENCE_SIDES[side] for side in precision.GPU_SIDES}
+    assert half == set(_precision_reference.HALF_PRECISIONS)
+
+
+def test_the_half_precision_torch_sides_run_only_when_named() -> None:
+    """They are for a GPU (device_check.sh names them); on a CPU torch float16 is slow."""
+    assert not set(precision.GPU_SIDES) & set(precision.DEFAULT_SIDES)
+    assert set(precision.DEFAULT_SIDES) | set(precision.GPU_SIDES) == set(precision.SIDES)
+    assert not set(precision.EXPORTED_SIDES) & set(precision.GPU_SIDES)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from seamline.components.attention.gpu_flash import GpuFlashAttention, GpuFlashConfig
+from seamline.components.attention.native import NativeAttention, NativeConfig
 from seamline.contracts import AttentionFn, SegmentIds
 from seamline.contracts.kernel_kit import reference_attention
 from seamline.contracts.testing import AttentionCase
@@ -138,8 +139,8 @@ def test_refuses_what_one_segment_array_cannot_express() -> None:
 def test_priority_prefers_gpu_and_steps_back_for_decoding() -> None:
     plain = GpuFlashAttention(GpuFlashConfig())
     gpu = ("gpu", "NVIDIA H100 80GB HBM3")
-    assert plain.priority(AttentionCase().spec(*gpu)) == 15
-    assert plain.priority(AttentionCase().spec("cpu", "cpu")) == -10
+    assert plain.priority(AttentionCase(q_len=2048, kv_len=2048).spec(*gpu)) == 15
+    assert plain.priority(AttentionCase(q_len=2048, kv_len=2048).spec("cpu", "cpu")) == -10
     # Causal decoding pads the one query to the keys' length in front.
     assert plain.priority(AttentionCase(q_len=1, kv_len=4096, causal=True).spec(*gpu)) < 0
     # Without causal, keys in whole tiles leave the query its own short length.
@@ -152,3 +153,14 @@ def test_config_wants_power_of_two_tiles() -> None:
     with pytest.raises(ValueError, match="power of two"):
         GpuFlashConfig(block_k=8)
     assert GpuFlashConfig(block_q=64, block_k=32).block_k == 32
+
+
+def test_priority_steps_back_below_the_xla_attentions_for_short_sequences() -> None:
+    """Measured on an H200: at 512 tokens the kernel took 3.1 ms against native's 0.2."""
+    plain = GpuFlashAttention(GpuFlashConfig())
+    gpu = ("gpu", "NVIDIA H200")
+    native = NativeAttention(NativeConfig())
+    for length in (64, 256, 512):
+        spec = AttentionCase(q_len=length, kv_len=length).spec(*gpu)
+        assert plain.priority(spec) < native.priority(spec)
+    assert plain.priority(AttentionCase(q_len=1024, kv_len=1024).spec(*gpu)) == 15

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from seamline.adapters.bench_attention.driver import console, run_benchmark
 from seamline.adapters.bench_attention.report import measured_cells, print_report
-from seamline.adapters.bench_attention.workload import default_lengths
+from seamline.adapters.bench_attention.workload import DEFAULT_DTYPE, DTYPES, default_lengths
 
 EXIT_OK = 0
 EXIT_NOTHING_MEASURED = 1
@@ -67,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-mask",
         action="store_true",
         help="no segment ids (default: the last 5%% of tokens are padding)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default=DEFAULT_DTYPE,
+        help=f"dtype of q, k and v (default {DEFAULT_DTYPE}; bfloat16 for the GPU kernels)",
     )
     parser.add_argument(
         "--interpret", action="store_true", help='run interpret-mode kernels ({"interpret": true})'
@@ -118,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             args.out,
             causal=args.causal,
             masked=not args.no_mask,
+            dtype=args.dtype,
             interpret=args.interpret,
             interpret_max_length=args.interpret_max_length,
             long_repeats=args.long_repeats,

@@ -28,7 +28,7 @@ from rich.console import Console
 from seamline.adapters.bench_attention.report import describe_failure, verdicts
 from seamline.adapters.bench_attention.workload import (
     BATCH,
-    DTYPE,
+    DEFAULT_DTYPE,
     GIB,
     HEAD_DIM,
     HEADS,
@@ -134,7 +134,12 @@ def run_watched(argv: list[str], limits: Limits, log: Path) -> dict[str, Any]:
 
 
 def probe(
-    lengths: Sequence[int], causal: bool, log_dir: Path, timeout: float, masked: bool = True
+    lengths: Sequence[int],
+    causal: bool,
+    log_dir: Path,
+    timeout: float,
+    masked: bool = True,
+    dtype: str = DEFAULT_DTYPE,
 ) -> dict[str, Any]:
     """Ask a worker process what the registry holds and what each attention supports."""
     argv = [sys.executable, "-m", WORKER_MODULE, "probe", "--lengths", ",".join(map(str, lengths))]
@@ -142,6 +147,7 @@ def probe(
         argv.append("--causal")
     if not masked:
         argv.append("--no-mask")
+    argv += ["--dtype", dtype]
     result = run_watched(argv, Limits(timeout, PROBE_MEMORY_LIMIT_GIB), log_dir / "probe.log")
     if "entries" not in result:
         raise RuntimeError(f"the probe worker failed: {result.get('error')}")
@@ -250,6 +256,7 @@ class Sweep:
     repeats: int
     causal: bool
     masked: bool
+    dtype: str
     interpret: bool
     interpret_max_length: int
     long_repeats: int
@@ -269,6 +276,7 @@ class Sweep:
             flags.append("--causal")
         if not self.masked:
             flags.append("--no-mask")
+        flags += ["--dtype", self.dtype]
         return flags
 
     def record(self) -> dict[str, Any]:
@@ -279,7 +287,7 @@ class Sweep:
             "heads": HEADS,
             "kv_heads": HEADS,
             "head_dim": HEAD_DIM,
-            "dtype": DTYPE,
+            "dtype": self.dtype,
             "causal": self.causal,
             "segments": (
                 f"real tokens 1, the last {PAD_FRACTION:.0%} (at least 1) padding 0"
@@ -320,6 +328,7 @@ def run_benchmark(
     *,
     causal: bool = False,
     masked: bool = True,
+    dtype: str = DEFAULT_DTYPE,
     interpret: bool = False,
     interpret_max_length: int = 1024,
     long_repeats: int = 1,
@@ -334,6 +343,7 @@ def run_benchmark(
 
     ``repeats`` timed calls per (implementation, length), ``long_repeats`` from
     ``long_from`` tokens on. ``implementations`` None means every one discovered.
+    ``dtype`` is that of q, k and v (one of ``DTYPES``).
     """
     say = log or console.print
     sweep = Sweep(
@@ -342,6 +352,7 @@ def run_benchmark(
         repeats,
         causal,
         masked,
+        dtype,
         interpret,
         interpret_max_length,
         long_repeats,
@@ -356,7 +367,7 @@ def run_benchmark(
     sweep_started = time.perf_counter()
     log_dir = Path(tempfile.mkdtemp(prefix="seamline-attention-bench-"))
     say(f"probing the registry and supports() (worker logs in {log_dir})...")
-    probed = probe(sweep.lengths, causal, log_dir, max(timeout, SETUP_TIMEOUT_S), masked)
+    probed = probe(sweep.lengths, causal, log_dir, max(timeout, SETUP_TIMEOUT_S), masked, dtype)
     say(f"platform {probed['platform']} ({probed['device_kind']})")
     runs, skipped = _plan(probed, sweep, say)
     cells = _measure_every_length(sweep, runs, log_dir, load, say)

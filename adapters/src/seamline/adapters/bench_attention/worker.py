@@ -33,7 +33,8 @@ from typing import Any
 from seamline.adapters.bench_attention.workload import (
     BATCH,
     CHECK_TOLERANCE,
-    DTYPE,
+    DEFAULT_DTYPE,
+    DTYPES,
     GIB,
     HEAD_DIM,
     HEADS,
@@ -83,8 +84,11 @@ def source_of(cls: type) -> dict[str, Any]:
     }
 
 
-def attention_spec(length: int, causal: bool, masked: bool = True) -> Any:
-    """The :class:`AttentionSpec` of the workload at ``length`` on this process's device."""
+def attention_spec(
+    length: int, causal: bool, masked: bool = True, dtype: str = DEFAULT_DTYPE
+) -> Any:
+    """The :class:`AttentionSpec` of the workload at ``length`` in ``dtype`` on this
+    process's device: what ``supports()`` is asked (cudnn refuses float32, for one)."""
     import jax
 
     from seamline.contracts import AttentionSpec
@@ -97,7 +101,7 @@ def attention_spec(length: int, causal: bool, masked: bool = True) -> Any:
         num_heads=HEADS,
         num_kv_heads=HEADS,
         head_dim=HEAD_DIM,
-        dtype=DTYPE,
+        dtype=dtype,
         causal=causal,
         segmented=masked,
         platform=device.platform,
@@ -105,15 +109,22 @@ def attention_spec(length: int, causal: bool, masked: bool = True) -> Any:
     )
 
 
-def make_inputs(length: int, masked: bool = True) -> tuple[Any, Any, Any, Any]:
-    """q, k, v ``[1, T, 12, 64]`` float32 on the device, and ``[1, T]`` segment ids
-    (all one segment without a mask: then only the reference check reads them)."""
+def make_inputs(
+    length: int, masked: bool = True, dtype: str = DEFAULT_DTYPE
+) -> tuple[Any, Any, Any, Any]:
+    """q, k, v ``[1, T, 12, 64]`` in ``dtype`` on the device, and ``[1, T]`` segment ids
+    (all one segment without a mask: then only the reference check reads them).
+
+    The same float32 draws whatever the dtype, cast on the device: a bfloat16 sweep
+    measures the float32 sweep's inputs, rounded.
+    """
     import jax
     import numpy as np
 
     rng = np.random.default_rng(SEED)
     shape = (BATCH, length, HEADS, HEAD_DIM)
-    q, k, v = (jax.device_put(rng.standard_normal(shape, dtype=np.float32)) for _ in range(3))
+    drawn = (jax.device_put(rng.standard_normal(shape, dtype=np.float32)) for _ in range(3))
+    q, k, v = (x if str(x.dtype) == dtype else x.astype(dtype) for x in drawn)
     ids = np.ones((BATCH, length), np.int32)
     if masked:
         ids[:, length - padding_of(length) :] = 0
@@ -193,15 +204,25 @@ def failure(error: BaseException, phase: str) -> dict[str, Any]:
 
 
 def check_output(
-    out: Any, q: Any, k: Any, v: Any, segments: Any, causal: bool, masked: bool = True
+    out: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    segments: Any,
+    causal: bool,
+    masked: bool = True,
+    dtype: str = DEFAULT_DTYPE,
 ) -> dict[str, Any]:
     """NaN/inf anywhere, and six rows (first, second, middle, around the padding, last)
-    against the float64 reference. Done after the peak was read: it does not count."""
+    against the float64 reference, within ``CHECK_TOLERANCE[dtype]``. Done after the peak
+    was read: it does not count."""
     import jax.numpy as jnp
     import numpy as np
 
     length = int(q.shape[1])
     out_np = np.asarray(out)
+    if out_np.dtype != np.float32:  # bfloat16 (ml_dtypes) widens exactly to float32
+        out_np = out_np.astype(np.float32)
     first_pad = length - padding_of(length) if masked else length - 1
     rows = sorted({0, 1, length // 2, first_pad - 1, first_pad, length - 1})
     reference = reference_rows(q, k, v, segments, rows, causal)
@@ -213,9 +234,10 @@ def check_output(
         "check": {
             "rows": rows,
             "max_abs_error_vs_float64": error_max,
-            "agrees": error_max is not None and error_max <= CHECK_TOLERANCE,
+            "tolerance": CHECK_TOLERANCE[dtype],
+            "agrees": error_max is not None and error_max <= CHECK_TOLERANCE[dtype],
             "dtype": str(out.dtype),
-            "shape_ok": out.shape == q.shape and out.dtype == jnp.float32,
+            "shape_ok": out.shape == q.shape and out.dtype == q.dtype == jnp.dtype(dtype),
         },
     }
 
@@ -227,10 +249,12 @@ def measure(
     repeats: int,
     causal: bool,
     masked: bool = True,
+    dtype: str = DEFAULT_DTYPE,
 ) -> dict[str, Any]:
     """Time one implementation at one length in this process (``name == "baseline"``: none).
 
     ``masked``: segment ids with the last 5 % padding; otherwise no mask at all.
+    ``dtype``: that of q, k and v (the baseline holds the same inputs).
     """
     import jax
 
@@ -241,7 +265,7 @@ def measure(
     started = time.perf_counter()
     # Imports every attention module the user trusts, in the baseline too.
     registry = Registry.discover(user_trust())
-    spec = attention_spec(length, causal, masked)
+    spec = attention_spec(length, causal, masked, dtype)
     attention: Any = registry.create(
         "attention", REFERENCE_IMPLEMENTATION if name == BASELINE else name, config
     )
@@ -249,7 +273,7 @@ def measure(
     result["spec"] = spec.signature()
     result["source"] = source_of(type(attention))
     result["device"] = str(jax.devices()[0])
-    q, k, v, segments = make_inputs(length, masked)
+    q, k, v, segments = make_inputs(length, masked, dtype)
     result["setup_s"] = time.perf_counter() - started
     result["rss_after_inputs_bytes"] = peak_rss_bytes()
     if name == BASELINE:
@@ -274,7 +298,7 @@ def measure(
         peak_rss_bytes=peak_rss_bytes(), device_peak_bytes=device_peak_bytes(), times_s=times
     )
     result.update(spread(times), status="ok")
-    result.update(check_output(out, q, k, v, segments, causal, masked))
+    result.update(check_output(out, q, k, v, segments, causal, masked, dtype))
     return result
 
 
@@ -317,8 +341,11 @@ def time_calls(
     return out, times
 
 
-def probe_registry(lengths: list[int], causal: bool, masked: bool = True) -> dict[str, Any]:
-    """The registry's attention entries and each one's ``supports()`` answer per length.
+def probe_registry(
+    lengths: list[int], causal: bool, masked: bool = True, dtype: str = DEFAULT_DTYPE
+) -> dict[str, Any]:
+    """The registry's attention entries and each one's ``supports()`` answer per length,
+    for inputs in ``dtype``.
 
     An implementation whose ``Config`` has an ``interpret`` field is asked a second time
     with ``{"interpret": true}``, so the driver can say what ``--interpret`` would add.
@@ -351,7 +378,8 @@ def probe_registry(lengths: list[int], causal: bool, masked: bool = True) -> dic
                 try:
                     attention: Any = registry.create("attention", info.name, config)
                     for length in lengths:
-                        support = attention.supports(attention_spec(length, causal, masked))
+                        spec = attention_spec(length, causal, masked, dtype)
+                        support = attention.supports(spec)
                         answers[str(length)] = {"ok": bool(support), "reasons": support.reasons}
                     entry["configs"].append({"config": config, "supports": answers})
                 except Exception as error:  # a broken plugin is a finding
@@ -375,12 +403,14 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     one.add_argument("--repeats", type=int, default=3)
     one.add_argument("--causal", action="store_true")
     one.add_argument("--no-mask", action="store_true", help="no segment ids (no padding)")
+    one.add_argument("--dtype", choices=DTYPES, default=DEFAULT_DTYPE, help="of q, k and v")
     one.add_argument("--config", default="", help="the implementation's config, as JSON")
     one.add_argument("--address-limit-gib", type=float, default=0.0, help="RLIMIT_AS; 0: none")
     probe = commands.add_parser("probe", help="the registry's attention entries, supports()")
     probe.add_argument("--lengths", required=True, help="comma-separated")
     probe.add_argument("--causal", action="store_true")
     probe.add_argument("--no-mask", action="store_true")
+    probe.add_argument("--dtype", choices=DTYPES, default=DEFAULT_DTYPE)
     return parser.parse_args(argv)
 
 
@@ -389,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     proto = protocol_stream()
     if args.command == "probe":
         lengths = [int(x) for x in args.lengths.split(",")]
-        message = probe_registry(lengths, args.causal, not args.no_mask)
+        message = probe_registry(lengths, args.causal, not args.no_mask, args.dtype)
     else:
         if args.address_limit_gib:
             limit = int(args.address_limit_gib * GIB)
@@ -403,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.repeats,
                 args.causal,
                 not args.no_mask,
+                args.dtype,
             )
         except MemoryError as error:
             message = {

@@ -185,6 +185,9 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
     contract_version: ClassVar[str] = "1.2"
     Config = GpuFlashConfig
     auto_priority: ClassVar[int] = 15
+    short_keys: ClassVar[int] = 512
+    """At most this many keys, ``auto`` ranks the kernel below the XLA attentions (see
+    :meth:`priority`)."""
 
     def supports(self, spec: AttentionSpec) -> Support:
         """Refuse no GPU (unless interpreted), the dtype, and what one id array cannot say.
@@ -212,13 +215,24 @@ class GpuFlashAttention(Attention[GpuFlashConfig]):
         return Support.no(*reasons) if reasons else Support.yes()
 
     def priority(self, spec: AttentionSpec) -> int:
-        """A good choice on GPU; off GPU only a last resort (interpret mode is very slow).
+        """A good choice on GPU for long sequences; off GPU only a last resort (interpret
+        mode is very slow).
 
-        Where lining queries up with keys (causal decoding against a cache, say)
-        computes more than twice the query rows, it steps back below the reference.
+        It steps back below the reference where it was measured to lose, or computes
+        more than it must:
+
+        * at most :attr:`short_keys` keys: on an NVIDIA H200 (2026-12-04, float32, 12
+          heads of 64, 512 tokens; benchmarks/results/h200/README.md) one call took
+          3.1 ms against 0.2 ms for ``native`` and 0.3 ms for ``xla-sdpa``, and its
+          compilation 17 s against 8 s: at sentence-embedding lengths the padding, the
+          launch and Triton's compilation cost more than the kernel saves;
+        * where lining queries up with keys (causal decoding against a cache, say)
+          computes more than twice the query rows.
         """
         if spec.platform != "gpu":
             return -10
+        if spec.kv_len <= self.short_keys:
+            return -5
         layout = self._plan(spec)
         if layout is not None and layout.wasteful(spec.q_len):
             return -5

@@ -67,6 +67,7 @@ def _spec(
 REPRESENTATIVE_SHAPES: tuple[Shape, ...] = (
     Shape("CPU, 256 tokens, float32", _spec("cpu", "cpu", 256, "float32")),
     Shape("CPU, 8192 tokens, float32", _spec("cpu", "cpu", 8192, "float32")),
+    Shape("GPU (H200), 256 tokens, float32", _spec("gpu", "NVIDIA H200", 256, "float32")),
     Shape("GPU (H100), 2048 tokens, bfloat16", _spec("gpu", "NVIDIA H100", 2048, "bfloat16")),
     Shape("GPU (H100), 2048 tokens, float32", _spec("gpu", "NVIDIA H100", 2048, "float32")),
     Shape("TPU v5e, 2048 tokens, bfloat16", _spec("tpu", "TPU v5 lite", 2048, "bfloat16")),
