@@ -63,6 +63,38 @@ def test_a_conforming_component_exits_0_and_writes_its_record(tmp_path: Path) ->
     }
 
 
+REEXPORT = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_reexport"
+
+
+def test_a_record_of_a_class_its_package_re_exports_names_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry point says ``pkg:Cls``, the class is defined in ``pkg.attention``: the
+    record still carries the distribution and version that trust compares (seamline-tokamax
+    is such a package; on the H200 its record said "not registered by an entry point")."""
+    monkeypatch.syspath_prepend(str(REEXPORT))
+    result = invoke(
+        "attention:reexported",
+        "--select",
+        "plain or config",
+        "--max-examples",
+        "1",
+        "--record",
+        "--record-dir",
+        str(tmp_path),
+    )
+    assert result.exit_code == 0, result.output
+    assert "not registered by an entry point" not in result.output
+    assert "(seamline-fixture-reexport 0.3.0)" in result.output.replace("\n", "")
+    (path,) = tmp_path.glob("*.json")
+    record = ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    assert record.component_class == "seamline_fixture_reexport.attention:ReexportedAttention"
+    assert (record.distribution, record.distribution_version) == (
+        "seamline-fixture-reexport",
+        "0.3.0",
+    )
+
+
 def test_a_component_that_cannot_run_here_exits_1() -> None:
     # cuDNN has no CPU path: the suite must say it refuses everything, not pass vacuously.
     result = invoke("attention:cudnn", "--select", "claims_at_least_one_case_here")

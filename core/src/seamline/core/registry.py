@@ -235,11 +235,15 @@ class Registry:
 
         This is how records and spans learn which distribution provides a component:
         from the index discovery built once, never by scanning entry points again.
+        ``target`` may be the entry point's own text or where the class it loaded is
+        defined: a package that re-exports its class (``pkg:Cls`` for a class of
+        ``pkg.attention``) is still found, so its conformance records carry its
+        distribution and version and can earn it trust.
         """
         wanted = target.replace(" ", "")
         for infos in self._by_kind[kind].values():
             for info in infos:
-                if info.target.replace(" ", "") == wanted:
+                if info.target.replace(" ", "") == wanted or _defined_at(info.cls) == wanted:
                     return info
         return None
 
@@ -406,3 +410,8 @@ def _mark_conflicts(infos: list[ComponentInfo]) -> list[ComponentInfo]:
             info = replace(info, status="conflict", reason=reason)
         marked.append(info)
     return marked
+
+
+def _defined_at(cls: type | None) -> str | None:
+    """``module:QualName`` of the module that defines ``cls`` (None: not loaded)."""
+    return None if cls is None else f"{cls.__module__}:{cls.__qualname__}"
