@@ -32,17 +32,22 @@ def invoke(*args: str) -> Result:
     return result
 
 
-def test_a_conforming_component_exits_0_and_writes_its_record(tmp_path: Path) -> None:
-    result = invoke(
-        "attention:native",
+def record_quickly(target: str, record_dir: Path) -> Result:
+    """``seamline check TARGET --record`` on two checks and one generated case."""
+    return invoke(
+        target,
         "--select",
         "plain or config",
         "--max-examples",
         "1",
         "--record",
         "--record-dir",
-        str(tmp_path),
+        str(record_dir),
     )
+
+
+def test_a_conforming_component_exits_0_and_writes_its_record(tmp_path: Path) -> None:
+    result = record_quickly("attention:native", tmp_path)
     assert result.exit_code == 0, result.output
     assert "attention:native conforms" in result.output
     files = list(tmp_path.glob("*.json"))
@@ -73,16 +78,7 @@ def test_a_record_of_a_class_its_package_re_exports_names_the_package(
     record still carries the distribution and version that trust compares (seamline-tokamax
     is such a package; on the H200 its record said "not registered by an entry point")."""
     monkeypatch.syspath_prepend(str(REEXPORT))
-    result = invoke(
-        "attention:reexported",
-        "--select",
-        "plain or config",
-        "--max-examples",
-        "1",
-        "--record",
-        "--record-dir",
-        str(tmp_path),
-    )
+    result = record_quickly("attention:reexported", tmp_path)
     assert result.exit_code == 0, result.output
     assert "not registered by an entry point" not in result.output
     assert "(seamline-fixture-reexport 0.3.0)" in result.output.replace("\n", "")
