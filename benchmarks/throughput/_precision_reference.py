@@ -124,9 +124,10 @@ def load(backend: str, models: Path | None) -> tuple[Any, dict[str, Any]]:
         model = SentenceTransformer(packaged_model(), device=device)
         if backend in HALF_PRECISIONS:
             model = model.to(getattr(torch, HALF_PRECISIONS[backend]))
+        weights = next(model.parameters())
         info = {
-            "precision": str(next(model.parameters()).dtype).removeprefix("torch."),
-            "device": str(next(model.parameters()).device),
+            "precision": str(weights.dtype).removeprefix("torch."),
+            "device": str(weights.device),
             "threads": torch.get_num_threads(),
         }
         if device.startswith("cuda"):
@@ -188,15 +189,16 @@ def embed(backend: str, texts_path: Path, out_path: Path, models: Path | None) -
     imported = time.perf_counter()
     model, info = load(backend, models)
     ready = time.perf_counter()
-    if backend in HALF_PRECISIONS:  # numpy has no bfloat16: the vectors come back as tensors
-        tensors = model.encode(
-            texts, batch_size=BATCH_SIZE, show_progress_bar=False, convert_to_tensor=True
-        )
-        vectors = tensors.float().cpu().numpy()
-    else:
-        vectors = model.encode(
-            texts, batch_size=BATCH_SIZE, show_progress_bar=False, convert_to_numpy=True
-        )
+    half = backend in HALF_PRECISIONS  # numpy has no bfloat16: those come back as tensors
+    vectors = model.encode(
+        texts,
+        batch_size=BATCH_SIZE,
+        show_progress_bar=False,
+        convert_to_numpy=not half,
+        convert_to_tensor=half,
+    )
+    if half:
+        vectors = vectors.float().cpu().numpy()
     encoded = time.perf_counter()
     np.save(out_path, np.asarray(vectors, np.float32))
     return {

@@ -243,7 +243,10 @@ class Registry:
         wanted = target.replace(" ", "")
         for infos in self._by_kind[kind].values():
             for info in infos:
-                if info.target.replace(" ", "") == wanted or _defined_at(info.cls) == wanted:
+                loaded = info.cls
+                if info.target.replace(" ", "") == wanted or (
+                    loaded is not None and _defined_at(loaded) == wanted
+                ):
                     return info
         return None
 
@@ -253,7 +256,7 @@ class Registry:
         for info in self._by_kind[component.kind].get(component.name, []):
             if info.cls is cls:
                 return info
-        return self.info_for_target(component.kind, f"{cls.__module__}:{cls.__qualname__}")
+        return self.info_for_target(component.kind, _defined_at(cls))
 
     def config_model(self, kind: Kind, name: str) -> type[ComponentConfig]:
         cls = self.get(kind, name).cls
@@ -412,6 +415,6 @@ def _mark_conflicts(infos: list[ComponentInfo]) -> list[ComponentInfo]:
     return marked
 
 
-def _defined_at(cls: type | None) -> str | None:
-    """``module:QualName`` of the module that defines ``cls`` (None: not loaded)."""
-    return None if cls is None else f"{cls.__module__}:{cls.__qualname__}"
+def _defined_at(cls: type) -> str:
+    """``module:QualName`` of the module that defines ``cls``."""
+    return f"{cls.__module__}:{cls.__qualname__}"
