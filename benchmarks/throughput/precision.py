@@ -376,7 +376,7 @@ def measure_all(args: argparse.Namespace) -> int:
 
         def seamline(side: str, name: str) -> dict[str, Any]:
             out = workdir / f"{name}{suffix}"
-            return run_seamline(
+            result = run_seamline(
                 SEAMLINE_SIDES[side],
                 form,
                 corpus,
@@ -386,6 +386,10 @@ def measure_all(args: argparse.Namespace) -> int:
                 args.overrides,
                 records=workdir / "precision-records",
             )
+            # As it happens, not only in the report: a run cut short by a time limit (a
+            # device lease) still says what each side chose and where the time went.
+            say_to_stderr(f"  {name}: {result['seconds']:.1f} s, ran in {result['precision']}")
+            return result
 
         say_to_stderr(
             f"{documents} documents; seamline asked with --set "
