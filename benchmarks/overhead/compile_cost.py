@@ -27,6 +27,9 @@ between them is the noise). Each variant runs once: compilation is a first-time 
 and a second run in the same process would hit JAX's caches. Print a table; write
 ``compile_cost.json`` to ``--out`` (default ``benchmarks/results``).
 
+It imports jax and numpy only (no seamline, no rich: hence its own plain table), so that
+it runs on a GPU image where nothing is installed (``device_check.sh --phase compile``).
+
 Exit codes: 0 done; 1 a variant's process failed or ran out of its ``--timeout`` (its output
 is printed; the others are still measured); 2 a bad option.
 """

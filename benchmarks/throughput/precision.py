@@ -249,12 +249,15 @@ def _reference_process(*arguments: str) -> dict[str, Any]:
 
 
 def matmul_rate(precision: str, size: int, repeats: int = 5) -> float:
-    """GFLOP/s of a ``size``-cubed matmul in JAX, in a process of its own: float32, or
+    """GFLOP/s of a ``size``-cubed matmul in JAX, in a process of its own: float32 at full
+    precision (as the model's float32 matmuls ask: on a GPU JAX's default rounds float32
+    inputs to TF32, which would overstate the roofline; on a CPU the two are the same), or
     bfloat16 inputs accumulated in float32 (as the model's bfloat16 matmuls are)."""
+    full = ", precision='highest'" if precision == "float32" else ""
     code = (
         "import time, jax, jax.numpy as jnp\n"
         f"a = jnp.ones(({size}, {size}), jnp.{precision})\n"
-        "f = jax.jit(lambda x: jnp.matmul(x, x, preferred_element_type=jnp.float32))\n"
+        f"f = jax.jit(lambda x: jnp.matmul(x, x, preferred_element_type=jnp.float32{full}))\n"
         "f(a).block_until_ready()\n"
         "best = float('inf')\n"
         f"for _ in range({repeats}):\n"
