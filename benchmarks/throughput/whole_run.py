@@ -9,7 +9,11 @@ repeat, interleaved round by round:
   on any run after the first (the cache is filled by an untimed run first);
 * ``seamline-cold`` -- the same with an empty compile cache, as on a first run;
 * ``sentence-transformers`` -- ``_reference_run`` in ``.venv-golden``: import,
-  load, ``encode`` (batch size 32), save.
+  load, ``encode`` (batch size 32), save;
+* ``seamline-before`` (with ``--before SRC``) -- ``seamline`` again, warm too, with
+  ``SRC`` first on ``PYTHONPATH``: the source folders of an earlier checkout (e.g.
+  ``git worktree add /tmp/before <commit>`` and ``--before /tmp/before/core/src``; several
+  joined by ``:``), so a change is measured against what it replaced in the same rounds.
 
 The model is the pipeline's (``--pipeline``): all-MiniLM-L6-v2 in ``make run``'s,
 all-mpnet-base-v2 in ``examples/pipelines/embed-docs-mpnet.yaml`` (``make mpnet``
@@ -27,7 +31,7 @@ set against a large float32 matmul measured in the same run, in JAX and in torch
 
     .venv/bin/python -m benchmarks.throughput.whole_run [--docs N] [--repeats 3]
         [--out benchmarks/results] [--pipeline examples/pipelines/embed-docs.yaml]
-        [--set PATH=VALUE ...] [--no-cold]
+        [--set PATH=VALUE ...] [--no-cold] [--before SRC[:SRC...]]
 
 The pipeline's sink decides where each run's output goes and how it is read back for
 the comparison: a LanceDB table (the default pipeline's ``lancedb`` sink, its indexes
@@ -86,9 +90,14 @@ OVERRIDES: list[str] = []
 """Extra ``--set`` overrides for every seamline run (``--set`` of this script)."""
 
 
-def run_seamline(corpus: Path, out: Path, cache: Path) -> dict[str, Any]:
-    """One ``seamline run`` of the default pipeline, timed from start to exit; its log parsed."""
+def run_seamline(corpus: Path, out: Path, cache: Path, before: str | None = None) -> dict[str, Any]:
+    """One ``seamline run`` of the default pipeline, timed from start to exit; its log parsed.
+
+    ``before``: source folders to import seamline's packages from ahead of this checkout's.
+    """
     env = {**os.environ, "SEAMLINE_CORPUS": str(corpus), "SEAMLINE_CACHE_DIR": str(cache)}
+    if before:
+        env = before_environment(env, before)
     argv = [
         str(SEAMLINE), "run", str(PIPELINE[0]),
         "--set", f"sink.with.path={out}",
@@ -103,6 +112,22 @@ def run_seamline(corpus: Path, out: Path, cache: Path) -> dict[str, Any]:
     lines = (done.stdout + done.stderr).splitlines()  # the JSON log goes to stderr
     events = [json.loads(line) for line in lines if line.startswith("{")]
     return {"seconds": seconds, **steady_state(events)}
+
+
+def before_environment(environ: dict[str, str], before: str) -> dict[str, str]:
+    """``environ`` with ``before`` first on ``PYTHONPATH``: a ``seamline.*`` package found
+    there is imported instead of this checkout's (the editable installs are path entries
+    after it)."""
+    path = os.pathsep.join(filter(None, [before, environ.get("PYTHONPATH")]))
+    return {**environ, "PYTHONPATH": path}
+
+
+def check_before(before: str) -> str | None:
+    """Why ``--before`` cannot be used (None: it can): each folder must hold ``seamline/``."""
+    for folder in before.split(os.pathsep):
+        if not (Path(folder) / "seamline").is_dir():
+            return f"--before {folder}: no seamline/ in it (give a distribution's src folder)"
+    return None
 
 
 def steady_state(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -279,7 +304,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave out the seamline-cold side (a first run's compiles, every repeat)",
     )
+    parser.add_argument(
+        "--before",
+        metavar="SRC[:SRC...]",
+        help="add a seamline-before side importing seamline from these source folders first",
+    )
     args = parser.parse_args(argv)
+    if args.before and (problem := check_before(args.before)):
+        parser.error(problem)
     OVERRIDES[:] = args.overrides
     PIPELINE[0] = args.pipeline
     if args.repeats < 1 or (args.docs is not None and args.docs < 1):
@@ -302,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
 def measure_all(args: argparse.Namespace, model: ModelUnderTest) -> int:
     load = LoadAverages()
     sides = tuple(side for side in SIDES if not (args.no_cold and side == "seamline-cold"))
+    if args.before:
+        sides = ("seamline", "seamline-before", *sides[1:])
     with tempfile.TemporaryDirectory(prefix="seamline-whole-run-") as tmp:
         workdir = Path(tmp)
         corpus, documents = first_of_bench_corpus(args.docs, workdir)
@@ -314,11 +348,15 @@ def measure_all(args: argparse.Namespace, model: ModelUnderTest) -> int:
         texts = workdir / "texts.json"
         texts.write_text(json.dumps(windows), encoding="utf-8")
         tokens, flops = sum(lengths), model.useful_flops(lengths)
+        if args.before:  # its own programs into the warm cache (they may differ), untimed
+            run_seamline(corpus, workdir / f"warmup-before{suffix}", warm_cache, args.before)
 
         def run(side: str) -> dict[str, Any]:
             out = workdir / f"{side}.out"
             if side == "seamline":
                 return run_seamline(corpus, out.with_suffix(suffix), warm_cache)
+            if side == "seamline-before":
+                return run_seamline(corpus, out.with_suffix(suffix), warm_cache, args.before)
             if side == "seamline-cold":
                 cold = workdir / f"cache-cold-{time.monotonic_ns()}"
                 result = run_seamline(corpus, out.with_suffix(suffix), cold)
@@ -403,6 +441,10 @@ def build_report(
         side["useful_gflops_steady"] = per_s * flops / tokens / 1e9
         side["useful_gflops_whole"] = flops / side["median_s"] / 1e9
         side["steady_of_roofline"] = side["useful_gflops_steady"] / roofline
+    if "seamline-before" in sides:  # > 1: this checkout is faster than the one before
+        sides["seamline"]["vs_before"] = (
+            sides["seamline-before"]["median_s"] / sides["seamline"]["median_s"]
+        )
     return {
         "benchmark": "whole_run",
         "pipeline": str(PIPELINE[0]),
@@ -413,6 +455,7 @@ def build_report(
                 *([f"--docs {args.docs}"] if args.docs else []),
                 f"--repeats {args.repeats}",
                 *(["--no-cold"] if args.no_cold else []),
+                *([f"--before {args.before}"] if args.before else []),
                 *(f"--set {override}" for override in args.overrides),
             ]
         ),
@@ -425,6 +468,7 @@ def build_report(
         "matmul_gflops": rates,
         "roofline_gflops": roofline,
         "first_run": first,
+        "before": args.before,
         "sides": sides,
         "load": load.as_json(),
         "load_warning": load.exceeded,
@@ -454,6 +498,11 @@ def print_report(report: dict[str, Any]) -> None:
          "useful GFLOP/s steady (of roofline)"),
         rows,
     )  # fmt: skip
+    if "vs_before" in report["sides"]["seamline"]:
+        print(
+            f"seamline against seamline-before ({report['before']}): "
+            f"{report['sides']['seamline']['vs_before']:.3f}x whole process (medians)"
+        )
     print(
         f"max |seamline - sentence-transformers| = {report['max_abs_difference']:.3g} over "
         f"{report['windows_compared']} of {report['windows']} windows (the others start inside "

@@ -7,6 +7,9 @@ made-up logs, the two calculations a wrong figure would come from.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +117,31 @@ def test_the_output_is_read_back_from_the_sink_the_pipeline_names(tmp_path: Path
     root = Path(__file__).parents[2] / "examples" / "pipelines"
     assert whole_run.output_suffix(root / "embed-docs.yaml") == ".lance"
     assert whole_run.output_suffix(root / "embed-docs-jsonl.yaml") == ".jsonl"
+
+
+def test_the_before_side_imports_seamline_from_the_folder_it_names(tmp_path: Path) -> None:
+    # A stand-in for an earlier checkout's core/src: its seamline.core must win over this
+    # checkout's editable install, or the "before" side would time today's code twice.
+    core = tmp_path / "seamline" / "core"
+    core.mkdir(parents=True)
+    (core / "__init__.py").write_text("BEFORE = True\n", encoding="utf-8")
+    assert whole_run.check_before(str(tmp_path)) is None
+    env = whole_run.before_environment(dict(os.environ), str(tmp_path))
+    program = "import seamline.core as c; print(c.__file__, getattr(c, 'BEFORE', False))"
+    said = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert said == [str(core / "__init__.py"), "True"]
+    # and the contracts still come from this checkout (only what SRC holds is replaced)
+    check = "import seamline.contracts as c; print(c.__file__)"
+    here = subprocess.run(
+        [sys.executable, "-c", check], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert here.startswith(str(ROOT / "contracts" / "src"))
+
+
+def test_a_before_folder_without_seamline_is_a_usage_error(tmp_path: Path) -> None:
+    assert "no seamline/" in (whole_run.check_before(str(tmp_path)) or "")
+    with pytest.raises(SystemExit) as stop:
+        whole_run.main(["--before", str(tmp_path)])
+    assert stop.value.code == 2
