@@ -119,18 +119,17 @@ def verify(
 ) -> Verdict:
     """The largest difference from the reference over a probe of every spec.
 
-    The two outputs are compared on the host: on the device the comparison's five
-    elementwise steps would each compile per shape (on a GPU, 0.2 s or more each) for a
-    single use.
+    One program per spec computes both outputs (one compilation, or one compile-cache
+    load on a warm run, instead of two), and they are compared on the host: on the
+    device the comparison's five elementwise steps would each compile per shape (on a
+    GPU, 0.2 s or more each) for a single use.
     """
     worst, tolerance = 0.0, min(tolerance_for(spec.dtype) for spec in specs)
     for spec in specs:
         q, k, v, segments = probe(spec)
         bias = probe_bias(spec, segments)
-        difference = np.abs(
-            _run(candidate, q, k, v, segments, spec.causal, bias)
-            - _run(reference, q, k, v, segments, spec.causal, bias)
-        )
+        theirs, ours = _run((candidate, reference), q, k, v, segments, spec.causal, bias)
+        difference = np.abs(theirs - ours)
         # NaN compares false against any tolerance: count it as an infinite error.
         error = float(np.max(np.where(np.isnan(difference), np.inf, difference), initial=0.0))
         worst = max(worst, error)
@@ -149,20 +148,24 @@ def compare_outputs(
 
 
 def _run(
-    attention: Attention[Any],
+    attentions: tuple[Attention[Any], Attention[Any]],
     q: jax.Array,
     k: jax.Array,
     v: jax.Array,
     segments: SegmentIds | None,
     causal: bool,
     bias: RelativeBias | None = None,
-) -> np.ndarray:
-    """``attention`` on the probe, jitted and checked as the model would call it; its
-    output on the host, in float32."""
-    checked = CheckedAttention(attention)
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both ``attentions`` on the probe in one jitted program, each checked as the model
+    would call it; their outputs on the host, in float32.
 
-    def call(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
-        return checked(q, k, v, segment_ids=segments, causal=causal, bias=bias)
+    A kernel that fails to trace or compile fails the program, as it would alone.
+    """
+    first, second = CheckedAttention(attentions[0]), CheckedAttention(attentions[1])
 
-    out = jax.device_get(jax.jit(call)(q, k, v))
-    return np.asarray(out).astype(np.float32)
+    def verification(q: jax.Array, k: jax.Array, v: jax.Array) -> tuple[jax.Array, jax.Array]:
+        options: dict[str, Any] = {"segment_ids": segments, "causal": causal, "bias": bias}
+        return first(q, k, v, **options), second(q, k, v, **options)
+
+    outputs = jax.device_get(jax.jit(verification)(q, k, v))
+    return np.asarray(outputs[0]).astype(np.float32), np.asarray(outputs[1]).astype(np.float32)
