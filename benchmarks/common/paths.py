@@ -47,3 +47,12 @@ def module_command(module: str, *arguments: str, python: Path | None = None) -> 
 def reference_env() -> dict[str, str]:
     """What a reference-side process's environment adds to this one's: the sources it imports."""
     return {"PYTHONPATH": os.pathsep.join(str(path) for path in REFERENCE_SOURCES)}
+
+
+def before_environment(environ: dict[str, str], before: str | Path) -> dict[str, str]:
+    """``environ`` with ``before`` (source folders, ``:``-joined) first on ``PYTHONPATH``: a
+    ``seamline.*`` package found there is imported instead of this checkout's, whose
+    editable installs are path entries after it. How a benchmark's ``--before`` side runs
+    an earlier checkout's code over this environment's packages."""
+    path = os.pathsep.join(filter(None, [str(before), environ.get("PYTHONPATH")]))
+    return {**environ, "PYTHONPATH": path}

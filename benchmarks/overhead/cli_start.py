@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.paths import before_environment
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
@@ -53,9 +54,7 @@ def timed(side: str, before: Path | None = None) -> dict[str, Any]:
     command, _ = SIDES[side.removeprefix("before: ")]
     environ = dict(os.environ)
     if side.startswith("before: ") and before is not None:
-        environ["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(before), environ.get("PYTHONPATH")])
-        )
+        environ = before_environment(environ, before)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, check=False, env=environ)
     seconds = time.perf_counter() - start

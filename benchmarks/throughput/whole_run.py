@@ -62,6 +62,7 @@ from benchmarks.common.paths import (
     REFERENCE_PYTHON,
     ROOT,
     SEAMLINE,
+    before_environment,
     module_command,
     reference_env,
 )
@@ -112,14 +113,6 @@ def run_seamline(corpus: Path, out: Path, cache: Path, before: str | None = None
     lines = (done.stdout + done.stderr).splitlines()  # the JSON log goes to stderr
     events = [json.loads(line) for line in lines if line.startswith("{")]
     return {"seconds": seconds, **steady_state(events)}
-
-
-def before_environment(environ: dict[str, str], before: str) -> dict[str, str]:
-    """``environ`` with ``before`` first on ``PYTHONPATH``: a ``seamline.*`` package found
-    there is imported instead of this checkout's (the editable installs are path entries
-    after it)."""
-    path = os.pathsep.join(filter(None, [before, environ.get("PYTHONPATH")]))
-    return {**environ, "PYTHONPATH": path}
 
 
 def check_before(before: str) -> str | None:

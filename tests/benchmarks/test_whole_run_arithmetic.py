@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.common.model_under_test import model_under_test
+from benchmarks.common.paths import before_environment
 from benchmarks.throughput import whole_run
 
 ROOT = Path(__file__).parents[2]
@@ -126,7 +127,7 @@ def test_the_before_side_imports_seamline_from_the_folder_it_names(tmp_path: Pat
     core.mkdir(parents=True)
     (core / "__init__.py").write_text("BEFORE = True\n", encoding="utf-8")
     assert whole_run.check_before(str(tmp_path)) is None
-    env = whole_run.before_environment(dict(os.environ), str(tmp_path))
+    env = before_environment(dict(os.environ), str(tmp_path))
     program = "import seamline.core as c; print(c.__file__, getattr(c, 'BEFORE', False))"
     said = subprocess.run(
         [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
