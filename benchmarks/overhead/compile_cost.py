@@ -5,10 +5,11 @@ Usage::
     python -m benchmarks.overhead.compile_cost [--variants default,no-autotune,...]
         [--batch 32] [--length 256] [--timeout 120] [--out DIR]
 
-On the H200 (benchmarks/results/h200/) a single small attention took 8 s to compile and
-a first ``seamline run`` compiled for minutes; on the CPU the same programs take tens of
-milliseconds. This measures where such time goes, per program, in a fresh process per
-variant (XLA reads its flags once, when the backend starts): the backend's start (the
+On the H200 (benchmarks/results/h200/) a single small attention took 8 s to compile in
+a fresh process and a first ``seamline run`` compiled for minutes; on the CPU the same
+programs take tens of milliseconds. This measures where such time goes, per program,
+in a fresh process per variant (XLA reads its flags once, when the backend starts): the
+backend's start (the
 first ``jax.devices()``), then for each program the trace-and-lower time and the
 backend's compile time (``jax.jit(f).lower(...)`` and ``.compile()``, timed apart), and
 one call after it. The programs grow from an elementwise add to one encoder layer of the
@@ -27,7 +28,8 @@ between them is the noise). Each variant runs once: compilation is a first-time 
 and a second run in the same process would hit JAX's caches. Print a table; write
 ``compile_cost.json`` to ``--out`` (default ``benchmarks/results``).
 
-It imports jax and numpy only (no seamline, no rich: hence its own plain table), so that
+It imports jax, numpy and the standard library only (no seamline, no rich: hence its own
+plain table; ``benchmarks.common.paths`` is standard library too), so that
 it runs on a GPU image where nothing is installed (``device_check.sh --phase compile``).
 
 Exit codes: 0 done; 1 a variant's process failed or ran out of its ``--timeout`` (its output
@@ -46,12 +48,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.paths import RESULTS, ROOT
+
 VARIANTS = {
     "default": "",
     "no-autotune": "--xla_gpu_autotune_level=0",
     "no-triton-gemm": "--xla_gpu_enable_triton_gemm=false",
 }
-ROOT = Path(__file__).resolve().parents[2]  # where `python -m benchmarks...` resolves
 HEADS, HEAD_DIM, FEED_FORWARD = 12, 32, 1536
 HIDDEN = HEADS * HEAD_DIM
 
@@ -185,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per variant")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:

@@ -128,11 +128,10 @@ def verify(
     for spec in specs:
         q, k, v, segments = probe(spec)
         bias = probe_bias(spec, segments)
-        theirs, ours = _run((candidate, reference), q, k, v, segments, spec.causal, bias)
-        difference = np.abs(theirs - ours)
-        # NaN compares false against any tolerance: count it as an infinite error.
-        error = float(np.max(np.where(np.isnan(difference), np.inf, difference), initial=0.0))
-        worst = max(worst, error)
+        candidate_out, reference_out = _run(
+            (candidate, reference), q, k, v, segments, spec.causal, bias
+        )
+        worst = max(worst, _largest_difference(candidate_out, reference_out))
     return Verdict(worst, tolerance)
 
 
@@ -141,10 +140,15 @@ def compare_outputs(
 ) -> Verdict:
     """The largest difference over the output ``rows`` of real examples (others are padding)."""
     chosen = list(rows)
-    error = float(np.max(np.abs(outputs[chosen] - expected[chosen]), initial=0.0))
-    if np.isnan(error):
-        error = float("inf")
+    error = _largest_difference(outputs[chosen], expected[chosen])
     return Verdict(error, min(tolerance_for(spec.dtype) for spec in specs))
+
+
+def _largest_difference(outputs: np.ndarray, expected: np.ndarray) -> float:
+    """The largest absolute difference; a NaN anywhere counts as infinite (a NaN compares
+    false against any tolerance, so it must not pass as a small error)."""
+    error = float(np.max(np.abs(outputs - expected), initial=0.0))
+    return float("inf") if np.isnan(error) else error
 
 
 def _run(
