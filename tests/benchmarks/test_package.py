@@ -33,6 +33,7 @@ BENCHMARKS = {
     "benchmarks.model.step_profile",
     "benchmarks.overhead.cli_start",
     "benchmarks.overhead.compile_cost",
+    "benchmarks.overhead.first_run",
     "benchmarks.overhead.finite_check",
     "benchmarks.overhead.monitor_cost",
     "benchmarks.overhead.orchestration",

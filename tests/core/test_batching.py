@@ -140,3 +140,14 @@ def test_a_partial_batch_keeps_its_full_rows_unless_fitted() -> None:
 def _flushed(batcher: Bucketer | Packer, lengths: list[int]) -> list[Planned]:
     planned = [p for i, n in enumerate(lengths) for p in batcher.add(example(i, n))]
     return planned + list(batcher.flush())
+
+
+def test_longest_only_is_the_runs_longest_shape_with_full_rows() -> None:
+    """What the precision gate calibrates in: one shape, the one a run uses most."""
+    shapes = BatchShapes((16, 64, 256), 4, 1024, multiple=3, fit_partial=True)
+    longest = shapes.longest_only()
+    assert longest.buckets == (256,)
+    assert longest.bucket_for(3) == 256
+    assert longest.rows(256) == shapes.rows(256) == 6  # 1024 // 256, rounded up to 3 devices
+    assert longest.partial_rows(256, 1) == 6  # a partly filled batch keeps the full rows
+    assert shapes.partial_rows(256, 1) == 3

@@ -33,7 +33,7 @@ from seamline.core.precision.hardware import (
 )
 from seamline.core.precision.negotiate import decide_precision, preview_precision
 from seamline.core.worker import RemoteWorkerFactory
-from tests.core.toy import MemorySink, toy_registry
+from tests.core.toy import MemorySink, ToyModel, toy_registry
 
 TEXTS = [" ".join(f"w{(i * 7 + j) % 31}" for j in range(3 + i % 9)) for i in range(40)]
 WITH_BF16 = Hardware("cpu", "cpu", frozenset({"avx2", "avx512_bf16"}))
@@ -48,7 +48,9 @@ def records_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def pipeline_text(precision: str, model: str = "{use: toy}") -> str:
+def pipeline_text(
+    precision: str, model: str = "{use: toy}", run: str = "{batch_size: 4, buckets: [16]}"
+) -> str:
     return (
         "pipeline: toy\n"
         f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
@@ -56,7 +58,7 @@ def pipeline_text(precision: str, model: str = "{use: toy}") -> str:
         "attention: {use: native}\n"
         f"precision: {precision}\n"
         "sink: {use: memory}\n"
-        "run: {batch_size: 4, buckets: [16]}\n"
+        f"run: {run}\n"
     )
 
 
@@ -226,6 +228,40 @@ def test_auto_with_bfloat16_passes_the_gate_and_records_it(records_dir: Path) ->
     again = decide("auto", WITH_BF16)
     assert again.chosen_candidate.figures == figures
     assert "gate passed earlier" in again.chosen_candidate.reasons[-1]
+
+
+def test_the_gate_embeds_its_sample_in_the_runs_longest_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One batch shape per precision, the run's own longest with full rows.
+
+    Bucketed as an in-process caller's texts are, 38 short documents would be computed
+    in the shortest bucket and a partly filled batch of two rows: shapes of the sample's
+    own, each compiled in float32 and in the candidate (on a GPU, a second or more each)
+    for a run that may never use them. The longest shape is the run's most used one."""
+    shapes: list[tuple[int, int, str]] = []
+    collate = ToyModel.collate
+
+    def recording(self: ToyModel, examples: Any, batch_size: int, length: int) -> Any:
+        shapes.append((batch_size, length, self.precision))
+        return collate(self, examples, batch_size, length)
+
+    monkeypatch.setattr(ToyModel, "collate", recording)
+    registry = toy_registry()
+    text = pipeline_text(
+        "{use: auto, gate: {documents: 38}}",
+        "{use: toy, with: {max_length: 64}}",
+        "{batch_size: 4, buckets: [16, 32, 64]}",
+    )
+    decision = decide_precision(
+        parse_pipeline(text, "p.yaml", registry), registry, hardware=WITH_BF16
+    )
+    assert decision.chosen == "bfloat16"
+    figures = decision.chosen_candidate.figures
+    assert figures is not None
+    assert figures.windows == 38
+    assert set(shapes) == {(4, 64, "float32"), (4, 64, "bfloat16")}
+    assert len(shapes) == 2 * 10  # 38 documents in 10 batches of 4 rows, each precision
 
 
 def test_a_new_version_of_an_installed_attention_is_checked_again(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from seamline.contracts import Example
 from seamline.core.config import RunSettings
@@ -87,6 +87,18 @@ class BatchShapes:
         if not self.fit_partial:
             return full
         return min(full, self._to_multiple(1 << max(0, used - 1).bit_length()))
+
+    def longest_only(self) -> BatchShapes:
+        """Every batch in the longest bucket's shape, full rows, partly filled ones too.
+
+        What the precision gate calibrates in: a sample of a few dozen documents
+        bucketed like a run would meet most buckets once, each a compilation in two
+        precisions that the run itself may never use. The longest shape is the one a run
+        of ordinary documents uses most (packing fills its rows), so the gate's
+        compilations become the run's, and the sample's few extra padded positions cost
+        less than the compilations they save.
+        """
+        return replace(self, buckets=self.buckets[-1:], fit_partial=False)
 
     def _to_multiple(self, rows: int) -> int:
         return -(-rows // self.multiple) * self.multiple

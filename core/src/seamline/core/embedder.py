@@ -42,7 +42,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -82,6 +82,10 @@ __all__ = [
 ]
 
 LONG_TEXT: tuple[LongText, ...] = ("truncate", "mean", "windows")
+
+BatchPolicy = Literal["fitted", "longest"]
+"""How an embedder shapes its batches (:meth:`Embedder.from_resolved`)."""
+BATCH_POLICIES: tuple[BatchPolicy, ...] = ("fitted", "longest")
 
 Vectors = npt.NDArray[np.float32]
 
@@ -138,10 +142,18 @@ class Embedder:
         monitors: Sequence[Monitor[Any]] = (),
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
+        shapes: BatchPolicy = "fitted",
     ) -> Embedder:
-        """An embedder of a model side already resolved (a pipeline's, a manifest's)."""
+        """An embedder of a model side already resolved (a pipeline's, a manifest's).
+
+        ``shapes``: ``"fitted"`` (the default) gives a partly filled batch the fewest rows
+        that hold it, since requests are mostly a few texts; ``"longest"`` computes every
+        batch in the run's longest shape with full rows (:meth:`BatchShapes.longest_only`),
+        which is how the precision gate embeds its sample, so that its compilations are
+        the ones the run goes on to use.
+        """
         embedder = cls.__new__(cls)
-        embedder._start(resolved, registry, monitors, long_text, max_wait)
+        embedder._start(resolved, registry, monitors, long_text, max_wait, shapes)
         return embedder
 
     def _start(
@@ -151,9 +163,13 @@ class Embedder:
         monitors: Sequence[Monitor[Any]],
         long_text: LongText,
         max_wait: float,
+        shapes: BatchPolicy = "fitted",
     ) -> None:
         _check_long_text(long_text)
+        if shapes not in BATCH_POLICIES:
+            raise ValueError(f"shapes must be one of {', '.join(BATCH_POLICIES)}, not {shapes!r}")
         self.long_text: LongText = long_text
+        self._shape_policy: BatchPolicy = shapes
         self.source = resolved.source
         self.queries = resolved.queries
         """Whether texts are embedded as search queries when a call does not say."""
@@ -322,7 +338,11 @@ class Embedder:
                 owners.append((request, index))
         self._texts_done += len(owners)
         encoder = self.encoder
-        shapes = replace(encoder.shapes_for(batch_tokens), fit_partial=True)
+        shapes = encoder.shapes_for(batch_tokens)
+        if self._shape_policy == "longest":
+            shapes = shapes.longest_only()
+        else:
+            shapes = replace(shapes, fit_partial=True)
         host = encoder.host_work(
             shapes=shapes, max_windows=1 if first_only else None, side=self._sides(queries)
         )
