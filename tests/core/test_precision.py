@@ -19,6 +19,7 @@ from seamline.contracts import UserError
 from seamline.core.config import parse_pipeline
 from seamline.core.config.resolve import PipelineConfigError
 from seamline.core.config.spec import PrecisionGate
+from seamline.core.embedder import BATCH_POLICIES, Embedder
 from seamline.core.fingerprint import run_inputs
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.pipeline import Pipeline
@@ -31,7 +32,7 @@ from seamline.core.precision.hardware import (
     hidden_features,
     read_cpu_features,
 )
-from seamline.core.precision.negotiate import decide_precision, preview_precision
+from seamline.core.precision.negotiate import decide_precision, encoder_side, preview_precision
 from seamline.core.worker import RemoteWorkerFactory
 from tests.core.toy import MemorySink, ToyModel, toy_registry
 
@@ -262,6 +263,23 @@ def test_the_gate_embeds_its_sample_in_the_runs_longest_shape(
     assert figures.windows == 38
     assert set(shapes) == {(4, 64, "float32"), (4, 64, "bfloat16")}
     assert len(shapes) == 2 * 10  # 38 documents in 10 batches of 4 rows, each precision
+
+
+def test_the_longest_shape_embeds_as_the_fitted_ones_do() -> None:
+    """The gate's sample in the run's longest shape gets the vectors a caller's texts get
+    in fitted batches: padding and the rows around a text do not change its vector."""
+    registry = toy_registry()
+    text = pipeline_text(
+        "float32", "{use: toy, with: {max_length: 64}}", "{batch_size: 4, buckets: [16, 32, 64]}"
+    )
+    side = encoder_side(parse_pipeline(text, "p.yaml", registry), registry, "p.yaml")
+    vectors = {}
+    for shapes in BATCH_POLICIES:
+        with Embedder.from_resolved(side, registry, long_text="windows", shapes=shapes) as e:
+            vectors[shapes] = np.concatenate(e.encode(TEXTS[:38]))
+    np.testing.assert_allclose(vectors["longest"], vectors["fitted"], rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="shapes must be one of fitted, longest"):
+        Embedder.from_resolved(side, registry, shapes="tallest")  # type: ignore[arg-type]
 
 
 def test_a_new_version_of_an_installed_attention_is_checked_again(
