@@ -9,7 +9,10 @@ command and :data:`ROOT` is its working folder, wherever the driver itself was s
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,3 +59,26 @@ def before_environment(environ: dict[str, str], before: str | Path) -> dict[str,
     an earlier checkout's code over this environment's packages."""
     path = os.pathsep.join(filter(None, [str(before), environ.get("PYTHONPATH")]))
     return {**environ, "PYTHONPATH": path}
+
+
+def timed_seamline_run(
+    pipeline: Path,
+    settings: Iterable[str],
+    environ: Mapping[str, str],
+    *,
+    flags: Iterable[str] = (),
+    failure: type[Exception] = RuntimeError,
+) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """``seamline run PIPELINE FLAGS --set S ...`` in :data:`ROOT`, output captured, timed
+    from its start to its exit, as the whole-process benchmarks time it; ``failure``
+    raised (with the end of its error output) when it exits non-zero."""
+    argv = [
+        str(SEAMLINE), "run", str(pipeline), *flags,
+        *(item for setting in settings for item in ("--set", setting)),
+    ]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=dict(environ), cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise failure(f"seamline run exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return seconds, done

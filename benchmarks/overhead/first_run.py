@@ -37,7 +37,7 @@ from typing import Any
 
 from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.options import add_run_options
-from benchmarks.common.paths import ROOT, SEAMLINE, before_environment
+from benchmarks.common.paths import ROOT, before_environment, timed_seamline_run
 from benchmarks.common.tables import print_table
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
@@ -102,17 +102,12 @@ def first_run(
     }
     if side.startswith(BEFORE) and before:
         environ = before_environment(environ, before)
-    argv = [
-        str(SEAMLINE), "run", str(pipeline),
-        "--set", f"sink.with.path={fresh / 'out' / 'embeddings.jsonl'}",
-        "--set", f"precision={precision}",
-        *(item for override in overrides for item in ("--set", override)),
-    ]  # fmt: skip
-    started = time.perf_counter()
-    done = subprocess.run(argv, env=environ, cwd=ROOT, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RunFailed(f"{side}: seamline run exited {done.returncode}:\n{done.stderr[-3000:]}")
+    settings = [
+        f"sink.with.path={fresh / 'out' / 'embeddings.jsonl'}",
+        f"precision={precision}",
+        *overrides,
+    ]
+    seconds, done = timed_seamline_run(pipeline, settings, environ, failure=RunFailed)
     found = parse_log((done.stdout + done.stderr).splitlines())
     subprocess.run(["rm", "-rf", str(fresh)], check=False)
     return {"seconds": seconds, **found}

@@ -70,7 +70,7 @@ import numpy.typing as npt
 from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.model_under_test import model_under_test
 from benchmarks.common.options import add_run_options
-from benchmarks.common.paths import ROOT, SEAMLINE, module_command
+from benchmarks.common.paths import ROOT, SEAMLINE, module_command, timed_seamline_run
 from benchmarks.common.seamline_work import WEIGHTS
 from benchmarks.common.tables import print_table
 from benchmarks.throughput.whole_run import (
@@ -190,18 +190,15 @@ def run_seamline(
         "SEAMLINE_CACHE_DIR": str(cache),
         "SEAMLINE_PRECISION_DIR": str(records),
     }
-    argv = [
-        str(SEAMLINE), "run", str(pipeline), "--format", "json",
-        "--set", seamline_flag(form, precision),
-        "--set", f"sink.with.path={out}",
-        "--set", "monitors.0.with.every=1",  # every batch in the log, for the steady state
-        *(item for override in overrides for item in ("--set", override)),
-    ]  # fmt: skip
-    started = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SideFailed(f"seamline run exited {done.returncode}:\n{done.stderr[-3000:]}")
+    settings = [
+        seamline_flag(form, precision),
+        f"sink.with.path={out}",
+        "monitors.0.with.every=1",  # every batch in the log, for the steady state
+        *overrides,
+    ]
+    seconds, done = timed_seamline_run(
+        pipeline, settings, env, flags=("--format", "json"), failure=SideFailed
+    )
     events = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     summary: dict[str, Any] = next(
         (json.loads(line) for line in reversed(done.stdout.splitlines()) if line.startswith("{")),

@@ -61,10 +61,10 @@ from benchmarks.common.paths import (
     REFERENCE_MISSING,
     REFERENCE_PYTHON,
     ROOT,
-    SEAMLINE,
     before_environment,
     module_command,
     reference_env,
+    timed_seamline_run,
 )
 from benchmarks.common.seamline_work import SINK_SUFFIXES
 from benchmarks.common.tables import print_table
@@ -99,17 +99,12 @@ def run_seamline(corpus: Path, out: Path, cache: Path, before: str | None = None
     env = {**os.environ, "SEAMLINE_CORPUS": str(corpus), "SEAMLINE_CACHE_DIR": str(cache)}
     if before:
         env = before_environment(env, before)
-    argv = [
-        str(SEAMLINE), "run", str(PIPELINE[0]),
-        "--set", f"sink.with.path={out}",
-        "--set", "monitors.0.with.every=1",  # every batch in the log, for the steady state
-        *(item for override in OVERRIDES for item in ("--set", override)),
-    ]  # fmt: skip
-    started = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SideFailed(f"seamline run exited {done.returncode}:\n{done.stderr[-3000:]}")
+    settings = [
+        f"sink.with.path={out}",
+        "monitors.0.with.every=1",  # every batch in the log, for the steady state
+        *OVERRIDES,
+    ]
+    seconds, done = timed_seamline_run(PIPELINE[0], settings, env, failure=SideFailed)
     lines = (done.stdout + done.stderr).splitlines()  # the JSON log goes to stderr
     events = [json.loads(line) for line in lines if line.startswith("{")]
     return {"seconds": seconds, **steady_state(events)}
