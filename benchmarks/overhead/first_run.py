@@ -27,8 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -109,7 +109,7 @@ def first_run(
     ]
     seconds, done = timed_seamline_run(pipeline, settings, environ, failure=RunFailed)
     found = parse_log((done.stdout + done.stderr).splitlines())
-    subprocess.run(["rm", "-rf", str(fresh)], check=False)
+    shutil.rmtree(fresh, ignore_errors=True)
     return {"seconds": seconds, **found}
 
 

@@ -5,8 +5,9 @@ an orchestrator built by hand. The pipeline's candidates are tried in order — 
 tries every precision fastest first and ends with float32 — and the first that the
 model offers, the hardware runs natively and (below float32) the gate passes is
 chosen; every other is kept with the reason it was not. The calibration sample is
-the run's own first documents; the gate's figures are recorded (:mod:`.records`) so
-that the next run of the same pipeline reuses them.
+the run's own first documents, computed in the run's longest batch shape (so that the
+gate compiles what the run will use); the gate's figures are recorded (:mod:`.records`)
+so that the next run of the same pipeline reuses them.
 """
 
 from __future__ import annotations
