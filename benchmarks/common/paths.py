@@ -61,6 +61,14 @@ def before_environment(environ: dict[str, str], before: str | Path) -> dict[str,
     return {**environ, "PYTHONPATH": path}
 
 
+def check_before(before: str) -> str | None:
+    """Why ``--before`` cannot be used (None: it can): each folder must hold ``seamline/``."""
+    for folder in before.split(os.pathsep):
+        if not (Path(folder) / "seamline").is_dir():
+            return f"--before {folder}: no seamline/ in it (give a distribution's src folder)"
+    return None
+
+
 def timed_seamline_run(
     pipeline: Path,
     settings: Iterable[str],

@@ -37,7 +37,7 @@ from typing import Any
 
 from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.options import add_run_options
-from benchmarks.common.paths import ROOT, before_environment, timed_seamline_run
+from benchmarks.common.paths import ROOT, before_environment, check_before, timed_seamline_run
 from benchmarks.common.tables import print_table
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
@@ -63,13 +63,14 @@ def parse_log(lines: list[str]) -> dict[str, Any]:
     for line in lines:
         if not line.startswith("{"):
             continue
-        event = json.loads(line).get("event", "")
+        record = json.loads(line)
+        event = record.get("event", "")
         if isinstance(event, str) and event.startswith(COMPILED):
             # "Finished XLA compilation of jit(NAME) in S sec"
             words = event.removeprefix(COMPILED).split()
             compiled.setdefault(words[0], []).append(float(words[2]))
         if event == "precision chosen":
-            chosen = str(json.loads(line)["precision"])
+            chosen = str(record["precision"])
     every = [s for seconds in compiled.values() for s in seconds]
     return {
         "compilations": len(every),
@@ -157,10 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     precisions = [p for p in args.precisions.split(",") if p]
     if args.repeats < 1 or args.docs < 1 or not precisions:
         parser.error("--repeats and --docs must be at least 1, and --precisions not empty")
-    if args.before:
-        for folder in args.before.split(os.pathsep):
-            if not (Path(folder) / "seamline").is_dir():
-                parser.error(f"--before {folder}: no seamline/ in it (give a src folder)")
+    if args.before and (problem := check_before(args.before)):
+        parser.error(problem)
     earlier = [p for p in (args.before_precisions or args.precisions).split(",") if p]
     sides = [*precisions, *([BEFORE + p for p in earlier] if args.before else [])]
     load = LoadAverages()

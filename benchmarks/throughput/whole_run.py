@@ -62,6 +62,7 @@ from benchmarks.common.paths import (
     REFERENCE_PYTHON,
     ROOT,
     before_environment,
+    check_before,
     module_command,
     reference_env,
     timed_seamline_run,
@@ -108,14 +109,6 @@ def run_seamline(corpus: Path, out: Path, cache: Path, before: str | None = None
     lines = (done.stdout + done.stderr).splitlines()  # the JSON log goes to stderr
     events = [json.loads(line) for line in lines if line.startswith("{")]
     return {"seconds": seconds, **steady_state(events)}
-
-
-def check_before(before: str) -> str | None:
-    """Why ``--before`` cannot be used (None: it can): each folder must hold ``seamline/``."""
-    for folder in before.split(os.pathsep):
-        if not (Path(folder) / "seamline").is_dir():
-            return f"--before {folder}: no seamline/ in it (give a distribution's src folder)"
-    return None
 
 
 def steady_state(events: list[dict[str, Any]]) -> dict[str, Any]:

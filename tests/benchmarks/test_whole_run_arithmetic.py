@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.common.model_under_test import model_under_test
-from benchmarks.common.paths import before_environment
+from benchmarks.common.paths import before_environment, check_before
 from benchmarks.throughput import whole_run
 
 ROOT = Path(__file__).parents[2]
@@ -126,7 +126,7 @@ def test_the_before_side_imports_seamline_from_the_folder_it_names(tmp_path: Pat
     core = tmp_path / "seamline" / "core"
     core.mkdir(parents=True)
     (core / "__init__.py").write_text("BEFORE = True\n", encoding="utf-8")
-    assert whole_run.check_before(str(tmp_path)) is None
+    assert check_before(str(tmp_path)) is None
     env = before_environment(dict(os.environ), str(tmp_path))
     program = "import seamline.core as c; print(c.__file__, getattr(c, 'BEFORE', False))"
     said = subprocess.run(
@@ -142,7 +142,7 @@ def test_the_before_side_imports_seamline_from_the_folder_it_names(tmp_path: Pat
 
 
 def test_a_before_folder_without_seamline_is_a_usage_error(tmp_path: Path) -> None:
-    assert "no seamline/" in (whole_run.check_before(str(tmp_path)) or "")
+    assert "no seamline/" in (check_before(str(tmp_path)) or "")
     with pytest.raises(SystemExit) as stop:
         whole_run.main(["--before", str(tmp_path)])
     assert stop.value.code == 2
