@@ -1,4 +1,4 @@
-"""What each part of the model costs in accuracy when it computes in bfloat16.
+"""What each part of the model costs in accuracy in bfloat16, and what int8 would cost.
 
 ``precision: bfloat16`` runs the ``bert-encoder``'s matmuls and attention operands in
 bfloat16 and keeps the rest in float32: accumulation, softmax statistics, embeddings,
@@ -11,13 +11,25 @@ vector with float32's, by the gate's own figures
 (:func:`seamline.core.precision.gate.compare`: minimum and median cosine, largest
 difference, each window's 10 nearest neighbours kept).
 
-    .venv/bin/python -m benchmarks.model.mixed_precision [--documents 80] [--out DIR]
+    .venv/bin/python -m benchmarks.model.mixed_precision [--documents 80]
+        [--variants "int8 dense layers,..."] [--out DIR]
 
 The texts are the Python documentation topics that ship with the interpreter
 (``pydoc_data``), every 256-token window of each, embedded in-process with the real
 all-MiniLM-L6-v2 weights and the ``native`` attention. Accuracy only: the variants are
 this script's own (the product ships only seamline's choice), and their speed depends on
 whether the CPU has bfloat16 instructions (see ``benchmarks/model/bf16_accuracy.py``).
+
+The last rows ask the same of int8, the one precision below bfloat16 a CPU runs natively
+(``avx512_vnni``): seamline offers no int8 candidate, and these rows say whether one could
+pass the gate before anyone writes its kernel. Each quantizes symmetrically by the
+largest magnitude (scale = max |x| / 127): weights per output channel, activations per
+token and per call (dynamic), or, in the ``groups of 32`` rows, a scale per 32 values of
+the summed axis (finer than an int8 kernel usually goes); everything else is seamline's
+bfloat16. ``int8 weights`` quantizes only the weights (their error alone: the products
+stay bfloat16), ``int8 feed-forward`` the two feed-forward matmuls (two thirds of the
+dense FLOPs), ``int8 dense layers`` all six matmuls of each layer. Whether int8 would
+be faster is ``benchmarks/model/matmul_rates.py``'s question.
 
 Exit codes: 0 done; 2 a bad option.
 """
@@ -107,6 +119,62 @@ def _pool_bf16(
 
 ORIGINAL_POOL = bert_math.pool
 ORIGINAL_ACTIVATE = bert_math.activate
+ORIGINAL_DENSE = bert_math.dense
+INT8_LIMIT = 127
+"""Symmetric int8: -127..127, so a value and its negation round alike."""
+INT8_GROUP = 32
+"""The finest grouping the int8 rows try: a scale per 32 consecutive values of the summed
+axis (an int8 kernel sums each group in int32 and scales it in float32)."""
+
+
+def rounded_to_int8(x: jax.Array, axis: int, group: int | None = None) -> jax.Array:
+    """``x`` rounded to int8 and back, in float32: one scale (the largest magnitude over
+    127) per slice along ``axis``, or per ``group`` consecutive values along it. A slice of
+    zeros keeps scale 1 (its values stay 0)."""
+    x = jnp.moveaxis(x.astype(jnp.float32), axis, -1)
+    shape = x.shape
+    if group is not None:
+        x = x.reshape(*shape[:-1], shape[-1] // group, group)
+    largest = jnp.max(jnp.abs(x), axis=-1, keepdims=True)
+    scale = jnp.where(largest > 0, largest / INT8_LIMIT, 1.0)
+    rounded = jnp.clip(jnp.round(x / scale), -INT8_LIMIT, INT8_LIMIT) * scale
+    return jnp.moveaxis(rounded.reshape(shape), -1, axis)
+
+
+def int8_dense(*, activations: bool, group: int | None = None) -> Callable[..., jax.Array]:
+    """A dense layer on int8 weights (per output channel, or per ``group`` of its inputs),
+    and with ``activations`` on int8 activations too (per token, or per ``group``).
+
+    With int8 activations the rounded operands are multiplied in float32 at full
+    precision: what an int8 kernel's exact int32 sums give, up to float32's rounding.
+    Without, the rounded weights go through seamline's bfloat16 dense layer: the error of
+    storing the weights in int8 alone."""
+
+    def dense(params: bert_math.DenseParams, x: jax.Array, readout: bert_math.Readout) -> jax.Array:
+        weights = rounded_to_int8(jnp.asarray(params["kernel"]), axis=0, group=group)
+        if not activations:
+            return ORIGINAL_DENSE({"kernel": weights, "bias": params["bias"]}, x, readout)
+        inputs = rounded_to_int8(x, axis=-1, group=group)
+        product = jnp.matmul(inputs, weights, precision=jax.lax.Precision.HIGHEST)
+        return product + jnp.asarray(params["bias"], jnp.float32)
+
+    return dense
+
+
+def feed_forward_only(
+    quantized: Callable[..., jax.Array],
+) -> Callable[..., jax.Array]:
+    """``quantized`` for the feed-forward matmuls, seamline's dense layer for the rest.
+
+    The feed-forward kernels are the rectangular ones (``[hidden, intermediate]`` and
+    back); the query, key, value and attention-output kernels are ``[hidden, hidden]``."""
+
+    def dense(params: bert_math.DenseParams, x: jax.Array, readout: bert_math.Readout) -> jax.Array:
+        rows, columns = jnp.shape(params["kernel"])
+        chosen = quantized if rows != columns else ORIGINAL_DENSE
+        return chosen(params, x, readout)
+
+    return dense
 
 
 def gelu_by(formula: str) -> Callable[..., jax.Array]:
@@ -182,6 +250,36 @@ VARIANTS: tuple[Variant, ...] = (
             "pool": _pool_bf16,
         },
     ),
+    (
+        "int8 weights",
+        "weights stored in int8 per output channel, bfloat16 products",
+        "bfloat16",
+        {"dense": int8_dense(activations=False)},
+    ),
+    (
+        "int8 weights, groups of 32",
+        "weights stored in int8 per 32 inputs of each output channel, bfloat16 products",
+        "bfloat16",
+        {"dense": int8_dense(activations=False, group=INT8_GROUP)},
+    ),
+    (
+        "int8 feed-forward",
+        "the two feed-forward matmuls in int8 (weights per channel, activations per token)",
+        "bfloat16",
+        {"dense": feed_forward_only(int8_dense(activations=True))},
+    ),
+    (
+        "int8 dense layers",
+        "every matmul of the layers in int8 (weights per channel, activations per token)",
+        "bfloat16",
+        {"dense": int8_dense(activations=True)},
+    ),
+    (
+        "int8 dense layers, groups of 32",
+        "every matmul of the layers in int8, a scale per 32 values of weights and activations",
+        "bfloat16",
+        {"dense": int8_dense(activations=True, group=INT8_GROUP)},
+    ),
 )
 
 
@@ -217,26 +315,44 @@ def embed(
     return np.concatenate(rows).astype(np.float32)
 
 
+def chosen_variants(names: str | None, parser: argparse.ArgumentParser) -> list[Variant]:
+    """The variants ``--variants`` names, in the table's order, float32 (the reference)
+    first; all of them without the option. An unknown name is a usage error (exit 2)."""
+    if names is None:
+        return list(VARIANTS)
+    wanted = {name.strip() for name in names.split(",") if name.strip()}
+    known = {variant[0] for variant in VARIANTS}
+    if unknown := sorted(wanted - known):
+        parser.error(f"unknown variant {unknown[0]!r}; the variants: {', '.join(sorted(known))}")
+    return [v for v in VARIANTS if v[0] == "float32" or v[0] in wanted]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=80, help="topics embedded (1 to 200)")
+    parser.add_argument(
+        "--variants",
+        default=None,
+        help="comma-separated variant names to embed (default: all); float32 is always the first",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON")
     args = parser.parse_args(argv)
     if not 1 <= args.documents <= 200:
         parser.error("--documents must be 1 to 200")
+    variants = chosen_variants(args.variants, parser)
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()
     corpus = texts(args.documents)
     results = []
     reference: np.ndarray | None = None
-    for name, moved, precision, replacements in VARIANTS:
+    for name, moved, precision, replacements in variants:
         say_to_stderr(f"embedding: {name}")
         vectors = embed(precision, replacements, corpus)
         if reference is None:
             reference = vectors
         figures = compare(reference, vectors, NEIGHBOURS)
         load.after_round()
-        results.append({"variant": name, "in_bfloat16": moved, **dataclasses.asdict(figures)})
+        results.append({"variant": name, "changed": moved, **dataclasses.asdict(figures)})
     load.finish()
     rows = [
         (
@@ -250,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in results
     ]
     print_table(
-        f"bfloat16 part by part against float32 ({results[0]['windows']} windows)",
+        f"each variant against float32 ({results[0]['windows']} windows)",
         ("variant", "min cosine", "median cosine", "max |Δ|", "top-10 kept", "worst"),
         rows,
     )

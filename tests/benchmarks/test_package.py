@@ -27,6 +27,7 @@ BENCHMARKS = {
     "benchmarks.model.batches",
     "benchmarks.model.bf16_accuracy",
     "benchmarks.model.gelu_cost",
+    "benchmarks.model.matmul_rates",
     "benchmarks.model.mixed_precision",
     "benchmarks.model.mpnet_parity",
     "benchmarks.model.step_breakdown",
