@@ -73,6 +73,11 @@ class Shape:
     per_layer: int
 
     @property
+    def label(self) -> str:
+        """``rows x inner x columns``, as the table shows it."""
+        return f"{self.rows}x{self.inner}x{self.columns}"
+
+    @property
     def operations(self) -> int:
         """Multiplies and adds, two per product."""
         return 2 * self.rows * self.inner * self.columns
@@ -148,47 +153,47 @@ def measure(
 def summarise(
     cases: Sequence[Shape], times: dict[tuple[str, str], list[float]]
 ) -> list[dict[str, Any]]:
-    """Per shape (and for a whole layer's six matmuls): each precision's median and
-    spread, its rate, and its speed against bfloat16 (bfloat16's time over its own)."""
-    results = []
+    """Per shape (and for a whole layer's six matmuls, round by round): each precision's
+    median and spread, its rate, and its speed against bfloat16 (bfloat16's time over its
+    own)."""
     layer = [shape for shape in cases if shape.per_layer]
-    rows: list[tuple[str, int, dict[str, list[float]]]] = [
-        (shape.name, shape.operations, {p.name: times[(shape.name, p.name)] for p in PRECISIONS})
+    rows = [
+        (
+            shape.name,
+            shape.label,
+            shape.operations,
+            {p.name: times[(shape.name, p.name)] for p in PRECISIONS},
+        )
         for shape in cases
     ]
-    rows.insert(
-        len(layer),
-        (
-            "a layer's six matmuls",
-            sum(shape.operations * shape.per_layer for shape in layer),
-            {
-                p.name: [
-                    sum(times[(s.name, p.name)][i] * s.per_layer for s in layer)
-                    for i in range(len(times[(layer[0].name, p.name)]))
-                ]
-                for p in PRECISIONS
+    a_layer = {
+        p.name: [
+            sum(seconds * shape.per_layer for shape, seconds in zip(layer, per_shape, strict=True))
+            for per_shape in zip(*(times[(shape.name, p.name)] for shape in layer), strict=True)
+        ]
+        for p in PRECISIONS
+    }
+    operations = sum(shape.operations * shape.per_layer for shape in layer)
+    rows.insert(len(layer), ("a layer's six matmuls", "the six above", operations, a_layer))
+    return [
+        {
+            "matmul": name,
+            "shape": label,
+            "operations": operations,
+            "precisions": {
+                p: {
+                    "median_ms": statistics.median(values) * 1e3,
+                    "min_ms": min(values) * 1e3,
+                    "max_ms": max(values) * 1e3,
+                    "g_per_s": operations / statistics.median(values) / 1e9,
+                    "vs_bfloat16": statistics.median(seconds["bfloat16"])
+                    / statistics.median(values),
+                }
+                for p, values in seconds.items()
             },
-        ),
-    )
-    for name, operations, seconds in rows:
-        medians = {p: statistics.median(values) for p, values in seconds.items()}
-        results.append(
-            {
-                "matmul": name,
-                "operations": operations,
-                "precisions": {
-                    p: {
-                        "median_ms": medians[p] * 1e3,
-                        "min_ms": min(values) * 1e3,
-                        "max_ms": max(values) * 1e3,
-                        "g_per_s": operations / medians[p] / 1e9,
-                        "vs_bfloat16": medians["bfloat16"] / medians[p],
-                    }
-                    for p, values in seconds.items()
-                },
-            }
-        )
-    return results
+        }
+        for name, label, operations, seconds in rows
+    ]
 
 
 def positive(text: str) -> int:
@@ -221,10 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         [
             (
                 r["matmul"],
-                next(
-                    (f"{s.rows}x{s.inner}x{s.columns}" for s in cases if s.name == r["matmul"]),
-                    "6 above",
-                ),
+                r["shape"],
                 *(f"{r['precisions'][p.name]['g_per_s']:.0f}" for p in PRECISIONS),
                 f"{r['precisions']['int8']['vs_bfloat16']:.2f}x",
             )

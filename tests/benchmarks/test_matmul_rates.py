@@ -49,6 +49,13 @@ def test_every_cell_is_timed_and_compared_with_bfloat16(tmp_path: Path) -> None:
         s.operations * s.per_layer for s in shapes
     )
     assert rows["roofline"]["operations"] == 2 * 64**3
+    assert [row["shape"] for row in report["results"]] == [
+        "8x384x384",
+        "8x384x1536",
+        "8x1536x384",
+        "the six above",
+        "64x64x64",
+    ]
     for row in report["results"]:
         cells = row["precisions"]
         assert set(cells) == set(BY_NAME)
