@@ -38,6 +38,7 @@ BENCHMARKS = {
     "benchmarks.overhead.finite_check",
     "benchmarks.overhead.monitor_cost",
     "benchmarks.overhead.orchestration",
+    "benchmarks.overhead.python_share",
     "benchmarks.search.index_recall",
     "benchmarks.search.warm_query",
     "benchmarks.throughput.embed_throughput",
