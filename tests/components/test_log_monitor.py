@@ -72,7 +72,7 @@ def finished(*, ok: bool = True, seconds: float = 2.0) -> RunFinished:
 def test_monitor_declares_itself_and_is_registered() -> None:
     assert LogMonitor.name == "log"
     assert LogMonitor.kind == "monitor"
-    assert LogMonitor.contract_version == "1.1"
+    assert LogMonitor.contract_version == "1.6"
     registered = {ep.name: ep for ep in entry_points(group="seamline.monitor")}
     assert registered["log"].load() is LogMonitor
     for field in LogMonitorConfig.model_fields.values():
@@ -261,3 +261,13 @@ def test_verification_and_shadow_lines() -> None:
         ("shadow comparison", "info"),
         ("shadow comparison breached the tolerance", "warning"),
     ]
+
+
+def test_it_observes_the_types_it_logs_and_not_seam_calls() -> None:
+    from seamline.contracts import BatchDone, RunFinished, SeamCall, SeamStarted
+
+    observed = LogMonitor(LogMonitorConfig()).observes
+    assert BatchDone in observed
+    assert RunFinished in observed
+    assert SeamCall not in observed  # one per seam call: the host never hands it one
+    assert SeamStarted not in observed

@@ -282,6 +282,21 @@ class LaxConfigMonitor(Monitor[LaxConfig]):
         pass
 
 
+class NamesForTypesMonitor(Monitor[NoConfig]):
+    """Says which events it observes by name, not by type: a host cannot route by it."""
+
+    name: ClassVar[str] = "names-for-types"
+    contract_version: ClassVar[str] = "1.6"
+    Config: ClassVar[type[ComponentConfig]] = NoConfig
+
+    @property
+    def observes(self) -> Any:
+        return ("BatchDone", "RunFinished")
+
+    def observe(self, event: Any) -> None:
+        pass
+
+
 # -- loaders ----------------------------------------------------------------------------
 
 

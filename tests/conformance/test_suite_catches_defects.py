@@ -170,6 +170,12 @@ DEFECTS = {
         "accepts_every_event_type",
         ("raised KeyError", "on Compiled", "must never raise"),
     ),
+    "monitor-observes-names": Defect(
+        monitor_check(broken.NamesForTypesMonitor),
+        "observes_names_event_types",
+        "observes_names_event_types",
+        ("observes names", "'BatchDone'", "not event types"),
+    ),
     "config-accepts-unknown-fields": Defect(
         monitor_check(broken.LaxConfigMonitor),
         "config_rejects_unknown_fields",

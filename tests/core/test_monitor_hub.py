@@ -155,3 +155,94 @@ def test_a_monitor_that_cannot_say_whether_it_wants_starts_gets_none() -> None:
     assert not hub.wants_seam_starts
     hub.emit(SeamStarted("sink", "counting", "write"))
     assert broken.seen == []
+
+
+class BatchReader(Listener):
+    """Observes batches only (monitor contract 1.6)."""
+
+    name = "batch-reader"
+    contract_version = "1.6"
+
+    @property
+    def observes(self) -> tuple[type[object], ...]:
+        return (BatchDone, Alert)
+
+
+def courier_hand_offs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every event's hand-off to the hub's monitor thread (what ``observes`` spares)."""
+    import seamline.core.monitor_hub as hub_module
+
+    made: list[str] = []
+    deliver = hub_module._Courier.deliver
+
+    def counted(self: object, call: object, what: str, *args: object) -> int:
+        if what.startswith("observe"):
+            made.append(what)
+        return deliver(self, call, what, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hub_module._Courier, "deliver", counted)
+    return made
+
+
+def test_an_event_goes_only_to_the_monitors_that_observe_its_type(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hand_offs = courier_hand_offs(monkeypatch)
+    reader, listener = BatchReader(ComponentConfig()), Listener(ComponentConfig())
+    hub = MonitorHub([reader, listener])
+    batch, call = BatchDone(1, 16, 4, 40, 0.1), SeamCall("sink", "counting", "write", 0.1)
+    hub.emit(batch)
+    hub.emit(call)
+    assert reader.seen == [batch]
+    assert listener.seen == [batch, call]  # one that does not say gets every type
+    assert hand_offs == ["observe(BatchDone)", "observe(SeamCall)"]
+
+
+def test_an_event_no_monitor_observes_is_not_handed_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    hand_offs = courier_hand_offs(monkeypatch)
+    reader = BatchReader(ComponentConfig())
+    hub = MonitorHub([reader])
+    with Seam(CountingSink(ComponentConfig()), None, hub).call("write"):
+        pass
+    hub.emit(BatchDone(1, 16, 4, 40, 0.1))
+    assert reader.seen == [BatchDone(1, 16, 4, 40, 0.1)]
+    assert hand_offs == ["observe(BatchDone)"]  # the seam's SeamCall cost no hand-off
+
+
+def test_published_events_are_routed_by_type_too() -> None:
+    publisher, reader = Publisher(ComponentConfig()), BatchReader(ComponentConfig())
+
+    class CallReader(Listener):
+        name = "call-reader"
+
+        @property
+        def observes(self) -> tuple[type[object], ...]:
+            return (SeamCall,)
+
+    calls = CallReader(ComponentConfig())
+    hub = MonitorHub([publisher, reader, calls])
+    hub.emit(BatchDone(1, 16, 4, 40, 0.1))
+    assert reader.seen == [BatchDone(1, 16, 4, 40, 0.1), Alert("publisher", "batch 1", {})]
+    assert calls.seen == []
+
+
+@pytest.mark.parametrize("answer", ["BatchDone", ("BatchDone",), RuntimeError("no config")])
+def test_a_monitor_whose_observes_cannot_be_used_gets_every_event(
+    answer: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Unclear(Listener):
+        name = "unclear"
+
+        @property
+        def observes(self) -> object:  # type: ignore[override]  # deliberately unusable
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    unclear = Unclear(ComponentConfig())
+    with structlog.testing.capture_logs() as logs:
+        hub = MonitorHub([unclear])
+    call = SeamCall("sink", "counting", "write", 0.1)
+    hub.emit(call)
+    assert unclear.seen == [call]
+    assert [entry["monitor"] for entry in logs if entry["log_level"] == "warning"] == ["unclear"]

@@ -19,7 +19,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.2",
     "model": "1.3",
     "loader": "1.1",
-    "monitor": "1.5",
+    "monitor": "1.6",
     "sink": "1.4",
     "executor": "1.1",
 }

@@ -14,6 +14,9 @@ A monitor is observability, never a dependency of the result. So:
   called concurrently with itself;
 * a :class:`~seamline.contracts.SeamStarted` goes only to the monitors that ask for
   it (``wants_seam_starts``); with none asking, seams do not even make one;
+* any other event goes only to the monitors that observe its type (``observes``,
+  monitor contract 1.6; every type for a monitor that does not say), and an event no
+  monitor observes is not handed off at all: a hand-off is most of what an event costs;
 * a monitor may publish events of its own (``Monitor.bind``, monitor contract 1.2):
   they are queued and delivered to the other monitors once the current event is
   through (at most ``MAX_PUBLISHED`` per event, so two monitors answering each other
@@ -105,6 +108,8 @@ class MonitorHub:
         self._published: deque[tuple[Monitor[Any], Event]] = deque()
         self._courier: _Courier | None = None
         self._start_watchers = [m for m in self.monitors if _wants_seam_starts(m)]
+        self._observed = [(m, _observes(m)) for m in self.monitors]
+        self._recipients: dict[type[Any], list[Monitor[Any]]] = {}
         with self._lock:
             self._call_all(lambda m: m.bind(functools.partial(self._publish, m)), "bind()")
 
@@ -139,9 +144,24 @@ class MonitorHub:
         self._published.append((sender, event))
 
     def _deliver(self, event: Event, sender: Monitor[Any] | None) -> None:
-        to = self._start_watchers if isinstance(event, SeamStarted) else self.monitors
+        to = self._recipients_of(type(event))
         what = f"observe({type(event).__name__})"
         self._call_all(lambda m: m.observe(event), what, skip=sender, monitors=to)
+
+    def _recipients_of(self, event_type: type[Any]) -> list[Monitor[Any]]:
+        """The monitors an event of ``event_type`` goes to, worked out once per type."""
+        found = self._recipients.get(event_type)
+        if found is None:
+            if issubclass(event_type, SeamStarted):
+                found = self._start_watchers
+            else:
+                found = [
+                    monitor
+                    for monitor, observed in self._observed
+                    if observed is None or issubclass(event_type, observed)
+                ]
+            self._recipients[event_type] = found
+        return found
 
     def _call_all(
         self,
@@ -200,3 +220,34 @@ def _wants_seam_starts(monitor: Monitor[Any]) -> bool:
             error=f"{type(err).__name__}: {err}",
         )
         return False
+
+
+def _observes(monitor: Monitor[Any]) -> tuple[type[Any], ...] | None:
+    """The monitor's ``observes`` as a tuple of classes; None (every event) for a monitor
+    older than 1.6, or one whose answer cannot be used (said once, when the run starts).
+
+    Failing open keeps such a monitor working as it did before 1.6: it is handed
+    everything and ignores what it does not read.
+    """
+    name = getattr(monitor, "name", type(monitor).__name__)
+    try:
+        observed = getattr(monitor, "observes", None)
+    except Exception as err:  # a monitor's property must not break the run
+        log.warning(
+            "monitor failed to say which events it observes; it gets every event",
+            monitor=name,
+            error=f"{type(err).__name__}: {err}",
+        )
+        return None
+    if observed is None:
+        return None
+    if isinstance(observed, tuple | list | set | frozenset) and all(
+        isinstance(kind, type) for kind in observed
+    ):
+        return tuple(observed)
+    log.warning(
+        "monitor's observes is not a tuple of event types; it gets every event",
+        monitor=name,
+        observes=repr(observed)[:200],
+    )
+    return None

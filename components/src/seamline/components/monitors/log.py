@@ -67,7 +67,7 @@ class LogMonitor(Monitor[LogMonitorConfig]):
     """Logs run start and end, attention choices, compilations, batches and problems."""
 
     name: ClassVar[str] = "log"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.6"
     Config = LogMonitorConfig
 
     def __init__(self, config: LogMonitorConfig) -> None:
@@ -86,6 +86,12 @@ class LogMonitor(Monitor[LogMonitorConfig]):
             Alert: self._alert,
             RunFinished: self._run_finished,
         }
+
+    @property
+    def observes(self) -> tuple[type[Any], ...]:
+        """The types it has a handler for. Not :class:`~seamline.contracts.SeamCall`, one
+        per seam call, which the host then never hands it (monitor contract 1.6)."""
+        return tuple(self._handlers)
 
     def observe(self, event: Event) -> None:
         handler = self._handlers.get(type(event))

@@ -113,6 +113,21 @@ class MonitorContract(ComponentContract):
         missing = [t.__name__ for t in EVENT_TYPES if t not in covered]
         assert not missing, f"the suite's sample lacks {missing} (a bug in the suite)"
 
+    def test_observes_names_event_types(self, monitor: Monitor[Any]) -> None:
+        observed = monitor.observes
+        if observed is None:
+            return  # every type (the default)
+        assert isinstance(observed, tuple), (
+            f"monitor {monitor.name!r}: observes must be None or a tuple of event types "
+            f"(monitor contract 1.6), not {type(observed).__name__}; a host hands such a "
+            "monitor every event"
+        )
+        unknown = [kind for kind in observed if kind not in EVENT_TYPES]
+        assert not unknown, (
+            f"monitor {monitor.name!r}: observes names {unknown!r}, which are not event "
+            f"types of this contract ({', '.join(t.__name__ for t in EVENT_TYPES)})"
+        )
+
     def test_accepts_every_event_type(self, monitor: Monitor[Any]) -> None:
         self.observe_all(monitor, sample_events())
         monitor.close()
