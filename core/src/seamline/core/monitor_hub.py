@@ -209,17 +209,27 @@ class MonitorHub:
             )
 
 
-def _wants_seam_starts(monitor: Monitor[Any]) -> bool:
-    """The monitor's ``wants_seam_starts``; False for one that cannot say (or is older than 1.4)."""
+def _answer(monitor: Monitor[Any], attribute: str, fallback: Any, question: str, then: str) -> Any:
+    """The monitor's ``attribute`` (``fallback`` for a monitor older than it); a property
+    that raises gets ``fallback`` too, and is said once (``question``, ``then``): a
+    monitor's property must not break the run."""
     try:
-        return getattr(monitor, "wants_seam_starts", False) is True
-    except Exception as err:  # a monitor's property must not break the run
+        return getattr(monitor, attribute, fallback)
+    except Exception as err:
         log.warning(
-            "monitor failed to say whether it wants seam starts; it gets none",
+            f"monitor failed to say {question}; {then}",
             monitor=getattr(monitor, "name", type(monitor).__name__),
             error=f"{type(err).__name__}: {err}",
         )
-        return False
+        return fallback
+
+
+def _wants_seam_starts(monitor: Monitor[Any]) -> bool:
+    """The monitor's ``wants_seam_starts``; False for one that cannot say (or is older than 1.4)."""
+    wants = _answer(
+        monitor, "wants_seam_starts", False, "whether it wants seam starts", "it gets none"
+    )
+    return wants is True
 
 
 def _observes(monitor: Monitor[Any]) -> tuple[type[Any], ...] | None:
@@ -229,16 +239,7 @@ def _observes(monitor: Monitor[Any]) -> tuple[type[Any], ...] | None:
     Failing open keeps such a monitor working as it did before 1.6: it is handed
     everything and ignores what it does not read.
     """
-    name = getattr(monitor, "name", type(monitor).__name__)
-    try:
-        observed = getattr(monitor, "observes", None)
-    except Exception as err:  # a monitor's property must not break the run
-        log.warning(
-            "monitor failed to say which events it observes; it gets every event",
-            monitor=name,
-            error=f"{type(err).__name__}: {err}",
-        )
-        return None
+    observed = _answer(monitor, "observes", None, "which events it observes", "it gets every event")
     if observed is None:
         return None
     if isinstance(observed, tuple | list | set | frozenset) and all(
@@ -247,7 +248,7 @@ def _observes(monitor: Monitor[Any]) -> tuple[type[Any], ...] | None:
         return tuple(observed)
     log.warning(
         "monitor's observes is not a tuple of event types; it gets every event",
-        monitor=name,
+        monitor=getattr(monitor, "name", type(monitor).__name__),
         observes=repr(observed)[:200],
     )
     return None
