@@ -23,7 +23,11 @@ and the work counted per token follows from its ``config.json``
 
 The reference is given the text of every window seamline embedded (``text[span]``
 of each output record), so both sides embed the same token sequences; the run
-checks that every embedding agrees within 1e-5. Steady state is reported apart:
+checks that every embedding agrees within 1e-5 -- or, where the run computed in a
+lower precision (``--set precision=bfloat16`` or ``auto``; the precision it chose is read
+from its log), that the embeddings pass the precision gate's defaults against the
+float32 reference (min cosine 0.9999, 98 % of top-10 neighbours kept), the promise such
+a run makes. Steady state is reported apart:
 seamline's from its batch log (every batch but the first of each shape), the
 reference's from its ``encode`` call. Useful FLOP/s count only real tokens (the
 dense layers per token, attention per pair of tokens in the same window) and are
@@ -37,8 +41,9 @@ The pipeline's sink decides where each run's output goes and how it is read back
 the comparison: a LanceDB table (the default pipeline's ``lancedb`` sink, its indexes
 built at the end of every timed run), a Parquet file, or JSON lines.
 
-Exit codes: 0 done; 1 a side failed (its log is printed) or the embeddings disagree;
-2 ``.venv-golden`` missing or a bad option.
+Exit codes: 0 done; 1 a side failed (its log is printed) or the embeddings disagree
+(beyond 1e-5 in float32, outside the gate in a lower precision); 2 ``.venv-golden``
+missing or a bad option.
 """
 
 from __future__ import annotations
@@ -75,6 +80,10 @@ from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.adapters.measure.repeats import interleaved, spread
 from seamline.contracts.errors import UserError
+from seamline.core.config.spec import PrecisionGate
+from seamline.core.precision.decision import GateFigures
+from seamline.core.precision.gate import compare as compare_precision
+from seamline.core.precision.gate import refusals
 
 DEFAULT_PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
 PIPELINE = [DEFAULT_PIPELINE]
@@ -82,6 +91,8 @@ PIPELINE = [DEFAULT_PIPELINE]
 REFERENCE_RUN = "benchmarks.throughput._reference_run"
 SIDES = ("seamline", "seamline-cold", "sentence-transformers")
 AGREEMENT = 1e-5
+"""Largest difference allowed from the float32 reference when seamline computed in float32."""
+FLOAT32 = "float32"
 
 
 class SideFailed(RuntimeError):
@@ -112,7 +123,8 @@ def run_seamline(corpus: Path, out: Path, cache: Path, before: str | None = None
 
 
 def steady_state(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Tokens/s over every batch but the first of each length (compilation, first execution)."""
+    """Tokens/s over every batch but the first of each length (compilation, first execution),
+    and the precision the run computed in (float32 where it negotiated none)."""
     batches = [e for e in events if e.get("event") == "batch done"]
     finished = next(e for e in events if e.get("event") == "run finished")
     seen: set[int] = set()
@@ -128,7 +140,37 @@ def steady_state(events: list[dict[str, Any]]) -> dict[str, Any]:
         "batches": finished["batches"],
         "compilations": finished["compilations"],
         "steady_tokens_per_s": tokens / seconds if seconds else None,
+        "precision": chosen_precision(events),
     }
+
+
+def chosen_precision(events: list[dict[str, Any]]) -> str:
+    """The precision named by the run's ``precision chosen`` event, float32 without one.
+
+    The event's text starts with the precision (``bfloat16 (checked against float32:
+    ...)``); a run of a pipeline that asks for no precision logs none.
+    """
+    for event in events:
+        if event.get("event") == "precision chosen":
+            return str(event.get("precision", FLOAT32)).split(" ", 1)[0] or FLOAT32
+    return FLOAT32
+
+
+def disagreement(precision: str, figures: GateFigures) -> str | None:
+    """Why seamline's vectors fail the promise of the precision they were computed in.
+
+    Float32 promises parity with sentence-transformers (every value within 1e-5); a
+    lower precision promises what its gate checked (the gate's defaults: min cosine and
+    neighbours kept against float32). None: the promise holds.
+    """
+    if precision == FLOAT32:
+        if not figures.max_abs <= AGREEMENT:  # NaN fails too
+            return f"embeddings differ by {figures.max_abs:.3g} (> {AGREEMENT})"
+        return None
+    failed = refusals(figures, PrecisionGate())
+    if failed:
+        return f"{precision} embeddings fail the precision gate's defaults: " + "; ".join(failed)
+    return None
 
 
 def run_reference(texts: Path, out: Path, model: ModelUnderTest) -> dict[str, Any]:
@@ -255,8 +297,9 @@ def compare(
     comparable: list[bool],
     seamline_out: list[dict[str, Any]],
     reference_npy: Path,
-) -> float:
-    """Largest difference between seamline's and the reference's vector of each window.
+) -> GateFigures:
+    """seamline's vectors against the reference's, window by window: the gate's figures
+    (largest difference, cosines, top-10 neighbours kept).
 
     The reference embedded the windows in ``order`` (the untimed run's output); a
     timed run's records are matched to them by document id and window index. Only
@@ -272,7 +315,8 @@ def compare(
             f"seamline wrote {len(ours)} windows, the reference {theirs.shape[0]}, of {len(keys)}"
         )
     mine = np.asarray([ours[key] for key in keys], np.float64)
-    return float(np.max(np.abs(mine - theirs)[np.asarray(comparable)]))
+    same = np.asarray(comparable)
+    return compare_precision(theirs[same], mine[same], PrecisionGate().top_k)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -349,7 +393,7 @@ def measure_all(args: argparse.Namespace, model: ModelUnderTest) -> int:
         results = interleaved(sides, args.repeats, run, load, pause=1.0)
         rates["jax"].append(jax_matmul_rate())
         rates["torch"].append(torch_matmul_rate())
-        difference = compare(
+        figures = compare(
             output,
             comparable,
             records(workdir / f"seamline{suffix}"),
@@ -357,7 +401,7 @@ def measure_all(args: argparse.Namespace, model: ModelUnderTest) -> int:
         )
         load.finish()
     report = build_report(args, documents, len(windows), tokens, flops, results, rates,
-                          difference, load, first)  # fmt: skip
+                          figures, load, first)  # fmt: skip
     report["windows_compared"] = sum(comparable)
     report["model"] = {
         "component": model.component,
@@ -369,8 +413,8 @@ def measure_all(args: argparse.Namespace, model: ModelUnderTest) -> int:
     print_report(report)
     path = write_json(args.out / result_name(args.pipeline), report)
     say_to_stderr(f"wrote {path}")
-    if difference > AGREEMENT:
-        print(f"error: embeddings differ by {difference:.3g} (> {AGREEMENT})", file=sys.stderr)
+    if problem := disagreement(report["precision"], figures):
+        print(f"error: {problem}", file=sys.stderr)
         return 1
     return 0
 
@@ -390,7 +434,7 @@ def build_report(
     flops: float,
     results: dict[str, list[dict[str, Any]]],
     rates: dict[str, list[float]],
-    difference: float,
+    figures: GateFigures,
     load: LoadAverages,
     first: dict[str, Any],
 ) -> dict[str, Any]:
@@ -445,7 +489,10 @@ def build_report(
         "windows": windows,
         "tokens": tokens,
         "useful_gflop": flops / 1e9,
-        "max_abs_difference": difference,
+        "precision": results["seamline"][-1]["precision"],  # the run compared
+        "max_abs_difference": figures.max_abs,
+        "min_cosine": figures.min_cosine,
+        "neighbours_kept": figures.neighbours,
         "matmul_gflops": rates,
         "roofline_gflops": roofline,
         "first_run": first,
@@ -485,7 +532,9 @@ def print_report(report: dict[str, Any]) -> None:
             f"{report['sides']['seamline']['vs_before']:.3f}x whole process (medians)"
         )
     print(
-        f"max |seamline - sentence-transformers| = {report['max_abs_difference']:.3g} over "
+        f"seamline in {report['precision']}: "
+        f"max |seamline - sentence-transformers| = {report['max_abs_difference']:.3g}, "
+        f"min cosine {report['min_cosine']:.6f} over "
         f"{report['windows_compared']} of {report['windows']} windows (the others start inside "
         "a word, so their text re-tokenizes to other tokens)"
     )

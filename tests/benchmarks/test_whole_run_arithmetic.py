@@ -17,6 +17,7 @@ import pytest
 from benchmarks.common.model_under_test import model_under_test
 from benchmarks.common.paths import before_environment, check_before
 from benchmarks.throughput import whole_run
+from seamline.core.precision.decision import GateFigures
 
 ROOT = Path(__file__).parents[2]
 MPNET_GOLDEN = ROOT / "tests" / "golden" / "mpnet_tiny"
@@ -146,3 +147,47 @@ def test_a_before_folder_without_seamline_is_a_usage_error(tmp_path: Path) -> No
     with pytest.raises(SystemExit) as stop:
         whole_run.main(["--before", str(tmp_path)])
     assert stop.value.code == 2
+
+
+def test_the_precision_compared_is_the_one_the_run_logged() -> None:
+    chose = {"event": "precision chosen", "precision": "bfloat16 (checked against float32: x)"}
+    assert whole_run.chosen_precision([{"event": "batch done"}, chose]) == "bfloat16"
+    assert whole_run.chosen_precision([{"event": "batch done"}]) == "float32"
+
+
+def _figures(max_abs: float, min_cosine: float, neighbours: float | None) -> GateFigures:
+    return GateFigures(
+        windows=3, min_cosine=min_cosine, median_cosine=min_cosine, max_abs=max_abs,
+        top_k=2, neighbours=neighbours, worst_neighbours=neighbours,
+    )  # fmt: skip
+
+
+def test_float32_is_held_to_parity_and_a_lower_precision_to_its_gate() -> None:
+    # bfloat16 vectors 1.9e-3 from sentence-transformers' float32 keep the bfloat16
+    # promise (the gate's min cosine) but would break float32's (1e-5).
+    bf16_like = _figures(1.9e-3, 0.99998, 0.99)
+    assert whole_run.disagreement("bfloat16", bf16_like) is None
+    assert "differ by 0.0019" in (whole_run.disagreement("float32", bf16_like) or "")
+    assert whole_run.disagreement("float32", _figures(4e-6, 1.0, 1.0)) is None
+    assert whole_run.disagreement("float32", _figures(float("nan"), 1.0, 1.0))
+    far = whole_run.disagreement("bfloat16", _figures(2e-2, 0.9991, 0.99))
+    assert "min cosine 0.999100" in (far or "")
+    lost = whole_run.disagreement("bfloat16", _figures(1e-3, 0.99999, 0.5))
+    assert "neighbours" in (lost or "")
+
+
+def test_only_windows_with_the_same_tokens_are_compared(tmp_path: Path) -> None:
+    import numpy as np
+
+    order = [{"id": "a", "window": 0}, {"id": "a", "window": 1}, {"id": "b", "window": 0}]
+    theirs = np.asarray([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], np.float32)
+    np.save(tmp_path / "ref.npy", theirs)
+    ours = [
+        {"id": "b", "window": 0, "embedding": [0.8, 0.6]},  # re-tokenized: not comparable
+        {"id": "a", "window": 0, "embedding": [1.0, 0.0]},
+        {"id": "a", "window": 1, "embedding": [0.0, 1.0]},
+    ]
+    figures = whole_run.compare(order, [True, True, False], ours, tmp_path / "ref.npy")
+    assert (figures.windows, figures.max_abs, figures.min_cosine) == (2, 0.0, 1.0)
+    everything = whole_run.compare(order, [True, True, True], ours, tmp_path / "ref.npy")
+    assert everything.max_abs == pytest.approx(0.2)
