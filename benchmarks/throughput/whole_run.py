@@ -80,10 +80,7 @@ from seamline.adapters.measure.output import write_json
 from seamline.adapters.measure.progress import say_to_stderr
 from seamline.adapters.measure.repeats import interleaved, spread
 from seamline.contracts.errors import UserError
-from seamline.core.config.spec import PrecisionGate
-from seamline.core.precision.decision import GateFigures
-from seamline.core.precision.gate import compare as compare_precision
-from seamline.core.precision.gate import refusals
+from seamline.core import GateFigures, PrecisionGate, compare_precision, precision_refusals
 
 DEFAULT_PIPELINE = ROOT / "examples" / "pipelines" / "embed-docs.yaml"
 PIPELINE = [DEFAULT_PIPELINE]
@@ -167,7 +164,7 @@ def disagreement(precision: str, figures: GateFigures) -> str | None:
         if not figures.max_abs <= AGREEMENT:  # NaN fails too
             return f"embeddings differ by {figures.max_abs:.3g} (> {AGREEMENT})"
         return None
-    failed = refusals(figures, PrecisionGate())
+    failed = precision_refusals(figures, PrecisionGate())
     if failed:
         return f"{precision} embeddings fail the precision gate's defaults: " + "; ".join(failed)
     return None

@@ -542,3 +542,14 @@ def test_no_mask_measures_without_segment_ids_and_checks_against_the_reference()
     assert "segments" not in unmasked["spec"], unmasked["spec"]
     assert unmasked["check"]["agrees"], unmasked["check"]
     assert masked["check"]["agrees"], masked["check"]
+
+
+def test_its_help_names_values_as_the_other_commands_do() -> None:
+    # `-o` is `--out` on every command that has an output (docs/cli.md); values are named
+    # by what they are (N, DIR, SECONDS), not by the option's own name in capitals.
+    parser = cli.build_parser()
+    assert parser.parse_args(["-o", "elsewhere"]).out == Path("elsewhere")
+    text = parser.format_help()
+    assert "--out DIR, -o DIR" in text
+    assert "--max-length N" in text
+    assert not re.search(r"--[a-z-]+ [A-Z_]{3,}_[A-Z_]+", text), text  # MAX_LENGTH and kin

@@ -68,6 +68,21 @@ def test_a_conforming_component_exits_0_and_writes_its_record(tmp_path: Path) ->
     }
 
 
+def test_a_suite_over_several_configurations_names_each_records_configuration() -> None:
+    # cpu-flash is checked at both thread counts and at each compiled copy this CPU runs:
+    # one line per record, each naming its settings (they were five identical lines once).
+    pytest.importorskip("seamline_cpu_flash")
+    result = invoke("attention:cpu-flash", "--select", "deterministic")
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("attention:cpu-flash ")]
+    assert len(lines) >= 2, result.output
+    assert len(set(lines)) == len(lines), result.output
+    assert any("with isa=auto, threads=1 (" in line for line in lines), result.output
+    # one configuration: the line stays as it was
+    single = invoke("attention:native", "--select", "deterministic")
+    assert "attention:native (seamline-components" in single.output
+
+
 REEXPORT = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_reexport"
 
 

@@ -135,3 +135,34 @@ def test_an_empty_pipeline_path_says_it_is_empty(command: str) -> None:
     assert "regular file" not in result.output  # not about '.', which the user did not name
     with pytest.raises(ConfigError, match="path is empty"):
         load_trusted("")
+
+
+@pytest.mark.parametrize(
+    ("variable", "args"),
+    [
+        ("SEAMLINE_TUNING_DIR", ["tune", "p.yaml"]),
+        ("SEAMLINE_TUNING_DIR", ["explain", "p.yaml", "--set", "attention.select=measure"]),
+        ("SEAMLINE_CONFORMANCE_DIR", ["check", "attention:native", "--record"]),
+    ],
+)
+def test_every_command_reading_a_named_directory_refuses_a_file_in_one_line(
+    variable: str, args: list[str]
+) -> None:
+    # `seamline tune` built its cache outside its error handling once: a traceback, exit 1.
+    line = one_line_refusal(args, {variable: "a-file"})
+    assert f"${variable} names a-file, which is a regular file" in line
+
+
+def test_a_user_error_no_command_caught_is_still_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The backstop behind every command's own handling (conventions.Command.invoke).
+    from seamline.adapters.cli import loading
+
+    def refuse() -> None:
+        raise ConfigError("p.yaml:1:1: something the user can fix")
+
+    monkeypatch.setattr(loading, "registry", refuse)  # `seamline schema` handles none itself
+    result = CliRunner().invoke(app, ["schema"], env={"COLUMNS": "400"})
+    assert (result.exit_code, result.output.strip()) == (
+        2,
+        "error: p.yaml:1:1: something the user can fix",
+    ), result.output

@@ -17,7 +17,7 @@ import pytest
 from benchmarks.common.model_under_test import model_under_test
 from benchmarks.common.paths import before_environment, check_before
 from benchmarks.throughput import whole_run
-from seamline.core.precision.decision import GateFigures
+from seamline.core import GateFigures
 
 ROOT = Path(__file__).parents[2]
 MPNET_GOLDEN = ROOT / "tests" / "golden" / "mpnet_tiny"

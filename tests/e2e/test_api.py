@@ -34,6 +34,13 @@ def test_the_public_face_is_what_the_docs_name() -> None:
         assert getattr(seamline.api, name) is not None
 
 
+def test_a_configuration_mistake_is_caught_by_the_exported_error() -> None:
+    # What python.md tells a caller to catch is importable from the public face.
+    with pytest.raises(seamline.api.ConfigError, match="max_lenght"):
+        seamline.api.Embedder(model={"use": "bert-encoder", "with": {"max_lenght": 3}})
+    assert issubclass(seamline.api.ConfigError, seamline.api.UserError)
+
+
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder where a pipeline built in code wrote ``out/emb.jsonl`` (relative paths)."""

@@ -22,6 +22,11 @@ Used as a library, seamline is quiet: it never configures logging, prints nothin
 standard output, and its log lines go to the standard ``logging`` module (nothing
 below WARNING unless the application asks) unless the application configured
 structlog, whose rendering then applies.
+
+A mistake the caller can fix raises :class:`UserError` (its message says what and how
+to fix it); a pipeline file, override or keyword that is invalid raises its subclass
+:class:`ConfigError`, placed at ``file:line:column`` or by key path. Both are exported
+here, for an ``except`` clause.
 """
 
 from __future__ import annotations
@@ -30,9 +35,20 @@ import os
 from pathlib import Path
 
 from seamline.adapters.search import Found, Hit, Searcher
+from seamline.contracts.errors import ConfigError, UserError
 from seamline.core import Embedder, Pipeline, Registry, RunSummary, user_trust
 
-__all__ = ["Embedder", "Found", "Hit", "Pipeline", "RunSummary", "Searcher", "open_index"]
+__all__ = [
+    "ConfigError",
+    "Embedder",
+    "Found",
+    "Hit",
+    "Pipeline",
+    "RunSummary",
+    "Searcher",
+    "UserError",
+    "open_index",
+]
 
 
 def open_index(

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         resolve_component,
     )
     from seamline.core.config.located import Located, parse_located
+    from seamline.core.config.spec import PrecisionGate
     from seamline.core.config.user import user_trust
     from seamline.core.directories import cache_home, named_directory
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from seamline.core.precision.decision import GateFigures, PrecisionCandidate, PrecisionDecision
     from seamline.core.precision.gate import compare as compare_precision
     from seamline.core.precision.gate import neighbours_kept
+    from seamline.core.precision.gate import refusals as precision_refusals
     from seamline.core.precision.negotiate import decide_precision, negotiated, preview_precision
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
@@ -135,6 +137,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "PrecisionDecision": ("seamline.core.precision.decision", "PrecisionDecision"),
     "compare_precision": ("seamline.core.precision.gate", "compare"),
     "neighbours_kept": ("seamline.core.precision.gate", "neighbours_kept"),
+    "precision_refusals": ("seamline.core.precision.gate", "refusals"),
+    "PrecisionGate": ("seamline.core.config.spec", "PrecisionGate"),
     "decide_precision": ("seamline.core.precision.negotiate", "decide_precision"),
     "preview_precision": ("seamline.core.precision.negotiate", "preview_precision"),
     "negotiated": ("seamline.core.precision.negotiate", "negotiated"),
@@ -188,6 +192,7 @@ __all__ = [
     "Plan",
     "PrecisionCandidate",
     "PrecisionDecision",
+    "PrecisionGate",
     "Registry",
     "ResolvedAttention",
     "ResolvedEncoder",
@@ -220,6 +225,7 @@ __all__ = [
     "pipeline_provenance",
     "pipeline_schema",
     "pipeline_trust",
+    "precision_refusals",
     "prepare_located",
     "preview_precision",
     "read_pipeline_text",

@@ -47,17 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-length",
         type=int,
+        metavar="N",
         default=16384,
         help="longest power of two from 128 (default 16384)",
     )
-    parser.add_argument("--lengths", type=_lengths, help="comma-separated, overrides")
     parser.add_argument(
-        "--implementations", help="comma-separated names (default: every one discovered)"
+        "--lengths", type=_lengths, metavar="N[,N...]", help="comma-separated, overrides"
     )
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls per length (default 3)")
+    parser.add_argument(
+        "--implementations",
+        metavar="NAME[,NAME...]",
+        help="comma-separated names (default: every one discovered)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, metavar="N", help="timed calls per length (default 3)"
+    )
     parser.add_argument(
         "--long-repeats",
         type=int,
+        metavar="N",
         default=1,
         help="timed calls at 32768 tokens and more (default 1)",
     )
@@ -72,34 +80,47 @@ def build_parser() -> argparse.ArgumentParser:
         "--dtype",
         choices=DTYPES,
         default=DEFAULT_DTYPE,
+        metavar="[" + "|".join(DTYPES) + "]",
         help=f"dtype of q, k and v (default {DEFAULT_DTYPE}; bfloat16 for the GPU kernels)",
     )
     parser.add_argument(
         "--interpret", action="store_true", help='run interpret-mode kernels ({"interpret": true})'
     )
     parser.add_argument(
-        "--interpret-max-length", type=int, default=1024, help="cap for interpret mode (1024)"
+        "--interpret-max-length",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="cap for interpret mode (1024)",
     )
     parser.add_argument(
         "--timeout",
         type=float,
+        metavar="SECONDS",
         default=300.0,
         help="seconds per worker, start-up included (default 300)",
     )
     parser.add_argument(
         "--memory-limit-gib",
         type=float,
+        metavar="GIB",
         default=20.0,
         help="watchdog: kill a worker above this RSS (default 20)",
     )
     parser.add_argument(
         "--address-limit-gib",
         type=float,
+        metavar="GIB",
         default=24.0,
         help="RLIMIT_AS of each worker (default 24; 0: none)",
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("benchmarks") / "results", help="results folder"
+        "--out",
+        "-o",
+        type=Path,
+        default=Path("benchmarks") / "results",
+        metavar="DIR",
+        help="results folder (default benchmarks/results)",
     )
     parser.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
     return parser

@@ -66,6 +66,14 @@ class Command(TyperCommand):
                 bare = param.bare_type().removeprefix("list[").removesuffix("]")
                 param.metavar = CLICK_NAMES.get(bare, bare.upper())
 
+    def invoke(self, ctx: _click.Context) -> Any:
+        """Run the command; a user error that no call site turned into its message still
+        ends as one line and exit code 2, never a traceback (the backstop behind each
+        command's own ``user_errors``)."""
+        from seamline.adapters.cli.errors import user_errors  # not at import: help stays light
+
+        return user_errors(lambda: super(Command, self).invoke(ctx))
+
     def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
         """``[OPTIONS] PIPELINE``: arguments by their name, optional ones in brackets."""
         pieces = [self.options_metavar] if self.options_metavar else []

@@ -30,6 +30,6 @@ def tune(pipeline: PipelineArg, overrides: SetOption = None, again: Again = Fals
     configure_logging(level="warning")
     resolved, registry = loading.pipeline(pipeline, overrides)
     resolved = user_errors(lambda: negotiated(resolved, registry))
-    cache = TuningCache()
+    cache = user_errors(TuningCache)
     results = user_errors(lambda: tune_attention(resolved, registry, cache, again=again))
     tuning(cache.directory, results)

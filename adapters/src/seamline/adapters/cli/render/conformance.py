@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from seamline.adapters.cli.render.console import consoles, line, table, text, title
 
@@ -36,8 +37,9 @@ def report(target: str, outcome: CheckOutcome) -> None:
         colour = COLOURS.get(result.outcome, "white")
         shown.add_row(text(result.check), text((result.outcome, colour)), text(result.message))
     console.print(shown)
+    several = len({(r.kind, r.name) for r in suite.records}) < len(suite.records)
     for record in suite.records:
-        _describe_record(console, record)
+        _describe_record(console, record, name_config=several)
     for path in outcome.saved:
         line(f"record written: {path}", console=console)
     if suite.passed:
@@ -46,7 +48,9 @@ def report(target: str, outcome: CheckOutcome) -> None:
         line((f"{target} does not conform", "bold red"), console=console)
 
 
-def _describe_record(console: Console, record: ConformanceRecord) -> None:
+def _describe_record(console: Console, record: ConformanceRecord, *, name_config: bool) -> None:
+    """One line per record; ``name_config`` where the suite checked the component in
+    several configurations, so that their lines can be told apart."""
     env = record.environment
     origin = (
         f"{record.distribution} {record.distribution_version}"
@@ -54,8 +58,25 @@ def _describe_record(console: Console, record: ConformanceRecord) -> None:
         else "not registered by an entry point"
     )
     line(
-        f"{record.kind}:{record.name} ({origin}), contract {record.contract_version}; "
+        f"{record.kind}:{record.name}{_settings(record.config) if name_config else ''} "
+        f"({origin}), "
+        f"contract {record.contract_version}; "
         f"jax {env.jax}, jaxlib {env.jaxlib}, {env.platform} ({env.device_kind}): "
         f"{record.summary()}",
         console=console,
     )
+
+
+def _settings(config: dict[str, Any] | None) -> str:
+    """`` with isa=avx2, threads=0``: which configuration a record is for, so that the
+    lines of a suite run over several configurations can be told apart."""
+    if config is None:  # built per test over several configurations
+        return ""
+    if not config:
+        return " with its defaults"
+    shown = (f"{key}={_value(value)}" for key, value in sorted(config.items()))
+    return " with " + ", ".join(shown)
+
+
+def _value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
