@@ -108,3 +108,17 @@ def test_an_override_that_is_not_yaml_is_the_string_typed(registry: Registry, gl
 def test_a_broken_flow_collection_says_how_to_quote_it(registry: Registry) -> None:
     with pytest.raises(ConfigError, match=r"quote it .* --set 'run.buckets=\"\[16, 32\"'"):
         parse_pipeline(BASE, "p.yaml", registry, ["run.buckets=[16, 32"], environ={})
+
+
+def test_a_set_but_empty_variable_takes_the_default_as_in_a_shell(registry: Registry) -> None:
+    # `DOCS= seamline run` once gave "" (a path field then reads the working directory).
+    resolved = parse_pipeline(BASE, "p.yaml", registry, environ={"DOCS": ""})
+    assert str(resolved.loader.config.path) == "docs.jsonl"  # type: ignore[attr-defined]
+
+
+def test_a_default_referring_to_another_variable_is_refused_at_its_place(
+    registry: Registry,
+) -> None:
+    text = BASE.replace("${DOCS:-docs.jsonl}", "${DOCS:-${OTHER:-docs.jsonl}}")
+    with pytest.raises(ConfigError, match=r"p.yaml:2:\d+: the default of \$\{DOCS:-...\} refers"):
+        parse_pipeline(text, "p.yaml", registry, environ={})

@@ -2,7 +2,11 @@
 
 Interpolation happens on the parsed strings, before typing, so ``${N:-8}`` can
 fill an integer field. ``$${`` is a literal ``${``. An unset variable without a
-default is an error at the string's location, never an empty string. Which
+default is an error at the string's location, never an empty string. As in a shell,
+``:-`` also stands in for a variable that is set but empty: ``SEAMLINE_CORPUS= seamline
+run`` takes the default corpus, not "" (which a path field would read as the working
+directory). A default that holds another reference is refused: shells expand it,
+seamline would have left it as text. Which
 variables filled which string is recorded (``Located.interpolated``), so that an
 error about that string names the variable and never prints its value.
 """
@@ -50,10 +54,17 @@ def _substitute(text: str, path: Path, located: Located, environ: Mapping[str, s
                 f"malformed variable reference {whole!r}: write ${{NAME}} or ${{NAME:-default}}",
                 located.where(path),
             )
-        if name in environ:
-            located.interpolated.setdefault(path, {})[name] = environ[name]
-            return environ[name]
-        if default is not None:
+        if default is not None and "${" in default:
+            raise ConfigError(
+                f"the default of ${{{name}:-...}} refers to another variable, which is not "
+                f"supported: give a plain default, or set {name}",
+                located.where(path),
+            )
+        value = environ.get(name)
+        if value is not None and (value or default is None):
+            located.interpolated.setdefault(path, {})[name] = value
+            return value
+        if default is not None:  # unset, or set but empty
             return default
         raise ConfigError(
             f"environment variable {name} is not set: set it, or give a default as "
