@@ -365,6 +365,93 @@ def test_jsonl_exporter_after_shutdown_fails_quietly(tmp_path: Path) -> None:
     assert exporter.export([]).name == "FAILURE"
 
 
+def plant(at: Path, what: str) -> None:
+    """Something that is not a regular file at ``at``."""
+    import os
+
+    if what == "directory":
+        at.mkdir()
+    elif what == "fifo":
+        os.mkfifo(at)  # opening it to write would wait for a reader forever
+    else:  # a link to a file elsewhere: the spans would land wherever it points
+        (at.parent / "victim.txt").write_text("keep\n", encoding="utf-8")
+        at.symlink_to(at.parent / "victim.txt")
+
+
+def without_waiting(at: Path, make: Any) -> Any:
+    """``make()``, failing (not hanging) if it waits more than 10 s: opening a FIFO to write
+    waits for a reader forever, so one is brought to let it go."""
+    import os
+
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            outcome["made"] = make()
+        except BaseException as err:  # raised again in the test's thread
+            outcome["error"] = err
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        reader = os.open(at, os.O_RDONLY | os.O_NONBLOCK)
+        thread.join(5)
+        os.close(reader)
+        pytest.fail(f"opening {at} waited (for a FIFO's reader)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["made"]
+
+
+NOT_FILES = {
+    "directory": "a directory",
+    "fifo": r"a FIFO \(named pipe\)",
+    "symlink": "a symbolic link",
+}
+
+
+@pytest.mark.parametrize("what", sorted(NOT_FILES))
+@pytest.mark.parametrize("append", [False, True], ids=["driver", "worker"])
+def test_a_traces_file_that_is_not_a_regular_file_is_refused(
+    tmp_path: Path, what: str, append: bool
+) -> None:
+    # A directory was an IsADirectoryError traceback; a FIFO hung the run forever.
+    at = tmp_path / "trace.jsonl"
+    plant(at, what)
+    refusal = (
+        rf"the traces file '.*trace.jsonl' \(telemetry.traces_file or SEAMLINE_TRACES_FILE\) "
+        rf"is {NOT_FILES[what]}, not a regular file: name a file"
+    )
+    with pytest.raises(UserError, match=refusal):
+        without_waiting(at, lambda: JsonlSpanExporter(at, append=append))
+    if what == "symlink":
+        assert (tmp_path / "victim.txt").read_text(encoding="utf-8") == "keep\n"
+
+
+def test_a_link_planted_after_the_check_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check and the open are two steps: the open itself refuses a link (O_NOFOLLOW).
+    import os
+
+    if not hasattr(os, "O_NOFOLLOW"):
+        pytest.skip("no O_NOFOLLOW here")
+    at = tmp_path / "trace.jsonl"
+    plant(at, "symlink")
+    real_lstat = os.lstat
+
+    def unseen(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if Path(path) == at:  # the check sees nothing there; the link comes after it
+            raise FileNotFoundError(path)
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(telemetry_setup.os, "lstat", unseen)
+    with pytest.raises(UserError, match=r"cannot write the traces file '.*trace.jsonl' .*: "):
+        JsonlSpanExporter(at)
+    assert (tmp_path / "victim.txt").read_text(encoding="utf-8") == "keep\n"
+
+
 # -- the command line ------------------------------------------------------------------------
 
 
@@ -399,6 +486,35 @@ def test_run_then_summarize_a_trace(tmp_path: Path) -> None:
     assert "100.0%" in run_row
     prepare = next(line for line in lines if "seamline.model.prepare" in line)
     assert prepare.split("│")[2].strip() == "3"
+
+
+@pytest.mark.usefixtures("toy_cli")
+@pytest.mark.parametrize("what", sorted(NOT_FILES))
+def test_a_run_whose_traces_file_is_not_a_file_exits_2_before_it_starts(
+    tmp_path: Path, what: str
+) -> None:
+    at = tmp_path / "out"
+    plant(at, what)
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        PIPELINE.format(texts=["a b"], extra="", attention="{use: native}")
+        + "telemetry: {traces: [jsonl]}\n",
+        encoding="utf-8",
+    )
+    result = without_waiting(
+        at,
+        lambda: CliRunner().invoke(
+            app,
+            ["run", str(pipeline), "--no-compile-cache", "--set", f"telemetry.traces_file={at}"],
+            env={"COLUMNS": "400"},
+        ),
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: the traces file {str(at)!r} (telemetry.traces_file or SEAMLINE_TRACES_FILE) "
+        f"is {NOT_FILES[what].replace(chr(92), '')}, not a regular file: name a file for the "
+        "spans to be written to"
+    ]
 
 
 def test_summarize_computes_count_total_median_p95_and_share(tmp_path: Path) -> None:

@@ -72,10 +72,17 @@ def test_an_output_whose_files_are_not_beside_its_manifest_is_not_searched(
     tmp_path: Path,
 ) -> None:
     # The manifest is data anyone who can write the folder can edit: search opens no file
-    # outside the manifest's folder, whoever wrote the name there.
+    # outside the manifest's folder, whoever wrote the name there. (A run never writes such
+    # a manifest: a sink's files outside its output's folder are refused in its config.)
     out = tmp_path / "vectors" / "emb.npy"
+    write_index(tmp_path, f"{{use: npy, with: {{path: '{out}'}}}}")
     elsewhere = tmp_path / "rows" / "which-row-is-what.jsonl"
-    write_index(tmp_path, f"{{use: npy, with: {{path: '{out}', index_path: '{elsewhere}'}}}}")
+    elsewhere.parent.mkdir()
+    manifest_path = out.with_name("emb.manifest.json")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    (out.parent / manifest["outputs"]["files"]["index"]).rename(elsewhere)
+    manifest["outputs"]["files"]["index"] = str(elsewhere)
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"emb.manifest.json:\d+:\d+: outputs.files.index: "):
         search(registry(), out, TEXTS[1], k=3)
 
@@ -378,3 +385,48 @@ def test_queries_are_embedded_in_the_precision_the_index_was_built_in(tmp_path: 
         assert search(registry(), out, TEXTS[1], k=1)[0].doc_id == "d1"
     finally:
         encoder.close()
+
+
+# --- queries that cannot be searched for --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "refusal"),
+    [
+        ("caf\udce9", r"the query is not valid Unicode: it holds a lone surrogate '\\udce9' at "),
+        ("a\ud800", r"the query is not valid Unicode: .*offset 1 .*give the query as UTF-8"),
+        ("", r"the query is empty: give the text to search for"),
+        (" \t\n", r"the query is only whitespace: give the text to search for"),
+        ("boom", r"the query cannot be embedded: prepare failed: .*cannot prepare 'boom'"),
+    ],
+    ids=["not-utf8-argv", "lone-surrogate", "empty", "whitespace", "model-refuses"],
+)
+def test_a_query_that_cannot_be_embedded_is_a_user_error(
+    written: dict[str, Path], query: str, refusal: str
+) -> None:
+    # A query a tokenizer cannot take ("TextInputSequence must be str") was the embedder's
+    # Unembeddable, a ValueError: a traceback from the command line, a 500 from /v1/search.
+    with pytest.raises(UserError, match=refusal):
+        find(registry(), written["jsonl"], query, k=1)
+
+
+@pytest.mark.usefixtures("restored_logging")
+@pytest.mark.parametrize(
+    ("query", "refusal"),
+    [
+        ("caf\udce9", "error: the query is not valid Unicode: it holds a lone surrogate"),
+        ("", "error: the query is empty: give the text to search for"),
+        ("   ", "error: the query is only whitespace"),
+        ("boom", "error: the query cannot be embedded: prepare failed"),
+    ],
+    ids=["not-utf8-argv", "empty", "whitespace", "model-refuses"],
+)
+def test_the_command_refuses_such_a_query_with_exit_2(
+    written: dict[str, Path], monkeypatch: pytest.MonkeyPatch, query: str, refusal: str
+) -> None:
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust=None: registry()))
+    shown = CliRunner().invoke(cli.app, ["search", str(written["jsonl"]), query])
+    assert shown.exit_code == 2, shown.output
+    assert refusal in shown.output
+    assert len(shown.output.strip().splitlines()) == 1, shown.output
+    assert "Traceback" not in shown.output

@@ -249,6 +249,8 @@ BAD_BODIES: list[tuple[str, bytes, int, str, str | None]] = [
     ("a null text", b'{"input": ["a", null]}', 422, "invalid_value", "input[1]"),
     ("empty list", b'{"input": []}', 422, "empty", "input"),
     ("empty text", b'{"input": ["a", ""]}', 422, "empty", "input[1]"),
+    ("whitespace text", b'{"input": ["a", " \\t\\n "]}', 422, "empty", "input[1]"),
+    ("whitespace string", b'{"input": "   "}', 422, "empty", "input"),
     ("too many", json.dumps({"input": ["a"] * 17}).encode(), 413, "too_many_inputs", "input"),
     ("too long", json.dumps({"input": ["a" * 501]}).encode(), 413, "input_too_long", "input[0]"),
     ("too big", json.dumps({"input": "a" * 30_000}).encode(), 413, "request_too_large", None),
@@ -307,6 +309,30 @@ def test_wrong_paths_and_methods_answer_in_the_same_shape(server: Server) -> Non
     assert error_of(missing)["code"] == "not_found"
     assert wrong.status_code == 405
     assert error_of(wrong)["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "message"),
+    [
+        (b'{"query": "a\\ud800"}', "invalid_value", "the query is not valid Unicode: "),
+        (b'{"query": ""}', "empty", "'query' is an empty string"),
+        (b'{"query": " \\t "}', "empty", "'query' is only whitespace"),
+    ],
+    ids=["lone-surrogate", "empty", "whitespace"],
+)
+def test_a_query_that_cannot_be_embedded_is_a_422_naming_it(
+    server: Server, body: bytes, code: str, message: str
+) -> None:
+    # A lone surrogate reached the tokenizer ("TextInputSequence must be str"): a 500,
+    # where /v1/embeddings answers 422 for the same text.
+    with server.client() as client:
+        response = client.post(
+            "/v1/search", content=body, headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 422, response.text
+    error = error_of(response)
+    assert (error["code"], error["param"]) == (code, "query")
+    assert error["message"].startswith(message), error["message"]
 
 
 def test_search_finds_a_document_by_its_own_text(server: Server) -> None:

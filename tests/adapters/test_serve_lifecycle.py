@@ -163,3 +163,34 @@ def test_bad_options_and_a_busy_port_exit_2_with_one_line(tmp_path: Path) -> Non
     assert "cannot listen on 127.0.0.1:" in busy.stderr
     assert "Traceback" not in busy.stderr
     assert busy.stdout == "", "nothing announced: it never listened"
+
+
+@pytest.mark.parametrize(
+    ("options", "refusal"),
+    [
+        (["--port", "99999"], "--port must be from 0 to 65535 (0: any free port), not 99999"),
+        (["--port", "65536"], "--port must be from 0 to 65535 (0: any free port), not 65536"),
+        (["--port", "-1"], "--port must be from 0 to 65535 (0: any free port), not -1"),
+        (["--graceful-timeout", "-5"], "--graceful-timeout must be 0 seconds or more, not -5"),
+    ],
+    ids=["99999", "65536", "negative-port", "negative-graceful-timeout"],
+)
+def test_a_port_out_of_range_or_a_negative_timeout_exits_2(
+    tmp_path: Path, options: list[str], refusal: str
+) -> None:
+    # --port 99999 listened on 34463 (the kernel takes a port modulo 65,536), silently;
+    # --graceful-timeout -5 was accepted.
+    (tmp_path / "p.yaml").write_text(pipeline_text("refused"), encoding="utf-8")
+    refused = run_serve(tmp_path, *options)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip() == f"error: {refusal}"
+    assert refused.stdout == "", "nothing announced: it never listened"
+
+
+@pytest.mark.parametrize("port", [65_536, 99_999, -1])
+def test_bind_refuses_a_port_the_kernel_would_wrap(port: int) -> None:
+    from seamline.adapters.serve.server import bind
+    from seamline.contracts import UserError
+
+    with pytest.raises(UserError, match=rf"the port must be from 0 to 65535 .*not {port}"):
+        bind("127.0.0.1", port).close()

@@ -70,7 +70,7 @@ TREE_IDS = sorted(["b/z.txt", "b/a.txt", "a.txt", "B.txt", "c d.txt", "ü.txt", 
 
 @pytest.mark.parametrize(
     ("name", "cls", "version"),
-    [("text-files", TextFilesLoader, "1.1"), ("jsonl", JsonlLoader, "1.0")],  # 1.1: size
+    [("text-files", TextFilesLoader, "1.2"), ("jsonl", JsonlLoader, "1.0")],  # 1.2: position
 )
 def test_loaders_declare_themselves_and_are_registered(
     name: str, cls: type[Loader[Any]], version: str
@@ -112,11 +112,17 @@ def test_text_files_order_is_stable_across_runs(tree: Path) -> None:
 def test_text_files_glob_selects_files(tree: Path) -> None:
     assert ids(text_loader(tree, glob="*.md").read()) == ["notes.md"]
     assert ids(text_loader(tree, glob="b/*.txt").read()) == ["b/a.txt", "b/z.txt"]
-    assert list(text_loader(tree, glob="**/*.rst").read()) == []
 
 
-def test_text_files_empty_root_yields_nothing(tmp_path: Path) -> None:
-    assert list(text_loader(tmp_path).read()) == []
+def test_text_files_glob_matching_nothing_is_a_user_error(tree: Path, tmp_path: Path) -> None:
+    # An empty run would publish an empty output over the last one (a LanceDB sync would
+    # delete every row): refused before anything is written, as the parquet loader does.
+    with pytest.raises(UserError, match=r"glob '\*\*/\*\.rst' matches no file under root"):
+        list(text_loader(tree, glob="**/*.rst").read())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UserError, match="nothing was written"):
+        list(text_loader(empty).read())
 
 
 @pytest.mark.parametrize("k", range(len(TREE_IDS)))
@@ -251,6 +257,11 @@ def test_text_files_root_that_is_a_file_is_a_user_error(tmp_path: Path) -> None:
         ({"glob": "/abs/*.txt"}, "must be relative"),
         ({"glob": "../*.txt"}, "must not leave root"),
         ({"encoding": "no-such-codec"}, "unknown encoding"),
+        # Codecs Python knows that are not text encodings: validate passed them, and the run
+        # failed at its first file with a LookupError (and a "run again with --resume" hint).
+        ({"encoding": "rot13"}, "'rot13' is a Python codec but not a text encoding.*'utf-8'"),
+        ({"encoding": "bz2_codec"}, "'bz2_codec' is a Python codec but not a text encoding"),
+        ({"encoding": "base64"}, "'base64' is a Python codec but not a text encoding"),
         ({"max_bytes": 0}, "at least 1"),
         ({"rooot": "typo"}, "Extra inputs are not permitted"),
     ],

@@ -162,6 +162,57 @@ def test_a_failed_run_leaves_the_table_as_it_was(tmp_path: Path) -> None:
     assert len(keys(tmp_path)) == 4
 
 
+@pytest.mark.parametrize("how", ["start", "recover", "begin_parts"])
+@pytest.mark.parametrize("found", ["file", "fifo"])
+def test_a_file_where_the_table_folder_goes_is_refused_before_any_work(
+    tmp_path: Path, how: str, found: str
+) -> None:
+    # The whole corpus was embedded, then close failed with LanceDB's "_versions: Not a
+    # directory" and a "run again with --resume" hint that could never help.
+    import os
+
+    at = tmp_path / "db" / "emb.lance"
+    at.parent.mkdir()
+    if found == "file":
+        at.write_bytes(b"x\n")
+        what = "a file"
+    else:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        os.mkfifo(at)
+        what = "a FIFO \\(named pipe\\)"
+    out = sink(tmp_path)
+    begin = {
+        "start": lambda: out.start(MANIFEST),
+        "recover": lambda: out.recover(MANIFEST),
+        "begin_parts": lambda: out.begin_parts("r1", 2, MANIFEST),
+    }[how]
+    with pytest.raises(UserError, match=rf"lancedb sink: path '.*emb.lance' is {what}, not a "
+                       r"LanceDB table folder; remove it, or give another path"):  # fmt: skip
+        begin()
+    out.close(complete=False)
+    assert at.exists(), "what was there is left as it was"
+    assert not at.is_dir()
+    if found == "file":
+        assert at.read_bytes() == b"x\n"
+
+
+def test_a_link_where_the_table_goes_is_refused_at_start_whatever_the_mode(
+    tmp_path: Path,
+) -> None:
+    # Under overwrite the link was refused only when the rows were published, at the end.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "emb.lance").symlink_to(elsewhere, target_is_directory=True)
+    out = sink(tmp_path)
+    with pytest.raises(UserError, match=r"is a symbolic link, not a LanceDB table folder; it "
+                       "is not followed"):  # fmt: skip
+        out.start(MANIFEST)
+    out.close(complete=False)
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_append_adds_and_upsert_replaces_the_documents_seen_again(tmp_path: Path) -> None:
     vector = np.ones(8, np.float32)
 

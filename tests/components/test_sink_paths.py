@@ -174,7 +174,10 @@ def test_outputs_that_only_look_alike_are_accepted(
     monkeypatch.chdir(tmp_path)
     _, config = CONFIGS[kind]
     field = "index_path" if kind == "npy" else "errors_path"
-    for value in (f"o7/{NAMES[kind]}", "o6/other.jsonl", f"o6/{NAMES[kind]}.errors"):
+    for value in ("o6/other.jsonl", f"o6/{NAMES[kind]}.errors", f"o6/more/{NAMES[kind]}"):
         built = config(path=f"o6/{NAMES[kind]}", **{field: value})
         assert built.path == tmp_path / "o6" / NAMES[kind], "made absolute, link not followed"
         assert getattr(built, field) == tmp_path / value
+    # Another folder is refused: the manifest names an output's files inside its own folder.
+    with pytest.raises(ValidationError, match=rf"{field} .* is outside the folder of path"):
+        config(path=f"o6/{NAMES[kind]}", **{field: f"o7/{NAMES[kind]}"})

@@ -84,7 +84,7 @@ def npy_sink(tmp_path: Path, **options: Any) -> NpySink:
 def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[Any]]) -> None:
     assert cls.name == name
     assert cls.kind == "sink"
-    assert cls.contract_version == "1.4"  # 1.2: text; 1.3: staged parts; 1.4: a reader
+    assert cls.contract_version == "1.5"  # 1.2: text; 1.3: staged parts; 1.4: a reader; 1.5: counts
     assert cls.reader is not None
     assert cls.resumable
     assert cls.stageable
@@ -287,12 +287,18 @@ def test_jsonl_precision_rounds_values(tmp_path: Path) -> None:
 
 
 def test_jsonl_custom_errors_path(tmp_path: Path) -> None:
-    errors = tmp_path / "elsewhere" / "failed.jsonl"
+    errors = tmp_path / "out" / "set-aside" / "failed.jsonl"
     sink = jsonl_sink(tmp_path, errors_path=errors)
     sink.write_error(ERRORS[0])
     sink.close()
     assert [line["id"] for line in read_jsonl(errors)] == ["bad.txt"]
-    assert visible(tmp_path / "out") == ["emb.jsonl", "emb.manifest.json"]
+    assert visible(tmp_path / "out") == ["emb.jsonl", "emb.manifest.json", "set-aside"]
+
+
+def test_an_errors_path_outside_the_outputs_folder_is_refused(tmp_path: Path) -> None:
+    # Its manifest would name a file outside its folder, which search refuses to read.
+    with pytest.raises(ValueError, match=r"errors_path .* is outside the folder of path"):
+        jsonl_sink(tmp_path, errors_path=tmp_path / "elsewhere" / "failed.jsonl")
 
 
 def test_jsonl_non_finite_values_are_a_contract_violation(tmp_path: Path) -> None:
@@ -387,12 +393,12 @@ def test_npy_rows_of_different_widths_are_a_contract_violation(tmp_path: Path) -
 
 
 def test_npy_custom_index_path(tmp_path: Path) -> None:
-    index = tmp_path / "meta" / "rows.jsonl"
+    index = tmp_path / "out" / "meta" / "rows.jsonl"
     sink = npy_sink(tmp_path, index_path=index)
     sink.write(make_records(3))
     sink.close()
     assert len(read_jsonl(index)) == 3
-    assert visible(tmp_path / "out") == ["emb.errors.jsonl", "emb.manifest.json", "emb.npy"]
+    assert visible(tmp_path / "out") == ["emb.errors.jsonl", "emb.manifest.json", "emb.npy", "meta"]
 
 
 @pytest.mark.parametrize(

@@ -122,3 +122,22 @@ def test_a_default_referring_to_another_variable_is_refused_at_its_place(
     text = BASE.replace("${DOCS:-docs.jsonl}", "${DOCS:-${OTHER:-docs.jsonl}}")
     with pytest.raises(ConfigError, match=r"p.yaml:2:\d+: the default of \$\{DOCS:-...\} refers"):
         parse_pipeline(text, "p.yaml", registry, environ={})
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("loader: {use: text-files, with: {root: '${CORPUS}'}}", "loader.with.root"),
+        ("loader: {use: jsonl, with: {path: '${CORPUS}'}}", "loader.with.path"),
+        ("sink: {use: jsonl, with: {path: '${CORPUS}'}}", "sink.with.path"),
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_the_working_directory(
+    registry: Registry, line: str, field: str
+) -> None:
+    # Path("") is "."; a variable set to "" once made the whole working directory the corpus.
+    lines = BASE.splitlines()
+    section = line.split(":", 1)[0]
+    text = "\n".join(line if old.startswith(section + ":") else old for old in lines) + "\n"
+    with pytest.raises(ConfigError, match=rf"{field}: .*must not be empty"):
+        parse_pipeline(text, "p.yaml", registry, environ={"CORPUS": ""})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -31,25 +34,49 @@ def test_a_commit_round_trips_its_cursor_and_counts() -> None:
     assert commits.decode(commits.encode(odd, SOME)) == (odd, SOME)
 
 
+def test_a_bare_cursor_is_taken_whole_with_unknown_counts() -> None:
+    """A string that does not start as a commit: a cursor sinks stored before the host
+    wrapped it (``"9"``), or one that merely contains JSON."""
+    assert commits.decode("9") == ("9", None)
+    assert commits.decode(' {"seamline_commit":1}') == (' {"seamline_commit":1}', None)
+
+
+def _counts(**changed: Any) -> str:
+    counts = {**asdict(SOME), **changed}
+    return json.dumps({"seamline_commit": 1, "cursor": "9", "counts": counts})
+
+
 @pytest.mark.parametrize(
-    "committed",
+    ("committed", "said"),
     [
-        "9",  # a bare loader cursor, as sinks stored it before the host wrapped it
-        '{"seamline_commit":1,"cursor":"9"}',  # no counts
-        '{"seamline_commit":1,"cursor":"9","counts":{"read":"5"}}',  # wrong types
-        commits.encode("9", SOME).replace(":1,", ":2,", 1),  # another format
-        '{"seamline_commit":1,"cursor":9,"counts":{}}',
-        '{"seamline_commit":1,"cursor":"9","counts":{"read":-1,"documents":0,'
-        '"failed_documents":0,"skipped_documents":0,"examples":0,"tokens":0,"positions":0,'
-        '"batches":0}}',  # negative
-        '{"seamline_commit"' + " " * (commits.MAX_LENGTH + 1),  # unbounded
-        '{"seamline_commit":1,"cursor":"9","counts":{},"extra":1}',
+        ('{"seamline_commit":1,"cursor":"9"}', "counts: Field required"),
+        ('{"seamline_commit":1,"cursor":"9","counts":{"read":"5"}}', "counts.read"),
+        (commits.encode("9", SOME).replace(":1,", ":2,", 1), "commit format 2"),
+        ('{"seamline_commit":1,"cursor":9,"counts":{}}', "cursor"),
+        (_counts(read=-1, documents=-1), "counts.read: Input should be greater than or equal"),
+        (_counts(documents=10**40), "counts.documents: Input should be less than"),
+        (_counts(tokens=commits.MAX_COUNT), "counts.tokens"),
+        (_counts(read=6), "do not add up (read 6 = written 3"),
+        (_counts(examples=2), "2 outputs for 3 documents"),
+        ('{"seamline_commit"' + " " * (commits.MAX_LENGTH + 1), "longer than"),
+        (_counts()[:-1] + ', "extra": 1}', "extra: Extra inputs are not permitted"),
+        ('{"seamline_commit":1,', "not JSON"),
     ],
 )
-def test_what_is_not_a_commit_of_this_host_is_a_bare_cursor_with_unknown_counts(
-    committed: str,
+def test_what_starts_as_a_commit_and_is_not_one_is_refused_as_tampered(
+    committed: str, said: str
 ) -> None:
-    assert commits.decode(committed) == (committed, None)
+    """Never taken for a bare cursor (which misled the loader's message, and the counts)."""
+    with pytest.raises(commits.TamperedCommit, match=re.escape(said)):
+        commits.decode(committed)
+
+
+def test_the_largest_counts_a_run_makes_are_accepted() -> None:
+    big = RunCounts(*(commits.MAX_COUNT - 1 for _ in range(8)))
+    with pytest.raises(commits.TamperedCommit):  # read != the sum of three of them
+        commits.decode(commits.encode("9", big))
+    fine = RunCounts(3 * 10**14, 10**14, 10**14, 10**14, *(commits.MAX_COUNT - 1,) * 4)
+    assert commits.decode(commits.encode("9", fine)) == ("9", fine)
 
 
 def report(index: int, counts: RunCounts, before: RunCounts | None, **kw: Any) -> ShardReport:

@@ -153,6 +153,27 @@ def test_schema_covers_component_configs() -> None:
     assert "native" in json.dumps(schema["properties"]["attention"])
 
 
+def test_schema_to_a_directory_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # IsADirectoryError was a traceback and exit code 1.
+    result = CliRunner().invoke(app, ["schema", "-o", str(tmp_path)], env={"COLUMNS": "400"})
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: -o {tmp_path}: the path is a directory; name a file to write the schema to "
+        f"(such as {tmp_path / 'pipeline.schema.json'})"
+    ]
+    # A folder that does not exist is the machine's answer: one line, exit code 1.
+    missing = tmp_path / "no" / "schema.json"
+    failed = CliRunner().invoke(app, ["schema", "-o", str(missing)], env={"COLUMNS": "400"})
+    assert failed.exit_code == 1, failed.output
+    assert failed.output.strip().splitlines() == [
+        f"error: No such file or directory ({missing}): the schema was not written (fix the "
+        "path or the folder, then run again)"
+    ]
+    written = CliRunner().invoke(app, ["schema", "-o", str(tmp_path / "schema.json")])
+    assert written.exit_code == 0, written.output
+    assert json.loads((tmp_path / "schema.json").read_text())["title"] == "seamline pipeline"
+
+
 @pytest.mark.parametrize(
     ("option", "message"),
     [

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ from opentelemetry.sdk.trace.export import (
 
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import kind_of
 from seamline.core import TelemetrySettings
 
 log = get_logger("seamline.adapters.telemetry")
@@ -178,10 +180,7 @@ class JsonlSpanExporter(SpanExporter):
 
     def __init__(self, path: str | os.PathLike[str], *, append: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not append:
-            self.path.write_text("", encoding="utf-8")
-        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        self._file: IO[str] | None = open_traces_file(self.path, append=append)
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -201,6 +200,63 @@ class JsonlSpanExporter(SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
+
+
+TRACES_FILE = "telemetry.traces_file or SEAMLINE_TRACES_FILE"
+"""Where the traces file is named, for messages."""
+
+
+def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
+    """``path`` opened to append spans to (emptied first unless ``append``), or a
+    ``UserError``, raised before the run starts: a name that is a directory, a FIFO (whose
+    opening would wait for a reader forever), a device or a symbolic link is refused, and
+    so is a file that cannot be opened. The file is opened without following a link
+    (``O_NOFOLLOW``) nor waiting (``O_NONBLOCK``), and checked on the open descriptor, so
+    what is written to is what was checked.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        raise _unusable(path, err) from None
+    else:
+        if not stat.S_ISREG(mode):
+            raise _not_a_file(path, mode)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:  # ELOOP: a link planted since the check; ENXIO: a FIFO; EACCES...
+        raise _unusable(path, err) from None
+    try:
+        opened = os.fstat(fd).st_mode
+        if not stat.S_ISREG(opened):
+            raise _not_a_file(path, opened)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        if not append:
+            os.ftruncate(fd, 0)
+        return os.fdopen(fd, "a", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _not_a_file(path: Path, mode: int) -> UserError:
+    return UserError(
+        f"the traces file {str(path)!r} ({TRACES_FILE}) is {kind_of(mode)}, not a regular "
+        "file: name a file for the spans to be written to"
+    )
+
+
+def _unusable(path: Path, err: OSError) -> UserError:
+    return UserError(
+        f"cannot write the traces file {str(path)!r} ({TRACES_FILE}): "
+        f"{err.strerror or err}; name a file that can be written"
+    )
 
 
 def span_record(span: ReadableSpan) -> dict[str, Any]:

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from seamline.contracts.model import Batch, Example, Model, Params
     from seamline.contracts.monitor import Monitor
     from seamline.contracts.readback import Nearest, OutputReader
-    from seamline.contracts.sink import OutputRecord, Sink, StagedRun
+    from seamline.contracts.sink import CommittedRecords, OutputRecord, Sink, StagedRun
     from seamline.contracts.versions import CONTRACT_VERSIONS, KINDS, Kind
 
 _LOCATIONS: dict[str, str] = {
@@ -127,6 +127,7 @@ _LOCATIONS: dict[str, str] = {
     "ShardReport": "seamline.contracts.executor",
     "ShardTask": "seamline.contracts.executor",
     "ShardWorker": "seamline.contracts.executor",
+    "CommittedRecords": "seamline.contracts.sink",
     "Sink": "seamline.contracts.sink",
     "StagedRun": "seamline.contracts.sink",
     "Support": "seamline.contracts.attention",
@@ -166,6 +167,7 @@ __all__ = [
     "AttentionSpec",
     "Batch",
     "BatchDone",
+    "CommittedRecords",
     "Compiled",
     "Component",
     "ComponentConfig",

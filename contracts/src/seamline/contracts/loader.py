@@ -68,3 +68,15 @@ class Loader(Component[LoaderConfigT], abc.ABC):
         answer None, so that the run starts at once with a spinner. The default: None.
         """
         return None
+
+    def position(self, after: str, *, shard: Shard = Shard()) -> int | None:
+        """How many items :meth:`read` yields for ``shard`` up to and including the cursor
+        ``after`` (the items a resume after it skips), or None when that is not cheap to tell.
+
+        Optional (contract 1.2): the host checks a resumed run's commit with it (the
+        items it counted as read before the cursor must be these), and refuses a
+        checkpoint whose cursor was moved. Answer only from what is cheap (a listing of
+        names, row counts from file footers), never by reading the documents; the default
+        is None (not checked).
+        """
+        return None

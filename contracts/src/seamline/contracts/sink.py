@@ -51,6 +51,23 @@ class StagedRun:
 SinkConfigT = TypeVar("SinkConfigT", bound=ComponentConfig)
 
 
+@dataclass(frozen=True, slots=True)
+class CommittedRecords:
+    """What a resumable sink's recovered output holds, counted from the output itself.
+
+    The host compares it with the counts the commit carries (``examples`` with
+    ``outputs``; ``failed_documents + skipped_documents`` with ``set_aside``) and refuses a
+    resume where they differ: the output and its commit no longer describe each other.
+    """
+
+    checkpoint: str
+    """Where the commit is kept (the checkpoint file), as a refusal names it."""
+    outputs: int | None = None
+    """Output records (one per window) up to the commit; None when not cheap to count."""
+    set_aside: int | None = None
+    """Error records (documents set aside) up to the commit; None when not counted."""
+
+
 class Sink(Component[SinkConfigT], abc.ABC):
     """Receives records and errors; what it writes becomes visible all at once.
 
@@ -145,6 +162,15 @@ class Sink(Component[SinkConfigT], abc.ABC):
         nothing was committed, and the run starts from the beginning with an empty
         output. ``manifest`` is the resumed run's manifest, as :meth:`start` gets it.
         Called only on a resumable sink; the default returns None.
+        """
+        return None
+
+    def committed_records(self) -> CommittedRecords | None:
+        """After :meth:`recover` returned a commit: what the output holds up to it, counted.
+
+        Optional (contract 1.5): the default, None, says the sink cannot tell. A sink that can count
+        cheaply (lines, a row count it recorded) lets the host check the commit's counts
+        against the output, and name the checkpoint in a refusal.
         """
         return None
 

@@ -18,9 +18,9 @@ KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "si
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.2",
     "model": "1.3",
-    "loader": "1.1",
+    "loader": "1.2",
     "monitor": "1.6",
-    "sink": "1.4",
+    "sink": "1.5",
     "executor": "1.1",
 }
 

@@ -9,33 +9,64 @@ executor tries again after its worker died — thereby knows what the output alr
 holds, and its summary counts what is published, not only what this attempt
 computed.
 
-The string comes back from a file on disk, so it is read as untrusted data: it is
-parsed with a schema, and anything that is not a commit this module wrote (a
-checkpoint from a seamline before this format, or one edited by hand) is taken
-whole as a bare loader cursor with unknown counts, which the summary says.
+The string comes back from a file on disk, so it is read as untrusted data. A string
+that does not start as this module's commits do (``{"seamline_commit"``) is a bare
+loader cursor, as sinks recorded before the host wrapped it, with unknown counts. One
+that does is parsed with a schema — the format, the cursor, every count a
+non-negative integer below :data:`MAX_COUNT`, and counts that reconcile (every item
+read is written, dead-lettered or skipped, as at every commit the host makes) — and
+anything else is :class:`TamperedCommit`: it was edited or damaged, and is never
+taken for a cursor.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Final
+from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts import RunCounts
 
 FORMAT: Final = 1
 MAX_LENGTH: Final = 1 << 20
 """A commit longer than this is not one the host wrote (cursors are short)."""
+MAX_COUNT: Final = 10**15
+"""No count reaches this (a thousand million million: a corpus of a billion documents
+of a million tokens each); a larger one was not counted, it was written in."""
+PREFIX: Final = '{"seamline_commit"'
+"""How every commit the host writes begins (and no bare cursor of a first-party loader)."""
+
+_Count = Annotated[int, Field(ge=0, lt=MAX_COUNT)]
+
+
+class TamperedCommit(ValueError):
+    """A recovered string that starts like a commit but is not one this host wrote.
+
+    The message says what is wrong with it, for the host to name the checkpoint it
+    came from."""
+
+
+class _Counts(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    read: _Count
+    documents: _Count
+    failed_documents: _Count
+    skipped_documents: _Count
+    examples: _Count
+    tokens: _Count
+    positions: _Count
+    batches: _Count
 
 
 class _Commit(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     seamline_commit: int
-    cursor: str
-    counts: RunCounts
+    cursor: Annotated[str, Field(max_length=MAX_LENGTH)]
+    counts: _Counts
 
 
 def encode(cursor: str, counts: RunCounts) -> str:
@@ -49,16 +80,40 @@ def encode(cursor: str, counts: RunCounts) -> str:
 def decode(committed: str) -> tuple[str, RunCounts | None]:
     """``(loader cursor, counts)`` from a recovered commit; counts None when not recorded.
 
-    A string that is not a commit of this format is a bare loader cursor, as sinks
-    recorded before the host wrapped it; it is returned as it is.
+    A string that does not begin as a commit is a bare loader cursor, as sinks recorded
+    before the host wrapped it; it is returned as it is, with counts None. One that
+    begins as a commit and is not a valid one raises :class:`TamperedCommit`.
     """
-    if len(committed) > MAX_LENGTH or not committed.startswith('{"seamline_commit"'):
+    if not committed.startswith(PREFIX):
         return committed, None
+    if len(committed) > MAX_LENGTH:
+        raise TamperedCommit(f"it is longer than {MAX_LENGTH:,} characters")
     try:
         commit = _Commit.model_validate_json(committed)
-    except ValidationError:
-        return committed, None
-    counts = commit.counts
-    if commit.seamline_commit != FORMAT or min(asdict(counts).values()) < 0:
-        return committed, None
+    except ValidationError as err:
+        raise TamperedCommit(_first_problem(err)) from None
+    if commit.seamline_commit != FORMAT:
+        raise TamperedCommit(
+            f"it is of commit format {commit.seamline_commit}, this seamline writes {FORMAT}"
+        )
+    counts = RunCounts(**commit.counts.model_dump())
+    if not counts.reconciles:
+        raise TamperedCommit(f"its counts do not add up ({counts.reconciliation()})")
+    if counts.examples < counts.documents:
+        raise TamperedCommit(
+            f"its counts do not add up ({counts.examples} outputs for {counts.documents} "
+            "documents written; each document makes at least one)"
+        )
     return commit.cursor, counts
+
+
+def _first_problem(err: ValidationError) -> str:
+    """The first thing wrong, one line: where (``counts.read``) and what, the value cut short."""
+    problem = err.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in problem["loc"]) or "the commit"
+    if problem["type"] == "json_invalid":
+        return "it is not JSON"
+    shown = repr(problem.get("input"))
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return f"{where}: {problem['msg']} (got {shown})"

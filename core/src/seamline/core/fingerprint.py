@@ -64,12 +64,19 @@ def input_paths(config: BaseModel) -> list[Path | str]:
 
     A ``Path`` value, or the string of a field typed ``InputGlob`` (a glob pattern).
     """
-    paths: list[Path | str] = []
+    return [value for _, value in named_input_paths(config)]
+
+
+def named_input_paths(config: BaseModel) -> list[tuple[str, Path | str]]:
+    """:func:`input_paths` with the name of the field each comes from."""
+    paths: list[tuple[str, Path | str]] = []
     for name, field in type(config).model_fields.items():
         value = getattr(config, name)
         values = value if isinstance(value, list | tuple) else [value]
         pattern = any(isinstance(mark, InputGlobField) for mark in field.metadata)
-        paths.extend(v for v in values if isinstance(v, Path) or (pattern and isinstance(v, str)))
+        paths.extend(
+            (name, v) for v in values if isinstance(v, Path) or (pattern and isinstance(v, str))
+        )
     return paths
 
 

@@ -37,6 +37,7 @@ from opentelemetry.trace import Status, StatusCode
 from seamline.contracts import (
     BatchDone,
     Component,
+    ContractViolation,
     DocumentError,
     DocumentFailed,
     Event,
@@ -44,6 +45,7 @@ from seamline.contracts import (
     Model,
     Monitor,
     OutputRecord,
+    ResumeRefused,
     RunCounts,
     RunFinished,
     RunStarted,
@@ -288,6 +290,7 @@ class Orchestrator:
                     else:
                         self._set_aside(item.error, item.stage)
                 in_flight.drain()
+                _check_reconciles(self._committed_before, self.counts)
                 ok = True
             except BaseException as err:
                 root.record_exception(err)
@@ -321,6 +324,10 @@ class Orchestrator:
         cursor = None
         if recovered is not None:
             cursor, self._committed_before = recovered
+            if self._committed_before is not None:
+                where = (self.loader, self.loader_seam, self._shard)
+                _check_cursor(where, self.sink, cursor, self._committed_before)
+            log.info("resuming after the last checkpoint", sink=self.sink.name, cursor=cursor)
         self.resumed_from = cursor
         return cursor
 
@@ -470,6 +477,41 @@ def _root_attributes(
     return attributes
 
 
+def _check_cursor(
+    reading: tuple[Loader[Any], Seam, Shard], sink: Sink[Any], cursor: str, held: RunCounts
+) -> None:
+    """The items the loader skips to resume after ``cursor`` must be those the commit
+    counted as read: a cursor moved back would write documents twice, one moved on
+    would leave them out. Checked when the loader can tell cheaply (``position``)."""
+    loader, seam, shard = reading
+    with seam.call("position", {"seamline.cursor": cursor}):
+        skipped = loader.position(cursor, shard=shard)
+    if skipped is not None and skipped != held.read:
+        raise ResumeRefused(
+            f"cannot resume: {_checkpoint_of(sink)} resumes after {cursor!r}, item "
+            f"{skipped:,} of the input, but counts {held.read:,} items read up to it; it "
+            "was changed after it was written, and resuming from it would write documents "
+            "twice or leave them out. Run again with --restart (or without --resume) to "
+            "start over"
+        )
+
+
+def _check_reconciles(before: RunCounts | None, counts: RunCounts) -> None:
+    """Before publishing: every item read must be accounted for, or nothing is published.
+
+    What the output would hold (what was committed before this part, and this part's
+    work) must reconcile: read = written + dead-lettered + skipped by rule. It does
+    unless something is wrong in the host or a component; the run then stops
+    (``ContractViolation``, exit 1), and the sink keeps its last commit.
+    """
+    held = counts if before is None else before + counts
+    if not held.reconciles:
+        raise ContractViolation(
+            f"the run's counts do not reconcile ({held.reconciliation()}): some item the "
+            "loader yielded is not accounted for, so the output was not published"
+        )
+
+
 def _start_or_recover(
     sink: Sink[Any], seam: Seam, manifest: Callable[[], dict[str, Any]], resume: bool
 ) -> tuple[str, RunCounts | None] | None:
@@ -491,9 +533,42 @@ def _start_or_recover(
     if committed is None:
         log.info("resume: nothing was committed; starting from the beginning", sink=sink.name)
         return None
-    cursor, held = commits.decode(committed)
-    log.info("resuming after the last checkpoint", sink=sink.name, cursor=cursor)
+    try:
+        cursor, held = commits.decode(committed)
+    except commits.TamperedCommit as err:
+        raise ResumeRefused(
+            f"cannot resume: {_checkpoint_of(sink)} holds a commit seamline did not write "
+            f"({err}); it was changed after it was written. Run again with --restart (or "
+            "without --resume) to start over"
+        ) from None
+    if held is not None:
+        _check_records(sink, held)
     return cursor, held
+
+
+def _checkpoint_of(sink: Sink[Any]) -> str:
+    """The checkpoint a sink recovered, as a refusal names it."""
+    found = sink.committed_records()
+    return f"the checkpoint {found.checkpoint!r}" if found else f"the {sink.name} sink's checkpoint"
+
+
+def _check_records(sink: Sink[Any], held: RunCounts) -> None:
+    """The records the recovered output holds must be those its commit counted."""
+    found = sink.committed_records()
+    if found is None:
+        return
+    problems = []
+    if found.outputs is not None and found.outputs != held.examples:
+        problems.append(f"{found.outputs:,} output records where it counts {held.examples:,}")
+    set_aside = held.failed_documents + held.skipped_documents
+    if found.set_aside is not None and found.set_aside != set_aside:
+        problems.append(f"{found.set_aside:,} documents set aside where it counts {set_aside:,}")
+    if problems:
+        raise ResumeRefused(
+            f"cannot resume: the output committed with the checkpoint {found.checkpoint!r} "
+            f"holds {' and '.join(problems)}; it was changed after it was written. Run again "
+            "with --restart (or without --resume) to start over"
+        )
 
 
 def _uses(spec: PipelineSpec) -> dict[str, str]:

@@ -83,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="[" + "|".join(DTYPES) + "]",
         help=f"dtype of q, k and v (default {DEFAULT_DTYPE}; bfloat16 for the GPU kernels)",
     )
+    _add_worker_options(parser)
+    return parser
+
+
+def _add_worker_options(parser: argparse.ArgumentParser) -> None:
+    """How each worker runs and where the results go."""
     parser.add_argument(
         "--interpret", action="store_true", help='run interpret-mode kernels ({"interpret": true})'
     )
@@ -123,7 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="results folder (default benchmarks/results)",
     )
     parser.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

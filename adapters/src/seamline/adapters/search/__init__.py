@@ -30,7 +30,14 @@ from seamline.adapters.search.index import (
     read_manifest,
     sink_named,
 )
-from seamline.adapters.search.query import QueryEncoder, embed_query, index_attention
+from seamline.adapters.search.query import (
+    QueryEncoder,
+    QueryRefused,
+    check_query,
+    embed_query,
+    index_attention,
+    query_problem,
+)
 from seamline.adapters.search.scan import nearest
 from seamline.contracts import UserError
 from seamline.contracts.stored import StoredRow
@@ -43,12 +50,15 @@ __all__ = [
     "Hit",
     "Index",
     "QueryEncoder",
+    "QueryRefused",
     "Searcher",
+    "check_query",
     "embed_query",
     "find",
     "index_attention",
     "manifest_path",
     "open_index",
+    "query_problem",
     "read_manifest",
     "search",
     "sink_named",
@@ -120,10 +130,12 @@ class Searcher:
         ``exact`` scans every vector even where an index exists; ``where`` is a SQL
         filter on the rows, for an output whose sink's reader has a query engine (a
         LanceDB table; the file sinks' outputs have none to apply it: a ``UserError``
-        says so before any work is done).
+        says so before any work is done). A query that is empty, only whitespace or not
+        valid Unicode is refused (:class:`QueryRefused`) before the model is built.
         """
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise UserError(f"-k (how many results) is from 1 to {MAX_K:,}, not {_shown(k)}")
+        check_query(query)
         readers = self.readers
         if where and not (len(readers) == 1 and readers[0].filters):
             raise UserError(_no_filter(self.registry, self.path, self.index.sink))

@@ -19,7 +19,7 @@ from typing import ParamSpec, TypeVar
 import numpy as np
 
 from seamline.adapters.search.index import Index
-from seamline.contracts import ConfigError
+from seamline.contracts import ConfigError, UserError
 from seamline.core import (
     Embedder,
     PipelineConfigError,
@@ -27,6 +27,7 @@ from seamline.core import (
     ResolvedAttention,
     ResolvedEncoder,
     RunSettings,
+    Unembeddable,
     parse_located,
     resolve_attention,
     resolve_component,
@@ -66,6 +67,49 @@ def index_attention(registry: Registry, index: Index, use: str | None) -> Resolv
             json.dumps({"attention": {"use": "auto"}}), str(index.manifest_path)
         )
     return one_problem(resolve_attention, located, registry)
+
+
+class QueryRefused(UserError, ValueError):
+    """A query that cannot be embedded: empty, not valid Unicode, or one the model refuses.
+
+    A :class:`UserError` (the command line exits 2, ``/v1/search`` answers 422), and a
+    ``ValueError`` as the embedder's :class:`~seamline.core.embedder.Unembeddable` is.
+    """
+
+
+def query_problem(query: str) -> str | None:
+    """What is wrong with ``query`` as a text to search for, or None: checked before any
+    model is built. Empty or only whitespace (a run skips such documents: there is
+    nothing to embed), or not valid Unicode: a lone surrogate, which is what a command
+    line argument that is not UTF-8 decodes to (``$'caf\\xe9'``), cannot be tokenized.
+    """
+    if not query.strip():
+        what = "empty" if not query else "only whitespace"
+        return f"the query is {what}: give the text to search for"
+    return unicode_problem(query)
+
+
+def unicode_problem(query: str) -> str | None:
+    """Why ``query`` is not valid Unicode (a lone surrogate), or None."""
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return (
+            f"the query is not valid Unicode: it holds a lone surrogate {query[err.start]!r} "
+            f"at offset {err.start} (a byte that is not UTF-8, or half of a surrogate pair): "
+            "give the query as UTF-8 text"
+        )
+    return None
+
+
+def check_query(query: str) -> str:
+    """``query``, or :class:`QueryRefused` saying what is wrong with it (:func:`query_problem`)."""
+    if not isinstance(query, str):
+        raise QueryRefused(f"the query must be a str, not {type(query).__name__}")
+    problem = query_problem(query)
+    if problem is not None:
+        raise QueryRefused(problem)
+    return query
 
 
 QUERY_RUN = RunSettings(batch_size=1)
@@ -108,8 +152,20 @@ class QueryEncoder:
         return {d.signature: d.chosen for d in self.embedder.encoder.steps.decisions}
 
     def __call__(self, query: str) -> np.ndarray:
-        """``query``'s first window as a unit vector (float32)."""
-        vector: np.ndarray = self.embedder.encode(query, normalize=True)  # type: ignore[assignment]
+        """``query``'s first window as a unit vector (float32).
+
+        A query that is not valid Unicode or that the model cannot embed raises
+        :class:`QueryRefused` (a user error), not the embedder's ``Unembeddable``. An
+        empty one is embedded, as sentence-transformers embeds it: refusing it is for the
+        commands and the server (:func:`check_query`), not for the encoder.
+        """
+        problem = unicode_problem(query) if isinstance(query, str) else None
+        if problem is not None:
+            raise QueryRefused(problem)
+        try:
+            vector: np.ndarray = self.embedder.encode(query, normalize=True)  # type: ignore[assignment]
+        except Unembeddable as err:
+            raise QueryRefused(f"the query cannot be embedded: {err.reason}") from None
         return vector
 
     def close(self) -> None:

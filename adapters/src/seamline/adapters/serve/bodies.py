@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from starlette.requests import Request
 
-from seamline.adapters.search import MAX_K
+from seamline.adapters.search import MAX_K, query_problem
 from seamline.adapters.serve.errors import ApiError
 from seamline.adapters.serve.limits import Limits
 
@@ -169,8 +169,9 @@ def _texts(raw: Any, limits: Limits) -> list[str]:
         raise _not_text("input", raw)
     for index, text in enumerate(texts):
         where = "input" if isinstance(raw, str) else f"input[{index}]"
-        if not text:
-            raise _invalid(where, f"{where} is an empty string: there is nothing to embed", "empty")
+        if not text.strip():  # as a run skips a document of only whitespace
+            what = "an empty string" if not text else "only whitespace"
+            raise _invalid(where, f"{where} is {what}: there is nothing to embed", "empty")
         if len(text) > limits.max_input_chars:
             raise ApiError(
                 413,
@@ -204,8 +205,11 @@ def search_request(data: Any, limits: Limits) -> SearchRequest:
         raise _invalid("query", "'query' is required: the text to search for")
     if not isinstance(query, str):
         raise _invalid("query", f"'query' must be a string, not {json_type(query)}")
-    if not query:
-        raise _invalid("query", "'query' is an empty string: there is nothing to search for")
+    if not query.strip():
+        what = "an empty string" if not query else "only whitespace"
+        raise _invalid("query", f"'query' is {what}: there is nothing to search for", "empty")
+    if (problem := query_problem(query)) is not None:  # not valid Unicode: a lone surrogate
+        raise _invalid("query", problem)
     if len(query) > limits.max_input_chars:
         raise ApiError(
             413,

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from seamline.adapters.search import Found, Searcher
+from seamline.adapters.search import Found, QueryRefused, Searcher
 from seamline.adapters.serve.bodies import SearchRequest
 from seamline.adapters.serve.errors import ApiError
 from seamline.contracts import UserError
@@ -58,6 +58,8 @@ class IndexSearch:
         searcher = self._open()
         try:
             found = searcher.find(request.query, request.k, where=request.where)
+        except QueryRefused as err:  # a query the model cannot embed, as /v1/embeddings says
+            raise ApiError(422, visible(str(err)), code="unembeddable", param="query") from None
         except UserError as err:
             param = "where" if request.where else None
             raise ApiError(422, visible(str(err)), code="invalid_search", param=param) from None

@@ -33,6 +33,15 @@ from seamline.contracts import UserError
 from seamline.core import Embedder, Registry, ResolvedEncoder, ResolvedPipeline, decide_precision
 
 BACKLOG = 2048
+MAX_PORT = 65_535
+"""The highest TCP port."""
+
+
+def check_port(port: int) -> None:
+    """UserError unless ``port`` is a TCP port: 99999 would not fail to bind, the kernel
+    takes it modulo 65,536 (34463) and the server listens on another port, silently."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= MAX_PORT:
+        raise UserError(f"the port must be from 0 to {MAX_PORT} (0: any free port), not {port!r}")
 
 
 def sink_output(resolved: ResolvedPipeline) -> Path | None:
@@ -43,6 +52,7 @@ def sink_output(resolved: ResolvedPipeline) -> Path | None:
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host``:``port`` (0: a free port); UserError if it cannot."""
+    check_port(port)
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -73,7 +83,14 @@ def serve_pipeline(
     graceful_timeout: int | None = 30,
     access_log: bool = False,
 ) -> None:
-    """Serve ``resolved``'s model until a signal; raises the warm-up's error if it fails."""
+    """Serve ``resolved``'s model until a signal; raises the warm-up's error if it fails.
+
+    A port outside 0 to 65,535 or a negative ``graceful_timeout`` is a ``UserError``,
+    raised before the model is built.
+    """
+    check_port(port)
+    if graceful_timeout is not None and graceful_timeout < 0:
+        raise UserError(f"the graceful timeout must be 0 seconds or more, not {graceful_timeout!r}")
     metrics = ServeMetrics()
     decision = resolved.precision or decide_precision(resolved, registry)
     side = ResolvedEncoder(

@@ -71,6 +71,13 @@ class JsonlLoaderConfig(ComponentConfig):
     )
     skip_empty: bool = skip_empty_field("lines")
 
+    @field_validator("path", mode="before")
+    @classmethod
+    def _named_path(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():  # Path("") is the working directory
+            raise ValueError("path must not be empty: name the JSON Lines file to read")
+        return value
+
     @field_validator("max_bytes")
     @classmethod
     def _positive_limit(cls, value: int | None) -> int | None:

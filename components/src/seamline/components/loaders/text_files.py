@@ -78,6 +78,18 @@ class TextFilesConfig(ComponentConfig):
     )
     skip_empty: bool = skip_empty_field("files")
 
+    @field_validator("root", mode="before")
+    @classmethod
+    def _named_root(cls, value: object) -> object:
+        # Path("") is ".": an empty value (a variable set to "") would read the whole
+        # working directory.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(
+                "root must not be empty: name the directory holding your files "
+                "('.' for the working directory)"
+            )
+        return value
+
     @field_validator("glob")
     @classmethod
     def _relative_pattern(cls, value: str) -> str:
@@ -94,11 +106,18 @@ class TextFilesConfig(ComponentConfig):
     @classmethod
     def _known_encoding(cls, value: str) -> str:
         try:
-            codecs.lookup(value)
+            codec = codecs.lookup(value)
         except LookupError:
             raise ValueError(
                 f"unknown encoding {value!r}; use a Python codec name such as 'utf-8' or 'latin-1'"
             ) from None
+        # rot13, bz2_codec, base64_codec...: codecs Python knows that do not turn bytes into
+        # text (bytes.decode refuses them), which a run would find only at its first file.
+        if not getattr(codec, "_is_text_encoding", True):
+            raise ValueError(
+                f"encoding {value!r} is a Python codec but not a text encoding (it does not "
+                "decode bytes to text); use a text encoding such as 'utf-8' or 'latin-1'"
+            )
         return value
 
     @field_validator("max_bytes")
@@ -113,7 +132,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
     """Yields every file matching ``glob`` under ``root`` as one document."""
 
     name: ClassVar[str] = "text-files"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"  # 1.1: size; 1.2: position
     Config = TextFilesConfig
 
     def __init__(self, config: TextFilesConfig) -> None:
@@ -154,6 +173,17 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             return None
         return _count.owned(len({relative for relative, _ in found}), shard)
 
+    def position(self, after: str, *, shard: Shard = _WHOLE) -> int | None:
+        """The items :meth:`read` yields up to and including the file ``after``, from the
+        listing of names alone; None when no listed file is ``after`` (``read`` says why)."""
+        files = self._list_files()
+        for position, (relative, _) in enumerate(files):
+            if relative == after:
+                if position < shard.index:  # round robin: the shard's items up to here
+                    return 0
+                return (position - shard.index) // shard.count + 1
+        return None
+
     def _list_files(self) -> list[tuple[str, Path]]:
         """All matching files as ``(relative POSIX path, path)``, in the stable order."""
         root = self.config.root
@@ -163,7 +193,17 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                 f"text-files loader: root {str(root)!r} {what} (looked in {root.absolute()}); "
                 "set 'root' in the loader's 'with:' block to the directory holding your files"
             )
-        return sorted(dict(self._matches()).items())
+        files = sorted(dict(self._matches()).items())
+        if not files:
+            # As the parquet loader does: an empty run would publish an empty output over
+            # the last one (a sync would delete every row), so a pattern that finds
+            # nothing is the user's mistake, said before anything is written.
+            raise UserError(
+                f"text-files loader: glob {self.config.glob!r} matches no file under root "
+                f"{str(root)!r} (looked in {root.absolute()}); nothing was written. Set 'glob' "
+                "or 'root' in the loader's 'with:' block to where your files are"
+            )
+        return files
 
     def _matches(self) -> Iterator[tuple[str, Path]]:
         """Each match that is not a directory, as ``(relative POSIX path, path)``, as listed.

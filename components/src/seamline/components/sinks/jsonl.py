@@ -59,9 +59,10 @@ class JsonlSink(PublishingSink[JsonlSinkConfig]):
     "metadata"?}``."""
 
     name: ClassVar[str] = "jsonl"
-    contract_version: ClassVar[str] = "1.4"
+    contract_version: ClassVar[str] = "1.5"
     Config = JsonlSinkConfig
     reader = JsonlReader
+    line_streams = frozenset({"records"})
 
     def write_rows(self, records: Sequence[OutputRecord], files: Mapping[str, AtomicFile]) -> None:
         out = files["records"]

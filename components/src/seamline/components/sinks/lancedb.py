@@ -129,6 +129,7 @@ class LanceDbSinkConfig(ColumnarConfig):
     the folder it lies in (``lancedb.connect('<database>').open_table('<table>')``)."""
 
     path_is_folder: ClassVar[bool] = True
+    folder_kind: ClassVar[str] = "LanceDB table folder"
 
     mode: Literal["overwrite", "append", "upsert", "sync"] = Field(
         default="overwrite",
@@ -187,7 +188,7 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
     """Writes records as rows of a LanceDB table, staged until the run completes."""
 
     name: ClassVar[str] = "lancedb"
-    contract_version: ClassVar[str] = "1.4"
+    contract_version: ClassVar[str] = "1.5"
     Config = LanceDbSinkConfig
     State = LanceState
     primary: ClassVar[str] = "table"
@@ -228,6 +229,9 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             self.adopt_columns(state.columns)
         else:
             self._adopt_the_table()
+
+    def committed_outputs(self) -> int | None:  # the staging table's, as committed
+        return 0 if self._staging is None else self._staging.count_rows()
 
     def write_rows(self, records: Sequence[OutputRecord], files: Mapping[str, AtomicFile]) -> None:
         fresh = self._layout.schema is None

@@ -146,11 +146,12 @@ class NpySink(PublishingSink[NpySinkConfig]):
     """Writes a ``[rows, dim]`` matrix, an index line per row, and an errors file."""
 
     name: ClassVar[str] = "npy"
-    contract_version: ClassVar[str] = "1.4"
+    contract_version: ClassVar[str] = "1.5"
     Config = NpySinkConfig
     State = NpyState
     primary: ClassVar[str] = "matrix"
     reader = NpyReader
+    line_streams = frozenset({"index"})
 
     def __init__(self, config: NpySinkConfig) -> None:
         # Little-endian explicitly, so the header and the bytes agree on any machine.
@@ -171,7 +172,36 @@ class NpySink(PublishingSink[NpySinkConfig]):
                 f"{state.dtype} values, this sink writes {self._dtype.str}; run again "
                 "with --restart (or without --resume) to start over"
             )
+        self._check_committed(state)
         self._rows, self._dim = state.rows, state.dim
+
+    def _check_committed(self, state: NpyState) -> None:
+        """The committed matrix and index must hold the rows the checkpoint says, whole.
+
+        The matrix is the header's room and ``rows`` rows of ``dim`` values; the index one
+        line a row. A cut anywhere else (a checkpoint edited by hand) would publish rows
+        that are half one vector and half the next.
+        """
+        matrix = self.open_files()["matrix"].length()
+        row_bytes = (state.dim or 0) * self._dtype.itemsize
+        if state.rows and state.dim is None:
+            wanted: tuple[int, ...] = ()
+        elif state.rows == 0:
+            wanted = (0, HEADER_BYTES)
+        else:
+            wanted = (HEADER_BYTES + state.rows * row_bytes,)
+        index = self._group.recovered_lines()["index"]
+        if matrix not in wanted or index != state.rows:
+            self._group.abandon()
+            raise ResumeRefused(
+                f"cannot resume: the checkpoint {str(self._group.checkpoint)!r} records "
+                f"{state.rows:,} rows of {state.dim} values, but the committed matrix holds "
+                f"{matrix:,} bytes and the index {index:,} lines; it was changed after it was "
+                "written. Run again with --restart (or without --resume) to start over"
+            )
+
+    def committed_outputs(self) -> int | None:
+        return self._rows
 
     def commit_rows(self) -> NpyState:
         self._matrix()

@@ -127,7 +127,7 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
     """Writes records as rows of a Parquet file, in row groups, published whole."""
 
     name: ClassVar[str] = "parquet"
-    contract_version: ClassVar[str] = "1.4"
+    contract_version: ClassVar[str] = "1.5"
     Config = ParquetSinkConfig
     State = ParquetState
     primary: ClassVar[str] = "parquet"
@@ -159,6 +159,10 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
         if state.columns is not None:
             self.adopt_columns(state.columns)
         self._committed = parts
+
+    def committed_outputs(self) -> int | None:
+        """The rows of the committed parts (each part's bytes checked on restore)."""
+        return sum(part.rows for part in self._committed)
 
     def finish(self) -> Sequence[AtomicFile]:
         """The committed parts and what is held, as one file (a part: inside its directory)."""

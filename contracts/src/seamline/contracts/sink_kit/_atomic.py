@@ -45,13 +45,20 @@ class AtomicFile:
         temporary: Path | None = None,
         resume_at: int | None = None,
         prefix: str | None = None,
+        lines: bool = False,
+        checkpoint: str = "its checkpoint",
     ) -> None:
         """Create a new temporary file, or reopen the existing ``temporary`` one.
 
         A new file gets a fresh unpredictable name starting with ``prefix`` (default
         ``.<destination name>.``). ``temporary`` (a resumable sink's partial file, as
         its checkpoint recorded it) must exist and be a regular file, not a link; it is
-        cut back to its first ``resume_at`` bytes and written on from there.
+        cut back to its first ``resume_at`` bytes and written on from there. For a file
+        of ``lines`` (one record a line, each ended by a newline) the cut must fall at 0
+        or just after a newline, and :attr:`lines` counts the records before it; both
+        are checked before the file is cut, and a cut inside a record is refused
+        (``ResumeRefused``, naming ``checkpoint``) rather than published glued to the
+        next record.
         """
         self.destination = destination
         if destination.is_dir() and not destination.is_symlink():
@@ -70,16 +77,23 @@ class AtomicFile:
             fd = _reopen_regular(temporary, purpose)
         self.file: IO[bytes] = os.fdopen(fd, "r+b")
         self._done = False
+        self.lines: int | None = None
+        """A recovered file of ``lines``: how many records it holds before the cut."""
         if resume_at is not None:
-            size = os.fstat(fd).st_size
-            if size < resume_at:
+            try:
+                size = os.fstat(fd).st_size
+                if size < resume_at:
+                    raise ResumeRefused(
+                        f"cannot resume: the partial {purpose} file {str(self.temporary)!r} "
+                        f"holds {size} bytes but {checkpoint} recorded {resume_at}; it was "
+                        "changed after the checkpoint. Run again with --restart (or without "
+                        "--resume) to start over"
+                    )
+                if lines:
+                    self.lines = _lines_before(fd, resume_at, purpose, self.temporary, checkpoint)
+            except BaseException:
                 self.file.close()
-                raise ResumeRefused(
-                    f"cannot resume: the partial {purpose} file {str(self.temporary)!r} holds "
-                    f"{size} bytes but its checkpoint recorded {resume_at}; it was changed "
-                    "after the checkpoint. Run again with --restart (or without --resume) to "
-                    "start over"
-                )
+                raise
             self.file.truncate(resume_at)
             self.file.seek(resume_at)
 
@@ -138,6 +152,34 @@ class AtomicFile:
         self._done = True
         with contextlib.suppress(OSError):
             self.file.close()
+
+
+_SCAN_BYTES = 1 << 20
+
+
+def _lines_before(fd: int, cut: int, purpose: str, path: Path, checkpoint: str) -> int:
+    """The records (newlines) in the first ``cut`` bytes, which must end with one.
+
+    Read in bounded chunks, never the whole file at once; a cut that splits a record is
+    refused: publishing from it would glue half a record to the next.
+    """
+    if cut == 0:
+        return 0
+    if os.pread(fd, 1, cut - 1) != b"\n":
+        raise ResumeRefused(
+            f"cannot resume: {checkpoint} cuts the partial {purpose} file {str(path)!r} at "
+            f"byte {cut:,}, inside a record (a record of this file ends with a newline); "
+            "the checkpoint was changed after it was written. Run again with --restart (or "
+            "without --resume) to start over"
+        )
+    count = offset = 0
+    while offset < cut:
+        chunk = os.pread(fd, min(_SCAN_BYTES, cut - offset), offset)
+        if not chunk:  # the file shrank under us
+            break
+        count += chunk.count(b"\n")
+        offset += len(chunk)
+    return count
 
 
 def _reopen_regular(path: Path, purpose: str) -> int:

@@ -50,7 +50,7 @@ from seamline.contracts.sink_kit._atomic import (
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Mapping, Sequence
     from pathlib import Path
 
 CHECKPOINT_FORMAT = 2
@@ -305,8 +305,12 @@ class ResumableGroup(Generic[S]):
         *,
         state: type[S],
         primary: tuple[str, Path] | None = None,
+        lines: Collection[str] = (),
     ) -> None:
         self.sink = sink
+        self.lines = frozenset(lines)
+        """The files (by purpose) of one record a line: a resume cuts them only after a
+        newline, and counts their records (:meth:`recovered_lines`)."""
         self.manifest_path = manifest_path
         self.targets = list(files)
         self.primary = primary
@@ -441,6 +445,17 @@ class ResumableGroup(Generic[S]):
         self._directories_synced = True
         return record["cursor"], state
 
+    def recovered_lines(self) -> dict[str, int]:
+        """After :meth:`recover`: the records each file of lines holds up to the last commit.
+
+        A file the checkpoint names no partial file for holds none.
+        """
+        files = self.files or {}
+        return {
+            purpose: (files[purpose].lines or 0) if purpose in files else 0
+            for purpose in self.lines
+        }
+
     def _read(self) -> tuple[dict[str, Any], S] | None:
         """The checkpoint, checked against this output and this run's model; None if absent."""
         loaded = self._file.load()
@@ -480,6 +495,8 @@ class ResumableGroup(Generic[S]):
                         purpose=purpose,
                         temporary=destination.parent / name,
                         resume_at=length,
+                        lines=purpose in self.lines,
+                        checkpoint=f"the checkpoint {str(self.checkpoint)!r}",
                     )
                 else:
                     fresh.add(purpose)

@@ -16,7 +16,7 @@ from typing import ClassVar, Self
 from pydantic import Field, model_validator
 
 from seamline.contracts.component import ComponentConfig
-from seamline.contracts.sink_kit._paths import OutputPath, check_distinct
+from seamline.contracts.sink_kit._paths import OutputPath, check_beside, check_distinct
 from seamline.contracts.sink_kit._records import default_errors_path, default_manifest_path
 
 
@@ -26,6 +26,9 @@ class OutputConfig(ComponentConfig):
     path_is_folder: ClassVar[bool] = False
     """Whether ``path`` is a folder the sink replaces (a table), inside which no other
     output may lie."""
+    folder_kind: ClassVar[str] = "output folder"
+    """What such a folder is, in words: a run refuses, before its work, a ``path`` that
+    is something else (``'out/emb.lance' is a file, not a LanceDB table folder``)."""
 
     path: OutputPath = Field(
         description="Where the output is published, with its errors file and manifest "
@@ -81,4 +84,6 @@ class OutputConfig(ComponentConfig):
             ],
             folders={"path"} if self.path_is_folder else (),
         )
+        for companion in (*self.other_outputs(), (errors, self.resolved_errors_path())):
+            check_beside(companion, ("path", self.path))
         return self

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -40,7 +40,14 @@ def absolute(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
-OutputPath = Annotated[Path, AfterValidator(absolute)]
+def _named(value: object) -> object:
+    """Refuse an empty path: ``Path("")`` is the working directory, never what was meant."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("the path must not be empty: name the file or folder to write")
+    return value
+
+
+OutputPath = Annotated[Path, BeforeValidator(_named), AfterValidator(absolute)]
 """The type of every config field that names a file or folder a sink writes."""
 
 
@@ -92,3 +99,23 @@ def _clash(label: str, path: Path, other_label: str, other: Path, folders: Colle
         if b_label in folders and located(a).is_relative_to(located(b)):
             return f"{said} collide: {a_label} is inside {b_label}, a folder the sink replaces"
     return ""
+
+
+def check_beside(companion: tuple[str, Path], output: tuple[str, Path]) -> None:
+    """Refuse (``ValueError``) a companion file outside the folder ``output`` is in.
+
+    The manifest names an output's files relative to its own folder, and a reader refuses
+    a manifest naming a file outside it (a tampered manifest must not choose what is
+    read): a run that wrote its errors file elsewhere would publish an output that
+    ``seamline search`` then refuses. So it is refused before the run starts.
+    """
+    label, path = companion
+    output_label, output_path = output
+    folder = located(output_path).parent
+    if not located(path).is_relative_to(folder):
+        raise ValueError(
+            f"{label} ({str(path)!r}) is outside the folder of {output_label} "
+            f"({str(folder)!r}): an output's files stay in its folder, where its manifest "
+            f"names them. Put {label} in that folder (or a folder inside it), or leave it "
+            "out for the default beside the output"
+        )

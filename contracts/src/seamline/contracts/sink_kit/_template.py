@@ -27,13 +27,16 @@ hidden folder of its own beside the output to keep them in (:attr:`~PublishingSi
 from __future__ import annotations
 
 import abc
+import os
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from seamline.contracts.documents import DocumentError
-from seamline.contracts.sink import OutputRecord, Sink
+from seamline.contracts.errors import UserError
+from seamline.contracts.sink import CommittedRecords, OutputRecord, Sink
 from seamline.contracts.sink_kit._atomic import AtomicFile, own_directory, refuse_a_link
 from seamline.contracts.sink_kit._checkpoint import (
     NoState,
@@ -52,6 +55,7 @@ from seamline.contracts.sink_kit._parts import (
 )
 from seamline.contracts.sink_kit._records import default_manifest_path, error_line
 from seamline.contracts.sink_kit._staged import StagedParts
+from seamline.contracts.untrusted import kind_of
 
 ConfigT = TypeVar("ConfigT", bound=OutputConfig)
 
@@ -75,6 +79,9 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
     appends_primary: ClassVar[bool] = True
     """Whether ``path`` is a byte stream this template writes (appended to, cut back on a
     resume); False: the sink writes, recovers and publishes it itself (:meth:`finish`)."""
+    line_streams: ClassVar[frozenset[str]] = frozenset()
+    """The :meth:`streams` of one record a line (as the errors file): a resume cuts them only
+    after a newline, and counts their records. Others a sink checks in :meth:`restore`."""
 
     def __init__(self, config: ConfigT) -> None:
         super().__init__(config)
@@ -85,6 +92,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         self._group: ResumableGroup[Any] = ResumableGroup(
             self.name, config.manifest_path(), files, state=self.State, primary=own
         )
+        self._group.lines = frozenset({"errors", *self.line_streams})
         self._group.details = dict(self.output_details())
         self.store = partial_path(config.path)
         """A hidden folder of the sink's own beside the output, for rows kept outside the
@@ -132,24 +140,61 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
     def abandon_rows(self) -> None:
         """A failed run: keep the committed rows for a resume, drop the rest."""
 
+    def committed_outputs(self) -> int | None:
+        """After a resume: the records up to the commit; None: not counted. The default
+        counts the primary file's lines, when it is one of :attr:`line_streams`."""
+        lines = self.appends_primary and self.primary in self.line_streams
+        return self._group.recovered_lines()[self.primary] if lines else None
+
     def output_details(self) -> Mapping[str, Any]:
         """More for the manifest's ``outputs`` than the sink and its files (settings a
         reader applies)."""
         return {}
 
+    def check_destination(self) -> None:
+        """Before the run's work (``start``, ``recover``, ``begin_parts``): refuse a ``path``
+        that can never be this sink's output, so the run fails at once rather than at its
+        end, when it publishes. For a sink whose output is a folder
+        (``Config.path_is_folder``): anything at its name but a folder, a symbolic link
+        included (the output is never written through a link: it could point anywhere).
+        A sink may add its own checks."""
+        config = self.config
+        if not config.path_is_folder:
+            return
+        try:
+            mode = os.lstat(config.path).st_mode
+        except OSError:  # nothing there yet (a folder above it that cannot be made: later)
+            return
+        if stat.S_ISDIR(mode):
+            return
+        found = "a file" if stat.S_ISREG(mode) else kind_of(mode)
+        link = stat.S_ISLNK(mode)
+        raise UserError(
+            f"{self.name} sink: path {str(config.path)!r} is {found}, not a "
+            f"{config.folder_kind}; "
+            + ("it is not followed (it could point anywhere): " if link else "")
+            + "remove it, or give another path"
+        )
+
     # -- the run -------------------------------------------------------------------------
 
     def start(self, manifest: Mapping[str, Any]) -> None:
         self._lock()  # one run per destination: refuse before touching anything
+        self.check_destination()
         self._group.manifest = manifest
         self.undo_publication()
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
         self.reset()
 
+    def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        self.check_destination()  # a staged run's shards embed nothing for a bad path
+        super().begin_parts(run_id, count, manifest)
+
     def recover(self, manifest: Mapping[str, Any]) -> str | None:
         """Lock the output, then restore its last commit (or start over without one)."""
         self._lock()
         try:
+            self.check_destination()
             self._group.manifest = manifest
             self.undo_publication()
             recovered = self._group.recover(manifest)
@@ -163,6 +208,11 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
             self._recover_refused = True
             self._group.abandon()  # the files a checkpoint names stay as they were
             raise
+
+    def committed_records(self) -> CommittedRecords | None:
+        """What the recovered output holds: its records, and its errors file's lines."""
+        errors = self._group.recovered_lines()["errors"]
+        return CommittedRecords(str(self._group.checkpoint), self.committed_outputs(), errors)
 
     def write(self, records: Sequence[OutputRecord]) -> None:
         files = self.open_files()

@@ -26,6 +26,7 @@ from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, locate_data, parse_located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.network import network_problems
+from seamline.core.config.overlap import overlap_problems
 from seamline.core.config.overrides import apply_overrides
 from seamline.core.config.spec import (
     AttentionMode,
@@ -410,6 +411,8 @@ class _Resolver:
         if spec.trust.require_conformance or self.registry.trust.require_conformance:
             chosen = [loader, model, sink, *monitors, executor]
             self.conformance([c for c in chosen if c is not None], spec.trust)
+        if loader is not None and sink is not None:
+            self.problems.extend(overlap_problems(self.located, spec, loader.config, sink.config))
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None

@@ -9,11 +9,14 @@ from typing import Annotated
 import typer
 
 from seamline.adapters.cli import loading
+from seamline.adapters.cli.errors import environment_errors, usage_error
 
 Output = Annotated[
     Path | None,
     typer.Option("--out", "-o", help="Write to this file instead of stdout.", metavar="FILE"),
 ]
+
+KEPT = "the schema was not written (fix the path or the folder, then run again)"
 
 
 def schema(output: Output = None) -> None:
@@ -21,9 +24,17 @@ def schema(output: Output = None) -> None:
     from seamline.adapters.cli.render.console import note, raw
     from seamline.core import pipeline_schema
 
+    if output is not None and output.is_dir():  # refused before any work: a user's mistake
+        usage_error(
+            f"-o {output}: the path is a directory; name a file to write the schema to "
+            f"(such as {output / 'pipeline.schema.json'})"
+        )
     text = json.dumps(pipeline_schema(loading.registry()), indent=2)
     if output:
-        output.write_text(text + "\n", encoding="utf-8")
+        target = output
+        # The machine's failures (a folder that does not exist or cannot be written, a full
+        # disk): one line, exit code 1.
+        environment_errors(lambda: target.write_text(text + "\n", encoding="utf-8"), KEPT)
         note(f"wrote {output}")
     else:
         raw(text + "\n")

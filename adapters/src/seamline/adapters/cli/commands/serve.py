@@ -20,11 +20,16 @@ from seamline.adapters.cli.options import PipelineArg, SetOption
 if TYPE_CHECKING:
     from seamline.adapters.serve.limits import Limits
 
+MAX_PORT = 65_535
+"""The highest TCP port."""
+
 Host = Annotated[str, typer.Option("--host", help="The address to listen on.", metavar="ADDRESS")]
 Port = Annotated[
     int,
     typer.Option(
-        "--port", help="The port to listen on (0: any free port, printed).", metavar="PORT"
+        "--port",
+        help="The port to listen on, 0 to 65535 (0: any free port, printed).",
+        metavar="PORT",
     ),
 ]
 MaxWaitMs = Annotated[
@@ -95,7 +100,8 @@ GracefulTimeout = Annotated[
     int,
     typer.Option(
         "--graceful-timeout",
-        help="Seconds a SIGTERM waits for the requests in flight before cutting them off.",
+        help="Seconds a SIGTERM waits for the requests in flight before cutting them off "
+        "(0 or more).",
         metavar="SECONDS",
     ),
 ]
@@ -162,6 +168,10 @@ def serve(
         long_text=long_text,  # type: ignore[arg-type]  # checked by problems()
     )
     wrong = limits.problems()
+    if not 0 <= port <= MAX_PORT:  # the kernel would take it modulo 65,536: another port
+        wrong.append(f"--port must be from 0 to {MAX_PORT} (0: any free port), not {port}")
+    if graceful_timeout < 0:
+        wrong.append(f"--graceful-timeout must be 0 seconds or more, not {graceful_timeout}")
     if log_level not in LOG_LEVELS:
         wrong.append(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     if log_format not in LOG_FORMATS:
