@@ -141,3 +141,18 @@ def test_an_empty_path_is_refused_not_read_as_the_working_directory(
     text = "\n".join(line if old.startswith(section + ":") else old for old in lines) + "\n"
     with pytest.raises(ConfigError, match=rf"{field}: .*must not be empty"):
         parse_pipeline(text, "p.yaml", registry, environ={"CORPUS": ""})
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["run.checkpoint_every=false", "model.with.max_length=true", "run.batch_tokens=true"],
+)
+def test_a_boolean_is_not_taken_for_a_number(registry: Registry, override: str) -> None:
+    # pydantic reads false as 0: `--set run.checkpoint_every=false` switched checkpoints
+    # off without a word.
+    field = override.split("=")[0]
+    with pytest.raises(ConfigError, match=rf"{field}: .*expects a number, not the boolean"):
+        parse_pipeline(BASE, "p.yaml", registry, overrides=[override], environ={})
+    # a boolean field still takes one, and a number field a number
+    parse_pipeline(BASE, "p.yaml", registry, overrides=["model.with.normalize=false"], environ={})
+    parse_pipeline(BASE, "p.yaml", registry, overrides=[f"{field}=64"], environ={})

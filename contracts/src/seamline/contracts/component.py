@@ -8,22 +8,54 @@ and the schema of its ``with:`` block in a pipeline file.
 
 from __future__ import annotations
 
+import types
+import typing
 from dataclasses import dataclass
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from seamline.contracts.versions import Kind
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field of this type takes a number and not a boolean (``int``,
+    ``float | None``, ``Annotated[int, ...]``)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _numeric(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = typing.get_args(annotation)
+        return bool not in members and any(_numeric(member) for member in members)
+    return annotation in (int, float)
+
+
+def refuse_a_boolean_for_a_number(model: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """``value``, unless it is a boolean given to a number field.
+
+    pydantic reads ``true`` as 1 and ``false`` as 0 for an integer, so ``--set
+    run.checkpoint_every=false`` switched checkpoints off without a word, and
+    ``max_length: true`` was a window of one token. A boolean is never meant as a number.
+    """
+    field = model.model_fields.get(info.field_name or "")
+    if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+        raise ValueError(f"expects a number, not the boolean {str(value).lower()}")
+    return value
 
 
 class ComponentConfig(BaseModel):
     """Base of every component's ``Config``: unknown fields are errors, values are frozen.
 
     ``extra="forbid"`` is what lets a typo in a pipeline file be reported with the
-    list of allowed fields instead of being silently ignored.
+    list of allowed fields instead of being silently ignored; a boolean given to a number
+    field is refused (:func:`refuse_a_boolean_for_a_number`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        return refuse_a_boolean_for_a_number(cls, value, info)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,9 @@ import difflib
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from seamline.contracts.component import LeavesMachine
+from seamline.contracts.component import LeavesMachine, refuse_a_boolean_for_a_number
 from seamline.core.trust.settings import TrustSettings
 
 AUTO = "auto"
@@ -59,6 +59,11 @@ class Selection(StrEnum):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        return refuse_a_boolean_for_a_number(cls, value, info)
 
 
 class ComponentRef(_Strict):
