@@ -109,3 +109,21 @@ def test_the_file_a_full_disk_names_is_shown_as_it_is_named(
     shown = path.replace("\x1b", "\N{REPLACEMENT CHARACTER}")
     assert f"error: No space left on device ({shown}): the output was not published" in output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.usefixtures("toy_cli")
+def test_ctrl_c_is_one_line_that_says_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupt(self: MemorySink, records: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MemorySink, "write", interrupt)
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(PIPELINE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--no-compile-cache"])
+    assert result.exit_code == 130, result.output
+    output = " ".join(result.output.split())
+    assert "interrupted: nothing was published; what the sink last committed is kept" in output
+    assert "run again with --resume" in output
+    assert "Traceback" not in result.output

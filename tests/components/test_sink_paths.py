@@ -181,3 +181,12 @@ def test_outputs_that_only_look_alike_are_accepted(
     # Another folder is refused: the manifest names an output's files inside its own folder.
     with pytest.raises(ValidationError, match=rf"{field} .* is outside the folder of path"):
         config(path=f"o6/{NAMES[kind]}", **{field: f"o7/{NAMES[kind]}"})
+
+
+@pytest.mark.parametrize("kind", sorted(NAMES))
+@pytest.mark.parametrize("value", ["", "  ", "s3://bucket/emb", "db://table"])
+def test_an_empty_path_or_a_uri_is_refused(kind: str, value: str) -> None:
+    # Path("") is the working directory; "s3://bucket/emb" was a local folder named "s3:".
+    _, config = CONFIGS[kind]
+    with pytest.raises(ValidationError, match=r"must not be empty|is a URI"):
+        config(path=value)

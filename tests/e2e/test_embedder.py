@@ -117,6 +117,10 @@ def test_a_single_string_gives_one_vector_and_normalize_scales(embedder: Embedde
         (lambda e: e.encode(["ok", 3]), "texts\\[1\\] is a int"),
         (lambda e: e.encode(["ok"], long_text="all"), "long_text must be one of"),
         (lambda e: e.encode(["ok"], batch_tokens=0), "batch_tokens must be at least 1"),
+        # list() of these is a dict's keys, a set's arbitrary order, bytes' integers
+        (lambda e: e.encode({"a": 1}), "texts is a dict: give a str or a sequence of str"),
+        (lambda e: e.encode({"b", "a"}), "texts is a set"),
+        (lambda e: e.submit({"a": 1}), "texts is a dict"),
     ],
 )
 def test_bad_arguments_are_refused_with_what_to_do(

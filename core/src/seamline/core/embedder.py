@@ -242,6 +242,7 @@ class Embedder:
         """
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
+        _check_container(texts)
         batch = texts if isinstance(texts, str) else list(texts)
         if not isinstance(batch, str) and not batch:  # "" is a text (one vector), [] is none
             empty = np.zeros((0, self.dimension), np.float32)
@@ -493,8 +494,19 @@ def _passes(requests: Sequence[Request]) -> dict[tuple[bool, int | None, bool], 
     return groups
 
 
+def _check_container(texts: object) -> None:
+    """Refuse a mapping, set or bytes where texts go: ``list()`` of a dict is its keys, of a
+    set an order nobody chose, of bytes integers; each embedded without a word once."""
+    if isinstance(texts, Mapping | set | frozenset | bytes | bytearray):
+        raise TypeError(
+            f"texts is a {type(texts).__name__}: give a str or a sequence of str (a list), "
+            "whose order is the order of the vectors"
+        )
+
+
 def _checked_texts(texts: str | Sequence[str], batch_tokens: int | None) -> list[str]:
     """``texts`` as a list, refused now if a caller passed what cannot be embedded."""
+    _check_container(texts)
     batch = [texts] if isinstance(texts, str) else list(texts)
     for index, text in enumerate(batch):
         if not isinstance(text, str):

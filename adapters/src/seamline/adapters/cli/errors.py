@@ -22,12 +22,18 @@ USAGE = 2
 """The exit code of a user's mistake."""
 
 
-def user_errors(action: Callable[[], T], report: Callable[[UserError], None] | None = None) -> T:
+def user_errors(
+    action: Callable[[], T],
+    report: Callable[[UserError], None] | None = None,
+    *,
+    kept_on_interrupt: str = "",
+) -> T:
     """Run ``action``; a user error becomes a message on stderr and exit code 2.
 
     ``report``, when given, is told of the error first: ``--format json`` prints it on
     stdout as part of its one document, for a script to read (the line on stderr is
-    for the person watching).
+    for the person watching). ``kept_on_interrupt``: what Ctrl-C leaves for later, said
+    after "nothing was published" (``run``: the last checkpoint, and ``--resume``).
     """
     try:
         return action()
@@ -40,7 +46,7 @@ def user_errors(action: Callable[[], T], report: Callable[[UserError], None] | N
         error(str(failed), label="failed")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        interrupted()
+        interrupted(kept_on_interrupt)
         raise typer.Exit(130) from None
 
 

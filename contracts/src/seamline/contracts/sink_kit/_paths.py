@@ -26,6 +26,7 @@ never starts; before this, one output silently overwrote the other.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -40,10 +41,20 @@ def absolute(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def _named(value: object) -> object:
-    """Refuse an empty path: ``Path("")`` is the working directory, never what was meant."""
+    """Refuse an empty path (``Path("")`` is the working directory, never what was meant)
+    and a URI (``s3://bucket/emb.lance`` would be a local folder named ``s3:``)."""
     if isinstance(value, str) and not value.strip():
         raise ValueError("the path must not be empty: name the file or folder to write")
+    if isinstance(value, str) and _URI.match(value):
+        scheme = value.split(":", 1)[0]
+        raise ValueError(
+            f"{value!r} is a URI ({scheme}://); the first-party sinks write local paths "
+            "only (a mounted bucket's folder works): give a path on this machine"
+        )
     return value
 
 

@@ -20,6 +20,8 @@ KEPT = (
     "fix that, then run again with --resume"
 )
 """What a failure of the machine around the run leaves, and what to do."""
+INTERRUPTED = "what the sink last committed is kept: run again with --resume to go on from it"
+"""What Ctrl-C leaves of a run (said after "nothing was published")."""
 
 LogFormat = Annotated[
     str,
@@ -110,7 +112,8 @@ def run(
         summary = user_errors(
             lambda: environment_errors(
                 lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart), KEPT
-            )
+            ),
+            kept_on_interrupt=INTERRUPTED,
         )
     finally:
         telemetry_setup.shutdown_telemetry()

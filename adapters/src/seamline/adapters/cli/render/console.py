@@ -119,9 +119,10 @@ def error(message: str, label: str = "error") -> None:
     line((f"{label}:", "bold red"), " ", message, console=consoles.err, soft_wrap=True)
 
 
-def interrupted() -> None:
-    """What Ctrl-C leaves behind."""
-    line(("interrupted:", "bold yellow"), " nothing was published", console=consoles.err)
+def interrupted(kept: str = "") -> None:
+    """What Ctrl-C leaves behind (``kept``: what a command keeps for later, and how to go on)."""
+    more = f"; {kept}" if kept else ""
+    line(("interrupted:", "bold yellow"), f" nothing was published{more}", console=consoles.err)
 
 
 def note(message: str) -> None:
