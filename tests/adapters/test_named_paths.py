@@ -166,3 +166,10 @@ def test_a_user_error_no_command_caught_is_still_one_line(monkeypatch: pytest.Mo
         2,
         "error: p.yaml:1:1: something the user can fix",
     ), result.output
+
+
+@pytest.mark.parametrize("command", ["run", "explain", "validate"])
+def test_a_missing_weights_folder_is_placed_by_every_command(command: str) -> None:
+    line = one_line_refusal([command, "p.yaml", "--set", "model.with.weights=no-such-folder"], {})
+    assert line.startswith("error: p.yaml:3:"), line
+    assert "weight directory 'no-such-folder' does not exist" in line

@@ -156,3 +156,19 @@ def test_a_boolean_is_not_taken_for_a_number(registry: Registry, override: str) 
     # a boolean field still takes one, and a number field a number
     parse_pipeline(BASE, "p.yaml", registry, overrides=["model.with.normalize=false"], environ={})
     parse_pipeline(BASE, "p.yaml", registry, overrides=[f"{field}=64"], environ={})
+
+
+def test_a_model_that_cannot_be_built_is_placed_wherever_it_is_built(registry: Registry) -> None:
+    # `seamline run` and `explain` said "weight directory ... does not exist" with no place,
+    # where `validate` placed it: every model is now built through build_model.
+    from seamline.core.config import build_model, check_model
+
+    resolved = parse_pipeline(
+        BASE, "p.yaml", registry, overrides=["model.with.weights=/nonexistent"], environ={}
+    )
+    for build in (
+        lambda: check_model(resolved, registry),
+        lambda: build_model(resolved.model, registry),
+    ):
+        with pytest.raises(ConfigError, match=r"^p.yaml:3:\d+: model 'bert-encoder': weight"):
+            build()

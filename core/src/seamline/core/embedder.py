@@ -42,7 +42,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +55,7 @@ from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.steps import Launched
 from seamline.core.config import (
     ResolvedEncoder,
+    build_model,
     load_pipeline,
     load_trusted,
     prepare_data,
@@ -521,9 +522,7 @@ def _checked_texts(texts: str | Sequence[str], batch_tokens: int | None) -> list
 def _model_of(resolved: ResolvedEncoder, registry: Registry) -> Model[Any]:
     """The resolved model in its precision: its document side (the query side is its
     ``for_queries()``, made when a call first asks for it)."""
-    model = resolved.model
-    created = cast(Model[Any], registry.create(model.kind, model.name, model.config))
-    created = created.with_precision(resolved.precision)
+    created = build_model(resolved.model, registry).with_precision(resolved.precision)
     return created
 
 

@@ -60,7 +60,7 @@ from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import Launched
-from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline
+from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline, build_model
 from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import run_inputs
 from seamline.core.host import Checkpoint, Collated, HostWork, timed_reads
@@ -206,6 +206,8 @@ class Orchestrator:
         self._inputs: dict[str, Any] | None = None
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
+        if choice.kind == "model":  # its refusals placed, as `seamline validate` places them
+            return build_model(choice, self.registry)
         return self.registry.create(choice.kind, choice.name, choice.config)
 
     def _seam(self, component: Component[Any]) -> Seam:

@@ -19,9 +19,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, cast
 
-from seamline.contracts import Model
 from seamline.core.attention.candidates import AttentionCandidates, build_candidates
 from seamline.core.attention.planner import (
     AttentionPlanner,
@@ -40,7 +38,7 @@ from seamline.core.attention.tuning import (
     tuning_key,
 )
 from seamline.core.batching import batch_shapes
-from seamline.core.config import AttentionMode, ResolvedPipeline, Selection
+from seamline.core.config import AttentionMode, ResolvedPipeline, Selection, build_model
 from seamline.core.registry import Registry
 
 
@@ -149,7 +147,7 @@ def _probed(resolved: ResolvedPipeline, registry: Registry, precision: str) -> I
     """Build the model in ``precision`` and the candidates, probe every bucket; close them
     all afterwards. The attention specs carry the dtype the model hands the attention in
     that precision, as a run's do."""
-    created = cast(Model[Any], registry.create("model", resolved.model.name, resolved.model.config))
+    created = build_model(resolved.model, registry)
     model = created.with_precision(precision)
     candidates = build_candidates(resolved.attention, registry)
     try:

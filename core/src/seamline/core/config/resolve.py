@@ -16,11 +16,11 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from seamline.contracts import ComponentConfig, ConfigError, Kind, UserError
+from seamline.contracts import ComponentConfig, ConfigError, Kind, Model, UserError
 from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, locate_data, parse_located
@@ -312,18 +312,28 @@ def check_model(resolved: ResolvedPipeline, registry: Registry) -> None:
     reads the weights), so a model that cannot run what the pipeline names (an unknown
     architecture, a missing file, a weights file that does not match its configuration)
     is refused by ``seamline validate``, not at the start of a run. Its error is placed
-    at the model's ``with:`` block. Only the model is built: a loader or a sink would
-    touch the input or the output.
+    where the model is named, as a run places it (:func:`build_model`). Only the model
+    is built: a loader or a sink would touch the input or the output.
     """
+    build_model(resolved.model, registry)
+
+
+def build_model(choice: ComponentChoice, registry: Registry) -> Model[Any]:
+    """The model ``choice`` names, built; a refusal placed where the pipeline (or the
+    index's manifest) names it.
+
+    Every place that builds a model goes through here, so ``seamline run`` and
+    ``explain`` name the place of a missing weights folder as ``validate`` does.
+    """
+    place = choice.location
     try:
-        registry.create("model", resolved.model.name, resolved.model.config)
+        return cast(Model[Any], registry.create(choice.kind, choice.name, choice.config))
     except ConfigError as err:
         if err.location is not None:
             raise
-        raise ConfigError(err.detail, resolved.where(("model", "with"))) from None
+        raise ConfigError(err.detail, place) from None
     except UserError as err:
-        detail = f"model {resolved.model.name!r}: {err}"
-        raise ConfigError(detail, resolved.where(("model", "with"))) from None
+        raise ConfigError(f"{choice.kind} {choice.name!r}: {err}", place) from None
 
 
 def resolve_encoder(

@@ -18,10 +18,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from seamline.contracts import Document, Loader, Model, Shard, UserError
+from seamline.contracts import Document, Loader, Shard, UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.versions import installed_version
-from seamline.core.config import ResolvedEncoder, ResolvedPipeline
+from seamline.core.config import ResolvedEncoder, ResolvedPipeline, build_model
 from seamline.core.config.spec import PrecisionSettings
 from seamline.core.host import timed_reads
 from seamline.core.monitor_hub import MonitorHub
@@ -57,7 +57,7 @@ def mode_of(settings: PrecisionSettings) -> Mode:
 def offered_by(pipeline: ResolvedPipeline, registry: Registry) -> tuple[str, ...]:
     """The precisions the pipeline's model can compute in (a model built and closed)."""
     choice = pipeline.model
-    model = cast(Model[Any], registry.create("model", choice.name, choice.config))
+    model = build_model(choice, registry)
     try:
         return tuple(model.precisions())
     finally:
