@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         Support,
         relative_position_buckets,
     )
-    from seamline.contracts.component import Component, ComponentConfig, LeavesMachine
+    from seamline.contracts.component import Component, ComponentConfig, LeavesMachine, NamedPath
     from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
     from seamline.contracts.errors import (
         ComponentLoadError,
@@ -85,6 +85,7 @@ _LOCATIONS: dict[str, str] = {
     "Compiled": "seamline.contracts.events",
     "Component": "seamline.contracts.component",
     "ComponentConfig": "seamline.contracts.component",
+    "NamedPath": "seamline.contracts.component",
     "ComponentLoadError": "seamline.contracts.errors",
     "ComponentNotFoundError": "seamline.contracts.errors",
     "ConfigError": "seamline.contracts.errors",
@@ -193,6 +194,7 @@ __all__ = [
     "Loader",
     "Model",
     "Monitor",
+    "NamedPath",
     "Nearest",
     "OutputReader",
     "OutputRecord",

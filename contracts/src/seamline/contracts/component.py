@@ -11,9 +11,10 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationInfo, field_validator
 
 from seamline.contracts.versions import Kind
 
@@ -40,6 +41,20 @@ def refuse_a_boolean_for_a_number(model: type[BaseModel], value: Any, info: Vali
     if isinstance(value, bool) and field is not None and _numeric(field.annotation):
         raise ValueError(f"expects a number, not the boolean {str(value).lower()}")
     return value
+
+
+def refuse_an_empty_path(value: Any) -> Any:
+    """``value``, unless it is an empty string: ``Path("")`` is ``.``, the working
+    directory, never what was meant (a variable set to "" in ``${CORPUS}``)."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(
+            "the path must not be empty: name a file or folder ('.' for the working directory)"
+        )
+    return value
+
+
+NamedPath = Annotated[Path, BeforeValidator(refuse_an_empty_path)]
+"""A config field naming a file or folder: a ``Path`` that may not be given as ""."""
 
 
 class ComponentConfig(BaseModel):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
@@ -24,6 +23,7 @@ from seamline.contracts import (
     DocumentError,
     Loaded,
     Loader,
+    NamedPath,
     Shard,
     UserError,
 )
@@ -48,7 +48,7 @@ MAX_METADATA_DEPTH = 64
 class JsonlLoaderConfig(ComponentConfig):
     """The ``with:`` block of the ``jsonl`` loader."""
 
-    path: Path = Field(description="The JSON Lines file to read (UTF-8, one object per line).")
+    path: NamedPath = Field(description="The JSON Lines file to read (UTF-8, one object per line).")
     id_field: str = Field(
         default="id",
         description="Field holding each document's id (a string or an integer).",
@@ -70,13 +70,6 @@ class JsonlLoaderConfig(ComponentConfig):
         "it, ids are no longer remembered and a warning says so. 0 turns the check off.",
     )
     skip_empty: bool = skip_empty_field("lines")
-
-    @field_validator("path", mode="before")
-    @classmethod
-    def _named_path(cls, value: object) -> object:
-        if isinstance(value, str) and not value.strip():  # Path("") is the working directory
-            raise ValueError("path must not be empty: name the JSON Lines file to read")
-        return value
 
     @field_validator("max_bytes")
     @classmethod

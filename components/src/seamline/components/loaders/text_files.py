@@ -36,6 +36,7 @@ from seamline.contracts import (
     DocumentError,
     Loaded,
     Loader,
+    NamedPath,
     Shard,
     UserError,
 )
@@ -55,7 +56,7 @@ DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 class TextFilesConfig(ComponentConfig):
     """The ``with:`` block of the ``text-files`` loader."""
 
-    root: Path = Field(
+    root: NamedPath = Field(
         description="Directory to read; relative paths are relative to the working directory."
     )
     glob: str = Field(
@@ -77,18 +78,6 @@ class TextFilesConfig(ComponentConfig):
         "cannot exhaust memory. Null means no limit.",
     )
     skip_empty: bool = skip_empty_field("files")
-
-    @field_validator("root", mode="before")
-    @classmethod
-    def _named_root(cls, value: object) -> object:
-        # Path("") is ".": an empty value (a variable set to "") would read the whole
-        # working directory.
-        if isinstance(value, str) and not value.strip():
-            raise ValueError(
-                "root must not be empty: name the directory holding your files "
-                "('.' for the working directory)"
-            )
-        return value
 
     @field_validator("glob")
     @classmethod

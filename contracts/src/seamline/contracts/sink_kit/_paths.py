@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BeforeValidator
 
+from seamline.contracts.component import NamedPath
+
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
@@ -44,11 +46,8 @@ def absolute(path: Path) -> Path:
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def _named(value: object) -> object:
-    """Refuse an empty path (``Path("")`` is the working directory, never what was meant)
-    and a URI (``s3://bucket/emb.lance`` would be a local folder named ``s3:``)."""
-    if isinstance(value, str) and not value.strip():
-        raise ValueError("the path must not be empty: name the file or folder to write")
+def _local(value: object) -> object:
+    """Refuse a URI: ``s3://bucket/emb.lance`` would be a local folder named ``s3:``."""
     if isinstance(value, str) and _URI.match(value):
         scheme = value.split(":", 1)[0]
         raise ValueError(
@@ -58,7 +57,7 @@ def _named(value: object) -> object:
     return value
 
 
-OutputPath = Annotated[Path, BeforeValidator(_named), AfterValidator(absolute)]
+OutputPath = Annotated[NamedPath, BeforeValidator(_local), AfterValidator(absolute)]
 """The type of every config field that names a file or folder a sink writes."""
 
 
