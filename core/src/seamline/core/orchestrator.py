@@ -36,6 +36,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
     BatchDone,
+    CommittedRecords,
     Component,
     ContractViolation,
     DocumentError,
@@ -325,10 +326,10 @@ class Orchestrator:
         recovered = _start_or_recover(self.sink, self.sink_seam, self.manifest, resume)
         cursor = None
         if recovered is not None:
-            cursor, self._committed_before = recovered
-            if self._committed_before is not None:
+            cursor, self._committed_before = recovered.cursor, recovered.held
+            if recovered.held is not None:
                 where = (self.loader, self.loader_seam, self._shard)
-                _check_cursor(where, self.sink, cursor, self._committed_before)
+                _check_cursor(where, recovered.checkpoint, cursor, recovered.held)
             log.info("resuming after the last checkpoint", sink=self.sink.name, cursor=cursor)
         self.resumed_from = cursor
         return cursor
@@ -480,7 +481,7 @@ def _root_attributes(
 
 
 def _check_cursor(
-    reading: tuple[Loader[Any], Seam, Shard], sink: Sink[Any], cursor: str, held: RunCounts
+    reading: tuple[Loader[Any], Seam, Shard], checkpoint: str, cursor: str, held: RunCounts
 ) -> None:
     """The items the loader skips to resume after ``cursor`` must be those the commit
     counted as read: a cursor moved back would write documents twice, one moved on
@@ -490,7 +491,7 @@ def _check_cursor(
         skipped = loader.position(cursor, shard=shard)
     if skipped is not None and skipped != held.read:
         raise ResumeRefused(
-            f"cannot resume: {_checkpoint_of(sink)} resumes after {cursor!r}, item "
+            f"cannot resume: {checkpoint} resumes after {cursor!r}, item "
             f"{skipped:,} of the input, but counts {held.read:,} items read up to it; it "
             "was changed after it was written, and resuming from it would write documents "
             "twice or leave them out. Run again with --restart (or without --resume) to "
@@ -514,12 +515,23 @@ def _check_reconciles(before: RunCounts | None, counts: RunCounts) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Recovered:
+    """What a resumed sink's last commit says, checked against what the sink holds."""
+
+    cursor: str
+    """The loader cursor to read on after."""
+    held: RunCounts | None
+    """What the output held at that commit (None when an older checkpoint did not say)."""
+    checkpoint: str
+    """How a refusal names the checkpoint (its file, where the sink says)."""
+
+
 def _start_or_recover(
     sink: Sink[Any], seam: Seam, manifest: Callable[[], dict[str, Any]], resume: bool
-) -> tuple[str, RunCounts | None] | None:
+) -> _Recovered | None:
     """``sink.start``, or ``sink.recover`` when resuming. None: read from the beginning;
-    else the loader cursor to read on after and what the output held at that commit
-    (None when an older checkpoint did not record it)."""
+    else the recovered commit, its counts checked against the records the sink holds."""
     if not resume:
         with seam.call("start"):
             sink.start(manifest())
@@ -535,30 +547,26 @@ def _start_or_recover(
     if committed is None:
         log.info("resume: nothing was committed; starting from the beginning", sink=sink.name)
         return None
+    with seam.call("committed_records"):
+        found = sink.committed_records()
+    checkpoint = (
+        f"the checkpoint {found.checkpoint!r}" if found else f"the {sink.name} sink's checkpoint"
+    )
     try:
         cursor, held = commits.decode(committed)
     except commits.TamperedCommit as err:
         raise ResumeRefused(
-            f"cannot resume: {_checkpoint_of(sink)} holds a commit seamline did not write "
+            f"cannot resume: {checkpoint} holds a commit seamline did not write "
             f"({err}); it was changed after it was written. Run again with --restart (or "
             "without --resume) to start over"
         ) from None
-    if held is not None:
-        _check_records(sink, held)
-    return cursor, held
+    if held is not None and found is not None:
+        _check_records(found, held)
+    return _Recovered(cursor, held, checkpoint)
 
 
-def _checkpoint_of(sink: Sink[Any]) -> str:
-    """The checkpoint a sink recovered, as a refusal names it."""
-    found = sink.committed_records()
-    return f"the checkpoint {found.checkpoint!r}" if found else f"the {sink.name} sink's checkpoint"
-
-
-def _check_records(sink: Sink[Any], held: RunCounts) -> None:
+def _check_records(found: CommittedRecords, held: RunCounts) -> None:
     """The records the recovered output holds must be those its commit counted."""
-    found = sink.committed_records()
-    if found is None:
-        return
     problems = []
     if found.outputs is not None and found.outputs != held.examples:
         problems.append(f"{found.outputs:,} output records where it counts {held.examples:,}")
