@@ -173,3 +173,5 @@ def test_a_missing_weights_folder_is_placed_by_every_command(command: str) -> No
     line = one_line_refusal([command, "p.yaml", "--set", "model.with.weights=no-such-folder"], {})
     assert line.startswith("error: p.yaml:3:"), line
     assert "weight directory 'no-such-folder' does not exist" in line
+    # the value was typed on the command line, not in the file the place points into
+    assert "(given --set model.with.weights=no-such-folder)" in line

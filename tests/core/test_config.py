@@ -166,9 +166,10 @@ def test_a_model_that_cannot_be_built_is_placed_wherever_it_is_built(registry: R
     resolved = parse_pipeline(
         BASE, "p.yaml", registry, overrides=["model.with.weights=/nonexistent"], environ={}
     )
-    for build in (
-        lambda: check_model(resolved, registry),
-        lambda: build_model(resolved.model, registry),
-    ):
-        with pytest.raises(ConfigError, match=r"^p.yaml:3:\d+: model 'bert-encoder': weight"):
-            build()
+    given = r" \(given --set model.with.weights=/nonexistent\)"
+    with pytest.raises(ConfigError, match=rf"^p.yaml:3:\d+: model 'bert-encoder'{given}: weight"):
+        check_model(resolved, registry)
+    with pytest.raises(ConfigError, match=r"^p.yaml:3:\d+: model 'bert-encoder': weight"):
+        build_model(resolved.model, registry)
+    assert resolved.overrides_under(("model", "with")) == ["--set model.with.weights=/nonexistent"]
+    assert resolved.overrides_under(("sink",)) == []

@@ -208,7 +208,9 @@ class Orchestrator:
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
         if choice.kind == "model":  # its refusals placed, as `seamline validate` places them
-            return build_model(choice, self.registry)
+            return build_model(
+                choice, self.registry, self.pipeline.overrides_under(("model", "with"))
+            )
         return self.registry.create(choice.kind, choice.name, choice.config)
 
     def _seam(self, component: Component[Any]) -> Seam:

@@ -147,7 +147,7 @@ def _probed(resolved: ResolvedPipeline, registry: Registry, precision: str) -> I
     """Build the model in ``precision`` and the candidates, probe every bucket; close them
     all afterwards. The attention specs carry the dtype the model hands the attention in
     that precision, as a run's do."""
-    created = build_model(resolved.model, registry)
+    created = build_model(resolved.model, registry, resolved.overrides_under(("model", "with")))
     model = created.with_precision(precision)
     candidates = build_candidates(resolved.attention, registry)
     try:

@@ -112,6 +112,18 @@ class ResolvedPipeline:
         """``file:line:column`` of the value at ``path`` (or its nearest parent that is set)."""
         return self.source if self.located is None else self.located.where(path)
 
+    def overrides_under(self, path: DataPath) -> list[str]:
+        """The ``--set`` overrides that gave a value at or under ``path``, as typed."""
+        if self.located is None:
+            return []
+        return sorted(
+            {
+                where
+                for at, where in self.located.values.items()
+                if at[: len(path)] == tuple(path) and where.startswith("--set ")
+            }
+        )
+
 
 def load_pipeline(
     path: str | os.PathLike[str],
@@ -315,25 +327,29 @@ def check_model(resolved: ResolvedPipeline, registry: Registry) -> None:
     where the model is named, as a run places it (:func:`build_model`). Only the model
     is built: a loader or a sink would touch the input or the output.
     """
-    build_model(resolved.model, registry)
+    build_model(resolved.model, registry, resolved.overrides_under(("model", "with")))
 
 
-def build_model(choice: ComponentChoice, registry: Registry) -> Model[Any]:
+def build_model(
+    choice: ComponentChoice, registry: Registry, overrides: Sequence[str] = ()
+) -> Model[Any]:
     """The model ``choice`` names, built; a refusal placed where the pipeline (or the
-    index's manifest) names it.
+    index's manifest) names it, and naming the ``overrides`` that changed its ``with:``
+    block (a value typed with ``--set`` is not in the file the place points into).
 
     Every place that builds a model goes through here, so ``seamline run`` and
     ``explain`` name the place of a missing weights folder as ``validate`` does.
     """
     place = choice.location
+    given = f" (given {', '.join(overrides)})" if overrides else ""
     try:
         return cast(Model[Any], registry.create(choice.kind, choice.name, choice.config))
     except ConfigError as err:
         if err.location is not None:
             raise
-        raise ConfigError(err.detail, place) from None
+        raise ConfigError(f"{err.detail}{given}", place) from None
     except UserError as err:
-        raise ConfigError(f"{choice.kind} {choice.name!r}: {err}", place) from None
+        raise ConfigError(f"{choice.kind} {choice.name!r}{given}: {err}", place) from None
 
 
 def resolve_encoder(

@@ -57,7 +57,7 @@ def mode_of(settings: PrecisionSettings) -> Mode:
 def offered_by(pipeline: ResolvedPipeline, registry: Registry) -> tuple[str, ...]:
     """The precisions the pipeline's model can compute in (a model built and closed)."""
     choice = pipeline.model
-    model = build_model(choice, registry)
+    model = build_model(choice, registry, pipeline.overrides_under(("model", "with")))
     try:
         return tuple(model.precisions())
     finally:
