@@ -52,7 +52,7 @@ from seamline.contracts.sink_kit._atomic import AtomicFile, AtomicGroup, fsync_d
 from seamline.contracts.sink_kit._checkpoint import NoState, SinkState
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._parts import RunId
-from seamline.contracts.sink_kit._paths import OutputPath
+from seamline.contracts.sink_kit._paths import OutputPath, located
 from seamline.contracts.sink_kit._records import checked_vector, record_fields, record_metadata
 from seamline.contracts.sink_kit._template import PublishingSink
 
@@ -67,6 +67,7 @@ __all__ = [
     "SinkState",
     "checked_vector",
     "fsync_directory",
+    "located",
     "record_fields",
     "record_metadata",
 ]

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from seamline.contracts import ConfigError
 from seamline.contracts.loader import input_glob_files
 from seamline.contracts.sink_kit import OutputConfig
+from seamline.contracts.sink_kit import located as on_disk
 from seamline.core.fingerprint import named_input_paths
 
 if TYPE_CHECKING:
@@ -42,12 +43,6 @@ class _Entry:
     path: Path
     place: DataPath
     """Where in the pipeline document it is set (the error's location)."""
-
-
-def _real(path: Path) -> Path:
-    """The name as the file system resolves it: its folder's links followed, not its own."""
-    absolute = Path(os.path.abspath(path))
-    return Path(os.path.realpath(absolute.parent)) / absolute.name
 
 
 def _outputs(spec: PipelineSpec, sink_config: BaseModel) -> list[_Entry]:
@@ -81,7 +76,7 @@ def _collision(output: Path, label: str, read: Path | str) -> str:
     file), or "" when it does not."""
     shown = repr(str(read))
     if isinstance(read, str):  # a glob pattern: the files it matches today
-        if any(_real(Path(name)) == output for name in input_glob_files(read)):
+        if any(on_disk(Path(name)) == output for name in input_glob_files(read)):
             return f"is one of the files {label} matches ({shown})"
         return ""
     real = Path(os.path.realpath(read))
@@ -103,7 +98,7 @@ def overlap_problems(
     reads = _reads(located, loader_config)
     reported: set[DataPath] = set()  # a path's derived files add nothing to its own problem
     for entry in outputs:
-        output = _real(entry.path)
+        output = on_disk(entry.path)
         for label, read in reads:
             if entry.place in reported:
                 break
@@ -121,7 +116,7 @@ def overlap_problems(
     traces = [e for e in outputs if e.label == "telemetry.traces_file"]
     for trace in traces:
         for entry in outputs:
-            if entry is not trace and _real(entry.path) == _real(trace.path):
+            if entry is not trace and on_disk(entry.path) == on_disk(trace.path):
                 problems.append(
                     ConfigError(
                         f"telemetry.traces_file ({str(trace.path)!r}) is {entry.label} "
