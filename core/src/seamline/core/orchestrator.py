@@ -207,11 +207,7 @@ class Orchestrator:
         self._inputs: dict[str, Any] | None = None
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
-        if choice.kind == "model":  # its refusals placed, as `seamline validate` places them
-            return build_model(
-                choice, self.registry, self.pipeline.overrides_under(("model", "with"))
-            )
-        return self.registry.create(choice.kind, choice.name, choice.config)
+        return _created(choice, self.registry, self.pipeline)
 
     def _seam(self, component: Component[Any]) -> Seam:
         return Seam(component, self.registry.info_of(component), self.monitors)
@@ -480,6 +476,16 @@ def _root_attributes(
             {SHARD_INDEX: shard.index, SHARD_COUNT: shard.count, WORKER: worker_name()}
         )
     return attributes
+
+
+def _created(
+    choice: ComponentChoice, registry: Registry, pipeline: ResolvedPipeline
+) -> Component[Any]:
+    """The component ``choice`` names; a model through ``build_model``, so that its
+    refusals are placed (and name their ``--set``) as ``seamline validate`` places them."""
+    if choice.kind == "model":
+        return build_model(choice, registry, pipeline.overrides_under(("model", "with")))
+    return registry.create(choice.kind, choice.name, choice.config)
 
 
 def _check_cursor(
