@@ -36,7 +36,7 @@ from seamline.adapters.search.query import (
     check_query,
     embed_query,
     index_attention,
-    query_problem,
+    unicode_problem,
 )
 from seamline.adapters.search.scan import nearest
 from seamline.contracts import UserError
@@ -58,10 +58,10 @@ __all__ = [
     "index_attention",
     "manifest_path",
     "open_index",
-    "query_problem",
     "read_manifest",
     "search",
     "sink_named",
+    "unicode_problem",
 ]
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from starlette.requests import Request
 
-from seamline.adapters.search import MAX_K, query_problem
+from seamline.adapters.search import MAX_K, unicode_problem
 from seamline.adapters.serve.errors import ApiError
 from seamline.adapters.serve.limits import Limits
 
@@ -208,7 +208,7 @@ def search_request(data: Any, limits: Limits) -> SearchRequest:
     if not query.strip():
         what = "an empty string" if not query else "only whitespace"
         raise _invalid("query", f"'query' is {what}: there is nothing to search for", "empty")
-    if (problem := query_problem(query)) is not None:  # not valid Unicode: a lone surrogate
+    if (problem := unicode_problem(query)) is not None:  # a lone surrogate
         raise _invalid("query", problem)
     if len(query) > limits.max_input_chars:
         raise ApiError(

@@ -90,9 +90,13 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         # Files are created on first use, so building a sink (to validate a pipeline, say)
         # leaves no trace on disk.
         self._group: ResumableGroup[Any] = ResumableGroup(
-            self.name, config.manifest_path(), files, state=self.State, primary=own
+            self.name,
+            config.manifest_path(),
+            files,
+            state=self.State,
+            primary=own,
+            lines={"errors", *self.line_streams},
         )
-        self._group.lines = frozenset({"errors", *self.line_streams})
         self._group.details = dict(self.output_details())
         self.store = partial_path(config.path)
         """A hidden folder of the sink's own beside the output, for rows kept outside the
