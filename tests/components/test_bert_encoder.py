@@ -110,7 +110,7 @@ def test_registered_under_its_entry_point() -> None:
     found = entry_points(group="seamline.model", name="bert-encoder")
     assert [ep.load() for ep in found] == [BertEncoder]
     assert BertEncoder.name == "bert-encoder"
-    assert BertEncoder.contract_version == "1.3"
+    assert BertEncoder.contract_version == "1.4"
     assert BertEncoder.Config is Config
 
 

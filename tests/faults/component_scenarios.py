@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import structlog
 from typer.testing import CliRunner
 
 from seamline.adapters import logging_setup, telemetry_setup
@@ -59,13 +61,32 @@ def in_process_cli(discovered: Registry | None = None) -> Iterator[CliRunner]:
     """``seamline run`` in this process, seeing ``discovered`` (default: :func:`registry`),
     leaving global telemetry alone and with no kill point from the environment."""
     found = discovered if discovered is not None else registry()
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, logging_as_in_a_fresh_process():
         patch.setattr(Registry, "discover", classmethod(lambda cls, trust: found))
         patch.setattr(logging_setup, "configure_logging", lambda **_: None)
         patch.setattr(telemetry_setup, "configure_telemetry", lambda *_, **__: None)
         patch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)
         patch.delenv("SEAMLINE_FAULT_KILL", raising=False)
         yield CliRunner()
+
+
+@contextlib.contextmanager
+def logging_as_in_a_fresh_process() -> Iterator[None]:
+    """Logging as a new process has it (structlog's defaults, no root handler), whatever an
+    earlier in-process ``seamline run`` of another test set up (info lines on stderr, which
+    a scenario counting stderr lines would take for its own), restored afterwards."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, structlog.get_config()
+    structlog.reset_defaults()
+    root.handlers[:] = []
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        handlers, level, config = saved
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        structlog.configure(**config)
 
 
 def pipeline(

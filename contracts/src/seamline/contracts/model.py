@@ -184,6 +184,23 @@ class Model(Component[ModelConfigT], abc.ABC):
             f"model {self.name!r} computes in {', '.join(self.precisions())} only, not {precision}"
         )
 
+    def pinned_config(self) -> ModelConfigT:
+        """This model's configuration with what identifies its weights filled in (since 1.4).
+
+        A configuration may name weights by where they are (a folder, an installed
+        package) without saying which they are; the files there can change (a package
+        upgraded, a folder copied over) and the vectors with them. The host asks for
+        this once per run, before any shard starts: every worker builds the model from
+        it, a resume compares it with the checkpoint's, and the output's manifest
+        records it, so a worker, a resumed run or a search whose weights are not the
+        run's is refused instead of mixing two models' vectors. A model pins by filling
+        settings its configuration left unset or null (the first-party encoder fills
+        ``sha256`` with the digest of ``model.safetensors``, which ``load`` then checks);
+        it never changes a value the configuration gives. The default, the configuration as
+        given, is what every model before 1.4 did: nothing pinned.
+        """
+        return self.config
+
     def for_queries(self) -> Model[ModelConfigT]:
         """This model as it embeds search queries rather than documents (since 1.3).
 

@@ -17,7 +17,7 @@ KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "si
 
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.2",
-    "model": "1.3",
+    "model": "1.4",
     "loader": "1.2",
     "monitor": "1.6",
     "sink": "1.5",

@@ -43,7 +43,6 @@ from seamline.contracts import (
     DocumentFailed,
     Event,
     Loader,
-    Model,
     Monitor,
     OutputRecord,
     ResumeRefused,
@@ -61,13 +60,14 @@ from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import Launched
-from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline, build_model
+from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline
 from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import run_inputs
 from seamline.core.host import Checkpoint, Collated, HostWork, timed_reads
 from seamline.core.in_flight import InFlight
 from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
+from seamline.core.pinning import pinned_and_built
 from seamline.core.precision.negotiate import negotiated
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
@@ -173,8 +173,8 @@ class Orchestrator:
         self.registry = registry
         self.run_id = uuid.uuid4().hex[:12]
         self.loader = cast(Loader[Any], self._create(pipeline.loader))
-        self.pipeline = pipeline = negotiated(pipeline, registry)
-        created = cast(Model[Any], self._create(pipeline.model))
+        self.pipeline, created = pinned_and_built(negotiated(pipeline, registry), registry)
+        pipeline = self.pipeline
         self.model = created.with_precision(pipeline.chosen_precision)
         self.sink = cast(Sink[Any], self._create(pipeline.sink))
         monitors = [cast(Monitor[Any], self._create(m)) for m in pipeline.monitors]
@@ -207,7 +207,8 @@ class Orchestrator:
         self._inputs: dict[str, Any] | None = None
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
-        return _created(choice, self.registry, self.pipeline)
+        """A loader, sink or monitor (the model is built pinned: :mod:`.pinning`)."""
+        return self.registry.create(choice.kind, choice.name, choice.config)
 
     def _seam(self, component: Component[Any]) -> Seam:
         return Seam(component, self.registry.info_of(component), self.monitors)
@@ -476,16 +477,6 @@ def _root_attributes(
             {SHARD_INDEX: shard.index, SHARD_COUNT: shard.count, WORKER: worker_name()}
         )
     return attributes
-
-
-def _created(
-    choice: ComponentChoice, registry: Registry, pipeline: ResolvedPipeline
-) -> Component[Any]:
-    """The component ``choice`` names; a model through ``build_model``, so that its
-    refusals are placed (and name their ``--set``) as ``seamline validate`` places them."""
-    if choice.kind == "model":
-        return build_model(choice, registry, pipeline.overrides_under(("model", "with")))
-    return registry.create(choice.kind, choice.name, choice.config)
 
 
 def _check_cursor(

@@ -32,6 +32,7 @@ from seamline.core.config import (
 from seamline.core.job import PipelineJob
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
+from seamline.core.pinning import pinned_model
 from seamline.core.precision.negotiate import negotiated
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
@@ -160,7 +161,7 @@ class Pipeline:
         with tracer().start_as_current_span("seamline.run", attributes=attributes) as root:
             propagate.inject(job.trace_context)  # the shards' parent: the run, not execute
             try:
-                job.resolved = self._with_precision()  # a span of the run's
+                job.resolved = self._decided()  # spans of the run's
                 with seam.call("execute", {"seamline.run_id": job.run_id}):
                     report = executor.execute(job)
                 job.publish(report)
@@ -175,14 +176,17 @@ class Pipeline:
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
         return summarize(job, report, time.perf_counter() - started, changes)
 
-    def _with_precision(self) -> ResolvedPipeline:
-        """The pipeline with its precision negotiated (once per :class:`Pipeline`).
+    def _decided(self) -> ResolvedPipeline:
+        """The pipeline with its precision negotiated and its model's weights pinned.
 
         Decided at the driver, before any shard runs, so every worker computes in the
-        same precision; the gate's figures are recorded, so a later run reuses them.
+        same precision with the same weights (a worker whose weights differ refuses
+        them, :mod:`seamline.core.pinning`); the gate's figures are recorded, so a later
+        run reuses them. The precision once per :class:`Pipeline`, the pin every run:
+        the files may have changed since the last.
         """
         self.resolved = negotiated(self.resolved, self.registry)
-        return self.resolved
+        return pinned_model(self.resolved, self.registry)
 
     def _executor(self) -> Executor[Any]:
         choice = self.resolved.executor

@@ -106,7 +106,8 @@ class EncoderConfig(ComponentConfig):
         pattern=r"^[0-9a-fA-F]{64}$",
         description=(
             "Expected hex SHA-256 of model.safetensors; loading refuses any other file. "
-            "Leave unset to skip the check."
+            "Unset: each run pins the digest of the file it reads (in its manifest and "
+            "checkpoints), so its workers, resumes and searches refuse other weights."
         ),
     )
     max_length: int | None = Field(
@@ -189,7 +190,7 @@ def check_stride(stride: int, max_length: int, special: int) -> None:
 class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
     """A sentence encoder of one architecture family; subclasses fill in four hooks."""
 
-    contract_version: ClassVar[str] = "1.3"
+    contract_version: ClassVar[str] = "1.4"
     Config: ClassVar[type[EncoderConfig]] = EncoderConfig
 
     def __init__(self, config: EncoderConfig) -> None:
@@ -329,6 +330,18 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         other = copy.copy(self)
         other._readout = dataclasses.replace(self._readout, dtype=precision)  # type: ignore[arg-type]
         return other
+
+    def pinned_config(self) -> EncoderConfig:
+        """The configuration with ``sha256`` pinned to the digest of the weights file it names
+        (model contract 1.4), hashed here (about 1 GB/s) unless the configuration pins it.
+
+        A run's workers build from it and :meth:`load` checks the file against it, so
+        weights replaced under a run, a resume or an index are refused, not mixed in.
+        """
+        if self.config.sha256 is not None:
+            return self.config
+        digest = weights.sha256_of(self._files.weights_path)
+        return self.config.model_copy(update={"sha256": digest})
 
     def load(self) -> ParamsT:
         """Verify and read the weights, and place them on the default device.

@@ -384,22 +384,27 @@ def lists_normalize(modules: list[dict[str, Any]] | None) -> bool:
     return any(module_class(module) == "Normalize" for module in modules or ())
 
 
-def sha256_of(path: Path, chunk_size: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file, read in chunks so the check costs no extra memory."""
-    digest = hashlib.sha256()
+def sha256_of(path: Path) -> str:
+    """Hex SHA-256 of a file, streamed (``hashlib.file_digest``: no copy of it in memory)."""
     with path.open("rb") as stream:
-        while chunk := stream.read(chunk_size):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def verify_sha256(path: Path, expected: str) -> None:
-    """Refuse a weights file whose bytes are not the ones the pipeline was written for."""
+    """Refuse a weights file whose bytes are not the ones the configuration pins.
+
+    The pin is a pipeline's ``sha256``, or the digest a run recorded for the weights it
+    read (model contract 1.4): in its workers' configuration, its checkpoint and its
+    index's manifest, so a search of that index reads it back from there.
+    """
     actual = sha256_of(path)
     if actual != expected.lower():
         raise WeightsError(
-            f"{path} has sha256 {actual}, expected {expected.lower()}: the file is corrupt or "
-            "a different model; restore the right file or update 'sha256' in the config"
+            f"{path} has sha256 {actual}, not the {expected.lower()} that 'sha256' pins (set "
+            "in the pipeline, or recorded in an index's manifest by the run that made it): "
+            "the file is corrupt or another model's. Restore the weights it pins; or, to use "
+            "these, update 'sha256' in the pipeline and run it again (an index made with "
+            "other weights is made anew)"
         )
 
 

@@ -131,6 +131,27 @@ def changed_inputs(recorded: Any, current: Any) -> list[str]:
     return said
 
 
+def model_changes(recorded: Any, current: Any) -> str:
+    """How a checkpoint's ``model`` (``use`` and ``with``) differs from this run's, in words.
+
+    Each setting that differs, then and now: ``model.with.sha256 was '53aa…', now
+    '7f1c…'`` is the weights replaced under a run that pinned them (model contract 1.4).
+    """
+    then = recorded if isinstance(recorded, dict) else {}
+    now = current if isinstance(current, dict) else {}
+    said: list[str] = []
+    if then.get("use") != now.get("use"):
+        said.append(f"model.use was {then.get('use')!r}, now {now.get('use')!r}")
+    then_with, now_with = then.get("with") or {}, now.get("with") or {}
+    if isinstance(then_with, dict) and isinstance(now_with, dict):
+        for key in sorted({*then_with, *now_with}):
+            if then_with.get(key) != now_with.get(key):
+                said.append(
+                    f"model.with.{key} was {then_with.get(key)!r}, now {now_with.get(key)!r}"
+                )
+    return "; ".join(said) or f"{recorded!r}, now {current!r}"
+
+
 # -- what a checkpoint may hold ----------------------------------------------------------
 
 
@@ -462,12 +483,13 @@ class ResumableGroup(Generic[S]):
         if loaded is None:
             return None
         record = loaded[0]
-        if record["model"] != _json_value(self.manifest.get("model")):
+        model = _json_value(self.manifest.get("model"))
+        if record["model"] != model:
             raise ResumeRefused(
                 f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
-                f"another model configuration ({record['model']}); resuming would mix "
-                "vectors of two models. Run again with --restart (or without --resume) to "
-                "start over"
+                f"another model configuration ({model_changes(record['model'], model)}); "
+                "resuming would mix vectors of two models. Run again with --restart (or "
+                "without --resume) to start over"
             )
         changed = changed_inputs(record["inputs"], _json_value(self.manifest.get("inputs")))
         if changed:

@@ -214,6 +214,28 @@ class ModelContract(ComponentContract):
         out = self.outputs(queries, examples, 4, _length_for(examples, model.max_length))
         assert np.isfinite(out).all(), f"model {model.name!r}: a query gave NaN or infinity"
 
+    def test_pinned_config_only_fills_what_the_config_leaves_unset(self, model: Model[Any]) -> None:
+        """``pinned_config()`` (1.4) is a configuration of the model's own type that keeps
+        every setting given a value, and pins for good: the model built from it pins
+        nothing more."""
+        pinned = model.pinned_config()
+        given = model.config
+        assert type(pinned) is type(given), (
+            f"model {model.name!r}: pinned_config() is a {type(pinned).__name__}, not a "
+            f"{type(given).__name__}"
+        )
+        changed = [
+            f
+            for f in given.model_fields_set
+            if getattr(given, f) is not None and getattr(pinned, f) != getattr(given, f)
+        ]
+        assert not changed, f"model {model.name!r}: pinned_config() changed {changed}"
+        again = type(model)(pinned).pinned_config()
+        assert again == pinned, (
+            f"model {model.name!r}: the model built from its pinned configuration pins "
+            f"another ({again!r}, not {pinned!r})"
+        )
+
     def test_same_outputs_with_any_conforming_attention(
         self,
         model: Model[Any],

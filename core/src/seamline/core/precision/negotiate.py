@@ -25,6 +25,7 @@ from seamline.core.config import ResolvedEncoder, ResolvedPipeline, build_model
 from seamline.core.config.spec import PrecisionSettings
 from seamline.core.host import timed_reads
 from seamline.core.monitor_hub import MonitorHub
+from seamline.core.pinning import pinned_model
 from seamline.core.precision import records
 from seamline.core.precision.decision import (
     FLOAT32,
@@ -97,6 +98,9 @@ def decide_precision(
     if settings.names == (FLOAT32,):
         return float32_decision(mode)
     with tracer().start_as_current_span(SPAN) as span:
+        # Gate records are keyed by the model's configuration: pinned, the key names which
+        # weights were checked, not only where they were (a replaced file is checked anew).
+        pipeline = pinned_model(pipeline, registry)
         hardware = hardware or Hardware.detect(environ)
         offered = offered_by(pipeline, registry)
         calibration = Calibration(pipeline, registry, hardware, environ)
@@ -316,6 +320,7 @@ def preview_precision(
     mode = mode_of(settings)
     if settings.names == (FLOAT32,):
         return mode, [PrecisionCandidate(FLOAT32, True, ("the default",))]
+    pipeline = pinned_model(pipeline, registry)  # the records' key, as a run makes it
     hardware = hardware or Hardware.detect(environ)
     offered = offered_by(pipeline, registry)
     calibration = Calibration(pipeline, registry, hardware, environ)

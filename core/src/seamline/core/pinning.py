@@ -1,0 +1,103 @@
+"""A run's model, pinned once: which weights the run embeds with, decided before it starts.
+
+A pipeline may name its weights by where they are (``weights: package:...``, a folder)
+and not by what they are; what is there can change under a run (a package upgraded, a
+folder copied over), and vectors of two models would then share one output. So the host
+asks the model once, at the driver, for its configuration with the weights pinned
+(``Model.pinned_config``, model contract 1.4: the first-party encoder fills ``sha256``)
+and runs on that:
+
+- every worker builds its model from the pinned configuration, and a worker whose
+  weights differ refuses them when it loads them;
+- the manifest records it, so a search of the output embeds its queries with those
+  weights or refuses them;
+- so does every checkpoint (it holds the manifest's ``model``), so a resume whose weights
+  changed since the checkpoint is refused, naming the setting that differs
+  (``model.with.sha256 was ..., now ...``).
+
+A model may only fill settings its configuration left unset (or null); one that changes a
+setting the pipeline gives, or returns another type of configuration, is a contract
+violation, reported as the model's failure (the call crosses a seam, ``pinned_config``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from seamline.contracts import ComponentConfig, ContractViolation, Model
+from seamline.core.config import ResolvedPipeline, build_model
+from seamline.core.monitor_hub import MonitorHub
+from seamline.core.registry import Registry
+from seamline.core.seams import Seam, mark_failure
+
+
+def pinned(pipeline: ResolvedPipeline, model: Model[Any]) -> ResolvedPipeline:
+    """``pipeline`` with its model's configuration as ``model`` (built from it) pins it."""
+    given = pipeline.model.config
+    config = model.pinned_config()
+    if config is given or config == given:
+        return pipeline
+    _check_pinned(model.name, given, config)
+    return replace(pipeline, model=replace(pipeline.model, config=config))
+
+
+def pinned_model(pipeline: ResolvedPipeline, registry: Registry) -> ResolvedPipeline:
+    """``pipeline`` with its model pinned: the driver's step, before any shard runs.
+
+    The call crosses a seam (span ``seamline.model.pinned_config``, under the run's, and a
+    failure names the model), as every call of a component does.
+    """
+    model = _built(pipeline, registry)
+    try:
+        with Seam(model, registry.info_of(model), MonitorHub(())).call("pinned_config"):
+            return pinned(pipeline, model)
+    finally:
+        model.close()
+
+
+def pinned_and_built(
+    pipeline: ResolvedPipeline, registry: Registry
+) -> tuple[ResolvedPipeline, Model[Any]]:
+    """``pipeline`` with its model pinned, and the model built from the pinned configuration.
+
+    A worker's pipeline comes pinned from the driver, so its model pins nothing more and is
+    built once; a pipeline that pinning changes (an orchestrator run on its own) has its
+    model built again from the pinned configuration, whose ``load`` checks the weights
+    against the pin. No span: a worker builds its orchestrator before it joins the run's
+    trace, and a span here would start a trace of its own. A failure still names the model.
+    """
+    model = _built(pipeline, registry)
+    try:
+        pinned_pipeline = pinned(pipeline, model)
+    except BaseException as err:
+        mark_failure(err, "model", model.name, "pinned_config", registry.info_of(model))
+        model.close()
+        raise
+    if pinned_pipeline is pipeline:
+        return pipeline, model
+    model.close()
+    return pinned_pipeline, _built(pinned_pipeline, registry)
+
+
+def _built(pipeline: ResolvedPipeline, registry: Registry) -> Model[Any]:
+    return build_model(pipeline.model, registry, pipeline.overrides_under(("model", "with")))
+
+
+def _check_pinned(name: str, given: ComponentConfig, config: Any) -> None:
+    """Refuse a pinned configuration of another type, or one that changes a given setting."""
+    if type(config) is not type(given):
+        raise ContractViolation(
+            f"model {name!r}: pinned_config() returned a {type(config).__name__}, not its "
+            f"{type(given).__name__} (model contract 1.4)"
+        )
+    changed = sorted(
+        field
+        for field in given.model_fields_set
+        if getattr(given, field) is not None and getattr(config, field) != getattr(given, field)
+    )
+    if changed:
+        raise ContractViolation(
+            f"model {name!r}: pinned_config() changed {', '.join(changed)}, which the pipeline "
+            "sets; a model may only fill settings left unset or null (model contract 1.4)"
+        )

@@ -1,0 +1,132 @@
+"""Weights replaced under an index or a run, from the user's side (model contract 1.4).
+
+A pipeline that names its weights by a folder and sets no ``sha256``: the run pins the
+digest of the ``model.safetensors`` it read into the manifest, so ``seamline search``
+of that index refuses weights replaced since (it embedded queries with them, silently,
+and ranked the index's vectors against another model's), and a resume refuses them
+(vectors of two models in one output). Run with relative paths from a folder of the
+test's own, as the docs show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+
+pytestmark = pytest.mark.slow
+
+CHECKPOINT = Path(__file__).resolve().parents[1] / "golden" / "family" / "e5-mean"
+PIPELINE = """\
+pipeline: pinned
+loader: {use: text-files, with: {root: notes}}
+model: {use: bert-encoder, with: {weights: my-model}}
+attention: {use: native}
+sink: {use: jsonl, with: {path: out/notes.jsonl}}
+run: {checkpoint_every: 1, batch_size: 1}
+"""
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def replace_a_weight(weights: Path) -> None:
+    """Change the last byte of the file (a tensor's data, past the header): another model."""
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0x01
+    weights.write_bytes(bytes(data))
+
+
+def one_line(output: str) -> str:
+    assert "Traceback" not in output, output
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    return " ".join(lines[0].split())
+
+
+@pytest.fixture(autouse=True)
+def logging_left_as_it_was() -> Iterator[None]:
+    """``seamline run`` in this process sets logging up for a command line (info lines on
+    stderr); a later test in this worker that counts stderr lines must not inherit it."""
+    root = logging.getLogger()
+    handlers, level, config = root.handlers[:], root.level, structlog.get_config()
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    structlog.configure(**config)
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(CHECKPOINT, tmp_path / "my-model")
+    (tmp_path / "notes").mkdir()
+    for i, text in enumerate(["Seams make parts swappable.", "Kernels are verified.", "x"]):
+        (tmp_path / "notes" / f"n{i}.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "pinned.yaml").write_text(PIPELINE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_search_refuses_weights_replaced_under_the_index(folder: Path) -> None:
+    cli = CliRunner()
+    ran = cli.invoke(app, ["run", "pinned.yaml", "--no-compile-cache"])
+    assert ran.exit_code == 0, ran.output
+    weights = folder / "my-model" / "model.safetensors"
+    manifest = json.loads((folder / "out" / "notes.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["model"]["with"]["sha256"] == sha256(weights), "the run pinned its weights"
+    assert "sha256" not in (folder / "pinned.yaml").read_text(), "the pipeline set none"
+
+    found = cli.invoke(app, ["search", "out/notes.jsonl", "swappable parts", "-k", "1"])
+    assert found.exit_code == 0, found.output
+    assert "n0" in found.output
+
+    replace_a_weight(weights)
+    refused = cli.invoke(app, ["search", "out/notes.jsonl", "swappable parts", "-k", "1"])
+    assert refused.exit_code == 2, refused.output
+    line = one_line(refused.output)
+    assert f"has sha256 {sha256(weights)}" in line
+    assert f"not the {manifest['model']['with']['sha256']} that 'sha256' pins" in line
+    assert "recorded in an index's manifest by the run that made it" in line
+
+
+def test_a_resume_refuses_weights_replaced_since_the_checkpoint(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cli = CliRunner()
+    # The run dies after its first commit: the sink fails on its second document.
+    from seamline.components.sinks import jsonl
+
+    written = jsonl.JsonlSink.write
+
+    def fail_on_the_second(self: jsonl.JsonlSink, records: object) -> None:
+        if getattr(self, "_wrote_once", False):
+            raise RuntimeError("injected")
+        self._wrote_once = True  # type: ignore[attr-defined]
+        written(self, records)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(jsonl.JsonlSink, "write", fail_on_the_second)
+        failed = cli.invoke(app, ["run", "pinned.yaml", "--no-compile-cache"])
+    assert failed.exit_code == 1, failed.output
+    assert list((folder / "out").glob(".notes.jsonl.checkpoint*")), "a commit stands"
+
+    replace_a_weight(folder / "my-model" / "model.safetensors")
+    resumed = cli.invoke(app, ["run", "pinned.yaml", "--resume", "--no-compile-cache"])
+    assert resumed.exit_code == 2, resumed.output
+    line = one_line(resumed.output)
+    assert "cannot resume" in line
+    assert "model.with.sha256 was '" in line
+    assert "--restart" in line
+
+    restarted = cli.invoke(app, ["run", "pinned.yaml", "--resume", "--restart"])
+    assert restarted.exit_code == 0, restarted.output
