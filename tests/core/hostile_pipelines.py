@@ -66,6 +66,8 @@ class Case:
     committed: str | None = None
     """A file of ``bad_pipelines/`` instead of ``text``."""
     fifo: bool = False
+    encoding: str = "utf-8"
+    """How ``text`` is saved."""
     overrides: tuple[str, ...] = ()
     environ: Mapping[str, str] = field(default_factory=dict)
     secret: str | None = None
@@ -91,6 +93,7 @@ CASES: dict[str, Case] = {
     ),
     "megabytes": Case("a 3 MB file", VALID + "# " + "x" * (3 << 20) + "\n"),
     "fifo": Case("a FIFO in place of the file", fifo=True),
+    "latin-1": Case("a file saved in Latin-1 (`# café`)", VALID + "# café\n", encoding="latin-1"),
     "secret": Case(
         "a secret from `${TOKEN}` in a field it does not fit",
         VALID.replace("max_length: 128", 'max_length: "${TOKEN}"'),
@@ -162,7 +165,7 @@ class HostilePipelines(Observations[Outcome]):
             os.mkfifo(path)
         else:
             path = workdir / "hostile.yaml"
-            path.write_text(case.text or "", encoding="utf-8")
+            path.write_text(case.text or "", encoding=case.encoding)
         error: BaseException | None = None
         started = time.perf_counter()
         try:

@@ -90,6 +90,15 @@ def test_a_fifo_is_refused_without_blocking(hostile_pipelines: HostilePipelines)
     assert "is not a regular file" in refused(hostile_pipelines, "fifo").message
 
 
+def test_a_file_that_is_not_utf8_is_placed_at_its_first_foreign_byte(
+    hostile_pipelines: HostilePipelines,
+) -> None:
+    outcome = refused(hostile_pipelines, "latin-1")
+    line = len(VALID.splitlines()) + 1
+    assert f"hostile.yaml:{line}:6: byte 0xe9 is not UTF-8 text" in outcome.message
+    assert "save it as UTF-8" in outcome.message
+
+
 def test_a_secret_from_the_environment_is_named_not_echoed(
     hostile_pipelines: HostilePipelines,
 ) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +126,53 @@ def test_a_damaged_cache_file_is_measured_over(timed: list[str], cache: Path) ->
         path.write_text("{not json", encoding="utf-8")
     timed.clear()
     run("{use: [native, long-only], select: measure, verify: false}")
+    assert sorted(timed) == ["long-only", "long-only", "native", "native"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"median": "0.001"},  # a string where a number goes: it failed later, when ranked
+        {"median": -1.0},
+        {"calls": True},
+        {"extra": 1},
+    ],
+    ids=["string", "negative", "boolean", "unknown-field"],
+)
+def test_an_entry_that_does_not_check_out_is_measured_over(
+    timed: list[str], cache: Path, damage: dict[str, object]
+) -> None:
+    run("{use: [native, long-only], select: measure, verify: false}")
+    for path in cache.glob("attention-*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for timing in data["timings"].values():
+            timing.update(damage)
+        path.write_text(json.dumps(data), encoding="utf-8")
+    timed.clear()
+    run("{use: [native, long-only], select: measure, verify: false}")
+    assert sorted(timed) == ["long-only", "long-only", "native", "native"]
+
+
+def test_a_cache_entry_that_is_a_fifo_is_measured_over_without_waiting(
+    timed: list[str], cache: Path
+) -> None:
+    run("{use: [native, long-only], select: measure, verify: false}")
+    paths = list(cache.glob("attention-*.json"))
+    for path in paths:
+        path.unlink()
+        os.mkfifo(path)
+    timed.clear()
+    done = threading.Thread(
+        target=run, args=("{use: [native, long-only], select: measure, verify: false}",)
+    )
+    done.start()
+    done.join(timeout=60)
+    if done.is_alive():  # release it: a writer that opens and closes ends the wait
+        for path in paths:
+            with open(path, "wb"):
+                pass
+        done.join()
+        pytest.fail("the run waited on a FIFO in the tuning cache")
     assert sorted(timed) == ["long-only", "long-only", "native", "native"]
 
 

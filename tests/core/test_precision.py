@@ -8,6 +8,7 @@ is given explicitly, as a CPU with or without bfloat16 instructions.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,44 @@ def test_auto_with_bfloat16_passes_the_gate_and_records_it(records_dir: Path) ->
     again = decide("auto", WITH_BF16)
     assert again.chosen_candidate.figures == figures
     assert "gate passed earlier" in again.chosen_candidate.reasons[-1]
+
+
+def test_figures_read_from_a_record_say_so_and_where(records_dir: Path) -> None:
+    """A record is a file anyone with the cache folder may have written: a run that trusts
+    its figures says it did not measure them, and which file to delete to measure again."""
+    measured = decide("auto", WITH_BF16)
+    assert measured.chosen_candidate.recorded is None
+    assert "bfloat16 (checked against float32: min cosine" in measured.describe()
+    reused = decide("auto", WITH_BF16)
+    (record,) = records_dir.glob("*.json")
+    assert reused.chosen_candidate.recorded == str(record)
+    said = reused.describe()
+    assert said.startswith("bfloat16 (checked against float32 by an earlier run: min cosine")
+    assert f"as recorded in {record}, which you may delete to check again" in said
+    carried = PrecisionDecision.from_record(reused.record())  # as a worker rebuilds it
+    assert carried.describe() == said
+
+
+def test_a_record_that_is_not_a_regular_file_is_ignored_without_waiting(
+    records_dir: Path,
+) -> None:
+    """A FIFO where the record would be: opening it must not wait for a writer."""
+    import threading
+
+    decide("auto", WITH_BF16)
+    (record,) = records_dir.glob("*.json")
+    record.unlink()
+    os.mkfifo(record)
+    decided: list[PrecisionDecision] = []
+    worker = threading.Thread(target=lambda: decided.append(decide("auto", WITH_BF16)))
+    worker.start()
+    worker.join(timeout=60)
+    if worker.is_alive():  # let the thread go: a writer that opens and closes ends its wait
+        with open(record, "wb"):
+            pass
+        worker.join()
+        pytest.fail("the run waited on a FIFO where the precision record was")
+    assert decided[0].chosen_candidate.recorded is None, "measured again, not read"
 
 
 def test_the_gate_embeds_its_sample_in_the_runs_longest_shape(

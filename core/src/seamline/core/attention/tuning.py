@@ -26,10 +26,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts import Attention
 from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import NotRegularFile, read_regular, strict_json
 from seamline.contracts.versions import installed_version
 from seamline.core.attention.measure import Timing, time_candidate
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
@@ -41,6 +44,8 @@ log = get_logger("seamline.core")
 
 TUNING_VARIABLE = "SEAMLINE_TUNING_DIR"
 ENTRY_FORMAT = 1
+ENTRY_LIMIT = 256 * 1024
+"""Bytes a cache file may have (one holds a few timings); a larger one is not read."""
 
 
 def tuning_directory() -> Path:
@@ -79,17 +84,50 @@ class TuningEntry:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TuningEntry:
-        if data.get("format") != ENTRY_FORMAT:
-            raise ValueError(f"tuning entry format {data.get('format')!r}")
+    def from_json(cls, data: Any) -> TuningEntry:
+        """An entry from its JSON data, validated (``ValueError`` for anything else)."""
+        try:
+            stored = _StoredEntry.model_validate(data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"tuning entry {where}: {first['msg']}") from None
         return cls(
-            key=str(data["key"]),
-            signature=str(data["signature"]),
-            device_kind=str(data["device_kind"]),
-            timings={name: Timing(**values) for name, values in data["timings"].items()},
-            measured=str(data["measured"]),
-            about=dict(data.get("about", {})),
+            key=stored.key,
+            signature=stored.signature,
+            device_kind=stored.device_kind,
+            timings={name: Timing(**t.model_dump()) for name, t in stored.timings.items()},
+            measured=stored.measured,
+            about=stored.about,
         )
+
+
+class _StoredTiming(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    median: float = Field(ge=0.0, allow_inf_nan=False)
+    fastest: float = Field(ge=0.0, allow_inf_nan=False)
+    slowest: float = Field(ge=0.0, allow_inf_nan=False)
+    calls: int = Field(ge=1)
+
+
+class _StoredEntry(BaseModel):
+    """A cache file as :meth:`TuningEntry.to_json` writes it: strict, every value typed.
+
+    The cache is a folder anyone with the user's rights may have written: an entry that
+    does not check out is measured over, never trusted or half-read (a median that is
+    a string would fail later, when candidates are ranked).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    format: Literal[1]
+    key: str = Field(pattern=r"^[0-9a-f]{20}$")
+    signature: str = Field(max_length=4096)
+    device_kind: str = Field(max_length=256)
+    measured: str = Field(max_length=64)
+    timings: dict[str, _StoredTiming] = Field(max_length=256)
+    about: dict[str, Any] = Field(default_factory=dict)
 
 
 class TuningCache:
@@ -102,10 +140,22 @@ class TuningCache:
         return self.directory / f"attention-{key}.json"
 
     def load(self, key: str) -> TuningEntry | None:
-        """The entry for ``key``; None when there is none or it cannot be read."""
+        """The entry for ``key``; None when there is none or it cannot be trusted.
+
+        Read as untrusted input: a regular file (a FIFO there would hang the run: it is
+        opened non-blocking and checked on the descriptor) of at most
+        :data:`ENTRY_LIMIT` bytes, strict JSON, then the entry's schema.
+        """
+        path = self.path(key)
         try:
-            entry = TuningEntry.from_json(json.loads(self.path(key).read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError):
+            raw = read_regular(path, ENTRY_LIMIT)
+            if len(raw) > ENTRY_LIMIT:
+                raise ValueError(f"larger than {ENTRY_LIMIT} bytes")
+            entry = TuningEntry.from_json(strict_json(raw))
+        except FileNotFoundError:
+            return None
+        except (OSError, NotRegularFile, ValueError, RecursionError) as err:
+            log.warning("tuning cache entry ignored; measured again", path=str(path), why=str(err))
             return None
         return entry if entry.key == key else None
 

@@ -67,6 +67,25 @@ def check_size(size: int, source: str) -> None:
         )
 
 
+def utf8_text(data: bytes, source: str, what: str = "a pipeline file") -> str:
+    """``data`` decoded as UTF-8, or a ``ConfigError`` placed at the first byte that is not.
+
+    A file saved in Latin-1 or UTF-16 fails on its first non-ASCII character; the place
+    (``file:line:column``, the column counted in characters) says which one to fix.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line_start = data.rfind(b"\n", 0, err.start) + 1
+        line = data.count(b"\n", 0, err.start) + 1
+        column = len(data[line_start : err.start].decode("utf-8", "replace")) + 1
+        raise ConfigError(
+            f"byte 0x{data[err.start]:02x} is not UTF-8 text ({err.reason}): {what} is "
+            "read as UTF-8; save it as UTF-8",
+            f"{source}:{line}:{column}",
+        ) from None
+
+
 def check_structure(text: str, source: str) -> None:
     """Walk the event stream (PyYAML's parser is iterative) to bound nesting and count.
 

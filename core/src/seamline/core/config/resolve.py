@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 
 from seamline.contracts import ComponentConfig, ConfigError, Kind, Model, UserError
+from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, locate_data, parse_located
@@ -215,22 +215,22 @@ def pipeline_trust(located: Located, base: TrustPolicy) -> TrustPolicy:
 def read_pipeline_text(source: str) -> str:
     """The text of a pipeline file: a regular file, at most ``bounds.MAX_BYTES`` long.
 
-    A FIFO or a device would block or never end; the size is checked on what is read,
-    not only on what ``stat`` says, so a file that grows while it is read is bounded too.
+    A FIFO or a device would block or never end: the file is opened non-blocking and
+    checked on the open descriptor (no window between a check and the open); the size is
+    checked on what is read, so a file that grows while it is read is bounded too.
     """
     if not source:
         raise ConfigError("the pipeline file's path is empty: name the pipeline YAML file")
     try:
-        if not stat.S_ISREG(os.stat(source).st_mode):
-            raise ConfigError(f"pipeline file {source} is not a regular file")
-        with open(source, "rb") as handle:
-            data = handle.read(bounds.MAX_BYTES + 1)
-        bounds.check_size(len(data), source)
-        return data.decode("utf-8")
+        data = read_regular(source, bounds.MAX_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"pipeline file {source} does not exist") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except NotRegularFile as err:
+        raise ConfigError(f"pipeline file {source} is not a regular file ({err})") from None
+    except OSError as err:
         raise ConfigError(f"cannot read pipeline file {source}: {err}") from None
+    bounds.check_size(len(data), source)
+    return bounds.utf8_text(data, source)
 
 
 def parse_pipeline(

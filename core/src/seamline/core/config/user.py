@@ -17,13 +17,13 @@ accepted: unknown fields are errors.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts import ConfigError
+from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.config import bounds
 from seamline.core.config.located import parse_located
 from seamline.core.directories import config_home
@@ -77,12 +77,13 @@ def user_trust(environ: Mapping[str, str] | None = None) -> TrustPolicy:
 
 def _read(path: Path, explicit: bool) -> str | None:
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise ConfigError(f"the seamline user config {path} is not a regular file")
-        with open(path, "rb") as handle:
-            data = handle.read(bounds.MAX_BYTES + 1)
+        data = read_regular(path, bounds.MAX_BYTES)
         bounds.check_size(len(data), str(path))
-        return data.decode("utf-8")
+        return bounds.utf8_text(data, str(path), "the seamline user config")
+    except NotRegularFile as err:
+        raise ConfigError(
+            f"the seamline user config {path} is not a regular file ({err})"
+        ) from None
     except FileNotFoundError:
         if explicit:
             raise ConfigError(
@@ -90,5 +91,5 @@ def _read(path: Path, explicit: bool) -> str | None:
                 f"{CONFIG_VARIABLE}"
             ) from None
         return None
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
         raise ConfigError(f"cannot read the seamline user config {path}: {err}") from None

@@ -53,6 +53,10 @@ class PrecisionCandidate:
     """Why it was refused; for one accepted, what vouches for it (native support, the gate)."""
     figures: GateFigures | None = None
     """The gate's figures, when the candidate was checked against float32."""
+    recorded: str | None = None
+    """The record the figures were read from, when an earlier run measured them (a file
+    in ``$SEAMLINE_PRECISION_DIR``): said wherever the figures are, since this run did
+    not measure them; deleting it makes the next run measure again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,7 @@ class PrecisionDecision:
                     "ok": c.ok,
                     "reasons": list(c.reasons),
                     "figures": asdict(c.figures) if c.figures is not None else None,
+                    "recorded": c.recorded,
                 }
                 for c in self.candidates
             ],
@@ -95,6 +100,7 @@ class PrecisionDecision:
                 bool(c["ok"]),
                 tuple(c["reasons"]),
                 GateFigures(**c["figures"]) if c.get("figures") else None,
+                c.get("recorded"),
             )
             for c in data["candidates"]
         )
@@ -103,6 +109,12 @@ class PrecisionDecision:
     def describe(self) -> str:
         """One line: the precision and what vouches for it."""
         chosen = self.chosen_candidate
+        if chosen.figures is not None and chosen.recorded is not None:
+            return (
+                f"{self.chosen} (checked against float32 by an earlier run: "
+                f"{chosen.figures.describe()}; as recorded in {chosen.recorded}, which you "
+                "may delete to check again)"
+            )
         if chosen.figures is not None:
             return f"{self.chosen} (checked against float32: {chosen.figures.describe()})"
         if self.chosen != FLOAT32 and not self.verified:

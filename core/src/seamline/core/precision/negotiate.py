@@ -162,15 +162,16 @@ def _first_that_serves(
         if not settings.verify:
             accepted = PrecisionCandidate(judged.name, True, (*judged.reasons, "not checked"))
             return PrecisionDecision(judged.name, mode, (*candidates, accepted), verified=False)
-        figures, source = calibration.figures(judged.name, settings)
+        figures, source, recorded = calibration.figures(judged.name, settings)
         if figures is None:
             candidates.append(PrecisionCandidate(judged.name, False, (source,)))
             continue
         failed = refusals(figures, settings.gate)
         if failed:
-            candidates.append(PrecisionCandidate(judged.name, False, tuple(failed), figures))
+            refused = PrecisionCandidate(judged.name, False, tuple(failed), figures, recorded)
+            candidates.append(refused)
             continue
-        passed = PrecisionCandidate(judged.name, True, (*judged.reasons, source), figures)
+        passed = PrecisionCandidate(judged.name, True, (*judged.reasons, source), figures, recorded)
         return PrecisionDecision(judged.name, mode, (*candidates, passed))
     reasons = "; ".join(f"{c.name}: {' '.join(c.reasons)}" for c in candidates)
     raise UserError(
@@ -198,21 +199,26 @@ class Calibration:
 
     def figures(
         self, candidate: str, settings: PrecisionSettings
-    ) -> tuple[GateFigures | None, str]:
-        """The gate's figures for ``candidate`` and where they come from (or why none)."""
+    ) -> tuple[GateFigures | None, str, str | None]:
+        """The gate's figures for ``candidate``, where they come from (or why none), and
+        the record they were read from when an earlier run measured them."""
         gate = settings.gate
         key = records.record_key(self._material(candidate, settings))
         found = records.find(self.folder, key, candidate)
         if found is not None:
-            return found, f"gate passed earlier for this pipeline (record {key[:12]})"
+            return (
+                found,
+                "gate passed earlier for this pipeline",
+                str(records.record_path(self.folder, key)),
+            )
         texts = self.texts(gate.documents)
         if not texts:
-            return None, "the input has no documents to check it on"
+            return None, "the input has no documents to check it on", None
         if self._reference is None:
             self._reference = self._embed(FLOAT32, texts)
         measured = compare(self._reference, self._embed(candidate, texts), gate.top_k)
         records.store(self.folder, key, candidate, measured)
-        return measured, f"gate passed on the run's first {len(texts)} documents"
+        return measured, f"gate passed on the run's first {len(texts)} documents", None
 
     def recorded(
         self, candidate: PrecisionCandidate, settings: PrecisionSettings
@@ -226,11 +232,14 @@ class Calibration:
                 "documents when the run starts"
             )
             return PrecisionCandidate(candidate.name, True, (*candidate.reasons, later))
+        recorded = str(records.record_path(self.folder, key))
         failed = refusals(found, settings.gate)
         if failed:
-            return PrecisionCandidate(candidate.name, False, tuple(failed), found)
-        passed = f"gate passed earlier for this pipeline (record {key[:12]})"
-        return PrecisionCandidate(candidate.name, True, (*candidate.reasons, passed), found)
+            return PrecisionCandidate(candidate.name, False, tuple(failed), found, recorded)
+        passed = "gate passed earlier for this pipeline"
+        return PrecisionCandidate(
+            candidate.name, True, (*candidate.reasons, passed), found, recorded
+        )
 
     def texts(self, documents: int) -> list[str]:
         """The text of the loader's first ``documents`` documents (error records skipped)."""

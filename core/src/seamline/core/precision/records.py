@@ -1,7 +1,8 @@
 """Gate figures kept between runs: a precision checked once for a pipeline is not checked again.
 
 The gate embeds the run's first documents twice; a record of its figures, keyed by
-everything that could change them (the model and its weights setting, the attention
+everything that could change them (the model and its settings, its weights pinned by
+their digest (:mod:`seamline.core.pinning`), the attention
 section and every installed attention's distribution and version, the loader section,
 the hardware, the JAX and model versions, the candidate and the sample's size), lets
 the next run of the same pipeline reuse them.
@@ -26,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.directories import cache_home, named_directory
 from seamline.core.precision.decision import GateFigures
 
@@ -68,13 +70,26 @@ def record_key(material: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def record_path(folder: Path, key: str) -> Path:
+    """Where the record of ``key`` is kept."""
+    return folder / f"{key}.json"
+
+
 def find(folder: Path, key: str, candidate: str) -> GateFigures | None:
-    """The figures recorded under ``key`` for ``candidate``, or None (absent or unusable)."""
-    path = folder / f"{key}.json"
+    """The figures recorded under ``key`` for ``candidate``, or None (absent or unusable).
+
+    Read as untrusted input: a regular file only (a FIFO put there would hang the run;
+    it is opened non-blocking and checked on the descriptor), bounded, then a schema.
+    """
+    path = record_path(folder, key)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(RECORD_LIMIT + 1)
+        raw = read_regular(path, RECORD_LIMIT)
     except FileNotFoundError:
+        return None
+    except NotRegularFile as err:
+        log.warning(
+            "precision record is not a regular file; ignored", path=str(path), kind=str(err)
+        )
         return None
     except OSError as err:
         log.warning(
@@ -100,7 +115,7 @@ def find(folder: Path, key: str, candidate: str) -> GateFigures | None:
 def store(folder: Path, key: str, candidate: str, figures: GateFigures) -> Path | None:
     """Write the record atomically; a folder that cannot be written is said, not fatal."""
     record = _Record(key=key, candidate=candidate, figures=_Figures(**_plain(figures)))
-    path = folder / f"{key}.json"
+    path = record_path(folder, key)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as out:

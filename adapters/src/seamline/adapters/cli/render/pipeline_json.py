@@ -122,6 +122,7 @@ def explained(
                         "ok": c.ok,
                         "reasons": list(c.reasons),
                         "figures": dataclasses.asdict(c.figures) if c.figures else None,
+                        "recorded": c.recorded,
                     }
                     for c in candidates
                 ],
