@@ -21,6 +21,10 @@ from typing import Literal
 
 LongText = Literal["truncate", "mean"]
 
+MAX_PORT = 65_535
+"""The highest TCP port: a larger one would not fail to bind, the kernel takes it modulo
+65,536 (99999 listens on 34463), so the command and the server refuse it."""
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:

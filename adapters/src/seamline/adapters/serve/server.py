@@ -27,14 +27,12 @@ import uvicorn
 from seamline.adapters.serve.app import Served, build_app
 from seamline.adapters.serve.engine import Engine
 from seamline.adapters.serve.index import IndexSearch
-from seamline.adapters.serve.limits import Limits
+from seamline.adapters.serve.limits import MAX_PORT, Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
 from seamline.contracts import UserError
 from seamline.core import Embedder, Registry, ResolvedEncoder, ResolvedPipeline, decide_precision
 
 BACKLOG = 2048
-MAX_PORT = 65_535
-"""The highest TCP port."""
 
 
 def check_port(port: int) -> None:

@@ -16,12 +16,10 @@ from seamline.adapters.cli import loading
 from seamline.adapters.cli.commands.run import LOG_FORMATS, LOG_LEVELS
 from seamline.adapters.cli.errors import usage_error, user_errors
 from seamline.adapters.cli.options import PipelineArg, SetOption
+from seamline.adapters.serve.limits import MAX_PORT
 
 if TYPE_CHECKING:
     from seamline.adapters.serve.limits import Limits
-
-MAX_PORT = 65_535
-"""The highest TCP port."""
 
 Host = Annotated[str, typer.Option("--host", help="The address to listen on.", metavar="ADDRESS")]
 Port = Annotated[
