@@ -199,7 +199,7 @@ def test_the_contract_suite_catches_a_pin_that_changes_a_given_setting() -> None
     suite = ModelContract()
     suite.test_pinned_config_only_fills_what_the_config_leaves_unset(PinnedToy(PinnedToyConfig()))
     suite.test_pinned_config_only_fills_what_the_config_leaves_unset(ToyModel(ToyConfig()))
-    with pytest.raises(AssertionError, match=r"pinned_config\(\) changed \['max_length'\]"):
+    with pytest.raises(AssertionError, match=r"pinned_config\(\) changed max_length, which"):
         suite.test_pinned_config_only_fills_what_the_config_leaves_unset(
             RenamingToy(PinnedToyConfig(max_length=8))
         )

@@ -214,3 +214,27 @@ class Model(Component[ModelConfigT], abc.ABC):
         other text, as every model before 1.3 did.
         """
         return self
+
+
+def pin_problem(name: str, given: ComponentConfig, pinned: object) -> str | None:
+    """What is wrong with ``pinned`` as model ``name``'s pin of ``given`` (model contract
+    1.4), or None: it must be a configuration of the same type that keeps every value
+    ``given`` sets (a setting left unset or null may be filled). The host refuses such a
+    pin (a ``ContractViolation``); :class:`~seamline.contracts.testing.ModelContract`
+    fails on it."""
+    if type(pinned) is not type(given):
+        return (
+            f"model {name!r}: pinned_config() returned a {type(pinned).__name__}, not its "
+            f"{type(given).__name__} (model contract 1.4)"
+        )
+    changed = sorted(
+        field
+        for field in given.model_fields_set
+        if getattr(given, field) is not None and getattr(pinned, field) != getattr(given, field)
+    )
+    if changed:
+        return (
+            f"model {name!r}: pinned_config() changed {', '.join(changed)}, which the pipeline "
+            "sets; a model may only fill settings left unset or null (model contract 1.4)"
+        )
+    return None

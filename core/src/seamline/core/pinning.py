@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from seamline.contracts import ComponentConfig, ContractViolation, Model
+from seamline.contracts import ContractViolation, Model
+from seamline.contracts.model import pin_problem
 from seamline.core.config import ResolvedPipeline, build_model
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.registry import Registry
@@ -38,7 +39,9 @@ def pinned(pipeline: ResolvedPipeline, model: Model[Any]) -> ResolvedPipeline:
     config = model.pinned_config()
     if config is given or config == given:
         return pipeline
-    _check_pinned(model.name, given, config)
+    problem = pin_problem(model.name, given, config)
+    if problem is not None:
+        raise ContractViolation(problem)
     return replace(pipeline, model=replace(pipeline.model, config=config))
 
 
@@ -82,22 +85,3 @@ def pinned_and_built(
 
 def _built(pipeline: ResolvedPipeline, registry: Registry) -> Model[Any]:
     return build_model(pipeline.model, registry, pipeline.overrides_under(("model", "with")))
-
-
-def _check_pinned(name: str, given: ComponentConfig, config: Any) -> None:
-    """Refuse a pinned configuration of another type, or one that changes a given setting."""
-    if type(config) is not type(given):
-        raise ContractViolation(
-            f"model {name!r}: pinned_config() returned a {type(config).__name__}, not its "
-            f"{type(given).__name__} (model contract 1.4)"
-        )
-    changed = sorted(
-        field
-        for field in given.model_fields_set
-        if getattr(given, field) is not None and getattr(config, field) != getattr(given, field)
-    )
-    if changed:
-        raise ContractViolation(
-            f"model {name!r}: pinned_config() changed {', '.join(changed)}, which the pipeline "
-            "sets; a model may only fill settings left unset or null (model contract 1.4)"
-        )

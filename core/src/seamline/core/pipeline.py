@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import yaml
@@ -182,11 +183,13 @@ class Pipeline:
         Decided at the driver, before any shard runs, so every worker computes in the
         same precision with the same weights (a worker whose weights differ refuses
         them, :mod:`seamline.core.pinning`); the gate's figures are recorded, so a later
-        run reuses them. The precision once per :class:`Pipeline`, the pin every run:
-        the files may have changed since the last.
+        run reuses them. The pin every run (the files may have changed since the last),
+        first, so that the gate's records are keyed by it and the weights are hashed once;
+        the precision once per :class:`Pipeline`.
         """
-        self.resolved = negotiated(self.resolved, self.registry)
-        return pinned_model(self.resolved, self.registry)
+        decided = negotiated(pinned_model(self.resolved, self.registry), self.registry)
+        self.resolved = replace(self.resolved, precision=decided.precision)
+        return decided
 
     def _executor(self) -> Executor[Any]:
         choice = self.resolved.executor

@@ -21,7 +21,7 @@ import pytest
 from seamline.contracts.attention import TOLERANCES, AttentionFn
 from seamline.contracts.component import Component
 from seamline.contracts.documents import Document
-from seamline.contracts.model import Example, Model, Params
+from seamline.contracts.model import Example, Model, Params, pin_problem
 from seamline.contracts.seams import check_batch, check_examples, check_model_output
 from seamline.contracts.testing._common import ComponentContract
 from seamline.contracts.testing._reference import chunked_attention, dense_attention
@@ -219,17 +219,8 @@ class ModelContract(ComponentContract):
         every setting given a value, and pins for good: the model built from it pins
         nothing more."""
         pinned = model.pinned_config()
-        given = model.config
-        assert type(pinned) is type(given), (
-            f"model {model.name!r}: pinned_config() is a {type(pinned).__name__}, not a "
-            f"{type(given).__name__}"
-        )
-        changed = [
-            f
-            for f in given.model_fields_set
-            if getattr(given, f) is not None and getattr(pinned, f) != getattr(given, f)
-        ]
-        assert not changed, f"model {model.name!r}: pinned_config() changed {changed}"
+        problem = pin_problem(model.name, model.config, pinned)
+        assert problem is None, problem
         again = type(model)(pinned).pinned_config()
         assert again == pinned, (
             f"model {model.name!r}: the model built from its pinned configuration pins "
