@@ -245,8 +245,12 @@ def test_resuming_with_other_columns_is_refused(tmp_path: Path) -> None:
 def test_append_refuses_a_table_of_another_model_or_other_columns(tmp_path: Path) -> None:
     run(tmp_path, with_text(make_records(2)))
     other = {**MANIFEST, "model": {"use": "bert-encoder", "with": {"weights": "other"}}}
-    with pytest.raises(UserError, match="made by another model configuration"):
+    with pytest.raises(UserError, match="made by another model configuration") as refused:
         sink(tmp_path, mode="append").start(other)
+    said = str(refused.value)
+    del refused  # its traceback holds the refused sink, and the sink its destination's lock
+    recorded = MANIFEST["model"]["with"]["weights"]  # type: ignore[index]
+    assert f"model.with.weights was {recorded!r}, now 'other'" in said
     with pytest.raises(UserError, match=r"text=True.*set to text=False"):
         sink(tmp_path, mode="upsert", text=False).start(MANIFEST)
     (tmp_path / "db" / "emb.manifest.json").unlink()

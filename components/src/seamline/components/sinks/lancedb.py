@@ -93,7 +93,7 @@ from seamline.components.sinks._lance_table import (
 )
 from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.contracts import OutputRecord, UserError
-from seamline.contracts.sink_kit import AtomicFile, RunId, SinkState, fsync_directory
+from seamline.contracts.sink_kit import AtomicFile, RunId, SinkState, fsync_directory, model_changes
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -453,9 +453,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         if table is None:
             return
         recorded = (self.published_manifest() or {}).get("model")
-        if recorded != _plain(self.manifest.get("model")):
+        model = _plain(self.manifest.get("model"))
+        if recorded != model:
             found = (
-                f"was made by another model configuration ({recorded})"
+                f"was made by another model configuration ({model_changes(recorded, model)})"
                 if recorded is not None
                 else f"has no readable manifest ({str(self._table_manifest)!r}), so its model "
                 "is unknown"

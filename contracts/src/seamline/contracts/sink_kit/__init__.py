@@ -49,7 +49,7 @@ Everything else in this package (``_atomic``, ``_checkpoint``, ``_lock``, ``_par
 """
 
 from seamline.contracts.sink_kit._atomic import AtomicFile, AtomicGroup, fsync_directory
-from seamline.contracts.sink_kit._checkpoint import NoState, SinkState
+from seamline.contracts.sink_kit._checkpoint import NoState, SinkState, model_changes
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._parts import RunId
 from seamline.contracts.sink_kit._paths import OutputPath, located
@@ -68,6 +68,7 @@ __all__ = [
     "checked_vector",
     "fsync_directory",
     "located",
+    "model_changes",
     "record_fields",
     "record_metadata",
 ]
