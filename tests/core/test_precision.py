@@ -426,6 +426,27 @@ def test_set_precision_overrides_the_file() -> None:
     assert pipeline.spec.precision.names == ("bfloat16", "float32")
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [("precision.verify=false",), ("precision=auto", "precision.verify=false")],
+    ids=["file-short-form", "set-short-form"],
+)
+def test_set_a_key_inside_the_short_form(overrides: tuple[str, ...]) -> None:
+    """``precision: auto`` is ``{use: auto}``: a ``--set`` of a key inside it adds to it
+    (it was refused: "precision is a str, not a mapping")."""
+    registry = toy_registry()
+    pipeline = parse_pipeline(pipeline_text("auto"), "p.yaml", registry, list(overrides))
+    assert pipeline.spec.precision.use == "auto"
+    assert pipeline.spec.precision.verify is False
+    assert pipeline.where(("precision", "verify")) == f"--set {overrides[-1]}"
+
+
+def test_a_bad_short_form_is_still_placed_in_the_file_under_a_set_inside_it() -> None:
+    registry = toy_registry()
+    with pytest.raises(PipelineConfigError, match=r"p\.yaml:5:\d+: precision\.use"):
+        parse_pipeline(pipeline_text("fastest"), "p.yaml", registry, ["precision.verify=false"])
+
+
 # -- a run -----------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from seamline.contracts import ConfigError
 from seamline.core.config.located import Located, parse_located
+from seamline.core.config.spec import SHORT_FORMS
 
 PREFIX = "--set "
 """How an override's location begins (it has no file line)."""
@@ -85,6 +86,8 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
             raise ConfigError(
                 f"{'.'.join(keys[:depth])} is a {type(node).__name__}, not a mapping", where
             )
+        if not last and depth == 0 and isinstance(node.get(step), str | list):
+            node[step] = _expanded(str(step), node[step])
         path = (*path, step)
         if last:
             node[step] = value
@@ -95,6 +98,14 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
                 node[step] = {}
                 located.values[path] = where
             node = node[step]
+
+
+def _expanded(section: str, value: Any) -> Any:
+    """A section written in its short form (``precision: auto``) as the mapping it means
+    (``{use: auto}``), so that a ``--set`` of a key inside it adds to it; any other value
+    as it is (setting a key inside it is then refused, naming what it is)."""
+    key = SHORT_FORMS.get(section)
+    return {key: value} if key is not None else value
 
 
 def _forget(located: Located, prefix: tuple[str | int, ...]) -> None:

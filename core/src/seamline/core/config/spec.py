@@ -198,6 +198,12 @@ class PrecisionGate(_Strict):
     )
 
 
+SHORT_FORMS: dict[str, str] = {"precision": "use"}
+"""Sections a pipeline may write as a name or a list, and the key that short form fills:
+``precision: auto`` is ``precision: {use: auto}``. A ``--set`` of a key inside such a
+section expands it first (``--set precision.verify=false`` after ``precision: auto``)."""
+
+
 class PrecisionSettings(_Strict):
     """Which precision the model computes in: one name, a preference list, or ``auto``.
 
@@ -231,7 +237,7 @@ class PrecisionSettings(_Strict):
     @classmethod
     def _short_forms(cls, data: Any) -> Any:
         """``precision: auto`` and ``precision: [bfloat16, float32]`` mean ``{use: ...}``."""
-        return {"use": data} if isinstance(data, str | list) else data
+        return {SHORT_FORMS["precision"]: data} if isinstance(data, str | list) else data
 
     @field_validator("use")
     @classmethod
