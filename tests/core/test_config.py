@@ -7,7 +7,7 @@ import os
 import pytest
 
 from seamline.contracts import ConfigError
-from seamline.core.config import AttentionMode, parse_pipeline
+from seamline.core.config import AttentionMode, PipelineConfigError, parse_pipeline
 from seamline.core.registry import Registry
 
 BASE = """\
@@ -63,6 +63,36 @@ def test_override_errors_name_the_override(registry: Registry, override: str, me
     with pytest.raises(ConfigError) as caught:
         parse_pipeline(BASE, "p.yaml", registry, overrides=[override], environ={})
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "said"),
+    [
+        (
+            "run=null",
+            "--set run=null: run is empty (null), not a mapping: give it as a mapping with any "
+            "of batch_size, batch_tokens, packing, buckets, prefetch, in_flight, "
+            "checkpoint_every, executor, or leave it out for its defaults",
+        ),
+        (
+            "loader=5",
+            "--set loader=5: loader is an int, not a mapping: give it as a mapping with any of "
+            "use, with",  # required: nothing to leave out
+        ),
+        (
+            "model.with=[1]",
+            "--set model.with=[1]: model.with is a list, not a mapping: give it as a mapping, "
+            "or leave it out for its defaults",
+        ),
+    ],
+)
+def test_a_section_that_is_not_a_mapping_says_what_goes_there(
+    registry: Registry, override: str, said: str
+) -> None:
+    """Not pydantic's "Input should be a valid dictionary or instance of RunSettings"."""
+    with pytest.raises(PipelineConfigError) as caught:
+        parse_pipeline(BASE, "p.yaml", registry, overrides=[override], environ={})
+    assert str(caught.value.problems[0]) == said
 
 
 def test_attention_forms(registry: Registry) -> None:

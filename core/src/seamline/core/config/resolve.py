@@ -657,6 +657,9 @@ def _problems(
                 f"allowed fields: {', '.join(allowed) or 'none'}"
             )
             where = located.where(path, key=True)
+        elif kind in ("model_type", "dict_type"):  # a section or `with:` that is not a mapping
+            message = _not_a_mapping(dotted, error.get("input"), model, loc)
+            where = located.where(path)
         elif kind == "missing":
             message = f"missing required field {dotted!r} in {owner}"
             description = _description_at(model, loc)
@@ -675,6 +678,21 @@ def _problems(
             where = located.where(path)
         problems.append(ConfigError(message, where))
     return problems
+
+
+def _not_a_mapping(dotted: str, given: Any, model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """What pydantic calls "Input should be a valid dictionary or instance of RunSettings",
+    in the pipeline's words: what was given, what goes there, and whether it may be left
+    out (a section with defaults) or not (``loader``, ``model``, ``sink``)."""
+    name = type(given).__name__
+    what = "empty (null)" if given is None else f"a{'n' * (name[0] in 'aeiou')} {name}"
+    fields = _fields_at(model, loc)
+    goes = f" with any of {', '.join(fields)}" if fields else ""
+    parent, _ = _walk_model(model, loc[:-1])
+    fields_there = parent.model_fields.items() if parent is not None and loc else ()
+    field = next((f for n, f in fields_there if loc[-1] in (n, f.alias)), None)
+    optional = ", or leave it out for its defaults" if field and not field.is_required() else ""
+    return f"{dotted} is {what}, not a mapping: give it as a mapping{goes}{optional}"
 
 
 def _without_values(message: str, variables: Mapping[str, str]) -> str:
