@@ -173,8 +173,8 @@ class Orchestrator:
         self.registry = registry
         self.run_id = uuid.uuid4().hex[:12]
         self.loader = cast(Loader[Any], self._create(pipeline.loader))
-        self.pipeline, created = pinned_and_built(negotiated(pipeline, registry), registry)
-        pipeline = self.pipeline
+        pipeline, created = pinned_and_built(pipeline, registry)  # pinned, as a driver does,
+        self.pipeline = pipeline = negotiated(pipeline, registry)  # before the precision
         self.model = created.with_precision(pipeline.chosen_precision)
         self.sink = cast(Sink[Any], self._create(pipeline.sink))
         monitors = [cast(Monitor[Any], self._create(m)) for m in pipeline.monitors]

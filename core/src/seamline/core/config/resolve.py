@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from seamline.contracts import ComponentConfig, ConfigError, Kind, Model, UserError
 from seamline.contracts.untrusted import NotRegularFile, read_regular
@@ -689,8 +690,7 @@ def _not_a_mapping(dotted: str, given: Any, model: type[BaseModel], loc: tuple[A
     fields = _fields_at(model, loc)
     goes = f" with any of {', '.join(fields)}" if fields else ""
     parent, _ = _walk_model(model, loc[:-1])
-    fields_there = parent.model_fields.items() if parent is not None and loc else ()
-    field = next((f for n, f in fields_there if loc[-1] in (n, f.alias)), None)
+    field = _field_named(parent, loc[-1]) if parent is not None and loc else None
     optional = ", or leave it out for its defaults" if field and not field.is_required() else ""
     return f"{dotted} is {what}, not a mapping: give it as a mapping{goes}{optional}"
 
@@ -721,12 +721,17 @@ def _walk_model(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[type[Base
     for step in loc:
         if current is None or isinstance(step, int):
             continue
-        field = next((f for n, f in current.model_fields.items() if step in (n, f.alias)), None)
+        field = _field_named(current, step)
         if field is None:
             return None, ""
         description = field.description or ""
         current = _submodel(field.annotation)
     return current, description
+
+
+def _field_named(model: type[BaseModel], step: Any) -> FieldInfo | None:
+    """The field of ``model`` a pipeline names ``step`` (by its name or its alias)."""
+    return next((f for n, f in model.model_fields.items() if step in (n, f.alias)), None)
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

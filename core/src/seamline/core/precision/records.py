@@ -2,10 +2,10 @@
 
 The gate embeds the run's first documents twice; a record of its figures, keyed by
 everything that could change them (the model and its settings, its weights pinned by
-their digest (:mod:`seamline.core.pinning`), the attention
-section and every installed attention's distribution and version, the loader section,
-the hardware, the JAX and model versions, the candidate and the sample's size), lets
-the next run of the same pipeline reuse them.
+their digest (:mod:`seamline.core.pinning`), the attention section and every installed
+attention's distribution and version, the loader section, the hardware, the JAX and
+model versions, the candidate and the sample's size), lets the next run of the same
+pipeline reuse them.
 Thresholds are not in the key: the recorded figures are judged by the pipeline's
 thresholds of the day.
 
