@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
+from tests.fresh_logging import logging_as_in_a_fresh_process
 
 pytestmark = pytest.mark.slow
 
@@ -56,14 +55,9 @@ def one_line(output: str) -> str:
 
 @pytest.fixture(autouse=True)
 def logging_left_as_it_was() -> Iterator[None]:
-    """``seamline run`` in this process sets logging up for a command line (info lines on
-    stderr); a later test in this worker that counts stderr lines must not inherit it."""
-    root = logging.getLogger()
-    handlers, level, config = root.handlers[:], root.level, structlog.get_config()
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    structlog.configure(**config)
+    """``seamline run`` here sets logging up for a command line: not for the next test."""
+    with logging_as_in_a_fresh_process():
+        yield
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -22,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import structlog
 from typer.testing import CliRunner
 
 from seamline.adapters import logging_setup, telemetry_setup
@@ -33,6 +31,7 @@ from seamline.core import commits
 from seamline.core.registry import Registry
 from tests.faults.fixture_plugin import fault_environment, fault_registry, info
 from tests.faults.spellings import place
+from tests.fresh_logging import logging_as_in_a_fresh_process
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -68,25 +67,6 @@ def in_process_cli(discovered: Registry | None = None) -> Iterator[CliRunner]:
         patch.setattr(telemetry_setup, "shutdown_telemetry", lambda: None)
         patch.delenv("SEAMLINE_FAULT_KILL", raising=False)
         yield CliRunner()
-
-
-@contextlib.contextmanager
-def logging_as_in_a_fresh_process() -> Iterator[None]:
-    """Logging as a new process has it (structlog's defaults, no root handler), whatever an
-    earlier in-process ``seamline run`` of another test set up (info lines on stderr, which
-    a scenario counting stderr lines would take for its own), restored afterwards."""
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level, structlog.get_config()
-    structlog.reset_defaults()
-    root.handlers[:] = []
-    root.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        handlers, level, config = saved
-        root.handlers[:] = handlers
-        root.setLevel(level)
-        structlog.configure(**config)
 
 
 def pipeline(
