@@ -238,3 +238,37 @@ def test_gate_figures_are_reused_for_the_same_weights_only(
     assert "gate passed earlier" in reason()
     INSTALLED["weights"] = "v2"
     assert "gate passed on the run's first" in reason()
+
+
+def test_a_pipeline_run_again_on_replaced_weights_negotiates_its_precision_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived ``Pipeline`` keeps its precision only while the weights are the same:
+    the gate that chose bfloat16 checked the weights of the run that chose it."""
+    import seamline.core.pipeline as pipeline_module
+
+    folder = tmp_path / "records"
+    monkeypatch.setenv(records.DIRECTORY_VARIABLE, str(folder))
+    bf16 = Hardware("cpu", "cpu", frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(Hardware, "detect", classmethod(lambda cls, environ=None: bf16))
+    negotiations: list[str] = []
+
+    def counted(pipeline: Any, registry: Registry) -> Any:
+        negotiations.append(pipeline.model.config.digest)
+        return decide_precision(pipeline, registry)
+
+    monkeypatch.setattr(pipeline_module, "decide_precision", counted)
+    reg = registry()
+    text = pipeline_text(tmp_path) + "precision: auto\n"
+    pipeline = Pipeline(parse_pipeline(text, "p.yaml", reg), reg)
+    assert pipeline.run().precision["chosen"] == "bfloat16"
+    assert pipeline.run().precision["chosen"] == "bfloat16"
+    assert negotiations == ["v1"], "the same weights keep the decision"
+    for record in folder.iterdir():
+        record.unlink()
+    INSTALLED["weights"] = "v2"
+    summary = pipeline.run()
+    assert negotiations == ["v1", "v2"], "replaced weights are negotiated again"
+    assert summary.precision["candidates"][0]["recorded"] is None  # gated by this run
+    assert len(list(folder.iterdir())) == 1, "the gate checked (and recorded) the new weights"
+    assert manifest(tmp_path)["model"]["with"]["digest"] == "v2"

@@ -23,6 +23,7 @@ from seamline.contracts import (
 from seamline.contracts.executor import merge_attention
 from seamline.contracts.logs import get_logger
 from seamline.core.config import (
+    ComponentChoice,
     ResolvedPipeline,
     load_pipeline,
     load_trusted,
@@ -34,7 +35,8 @@ from seamline.core.job import PipelineJob
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
 from seamline.core.pinning import pinned_model
-from seamline.core.precision.negotiate import negotiated
+from seamline.core.precision.decision import PrecisionDecision
+from seamline.core.precision.negotiate import decide_precision
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
@@ -52,6 +54,8 @@ class Pipeline:
     def __init__(self, resolved: ResolvedPipeline, registry: Registry) -> None:
         self.resolved = resolved
         self.registry = registry
+        self._precision_for: tuple[ComponentChoice, PrecisionDecision] | None = None
+        """The last precision negotiated, and the pinned model it was negotiated for."""
 
     @classmethod
     def from_yaml(
@@ -178,18 +182,25 @@ class Pipeline:
         return summarize(job, report, time.perf_counter() - started, changes)
 
     def _decided(self) -> ResolvedPipeline:
-        """The pipeline with its precision negotiated and its model's weights pinned.
+        """The pipeline with its model's weights pinned and its precision negotiated.
 
         Decided at the driver, before any shard runs, so every worker computes in the
         same precision with the same weights (a worker whose weights differ refuses
         them, :mod:`seamline.core.pinning`); the gate's figures are recorded, so a later
-        run reuses them. The pin every run (the files may have changed since the last),
-        first, so that the gate's records are keyed by it and the weights are hashed once;
-        the precision once per :class:`Pipeline`.
+        run reuses them. The pin comes first, every run (the files may have changed
+        since the last), so that the gate's records are keyed by it and the weights are
+        hashed once. The precision is negotiated once per pinned model: a second run of
+        this object with the same weights keeps the decision, one whose weights changed
+        in between negotiates again (its gate checked the old weights, not these).
         """
-        decided = negotiated(pinned_model(self.resolved, self.registry), self.registry)
-        self.resolved = replace(self.resolved, precision=decided.precision)
-        return decided
+        pinned_pipeline = pinned_model(self.resolved, self.registry)
+        if self.resolved.precision is not None:  # decided by whoever built the pipeline
+            return pinned_pipeline
+        if self._precision_for is not None and self._precision_for[0] == pinned_pipeline.model:
+            return replace(pinned_pipeline, precision=self._precision_for[1])
+        decision = decide_precision(pinned_pipeline, self.registry)
+        self._precision_for = (pinned_pipeline.model, decision)
+        return replace(pinned_pipeline, precision=decision)
 
     def _executor(self) -> Executor[Any]:
         choice = self.resolved.executor
