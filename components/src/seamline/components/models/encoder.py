@@ -33,6 +33,7 @@ from pydantic import Field, model_validator
 
 from seamline.components.models import weights, windows
 from seamline.components.models.bert_math import Architecture, Pooling, Readout
+from seamline.components.models.file_ledger import verify_files
 from seamline.contracts import (
     AttentionFn,
     Batch,
@@ -108,6 +109,16 @@ class EncoderConfig(ComponentConfig):
             "Expected hex SHA-256 of model.safetensors; loading refuses any other file. "
             "Unset: each run pins the digest of the file it reads (in its manifest and "
             "checkpoints), so its workers, resumes and searches refuse other weights."
+        ),
+    )
+    files_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-fA-F]{64}$",
+        description=(
+            "Expected digest of the checkpoint's configuration and tokenizer files "
+            "(config.json, tokenizer.json, modules.json, the pooling and prompt files: each "
+            "one's name and SHA-256, or its absence); building the encoder refuses others. "
+            "Unset: each run pins the digest of the files it reads, as it pins 'sha256'."
         ),
     )
     max_length: int | None = Field(
@@ -200,6 +211,8 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         """
         super().__init__(config)
         self._files = weights.read_model_files(weights.resolve_source(config.weights))
+        if config.files_sha256 is not None:
+            verify_files(self._files.root, self._files.files_sha256, config.files_sha256)
         weights.check_modules(self._files.modules, self._files.root, self.name)
         self._arch = self._parse_architecture(self._files)
         self._check_tensors(self._files)
@@ -264,6 +277,7 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         """
         found = windows.load_windows(
             self._files.tokenizer_path,
+            self._files.tokenizer_json,
             self._max_length,
             self.config.stride,
             fallback_pad_id=int(self._files.config.get("pad_token_id") or 0),
@@ -332,16 +346,21 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         return other
 
     def pinned_config(self) -> EncoderConfig:
-        """The configuration with ``sha256`` pinned to the digest of the weights file it names
-        (model contract 1.4), hashed here (about 1 GB/s) unless the configuration pins it.
+        """The configuration with what this encoder reads pinned (model contract 1.4):
+        ``sha256``, the digest of the weights file, hashed here (about 1 GB/s), and
+        ``files_sha256``, the digest of the configuration and tokenizer files it was built
+        from; each unless the configuration pins it already.
 
-        A run's workers build from it and :meth:`load` checks the file against it, so
-        weights replaced under a run, a resume or an index are refused, not mixed in.
+        A run's workers build from it, and the encoder built checks the files (and
+        :meth:`load` the weights) against it, so a checkpoint changed under a run, a
+        resume or an index is refused, not mixed in.
         """
-        if self.config.sha256 is not None:
-            return self.config
-        digest = weights.sha256_of(self._files.weights_path)
-        return self.config.model_copy(update={"sha256": digest})
+        pins: dict[str, str] = {}
+        if self.config.sha256 is None:
+            pins["sha256"] = weights.sha256_of(self._files.weights_path)
+        if self.config.files_sha256 is None:
+            pins["files_sha256"] = self._files.files_sha256
+        return self.config.model_copy(update=pins) if pins else self.config
 
     def load(self) -> ParamsT:
         """Verify and read the weights, and place them on the default device.

@@ -42,6 +42,7 @@ from seamline.components.models.bert_math import (
     LayerParams,
     NormParams,
 )
+from seamline.components.models.file_ledger import FileLedger
 from seamline.contracts import WeightsError
 from seamline.contracts.modules import find_without_importing
 
@@ -70,7 +71,11 @@ class ModelFiles:
     """Where ``config.json`` and the weights live (the Transformer module's own path)."""
     config: dict[str, Any]
     tokenizer_path: Path
+    tokenizer_json: bytes
+    """``tokenizer.json`` as read (and digested): the tokenizer is built from these bytes."""
     weights_path: Path
+    files_sha256: str
+    """The digest of every configuration and tokenizer file read (:mod:`.file_ledger`)."""
     modules: list[dict[str, Any]] | None
     pooling: dict[str, Any] | None
     sentence_config: dict[str, Any] | None
@@ -145,16 +150,23 @@ def _package_dir(module: str) -> Path:
 
 
 def read_model_files(root: Path) -> ModelFiles:
-    """Read every configuration file of the checkpoint at ``root``; the weights stay on disk."""
-    modules = _read_modules(root / "modules.json")
+    """Read every configuration file of the checkpoint at ``root``; the weights stay on disk.
+
+    Each file is read once, and the digest of them all kept (``files_sha256``), so that
+    what the encoder was built from can be pinned and checked.
+    """
+    ledger = FileLedger(root)
+    modules = _read_modules(ledger, root / "modules.json")
     model_dir = root / _transformer_path(modules)
-    config = _read_object(model_dir / "config.json")
+    config = _read_object(ledger, model_dir / "config.json")
     if config is None:
         raise WeightsError(
             f"{model_dir / 'config.json'} is missing; the weight source must be a Hugging Face "
             "checkpoint directory with config.json, tokenizer.json and model.safetensors"
         )
-    tokenizer_path = _first_existing(model_dir / "tokenizer.json", root / "tokenizer.json")
+    tokenizer_path, tokenizer_json = _first_existing(
+        ledger, model_dir / "tokenizer.json", root / "tokenizer.json"
+    )
     weights_path = model_dir / WEIGHTS_FILE
     if not weights_path.is_file():
         raise WeightsError(
@@ -162,23 +174,28 @@ def read_model_files(root: Path) -> ModelFiles:
             "pytorch_model.bin with the safetensors library, once, outside seamline)"
         )
     pooling_path = root / _pooling_path(modules) / "config.json"
-    pooling = _read_object(pooling_path)
+    pooling = _read_object(ledger, pooling_path)
     if pooling is None and any(_is_module(m, "Pooling") for m in modules or ()):
         raise WeightsError(
             f"{pooling_path} is missing, and modules.json lists a Pooling module; restore "
             "the file (sentence-transformers writes it with the model)"
         )
+    sentence_config = _sentence_config(ledger, root, model_dir)
+    tokenizer_config = _read_object(ledger, tokenizer_path.parent / "tokenizer_config.json")
+    prompts = _read_object(ledger, root / "config_sentence_transformers.json")
     return ModelFiles(
         root=root,
         model_dir=model_dir,
         config=config,
         tokenizer_path=tokenizer_path,
+        tokenizer_json=tokenizer_json,
         weights_path=weights_path,
+        files_sha256=ledger.digest(),
         modules=modules,
         pooling=pooling,
-        sentence_config=_sentence_config(root, model_dir),
-        tokenizer_config=_read_object(tokenizer_path.parent / "tokenizer_config.json"),
-        sentence_transformers_config=_read_object(root / "config_sentence_transformers.json"),
+        sentence_config=sentence_config,
+        tokenizer_config=tokenizer_config,
+        sentence_transformers_config=prompts,
     )
 
 
@@ -208,35 +225,36 @@ def _pooling_path(modules: list[dict[str, Any]] | None) -> str:
     return "1_Pooling"
 
 
-def _sentence_config(root: Path, model_dir: Path) -> dict[str, Any] | None:
+def _sentence_config(ledger: FileLedger, root: Path, model_dir: Path) -> dict[str, Any] | None:
     for directory in (model_dir, root):
-        found = _read_object(directory / "sentence_bert_config.json")
+        found = _read_object(ledger, directory / "sentence_bert_config.json")
         if found is not None:
             return found
     return None
 
 
-def _first_existing(*candidates: Path) -> Path:
+def _first_existing(ledger: FileLedger, *candidates: Path) -> tuple[Path, bytes]:
     for candidate in candidates:
-        if candidate.is_file():
-            return candidate
+        data = ledger.read(candidate)
+        if data is not None:
+            return candidate, data
     raise WeightsError(
         f"{candidates[0]} is missing; the encoder needs the fast-tokenizer file "
         "tokenizer.json next to config.json (save it with the tokenizers library)"
     )
 
 
-def _read_object(path: Path) -> dict[str, Any] | None:
+def _read_object(ledger: FileLedger, path: Path) -> dict[str, Any] | None:
     """A JSON object from ``path``, or None when the (optional) file is absent."""
-    data = _read_json(path)
+    data = _read_json(ledger, path)
     if data is not None and not isinstance(data, dict):
         raise WeightsError(f"{path} should hold a JSON object; restore the file")
     return data
 
 
-def _read_modules(path: Path) -> list[dict[str, Any]] | None:
+def _read_modules(ledger: FileLedger, path: Path) -> list[dict[str, Any]] | None:
     """The sentence-transformers module list, or None for a plain Hugging Face checkpoint."""
-    data = _read_json(path)
+    data = _read_json(ledger, path)
     if data is not None and not (
         isinstance(data, list) and all(isinstance(item, dict) for item in data)
     ):
@@ -244,12 +262,13 @@ def _read_modules(path: Path) -> list[dict[str, Any]] | None:
     return data
 
 
-def _read_json(path: Path) -> object:
-    if not path.is_file():
+def _read_json(ledger: FileLedger, path: Path) -> object:
+    raw = ledger.read(path)
+    if raw is None:
         return None
     try:
-        data: object = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        data: object = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise WeightsError(f"{path} could not be read as JSON ({err}); restore the file") from err
     return data
 

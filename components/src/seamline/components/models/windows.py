@@ -99,6 +99,7 @@ class Prefix:
 
 def load_windows(
     path: Path,
+    serialized: bytes,
     max_length: int,
     stride: int,
     fallback_pad_id: int,
@@ -108,6 +109,9 @@ def load_windows(
 ) -> TokenWindows:
     """A tokenizer that cuts any text into windows of at most ``max_length`` tokens.
 
+    Built from ``serialized``, the bytes of the ``tokenizer.json`` at ``path`` as the
+    encoder read (and digested) them; ``path`` names the file in messages.
+
     Padding stored in ``tokenizer.json`` is switched off (after noting its pad id):
     padding is the job of ``collate``, which pads a whole batch to its shape bucket.
     With a ``prefix``, windows are cut shorter by its tokens, which every window then
@@ -116,7 +120,7 @@ def load_windows(
     when a window has no room past the overlap.
     """
     try:
-        tokenizer = Tokenizer.from_file(str(path))
+        tokenizer = Tokenizer.from_buffer(serialized)
     except Exception as err:  # tokenizers reports a bad file as a bare Exception
         raise WeightsError(
             f"{path} could not be read as a tokenizers file ({err}); restore it"
