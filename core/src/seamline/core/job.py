@@ -34,6 +34,7 @@ from seamline.contracts import (
     ExecutionReport,
     Job,
     Monitor,
+    RunCounts,
     Shard,
     ShardTask,
     ShardWorker,
@@ -42,6 +43,7 @@ from seamline.contracts import (
     WorkerFactory,
 )
 from seamline.contracts.logs import get_logger
+from seamline.core.before_publishing import check_something_embedded
 from seamline.core.config import ResolvedPipeline
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import run_manifest
@@ -177,7 +179,8 @@ class PipelineJob(Job):
     # -- the end ---------------------------------------------------------------------------
 
     def publish(self, report: ExecutionReport) -> None:
-        """Check the executor reported every task, then publish a staged run's parts."""
+        """Check the executor reported every task, then publish a staged run's parts (if
+        the shards embedded anything: :mod:`seamline.core.before_publishing`)."""
         wanted = [task.shard for task in self.tasks]
         got = [shard_report.shard for shard_report in report.shards]
         if sorted(got, key=_key) != sorted(wanted, key=_key):
@@ -189,6 +192,7 @@ class PipelineJob(Job):
         if self.count is None:
             raise ContractViolation(f"executor {report.executor!r} never planned the run")
         if self.count > 1:
+            check_something_embedded(_published(report), None)
             manifest = run_manifest(self.resolved, self.run_id)
             sink, seam = self._sink()
             with seam.call("publish_parts", self._attributes(self.count)):
@@ -220,6 +224,17 @@ class PipelineJob(Job):
         if count is not None:
             attributes[SHARD_COUNT] = count
         return attributes
+
+
+def _published(report: ExecutionReport) -> RunCounts | None:
+    """What the shards' outputs hold together, once published; None when one's is unknown."""
+    total = RunCounts()
+    for shard_report in report.shards:
+        held = shard_report.published
+        if held is None:
+            return None
+        total += held
+    return total
 
 
 def _key(shard: Shard) -> tuple[int, int]:

@@ -38,7 +38,6 @@ from seamline.contracts import (
     BatchDone,
     CommittedRecords,
     Component,
-    ContractViolation,
     DocumentError,
     DocumentFailed,
     Event,
@@ -60,6 +59,7 @@ from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import Launched
+from seamline.core.before_publishing import check_reconciles, check_something_embedded
 from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline
 from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import run_inputs
@@ -202,6 +202,7 @@ class Orchestrator:
         self.resumed_from: str | None = None
         self._started = 0.0
         self._first_output: float | None = None
+        self._first_failure: DocumentError | None = None
         self._in_flight: InFlight[_LaunchedBatch] = InFlight(0, self._write)
         self._shard = Shard()
         self._inputs: dict[str, Any] | None = None
@@ -260,7 +261,7 @@ class Orchestrator:
         self._device_counts = RunCounts()
         self._committed_before = RunCounts()
         self.resumed_from = None
-        self._first_output = None
+        self._first_output = self._first_failure = None
         self._in_flight = in_flight = InFlight(self.pipeline.spec.run.in_flight, self._write)
         compilations = self.steps.compilations
         spec = self.pipeline.spec
@@ -292,7 +293,9 @@ class Orchestrator:
                     else:
                         self._set_aside(item.error, item.stage)
                 in_flight.drain()
-                _check_reconciles(self._committed_before, self.counts)
+                check_reconciles(self._committed_before, self.counts)
+                if shard.count == 1:  # the whole run: a shard's part is checked at publish
+                    check_something_embedded(self._held, self._first_failure)
                 ok = True
             except BaseException as err:
                 root.record_exception(err)
@@ -408,6 +411,7 @@ class Orchestrator:
             self._device_counts += RunCounts(skipped_documents=1)
         else:
             self._device_counts += RunCounts(failed_documents=1)
+            self._first_failure = self._first_failure or error
         if error.stage != stage:
             error = replace(error, stage=stage)
         with self.sink_seam.call("write_error", {"seamline.document.id": error.id}):
@@ -419,19 +423,8 @@ class Orchestrator:
             with self.sink_seam.call("close", {"seamline.complete": ok}):
                 self.sink.close(complete=ok)
         finally:
-            counts = self.counts
             self.monitors.emit(
-                RunFinished(
-                    self.run_id,
-                    counts.documents,
-                    counts.failed_documents,
-                    counts.examples,
-                    counts.tokens,
-                    counts.batches,
-                    self.steps.compilations,
-                    seconds,
-                    ok,
-                )
+                _finished(self.run_id, self.counts, self.steps.compilations, seconds, ok)
             )
 
     def close(self) -> None:
@@ -444,6 +437,12 @@ class Orchestrator:
     def counts(self) -> RunCounts:
         """What the current (or last) part has counted so far."""
         return self.host.counts + self._device_counts
+
+    @property
+    def _held(self) -> RunCounts | None:
+        """What the output holds with this part's work (None: unknown, an older checkpoint)."""
+        before = self._committed_before
+        return None if before is None else before + self.counts
 
     def _summary(self, seconds: float, compilations: int | None = None) -> RunSummary:
         return RunSummary(
@@ -458,6 +457,23 @@ class Orchestrator:
             first_output_seconds=self._first_output,
             provenance=provenance(self.pipeline),
         )
+
+
+def _finished(
+    run_id: str, counts: RunCounts, compilations: int, seconds: float, ok: bool
+) -> RunFinished:
+    """The event closing a part: what it counted, and whether it finished."""
+    return RunFinished(
+        run_id,
+        counts.documents,
+        counts.failed_documents,
+        counts.examples,
+        counts.tokens,
+        counts.batches,
+        compilations,
+        seconds,
+        ok,
+    )
 
 
 def _root_attributes(
@@ -495,22 +511,6 @@ def _check_cursor(
             "was changed after it was written, and resuming from it would write documents "
             "twice or leave them out. Run again with --restart (or without --resume) to "
             "start over"
-        )
-
-
-def _check_reconciles(before: RunCounts | None, counts: RunCounts) -> None:
-    """Before publishing: every item read must be accounted for, or nothing is published.
-
-    What the output would hold (what was committed before this part, and this part's
-    work) must reconcile: read = written + dead-lettered + skipped by rule. It does
-    unless something is wrong in the host or a component; the run then stops
-    (``ContractViolation``, exit 1), and the sink keeps its last commit.
-    """
-    held = counts if before is None else before + counts
-    if not held.reconciles:
-        raise ContractViolation(
-            f"the run's counts do not reconcile ({held.reconciliation()}): some item the "
-            "loader yielded is not accounted for, so the output was not published"
         )
 
 

@@ -1,0 +1,81 @@
+"""A misspelt field name fails every document: the run publishes nothing, exit 2.
+
+From the user's side, with relative paths from a folder of the test's own, as the docs
+show: a good run, then the same pipeline with ``text_field`` misspelt on the command
+line. Every line of the input then fails alike; publishing would have replaced the good
+output with an empty one (``overwrite``, the default) and exited 0. Then the fixed run
+goes through as if the refused one had never happened (its checkpoint is not in the way).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+from tests.fresh_logging import logging_as_in_a_fresh_process
+
+pytestmark = pytest.mark.slow
+
+CHECKPOINT = Path(__file__).resolve().parents[1] / "golden" / "family" / "e5-mean"
+PIPELINE = """\
+pipeline: docs
+loader: {use: jsonl, with: {path: docs.jsonl, text_field: body}}
+model: {use: bert-encoder, with: {weights: my-model}}
+attention: {use: native}
+sink: {use: jsonl, with: {path: out/docs.jsonl}}
+run: {checkpoint_every: 1, batch_size: 1}
+"""
+
+
+def visible_files(folder: Path) -> dict[str, bytes]:
+    """What a user sees in ``folder`` (a run's staged files start with a dot)."""
+    return {p.name: p.read_bytes() for p in folder.iterdir() if not p.name.startswith(".")}
+
+
+@pytest.fixture(autouse=True)
+def logging_left_as_it_was() -> Iterator[None]:
+    with logging_as_in_a_fresh_process():
+        yield
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(CHECKPOINT, tmp_path / "my-model")
+    (tmp_path / "docs.jsonl").write_text(
+        '{"id": "a", "body": "Seams make parts swappable."}\n'
+        '{"id": "b", "body": "Kernels are verified before they are trusted."}\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "docs.yaml").write_text(PIPELINE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_misspelt_text_field_keeps_the_last_output(folder: Path) -> None:
+    cli = CliRunner()
+    ran = cli.invoke(app, ["run", "docs.yaml", "--no-compile-cache"])
+    assert ran.exit_code == 0, ran.output
+    out = folder / "out"
+    published = visible_files(out)
+    assert published["docs.jsonl"].count(b"\n") == 2
+
+    typo = cli.invoke(
+        app, ["run", "docs.yaml", "--set", "loader.with.text_field=txt", "--no-compile-cache"]
+    )
+    assert typo.exit_code == 2, typo.output
+    assert "Traceback" not in typo.output
+    lines = [line for line in typo.output.splitlines() if line.strip()]
+    assert len(lines) == 1, typo.output
+    assert lines[0].startswith("error: all 2 documents read were set aside as failed")
+    assert "(the first, 'a': line 1: missing text field 'txt')" in lines[0]
+    assert visible_files(out) == published, "the output, its errors and manifest as they were"
+
+    fixed = cli.invoke(app, ["run", "docs.yaml", "--no-compile-cache"])
+    assert fixed.exit_code == 0, fixed.output
+    assert "2 documents" in fixed.output
+    assert sorted(p.name for p in out.iterdir()) == sorted(published), "nothing staged is left"
