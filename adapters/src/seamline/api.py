@@ -60,6 +60,7 @@ def open_index(
     documents is built on the first search and kept warm for the next ones. Use it as
     a context manager, or ``close()`` it, to release the model. ``attention`` overrides
     the attention the run recorded; ``registry`` defaults to the components the user's
-    trust allows.
+    trust allows. A leading ``~`` in ``path`` is the home folder, as in a shell.
     """
-    return Searcher(registry or Registry.discover(user_trust()), Path(path), attention)
+    index = Path(path).expanduser()
+    return Searcher(registry or Registry.discover(user_trust()), index, attention)

@@ -8,10 +8,11 @@ and the schema of its ``with:`` block in a pipeline file.
 
 from __future__ import annotations
 
+import os
 import types
 import typing
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationInfo, field_validator
@@ -53,8 +54,37 @@ def refuse_an_empty_path(value: Any) -> Any:
     return value
 
 
-NamedPath = Annotated[Path, BeforeValidator(refuse_an_empty_path)]
-"""A config field naming a file or folder: a ``Path`` that may not be given as ""."""
+def expand_home(value: Any) -> Any:
+    """``value`` with a leading ``~`` (or ``~user``) made the home folder, as a shell makes it.
+
+    A pipeline's ``path: ~/out/emb.jsonl`` is what a user types in a shell; taken as it is,
+    it named a folder called ``~`` in the working directory, which the run created and
+    wrote into (and which a later ``rm -rf ~`` to remove it would mistake for home).
+    A ``~user`` that names no user of this machine is refused. ``./~`` names a folder
+    called ``~``.
+    """
+    if not isinstance(value, str | PurePath) or not str(value).startswith("~"):
+        return value
+    text = str(value)
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
+        head = text.split("/", 1)[0]
+        raise ValueError(
+            f"{text!r} starts with {head!r}, but no user of this machine is called "
+            f"{head[1:]!r}: write the folder out in full (or './{text}' for a folder of "
+            "that name)"
+        )
+    return expanded if isinstance(value, str) else type(value)(expanded)
+
+
+def named_path(value: Any) -> Any:
+    """A config path as given: not empty, ``~`` expanded (see the two checks)."""
+    return expand_home(refuse_an_empty_path(value))
+
+
+NamedPath = Annotated[Path, BeforeValidator(named_path)]
+"""A config field naming a file or folder: a ``Path`` that may not be given as "", and
+whose leading ``~`` is the home folder, as in a shell."""
 
 
 class ComponentConfig(BaseModel):

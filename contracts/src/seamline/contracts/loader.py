@@ -8,7 +8,9 @@ import os
 from collections.abc import Iterator
 from typing import Annotated, ClassVar, Final, TypeVar
 
-from seamline.contracts.component import Component, ComponentConfig
+from pydantic import BeforeValidator
+
+from seamline.contracts.component import Component, ComponentConfig, expand_home
 from seamline.contracts.documents import Loaded, Shard
 from seamline.contracts.versions import Kind
 
@@ -30,8 +32,9 @@ class InputGlobField:
 
 
 INPUT_GLOB: Final = InputGlobField()
-InputGlob = Annotated[str, INPUT_GLOB]
-"""A loader configuration field holding a glob pattern of input files (``data/**/*.parquet``)."""
+InputGlob = Annotated[str, BeforeValidator(expand_home), INPUT_GLOB]
+"""A loader configuration field holding a glob pattern of input files (``data/**/*.parquet``);
+a leading ``~`` is the home folder, as in a shell."""
 
 
 def input_glob_files(pattern: str) -> list[str]:

@@ -218,12 +218,13 @@ def read_pipeline_text(source: str) -> str:
 
     A FIFO or a device would block or never end: the file is opened non-blocking and
     checked on the open descriptor (no window between a check and the open); the size is
-    checked on what is read, so a file that grows while it is read is bounded too.
+    checked on what is read, so a file that grows while it is read is bounded too. A
+    leading ``~`` is the home folder (``Pipeline.from_yaml("~/p.yaml")``), as in a shell.
     """
     if not source:
         raise ConfigError("the pipeline file's path is empty: name the pipeline YAML file")
     try:
-        data = read_regular(source, bounds.MAX_BYTES)
+        data = read_regular(os.path.expanduser(source), bounds.MAX_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"pipeline file {source} does not exist") from None
     except NotRegularFile as err:
