@@ -229,12 +229,12 @@ def test_where_filters_a_lancedb_table_before_the_nearest_are_chosen(
     found = find(columnar_registry(), path, TEXTS[1], k=3, where="id != 'd1'")
     assert {hit.doc_id for hit in found.hits} == {"d0", "d2"}
     assert found.how.endswith(", where id != 'd1'")
-    with pytest.raises(UserError, match=r"--where 'colour = 1' is not a filter.*columns: id, "):
+    with pytest.raises(UserError, match=r"where 'colour = 1' is not a filter.*columns: id, "):
         find(columnar_registry(), path, TEXTS[1], where="colour = 1")
 
 
 def test_where_on_a_file_index_says_what_would_work(written: dict[str, Path]) -> None:
-    no_engine = r"--where filters rows .*\(lancedb\).* a parquet sink.*DuckDB reads Parquet"
+    no_engine = r"a where filter runs .*\(lancedb\).* a parquet sink.*DuckDB reads Parquet"
     with pytest.raises(UserError, match=no_engine):
         find(columnar_registry(), written["parquet"], TEXTS[1], where="id = 'd1'")
 
@@ -267,7 +267,7 @@ def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
     assert "alpha beta gamma" in shown.output
     bad = CliRunner().invoke(cli.app, ["search", str(path), "q", "--where", "nope ="])
     assert bad.exit_code == 2
-    assert "error: --where 'nope ='" in bad.output
+    assert "error: where 'nope ='" in bad.output
     assert "Traceback" not in bad.output
 
 

@@ -335,7 +335,7 @@ def test_a_query_that_cannot_be_embedded_is_a_422_naming_it(
     assert error["message"].startswith(message), error["message"]
 
 
-def test_search_finds_a_document_by_its_own_text(server: Server) -> None:
+def test_search_finds_a_document_by_its_own_text(server: Server, folder: Path) -> None:
     with server.client() as client:
         found = client.post("/v1/search", json={"query": TEXTS[2], "k": 3})
         bad_k = client.post("/v1/search", json={"query": "x", "k": 0})
@@ -352,4 +352,8 @@ def test_search_finds_a_document_by_its_own_text(server: Server) -> None:
     assert error_of(bad_k)["param"] == "k"
     assert error_of(no_query)["param"] == "query"
     assert where.status_code == 422, "a jsonl output has no query engine for 'where'"
-    assert "query engine" in error_of(where)["message"]
+    said = error_of(where)["message"]
+    assert "query engine" in said
+    assert "--where" not in said, "a client sends a field, not a command-line option"
+    assert str(folder) not in said, "where the index lies on the server stays there"
+    assert "emb.jsonl is the output of a jsonl sink" in said

@@ -182,7 +182,8 @@ def find(
 
 
 def _no_filter(registry: Registry, index: Path, sink: str) -> str:
-    """Why ``--where`` cannot apply to the output of ``sink``, and which sinks' it can."""
+    """Why a ``where`` filter (``--where``, ``where=``) cannot apply to the output of
+    ``sink``, and which sinks' it can."""
     filtering = [
         info.name
         for info in registry.entries("sink")
@@ -190,7 +191,7 @@ def _no_filter(registry: Registry, index: Path, sink: str) -> str:
     ]
     which = ", ".join(filtering) or "none is installed"
     return (
-        f"--where filters rows in the query engine of an output's sink ({which}), and {index} "
+        f"a where filter runs in the query engine of an output's sink ({which}), and {index} "
         f"is the output of a {sink or 'unknown'} sink, which has none; write the pipeline's "
         "output with a sink that has one, or filter this file with a query engine (DuckDB "
         "reads Parquet as it is)"

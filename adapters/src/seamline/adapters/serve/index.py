@@ -10,6 +10,7 @@ on the next search. A search runs in a worker thread, never on the event loop.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ class IndexSearch:
                 except UserError as err:
                     raise ApiError(
                         404,
-                        f"cannot search {self.path}: {visible(str(err))}",
+                        self._for_clients(f"cannot search {self.path}: {err}"),
                         code="index_unavailable",
                     ) from None
                 self._searcher = searcher
@@ -62,8 +63,18 @@ class IndexSearch:
             raise ApiError(422, visible(str(err)), code="unembeddable", param="query") from None
         except UserError as err:
             param = "where" if request.where else None
-            raise ApiError(422, visible(str(err)), code="invalid_search", param=param) from None
+            message = self._for_clients(str(err))
+            raise ApiError(422, message, code="invalid_search", param=param) from None
         return _body(found)
+
+    def _for_clients(self, message: str) -> str:
+        """``message`` as a client may read it: the index named by its name, not by where it
+        lies on the server's disk (``/srv/app/out/emb.lance`` → ``emb.lance``), printable."""
+        if self.path is not None:
+            for spelling in {os.path.abspath(self.path), os.path.realpath(self.path)}:
+                folder = os.path.dirname(spelling)
+                message = message.replace(folder + os.sep, "")
+        return visible(message)
 
     def close(self) -> None:
         with self._lock:

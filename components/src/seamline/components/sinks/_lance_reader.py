@@ -90,7 +90,7 @@ class LanceReader(OutputReader):
         except (ValueError, RuntimeError, OSError) as err:
             if where:
                 raise UserError(
-                    f"--where {where!r} is not a filter LanceDB can apply to {path}: "
+                    f"where {where!r} is not a filter LanceDB can apply to {path}: "
                     f"{str(err).rstrip('.')}. The "
                     f"columns: {', '.join(_column_names(table.schema))}"
                 ) from err
