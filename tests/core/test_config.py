@@ -57,6 +57,12 @@ def test_overrides_are_typed_and_win(registry: Registry) -> None:
         ("model.use.deeper=1", "model.use is a str, not a mapping"),
         ("model..x=1", "empty segment"),
         ("model.with.bogus=1", "--set model.with.bogus=1: unknown field"),
+        (
+            "monitors.3.use=log",
+            "--set monitors.3.use=log: the pipeline has no monitors, so there is no item to "
+            "set in it; give the whole list instead: --set 'monitors=[{use: log}]'",
+        ),
+        ("monitors.0=log", "give the whole list instead: --set 'monitors=[log]'"),
     ],
 )
 def test_override_errors_name_the_override(registry: Registry, override: str, message: str) -> None:

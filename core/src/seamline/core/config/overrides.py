@@ -95,9 +95,25 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
             located.values[path] = where
         else:
             if isinstance(node, dict) and (step not in node or node[step] is None):
+                if keys[depth + 1].isdigit():
+                    raise ConfigError(_no_list(keys[: depth + 1], keys[depth + 2 :], where), where)
                 node[step] = {}
                 located.values[path] = where
             node = node[step]
+
+
+def _no_list(name: list[str], rest: list[str], where: str) -> str:
+    """Why ``--set monitors.0.use=log`` cannot add to a list the pipeline does not have,
+    and the ``--set`` that gives the whole list instead (a missing mapping is created; a
+    list item cannot be: which items would come before it?)."""
+    item = where.partition("=")[2].strip() or "..."
+    for key in reversed(rest):
+        item = f"{{{key}: {item}}}"
+    joined = ".".join(name)
+    return (
+        f"the pipeline has no {joined}, so there is no item to set in it; give the whole "
+        f"list instead: --set '{joined}=[{item}]'"
+    )
 
 
 def _expanded(section: str, value: Any) -> Any:
