@@ -239,6 +239,19 @@ def test_where_on_a_file_index_says_what_would_work(written: dict[str, Path]) ->
         find(columnar_registry(), written["parquet"], TEXTS[1], where="id = 'd1'")
 
 
+@pytest.mark.parametrize("sink", ["jsonl", "lancedb"])
+def test_a_folder_of_outputs_is_refused_naming_the_outputs_in_it(
+    written: dict[str, Path], sink: str
+) -> None:
+    folder = written[sink].parent
+    with pytest.raises(UserError) as refused:
+        open_index(folder)
+    assert str(refused.value) == (
+        f"{folder} is a folder of outputs, not one: name the output to search, by its "
+        f"sink's path ({written[sink]})"
+    )
+
+
 @pytest.fixture
 def restored_logging() -> Iterator[None]:
     """The command configures structlog and the root logger for the process: undo it after."""

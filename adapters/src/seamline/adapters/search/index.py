@@ -14,12 +14,14 @@ used, and the files it names are taken only from the manifest's own folder.
 
 from __future__ import annotations
 
+import glob
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seamline.contracts import ConfigError, Sink, UserError
 from seamline.contracts.manifest import (
+    MANIFEST_SUFFIX,
     Manifest,
     Outputs,
     manifest_json,
@@ -89,6 +91,26 @@ def sink_named(registry: Registry, name: str, where: str) -> type[Sink[Any]]:
     return info.cls  # type: ignore[return-value]
 
 
+SHOWN_OUTPUTS = 5
+"""How many outputs of a folder a message names."""
+
+
+def outputs_in(folder: Path) -> list[str]:
+    """The names of the outputs whose manifests lie in ``folder`` (``emb.lance``,
+    ``notes.jsonl``; at most ``SHOWN_OUTPUTS``), for a search given the folder itself."""
+    found: list[str] = []
+    for manifest in sorted(folder.glob("*" + MANIFEST_SUFFIX)):
+        stem = manifest.name[: -len(MANIFEST_SUFFIX)]
+        found += sorted(
+            entry.name
+            for entry in folder.glob(glob.escape(stem) + ".*")
+            if not entry.name.endswith((MANIFEST_SUFFIX, ".errors.jsonl"))
+        )
+        if len(found) >= SHOWN_OUTPUTS:
+            return found[:SHOWN_OUTPUTS]
+    return found
+
+
 def open_index(index: Path) -> Index:
     """Read and validate the manifest of ``index``, and find its files from it."""
     path = manifest_path(index)
@@ -97,6 +119,12 @@ def open_index(index: Path) -> Index:
     try:
         text = read_manifest_text(path)
     except FileNotFoundError:
+        inside = outputs_in(index) if index.is_dir() else []
+        if inside:
+            raise UserError(
+                f"{index} is a folder of outputs, not one: name the output to search, by its "
+                f"sink's path ({', '.join(str(index / name) for name in inside)})"
+            ) from None
         raise UserError(
             f"{path} is missing, so the model that made {index} is unknown; re-run the pipeline "
             "that writes it: its sink publishes the manifest beside its output"
