@@ -106,3 +106,19 @@ def test_components_format_json_is_one_document_of_the_documented_schema() -> No
     native = next(e for e in document["components"] if e["name"] == "native")
     assert (native["distribution"], native["status"]) == ("seamline-components", "ok")
     assert piped("components", "--format", "yaml").returncode == 2
+
+
+def test_components_of_a_distribution_not_installed_is_an_error_naming_those_that_are() -> None:
+    """An empty table with exit 0 read as "it registers nothing" for a misspelt name."""
+    done = piped("components", "--distribution", "seamline-componets")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith(
+        "error: --distribution seamline-componets: no installed component comes from it; "
+        "the distributions that register components: "
+    )
+    assert "seamline-components" in done.stderr
+    only = piped("components", "--distribution", "seamline-cpu-flash", "--format", "json")
+    assert {e["distribution"] for e in json.loads(only.stdout)["components"]} == {
+        "seamline-cpu-flash"
+    }

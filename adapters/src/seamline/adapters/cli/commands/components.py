@@ -64,6 +64,14 @@ def components(
     if kind is not None and kind not in KINDS:
         usage_error(f"--kind must be one of {', '.join(KINDS)}")
     registry = loading.trusted_registry(pipeline) if pipeline is not None else loading.registry()
+    unknown = sorted(wanted - {info.distribution for info in registry.entries()})
+    if unknown:
+        installed = sorted({info.distribution for info in registry.entries()})
+        usage_error(
+            f"--distribution {', '.join(unknown)}: no installed component comes from "
+            f"{'it' if len(unknown) == 1 else 'them'}; the distributions that register "
+            f"components: {', '.join(installed)}"
+        )
     if auto_order:
         _auto_order(registry, wanted)
         return
