@@ -39,6 +39,7 @@ from seamline.core.precision.decision import PrecisionDecision
 from seamline.core.precision.negotiate import decide_precision
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
+from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam
 from seamline.core.telemetry import EXECUTOR, tracer
 
@@ -174,6 +175,9 @@ class Pipeline:
             except BaseException as err:
                 root.record_exception(err)
                 root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
+                placed = placed_loader_error(err, self.resolved)  # file:line:column, as validate's
+                if placed is not err:
+                    raise placed from err
                 raise
             finally:
                 with seam.call("close"):
