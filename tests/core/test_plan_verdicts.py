@@ -31,7 +31,7 @@ def test_each_candidate_in_order_with_its_verdict_and_why() -> None:
         CandidateVerdict(
             "fast", Verdict.CHOSEN, "highest priority for this shape, and it supports it"
         ),
-        CandidateVerdict("spare", Verdict.COULD_SERVE, "a candidate before it was chosen"),
+        CandidateVerdict("spare", Verdict.COULD_SERVE, "fast comes first"),
         CandidateVerdict("refused-later", Verdict.CANNOT_SERVE, "float16 only"),
     )
 

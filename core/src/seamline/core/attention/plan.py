@@ -98,7 +98,7 @@ class BucketPlan:
             elif name in measured:
                 verdict, why = Verdict.COULD_SERVE, "slower, as measured"
             else:
-                verdict, why = Verdict.COULD_SERVE, "a candidate before it was chosen"
+                verdict, why = Verdict.COULD_SERVE, f"{self.chosen} comes first"
             rows.append(CandidateVerdict(name, verdict, why, measured.get(name)))
         return tuple(rows)
 
