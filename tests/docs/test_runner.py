@@ -64,6 +64,16 @@ def test_numbers_times_and_digests_do_not_count() -> None:
     assert mismatch(shown, printed) is None
 
 
+def test_a_place_in_a_file_counts() -> None:
+    """A message placed on another line is a mismatch (models.md showed 7:5 for 5:8)."""
+    shown = ["error: family.yaml:7:5: model 'bert-encoder' (given --set x=1): 12 bytes"]
+    same_place = "error: family.yaml:7:5: model 'bert-encoder' (given --set x=2): 3 bytes"
+    assert mismatch(shown, same_place) is None, "other numbers still do not count"
+    assert mismatch(
+        shown, "error: family.yaml:5:8: model 'bert-encoder' (given --set x=1): 12 bytes"
+    )
+
+
 @pytest.mark.parametrize(
     "printed",
     [
