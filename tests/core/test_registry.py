@@ -20,7 +20,8 @@ from seamline.contracts import (
     DuplicateComponentError,
 )
 from seamline.core.config.user import user_trust
-from seamline.core.registry import Registry
+from seamline.core.registry import Registry, refusal_reason
+from tests.core.toy import ListLoader
 
 PLUGINS = Path(__file__).parents[1] / "fixtures" / "plugins"
 
@@ -97,3 +98,16 @@ def test_components_command_lists_broken_ones(monkeypatch: pytest.MonkeyPatch) -
     assert "refused" in lines["future"]
     assert "2.0" in lines["future"]  # the declared version shows even when refused
     assert "ok" in lines["native"]
+
+
+def test_a_contract_version_that_is_not_a_string_is_named_as_such() -> None:
+    """``contract_version = 1.0`` is declared, as the wrong type: "does not declare" misled."""
+    numeric = type("Numeric", (ListLoader,), {"contract_version": 1.0})
+    assert refusal_reason("loader", "list", numeric) == (
+        "declares 'contract_version' as the float 1.0; it must be a string, such as \"1.0\""
+    )
+    undeclared = type("Undeclared", (ListLoader,), {"contract_version": None})
+    assert refusal_reason("loader", "list", undeclared) == (
+        "does not declare 'contract_version' (every component must)"
+    )
+    assert refusal_reason("loader", "list", ListLoader) is None

@@ -98,9 +98,15 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
         return f"entry point does not name a seamline component class (got {plugin!r})"
     if getattr(plugin, "kind", None) != kind:
         return f"is a {getattr(plugin, 'kind', '?')} component registered as a {kind}"
-    for attribute in ("name", "contract_version"):
-        if not isinstance(getattr(plugin, attribute, None), str):
+    for attribute, example in (("name", '"my-loader"'), ("contract_version", '"1.0"')):
+        value = getattr(plugin, attribute, None)
+        if value is None:
             return f"does not declare {attribute!r} (every component must)"
+        if not isinstance(value, str):
+            return (
+                f"declares {attribute!r} as the {type(value).__name__} {value!r}; it must be "
+                f"a string, such as {example}"
+            )
     if plugin.name != name:
         return f"declares name {plugin.name!r} but is registered as {name!r}"
     config: object = getattr(plugin, "Config", None)
