@@ -80,6 +80,8 @@ def test_documents_skipped_by_rule_are_named_beside_the_failed() -> None:
     held = RunCounts(read=5, failed_documents=3, skipped_documents=2)
     with pytest.raises(UserError, match=r"all 5 documents read were set aside \(3 failed, 2 "):
         check_something_embedded(held, None)
+    with pytest.raises(UserError, match="the log monitor names each one's reason"):
+        check_something_embedded(RunCounts(read=2, failed_documents=2), None)  # none to quote
     check_something_embedded(RunCounts(read=2, skipped_documents=2), None)  # a rule's choice
     check_something_embedded(None, None)  # unknown (an older checkpoint): not refused
 
@@ -100,5 +102,5 @@ def test_a_sharded_run_whose_shards_all_failed_publishes_nothing(tmp_path: Path)
         pipeline.run()
     said = str(refused.value)
     assert re.match(r"all \d+ documents read were set aside as failed", said)
-    assert "the log monitor names each one's reason" in said
+    assert "(the first, 'd0': unreadable)" in said, "a shard's report carries its first"
     assert not out.exists(), "the shards' parts were not published"

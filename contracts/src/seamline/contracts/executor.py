@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from seamline.contracts.component import Component, ComponentConfig
-from seamline.contracts.documents import Shard
+from seamline.contracts.documents import DocumentError, Shard
 from seamline.contracts.versions import Kind
 
 
@@ -116,6 +116,10 @@ class ShardReport:
     first_output_seconds: float | None = None
     attention: Mapping[str, str] = field(default_factory=dict)
     """Shape signature → the attention that served it in this shard."""
+    first_failure: DocumentError | None = None
+    """The first document this task set aside as failed, if any: the driver quotes it when
+    every document of the run failed and nothing is published. Set by the host's worker;
+    an executor passes reports through as they are."""
 
     @property
     def published(self) -> RunCounts | None:

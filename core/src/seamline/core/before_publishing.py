@@ -43,8 +43,9 @@ def check_something_embedded(held: RunCounts | None, first: DocumentError | None
 
     ``held`` is what the output would hold (None when that is unknown: an older
     checkpoint did not record it, a shard finished by an earlier run); ``first`` the
-    first document set aside as failed, when the caller saw it (a sharded run's driver
-    does not: its shards set documents aside).
+    first document set aside as failed, when the caller knows it (a sharded run's
+    driver reads it from the shards' reports; not when the failures were all committed
+    by an earlier attempt).
     """
     if held is None or held.documents > 0 or held.failed_documents == 0:
         return

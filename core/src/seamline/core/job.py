@@ -192,7 +192,8 @@ class PipelineJob(Job):
         if self.count is None:
             raise ContractViolation(f"executor {report.executor!r} never planned the run")
         if self.count > 1:
-            check_something_embedded(_published(report), None)
+            first = next((s.first_failure for s in report.shards if s.first_failure), None)
+            check_something_embedded(_published(report), first)
             manifest = run_manifest(self.resolved, self.run_id)
             sink, seam = self._sink()
             with seam.call("publish_parts", self._attributes(self.count)):

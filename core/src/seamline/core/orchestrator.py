@@ -136,6 +136,8 @@ class RunSummary:
     """What publishing changed in the output, in documents by kind, as the sink measured it
     (the lancedb sink's ``mode: sync``: added, replaced, unchanged, deleted, kept); None
     when the sink does not measure it."""
+    first_failure: DocumentError | None = None
+    """The first document this run (or part) set aside as failed, if any."""
 
     @property
     def precision(self) -> Mapping[str, Any]:
@@ -456,6 +458,7 @@ class Orchestrator:
             resumed_from=self.resumed_from,
             first_output_seconds=self._first_output,
             provenance=provenance(self.pipeline),
+            first_failure=self._first_failure,
         )
 
 

@@ -135,6 +135,7 @@ def _report(shard: Any, worker: str, summary: RunSummary) -> ShardReport:
         resumed_from=summary.resumed_from,
         first_output_seconds=summary.first_output_seconds,
         attention=dict(summary.attention),
+        first_failure=summary.first_failure,
     )
 
 
