@@ -10,8 +10,6 @@ that the two cannot be confused.
 from __future__ import annotations
 
 import shlex
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +19,10 @@ from seamline.adapters.cli.main import app
 from seamline.api import Pipeline, open_index
 from seamline.contracts import ConfigError
 from seamline.contracts.component import expand_home
-from tests.fresh_logging import logging_as_in_a_fresh_process
+from tests.e2e.user_folder import copy_checkpoint
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_logging")]
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "golden" / "family" / "e5-mean"
 PIPELINE = """\
 pipeline: notes
 loader: {use: text-files, with: {root: ~/notes}}
@@ -35,16 +32,10 @@ sink: {use: jsonl, with: {path: ~/out/notes.jsonl}}
 """
 
 
-@pytest.fixture(autouse=True)
-def logging_left_as_it_was() -> Iterator[None]:
-    with logging_as_in_a_fresh_process():
-        yield
-
-
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
-    shutil.copytree(CHECKPOINT, home / "my-model")
+    copy_checkpoint(home)
     (home / "notes").mkdir()
     (home / "notes" / "seams.txt").write_text("Seams make parts swappable.", encoding="utf-8")
     (home / "notes.yaml").write_text(PIPELINE, encoding="utf-8")

@@ -9,19 +9,16 @@ guess why the root was ``build/corpus``.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
-from tests.fresh_logging import logging_as_in_a_fresh_process
+from tests.e2e.user_folder import copy_checkpoint, one_line
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_logging")]
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "golden" / "family" / "e5-mean"
 PIPELINE = """\
 pipeline: corpus
 loader:
@@ -33,32 +30,19 @@ sink: {use: jsonl, with: {path: out/corpus.jsonl}}
 """
 
 
-@pytest.fixture(autouse=True)
-def logging_left_as_it_was() -> Iterator[None]:
-    with logging_as_in_a_fresh_process():
-        yield
-
-
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    shutil.copytree(CHECKPOINT, tmp_path / "my-model")
+    copy_checkpoint(tmp_path)
     (tmp_path / "corpus.yaml").write_text(PIPELINE, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CORPUS", raising=False)
     return tmp_path
 
 
-def error_line(output: str) -> str:
-    assert "Traceback" not in output, output
-    lines = [line for line in output.splitlines() if line.strip()]
-    assert len(lines) == 1, output
-    return lines[0]
-
-
 def test_a_missing_root_is_placed_and_names_the_variable_it_came_from(folder: Path) -> None:
     ran = CliRunner().invoke(app, ["run", "corpus.yaml", "--no-compile-cache"])
     assert ran.exit_code == 2, ran.output
-    line = error_line(ran.output)
+    line = one_line(ran.output)
     assert line.startswith("error: corpus.yaml:4:9: text-files loader: root 'build/corpus'")
     assert line.endswith("(loader.with.root is written ${CORPUS:-build/corpus})")
 
@@ -68,6 +52,6 @@ def test_a_root_given_on_the_command_line_names_the_override(folder: Path) -> No
         app, ["run", "corpus.yaml", "--set", "loader.with.root=nowhere", "--no-compile-cache"]
     )
     assert ran.exit_code == 2, ran.output
-    line = error_line(ran.output)
+    line = one_line(ran.output)
     assert line.startswith("error: corpus.yaml:4:9: text-files loader: root 'nowhere'")
     assert line.endswith("(given --set loader.with.root=nowhere)")

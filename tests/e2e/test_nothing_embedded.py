@@ -9,19 +9,16 @@ goes through as if the refused one had never happened (its checkpoint is not in 
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
-from tests.fresh_logging import logging_as_in_a_fresh_process
+from tests.e2e.user_folder import copy_checkpoint, one_line
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_logging")]
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "golden" / "family" / "e5-mean"
 PIPELINE = """\
 pipeline: docs
 loader: {use: jsonl, with: {path: docs.jsonl, text_field: body}}
@@ -37,15 +34,9 @@ def visible_files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.iterdir() if not p.name.startswith(".")}
 
 
-@pytest.fixture(autouse=True)
-def logging_left_as_it_was() -> Iterator[None]:
-    with logging_as_in_a_fresh_process():
-        yield
-
-
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    shutil.copytree(CHECKPOINT, tmp_path / "my-model")
+    copy_checkpoint(tmp_path)
     (tmp_path / "docs.jsonl").write_text(
         '{"id": "a", "body": "Seams make parts swappable."}\n'
         '{"id": "b", "body": "Kernels are verified before they are trusted."}\n',
@@ -68,11 +59,9 @@ def test_a_misspelt_text_field_keeps_the_last_output(folder: Path) -> None:
         app, ["run", "docs.yaml", "--set", "loader.with.text_field=txt", "--no-compile-cache"]
     )
     assert typo.exit_code == 2, typo.output
-    assert "Traceback" not in typo.output
-    lines = [line for line in typo.output.splitlines() if line.strip()]
-    assert len(lines) == 1, typo.output
-    assert lines[0].startswith("error: all 2 documents read were set aside as failed")
-    assert "(the first, 'a': line 1: missing text field 'txt')" in lines[0]
+    line = one_line(typo.output)
+    assert line.startswith("error: all 2 documents read were set aside as failed")
+    assert "(the first, 'a': line 1: missing text field 'txt')" in line
     assert visible_files(out) == published, "the output, its errors and manifest as they were"
 
     fixed = cli.invoke(app, ["run", "docs.yaml", "--no-compile-cache"])

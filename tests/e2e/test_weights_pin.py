@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
-from tests.fresh_logging import logging_as_in_a_fresh_process
+from tests.e2e.user_folder import copy_checkpoint, one_line
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_logging")]
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "golden" / "family" / "e5-mean"
 PIPELINE = """\
 pipeline: pinned
 loader: {use: text-files, with: {root: notes}}
@@ -46,23 +43,9 @@ def replace_a_weight(weights: Path) -> None:
     weights.write_bytes(bytes(data))
 
 
-def one_line(output: str) -> str:
-    assert "Traceback" not in output, output
-    lines = [line for line in output.splitlines() if line.strip()]
-    assert len(lines) == 1, output
-    return " ".join(lines[0].split())
-
-
-@pytest.fixture(autouse=True)
-def logging_left_as_it_was() -> Iterator[None]:
-    """``seamline run`` here sets logging up for a command line: not for the next test."""
-    with logging_as_in_a_fresh_process():
-        yield
-
-
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    shutil.copytree(CHECKPOINT, tmp_path / "my-model")
+    copy_checkpoint(tmp_path)
     (tmp_path / "notes").mkdir()
     for i, text in enumerate(["Seams make parts swappable.", "Kernels are verified.", "x"]):
         (tmp_path / "notes" / f"n{i}.txt").write_text(text, encoding="utf-8")
