@@ -45,6 +45,7 @@ from seamline.components.models.bert_math import (
 from seamline.components.models.file_ledger import FileLedger
 from seamline.contracts import WeightsError
 from seamline.contracts.modules import find_without_importing
+from seamline.contracts.untrusted import OutsideFolder, within
 
 PACKAGE_PREFIX = "package:"
 WEIGHTS_FILE = "model.safetensors"
@@ -108,14 +109,22 @@ def resolve_source(source: str) -> Path:
     if source.startswith(split_zip.PREFIX):
         return split_zip.resolve(source[len(split_zip.PREFIX) :].strip())
     path = Path(source).expanduser()
-    if not path.is_dir():
-        what = "is not a directory" if path.exists() else "does not exist"
+    try:
+        what = "" if path.is_dir() else "is not a directory" if path.exists() else "does not exist"
+    except OSError as err:  # a name too long, a loop of links: nothing to read there
+        what = f"cannot be used ({err.strerror})"
+    if what:
         raise WeightsError(
-            f"weight directory {str(path)!r} {what}; set 'weights' to a directory holding "
-            f"config.json, tokenizer.json and {WEIGHTS_FILE}, or to 'package:<module>' for an "
-            "installed package that ships them"
+            f"weight directory {_bounded(str(path))!r} {what}; set 'weights' to a directory "
+            f"holding config.json, tokenizer.json and {WEIGHTS_FILE}, or to 'package:<module>' "
+            "for an installed package that ships them"
         )
     return path.resolve()
+
+
+def _bounded(text: str, limit: int = 200) -> str:
+    """``text`` for a message: whole, or its start and how long it is."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _package_dir(module: str) -> Path:
@@ -157,7 +166,7 @@ def read_model_files(root: Path) -> ModelFiles:
     """
     ledger = FileLedger(root)
     modules = _read_modules(ledger, root / "modules.json")
-    model_dir = root / _transformer_path(modules)
+    model_dir = _module_dir(root, modules, "Transformer", "")
     config = _read_object(ledger, model_dir / "config.json")
     if config is None:
         raise WeightsError(
@@ -173,7 +182,7 @@ def read_model_files(root: Path) -> ModelFiles:
             f"{weights_path} is missing; this encoder reads safetensors only (convert a "
             "pytorch_model.bin with the safetensors library, once, outside seamline)"
         )
-    pooling_path = root / _pooling_path(modules) / "config.json"
+    pooling_path = _module_dir(root, modules, "Pooling", "1_Pooling") / "config.json"
     pooling = _read_object(ledger, pooling_path)
     if pooling is None and any(_is_module(m, "Pooling") for m in modules or ()):
         raise WeightsError(
@@ -210,19 +219,31 @@ def _is_module(module: dict[str, Any], kind: str) -> bool:
     return module_class(module) == kind
 
 
-def _transformer_path(modules: list[dict[str, Any]] | None) -> str:
-    """The sub-directory of the Transformer module (``""`` in most checkpoints)."""
-    for module in modules or ():
-        if _is_module(module, "Transformer"):
-            return str(module.get("path", ""))
-    return ""
+def _module_dir(root: Path, modules: list[dict[str, Any]] | None, kind: str, default: str) -> Path:
+    """The folder of the ``kind`` module (``Transformer``: ``""`` in most checkpoints;
+    ``Pooling``: ``1_Pooling``) that ``modules.json`` names, inside the checkpoint.
 
-
-def _pooling_path(modules: list[dict[str, Any]] | None) -> str:
-    for module in modules or ():
-        if _is_module(module, "Pooling"):
-            return str(module.get("path", "1_Pooling"))
-    return "1_Pooling"
+    ``modules.json`` is a file of the checkpoint, so a hostile one could name a folder
+    anywhere (``/elsewhere``, ``../../x``, a link out) and have the encoder read another
+    model's pooling or config there: a module's folder must lie inside ``root``.
+    """
+    name = next((m.get("path", default) for m in modules or () if _is_module(m, kind)), default)
+    where = root / "modules.json"
+    if not isinstance(name, str):
+        raise WeightsError(
+            f"{where}: the {kind} module's path is {_bounded(repr(name), 60)}, not a folder "
+            "name; restore the file"
+        )
+    if name in ("", "."):
+        return root
+    try:
+        within(root, name)
+    except OutsideFolder as err:
+        raise WeightsError(
+            f"{where}: the {kind} module's path {_bounded(name, 60)!r} {err}; a checkpoint's "
+            "modules live in its own folder: restore the file"
+        ) from None
+    return root / name
 
 
 def _sentence_config(ledger: FileLedger, root: Path, model_dir: Path) -> dict[str, Any] | None:
@@ -268,8 +289,14 @@ def _read_json(ledger: FileLedger, path: Path) -> object:
         return None
     try:
         data: object = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise WeightsError(f"{path} could not be read as JSON ({err}); restore the file") from err
+    except RecursionError:
+        raise WeightsError(
+            f"{path} is nested too deeply to be a JSON config; restore the file"
+        ) from None
+    except ValueError as err:  # not UTF-8, not JSON, or a number of thousands of digits
+        raise WeightsError(
+            f"{path} could not be read as JSON ({_bounded(str(err))}); restore the file"
+        ) from None
     return data
 
 
@@ -317,7 +344,7 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
         intermediate_size=int_field(config, "intermediate_size", where),
         max_positions=int_field(config, "max_position_embeddings", where),
         type_vocab_size=_count_field(config, "type_vocab_size", 2, where),
-        layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)),
+        layer_norm_eps=eps_field(config, 1e-12, where),
         activation=activation,
     )
     if arch.type_vocab_size < 1:
@@ -353,14 +380,35 @@ def activation_of(config: dict[str, Any], where: Path) -> Activation:
     return activation
 
 
+LIMITS = {"num_hidden_layers": 1024, "num_attention_heads": 1024}
+"""The largest value of a ``config.json`` size the encoders take, where it is less than
+``MAX_SIZE``: more layers or heads than any encoder has is a damaged (or hostile) file,
+and building a model of a billion layers would exhaust memory before anything failed."""
+MAX_SIZE = 1 << 24
+"""The largest vocabulary, width or position table taken (16,777,216)."""
+
+
 def int_field(config: dict[str, Any], key: str, where: Path) -> int:
+    """A positive whole-number size of ``config.json``, bounded (:data:`LIMITS`)."""
     value = config.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+    limit = LIMITS.get(key, MAX_SIZE)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= limit:
         raise WeightsError(
-            f"{where}: {key} is {value!r}, expected a positive integer; "
-            "is this a BERT-family config.json?"
+            f"{where}: {key} is {_bounded(repr(value), 60)}, expected a whole number from 1 to "
+            f"{limit:,}; is this a BERT-family config.json?"
         )
     return value
+
+
+def eps_field(config: dict[str, Any], default: float, where: Path) -> float:
+    """``layer_norm_eps``: a small positive number (``default`` when absent)."""
+    value = config.get("layer_norm_eps", default)
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 1:
+        raise WeightsError(
+            f"{where}: layer_norm_eps is {_bounded(repr(value), 60)}, expected a small positive "
+            "number such as 1e-12"
+        )
+    return float(value)
 
 
 #: The sentence-transformers modules the encoders reproduce, by class name; any other
@@ -479,17 +527,25 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
             if not 0 < size <= min(MAX_HEADER_BYTES, path.stat().st_size - 8):
                 raise WeightsError(f"{damaged}); restore the file")
             header = json.loads(stream.read(size).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise WeightsError(f"{damaged}: {err}); restore the file") from err
+    except RecursionError:
+        raise WeightsError(f"{damaged}: it is nested too deeply); restore the file") from None
+    except (OSError, ValueError) as err:  # ValueError: not UTF-8, not JSON, huge numbers
+        raise WeightsError(f"{damaged}: {_bounded(str(err))}); restore the file") from err
     if not isinstance(header, dict):
         raise WeightsError(f"{damaged}); restore the file")
     tensors: dict[str, Any] = {}
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        if not isinstance(entry, dict) or not isinstance(entry.get("shape"), list):
-            raise WeightsError(f"{damaged}: entry {name!r} has no shape); restore the file")
-        tensors[name] = (str(entry.get("dtype")), tuple(int(n) for n in entry["shape"]))
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if not isinstance(shape, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_SIZE for n in shape
+        ):
+            raise WeightsError(
+                f"{damaged}: entry {_bounded(name, 60)!r} has no shape of whole numbers); "
+                "restore the file"
+            )
+        tensors[name] = (str(entry.get("dtype")), tuple(shape))
     return tensors
 
 

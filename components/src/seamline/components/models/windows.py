@@ -61,7 +61,7 @@ class TokenWindows:
 
     def split(self, doc_id: str, text: str) -> list[Example]:
         """All windows of ``text``, in order, as examples."""
-        first = self.tokenizer.encode(text)
+        first = encoded(self.tokenizer, text)
         windows = [first, *first.overflowing]
         return [self.example(doc_id, index, window) for index, window in enumerate(windows)]
 
@@ -95,6 +95,25 @@ class Prefix:
     type_ids: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
     at: int = 0
     """Where in a window it goes: after this many leading special tokens (``[CLS]``)."""
+
+
+def encoded(tokenizer: Tokenizer, text: str) -> Encoding:
+    """``tokenizer.encode(text)``, with a panic of the Rust tokenizer made a ``ValueError``.
+
+    A ``tokenizer.json`` is a file of the checkpoint, and its rules can fail on some
+    texts only (a normalizer's or pre-tokenizer's regular expression that backtracks past
+    the engine's limit): the library then raises ``pyo3_runtime.PanicException``, a
+    ``BaseException``, which no ``except Exception`` stops, and one document ended the
+    run (or failed the other requests batched with it on a server). As a ``ValueError``
+    it fails that text alone: set aside at ``prepare``, or a 422 for its request.
+    """
+    try:
+        return tokenizer.encode(text)
+    except BaseException as err:
+        if type(err).__name__ != "PanicException":
+            raise
+        message = str(err).splitlines()[0][:200] if str(err) else "no message"
+        raise ValueError(f"the tokenizer failed on this text ({message})") from None
 
 
 def load_windows(
