@@ -209,3 +209,22 @@ def test_a_model_that_cannot_be_built_is_placed_wherever_it_is_built(registry: R
         build_model(resolved.model, registry)
     assert resolved.overrides_under(("model", "with")) == ["--set model.with.weights=/nonexistent"]
     assert resolved.overrides_under(("sink",)) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("a" * 5000, "the path is 5,000 bytes long; a path may have at most 4,095"),
+        ("d/" + "b" * 300 + "/x", "the path holds a name of 300 bytes"),
+    ],
+)
+def test_a_path_no_file_system_holds_is_refused_at_its_place(
+    registry: Registry, value: str, said: str
+) -> None:
+    """It raised ``OSError: File name too long`` as a traceback from its first use."""
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(BASE, "p.yaml", registry, overrides=[f"loader.with.path={value}"])
+    message = str(caught.value)
+    assert said in message
+    assert message.startswith("--set loader.with.path=")
+    assert len(message) < 800, "the override is not repeated whole"

@@ -77,9 +77,37 @@ def expand_home(value: Any) -> Any:
     return expanded if isinstance(value, str) else type(value)(expanded)
 
 
+NAME_MAX = 255
+"""Bytes a file system allows in one name of a path (Linux's, and the common limit)."""
+PATH_MAX = 4096
+"""Bytes the kernel takes in a whole path."""
+
+
+def refuse_an_impossible_path(value: Any) -> Any:
+    """``value``, unless no file system could hold it: a name over ``NAME_MAX`` bytes or a
+    path over ``PATH_MAX``. The first use of such a path raised ``OSError: File name too
+    long`` from wherever it happened to be used, as a traceback; refused here, the
+    problem is placed where the path was given."""
+    if not isinstance(value, str | PurePath):
+        return value
+    text = str(value)
+    if len(os.fsencode(text)) >= PATH_MAX:
+        raise ValueError(
+            f"the path is {len(os.fsencode(text)):,} bytes long; a path may have at most "
+            f"{PATH_MAX - 1:,}"
+        )
+    for name in PurePath(text).parts:
+        if len(os.fsencode(name)) > NAME_MAX:
+            raise ValueError(
+                f"the path holds a name of {len(os.fsencode(name)):,} bytes ({name[:20]!r}...); "
+                f"a file or folder name may have at most {NAME_MAX}"
+            )
+    return value
+
+
 def named_path(value: Any) -> Any:
-    """A config path as given: not empty, ``~`` expanded (see the two checks)."""
-    return expand_home(refuse_an_empty_path(value))
+    """A config path as given: not empty, ``~`` expanded, one a file system can hold."""
+    return refuse_an_impossible_path(expand_home(refuse_an_empty_path(value)))
 
 
 NamedPath = Annotated[Path, BeforeValidator(named_path)]

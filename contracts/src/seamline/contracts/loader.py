@@ -10,7 +10,12 @@ from typing import Annotated, ClassVar, Final, TypeVar
 
 from pydantic import BeforeValidator
 
-from seamline.contracts.component import Component, ComponentConfig, expand_home
+from seamline.contracts.component import (
+    Component,
+    ComponentConfig,
+    expand_home,
+    refuse_an_impossible_path,
+)
 from seamline.contracts.documents import Loaded, Shard
 from seamline.contracts.versions import Kind
 
@@ -32,7 +37,9 @@ class InputGlobField:
 
 
 INPUT_GLOB: Final = InputGlobField()
-InputGlob = Annotated[str, BeforeValidator(expand_home), INPUT_GLOB]
+InputGlob = Annotated[
+    str, BeforeValidator(refuse_an_impossible_path), BeforeValidator(expand_home), INPUT_GLOB
+]
 """A loader configuration field holding a glob pattern of input files (``data/**/*.parquet``);
 a leading ``~`` is the home folder, as in a shell."""
 

@@ -30,7 +30,7 @@ def is_override(location: str) -> bool:
 def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
     """Apply each ``path=value`` to ``located.data`` in order; record its origin as location."""
     for override in overrides:
-        where = f"{PREFIX}{override}"
+        where = f"{PREFIX}{_shown(override)}"
         path_text, sep, value_text = override.partition("=")
         if not sep or not path_text.strip():
             raise ConfigError("an override must look like path.to.field=value", where)
@@ -39,6 +39,17 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
         if any(not part for part in keys):
             raise ConfigError(f"empty segment in path {path_text!r}", where)
         _assign(located, keys, value, where)
+
+
+SHOWN_CHARACTERS = 120
+"""How much of an override a message repeats as its place (its value may be huge)."""
+
+
+def _shown(override: str) -> str:
+    """``override`` as messages name it: whole, or cut after ``SHOWN_CHARACTERS``."""
+    if len(override) <= SHOWN_CHARACTERS:
+        return override
+    return f"{override[:SHOWN_CHARACTERS]}... ({len(override):,} characters)"
 
 
 def _value(path: str, text: str, where: str) -> Any:
