@@ -270,3 +270,52 @@ def test_resume_refuses_when_the_files_the_pattern_matches_changed(
     assert summary.resumed_from is not None
     published = [json.loads(line)["id"] for line in (tmp_path / "out" / "emb.jsonl").open()]
     assert sorted(published, key=int) == [str(i) for i in range(10)]
+
+
+# -- values with no Python equivalent -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "good", "bad", "message"),
+    [
+        (
+            "timestamp[ns]",
+            1_000,
+            1,
+            "ValueError: Nanosecond resolution temporal type 1 is not safely convertible",
+        ),
+        ("date32[day]", 1, 2**31 - 1, "OverflowError: days=2147483647"),
+    ],
+)
+def test_a_value_python_cannot_hold_sets_its_row_aside_not_the_run(
+    tmp_path: Path, kind: str, good: int, bad: int, message: str
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {"timestamp[ns]": pa.timestamp("ns"), "date32[day]": pa.date32()}
+    path = tmp_path / "m.parquet"
+    values = pa.array([good * i for i in range(49)] + [bad], types[kind])
+    rows = {"id": [f"r{i}" for i in range(50)], "text": [f"t{i}" for i in range(50)], "m": values}
+    pq.write_table(pa.table(rows), path, row_group_size=50)
+    read = loader(path, metadata_columns=["m"], batch_rows=20)  # the bad row shares a batch
+    items = list(read.read())
+    assert [i.cursor for i in items] == [f"{path}#0:{row}" for row in range(50)]
+    assert documents(items) == [(f"r{i}", f"t{i}") for i in range(49)]
+    assert [i.item.metadata["m"] for i in items[:49]] == values.slice(0, 49).to_pylist()
+    error = items[49].item
+    assert isinstance(error, DocumentError)
+    assert error.id == "r49"
+    assert error.reason.startswith(
+        "row 49 of row group 0: metadata column 'm' holds a value Python cannot represent ("
+        + message
+    )
+    assert error.reason.endswith(
+        "; cast the column to a type Python holds (a microsecond timestamp, a string) or leave "
+        "it out of metadata_columns"
+    )
+    assert len(error.reason) < 500
+    assert error.metadata == {"file": str(path), "row_group": 0, "row": 49, "column": "m"}
+    rest = list(read.read(after=items[45].cursor))
+    assert [i.cursor for i in rest] == [f"{path}#0:{row}" for row in range(46, 50)]
+    assert [i.item.id for i in rest] == ["r46", "r47", "r48", "r49"]

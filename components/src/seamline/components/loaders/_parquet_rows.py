@@ -21,13 +21,20 @@ batch holds about ``max_bytes`` of values on average, whatever the configured
 ``batch_rows``. What pyarrow itself holds is one page more: a page is decoded whole,
 so a row group that hides one enormous value among many small ones (within the
 average) still costs that page transiently, but never its Python copy.
+
+A batch becomes Python values in one call (:func:`to_python`), unless one of its values
+has no Python equivalent (a nanosecond timestamp that is not a whole microsecond, a
+date past ``datetime.date.max``): then each column is converted on its own, and each
+value of a column that fails, so that only the rows holding such a value are set aside.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from seamline.contracts.stored import first_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -140,3 +147,59 @@ def without_rows(
         nulled = drop if name not in keep else pc.and_(drop, pc.invert(keep[name]))
         columns.append(pc.if_else(nulled, pa.nulls(len(column), column.type), column))
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _conversion_errors() -> tuple[type[Exception], ...]:
+    """What pyarrow raises for a value it cannot turn into a Python object."""
+    import pyarrow as pa
+
+    return (ArithmeticError, LookupError, TypeError, ValueError, pa.ArrowException)
+
+
+def column_values(
+    column: pa.Array, name: str = "", failed: dict[int, list[tuple[str, str]]] | None = None
+) -> list[Any]:
+    """``column``'s values as Python objects; None for each that has none.
+
+    The column is converted in one call when it can be; otherwise value by value, and
+    each value that cannot be is added to ``failed`` (row: ``(name, why)``).
+    """
+    errors = _conversion_errors()
+    values: list[Any]
+    try:
+        values = column.to_pylist()
+    except errors:
+        pass
+    else:
+        return values
+    values = []
+    for row in range(len(column)):
+        try:
+            values.append(column[row].as_py())
+        except errors as err:
+            values.append(None)
+            if failed is not None:
+                why = f"{type(err).__name__}: {first_line(err)}"
+                failed.setdefault(row, []).append((name, why))
+    return values
+
+
+def to_python(
+    batch: pa.RecordBatch,
+) -> tuple[dict[str, list[Any]], dict[int, list[tuple[str, str]]]]:
+    """The batch's values by column, and the rows where a value cannot become Python.
+
+    The second maps a row of the batch to each ``(column, why)`` that failed there (its
+    value is None in the first); it is empty, and the batch converted in one call, when
+    every value can be converted.
+    """
+    try:
+        return batch.to_pydict(), {}
+    except _conversion_errors():
+        pass
+    failed: dict[int, list[tuple[str, str]]] = {}
+    values = {
+        name: column_values(column, name, failed)
+        for name, column in zip(batch.schema.names, batch.columns, strict=True)
+    }
+    return values, failed

@@ -13,10 +13,12 @@ shard never opens another shard's data pages.
 
 A cursor names the file, the row group and the row in it (``data/a.parquet#3:17``),
 so resuming skips straight to that row group. A row whose id or text is null or
-of the wrong type becomes a :class:`DocumentError` with its reason, as does a file
-that is not Parquet at all or a row group that cannot be decoded: one bad row does
-not end the run. A ``path`` that matches nothing, or a column that is not in a
-file, is the pipeline's mistake and is raised as a :class:`UserError`.
+of the wrong type, or that holds a value with no Python equivalent (a nanosecond
+timestamp between microseconds, a date past year 9999), becomes a
+:class:`DocumentError` with its reason, as does a file that is not Parquet at all or a
+row group that cannot be decoded: one bad row does not end the run. A ``path`` that
+matches nothing, or a column that is not in a file, is the pipeline's mistake and is
+raised as a :class:`UserError`.
 
 The promises the other loaders keep hold here too:
 
@@ -299,7 +301,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                             ids = rows.value_bytes(batch.column(config.id_column))
                             keep[config.id_column] = pc.less_equal(ids, limit)
                         batch = rows.without_rows(batch, too_big, keep)
-                values = batch.to_pydict()
+                values, unconvertible = rows.to_python(batch)
                 row_sizes = sizes.to_pylist()
                 for offset in range(batch.num_rows):
                     row += 1
@@ -310,6 +312,8 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                     item: Document | DocumentError
                     if over[offset]:
                         item = self._too_big(where, fields, row_sizes[offset])
+                    elif offset in unconvertible:
+                        item = self._unconvertible(where, fields, unconvertible[offset])
                     else:
                         item = self._row(where, fields, text_type)
                         if seen is not None and isinstance(item, Document):
@@ -363,7 +367,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 if limit is not None:
                     over = pc.greater(rows.value_bytes(batch.column(0)), limit)
                     batch = rows.without_rows(batch, over, {})
-                yield from batch.column(0).to_pylist()
+                yield from rows.column_values(batch.column(0))
         except (pa.ArrowException, OSError):
             return
 
@@ -387,6 +391,23 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
             "(raise max_bytes to read it)"
         )
         return self._error(where, reason, raw_id, bytes=size)
+
+    def _unconvertible(
+        self, where: tuple[str, int, int], fields: dict[str, Any], failed: list[tuple[str, str]]
+    ) -> DocumentError:
+        """The error record of a row holding a value that cannot become a Python object."""
+        config = self.config
+        raw_id = fields.get(config.id_column) if config.id_column else None
+        role = {config.id_column: "id column", config.text_column: "text column"}
+        what = "; ".join(
+            f"{role.get(name, 'metadata column')} {name!r} holds a value Python cannot "
+            f"represent ({why})"
+            for name, why in failed
+        )
+        fix = "cast the column to a type Python holds (a microsecond timestamp, a string)"
+        if all(name in config.metadata_columns for name, _ in failed):
+            fix += " or leave it out of metadata_columns"
+        return self._error(where, f"{what}; {fix}", raw_id, column=failed[0][0])
 
     def _unique(
         self, document: Document, where: tuple[str, int, int], place: int, seen: SeenIds
