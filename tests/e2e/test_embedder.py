@@ -121,6 +121,12 @@ def test_a_single_string_gives_one_vector_and_normalize_scales(embedder: Embedde
         (lambda e: e.encode({"a": 1}), "texts is a dict: give a str or a sequence of str"),
         (lambda e: e.encode({"b", "a"}), "texts is a set"),
         (lambda e: e.submit({"a": 1}), "texts is a dict"),
+        # the tokenizer's own words were "TextInputSequence must be str"
+        (
+            lambda e: e.encode(["ok", "a\ud800"]),
+            "texts\\[1\\] cannot be embedded: the text is not valid Unicode: it holds a "
+            "lone surrogate '\\\\ud800' at offset 1",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_with_what_to_do(

@@ -157,6 +157,25 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def unicode_problem(text: str, what: str = "the text") -> str | None:
+    """Why ``text`` is not valid Unicode (it holds a lone surrogate), or None.
+
+    A Python ``str`` may hold one (a byte that was not UTF-8, decoded with
+    ``surrogateescape``; half of a surrogate pair from JSON's ``"\\ud800"``), and a
+    tokenizer then fails with a message about its own types. ``what`` names the text
+    (``the query``, ``texts[2]``).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return (
+            f"{what} is not valid Unicode: it holds a lone surrogate {text[err.start]!r} "
+            f"at offset {err.start} (a byte that is not UTF-8, or half of a surrogate pair): "
+            f"give {what} as UTF-8 text"
+        )
+    return None
+
+
 def visible(text: str, keep: str = "") -> str:
     """``text`` with each control character (but those in ``keep``) and each bidirectional
     override shown as "\ufffd".

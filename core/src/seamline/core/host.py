@@ -38,6 +38,7 @@ from seamline.contracts import (
     Shard,
 )
 from seamline.contracts.seams import check_batch, check_examples, check_loaded
+from seamline.contracts.untrusted import unicode_problem
 from seamline.core.batching import BatchShapes, Bucketer, Packer, Planned
 from seamline.core.seams import Seam
 from seamline.core.telemetry import THREAD_NAME
@@ -173,7 +174,11 @@ class HostWork:
         except ContractViolation:
             raise
         except Exception as err:  # the span recorded it; the run goes on
-            reason = f"prepare failed: {type(err).__name__}: {err}"
+            # A lone surrogate fails in the tokenizer with a message about its types: say
+            # what is wrong with the text instead (looked for only once prepare failed).
+            reason = unicode_problem(document.text) or (
+                f"prepare failed: {type(err).__name__}: {err}"
+            )
             return DocumentError(document.id, reason, document.metadata)
         check_examples(model.name, examples, model.max_length)
         return examples if self.max_windows is None else examples[: self.max_windows]

@@ -19,7 +19,7 @@ from typing import ParamSpec, TypeVar
 import numpy as np
 
 from seamline.adapters.search.index import Index
-from seamline.contracts import ConfigError, UserError
+from seamline.contracts import ConfigError, UserError, untrusted
 from seamline.core import (
     Embedder,
     PipelineConfigError,
@@ -91,15 +91,7 @@ def query_problem(query: str) -> str | None:
 
 def unicode_problem(query: str) -> str | None:
     """Why ``query`` is not valid Unicode (a lone surrogate), or None."""
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as err:
-        return (
-            f"the query is not valid Unicode: it holds a lone surrogate {query[err.start]!r} "
-            f"at offset {err.start} (a byte that is not UTF-8, or half of a surrogate pair): "
-            "give the query as UTF-8 text"
-        )
-    return None
+    return untrusted.unicode_problem(query, "the query")
 
 
 def check_query(query: str) -> str:
