@@ -624,3 +624,11 @@ def test_a_fifo_in_place_of_a_configuration_file_is_refused_not_waited_on(
     os.mkfifo(checkpoint / "tokenizer_config.json")
     with pytest.raises(WeightsError, match=r"tokenizer_config\.json is a FIFO \(named pipe\)"):
         BertEncoder(Config(weights=str(checkpoint)))
+
+
+@pytest.mark.parametrize("field", ["max_length", "stride"])
+def test_a_window_setting_past_any_model_is_refused_short(field: str) -> None:
+    """A manifest's ``max_length`` of 4,000 digits was printed whole in the refusal."""
+    with pytest.raises(ValidationError, match="less than or equal to 1048576") as refused:
+        Config(weights=WEIGHTS, **{field: 10**3999})
+    assert len(str(refused.value)) < 1000

@@ -90,6 +90,11 @@ class PrefixConfig(ComponentConfig):
     )
 
 
+MAX_TOKENS = 1 << 20
+"""The most tokens a window setting may name: far past any position table (BERT's is
+512), so a value read from a hostile manifest is refused short, not printed whole."""
+
+
 class EncoderConfig(ComponentConfig):
     """Configuration of a sentence encoder (its ``with:`` block in a pipeline file)."""
 
@@ -126,6 +131,7 @@ class EncoderConfig(ComponentConfig):
     max_length: int | None = Field(
         default=None,
         ge=SPECIAL_TOKENS + 1,
+        le=MAX_TOKENS,
         description=(
             "Tokens per window, [CLS] and [SEP] included. Longer documents become several "
             "overlapping windows. Default: max_seq_length from sentence_bert_config.json, else "
@@ -136,6 +142,7 @@ class EncoderConfig(ComponentConfig):
     stride: int = Field(
         default=32,
         ge=0,
+        le=MAX_TOKENS,
         description=(
             "Tokens shared by consecutive windows of one document (the Hugging Face "
             "tokenizers 'stride'); must be less than max_length - 2."
