@@ -107,6 +107,14 @@ def test_a_hostile_checkpoint_file_is_refused_in_one_line(edit: str, tmp_path: P
     assert len(message) < 1000
 
 
+def test_a_device_in_place_of_the_weights_is_named_as_one(tmp_path: Path) -> None:
+    model = Path(shutil.copytree(CHECKPOINT, tmp_path / "model"))
+    (model / "model.safetensors").unlink()
+    (model / "model.safetensors").symlink_to("/dev/zero")
+    with pytest.raises(WeightsError, match=r"model\.safetensors is a character device, not a"):
+        BertEncoder(Config(weights=str(model)))
+
+
 def test_a_weights_path_no_file_system_holds_is_refused() -> None:
     with pytest.raises(WeightsError, match="cannot be used") as refused:
         BertEncoder(Config(weights="a" * 5000))

@@ -45,7 +45,7 @@ from seamline.components.models.bert_math import (
 from seamline.components.models.file_ledger import FileLedger
 from seamline.contracts import WeightsError
 from seamline.contracts.modules import find_without_importing
-from seamline.contracts.untrusted import OutsideFolder, within
+from seamline.contracts.untrusted import OutsideFolder, kind_of, within
 
 PACKAGE_PREFIX = "package:"
 WEIGHTS_FILE = "model.safetensors"
@@ -178,6 +178,9 @@ def read_model_files(root: Path) -> ModelFiles:
     )
     weights_path = model_dir / WEIGHTS_FILE
     if not weights_path.is_file():
+        if weights_path.exists():  # a device, a FIFO, a folder: never to be read as weights
+            what = kind_of(weights_path.stat().st_mode)
+            raise WeightsError(f"{weights_path} is {what}, not a file; restore the weights there")
         raise WeightsError(
             f"{weights_path} is missing; this encoder reads safetensors only (convert a "
             "pytorch_model.bin with the safetensors library, once, outside seamline)"
