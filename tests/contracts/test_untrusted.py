@@ -33,9 +33,11 @@ from seamline.contracts.untrusted import (
     NotRegularFile,
     OutsideFolder,
     bounded_lines,
+    cut,
     open_regular,
     read_regular,
     strict_json,
+    unicode_problem,
     visible,
     within,
 )
@@ -251,3 +253,16 @@ def test_text_from_a_file_is_shown_not_obeyed_by_the_terminal() -> None:
     assert visible("a\x1b[2Jb\x07c\u202eévil") == "a\ufffd[2Jb\ufffdc\ufffdévil"
     assert visible("one\ntwo\tthree", keep="\n\t") == "one\ntwo\tthree"
     assert visible("emoji 🙂 and CJK 漢字") == "emoji 🙂 and CJK 漢字"
+
+
+def test_a_message_repeats_a_value_only_so_far() -> None:
+    assert cut("short") == "short"
+    assert cut("9" * 5000, 10) == "9999999999... (5,000 characters)"
+
+
+def test_a_lone_surrogate_is_named_with_its_place() -> None:
+    assert unicode_problem("fine") is None
+    said = unicode_problem("ab\udce9", "texts[2]")
+    assert said is not None
+    assert said.startswith("texts[2] is not valid Unicode: it holds a lone surrogate '\\udce9'")
+    assert "at offset 2" in said

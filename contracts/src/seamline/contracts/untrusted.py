@@ -157,6 +157,15 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def cut(text: str, limit: int = 200) -> str:
+    """``text`` for a message: whole, or its first ``limit`` characters and how long it was.
+
+    A value read from a file or a command line may be a page long, or a megabyte (a
+    4,000-digit number, a type of 50,000 fields); a message repeats it only this far.
+    """
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 def unicode_problem(text: str, what: str = "the text") -> str | None:
     """Why ``text`` is not valid Unicode (it holds a lone surrogate), or None.
 

@@ -16,7 +16,7 @@ are stopped before that point, and the output keeps what it held:
 from __future__ import annotations
 
 from seamline.contracts import ContractViolation, DocumentError, RunCounts, UserError
-from seamline.contracts.untrusted import visible
+from seamline.contracts.untrusted import cut, visible
 
 REASON_CHARACTERS = 300
 """How much of the first document's reason the refusal quotes."""
@@ -59,10 +59,8 @@ def check_something_embedded(held: RunCounts | None, first: DocumentError | None
             f"failed, {held.skipped_documents:,} skipped by rule), and none was embedded"
         )
     if first is not None:
-        reason = visible(first.reason)
-        if len(reason) > REASON_CHARACTERS:
-            reason = reason[:REASON_CHARACTERS] + "…"
-        what += f" (the first, {visible(first.id)!r}: {reason})"
+        reason = cut(visible(first.reason), REASON_CHARACTERS)
+        what += f" (the first, {cut(visible(first.id), 100)!r}: {reason})"
     else:
         what += (
             " (the log monitor names each one's reason as it is set aside: "

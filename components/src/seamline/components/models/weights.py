@@ -45,7 +45,7 @@ from seamline.components.models.bert_math import (
 from seamline.components.models.file_ledger import FileLedger
 from seamline.contracts import WeightsError
 from seamline.contracts.modules import find_without_importing
-from seamline.contracts.untrusted import OutsideFolder, kind_of, within
+from seamline.contracts.untrusted import OutsideFolder, cut, kind_of, within
 
 PACKAGE_PREFIX = "package:"
 WEIGHTS_FILE = "model.safetensors"
@@ -115,16 +115,11 @@ def resolve_source(source: str) -> Path:
         what = f"cannot be used ({err.strerror})"
     if what:
         raise WeightsError(
-            f"weight directory {_bounded(str(path))!r} {what}; set 'weights' to a directory "
+            f"weight directory {cut(str(path))!r} {what}; set 'weights' to a directory "
             f"holding config.json, tokenizer.json and {WEIGHTS_FILE}, or to 'package:<module>' "
             "for an installed package that ships them"
         )
     return path.resolve()
-
-
-def _bounded(text: str, limit: int = 200) -> str:
-    """``text`` for a message: whole, or its start and how long it is."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _package_dir(module: str) -> Path:
@@ -234,7 +229,7 @@ def _module_dir(root: Path, modules: list[dict[str, Any]] | None, kind: str, def
     where = root / "modules.json"
     if not isinstance(name, str):
         raise WeightsError(
-            f"{where}: the {kind} module's path is {_bounded(repr(name), 60)}, not a folder "
+            f"{where}: the {kind} module's path is {cut(repr(name), 60)}, not a folder "
             "name; restore the file"
         )
     if name in ("", "."):
@@ -243,7 +238,7 @@ def _module_dir(root: Path, modules: list[dict[str, Any]] | None, kind: str, def
         within(root, name)
     except OutsideFolder as err:
         raise WeightsError(
-            f"{where}: the {kind} module's path {_bounded(name, 60)!r} {err}; a checkpoint's "
+            f"{where}: the {kind} module's path {cut(name, 60)!r} {err}; a checkpoint's "
             "modules live in its own folder: restore the file"
         ) from None
     return root / name
@@ -298,7 +293,7 @@ def _read_json(ledger: FileLedger, path: Path) -> object:
         ) from None
     except ValueError as err:  # not UTF-8, not JSON, or a number of thousands of digits
         raise WeightsError(
-            f"{path} could not be read as JSON ({_bounded(str(err))}); restore the file"
+            f"{path} could not be read as JSON ({cut(str(err))}); restore the file"
         ) from None
     return data
 
@@ -397,7 +392,7 @@ def int_field(config: dict[str, Any], key: str, where: Path) -> int:
     limit = LIMITS.get(key, MAX_SIZE)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= limit:
         raise WeightsError(
-            f"{where}: {key} is {_bounded(repr(value), 60)}, expected a whole number from 1 to "
+            f"{where}: {key} is {cut(repr(value), 60)}, expected a whole number from 1 to "
             f"{limit:,}; is this a BERT-family config.json?"
         )
     return value
@@ -408,7 +403,7 @@ def eps_field(config: dict[str, Any], default: float, where: Path) -> float:
     value = config.get("layer_norm_eps", default)
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 1:
         raise WeightsError(
-            f"{where}: layer_norm_eps is {_bounded(repr(value), 60)}, expected a small positive "
+            f"{where}: layer_norm_eps is {cut(repr(value), 60)}, expected a small positive "
             "number such as 1e-12"
         )
     return float(value)
@@ -533,7 +528,7 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise WeightsError(f"{damaged}: it is nested too deeply); restore the file") from None
     except (OSError, ValueError) as err:  # ValueError: not UTF-8, not JSON, huge numbers
-        raise WeightsError(f"{damaged}: {_bounded(str(err))}); restore the file") from err
+        raise WeightsError(f"{damaged}: {cut(str(err))}); restore the file") from err
     if not isinstance(header, dict):
         raise WeightsError(f"{damaged}); restore the file")
     tensors: dict[str, Any] = {}
@@ -545,7 +540,7 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
             isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_SIZE for n in shape
         ):
             raise WeightsError(
-                f"{damaged}: entry {_bounded(name, 60)!r} has no shape of whole numbers); "
+                f"{damaged}: entry {cut(name, 60)!r} has no shape of whole numbers); "
                 "restore the file"
             )
         tensors[name] = (str(entry.get("dtype")), tuple(shape))

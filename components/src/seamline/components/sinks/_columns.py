@@ -53,6 +53,7 @@ from seamline.contracts.manifest import REWRITE
 from seamline.contracts.readback import Chunk
 from seamline.contracts.sink_kit import checked_vector
 from seamline.contracts.stored import StoredRow, row_of, vector_of
+from seamline.contracts.untrusted import cut
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -329,14 +330,14 @@ def _converts(value: Any, kind: pa.DataType) -> bool:
 def _misfit(field: pa.Field, record: OutputRecord, value: Any) -> UserError:
     import pyarrow as pa
 
-    kind = f"{field.type}"
+    kind = cut(f"{field.type}")
     if pa.types.is_integer(field.type):
         limits = np.iinfo(field.type.to_pandas_dtype())
         kind = f"{kind}, {limits.min} to {limits.max}"
     return UserError(
-        f"metadata {field.name!r} of document {record.doc_id!r} is {value!r} "
-        f"({type(value).__name__}), which does not fit the output's column "
-        f"metadata.{field.name} of type {kind} (fixed by the first records written). "
+        f"metadata {field.name!r} of document {cut(repr(record.doc_id))} is "
+        f"{cut(repr(value))} ({type(value).__name__}), which does not fit the output's "
+        f"column metadata.{field.name} of type {kind} (fixed by the first records written). "
         "Give the key values of one type in the input, or leave the key out by listing the "
         "keys to keep in metadata_columns"
     )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from seamline.contracts import ConfigError
+from seamline.contracts.untrusted import cut
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.spec import SHORT_FORMS
 
@@ -30,7 +31,7 @@ def is_override(location: str) -> bool:
 def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
     """Apply each ``path=value`` to ``located.data`` in order; record its origin as location."""
     for override in overrides:
-        where = f"{PREFIX}{_shown(override)}"
+        where = f"{PREFIX}{cut(override, SHOWN_CHARACTERS)}"
         path_text, sep, value_text = override.partition("=")
         if not sep or not path_text.strip():
             raise ConfigError("an override must look like path.to.field=value", where)
@@ -43,13 +44,6 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
 
 SHOWN_CHARACTERS = 120
 """How much of an override a message repeats as its place (its value may be huge)."""
-
-
-def _shown(override: str) -> str:
-    """``override`` as messages name it: whole, or cut after ``SHOWN_CHARACTERS``."""
-    if len(override) <= SHOWN_CHARACTERS:
-        return override
-    return f"{override[:SHOWN_CHARACTERS]}... ({len(override):,} characters)"
 
 
 def _value(path: str, text: str, where: str) -> Any:
