@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from seamline.contracts import ConfigError, UserError
 from seamline.core.config import ResolvedPipeline
+from seamline.core.config.overrides import is_override
 from seamline.core.seams import failed_at
 
 WITH = ("loader", "with")
@@ -27,14 +28,16 @@ def placed_loader_error(error: BaseException, pipeline: ResolvedPipeline) -> Bas
     where = failed_at(error)
     if type(error) is not UserError or where is None or not where.startswith("loader "):
         return error
+    given = pipeline.overrides_under(WITH)
+    notes = [f"given {', '.join(given)}"] if given else []
     located = pipeline.located
-    place = located.where(WITH) if located is not None else pipeline.loader.location
-    notes = [f"given {', '.join(given)}" for given in [pipeline.overrides_under(WITH)] if given]
-    for path, (template, _filled) in sorted((located.templates if located else {}).items()):
-        overridden = located is not None and located.where(path).startswith("--set ")
-        if path[: len(WITH)] == WITH and not overridden:
+    if located is None:  # built without a file: no place, nothing interpolated
+        return ConfigError(_detail(error, notes), pipeline.loader.location)
+    for path, (template, _filled) in sorted(located.templates.items()):
+        if path[: len(WITH)] == WITH and not is_override(located.where(path)):
             notes.append(f"{'.'.join(map(str, path))} is written {template}")
-    detail = str(error) + (f" ({'; '.join(notes)})" if notes else "")
-    placed = ConfigError(detail, place)
-    placed.__cause__ = error
-    return placed
+    return ConfigError(_detail(error, notes), located.where(WITH))
+
+
+def _detail(error: BaseException, notes: list[str]) -> str:
+    return str(error) + (f" ({'; '.join(notes)})" if notes else "")
