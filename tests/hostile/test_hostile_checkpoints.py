@@ -136,3 +136,37 @@ def test_a_tokenizer_that_panics_on_a_text_fails_that_text_alone(tmp_path: Path)
     assert encoder.prepare(Document("fine", "hello world"))
     with pytest.raises(ValueError, match="the tokenizer failed on this text"):
         encoder.prepare(Document("hostile", "a" * 40 + "!"))
+
+
+def backtracking_split(tokenizer: dict[str, Any]) -> None:
+    """A pre-tokenizer whose regular expression gives up (a panic) on 40 b's and a '!'."""
+    regex = {"Regex": "(b+)+$"}
+    tokenizer["pre_tokenizer"] = {
+        "type": "Split", "pattern": regex, "behavior": "Isolated", "invert": False
+    }  # fmt: skip
+
+
+def a_becomes_a_backtracking_text(tokenizer: dict[str, Any]) -> None:
+    """Every 'a' normalised to such a text: the build's token-type probe 'a' panics."""
+    backtracking_split(tokenizer)
+    replace = {"type": "Replace", "pattern": {"String": "a"}, "content": "b" * 40 + "!"}
+    tokenizer["normalizer"] = replace
+
+
+@pytest.mark.parametrize(
+    ("edit", "prefix"),
+    [(backtracking_split, "b" * 40 + "!: "), (a_becomes_a_backtracking_text, "")],
+    ids=["on the prefix", "on the token-type probe"],
+)
+def test_a_tokenizer_that_panics_while_the_encoder_is_built_is_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None], prefix: str
+) -> None:
+    """The prefix and the probe for token types are encoded at build time, not at ``prepare``."""
+    model = Path(shutil.copytree(CHECKPOINT, tmp_path / "model"))
+    edit_json("tokenizer.json", edit)(model)
+    config: dict[str, Any] = {"weights": str(model)}
+    if prefix:
+        config["prefix"] = {"document": prefix, "query": prefix}
+    with pytest.raises(WeightsError, match=r"tokenizer\.json: the tokenizer failed") as refused:
+        BertEncoder(Config(**config))
+    assert len(str(refused.value)) < 700

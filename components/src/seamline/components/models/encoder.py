@@ -577,7 +577,13 @@ def check_ids(found: windows.TokenWindows, arch: Architecture, tokenizer_path: P
         )
     if not arch.type_vocab_size:  # a family without token types (MPNet) never reads them
         return
-    types = found.tokenizer.encode("a").type_ids if found.token_types else [0]
+    try:
+        types = windows.encoded(found.tokenizer, "a").type_ids if found.token_types else [0]
+    except windows.TokenizerFailed as err:
+        raise WeightsError(
+            f"{tokenizer_path}: {err}: 'a', encoded to learn its token types; restore the "
+            "tokenizer.json that belongs with this checkpoint"
+        ) from None
     if max(types, default=0) >= arch.type_vocab_size:
         raise WeightsError(
             f"{tokenizer_path} gives token type {max(types)}, but config.json's "

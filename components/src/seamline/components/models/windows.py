@@ -28,6 +28,7 @@ import numpy.typing as npt
 from tokenizers import Encoding, Tokenizer
 
 from seamline.contracts import ConfigError, Example, WeightsError
+from seamline.contracts.untrusted import cut
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -97,7 +98,11 @@ class Prefix:
     """Where in a window it goes: after this many leading special tokens (``[CLS]``)."""
 
 
-def encoded(tokenizer: Tokenizer, text: str) -> Encoding:
+class TokenizerFailed(ValueError):
+    """The tokenizer's rules failed on a text (the Rust library panicked)."""
+
+
+def encoded(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = True) -> Encoding:
     """``tokenizer.encode(text)``, with a panic of the Rust tokenizer made a ``ValueError``.
 
     A ``tokenizer.json`` is a file of the checkpoint, and its rules can fail on some
@@ -108,12 +113,12 @@ def encoded(tokenizer: Tokenizer, text: str) -> Encoding:
     it fails that text alone: set aside at ``prepare``, or a 422 for its request.
     """
     try:
-        return tokenizer.encode(text)
+        return tokenizer.encode(text, add_special_tokens=add_special_tokens)
     except BaseException as err:
         if type(err).__name__ != "PanicException":
             raise
         message = str(err).splitlines()[0][:200] if str(err) else "no message"
-        raise ValueError(f"the tokenizer failed on this text ({message})") from None
+        raise TokenizerFailed(f"the tokenizer failed on this text ({message})") from None
 
 
 def load_windows(
@@ -147,7 +152,13 @@ def load_windows(
     pad_id = _pad_token_id(tokenizer, fallback_pad_id)
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    tokenized = _tokenize_prefix(tokenizer, prefix)
+    try:
+        tokenized = _tokenize_prefix(tokenizer, prefix)
+    except TokenizerFailed as err:
+        raise WeightsError(
+            f"{path}: {err}: the prefix {cut(repr(prefix))}; restore the checkpoint's "
+            "tokenizer.json, or give another prefix"
+        ) from None
     special = int(tokenizer.num_special_tokens_to_add(is_pair=False))
     windows = TokenWindows(
         tokenizer=tokenizer,
@@ -170,16 +181,16 @@ def _tokenize_prefix(tokenizer: Tokenizer, prefix: str) -> Prefix:
     """``prefix`` as tokens, and where the post-processor's template puts a text's tokens."""
     if not prefix:
         return Prefix()
-    encoding = tokenizer.encode(prefix)
+    encoding = encoded(tokenizer, prefix)
     content = [i for i, seq in enumerate(encoding.sequence_ids) if seq is not None]
     if not content:  # only whitespace, say: nothing to put in
         return Prefix(text=prefix)
     ids = [encoding.ids[i] for i in content]
     for probe in PROBES:
-        alone = tokenizer.encode(probe, add_special_tokens=False).ids
-        together = tokenizer.encode(prefix + probe, add_special_tokens=False).ids
-        if together != ids + alone:
-            shown = tokenizer.encode(prefix + probe, add_special_tokens=False).tokens
+        alone = encoded(tokenizer, probe, add_special_tokens=False).ids
+        together = encoded(tokenizer, prefix + probe, add_special_tokens=False)
+        if together.ids != ids + alone:
+            shown = together.tokens
             raise ConfigError(
                 f"prefix {prefix!r} runs into the text that follows it when tokenised "
                 f"({prefix + probe!r} becomes {shown}, not the prefix's tokens then the "
