@@ -116,3 +116,30 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     sink = jsonl(out)
     sink.start(MANIFEST)  # the kernel released the dead holder's lock
     sink.close(complete=False)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\0" * (64 << 20), b"\xff\xfe not a pid", b"\x1b[31m123"],
+    ids=["huge", "bytes", "escape"],
+)
+def test_a_held_lock_file_of_any_content_is_read_only_as_far_as_a_pid(
+    tmp_path: Path, content: bytes
+) -> None:
+    """Whoever can open the lock file can hold its flock and fill it: its holder is read as
+    untrusted (a 500 MB one was read whole, and bytes that were not UTF-8 ended the run)."""
+    import fcntl
+    import resource
+
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = lock_path(out / "emb.jsonl")
+    lock.write_bytes(content)
+    with lock.open("rb") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with pytest.raises(UserError, match=r"another run \(pid \?\) is writing") as refused:
+            jsonl(out).start(MANIFEST)
+        grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert len(str(refused.value)) < 500
+    assert grown_kib < 16 << 10, f"memory grew {grown_kib} KiB reading the lock file"

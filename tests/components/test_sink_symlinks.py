@@ -163,3 +163,59 @@ def test_a_link_at_a_lancedb_table_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="symbolic link"):
         sink.start(MANIFEST)  # append adopts the table it finds: a link is refused here
     assert sorted(p.name for p in victim.iterdir()) == ["keep.txt"]
+
+
+def plant_hard(out: Path, names: set[str], victim: Path) -> list[Path]:
+    """A hard link to ``victim`` (another name of the same file) at each free name."""
+    out.mkdir(parents=True, exist_ok=True)
+    planted = []
+    for name in sorted(names):
+        link = out / name
+        if not os.path.lexists(link):
+            os.link(victim, link)
+            planted.append(link)
+    return planted
+
+
+@pytest.mark.parametrize("kind", sorted(SINKS))
+def test_planted_hard_links_are_never_written_through(tmp_path: Path, kind: str) -> None:
+    """A hard link is no link to ``O_NOFOLLOW``: it is the victim's file under a new name.
+
+    The lock's name is fixed: a planted hard link there had the pid written over the
+    victim's contents.
+    """
+    make = SINKS[kind]
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(SECRET)
+    victim.chmod(0o600)
+    out = tmp_path / "out"
+    names = predictable_names(out, make, tmp_path / "reference") - {"emb.lance"}
+    assert plant_hard(out, names, victim), "there must be names to plant links at"
+
+    sink = make(out)
+    sink.start(MANIFEST)
+    plant_hard(out, names, victim)
+    sink.write(records(3))
+    sink.commit("c1")
+    sink.close(complete=False)
+    plant_hard(out, ({p.name for p in out.iterdir()} | names) - {"emb.lance"}, victim)
+    resumed = make(out)
+    assert resumed.recover(MANIFEST) == "c1"
+    resumed.write(records(2, start=3))
+    resumed.close(complete=True)
+
+    assert victim.read_bytes() == SECRET, "a planted hard link was written through"
+    assert (victim.stat().st_mode & 0o777) == 0o600, "the victim's mode was changed"
+
+
+def test_a_partial_file_replaced_by_a_hard_link_is_refused_on_resume(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(SECRET)
+    out = tmp_path / "out"
+    interrupted_run(out, SINKS["jsonl"])
+    for partial in out.glob(".emb*.partial.*.tmp"):
+        partial.unlink()
+        os.link(victim, partial)
+    with pytest.raises(UserError, match="hard links"):
+        SINKS["jsonl"](out).recover(MANIFEST)
+    assert victim.read_bytes() == SECRET

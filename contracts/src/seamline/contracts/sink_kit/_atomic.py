@@ -205,10 +205,18 @@ def _reopen_regular(path: Path, purpose: str) -> int:
         if path.exists():  # a folder, a socket
             raise _not_regular(path, purpose, os.stat(path).st_mode) from err
         raise err
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):
         os.close(fd)
-        raise _not_regular(path, purpose, mode)
+        raise _not_regular(path, purpose, found.st_mode)
+    if found.st_nlink > 1:  # a file this sink made has one name: resuming would cut another
+        os.close(fd)
+        raise ResumeRefused(
+            f"cannot resume: the partial {purpose} file {str(path)!r} has {found.st_nlink} "
+            "names (hard links), and the file this sink wrote had one: another file was put "
+            "in its place, which resuming would cut and publish. It was not written to. "
+            "Remove it and run again with --restart (or without --resume)"
+        )
     os.set_blocking(fd, True)
     return fd
 

@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import IO
 
 from seamline.contracts.errors import UserError
-from seamline.contracts.untrusted import kind_of
+from seamline.contracts.untrusted import NotRegularFile, kind_of, read_regular
+
+_PID_BYTES = 32
+"""A pid is at most 20 digits: a lock file holding more is not one this sink wrote."""
 
 
 def lock_path(destination: Path) -> Path:
@@ -90,10 +93,17 @@ class FileLock:
                     f"the lock file {str(self.path)!r} was a symbolic link and could not be "
                     "replaced; it was not followed. Remove it, then run again"
                 ) from err
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
             os.close(descriptor)
-            raise self._not_a_lock_file(mode)
+            raise self._not_a_lock_file(found.st_mode)
+        if found.st_nlink > 1:
+            # Another name of some other file (a hard link planted at the lock's name): the
+            # lock's pid would be written over that file. Its name here is removed, the file
+            # left as it was, and ours made in its place, as for a symbolic link.
+            os.close(descriptor)
+            self.path.unlink()
+            return self._open()
         return os.fdopen(descriptor, "a+b")  # held until release()
 
     def _not_a_lock_file(self, mode: int) -> UserError:
@@ -111,11 +121,18 @@ class FileLock:
         return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
     def holder(self) -> str:
-        """The pid recorded by the process holding the lock, or ``?``."""
+        """The pid recorded by the process holding the lock, or ``?``.
+
+        Read as untrusted (whoever can open the file can hold its ``flock``, and write
+        anything in it): its first bytes only, never through a link nor waiting on a FIFO,
+        shown only if they are a pid.
+        """
         try:
-            return self.path.read_text(encoding="utf-8").strip() or "?"
-        except OSError:
+            text = read_regular(self.path, _PID_BYTES, follow=False)
+        except (OSError, NotRegularFile):
             return "?"
+        pid = text.decode("ascii", errors="replace").strip()
+        return pid if len(text) <= _PID_BYTES and pid.isascii() and pid.isdigit() else "?"
 
     def release(self) -> None:
         """Delete the lock file (still holding it), then let go."""
