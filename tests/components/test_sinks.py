@@ -716,3 +716,18 @@ def test_npy_resume_keeps_counting_rows(tmp_path: Path) -> None:
     matrix = np.load(tmp_path / "out" / "emb.npy")
     assert matrix.shape == (12, DIM)
     assert_published(tmp_path, second, a + b + c)
+
+
+def test_a_manifest_holding_a_float_that_is_not_finite_is_still_strict_json(
+    tmp_path: Path,
+) -> None:
+    """Python's json wrote ``Infinity`` (a figure read from a tampered precision record), and
+    ``seamline search`` then refused the published output's manifest as not JSON."""
+    from seamline.contracts.untrusted import strict_json
+
+    sink = jsonl_sink(tmp_path)
+    sink.start({"pipeline": "p", "figures": {"max_abs": float("inf"), "seen": [float("nan")]}})
+    sink.write(make_records(2))
+    sink.close(complete=True)
+    manifest = strict_json((tmp_path / "out" / "emb.manifest.json").read_bytes())
+    assert manifest["figures"] == {"max_abs": "inf", "seen": ["nan"]}

@@ -92,6 +92,24 @@ def test_a_second_run_reads_the_cache_and_times_nothing(timed: list[str], cache:
     assert {e.chosen for e in chosen.values()} == {"off-by-ten"}
 
 
+def test_a_cache_entry_is_never_written_through_a_link_planted_at_a_temporary_name(
+    timed: list[str], cache: Path
+) -> None:
+    """The cache folder may be shared: a link at the old fixed ``.attention-KEY.json.tmp``
+    had an entry written over the file it named."""
+    run("{use: auto, select: measure, verify: false}")
+    victim = cache.parent / "victim.txt"
+    victim.write_text("must not change", encoding="utf-8")
+    for entry in cache.glob("attention-*.json"):
+        entry.unlink()
+        (cache / f".{entry.name}.tmp").symlink_to(victim)
+    run("{use: auto, select: measure, verify: false}")
+    assert victim.read_text(encoding="utf-8") == "must not change"
+    entries = sorted(cache.glob("attention-*.json"))
+    assert len(entries) == 2
+    assert not any(entry.is_symlink() for entry in entries)
+
+
 def test_what_the_key_depends_on_measures_again(
     timed: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -192,6 +192,7 @@ def test_a_record_comes_back_and_a_tampered_one_is_ignored(records_dir: Path) ->
         {**data, "figures": {**data["figures"], "neighbours": 7.0}},  # out of range
         {**data, "extra": True},
         {**data, "key": "0" * 64},  # another pipeline's record moved here
+        {**data, "figures": {**data["figures"], "max_abs": float("inf")}},  # not a figure
     ):
         path.write_text(json.dumps(tamper))
         assert records.find(records_dir, key, "bfloat16") is None

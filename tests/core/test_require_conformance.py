@@ -104,3 +104,23 @@ def test_it_switches_on_attention_require_conformance(monkeypatch: pytest.Monkey
         text + "trust: {require_conformance: true}\n", "t.yaml", toy_registry()
     )
     assert required.attention.settings.require_conformance
+
+
+def test_a_record_is_never_written_through_a_link_planted_at_a_temporary_name(
+    registry: Registry, store: Path
+) -> None:
+    """The store may be a shared folder: a link at the old fixed ``.NAME.json.tmp`` had the
+    record written over the file it named."""
+    resolved = parse_pipeline(REAL.replace("REQUIRED", "false"), "p.yaml", registry)
+    record = passing_record(
+        registry, "loader", "jsonl", resolved.loader.config.model_dump(mode="json")
+    )
+    first = save(record)
+    first.unlink()
+    victim = store.parent / "victim.txt"
+    victim.write_text("must not change", encoding="utf-8")
+    (store / f".{first.name}.tmp").symlink_to(victim)
+    again = save(record)
+    assert victim.read_text(encoding="utf-8") == "must not change"
+    assert again == first
+    assert not again.is_symlink()

@@ -37,6 +37,8 @@ The names here are the kit's public face:
   strict schema (the checkpoint is read back as untrusted input);
 - :class:`AtomicFile` and :class:`AtomicGroup`: files published by renaming them
   into place, one after another; :func:`fsync_directory` to make a rename durable;
+  :func:`write_bytes_atomically` to replace a small file (a record, a cache entry) in a
+  folder others may write, never through a link planted at a temporary name;
 - :data:`RunId`: a staged run's id, as a state that records one must check it;
 - what a sink takes from a record: :func:`checked_vector`, :func:`record_fields`,
   :func:`record_metadata`.
@@ -48,7 +50,12 @@ Everything else in this package (``_atomic``, ``_checkpoint``, ``_lock``, ``_par
 ``_paths``) is private to the kit and may change without notice.
 """
 
-from seamline.contracts.sink_kit._atomic import AtomicFile, AtomicGroup, fsync_directory
+from seamline.contracts.sink_kit._atomic import (
+    AtomicFile,
+    AtomicGroup,
+    fsync_directory,
+    write_bytes_atomically,
+)
 from seamline.contracts.sink_kit._checkpoint import NoState, SinkState, model_changes
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._parts import RunId
@@ -71,4 +78,5 @@ __all__ = [
     "model_changes",
     "record_fields",
     "record_metadata",
+    "write_bytes_atomically",
 ]

@@ -338,12 +338,23 @@ class AtomicGroup:
 
 def write_json_atomically(path: Path, obj: Any) -> None:
     """Replace ``path`` with ``obj`` as JSON, durably: a reader sees the old file or the new."""
+    write_bytes_atomically(path, json.dumps(obj, sort_keys=True, default=str).encode("utf-8"))
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``, durably: a reader sees the old file or the new.
+
+    The bytes go to a temporary file of a new random name, created exclusively and never
+    through a link (``mkstemp``), then renamed over ``path``. A fixed temporary name
+    (``.name.tmp``) in a folder others can write is a name anyone can plant a link at,
+    and the write went through it into the file it named.
+    """
     hidden = path.name if path.name.startswith(".") else f".{path.name}"
     fd, name = tempfile.mkstemp(prefix=f"{hidden}.", suffix=".tmp", dir=path.parent)
     temporary = Path(name)
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(json.dumps(obj, sort_keys=True, default=str).encode("utf-8"))
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)

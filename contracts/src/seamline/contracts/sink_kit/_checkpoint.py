@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import glob
 import json
+import math
+from collections.abc import Mapping
 from glob import escape as glob_escape
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -50,7 +52,7 @@ from seamline.contracts.sink_kit._atomic import (
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping, Sequence
+    from collections.abc import Collection, Sequence
     from pathlib import Path
 
 CHECKPOINT_FORMAT = 2
@@ -101,8 +103,26 @@ def checkpoint_path(primary: Path) -> Path:
 
 
 def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
-    """The manifest file's content: the run's manifest as indented, sorted JSON."""
-    return json.dumps(dict(manifest), indent=2, sort_keys=True, default=str).encode() + b"\n"
+    """The manifest file's content: the run's manifest as indented, sorted, strict JSON.
+
+    Python's ``json`` writes a float that is not finite as ``NaN`` or ``Infinity``, which
+    no strict reader takes (``seamline search`` refuses such a manifest): a published
+    output would be unreadable. Such a value (a figure a component measured, or read from
+    a record) is written as its name, a string.
+    """
+    text = json.dumps(_finite(dict(manifest)), indent=2, sort_keys=True, default=str)
+    return text.encode() + b"\n"
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite replaced by its name (``'inf'``)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _json_value(value: Any) -> Any:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts import Attention
 from seamline.contracts.logs import get_logger
+from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular, strict_json
 from seamline.contracts.versions import installed_version
 from seamline.core.attention.measure import Timing, time_candidate
@@ -162,9 +163,7 @@ class TuningCache:
     def save(self, entry: TuningEntry) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.path(entry.key)
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_text(json.dumps(entry.to_json(), indent=2) + "\n", encoding="utf-8")
-        temporary.replace(path)
+        write_bytes_atomically(path, (json.dumps(entry.to_json(), indent=2) + "\n").encode())
         return path
 
 

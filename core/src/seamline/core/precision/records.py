@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts.logs import get_logger
+from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.directories import cache_home, named_directory
 from seamline.core.precision.decision import GateFigures
@@ -39,7 +38,8 @@ RECORD_LIMIT = 64 * 1024
 
 
 class _Figures(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # Not finite is not a figure: an Infinity read from a record went into the manifest.
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     windows: int = Field(ge=1, le=10_000_000)
     min_cosine: float = Field(ge=-1.0, le=1.0 + 1e-6)
@@ -118,9 +118,7 @@ def store(folder: Path, key: str, candidate: str, figures: GateFigures) -> Path 
     path = record_path(folder, key)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as out:
-            out.write(record.model_dump_json(indent=2))
-        os.replace(out.name, path)
+        write_bytes_atomically(path, record.model_dump_json(indent=2).encode())
     except OSError as err:
         log.warning(
             "precision record not kept; the next run checks again", path=str(path), error=str(err)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from seamline.contracts.conformance import ConformanceRecord
 from seamline.contracts.logs import get_logger
+from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.directories import data_home, named_directory
 
@@ -47,9 +48,7 @@ def save(record: ConformanceRecord, directory: Path | None = None) -> Path:
     target_dir = directory if directory is not None else store_directory()
     target_dir.mkdir(parents=True, exist_ok=True)
     path = target_dir / f"{record.kind}-{record.name}-{record.key()}.json"
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    write_bytes_atomically(path, (record.model_dump_json(indent=2) + "\n").encode())
     return path
 
 
