@@ -177,3 +177,44 @@ def test_installed_parts_are_found_by_metadata_and_assembled_into_the_cache(
     assert folder.parent == (tmp_path / "xdg" / "seamline" / "weights").resolve()
     assert folder.name == f"{NAME}-{PINNED[:16]}"
     assert _digest(folder / "model.safetensors") == PINNED
+
+
+@pytest.mark.parametrize("plant", ["fifo", "symlink", "hard link"])
+def test_a_planted_lock_file_is_refused_not_waited_on_or_followed(
+    tmp_path: Path, plant: str
+) -> None:
+    """The lock's name is fixed: a FIFO there made every run wait forever, and a link had
+    the file it named created."""
+    import os
+
+    parts = _cut(_zip_of_checkpoint(), tmp_path / "parts")
+    target = tmp_path / "cache" / "tiny"
+    target.parent.mkdir(parents=True)
+    lock = target.parent / f".{target.name}.lock"
+    elsewhere = tmp_path / "elsewhere"
+    if plant == "fifo":
+        os.mkfifo(lock)
+    elif plant == "symlink":
+        lock.symlink_to(elsewhere)
+    else:
+        elsewhere.write_text("kept", encoding="utf-8")
+        os.link(elsewhere, lock)
+    with pytest.raises(WeightsError, match=r"the lock file .*\.tiny\.lock") as refused:
+        split_zip.assemble(NAME, parts, PINNED, target)
+    assert "remove it" in str(refused.value)
+    assert not target.exists()
+    assert plant != "symlink" or not elsewhere.exists()
+
+
+def test_a_lock_held_too_long_is_reported_not_waited_on_forever(tmp_path: Path) -> None:
+    import fcntl
+
+    lock = tmp_path / ".tiny.lock"
+    lock.touch()
+    with lock.open("rb") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+        with (
+            pytest.raises(WeightsError, match="another process has held"),
+            split_zip._locked(lock, wait=0.3),
+        ):
+            pass

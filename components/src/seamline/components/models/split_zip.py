@@ -26,6 +26,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from seamline.contracts import WeightsError
+from seamline.contracts.untrusted import kind_of
 
 PREFIX = "split-zip:"
 WEIGHTS_FILE = "model.safetensors"
@@ -42,6 +44,8 @@ TOTAL_LIMIT = 4 << 30
 """The most the whole archive may extract to (bytes)."""
 ENTRY_COUNT_LIMIT = 1000
 CHUNK = 1 << 20
+LOCK_WAIT = 600.0
+"""Seconds a run waits for another that is assembling the same weights (some 30 s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,10 +230,47 @@ def _checkpoint_dir(target: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def _locked(path: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path``, waiting at most ``wait`` seconds for it.
+
+    The cache folder is the user's, but its lock's name is fixed: a FIFO planted there
+    made the open wait forever, and a symbolic link had the file it named created. So it
+    is opened never through a link nor waiting, and must be a regular file of one name;
+    nothing is written to it.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        descriptor = os.open(path, flags, 0o600)
+    except OSError as err:
+        raise WeightsError(
+            f"the lock file {path} cannot be opened ({err.strerror}; a link there is not "
+            "followed): remove it, then run again"
+        ) from None
+    try:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
+            what = kind_of(found.st_mode) if not stat.S_ISREG(found.st_mode) else "a hard link"
+            raise WeightsError(f"the lock file {path} is {what}: remove it, then run again")
+        _wait_for_lock(descriptor, path, wait)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(descriptor, fcntl.LOCK_UN)
+    finally:
+        os.close(descriptor)
+
+
+def _wait_for_lock(descriptor: int, path: Path, wait: float) -> None:
+    """Take the lock, polling until ``wait`` seconds have passed (another run assembling)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise WeightsError(
+                    f"another process has held {path} for {wait:.0f} s while assembling the "
+                    "weights; wait for it to finish (or stop it), then run again"
+                ) from None
+            time.sleep(0.2)
