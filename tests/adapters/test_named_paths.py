@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import jax
 import pytest
 import structlog
 from typer.testing import CliRunner
@@ -96,6 +97,49 @@ def test_an_unusable_default_cache_turns_the_cache_off_with_a_warning(
     assert "compile cache off" in warning["event"]
     assert warning["directory"] == str(workdir / "a-file" / "seamline" / "jax")
     assert "SEAMLINE_CACHE_DIR" in warning["fix"]
+
+
+def test_a_compile_cache_others_can_write_is_never_used(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its entries are programs run as found: a swapped one changed every vector of a run."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workdir / "xdg"))
+    default = workdir / "xdg" / "seamline" / "jax"
+    default.mkdir(parents=True)
+    default.chmod(0o777)
+    with structlog.testing.capture_logs() as logs:
+        assert enable_compile_cache() is None  # nobody named it: off, and said
+    (warning,) = [e for e in logs if e["log_level"] == "warning"]
+    assert "not private" in warning["event"]
+    assert "every user can write it (mode 777)" in warning["why"]
+
+    named = workdir / "team-cache"
+    named.mkdir()
+    named.chmod(0o777)
+    monkeypatch.setenv("SEAMLINE_CACHE_DIR", str(named))
+    with pytest.raises(UserError, match=r"team-cache is not private: every user can write it"):
+        enable_compile_cache()
+    if os.getuid() == 0:  # root can give it away: another owner, another group
+        named.chmod(0o755)
+        os.chown(named, 12345, -1)
+        with pytest.raises(UserError, match=r"owned by another user \(uid 12345\)"):
+            enable_compile_cache()
+        os.chown(named, 0, 12345)
+        named.chmod(0o775)
+        with pytest.raises(UserError, match=r"group 12345 can write it \(mode 775\)"):
+            enable_compile_cache()
+
+
+def test_the_default_compile_cache_is_made_private(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workdir / "xdg"))
+    updates: list[tuple[str, object]] = []  # this process's JAX keeps the suite's cache
+    monkeypatch.setattr(jax.config, "update", lambda name, value: updates.append((name, value)))
+    made = enable_compile_cache()
+    assert ("jax_compilation_cache_dir", str(made)) in updates
+    assert made == workdir / "xdg" / "seamline" / "jax"
+    assert made.stat().st_mode & 0o777 == 0o700
 
 
 def test_jax_own_cache_variable_is_honoured_below_seamlines(

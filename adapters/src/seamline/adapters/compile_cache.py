@@ -11,11 +11,21 @@ One the user named that cannot be used (a regular file, say) is a
 :class:`~seamline.contracts.UserError`: they asked for it. The default
 location that cannot be made (a read-only home) only costs speed, so the run goes on
 without the cache and a warning says why and how to choose another place.
+
+An entry of the cache is a compiled program, which JAX loads and runs as it finds it:
+whoever can write the directory chooses what a run computes (an entry swapped for
+another pipeline's gave every vector of a run the other pooling, and exit 0). So the
+directory must be the user's own, as ssh requires of ``~/.ssh``: owned by them and
+writable by no one else (by their own group only where it is their primary group, as
+with a user-private-group ``umask 002``). The default one is made private (0700). One
+that is not is refused for a named directory and turned off, with a warning, for the
+default, never used.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import jax
@@ -55,7 +65,8 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
     variable = naming_variable()
     chosen = directory or default_cache_dir()
     try:
-        chosen.mkdir(parents=True, exist_ok=True)
+        chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
+        unsafe = shared_with_others(chosen)
     except OSError as err:
         if directory is not None or variable is not None:
             raise UserError(
@@ -70,7 +81,43 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
             fix=f"set {CACHE_VARIABLE} to a directory you can write",
         )
         return None
+    if unsafe is not None:
+        _refuse_shared(chosen, unsafe, named=directory is not None or variable is not None)
+        return None
     jax.config.update("jax_compilation_cache_dir", str(chosen))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return chosen
+
+
+def shared_with_others(directory: Path) -> str | None:
+    """Why someone other than this user could write ``directory``'s entries, or None."""
+    found = os.stat(directory)
+    if hasattr(os, "getuid") and found.st_uid != os.getuid():
+        return f"it is owned by another user (uid {found.st_uid})"
+    if found.st_mode & stat.S_IWOTH:
+        return f"every user can write it (mode {stat.S_IMODE(found.st_mode):o})"
+    if found.st_mode & stat.S_IWGRP and hasattr(os, "getgid") and found.st_gid != os.getgid():
+        return f"group {found.st_gid} can write it (mode {stat.S_IMODE(found.st_mode):o})"
+    return None
+
+
+def _refuse_shared(directory: Path, why: str, *, named: bool) -> None:
+    """A directory others can write is never used: an error if named, else a warning."""
+    fix = (
+        f"make it yours alone (chmod go-w {directory}), or point ${CACHE_VARIABLE} at a "
+        "directory only you can write"
+    )
+    if named:
+        raise UserError(
+            f"the compile cache directory {directory} is not private: {why}, and its entries "
+            f"are compiled programs that run as they are found; {fix}, or run with "
+            "--no-compile-cache"
+        )
+    log.warning(
+        "compile cache off: its directory is not private, and its entries are compiled "
+        "programs that run as they are found",
+        directory=str(directory),
+        why=why,
+        fix=fix,
+    )
