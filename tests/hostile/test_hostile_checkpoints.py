@@ -170,3 +170,19 @@ def test_a_tokenizer_that_panics_while_the_encoder_is_built_is_refused(
     with pytest.raises(WeightsError, match=r"tokenizer\.json: the tokenizer failed") as refused:
         BertEncoder(Config(**config))
     assert len(str(refused.value)) < 700
+
+
+@pytest.mark.parametrize("cls_id", [5000, 4_000_000_000])
+def test_a_special_token_id_past_the_vocabulary_is_refused_when_built(
+    tmp_path: Path, cls_id: int
+) -> None:
+    """The post-processor's template gives [CLS] an id of its own, which the vocabulary
+    need not list: past the table, a run made NaN vectors (blamed on the attention) or set
+    every document aside with an overflow."""
+    model = Path(shutil.copytree(CHECKPOINT, tmp_path / "model"))
+    edit_json(
+        "tokenizer.json",
+        lambda t: t["post_processor"]["special_tokens"]["[CLS]"].update(ids=[cls_id]),
+    )(model)
+    with pytest.raises(WeightsError, match=rf"has token id {cls_id}, but config\.json's vocab"):
+        BertEncoder(Config(weights=str(model)))

@@ -566,24 +566,32 @@ def checkpoint_pooling(files: weights.ModelFiles, source: str) -> Pooling:
 
 
 def check_ids(found: windows.TokenWindows, arch: Architecture, tokenizer_path: Path) -> None:
-    """Refuse a tokenizer whose ids or token types run past the model's embedding tables."""
+    """Refuse a tokenizer whose ids or token types run past the model's embedding tables.
+
+    The ids are the vocabulary's, the padding's and those a text is given: the
+    post-processor's template adds special tokens by ids of its own (``[CLS]``), which
+    the vocabulary need not list; one past the table gave NaN vectors, blamed on the
+    attention, or an overflow for every document.
+    """
     vocab = arch.vocab_size
-    largest = max(found.tokenizer.get_vocab(with_added_tokens=True).values(), default=-1)
-    if largest >= vocab or found.pad_id >= vocab:
+    try:
+        probe = windows.encoded(found.tokenizer, "a")
+    except windows.TokenizerFailed as err:
         raise WeightsError(
-            f"{tokenizer_path} has token id {max(largest, found.pad_id)}, but "
-            f"config.json's vocab_size is {vocab}: the embedding table has no row for it; "
-            "use the tokenizer.json that belongs with this checkpoint"
+            f"{tokenizer_path}: {err}: 'a', encoded to check its ids and token types; "
+            "restore the tokenizer.json that belongs with this checkpoint"
+        ) from None
+    ids = [*found.tokenizer.get_vocab(with_added_tokens=True).values(), found.pad_id, *probe.ids]
+    largest = max(ids)
+    if largest >= vocab:
+        raise WeightsError(
+            f"{tokenizer_path} has token id {largest}, but config.json's vocab_size is "
+            f"{vocab}: the embedding table has no row for it; use the tokenizer.json that "
+            "belongs with this checkpoint"
         )
     if not arch.type_vocab_size:  # a family without token types (MPNet) never reads them
         return
-    try:
-        types = windows.encoded(found.tokenizer, "a").type_ids if found.token_types else [0]
-    except windows.TokenizerFailed as err:
-        raise WeightsError(
-            f"{tokenizer_path}: {err}: 'a', encoded to learn its token types; restore the "
-            "tokenizer.json that belongs with this checkpoint"
-        ) from None
+    types = probe.type_ids if found.token_types else [0]
     if max(types, default=0) >= arch.type_vocab_size:
         raise WeightsError(
             f"{tokenizer_path} gives token type {max(types)}, but config.json's "
