@@ -91,6 +91,14 @@ CASES: dict[str, Case] = {
     "values": Case(
         "150,000 values (a 300 KB file)", VALID + "extra: [" + ",".join(["0"] * 150_000) + "]\n"
     ),
+    "alias-cycle": Case(
+        "an alias inside the node it names (`extra: &x [*x]`)", VALID + "extra: &x [*x]\n"
+    ),
+    "alias-cycle-set": Case(
+        "an alias inside the node it names, through `--set`",
+        VALID,
+        overrides=("run.buckets=&x [*x]",),
+    ),
     "megabytes": Case("a 3 MB file", VALID + "# " + "x" * (3 << 20) + "\n"),
     "fifo": Case("a FIFO in place of the file", fifo=True),
     "latin-1": Case("a file saved in Latin-1 (`# café`)", VALID + "# café\n", encoding="latin-1"),

@@ -18,6 +18,7 @@ import pytest
 
 from seamline.contracts import ConfigError
 from seamline.core.config import bounds, parse_pipeline
+from seamline.core.config.located import parse_located
 from seamline.core.registry import Registry
 from tests.core.hostile_pipelines import (
     BOUND_S,
@@ -77,6 +78,29 @@ def test_hundreds_of_thousands_of_values_are_refused(hostile_pipelines: HostileP
     assert len(CASES["values"].text or "") < bounds.MAX_BYTES
     message = refused(hostile_pipelines, "values").message
     assert "holds more than 100,000 values" in message
+
+
+def test_an_alias_inside_the_node_it_names_is_refused_at_the_alias(
+    hostile_pipelines: HostilePipelines,
+) -> None:
+    """PyYAML registers an anchor before composing its children: the nodes form a cycle,
+    which building the values followed until ``RecursionError`` (a traceback, exit 1)."""
+    message = refused(hostile_pipelines, "alias-cycle").message
+    column = len("extra: &x [") + 1
+    assert f"hostile.yaml:{len(VALID.splitlines()) + 1}:{column}: the alias *x" in message
+    assert "may not refer to a node that contains it" in message
+
+
+def test_an_alias_inside_the_node_it_names_is_refused_through_set(
+    hostile_pipelines: HostilePipelines,
+) -> None:
+    message = refused(hostile_pipelines, "alias-cycle-set").message
+    assert "--set run.buckets=&x [*x]:1:5: the alias *x" in message
+
+
+def test_an_alias_may_name_an_earlier_node_or_a_redefined_anchor() -> None:
+    located = parse_located("a: &x [1]\nb: &y [*x, *x]\nc: {d: *y}\n", "f.yaml")
+    assert located.data == {"a": [1], "b": [[1], [1]], "c": {"d": [[1], [1]]}}
 
 
 def test_a_file_of_many_megabytes_is_refused_before_it_is_parsed(

@@ -24,7 +24,7 @@ from seamline.core.config import (
     resolve_attention,
 )
 from seamline.core.config.located import parse_located
-from seamline.core.config.user import CONFIG_VARIABLE, UserConfig
+from seamline.core.config.user import CONFIG_VARIABLE, UserConfig, user_trust
 from seamline.core.registry import Registry
 from seamline.core.trust import ConformanceCheck, TrustPolicy
 from seamline.core.worker import RemoteWorkerFactory
@@ -139,3 +139,14 @@ def _fields(model: type[BaseModel], prefix: str = "") -> list[str]:
         else:
             names.append(f"{prefix}{name}")
     return names
+
+
+def test_an_alias_inside_the_node_it_names_is_refused_in_the_user_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node graph of ``trust: &t {distributions: *t}`` is a cycle: building it recursed
+    until ``RecursionError`` on every command. It is a ``ConfigError`` at the alias."""
+    path = user_config(tmp_path, monkeypatch, "trust: &t {distributions: *t}\n")
+    with pytest.raises(ConfigError) as caught:
+        user_trust()
+    assert f"{path}:1:27: the alias *t is inside the node it refers to" in str(caught.value)

@@ -1,16 +1,17 @@
 """Limits that keep a hostile pipeline file from exhausting the machine.
 
 A pipeline file is a page of settings. YAML can make a short text expand without
-bound (an alias names a node that holds aliases: "billion laughs"), nest deeper than
-PyYAML's recursive composer can follow (a ``RecursionError`` instead of a message),
-or hold an integer too long for Python to convert (a ``ValueError`` past 4,300
-digits). Each limit here is far above any real pipeline and is checked before the
-costly step, so a refusal takes bounded time and memory and names the place.
+bound (an alias names a node that holds aliases: "billion laughs"), never end (an
+alias inside the node it names: a cycle), nest deeper than PyYAML's recursive
+composer can follow (a ``RecursionError`` instead of a message), or hold an integer
+too long for Python to convert (a ``ValueError`` past 4,300 digits). Each limit here
+is far above any real pipeline and is checked before the costly step, so a refusal
+takes bounded time and memory and names the place.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import yaml
@@ -94,9 +95,11 @@ def check_structure(text: str, source: str) -> None:
     """
     depth = 0
     events = 0
+    anchors = _Anchors()
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             events += 1
+            anchors.see(event, source)
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
@@ -115,6 +118,45 @@ def check_structure(text: str, source: str) -> None:
                 )
     except yaml.YAMLError:
         return
+
+
+@dataclass
+class _Anchors:
+    """Which anchor names which node, and which of those collections are still open.
+
+    PyYAML's composer registers an anchor before it composes the collection's children,
+    so an alias inside the collection it names (``pipeline: &x [*x]``) makes the node
+    graph a cycle, and building values from it recursed until ``RecursionError``. Seen
+    here, in the event stream, such an alias is refused at its own place.
+    """
+
+    named: dict[str, int] = field(default_factory=dict)
+    """Each anchor and the number of the node it names now (an anchor may be redefined)."""
+    open: list[int] = field(default_factory=list)
+    """The numbers of the collections started and not yet ended, outermost first."""
+    count: int = 0
+
+    def see(self, event: yaml.Event, source: str) -> None:
+        """Track ``event``; a ``ConfigError`` at an alias to a collection that holds it."""
+        if isinstance(event, yaml.AliasEvent):
+            if self.named.get(str(event.anchor)) in self.open:
+                raise ConfigError(
+                    f"the alias *{event.anchor} is inside the node it refers to (its value "
+                    "would never end): an alias may not refer to a node that contains it; "
+                    "write the value out, or remove the alias",
+                    mark(source, event.start_mark),
+                )
+            return
+        if isinstance(event, yaml.CollectionEndEvent):
+            self.open.pop()
+            return
+        if not isinstance(event, yaml.NodeEvent):
+            return
+        self.count += 1
+        if event.anchor is not None:
+            self.named[str(event.anchor)] = self.count
+        if isinstance(event, yaml.CollectionStartEvent):
+            self.open.append(self.count)
 
 
 def check_integer(text: str, where: str) -> None:
