@@ -12,6 +12,7 @@ that holds them would find them.
 
 from __future__ import annotations
 
+import importlib.metadata as metadata
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from seamline.contracts import ComponentLoadError
 from seamline.core.config import PipelineConfigError, load_trusted
 from seamline.core.config.user import CONFIG_VARIABLE, user_trust
 from seamline.core.registry import ComponentInfo, Registry
+from seamline.core.trust import binding
 
 IMPOSTOR = """\
 import os
@@ -287,6 +289,11 @@ DAMAGED = {
     "undecodable RECORD": ("RECORD", b"\xef\xff\xfe,,\n", "cannot be known"),
     "RECORD a folder": ("RECORD", None, "RECORD is not a regular file"),
     "direct_url.json not JSON": ("direct_url.json", b"[1, 2", "is not JSON"),
+    "direct_url.json nested 100,000 deep": (
+        "direct_url.json",
+        b"[" * 100_000 + b"]" * 100_000,
+        "is not JSON: nested too deeply",
+    ),
     "direct_url.json of wrong types": (
         "direct_url.json",
         b'{"url": 5, "dir_info": "x"}',
@@ -320,6 +327,21 @@ def test_damaged_metadata_is_not_believed_and_breaks_nothing(
     assert says in damaged.reason
     assert not marker.exists()
     assert registry.get("attention", "native").usable  # the others are unaffected
+
+
+def test_a_metadata_file_grown_after_its_check_is_read_no_further(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size was checked by ``stat`` and the file then read whole: one that grew (or
+    was swapped) in between was read to its end. It is read one byte past the limit."""
+    info = tmp_path / "grown-1.0.dist-info"
+    info.mkdir()
+    (info / "direct_url.json").write_text('{"url": "file:///x"}' + " " * 5000, encoding="utf-8")
+    monkeypatch.setattr(binding, "MAX_METADATA_BYTES", 1000)
+    monkeypatch.setattr(binding, "_check", lambda folder, *names: None)  # it grew after
+    dist = metadata.PathDistribution(info)
+    with pytest.raises(ValueError, match="is larger than 1000 bytes"):
+        binding._read(dist, str(info), "direct_url.json")
 
 
 def test_one_folder_reached_through_two_path_entries_is_one_claim(

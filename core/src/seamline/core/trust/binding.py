@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import importlib.metadata as metadata
-import json
 import os
 import stat
 import sys
@@ -40,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from seamline.contracts.logs import get_logger
 from seamline.contracts.modules import find_without_importing
+from seamline.contracts.untrusted import NotRegularFile, read_regular, strict_json
 from seamline.core.trust.policy import canonical
 
 log = get_logger("seamline.core.registry")
@@ -263,9 +263,25 @@ def _check(folder: str, *filenames: str) -> None:
 
 
 def _read(dist: metadata.Distribution, folder: str, filename: str) -> str | None:
-    """A metadata file of ``dist`` (checked by :func:`_check`), None when there is none."""
+    """A metadata file of ``dist`` (checked by :func:`_check`), None when there is none.
+
+    From a folder it is read as untrusted data: a regular file, at most one byte past
+    :data:`MAX_METADATA_BYTES`, so that a file grown or swapped after the check costs
+    no more memory than the limit. Missing or unreadable is None, as ``read_text`` says.
+    """
     _check(folder, filename)
-    return dist.read_text(filename)
+    if not folder:
+        return dist.read_text(filename)
+    path = os.path.join(folder, filename)
+    try:
+        data = read_regular(path, MAX_METADATA_BYTES)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return None
+    except NotRegularFile as err:
+        raise ValueError(f"{path} is not a regular file ({err})") from None
+    if len(data) > MAX_METADATA_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_METADATA_BYTES} bytes")
+    return data.decode("utf-8")
 
 
 def _installed_files(dist: metadata.Distribution, folder: str) -> frozenset[Path]:
@@ -297,16 +313,19 @@ def _editable_project(dist: metadata.Distribution, folder: str) -> Path | None:
     text = _read(dist, folder, "direct_url.json")
     if text is None:
         return None
+    where = folder or str(dist)
     try:
-        direct = _DirectUrl.model_validate(json.loads(text))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"direct_url.json of {folder or str(dist)} is not JSON: {err}") from None
+        data = strict_json(text)
+    except (ValueError, RecursionError) as err:  # RecursionError: arrays nested thousands deep
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise ValueError(f"direct_url.json of {where} is not JSON: {reason}") from None
+    try:
+        direct = _DirectUrl.model_validate(data)
     except ValidationError as err:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'the file'}: {e['msg']}"
             for e in err.errors(include_url=False)
         )
-        where = folder or str(dist)
         raise ValueError(f"direct_url.json of {where} is not PEP 610: {problems}") from None
     url = urlparse(direct.url)
     if direct.dir_info is None or not direct.dir_info.editable or url.scheme != "file":
