@@ -12,9 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from seamline.contracts import ConfigError
 from seamline.core.config import load_pipeline
+from seamline.core.config.located import parse_located
+from seamline.core.config.overlap import overlap_problems
+from seamline.core.config.spec import PipelineSpec
 from seamline.core.registry import Registry
 
 PIPELINE = """\
@@ -90,3 +94,56 @@ def test_the_traces_file_is_neither_an_input_nor_an_output(refusal: Callable[...
 def test_outputs_beside_the_input_are_fine(registry: Registry) -> None:
     resolved = load_pipeline(Path("p.yaml"), registry, [], environ={})
     assert resolved.sink.config.path == Path("out/emb.jsonl").absolute()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ('loader.with.root="co\\0rpus"', "loader.with.root"),
+        ('loader={use: parquet, with: {path: "data/\\0*.parquet"}}', "loader.with.path"),
+        ('sink.with.path="out/a\\0b.jsonl"', "sink.with.path"),
+        ('telemetry.traces_file="t\\0.jsonl"', "telemetry.traces_file"),
+    ],
+)
+def test_a_path_holding_a_nul_byte_is_refused_at_its_place(
+    refusal: Callable[..., str], override: str, field: str
+) -> None:
+    """``loader.with.root`` raised ``ValueError: embedded null byte`` from this check, as a
+    traceback; ``sink.with.path`` passed ``validate`` and failed the run, exit 1."""
+    said = refusal(override)
+    assert said.startswith(f"--set {override}: {field}: ")
+    assert "holds a NUL byte" in said
+
+
+def test_a_path_holding_a_nul_byte_in_the_file_is_placed_at_its_line(
+    refusal: Callable[..., str],
+) -> None:
+    Path("p.yaml").write_text(PIPELINE.replace("root: corpus", 'root: "corpus\\0"'), "utf-8")
+    said = refusal()
+    assert said.startswith("p.yaml:2:40: loader.with.root: ")
+    assert "holds a NUL byte (character 7)" in said
+
+
+class _PlainPaths(BaseModel):
+    """A third party's configuration: plain ``Path`` fields check nothing."""
+
+    path: Path
+
+
+def test_a_plain_path_holding_a_nul_byte_is_refused_by_the_overlap_check(
+    registry: Registry,
+) -> None:
+    resolved = load_pipeline(Path("p.yaml"), registry, [], environ={})
+    located = parse_located(PIPELINE, "p.yaml")
+    spec = PipelineSpec.model_validate(located.data)
+    loader = _PlainPaths(path=Path("docs\0.jsonl"))
+    sink = _PlainPaths(path=Path("out/\0.jsonl"))
+    problems = overlap_problems(located, spec, loader, resolved.sink.config)
+    problems += overlap_problems(located, spec, resolved.loader.config, sink)
+    said = [str(problem) for problem in problems]
+    assert said == [
+        "p.yaml:2:33: loader.with.path ('docs\\x00.jsonl') holds a NUL byte, which no file or "
+        "folder name may hold: remove it",
+        "p.yaml:4:33: sink.with.path ('out/\\x00.jsonl') holds a NUL byte, which no file or "
+        "folder name may hold: remove it",
+    ]

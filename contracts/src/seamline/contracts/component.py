@@ -84,13 +84,20 @@ PATH_MAX = 4096
 
 
 def refuse_an_impossible_path(value: Any) -> Any:
-    """``value``, unless no file system could hold it: a name over ``NAME_MAX`` bytes or a
-    path over ``PATH_MAX``. The first use of such a path raised ``OSError: File name too
-    long`` from wherever it happened to be used, as a traceback; refused here, the
+    """``value``, unless no file system could hold it: a NUL byte, a name over ``NAME_MAX``
+    bytes or a path over ``PATH_MAX``. The first use of such a path raised ``OSError: File
+    name too long`` (or ``ValueError: embedded null byte``) from wherever it happened to be
+    used, as a traceback, or failed the run after it was validated; refused here, the
     problem is placed where the path was given."""
     if not isinstance(value, str | PurePath):
         return value
     text = str(value)
+    nul = text.find("\0")
+    if nul >= 0:
+        raise ValueError(
+            f"the path holds a NUL byte (character {nul + 1}), which no file or folder "
+            "name may hold: remove it"
+        )
     if len(os.fsencode(text)) >= PATH_MAX:
         raise ValueError(
             f"the path is {len(os.fsencode(text)):,} bytes long; a path may have at most "

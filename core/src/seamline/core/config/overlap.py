@@ -28,6 +28,7 @@ from seamline.contracts import ConfigError
 from seamline.contracts.loader import input_glob_files
 from seamline.contracts.sink_kit import OutputConfig
 from seamline.contracts.sink_kit import located as on_disk
+from seamline.contracts.untrusted import cut
 from seamline.core.fingerprint import named_input_paths
 
 if TYPE_CHECKING:
@@ -62,13 +63,41 @@ def _outputs(spec: PipelineSpec, sink_config: BaseModel) -> list[_Entry]:
     return entries
 
 
-def _reads(located: Located, loader_config: BaseModel) -> list[tuple[str, Path | str]]:
-    """``(label, input)``: the pipeline file, then each input of the loader's config."""
-    reads: list[tuple[str, Path | str]] = []
+_Read = tuple[str, "Path | str", "DataPath"]
+"""An input: how the message names it ("" for the pipeline file), its path or glob
+pattern, and where in the pipeline document it is set."""
+
+
+def _reads(located: Located, loader_config: BaseModel) -> list[_Read]:
+    """``(label, input, place)``: the pipeline file, then each input of the loader's config."""
+    reads: list[_Read] = []
     if os.path.isfile(located.source):
-        reads.append(("", Path(located.source)))
-    reads.extend((f"loader.with.{name}", v) for name, v in named_input_paths(loader_config))
+        reads.append(("", Path(located.source), ()))
+    reads.extend(
+        (f"loader.with.{name}", v, ("loader", "with", name))
+        for name, v in named_input_paths(loader_config)
+    )
     return reads
+
+
+def _unnameable(located: Located, outputs: list[_Entry], reads: list[_Read]) -> list[ConfigError]:
+    """A problem for each path holding a NUL byte, which no file may have.
+
+    A field typed ``NamedPath`` or ``InputGlob`` refuses one where it is given; a plain
+    ``Path`` in a third party's configuration does not, and ``os.path`` raised
+    ``ValueError: embedded null byte`` on it here, as a traceback. Such paths are
+    refused at their place and left out of the comparisons.
+    """
+    named = [(e.label, e.path, e.place) for e in outputs] + [r for r in reads if r[0]]
+    return [
+        ConfigError(
+            f"{label} ({cut(repr(str(path)))}) holds a NUL byte, which no file or folder "
+            "name may hold: remove it",
+            located.where(place),
+        )
+        for label, path, place in named
+        if "\0" in str(path)
+    ]
 
 
 def _collision(output: Path, label: str, read: Path | str) -> str:
@@ -93,13 +122,15 @@ def overlap_problems(
     located: Located, spec: PipelineSpec, loader_config: BaseModel, sink_config: BaseModel
 ) -> list[ConfigError]:
     """Every output that is, or lies inside, something the run reads; or is another output."""
-    problems = []
     outputs = _outputs(spec, sink_config)
     reads = _reads(located, loader_config)
+    problems = _unnameable(located, outputs, reads)
+    outputs = [entry for entry in outputs if "\0" not in str(entry.path)]
+    reads = [read for read in reads if "\0" not in str(read[1])]
     reported: set[DataPath] = set()  # a path's derived files add nothing to its own problem
     for entry in outputs:
         output = on_disk(entry.path)
-        for label, read in reads:
+        for label, read, _ in reads:
             if entry.place in reported:
                 break
             how = _collision(output, label, read)

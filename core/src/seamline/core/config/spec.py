@@ -11,9 +11,21 @@ import difflib
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from seamline.contracts.component import LeavesMachine, refuse_a_boolean_for_a_number
+from seamline.contracts.component import (
+    LeavesMachine,
+    refuse_a_boolean_for_a_number,
+    refuse_an_impossible_path,
+)
 from seamline.core.trust.settings import TrustSettings
 
 AUTO = "auto"
@@ -363,7 +375,7 @@ class TelemetrySettings(_Strict):
         default=None,
         description="Span exporters (default: $OTEL_TRACES_EXPORTER, else none).",
     )
-    traces_file: str | None = Field(
+    traces_file: Annotated[str | None, BeforeValidator(refuse_an_impossible_path)] = Field(
         default=None,
         description="The file of the jsonl span exporter, one span per line "
         "(default: $SEAMLINE_TRACES_FILE, else seamline-trace.jsonl).",
