@@ -544,6 +544,12 @@ def test_summarize_computes_count_total_median_p95_and_share(tmp_path: Path) -> 
         ('{"name": "a", "start_ns": 1, "end_ns": 2}\nnot json\n', ":2: not a JSON line"),
         ('{"name": "a", "start_ns": 1}\n', ":1: span field 'end_ns' is missing"),
         ("[1, 2]\n", ":1: expected a JSON object"),
+        ("\n" + "[" * 5000 + "]" * 5000 + "\n", ":2: not a JSON line: nested too deeply"),
+        ('{"name":1' + "1" * 5001 + "}\n", ":1: not a JSON line: Exceeds the limit (4300"),
+        (
+            '{"name": "a", "start_ns": 0, "end_ns": 1' + "0" * 400 + "}\n",
+            ":1: span field 'end_ns' is 1000",
+        ),
         ("\n", "holds no spans"),
     ],
 )
@@ -560,6 +566,23 @@ def test_summarize_a_missing_or_malformed_file_exits_2(
     assert message in output
     if ":" in message[:3]:
         assert f"{path}{message.split(' ')[0]}" in output.replace(" ", "")
+    assert "Traceback" not in result.output
+
+
+def test_summarize_refuses_a_line_too_long_without_reading_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single 200 MB line was read whole (454 MB); it is refused past the bound."""
+    from seamline.adapters import trace_summary
+
+    monkeypatch.setattr(trace_summary, "MAX_LINE_BYTES", 1000, raising=False)
+    path = tmp_path / "t.jsonl"
+    span = '{"name": "a", "start_ns": 1, "end_ns": 2}\n'
+    path.write_text(span + '{"name": "' + "x" * 5000 + '"}\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["trace", "summarize", str(path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2, result.output
+    output = " ".join(result.output.split())
+    assert f"{path}:2: a line longer than 1,000 bytes" in output
     assert "Traceback" not in result.output
 
 
