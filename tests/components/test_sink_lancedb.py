@@ -253,7 +253,11 @@ def test_append_refuses_a_table_of_another_model_or_other_columns(tmp_path: Path
     assert f"model.with.weights was {recorded!r}, now 'other'" in said
     with pytest.raises(UserError, match=r"text=True.*set to text=False"):
         sink(tmp_path, mode="upsert", text=False).start(MANIFEST)
-    (tmp_path / "db" / "emb.manifest.json").unlink()
+    manifest = tmp_path / "db" / "emb.manifest.json"
+    manifest.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(UserError, match="has no readable manifest"):  # was a RecursionError
+        sink(tmp_path, mode="append").start(MANIFEST)
+    manifest.unlink()
     with pytest.raises(UserError, match="has no readable manifest"):
         sink(tmp_path, mode="append").start(MANIFEST)
 

@@ -275,11 +275,12 @@ def read_published_manifest(manifest_path: Path) -> dict[str, Any] | None:
 
     None when there is none, or it is not a regular file (never followed through a
     link, never a FIFO waited on), larger than :data:`MAX_RECORD_BYTES`, or not a JSON
-    object. What the caller takes from it, it checks.
+    object (arrays nested thousands deep, which ``json`` answers with ``RecursionError``,
+    included). What the caller takes from it, it checks.
     """
     try:
         manifest = json.loads(_read_small(manifest_path, MAX_RECORD_BYTES))
-    except (OSError, ValueError, NotRegularFile):
+    except (OSError, ValueError, RecursionError, NotRegularFile):
         return None
     return manifest if isinstance(manifest, dict) else None
 
