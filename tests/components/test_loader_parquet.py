@@ -152,6 +152,9 @@ def test_cursors_of_another_loader_or_a_changed_input_are_refused(corpus: Path) 
     read = loader(corpus / "*.parquet")
     with pytest.raises(UserError, match="its cursors are '<file>#<row group>:<row>'"):
         list(read.read(after="12"))
+    for place in ("²:0", "0:²", "1" * 21 + ":0"):  # '²' passed isdigit(), then int() failed
+        with pytest.raises(UserError, match="its cursors are '<file>#<row group>:<row>'"):
+            list(read.read(after=f"{corpus}/a.parquet#{place}"))
     with pytest.raises(UserError, match="is no longer among the files"):
         list(read.read(after=f"{corpus}/gone.parquet#0:1"))
 

@@ -34,6 +34,7 @@ from seamline.contracts.untrusted import (
     OutsideFolder,
     bounded_lines,
     cut,
+    is_count,
     open_regular,
     read_regular,
     strict_json,
@@ -147,6 +148,14 @@ def test_strict_json_refuses_what_python_accepts() -> None:
             strict_json(text)
     with pytest.raises(RecursionError):
         strict_json("[" * 100_000 + "]" * 100_000)
+
+
+def test_a_count_is_ascii_digits_that_int_takes() -> None:
+    for text in ("0", "7", "1" * 20):
+        assert is_count(text)
+        int(text)
+    for text in ("", "²", "1²", "\u0661", "-1", "+1", " 1", "1_0", "1" * 21):
+        assert not is_count(text), text  # '²' passes isdigit(), and int() refuses it
 
 
 # -- the manifest ------------------------------------------------------------------------

@@ -14,7 +14,8 @@ Every such file is opened through here, so that each of those is refused in one 
 - :func:`bounded_lines` reads lines of at most a limit each (a file without newlines is
   one line);
 - :func:`within` resolves a name a file gave against the folder it must stay in;
-- :func:`visible` makes text read from such a file safe to print on a terminal.
+- :func:`visible` makes text read from such a file safe to print on a terminal;
+- :func:`is_count` says whether a number read from one can be given to ``int()``.
 
 The errors are plain exceptions that say what happened; the caller knows which file
 it was and what the user can do, and says so (a loader sets the document aside, a
@@ -155,6 +156,20 @@ def strict_json(data: str | bytes) -> Any:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+MAX_COUNT_DIGITS = 20
+"""The most digits :func:`is_count` accepts: any 64-bit count has fewer."""
+
+
+def is_count(text: str, digits: int = MAX_COUNT_DIGITS) -> bool:
+    """Whether ``text`` is a non-negative integer in at most ``digits`` ASCII digits.
+
+    ``str.isdigit`` accepts ``'²'`` and other digits that ``int()`` refuses (a
+    ``ValueError``), and any length (``int()`` refuses past 4,300 digits); a number read
+    from a file anyone can edit (a cursor, a pid) is checked with this before ``int()``.
+    """
+    return 0 < len(text) <= digits and text.isascii() and text.isdigit()
 
 
 def cut(text: str, limit: int = 200) -> str:

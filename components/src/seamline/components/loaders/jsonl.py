@@ -28,6 +28,7 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.json_safe import safe_text
+from seamline.contracts.untrusted import MAX_COUNT_DIGITS, cut, is_count
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -194,10 +195,11 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         """The line number to resume after (0: from the start)."""
         if after is None:
             return 0
-        if not after.isdigit() or int(after) < 1:
+        if not is_count(after) or int(after) < 1:  # isdigit() alone accepted '²'
             raise UserError(
-                f"jsonl loader cannot resume after {after!r}: its cursors are line numbers "
-                "(1 or more); the checkpoint was not written by this loader"
+                f"jsonl loader cannot resume after {cut(after, 60)!r}: its cursors are line "
+                f"numbers (1 or more, at most {MAX_COUNT_DIGITS} digits); the checkpoint was "
+                "not written by this loader"
             )
         return int(after)
 

@@ -60,6 +60,7 @@ from seamline.contracts import (
     UserError,
     input_glob_files,
 )
+from seamline.contracts.untrusted import cut, is_count
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -481,18 +482,18 @@ def parse_cursor(
         return 0, None, None
     path, _, place = after.rpartition("#")
     group_text, _, row_text = place.partition(":")
-    valid = bool(path) and (
-        place == _ALL or (group_text.isdigit() and (row_text.isdigit() or row_text == _ALL))
+    valid = bool(path) and (  # isdigit() alone accepted '²', which int() refuses
+        place == _ALL or (is_count(group_text) and (is_count(row_text) or row_text == _ALL))
     )
     if not valid:
         raise UserError(
-            f"parquet loader cannot resume after {after!r}: its cursors are "
+            f"parquet loader cannot resume after {cut(after)!r}: its cursors are "
             "'<file>#<row group>:<row>'; the checkpoint was not written by this loader"
         )
     if path not in files:
         raise UserError(
-            f"parquet loader cannot resume after {after!r}: {path!r} is no longer among the "
-            f"files {pattern!r} matches. The input changed since the checkpoint "
+            f"parquet loader cannot resume after {cut(after)!r}: {cut(path)!r} is no longer among "
+            f"the files {pattern!r} matches. The input changed since the checkpoint "
             "was written; restore it or start the run afresh"
         )
     if place == _ALL:
