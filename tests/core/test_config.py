@@ -71,6 +71,17 @@ def test_override_errors_name_the_override(registry: Registry, override: str, me
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize("index", ["²", "1" * 5000])
+def test_an_index_that_int_refuses_is_no_index(registry: Registry, index: str) -> None:
+    """``'²'`` passed ``str.isdigit()`` and ``int()`` refused it: a traceback, exit 1."""
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(
+            BASE, "p.yaml", registry, overrides=["monitors=[log]", f"monitors.{index}=x"]
+        )
+    assert "monitors is a list of 1: " in str(caught.value)
+    assert "is not an index in it" in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("override", "said"),
     [

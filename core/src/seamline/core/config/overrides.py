@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from seamline.contracts import ConfigError
-from seamline.contracts.untrusted import cut
+from seamline.contracts.untrusted import cut, is_count
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.spec import SHORT_FORMS
 
@@ -80,10 +80,10 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
         last = depth == len(keys) - 1
         step: str | int = key
         if isinstance(node, list):
-            if not key.isdigit() or int(key) >= len(node):
+            if not is_count(key) or int(key) >= len(node):  # isdigit() alone accepted '²'
                 raise ConfigError(
                     f"{'.'.join(keys[:depth]) or 'the pipeline'} is a list of {len(node)}: "
-                    f"{key!r} is not an index in it",
+                    f"{cut(key, 40)!r} is not an index in it",
                     where,
                 )
             step = int(key)
@@ -100,7 +100,7 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
             located.values[path] = where
         else:
             if isinstance(node, dict) and (step not in node or node[step] is None):
-                if keys[depth + 1].isdigit():
+                if is_count(keys[depth + 1]):
                     raise ConfigError(_no_list(keys[: depth + 1], keys[depth + 2 :], where), where)
                 node[step] = {}
                 located.values[path] = where
