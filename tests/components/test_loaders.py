@@ -114,6 +114,18 @@ def test_text_files_glob_selects_files(tree: Path) -> None:
     assert ids(text_loader(tree, glob="b/*.txt").read()) == ["b/a.txt", "b/z.txt"]
 
 
+@pytest.mark.parametrize("pattern", ["**/**/*.txt", "a/**/b/**/*.txt"])
+def test_a_glob_with_more_than_one_globstar_is_refused(tree: Path, pattern: str) -> None:
+    """Each '**' more multiplies the walk by the tree's depth: six never ended."""
+    from seamline.components.loaders.parquet import ParquetLoaderConfig
+
+    with pytest.raises(ValidationError, match=r"holds '\*\*' 2 times; .*keep one"):
+        text_loader(tree, glob=pattern)
+    with pytest.raises(ValidationError, match=r"holds '\*\*' 2 times"):
+        ParquetLoaderConfig(path=str(tree / pattern.replace("*.txt", "*.parquet")))
+    assert ids(text_loader(tree, glob="**/*.md").read()) == ["notes.md"]  # one is fine
+
+
 def test_text_files_glob_matching_nothing_is_a_user_error(tree: Path, tmp_path: Path) -> None:
     # An empty run would publish an empty output over the last one (a LanceDB sync would
     # delete every row): refused before anything is written, as the parquet loader does.
@@ -476,3 +488,30 @@ def test_make_corpus_writes_a_real_corpus_the_loader_reads(tmp_path: Path) -> No
     assert {path.name: path.read_bytes() for path in outdir.glob("*.txt")} == first, (
         "a second run rewrites the same bytes"
     )
+
+
+def test_text_files_a_file_swapped_for_a_link_after_its_check_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path is checked to lie under root, then opened: a file exchanged for a link to
+    a file outside root in between (a race a red team won in 13 runs) had the outside
+    file's text published. The open descriptor's own path is checked now."""
+    from seamline.components.loaders import text_files
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "a.txt").write_text("inside", encoding="utf-8")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside root", encoding="utf-8")
+    real_open = text_files.open_regular
+
+    def swapped_then_opened(path: Any, **options: Any) -> Any:
+        Path(path).unlink()
+        Path(path).symlink_to(secret)  # what the racer does between check and open
+        return real_open(path, **options)
+
+    monkeypatch.setattr(text_files, "open_regular", swapped_then_opened)
+    error = only(text_loader(root).read())
+    assert isinstance(error, DocumentError)
+    assert "a symbolic link that leads outside root" in error.reason
+    assert str(secret) in error.reason

@@ -36,9 +36,30 @@ class InputGlobField:
         return "InputGlobField()"
 
 
+def refuse_repeated_globstar(value: object) -> object:
+    """``value``, unless its pattern holds ``**`` more than once.
+
+    One ``**`` already matches any number of folders; each more multiplies the walk by
+    the tree's depth (Python's glob tries every split of the path among them): over a
+    40-deep folder, 2, 3 and 4 of them took 0.02, 0.25 and 2.9 s, and six never ended.
+    """
+    if isinstance(value, str):
+        count = sum(part == "**" for part in value.split("/"))
+        if count > 1:
+            raise ValueError(
+                f"the pattern {value!r} holds '**' {count} times; one '**' already matches "
+                "any number of folders, and each more multiplies the search: keep one"
+            )
+    return value
+
+
 INPUT_GLOB: Final = InputGlobField()
 InputGlob = Annotated[
-    str, BeforeValidator(refuse_an_impossible_path), BeforeValidator(expand_home), INPUT_GLOB
+    str,
+    BeforeValidator(refuse_repeated_globstar),
+    BeforeValidator(refuse_an_impossible_path),
+    BeforeValidator(expand_home),
+    INPUT_GLOB,
 ]
 """A loader configuration field holding a glob pattern of input files (``data/**/*.parquet``);
 a leading ``~`` is the home folder, as in a shell."""

@@ -13,7 +13,9 @@ Every such file is opened through here, so that each of those is refused in one 
   grows while it is read, costs no more memory than the limit;
 - :func:`bounded_lines` reads lines of at most a limit each (a file without newlines is
   one line);
-- :func:`within` resolves a name a file gave against the folder it must stay in;
+- :func:`within` resolves a name a file gave against the folder it must stay in, and
+  :func:`opened_path` says where an open file really is, for a check that cannot be
+  raced;
 - :func:`visible` makes text read from such a file safe to print on a terminal;
 - :func:`is_count` says whether a number read from one can be given to ``int()``.
 
@@ -24,6 +26,7 @@ reader of an output raises a ``UserError``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import stat
@@ -104,6 +107,28 @@ def read_regular(path: str | os.PathLike[str], limit: int | None, *, follow: boo
     """
     with open_regular(path, follow=follow) as handle:
         return handle.read() if limit is None else handle.read(limit + 1)
+
+
+def opened_path(handle: BinaryIO) -> Path | None:
+    """Where the file open as ``handle`` really is (its links followed), or None if this
+    system cannot say (Linux reads ``/proc/self/fd``, macOS asks ``F_GETPATH``).
+
+    A path checked and then opened can be swapped in between (a file exchanged for a link
+    to ``/etc/passwd``, a folder on the way for a link elsewhere); the descriptor's own
+    path is what was opened, so a check of it cannot be raced.
+    """
+    descriptor = handle.fileno()
+    proc = Path(f"/proc/self/fd/{descriptor}")
+    try:
+        if proc.parent.is_dir():
+            return Path(os.readlink(proc))
+        get_path = getattr(fcntl, "F_GETPATH", None)
+        if get_path is not None:
+            raw = fcntl.fcntl(descriptor, get_path, b"\0" * 1024)
+            return Path(os.fsdecode(raw.rstrip(b"\0")))
+    except OSError:
+        return None
+    return None
 
 
 def bounded_lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes]]:

@@ -41,7 +41,8 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.json_safe import safe_text
-from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.contracts.loader import refuse_repeated_globstar
+from seamline.contracts.untrusted import NotRegularFile, open_regular, opened_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -89,6 +90,7 @@ class TextFilesConfig(ComponentConfig):
             raise ValueError(f"glob {value!r} must be relative to root, e.g. '**/*.md'")
         if ".." in pattern.parts:
             raise ValueError(f"glob {value!r} must not leave root ('..'); move root up instead")
+        refuse_repeated_globstar(value)
         return value
 
     @field_validator("encoding")
@@ -229,7 +231,13 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             return error(outside)
         limit = self.config.max_bytes
         try:
-            data = read_regular(path, limit)
+            with open_regular(path) as handle:
+                # Checked again on what was opened: the path may have been swapped for a
+                # link to a file outside root since it was resolved above.
+                outside = self._outside_root(path, opened_path(handle))
+                if outside is not None:
+                    return error(outside)
+                data = handle.read() if limit is None else handle.read(limit + 1)
         except OSError as err:
             return error(f"cannot read: {err.strerror or err}")
         except NotRegularFile as err:
@@ -253,10 +261,13 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             )
         return Document(id=doc_id, text=text, metadata={**where, "bytes": len(data)})
 
-    def _outside_root(self, path: Path) -> str | None:
-        """Why ``path`` is not read if a symbolic link takes it outside ``root``; else None."""
+    def _outside_root(self, path: Path, opened: Path | None = None) -> str | None:
+        """Why ``path`` is not read if a symbolic link takes it outside ``root``; else None.
+
+        ``opened``: where the file opened at ``path`` really is, when the system can say.
+        """
         try:
-            target = path.resolve()
+            target = opened if opened is not None else path.resolve()
             inside = target.is_relative_to(self._root)
         except (OSError, RuntimeError):  # a link loop: opening it reports that
             return None
