@@ -11,6 +11,7 @@ publish without touching the link's target, and publish real files, not links.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,46 @@ def test_a_partial_file_replaced_by_a_hard_link_is_refused_on_resume(tmp_path: P
     with pytest.raises(UserError, match="hard links"):
         SINKS["jsonl"](out).recover(MANIFEST)
     assert victim.read_bytes() == SECRET
+
+
+def lancedb_interrupted(out: Path) -> Path:
+    """A lancedb run stopped after a commit: its staging database (a folder it resumes)."""
+    interrupted_run(out, SINKS["lancedb"])
+    (store,) = [p for p in out.iterdir() if p.name.startswith(".emb.lance.") and p.is_dir()]
+    return store
+
+
+def move_behind_a_link(folder: Path, elsewhere: Path) -> None:
+    """``folder``'s content moved to ``elsewhere``, a symbolic link left in its place."""
+    shutil.move(folder, elsewhere)
+    folder.symlink_to(elsewhere, target_is_directory=True)
+
+
+def test_a_link_inside_a_lancedb_staging_table_refuses_the_resume(tmp_path: Path) -> None:
+    """Only the staging folder itself was checked: links inside it (its ``data`` and
+    ``_versions``) had the resume's new data files written to the folder they named."""
+    out = tmp_path / "out"
+    store = lancedb_interrupted(out)
+    (data,) = [p for p in store.rglob("data") if p.is_dir()]
+    elsewhere = tmp_path / "elsewhere"
+    move_behind_a_link(data, elsewhere)
+    before = sorted(p.name for p in elsewhere.iterdir())
+    with pytest.raises(UserError, match=r"holds '.*data', a symbolic link, which this sink"):
+        SINKS["lancedb"](out).recover(MANIFEST)
+    assert sorted(p.name for p in elsewhere.iterdir()) == before
+
+
+def test_a_link_inside_a_lancedb_table_refuses_an_append(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = SINKS["lancedb"](out)
+    first.start(MANIFEST)
+    first.write(records(3))
+    first.close(complete=True)
+    elsewhere = tmp_path / "elsewhere"
+    move_behind_a_link(out / "emb.lance" / "data", elsewhere)
+    before = sorted(p.name for p in elsewhere.iterdir())
+    sink = LanceDbSink(LanceDbSinkConfig(path=out / "emb.lance", mode="append"))
+    with pytest.raises(UserError, match=r"cannot append into .*: the table holds '.*data', a"):
+        sink.start(MANIFEST)
+    sink.close(complete=False)
+    assert sorted(p.name for p in elsewhere.iterdir()) == before

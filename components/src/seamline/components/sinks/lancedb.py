@@ -93,7 +93,14 @@ from seamline.components.sinks._lance_table import (
 )
 from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.contracts import OutputRecord, UserError
-from seamline.contracts.sink_kit import AtomicFile, RunId, SinkState, fsync_directory, model_changes
+from seamline.contracts.sink_kit import (
+    AtomicFile,
+    RunId,
+    SinkState,
+    fsync_directory,
+    model_changes,
+    planted_inside,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -449,6 +456,13 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         """
         if self.config.mode == "overwrite":
             return
+        planted = planted_inside(self.destination) if self.destination.is_dir() else None
+        if planted is not None:
+            raise UserError(
+                f"lancedb sink: cannot {self.config.mode} into {self._where}: the table holds "
+                f"{planted}, which seamline never writes, and LanceDB would write through it. "
+                "Restore the table, or use mode: overwrite, or another path"
+            )
         table = self._lance.open(self._database)
         if table is None:
             return

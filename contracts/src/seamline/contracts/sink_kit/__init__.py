@@ -39,6 +39,8 @@ The names here are the kit's public face:
   into place, one after another; :func:`fsync_directory` to make a rename durable;
   :func:`write_bytes_atomically` to replace a small file (a record, a cache entry) in a
   folder others may write, never through a link planted at a temporary name;
+  :func:`planted_inside` to find a link (or a FIFO) planted in a folder a library is
+  about to write;
 - :data:`RunId`: a staged run's id, as a state that records one must check it;
 - what a sink takes from a record: :func:`checked_vector`, :func:`record_fields`,
   :func:`record_metadata`.
@@ -54,6 +56,7 @@ from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
     AtomicGroup,
     fsync_directory,
+    planted_inside,
     write_bytes_atomically,
 )
 from seamline.contracts.sink_kit._checkpoint import NoState, SinkState, model_changes
@@ -76,6 +79,7 @@ __all__ = [
     "fsync_directory",
     "located",
     "model_changes",
+    "planted_inside",
     "record_fields",
     "record_metadata",
     "write_bytes_atomically",

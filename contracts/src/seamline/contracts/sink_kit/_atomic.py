@@ -262,6 +262,37 @@ def refuse_a_link(path: Path, what: str) -> None:
             "made; it was not followed. Remove it, then run again with --restart (or without "
             "--resume)"
         )
+    planted = planted_inside(path) if path.is_dir() else None
+    if planted is not None:
+        raise ResumeRefused(
+            f"cannot resume: the {what} {str(path)!r} holds {planted}, which this sink did "
+            "not make, and a library writing the folder would follow it. Remove the folder, "
+            "then run again with --restart (or without --resume)"
+        )
+
+
+PLANTED_SCAN_LIMIT = 1_000_000
+"""Entries of a folder looked at for something planted: more is itself refused."""
+
+
+def planted_inside(folder: Path) -> str | None:
+    """What in ``folder`` (at any depth) is neither a regular file nor a folder, or None.
+
+    A library given a folder (LanceDB a table's) writes wherever its names lead: a
+    symbolic link planted inside had new data files written to the folder it named,
+    outside the output. Only the folder itself was checked before; now all it holds is.
+    """
+    seen = 0
+    for parent, folders, files in os.walk(folder):
+        for name in [*folders, *files]:
+            inner = os.path.join(parent, name)
+            mode = os.lstat(inner).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return f"{inner!r}, {kind_of(mode)}"
+        seen += len(folders) + len(files)
+        if seen > PLANTED_SCAN_LIMIT:
+            return f"more than {PLANTED_SCAN_LIMIT:,} entries"
+    return None
 
 
 def _current_umask() -> int:
