@@ -28,6 +28,8 @@ from seamline.contracts.versions import compatibility_problem, parse_version
         ("1.1", None),  # a kernel written before the relative bias (1.2) is still hosted
         ("1.7", "newer than this seamline's 1.2"),
         ("one", "is not MAJOR.MINOR"),
+        ("1².0", "is not MAJOR.MINOR"),  # str.isdigit() took '²', which int() refuses
+        ("1." + "0" * 5000, "is not MAJOR.MINOR"),
     ],
 )
 def test_contract_version_rule(declared: str, problem: str | None) -> None:

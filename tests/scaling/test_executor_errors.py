@@ -59,6 +59,17 @@ def test_an_unreachable_cluster_is_named_with_its_place(cli: CliRunner, tmp_path
     assert "Traceback" not in output
 
 
+@pytest.mark.parametrize("address", ["127.0.0.1:\u00b2", "127.0.0.1:70000", "h:" + "9" * 400])
+def test_an_address_whose_port_is_no_port_is_refused_when_validated(
+    cli: CliRunner, tmp_path: Path, address: str
+) -> None:
+    """'²' passed str.isdigit(); 70000 is past the last port."""
+    executor = f'{{use: ray, with: {{address: "{address}"}}}}'
+    code, output = invoke(cli, tmp_path, "validate", executor=executor)
+    assert code == 2, output
+    assert "is not a Ray address" in output
+
+
 def test_ray_not_installed_says_how_to_install_it(
     cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

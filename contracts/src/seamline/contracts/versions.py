@@ -11,6 +11,8 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Final, Literal
 
+from seamline.contracts.untrusted import is_count
+
 Kind = Literal["attention", "model", "loader", "monitor", "sink", "executor"]
 
 KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "sink", "executor")
@@ -28,7 +30,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
 def parse_version(text: str) -> tuple[int, int]:
     """Parse ``MAJOR.MINOR`` (a trailing ``.PATCH`` is allowed and ignored)."""
     parts = text.strip().split(".")
-    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+    if len(parts) not in (2, 3) or not all(is_count(p, 6) for p in parts):
         raise ValueError(f"contract version {text!r} is not MAJOR.MINOR[.PATCH]")
     return int(parts[0]), int(parts[1])
 

@@ -58,6 +58,7 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import is_count
 
 log = get_logger("seamline.adapters.ray")
 
@@ -113,7 +114,7 @@ class RayExecutorConfig(ComponentConfig):
         if value in (None, "auto"):
             return value
         host, _, port = value.removeprefix("ray://").rpartition(":")
-        if not host or not port.isdigit():
+        if not host or not is_count(port, 5) or not 0 < int(port) < 65536:
             raise ValueError(
                 f"{value!r} is not a Ray address: use 'auto', 'HOST:PORT' (a head node's GCS, "
                 "port 6379 by default) or 'ray://HOST:PORT' (Ray Client, 10001), or leave it unset"

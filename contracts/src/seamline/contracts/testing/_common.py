@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from seamline.contracts.component import Component, ComponentConfig
 from seamline.contracts.conformance import config_of
+from seamline.contracts.untrusted import is_count
 from seamline.contracts.versions import CONTRACT_VERSIONS, Kind, compatibility_problem
 
 EXAMPLES_VARIABLE = "SEAMLINE_CONFORMANCE_EXAMPLES"
@@ -26,7 +27,7 @@ IDENTITY_PROPERTY = "seamline_component"
 def max_examples() -> int:
     """How many generated cases each property-based check tries (bounded: the suite stays fast)."""
     text = os.environ.get(EXAMPLES_VARIABLE, "")
-    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_EXAMPLES
+    return int(text) if is_count(text, 6) and int(text) > 0 else DEFAULT_EXAMPLES
 
 
 def identity(component: Component[Any], with_config: bool = True) -> str:
