@@ -262,6 +262,16 @@ def refuse_a_link(path: Path, what: str) -> None:
             "made; it was not followed. Remove it, then run again with --restart (or without "
             "--resume)"
         )
+
+
+def refuse_anything_planted(path: Path, what: str) -> None:
+    """On a resume: the folder this sink made, holding nothing it did not make either.
+
+    For a folder a library writes whole (a LanceDB staging database): a link inside it
+    would lead the library's writes elsewhere. A staging area whose entries the kit
+    reads itself (``._parts``) skips a linked entry instead.
+    """
+    refuse_a_link(path, what)
     planted = planted_inside(path) if path.is_dir() else None
     if planted is not None:
         raise ResumeRefused(

@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from seamline.contracts.documents import DocumentError
 from seamline.contracts.errors import UserError
 from seamline.contracts.sink import CommittedRecords, OutputRecord, Sink
-from seamline.contracts.sink_kit._atomic import AtomicFile, own_directory, refuse_a_link
+from seamline.contracts.sink_kit._atomic import AtomicFile, own_directory, refuse_anything_planted
 from seamline.contracts.sink_kit._checkpoint import (
     NoState,
     ResumableGroup,
@@ -346,8 +346,9 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         return self.store
 
     def resumed_store(self, what: str) -> Path:
-        """:attr:`store` on a resume: a link or a file at its name is refused, not followed."""
-        refuse_a_link(self.store, what)
+        """:attr:`store` on a resume: a link or a file at its name, or a link or a FIFO in
+        it, is refused, not followed (a library may write the whole folder)."""
+        refuse_anything_planted(self.store, what)
         return self.store
 
     def drop_store(self) -> None:
