@@ -193,3 +193,39 @@ def test_an_empty_string_is_one_text_and_an_empty_list_none(embedder: Embedder) 
     assert isinstance(none, np.ndarray)
     assert none.shape == (0, embedder.dimension)
     assert embedder.encode(iter(["a", ""])).shape == (2, embedder.dimension)
+
+
+def test_an_interrupt_of_the_leader_is_raised_in_the_leader_only(embedder: Embedder) -> None:
+    # A SIGINT is a KeyboardInterrupt in the main thread, here leading a pass that also held
+    # a worker's texts; the worker used to raise the same KeyboardInterrupt object.
+    leader = threading.get_ident()
+    embed = embedder._pass
+    held: list[int] = []
+
+    def interrupted(*args: Any) -> Any:
+        if threading.get_ident() == leader:
+            held.append(len(args[0]))
+            raise KeyboardInterrupt
+        return embed(*args)
+
+    embedder._pass = interrupted  # type: ignore[method-assign]
+    mine = embedder.submit(["a big batch of text"] * 4)
+    got: list[Any] = []
+
+    def worker_encodes() -> None:
+        time.sleep(0.1)  # the main thread leads by now, waiting max_wait (0.5 s) for more
+        try:
+            got.append(embedder.encode(["w x"]))
+        except BaseException as err:  # what the worker saw is the finding
+            got.append(err)
+
+    worker = threading.Thread(target=worker_encodes)
+    worker.start()
+    with pytest.raises(KeyboardInterrupt):
+        mine.result()
+    worker.join(timeout=30)
+    embedder._pass = embed  # type: ignore[method-assign]
+    assert held == [2], "the interrupted pass held the worker's request too"
+    (vectors,) = got  # re-queued and embedded by the next pass: the worker's own rows
+    assert isinstance(vectors, np.ndarray), f"the worker raised {vectors!r}"
+    np.testing.assert_allclose(vectors, embedder.encode(["w x"]), atol=1e-6)

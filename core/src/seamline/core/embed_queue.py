@@ -17,6 +17,10 @@ Two things a server needs, and a lone caller does not pay for:
 * :meth:`EmbedQueue.cancel`: a request whose caller went away before a leader took it
   leaves the queue, so it takes no place in a batch.
 
+An interrupt (``KeyboardInterrupt``: Python delivers a signal to the main thread) that
+stops a pass is raised in the thread leading it only; the other callers' requests it
+held go back to the queue and the next pass embeds them.
+
 A request carries the span of its caller (``seamline.embed.request``); the pass and
 batch spans that serve it link to it, and it to them (see the embedder).
 """
@@ -145,7 +149,7 @@ class EmbedQueue:
         while not request.done.is_set():
             with self._engine:
                 if not request.done.is_set():
-                    self._lead()
+                    self._lead(request)
 
     def drain(self, timeout: float) -> int:
         """Wait up to ``timeout`` seconds for a request; embed the queue; the texts embedded."""
@@ -155,16 +159,43 @@ class EmbedQueue:
         with self._engine:
             return self._lead()
 
-    def _lead(self) -> int:
-        """Take the queue (after ``max_wait``) and embed it; the engine is held."""
+    def _lead(self, own: Request | None = None) -> int:
+        """Take the queue (after ``max_wait``) and embed it; the engine is held.
+
+        ``own`` is the leader's request, if it has one (a ``drain`` thread has none).
+        """
         taken = self._take()
         if taken:
             try:
                 self.run(taken)
+            except BaseException as err:
+                if not isinstance(err, Exception):
+                    self._interrupted(taken, own, err)
+                    taken = []
+                raise
             finally:  # whatever ``run`` left unfinished is not left waiting forever
                 for request in taken:
                     request.finish(RuntimeError("the embedder stopped before embedding this"))
         return sum(len(r.texts) for r in taken)
+
+    def _interrupted(self, taken: list[Request], own: Request | None, err: BaseException) -> None:
+        """After ``err`` (a ``KeyboardInterrupt``, a ``SystemExit``) stopped the leader's pass,
+        finish the leader's own request with it and put the others back in the queue.
+
+        The interrupt is the leading thread's alone (a signal is delivered to the main
+        thread, whichever callers' texts it was embedding), so the other callers' requests
+        go back to the head of the queue, to be embedded by the next pass, rather than
+        raising an interrupt in threads that were not interrupted.
+        """
+        others = [r for r in taken if r is not own and not r.done.is_set()]
+        for request in others:
+            request.taken = False
+            request.tokens = request.batches = 0  # counted again by the pass that embeds them
+        with self._changed:
+            self._queue[:0] = others
+            self._changed.notify_all()
+        if own is not None:
+            own.finish(err)
 
     def _take(self) -> list[Request]:
         with self._changed:

@@ -315,7 +315,7 @@ class Embedder:
             for (first_only, batch_tokens, queries), group in _passes(requests).items():
                 try:
                     refused = self._pass(group, first_only, batch_tokens, queries)
-                except BaseException as err:
+                except Exception as err:  # an interrupt is the leader's alone (EmbedQueue)
                     for request in group:
                         request.finish(err)
                 else:
