@@ -120,14 +120,7 @@ class Embedder:
         embed texts as search queries by default, with the model's ``for_queries()`` (the
         query prefix of a model such as e5); ``encode(..., queries=...)`` chooses per call.
         """
-        section = dict(attention) if isinstance(attention, Mapping) else {"use": attention}
-        if isinstance(section.get("use"), tuple | list):
-            section["use"] = list(section["use"])
-        data: dict[str, Any] = {"model": dict(model), "attention": section}
-        if run is not None:
-            data["run"] = dict(run)
-        if trust is not None:
-            data["trust"] = dict(trust)
+        data = _keyword_sections(model, attention, run, trust)
         located = prepare_data(data, "Embedder(...)", (), environ)
         if registry is None:
             registry = trusted_registry(located, environ)
@@ -493,6 +486,32 @@ def _passes(requests: Sequence[Request]) -> dict[tuple[bool, int | None, bool], 
         key = (request.long_text == "truncate", request.batch_tokens, request.queries)
         groups.setdefault(key, []).append(request)
     return groups
+
+
+def _keyword_sections(
+    model: object, attention: object, run: object, trust: object
+) -> dict[str, Any]:
+    """``Embedder``'s keywords as the sections of a pipeline, for its validation to check.
+
+    A value that is not a mapping is handed on as it is (never ``dict()`` of it, whose
+    error named no keyword), so that the validator refuses it as it refuses that section
+    of a file: a ``ConfigError`` placed at ``Embedder(...)['model']``, saying it must be
+    a mapping. ``None`` for ``run`` or ``trust`` leaves the section out.
+    """
+    section = dict(attention) if isinstance(attention, Mapping) else {"use": attention}
+    names = section.get("use")
+    if isinstance(names, tuple | list):
+        section["use"] = list(names)
+    data: dict[str, Any] = {"model": _as_section(model), "attention": section}
+    for name, value in (("run", run), ("trust", trust)):
+        if value is not None:
+            data[name] = _as_section(value)
+    return data
+
+
+def _as_section(value: object) -> object:
+    """A mapping as a plain dict; anything else as it is, for the validator to place."""
+    return dict(value) if isinstance(value, Mapping) else value
 
 
 def _check_container(texts: object) -> None:
