@@ -7,8 +7,10 @@ before any work with a message saying what it must be. The toy model keeps these
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 from seamline.contracts import ConfigError
@@ -39,3 +41,56 @@ def test_a_keyword_that_is_not_a_mapping_is_a_config_error_placed_by_its_key(
     with pytest.raises(ConfigError, match=r"^Embedder\(\.\.\.\)" + message) as caught:
         toy_embedder(**keywords)
     assert "give it as a mapping" in str(caught.value)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[Embedder]:
+    with toy_embedder() as built:
+        yield built
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # list(None) said "'NoneType' object is not iterable", naming no argument
+        (lambda e: e.encode(None), "texts must be a str or a sequence of str, not NoneType"),
+        (lambda e: e.encode(5), "texts must be a str or a sequence of str, not int"),
+        (lambda e: e.submit(5), "texts must be a str or a sequence of str, not int"),
+        # a str failed in the batching with "'<' not supported between ..."
+        (lambda e: e.encode("a", batch_tokens="512"), "batch_tokens must be an int .*not str"),
+        # 2.5 and True were taken as budgets
+        (lambda e: e.encode("a", batch_tokens=2.5), "batch_tokens must be an int .*not float"),
+        (lambda e: e.encode("a", batch_tokens=True), "batch_tokens must be an int .*not bool"),
+        (lambda e: e.encode([], batch_tokens="1"), "batch_tokens must be an int .*not str"),
+        (lambda e: e.submit("a", batch_tokens="1"), "batch_tokens must be an int .*not str"),
+        # "no" is true to Python: the opposite of what it says
+        (lambda e: e.encode("a", normalize="no"), "normalize must be True, False or None, not str"),
+        (lambda e: e.encode("a", queries="no"), "queries must be True, False or None, not str"),
+        (lambda e: e.submit("a", queries=1), "queries must be True, False or None, not int"),
+    ],
+)
+def test_an_argument_of_the_wrong_type_is_a_type_error_saying_what_it_must_be(
+    embedder: Embedder, call: Any, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        call(embedder)
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"queries": "no"}, "queries must be True or False, not str"),
+        ({"max_wait": "0.1"}, "max_wait must be a number of seconds, not str"),
+    ],
+)
+def test_an_embedder_setting_of_the_wrong_type_is_refused(
+    keywords: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        toy_embedder(**keywords)
+
+
+def test_whole_numbers_and_flags_of_numpy_are_taken(embedder: Embedder) -> None:
+    expected = embedder.encode(["a b"], batch_tokens=8, normalize=True)
+    got = embedder.encode(["a b"], batch_tokens=np.int64(8), normalize=np.bool_(True))
+    np.testing.assert_allclose(got, expected, atol=1e-6)

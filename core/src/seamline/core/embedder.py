@@ -40,8 +40,9 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from numbers import Integral, Real
 from typing import Any, Literal
 
 import numpy as np
@@ -120,6 +121,7 @@ class Embedder:
         embed texts as search queries by default, with the model's ``for_queries()`` (the
         query prefix of a model such as e5); ``encode(..., queries=...)`` chooses per call.
         """
+        _check_settings(queries, max_wait)
         data = _keyword_sections(model, attention, run, trust)
         located = prepare_data(data, "Embedder(...)", (), environ)
         if registry is None:
@@ -203,6 +205,7 @@ class Embedder:
         ``registry``, components are discovered under the pipeline's and the user's trust.
         ``queries``: embed texts as search queries (see :class:`Embedder`).
         """
+        _check_settings(queries, max_wait)
         if registry is None:
             resolved, registry = load_trusted(path, overrides, environ)
         else:
@@ -236,6 +239,8 @@ class Embedder:
         """
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
+        _checked_budget(batch_tokens)
+        _check_flags(normalize=normalize, queries=queries)
         _check_container(texts)
         batch = texts if isinstance(texts, str) else list(texts)
         if not isinstance(batch, str) and not batch:  # "" is a text (one vector), [] is none
@@ -267,7 +272,9 @@ class Embedder:
         """
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
-        batch = _checked_texts(texts, batch_tokens)
+        batch_tokens = _checked_budget(batch_tokens)
+        _check_flags(normalize=normalize, queries=queries)
+        batch = _checked_texts(texts)
         if self._closed:
             raise RuntimeError("this Embedder is closed")
         as_queries = self.queries if queries is None else bool(queries)
@@ -516,7 +523,10 @@ def _as_section(value: object) -> object:
 
 def _check_container(texts: object) -> None:
     """Refuse a mapping, set or bytes where texts go: ``list()`` of a dict is its keys, of a
-    set an order nobody chose, of bytes integers; each embedded without a word once."""
+    set an order nobody chose, of bytes integers; each embedded without a word once. What
+    is not iterable at all (``None``, a number) is named, not left to ``list()``'s error."""
+    if not isinstance(texts, str | Iterable):
+        raise TypeError(f"texts must be a str or a sequence of str, not {type(texts).__name__}")
     if isinstance(texts, Mapping | set | frozenset | bytes | bytearray):
         raise TypeError(
             f"texts is a {type(texts).__name__}: give a str or a sequence of str (a list), "
@@ -524,7 +534,7 @@ def _check_container(texts: object) -> None:
         )
 
 
-def _checked_texts(texts: str | Sequence[str], batch_tokens: int | None) -> list[str]:
+def _checked_texts(texts: str | Sequence[str]) -> list[str]:
     """``texts`` as a list, refused now if a caller passed what cannot be embedded."""
     _check_container(texts)
     batch = [texts] if isinstance(texts, str) else list(texts)
@@ -533,9 +543,40 @@ def _checked_texts(texts: str | Sequence[str], batch_tokens: int | None) -> list
             raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
     if not batch:
         raise ValueError("nothing to embed: give at least one text")
-    if batch_tokens is not None and batch_tokens < 1:
-        raise ValueError(f"batch_tokens must be at least 1, not {batch_tokens}")
     return batch
+
+
+def _checked_budget(batch_tokens: object) -> int | None:
+    """``batch_tokens`` as an int (or None), refused now if it is not a whole number of at
+    least 1: a str failed deep in the batching with ``'<' not supported``, and ``2.5`` or
+    ``True`` were taken as budgets."""
+    if batch_tokens is None:
+        return None
+    if isinstance(batch_tokens, bool | np.bool_) or not isinstance(batch_tokens, Integral):
+        raise TypeError(
+            f"batch_tokens must be an int (tokens per batch) or None, "
+            f"not {type(batch_tokens).__name__}"
+        )
+    if batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be at least 1, not {batch_tokens}")
+    return int(batch_tokens)
+
+
+def _check_settings(queries: object, max_wait: object) -> None:
+    """Refuse an embedder's ``queries`` or ``max_wait`` of the wrong type before the model is
+    built: ``queries="no"`` would embed every text as a query."""
+    if not isinstance(queries, bool | np.bool_):
+        raise TypeError(f"queries must be True or False, not {type(queries).__name__}")
+    if isinstance(max_wait, bool) or not isinstance(max_wait, Real):
+        raise TypeError(f"max_wait must be a number of seconds, not {type(max_wait).__name__}")
+
+
+def _check_flags(**flags: object) -> None:
+    """Refuse a flag that is not a bool (or None: the embedder's default): ``"no"`` is true
+    to Python, and would have done the opposite of what it says."""
+    for name, flag in flags.items():
+        if flag is not None and not isinstance(flag, bool | np.bool_):
+            raise TypeError(f"{name} must be True, False or None, not {type(flag).__name__}")
 
 
 def _model_of(resolved: ResolvedEncoder, registry: Registry) -> Model[Any]:
