@@ -62,5 +62,10 @@ def open_index(
     the attention the run recorded; ``registry`` defaults to the components the user's
     trust allows. A leading ``~`` in ``path`` is the home folder, as in a shell.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(
+            f"open_index takes the path of an output a pipeline wrote (a str or path, such "
+            f"as 'out/embeddings.lance'), not {type(path).__name__}"
+        )
     index = Path(path).expanduser()
     return Searcher(registry or Registry.discover(user_trust()), index, attention)

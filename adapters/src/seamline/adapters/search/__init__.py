@@ -52,6 +52,7 @@ __all__ = [
     "QueryEncoder",
     "QueryRefused",
     "Searcher",
+    "check_k",
     "check_query",
     "embed_query",
     "find",
@@ -133,8 +134,7 @@ class Searcher:
         says so before any work is done). A query that is empty, only whitespace or not
         valid Unicode is refused (:class:`QueryRefused`) before the model is built.
         """
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise UserError(f"-k (how many results) is from 1 to {MAX_K:,}, not {_shown(k)}")
+        check_k(k)
         check_query(query)
         readers = self.readers
         if where and not (len(readers) == 1 and readers[0].filters):
@@ -179,6 +179,13 @@ def find(
     """One search of ``index`` (see :meth:`Searcher.find`), the model built for it alone."""
     with Searcher(registry, index, attention) as searcher:
         return searcher.find(query, k, exact=exact, where=where)
+
+
+def check_k(k: object, name: str = "k") -> None:
+    """Refuse a ``k`` that is not a whole number from 1 to ``MAX_K``, naming it as the caller
+    spelled it: ``k`` from Python, ``-k`` on the command line (which checks it first)."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise UserError(f"{name} (how many results) is from 1 to {MAX_K:,}, not {_shown(k)}")
 
 
 def _no_filter(registry: Registry, index: Path, sink: str) -> str:

@@ -11,7 +11,7 @@ Errors name the override itself, since it has no file line.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from seamline.contracts import ConfigError
@@ -30,7 +30,7 @@ def is_override(location: str) -> bool:
 
 def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
     """Apply each ``path=value`` to ``located.data`` in order; record its origin as location."""
-    for override in overrides:
+    for override in checked_overrides(overrides):
         where = f"{PREFIX}{cut(override, SHOWN_CHARACTERS)}"
         path_text, sep, value_text = override.partition("=")
         if not sep or not path_text.strip():
@@ -40,6 +40,32 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
         if any(not part for part in keys):
             raise ConfigError(f"empty segment in path {path_text!r}", where)
         _assign(located, keys, value, where)
+
+
+def checked_overrides(overrides: object) -> list[str]:
+    """``overrides`` as a list of str, refused with a ``TypeError`` if they are not one.
+
+    A caller from Python who writes ``Pipeline.from_yaml(path, "run.batch_tokens=256")``
+    passed a str, which is a sequence too: each of its characters was taken for an
+    override, and the error named the first one (``--set r``), not the mistake.
+    """
+    if isinstance(overrides, str | bytes) or not isinstance(overrides, Iterable):
+        raise TypeError(
+            f"overrides must be a list of 'path.to.field=value' strs, not a "
+            f"{type(overrides).__name__}: pass {_as_list(overrides)}"
+        )
+    listed = list(overrides)
+    for index, override in enumerate(listed):
+        if not isinstance(override, str):
+            raise TypeError(f"overrides[{index}] is a {type(override).__name__}, not a str")
+    return listed
+
+
+def _as_list(overrides: object) -> str:
+    """How to pass ``overrides`` as a list, for a message (one shortened str)."""
+    if isinstance(overrides, str):
+        return f"[{cut(overrides, SHOWN_CHARACTERS)!r}]"
+    return "a list, such as ['run.batch_tokens=256']"
 
 
 SHOWN_CHARACTERS = 120

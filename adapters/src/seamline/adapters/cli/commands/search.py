@@ -68,10 +68,11 @@ def search(
     """
     from seamline.adapters.cli.render import as_json, listing
     from seamline.adapters.logging_setup import configure_logging
-    from seamline.adapters.search import find
+    from seamline.adapters.search import check_k, find
 
     as_text = output_format(format_) == "text"
     configure_logging(level="warning")
+    user_errors(lambda: check_k(k, "-k"))
     found = user_errors(
         lambda: find(loading.registry(), index, query, k, attention, exact=exact, where=where)
     )

@@ -1,0 +1,71 @@
+"""``seamline.api`` called with the wrong thing: the message names the argument as Python
+spells it and says what to pass. The toy model keeps these fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seamline.api import Embedder, Pipeline, UserError, open_index
+from tests.adapters.test_search import registry, write_index
+from tests.core.toy import toy_registry
+
+
+@pytest.fixture
+def pipeline_file(tmp_path: Path) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "pipeline: p\nloader: {use: list, with: {texts: [a]}}\nmodel: {use: toy}\n"
+        "sink: {use: jsonl, with: {path: out/emb.jsonl}}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda path: Pipeline.from_yaml(path, "run.batch_tokens=256", registry=toy_registry()),
+        lambda path: Pipeline.from_dict({}, "run.batch_tokens=256", registry=toy_registry()),
+        lambda path: Embedder.from_pipeline(path, "run.batch_tokens=256", registry=toy_registry()),
+    ],
+)
+def test_overrides_given_as_one_str_are_refused_saying_to_pass_a_list(
+    pipeline_file: Path, call: Any
+) -> None:
+    # Each character was taken for an override: "--set r: an override must look like ...".
+    with pytest.raises(
+        TypeError, match=r"overrides must be a list .* pass \['run\.batch_tokens=256'\]"
+    ):
+        call(pipeline_file)
+
+
+def test_an_override_that_is_not_a_str_is_named_by_its_index(pipeline_file: Path) -> None:
+    with pytest.raises(TypeError, match=r"overrides\[1\] is a int, not a str"):
+        Pipeline.from_yaml(pipeline_file, ["run.batch_size=4", 256], registry=toy_registry())
+
+
+@pytest.mark.parametrize(("path", "kind"), [(None, "NoneType"), (5, "int")])
+def test_open_index_of_something_that_is_not_a_path_says_what_it_takes(
+    path: Any, kind: str
+) -> None:
+    with pytest.raises(TypeError, match=f"open_index takes the path of an output .*, not {kind}$"):
+        open_index(path)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("api-index") / "emb.jsonl"
+    write_index(out.parent, f"{{use: jsonl, with: {{path: '{out}'}}}}")
+    return out
+
+
+@pytest.mark.parametrize("k", [0, -3, 10_001, True])
+def test_a_bad_k_from_python_is_named_k_not_the_commands_flag(index: Path, k: Any) -> None:
+    with open_index(index, registry=registry()) as searcher:
+        with pytest.raises(UserError, match=r"^k \(how many results\) is from 1 to 10,000"):
+            searcher.search("alpha", k=k)
+        with pytest.raises(UserError, match=r"^k \(how many results\)"):
+            searcher.find("alpha", k=k)
