@@ -94,3 +94,35 @@ def test_whole_numbers_and_flags_of_numpy_are_taken(embedder: Embedder) -> None:
     expected = embedder.encode(["a b"], batch_tokens=8, normalize=True)
     got = embedder.encode(["a b"], batch_tokens=np.int64(8), normalize=np.bool_(True))
     np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e: e.encode(["a"]),
+        lambda e: e.encode([]),  # returned an empty array of the known width
+        lambda e: e.dimension,
+        lambda e: e.submit(["a"]),
+        lambda e: e.drain(0.01),
+    ],
+)
+def test_every_call_of_a_closed_embedder_says_it_is_closed(call: Any) -> None:
+    embedder = toy_embedder()
+    assert embedder.dimension == 32  # known now: it used to be answered after close
+    embedder.close()
+    with pytest.raises(RuntimeError, match="this Embedder is closed"):
+        call(embedder)
+
+
+def test_texts_submitted_and_not_yet_embedded_fail_when_the_embedder_closes() -> None:
+    embedder = toy_embedder()
+    done = embedder.submit(["embedded before close"])
+    assert embedder.drain(5.0) == 1
+    waiting = embedder.submit(["still queued"])
+    told: list[bool] = []
+    waiting.add_done_callback(lambda p: told.append(p.done()))
+    embedder.close()
+    assert told == [True], "a server waiting on a callback is told at close"
+    with pytest.raises(RuntimeError, match="this Embedder is closed"):
+        waiting.result()  # was embedded by the released model
+    assert done.result().shape == (1, 32)  # type: ignore[union-attr]

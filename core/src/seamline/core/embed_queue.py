@@ -99,6 +99,12 @@ class Request:
         _call(callback)
 
 
+def closed() -> RuntimeError:
+    """What every call of a closed embedder raises (a new one each time: one exception object
+    raised in several threads would share, and grow, one traceback)."""
+    return RuntimeError("this Embedder is closed")
+
+
 def _call(callback: Callable[[], None]) -> None:
     try:
         callback()
@@ -118,6 +124,7 @@ class EmbedQueue:
         self._queue: list[Request] = []
         self._changed = threading.Condition()
         self._engine = threading.Lock()
+        self._closed = False
 
     @property
     def engine(self) -> threading.Lock:
@@ -125,9 +132,38 @@ class EmbedQueue:
         return self._engine
 
     def put(self, request: Request) -> None:
+        """Queue ``request``; once the queue is closed, finish it with the closed error and
+        raise that (checked under the queue's lock: a request never slips in after close)."""
         with self._changed:
-            self._queue.append(request)
+            if not self._closed:
+                self._queue.append(request)
+                self._changed.notify_all()
+                return
+        request.finish(closed())
+        raise closed()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def check_open(self) -> None:
+        """Raise the closed error if the queue was closed (every call of a closed embedder)."""
+        if self._closed:
+            raise closed()
+
+    def close(self) -> None:
+        """Refuse requests from now on, and finish those still queued with the closed error.
+
+        Called with the engine held, so no pass is running: a request a pass took has
+        been embedded; one still queued never will be, and its caller (waiting in
+        ``result()``, or on a callback) is told so rather than left waiting.
+        """
+        with self._changed:
+            self._closed = True
+            left, self._queue = self._queue, []
             self._changed.notify_all()
+        for request in left:
+            request.finish(closed())
 
     def waiting(self) -> tuple[int, int]:
         """``(requests, texts)`` queued and not yet taken."""
@@ -154,9 +190,11 @@ class EmbedQueue:
     def drain(self, timeout: float) -> int:
         """Wait up to ``timeout`` seconds for a request; embed the queue; the texts embedded."""
         with self._changed:
-            if not self._queue and not self._changed.wait_for(lambda: self._queue, timeout):
+            ready = self._changed.wait_for(lambda: self._queue or self._closed, timeout)
+            if not ready:
                 return 0
         with self._engine:
+            self.check_open()
             return self._lead()
 
     def _lead(self, own: Request | None = None) -> int:

@@ -181,7 +181,6 @@ class Embedder:
         self._batches = 0
         self._texts_done = 0
         self._dimension: int | None = None
-        self._closed = False
 
     @classmethod
     def from_pipeline(
@@ -237,6 +236,7 @@ class Embedder:
         search queries (the model's query prefix, if it has one), ``False`` as documents;
         ``None``, the default, as the embedder was made to (``Embedder(queries=...)``).
         """
+        self.queue.check_open()
         policy = self.long_text if long_text is None else long_text
         _check_long_text(policy)
         _checked_budget(batch_tokens)
@@ -275,8 +275,7 @@ class Embedder:
         batch_tokens = _checked_budget(batch_tokens)
         _check_flags(normalize=normalize, queries=queries)
         batch = _checked_texts(texts)
-        if self._closed:
-            raise RuntimeError("this Embedder is closed")
+        self.queue.check_open()
         as_queries = self.queries if queries is None else bool(queries)
         span = tracer().start_span(
             "seamline.embed.request", attributes={_TEXTS: len(batch), _QUERIES: as_queries}
@@ -295,6 +294,7 @@ class Embedder:
     @property
     def dimension(self) -> int:
         """The length of the vectors this embedder makes (one text is embedded to learn it)."""
+        self.queue.check_open()
         if self._dimension is None:
             self._dimension = int(np.shape(self.encode([""]))[-1])
         return self._dimension
@@ -369,11 +369,16 @@ class Embedder:
     # -- the end -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release the model and the attention (once; later calls do nothing)."""
+        """Release the model and the attention (once; later calls do nothing).
+
+        A pass under way ends first; texts submitted and not yet taken by a pass are not
+        embedded: their ``result()`` raises the "this Embedder is closed" RuntimeError,
+        as every later call of the embedder does.
+        """
         with self.queue.engine:
-            if self._closed:
+            if self.queue.closed:
                 return
-            self._closed = True
+            self.queue.close()
             self.monitors.close()
             self.encoder.close()
 
