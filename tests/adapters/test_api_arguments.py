@@ -3,12 +3,16 @@ spells it and says what to pass. The toy model keeps these fast."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from seamline.api import Embedder, Pipeline, UserError, open_index
+import seamline.adapters.search as search_module
+from seamline.adapters.search import QueryEncoder
+from seamline.api import Embedder, Pipeline, Searcher, UserError, open_index
 from tests.adapters.test_search import registry, write_index
 from tests.core.toy import toy_registry
 
@@ -69,3 +73,33 @@ def test_a_bad_k_from_python_is_named_k_not_the_commands_flag(index: Path, k: An
             searcher.search("alpha", k=k)
         with pytest.raises(UserError, match=r"^k \(how many results\)"):
             searcher.find("alpha", k=k)
+
+
+def test_threads_sharing_a_fresh_index_build_one_query_model(
+    index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Four threads' first searches built four models; three were dropped without close().
+    built: list[QueryEncoder] = []
+
+    class Counted(QueryEncoder):
+        def __init__(self, *args: Any) -> None:
+            time.sleep(0.2)  # a real model takes seconds: the others' searches arrive meanwhile
+            super().__init__(*args)
+            built.append(self)
+
+    monkeypatch.setattr(search_module, "QueryEncoder", Counted)
+    start = threading.Barrier(4)
+    found: list[str] = []
+
+    def searches(searcher: Searcher) -> None:
+        start.wait()
+        found.append(searcher.search("alpha beta gamma", k=1)[0].doc_id)
+
+    with open_index(index, registry=registry()) as searcher:
+        threads = [threading.Thread(target=searches, args=(searcher,)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert found == ["d0"] * 4
+    assert len(built) == 1, f"{len(built)} query models built"

@@ -19,6 +19,7 @@ the output stores, never a file that a record or the manifest names.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,8 @@ class Searcher:
 
     The manifest is read and checked when it is opened; the model (an in-process
     :class:`~seamline.core.embedder.Embedder` of the run's model and attention) is
-    built on the first search and serves every later one.
+    built on the first search and serves every later one. Threads may share one
+    searcher: the model is built once, by whichever search comes first.
     """
 
     def __init__(self, registry: Registry, index: Path, attention: str | None = None) -> None:
@@ -116,12 +118,17 @@ class Searcher:
         self.readers = self.index.readers(registry)
         """The readers of the output's parts, by the sink the manifest names."""
         self._encoder: QueryEncoder | None = None
+        self._building = threading.Lock()
 
     @property
     def encoder(self) -> QueryEncoder:
-        if self._encoder is None:
-            self._encoder = QueryEncoder(self.registry, self.index, self.attention)
-        return self._encoder
+        """The query model, built on first use under a lock: threads that searched a fresh
+        searcher at once each built a model of their own, and all but one were never
+        closed."""
+        with self._building:
+            if self._encoder is None:
+                self._encoder = QueryEncoder(self.registry, self.index, self.attention)
+            return self._encoder
 
     def find(
         self, query: str, k: int = 5, *, exact: bool = False, where: str | None = None
@@ -155,9 +162,10 @@ class Searcher:
 
     def close(self) -> None:
         """Release the query model, if one was built."""
-        if self._encoder is not None:
-            self._encoder.close()
-            self._encoder = None
+        with self._building:
+            encoder, self._encoder = self._encoder, None
+        if encoder is not None:
+            encoder.close()
 
     def __enter__(self) -> Searcher:
         return self
