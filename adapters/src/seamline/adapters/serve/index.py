@@ -5,6 +5,12 @@ ever run) and kept: its manifest is read and checked as untrusted input, and its
 query model (the index's own model and attention, an in-process embedder) is built
 once and stays warm. An index that cannot be opened is a 404 naming why, tried again
 on the next search. A search runs in a worker thread, never on the event loop.
+
+The index may be written again while it is served (the pipeline re-run, perhaps with
+another model setting): each search first looks at the manifest (one ``stat``) and,
+when it is another file than the one opened, opens the index anew, so that a query is
+always embedded by the model the current manifest names. The searcher it replaces is
+closed once the searches still using it are done.
 """
 
 from __future__ import annotations
@@ -12,27 +18,74 @@ from __future__ import annotations
 import math
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seamline.adapters.search import Found, QueryRefused, Searcher
+from seamline.adapters.search import Found, QueryRefused, Searcher, manifest_path
 from seamline.adapters.serve.bodies import SearchRequest
 from seamline.adapters.serve.errors import ApiError
 from seamline.contracts import UserError
 from seamline.contracts.untrusted import visible
 from seamline.core import Registry
 
+Signature = tuple[int, int, int, int, int] | None
+"""What tells one version of a manifest from another: its device, inode, modification and
+change times and size (None: there is none to read)."""
+
+
+def manifest_signature(index: Path) -> Signature:
+    """The signature of ``index``'s manifest, from one ``stat`` (no read).
+
+    A sink publishes a manifest by renaming a new file in place (a new inode); an edit in
+    place changes its change time, which no one can set back.
+    """
+    try:
+        found = os.stat(manifest_path(index), follow_symlinks=False)
+    except (OSError, UserError):
+        return None
+    return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_ctime_ns, found.st_size)
+
+
+@dataclass(slots=True)
+class _Opened:
+    """A searcher, the manifest it was opened from, and how many searches are using it."""
+
+    searcher: Searcher
+    signature: Signature
+    users: int = 0
+    retired: bool = False
+    """Replaced (the manifest changed) or closed: closed once ``users`` falls to 0."""
+
 
 class IndexSearch:
-    """The server's index, opened on first use; searches from any thread."""
+    """The server's index, opened on first use and again when its manifest changes;
+    searches from any thread."""
 
     def __init__(self, registry: Registry, path: Path | None) -> None:
         self.registry = registry
         self.path = path
-        self._searcher: Searcher | None = None
+        self._opened: _Opened | None = None
         self._lock = threading.Lock()
 
-    def _open(self) -> Searcher:
+    def _acquire(self) -> _Opened:
+        """The searcher of the index's current manifest, counted as in use until released."""
+        path = self._index()
+        signature = manifest_signature(path)  # before opening: never newer than what is read
+        stale: _Opened | None = None
+        try:
+            with self._lock:
+                if self._opened is not None and self._opened.signature != signature:
+                    stale = self._retire()
+                if self._opened is None:
+                    self._opened = _Opened(self._build(path), signature)
+                self._opened.users += 1
+                return self._opened
+        finally:
+            if stale is not None:
+                stale.searcher.close()
+
+    def _index(self) -> Path:
         if self.path is None:
             raise ApiError(
                 404,
@@ -40,31 +93,49 @@ class IndexSearch:
                 "path; start the server with --index PATH",
                 code="no_index",
             )
+        return self.path
+
+    def _build(self, path: Path) -> Searcher:
+        """The index opened and its query model built (under the lock: once at a time)."""
+        try:
+            searcher = Searcher(self.registry, path)
+            _ = searcher.encoder  # the query model, built once, here
+        except UserError as err:
+            raise ApiError(
+                404,
+                self._for_clients(f"cannot search {path}: {err}"),
+                code="index_unavailable",
+            ) from None
+        return searcher
+
+    def _retire(self) -> _Opened | None:
+        """Forget the open searcher (under the lock); it, if no search is using it, to close."""
+        opened, self._opened = self._opened, None
+        if opened is None:
+            return None
+        opened.retired = True
+        return opened if opened.users == 0 else None
+
+    def _release(self, opened: _Opened) -> None:
         with self._lock:
-            if self._searcher is None:
-                try:
-                    searcher = Searcher(self.registry, self.path)
-                    _ = searcher.encoder  # the query model, built once, here
-                except UserError as err:
-                    raise ApiError(
-                        404,
-                        self._for_clients(f"cannot search {self.path}: {err}"),
-                        code="index_unavailable",
-                    ) from None
-                self._searcher = searcher
-            return self._searcher
+            opened.users -= 1
+            done = opened.retired and opened.users == 0
+        if done:
+            opened.searcher.close()
 
     def find(self, request: SearchRequest) -> dict[str, Any]:
         """The hits of ``request``, as the response body."""
-        searcher = self._open()
+        opened = self._acquire()
         try:
-            found = searcher.find(request.query, request.k, where=request.where)
+            found = opened.searcher.find(request.query, request.k, where=request.where)
         except QueryRefused as err:  # a query the model cannot embed, as /v1/embeddings says
             raise ApiError(422, visible(str(err)), code="unembeddable", param="query") from None
         except UserError as err:
             param = "where" if request.where else None
             message = self._for_clients(str(err))
             raise ApiError(422, message, code="invalid_search", param=param) from None
+        finally:
+            self._release(opened)
         return _body(found)
 
     def _for_clients(self, message: str) -> str:
@@ -77,10 +148,11 @@ class IndexSearch:
         return visible(message)
 
     def close(self) -> None:
+        """Close the searcher now, or when the last search using it is done."""
         with self._lock:
-            if self._searcher is not None:
-                self._searcher.close()
-                self._searcher = None
+            stale = self._retire()
+        if stale is not None:
+            stale.searcher.close()
 
 
 def _body(found: Found) -> dict[str, Any]:
