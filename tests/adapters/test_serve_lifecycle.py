@@ -137,6 +137,42 @@ def test_sigterm_answers_the_requests_in_flight_then_exits_0(tmp_path: Path) -> 
         late.get("/healthz")
 
 
+def test_past_the_graceful_timeout_the_request_gets_a_503_and_the_server_exits(
+    tmp_path: Path,
+) -> None:
+    # With --graceful-timeout 2 and a long pass under way, the request was cut with a
+    # plain-text 500 and the process ran 70 s more (waiting for the whole pass, the event
+    # loop blocked), then exited with a CancelledError traceback in its log.
+    slow = "{use: tiny, with: {collate_seconds: 0.2}}"
+    (tmp_path / "p.yaml").write_text(pipeline_text("long", slow), encoding="utf-8")
+    texts = [f"{TEXTS[6]} {k}" for k in range(400)]  # about 100 batches: 20 s and more
+    with serving(tmp_path, tmp_path / "p.yaml", ["--graceful-timeout", "2"]) as server:
+        server.wait_ready()
+        answers: list[httpx.Response] = []
+
+        def long_request() -> None:
+            with server.client() as client:
+                answers.append(client.post("/v1/embeddings", json={"input": texts}))
+
+        thread = threading.Thread(target=long_request)
+        thread.start()
+        with server.client() as watcher:
+            wait_until(lambda: sample(watcher, "seamline_serve_batch_examples_count") > 0)
+        stopped = time.monotonic()
+        code = server.stop(timeout=30)
+        took = time.monotonic() - stopped
+        thread.join(timeout=30)
+    log = server.log.read_text()
+    assert code == 0, log
+    assert took < 2 + 4, f"exited {took:.1f} s after SIGTERM:\n{log}"
+    assert "Traceback" not in log, log
+    assert len(answers) == 1
+    assert answers[0].status_code == 503, answers[0].text
+    error = error_of(answers[0])
+    assert error["code"] == "not_ready"
+    assert "--graceful-timeout" in error["message"]
+
+
 def run_serve(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(SEAMLINE), "serve", "p.yaml", "--no-compile-cache", *options],

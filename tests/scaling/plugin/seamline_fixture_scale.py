@@ -92,6 +92,8 @@ class TinyConfig(ComponentConfig):
     max_length: int = 16
     load_seconds: float = 0.0
     """Sleep this long in ``load`` (a model slow to load: a server's warm-up, say)."""
+    collate_seconds: float = 0.0
+    """Sleep this long in each ``collate`` (a pass of many batches slow enough to stop)."""
 
 
 class TinyModel(Model[TinyConfig]):
@@ -117,6 +119,7 @@ class TinyModel(Model[TinyConfig]):
         ]
 
     def collate(self, examples: Sequence[Example], batch_size: int, length: int) -> Batch:
+        time.sleep(self.config.collate_seconds)
         ids = np.zeros((batch_size, length), np.int32)
         mask = np.zeros((batch_size, length), np.int32)
         for row, example in enumerate(examples):

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -181,6 +182,7 @@ class Embedder:
         self._batches = 0
         self._texts_done = 0
         self._dimension: int | None = None
+        self._abandoned = threading.Event()
 
     @classmethod
     def from_pipeline(
@@ -351,6 +353,8 @@ class Embedder:
         batches = _PassBatches(encoder, self.monitors, owners, self._batches, self._texts_done)
         try:
             for item in host.batches(documents_as_loaded(documents)):
+                if self._abandoned.is_set():
+                    raise Cancelled("the embedder stopped before embedding this (abandon())")
                 if isinstance(item, SetAside):
                     request, index = owners[int(item.error.id)]
                     refused.setdefault(id(request), Unembeddable(index, item.error.reason))
@@ -367,6 +371,12 @@ class Embedder:
         self.monitors.emit(event)
 
     # -- the end -----------------------------------------------------------------------------
+
+    def abandon(self) -> None:
+        """Stop the pass under way at its next batch, and later ones at their first (their
+        requests end with :data:`Cancelled`): :meth:`close` then waits one batch at most,
+        not a whole pass of many long texts (a stopping server's)."""
+        self._abandoned.set()
 
     def close(self) -> None:
         """Release the model and the attention (once; later calls do nothing).

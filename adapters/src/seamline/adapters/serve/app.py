@@ -88,6 +88,8 @@ def _endpoint(
                 response = err.response()
             except ClientDisconnect:  # gone while its body was being read
                 response = Response(status_code=CLIENT_CLOSED)
+            except asyncio.CancelledError:  # stopping: --graceful-timeout gave up on it
+                response = _given_up(served)
             except Exception as err:
                 log.exception("a request failed", endpoint=name, error=repr(err))
                 span.record_exception(err)
@@ -105,6 +107,23 @@ def _endpoint(
         return response
 
     return answer
+
+
+def _given_up(served: Served) -> Response:
+    """The answer to a request the stopping server cancelled (its ``--graceful-timeout``
+    passed): OpenAI's shape, where uvicorn would send a plain-text 500 and log a
+    traceback. The cancellation is taken back so that the answer is still sent."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+    return ApiError(
+        503,
+        "the server is shutting down and stopped waiting for this request "
+        "(its --graceful-timeout passed): send it again",
+        code="not_ready",
+        kind=SERVER_ERROR,
+        headers={"Retry-After": str(served.limits.retry_after_s)},
+    ).response()
 
 
 async def _embeddings(served: Served, request: Request) -> Response:

@@ -33,6 +33,8 @@ State = Literal["loading", "ready", "failed", "stopping"]
 WARM_UP_TEXT = "seamline serve warm-up"
 DRAIN_POLL_S = 0.05
 """How often the engine thread looks up from an empty queue to see whether to stop."""
+STOP_WAIT_S = 5.0
+"""How long a stopping server waits for the engine's pass to reach its next batch."""
 
 
 class Engine:
@@ -63,6 +65,9 @@ class Engine:
             warm = self.embedder.encode([WARM_UP_TEXT])
             self.dimension = int(warm.shape[-1])  # type: ignore[union-attr]
         except BaseException as err:
+            if self._stop.is_set():  # stopped while warming up (abandoned): not a failure
+                log.info("stopped before the model was warm")
+                return
             self.state = "failed"
             self.failure = f"{type(err).__name__}: {err}"
             log.error("the model could not be warmed up", error=self.failure)
@@ -150,12 +155,27 @@ class Engine:
             503, message, code="not_ready", kind=SERVER_ERROR, headers={"Retry-After": seconds}
         )
 
-    def stop(self, timeout: float = 60.0) -> None:
-        """Embed what is queued, stop the thread, release the model."""
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        """Stop the thread and release the model, within about ``timeout`` seconds.
+
+        The server stops the engine once every request is answered, or once
+        ``--graceful-timeout`` gave up on the rest: nobody waits for a pass any more, so
+        the one under way is abandoned at its next batch (a pass of many long texts runs
+        for minutes). Where the thread does not stop in time (one batch longer than
+        that, a model still loading), the model is left to the process's exit (the
+        thread is a daemon) and one log line says so, rather than holding the exit.
+        """
         if self.state == "ready":
             self.state = "stopping"
         self.metrics.ready.set(0)
         self._stop.set()
+        self.embedder.abandon()
         if self._thread is not None:
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning(
+                    "the engine did not stop in time; exiting without waiting for it",
+                    waited_s=timeout,
+                )
+                return
         self.embedder.close()

@@ -9,11 +9,14 @@ at the end, embeds what is still queued and releases the model.
 SIGTERM or SIGINT: uvicorn stops accepting connections, lets every request in flight
 finish (their texts are still embedded: the engine runs until the lifespan ends),
 closes idle connections, then the process exits with status 0. A second SIGINT, or
-``--graceful-timeout`` seconds, cuts the wait short.
+``--graceful-timeout`` seconds, cuts the wait short: a request still in flight then
+gets a 503, the engine abandons its pass at the next batch, and the process exits
+(:meth:`~.engine.Engine.stop` waits a few seconds at most, off the event loop).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -126,9 +129,9 @@ def serve_pipeline(
         announce(url_of(sock))
         try:
             yield
-        finally:
-            served.engine.stop()
-            served.index.close()
+        finally:  # off the event loop, which still writes the last answers meanwhile
+            await asyncio.to_thread(served.engine.stop)
+            await asyncio.to_thread(served.index.close)
 
     config = uvicorn.Config(
         build_app(served, lifespan),
