@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from seamline.adapters.serve.bodies import SearchRequest
+from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.adapters.serve.index import IndexSearch
 from seamline.core.config.user import user_trust
 from seamline.core.pipeline import Pipeline
@@ -86,3 +87,97 @@ def test_a_searcher_in_use_is_closed_only_when_its_search_is_done(
         assert busy.searcher._encoder is None
     finally:
         index.close()
+
+
+def refusal(index: IndexSearch, query: str, where: str | None = None) -> ApiError:
+    with pytest.raises(ApiError) as refused:
+        index.find(SearchRequest(query, 3, where))
+    return refused.value
+
+
+def damage_jsonl(output: Path, how: str) -> None:
+    if how == "garbage line":
+        with output.open("a", encoding="utf-8") as handle:
+            handle.write("{not json\n")
+    elif how == "truncated":
+        output.write_bytes(output.read_bytes()[:-40])
+    elif how == "deleted":
+        output.unlink()
+    else:  # a directory in its place
+        output.unlink()
+        output.mkdir()
+
+
+@pytest.mark.parametrize("how", ["garbage line", "truncated", "deleted", "directory"])
+def test_a_jsonl_index_broken_while_served_is_a_503_naming_it_by_its_name(
+    folder: Path, tiny_registry: Registry, how: str
+) -> None:
+    # Was 422 invalid_search: the client told the request was its fault.
+    run(tiny_registry)
+    index = IndexSearch(tiny_registry, folder / "out" / "emb.jsonl")
+    try:
+        assert top(index, LONG)[0] == "d6"
+        damage_jsonl(folder / "out" / "emb.jsonl", how)
+        error = refusal(index, LONG)
+        assert (error.status, error.code, error.kind) == (503, "index_unavailable", SERVER_ERROR)
+        assert "emb.jsonl" in error.message
+        assert str(folder) not in error.message
+        assert str(folder).lstrip("/") not in error.message
+    finally:
+        index.close()
+
+
+def test_a_where_a_jsonl_output_cannot_apply_stays_the_requests_fault(
+    folder: Path, tiny_registry: Registry
+) -> None:
+    run(tiny_registry)
+    index = IndexSearch(tiny_registry, folder / "out" / "emb.jsonl")
+    try:
+        error = refusal(index, LONG, where="id = 'd1'")
+        assert (error.status, error.code, error.param) == (422, "invalid_search", "where")
+    finally:
+        index.close()
+
+
+LANCE = "sink: {use: lancedb, with: {path: out/emb.lance}}\n"
+
+
+def test_a_lancedb_table_with_a_data_file_gone_is_a_503_without_server_paths(
+    folder: Path, tiny_registry: Registry
+) -> None:
+    # LanceDB's message named the table's folder without its leading '/' (which the
+    # message's cleaning missed) and its own Rust sources (/root/.cargo/registry/...).
+    text = (folder / "p.yaml").read_text(encoding="utf-8")
+    lance = "\n".join(line for line in text.splitlines() if not line.startswith("sink:"))
+    (folder / "p.yaml").write_text(lance + "\n" + LANCE, encoding="utf-8")
+    run(tiny_registry)
+    index = IndexSearch(tiny_registry, folder / "out" / "emb.lance")
+    try:
+        assert top(index, LONG)[0] == "d6"
+        bad = refusal(index, LONG, where="nope = 1")
+        assert (bad.status, bad.code, bad.param) == (422, "invalid_search", "where")
+        for data in (folder / "out" / "emb.lance" / "data").iterdir():
+            data.unlink()
+        for where in (None, "id = 'd1'"):
+            error = refusal(index, LONG, where)
+            assert (error.status, error.code) == (503, "index_unavailable"), error.message
+            assert "emb.lance" in error.message
+            assert str(folder).lstrip("/") not in error.message, error.message
+            assert ".rs:" not in error.message, error.message
+            assert "/root/" not in error.message, error.message
+    finally:
+        index.close()
+
+
+def test_a_message_keeps_no_server_path(tmp_path: Path, tiny_registry: Registry) -> None:
+    # LanceDB's "Not found" named the table's folder without its leading '/', and the
+    # Rust sources it was raised in: both reached the client.
+    folder = str(tmp_path / "out")
+    said = (
+        f"Not found: {folder.lstrip('/')}/emb.lance/data/0110.lance, "
+        "/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/lance-io-13.0.0/src/"
+        "local.rs:120:20, /rustc/2d8144b7/library/core/src/result.rs:1896:29; "
+        f"also {folder}/emb.lance and /srv/elsewhere/secret.json"
+    )
+    shown = IndexSearch(tiny_registry, tmp_path / "out" / "emb.lance")._for_clients(said)
+    assert shown == "Not found: emb.lance/data/0110.lance; also emb.lance and …"

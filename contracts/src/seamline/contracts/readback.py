@@ -42,6 +42,12 @@ CHUNK_ROWS = 4096
 """How many rows a reader yields at a time: memory stays bounded whatever the output."""
 
 
+class FilterRefused(UserError):
+    """A ``where`` filter that cannot apply to an output (no query engine, or one that
+    refuses this filter): the search asked for it, the output is not at fault. A server
+    answers it as a bad request; any other ``UserError`` of a reader is the output's."""
+
+
 @dataclass(frozen=True, slots=True)
 class Nearest:
     """The rows an output's own query engine found nearest to a vector."""
@@ -91,7 +97,8 @@ class OutputReader(abc.ABC):
         self, vector: np.ndarray[Any, Any], k: int, *, exact: bool = False, where: str | None = None
     ) -> Nearest | None:
         """The ``k`` rows nearest (cosine) to the unit ``vector`` by the output's own engine,
-        or None where it has none (the caller then scans :meth:`chunks`)."""
+        or None where it has none (the caller then scans :meth:`chunks`). A ``where`` the
+        engine refuses is a :class:`FilterRefused`; a problem of the output a ``UserError``."""
         return None
 
     def file(self, purpose: str) -> Path:

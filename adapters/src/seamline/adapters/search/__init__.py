@@ -41,12 +41,14 @@ from seamline.adapters.search.query import (
 )
 from seamline.adapters.search.scan import nearest
 from seamline.contracts import UserError
+from seamline.contracts.readback import FilterRefused
 from seamline.contracts.stored import StoredRow
 from seamline.contracts.untrusted import visible
 from seamline.core import Registry
 
 __all__ = [
     "MAX_K",
+    "FilterRefused",
     "Found",
     "Hit",
     "Index",
@@ -139,13 +141,15 @@ class Searcher:
         filter on the rows, for an output whose sink's reader has a query engine (a
         LanceDB table; the file sinks' outputs have none to apply it: a ``UserError``
         says so before any work is done). A query that is empty, only whitespace or not
-        valid Unicode is refused (:class:`QueryRefused`) before the model is built.
+        valid Unicode is refused (:class:`QueryRefused`) before the model is built. A
+        ``where`` that cannot apply is a :class:`FilterRefused`; any other ``UserError``
+        is the index's (a file gone or damaged since it was opened).
         """
         check_k(k)
         check_query(query)
         readers = self.readers
         if where and not (len(readers) == 1 and readers[0].filters):
-            raise UserError(_no_filter(self.registry, self.path, self.index.sink))
+            raise FilterRefused(_no_filter(self.registry, self.path, self.index.sink))
         vector = self.encoder(query)
         engine = (
             readers[0].nearest(vector, k, exact=exact, where=where) if len(readers) == 1 else None

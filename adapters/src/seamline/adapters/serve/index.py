@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seamline.adapters.search import Found, QueryRefused, Searcher, manifest_path
+from seamline.adapters.search import FilterRefused, Found, QueryRefused, Searcher, manifest_path
 from seamline.adapters.serve.bodies import SearchRequest
-from seamline.adapters.serve.errors import ApiError
+from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.contracts import UserError
 from seamline.contracts.untrusted import visible
 from seamline.core import Registry
@@ -130,22 +131,30 @@ class IndexSearch:
             found = opened.searcher.find(request.query, request.k, where=request.where)
         except QueryRefused as err:  # a query the model cannot embed, as /v1/embeddings says
             raise ApiError(422, visible(str(err)), code="unembeddable", param="query") from None
-        except UserError as err:
-            param = "where" if request.where else None
+        except FilterRefused as err:  # the request's filter: the client's to fix
             message = self._for_clients(str(err))
-            raise ApiError(422, message, code="invalid_search", param=param) from None
+            raise ApiError(422, message, code="invalid_search", param="where") from None
+        except UserError as err:  # the index's files, changed or damaged since it was opened
+            raise ApiError(
+                503,
+                self._for_clients(f"cannot search {self.path}: {err}"),
+                code="index_unavailable",
+                kind=SERVER_ERROR,
+            ) from None
         finally:
             self._release(opened)
         return _body(found)
 
     def _for_clients(self, message: str) -> str:
         """``message`` as a client may read it: the index named by its name, not by where it
-        lies on the server's disk (``/srv/app/out/emb.lance`` → ``emb.lance``), printable."""
+        lies on the server's disk (``/srv/app/out/emb.lance`` → ``emb.lance``; LanceDB
+        writes it without its leading ``/``), no other path of the server's (a library's
+        source files, in LanceDB's messages), printable."""
         if self.path is not None:
             for spelling in {os.path.abspath(self.path), os.path.realpath(self.path)}:
-                folder = os.path.dirname(spelling)
-                message = message.replace(folder + os.sep, "")
-        return visible(message)
+                folder = os.path.dirname(spelling).rstrip(os.sep) + os.sep
+                message = message.replace(folder, "").replace(folder.lstrip(os.sep), "")
+        return visible(_SERVER_PATH.sub("…", _SOURCE_PLACE.sub("", message)))
 
     def close(self) -> None:
         """Close the searcher now, or when the last search using it is done."""
@@ -153,6 +162,12 @@ class IndexSearch:
             stale = self._retire()
         if stale is not None:
             stale.searcher.close()
+
+
+_SOURCE_PLACE = re.compile(r",? */\S+\.rs:\d+(?::\d+)?")
+"""Where a Rust library raised its error (``, /root/.cargo/.../local.rs:12:5``), dropped."""
+_SERVER_PATH = re.compile(r"(?<![\w./~-])/(?:[\w.@+~-]+/)+[\w.@+~-]*(?![\w/])")
+"""Any other absolute path of two or more parts left in a message, shown as ``…``."""
 
 
 def _body(found: Found) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import numpy as np
 from seamline.components.sinks._columns import EMBEDDING, METADATA, stored_chunk, stored_rows
 from seamline.contracts import UserError
 from seamline.contracts.manifest import REWRITE, output_folder
-from seamline.contracts.readback import CHUNK_ROWS, Chunk, Nearest, OutputReader
+from seamline.contracts.readback import CHUNK_ROWS, Chunk, FilterRefused, Nearest, OutputReader
 from seamline.contracts.stored import first_line
 
 if TYPE_CHECKING:
@@ -84,19 +84,20 @@ class LanceReader(OutputReader):
             how = f"exact: every one of {table.count_rows():,} rows"
         else:
             query, how = self._through(query, vector_indexes[0])
-        try:
+        try:  # planning reads no data: a filter it refuses is the search's fault
             plan = query.explain_plan()
-            found = query.to_arrow().to_pydict()
         except (ValueError, RuntimeError, OSError) as err:
             if where:
-                raise UserError(
+                raise FilterRefused(
                     f"where {where!r} is not a filter LanceDB can apply to {path}: "
                     f"{str(err).rstrip('.')}. The "
                     f"columns: {', '.join(_column_names(table.schema))}"
                 ) from err
-            raise UserError(
-                f"{path}: LanceDB could not search it ({first_line(err)}){REWRITE}"
-            ) from None
+            raise _unsearchable(path, err) from None
+        try:  # reading the rows: a problem here is the table's (a data file gone, say)
+            found = query.to_arrow().to_pydict()
+        except (ValueError, RuntimeError, OSError) as err:
+            raise _unsearchable(path, err) from None
         distances = found.pop("_distance")
         rows = stored_rows(found, f"{path}: row")
         if where:
@@ -120,6 +121,10 @@ class LanceReader(OutputReader):
             query = query.refine_factor(settings.refine_factor)
             used.append(f"refine_factor {settings.refine_factor}")
         return query, f"vector index {vector_index.name} ({', '.join(used)})"
+
+
+def _unsearchable(path: Path, err: BaseException) -> UserError:
+    return UserError(f"{path}: LanceDB could not search it ({first_line(err)}){REWRITE}")
 
 
 def _column_names(schema: Any) -> list[str]:
