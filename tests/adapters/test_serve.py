@@ -357,3 +357,23 @@ def test_search_finds_a_document_by_its_own_text(server: Server, folder: Path) -
     assert "--where" not in said, "a client sends a field, not a command-line option"
     assert str(folder) not in said, "where the index lies on the server stays there"
     assert "emb.jsonl is the output of a jsonl sink" in said
+
+
+@pytest.mark.parametrize("declared", ["\u00b2", "9" * 5000, "-1", ""])
+def test_a_content_length_that_is_no_count_is_left_to_the_body_limit(declared: str) -> None:
+    """'²' passed str.isdigit() and int() refused it: a ValueError inside the request."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    from seamline.adapters.serve.bodies import read_json
+
+    body = [b'{"input": "a"}']
+
+    async def receive() -> dict[str, Any]:
+        chunk = body.pop() if body else b""
+        return {"type": "http.request", "body": chunk, "more_body": bool(body)}
+
+    headers = [(b"content-length", declared.encode())]
+    request = Request({"type": "http", "headers": headers, "method": "POST"}, receive)
+    assert asyncio.run(read_json(request, 1024)) == {"input": "a"}

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from seamline.adapters.search import MAX_K, unicode_problem
 from seamline.adapters.serve.errors import ApiError
 from seamline.adapters.serve.limits import Limits
+from seamline.contracts.untrusted import is_count
 
 MAX_WHERE_CHARS = 4096
 """The longest ``where`` filter ``/v1/search`` accepts."""
@@ -43,7 +44,7 @@ class SearchRequest:
 async def read_json(request: Request, limit: int) -> Any:
     """The body, parsed; 413 past ``limit`` bytes, 400 if it is not JSON."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if is_count(declared) and int(declared) > limit:  # a header the client wrote
         raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
