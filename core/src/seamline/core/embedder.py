@@ -239,10 +239,7 @@ class Embedder:
         ``None``, the default, as the embedder was made to (``Embedder(queries=...)``).
         """
         self.queue.check_open()
-        policy = self.long_text if long_text is None else long_text
-        _check_long_text(policy)
-        _checked_budget(batch_tokens)
-        _check_flags(normalize=normalize, queries=queries)
+        policy, _ = _checked_options(self.long_text, long_text, batch_tokens, normalize, queries)
         _check_container(texts)
         batch = texts if isinstance(texts, str) else list(texts)
         if not isinstance(batch, str) and not batch:  # "" is a text (one vector), [] is none
@@ -272,10 +269,9 @@ class Embedder:
         Someone must lead a pass for the texts to be embedded: ``result()`` does when
         the engine is free, or a thread that calls :meth:`drain`. At least one text.
         """
-        policy = self.long_text if long_text is None else long_text
-        _check_long_text(policy)
-        batch_tokens = _checked_budget(batch_tokens)
-        _check_flags(normalize=normalize, queries=queries)
+        policy, batch_tokens = _checked_options(
+            self.long_text, long_text, batch_tokens, normalize, queries
+        )
         batch = _checked_texts(texts)
         self.queue.check_open()
         as_queries = self.queries if queries is None else bool(queries)
@@ -534,6 +530,22 @@ def _keyword_sections(
 def _as_section(value: object) -> object:
     """A mapping as a plain dict; anything else as it is, for the validator to place."""
     return dict(value) if isinstance(value, Mapping) else value
+
+
+def _checked_options(
+    default: LongText,
+    long_text: LongText | None,
+    batch_tokens: object,
+    normalize: object,
+    queries: object,
+) -> tuple[LongText, int | None]:
+    """A call's window policy and token budget, its flags checked: refused now, by the
+    caller's own call, not deep in a pass that other callers share."""
+    policy = default if long_text is None else long_text
+    _check_long_text(policy)
+    budget = _checked_budget(batch_tokens)
+    _check_flags(normalize=normalize, queries=queries)
+    return policy, budget
 
 
 def _check_container(texts: object) -> None:

@@ -450,19 +450,11 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         return True
 
     def _adopt_the_table(self) -> None:
-        """For append and upsert, write rows of the existing table's schema and model.
-
-        A part of a staged run adopts the real table (its destination's), not its own.
-        """
+        """For append, upsert and sync, write rows of the existing table's schema and model.
+        A part of a staged run adopts the real table (its destination's), not its own."""
         if self.config.mode == "overwrite":
             return
-        planted = planted_inside(self.destination) if self.destination.is_dir() else None
-        if planted is not None:
-            raise UserError(
-                f"lancedb sink: cannot {self.config.mode} into {self._where}: the table holds "
-                f"{planted}, which seamline never writes, and LanceDB would write through it. "
-                "Restore the table, or use mode: overwrite, or another path"
-            )
+        _refuse_planted(self.destination, f"cannot {self.config.mode} into {self._where}")
         table = self._lance.open(self._database)
         if table is None:
             return
@@ -517,3 +509,15 @@ def _written(errors: AtomicFile) -> list[bytes]:
 def _plain(value: Any) -> Any:
     """``value`` as it reads back from JSON, so it compares equal to a stored one."""
     return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _refuse_planted(table: Path, doing: str) -> None:
+    """A table LanceDB is about to write must hold nothing seamline never writes there: a
+    symbolic link inside it would have LanceDB write its data files where the link leads."""
+    planted = planted_inside(table) if table.is_dir() else None
+    if planted is not None:
+        raise UserError(
+            f"lancedb sink: {doing}: the table holds {planted}, which seamline never writes, "
+            "and LanceDB would write through it. Restore the table, or use mode: overwrite, "
+            "or another path"
+        )
