@@ -1,7 +1,9 @@
 """The docs are tests, and the suite runs on two workers.
 
-pytest collects README.md's and docs/*.md's console blocks: see tests/docs/collect.py for
-what a block must do to pass, and how a page marks a block that is illustrative only.
+pytest collects README.md's and docs/*.md's console blocks, and the Python blocks of the
+pages that teach the library (README.md, docs/python.md): see tests/docs/collect.py and
+tests/docs/python_blocks.py for what a block must do to pass, and how a page marks a
+block that is illustrative only.
 
 ``make test`` runs ``pytest -n 2 --dist loadscope`` (pytest-xdist), and the scheduler below
 decides what runs whole on one worker, in collection order:

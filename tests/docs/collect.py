@@ -1,4 +1,5 @@
-"""The docs tests: every console block of README.md and docs/*.md, run as its reader would.
+"""The docs tests: every console block of README.md and docs/*.md, run as its reader would
+(and the library pages' Python blocks: ``python_blocks.py``).
 
 Collected by Sybil (the repository's ``conftest.py`` hands pytest its collector), so that
 ``pytest README.md docs/cli.md`` runs one page, and each block is a test named by its
@@ -30,8 +31,10 @@ from typing import Any
 
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser
+from sybil.sybil import SybilCollection
 
 from tests.docs.console import Step, parse_console
+from tests.docs.python_blocks import python_page_tests
 from tests.docs.shape import is_log_line, mismatch
 from tests.docs.shared_runs import run_once
 from tests.docs.workdir import environment, make_workdir
@@ -49,7 +52,7 @@ def run_console_block(example: Example) -> str | None:
     block = parse_console(example.parsed)
     if block.not_run_because is not None:
         raise unittest.SkipTest(f"marked on the page: not run {block.not_run_because}")
-    workdir = _workdir(example)
+    workdir = page_workdir(example)
     failures = []
     for step in block.steps:
         failure = _run_step(step, workdir, Path(example.path))
@@ -118,7 +121,7 @@ def _writes_shown_file(step: Step, workdir: Path) -> bool:
     return True
 
 
-def _workdir(example: Example) -> Path:
+def page_workdir(example: Example) -> Path:
     """The page's working directory, made (with its file blocks) at its first command."""
     namespace: dict[str, Any] = example.namespace
     if WORKDIR not in namespace:
@@ -139,12 +142,14 @@ def _remove_workdir(namespace: dict[str, Any]) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def documentation_tests(root: Path) -> Sybil:
-    """The Sybil that collects the docs' console blocks under ``root``."""
-    return Sybil(
+def documentation_tests(root: Path) -> SybilCollection:
+    """The Sybils that collect the docs' console blocks under ``root``, and the library
+    pages' Python blocks (``python_blocks.py``)."""
+    console = Sybil(
         parsers=[CodeBlockParser(language="console", evaluator=run_console_block)],
         patterns=["README.md", "docs/*.md"],
         path=str(root),
         teardown=_remove_workdir,
         name="docs",
     )
+    return console + python_page_tests(root, _remove_workdir)
