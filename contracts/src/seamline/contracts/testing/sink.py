@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from seamline.contracts.component import Component
+from seamline.contracts.conformance import CONFIG_FREE_KINDS
 from seamline.contracts.documents import DocumentError, Shard
 from seamline.contracts.errors import ContractViolation, UserError
 from seamline.contracts.sink import OutputRecord, Sink, StagedRun
@@ -60,7 +61,7 @@ class SinkContract(ComponentContract):
     """Subclass it and provide ``make_sink`` and ``read_output``."""
 
     kind: ClassVar[Kind] = "sink"
-    config_in_record: ClassVar[bool] = False
+    config_in_record: ClassVar[bool] = "sink" not in CONFIG_FREE_KINDS
 
     @pytest.fixture
     def make_sink(self) -> MakeSink:

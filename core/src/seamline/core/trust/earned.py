@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from seamline.contracts import Attention, Component, Kind
 from seamline.contracts.conformance import (
+    CONFIG_FREE_KINDS,
     ConformanceRecord,
     Environment,
     config_of,
@@ -122,7 +123,8 @@ def config_trust_problem(
     """:func:`trust_problem` for a component not built yet: its kind, name and config data."""
     records = list(records)
     version = info.version if info is not None else None
-    wanted = record_key(kind, name, version, config, environment)
+    pinned = None if kind in CONFIG_FREE_KINDS else config  # as its suite records it
+    wanted = record_key(kind, name, version, pinned, environment)
     fix = f"run 'seamline check {kind}:{name} --record'"
     if any(record.key() == wanted and record.passed for record in records):
         return None
@@ -134,7 +136,7 @@ def config_trust_problem(
         return f"no conformance record; {fix}"
     latest = max(mine, key=lambda r: r.created)
     return (
-        f"its conformance record is for {_differences(latest, version, config, environment)}; {fix}"
+        f"its conformance record is for {_differences(latest, version, pinned, environment)}; {fix}"
     )
 
 
