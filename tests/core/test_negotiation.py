@@ -86,6 +86,31 @@ def test_verification_can_be_turned_off() -> None:
     assert not np.allclose(outputs["d5"], reference["d5"], atol=1e-3)
 
 
+def test_verification_with_a_reference_that_is_not_usable_is_refused_not_skipped() -> None:
+    """A third party registering 'native' too put the reference in conflict: verification,
+    on by default, then checked nothing, and a kernel that lies ran unverified, exit 0."""
+    from dataclasses import replace
+
+    from seamline.contracts import ConfigError
+
+    clash = "registered by tests and by clash 1.0; neither is used"
+    infos = [
+        replace(info, status="conflict", reason=clash) if info.name == "native" else info
+        for info in toy_registry().entries()
+    ]
+    text = (
+        "pipeline: negotiation\nloader: {use: list, with: {texts: [a]}}\nmodel: {use: toy}\n"
+        "attention: {use: off-by-ten}\nsink: {use: memory}\n"
+    )
+    with pytest.raises(ConfigError, match=r"n\.yaml:4:12: attention\.verify checks .*"
+                       r"reference 'native' \(from tests\), which is conflict here: "
+                       r"registered by tests and by clash") as refused:  # fmt: skip
+        parse_pipeline(text, "n.yaml", Registry(infos))
+    assert "attention.verify: false to run unverified" in str(refused.value)
+    unverified = text.replace("{use: off-by-ten}", "{use: off-by-ten, verify: false}")
+    assert parse_pipeline(unverified, "n.yaml", Registry(infos)).attention.reference is None
+
+
 def test_a_kernel_that_does_not_compile_for_a_shape_is_demoted_for_that_shape_only() -> None:
     run("{use: [uncompilable, native]}")
     chosen = {e.signature.split("x")[1]: e.chosen for e in events(AttentionChosen)}

@@ -40,7 +40,7 @@ from seamline.core.config.spec import (
 )
 from seamline.core.config.user import user_trust
 from seamline.core.precision.decision import FLOAT32, PrecisionDecision
-from seamline.core.registry import Registry
+from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.suggest import did_you_mean
 from seamline.core.trust import ConformanceCheck, TrustPolicy, TrustSettings, pipeline_policy
 
@@ -573,13 +573,16 @@ class _Resolver:
         use_path: DataPath = ("attention", "reference")
         if name is None:
             declared = [
-                info.name
+                info
                 for info in self.registry.entries("attention")
-                if info.usable and vars(info.cls).get("is_reference", False)
+                if info.cls is not None and vars(info.cls).get("is_reference", False)
             ]
-            if not declared:
+            usable = [info.name for info in declared if info.usable]
+            if not usable:
+                if declared and settings.verify:
+                    self.problems.append(self._reference_unusable(declared[0]))
                 return None
-            name, use_path = declared[0], ("attention",)
+            name, use_path = usable[0], ("attention",)
         options = settings.with_.get(name) if mode is not AttentionMode.EXPLICIT else None
         return self.component(
             "attention",
@@ -588,6 +591,17 @@ class _Resolver:
             ("attention",),
             use_path=use_path,
             with_path=("attention", "with", name),
+        )
+
+    def _reference_unusable(self, info: ComponentInfo) -> ConfigError:
+        """The reference is installed but cannot be used (a conflict, say): verification,
+        on by default, would silently check nothing, and a kernel that lies would pass."""
+        return ConfigError(
+            f"attention.verify checks the chosen attention against the reference "
+            f"{info.name!r} (from {info.distribution}), which is {info.status} here: "
+            f"{info.reason}; fix that (the reference must be usable), or set "
+            "attention.verify: false to run unverified",
+            self.located.where(("attention",)),
         )
 
     def attention(
