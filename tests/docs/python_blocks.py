@@ -6,8 +6,10 @@ working directory (``workdir.py``: the checkout's files, the small corpus), so t
 ``Embedder.from_pipeline("examples/pipelines/embed-docs.yaml")`` and
 ``open_index("out/embeddings.lance")`` mean what they mean to a reader at the root of a
 checkout. Other pages' Python blocks are excerpts of a component's code (a class
-without its imports), not programs, and are not collected. A block whose first line
-is ``# not run by the docs tests: <why>`` is skipped, as a console block is.
+without its imports), not programs, and are not collected; the components that
+docs/writing-a-component.md gives whole are put through the conformance suite by
+``test_guide_code.py`` instead. A block whose first line is
+``# not run by the docs tests: <why>`` is skipped, as a console block is.
 """
 
 from __future__ import annotations
