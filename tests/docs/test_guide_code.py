@@ -6,6 +6,10 @@ padding key leaked into real rows), and nothing here ran it. So each complete bl
 taken from the page as it stands, executed as the module it would be, and put through
 its kind's contract class, as ``seamline check KIND:NAME`` would. The page's other
 Python blocks are excerpts, and it says so where it shows them.
+
+docs/shipping-a-component.md shows the example package's loader conformance class, the
+fixture form an author copies; it must be the class ``seamline check loader:csv`` runs
+(tests/adapters/test_third_party_package.py), as it stands in the package.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import re
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,14 +28,18 @@ from seamline.contracts.testing import AttentionContract, MonitorContract
 from tests.docs.workdir import ROOT
 
 GUIDE = ROOT / "docs" / "writing-a-component.md"
+SHIPPING = ROOT / "docs" / "shipping-a-component.md"
+CSV_CONFORMANCE = (
+    ROOT / "examples/plugins/seamline-example-csv/src/seamline_example_csv/conformance.py"
+)
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
 
 
-def guide_block(class_name: str) -> str:
-    """The one ``python`` block of the guide that defines ``class_name``."""
-    text = GUIDE.read_text(encoding="utf-8")
-    blocks = [b for b in PYTHON_BLOCK.findall(text) if f"\nclass {class_name}(" in b]
-    assert len(blocks) == 1, f"{GUIDE.name}: {len(blocks)} python blocks define {class_name}"
+def guide_block(class_name: str, page: Path = GUIDE) -> str:
+    """The one ``python`` block of ``page`` that defines ``class_name``."""
+    text = page.read_text(encoding="utf-8")
+    blocks = [b for b in PYTHON_BLOCK.findall(text) if f"class {class_name}(" in b]
+    assert len(blocks) == 1, f"{page.name}: {len(blocks)} python blocks define {class_name}"
     return str(blocks[0])
 
 
@@ -74,3 +83,9 @@ class TestGuideBatchCounter(MonitorContract):
     @pytest.fixture
     def monitor_output(self, capsys: pytest.CaptureFixture[str]) -> Callable[[], str]:
         return lambda: capsys.readouterr().err
+
+
+def test_the_shipping_page_shows_the_checked_loader_fixture() -> None:
+    block = guide_block("CsvConformance", SHIPPING)
+    source = CSV_CONFORMANCE.read_text(encoding="utf-8")
+    assert block in source, f"{SHIPPING.name} must show {CSV_CONFORMANCE.name}'s class verbatim"

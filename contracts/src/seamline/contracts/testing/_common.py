@@ -12,6 +12,7 @@ import os
 from typing import Any, ClassVar
 
 import pytest
+from _pytest.fixtures import getfixturemarker  # pytest's own test of "is this a fixture"
 from pydantic import ValidationError
 
 from seamline.contracts.component import Component, ComponentConfig
@@ -49,12 +50,41 @@ def identity(component: Component[Any], with_config: bool = True) -> str:
     )
 
 
+def hidden_fixture(cls: type) -> str | None:
+    """A fixture of a base class that ``cls`` redefines as something else, in words; or None.
+
+    ``make_loader(directory, texts)`` reads like a method, and a subclass that writes it
+    as one hides the suite's fixture: pytest then errors every check with a long "fixture
+    'make_loader' not found" that never says why. Found when the class is defined, it
+    is one line naming the fix.
+    """
+    for name, value in vars(cls).items():
+        if getfixturemarker(value) is not None:
+            continue
+        if any(getfixturemarker(vars(base).get(name)) is not None for base in cls.__mro__[1:]):
+            return (
+                f"{cls.__qualname__}.{name} is not a pytest fixture, so it hides the suite's "
+                f"'{name}' fixture and every check would error with \"fixture '{name}' not "
+                f"found\": write it as a fixture, '@pytest.fixture' above 'def {name}(self)', "
+                "that returns what the checks use (for make_loader, make_sink and "
+                "read_output: a fixture that returns the function the checks call)"
+            )
+    return None
+
+
 class ComponentContract:
     """Checks shared by every kind. Subclasses set ``kind`` and provide ``component``."""
 
     kind: ClassVar[Kind]
     #: Whether a record pins the configuration (not for components built over temporary paths).
     config_in_record: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a subclass that hides one of the suite's fixtures (``hidden_fixture``)."""
+        super().__init_subclass__(**kwargs)
+        problem = hidden_fixture(cls)
+        if problem is not None:
+            raise TypeError(problem)
 
     @pytest.fixture
     def component(self) -> Component[Any]:
