@@ -57,6 +57,28 @@ def test_broken_plugin_is_isolated_and_listed(with_fixture_plugins: Registry) ->
         registry.get("attention", "exploding")
 
 
+def test_an_entry_point_naming_a_missing_module_says_where_to_fix_it(
+    with_fixture_plugins: Registry,
+) -> None:
+    typo = next(i for i in with_fixture_plugins.entries("attention") if i.name == "typo")
+    assert typo.status == "broken"
+    with pytest.raises(ComponentLoadError) as caught:
+        with_fixture_plugins.get("attention", "typo")
+    message = str(caught.value)
+    assert "No module named 'seamline_fixture_broken_typo'" in message
+    assert "'seamline_fixture_broken_typo:ExplodingAttention'" in message  # the target
+    assert '[project.entry-points."seamline.attention"]' in message  # where to fix it
+    assert "seamline-fixture-broken's pyproject.toml" in message
+
+
+def test_a_missing_dependency_names_the_target_but_not_the_table(
+    with_fixture_plugins: Registry,
+) -> None:
+    broken = next(i for i in with_fixture_plugins.entries("attention") if i.name == "exploding")
+    assert "'seamline_fixture_broken:ExplodingAttention'" in broken.reason
+    assert "project.entry-points" not in broken.reason  # the entry point is right
+
+
 def test_duplicate_names_are_an_error_naming_both(with_fixture_plugins: Registry) -> None:
     with pytest.raises(DuplicateComponentError) as caught:
         with_fixture_plugins.get("attention", "twin")
@@ -78,6 +100,9 @@ def test_rule_breakers_are_refused_with_reasons(with_fixture_plugins: Registry) 
     entries = {(i.kind, i.name): i for i in with_fixture_plugins.entries()}
     assert entries["attention", "misnamed"].status == "refused"
     assert "registered as 'misnamed'" in entries["attention", "misnamed"].reason
+    assert "make the entry point's name and the class's name the same" in (
+        entries["attention", "misnamed"].reason
+    )
     assert entries["sink", "notacomponent"].status == "refused"
     assert "does not name a seamline component class" in entries["sink", "notacomponent"].reason
 

@@ -108,13 +108,44 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
                 f"a string, such as {example}"
             )
     if plugin.name != name:
-        return f"declares name {plugin.name!r} but is registered as {name!r}"
+        return (
+            f"declares name {plugin.name!r} but is registered as {name!r}; make the entry "
+            "point's name and the class's name the same"
+        )
     config: object = getattr(plugin, "Config", None)
     if not (isinstance(config, type) and issubclass(config, ComponentConfig)):
         return "its Config is not a seamline ComponentConfig (pydantic) model"
     if config.model_config.get("extra") != "forbid":
         return 'its Config must forbid unknown fields (model_config extra="forbid")'
     return compatibility_problem(kind, plugin.contract_version)
+
+
+def import_failure(
+    group: str, ep: metadata.EntryPoint, distribution: str, err: BaseException
+) -> str:
+    """Why importing ``ep`` failed, naming its target, and where to fix it when it is wrong.
+
+    "No module named 'x'" alone does not say whether a dependency is missing or the
+    entry point itself names a module or class that is not there (a typo in the
+    distribution's pyproject.toml); the target tells them apart, and the latter is
+    fixed in the entry-point table, not by installing anything.
+    """
+    reason = f"import failed: {type(err).__name__}: {err} (entry point target {ep.value!r})"
+    if not _target_missing(ep, err):
+        return reason
+    table = f'[project.entry-points."{group}"]'
+    return (
+        f"{reason}; check the {table} table of {distribution}'s pyproject.toml, then reinstall it"
+    )
+
+
+def _target_missing(ep: metadata.EntryPoint, err: BaseException) -> bool:
+    """Whether ``err`` says the entry point's own module or attribute does not exist."""
+    if isinstance(err, ModuleNotFoundError) and err.name:
+        return ep.module == err.name or ep.module.startswith(f"{err.name}.")
+    if isinstance(err, AttributeError) and ep.attr:
+        return err.name == ep.attr.split(".")[0] and getattr(err.obj, "__name__", None) == ep.module
+    return False
 
 
 class Registry:
@@ -360,7 +391,8 @@ def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[Co
         return False
 
     def on_failure(_manager: Any, ep: metadata.EntryPoint, err: BaseException) -> None:
-        failures.append(not_loaded(ep, "broken", f"import failed: {type(err).__name__}: {err}"))
+        reason = import_failure(group, ep, binding(ep).origin.name, err)
+        failures.append(not_loaded(ep, "broken", reason))
 
     manager = _TrustedExtensionManager(group, index.entry_points(group), admit, on_failure)
     infos: list[ComponentInfo] = []
