@@ -10,14 +10,19 @@ about the harness.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from seamline.components.conformance import LogMonitorConformance, NativeConformance
+from seamline.components.conformance import (
+    JsonlSinkConformance,
+    LogMonitorConformance,
+    NativeConformance,
+)
+from seamline.components.sinks.jsonl import JsonlSink
 from seamline.contracts import Attention, Executor, Loader, Monitor, Sink
 from seamline.contracts.testing import (
     AttentionContract,
@@ -83,6 +88,23 @@ def sink_check(component: type[broken.LineSink]) -> type:
             return lambda directory: broken.read_lines(directory / "out.jsonl")
 
     return Check
+
+
+class UnpublishedPartsSink(JsonlSink):
+    """Stages parts and refuses an unfinished run, but publishing a finished one does nothing."""
+
+    def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
+        staged = self.staged_run(manifest)
+        if staged is None or len(staged.finished) < count:
+            super().publish_parts(run_id, count, manifest)  # the refusal, as it should
+
+
+class UnpublishedPartsCheck(JsonlSinkConformance):
+    @pytest.fixture
+    def make_sink(self) -> Callable[[Path], Sink[Any]]:
+        return lambda directory: UnpublishedPartsSink(
+            JsonlSink.Config(path=directory / "out.jsonl")
+        )
 
 
 def run_checks(check_class: type, select: str) -> SuiteRun:
@@ -193,6 +215,12 @@ DEFECTS = {
         "nothing_visible",
         "nothing_visible_before_close",
         ("visible before close",),
+    ),
+    "sink-publishes-no-parts": Defect(
+        UnpublishedPartsCheck,
+        "staged_parts_are_published",
+        "staged_parts_are_published_together_and_once",
+        ("published nothing after publish_parts",),
     ),
     "sink-refuses-a-relative-path": Defect(
         sink_check(broken.PathSpellingSink),

@@ -81,9 +81,14 @@ class SinkContract(ComponentContract):
 
     @staticmethod
     def assert_published(
-        sink: Sink[Any], found: Sequence[OutputRecord] | None, expected: list[OutputRecord]
+        sink: Sink[Any],
+        found: Sequence[OutputRecord] | None,
+        expected: list[OutputRecord],
+        after: str = "close(True)",
     ) -> None:
-        assert found is not None, f"sink {sink.name!r} published nothing after close(True)"
+        """``found`` is ``expected``, once each and in order; ``after`` names the call that
+        should have published it, so that a failure points at the call that did not."""
+        assert found is not None, f"sink {sink.name!r} published nothing after {after}"
         counts: dict[tuple[str, int], int] = {}
         for key in _keys(found):
             counts[key] = counts.get(key, 0) + 1
@@ -292,7 +297,12 @@ class SinkContract(ComponentContract):
         retried.write(third)
         retried.close(complete=True)
         make_sink(tmp_path).publish_parts("run-a", 2, MANIFEST)
-        self.assert_published(driver, read_output(tmp_path), [*first, *second, *third])
+        self.assert_published(
+            driver,
+            read_output(tmp_path),
+            [*first, *second, *third],
+            after="publish_parts('run-a', 2, ...) with both parts finished",
+        )
         assert make_sink(tmp_path).staged_run(MANIFEST) is None, "a published run is still staged"
 
     def test_a_fresh_staged_run_discards_an_unpublished_one(
@@ -315,4 +325,6 @@ class SinkContract(ComponentContract):
         part.write(second)
         part.close(complete=True)
         fresh.publish_parts("fresh", 1, MANIFEST)
-        self.assert_published(fresh, read_output(tmp_path), second)
+        self.assert_published(
+            fresh, read_output(tmp_path), second, after="publish_parts('fresh', 1, ...)"
+        )
