@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
 from seamline.contracts import ConfigError
+from seamline.core import PipelineConfigError
 from seamline.core.config import load_trusted
 from seamline.core.config.user import CONFIG_VARIABLE, user_trust
 from seamline.core.registry import Registry
@@ -124,11 +125,12 @@ def test_pipeline_trust_cannot_widen_the_users(
 
 
 def test_a_trusted_choice_resolves_with_its_provenance(marker: Path, tmp_path: Path) -> None:
-    path = pipeline(
-        tmp_path,
-        "sideeffect",
-        "trust: {distributions: [seamline-components, seamline-fixture-sideeffect]}\n",
-    )
+    trust = "trust: {distributions: [seamline-components, seamline-fixture-sideeffect]}\n"
+    # Both trusted distributions register 'native': the reference is in conflict, so a
+    # pipeline that verifies is refused (naming it), and one that says it will not, runs.
+    with pytest.raises(PipelineConfigError, match=r"reference 'native' .* which is conflict"):
+        load_trusted(pipeline(tmp_path, "sideeffect", trust))
+    path = pipeline(tmp_path, "sideeffect\n  verify: false", trust)
     resolved, registry = load_trusted(path)
     assert marker.exists()
     (chosen,) = resolved.attention.candidates
