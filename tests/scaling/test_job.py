@@ -139,6 +139,31 @@ def test_a_resumed_run_plans_only_the_unfinished_shards(
     assert again.finished_before == frozenset({0})
 
 
+def test_resuming_a_staged_run_whose_input_changed_is_refused(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    """Only an unfinished shard with a checkpoint compared the input: a finished shard has
+    none, and a resume after the corpus changed published 60 documents twice and left 61
+    out, exit 0. The staged run records the inputs; executor settings may still change."""
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor="{use: in-process}")
+    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    first, _, _ = job.plan(3)
+    worker = job.worker()
+    try:
+        worker.run(first)  # finished: its part keeps no checkpoint
+    finally:
+        worker.close()
+    changed = pipeline_text(tmp_path, executor="{use: in-process}", loader={"texts": ["new"]})
+    again = PipelineJob(parse_pipeline(changed, "p.yaml", registry), registry, resume=True)
+    with pytest.raises(UserError, match=r"cannot resume the run staged in .*: the pipeline "
+                       r"file's loader section changed since it began"):  # fmt: skip
+        again.plan(3)
+    elsewhere = pipeline_text(tmp_path, executor="{use: in-process, with: {shards: 3}}")
+    resumed = PipelineJob(parse_pipeline(elsewhere, "p.yaml", registry), registry, resume=True)
+    assert [task.shard.index for task in resumed.plan(3)] == [1, 2]  # where, not what
+
+
 def test_resuming_with_another_shard_count_is_refused_with_the_place(
     scale_registry: Registry, tmp_path: Path
 ) -> None:

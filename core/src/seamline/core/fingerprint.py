@@ -43,10 +43,11 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-PACE = {"run": ("prefetch", "in_flight")}
-"""Settings that decide how fast a run goes and never what it writes (how far host work
-and the device run ahead of the sink): left out of the hashes, so a resume may change
-them."""
+PACE = {"run": ("prefetch", "in_flight", "executor", "checkpoint_every")}
+"""Settings that decide how fast or where a run goes and never what it writes (how far
+host work and the device run ahead of the sink, which machines compute the shards, how
+often a commit is made): left out of the hashes, so a resume may change them. (The
+number of shards does change a staged run, and is checked on its own.)"""
 
 
 def pipeline_hashes(spec: PipelineSpec) -> dict[str, str]:

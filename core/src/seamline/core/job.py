@@ -45,6 +45,7 @@ from seamline.contracts import (
 from seamline.contracts.logs import get_logger
 from seamline.core.before_publishing import check_something_embedded
 from seamline.core.config import ResolvedPipeline
+from seamline.core.fingerprint import run_inputs
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import run_manifest
 from seamline.core.registry import Registry
@@ -138,7 +139,7 @@ class PipelineJob(Job):
             )
         if self.resume:
             with seam.call("staged_run", self._attributes()):
-                staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
+                staged = sink.staged_run(self._staging_manifest())
             if staged is not None:
                 if staged.count != count:
                     raise UserError(
@@ -158,8 +159,17 @@ class PipelineJob(Job):
                 return [Shard(i, count) for i in range(count) if i not in staged.finished]
             log.info("resume: no staged run found; starting from the beginning", sink=sink.name)
         with seam.call("begin_parts", self._attributes(count)):
-            sink.begin_parts(self.run_id, count, run_manifest(self.resolved, self.run_id))
+            sink.begin_parts(self.run_id, count, self._staging_manifest())
         return [Shard(i, count) for i in range(count)]
+
+    def _staging_manifest(self) -> dict[str, Any]:
+        """The run's manifest with its ``inputs`` (the pipeline's section hashes and the
+        input's fingerprint), as each shard's sink records them: a staged run keeps them,
+        so that a resume after the corpus changed is refused even where every shard left
+        finished has no checkpoint of its own to refuse it."""
+        resolved = self.resolved
+        inputs = run_inputs(resolved.spec, resolved.loader.config, resolved.chosen_precision)
+        return {**run_manifest(resolved, self.run_id), "inputs": inputs}
 
     def _refuse_staged_run_on_resume(self) -> None:
         if not self.resume:
@@ -168,7 +178,7 @@ class PipelineJob(Job):
         if not sink.stageable:
             return
         with seam.call("staged_run", self._attributes()):
-            staged = sink.staged_run(run_manifest(self.resolved, self.run_id))
+            staged = sink.staged_run(self._staging_manifest())
         if staged is not None:
             raise UserError(
                 f"{self._executor_place()}: cannot resume: the interrupted run {staged.run_id} "

@@ -50,7 +50,7 @@ from seamline.contracts.sink_kit._atomic import (
     refuse_a_link,
     write_json_atomically,
 )
-from seamline.contracts.sink_kit._checkpoint import first_problem, manifest_bytes
+from seamline.contracts.sink_kit._checkpoint import changed_inputs, first_problem, manifest_bytes
 from seamline.contracts.sink_kit._lock import FileLock
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 
@@ -150,6 +150,7 @@ class PartStaging:
             "run_id": run_id,
             "count": count,
             "model": _json_value(manifest.get("model")),
+            "inputs": _json_value(manifest.get("inputs")),
         }
         write_json_atomically(directory / "run.json", record)
 
@@ -186,6 +187,14 @@ class PartStaging:
                 f"cannot resume: the parts staged in {str(newest)!r} were made by another "
                 f"model configuration ({record.model}); resuming would mix vectors of "
                 "two models. Run again with --restart (or without --resume) to start over"
+            )
+        changed = changed_inputs(record.inputs, _json_value(manifest.get("inputs")))
+        if changed:  # a finished shard has no checkpoint of its own to refuse it
+            raise ResumeRefused(
+                f"cannot resume the run staged in {str(newest)!r}: {'; '.join(changed)} "
+                "changed since it began, and resuming would splice two different outputs "
+                "into one (documents written twice, others missing). Restore them, or run "
+                "again with --restart (or without --resume) to start over"
             )
         count = record.count
         finished = frozenset(
@@ -260,6 +269,8 @@ class _StagedRunRecord(BaseModel):
     run_id: RunId
     count: PositiveInt = Field(le=1 << 20)
     model: Any = None
+    inputs: Any = None
+    """The run's pipeline section hashes and input fingerprint (``changed_inputs``)."""
 
 
 def _read_small(path: Path, limit: int) -> bytes:
