@@ -135,3 +135,39 @@ def test_every_flag_an_actor_gets_is_one_xla_accepts(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "16.0"
+
+
+class _Cluster:
+    """What fitting_actors asks of Ray: the cluster's total resources."""
+
+    def __init__(self, **resources: float) -> None:
+        self.resources = resources
+
+    def cluster_resources(self) -> dict[str, float]:
+        return dict(self.resources)
+
+
+class _Job:
+    def where(self, field_name: str) -> str:
+        return f"p.yaml:9:5 (run.executor.with.{field_name})"
+
+
+def test_a_pool_larger_than_the_cluster_is_cut_to_what_fits_not_left_waiting() -> None:
+    """8 actors on a 2-CPU machine: six were never placed, and the shards handed to them
+    waited forever, without a word."""
+    import structlog
+
+    from seamline.adapters.executors.ray_actors import RayExecutorConfig, fitting_actors
+    from seamline.contracts import UserError
+
+    config = RayExecutorConfig(actors=8)
+    with structlog.testing.capture_logs() as logs:
+        assert fitting_actors(_Cluster(CPU=2.0), config, 8, _Job()) == 2  # type: ignore[arg-type]
+    (warning,) = [e for e in logs if e["log_level"] == "warning"]
+    assert (warning["asked"], warning["actors"]) == (8, 2)
+    assert fitting_actors(_Cluster(CPU=16.0), config, 8, _Job()) == 8  # type: ignore[arg-type]
+    halves = RayExecutorConfig(actors=8, cpus_per_actor=0.5)
+    assert fitting_actors(_Cluster(CPU=2.0), halves, 8, _Job()) == 4  # type: ignore[arg-type]
+    gpus = RayExecutorConfig(actors=4, gpus_per_actor=1.0)
+    with pytest.raises(UserError, match=r"p\.yaml:9:5 .*: not one actor fits"):
+        fitting_actors(_Cluster(CPU=8.0), gpus, 4, _Job())  # type: ignore[arg-type]

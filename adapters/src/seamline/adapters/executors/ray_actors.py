@@ -253,7 +253,7 @@ class RayExecutor(Executor[RayExecutorConfig]):
         paths = driver_paths()
         actors = [
             actor_class.options(**options).remote(factory, telemetry, paths)
-            for _ in range(min(config.actors, len(tasks)))
+            for _ in range(fitting_actors(ray, config, min(config.actors, len(tasks)), job))
         ]
         try:
             reports = self._drive(ray, actors, tasks)
@@ -394,3 +394,36 @@ __all__ = [
     "merge_paths",
     "thread_caps",
 ]
+
+
+def fitting_actors(ray: Any, config: RayExecutorConfig, wanted: int, job: Job) -> int:
+    """How many of the ``wanted`` actors the cluster has the CPUs and GPUs for, now.
+
+    An actor Ray cannot place waits for resources that may never come, and the shard it
+    was handed waits with it: 8 actors on a 2-CPU machine hung the run forever, without
+    a word. The pool is cut to what fits, saying so (a cluster that grows later is not
+    waited for); one where not even one actor fits is refused.
+    """
+    total = ray.cluster_resources()
+    fits = [wanted]
+    for resource, each in (("CPU", config.cpus_per_actor), ("GPU", config.gpus_per_actor)):
+        if each > 0:
+            fits.append(int(float(total.get(resource, 0.0)) // each + 1e-9))
+    fitting = min(fits)
+    if fitting < 1:
+        raise UserError(
+            f"{job.where('cpus_per_actor')}: the ray executor reserves {config.cpus_per_actor:g} "
+            f"CPU and {config.gpus_per_actor:g} GPU per actor, and the Ray cluster has "
+            f"{float(total.get('CPU', 0.0)):g} CPUs and {float(total.get('GPU', 0.0)):g} GPUs: "
+            "not one actor fits. Lower cpus_per_actor or gpus_per_actor, or give the "
+            "cluster more"
+        )
+    if fitting < wanted:
+        log.warning(
+            "the Ray cluster has room for fewer actors than asked; running with those",
+            asked=wanted,
+            actors=fitting,
+            cluster_cpus=float(total.get("CPU", 0.0)),
+            cpus_per_actor=config.cpus_per_actor,
+        )
+    return fitting
