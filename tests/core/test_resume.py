@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import structlog
 
 from seamline.components.sinks.jsonl import JsonlSink
 from seamline.contracts import UserError
@@ -184,7 +185,12 @@ def test_resume_with_nothing_committed_starts_from_the_beginning(
     out = tmp_path / "out"
     crash(out, every=0, hard=False)
     assert not (out / ".emb.jsonl.checkpoint").exists(), "checkpoint_every: 0 never commits"
-    summary = orchestrator(out).run(resume=True)
+    with structlog.testing.capture_logs() as logs:
+        summary = orchestrator(out).run(resume=True)
+    # Said as a warning: with an appending sink, starting over adds every document again
+    # (a scheduler that always passes --resume appended 40 rows to 40, then to 80).
+    (said,) = [e for e in logs if "nothing was committed" in e["event"]]
+    assert said["log_level"] == "warning"
     assert summary.resumed_from is None
     assert summary.counts.documents + summary.counts.failed_documents == len(TEXTS)
     assert_same_output(out, reference)

@@ -157,7 +157,10 @@ class PipelineJob(Job):
                     finished=sorted(staged.finished),
                 )
                 return [Shard(i, count) for i in range(count) if i not in staged.finished]
-            log.info("resume: no staged run found; starting from the beginning", sink=sink.name)
+            log.warning(  # as an unsharded run says it (orchestrator)
+                "resume: no staged run to resume from; starting from the beginning",
+                sink=sink.name,
+            )
         with seam.call("begin_parts", self._attributes(count)):
             sink.begin_parts(self.run_id, count, self._staging_manifest())
         return [Shard(i, count) for i in range(count)]

@@ -547,7 +547,10 @@ def _start_or_recover(
     with seam.call("recover"):
         committed = sink.recover(manifest())
     if committed is None:
-        log.info("resume: nothing was committed; starting from the beginning", sink=sink.name)
+        log.warning(  # with mode: append, starting over adds every document again
+            "resume: nothing was committed to resume from; starting from the beginning",
+            sink=sink.name,
+        )
         return None
     with seam.call("committed_records"):
         found = sink.committed_records()
