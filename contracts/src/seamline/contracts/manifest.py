@@ -40,7 +40,9 @@ from seamline.contracts.untrusted import (
     FILE_KINDS,
     NotRegularFile,
     OutsideFolder,
+    TooManyEntries,
     open_regular,
+    planted_entry,
     strict_json,
     within,
 )
@@ -282,17 +284,14 @@ def output_folder(path: Path, purpose: str, manifest: Path) -> Path:
     if not stat.S_ISDIR(mode):
         kind = FILE_KINDS.get(stat.S_IFMT(mode), "a file")
         raise UserError(f"{what} is {kind}, not a folder{REWRITE}")
-    entries = 0
-    for folder, names, files in os.walk(path):
-        for name in [*names, *files]:
-            inner = os.path.join(folder, name)
-            mode = os.lstat(inner).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                kind = FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
-                raise UserError(f"{what} holds {inner}, which is {kind}{REWRITE}")
-        entries += len(names) + len(files)
-        if entries > MAX_FOLDER_ENTRIES:
-            raise UserError(f"{what} holds more than {MAX_FOLDER_ENTRIES:,} files{REWRITE}")
+    try:
+        found = planted_entry(path, MAX_FOLDER_ENTRIES)
+    except TooManyEntries:
+        raise UserError(f"{what} holds more than {MAX_FOLDER_ENTRIES:,} files{REWRITE}") from None
+    if found is not None:
+        inner, mode = found
+        kind = FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
+        raise UserError(f"{what} holds {inner}, which is {kind}{REWRITE}")
     return path
 
 

@@ -15,7 +15,8 @@ Every such file is opened through here, so that each of those is refused in one 
   one line);
 - :func:`within` resolves a name a file gave against the folder it must stay in, and
   :func:`opened_path` says where an open file really is, for a check that cannot be
-  raced;
+  raced; :func:`planted_entry` finds a link or a FIFO anywhere in a folder a library
+  will open whole;
 - :func:`visible` makes text read from such a file safe to print on a terminal;
 - :func:`is_count` says whether a number read from one can be given to ``int()``.
 
@@ -145,6 +146,31 @@ def bounded_lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes]]:
             raise LineTooLong(number, limit)
         if body.strip():
             yield number, body
+
+
+class TooManyEntries(Exception):
+    """A folder holds more entries than the limit it was walked with."""
+
+
+def planted_entry(folder: Path, limit: int) -> tuple[str, int] | None:
+    """The first entry under ``folder`` (at any depth, links not followed) that is neither
+    a regular file nor a folder, with its ``st_mode``; None if there is none.
+
+    For a folder a library opens whole (a LanceDB table): it follows whatever names are
+    in it, so a symbolic link inside leads it elsewhere and a FIFO blocks it. Past
+    ``limit`` entries, ``TooManyEntries``: the walk itself is bounded.
+    """
+    seen = 0
+    for parent, folders, files in os.walk(folder):
+        for name in [*folders, *files]:
+            inner = os.path.join(parent, name)
+            mode = os.lstat(inner).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return inner, mode
+        seen += len(folders) + len(files)
+        if seen > limit:
+            raise TooManyEntries(f"more than {limit:,} entries")
+    return None
 
 
 def within(folder: Path, name: str) -> Path:

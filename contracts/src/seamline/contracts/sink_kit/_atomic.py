@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from seamline.contracts.errors import ResumeRefused, UserError
-from seamline.contracts.untrusted import kind_of
+from seamline.contracts.untrusted import TooManyEntries, kind_of, planted_entry
 
 
 class AtomicFile:
@@ -292,17 +292,11 @@ def planted_inside(folder: Path) -> str | None:
     symbolic link planted inside had new data files written to the folder it named,
     outside the output. Only the folder itself was checked before; now all it holds is.
     """
-    seen = 0
-    for parent, folders, files in os.walk(folder):
-        for name in [*folders, *files]:
-            inner = os.path.join(parent, name)
-            mode = os.lstat(inner).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                return f"{inner!r}, {kind_of(mode)}"
-        seen += len(folders) + len(files)
-        if seen > PLANTED_SCAN_LIMIT:
-            return f"more than {PLANTED_SCAN_LIMIT:,} entries"
-    return None
+    try:
+        found = planted_entry(folder, PLANTED_SCAN_LIMIT)
+    except TooManyEntries as err:
+        return str(err)
+    return None if found is None else f"{found[0]!r}, {kind_of(found[1])}"
 
 
 def _current_umask() -> int:
