@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,23 +21,13 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from seamline.core.config.user import user_trust
 from seamline.core.embedder import Embedder
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import Registry
-from tests.adapters.serving import PLUGIN, TEXTS, Server, error_of, pipeline_text, serving
+from tests.adapters.serving import TEXTS, Server, error_of, pipeline_text, serving
 
 TRACE = "trace.jsonl"
 LIMITS = ["--max-inputs", "16", "--max-input-chars", "500", "--max-request-bytes", "20000"]
-
-
-@pytest.fixture(scope="module")
-def tiny_registry() -> Iterator[Registry]:
-    sys.path.insert(0, str(PLUGIN))
-    try:
-        yield Registry.discover(user_trust())
-    finally:
-        sys.path.remove(str(PLUGIN))
 
 
 @pytest.fixture(scope="module")

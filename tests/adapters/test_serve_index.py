@@ -7,8 +7,6 @@ model the index's current manifest names, never the one the server first opened.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,22 +14,12 @@ import pytest
 from seamline.adapters.serve.bodies import SearchRequest
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.adapters.serve.index import IndexSearch
-from seamline.core.config.user import user_trust
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import Registry
-from tests.adapters.serving import PLUGIN, TEXTS, pipeline_text
+from tests.adapters.serving import TEXTS, pipeline_text
 
 LONG = TEXTS[6]
 """Twelve words: ``max_length: 2`` embeds the first two only."""
-
-
-@pytest.fixture(scope="module")
-def tiny_registry() -> Iterator[Registry]:
-    sys.path.insert(0, str(PLUGIN))
-    try:
-        yield Registry.discover(user_trust())
-    finally:
-        sys.path.remove(str(PLUGIN))
 
 
 @pytest.fixture
