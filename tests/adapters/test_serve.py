@@ -12,7 +12,7 @@ import base64
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,15 +138,33 @@ def test_concurrent_clients_each_get_exactly_their_own_rows(
         np.testing.assert_allclose(got, [expected[t] for t in ask], atol=1e-6, rtol=0)
 
 
-def read_spans(path: Path, names: set[str], timeout: float = 10.0) -> list[dict[str, Any]]:
-    """The spans exported so far, waiting (bounded) for at least one of each name."""
+def read_spans(
+    path: Path,
+    names: set[str],
+    timeout: float = 10.0,
+    complete: Callable[[list[dict[str, Any]]], bool] = lambda spans: True,
+) -> list[dict[str, Any]]:
+    """The spans exported so far, waiting (bounded) for at least one of each name and for
+    ``complete`` to hold: a request's HTTP span ends after its response is sent, so a
+    client can read the trace before its own request's parent span is written."""
     deadline = time.monotonic() + timeout
     while True:
         lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
         spans = [json.loads(line) for line in lines if line.strip()]
-        if names <= {s["name"] for s in spans} or time.monotonic() > deadline:
+        done = names <= {s["name"] for s in spans} and complete(spans)
+        if done or time.monotonic() > deadline:
             return spans
         time.sleep(0.1)
+
+
+def parents_and_links_written(spans: list[dict[str, Any]]) -> bool:
+    """Whether every request span's parent and every span it links to are in ``spans``."""
+    ids = {s["span_id"] for s in spans}
+    requests = [s for s in spans if s["name"] == "seamline.embed.request" and s["parent_span_id"]]
+    return all(
+        r["parent_span_id"] in ids and all(link["span_id"] in ids for link in r["links"])
+        for r in requests
+    )
 
 
 def test_each_request_span_links_to_the_batch_that_served_it(server: Server, folder: Path) -> None:
@@ -164,7 +182,7 @@ def test_each_request_span_links_to_the_batch_that_served_it(server: Server, fol
     for thread in threads:
         thread.join(timeout=60)
     wanted = {"POST /v1/embeddings", "seamline.embed.request", "seamline.embed.batch"}
-    spans = read_spans(folder / TRACE, wanted)
+    spans = read_spans(folder / TRACE, wanted, complete=parents_and_links_written)
     by_id = {s["span_id"]: s for s in spans}
     # Every request span but the warm-up's (the server's own, with no parent).
     requests = [s for s in spans if s["name"] == "seamline.embed.request" and s["parent_span_id"]]
