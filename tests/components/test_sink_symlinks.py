@@ -65,14 +65,20 @@ def interrupted_run(out: Path, make: Callable[[Path], Sink[Any]]) -> set[str]:
     return names
 
 
-def plant(out: Path, names: set[str], victim: Path) -> list[Path]:
-    """A link to ``victim`` at each of ``names`` not already taken; the links planted."""
+def plant(out: Path, names: set[str], victim: Path, *, hard: bool = False) -> list[Path]:
+    """A link to ``victim`` at each of ``names`` not already taken; the links planted.
+
+    ``hard``: a hard link (another name of the victim's file) instead of a symbolic one.
+    """
     out.mkdir(parents=True, exist_ok=True)
     planted = []
     for name in sorted(names):
         link = out / name
         if not os.path.lexists(link):
-            link.symlink_to(victim)
+            if hard:
+                os.link(victim, link)
+            else:
+                link.symlink_to(victim)
             planted.append(link)
     return planted
 
@@ -166,18 +172,6 @@ def test_a_link_at_a_lancedb_table_is_refused(tmp_path: Path) -> None:
     assert sorted(p.name for p in victim.iterdir()) == ["keep.txt"]
 
 
-def plant_hard(out: Path, names: set[str], victim: Path) -> list[Path]:
-    """A hard link to ``victim`` (another name of the same file) at each free name."""
-    out.mkdir(parents=True, exist_ok=True)
-    planted = []
-    for name in sorted(names):
-        link = out / name
-        if not os.path.lexists(link):
-            os.link(victim, link)
-            planted.append(link)
-    return planted
-
-
 @pytest.mark.parametrize("kind", sorted(SINKS))
 def test_planted_hard_links_are_never_written_through(tmp_path: Path, kind: str) -> None:
     """A hard link is no link to ``O_NOFOLLOW``: it is the victim's file under a new name.
@@ -191,15 +185,15 @@ def test_planted_hard_links_are_never_written_through(tmp_path: Path, kind: str)
     victim.chmod(0o600)
     out = tmp_path / "out"
     names = predictable_names(out, make, tmp_path / "reference") - {"emb.lance"}
-    assert plant_hard(out, names, victim), "there must be names to plant links at"
+    assert plant(out, names, victim, hard=True), "there must be names to plant links at"
 
     sink = make(out)
     sink.start(MANIFEST)
-    plant_hard(out, names, victim)
+    plant(out, names, victim, hard=True)
     sink.write(records(3))
     sink.commit("c1")
     sink.close(complete=False)
-    plant_hard(out, ({p.name for p in out.iterdir()} | names) - {"emb.lance"}, victim)
+    plant(out, ({p.name for p in out.iterdir()} | names) - {"emb.lance"}, victim, hard=True)
     resumed = make(out)
     assert resumed.recover(MANIFEST) == "c1"
     resumed.write(records(2, start=3))

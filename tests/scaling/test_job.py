@@ -121,9 +121,11 @@ def test_a_finished_part_is_reported_and_not_redone(
     assert (part.stat().st_ino, part.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
-def test_a_resumed_run_plans_only_the_unfinished_shards(
+def first_of_three_finished(
     scale_registry: Registry, tmp_path: Path
-) -> None:
+) -> tuple[Registry, str, PipelineJob]:
+    """A run staged in three shards whose first one finished (as a killed driver leaves it):
+    the registry, the pipeline's text and the job."""
     registry = registry_with(scale_registry)
     text = pipeline_text(tmp_path, executor="{use: in-process}")
     job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
@@ -133,6 +135,13 @@ def test_a_resumed_run_plans_only_the_unfinished_shards(
         worker.run(first)
     finally:
         worker.close()
+    return registry, text, job
+
+
+def test_a_resumed_run_plans_only_the_unfinished_shards(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    registry, text, job = first_of_three_finished(scale_registry, tmp_path)
     again = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
     assert [task.shard.index for task in again.plan(3)] == [1, 2]
     assert again.run_id == job.run_id  # it continues the run, under the run's id
@@ -145,15 +154,7 @@ def test_resuming_a_staged_run_whose_input_changed_is_refused(
     """Only an unfinished shard with a checkpoint compared the input: a finished shard has
     none, and a resume after the corpus changed published 60 documents twice and left 61
     out, exit 0. The staged run records the inputs; executor settings may still change."""
-    registry = registry_with(scale_registry)
-    text = pipeline_text(tmp_path, executor="{use: in-process}")
-    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
-    first, _, _ = job.plan(3)
-    worker = job.worker()
-    try:
-        worker.run(first)  # finished: its part keeps no checkpoint
-    finally:
-        worker.close()
+    registry, _, _ = first_of_three_finished(scale_registry, tmp_path)  # no checkpoint left
     changed = pipeline_text(tmp_path, executor="{use: in-process}", loader={"texts": ["new"]})
     again = PipelineJob(parse_pipeline(changed, "p.yaml", registry), registry, resume=True)
     with pytest.raises(UserError, match=r"cannot resume the run staged in .*: the pipeline "
