@@ -21,8 +21,12 @@ PAGE = Path(__file__).parents[2] / "docs" / "pipelines.md"
 
 COMPONENTS: list[tuple[str, type[Any], str]] = [
     ("seamline.loader", ParquetLoader, "1.1"),  # 1.1: size from the footers
-    ("seamline.sink", ParquetSink, "1.5"),  # 1.3: staged parts; 1.4: a reader; 1.5: counts
-    ("seamline.sink", LanceDbSink, "1.5"),
+    (
+        "seamline.sink",
+        ParquetSink,
+        "1.6",
+    ),  # 1.3: staged parts; 1.4: a reader; 1.5: counts; 1.6: a hold
+    ("seamline.sink", LanceDbSink, "1.6"),
 ]
 
 

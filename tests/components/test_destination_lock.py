@@ -7,6 +7,7 @@ SIGKILL leaves nothing stale behind.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
-from seamline.contracts import OutputRecord, UserError
+from seamline.contracts import DocumentError, OutputRecord, UserError
 from seamline.contracts.sink_kit._lock import lock_path
 
 if TYPE_CHECKING:
@@ -143,3 +144,53 @@ def test_a_held_lock_file_of_any_content_is_read_only_as_far_as_a_pid(
         grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert len(str(refused.value)) < 500
     assert grown_kib < 16 << 10, f"memory grew {grown_kib} KiB reading the lock file"
+
+
+@pytest.mark.parametrize("how", ["start", "recover"])
+def test_outputs_sharing_a_stem_share_a_manifest_and_errors_file_so_one_run_at_a_time(
+    tmp_path: Path, how: str
+) -> None:
+    """``emb.jsonl`` and ``emb.npy`` in one folder share ``emb.errors.jsonl`` and
+    ``emb.manifest.json``: each locked only its own path, so two runs at once wiped each
+    other's partial errors file, and the later replaced the other's manifest."""
+    out = tmp_path / "out"
+    first = jsonl(out)
+    first.start(MANIFEST)
+    first.write(records(2))
+    first.write_error(DocumentError("bad", "too long"))
+    first.commit("1")
+    second = npy(out)
+    with pytest.raises(UserError) as refused:
+        getattr(second, how)(MANIFEST)
+    message = str(refused.value)
+    assert (
+        f"another run (pid {os.getpid()}) is writing {str(out / 'emb.errors.jsonl')!r}" in message
+    )
+    assert (
+        f"which this npy sink publishes too (the errors file of {str(out / 'emb.npy')!r}" in message
+    )
+    assert "Nothing was written" in message
+    second.close(complete=False)
+    assert not lock_path(out / "emb.npy").exists(), "a refused run lets go of what it took"
+    first.close()
+    errors = (out / "emb.errors.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in errors] == ["bad"]
+    assert (
+        json.loads((out / "emb.manifest.json").read_text(encoding="utf-8"))["outputs"]["sink"]
+        == "jsonl"
+    )
+    third = npy(out)
+    third.start(MANIFEST)  # free again once the first has published
+    third.close(complete=False)
+
+
+def test_a_configured_errors_file_two_outputs_share_is_locked_too(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shared = out / "errors.jsonl"
+    first = JsonlSink(JsonlSinkConfig(path=out / "a.jsonl", errors_path=shared))
+    first.start(MANIFEST)
+    second = NpySink(NpySinkConfig(path=out / "b.npy", errors_path=shared))
+    with pytest.raises(UserError, match=r"is writing '.*/errors\.jsonl', which this npy sink"):
+        second.start(MANIFEST)
+    second.close(complete=False)
+    first.close(complete=False)

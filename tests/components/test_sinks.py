@@ -84,7 +84,9 @@ def npy_sink(tmp_path: Path, **options: Any) -> NpySink:
 def test_sinks_declare_themselves_and_are_registered(name: str, cls: type[Sink[Any]]) -> None:
     assert cls.name == name
     assert cls.kind == "sink"
-    assert cls.contract_version == "1.5"  # 1.2: text; 1.3: staged parts; 1.4: a reader; 1.5: counts
+    assert (
+        cls.contract_version == "1.6"
+    )  # 1.2: text; 1.3: staged parts; 1.4: a reader; 1.5: counts; 1.6: a hold
     assert cls.reader is not None
     assert cls.resumable
     assert cls.stageable

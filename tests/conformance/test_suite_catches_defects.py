@@ -10,7 +10,9 @@ about the harness.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,19 @@ class UnpublishedPartsCheck(JsonlSinkConformance):
         return lambda directory: UnpublishedPartsSink(
             JsonlSink.Config(path=directory / "out.jsonl")
         )
+
+
+class HoldsNothingSink(JsonlSink):
+    """Declares contract 1.6 but keeps the base class's hold, which holds nothing."""
+
+    def hold_destination(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+
+class HoldsNothingCheck(JsonlSinkConformance):
+    @pytest.fixture
+    def make_sink(self) -> Callable[[Path], Sink[Any]]:
+        return lambda directory: HoldsNothingSink(JsonlSink.Config(path=directory / "out.jsonl"))
 
 
 def run_checks(check_class: type, select: str) -> SuiteRun:
@@ -221,6 +236,12 @@ DEFECTS = {
         "staged_parts_are_published",
         "staged_parts_are_published_together_and_once",
         ("published nothing after publish_parts",),
+    ),
+    "sink-holds-nothing-for-a-staged-run": Defect(
+        HoldsNothingCheck,
+        "hold_keeps_every_other_run_out",
+        "a_staged_run_s_hold_keeps_every_other_run_out",
+        ("another run's start() was not refused",),
     ),
     "sink-refuses-a-relative-path": Defect(
         sink_check(broken.PathSpellingSink),

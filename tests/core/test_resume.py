@@ -256,7 +256,7 @@ def test_a_non_resumable_sink_is_never_checkpointed(tmp_path: Path) -> None:
 
 
 def test_sinks_written_for_contract_1_0_still_load() -> None:
-    assert CONTRACT_VERSIONS["sink"] == "1.5"
+    assert CONTRACT_VERSIONS["sink"] == "1.6"
     assert compatibility_problem("sink", MemorySink.contract_version) is None
     assert MemorySink.contract_version == "1.0"
     assert not MemorySink.resumable

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.contracts import (
     ComponentConfig,
     ContractViolation,
@@ -135,6 +136,7 @@ def first_of_three_finished(
         worker.run(first)
     finally:
         worker.close()
+    job.close()  # the killed driver's hold on the destination died with it
     return registry, text, job
 
 
@@ -172,6 +174,7 @@ def test_resuming_with_another_shard_count_is_refused_with_the_place(
     text = pipeline_text(tmp_path, executor="{use: in-process, with: {shards: 3}}")
     job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
     job.plan(3)  # the staged run a killed driver would leave
+    job.close()  # (its hold on the destination died with it)
     again = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
     with pytest.raises(UserError, match=r"^p\.yaml:7:\d+: cannot resume: .* split into 3 shards"):
         again.plan(2)
@@ -207,3 +210,64 @@ def test_tasks_carry_the_run_and_resume_from_their_part(
     tasks = job.plan(2)
     assert [task.shard for task in tasks] == [Shard(0, 2), Shard(1, 2)]
     assert all(isinstance(t, ShardTask) and t.run_id == job.run_id and t.resume for t in tasks)
+
+
+def test_a_staged_run_holds_its_destination_from_planning_until_the_job_closes(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    """The parts lock only themselves: without the driver's hold, a second run staged into
+    the same destination, or a whole run published over it and removed the staging area,
+    while the shards wrote there (sink contract 1.6, ``hold_destination``)."""
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor="{use: in-process}")
+    job = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    job.plan(3)
+    (staging,) = tmp_path.glob(".emb.jsonl.shards/*")
+    whole = JsonlSink(JsonlSinkConfig(path=tmp_path / "emb.jsonl"))
+    with pytest.raises(UserError, match=r"another run \(pid \d+\) is writing to '.*emb\.jsonl'"):
+        whole.start({"pipeline": "whole"})
+    whole.close()
+    twin = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
+    with pytest.raises(UserError, match=r"another run \(pid \d+\) is writing to"):
+        twin.plan(2)
+    assert staging.is_dir(), "the staged run was left alone"
+    job.close()
+    again = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
+    with pytest.raises(UserError, match="split into 3 shards"):
+        again.plan(2)  # refused after taking the hold: it lets go as it fails
+    free = JsonlSink(JsonlSinkConfig(path=tmp_path / "emb.jsonl"))
+    free.start({"pipeline": "free"})
+    free.close(complete=False)
+
+
+class PlansThenFails(InProcessExecutor):
+    """Stages the run, then loses its cluster before any shard runs."""
+
+    name: ClassVar[str] = "plans-then-fails"
+
+    def execute(self, job: Job) -> ExecutionReport:
+        job.plan(self.config.shards)
+        raise RuntimeError("lost the cluster")
+
+
+@pytest.mark.parametrize("executor", ["in-process", "plans-then-fails"])
+def test_a_sharded_run_lets_go_of_its_destination_when_it_ends(
+    scale_registry: Registry, tmp_path: Path, executor: str
+) -> None:
+    failing = ComponentInfo(
+        "executor", "plans-then-fails", f"{__name__}:PlansThenFails", "tests", "0", "ok", "",
+        PlansThenFails, "1.0",
+    )  # fmt: skip
+    registry = Registry([*registry_with(scale_registry).entries(), failing])
+    text = pipeline_text(tmp_path, executor=f"{{use: {executor}}}")
+    pipeline = Pipeline(parse_pipeline(text, str(tmp_path / "p.yaml"), registry), registry)
+    if executor == "plans-then-fails":
+        with pytest.raises(RuntimeError, match="lost the cluster"):
+            pipeline.run()
+        assert list(tmp_path.glob(".emb.jsonl.shards/*")), "it had staged the run"
+    else:
+        pipeline.run()
+    assert not list(tmp_path.glob(".*.lock"))
+    sink = JsonlSink(JsonlSinkConfig(path=tmp_path / "emb.jsonl"))
+    sink.start({"pipeline": "next"})  # free for the next run
+    sink.close(complete=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -15,6 +16,8 @@ from seamline.contracts.documents import DocumentError, Shard
 from seamline.contracts.versions import Kind
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from seamline.contracts.readback import OutputReader
 
 
@@ -104,6 +107,10 @@ class Sink(Component[SinkConfigT], abc.ABC):
     Since contract 1.4 a sink says how its published output is read back: its
     :attr:`reader` (see :mod:`seamline.contracts.readback`), which ``seamline search``
     finds through the registry by the name the output's manifest gives the sink.
+
+    Since contract 1.6 a stageable sink can hold its destination for the driver of a
+    staged run (:meth:`hold_destination`), so that "one run at a time" holds for a
+    run split into shards too.
     """
 
     kind: ClassVar[Kind] = "sink"
@@ -214,6 +221,19 @@ class Sink(Component[SinkConfigT], abc.ABC):
     def finished(self) -> bool:
         """For a part: whether it is complete (closed with ``complete=True`` by some process)."""
         return False
+
+    def hold_destination(self) -> AbstractContextManager[None]:
+        """Hold the destination for the driver of a staged run (contract 1.6).
+
+        The driver enters it before :meth:`staged_run` or :meth:`begin_parts` and leaves
+        it once :meth:`publish_parts` has returned or the run has failed. Meanwhile
+        another run writing this destination (or a file its output is published under)
+        must be refused, as :meth:`start` refuses a second writer, and this one must be
+        refused, raising a ``UserError``, while another run holds it. The parts' sinks
+        (:meth:`part`) do not take it. The default holds nothing: two runs could then
+        stage into one destination at once, each publishing over the other.
+        """
+        return contextlib.nullcontext()
 
     def publish_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
         """Publish every part of run ``run_id`` together, under one manifest, atomically.

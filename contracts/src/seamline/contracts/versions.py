@@ -22,7 +22,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "model": "1.4",
     "loader": "1.2",
     "monitor": "1.6",
-    "sink": "1.5",
+    "sink": "1.6",
     "executor": "1.1",
 }
 

@@ -23,6 +23,7 @@ monitors (they live with the workers), so these seams report to spans and logs o
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -80,6 +81,8 @@ class PipelineJob(Job):
         current when the executor plans."""
         self._monitors = MonitorHub(())
         """None at the driver: its seams report to spans and logs (see the module)."""
+        self._held = contextlib.ExitStack()
+        """A staged run's hold on its destination (sink contract 1.6), until :meth:`close`."""
 
     @property
     def pipeline(self) -> str:
@@ -137,6 +140,15 @@ class PipelineJob(Job):
                 "contract 1.3's staging); use a sink that does (jsonl, npy, parquet, lancedb) "
                 "or the local executor"
             )
+        self._hold(sink, seam)
+        try:
+            return self._open_staging(sink, seam, count)
+        except BaseException:
+            self.close()  # the run ends here: nobody else is kept out of it
+            raise
+
+    def _open_staging(self, sink: Sink[Any], seam: Seam, count: int) -> list[Shard]:
+        """Find the staged run to resume, or begin one: the shards still to run."""
         if self.resume:
             with seam.call("staged_run", self._attributes()):
                 staged = sink.staged_run(self._staging_manifest())
@@ -164,6 +176,22 @@ class PipelineJob(Job):
         with seam.call("begin_parts", self._attributes(count)):
             sink.begin_parts(self.run_id, count, self._staging_manifest())
         return [Shard(i, count) for i in range(count)]
+
+    def _hold(self, sink: Sink[Any], seam: Seam) -> None:
+        """Hold the destination until :meth:`close`, before the staging area is read.
+
+        A whole run's sink holds it from ``start`` to ``close``; a staged run's parts lock
+        only themselves, so without the driver's hold a second run could stage into the
+        same destination (each publishing over the other) or a whole run replace it, and
+        remove the staging area, while the shards write there.
+        """
+        with seam.call("hold_destination", self._attributes()):
+            self._held.enter_context(sink.hold_destination())
+
+    def close(self) -> None:
+        """Let go of what the driver holds (a staged run's destination): after publishing,
+        or once the run has failed."""
+        self._held.close()
 
     def _staging_manifest(self) -> dict[str, Any]:
         """The run's manifest with its ``inputs`` (the pipeline's section hashes and the

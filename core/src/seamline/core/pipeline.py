@@ -180,8 +180,11 @@ class Pipeline:
                     raise placed from err
                 raise
             finally:
-                with seam.call("close"):
-                    executor.close()
+                try:
+                    with seam.call("close"):
+                        executor.close()
+                finally:
+                    job.close()
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
         return summarize(job, report, time.perf_counter() - started, changes)
 

@@ -59,7 +59,7 @@ class JsonlSink(PublishingSink[JsonlSinkConfig]):
     "metadata"?}``."""
 
     name: ClassVar[str] = "jsonl"
-    contract_version: ClassVar[str] = "1.5"
+    contract_version: ClassVar[str] = "1.6"
     Config = JsonlSinkConfig
     reader = JsonlReader
     line_streams = frozenset({"records"})

@@ -195,7 +195,7 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
     """Writes records as rows of a LanceDB table, staged until the run completes."""
 
     name: ClassVar[str] = "lancedb"
-    contract_version: ClassVar[str] = "1.5"
+    contract_version: ClassVar[str] = "1.6"
     Config = LanceDbSinkConfig
     State = LanceState
     primary: ClassVar[str] = "table"

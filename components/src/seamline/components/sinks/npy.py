@@ -146,7 +146,7 @@ class NpySink(PublishingSink[NpySinkConfig]):
     """Writes a ``[rows, dim]`` matrix, an index line per row, and an errors file."""
 
     name: ClassVar[str] = "npy"
-    contract_version: ClassVar[str] = "1.5"
+    contract_version: ClassVar[str] = "1.6"
     Config = NpySinkConfig
     State = NpyState
     primary: ClassVar[str] = "matrix"

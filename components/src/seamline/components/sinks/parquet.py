@@ -127,7 +127,7 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
     """Writes records as rows of a Parquet file, in row groups, published whole."""
 
     name: ClassVar[str] = "parquet"
-    contract_version: ClassVar[str] = "1.5"
+    contract_version: ClassVar[str] = "1.6"
     Config = ParquetSinkConfig
     State = ParquetState
     primary: ClassVar[str] = "parquet"

@@ -53,6 +53,21 @@ class OutputConfig(ComponentConfig):
         """
         return []
 
+    def published_names(self) -> list[tuple[str, Path]]:
+        """Every name the output is published under, as ``(what, path)``, ``path`` first.
+
+        What the destination's lock covers (:mod:`._lock`): another output may share the
+        errors file or the manifest (``emb.jsonl`` and ``emb.npy`` share
+        ``emb.manifest.json``), and a run writing it must be refused as if it wrote
+        ``path``.
+        """
+        return [
+            ("path", self.path),
+            *self.other_outputs(),
+            ("the errors file", self.resolved_errors_path()),
+            ("the manifest", self.manifest_path()),
+        ]
+
     def relocated(self, directory: Path) -> Self:
         """This config with every output in ``directory``, under the same names (a part's)."""
         update = {

@@ -4,8 +4,15 @@ Two runs writing one destination at once would overwrite each other's partial fi
 and manifest. So a sink holds a lock on a hidden file beside its destination
 (``out/.emb.jsonl.lock``) from ``start`` (or ``recover``) to ``close``, and a second
 run refuses at once, naming the destination and the pid that holds it
-(:class:`DestinationLock`). A part of a staged run is locked the same way, but its
-replacement waits for a holder that is about to die (``._parts.PartLock``).
+(:class:`DestinationLock`). The lock covers every name the output is published
+under, not only its ``path``: two outputs whose paths share a stem (``emb.jsonl``
+and ``emb.npy``) share ``emb.manifest.json`` and ``emb.errors.jsonl``, and two runs
+writing them at once wiped each other's partial errors file and replaced each
+other's manifest, so the manifest and the errors file are locked too
+(``out/.emb.manifest.json.lock``). The driver of a staged run holds the same lock
+from before it opens the staging area until it has published the parts (sink
+contract 1.6, ``hold_destination``). A part of a staged run is locked the same way,
+but its replacement waits for a holder that is about to die (``._parts.PartLock``).
 
 ``flock`` is the kernel's: it is released when the holder's process ends, however
 it ends, so a run killed with SIGKILL leaves no stale lock. The lock file is deleted
@@ -21,10 +28,13 @@ import fcntl
 import os
 import stat
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from seamline.contracts.errors import UserError
 from seamline.contracts.untrusted import NotRegularFile, kind_of, read_regular
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _PID_BYTES = 32
 """A pid is at most 20 digits: a lock file holding more is not one this sink wrote."""
@@ -147,27 +157,49 @@ class FileLock:
 
 
 class DestinationLock:
-    """One run at a time per destination: a second one refuses, naming the holder."""
+    """One run at a time per output: a second one refuses, naming the holder.
 
-    def __init__(self, sink: str, destination: Path) -> None:
+    ``names`` are the output's published files as ``(what, path)``, the destination
+    first (``("the manifest", out/emb.manifest.json)``): each is locked, so a run
+    writing another output that shares one of them is refused too.
+    """
+
+    def __init__(self, sink: str, names: Sequence[tuple[str, Path]]) -> None:
         self.sink = sink
-        self.destination = destination
-        self.lock = FileLock(lock_path(destination))
+        self.names = list(names)
+        self.destination = self.names[0][1]
+        self.locks = [FileLock(lock_path(path)) for _, path in self.names]
         self.refused = False
         """Whether :meth:`acquire` found another run there: then this sink must touch nothing,
         not even to clean up on ``close``."""
 
     def acquire(self) -> None:
-        if self.lock.try_acquire():
-            self.refused = False
-            return
-        self.refused = True
-        raise UserError(
-            f"another run (pid {self.lock.holder()}) is writing to {str(self.destination)!r} "
-            f"(the {self.sink} sink's lock {str(self.lock.path)!r} is held); wait for it to "
-            "finish, or stop it and run again with --resume to continue from its last commit. "
-            "Its output was not touched"
+        """Hold every name's lock, or none: refuse at the first another run holds."""
+        for (what, path), lock in zip(self.names, self.locks, strict=True):
+            if lock.try_acquire():
+                continue
+            self.release()
+            self.refused = True
+            raise UserError(self._refusal(what, path, lock))
+        self.refused = False
+
+    def _refusal(self, what: str, path: Path, lock: FileLock) -> str:
+        held = f"another run (pid {lock.holder()})"
+        if path == self.destination:
+            return (
+                f"{held} is writing to {str(path)!r} (the {self.sink} sink's lock "
+                f"{str(lock.path)!r} is held); "
+                "wait for it to finish, or stop it and run again with --resume to continue "
+                "from its last commit. Its output was not touched"
+            )
+        return (
+            f"{held} is writing {str(path)!r}, which this {self.sink} sink publishes too "
+            f"({what} of {str(self.destination)!r}; the lock {str(lock.path)!r} is held): "
+            "two outputs must not share a file. Wait for that run to finish, or give this "
+            "output a path whose stem no other output uses (and its own errors_path, if "
+            "set). Nothing was written"
         )
 
     def release(self) -> None:
-        self.lock.release()
+        for lock in reversed(self.locks):
+            lock.release()

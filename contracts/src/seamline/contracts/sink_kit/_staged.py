@@ -10,7 +10,8 @@ file, a table) publishes them, which it overrides.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -19,6 +20,7 @@ from seamline.contracts.errors import ContractViolation
 from seamline.contracts.sink import StagedRun
 from seamline.contracts.sink_kit._atomic import AtomicFile
 from seamline.contracts.sink_kit._config import OutputConfig
+from seamline.contracts.sink_kit._lock import DestinationLock
 from seamline.contracts.sink_kit._parts import PartLock, PartStaging
 
 ConfigT = TypeVar("ConfigT", bound=OutputConfig)
@@ -49,6 +51,18 @@ class StagedParts(Generic[ConfigT]):
     def relocated(self, directory: Path) -> Any:
         """A new sink like this one whose files are all in ``directory``, by the same names."""
         return type(self)(self.config.relocated(directory))  # type: ignore[call-arg]
+
+    @contextlib.contextmanager
+    def hold_destination(self) -> Iterator[None]:
+        """The destination's lock (every name the output is published under) for the
+        driver of a staged run (contract 1.6): the one a whole run's sink takes in
+        ``start``, so a staged run and any other run on this output exclude each other."""
+        lock = DestinationLock(self.name, self.config.published_names())
+        lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
 
     def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
         self.staging().begin(run_id, count, manifest)

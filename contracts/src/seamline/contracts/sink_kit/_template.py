@@ -269,7 +269,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
             self._part_lock.acquire()
             return
         if self._destination_lock is None:
-            self._destination_lock = DestinationLock(self.name, self.config.path)
+            self._destination_lock = DestinationLock(self.name, self.config.published_names())
         self._destination_lock.acquire()
 
     def _unlock(self) -> None:

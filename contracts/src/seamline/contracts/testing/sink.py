@@ -26,7 +26,7 @@ from seamline.contracts.documents import DocumentError, Shard
 from seamline.contracts.errors import ContractViolation, UserError
 from seamline.contracts.sink import OutputRecord, Sink, StagedRun
 from seamline.contracts.testing._common import ComponentContract
-from seamline.contracts.versions import Kind
+from seamline.contracts.versions import Kind, parse_version
 
 MakeSink = Callable[[Path], Sink[Any]]
 ReadOutput = Callable[[Path], Sequence[OutputRecord] | None]
@@ -328,3 +328,41 @@ class SinkContract(ComponentContract):
         self.assert_published(
             fresh, read_output(tmp_path), second, after="publish_parts('fresh', 1, ...)"
         )
+
+    def test_a_staged_run_s_hold_keeps_every_other_run_out(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        """Contract 1.6: ``hold_destination`` keeps out every other run, not the parts."""
+        driver = make_sink(tmp_path)
+        if not driver.stageable or parse_version(driver.contract_version) < (1, 6):
+            pytest.skip(f"sink {driver.name!r} does not stage parts under contract 1.6")
+        with driver.hold_destination():
+            for call, other in (("start()", _start), ("hold_destination()", _hold_and_leave)):
+                refused = make_sink(tmp_path)
+                try:
+                    other(refused)
+                except UserError:
+                    refused.close(complete=False)
+                else:
+                    pytest.fail(f"sink {driver.name!r}: another run's {call} was not refused "
+                                "while the driver held hold_destination()")  # fmt: skip
+            driver.begin_parts("held", 1, MANIFEST)
+            part = driver.part("held", Shard(0, 1))
+            part.recover(MANIFEST)
+            part.write(sample_batches()[0])
+            part.close(complete=True)
+            driver.publish_parts("held", 1, MANIFEST)
+        after = make_sink(tmp_path)
+        after.start(MANIFEST)  # the hold was let go
+        after.write(sample_batches()[1])
+        after.close(complete=True)
+        self.assert_published(after, read_output(tmp_path), sample_batches()[1])
+
+
+def _start(sink: Sink[Any]) -> None:
+    sink.start(MANIFEST)
+
+
+def _hold_and_leave(sink: Sink[Any]) -> None:
+    with sink.hold_destination():
+        pass
