@@ -135,7 +135,21 @@ def test_gauges_stop_after_close(provider: MeterProvider, reader: InMemoryMetric
     assert "seamline.process.rss" in collect(reader)
     monitor.close()
     monitor.close()
+    collect(reader)  # the reading taken at the close (the next test)
     assert "seamline.process.rss" not in collect(reader)
+
+
+def test_a_run_shorter_than_the_export_interval_still_exports_its_gauges(
+    provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    """The CLI's reader collects every OTEL_METRIC_EXPORT_INTERVAL (60 s) and once more as
+    the process exits, after the monitors are closed: a shorter run exported no gauge."""
+    monitor = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
+    for event in EVERY_KIND_OF_EVENT:
+        monitor.observe(event)
+    monitor.close()  # before any collection, as a run of a second is
+    (rss,) = collect(reader)["seamline.process.rss"]
+    assert rss.value > 1 << 20  # the process's resident size at the close, in bytes
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ Instruments (units in brackets):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from opentelemetry import metrics
@@ -80,6 +80,8 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
         super().__init__(config)
         self._log: Any = get_logger(LOGGER_NAME)
         self._closed = False
+        self._final: dict[str, list[Observation]] = {}
+        """The gauges' readings at ``close``, each reported to one collection after it."""
         self._documents_seen = 0
         self._run_id = ""
         meter = (
@@ -202,8 +204,25 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
     # -- gauges ------------------------------------------------------------------------------
 
     def _observe_rss(self, options: CallbackOptions) -> Iterable[Observation]:
-        if self._closed:
-            return []
+        return self._gauge("rss", self._read_rss)
+
+    def _observe_device(self, options: CallbackOptions) -> Iterable[Observation]:
+        return self._gauge("device", self._read_device)
+
+    def _gauge(self, name: str, read: Callable[[], list[Observation]]) -> list[Observation]:
+        """What a collection gets: a fresh reading while the run goes on; after ``close``,
+        the reading taken as it closed, once (then nothing).
+
+        A reader collects every ``OTEL_METRIC_EXPORT_INTERVAL`` (60 s by default) and once
+        more as the process exits, after the monitors are closed: a run shorter than the
+        interval exported no gauge at all while the gauges went quiet at ``close``.
+        """
+        if not self._closed:
+            return read()
+        return self._final.pop(name, [])
+
+    @staticmethod
+    def _read_rss() -> list[Observation]:
         try:
             import psutil  # type: ignore[import-untyped]
 
@@ -211,9 +230,8 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
         except Exception:
             return []
 
-    def _observe_device(self, options: CallbackOptions) -> Iterable[Observation]:
-        if self._closed:
-            return []
+    @staticmethod
+    def _read_device() -> list[Observation]:
         try:
             import jax
 
@@ -228,5 +246,10 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
         ]
 
     def close(self) -> None:
-        """Stops the gauges reporting (instruments cannot be unregistered from a meter)."""
+        """Stops the gauges reporting (instruments cannot be unregistered from a meter),
+        after the next collection has had their readings at the close."""
+        if self._closed:
+            return
+        if self.config.memory_gauges:
+            self._final = {"rss": self._read_rss(), "device": self._read_device()}
         self._closed = True
