@@ -308,6 +308,10 @@ def test_fallbacks_and_verifications_are_span_events(tmp_path: Path) -> None:
     fallback = [e for _, e in events if e["name"] == "seamline.fallback"]
     assert fallback[0]["attributes"]["seamline.failed"] == "off-by-ten"
     assert fallback[0]["attributes"]["seamline.replacement"] == "native"
+    names = {e["name"] for _, e in events}
+    # One rule names every event (the class name in snake case): two were CamelCase.
+    assert {"seamline.attention_chosen", "seamline.compiled"} <= names, names
+    assert all(name == name.lower() for name in names), names
 
 
 def test_every_seam_call_is_a_seamcall_event() -> None:

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import socket
 from collections.abc import Mapping
 from typing import Any
@@ -95,12 +96,11 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-_EVENT_NAMES = {
-    "Fallback": "seamline.fallback",
-    "Verified": "seamline.verified",
-    "ShadowCompared": "seamline.shadow_compared",
-    "Alert": "seamline.alert",
-}
+def event_name(event_type: type) -> str:
+    """A monitor event's span event name: ``seamline.`` and its class's name in snake case
+    (``AttentionChosen`` -> ``seamline.attention_chosen``), one rule for every event, as
+    OpenTelemetry's semantic conventions name events."""
+    return "seamline." + re.sub(r"(?<!^)(?=[A-Z])", "_", event_type.__name__).lower()
 
 
 # Made once: a proxy until the application installs a tracer provider, then that
@@ -147,5 +147,4 @@ def span_event(event: Any) -> None:
             attributes[f"seamline.{f.name}"] = value
         elif value is not None:
             attributes[f"seamline.{f.name}"] = str(value)
-    name = type(event).__name__
-    span.add_event(_EVENT_NAMES.get(name, f"seamline.{name}"), attributes)
+    span.add_event(event_name(type(event)), attributes)
