@@ -15,6 +15,7 @@ from seamline.contracts import (
     AttentionChosen,
     BatchDone,
     Compiled,
+    ConfigError,
     ContractViolation,
     DocumentFailed,
     Fallback,
@@ -79,20 +80,34 @@ def test_every_document_is_either_written_or_set_aside() -> None:
     assert summary.first_output_seconds > 0
 
 
-def test_a_run_without_any_reference_attention_installed_finishes_cleanly() -> None:
-    # No installed attention declares itself the reference: nothing to verify against,
-    # and the end of the run must not trip over the missing reference.
+NO_REFERENCE = (
+    "pipeline: no-reference\n"
+    "loader: {use: list, with: {texts: ['one two', 'three']}}\n"
+    "model: {use: toy}\n"
+    "attention: {use: long-only%s}\n"
+    "monitors: [{use: recording}]\n"
+    "sink: {use: memory}\n"
+    "run: {batch_size: 4, buckets: [4]}\n"
+)
+
+
+def test_a_verifying_pipeline_without_any_reference_installed_is_refused() -> None:
+    """Verification (on by default) had nothing to check against and checked nothing, with
+    only ``explain`` saying "reference (none installed)": a kernel that lies ran, exit 0."""
     registry = toy_registry(without=(NativeAttention,))
-    text = (
-        "pipeline: no-reference\n"
-        "loader: {use: list, with: {texts: ['one two', 'three']}}\n"
-        "model: {use: toy}\n"
-        "attention: {use: long-only}\n"
-        "monitors: [{use: recording}]\n"
-        "sink: {use: memory}\n"
-        "run: {batch_size: 4, buckets: [4]}\n"
-    )
-    resolved = parse_pipeline(text, "p.yaml", registry)
+    with pytest.raises(ConfigError) as refused:
+        parse_pipeline(NO_REFERENCE % "", "p.yaml", registry)
+    message = str(refused.value)
+    assert message.startswith("p.yaml:4:12: attention.verify checks the chosen attention")
+    assert "no attention installed and allowed here is one" in message
+    assert "attention.verify: false to run unverified" in message
+
+
+def test_a_run_without_any_reference_attention_installed_finishes_cleanly() -> None:
+    # No installed attention declares itself the reference, and verify: false says the
+    # run may go unverified: the end of the run must not trip over the missing reference.
+    registry = toy_registry(without=(NativeAttention,))
+    resolved = parse_pipeline(NO_REFERENCE % ", verify: false", "p.yaml", registry)
     assert resolved.attention.reference is None
     summary = Orchestrator(resolved, registry).run()
     assert summary.counts.documents == 2

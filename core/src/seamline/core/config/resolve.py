@@ -579,8 +579,10 @@ class _Resolver:
             ]
             usable = [info.name for info in declared if info.usable]
             if not usable:
-                if declared and settings.verify:
-                    self.problems.append(self._reference_unusable(declared[0]))
+                if settings.verify:
+                    self.problems.append(
+                        self._reference_unusable(declared[0]) if declared else self._no_reference()
+                    )
                 return None
             name, use_path = usable[0], ("attention",)
         options = settings.with_.get(name) if mode is not AttentionMode.EXPLICIT else None
@@ -601,6 +603,17 @@ class _Resolver:
             f"{info.name!r} (from {info.distribution}), which is {info.status} here: "
             f"{info.reason}; fix that (the reference must be usable), or set "
             "attention.verify: false to run unverified",
+            self.located.where(("attention",)),
+        )
+
+    def _no_reference(self) -> ConfigError:
+        """No attention installed (or allowed) here declares itself the reference: as with
+        an unusable one, verification would silently check nothing."""
+        return ConfigError(
+            "attention.verify checks the chosen attention against the reference, and no "
+            "attention installed and allowed here is one (seamline's is 'native', from "
+            "seamline-components); install or allow it, name another with "
+            "attention.reference, or set attention.verify: false to run unverified",
             self.located.where(("attention",)),
         )
 
