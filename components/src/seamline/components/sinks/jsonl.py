@@ -36,8 +36,8 @@ class JsonlSinkConfig(OutputConfig):
 
     precision: int | None = Field(
         default=None,
-        description="Round embedding values to this many decimal places to shrink the file; "
-        "null writes every value exactly (float32 values round-trip bit for bit).",
+        description="Round embedding values to this many decimal places (0 to 17) to shrink "
+        "the file; null writes every value exactly (float32 values round-trip bit for bit).",
     )
 
     @model_validator(mode="after")
