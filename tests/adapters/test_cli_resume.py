@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 from typing import TYPE_CHECKING
 
 import pytest
@@ -127,3 +128,23 @@ def test_ctrl_c_is_one_line_that_says_how_to_go_on(
     assert "interrupted: nothing was published; what the sink last committed is kept" in output
     assert "run again with --resume" in output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.usefixtures("toy_cli")
+def test_sigterm_is_ctrl_c_s_line_with_exit_code_143(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def terminate(self: MemorySink, records: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # handled: raises in this, the main, thread
+
+    monkeypatch.setattr(MemorySink, "write", terminate)
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(PIPELINE, encoding="utf-8")
+    before = signal.getsignal(signal.SIGTERM)
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--no-compile-cache"])
+    assert result.exit_code == 143, result.output
+    output = " ".join(result.output.split())
+    assert "interrupted (SIGTERM): nothing was published; what the sink last committed" in output
+    assert "run again with --resume" in output
+    assert "Traceback" not in result.output
+    assert signal.getsignal(signal.SIGTERM) is before, "the command left its handler behind"

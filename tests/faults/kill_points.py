@@ -7,7 +7,8 @@ publishing (the ``fault-jsonl`` sink's ``SEAMLINE_FAULT_KILL`` hook, so the pipe
 file is the same for the resume), and at seeded moments after it started; once by
 SIGTERM. The runs killed at a moment are slowed down (``SEAMLINE_FAULT_SLOW``: a
 sleep before each write), so that the moment falls inside the run on a fast machine
-too. Each is then resumed with ``seamline run --resume`` (in this process, to keep
+too. The run sent SIGTERM stops as Ctrl-C stops it (exit code 143, the checkpoint
+kept). Each is then resumed with ``seamline run --resume`` (in this process, to keep
 the harness quick), and what it published is compared with an uninterrupted run's.
 Every run starts in its own directory, as a user's does, and the points take the
 ways of spelling the sink's path in turn (:func:`spelling_of`: absolute, relative,
@@ -89,6 +90,12 @@ def timed(point: str) -> bool:
 
 def signal_of(point: str) -> signal.Signals:
     return signal.SIGTERM if point.startswith("term:") else signal.SIGKILL
+
+
+def expected_end(point: str) -> int:
+    """How the process at ``point`` must end: killed by SIGKILL, or, for the SIGTERM, the
+    clean stop Ctrl-C makes (``seamline run`` handles it), exit code 143."""
+    return 143 if signal_of(point) == signal.SIGTERM else -signal.SIGKILL
 
 
 def in_process_cli() -> contextlib.AbstractContextManager[CliRunner]:
@@ -243,7 +250,7 @@ def render(results: KillResults) -> str:
             (
                 f"`{killed.point}`",
                 LABELS[spelling_of(killed.point)],
-                expected(ending(killed.ended.returncode), signal_of(killed.point).name),
+                expected(ending(killed.ended.returncode), ending(expected_end(killed.point))),
                 resume,
                 output,
                 left,

@@ -2,18 +2,21 @@
 
 A user's mistake (a bad pipeline file, an unknown component, an attention that cannot
 serve): exit code 2. A component that failed for good, or the machine around the run
-(a full disk, a forbidden directory): 1. Ctrl-C: 130. Each is one line on stderr,
-never a traceback.
+(a full disk, a forbidden directory): 1. Ctrl-C: 130; a SIGTERM, where the command
+turns it into the same stop (:mod:`.stopping`): 143. Each is one line on stderr, never a
+traceback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import NoReturn, TypeVar
 
 import typer
 
 from seamline.adapters.cli.render.console import error, interrupted
+from seamline.adapters.cli.stopping import Terminated, exit_code
 from seamline.contracts.errors import ShardFailed, UserError
 
 T = TypeVar("T")
@@ -32,8 +35,9 @@ def user_errors(
 
     ``report``, when given, is told of the error first: ``--format json`` prints it on
     stdout as part of its one document, for a script to read (the line on stderr is
-    for the person watching). ``kept_on_interrupt``: what Ctrl-C leaves for later, said
-    after "nothing was published" (``run``: the last checkpoint, and ``--resume``).
+    for the person watching). ``kept_on_interrupt``: what Ctrl-C (or a SIGTERM, see
+    :mod:`.stopping`) leaves for later, said after "nothing was published" (``run``: the
+    last checkpoint, and ``--resume``).
     """
     try:
         return action()
@@ -45,9 +49,26 @@ def user_errors(
     except ShardFailed as failed:  # a component failed for good: the reason, not a traceback
         error(str(failed), label="failed")
         raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        interrupted(kept_on_interrupt)
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as stop:
+        _stopped(stop, kept_on_interrupt)
+
+
+@contextlib.contextmanager
+def interrupts(kept: str = "") -> Iterator[None]:
+    """Ctrl-C or a SIGTERM anywhere in the block: the one line, exit code 130 or 143.
+
+    For what a command does outside :func:`user_errors` (its imports, its set-up), so that
+    a stop there is not click's "Aborted!" and exit code 1.
+    """
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        _stopped(stop, kept)
+
+
+def _stopped(stop: KeyboardInterrupt, kept: str) -> NoReturn:
+    interrupted(kept, by="SIGTERM" if isinstance(stop, Terminated) else "")
+    raise typer.Exit(exit_code(stop)) from None
 
 
 def usage_error(message: str) -> NoReturn:

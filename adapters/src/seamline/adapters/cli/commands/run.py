@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from seamline.adapters.cli import STARTED
-from seamline.adapters.cli.errors import environment_errors, usage_error, user_errors
+from seamline.adapters.cli.errors import (
+    environment_errors,
+    interrupts,
+    usage_error,
+    user_errors,
+)
 from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
 from seamline.adapters.cli.render.console import consoles
+from seamline.adapters.cli.stopping import terminate_as_interrupt
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from seamline.core import Pipeline, RunSummary
 
 LOG_FORMATS = {"auto": None, "json": True, "console": False}
 """``--log-format`` → ``configure_logging(json=...)`` (None: console on a terminal)."""
@@ -21,7 +32,7 @@ KEPT = (
 )
 """What a failure of the machine around the run leaves, and what to do."""
 INTERRUPTED = "what the sink last committed is kept: run again with --resume to go on from it"
-"""What Ctrl-C leaves of a run (said after "nothing was published")."""
+"""What Ctrl-C or a SIGTERM leaves of a run (said after "nothing was published")."""
 
 LogFormat = Annotated[
     str,
@@ -89,14 +100,37 @@ def run(
     format_: FormatOption = "text",
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
-    from seamline.adapters import telemetry_setup
+    as_json = output_format(format_) == "json"
+    # A SIGTERM (a scheduler's, `timeout`'s) stops the run as Ctrl-C does, until it is done.
+    with terminate_as_interrupt(), interrupts(INTERRUPTED):
+        summary, loaded, run_started = _run(
+            pipeline, overrides, log_format, log_level, compile_cache, resume, restart
+        )
     from seamline.adapters.cli.outputs import output_place
-    from seamline.adapters.cli.render.progress import ProgressMonitor
     from seamline.adapters.cli.render.run import run_summary
     from seamline.adapters.cli.render.run_json import run_summary_json
+
+    place = output_place(loaded)
+    if as_json:
+        run_summary_json(summary, place)
+    else:
+        run_summary(summary, before_run=run_started - STARTED, place=place, verbose=verbose)
+
+
+def _run(
+    pipeline: Path,
+    overrides: list[str] | None,
+    log_format: str,
+    log_level: str | None,
+    compile_cache: bool,
+    resume: bool,
+    restart: bool,
+) -> tuple[RunSummary, Pipeline, float]:
+    """Load the pipeline and run it: its summary, the pipeline, and when the run began."""
+    from seamline.adapters import telemetry_setup
+    from seamline.adapters.cli.render.progress import ProgressMonitor
     from seamline.core import Pipeline
 
-    as_json = output_format(format_) == "json"
     interactive = consoles.err.is_terminal
     configure_logging(log_format, log_level, interactive)
     if compile_cache:
@@ -117,11 +151,7 @@ def run(
         )
     finally:
         telemetry_setup.shutdown_telemetry()
-    place = output_place(loaded)
-    if as_json:
-        run_summary_json(summary, place)
-    else:
-        run_summary(summary, before_run=run_started - STARTED, place=place, verbose=verbose)
+    return summary, loaded, run_started
 
 
 def configure_logging(log_format: str, log_level: str | None, interactive: bool) -> None:

@@ -119,10 +119,15 @@ def error(message: str, label: str = "error") -> None:
     line((f"{label}:", "bold red"), " ", message, console=consoles.err, soft_wrap=True)
 
 
-def interrupted(kept: str = "") -> None:
-    """What Ctrl-C leaves behind (``kept``: what a command keeps for later, and how to go on)."""
+def interrupted(kept: str = "", by: str = "") -> None:
+    """What Ctrl-C leaves behind (``kept``: what a command keeps for later, and how to go on).
+
+    ``by``: the signal that stopped it, when not Ctrl-C (``SIGTERM``), for the log of a
+    job a scheduler stopped.
+    """
     more = f"; {kept}" if kept else ""
-    line(("interrupted:", "bold yellow"), f" nothing was published{more}", console=consoles.err)
+    label = f"interrupted ({by}):" if by else "interrupted:"
+    line((label, "bold yellow"), f" nothing was published{more}", console=consoles.err)
 
 
 def note(message: str) -> None:

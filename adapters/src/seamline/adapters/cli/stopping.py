@@ -1,0 +1,64 @@
+"""SIGTERM stops a command as Ctrl-C does: the same clean stop, the same line, exit 143.
+
+Ctrl-C reaches Python as a ``KeyboardInterrupt`` raised in the main thread, and every
+layer of a run already stops cleanly on one: the orchestrator ends the part without
+publishing, the sink keeps its last checkpoint, and :mod:`.errors` prints one line that
+says how to go on. A job scheduler, ``timeout``, Kubernetes or systemd stop a process
+with SIGTERM instead, whose default action ends it at once: no line, no word of
+``--resume``. While a command does its work, :func:`terminate_as_interrupt` makes
+SIGTERM raise :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread, so it
+takes that very path; only the exit code tells the two apart (:func:`exit_code`).
+
+The handler is installed by the command that wants it (``seamline run``), in the main
+thread only (Python delivers signals there), and only for the duration of the work:
+``seamline serve`` keeps uvicorn's own SIGTERM handling, and an application that embeds
+seamline keeps its own. A second SIGTERM while the first one's stop is under way ends
+the process at once, as the handler found before (by default: killed by SIGTERM); the
+last checkpoint is kept either way, as after a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+INTERRUPTED = 130
+"""The exit code of Ctrl-C (128 + SIGINT, as a shell reports a process SIGINT ended)."""
+TERMINATED = 128 + signal.SIGTERM
+"""The exit code of a SIGTERM (143), as a shell reports a process SIGTERM ended."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as Ctrl-C's ``KeyboardInterrupt`` is, so that it stops a run the same way."""
+
+
+def exit_code(stop: KeyboardInterrupt) -> int:
+    """143 for a SIGTERM, 130 for Ctrl-C."""
+    return TERMINATED if isinstance(stop, Terminated) else INTERRUPTED
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread.
+
+    Outside the main thread (where no signal handler can be installed) the block runs
+    with SIGTERM as it was. The handler found before is put back when the block ends.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    found = signal.getsignal(signal.SIGTERM)
+    before = signal.SIG_DFL if found is None else found
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, before)  # a second SIGTERM does not wait for the first
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

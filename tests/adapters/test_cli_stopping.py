@@ -1,0 +1,56 @@
+"""``terminate_as_interrupt``: SIGTERM as Ctrl-C, in the main thread, for the block only."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from seamline.adapters.cli.stopping import Terminated, exit_code, terminate_as_interrupt
+
+
+def test_sigterm_raises_terminated_in_the_block_and_the_old_handler_is_back_after() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated), terminate_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before the next line
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_second_sigterm_during_the_stop_meets_the_handler_found_before() -> None:
+    seen: list[int] = []
+
+    def stopped_twice() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        finally:  # the stop under way, as a run's cleanup is
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with pytest.raises(Terminated), terminate_as_interrupt():
+            stopped_twice()
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_outside_the_main_thread_sigterm_is_left_alone() -> None:
+    found: list[object] = []
+
+    def work() -> None:
+        with terminate_as_interrupt():
+            found.append(signal.getsignal(signal.SIGTERM))
+
+    before = signal.getsignal(signal.SIGTERM)
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert found == [before]
+
+
+def test_terminated_is_an_interrupt_with_its_own_exit_code() -> None:
+    assert isinstance(Terminated(), KeyboardInterrupt)
+    assert exit_code(Terminated()) == 143
+    assert exit_code(KeyboardInterrupt()) == 130

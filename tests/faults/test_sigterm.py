@@ -1,0 +1,80 @@
+"""A SIGTERM stops ``seamline run`` as Ctrl-C does, seen from the user's side.
+
+A job scheduler, ``timeout``, Kubernetes and systemd stop a process with SIGTERM. A real
+``seamline run`` subprocess (slowed: the ``fault-jsonl`` sink sleeps before each write)
+gets one after its first commit, and must stop cleanly: exit code 143 (128 + 15, what a
+shell reports for a process SIGTERM ended), the one ``interrupted`` line that names
+``--resume``, no traceback, nothing published and the checkpoint kept; ``--resume`` then
+publishes every document exactly once.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from tests.faults.component_scenarios import published
+from tests.faults.fixture_plugin import fault_environment
+from tests.faults.kill_points import DOCUMENTS, write_pipeline
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+SLOW_S = "0.4"
+"""Sleep before each write: the 10 writes after the first commit outlast the signal."""
+
+
+def seamline_run(pipeline: Path, *flags: str, slow: str = "") -> subprocess.Popen[str]:
+    """``seamline run pipeline.yaml`` started from the pipeline's folder, as a user starts it."""
+    env = fault_environment(SEAMLINE_FAULT_SLOW=slow) if slow else fault_environment()
+    return subprocess.Popen(
+        [sys.executable, "-m", "seamline.adapters.cli.main", "run", pipeline.name, *flags],
+        cwd=pipeline.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(path: Path, process: subprocess.Popen[str], timeout_s: float = 120) -> None:
+    """Until ``path`` exists (the run's first commit), while ``process`` runs."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"no first commit: {process.communicate()}")
+        time.sleep(0.02)
+
+
+def test_sigterm_after_the_first_commit_stops_cleanly_and_resume_finishes(
+    tmp_path: Path,
+) -> None:
+    pipeline = write_pipeline(tmp_path, "relative")
+    out = tmp_path / "out"
+    running = seamline_run(pipeline, "--log-level", "warning", slow=SLOW_S)
+    wait_for(out / ".emb.jsonl.checkpoint", running)
+    running.send_signal(signal.SIGTERM)
+    stdout, stderr = running.communicate(timeout=120)
+
+    assert running.returncode == 143, (running.returncode, stderr)
+    assert "Traceback" not in stderr, stderr
+    line = " ".join(stderr.split())
+    assert (
+        "interrupted (SIGTERM): nothing was published; what the sink last committed is kept: "
+        "run again with --resume to go on from it"
+    ) in line, stderr
+    assert published(out) is None, "a stopped run published"
+    assert (out / ".emb.jsonl.checkpoint").exists(), "the checkpoint was not kept"
+
+    resumed = seamline_run(pipeline, "--resume", "--log-level", "warning")
+    stdout, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    assert "resumed after cursor" in stdout, stdout
+    records = published(out)
+    assert records is not None
+    ids = [record["id"] for record in records]
+    assert sorted(ids) == sorted(f"d{i}" for i in range(DOCUMENTS)), "not each exactly once"
