@@ -225,8 +225,28 @@ def test_a_shard_that_fails_for_good_stops_the_run_and_publishes_nothing(
     assert failure.component == "loader 'lines' (read, from seamline-fixture-scale 0.1.0)"
     assert "OSError: cannot read d5" in failure.reason
     assert "nothing was published" in str(failure)
+    # d1 and d3 were committed (checkpoint_every: 2) before d5 failed, and the retry resumed
+    # that commit: the actor's process says so, and the message may promise it.
+    assert failure.committed is True
+    assert "continue from the shards' last commits" in str(failure)
     assert not (tmp_path / "emb.manifest.json").exists()
     assert read_records(tmp_path / "emb.jsonl") is None
+
+
+def test_a_shard_that_fails_before_its_first_commit_is_not_promised_one(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    with pytest.raises(ShardFailed) as caught:
+        run(
+            scale_registry,
+            tmp_path,
+            executor=ray_executor(actors=1, shards=2, retries=0),
+            loader={"raise_at": "d1"},  # shard 1's first document
+        )
+    failure = caught.value
+    assert (failure.index, failure.committed) == (1, False)
+    assert "shard 1 committed nothing" in str(failure)
+    assert "shard 1 starts from its beginning" in str(failure)
 
 
 @pytest.mark.parametrize("retries", [1, 2])

@@ -80,28 +80,55 @@ class ShardFailed(SeamlineError):
 
     Carries which shard, which component (``model 'bert-encoder' (apply, from
     seamline-components 0.1.0)``: the call and the distribution it came from, or ``the
-    pipeline`` when no component's call was under way) and the reason, as plain strings and
-    integers so that it crosses process boundaries (an executor's workers) intact.
+    pipeline`` when no component's call was under way), the reason, and whether the
+    shard's output holds a commit that ``--resume`` continues from (``committed``: one
+    the shard made, or the one it resumed from; None when the worker cannot tell), as
+    plain values so that it crosses process boundaries (an executor's workers) intact.
+    The message tells the user what a run again will do, so it must not promise a
+    commit that was never made.
     """
 
-    def __init__(self, index: int, count: int, component: str, reason: str) -> None:
+    def __init__(
+        self, index: int, count: int, component: str, reason: str, committed: bool | None = None
+    ) -> None:
         self.index = index
         self.count = count
         self.component = component
         self.reason = reason
+        self.committed = committed
         if count == 1:  # the whole run, as it always was: no shards to speak of
-            message = (
-                f"the run failed in {component}: {reason}; nothing was published and what the "
-                "sink last committed is kept (fix the cause, then run again with --resume to "
-                "continue from that commit)"
-            )
+            failed = f"the run failed in {component}: {reason}; nothing was published"
         else:
-            message = (
-                f"shard {index} of {count} failed in {component}: {reason}; nothing was "
-                "published (fix the cause and run again with --resume to continue from the "
-                "shards' last commits)"
+            failed = (
+                f"shard {index} of {count} failed in {component}: {reason}; nothing was published"
             )
-        super().__init__(message)
+        super().__init__(f"{failed}{_what_a_run_again_does(index, count, committed)}")
 
-    def __reduce__(self) -> tuple[type[ShardFailed], tuple[int, int, str, str]]:
-        return (type(self), (self.index, self.count, self.component, self.reason))
+    def __reduce__(self) -> tuple[type[ShardFailed], tuple[int, int, str, str, bool | None]]:
+        return (type(self), (self.index, self.count, self.component, self.reason, self.committed))
+
+
+def _what_a_run_again_does(index: int, count: int, committed: bool | None) -> str:
+    """The end of :class:`ShardFailed`'s message: what is kept, and what a run again does."""
+    if count == 1:
+        if committed is False:
+            return (
+                " and nothing was committed, so a run again starts from the beginning (fix the "
+                "cause, then run again; --resume is not needed)"
+            )
+        if committed is None:
+            return (
+                " and what the sink last committed, if anything, is kept (fix the cause, then "
+                "run again with --resume to continue from the last commit, if there is one)"
+            )
+        return (
+            " and what the sink last committed is kept (fix the cause, then run again with "
+            "--resume to continue from that commit)"
+        )
+    if committed is False:
+        return (
+            f" and shard {index} committed nothing (fix the cause and run again with --resume: "
+            f"shard {index} starts from its beginning, the other shards continue from their "
+            "last commits)"
+        )
+    return " (fix the cause and run again with --resume to continue from the shards' last commits)"

@@ -202,6 +202,7 @@ class Orchestrator:
         self._committed_before: RunCounts | None = RunCounts()
         """What the output held when this part began (recovered from its last commit)."""
         self.resumed_from: str | None = None
+        self.has_commit: bool | None = None  # made or resumed by this part; None: not known yet
         self._started = 0.0
         self._first_output: float | None = None
         self._first_failure: DocumentError | None = None
@@ -262,7 +263,7 @@ class Orchestrator:
         self.host = self._host_work()
         self._device_counts = RunCounts()
         self._committed_before = RunCounts()
-        self.resumed_from = None
+        self.resumed_from = self.has_commit = None
         self._first_output = self._first_failure = None
         self._in_flight = in_flight = InFlight(self.pipeline.spec.run.in_flight, self._write)
         compilations = self.steps.compilations
@@ -335,7 +336,7 @@ class Orchestrator:
                 where = (self.loader, self.loader_seam, self._shard)
                 _check_cursor(where, recovered.checkpoint, cursor, recovered.held)
             log.info("resuming after the last checkpoint", sink=self.sink.name, cursor=cursor)
-        self.resumed_from = cursor
+        self.resumed_from, self.has_commit = cursor, recovered is not None
         return cursor
 
     # -- host work (producer thread) -------------------------------------------------------
@@ -405,6 +406,7 @@ class Orchestrator:
         )
         with self.sink_seam.call("commit", {"seamline.cursor": cursor}):
             self.sink.commit(committed)
+        self.has_commit = True
         log.debug("checkpoint committed", sink=self.sink.name, cursor=cursor)
 
     def _set_aside(self, error: DocumentError, stage: str) -> None:

@@ -68,6 +68,7 @@ class PipelineWorker(ShardWorker):
     def run(self, task: ShardTask) -> ShardReport:
         shard = task.shard
         context = propagate.extract(dict(task.trace_context))
+        running = False
         try:
             sink = self._sink_for(task, context)
             if sink is None:
@@ -75,6 +76,7 @@ class PipelineWorker(ShardWorker):
                 return ShardReport(shard, self.name, committed_before=None, finished_before=True)
             # A part always continues from its own last commit, if any.
             resume = task.resume if shard.count == 1 else True
+            running = True
             summary = self.orchestrator.run_part(
                 resume=resume, shard=shard, sink=sink, run_id=task.run_id, context=context
             )
@@ -82,9 +84,12 @@ class PipelineWorker(ShardWorker):
             raise
         except Exception as err:
             where = failed_at(err) or "the pipeline"
-            raise ShardFailed(
-                shard.index, shard.count, where, f"{type(err).__name__}: {err}"
-            ) from err
+            # Whether the part's output holds a commit (one it made, or the one it resumed
+            # from; None before its sink started or recovered): the message tells the user
+            # whether a run again continues from it or starts from the beginning.
+            committed = self.orchestrator.has_commit if running else None
+            reason = f"{type(err).__name__}: {err}"
+            raise ShardFailed(shard.index, shard.count, where, reason, committed) from err
         return _report(shard, self.name, summary)
 
     def _sink_for(self, task: ShardTask, context: Context) -> Sink[Any] | None:

@@ -1,0 +1,87 @@
+"""A failed run's one line says what a run again does: from a commit, or from the beginning.
+
+``ShardFailed`` used to say "run again with --resume to continue from that commit" even
+when the run failed before its first commit. The run fails in the ``fault-loader`` at a
+chosen document (``SEAMLINE_FAULT_RAISE=read:<i>``; the pipeline commits every 5
+documents), through ``seamline run`` in this process.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING
+
+from seamline.contracts import ShardFailed
+from tests.faults.component_scenarios import in_process_cli, pipeline, seamline
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+LOADER = "loader 'fault-loader' (read, from seamline-fixture-faults 0.1.0)"
+NOTHING_COMMITTED = (
+    "nothing was published and nothing was committed, so a run again starts from the "
+    "beginning (fix the cause, then run again; --resume is not needed)"
+)
+FROM_THE_COMMIT = (
+    "nothing was published and what the sink last committed is kept (fix the cause, then run "
+    "again with --resume to continue from that commit)"
+)
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_run_failing_before_its_first_commit_says_nothing_was_committed(tmp_path: Path) -> None:
+    path = pipeline(tmp_path)
+    with in_process_cli() as cli:
+        ran = seamline(cli, path, SEAMLINE_FAULT_RAISE="read:2")
+    assert ran.exit_code == 1, ran.stderr
+    line = one_line(ran.stderr)
+    assert line.startswith(f"failed: the run failed in {LOADER}: RuntimeError: "), line
+    assert NOTHING_COMMITTED in line, line
+    assert "continue from that commit" not in line
+    assert "Traceback" not in ran.stderr
+    assert not (tmp_path / "out" / ".emb.jsonl.checkpoint").exists()
+
+
+def test_a_run_failing_after_a_commit_says_resume_continues_from_it(tmp_path: Path) -> None:
+    path = pipeline(tmp_path)
+    with in_process_cli() as cli:
+        ran = seamline(cli, path, SEAMLINE_FAULT_RAISE="read:17")
+    assert ran.exit_code == 1, ran.stderr
+    assert FROM_THE_COMMIT in one_line(ran.stderr)
+    assert (tmp_path / "out" / ".emb.jsonl.checkpoint").exists()
+
+
+def test_a_resume_failing_before_committing_again_still_has_the_commit_it_resumed(
+    tmp_path: Path,
+) -> None:
+    path = pipeline(tmp_path)
+    with in_process_cli() as cli:
+        first = seamline(cli, path, SEAMLINE_FAULT_RAISE="read:17")
+        again = seamline(cli, path, "--resume", SEAMLINE_FAULT_RAISE="read:17")
+    assert first.exit_code == again.exit_code == 1, again.stderr
+    assert FROM_THE_COMMIT in one_line(again.stderr)
+
+
+def test_a_shard_that_committed_nothing_is_started_over_by_resume() -> None:
+    failed = ShardFailed(1, 3, "model 'toy' (apply, from t 1)", "ValueError: no", committed=False)
+    assert str(failed) == (
+        "shard 1 of 3 failed in model 'toy' (apply, from t 1): ValueError: no; nothing was "
+        "published and shard 1 committed nothing (fix the cause and run again with --resume: "
+        "shard 1 starts from its beginning, the other shards continue from their last commits)"
+    )
+
+
+def test_an_unknown_commit_is_not_promised() -> None:
+    failed = ShardFailed(0, 1, "the pipeline", "OSError: gone")
+    assert "what the sink last committed, if anything, is kept" in str(failed)
+    assert "continue from that commit" not in str(failed)
+
+
+def test_whether_it_committed_crosses_a_process_boundary() -> None:
+    failed = ShardFailed(0, 2, "the pipeline", "OSError: gone", committed=False)
+    copy = pickle.loads(pickle.dumps(failed))  # as a Ray actor's error reaches the driver
+    assert copy.committed is False
+    assert str(copy) == str(failed)
