@@ -10,6 +10,7 @@ module                    its one job
 :mod:`.errors`            which failure is which exit code (2: the user's, 1: a component's
                           or the machine's, 130: interrupted, 143: stopped by SIGTERM)
 :mod:`.stopping`          SIGTERM taken as Ctrl-C while ``seamline run`` works
+:mod:`.pipes`             a reader that closes stdout early: exit 141, quietly
 :mod:`.loading`           the registry and the pipeline a command works on
 :mod:`.options`           the arguments several commands share
 :mod:`.check`             running the conformance suite for ``seamline check``

@@ -21,6 +21,8 @@ from typer import _click  # typer's own copy of click: its commands are built on
 from typer._click.exceptions import NoSuchOption
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from seamline.adapters.cli.pipes import quiet_when_stdout_closes
+
 RENAMED: dict[tuple[str, str], str] = {
     ("components", "-k"): "--kind has no short form any more (-k is search's number of "
     "results): use --kind KIND.",
@@ -43,12 +45,29 @@ def _help_without_pydantic(option: _click.Parameter | None) -> None:
 
 
 class Group(TyperGroup):
-    """The ``seamline`` group: its help option costs no pydantic import."""
+    """The ``seamline`` group: its help option costs no pydantic import, and a reader that
+    closes stdout early ends any command quietly (:mod:`.pipes`)."""
 
     def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
         option = super().get_help_option(ctx)
         _help_without_pydantic(option)
         return option
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: _click.Context | None = None,
+        **extra: Any,
+    ) -> _click.Context:
+        """Parse the arguments (``seamline --help`` prints here), quiet on a closed stdout."""
+        return quiet_when_stdout_closes(
+            lambda: super(Group, self).make_context(info_name, args, parent, **extra)
+        )
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        """Run the command (a command's ``--help`` prints here), quiet on a closed stdout."""
+        return quiet_when_stdout_closes(lambda: super(Group, self).invoke(ctx))
 
 
 CLICK_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "Path": "PATH"}

@@ -14,6 +14,8 @@ Light on purpose: importing this module imports no part of rich, so that
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -50,12 +52,26 @@ class Consoles:
 
 
 def _console(*, stderr: bool) -> Console:
-    from rich.console import Console
-
+    console = _piped_console()
     stream = sys.stderr if stderr else sys.stdout
     if _is_terminal(stream) or os.environ.get("COLUMNS"):
-        return Console(stderr=stderr)
-    return Console(stderr=stderr, width=UNWRAPPED, no_color=True)
+        return console(stderr=stderr)
+    return console(stderr=stderr, width=UNWRAPPED, no_color=True)
+
+
+@functools.cache
+def _piped_console() -> type[Console]:
+    """rich's ``Console``, except on a closed pipe: rich exits 1 there itself (after sending
+    stdout to the null device, whichever stream it was); this one raises
+    ``BrokenPipeError``, for :mod:`seamline.adapters.cli.pipes` to decide what it means."""
+    from rich.console import Console
+
+    class PipedConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True  # nothing more of this console's output is tried
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return PipedConsole
 
 
 def _is_terminal(stream: Any) -> bool:

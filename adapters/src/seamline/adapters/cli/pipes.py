@@ -1,0 +1,66 @@
+"""A reader that closes stdout early (``seamline search ... | head -1``) ends the command quietly.
+
+Python ignores SIGPIPE, so a write to a pipe nobody reads any more raises
+``BrokenPipeError``; click turned that into exit code 1, which a script cannot tell
+from a failure. Commands such as ``git`` or ``ls`` die from SIGPIPE instead, which a
+shell reports as 141 (128 + 13), without a word. :func:`quiet_when_stdout_closes` does
+the same without restoring SIGPIPE's default (which would kill the process on any
+closed pipe or socket, a Ray worker's or a server client's included): when stdout's
+reader is gone, the rest of the output goes to the null device and the command exits
+141, no traceback and no message.
+
+Only a closed *stdout* is taken so: a ``BrokenPipeError`` from anything else (a socket,
+a worker's pipe) while stdout is still read is an error like any other. Nothing of a
+command's work depends on stdout: ``seamline run`` publishes its output before it prints
+its summary there, and reports progress and logs on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+import typer
+
+T = TypeVar("T")
+
+CLOSED = 128 + signal.SIGPIPE
+"""The exit code when stdout's reader went away (141), as a shell reports SIGPIPE's."""
+
+
+def quiet_when_stdout_closes(action: Callable[[], T]) -> T:
+    """Run ``action`` and flush stdout; if stdout's reader has gone, exit 141 quietly."""
+    try:
+        result = action()
+        sys.stdout.flush()  # what is buffered fails here, not after the exit code is decided
+    except BrokenPipeError:
+        if not stdout_is_closed():
+            raise
+        _stdout_to_null()
+        raise typer.Exit(CLOSED) from None
+    return result
+
+
+def stdout_is_closed() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader is gone: ``poll`` says POLLERR."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture): never closed
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _stdout_to_null() -> None:
+    """Send what stdout still holds, and the interpreter's last flush, to the null device,
+    so that no "Exception ignored ... BrokenPipeError" follows at exit."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)

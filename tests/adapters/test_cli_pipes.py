@@ -1,0 +1,95 @@
+"""A reader that closes stdout early ends a command quietly, with exit code 141.
+
+Real ``seamline`` subprocesses write their stdout into a pipe whose reading end is
+already closed (``seamline search ... | true``; ``| head -1`` after a first line is the
+same once the output outgrows the pipe's buffer): exit code 141 (128 + SIGPIPE, what a
+shell shows for ``git log | head -1``), nothing on stderr, no traceback. ``seamline
+run`` prints only its summary on stdout, after publishing: its output is whole.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+
+from seamline.adapters.cli.pipes import quiet_when_stdout_closes
+from tests.faults.component_scenarios import published
+from tests.faults.fixture_plugin import fault_environment
+from tests.faults.kill_points import DOCUMENTS, write_pipeline
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def into_a_closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``seamline ARGS | true``: stdout is a pipe whose reader is gone before the first line."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "seamline.adapters.cli.main", *args],
+            cwd=cwd,
+            env=fault_environment(),
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.fixture(scope="module")
+def run_into_a_closed_pipe(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``seamline run`` whose stdout nobody reads: the folder it ran in, and how it ended."""
+    folder = tmp_path_factory.mktemp("closed-stdout")
+    pipeline = write_pipeline(folder, "relative")
+    return folder, into_a_closed_pipe("run", pipeline.name, "--log-level", "warning", cwd=folder)
+
+
+def test_run_still_publishes_when_only_its_summary_cannot_be_printed(
+    run_into_a_closed_pipe: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    folder, ran = run_into_a_closed_pipe
+    assert ran.returncode == 141, ran.stderr
+    assert ran.stderr == "", ran.stderr
+    records = published(folder / "out")
+    assert records is not None, "the run's output was not published"
+    assert sorted(r["id"] for r in records) == sorted(f"d{i}" for i in range(DOCUMENTS))
+    assert sorted(p.name for p in (folder / "out").iterdir()) == [
+        "emb.errors.jsonl",
+        "emb.jsonl",
+        "emb.manifest.json",
+    ], "a checkpoint, lock or partial file was left"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "out/emb.jsonl", "w3 w4", "-k", "3"),
+        ("components",),
+        ("--help",),
+    ],
+    ids=["search", "components", "help"],
+)
+def test_a_command_whose_reader_went_away_exits_141_quietly(
+    run_into_a_closed_pipe: tuple[Path, subprocess.CompletedProcess[str]], args: tuple[str, ...]
+) -> None:
+    folder, _ = run_into_a_closed_pipe
+    ended = into_a_closed_pipe(*args, cwd=folder)
+    assert ended.returncode == 141, ended.stderr
+    assert ended.stderr == "", ended.stderr
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_an_error_like_any_other() -> None:
+    def send() -> None:  # a worker's pipe, a socket: stdout (pytest's capture) is fine
+        raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):
+        quiet_when_stdout_closes(send)
