@@ -8,7 +8,12 @@ import threading
 
 import pytest
 
-from seamline.adapters.cli.stopping import Terminated, exit_code, terminate_as_interrupt
+from seamline.adapters.cli.stopping import (
+    Terminated,
+    by_sigterm,
+    exit_code,
+    terminate_as_interrupt,
+)
 
 
 def test_sigterm_raises_terminated_in_the_block_and_the_old_handler_is_back_after() -> None:
@@ -54,3 +59,26 @@ def test_terminated_is_an_interrupt_with_its_own_exit_code() -> None:
     assert isinstance(Terminated(), KeyboardInterrupt)
     assert exit_code(Terminated()) == 143
     assert exit_code(KeyboardInterrupt()) == 130
+
+
+def test_a_plain_interrupt_raised_for_the_sigterm_is_still_the_sigterm_s() -> None:
+    told: list[tuple[bool, int]] = []
+
+    def waiting() -> None:  # Ray's ray.wait raises a KeyboardInterrupt of its own
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        except Terminated:
+            raise KeyboardInterrupt from None
+
+    def stopped() -> None:  # as errors.py tells the stop, inside the block
+        try:
+            waiting()
+        except KeyboardInterrupt as stop:
+            told.append((by_sigterm(stop), exit_code(stop)))
+            raise
+
+    with pytest.raises(KeyboardInterrupt) as caught, terminate_as_interrupt():
+        stopped()
+    assert told == [(True, 143)]
+    assert not isinstance(caught.value, Terminated)
+    assert not by_sigterm(KeyboardInterrupt()), "a later Ctrl-C is Ctrl-C's"

@@ -16,7 +16,7 @@ from typing import NoReturn, TypeVar
 import typer
 
 from seamline.adapters.cli.render.console import error, interrupted
-from seamline.adapters.cli.stopping import Terminated, exit_code
+from seamline.adapters.cli.stopping import by_sigterm, exit_code
 from seamline.contracts.errors import ShardFailed, UserError
 
 T = TypeVar("T")
@@ -67,7 +67,7 @@ def interrupts(kept: str = "") -> Iterator[None]:
 
 
 def _stopped(stop: KeyboardInterrupt, kept: str) -> NoReturn:
-    interrupted(kept, by="SIGTERM" if isinstance(stop, Terminated) else "")
+    interrupted(kept, by="SIGTERM" if by_sigterm(stop) else "")
     raise typer.Exit(exit_code(stop)) from None
 
 

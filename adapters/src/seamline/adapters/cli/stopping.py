@@ -7,7 +7,10 @@ says how to go on. A job scheduler, ``timeout``, Kubernetes or systemd stop a pr
 with SIGTERM instead, whose default action ends it at once: no line, no word of
 ``--resume``. While a command does its work, :func:`terminate_as_interrupt` makes
 SIGTERM raise :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread, so it
-takes that very path; only the exit code tells the two apart (:func:`exit_code`).
+takes that very path; only the exit code tells the two apart (:func:`exit_code`). The
+handler also records that SIGTERM came (:func:`by_sigterm`): a library the interrupt
+passes through may raise a plain ``KeyboardInterrupt`` of its own in its place (Ray's
+``ray.wait`` does, for any exception a signal handler raised while it waited).
 
 The handler is installed by the command that wants it (``seamline run``), in the main
 thread only (Python delivers signals there), and only for the duration of the work:
@@ -35,9 +38,18 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised as Ctrl-C's ``KeyboardInterrupt`` is, so that it stops a run the same way."""
 
 
+_received = {"sigterm": False}
+"""Whether the handler of the current :func:`terminate_as_interrupt` block has run."""
+
+
+def by_sigterm(stop: KeyboardInterrupt) -> bool:
+    """Whether ``stop`` is a SIGTERM's: :class:`Terminated`, or what a library raised for it."""
+    return isinstance(stop, Terminated) or _received["sigterm"]
+
+
 def exit_code(stop: KeyboardInterrupt) -> int:
     """143 for a SIGTERM, 130 for Ctrl-C."""
-    return TERMINATED if isinstance(stop, Terminated) else INTERRUPTED
+    return TERMINATED if by_sigterm(stop) else INTERRUPTED
 
 
 @contextlib.contextmanager
@@ -45,7 +57,9 @@ def terminate_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread.
 
     Outside the main thread (where no signal handler can be installed) the block runs
-    with SIGTERM as it was. The handler found before is put back when the block ends.
+    with SIGTERM as it was. The handler found before is put back when the block ends. A
+    stop is told inside the block (:mod:`.errors` within it), where :func:`by_sigterm`
+    still knows of the signal.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -55,10 +69,13 @@ def terminate_as_interrupt() -> Iterator[None]:
 
     def stop(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, before)  # a second SIGTERM does not wait for the first
+        _received["sigterm"] = True
         raise Terminated
 
+    _received["sigterm"] = False
     signal.signal(signal.SIGTERM, stop)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, before)
+        _received["sigterm"] = False  # the stop was told inside the block

@@ -46,6 +46,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, field_validator
 
 from seamline.adapters.executors._ray_reaper import RayReaper
+from seamline.adapters.executors._sigterm import sigterm_kept
 from seamline.contracts import (
     ComponentConfig,
     ExecutionReport,
@@ -320,12 +321,13 @@ class RayExecutor(Executor[RayExecutorConfig]):
             # Unset, Ray is started here ("local"), never a cluster found through
             # RAY_ADDRESS or `ray start`: that is what `address: auto` is for, and a Ray
             # this run starts is one it may end.
-            context = ray.init(
-                address=address or "local",
-                include_dashboard=False,
-                logging_level="warning",
-                log_to_driver=True,
-            )
+            with sigterm_kept():  # the application's SIGTERM handling stays (see _sigterm)
+                context = ray.init(
+                    address=address or "local",
+                    include_dashboard=False,
+                    logging_level="warning",
+                    log_to_driver=True,
+                )
         except ConnectionError as err:
             raise UserError(
                 f"{job.where('address')}: cannot reach a Ray cluster at {address!r}: "
