@@ -112,39 +112,32 @@ def test_the_file_a_full_disk_names_is_shown_as_it_is_named(
     assert "Traceback" not in result.output
 
 
-@pytest.mark.usefixtures("toy_cli")
-def test_ctrl_c_is_one_line_that_says_how_to_go_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def interrupt(self: MemorySink, records: object) -> None:
-        raise KeyboardInterrupt
+def _interrupt(self: MemorySink, records: object) -> None:
+    raise KeyboardInterrupt  # Ctrl-C
 
-    monkeypatch.setattr(MemorySink, "write", interrupt)
-    pipeline = tmp_path / "pipeline.yaml"
-    pipeline.write_text(PIPELINE, encoding="utf-8")
-    result = CliRunner().invoke(app, ["run", str(pipeline), "--no-compile-cache"])
-    assert result.exit_code == 130, result.output
-    output = " ".join(result.output.split())
-    assert "interrupted: nothing was published; what the sink last committed is kept" in output
-    assert "run again with --resume" in output
-    assert "Traceback" not in result.output
+
+def _terminate(self: MemorySink, records: object) -> None:
+    os.kill(os.getpid(), signal.SIGTERM)  # handled: raises in this, the main, thread
 
 
 @pytest.mark.usefixtures("toy_cli")
-def test_sigterm_is_ctrl_c_s_line_with_exit_code_143(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [(_interrupt, 130, "interrupted:"), (_terminate, 143, "interrupted (SIGTERM):")],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_a_stopped_run_is_one_line_that_says_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: object, code: int, said: str
 ) -> None:
-    def terminate(self: MemorySink, records: object) -> None:
-        os.kill(os.getpid(), signal.SIGTERM)  # handled: raises in this, the main, thread
-
-    monkeypatch.setattr(MemorySink, "write", terminate)
+    """Ctrl-C, and a SIGTERM (a scheduler's, ``timeout``'s) taking the same path."""
+    monkeypatch.setattr(MemorySink, "write", stop)
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text(PIPELINE, encoding="utf-8")
     before = signal.getsignal(signal.SIGTERM)
     result = CliRunner().invoke(app, ["run", str(pipeline), "--no-compile-cache"])
-    assert result.exit_code == 143, result.output
+    assert result.exit_code == code, result.output
     output = " ".join(result.output.split())
-    assert "interrupted (SIGTERM): nothing was published; what the sink last committed" in output
+    assert f"{said} nothing was published; what the sink last committed is kept" in output
     assert "run again with --resume" in output
     assert "Traceback" not in result.output
     assert signal.getsignal(signal.SIGTERM) is before, "the command left its handler behind"
