@@ -14,6 +14,13 @@ returned a report for every shard it was asked to run. An executor may run a
 shard's task more than once (a worker died, a retry): a task is idempotent,
 because a shard resumes from its own last commit and a shard already finished is
 not redone.
+
+Progress (executor contract 1.2): the application's own monitors (``extra_monitors``,
+the CLI's progress bar) live with the driver. An executor whose workers are other
+processes asks each busy worker how far its shard has got (:meth:`ShardWorker.progress`)
+and hands the answer to the driver (:meth:`Job.progress`), which shows it to those
+monitors while the run goes on. An executor of 1.0 or 1.1 still works: the driver
+then learns the counts only from the final reports.
 """
 
 from __future__ import annotations
@@ -130,6 +137,21 @@ class ShardReport:
 
 
 @dataclass(frozen=True, slots=True)
+class ShardProgress:
+    """How far one try of a shard has got, while it runs (executor contract 1.2).
+
+    ``counts`` are this try's own work so far, counted as :attr:`ShardReport.counts`
+    counts it (not what the shard's output held before the try began). A shard's later
+    progress *replaces* its earlier one: a retried shard counts from its own start
+    again, so the driver never adds the work of two tries of one shard together, and
+    once every shard has reported, the counts add up to the run's summary.
+    """
+
+    shard: Shard
+    counts: RunCounts
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionReport:
     """What an executor returns: one report per task it was given, in shard order."""
 
@@ -160,6 +182,15 @@ class ShardWorker(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional: a worker may hold nothing to release
         """Release the components (called once, when the executor is done with the worker)."""
+
+    def progress(self) -> ShardProgress | None:
+        """How far the shard this worker is running has got; None when it runs none (1.2).
+
+        Called by an executor from another thread than the one in :meth:`run` (a Ray
+        actor's second concurrency slot, say), so it must not block nor wait for the
+        shard: it returns the last counts the worker recorded. The default says nothing.
+        """
+        return None
 
 
 WorkerFactory = Callable[[], ShardWorker]
@@ -200,6 +231,17 @@ class Job(abc.ABC):
         """A picklable factory of workers for other processes; it rebuilds the pipeline
         from its validated spec there."""
 
+    def progress(self, progress: ShardProgress) -> None:  # noqa: B027 - optional: may show none
+        """Take a worker's progress on the driver, while the run goes on (executor contract 1.2).
+
+        An executor whose workers run in other processes calls it, on the driver's
+        thread that drives the run, with what :meth:`ShardWorker.progress` answered there
+        (and may call it with a finished shard's ``ShardReport.counts``): the driver shows
+        it to the application's monitors, which cannot see the workers. It must not be
+        called for workers from :meth:`worker`: those report to those monitors
+        themselves. Each call replaces the shard's last progress. The default ignores it.
+        """
+
     def telemetry(self) -> Mapping[str, Any]:
         """The pipeline's ``telemetry`` settings as plain data, for a worker process that
         sets up its own exporters. The default is none."""
@@ -223,7 +265,9 @@ class Executor(Component[ExecutorConfigT], abc.ABC):
     :class:`~seamline.contracts.errors.ShardFailed` (or ``UserError``) and the host
     publishes nothing. Telemetry crosses processes in each task's
     ``trace_context``; an executor whose workers are other processes should set up
-    their exporters from ``job.telemetry()``.
+    their exporters from ``job.telemetry()``. Since executor contract 1.2 such an
+    executor also forwards its workers' progress (``worker.progress()`` to
+    ``job.progress(...)``) while they run, without holding up their work.
     """
 
     kind: ClassVar[Kind] = "executor"

@@ -23,7 +23,7 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "loader": "1.2",
     "monitor": "1.6",
     "sink": "1.6",
-    "executor": "1.1",
+    "executor": "1.2",
 }
 
 

@@ -17,8 +17,14 @@ to know about:
 Each call of the sink here (``staged_run``, ``begin_parts``, ``publish_parts``) goes
 through a :class:`~seamline.core.seams.Seam`, like every component call: its span
 (``seamline.sink.<operation>``, with the sink's attributes, the run id and the shard
-count), and an exception leaving it names the sink (``failed_at``). The driver runs no
-monitors (they live with the workers), so these seams report to spans and logs only.
+count), and an exception leaving it names the sink (``failed_at``). The driver runs none
+of the pipeline's monitors (they live with the workers), so these seams report to spans
+and logs only.
+
+The application's own monitors (``extra_monitors``) are given to a worker in this process
+(:meth:`PipelineJob.worker`); for workers elsewhere, the job shows them what the
+executor forwards (:meth:`PipelineJob.progress`, executor contract 1.2) and, at the end,
+the shards' reports (:mod:`seamline.core.driver_progress`).
 """
 
 from __future__ import annotations
@@ -34,9 +40,12 @@ from seamline.contracts import (
     ContractViolation,
     ExecutionReport,
     Job,
+    Loader,
     Monitor,
     RunCounts,
+    RunStarted,
     Shard,
+    ShardProgress,
     ShardTask,
     ShardWorker,
     Sink,
@@ -46,9 +55,11 @@ from seamline.contracts import (
 from seamline.contracts.logs import get_logger
 from seamline.core.before_publishing import check_something_embedded
 from seamline.core.config import ResolvedPipeline
+from seamline.core.driver_progress import DriverProgress
 from seamline.core.fingerprint import run_inputs
+from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
-from seamline.core.orchestrator import run_manifest
+from seamline.core.orchestrator import run_manifest, uses
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import SHARD_COUNT
@@ -83,6 +94,8 @@ class PipelineJob(Job):
         """None at the driver: its seams report to spans and logs (see the module)."""
         self._held = contextlib.ExitStack()
         """A staged run's hold on its destination (sink contract 1.6), until :meth:`close`."""
+        self._progress = DriverProgress(self.extra_monitors, self._run_started)
+        self._published = False
 
     @property
     def pipeline(self) -> str:
@@ -102,10 +115,35 @@ class PipelineJob(Job):
         return self.resolved.spec.telemetry.model_dump(mode="json", exclude_none=True)
 
     def worker(self) -> ShardWorker:
+        self._progress.muted = True  # the monitors see this worker's own events
         return PipelineWorker(self.resolved, self.registry, self.extra_monitors)
 
     def worker_factory(self) -> WorkerFactory:
         return RemoteWorkerFactory.of(self.resolved, self.registry)
+
+    def progress(self, progress: ShardProgress) -> None:
+        self._progress.update(progress)
+
+    def _run_started(self) -> RunStarted:
+        """The driver's ``RunStarted``: the whole input's size on a fresh run, as a worker's."""
+        spec = self.resolved.spec
+        expected = None if self.resume else self._input_size()
+        return RunStarted(self.run_id, spec.pipeline, uses(spec), expected)
+
+    def _input_size(self) -> int | None:
+        """The whole input's items, as a fresh loader here says (for progress only: a loader
+        that cannot be built here leaves it unknown, and the run goes on)."""
+        choice = self.resolved.loader
+        try:
+            created = self.registry.create(choice.kind, choice.name, choice.config)
+        except Exception as err:
+            log.warning("the loader could not count its input here", error=repr(err))
+            return None
+        loader = cast(Loader[Any], created)
+        try:
+            return whole_input_size(loader, self.registry.info_of(loader))
+        finally:
+            loader.close()
 
     # -- planning --------------------------------------------------------------------------
 
@@ -190,8 +228,11 @@ class PipelineJob(Job):
 
     def close(self) -> None:
         """Let go of what the driver holds (a staged run's destination): after publishing,
-        or once the run has failed."""
-        self._held.close()
+        or once the run has failed. The application's monitors hear the run finish."""
+        try:
+            self._progress.finish(self._published)
+        finally:
+            self._held.close()
 
     def _staging_manifest(self) -> dict[str, Any]:
         """The run's manifest with its ``inputs`` (the pipeline's section hashes and the
@@ -222,6 +263,7 @@ class PipelineJob(Job):
     def publish(self, report: ExecutionReport) -> None:
         """Check the executor reported every task, then publish a staged run's parts (if
         the shards embedded anything: :mod:`seamline.core.before_publishing`)."""
+        self._progress.settle(report)
         wanted = [task.shard for task in self.tasks]
         got = [shard_report.shard for shard_report in report.shards]
         if sorted(got, key=_key) != sorted(wanted, key=_key):
@@ -239,6 +281,7 @@ class PipelineJob(Job):
             sink, seam = self._sink()
             with seam.call("publish_parts", self._attributes(self.count)):
                 sink.publish_parts(self.run_id, self.count, manifest)
+        self._published = True
 
     def published_changes(self) -> Mapping[str, int] | None:
         """What the sink measured publishing this run changed (lancedb's sync counts), or None.

@@ -272,7 +272,7 @@ class Orchestrator:
         name = "seamline.run" if context is None else "seamline.shard"
         with tracer().start_as_current_span(name, context=context, attributes=attributes) as root:
             expected = None if resume else self._expected
-            self.monitors.emit(RunStarted(self.run_id, spec.pipeline, _uses(spec), expected))
+            self.monitors.emit(RunStarted(self.run_id, spec.pipeline, uses(spec), expected))
             ok = False
             try:
                 after = self._begin(resume)
@@ -588,7 +588,7 @@ def _check_records(found: CommittedRecords, held: RunCounts) -> None:
         )
 
 
-def _uses(spec: PipelineSpec) -> dict[str, str]:
+def uses(spec: PipelineSpec) -> dict[str, str]:
     """The component each stage uses, as ``RunStarted`` names them to monitors."""
     return {
         "loader": spec.loader.use,

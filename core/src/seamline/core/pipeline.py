@@ -132,7 +132,9 @@ class Pipeline:
 
         ``extra_monitors`` are observers the embedding application adds without
         registering them as components (the CLI's progress bar is one); they see the
-        shards run in this process (all of them with ``local``). ``resume`` continues
+        shards run in this process (all of them with ``local``), and the progress of
+        shards run elsewhere as their executor forwards it (executor contract 1.2:
+        ``ray``), as one run that ends on the summary's counts. ``resume`` continues
         an interrupted run from the sink's last checkpoint, or a staged run from its
         shards' (a sink that is not resumable raises ``UserError``). A sink refuses a
         checkpoint that the model, the pipeline or the input no longer matches

@@ -15,6 +15,10 @@ finished is reported as such and not redone. ``part()`` and ``finished()`` cross
 seam like every other sink call. A shard that fails (there too) becomes
 :class:`~seamline.contracts.errors.ShardFailed` naming the component whose call it
 left (the seams record it); a ``UserError`` stays what it is.
+
+A worker built for another process records how far its current shard has got
+(:mod:`seamline.core.progress_recorder`), for its executor to ask with
+:meth:`PipelineWorker.progress` and hand to the driver's monitors (executor contract 1.2).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from opentelemetry.context import Context
 from seamline.contracts import (
     Monitor,
     ShardFailed,
+    ShardProgress,
     ShardReport,
     ShardTask,
     ShardWorker,
@@ -43,6 +48,7 @@ from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_locat
 from seamline.core.config.located import parse_located
 from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.precision.decision import PrecisionDecision
+from seamline.core.progress_recorder import ProgressRecorder
 from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.seams import Seam, failed_at
 from seamline.core.telemetry import SHARD_COUNT, SHARD_INDEX, worker_name
@@ -59,13 +65,37 @@ class PipelineWorker(ShardWorker):
         pipeline: ResolvedPipeline,
         registry: Registry,
         extra_monitors: Sequence[Monitor[Any]] = (),
+        *,
+        records_progress: bool = False,
     ) -> None:
+        """``records_progress``: keep the current shard's counts for :meth:`progress` (a
+        worker in another process, whose executor forwards them to the driver)."""
         self.pipeline = pipeline
         self.registry = registry
-        self.orchestrator = Orchestrator(pipeline, registry, extra_monitors)
+        self._recorder = ProgressRecorder() if records_progress else None
+        recording = () if self._recorder is None else (self._recorder,)
+        self.orchestrator = Orchestrator(pipeline, registry, [*extra_monitors, *recording])
         self.name = worker_name()
+        self._running: ShardTask | None = None
+
+    def progress(self) -> ShardProgress | None:
+        """The running shard's counts so far (None: no shard runs, or nothing recorded)."""
+        task, recorder = self._running, self._recorder
+        counts = None if recorder is None else recorder.counts
+        if task is None or counts is None:
+            return None
+        return ShardProgress(task.shard, counts)
 
     def run(self, task: ShardTask) -> ShardReport:
+        if self._recorder is not None:
+            self._recorder.forget()  # the last shard's counts are not this one's
+        self._running = task
+        try:
+            return self._run(task)
+        finally:
+            self._running = None
+
+    def _run(self, task: ShardTask) -> ShardReport:
         shard = task.shard
         context = propagate.extract(dict(task.trace_context))
         running = False
@@ -197,4 +227,4 @@ class RemoteWorkerFactory:
         if self.precision is not None:
             decision = PrecisionDecision.from_record(dict(self.precision))
             resolved = replace(resolved, precision=decision)
-        return PipelineWorker(resolved, registry)
+        return PipelineWorker(resolved, registry, records_progress=True)

@@ -29,6 +29,12 @@ products on one thread for one CPU), set in the actor's runtime environment (see
 (:func:`driver_paths`): a plugin the cluster finds on its own path is still found. Spans from every
 actor join the driver's trace (the task carries its context) and go where the
 pipeline's ``telemetry`` section says.
+
+Progress (executor contract 1.2): each actor has two concurrency slots, one for
+``run``, one to answer the driver's ``progress`` questions meanwhile; the driver
+forwards the answers, then each finished shard's counts, to ``job.progress``, so the
+application's monitors (the CLI's progress bar) see the run move (see
+:mod:`._ray_progress`).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator
 
+from seamline.adapters.executors._ray_progress import ProgressPoller
 from seamline.adapters.executors._ray_reaper import RayReaper
 from seamline.adapters.executors._sigterm import sigterm_kept
 from seamline.contracts import (
@@ -54,6 +61,7 @@ from seamline.contracts import (
     Job,
     LeavesMachine,
     ShardFailed,
+    ShardProgress,
     ShardReport,
     ShardTask,
     UserError,
@@ -207,6 +215,12 @@ class ShardActor:
         finally:
             flush_telemetry()  # the driver may end this process as soon as it has the report
 
+    def progress(self) -> ShardProgress | None:
+        """How far the running shard has got (asked on the actor's second slot, never
+        waiting for the shard)."""
+        progress: ShardProgress | None = self.worker.progress()
+        return progress
+
     def ready(self) -> str:
         from seamline.core import worker_name
 
@@ -225,7 +239,7 @@ class RayExecutor(Executor[RayExecutorConfig]):
     """Runs a job's shards on a pool of Ray actors."""
 
     name: ClassVar[str] = "ray"
-    contract_version: ClassVar[str] = "1.0"
+    contract_version: ClassVar[str] = "1.2"
     Config = RayExecutorConfig
 
     def __init__(self, config: RayExecutorConfig) -> None:
@@ -247,6 +261,7 @@ class RayExecutor(Executor[RayExecutorConfig]):
             "num_gpus": config.gpus_per_actor,
             "max_restarts": config.max_restarts,
             "max_task_retries": config.max_restarts,
+            "max_concurrency": 2,  # a shard's run, and the driver's progress questions
             "runtime_env": {"env_vars": thread_caps(config.cpus_per_actor)},
         }
         factory = job.worker_factory()
@@ -257,7 +272,7 @@ class RayExecutor(Executor[RayExecutorConfig]):
             for _ in range(fitting_actors(ray, config, min(config.actors, len(tasks)), job))
         ]
         try:
-            reports = self._drive(ray, actors, tasks)
+            reports = self._drive(ray, actors, tasks, job)
         finally:
             for actor in actors:
                 ray.kill(actor)
@@ -269,8 +284,12 @@ class RayExecutor(Executor[RayExecutorConfig]):
             time.perf_counter() - started,
         )
 
-    def _drive(self, ray: Any, actors: list[Any], tasks: Sequence[ShardTask]) -> list[ShardReport]:
-        """Give each idle actor the next shard until every shard has a report."""
+    def _drive(
+        self, ray: Any, actors: list[Any], tasks: Sequence[ShardTask], job: Job
+    ) -> list[ShardReport]:
+        """Give each idle actor the next shard until every shard has a report; meanwhile,
+        forward the busy actors' progress to the job."""
+        poller = ProgressPoller(ray, job)
         queue = collections.deque(tasks)
         idle = list(actors)
         running: dict[Any, tuple[Any, ShardTask]] = {}
@@ -280,11 +299,14 @@ class RayExecutor(Executor[RayExecutorConfig]):
             while queue and idle:
                 actor, task = idle.pop(), queue.popleft()
                 running[actor.run.remote(task)] = (actor, task)
-            done, _ = ray.wait(list(running), num_returns=1)
+            done, _ = ray.wait(list(running), num_returns=1, timeout=poller.wait_seconds())
+            poller.poll(running)
             for ref in done:
                 actor, task = running.pop(ref)
                 try:
-                    reports.append(ray.get(ref))
+                    report: ShardReport = ray.get(ref)
+                    reports.append(report)
+                    job.progress(ShardProgress(report.shard, report.counts))
                 except ray.exceptions.RayTaskError as err:
                     cause = getattr(err, "cause", None) or err
                     if isinstance(cause, UserError):

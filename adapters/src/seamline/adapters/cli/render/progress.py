@@ -6,7 +6,9 @@ The total comes with ``RunStarted.expected`` (the loader's ``size``, loader cont
 (``BatchDone.documents``) and those set aside (``DocumentFailed``), so a corpus with
 blank or broken files still ends at its total. A worker that runs several shards one
 after another starts each with a ``RunStarted``: the bar keeps counting toward the
-whole input's total.
+whole input's total. When the shards run in other processes (``ray``), the driver shows
+it their progress as one run (:mod:`seamline.core.driver_progress`): one ``RunStarted``,
+``BatchDone`` events whose ``documents`` are every item read so far, and ``RunFinished``.
 """
 
 from __future__ import annotations
