@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,6 +43,7 @@ from seamline.contracts import (
     ShardFailed,
     ShardReport,
     ShardTask,
+    ShardWorker,
     Sink,
     Support,
     UserError,
@@ -573,3 +576,42 @@ class SwallowingExecutor(SerialExecutor):
 
     name: ClassVar[str] = "swallowing"
     swallow_failures: ClassVar[bool] = True
+
+
+class ThreadedExecutor(Executor[ComponentConfig]):
+    """Correct at executor contract 1.2: two shards on threads, with workers built as for
+    other processes (``worker_factory``), their progress forwarded while they run."""
+
+    name: ClassVar[str] = "threaded"
+    contract_version: ClassVar[str] = "1.2"
+    forwards: ClassVar[bool] = True
+
+    def execute(self, job: Job) -> ExecutionReport:
+        tasks = job.plan(2)
+        factory = job.worker_factory()
+        workers = [factory() for _ in tasks]
+        reports: dict[int, ShardReport] = {}
+
+        def run(worker: ShardWorker, task: ShardTask) -> None:
+            reports[task.shard.index] = worker.run(task)
+
+        threads = [
+            threading.Thread(target=run, args=pair) for pair in zip(workers, tasks, strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        while any(thread.is_alive() for thread in threads):
+            for worker in workers:
+                progress = worker.progress()
+                if progress is not None and self.forwards:
+                    job.progress(progress)
+            time.sleep(0.05)
+        done = tuple(reports[task.shard.index] for task in tasks if task.shard.index in reports)
+        return ExecutionReport(self.name, done, len(workers), 0.0)
+
+
+class SilentExecutor(ThreadedExecutor):
+    """Declares executor contract 1.2, and forwards no progress: the bar sits at 0."""
+
+    name: ClassVar[str] = "silent"
+    forwards: ClassVar[bool] = False

@@ -285,6 +285,12 @@ DEFECTS = {
         "a_failing_shard_stops_the_run_naming_it",
         ("DID NOT RAISE",),
     ),
+    "executor-forwards-no-progress": Defect(
+        executor_check(broken.SilentExecutor),
+        "forwards_progress",
+        "forwards_progress_while_shards_run",
+        ("declares executor contract 1.2", "handed the job no progress"),
+    ),
     "loader-drops-unreadable-input": Defect(
         loader_check(broken.DroppingLoader),
         "reads_every_item",
@@ -364,6 +370,11 @@ CONTROLS = {
             "every_task_carries_the_trace_context",
             "a_failing_shard_stops_the_run_naming_it",
         },
+    ),
+    "threaded-executor": (
+        executor_check(broken.ThreadedExecutor),
+        "runs_every_planned_task_once or forwards_progress",
+        {"runs_every_planned_task_once", "forwards_progress_while_shards_run"},
     ),
 }
 

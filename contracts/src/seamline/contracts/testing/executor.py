@@ -11,7 +11,9 @@ returned, each once when nothing fails, and reports each once; a worker is built
 once per process however many shards it runs; every task reaches its worker with
 the job's trace context; a shard that fails for good raises
 :class:`~seamline.contracts.errors.ShardFailed` naming that shard; a ``UserError``
-reaches the caller as it was raised.
+reaches the caller as it was raised. An executor declaring contract 1.2 or later whose
+workers are built from ``job.worker_factory()`` hands the job their progress while
+they run (``job.progress``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,13 +39,14 @@ from seamline.contracts.executor import (
     Executor,
     Job,
     RunCounts,
+    ShardProgress,
     ShardReport,
     ShardTask,
     ShardWorker,
     WorkerFactory,
 )
 from seamline.contracts.testing._common import ComponentContract
-from seamline.contracts.versions import Kind
+from seamline.contracts.versions import Kind, parse_version
 
 TRACE_CONTEXT = {"traceparent": "00-5eed5eed5eed5eed5eed5eed5eed5eed-00f067aa0ba902b7-01"}
 """What the suite's job propagates: every task must carry it to its worker."""
@@ -55,6 +60,8 @@ class Script:
     """Shard index → the reason it fails with, on every try."""
     user_error: Mapping[int, str] = field(default_factory=dict)
     """Shard index → the message of a ``UserError`` it raises."""
+    seconds: float = 0.0
+    """How long each task takes (answering ``progress()`` meanwhile)."""
 
 
 def _process() -> str:
@@ -81,9 +88,22 @@ class ScriptedWorker(ShardWorker):
     def __init__(self, directory: Path, script: Script) -> None:
         self.directory = directory
         self.script = script
+        self._running: ShardTask | None = None
         _leave(directory, "builds", {"process": _process()})
 
+    def progress(self) -> ShardProgress | None:
+        task = self._running
+        return None if task is None else ShardProgress(task.shard, RunCounts(read=1))
+
     def run(self, task: ShardTask) -> ShardReport:
+        self._running = task
+        try:
+            return self._run(task)
+        finally:
+            self._running = None
+
+    def _run(self, task: ShardTask) -> ShardReport:
+        time.sleep(self.script.seconds)
         index = task.shard.index
         _leave(
             self.directory,
@@ -124,6 +144,14 @@ class ScriptedJob(Job):
         self.finished = set(finished)
         self.plans: list[int] = []
         self.tasks: list[ShardTask] = []
+        self.progressed: list[ShardProgress] = []
+        self.in_process = False
+        """Whether the executor asked for a worker in this process (it needs forward nothing)."""
+        self._lock = threading.Lock()
+
+    def progress(self, progress: ShardProgress) -> None:
+        with self._lock:
+            self.progressed.append(progress)
 
     @property
     def pipeline(self) -> str:
@@ -145,6 +173,7 @@ class ScriptedJob(Job):
         return self.tasks
 
     def worker(self) -> ShardWorker:
+        self.in_process = True
         return ScriptedWorker(self.directory, self.script)
 
     def worker_factory(self) -> WorkerFactory:
@@ -258,3 +287,27 @@ class ExecutorContract(ComponentContract):
         report = self.execute(executor, Finished(tmp_path))
         assert report.shards == (), "shards were reported though the plan had none"
         assert left(tmp_path, "runs") == [], "tasks ran though the plan had none"
+
+    def test_forwards_progress_while_shards_run(
+        self, executor: Executor[Any], tmp_path: Path
+    ) -> None:
+        if parse_version(executor.contract_version) < (1, 2):
+            pytest.skip("executor contract 1.2 (progress) is not declared")
+        job = ScriptedJob(tmp_path, Script(seconds=PROGRESS_TASK_SECONDS))
+        self.execute(executor, job)
+        if job.in_process:
+            pytest.skip("the workers ran in this process: the job's monitors see them")
+        planned = {task.shard for task in job.tasks}
+        running = [
+            p for p in job.progressed if p.shard in planned and p.counts == RunCounts(read=1)
+        ]
+        assert running, (
+            f"executor {executor.name!r} declares executor contract "
+            f"{executor.contract_version} but handed the job no progress from a worker during "
+            f"tasks of {PROGRESS_TASK_SECONDS:g} s: ask each busy worker's progress() and "
+            "pass it to job.progress(), without waiting for the task"
+        )
+
+
+PROGRESS_TASK_SECONDS = 3.0
+"""How long each task takes in the progress check: several of a progress bar's ticks."""
