@@ -55,6 +55,7 @@ SHARED: dict[str, tuple[str, ...]] = {
         "tests/scaling/test_executor_conformance.py",
         "tests/scaling/test_path_spellings.py",
         "tests/scaling/test_ray_executor.py",
+        "tests/scaling/test_ray_progress.py",
     ),
     "fault_outcomes": (
         "tests/core/test_monitor_hub.py",
