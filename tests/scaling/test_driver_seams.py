@@ -87,6 +87,7 @@ def test_the_driver_s_and_the_shards_sink_calls_and_the_executor_s_are_seam_span
     counts = {
         "seamline.executor.execute": 1,
         "seamline.executor.close": 1,
+        "seamline.sink.hold_destination": 1,
         "seamline.sink.begin_parts": 1,
         "seamline.sink.part": 3,
         "seamline.sink.finished": 3,
@@ -96,7 +97,8 @@ def test_the_driver_s_and_the_shards_sink_calls_and_the_executor_s_are_seam_span
     (execute_span,) = by_name["seamline.executor.execute"]
     for name in counts:
         # The executor plans inside execute: the staging area is opened there.
-        parent = execute_span if name == "seamline.sink.begin_parts" else root
+        driver = {"seamline.sink.hold_destination", "seamline.sink.begin_parts"}
+        parent = execute_span if name in driver else root
         for span in by_name[name]:
             attributes = span["attributes"]
             kind = name.split(".")[1]
