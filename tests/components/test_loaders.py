@@ -421,6 +421,22 @@ def test_jsonl_bad_lines_become_error_records(bad_jsonl: Path) -> None:
     assert errors[0].metadata == {"path": str(bad_jsonl.absolute()), "line": 2}
 
 
+def test_jsonl_a_utf8_byte_order_mark_does_not_cost_the_first_line(tmp_path: Path) -> None:
+    # Windows tools (PowerShell's Out-File, Excel's "UTF-8" export) begin the file with one:
+    # the first line was an error record ("Unexpected UTF-8 BOM") the user could not fix.
+    path = write_lines(
+        tmp_path / "bom.jsonl",
+        [
+            b"\xef\xbb\xbf" + json.dumps({"id": "a", "text": "first"}).encode(),
+            '{"id": "b", "text": "\ufeffsecond"}',
+        ],
+    )
+    items = [loaded.item for loaded in jsonl_loader(path).read()]
+    assert all(isinstance(item, Document) for item in items), items
+    assert ids(list(jsonl_loader(path).read())) == ["a", "b"]
+    assert [item.text for item in items if isinstance(item, Document)] == ["first", "\ufeffsecond"]
+
+
 def test_jsonl_missing_file_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist") as caught:
         list(jsonl_loader(tmp_path / "none.jsonl").read())

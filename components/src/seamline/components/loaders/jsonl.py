@@ -4,11 +4,13 @@ The file is streamed line by line, so its size does not bound memory. The cursor
 is the 1-based line number, which survives any edit that appends lines; shards are
 assigned by position among the non-blank lines, so blank lines never unbalance
 them. A line that is not a usable JSON object becomes a :class:`DocumentError`
-naming the line, so one bad line is reported instead of ending the run.
+naming the line, so one bad line is reported instead of ending the run. A UTF-8
+byte-order mark at the start of the file (Windows tools write one) is dropped.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 from typing import IO, TYPE_CHECKING, Any, ClassVar
@@ -124,6 +126,8 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         with path.open("rb") as handle:
             for lineno, raw in enumerate(self._lines(handle), start=1):
                 last_line = lineno
+                if lineno == 1 and raw is not None and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8) :]  # Windows tools write one; not JSON
                 if raw is not None and not raw.strip():
                     continue
                 position += 1
