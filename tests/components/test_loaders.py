@@ -448,9 +448,14 @@ def test_jsonl_directory_is_a_user_error(tmp_path: Path) -> None:
         list(jsonl_loader(tmp_path).read())
 
 
-def test_jsonl_empty_file_yields_nothing(tmp_path: Path) -> None:
-    (tmp_path / "empty.jsonl").write_text("\n\n")
-    assert list(jsonl_loader(tmp_path / "empty.jsonl").read()) == []
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"  \r\n\t\n", b"\xef\xbb\xbf\n"])
+def test_jsonl_empty_file_is_a_user_error(tmp_path: Path, content: bytes) -> None:
+    # It yielded nothing, and the run published an empty output: with the lancedb sink's
+    # mode: sync, a truncated export deleted every row of the table, exit code 0.
+    (tmp_path / "empty.jsonl").write_bytes(content)
+    with pytest.raises(UserError, match="holds no JSON line") as caught:
+        list(jsonl_loader(tmp_path / "empty.jsonl").read())
+    assert "empty.jsonl" in str(caught.value)
 
 
 @pytest.mark.parametrize(

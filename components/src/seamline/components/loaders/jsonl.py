@@ -142,6 +142,14 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                     item = self._unique(item, lineno, seen)
                 if mine:
                     yield Loaded(cursor=str(lineno), item=item)
+        if position < 0 and skip_through == 0:
+            # As text-files and parquet refuse a pattern that finds nothing: an empty run
+            # would publish an empty output over the last one (a sync deletes every row).
+            raise UserError(
+                f"jsonl loader: {str(path)!r} holds no JSON line (it is empty or blank; "
+                f"looked in {path.absolute()}); nothing was written. Set 'path' in the "
+                "loader's 'with:' block to a JSON Lines file with documents in it"
+            )
         if skip_through > last_line:
             raise UserError(
                 f"jsonl loader cannot resume after line {skip_through}: {str(path)!r} has only "
