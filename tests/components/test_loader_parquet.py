@@ -148,6 +148,17 @@ def test_a_path_that_matches_nothing_says_where_it_looked(tmp_path: Path) -> Non
         list(loader("missing.parquet").read())
 
 
+def test_files_with_no_rows_are_a_user_error(tmp_path: Path) -> None:
+    # They yielded nothing, and the run published an empty output: with the lancedb sink's
+    # mode: sync, an export that wrote only a schema deleted every row of the table.
+    write(tmp_path / "a.parquet", {"id": np.array([], dtype=str), "text": np.array([], dtype=str)})
+    write(tmp_path / "b.parquet", {"id": np.array([], dtype=str), "text": np.array([], dtype=str)})
+    with pytest.raises(UserError, match=r"matches 2 Parquet files with no rows \(looked in "):
+        list(loader(tmp_path / "*.parquet").read())
+    write(tmp_path / "c.parquet", {"id": ["c"], "text": ["one row"]})
+    assert documents(list(loader(tmp_path / "*.parquet").read())) == [("c", "one row")]
+
+
 def test_cursors_of_another_loader_or_a_changed_input_are_refused(corpus: Path) -> None:
     read = loader(corpus / "*.parquet")
     with pytest.raises(UserError, match="its cursors are '<file>#<row group>:<row>'"):

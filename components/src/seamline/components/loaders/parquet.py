@@ -17,8 +17,8 @@ of the wrong type, or that holds a value with no Python equivalent (a nanosecond
 timestamp between microseconds, a date past year 9999), becomes a
 :class:`DocumentError` with its reason, as does a file that is not Parquet at all or a
 row group that cannot be decoded: one bad row does not end the run. A ``path`` that
-matches nothing, or a column that is not in a file, is the pipeline's mistake and is
-raised as a :class:`UserError`.
+matches nothing (or only files with no rows), or a column that is not in a file, is the
+pipeline's mistake and is raised as a :class:`UserError`.
 
 The promises the other loaders keep hold here too:
 
@@ -216,7 +216,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 "loader's 'with:' block to a Parquet file or a glob pattern such as "
                 "data/*.parquet"
             )
-        return matched
+        return refuse_no_rows(pattern, matched)
 
     # -- ids -------------------------------------------------------------------------------
 
@@ -500,6 +500,20 @@ def parse_cursor(
         return files.index(path) + 1, None, None
     row: int | str = _ALL if row_text == _ALL else int(row_text)
     return files.index(path), int(group_text), row
+
+
+def refuse_no_rows(pattern: str, files: list[str]) -> list[str]:
+    """``files``, unless their footers say they hold no row (a file that is not Parquet
+    counts as its error record): as for a path that matches no file, an empty run would
+    publish an empty output over the last one (a lancedb sync deletes every row)."""
+    if footer_rows(pattern, _WHOLE) == 0:
+        raise UserError(
+            f"parquet loader: {pattern!r} matches {len(files)} Parquet "
+            f"file{'s' if len(files) > 1 else ''} with no rows (looked in {Path.cwd()}); "
+            "nothing was written. Set 'path' in the loader's 'with:' block to files "
+            "holding your documents"
+        )
+    return files
 
 
 def check_columns(config: ParquetLoaderConfig, path: str, schema: pa.Schema) -> None:
