@@ -21,8 +21,19 @@ from seamline.components.loaders.parquet import ParquetLoader, ParquetLoaderConf
 from seamline.components.loaders.text_files import TextFilesConfig, TextFilesLoader
 from seamline.contracts import Document, DocumentError, Loader
 
-TEXTS = {"a": "a real text", "b": "", "c": " \t\n\u3000 ", "d": "another one"}
-BLANK = {"b", "c"}
+TEXTS = {
+    "a": "a real text",
+    "b": "",
+    "c": " \t\n\u3000 ",
+    "d": "another one",
+    # Invisible alone, embedded as an empty text: the byte-order mark that is all of an empty
+    # file Notepad saves, zero-width spaces and joiners, NUL and other control characters.
+    "e": "\ufeff",
+    "f": "\u200b\u200c\u200d\u2060 \ufeff\n",
+    "g": "\x00\x01\x7f",
+    "h": "\ufeffvisible\u200b",
+}
+BLANK = {"b", "c", "e", "f", "g"}
 
 
 def text_files(tmp_path: Path, **options: Any) -> Loader[Any]:

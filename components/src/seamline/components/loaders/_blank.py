@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from pydantic import Field
@@ -23,5 +24,14 @@ def skip_empty_field(unit: str) -> Any:
 
 
 def is_blank(text: str) -> bool:
-    """Whether ``text`` is empty or only whitespace (Unicode's, as ``str.strip`` knows it)."""
-    return not text.strip()
+    """Whether ``text`` is empty or only whitespace (Unicode's, as ``str.strip`` knows it),
+    counting as whitespace the invisible characters BERT's tokeniser drops: control characters
+    (``\\x00``) and format characters (Unicode category ``Cf``: the byte-order mark that is
+    all of an empty file Windows Notepad saves, zero-width spaces and joiners). Such a
+    text embeds as an empty one does."""
+    if not text.strip():
+        return True
+    return all(char.isspace() or unicodedata.category(char) in _INVISIBLE for char in text)
+
+
+_INVISIBLE = frozenset({"Cc", "Cf"})
