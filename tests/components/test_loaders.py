@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -435,6 +438,29 @@ def test_jsonl_a_utf8_byte_order_mark_does_not_cost_the_first_line(tmp_path: Pat
     assert all(isinstance(item, Document) for item in items), items
     assert ids(list(jsonl_loader(path).read())) == ["a", "b"]
     assert [item.text for item in items if isinstance(item, Document)] == ["first", "\ufeffsecond"]
+
+
+@pytest.mark.parametrize(
+    ("encode", "what"),
+    [
+        (gzip.compress, "is gzip-compressed"),
+        (bz2.compress, "is bzip2-compressed"),
+        (lzma.compress, "is xz-compressed"),
+        (lambda data: data.decode().encode("utf-16"), "is UTF-16 text"),
+    ],
+)
+def test_jsonl_a_compressed_or_utf16_file_is_refused_saying_what_it_is(
+    tmp_path: Path, encode: Any, what: str
+) -> None:
+    # Every line failed as "not valid utf-8" (or as invalid JSON), which hid the reason.
+    data = b"".join(
+        json.dumps({"id": str(i), "text": f"text {i}"}).encode() + b"\n" for i in range(3)
+    )
+    path = tmp_path / "docs.jsonl.gz"
+    path.write_bytes(encode(data))
+    with pytest.raises(UserError, match=what) as caught:
+        list(jsonl_loader(path).read())
+    assert "docs.jsonl.gz" in str(caught.value)
 
 
 def test_jsonl_missing_file_is_a_user_error(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from seamline.contracts.untrusted import MAX_COUNT_DIGITS, cut, is_count
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
 _WHOLE = Shard()
 """The default shard: all of the input."""
@@ -124,6 +125,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         last_line = 0
         position = -1
         with path.open("rb") as handle:
+            refuse_other_format(path, handle.peek(8)[:8])
             for lineno, raw in enumerate(self._lines(handle), start=1):
                 last_line = lineno
                 if lineno == 1 and raw is not None and raw.startswith(codecs.BOM_UTF8):
@@ -274,6 +276,28 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                     doc_id,
                 )
         return Document(id=doc_id, text=text, metadata=metadata)
+
+
+_OTHER_FORMATS = {
+    b"\x1f\x8b": ("gzip-compressed", "decompress it first (gunzip -k FILE)"),
+    b"(\xb5/\xfd": ("zstd-compressed", "decompress it first (zstd -d FILE)"),
+    b"BZh": ("bzip2-compressed", "decompress it first (bunzip2 -k FILE)"),
+    b"\xfd7zXZ": ("xz-compressed", "decompress it first (unxz -k FILE)"),
+    b"\xff\xfe": ("UTF-16 text", "convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"),
+    b"\xfe\xff": ("UTF-16 text", "convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"),
+}
+"""Magic numbers of what a JSON Lines file is often given as instead, and the fix."""
+
+
+def refuse_other_format(path: Path, head: bytes) -> None:
+    """Refuse a file that begins as a compressed stream or UTF-16 text (``UserError``):
+    read as UTF-8 lines, each of its lines would fail with a reason that hides why."""
+    for magic, (what, fix) in _OTHER_FORMATS.items():
+        if head.startswith(magic):
+            raise UserError(
+                f"jsonl loader: {str(path)!r} is {what}, not UTF-8 JSON Lines (it begins "
+                f"with the bytes {magic!r}); {fix} and set 'path' to the result"
+            )
 
 
 def _lone_surrogate(text: str) -> str | None:
