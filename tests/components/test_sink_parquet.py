@@ -179,6 +179,20 @@ def test_metadata_columns_keep_the_keys_named_and_types_are_not_cast(tmp_path: P
         strict.write([OutputRecord("b", 0, (0, 1), vector, {"n": 1.5})])
 
 
+def test_a_key_whose_values_hold_an_empty_object_is_kept_as_text(tmp_path: Path) -> None:
+    # A JSON {} became a struct of no fields: Parquet cannot write one (nor Lance), and the
+    # run failed at close, after all its work, publishing nothing.
+    vector = np.ones(4, np.float32)
+    metadata = {"e": {}, "n": {"a": {}, "b": 1}, "l": [{}], "fine": {"a": [1]}}
+    out = sink(tmp_path, text=False)
+    out.write([OutputRecord(f"d{i}", 0, (0, 1), vector, metadata) for i in range(2)])
+    out.write([OutputRecord("late", 0, (0, 1), vector, {"e": {"x": 2}})])
+    out.close()
+    got = [r["metadata"] for r in rows(tmp_path)]
+    kept = {"e": "{}", "n": '{"a": {}, "b": 1}', "l": "[{}]", "fine": {"a": [1]}}
+    assert got == [kept, kept, {"e": '{"x": 2}', "n": None, "l": None, "fine": None}]
+
+
 def test_a_key_that_appears_after_the_first_batch_is_reported(tmp_path: Path) -> None:
     vector = np.ones(4, np.float32)
     out = sink(tmp_path)

@@ -24,9 +24,10 @@ SQL reserves. The struct's fields are the keys configured, or those of the first
 batch; each field's type is inferred from the first batch's values (integers as
 int64, or uint64 when one of them is above int64's range and none is negative, such
 as a Parquet uint64 column's 2⁶⁴−1; floats as float64; a key with no value there,
-values of mixed types, or integers no 64-bit type holds, becomes a string, which
-keeps every digit). A later value of another type, or an integer outside the
-column's range, is refused with the document and the key rather than cast (pyarrow
+values of mixed types, integers no 64-bit type holds, or an object holding an empty
+one (``{}``, which Parquet cannot write), becomes a string, which keeps every digit,
+as JSON text). A later value of another type, or an integer outside the column's
+range, is refused with the document and the key rather than cast (pyarrow
 would silently turn 1.5 into 1, and raises a bare OverflowError for 2⁶⁴−1 in an
 int64 column); a value for a string field is written as its JSON text. Keys that
 first appear after the schema was fixed are not stored: the sink warns once per key.
@@ -256,9 +257,24 @@ def _inferred_type(values: Sequence[Any]) -> pa.DataType:
         return pa.int64()
     if pa.types.is_floating(inferred):
         return pa.float64()
-    if pa.types.is_null(inferred):
+    if pa.types.is_null(inferred) or _holds_empty_struct(inferred):
         return pa.string()
     return inferred
+
+
+def _holds_empty_struct(kind: pa.DataType) -> bool:
+    """Whether ``kind`` is or nests a struct of no fields (a JSON ``{}``): Parquet cannot
+    write one and Lance refuses it, at the end of the run, so such a key is kept as text."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(kind):
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        return not fields or any(_holds_empty_struct(field.type) for field in fields)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _holds_empty_struct(kind.value_type)
+    if pa.types.is_map(kind):
+        return _holds_empty_struct(kind.key_type) or _holds_empty_struct(kind.item_type)
+    return False
 
 
 def _integer(value: Any) -> bool:
