@@ -193,6 +193,18 @@ def test_a_key_whose_values_hold_an_empty_object_is_kept_as_text(tmp_path: Path)
     assert got == [kept, kept, {"e": '{"x": 2}', "n": None, "l": None, "fine": None}]
 
 
+def test_a_nested_key_the_first_records_lacked_is_refused_not_dropped(tmp_path: Path) -> None:
+    # pyarrow converts {"author": "y", "year": 2020} to a struct<author> without a word:
+    # the year was silently missing from the output.
+    vector = np.ones(4, np.float32)
+    out = sink(tmp_path)
+    out.write([OutputRecord("a", 0, (0, 1), vector, {"m": {"author": "x", "n": [{"k": 1}]}})])
+    out.write([OutputRecord("b", 0, (0, 1), vector, {"m": {"author": None, "n": None}})])
+    for late in ({"author": "y", "year": 2020}, {"n": [{"k": 1, "extra": True}]}):
+        with pytest.raises(UserError, match=r"metadata 'm' of document 'c' .* does not fit"):
+            out.write([OutputRecord("c", 0, (0, 1), vector, {"m": late})])
+
+
 def test_a_key_that_appears_after_the_first_batch_is_reported(tmp_path: Path) -> None:
     vector = np.ones(4, np.float32)
     out = sink(tmp_path)

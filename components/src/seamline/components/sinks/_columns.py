@@ -330,7 +330,17 @@ def _fits(value: Any, kind: pa.DataType) -> bool:
         return bool(limits.min <= int(value) <= limits.max)
     if pa.types.is_floating(kind):
         return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
-    return True  # nested types: pyarrow itself refuses what does not fit
+    if pa.types.is_struct(kind) and isinstance(value, dict):
+        # pyarrow drops a key its struct has no field for without a word: refused here.
+        fields = {kind.field(i).name: kind.field(i).type for i in range(kind.num_fields)}
+        return all(
+            key in fields and (item is None or _fits(item, fields[key]))
+            for key, item in value.items()
+        )
+    listed = pa.types.is_list(kind) or pa.types.is_large_list(kind)
+    if listed and isinstance(value, list | tuple):
+        return all(item is None or _fits(item, kind.value_type) for item in value)
+    return True  # other mismatches of nested types: pyarrow itself refuses them
 
 
 def _converts(value: Any, kind: pa.DataType) -> bool:
