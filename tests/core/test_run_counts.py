@@ -32,6 +32,10 @@ def test_a_commit_round_trips_its_cursor_and_counts() -> None:
     # A cursor that itself looks like JSON is kept exactly.
     odd = '{"seamline_commit": 1}'
     assert commits.decode(commits.encode(odd, SOME)) == (odd, SOME)
+    # text-files' cursor for a file name that is not UTF-8 (its odd bytes as lone
+    # surrogates): pydantic's JSON parser refused it, so such a run could not be resumed.
+    name = b"notes/caf\xe9 \xff.txt".decode("utf-8", "surrogateescape")
+    assert commits.decode(commits.encode(name, SOME)) == (name, SOME)
 
 
 def test_a_bare_cursor_is_taken_whole_with_unknown_counts() -> None:

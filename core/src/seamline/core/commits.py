@@ -65,7 +65,8 @@ class _Commit(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     seamline_commit: int
-    cursor: Annotated[str, Field(max_length=MAX_LENGTH)]
+    cursor: str  # bounded by the commit's MAX_LENGTH; a constraint here would refuse a
+    # lone surrogate (pydantic's string_unicode), which a cursor may hold: a file name
     counts: _Counts
 
 
@@ -89,7 +90,13 @@ def decode(committed: str) -> tuple[str, RunCounts | None]:
     if len(committed) > MAX_LENGTH:
         raise TamperedCommit(f"it is longer than {MAX_LENGTH:,} characters")
     try:
-        commit = _Commit.model_validate_json(committed)
+        # json.loads, not pydantic's JSON parser: that one refuses the escape of a lone
+        # surrogate ("\udcff"), which is how a file name that is not UTF-8 is stored.
+        raw = json.loads(committed)
+    except (ValueError, RecursionError):
+        raise TamperedCommit("it is not JSON") from None
+    try:
+        commit = _Commit.model_validate(raw)
     except ValidationError as err:
         raise TamperedCommit(_first_problem(err)) from None
     if commit.seamline_commit != FORMAT:
