@@ -169,6 +169,25 @@ def test_user_mistakes_are_user_errors(discovered: Registry, tmp_path: Path) -> 
     other.write_text("id,body\n1,x\n", encoding="utf-8")
     with pytest.raises(UserError, match="has no column 'text'"):
         list(_csv_loader(other, discovered).read())
+    # A field over the csv module's limit ended the run with "failed: ... Error: field
+    # larger than field limit (131072)", naming neither the file nor the line.
+    huge = tmp_path / "huge.csv"
+    huge.write_text(f'id,text\na,short\nb,"{"word " * 30_000}"\n', encoding="utf-8")
+    with pytest.raises(
+        UserError, match=r"'.*huge\.csv', the record from line 3: field larger than"
+    ):
+        list(_csv_loader(huge, discovered).read())
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(
+    discovered: Registry, tmp_path: Path
+) -> None:
+    # Excel's "CSV UTF-8" begins with one: the header was refused as having no column
+    # 'id' (its columns: \ufeffid, text).
+    data = tmp_path / "excel.csv"
+    data.write_text("id,text\nx1,from excel\n", encoding="utf-8-sig")
+    items = list(_csv_loader(data, discovered).read())
+    assert [(item.item.id, item.item.text) for item in items] == [("x1", "from excel")]  # type: ignore[union-attr]
 
 
 def test_the_conformance_suite_passes_through_its_registered_class(discovered: Registry) -> None:

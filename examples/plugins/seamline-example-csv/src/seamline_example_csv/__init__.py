@@ -61,16 +61,25 @@ class CsvLoader(Loader[CsvLoaderConfig]):
                 f"csv loader: {str(config.path)!r} is not a file (looked in "
                 f"{config.path.absolute()}); set 'path' in the loader's 'with:' block"
             )
-        try:
-            with config.path.open(encoding="utf-8", newline="") as handle:
-                rows = csv.DictReader(handle, delimiter=config.delimiter)
+        # utf-8-sig: Excel's "CSV UTF-8" begins with a byte-order mark, which would
+        # otherwise become part of the first column's name.
+        with config.path.open(encoding="utf-8-sig", newline="") as handle:
+            rows = csv.DictReader(handle, delimiter=config.delimiter)
+            try:
                 self._check_header(rows.fieldnames)
                 for row_number, row in enumerate(rows, start=1):
                     if row_number <= skip_through or not shard.owns(row_number - 1):
                         continue
                     yield Loaded(cursor=str(row_number), item=self._document(row_number, row))
-        except UnicodeDecodeError as err:
-            raise UserError(f"csv loader: {str(config.path)!r} is not UTF-8 ({err})") from None
+            except UnicodeDecodeError as err:
+                raise UserError(f"csv loader: {str(config.path)!r} is not UTF-8 ({err})") from None
+            except csv.Error as err:  # a field over csv.field_size_limit(), a NUL byte...
+                line = rows.line_num + 1  # where the record being read begins
+                raise UserError(
+                    f"csv loader: {str(config.path)!r}, the record from line {line}: {err}; "
+                    "the file cannot be read as CSV from there (a field over the limit is "
+                    "one document too long for this loader: use the jsonl or parquet loader)"
+                ) from None
 
     def _check_header(self, header: Sequence[str] | None) -> None:
         """An empty file has no rows; a header without the configured columns is a user error."""
