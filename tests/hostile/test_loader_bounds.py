@@ -66,9 +66,12 @@ def test_a_line_far_over_the_limit_is_skipped_in_bounded_memory(tmp_path: Path) 
     assert peak < 6 * MiB
 
 
-def test_a_line_of_exactly_the_limit_is_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("end", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+def test_a_line_of_exactly_the_limit_is_read(tmp_path: Path, end: bytes) -> None:
+    """The limit is the line's content: a file written on Windows (CRLF) had each such line
+    refused, one byte over."""
     line = json.dumps({"id": "a", "text": "x" * 100}).encode()
-    (tmp_path / "d.jsonl").write_bytes(line + b"\n" + line.replace(b'"a"', b'"b"'))
+    (tmp_path / "d.jsonl").write_bytes(line + end + line.replace(b'"a"', b'"b"') + end)
     loader = JsonlLoader(JsonlLoaderConfig(path=tmp_path / "d.jsonl", max_bytes=len(line)))
     assert [type(loaded.item) for loaded in loader.read()] == [Document, Document]
     loader = JsonlLoader(JsonlLoaderConfig(path=tmp_path / "d.jsonl", max_bytes=len(line) - 1))

@@ -64,8 +64,9 @@ class JsonlLoaderConfig(ComponentConfig):
     )
     max_bytes: int | None = Field(
         default=DEFAULT_MAX_BYTES,
-        description="Longest line to read, in bytes (default 10 MiB); a longer line becomes an "
-        "error record and is skipped in bounded memory. Null means no limit.",
+        description="Longest line to read, in bytes, its line end not counted (default 10 MiB); "
+        "a longer line becomes an error record and is skipped in bounded memory. Null means "
+        "no limit.",
     )
     max_tracked_ids: int = Field(
         default=1_000_000,
@@ -162,19 +163,20 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
     def _lines(self, handle: IO[bytes]) -> Iterator[bytes | None]:
         """Each line of ``handle``; None for a line longer than ``max_bytes``.
 
-        An over-long line is read at most ``max_bytes + 1`` bytes at a time, then the
-        rest of it in chunks that are thrown away: a line of gigabytes (or a file with
-        no newline at all) costs no more memory than the limit.
+        The limit is the line's content: its end, LF or a Windows CRLF, is not counted. An
+        over-long line is read at most ``max_bytes + 2`` bytes at a time, then the rest of
+        it in chunks that are thrown away: a line of gigabytes (or a file with no newline
+        at all) costs no more memory than the limit.
         """
         limit = self.config.max_bytes
         if limit is None:
             yield from handle
             return
         while True:
-            line = handle.readline(limit + 1)
+            line = handle.readline(limit + 2)  # the content, and a line end of one or two bytes
             if not line:
                 return
-            if len(line) <= limit or (line.endswith(b"\n") and len(line) == limit + 1):
+            if len(line) - _line_end(line) <= limit:
                 yield line
                 continue
             while line and not line.endswith(b"\n"):
@@ -320,3 +322,11 @@ def _deeper_than(value: Any, limit: int) -> bool:
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def _line_end(line: bytes) -> int:
+    """The bytes of ``line``'s end, not counted against ``max_bytes``: 2 for CRLF (a file
+    written on Windows), 1 for LF, 0 for a last line without one."""
+    if line.endswith(b"\r\n"):
+        return 2
+    return 1 if line.endswith(b"\n") else 0
