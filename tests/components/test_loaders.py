@@ -178,7 +178,19 @@ def test_text_files_invalid_utf8_becomes_error_record(tmp_path: Path) -> None:
     assert error.id == "bad.txt"
     assert error.reason.startswith("not valid utf-8: ")
     assert "byte offset 2" in error.reason
+    assert error.reason.endswith("set the loader's encoding (such as latin-1)")  # the fix
     assert error.metadata["path"] == str((tmp_path / "bad.txt").absolute())
+
+
+def test_a_utf16_file_is_named_so_with_the_encoding_to_set(tmp_path: Path) -> None:
+    # Notepad's "Unicode": it failed as invalid UTF-8 at byte 0, naming no fix.
+    (tmp_path / "notes.txt").write_bytes("caf\u00e9 notes".encode("utf-16"))
+    error = only(text_loader(tmp_path).read())
+    assert isinstance(error, DocumentError)
+    assert "UTF-16 byte-order mark: set the loader's encoding: utf-16" in error.reason
+    fixed = only(text_loader(tmp_path, encoding="utf-16").read())
+    assert isinstance(fixed, Document)
+    assert fixed.text == "caf\u00e9 notes"
 
 
 def test_text_files_bad_file_does_not_stop_the_others(tmp_path: Path) -> None:

@@ -249,7 +249,8 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         except UnicodeDecodeError as err:
             reason = (
                 f"not valid {self.config.encoding}: {err.reason} "
-                f"at byte offset {err.start} (byte {data[err.start : err.start + 1]!r})"
+                f"at byte offset {err.start} (byte {data[err.start : err.start + 1]!r}); "
+                + _encoding_hint(data)
             )
             return error(reason, bytes=len(data))
         if self.config.skip_empty and is_blank(text):
@@ -277,3 +278,10 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             f"a symbolic link that leads outside root (to {safe_text(str(target))!r}); only "
             "files under root are read: copy the file under root, or move root up"
         )
+
+
+def _encoding_hint(data: bytes) -> str:
+    """What to set when a file does not decode: the decode error alone names no fix."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "it begins with a UTF-16 byte-order mark: set the loader's encoding: utf-16"
+    return "if the files are in another encoding, set the loader's encoding (such as latin-1)"
