@@ -263,6 +263,47 @@ def test_text_files_broken_symlink_is_reported_not_dropped(tmp_path: Path) -> No
     assert "cannot read" in error.reason
 
 
+def linked_folders(tmp_path: Path) -> Path:
+    """``notes/`` with ``real/a.txt``, a link ``inside`` to ``real`` and ``outside`` to a
+    folder beside ``notes``."""
+    root = tmp_path / "notes"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "a.txt").write_text("real doc")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "o.txt").write_text("outside doc")
+    (root / "inside").symlink_to("real")
+    (root / "outside").symlink_to("../elsewhere")
+    return root
+
+
+def test_a_linked_folder_the_recursive_pattern_walks_past_is_named(tmp_path: Path) -> None:
+    # ** does not walk into a linked folder: its files were left out without a word.
+    root = linked_folders(tmp_path)
+    items = {loaded.item.id: loaded.item for loaded in text_loader(root, glob="**/*.txt").read()}
+    assert sorted(items) == ["inside", "outside", "real/a.txt"]
+    assert isinstance(items["real/a.txt"], Document)
+    for link in ("inside", "outside"):
+        error = items[link]
+        assert isinstance(error, DocumentError)
+        assert error.reason.startswith(f"a symbolic link '{link}' to a folder, which is not")
+        assert "no file in a linked folder is read" in error.reason
+    # A link the pattern would not walk into is not its business.
+    only_real = [loaded.item.id for loaded in text_loader(root, glob="real/**/*.txt").read()]
+    assert only_real == ["real/a.txt"]
+
+
+def test_a_file_reached_through_a_linked_folder_is_set_aside(tmp_path: Path) -> None:
+    # A * part does follow the link: inside/a.txt was real/a.txt again, under a second id.
+    root = linked_folders(tmp_path)
+    items = {loaded.item.id: loaded.item for loaded in text_loader(root, glob="*/*.txt").read()}
+    assert sorted(items) == ["inside/a.txt", "outside/o.txt", "real/a.txt"]
+    assert isinstance(items["real/a.txt"], Document)
+    for name, link in (("inside/a.txt", "inside"), ("outside/o.txt", "outside")):
+        error = items[name]
+        assert isinstance(error, DocumentError)
+        assert error.reason.startswith(f"reached through the link '{link}' to a folder")
+
+
 def test_text_files_missing_root_is_a_user_error(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     with pytest.raises(UserError, match="does not exist") as caught:

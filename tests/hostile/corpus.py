@@ -138,7 +138,16 @@ def _text_files(corpus: Corpus, directory: Path) -> None:
     (root / "folder.txt" / "inside.txt").write_text("a file inside it is read")
     add(Case("a file inside that directory", t, ("folder.txt/inside.txt",), WRITTEN))
     (root / "folder-link.txt").symlink_to("folder.txt")
-    add(Case("a link to that directory", t, (), NOT_READ))
+    add(
+        Case(
+            "a link to that directory",
+            t,
+            ("folder-link.txt",),
+            DEAD,
+            "to a folder, which is not followed",
+            "load",
+        )
+    )
     os.mkfifo(root / "pipe.txt")
     add(Case("a FIFO named *.txt", t, ("pipe.txt",), DEAD, "FIFO", "load"))
     os.mkfifo(root / "pipe")

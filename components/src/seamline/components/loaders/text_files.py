@@ -12,8 +12,10 @@ a device (itself, or through a symbolic link) is set aside without reading a byt
 it is opened non-blocking and checked on the open descriptor, so a pipe cannot hang
 the run and ``/dev/zero`` cannot fill memory. A symbolic link whose target lies
 outside ``root`` is set aside too, so a planted link cannot pull another file of
-the machine into the output. A file larger than ``max_bytes`` is set aside after
-reading at most ``max_bytes + 1`` bytes of it.
+the machine into the output. No file in a folder linked under ``root`` is read: such a
+link is named in an error record of its own, as is each file reached through one. A
+file larger than ``max_bytes`` is set aside after reading at most ``max_bytes + 1``
+bytes of it.
 
 A file name that is not valid UTF-8 (Python holds its odd bytes as lone
 surrogates) gets an id with each such byte written as its escape text (``\udcff``),
@@ -23,6 +25,8 @@ so that every output can hold it; the cursor keeps the real name.
 from __future__ import annotations
 
 import codecs
+import fnmatch
+import os
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -207,6 +211,32 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         for path in root.glob(self.config.glob):
             if not path.is_dir():
                 yield path.relative_to(root).as_posix(), path
+        yield from self._linked_folders()
+
+    def _linked_folders(self) -> Iterator[tuple[str, Path]]:
+        """Each symbolic link to a folder that the pattern's ``**`` walks past, as a match.
+
+        ``**`` does not follow such links (while a ``*`` part does), so the files in them
+        were left out without a word; each one is listed instead, and :meth:`_load` sets
+        it aside saying why. Only folders under the part of the pattern before its first
+        ``**`` are ones the pattern would have walked into.
+        """
+        parts = PurePosixPath(self.config.glob).parts
+        if "**" not in parts:
+            return
+        prefix = parts[: parts.index("**")]
+        root = self.config.root
+        for folder, names, _ in os.walk(root):
+            here = Path(folder)
+            for name in names:
+                path = here / name
+                relative = path.relative_to(root)
+                if (
+                    path.is_symlink()
+                    and len(relative.parts) > len(prefix)
+                    and all(map(fnmatch.fnmatchcase, relative.parts[: len(prefix)], prefix))
+                ):
+                    yield relative.as_posix(), path
 
     def _position_after(self, files: list[tuple[str, Path]], after: str) -> int:
         """Position of the first item after the cursor ``after``."""
@@ -226,6 +256,9 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         def error(reason: str, **more: Any) -> DocumentError:
             return DocumentError(id=doc_id, reason=reason, metadata={**where, **more})
 
+        linked = self._linked_folder_on(path)
+        if linked is not None:
+            return error(linked)
         outside = self._outside_root(path)
         if outside is not None:
             return error(outside)
@@ -261,6 +294,28 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                 stage="skip",
             )
         return Document(id=doc_id, text=text, metadata={**where, "bytes": len(data)})
+
+    def _linked_folder_on(self, path: Path) -> str | None:
+        """Why ``path`` is not read if it is, or is reached through, a link to a folder.
+
+        Files in a folder linked under ``root`` are not documents: ``**`` does not walk
+        into such a folder, and one that leads inside ``root`` would give its files twice,
+        under two ids. So the link (or each file a ``*`` part reaches through it) is set
+        aside, named, whatever the pattern.
+        """
+        root = self.config.root
+        relative = path.relative_to(root)
+        for depth in range(1, len(relative.parts) + 1):
+            step = root.joinpath(*relative.parts[:depth])
+            if step.is_symlink() and step.is_dir():
+                shown = PurePosixPath(*relative.parts[:depth]).as_posix()
+                return (
+                    f"{'a symbolic link' if step == path else 'reached through the link'} "
+                    f"{safe_text(shown)!r} to a folder, which is not followed: no file in a "
+                    "linked folder is read. Move or copy the files under root, or point root "
+                    "at the folder the link leads to"
+                )
+        return None
 
     def _outside_root(self, path: Path, opened: Path | None = None) -> str | None:
         """Why ``path`` is not read if a symbolic link takes it outside ``root``; else None.
