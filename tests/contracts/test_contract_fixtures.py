@@ -65,3 +65,34 @@ def test_fixtures_and_other_methods_are_accepted() -> None:
             return 1
 
     assert Check().helper() == 1
+
+
+def test_the_suites_use_pytest_s_public_api_only() -> None:
+    # A third party runs these suites under whatever pytest it has: a private import
+    # (``_pytest.*``) is what breaks on pytest's next release.
+    import seamline.contracts.testing as testing
+    import seamline.pytest_plugin as plugin
+
+    sources = [Path(plugin.__file__), *Path(testing.__file__).parent.rglob("*.py")]
+    private = [
+        f"{source.name}:{number}"
+        for source in sources
+        for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1)
+        if line.lstrip().startswith(("import _pytest", "from _pytest"))
+    ]
+    assert not private, f"private pytest imports: {private}"
+
+
+def test_with_a_pytest_that_cannot_tell_fixtures_nothing_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pytest before 8.4 returns the function itself from @pytest.fixture: the check
+    # then steps aside (pytest's own error stands) rather than refusing every method.
+    from seamline.contracts.testing import _common
+
+    monkeypatch.setattr(_common, "FIXTURE_TYPE", None)
+
+    def plain(self: object, *args: object) -> None:
+        return None
+
+    assert _common.hidden_fixture(type("Check", (LoaderContract,), {"make_loader": plain})) is None

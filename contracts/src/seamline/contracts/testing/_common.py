@@ -12,7 +12,6 @@ import os
 from typing import Any, ClassVar
 
 import pytest
-from _pytest.fixtures import getfixturemarker  # pytest's own test of "is this a fixture"
 from pydantic import ValidationError
 
 from seamline.contracts.component import Component, ComponentConfig
@@ -50,18 +49,40 @@ def identity(component: Component[Any], with_config: bool = True) -> str:
     )
 
 
+def _fixture_type() -> type | None:
+    """The type ``pytest.fixture`` gives a fixture, found through pytest's public API only.
+
+    Since pytest 8.4 a fixture is an object of its own type, not a function; asking
+    pytest itself for one (rather than importing its private "is this a fixture" helper)
+    keeps the suite working across pytest's upgrades. Older pytest returns the function
+    itself: then fixtures cannot be told from methods, and None says so.
+    """
+
+    def probe() -> None:
+        """A function for pytest to wrap."""
+
+    kind = type(pytest.fixture(probe))
+    return None if kind is type(probe) else kind
+
+
+FIXTURE_TYPE = _fixture_type()
+
+
 def hidden_fixture(cls: type) -> str | None:
     """A fixture of a base class that ``cls`` redefines as something else, in words; or None.
 
     ``make_loader(directory, texts)`` reads like a method, and a subclass that writes it
     as one hides the suite's fixture: pytest then errors every check with a long "fixture
     'make_loader' not found" that never says why. Found when the class is defined, it
-    is one line naming the fix.
+    is one line naming the fix. (With a pytest older than 8.4, which cannot tell a
+    fixture from a method, nothing is found and pytest's own error stands.)
     """
+    if FIXTURE_TYPE is None:
+        return None
     for name, value in vars(cls).items():
-        if getfixturemarker(value) is not None:
+        if isinstance(value, FIXTURE_TYPE):
             continue
-        if any(getfixturemarker(vars(base).get(name)) is not None for base in cls.__mro__[1:]):
+        if any(isinstance(vars(base).get(name), FIXTURE_TYPE) for base in cls.__mro__[1:]):
             return (
                 f"{cls.__qualname__}.{name} is not a pytest fixture, so it hides the suite's "
                 f"'{name}' fixture and every check would error with \"fixture '{name}' not "
