@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from seamline.adapters.cli.main import app
 from seamline.contracts import ConfigError
 from seamline.core.config import load_pipeline
+from seamline.core.config.resolve import prepare_data, resolve_encoder
 from seamline.core.registry import Registry
 
 CORPUS = sorted((Path(__file__).parent / "bad_pipelines").glob("*.yaml"))
@@ -68,6 +69,71 @@ def test_several_problems_are_reported_together(tmp_path: Path, registry: Regist
     assert f"{pipeline}:2:15" in message
     assert f"{pipeline}:3:47" in message
     assert "did you mean 'stride'?" in message
+
+
+def test_a_file_s_own_problems_do_not_hide_its_components_problems(
+    tmp_path: Path, registry: Registry
+) -> None:
+    # Before: a missing 'pipeline' name or a misspelt run setting was all a run said;
+    # the misspelt loader field, the unknown model, the bad monitor field and the
+    # unknown attention came one per run after each fix.
+    pipeline = tmp_path / "many.yaml"
+    pipeline.write_text(
+        "loader: {use: jsonl, with: {path: d.jsonl, text_fiel: text}}\n"
+        "model: {use: minilm}\n"
+        "sink: {use: jsonl, with: {path: out.jsonl}}\n"
+        "monitors:\n"
+        "  - {use: memory, with: {every: 0}}\n"
+        "attention: {use: [cpu-flassh]}\n"
+        "run: {batch_sise: 8}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_pipeline(pipeline, registry, environ={})
+    lines = str(caught.value).splitlines()
+    expected = [  # in the order of the file
+        (f"{pipeline}:1:1:", "missing required field 'pipeline'"),
+        (f"{pipeline}:1:44:", "'loader.with.text_fiel'"),
+        (f"{pipeline}:2:14:", "'minilm'"),
+        (f"{pipeline}:5:26:", "'monitors.0.with.every'"),
+        (f"{pipeline}:6:19:", "'cpu-flassh'"),
+        (f"{pipeline}:7:7:", "'run.batch_sise'"),
+    ]
+    assert len(lines) == len(expected), lines
+    for line, (place, what) in zip(lines, expected, strict=True):
+        assert line.startswith(place), (line, place)
+        assert what in line, (line, what)
+
+
+def test_a_malformed_component_section_is_reported_once(tmp_path: Path, registry: Registry) -> None:
+    # 'wth' is the mistake; the loader's missing 'path' that would follow from reading
+    # past it is not reported beside it.
+    pipeline = tmp_path / "typo.yaml"
+    pipeline.write_text(
+        "pipeline: typo\n"
+        "loader: {use: jsonl, wth: {path: d.jsonl}}\n"
+        "model: {use: bert-encoder, with: {weights: x}}\n"
+        "sink: {use: jsonl, with: {path: out.jsonl}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_pipeline(pipeline, registry, environ={})
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 1, lines
+    assert "loader.wth" in lines[0], lines
+
+
+def test_an_embedder_s_settings_report_every_problem_too(registry: Registry) -> None:
+    located = prepare_data(
+        {"model": {"use": "bert-encoder", "with": {"weights": "x", "strides": 3}}, "rn": {}},
+        "<settings>",
+        environ={},
+    )
+    with pytest.raises(ConfigError) as caught:
+        resolve_encoder(located, registry, environ={})
+    message = str(caught.value)
+    assert "'rn'" in message, message
+    assert "did you mean 'stride'?" in message, message
 
 
 def test_missing_file_is_a_user_error(tmp_path: Path, registry: Registry) -> None:

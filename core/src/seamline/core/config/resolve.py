@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
@@ -46,12 +47,23 @@ from seamline.core.trust import ConformanceCheck, TrustPolicy, TrustSettings, pi
 
 
 class PipelineConfigError(ConfigError):
-    """One or more located problems in a pipeline; the message lists them all."""
+    """One or more located problems in a pipeline; the message lists them all, in the
+    order of the file (a problem placed by a ``--set`` override or by no place at all
+    comes after those placed in the file, in the order found)."""
 
     def __init__(self, problems: Sequence[ConfigError]) -> None:
-        self.problems = list(problems)
+        self.problems = sorted(problems, key=_place_in_file)
         super().__init__("\n".join(str(problem) for problem in self.problems))
         self.location = self.problems[0].location
+
+
+_LINE_COLUMN = re.compile(r":(\d+):(\d+)$")
+
+
+def _place_in_file(problem: ConfigError) -> tuple[int, int, int]:
+    """Sort key of a problem: its line and column where it has them, else after them."""
+    found = _LINE_COLUMN.search(problem.location or "")
+    return (0, int(found[1]), int(found[2])) if found else (1, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +296,7 @@ def resolve_located(
     whether conformance is required and which ``environ`` variables may leave the
     machine (:mod:`seamline.core.config.network`).
     """
-    spec, registry = _validated(located, PipelineSpec, registry)
+    spec, registry = _validated(located, PipelineSpec, registry, environ)
     resolved = _Resolver(located, registry, environ).resolve(spec)
     return replace(resolved, file_sha256=file_sha256) if file_sha256 else resolved
 
@@ -292,15 +304,90 @@ def resolve_located(
 S = TypeVar("S", bound=BaseModel)
 
 
-def _validated(located: Located, schema: type[S], registry: Registry) -> tuple[S, Registry]:
+def _validated(
+    located: Located,
+    schema: type[S],
+    registry: Registry,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[S, Registry]:
     """``located``'s data as ``schema`` (problems located in the document), and the
-    registry narrowed by the document's own ``trust``: what every resolution starts from."""
+    registry narrowed by the document's own ``trust``: what every resolution starts from.
+
+    When the document's own sections fail, the components' ``with:`` sections are
+    checked too (:func:`_section_problems`), so one run names every problem.
+    """
     try:
         spec = schema.model_validate(located.data)
     except ValidationError as err:
-        raise PipelineConfigError(_problems(err, located, (), schema)) from None
+        problems = _problems(err, located, (), schema)
+        extra = _section_problems(located, schema, registry, environ)
+        raise PipelineConfigError([*problems, *extra]) from None
+    return spec, _narrowed(located, registry)
+
+
+def _narrowed(located: Located, registry: Registry) -> Registry:
+    """``registry`` narrowed by the document's own ``trust`` section."""
     trust = pipeline_trust(located, registry.trust)
-    return spec, registry.narrowed(trust) if trust is not registry.trust else registry
+    return registry.narrowed(trust) if trust is not registry.trust else registry
+
+
+_COMPONENT_SECTIONS: dict[str, Kind] = {
+    "loader": "loader",
+    "model": "model",
+    "sink": "sink",
+    "monitors": "monitor",
+}
+"""The sections of a document that name a component ``{use, with}`` (``monitors``: a list)."""
+
+
+def _component_items(
+    data: Mapping[str, Any], schema: type[BaseModel]
+) -> Iterator[tuple[Kind, Any, DataPath]]:
+    """Each ``schema`` section of ``data`` that names a component: kind, value and place."""
+    for section, kind in _COMPONENT_SECTIONS.items():
+        if section not in schema.model_fields:
+            continue
+        value = data.get(section)
+        if section != "monitors":
+            yield kind, value, (section,)
+        elif isinstance(value, list):
+            yield from ((kind, item, (section, i)) for i, item in enumerate(value))
+
+
+def _section_problems(
+    located: Located,
+    schema: type[BaseModel],
+    registry: Registry,
+    environ: Mapping[str, str] | None,
+) -> list[ConfigError]:
+    """The problems of each component and of ``attention`` in a document whose other parts
+    failed validation, so that one pass names them all.
+
+    Only a section that is well formed on its own (a ``{use, with}`` reference, an
+    ``attention`` section) is looked into, exactly as resolution would; a malformed one
+    is already among the document's problems, and guessing past it would report
+    consequences of the same mistake. An invalid ``trust`` section (also among them)
+    leaves nothing to resolve against.
+    """
+    try:
+        resolver = _Resolver(located, _narrowed(located, registry), environ)
+    except ConfigError:
+        return []
+    data = located.data if isinstance(located.data, dict) else {}
+    for kind, item, at in _component_items(data, schema):
+        try:
+            ref = ComponentRef.model_validate(item)
+        except ValidationError:
+            continue
+        resolver.component(kind, ref.use, ref.with_, at)
+    if "attention" in schema.model_fields:
+        try:
+            settings = AttentionSpecConfig.model_validate(data.get("attention", {}))
+        except ValidationError:
+            pass
+        else:
+            resolver.attention_section(settings)
+    return resolver.problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +446,7 @@ def resolve_encoder(
 ) -> ResolvedEncoder:
     """Validate and resolve a document of ``model``, ``attention``, ``run`` and ``trust``
     (an in-process embedder's settings), exactly as those sections of a pipeline are."""
-    spec, registry = _validated(located, EncoderSpec, registry)
+    spec, registry = _validated(located, EncoderSpec, registry, environ)
     resolver = _Resolver(located, registry, environ)
     model = resolver.component("model", spec.model.use, spec.model.with_, ("model",))
     attention = resolver.attention_section(spec.attention, spec.trust.require_conformance)
