@@ -119,6 +119,28 @@ def test_a_sync_without_rows_deletes_every_document_but_those_set_aside(tmp_path
     assert rows(tmp_path) == [("b", 0, 1.0), ("b", 1, 1.0)]
 
 
+def test_a_run_that_embedded_nothing_never_empties_the_table(tmp_path: Path) -> None:
+    # Every document is blank now (skipped by a rule): a sync would delete every row.
+    sync(tmp_path, windows("a", 1, 1) + windows("b", 2, 1))
+    before = table(tmp_path).version
+    skipped = [DocumentError(doc, "blank document", stage="skip") for doc in ("a", "b")]
+    with pytest.raises(UserError) as refused:
+        sync(tmp_path, [], skipped)
+    message = str(refused.value)
+    assert "embedded no document (2 skipped by a rule" in message
+    assert "0 set aside by a failure" in message
+    assert "delete all 2 documents" in message
+    assert "nothing was changed" in message
+    assert "mode: overwrite" in message
+    assert table(tmp_path).version == before
+    assert rows(tmp_path) == [("a", 0, 1.0), ("b", 0, 1.0), ("b", 1, 1.0)]
+    # The fix it names empties the table, as asked.
+    out = sink(tmp_path, mode="overwrite")
+    out.start(manifest("o"))
+    out.close()
+    assert rows(tmp_path) == []
+
+
 def test_sync_refuses_a_table_of_another_model_before_any_work(tmp_path: Path) -> None:
     sync(tmp_path, windows("a", 1, 1))
     other = {**MANIFEST, "model": {"use": "bert-encoder", "with": {"weights": "other"}}}
@@ -233,6 +255,46 @@ def test_seamline_run_says_what_a_sync_changed(tmp_path: Path, discovered: Regis
     assert "resumed after cursor" in said
     assert "documents in the output: 0 added, 0 replaced, 10 deleted, 30 unchanged, 0 set" in said
     assert rows() == 30
+
+
+def test_seamline_run_over_a_folder_gone_blank_leaves_the_table(
+    tmp_path: Path, discovered: Registry
+) -> None:
+    """As a user meets it: every note of a synced folder is now empty (a broken export),
+    the run says so with exit code 2 and the table keeps its rows; overwrite empties it."""
+    import lancedb
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name in ("a", "b", "c"):
+        (notes / f"{name}.txt").write_text(f"note {name} about lance tables", encoding="utf-8")
+    (tmp_path / "pipeline.yaml").write_text(
+        "pipeline: notes\n"
+        "loader: {use: text-files, with: {root: notes}}\n"
+        "model: {use: tiny}\n"
+        "attention: {use: native}\n"
+        "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync}}\n",
+        encoding="utf-8",
+    )
+
+    def rows() -> int:
+        return int(lancedb.connect(str(tmp_path / "out")).open_table("emb").count_rows())
+
+    with cli_in(tmp_path, discovered) as cli:
+        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
+        before = rows()
+        for note in notes.iterdir():
+            note.write_text(" \n", encoding="utf-8")
+        refused = seamline(cli, Path("pipeline.yaml"))
+        assert rows() == before > 0, "the table keeps every row"
+        emptied = seamline(cli, Path("pipeline.yaml"), "--set", "sink.with.mode=overwrite")
+    assert refused.exit_code == 2, refused.stderr
+    assert "Traceback" not in refused.stderr
+    said = " ".join(refused.stderr.split())
+    assert "this run embedded no document" in said, said
+    assert "delete all 3 documents" in said, said
+    assert emptied.exit_code == 0, emptied.stderr
+    assert rows() == 0
 
 
 def test_a_table_whose_rows_cannot_be_read_is_refused_clearly_and_left_alone(

@@ -14,6 +14,10 @@ two things around it that need the data:
   win. A document *skipped* by a rule (stage ``skip``: now blank, or the model made no
   examples of it) has, as it is now, nothing to embed: its old rows describe text that
   is gone, and are deleted like those of a removed document.
+- **A run that embedded nothing never empties the table.** When every document was
+  skipped or set aside (an extraction that now gives empty texts), sync would delete
+  every row and add none: it is refused, nothing changed, naming ``mode: overwrite``
+  for a table that is meant to be emptied.
 - **The counts are measured, not guessed.** Each document's rows (every column, the
   vector bit for bit, in window order) are hashed once in the table before the commit
   and once in the rows published; a document is ``added`` (not in the table before),
@@ -75,7 +79,8 @@ def publish_synced(
     by a failure, kept as they were; and what that changed."""
     import pyarrow as pa
 
-    failed = failed_ids(errors)
+    contents = list(errors)
+    failed = failed_ids(contents)
     tally = SyncTally(failed - ids() if failed else failed)
     if table is not None:
         try:
@@ -87,6 +92,17 @@ def publish_synced(
                 f"({err}); nothing was changed. Restore it to a readable "
                 "version (table.restore(n)), or replace it with mode: overwrite"
             ) from err
+    if rows is None and tally.empties_the_table():
+        where = str(database / f"{databases.name}.lance")
+        skipped = sum(1 for entry in _entries(contents) if entry.get("stage") == "skip")
+        raise UserError(
+            f"{databases.sink} sink: cannot sync {where!r}: this run embedded no document "
+            f"({skipped} skipped by a rule: blank now, or the model made nothing of it; "
+            f"{len(failed)} set aside by a failure), so sync would delete all "
+            f"{tally.documents_before} documents of the table and add none; nothing was "
+            "changed. Check the input (an extraction that now gives empty texts?); if the "
+            "table is meant to be emptied, use mode: overwrite"
+        )
     source = rows
     if source is not None:
         rows = pa.RecordBatchReader.from_batches(source.schema, tally.published(source))
@@ -97,17 +113,20 @@ def publish_synced(
 def failed_ids(errors: Iterable[bytes]) -> frozenset[str]:
     """The documents set aside by a failure (any stage but ``skip``), from errors files'
     contents (one JSON object per line, as the sink kit writes them)."""
-    ids: set[str] = set()
+    failed = (entry.get(ID) for entry in _entries(errors) if entry.get("stage") != "skip")
+    return frozenset(doc for doc in failed if isinstance(doc, str))
+
+
+def _entries(errors: Iterable[bytes]) -> Iterator[dict[str, object]]:
+    """The error records in errors files' contents (a line that is not one is passed over)."""
     for content in errors:
         for line in content.splitlines():
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            failed = isinstance(entry, dict) and entry.get("stage") != "skip"
-            if failed and isinstance(entry.get(ID), str):
-                ids.add(entry[ID])
-    return frozenset(ids)
+            if isinstance(entry, dict):
+                yield entry
 
 
 class SyncTally:
@@ -124,6 +143,16 @@ class SyncTally:
         for batch in batches:
             digests.add(batch)
         self._before = digests.per_document()
+
+    @property
+    def documents_before(self) -> int:
+        """How many documents the table held before the commit."""
+        return len(self._before)
+
+    def empties_the_table(self) -> bool:
+        """Whether a sync that publishes no rows would leave a table that had some empty:
+        none of its documents is kept (set aside by a failure in this run)."""
+        return bool(self._before) and not (self._before.keys() & self.kept)
 
     def published(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """``batches``, digested as they pass on to the commit."""
