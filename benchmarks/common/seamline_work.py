@@ -34,11 +34,20 @@ def bert_config(max_length: int) -> dict[str, Any]:
 
 
 def pipeline_spec(
-    name: str, corpus: Path, max_length: int, sink: str, sink_path: Path, batch_size: int
+    name: str,
+    corpus: Path,
+    max_length: int,
+    sink: str,
+    sink_path: Path,
+    batch_size: int,
+    *,
+    packing: bool = True,
 ) -> str:
     """A pipeline file ``text-files`` -> ``bert-encoder`` -> ``native`` -> ``sink``.
 
-    Written as JSON, which is YAML, so that any path is quoted right.
+    ``packing: False`` makes the batches :func:`bucketed_batches` makes (one example per
+    row), for a comparison with a bare loop of those. Written as JSON, which is YAML, so
+    that any path is quoted right.
     """
     spec = {
         "pipeline": name,
@@ -46,7 +55,7 @@ def pipeline_spec(
         "model": {"use": "bert-encoder", "with": bert_config(max_length)},
         "attention": {"use": "native"},
         "sink": {"use": sink, "with": {"path": str(sink_path)}},
-        "run": {"batch_size": batch_size},
+        "run": {"batch_size": batch_size, "packing": packing},
     }
     return json.dumps(spec, indent=2) + "\n"
 

