@@ -21,7 +21,6 @@ is missing or wrong and what to do about it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 from safetensors.numpy import load_file
 
-from seamline.components.models import split_zip
+from seamline.components.models import file_digest, split_zip
 from seamline.components.models.bert_math import (
     Activation,
     Architecture,
@@ -450,9 +449,9 @@ def lists_normalize(modules: list[dict[str, Any]] | None) -> bool:
 
 
 def sha256_of(path: Path) -> str:
-    """Hex SHA-256 of a file, streamed (``hashlib.file_digest``: no copy of it in memory)."""
-    with path.open("rb") as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
+    """Hex SHA-256 of a file, streamed, and read once while it stays the same
+    (:mod:`.file_digest`: a run pins the digest, then checks it before loading)."""
+    return file_digest.sha256_of(path)
 
 
 def verify_sha256(path: Path, expected: str) -> None:
