@@ -91,7 +91,7 @@ def test_help_shows_each_arguments_name_and_each_options_choices() -> None:
     assert "--log-level [debug|info|warning|error]" in run_help
     kinds = piped("components", "-h").stdout
     assert "--kind [attention|model|loader|monitor|sink|executor]" in kinds
-    assert "[OPTIONS] INDEX QUERY\n" in piped("search", "-h").stdout
+    assert "[OPTIONS] INDEX [QUERY]\n" in piped("search", "-h").stdout  # or --queries FILE
     assert "--long-text [truncate|mean]" in piped("serve", "-h").stdout
 
 

@@ -82,7 +82,7 @@ def test_help_names_what_to_type(path: tuple[str, ...]) -> None:
 
 def test_help_writes_arguments_and_choices_as_typed() -> None:
     assert "Usage: seamline run [OPTIONS] PIPELINE\n" in piped("run", "-h").stdout
-    assert "Usage: seamline search [OPTIONS] INDEX QUERY\n" in piped("search", "-h").stdout
+    assert "Usage: seamline search [OPTIONS] INDEX [QUERY]\n" in piped("search", "-h").stdout
     check = piped("check", "-h").stdout
     assert "KIND:NAME  KIND:NAME, e.g." in check
     assert "--select EXPR" in check

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -21,7 +22,20 @@ IndexArg = Annotated[
     ),
 ]
 Query = Annotated[
-    str, typer.Argument(help="The text to search for.", metavar="QUERY", show_default=False)
+    str | None,
+    typer.Argument(
+        help="The text to search for (or give --queries).", metavar="QUERY", show_default=False
+    ),
+]
+QueriesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--queries",
+        help="A UTF-8 file of queries, one a line (- reads them from standard input), "
+        "searched with one model: a table each, or one JSON document a line.",
+        metavar="FILE",
+        show_default=False,
+    ),
 ]
 TopK = Annotated[
     int, typer.Option("--top-k", "-k", help="How many results (1 to 10,000).", metavar="N")
@@ -53,7 +67,8 @@ Where = Annotated[
 
 def search(
     index: IndexArg,
-    query: Query,
+    query: Query = None,
+    queries: QueriesOption = None,
     k: TopK = 5,
     attention: AttentionOption = None,
     exact: Exact = False,
@@ -65,15 +80,37 @@ def search(
     INDEX is what a sink published (or its .manifest.json): the manifest beside it
     names the model, the attention and where every file or table is. A LanceDB
     table is searched through its vector index when it has one; files are scanned.
+    With --queries, every query of the file is searched with one model, in order.
     """
     from seamline.adapters.cli.render import as_json, listing
     from seamline.adapters.logging_setup import configure_logging
-    from seamline.adapters.search import check_k, find
+    from seamline.adapters.search import Searcher, check_k
 
-    as_text = output_format(format_) == "text"
+    show = (listing if output_format(format_) == "text" else as_json).search_hits
     configure_logging(level="warning")
     user_errors(lambda: check_k(k, "-k"))
-    found = user_errors(
-        lambda: find(loading.registry(), index, query, k, attention, exact=exact, where=where)
-    )
-    (listing if as_text else as_json).search_hits(query, found)
+    if (query is None) == (queries is None):
+        user_errors(lambda: _one_source(query))
+    texts = [query] if query is not None else _lines(queries or "")
+    with user_errors(lambda: Searcher(loading.registry(), index, attention)) as searcher:
+        for text in texts:
+            found = user_errors(partial(searcher.find, text, k, exact=exact, where=where))
+            show(text, found)
+
+
+def _lines(source: str) -> list[str]:
+    """The queries of ``--queries``, each checked, or exit code 2 naming the bad line."""
+    from seamline.adapters.cli.query_lines import read_queries
+
+    return user_errors(lambda: read_queries(source))
+
+
+def _one_source(query: str | None) -> None:
+    """Refuse a command that gives both QUERY and --queries, or neither."""
+    from seamline.contracts import UserError
+
+    if query is None:
+        raise UserError(
+            "give the text to search for (QUERY), or --queries FILE with one query a line"
+        )
+    raise UserError("give QUERY or --queries FILE, not both")

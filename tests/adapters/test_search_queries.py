@@ -1,0 +1,138 @@
+"""``seamline search --queries FILE``: many queries, one a line, with one model.
+
+Each query of the file is answered as ``seamline search INDEX QUERY`` answers it (the
+same table, the same JSON document, one a line), the index's model is built once, and
+a file that is not a list of queries is refused before any model is built, naming the
+line and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from seamline.adapters import search as search_package
+from seamline.adapters.cli import main as cli
+from seamline.adapters.cli import query_lines
+from seamline.core.registry import Registry
+from tests.adapters.test_search import TEXTS, registry, restored_logging, write_index
+
+pytestmark = pytest.mark.usefixtures("restored_logging")
+__all__ = ["restored_logging"]  # the fixture, used by every test here
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("index")
+    path = out / "emb.jsonl"
+    write_index(out, f"{{use: jsonl, with: {{path: '{path}'}}}}")
+    return path
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many query models the command built (one entry each)."""
+    made: list[int] = []
+    real = search_package.QueryEncoder
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(search_package, "QueryEncoder", Counted)
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust=None: registry()))
+    return made
+
+
+def search(*args: str, stdin: bytes | None = None) -> Result:
+    return CliRunner().invoke(cli.app, ["search", *args], input=stdin)
+
+
+def test_each_query_is_answered_as_alone_with_one_model(
+    index: Path, tmp_path: Path, builds: list[int]
+) -> None:
+    queries = tmp_path / "queries.txt"
+    queries.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    many = search(str(index), "--queries", str(queries), "-k", "2", "--format", "json")
+    assert many.exit_code == 0, many.output
+    assert builds == [1]
+    lines = many.stdout.splitlines()
+    assert len(lines) == len(TEXTS)
+    for line, text in zip(lines, TEXTS, strict=True):
+        alone = search(str(index), text, "-k", "2", "--format", "json")
+        assert alone.exit_code == 0, alone.output
+        assert json.loads(line) == json.loads(alone.stdout)
+        assert json.loads(line)["query"] == text
+
+
+def test_standard_input_crlf_and_a_byte_order_mark(index: Path, builds: list[int]) -> None:
+    piped = ("\ufeff" + "\r\n".join(TEXTS[:2])).encode()  # no newline after the last line
+    shown = search(str(index), "--queries", "-", "-k", "1", "--format", "json", stdin=piped)
+    assert shown.exit_code == 0, shown.output
+    answered = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert [doc["query"] for doc in answered] == TEXTS[:2]
+    assert [doc["hits"][0]["id"] for doc in answered] == ["d0", "d1"]
+
+
+def test_text_output_is_a_table_a_query(index: Path, builds: list[int]) -> None:
+    shown = search(str(index), "--queries", "-", "-k", "1", stdin="\n".join(TEXTS).encode())
+    assert shown.exit_code == 0, shown.output
+    assert [shown.stdout.count(f"nearest to {text!r}") for text in TEXTS] == [1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"alpha\n\nbeta\n", "<stdin>:2: the query is empty"),
+        (b"alpha\n  \n", "<stdin>:2: the query is only whitespace"),
+        (b"alpha\nbet\xe9\n", "<stdin>:2: not UTF-8 text (byte 10 is 0xe9)"),
+        (b"", "<stdin> holds no query"),
+        (b"\n", "<stdin>:1: the query is empty"),
+    ],
+)
+def test_a_bad_line_is_refused_by_its_place_before_any_model(
+    index: Path, builds: list[int], content: bytes, said: str
+) -> None:
+    shown = search(str(index), "--queries", "-", stdin=content)
+    assert shown.exit_code == 2, shown.output
+    assert said in shown.output
+    assert "Traceback" not in shown.output
+    assert len(shown.output.strip().splitlines()) == 1, shown.output
+    assert builds == []
+
+
+def test_too_many_queries_or_bytes_are_refused(
+    index: Path, builds: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(query_lines, "MAX_QUERIES", 2)
+    lines = search(str(index), "--queries", "-", stdin=b"a\nb\nc\n")
+    assert lines.exit_code == 2
+    assert "holds 3 lines, more than 2 queries" in lines.output
+    monkeypatch.setattr(query_lines, "MAX_BYTES", 8)
+    big = search(str(index), "--queries", "-", stdin=b"alpha\nbeta\n")
+    assert big.exit_code == 2
+    assert "holds more than" in big.output
+    assert builds == []
+
+
+def test_a_missing_file_a_folder_and_the_two_sources(
+    index: Path, tmp_path: Path, builds: list[int]
+) -> None:
+    missing = search(str(index), "--queries", str(tmp_path / "nope.txt"))
+    assert missing.exit_code == 2
+    assert "nope.txt does not exist" in missing.output
+    folder = search(str(index), "--queries", str(tmp_path))
+    assert folder.exit_code == 2
+    assert "is a directory, not a file of queries" in folder.output
+    both = search(str(index), "alpha", "--queries", "-", stdin=b"beta\n")
+    assert both.exit_code == 2
+    assert "give QUERY or --queries FILE, not both" in both.output
+    neither = search(str(index))
+    assert neither.exit_code == 2
+    assert "give the text to search for (QUERY), or --queries FILE" in neither.output
+    assert builds == []
