@@ -246,3 +246,79 @@ def test_a_monitor_whose_observes_cannot_be_used_gets_every_event(
     hub.emit(call)
     assert unclear.seen == [call]
     assert [entry["monitor"] for entry in logs if entry["log_level"] == "warning"] == ["unclear"]
+
+
+def couriers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "seamline-monitors"]
+
+
+def test_closing_the_hub_ends_its_courier_and_lets_its_monitors_go() -> None:
+    # A courier left waiting for work kept its thread, and through the hub every monitor
+    # of the run and the last event, for the life of the process: one more per run.
+    import gc
+    import weakref
+
+    before = set(couriers())
+    listener = Listener(ComponentConfig())
+    hub = MonitorHub([listener])
+    hub.emit(BatchDone(1, 16, 4, 40, 0.1))
+    assert len(set(couriers()) - before) == 1
+    hub.close()
+    assert set(couriers()) - before == set()
+    gone = weakref.ref(listener)
+    del hub, listener
+    gc.collect()
+    assert gone() is None
+
+
+def test_an_abandoned_courier_ends_when_the_stuck_call_returns() -> None:
+    # The stuck monitor is the last one the courier was to call: once released, it must
+    # not go back to waiting for work that will never come.
+    release = threading.Event()
+
+    class Stuck(Listener):
+        name = "stuck"
+
+        def observe(self, event: Event) -> None:
+            release.wait(10)
+
+    before = set(couriers())
+    hub = MonitorHub([Listener(ComponentConfig()), Stuck(ComponentConfig())], timeout_s=0.1)
+    hub.emit(BatchDone(1, 16, 4, 40, 0.1))
+    assert hub.hung == {"stuck": "observe(BatchDone)"}
+    hub.emit(BatchDone(2, 16, 4, 40, 0.1))  # a fresh courier serves the rest
+    hub.close()
+    release.set()
+    for thread in set(couriers()) - before:
+        thread.join(5)
+    assert set(couriers()) - before == set()
+
+
+def test_runs_one_after_another_leave_no_courier_and_no_monitor_behind() -> None:
+    # As a notebook or a service runs pipelines: each run's courier thread, its monitors
+    # and what they hold were kept until the process ended.
+    import gc
+    import weakref
+
+    from seamline.core import Pipeline
+    from tests.core.toy import MemorySink, toy_registry
+
+    spec = {
+        "pipeline": "again",
+        "loader": {"use": "list", "with": {"texts": ["one", "two"]}},
+        "model": {"use": "toy"},
+        "attention": {"use": "native"},
+        "sink": {"use": "memory"},
+    }
+    before = set(couriers())
+    kept: list[weakref.ref[Listener]] = []
+    for _ in range(3):
+        MemorySink.reset()
+        monitor = Listener(ComponentConfig())
+        kept.append(weakref.ref(monitor))
+        Pipeline.from_dict(spec, registry=toy_registry()).run(extra_monitors=[monitor])
+        assert monitor.seen, "the monitor took part in the run"
+        del monitor
+    gc.collect()
+    assert set(couriers()) - before == set()
+    assert [ref() for ref in kept] == [None, None, None]

@@ -42,7 +42,8 @@ from seamline.core.telemetry import span_event
 log = get_logger("seamline.core")
 
 Call = Callable[[Monitor[Any]], None]
-_Job = tuple[Call, str, list[Monitor[Any]], threading.Event, contextvars.Context]
+_Job = tuple[Call, str, list[Monitor[Any]], threading.Event, contextvars.Context] | None
+"""A delivery for the courier to make; None ends its thread."""
 
 
 class _Courier:
@@ -50,7 +51,11 @@ class _Courier:
 
     A courier stuck in a monitor cannot be stopped (Python threads cannot be killed);
     the hub abandons it (it is a daemon thread, so it never holds up the process's
-    exit) and starts another.
+    exit) and starts another. An abandoned courier ends when the stuck call returns;
+    the hub's courier ends when the hub closes (:meth:`stop`). A courier left waiting
+    for work would keep its thread, and through the hub every monitor of its run and
+    the last event it delivered, for the life of the process: one more of each for
+    every run a notebook or a service makes.
     """
 
     def __init__(self, on_error: Callable[[Monitor[Any], str, Exception], None]) -> None:
@@ -60,7 +65,8 @@ class _Courier:
         self.abandoned = False
         """Set when the hub gave up waiting: a call that returns late ends the courier's
         work there, so the monitors after the stuck one never get the event twice."""
-        threading.Thread(target=self._serve, name="seamline-monitors", daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, name="seamline-monitors", daemon=True)
+        self.thread.start()
 
     def deliver(self, call: Call, what: str, monitors: list[Monitor[Any]], timeout: float) -> int:
         """Make ``call`` on each monitor in turn; how many returned before the deadline.
@@ -76,19 +82,37 @@ class _Courier:
         self._jobs.put((call, what, monitors, done, context))
         return len(monitors) if done.wait(timeout) else self.progress
 
+    def stop(self, timeout: float) -> None:
+        """End the thread once the calls queued before are made; wait at most ``timeout``."""
+        self._jobs.put(None)
+        self.thread.join(timeout)
+
     def _serve(self) -> None:
-        while True:
-            call, what, monitors, done, context = self._jobs.get()
-            for index, monitor in enumerate(monitors):
-                if self.abandoned:
-                    return
-                self.progress = index
-                try:
-                    context.run(call, monitor)
-                except Exception as err:
-                    self._on_error(monitor, what, err)
-            self.progress = len(monitors)
-            done.set()
+        while not self.abandoned:
+            job = self._jobs.get()
+            if job is None:
+                return
+            self._make(*job)
+            del job  # the event and its context, not kept while the courier waits
+
+    def _make(
+        self,
+        call: Call,
+        what: str,
+        monitors: list[Monitor[Any]],
+        done: threading.Event,
+        context: contextvars.Context,
+    ) -> None:
+        for index, monitor in enumerate(monitors):
+            if self.abandoned:
+                return
+            self.progress = index
+            try:
+                context.run(call, monitor)
+            except Exception as err:
+                self._on_error(monitor, what, err)
+        self.progress = len(monitors)
+        done.set()
 
 
 class MonitorHub:
@@ -132,9 +156,13 @@ class MonitorHub:
             self._published.clear()
 
     def close(self) -> None:
-        """Close every monitor that still answers; then say how often each one failed."""
+        """Close every monitor that still answers, end the courier's thread; then say how
+        often each monitor failed."""
         with self._lock:
             self._call_all(lambda m: m.close(), "close()")
+            courier, self._courier = self._courier, None
+        if courier is not None:
+            courier.stop(self.timeout_s)
         for name, count in self.failures.items():
             if count > 1:
                 log.warning("monitor failed repeatedly in this run", monitor=name, failures=count)
