@@ -139,6 +139,44 @@ def test_gauges_stop_after_close(provider: MeterProvider, reader: InMemoryMetric
     assert "seamline.process.rss" not in collect(reader)
 
 
+def test_runs_one_after_another_each_report_their_gauges(
+    provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    # As a notebook or a service runs pipelines: each run's monitor registered the gauges
+    # again, the SDK kept the first run's (closed) callbacks, and later runs reported none.
+    for _ in range(3):
+        monitor = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
+        assert "seamline.process.rss" in collect(reader), "a fresh reading while it runs"
+        monitor.close()
+        assert "seamline.process.rss" in collect(reader), "the reading at the close, once"
+        assert "seamline.process.rss" not in collect(reader)
+
+
+def test_two_runs_at_once_keep_the_gauges_until_the_last_closes(
+    provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    first = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
+    second = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
+    first.close()
+    assert "seamline.process.rss" in collect(reader)  # the second still runs
+    assert "seamline.process.rss" in collect(reader)
+    second.close()
+    assert "seamline.process.rss" in collect(reader)
+    assert "seamline.process.rss" not in collect(reader)
+
+
+def test_a_closed_monitor_is_not_kept_alive_by_its_gauges(provider: MeterProvider) -> None:
+    import gc
+    import weakref
+
+    monitor = MetricsMonitor(MetricsMonitorConfig(), meter_provider=provider)
+    monitor.close()
+    gone = weakref.ref(monitor)
+    del monitor
+    gc.collect()
+    assert gone() is None
+
+
 def test_a_run_shorter_than_the_export_interval_still_exports_its_gauges(
     provider: MeterProvider, reader: InMemoryMetricReader
 ) -> None:
@@ -163,6 +201,9 @@ def no_global_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     from opentelemetry.metrics import _internal as api
     from opentelemetry.util._once import Once
 
+    from seamline.components.monitors import _memory_gauges
+
+    monkeypatch.setattr(_memory_gauges, "_global", None)  # registered once per process too
     monkeypatch.setattr(api, "_METER_PROVIDER", None)
     monkeypatch.setattr(api, "_METER_PROVIDER_SET_ONCE", Once())
     monkeypatch.setattr(api, "_PROXY_METER_PROVIDER", api._ProxyMeterProvider())

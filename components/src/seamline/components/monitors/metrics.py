@@ -22,13 +22,13 @@ Instruments (units in brackets):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from opentelemetry import metrics
-from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from opentelemetry.metrics import MeterProvider, Observation
 from pydantic import Field
 
+from seamline.components.monitors._memory_gauges import memory_gauges
 from seamline.contracts import (
     BatchDone,
     Compiled,
@@ -80,8 +80,6 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
         super().__init__(config)
         self._log: Any = get_logger(LOGGER_NAME)
         self._closed = False
-        self._final: dict[str, list[Observation]] = {}
-        """The gauges' readings at ``close``, each reported to one collection after it."""
         self._documents_seen = 0
         self._run_id = ""
         meter = (
@@ -132,19 +130,13 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
             description="Largest difference between an implementation and the reference "
             "on a shadowed batch.",
         )
-        if config.memory_gauges:
-            meter.create_observable_gauge(
-                "seamline.process.rss",
-                callbacks=[self._observe_rss],
-                unit="By",
-                description="Resident set size of the process.",
-            )
-            meter.create_observable_gauge(
-                "seamline.device.memory.in_use",
-                callbacks=[self._observe_device],
-                unit="By",
-                description="Bytes in use on the first device, where the backend reports it.",
-            )
+        self._gauges = (
+            memory_gauges(meter_provider, METER_NAME, self._read_rss, self._read_device)
+            if config.memory_gauges
+            else None
+        )
+        if self._gauges is not None:
+            self._gauges.attach()
 
     # -- events ------------------------------------------------------------------------------
 
@@ -203,24 +195,6 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
 
     # -- gauges ------------------------------------------------------------------------------
 
-    def _observe_rss(self, options: CallbackOptions) -> Iterable[Observation]:
-        return self._gauge("rss", self._read_rss)
-
-    def _observe_device(self, options: CallbackOptions) -> Iterable[Observation]:
-        return self._gauge("device", self._read_device)
-
-    def _gauge(self, name: str, read: Callable[[], list[Observation]]) -> list[Observation]:
-        """What a collection gets: a fresh reading while the run goes on; after ``close``,
-        the reading taken as it closed, once (then nothing).
-
-        A reader collects every ``OTEL_METRIC_EXPORT_INTERVAL`` (60 s by default) and once
-        more as the process exits, after the monitors are closed: a run shorter than the
-        interval exported no gauge at all while the gauges went quiet at ``close``.
-        """
-        if not self._closed:
-            return read()
-        return self._final.pop(name, [])
-
     @staticmethod
     def _read_rss() -> list[Observation]:
         try:
@@ -246,10 +220,10 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
         ]
 
     def close(self) -> None:
-        """Stops the gauges reporting (instruments cannot be unregistered from a meter),
-        after the next collection has had their readings at the close."""
+        """Detaches from the memory gauges: once no run is attached, the next collection
+        gets their readings at this close, then nothing (see :mod:`._memory_gauges`)."""
         if self._closed:
             return
-        if self.config.memory_gauges:
-            self._final = {"rss": self._read_rss(), "device": self._read_device()}
         self._closed = True
+        if self._gauges is not None:
+            self._gauges.detach()

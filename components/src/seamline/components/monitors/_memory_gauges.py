@@ -1,0 +1,103 @@
+"""The ``metrics`` monitor's memory gauges: registered once per meter provider, read for
+whichever runs are live.
+
+A meter keeps an observable instrument, and its callbacks, for its whole life: an
+instrument cannot be unregistered. When each ``metrics`` monitor (one per run)
+registered the gauges itself, every run's monitor stayed alive through its callbacks,
+and the OpenTelemetry SDK, which keeps the first instrument of a name, ignored the
+later runs' registrations: in a process that ran pipelines one after another (a
+notebook, a service), the gauges reported during the first run only.
+
+So the two gauges are registered once for each meter provider (once for the global
+one, whichever provider the application installs behind it), and call back into a
+:class:`MemoryGauges` that holds no monitor: monitors :meth:`~MemoryGauges.attach`
+when their run starts and :meth:`~MemoryGauges.detach` at ``close``. A collection gets
+a fresh reading while any run is attached; once the last one has closed, the reading
+taken at that close, once (a reader collects every ``OTEL_METRIC_EXPORT_INTERVAL``, 60 s
+by default, and once more as the process exits, after the monitors are closed: a run
+shorter than the interval still exports its gauges), then nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+
+Reading = Callable[[], list[Observation]]
+
+
+class MemoryGauges:
+    """``seamline.process.rss`` and ``seamline.device.memory.in_use`` on one meter."""
+
+    def __init__(self, meter: Meter, read_rss: Reading, read_device: Reading) -> None:
+        self._readers = {"rss": read_rss, "device": read_device}
+        self._lock = threading.Lock()
+        self._live = 0
+        self._final: dict[str, list[Observation]] = {}
+        meter.create_observable_gauge(
+            "seamline.process.rss",
+            callbacks=[self._observe_rss],
+            unit="By",
+            description="Resident set size of the process.",
+        )
+        meter.create_observable_gauge(
+            "seamline.device.memory.in_use",
+            callbacks=[self._observe_device],
+            unit="By",
+            description="Bytes in use on the first device, where the backend reports it.",
+        )
+
+    def attach(self) -> None:
+        """A run starts: collections get fresh readings until it detaches."""
+        with self._lock:
+            self._live += 1
+            self._final.clear()
+
+    def detach(self) -> None:
+        """A run closes; the last one to close leaves its readings for the next collection."""
+        with self._lock:
+            self._live = max(0, self._live - 1)
+            if self._live:
+                return
+        final = {name: read() for name, read in self._readers.items()}
+        with self._lock:
+            if not self._live:
+                self._final = final
+
+    def _observe_rss(self, options: CallbackOptions) -> Iterable[Observation]:
+        return self._reading("rss")
+
+    def _observe_device(self, options: CallbackOptions) -> Iterable[Observation]:
+        return self._reading("device")
+
+    def _reading(self, name: str) -> list[Observation]:
+        with self._lock:
+            live = self._live > 0
+            final = None if live else self._final.pop(name, [])
+        return self._readers[name]() if final is None else final
+
+
+_global: MemoryGauges | None = None
+_by_provider: weakref.WeakKeyDictionary[MeterProvider, MemoryGauges] = weakref.WeakKeyDictionary()
+_registering = threading.Lock()
+
+
+def memory_gauges(
+    provider: MeterProvider | None, meter_name: str, read_rss: Reading, read_device: Reading
+) -> MemoryGauges:
+    """The gauges of ``provider`` (None: the global one), registered on first use."""
+    global _global
+    with _registering:
+        if provider is None:
+            if _global is None:
+                _global = MemoryGauges(metrics.get_meter(meter_name), read_rss, read_device)
+            return _global
+        found = _by_provider.get(provider)
+        if found is None:
+            found = MemoryGauges(provider.get_meter(meter_name), read_rss, read_device)
+            _by_provider[provider] = found
+        return found
