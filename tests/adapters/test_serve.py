@@ -238,7 +238,7 @@ def test_metrics_are_prometheus_and_their_counts_move(server: Server) -> None:
     batches = "seamline_serve_batch_examples_count{}"
     assert after[batches] > before.get(batches, 0)
     latency = "seamline_serve_request_seconds_count{endpoint=embeddings}"
-    assert after[latency] == before[latency] + 2
+    assert after[latency] == before.get(latency, 0) + 2
     assert after["seamline_serve_queue_texts{}"] == 0
     assert after["seamline_serve_ready{}"] == 1
 
