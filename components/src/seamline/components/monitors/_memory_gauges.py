@@ -27,14 +27,38 @@ from collections.abc import Callable, Iterable
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
-Reading = Callable[[], list[Observation]]
+
+def read_rss() -> list[Observation]:
+    """The process's resident set size (psutil), or nothing where it cannot be read."""
+    try:
+        import psutil  # type: ignore[import-untyped]
+
+        return [Observation(int(psutil.Process().memory_info().rss))]
+    except Exception:
+        return []
+
+
+def read_device() -> list[Observation]:
+    """The first device's bytes in use, where the backend reports memory statistics."""
+    try:
+        import jax
+
+        device = jax.devices()[0]
+        stats = device.memory_stats()
+    except Exception:
+        return []
+    if not stats or "bytes_in_use" not in stats:
+        return []
+    return [Observation(int(stats["bytes_in_use"]), {"seamline.device": str(device.device_kind)})]
+
+
+READERS: dict[str, Callable[[], list[Observation]]] = {"rss": read_rss, "device": read_device}
 
 
 class MemoryGauges:
     """``seamline.process.rss`` and ``seamline.device.memory.in_use`` on one meter."""
 
-    def __init__(self, meter: Meter, read_rss: Reading, read_device: Reading) -> None:
-        self._readers = {"rss": read_rss, "device": read_device}
+    def __init__(self, meter: Meter) -> None:
         self._lock = threading.Lock()
         self._live = 0
         self._final: dict[str, list[Observation]] = {}
@@ -63,7 +87,7 @@ class MemoryGauges:
             self._live = max(0, self._live - 1)
             if self._live:
                 return
-        final = {name: read() for name, read in self._readers.items()}
+        final = {name: read() for name, read in READERS.items()}
         with self._lock:
             if not self._live:
                 self._final = final
@@ -78,7 +102,7 @@ class MemoryGauges:
         with self._lock:
             live = self._live > 0
             final = None if live else self._final.pop(name, [])
-        return self._readers[name]() if final is None else final
+        return READERS[name]() if final is None else final
 
 
 _global: MemoryGauges | None = None
@@ -86,18 +110,16 @@ _by_provider: weakref.WeakKeyDictionary[MeterProvider, MemoryGauges] = weakref.W
 _registering = threading.Lock()
 
 
-def memory_gauges(
-    provider: MeterProvider | None, meter_name: str, read_rss: Reading, read_device: Reading
-) -> MemoryGauges:
+def memory_gauges(provider: MeterProvider | None, meter_name: str) -> MemoryGauges:
     """The gauges of ``provider`` (None: the global one), registered on first use."""
     global _global
     with _registering:
         if provider is None:
             if _global is None:
-                _global = MemoryGauges(metrics.get_meter(meter_name), read_rss, read_device)
+                _global = MemoryGauges(metrics.get_meter(meter_name))
             return _global
         found = _by_provider.get(provider)
         if found is None:
-            found = MemoryGauges(provider.get_meter(meter_name), read_rss, read_device)
+            found = MemoryGauges(provider.get_meter(meter_name))
             _by_provider[provider] = found
         return found

@@ -25,7 +25,7 @@ import math
 from typing import Any, ClassVar
 
 from opentelemetry import metrics
-from opentelemetry.metrics import MeterProvider, Observation
+from opentelemetry.metrics import MeterProvider
 from pydantic import Field
 
 from seamline.components.monitors._memory_gauges import memory_gauges
@@ -130,11 +130,7 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
             description="Largest difference between an implementation and the reference "
             "on a shadowed batch.",
         )
-        self._gauges = (
-            memory_gauges(meter_provider, METER_NAME, self._read_rss, self._read_device)
-            if config.memory_gauges
-            else None
-        )
+        self._gauges = memory_gauges(meter_provider, METER_NAME) if config.memory_gauges else None
         if self._gauges is not None:
             self._gauges.attach()
 
@@ -192,32 +188,6 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
         if total > self._documents_seen:
             self.documents.add(total - self._documents_seen)
             self._documents_seen = total
-
-    # -- gauges ------------------------------------------------------------------------------
-
-    @staticmethod
-    def _read_rss() -> list[Observation]:
-        try:
-            import psutil  # type: ignore[import-untyped]
-
-            return [Observation(int(psutil.Process().memory_info().rss))]
-        except Exception:
-            return []
-
-    @staticmethod
-    def _read_device() -> list[Observation]:
-        try:
-            import jax
-
-            device = jax.devices()[0]
-            stats = device.memory_stats()
-        except Exception:
-            return []
-        if not stats or "bytes_in_use" not in stats:
-            return []
-        return [
-            Observation(int(stats["bytes_in_use"]), {"seamline.device": str(device.device_kind)})
-        ]
 
     def close(self) -> None:
         """Detaches from the memory gauges: once no run is attached, the next collection
