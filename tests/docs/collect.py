@@ -29,11 +29,12 @@ import unittest
 from pathlib import Path
 from typing import Any
 
-from sybil import Example, Sybil
+from sybil import Example
 from sybil.parsers.markdown import CodeBlockParser
 from sybil.sybil import SybilCollection
 
 from tests.docs.console import Step, parse_console
+from tests.docs.pages import ThesePages
 from tests.docs.python_blocks import python_page_tests
 from tests.docs.shape import is_log_line, mismatch
 from tests.docs.shared_runs import run_once
@@ -45,6 +46,7 @@ STATED_EXIT = re.compile(r"#[^#]*\bexit code (\d+)\s*$")
 COMMAND_TIMEOUT_S = 600
 WORKDIR = "seamline_docs_workdir"
 UPDATE_VARIABLE = "SEAMLINE_DOCS_UPDATE"
+CONSOLE_PAGES = ["README.md", "docs/*.md"]
 
 
 def run_console_block(example: Example) -> str | None:
@@ -145,9 +147,9 @@ def _remove_workdir(namespace: dict[str, Any]) -> None:
 def documentation_tests(root: Path) -> SybilCollection:
     """The Sybils that collect the docs' console blocks under ``root``, and the library
     pages' Python blocks (``python_blocks.py``)."""
-    console = Sybil(
+    console = ThesePages(
         parsers=[CodeBlockParser(language="console", evaluator=run_console_block)],
-        patterns=["README.md", "docs/*.md"],
+        patterns=CONSOLE_PAGES,
         path=str(root),
         teardown=_remove_workdir,
         name="docs",

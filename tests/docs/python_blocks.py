@@ -23,6 +23,7 @@ from pathlib import Path
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser
 
+from tests.docs.pages import ThesePages
 from tests.docs.workdir import environment
 
 PAGES = ["README.md", "docs/python.md"]
@@ -57,21 +58,9 @@ def _as_a_reader(workdir: Path) -> Iterator[None]:
         os.environ.update(saved)
 
 
-class _ThesePages(Sybil):
-    """A Sybil of exactly the pages named (relative to its path): a pattern such as
-    ``README.md`` also matches every README.md below it (tests/golden's, say)."""
-
-    def should_parse(self, path: Path) -> bool:
-        try:
-            relative = path.relative_to(self.path)
-        except ValueError:
-            return False
-        return relative.as_posix() in PAGES
-
-
 def python_page_tests(root: Path, teardown: object) -> Sybil:
     """The Sybil that runs the library pages' ``python`` blocks."""
-    return _ThesePages(
+    return ThesePages(
         parsers=[CodeBlockParser(language="python", evaluator=run_python_block)],
         patterns=PAGES,
         path=str(root),

@@ -122,3 +122,39 @@ def test_every_shell_block_of_the_docs_is_one_the_runner_reads() -> None:
         if re.fullmatch(r"\s*```(bash|sh|shell|zsh|shell-session)\s*", line)
     ]
     assert not escaped, f"use ```console for commands, so that the docs tests run them: {escaped}"
+
+
+def test_the_docs_tests_collect_the_pages_and_not_their_namesakes() -> None:
+    """``pytest benchmarks/README.md`` ran that page's benchmarks (and rewrote tracked
+    results and goldens); an example package's README would install its plugin into the
+    venv. Only README.md at the top and docs/*.md are docs tests."""
+    from tests.docs.collect import documentation_tests
+
+    console, python = documentation_tests(ROOT)
+    markdown = sorted(ROOT.glob("**/*.md"))
+    expected = {ROOT / "README.md", *(ROOT / "docs").glob("*.md")}
+    assert {page for page in markdown if console.should_parse(page)} == expected
+    assert {page for page in markdown if python.should_parse(page)} == {
+        ROOT / "README.md",
+        ROOT / "docs" / "python.md",
+    }
+    assert not console.should_parse(ROOT / "benchmarks" / "README.md")
+
+
+@pytest.mark.parametrize(
+    ("relative", "collected"),
+    [
+        ("README.md", True),
+        ("docs/cli.md", True),
+        ("benchmarks/README.md", False),
+        ("examples/plugins/seamline-example-csv/README.md", False),
+        ("docs/drafts/cli.md", False),
+        ("cli.md", False),
+    ],
+)
+def test_a_page_pattern_matches_whole_paths(relative: str, collected: bool) -> None:
+    from pathlib import PurePosixPath
+
+    from tests.docs.pages import is_page
+
+    assert is_page(PurePosixPath(relative), ["README.md", "docs/*.md"]) is collected
