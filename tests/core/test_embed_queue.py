@@ -120,6 +120,46 @@ def test_done_callbacks_run_once_and_tokens_are_the_batched_ones(embedder: Embed
     assert seen == [5, -1]
 
 
+def in_thread(work: Any, seconds: float = 30.0) -> list[Any]:
+    """``work()`` in a thread of its own, its result in the list; a hang fails the test."""
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(work()), daemon=True)
+    thread.start()
+    thread.join(timeout=seconds)
+    assert not thread.is_alive(), "still waiting: the embedder hangs"
+    return out
+
+
+def unclosed_embedder() -> Embedder:
+    """One the test closes itself: when the embedder hangs, closing would hang too, and the
+    test is to fail, not to wait for ever."""
+    return Embedder({"use": "toy"}, "native", {"buckets": [16]}, registry=toy_registry())
+
+
+@pytest.mark.parametrize("leader", ["result", "drain"])
+def test_a_done_callback_may_embed_again(leader: str) -> None:
+    """The callback runs in the thread that led the pass: under the engine it waited for the
+    lock its own thread held, and every later caller with it."""
+    embedder = unclosed_embedder()
+    inner: list[Any] = []
+    pending = embedder.submit(["first text"])
+    pending.add_done_callback(lambda _: inner.append(embedder.encode("second text")))
+    in_thread(pending.result if leader == "result" else lambda: embedder.drain(5.0))
+    assert len(inner) == 1, "the callback ran once and embedded"
+    assert in_thread(lambda: embedder.encode(["third"]).shape) == [(1, 32)]
+    np.testing.assert_allclose(inner[0], embedder.encode("second text"), atol=1e-6)
+    in_thread(embedder.close)
+
+
+def test_a_done_callback_may_close_the_embedder() -> None:
+    embedder = unclosed_embedder()
+    pending = embedder.submit(["first text"])
+    pending.add_done_callback(lambda _: embedder.close())
+    assert in_thread(lambda: pending.result().shape) == [(1, 32)]  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError, match="closed"):
+        embedder.encode(["after"])
+
+
 def test_submit_checks_its_arguments_now(embedder: Embedder) -> None:
     with pytest.raises(ValueError, match="at least one text"):
         embedder.submit([])

@@ -17,6 +17,11 @@ Two things a server needs, and a lone caller does not pay for:
 * :meth:`EmbedQueue.cancel`: a request whose caller went away before a leader took it
   leaves the queue, so it takes no place in a batch.
 
+A request's callbacks run in the thread that finished it; the thread leading a pass
+holds the engine meanwhile, so it runs them once the pass is over and the engine
+released (:func:`holding`): a callback may then embed more, or close the embedder,
+where under the engine it would wait for the lock its own thread holds, for ever.
+
 An interrupt (``KeyboardInterrupt``: Python delivers a signal to the main thread) that
 stops a pass is raised in the thread leading it only; the other callers' requests it
 held go back to the queue and the next pass embeds them.
@@ -28,9 +33,10 @@ batch spans that serve it link to it, and it to them (see the embedder).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -86,16 +92,51 @@ class Request:
             span.end()
             self.done.set()
             callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            _call(callback)
+        _run_or_defer(callbacks)
 
     def add_callback(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` when the request is finished (now, if it is), in the thread
-        that finishes it: it must be quick (hand the news to another thread)."""
+        that finishes it, after any pass that thread leads (:func:`holding`); it holds up
+        that thread's next work, so a server's hands the news to another thread."""
         with self._lock:
             if not self.done.is_set():
                 self._callbacks.append(callback)
                 return
+        _run_or_defer([callback])
+
+
+class _Deferred(threading.local):
+    """The callbacks a thread holding the engine finished requests with, to run after."""
+
+    callbacks: list[Callable[[], None]] | None = None
+
+
+_deferred = _Deferred()
+
+
+@contextlib.contextmanager
+def holding(engine: threading.Lock) -> Iterator[None]:
+    """Hold ``engine``; the callbacks of requests this thread finishes meanwhile run once
+    it is released (in order), so that one may call the embedder again."""
+    if _deferred.callbacks is not None:  # already holding it, further out
+        with engine:
+            yield
+        return
+    deferred: list[Callable[[], None]] = []
+    _deferred.callbacks = deferred
+    try:
+        with engine:
+            yield
+    finally:
+        _deferred.callbacks = None
+        _run_or_defer(deferred)
+
+
+def _run_or_defer(callbacks: list[Callable[[], None]]) -> None:
+    if _deferred.callbacks is not None:
+        _deferred.callbacks.extend(callbacks)
+        return
+    for callback in callbacks:
         _call(callback)
 
 
@@ -126,10 +167,10 @@ class EmbedQueue:
         self._engine = threading.Lock()
         self._closed = False
 
-    @property
-    def engine(self) -> threading.Lock:
-        """Held for each pass (and by whoever closes the embedder)."""
-        return self._engine
+    def engine(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the engine, as each pass does (and whoever closes the embedder); requests
+        finished meanwhile call back once it is released."""
+        return holding(self._engine)
 
     def put(self, request: Request) -> None:
         """Queue ``request``; once the queue is closed, finish it with the closed error and
@@ -183,7 +224,7 @@ class EmbedQueue:
     def serve(self, request: Request) -> None:
         """Return when ``request`` is finished, leading a pass if the engine is free first."""
         while not request.done.is_set():
-            with self._engine:
+            with holding(self._engine):
                 if not request.done.is_set():
                     self._lead(request)
 
@@ -193,7 +234,7 @@ class EmbedQueue:
             ready = self._changed.wait_for(lambda: self._queue or self._closed, timeout)
             if not ready:
                 return 0
-        with self._engine:
+        with holding(self._engine):
             self.check_open()
             return self._lead()
 

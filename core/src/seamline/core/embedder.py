@@ -381,7 +381,7 @@ class Embedder:
         embedded: their ``result()`` raises the "this Embedder is closed" RuntimeError,
         as every later call of the embedder does.
         """
-        with self.queue.engine:
+        with self.queue.engine():
             if self.queue.closed:
                 return
             self.queue.close()
@@ -657,7 +657,10 @@ class Pending:
         return self._queue.cancel(self._request)
 
     def add_done_callback(self, callback: Callable[[Pending], None]) -> None:
-        """Call ``callback(self)`` when done, from the thread that finished the pass (or now)."""
+        """Call ``callback(self)`` when done (now, if it is): in the thread that led the pass,
+        once the pass is over, so the callback may call this embedder again (``encode``,
+        ``submit``, ``close``); meanwhile that thread waits for it, so a slow one hands its
+        work to another thread."""
         self._request.add_callback(lambda: callback(self))
 
     def result(self) -> Vectors | list[Vectors]:
