@@ -112,6 +112,46 @@ def test_a_document_set_aside_by_a_failure_keeps_its_rows_a_skipped_one_loses_th
     assert rows(tmp_path) == [("a", 0, 2.0), ("failed", 0, 1.0), ("failed", 1, 1.0)]
 
 
+def test_a_load_failure_naming_no_document_of_the_table_holds_every_deletion_back(
+    tmp_path: Path,
+) -> None:
+    """A line the loader could not read far enough to know its id is set aside under its
+    place (``in.jsonl:2``); the documents it stands for are missing from the run, and a
+    sync deleted their rows as if they had been removed."""
+    sync(tmp_path, windows("a", 2, 1) + windows("b", 2, 1) + windows("c", 1, 1))
+    unread = [DocumentError("in.jsonl:2", "not valid UTF-8", stage="load")]
+    changes = sync(tmp_path, windows("a", 1, 2), unread)
+    assert changes == {**counts(replaced=1), "held": 2}
+    assert rows(tmp_path) == [("a", 0, 2.0), ("b", 0, 1.0), ("b", 1, 1.0), ("c", 0, 1.0)], (
+        "b and c kept; a replaced, its second window gone (as upsert does)"
+    )
+    # Once the input reads cleanly, the next sync deletes what is really gone.
+    assert sync(tmp_path, windows("a", 1, 2)) == counts(unchanged=1, deleted=2)
+    assert rows(tmp_path) == [("a", 0, 2.0)]
+
+
+def test_failures_that_name_documents_do_not_hold_deletions_back(tmp_path: Path) -> None:
+    # A load failure of a document the table holds keeps that one's rows only; a failure to
+    # prepare names its document (the loader read it), new or not.
+    sync(tmp_path, windows("a", 1, 1) + windows("b", 1, 1) + windows("c", 1, 1))
+    errors = [DocumentError("b", "unreadable"), DocumentError("new", "no", stage="prepare")]
+    assert sync(tmp_path, windows("a", 1, 1), errors) == counts(unchanged=1, deleted=1, kept=1)
+    assert rows(tmp_path) == [("a", 0, 1.0), ("b", 0, 1.0)]
+
+
+def test_a_run_that_embedded_nothing_but_could_not_read_a_line_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    sync(tmp_path, windows("a", 1, 1) + windows("b", 1, 1))
+    before = table(tmp_path).version
+    assert sync(tmp_path, [], [DocumentError("in.jsonl:1", "bad JSON")]) == {
+        **counts(),
+        "held": 2,
+    }
+    assert rows(tmp_path) == [("a", 0, 1.0), ("b", 0, 1.0)]
+    assert table(tmp_path).version in (before, before + 1), "no row changed"
+
+
 def test_a_sync_without_rows_deletes_every_document_but_those_set_aside(tmp_path: Path) -> None:
     sync(tmp_path, windows("a", 1, 1) + windows("b", 2, 1))
     changes = sync(tmp_path, [], [DocumentError("b", "unreadable")])
@@ -307,3 +347,51 @@ def test_a_table_whose_rows_cannot_be_read_is_refused_clearly_and_left_alone(
     with pytest.raises(UserError, match=r"cannot sync into .*emb.lance.*rows cannot be read"):
         sync(tmp_path, windows("a", 1, 1))
     assert table(tmp_path).version == 1, "nothing was committed"
+
+
+def test_seamline_run_keeps_the_rows_of_lines_it_could_not_read(
+    tmp_path: Path, discovered: Registry
+) -> None:
+    """As a user meets it: a JSON-lines export gains a bad byte and a broken line; sync used to
+    delete those two documents' rows (the failures name ``notes.jsonl:2``, not their ids)."""
+    import lancedb
+
+    notes = tmp_path / "notes.jsonl"
+    notes.write_bytes(
+        b'{"id":"d0","text":"doc zero"}\n{"id":"d1","text":"doc one"}\n'
+        b'{"id":"d2","text":"doc two"}\n'
+    )
+    (tmp_path / "pipeline.yaml").write_text(
+        "pipeline: notes\n"
+        "loader: {use: jsonl, with: {path: notes.jsonl}}\n"
+        "model: {use: tiny}\n"
+        "attention: {use: native}\n"
+        "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync}}\n",
+        encoding="utf-8",
+    )
+
+    def ids() -> list[str]:
+        found = lancedb.connect(str(tmp_path / "out")).open_table("emb").to_arrow()
+        return sorted(set(found.column("id").to_pylist()))
+
+    with cli_in(tmp_path, discovered) as cli:
+        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
+        notes.write_bytes(
+            b'{"id":"d0","text":"doc zero"}\n{"id":"d1","text":"caf\xe9 one"}\n'
+            b'{"id":"d2","text":"doc two",}\n'
+        )
+        held = seamline(cli, Path("pipeline.yaml"))
+        assert ids() == ["d0", "d1", "d2"], "no row of an unreadable line deleted"
+        notes.write_bytes(b'{"id":"d0","text":"doc zero"}\n')  # d1 and d2 really removed
+        deleted = seamline(cli, Path("pipeline.yaml"))
+    assert held.exit_code == 0, held.stderr
+    said = " ".join(held.stdout.split())
+    assert "0 deleted, 1 unchanged, 0 set aside (their rows kept), 2 not in the input but kept" in (
+        said
+    ), said
+    warned = " ".join(held.stderr.split())
+    assert "sync deletes no document this run" in warned, warned
+    assert "'notes.jsonl:2', 'notes.jsonl:3'" in warned, warned
+    assert deleted.exit_code == 0, deleted.stderr
+    assert "2 deleted, 1 unchanged" in " ".join(deleted.stdout.split())
+    assert ids() == ["d0"]

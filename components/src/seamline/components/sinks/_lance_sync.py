@@ -14,6 +14,17 @@ two things around it that need the data:
   win. A document *skipped* by a rule (stage ``skip``: now blank, or the model made no
   examples of it) has, as it is now, nothing to embed: its old rows describe text that
   is gone, and are deleted like those of a removed document.
+- **A failure that names no document of the table holds every deletion back.** A
+  loader that could not read a record far enough to know its id (a line of bad bytes
+  or broken JSON, a Parquet file unreadable this time) sets it aside under a place in
+  the input (``notes.jsonl:2``, ``data/b.parquet``), not a document id; the documents
+  it stands for are then missing from the run as if they had been removed. Since a
+  loader's failure whose id the table does not hold may be such a place (or a new
+  document; a failure to prepare names its document, which the loader read), sync
+  deletes nothing in that run: the documents missing from the input keep their rows
+  (counted as ``held``, with a warning naming the failures), while those embedded are
+  added or replaced as usual. The next run whose failures all name documents of the
+  table deletes them.
 - **A run that embedded nothing never empties the table.** When every document was
   skipped or set aside (an extraction that now gives empty texts), sync would delete
   every row and add none: it is refused, nothing changed, naming ``mode: overwrite``
@@ -22,9 +33,11 @@ two things around it that need the data:
   vector bit for bit, in window order) are hashed once in the table before the commit
   and once in the rows published; a document is ``added`` (not in the table before),
   ``replaced`` (its rows differ: text, windows, spans, metadata or vector),
-  ``unchanged`` (the same rows), ``deleted`` (in the table, not in the input) or
-  ``kept`` (set aside by a failure, its old rows kept). Memory: one 128-bit number
-  per document of the table and of the run, while publishing.
+  ``unchanged`` (the same rows), ``deleted`` (in the table, not in the input),
+  ``kept`` (set aside by a failure, its old rows kept) or ``held`` (not in the input,
+  its rows kept because a failure names no document of the table; only when not 0).
+  Memory: one 128-bit number per document of the table and of the run, while
+  publishing.
 """
 
 from __future__ import annotations
@@ -37,8 +50,14 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from seamline.components.sinks._columns import ID
-from seamline.components.sinks._lance_table import LanceDatabases, publish_rows, table_rows
+from seamline.components.sinks._lance_table import (
+    LanceDatabases,
+    Mode,
+    publish_rows,
+    table_rows,
+)
 from seamline.contracts import UserError
+from seamline.contracts.logs import get_logger
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -48,6 +67,10 @@ if TYPE_CHECKING:
 
 EMBEDDING = "embedding"
 _MODULUS = 1 << 128
+_NAMED = 5
+"""How many of the failures that hold deletions back the warning names."""
+
+log = get_logger("seamline.components.sinks.lancedb")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +83,14 @@ class Changes:
     deleted: int = 0
     kept: int = 0
     """Set aside by a failure in this run, their earlier rows left in the table."""
+    held: int = 0
+    """Not in this run's input, their rows left because a failure names no document."""
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        counts = asdict(self)
+        if not self.held:
+            del counts["held"]  # the usual case: said only when it happened
+        return counts
 
 
 def publish_synced(
@@ -81,7 +109,8 @@ def publish_synced(
 
     contents = list(errors)
     failed = failed_ids(contents)
-    tally = SyncTally(failed - ids() if failed else failed)
+    embedded = ids() if failed else set()
+    tally = SyncTally(failed - embedded, failed_ids(contents, stages={"load"}) - embedded)
     if table is not None:
         try:
             tally.before(table_rows(table, batch_rows))
@@ -103,17 +132,35 @@ def publish_synced(
             "changed. Check the input (an extraction that now gives empty texts?); if the "
             "table is meant to be emptied, use mode: overwrite"
         )
+    unnamed = tally.unnamed()
+    if unnamed and tally.documents_before:
+        shown = ", ".join(repr(doc) for doc in sorted(unnamed)[:_NAMED])
+        more = f" and {len(unnamed) - _NAMED} more" if len(unnamed) > _NAMED else ""
+        log.warning(
+            "sync deletes no document this run: documents set aside by a failure name no "
+            f"document of the table ({shown}{more}: a place in the input the loader could "
+            "not read far enough to know its id, or a new document), so the documents "
+            "missing from the input keep their rows; fix those inputs (see the errors "
+            "file) and run again to delete what was removed",
+            sink=databases.sink,
+        )
     source = rows
     if source is not None:
         rows = pa.RecordBatchReader.from_batches(source.schema, tally.published(source))
-    published = publish_rows(databases, database, table, rows, ids, "sync", keep=tally.kept)
+    # Held back, sync is upsert: the run's documents replaced, stale windows of theirs gone.
+    mode: Mode = "upsert" if unnamed else "sync"
+    published = publish_rows(databases, database, table, rows, ids, mode, keep=tally.kept)
     return published, tally.changes()
 
 
-def failed_ids(errors: Iterable[bytes]) -> frozenset[str]:
-    """The documents set aside by a failure (any stage but ``skip``), from errors files'
-    contents (one JSON object per line, as the sink kit writes them)."""
-    failed = (entry.get(ID) for entry in _entries(errors) if entry.get("stage") != "skip")
+def failed_ids(errors: Iterable[bytes], stages: set[str] | None = None) -> frozenset[str]:
+    """The documents set aside by a failure (any stage but ``skip``, or those of ``stages``),
+    from errors files' contents (one JSON object per line, as the sink kit writes them)."""
+    failed = (
+        entry.get(ID)
+        for entry in _entries(errors)
+        if entry.get("stage") != "skip" and (stages is None or entry.get("stage") in stages)
+    )
     return frozenset(doc for doc in failed if isinstance(doc, str))
 
 
@@ -132,8 +179,12 @@ def _entries(errors: Iterable[bytes]) -> Iterator[dict[str, object]]:
 class SyncTally:
     """The per-document digests of the table before a sync and of the rows it publishes."""
 
-    def __init__(self, kept: frozenset[str]) -> None:
+    def __init__(self, kept: frozenset[str], unread: frozenset[str] = frozenset()) -> None:
         self.kept = kept
+        self.unread = unread
+        """Those of ``kept`` set aside by the loader (stage ``load``): the only failures
+        whose id may be a place in the input rather than a document's (a model that
+        could not prepare a document was given it, id and all)."""
         self._before: dict[str, int] = {}
         self._after: _Digests = _Digests()
 
@@ -149,10 +200,16 @@ class SyncTally:
         """How many documents the table held before the commit."""
         return len(self._before)
 
+    def unnamed(self) -> frozenset[str]:
+        """The loader's failures that name no document of the table: each a new document,
+        or a place in the input standing for one of the table's that the loader could not
+        read far enough to name. Any holds every deletion of the sync back."""
+        return self.unread - self._before.keys()
+
     def empties_the_table(self) -> bool:
         """Whether a sync that publishes no rows would leave a table that had some empty:
         none of its documents is kept (set aside by a failure in this run)."""
-        return bool(self._before) and not (self._before.keys() & self.kept)
+        return bool(self._before) and not (self._before.keys() & self.kept) and not self.unnamed()
 
     def published(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """``batches``, digested as they pass on to the commit."""
@@ -166,12 +223,15 @@ class SyncTally:
         both = before.keys() & after.keys()
         same = sum(1 for doc in both if before[doc] == after[doc])
         kept = self.kept - after.keys()
+        gone = before.keys() - after.keys() - kept
+        held = len(gone) if self.unnamed() else 0
         return Changes(
             added=len(after.keys() - before.keys()),
             replaced=len(both) - same,
             unchanged=same,
-            deleted=len(before.keys() - after.keys() - kept),
+            deleted=len(gone) - held,
             kept=len(kept & before.keys()),
+            held=held,
         )
 
 

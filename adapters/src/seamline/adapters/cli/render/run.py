@@ -111,8 +111,11 @@ def _details(out: Console, summary: RunSummary, before_run: float) -> None:
         )
 
 
-_CHANGES = {"kept": "set aside (their rows kept)"}
-_ORDER = ("added", "replaced", "deleted", "unchanged", "kept")
+_CHANGES = {
+    "kept": "set aside (their rows kept)",
+    "held": "not in the input but kept (a failure names no document: see the errors file)",
+}
+_ORDER = ("added", "replaced", "deleted", "unchanged", "kept", "held")
 
 
 def _changes(changes: Mapping[str, int]) -> str:
