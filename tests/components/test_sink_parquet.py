@@ -218,6 +218,21 @@ def test_a_key_that_appears_after_the_first_batch_is_reported(tmp_path: Path) ->
     assert metadata == [{"lang": "en"}, {"lang": "de"}, {"lang": "de"}]
 
 
+def test_keys_after_a_first_batch_without_any_metadata_are_reported(tmp_path: Path) -> None:
+    # The first records had no metadata, so the output has no metadata struct at all: the
+    # later keys were dropped without the warning a struct of other keys gives.
+    vector = np.ones(4, np.float32)
+    out = sink(tmp_path)
+    out.write([OutputRecord("a", 0, (0, 1), vector, {})])
+    with structlog.testing.capture_logs() as logs:
+        out.write([OutputRecord("b", 0, (0, 1), vector, {"source": "wiki"})])
+        out.write([OutputRecord("c", 0, (0, 1), vector, {"source": "news", "lang": "en"})])
+    out.close()
+    warnings = [line for line in logs if line["event"] == "metadata key not stored"]
+    assert [(w["key"], w["document"]) for w in warnings] == [("source", "b"), ("lang", "c")]
+    assert "metadata_columns" in warnings[0]["reason"]
+
+
 def test_vectors_of_another_width_are_a_contract_violation(tmp_path: Path) -> None:
     out = sink(tmp_path)
     out.write([OutputRecord("a", 0, (0, 1), np.ones(4, np.float32))])

@@ -171,6 +171,8 @@ class RowLayout:
             columns[TEXT] = pa.array([record.text for record in records], pa.string())
         if METADATA in schema.names:
             columns[METADATA] = self._metadata(records, schema.field(METADATA).type)
+        else:  # fixed with no metadata at all: every key is one the output does not store
+            self._warn_unstored(records, set())
         matrix = np.stack(vectors).astype(np.float32, copy=False) if vectors else np.zeros(0)
         flat = pa.array(matrix.reshape(-1), pa.float32())
         columns[EMBEDDING] = pa.FixedSizeListArray.from_arrays(flat, dim)
@@ -220,7 +222,15 @@ class RowLayout:
     def _metadata(self, records: Sequence[OutputRecord], struct: pa.StructType) -> pa.Array:
         import pyarrow as pa
 
-        names = {field.name for field in struct}
+        self._warn_unstored(records, {field.name for field in struct})
+        children = [
+            _column([record.metadata.get(field.name) for record in records], field, records)
+            for field in struct
+        ]
+        return pa.StructArray.from_arrays(children, fields=list(struct))
+
+    def _warn_unstored(self, records: Sequence[OutputRecord], names: set[str]) -> None:
+        """Warn, once per key, of the records' metadata keys the output has no field for."""
         for record in records:
             for key in record.metadata:
                 if key not in names and key not in self._ignored:
@@ -233,11 +243,6 @@ class RowLayout:
                         reason="the output's columns were fixed before this key appeared; "
                         "list it in metadata_columns to keep it",
                     )
-        children = [
-            _column([record.metadata.get(field.name) for record in records], field, records)
-            for field in struct
-        ]
-        return pa.StructArray.from_arrays(children, fields=list(struct))
 
 
 def _inferred_type(values: Sequence[Any]) -> pa.DataType:
