@@ -262,6 +262,41 @@ def test_append_refuses_a_table_of_another_model_or_other_columns(tmp_path: Path
         sink(tmp_path, mode="append").start(MANIFEST)
 
 
+@pytest.mark.parametrize("mode", ["append", "upsert", "sync"])
+def test_a_manifest_another_sink_wrote_over_the_tables_is_not_the_tables(
+    tmp_path: Path, mode: str
+) -> None:
+    """``emb.jsonl`` and ``emb.lance`` in one folder share ``emb.manifest.json``: after a
+    jsonl run of the same model there, an append into a table of another model was let
+    through, mixing two models' vectors in one table."""
+    import json
+
+    run(tmp_path, make_records(2))  # the table, by another model than MANIFEST's below
+    other = {**MANIFEST, "model": {"use": "bert-encoder", "with": {"weights": "other"}}}
+    manifest = tmp_path / "db" / "emb.manifest.json"
+    jsonl_run = {
+        **other,
+        "outputs": {"sink": "jsonl", "files": {"records": "emb.jsonl"}},
+    }
+    manifest.write_text(json.dumps(jsonl_run), encoding="utf-8")
+    with pytest.raises(UserError) as refused:
+        sink(tmp_path, mode=mode).start(other)
+    said = str(refused.value)
+    del refused  # its traceback holds the refused sink, and the sink its destination's lock
+    assert f"cannot {mode} into" in said
+    assert "has no manifest of its own" in said
+    assert "'emb.jsonl' of a 'jsonl' sink" in said
+    assert "Use mode: overwrite" in said
+    assert len(keys(tmp_path)) == 2, "the table is as it was"
+    # The table's own manifest, one that names it, is trusted as before.
+    own = {**MANIFEST, "outputs": {"sink": "lancedb", "files": {"table": "emb.lance"}}}
+    manifest.write_text(json.dumps(own), encoding="utf-8")
+    run_with = sink(tmp_path, mode=mode)
+    run_with.start(MANIFEST)
+    run_with.write(make_records(2))
+    run_with.close()
+
+
 @pytest.mark.parametrize(
     ("kind", "rows", "built"),
     [

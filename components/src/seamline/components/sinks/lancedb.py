@@ -458,12 +458,18 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         table = self._lance.open(self._database)
         if table is None:
             return
-        recorded = (self.published_manifest() or {}).get("model")
+        published = self.published_manifest() or {}
+        other = _other_output(published, self.destination.name)
+        recorded = None if other else published.get("model")
         model = _plain(self.manifest.get("model"))
         if recorded != model:
             found = (
                 f"was made by another model configuration ({model_changes(recorded, model)})"
                 if recorded is not None
+                else f"has no manifest of its own ({str(self._table_manifest)!r} describes "
+                f"{other}: a later run with the same name in its folder replaced it), so its "
+                "model is unknown"
+                if other
                 else f"has no readable manifest ({str(self._table_manifest)!r}), so its model "
                 "is unknown"
             )
@@ -490,6 +496,22 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
                 f"index failed: {err}. Fix the index settings and run again, or search "
                 "without an index (it scans every row)"
             ) from err
+
+
+def _other_output(manifest: Mapping[str, Any], table: str) -> str | None:
+    """What ``manifest`` describes if not the table named ``table`` (None: this table, or a
+    manifest that says nothing of its output). Outputs of one stem in one folder share the
+    manifest's name (``emb.jsonl``, ``emb.lance``), so the last run's may be another sink's;
+    its ``model`` says nothing of this table's. Read as untrusted: only compared."""
+    outputs = manifest.get("outputs")
+    if not isinstance(outputs, dict):
+        return None
+    sink, files = outputs.get("sink"), outputs.get("files")
+    named = files.get("table") if isinstance(files, dict) else None
+    if sink == "lancedb" and (named is None or named == table):
+        return None
+    shown = ", ".join(repr(f) for f in files.values()) if isinstance(files, dict) else "no files"
+    return f"{shown} of a {sink!r} sink"[:300]
 
 
 def _reader(
