@@ -288,6 +288,26 @@ def test_jsonl_precision_rounds_values(tmp_path: Path) -> None:
     assert line["embedding"] == [0.123, -1.988, 3.0]
 
 
+def test_jsonl_precision_that_would_ruin_the_vectors_is_refused(tmp_path: Path) -> None:
+    # A unit vector of 384 values of about 0.05 each: precision 0 wrote all zeros (exit 0,
+    # every search score 0), precision 2 a vector at cosine ~0.998 from the exact one.
+    vector = np.random.default_rng(0).standard_normal(384).astype(np.float32)
+    vector /= np.linalg.norm(vector)
+    for places, enough in ((0, 3), (2, 3)):
+        sink = jsonl_sink(tmp_path, precision=places)
+        with pytest.raises(UserError) as refused:
+            sink.write([OutputRecord(doc_id="d", index=0, span=(0, 3), vector=vector)])
+        said = str(refused.value)
+        assert f"precision {places} rounds the vector of document 'd' (window 0)" in said
+        assert f"Use a precision of at least {enough}" in said
+        sink.close(complete=False)
+    sink = jsonl_sink(tmp_path, precision=3)
+    sink.write([OutputRecord(doc_id="d", index=0, span=(0, 3), vector=vector)])
+    sink.close()
+    (line,) = read_jsonl(tmp_path / "out" / "emb.jsonl")
+    assert np.dot(line["embedding"], vector) > 0.999
+
+
 def test_jsonl_custom_errors_path(tmp_path: Path) -> None:
     errors = tmp_path / "out" / "set-aside" / "failed.jsonl"
     sink = jsonl_sink(tmp_path, errors_path=errors)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field, model_validator
 
-from seamline.contracts import OutputRecord
+from seamline.contracts import OutputRecord, UserError
 from seamline.contracts.readback import LineReader
 from seamline.contracts.sink_kit import (
     AtomicFile,
@@ -37,7 +37,9 @@ class JsonlSinkConfig(OutputConfig):
     precision: int | None = Field(
         default=None,
         description="Round embedding values to this many decimal places (0 to 17) to shrink "
-        "the file; null writes every value exactly (float32 values round-trip bit for bit).",
+        "the file; null writes every value exactly (float32 values round-trip bit for bit). "
+        "A rounding that moves a vector below cosine 0.999 from the exact one stops the run "
+        "with the precision that would not (3 for unit vectors of 384 or 768 values).",
     )
 
     @model_validator(mode="after")
@@ -45,6 +47,43 @@ class JsonlSinkConfig(OutputConfig):
         if self.precision is not None and not 0 <= self.precision <= 17:
             raise ValueError(f"precision must be between 0 and 17 (or null), not {self.precision}")
         return self
+
+
+KEPT_COSINE = 0.999
+"""How close to its exact vector a rounded one must stay (cosine): a coarser rounding ranks
+search results by rounding noise (a unit vector of 384 values, each about 0.05, rounded
+to 0 places is all zeros), so the run stops rather than write it."""
+
+
+def rounded(values: list[float], places: int, record: OutputRecord) -> list[float]:
+    """``values`` rounded to ``places`` decimal places, or a UserError naming the precision
+    that would keep the vector (cosine >= KEPT_COSINE to the exact one)."""
+    kept = [round(value, places) for value in values]
+    if _cosine(values, kept) >= KEPT_COSINE:
+        return kept
+    enough = next(
+        (
+            p
+            for p in range(places + 1, 18)
+            if _cosine(values, [round(v, p) for v in values]) >= KEPT_COSINE
+        ),
+        None,
+    )
+    hint = f"a precision of at least {enough}" if enough is not None else "precision: null"
+    raise UserError(
+        f"jsonl sink: precision {places} rounds the vector of document {record.doc_id!r} "
+        f"(window {record.index}) to one at cosine {_cosine(values, kept):.4f} from the exact "
+        f"one (below {KEPT_COSINE}): search would rank by rounding noise. Use {hint}, or null "
+        "to write every value exactly"
+    )
+
+
+def _cosine(exact: list[float], kept: list[float]) -> float:
+    a, b = np.asarray(exact), np.asarray(kept)
+    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+    if norms == 0.0:
+        return 1.0 if not a.any() and not b.any() else 0.0
+    return float(np.dot(a, b) / norms)
 
 
 class JsonlReader(LineReader):
@@ -67,10 +106,13 @@ class JsonlSink(PublishingSink[JsonlSinkConfig]):
     def write_rows(self, records: Sequence[OutputRecord], files: Mapping[str, AtomicFile]) -> None:
         out = files["records"]
         vectors = [checked_vector(record) for record in records]  # all, before any is written
+        rows: list[list[float]] = []
         for record, vector in zip(records, vectors, strict=True):
             values: list[float] = vector.astype(np.float64).tolist()
             if self.config.precision is not None:
-                values = [round(value, self.config.precision) for value in values]
+                values = rounded(values, self.config.precision, record)
+            rows.append(values)
+        for record, values in zip(records, rows, strict=True):
             line = record_fields(record, text=self.config.text)
             line["embedding"] = values
             if record.metadata:
