@@ -75,6 +75,54 @@ def test_a_bad_k_from_python_is_named_k_not_the_commands_flag(index: Path, k: An
             searcher.find("alpha", k=k)
 
 
+def test_a_k_of_numpy_is_a_whole_number_and_a_where_not_a_str_is_named(index: Path) -> None:
+    import numpy as np
+
+    with open_index(index, registry=registry()) as searcher:
+        # np.int64(3) was refused as "not np.int64(3)", a whole number from 1 to 10,000
+        hits = searcher.search("alpha", k=np.int64(3))
+        assert [h.doc_id for h in hits] == [h.doc_id for h in searcher.search("alpha", k=3)]
+        with pytest.raises(UserError, match=r"^k \(how many results\)"):
+            searcher.search("alpha", k=np.bool_(True))
+        # a LanceDB table's reader answered with a raw pydantic dump
+        with pytest.raises(
+            TypeError, match=r"^where must be a SQL filter \(a str\) or None, not int"
+        ):
+            searcher.find("alpha", where=5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^width must be a whole number of characters"):
+            hits[0].snippet("x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # resume="no" resumed: "no" is true to Python
+        (lambda p: p.run(resume="no"), "resume must be True or False, not str"),
+        (lambda p: p.run(restart=1), "restart must be True or False, not int"),
+        # AttributeError: 'str' object has no attribute 'name'
+        (lambda p: p.run("x"), "extra_monitors must be a list of monitors .*not str"),
+        # TypeError: 'bool' object is not iterable (resume meant)
+        (lambda p: p.run(True), r"extra_monitors must be .*not bool; .*run\(resume=True\)"),
+        (lambda p: p.run([object()]), r"extra_monitors\[0\] is a object, not a monitor"),
+    ],
+)
+def test_pipeline_run_refuses_arguments_it_would_misread(
+    tmp_path: Path, call: Any, message: str
+) -> None:
+    pipeline = Pipeline.from_dict(
+        {
+            "pipeline": "p",
+            "loader": {"use": "list", "with": {"texts": ["a"]}},
+            "model": {"use": "toy"},
+            "sink": {"use": "memory"},
+        },
+        registry=toy_registry(),
+    )
+    with pytest.raises(TypeError, match=message):
+        call(pipeline)
+    assert pipeline.run(resume=False).output.documents == 1, "the same pipeline runs"
+
+
 def test_threads_sharing_a_fresh_index_build_one_query_model(
     index: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

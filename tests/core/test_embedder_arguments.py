@@ -67,6 +67,9 @@ def embedder() -> Iterator[Embedder]:
         (lambda e: e.encode("a", normalize="no"), "normalize must be True, False or None, not str"),
         (lambda e: e.encode("a", queries="no"), "queries must be True, False or None, not str"),
         (lambda e: e.submit("a", queries=1), "queries must be True, False or None, not int"),
+        # numpy's own "iteration over a 0-d array"
+        (lambda e: e.encode(np.array("abc")), "texts is a NumPy array of 0 dimensions"),
+        (lambda e: e.encode(np.array([["a"]])), "texts is a NumPy array of 2 dimensions"),
     ],
 )
 def test_an_argument_of_the_wrong_type_is_a_type_error_saying_what_it_must_be(
@@ -94,6 +97,8 @@ def test_whole_numbers_and_flags_of_numpy_are_taken(embedder: Embedder) -> None:
     expected = embedder.encode(["a b"], batch_tokens=8, normalize=True)
     got = embedder.encode(["a b"], batch_tokens=np.int64(8), normalize=np.bool_(True))
     np.testing.assert_allclose(got, expected, atol=1e-6)
+    from_array = embedder.encode(np.array(["a b"]), batch_tokens=8, normalize=True)
+    np.testing.assert_allclose(from_array, expected, atol=1e-6)
 
 
 @pytest.mark.parametrize(

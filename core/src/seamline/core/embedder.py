@@ -559,6 +559,11 @@ def _check_container(texts: object) -> None:
             f"texts is a {type(texts).__name__}: give a str or a sequence of str (a list), "
             "whose order is the order of the vectors"
         )
+    if isinstance(texts, np.ndarray) and texts.ndim != 1:
+        raise TypeError(
+            f"texts is a NumPy array of {texts.ndim} dimensions: give a str, or a sequence of "
+            "str (a list, or an array of one dimension)"
+        )
 
 
 def _checked_texts(texts: str | Sequence[str]) -> list[str]:

@@ -141,6 +141,7 @@ class Pipeline:
         (``ResumeRefused``, naming what changed); with ``restart`` the run starts over
         instead. The output is published only when every shard has finished.
         """
+        _check_run_arguments(extra_monitors, resume=resume, restart=restart)
         try:
             return self._run(extra_monitors, resume=resume)
         except ResumeRefused as refused:
@@ -279,3 +280,24 @@ def summarize(
         provenance=provenance(job.resolved),
         changes=changes,
     )
+
+
+def _check_run_arguments(extra_monitors: object, **flags: object) -> None:
+    """Refuse what :meth:`Pipeline.run` would misread, before any work: ``resume="no"`` is
+    true to Python (it resumed), ``run("x")`` or ``run(True)`` (meaning ``resume``) is not a
+    sequence of monitors (a bare AttributeError or TypeError from deep inside)."""
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
+    if isinstance(extra_monitors, str | bytes) or not isinstance(extra_monitors, Sequence):
+        raise TypeError(
+            "extra_monitors must be a list of monitors (objects with observe(event) and "
+            f"close()), not {type(extra_monitors).__name__}; resume and restart are keywords: "
+            "run(resume=True)"
+        )
+    for index, monitor in enumerate(extra_monitors):
+        if not callable(getattr(monitor, "observe", None)):
+            raise TypeError(
+                f"extra_monitors[{index}] is a {type(monitor).__name__}, not a monitor "
+                "(an object with observe(event) and close())"
+            )

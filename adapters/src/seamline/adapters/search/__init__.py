@@ -19,10 +19,13 @@ the output stores, never a file that a record or the manifest names.
 
 from __future__ import annotations
 
+import numbers
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from seamline.adapters.search.index import (
     Index,
@@ -86,6 +89,10 @@ class Hit:
         Never read back from a file: a record's metadata ``path``, and any folder a
         manifest records, are data that whoever can write the output controls.
         """
+        given: object = width  # a caller's, whatever the hint says
+        if isinstance(given, bool) or not isinstance(given, numbers.Integral) or int(given) < 1:
+            raise TypeError(f"width must be a whole number of characters, not {width!r}")
+        width = int(given)
         piece = visible(" ".join((self.text or "").split()))
         return piece if len(piece) <= width else piece[: width - 1] + "…"
 
@@ -145,8 +152,12 @@ class Searcher:
         ``where`` that cannot apply is a :class:`FilterRefused`; any other ``UserError``
         is the index's (a file gone or damaged since it was opened).
         """
-        check_k(k)
+        k = check_k(k)
         check_query(query)
+        if where is not None and not isinstance(where, str):
+            raise TypeError(
+                f"where must be a SQL filter (a str) or None, not {type(where).__name__}"
+            )
         readers = self.readers
         if where and not (len(readers) == 1 and readers[0].filters):
             raise FilterRefused(_no_filter(self.registry, self.path, self.index.sink))
@@ -193,11 +204,15 @@ def find(
         return searcher.find(query, k, exact=exact, where=where)
 
 
-def check_k(k: object, name: str = "k") -> None:
-    """Refuse a ``k`` that is not a whole number from 1 to ``MAX_K``, naming it as the caller
-    spelled it: ``k`` from Python, ``-k`` on the command line (which checks it first)."""
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+def check_k(k: object, name: str = "k") -> int:
+    """``k`` as an int, or refused if not a whole number from 1 to ``MAX_K`` (a NumPy integer
+    is one; a bool is not), named as the caller spelled it: ``k`` from Python, ``-k`` on the
+    command line (which checks it first)."""
+    flag = isinstance(k, bool | np.bool_)  # a whole number to Python and NumPy, not a count
+    whole = int(k) if not flag and isinstance(k, numbers.Integral) else 0
+    if not 1 <= whole <= MAX_K:
         raise UserError(f"{name} (how many results) is from 1 to {MAX_K:,}, not {_shown(k)}")
+    return whole
 
 
 def _no_filter(registry: Registry, index: Path, sink: str) -> str:
