@@ -293,6 +293,8 @@ def test_bad_requests_are_4xx_in_openais_error_shape(
         assert error["param"] == param
     if status == 413:
         assert "--max-" in error["message"], "a limit names the option that sets it"
+    if code == "unembeddable":  # said "texts[1] cannot be embedded", the embedder's name
+        assert error["message"].startswith(f"{param} cannot be embedded: "), error["message"]
 
 
 def test_a_chunked_body_is_counted_as_it_arrives(server: Server) -> None:

@@ -169,3 +169,18 @@ def test_a_message_keeps_no_server_path(tmp_path: Path, tiny_registry: Registry)
     )
     shown = IndexSearch(tiny_registry, tmp_path / "out" / "emb.lance")._for_clients(said)
     assert shown == "Not found: emb.lance/data/0110.lance; also emb.lance and …"
+
+
+def test_an_index_given_by_a_relative_path_is_named_by_its_name(
+    tmp_path: Path, tiny_registry: Registry
+) -> None:
+    # ``--index out/lancedb/emb.lance``: messages said "... apply to out/lancedb/emb.lance"
+    said = (
+        "where '(((' is not a filter LanceDB can apply to out/lancedb/emb.lance: ...; and "
+        "./out/lancedb/emb.lance is the output of a lancedb sink"
+    )
+    shown = IndexSearch(tiny_registry, Path("out/lancedb/emb.lance"))._for_clients(said)
+    assert "out/lancedb" not in shown, shown
+    assert "apply to emb.lance:" in shown
+    bare = IndexSearch(tiny_registry, Path("emb.lance"))._for_clients("apply to emb.lance: x/y")
+    assert bare == "apply to emb.lance: x/y", "a bare name takes nothing else out"

@@ -147,7 +147,10 @@ async def _embeddings(served: Served, request: Request) -> Response:
     try:
         vectors = pending.result()
     except Unembeddable as err:
-        raise ApiError(422, str(err), code="unembeddable", param=f"input[{err.index}]") from None
+        where = f"input[{err.index}]"  # the request's field: texts[i] is the embedder's name
+        raise ApiError(
+            422, f"{where} cannot be embedded: {err.reason}", code="unembeddable", param=where
+        ) from None
     except Cancelled:
         return Response(status_code=CLIENT_CLOSED)
     assert isinstance(vectors, np.ndarray)

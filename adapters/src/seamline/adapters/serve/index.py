@@ -151,7 +151,12 @@ class IndexSearch:
         writes it without its leading ``/``), no other path of the server's (a library's
         source files, in LanceDB's messages), printable."""
         if self.path is not None:
-            for spelling in {os.path.abspath(self.path), os.path.realpath(self.path)}:
+            # ``--index out/emb.lance`` is named as given too (``out/`` is the server's folder)
+            given = {str(self.path), os.path.normpath(self.path)}
+            spellings = {os.path.abspath(self.path), os.path.realpath(self.path), *given}
+            for spelling in sorted(spellings, key=len, reverse=True):  # the longest first
+                if not os.path.dirname(spelling):
+                    continue  # a bare name: no folder to take out
                 folder = os.path.dirname(spelling).rstrip(os.sep) + os.sep
                 message = message.replace(folder, "").replace(folder.lstrip(os.sep), "")
         return visible(_SERVER_PATH.sub("…", _SOURCE_PLACE.sub("", message)))
