@@ -151,3 +151,29 @@ def test_threads_sharing_a_fresh_index_build_one_query_model(
             thread.join(timeout=60)
     assert found == ["d0"] * 4
     assert len(built) == 1, f"{len(built)} query models built"
+
+
+def test_a_pipeline_run_from_another_folder_than_it_was_built_in_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its sink's relative paths were made absolute where it was validated, its loader's are
+    read where it runs: it read one folder's input and wrote beside the other."""
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    pipeline = Pipeline.from_dict(
+        {
+            "pipeline": "p",
+            "loader": {"use": "list", "with": {"texts": ["a"]}},
+            "model": {"use": "toy"},
+            "sink": {"use": "jsonl", "with": {"path": "out/emb.jsonl"}},
+        },
+        registry=registry(),
+    )
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(UserError, match=r"validated in .* and is run in .*elsewhere'") as refused:
+        pipeline.run()
+    assert "Build the pipeline where it runs" in str(refused.value)
+    assert not (tmp_path / "out").exists(), "refused before any work"
+    monkeypatch.chdir(tmp_path)
+    assert pipeline.run().output.documents == 1
+    assert (tmp_path / "out" / "emb.jsonl").is_file()

@@ -57,6 +57,10 @@ class Pipeline:
         self.registry = registry
         self._precision_for: tuple[ComponentChoice, PrecisionDecision] | None = None
         """The last precision negotiated, and the pinned model it was negotiated for."""
+        self.validated_in = os.getcwd()
+        """The working folder the pipeline was validated in: its sink's relative paths were
+        made absolute there, and its loader's are read where it runs (:meth:`run` checks
+        that the two are one folder)."""
 
     @classmethod
     def from_yaml(
@@ -142,6 +146,7 @@ class Pipeline:
         instead. The output is published only when every shard has finished.
         """
         _check_run_arguments(extra_monitors, resume=resume, restart=restart)
+        self._check_working_folder()
         try:
             return self._run(extra_monitors, resume=resume)
         except ResumeRefused as refused:
@@ -149,6 +154,20 @@ class Pipeline:
                 raise
             log.warning("cannot resume; starting over (restart)", reason=str(refused))
         return self._run(extra_monitors, resume=False)
+
+    def _check_working_folder(self) -> None:
+        """Refuse a run from another working folder than the one validated in: the sink's
+        relative paths would still be the first folder's, the loader's the second's, so the
+        run would read one folder's input and write beside the other."""
+        here = os.getcwd()
+        if here != self.validated_in:
+            raise UserError(
+                f"this pipeline was validated in {self.validated_in!r} and is run in "
+                f"{here!r}: its sink's relative paths are the first folder's, its loader's "
+                "would be read in the second. Build the pipeline where it runs "
+                "(Pipeline.from_yaml or from_dict after changing folder), or run it from "
+                f"{self.validated_in!r}"
+            )
 
     def _run(self, extra_monitors: Sequence[Monitor[Any]], *, resume: bool) -> RunSummary:
         """One attempt of :meth:`run`.

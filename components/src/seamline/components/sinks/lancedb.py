@@ -459,20 +459,9 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         if table is None:
             return
         published = self.published_manifest() or {}
-        other = _other_output(published, self.destination.name)
-        recorded = None if other else published.get("model")
         model = _plain(self.manifest.get("model"))
-        if recorded != model:
-            found = (
-                f"was made by another model configuration ({model_changes(recorded, model)})"
-                if recorded is not None
-                else f"has no manifest of its own ({str(self._table_manifest)!r} describes "
-                f"{other}: a later run with the same name in its folder replaced it), so its "
-                "model is unknown"
-                if other
-                else f"has no readable manifest ({str(self._table_manifest)!r}), so its model "
-                "is unknown"
-            )
+        found = _another_model(published, model, self.destination.name, self._table_manifest)
+        if found is not None:
             raise UserError(
                 f"lancedb sink: cannot {self.config.mode} into {self._where}: the table {found}; "
                 "mixing vectors of two models would make search meaningless. Use mode: overwrite, "
@@ -496,6 +485,25 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
                 f"index failed: {err}. Fix the index settings and run again, or search "
                 "without an index (it scans every row)"
             ) from err
+
+
+def _another_model(
+    published: Mapping[str, Any], model: Any, table: str, manifest: Path
+) -> str | None:
+    """Why the table (named ``table``, its manifest at ``manifest`` read as ``published``)
+    may not take vectors of ``model``; None when its manifest names that model."""
+    other = _other_output(published, table)
+    recorded = None if other else published.get("model")
+    if recorded == model:
+        return None
+    if recorded is not None:
+        return f"was made by another model configuration ({model_changes(recorded, model)})"
+    if other:
+        return (
+            f"has no manifest of its own ({str(manifest)!r} describes {other}: a later run "
+            "with the same name in its folder replaced it), so its model is unknown"
+        )
+    return f"has no readable manifest ({str(manifest)!r}), so its model is unknown"
 
 
 def _other_output(manifest: Mapping[str, Any], table: str) -> str | None:
