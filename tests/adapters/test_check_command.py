@@ -6,6 +6,7 @@ in tests/conformance.
 
 from __future__ import annotations
 
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -153,6 +154,32 @@ def test_user_errors_exit_2_with_one_line(args: list[str], says: str) -> None:
     assert lines[0].startswith("error: "), result.output
     assert says in lines[0]
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("select", "says"),
+    [
+        (
+            "nosuchcheck",
+            r"error: --select 'nosuchcheck' matches none of the \d+ checks of sink:jsonl; "
+            r"their names: is_a_component_of_this_kind, .*publishes_exactly_what_was_written",
+        ),
+        (
+            "bad (",
+            r"error: --select 'bad \(' is not a pytest -k expression \(at column 6: expected "
+            r"identifier; got end of input\): give names joined with and, or, not",
+        ),
+    ],
+    ids=["matches-nothing", "unparsable"],
+)
+def test_a_selection_that_runs_no_check_is_a_user_error_in_one_line(select: str, says: str) -> None:
+    # Both were "the suite did not run" under pytest's own warnings summary, exit code 1:
+    # the component's failure to conform, for a typo in the command.
+    result = invoke("sink:jsonl", "--select", select)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert re.fullmatch(says + ".*", lines[0]), lines[0]
 
 
 def test_an_untrusted_distribution_s_conformance_class_is_never_imported(

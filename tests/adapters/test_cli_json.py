@@ -94,6 +94,24 @@ def test_validate_json_names_an_override_as_the_place(pipeline: Path) -> None:
     assert (error["file"], error["line"], error["override"]) == (None, None, "--set nonsense=1")
 
 
+def test_validate_json_names_the_file_and_the_override_that_broke_a_section_s_rule(
+    pipeline: Path,
+) -> None:
+    # max_length 16 breaks stride 8 < max_length - 2 only with the override; the error,
+    # placed at the model's with: block, had "override": null
+    found = document(
+        "validate", str(pipeline), "--set", "model.with.max_length=8", "--format", "json", code=2
+    )
+    [error] = found["errors"]
+    assert (error["file"], error["line"], error["column"], error["override"]) == (
+        str(pipeline),
+        5,
+        9,
+        "--set model.with.max_length=8",
+    )
+    assert error["message"].startswith("model.with: Value error, stride 8 must be less than")
+
+
 def test_explain_json_gives_every_bucket_and_every_candidates_verdict(pipeline: Path) -> None:
     found = document("explain", str(pipeline), "--format", "json", code=0)
     assert set(found) == FRAME | {"attention", "weights_loaded", "buckets", "precision"}

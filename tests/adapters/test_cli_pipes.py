@@ -93,3 +93,43 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_error_like_any_other() -> None:
 
     with pytest.raises(BrokenPipeError):
         quiet_when_stdout_closes(send)
+
+
+def usage_error_into_a_closed_pipe(
+    *args: str, stdout_too: bool
+) -> subprocess.CompletedProcess[str]:
+    """``seamline ARGS 2>&1 | true`` (``stdout_too``), or ``2> >(true)``: stderr, where click
+    prints a usage error, is a pipe whose reader is gone."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "seamline.adapters.cli.main", *args],
+            env=fault_environment(),
+            stdout=write if stdout_too else subprocess.DEVNULL,
+            stderr=write,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+
+
+USAGE_ERRORS = {
+    "unknown-command": ("bogus",),
+    "bad-option-value": ("search", "out/t.jsonl", "q", "-k", "abc"),
+    "empty-path": ("validate", ""),
+    "missing-argument": ("check",),
+}
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS.values(), ids=USAGE_ERRORS.keys())
+def test_a_usage_error_whose_reader_went_away_exits_as_seamlines_own_errors_do(
+    args: tuple[str, ...],
+) -> None:
+    # click's broken-pipe exit code was 1, a failure; seamline's own errors end with 141.
+    ended = usage_error_into_a_closed_pipe(*args, stdout_too=True)
+    assert ended.returncode == 141
+    # Only stderr closed (stdout still read): the usage error's own code, 2.
+    ended = usage_error_into_a_closed_pipe(*args, stdout_too=False)
+    assert ended.returncode == 2

@@ -222,3 +222,123 @@ def test_a_missing_weights_folder_is_placed_by_every_command(command: str) -> No
     assert f"weight directory '{looked}' does not exist" in line
     # the value was typed on the command line, not in the file the place points into
     assert "(given --set model.with.weights=no-such-folder)" in line
+
+
+# -- folders an option names for a command's output ------------------------------------------
+
+
+def read_only(monkeypatch: pytest.MonkeyPatch, folder: str) -> None:
+    """Writing into ``folder`` fails as on a read-only disk (as root, a mode does not)."""
+    import errno
+    import tempfile
+
+    from seamline.core import directories
+
+    real = tempfile.TemporaryFile
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        if Path(str(kwargs.get("dir", ""))).resolve() == Path(folder).resolve():
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), folder)
+        return real(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(directories.tempfile, "TemporaryFile", refuse)
+
+
+def must_not_run(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the folder must be refused before the work starts")
+
+
+OUTPUT_FOLDERS = {
+    "profile": (["profile", "p.yaml", "-o"], "--out names"),
+    "check": (["check", "attention:native", "--record", "--record-dir"], "--record-dir names"),
+    "bench": (["bench", "attention", "--lengths", "16", "--no-plot", "-o"], "--out names"),
+}
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The profile's run, the conformance suite and the sweep each fail the test if started."""
+    from seamline.adapters.bench_attention import cli as bench_cli
+    from seamline.adapters.cli import check
+    from seamline.core import Pipeline
+
+    monkeypatch.setattr(Pipeline, "run", must_not_run)
+    monkeypatch.setattr(check, "run", must_not_run)
+    monkeypatch.setattr(bench_cli, "run_benchmark", must_not_run)
+
+
+@pytest.mark.usefixtures("nothing_runs")
+@pytest.mark.parametrize("command", sorted(OUTPUT_FOLDERS))
+def test_an_output_folder_that_is_a_file_is_refused_in_one_line_before_any_work(
+    command: str,
+) -> None:
+    # Each was a FileExistsError traceback, exit 1 (check's after the whole suite had run).
+    args, named = OUTPUT_FOLDERS[command]
+    line = one_line_refusal([*args, "a-file"], {})
+    assert line == (
+        f"error: {named} a-file, which is a regular file: name a directory you can write to "
+        "(it is created when missing)"
+    )
+    line = one_line_refusal([*args, "a-file/sub"], {})  # cannot be made under a file
+    assert f"{named} a-file/sub, which cannot be written to (Not a directory)" in line
+
+
+@pytest.mark.usefixtures("nothing_runs")
+@pytest.mark.parametrize("command", sorted(OUTPUT_FOLDERS))
+def test_an_output_folder_on_a_read_only_disk_is_refused_in_one_line(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args, named = OUTPUT_FOLDERS[command]
+    Path("ro").mkdir()
+    read_only(monkeypatch, "ro")
+    line = one_line_refusal([*args, "ro"], {})
+    assert line.startswith(f"error: {named} ro, which cannot be written to (Read-only file")
+
+
+@pytest.mark.usefixtures("nothing_runs")
+def test_the_default_record_store_that_cannot_be_written_is_refused_before_the_suite(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workdir / "store").mkdir()
+    read_only(monkeypatch, str(workdir / "store"))
+    line = one_line_refusal(
+        ["check", "attention:native", "--record"],
+        {"SEAMLINE_CONFORMANCE_DIR": str(workdir / "store")},
+    )
+    assert f"--record writes records to {workdir / 'store'}, which cannot be written" in line
+    assert "give --record-dir DIR, or point $SEAMLINE_CONFORMANCE_DIR at a directory" in line
+
+
+def test_an_output_folder_that_is_missing_is_made() -> None:
+    from seamline.core import output_directory
+
+    assert output_directory(Path("new/deep"), "--out names") == Path("new/deep")
+    assert Path("new/deep").is_dir()
+    assert list(Path("new/deep").iterdir()) == []  # the try left nothing behind
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["schema", "-o", ""], "the path is empty: name a file to write the schema to"),
+        (["profile", "p.yaml", "-o", ""], "the path is empty: name the directory for the trace"),
+        (
+            ["check", "attention:native", "--record", "--record-dir", ""],
+            "the path is empty: name the directory for records",
+        ),
+        (["bench", "attention", "-o", ""], "the path is empty: name the results folder"),
+    ],
+    ids=["schema", "profile", "check", "bench"],
+)
+@pytest.mark.usefixtures("nothing_runs")
+def test_an_empty_path_says_it_is_empty(args: list[str], says: str) -> None:
+    # schema said "-o .: the path is a directory"; profile, check and bench wrote into the
+    # working directory, which nobody named. (search '' is refused in one line, as every
+    # refusal of an index is: tests/adapters/test_tampered_search.py.)
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert "Traceback" not in result.output
+    assert "'.'" not in result.output
+    assert "-o ." not in result.output
+    assert sorted(p.name for p in Path().iterdir()) == ["a-file", "p.yaml"]

@@ -521,6 +521,27 @@ def test_a_run_whose_traces_file_is_not_a_file_exits_2_before_it_starts(
     ]
 
 
+@pytest.mark.usefixtures("toy_cli")
+def test_a_traces_file_from_the_environment_never_overwrites_the_pipeline_file(
+    tmp_path: Path,
+) -> None:
+    # SEAMLINE_TRACES_FILE=p.yaml replaced the pipeline file with spans; the run exited 0.
+    pipeline = tmp_path / "p.yaml"
+    text = PIPELINE.format(texts=["a b"], extra="", attention="{use: native}")
+    pipeline.write_text(text, encoding="utf-8")
+    env = {"OTEL_TRACES_EXPORTER": "jsonl", "SEAMLINE_TRACES_FILE": str(pipeline)}
+    result = CliRunner().invoke(
+        app, ["run", str(pipeline), "--no-compile-cache"], env={**env, "COLUMNS": "400"}
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: $SEAMLINE_TRACES_FILE: the traces file ({str(pipeline)!r}) is the pipeline "
+        f"file ({str(pipeline)!r}): the run would overwrite what it reads, or read its own "
+        "output. Name another traces file (telemetry.traces_file or SEAMLINE_TRACES_FILE)"
+    ]
+    assert pipeline.read_text(encoding="utf-8") == text
+
+
 def test_summarize_computes_count_total_median_p95_and_share(tmp_path: Path) -> None:
     from seamline.adapters.trace_summary import summarize
 

@@ -11,13 +11,16 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
+from seamline.adapters.cli.main import app
 from seamline.adapters.cli.outputs import OutputPlace
 from seamline.adapters.cli.render.progress import ProgressMonitor
 from seamline.adapters.cli.render.run import run_summary
@@ -163,6 +166,20 @@ def test_the_search_command_is_quoted_for_a_shell() -> None:
     place = OutputPlace("jsonl", "my out/emb's.jsonl", None, searchable=True)
     expected = "seamline search 'my out/emb'\"'\"'s.jsonl' \"your question\""
     assert place.search_command == expected
+
+
+def test_a_search_command_for_a_path_that_starts_with_a_dash_names_it_as_a_path() -> None:
+    # `seamline search -out.jsonl ...` is refused as "No such option: -o".
+    place = OutputPlace("jsonl", "-out.jsonl", None, searchable=True)
+    assert place.search_command == 'seamline search ./-out.jsonl "your question"'
+    quoted = OutputPlace("jsonl", "-my out.jsonl", None, searchable=True)
+    assert quoted.search_command == "seamline search './-my out.jsonl' \"your question\""
+    absolute = OutputPlace("jsonl", "/data/-out.jsonl", None, searchable=True)
+    assert absolute.search_command == 'seamline search /data/-out.jsonl "your question"'
+    # What it prints parses: the path is the INDEX argument, not options.
+    result = CliRunner().invoke(app, shlex.split(place.search_command)[1:])
+    assert "No such option" not in result.output
+    assert "index -out.jsonl does not exist" in result.output
 
 
 # -- --format json, from a real run --------------------------------------------------------

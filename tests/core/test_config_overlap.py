@@ -41,9 +41,9 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def refusal(registry: Registry) -> Callable[..., str]:
-    def refused_with(*overrides: str) -> str:
+    def refused_with(*overrides: str, environ: dict[str, str] | None = None) -> str:
         with pytest.raises(ConfigError) as refused:
-            load_pipeline(Path("p.yaml"), registry, list(overrides), environ={})
+            load_pipeline(Path("p.yaml"), registry, list(overrides), environ=environ or {})
         return str(refused.value)
 
     return refused_with
@@ -89,6 +89,81 @@ def test_the_traces_file_is_neither_an_input_nor_an_output(refusal: Callable[...
     assert "is the pipeline file" in refusal(traces, "telemetry.traces_file=p.yaml")
     said = refusal(traces, "telemetry.traces_file=out/emb.jsonl")
     assert "telemetry.traces_file ('out/emb.jsonl') is sink.with.path" in said
+
+
+JSONL = {"OTEL_TRACES_EXPORTER": "console,jsonl"}
+
+
+def test_the_traces_file_named_by_the_environment_is_checked_too(
+    refusal: Callable[..., str], registry: Registry
+) -> None:
+    """``SEAMLINE_TRACES_FILE=p.yaml`` replaced the pipeline file with spans, and
+    ``=corpus/d1.txt`` emptied a document and filled it with spans, both runs exiting 0."""
+    fix = "Name another traces file (telemetry.traces_file or SEAMLINE_TRACES_FILE)"
+    said = refusal(environ={**JSONL, "SEAMLINE_TRACES_FILE": "p.yaml"})
+    assert said == (
+        "$SEAMLINE_TRACES_FILE: the traces file ('p.yaml') is the pipeline file ('p.yaml'): "
+        f"the run would overwrite what it reads, or read its own output. {fix}"
+    )
+    said = refusal(environ={**JSONL, "SEAMLINE_TRACES_FILE": "corpus/d1.txt"})
+    assert said.startswith("$SEAMLINE_TRACES_FILE: the traces file ('corpus/d1.txt') is inside")
+    said = refusal("telemetry.traces=[jsonl]", environ={"SEAMLINE_TRACES_FILE": "out/emb.jsonl"})
+    assert "the traces file ('out/emb.jsonl') is sink.with.path" in said
+    # Without the jsonl exporter nothing writes the file; the field, when set, wins.
+    load_pipeline(Path("p.yaml"), registry, [], environ={"SEAMLINE_TRACES_FILE": "p.yaml"})
+    named = ["telemetry.traces_file=trace.jsonl"]
+    load_pipeline(
+        Path("p.yaml"), registry, named, environ={**JSONL, "SEAMLINE_TRACES_FILE": "p.yaml"}
+    )
+
+
+def test_the_default_traces_file_inside_the_input_folder_is_refused(
+    refusal: Callable[..., str], registry: Registry
+) -> None:
+    """With ``root: "."`` the jsonl exporter's default file was written among the inputs,
+    and read back as a document."""
+    here = ["loader.with.root=.", "loader.with.glob=*", "sink.with.path=../elsewhere/emb.jsonl"]
+    said = refusal(*here, environ=JSONL)
+    assert said.startswith(
+        "$OTEL_TRACES_EXPORTER: the default traces file ('seamline-trace.jsonl') is inside the "
+        "folder loader.with.root names ('.')"
+    )
+    said = refusal(*here, "telemetry.traces=[jsonl]")
+    assert said.startswith("--set telemetry.traces=[jsonl]: the default traces file")
+    load_pipeline(Path("p.yaml"), registry, here, environ={})  # no jsonl exporter: no file
+
+
+@pytest.mark.parametrize(
+    ("pattern", "output"),
+    [
+        ("data/*.parquet", "data/zz-emb.parquet"),
+        ("data/**/*.parquet", "data/new/zz-emb.parquet"),
+        ("./data/*.parquet", "data/../data/zz-emb.parquet"),
+        ("*/*.parquet", "data/zz-emb.parquet"),
+    ],
+)
+def test_an_output_an_input_glob_would_match_is_refused_on_the_first_run(
+    refusal: Callable[..., str], pattern: str, output: str
+) -> None:
+    """Only the files matched today were compared: the first run passed and wrote an output
+    the second run was refused for reading as its input."""
+    Path("data").mkdir()
+    Path("data/a.parquet").write_bytes(b"not read here")
+    said = refusal(
+        f"loader={{use: parquet, with: {{path: '{pattern}'}}}}",
+        f"sink={{use: parquet, with: {{path: {output}}}}}",
+    )
+    assert f"would be one of the files loader.with.path matches ('{pattern}')" in said
+
+
+@pytest.mark.parametrize("output", ["data/zz-emb.pq", "data/.zz-emb.parquet", "out/emb.parquet"])
+def test_an_output_an_input_glob_would_not_match_is_fine(registry: Registry, output: str) -> None:
+    Path("data").mkdir()
+    overrides = [
+        "loader={use: parquet, with: {path: 'data/*.parquet'}}",
+        f"sink={{use: parquet, with: {{path: {output}}}}}",
+    ]
+    load_pipeline(Path("p.yaml"), registry, overrides, environ={})
 
 
 def test_outputs_beside_the_input_are_fine(registry: Registry) -> None:

@@ -75,7 +75,7 @@ log = get_logger("seamline.adapters.telemetry")
 TRACES_EXPORTERS = ("console", "otlp", "jsonl", "none")
 METRICS_EXPORTERS = ("console", "otlp", "none")
 PROTOCOLS = ("http/protobuf", "grpc")
-DEFAULT_TRACES_FILE = "seamline-trace.jsonl"
+DEFAULT_TRACES_FILE = TelemetrySettings.default_traces_file
 DEFAULT_SERVICE_NAME = "seamline"
 
 
@@ -105,9 +105,7 @@ def resolve(
     return TelemetryConfig(
         traces=traces,
         metrics=metric_exporters,
-        traces_file=Path(
-            section.traces_file or env.get("SEAMLINE_TRACES_FILE") or DEFAULT_TRACES_FILE
-        ),
+        traces_file=Path(section.traces_file_in(env)),  # the file validation checked
         traces_endpoint=_endpoint(section, env, "TRACES", "traces"),
         metrics_endpoint=_endpoint(section, env, "METRICS", "metrics"),
         traces_protocol=_protocol(section, env, "TRACES"),

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from seamline.core.config.located import Located, parse_located
     from seamline.core.config.spec import PrecisionGate
     from seamline.core.config.user import user_trust
-    from seamline.core.directories import cache_home, named_directory
+    from seamline.core.directories import cache_home, named_directory, output_directory
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable
     from seamline.core.host import Collated, HostWork, documents_as_loaded
     from seamline.core.orchestrator import RunSummary
@@ -152,6 +152,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     # Where seamline keeps files, and who is working
     "cache_home": ("seamline.core.directories", "cache_home"),
     "named_directory": ("seamline.core.directories", "named_directory"),
+    "output_directory": ("seamline.core.directories", "output_directory"),
     "worker_name": ("seamline.core.telemetry", "worker_name"),
 }
 """Each public name: the module that defines it, and its name there."""
@@ -221,6 +222,7 @@ __all__ = [
     "named_directory",
     "negotiated",
     "neighbours_kept",
+    "output_directory",
     "parse_located",
     "pipeline_provenance",
     "pipeline_schema",

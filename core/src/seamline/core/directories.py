@@ -7,12 +7,17 @@ something other than a directory (a regular file, a FIFO) is a mistake reported 
 line, as Hugging Face's ``HF_HOME`` or pip's ``--cache-dir`` report it, not worked
 around by writing elsewhere. The XDG base directories follow the XDG specification:
 a relative ``$XDG_CACHE_HOME`` (or ``_DATA_``, ``_CONFIG_``) is ignored.
+
+A folder an option names for a command's output (``profile -o DIR``, ``check
+--record-dir DIR``) is :func:`output_directory`'s: made and tried before the work whose
+results would go there, so that a regular file or a read-only place is the same one line.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -61,9 +66,43 @@ def named_directory(variable: str, default: Path, environ: Mapping[str, str] | N
             f"a directory, or unset {variable}"
         ) from None
     if not stat.S_ISDIR(mode):
-        what = "a regular file" if stat.S_ISREG(mode) else "not a directory"
         raise UserError(
-            f"${variable} names {path}, which is {what}: point it at a directory (it is "
-            f"created when missing), or unset {variable}"
+            f"${variable} names {path}, which is {_kind(mode)}: point it at a directory (it "
+            f"is created when missing), or unset {variable}"
         )
+    return path
+
+
+def _kind(mode: int) -> str:
+    """What a path that is not a directory is, for a message."""
+    return "a regular file" if stat.S_ISREG(mode) else "not a directory"
+
+
+WRITABLE_FIX = "name a directory you can write to (it is created when missing)"
+"""What :func:`output_directory`'s message asks for, unless its caller says otherwise."""
+
+
+def output_directory(path: Path, named: str, fix: str = WRITABLE_FIX) -> Path:
+    """``path``, a directory a command is about to write into: made (with its parents) when
+    missing, and tried with a nameless temporary file.
+
+    Called before the work whose results go there: a results folder that turns out to be
+    a regular file, or on a read-only disk, would otherwise cost the whole run and end in
+    a traceback. Raises :class:`~seamline.contracts.UserError`, one line that says
+    ``{named} {path}`` (``named``: how the user gave it, such as ``--out names``), what is
+    wrong and ``fix``.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):  # O_TMPFILE where it can: nothing left behind
+            pass
+    except FileExistsError:  # something other than a directory is there
+        try:
+            what = _kind(os.stat(path).st_mode)
+        except OSError:  # a dangling link
+            what = "not a directory"
+        raise UserError(f"{named} {path}, which is {what}: {fix}") from None
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise UserError(f"{named} {path}, which cannot be written to ({reason}): {fix}") from None
     return path

@@ -9,7 +9,9 @@ whether the value came from the command line or from an environment variable
 exist``, and the user is left to guess why it is ``build/corpus``). So the host places
 it: at the loader's ``with:`` block, naming the ``--set`` overrides that changed it and
 the settings filled from the environment, as they are written in the file (never a
-variable's value: it may be a secret).
+variable's value: it may be a secret). The loader's own message may quote such a value
+(``root 'hunter2' does not exist``): it is shown with the variable's name in its place,
+or withheld, by the rule of :mod:`seamline.core.config.redact`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from seamline.contracts import ConfigError, UserError
 from seamline.core.config import ResolvedPipeline
 from seamline.core.config.overrides import is_override
+from seamline.core.config.redact import scrub
 from seamline.core.seams import failed_at
 
 WITH = ("loader", "with")
@@ -30,14 +33,16 @@ def placed_loader_error(error: BaseException, pipeline: ResolvedPipeline) -> Bas
         return error
     given = pipeline.overrides_under(WITH)
     notes = [f"given {', '.join(given)}"] if given else []
+    loader = pipeline.loader
+    said = scrub(str(error), loader.filled, f"{loader.kind} {loader.name!r}")
     located = pipeline.located
     if located is None:  # built without a file: no place, nothing interpolated
-        return ConfigError(_detail(error, notes), pipeline.loader.location)
+        return ConfigError(_detail(said.text, notes), loader.location)
     for path, (template, _filled) in sorted(located.templates.items()):
         if path[: len(WITH)] == WITH and not is_override(located.where(path)):
             notes.append(f"{'.'.join(map(str, path))} is written {template}")
-    return ConfigError(_detail(error, notes), located.where(WITH))
+    return ConfigError(_detail(said.text, notes), said.place or located.where(WITH))
 
 
-def _detail(error: BaseException, notes: list[str]) -> str:
-    return str(error) + (f" ({'; '.join(notes)})" if notes else "")
+def _detail(message: str, notes: list[str]) -> str:
+    return message + (f" ({'; '.join(notes)})" if notes else "")

@@ -8,7 +8,8 @@ Exit codes, so that a script or CI can tell a sweep that measured from one that 
   (none registered under the names asked for, all refused), or the probe of the
   registry failed. ``attention.json`` is still written when the probe worked, with
   each cell's reason.
-* 2 -- a usage error (an unknown or invalid option).
+* 2 -- a usage error (an unknown or invalid option, a results folder that is a file or
+  cannot be written).
 
 An output that disagrees with the float64 reference is marked in the table (``!``)
 and in red below it, but does not change the exit code: the conformance suite, not
@@ -34,6 +35,14 @@ def _lengths(text: str) -> list[int]:
     if not lengths or min(lengths) < 1:
         raise argparse.ArgumentTypeError("lengths must be positive integers")
     return lengths
+
+
+def _folder(text: str) -> Path:
+    """``--out``'s folder; an empty one is refused (``Path("")`` is the working directory,
+    which the user did not name)."""
+    if not text:
+        raise argparse.ArgumentTypeError("the path is empty: name the results folder")
+    return Path(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,12 +132,28 @@ def _add_worker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         "-o",
-        type=Path,
+        type=_folder,
         default=Path("benchmarks") / "results",
         metavar="DIR",
         help="results folder (default benchmarks/results)",
     )
     parser.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
+
+
+def _results_folder(out: Path) -> bool:
+    """Whether ``--out`` can take the results, tried before the first worker starts (a file
+    there, or a read-only disk, would otherwise end the sweep in a traceback, its
+    measurements lost); if not, says so in one line on stderr, as every command does."""
+    from seamline.adapters.cli.render.console import error
+    from seamline.contracts import UserError
+    from seamline.core import output_directory
+
+    try:
+        output_directory(out, "--out names")
+    except UserError as problem:
+        error(str(problem))  # its control characters shown as the other commands show them
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE if stop.code else EXIT_OK
     lengths = args.lengths or default_lengths(args.max_length)
     wanted = [n.strip() for n in args.implementations.split(",")] if args.implementations else None
+    if not _results_folder(args.out):
+        return EXIT_USAGE
     try:
         report = run_benchmark(
             lengths,

@@ -14,6 +14,7 @@ cannot have its class imported by ``seamline check`` either.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from seamline.core import (
     CONFORMANCE_GROUP,
     Registry,
     attribute_record,
+    output_directory,
     save_record,
     store_directory,
 )
@@ -142,9 +144,69 @@ def check(
 ) -> CheckOutcome:
     kind, name = parse_target(target)
     test_class = contract_class(registry, kind, name, parse_with(with_values))
+    records_to = record_directory(record_dir) if record else None
     suite = run(test_class, max_examples=max_examples, select=select, echo=verbose)
+    if select and not suite.results:
+        refusal = selection_refused(test_class, target, select, suite)
+        if refusal is not None:
+            raise refusal
     suite = replace(suite, records=tuple(attribute_record(r, registry) for r in suite.records))
     saved: list[Path] = []
-    if record and suite.records:
-        saved = [save_record(r, record_dir or store_directory()) for r in suite.records]
+    if records_to is not None and suite.records:
+        saved = [save_record(r, records_to) for r in suite.records]
     return CheckOutcome(suite, tuple(saved))
+
+
+def record_directory(record_dir: Path | None) -> Path:
+    """Where ``--record`` writes, made and tried before the suite runs: a regular file or a
+    read-only place there would otherwise end in a traceback once the suite's minutes are
+    spent, its table never printed."""
+    if record_dir is not None:
+        return output_directory(record_dir, "--record-dir names")
+    return output_directory(
+        store_directory(),  # $SEAMLINE_CONFORMANCE_DIR naming a file is refused here
+        "--record writes records to",
+        "give --record-dir DIR, or point $SEAMLINE_CONFORMANCE_DIR at a directory you can write to",
+    )
+
+
+BAD_EXPRESSION = re.compile(r"Wrong expression passed to '-k': (.+)")
+"""pytest's line for a ``-k`` expression it cannot parse (with ``--select`` captured)."""
+
+
+def selection_refused(
+    test_class: type, target: str, select: str, suite: SuiteRun
+) -> UserError | None:
+    """The user error of a ``--select`` that ran no check, or None if something else did.
+
+    pytest's answer is its exit code and its own output (a warnings summary, ``13
+    deselected``), which ``check`` reported as a component that does not conform (exit
+    code 1): a selection that cannot be parsed or matches nothing is the user's to fix.
+    """
+    if suite.exit_code == pytest.ExitCode.USAGE_ERROR:
+        found = BAD_EXPRESSION.search(suite.output)
+        why = f" ({found[1].strip().removeprefix(f'{select}: ')})" if found else ""
+        return UserError(
+            f"--select {select!r} is not a pytest -k expression{why}: give names joined with "
+            "and, or, not and parentheses, such as --select 'plain or config'"
+        )
+    if suite.exit_code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        count, names = collected_checks(test_class)
+        listed = f"; their names: {', '.join(names)}" if names else ""
+        return UserError(
+            f"--select {select!r} matches none of the {count} checks of {target}{listed}"
+        )
+    return None
+
+
+def collected_checks(test_class: type) -> tuple[int, list[str]]:
+    """How many checks the suite has (a row of its table each) and their names as the table
+    shows them, a parametrized check's once.
+
+    Collected, not run (under a second), for the message of a ``--select`` that matched
+    none: pytest's test ids are its own to choose.
+    """
+    collected = run(test_class, extra_args=["--collect-only"])
+    ids = [t for t in collected.output.splitlines() if "::" in t and not t.startswith(" ")]
+    names = (t.rsplit("::", 1)[-1].partition("[")[0].removeprefix("test_") for t in ids)
+    return len(ids), list(dict.fromkeys(names))

@@ -21,7 +21,7 @@ from typer import _click  # typer's own copy of click: its commands are built on
 from typer._click.exceptions import NoSuchOption
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from seamline.adapters.cli.pipes import quiet_when_stdout_closes
+from seamline.adapters.cli.pipes import quiet_when_stdout_closes, usage_message_lost
 
 RENAMED: dict[tuple[str, str], str] = {
     ("components", "-k"): "--kind has no short form any more (-k is search's number of "
@@ -46,7 +46,20 @@ def _help_without_pydantic(option: _click.Parameter | None) -> None:
 
 class Group(TyperGroup):
     """The ``seamline`` group: its help option costs no pydantic import, and a reader that
-    closes stdout early ends any command quietly (:mod:`.pipes`)."""
+    closes stdout early ends any command quietly (:mod:`.pipes`), its usage errors too."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run as click does; a usage error whose message meets a closed pipe ends as
+        :func:`.pipes.usage_message_lost` says (141), not as click's exit code 1.
+
+        click prints a usage error in the handler of its ``ClickException``, where a
+        ``BrokenPipeError`` escapes its own handling of one: only that (or the same for
+        "Aborted!") reaches here, every other is turned into an exit code inside.
+        """
+        try:
+            return super().main(*args, **kwargs)
+        except BrokenPipeError as problem:
+            usage_message_lost(problem)
 
     def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
         option = super().get_help_option(ctx)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -10,11 +11,24 @@ import typer
 from seamline.adapters.cli.errors import usage_error
 
 
-def pipeline_path(text: str) -> Path:
-    """The pipeline argument as a path; an empty one is refused (``Path("")`` is ``.``)."""
-    if not text:
-        raise typer.BadParameter("the path is empty: name the pipeline YAML file")
-    return Path(text)
+def named_path(fix: str) -> Callable[[str], Path]:
+    """A parser for a path argument or option that refuses an empty one, saying ``fix``.
+
+    ``Path("")`` is ``.``: unrefused, ``''`` (an unset shell variable, say) would be read as
+    the working directory, a path the user did not name, and the message about it would
+    name ``.``.
+    """
+
+    def parse(text: str) -> Path:
+        if not text:
+            raise typer.BadParameter(f"the path is empty: {fix}")
+        return Path(text)
+
+    return parse
+
+
+pipeline_path = named_path("name the pipeline YAML file")
+"""The pipeline argument as a path; an empty one is refused."""
 
 
 PipelineArg = Annotated[

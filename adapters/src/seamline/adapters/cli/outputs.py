@@ -34,10 +34,15 @@ class OutputPlace:
 
     @property
     def search_command(self) -> str | None:
-        """``seamline search <path> "..."``, quoted for a POSIX shell; None if not searchable."""
+        """``seamline search <path> "..."``, quoted for a POSIX shell; None if not searchable.
+
+        A relative path that starts with ``-`` is written ``./-out.jsonl``: as it is, the
+        command line would read it as options (``No such option: -o``).
+        """
         if self.path is None or not self.searchable:
             return None
-        return f'seamline search {shlex.quote(self.path)} "{SEARCH_QUERY}"'
+        path = f"./{self.path}" if self.path.startswith("-") else self.path
+        return f'seamline search {shlex.quote(path)} "{SEARCH_QUERY}"'
 
 
 def output_place(pipeline: Pipeline) -> OutputPlace:

@@ -9,6 +9,11 @@ closed pipe or socket, a Ray worker's or a server client's included): when stdou
 reader is gone, the rest of the output goes to the null device and the command exits
 141, no traceback and no message.
 
+A usage error (an unknown command, a missing argument) is click's to print, after the
+command has ended: when its message meets a closed pipe (``seamline bogus 2>&1 |
+true``), :func:`usage_message_lost` ends it as seamline's own errors end there (141 when
+stdout's reader is gone), never as click's exit code 1 for a broken pipe.
+
 Only a closed *stdout* is taken so: a ``BrokenPipeError`` from anything else (a socket,
 a worker's pipe) while stdout is still read is an error like any other. Nothing of a
 command's work depends on stdout: ``seamline run`` publishes its output before it prints
@@ -23,7 +28,7 @@ import select
 import signal
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import typer
 
@@ -46,6 +51,19 @@ def quiet_when_stdout_closes(action: Callable[[], T]) -> T:
     return result
 
 
+def usage_message_lost(problem: BrokenPipeError) -> NoReturn:
+    """End the process whose usage error ``problem`` kept click from printing.
+
+    141, quietly, when stdout's reader is gone, as for any other output; otherwise (only
+    stderr was closed) the exit code of the error click was showing (2 for a usage
+    error, the ``__context__`` of ``problem``): the command was refused either way.
+    """
+    code = CLOSED if stdout_is_closed() else getattr(problem.__context__, "exit_code", 2)
+    _stdout_to_null()
+    _stderr_to_null()
+    sys.exit(code)
+
+
 def stdout_is_closed() -> bool:
     """Whether stdout is a pipe (or socket) whose reader is gone: ``poll`` says POLLERR."""
     try:
@@ -60,7 +78,16 @@ def stdout_is_closed() -> bool:
 def _stdout_to_null() -> None:
     """Send what stdout still holds, and the interpreter's last flush, to the null device,
     so that no "Exception ignored ... BrokenPipeError" follows at exit."""
+    _to_null(sys.stdout)
+
+
+def _stderr_to_null() -> None:
+    """The same for stderr, where the usage message broke off (its remainder would fail)."""
+    _to_null(sys.stderr)
+
+
+def _to_null(stream: object) -> None:
     with contextlib.suppress(AttributeError, OSError, ValueError):
         null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
+        os.dup2(null, stream.fileno())  # type: ignore[attr-defined]
         os.close(null)

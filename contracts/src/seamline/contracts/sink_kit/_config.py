@@ -16,7 +16,12 @@ from typing import ClassVar, Self
 from pydantic import Field, model_validator
 
 from seamline.contracts.component import ComponentConfig
-from seamline.contracts.sink_kit._paths import OutputPath, check_beside, check_distinct
+from seamline.contracts.sink_kit._paths import (
+    OutputPath,
+    check_beside,
+    check_distinct,
+    occupant,
+)
 from seamline.contracts.sink_kit._records import default_errors_path, default_manifest_path
 
 
@@ -82,6 +87,42 @@ class OutputConfig(ComponentConfig):
     def manifest_path(self) -> Path:
         """``<path stem>.manifest.json`` beside ``path``: what made the output."""
         return default_manifest_path(self.path)
+
+    def occupied(self) -> list[tuple[str, str]]:
+        """``(field, problem)`` for each output whose name holds what it can never be
+        published over (:func:`~._paths.occupant`): a directory where a file goes, anything
+        but a folder where a folder goes. ``field`` is the ``with:`` field the name comes
+        from (a derived file's is ``path``).
+
+        Asked while the pipeline is validated and again before the run's work
+        (:meth:`PublishingSink.check_destination`), not by the config's own validation: a
+        config is data, and what is on disk may change before the run. Before this, a
+        directory at a file sink's ``path`` passed ``validate`` and failed the run only
+        when it published, after every document was embedded.
+        """
+        fields = type(self).model_fields
+        errors = "errors_path" if self.errors_path is not None else "path"
+        outputs = [
+            ("path", "path", self.path, self.path_is_folder),
+            *((o if o in fields else "path", o, p, False) for o, p in self.other_outputs()),
+            (errors, "the errors file", self.resolved_errors_path(), False),
+            ("path", "the manifest", self.manifest_path(), False),
+        ]
+        return [
+            (field, f"{label} {str(path)!r} is {found}, {self._fix(found, folder=folder)}")
+            for field, label, path, folder in outputs
+            if (found := occupant(path, folder=folder))
+        ]
+
+    def _fix(self, found: str, *, folder: bool) -> str:
+        """What a problem of :meth:`occupied` says after what was found."""
+        if not folder:
+            return (
+                "where the output is published as a file: remove the folder, or give a file "
+                "path (such as a new name inside it)"
+            )
+        link = "it is not followed (it could point anywhere): " if "link" in found else ""
+        return f"not a {self.folder_kind}; {link}remove it, or give another path"
 
     @model_validator(mode="after")
     def _distinct_outputs(self) -> Self:

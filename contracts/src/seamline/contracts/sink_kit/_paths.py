@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BeforeValidator
 
 from seamline.contracts.component import NamedPath
+from seamline.contracts.untrusted import kind_of
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -57,13 +59,48 @@ def _local(value: object) -> object:
     return value
 
 
-OutputPath = Annotated[NamedPath, BeforeValidator(_local), AfterValidator(absolute)]
+def _named_output(value: object) -> object:
+    """``value``, unless it is empty: refused with a hint for an output, not an input.
+
+    :data:`NamedPath`'s own hint, ``'.' for the working directory``, is right for a folder
+    to read; an output published at ``.`` is refused as a directory (:func:`occupant`).
+    """
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(
+            "the path must not be empty: name where the output is published, a file such as "
+            "'out/emb.jsonl' (a table's folder for a table)"
+        )
+    return value
+
+
+OutputPath = Annotated[
+    NamedPath, BeforeValidator(_local), BeforeValidator(_named_output), AfterValidator(absolute)
+]
 """The type of every config field that names a file or folder a sink writes."""
 
 
 def located(path: Path) -> Path:
     """Where the name ``path`` really is: its folder with every link followed, and its name."""
     return Path(os.path.realpath(path.parent)) / path.name
+
+
+def occupant(path: Path, *, folder: bool) -> str:
+    """What lies at ``path`` that an output can never be published over, in words, or "".
+
+    A file output (``folder`` false) is renamed over its name, which fails on a directory
+    (a link to one is replaced, never written through); a folder output (a table) is
+    replaced as a folder, so anything else there is refused, a link included. Nothing
+    there yet is fine.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):  # nothing there yet; or a name no file has (a NUL byte)
+        return ""
+    if not folder:
+        return "a directory" if stat.S_ISDIR(mode) else ""
+    if stat.S_ISDIR(mode):
+        return ""
+    return "a file" if stat.S_ISREG(mode) else kind_of(mode)
 
 
 def same_entry(one: Path, other: Path) -> bool:

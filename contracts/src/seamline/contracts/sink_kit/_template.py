@@ -27,9 +27,7 @@ hidden folder of its own beside the output to keep them in (:attr:`~PublishingSi
 from __future__ import annotations
 
 import abc
-import os
 import shutil
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -55,7 +53,6 @@ from seamline.contracts.sink_kit._parts import (
 )
 from seamline.contracts.sink_kit._records import default_manifest_path, error_line
 from seamline.contracts.sink_kit._staged import StagedParts
-from seamline.contracts.untrusted import kind_of
 
 ConfigT = TypeVar("ConfigT", bound=OutputConfig)
 
@@ -158,27 +155,13 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
     def check_destination(self) -> None:
         """Before the run's work (``start``, ``recover``, ``begin_parts``): refuse a ``path``
         that can never be this sink's output, so the run fails at once rather than at its
-        end, when it publishes. For a sink whose output is a folder
-        (``Config.path_is_folder``): anything at its name but a folder, a symbolic link
-        included (the output is never written through a link: it could point anywhere).
-        A sink may add its own checks."""
-        config = self.config
-        if not config.path_is_folder:
-            return
-        try:
-            mode = os.lstat(config.path).st_mode
-        except OSError:  # nothing there yet (a folder above it that cannot be made: later)
-            return
-        if stat.S_ISDIR(mode):
-            return
-        found = "a file" if stat.S_ISREG(mode) else kind_of(mode)
-        link = stat.S_ISLNK(mode)
-        raise UserError(
-            f"{self.name} sink: path {str(config.path)!r} is {found}, not a "
-            f"{config.folder_kind}; "
-            + ("it is not followed (it could point anywhere): " if link else "")
-            + "remove it, or give another path"
-        )
+        end, when it publishes (:meth:`OutputConfig.occupied`: a directory where a file is
+        published; for a sink whose output is a folder, ``Config.path_is_folder``,
+        anything at its name but a folder, a symbolic link included: the output is never
+        written through a link, which could point anywhere). The pipeline's validation
+        asks the same first. A sink may add its own checks."""
+        for _, problem in self.config.occupied():
+            raise UserError(f"{self.name} sink: {problem}")
 
     # -- the run -------------------------------------------------------------------------
 

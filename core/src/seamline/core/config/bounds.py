@@ -59,11 +59,15 @@ class ValueBudget:
 
 
 def check_size(size: int, source: str) -> None:
-    """Refuse text of ``size`` bytes before it is read or parsed."""
+    """Refuse text of ``size`` bytes before it is read or parsed.
+
+    The message says "larger than" the limit, not ``size``: a file is read no further than
+    one byte past the limit (``read_regular``), so ``size`` is then that, not the file's.
+    """
     if size > MAX_BYTES:
         raise ConfigError(
-            f"the pipeline file is {size:,} bytes; pipeline files are limited to "
-            f"{MAX_BYTES:,} bytes (is this the right file?)",
+            f"the pipeline file is larger than {MAX_BYTES:,} bytes, the limit for pipeline "
+            "files (is this the right file?)",
             source,
         )
 

@@ -11,13 +11,21 @@ What a run reads is found as the input fingerprint finds it, from the types of t
 loader's configuration (a ``Path`` field, a field typed ``InputGlob``), plus the
 pipeline file; what it writes, from the sink's configuration (its ``Path`` fields and,
 for a sink built on the sink kit, the errors file and manifest it derives) and the
-``telemetry.traces_file``. So a third party's loader or sink is covered as far as its
+traces file. So a third party's loader or sink is covered as far as its
 configuration's types say, and core names no component.
+
+The traces file is checked wherever it is named: ``telemetry.traces_file``, or, when the
+jsonl exporter is chosen, its default ``$SEAMLINE_TRACES_FILE`` or
+``seamline-trace.jsonl`` (:meth:`TelemetrySettings.traces_file_in`, the exporter's own
+answer). ``SEAMLINE_TRACES_FILE=docs/a.txt`` emptied an input document and filled it with
+spans, and ``=p.yaml`` replaced the pipeline file, both runs exiting 0, while the same
+name given to the field was refused.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +37,7 @@ from seamline.contracts.loader import input_glob_files
 from seamline.contracts.sink_kit import OutputConfig
 from seamline.contracts.sink_kit import located as on_disk
 from seamline.contracts.untrusted import cut
+from seamline.core.config.pattern import would_match
 from seamline.core.fingerprint import named_input_paths
 
 if TYPE_CHECKING:
@@ -44,9 +53,44 @@ class _Entry:
     path: Path
     place: DataPath
     """Where in the pipeline document it is set (the error's location)."""
+    outside: str = ""
+    """Where it is set outside the document (an environment variable), else ""."""
+    fix: str = "Write the output elsewhere"
+    """What the message asks of the user."""
+    traces: bool = False
+    """Whether it is the traces file (compared with the other outputs too)."""
+
+    def where(self, located: Located) -> str:
+        """The error's location: the environment variable, or the place in the document."""
+        return self.outside or located.where(self.place)
 
 
-def _outputs(spec: PipelineSpec, sink_config: BaseModel) -> list[_Entry]:
+_TRACES_FIX = "Name another traces file (telemetry.traces_file or SEAMLINE_TRACES_FILE)"
+
+
+def _traces(located: Located, spec: PipelineSpec, environ: Mapping[str, str]) -> _Entry | None:
+    """The traces file, placed where it is named; None when nothing names one and the jsonl
+    exporter, which would write the default, is not chosen."""
+    settings = spec.telemetry
+    if settings.traces_file:
+        at = ("telemetry", "traces_file")
+        return _Entry("telemetry.traces_file", Path(settings.traces_file), at, traces=True)
+    if not settings.exports_jsonl(environ):
+        return None
+    path = Path(settings.traces_file_in(environ))
+    if environ.get(settings.traces_file_variable):
+        variable = f"${settings.traces_file_variable}"
+        return _Entry("the traces file", path, (), outside=variable, fix=_TRACES_FIX, traces=True)
+    # The default name: placed where the jsonl exporter was chosen.
+    chosen = ("telemetry", "traces")
+    by = located.where(chosen) if settings.traces is not None else "$OTEL_TRACES_EXPORTER"
+    label = "the default traces file"
+    return _Entry(label, path, chosen, outside=by, fix=_TRACES_FIX, traces=True)
+
+
+def _outputs(
+    located: Located, spec: PipelineSpec, sink_config: BaseModel, environ: Mapping[str, str]
+) -> list[_Entry]:
     entries = [
         _Entry(f"sink.with.{name}", value, ("sink", "with", name))
         for name in type(sink_config).model_fields
@@ -57,9 +101,9 @@ def _outputs(spec: PipelineSpec, sink_config: BaseModel) -> list[_Entry]:
         entries.append(_Entry("the manifest", sink_config.manifest_path(), at))
         if sink_config.errors_path is None:
             entries.append(_Entry("the errors file", sink_config.resolved_errors_path(), at))
-    traces = spec.telemetry.traces_file
-    if traces:
-        entries.append(_Entry("telemetry.traces_file", Path(traces), ("telemetry", "traces_file")))
+    traces = _traces(located, spec, environ)
+    if traces is not None:
+        entries.append(traces)
     return entries
 
 
@@ -88,14 +132,17 @@ def _unnameable(located: Located, outputs: list[_Entry], reads: list[_Read]) -> 
     ``ValueError: embedded null byte`` on it here, as a traceback. Such paths are
     refused at their place and left out of the comparisons.
     """
-    named = [(e.label, e.path, e.place) for e in outputs] + [r for r in reads if r[0]]
+    named: list[tuple[str, Path | str, str]] = [
+        (e.label, e.path, e.where(located)) for e in outputs
+    ]
+    named += [(label, path, located.where(place)) for label, path, place in reads if label]
     return [
         ConfigError(
             f"{label} ({cut(repr(str(path)))}) holds a NUL byte, which no file or folder "
             "name may hold: remove it",
-            located.where(place),
+            where,
         )
-        for label, path, place in named
+        for label, path, where in named
         if "\0" in str(path)
     ]
 
@@ -104,9 +151,11 @@ def _collision(output: Path, label: str, read: Path | str) -> str:
     """How ``output`` meets the input ``read`` (named ``label``; "" for the pipeline
     file), or "" when it does not."""
     shown = repr(str(read))
-    if isinstance(read, str):  # a glob pattern: the files it matches today
+    if isinstance(read, str):  # a glob pattern: the files it matches today, or would
         if any(on_disk(Path(name)) == output for name in input_glob_files(read)):
             return f"is one of the files {label} matches ({shown})"
+        if would_match(read, output):  # the next run would read what this one writes
+            return f"would be one of the files {label} matches ({shown})"
         return ""
     real = Path(os.path.realpath(read))
     if not label:
@@ -119,10 +168,18 @@ def _collision(output: Path, label: str, read: Path | str) -> str:
 
 
 def overlap_problems(
-    located: Located, spec: PipelineSpec, loader_config: BaseModel, sink_config: BaseModel
+    located: Located,
+    spec: PipelineSpec,
+    loader_config: BaseModel,
+    sink_config: BaseModel,
+    environ: Mapping[str, str] | None = None,
 ) -> list[ConfigError]:
-    """Every output that is, or lies inside, something the run reads; or is another output."""
-    outputs = _outputs(spec, sink_config)
+    """Every output that is, or lies inside, something the run reads; or is another output.
+
+    ``environ`` (default: this process's) is where the traces file's defaults are read,
+    as the exporter will read them.
+    """
+    outputs = _outputs(located, spec, sink_config, os.environ if environ is None else environ)
     reads = _reads(located, loader_config)
     problems = _unnameable(located, outputs, reads)
     outputs = [entry for entry in outputs if "\0" not in str(entry.path)]
@@ -138,22 +195,21 @@ def overlap_problems(
                 problems.append(
                     ConfigError(
                         f"{entry.label} ({str(entry.path)!r}) {how}: the run would overwrite "
-                        "what it reads, or read its own output. Write the output elsewhere",
-                        located.where(entry.place),
+                        f"what it reads, or read its own output. {entry.fix}",
+                        entry.where(located),
                     )
                 )
                 reported.add(entry.place)
                 break
-    traces = [e for e in outputs if e.label == "telemetry.traces_file"]
-    for trace in traces:
+    for trace in (e for e in outputs if e.traces):
         for entry in outputs:
             if entry is not trace and on_disk(entry.path) == on_disk(trace.path):
                 problems.append(
                     ConfigError(
-                        f"telemetry.traces_file ({str(trace.path)!r}) is {entry.label} "
+                        f"{trace.label} ({str(trace.path)!r}) is {entry.label} "
                         f"({str(entry.path)!r}): one would overwrite the other. Give it "
                         "another name",
-                        located.where(trace.place),
+                        trace.where(located),
                     )
                 )
     return problems

@@ -42,6 +42,25 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
         _assign(located, keys, value, where)
 
 
+def overrides_below(located: Located, path: tuple[str | int, ...]) -> list[str]:
+    """The ``--set`` overrides that gave a value inside the one at ``path`` (not ``path``
+    itself), as typed, in the order given."""
+    below = (
+        where
+        for at, where in located.values.items()
+        if len(at) > len(path) and at[: len(path)] == tuple(path) and is_override(where)
+    )
+    return list(dict.fromkeys(below))
+
+
+def with_overrides(where: str, overrides: Sequence[str]) -> str:
+    """``where``, a place in the file, naming the ``overrides`` that changed a value inside
+    it: ``p.yaml:3:34 (with --set model.with.max_length=16)``. A problem of a whole section
+    placed at the file alone would send the user looking in the file for a value they
+    typed on the command line."""
+    return f"{where} (with {', '.join(overrides)})" if overrides else where
+
+
 def checked_overrides(overrides: object) -> list[str]:
     """``overrides`` as a list of str, refused with a ``TypeError`` if they are not one.
 

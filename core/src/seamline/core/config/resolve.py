@@ -15,11 +15,13 @@ import re
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+from pydantic_core.core_schema import ErrorType
 
 from seamline.contracts import ComponentConfig, ConfigError, Kind, Model, UserError
 from seamline.contracts.untrusted import NotRegularFile, read_regular
@@ -28,8 +30,15 @@ from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, locate_data, parse_located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.network import network_problems
+from seamline.core.config.occupied import occupied_problems
 from seamline.core.config.overlap import overlap_problems
-from seamline.core.config.overrides import apply_overrides
+from seamline.core.config.overrides import (
+    apply_overrides,
+    is_override,
+    overrides_below,
+    with_overrides,
+)
+from seamline.core.config.redact import Filled, filled_under, scrub
 from seamline.core.config.spec import (
     AttentionMode,
     AttentionSpecConfig,
@@ -57,7 +66,9 @@ class PipelineConfigError(ConfigError):
         self.location = self.problems[0].location
 
 
-_LINE_COLUMN = re.compile(r":(\d+):(\d+)$")
+_LINE_COLUMN = re.compile(r":(\d+):(\d+)(?: \(with --set .*\))?$")
+"""A place in the file, maybe naming the overrides that changed a value inside it
+(:func:`~seamline.core.config.overrides.with_overrides`)."""
 
 
 def _place_in_file(problem: ConfigError) -> tuple[int, int, int]:
@@ -78,6 +89,9 @@ class ComponentChoice:
     """The distribution that provides the component (its provenance), "" when unknown."""
     version: str = ""
     """That distribution's installed version."""
+    filled: tuple[Filled, ...] = field(default=(), repr=False, compare=False)
+    """The values its ``with:`` block took from environment variables: an error the
+    component raises about its settings is shown without them (:func:`build_model`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,18 +441,26 @@ def build_model(
     block (a value typed with ``--set`` is not in the file the place points into).
 
     Every place that builds a model goes through here, so ``seamline run`` and
-    ``explain`` name the place of a missing weights folder as ``validate`` does.
+    ``explain`` name the place of a missing weights folder as ``validate`` does. A value
+    its ``with:`` block took from an environment variable is not shown in the refusal
+    (:mod:`seamline.core.config.redact`): the model's message may quote it.
     """
-    place = choice.location
+    owner = f"{choice.kind} {choice.name!r}"
     given = f" (given {', '.join(overrides)})" if overrides else ""
     try:
         return cast(Model[Any], registry.create(choice.kind, choice.name, choice.config))
     except ConfigError as err:
-        if err.location is not None:
-            raise
-        raise ConfigError(f"{err.detail}{given}", place) from None
+        said = scrub(err.detail, choice.filled, owner)
+        if err.location is not None:  # the component placed it itself
+            if said.place is None and said.text == err.detail:
+                raise
+            raise ConfigError(said.text, said.place or err.location) from None
+        raise ConfigError(said.text + given, said.place or choice.location) from None
     except UserError as err:
-        raise ConfigError(f"{choice.kind} {choice.name!r}{given}: {err}", place) from None
+        said = scrub(str(err), choice.filled, owner)
+        if said.place is not None:
+            raise ConfigError(said.text + given, said.place) from None
+        raise ConfigError(f"{owner}{given}: {said.text}", choice.location) from None
 
 
 def resolve_encoder(
@@ -527,7 +549,11 @@ class _Resolver:
             chosen = [loader, model, sink, *monitors, executor]
             self.conformance([c for c in chosen if c is not None], spec.trust)
         if loader is not None and sink is not None:
-            self.problems.extend(overlap_problems(self.located, spec, loader.config, sink.config))
+            self.problems.extend(
+                overlap_problems(self.located, spec, loader.config, sink.config, self.environ)
+            )
+        if sink is not None:
+            self.problems.extend(occupied_problems(self.located, sink.name, sink.config))
         if self.problems:
             raise PipelineConfigError(self.problems)
         assert loader is not None
@@ -610,7 +636,10 @@ class _Resolver:
             )
             return None
         self.network(model_cls, with_path)
-        return ComponentChoice(kind, name, validated, where, info.distribution, info.version)
+        filled = filled_under(self.located, with_path)
+        return ComponentChoice(
+            kind, name, validated, where, info.distribution, info.version, filled
+        )
 
     def network(self, model: type[BaseModel], base: DataPath) -> None:
         """The values of ``model``'s section at ``base`` that may not leave the machine."""
@@ -783,17 +812,49 @@ def _problems(
                 message += f": {description}"
             where = located.where(path[:-1])
         else:
-            message = f"{dotted}: {error['msg']}"
-            variables = located.interpolated.get(path)
-            if variables:
-                names = ", ".join(f"${{{name}}}" for name in variables)
-                message = _without_values(message, variables) + f" (got the value of {names})"
-            elif loc:  # a whole-model check's input is the whole block: not worth echoing
-                shown = repr(error.get("input"))
-                message += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
-            where = located.where(path)
+            message, where = _checked(error, located, base, path, owner)
         problems.append(ConfigError(message, where))
     return problems
+
+
+_PYDANTIC_OWN = frozenset(typing.get_args(ErrorType)) - {"value_error", "assertion_error"}
+"""pydantic's errors in its own words, which never quote the input; a ``value_error`` or
+an ``assertion_error`` (and any custom type) is a validator's, which may."""
+
+
+def _checked(
+    error: ErrorDetails, located: Located, base: DataPath, path: DataPath, owner: str
+) -> tuple[str, str]:
+    """The message and place of a value that failed a check (a type, a validator's rule).
+
+    A value filled from the environment is named, never shown, in the validator's words
+    too (:mod:`seamline.core.config.redact`). A check of a whole section (a rule linking
+    two fields) is placed at the section; when ``--set`` changed a value inside it, the
+    override may be what broke the rule, and the file's place alone would send the user
+    looking for it in the file: the place names those overrides too.
+    """
+    variables = located.interpolated.get(path)
+    got = ""
+    if not variables and path[len(base) :]:  # not a whole-model check (its input: the block)
+        shown = repr(error.get("input"))
+        got = f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
+    own = error["type"] in _PYDANTIC_OWN
+    said = scrub(
+        got if own else error["msg"] + got,
+        filled_under(located, base),
+        owner,
+        verbatim=error["msg"] if own else "",
+    )
+    if said.place is not None:
+        return said.text, said.place
+    dotted = ".".join(str(p) for p in path) or "the pipeline"
+    message = f"{dotted}: {said.text}"
+    if variables:
+        message += f" (got the value of {', '.join(f'${{{name}}}' for name in variables)})"
+    where = located.where(path)
+    if not is_override(where):
+        where = with_overrides(where, overrides_below(located, path))
+    return message, where
 
 
 def _not_a_mapping(dotted: str, given: Any, model: type[BaseModel], loc: tuple[Any, ...]) -> str:
@@ -808,14 +869,6 @@ def _not_a_mapping(dotted: str, given: Any, model: type[BaseModel], loc: tuple[A
     field = _field_named(parent, loc[-1]) if parent is not None and loc else None
     optional = ", or leave it out for its defaults" if field and not field.is_required() else ""
     return f"{dotted} is {what}, not a mapping: give it as a mapping{goes}{optional}"
-
-
-def _without_values(message: str, variables: Mapping[str, str]) -> str:
-    """``message`` with each variable's value (a possible secret) replaced by its name."""
-    for name, value in variables.items():
-        if value:
-            message = message.replace(value, f"${{{name}}}")
-    return message
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:

@@ -8,8 +8,9 @@ registry has found the component. Every model here forbids unknown fields.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -404,6 +405,27 @@ class TelemetrySettings(_Strict):
     ] = Field(
         default=None, description="service.name of the resource (default: $OTEL_SERVICE_NAME)."
     )
+
+    traces_file_variable: ClassVar[str] = "SEAMLINE_TRACES_FILE"
+    """The environment's default of ``traces_file``."""
+    default_traces_file: ClassVar[str] = "seamline-trace.jsonl"
+    """The jsonl exporter's file when neither the field nor the variable names one."""
+
+    def traces_file_in(self, environ: Mapping[str, str]) -> str:
+        """The jsonl exporter's file: ``traces_file``, else ``$SEAMLINE_TRACES_FILE``, else
+        ``seamline-trace.jsonl``. One answer for the exporter the CLI installs and for the
+        check, while the pipeline is validated, that the file overwrites nothing the run
+        reads (:mod:`seamline.core.config.overlap`): the two once disagreed, and a file
+        named in the environment was never checked."""
+        named = self.traces_file or environ.get(self.traces_file_variable)
+        return named or self.default_traces_file
+
+    def exports_jsonl(self, environ: Mapping[str, str]) -> bool:
+        """Whether the jsonl exporter is chosen: by ``traces``, else ``$OTEL_TRACES_EXPORTER``
+        (an unknown name there is the CLI's to refuse)."""
+        if self.traces is not None:
+            return "jsonl" in self.traces
+        return "jsonl" in (n.strip() for n in environ.get("OTEL_TRACES_EXPORTER", "").split(","))
 
 
 class PipelineSpec(_Strict):

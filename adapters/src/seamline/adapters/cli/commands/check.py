@@ -9,6 +9,7 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import user_errors
+from seamline.adapters.cli.options import named_path
 
 Target = Annotated[
     str,
@@ -32,6 +33,7 @@ RecordDir = Annotated[
         "--record-dir",
         help="Where records go (default: $SEAMLINE_CONFORMANCE_DIR or the user data dir).",
         metavar="DIR",
+        parser=named_path("name the directory for records (it is created when missing)"),
     ),
 ]
 MaxExamples = Annotated[

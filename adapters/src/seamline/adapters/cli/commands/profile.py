@@ -10,11 +10,17 @@ from typing import Annotated
 import typer
 
 from seamline.adapters.cli.errors import user_errors
-from seamline.adapters.cli.options import PipelineArg, SetOption
+from seamline.adapters.cli.options import PipelineArg, SetOption, named_path
 
 Out = Annotated[
     Path,
-    typer.Option("--out", "-o", help="Directory the profiler writes its trace to.", metavar="DIR"),
+    typer.Option(
+        "--out",
+        "-o",
+        help="Directory the profiler writes its trace to.",
+        metavar="DIR",
+        parser=named_path("name the directory for the trace (it is created when missing)"),
+    ),
 ]
 
 
@@ -53,12 +59,14 @@ def profile(
     from seamline.adapters import telemetry_setup
     from seamline.adapters.cli.render.run import profile_summary
     from seamline.adapters.logging_setup import configure_logging
-    from seamline.core import Pipeline
+    from seamline.core import Pipeline, output_directory
 
     configure_logging(level="warning")
     loaded = user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
     user_errors(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
-    out.mkdir(parents=True, exist_ok=True)
+    # Made and tried before the run: a file or a read-only place there is one line, not a
+    # traceback after the run's work is done.
+    user_errors(lambda: output_directory(out, "--out names"))
     before = set(out.rglob("*"))
     try:
         with names_in_cache_key(), jax.profiler.trace(str(out), create_perfetto_trace=True):

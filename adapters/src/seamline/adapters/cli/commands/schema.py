@@ -10,10 +10,17 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import environment_errors, usage_error
+from seamline.adapters.cli.options import named_path
 
 Output = Annotated[
     Path | None,
-    typer.Option("--out", "-o", help="Write to this file instead of stdout.", metavar="FILE"),
+    typer.Option(
+        "--out",
+        "-o",
+        help="Write to this file instead of stdout.",
+        metavar="FILE",
+        parser=named_path("name a file to write the schema to (such as pipeline.schema.json)"),
+    ),
 ]
 
 KEPT = "the schema was not written (fix the path or the folder, then run again)"

@@ -35,7 +35,11 @@ _UNKNOWN: dict[str, dict[str, Any]] = {
 }
 """Each schema's own keys, as a document that could not check the pipeline has them."""
 
-_PLACE = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+)$")
+_PLACE = re.compile(
+    r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+)(?: \(with (?P<override>--set .*)\))?$"
+)
+"""A place in the file; a section's place names the overrides that changed a value inside
+it (``p.yaml:3:34 (with --set model.with.max_length=16)``)."""
 _SUGGESTION = re.compile(r"\((did you mean [^)]*\?)\)")
 _CHOICES = re.compile(r"; ((?:allowed fields|available[\w ]*|candidates): .*)$")
 _CLAUSE = re.compile(r"(?:; |: |\. )(?=[A-Za-z])")
@@ -146,6 +150,8 @@ def errors_of(problem: UserError) -> list[dict[str, Any]]:
     A pipeline's errors come all at once (``PipelineConfigError.problems``); each
     ``ConfigError`` has a place: ``file:line:column`` in the file, a ``--set`` override
     or the file alone. Any other user error (an attention that cannot serve) has none.
+    A rule of a whole section that fails after ``--set`` changed a value inside it has
+    both: the section's place in the file, and the overrides.
     """
     problems = getattr(problem, "problems", None) or [problem]
     return [_error(one) for one in problems]
@@ -162,6 +168,7 @@ def _error(problem: UserError) -> dict[str, Any]:
                 "file": found["file"],
                 "line": int(found["line"]),
                 "column": int(found["column"]),
+                "override": found["override"],
             }
         elif location.startswith("--set"):
             place["override"] = location

@@ -1,0 +1,138 @@
+"""A component's message about settings filled from environment variables, without their values.
+
+A value filled from ``${VAR}`` may be a secret (a token, a password in a URL), so an
+error about it names the variable and never prints the value. Core's own messages are
+written that way; a component's are not (its ``Config``'s validators, its refusal when
+it is built or run), and core cannot know which of its words came from which setting.
+So every such message goes through one rule, the same for every component:
+
+- each occurrence of a value of :data:`SHORTEST` or more characters becomes the name
+  of its variable, ``${VAR}``. A shorter value (``1``, ``a``) is left alone: it would
+  match unrelated text (a line number, a letter of a word) and reveals little;
+- if what is left still holds :data:`PIECE` characters in a row of a value, ignoring
+  case, the message quotes a part or a changed form of it (a tokenizer's pieces,
+  ``'hunter', '##2'``; an upper-cased copy; an escaped one), which no replacement can
+  be sure to catch: the whole message is withheld, and seamline says in its own words
+  which variable's value it quoted, where that is written, and how to see the message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from seamline.core.config.located import Located
+from seamline.core.config.located import Path as DataPath
+
+SHORTEST = 3
+"""A value shorter than this is not looked for in a message (it would match unrelated text)."""
+
+PIECE = 4
+"""A run of this many characters of a value (ignoring case) left once the value itself is
+replaced is taken for a piece of it, and the message is withheld."""
+
+
+@dataclass(frozen=True, slots=True)
+class Filled:
+    """One environment variable's value in one string of a document, and where it is."""
+
+    path: DataPath
+    place: str
+    """``file:line:column`` of the string that holds ``${name}``."""
+    name: str
+    value: str = field(repr=False)
+
+    @property
+    def dotted(self) -> str:
+        """The setting's path as the pipeline writes it (``model.with.prefix.document``)."""
+        return ".".join(map(str, self.path))
+
+
+def filled_under(located: Located | None, base: DataPath) -> tuple[Filled, ...]:
+    """Every variable's value in the strings at or under ``base``, in the document's order
+    (empty values left out: there is nothing in them to hide)."""
+    if located is None:
+        return ()
+    return tuple(
+        Filled(path, located.where(path), name, value)
+        for path, variables in located.interpolated.items()
+        if path[: len(base)] == tuple(base)
+        for name, value in variables.items()
+        if value
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What to print for a message: ``text``, and, when the message was withheld, the
+    place of the first setting whose value it quoted (else None: keep the place)."""
+
+    text: str
+    place: str | None = None
+
+
+def scrub(
+    message: str,
+    filled: Sequence[Filled],
+    owner: str,
+    *,
+    verbatim: str = "",
+) -> Shown:
+    """``message``, which ``owner`` (``model 'bert-encoder'``) wrote about settings filled as
+    ``filled``, made safe to print by the rule of this module.
+
+    ``verbatim`` is text that comes before ``message`` and never quotes the input
+    (pydantic's own words: ``Input should be 'auto' or 'native'``, built from the schema):
+    it is kept as it is, neither replaced nor searched for pieces, which a value that is a
+    near miss of an allowed word (``nativ``) would always leave.
+    """
+    values = _names_by_value(filled)
+    if not values:
+        return Shown(verbatim + message)
+    pattern = re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
+    left = pattern.sub("\0", message).lower()
+    quoted = [f for f in filled if len(f.value) >= SHORTEST and _holds_piece(left, f.value)]
+    if quoted:
+        return Shown(withheld(owner, quoted), quoted[0].place)
+    return Shown(verbatim + pattern.sub(lambda found: values[found[0]], message))
+
+
+def withheld(owner: str, quoted: Sequence[Filled]) -> str:
+    """seamline's words for a message of ``owner``'s that quoted the values ``quoted``:
+    which variables, which settings, and how to see the message (give the value on the
+    command line, where it is the user's own text and is shown)."""
+    names = _listed(dict.fromkeys(f"${{{f.name}}}" for f in quoted))
+    settings = list(dict.fromkeys(f.dotted for f in quoted))
+    what = "the value" if len(quoted) == 1 else "the values"
+    given = " ".join(f"--set {dotted}=..." for dotted in settings)
+    return (
+        f"{settings[0]}: {owner} refused its settings in a message that quotes {what} of "
+        f"{names} (whole or in part), which may be a secret, so the message is not shown; "
+        f"fix {what}, or give {'it' if len(settings) == 1 else 'them'} with {given} to see "
+        "the message"
+    )
+
+
+def _names_by_value(filled: Sequence[Filled]) -> Mapping[str, str]:
+    """Each value long enough to look for, and what replaces it: its variable's name, or
+    the names of all the variables that hold it (``${A} or ${B}``)."""
+    names: dict[str, dict[str, None]] = {}
+    for one in filled:
+        if len(one.value) >= SHORTEST:
+            names.setdefault(one.value, {})[f"${{{one.name}}}"] = None
+    return {value: " or ".join(those) for value, those in names.items()}
+
+
+def _holds_piece(text: str, value: str) -> bool:
+    """Whether lower-cased ``text`` holds :data:`PIECE` characters in a row of ``value``
+    (all of it, ignoring case, when it is shorter)."""
+    lowered = value.lower()
+    size = min(PIECE, len(lowered))
+    return any(lowered[i : i + size] in text for i in range(len(lowered) - size + 1))
+
+
+def _listed(items: Mapping[str, None]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    names = list(items)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

