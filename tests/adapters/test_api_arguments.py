@@ -51,6 +51,21 @@ def test_an_override_that_is_not_a_str_is_named_by_its_index(pipeline_file: Path
         Pipeline.from_yaml(pipeline_file, ["run.batch_size=4", 256], registry=toy_registry())
 
 
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [(b"p.yaml", "not bytes: decode it first"), (None, "not NoneType"), (3, "int")],
+)
+@pytest.mark.parametrize("build", [Pipeline.from_yaml, Embedder.from_pipeline])
+def test_a_pipeline_file_named_by_what_is_not_a_path_is_a_type_error(
+    pipeline_file: Path, monkeypatch: pytest.MonkeyPatch, build: Any, path: Any, says: str
+) -> None:
+    # It said "pipeline file b'p.yaml' does not exist", of a file that was there.
+    monkeypatch.chdir(pipeline_file.parent)
+    for registry_given in (toy_registry(), None):
+        with pytest.raises(TypeError, match=f"pipeline file is named by a str or a path .*{says}"):
+            build(path, registry=registry_given)
+
+
 @pytest.mark.parametrize(("path", "kind"), [(None, "NoneType"), (5, "int")])
 def test_open_index_of_something_that_is_not_a_path_says_what_it_takes(
     path: Any, kind: str

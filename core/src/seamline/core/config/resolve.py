@@ -159,7 +159,7 @@ def load_pipeline(
     environ: Mapping[str, str] | None = None,
 ) -> ResolvedPipeline:
     """Read, interpolate, override and validate the pipeline file at ``path``."""
-    source = str(path)
+    source = pipeline_source(path)
     text = read_pipeline_text(source)
     return parse_pipeline(text, source, registry, overrides, environ, file_sha256=sha256_of(text))
 
@@ -178,7 +178,7 @@ def load_trusted(
     policy it narrows: by default the user config file's, read here and handed to
     the registry (which never reads it itself).
     """
-    source = str(path)
+    source = pipeline_source(path)
     text = read_pipeline_text(source)
     located = prepare_located(text, source, overrides, environ)
     return resolve_trusted(located, environ, trust=trust, file_sha256=sha256_of(text))
@@ -237,6 +237,18 @@ def pipeline_trust(located: Located, base: TrustPolicy) -> TrustPolicy:
             _problems(err, located, ("trust",), TrustSettings, "trust")
         ) from None
     return pipeline_policy(settings, base, located.where)
+
+
+def pipeline_source(path: object) -> str:
+    """``path`` as the name of the pipeline file, or a TypeError for what is not a path:
+    ``str(b"p.yaml")`` is ``"b'p.yaml'"``, and ``str(None)`` ``"None"``, which were looked
+    for as files and reported as missing ("pipeline file b'p.yaml' does not exist")."""
+    if isinstance(path, str | os.PathLike) and not isinstance(os.fspath(path), bytes):
+        return str(path)
+    raise TypeError(
+        f"the pipeline file is named by a str or a path (pathlib.Path), not "
+        f"{type(path).__name__}{': decode it first' if isinstance(path, bytes) else ''}"
+    )
 
 
 def read_pipeline_text(source: str) -> str:
