@@ -179,9 +179,17 @@ def test_outputs_sharing_a_stem_share_a_manifest_and_errors_file_so_one_run_at_a
         json.loads((out / "emb.manifest.json").read_text(encoding="utf-8"))["outputs"]["sink"]
         == "jsonl"
     )
+    # Once the first has published, its manifest is there: the npy output would replace it,
+    # leaving emb.jsonl without one (search refused it then), so it is refused at start.
     third = npy(out)
-    third.start(MANIFEST)  # free again once the first has published
+    with pytest.raises(UserError, match=r"is the manifest of another output .*\('emb\.jsonl'\)"):
+        third.start(MANIFEST)
     third.close(complete=False)
+    assert not (out / "emb.npy").exists()
+    (out / "emb.jsonl").unlink()  # the other output gone: nothing is lost by replacing it
+    fourth = npy(out)
+    fourth.start(MANIFEST)
+    fourth.close(complete=False)
 
 
 def test_a_configured_errors_file_two_outputs_share_is_locked_too(tmp_path: Path) -> None:
@@ -194,3 +202,31 @@ def test_a_configured_errors_file_two_outputs_share_is_locked_too(tmp_path: Path
         second.start(MANIFEST)
     second.close(complete=False)
     first.close(complete=False)
+
+
+def test_which_manifests_are_another_outputs(tmp_path: Path) -> None:
+    """Only a manifest of another output that is still there, named inside its folder."""
+    from seamline.contracts.sink_kit._neighbour import other_output
+
+    manifest = tmp_path / "emb.manifest.json"
+    destination = tmp_path / "emb.npy"
+    own = {manifest, tmp_path / "emb.errors.jsonl"}
+
+    def other(outputs: object) -> list[str]:
+        manifest.write_text(json.dumps({"outputs": outputs}), encoding="utf-8")
+        return other_output(manifest, "npy", "records", destination, own)
+
+    (tmp_path / "emb.jsonl").write_text("{}\n", encoding="utf-8")
+    (tmp_path / "emb.json").write_text("{}\n", encoding="utf-8")
+    errors = {"errors": "emb.errors.jsonl"}
+    assert other({"sink": "jsonl", "files": {**errors, "records": "emb.jsonl"}}) == ["emb.jsonl"]
+    assert other({"sink": "npy", "files": {**errors, "records": "emb.json"}}) == ["emb.json"]
+    assert other({"sink": "npy", "files": {**errors, "records": "emb.npy"}}) == [], "its own"
+    staged = [{"files": {"records": ".emb.npy.shards/r/part-00000-of-00001/emb.npy"}}]
+    assert other({"sink": "npy", "parts": staged}) == [], "its own staged parts"
+    assert other({"sink": "jsonl", "files": {"records": "gone.jsonl"}}) == [], "gone: no loss"
+    hostile = {"records": "/etc/passwd", "a": "../emb.jsonl", "b": "x\0y", "c": 5}
+    assert other({"sink": "jsonl", "files": hostile}) == [], "names outside its folder ignored"
+    assert other("junk") == []
+    manifest.write_text("[" * 10_000, encoding="utf-8")
+    assert other_output(manifest, "npy", "records", destination, own) == []

@@ -45,6 +45,7 @@ from seamline.contracts.sink_kit._checkpoint import (
 )
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._lock import DestinationLock
+from seamline.contracts.sink_kit._neighbour import other_output
 from seamline.contracts.sink_kit._parts import (
     published_run_id,
     read_published_manifest,
@@ -162,6 +163,18 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         asks the same first. A sink may add its own checks."""
         for _, problem in self.config.occupied():
             raise UserError(f"{self.name} sink: {problem}")
+        manifest = self.config.manifest_path()
+        own = {manifest, self.config.resolved_errors_path()}
+        other = other_output(manifest, self.name, self.primary, self.destination, own)
+        if other:
+            shown = ", ".join(repr(name) for name in other[:3])
+            raise UserError(
+                f"{self.name} sink: {str(manifest)!r} is the manifest of another output in "
+                f"that folder ({shown}), which this run would replace with its own, leaving "
+                "that output without one (search refuses it then); nothing was written. Give "
+                "this output another name (outputs of one name in one folder share the "
+                "manifest), or remove the other output and its manifest first"
+            )
 
     # -- the run -------------------------------------------------------------------------
 
