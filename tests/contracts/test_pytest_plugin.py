@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from seamline.contracts.conformance import ConformanceRecord
 
@@ -48,7 +50,7 @@ def test_registered_and_idle_unless_asked(tmp_path: Path) -> None:
 def test_writes_a_record_per_component_tested(tmp_path: Path) -> None:
     (tmp_path / "test_native.py").write_text(SUITE, encoding="utf-8")
     records = tmp_path / "records"
-    result = pytest_in(tmp_path, "-k", "plain or config", f"--seamline-record={records}")
+    result = pytest_in(tmp_path, "--seamline-max-examples=1", f"--seamline-record={records}")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "passing conformance record for attention:native" in result.stdout
     (path,) = records.glob("attention-native-*.json")
@@ -58,3 +60,41 @@ def test_writes_a_record_per_component_tested(tmp_path: Path) -> None:
     checks = {r.check for r in record.results}
     assert "feature_case[plain-f32]" in checks
     assert "config_rejects_unknown_fields" in checks
+    assert "whole_suite" not in checks
+
+
+def test_a_record_of_a_selection_fails(tmp_path: Path) -> None:
+    """``-k`` with a check that cannot fail recorded a passing record, and a component that
+    failed the whole suite became trusted under ``require_conformance``."""
+    (tmp_path / "test_native.py").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "test_other.py").write_text("def test_ok():\n    pass\n", encoding="utf-8")
+    records = tmp_path / "records"
+    result = pytest_in(tmp_path, "-k", "plain or config", f"--seamline-record={records}")
+    assert "FAILING conformance record for attention:native" in result.stdout, result.stdout
+    (path,) = records.glob("attention-native-*.json")
+    record = ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    assert not record.passed
+    (partial,) = [r for r in record.results if r.check == "whole_suite"]
+    assert partial.outcome == "error"
+    assert "conformance checks were deselected" in partial.message
+
+
+def test_only_conformance_checks_left_out_make_a_record_partial() -> None:
+    """Deselecting an author's other tests (``-m "not slow"``) proves nothing less."""
+    from seamline.contracts.testing import AttentionContract
+    from seamline.contracts.testing.results import Collector
+
+    class TestAttention(AttentionContract):
+        pass
+
+    class TestOther:
+        pass
+
+    def item(cls: type | None) -> Any:
+        return SimpleNamespace(cls=cls)
+
+    collector = Collector()
+    collector.pytest_deselected([item(TestOther), item(None)])
+    assert collector.deselected == 0
+    collector.pytest_deselected([item(TestAttention), item(TestAttention), item(TestOther)])
+    assert collector.deselected == 2

@@ -77,7 +77,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     option = config.getoption("--seamline-record")
     directory = Path(option) if option else store_directory()
     registry = Registry.discover(user_trust())  # what the user trusts: nothing else imported
-    for record in collector.records():
+    for record in collector.records_to_keep():
         record = attribute(record, registry)
         path = save(record, directory)
         if reporter is not None:

@@ -142,6 +142,12 @@ def check(
     record_dir: Path | None = None,
     verbose: bool = False,
 ) -> CheckOutcome:
+    if record and select:
+        raise UserError(
+            f"--record with --select {select!r}: a record proves conformance only when the "
+            "whole suite ran (one of the checks someone chose could make a failing component "
+            "trusted); drop --select to record, or --record to run a selection"
+        )
     kind, name = parse_target(target)
     test_class = contract_class(registry, kind, name, parse_with(with_values))
     records_to = record_directory(record_dir) if record else None

@@ -16,7 +16,7 @@ from seamline.contracts.conformance import (
     current_environment,
     now_text,
 )
-from seamline.contracts.testing._common import IDENTITY_PROPERTY
+from seamline.contracts.testing._common import IDENTITY_PROPERTY, ComponentContract
 
 
 @dataclass
@@ -25,7 +25,13 @@ class Collector:
 
     results: dict[str, list[CheckResult]] = field(default_factory=dict)
     unattributed: list[CheckResult] = field(default_factory=list)
+    deselected: int = 0
+    """Conformance checks left out of the session (``-k``, ``-m``, ``seamline check
+    --select``): the records of such a session prove only a part of the suite."""
     _seen: dict[str, CheckResult] = field(default_factory=dict)
+
+    def pytest_deselected(self, items: Iterable[pytest.Item]) -> None:
+        self.deselected += sum(1 for item in items if _is_conformance_check(item))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         outcome, message = _outcome(report)
@@ -51,8 +57,38 @@ class Collector:
         env = environment if environment is not None else current_environment()
         return [build_record(identity, results, env) for identity, results in self.results.items()]
 
+    def records_to_keep(self) -> list[ConformanceRecord]:
+        """The records to write: when checks were deselected, each carries an ``error``
+        result saying so, which fails it. A record of the checks someone chose (one that
+        cannot fail) made a component that fails the suite trusted under
+        ``require_conformance``."""
+        if not self.deselected:
+            return self.records()
+        partial = PARTIAL_SUITE.model_copy(update={"message": _partial(self.deselected)})
+        return [
+            record.model_copy(update={"results": (*record.results, partial)})
+            for record in self.records()
+        ]
+
     def all_results(self) -> list[CheckResult]:
         return [r for results in self.results.values() for r in results] + self.unattributed
+
+
+PARTIAL_SUITE = CheckResult(check="whole_suite", outcome="error")
+"""The result a record of a session that left checks out carries (its message says how many)."""
+
+
+def _partial(deselected: int) -> str:
+    return (
+        f"{deselected} conformance check{'s were' if deselected != 1 else ' was'} deselected "
+        "(pytest -k or -m, or seamline check --select): a record proves conformance only when "
+        "the whole suite ran; run it without a selection to record"
+    )
+
+
+def _is_conformance_check(item: pytest.Item) -> bool:
+    cls = getattr(item, "cls", None)
+    return isinstance(cls, type) and issubclass(cls, ComponentContract)
 
 
 def _check_name(nodeid: str) -> str:
