@@ -59,6 +59,13 @@ def test_a_run_reads_and_writes_under_the_home_folder(home: Path) -> None:
     assert found.exit_code == 0, found.output
     assert "seams.txt" in found.output
 
+    quoted = cli.invoke(app, ["search", "~/out/notes.jsonl", "swappable", "-k", "1"])
+    assert quoted.exit_code == 0, quoted.output  # "index ~/out/notes.jsonl does not exist"
+    assert "seams.txt" in quoted.output
+    nobody = cli.invoke(app, ["search", "~nosuchuser/out/notes.jsonl", "swappable"])
+    assert nobody.exit_code == 2, nobody.output
+    assert "no user of this machine is called 'nosuchuser'" in nobody.output
+
     with open_index("~/out/notes.jsonl") as index:  # from Python too
         assert index.search("swappable", k=1)[0].doc_id == "seams.txt"
     assert Pipeline.from_yaml("~/notes.yaml").resolved.sink.config.path == (  # type: ignore[attr-defined]

@@ -92,10 +92,24 @@ def search(
     if (query is None) == (queries is None):
         user_errors(lambda: _one_source(query))
     texts = [query] if query is not None else _lines(queries or "")
+    index = user_errors(lambda: _at_home(index))
     with user_errors(lambda: Searcher(loading.registry(), index, attention)) as searcher:
         for text in texts:
             found = user_errors(partial(searcher.find, text, k, exact=exact, where=where))
             show(text, found)
+
+
+def _at_home(index: Path) -> Path:
+    """``~/out/emb.lance`` quoted (no shell made it the home folder) as ``open_index`` and
+    every path of a pipeline take it: under the home folder."""
+    from seamline.contracts import UserError
+    from seamline.contracts.component import expand_home
+
+    try:
+        expanded: Path = expand_home(index)
+    except ValueError as err:
+        raise UserError(f"INDEX: {err}") from None
+    return expanded
 
 
 def _lines(source: str) -> list[str]:
