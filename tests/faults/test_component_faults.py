@@ -10,9 +10,11 @@ these tests assert on what it did, and the faults table of docs/reliability.md s
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
+from tests.faults import component_scenarios
 from tests.faults.component_scenarios import DOCUMENTS, FILES, MIDWAY, Ran
 from tests.faults.outcomes import FaultOutcomes
 
@@ -116,3 +118,31 @@ def test_a_full_disk_is_one_line(fault_outcomes: FaultOutcomes) -> None:
     assert line.startswith("error: No space left on device"), line
     assert "was not published" in line
     assert "run again with --resume" in line
+
+
+@pytest.mark.parametrize(
+    ("fault", "says"),
+    [
+        ("init:1", "FileNotFoundError: [Errno 2] No such file or directory"),
+        ("init:2", "RuntimeError: injected constructor fault"),
+    ],
+    ids=["oserror", "runtime-error"],
+)
+def test_a_component_whose_constructor_fails_is_named_in_one_line(
+    tmp_path: Path, fault: str, says: str
+) -> None:
+    """A plugin's loader whose ``__init__`` raised: a RuntimeError was a traceback of a
+    hundred lines, and an OSError (a file it could not open) read as the machine's failure
+    ("No such file or directory (...): the output was not published, and what the sink
+    last committed is kept: ... run again with --resume"), naming no component."""
+    path = component_scenarios.pipeline(tmp_path)
+    with component_scenarios.in_process_cli() as cli:
+        ran = component_scenarios.seamline(cli, path, SEAMLINE_FAULT_RAISE=fault)
+    assert ran.exit_code == 1, ran.said
+    line = " ".join(one_line(ran.said).split())
+    assert (
+        "the run failed in loader 'fault-loader' (build, from seamline-fixture-faults 0.1.0): "
+        f"{says}"
+    ) in line, line
+    assert "nothing was published" in line
+    assert not (tmp_path / "out" / "emb.jsonl").exists()

@@ -164,11 +164,22 @@ class FaultLoaderConfig(ComponentConfig):
 
 
 class FaultLoader(Loader[FaultLoaderConfig]):
-    """``d<i>``: a few words that vary with ``i``; the position is the cursor."""
+    """``d<i>``: a few words that vary with ``i``; the position is the cursor.
+
+    ``SEAMLINE_FAULT_RAISE=init:1`` makes its constructor fail as a plugin's that opens a
+    missing file does (an OSError with an errno), ``init:2`` with a RuntimeError."""
 
     name: ClassVar[str] = "fault-loader"
     contract_version: ClassVar[str] = "1.0"
     Config = FaultLoaderConfig
+
+    def __init__(self, config: FaultLoaderConfig) -> None:
+        super().__init__(config)
+        injected = _point(RAISE)
+        if injected == ("init", 1):
+            open("/nonexistent-seamline-fault/input.txt", encoding="utf-8").close()
+        if injected == ("init", 2):
+            raise RuntimeError("injected constructor fault")
 
     def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
         first = 0 if after is None else int(after) + 1

@@ -23,10 +23,11 @@ That is what a worker of an executor is (:mod:`seamline.core.worker`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -72,7 +73,7 @@ from seamline.core.precision.negotiate import negotiated
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
-from seamline.core.seams import Seam
+from seamline.core.seams import BUILD, Seam, mark_failure
 from seamline.core.telemetry import (
     DEVICE_KIND,
     PLATFORM,
@@ -175,7 +176,8 @@ class Orchestrator:
         self.registry = registry
         self.run_id = uuid.uuid4().hex[:12]
         self.loader = cast(Loader[Any], self._create(pipeline.loader))
-        pipeline, created = pinned_and_built(pipeline, registry)  # pinned, as a driver does,
+        with _built_as(registry, pipeline.model):
+            pipeline, created = pinned_and_built(pipeline, registry)  # pinned, as a driver does,
         self.pipeline = pipeline = negotiated(pipeline, registry)  # before the precision
         self.model = created.with_precision(pipeline.chosen_precision)
         self.sink = cast(Sink[Any], self._create(pipeline.sink))
@@ -211,8 +213,11 @@ class Orchestrator:
         self._inputs: dict[str, Any] | None = None
 
     def _create(self, choice: ComponentChoice) -> Component[Any]:
-        """A loader, sink or monitor (the model is built pinned: :mod:`.pinning`)."""
-        return self.registry.create(choice.kind, choice.name, choice.config)
+        """A loader, sink or monitor (the model is built pinned: :mod:`.pinning`); an error
+        its constructor raises is marked as that component's (``build``), so the run's
+        one line names it and its distribution, as it does for a failing call."""
+        with _built_as(self.registry, choice):
+            return self.registry.create(choice.kind, choice.name, choice.config)
 
     def _seam(self, component: Component[Any]) -> Seam:
         return Seam(component, self.registry.info_of(component), self.monitors)
@@ -618,3 +623,16 @@ def _versions() -> dict[str, str]:
     dists = ("seamline-core", "seamline-contracts", "jax", "jaxlib")
     found = {dist: installed_version(dist, "") for dist in dists}
     return {dist: version for dist, version in found.items() if version}
+
+
+@contextlib.contextmanager
+def _built_as(registry: Registry, choice: ComponentChoice) -> Iterator[None]:
+    """Mark an error building ``choice`` (outside its seam: it is not there yet) as its
+    ``build``'s; a ``UserError`` (its refusal of its settings) is left as it is."""
+    try:
+        yield
+    except UserError:
+        raise
+    except Exception as err:
+        mark_failure(err, choice.kind, choice.name, BUILD, registry.get(choice.kind, choice.name))
+        raise

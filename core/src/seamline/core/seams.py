@@ -31,6 +31,9 @@ from seamline.core.telemetry import component_attributes, tracer
 log = get_logger("seamline.core")
 
 FAILED_AT = "seamline_failed_at"
+BUILD = "build"
+"""The operation a component's constructor is named by in a failure (``loader 'x' (build,
+from ...)``): it has no seam, the component not being there yet."""
 """Attribute a :class:`Seam` sets on an exception leaving a component's call: which
 component, operation and distribution (``model 'toy' (prepare, from seamline-components
 0.1.0)``), so a shard that fails can say where, and whose code it was. The innermost

@@ -74,7 +74,15 @@ class PipelineWorker(ShardWorker):
         self.registry = registry
         self._recorder = ProgressRecorder() if records_progress else None
         recording = () if self._recorder is None else (self._recorder,)
-        self.orchestrator = Orchestrator(pipeline, registry, [*extra_monitors, *recording])
+        try:
+            self.orchestrator = Orchestrator(pipeline, registry, [*extra_monitors, *recording])
+        except UserError:
+            raise
+        except Exception as err:  # a component's constructor: its one line, not a traceback
+            # Not chained as the cause: the CLI takes an OSError cause for the machine's
+            # failure (a full disk), and this is the component's (a file it could not open).
+            reason = f"{type(err).__name__}: {err}"
+            raise ShardFailed(0, 1, failed_at(err) or "the pipeline", reason) from None
         self.name = worker_name()
         self._running: ShardTask | None = None
 
