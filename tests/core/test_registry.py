@@ -136,3 +136,31 @@ def test_a_contract_version_that_is_not_a_string_is_named_as_such() -> None:
         "does not declare 'contract_version' (every component must)"
     )
     assert refusal_reason("loader", "list", ListLoader) is None
+
+
+def test_a_plugin_that_prints_when_imported_does_not_break_json_on_stdout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A debug print in a plugin's module went into the middle of ``--format json``."""
+    import json
+
+    info = tmp_path / "seamline_fixture_chatty-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: seamline-fixture-chatty\nVersion: 0.1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[seamline.loader]\nchatty = seamline_fixture_chatty:ChattyLoader\n", encoding="utf-8"
+    )
+    (tmp_path / "seamline_fixture_chatty.py").write_text(
+        "print('seamline_fixture_chatty imported (debug)')\n"
+        "from tests.core.toy import ListLoader\n\n"
+        "class ChattyLoader(ListLoader):\n    name = 'chatty'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = CliRunner().invoke(app, ["components", "--kind", "loader", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)  # one JSON document: nothing else on stdout
+    assert "chatty" in json.dumps(listed)
+    assert "imported (debug)" in result.stderr

@@ -31,7 +31,9 @@ when ``seamline check`` asks for one.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata as metadata
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -394,7 +396,10 @@ def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[Co
         reason = import_failure(group, ep, binding(ep).origin.name, err)
         failures.append(not_loaded(ep, "broken", reason))
 
-    manager = _TrustedExtensionManager(group, index.entry_points(group), admit, on_failure)
+    # A plugin that prints when imported (a debug line) wrote into the middle of a
+    # command's --format json on standard output: what it prints goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        manager = _TrustedExtensionManager(group, index.entry_points(group), admit, on_failure)
     infos: list[ComponentInfo] = []
     seen: set[tuple[str, str, str]] = set()
     for ext in manager.extensions:
