@@ -6,7 +6,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from seamline.contracts import AttentionSpec, Batch, ContractViolation, Example, Shard, Support
+from seamline.contracts import (
+    AttentionSpec,
+    Batch,
+    ContractViolation,
+    Document,
+    DocumentError,
+    Example,
+    Loaded,
+    Shard,
+    Support,
+)
 from seamline.contracts.seams import (
     check_attention_inputs,
     check_attention_output,
@@ -96,3 +106,13 @@ def test_model_seam_checks() -> None:
         check_model_output("m", np.zeros((3, 5), np.float32), 2, np.dtype(np.float32))
     with pytest.raises(ContractViolation, match="Loaded"):
         check_loaded("l", ("cursor", "doc"))
+    # Document("d1", None) failed later as "'NoneType' object has no attribute 'encode'",
+    # naming no component; an empty id was written as a record nobody can tell apart.
+    with pytest.raises(ContractViolation, match=r"document 'd1' whose text is a NoneType"):
+        check_loaded("l", Loaded("0", Document("d1", None)))  # type: ignore[arg-type]
+    with pytest.raises(ContractViolation, match=r"a Document whose id is ''; .*non-empty str"):
+        check_loaded("l", Loaded("0", Document("", "text")))
+    with pytest.raises(ContractViolation, match=r"a DocumentError whose id is 5"):
+        check_loaded("l", Loaded("0", DocumentError(5, "unreadable")))  # type: ignore[arg-type]
+    fine = Loaded("0", Document("d1", ""))
+    assert check_loaded("l", fine) is fine, "an empty text is a document (set aside by a rule)"

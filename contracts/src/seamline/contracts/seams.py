@@ -129,4 +129,16 @@ def check_loaded(name: str, loaded: Any) -> Loaded:
             f"loader {name!r} yielded {type(loaded).__name__}; "
             "the contract requires Loaded(cursor, Document | DocumentError)"
         )
+    item = loaded.item
+    if not isinstance(item.id, str) or not item.id:
+        raise ContractViolation(
+            f"loader {name!r} yielded a {type(item).__name__} whose id is {item.id!r}; the "
+            "contract requires a non-empty str, stable across runs for the same input"
+        )
+    if isinstance(item, Document) and not isinstance(item.text, str):
+        raise ContractViolation(
+            f"loader {name!r} yielded document {item.id!r} whose text is a "
+            f"{type(item.text).__name__}; the contract requires a str (a document it cannot "
+            "read is a DocumentError, which sets it aside with its reason)"
+        )
     return loaded
