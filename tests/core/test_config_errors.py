@@ -193,3 +193,38 @@ def test_a_place_that_names_overrides_keeps_its_order_in_the_file(registry: Regi
         parse_pipeline(text, "p.yaml", registry, ["model.with.max_length=16"], environ={})
     lines = str(caught.value).splitlines()
     assert [line.split(" ", 1)[0] for line in lines] == ["p.yaml:5:9", "p.yaml:6:46:"], lines
+
+
+def test_a_component_class_without_a_config_of_its_own_is_said_so() -> None:
+    """``Confg = MyConfig`` (a typo) left the class the base's Config, which takes no field:
+    "allowed fields: none", with nothing to say why."""
+    from pydantic import Field
+
+    from seamline.contracts import ComponentConfig
+    from seamline.core import ComponentInfo, Pipeline
+    from tests.core.toy import ListLoader, toy_registry
+
+    class CountConfig(ComponentConfig):
+        n: int = Field(default=1)
+
+    class Misspelt(ListLoader):
+        name = "misspelt"
+        Config = ComponentConfig
+        Confg = CountConfig
+
+    infos = [*toy_registry().entries("loader"), *toy_registry().entries("model")]
+    infos += toy_registry().entries("sink")
+    infos.append(
+        ComponentInfo("loader", "misspelt", "t:Misspelt", "t", "0", "ok", "", Misspelt, "1.0")
+    )
+    spec = {
+        "pipeline": "p",
+        "loader": {"use": "misspelt", "with": {"n": 3}},
+        "model": {"use": "toy"},
+        "sink": {"use": "memory"},
+    }
+    with pytest.raises(ConfigError) as refused:
+        Pipeline.from_dict(spec, registry=Registry(infos))
+    said = str(refused.value)
+    assert "unknown field 'loader.with.n' in loader 'misspelt'; allowed fields: none" in said
+    assert "declares no Config of its own" in said

@@ -792,6 +792,17 @@ class _Resolver:
         return choices
 
 
+def _no_config(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """For a component whose class declares no ``Config`` of its own (it kept the base's,
+    which takes no field: ``Confg = MyConfig`` is a typo nothing else reports), say so."""
+    if len(loc) == 1 and model is ComponentConfig:
+        return (
+            " (the component's class declares no Config of its own: its author gives it one "
+            "as the class attribute named Config)"
+        )
+    return ""
+
+
 def _problems(
     err: ValidationError,
     located: Located,
@@ -811,7 +822,7 @@ def _problems(
             field = str(loc[-1])
             message = (
                 f"unknown field {dotted!r} in {owner}{did_you_mean(field, allowed)}; "
-                f"allowed fields: {', '.join(allowed) or 'none'}"
+                f"allowed fields: {', '.join(allowed) or 'none'}{_no_config(model, loc)}"
             )
             where = located.where(path, key=True)
         elif kind in ("model_type", "dict_type"):  # a section or `with:` that is not a mapping
