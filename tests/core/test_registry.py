@@ -164,3 +164,24 @@ def test_a_plugin_that_prints_when_imported_does_not_break_json_on_stdout(
     listed = json.loads(result.stdout)  # one JSON document: nothing else on stdout
     assert "chatty" in json.dumps(listed)
     assert "imported (debug)" in result.stderr
+
+
+def test_a_component_built_without_its_config_is_a_contract_violation_naming_it() -> None:
+    """A loader whose ``__init__`` forgot ``super().__init__(config)`` failed later, in the
+    sink's start (which reads the loader's config for the manifest), blaming the sink."""
+    from seamline.contracts import ContractViolation
+    from seamline.core import ComponentInfo
+
+    class NoSuper(ListLoader):
+        name = "no-super"
+
+        def __init__(self, config: object) -> None:  # no super().__init__(config)
+            self.texts = ["a"]
+
+    registry = Registry(
+        [ComponentInfo("loader", "no-super", "t:NoSuper", "acme", "0.1", "ok", "", NoSuper, "1.0")]
+    )
+    with pytest.raises(
+        ContractViolation, match=r"loader 'no-super' \(from acme 0.1\) has no config"
+    ):
+        registry.create("loader", "no-super", {"texts": ["a"]})

@@ -48,6 +48,7 @@ from seamline.contracts import (
     ComponentLoadError,
     ComponentNotFoundError,
     ContractVersionError,
+    ContractViolation,
     DuplicateComponentError,
     Kind,
 )
@@ -310,7 +311,15 @@ class Registry:
         assert info.cls is not None
         if not isinstance(config, ComponentConfig):
             config = info.cls.Config.model_validate(dict(config or {}))
-        return info.cls(config)
+        created = info.cls(config)
+        if not isinstance(getattr(created, "config", None), ComponentConfig):
+            # Found here, not later in whichever seam reads it first (the sink's start, once).
+            raise ContractViolation(
+                f"{kind} {name!r} (from {info.distribution} {info.version}) has no config after "
+                "it was built: a constructor that overrides __init__ must call "
+                "super().__init__(config)"
+            )
+        return created
 
 
 def _trusted_first(infos: list[ComponentInfo]) -> list[ComponentInfo]:
