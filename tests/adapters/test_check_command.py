@@ -139,10 +139,20 @@ def test_a_sink_is_checked_through_its_registered_class() -> None:
         (["attention:nativ"], "no attention component named 'nativ' (did you mean 'native'?)"),
         (
             ["attention:native", "--with", "no_such_field=1"],
-            "--with gives an invalid config: no_such_field",
+            "--with gives an invalid config: unknown field 'no_such_field'",
         ),
         (["attention:native", "--with", "novalue"], "--with takes KEY=VALUE"),
         (["loader:text-files", "--with", "root=corpus"], "--with does not apply to a loader"),
+        # "max_lenght: Extra inputs are not permitted; weights: Field required" said neither
+        # what was meant nor how to give what is missing, as a pipeline's error does
+        (
+            ["model:bert-encoder", "--with", "max_lenght=64"],
+            "weights is required: give it with --with weights=VALUE (",
+        ),
+        (
+            ["model:bert-encoder", "--with", "max_lenght=64"],
+            "unknown field 'max_lenght' (did you mean 'max_length'?); fields: weights,",
+        ),
     ],
     ids=[
         "no-kind",
@@ -152,6 +162,8 @@ def test_a_sink_is_checked_through_its_registered_class() -> None:
         "unknown-field",
         "not-key-value",
         "with-on-a-loader",
+        "missing-field",
+        "misspelt-field",
     ],
 )
 def test_user_errors_exit_2_with_one_line(args: list[str], says: str) -> None:

@@ -14,8 +14,9 @@ cannot have its class imported by ``seamline check`` either.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -117,9 +118,8 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
     try:
         config = component_class.Config.model_validate(with_values)
     except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(config)'}: {e['msg']}" for e in err.errors()
-        )
+        fields = component_class.Config.model_fields
+        problems = "; ".join(_with_problem(e, fields) for e in err.errors(include_url=False))
         raise UserError(f"{kind} {name!r}: --with gives an invalid config: {problems}") from None
     base = registered if registered is not None else CONTRACTS[kind]
     fixture_name = BUILT_FROM_CONFIG[kind]
@@ -129,6 +129,22 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
 
     build.__name__ = fixture_name
     return type(f"Check_{name}", (base,), {fixture_name: pytest.fixture(build)})
+
+
+def _with_problem(error: Any, fields: Mapping[str, Any]) -> str:
+    """One of pydantic's errors about ``--with`` as a pipeline's would say it: a missing field
+    with how to give it (and its description), an unknown one with the closest name."""
+    where = ".".join(str(p) for p in error["loc"]) or "(config)"
+    if error["type"] == "missing" and where in fields:
+        described = fields[where].description
+        return f"{where} is required: give it with --with {where}=VALUE" + (
+            f" ({described})" if described else ""
+        )
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(where, list(fields), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown field {where!r}{hint}; fields: {', '.join(fields) or 'none'}"
+    return f"{where}: {error['msg']}"
 
 
 def check(
