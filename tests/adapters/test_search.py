@@ -141,6 +141,14 @@ def test_a_recorded_attention_not_installed_is_located_in_the_manifest(tmp_path:
     assert "no attention component named 'flash-of-genius'" in str(caught.value)
 
 
+def test_an_attention_given_by_the_option_is_placed_at_the_option(tmp_path: Path) -> None:
+    # It said "--attention:1:23: no attention component named 'natve'", a place in a text
+    # the user never wrote.
+    with pytest.raises(ConfigError) as caught:
+        attention_for(tmp_path, {"use": "auto"}, use="natve")
+    assert str(caught.value).startswith("--attention natve: no attention component named")
+
+
 # --- parquet and lancedb indexes --------------------------------------------------------
 
 COLUMNAR = [

@@ -60,8 +60,11 @@ def index_attention(registry: Registry, index: Index, use: str | None) -> Resolv
     they are first embedded, as a run would.
     """
     located = index.located
-    if use is not None:
+    if use is not None:  # placed at the option, not at a line of the text built here
         located = parse_located(json.dumps({"attention": {"use": use}}), "--attention")
+        shown = f"--attention {use}"
+        located.values = dict.fromkeys(located.values, shown)
+        located.keys = dict.fromkeys(located.keys, shown)
     elif index.manifest.attention is None:  # an index from before manifests recorded it
         located = parse_located(
             json.dumps({"attention": {"use": "auto"}}), str(index.manifest_path)
