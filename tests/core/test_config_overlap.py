@@ -72,6 +72,18 @@ def test_an_output_that_is_the_loaders_input_file_is_refused(refusal: Callable[.
     assert "is the file loader.with.path names ('docs.jsonl')" in said
 
 
+def test_the_npy_sinks_default_index_file_is_an_output_too(refusal: Callable[..., str]) -> None:
+    # out/docs.npy writes out/docs.index.jsonl beside it, unchecked: a jsonl loader reading
+    # docs.index.jsonl had its input overwritten by the run's index.
+    Path("docs.index.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    said = refusal(
+        "loader={use: jsonl, with: {path: docs.index.jsonl}}",
+        "sink={use: npy, with: {path: docs.npy}}",
+    )
+    assert "the index ('<stem>.index.jsonl')" in said, said
+    assert "is the file loader.with.path names ('docs.index.jsonl')" in said
+
+
 def test_an_output_among_the_files_an_input_glob_matches_is_refused(
     refusal: Callable[..., str],
 ) -> None:

@@ -99,6 +99,12 @@ def _outputs(
     if isinstance(sink_config, OutputConfig):
         at = ("sink", "with", "path")
         entries.append(_Entry("the manifest", sink_config.manifest_path(), at))
+        fields = type(sink_config).model_fields
+        entries.extend(  # derived files (the npy sink's default index), placed at path
+            _Entry(label, path, at)
+            for label, path in sink_config.other_outputs()
+            if label not in fields
+        )
         if sink_config.errors_path is None:
             entries.append(_Entry("the errors file", sink_config.resolved_errors_path(), at))
     traces = _traces(located, spec, environ)
