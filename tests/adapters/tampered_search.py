@@ -238,6 +238,13 @@ def line_not_json(workdir: Path) -> Attempt:
     return attempt(output)
 
 
+def records_cut_at_a_line(workdir: Path) -> Attempt:
+    output = pristine(workdir, "jsonl")
+    lines = output.read_text(encoding="utf-8").splitlines(keepends=True)
+    output.write_text("".join(lines[:-1]), encoding="utf-8")  # a valid, smaller file
+    return attempt(output)
+
+
 def nan_in_embedding(workdir: Path) -> Attempt:
     output = pristine(workdir, "jsonl")
     lines = output.read_text(encoding="utf-8").splitlines()
@@ -420,6 +427,12 @@ SCENARIOS = [
     ),
     Tampering("records-fifo", "records", "a FIFO in place of the records file", records_fifo),
     Tampering("line-not-json", "records", "a line that is not JSON", line_not_json),
+    Tampering(
+        "records-cut-at-a-line",
+        "records",
+        "its last line removed (what is left is valid)",
+        records_cut_at_a_line,
+    ),
     Tampering(
         "record-wrong-type",
         "records",

@@ -319,8 +319,14 @@ def test_format_json_prints_one_document_of_the_documented_schema(
 
 
 def test_an_output_whose_manifest_another_run_replaced_is_refused(tmp_path: Path) -> None:
+    # A run now refuses to replace the manifest of another output still there, so the state
+    # a seamline of before (or a hand) left is made by hand: emb.parquet's manifest in place.
+    other = tmp_path / "other"
+    other.mkdir()
+    write_columnar(other, "parquet")
     lance = write_columnar(tmp_path, "lancedb")
-    write_columnar(tmp_path, "parquet")  # emb.parquet: the same emb.manifest.json
+    (other / "emb.parquet").rename(tmp_path / "emb.parquet")
+    (other / "emb.manifest.json").replace(tmp_path / "emb.manifest.json")
     with pytest.raises(
         UserError, match=r"emb.manifest.json describes another output .*emb.parquet"
     ):

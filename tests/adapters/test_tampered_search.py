@@ -47,6 +47,7 @@ LOCATED = {
     "records-link-dev-zero": r"'emb.jsonl' leads through a symbolic link outside",
     "records-fifo": r"out/emb.jsonl \(the records file that .*emb.manifest.json names\) is a FIFO",
     "line-not-json": r"out/emb.jsonl:2: not a JSON record",
+    "records-cut-at-a-line": r"out/emb.jsonl holds \d+ records, but .*/emb.manifest.json counted",
     "record-wrong-type": r"out/emb.jsonl:2: a record's span: ",
     "embedding-short": r"out/emb.jsonl:2: a vector of 31 values where the index's model makes 32",
     "embedding-nan": r"out/emb.jsonl:3: not a JSON record \(NaN is not a JSON value\)",

@@ -104,6 +104,9 @@ class Outputs(BaseModel):
     files: dict[str, FileName] = Field(default_factory=dict)
     parts: list[OutputPart] | None = Field(default=None, max_length=100_000)
     index: IndexSettings | None = None
+    lines: dict[FileName, Annotated[int, Field(ge=0)]] | None = Field(default=None, max_length=64)
+    """The records of each file of lines (by its name in ``files``) as published; None in
+    manifests from before they were counted, or of a staged output."""
 
     def listed(self) -> list[tuple[tuple[str | int, ...], dict[str, str]]]:
         """Each part's files with where they are in the manifest: one part for a whole output."""

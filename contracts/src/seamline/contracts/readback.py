@@ -89,9 +89,25 @@ class OutputReader(abc.ABC):
     def errors(self) -> Iterator[dict[str, Any]]:
         """The records of documents set aside, in order (the errors file's JSON lines)."""
         path = self.file("errors")
+        count = 0
         with self.open("errors") as handle:
             for where, line in record_lines(path, handle):
                 yield json_object(line, where)
+                count += 1
+        self.check_count("errors", count)
+
+    def check_count(self, purpose: str, count: int) -> None:
+        """Refuse a file of lines that holds another number of records than the manifest
+        counted when it was published (``outputs.lines``; not checked where it has none)."""
+        outputs = self.outputs
+        name = outputs.files.get(purpose) if outputs.parts is None else None
+        expected = (outputs.lines or {}).get(name) if name is not None else None
+        if expected is not None and expected != count:
+            raise UserError(
+                f"{self.file(purpose)} holds {count:,} records, but {self.manifest} counted "
+                f"{expected:,} when it was published: it was cut short or added to since"
+                f"{REWRITE}"
+            )
 
     def nearest(
         self, vector: np.ndarray[Any, Any], k: int, *, exact: bool = False, where: str | None = None
@@ -129,12 +145,15 @@ class LineReader(OutputReader):
 
     def _rows(self, dimension: int | None) -> Iterator[tuple[StoredRow, np.ndarray[Any, Any]]]:
         path = self.file(self.primary)
+        count = 0
         with self.open(self.primary) as handle:
             for where, line in record_lines(path, handle):
                 row, values = self.parse(line, where)
                 vector = vector_of(values, dimension, where)
                 dimension = len(vector)
+                count += 1
                 yield row, vector
+        self.check_count(self.primary, count)
 
 
 def in_chunks(rows: Iterable[tuple[StoredRow, np.ndarray[Any, Any]]]) -> Iterator[Chunk]:

@@ -568,7 +568,13 @@ class ResumableGroup(Generic[S]):
         except BaseException:
             self.discard()
             raise
-        target.write(manifest_bytes({**self.manifest, "outputs": self.outputs()}))
+        outputs = self.outputs()
+        outputs["lines"] = {
+            outputs["files"][purpose]: count_lines(atomic)
+            for purpose, atomic in files.items()
+            if purpose in self.lines and purpose in outputs["files"]
+        }
+        target.write(manifest_bytes({**self.manifest, "outputs": outputs}))
         for atomic in [*files.values(), *last]:
             group.add(atomic)
         group.publish()
@@ -604,3 +610,16 @@ class ResumableGroup(Generic[S]):
         for atomic in (self.files or {}).values():
             atomic.discard()
         self.clear()
+
+
+def count_lines(atomic: AtomicFile) -> int:
+    """The records of a file of lines about to be published (its newlines), for the
+    manifest's ``outputs.lines``: a reader that finds another count was handed a file cut
+    short, or added to, since (a JSON-lines output cut at a line boundary read as a
+    smaller, valid one). One sequential read of what was just written."""
+    atomic.file.flush()
+    count = 0
+    with open(atomic.temporary, "rb") as handle:
+        while block := handle.read(1 << 20):
+            count += block.count(b"\n")
+    return count
