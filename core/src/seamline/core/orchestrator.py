@@ -175,13 +175,13 @@ class Orchestrator:
         self.pipeline = pipeline
         self.registry = registry
         self.run_id = uuid.uuid4().hex[:12]
-        self.loader = cast(Loader[Any], self._create(pipeline.loader))
+        self.loader = cast(Loader[Any], _create(registry, pipeline.loader))
         with _built_as(registry, pipeline.model):
             pipeline, created = pinned_and_built(pipeline, registry)  # pinned, as a driver does,
         self.pipeline = pipeline = negotiated(pipeline, registry)  # before the precision
         self.model = created.with_precision(pipeline.chosen_precision)
-        self.sink = cast(Sink[Any], self._create(pipeline.sink))
-        monitors = [cast(Monitor[Any], self._create(m)) for m in pipeline.monitors]
+        self.sink = cast(Sink[Any], _create(registry, pipeline.sink))
+        monitors = [cast(Monitor[Any], _create(registry, m)) for m in pipeline.monitors]
         self.monitors = MonitorHub([*monitors, *extra_monitors])
         self.loader_seam = self._seam(self.loader)
         self.model_seam = self._seam(self.model)
@@ -211,13 +211,6 @@ class Orchestrator:
         self._in_flight: InFlight[_LaunchedBatch] = InFlight(0, self._write)
         self._shard = Shard()
         self._inputs: dict[str, Any] | None = None
-
-    def _create(self, choice: ComponentChoice) -> Component[Any]:
-        """A loader, sink or monitor (the model is built pinned: :mod:`.pinning`); an error
-        its constructor raises is marked as that component's (``build``), so the run's
-        one line names it and its distribution, as it does for a failing call."""
-        with _built_as(self.registry, choice):
-            return self.registry.create(choice.kind, choice.name, choice.config)
 
     def _seam(self, component: Component[Any]) -> Seam:
         return Seam(component, self.registry.info_of(component), self.monitors)
@@ -623,6 +616,14 @@ def _versions() -> dict[str, str]:
     dists = ("seamline-core", "seamline-contracts", "jax", "jaxlib")
     found = {dist: installed_version(dist, "") for dist in dists}
     return {dist: version for dist, version in found.items() if version}
+
+
+def _create(registry: Registry, choice: ComponentChoice) -> Component[Any]:
+    """A loader, sink or monitor (the model is built pinned: :mod:`.pinning`); an error
+    its constructor raises is marked as that component's (``build``), so the run's one
+    line names it and its distribution, as it does for a failing call."""
+    with _built_as(registry, choice):
+        return registry.create(choice.kind, choice.name, choice.config)
 
 
 @contextlib.contextmanager
