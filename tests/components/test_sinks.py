@@ -506,7 +506,7 @@ def test_manifest_is_published_beside_the_output(tmp_path: Path, kind: str) -> N
     )
     # And the records of each file of lines, which a reader checks (a file cut short at a
     # line boundary reads as a smaller, valid one).
-    lines = {"emb.errors.jsonl": 0, ("emb.jsonl" if kind == "jsonl" else "emb.index.jsonl"): 2}
+    lines = {("emb.jsonl" if kind == "jsonl" else "emb.index.jsonl"): 2}
     assert outputs == {"sink": kind, "files": expected, "lines": lines}
     for name in expected.values():
         assert (tmp_path / "out" / name).is_file()

@@ -569,11 +569,14 @@ class ResumableGroup(Generic[S]):
             self.discard()
             raise
         outputs = self.outputs()
-        outputs["lines"] = {
+        counted = {  # the records files (not the errors file, which every sink has: a
+            # columnar sink embeds its manifest in its own file before this count is known)
             outputs["files"][purpose]: count_lines(atomic)
             for purpose, atomic in files.items()
-            if purpose in self.lines and purpose in outputs["files"]
+            if purpose in self.lines and purpose != "errors" and purpose in outputs["files"]
         }
+        if counted:
+            outputs["lines"] = counted
         target.write(manifest_bytes({**self.manifest, "outputs": outputs}))
         for atomic in [*files.values(), *last]:
             group.add(atomic)
