@@ -460,7 +460,8 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             return
         published = self.published_manifest() or {}
         model = _plain(self.manifest.get("model"))
-        found = _another_model(published, model, self.destination.name, self._table_manifest)
+        other = None if self.describes_this_output(published) is not False else published
+        found = _another_model(published, model, other, self._table_manifest)
         if found is not None:
             raise UserError(
                 f"lancedb sink: cannot {self.config.mode} into {self._where}: the table {found}; "
@@ -488,11 +489,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
 
 
 def _another_model(
-    published: Mapping[str, Any], model: Any, table: str, manifest: Path
+    published: Mapping[str, Any], model: Any, other: Mapping[str, Any] | None, manifest: Path
 ) -> str | None:
-    """Why the table (named ``table``, its manifest at ``manifest`` read as ``published``)
-    may not take vectors of ``model``; None when its manifest names that model."""
-    other = _other_output(published, table)
+    """Why the table (its manifest at ``manifest`` read as ``published``; ``other`` when it is
+    another output's) may not take vectors of ``model``; None when it names that model."""
     recorded = None if other else published.get("model")
     if recorded == model:
         return None
@@ -500,26 +500,19 @@ def _another_model(
         return f"was made by another model configuration ({model_changes(recorded, model)})"
     if other:
         return (
-            f"has no manifest of its own ({str(manifest)!r} describes {other}: a later run "
-            "with the same name in its folder replaced it), so its model is unknown"
+            f"has no manifest of its own ({str(manifest)!r} describes {_described(other)}: a "
+            "later run with the same name in its folder replaced it), so its model is unknown"
         )
     return f"has no readable manifest ({str(manifest)!r}), so its model is unknown"
 
 
-def _other_output(manifest: Mapping[str, Any], table: str) -> str | None:
-    """What ``manifest`` describes if not the table named ``table`` (None: this table, or a
-    manifest that says nothing of its output). Outputs of one stem in one folder share the
-    manifest's name (``emb.jsonl``, ``emb.lance``), so the last run's may be another sink's;
-    its ``model`` says nothing of this table's. Read as untrusted: only compared."""
-    outputs = manifest.get("outputs")
-    if not isinstance(outputs, dict):
-        return None
-    sink, files = outputs.get("sink"), outputs.get("files")
-    named = files.get("table") if isinstance(files, dict) else None
-    if sink == "lancedb" and (named is None or named == table):
-        return None
+def _described(manifest: Mapping[str, Any]) -> str:
+    """Another output's manifest in a few words: its files and its sink (untrusted: shown
+    as ``repr``, cut short)."""
+    outputs = manifest["outputs"]
+    files = outputs.get("files")
     shown = ", ".join(repr(f) for f in files.values()) if isinstance(files, dict) else "no files"
-    return f"{shown} of a {sink!r} sink"[:300]
+    return f"{shown} of a {outputs.get('sink')!r} sink"[:300]
 
 
 def _reader(

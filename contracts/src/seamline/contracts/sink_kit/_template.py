@@ -45,7 +45,7 @@ from seamline.contracts.sink_kit._checkpoint import (
 )
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._lock import DestinationLock
-from seamline.contracts.sink_kit._neighbour import other_output
+from seamline.contracts.sink_kit._neighbour import describes, refuse_another_output
 from seamline.contracts.sink_kit._parts import (
     published_run_id,
     read_published_manifest,
@@ -165,16 +165,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
             raise UserError(f"{self.name} sink: {problem}")
         manifest = self.config.manifest_path()
         own = {manifest, self.config.resolved_errors_path()}
-        other = other_output(manifest, self.name, self.primary, self.destination, own)
-        if other:
-            shown = ", ".join(repr(name) for name in other[:3])
-            raise UserError(
-                f"{self.name} sink: {str(manifest)!r} is the manifest of another output in "
-                f"that folder ({shown}), which this run would replace with its own, leaving "
-                "that output without one (search refuses it then); nothing was written. Give "
-                "this output another name (outputs of one name in one folder share the "
-                "manifest), or remove the other output and its manifest first"
-            )
+        refuse_another_output(manifest, self.name, self.primary, self.destination, own)
 
     # -- the run -------------------------------------------------------------------------
 
@@ -313,6 +304,14 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
     def forget_run(self) -> None:
         """Delete the checkpoint and the partial files of an unfinished run."""
         self._group.clear()
+
+    def describes_this_output(self, manifest: Mapping[str, Any]) -> bool | None:
+        """Whether a published ``manifest`` (read as untrusted) is this output's own; None
+        when it lists no outputs (written before manifests did: not judged)."""
+        outputs = manifest.get("outputs")
+        if not isinstance(outputs, dict):
+            return None
+        return describes(outputs, self.name, self.primary, self.destination)
 
     def published_manifest(self) -> dict[str, Any] | None:
         """The manifest published at the destination, read as untrusted (None: none readable)."""
