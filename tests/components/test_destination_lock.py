@@ -230,3 +230,30 @@ def test_which_manifests_are_another_outputs(tmp_path: Path) -> None:
     assert other("junk") == []
     manifest.write_text("[" * 10_000, encoding="utf-8")
     assert other_output(manifest, "npy", "records", destination, own) == []
+
+
+@pytest.mark.parametrize("kind", FACTORIES)
+def test_a_run_that_fails_before_writing_leaves_no_folder_it_made(
+    tmp_path: Path, kind: str
+) -> None:
+    """``out/new/`` made for the lock of a run refused later (wrong weights, say) went away
+    with it: the user found an empty folder where no output was ever written. Folders that
+    were there, or that hold anything by then, stay."""
+    failed = FACTORIES[kind](tmp_path / "out" / "new")
+    failed.start(MANIFEST)
+    assert (tmp_path / "out" / "new").is_dir()
+    failed.close(complete=False)
+    assert list(tmp_path.iterdir()) == [], "both folders the lock made are gone"
+
+    (tmp_path / "kept").mkdir()
+    failed = FACTORIES[kind](tmp_path / "kept" / "new")
+    failed.start(MANIFEST)
+    (tmp_path / "kept" / "new" / "mine.txt").write_text("someone's")
+    failed.close(complete=False)
+    assert (tmp_path / "kept" / "new" / "mine.txt").exists()
+
+    done = FACTORIES[kind](tmp_path / "done")
+    done.start(MANIFEST)
+    done.write(records(2))
+    done.close()
+    assert destination(done).exists(), "a published output keeps its folder"

@@ -51,6 +51,10 @@ class FileLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file: IO[bytes] | None = None
+        self._made: list[Path] = []
+        """The folders :meth:`try_acquire` made for the lock file, deepest first: a run that
+        fails before it writes anything takes them away again on release, rather than leave
+        an empty ``out/new/`` behind (a folder that holds anything stays)."""
 
     @property
     def held(self) -> bool:
@@ -60,13 +64,14 @@ class FileLock:
         """Take the lock if no other process holds it; True if this process holds it now."""
         if self._file is not None:
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._made = _make_folder(self.path.parent)
         while True:
             handle = self._open()
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 handle.close()
+                self._made = []  # the holder's lock file is in them: not ours to take away
                 return False
             if self._still_named(handle):
                 break
@@ -154,6 +159,19 @@ class FileLock:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
         self._file.close()
         self._file = None
+        for folder in self._made:
+            try:
+                folder.rmdir()  # only while empty: the output, or anyone's files, keep it
+            except OSError:
+                break
+        self._made = []
+
+
+def _make_folder(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing parents; return those made, deepest first."""
+    missing = [parent for parent in (folder, *folder.parents) if not parent.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing
 
 
 class DestinationLock:
