@@ -107,6 +107,21 @@ def test_rule_breakers_are_refused_with_reasons(with_fixture_plugins: Registry) 
     assert "does not name a seamline component class" in entries["sink", "notacomponent"].reason
 
 
+def test_asking_for_the_name_a_refused_class_declares_says_where_it_went(
+    with_fixture_plugins: Registry,
+) -> None:
+    """A user who asks for the class's own name was told only that nothing had it."""
+    alias = next(i for i in with_fixture_plugins.entries("attention") if i.name == "alias")
+    assert alias.status == "refused"
+    with pytest.raises(ComponentNotFoundError) as caught:
+        with_fixture_plugins.get("attention", "renamed")
+    assert (
+        "no attention component named 'renamed' (a class declaring that name is registered "
+        "as 'alias' by seamline-fixture-future 0.1.0, and refused: declares name 'renamed'"
+    ) in str(caught.value)
+    assert "make the entry point's name and the class's name the same" in str(caught.value)
+
+
 def test_unknown_name_suggests_the_closest(registry: Registry) -> None:
     with pytest.raises(ComponentNotFoundError, match=r"did you mean 'native'\?"):
         registry.get("attention", "nativ")

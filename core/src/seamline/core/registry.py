@@ -89,6 +89,9 @@ class ComponentInfo:
     can): another dist-info folder declares the name, or the module's file is not one
     that distribution installed (:mod:`seamline.core.trust.binding`). An allowlist
     refuses such an entry, whatever names it lists."""
+    declared_name: str = ""
+    """The name its class declares, kept when it differs from the entry point's (the entry
+    is refused then): a user asking for the class's name is told where it went."""
 
     @property
     def usable(self) -> bool:
@@ -247,7 +250,8 @@ class Registry:
         if not infos:
             available = self.names(kind)
             raise ComponentNotFoundError(
-                f"no {kind} component named {name!r}{did_you_mean(name, available)}; "
+                f"no {kind} component named {name!r}{self._misnamed(kind, name)}"
+                f"{did_you_mean(name, available)}; "
                 f"available: {', '.join(available) or 'none installed'}"
             )
         infos = _trusted_first(infos)
@@ -269,6 +273,17 @@ class Registry:
                 f"{info.status}: {info.reason}"
             )
         return info
+
+    def _misnamed(self, kind: Kind, name: str) -> str:
+        """Where a class declaring ``name`` went: refused under another entry point's name."""
+        for infos in self._by_kind[kind].values():
+            for info in infos:
+                if info.declared_name == name:
+                    return (
+                        f" (a class declaring that name is registered as {info.name!r} by "
+                        f"{info.distribution} {info.version}, and refused: {info.reason})"
+                    )
+        return ""
 
     def info_for_target(self, kind: Kind, target: str) -> ComponentInfo | None:
         """The entry registering the class named ``module:QualName`` as a ``kind``, if any.
@@ -421,6 +436,7 @@ def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[Co
         status: Status = "refused" if reason else "ok"
         cls = None if reason else ext.plugin
         declared = getattr(ext.plugin, "contract_version", "")
+        declared_name = getattr(ext.plugin, "name", "")
         infos.append(
             ComponentInfo(
                 kind,
@@ -434,6 +450,7 @@ def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[Co
                 declared if isinstance(declared, str) else "",
                 module_file(ext.entry_point.value) or bound.module_file,
                 bound.doubt,
+                declared_name if isinstance(declared_name, str) and reason else "",
             )
         )
     return infos + failures + _unique(untrusted)
