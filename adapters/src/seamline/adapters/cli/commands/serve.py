@@ -6,6 +6,7 @@ components) is imported when the command runs.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -203,6 +204,15 @@ def _serve(
 
         user_errors(enable_compile_cache)
     resolved, registry = loading.pipeline(pipeline, overrides)
+    if index is not None:  # validation checked the traces file against the sink's path only
+        traces = user_errors(lambda: telemetry_setup.resolve(resolved.spec.telemetry))
+        if "jsonl" in traces.traces and _is_a_file_of(index, traces.traces_file):
+            usage_error(
+                f"the traces file {str(traces.traces_file)!r} (telemetry.traces_file or "
+                f"SEAMLINE_TRACES_FILE) is one of the files of the index --index names "
+                f"({str(index)!r}): opening it for spans would overwrite what /v1/search "
+                "serves. Name another traces file"
+            )
     user_errors(lambda: telemetry_setup.configure_telemetry(resolved.spec.telemetry))
 
     def announce(url: str) -> None:
@@ -225,3 +235,18 @@ def _serve(
         )
     finally:
         telemetry_setup.shutdown_telemetry()
+
+
+def _is_a_file_of(index: Path, candidate: Path) -> bool:
+    """Whether ``candidate`` is ``index``, lies inside it (a LanceDB table), or is one of its
+    companions beside it (``emb.manifest.json``, ``emb.errors.jsonl``: named ``emb.*``)."""
+    target = Path(os.path.realpath(index.expanduser()))
+    other = Path(os.path.realpath(candidate.expanduser()))
+    stem = target.stem
+    if target.name.endswith(".manifest.json"):  # --index given as the manifest itself
+        stem = target.name.removesuffix(".manifest.json")
+    return (
+        other == target
+        or other.is_relative_to(target)
+        or (other.parent == target.parent and other.name.startswith(f"{stem}."))
+    )
