@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,6 +256,24 @@ def test_the_telemetry_section_is_validated_with_its_location() -> None:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_console_spans_and_metrics_go_to_stderr_not_into_the_command_s_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``OTEL_TRACES_EXPORTER=console`` set for a shell put 700 lines of spans before the one
+    JSON document ``seamline run --format json`` promises on stdout."""
+    config = resolve(
+        environ={"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "console"}
+    )
+    metric_exporter = telemetry_setup.metric_exporters(config)[0]
+    configure_telemetry(environ={"OTEL_TRACES_EXPORTER": "console"})
+    run_toy(["a b", "c"])
+    shutdown_telemetry()
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert '"name": "seamline.run"' in err
+    assert getattr(metric_exporter, "out", None) is sys.stderr
 
 
 def test_the_jsonl_exporter_writes_one_span_per_line(tmp_path: Path) -> None:

@@ -8,11 +8,14 @@ Standard-library logging from dependencies is routed through the same renderer.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any, TextIO
 
 import structlog
 from opentelemetry import trace
+
+from seamline.adapters.exporter_secrets import HideExporterSecrets
 
 
 def _add_trace_ids(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +80,12 @@ def configure_logging(
     handler = logging.StreamHandler(target)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,  # a dependency's traceback, as text
+                HideExporterSecrets(os.environ),  # ... scrubbed like every other string
+                renderer,
+            ],
             foreign_pre_chain=shared,
         )
     )

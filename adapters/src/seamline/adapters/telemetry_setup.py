@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -290,8 +291,8 @@ def span_exporters(config: TelemetryConfig, *, append: bool = False) -> list[Spa
     """One exporter per name in ``config.traces`` (``append``: keep what the file holds)."""
     exporters: list[SpanExporter] = []
     for name in config.traces:
-        if name == "console":
-            exporters.append(ConsoleSpanExporter())
+        if name == "console":  # stdout is the command's (--format json, search results)
+            exporters.append(ConsoleSpanExporter(out=sys.stderr))
         elif name == "jsonl":
             exporters.append(JsonlSpanExporter(config.traces_file, append=append))
         elif name == "otlp":
@@ -315,7 +316,7 @@ def metric_exporters(config: TelemetryConfig) -> list[MetricExporter]:
     exporters: list[MetricExporter] = []
     for name in config.metrics:
         if name == "console":
-            exporters.append(ConsoleMetricExporter())
+            exporters.append(ConsoleMetricExporter(out=sys.stderr))
         elif name == "otlp":
             if config.metrics_protocol == "grpc":
                 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (

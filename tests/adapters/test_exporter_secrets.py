@@ -1,0 +1,75 @@
+"""OpenTelemetry's own warnings quote the exporters' credentials; seamline's logs do not.
+
+A header written ``authorization:Bearer <token>`` (``:`` for ``=``) was logged whole by
+OpenTelemetry, and every retry to a receiver that does not answer logged the endpoint's
+query (``?token=...``): into the JSON logs users ship to aggregators.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from seamline.adapters.exporter_secrets import exporter_secrets
+from seamline.adapters.logging_setup import configure_logging
+
+
+@pytest.fixture
+def log_lines() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    yield stream
+    logging.getLogger().handlers.clear()
+
+
+def test_a_malformed_header_quoted_by_opentelemetry_is_logged_without_its_value(
+    monkeypatch: pytest.MonkeyPatch, log_lines: io.StringIO
+) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization:Bearer HDRSECRET42")
+    configure_logging(json=True, stream=log_lines)
+    OTLPSpanExporter(endpoint="http://127.0.0.1:9/v1/traces")  # parses the headers, warns
+    lines = [json.loads(line) for line in log_lines.getvalue().splitlines()]
+    invalid = [line for line in lines if "Header format invalid" in line["event"]]
+    assert invalid, lines  # the warning is still there, for the user to mend the header
+    assert "HDRSECRET42" not in log_lines.getvalue()
+    assert "<$OTEL_EXPORTER_OTLP_HEADERS>" in invalid[0]["event"]
+
+
+def test_an_endpoint_s_query_and_password_and_a_traceback_are_hidden(
+    monkeypatch: pytest.MonkeyPatch, log_lines: io.StringIO
+) -> None:
+    monkeypatch.setenv(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "http://me:PASSWORD9@127.0.0.1:9/v1/traces?token=QSECRET",
+    )
+    configure_logging(json=True, stream=log_lines)
+    exporter_log = logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    exporter_log.warning("Transient error with url: /v1/traces?token=QSECRET, retrying")
+    try:
+        raise ConnectionError("http://me:PASSWORD9@127.0.0.1:9 refused")
+    except ConnectionError:
+        exporter_log.exception("Failed to export spans batch")
+    text = log_lines.getvalue()
+    assert "QSECRET" not in text
+    assert "PASSWORD9" not in text
+    assert "<$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT>" in text
+    assert "ConnectionError" in text, "the traceback is kept, without the secret"
+
+
+def test_what_is_looked_for() -> None:
+    found = exporter_secrets(
+        {
+            "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "api-key=abc%20def,x=1",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
+            "HOME": "/root",
+        }
+    )
+    assert found["abc%20def"] == found["abc def"] == "<$OTEL_EXPORTER_OTLP_METRICS_HEADERS>"
+    assert "1" not in found, "too short to look for"
+    assert not any(name.endswith("_ENDPOINT>") for name in found.values()), "nothing secret"
+    assert "/root" not in found
