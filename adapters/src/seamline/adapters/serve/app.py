@@ -111,15 +111,16 @@ def _endpoint(
 
 def _given_up(served: Served) -> Response:
     """The answer to a request the stopping server cancelled (its ``--graceful-timeout``
-    passed): OpenAI's shape, where uvicorn would send a plain-text 500 and log a
-    traceback. The cancellation is taken back so that the answer is still sent."""
+    passed, or a second Ctrl-C came): OpenAI's shape, where uvicorn would send a
+    plain-text 500 and log a traceback. The cancellation is taken back so that the answer
+    is still sent."""
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
     return ApiError(
         503,
         "the server is shutting down and stopped waiting for this request "
-        "(its --graceful-timeout passed): send it again",
+        "(its --graceful-timeout passed, or it was told to stop at once): send it again",
         code="not_ready",
         kind=SERVER_ERROR,
         headers={"Retry-After": str(served.limits.retry_after_s)},

@@ -105,17 +105,50 @@ def embeddings_request(data: Any, limits: Limits, dimension: int) -> EmbeddingsR
         raise _invalid(
             "encoding_format", f'\'encoding_format\' must be "float" or "base64", not {shown}'
         )
-    dimensions = body.get("dimensions")
-    if dimensions is not None and (
-        isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions != dimension
+    _dimensions(body.get("dimensions"), dimension)
+    characters = sum(len(text) for text in texts)
+    _within_the_queue(len(texts), characters, limits)
+    return EmbeddingsRequest(texts, encoding, characters, _input_type(body.get("input_type")))
+
+
+def _within_the_queue(texts: int, characters: int, limits: Limits) -> None:
+    """413 for a request more than the whole queue holds: a 429 would ask for a retry
+    that never succeeds, however empty the queue. The command refuses such settings
+    (:meth:`~.limits.Limits.problems`); limits built in code may still have them."""
+    for count, bound, what, option in (
+        (texts, limits.max_queue_texts, "texts", "--max-queue-texts"),
+        (characters, limits.max_queue_chars, "characters", "--max-queue-chars"),
     ):
+        if count > bound:
+            raise ApiError(
+                413,
+                f"'input' has {count:,} {what}, more than this server's whole queue holds, "
+                f"{bound:,} ({option}): send fewer or shorter texts per request",
+                code="request_too_large",
+                param="input",
+            )
+
+
+def _dimensions(asked: Any, dimension: int) -> None:
+    """422 unless ``dimensions`` is absent or the model's own: a value that is no whole
+    number (``"384"``, ``true``, ``1e400``) is told so, not told to give what it gave."""
+    if asked is None:
+        return
+    if isinstance(asked, float) and math.isfinite(asked) and asked.is_integer():
+        asked = int(asked)  # 384.0, as for 'k'
+    if isinstance(asked, bool) or not isinstance(asked, int):
+        shown = json.dumps(asked)[:60]  # 1e400 reads as Infinity
+        raise _invalid(
+            "dimensions",
+            f"'dimensions' must be a whole number (this model's is {dimension}), "
+            f"not {json_type(asked)} {shown}",
+        )
+    if asked != dimension:
         raise _invalid(
             "dimensions",
             f"this model makes vectors of {dimension} dimensions and cannot shorten them: "
             f"leave 'dimensions' out or give {dimension}",
         )
-    characters = sum(len(text) for text in texts)
-    return EmbeddingsRequest(texts, encoding, characters, _input_type(body.get("input_type")))
 
 
 INPUT_TYPES = {"document": False, "query": True}

@@ -8,7 +8,10 @@ sending more, and a request past one is refused with the bound's name in its err
 * ``max_inputs``: texts in one request (413), and ``max_input_chars``: characters in
   one text (413);
 * ``max_queue_texts`` and ``max_queue_chars``: texts (and their characters) accepted
-  and not yet answered, across all clients: past either, 429 with ``Retry-After``;
+  and not yet answered, across all clients: past either, 429 with ``Retry-After``. Each
+  is at least what one request may hold (else such a request could never be queued,
+  and its 429 would ask for a retry that never succeeds): settings below are refused
+  before the server starts;
 * ``max_connections``: connections and requests in progress at once, bodies still
   being read included (uvicorn's ``limit_concurrency``): past it, uvicorn answers 503.
   With ``max_request_bytes`` it bounds what bodies being read can hold.
@@ -50,6 +53,19 @@ class Limits:
     """Texts longer than the model's window: the first window (as sentence-transformers
     does), or the mean of every window."""
 
+    @property
+    def request_chars(self) -> int:
+        """The most characters one request can bring to the queue.
+
+        ``max_inputs`` texts of ``max_input_chars`` each, but no more than
+        ``max_request_bytes``: every character of a text takes at least one byte of the
+        body (one in UTF-8 for ASCII, more for the rest or as a ``\\u`` escape), so the
+        body limit caps them too, and with the defaults it is the lesser (16 Mi
+        characters, not 2,048 x 32,768). The few bytes of JSON around the texts make the
+        true figure a dozen or so characters lower; the bound errs on the safe side.
+        """
+        return min(self.max_inputs * self.max_input_chars, self.max_request_bytes)
+
     def problems(self) -> list[str]:
         """What is wrong with these settings, one line each (none: they are usable)."""
         wrong = []
@@ -70,6 +86,26 @@ class Limits:
                 "--max-queue-texts must be at least --max-inputs (else a request of "
                 "--max-inputs texts could never be queued)"
             )
+        wrong.extend(self._queue_chars_problem())
         if self.long_text not in ("truncate", "mean"):
             wrong.append("--long-text must be truncate or mean")
         return wrong
+
+    def _queue_chars_problem(self) -> list[str]:
+        """``max_queue_chars`` below what one request may hold: such a request would get a
+        429 "retry" for ever, even from an empty queue."""
+        bounds = (self.max_inputs, self.max_input_chars, self.max_request_bytes)
+        needed = self.request_chars
+        if min(bounds) < 1 or self.max_queue_chars >= needed:  # (below 1: said already)
+            return []
+        if needed == self.max_request_bytes:
+            source = "--max-request-bytes: each character takes a byte of the body or more"
+            lower = "--max-request-bytes"
+        else:
+            source = "--max-inputs x --max-input-chars"
+            lower = "--max-inputs or --max-input-chars"
+        return [
+            f"--max-queue-chars ({self.max_queue_chars:,}) must be at least {needed:,}, the "
+            f"characters one request may hold ({source}), else such a request could never "
+            f"be queued: raise --max-queue-chars to {needed:,} or lower {lower}"
+        ]

@@ -10,7 +10,8 @@ SIGTERM or SIGINT: uvicorn stops accepting connections, lets every request in fl
 finish (their texts are still embedded: the engine runs until the lifespan ends),
 closes idle connections, then the process exits with status 0. A second SIGINT, or
 ``--graceful-timeout`` seconds, cuts the wait short: a request still in flight then
-gets a 503, the engine abandons its pass at the next batch, and the process exits
+gets a 503, the engine abandons its pass at the next batch, the model and the index are
+released all the same (:class:`StoppingServer`), and the process exits
 (:meth:`~.engine.Engine.stop` waits a few seconds at most, off the event loop).
 """
 
@@ -33,7 +34,10 @@ from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import MAX_PORT, Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
 from seamline.contracts import UserError
+from seamline.contracts.logs import get_logger
 from seamline.core import Embedder, Registry, ResolvedEncoder, ResolvedPipeline, decide_precision
+
+log = get_logger("seamline.adapters.serve")
 
 BACKLOG = 2048
 
@@ -117,7 +121,7 @@ def serve_pipeline(
     )
     sock = bind(host, port)
     failures: list[BaseException] = []
-    holder: dict[str, uvicorn.Server] = {}
+    holder: dict[str, StoppingServer] = {}
 
     def failed(error: BaseException) -> None:  # in the engine thread
         failures.append(error)
@@ -132,6 +136,7 @@ def serve_pipeline(
         finally:  # off the event loop, which still writes the last answers meanwhile
             await asyncio.to_thread(served.engine.stop)
             await asyncio.to_thread(served.index.close)
+            holder["server"].released = True
 
     config = uvicorn.Config(
         build_app(served, lifespan),
@@ -142,19 +147,45 @@ def serve_pipeline(
         server_header=False,
         lifespan="on",
     )
-    holder["server"] = server = uvicorn.Server(config)
+    holder["server"] = server = StoppingServer(config)
     with _quiet_after_drain():
         server.run(sockets=[sock])
     if failures:
         raise failures[0]
 
 
+class StoppingServer(uvicorn.Server):
+    """uvicorn's server, whose stop always ends the application's lifespan.
+
+    A second SIGINT sets uvicorn's ``force_exit``: it stops waiting for the requests in
+    flight, as it should, but also skips the lifespan's end, so the engine and the index
+    were never released, and the lifespan, cancelled as the event loop closed, logged a
+    ``CancelledError`` traceback at error level. Here the requests still in flight are
+    cancelled instead (each answers 503, as past ``--graceful-timeout``), and the
+    lifespan ends as after any other stop: its wait for a batch is bounded
+    (:meth:`~.engine.Engine.stop`).
+    """
+
+    released = False
+    """Set by the lifespan once the engine is stopped and the index closed."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        if not self.force_exit or self.released:
+            return
+        cut = [task for task in self.server_state.tasks if not task.done()]
+        log.warning("stopping at once (a second Ctrl-C)", requests_cut_off=len(cut))
+        for task in cut:
+            task.cancel()
+        await self.lifespan.shutdown()
+
+
 @contextlib.contextmanager
 def _quiet_after_drain() -> Any:
-    """uvicorn raises the stopping signal again once it has drained; take it as done.
+    """uvicorn raises the stopping signals again once it has drained; take them as done.
 
     Without this, the signal's default action would end a cleanly drained server with
-    "killed by SIGTERM" instead of exit status 0.
+    "killed by SIGTERM" (or a second Ctrl-C's KeyboardInterrupt) instead of exit status 0.
     """
     stops = (signal.SIGTERM, signal.SIGINT)
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in stops}
