@@ -120,6 +120,9 @@ def test_asking_for_the_name_a_refused_class_declares_says_where_it_went(
         "as 'alias' by seamline-fixture-future 0.1.0, and refused: declares name 'renamed'"
     ) in str(caught.value)
     assert "make the entry point's name and the class's name the same" in str(caught.value)
+    with pytest.raises(ComponentNotFoundError) as empty:  # no entry declares the empty name
+        with_fixture_plugins.get("attention", "")
+    assert "a class declaring that name" not in str(empty.value)
 
 
 def test_unknown_name_suggests_the_closest(registry: Registry) -> None:

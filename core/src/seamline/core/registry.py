@@ -278,7 +278,7 @@ class Registry:
         """Where a class declaring ``name`` went: refused under another entry point's name."""
         for infos in self._by_kind[kind].values():
             for info in infos:
-                if info.declared_name == name:
+                if name and info.declared_name == name:
                     return (
                         f" (a class declaring that name is registered as {info.name!r} by "
                         f"{info.distribution} {info.version}, and refused: {info.reason})"
@@ -450,7 +450,9 @@ def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[Co
                 declared if isinstance(declared, str) else "",
                 module_file(ext.entry_point.value) or bound.module_file,
                 bound.doubt,
-                declared_name if isinstance(declared_name, str) and reason else "",
+                declared_name
+                if reason and isinstance(declared_name, str) and declared_name != ext.name
+                else "",
             )
         )
     return infos + failures + _unique(untrusted)
