@@ -34,6 +34,7 @@ from seamline.core.precision.hardware import (
     read_cpu_features,
 )
 from seamline.core.precision.negotiate import decide_precision, encoder_side, preview_precision
+from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.worker import RemoteWorkerFactory
 from tests.core.toy import MemorySink, ToyModel, toy_registry
 
@@ -343,6 +344,36 @@ def test_a_new_version_of_an_installed_attention_is_checked_again(
     assert len(list(records_dir.glob("*.json"))) == 2
 
 
+def test_the_same_loader_section_over_other_documents_is_checked_again(
+    tmp_path: Path, records_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two projects' pipelines both read ``root: docs``: the second took the first's
+    figures ("checked against float32 by an earlier run") for a corpus never checked."""
+    from seamline.components.loaders.text_files import TextFilesLoader
+
+    text_files = ComponentInfo(
+        "loader", "text-files", "x:TextFilesLoader", "tests", "0", "ok", "", TextFilesLoader, "1.0"
+    )
+    registry = Registry([*toy_registry().entries(), text_files])
+    text = pipeline_text("auto").replace(
+        f"{{use: list, with: {{texts: {TEXTS!r}}}}}", "{use: text-files, with: {root: docs}}"
+    )
+    for project, texts in (("a", TEXTS[:20]), ("b", TEXTS[20:])):
+        (tmp_path / project / "docs").mkdir(parents=True)
+        for i, body in enumerate(texts):
+            (tmp_path / project / "docs" / f"{i:02}.txt").write_text(body)
+    reasons = []
+    for project in ("a", "b", "b"):
+        monkeypatch.chdir(tmp_path / project)
+        pipeline = parse_pipeline(text, "p.yaml", registry)
+        decision = decide_precision(pipeline, registry, hardware=WITH_BF16)
+        reasons.append(decision.chosen_candidate.reasons[-1])
+    assert "first 20 documents" in reasons[0]
+    assert "first 20 documents" in reasons[1], "b's documents are measured, not a's figures"
+    assert "gate passed earlier" in reasons[2], "b's own record serves b again"
+    assert len(list(records_dir.glob("*.json"))) == 2
+
+
 def test_a_candidate_that_fails_the_gate_is_refused_with_its_figures() -> None:
     decision = decide("auto", WITH_BF16, "{use: toy, with: {bfloat16_error: 0.05}}")
     assert decision.chosen == "float32"
@@ -440,6 +471,23 @@ def test_set_a_key_inside_the_short_form(overrides: tuple[str, ...]) -> None:
     assert pipeline.spec.precision.use == "auto"
     assert pipeline.spec.precision.verify is False
     assert pipeline.where(("precision", "verify")) == f"--set {overrides[-1]}"
+
+
+def test_set_precision_keeps_the_file_s_gate() -> None:
+    """``--set precision=bfloat16`` judged the candidate by the default gate, dropping the
+    file's stricter ``min_cosine`` without a word; a mapping still replaces it all."""
+    registry = toy_registry()
+    text = pipeline_text("{use: auto, gate: {min_cosine: 0.99999}, verify: true}")
+    kept = parse_pipeline(text, "p.yaml", registry, ["precision=bfloat16"])
+    assert kept.spec.precision.use == "bfloat16"
+    assert kept.spec.precision.gate.min_cosine == 0.99999
+    assert kept.where(("precision", "use")) == "--set precision=bfloat16"
+    assert kept.where(("precision", "gate", "min_cosine")).startswith("p.yaml:5:")
+    listed = parse_pipeline(text, "p.yaml", registry, ["precision=[bfloat16, float32]"])
+    assert listed.spec.precision.names == ("bfloat16", "float32")
+    assert listed.spec.precision.gate.min_cosine == 0.99999
+    replaced = parse_pipeline(text, "p.yaml", registry, ["precision={use: bfloat16}"])
+    assert replaced.spec.precision.gate.min_cosine == 0.9999
 
 
 def test_a_bad_short_form_is_still_placed_in_the_file_under_a_set_inside_it() -> None:

@@ -138,6 +138,9 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
             )
         if not last and depth == 0 and isinstance(node.get(step), str | list):
             node[step] = _expanded(str(step), node[step])
+        if last and depth == 0 and _short_into_mapping(str(step), node.get(step), value):
+            node, step = node[step], SHORT_FORMS[str(step)]  # only its `use`: see below
+            path = (*path, keys[0])
         path = (*path, step)
         if last:
             node[step] = value
@@ -172,6 +175,15 @@ def _expanded(section: str, value: Any) -> Any:
     as it is (setting a key inside it is then refused, naming what it is)."""
     key = SHORT_FORMS.get(section)
     return {key: value} if key is not None else value
+
+
+def _short_into_mapping(section: str, present: Any, value: Any) -> bool:
+    """Whether ``--set precision=bfloat16`` lands on a section the file writes in full
+    (``precision: {use: auto, gate: {min_cosine: 0.99999}}``): then the short form sets
+    only the name it abbreviates (``use``) and the file's other keys stay. Replacing the
+    whole section dropped a stricter gate without a word; a mapping given to ``--set``
+    (``--set 'precision={use: bfloat16}'``) still replaces it all."""
+    return section in SHORT_FORMS and isinstance(present, dict) and isinstance(value, str | list)
 
 
 def _forget(located: Located, prefix: tuple[str | int, ...]) -> None:

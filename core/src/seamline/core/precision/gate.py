@@ -86,6 +86,17 @@ def nearest(vectors: npt.NDArray[np.float64], k: int, chunk: int = 1024) -> npt.
     return found
 
 
+TIED = 1e-6
+"""Reference similarities this close to the ``k``-th largest are a tie.
+
+float32 itself does not give one text one vector: the same window embedded at two
+positions of a batch came out ~3e-8 apart a value (their cosine ~1e-7 from 1), so the
+copies of a repeated text were "tied" only up to that round-off, and the gate counted
+the candidate's choice among them as lost neighbours (20 copies of one sentence: 83.5 %
+kept, bfloat16 refused for it). Ten times the round-off is still a hundred times finer
+than the gate's own cosine threshold (1e-4)."""
+
+
 def neighbours_kept(
     reference: npt.NDArray[np.float64],
     candidate: npt.NDArray[np.float64],
@@ -96,10 +107,10 @@ def neighbours_kept(
     among its ``k`` nearest under ``reference``.
 
     Ties count as kept: a neighbour is one of the reference's ``k`` nearest when its
-    reference similarity is at least the ``k``-th largest. A corpus holds the same text
-    twice (a boilerplate paragraph, a repeated window), and the two are exactly as near
-    as each other: which of them a precision lists first is not a lost neighbour, and a
-    count of set overlap would refuse a faithful candidate for it.
+    reference similarity is at least the ``k``-th largest, less :data:`TIED`. A corpus
+    holds the same text twice (a boilerplate paragraph, a repeated window), and the two
+    are as near as each other: which of them a precision lists first is not a lost
+    neighbour, and a count of set overlap would refuse a faithful candidate for it.
     """
     theirs = nearest(candidate, k, chunk)
     kept = np.empty(reference.shape[0], np.float64)
@@ -109,5 +120,5 @@ def neighbours_kept(
         similarity[rows, start + rows] = -np.inf
         kth = np.partition(similarity, -k, axis=1)[:, -k]
         listed = np.take_along_axis(similarity, theirs[start : start + chunk], axis=1)
-        kept[start : start + chunk] = np.mean(listed >= kth[:, None], axis=1)
+        kept[start : start + chunk] = np.mean(listed >= kth[:, None] - TIED, axis=1)
     return kept

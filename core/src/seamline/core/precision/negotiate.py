@@ -300,7 +300,10 @@ class Calibration:
                     for name in self.registry.names("attention")
                 )
             ),
-            "loader": spec.loader.model_dump(mode="json", by_alias=True),
+            # What the gate measured: the sample's texts themselves. The loader's settings
+            # named the folder `docs` for two projects' pipelines alike (a relative root),
+            # and one project's figures were taken for the other's corpus.
+            "sample_texts": records.texts_digest(self.texts(settings.gate.documents)),
             "run": {"packing": spec.run.packing},
             "hardware": self.hardware.describe(),
             "versions": {name: installed_version(name) for name in ("jax", "jaxlib")},

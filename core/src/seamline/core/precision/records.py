@@ -3,9 +3,11 @@
 The gate embeds the run's first documents twice; a record of its figures, keyed by
 everything that could change them (the model and its settings, its weights pinned by
 their digest (:mod:`seamline.core.pinning`), the attention section and every installed
-attention's distribution and version, the loader section, the hardware, the JAX and
-model versions, the candidate and the sample's size), lets the next run of the same
-pipeline reuse them.
+attention's distribution and version, the sample's texts (:func:`texts_digest`: the
+documents the gate embeds, not the loader section, whose relative ``root: docs`` names
+another folder in each project), the hardware, the JAX and model versions, the
+candidate and the sample's size), lets the next run of the same pipeline on the same
+documents reuse them.
 Thresholds are not in the key: the recorded figures are judged by the pipeline's
 thresholds of the day.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,16 @@ def record_key(material: Mapping[str, Any]) -> str:
     """sha256 of ``material`` as canonical JSON."""
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """sha256 of ``texts`` in order, each one's length first (no two lists share one)."""
+    digest = hashlib.sha256()
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
 
 
 def record_path(folder: Path, key: str) -> Path:
