@@ -68,7 +68,12 @@ if TYPE_CHECKING:
     from seamline.core.precision.gate import compare as compare_precision
     from seamline.core.precision.gate import neighbours_kept
     from seamline.core.precision.gate import refusals as precision_refusals
-    from seamline.core.precision.negotiate import decide_precision, negotiated, preview_precision
+    from seamline.core.precision.negotiate import (
+        decide_precision,
+        negotiated,
+        preview_precision,
+        serving_precision,
+    )
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
     from seamline.core.registry import ComponentInfo, Registry
@@ -141,6 +146,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "PrecisionGate": ("seamline.core.config.spec", "PrecisionGate"),
     "decide_precision": ("seamline.core.precision.negotiate", "decide_precision"),
     "preview_precision": ("seamline.core.precision.negotiate", "preview_precision"),
+    "serving_precision": ("seamline.core.precision.negotiate", "serving_precision"),
     "negotiated": ("seamline.core.precision.negotiate", "negotiated"),
     # Host work and batch shapes (the benchmarks measure them alone)
     "BatchShapes": ("seamline.core.batching", "BatchShapes"),
@@ -235,6 +241,7 @@ __all__ = [
     "resolve_buckets",
     "resolve_component",
     "save_record",
+    "serving_precision",
     "store_directory",
     "tune_attention",
     "user_trust",

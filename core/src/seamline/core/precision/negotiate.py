@@ -173,8 +173,21 @@ def _first_that_serves(
             continue
         passed = PrecisionCandidate(judged.name, True, (*judged.reasons, source), figures, recorded)
         return PrecisionDecision(judged.name, mode, (*candidates, passed))
+    raise _none_can_serve(candidates)
+
+
+def serving_precision(candidates: Sequence[PrecisionCandidate]) -> str:
+    """The precision a run would compute in, from :func:`preview_precision`'s candidates:
+    the first that can serve; with none, the error a run stops with."""
+    for candidate in candidates:
+        if candidate.ok:
+            return candidate.name
+    raise _none_can_serve(candidates)
+
+
+def _none_can_serve(candidates: Sequence[PrecisionCandidate]) -> UserError:
     reasons = "; ".join(f"{c.name}: {' '.join(c.reasons)}" for c in candidates)
-    raise UserError(
+    return UserError(
         f"no precision can serve this pipeline ({reasons}); use 'precision: auto', which "
         "falls back to float32, or add float32 to the list"
     )

@@ -34,12 +34,17 @@ def explain(
         None if as_text else partial(pipeline_json.failed, pipeline_json.EXPLAIN_SCHEMA, pipeline)
     )
     resolved, registry = loading.pipeline(pipeline, overrides, report)
-    from seamline.core import preview_precision
+    from seamline.core import preview_precision, serving_precision
 
     mode, precisions = user_errors(lambda: preview_precision(resolved, registry), report)
     # The attention is planned for the precision the run would compute in: its specs
     # carry that dtype, which decides what some kernels can serve.
-    expected = next((c.name for c in precisions if c.ok), None)
+    expected = user_errors(
+        lambda: serving_precision(precisions),
+        None
+        if as_text
+        else partial(pipeline_json.unservable, pipeline, resolved, registry, (mode, precisions)),
+    )
     plan = user_errors(lambda: explain_attention(resolved, registry, expected), report)
     if as_text:
         _show(plan, resolved, registry)

@@ -118,21 +118,43 @@ def explained(
             },
             "weights_loaded": plan.weights_loaded,
             "buckets": [_bucket(bucket) for bucket in plan.buckets],
-            "precision": {
-                "mode": mode,
-                "candidates": [
-                    {
-                        "name": c.name,
-                        "ok": c.ok,
-                        "reasons": list(c.reasons),
-                        "figures": dataclasses.asdict(c.figures) if c.figures else None,
-                        "recorded": c.recorded,
-                    }
-                    for c in candidates
-                ],
-            },
+            "precision": _precision(mode, candidates),
         }
     )
+
+
+def unservable(
+    pipeline: Path,
+    resolved: ResolvedPipeline,
+    registry: Registry,
+    precision: tuple[str, Sequence[PrecisionCandidate]],
+    problem: UserError,
+) -> None:
+    """A valid pipeline that no precision candidate can serve: ``ok`` false with the run's
+    error, and the candidates with their reasons, but no buckets: a plan would be in a
+    precision the run never computes in."""
+    _print(
+        _frame(EXPLAIN_SCHEMA, pipeline, resolved, registry)
+        | _UNKNOWN[EXPLAIN_SCHEMA]
+        | {"ok": False, "errors": errors_of(problem), "precision": _precision(*precision)}
+    )
+
+
+def _precision(mode: str, candidates: Sequence[PrecisionCandidate]) -> dict[str, Any]:
+    """The precision candidates as ``explain`` judged them, each with the gate's record."""
+    return {
+        "mode": mode,
+        "candidates": [
+            {
+                "name": c.name,
+                "ok": c.ok,
+                "reasons": list(c.reasons),
+                "figures": dataclasses.asdict(c.figures) if c.figures else None,
+                "recorded": c.recorded,
+            }
+            for c in candidates
+        ],
+    }
 
 
 def failed(schema: str, pipeline: Path, problem: UserError) -> None:

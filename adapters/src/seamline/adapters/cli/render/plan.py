@@ -60,9 +60,22 @@ def precision(mode: str, candidates: Sequence[PrecisionCandidate]) -> None:
             f"  {candidate.name}: ",
             verdict,
             f": {'; '.join(candidate.reasons)}" if candidate.reasons else "",
+            _recorded(candidate),
             console=console,
             soft_wrap=True,
         )
+
+
+def _recorded(candidate: PrecisionCandidate) -> str:
+    """The gate's figures an earlier run recorded, and the record's path.
+
+    explain measures nothing: what vouches for the candidate (or against it) is that
+    record, so its figures are shown, and where it is, which one may delete to check
+    again."""
+    if candidate.figures is None:
+        return ""
+    where = f"; recorded in {candidate.recorded}" if candidate.recorded is not None else ""
+    return f" ({candidate.figures.describe()}{where})"
 
 
 def _bucket(length: int, batch_size: int, signature: str) -> str:

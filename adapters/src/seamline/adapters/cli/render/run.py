@@ -157,7 +157,10 @@ def _shards(out: Console, summary: RunSummary) -> None:
 
 
 def profile_summary(summary: RunSummary, out_dir: Path, written: list[Path]) -> None:
-    """The files the profiler wrote, and how to open them (Perfetto, TensorBoard)."""
+    """The files the profiler wrote, and how to open them (Perfetto, TensorBoard).
+
+    The precision line is ``run``'s: a profile's timings mean little without the
+    precision they were computed in, and the choice is never silent."""
     out = consoles.out
     line(
         ("done", "green"),
@@ -165,6 +168,7 @@ def profile_summary(summary: RunSummary, out_dir: Path, written: list[Path]) -> 
         f"{summary.counts.batches} batches in {summary.seconds:.1f}s, profiled",
         console=out,
     )
+    _precision(out, summary, verbose=False)
     line(f"  trace in {out_dir}/", console=out)
     for path in written:
         line(f"    {path}", console=out)
