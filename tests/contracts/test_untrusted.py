@@ -150,6 +150,17 @@ def test_strict_json_refuses_what_python_accepts() -> None:
         strict_json("[" * 100_000 + "]" * 100_000)
 
 
+def test_a_key_twice_in_an_object_is_refused_where_asked() -> None:
+    """Python keeps the last of two equal keys: a tampered manifest could show a reviewer's
+    parser one model and seamline another."""
+    text = '{"model": {"use": "a"}, "model": {"use": "b"}}'
+    assert strict_json(text) == {"model": {"use": "b"}}  # a record line: not asked
+    with pytest.raises(ValueError, match="key 'model' appears twice in an object"):
+        strict_json(text, unique_keys=True)
+    with pytest.raises(ConfigError, match=r"the manifest is not JSON \(key 'model' appears twice"):
+        manifest_json(text, "out/emb.manifest.json")
+
+
 def test_a_count_is_ascii_digits_that_int_takes() -> None:
     for text in ("0", "7", "1" * 20):
         assert is_count(text)

@@ -180,7 +180,7 @@ def read_manifest_text(path: Path) -> str:
 def manifest_json(text: str, source: str) -> Any:
     """Manifest ``text`` (from ``source``) parsed as strict JSON, or a located ``ConfigError``."""
     try:
-        return strict_json(text)
+        return strict_json(text, unique_keys=True)
     except (ValueError, RecursionError) as err:
         where, reason = source, str(err)
         if isinstance(err, JSONDecodeError):

@@ -239,12 +239,14 @@ def tune(
     are those of the candidates that serve, whatever the pipeline selects today. The
     shapes are those of the precision ``resolved`` has decided (``seamline tune``
     negotiates it first), so that a bfloat16 run finds timings of bfloat16 shapes.
+    Writing the cache is the point, so a folder that cannot be written raises
+    :class:`~.tuning.TuningCacheUnwritable` (a user error), where a run only warns.
     """
     cache = cache if cache is not None else TuningCache()
     results = []
     with _probed(resolved, registry, resolved.chosen_precision) as probed:
         candidates = probed.candidates
-        ranking = MeasuredRanking(candidates.infos, cache)
+        ranking = MeasuredRanking(candidates.infos, cache, must_save=True)
         planner = candidates.planner(measure=False)
         for length, batch_size, specs in probed.buckets:
             refusals = []
@@ -256,7 +258,7 @@ def tune(
                 else:
                     serving.append(candidate)
             if again and serving:
-                cache.path(tuning_key(specs, serving, candidates.infos)[0]).unlink(missing_ok=True)
+                cache.forget(tuning_key(specs, serving, candidates.infos)[0])
             found = ranking.entry(specs, serving)
             entry, cached = found if found is not None else (None, False)
             signature = signature_of(specs)

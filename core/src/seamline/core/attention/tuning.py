@@ -12,7 +12,10 @@ masking, platform), the device kind, the JAX and jaxlib versions, and each
 serving candidate's name, distribution, version and configuration. Upgrading JAX
 or a kernel's distribution, changing a kernel's settings or installing a new
 kernel that serves the shape therefore measures again. A damaged cache file is
-ignored (and measured over), never trusted.
+ignored (and measured over), never trusted; so is one that times a candidate that does
+not serve the shape here, or another shape. A folder that cannot be written costs a run
+only a warning (it measures again next time); for ``seamline tune``, whose job is to
+write it, it is a :class:`TuningCacheUnwritable` user error.
 
 The cache lives in ``$SEAMLINE_TUNING_DIR``, else ``$XDG_CACHE_HOME/seamline/tuning``
 (``~/.cache/seamline/tuning``): one JSON file per key.
@@ -26,16 +29,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
-from seamline.contracts import Attention
+from seamline.contracts import Attention, UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import write_bytes_atomically
-from seamline.contracts.untrusted import NotRegularFile, read_regular, strict_json
+from seamline.contracts.untrusted import NotRegularFile, cut, read_regular, strict_json
 from seamline.contracts.versions import installed_version
-from seamline.core.attention.measure import Timing, time_candidate
+from seamline.core.attention.measure import REPEATS, Timing, time_candidate
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
 from seamline.core.directories import cache_home, named_directory
 from seamline.core.registry import ComponentInfo
@@ -47,6 +57,20 @@ TUNING_VARIABLE = "SEAMLINE_TUNING_DIR"
 ENTRY_FORMAT = 1
 ENTRY_LIMIT = 256 * 1024
 """Bytes a cache file may have (one holds a few timings); a larger one is not read."""
+LONGEST_SECONDS = 3600.0
+"""The most a stored time may say: one attention call timed at over an hour is not one."""
+
+
+class TuningCacheUnwritable(UserError):
+    """The tuning folder cannot be written: fatal for ``seamline tune`` (its whole job),
+    a warning for a run (which keeps the times it measured and goes on)."""
+
+    def __init__(self, directory: Path, err: OSError) -> None:
+        self.directory = directory
+        super().__init__(
+            f"the tuning cache folder {directory} cannot be written ({err.strerror or err}): "
+            f"point {TUNING_VARIABLE} at a folder you can write, or unset it"
+        )
 
 
 def tuning_directory() -> Path:
@@ -104,12 +128,21 @@ class TuningEntry:
 
 
 class _StoredTiming(BaseModel):
+    """One candidate's figures, bounded as :func:`.measure.time_candidate` makes them:
+    fastest <= median <= slowest, at most :data:`.measure.REPEATS` calls."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    median: float = Field(ge=0.0, allow_inf_nan=False)
-    fastest: float = Field(ge=0.0, allow_inf_nan=False)
-    slowest: float = Field(ge=0.0, allow_inf_nan=False)
-    calls: int = Field(ge=1)
+    median: float = Field(ge=0.0, le=LONGEST_SECONDS, allow_inf_nan=False)
+    fastest: float = Field(ge=0.0, le=LONGEST_SECONDS, allow_inf_nan=False)
+    slowest: float = Field(ge=0.0, le=LONGEST_SECONDS, allow_inf_nan=False)
+    calls: int = Field(ge=1, le=REPEATS)
+
+    @model_validator(mode="after")
+    def _in_order(self) -> Self:
+        if not self.fastest <= self.median <= self.slowest:
+            raise ValueError("fastest <= median <= slowest does not hold")
+        return self
 
 
 class _StoredEntry(BaseModel):
@@ -127,8 +160,25 @@ class _StoredEntry(BaseModel):
     signature: str = Field(max_length=4096)
     device_kind: str = Field(max_length=256)
     measured: str = Field(max_length=64)
-    timings: dict[str, _StoredTiming] = Field(max_length=256)
+    timings: dict[Annotated[str, StringConstraints(max_length=200)], _StoredTiming] = Field(
+        max_length=256
+    )
     about: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What an entry for a key must say, known only to whoever made the key.
+
+    The file is hostile input that may fit the schema and still lie: a timing of a
+    candidate that cannot serve here (``tpu-flash`` on a CPU) would rank it first, and
+    one of another shape would rank by the wrong times.
+    """
+
+    signature: str
+    device_kind: str
+    candidates: frozenset[str]
+    """The serving candidates: an entry may leave out one that could not be timed."""
 
 
 class TuningCache:
@@ -140,31 +190,64 @@ class TuningCache:
     def path(self, key: str) -> Path:
         return self.directory / f"attention-{key}.json"
 
-    def load(self, key: str) -> TuningEntry | None:
+    def load(
+        self, key: str, expected: Expected | None = None, *, measuring: bool = True
+    ) -> TuningEntry | None:
         """The entry for ``key``; None when there is none or it cannot be trusted.
 
         Read as untrusted input: a regular file (a FIFO there would hang the run: it is
         opened non-blocking and checked on the descriptor) of at most
-        :data:`ENTRY_LIMIT` bytes, strict JSON, then the entry's schema.
+        :data:`ENTRY_LIMIT` bytes, strict JSON without repeated keys (Python keeps the
+        last, so what a reader sees depends on the parser), the entry's schema, then
+        ``expected``. The warning says what happens next: ``measuring`` is False for a
+        caller that only reads (``explain``).
         """
         path = self.path(key)
         try:
             raw = read_regular(path, ENTRY_LIMIT)
             if len(raw) > ENTRY_LIMIT:
                 raise ValueError(f"larger than {ENTRY_LIMIT} bytes")
-            entry = TuningEntry.from_json(strict_json(raw))
+            entry = TuningEntry.from_json(strict_json(raw, unique_keys=True))
+            _check(entry, key, expected)
         except FileNotFoundError:
             return None
         except (OSError, NotRegularFile, ValueError, RecursionError) as err:
-            log.warning("tuning cache entry ignored; measured again", path=str(path), why=str(err))
+            then = "measured again" if measuring else "the static order applies"
+            log.warning(f"tuning cache entry ignored; {then}", path=str(path), why=str(err))
             return None
-        return entry if entry.key == key else None
+        return entry
 
     def save(self, entry: TuningEntry) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """Write ``entry`` atomically; :class:`TuningCacheUnwritable` when the folder cannot
+        be written (the caller decides whether that is fatal)."""
         path = self.path(entry.key)
-        write_bytes_atomically(path, (json.dumps(entry.to_json(), indent=2) + "\n").encode())
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            write_bytes_atomically(path, (json.dumps(entry.to_json(), indent=2) + "\n").encode())
+        except OSError as err:
+            raise TuningCacheUnwritable(self.directory, err) from None
         return path
+
+    def forget(self, key: str) -> None:
+        """Remove the entry for ``key`` (``tune --again``), if there is one."""
+        try:
+            self.path(key).unlink(missing_ok=True)
+        except OSError as err:
+            raise TuningCacheUnwritable(self.directory, err) from None
+
+
+def _check(entry: TuningEntry, key: str, expected: Expected | None) -> None:
+    """``ValueError`` when ``entry`` is not the one its file name and ``expected`` promise."""
+    if entry.key != key:
+        raise ValueError(f"it is the entry of key {entry.key}")
+    if expected is None:
+        return
+    if entry.signature != expected.signature or entry.device_kind != expected.device_kind:
+        raise ValueError("its signature or device kind is not its key's")
+    strangers = sorted(set(entry.timings) - expected.candidates)
+    if strangers:
+        named = cut(", ".join(strangers), 120)
+        raise ValueError(f"it times {named}: not among the candidates that serve this shape here")
 
 
 def tuning_key(
@@ -203,7 +286,9 @@ class MeasuredRanking:
     """Serving candidates in order of measured time, from the cache or measured now.
 
     ``measure=False`` only reads the cache (``explain``: planning must not run
-    kernels); then a shape nobody measured keeps the static order.
+    kernels); then a shape nobody measured keeps the static order. ``must_save``
+    (``seamline tune``) makes a folder that cannot be written a
+    :class:`TuningCacheUnwritable`; a run only warns, once, and ranks by what it measured.
     """
 
     def __init__(
@@ -212,13 +297,16 @@ class MeasuredRanking:
         cache: TuningCache | None = None,
         *,
         measure: bool = True,
+        must_save: bool = False,
         on_entry: Measured | None = None,
     ) -> None:
         self.infos = infos
         self.cache = cache if cache is not None else TuningCache()
         self.measure = measure
+        self.must_save = must_save
         self._on_entry = on_entry
         self._entries: dict[str, tuple[TuningEntry, bool]] = {}
+        self._warned = False
 
     def times(self, specs: SpecKey, serving: Sequence[Attention[Any]]) -> MeasuredTimes | None:
         """Median seconds of each serving candidate (the planner's view of :meth:`entry`)."""
@@ -242,17 +330,32 @@ class MeasuredRanking:
         remembered = self._entries.get(key)
         if remembered is not None:
             return remembered
-        entry = self.cache.load(key)
+        expected = Expected(
+            about["signature"], about["device_kind"], frozenset(c.name for c in serving)
+        )
+        entry = self.cache.load(key, expected, measuring=self.measure)
         cached = entry is not None
         if entry is None:
             if not self.measure:
                 return None
             entry = self._measure(key, about, specs, serving)
-            self.cache.save(entry)
+            self._save(entry)
         self._entries[key] = (entry, cached)
         if self._on_entry is not None:
             self._on_entry(entry, cached)
         return entry, cached
+
+    def _save(self, entry: TuningEntry) -> None:
+        """Keep ``entry``; a run whose folder cannot be written ranks by it all the same
+        (the cache only saves the next run time) and says so once, not per shape."""
+        try:
+            self.cache.save(entry)
+        except TuningCacheUnwritable as err:
+            if self.must_save:
+                raise
+            if not self._warned:
+                log.warning("tuning cache not kept; the next run measures again", why=str(err))
+            self._warned = True
 
     def _measure(
         self, key: str, about: dict[str, Any], specs: SpecKey, serving: Sequence[Attention[Any]]

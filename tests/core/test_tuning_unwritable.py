@@ -1,0 +1,91 @@
+"""A tuning folder that cannot be written: a run warns and goes on; ``seamline tune`` refuses.
+
+The cache only saves time later, so a run that cannot keep its timings still ranks by
+them (as a precision record that cannot be kept only warns); ``seamline tune`` exists to
+write it, so there it is a one-line user error. Neither is a traceback, and neither
+blames the run's output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from typer.testing import CliRunner
+
+from seamline.adapters import logging_setup
+from seamline.adapters.cli.main import app
+from seamline.contracts import AttentionChosen
+from seamline.core.attention import tuning as tuning_module
+from seamline.core.attention.measure import Timing
+from seamline.core.attention.tuning import TUNING_VARIABLE
+from seamline.core.config import parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from seamline.core.registry import Registry
+from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
+
+PIPELINE = """\
+pipeline: unwritable
+loader: {use: list, with: {texts: ["a b", "c d e f g"]}}
+model: {use: toy}
+attention: {use: [native, long-only], select: measure, verify: false}
+monitors: [{use: recording}]
+sink: {use: memory}
+run: {batch_size: 4, buckets: [4, 8]}
+"""
+
+SPEEDS = {"native": 2e-3, "long-only": 1e-3}
+
+
+@pytest.fixture
+def unwritable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A tuning folder every write to fails as one under ``/proc/1`` does (as root)."""
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+    directory = tmp_path / "tuning"
+    monkeypatch.setenv(TUNING_VARIABLE, str(directory))
+
+    def fake(attention: Any, specs: Any) -> Timing:
+        seconds = SPEEDS[attention.name]
+        return Timing(seconds, seconds, seconds, 3)
+
+    def refuse(path: Path, data: bytes) -> None:
+        temporary = path.parent / f".{path.name}.x1y2.tmp"
+        raise FileNotFoundError(2, "No such file or directory", str(temporary))
+
+    monkeypatch.setattr(tuning_module, "time_candidate", fake)
+    monkeypatch.setattr(tuning_module, "write_bytes_atomically", refuse)
+    return directory
+
+
+def test_a_run_warns_once_and_goes_on_with_what_it_measured(unwritable: Path) -> None:
+    registry = toy_registry()
+    resolved = parse_pipeline(PIPELINE, "p.yaml", registry)
+    with structlog.testing.capture_logs() as logs:
+        summary = Orchestrator(resolved, registry).run()
+    assert set(summary.attention.values()) == {"long-only"}
+    assert len(MemorySink.records) == 2
+    chosen = [e for e in RecordingMonitor.events if isinstance(e, AttentionChosen)]
+    assert chosen
+    assert all(e.chosen == "long-only" and "measured now" in e.reason for e in chosen)
+    (said,) = [e for e in logs if e["event"].startswith("tuning cache not kept")]
+    assert said["log_level"] == "warning"
+    assert str(unwritable) in said["why"]
+    assert TUNING_VARIABLE in said["why"]
+
+
+def test_tune_refuses_in_one_line_naming_the_folder_and_the_fix(
+    unwritable: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: toy_registry()))
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
+    path = tmp_path / "p.yaml"
+    path.write_text(PIPELINE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["tune", str(path)], env={"COLUMNS": "400"})
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"error: the tuning cache folder {unwritable} cannot be written")
+    assert f"point {TUNING_VARIABLE} at a folder you can write" in line
