@@ -13,7 +13,9 @@ index) compares its own ledger with it.
 The bytes digested are the bytes used: the JSON files are parsed from them and the
 tokenizer is built from them, so nothing can change between the check and the use.
 Each file is opened as untrusted input (a FIFO or a device in its place is refused, not
-waited on) and read with a bound.
+waited on) and read with a bound, and only from the checkpoint's own folder: a file
+that is a symbolic link out of it (``1_Pooling/config.json`` linked to a file elsewhere)
+is refused, as a module folder that leads out is (:func:`checkpoint_folder`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seamline.contracts import WeightsError
-from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.contracts.untrusted import NotRegularFile, cut, open_regular, opened_path
 
 FILE_LIMIT = 256 << 20
 """Bytes a configuration or tokenizer file may have (large multilingual tokenizers are
@@ -41,12 +43,19 @@ class FileLedger:
     root: Path
     entries: list[tuple[str, str]] = field(default_factory=list)
     """``(name relative to root, hex SHA-256 or ABSENT)`` for each file looked for."""
+    folder: Path = field(init=False)
+    """Where every file read must really lie (:func:`checkpoint_folder`)."""
+
+    def __post_init__(self) -> None:
+        self.folder = checkpoint_folder(self.root)
 
     def read(self, path: Path) -> bytes | None:
         """The bytes of the file at ``path``, or None when there is none; recorded either way."""
         name = self._name(path)
         try:
-            data = read_regular(path, FILE_LIMIT)
+            with open_regular(path) as handle:  # checked where it was opened: no race
+                self.check_inside(path, opened_path(handle))
+                data = handle.read(FILE_LIMIT + 1)
         except (FileNotFoundError, NotADirectoryError):
             self.entries.append((name, ABSENT))
             return None
@@ -67,11 +76,36 @@ class FileLedger:
         listing = "".join(f"{name}\t{digest}\n" for name, digest in self.entries)
         return hashlib.sha256(listing.encode("utf-8")).hexdigest()
 
+    def check_inside(self, path: Path, real: Path | None = None) -> None:
+        """Refuse ``path`` if it really is (``real``, else its links followed) outside
+        the checkpoint's folder: a link out would have the encoder use another file
+        (another model's pooling, a tokenizer anyone may edit) under this checkpoint's name."""
+        real = real if real is not None else path.resolve()
+        if not real.is_relative_to(self.folder):
+            raise WeightsError(
+                f"{path} leads through a symbolic link to {cut(str(real), 120)}, outside the "
+                f"checkpoint's folder {self.folder}; a checkpoint's files are read from its own "
+                "folder only: put the file itself there in place of the link"
+            )
+
     def _name(self, path: Path) -> str:
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
             return path.as_posix()
+
+
+def checkpoint_folder(root: Path) -> Path:
+    """The folder a checkpoint's files must really lie in: ``root``, its own links followed.
+
+    A file may be a link to another file inside it. For a snapshot of the Hugging Face
+    cache (``models--<org>--<name>/snapshots/<revision>/``), whose every file is a link
+    into the model's ``blobs/``, it is the model's cache folder ``models--<org>--<name>``.
+    """
+    real = root.resolve()
+    if real.parent.name == "snapshots" and real.parent.parent.name.startswith("models--"):
+        return real.parent.parent
+    return real
 
 
 def verify_files(root: Path, actual: str, expected: str) -> None:

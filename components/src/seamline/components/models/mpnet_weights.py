@@ -40,14 +40,15 @@ def parse_architecture(config: dict[str, Any], path: Path) -> MpnetArchitecture:
     kind = config.get("model_type")
     if kind != "mpnet":
         raise WeightsError(
-            f"{where}: model_type is {kind!r}, not 'mpnet'; mpnet-encoder runs MPNet checkpoints "
-            "(for BERT-family ones use bert-encoder)"
+            f"{where}: model_type is {weights.shown(kind)}, not 'mpnet'; mpnet-encoder runs MPNet "
+            "checkpoints (for BERT-family ones use bert-encoder)"
         )
     buckets = config.get("relative_attention_num_buckets", BIAS_BUCKETS)
     if buckets != BIAS_BUCKETS:
         raise WeightsError(
-            f"{where}: relative_attention_num_buckets is {buckets!r}; transformers' MPNet always "
-            f"buckets distances into {BIAS_BUCKETS}, which is all mpnet-encoder reproduces"
+            f"{where}: relative_attention_num_buckets is {weights.shown(buckets)}; transformers' "
+            f"MPNet always buckets distances into {BIAS_BUCKETS}, which is all mpnet-encoder "
+            "reproduces"
         )
     table = weights.int_field(config, "max_position_embeddings", where)
     if table <= POSITION_OFFSET:

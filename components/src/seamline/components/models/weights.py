@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 from safetensors.numpy import load_file
 
-from seamline.components.models import file_digest, split_zip
+from seamline.components.models import file_digest, safetensors_header, split_zip
 from seamline.components.models.bert_math import (
     Activation,
     Architecture,
@@ -54,9 +54,6 @@ MODEL_TYPES = ("bert",)
 
 #: safetensors dtypes the weights may be stored in (read as float32, as the reference does).
 TENSOR_DTYPES = ("F32", "F16", "BF16", "F64")
-
-#: The longest safetensors header read (it describes every tensor; real ones are kilobytes).
-MAX_HEADER_BYTES = 100 << 20
 
 Array = npt.NDArray[Any]
 
@@ -133,13 +130,13 @@ def _package_dir(module: str) -> Path:
     """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", module):
         raise WeightsError(
-            f"{PACKAGE_PREFIX}{module!s} does not name a Python module; "
+            f"{PACKAGE_PREFIX}{cut(module, 60)} does not name a Python module; "
             f"write '{PACKAGE_PREFIX}<importable.module.name>'"
         )
     spec = find_without_importing(module)
     if spec is None:
         raise WeightsError(
-            f"weights package {module!r} is not installed in this environment; install the "
+            f"weights package {shown(module)} is not installed in this environment; install the "
             f"distribution that provides it, or point 'weights' at a directory instead"
         )
     if spec.submodule_search_locations:
@@ -147,7 +144,7 @@ def _package_dir(module: str) -> Path:
     elif spec.origin:
         module_dir = Path(spec.origin).parent
     else:
-        raise WeightsError(f"weights package {module!r} has no location on disk to read from")
+        raise WeightsError(f"weights package {shown(module)} has no location on disk to read from")
     nested = module_dir / "model"
     return nested if (nested / "config.json").is_file() else module_dir
 
@@ -179,6 +176,7 @@ def read_model_files(root: Path) -> ModelFiles:
             f"{weights_path} is missing; this encoder reads safetensors only (convert a "
             "pytorch_model.bin with the safetensors library, once, outside seamline)"
         )
+    ledger.check_inside(weights_path)
     pooling_path = _module_dir(root, modules, "Pooling", "1_Pooling") / "config.json"
     pooling = _read_object(ledger, pooling_path)
     if pooling is None and any(_is_module(m, "Pooling") for m in modules or ()):
@@ -319,7 +317,9 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
             "does not compute; use the mpnet-encoder model instead (model: {use: mpnet-encoder})"
         )
     if model_type not in MODEL_TYPES:
-        found = "names no model_type" if model_type is None else f"has model_type {model_type!r}"
+        found = (
+            "names no model_type" if model_type is None else f"has model_type {shown(model_type)}"
+        )
         raise WeightsError(
             f"{where} {found}; bert-encoder runs BERT encoders only (model_type "
             f"{' or '.join(repr(t) for t in MODEL_TYPES)}: BERT, MiniLM, bge, e5 and other "
@@ -329,7 +329,7 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
     position_kind = config.get("position_embedding_type", "absolute")
     if position_kind != "absolute":
         raise WeightsError(
-            f"{where}: position_embedding_type {position_kind!r} is not supported; "
+            f"{where}: position_embedding_type {shown(position_kind)} is not supported; "
             "bert-encoder implements absolute position embeddings only"
         )
     activation = activation_of(config, where)
@@ -359,10 +359,16 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
     return arch
 
 
+def shown(value: object) -> str:
+    """A value read from a checkpoint's file, for a message: its ``repr``, cut short (a
+    ``model_type`` of 200,000 characters is a 200 kB error line otherwise)."""
+    return cut(repr(value), 60)
+
+
 def _count_field(config: dict[str, Any], key: str, default: int, where: Path) -> int:
     value = config.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise WeightsError(f"{where}: {key} is {value!r}, expected a whole number")
+        raise WeightsError(f"{where}: {key} is {shown(value)}, expected a whole number")
     return value
 
 
@@ -371,7 +377,7 @@ def activation_of(config: dict[str, Any], where: Path) -> Activation:
     activation = _ACTIVATIONS.get(str(config.get("hidden_act", "gelu")))
     if activation is None:
         raise WeightsError(
-            f"{where}: hidden_act {config.get('hidden_act')!r} is not supported; "
+            f"{where}: hidden_act {shown(config.get('hidden_act'))} is not supported; "
             f"the encoders implement {sorted(_ACTIVATIONS)}"
         )
     return activation
@@ -381,7 +387,7 @@ LIMITS = {"num_hidden_layers": 1024, "num_attention_heads": 1024}
 """The largest value of a ``config.json`` size the encoders take, where it is less than
 ``MAX_SIZE``: more layers or heads than any encoder has is a damaged (or hostile) file,
 and building a model of a billion layers would exhaust memory before anything failed."""
-MAX_SIZE = 1 << 24
+MAX_SIZE = safetensors_header.MAX_DIMENSION
 """The largest vocabulary, width or position table taken (16,777,216)."""
 
 
@@ -434,12 +440,16 @@ def check_modules(
 
     Skipping one silently would give vectors that look right and are not the model's.
     """
-    extra = [str(m.get("type")) for m in modules or () if module_class(m) not in SUPPORTED_MODULES]
+    extra = [
+        cut(str(m.get("type")), 100)
+        for m in modules or ()
+        if module_class(m) not in SUPPORTED_MODULES
+    ]
     if extra:
         raise WeightsError(
-            f"{where / 'modules.json'} lists {', '.join(extra)}, which {encoder} does not "
-            "implement (it runs Transformer, Pooling and Normalize only); use a checkpoint "
-            "without them"
+            f"{where / 'modules.json'} lists {cut(', '.join(extra), 300)}, which {encoder} "
+            "does not implement (it runs Transformer, Pooling and Normalize only); use a "
+            "checkpoint without them"
         )
 
 
@@ -515,35 +525,9 @@ def check_tensors(files: ModelFiles, arch: Architecture) -> None:
 
 
 def read_safetensors_header(path: Path) -> dict[str, Any]:
-    """Every tensor's ``(dtype, shape)`` from a safetensors file's header."""
-    damaged = f"{path} is not a safetensors file (its header could not be read"
-    try:
-        with path.open("rb") as stream:
-            size_bytes = stream.read(8)
-            size = int.from_bytes(size_bytes, "little") if len(size_bytes) == 8 else -1
-            if not 0 < size <= min(MAX_HEADER_BYTES, path.stat().st_size - 8):
-                raise WeightsError(f"{damaged}); restore the file")
-            header = json.loads(stream.read(size).decode("utf-8"))
-    except RecursionError:
-        raise WeightsError(f"{damaged}: it is nested too deeply); restore the file") from None
-    except (OSError, ValueError) as err:  # ValueError: not UTF-8, not JSON, huge numbers
-        raise WeightsError(f"{damaged}: {cut(str(err))}); restore the file") from err
-    if not isinstance(header, dict):
-        raise WeightsError(f"{damaged}); restore the file")
-    tensors: dict[str, Any] = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        shape = entry.get("shape") if isinstance(entry, dict) else None
-        if not isinstance(shape, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_SIZE for n in shape
-        ):
-            raise WeightsError(
-                f"{damaged}: entry {cut(name, 60)!r} has no shape of whole numbers); "
-                "restore the file"
-            )
-        tensors[name] = (str(entry.get("dtype")), tuple(shape))
-    return tensors
+    """Every tensor's ``(dtype, shape)`` from a safetensors file's header, refused unless
+    the header describes the file's data exactly (:mod:`.safetensors_header`)."""
+    return dict(safetensors_header.read_header(path))
 
 
 def _assemble(reader: TensorReader, arch: Architecture) -> BertParams:
@@ -640,8 +624,8 @@ class HeaderReader(TensorReader):
             self._problems.append(f"missing {name}")
         else:
             dtype, found = entry
-            if found != shape:
-                self._problems.append(f"{name} has shape {found}, expected {shape}")
+            if found != shape:  # a header's shape may have a million dimensions: cut short
+                self._problems.append(f"{name} has shape {cut(str(found), 60)}, expected {shape}")
             if dtype not in TENSOR_DTYPES:
                 self._problems.append(
                     f"{name} is stored as {dtype}, not a float type ({', '.join(TENSOR_DTYPES)})"
