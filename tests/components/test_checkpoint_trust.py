@@ -532,3 +532,38 @@ def test_a_linked_run_or_part_folder_is_never_adopted(tmp_path: Path) -> None:
     assert untouched(victim)
     assert sorted(p.name for p in victim.iterdir()) == ["keep.txt", "run.json", "sub"]
     assert not (root / "run1" / "part-00000-of-00002").is_symlink()
+
+
+def test_a_part_is_finished_only_as_its_sink_left_it(tmp_path: Path) -> None:
+    """A resume publishes a finished part as it is, never writing it again: an empty record
+    file planted in an unfinished part's folder, or a finished part reached through a link,
+    had its shard skipped, and the run published 30 of 40 documents and exited 0."""
+    out = tmp_path / "out"
+    driver = make("jsonl", out)
+    driver.begin_parts("run1", 3, MANIFEST)
+    root = out / ".emb.jsonl.shards" / "run1"
+    done = make("jsonl", out).part("run1", Shard(0, 3))
+    done.recover(MANIFEST)
+    done.write(records(3))
+    done.close()
+    assert (staged := make("jsonl", out).staged_run(MANIFEST)) is not None
+    assert staged.finished == {0}, "a part its sink finished is finished"
+
+    planted = root / "part-00001-of-00003"
+    planted.mkdir()
+    (planted / "emb.jsonl").touch()  # the primary alone: no manifest, no errors file
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(root / "part-00000-of-00003", elsewhere)
+    (root / "part-00002-of-00003").symlink_to(elsewhere, target_is_directory=True)
+    assert (staged := make("jsonl", out).staged_run(MANIFEST)) is not None
+    assert staged.finished == {0}, "neither the planted file nor the linked part is finished"
+    assert not make("jsonl", out).part("run1", Shard(1, 3)).finished()
+
+    records_file = root / "part-00000-of-00003" / "emb.jsonl"
+    records_file.write_bytes(b"".join(records_file.read_bytes().splitlines(True)[:2]))
+    with pytest.raises(ResumeRefused) as refused:
+        make("jsonl", out).staged_run(MANIFEST)
+    message = str(refused.value)
+    assert "the finished part" in message
+    assert "'emb.jsonl' holds 2 records where its manifest counted 3" in message
+    assert "delete that part's folder" in message

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -52,7 +53,13 @@ from seamline.contracts.sink_kit._atomic import (
 )
 from seamline.contracts.sink_kit._checkpoint import changed_inputs, first_problem, manifest_bytes
 from seamline.contracts.sink_kit._lock import FileLock
-from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.contracts.untrusted import (
+    NotRegularFile,
+    OutsideFolder,
+    open_regular,
+    read_regular,
+    within,
+)
 
 RUN_FORMAT = 1
 RUN_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
@@ -131,7 +138,9 @@ class PartStaging:
         return {purpose: directory / destination.name for purpose, destination in self.targets}
 
     def is_finished(self, run_id: str, shard: Shard) -> bool:
-        return (self.part_directory(run_id, shard) / self.primary.name).exists()
+        """Whether the part of ``shard`` is one its sink finished (:func:`part_is_finished`)."""
+        names = [destination.name for _, destination in self.targets]
+        return part_is_finished(self.part_directory(run_id, shard), self.manifest_path.name, names)
 
     # -- the driver ----------------------------------------------------------------------
 
@@ -200,7 +209,30 @@ class PartStaging:
         finished = frozenset(
             index for index in range(count) if self.is_finished(record.run_id, Shard(index, count))
         )
+        for index in sorted(finished):  # about to be published as they are: counted once
+            self._check_counted(self.part_directory(record.run_id, Shard(index, count)))
         return StagedRun(record.run_id, count, finished)
+
+    def _check_counted(self, directory: Path) -> None:
+        """Refuse the resume if a finished part's file of lines does not hold the records
+        its own manifest counted: a part is published as it is, never written again, so a
+        record file cut or swapped since would be published short and the run end well."""
+        manifest = read_published_manifest(directory / self.manifest_path.name) or {}
+        outputs = manifest.get("outputs")
+        lines = outputs.get("lines") if isinstance(outputs, dict) else None
+        for name, counted in (lines or {}).items() if isinstance(lines, dict) else ():
+            try:
+                within(directory, str(name))  # a name leading out is read from nowhere
+                found = _lines_in(directory / str(name))
+            except OutsideFolder:
+                found = None
+            if found != counted:
+                raise ResumeRefused(
+                    f"cannot resume: the finished part {str(directory)!r} was changed since "
+                    f"it was written ({str(name)[:80]!r} holds {found} records where its "
+                    f"manifest counted {str(counted)[:20]}); delete that part's folder to have "
+                    "its shard run again, or run again with --restart to start over"
+                )
 
     def finished_parts(self, run_id: str, count: int) -> list[dict[str, Path]]:
         """Every part's files, in shard order; a ContractViolation if one is not finished."""
@@ -271,6 +303,40 @@ class _StagedRunRecord(BaseModel):
     model: Any = None
     inputs: Any = None
     """The run's pipeline section hashes and input fingerprint (``changed_inputs``)."""
+
+
+def part_is_finished(directory: Path, manifest_name: str, names: Sequence[str]) -> bool:
+    """Whether ``directory`` holds a part its sink finished and nobody replaced.
+
+    A part's sink publishes its manifest, then its other files, its primary last: a
+    finished part has them all, each a file (a LanceDB table: a folder) of its own. The
+    folder itself is a folder, never a link (a part is never followed: a resume does not
+    adopt one planted there), and so is each of its files. A primary alone (an empty
+    file put there) is not a finished part: its shard runs again.
+    """
+    if not _plain(directory, folder=True):
+        return False
+    return all(_plain(directory / name) for name in (manifest_name, *names)) and (
+        read_published_manifest(directory / manifest_name) is not None
+    )
+
+
+def _plain(path: Path, *, folder: bool = False) -> bool:
+    """Whether ``path`` is there, a regular file or a folder (``folder``: a folder), not a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) or (not folder and stat.S_ISREG(mode))
+
+
+def _lines_in(path: Path) -> int | None:
+    """The lines of the regular file at ``path`` (never through a link); None if unreadable."""
+    try:
+        with open_regular(path, follow=False) as stream:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: stream.read(1 << 20), b""))
+    except (OSError, NotRegularFile):
+        return None
 
 
 def _read_small(path: Path, limit: int) -> bytes:

@@ -21,7 +21,7 @@ from seamline.contracts.sink import StagedRun
 from seamline.contracts.sink_kit._atomic import AtomicFile
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._lock import DestinationLock
-from seamline.contracts.sink_kit._parts import PartLock, PartStaging
+from seamline.contracts.sink_kit._parts import PartLock, PartStaging, part_is_finished
 
 ConfigT = TypeVar("ConfigT", bound=OutputConfig)
 
@@ -90,7 +90,11 @@ class StagedParts(Generic[ConfigT]):
         return part
 
     def finished(self) -> bool:
-        return self.is_part and self.config.path.exists()
+        if not self.is_part:
+            return False
+        manifest_path, targets = self.staging_targets()
+        names = [destination.name for _, destination in targets]
+        return part_is_finished(self.config.path.parent, manifest_path.name, names)
 
     @property
     def is_part(self) -> bool:
