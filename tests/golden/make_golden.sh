@@ -8,10 +8,11 @@
 # writes tests/golden/minilm_l6_v2.npz and tests/golden/minilm_l6_v2.meta.json, and
 # make_family.py, which writes tests/golden/family/ (checkpoints, goldens, meta.json).
 #
-# Usage: bash tests/golden/make_golden.sh [--setup-only | --mpnet | --family]   (PYTHON=python3.11
+# Usage: bash tests/golden/make_golden.sh [--setup-only | --mpnet | --family | --parity]   (PYTHON=python3.11
 #        to choose the interpreter; --setup-only makes the venv and stops, for the benchmarks;
 #        --mpnet makes the small random MPNet checkpoint and its goldens, make_mpnet_golden.py;
-#        --family runs make_family.py alone)
+#        --family runs make_family.py alone; --parity runs make_parity_golden.py, the goldens of
+#        texts and settings seamline once got wrong, from the committed checkpoints)
 # torch and sentence-transformers live only in this venv, never in the project's env.
 set -euo pipefail
 
@@ -98,6 +99,10 @@ if [[ "${1:-}" == "--setup-only" ]]; then
 fi
 if [[ "${1:-}" == "--mpnet" ]]; then  # the small random-weight MPNet checkpoint and its goldens
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_mpnet_golden.py"
+  exit 0
+fi
+if [[ "${1:-}" == "--parity" ]]; then  # needs mpnet_tiny/ and family/ made first
+  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_parity_golden.py"
   exit 0
 fi
 if [[ "${1:-}" != "--family" ]]; then

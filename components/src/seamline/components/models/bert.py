@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from seamline.components.models import bert_math, weights
+from seamline.components.models import bert_math, checkpoint_settings, weights
 from seamline.components.models.bert_math import Architecture, BertParams
 from seamline.components.models.encoder import (
     PACK_TOKENS,
@@ -57,6 +57,7 @@ class BertEncoder(SentenceEncoder[BertParams]):
     Config = BertEncoderConfig
 
     def _parse_architecture(self, files: weights.ModelFiles) -> Architecture:
+        checkpoint_settings.refuse_decoder(files, self.name)  # causal attention: not an encoder
         return weights.parse_architecture(files.config, files.model_dir)
 
     def _check_tensors(self, files: weights.ModelFiles) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
-from seamline.components.models import split_zip, weights, windows
+from seamline.components.models import checkpoint_settings, split_zip, weights, windows
 from seamline.components.models.bert_math import Architecture, Pooling, Readout
 from seamline.components.models.file_ledger import verify_files
 from seamline.contracts import (
@@ -209,6 +209,25 @@ class EncoderConfig(ComponentConfig):
         return self
 
 
+def stride_refused(
+    err: ValueError,
+    found: windows.TokenWindows,
+    side: str,
+    read: tuple[weights.ModelFiles, int] | None,
+) -> ConfigError:
+    """``err`` of :func:`check_stride`, with the prefix's share and where max_length was read.
+
+    A window read from the checkpoint (``read``: its files and the window) names its file
+    and key: a ``max_seq_length`` of 1 is the checkpoint's mistake, not the pipeline's.
+    """
+    extra = f" (with the {side} prefix's {len(found.prefix.ids)} tokens)"
+    message = f"{err}{extra if found.prefix.ids.size else ''}"
+    if read is not None:
+        origin = checkpoint_settings.window_origin(*read)
+        message += f"; max_length is {origin}: raise it there, or set max_length in the pipeline"
+    return ConfigError(message)
+
+
 def check_stride(stride: int, max_length: int, special: int) -> None:
     """Raise ``ValueError`` unless a window keeps at least one token that is not overlap."""
     if stride >= max_length - special:
@@ -291,24 +310,25 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         """The tokenizer cutting texts into windows with ``prefix``, checked against the model.
 
         The stride is checked with the tokenizer's real special-token count and the
-        prefix's tokens: the tokenizer would otherwise abort the process (a Rust panic)
-        on the first long text. Token ids past the embedding table are refused here, as
-        transformers would fail on the first text that holds one.
+        prefix's tokens (else the tokenizer aborts the process on the first long text),
+        naming the file a checkpoint's window came from. Token ids past the embedding
+        table are refused here, as transformers would fail on the first text with one.
         """
         found = windows.load_windows(
             self._files.tokenizer_path,
             self._files.tokenizer_json,
             self._max_length,
             self.config.stride,
-            fallback_pad_id=int(self._files.config.get("pad_token_id") or 0),
+            fallback_pad_id=checkpoint_settings.pad_token_id(self._files),
             prefix=prefix,
             token_types=self._files.returns_token_types(),
+            lower_case=checkpoint_settings.lower_case(self._files),
         )
         try:
             check_stride(self.config.stride, self._max_length, found.reserved)
         except ValueError as err:
-            extra = f" (with the {side} prefix's {len(found.prefix.ids)} tokens)"
-            raise ConfigError(str(err) + (extra if found.prefix.ids.size else "")) from err
+            origin = None if self.config.max_length else (self._files, self._max_length)
+            raise stride_refused(err, found, side, origin) from err
         check_ids(found, self._arch, self._files.tokenizer_path)
         return found
 
@@ -558,10 +578,7 @@ def checkpoint_pooling(files: weights.ModelFiles, source: str) -> Pooling:
         if pooling.get(key)
     ]
     if len(chosen) > 1 or unsupported or (named is not None and named not in flags.values()):
-        raise WeightsError(
-            f"the pooling configuration of {source} ({pooling}) is not one of "
-            "mean, cls or max alone; set 'pooling' explicitly to choose one"
-        )
+        raise checkpoint_settings.pooling_refused(pooling, source)
     return chosen[0] if chosen else "mean"
 
 

@@ -4,9 +4,13 @@ What differs from :mod:`.bert_math`, and nothing else (the layers, layer norms,
 feed-forward, pooling and normalisation are BERT's, reused from there):
 
 * embeddings are word + position, layer-normed; there is no token-type table, and
-  position ids start at ``padding_idx + 1 = 2`` (transformers' ``MPNetEmbeddings``
-  hard-codes ``padding_idx = 1``), so a token at position ``p`` of its example reads
-  row ``p + 2`` of the position table;
+  position ids are numbered from the token ids, as transformers'
+  ``create_position_ids_from_input_ids`` numbers them (``MPNetEmbeddings`` hard-codes
+  ``padding_idx = 1``): a token with the pad id reads row 1, any other the count of
+  non-pad tokens of its example up to and including it, plus 1. Without a pad id in
+  a text that is row ``p + 2`` for the token at position ``p``; a literal ``<pad>``
+  written in a text is tokenised to the pad id with an attention mask of 1 (it is
+  attended and pooled), and the tokens after it read one row lower each;
 * every layer's attention adds the same relative-position bias: a learned table
   ``[32 buckets, heads]`` over T5's bidirectional buckets of the distance between key
   and query (``max_distance`` 128), passed to the attention at the seam as a
@@ -38,6 +42,8 @@ if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
 
 #: transformers' MPNetEmbeddings: padding_idx is 1 and positions count from padding_idx + 1.
 POSITION_OFFSET = 2
+#: The token id transformers gives the padding position (row 1), whatever config.json says.
+PADDING_IDX = POSITION_OFFSET - 1
 #: transformers' MPNetEncoder.compute_position_bias: 32 buckets over distances up to 128.
 BIAS_BUCKETS = 32
 BIAS_MAX_DISTANCE = 128
@@ -116,10 +122,27 @@ def encode(
 def embed(
     params: MpnetEmbeddingParams, input_ids: jax.Array, positions: jax.Array, eps: float
 ) -> jax.Array:
-    """Sum of token and position embeddings (position ids from 2), layer-normed."""
+    """Sum of token and position embeddings (rows of :func:`position_rows`), layer-normed."""
     import jax.numpy as jnp
 
     word = jnp.take(jnp.asarray(params["word"], jnp.float32), input_ids, axis=0)
-    rows = positions + POSITION_OFFSET
+    rows = position_rows(input_ids, positions)
     position = jnp.take(jnp.asarray(params["position"], jnp.float32), rows, axis=0)
     return bert_math.layer_norm(word + position, params["norm"], eps)
+
+
+def position_rows(input_ids: jax.Array, positions: jax.Array) -> jax.Array:
+    """Each token's row of the position table, as transformers numbers it from the ids.
+
+    ``create_position_ids_from_input_ids``: a pad-id token gets ``PADDING_IDX``, any
+    other the running count of non-pad tokens plus ``PADDING_IDX``. The count restarts
+    per packed example: ``index - positions`` is where a token's example begins, and the
+    count before it is subtracted. Two ``[B, T]`` integer passes, beside the layers.
+    """
+    import jax.numpy as jnp
+
+    counted = (input_ids != PADDING_IDX).astype(jnp.int32)
+    running = jnp.cumsum(counted, axis=1)
+    starts = jnp.arange(input_ids.shape[1], dtype=positions.dtype)[None, :] - positions
+    before = jnp.take_along_axis(running - counted, starts, axis=1)
+    return jnp.where(counted == 1, running - before + PADDING_IDX, PADDING_IDX)

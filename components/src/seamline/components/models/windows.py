@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from tokenizers import Encoding, Tokenizer
+from tokenizers import Encoding, Tokenizer, normalizers
 
+from seamline.components.models.text_growth import Growth, growth_of, normalizer_steps
 from seamline.contracts import ConfigError, Example, WeightsError
 from seamline.contracts.untrusted import cut
 
@@ -54,6 +55,8 @@ class TokenWindows:
     token_types: bool = True
     """Whether windows keep the tokenizer's token type ids (else all 0: a Hugging Face
     tokenizer whose ``model_input_names`` leaves them out feeds the model none)."""
+    growth: Growth | None = None
+    """The check of how far the normalizer lengthens a document (:mod:`.text_growth`)."""
 
     @property
     def reserved(self) -> int:
@@ -61,7 +64,13 @@ class TokenWindows:
         return self.special_tokens + len(self.prefix.ids)
 
     def split(self, doc_id: str, text: str) -> list[Example]:
-        """All windows of ``text``, in order, as examples."""
+        """All windows of ``text``, in order, as examples.
+
+        A text the normalizer would lengthen out of proportion to its size is refused
+        first (:class:`~.text_growth.DocumentTooLarge`), before its tokens take memory.
+        """
+        if self.growth is not None:
+            self.growth.check(text)
         first = encoded(self.tokenizer, text)
         windows = [first, *first.overflowing]
         return [self.example(doc_id, index, window) for index, window in enumerate(windows)]
@@ -130,6 +139,7 @@ def load_windows(
     *,
     prefix: str = "",
     token_types: bool = True,
+    lower_case: bool = False,
 ) -> TokenWindows:
     """A tokenizer that cuts any text into windows of at most ``max_length`` tokens.
 
@@ -141,7 +151,9 @@ def load_windows(
     With a ``prefix``, windows are cut shorter by its tokens, which every window then
     carries (see the module's docstring). The caller checks ``stride`` against
     ``max_length - reserved`` first: the tokenizer aborts the process on a long text
-    when a window has no room past the overlap.
+    when a window has no room past the overlap. ``lower_case`` (sentence-transformers'
+    ``do_lower_case``) puts a ``Lowercase`` rule before the file's normalizer, as
+    sentence-transformers does, unless it has one: documents, prefixes and queries alike.
     """
     try:
         tokenizer = Tokenizer.from_buffer(serialized)
@@ -152,6 +164,8 @@ def load_windows(
     pad_id = _pad_token_id(tokenizer, fallback_pad_id)
     tokenizer.no_padding()
     tokenizer.no_truncation()
+    if lower_case:
+        _lower_first(tokenizer)
     try:
         tokenized = _tokenize_prefix(tokenizer, prefix)
     except TokenizerFailed as err:
@@ -166,6 +180,7 @@ def load_windows(
         special_tokens=special,
         prefix=tokenized,
         token_types=token_types,
+        growth=growth_of(tokenizer, path),
     )
     if max_length - windows.reserved > stride:
         tokenizer.enable_truncation(
@@ -175,6 +190,19 @@ def load_windows(
             direction="right",
         )
     return windows
+
+
+def _lower_first(tokenizer: Tokenizer) -> None:
+    """Lowercase before the file's normalizer, as sentence-transformers 6 applies ``do_lower_case``.
+
+    Its ``Transformer`` module does this to the fast tokenizer (``_has_lowercase``): a
+    normalizer that is, or holds, a ``Lowercase`` is kept as it is. In the normalizer,
+    offsets still point into the text as written, so spans are unchanged.
+    """
+    steps = normalizer_steps(tokenizer)
+    if any(isinstance(step, normalizers.Lowercase) for step in steps):
+        return
+    tokenizer.normalizer = normalizers.Sequence([normalizers.Lowercase(), *steps])
 
 
 def _tokenize_prefix(tokenizer: Tokenizer, prefix: str) -> Prefix:

@@ -1,0 +1,217 @@
+"""Checkpoint settings that change the reference's vectors: done as it does them, or refused.
+
+An exploratory pass found keys the encoder ignored while sentence-transformers acted on
+them (``do_lower_case``: max |Δ| 0.07; ``is_decoder``: causal attention, 0.04), values
+that crashed with a traceback (a ``pad_token_id`` of ``"abc"``), messages that blamed the
+pipeline for a checkpoint's ``max_seq_length`` or printed a 200,000-character pooling
+mode whole, and a ``tokenizer.json`` normalizer that made a 1.5 KB document 99,999
+windows and 2 GB of memory. ``tests/golden/make_parity_golden.py`` made the goldens.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+from seamline.components.attention.native import NativeAttention, NativeConfig
+from seamline.components.loaders.jsonl import DEFAULT_MAX_BYTES
+from seamline.components.models import text_growth
+from seamline.components.models.bert import BertEncoder, Config
+from seamline.components.models.mpnet import Config as MpnetConfig
+from seamline.components.models.mpnet import MpnetEncoder
+from seamline.contracts import ConfigError, Document, Example, WeightsError
+from tests.components.padded_batches import embed_padded
+
+GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
+META: dict[str, Any] = json.loads((GOLDEN / "parity.meta.json").read_text(encoding="utf-8"))
+ATOL = 1e-5
+LIMIT = 400
+"""The longest a one-line refusal may be, whatever the file holds."""
+
+
+def copy_of(source: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(source, tmp_path / source.name))
+
+
+def edit_json(path: Path, change: Callable[[dict[str, Any]], object]) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def golden(case: str) -> dict[str, Any]:
+    with np.load(GOLDEN / "parity.npz") as npz:
+        return {key[len(case) + 1 :]: npz[key] for key in npz.files if key.startswith(case + "_")}
+
+
+def embed(encoder: BertEncoder, examples: list[Example]) -> Any:
+    apply = jax.jit(functools.partial(encoder.apply, attention=NativeAttention(NativeConfig())))
+    return embed_padded(encoder, apply, encoder.load(), examples, shortest=16)
+
+
+def check_side(encoder: BertEncoder, found: dict[str, Any], side: str) -> None:
+    """Window 0 of every text: the reference's tokens, and its vector within ATOL."""
+    examples = [encoder.prepare(Document(str(i), str(t)))[0] for i, t in enumerate(found["texts"])]
+    ids = np.split(found[side + "input_ids_flat"], np.cumsum(found[side + "num_tokens"])[:-1])
+    assert [e.features["input_ids"].tolist() for e in examples] == [i.tolist() for i in ids]
+    assert float(np.max(np.abs(embed(encoder, examples) - found[side + "embedding"]))) <= ATOL
+
+
+# -- do_lower_case: done as sentence-transformers does it --------------------------------------
+
+
+def test_do_lower_case_lowercases_documents_and_queries_as_the_reference(tmp_path: Path) -> None:
+    case = META["cases"]["lower"]
+    model = copy_of(GOLDEN.parent.parent / case["checkpoint"], tmp_path)
+    for name, change in case["edit"].items():
+        edit_json(model / name, lambda data, change=change: data.update(change))
+    prompt = case["query_prompt"]
+    encoder = BertEncoder(Config(weights=str(model), prefix={"query": prompt}))
+    found = golden("lower")
+    check_side(encoder, found, "")
+    check_side(encoder.for_queries(), found, "query_")  # type: ignore[arg-type]
+    text = "İstanbul ÅNGSTRÖM"
+    (window,) = encoder.prepare(Document("spans", text))
+    assert window.span == (0, len(text))  # offsets still point into the text as written
+
+
+@pytest.mark.parametrize("value", ["yes", 1, [True]])
+def test_a_do_lower_case_that_is_not_a_boolean_is_refused(tmp_path: Path, value: Any) -> None:
+    model = copy_of(GOLDEN / "family" / "cls-raw", tmp_path)
+    edit_json(model / "sentence_bert_config.json", lambda c: c.update(do_lower_case=value))
+    with pytest.raises(WeightsError, match=r"sentence_bert_config\.json: do_lower_case is"):
+        BertEncoder(Config(weights=str(model)))
+
+
+# -- config.json keys that make BERT something else, and values of the wrong type ------------
+
+
+@pytest.mark.parametrize("key", ["is_decoder", "add_cross_attention"])
+def test_a_decoder_config_is_refused(tmp_path: Path, key: str) -> None:
+    model = copy_of(GOLDEN / "family" / "e5-mean", tmp_path)
+    edit_json(model / "config.json", lambda c: c.update({key: True}))
+    with pytest.raises(WeightsError, match=rf"config\.json: {key} is True; bert-encoder runs"):
+        BertEncoder(Config(weights=str(model)))
+
+
+def test_mpnet_ignores_is_decoder_as_transformers_does(tmp_path: Path) -> None:
+    """transformers' MPNet attends both ways whatever ``is_decoder`` says: nothing to refuse."""
+    model = copy_of(GOLDEN / "mpnet_tiny", tmp_path)
+    edit_json(model / "config.json", lambda c: c.update(is_decoder=True))
+    MpnetEncoder(MpnetConfig(weights=str(model)))
+
+
+def pipeline_file(tmp_path: Path, weights: Path) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "pipeline: settings\n"
+        f"loader: {{use: jsonl, with: {{path: {json.dumps(str(tmp_path / 'in.jsonl'))}}}}}\n"
+        f"model: {{use: bert-encoder, with: {{weights: {json.dumps(str(weights))}}}}}\n"
+        "attention: {use: native}\n"
+        f"sink: {{use: jsonl, with: {{path: {json.dumps(str(tmp_path / 'out.jsonl'))}}}}}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize("value", ["abc", [1], 1.5, -1, True, "9" * 5000])
+def test_a_pad_token_id_that_is_not_an_id_is_refused_in_one_line(
+    tmp_path: Path, value: Any
+) -> None:
+    model = copy_of(GOLDEN / "family" / "e5-mean", tmp_path)
+    edit_json(model / "config.json", lambda c: c.update(pad_token_id=value))
+    with pytest.raises(WeightsError, match=r"config\.json: pad_token_id is .*not a token id"):
+        BertEncoder(Config(weights=str(model)))
+    refused = CliRunner().invoke(app, ["validate", str(pipeline_file(tmp_path, model))])
+    assert refused.exit_code == 2, refused.output
+    assert "Traceback" not in refused.output
+    (line,) = [line for line in refused.output.splitlines() if line.startswith("error:")]
+    assert "config.json: pad_token_id is" in line
+    assert len(line) < LIMIT + len(str(tmp_path)) * 2
+
+
+# -- messages that name the checkpoint's file, cut short --------------------------------------
+
+
+def test_a_checkpoints_max_seq_length_is_named_when_it_leaves_no_room(tmp_path: Path) -> None:
+    model = copy_of(GOLDEN / "family" / "cls-raw", tmp_path)
+    edit_json(model / "sentence_bert_config.json", lambda c: c.update(max_seq_length=1))
+    with pytest.raises(ConfigError) as refused:
+        BertEncoder(Config(weights=str(model)))
+    where = f"max_length is {model / 'sentence_bert_config.json'}'s max_seq_length (1)"
+    assert where in str(refused.value)
+    with pytest.raises(ConfigError) as given:  # the pipeline's own max_length blames no file
+        BertEncoder(
+            Config(weights=str(model), max_length=6, stride=3, prefix={"document": "a b: "})
+        )
+    assert "document prefix" in str(given.value)
+    assert "sentence_bert_config.json" not in str(given.value)
+
+
+def test_a_huge_pooling_mode_is_cut_short(tmp_path: Path) -> None:
+    model = copy_of(GOLDEN / "family" / "e5-mean", tmp_path)
+    edit_json(model / "1_Pooling" / "config.json", lambda c: c.update(pooling_mode="x" * 200_000))
+    with pytest.raises(WeightsError, match="is not one of mean, cls or max alone") as refused:
+        BertEncoder(Config(weights=str(model)))
+    assert len(str(refused.value)) < LIMIT + len(str(model))
+
+
+# -- a normalizer that lengthens documents out of proportion ----------------------------------
+
+
+def with_normalizer(tmp_path: Path, rules: list[dict[str, Any]]) -> Path:
+    model = copy_of(GOLDEN / "family" / "e5-mean", tmp_path)
+    normalizer = {"type": "Sequence", "normalizers": rules}
+    edit_json(model / "tokenizer.json", lambda t: t.update(normalizer=normalizer))
+    return model
+
+
+def replace(old: str, new: str) -> dict[str, Any]:
+    return {"type": "Replace", "pattern": {"String": old}, "content": new}
+
+
+def test_a_normalizer_rule_that_inserts_a_page_is_refused_when_built(tmp_path: Path) -> None:
+    """The reported file: 'e' becomes 4,000 characters (99,999 windows from 1.5 KB)."""
+    model = with_normalizer(tmp_path, [replace("e", "e " * 2000)])
+    with pytest.raises(WeightsError, match=r"tokenizer\.json: normalizer Replace inserts") as no:
+        BertEncoder(Config(weights=str(model)))
+    assert len(str(no.value)) < LIMIT + len(str(model))
+
+
+def test_a_document_the_normalizer_multiplies_is_set_aside_before_its_tokens(
+    tmp_path: Path,
+) -> None:
+    """Twelve doublings of 'e' (4,096-fold): a short text passes, 1,500 e's are refused."""
+    model = with_normalizer(tmp_path, [replace("e", "ee")] * 12)
+    encoder = BertEncoder(Config(weights=str(model)))
+    assert encoder.prepare(Document("fine", "hello world"))
+    with pytest.raises(text_growth.DocumentTooLarge, match=r"longer than 65,536 \(16 times"):
+        encoder.prepare(Document("hostile", "e" * 1500))
+
+
+def test_a_document_of_max_bytes_of_ordinary_text_passes_the_bound() -> None:
+    """Real normalizers, checked or not, leave a loader's largest document well inside it."""
+    lines = (GOLDEN / "texts.jsonl").read_text(encoding="utf-8").split("\n")
+    sample = " ".join(json.loads(line)["text"] for line in lines if line.strip())
+    text = (sample * (DEFAULT_MAX_BYTES // len(sample.encode()) + 1))[: DEFAULT_MAX_BYTES // 4]
+    encoder = BertEncoder(Config(weights=str(GOLDEN / "family" / "e5-mean")))
+    assert encoder.prepare(Document("bert", text[:100_000]))  # BertNormalizer: never checked
+    from tokenizers import Tokenizer, normalizers
+
+    tokenizer = Tokenizer.from_file(str(GOLDEN / "family" / "e5-mean" / "tokenizer.json"))
+    tokenizer.normalizer = normalizers.Sequence(
+        [normalizers.Replace("``", '"'), normalizers.NFKC(), normalizers.BertNormalizer()]
+    )
+    growth = text_growth.growth_of(tokenizer, Path("tokenizer.json"))
+    assert growth is not None
+    growth.check(text)
