@@ -228,6 +228,7 @@ def test_format_json_prints_one_run_document_on_stdout(tmp_path: Path) -> None:
         "sink": "jsonl",
         "path": "out/emb.jsonl",
         "errors_path": "out/emb.errors.jsonl",
+        "errors_paths": ["out/emb.errors.jsonl"],
         "search": 'seamline search out/emb.jsonl "your question"',
     }
     assert document["attention"]

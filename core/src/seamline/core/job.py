@@ -42,6 +42,7 @@ from seamline.contracts import (
     Job,
     Loader,
     Monitor,
+    ResumeRefused,
     RunCounts,
     RunStarted,
     Shard,
@@ -178,6 +179,7 @@ class PipelineJob(Job):
                 "contract 1.3's staging); use a sink that does (jsonl, npy, parquet, lancedb) "
                 "or the local executor"
             )
+        self._no_whole_run(count)
         self._hold(sink, seam)
         try:
             return self._open_staging(sink, seam, count)
@@ -192,11 +194,11 @@ class PipelineJob(Job):
                 staged = sink.staged_run(self._staging_manifest())
             if staged is not None:
                 if staged.count != count:
-                    raise UserError(
+                    raise ResumeRefused(
                         f"{self._executor_place()}: cannot resume: the interrupted run "
                         f"{staged.run_id} was split into {staged.count} shards, this executor "
                         f"asks for {count}; resume with the same executor settings, or run "
-                        "without --resume"
+                        "again with --restart (or without --resume) to start over"
                     )
                 self._run_id = staged.run_id
                 self.finished_before = staged.finished
@@ -214,6 +216,48 @@ class PipelineJob(Job):
         with seam.call("begin_parts", self._attributes(count)):
             sink.begin_parts(self.run_id, count, self._staging_manifest())
         return [Shard(i, count) for i in range(count)]
+
+    def _no_whole_run(self, count: int) -> None:
+        """Leave nothing of an interrupted whole (one-shard) run at a staged run's destination:
+        refuse to resume it, else discard it, through the sink's own ``recover``, ``start``
+        and ``close`` (each takes the destination's lock: this runs before :meth:`_hold`).
+
+        A staged run's parts do not continue a whole run's commit, and publishing them
+        leaves its checkpoint and partial files: a ``--resume`` on ``ray`` after a ``local``
+        run was killed recomputed every document, then left megabytes of
+        ``.emb.jsonl.partial.*.tmp`` beside the published output. So a resume that finds a
+        whole run's commit is refused, naming the checkpoint, as the other
+        direction is (:meth:`_refuse_staged_run_on_resume`); ``--restart`` discards it. (A
+        whole run's commit beside a staged run is refused too: which of them the user
+        means to continue is not for the driver to guess.)
+        """
+        if self.resume:
+            sink, seam = self._sink()
+            with seam.call("recover", self._attributes()):
+                committed = sink.recover(self._staging_manifest())
+            try:
+                if committed is not None:
+                    with seam.call("committed_records", self._attributes()):
+                        found = sink.committed_records()
+                    where = (
+                        f"the checkpoint {found.checkpoint!r}"
+                        if found
+                        else f"the {sink.name} sink's checkpoint"
+                    )
+                    raise ResumeRefused(
+                        f"{self._executor_place()}: cannot resume from {where}: "
+                        f"the interrupted run ran as one shard, and this executor splits the "
+                        f"run into {count}; resume with the executor settings it was started "
+                        "with (local, or shards: 1), or run again with --restart (or without "
+                        "--resume) to start over"
+                    )
+            finally:
+                sink.close(complete=False)  # keeps a commit as it was
+        sink, seam = self._sink()
+        with seam.call("start", self._attributes()):
+            sink.start(self._staging_manifest())  # forgets an interrupted whole run's files
+        with seam.call("close", self._attributes()):
+            sink.close(complete=False)  # nothing written: nothing kept, nothing published
 
     def _hold(self, sink: Sink[Any], seam: Seam) -> None:
         """Hold the destination until :meth:`close`, before the staging area is read.
@@ -252,10 +296,11 @@ class PipelineJob(Job):
         with seam.call("staged_run", self._attributes()):
             staged = sink.staged_run(self._staging_manifest())
         if staged is not None:
-            raise UserError(
+            raise ResumeRefused(
                 f"{self._executor_place()}: cannot resume: the interrupted run {staged.run_id} "
                 f"was split into {staged.count} shards, and this executor runs one; resume with "
-                "the executor settings it was started with, or run without --resume"
+                "the executor settings it was started with, or run again with --restart (or "
+                "without --resume) to start over"
             )
 
     # -- the end ---------------------------------------------------------------------------

@@ -326,7 +326,8 @@ class Orchestrator:
 
     def _begin(self, resume: bool) -> str | None:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any."""
-        recovered = _start_or_recover(self.sink, self.sink_seam, self.manifest, resume)
+        whole = self._shard.count == 1  # a part always recovers: nothing committed is no news
+        recovered = _start_or_recover(self.sink, self.sink_seam, self.manifest, resume, whole)
         cursor = None
         if recovered is not None:
             cursor, self._committed_before = recovered.cursor, recovered.held
@@ -530,10 +531,19 @@ class _Recovered:
 
 
 def _start_or_recover(
-    sink: Sink[Any], seam: Seam, manifest: Callable[[], dict[str, Any]], resume: bool
+    sink: Sink[Any],
+    seam: Seam,
+    manifest: Callable[[], dict[str, Any]],
+    resume: bool,
+    whole: bool = True,
 ) -> _Recovered | None:
     """``sink.start``, or ``sink.recover`` when resuming. None: read from the beginning;
-    else the recovered commit, its counts checked against the records the sink holds."""
+    else the recovered commit, its counts checked against the records the sink holds.
+
+    Only a ``whole`` run warns that it found nothing committed: the user asked to resume
+    it. A part of a staged run always recovers (the driver resumes or begins the staged
+    run, and says so there), so on a fresh sharded run every part would warn about a
+    resume nobody asked for."""
     if not resume:
         with seam.call("start"):
             sink.start(manifest())
@@ -546,11 +556,12 @@ def _start_or_recover(
         )
     with seam.call("recover"):
         committed = sink.recover(manifest())
-    if committed is None:
+    if committed is None and whole:
         log.warning(  # with mode: append, starting over adds every document again
             "resume: nothing was committed to resume from; starting from the beginning",
             sink=sink.name,
         )
+    if committed is None:
         return None
     with seam.call("committed_records"):
         found = sink.committed_records()

@@ -4,6 +4,11 @@ A sink built on the sink kit says where it publishes (``OutputConfig.path``) and
 set-aside documents go (``resolved_errors_path``); a sink that names a reader (sink
 contract 1.4) can be searched. A third party's sink that says neither leaves both
 unknown, and the summary says less rather than guess.
+
+A run split into shards by a sink that keeps its parts (``jsonl``, ``npy``) publishes no
+errors file at ``resolved_errors_path``: each part has its own, and the manifest lists
+them. So the errors files are read from the manifest the run published, not derived from
+the config (the summary once named ``out/emb.errors.jsonl``, which did not exist).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from seamline.contracts import UserError
+from seamline.contracts.manifest import load_manifest, output_files
 from seamline.contracts.sink_kit import OutputConfig
 
 if TYPE_CHECKING:
@@ -29,8 +36,11 @@ class OutputPlace:
 
     sink: str
     path: str | None = None
-    errors_path: str | None = None
+    errors_path: str | tuple[str, ...] | None = None
+    """The errors file; for an output published as parts, each part's, in shard order."""
     searchable: bool = False
+    manifest: str | None = None
+    """The manifest that lists the parts' files, where the output was published as parts."""
 
     @property
     def search_command(self) -> str | None:
@@ -52,11 +62,27 @@ def output_place(pipeline: Pipeline) -> OutputPlace:
     info = pipeline.registry.get("sink", choice.name)
     searchable = info.cls is not None and getattr(info.cls, "reader", None) is not None
     if isinstance(config, OutputConfig):
-        return OutputPlace(
-            choice.name, shown(config.path), shown(config.resolved_errors_path()), searchable
-        )
+        output, manifest = shown(config.path), config.manifest_path()
+        parts = parts_errors(manifest)
+        if parts is not None:
+            return OutputPlace(choice.name, output, parts, searchable, shown(manifest))
+        return OutputPlace(choice.name, output, shown(config.resolved_errors_path()), searchable)
     path = getattr(config, "path", None)
     return OutputPlace(choice.name, shown(path) if isinstance(path, Path) else None)
+
+
+def parts_errors(manifest: Path) -> tuple[str, ...] | None:
+    """Each part's errors file, as the published ``manifest`` lists them (shard order);
+    None when it publishes a whole output (or none, or one this cannot read: then the
+    configured errors file is named, as before)."""
+    try:
+        outputs = load_manifest(manifest).outputs
+        if outputs is None or outputs.parts is None:
+            return None
+        files = output_files(outputs, manifest)
+    except (OSError, UserError):
+        return None
+    return tuple(shown(part["errors"]) for part in files if "errors" in part)
 
 
 def shown(path: Path) -> str:

@@ -42,6 +42,11 @@ class ProgressPoller:
         """A question's object ref → the object ref of the task it asked about."""
         self._next = time.monotonic() + interval
 
+    @property
+    def questions(self) -> list[Any]:
+        """The questions not answered yet (their object refs), to cancel when the run stops."""
+        return list(self._asked)
+
     def wait_seconds(self) -> float:
         """How long the driver may wait for a shard before it should ask again."""
         return max(0.0, self._next - time.monotonic())

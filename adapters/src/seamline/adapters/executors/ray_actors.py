@@ -40,6 +40,7 @@ application's monitors (the CLI's progress bar) see the run move (see
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib
 import math
 import os
@@ -295,42 +296,45 @@ class RayExecutor(Executor[RayExecutorConfig]):
         running: dict[Any, tuple[Any, ShardTask]] = {}
         tries: dict[int, int] = collections.Counter()
         reports: list[ShardReport] = []
-        while queue or running:
-            while queue and idle:
-                actor, task = idle.pop(), queue.popleft()
-                running[actor.run.remote(task)] = (actor, task)
-            done, _ = ray.wait(list(running), num_returns=1, timeout=poller.wait_seconds())
-            poller.poll(running)
-            for ref in done:
-                actor, task = running.pop(ref)
-                try:
-                    report: ShardReport = ray.get(ref)
-                    reports.append(report)
-                    job.progress(ShardProgress(report.shard, report.counts))
-                except ray.exceptions.RayTaskError as err:
-                    cause = getattr(err, "cause", None) or err
-                    if isinstance(cause, UserError):
-                        raise cause from None
-                    failure = _as_failure(task, cause)
-                    tries[task.shard.index] += 1
-                    if tries[task.shard.index] > self.config.retries:
-                        raise failure from None
-                    log.warning(
-                        "shard failed; running it again from its last commit",
-                        shard=task.shard.index,
-                        attempt=tries[task.shard.index] + 1,
-                        error=str(failure),
-                    )
-                    queue.append(task)
-                except ray.exceptions.RayActorError as err:
-                    raise ShardFailed(
-                        task.shard.index,
-                        task.shard.count,
-                        "a Ray actor",
-                        f"its process died more often than max_restarts "
-                        f"({self.config.max_restarts}) allows: {_first_line(err)}",
-                    ) from None
-                idle.append(actor)
+        try:
+            while queue or running:
+                while queue and idle:
+                    actor, task = idle.pop(), queue.popleft()
+                    running[actor.run.remote(task)] = (actor, task)
+                done, _ = ray.wait(list(running), num_returns=1, timeout=poller.wait_seconds())
+                poller.poll(running)
+                for ref in done:
+                    actor, task = running.pop(ref)
+                    try:
+                        report: ShardReport = ray.get(ref)
+                        reports.append(report)
+                        job.progress(ShardProgress(report.shard, report.counts))
+                    except ray.exceptions.RayTaskError as err:
+                        cause = getattr(err, "cause", None) or err
+                        if isinstance(cause, UserError):
+                            raise cause from None
+                        failure = _as_failure(task, cause)
+                        tries[task.shard.index] += 1
+                        if tries[task.shard.index] > self.config.retries:
+                            raise failure from None
+                        log.warning(
+                            "shard failed; running it again from its last commit",
+                            shard=task.shard.index,
+                            attempt=tries[task.shard.index] + 1,
+                            error=str(failure),
+                        )
+                        queue.append(task)
+                    except ray.exceptions.RayActorError as err:
+                        raise ShardFailed(
+                            task.shard.index,
+                            task.shard.count,
+                            "a Ray actor",
+                            f"its process died more often than max_restarts "
+                            f"({self.config.max_restarts}) allows: {_first_line(err)}",
+                        ) from None
+                    idle.append(actor)
+        finally:  # a deliberate stop (SIGTERM, a user error, a shard failed for good)
+            _cancel(ray, [*running, *poller.questions])
         return reports
 
     def _connect(self, ray: Any, job: Job) -> None:
@@ -370,6 +374,18 @@ class RayExecutor(Executor[RayExecutorConfig]):
         if self._reaper is not None:
             self._reaper.release()
             self._reaper = None
+
+
+def _cancel(ray: Any, refs: Sequence[Any]) -> None:
+    """Cancel the tasks still pending when the run stops, before their actors are killed.
+
+    Killing an actor under a task it may retry (``max_task_retries``) had Ray's raylet print
+    ``Task ShardActor.run failed. There are 3 retries remaining, so the task will be
+    retried ...`` after seamline's own ``interrupted (SIGTERM)`` line; a cancelled task is
+    not retried, and says nothing. Best effort: the actors are killed next anyway."""
+    for ref in refs:
+        with contextlib.suppress(Exception):
+            ray.cancel(ref)
 
 
 def _as_failure(task: ShardTask, cause: BaseException) -> ShardFailed:

@@ -74,22 +74,63 @@ def docs_per_second(summary: RunSummary) -> float:
 
 
 def _set_aside(out: Console, summary: RunSummary, place: OutputPlace) -> None:
-    """The documents set aside, and where they are listed: shown whenever there are any."""
+    """The documents set aside, and where they are listed: shown whenever there are any.
+
+    When the counts are this run's alone (shards an earlier run finished are not in them),
+    the published errors files are counted too: a resumed sharded run whose finished parts
+    held every set-aside document once printed no ``set aside`` line at all."""
     counts = summary.output
-    if not (counts.failed_documents or counts.skipped_documents):
+    held = None if summary.committed_before is not None else _published_lines(place)
+    if not (counts.failed_documents or counts.skipped_documents or held):
         return
-    where = (
-        place.errors_path
-        if place.errors_path is not None
-        else "the errors file beside the output ('<stem>.errors.jsonl')"
-    )
+    published = "" if held is None else f" by this run, {held} in the published output"
     line(
         "  ",
         ("set aside", "yellow"),
-        f": {counts.failed_documents} failed, {counts.skipped_documents} skipped by rule; "
-        f"listed, one JSON object each, in {where}",
+        f": {counts.failed_documents} failed, {counts.skipped_documents} skipped by rule"
+        f"{published}; listed, one JSON object each, in {_errors_files(place)}",
         console=out,
         soft_wrap=True,
+    )
+
+
+def _published_lines(place: OutputPlace) -> int | None:
+    """The records of the published errors file(s): one document set aside a line; None
+    when they cannot be read. Read in chunks, so memory stays bounded."""
+    errors = place.errors_path
+    if errors is None:
+        return None
+    try:
+        return sum(_lines(path) for path in ((errors,) if isinstance(errors, str) else errors))
+    except OSError:
+        return None
+
+
+def _lines(path: str) -> int:
+    with open(path, "rb") as file:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: file.read(1 << 20), b""))
+
+
+SHOWN_PARTS = 3
+"""The parts' errors files the summary names; ``--format json`` lists every one."""
+
+
+def _errors_files(place: OutputPlace) -> str:
+    """Where the set-aside documents are listed: the errors file, or each part's.
+
+    An output published as parts (a sharded ``jsonl`` or ``npy`` run) has no errors file
+    of its own: its manifest lists one per part, and the summary says so rather than name
+    a file that does not exist."""
+    errors = place.errors_path
+    if errors is None:
+        return "the errors file beside the output ('<stem>.errors.jsonl')"
+    if isinstance(errors, str):
+        return errors
+    named = ", ".join(errors[:SHOWN_PARTS])
+    more = f" and {len(errors) - SHOWN_PARTS} more" if len(errors) > SHOWN_PARTS else ""
+    return (
+        f"the errors files of the output's {len(errors)} parts, as {place.manifest} lists "
+        f"them ({named}{more}); seamline.contracts.readback.read_errors reads them all"
     )
 
 

@@ -53,7 +53,10 @@ def run_document(summary: RunSummary, place: OutputPlace) -> dict[str, Any]:
         "output": {
             "sink": place.sink,
             "path": place.path,
-            "errors_path": place.errors_path,
+            # One file: errors_path. Parts of a sharded jsonl/npy run: one file each, so
+            # errors_path is null (no such file) and errors_paths lists them, shard order.
+            "errors_path": place.errors_path if not isinstance(place.errors_path, tuple) else None,
+            "errors_paths": _errors_paths(place.errors_path),
             "search": place.search_command,
         },
         "changes": dict(summary.changes) if summary.changes else None,
@@ -75,3 +78,10 @@ def _counts(counts: RunCounts | None) -> dict[str, int] | None:
 
 def _rounded(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 3)
+
+
+def _errors_paths(errors: str | tuple[str, ...] | None) -> list[str]:
+    """Every errors file of the output: the one file, each part's, or none known."""
+    if errors is None:
+        return []
+    return [errors] if isinstance(errors, str) else list(errors)
