@@ -22,6 +22,15 @@ PACKAGES := $(MEMBERS) $(EXAMPLE_PACKAGES) $(KERNEL_PACKAGES)
 PYPROJECTS := pyproject.toml $(foreach m,$(PACKAGES),$(m)/pyproject.toml)
 KERNEL_SOURCES := $(wildcard $(foreach k,$(KERNEL_PACKAGES),$(k)/setup.py $(k)/src/*/*.cc $(k)/src/*/*.inc))
 STAMP := $(VENV)/.seamline-installed
+# The kernel's compiled library. Without a C++17 compiler the package installs without it
+# (the build is optional) and pip or uv say nothing: setup warns, and while the library is
+# missing the stamp counts as stale, so the next `make setup` builds it again (from source,
+# not uv's cached build without it) once a compiler is there.
+KERNEL_LIBRARY_GLOB := kernels/cpu-flash/src/seamline_cpu_flash/_cpu_flash*.so
+ifeq ($(wildcard $(KERNEL_LIBRARY_GLOB)),)
+KERNEL_REBUILD := --reinstall-package seamline-cpu-flash
+$(shell rm -f $(STAMP))
+endif
 # pytest on two worker processes (pytest-xdist); conftest.py keeps a module, a docs page and
 # the tests sharing a costly session fixture on one worker. `make test PYTEST_WORKERS=` runs
 # it in one process.
@@ -43,8 +52,12 @@ uv:
 $(STAMP): $(PYPROJECTS) $(KERNEL_SOURCES) constraints.txt | uv
 	$(UV) venv --quiet --allow-existing --python $(PYTHON_VERSION) $(VENV)
 	$(UV) pip install --quiet --compile-bytecode --python $(PY) -c constraints.txt \
-		-r pyproject.toml --group pyproject.toml:dev
+		-r pyproject.toml --group pyproject.toml:dev $(KERNEL_REBUILD)
 	$(PY) -m compileall -q $(foreach m,$(PACKAGES),$(m)/src) >/dev/null
+	@ls $(KERNEL_LIBRARY_GLOB) >/dev/null 2>&1 || echo "warning: cpu-flash's C++ library was" \
+		"not built (no C++17 compiler? see the error with: $(UV) pip install -v --python $(PY)" \
+		"--reinstall-package seamline-cpu-flash -e kernels/cpu-flash); seamline runs without" \
+		"it (attention: auto takes another). Install g++, then run make setup again" >&2
 	@touch $@
 
 setup: $(STAMP)
