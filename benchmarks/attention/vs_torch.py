@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import bench_corpus, read_documents
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import (
     REFERENCE_MISSING,
     REFERENCE_PYTHON,
@@ -161,6 +162,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.calls < 1:
         parser.error("--repeats and --calls must be at least 1")
+    require_folder(args.out)
     return args
 
 

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS, ROOT, module_command
 from benchmarks.common.tables import print_table, run_context
 from seamline.adapters.measure.host import versions
@@ -205,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.side:
         print(json.dumps(one_side(args.side, args.commits, args.rows, args.every)))
         return 0
+    require_folder(args.out)
 
     load = LoadAverages()
     started_at = datetime.datetime.now(datetime.UTC)

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchmarks.common.corpus import make_run_corpus
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS, ROOT, SEAMLINE
 from benchmarks.common.seamline_work import SINK_SUFFIXES
 from benchmarks.common.tables import print_table
@@ -474,9 +475,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--documents at least 100, --warmup in [0, 1), --tolerance above 0")
     if not SEAMLINE.exists():
         parser.error(f"{SEAMLINE} is missing: run 'make setup' first")
+    require_folder(args.out)
     if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        return soak(args, args.keep)
+        return soak(args, require_folder(args.keep, "--keep"))
     with tempfile.TemporaryDirectory(prefix="seamline-soak-") as name:
         return soak(args, Path(name))
 

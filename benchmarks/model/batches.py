@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import bench_corpus, read_documents
+from benchmarks.common.options import int_list, require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.seamline_work import WEIGHTS, packed_batches
 from benchmarks.common.tables import print_table
@@ -47,18 +48,21 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=600)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--budgets", default="0,256,512,1024,2048")
+    parser.add_argument(
+        "--budgets",
+        type=int_list(0),
+        metavar="N[,N...]",
+        default=[0, 256, 512, 1024, 2048],
+        help="0: 32 rows",
+    )
     parser.add_argument("--attention", default="cpu-flash", help="for the budget sweep")
     parser.add_argument("--attentions", help="compare these at --budget instead of budgets")
     parser.add_argument("--budget", type=int, default=512)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    try:
-        args.budgets = [int(b) for b in args.budgets.split(",")]
-    except ValueError:
-        parser.error("--budgets must be comma-separated integers")
-    if args.docs < 1 or args.repeats < 1 or min(args.budgets) < 0:
-        parser.error("--docs and --repeats must be at least 1, budgets at least 0")
+    if args.docs < 1 or args.repeats < 1:
+        parser.error("--docs and --repeats must be at least 1")
+    require_folder(args.out)
     return args
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common.corpus import select_corpus
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS, ROOT, SEAMLINE
 from benchmarks.common.tables import print_table
 from seamline.adapters.measure.host import host_info, versions
@@ -120,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.docs < 2 or args.repeats < 1:
         parser.error("--docs must be at least 2 and --repeats at least 1")
+    require_folder(args.out)
     load = LoadAverages()
     with tempfile.TemporaryDirectory(prefix="seamline-bf16-") as work:
         workdir = Path(work)

@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.tables import print_table, run_context
 from seamline.adapters.measure.load import LoadAverages
@@ -213,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--roofline", type=positive, default=4096, help="the cube's side")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON")
     args = parser.parse_args(argv)
+    require_folder(args.out)
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()
     cases = shapes(args.positions, args.roofline)

@@ -50,6 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.tables import print_table, run_context
 from seamline.adapters.measure.load import LoadAverages
@@ -339,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.documents <= 200:
         parser.error("--documents must be 1 to 200")
+    require_folder(args.out)
     variants = chosen_variants(args.variants, parser)
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()

@@ -32,6 +32,7 @@ from typing import Any
 
 import jax
 
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.tables import print_table, run_context
 from seamline.adapters.measure.load import LoadAverages
@@ -146,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     row_counts = rows_or_exit(parser, args.rows)
     if not 1 <= args.repeats <= 200:
         parser.error("--repeats must be 1 to 200")
+    require_folder(args.out)
     names: list[str] = args.attention or ["cpu-flash"]
     attentions = {name: attention_or_exit(parser, name) for name in names}
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()

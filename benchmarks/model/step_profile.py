@@ -40,6 +40,7 @@ from typing import Any
 
 import jax
 
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.tables import print_table, run_context
 from benchmarks.model.step_breakdown import (
@@ -105,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.rows <= 64 or not 1 <= args.calls <= 100:
         parser.error("--rows must be 1 to 64 and --calls 1 to 100")
+    require_folder(args.out)
     attention = attention_or_exit(parser, args.attention)
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()

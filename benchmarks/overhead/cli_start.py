@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import before_environment
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeats must be at least 1")
     if args.before is not None and not (args.before / "seamline" / "adapters").is_dir():
         parser.error(f"--before {args.before}: not an adapters/src folder")
+    require_folder(args.out)
     sides = list(SIDES)
     if args.before is not None:
         sides += [f"before: {side}" for side, (_, budget) in SIDES.items() if budget]

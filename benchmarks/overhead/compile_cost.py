@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS, ROOT
 
 VARIANTS = {
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             if unknown
             else "--batch and --length must be at least 1"
         )
+    require_folder(args.out)
     results = [run_variant(name, args.batch, args.length, args.timeout) for name in variants]
     print_table(results)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import first_of_bench_corpus
-from benchmarks.common.options import add_run_options
+from benchmarks.common.options import add_run_options, require_folder
 from benchmarks.common.paths import ROOT, before_environment, check_before, timed_seamline_run
 from benchmarks.common.tables import print_table
 from seamline.adapters.measure.host import host_info, versions
@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeats and --docs must be at least 1, and --precisions not empty")
     if args.before and (problem := check_before(args.before)):
         parser.error(problem)
+    require_folder(args.out)
     earlier = [p for p in (args.before_precisions or args.precisions).split(",") if p]
     sides = [*precisions, *([BEFORE + p for p in earlier] if args.before else [])]
     load = LoadAverages()

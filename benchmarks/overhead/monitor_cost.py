@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import select_corpus
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.seamline_work import pipeline_spec, timer_monitor
 from benchmarks.common.tables import print_table, run_context
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.docs < 1 or args.repeats < 1 or args.batch_size < 1:
         parser.error("--docs, --repeats and --batch-size must be at least 1")
+    require_folder(args.out)
     if args.repeats < 3:
         say("fewer than 3 repeats: the medians are single runs, fit for a smoke test only")
 

@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import read_documents, select_corpus
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.seamline_work import (
     bert_config,
@@ -373,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.docs < 1 or args.repeats < 1:
         parser.error("--docs and --repeats must be at least 1")
+    require_folder(args.out)
     if args.repeats < 3:
         say("fewer than 3 repeats: the medians are single runs, fit for a smoke test only")
 

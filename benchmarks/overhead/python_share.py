@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.tables import print_table, run_context
 from seamline.adapters.measure.load import LoadAverages
@@ -85,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rate < 1:
         parser.error("--rate must be at least 1")
+    require_folder(args.out)
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     try:
         opener = gzip.open if args.profile.suffix == ".gz" else open

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common.corpus import BUILT_CORPUS
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS, ROOT
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.queries < 1 or args.k < 1:
         parser.error("--queries and -k must be at least 1")
+    require_folder(args.out)
     texts = table_queries(args.index, args.corpus, args.queries)
     if texts is None:
         return 2

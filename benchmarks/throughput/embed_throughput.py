@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import read_documents, select_corpus
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import (
     REFERENCE_MISSING,
     REFERENCE_PYTHON,
@@ -643,6 +644,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.docs < 1 or args.repeats < 1:
         parser.error("--docs and --repeats must be at least 1")
+    require_folder(args.out)
     return run_driver(args)
 
 

@@ -77,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import corpus_texts
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS, SEAMLINE, module_command
 from benchmarks.common.seamline_work import RUN_FORMAT, run_figures, texts_pipeline
 from benchmarks.common.tables import print_table, run_context
@@ -370,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if min(args.texts, args.chars, args.repeats) < 1:
         parser.error("--texts, --chars and --repeats must be at least 1")
+    require_folder(args.out)
     started_at, started = datetime.datetime.now(datetime.UTC), time.perf_counter()
     load = LoadAverages()
     texts = corpus_texts(args.texts, args.chars)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import first_of_bench_corpus
-from benchmarks.common.options import add_run_options
+from benchmarks.common.options import add_run_options, require_folder
 from benchmarks.common.tables import print_table, run_context
 from benchmarks.throughput.precision import DEFAULT_PIPELINE, run_seamline
 from benchmarks.throughput.whole_run import SideFailed, output_suffix, records
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    require_folder(args.out)
     try:
         return measure(args)
     except SideFailed as failure:

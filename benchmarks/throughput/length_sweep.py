@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import bench_corpus, read_documents
+from benchmarks.common.options import int_list, require_folder
 from benchmarks.common.paths import (
     REFERENCE_MISSING,
     REFERENCE_PYTHON,
@@ -179,7 +180,13 @@ def plot(report_path: Path, png: Path) -> None:
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lengths", default="32,64,128,256")
+    parser.add_argument(
+        "--lengths",
+        type=int_list(3, 256),
+        metavar="N[,N...]",
+        default=[32, 64, 128, 256],
+        help="tokens, 3 to 256",
+    )
     parser.add_argument("--docs", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -188,9 +195,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.worker:
         return args
-    args.lengths = [int(x) for x in args.lengths.split(",")]
-    if min(args.lengths) < 3 or max(args.lengths) > 256 or args.docs < 1 or args.repeats < 1:
-        parser.error("lengths 3..256, --docs and --repeats at least 1")
+    if args.docs < 1 or args.repeats < 1:
+        parser.error("--docs and --repeats must be at least 1")
+    require_folder(args.out)
     return args
 
 

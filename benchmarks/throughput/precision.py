@@ -69,7 +69,7 @@ import numpy.typing as npt
 
 from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.model_under_test import model_under_test
-from benchmarks.common.options import add_run_options
+from benchmarks.common.options import add_run_options, require_folder
 from benchmarks.common.paths import ROOT, SEAMLINE, module_command, timed_seamline_run
 from benchmarks.common.seamline_work import WEIGHTS
 from benchmarks.common.tables import print_table
@@ -331,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or (args.docs is not None and args.docs < 2) or args.matmul_size < 64:
         parser.error("--repeats must be at least 1, --docs 2, --matmul-size 64")
+    require_folder(args.out)
     chosen = [side.strip() for side in args.sides.split(",") if side.strip()]
     unknown = sorted(set(chosen) - set(SIDES))
     if unknown:

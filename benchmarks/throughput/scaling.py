@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import select_corpus
+from benchmarks.common.options import require_folder
 from benchmarks.common.paths import RESULTS
 from benchmarks.common.seamline_work import bert_config
 from benchmarks.common.tables import print_table
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.docs < 1 or args.repeats < 1:
         parser.error("--docs and --repeats must be at least 1")
+    require_folder(args.out)
     import ray
 
     from seamline.adapters.logging_setup import configure_logging

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.corpus import corpus_texts
+from benchmarks.common.options import int_list, require_folder
 from benchmarks.common.paths import (
     REFERENCE_PYTHON,
     RESULTS,
@@ -216,12 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--texts", type=int, default=400)
     parser.add_argument("--chars", type=int, default=600)
     parser.add_argument(
-        "--clients", type=lambda s: [int(c) for c in s.split(",")], default=[1, 8, 64]
+        "--clients", type=int_list(1), metavar="N[,N...]", default=[1, 8, 64], help="default 1,8,64"
     )
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--max-wait-ms", type=float, default=2.0)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    require_folder(args.out)
     started_at, started, load = (
         datetime.datetime.now(datetime.UTC),
         time.perf_counter(),

@@ -61,7 +61,7 @@ from typing import Any
 
 from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.model_under_test import ModelUnderTest, model_under_test
-from benchmarks.common.options import add_run_options
+from benchmarks.common.options import add_run_options, require_folder
 from benchmarks.common.paths import (
     REFERENCE_MISSING,
     REFERENCE_PYTHON,
@@ -338,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     PIPELINE[0] = args.pipeline
     if args.repeats < 1 or (args.docs is not None and args.docs < 1):
         parser.error("--repeats and --docs must be at least 1")
+    require_folder(args.out)
     try:
         model = model_under_test(args.pipeline, args.overrides)
     except (UserError, ValueError) as failure:  # a pipeline or checkpoint it cannot use

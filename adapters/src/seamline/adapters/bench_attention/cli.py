@@ -31,9 +31,16 @@ EXIT_USAGE = 2
 
 
 def _lengths(text: str) -> list[int]:
-    lengths = [int(x) for x in text.replace(" ", "").split(",") if x]
+    """``--lengths``; a word in it (``abc``) says what is wanted, as a number below 1 does,
+    rather than argparse's ``invalid _lengths value``."""
+    try:
+        lengths = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        lengths = []
     if not lengths or min(lengths) < 1:
-        raise argparse.ArgumentTypeError("lengths must be positive integers")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: lengths must be comma-separated positive integers"
+        )
     return lengths
 
 

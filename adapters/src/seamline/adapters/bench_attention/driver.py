@@ -14,6 +14,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,10 +26,11 @@ from typing import Any
 
 from rich.console import Console
 
-from seamline.adapters.bench_attention.report import describe_failure, verdicts
+from seamline.adapters.bench_attention.report import describe_failure, peak_text, verdicts
 from seamline.adapters.bench_attention.workload import (
     BATCH,
     DEFAULT_DTYPE,
+    FAILED_STATUSES,
     GIB,
     HEAD_DIM,
     HEADS,
@@ -240,7 +242,7 @@ def _progress_line(name: str, result: dict[str, Any], address_limit_gib: float) 
     temp = (result.get("xla_memory") or {}).get("temp_size_in_bytes")
     return (
         f"  {name:<12} {1e3 * result['median_s']:>10,.1f} ms  "
-        f"peak {result.get('peak_mib', float('nan')):>9,.0f} MiB  "
+        f"peak {peak_text(result.get('peak_mib')):>9} MiB  "
         f"XLA temp {temp / MIB if temp is not None else float('nan'):>9,.0f} MiB  "
         f"compile {result['compile_s']:.2f} s  "
         f"err {check.get('max_abs_error_vs_float64')}{flag}"
@@ -376,10 +378,27 @@ def run_benchmark(
     report["wall_s"] = time.perf_counter() - sweep_started
     for name, hashes in report["source_changed_during_sweep"].items():
         say(f"[yellow]warning: {name}'s source changed during the sweep ({len(hashes)} versions)")
+    _tidy_logs(report, log_dir, say)
     say(f"wrote {write_json(out_dir / 'attention.json', report)}")
     if plot:
         _draw(report, out_dir / "attention.png", say)
     return report
+
+
+def _tidy_logs(report: dict[str, Any], log_dir: Path, say: Say) -> None:
+    """Remove the worker logs of a sweep whose workers all did their job (each sweep left a
+    folder in the temporary directory, hundreds of them built up), and their paths from
+    the report; keep them, and say where, when a worker failed, so its log can be read.
+    A sweep that stops on an exception keeps them too: its first line named the folder."""
+    rows = report["results"].values()
+    cells = [*report["baselines"].values(), *(cell for row in rows for cell in row.values())]
+    failed = sum(cell.get("status") in FAILED_STATUSES for cell in cells)
+    if failed:
+        say(f"[yellow]worker logs kept in {log_dir} ({failed} worker(s) failed)")
+        return
+    shutil.rmtree(log_dir, ignore_errors=True)
+    for cell in cells:
+        cell.pop("log", None)
 
 
 def _plan(

@@ -24,6 +24,33 @@ Report = dict[str, Any]
 Cell = dict[str, Any]
 
 
+NO_MEMORY_MIB = 0.5
+"""A peak under this many MiB is shown as ``~0``: below it the figure rounds to zero, and
+below zero it is noise, not memory handed back (see :func:`peak_text`)."""
+
+
+def peak_text(mib: float | None) -> str:
+    """A cell's peak MiB as the report shows it: ``~0`` under :data:`NO_MEMORY_MIB`.
+
+    The peak is the worker's RSS peak minus the baseline worker's, so an implementation
+    that needs next to nothing (``cpu-flash`` at short lengths) can measure below zero
+    (the baseline held a little the worker did not): shown as ``-0`` or a negative
+    ratio, it read as a gain. ``attention.json`` keeps the figure as measured.
+    """
+    if mib is None:
+        return "?"
+    return "~0" if mib < NO_MEMORY_MIB else f"{mib:,.0f}"
+
+
+def _memory_ratio(mine: Cell, base: Cell) -> str:
+    """``mine``'s peak against the reference's, ``~0`` where ``mine``'s is; empty where the
+    reference's is none to divide by."""
+    peak, base_peak = mine.get("peak_mib"), base.get("peak_mib")
+    if peak is None or base_peak is None or base_peak < NO_MEMORY_MIB:
+        return ""
+    return "~0" if peak < NO_MEMORY_MIB else f"{peak / base_peak:.3f}x"
+
+
 def describe_failure(result: Cell, address_limit_gib: float) -> str:
     """Why a cell has no time: out of memory (at which limit, asking for what), timeout..."""
     status = result.get("status")
@@ -80,7 +107,7 @@ def _verdicts_at_8192(report: Report) -> list[str]:
     fastest = block["min_s"] / native["min_s"]
     return [
         f"at 8192, blockwise peak memory <= 1/8 of native's: {'yes' if x <= y / 8 else 'no'} "
-        f"({x:,.0f} / {y:,.0f} MiB = 1/{y / x if x > 0 else float('inf'):.1f})",
+        f"({peak_text(x)} / {peak_text(y)} MiB = 1/{y / x if x > 0 else float('inf'):.1f})",
         f"at 8192, blockwise no slower than native: {'yes' if ratio <= 1.0 else 'no'} "
         f"(time ratio {ratio:.2f}: median {1e3 * block['median_s']:,.0f} ms / "
         f"{1e3 * native['median_s']:,.0f} ms; fastest call against fastest call "
@@ -92,15 +119,14 @@ def _verdict_at_32768(report: Report) -> str:
     block = measured(report, "blockwise", 32768)
     if block and "peak_mib" in block:
         mib = block["peak_mib"]
-        first = (
-            f"at 32768, blockwise within 2 GiB: {'yes' if mib <= 2048 else 'no'} ({mib:,.0f} MiB)"
-        )
+        within = "yes" if mib <= 2048 else "no"
+        first = f"at 32768, blockwise within 2 GiB: {within} ({peak_text(mib)} MiB)"
     else:
         first = f"at 32768, blockwise within 2 GiB: n/a ({_why_not(report, 'blockwise', 32768)})"
     cap = f"native in {report['config']['address_limit_gib']:g} GiB"
     native = report["results"].get("native", {}).get("32768")
     if native and native.get("status") == "ok":
-        second = f"{cap}: ran ({native.get('peak_mib', float('nan')):,.0f} MiB)"
+        second = f"{cap}: ran ({peak_text(native.get('peak_mib'))} MiB)"
     elif native and native.get("status") in FAILED_STATUSES:
         second = f"{cap}: could not ({_why_not(report, 'native', 32768)})"
     elif native and native.get("status") == "skipped" and "already" in str(native.get("reason")):
@@ -122,11 +148,7 @@ def _cell(result: Cell | None) -> tuple[str, str]:
     status = result.get("status")
     if status == "ok":
         mark = "" if result.get("check", {}).get("agrees", True) else " !"
-        peak = result.get("peak_mib")
-        return (
-            f"{1e3 * result['median_s']:,.1f}{mark}",
-            f"{peak:,.0f}" if peak is not None else "?",
-        )
+        return f"{1e3 * result['median_s']:,.1f}{mark}", peak_text(result.get("peak_mib"))
     short = {"oom": "OOM", "timeout": "timeout", "skipped": "-", "refused": "refused"}
     return short.get(str(status), "error"), ""
 
@@ -157,10 +179,7 @@ def _times_table(report: Report, names: list[str]) -> Table:
                 mine = measured(report, name, length)
                 if mine and base:
                     row.append(f"{mine['median_s'] / base['median_s']:.2f}x")
-                    if base.get("peak_mib") and mine.get("peak_mib") is not None:
-                        row.append(f"{mine['peak_mib'] / base['peak_mib']:.3f}x")
-                    else:
-                        row.append("")
+                    row.append(_memory_ratio(mine, base))
                 else:
                     row.extend(["", ""])
         table.add_row(*row)
