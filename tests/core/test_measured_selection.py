@@ -6,19 +6,18 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from seamline.contracts import AttentionChosen, ConfigError, Fallback
 from seamline.core.attention import measure as measure_module
 from seamline.core.attention import tuning as tuning_module
-from seamline.core.attention.measure import Timing
 from seamline.core.attention.plan import explain, tune
 from seamline.core.attention.tuning import TUNING_VARIABLE, TuningCache
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
+from tests.core.tuning_clock import stop_the_clock
 
 TEXTS = [" ".join(["w"] * n) for n in range(1, 9)]  # buckets 4 and 8
 
@@ -38,15 +37,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def timed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Replace the clock: each candidate takes SPEEDS[name]; returns who was timed."""
-    calls: list[str] = []
-
-    def fake(attention: Any, specs: Any) -> Timing:
-        calls.append(attention.name)
-        seconds = SPEEDS[attention.name]
-        return Timing(seconds, seconds * 0.9, seconds * 1.2, 5)
-
-    monkeypatch.setattr(tuning_module, "time_candidate", fake)
-    return calls
+    return stop_the_clock(monkeypatch, SPEEDS, calls=5)
 
 
 def pipeline(attention: str) -> str:

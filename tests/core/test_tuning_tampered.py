@@ -16,25 +16,14 @@ from typing import Any
 import pytest
 import structlog
 
-from seamline.core.attention import tuning as tuning_module
-from seamline.core.attention.measure import Timing
 from seamline.core.attention.plan import explain
 from seamline.core.attention.tuning import TUNING_VARIABLE
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
+from tests.core.tuning_clock import SPEEDS, TWO_CANDIDATES, stop_the_clock
 
-PIPELINE = """\
-pipeline: tampered
-loader: {use: list, with: {texts: ["a b", "c d e f g"]}}
-model: {use: toy}
-attention: {use: [native, long-only], select: measure, verify: false}
-monitors: [{use: recording}]
-sink: {use: memory}
-run: {batch_size: 4, buckets: [4, 8]}
-"""
-
-SPEEDS = {"native": 2e-3, "long-only": 1e-3}
+PIPELINE = TWO_CANDIDATES.format(name="tampered")
 FAST = {"median": 1e-9, "fastest": 1e-9, "slowest": 1e-9, "calls": 3}
 
 
@@ -45,15 +34,7 @@ def timed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     MemorySink.reset()
     RecordingMonitor.events.clear()
     monkeypatch.setenv(TUNING_VARIABLE, str(tmp_path / "tuning"))
-    calls: list[str] = []
-
-    def fake(attention: Any, specs: Any) -> Timing:
-        calls.append(attention.name)
-        seconds = SPEEDS[attention.name]
-        return Timing(seconds, seconds * 0.9, seconds * 1.2, 3)
-
-    monkeypatch.setattr(tuning_module, "time_candidate", fake)
-    return calls
+    return stop_the_clock(monkeypatch, SPEEDS)
 
 
 def run() -> None:

@@ -9,7 +9,6 @@ blames the run's output.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import structlog
@@ -19,24 +18,14 @@ from seamline.adapters import logging_setup
 from seamline.adapters.cli.main import app
 from seamline.contracts import AttentionChosen
 from seamline.core.attention import tuning as tuning_module
-from seamline.core.attention.measure import Timing
 from seamline.core.attention.tuning import TUNING_VARIABLE
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import Registry
 from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
+from tests.core.tuning_clock import SPEEDS, TWO_CANDIDATES, stop_the_clock
 
-PIPELINE = """\
-pipeline: unwritable
-loader: {use: list, with: {texts: ["a b", "c d e f g"]}}
-model: {use: toy}
-attention: {use: [native, long-only], select: measure, verify: false}
-monitors: [{use: recording}]
-sink: {use: memory}
-run: {batch_size: 4, buckets: [4, 8]}
-"""
-
-SPEEDS = {"native": 2e-3, "long-only": 1e-3}
+PIPELINE = TWO_CANDIDATES.format(name="unwritable")
 
 
 @pytest.fixture
@@ -47,15 +36,11 @@ def unwritable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "tuning"
     monkeypatch.setenv(TUNING_VARIABLE, str(directory))
 
-    def fake(attention: Any, specs: Any) -> Timing:
-        seconds = SPEEDS[attention.name]
-        return Timing(seconds, seconds, seconds, 3)
-
     def refuse(path: Path, data: bytes) -> None:
         temporary = path.parent / f".{path.name}.x1y2.tmp"
         raise FileNotFoundError(2, "No such file or directory", str(temporary))
 
-    monkeypatch.setattr(tuning_module, "time_candidate", fake)
+    stop_the_clock(monkeypatch, SPEEDS)
     monkeypatch.setattr(tuning_module, "write_bytes_atomically", refuse)
     return directory
 
