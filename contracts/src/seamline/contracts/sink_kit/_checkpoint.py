@@ -50,6 +50,7 @@ from seamline.contracts.sink_kit._atomic import (
     write_json_atomically,
 )
 from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.contracts.untrusted import count_lines as untrusted_count_lines
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -621,8 +622,4 @@ def count_lines(atomic: AtomicFile) -> int:
     short, or added to, since (a JSON-lines output cut at a line boundary read as a
     smaller, valid one). One sequential read of what was just written."""
     atomic.file.flush()
-    count = 0
-    with open(atomic.temporary, "rb") as handle:
-        while block := handle.read(1 << 20):
-            count += block.count(b"\n")
-    return count
+    return untrusted_count_lines(atomic.temporary)

@@ -56,7 +56,7 @@ from seamline.contracts.sink_kit._lock import FileLock
 from seamline.contracts.untrusted import (
     NotRegularFile,
     OutsideFolder,
-    open_regular,
+    count_lines,
     read_regular,
     within,
 )
@@ -333,8 +333,7 @@ def _plain(path: Path, *, folder: bool = False) -> bool:
 def _lines_in(path: Path) -> int | None:
     """The lines of the regular file at ``path`` (never through a link); None if unreadable."""
     try:
-        with open_regular(path, follow=False) as stream:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: stream.read(1 << 20), b""))
+        return count_lines(path)
     except (OSError, NotRegularFile):
         return None
 

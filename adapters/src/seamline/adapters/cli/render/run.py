@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.render.console import consoles, line
 from seamline.adapters.cli.render.pipeline import provenance
+from seamline.contracts.untrusted import NotRegularFile, count_lines
 from seamline.core import PrecisionDecision
 
 if TYPE_CHECKING:
@@ -100,15 +101,11 @@ def _published_lines(place: OutputPlace) -> int | None:
     errors = place.errors_path
     if errors is None:
         return None
-    try:
-        return sum(_lines(path) for path in ((errors,) if isinstance(errors, str) else errors))
-    except OSError:
+    try:  # files a manifest names: never a FIFO waited on, nor read through a link
+        paths = (errors,) if isinstance(errors, str) else errors
+        return sum(count_lines(path) for path in paths)
+    except (OSError, NotRegularFile):
         return None
-
-
-def _lines(path: str) -> int:
-    with open(path, "rb") as file:
-        return sum(chunk.count(b"\n") for chunk in iter(lambda: file.read(1 << 20), b""))
 
 
 SHOWN_PARTS = 3
