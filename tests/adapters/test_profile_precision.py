@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import structlog
 from typer.testing import CliRunner
 
 from seamline.adapters import logging_setup
@@ -37,15 +38,17 @@ def test_profile_prints_the_precision_line_run_prints(
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text(PIPELINE, encoding="utf-8")
     runner = CliRunner()
-    ran = runner.invoke(app, ["run", str(pipeline)], env={"COLUMNS": "400"})
+    out = tmp_path / "profile"
+    # The log lines are captured, whatever another test of the session left structlog
+    # doing (its defaults print to stdout): the summaries' lines are all stdout holds.
+    with structlog.testing.capture_logs():
+        ran = runner.invoke(app, ["run", str(pipeline)], env={"COLUMNS": "400"})
+        profiled = runner.invoke(
+            app, ["profile", str(pipeline), "--out", str(out)], env={"COLUMNS": "400"}
+        )
     assert ran.exit_code == 0, ran.output
-    # stdout alone: another test of the session may have left a log handler on stderr.
     expected = next(line for line in ran.stdout.splitlines() if "precision:" in line)
     assert expected.startswith("  precision: float32 (bfloat16 refused: this CPU has no bfloat16")
-    out = tmp_path / "profile"
-    profiled = runner.invoke(
-        app, ["profile", str(pipeline), "--out", str(out)], env={"COLUMNS": "400"}
-    )
     assert profiled.exit_code == 0, profiled.output
     lines = profiled.stdout.splitlines()
     assert lines[0].startswith("done profiled:")
