@@ -145,19 +145,9 @@ def test_past_the_graceful_timeout_the_request_gets_a_503_and_the_server_exits(
     # loop blocked), then exited with a CancelledError traceback in its log.
     slow = "{use: tiny, with: {collate_seconds: 0.2}}"
     (tmp_path / "p.yaml").write_text(pipeline_text("long", slow), encoding="utf-8")
-    texts = [f"{TEXTS[6]} {k}" for k in range(400)]  # about 100 batches: 20 s and more
     with serving(tmp_path, tmp_path / "p.yaml", ["--graceful-timeout", "2"]) as server:
         server.wait_ready()
-        answers: list[httpx.Response] = []
-
-        def long_request() -> None:
-            with server.client() as client:
-                answers.append(client.post("/v1/embeddings", json={"input": texts}))
-
-        thread = threading.Thread(target=long_request)
-        thread.start()
-        with server.client() as watcher:
-            wait_until(lambda: sample(watcher, "seamline_serve_batch_examples_count") > 0)
+        thread, answers = long_pass_under_way(server)
         stopped = time.monotonic()
         code = server.stop(timeout=30)
         took = time.monotonic() - stopped
@@ -171,6 +161,24 @@ def test_past_the_graceful_timeout_the_request_gets_a_503_and_the_server_exits(
     error = error_of(answers[0])
     assert error["code"] == "not_ready"
     assert "--graceful-timeout" in error["message"]
+
+
+def long_pass_under_way(server: Server) -> tuple[threading.Thread, list[httpx.Response]]:
+    """A request of 400 texts (about 100 batches of a slow model: 20 s and more) sent from
+    a thread; returns once its first batch has run, with the thread and where its answer
+    will be."""
+    texts = [f"{TEXTS[6]} {k}" for k in range(400)]
+    answers: list[httpx.Response] = []
+
+    def long_request() -> None:
+        with server.client() as client:
+            answers.append(client.post("/v1/embeddings", json={"input": texts}))
+
+    thread = threading.Thread(target=long_request)
+    thread.start()
+    with server.client() as watcher:
+        wait_until(lambda: sample(watcher, "seamline_serve_batch_examples_count") > 0)
+    return thread, answers
 
 
 def run_serve(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:

@@ -10,14 +10,11 @@ when the two signals come.
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from pathlib import Path
 
-import httpx
-
-from tests.adapters.serving import TEXTS, error_of, pipeline_text, serving
-from tests.adapters.test_serve_lifecycle import sample, wait_until
+from tests.adapters.serving import error_of, pipeline_text, serving
+from tests.adapters.test_serve_lifecycle import long_pass_under_way, wait_until
 
 
 def test_a_second_ctrl_c_cuts_the_wait_short_and_still_releases_the_model(
@@ -25,19 +22,9 @@ def test_a_second_ctrl_c_cuts_the_wait_short_and_still_releases_the_model(
 ) -> None:
     slow = "{use: tiny, with: {collate_seconds: 0.2}}"
     (tmp_path / "p.yaml").write_text(pipeline_text("long", slow), encoding="utf-8")
-    texts = [f"{TEXTS[6]} {k}" for k in range(400)]  # about 100 batches: 20 s and more
     with serving(tmp_path, tmp_path / "p.yaml") as server:
         server.wait_ready()
-        answers: list[httpx.Response] = []
-
-        def long_request() -> None:
-            with server.client() as client:
-                answers.append(client.post("/v1/embeddings", json={"input": texts}))
-
-        thread = threading.Thread(target=long_request)
-        thread.start()
-        with server.client() as watcher:
-            wait_until(lambda: sample(watcher, "seamline_serve_batch_examples_count") > 0)
+        thread, answers = long_pass_under_way(server)
         server.process.send_signal(signal.SIGINT)
         wait_until(lambda: "Waiting for connections to close" in server.log.read_text())
         stopped = time.monotonic()
