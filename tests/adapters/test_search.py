@@ -424,9 +424,21 @@ def test_queries_are_embedded_in_the_precision_the_index_was_built_in(tmp_path: 
         ("a\ud800", r"the query is not valid Unicode: .*offset 1 .*give the query as UTF-8"),
         ("", r"the query is empty: give the text to search for"),
         (" \t\n", r"the query is only whitespace: give the text to search for"),
+        # What the tokeniser drops: each was searched as the empty text, ranking the index
+        # by its distance from nothing, where a document of them is skipped by the loaders.
+        ("\u200b", r"the query is only invisible characters \(control or format"),
+        ("\ufeff \u0301\x01", r"the query is only invisible characters"),
         ("boom", r"the query cannot be embedded: prepare failed: .*cannot prepare 'boom'"),
     ],
-    ids=["not-utf8-argv", "lone-surrogate", "empty", "whitespace", "model-refuses"],
+    ids=[
+        "not-utf8-argv",
+        "lone-surrogate",
+        "empty",
+        "whitespace",
+        "zero-width-space",
+        "bom-accent-control",
+        "model-refuses",
+    ],
 )
 def test_a_query_that_cannot_be_embedded_is_a_user_error(
     written: dict[str, Path], query: str, refusal: str

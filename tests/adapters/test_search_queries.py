@@ -91,6 +91,9 @@ def test_text_output_is_a_table_a_query(index: Path, builds: list[int]) -> None:
         (b"alpha\n\nbeta\n", "<stdin>:2: the query is empty"),
         (b"alpha\n  \n", "<stdin>:2: the query is only whitespace"),
         (b"alpha\nbet\xe9\n", "<stdin>:2: not UTF-8 text (byte 10 is 0xe9)"),
+        # With a byte-order mark the codec counted after it: "line 2, byte 9 is 0x77".
+        (b"\xef\xbb\xbfone\ntwo\n\xffthree\n", "<stdin>:3: not UTF-8 text (byte 12 is 0xff)"),
+        (b"alpha\n\xe2\x80\x8b\n", "<stdin>:2: the query is only invisible characters"),
         (b"", "<stdin> holds no query"),
         (b"\n", "<stdin>:1: the query is empty"),
     ],

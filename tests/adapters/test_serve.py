@@ -258,6 +258,7 @@ BAD_BODIES: list[tuple[str, bytes, int, str, str | None]] = [
     ("empty text", b'{"input": ["a", ""]}', 422, "empty", "input[1]"),
     ("whitespace text", b'{"input": ["a", " \\t\\n "]}', 422, "empty", "input[1]"),
     ("whitespace string", b'{"input": "   "}', 422, "empty", "input"),
+    ("invisible text", b'{"input": ["a", "\\ufeff\\u200d"]}', 422, "empty", "input[1]"),
     ("too many", json.dumps({"input": ["a"] * 17}).encode(), 413, "too_many_inputs", "input"),
     ("too long", json.dumps({"input": ["a" * 501]}).encode(), 413, "input_too_long", "input[0]"),
     ("too big", json.dumps({"input": "a" * 30_000}).encode(), 413, "request_too_large", None),
@@ -324,10 +325,11 @@ def test_wrong_paths_and_methods_answer_in_the_same_shape(server: Server) -> Non
     ("body", "code", "message"),
     [
         (b'{"query": "a\\ud800"}', "invalid_value", "the query is not valid Unicode: "),
-        (b'{"query": ""}', "empty", "'query' is an empty string"),
+        (b'{"query": ""}', "empty", "'query' is empty"),
         (b'{"query": " \\t "}', "empty", "'query' is only whitespace"),
+        (b'{"query": "\\u200b\\u0301"}', "empty", "'query' is only invisible characters"),
     ],
-    ids=["lone-surrogate", "empty", "whitespace"],
+    ids=["lone-surrogate", "empty", "whitespace", "invisible"],
 )
 def test_a_query_that_cannot_be_embedded_is_a_422_naming_it(
     server: Server, body: bytes, code: str, message: str

@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import shutil
+import unicodedata
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -324,6 +325,24 @@ def test_span_covers_the_text_of_the_window(encoder: BertEncoder) -> None:
     (example,) = encoder.prepare(Document("d", text))
     start, end = example.span
     assert text[start:end] == "Héllo, wörld!"
+
+
+def test_span_keeps_the_accent_the_tokenizer_strips(encoder: BertEncoder) -> None:
+    # "é" written as "e" + U+0301: MiniLM's tokenizer strips the accent, so no token
+    # covers the mark, and the span ended before it: the stored text read "café e".
+    text = "caf\u00e9 e\u0301"
+    (example,) = encoder.prepare(Document("d", text))
+    assert text[slice(*example.span)] == text
+
+
+def test_a_window_ending_in_a_letter_ends_after_its_accents(encoder: BertEncoder) -> None:
+    text = " ".join(["re\u0301sume\u0301"] * 200)  # NFD: every window ends on an "e"
+    examples = encoder.prepare(Document("d", text))
+    assert len(examples) > 1
+    for example in examples:
+        start, end = example.span
+        assert unicodedata.category(text[start]) != "Mn"
+        assert end == len(text) or unicodedata.category(text[end]) != "Mn", example.index
 
 
 # -- collate --------------------------------------------------------------------------------

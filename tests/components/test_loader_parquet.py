@@ -333,3 +333,22 @@ def test_a_value_python_cannot_hold_sets_its_row_aside_not_the_run(
     rest = list(read.read(after=items[45].cursor))
     assert [i.cursor for i in rest] == [f"{path}#0:{row}" for row in range(46, 50)]
     assert [i.item.id for i in rest] == ["r46", "r47", "r48", "r49"]
+
+
+def test_text_that_is_not_utf8_is_set_aside_with_the_fix_for_it(tmp_path: Path) -> None:
+    # The advice was to "cast the column to a type Python holds (... a string)": it is one.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    offsets = pa.py_buffer(np.array([0, 2, 3], np.int32).tobytes())
+    texts = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"ok\xff")])
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": texts}), path)
+    items = list(loader(path).read())
+    assert documents(items) == [("a", "ok")]
+    error = items[1].item
+    assert isinstance(error, DocumentError)
+    assert "text column 'text' holds a value Python cannot represent (UnicodeDecodeError" in (
+        error.reason
+    )
+    assert error.reason.endswith("; write the column's strings as UTF-8, as Parquet requires")

@@ -193,6 +193,38 @@ def test_a_utf16_file_is_named_so_with_the_encoding_to_set(tmp_path: Path) -> No
     assert fixed.text == "caf\u00e9 notes"
 
 
+def test_an_offset_after_a_byte_order_mark_names_the_byte_of_the_file(tmp_path: Path) -> None:
+    # utf-8-sig counts after the mark it drops: "byte offset 6 (byte b'l')".
+    (tmp_path / "a.txt").write_bytes(b"\xef\xbb\xbfhello \xff world")
+    error = only(text_loader(tmp_path, encoding="utf-8-sig").read())
+    assert isinstance(error, DocumentError)
+    assert "at byte offset 9 (byte b'\\xff')" in error.reason
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_named_with_the_encoding(
+    tmp_path: Path, codec: str
+) -> None:
+    # It decoded as UTF-8 (NUL is a character): stored and shown as "T\x00h\x00e\x00".
+    (tmp_path / "plain.txt").write_bytes("The budget review is on Thursday.".encode(codec))
+    (tmp_path / "accent.txt").write_bytes("caf\u00e9 notes, all of them".encode(codec))
+    errors = [loaded.item for loaded in text_loader(tmp_path).read()]
+    assert all(isinstance(error, DocumentError) for error in errors), errors
+    accent, plain = errors
+    assert f"looks like {codec.upper()} text without a byte-order mark" in plain.reason
+    assert plain.reason.count(f"encoding: {codec}") == 1
+    assert f"encoding: {codec}" in accent.reason  # it fails to decode: not "latin-1"
+    fixed = only(text_loader(tmp_path, encoding=codec, glob="plain.txt").read())
+    assert isinstance(fixed, Document)
+    assert fixed.text == "The budget review is on Thursday."
+
+
+def test_a_few_nul_bytes_do_not_make_a_file_utf16(tmp_path: Path) -> None:
+    (tmp_path / "nul.txt").write_bytes(b"before\x00after and more\x00text")
+    doc = only(text_loader(tmp_path).read())
+    assert isinstance(doc, Document)
+
+
 def test_text_files_bad_file_does_not_stop_the_others(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("fine")
     (tmp_path / "b.txt").write_bytes(b"\xc3\x28")
@@ -455,6 +487,15 @@ def bad_jsonl(tmp_path: Path) -> Path:
             json.dumps({"id": "last", "text": "still read"}),
         ],
     )
+
+
+def test_a_control_character_in_a_string_is_named_once(tmp_path: Path) -> None:
+    # json's message ends in "at": the reason read "Invalid control character at at column".
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"id": "a", "text": "x\x00y"}\n')
+    error = only(jsonl_loader(path).read())
+    assert isinstance(error, DocumentError)
+    assert error.reason == "line 1: invalid JSON: Invalid control character at column 23"
 
 
 def test_jsonl_bad_lines_become_error_records(bad_jsonl: Path) -> None:

@@ -112,6 +112,8 @@ def _text_files(corpus: Corpus, directory: Path) -> None:
     add(Case("invalid UTF-8", t, ("invalid-utf8.txt",), DEAD, "not valid utf-8", "load"))
     file("nul-bytes.txt", b"before\x00after")
     add(Case("NUL bytes in text", t, ("nul-bytes.txt",), WRITTEN))
+    file("utf16.txt", "a document saved as UTF-16, with no byte-order mark".encode("utf-16-le"))
+    add(Case("UTF-16 without a byte-order mark", t, ("utf16.txt",), DEAD, "UTF-16-LE", "load"))
     file("binary.txt", random.Random(0).randbytes(4096))
     add(Case("a binary file", t, ("binary.txt",), DEAD, "not valid utf-8", "load"))
     file("special-tokens.txt", b"[CLS] [SEP] [PAD]")

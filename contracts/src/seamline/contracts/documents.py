@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,3 +60,35 @@ class Shard:
     def owns(self, position: int) -> bool:
         """Round-robin ownership of the item at ``position`` in the stable order."""
         return position % self.count == self.index
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` is empty or only whitespace (Unicode's, as ``str.strip`` knows it),
+    counting as whitespace the invisible characters BERT's tokeniser drops: control characters
+    (``\\x00``), format characters (Unicode category ``Cf``: the byte-order mark that is
+    all of an empty file Windows Notepad saves, zero-width spaces and joiners) and
+    combining marks (``Mn``: an accent with no letter, stripped with the accents by the
+    lower-casing tokenisers of MiniLM and MPNet). Such a text embeds as an empty one does.
+
+    One rule for both sides of a search: the first-party loaders set such documents aside
+    (``skip_empty``) and ``search`` refuses such a query, which would otherwise rank the
+    index by its distance from the empty text.
+    """
+    if not text.strip():
+        return True
+    return all(char.isspace() or unicodedata.category(char) in _INVISIBLE for char in text)
+
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Mn"})
+
+
+def blank_kind(text: str) -> str | None:
+    """How ``text`` is blank (:func:`is_blank`), in words for an error, or None if it is not:
+    ``empty``, ``only whitespace`` or ``only invisible characters ...``."""
+    if not text:
+        return "empty"
+    if not text.strip():
+        return "only whitespace"
+    if is_blank(text):
+        return "only invisible characters (control or format characters, combining marks)"
+    return None

@@ -209,6 +209,17 @@ def count_lines(path: str | os.PathLike[str]) -> int:
     return count
 
 
+def undecodable_offset(data: bytes, err: UnicodeDecodeError) -> int:
+    """Where in ``data`` the byte ``err`` complains of is.
+
+    A codec that drops a byte-order mark first (``utf-8-sig``) counts ``err.start`` in
+    what follows the mark, so an error naming ``err.start`` of the file itself names the
+    wrong byte (and, near a line's end, the wrong line): the codec's input is a tail of
+    ``data``, and the difference in lengths is what it skipped.
+    """
+    return err.start + max(0, len(data) - len(err.object))
+
+
 def strict_json(data: str | bytes, *, unique_keys: bool = False) -> Any:
     """``data`` parsed as strict JSON: ``NaN`` and ``Infinity`` (which Python's ``json``
     accepts) are refused. Raises ``ValueError`` (a ``JSONDecodeError`` with its place, or

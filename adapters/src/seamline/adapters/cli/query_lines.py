@@ -38,9 +38,10 @@ def read_queries(source: str) -> list[str]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        number = data[: err.start].count(b"\n") + 1
+        at = untrusted.undecodable_offset(data, err)
+        number = data[:at].count(b"\n") + 1
         raise UserError(
-            f"{name}:{number}: not UTF-8 text (byte {err.start + 1} is {data[err.start]:#04x}); "
+            f"{name}:{number}: not UTF-8 text (byte {at + 1} is {data[at]:#04x}); "
             "save the queries as UTF-8"
         ) from None
     lines = text.split("\n")

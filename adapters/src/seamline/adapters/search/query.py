@@ -20,6 +20,7 @@ import numpy as np
 
 from seamline.adapters.search.index import Index
 from seamline.contracts import ConfigError, UserError, untrusted
+from seamline.contracts.documents import blank_kind
 from seamline.core import (
     Embedder,
     PipelineConfigError,
@@ -82,12 +83,12 @@ class QueryRefused(UserError, ValueError):
 
 def query_problem(query: str) -> str | None:
     """What is wrong with ``query`` as a text to search for, or None: checked before any
-    model is built. Empty or only whitespace (a run skips such documents: there is
-    nothing to embed), or not valid Unicode: a lone surrogate, which is what a command
+    model is built. Empty, or only whitespace and characters the tokeniser drops (the
+    loaders' blank rule, ``is_blank``: a run skips such documents, there is nothing to
+    embed), or not valid Unicode: a lone surrogate, which is what a command
     line argument that is not UTF-8 decodes to (``$'caf\\xe9'``), cannot be tokenized.
     """
-    if not query.strip():
-        what = "empty" if not query else "only whitespace"
+    if (what := blank_kind(query)) is not None:
         return f"the query is {what}: give the text to search for"
     return unicode_problem(query)
 

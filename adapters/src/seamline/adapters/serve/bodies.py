@@ -19,6 +19,7 @@ from starlette.requests import Request
 from seamline.adapters.search import MAX_K, unicode_problem
 from seamline.adapters.serve.errors import ApiError
 from seamline.adapters.serve.limits import Limits
+from seamline.contracts.documents import blank_kind
 from seamline.contracts.untrusted import is_count
 
 MAX_WHERE_CHARS = 4096
@@ -203,8 +204,7 @@ def _texts(raw: Any, limits: Limits) -> list[str]:
         raise _not_text("input", raw)
     for index, text in enumerate(texts):
         where = "input" if isinstance(raw, str) else f"input[{index}]"
-        if not text.strip():  # as a run skips a document of only whitespace
-            what = "an empty string" if not text else "only whitespace"
+        if (what := blank_kind(text)) is not None:  # as a run skips such a document
             raise _invalid(where, f"{where} is {what}: there is nothing to embed", "empty")
         if len(text) > limits.max_input_chars:
             raise ApiError(
@@ -239,8 +239,7 @@ def search_request(data: Any, limits: Limits) -> SearchRequest:
         raise _invalid("query", "'query' is required: the text to search for")
     if not isinstance(query, str):
         raise _invalid("query", f"'query' must be a string, not {json_type(query)}")
-    if not query.strip():
-        what = "an empty string" if not query else "only whitespace"
+    if (what := blank_kind(query)) is not None:
         raise _invalid("query", f"'query' is {what}: there is nothing to search for", "empty")
     if (problem := unicode_problem(query)) is not None:  # a lone surrogate
         raise _invalid("query", problem)

@@ -234,7 +234,8 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         except UnicodeDecodeError as err:
             return error(f"not valid utf-8: {err.reason} at byte offset {err.start} of the line")
         except json.JSONDecodeError as err:
-            return error(f"invalid JSON: {err.msg} at column {err.colno}")
+            # Some of json's messages end in "at" (it appends the place to them itself).
+            return error(f"invalid JSON: {err.msg.removesuffix(' at')} at column {err.colno}")
         except RecursionError:
             return error("invalid JSON: nested too deeply to read")
         except ValueError as err:  # an integer of more digits than Python converts

@@ -405,7 +405,10 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
             f"represent ({why})"
             for name, why in failed
         )
-        fix = "cast the column to a type Python holds (a microsecond timestamp, a string)"
+        if all(why.startswith("UnicodeDecodeError") for _, why in failed):
+            fix = "write the column's strings as UTF-8, as Parquet requires"
+        else:
+            fix = "cast the column to a type Python holds (a microsecond timestamp, a string)"
         if all(name in config.metadata_columns for name, _ in failed):
             fix += " or leave it out of metadata_columns"
         return self._error(where, f"{what}; {fix}", raw_id, column=failed[0][0])

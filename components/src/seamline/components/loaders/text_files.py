@@ -46,7 +46,12 @@ from seamline.contracts import (
 )
 from seamline.contracts.json_safe import safe_text
 from seamline.contracts.loader import refuse_repeated_globstar
-from seamline.contracts.untrusted import NotRegularFile, open_regular, opened_path
+from seamline.contracts.untrusted import (
+    NotRegularFile,
+    open_regular,
+    opened_path,
+    undecodable_offset,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -280,12 +285,21 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         try:
             text = data.decode(self.config.encoding)
         except UnicodeDecodeError as err:
+            at = undecodable_offset(data, err)
             reason = (
                 f"not valid {self.config.encoding}: {err.reason} "
-                f"at byte offset {err.start} (byte {data[err.start : err.start + 1]!r}); "
-                + _encoding_hint(data)
+                f"at byte offset {at} (byte {data[at : at + 1]!r}); " + _encoding_hint(data)
             )
             return error(reason, bytes=len(data))
+        if "\x00" in text and (codec := _utf16_without_mark(data)) is not None:
+            # It decodes (NUL is a character), but as every other character: the text
+            # embeds almost as the right one and shows as "T\x00h\x00e\x00" in every hit.
+            return error(
+                f"every other byte is 0: this looks like {codec.upper()} text without a "
+                f"byte-order mark, not {self.config.encoding}; set the loader's encoding: "
+                f"{codec} (or convert the files to UTF-8: iconv -f {codec.upper()} -t UTF-8)",
+                bytes=len(data),
+            )
         if self.config.skip_empty and is_blank(text):
             return DocumentError(
                 id=doc_id,
@@ -339,4 +353,24 @@ def _encoding_hint(data: bytes) -> str:
     """What to set when a file does not decode: the decode error alone names no fix."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "it begins with a UTF-16 byte-order mark: set the loader's encoding: utf-16"
+    if (codec := _utf16_without_mark(data)) is not None:
+        return (
+            f"every other byte is 0, as in {codec.upper()} text without a byte-order mark: "
+            f"set the loader's encoding: {codec}"
+        )
     return "if the files are in another encoding, set the loader's encoding (such as latin-1)"
+
+
+def _utf16_without_mark(data: bytes) -> str | None:
+    """``utf-16-le`` or ``utf-16-be`` if ``data`` looks like UTF-16 text with no byte-order
+    mark, else None: nine in ten of the bytes at odd (little-endian) or even (big-endian)
+    places are 0, as they are where most characters are below U+0100, and no text in an
+    8-bit encoding has that many NULs."""
+    pairs = len(data) // 2
+    if pairs < 2:
+        return None
+    if data[1::2].count(0) >= 0.9 * pairs and data[0::2].count(0) < 0.5 * pairs:
+        return "utf-16-le"
+    if data[0::2].count(0) >= 0.9 * pairs and data[1::2].count(0) < 0.5 * pairs:
+        return "utf-16-be"
+    return None

@@ -20,6 +20,7 @@ tokenises to the same tokens alone as in front of the text; a prefix that would 
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -73,11 +74,12 @@ class TokenWindows:
             self.growth.check(text)
         first = encoded(self.tokenizer, text)
         windows = [first, *first.overflowing]
-        return [self.example(doc_id, index, window) for index, window in enumerate(windows)]
+        return [self.example(doc_id, index, window, text) for index, window in enumerate(windows)]
 
-    def example(self, doc_id: str, index: int, window: Encoding) -> Example:
-        """One window as an example, with the prefix put in after its leading specials."""
-        example = to_example(doc_id, index, window)
+    def example(self, doc_id: str, index: int, window: Encoding, text: str) -> Example:
+        """One window of ``text`` as an example, with the prefix put in after its leading
+        specials."""
+        example = to_example(doc_id, index, window, text)
         if not self.prefix.ids.size and self.token_types:
             return example
         at = self.prefix.at
@@ -241,12 +243,14 @@ def _pad_token_id(tokenizer: Tokenizer, fallback: int) -> int:
     return fallback if token_id is None else int(token_id)
 
 
-def to_example(doc_id: str, index: int, window: Encoding) -> Example:
-    """One window as an example: its ids, token types and the character span it covers."""
+def to_example(doc_id: str, index: int, window: Encoding, text: str) -> Example:
+    """One window of ``text`` as an example: its ids, token types and the character span
+    it covers."""
+    start, end = window_span(window.offsets, window.sequence_ids)
     return Example(
         doc_id=doc_id,
         index=index,
-        span=window_span(window.offsets, window.sequence_ids),
+        span=(start, with_marks(text, end) if end > start else end),
         length=len(window.ids),
         features={
             "input_ids": np.asarray(window.ids, dtype=np.int32),
@@ -270,3 +274,17 @@ def window_span(
     if not content:
         return EMPTY_SPAN
     return (int(content[0][0]), int(content[-1][1]))
+
+
+def with_marks(text: str, end: int) -> int:
+    """``end`` moved past the combining marks that follow it in ``text``.
+
+    A lower-casing tokenizer strips accents, so no token covers a combining mark (the
+    accent of an ``e`` written as ``e`` + U+0301): a window whose last token is that ``e``
+    ended before its accent, and its text, stored and shown in every hit, read ``e``
+    where the document has ``é``. The marks belong to the letter before them (one
+    grapheme), so the span takes them too; the vector, made from the tokens, is the same.
+    """
+    while end < len(text) and unicodedata.category(text[end]).startswith("M"):
+        end += 1
+    return end
