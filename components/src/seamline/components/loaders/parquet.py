@@ -405,12 +405,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
             f"represent ({why})"
             for name, why in failed
         )
-        if all(why.startswith("UnicodeDecodeError") for _, why in failed):
-            fix = "write the column's strings as UTF-8, as Parquet requires"
-        else:
-            fix = "cast the column to a type Python holds (a microsecond timestamp, a string)"
-        if all(name in config.metadata_columns for name, _ in failed):
-            fix += " or leave it out of metadata_columns"
+        fix = _unconvertible_fix(failed, config.metadata_columns)
         return self._error(where, f"{what}; {fix}", raw_id, column=failed[0][0])
 
     def _unique(
@@ -571,3 +566,15 @@ def footer_rows(pattern: str, shard: Shard) -> int | None:
                 total += footer.row_group(group).num_rows
         position += footer.num_row_groups
     return total
+
+
+def _unconvertible_fix(failed: list[tuple[str, str]], metadata_columns: Sequence[str]) -> str:
+    """What to do about the values of a row that could not become Python (``failed``:
+    ``(column, why)``): text that is not UTF-8 is the writer's to mend, a type Python has no
+    equivalent of is cast, and a metadata column can be left out."""
+    if all(why.startswith("UnicodeDecodeError") for _, why in failed):
+        return "write the column's strings as UTF-8, as Parquet requires"
+    fix = "cast the column to a type Python holds (a microsecond timestamp, a string)"
+    if all(name in metadata_columns for name, _ in failed):
+        fix += " or leave it out of metadata_columns"
+    return fix
