@@ -248,6 +248,29 @@ def test_wrong_attention_shape_in_a_preference_list_falls_back() -> None:
     assert len({r.doc_id for r in MemorySink.records}) == len(TEXTS) - 2
 
 
+def test_a_model_whose_row_width_follows_the_batch_is_a_contract_violation() -> None:
+    # Rows of 16 for short batches and 32 for long ones were published side by side, and
+    # the run succeeded; a search then called the output "not as seamline wrote it".
+    registry = toy_registry()
+    text = (
+        "pipeline: toy\n"
+        "loader: {use: list, with: {texts: ['one two', 'one two three four five six']}}\n"
+        "model: {use: toy, with: {width_by_length: true}}\n"
+        "attention: {use: native}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 1, buckets: [4, 8]}\n"
+    )
+    orchestrator = Orchestrator(parse_pipeline(text, "toy.yaml", registry), registry)
+    with pytest.raises(ContractViolation) as refused:
+        orchestrator.run()
+    assert str(refused.value) == (
+        "model 'toy' returned rows of shape [32] for a batch of [1, 8] after rows of shape "
+        "[16]; the contract requires one row shape whatever the batch's shape (the "
+        "embedding's width is the model's)"
+    )
+    assert MemorySink.closed == [False]
+
+
 def streamed_peak(documents: int) -> int:
     """Peak traced Python memory of a run streaming ``documents`` through to a counting sink."""
     registry = toy_registry()

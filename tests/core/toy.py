@@ -118,6 +118,8 @@ class ToyConfig(ComponentConfig):
     """``collate`` returns equal copies of its examples, not the objects it was given."""
     bfloat16_error: float = 0.0
     """Extra error the bfloat16 precision adds to every output (to fail the gate)."""
+    width_by_length: bool = False
+    """Rows 16 wide for batches of at most 4 tokens a row, 32 for longer (a broken model)."""
 
 
 class ToyModel(Model[ToyConfig]):
@@ -193,7 +195,8 @@ class ToyModel(Model[ToyConfig]):
         if self.precision == "bfloat16" and self.config.bfloat16_error:
             out = out + self.config.bfloat16_error * jnp.cos(jnp.arange(32, dtype=jnp.float32))
         weights = seg[..., None].astype(jnp.float32)
-        return (out * weights).sum(1) / jnp.maximum(weights.sum(1), 1.0)
+        pooled = (out * weights).sum(1) / jnp.maximum(weights.sum(1), 1.0)
+        return pooled[:, :16] if self.config.width_by_length and t <= 4 else pooled
 
 
 class MemorySinkConfig(ComponentConfig):

@@ -122,6 +122,26 @@ def check_model_output(name: str, out: Any, outputs: int, dtype: np.dtype[Any]) 
         )
 
 
+def check_row_shape(
+    name: str, out: Any, pinned: tuple[int, ...] | None, batch: tuple[int, int]
+) -> tuple[int, ...]:
+    """The shape of ``out``'s rows, which must be ``pinned`` (the first batch's) if given.
+
+    An embedding's width is the model's, not the batch's: a model whose rows were 16
+    wide for short batches and 32 for long ones published a mix that no index can hold
+    and no search compares, and the run said it succeeded. ``batch``: the batch's
+    ``[rows, length]``, for the message.
+    """
+    shape = tuple(int(size) for size in out.shape[1:])
+    if pinned is not None and shape != pinned:
+        raise ContractViolation(
+            f"model {name!r} returned rows of shape {list(shape)} for a batch of "
+            f"{list(batch)} after rows of shape {list(pinned)}; the contract requires one "
+            "row shape whatever the batch's shape (the embedding's width is the model's)"
+        )
+    return shape
+
+
 def check_loaded(name: str, loaded: Any) -> Loaded:
     """A loader must yield :class:`Loaded` items holding a document or a document error."""
     if not isinstance(loaded, Loaded) or not isinstance(loaded.item, Document | DocumentError):

@@ -20,7 +20,7 @@ import numpy as np
 from opentelemetry import trace
 
 from seamline.contracts import Batch, Model
-from seamline.contracts.seams import check_model_output
+from seamline.contracts.seams import check_model_output, check_row_shape
 from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.compile import Step
 from seamline.core.attention.steps import CompiledSteps, Launched, Report
@@ -52,6 +52,8 @@ class Encoder:
         self.shapes = batch_shapes(run, model.max_length, devices)
         self._params: Any = None
         self._loaded = False
+        self._row_shape: tuple[int, ...] | None = None
+        """The shape of an output row, pinned by the first batch (:func:`check_row_shape`)."""
 
     def params(self) -> Any:
         """The parameters on the device, loaded (through the model's seam) on first use."""
@@ -117,6 +119,9 @@ class Encoder:
         step, outputs = self.steps.collect(params, launched, self._around, self._begin)
         model = self.model
         check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
+        self._row_shape = check_row_shape(
+            model.name, outputs, self._row_shape, (batch.batch_size, batch.length)
+        )
         return self.steps.shadow(params, batch, step, outputs)
 
     def _begin(self) -> CallStart:
