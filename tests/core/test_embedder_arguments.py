@@ -7,6 +7,10 @@ before any work with a message saying what it must be. The toy model keeps these
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
+import warnings
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -131,3 +135,55 @@ def test_texts_submitted_and_not_yet_embedded_fail_when_the_embedder_closes() ->
     with pytest.raises(RuntimeError, match="this Embedder is closed"):
         waiting.result()  # was embedded by the released model
     assert done.result().shape == (1, 32)  # type: ignore[union-attr]
+
+
+def test_closing_releases_the_weights_and_the_compiled_steps() -> None:
+    # close() released nothing: a closed embedder still referenced (an attribute, a cache,
+    # a traceback) kept its weights on the device and every compiled program (~100 MiB a
+    # MiniLM) until the object itself was collected.
+    embedder = toy_embedder()
+    embedder.encode(["a b", "c d e"])
+    weights = weakref.ref(embedder.encoder.params()["table"])
+    assert embedder.encoder.steps.in_use()
+    embedder.close()
+    gc.collect()
+    assert weights() is None
+    assert embedder.encoder.steps.in_use() == []  # each holds its executable
+
+
+def test_a_child_forked_after_the_runtime_started_is_refused_at_once() -> None:
+    # It hung for ever (multiprocessing's default start method on Linux), with an
+    # embedder inherited from the parent and with one built in the child alike.
+    embedder = toy_embedder()
+    embedder.encode(["a b"])  # the runtime has started here
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    child = context.Process(target=_use_after_fork, args=(embedder, answers))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # JAX's own "fork() ... deadlock"
+        child.start()
+    try:
+        told = answers.get(timeout=60)
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+    embedder.close()
+    for what in ("this Embedder", "an Embedder"):
+        assert f"{what} cannot run in this process" in told[what], told
+        assert "multiprocessing.get_context('spawn')" in told[what]
+
+
+def _use_after_fork(embedder: Embedder, answers: Any) -> None:
+    told = {}
+    for what, call in (
+        ("this Embedder", lambda: embedder.encode(["c d"])),
+        ("an Embedder", toy_embedder),
+    ):
+        try:
+            call()
+        except RuntimeError as err:
+            told[what] = str(err)
+        else:
+            told[what] = "no error"
+    answers.put(told)

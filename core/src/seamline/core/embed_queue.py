@@ -44,6 +44,7 @@ import numpy as np
 from opentelemetry import trace
 
 from seamline.contracts.logs import get_logger
+from seamline.core.forking import refuse_after_fork
 
 LongText = Literal["truncate", "mean", "windows"]
 
@@ -188,9 +189,11 @@ class EmbedQueue:
         return self._closed
 
     def check_open(self) -> None:
-        """Raise the closed error if the queue was closed (every call of a closed embedder)."""
+        """Raise the closed error if the queue was closed (every call of a closed embedder),
+        or the forked-child error in a child of the process that used the model."""
         if self._closed:
             raise closed()
+        refuse_after_fork("this Embedder")
 
     def close(self) -> None:
         """Refuse requests from now on, and finish those still queued with the closed error.

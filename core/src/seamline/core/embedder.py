@@ -66,6 +66,7 @@ from seamline.core.config import (
 )
 from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Request
 from seamline.core.encoder import Encoder
+from seamline.core.forking import refuse_after_fork
 from seamline.core.host import Collated, SetAside, documents_as_loaded
 from seamline.core.in_flight import InFlight
 from seamline.core.monitor_hub import MonitorHub
@@ -149,6 +150,7 @@ class Embedder:
         which is how the precision gate embeds its sample, so that its compilations are
         the ones the run goes on to use.
         """
+        refuse_after_fork("an Embedder")
         embedder = cls.__new__(cls)
         embedder._start(resolved, registry, monitors, long_text, max_wait, shapes)
         return embedder
@@ -375,18 +377,17 @@ class Embedder:
         self._abandoned.set()
 
     def close(self) -> None:
-        """Release the model and the attention (once; later calls do nothing).
+        """Release the model, its weights and compiled steps, and the attention (once).
 
         A pass under way ends first; texts submitted and not yet taken by a pass are not
-        embedded: their ``result()`` raises the "this Embedder is closed" RuntimeError,
-        as every later call of the embedder does.
-        """
+        embedded: their ``result()`` raises the "this Embedder is closed" RuntimeError, as
+        every later call of the embedder does (a second ``close`` does nothing)."""
         with self.queue.engine():
             if self.queue.closed:
                 return
             self.queue.close()
             self.monitors.close()
-            self.encoder.close()
+            self.encoder.close(release=True)
 
     def __enter__(self) -> Embedder:
         return self
@@ -596,7 +597,9 @@ def _checked_budget(batch_tokens: object) -> int | None:
 
 def _check_settings(queries: object, max_wait: object) -> None:
     """Refuse an embedder's ``queries`` or ``max_wait`` of the wrong type before the model is
-    built: ``queries="no"`` would embed every text as a query."""
+    built: ``queries="no"`` would embed every text as a query. And refuse to build one in a
+    process forked after JAX's runtime started (:mod:`seamline.core.forking`)."""
+    refuse_after_fork("an Embedder")
     if not isinstance(queries, bool | np.bool_):
         raise TypeError(f"queries must be True or False, not {type(queries).__name__}")
     if isinstance(max_wait, bool) or not isinstance(max_wait, Real):

@@ -27,6 +27,7 @@ from seamline.core.attention.steps import CompiledSteps, Launched, Report
 from seamline.core.batching import BatchShapes, batch_shapes
 from seamline.core.config import RunSettings
 from seamline.core.devices import local_data_parallel
+from seamline.core.forking import note_runtime_started, refuse_after_fork
 from seamline.core.host import HostWork
 from seamline.core.seams import CallStart, Seam
 
@@ -42,6 +43,7 @@ class Encoder:
         run: RunSettings,
         report: Report,
     ) -> None:
+        refuse_after_fork(f"model {model.name!r}")
         self.model = model
         self.seam = seam
         self.attention = attention
@@ -58,6 +60,7 @@ class Encoder:
     def params(self) -> Any:
         """The parameters on the device, loaded (through the model's seam) on first use."""
         if not self._loaded:
+            note_runtime_started()
             with self.seam.call("load"):
                 params = self.model.load()
                 parallel = self.parallel
@@ -130,7 +133,17 @@ class Encoder:
     def _around(self, step: Step, begun: CallStart) -> AbstractContextManager[trace.Span]:
         return self.seam.call("apply", step.attributes, begun)
 
-    def close(self) -> None:
-        """Close the model and every attention candidate."""
+    def close(self, *, release: bool = False) -> None:
+        """Close the model and every attention candidate; with ``release``, drop the
+        parameters and the compiled steps too.
+
+        A run leaves them (its summary still counts the steps it compiled); an ``Embedder``
+        releases them: one closed but still referenced (an attribute, a cache, a traceback)
+        kept ~100 MiB of weights and programs per model until it was collected.
+        """
         self.model.close()
         self.attention.close()
+        if release:
+            self._params = None
+            self._loaded = False
+            self.steps.release()

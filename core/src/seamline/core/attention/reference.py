@@ -38,6 +38,10 @@ class ReferenceSteps:
         self._report = report
         self._steps: dict[tuple[int, int], Step] = {}
 
+    def release(self) -> None:
+        """Drop every compiled reference step (see :meth:`CompiledSteps.release`)."""
+        self._steps.clear()
+
     def serves(self, step: Step) -> bool:
         """Whether there is a reference other than the attention ``step`` runs."""
         reference = self.candidates.reference

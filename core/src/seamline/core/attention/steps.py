@@ -146,6 +146,13 @@ class CompiledSteps:
     def decisions(self) -> list[AttentionDecision]:
         return self.planner.decisions
 
+    def release(self) -> None:
+        """Drop every compiled step, the reference's too: each holds its executable (and
+        XLA's buffers for it) for as long as it is referenced. For an owner that is done
+        with the model for good (a closed ``Embedder``); a later batch compiles again."""
+        self._steps.clear()
+        self._reference.release()
+
     def in_use(self) -> list[Step]:
         """The compiled step of every batch shape seen so far."""
         return list(self._steps.values())
