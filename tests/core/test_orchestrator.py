@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import time
 import tracemalloc
@@ -298,3 +299,12 @@ def test_memory_does_not_grow_with_the_corpus() -> None:
     small, large = streamed_peak(1_280), streamed_peak(12_800)
     # Ten times the documents: if outputs or documents accumulated, the peak would grow ~10x.
     assert large < 1.5 * small, (small, large)
+
+
+def test_the_manifest_names_the_versions_that_decide_the_numbers() -> None:
+    # Only seamline-core, seamline-contracts, jax and jaxlib were listed: the tokenizers
+    # library, which cuts the text into the ids a vector is made from, was not.
+    orchestrator = run("native")
+    versions = orchestrator.manifest()["versions"]
+    assert set(versions) >= {"jax", "jaxlib", "numpy", "tokenizers", "seamline-core"}
+    assert versions["tokenizers"] == importlib.metadata.version("tokenizers")

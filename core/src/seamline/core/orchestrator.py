@@ -624,7 +624,9 @@ def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
 
 
 def _versions() -> dict[str, str]:
-    dists = ("seamline-core", "seamline-contracts", "jax", "jaxlib")
+    """The versions of what decides the numbers besides the components (whose own versions
+    are in the provenance): the runtime, and the tokenizers library that cuts the text."""
+    dists = ("seamline-core", "seamline-contracts", "jax", "jaxlib", "numpy", "tokenizers")
     found = {dist: installed_version(dist, "") for dist in dists}
     return {dist: version for dist, version in found.items() if version}
 
