@@ -4,7 +4,8 @@ seam starts (1.4) reach only the monitors that ask for them."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 import structlog
@@ -322,3 +323,29 @@ def test_runs_one_after_another_leave_no_courier_and_no_monitor_behind() -> None
     gc.collect()
     assert set(couriers()) - before == set()
     assert [ref() for ref in kept] == [None, None, None]
+
+
+class Sluggish(Listener):
+    name: ClassVar[str] = "sluggish"
+
+    def observe(self, event: Event) -> None:
+        time.sleep(0.03)
+        super().observe(event)
+
+
+def test_a_slow_monitor_is_named_once_it_has_held_the_run_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A monitor that slept 2 s an event turned a 0.4 s run into 205 s, without a word.
+    monkeypatch.setattr(MonitorHub, "SLOW_S", 0.1)
+    slow, quick = Sluggish(ComponentConfig()), Listener(ComponentConfig())
+    hub = MonitorHub([slow, quick])
+    with structlog.testing.capture_logs() as logs:
+        for index in range(8):
+            hub.emit(BatchDone(index, 16, 4, 40, 0.1))
+        hub.close()
+    warned = [entry for entry in logs if entry["event"].startswith("monitor is slowing the run")]
+    assert [entry["monitor"] for entry in warned] == ["sluggish"]  # once, and not the quick one
+    assert warned[0]["seconds"] >= 0.1
+    assert len(quick.seen) == len(slow.seen) == 8  # it is still called: slow is not hung
+    assert hub.spent["sluggish"] > 8 * 0.03 > hub.spent["listener"]

@@ -17,6 +17,10 @@ A monitor is observability, never a dependency of the result. So:
 * any other event goes only to the monitors that observe its type (``observes``,
   monitor contract 1.6; every type for a monitor that does not say), and an event no
   monitor observes is not handed off at all: a hand-off is most of what an event costs;
+* the run waits for the monitors to take each event, so a slow one slows the run: the
+  time each spends is added up, and once a monitor has held the run ``SLOW_S`` seconds
+  in all, a warning names it (one that slept 2 s an event turned a 0.4 s run into 205 s,
+  without a word);
 * a monitor may publish events of its own (``Monitor.bind``, monitor contract 1.2):
   they are queued and delivered to the other monitors once the current event is
   through (at most ``MAX_PUBLISHED`` per event, so two monitors answering each other
@@ -58,8 +62,13 @@ class _Courier:
     every run a notebook or a service makes.
     """
 
-    def __init__(self, on_error: Callable[[Monitor[Any], str, Exception], None]) -> None:
+    def __init__(
+        self,
+        on_error: Callable[[Monitor[Any], str, Exception], None],
+        on_time: Callable[[Monitor[Any], float], None],
+    ) -> None:
         self._on_error = on_error
+        self._on_time = on_time
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self.progress = 0
         self.abandoned = False
@@ -107,10 +116,12 @@ class _Courier:
             if self.abandoned:
                 return
             self.progress = index
+            started = time.perf_counter()
             try:
                 context.run(call, monitor)
             except Exception as err:
                 self._on_error(monitor, what, err)
+            self._on_time(monitor, time.perf_counter() - started)
         self.progress = len(monitors)
         done.set()
 
@@ -122,12 +133,16 @@ class MonitorHub:
     MAX_PUBLISHED = 100
     #: Seconds the hub waits for the monitors to take one event before it gives up on one.
     TIMEOUT_S = 5.0
+    #: Seconds a monitor may hold the run in all before a warning names it.
+    SLOW_S = 10.0
 
     def __init__(self, monitors: Sequence[Monitor[Any]], *, timeout_s: float | None = None) -> None:
         self.monitors = list(monitors)
         self.timeout_s = self.TIMEOUT_S if timeout_s is None else timeout_s
         self.failures: dict[str, int] = {}
         self.hung: dict[str, str] = {}
+        self.spent: dict[str, float] = {}
+        """Seconds each monitor has spent in its calls so far (the run waited for them)."""
         self._lock = threading.Lock()
         self._published: deque[tuple[Monitor[Any], Event]] = deque()
         self._courier: _Courier | None = None
@@ -205,7 +220,7 @@ class MonitorHub:
         started = time.monotonic()
         while pending:
             if self._courier is None:
-                self._courier = _Courier(self._report)
+                self._courier = _Courier(self._report, self._timed)
             remaining = max(0.0, self.timeout_s - (time.monotonic() - started))
             finished = self._courier.deliver(call, what, pending, remaining)
             if finished >= len(pending):
@@ -224,6 +239,18 @@ class MonitorHub:
             call=what,
             timeout_s=self.timeout_s,
         )
+
+    def _timed(self, monitor: Monitor[Any], seconds: float) -> None:
+        """Add a call's time to the monitor's; warn once when it passes ``SLOW_S``."""
+        before = self.spent.get(monitor.name, 0.0)
+        self.spent[monitor.name] = spent = before + seconds
+        if before < self.SLOW_S <= spent:
+            log.warning(
+                "monitor is slowing the run: the run waits for each event it observes; make "
+                "its work cheap (queue it for a thread of its own) or leave it out",
+                monitor=monitor.name,
+                seconds=round(spent, 1),
+            )
 
     def _report(self, monitor: Monitor[Any], call: str, err: Exception) -> None:
         count = self.failures[monitor.name] = self.failures.get(monitor.name, 0) + 1
