@@ -107,6 +107,12 @@ class Outputs(BaseModel):
     lines: dict[FileName, Annotated[int, Field(ge=0)]] | None = Field(default=None, max_length=64)
     """The records of each file of lines (by its name in ``files``) as published; None in
     manifests from before they were counted, or of a staged output."""
+    sha256: dict[FileName, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]] | None = Field(
+        default=None, max_length=64
+    )
+    """The sha256 of each file a reader pairs row by row with another (by its name in
+    ``files``), as published: a reader tells one publish's file from the next one's by it.
+    None in manifests from before they were kept, or of a sink that keeps none."""
 
     def listed(self) -> list[tuple[tuple[str | int, ...], dict[str, str]]]:
         """Each part's files with where they are in the manifest: one part for a whole output."""

@@ -11,15 +11,27 @@ validated by its schema (:mod:`.manifest`), only regular files in the manifest's
 folder are opened (:meth:`OutputReader.open`), and every row and vector is checked as
 it is read (:mod:`.stored`). A problem is one ``UserError`` naming the file and the
 line or row.
+
+An output is republished by renaming its files into place one after another (the
+manifest first, the primary file last: :class:`~seamline.contracts.sink_kit.AtomicGroup`),
+so a reader that opens them one after another may meet two publishes. A reader of a
+whole output therefore reads its manifest again each time it reads the files
+(:meth:`OutputReader.current`: an index held open sees the newest publish), checks what
+it read against it (the counts of ``outputs.lines``; the sha256 of ``outputs.sha256``,
+computed as the files stream by), and raises :class:`Republished` where they do not
+agree: whoever reads reads again (:func:`reread`), a bounded number of times.
 """
 
 from __future__ import annotations
 
 import abc
+import hashlib
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from types import MappingProxyType
+from typing import Any, BinaryIO, ClassVar, TypeVar, cast
 
 import numpy as np
 
@@ -31,6 +43,8 @@ from seamline.contracts.manifest import (
     manifest_path,
     open_output,
     output_files,
+    parse_manifest,
+    read_manifest_text,
 )
 from seamline.contracts.sink import OutputRecord, Sink
 from seamline.contracts.stored import StoredRow, json_object, record_lines, vector_of
@@ -40,6 +54,56 @@ Chunk = tuple[np.ndarray[Any, Any], list[StoredRow]]
 
 CHUNK_ROWS = 4096
 """How many rows a reader yields at a time: memory stays bounded whatever the output."""
+
+
+class Republished(UserError):
+    """What a reader read of an output did not all belong to one publish (a file and the
+    manifest's count or sha256 of it, or two files paired row by row, disagree): the
+    output was being republished as it was read, or was changed since it was published.
+    :func:`reread` reads again; the last attempt's error is the one reported."""
+
+
+REREADS = 4
+"""How many times in all :func:`reread` reads an output whose files disagreed."""
+REREAD_PAUSE = 0.05
+"""Seconds before the first read again; doubled before each later one (a publish renames
+its few files within milliseconds: 0.05 + 0.1 + 0.2 s covers a slow disk's fsyncs)."""
+
+T = TypeVar("T")
+
+
+def reread(read: Callable[[], T]) -> T:
+    """``read()``, made again (after a pause) while it raises :class:`Republished`, at most
+    :data:`REREADS` times in all; the last one's error is raised."""
+    pause = REREAD_PAUSE
+    for _ in range(REREADS - 1):
+        try:
+            return read()
+        except Republished:
+            time.sleep(pause)
+            pause *= 2
+    return read()
+
+
+def _published_sha256(outputs: Outputs) -> dict[str, str]:
+    """The manifest's ``outputs.sha256`` by purpose; {} where it has none (an output from
+    before they were kept, or of a sink that keeps none)."""
+    digests = outputs.sha256 or {}
+    return {purpose: digests[name] for purpose, name in outputs.files.items() if name in digests}
+
+
+class Digesting:
+    """A binary file read line by line (as :func:`record_lines` reads it), its sha256
+    computed on the way: what was read can be compared with what was published."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle = handle
+        self.sha256 = hashlib.sha256()
+
+    def readline(self, limit: int = -1) -> bytes:
+        line = self.handle.readline(limit)
+        self.sha256.update(line)
+        return line
 
 
 class FilterRefused(UserError):
@@ -72,10 +136,48 @@ class OutputReader(abc.ABC):
     filters: ClassVar[bool] = False
     """Whether :meth:`nearest` applies a ``where`` filter (a query engine's SQL)."""
 
+    sha256: Mapping[str, str] = MappingProxyType({})
+    """The sha256 of each file (by purpose) as published, where the manifest kept it (set
+    by :meth:`current`); a reader that reads a file whole compares it (:meth:`check_sha256`)."""
+
     def __init__(self, files: Mapping[str, Path], manifest: Path, outputs: Outputs) -> None:
         self.files = dict(files)
         self.manifest = manifest
         self.outputs = outputs
+
+    def current(self) -> OutputReader:
+        """A reader of this output as its manifest describes it now, read again: an index
+        held open reads the newest publish, and checks its files against that manifest's
+        ``outputs.lines`` and ``outputs.sha256``. (A part of a sharded run: this reader.)"""
+        if self.outputs.parts is not None:
+            return self
+        try:
+            text = read_manifest_text(self.manifest)
+        except FileNotFoundError:
+            raise UserError(
+                f"{self.manifest} was removed after the output was opened{REWRITE}"
+            ) from None
+        outputs = parse_manifest(text, str(self.manifest)).outputs
+        if outputs is None or outputs.parts is not None or outputs.sink != self.outputs.sink:
+            raise UserError(
+                f"{self.manifest} was replaced by the manifest of another output (not of the "
+                f"{self.outputs.sink} sink's whole output) after this one was opened: open "
+                "the output again"
+            )
+        fresh = type(self)(output_files(outputs, self.manifest)[0], self.manifest, outputs)
+        fresh.sha256 = _published_sha256(outputs)
+        return fresh
+
+    def check_sha256(self, purpose: str, digest: Any) -> None:
+        """Refuse a file read whole (``digest``: a ``hashlib`` object of what was read) that
+        is not the one the manifest published (where it kept its sha256)."""
+        expected = self.sha256.get(purpose)
+        if expected is not None and digest.hexdigest() != expected:
+            raise Republished(
+                f"{self.file(purpose)} is not the {purpose} file that {self.manifest} was "
+                "published with (another sha256): it was being republished as it was read, "
+                f"or was changed since{REWRITE}"
+            )
 
     @abc.abstractmethod
     def chunks(self, dimension: int | None) -> Iterator[Chunk]:
@@ -100,7 +202,7 @@ class OutputReader(abc.ABC):
         name = outputs.files.get(purpose) if outputs.parts is None else None
         expected = (outputs.lines or {}).get(name) if name is not None else None
         if expected is not None and expected != count:
-            raise UserError(
+            raise Republished(
                 f"{self.file(purpose)} holds {count:,} records, but {self.manifest} counted "
                 f"{expected:,} when it was published: it was cut short or added to since"
                 f"{REWRITE}"
@@ -138,19 +240,23 @@ class LineReader(OutputReader):
         vector's values as stored; a problem is a ``UserError`` at ``where``."""
 
     def chunks(self, dimension: int | None) -> Iterator[Chunk]:
-        return in_chunks(self._rows(dimension))
+        reader = self.current()
+        assert isinstance(reader, LineReader)
+        return in_chunks(reader._rows(dimension))
 
     def _rows(self, dimension: int | None) -> Iterator[tuple[StoredRow, np.ndarray[Any, Any]]]:
         path = self.file(self.primary)
         count = 0
         with self.open(self.primary) as handle:
-            for where, line in record_lines(path, handle):
+            read = Digesting(handle)
+            for where, line in record_lines(path, cast(BinaryIO, read)):
                 row, values = self.parse(line, where)
                 vector = vector_of(values, dimension, where)
                 dimension = len(vector)
                 count += 1
                 yield row, vector
         self.check_count(self.primary, count)
+        self.check_sha256(self.primary, read.sha256)
 
 
 def in_chunks(rows: Iterable[tuple[StoredRow, np.ndarray[Any, Any]]]) -> Iterator[Chunk]:
@@ -203,14 +309,18 @@ def read_records(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[Outp
     readers = published(output, sinks)
     if readers is None:
         return None
-    records = []
-    for reader in readers:
-        for vectors, rows in reader.chunks(None):
-            records += [
-                OutputRecord(row.id, row.window, row.span, vector, row.metadata, row.text)
-                for vector, row in zip(vectors, rows, strict=True)
-            ]
-    return records
+
+    def read() -> list[OutputRecord]:
+        records = []
+        for reader in readers:
+            for vectors, rows in reader.chunks(None):
+                records += [
+                    OutputRecord(row.id, row.window, row.span, vector, row.metadata, row.text)
+                    for vector, row in zip(vectors, rows, strict=True)
+                ]
+        return records
+
+    return reread(read)
 
 
 def read_errors(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[dict[str, Any]] | None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seamline.contracts.readback import OutputReader
+from seamline.contracts.readback import OutputReader, reread
 from seamline.contracts.stored import StoredRow
 
 
@@ -23,7 +23,14 @@ def nearest(
     readers: Sequence[OutputReader], vector: np.ndarray, k: int
 ) -> tuple[list[tuple[float, StoredRow]], int]:
     """The ``k`` rows most similar (cosine) to the unit ``vector``, best first, read part after
-    part; and how many rows were scanned."""
+    part; and how many rows were scanned. Read again, from the start, where a reader found
+    the output republished as it read (:func:`~seamline.contracts.readback.reread`)."""
+    return reread(lambda: _scan(readers, vector, k))
+
+
+def _scan(
+    readers: Sequence[OutputReader], vector: np.ndarray, k: int
+) -> tuple[list[tuple[float, StoredRow]], int]:
     best: list[tuple[float, int, StoredRow]] = []
     seen = 0
     for reader in readers:

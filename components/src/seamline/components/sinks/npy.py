@@ -13,17 +13,19 @@ count, width and element type to the byte lengths of the three files.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, BinaryIO, ClassVar, Literal, Self, cast
 
 import numpy as np
 from pydantic import Field, NonNegativeInt, PositiveInt
 
-from seamline.contracts import ContractViolation, OutputRecord, ResumeRefused, UserError
+from seamline.contracts import ContractViolation, OutputRecord, ResumeRefused
 from seamline.contracts.manifest import REWRITE
-from seamline.contracts.readback import CHUNK_ROWS, Chunk, OutputReader
+from seamline.contracts.readback import CHUNK_ROWS, Chunk, Digesting, OutputReader, Republished
 from seamline.contracts.sink_kit import (
     AtomicFile,
     OutputConfig,
@@ -103,29 +105,47 @@ class NpySinkConfig(OutputConfig):
 
 
 class NpyReader(OutputReader):
-    """The matrix, memory-mapped, with the row of each vector from its index file, in step."""
+    """The matrix, memory-mapped, with the row of each vector from its index file, in step.
+
+    The two files are renamed into place one after the other when the output is
+    republished, so a reader may open one publish's matrix and the next one's index: each
+    file's sha256 is computed as it is read and compared with the manifest's (read again
+    for each read, :meth:`current`) before the last rows are handed on, and a pair that
+    disagrees is a :class:`~seamline.contracts.readback.Republished` (read again), never
+    rows of one run paired with another's vectors. (An output from before the manifest
+    kept them is checked by its counts alone.)
+    """
 
     primary: ClassVar[str] = "matrix"
 
     def chunks(self, dimension: int | None) -> Iterator[Chunk]:
         """As many rows as the matrix has vectors, or a ``UserError`` saying how many there are."""
+        reader = self.current()
+        assert isinstance(reader, NpyReader)
+        return reader._chunks(dimension)
+
+    def _chunks(self, dimension: int | None) -> Iterator[Chunk]:
         matrix_path, rows_path = self.file("matrix"), self.file("index")
         with self.open("matrix") as handle:
             matrix = open_matrix(handle, str(matrix_path))
+            digest = matrix_header_digest(handle, matrix)
         check_vectors(matrix[:0], dimension, str(matrix_path))
         count = len(matrix)
 
         def block(start: int, rows: list[StoredRow]) -> Chunk:
             end = start + len(rows)
-            vectors = np.asarray(matrix[start:end], dtype=np.float32)
+            stored = np.ascontiguousarray(matrix[start:end])
+            digest.update(stored.data.cast("B"))
+            vectors = np.asarray(stored, dtype=np.float32)
             check_vectors(vectors, dimension, f"{matrix_path}: rows {start:,} to {end:,}")
             return vectors, rows
 
         start, rows = 0, list[StoredRow]()
         with self.open("index") as handle:
-            for where, line in record_lines(rows_path, handle):
+            index = Digesting(handle)
+            for where, line in record_lines(rows_path, cast(BinaryIO, index)):
                 if start + len(rows) == count:
-                    raise UserError(
+                    raise Republished(
                         f"{rows_path}: more rows than the {count:,} vectors of {matrix_path}"
                         f"{REWRITE}"
                     )
@@ -134,12 +154,33 @@ class NpyReader(OutputReader):
                     yield block(start, rows)
                     start, rows = start + len(rows), []
         if start + len(rows) < count:
-            raise UserError(
+            raise Republished(
                 f"{rows_path}: {start + len(rows):,} rows for the {count:,} vectors of "
                 f"{matrix_path}{REWRITE}"
             )
+        last = block(start, rows)
+        self.check_sha256("index", index.sha256)
+        self.check_sha256("matrix", digest)
         if rows:
-            yield block(start, rows)
+            yield last
+
+
+def matrix_header_digest(handle: BinaryIO, matrix: np.ndarray[Any, Any]) -> Any:
+    """A sha256 of the ``.npy`` file in ``handle`` up to its first row (its header), to be
+    updated with its rows as they are read (the file's bytes, in order: the npy sink's
+    matrix is C-ordered and ends with its last row, as the sha256 it published was of the
+    whole file). Read a MiB at a time."""
+    digest = hashlib.sha256()
+    fd = handle.fileno()
+    header = os.fstat(fd).st_size - matrix.nbytes
+    offset = 0
+    while offset < header:
+        data = os.pread(fd, min(1 << 20, header - offset), offset)
+        if not data:
+            break
+        digest.update(data)
+        offset += len(data)
+    return digest
 
 
 class NpySink(PublishingSink[NpySinkConfig]):
@@ -152,6 +193,7 @@ class NpySink(PublishingSink[NpySinkConfig]):
     primary: ClassVar[str] = "matrix"
     reader = NpyReader
     line_streams = frozenset({"index"})
+    digested_streams = frozenset({"index", "matrix"})
 
     def __init__(self, config: NpySinkConfig) -> None:
         # Little-endian explicitly, so the header and the bytes agree on any machine.

@@ -34,8 +34,10 @@ the checkpoint and what to do; ``--restart`` then starts over.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from glob import escape as glob_escape
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -348,11 +350,14 @@ class ResumableGroup(Generic[S]):
         state: type[S],
         primary: tuple[str, Path] | None = None,
         lines: Collection[str] = (),
+        digested: Collection[str] = (),
     ) -> None:
         self.sink = sink
         self.lines = frozenset(lines)
         """The files (by purpose) of one record a line: a resume cuts them only after a
         newline, and counts their records (:meth:`recovered_lines`)."""
+        self.digested = frozenset(digested)
+        """The files (by purpose) whose sha256 the manifest records (``outputs.sha256``)."""
         self.manifest_path = manifest_path
         self.targets = list(files)
         self.primary = primary
@@ -570,14 +575,7 @@ class ResumableGroup(Generic[S]):
             self.discard()
             raise
         outputs = self.outputs()
-        counted = {  # the records files (not the errors file, which every sink has: a
-            # columnar sink embeds its manifest in its own file before this count is known)
-            outputs["files"][purpose]: count_lines(atomic)
-            for purpose, atomic in files.items()
-            if purpose in self.lines and purpose != "errors" and purpose in outputs["files"]
-        }
-        if counted:
-            outputs["lines"] = counted
+        outputs.update(published_checks(files, outputs["files"], self.lines, self.digested))
         target.write(manifest_bytes({**self.manifest, "outputs": outputs}))
         for atomic in [*files.values(), *last]:
             group.add(atomic)
@@ -614,6 +612,48 @@ class ResumableGroup(Generic[S]):
         for atomic in (self.files or {}).values():
             atomic.discard()
         self.clear()
+
+
+def published_checks(
+    files: Mapping[str, AtomicFile],
+    names: Mapping[str, str],
+    lines: Collection[str],
+    digested: Collection[str],
+) -> dict[str, dict[str, Any]]:
+    """What a reader checks the files it reads against, for the manifest's ``outputs``:
+    ``lines``, the records of each file of ``lines`` (:func:`count_lines`), and ``sha256``,
+    the sha256 of each file ``digested`` (a reader of files it pairs row by row, which a
+    republish renames one after the other, tells one publish's file from another's by it;
+    an output's identity is its content, so a copied or moved folder keeps it). By file
+    name, one sequential read of each. Not the errors file, which every sink has: a
+    columnar sink embeds its manifest in its own file before its count is known."""
+    counted: dict[str, Any] = {}
+    sha256: dict[str, Any] = {}
+    for purpose, atomic in files.items():
+        name = names.get(purpose)
+        if name is None or purpose == "errors":
+            continue
+        if purpose in digested:
+            sha256[name], count = digest_lines(atomic)
+            if purpose in lines:
+                counted[name] = count
+        elif purpose in lines:
+            counted[name] = count_lines(atomic)
+    return {key: value for key, value in (("lines", counted), ("sha256", sha256)) if value}
+
+
+def digest_lines(atomic: AtomicFile) -> tuple[str, int]:
+    """The sha256 of a file about to be published, and its newlines, in one read a MiB at
+    a time (read through the open file: it is this process's own)."""
+    atomic.file.flush()
+    digest = hashlib.sha256()
+    count = offset = 0
+    fd = atomic.file.fileno()
+    while block := os.pread(fd, 1 << 20, offset):
+        digest.update(block)
+        count += block.count(b"\n")
+        offset += len(block)
+    return digest.hexdigest(), count
 
 
 def count_lines(atomic: AtomicFile) -> int:

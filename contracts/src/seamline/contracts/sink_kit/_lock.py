@@ -76,11 +76,17 @@ class FileLock:
             if self._still_named(handle):
                 break
             handle.close()  # the holder deleted it as we opened it: lock the new one
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()).encode())
-        handle.flush()
+        # Held from here: a pid that cannot be written (a full disk) lets it go again, its
+        # file deleted, rather than leave the file, the flock and the handle behind.
         self._file = handle
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()).encode())
+            handle.flush()
+        except BaseException:
+            self.release()
+            raise
         return True
 
     def _open(self) -> IO[bytes]:
@@ -157,7 +163,8 @@ class FileLock:
             self.path.unlink()
         with contextlib.suppress(OSError):
             fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
-        self._file.close()
+        with contextlib.suppress(OSError):  # closed even so (a pid not flushed: a full disk)
+            self._file.close()
         self._file = None
         for folder in self._made:
             try:

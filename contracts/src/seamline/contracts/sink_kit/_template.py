@@ -62,11 +62,9 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
     """A resumable, stageable sink of ``path``, its errors file and its manifest.
 
     Subclass it with an :class:`OutputConfig` subclass as ``Config``, and implement
-    :meth:`write_rows`; the byte-stream files are the errors file and those
-    :meth:`streams` names (by default the primary file at ``path``), created on first
-    use under hidden names, cut back to the last commit on a resume, and published in
-    order, the primary last.
-    """
+    :meth:`write_rows`; the byte-stream files are the errors file and those :meth:`streams`
+    names (by default the primary file at ``path``), created on first use under hidden
+    names, cut back to the last commit on a resume, and published in order, primary last."""
 
     resumable: ClassVar[bool] = True
     stageable: ClassVar[bool] = True
@@ -80,6 +78,8 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
     line_streams: ClassVar[frozenset[str]] = frozenset()
     """The :meth:`streams` of one record a line (as the errors file): a resume cuts them only
     after a newline, and counts their records. Others a sink checks in :meth:`restore`."""
+    digested_streams: ClassVar[frozenset[str]] = frozenset()
+    """The :meth:`streams` a reader pairs row by row: the manifest keeps their sha256."""
 
     def __init__(self, config: ConfigT) -> None:
         super().__init__(config)
@@ -94,6 +94,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
             state=self.State,
             primary=own,
             lines={"errors", *self.line_streams},
+            digested=self.digested_streams,
         )
         self._group.details = dict(self.output_details())
         self.store = partial_path(config.path)
