@@ -81,8 +81,7 @@ class PipelineWorker(ShardWorker):
         except Exception as err:  # a component's constructor: its one line, not a traceback
             # Not chained as the cause: the CLI takes an OSError cause for the machine's
             # failure (a full disk), and this is the component's (a file it could not open).
-            reason = f"{type(err).__name__}: {err}"
-            raise ShardFailed(0, 1, failed_at(err) or "the pipeline", reason) from None
+            raise ShardFailed(0, 1, failed_at(err) or "the pipeline", one_line(err)) from None
         self.name = worker_name()
         self._running: ShardTask | None = None
 
@@ -126,8 +125,7 @@ class PipelineWorker(ShardWorker):
             # from; None before its sink started or recovered): the message tells the user
             # whether a run again continues from it or starts from the beginning.
             committed = self.orchestrator.has_commit if running else None
-            reason = f"{type(err).__name__}: {err}"
-            raise ShardFailed(shard.index, shard.count, where, reason, committed) from err
+            raise ShardFailed(shard.index, shard.count, where, one_line(err), committed) from err
         return _report(shard, self.name, summary)
 
     def _sink_for(self, task: ShardTask, context: Context) -> Sink[Any] | None:
@@ -236,3 +234,15 @@ class RemoteWorkerFactory:
             decision = PrecisionDecision.from_record(dict(self.precision))
             resolved = replace(resolved, precision=decision)
         return PipelineWorker(resolved, registry, records_progress=True)
+
+
+def one_line(err: BaseException) -> str:
+    """``err`` as the reason of a failed run's one line: its type and the first line of its
+    message, at most 500 characters. A library's message may be a page (LanceDB's embeds a
+    Python traceback, 30 lines with the paths of its build); the whole error stays on the
+    seam's span, as its exception event."""
+    lines = str(err).strip().splitlines()
+    text = lines[0] if lines else ""
+    if len(lines) > 1 or len(text) > 500:
+        text = text[:499].rstrip() + "…"
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
