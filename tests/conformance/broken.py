@@ -26,15 +26,19 @@ from pydantic import ConfigDict
 
 from seamline.contracts import (
     Attention,
+    AttentionFn,
     AttentionSpec,
+    Batch,
     ComponentConfig,
     Document,
     DocumentError,
+    Example,
     ExecutionReport,
     Executor,
     Job,
     Loaded,
     Loader,
+    Model,
     Monitor,
     OutputRecord,
     RelativeBias,
@@ -46,6 +50,7 @@ from seamline.contracts import (
     ShardWorker,
     Sink,
     Support,
+    UnsupportedError,
     UserError,
 )
 from seamline.contracts.events import Compiled
@@ -242,6 +247,55 @@ class BiasIndexPositionsAttention(_BrokenAttention):
         )
 
 
+class LateRefusalAttention(_BrokenAttention):
+    """Says yes to every case in ``supports()``, then refuses causal calls when called."""
+
+    name: ClassVar[str] = "late-refusal"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        if kwargs.get("causal"):
+            raise UnsupportedError("causal masking is not implemented")
+        return super().__call__(q, k, v, **kwargs)
+
+
+class ScaleBlindAttention(_BrokenAttention):
+    """Always scales the scores by ``1/sqrt(H)``, whatever ``scale`` the caller passes."""
+
+    name: ClassVar[str] = "scale-blind"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        return super().__call__(q, k, v, **{**kwargs, "scale": None})
+
+
+class FirstKeysAttention(_BrokenAttention):
+    """Reads only the first 128 keys (one block of a tiled kernel; the next block lost)."""
+
+    name: ClassVar[str] = "first-keys"
+
+    def __call__(
+        self,
+        q: jax.Array,
+        k: jax.Array,
+        v: jax.Array,
+        *,
+        segment_ids: SegmentIds | None = None,
+        **kwargs: Any,
+    ) -> jax.Array:
+        if segment_ids is not None:
+            segment_ids = SegmentIds(segment_ids.q, segment_ids.kv[:, :128])
+        return super().__call__(q, k[:, :128], v[:, :128], segment_ids=segment_ids, **kwargs)
+
+
+class TwoRowsAttention(_BrokenAttention):
+    """Batch rows past the second attend to the keys of row ``b % 2`` (a grid of two rows)."""
+
+    name: ClassVar[str] = "two-rows"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        rows = jnp.arange(k.shape[0]) % 2
+        return super().__call__(q, k[rows], v[rows], **kwargs)
+
+
 class MuteRefusalAttention(_BrokenAttention):
     """Refuses everything without a reason (``Support.no()`` would not even allow that)."""
 
@@ -249,6 +303,95 @@ class MuteRefusalAttention(_BrokenAttention):
 
     def supports(self, spec: AttentionSpec) -> Support:
         return Support(False, ())
+
+
+# -- models -----------------------------------------------------------------------------
+
+
+class CharModel(Model[NoConfig]):
+    """A correct model: characters, one self-attention through the seam, a mean per example.
+
+    Each character code (mod 256) has a random embedding of ``HEADS x HEAD_DIM``; the
+    attention is confined to the example by segment ids, padding is segment 0, and the
+    output is the mean of the attention's output over the example's own positions.
+    """
+
+    name: ClassVar[str] = "chars"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = NoConfig
+    HEADS: ClassVar[int] = 2
+    HEAD_DIM: ClassVar[int] = 4
+
+    @property
+    def max_length(self) -> int:
+        return 32
+
+    def load(self) -> Any:
+        rng = np.random.default_rng(0)
+        return {"embed": rng.standard_normal((256, self.HEADS, self.HEAD_DIM)).astype(np.float32)}
+
+    def prepare(self, document: Document) -> list[Example]:
+        text = document.text or " "
+        step = self.max_length
+        return [
+            Example(
+                document.id,
+                index,
+                (start, min(start + step, len(text))),
+                len(text[start : start + step]),
+                {"ids": np.asarray([ord(c) % 256 for c in text[start : start + step]], np.int32)},
+            )
+            for index, start in enumerate(range(0, len(text), step))
+        ]
+
+    def collate(
+        self,
+        examples: Sequence[Example],
+        batch_size: int,
+        length: int,
+        rows: Sequence[int] | None = None,
+    ) -> Batch:
+        ids = np.zeros((batch_size, length), np.int32)
+        segments = np.zeros((batch_size, length), np.int32)
+        for row, example in enumerate(examples):
+            ids[row, : example.length] = example.features["ids"]
+            segments[row, : example.length] = 1
+        return Batch(tuple(examples), {"ids": ids, "segments": segments}, batch_size, length)
+
+    def apply(
+        self, params: Any, arrays: Mapping[str, jax.Array], attention: AttentionFn
+    ) -> jax.Array:
+        x = params["embed"][arrays["ids"]]  # [B, T, N, H]
+        segments = arrays["segments"]
+        attended = attention(x, x, x, segment_ids=SegmentIds(segments, segments))
+        return self.pool(x, attended, segments)
+
+    def pool(self, x: jax.Array, attended: jax.Array, segments: jax.Array) -> jax.Array:
+        """The mean of the attention's output over each row's real positions: ``[B, N*H]``."""
+        real = (segments != 0)[:, :, None].astype(jnp.float32)
+        flat = attended.reshape(*attended.shape[:2], -1)
+        return (flat * real).sum(axis=1) / jnp.maximum(real.sum(axis=1), 1.0)
+
+
+class AttentionDiscardingModel(CharModel):
+    """Calls the attention it is given and pools its input instead: the result is lost."""
+
+    name: ClassVar[str] = "attention-discarding"
+
+    def pool(self, x: jax.Array, attended: jax.Array, segments: jax.Array) -> jax.Array:
+        return super().pool(x, x, segments)
+
+
+class LengthWidthModel(CharModel):
+    """Past 16 positions, appends a second pooling (here the same mean): rows twice as wide."""
+
+    name: ClassVar[str] = "length-width"
+
+    def pool(self, x: jax.Array, attended: jax.Array, segments: jax.Array) -> jax.Array:
+        mean = super().pool(x, attended, segments)
+        if segments.shape[1] <= 16:
+            return mean
+        return jnp.concatenate([mean, mean], axis=1)
 
 
 # -- monitors ---------------------------------------------------------------------------
@@ -319,7 +462,7 @@ class ListLoader(Loader[ListLoaderConfig]):
     """A correct loader over a JSON list of texts; the cursor is the item's position."""
 
     name: ClassVar[str] = "list"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.2"
     Config: ClassVar[type[ComponentConfig]] = ListLoaderConfig
 
     def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
@@ -336,6 +479,10 @@ class ListLoader(Loader[ListLoaderConfig]):
         """The texts the shard owns (loader contract 1.1)."""
         texts = json.loads(self.config.path.read_text(encoding="utf-8"))
         return sum(1 for position in range(len(texts)) if self.owns(shard, position))
+
+    def position(self, after: str, *, shard: Shard = Shard()) -> int | None:
+        """The items the shard owns up to and including the cursor's (loader contract 1.2)."""
+        return sum(1 for position in range(int(after) + 1) if self.owns(shard, position))
 
     def first_position(self, after: str | None) -> int:
         return 0 if after is None else int(after) + 1
@@ -376,6 +523,16 @@ class MiscountingLoader(ListLoader):
         return super().size()
 
 
+class PositionBeforeLoader(ListLoader):
+    """``position()`` counts the items before the cursor, not up to and including it."""
+
+    name: ClassVar[str] = "position-before"
+
+    def position(self, after: str, *, shard: Shard = Shard()) -> int | None:
+        counted = super().position(after, shard=shard)
+        return None if counted is None else counted - 1
+
+
 class DroppingLoader(ListLoader):
     """Skips what it cannot read instead of yielding a DocumentError."""
 
@@ -396,11 +553,12 @@ class LineSink(Sink[LineSinkConfig]):
     """A correct resumable JSON-lines sink: a hidden partial file, a checkpoint, a rename.
 
     ``commit`` records the cursor and the partial file's length; ``recover`` cuts the
-    file back to that length; ``close(True)`` renames it into place.
+    file back to that length; ``close(True)`` renames it into place. It stores each
+    record's text (sink contract 1.2) and metadata, and its errors among the records.
     """
 
     name: ClassVar[str] = "lines"
-    contract_version: ClassVar[str] = "1.1"
+    contract_version: ClassVar[str] = "1.4"
     Config: ClassVar[type[ComponentConfig]] = LineSinkConfig
     resumable: ClassVar[bool] = True
 
@@ -442,17 +600,18 @@ class LineSink(Sink[LineSinkConfig]):
             out.writelines(json.dumps(line) + "\n" for line in lines)
 
     def write(self, records: Sequence[OutputRecord]) -> None:
-        self._append(
-            [
-                {
-                    "id": r.doc_id,
-                    "window": int(r.index),
-                    "span": [int(r.span[0]), int(r.span[1])],
-                    "embedding": np.asarray(r.vector, np.float64).tolist(),
-                }
-                for r in records
-            ]
-        )
+        self._append([self.line(r) for r in records])
+
+    def line(self, record: OutputRecord) -> dict[str, Any]:
+        """One record as a JSON object."""
+        return {
+            "id": record.doc_id,
+            "window": int(record.index),
+            "span": [int(record.span[0]), int(record.span[1])],
+            "text": record.text,
+            "metadata": dict(record.metadata),
+            "embedding": np.asarray(record.vector, np.float64).tolist(),
+        }
 
     def write_error(self, error: DocumentError) -> None:
         self._append([{"error": error.id, "reason": error.reason}])
@@ -475,11 +634,24 @@ def read_lines(path: Path) -> list[OutputRecord] | None:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     return [
         OutputRecord(
-            row["id"], row["window"], tuple(row["span"]), np.asarray(row["embedding"], np.float32)
+            row["id"],
+            row["window"],
+            tuple(row["span"]),
+            np.asarray(row["embedding"], np.float32),
+            row["metadata"],
+            row["text"],
         )
         for row in rows
         if "error" not in row
     ]
+
+
+def read_line_errors(path: Path) -> list[dict[str, Any]] | None:
+    """The errors a reader sees at ``path`` (a LineSink's output): None when nothing is there."""
+    if not path.exists():
+        return None
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [{"id": row["error"], "reason": row["reason"]} for row in rows if "error" in row]
 
 
 class DuplicatingSink(LineSink):
@@ -488,6 +660,62 @@ class DuplicatingSink(LineSink):
     name: ClassVar[str] = "duplicating"
 
     def cut_back(self, length: int) -> None:
+        pass
+
+
+class TextDroppingSink(LineSink):
+    """Declares sink contract 1.4 and stores no text (a column forgotten in its schema)."""
+
+    name: ClassVar[str] = "text-dropping"
+
+    def line(self, record: OutputRecord) -> dict[str, Any]:
+        return {**super().line(record), "text": None}
+
+
+class MetadataAsTextSink(LineSink):
+    """Stores every metadata value as a string (``"line": "0"``, not ``0``)."""
+
+    name: ClassVar[str] = "metadata-as-text"
+
+    def line(self, record: OutputRecord) -> dict[str, Any]:
+        metadata = {key: str(value) for key, value in record.metadata.items()}
+        return {**super().line(record), "metadata": metadata}
+
+
+class OverflowDroppingSink(LineSink):
+    """Buffers records until commit or close, and drops what overflows its 1,000 rows."""
+
+    name: ClassVar[str] = "overflow-dropping"
+    CAPACITY: ClassVar[int] = 1000
+
+    def __init__(self, config: LineSinkConfig) -> None:
+        super().__init__(config)
+        self._buffer: list[dict[str, Any]] = []
+
+    def write(self, records: Sequence[OutputRecord]) -> None:
+        room = self.CAPACITY - len(self._buffer)
+        self._buffer.extend(self.line(r) for r in records[: max(room, 0)])
+
+    def flush(self) -> None:
+        """Append the buffered records to the partial file."""
+        self._append(self._buffer)
+        self._buffer = []
+
+    def commit(self, cursor: str) -> None:
+        self.flush()
+        super().commit(cursor)
+
+    def close(self, complete: bool = True) -> None:
+        self.flush()
+        super().close(complete)
+
+
+class ErrorDroppingSink(LineSink):
+    """Accepts the documents set aside and keeps none of them."""
+
+    name: ClassVar[str] = "error-dropping"
+
+    def write_error(self, error: DocumentError) -> None:
         pass
 
 

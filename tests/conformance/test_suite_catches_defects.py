@@ -25,11 +25,12 @@ from seamline.components.conformance import (
     NativeConformance,
 )
 from seamline.components.sinks.jsonl import JsonlSink
-from seamline.contracts import Attention, Executor, Loader, Monitor, Sink
+from seamline.contracts import Attention, Executor, Loader, Model, Monitor, Sink
 from seamline.contracts.testing import (
     AttentionContract,
     ExecutorContract,
     LoaderContract,
+    ModelContract,
     MonitorContract,
     SinkContract,
 )
@@ -88,6 +89,19 @@ def sink_check(component: type[broken.LineSink]) -> type:
         @pytest.fixture
         def read_output(self) -> Any:
             return lambda directory: broken.read_lines(directory / "out.jsonl")
+
+        @pytest.fixture
+        def read_errors(self) -> Any:
+            return lambda directory: broken.read_line_errors(directory / "out.jsonl")
+
+    return Check
+
+
+def model_check(component: type[broken.CharModel]) -> type:
+    class Check(ModelContract):
+        @pytest.fixture
+        def model(self) -> Model[Any]:
+            return component(component.Config())
 
     return Check
 
@@ -291,6 +305,77 @@ DEFECTS = {
         "forwards_progress_while_shards_run",
         ("declares executor contract 1.2", "handed the job no progress"),
     ),
+    "late-unsupported-error": Defect(
+        attention_check(broken.LateRefusalAttention),
+        "feature_case[causal]",
+        "feature_case[causal]",
+        (
+            "supports() said yes to",
+            "[causal]",
+            "then the call raised UnsupportedError",
+            "refuse it in supports()",
+        ),
+    ),
+    "ignores-the-scale": Defect(
+        attention_check(broken.ScaleBlindAttention),
+        "feature_case[scale-1]",
+        "feature_case[scale-1]",
+        ("disagrees with the exact reference", "scale=1.0"),
+    ),
+    "reads-only-the-first-128-keys": Defect(
+        attention_check(broken.FirstKeysAttention),
+        "feature_case[batch-3-long-padded]",
+        "feature_case[batch-3-long-padded]",
+        ("disagrees with the exact reference", "Tk=300"),
+    ),
+    "rows-past-two-read-another-row": Defect(
+        attention_check(broken.TwoRowsAttention),
+        "feature_case[batch-3-long-padded]",
+        "feature_case[batch-3-long-padded]",
+        ("disagrees with the exact reference", "B=3"),
+    ),
+    "model-discards-its-attention": Defect(
+        model_check(broken.AttentionDiscardingModel),
+        "wrong_attention",
+        "outputs_change_with_a_wrong_attention",
+        ("changes its outputs by only 0", "must compute with the attention it is given"),
+    ),
+    "model-width-follows-the-length": Defect(
+        model_check(broken.LengthWidthModel),
+        "short_and_long_batches",
+        "row_shape_is_the_same_for_short_and_long_batches",
+        ("rows of shape [16]", "after rows of shape [8]", "one row shape"),
+    ),
+    "loader-position-off-by-one": Defect(
+        loader_check(broken.PositionBeforeLoader),
+        "position_is",
+        "position_is_unknown_or_exact[1]",
+        ("position('0', shard=0/1) says 0", "'doc-0' is item 1", "up to and including"),
+    ),
+    "sink-drops-the-text": Defect(
+        sink_check(broken.TextDroppingSink),
+        "publishes_exactly_what_was_written",
+        "publishes_exactly_what_was_written",
+        ("reads back text None", "a sink declaring contract 1.4 stores it"),
+    ),
+    "sink-changes-metadata-types": Defect(
+        sink_check(broken.MetadataAsTextSink),
+        "publishes_exactly_what_was_written",
+        "publishes_exactly_what_was_written",
+        ("reads back metadata", "'line': '0'", "expected {'source': 'file-0.txt', 'line': 0}"),
+    ),
+    "sink-drops-a-buffer-s-overflow": Defect(
+        sink_check(broken.OverflowDroppingSink),
+        "long_run_whole",
+        "publishes_a_long_run_whole",
+        ("200 of 1200 records lost",),
+    ),
+    "sink-keeps-no-errors": Defect(
+        sink_check(broken.ErrorDroppingSink),
+        "errors_are_read_back",
+        "errors_are_read_back",
+        ("the errors read back are []", "must be published with the run"),
+    ),
     "loader-drops-unreadable-input": Defect(
         loader_check(broken.DroppingLoader),
         "reads_every_item",
@@ -316,6 +401,9 @@ def test_the_suite_catches(defect: str) -> None:
 # -- positive controls: the same checks pass on correct components -------------------------
 
 ATTENTION_CHECKS = (
+    "feature_case[causal]",
+    "feature_case[scale-1]",
+    "feature_case[batch-3-long-padded]",
     "feature_case[relative-bias]",
     "feature_case[relative-bias-segments]",
     "feature_case[plain-f32]",
@@ -332,8 +420,18 @@ CONTROLS = {
         NativeConformance,
         "feature_case[plain-f32] or feature_case[plain-bf16] or feature_case[segment-ids] "
         "or fully_masked or claims_at_least or config_rejects or feature_case[relative-bias] "
-        "or feature_case[relative-bias-segments]",
+        "or feature_case[relative-bias-segments] or feature_case[causal] "
+        "or feature_case[scale-1] or feature_case[batch-3-long-padded]",
         set(ATTENTION_CHECKS),
+    ),
+    "char-model": (
+        model_check(broken.CharModel),
+        "wrong_attention or short_and_long_batches or batch_composition_invariance",
+        {
+            "outputs_change_with_a_wrong_attention",
+            "row_shape_is_the_same_for_short_and_long_batches",
+            "batch_composition_invariance",
+        },
     ),
     "log-monitor": (
         LogMonitorConformance,
@@ -342,8 +440,10 @@ CONTROLS = {
     ),
     "list-loader": (
         loader_check(broken.ListLoader),
-        "shards_are_disjoint or resume_yields or reads_every_item or size_is",
+        "shards_are_disjoint or resume_yields or reads_every_item or size_is or position_is",
         {
+            "position_is_unknown_or_exact[1]",
+            "position_is_unknown_or_exact[2]",
             "shards_are_disjoint_and_complete[2]",
             "shards_are_disjoint_and_complete[3]",
             "size_is_unknown_or_exact[1]",
@@ -355,8 +455,12 @@ CONTROLS = {
     ),
     "line-sink": (
         sink_check(broken.LineSink),
-        "exactly_once or nothing_visible or relative_to_the_working_directory",
+        "exactly_once or nothing_visible or relative_to_the_working_directory "
+        "or publishes_exactly_what_was_written or long_run_whole or errors_are_read_back",
         {
+            "publishes_exactly_what_was_written",
+            "publishes_a_long_run_whole",
+            "errors_are_read_back",
             "exactly_once_across_a_crash",
             "nothing_visible_before_close",
             "resumes_from_a_path_relative_to_the_working_directory",

@@ -40,7 +40,7 @@ from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.components.sinks.npy import NpySink
 from seamline.components.sinks.parquet import ParquetSink
 from seamline.contracts import Attention, AttentionFn, AttentionSpec, Loader, Sink
-from seamline.contracts.readback import read_records
+from seamline.contracts.readback import read_errors, read_records
 from seamline.contracts.testing import (
     AttentionContract,
     ExecutorContract,
@@ -310,6 +310,10 @@ class JsonlSinkConformance(SinkContract):
         # output or a staged run's parts.
         return lambda directory: read_records(directory / "out.jsonl", JsonlSink)
 
+    @pytest.fixture
+    def read_errors(self) -> Any:
+        return lambda directory: read_errors(directory / "out.jsonl", JsonlSink)
+
 
 class NpySinkConformance(SinkContract):
     @pytest.fixture
@@ -322,6 +326,10 @@ class NpySinkConformance(SinkContract):
     @pytest.fixture
     def read_output(self) -> Any:
         return lambda directory: read_records(directory / "out.npy", NpySink)
+
+    @pytest.fixture
+    def read_errors(self) -> Any:
+        return lambda directory: read_errors(directory / "out.npy", NpySink)
 
 
 class ParquetSinkConformance(SinkContract):
@@ -338,6 +346,10 @@ class ParquetSinkConformance(SinkContract):
         # Through the manifest, as a reader would (a staged run is copied into the one file).
         return lambda directory: read_records(directory / "out.parquet", ParquetSink)
 
+    @pytest.fixture
+    def read_errors(self) -> Any:
+        return lambda directory: read_errors(directory / "out.parquet", ParquetSink)
+
 
 class LanceDbSinkConformance(SinkContract):
     @pytest.fixture
@@ -351,3 +363,7 @@ class LanceDbSinkConformance(SinkContract):
     @pytest.fixture
     def read_output(self) -> Any:
         return lambda directory: read_records(directory / "out.lance", LanceDbSink)
+
+    @pytest.fixture
+    def read_errors(self) -> Any:
+        return lambda directory: read_errors(directory / "out.lance", LanceDbSink)

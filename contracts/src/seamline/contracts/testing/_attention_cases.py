@@ -45,6 +45,9 @@ class AttentionCase:
     biased: bool = False
     """With a relative-position bias (attention contract 1.2): see :func:`attention_bias`."""
     seed: int = 0
+    scale: float | None = None
+    """The ``scale`` the caller passes; None leaves it out (the contract's ``1/sqrt(H)``).
+    Not part of ``spec()``: every implementation must honour any scale it is given."""
 
     def spec(self, platform: str | None = None, device_kind: str | None = None) -> AttentionSpec:
         """The case as ``supports()`` sees it: on this machine's device unless told otherwise.
@@ -84,6 +87,8 @@ class AttentionCase:
             features.append("relative bias")
         if self.q_len != self.kv_len:
             features.append("Tq != Tk")
+        if self.scale is not None:
+            features.append(f"scale={self.scale}")
         layout = (
             f"B={self.batch} Tq={self.q_len} Tk={self.kv_len} N={self.heads} "
             f"K={self.kv_heads} H={self.head_dim} {self.dtype}"
@@ -116,6 +121,13 @@ ATTENTION_CASES: dict[str, AttentionCase] = {
     ),
     "relative-bias-bf16-odd-length": AttentionCase(
         batch=2, q_len=45, kv_len=45, dtype="bfloat16", segmented=True, biased=True
+    ),
+    # The caller's scale, not the default 1/sqrt(H) = 0.125: a kernel that ignores it fails.
+    "scale-1": AttentionCase(head_dim=32, scale=1.0),
+    "scale-0.3-causal-segments": AttentionCase(batch=2, causal=True, segmented=True, scale=0.3),
+    # Past the small shapes: more than two rows, keys beyond 128, an uneven length, padding.
+    "batch-3-long-padded": AttentionCase(
+        batch=3, q_len=300, kv_len=300, heads=2, kv_heads=2, segmented=True
     ),
 }
 

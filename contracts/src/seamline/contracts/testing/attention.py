@@ -3,7 +3,8 @@
 Every case is first put to ``supports()``. A case the component claims is run under
 ``jax.jit`` and compared with an exact float64 reference written from the
 contract's definition; a case it refuses must come with reasons. So a component
-may decline any feature, but it may never answer wrongly for one it claims.
+may decline any feature, but it may never answer wrongly for one it claims, nor
+refuse one it claimed once called (an ``UnsupportedError`` from the call fails).
 
 Tolerances are per dtype, and scaled to the error of a plain computation in the
 same dtype (matmuls in the input dtype, softmax in float32) measured on the same
@@ -50,12 +51,16 @@ def tolerance(dtype: str, plain_error: float) -> float:
 
 
 @functools.lru_cache(maxsize=32)
-def _jitted(attention: Callable[..., jax.Array], causal: bool) -> Callable[..., jax.Array]:
-    """One jitted call per (implementation, causal): a shape seen again is not recompiled.
+def _jitted(
+    attention: Callable[..., jax.Array], causal: bool, scale: float | None = None
+) -> Callable[..., jax.Array]:
+    """One jitted call per (implementation, causal, scale): a shape seen again is not recompiled.
 
-    The bias keyword is passed only with a bias, as the host passes it: an
-    implementation written before contract 1.2 has no such keyword.
+    The bias and scale keywords are passed only when given, as the host passes them:
+    an implementation written before contract 1.2 has no bias keyword. The scale is
+    static (a Python float), as a model passes it, so a kernel may bake it into its code.
     """
+    given = {} if scale is None else {"scale": scale}
 
     def call(
         q: jax.Array,
@@ -65,8 +70,8 @@ def _jitted(attention: Callable[..., jax.Array], causal: bool) -> Callable[..., 
         bias: RelativeBias | None = None,
     ) -> jax.Array:
         if bias is None:
-            return attention(q, k, v, segment_ids=ids, causal=causal)
-        return attention(q, k, v, segment_ids=ids, causal=causal, bias=bias)
+            return attention(q, k, v, segment_ids=ids, causal=causal, **given)
+        return attention(q, k, v, segment_ids=ids, causal=causal, bias=bias, **given)
 
     return jax.jit(call)
 
@@ -114,13 +119,21 @@ class AttentionContract(ComponentContract):
 
     @staticmethod
     def check_agrees(attention: Attention[Any], case: AttentionCase) -> None:
-        """Run a claimed case under jit and compare it with the exact reference."""
+        """Run a claimed case under jit and compare it with the exact reference.
+
+        ``supports()`` said yes to the case, so the call must answer it: an
+        ``UnsupportedError`` now would reach a run that negotiation already planned
+        with this kernel, and fail it there. Refusing belongs in ``supports()``.
+        """
         q, k, v, ids = attention_inputs(case)
         bias = attention_bias(case)
         try:
-            out = _jitted(attention, case.causal)(q, k, v, ids, bias)
-        except UnsupportedError:
-            return  # the contract's own error: a clear refusal, if a late one
+            out = _jitted(attention, case.causal, case.scale)(q, k, v, ids, bias)
+        except UnsupportedError as err:
+            pytest.fail(
+                f"{attention.name!r}: supports() said yes to {case.describe()}, then the call "
+                f"raised UnsupportedError ({err}): refuse it in supports()"
+            )
         assert out.shape == q.shape, (
             f"{attention.name!r} returned shape {tuple(out.shape)} for q of shape "
             f"{tuple(q.shape)} on {case.describe()}: the output must have q's shape"
@@ -129,8 +142,10 @@ class AttentionContract(ComponentContract):
             f"{attention.name!r} returned {out.dtype} for {q.dtype} inputs on "
             f"{case.describe()}: the output must have q's dtype"
         )
-        exact = exact_attention(q, k, v, segment_ids=ids, causal=case.causal, bias=bias)
-        plain = _jitted(dense_attention, case.causal)(q, k, v, ids, bias)
+        exact = exact_attention(
+            q, k, v, segment_ids=ids, causal=case.causal, scale=case.scale, bias=bias
+        )
+        plain = _jitted(dense_attention, case.causal, case.scale)(q, k, v, ids, bias)
         allowed = tolerance(case.dtype, _max_abs(plain, exact))
         assert bool(jnp.all(jnp.isfinite(out))), (
             f"{attention.name!r} produced NaN or infinity on {case.describe()}"

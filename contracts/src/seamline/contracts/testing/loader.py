@@ -19,7 +19,7 @@ from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
 from seamline.contracts.loader import Loader
 from seamline.contracts.seams import check_loaded
 from seamline.contracts.testing._common import ComponentContract
-from seamline.contracts.versions import Kind
+from seamline.contracts.versions import Kind, parse_version
 
 MakeLoader = Callable[[Path, Sequence[str | None]], Loader[Any]]
 
@@ -161,3 +161,21 @@ class LoaderContract(ComponentContract):
                 f"loader {loader.name!r}: size(shard={index}/{count}) says {said}, "
                 f"read yields {read}"
             )
+
+    @pytest.mark.parametrize("count", [1, 2])
+    def test_position_is_unknown_or_exact(self, loader: Loader[Any], count: int) -> None:
+        """``position(cursor)`` (contract 1.2) counts the items read up to and including the
+        cursor's: the host checks a resumed run's commit against it, so a wrong count
+        refuses a good checkpoint or lets a moved one through."""
+        if parse_version(loader.contract_version) < (1, 2):
+            pytest.skip(f"loader {loader.name!r} declares contract {loader.contract_version}")
+        for index in range(count):
+            shard = Shard(index, count)
+            for read, item in enumerate(self.read(loader, shard), start=1):
+                said = loader.position(item.cursor, shard=shard)
+                assert said is None or said == read, (
+                    f"loader {loader.name!r}: position({item.cursor!r}, shard={index}/{count}) "
+                    f"says {said}, but {item.item.id!r} is item {read} of what read yields: "
+                    "it counts the items up to and including the cursor's (None is allowed "
+                    "where that is not cheap to tell)"
+                )

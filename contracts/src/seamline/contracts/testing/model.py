@@ -5,7 +5,9 @@ which conforming attention serves it: that independence is what lets seamline
 bucket, pad and swap kernels freely. The suite serves the model with its own two
 attention implementations (all keys at once, and keys in chunks with an online
 softmax) and compares the outputs; an author may add installed ones through the
-``attentions`` fixture.
+``attentions`` fixture. The outputs must depend on the attention, though: served
+with a deliberately wrong one they must change. And the width of an output is the
+model's: short and long batches give rows of one shape.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -22,7 +25,12 @@ from seamline.contracts.attention import TOLERANCES, AttentionFn
 from seamline.contracts.component import Component
 from seamline.contracts.documents import Document
 from seamline.contracts.model import Example, Model, Params, pin_problem
-from seamline.contracts.seams import check_batch, check_examples, check_model_output
+from seamline.contracts.seams import (
+    check_batch,
+    check_examples,
+    check_model_output,
+    check_row_shape,
+)
 from seamline.contracts.testing._common import ComponentContract
 from seamline.contracts.testing._reference import chunked_attention, dense_attention
 from seamline.contracts.versions import Kind
@@ -71,6 +79,16 @@ def _step(model: Model[Any], attention: AttentionFn) -> Any:
         # The attention is kept with its step so that its id is not reused while cached.
         _STEPS[key] = (attention, jax.jit(step))
     return _STEPS[key][1]
+
+
+def uniform_attention(q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+    """A deliberately wrong attention: every query weighs the keys it may attend alike.
+
+    Its logits are all zero (a bias aside), so it keeps masks, shapes and dtypes but
+    not the answer; unlike the right output rescaled, no normalization undoes it. A
+    model that computes through the attention it is given gives other outputs with it.
+    """
+    return dense_attention(jnp.zeros_like(q), k, v, **kwargs)
 
 
 def _length_for(examples: Sequence[Example], max_length: int) -> int:
@@ -128,10 +146,15 @@ class ModelContract(ComponentContract):
         return out[list(batch.example_rows)]
 
     @staticmethod
-    def assert_close(model: Model[Any], got: np.ndarray, want: np.ndarray, what: str) -> None:
+    def allowed(model: Model[Any], want: np.ndarray) -> float:
+        """How far outputs may move and still be the same: relative in float32."""
         dtype = np.dtype(model.output_dtype()).name
         scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))
-        allowed = FLOAT32_TOLERANCE * scale if dtype == "float32" else TOLERANCES.get(dtype, 5e-2)
+        return FLOAT32_TOLERANCE * scale if dtype == "float32" else TOLERANCES.get(dtype, 5e-2)
+
+    @classmethod
+    def assert_close(cls, model: Model[Any], got: np.ndarray, want: np.ndarray, what: str) -> None:
+        allowed = cls.allowed(model, want)
         error = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0))
         assert error <= allowed, (
             f"model {model.name!r}: {what} changes the outputs by {error:.3g} "
@@ -241,3 +264,47 @@ class ModelContract(ComponentContract):
             got = self.outputs(model, examples, 4, length, attention)
             what = f"serving it with attention {name!r}, not {base_name!r}"
             self.assert_close(model, got, want, what)
+
+    def test_outputs_change_with_a_wrong_attention(
+        self, model: Model[Any], documents: list[Document]
+    ) -> None:
+        """Served with a wrong attention (:func:`uniform_attention`), the outputs must move.
+
+        The other checks compare conforming attentions, which a model that ignores its
+        ``attention`` argument (or calls it and drops the result) passes trivially.
+        """
+        examples = self.examples_of(model, documents)[:4]
+        length = _length_for(examples, model.max_length)
+        right = self.outputs(model, examples, 4, length, dense_attention)
+        wrong = self.outputs(model, examples, 4, length, uniform_attention)
+        change = float(np.max(np.abs(wrong.astype(np.float64) - right), initial=0.0))
+        allowed = self.allowed(model, right)
+        assert change > allowed, (
+            f"model {model.name!r}: serving it with a wrong attention (every query weighing "
+            f"its keys alike) changes its outputs by only {change:.3g} (tolerance "
+            f"{allowed:.3g}): the model must compute with the attention it is given and "
+            "use its result"
+        )
+
+    def test_row_shape_is_the_same_for_short_and_long_batches(
+        self, model: Model[Any], documents: list[Document]
+    ) -> None:
+        """An output's width is the model's, not the batch's: short and long batches agree.
+
+        The other checks' batches all land in one length bucket; the host pins the row
+        shape of a run's first batch and refuses another later, so a model whose width
+        follows the length fails a real run half-way.
+        """
+        examples = sorted(self.examples_of(model, documents), key=lambda e: e.length)
+        short, long = examples[:2], examples[-2:]
+        short_length = _length_for(short, model.max_length)
+        if short_length == model.max_length:
+            pytest.skip("the shortest examples already fill the model's longest window")
+        first = self.outputs(model, short, 2, short_length)
+        pinned = check_row_shape(model.name, first, None, (2, short_length))
+        check_row_shape(
+            model.name,
+            self.outputs(model, long, 2, model.max_length),
+            pinned,
+            (2, model.max_length),
+        )

@@ -7,57 +7,52 @@ write and a commit without calling ``close``: the process died. A resumable sink
 must then recover to its last commit, so that resuming writes every record exactly
 once; any sink must leave nothing behind that a fresh run would duplicate. A sink
 that stages parts (contract 1.3) must publish a run's parts together, once, only
-when every part is finished, and resume a part from its last commit.
+when every part is finished, and resume a part from its last commit. Each record's
+text is read back for a sink declaring 1.2 or later, and metadata, where a sink
+stores any, must be the record's own; a run of 1,200 records is published whole;
+and, with the optional ``read_errors(directory)``, the errors are read back too.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import pytest
 
 from seamline.contracts.component import Component
 from seamline.contracts.conformance import CONFIG_FREE_KINDS
-from seamline.contracts.documents import DocumentError, Shard
-from seamline.contracts.errors import ContractViolation, UserError
-from seamline.contracts.sink import OutputRecord, Sink, StagedRun
+from seamline.contracts.documents import DocumentError
+from seamline.contracts.errors import UserError
 from seamline.contracts.testing._common import ComponentContract
-from seamline.contracts.versions import Kind, parse_version
+from seamline.contracts.testing._sink_records import (
+    DIM,
+    MANIFEST,
+    MakeSink,
+    ReadErrors,
+    ReadOutput,
+    assert_published,
+    assert_same_record,
+    sample_batches,
+    stored_fields,
+)
+from seamline.contracts.testing._sink_staged import StagedPartChecks
+from seamline.contracts.versions import Kind
 
-MakeSink = Callable[[Path], Sink[Any]]
-ReadOutput = Callable[[Path], Sequence[OutputRecord] | None]
-
-MANIFEST = {"seamline_manifest": 1, "pipeline": "conformance", "run_id": "conformance"}
-DIM = 8
-
-
-def sample_batches(batches: int = 3, per_batch: int = 4) -> list[list[OutputRecord]]:
-    """Deterministic records: document ``d<i>`` has windows 0 and 1, vectors of unit scale."""
-    rng = np.random.default_rng(0)
-    out = []
-    number = 0
-    for _ in range(batches):
-        batch = []
-        for _ in range(per_batch):
-            doc, window = divmod(number, 2)
-            vector = rng.standard_normal(DIM).astype(np.float32)
-            batch.append(
-                OutputRecord(f"d{doc}", window, (window * 10, window * 10 + 10), vector, {})
-            )
-            number += 1
-        out.append(batch)
-    return out
-
-
-def _keys(records: Sequence[OutputRecord]) -> list[tuple[str, int]]:
-    return [(record.doc_id, int(record.index)) for record in records]
+__all__ = [
+    "DIM",
+    "MANIFEST",
+    "MakeSink",
+    "ReadErrors",
+    "ReadOutput",
+    "SinkContract",
+    "sample_batches",
+    "stored_fields",
+]
 
 
-class SinkContract(ComponentContract):
+class SinkContract(StagedPartChecks, ComponentContract):
     """Subclass it and provide ``make_sink`` and ``read_output``."""
 
     kind: ClassVar[Kind] = "sink"
@@ -74,45 +69,21 @@ class SinkContract(ComponentContract):
         )
 
     @pytest.fixture
+    def read_errors(self) -> ReadErrors | None:
+        """Optional: directory -> the error records a reader sees there (each a mapping with
+        ``id`` and ``reason``), or None when nothing is published. A sink with a reader
+        (contract 1.4): ``lambda d: read_errors(d / "out.x", YourSink)`` from
+        ``seamline.contracts.readback``. Without it, ``write_error`` is not checked."""
+        return None
+
+    @pytest.fixture
     def component(self, make_sink: MakeSink, tmp_path: Path) -> Component[Any]:
         return make_sink(tmp_path / "identity")
 
     # -- helpers ---------------------------------------------------------------------------
 
-    @staticmethod
-    def assert_published(
-        sink: Sink[Any],
-        found: Sequence[OutputRecord] | None,
-        expected: list[OutputRecord],
-        after: str = "close(True)",
-    ) -> None:
-        """``found`` is ``expected``, once each and in order; ``after`` names the call that
-        should have published it, so that a failure points at the call that did not."""
-        assert found is not None, f"sink {sink.name!r} published nothing after {after}"
-        counts: dict[tuple[str, int], int] = {}
-        for key in _keys(found):
-            counts[key] = counts.get(key, 0) + 1
-        repeated = {key: n for key, n in counts.items() if n > 1}
-        assert not repeated, (
-            f"sink {sink.name!r}: records published more than once: {repeated} "
-            "(exactly once is the contract)"
-        )
-        missing = [key for key in _keys(expected) if key not in counts]
-        assert not missing, f"sink {sink.name!r}: records lost: {missing}"
-        assert _keys(found) == _keys(expected), f"sink {sink.name!r}: records out of order"
-        for got, want in zip(found, expected, strict=True):
-            assert tuple(got.span) == tuple(want.span), (
-                f"sink {sink.name!r}: record {_keys([want])[0]} has span {got.span}, "
-                f"expected {want.span}"
-            )
-            vector = np.asarray(got.vector, np.float64)
-            assert vector.shape == want.vector.shape, (
-                f"sink {sink.name!r}: record {_keys([want])[0]} reads back a vector of shape "
-                f"{vector.shape}, expected {want.vector.shape}"
-            )
-            assert np.allclose(vector, want.vector, rtol=1e-3, atol=1e-3), (
-                f"sink {sink.name!r}: record {_keys([want])[0]} reads back a different vector"
-            )
+    assert_published = staticmethod(assert_published)
+    assert_same_record = staticmethod(assert_same_record)
 
     # -- the checks ------------------------------------------------------------------------
 
@@ -127,6 +98,50 @@ class SinkContract(ComponentContract):
         sink.write_error(DocumentError("broken", "not UTF-8", {}))
         sink.close(complete=True)
         self.assert_published(sink, read_output(tmp_path), [r for b in batches for r in b])
+
+    def test_publishes_a_long_run_whole(
+        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
+    ) -> None:
+        """1,200 records in batches of 100 and no commit between them (a host commits only
+        every so many documents): whatever a sink buffers, nothing may be lost, where the
+        suite's other runs hold a dozen records, never past a buffer's end."""
+        sink = make_sink(tmp_path)
+        sink.start(MANIFEST)
+        batches = sample_batches(batches=12, per_batch=100)
+        for batch in batches:
+            sink.write(batch)
+        sink.close(complete=True)
+        self.assert_published(sink, read_output(tmp_path), [r for b in batches for r in b])
+
+    def test_errors_are_read_back(
+        self,
+        make_sink: MakeSink,
+        read_output: ReadOutput,
+        read_errors: ReadErrors | None,
+        tmp_path: Path,
+    ) -> None:
+        """What ``write_error`` kept is published with the run: each error once, in order,
+        with its id and reason (checked where the author provides ``read_errors``)."""
+        if read_errors is None:
+            pytest.skip("no read_errors fixture: the errors a sink keeps are not read back")
+        errors = [
+            DocumentError("broken", "not UTF-8", {"path": "broken.txt"}),
+            DocumentError("empty", "an empty text", {}, "skip"),
+        ]
+        sink = make_sink(tmp_path)
+        sink.start(MANIFEST)
+        sink.write(sample_batches()[0])
+        for error in errors:
+            sink.write_error(error)
+        sink.close(complete=True)
+        found = read_errors(tmp_path)
+        assert found is not None, f"sink {sink.name!r} published no errors after close(True)"
+        got = [(row.get("id"), row.get("reason")) for row in found]
+        want = [(error.id, error.reason) for error in errors]
+        assert got == want, (
+            f"sink {sink.name!r}: the errors read back are {got}, expected {want}: every "
+            "document set aside with write_error must be published with the run"
+        )
 
     def test_nothing_visible_before_close(
         self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
@@ -257,112 +272,3 @@ class SinkContract(ComponentContract):
         sink.write(batches[1])
         sink.close(complete=True)
         self.assert_published(sink, read_output(tmp_path), batches[1])
-
-    # -- staged parts (contract 1.3) -----------------------------------------------------
-
-    def test_staged_parts_are_published_together_and_once(
-        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
-    ) -> None:
-        driver = make_sink(tmp_path)
-        if not driver.stageable:
-            pytest.skip(f"sink {driver.name!r} does not stage parts")
-        first, second, third = sample_batches()
-        driver.begin_parts("run-a", 2, MANIFEST)
-        part = driver.part("run-a", Shard(0, 2))
-        assert part.recover(MANIFEST) is None, "a new part recovered a cursor"
-        part.write(first)
-        part.commit("p0")
-        part.close(complete=True)
-        assert part.finished(), f"sink {driver.name!r}: a closed part does not say it is finished"
-
-        crashed = make_sink(tmp_path).part("run-a", Shard(1, 2))
-        crashed.recover(MANIFEST)
-        crashed.write(second)
-        crashed.commit("p1")
-        crashed.write(third)  # written, never committed: then the worker dies
-        del crashed
-        gc.collect()
-        assert read_output(tmp_path) is None, (
-            f"sink {driver.name!r}: a staged part is visible before publish_parts"
-        )
-        staged = make_sink(tmp_path).staged_run(MANIFEST)
-        assert staged is not None, f"sink {driver.name!r}: staged_run() lost the staged run"
-        assert (staged.run_id, staged.count, staged.finished) == ("run-a", 2, frozenset({0}))
-        with pytest.raises(ContractViolation):
-            make_sink(tmp_path).publish_parts("run-a", 2, MANIFEST)  # part 1 is unfinished
-        assert read_output(tmp_path) is None, "publish_parts published an unfinished run"
-
-        retried = make_sink(tmp_path).part("run-a", Shard(1, 2))
-        assert retried.recover(MANIFEST) == "p1", "a retried part did not resume its last commit"
-        retried.write(third)
-        retried.close(complete=True)
-        make_sink(tmp_path).publish_parts("run-a", 2, MANIFEST)
-        self.assert_published(
-            driver,
-            read_output(tmp_path),
-            [*first, *second, *third],
-            after="publish_parts('run-a', 2, ...) with both parts finished",
-        )
-        assert make_sink(tmp_path).staged_run(MANIFEST) is None, "a published run is still staged"
-
-    def test_a_fresh_staged_run_discards_an_unpublished_one(
-        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
-    ) -> None:
-        driver = make_sink(tmp_path)
-        if not driver.stageable:
-            pytest.skip(f"sink {driver.name!r} does not stage parts")
-        first, second, _ = sample_batches()
-        driver.begin_parts("abandoned", 1, MANIFEST)
-        part = driver.part("abandoned", Shard(0, 1))
-        part.recover(MANIFEST)
-        part.write(first)
-        part.close(complete=True)
-        fresh = make_sink(tmp_path)
-        fresh.begin_parts("fresh", 1, MANIFEST)
-        assert fresh.staged_run(MANIFEST) == StagedRun("fresh", 1, frozenset())
-        part = fresh.part("fresh", Shard(0, 1))
-        part.recover(MANIFEST)
-        part.write(second)
-        part.close(complete=True)
-        fresh.publish_parts("fresh", 1, MANIFEST)
-        self.assert_published(
-            fresh, read_output(tmp_path), second, after="publish_parts('fresh', 1, ...)"
-        )
-
-    def test_a_staged_run_s_hold_keeps_every_other_run_out(
-        self, make_sink: MakeSink, read_output: ReadOutput, tmp_path: Path
-    ) -> None:
-        """Contract 1.6: ``hold_destination`` keeps out every other run, not the parts."""
-        driver = make_sink(tmp_path)
-        if not driver.stageable or parse_version(driver.contract_version) < (1, 6):
-            pytest.skip(f"sink {driver.name!r} does not stage parts under contract 1.6")
-        with driver.hold_destination():
-            for call, other in (("start()", _start), ("hold_destination()", _hold_and_leave)):
-                refused = make_sink(tmp_path)
-                try:
-                    other(refused)
-                except UserError:
-                    refused.close(complete=False)
-                else:
-                    pytest.fail(f"sink {driver.name!r}: another run's {call} was not refused "
-                                "while the driver held hold_destination()")  # fmt: skip
-            driver.begin_parts("held", 1, MANIFEST)
-            part = driver.part("held", Shard(0, 1))
-            part.recover(MANIFEST)
-            part.write(sample_batches()[0])
-            part.close(complete=True)
-            driver.publish_parts("held", 1, MANIFEST)
-        after = make_sink(tmp_path)
-        after.start(MANIFEST)  # the hold was let go
-        after.write(sample_batches()[1])
-        after.close(complete=True)
-        self.assert_published(after, read_output(tmp_path), sample_batches()[1])
-
-
-def _start(sink: Sink[Any]) -> None:
-    sink.start(MANIFEST)
-
-
-def _hold_and_leave(sink: Sink[Any]) -> None:
-    with sink.hold_destination():
-        pass
