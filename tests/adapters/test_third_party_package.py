@@ -162,6 +162,28 @@ def test_order_cursor_and_shards(discovered: Registry, tmp_path: Path) -> None:
     assert shards[1] == ["b", "docs.csv:5"]
 
 
+def test_a_repeated_id_is_the_same_rows_error_in_every_shard_and_resume(
+    discovered: Registry, tmp_path: Path
+) -> None:
+    # The guide's loader published both rows of a repeated id, which its own page says a
+    # loader must refuse (the host cannot see a repeat across shards and resumes).
+    data = tmp_path / "docs.csv"
+    data.write_text("id,text\nr1,first\nr2,second\nr1,again\nr3,third\n", encoding="utf-8")
+    loader = _csv_loader(data, discovered)
+    items = [loaded.item for loaded in loader.read()]
+    assert [item.id for item in items] == ["r1", "r2", "docs.csv:3", "r3"]
+    repeat = items[2]
+    assert isinstance(repeat, DocumentError)
+    assert repeat.reason == "row 3: id 'r1' repeats row 1's; ids must be unique"
+    for shard in (Shard(0, 2), Shard(1, 2)):
+        assert all(
+            not isinstance(i.item, DocumentError) or i.item.id == "docs.csv:3"
+            for i in loader.read(shard=shard)
+        )
+    assert [i.item.id for i in loader.read(shard=Shard(0, 2))] == ["r1", "docs.csv:3"]
+    assert [i.item.id for i in loader.read(after="2")] == ["docs.csv:3", "r3"]
+
+
 def test_user_mistakes_are_user_errors(discovered: Registry, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="is not a file"):
         list(_csv_loader(tmp_path / "missing.csv", discovered).read())

@@ -67,10 +67,13 @@ class CsvLoader(Loader[CsvLoaderConfig]):
             rows = csv.DictReader(handle, delimiter=config.delimiter)
             try:
                 self._check_header(rows.fieldnames)
+                first_row: dict[str, int] = {}  # id -> the row it first appears in
                 for row_number, row in enumerate(rows, start=1):
+                    first = first_row.setdefault(row.get(config.id_column) or "", row_number)
                     if row_number <= skip_through or not shard.owns(row_number - 1):
                         continue
-                    yield Loaded(cursor=str(row_number), item=self._document(row_number, row))
+                    item = self._document(row_number, row, first)
+                    yield Loaded(cursor=str(row_number), item=item)
             except UnicodeDecodeError as err:
                 raise UserError(f"csv loader: {str(config.path)!r} is not UTF-8 ({err})") from None
             except csv.Error as err:  # a field over csv.field_size_limit(), a NUL byte...
@@ -93,13 +96,21 @@ class CsvLoader(Loader[CsvLoaderConfig]):
                     f"(its columns: {', '.join(header)}); set {option}"
                 )
 
-    def _document(self, row_number: int, row: dict[str, str | None]) -> Document | DocumentError:
+    def _document(
+        self, row_number: int, row: dict[str, str | None], first: int
+    ) -> Document | DocumentError:
+        """The row as a document, or the record of why it is not one. ``first``: the row
+        its id first appears in (every row of the file is seen, whatever the shard or
+        the cursor, so a repeat is the same row's error in every run)."""
         where = {"path": str(self.config.path.absolute()), "row": row_number}
         doc_id = row.get(self.config.id_column)
         text = row.get(self.config.text_column)
         if not doc_id:
             doc_id = f"{self.config.path.name}:{row_number}"
             return DocumentError(doc_id, f"row {row_number}: no value in the id column", where)
+        if first != row_number:
+            reason = f"row {row_number}: id {doc_id!r} repeats row {first}'s; ids must be unique"
+            return DocumentError(f"{self.config.path.name}:{row_number}", reason, where)
         if text is None:
             reason = f"row {row_number}: no {self.config.text_column!r} column (the row is short)"
             return DocumentError(doc_id, reason, where)
