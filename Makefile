@@ -71,7 +71,7 @@ run: $(STAMP) corpus
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy contracts/src core/src components/src adapters/src $(foreach k,$(KERNEL_PACKAGES),$(k)/src)
+	$(VENV)/bin/mypy contracts/src core/src components/src adapters/src $(foreach k,$(KERNEL_PACKAGES),$(k)/src) examples/plugins/seamline-example-csv/src
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q $(PYTEST_WORKERS)
 

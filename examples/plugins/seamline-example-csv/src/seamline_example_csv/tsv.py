@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -51,7 +51,11 @@ class TsvReader(LineReader):
     def parse(self, line: bytes, where: str) -> tuple[StoredRow, list[str]]:
         try:
             doc_id, window, start, end, text, *values = line.decode().split("\t")
-            fields = {"id": _unescaped(doc_id), "window": int(window), "text": _unescaped(text)}
+            fields: dict[str, Any] = {
+                "id": _unescaped(doc_id),
+                "window": int(window),
+                "text": _unescaped(text),
+            }
             fields["span"] = [int(start), int(end)]
         except ValueError as err:  # too few fields, a number that is not, not UTF-8
             raise UserError(f"{where}: not a line of the tsv sink ({err})") from None
