@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,25 @@ def test_a_recorded_attention_not_installed_is_located_in_the_manifest(tmp_path:
         attention_for(tmp_path, {"use": "flash-of-genius"})
     assert "emb.manifest.json:" in str(caught.value)
     assert "no attention component named 'flash-of-genius'" in str(caught.value)
+
+
+def test_a_model_setting_this_version_refuses_says_to_write_the_index_anew(
+    tmp_path: Path,
+) -> None:
+    # An index written with a setting since moved (model.with.dtype: bfloat16, before the
+    # top-level precision) got the pipeline's advice, "set the pipeline's 'precision'",
+    # which changes nothing a manifest says: the index could not be searched either way.
+    out = tmp_path / "emb.jsonl"
+    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
+    manifest_file = out.with_name("emb.manifest.json")
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    manifest["model"]["with"]["max_length"] = "not a number"
+    manifest_file.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        search(registry(), out, TEXTS[2], k=1)
+    message = str(caught.value)
+    assert re.match(r".*emb\.manifest\.json:\d+:\d+: model\.with\.max_length: ", message)
+    assert message.endswith("run the pipeline that made it again, fixed as said, to write it anew)")
 
 
 def test_an_attention_given_by_the_option_is_placed_at_the_option(tmp_path: Path) -> None:

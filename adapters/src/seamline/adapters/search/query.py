@@ -112,6 +112,15 @@ QUERY_RUN = RunSettings(batch_size=1)
 """Queries come one or a few at a time: one packed row per batch, no budget to fill."""
 
 
+OLDER_SETTINGS = (
+    " (the manifest records the model as the seamline that wrote the index named it, and "
+    "this version does not take that; nothing in a pipeline changes what a manifest says: "
+    "to search the index, run the pipeline that made it again, fixed as said, to write it "
+    "anew)"
+)
+"""Said after a model setting of an index's manifest that this version refuses."""
+
+
 class QueryEncoder:
     """The index's model, built once (an :class:`Embedder`), turning query texts into unit vectors.
 
@@ -127,9 +136,20 @@ class QueryEncoder:
         assert spec is not None  # open_index refuses a manifest without one
         self.index = index
         # As a pipeline's model: a registered name that trust allows, its config validated.
-        choice = one_problem(
-            resolve_component, index.located, registry, "model", spec.use, spec.with_, ("model",)
-        )
+        try:
+            choice = one_problem(
+                resolve_component,
+                index.located,
+                registry,
+                "model",
+                spec.use,
+                spec.with_,
+                ("model",),
+            )
+        except ConfigError as err:
+            if not err.detail.startswith("model.with"):  # the name, its trust: not a setting
+                raise
+            raise ConfigError(f"{err.detail}{OLDER_SETTINGS}", err.location) from None
         resolved = index_attention(registry, index, attention)
         # Queries in the precision the index's vectors were made in (its manifest says).
         side = ResolvedEncoder(

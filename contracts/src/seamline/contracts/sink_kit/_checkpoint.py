@@ -95,9 +95,19 @@ def is_partial_name(name: str, destination: Path) -> bool:
 
 
 def _partials(destination: Path) -> list[Path]:
-    """Every partial file of ``destination`` on disk (interrupted runs may leave several)."""
+    """Every partial file of ``destination`` on disk (interrupted runs may leave several).
+
+    With the one name seamline gave them before 2026-12-01 (``.emb.jsonl.partial.tmp``):
+    a run that starts over after an older version's killed run deletes them too, where
+    they stayed for good, hidden, as large as the output they were to become. (A folder
+    of that name is a sink's store, :func:`partial_path`: not a partial file.)
+    """
     pattern = glob.escape(partial_prefix(destination)) + "*.tmp"
-    return [p for p in destination.parent.glob(pattern) if not p.is_dir() or p.is_symlink()]
+    found = list(destination.parent.glob(pattern))
+    legacy = destination.parent / f"{partial_prefix(destination)}tmp"
+    if legacy.is_symlink() or legacy.is_file():
+        found.append(legacy)
+    return [p for p in found if not p.is_dir() or p.is_symlink()]
 
 
 def checkpoint_path(primary: Path) -> Path:
