@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from seamline.contracts import Attention
-from seamline.core.attention.planner import AttentionPlanner
+from seamline.contracts import Attention, UserError
+from seamline.core.attention.planner import AttentionPlanner, SpecKey, refusals, signature_of
 from seamline.core.attention.tuning import Measured, MeasuredRanking
 from seamline.core.config import AttentionMode, AttentionSpecConfig, ResolvedAttention, Selection
 from seamline.core.registry import ComponentInfo, Registry
@@ -34,6 +34,32 @@ class AttentionCandidates:
     """Name -> the registry's entry (distribution, version); None for a hand-made one."""
     untrusted: Mapping[str, str] = field(default_factory=dict)
     """Name -> why it is not trusted (only with ``require_conformance``)."""
+    reference_location: str = ""
+    """Where the pipeline named the reference (``file:line:column``), for its errors."""
+
+    def check_reference(self, specs: SpecKey) -> None:
+        """Raise a ``UserError`` if the reference cannot serve ``specs`` itself.
+
+        A reference is named by a pipeline, not negotiated: one that cannot serve this
+        model's attention (``xla-sdpa`` has no relative-position bias, which MPNet's
+        needs) failed every candidate it checked with its own refusal, as "failed to
+        compile", and the run blamed the kernels and the hint named the wrong fix.
+        """
+        reference = self.reference
+        if reference is None:
+            return
+        reasons = refusals(reference, specs)
+        if not reasons:
+            return
+        serving = [a.name for a in self.implementations if not refusals(a, specs)]
+        others = f" (here: {', '.join(serving)})" if serving else ""
+        where = f"{self.reference_location}: " if self.reference_location else ""
+        raise UserError(
+            f"{where}attention.reference {reference.name!r} cannot check this model's "
+            f"attention ({signature_of(specs)}): {'; '.join(reasons)}; name a reference "
+            f"that serves it{others}, or set attention.verify: false and no shadow to run "
+            "unchecked"
+        )
 
     @property
     def verifies(self) -> bool:
@@ -93,4 +119,5 @@ def build_candidates(resolved: ResolvedAttention, registry: Registry) -> Attenti
         settings=settings,
         infos=infos,
         untrusted=untrusted_candidates(implementations, infos, settings.require_conformance),
+        reference_location=choice.location if choice is not None else "",
     )

@@ -181,6 +181,8 @@ def explain(resolved: ResolvedPipeline, registry: Registry, precision: str | Non
         candidates = probed.candidates
         planner = candidates.planner(measure=False)
         for length, batch_size, specs in probed.buckets:
+            if candidates.verifies or candidates.shadow_every:  # as a run refuses it
+                candidates.check_reference(specs)
             plans.append(_bucket_plan(planner, length, batch_size, specs))
     reference = candidates.reference.name if candidates.reference is not None else None
     settings = resolved.attention.settings

@@ -37,6 +37,7 @@ from seamline.contracts import (
     Fallback,
     Model,
     SeamlineError,
+    UserError,
     Verified,
 )
 from seamline.contracts.logs import get_logger
@@ -190,8 +191,8 @@ class CompiledSteps:
                 if not self._fallback:
                     raise  # the kernel's output broke the contract for this shape
                 problem = f"broke the contract: {err}"
-            except ContractViolation:
-                raise  # a bug in the model, not a shape the kernel cannot serve
+            except (ContractViolation, UserError):
+                raise  # a bug in the model, or the pipeline's: not a shape the kernel cannot serve
             except Exception as err:
                 if not self._fallback:
                     raise
@@ -304,6 +305,7 @@ class CompiledSteps:
         every = self.candidates.shadow_every
         if not every or not self._reference.serves(step) or (self.batches - 1) % every:
             return outputs
+        self.candidates.check_reference(step.specs)
         breach = self._reference.breach(params, batch, step, outputs, self.batches)
         if breach is None:
             return outputs
@@ -361,6 +363,7 @@ class CompiledSteps:
             return None
         if (specs, attention.name) in self._verified:
             return None
+        self.candidates.check_reference(specs)
         with tracer().start_as_current_span(
             "seamline.verify",
             attributes={
