@@ -179,6 +179,37 @@ def test_installed_parts_are_found_by_metadata_and_assembled_into_the_cache(
     assert _digest(folder / "model.safetensors") == PINNED
 
 
+def test_a_cached_copy_changed_since_it_was_assembled_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The copy was read on every later run without a check, and its new digest pinned
+    # into the manifest, under a folder named after the archive's digest.
+    site = tmp_path / "site"
+    _install_fake_parts(site, _cut(_zip_of_checkpoint(), tmp_path / "parts", pieces=2))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setitem(split_zip.KNOWN, NAME, split_zip.Archive(parts=2, weights_sha256=PINNED))
+    source = f"split-zip:{NAME}"
+    model = MpnetEncoder(MpnetEncoder.Config(weights=source))
+    assert model.pinned_config().sha256 == PINNED  # the archive's pin, not the file's digest
+    model.load()  # the copy as assembled: read
+    copy = weights.resolve_source(source) / "model.safetensors"
+    data = bytearray(copy.read_bytes())
+    data[-1000] ^= 1  # one bit of one weight
+    copy.write_bytes(bytes(data))
+    changed = MpnetEncoder(MpnetEncoder.Config(weights=source))
+    assert changed.pinned_config().sha256 == PINNED
+    with pytest.raises(WeightsError) as refused:
+        changed.load()
+    message = str(refused.value)
+    assert f"the copy of {source} assembled in the cache, has sha256 " in message
+    assert f"not the {PINNED} its archive pins" in message
+    assert message.endswith("it is assembled anew from the installed parts")
+    pinned = MpnetEncoder(MpnetEncoder.Config(weights=source, sha256=PINNED))
+    with pytest.raises(WeightsError, match="its archive pins"):
+        pinned.load()  # a pipeline (or a manifest) pinning the same digest: the same check
+
+
 @pytest.mark.parametrize("plant", ["fifo", "symlink", "hard link"])
 def test_a_planted_lock_file_is_refused_not_waited_on_or_followed(
     tmp_path: Path, plant: str

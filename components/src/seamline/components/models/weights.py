@@ -482,6 +482,31 @@ def verify_sha256(path: Path, expected: str) -> None:
         )
 
 
+def source_sha256(source: str) -> str | None:
+    """The digest a ``weights:`` source pins by itself, or None: a ``split-zip:`` archive
+    seamline knows is pinned by the digest of its weights (:data:`split_zip.KNOWN`)."""
+    if not source.startswith(split_zip.PREFIX):
+        return None
+    archive = split_zip.KNOWN.get(source[len(split_zip.PREFIX) :].strip())
+    return None if archive is None else archive.weights_sha256
+
+
+def verify_cached_copy(path: Path, expected: str, source: str) -> None:
+    """Refuse the cache's copy of ``source``'s weights if it is not the archive's any more.
+
+    The archive's parts are checked when they are assembled; the copy is read on every
+    later run, so it is checked against the archive's digest too: a copy changed since
+    was used, and its new digest pinned into the manifest, without a word.
+    """
+    actual = sha256_of(path)
+    if actual != expected:
+        raise WeightsError(
+            f"{path}, the copy of {source} assembled in the cache, has sha256 {actual}, not "
+            f"the {expected} its archive pins: it changed after it was assembled. Delete "
+            f"{path.parent} and run again: it is assembled anew from the installed parts"
+        )
+
+
 def load_params(
     files: ModelFiles, arch: Architecture, expected_sha256: str | None = None
 ) -> BertParams:
