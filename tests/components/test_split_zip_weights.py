@@ -165,31 +165,31 @@ def _install_fake_parts(site: Path, parts: list[Path]) -> None:
         (info / "RECORD").write_text(f"{relative},,\n{info.name}/RECORD,,\n", encoding="utf-8")
 
 
-def test_installed_parts_are_found_by_metadata_and_assembled_into_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The tiny checkpoint's parts installed as distributions, and its digest pinned as
+    seamline pins the real one's; the cache under ``tmp_path/xdg``. The weight source."""
     site = tmp_path / "site"
     _install_fake_parts(site, _cut(_zip_of_checkpoint(), tmp_path / "parts", pieces=2))
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setitem(split_zip.KNOWN, NAME, split_zip.Archive(parts=2, weights_sha256=PINNED))
-    folder = weights.resolve_source(f"split-zip:{NAME}")
+    return f"split-zip:{NAME}"
+
+
+def test_installed_parts_are_found_by_metadata_and_assembled_into_the_cache(
+    tmp_path: Path, installed: str
+) -> None:
+    folder = weights.resolve_source(installed)
     assert folder.parent == (tmp_path / "xdg" / "seamline" / "weights").resolve()
     assert folder.name == f"{NAME}-{PINNED[:16]}"
     assert _digest(folder / "model.safetensors") == PINNED
 
 
-def test_a_cached_copy_changed_since_it_was_assembled_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_cached_copy_changed_since_it_was_assembled_is_refused(installed: str) -> None:
     # The copy was read on every later run without a check, and its new digest pinned
     # into the manifest, under a folder named after the archive's digest.
-    site = tmp_path / "site"
-    _install_fake_parts(site, _cut(_zip_of_checkpoint(), tmp_path / "parts", pieces=2))
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setitem(split_zip.KNOWN, NAME, split_zip.Archive(parts=2, weights_sha256=PINNED))
-    source = f"split-zip:{NAME}"
+    source = installed
     model = MpnetEncoder(MpnetEncoder.Config(weights=source))
     assert model.pinned_config().sha256 == PINNED  # the archive's pin, not the file's digest
     model.load()  # the copy as assembled: read
