@@ -396,28 +396,20 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         resume or an index is refused, not mixed in.
         """
         pins: dict[str, str] = {}
-        if self.config.sha256 is None:  # the source's own pin, else the file's digest
-            pins["sha256"] = weights.source_sha256(self.config.weights) or weights.sha256_of(
-                self._files.weights_path
-            )
+        if self.config.sha256 is None:
+            pins["sha256"] = weights.weights_pin(self.config.weights, self._files.weights_path)
         if self.config.files_sha256 is None:
             pins["files_sha256"] = self._files.files_sha256
         return self.config.model_copy(update=pins) if pins else self.config
 
     def load(self) -> ParamsT:
-        """Verify and read the weights, and place them on the default device.
-
-        Matmul kernels are stored in the compute dtype, so a bfloat16 run holds and
-        moves half the bytes; everything else stays float32.
-        """
+        """Verify and read the weights, and place them on the default device. Matmul
+        kernels are stored in the compute dtype, so a bfloat16 run holds and moves half
+        the bytes; everything else stays float32."""
         import jax
 
-        expected = self.config.sha256
-        known = weights.source_sha256(self.config.weights)
-        if known is not None and (expected is None or expected.lower() == known):
-            weights.verify_cached_copy(self._files.weights_path, known, self.config.weights)
-            expected = None  # checked: not read twice
-        params = self._read_params(self._files, expected)
+        pin = weights.unchecked_pin(self.config.sha256, self.config.weights, self._files)
+        params = self._read_params(self._files, pin)
         if self._readout.dtype != "float32":
             params = _cast_kernels(params, self._readout.compute_dtype)
         return jax.device_put(params)  # type: ignore[no-any-return]

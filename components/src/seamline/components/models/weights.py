@@ -491,6 +491,23 @@ def source_sha256(source: str) -> str | None:
     return None if archive is None else archive.weights_sha256
 
 
+def weights_pin(source: str, path: Path) -> str:
+    """The digest a run pins for the weights at ``path`` when its configuration pins none:
+    the source's own (a ``split-zip:`` archive's), else the file's, hashed here."""
+    return source_sha256(source) or sha256_of(path)
+
+
+def unchecked_pin(expected: str | None, source: str, files: ModelFiles) -> str | None:
+    """The digest ``files``' weights still have to be checked against when they are read
+    (``expected``, the configuration's pin), or None: a ``split-zip:`` source's copy in
+    the cache is checked here, against the archive's pin, once (not read twice)."""
+    known = source_sha256(source)
+    if known is None or (expected is not None and expected.lower() != known):
+        return expected
+    verify_cached_copy(files.weights_path, known, source)
+    return None
+
+
 def verify_cached_copy(path: Path, expected: str, source: str) -> None:
     """Refuse the cache's copy of ``source``'s weights if it is not the archive's any more.
 
