@@ -534,6 +534,17 @@ def test_jsonl_a_utf8_byte_order_mark_does_not_cost_the_first_line(tmp_path: Pat
     assert [item.text for item in items if isinstance(item, Document)] == ["first", "\ufeffsecond"]
 
 
+def test_jsonl_a_bad_byte_after_a_byte_order_mark_is_counted_from_the_line_start(
+    tmp_path: Path,
+) -> None:
+    # The mark is dropped before decoding: the offset was counted after it (3, not 6),
+    # so a hex viewer showed the user a good byte.
+    path = write_lines(tmp_path / "bom.jsonl", [b'\xef\xbb\xbf{"a\xff": 1}'])
+    (item,) = [loaded.item for loaded in jsonl_loader(path).read()]
+    assert isinstance(item, DocumentError)
+    assert item.reason == "line 1: not valid utf-8: invalid start byte at byte offset 6 of the line"
+
+
 @pytest.mark.parametrize(
     ("encode", "what"),
     [

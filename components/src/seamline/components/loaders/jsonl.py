@@ -129,8 +129,10 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             refuse_other_format(path, handle.peek(8)[:8])
             for lineno, raw in enumerate(self._lines(handle), start=1):
                 last_line = lineno
+                mark = 0
                 if lineno == 1 and raw is not None and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8) :]  # Windows tools write one; not JSON
+                    mark = len(codecs.BOM_UTF8)  # Windows tools write one; not JSON
+                    raw = raw[mark:]
                 if raw is not None and not raw.strip():
                     continue
                 position += 1
@@ -140,7 +142,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                 # Lines of other shards, and lines before the cursor, are parsed too when
                 # ids are tracked: which line of a repeated id comes first is then the same
                 # in every shard and on every resume.
-                item = self._too_long(lineno) if raw is None else self._parse(lineno, raw)
+                item = self._too_long(lineno) if raw is None else self._parse(lineno, raw, mark)
                 if isinstance(item, Document):
                     item = self._unique(item, lineno, seen)
                 if mine:
@@ -219,8 +221,12 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             )
         return int(after)
 
-    def _parse(self, lineno: int, raw: bytes) -> Document | DocumentError:
-        """Turn one line into a document, or into the record of why it is not one."""
+    def _parse(self, lineno: int, raw: bytes, mark: int = 0) -> Document | DocumentError:
+        """Turn one line into a document, or into the record of why it is not one.
+
+        ``mark`` is the length of a byte-order mark dropped from the line's start: a byte
+        offset is reported in the line as it is on disk, where a hex viewer finds it.
+        """
         fallback_id = f"{self.config.path.name}:{lineno}"
         where = self._where(lineno)
 
@@ -232,7 +238,8 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         try:
             obj: Any = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as err:
-            return error(f"not valid utf-8: {err.reason} at byte offset {err.start} of the line")
+            at = err.start + mark
+            return error(f"not valid utf-8: {err.reason} at byte offset {at} of the line")
         except json.JSONDecodeError as err:
             # Some of json's messages end in "at" (it appends the place to them itself).
             return error(f"invalid JSON: {err.msg.removesuffix(' at')} at column {err.colno}")
