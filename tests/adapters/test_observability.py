@@ -452,6 +452,29 @@ def test_a_traces_file_that_is_not_a_regular_file_is_refused(
         assert (tmp_path / "victim.txt").read_text(encoding="utf-8") == "keep\n"
 
 
+@pytest.mark.parametrize("append", [False, True], ids=["driver", "worker"])
+def test_a_traces_file_with_another_name_is_refused_and_left_whole(
+    tmp_path: Path, append: bool
+) -> None:
+    # A hard link from the traces file's name to a document inside the loader's folder
+    # (or to the pipeline file) was emptied and filled with spans; the run exited 0.
+    import os
+
+    victim = tmp_path / "corpus" / "d1.txt"
+    victim.parent.mkdir()
+    victim.write_text("keep\n", encoding="utf-8")
+    at = tmp_path / "trace.jsonl"
+    os.link(victim, at)
+    refusal = (
+        r"the traces file '.*trace.jsonl' \(telemetry.traces_file or SEAMLINE_TRACES_FILE\) "
+        r"is a file with 2 names \(hard links\): writing spans to it would change the file "
+        r"behind its other names too. Name a file of its own for the spans"
+    )
+    with pytest.raises(UserError, match=refusal):
+        JsonlSpanExporter(at, append=append)
+    assert victim.read_text(encoding="utf-8") == "keep\n"
+
+
 def test_a_link_planted_after_the_check_is_not_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,6 +8,7 @@ relative paths, as a user types them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -104,6 +105,20 @@ def test_the_traces_file_is_neither_an_input_nor_an_output(refusal: Callable[...
 
 
 JSONL = {"OTEL_TRACES_EXPORTER": "console,jsonl"}
+
+
+def test_a_hard_link_to_what_the_run_reads_is_the_file_it_reads(
+    refusal: Callable[..., str],
+) -> None:
+    """``ln p.yaml trace.jsonl`` with ``SEAMLINE_TRACES_FILE=trace.jsonl``: the names
+    differ, the file is one; the run emptied the pipeline file and exited 0."""
+    os.link("p.yaml", "trace.jsonl")
+    said = refusal(environ={**JSONL, "SEAMLINE_TRACES_FILE": "trace.jsonl"})
+    assert "the traces file ('trace.jsonl') is the pipeline file ('p.yaml')" in said
+    os.link("docs.jsonl", "spans.jsonl")
+    jsonl = ["loader.use=jsonl", "loader.with={path: docs.jsonl}", "telemetry.traces=[jsonl]"]
+    said = refusal(*jsonl, "telemetry.traces_file=spans.jsonl")
+    assert "telemetry.traces_file ('spans.jsonl') is the file loader.with.path names" in said
 
 
 def test_the_traces_file_named_by_the_environment_is_checked_too(

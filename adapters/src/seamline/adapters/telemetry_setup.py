@@ -211,7 +211,8 @@ def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
     opening would wait for a reader forever), a device or a symbolic link is refused, and
     so is a file that cannot be opened. The file is opened without following a link
     (``O_NOFOLLOW``) nor waiting (``O_NONBLOCK``), and checked on the open descriptor, so
-    what is written to is what was checked.
+    what is written to is what was checked. A file with other names (hard links) is
+    refused too: a name compared with the run's inputs says nothing of the file's others.
     """
     try:
         mode = os.lstat(path).st_mode
@@ -231,9 +232,11 @@ def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
     except OSError as err:  # ELOOP: a link planted since the check; ENXIO: a FIFO; EACCES...
         raise _unusable(path, err) from None
     try:
-        opened = os.fstat(fd).st_mode
-        if not stat.S_ISREG(opened):
-            raise _not_a_file(path, opened)
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            raise _not_a_file(path, opened.st_mode)
+        if opened.st_nlink > 1:
+            raise _linked(path, opened.st_nlink)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         if not append:
@@ -242,6 +245,17 @@ def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
     except BaseException:
         os.close(fd)
         raise
+
+
+def _linked(path: Path, names: int) -> UserError:
+    """A traces file with other names (hard links): spans written to it would empty and
+    fill the file behind each of them, a pipeline file or an input among them (a run
+    destroyed its own pipeline file that way and exited 0)."""
+    return UserError(
+        f"the traces file {str(path)!r} ({TRACES_FILE}) is a file with {names} names (hard "
+        "links): writing spans to it would change the file behind its other names too. "
+        "Name a file of its own for the spans"
+    )
 
 
 def _not_a_file(path: Path, mode: int) -> UserError:

@@ -19,7 +19,8 @@ jsonl exporter is chosen, its default ``$SEAMLINE_TRACES_FILE`` or
 ``seamline-trace.jsonl`` (:meth:`TelemetrySettings.traces_file_in`, the exporter's own
 answer). ``SEAMLINE_TRACES_FILE=docs/a.txt`` emptied an input document and filled it with
 spans, and ``=p.yaml`` replaced the pipeline file, both runs exiting 0, while the same
-name given to the field was refused.
+name given to the field was refused. A file is compared by what it is as well as by its
+name: a hard link to the pipeline file, named as the traces file, emptied it too.
 """
 
 from __future__ import annotations
@@ -165,12 +166,24 @@ def _collision(output: Path, label: str, read: Path | str) -> str:
         return ""
     real = Path(os.path.realpath(read))
     if not label:
-        return f"is the pipeline file ({shown})" if output == real else ""
+        return f"is the pipeline file ({shown})" if _same_file(output, real) else ""
     if real.is_dir():
         return (
             f"is inside the folder {label} names ({shown})" if output.is_relative_to(real) else ""
         )
-    return f"is the file {label} names ({shown})" if output == real else ""
+    return f"is the file {label} names ({shown})" if _same_file(output, real) else ""
+
+
+def _same_file(output: Path, read: Path) -> bool:
+    """Whether ``output`` names the file ``read`` names: by path, or, for a file that has
+    another name (a hard link), by device and inode: a traces file hard-linked to the
+    pipeline file emptied it, though their paths differ."""
+    if output == read:
+        return True
+    try:
+        return os.path.samefile(output, read)
+    except (OSError, ValueError):  # either does not exist (yet): no file to share
+        return False
 
 
 def overlap_problems(
