@@ -227,6 +227,18 @@ def test_the_pipeline_file_wins_over_the_environment(tmp_path: Path) -> None:
     assert from_file.service_name == "file-service"
 
     assert resolve(None, {}).traces == ()  # nothing exported unless asked for
+    assert resolve(None, {}).service_name == "seamline"
+
+
+def test_a_service_name_among_the_resource_attributes_is_kept() -> None:
+    # It arrived as "seamline": the default was given as the provider's own attribute,
+    # which overrides the environment's; only OTEL_SERVICE_NAME may.
+    attributes = {"OTEL_RESOURCE_ATTRIBUTES": "team=a, service.name = from%20res ,x=1"}
+    assert resolve(None, attributes).service_name == "from res"
+    both = {**attributes, "OTEL_SERVICE_NAME": "named"}
+    assert resolve(None, both).service_name == "named"
+    section = TelemetrySettings(service_name="file-service")
+    assert resolve(section, both).service_name == "file-service"
     assert resolve(None, {"OTEL_TRACES_EXPORTER": "none"}).traces == ()
 
 

@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import unquote
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -111,8 +112,26 @@ def resolve(
         metrics_endpoint=_endpoint(section, env, "METRICS", "metrics"),
         traces_protocol=_protocol(section, env, "TRACES"),
         metrics_protocol=_protocol(section, env, "METRICS"),
-        service_name=section.service_name or env.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME,
+        service_name=section.service_name
+        or env.get("OTEL_SERVICE_NAME")
+        or _resource_service_name(env)
+        or DEFAULT_SERVICE_NAME,
     )
+
+
+def _resource_service_name(env: Mapping[str, str]) -> str:
+    """``service.name`` as ``OTEL_RESOURCE_ATTRIBUTES`` sets it ("" if it does not).
+
+    The specification lets ``OTEL_SERVICE_NAME`` override it, not a default: given as the
+    provider's own attribute, "seamline" replaced it (``service.name=fromres`` arrived as
+    ``seamline``). Read as the SDK's resource detector reads the variable.
+    """
+    named = ""
+    for pair in env.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+        key, equals, value = pair.partition("=")
+        if equals and key.strip() == SERVICE_NAME:
+            named = unquote(value.strip())  # the last one, as the detector's dict keeps
+    return named
 
 
 def _exporters(

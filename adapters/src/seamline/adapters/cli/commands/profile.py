@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +12,7 @@ import typer
 
 from seamline.adapters.cli.errors import user_errors
 from seamline.adapters.cli.options import PipelineArg, SetOption, named_path
+from seamline.adapters.otel_environment import check_otel_environment
 
 Out = Annotated[
     Path,
@@ -56,6 +58,7 @@ def profile(
     """
     import jax
 
+    user_errors(lambda: check_otel_environment(os.environ))  # before the SDK reads it
     from seamline.adapters import telemetry_setup
     from seamline.adapters.cli.render.run import profile_summary
     from seamline.adapters.logging_setup import configure_logging

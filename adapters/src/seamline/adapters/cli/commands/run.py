@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +18,7 @@ from seamline.adapters.cli.errors import (
 from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
 from seamline.adapters.cli.render.console import consoles
 from seamline.adapters.cli.stopping import terminate_as_interrupt
+from seamline.adapters.otel_environment import check_otel_environment
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -127,6 +129,7 @@ def _run(
     restart: bool,
 ) -> tuple[RunSummary, Pipeline, float]:
     """Load the pipeline and run it: its summary, the pipeline, and when the run began."""
+    user_errors(lambda: check_otel_environment(os.environ))  # before the SDK reads it
     from seamline.adapters import telemetry_setup
     from seamline.adapters.cli.render.progress import ProgressMonitor
     from seamline.core import Pipeline

@@ -1,0 +1,95 @@
+"""OpenTelemetry's numeric environment variables, checked before the SDK reads them.
+
+The SDK reads some of them when ``opentelemetry.sdk.trace`` is imported and others when a
+span processor or metric reader is built, and raises a bare ``ValueError`` for a value out
+of its range: ``OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT=-1`` stopped every ``seamline run`` with
+a 76-line traceback and exit code 1 (no exporter chosen at all), ``OTEL_BSP_MAX_QUEUE_SIZE=0``
+said ``max_queue_size must be a positive integer`` without naming the variable. A user
+who set such a variable meant something by it: the run is refused before it starts, the
+variable named with what it takes (exit code 2), rather than run with a default the user
+did not choose.
+
+This module imports no part of the SDK, so that it can be asked before the SDK is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from seamline.contracts import UserError
+from seamline.contracts.untrusted import cut
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """What a variable takes, as the SDK checks it."""
+
+    least: int
+    """The smallest value the SDK accepts."""
+    unset: bool = False
+    """Whether an empty value (no limit, as the SDK reads it) is accepted too."""
+    number: bool = False
+    """Whether a decimal number is accepted (milliseconds as a float), not only an integer."""
+
+    def takes(self) -> str:
+        kind = "a number" if self.number else "an integer"
+        what = f"{kind} {'of 0 or more' if self.least == 0 else 'above 0'}"
+        return f"{what}, or an empty value for no limit" if self.unset else what
+
+
+_LIMIT = _Rule(0, unset=True)
+_POSITIVE = _Rule(1)
+_RULES: dict[str, _Rule] = {
+    "OTEL_ATTRIBUTE_COUNT_LIMIT": _LIMIT,
+    "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": _LIMIT,
+    "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": _LIMIT,
+    "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT": _LIMIT,
+    "OTEL_SPAN_EVENT_COUNT_LIMIT": _LIMIT,
+    "OTEL_SPAN_LINK_COUNT_LIMIT": _LIMIT,
+    "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT": _LIMIT,
+    "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT": _LIMIT,
+    "OTEL_BSP_MAX_QUEUE_SIZE": _POSITIVE,
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": _POSITIVE,
+    "OTEL_BSP_SCHEDULE_DELAY": _POSITIVE,
+    "OTEL_BSP_EXPORT_TIMEOUT": _Rule(0),
+    "OTEL_METRIC_EXPORT_INTERVAL": _Rule(1, number=True),
+}
+"""Each numeric variable the SDK reads, and what it takes (the SDK's own checks)."""
+
+_DEFAULT_QUEUE, _DEFAULT_BATCH = 2048, 512
+"""The batch span processor's defaults: a batch may not be larger than the queue."""
+
+
+def _value(name: str, raw: str, rule: _Rule) -> float | None:
+    """``raw`` as the SDK reads it (None: no limit), or a ``UserError`` naming the fix."""
+    text = raw.strip()
+    if rule.unset and not text:
+        return None
+    try:
+        value = float(text) if rule.number else int(text)
+    except ValueError:
+        value = math.nan
+    if not value >= rule.least:  # NaN too: not a number at all
+        raise UserError(
+            f"${name}={cut(raw, 40)!r}: OpenTelemetry takes {rule.takes()} there. Set it to "
+            f"one, or unset it ('unset {name}') for OpenTelemetry's default"
+        )
+    return value
+
+
+def check_otel_environment(environ: Mapping[str, str]) -> None:
+    """Refuse (``UserError``) a numeric ``OTEL_*`` variable the SDK would raise on."""
+    values = {
+        name: _value(name, environ[name], rule) for name, rule in _RULES.items() if name in environ
+    }
+    queue = values.get("OTEL_BSP_MAX_QUEUE_SIZE") or _DEFAULT_QUEUE
+    batch = values.get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") or _DEFAULT_BATCH
+    if batch > queue:
+        default = "" if "OTEL_BSP_MAX_QUEUE_SIZE" in values else ", its default"
+        raise UserError(
+            f"$OTEL_BSP_MAX_EXPORT_BATCH_SIZE ({batch:g}) is larger than "
+            f"$OTEL_BSP_MAX_QUEUE_SIZE ({queue:g}{default}): a batch is taken from the "
+            "queue. Make the batch size at most the queue size"
+        )

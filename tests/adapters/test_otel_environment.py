@@ -1,0 +1,121 @@
+"""OpenTelemetry's numeric environment variables are checked before the SDK reads them.
+
+``OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT=-1`` stopped every ``seamline run`` (no exporter chosen)
+with a 76-line traceback and exit code 1; ``OTEL_BSP_MAX_QUEUE_SIZE=0`` did so too, saying
+``max_queue_size must be a positive integer`` without naming the variable. Each case here
+is also handed to the SDK itself, so that the check and the SDK cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+from opentelemetry.sdk.trace import SpanLimits
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+from seamline.adapters.otel_environment import check_otel_environment
+from seamline.contracts import UserError
+
+LIMITS = [
+    "OTEL_ATTRIBUTE_COUNT_LIMIT",
+    "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+    "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT",
+    "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+    "OTEL_SPAN_EVENT_COUNT_LIMIT",
+    "OTEL_SPAN_LINK_COUNT_LIMIT",
+    "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT",
+    "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT",
+]
+POSITIVE = ["OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "OTEL_BSP_SCHEDULE_DELAY"]
+
+SDK_REFUSES = (
+    [(name, value) for name in LIMITS for value in ("-1", "-3", "unset", "1.5", "ten")]
+    + [(name, value) for name in POSITIVE for value in ("0", "-1")]
+    + [("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "5000"), ("OTEL_METRIC_EXPORT_INTERVAL", "0")]
+    + [("OTEL_METRIC_EXPORT_INTERVAL", "-5"), ("OTEL_BSP_MAX_QUEUE_SIZE", "1")]
+)
+SDK_TAKES = (
+    [(name, value) for name in LIMITS for value in ("0", "64", " 7 ", "")]
+    + [(name, value) for name in POSITIVE for value in ("512", "2048")]
+    + [("OTEL_BSP_SCHEDULE_DELAY", "1"), ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")]
+    + [("OTEL_BSP_EXPORT_TIMEOUT", "0"), ("OTEL_METRIC_EXPORT_INTERVAL", "2500.5")]
+)
+
+
+def sdk_accepts(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> bool:
+    """Whether the SDK builds what reads ``name`` with it set to ``value``."""
+    monkeypatch.setenv(name, value)
+    try:
+        SpanLimits()
+        BatchSpanProcessor(ConsoleSpanExporter(out=io.StringIO())).shutdown()
+        reader = PeriodicExportingMetricReader(ConsoleMetricExporter(out=io.StringIO()))
+        reader.shutdown()
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("name", "value"), SDK_REFUSES)
+def test_what_the_sdk_raises_on_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    assert not sdk_accepts(monkeypatch, name, value)
+    with pytest.raises(UserError, match=rf"\${name}\b") as refused:
+        check_otel_environment({name: value})
+    said = str(refused.value)
+    assert "OpenTelemetry takes" in said or "a batch is taken from the queue" in said
+
+
+@pytest.mark.parametrize(("name", "value"), SDK_TAKES)
+def test_what_the_sdk_takes_is_taken(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    assert sdk_accepts(monkeypatch, name, value)
+    check_otel_environment({name: value})
+
+
+def test_not_a_number_is_refused_where_the_sdk_would_fall_back_quietly() -> None:
+    # The SDK logs a traceback and uses its default: the user's setting would be lost.
+    with pytest.raises(UserError, match=r"OpenTelemetry takes an integer above 0 there"):
+        check_otel_environment({"OTEL_BSP_SCHEDULE_DELAY": "5s"})
+
+
+def test_a_batch_larger_than_the_queue_names_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    environ = {"OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "200"}
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert not sdk_accepts(monkeypatch, "OTEL_BSP_MAX_QUEUE_SIZE", "100")
+    with pytest.raises(UserError) as refused:
+        check_otel_environment(environ)
+    assert str(refused.value) == (
+        "$OTEL_BSP_MAX_EXPORT_BATCH_SIZE (200) is larger than $OTEL_BSP_MAX_QUEUE_SIZE (100): "
+        "a batch is taken from the queue. Make the batch size at most the queue size"
+    )
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_the_commands_exit_2_with_one_line(tmp_path: Path, command: str) -> None:
+    # A process of its own: the SDK reads the limits when it is first imported.
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text("pipeline: p\n", encoding="utf-8")
+    extra = ["--port", "0"] if command == "serve" else []
+    done = subprocess.run(
+        [sys.executable, "-m", "seamline.adapters.cli.main", command, "p.yaml", *extra],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "-1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: $OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT='-1': OpenTelemetry takes an integer of 0 or "
+        "more, or an empty value for no limit there. Set it to one, or unset it "
+        "('unset OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT') for OpenTelemetry's default"
+    ]
