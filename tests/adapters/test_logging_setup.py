@@ -89,3 +89,26 @@ def test_the_level_filters_both_structlog_and_standard_library_lines() -> None:
     structlog.get_logger("seamline.test").warning("kept")
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [line["event"] for line in lines] == ["kept"]
+
+
+@pytest.mark.parametrize("stream", [io.StringIO(), _Terminal()], ids=["piped", "terminal"])
+def test_console_lines_show_control_characters_of_values_as_replacements(
+    stream: io.StringIO,
+) -> None:
+    # `--log-format console 2>&1 | cat -v` printed `doc_id=bad^[[31mred` from a hostile id:
+    # a saved log replayed the escape on whoever read it.
+    configure_logging(json=False, stream=stream)
+    structlog.get_logger("seamline.test").warning(
+        "document failed", doc_id="bad\x1b[31mred\u202e", reason="line 1\nline 2\tend"
+    )
+    text = stream.getvalue()
+    assert "bad\ufffd[31mred\ufffd" in text
+    assert "'line 1\\nline 2\\tend'" in text  # as the renderer quotes it, line breaks kept
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", text)  # the renderer's own colours, on a terminal
+    assert "\x1b" not in shown
+    assert "\u202e" not in shown
+    logging.getLogger().handlers.clear()
+    piped = io.StringIO()
+    configure_logging(json=True, stream=piped)
+    structlog.get_logger("seamline.test").warning("document failed", doc_id="bad\x1b[31m")
+    assert json.loads(piped.getvalue())["doc_id"] == "bad\x1b[31m", "JSON escapes it already"

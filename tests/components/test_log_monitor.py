@@ -271,3 +271,13 @@ def test_it_observes_the_types_it_logs_and_not_seam_calls() -> None:
     assert RunFinished in observed
     assert SeamCall not in observed  # one per seam call: the host never hands it one
     assert SeamStarted not in observed
+
+
+def test_a_failed_documents_line_cuts_what_it_repeats_of_the_input() -> None:
+    # A failed document with a 1 MiB id was a log line of 1,048,877 bytes.
+    huge = "i" * 1_048_576
+    (failed,) = observe(DocumentFailed(doc_id=huge, reason=f"duplicate id {huge!r}", stage="load"))
+    assert failed["doc_id"] == "i" * 256 + "... (1,048,576 characters)"
+    assert failed["reason"].startswith("duplicate id 'iii")
+    assert failed["reason"].endswith("... (1,048,591 characters)")
+    assert len(failed["reason"]) < 1100

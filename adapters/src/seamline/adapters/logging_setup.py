@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
 from opentelemetry import trace
 
 from seamline.adapters.exporter_secrets import HideExporterSecrets
+from seamline.contracts.untrusted import visible
 
 
 def _add_trace_ids(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -24,6 +26,21 @@ def _add_trace_ids(_logger: Any, _method: str, event: dict[str, Any]) -> dict[st
     if context.is_valid:
         event.setdefault("trace_id", format(context.trace_id, "032x"))
         event.setdefault("span_id", format(context.span_id, "016x"))
+    return event
+
+
+def _visible_values(
+    _logger: Any, _method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Show each control character of a text value as "\ufffd" (line breaks and tabs kept).
+
+    The console renderer prints values as they are, and a value may be data: a document id
+    holding an escape sequence (``bad\x1b[31mred``) drove the terminal of whoever read the
+    log, at once or later from a saved file. JSON lines escape them already.
+    """
+    for key, value in event.items():
+        if isinstance(value, str):
+            event[key] = visible(value, keep="\n\t")
     return event
 
 
@@ -84,6 +101,7 @@ def configure_logging(
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,  # a dependency's traceback, as text
                 HideExporterSecrets(os.environ),  # ... scrubbed like every other string
+                *([] if json else [_visible_values]),
                 renderer,
             ],
             foreign_pre_chain=shared,

@@ -271,6 +271,20 @@ def cut(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
+TELEMETRY_TEXT_CHARS = 256
+"""How much of a text read from the input (a document id) a span or log line carries."""
+
+
+def for_telemetry(text: str, limit: int = TELEMETRY_TEXT_CHARS) -> str:
+    """``text``, read from the input, as a span attribute or log value carries it: cut.
+
+    A loader takes ids of any length (they are data, and an index keeps them whole), but
+    each span and log line repeated them: five ids of a megabyte made a trace batch larger
+    than an OTLP receiver takes (4 MiB), and every span of the run was lost with it.
+    """
+    return cut(text, limit)
+
+
 def unicode_problem(text: str, what: str = "the text") -> str | None:
     """Why ``text`` is not valid Unicode (it holds a lone surrogate), or None.
 

@@ -38,7 +38,7 @@ from seamline.contracts import (
     Shard,
 )
 from seamline.contracts.seams import check_batch, check_examples, check_loaded
-from seamline.contracts.untrusted import unicode_problem
+from seamline.contracts.untrusted import for_telemetry, unicode_problem
 from seamline.core.batching import BatchShapes, Bucketer, Packer, Planned
 from seamline.core.seams import Seam
 from seamline.core.telemetry import THREAD_NAME
@@ -168,7 +168,7 @@ class HostWork:
             if self.seam is None:
                 examples = list(model.prepare(document))
             else:
-                attributes = {**thread, "seamline.document.id": document.id}
+                attributes = {**thread, "seamline.document.id": for_telemetry(document.id)}
                 with self.seam.call("prepare", attributes):
                     examples = list(model.prepare(document))
         except ContractViolation:

@@ -55,6 +55,7 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import for_telemetry
 from seamline.contracts.versions import installed_version
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
@@ -417,7 +418,7 @@ class Orchestrator:
             self._first_failure = self._first_failure or error
         if error.stage != stage:
             error = replace(error, stage=stage)
-        with self.sink_seam.call("write_error", {"seamline.document.id": error.id}):
+        with self.sink_seam.call("write_error", {"seamline.document.id": for_telemetry(error.id)}):
             self.sink.write_error(error)
         self.monitors.emit(DocumentFailed(error.id, error.reason, stage))
 

@@ -29,6 +29,7 @@ from seamline.contracts import (
     Verified,
 )
 from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import for_telemetry
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -146,7 +147,10 @@ class LogMonitor(Monitor[LogMonitorConfig]):
 
     def _document_failed(self, event: DocumentFailed) -> None:
         self._log.warning(
-            "document failed", doc_id=event.doc_id, stage=event.stage, reason=event.reason
+            "document failed",
+            doc_id=for_telemetry(event.doc_id),
+            stage=event.stage,
+            reason=for_telemetry(event.reason, 1000),  # it may quote the id, or the text
         )
 
     def _fallback(self, event: Fallback) -> None:
