@@ -20,6 +20,7 @@ from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.components.sinks.npy import NpySink
 from seamline.components.sinks.parquet import ParquetSink
 from seamline.contracts import ConfigError, UnsupportedError, UserError
+from seamline.contracts.readback import FilterRefused
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import ComponentInfo, Registry
@@ -259,6 +260,44 @@ def test_where_filters_a_lancedb_table_before_the_nearest_are_chosen(
     assert found.how.endswith(", where id != 'd1'")
     with pytest.raises(UserError, match=r"where 'colour = 1' is not a filter.*columns: id, "):
         find(columnar_registry(), path, TEXTS[1], where="colour = 1")
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        ("id != 'd1' AN id != 'd2'", r"sql parser error: Expected: \), found: AN"),  # a typo
+        ("id != 'd1' id != 'd2'", r"Expected: \), found: id"),  # AND left out
+        ("id != 'd1'; DROP TABLE t", r"Expected: \), found: ;"),
+        ("(id != 'd1') x (id != 'd2')", r"Expected: \), found: x"),
+        ("id != 'd1') OR (id = 'd2'", r"it has a '\)' at character 11 that closes no '\('"),
+        ("(id != 'd1' -- (", r"it has a '\(' at character 1 that is never closed"),
+    ],
+)
+def test_a_filter_lancedb_cannot_read_whole_is_refused_not_half_applied(
+    written: dict[str, Path], where: str, said: str
+) -> None:
+    # LanceDB read the first expression and dropped the rest: every one of these answered
+    # with rows the filter's second half excluded (d2), and `how` showed the whole filter.
+    with pytest.raises(
+        FilterRefused, match=rf"^where [^\n]* is not a filter LanceDB can apply[^\n]*{said}"
+    ):
+        find(columnar_registry(), written["lancedb"], TEXTS[1], where=where)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "id != 'd1' AND id != 'd2'",
+        "(id != 'd1') AND (id != 'd2')",
+        "id NOT IN ('d1', 'd2') -- a comment at the end",
+        "id != 'd1' /* ( */ AND id != 'd2'",
+        "text NOT LIKE '%)%' AND id NOT IN ('d1', 'd2')",
+    ],
+)
+def test_a_whole_filter_applies_all_of_itself(written: dict[str, Path], where: str) -> None:
+    found = find(columnar_registry(), written["lancedb"], TEXTS[1], k=3, where=where)
+    assert {hit.doc_id for hit in found.hits} == {"d0"}
+    assert found.how.endswith(f", where {where}")
 
 
 def test_where_on_a_file_index_says_what_would_work(written: dict[str, Path]) -> None:

@@ -5,7 +5,8 @@ settings (``nprobes``, ``refine_factor``) in the manifest's ``outputs.index``; t
 apply in :meth:`LanceReader.nearest`. ``exact`` bypasses the index: LanceDB then
 computes the distance to every row (still with the cosine distance, as the index
 does). ``where`` is a SQL filter LanceDB applies before the nearest neighbours are
-chosen, so ``k`` rows that match come back when there are ``k``. The table is opened
+chosen, so ``k`` rows that match come back when there are ``k``; it is given as one
+whole expression (:mod:`._lance_filter`), never partly applied. The table is opened
 only if the manifest's folder holds it as a folder of regular files
 (:func:`~seamline.contracts.manifest.output_folder`), and every row is checked as it
 is read, as every reader's are.
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 import numpy as np
 
 from seamline.components.sinks._columns import EMBEDDING, METADATA, stored_chunk, stored_rows
+from seamline.components.sinks._lance_filter import one_expression
 from seamline.contracts import UserError
 from seamline.contracts.manifest import REWRITE, output_folder
 from seamline.contracts.readback import CHUNK_ROWS, Chunk, FilterRefused, Nearest, OutputReader
@@ -76,8 +78,8 @@ class LanceReader(OutputReader):
             "LanceVectorQueryBuilder", table.search(vector, vector_column_name=EMBEDDING)
         )
         query = searched.distance_type("cosine").select([*columns, "_distance"]).limit(k)
-        if where:
-            query = query.where(where, prefilter=True)
+        if where:  # whole: LanceDB dropped what followed the first expression unread
+            query = query.where(one_expression(where), prefilter=True)
         vector_indexes = [i for i in table.list_indices() if EMBEDDING in i.columns]
         if exact or not vector_indexes:
             query = query.bypass_vector_index()
@@ -90,7 +92,7 @@ class LanceReader(OutputReader):
             if where:
                 raise FilterRefused(
                     f"where {where!r} is not a filter LanceDB can apply to {path}: "
-                    f"{str(err).rstrip('.')}. The "
+                    f"{str(err).rstrip('.').replace(chr(10), ' ')}. The "  # one line
                     f"columns: {', '.join(_column_names(table.schema))}"
                 ) from err
             raise _unsearchable(path, err) from None

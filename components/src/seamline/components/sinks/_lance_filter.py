@@ -1,0 +1,63 @@
+"""A ``where`` filter handed to LanceDB as one whole expression, or refused.
+
+LanceDB's SQL parser (DataFusion's) stops at the end of the first complete expression and
+drops the rest without a word: ``metadata.bytes > 1000 AN metadata.bytes < 1200`` (a typo
+for ``AND``) filtered on ``> 1000`` alone, and a search answered with rows the user had
+excluded, exit 0; so did a missing ``AND``, or ``; ...`` after the filter. Inside
+parentheses the parser must reach the closing one, so the filter is given as
+``(FILTER)``: what it cannot read is then an error naming it. That holds only if the
+closing parenthesis is the wrapper's own, so a filter whose parentheses do not pair up
+(outside its quoted strings, names and comments) is refused before LanceDB sees it:
+``b > 5) garbage (b < 7`` would otherwise pair its own.
+"""
+
+from __future__ import annotations
+
+from seamline.contracts.readback import FilterRefused
+
+_QUOTES = "'\"`"
+"""A string literal, a quoted name, a back-quoted name: parentheses inside are text."""
+
+
+def one_expression(where: str) -> str:
+    """``where`` wrapped so that LanceDB reads all of it, or a ``FilterRefused``.
+
+    The line break before the closing parenthesis ends a ``--`` comment the filter may
+    end with, which would otherwise hide it.
+    """
+    problem = _unpaired(where)
+    if problem:
+        raise FilterRefused(
+            f"where {where!r} is not a filter LanceDB can apply: it has {problem}. Pair "
+            "its parentheses (a ')' or '(' inside a string belongs in quotes)"
+        )
+    return f"({where}\n)"
+
+
+def _unpaired(where: str) -> str:
+    """The first parenthesis of ``where`` that has no partner ("" if all pair up)."""
+    depth, at, opened = 0, 0, [-1]
+    while at < len(where):
+        ch = where[at]
+        if ch in _QUOTES:  # '' inside a literal: it closes, and a new one opens at once
+            end = where.find(ch, at + 1)
+            at = len(where) if end < 0 else end + 1  # unclosed: LanceDB says so
+            continue
+        if where.startswith("--", at):
+            end = where.find("\n", at)
+            at = len(where) if end < 0 else end + 1
+            continue
+        if where.startswith("/*", at):
+            end = where.find("*/", at + 2)
+            at = len(where) if end < 0 else end + 2
+            continue
+        if ch == "(":
+            depth += 1
+            opened.append(at)
+        elif ch == ")":
+            if depth == 0:
+                return f"a ')' at character {at + 1} that closes no '('"
+            depth -= 1
+            opened.pop()
+        at += 1
+    return f"a '(' at character {opened[-1] + 1} that is never closed" if depth else ""
