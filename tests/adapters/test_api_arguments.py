@@ -47,7 +47,7 @@ def test_overrides_given_as_one_str_are_refused_saying_to_pass_a_list(
 
 
 def test_an_override_that_is_not_a_str_is_named_by_its_index(pipeline_file: Path) -> None:
-    with pytest.raises(TypeError, match=r"overrides\[1\] is a int, not a str"):
+    with pytest.raises(TypeError, match=r"overrides\[1\] is an int, not a str"):
         Pipeline.from_yaml(pipeline_file, ["run.batch_size=4", 256], registry=toy_registry())
 
 
@@ -118,7 +118,7 @@ def test_a_k_of_numpy_is_a_whole_number_and_a_where_not_a_str_is_named(index: Pa
         (lambda p: p.run("x"), "extra_monitors must be a list of monitors .*not str"),
         # TypeError: 'bool' object is not iterable (resume meant)
         (lambda p: p.run(True), r"extra_monitors must be .*not bool; .*run\(resume=True\)"),
-        (lambda p: p.run([object()]), r"extra_monitors\[0\] is a object, not a monitor"),
+        (lambda p: p.run([object()]), r"extra_monitors\[0\] is an object, not a monitor"),
     ],
 )
 def test_pipeline_run_refuses_arguments_it_would_misread(

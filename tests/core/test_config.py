@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -220,6 +221,20 @@ def test_a_model_that_cannot_be_built_is_placed_wherever_it_is_built(registry: R
         build_model(resolved.model, registry)
     assert resolved.overrides_under(("model", "with")) == ["--set model.with.weights=/nonexistent"]
     assert resolved.overrides_under(("sink",)) == []
+
+
+def test_an_embedder_of_a_pipeline_names_the_override_its_model_refuses(
+    registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `Embedder.from_pipeline(..., ["model.with.weights=/nonexistent"])` sent the user to
+    # line 3 of the file, which says nothing of /nonexistent; a run named the override.
+    from seamline.core.embedder import Embedder
+
+    monkeypatch.chdir(tmp_path)
+    Path("p.yaml").write_text(BASE, encoding="utf-8")
+    given = r" \(given --set model.with.weights=/nonexistent\)"
+    with pytest.raises(ConfigError, match=rf"^p.yaml:3:\d+: model 'bert-encoder'{given}: weight"):
+        Embedder.from_pipeline("p.yaml", ["model.with.weights=/nonexistent"], registry=registry)
 
 
 @pytest.mark.parametrize(

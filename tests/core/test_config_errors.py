@@ -228,3 +228,33 @@ def test_a_component_class_without_a_config_of_its_own_is_said_so() -> None:
     said = str(refused.value)
     assert "unknown field 'loader.with.n' in loader 'misspelt'; allowed fields: none" in said
     assert "declares no Config of its own" in said
+
+
+def test_a_runs_placed_loader_refusal_comes_without_the_hosts_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pipeline.run() printed two chained tracebacks (14 frames of executors, worker, host
+    # and loader) before the placed ConfigError that says the same once.
+    from collections.abc import Iterator
+    from typing import Any
+
+    from seamline.contracts import Loaded, UserError
+    from seamline.core import Pipeline
+    from tests.core.toy import ListLoader, toy_registry
+
+    def refuses(self: ListLoader, **_: Any) -> Iterator[Loaded]:
+        raise UserError("list loader: its texts are somewhere else")
+        yield
+
+    monkeypatch.setattr(ListLoader, "read", refuses)
+    monkeypatch.chdir(tmp_path)
+    Path("p.yaml").write_text(
+        "pipeline: p\nloader: {use: list, with: {texts: [a]}}\nmodel: {use: toy}\n"
+        "attention: {use: native}\nsink: {use: memory}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as refused:
+        Pipeline.from_yaml("p.yaml", registry=toy_registry()).run()
+    assert str(refused.value) == "p.yaml:2:27: list loader: its texts are somewhere else"
+    assert refused.value.__cause__ is None
+    assert refused.value.__suppress_context__, "shown alone, as Embedder's errors are"

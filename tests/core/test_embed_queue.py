@@ -163,7 +163,7 @@ def test_a_done_callback_may_close_the_embedder() -> None:
 def test_submit_checks_its_arguments_now(embedder: Embedder) -> None:
     with pytest.raises(ValueError, match="at least one text"):
         embedder.submit([])
-    with pytest.raises(TypeError, match=r"texts\[1\] is a int"):
+    with pytest.raises(TypeError, match=r"texts\[1\] is an int"):
         embedder.submit(["ok", 3])  # type: ignore[list-item]
     assert embedder.encode([]).shape == (0, 32)  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="max_wait"):

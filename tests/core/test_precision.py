@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from seamline.contracts import UserError
+from seamline.contracts import Loaded, UserError
 from seamline.core.config import parse_pipeline
 from seamline.core.config.resolve import PipelineConfigError
 from seamline.core.config.spec import PrecisionGate
@@ -593,3 +594,29 @@ def test_an_embedder_of_a_pipeline_computes_in_its_precision(
         assert embedder.precision == "bfloat16"
         assert embedder.encoder.model.describe()["precision"] == "bfloat16"
         assert embedder.encode("w1 w2").shape == (32,)
+
+
+def test_an_embedders_gate_places_a_loader_refusal_and_says_why_it_read_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A bare UserError ("root 'build/corpus' does not exist"), with no place and no word
+    # of why encoding texts read a corpus at all.
+    from seamline.contracts import ConfigError
+    from seamline.core.embedder import Embedder
+    from tests.core.toy import ListLoader
+
+    def refuses(self: ListLoader, **_: Any) -> Iterator[Loaded]:
+        raise UserError("list loader: its texts are somewhere else")
+        yield
+
+    monkeypatch.setattr(Hardware, "detect", classmethod(lambda cls, environ=None: WITH_BF16))
+    monkeypatch.setattr(ListLoader, "read", refuses)
+    path = tmp_path / "p.yaml"
+    path.write_text(pipeline_text("auto"))
+    with pytest.raises(ConfigError) as refused:
+        Embedder.from_pipeline(path, registry=toy_registry())
+    assert str(refused.value) == (
+        f"{path}:2:27: list loader: its texts are somewhere else; read for the precision gate, "
+        "which embeds the loader's first documents to check a precision below float32 "
+        "against float32"
+    )

@@ -114,7 +114,7 @@ def test_a_single_string_gives_one_vector_and_normalize_scales(embedder: Embedde
 @pytest.mark.parametrize(
     ("call", "error"),
     [
-        (lambda e: e.encode(["ok", 3]), "texts\\[1\\] is a int"),
+        (lambda e: e.encode(["ok", 3]), "texts\\[1\\] is an int"),
         (lambda e: e.encode(["ok"], long_text="all"), "long_text must be one of"),
         (lambda e: e.encode(["ok"], batch_tokens=0), "batch_tokens must be at least 1"),
         # list() of these is a dict's keys, a set's arbitrary order, bytes' integers

@@ -271,6 +271,12 @@ def cut(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
+def a_type(value: object) -> str:
+    """``value``'s type with its article, for a message: "an int", "a dict", "an object"."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeio' else 'a'} {name}"
+
+
 TELEMETRY_TEXT_CHARS = 256
 """How much of a text read from the input (a document id) a span or log line carries."""
 

@@ -53,6 +53,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import BatchDone, Document, Model, Monitor
+from seamline.contracts.untrusted import a_type
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.steps import Launched
 from seamline.core.config import (
@@ -557,7 +558,7 @@ def _check_container(texts: object) -> None:
         raise TypeError(f"texts must be a str or a sequence of str, not {type(texts).__name__}")
     if isinstance(texts, Mapping | set | frozenset | bytes | bytearray):
         raise TypeError(
-            f"texts is a {type(texts).__name__}: give a str or a sequence of str (a list), "
+            f"texts is {a_type(texts)}: give a str or a sequence of str (a list), "
             "whose order is the order of the vectors"
         )
     if isinstance(texts, np.ndarray) and texts.ndim != 1:
@@ -573,7 +574,7 @@ def _checked_texts(texts: str | Sequence[str]) -> list[str]:
     batch = [texts] if isinstance(texts, str) else list(texts)
     for index, text in enumerate(batch):
         if not isinstance(text, str):
-            raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
+            raise TypeError(f"texts[{index}] is {a_type(text)}, not a str")
     if not batch:
         raise ValueError("nothing to embed: give at least one text")
     return batch
@@ -617,7 +618,8 @@ def _check_flags(**flags: object) -> None:
 def _model_of(resolved: ResolvedEncoder, registry: Registry) -> Model[Any]:
     """The resolved model in its precision: its document side (the query side is its
     ``for_queries()``, made when a call first asks for it)."""
-    created = build_model(resolved.model, registry).with_precision(resolved.precision)
+    created = build_model(resolved.model, registry, resolved.overrides)
+    created = created.with_precision(resolved.precision)
     return created
 
 

@@ -22,6 +22,7 @@ from seamline.contracts import (
 )
 from seamline.contracts.executor import merge_attention
 from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import a_type
 from seamline.core.config import (
     ComponentChoice,
     ResolvedPipeline,
@@ -198,8 +199,8 @@ class Pipeline:
                 root.record_exception(err)
                 root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
                 placed = placed_loader_error(err, self.resolved)  # file:line:column, as validate's
-                if placed is not err:
-                    raise placed from err
+                if placed is not err:  # the user's to fix: not 14 frames of the host's
+                    raise placed from None  # (the span keeps them; __context__ too)
                 raise
             finally:
                 try:
@@ -317,6 +318,6 @@ def _check_run_arguments(extra_monitors: object, **flags: object) -> None:
     for index, monitor in enumerate(extra_monitors):
         if not callable(getattr(monitor, "observe", None)):
             raise TypeError(
-                f"extra_monitors[{index}] is a {type(monitor).__name__}, not a monitor "
+                f"extra_monitors[{index}] is {a_type(monitor)}, not a monitor "
                 "(an object with observe(event) and close())"
             )

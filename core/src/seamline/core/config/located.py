@@ -18,6 +18,7 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
 from seamline.contracts import ConfigError
+from seamline.contracts.untrusted import a_type
 from seamline.core.config import bounds
 
 Path = tuple[str | int, ...]
@@ -145,9 +146,7 @@ def locate_data(data: Any, source: str) -> Located:
     budget = bounds.ValueBudget(source)
     located.data = _copy_data(data, (), located, budget)
     if not isinstance(located.data, dict):
-        raise ConfigError(
-            f"a pipeline is a mapping, not a {type(located.data).__name__}", located.where(())
-        )
+        raise ConfigError(f"a pipeline is a mapping, not {a_type(located.data)}", located.where(()))
     return located
 
 

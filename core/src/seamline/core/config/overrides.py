@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from seamline.contracts import ConfigError
-from seamline.contracts.untrusted import cut, is_count
+from seamline.contracts.untrusted import a_type, cut, is_count
 from seamline.core.config.located import Located, parse_located
 from seamline.core.config.spec import SHORT_FORMS
 
@@ -76,7 +76,7 @@ def checked_overrides(overrides: object) -> list[str]:
     listed = list(overrides)
     for index, override in enumerate(listed):
         if not isinstance(override, str):
-            raise TypeError(f"overrides[{index}] is a {type(override).__name__}, not a str")
+            raise TypeError(f"overrides[{index}] is {a_type(override)}, not a str")
     return listed
 
 
@@ -133,9 +133,7 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
                 )
             step = int(key)
         elif not isinstance(node, dict):
-            raise ConfigError(
-                f"{'.'.join(keys[:depth])} is a {type(node).__name__}, not a mapping", where
-            )
+            raise ConfigError(f"{'.'.join(keys[:depth])} is {a_type(node)}, not a mapping", where)
         if not last and depth == 0 and isinstance(node.get(step), str | list):
             node[step] = _expanded(str(step), node[step])
         if last and depth == 0 and _short_into_mapping(str(step), node.get(step), value):

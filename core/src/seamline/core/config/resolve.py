@@ -24,7 +24,7 @@ from pydantic_core import ErrorDetails
 from pydantic_core.core_schema import ErrorType
 
 from seamline.contracts import ComponentConfig, ConfigError, Kind, Model, UserError
-from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.contracts.untrusted import NotRegularFile, a_type, read_regular
 from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, locate_data, parse_located
@@ -298,7 +298,7 @@ def prepare_located(
     if not isinstance(located.data, dict):
         raise ConfigError(
             f"a pipeline file is a mapping with keys {', '.join(PipelineSpec.model_fields)}; "
-            f"this one is a {type(located.data).__name__}",
+            f"this one is {a_type(located.data)}",
             located.where(()),
         )
     interpolate(located, os.environ if environ is None else environ)
@@ -429,6 +429,9 @@ class ResolvedEncoder:
     queries: bool = False
     """Embed search queries, not documents: the model's ``for_queries()`` (model contract
     1.3), which may put an instruction before each text (e5's "query: ")."""
+    overrides: tuple[str, ...] = ()
+    """The overrides that changed the model's ``with:`` (``model.with.weights=...``): a
+    refusal of the model names them, as a run's does, not only the file's line."""
 
 
 def check_model(resolved: ResolvedPipeline, registry: Registry) -> None:

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from seamline.contracts import Document, Loader, Shard, UserError
+from seamline.contracts import ConfigError, Document, Loader, Shard, UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.versions import installed_version
 from seamline.core.config import ResolvedEncoder, ResolvedPipeline, build_model
@@ -38,6 +38,7 @@ from seamline.core.precision.decision import (
 from seamline.core.precision.gate import compare, refusals
 from seamline.core.precision.hardware import Hardware
 from seamline.core.registry import Registry
+from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam
 from seamline.core.telemetry import tracer
 
@@ -134,14 +135,29 @@ def negotiated(pipeline: ResolvedPipeline, registry: Registry) -> ResolvedPipeli
 def encoder_side(pipeline: ResolvedPipeline, registry: Registry, source: str) -> ResolvedEncoder:
     """The pipeline's model side in its negotiated precision: what an ``Embedder`` of a
     pipeline embeds with (the gate on its loader's first documents, or the figures a run
-    of it recorded): never a quieter float32."""
-    decided = negotiated(pipeline, registry)
+    of it recorded): never a quieter float32.
+
+    A loader's refusal is placed at its settings, as a run places it, and says why the
+    loader was read at all: a user who only encodes texts did not expect the corpus to be.
+    """
+    try:
+        decided = negotiated(pipeline, registry)
+    except UserError as err:
+        placed = placed_loader_error(err, pipeline)
+        if not isinstance(placed, ConfigError):
+            raise
+        why = "read for the precision gate, which embeds the loader's first documents to "
+        raise ConfigError(
+            f"{placed.detail}; {why}check a precision below float32 against float32",
+            placed.location,
+        ) from None
     return ResolvedEncoder(
         decided.model,
         decided.attention,
         decided.spec.run,
         source,
         precision=decided.chosen_precision,
+        overrides=tuple(pipeline.overrides_under(("model", "with"))),
     )
 
 
