@@ -45,6 +45,9 @@ class Limits:
     """Characters of those texts."""
     max_connections: int = 1024
     """Connections and requests in progress at once (past it: 503 from uvicorn)."""
+    header_timeout_s: float = 10.0
+    """Seconds a connection has to send a request's head (from its opening, and from each
+    answer): a connection that sends nothing held a ``max_connections`` place for ever."""
     max_wait_ms: float = 2.0
     """How long a pass waits for more requests, from the oldest one's arrival."""
     retry_after_s: int = 1
@@ -79,6 +82,8 @@ class Limits:
         ):
             if getattr(self, name) < 1:
                 wrong.append(f"--{name.replace('_', '-')} must be at least 1")
+        if not 0 < self.header_timeout_s <= 3600:
+            wrong.append("--header-timeout must be above 0 and at most 3600 seconds")
         if not 0 <= self.max_wait_ms <= 1000:
             wrong.append("--max-wait-ms must be from 0 to 1000")
         if self.max_queue_texts < self.max_inputs:

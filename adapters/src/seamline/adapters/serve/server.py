@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import os
 import signal
 import socket
@@ -30,6 +31,7 @@ import uvicorn
 
 from seamline.adapters.serve.app import Served, build_app
 from seamline.adapters.serve.engine import Engine
+from seamline.adapters.serve.head_deadline import with_head_timeout
 from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import MAX_PORT, Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
@@ -68,7 +70,23 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(BACKLOG)
     except OSError as err:
         raise UserError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    _warn_if_reachable(sock)
     return sock
+
+
+def _warn_if_reachable(sock: socket.socket) -> None:
+    """Warn when the socket listens beyond this machine: the server has no authentication,
+    and ``--host 0.0.0.0`` (every interface) said nothing of it."""
+    host = str(sock.getsockname()[0])
+    address = ipaddress.ip_address(host.partition("%")[0])  # an IPv6 scope: fe80::1%eth0
+    if not address.is_loopback:
+        where = "every interface" if address.is_unspecified else host
+        log.warning(
+            f"listening on {where}: the server has no authentication, so whoever can reach "
+            "it can embed texts and search the index; keep it on 127.0.0.1 behind a proxy "
+            "that authenticates, or on a network only trusted clients reach",
+            address=host,
+        )
 
 
 def url_of(sock: socket.socket) -> str:
@@ -104,6 +122,7 @@ def serve_pipeline(
         resolved.spec.run,
         resolved.source,
         precision=decision.chosen,
+        overrides=tuple(resolved.overrides_under(("model", "with"))),
     )
     embedder = Embedder.from_resolved(
         side,
@@ -144,6 +163,7 @@ def serve_pipeline(
         access_log=access_log,
         timeout_graceful_shutdown=graceful_timeout,
         limit_concurrency=limits.max_connections,
+        http=with_head_timeout(limits.header_timeout_s),  # uvicorn has no such deadline
         server_header=False,
         lifespan="on",
     )

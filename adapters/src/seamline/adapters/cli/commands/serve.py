@@ -78,6 +78,15 @@ MaxConnections = Annotated[
         metavar="N",
     ),
 ]
+HeaderTimeout = Annotated[
+    float,
+    typer.Option(
+        "--header-timeout",
+        help="Seconds a connection has to send a request's head, from its opening and "
+        "from each answer; past it, it is closed (above 0, at most 3600).",
+        metavar="SECONDS",
+    ),
+]
 LongTextOption = Annotated[
     str,
     typer.Option(
@@ -145,6 +154,7 @@ def serve(
     max_queue_texts: MaxQueueTexts = 4096,
     max_queue_chars: MaxQueueChars = 16 * 1024 * 1024,
     max_connections: MaxConnections = 1024,
+    header_timeout: HeaderTimeout = 10.0,
     long_text: LongTextOption = "truncate",
     index: IndexOption = None,
     graceful_timeout: GracefulTimeout = 30,
@@ -164,6 +174,7 @@ def serve(
         max_queue_texts=max_queue_texts,
         max_queue_chars=max_queue_chars,
         max_connections=max_connections,
+        header_timeout_s=header_timeout,
         max_wait_ms=max_wait_ms,
         long_text=long_text,  # type: ignore[arg-type]  # checked by problems()
     )
