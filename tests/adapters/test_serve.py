@@ -205,6 +205,30 @@ def test_each_request_span_links_to_the_batch_that_served_it(server: Server, fol
     assert shared >= 2, "requests arriving together share a batch (--max-wait-ms 100)"
 
 
+def test_a_request_that_names_its_trace_is_a_child_of_the_callers_span(
+    server: Server, folder: Path
+) -> None:
+    # The request's span was a new root: a client's trace stopped at the server's door.
+    caller_trace, caller_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    traceparent = f"00-{caller_trace}-{caller_span}-01"
+    with server.client() as client:
+        body = {"input": ["traced from the caller"]}
+        response = client.post("/v1/embeddings", json=body, headers={"traceparent": traceparent})
+        assert response.status_code == 200, response.text
+        assert embed(client, ["not traced"]).status_code == 200
+
+    def http(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [s for s in spans if s["name"] == "POST /v1/embeddings"]
+
+    def traced_written(spans: list[dict[str, Any]]) -> bool:
+        return any(s["trace_id"] == caller_trace for s in http(spans))
+
+    spans = http(read_spans(folder / TRACE, {"POST /v1/embeddings"}, complete=traced_written))
+    children = [s for s in spans if s["trace_id"] == caller_trace]
+    assert [s["parent_span_id"] for s in children] == [caller_span]
+    assert any(s["parent_span_id"] is None for s in spans), "without one: a root, as before"
+
+
 def metrics(client: httpx.Client) -> dict[str, float]:
     """Every sample of /metrics, by name and labels (parsed as Prometheus would)."""
     response = client.get("/metrics")

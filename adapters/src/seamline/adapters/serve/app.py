@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import numpy as np
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -79,7 +79,12 @@ def _endpoint(
     async def answer(request: Request) -> Response:
         started = time.perf_counter()
         span_name = f"{request.method} {request.url.path}"
-        with tracer.start_as_current_span(span_name, kind=trace.SpanKind.SERVER) as span:
+        # The caller's trace, when its request says which (W3C `traceparent`): the request's
+        # span is then a child of the client's, as an instrumented ASGI server makes it.
+        caller = propagate.extract(request.headers)
+        with tracer.start_as_current_span(
+            span_name, context=caller, kind=trace.SpanKind.SERVER
+        ) as span:
             span.set_attribute("http.request.method", request.method)
             span.set_attribute("url.path", request.url.path)
             try:
