@@ -616,6 +616,30 @@ def test_summarize_computes_count_total_median_p95_and_share(tmp_path: Path) -> 
     assert apply.share == pytest.approx(0.505)
 
 
+def test_summarize_keeps_what_it_counts_not_the_spans(tmp_path: Path) -> None:
+    # Every span was held whole as a dict: a 222 MB trace took 1.17 GB to summarize.
+    import tracemalloc
+
+    from seamline.adapters.trace_summary import summarize
+
+    path = tmp_path / "big.jsonl"
+    attributes = {f"seamline.attribute.{k}": "x" * 200 for k in range(10)}  # 2 kB a span
+    with path.open("w", encoding="utf-8") as out:
+        for n in range(5_000):
+            span = {"name": f"seamline.s{n % 7}", "span_id": str(n), "parent_span_id": "r"}
+            out.write(json.dumps({**span, "start_ns": 0, "end_ns": n, "attributes": attributes}))
+            out.write("\n")
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        summary = summarize(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert summary.spans == 5_000
+    assert peak < size / 5, f"{peak:,} bytes at the peak for a trace of {size:,}"
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -630,6 +654,7 @@ def test_summarize_computes_count_total_median_p95_and_share(tmp_path: Path) -> 
             ":1: span field 'end_ns' is 1000",
         ),
         ("\n", "holds no spans"),
+        ('{"name": "a", "start_ns": true, "end_ns": 2}\n', ":1: span field 'start_ns' is"),
     ],
 )
 def test_summarize_a_missing_or_malformed_file_exits_2(
