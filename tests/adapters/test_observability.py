@@ -343,6 +343,9 @@ def test_fallbacks_and_verifications_are_span_events(tmp_path: Path) -> None:
     # One rule names every event (the class name in snake case): two were CamelCase.
     assert {"seamline.attention_chosen", "seamline.compiled"} <= names, names
     assert all(name == name.lower() for name in names), names
+    # A mapping (the candidates refused, with their reasons) is JSON, not a Python repr.
+    chosen = [e for _, e in events if e["name"] == "seamline.attention_chosen"]
+    assert all(isinstance(json.loads(e["attributes"]["seamline.rejected"]), dict) for e in chosen)
 
 
 def test_every_seam_call_is_a_seamcall_event() -> None:

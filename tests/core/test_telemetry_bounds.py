@@ -8,6 +8,7 @@ batch larger than an OTLP receiver takes (4 MiB), and the run's whole trace was 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,3 +54,20 @@ def test_span_attributes_carry_a_cut_document_id(monkeypatch: pytest.MonkeyPatch
         assert shown.startswith("x" * TELEMETRY_TEXT_CHARS + "... (1,000,00")
         assert len(shown) < TELEMETRY_TEXT_CHARS + 40
     assert [len(r.doc_id) for r in MemorySink.records] == [LONG + 2, LONG + 2], "the data keeps it"
+
+
+def test_span_events_cut_texts_and_write_mappings_as_json() -> None:
+    from seamline.contracts import AttentionChosen, DocumentFailed
+    from seamline.core.telemetry import EVENT_TEXT_CHARS, span_event, tracer
+
+    with recorded_spans() as exporter:
+        with tracer().start_as_current_span("holder"):
+            span_event(DocumentFailed(doc_id="x" * LONG, reason="r", stage="load"))
+            rejected = {"tpu-flash": ("not on a TPU", "needs 'pallas'")}
+            span_event(AttentionChosen("b4", "native", "first that serves", rejected))
+        (span,) = exporter.get_finished_spans()
+    failed, chosen = span.events
+    assert str(failed.attributes["seamline.doc_id"]).startswith("x" * EVENT_TEXT_CHARS + "...")
+    assert json.loads(str(chosen.attributes["seamline.rejected"])) == {
+        "tpu-flash": ["not on a TPU", "needs 'pallas'"]
+    }

@@ -60,6 +60,7 @@ recorded on its span (``record_exception``) and sets the status to ERROR.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import socket
@@ -67,6 +68,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import trace
+
+from seamline.contracts.untrusted import for_telemetry
 
 TRACER_NAME = "seamline.core"
 
@@ -135,6 +138,10 @@ def component_attributes(
     return attributes
 
 
+EVENT_TEXT_CHARS = 1000
+"""How much of a text a span event carries (a reason, an id, a mapping as JSON)."""
+
+
 def span_event(event: Any) -> None:
     """Add a monitor event (a dataclass) as an event of the current span, if one records."""
     span = trace.get_current_span()
@@ -143,8 +150,11 @@ def span_event(event: Any) -> None:
     attributes: dict[str, Any] = {}
     for f in dataclasses.fields(event):
         value = getattr(event, f.name)
-        if isinstance(value, str | bool | int | float):
+        if isinstance(value, str):  # it may be the input's: a document id of a megabyte
+            attributes[f"seamline.{f.name}"] = for_telemetry(value, EVENT_TEXT_CHARS)
+        elif isinstance(value, bool | int | float):
             attributes[f"seamline.{f.name}"] = value
-        elif value is not None:
-            attributes[f"seamline.{f.name}"] = str(value)
+        elif value is not None:  # JSON, which a trace's reader can parse, not a Python repr
+            shown = json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+            attributes[f"seamline.{f.name}"] = for_telemetry(shown, EVENT_TEXT_CHARS)
     span.add_event(event_name(type(event)), attributes)
