@@ -352,3 +352,47 @@ def test_text_that_is_not_utf8_is_set_aside_with_the_fix_for_it(tmp_path: Path) 
         error.reason
     )
     assert error.reason.endswith("; write the column's strings as UTF-8, as Parquet requires")
+
+
+def unlistable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Make every folder called ``name`` one that cannot be listed (as for a user without
+    read permission: root may list any folder, so the tests do not depend on who runs
+    them)."""
+    import os
+
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.path.basename(os.fspath(path)) == name:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+def test_a_folder_the_pattern_looks_into_and_cannot_list_refuses_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # glob.glob passed over it: its files were left out, exit 0, and a sync deleted them.
+    write(tmp_path / "pq" / "a" / "x.parquet", {"id": [1], "text": ["a"]})
+    write(tmp_path / "pq" / "b" / "y.parquet", {"id": [2], "text": ["b"]})
+    unlistable(monkeypatch, "b")
+    with pytest.raises(UserError, match=r"parquet loader: cannot list the folder '.*pq/b' \("):
+        list(loader(tmp_path / "pq" / "**" / "*.parquet").read())
+    assert documents(list(loader(tmp_path / "pq" / "a" / "*.parquet").read())) == [("1", "a")]
+
+
+def test_a_match_that_is_no_regular_file_is_its_error_record(corpus: Path) -> None:
+    # A link to a file gone (an unmounted drive) and a FIFO were dropped without a word.
+    import os
+
+    (corpus / "c.parquet").symlink_to(corpus / "gone.parquet")
+    os.mkfifo(corpus / "d.parquet")  # opened, it would wait for a writer for ever
+    items = list(loader(corpus / "*.parquet").read())
+    bad = {i.item.id: i.item.reason for i in items if isinstance(i.item, DocumentError)}
+    unreadable = "not a readable Parquet file: "
+    assert bad == {
+        f"{corpus}/c.parquet": f"{unreadable}a link to a file that does not exist",
+        f"{corpus}/d.parquet": f"{unreadable}a FIFO (named pipe), not a regular file",
+    }
+    assert len(documents(items)) == 10

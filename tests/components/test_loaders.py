@@ -667,3 +667,29 @@ def test_text_files_a_file_swapped_for_a_link_after_its_check_is_not_read(
     assert isinstance(error, DocumentError)
     assert "a symbolic link that leads outside root" in error.reason
     assert str(secret) in error.reason
+
+
+def test_a_folder_the_glob_looks_into_and_cannot_list_refuses_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Path.glob passed over it: team/'s notes were left out, exit 0, and a sync deleted
+    # their rows; an unreadable root was "matches no file". (Root may list any folder,
+    # so the refusal is made by os.scandir here, whoever runs the tests.)
+    (tmp_path / "notes" / "team").mkdir(parents=True)
+    (tmp_path / "notes" / "release.md").write_text("ship on Friday", encoding="utf-8")
+    (tmp_path / "notes" / "team" / "meeting.md").write_text("Tuesdays", encoding="utf-8")
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.path.basename(os.fspath(path)) in ("team", "notes-closed"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    refusal = r"text-files loader: cannot list the folder '.*notes/team' \(Permission denied\)"
+    with pytest.raises(UserError, match=refusal):
+        list(text_loader(tmp_path / "notes", glob="**/*.md").read())
+    assert ids(list(text_loader(tmp_path / "notes", glob="*.md").read())) == ["release.md"]
+    (tmp_path / "notes").rename(tmp_path / "notes-closed")
+    with pytest.raises(UserError, match=r"cannot list the folder '.*notes-closed' \("):
+        list(text_loader(tmp_path / "notes-closed", glob="**/*.md").read())

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -48,6 +49,7 @@ from pydantic import Field, field_validator, model_validator
 from seamline.components.loaders import _count
 from seamline.components.loaders import _parquet_rows as rows
 from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
+from seamline.components.loaders._listing import pattern_start, refuse_unlistable
 from seamline.components.loaders._seen_ids import SeenIds
 from seamline.contracts import (
     ComponentConfig,
@@ -60,7 +62,7 @@ from seamline.contracts import (
     UserError,
     input_glob_files,
 )
-from seamline.contracts.untrusted import cut, is_count
+from seamline.contracts.untrusted import cut, is_count, kind_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -174,6 +176,8 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         position = 0  # the number of the next row group, counted over every file
         for number, path in enumerate(files):
             try:
+                if irregular := _irregular(path):  # never opened: a FIFO waits for a writer
+                    raise OSError(irregular)
                 parquet: pq.ParquetFile | None = pq.ParquetFile(path)
             except (pa.ArrowException, OSError) as err:
                 parquet = None
@@ -208,7 +212,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
 
     def _files(self) -> list[str]:
         pattern = self.config.path
-        matched = input_glob_files(pattern)
+        matched = matched_files(pattern)
         if not matched:
             what = "matches no file" if glob.has_magic(pattern) else "does not exist"
             raise UserError(
@@ -498,6 +502,31 @@ def parse_cursor(
         return files.index(path) + 1, None, None
     row: int | str = _ALL if row_text == _ALL else int(row_text)
     return files.index(path), int(group_text), row
+
+
+def matched_files(pattern: str) -> list[str]:
+    """The files ``pattern`` matches, sorted; a folder it would look into and cannot list
+    is refused (:mod:`._listing`). A match that is no regular file (a link to a file gone,
+    a FIFO) is kept, to be its error record as in the text-files loader: left out, its
+    documents were deleted by a sync."""
+    start, parts = pattern_start(pattern)
+    if glob.has_magic(pattern) and start.is_dir():
+        refuse_unlistable(start, parts, "parquet", hidden=False)
+    matched = input_glob_files(pattern)
+    return sorted({*matched, *filter(_irregular, glob.glob(pattern, recursive=True))})
+
+
+def _irregular(path: str) -> str:
+    """What ``path`` is when it is neither a folder nor a regular file ("" otherwise)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a link to a file that does not exist" if os.path.islink(path) else ""
+    except OSError as err:
+        return f"cannot be looked at ({err.strerror or err})"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return ""
+    return f"{kind_of(mode)}, not a regular file"
 
 
 def refuse_no_rows(pattern: str, files: list[str]) -> list[str]:

@@ -34,6 +34,7 @@ from pydantic import Field, field_validator
 
 from seamline.components.loaders import _count
 from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
+from seamline.components.loaders._listing import refuse_unlistable
 from seamline.contracts import (
     ComponentConfig,
     Document,
@@ -193,6 +194,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                 f"text-files loader: root {str(root)!r} {what} (looked in {root.absolute()}); "
                 "set 'root' in the loader's 'with:' block to the directory holding your files"
             )
+        refuse_unlistable(root, PurePosixPath(self.config.glob).parts, "text-files", hidden=True)
         files = sorted(dict(self._matches()).items())
         if not files:
             # As the parquet loader does: an empty run would publish an empty output over
