@@ -329,6 +329,58 @@ def test_an_index_that_cannot_fit_the_vectors_is_refused_before_the_work(tmp_pat
         out.write(make_records(2))
 
 
+@pytest.mark.parametrize(("make", "what"), [(None, "does not exist"), ("file", "is not a folder")])
+def test_a_temporary_folder_lancedb_cannot_use_is_refused_before_the_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: str | None, what: str
+) -> None:
+    # LanceDB builds a vector index through files in $TMPDIR (no fallback): it panicked once
+    # the rows were published, and the run said that nothing was.
+    temporary = tmp_path / "tmp"
+    if make == "file":
+        temporary.write_text("", encoding="utf-8")
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    with pytest.raises(UserError, match=rf"TMPDIR='{temporary}' {what}; LanceDB writes"):
+        sink(tmp_path, index={"type": "ivf_pq"})
+    sink(tmp_path)  # without a vector index, the folder is not used
+
+
+class RustPanic(Exception):
+    """As pyo3_async_runtimes names a panic of LanceDB's, raised as an Exception."""
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (RustPanic("rust future panicked: unknown error"), "LanceDB failed inside (rust future"),
+        (
+            RuntimeError(
+                "lance error: LanceError(IO): No space left on device (os error 28), "
+                "/root/.cargo/registry/src/index.crates.io-1949/lance-file-13.0.0/src/x.rs:258:9"
+            ),
+            "no space left on a device (LanceDB writes the index's temporary files in",
+        ),
+        (ValueError("num_partitions too large"), "num_partitions too large. Fix the index"),
+    ],
+)
+def test_an_index_that_fails_once_the_rows_are_published_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception, said: str
+) -> None:
+    from seamline.components.sinks import lancedb as module
+
+    def failing(*_: Any, **__: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(module, "build_indexes", failing)
+    with pytest.raises(UserError) as refused:
+        run(tmp_path, make_records(3), index={"type": "ivf_pq"})
+    message = str(refused.value)
+    assert message.startswith("lancedb sink: the rows are published in ")
+    assert said in message
+    assert ".cargo" not in message
+    assert message.endswith("until then a search scans every row")
+    assert len(keys(tmp_path)) == 3, "the rows are there, as the message says"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -9,6 +9,9 @@ build settings do; the sink records them in the manifest for search to apply.
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
@@ -128,3 +131,45 @@ def build_indexes(table: Table, index: VectorIndexConfig | None, *, full_text: b
         table.create_index(EMBEDDING, config=config, replace=True)
     if full_text and TEXT in table.schema.names:
         table.create_index(TEXT, config=FTS(), replace=True)
+
+
+_RUST_PLACES = re.compile(r",?\s*/\S*(?:\.cargo/registry|/rustc/)\S*")
+"""LanceDB's errors end with the Rust source files they were raised in: no help to a user."""
+
+_NO_SPACE = ("No space left on device", "os error 28")
+
+
+def check_temporary_folder(environ: Mapping[str, str]) -> None:
+    """A ``UserError`` when ``$TMPDIR`` names no folder this process can write to.
+
+    LanceDB builds a vector index through temporary files in it (Rust's ``temp_dir``, with
+    no fallback): with ``TMPDIR=/nonexistent`` it panicked once the rows were published,
+    and the run said nothing was. Checked when the sink is built, before any work.
+    """
+    folder = environ.get("TMPDIR")
+    if not folder or (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
+        return
+    what = "is not a folder" if os.path.exists(folder) else "does not exist"
+    if os.path.isdir(folder):
+        what = "is a folder this process may not write to"
+    raise UserError(
+        f"lancedb sink: TMPDIR={folder!r} {what}; LanceDB writes a vector index's temporary "
+        "files there. Set TMPDIR to a folder with room, or unset it"
+    )
+
+
+def index_failure(where: str, err: BaseException) -> str:
+    """What to tell a user whose index could not be built, the rows being published."""
+    said = _RUST_PLACES.sub("", str(err)).strip() or type(err).__name__
+    published = f"lancedb sink: the rows are published in {where}, but building its index failed"
+    scans = "until then a search scans every row"
+    if any(sign in said for sign in _NO_SPACE):
+        temporary = os.environ.get("TMPDIR") or "/tmp"
+        return (
+            f"{published}: no space left on a device (LanceDB writes the index's temporary "
+            f"files in {temporary!r} and the index beside the table): free space there, or set "
+            f"TMPDIR to a folder with room, and run again; {scans}"
+        )
+    if type(err).__name__ == "RustPanic":  # LanceDB's own failure, not the settings'
+        return f"{published}: LanceDB failed inside ({said}). Run again; {scans}"
+    return f"{published}: {said}. Fix the index settings and run again; {scans}"

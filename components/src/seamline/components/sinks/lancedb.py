@@ -82,6 +82,8 @@ from seamline.components.sinks._lance_index import (
     VectorIndexConfig,
     build_indexes,
     check_index_fits,
+    check_temporary_folder,
+    index_failure,
 )
 from seamline.components.sinks._lance_reader import LanceReader
 from seamline.components.sinks._lance_sync import publish_synced
@@ -203,6 +205,8 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
 
     def __init__(self, config: LanceDbSinkConfig) -> None:
         super().__init__(config)
+        if config.index is not None:  # before any work, not once the rows are published
+            check_temporary_folder(os.environ)
         self._lance = LanceDatabases(self.name, config.path.stem, config.cache_bytes)
         self._staging: Table | None = None
         """The staging table in :attr:`store` (the hidden staging database)."""
@@ -480,12 +484,8 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         """The configured vector and full-text indexes, over every row of the table."""
         try:
             build_indexes(table, self.config.index, full_text=self.config.full_text_index)
-        except (ValueError, RuntimeError, OSError) as err:
-            raise UserError(
-                f"lancedb sink: the rows are published in {self._where}, but building its "
-                f"index failed: {err}. Fix the index settings and run again, or search "
-                "without an index (it scans every row)"
-            ) from err
+        except Exception as err:  # LanceDB's RustPanic too: else "nothing was published"
+            raise UserError(index_failure(self._where, err)) from err
 
 
 def _another_model(
