@@ -86,3 +86,26 @@ def test_an_empty_output_path_gets_an_output_hint(registry: Registry) -> None:
     said = refused(registry, "sink.with.path=")
     assert "name where the output is published, a file such as 'out/emb.jsonl'" in said
     assert "working directory" not in said
+
+
+@pytest.mark.parametrize(
+    ("make", "found"),
+    [("file", "is a file"), ("dangling", "is a link to nothing"), ("deeper", "is a file")],
+)
+def test_what_stands_where_a_folder_of_the_output_must_be_is_refused(
+    registry: Registry, make: str, found: str
+) -> None:
+    # `sink.with.path=afile/emb.jsonl` passed validate and failed the run at its end with
+    # "File exists ... run again with --resume", which could never help.
+    if make == "dangling":
+        Path("afile").symlink_to("nowhere")
+    else:
+        Path("afile").write_text("x", encoding="utf-8")
+    path = "afile/sub/emb.jsonl" if make == "deeper" else "afile/emb.jsonl"
+    said = refused(registry, f"sink.with.path={path}")
+    assert said == (
+        f"--set sink.with.path={path}: jsonl sink: {str(Path('afile').absolute())!r} "
+        f"{found}, not a folder: path {str(Path(path).absolute())!r} cannot be published "
+        "inside it; give a path under a folder (or remove what is there)"
+    )
+    load_pipeline(Path("p.yaml"), registry, ["sink.with.path=new/deeper/emb.jsonl"])

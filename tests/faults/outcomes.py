@@ -240,6 +240,19 @@ def machine_failure(outcomes: FaultOutcomes, run: components.Plain, workdir: Pat
     return exit_code(run.ran, 1), f"{stopped}; {said}", message(run.ran.said, workdir), "—"
 
 
+def refused_before_work(outcomes: FaultOutcomes, run: components.Plain, workdir: Path) -> Row:
+    """A destination no run could publish to, refused while the pipeline is validated."""
+    lines = run.ran.lines
+    said = check(len(lines) == 1 and "Traceback" not in run.ran.said, "one line", "more")
+    made = check(not run.out.exists(), "nothing written", "written")
+    return (
+        exit_code(run.ran, 2),
+        f"refused before any work; {said}",
+        message(run.ran.said, workdir),
+        made,
+    )
+
+
 def second_run(outcomes: FaultOutcomes, run: kill_points.SecondRun, workdir: Path) -> Row:
     did = check(run.first_running, "refused while the first ran", "the first had ended")
     same = run.output is not None and run.output == run.expected
@@ -370,7 +383,7 @@ SCENARIOS: dict[str, Scenario] = {
         "an output folder that does not exist", cli(components.missing_folder), created
     ),
     "under-a-file": Scenario(
-        "an output path under a file", cli(components.under_a_file), machine_failure
+        "an output path under a file", cli(components.under_a_file), refused_before_work
     ),
     "read-only": Scenario(
         "an output folder that is read-only",

@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from seamline.contracts.component import ComponentConfig
 from seamline.contracts.sink_kit._paths import (
     OutputPath,
+    blocked_folder,
     check_beside,
     check_distinct,
     occupant,
@@ -108,11 +109,22 @@ class OutputConfig(ComponentConfig):
             (errors, "the errors file", self.resolved_errors_path(), False),
             ("path", "the manifest", self.manifest_path(), False),
         ]
-        return [
+        found_there = [
             (field, f"{label} {str(path)!r} is {found}, {self._fix(found, folder=folder)}")
             for field, label, path, folder in outputs
             if (found := occupant(path, folder=folder))
         ]
+        blocked = [
+            (
+                field,
+                f"{blocker}, not a folder: {label} {str(path)!r} cannot be published "
+                "inside it; give a path under a folder (or remove what is there)",
+            )
+            for field, label, path, _ in outputs
+            if field != "path" or label == "path"  # derived files lie beside path
+            if (blocker := blocked_folder(path))
+        ]
+        return found_there + blocked
 
     def _fix(self, found: str, *, folder: bool) -> str:
         """What a problem of :meth:`occupied` says after what was found."""

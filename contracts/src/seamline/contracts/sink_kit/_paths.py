@@ -103,6 +103,29 @@ def occupant(path: Path, *, folder: bool) -> str:
     return "a file" if stat.S_ISREG(mode) else kind_of(mode)
 
 
+def blocked_folder(path: Path) -> str:
+    """What stands, in words, where a folder above ``path`` must be ("" if nothing does).
+
+    Parent folders are created as needed; the first one that exists decides. A file there
+    (``afile/emb.jsonl`` with ``afile`` a file), or a link to a folder that is gone, failed
+    the run only at its end, as ``File exists`` with advice to ``--resume``.
+    """
+    for parent in path.parents:
+        try:
+            mode = os.lstat(parent).st_mode
+        except (FileNotFoundError, NotADirectoryError):  # not there; or under a file
+            continue
+        except (OSError, ValueError):
+            return ""
+        if stat.S_ISDIR(mode) or os.path.isdir(parent):  # a folder, or a link to one
+            return ""
+        if stat.S_ISLNK(mode):
+            gone = not os.path.exists(parent)
+            return f"{str(parent)!r} is a link to {'nothing' if gone else 'what is not a folder'}"
+        return f"{str(parent)!r} is {'a file' if stat.S_ISREG(mode) else kind_of(mode)}"
+    return ""
+
+
 def same_entry(one: Path, other: Path) -> bool:
     """Whether ``one`` and ``other`` are one name in one folder (the folders' links followed)."""
     return located(one) == located(other)
