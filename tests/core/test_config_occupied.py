@@ -109,3 +109,11 @@ def test_what_stands_where_a_folder_of_the_output_must_be_is_refused(
         "inside it; give a path under a folder (or remove what is there)"
     )
     load_pipeline(Path("p.yaml"), registry, ["sink.with.path=new/deeper/emb.jsonl"])
+
+
+def test_a_file_output_written_as_a_folder_is_refused(registry: Registry) -> None:
+    # `sink.with.path=results/` published a file named `results`: the slash was dropped.
+    said = refused(registry, "sink.with.path=results/")
+    assert "'results/' ends with '/', which names a folder, and this is a file" in said
+    assert "(results/NAME)" in said
+    load_pipeline(Path("p.yaml"), registry, ["sink={use: lancedb, with: {path: db/emb.lance/}}"])

@@ -10,10 +10,11 @@ config whose ``errors_path`` is the records file under another spelling never st
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from seamline.contracts.component import ComponentConfig
 from seamline.contracts.sink_kit._paths import (
@@ -135,6 +136,20 @@ class OutputConfig(ComponentConfig):
             )
         link = "it is not followed (it could point anywhere): " if "link" in found else ""
         return f"not a {self.folder_kind}; {link}remove it, or give another path"
+
+    @field_validator("path", "errors_path", mode="before")
+    @classmethod
+    def _no_folder_spelling(cls, value: object, info: ValidationInfo) -> object:
+        """A file's name written as a folder's (``results/``): the slash was dropped, and a
+        file named ``results`` published where a folder was meant (``cp`` and ``open``
+        refuse such a name)."""
+        folder = cls.path_is_folder and info.field_name == "path"
+        if isinstance(value, str) and value.endswith(("/", os.sep)) and not folder:
+            raise ValueError(
+                f"{value!r} ends with '/', which names a folder, and this is a file: give "
+                f"its name inside that folder ({value.rstrip('/' + os.sep) or '.'}/NAME)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _distinct_outputs(self) -> Self:
