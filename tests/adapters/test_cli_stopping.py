@@ -82,3 +82,26 @@ def test_a_plain_interrupt_raised_for_the_sigterm_is_still_the_sigterm_s() -> No
     assert told == [(True, 143)]
     assert not isinstance(caught.value, Terminated)
     assert not by_sigterm(KeyboardInterrupt()), "a later Ctrl-C is Ctrl-C's"
+
+
+def test_a_failed_write_that_names_no_file_is_placed_at_the_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A full disk said "No space left on device: ..." and no file: a write() names none.
+    import errno
+
+    import typer
+
+    from seamline.adapters.cli.errors import environment_errors
+
+    def full() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(typer.Exit) as stopped:
+        environment_errors(full, "the output was not published", writing="out/emb.jsonl")
+    assert stopped.value.exit_code == 1
+    said = capsys.readouterr().err
+    assert "No space left on device (writing 'out/emb.jsonl'): the output was not" in said
+    with pytest.raises(typer.Exit):
+        environment_errors(lambda: open("/nonexistent/x"), "kept")  # noqa: SIM115
+    assert "No such file or directory (/nonexistent/x): kept" in capsys.readouterr().err

@@ -77,16 +77,18 @@ def usage_error(message: str) -> NoReturn:
     raise typer.Exit(USAGE)
 
 
-def environment_errors(action: Callable[[], T], kept: str) -> T:
+def environment_errors(action: Callable[[], T], kept: str, writing: object = None) -> T:
     """Run ``action``; a failure of the machine around it becomes one line and exit code 1.
 
     A full disk, a read-only or forbidden directory, a failing device: the message
-    says what happened, to which file, what was kept (``kept``) and what to do.
+    says what happened, to which file, what was kept (``kept``) and what to do. A failed
+    ``write()`` names no file (a full disk: "No space left on device" alone): ``writing``,
+    the output the command writes, is named then.
     """
     try:
         return action()
     except OSError as problem:
-        _environment_failure(problem, kept)
+        _environment_failure(problem, kept, writing)
     except ShardFailed as failed:
         # A shard run in this process keeps the machine's error as its cause: say that, as
         # for an unsharded run, rather than blame the component whose call it interrupted.
@@ -95,12 +97,14 @@ def environment_errors(action: Callable[[], T], kept: str) -> T:
         cause = failed.__cause__
         if not isinstance(cause, OSError) or cause.errno is None:
             raise
-        _environment_failure(cause, kept)
+        _environment_failure(cause, kept, writing)
 
 
-def _environment_failure(problem: OSError, kept: str) -> NoReturn:
+def _environment_failure(problem: OSError, kept: str, writing: object = None) -> NoReturn:
     # The line is text, not markup (render.console): a folder may be called "[draft]".
     what = problem.strerror or type(problem).__name__
     where = f" ({problem.filename})" if problem.filename else ""
+    if not where and writing is not None:
+        where = f" (writing {str(writing)!r})"
     error(f"{what}{where}: {kept}")
     raise typer.Exit(1) from None

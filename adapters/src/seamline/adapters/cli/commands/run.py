@@ -148,7 +148,9 @@ def _run(
         run_started = time.perf_counter()
         summary = user_errors(
             lambda: environment_errors(
-                lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart), KEPT
+                lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart),
+                KEPT,
+                writing=getattr(loaded.resolved.sink.config, "path", None),
             ),
             kept_on_interrupt=INTERRUPTED,
         )
