@@ -57,6 +57,24 @@ def test_broken_plugin_is_isolated_and_listed(with_fixture_plugins: Registry) ->
         registry.get("attention", "exploding")
 
 
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("exiting", "it called sys.exit('seamline_fixture_broken_exit: missing config, exiting')"),
+        ("asserting", "an assertion failed while it was imported: seamline_fixture_broken_assert"),
+    ],
+)
+def test_a_plugin_that_stops_the_process_at_import_is_only_broken(
+    with_fixture_plugins: Registry, name: str, said: str
+) -> None:
+    # sys.exit() at import ended `seamline validate` of pipelines that never named it, and
+    # raised SystemExit out of Pipeline.from_yaml; stevedore lets an AssertionError through.
+    stopped = next(i for i in with_fixture_plugins.entries("attention") if i.name == name)
+    assert stopped.status == "broken"
+    assert said in stopped.reason
+    assert with_fixture_plugins.get("attention", "native").usable
+
+
 def test_an_entry_point_naming_a_missing_module_says_where_to_fix_it(
     with_fixture_plugins: Registry,
 ) -> None:

@@ -377,7 +377,19 @@ class _TrustedExtensionManager(ExtensionManager[Any]):
     ) -> Any:
         if not self._admit(ep):
             return None
-        return super()._load_one_plugin(ep, invoke_on_load, invoke_args, invoke_kwds)
+        try:
+            return super()._load_one_plugin(ep, invoke_on_load, invoke_args, invoke_kwds)
+        except SystemExit as stop:  # a BaseException: it ended every command, and the API's
+            raise ImportStopped(f"it called sys.exit({stop.code!r}) while imported") from None
+        except AssertionError as err:  # stevedore lets these through: one plugin, every command
+            raise ImportStopped(f"an assertion failed while it was imported: {err}") from None
+
+
+class ImportStopped(RuntimeError):
+    """A plugin that stopped the process, or failed an ``assert``, while it was imported:
+    made an ordinary failure, so it is listed as ``broken`` and harms no other component.
+    ``sys.exit()`` at import ended ``seamline validate`` of pipelines that never named it,
+    and raised ``SystemExit`` out of ``Pipeline.from_yaml``."""
 
 
 def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[ComponentInfo]:
