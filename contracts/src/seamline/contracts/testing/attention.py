@@ -104,6 +104,10 @@ class AttentionContract(ComponentContract):
     def support_for(attention: Attention[Any], case: AttentionCase) -> Support:
         """The component's answer for ``case``; a refusal must give its reasons."""
         support = attention.supports(case.spec())
+        assert isinstance(support, Support), (
+            f"{attention.name!r}.supports() returned {type(support).__name__}, not a Support: "
+            "return Support.yes() or Support.no('reason', ...)"
+        )
         if not support.ok:
             reasons = [r for r in support.reasons if isinstance(r, str) and r.strip()]
             assert reasons, (

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from seamline.contracts import Attention, AttentionSpec, UnsupportedError
+from seamline.contracts import Attention, AttentionSpec, Support, UnsupportedError
 from seamline.core.attention.order import auto_order
 from seamline.core.config import AttentionMode
 
@@ -276,9 +276,15 @@ def refusals(candidate: Attention[Any], specs: SpecKey) -> tuple[str, ...]:
     reasons: list[str] = []
     for spec in specs:
         try:
-            support = candidate.supports(spec)
+            answer: object = candidate.supports(spec)  # a third party's: checked, not trusted
         except Exception as err:  # a buggy supports() must not take the run down
             return (f"supports() raised {type(err).__name__}: {err}",)
+        if not isinstance(answer, Support):  # `return spec.q_len <= 512` was a traceback
+            return (
+                f"supports() returned {type(answer).__name__}, not a Support: the contract "
+                "asks for Support.yes() or Support.no('reason', ...)",
+            )
+        support = answer
         reasons.extend(r for r in support.reasons if r not in reasons)
         if not support.ok and not support.reasons:
             reasons.append("refused without a reason")
