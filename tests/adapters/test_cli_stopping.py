@@ -105,3 +105,32 @@ def test_a_failed_write_that_names_no_file_is_placed_at_the_output(
     with pytest.raises(typer.Exit):
         environment_errors(lambda: open("/nonexistent/x"), "kept")  # noqa: SIM115
     assert "No such file or directory (/nonexistent/x): kept" in capsys.readouterr().err
+
+
+def test_a_components_own_failure_is_one_line_and_exit_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `seamline search` printed a third-party model's traceback when its load() raised,
+    # where `seamline run` says one line naming the component.
+    import typer
+
+    from seamline.adapters.cli.errors import user_errors
+    from seamline.core.seams import mark_failure
+
+    def load() -> None:
+        failure = RuntimeError("token is the masked placeholder\nsecond line")
+        mark_failure(failure, "model", "remote-bag", "load")
+        raise failure
+
+    with pytest.raises(typer.Exit) as stopped:
+        user_errors(load)
+    assert stopped.value.exit_code == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "failed: model 'remote-bag' (load) failed: RuntimeError: token is the masked placeholder…"
+    ]
+
+    def ours() -> None:
+        raise RuntimeError("seamline's own bug")  # no component's call: shown whole
+
+    with pytest.raises(RuntimeError, match="seamline's own bug"):
+        user_errors(ours)

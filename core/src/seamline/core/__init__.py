@@ -78,11 +78,13 @@ if TYPE_CHECKING:
     from seamline.core.provenance import provenance as pipeline_provenance
     from seamline.core.registry import ComponentInfo, Registry
     from seamline.core.schema import pipeline_schema
+    from seamline.core.seams import failed_at
     from seamline.core.telemetry import worker_name
     from seamline.core.trust.classes import CONFORMANCE_GROUP
     from seamline.core.trust.records import attribute as attribute_record
     from seamline.core.trust.records import save as save_record
     from seamline.core.trust.records import store_directory
+    from seamline.core.worker import one_line
 
 _LOCATIONS: dict[str, tuple[str, str]] = {
     # Running a pipeline
@@ -104,6 +106,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "attribute_record": ("seamline.core.trust.records", "attribute"),
     "save_record": ("seamline.core.trust.records", "save"),
     "store_directory": ("seamline.core.trust.records", "store_directory"),
+    "failed_at": ("seamline.core.seams", "failed_at"),
+    "one_line": ("seamline.core.worker", "one_line"),
     # Pipeline files
     "AttentionMode": ("seamline.core.config", "AttentionMode"),
     "Located": ("seamline.core.config.located", "Located"),
@@ -224,10 +228,12 @@ __all__ = [
     "describe_provenance",
     "documents_as_loaded",
     "explain_attention",
+    "failed_at",
     "load_trusted",
     "named_directory",
     "negotiated",
     "neighbours_kept",
+    "one_line",
     "output_directory",
     "parse_located",
     "pipeline_provenance",

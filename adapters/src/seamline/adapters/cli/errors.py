@@ -51,6 +51,15 @@ def user_errors(
         raise typer.Exit(1) from None
     except KeyboardInterrupt as stop:
         _stopped(stop, kept_on_interrupt)
+    except Exception as failure:  # a component's own code failed (a third party's model)
+        from seamline.core import failed_at, one_line  # only now: the import costs start-up
+
+        where = failed_at(failure)
+        if where is None:  # not a component's: seamline's own bug, shown whole
+            raise
+        # `seamline search` printed the plugin's traceback where `run` says one line.
+        error(f"{where} failed: {one_line(failure)}", label="failed")
+        raise typer.Exit(1) from None
 
 
 @contextlib.contextmanager
