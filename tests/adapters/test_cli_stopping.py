@@ -134,3 +134,13 @@ def test_a_components_own_failure_is_one_line_and_exit_1(
 
     with pytest.raises(RuntimeError, match="seamline's own bug"):
         user_errors(ours)
+
+    def broke_its_contract() -> None:
+        from seamline.contracts import ContractViolation
+
+        failure = ContractViolation("apply returned float16")
+        mark_failure(failure, "model", "remote-bag", "apply")
+        raise failure
+
+    with pytest.raises(Exception, match="apply returned float16"):  # a bug: its traceback
+        user_errors(broke_its_contract)

@@ -17,7 +17,7 @@ import typer
 
 from seamline.adapters.cli.render.console import error, interrupted
 from seamline.adapters.cli.stopping import by_sigterm, exit_code
-from seamline.contracts.errors import ShardFailed, UserError
+from seamline.contracts.errors import ContractViolation, ShardFailed, UserError
 
 T = TypeVar("T")
 
@@ -55,7 +55,7 @@ def user_errors(
         from seamline.core import failed_at, one_line  # only now: the import costs start-up
 
         where = failed_at(failure)
-        if where is None:  # not a component's: seamline's own bug, shown whole
+        if where is None or isinstance(failure, ContractViolation):  # a bug: shown whole
             raise
         # `seamline search` printed the plugin's traceback where `run` says one line.
         error(f"{where} failed: {one_line(failure)}", label="failed")
