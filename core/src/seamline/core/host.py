@@ -233,25 +233,30 @@ def timed_reads(
     def report(error: BaseException | None = None) -> None:
         seam.record("read", first, spent, {**attributes, "seamline.loader.items": items}, error)
 
-    while True:
-        if items == 0:
-            first = time.time_ns()
-        started = clock()
-        try:
-            if reader is None:
-                reader = iter(loader.read(shard=shard, after=after))
-            loaded = check_loaded(loader.name, next(reader))
-        except StopIteration:
+    try:
+        while True:
+            if items == 0:
+                first = time.time_ns()
+            started = clock()
+            try:
+                if reader is None:
+                    reader = iter(loader.read(shard=shard, after=after))
+                loaded = check_loaded(loader.name, next(reader))
+            except StopIteration:
+                spent += clock() - started
+                report()
+                return
+            except BaseException as err:
+                spent += clock() - started
+                report(err)
+                raise
             spent += clock() - started
-            report()
-            return
-        except BaseException as err:
-            spent += clock() - started
-            report(err)
-            raise
-        spent += clock() - started
-        items += 1
-        if items == chunk:
-            report()
-            items = spent = 0
-        yield loaded
+            items += 1
+            if items == chunk:
+                report()
+                items = spent = 0
+            yield loaded
+    finally:  # closed early (a stop): the loader's own finally runs now, in this thread
+        close = getattr(reader, "close", None)
+        if callable(close):
+            close()

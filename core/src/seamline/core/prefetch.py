@@ -45,6 +45,7 @@ def prefetched(items: Iterator[Any], depth: int) -> Iterator[Any]:
                     except queue.Full:
                         continue
                 if stop.is_set():
+                    _close(items)
                     return
             channel.put(_DONE)
         except BaseException as err:
@@ -66,3 +67,15 @@ def prefetched(items: Iterator[Any], depth: int) -> Iterator[Any]:
     finally:
         stop.set()
         thread.join(timeout=5)
+
+
+def _close(items: Iterator[Any]) -> None:
+    """Close ``items`` here, in the thread that ran it, when the consumer stopped early.
+
+    Left to the garbage collector, a loader's ``finally`` ran on another thread: a SQLite
+    connection (and other clients bound to the thread that made them) refused to close
+    there, with an "Exception ignored" report after a Ctrl-C.
+    """
+    close = getattr(items, "close", None)
+    if callable(close):
+        close()
