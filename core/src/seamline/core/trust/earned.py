@@ -19,6 +19,8 @@ planner, which refuses an untrusted one for every shape (:func:`untrusted_candid
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -125,9 +127,9 @@ def config_trust_problem(
     version = info.version if info is not None else None
     pinned = None if kind in CONFIG_FREE_KINDS else config  # as its suite records it
     wanted = record_key(kind, name, version, pinned, environment)
-    fix = f"run 'seamline check {kind}:{name} --record'"
     if any(record.key() == wanted and record.passed for record in records):
         return None
+    fix = f"run '{_check_command(kind, name, pinned, records)}'"
     same = [r for r in records if r.key() == wanted]
     if same:
         return f"its conformance record for these versions fails ({same[-1].summary()}); {fix}"
@@ -138,6 +140,30 @@ def config_trust_problem(
     return (
         f"its conformance record is for {_differences(latest, version, pinned, environment)}; {fix}"
     )
+
+
+def _check_command(
+    kind: Kind, name: str, config: Mapping[str, Any] | None, records: list[ConformanceRecord]
+) -> str:
+    """The ``seamline check`` that records this configuration: each setting that differs
+    from the last record's (every one, without a record) as ``--with``. Without them the
+    command recorded the defaults, and the pipeline was refused again with the same fix."""
+    mine = [r for r in records if r.kind == kind and r.name == name and r.config is not None]
+    before = max(mine, key=lambda r: r.created).config if mine else None
+    settings = [
+        f" --with {shlex.quote(f'{key}={_shown(value)}')}"
+        for key, value in sorted((config or {}).items())
+        if before is None or before.get(key, _UNSET) != value
+    ]
+    return f"seamline check {kind}:{name}{''.join(settings)} --record"
+
+
+_UNSET = object()
+
+
+def _shown(value: Any) -> str:
+    """A setting's value as ``--with`` reads it: a string as it is, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _differences(
