@@ -79,6 +79,26 @@ def test_a_record_of_a_selection_fails(tmp_path: Path) -> None:
     assert "conformance checks were deselected" in partial.message
 
 
+def test_a_selection_of_whole_suites_records_each_as_it_ran(tmp_path: Path) -> None:
+    """``-k TestLoader`` ran the loader's whole suite, yet its record failed (and replaced
+    a passing one): the attention checks deselected were counted against every record."""
+    blockwise = (
+        "\nfrom seamline.components.attention.blockwise import BlockwiseAttention\n\n\n"
+        "class TestBlockwise(AttentionContract):\n"
+        "    @pytest.fixture\n"
+        "    def attention(self):\n"
+        "        return BlockwiseAttention(BlockwiseAttention.Config())\n"
+    )
+    (tmp_path / "test_two.py").write_text(SUITE + blockwise, encoding="utf-8")
+    records = tmp_path / "records"
+    result = pytest_in(
+        tmp_path, "-k", "TestNative", "--seamline-max-examples=1", f"--seamline-record={records}"
+    )
+    assert "passing conformance record for attention:native" in result.stdout, result.stdout
+    (path,) = records.glob("attention-*.json")  # none for blockwise: none of it ran
+    assert ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8")).passed
+
+
 def test_only_conformance_checks_left_out_make_a_record_partial() -> None:
     """Deselecting an author's other tests (``-m "not slow"``) proves nothing less."""
     from seamline.contracts.testing import AttentionContract
@@ -91,7 +111,8 @@ def test_only_conformance_checks_left_out_make_a_record_partial() -> None:
         pass
 
     def item(cls: type | None) -> Any:
-        return SimpleNamespace(cls=cls)
+        name = cls.__name__ if cls is not None else "test_plain"
+        return SimpleNamespace(cls=cls, nodeid=f"test_x.py::{name}::test_check[case]")
 
     collector = Collector()
     collector.pytest_deselected([item(TestOther), item(None)])

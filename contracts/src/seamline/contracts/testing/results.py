@@ -28,10 +28,18 @@ class Collector:
     deselected: int = 0
     """Conformance checks left out of the session (``-k``, ``-m``, ``seamline check
     --select``): the records of such a session prove only a part of the suite."""
+    deselected_in: dict[str, int] = field(default_factory=dict)
+    """The same, by the test class they belong to (``path::TestX``): one component's suite."""
+    classes_of: dict[str, set[str]] = field(default_factory=dict)
+    """The test classes each identity's results came from."""
     _seen: dict[str, CheckResult] = field(default_factory=dict)
 
     def pytest_deselected(self, items: Iterable[pytest.Item]) -> None:
-        self.deselected += sum(1 for item in items if _is_conformance_check(item))
+        for item in items:
+            if _is_conformance_check(item):
+                self.deselected += 1
+                suite = _suite_of(item.nodeid)
+                self.deselected_in[suite] = self.deselected_in.get(suite, 0) + 1
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         outcome, message = _outcome(report)
@@ -48,6 +56,8 @@ class Collector:
             if isinstance(identity, str)
             else self.unattributed
         )
+        if isinstance(identity, str):
+            self.classes_of.setdefault(identity, set()).add(_suite_of(report.nodeid))
         if previous is not None:
             target[:] = [r for r in target if r is not previous]
         target.append(result)
@@ -58,17 +68,21 @@ class Collector:
         return [build_record(identity, results, env) for identity, results in self.results.items()]
 
     def records_to_keep(self) -> list[ConformanceRecord]:
-        """The records to write: when checks were deselected, each carries an ``error``
-        result saying so, which fails it. A record of the checks someone chose (one that
-        cannot fail) made a component that fails the suite trusted under
-        ``require_conformance``."""
-        if not self.deselected:
-            return self.records()
-        partial = PARTIAL_SUITE.model_copy(update={"message": _partial(self.deselected)})
-        return [
-            record.model_copy(update={"results": (*record.results, partial)})
-            for record in self.records()
-        ]
+        """The records to write: when checks of a component's suite were deselected, its
+        record carries an ``error`` result saying so, which fails it. A record of the checks
+        someone chose (one that cannot fail) made a component that fails the suite trusted
+        under ``require_conformance``. Only its own suite's count: ``-k TestLoader`` ran the
+        loader's whole suite, yet failed (and overwrote) the loader's passing record for
+        the attention checks it left out."""
+        identities = list(self.results)
+        kept = []
+        for identity, record in zip(identities, self.records(), strict=True):
+            left_out = sum(self.deselected_in.get(c, 0) for c in self.classes_of.get(identity, ()))
+            if left_out:
+                partial = PARTIAL_SUITE.model_copy(update={"message": _partial(left_out)})
+                record = record.model_copy(update={"results": (*record.results, partial)})
+            kept.append(record)
+        return kept
 
     def all_results(self) -> list[CheckResult]:
         return [r for results in self.results.values() for r in results] + self.unattributed
@@ -84,6 +98,11 @@ def _partial(deselected: int) -> str:
         "(pytest -k or -m, or seamline check --select): a record proves conformance only when "
         "the whole suite ran; run it without a selection to record"
     )
+
+
+def _suite_of(nodeid: str) -> str:
+    """``path::TestX::test_feature[case]`` -> ``path::TestX``: the component suite's class."""
+    return nodeid.split("[", 1)[0].rsplit("::", 1)[0]
 
 
 def _is_conformance_check(item: pytest.Item) -> bool:
