@@ -759,3 +759,23 @@ def test_telemetry_setup_reuses_one_provider(tmp_path: Path) -> None:
     configure_telemetry(TelemetrySettings(traces=["jsonl"], traces_file=str(tmp_path / "b")))
     assert telemetry_setup.tracer_provider() is first
     assert len(telemetry_setup._exporting.processors) == 1
+
+
+@pytest.mark.usefixtures("toy_cli")
+def test_what_a_component_prints_while_it_runs_stays_off_the_json_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A monitor printing its report wrote into the middle of `run --format json`'s stdout.
+    monkeypatch.setattr(RecordingMonitor, "observe", lambda self, event: print("recording: hi"))
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        PIPELINE.format(texts=["a b", "c d"], extra="", attention="{use: native}"),
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(
+        app, ["run", str(pipeline), "--no-compile-cache", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    (line,) = result.stdout.splitlines()
+    assert json.loads(line)["schema"] == "seamline.run/1"
+    assert "recording: hi" in result.stderr

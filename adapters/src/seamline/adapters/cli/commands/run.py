@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 from typing import TYPE_CHECKING, Annotated
 
@@ -103,8 +105,13 @@ def run(
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
     as_json = output_format(format_) == "json"
+    # What a component prints while it runs (a monitor's report) went into the middle of
+    # the one JSON document on stdout: stdout is the document's alone.
+    others_to_stderr = (
+        contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+    )
     # A SIGTERM (a scheduler's, `timeout`'s) stops the run as Ctrl-C does, until it is done.
-    with terminate_as_interrupt(), interrupts(INTERRUPTED):
+    with terminate_as_interrupt(), interrupts(INTERRUPTED), others_to_stderr:
         summary, loaded, run_started = _run(
             pipeline, overrides, log_format, log_level, compile_cache, resume, restart
         )
