@@ -153,6 +153,36 @@ def test_an_override_that_is_not_yaml_is_the_string_typed(registry: Registry, gl
     assert resolved.loader.config.glob == glob  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    ("override", "dropped"),
+    [
+        ("sink.with.path=out/a #1.jsonl", "'#1.jsonl' as a comment"),
+        ("sink.with.path=&a out/b.jsonl", "'&a' as an anchor"),
+        ("pipeline=#x", "'#x' as a comment"),
+        ("run.batch_size=8 # eight", "'# eight' as a comment"),
+    ],
+)
+def test_an_override_yaml_would_shorten_is_refused(
+    registry: Registry, override: str, dropped: str
+) -> None:
+    # `--set 'sink.with.path=out/a #1.jsonl'` published out/a, exit 0; `&a out/b.jsonl`
+    # lost its `&a`; `pipeline=#x` was "the pipeline file is empty".
+    path, text = override.split("=", 1)
+    with pytest.raises(ConfigError) as refused:
+        parse_pipeline(BASE, "p.yaml", registry, [override], environ={})
+    said = str(refused.value)
+    assert f"YAML reads {dropped} and drops it from the value" in said
+    assert f"--set '{path}=\"{text}\"'" in said
+    quoted = parse_pipeline(BASE, "p.yaml", registry, ['sink.with.path="out/a #1.jsonl"'])
+    assert str(quoted.sink.config.path).endswith("out/a #1.jsonl")  # type: ignore[attr-defined]
+
+
+def test_a_base_60_number_is_the_text_typed(registry: Registry) -> None:
+    # YAML 1.1 read `12:30` as 750: "Input should be a valid string (got 750)".
+    resolved = parse_pipeline(BASE, "p.yaml", registry, ["pipeline=12:30"], environ={})
+    assert resolved.spec.pipeline == "12:30"
+
+
 def test_a_broken_flow_collection_says_how_to_quote_it(registry: Registry) -> None:
     with pytest.raises(ConfigError, match=r"quote it .* --set 'run.buckets=\"\[16, 32\"'"):
         parse_pipeline(BASE, "p.yaml", registry, ["run.buckets=[16, 32"], environ={})

@@ -11,8 +11,11 @@ Errors name the override itself, since it has no file line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import yaml
 
 from seamline.contracts import ConfigError
 from seamline.contracts.untrusted import a_type, cut, is_count
@@ -101,6 +104,16 @@ def _value(path: str, text: str, where: str) -> Any:
     """
     if not text.strip():
         return ""
+    if _SEXAGESIMAL.fullmatch(text.strip()):
+        return text  # YAML 1.1 read `12:30` as 750: the text is what a user means by it
+    dropped = _dropped_by_yaml(text)
+    if dropped:
+        raise ConfigError(
+            f"YAML reads {dropped} and drops it from the value: leave it out, or, to pass the "
+            f"text as it is, quote it for YAML inside the shell's quotes: "
+            f"--set '{path}=\"{text.strip()}\"'",
+            where,
+        )
     try:
         return parse_located(text, where).data
     except ConfigError as err:
@@ -114,6 +127,31 @@ def _value(path: str, text: str, where: str) -> Any:
                 where,
             ) from None
         return text
+
+
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
+"""A YAML 1.1 base-60 number (``12:30``, ``1:20:00``): read as text, never as 750."""
+
+
+def _dropped_by_yaml(text: str) -> str:
+    """What YAML would silently drop from ``text`` ("" if nothing), in words.
+
+    ``--set 'sink.with.path=out/a #1.jsonl'`` published ``out/a``: ``#1.jsonl`` was a
+    comment; ``&a out/b.jsonl`` lost its ``&a`` (an anchor). Text YAML cannot read at all
+    is taken whole already; this is text it reads, and shortens.
+    """
+    try:
+        tokens = list(yaml.scan(text))
+    except yaml.YAMLError:
+        return ""
+    for token in tokens:
+        if isinstance(token, yaml.AnchorToken | yaml.AliasToken):
+            kind = "an anchor" if isinstance(token, yaml.AnchorToken) else "an alias"
+            return f"{text[token.start_mark.index : token.end_mark.index]!r} as {kind}"
+    content = [t for t in tokens if not isinstance(t, yaml.StreamStartToken | yaml.StreamEndToken)]
+    end = content[-1].end_mark.index if content else 0
+    rest = text[end:].strip()
+    return f"{rest!r} as a comment" if rest.startswith("#") else ""
 
 
 def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
