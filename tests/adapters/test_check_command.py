@@ -260,3 +260,29 @@ def test_a_loader_and_sink_recorded_by_check_are_trusted_in_any_pipeline(
     assert "p.yaml:3:" in message  # the model has no record: still refused
     assert "p.yaml:2:" not in message, message  # the loader's record clears it
     assert "p.yaml:5:" not in message, message  # and the sink's
+
+
+def test_a_suite_stopped_by_ctrl_c_concludes_nothing_and_records_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest catches the Ctrl-C and returns: the checks that had run said "conforms", exit
+    # 0, and --record wrote a record of part of the suite, which pipelines then trusted.
+    from seamline.adapters.cli import check as module
+    from seamline.contracts.conformance import CheckResult
+
+    real = module.run
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        ran = real(*args, **{**kwargs, "select": "plain"})  # type: ignore[arg-type]
+        assert ran.results
+        assert all(r.outcome == "passed" for r in ran.results if isinstance(r, CheckResult))
+        return module.replace(ran, exit_code=pytest.ExitCode.INTERRUPTED)
+
+    monkeypatch.setattr(module, "run", interrupted)
+    result = invoke(
+        "attention:native", "--max-examples", "1", "--record", "--record-dir", str(tmp_path)
+    )
+    assert result.exit_code == 130, result.output
+    assert "conforms" not in result.output
+    assert "no record was written" in result.output
+    assert not list(tmp_path.glob("*.json"))

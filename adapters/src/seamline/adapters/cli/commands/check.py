@@ -76,7 +76,9 @@ def check(
             record=record,
             record_dir=record_dir,
             verbose=verbose,
-        )
+        ),
+        kept_on_interrupt="the suite did not finish, so nothing is concluded and no record "
+        "was written",
     )
     report(target, outcome)
     raise typer.Exit(0 if outcome.conforms else 1)
