@@ -133,3 +133,40 @@ def test_a_usage_error_whose_reader_went_away_exits_as_seamlines_own_errors_do(
     # Only stderr closed (stdout still read): the usage error's own code, 2.
     ended = usage_error_into_a_closed_pipe(*args, stdout_too=False)
     assert ended.returncode == 2
+
+
+def test_a_stdout_closed_before_the_command_began_discards_what_it_prints(
+    tmp_path: Path,
+) -> None:
+    # `seamline components >&-`: "'NoneType' object has no attribute 'flush'", exit 1.
+    done = subprocess.run(
+        [sys.executable, "-m", "seamline.adapters.cli.main", "components", "--kind", "sink"],
+        cwd=tmp_path,
+        stdout=None,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        close_fds=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_stdout_that_cannot_be_written_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    # `seamline run ... >/dev/full` published its output, then printed a traceback.
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "seamline.adapters.cli.main", "components"],
+            cwd=tmp_path,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: cannot write to standard output (No space left on device); what the command "
+        "did is done, only what it printed there is lost"
+    ]

@@ -28,7 +28,7 @@ import select
 import signal
 import sys
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 
@@ -39,7 +39,19 @@ CLOSED = 128 + signal.SIGPIPE
 
 
 def quiet_when_stdout_closes(action: Callable[[], T]) -> T:
-    """Run ``action`` and flush stdout; if stdout's reader has gone, exit 141 quietly."""
+    """Run ``action`` and flush stdout; if stdout's reader has gone, exit 141 quietly.
+
+    A stdout that was closed before the command began (``>&-``: Python's ``sys.stdout`` is
+    None) is the null device: the command does its work, its report goes nowhere, as the
+    user asked (every command ended in ``AttributeError: 'NoneType' object has no
+    attribute 'flush'``, ``run`` before it began). A stdout that cannot take what is
+    written (``>/dev/full``, a full disk) is one line on stderr and exit code 1, saying the
+    work is done: ``run`` had published its output, then printed a traceback.
+    """
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
+    guarded = _Guarded(sys.stdout)
+    sys.stdout = guarded
     try:
         result = action()
         sys.stdout.flush()  # what is buffered fails here, not after the exit code is decided
@@ -48,7 +60,48 @@ def quiet_when_stdout_closes(action: Callable[[], T]) -> T:
             raise
         _stdout_to_null()
         raise typer.Exit(CLOSED) from None
+    except StdoutUnwritable as failed:
+        _stdout_to_null()
+        sys.stderr.write(
+            f"error: cannot write to standard output ({failed.strerror or failed}); what the "
+            "command did is done, only what it printed there is lost\n"
+        )
+        raise typer.Exit(1) from None
+    finally:
+        if sys.stdout is guarded:
+            sys.stdout = guarded.stream
     return result
+
+
+class StdoutUnwritable(OSError):
+    """Writing to stdout failed for another reason than a closed pipe (a full disk)."""
+
+
+class _Guarded:
+    """stdout, whose write and flush failures (but a closed pipe's) are told apart from the
+    command's own ``OSError`` (a sink's full disk, which the command reports itself)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise StdoutUnwritable(err.errno, err.strerror) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise StdoutUnwritable(err.errno, err.strerror) from None
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding, buffer...
+        return getattr(self.stream, name)
 
 
 def usage_message_lost(problem: BrokenPipeError) -> NoReturn:
