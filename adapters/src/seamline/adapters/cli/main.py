@@ -13,6 +13,8 @@ it needs when it runs).
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -89,7 +91,20 @@ app.command("serve", cls=Command)(serve.serve)
 
 def main(argv: list[str] | None = None) -> Any:
     """Entry point of the ``seamline`` command."""
+    _replace_what_cannot_be_shown()
     return app(args=argv, prog_name="seamline")
+
+
+def _replace_what_cannot_be_shown() -> None:
+    """On a stream that cannot encode every character (``PYTHONIOENCODING=ascii``, a
+    Latin-1 terminal), show the ones it cannot as ``?``: a document's ``é`` in a search hit
+    was a ``UnicodeEncodeError`` traceback, after ``run`` had published its output.
+    (JSON documents are written ASCII-escaped there: :func:`.render.console.json_line`.)"""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or ""
+        if encoding and not encoding.lower().replace("-", "").startswith("utf"):
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(errors="replace")  # type: ignore[union-attr]
 
 
 if __name__ == "__main__":

@@ -66,6 +66,11 @@ def read_queries(source: str) -> list[str]:
 
 def _read(source: str, name: str) -> bytes:
     if source == STDIN:
+        if sys.stdin is None:  # `<&-`: Python has no stdin at all
+            raise UserError(
+                "--queries -: standard input is closed; pipe the queries in, one a line, or "
+                "give them as arguments"
+            )
         return sys.stdin.buffer.read(MAX_BYTES + 1)
     try:
         return untrusted.read_regular(source, MAX_BYTES)

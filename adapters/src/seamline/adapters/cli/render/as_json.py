@@ -9,11 +9,10 @@ Values from package metadata or from an output are data, written as JSON strings
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from seamline.adapters.cli.render.console import raw
+from seamline.adapters.cli.render.console import json_line
 from seamline.contracts.json_safe import json_safe
 
 if TYPE_CHECKING:
@@ -70,4 +69,4 @@ def search_hits(query: str, found: Found) -> None:
 
 
 def _print(document: dict[str, Any]) -> None:
-    raw(json.dumps(json_safe(document), ensure_ascii=False, allow_nan=False) + "\n")
+    json_line(json_safe(document))

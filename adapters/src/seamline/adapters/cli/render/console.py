@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -149,6 +150,15 @@ def interrupted(kept: str = "", by: str = "") -> None:
 def note(message: str) -> None:
     """A line on stderr beside output that goes to a file or a pipe (``wrote PATH``)."""
     line(message, console=consoles.err)
+
+
+def json_line(document: object) -> None:
+    """``document`` as one line of strict JSON on stdout: its characters as they are, or
+    ``\\u`` escapes where stdout cannot encode them (``PYTHONIOENCODING=ascii``), so the
+    line is valid JSON either way (it was a ``UnicodeEncodeError`` traceback)."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower().replace("-", "")
+    plain = not encoding.startswith("utf")
+    raw(json.dumps(document, ensure_ascii=plain, allow_nan=False) + "\n")
 
 
 def raw(content: str) -> None:

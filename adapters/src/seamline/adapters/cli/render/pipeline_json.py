@@ -13,13 +13,12 @@ field may be added under the same version, never renamed or removed.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seamline.adapters.cli.render.console import raw
+from seamline.adapters.cli.render.console import json_line
 from seamline.contracts.errors import ConfigError, UserError
 from seamline.contracts.json_safe import json_safe
 
@@ -273,4 +272,4 @@ def _bucket(bucket: BucketPlan) -> dict[str, Any]:
 
 
 def _print(document: Mapping[str, Any]) -> None:
-    raw(json.dumps(json_safe(dict(document)), ensure_ascii=False, allow_nan=False) + "\n")
+    json_line(json_safe(dict(document)))

@@ -10,10 +10,9 @@ summary alone. docs/cli.md describes every field.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import TYPE_CHECKING, Any
 
-from seamline.adapters.cli.render.console import raw
+from seamline.adapters.cli.render.console import json_line
 from seamline.adapters.cli.render.run import docs_per_second
 from seamline.contracts.json_safe import json_safe
 
@@ -69,7 +68,7 @@ def run_document(summary: RunSummary, place: OutputPlace) -> dict[str, Any]:
 def run_summary_json(summary: RunSummary, place: OutputPlace) -> None:
     """Print :func:`run_document` as one line of strict JSON on stdout."""
     document = json_safe(run_document(summary, place))
-    raw(json.dumps(document, ensure_ascii=False, allow_nan=False) + "\n")
+    json_line(document)
 
 
 def _counts(counts: RunCounts | None) -> dict[str, int] | None:
