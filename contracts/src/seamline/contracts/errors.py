@@ -75,6 +75,12 @@ class WeightsError(UserError):
     """Model weights are missing, unreadable or fail their integrity check."""
 
 
+NOTHING_COMMITTED = "seamline_nothing_committed"
+"""Attribute set (True) on a ``KeyboardInterrupt`` that stopped a run before its output
+held any commit: what the stop says then is that a run again starts from the beginning,
+not that ``--resume`` goes on from a commit there is none of."""
+
+
 class ShardFailed(SeamlineError):
     """A shard of a run could not complete, so the run stopped and published nothing.
 

@@ -23,6 +23,7 @@ A worker built for another process records how far its current shard has got
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -43,6 +44,7 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
+from seamline.contracts.errors import NOTHING_COMMITTED
 from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_located
 from seamline.core.config.located import parse_located
@@ -118,6 +120,11 @@ class PipelineWorker(ShardWorker):
                 resume=resume, shard=shard, sink=sink, run_id=task.run_id, context=context
             )
         except UserError:
+            raise
+        except KeyboardInterrupt as stop:  # Ctrl-C, a SIGTERM made one: say what is kept
+            if running and not self.orchestrator.has_commit:
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(stop, NOTHING_COMMITTED, True)
             raise
         except Exception as err:
             where = failed_at(err) or "the pipeline"

@@ -17,7 +17,12 @@ import typer
 
 from seamline.adapters.cli.render.console import error, interrupted
 from seamline.adapters.cli.stopping import by_sigterm, exit_code
-from seamline.contracts.errors import ContractViolation, ShardFailed, UserError
+from seamline.contracts.errors import (
+    NOTHING_COMMITTED,
+    ContractViolation,
+    ShardFailed,
+    UserError,
+)
 
 T = TypeVar("T")
 
@@ -76,6 +81,8 @@ def interrupts(kept: str = "") -> Iterator[None]:
 
 
 def _stopped(stop: KeyboardInterrupt, kept: str) -> NoReturn:
+    if kept and getattr(stop, NOTHING_COMMITTED, False):  # before the run's first commit
+        kept = "nothing was committed either, so a run again starts from the beginning"
     interrupted(kept, by="SIGTERM" if by_sigterm(stop) else "")
     raise typer.Exit(exit_code(stop)) from None
 
