@@ -143,7 +143,7 @@ def test_yes_no_on_off_are_words_not_booleans(registry: Registry) -> None:
         parse_pipeline(text.replace("pipeline: p", "pipeline: true"), "p.yaml", registry)
 
 
-@pytest.mark.parametrize("glob", ["**/*.md", "*.txt", "docs/**"])
+@pytest.mark.parametrize("glob", ["**/*.md", "*.txt", "docs/**", "*txt", "*md # all"])
 def test_an_override_that_is_not_yaml_is_the_string_typed(registry: Registry, glob: str) -> None:
     # As the README writes it: --set loader.with.glob='**/*.md' (the shell drops the quotes).
     text = BASE.replace(

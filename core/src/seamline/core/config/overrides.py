@@ -106,19 +106,12 @@ def _value(path: str, text: str, where: str) -> Any:
         return ""
     if _SEXAGESIMAL.fullmatch(text.strip()):
         return text  # YAML 1.1 read `12:30` as 750: the text is what a user means by it
-    dropped = _dropped_by_yaml(text)
-    if dropped:
-        raise ConfigError(
-            f"YAML reads {dropped} and drops it from the value: leave it out, or, to pass the "
-            f"text as it is, quote it for YAML inside the shell's quotes: "
-            f"--set '{path}=\"{text.strip()}\"'",
-            where,
-        )
     try:
-        return parse_located(text, where).data
+        value = parse_located(text, where).data
     except ConfigError as err:
         stripped = text.strip()
         if not err.detail.startswith("YAML syntax error"):
+            _refuse_dropped(path, text, where)  # `#x` read as nothing: "the file is empty"
             raise
         if stripped[0] in "[{":
             raise ConfigError(
@@ -127,6 +120,20 @@ def _value(path: str, text: str, where: str) -> Any:
                 where,
             ) from None
         return text
+    _refuse_dropped(path, text, where)  # only text YAML reads can lose a part to it
+    return value
+
+
+def _refuse_dropped(path: str, text: str, where: str) -> None:
+    """A ``ConfigError`` if YAML drops a part of ``text`` (:func:`_dropped_by_yaml`)."""
+    dropped = _dropped_by_yaml(text)
+    if dropped:
+        raise ConfigError(
+            f"YAML reads {dropped} and drops it from the value: leave it out, or, to pass the "
+            f"text as it is, quote it for YAML inside the shell's quotes: "
+            f"--set '{path}=\"{text.strip()}\"'",
+            where,
+        )
 
 
 _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
@@ -144,10 +151,13 @@ def _dropped_by_yaml(text: str) -> str:
         tokens = list(yaml.scan(text))
     except yaml.YAMLError:
         return ""
-    for token in tokens:
-        if isinstance(token, yaml.AnchorToken | yaml.AliasToken):
-            kind = "an anchor" if isinstance(token, yaml.AnchorToken) else "an alias"
-            return f"{text[token.start_mark.index : token.end_mark.index]!r} as {kind}"
+    # An anchor no alias of the value names is dropped; one an alias names is YAML at work
+    # (refused, when it loops, by the parse). An alias alone (`*txt`) fails the parse, and
+    # is then the text typed, as a glob is.
+    if not any(isinstance(token, yaml.AliasToken) for token in tokens):
+        for token in tokens:
+            if isinstance(token, yaml.AnchorToken):
+                return f"{text[token.start_mark.index : token.end_mark.index]!r} as an anchor"
     content = [t for t in tokens if not isinstance(t, yaml.StreamStartToken | yaml.StreamEndToken)]
     end = content[-1].end_mark.index if content else 0
     rest = text[end:].strip()
