@@ -34,6 +34,7 @@ from seamline.adapters.cli.commands import (
     validate,
 )
 from seamline.adapters.cli.conventions import Command, Group
+from seamline.adapters.cli.render.console import encodes_everything
 
 app = typer.Typer(
     name="seamline",
@@ -101,8 +102,7 @@ def _replace_what_cannot_be_shown() -> None:
     was a ``UnicodeEncodeError`` traceback, after ``run`` had published its output.
     (JSON documents are written ASCII-escaped there: :func:`.render.console.json_line`.)"""
     for stream in (sys.stdout, sys.stderr):
-        encoding = getattr(stream, "encoding", None) or ""
-        if encoding and not encoding.lower().replace("-", "").startswith("utf"):
+        if not encodes_everything(stream):
             with contextlib.suppress(AttributeError, ValueError):
                 stream.reconfigure(errors="replace")  # type: ignore[union-attr]
 

@@ -85,17 +85,16 @@ class _Guarded:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        try:
-            return int(self.stream.write(text))
-        except BrokenPipeError:
-            raise
-        except OSError as err:
-            raise StdoutUnwritable(err.errno, err.strerror) from None
+        return int(self._told_apart(self.stream.write, text))
 
     def flush(self) -> None:
+        self._told_apart(self.stream.flush)
+
+    @staticmethod
+    def _told_apart(call: Callable[..., Any], *args: Any) -> Any:
         try:
-            self.stream.flush()
-        except BrokenPipeError:
+            return call(*args)
+        except BrokenPipeError:  # a closed pipe: quiet_when_stdout_closes's 141
             raise
         except OSError as err:
             raise StdoutUnwritable(err.errno, err.strerror) from None

@@ -156,9 +156,14 @@ def json_line(document: object) -> None:
     """``document`` as one line of strict JSON on stdout: its characters as they are, or
     ``\\u`` escapes where stdout cannot encode them (``PYTHONIOENCODING=ascii``), so the
     line is valid JSON either way (it was a ``UnicodeEncodeError`` traceback)."""
-    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower().replace("-", "")
-    plain = not encoding.startswith("utf")
+    plain = not encodes_everything(sys.stdout)
     raw(json.dumps(document, ensure_ascii=plain, allow_nan=False) + "\n")
+
+
+def encodes_everything(stream: object) -> bool:
+    """Whether ``stream`` encodes every character (a UTF encoding; unknown counts as yes)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return str(encoding).lower().replace("-", "").startswith("utf")
 
 
 def raw(content: str) -> None:
