@@ -75,6 +75,19 @@ def test_a_plugin_that_stops_the_process_at_import_is_only_broken(
     assert with_fixture_plugins.get("attention", "native").usable
 
 
+def test_an_entry_point_in_a_group_seamline_does_not_read_is_named_when_asked_for(
+    with_fixture_plugins: Registry,
+) -> None:
+    # `[project.entry-points."seamline.monitors"]` (a plural): `use: counting` said only
+    # "no monitor component named 'counting'". Its module is never imported.
+    with pytest.raises(ComponentNotFoundError) as refused:
+        with_fixture_plugins.get("monitor", "counting")
+    assert (
+        "(seamline-fixture-stray registers 'counting' in the entry-point group "
+        "'seamline.monitors', which seamline does not read: register it in 'seamline.monitor')"
+    ) in str(refused.value)
+
+
 def test_an_entry_point_naming_a_missing_module_says_where_to_fix_it(
     with_fixture_plugins: Registry,
 ) -> None:

@@ -55,7 +55,7 @@ from seamline.contracts import (
 from seamline.contracts.versions import compatibility_problem
 from seamline.core.suggest import did_you_mean
 from seamline.core.trust.binding import Binding, Distributions, module_file
-from seamline.core.trust.classes import ConformanceClasses, ConformanceEntry
+from seamline.core.trust.classes import CONFORMANCE_GROUP, ConformanceClasses, ConformanceEntry
 from seamline.core.trust.policy import EVERYONE, TrustPolicy
 
 GROUP_PREFIX = "seamline."
@@ -183,6 +183,9 @@ class Registry:
             else ConformanceClasses(conformance)
         )
         """The conformance classes registered (``seamline.conformance``), judged by ``trust``."""
+        self.stray: list[tuple[str, str, str]] = []
+        """``(group, name, distribution)`` of entry points in a ``seamline.*`` group that is
+        no seamline group (a misspelling): named when a pipeline asks for one of them."""
 
     @classmethod
     def discover(cls, trust: TrustPolicy) -> Registry:
@@ -197,13 +200,15 @@ class Registry:
         infos: list[ComponentInfo] = []
         for kind in KINDS:
             infos.extend(_load_group(kind, index, trust))
-        return cls(
+        registry = cls(
             _mark_conflicts(infos),
             discovered=True,
             trust=trust,
             unmarked=infos,
             conformance=ConformanceClasses.discover(index, trust),
         )
+        registry.stray = index.stray({*map(group_of, KINDS), CONFORMANCE_GROUP})
+        return registry
 
     def narrowed(self, trust: TrustPolicy) -> Registry:
         """This registry with every entry ``trust`` refuses marked untrusted (none imported).
@@ -218,13 +223,15 @@ class Registry:
             if reason and info.status != "untrusted":
                 info = replace(info, status="untrusted", reason=reason, cls=None)
             infos.append(info)
-        return Registry(
+        narrowed = Registry(
             _mark_conflicts(infos),
             discovered=self.discovered,
             trust=trust,
             unmarked=infos,
             conformance=self.conformance.narrowed(trust),
         )
+        narrowed.stray = self.stray
+        return narrowed
 
     def entries(self, kind: Kind | None = None) -> list[ComponentInfo]:
         """Every entry, usable or not, sorted by kind then name (for listings)."""
@@ -251,6 +258,7 @@ class Registry:
             available = self.names(kind)
             raise ComponentNotFoundError(
                 f"no {kind} component named {name!r}{self._misnamed(kind, name)}"
+                f"{self._strayed(kind, name)}"
                 f"{did_you_mean(name, available)}; "
                 f"available: {', '.join(available) or 'none installed'}"
             )
@@ -283,6 +291,20 @@ class Registry:
                         f" (a class declaring that name is registered as {info.name!r} by "
                         f"{info.distribution} {info.version}, and refused: {info.reason})"
                     )
+        return ""
+
+    def _strayed(self, kind: Kind, name: str) -> str:
+        """Where an entry point of ``name`` went: a group seamline never reads.
+
+        ``seamline.monitors`` (a plural) was not listed by ``components`` and the pipeline
+        said only "no monitor component named 'grp'".
+        """
+        for group, entry, distribution in self.stray:
+            if entry == name:
+                return (
+                    f" ({distribution} registers {name!r} in the entry-point group {group!r}, "
+                    f"which seamline does not read: register it in {group_of(kind)!r})"
+                )
         return ""
 
     def info_for_target(self, kind: Kind, target: str) -> ComponentInfo | None:

@@ -121,6 +121,17 @@ class Distributions:
             for ep in eps:
                 self._claims[(ep.group, ep.name, ep.value)].append(origin)
 
+    def stray(self, known: set[str]) -> list[tuple[str, str, str]]:
+        """``(group, name, distribution)`` of each entry point in a ``seamline.*`` group that
+        is none of ``known`` (``seamline.monitors``, a plural): never loaded, never listed."""
+        return sorted(
+            {
+                (g, n, origins[0].name)
+                for (g, n, _), origins in self._claims.items()
+                if g not in known
+            }
+        )
+
     def entry_points(self, group: str) -> list[metadata.EntryPoint]:
         """Every entry point of ``group`` some folder declares, once each, in path order."""
         return [metadata.EntryPoint(n, v, g) for g, n, v in self._claims if g == group]
