@@ -119,6 +119,27 @@ def test_duplicate_names_are_an_error_naming_both(with_fixture_plugins: Registry
     assert "twin" not in with_fixture_plugins.names("attention")
 
 
+def test_duplicate_names_neither_trusted_say_so_not_conflict(
+    with_fixture_plugins: Registry,
+) -> None:
+    # With an allowlist that names neither, it said "registered by ... and ...; uninstall
+    # one", where trusting the one meant settles it.
+    from seamline.contracts import ComponentLoadError
+    from seamline.core.trust.policy import Allowlist, TrustPolicy
+
+    only_ours = Allowlist(
+        frozenset({"seamline-components"}), "p.yaml:9:8", ("seamline-components",)
+    )
+    narrowed = with_fixture_plugins.narrowed(TrustPolicy((only_ours,)))
+    with pytest.raises(ComponentLoadError) as caught:
+        narrowed.get("attention", "twin")
+    message = str(caught.value)
+    assert "seamline-fixture-twin-a 1.0.0" in message
+    assert "seamline-fixture-twin-b 2.0.0" in message
+    assert ", none of them trusted: " in message
+    assert "trust the one you mean" in message
+
+
 def test_major_contract_mismatch_is_refused(with_fixture_plugins: Registry) -> None:
     info = next(i for i in with_fixture_plugins.entries("attention") if i.name == "future")
     assert info.status == "refused"

@@ -263,6 +263,13 @@ class Registry:
                 f"available: {', '.join(available) or 'none installed'}"
             )
         infos = _trusted_first(infos)
+        if len(infos) > 1 and all(i.status == "untrusted" for i in infos):
+            # Not a conflict yet: trusting one of them settles it (it said "uninstall one").
+            owners = " and ".join(f"{i.distribution} {i.version}" for i in infos)
+            raise ComponentLoadError(
+                f"{kind} component {name!r} is registered by {owners}, none of them trusted: "
+                f"{infos[0].reason} (trust the one you mean; trusting both is a conflict)"
+            )
         if len(infos) > 1:
             owners = " and ".join(f"{i.distribution} {i.version} ({i.target})" for i in infos)
             raise DuplicateComponentError(
