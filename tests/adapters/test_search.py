@@ -319,6 +319,19 @@ def test_a_folder_of_outputs_is_refused_naming_the_outputs_in_it(
     )
 
 
+def test_a_folder_of_many_outputs_says_how_many_it_does_not_name(tmp_path: Path) -> None:
+    # Seven outputs in a folder: five were named, with no word of the other two.
+    folder = tmp_path / "out"
+    folder.mkdir()
+    for stem in "abcdefg":
+        (folder / f"{stem}.manifest.json").write_text("{}", encoding="utf-8")
+        (folder / f"{stem}.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(UserError) as refused:
+        open_index(folder)
+    shown = ", ".join(str(folder / f"{stem}.jsonl") for stem in "abcde")
+    assert str(refused.value).endswith(f"sink's path ({shown}, and 2 more)")
+
+
 @pytest.fixture
 def restored_logging() -> Iterator[None]:
     """The command configures structlog and the root logger for the process: undo it after."""

@@ -95,9 +95,10 @@ SHOWN_OUTPUTS = 5
 """How many outputs of a folder a message names."""
 
 
-def outputs_in(folder: Path) -> list[str]:
+def outputs_in(folder: Path) -> tuple[list[str], int]:
     """The names of the outputs whose manifests lie in ``folder`` (``emb.lance``,
-    ``notes.jsonl``; at most ``SHOWN_OUTPUTS``), for a search given the folder itself."""
+    ``notes.jsonl``; at most ``SHOWN_OUTPUTS``), for a search given the folder itself, and
+    how many more there are (the list said nothing of them)."""
     found: list[str] = []
     for manifest in sorted(folder.glob("*" + MANIFEST_SUFFIX)):
         stem = manifest.name[: -len(MANIFEST_SUFFIX)]
@@ -106,9 +107,7 @@ def outputs_in(folder: Path) -> list[str]:
             for entry in folder.glob(glob.escape(stem) + ".*")
             if not entry.name.endswith((MANIFEST_SUFFIX, ".errors.jsonl"))
         )
-        if len(found) >= SHOWN_OUTPUTS:
-            return found[:SHOWN_OUTPUTS]
-    return found
+    return found[:SHOWN_OUTPUTS], max(0, len(found) - SHOWN_OUTPUTS)
 
 
 def open_index(index: Path) -> Index:
@@ -119,11 +118,12 @@ def open_index(index: Path) -> Index:
     try:
         text = read_manifest_text(path)
     except FileNotFoundError:
-        inside = outputs_in(index) if index.is_dir() else []
+        inside, more = outputs_in(index) if index.is_dir() else ([], 0)
         if inside:
+            others = f", and {more} more" if more else ""
             raise UserError(
                 f"{index} is a folder of outputs, not one: name the output to search, by its "
-                f"sink's path ({', '.join(str(index / name) for name in inside)})"
+                f"sink's path ({', '.join(str(index / name) for name in inside)}{others})"
             ) from None
         raise UserError(
             f"{path} is missing, so the model that made {index} is unknown; re-run the pipeline "
