@@ -174,6 +174,15 @@ def test_schema_to_a_directory_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "schema.json").read_text())["title"] == "seamline pipeline"
 
 
+def test_schema_to_a_dash_is_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `-o -` wrote a file named `-` in the working folder.
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["schema", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["title"] == "seamline pipeline"
+    assert not (tmp_path / "-").exists()
+
+
 @pytest.mark.parametrize(
     ("option", "message"),
     [

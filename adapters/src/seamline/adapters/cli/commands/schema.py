@@ -17,7 +17,7 @@ Output = Annotated[
     typer.Option(
         "--out",
         "-o",
-        help="Write to this file instead of stdout.",
+        help="Write to this file instead of stdout (- is stdout).",
         metavar="FILE",
         parser=named_path("name a file to write the schema to (such as pipeline.schema.json)"),
     ),
@@ -37,6 +37,8 @@ def schema(output: Output = None) -> None:
             f"(such as {output / 'pipeline.schema.json'})"
         )
     text = json.dumps(pipeline_schema(loading.registry()), indent=2)
+    if output is not None and str(output) == "-":  # the convention for stdout: it wrote `./-`
+        output = None
     if output:
         target = output
         # The machine's failures (a folder that does not exist or cannot be written, a full
