@@ -19,6 +19,7 @@ from typer.testing import CliRunner, Result
 from seamline.adapters import search as search_package
 from seamline.adapters.cli import main as cli
 from seamline.adapters.cli import query_lines
+from seamline.contracts.readback import LineReader
 from seamline.core.registry import Registry
 from tests.adapters.test_search import TEXTS, registry, restored_logging, write_index
 
@@ -69,6 +70,24 @@ def test_each_query_is_answered_as_alone_with_one_model(
         assert alone.exit_code == 0, alone.output
         assert json.loads(line) == json.loads(alone.stdout)
         assert json.loads(line)["query"] == text
+
+
+def test_the_output_is_read_once_for_all_the_queries(
+    index: Path, builds: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[int] = []
+    real = LineReader.chunks
+
+    def counted(self: LineReader, dimension: int | None) -> Any:
+        reads.append(1)
+        return real(self, dimension)
+
+    monkeypatch.setattr(LineReader, "chunks", counted)
+    piped = "\n".join(TEXTS * 4).encode()  # each line read and parsed once, not 12 times
+    shown = search(str(index), "--queries", "-", "-k", "1", "--format", "json", stdin=piped)
+    assert shown.exit_code == 0, shown.output
+    assert len(shown.stdout.splitlines()) == 12
+    assert reads == [1]
 
 
 def test_standard_input_crlf_and_a_byte_order_mark(index: Path, builds: list[int]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numbers
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,9 @@ from seamline.adapters.search.query import (
     index_attention,
     unicode_problem,
 )
-from seamline.adapters.search.scan import nearest
+from seamline.adapters.search.scan import QUERIES_A_READ, nearest_each
 from seamline.contracts import UserError
-from seamline.contracts.readback import FilterRefused
+from seamline.contracts.readback import FilterRefused, OutputReader
 from seamline.contracts.stored import StoredRow
 from seamline.contracts.untrusted import visible
 from seamline.core import Registry
@@ -152,8 +153,25 @@ class Searcher:
         ``where`` that cannot apply is a :class:`FilterRefused`; any other ``UserError``
         is the index's (a file gone or damaged since it was opened).
         """
+        return next(self.find_each([query], k, exact=exact, where=where))
+
+    def find_each(
+        self,
+        queries: Sequence[str],
+        k: int = 5,
+        *,
+        exact: bool = False,
+        where: str | None = None,
+    ) -> Iterator[Found]:
+        """:meth:`find` for each of ``queries``, in order, as each is found.
+
+        Every query is checked before any is embedded. An output without a query engine
+        is read once for each :data:`~.scan.QUERIES_A_READ` queries, not once for each:
+        the answers are those of :meth:`find`, query by query.
+        """
         k = check_k(k)
-        check_query(query)
+        for query in queries:
+            check_query(query)
         if where is not None and not isinstance(where, str):
             raise TypeError(
                 f"where must be a SQL filter (a str) or None, not {type(where).__name__}"
@@ -161,15 +179,31 @@ class Searcher:
         readers = self.readers
         if where and not (len(readers) == 1 and readers[0].filters):
             raise FilterRefused(_no_filter(self.registry, self.path, self.index.sink))
-        vector = self.encoder(query)
-        engine = (
-            readers[0].nearest(vector, k, exact=exact, where=where) if len(readers) == 1 else None
-        )
-        if engine is not None:
-            return Found([_hit(score, row) for score, row in engine.rows], engine.how, engine.plan)
-        rows, scanned = nearest(readers, vector, k)
-        hits = [_hit(score, row) for score, row in rows]
-        return Found(hits, f"exact: every one of {scanned:,} rows")
+        for start in range(0, len(queries), QUERIES_A_READ):
+            vectors = [self.encoder(query) for query in queries[start : start + QUERIES_A_READ]]
+            yield from self._found(readers, vectors, k, exact, where)
+
+    def _found(
+        self,
+        readers: list[OutputReader],
+        vectors: list[np.ndarray],
+        k: int,
+        exact: bool,
+        where: str | None,
+    ) -> Iterator[Found]:
+        """The nearest rows to each of ``vectors``: by the output's engine, where it has one
+        (asked query by query), else by one scan of every vector for them all."""
+        if len(readers) == 1:
+            engine = readers[0].nearest(vectors[0], k, exact=exact, where=where)
+            if engine is not None:  # an engine answers every query, or none
+                yield Found([_hit(s, row) for s, row in engine.rows], engine.how, engine.plan)
+                for vector in vectors[1:]:
+                    engine = readers[0].nearest(vector, k, exact=exact, where=where)
+                    assert engine is not None
+                    yield Found([_hit(s, row) for s, row in engine.rows], engine.how, engine.plan)
+                return
+        for rows, scanned in nearest_each(readers, vectors, k):
+            yield Found([_hit(s, row) for s, row in rows], f"exact: every one of {scanned:,} rows")
 
     def search(self, query: str, k: int = 10, where: str | None = None) -> list[Hit]:
         """The ``k`` records most similar to ``query``, best first (``where``: LanceDB only)."""

@@ -6,43 +6,99 @@ chunk at a time, with the row of each (:class:`~seamline.contracts.stored.Stored
 each checked as it is read; only the best ``k`` are kept, so memory stays bounded for
 any index size. Which files are read, and how, is the reader's: nothing here knows a
 sink's format.
+
+Many queries are answered by one read of the output (:func:`nearest_each`): ``seamline
+search --queries`` with a thousand questions read a large JSON Lines output a thousand
+times, parsing every line each time. A chunk is scored against a group of queries at
+once (one matrix product), each query keeping its own best ``k``.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 
 from seamline.contracts.readback import OutputReader, reread
 from seamline.contracts.stored import StoredRow
 
+Ranked = tuple[list[tuple[float, StoredRow]], int]
+"""``(score, row)`` best first, and how many rows were scanned."""
 
-def nearest(
-    readers: Sequence[OutputReader], vector: np.ndarray, k: int
-) -> tuple[list[tuple[float, StoredRow]], int]:
+QUERIES_A_READ = 256
+"""How many queries one read of the output answers: a chunk's scores are
+``CHUNK_ROWS`` × this many float32 values (4 MiB), whatever the number of queries."""
+
+
+def nearest(readers: Sequence[OutputReader], vector: np.ndarray, k: int) -> Ranked:
     """The ``k`` rows most similar (cosine) to the unit ``vector``, best first, read part after
     part; and how many rows were scanned. Read again, from the start, where a reader found
     the output republished as it read (:func:`~seamline.contracts.readback.reread`)."""
-    return reread(lambda: _scan(readers, vector, k))
+    return nearest_each(readers, [vector], k)[0]
 
 
-def _scan(
-    readers: Sequence[OutputReader], vector: np.ndarray, k: int
-) -> tuple[list[tuple[float, StoredRow]], int]:
-    best: list[tuple[float, int, StoredRow]] = []
+def nearest_each(
+    readers: Sequence[OutputReader], vectors: Sequence[np.ndarray], k: int
+) -> list[Ranked]:
+    """:func:`nearest` for each of ``vectors``, in order, reading the output once for every
+    :data:`QUERIES_A_READ` of them; ties go to the row read first, as for one query."""
+    ranked: list[Ranked] = []
+    for start in range(0, len(vectors), QUERIES_A_READ):
+        group = np.stack(vectors[start : start + QUERIES_A_READ])
+        ranked.extend(reread(partial(_scan, readers, group, k)))
+    return ranked
+
+
+def _scan(readers: Sequence[OutputReader], queries: np.ndarray, k: int) -> list[Ranked]:
+    best: list[list[tuple[float, int, StoredRow]]] = [[] for _ in queries]  # -position
     seen = 0
     for reader in readers:
-        for matrix, rows in reader.chunks(len(vector)):
-            norms = np.maximum(np.linalg.norm(matrix, axis=1), 1e-12)
-            scores = (matrix @ vector) / norms
-            for score, row in zip(scores.tolist(), rows, strict=True):
-                item = (score, seen, row)
-                seen += 1
-                if len(best) < k:
-                    heapq.heappush(best, item)
-                elif score > best[0][0]:
-                    heapq.heapreplace(best, item)
-    ranked = sorted(best, key=lambda item: (-item[0], item[1]))
-    return [(score, row) for score, _, row in ranked], seen
+        for matrix, rows in reader.chunks(queries.shape[1]):
+            scores = _cosines(matrix, queries)
+            for heap, column in zip(best, scores.T, strict=True):
+                _keep(heap, column, rows, seen, k)
+            seen += len(rows)
+    return [([(score, row) for score, _, row in sorted(heap, key=_order)], seen) for heap in best]
+
+
+def _cosines(matrix: np.ndarray[Any, Any], queries: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Each row's cosine with each query (rows × queries), in float32.
+
+    Summed in float64, then rounded: a float32 matrix product sums in an order that
+    depends on how many queries share it (BLAS picks its kernel by shape), so a query's
+    scores, and the order of near ties, would change with the queries searched beside it.
+    Rounded from float64, they are the same for a query alone and in a group.
+    """
+    wide = matrix.astype(np.float64)
+    norms = np.maximum(np.linalg.norm(wide, axis=1), 1e-12)
+    cosines: np.ndarray[Any, Any] = (wide @ queries.astype(np.float64).T) / norms[:, None]
+    return cosines.astype(np.float32)
+
+
+def _keep(
+    heap: list[tuple[float, int, StoredRow]],
+    scores: np.ndarray[Any, Any],
+    rows: list[StoredRow],
+    first: int,
+    k: int,
+) -> None:
+    """Offer a chunk's rows to one query's ``heap`` of its best ``k``: only those scoring at
+    least the chunk's ``k``-th best can enter, and they are offered in the order read."""
+    if len(scores) > k:
+        threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
+        candidates = np.flatnonzero(scores >= threshold)
+    else:
+        candidates = np.arange(len(scores))
+    for index in candidates.tolist():
+        item = (float(scores[index]), -(first + index), rows[index])  # ties: the later goes
+        if len(heap) < k:
+            heapq.heappush(heap, item)
+        elif item[0] > heap[0][0]:
+            heapq.heapreplace(heap, item)
+
+
+def _order(item: tuple[float, int, StoredRow]) -> tuple[float, int]:
+    return -item[0], -item[1]

@@ -94,9 +94,9 @@ def search(
     texts = [query] if query is not None else _lines(queries or "")
     index = user_errors(lambda: _at_home(index))
     with user_errors(lambda: Searcher(loading.registry(), index, attention)) as searcher:
-        for text in texts:
-            found = user_errors(partial(searcher.find, text, k, exact=exact, where=where))
-            show(text, found)
+        answers = user_errors(partial(searcher.find_each, texts, k, exact=exact, where=where))
+        for text in texts:  # each shown as it is found; a read of the output serves many
+            show(text, user_errors(partial(next, answers)))
 
 
 def _at_home(index: Path) -> Path:
