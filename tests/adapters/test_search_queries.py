@@ -170,3 +170,16 @@ def test_a_closed_stdin_is_refused_in_one_line(tmp_path: Path) -> None:
         patch.setattr(sys, "stdin", None)
         with pytest.raises(UserError, match=r"^--queries -: standard input is closed; pipe"):
             read_queries("-")
+
+
+def test_an_interrupted_search_says_only_that(
+    index: Path, builds: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It said "nothing was published", which a command that publishes nothing never does.
+    def stopped(*args: object, **kwargs: object) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(search_package.Searcher, "find_each", stopped)
+    shown = search(str(index), "alpha")
+    assert shown.exit_code == 130, shown.output
+    assert shown.stderr.strip() == "interrupted"

@@ -28,6 +28,8 @@ T = TypeVar("T")
 
 USAGE = 2
 """The exit code of a user's mistake."""
+PUBLISHED_NOTHING = "nothing was published"
+"""What an interrupted command that publishes (``run``) or records (``check``) says first."""
 
 
 def user_errors(
@@ -82,7 +84,10 @@ def interrupts(kept: str = "") -> Iterator[None]:
 
 def _stopped(stop: KeyboardInterrupt, kept: str) -> NoReturn:
     if kept and getattr(stop, NOTHING_COMMITTED, False):  # before the run's first commit
-        kept = "nothing was committed either, so a run again starts from the beginning"
+        kept = (
+            f"{PUBLISHED_NOTHING}; nothing was committed either, so a run again starts from "
+            "the beginning"
+        )
     interrupted(kept, by="SIGTERM" if by_sigterm(stop) else "")
     raise typer.Exit(exit_code(stop)) from None
 

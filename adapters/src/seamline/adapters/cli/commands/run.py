@@ -12,6 +12,7 @@ import typer
 
 from seamline.adapters.cli import STARTED
 from seamline.adapters.cli.errors import (
+    PUBLISHED_NOTHING,
     environment_errors,
     interrupts,
     usage_error,
@@ -35,8 +36,11 @@ KEPT = (
     "fix that, then run again with --resume"
 )
 """What a failure of the machine around the run leaves, and what to do."""
-INTERRUPTED = "what the sink last committed is kept: run again with --resume to go on from it"
-"""What Ctrl-C or a SIGTERM leaves of a run (said after "nothing was published")."""
+INTERRUPTED = (
+    f"{PUBLISHED_NOTHING}; what the sink last committed is kept: run again with --resume to "
+    "go on from it"
+)
+"""What Ctrl-C or a SIGTERM leaves of a run."""
 
 LogFormat = Annotated[
     str,

@@ -142,9 +142,11 @@ def interrupted(kept: str = "", by: str = "") -> None:
     ``by``: the signal that stopped it, when not Ctrl-C (``SIGTERM``), for the log of a
     job a scheduler stopped.
     """
-    more = f"; {kept}" if kept else ""
-    label = f"interrupted ({by}):" if by else "interrupted:"
-    line((label, "bold yellow"), f" nothing was published{more}", console=consoles.err)
+    label = f"interrupted ({by})" if by else "interrupted"
+    if not kept:  # a command that writes nothing (search, explain): nothing to say of it
+        line((label, "bold yellow"), console=consoles.err)
+        return
+    line((f"{label}:", "bold yellow"), f" {kept}", console=consoles.err)
 
 
 def note(message: str) -> None:
