@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     )
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
-    from seamline.core.registry import ComponentInfo, Registry
+    from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
     from seamline.core.seams import failed_at
     from seamline.core.telemetry import worker_name
@@ -101,6 +101,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     # Components and trust
     "ComponentInfo": ("seamline.core.registry", "ComponentInfo"),
     "Registry": ("seamline.core.registry", "Registry"),
+    "group_of": ("seamline.core.registry", "group_of"),
     "user_trust": ("seamline.core.config.user", "user_trust"),
     "CONFORMANCE_GROUP": ("seamline.core.trust.classes", "CONFORMANCE_GROUP"),
     "attribute_record": ("seamline.core.trust.records", "attribute"),
@@ -229,6 +230,7 @@ __all__ = [
     "documents_as_loaded",
     "explain_attention",
     "failed_at",
+    "group_of",
     "load_trusted",
     "named_directory",
     "negotiated",

@@ -77,7 +77,20 @@ def components(
         return
     infos = [info for info in registry.entries(kind) if not wanted or info.distribution in wanted]
     trusted = registry.trust.describe() if registry.trust.restricted else None
-    (listing if as_text else as_json).components(infos, trusted)
+    (listing if as_text else as_json).components(infos, trusted, _stray(registry, kind, wanted))
+
+
+def _stray(registry: Registry, kind: str | None, wanted: set[str]) -> list[tuple[str, str, str]]:
+    """The entry points in a ``seamline.*`` group seamline does not read (``seamline.monitors``,
+    a plural), as ``(group, name, distribution)``: never loaded, and listed nowhere else.
+    With ``--kind``, those whose group begins as the kind's does."""
+    from seamline.core import group_of
+
+    return [
+        (group, name, owner)
+        for group, name, owner in registry.stray
+        if (not wanted or owner in wanted) and (kind is None or group.startswith(group_of(kind)))  # type: ignore[arg-type]
+    ]
 
 
 def _auto_order(registry: Registry, wanted: set[str]) -> None:

@@ -9,7 +9,7 @@ Values from package metadata or from an output are data, written as JSON strings
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from seamline.adapters.cli.render.console import json_line
@@ -23,12 +23,21 @@ COMPONENTS_SCHEMA = "seamline.components/1"
 SEARCH_SCHEMA = "seamline.search/1"
 
 
-def components(infos: Iterable[ComponentInfo], trusted: str | None) -> None:
-    """Every component as one object; ``trusted``: the allowlist when trust restricts it."""
+def components(
+    infos: Iterable[ComponentInfo],
+    trusted: str | None,
+    stray: Sequence[tuple[str, str, str]] = (),
+) -> None:
+    """Every component as one object; ``trusted``: the allowlist when trust restricts it;
+    ``stray``: the entry points in groups seamline does not read (``not_read``)."""
     _print(
         {
             "schema": COMPONENTS_SCHEMA,
             "trusted": trusted,
+            "not_read": [
+                {"group": group, "name": name, "distribution": distribution}
+                for group, name, distribution in stray
+            ],
             "components": [
                 {
                     "kind": info.kind,

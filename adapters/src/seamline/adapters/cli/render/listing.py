@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.render.console import Part, consoles, line, table, text
+from seamline.contracts.versions import KINDS
 
 if TYPE_CHECKING:
     from seamline.adapters.search import Found
@@ -22,9 +23,14 @@ STATUS_COLOURS = {
 }
 
 
-def components(infos: Iterable[ComponentInfo], trusted: str | None) -> None:
+def components(
+    infos: Iterable[ComponentInfo],
+    trusted: str | None,
+    stray: Sequence[tuple[str, str, str]] = (),
+) -> None:
     """One row per component; ``trusted``: the distributions trust allows, when it is
-    restricted (a line under the table), else None.
+    restricted (a line under the table), else None; ``stray``: ``(group, name,
+    distribution)`` of each entry point in a group seamline does not read (a line each).
 
     Names, versions and files come from package metadata anyone can publish: shown as
     written (see :mod:`.console`).
@@ -50,10 +56,21 @@ def components(infos: Iterable[ComponentInfo], trusted: str | None) -> None:
             text(info.reason),
             text(info.module_file or "-"),
         )
+    from seamline.core import group_of  # imported by the command already
+
     out = consoles.out
     out.print(shown)
     if trusted is not None:
         line(f"trusted distributions: {trusted}", console=out, soft_wrap=True)
+    groups = ", ".join(map(group_of, KINDS))
+    for group, name, distribution in stray:
+        line(
+            ("not read:", "bold yellow"),
+            f" {distribution} registers {name!r} in the entry-point group {group!r}, which "
+            f"seamline does not read: register it in one of {groups}",
+            console=out,
+            soft_wrap=True,
+        )
 
 
 def search_hits(query: str, found: Found) -> None:
