@@ -150,7 +150,7 @@ def test_schema_covers_component_configs() -> None:
         v for v in model_variants if v["if"]["properties"]["use"]["const"] == "bert-encoder"
     )
     assert "max_length" in bert["then"]["properties"]["with"]["properties"]
-    assert "native" in json.dumps(schema["properties"]["attention"])
+    assert "native" in json.dumps(schema["$defs"]["AttentionSpecConfig"]["properties"]["use"])
 
 
 def test_schema_to_a_directory_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ class LogMonitorConfig(ComponentConfig):
 
     every: int = Field(
         default=1,
+        json_schema_extra={"minimum": 1},  # the check below, told to editors
         description="Log one batch in this many (the 1st, then every Nth after it); "
         "a larger value keeps long runs readable.",
     )
