@@ -65,6 +65,17 @@ class Located:
 _mark = bounds.mark
 
 
+def _syntax_fix(problem: str, text: str, mark: yaml.Mark | None) -> str:
+    """The fix for two mistakes whose YAML message does not say it: a tab that indents, and
+    a ``${VAR}`` left unquoted inside ``{ }`` (where YAML reads its braces as a mapping)."""
+    if "'\\t'" in problem:
+        return "; indent with spaces: YAML does not allow a tab there"
+    at = mark.index if mark is not None else -1
+    if 0 < at < len(text) and text[at - 1 : at + 1] == "${":
+        return '; quote a value that names a variable inside { } or [ ]: "${VAR}"'
+    return ""
+
+
 def parse_located(text: str, source: str) -> Located:
     """Parse one YAML document into :class:`Located`; errors become located ConfigErrors."""
     bounds.check_size(len(text.encode("utf-8", "surrogatepass")), source)
@@ -75,7 +86,8 @@ def parse_located(text: str, source: str) -> Located:
         where = _mark(source, err.problem_mark or err.context_mark)
         problem = err.problem or "invalid YAML"
         context = f" ({err.context})" if err.context else ""
-        raise ConfigError(f"YAML syntax error: {problem}{context}", where) from None
+        fix = _syntax_fix(problem, text, err.problem_mark)
+        raise ConfigError(f"YAML syntax error: {problem}{context}{fix}", where) from None
     except yaml.YAMLError as err:
         raise ConfigError(f"YAML error: {err}", source) from None
     located = Located(data=None, source=source)
