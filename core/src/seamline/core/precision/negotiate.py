@@ -258,7 +258,7 @@ class Calibration:
         if found is None:
             later = (
                 f"checked against float32 on the run's first {settings.gate.documents} "
-                "documents when the run starts"
+                "documents (all of them, if there are fewer) when the run starts"
             )
             return PrecisionCandidate(candidate.name, True, (*candidate.reasons, later))
         recorded = str(records.record_path(self.folder, key))
