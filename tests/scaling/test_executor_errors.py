@@ -70,6 +70,28 @@ def test_an_address_whose_port_is_no_port_is_refused_when_validated(
     assert "is not a Ray address" in output
 
 
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("cpus_per_actor: .inf", "run.executor.with.cpus_per_actor: Input should be a finite"),
+        ("cpus_per_actor: 1e400", "run.executor.with.cpus_per_actor: Input should be a finite"),
+        ("gpus_per_actor: .nan", "run.executor.with.gpus_per_actor: Input should be a finite"),
+        ("cpus_per_actor: 5000", "run.executor.with.cpus_per_actor: Input should be less than"),
+        ("max_restarts: 100000000000000000000", "run.executor.with.max_restarts: Input should"),
+        ("retries: 1001", "run.executor.with.retries: Input should be less than or equal to 1000"),
+    ],
+)
+def test_a_setting_the_run_cannot_use_is_refused_when_validated(
+    cli: CliRunner, tmp_path: Path, setting: str, said: str
+) -> None:
+    # `.inf` and a 20-digit max_restarts validated, then failed the run with an
+    # OverflowError: exit code 1, no place in the file.
+    code, output = invoke(cli, tmp_path, "validate", executor=f"{{use: ray, with: {{{setting}}}}}")
+    assert code == 2, output
+    assert f"{tmp_path / 'p.yaml'}:7:" in output
+    assert said in output, output
+
+
 def test_ray_not_installed_says_how_to_install_it(
     cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,7 +23,7 @@ import pytest
 
 from seamline.adapters.search import search
 from seamline.adapters.telemetry_setup import configure_telemetry, shutdown_telemetry
-from seamline.contracts import ShardFailed
+from seamline.contracts import ShardFailed, UserError
 from seamline.core.config import parse_pipeline
 from seamline.core.config.user import user_trust
 from seamline.core.pipeline import Pipeline
@@ -247,6 +247,35 @@ def test_a_shard_that_fails_before_its_first_commit_is_not_promised_one(
     assert (failure.index, failure.committed) == (1, False)
     assert "shard 1 committed nothing" in str(failure)
     assert "shard 1 starts from its beginning" in str(failure)
+
+
+def test_a_component_that_fails_as_the_actor_builds_it_is_one_clear_failure(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    # Raised in the actor's constructor, it killed the actor in its creation task: Ray's
+    # tracebacks, "died more often than max_restarts (3) allows", and exit code 1 even for
+    # a user's mistake, whose cause was only in Ray's output.
+    with pytest.raises(UserError) as mistake:
+        run(
+            scale_registry,
+            tmp_path / "user",
+            executor=ray_executor(actors=2, shards=2),
+            monitors=[{"use": "faults", "with": {"fail_at_build": "user"}}],
+        )
+    assert str(mistake.value) == "faults: /etc/faults.key is missing; create it"
+    with pytest.raises(ShardFailed) as crashed:
+        run(
+            scale_registry,
+            tmp_path / "crash",
+            executor=ray_executor(actors=1, shards=2, retries=2),
+            monitors=[{"use": "faults", "with": {"fail_at_build": "crash"}}],
+        )
+    failure = crashed.value
+    assert (failure.index, failure.count) == (0, 2)  # the shard it was given, not "0 of 1"
+    assert failure.component.startswith("monitor 'faults' (build"), failure.component
+    assert failure.reason == "RuntimeError: faults: cannot open its device"
+    assert "max_restarts" not in str(failure)
+    assert not (tmp_path / "crash" / "emb.manifest.json").exists()
 
 
 @pytest.mark.parametrize("retries", [1, 2])

@@ -11,7 +11,9 @@ module and its ``dist-info``, put on ``PYTHONPATH``), not classes defined in a t
 - ``tiny``: a one-layer attention encoder over words hashed with CRC-32 (stable across
   processes, unlike ``hash()``), so runs in different processes can be compared.
 - ``faults``: a monitor that kills its process (``os._exit``) at a chosen batch,
-  once per marker file, and can slow every batch down.
+  once per marker file, and can slow every batch down; or fails as it is built
+  (``fail_at_build``: ``user``, a ``UserError``; ``crash``, a ``RuntimeError``), which
+  only a worker does (the driver builds no monitor).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from seamline.contracts import (
     Monitor,
     SegmentIds,
     Shard,
+    UserError,
 )
 
 
@@ -146,12 +149,21 @@ class FaultsConfig(ComponentConfig):
     """...unless this file exists; it is created just before, so the kill happens once."""
     sleep: float = 0.0
     """Seconds to sleep after every batch (to make a run slow enough to interrupt)."""
+    fail_at_build: str | None = None
+    """``user``: a ``UserError`` as the monitor is built; ``crash``: a ``RuntimeError``."""
 
 
 class FaultMonitor(Monitor[FaultsConfig]):
     name: ClassVar[str] = "faults"
     contract_version: ClassVar[str] = "1.0"
     Config = FaultsConfig
+
+    def __init__(self, config: FaultsConfig) -> None:
+        super().__init__(config)
+        if config.fail_at_build == "user":
+            raise UserError("faults: /etc/faults.key is missing; create it")
+        if config.fail_at_build == "crash":
+            raise RuntimeError("faults: cannot open its device")
 
     def observe(self, event: Event) -> None:
         if not isinstance(event, BatchDone):

@@ -44,6 +44,7 @@ import contextlib
 import importlib
 import math
 import os
+import re
 import socket
 import sys
 import time
@@ -68,7 +69,7 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.logs import get_logger
-from seamline.contracts.untrusted import is_count
+from seamline.contracts.untrusted import is_count, visible
 
 log = get_logger("seamline.adapters.ray")
 
@@ -76,6 +77,12 @@ INSTALL_HINT = "pip install 'seamline-adapters[ray]'"
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a cluster's address to answer before saying it cannot be reached
 (Ray itself would keep trying for minutes)."""
+
+
+MOST_PER_ACTOR = 4096
+"""The most CPUs or GPUs one actor may reserve (a machine has fewer)."""
+MOST_TRIES = 1000
+"""The most restarts or retries: Ray takes a C long, and a billion tries never end."""
 
 
 class RayExecutorConfig(ComponentConfig):
@@ -90,13 +97,21 @@ class RayExecutorConfig(ComponentConfig):
         "with the run, even when the run is killed.",
     )
     actors: int = Field(default=2, ge=1, le=100_000, description="Actors in the pool.")
+    # Bounded above (and finite): `.inf` passed validation and the run then failed in
+    # math.floor with an OverflowError, unplaced, exit code 1.
     cpus_per_actor: float = Field(
         default=1.0,
         gt=0,
+        le=MOST_PER_ACTOR,
+        allow_inf_nan=False,
         description="CPUs Ray reserves for each actor; also the threads its libraries may use.",
     )
     gpus_per_actor: float = Field(
-        default=0.0, ge=0, description="GPUs (or fractions of one) Ray reserves for each actor."
+        default=0.0,
+        ge=0,
+        le=MOST_PER_ACTOR,
+        allow_inf_nan=False,
+        description="GPUs (or fractions of one) Ray reserves for each actor.",
     )
     shards: int | None = Field(
         default=None,
@@ -108,12 +123,14 @@ class RayExecutorConfig(ComponentConfig):
     max_restarts: int = Field(
         default=3,
         ge=0,
+        le=MOST_TRIES,
         description="Times Ray restarts an actor whose process died, retrying its shard there "
         "(the shard resumes from its last commit).",
     )
     retries: int = Field(
         default=1,
         ge=0,
+        le=MOST_TRIES,
         description="Times a shard whose run raised is run again (resuming) before the run "
         "stops; 0 stops at the first failure.",
     )
@@ -205,11 +222,21 @@ class ShardActor:
         # Ray forwards an actor's output to the driver's console: warnings and errors only.
         configure_logging(json=False, level="warning")
         _worker_telemetry(telemetry)
-        self.worker = factory()
+        self.unbuilt: Exception | None = None
+        try:
+            self.worker = factory()
+        except Exception as err:  # kept, and raised by the shard's run
+            # Raised here, Ray's actor died in its creation task: pages of Ray's tracebacks,
+            # a message blaming max_restarts, exit code 1 for a user's mistake (a missing
+            # key file), and the cause only in Ray's output. Raised from run(), it reaches
+            # the driver as a shard's failure does: one line, the shard named.
+            self.unbuilt = err
 
     def run(self, task: ShardTask) -> ShardReport:
         from seamline.adapters.telemetry_setup import flush_telemetry
 
+        if self.unbuilt is not None:
+            raise _not_built(self.unbuilt, task)
         try:
             report: ShardReport = self.worker.run(task)
             return report
@@ -219,6 +246,8 @@ class ShardActor:
     def progress(self) -> ShardProgress | None:
         """How far the running shard has got (asked on the actor's second slot, never
         waiting for the shard)."""
+        if self.unbuilt is not None:
+            return None
         progress: ShardProgress | None = self.worker.progress()
         return progress
 
@@ -226,6 +255,22 @@ class ShardActor:
         from seamline.core import worker_name
 
         return worker_name()
+
+
+class NotBuilt(ShardFailed):
+    """The actor's worker could not be built (a component's constructor failed): the same
+    on every try, so the shard is not retried."""
+
+
+def _not_built(error: Exception, task: ShardTask) -> Exception:
+    """What the shard's run raises on an actor whose worker could not be built: a user's
+    mistake as it is; a component's failure as the shard's, not the whole run's."""
+    if isinstance(error, UserError):
+        return error
+    shard = task.shard
+    if isinstance(error, ShardFailed):  # the worker's own: "the run failed in monitor 'x'"
+        return NotBuilt(shard.index, shard.count, error.component, error.reason)
+    return NotBuilt(shard.index, shard.count, "a Ray actor", _first_line(error))
 
 
 def _worker_telemetry(settings: Mapping[str, Any]) -> None:
@@ -311,7 +356,7 @@ class RayExecutor(Executor[RayExecutorConfig]):
                         job.progress(ShardProgress(report.shard, report.counts))
                     except ray.exceptions.RayTaskError as err:
                         cause = getattr(err, "cause", None) or err
-                        if isinstance(cause, UserError):
+                        if isinstance(cause, UserError | NotBuilt):
                             raise cause from None
                         failure = _as_failure(task, cause)
                         tries[task.shard.index] += 1
@@ -396,9 +441,15 @@ def _as_failure(task: ShardTask, cause: BaseException) -> ShardFailed:
     return ShardFailed(shard.index, shard.count, "a Ray actor", reason)
 
 
+ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+"""Ray colours the names in its messages (``\x1b[36mray::ShardActor.__init__()\x1b[39m``)."""
+
+
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    """``error``'s first line, without Ray's colours and with any other control character
+    shown (it goes to a log file as often as to a terminal)."""
+    text = ANSI_COLOUR.sub("", str(error)).strip()
+    return visible(text.splitlines()[0]) if text else type(error).__name__
 
 
 def _check_reachable(address: str, job: Job) -> None:
