@@ -14,7 +14,14 @@ import structlog
 from typer.testing import CliRunner
 
 from seamline.adapters.cli import main as cli
-from seamline.adapters.search import QueryEncoder, find, open_index, search
+from seamline.adapters.search import (
+    ModelChanged,
+    QueryEncoder,
+    Searcher,
+    find,
+    open_index,
+    search,
+)
 from seamline.components.sinks.jsonl import JsonlSink
 from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.components.sinks.npy import NpySink
@@ -41,13 +48,17 @@ def registry() -> Registry:
 
 
 def write_index(
-    tmp_path: Path, sink: str, attention: str = "{use: native}", precision: str = "float32"
+    tmp_path: Path,
+    sink: str,
+    attention: str = "{use: native}",
+    precision: str = "float32",
+    model: str = "{use: toy}",
 ) -> Path:
     reg = registry()
     text = (
         "pipeline: search\n"
         f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
-        "model: {use: toy}\n"
+        f"model: {model}\n"
         f"attention: {attention}\n"
         f"precision: {precision}\n"
         f"sink: {sink}\n"
@@ -541,3 +552,26 @@ def test_the_command_refuses_such_a_query_with_exit_2(
     assert refusal in shown.output
     assert len(shown.output.strip().splitlines()) == 1, shown.output
     assert "Traceback" not in shown.output
+
+
+# --- an index republished while it is open ------------------------------------------------
+
+
+@pytest.mark.parametrize("sink", ["jsonl", "npy"])
+def test_a_republish_by_another_model_is_refused_not_scored_with_the_old_one(
+    tmp_path: Path, sink: str
+) -> None:
+    # open_index kept the model of the manifest it first read, and scored the new rows
+    # with it, silently.
+    out = tmp_path / f"emb.{sink}"
+    written = f"{{use: {sink}, with: {{path: '{out}'}}}}"
+    write_index(tmp_path, written)
+    with Searcher(registry(), out) as index:
+        assert index.find(TEXTS[1], k=1).hits[0].doc_id == "d1"
+        write_index(tmp_path, written)  # the same model: read as it is
+        assert index.find(TEXTS[1], k=1).hits[0].doc_id == "d1"
+        write_index(tmp_path, written, model="{use: toy, with: {max_length: 2}}")
+        with pytest.raises(ModelChanged, match=r"republished, while it was searched, by a run "):
+            index.find(TEXTS[1], k=1)
+    with Searcher(registry(), out) as again:
+        assert again.find(TEXTS[1], k=1).hits[0].score == pytest.approx(1.0, abs=1e-5)

@@ -77,6 +77,26 @@ def test_a_searcher_in_use_is_closed_only_when_its_search_is_done(
         index.close()
 
 
+def test_a_republish_by_another_model_during_a_search_is_searched_again(
+    folder: Path, tiny_registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The manifest's stat is taken before the search; a republish by another model landing
+    # between it and the rows' read had the rows of one run scored by the other's model.
+    from seamline.adapters.serve import index as module
+
+    run(tiny_registry)
+    index = IndexSearch(tiny_registry, Path("out/emb.jsonl"))
+    try:
+        assert top(index, LONG) == ("d6", 1.0)
+        first = index._opened
+        monkeypatch.setattr(module, "manifest_signature", lambda _: first and first.signature)
+        run(tiny_registry, "model.with.max_length=2")  # unseen by the stat, as in the race
+        assert top(index, LONG) == ("d6", 1.0), "searched again, with the new model"
+        assert index._opened is not first
+    finally:
+        index.close()
+
+
 def refusal(index: IndexSearch, query: str, where: str | None = None) -> ApiError:
     with pytest.raises(ApiError) as refused:
         index.find(SearchRequest(query, 3, where))

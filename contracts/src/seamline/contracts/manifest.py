@@ -26,6 +26,7 @@ absolute path elsewhere, no symbolic link out) and be a regular file.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -220,6 +221,14 @@ def validate_manifest(data: Any, source: str, locate: Locate | None = None) -> M
         return Manifest.model_validate(data)
     except ValidationError as err:
         raise _located(err, where) from None
+
+
+def embedded_by(manifest: Manifest) -> str:
+    """What made an output's vectors, as its manifest says: the model (name and settings)
+    and the precision, as canonical JSON. A query must be embedded by the same to be
+    compared with them; a republish that changes it makes an opened index's model wrong."""
+    model = None if manifest.model is None else manifest.model.model_dump(mode="json")
+    return json.dumps({"model": model, "precision": manifest.precision}, sort_keys=True)
 
 
 def load_manifest(path: Path) -> Manifest:

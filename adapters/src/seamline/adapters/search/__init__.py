@@ -45,6 +45,7 @@ from seamline.adapters.search.query import (
 )
 from seamline.adapters.search.scan import QUERIES_A_READ, nearest_each
 from seamline.contracts import UserError
+from seamline.contracts.manifest import embedded_by, load_manifest
 from seamline.contracts.readback import FilterRefused, OutputReader
 from seamline.contracts.stored import StoredRow
 from seamline.contracts.untrusted import visible
@@ -56,6 +57,7 @@ __all__ = [
     "Found",
     "Hit",
     "Index",
+    "ModelChanged",
     "QueryEncoder",
     "QueryRefused",
     "Searcher",
@@ -98,6 +100,12 @@ class Hit:
         return piece if len(piece) <= width else piece[: width - 1] + "…"
 
 
+class ModelChanged(UserError):
+    """The output was republished by a run with another model or precision while an index
+    opened before was searched: its rows may be the new run's, and the query was embedded
+    by the old model, so the scores would mean nothing. Open the index again."""
+
+
 MAX_K = 10_000
 """The most results one search returns."""
 
@@ -127,6 +135,8 @@ class Searcher:
         self.index = open_index(index)
         self.readers = self.index.readers(registry)
         """The readers of the output's parts, by the sink the manifest names."""
+        self.embedded_by = embedded_by(self.index.manifest)
+        """The model and precision the query model is built as (the manifest's when opened)."""
         self._encoder: QueryEncoder | None = None
         self._building = threading.Lock()
 
@@ -181,7 +191,9 @@ class Searcher:
             raise FilterRefused(_no_filter(self.registry, self.path, self.index.sink))
         for start in range(0, len(queries), QUERIES_A_READ):
             vectors = [self.encoder(query) for query in queries[start : start + QUERIES_A_READ]]
-            yield from self._found(readers, vectors, k, exact, where)
+            found = list(self._found(readers, vectors, k, exact, where))
+            self._check_embedded_by()
+            yield from found
 
     def _found(
         self,
@@ -204,6 +216,27 @@ class Searcher:
                 return
         for rows, scanned in nearest_each(readers, vectors, k):
             yield Found([_hit(s, row) for s, row in rows], f"exact: every one of {scanned:,} rows")
+
+    def _check_embedded_by(self) -> None:
+        """Refuse what was just read if the output has since been republished by another
+        model or precision than the query model's (:class:`ModelChanged`).
+
+        A sink renames its manifest into place before its rows (a file sink's primary file
+        last), so rows of a newer publish are never read without this check then seeing
+        its manifest; a LanceDB table commits its rows first, a few milliseconds before.
+        """
+        try:
+            now = embedded_by(load_manifest(self.index.manifest_path))
+        except FileNotFoundError:
+            raise UserError(
+                f"{self.index.manifest_path} was removed while it was searched"
+            ) from None
+        if now != self.embedded_by:
+            raise ModelChanged(
+                f"{self.path} was republished, while it was searched, by a run with another "
+                "model or precision than the one its queries are embedded with: open it again "
+                "(`seamline search` again; `open_index` again) to search it with the new one"
+            )
 
     def search(self, query: str, k: int = 10, where: str | None = None) -> list[Hit]:
         """The ``k`` records most similar to ``query``, best first (``where``: LanceDB only)."""

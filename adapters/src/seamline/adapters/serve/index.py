@@ -10,7 +10,9 @@ The index may be written again while it is served (the pipeline re-run, perhaps 
 another model setting): each search first looks at the manifest (one ``stat``) and,
 when it is another file than the one opened, opens the index anew, so that a query is
 always embedded by the model the current manifest names. The searcher it replaces is
-closed once the searches still using it are done.
+closed once the searches still using it are done. A republish that lands during a
+search, by another model, is caught after the rows are read (:class:`ModelChanged`):
+the search is made once more, with the index opened anew.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seamline.adapters.search import FilterRefused, Found, QueryRefused, Searcher, manifest_path
+from seamline.adapters.search import (
+    FilterRefused,
+    Found,
+    ModelChanged,
+    QueryRefused,
+    Searcher,
+    manifest_path,
+)
 from seamline.adapters.serve.bodies import SearchRequest
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.contracts import UserError
@@ -126,9 +135,26 @@ class IndexSearch:
 
     def find(self, request: SearchRequest) -> dict[str, Any]:
         """The hits of ``request``, as the response body."""
+        try:
+            return self._find(request)
+        except ModelChanged:  # republished by another model as it was searched: once more
+            self._forget_changed()
+            return self._find(request)
+
+    def _forget_changed(self) -> None:
+        """Retire the searcher whose model the output no longer names: the next search opens
+        the index anew (its manifest's signature, taken before, may not have changed yet)."""
+        with self._lock:
+            stale = self._retire()
+        if stale is not None:
+            stale.searcher.close()
+
+    def _find(self, request: SearchRequest) -> dict[str, Any]:
         opened = self._acquire()
         try:
             found = opened.searcher.find(request.query, request.k, where=request.where)
+        except ModelChanged:
+            raise
         except QueryRefused as err:  # a query the model cannot embed, as /v1/embeddings says
             raise ApiError(422, visible(str(err)), code="unembeddable", param="query") from None
         except FilterRefused as err:  # the request's filter: the client's to fix
