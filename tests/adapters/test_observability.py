@@ -513,6 +513,41 @@ def test_a_link_planted_after_the_check_is_not_followed(
     assert (tmp_path / "victim.txt").read_text(encoding="utf-8") == "keep\n"
 
 
+def test_a_traces_file_another_run_is_writing_is_refused_and_left_whole(tmp_path: Path) -> None:
+    # Two runs with one traces file (two cron jobs, each seamline-trace.jsonl in one folder):
+    # the second emptied the file under the first, whose trace lost most of its spans.
+    import subprocess
+
+    at = tmp_path / "trace.jsonl"
+    at.write_text('{"name": "the other run\'s span"}\n', encoding="utf-8")
+    holder = (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "print('held', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", holder, str(at)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout is not None
+        assert other.stdout.readline() == "held\n"
+        with pytest.raises(UserError, match=r"is being written by another run that is still "):
+            JsonlSpanExporter(at)
+        assert "the other run's span" in at.read_text(encoding="utf-8")
+        JsonlSpanExporter(at, append=True).shutdown()  # a worker adding to its driver's file
+    finally:
+        other.kill()
+        other.wait(timeout=10)
+    mine = JsonlSpanExporter(at)  # its run over: this one's
+    again = JsonlSpanExporter(at)  # configured again in the same process: still this one's
+    again.shutdown()
+    mine.shutdown()
+    telemetry_setup.traces_lock.release_all()
+    assert at.read_text(encoding="utf-8") == ""
+
+
 # -- the command line ------------------------------------------------------------------------
 
 

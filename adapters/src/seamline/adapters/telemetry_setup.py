@@ -67,6 +67,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
+from seamline.adapters import traces_lock
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import kind_of
@@ -258,7 +259,8 @@ def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
             raise _linked(path, opened.st_nlink)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        if not append:
+        if not append:  # the run's own file: held while it runs, then emptied
+            traces_lock.hold(path, fd, TRACES_FILE)
             os.ftruncate(fd, 0)
         return os.fdopen(fd, "a", encoding="utf-8")
     except BaseException:
@@ -455,5 +457,6 @@ def flush_telemetry() -> None:
 def shutdown_telemetry() -> None:
     """Flush and stop this configuration's exporters (before the process exits)."""
     _exporting.replace(())
+    traces_lock.release_all()
     if _meter_provider is not None:
         _meter_provider.force_flush()
