@@ -209,7 +209,12 @@ class DestinationLock:
         self.refused = False
 
     def _refusal(self, what: str, path: Path, lock: FileLock) -> str:
-        held = f"another run (pid {lock.holder()})"
+        holder = lock.holder()
+        held = (
+            f"another run in this process (pid {holder}: another thread, or a run not closed)"
+            if holder == str(os.getpid())  # an operator looked for another process
+            else f"another run (pid {holder})"
+        )
         if path == self.destination:
             return (
                 f"{held} is writing to {str(path)!r} (the {self.sink} sink's lock "
