@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
@@ -713,6 +714,37 @@ def test_resuming_with_another_model_is_refused(tmp_path: Path, sink_factory: An
         second.recover(other)
     second.close(complete=False)
     assert sink_factory(tmp_path).recover(MANIFEST) == "c1", "the refused resume changed nothing"
+
+
+@pytest.mark.parametrize(
+    ("before", "said"),
+    [
+        (
+            {"seamline-code": "aaaa", "jax": "0.10.0"},
+            "another version of what computes it (seamline-code aaaa then, bbbb now)",
+        ),
+        (None, "a seamline that did not record its versions (from before 2026-12-05)"),
+    ],
+)
+def test_resuming_what_another_version_made_is_refused(
+    tmp_path: Path, sink_factory: Any, before: dict[str, str] | None, said: str
+) -> None:
+    # A run interrupted under one seamline and resumed by another (its windows cut another
+    # way) published rows of both, as one output, exit 0.
+    a, _, _ = three_parts()
+    first = sink_factory(tmp_path)
+    written = dict(MANIFEST) if before is None else {**MANIFEST, "versions": before}
+    first.start(written)
+    first.write(a)
+    first.commit("c1")
+    first.close(complete=False)
+    now = {**MANIFEST, "versions": {"seamline-code": "bbbb", "jax": "0.10.0"}}
+    second = sink_factory(tmp_path)
+    with pytest.raises(UserError, match=re.escape(said)) as refused:
+        second.recover(now)
+    assert "--restart" in str(refused.value)
+    second.close(complete=False)
+    assert sink_factory(tmp_path).recover(written) == "c1", "the refused resume changed nothing"
 
 
 def test_a_partial_file_shorter_than_its_checkpoint_is_refused(

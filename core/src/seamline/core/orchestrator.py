@@ -62,6 +62,7 @@ from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import Launched
 from seamline.core.before_publishing import check_reconciles, check_something_embedded
+from seamline.core.code_digest import code_digest
 from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline
 from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import run_inputs
@@ -629,6 +630,7 @@ def _versions() -> dict[str, str]:
     are in the provenance): the runtime, and the tokenizers library that cuts the text."""
     dists = ("seamline-core", "seamline-contracts", "jax", "jaxlib", "numpy", "tokenizers")
     found = {dist: installed_version(dist, "") for dist in dists}
+    found["seamline-code"] = code_digest()  # the versions stay 0.1.0 while the code changes
     return {dist: version for dist, version in found.items() if version}
 
 

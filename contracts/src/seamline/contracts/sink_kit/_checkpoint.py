@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from glob import escape as glob_escape
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
 from seamline.contracts.errors import ResumeRefused
 from seamline.contracts.sink_kit._atomic import (
@@ -164,6 +164,18 @@ def changed_inputs(recorded: Any, current: Any) -> list[str]:
     return said
 
 
+def versions_changed(recorded: Any, current: Mapping[str, Any]) -> str:
+    """Who made a checkpoint, against this run, in words: each version that differs."""
+    if not isinstance(recorded, dict):
+        return "a seamline that did not record its versions (from before 2026-12-05)"
+    changes = [
+        f"{name} {recorded.get(name) or 'absent'} then, {current.get(name) or 'absent'} now"
+        for name in sorted({*recorded, *current})
+        if recorded.get(name) != current.get(name)
+    ]
+    return f"another version of what computes it ({'; '.join(changes)})"
+
+
 def model_changes(recorded: Any, current: Any) -> str:
     """How a checkpoint's ``model`` (``use`` and ``with``) differs from this run's, in words.
 
@@ -241,6 +253,9 @@ class _Checkpoint(BaseModel):
     model: Any = None
     """Compared with this run's, never interpreted."""
     inputs: _Inputs | None = None
+    versions: dict[str, str] | None = Field(default=None, max_length=64)
+    """What computed the output (the manifest's ``versions``); None: a checkpoint written
+    before they were recorded."""
     files: dict[str, _PartialFile]
     state: dict[str, Any]
 
@@ -437,6 +452,7 @@ class ResumableGroup(Generic[S]):
             "cursor": cursor,
             "model": _json_value(self.manifest.get("model")),
             "inputs": _json_value(self.manifest.get("inputs")),
+            "versions": _json_value(self.manifest.get("versions")),
             "files": {
                 purpose: {"partial": self._partial_name(purpose), "bytes": lengths[purpose]}
                 for purpose, _ in self.targets
@@ -526,6 +542,14 @@ class ResumableGroup(Generic[S]):
                 f"another model configuration ({model_changes(record['model'], model)}); "
                 "resuming would mix vectors of two models. Run again with --restart (or "
                 "without --resume) to start over"
+            )
+        versions = _json_value(self.manifest.get("versions"))
+        if versions is not None and record.get("versions") != versions:
+            raise ResumeRefused(
+                f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
+                f"{versions_changed(record.get('versions'), versions)}; resuming would splice "
+                "two versions' output into one. Run again with --restart (or without "
+                "--resume) to start over"
             )
         changed = changed_inputs(record["inputs"], _json_value(self.manifest.get("inputs")))
         if changed:
