@@ -40,12 +40,18 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return directory
 
 
+def registered_contract(name: str) -> str:
+    """The contract version the registry lists the attention with (what a record pins)."""
+    return toy_registry().get("attention", name).contract_version or ""
+
+
 def record(
     name: str,
     *,
     outcome: str = "passed",
     environment: Environment | None = None,
     config: dict[str, Any] | None = None,
+    contract: str | None = None,
 ) -> ConformanceRecord:
     (component,) = candidates(name)
     unattributed = ConformanceRecord(
@@ -54,7 +60,7 @@ def record(
         component_class=f"{type(component).__module__}:{type(component).__qualname__}",
         distribution=None,
         distribution_version=None,
-        contract_version="1.1",
+        contract_version=contract or registered_contract(name),
         config=config if config is not None else component.config.model_dump(mode="json"),
         environment=environment or current_environment(),
         created="2026-11-29T00:00:00+00:00",
@@ -131,6 +137,16 @@ def test_a_record_for_another_configuration_does_not_count(store: Path) -> None:
     save(record("native", config={"something": "else"}), store)
     problem = untrusted("native")["native"]
     assert "another configuration" in problem
+
+
+def test_a_record_for_another_contract_version_does_not_count(store: Path) -> None:
+    # A record earned against an older contract cleared a component that now declares a
+    # newer one, whose suite has checks the record never ran.
+    save(record("native", contract="0.9"), store)
+    problem = untrusted("native")["native"]
+    assert f"contract 0.9 (the component's now: {registered_contract('native')})" in problem
+    save(record("native"), store)
+    assert untrusted("native") == {}
 
 
 def test_all_skipped_proves_nothing(store: Path) -> None:

@@ -99,6 +99,7 @@ class ConformanceRecord(BaseModel):
             self.distribution_version,
             self.config,
             self.environment,
+            self.contract_version,
         )
 
     def summary(self) -> str:
@@ -114,10 +115,16 @@ def record_key(
     version: str | None,
     config: Mapping[str, Any] | None,
     environment: Environment,
+    contract_version: str | None = None,
 ) -> str:
+    """What a record is about, as a short hash. The component's contract version is part
+    of it: a record earned against contract 1.4 cleared a sink that declares 1.6, whose
+    suite has checks the record never ran (an upgrade must withdraw trust until the
+    suite passes again). Records from before it was part of the key no longer match."""
     env = environment.model_dump(exclude={"python", "contracts"})
     pinned = dict(config) if config is not None else None
-    text = json.dumps([kind, name, version, pinned, env], sort_keys=True, default=str)
+    about = [kind, name, version, pinned, env, contract_version]
+    text = json.dumps(about, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

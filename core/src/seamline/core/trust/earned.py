@@ -125,8 +125,9 @@ def config_trust_problem(
     """:func:`trust_problem` for a component not built yet: its kind, name and config data."""
     records = list(records)
     version = info.version if info is not None else None
+    contract = info.contract_version if info is not None else None
     pinned = None if kind in CONFIG_FREE_KINDS else config  # as its suite records it
-    wanted = record_key(kind, name, version, pinned, environment)
+    wanted = record_key(kind, name, version, pinned, environment, contract)
     if any(record.key() == wanted and record.passed for record in records):
         return None
     fix = f"run '{_check_command(kind, name, pinned, records)}'"
@@ -137,9 +138,8 @@ def config_trust_problem(
     if not mine:
         return f"no conformance record; {fix}"
     latest = max(mine, key=lambda r: r.created)
-    return (
-        f"its conformance record is for {_differences(latest, version, pinned, environment)}; {fix}"
-    )
+    differences = _differences(latest, version, pinned, environment, contract)
+    return f"its conformance record is for {differences}; {fix}"
 
 
 def _check_command(
@@ -171,10 +171,13 @@ def _differences(
     version: str | None,
     config: Mapping[str, Any] | None,
     environment: Environment,
+    contract: str | None = None,
 ) -> str:
     parts = []
     if record.distribution_version != version:
         parts.append(f"version {record.distribution_version} (installed: {version})")
+    if record.contract_version != contract:
+        parts.append(f"contract {record.contract_version} (the component's now: {contract})")
     if record.config != (dict(config) if config is not None else None):
         parts.append("another configuration")
     for field in ("jax", "jaxlib", "platform", "device_kind"):
