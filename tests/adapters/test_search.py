@@ -173,6 +173,25 @@ def test_a_model_setting_this_version_refuses_says_to_write_the_index_anew(
     assert message.endswith("run the pipeline that made it again, fixed as said, to write it anew)")
 
 
+def test_a_model_setting_of_a_newer_seamline_is_said_to_be_one_not_a_typo(
+    tmp_path: Path,
+) -> None:
+    # "unknown field 'model.with.lower_case' in model 'toy'; allowed fields: ...": a typo
+    # to fix, in a file the user never wrote, with no way out.
+    out = tmp_path / "emb.jsonl"
+    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
+    manifest_file = out.with_name("emb.manifest.json")
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    manifest["model"]["with"]["lower_case"] = True
+    manifest_file.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        search(registry(), out, TEXTS[2], k=1)
+    message = str(caught.value)
+    assert "unknown field 'model.with.lower_case'" in message
+    assert "the seamline that wrote the index named it, an older or a newer one" in message
+    assert "search it with the seamline that wrote it" in message
+
+
 def test_an_attention_given_by_the_option_is_placed_at_the_option(tmp_path: Path) -> None:
     # It said "--attention:1:23: no attention component named 'natve'", a place in a text
     # the user never wrote.

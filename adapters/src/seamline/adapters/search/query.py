@@ -113,10 +113,10 @@ QUERY_RUN = RunSettings(batch_size=1)
 
 
 OLDER_SETTINGS = (
-    " (the manifest records the model as the seamline that wrote the index named it, and "
-    "this version does not take that; nothing in a pipeline changes what a manifest says: "
-    "to search the index, run the pipeline that made it again, fixed as said, to write it "
-    "anew)"
+    " (the manifest records the model as the seamline that wrote the index named it, an "
+    "older or a newer one, and this version does not take that; nothing in a pipeline "
+    "changes what a manifest says: search it with the seamline that wrote it, or run the "
+    "pipeline that made it again, fixed as said, to write it anew)"
 )
 """Said after a model setting of an index's manifest that this version refuses."""
 
@@ -147,7 +147,10 @@ class QueryEncoder:
                 ("model",),
             )
         except ConfigError as err:
-            if not err.detail.startswith("model.with"):  # the name, its trust: not a setting
+            # A setting, not the name or its trust: "model.with.x: ..." or, for a field this
+            # version does not know (a newer seamline's), "unknown field 'model.with.x'",
+            # which read as the user's typo ("did you mean 'sha256'?") with no way out.
+            if not err.detail.startswith(("model.with", "unknown field 'model.with")):
                 raise
             raise ConfigError(f"{err.detail}{OLDER_SETTINGS}", err.location) from None
         resolved = index_attention(registry, index, attention)
