@@ -10,6 +10,7 @@ real batches (:func:`compare_outputs`). The tolerance is the contract's, per dty
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,7 @@ def _on_device(array: np.ndarray) -> jax.Array:
 
 
 def probe(spec: AttentionSpec, seed: int = 0) -> tuple[Any, Any, Any, SegmentIds | None]:
-    """Random inputs of exactly ``spec``'s shapes and dtype."""
+    """Random inputs of exactly ``spec``'s shapes and dtype (segments: :func:`probe_segments`)."""
     rng = np.random.default_rng(seed)
     dtype = jnp.dtype(spec.dtype)  # numpy's own, or ml_dtypes' for bfloat16
 
@@ -68,15 +69,43 @@ def probe(spec: AttentionSpec, seed: int = 0) -> tuple[Any, Any, Any, SegmentIds
     v = normal(spec.batch, spec.kv_len, spec.num_kv_heads, spec.head_dim)
     if not spec.segmented:
         return q, k, v, None
+    cuts = probe_cuts(spec.batch, seed)
+    q_ids, kv_ids = probe_segments(cuts, spec.q_len), probe_segments(cuts, spec.kv_len)
+    return q, k, v, SegmentIds(_on_device(q_ids), _on_device(kv_ids))
 
-    def ids(length: int) -> jax.Array:
-        row = np.zeros(length, np.int32)
-        real = max(1, (length * 7) // 8)  # a padding tail, as a padded batch has
-        row[: real // 2] = 1
-        row[real // 2 : real] = 2  # two packed segments
-        return _on_device(np.tile(row, (spec.batch, 1)))
 
-    return q, k, v, SegmentIds(ids(spec.q_len), ids(spec.kv_len))
+MOST_PROBE_SEGMENTS = 40
+"""The most packed documents a probe row holds: more than a real row (``bert-encoder``
+packs up to 32 into 256 positions), so that a kernel keeping only the first 8 apart, or
+2, is caught."""
+
+
+def probe_cuts(batch: int, seed: int = 0) -> list[np.ndarray]:
+    """Where each probe row's packed documents end, as fractions of its real length: rows
+    of 1 to :data:`MOST_PROBE_SEGMENTS` documents of uneven lengths, each row its own.
+
+    A probe of two segments laid out alike in every row passed kernels that kept only
+    row 0's segment ids for every row, or only the first 8 documents of a row apart, and
+    the run wrote their wrong vectors (cosine 0.45 against the reference), exit 0.
+    """
+    rng = np.random.default_rng(seed + 1)
+    counts = [1 + (3 + 7 * row) % MOST_PROBE_SEGMENTS for row in range(batch)]
+    counts[0] = max(counts[0], min(MOST_PROBE_SEGMENTS, 12))  # the first row packs many too
+    return [np.sort(rng.random(count - 1)) for count in counts]
+
+
+def probe_segments(cuts: Sequence[np.ndarray], length: int) -> np.ndarray:
+    """Segment ids of ``length`` positions for each row of ``cuts``: ids distinct across
+    rows (row ``r``'s documents are ``r * MOST_PROBE_SEGMENTS + 1``, ``+ 2``, ...), and a
+    padding tail (id 0) in every other row, as a padded batch has."""
+    ids = np.zeros((len(cuts), length), np.int32)
+    for row, fractions in enumerate(cuts):
+        real = length if row % 2 else max(1, (length * 7) // 8)
+        bounds = np.unique(np.concatenate([[0], (fractions * real).astype(np.int64), [real]]))
+        first = row * MOST_PROBE_SEGMENTS + 1
+        for number, (start, end) in enumerate(itertools.pairwise(bounds)):
+            ids[row, start:end] = first + number
+    return ids
 
 
 PROBE_BUCKETS = 32
@@ -103,10 +132,10 @@ def probe_bias(
         if ids is None:
             row = np.arange(start, start + length, dtype=np.int32)
             return _on_device(np.tile(row, (spec.batch, 1)))
-        row = np.asarray(ids)[0]
-        starts = np.concatenate([[True], row[1:] != row[:-1]])
-        first = np.maximum.accumulate(np.where(starts, np.arange(length), 0))
-        return _on_device(np.tile(np.arange(length) - first, (spec.batch, 1)).astype(np.int32))
+        rows = np.asarray(ids)
+        starts = np.concatenate([np.ones((len(rows), 1), bool), rows[:, 1:] != rows[:, :-1]], 1)
+        first = np.maximum.accumulate(np.where(starts, np.arange(length), 0), axis=1)
+        return _on_device((np.arange(length) - first).astype(np.int32))
 
     q_start = spec.kv_len - spec.q_len if segments is None else 0
     q_positions = positions(None if segments is None else segments.q, spec.q_len, q_start)
