@@ -296,6 +296,46 @@ class TwoRowsAttention(_BrokenAttention):
         return super().__call__(q, k[rows], v[rows], **kwargs)
 
 
+class FirstRowSegmentsAttention(_BrokenAttention):
+    """Every row attends as row 0's documents are laid out (one row's segment ids read)."""
+
+    name: ClassVar[str] = "first-row-segments"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        ids = kwargs.get("segment_ids")
+        if ids is not None:
+            kwargs["segment_ids"] = SegmentIds(
+                jnp.broadcast_to(ids.q[:1], ids.q.shape), jnp.broadcast_to(ids.kv[:1], ids.kv.shape)
+            )
+        return super().__call__(q, k, v, **kwargs)
+
+
+class EightDocumentsAttention(_BrokenAttention):
+    """Only the first 8 packed documents of a row kept apart: the rest attend as one."""
+
+    name: ClassVar[str] = "eight-documents"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        ids = kwargs.get("segment_ids")
+        if ids is not None:
+            first = ids.q[:, :1]  # each row's first document id: keep 8 from there
+            kwargs["segment_ids"] = SegmentIds(
+                jnp.minimum(ids.q, first + 7), jnp.minimum(ids.kv, first + 7)
+            )
+        return super().__call__(q, k, v, **kwargs)
+
+
+class FourRowsAttention(_BrokenAttention):
+    """Rows past the fourth get row 0's keys and values (a grid of four rows)."""
+
+    name: ClassVar[str] = "four-rows"
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        if q.shape[0] > 4:
+            k, v = k.at[4:].set(k[0:1]), v.at[4:].set(v[0:1])
+        return super().__call__(q, k, v, **kwargs)
+
+
 class MuteRefusalAttention(_BrokenAttention):
     """Refuses everything without a reason (``Support.no()`` would not even allow that)."""
 

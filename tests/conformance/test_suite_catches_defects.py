@@ -334,6 +334,19 @@ DEFECTS = {
         "feature_case[batch-3-long-padded]",
         ("disagrees with the exact reference", "B=3"),
     ),
+    **{
+        defect: Defect(
+            attention_check(kernel),
+            "feature_case[batch-5-many-documents]",
+            "feature_case[batch-5-many-documents]",
+            ("disagrees with the exact reference", "B=5", "up to 14 documents a row"),
+        )
+        for defect, kernel in (
+            ("reads-row-0-s-segment-ids", broken.FirstRowSegmentsAttention),
+            ("keeps-8-documents-apart", broken.EightDocumentsAttention),
+            ("rows-past-four-read-row-0", broken.FourRowsAttention),
+        )
+    },
     "model-discards-its-attention": Defect(
         model_check(broken.AttentionDiscardingModel),
         "wrong_attention",
@@ -404,6 +417,7 @@ ATTENTION_CHECKS = (
     "feature_case[causal]",
     "feature_case[scale-1]",
     "feature_case[batch-3-long-padded]",
+    "feature_case[batch-5-many-documents]",
     "feature_case[relative-bias]",
     "feature_case[relative-bias-segments]",
     "feature_case[plain-f32]",
@@ -421,7 +435,8 @@ CONTROLS = {
         "feature_case[plain-f32] or feature_case[plain-bf16] or feature_case[segment-ids] "
         "or fully_masked or claims_at_least or config_rejects or feature_case[relative-bias] "
         "or feature_case[relative-bias-segments] or feature_case[causal] "
-        "or feature_case[scale-1] or feature_case[batch-3-long-padded]",
+        "or feature_case[scale-1] or feature_case[batch-3-long-padded] "
+        "or feature_case[batch-5-many-documents]",
         set(ATTENTION_CHECKS),
     ),
     "char-model": (

@@ -7,6 +7,7 @@ instead of copying them.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import jax
@@ -48,6 +49,9 @@ class AttentionCase:
     scale: float | None = None
     """The ``scale`` the caller passes; None leaves it out (the contract's ``1/sqrt(H)``).
     Not part of ``spec()``: every implementation must honour any scale it is given."""
+    documents: int = 2
+    """With segment ids: the most packed documents a row holds (ids counted from a first
+    that differs from row to row when more than 2), cut at random places."""
 
     def spec(self, platform: str | None = None, device_kind: str | None = None) -> AttentionSpec:
         """The case as ``supports()`` sees it: on this machine's device unless told otherwise.
@@ -82,7 +86,9 @@ class AttentionCase:
         if self.causal:
             features.append("causal")
         if self.segmented:
-            features.append("segment ids")
+            features.append(
+                "segment ids" if self.documents == 2 else f"up to {self.documents} documents a row"
+            )
         if self.biased:
             features.append("relative bias")
         if self.q_len != self.kv_len:
@@ -129,6 +135,19 @@ ATTENTION_CASES: dict[str, AttentionCase] = {
     "batch-3-long-padded": AttentionCase(
         batch=3, q_len=300, kv_len=300, heads=2, kv_heads=2, segmented=True
     ),
+    # As a run packs them: five rows, each its own layout of many short documents. Kernels
+    # that read row 0's segment ids for every row, kept only the first 8 documents of a
+    # row apart, or gave rows past the fourth another row's keys passed every case above.
+    "batch-5-many-documents": AttentionCase(
+        batch=5,
+        q_len=96,
+        kv_len=96,
+        heads=2,
+        kv_heads=2,
+        head_dim=32,
+        segmented=True,
+        documents=14,
+    ),
 }
 
 
@@ -154,8 +173,13 @@ def random_attention_cases(draw: st.DrawFn) -> AttentionCase:
     )
 
 
-def _segment_rows(rng: np.random.Generator, batch: int, length: int) -> np.ndarray:
-    """Per row: two packed segments (1, 2) and trailing padding (0), cut at random places."""
+def _segment_rows(
+    rng: np.random.Generator, batch: int, length: int, documents: int = 2
+) -> np.ndarray:
+    """Per row: two packed segments (1, 2) and trailing padding (0), cut at random places;
+    or, for more ``documents``, :func:`_many_documents`."""
+    if documents > 2:
+        return _many_documents(rng, batch, length, documents)
     rows = []
     for _ in range(batch):
         end = int(rng.integers(max(1, length // 2), length + 1))
@@ -167,16 +191,31 @@ def _segment_rows(rng: np.random.Generator, batch: int, length: int) -> np.ndarr
     return np.stack(rows)
 
 
+def _many_documents(
+    rng: np.random.Generator, batch: int, length: int, documents: int
+) -> np.ndarray:
+    """Per row: up to ``documents`` packed segments at random cuts, then padding (0); row
+    ``r``'s ids count from ``3r + 1`` (rows told apart by their ids, as by their cuts)."""
+    rows = np.zeros((batch, length), np.int32)
+    for row in range(batch):
+        end = int(rng.integers(max(1, length // 2), length + 1))
+        count = min(documents, end)
+        cuts = np.sort(rng.choice(np.arange(1, end), size=count - 1, replace=False))
+        for number, (start, stop) in enumerate(itertools.pairwise([0, *cuts.tolist(), end])):
+            rows[row, start:stop] = 3 * row + 1 + number
+    return rows
+
+
 def _segment_ids(case: AttentionCase) -> SegmentIds | None:
     """Packed segments and padding for a segmented case (one array when ``Tq == Tk``)."""
     if not case.segmented:
         return None
     rng = np.random.default_rng(case.seed + 1)
     if case.q_len == case.kv_len:
-        same = _segment_rows(rng, case.batch, case.q_len)
+        same = _segment_rows(rng, case.batch, case.q_len, case.documents)
         return SegmentIds(jnp.asarray(same), jnp.asarray(same))
-    q_ids = _segment_rows(rng, case.batch, case.q_len)
-    kv_ids = _segment_rows(rng, case.batch, case.kv_len)
+    q_ids = _segment_rows(rng, case.batch, case.q_len, case.documents)
+    kv_ids = _segment_rows(rng, case.batch, case.kv_len, case.documents)
     return SegmentIds(jnp.asarray(q_ids), jnp.asarray(kv_ids))
 
 
