@@ -119,3 +119,25 @@ def test_only_conformance_checks_left_out_make_a_record_partial() -> None:
     assert collector.deselected == 0
     collector.pytest_deselected([item(TestAttention), item(TestAttention), item(TestOther)])
     assert collector.deselected == 2
+
+
+def test_a_failures_message_leaves_out_hypothesis_notes() -> None:
+    # `seamline check`'s table held, for a random case, 23 lines of JAX's internal paths
+    # (hypothesis's "Explanation: These lines were always and only run by failing ...").
+    from types import SimpleNamespace
+
+    from seamline.contracts.testing.results import _failure_message
+
+    message = (
+        "AssertionError: disagrees with the exact reference by 0.31 for B=1 Tq=8\n"
+        "Falsifying example: agrees(\n    case=AttentionCase(batch=1),\n)\n"
+        "Explanation:\n    These lines were always and only run by failing examples:\n"
+        "        /site-packages/jax/_src/abstract_arrays.py:72\n"
+        "You can reproduce this example by temporarily adding @reproduce_failure(...)"
+    )
+    report = SimpleNamespace(longrepr=SimpleNamespace(reprcrash=SimpleNamespace(message=message)))
+    shown = _failure_message(report)  # type: ignore[arg-type]
+    assert shown.startswith("disagrees with the exact reference by 0.31 for B=1 Tq=8")
+    assert "case=AttentionCase(batch=1)" in shown  # which case: kept
+    assert "abstract_arrays" not in shown
+    assert "reproduce" not in shown
