@@ -12,6 +12,7 @@ caller that builds batches itself meets that).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from seamline.contracts import UserError
 
 BATCH_AXIS = "batch"
 
@@ -60,9 +63,30 @@ class DataParallel:
         return jax.device_put(params, self.replicated)
 
 
+def jax_devices(*, local: bool = False) -> list[Any]:
+    """``jax.devices()`` (or ``local_devices()``), or a ``UserError`` naming ``JAX_PLATFORMS``.
+
+    JAX starts its platforms on first use; one it cannot start (``JAX_PLATFORMS=cuda`` on
+    a machine without a GPU raised a bare ``AssertionError``) failed a run "in the
+    pipeline" with ``--resume`` advice, exit 1, and ``explain`` with a traceback. The
+    environment is the user's to fix: one line, exit 2.
+    """
+    try:
+        return list(jax.local_devices() if local else jax.devices())
+    except (RuntimeError, AssertionError) as err:
+        chosen = os.environ.get("JAX_PLATFORMS", "")
+        reason = str(err).split(" (set JAX_PLATFORMS", 1)[0].strip() or type(err).__name__
+        named = f"JAX_PLATFORMS={chosen!r} names a platform" if chosen else "a platform"
+        raise UserError(
+            f"JAX cannot start {named} this machine does not have or cannot load ({reason}): "
+            "unset JAX_PLATFORMS (JAX then uses what there is, the CPU at least), or install "
+            "that platform's JAX plugin (jax[cuda12] for NVIDIA GPUs, jax[tpu] for TPUs)"
+        ) from None
+
+
 def local_data_parallel() -> DataParallel | None:
     """The data-parallel mesh of this process's local devices, or None with only one."""
-    devices = jax.local_devices()
+    devices = jax_devices(local=True)
     if len(devices) < 2:
         return None
     return DataParallel(Mesh(np.array(devices), (BATCH_AXIS,)))

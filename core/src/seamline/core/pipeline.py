@@ -32,6 +32,7 @@ from seamline.core.config import (
     resolve_located,
     resolve_trusted,
 )
+from seamline.core.devices import jax_devices
 from seamline.core.job import PipelineJob
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
@@ -148,6 +149,7 @@ class Pipeline:
         """
         _check_run_arguments(extra_monitors, resume=resume, restart=restart)
         self._check_working_folder()
+        jax_devices()  # a platform JAX cannot start: said now, before the run begins
         try:
             return self._run(extra_monitors, resume=resume)
         except ResumeRefused as refused:

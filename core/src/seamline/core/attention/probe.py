@@ -17,11 +17,12 @@ import jax.numpy as jnp
 
 from seamline.contracts import AttentionSpec, Model, RelativeBias, SegmentIds
 from seamline.contracts.attention import RELATIVE
+from seamline.core.devices import jax_devices
 
 
 def device_identity() -> tuple[str, str]:
     """``(platform, device_kind)`` of the default device, e.g. ``("cpu", "cpu")``."""
-    device = jax.devices()[0]
+    device = jax_devices()[0]  # a platform JAX cannot start: the user's error, named
     return device.platform, device.device_kind
 
 

@@ -52,10 +52,10 @@ class Hardware:
     @classmethod
     def detect(cls, environ: Mapping[str, str] | None = None) -> Hardware:
         """The first local device's platform, kind and, on a CPU, its feature flags."""
-        import jax
+        from seamline.core.devices import jax_devices  # JAX only now: start-up costs
 
         env = os.environ if environ is None else environ
-        device = jax.local_devices()[0]
+        device = jax_devices(local=True)[0]
         hidden = hidden_features(env.get(HIDDEN_VARIABLE, ""))
         features = read_cpu_features()
         if features is not None:
