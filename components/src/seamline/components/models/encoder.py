@@ -250,6 +250,7 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         """
         super().__init__(config)
         self._files = weights.read_model_files(weights.resolve_source(config.weights))
+        weights.verify_cached_files(self._files, config.weights)
         if config.files_sha256 is not None:
             verify_files(self._files.root, self._files.files_sha256, config.files_sha256)
         weights.check_modules(self._files.modules, self._files.root, self.name)

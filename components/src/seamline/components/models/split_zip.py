@@ -50,10 +50,12 @@ LOCK_WAIT = 600.0
 
 @dataclass(frozen=True, slots=True)
 class Archive:
-    """A split checkpoint seamline knows: its parts and the digest of its weights."""
+    """A split checkpoint seamline knows: its parts, the digest of its weights and that of
+    its configuration and tokenizer files (``files_sha256``, as the encoders compute it)."""
 
     parts: int
     weights_sha256: str
+    files_sha256: str
 
 
 #: The split checkpoints and their pinned digests: a name not here is refused, so that
@@ -62,6 +64,7 @@ KNOWN: dict[str, Archive] = {
     "all-mpnet-base-v2": Archive(
         parts=5,
         weights_sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+        files_sha256="180a5ae140d495bfadf4156d899c227f86ccf7037489ad33b81134303f67f91f",
     ),
 }
 

@@ -491,6 +491,33 @@ def source_sha256(source: str) -> str | None:
     return None if archive is None else archive.weights_sha256
 
 
+def source_files_sha256(source: str) -> str | None:
+    """The digest of the configuration and tokenizer files a ``weights:`` source pins by
+    itself, or None: a ``split-zip:`` archive's (:data:`split_zip.KNOWN`)."""
+    if not source.startswith(split_zip.PREFIX):
+        return None
+    archive = split_zip.KNOWN.get(source[len(split_zip.PREFIX) :].strip())
+    return None if archive is None else archive.files_sha256
+
+
+def verify_cached_files(files: ModelFiles, source: str) -> None:
+    """Refuse the cache's copy of ``source``'s configuration and tokenizer files if they are
+    not the archive's any more (checked on every use, as the weights are).
+
+    Only the weights were checked: an edited ``1_Pooling/config.json`` in the cache made
+    every later run, ``Embedder`` and server pool the CLS token, silently (cosine 0.85
+    against the checkpoint's own vectors).
+    """
+    expected = source_files_sha256(source)
+    if expected is not None and files.files_sha256 != expected:
+        raise WeightsError(
+            f"the configuration and tokenizer files of {files.root}, the copy of {source} "
+            f"assembled in the cache, have files_sha256 {files.files_sha256}, not the "
+            f"{expected} its archive pins: one was changed after it was assembled. Delete "
+            f"{files.root} and run again: it is assembled anew from the installed parts"
+        )
+
+
 def weights_pin(source: str, path: Path) -> str:
     """The digest a run pins for the weights at ``path`` when its configuration pins none:
     the source's own (a ``split-zip:`` archive's), else the file's, hashed here."""
