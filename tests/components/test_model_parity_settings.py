@@ -143,6 +143,23 @@ def test_a_pad_token_id_that_is_not_an_id_is_refused_in_one_line(
 # -- messages that name the checkpoint's file, cut short --------------------------------------
 
 
+@pytest.mark.parametrize("value", ["384", 0, -5, 3.5, True])
+def test_a_max_seq_length_that_is_no_length_is_refused_not_passed_over(
+    tmp_path: Path, value: object
+) -> None:
+    # It was passed over for tokenizer_config.json's 512: another window than the
+    # checkpoint's, silently (sentence-transformers refuses such a folder).
+    model = copy_of(GOLDEN / "family" / "cls-raw", tmp_path)
+    edit_json(model / "sentence_bert_config.json", lambda c: c.update(max_seq_length=value))
+    with pytest.raises(WeightsError) as refused:
+        BertEncoder(Config(weights=str(model)))
+    said = str(refused.value)
+    assert said.startswith(
+        f"{model / 'sentence_bert_config.json'}: max_seq_length is {value!r}, not a whole"
+    )
+    assert "model.with.max_length" in said
+
+
 def test_a_checkpoints_max_seq_length_is_named_when_it_leaves_no_room(tmp_path: Path) -> None:
     model = copy_of(GOLDEN / "family" / "cls-raw", tmp_path)
     edit_json(model / "sentence_bert_config.json", lambda c: c.update(max_seq_length=1))

@@ -136,3 +136,14 @@ def test_explain_shows_why_a_kernel_without_the_bias_cannot_serve(tmp_path: Path
     assert native["verdict"] == "chosen"
     assert (sdpa["name"], sdpa["verdict"]) == ("xla-sdpa", "cannot serve")
     assert "does not add a relative-position score bias" in sdpa["why"]
+
+
+def test_a_config_without_layer_norm_eps_takes_transformers_default() -> None:
+    # 1e-5 was taken, where transformers' MPNetConfig says 1e-12: vectors 1.8e-4 off the
+    # reference for a checkpoint whose config.json leaves the key out.
+    from seamline.components.models import mpnet_weights
+
+    config = json.loads((TINY / "config.json").read_text(encoding="utf-8"))
+    del config["layer_norm_eps"]
+    parsed = mpnet_weights.parse_architecture(config, TINY)
+    assert parsed.base.layer_norm_eps == 1e-12

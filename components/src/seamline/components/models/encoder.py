@@ -546,6 +546,16 @@ def checkpoint_max_length(files: weights.ModelFiles) -> int | None:
     it as the tokenizer's ``model_max_length`` (tokenizer_config.json) instead, and
     reads either. A tokenizer's "no limit" (a huge number) says nothing.
     """
+    said = (files.sentence_config or {}).get("max_seq_length")
+    whole = isinstance(said, int) and not isinstance(said, bool)
+    if said is not None and not (whole and said > 0):
+        # "384" (text), 0, -5, 3.5 or true was passed over for the tokenizer's 512: another
+        # window than the checkpoint's, silently (sentence-transformers refuses the folder).
+        raise WeightsError(
+            f"{files.root / 'sentence_bert_config.json'}: max_seq_length is {said!r}, not a "
+            "whole number of tokens above 0; write the checkpoint's window length there (as "
+            'a number, 384 not "384"), or remove the key and set model.with.max_length'
+        )
     for source, key in (
         (files.sentence_config, "max_seq_length"),
         (files.tokenizer_config, "model_max_length"),

@@ -61,7 +61,8 @@ def parse_architecture(config: dict[str, Any], path: Path) -> MpnetArchitecture:
         intermediate_size=weights.int_field(config, "intermediate_size", where),
         max_positions=table - POSITION_OFFSET,
         type_vocab_size=0,
-        layer_norm_eps=weights.eps_field(config, 1e-5, where),
+        # transformers' MPNetConfig default (1e-5 was 1.8e-4 off where config.json omits it)
+        layer_norm_eps=weights.eps_field(config, 1e-12, where),
         activation=weights.activation_of(config, where),
     )
     if base.hidden_size % base.num_heads:
