@@ -145,3 +145,23 @@ def test_a_stopped_run_is_one_line_that_says_how_to_go_on(
     assert "--resume" not in output
     assert "Traceback" not in result.output
     assert signal.getsignal(signal.SIGTERM) is before, "the command left its handler behind"
+
+
+@pytest.mark.usefixtures("toy_cli")
+def test_a_run_stopped_inside_a_commit_does_not_say_nothing_was_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SIGTERM just after the checkpoint was on disk, before the commit returned, said
+    # "nothing was committed either, so a run again starts from the beginning".
+    def committed_then_stopped(self: MemorySink, cursor: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MemorySink, "commit", committed_then_stopped, raising=False)
+    monkeypatch.setattr(MemorySink, "resumable", True, raising=False)  # so it commits
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(PIPELINE + "run: {checkpoint_every: 1}\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(pipeline), "--no-compile-cache"])
+    assert result.exit_code == 130, result.output
+    output = " ".join(result.output.split())
+    assert "interrupted: nothing was published; what the sink last committed is kept" in output
+    assert "nothing was committed either" not in output

@@ -224,11 +224,14 @@ def test_a_staged_run_holds_its_destination_from_planning_until_the_job_closes(
     job.plan(3)
     (staging,) = tmp_path.glob(".emb.jsonl.shards/*")
     whole = JsonlSink(JsonlSinkConfig(path=tmp_path / "emb.jsonl"))
-    with pytest.raises(UserError, match=r"another run \(pid \d+\) is writing to '.*emb\.jsonl'"):
+    with pytest.raises(
+        UserError,
+        match=r"another run (in this process )?\(pid \d+[^)]*\) is writing to '.*emb\.jsonl'",
+    ):
         whole.start({"pipeline": "whole"})
     whole.close()
     twin = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry)
-    with pytest.raises(UserError, match=r"another run \(pid \d+\) is writing to"):
+    with pytest.raises(UserError, match=r"another run in this process \(pid \d+[^)]*\) is writ"):
         twin.plan(2)
     assert staging.is_dir(), "the staged run was left alone"
     job.close()

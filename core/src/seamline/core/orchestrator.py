@@ -207,6 +207,7 @@ class Orchestrator:
         """What the output held when this part began (recovered from its last commit)."""
         self.resumed_from: str | None = None
         self.has_commit: bool | None = None  # made or resumed by this part; None: not known yet
+        self.committing = False  # a commit begun: one may be on disk before has_commit is set
         self._started = 0.0
         self._first_output: float | None = None
         self._first_failure: DocumentError | None = None
@@ -263,7 +264,7 @@ class Orchestrator:
         self.host = self._host_work()
         self._device_counts = RunCounts()
         self._committed_before = RunCounts()
-        self.resumed_from = self.has_commit = None
+        self.resumed_from, self.has_commit, self.committing = None, None, False
         self._first_output = self._first_failure = None
         self._in_flight = in_flight = InFlight(self.pipeline.spec.run.in_flight, self._write)
         compilations = self.steps.compilations
@@ -405,6 +406,7 @@ class Orchestrator:
             if before is None
             else commits.encode(cursor, before + checkpoint.host + self._device_counts)
         )
+        self.committing = True
         with self.sink_seam.call("commit", {"seamline.cursor": cursor}):
             self.sink.commit(committed)
         self.has_commit = True

@@ -122,7 +122,8 @@ class PipelineWorker(ShardWorker):
         except UserError:
             raise
         except KeyboardInterrupt as stop:  # Ctrl-C, a SIGTERM made one: say what is kept
-            if running and not self.orchestrator.has_commit:
+            orchestrator = self.orchestrator  # a stop inside a commit: one may be on disk
+            if running and not orchestrator.has_commit and not orchestrator.committing:
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(stop, NOTHING_COMMITTED, True)
             raise
