@@ -716,6 +716,22 @@ def test_resuming_with_another_model_is_refused(tmp_path: Path, sink_factory: An
     assert sink_factory(tmp_path).recover(MANIFEST) == "c1", "the refused resume changed nothing"
 
 
+def test_settings_an_older_seamline_did_not_record_are_said_to_be_that() -> None:
+    # An output of a seamline that pinned no digests was refused as "another model
+    # configuration (model.with.sha256 was None, now '53aa...')", naming no version.
+    from seamline.contracts.sink_kit._checkpoint import model_changes
+
+    then = {"use": "bert-encoder", "with": {"weights": "w"}}
+    now = {"use": "bert-encoder", "with": {"weights": "w", "sha256": "53aa", "files_sha256": "d3"}}
+    said = model_changes(then, now)
+    assert "model.with.sha256 was None, now '53aa'" in said
+    assert said.endswith(
+        "an older seamline's output, perhaps of the same model; this version cannot tell)"
+    )
+    other = {"use": "bert-encoder", "with": {"weights": "v", "sha256": "53aa"}}
+    assert "older seamline" not in model_changes(then, other)  # the weights named changed
+
+
 @pytest.mark.parametrize(
     ("before", "said"),
     [

@@ -188,12 +188,19 @@ def model_changes(recorded: Any, current: Any) -> str:
     if then.get("use") != now.get("use"):
         said.append(f"model.use was {then.get('use')!r}, now {now.get('use')!r}")
     then_with, now_with = then.get("with") or {}, now.get("with") or {}
+    unrecorded = not said  # so far: only settings the writer may not have known
     if isinstance(then_with, dict) and isinstance(now_with, dict):
         for key in sorted({*then_with, *now_with}):
             if then_with.get(key) != now_with.get(key):
+                unrecorded = unrecorded and then_with.get(key) is None
                 said.append(
                     f"model.with.{key} was {then_with.get(key)!r}, now {now_with.get(key)!r}"
                 )
+    if said and unrecorded:  # the writer recorded none of them: an older seamline's output
+        said[-1] += (
+            " (settings the seamline that wrote it did not record: an older seamline's "
+            "output, perhaps of the same model; this version cannot tell)"
+        )
     return "; ".join(said) or f"{recorded!r}, now {current!r}"
 
 
