@@ -80,7 +80,9 @@ def checked_vector(record: OutputRecord) -> np.ndarray[Any, Any]:
     if not np.isfinite(vector).all():
         raise ContractViolation(
             f"record {record.doc_id!r} window {record.index}: the vector holds NaN or "
-            "infinity; the model or its attention produced it (run with verify: true to "
-            "check the attention against the reference). Nothing of this batch was written"
+            "infinity; the model or its attention produced it: weights that hold NaN or "
+            "infinity make it whatever the attention (check the model's weights file), and an "
+            "attention is checked against the reference when attention.verify is true (the "
+            "default). Nothing of this batch was written"
         )
     return vector
