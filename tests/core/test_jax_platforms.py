@@ -46,7 +46,9 @@ def test_a_platform_jax_cannot_start_is_a_user_error_naming_the_variable(
     with pytest.raises(UserError) as refused:
         jax_devices()
     said = str(refused.value)
-    assert said.startswith("JAX cannot start JAX_PLATFORMS='cuda' names a platform")
+    assert said.startswith(
+        "JAX cannot start: JAX_PLATFORMS='cuda' names a platform this machine does not have"
+    )
     assert "unset JAX_PLATFORMS" in said
     assert "(set JAX_PLATFORMS" not in said  # JAX's own advice, said once, ours
 
@@ -69,5 +71,5 @@ def test_the_commands_say_it_in_one_line_with_exit_2(tmp_path: Path, command: st
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error: JAX cannot start JAX_PLATFORMS='bogus' names a platform")
+    assert lines[0].startswith("error: JAX cannot start: JAX_PLATFORMS='bogus' names a platform")
     assert not (tmp_path / "out").exists()

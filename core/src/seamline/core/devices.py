@@ -75,12 +75,14 @@ def jax_devices(*, local: bool = False) -> list[Any]:
         return list(jax.local_devices() if local else jax.devices())
     except (RuntimeError, AssertionError) as err:
         chosen = os.environ.get("JAX_PLATFORMS", "")
-        reason = str(err).split(" (set JAX_PLATFORMS", 1)[0].strip() or type(err).__name__
-        named = f"JAX_PLATFORMS={chosen!r} names a platform" if chosen else "a platform"
+        reason = str(err).split(" (set JAX_PLATFORMS", 1)[0].strip()
+        because = f" ({reason})" if reason else ""  # a bare AssertionError says nothing more
+        named = f": JAX_PLATFORMS={chosen!r} names" if chosen else ""
         raise UserError(
-            f"JAX cannot start {named} this machine does not have or cannot load ({reason}): "
-            "unset JAX_PLATFORMS (JAX then uses what there is, the CPU at least), or install "
-            "that platform's JAX plugin (jax[cuda12] for NVIDIA GPUs, jax[tpu] for TPUs)"
+            f"JAX cannot start{named} a platform this machine does not have or cannot load"
+            f"{because}; unset JAX_PLATFORMS (JAX then uses what there is, the CPU at least), "
+            "or install that platform's JAX plugin (jax[cuda12] for NVIDIA GPUs, jax[tpu] "
+            "for TPUs)"
         ) from None
 
 
