@@ -154,21 +154,26 @@ def test_a_recorded_attention_not_installed_is_located_in_the_manifest(tmp_path:
     assert "no attention component named 'flash-of-genius'" in str(caught.value)
 
 
+def refusal_of_model_setting(tmp_path: Path, key: str, value: object) -> str:
+    """What searching an index says once its manifest's ``model.with.<key>`` is ``value``."""
+    out = tmp_path / "emb.jsonl"
+    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
+    manifest_file = out.with_name("emb.manifest.json")
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    manifest["model"]["with"][key] = value
+    manifest_file.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        search(registry(), out, TEXTS[2], k=1)
+    return str(caught.value)
+
+
 def test_a_model_setting_this_version_refuses_says_to_write_the_index_anew(
     tmp_path: Path,
 ) -> None:
     # An index written with a setting since moved (model.with.dtype: bfloat16, before the
     # top-level precision) got the pipeline's advice, "set the pipeline's 'precision'",
     # which changes nothing a manifest says: the index could not be searched either way.
-    out = tmp_path / "emb.jsonl"
-    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
-    manifest_file = out.with_name("emb.manifest.json")
-    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    manifest["model"]["with"]["max_length"] = "not a number"
-    manifest_file.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    with pytest.raises(ConfigError) as caught:
-        search(registry(), out, TEXTS[2], k=1)
-    message = str(caught.value)
+    message = refusal_of_model_setting(tmp_path, "max_length", "not a number")
     assert re.match(r".*emb\.manifest\.json:\d+:\d+: model\.with\.max_length: ", message)
     assert message.endswith("run the pipeline that made it again, fixed as said, to write it anew)")
 
@@ -178,15 +183,7 @@ def test_a_model_setting_of_a_newer_seamline_is_said_to_be_one_not_a_typo(
 ) -> None:
     # "unknown field 'model.with.lower_case' in model 'toy'; allowed fields: ...": a typo
     # to fix, in a file the user never wrote, with no way out.
-    out = tmp_path / "emb.jsonl"
-    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
-    manifest_file = out.with_name("emb.manifest.json")
-    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    manifest["model"]["with"]["lower_case"] = True
-    manifest_file.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    with pytest.raises(ConfigError) as caught:
-        search(registry(), out, TEXTS[2], k=1)
-    message = str(caught.value)
+    message = refusal_of_model_setting(tmp_path, "lower_case", True)
     assert "unknown field 'model.with.lower_case'" in message
     assert "the seamline that wrote the index named it, an older or a newer one" in message
     assert "search it with the seamline that wrote it" in message
