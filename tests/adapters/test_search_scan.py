@@ -61,7 +61,9 @@ def test_each_query_gets_what_a_scan_for_it_alone_gets(k: int) -> None:
     for query, (ranked, scanned) in zip(queries, answers, strict=True):
         assert scanned == len(vectors)
         assert [row.id for _, row in ranked] == expected(vectors, query, k)
-        alone, _ = scan.nearest(cast("list[OutputReader]", parts_of(vectors, 5)), query, k)
+        ((alone, _),) = scan.nearest_each(
+            cast("list[OutputReader]", parts_of(vectors, 5)), [query], k
+        )
         assert [row.id for _, row in alone] == [row.id for _, row in ranked]
         scores = [score for score, _ in ranked]
         assert scores == sorted(scores, reverse=True)

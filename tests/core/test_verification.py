@@ -26,6 +26,7 @@ from seamline.contracts import (
     Support,
 )
 from seamline.core.attention.verification import verify
+from tests.conformance import broken
 
 
 class _Plain(ComponentConfig):
@@ -144,40 +145,16 @@ def test_a_kernel_that_fails_to_trace_fails_the_verification() -> None:
         verify(Broken(_Plain()), NativeAttention(NativeConfig()), [spec()])
 
 
-class FirstRowsSegments(Skewed):
-    """Every row attends as row 0's documents are laid out (a kernel reading one row's ids)."""
-
-    offset: ClassVar[float] = 0.0
-
-    def __call__(self, q: Any, k: Any, v: Any, **options: Any) -> Any:
-        ids: SegmentIds = options["segment_ids"]
-        first = SegmentIds(
-            jax.numpy.broadcast_to(ids.q[:1], ids.q.shape),
-            jax.numpy.broadcast_to(ids.kv[:1], ids.kv.shape),
-        )
-        return super().__call__(q, k, v, **{**options, "segment_ids": first})
-
-
-class EightDocumentsApart(Skewed):
-    """Only the first 8 packed documents of a row kept apart (the rest merged)."""
-
-    offset: ClassVar[float] = 0.0
-
-    def __call__(self, q: Any, k: Any, v: Any, **options: Any) -> Any:
-        ids: SegmentIds = options["segment_ids"]
-        row_first = ids.q[:, :1]  # each row's first document id: count from there
-        merged = SegmentIds(
-            jax.numpy.minimum(ids.q, row_first + 7), jax.numpy.minimum(ids.kv, row_first + 7)
-        )
-        return super().__call__(q, k, v, **{**options, "segment_ids": merged})
-
-
-@pytest.mark.parametrize("kernel", [FirstRowsSegments, EightDocumentsApart])
-def test_a_kernel_that_gets_packed_documents_wrong_is_caught(kernel: type[Skewed]) -> None:
+@pytest.mark.parametrize(
+    "kernel", [broken.FirstRowSegmentsAttention, broken.EightDocumentsAttention]
+)
+def test_a_kernel_that_gets_packed_documents_wrong_is_caught(
+    kernel: type[broken.Attention[broken.NoConfig]],
+) -> None:
     # The probe held two documents laid out alike in every row: both kernels passed, and
     # the run wrote their vectors (cosine 0.45 against the reference), exit code 0.
     native = NativeAttention(NativeConfig())
     long = AttentionSpec(2, 256, 256, 4, 4, 8, "float32", False, True, "cpu", "cpu")
     for shape in (spec(batch=4), long):
-        verdict = verify(kernel(_Plain()), native, [shape])
+        verdict = verify(kernel(broken.NoConfig()), native, [shape])
         assert not verdict.ok, (shape, verdict)

@@ -205,15 +205,14 @@ class Searcher:
     ) -> Iterator[Found]:
         """The nearest rows to each of ``vectors``: by the output's engine, where it has one
         (asked query by query), else by one scan of every vector for them all."""
-        if len(readers) == 1:
-            engine = readers[0].nearest(vectors[0], k, exact=exact, where=where)
-            if engine is not None:  # an engine answers every query, or none
+        one = readers[0] if len(readers) == 1 else None
+        first = one.nearest(vectors[0], k, exact=exact, where=where) if one else None
+        if one is not None and first is not None:  # an engine answers every query, or none
+            later = [one.nearest(vector, k, exact=exact, where=where) for vector in vectors[1:]]
+            for engine in (first, *later):
+                assert engine is not None
                 yield Found([_hit(s, row) for s, row in engine.rows], engine.how, engine.plan)
-                for vector in vectors[1:]:
-                    engine = readers[0].nearest(vector, k, exact=exact, where=where)
-                    assert engine is not None
-                    yield Found([_hit(s, row) for s, row in engine.rows], engine.how, engine.plan)
-                return
+            return
         for rows, scanned in nearest_each(readers, vectors, k):
             yield Found([_hit(s, row) for s, row in rows], f"exact: every one of {scanned:,} rows")
 

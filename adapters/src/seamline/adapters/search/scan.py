@@ -33,18 +33,14 @@ QUERIES_A_READ = 256
 ``CHUNK_ROWS`` × this many float32 values (4 MiB), whatever the number of queries."""
 
 
-def nearest(readers: Sequence[OutputReader], vector: np.ndarray, k: int) -> Ranked:
-    """The ``k`` rows most similar (cosine) to the unit ``vector``, best first, read part after
-    part; and how many rows were scanned. Read again, from the start, where a reader found
-    the output republished as it read (:func:`~seamline.contracts.readback.reread`)."""
-    return nearest_each(readers, [vector], k)[0]
-
-
 def nearest_each(
     readers: Sequence[OutputReader], vectors: Sequence[np.ndarray], k: int
 ) -> list[Ranked]:
-    """:func:`nearest` for each of ``vectors``, in order, reading the output once for every
-    :data:`QUERIES_A_READ` of them; ties go to the row read first, as for one query."""
+    """For each unit vector of ``vectors``, in order: the ``k`` rows most similar (cosine),
+    best first (ties to the row read first), and how many rows were scanned. The output is
+    read part after part, once for every :data:`QUERIES_A_READ` vectors, and read again,
+    from the start, where a reader found it republished as it read
+    (:func:`~seamline.contracts.readback.reread`)."""
     ranked: list[Ranked] = []
     for start in range(0, len(vectors), QUERIES_A_READ):
         group = np.stack(vectors[start : start + QUERIES_A_READ])

@@ -138,16 +138,11 @@ class IndexSearch:
         try:
             return self._find(request)
         except ModelChanged:  # republished by another model as it was searched: once more
-            self._forget_changed()
+            # Retire the searcher whose model the output no longer names (its manifest's
+            # signature, taken before the search, may not have changed yet): the next
+            # search opens the index anew.
+            self.close()
             return self._find(request)
-
-    def _forget_changed(self) -> None:
-        """Retire the searcher whose model the output no longer names: the next search opens
-        the index anew (its manifest's signature, taken before, may not have changed yet)."""
-        with self._lock:
-            stale = self._retire()
-        if stale is not None:
-            stale.searcher.close()
 
     def _find(self, request: SearchRequest) -> dict[str, Any]:
         opened = self._acquire()

@@ -482,21 +482,24 @@ def verify_sha256(path: Path, expected: str) -> None:
         )
 
 
+def _archive(source: str) -> split_zip.Archive | None:
+    """The ``split-zip:`` archive seamline knows that ``source`` names, or None."""
+    if not source.startswith(split_zip.PREFIX):
+        return None
+    return split_zip.KNOWN.get(source[len(split_zip.PREFIX) :].strip())
+
+
 def source_sha256(source: str) -> str | None:
     """The digest a ``weights:`` source pins by itself, or None: a ``split-zip:`` archive
     seamline knows is pinned by the digest of its weights (:data:`split_zip.KNOWN`)."""
-    if not source.startswith(split_zip.PREFIX):
-        return None
-    archive = split_zip.KNOWN.get(source[len(split_zip.PREFIX) :].strip())
+    archive = _archive(source)
     return None if archive is None else archive.weights_sha256
 
 
 def source_files_sha256(source: str) -> str | None:
     """The digest of the configuration and tokenizer files a ``weights:`` source pins by
     itself, or None: a ``split-zip:`` archive's (:data:`split_zip.KNOWN`)."""
-    if not source.startswith(split_zip.PREFIX):
-        return None
-    archive = split_zip.KNOWN.get(source[len(split_zip.PREFIX) :].strip())
+    archive = _archive(source)
     return None if archive is None else archive.files_sha256
 
 

@@ -544,19 +544,15 @@ class ResumableGroup(Generic[S]):
         record = loaded[0]
         model = _json_value(self.manifest.get("model"))
         if record["model"] != model:
-            raise ResumeRefused(
-                f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
-                f"another model configuration ({model_changes(record['model'], model)}); "
-                "resuming would mix vectors of two models. Run again with --restart (or "
-                "without --resume) to start over"
+            raise self._made_by(
+                f"another model configuration ({model_changes(record['model'], model)})",
+                "mix vectors of two models",
             )
         versions = _json_value(self.manifest.get("versions"))
         if versions is not None and record.get("versions") != versions:
-            raise ResumeRefused(
-                f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
-                f"{versions_changed(record.get('versions'), versions)}; resuming would splice "
-                "two versions' output into one. Run again with --restart (or without "
-                "--resume) to start over"
+            raise self._made_by(
+                versions_changed(record.get("versions"), versions),
+                "splice two versions' output into one",
             )
         changed = changed_inputs(record["inputs"], _json_value(self.manifest.get("inputs")))
         if changed:
@@ -566,6 +562,15 @@ class ResumableGroup(Generic[S]):
                 "one. Restore them, or run again with --restart to start over"
             )
         return loaded
+
+    def _made_by(self, maker: str, harm: str) -> ResumeRefused:
+        """The refusal of a checkpoint whose output ``maker`` made, not this run: resuming
+        would do ``harm``."""
+        return ResumeRefused(
+            f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
+            f"{maker}; resuming would {harm}. Run again with --restart (or without --resume) "
+            "to start over"
+        )
 
     def _open_files(self, recorded: Mapping[str, tuple[str, int]] | None) -> dict[str, AtomicFile]:
         """New partial files (``recorded`` None), or those a checkpoint names, reopened.
