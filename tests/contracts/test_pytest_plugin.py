@@ -3,6 +3,7 @@ unless asked, and writing conformance records with --seamline-record."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,67 @@ def test_a_failures_message_leaves_out_hypothesis_notes() -> None:
     assert "case=AttentionCase(batch=1)" in shown  # which case: kept
     assert "abstract_arrays" not in shown
     assert "reproduce" not in shown
+
+
+PLAIN = """\
+from typing import ClassVar
+
+from seamline.components.attention.native import NativeAttention
+
+
+class PlainAttention(NativeAttention):
+    name: ClassVar[str] = "acme-plain"
+"""
+
+PLAIN_SUITE = """\
+import pytest
+from acme_plain import PlainAttention
+from seamline.contracts.testing import AttentionContract
+
+
+class TestPlain(AttentionContract):
+    @pytest.fixture
+    def attention(self):
+        return PlainAttention(PlainAttention.Config())
+"""
+
+
+def install_acme_plain(site: Path) -> None:
+    """``acme-plain`` as an installer leaves it: its module listed in its RECORD."""
+    info = site / "acme_plain-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: acme-plain\nVersion: 0.1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[seamline.attention]\nacme-plain = acme_plain:PlainAttention\n", encoding="utf-8"
+    )
+    (site / "acme_plain.py").write_text(PLAIN, encoding="utf-8")
+    lines = ["acme_plain.py,,", *(f"{info.name}/{f},," for f in ("METADATA", "RECORD"))]
+    (info / "RECORD").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_record_of_code_that_is_not_the_installed_distribution_s_is_credited_to_none(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # Tests run from a source folder ahead of an installed build (PYTHONPATH=src, pytest's
+    # pythonpath) tested the source, and the record was credited to the installed build:
+    # `require_conformance` then trusted installed code that failed the suite.
+    install_acme_plain(tmp_path / "site")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "acme_plain.py").write_text(PLAIN, encoding="utf-8")
+    (tmp_path / "test_plain.py").write_text(PLAIN_SUITE, encoding="utf-8")
+    monkeypatch.delenv("SEAMLINE_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user allowlist
+    args = ("--seamline-max-examples=1", "-k", "config_rejects_unknown_fields")
+    for path, credited in (("site", "acme-plain"), (f"src{os.pathsep}site", None)):
+        monkeypatch.setenv("PYTHONPATH", path)
+        records = tmp_path / f"records-{credited}"
+        result = pytest_in(tmp_path, *args, f"--seamline-record={records}")
+        assert "conformance record for attention:acme-plain" in result.stdout, result.stdout
+        (saved,) = records.glob("attention-acme-plain-*.json")
+        record = ConformanceRecord.model_validate_json(saved.read_text(encoding="utf-8"))
+        assert record.distribution == credited
+        said = "it is credited to no distribution, so it cannot earn trust"
+        assert (said in result.stdout) is (credited is None), result.stdout
+    assert "src/acme_plain.py, which is not a file of distribution 'acme-plain'" in result.stdout

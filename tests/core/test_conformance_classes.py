@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from seamline.contracts import DuplicateComponentError
+from seamline.contracts import ComponentLoadError, DuplicateComponentError
 from seamline.core.config import PipelineConfigError, load_trusted
 from seamline.core.config.user import CONFIG_VARIABLE, user_trust
 from seamline.core.registry import Registry
-from seamline.core.trust import EVERYONE, ConformanceEntry
+from seamline.core.trust import EVERYONE, ConformanceClasses, ConformanceEntry
 from seamline.core.worker import RemoteWorkerFactory
 from tests.core.toy import toy_registry
 
@@ -192,3 +192,33 @@ def test_a_hand_built_registry_s_conformance_classes_reach_its_workers() -> None
     assert factory.conformance == (entry,)
     worker = factory()
     assert worker.registry.conformance.problem("loader", "list") is None  # type: ignore[attr-defined]
+
+
+BROKEN_PLUGINS = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_broken"
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        # a distribution's name where the module's belongs: importlib.metadata raised
+        # AttributeError: 'NoneType' object has no attribute 'group'
+        ("seamline-fixture-broken:Checks", "value 'seamline-fixture-broken:Checks' is not"),
+        # a BaseException at import (pytest.importorskip's Skipped) went past the handler
+        ("seamline_fixture_broken_skip:Checks", "it raised Skipped while imported"),
+        ("seamline_fixture_broken_exit:Checks", "it called sys.exit("),
+    ],
+)
+def test_a_conformance_class_that_cannot_be_loaded_names_its_distribution_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, target: str, said: str
+) -> None:
+    monkeypatch.syspath_prepend(str(BROKEN_PLUGINS))
+    entry = ConformanceEntry("loader:lines", target, "acme-lines", "0.3.0")
+    with pytest.raises(ComponentLoadError) as caught:
+        ConformanceClasses([entry]).load("loader", "lines")
+    message = str(caught.value)
+    assert "the conformance entry point 'loader:lines' of acme-lines 0.3.0 cannot be loaded" in (
+        message
+    )
+    assert said in message
+    if "'module:attribute'" in message:
+        assert '[project.entry-points."seamline.conformance"] table of acme-lines\'s' in message

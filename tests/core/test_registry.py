@@ -75,6 +75,53 @@ def test_a_plugin_that_stops_the_process_at_import_is_only_broken(
     assert with_fixture_plugins.get("attention", "native").usable
 
 
+def test_a_plugin_raising_a_base_exception_at_import_is_only_broken(
+    with_fixture_plugins: Registry,
+) -> None:
+    # pytest.importorskip at import raises Skipped, a BaseException stevedore lets through:
+    # every command printed a traceback, pipelines that never named it included.
+    skipping = next(i for i in with_fixture_plugins.entries("attention") if i.name == "skipping")
+    assert skipping.status == "broken"
+    assert "it raised Skipped while imported: could not import" in skipping.reason
+    assert with_fixture_plugins.get("attention", "native").usable
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("hyphen", "seamline-fixture-broken:ExplodingAttention"),
+        ("junk", "seamline_fixture_broken:ExplodingAttention extra junk"),
+    ],
+)
+def test_a_malformed_entry_point_value_is_only_broken_and_says_where_to_fix_it(
+    with_fixture_plugins: Registry, name: str, value: str
+) -> None:
+    # importlib.metadata raised AttributeError ('NoneType' ... 'group') from inside
+    # stevedore's failure callback: a traceback from every seamline command.
+    entry = next(i for i in with_fixture_plugins.entries("attention") if i.name == name)
+    assert entry.status == "broken"
+    assert f"the entry point's value {value!r} is not 'module:attribute'" in entry.reason
+    assert '[project.entry-points."seamline.attention"]' in entry.reason
+    assert with_fixture_plugins.get("attention", "native").usable
+
+
+def test_what_a_plugin_writes_to_descriptor_1_at_import_goes_to_stderr(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # redirect_stdout moved print() only: os.write(1, ...) (or a C library) went into the
+    # middle of --format json on stdout.
+    for distribution in sorted(PLUGINS.iterdir()):
+        monkeypatch.syspath_prepend(str(distribution))
+    registry = Registry.discover(user_trust())
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert "seamline_fixture_broken_loud wrote to descriptor 1" in err
+    assert "seamline_fixture_broken_loud printed" in err
+    print("after discovery")  # descriptor 1 and sys.stdout are themselves again
+    assert capfd.readouterr().out == "after discovery\n"
+    assert registry.get("attention", "native").usable
+
+
 def test_an_entry_point_in_a_group_seamline_does_not_read_is_named_when_asked_for(
     with_fixture_plugins: Registry,
 ) -> None:
@@ -175,6 +222,21 @@ def test_asking_for_the_name_a_refused_class_declares_says_where_it_went(
     with pytest.raises(ComponentNotFoundError) as empty:  # no entry declares the empty name
         with_fixture_plugins.get("attention", "")
     assert "a class declaring that name" not in str(empty.value)
+
+
+def test_asking_for_a_component_registered_in_another_kind_s_group_says_where_it_went(
+    with_fixture_plugins: Registry,
+) -> None:
+    # `seamline components` listed it as refused in the sink table, while the pipeline
+    # asking for the attention heard only "no attention component named 'misplaced'".
+    (misplaced,) = [i for i in with_fixture_plugins.entries("sink") if i.name == "misplaced"]
+    assert misplaced.reason == "is an attention component registered as a sink"
+    with pytest.raises(ComponentNotFoundError) as caught:
+        with_fixture_plugins.get("attention", "misplaced")
+    assert (
+        "(seamline-fixture-future registers 'misplaced', an attention, in the entry-point group "
+        "'seamline.sink': register it in 'seamline.attention')"
+    ) in str(caught.value)
 
 
 def test_unknown_name_suggests_the_closest(registry: Registry) -> None:

@@ -65,7 +65,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     try:  # the host keeps records: its registry knows which distribution made what
         from seamline.core.config.user import user_trust
         from seamline.core.registry import Registry
-        from seamline.core.trust import attribute, save, store_directory
+        from seamline.core.trust import attribute, save, store_directory, unattributed
     except ImportError as err:
         if reporter is not None:
             reporter.write_line(
@@ -78,6 +78,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     directory = Path(option) if option else store_directory()
     registry = Registry.discover(user_trust())  # what the user trusts: nothing else imported
     for record in collector.records_to_keep():
+        why_not = unattributed(record, registry)
         record = attribute(record, registry)
         path = save(record, directory)
         if reporter is not None:
@@ -86,3 +87,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 f"seamline: {verdict} conformance record for {record.kind}:{record.name} "
                 f"({record.summary()}) -> {path}"
             )
+            if why_not is not None:
+                reporter.write_line(
+                    f"seamline: it is credited to no distribution, so it cannot earn trust "
+                    f"under require_conformance: {why_not}"
+                )

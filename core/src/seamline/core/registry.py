@@ -31,9 +31,7 @@ when ``seamline check`` asks for one.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata as metadata
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -53,6 +51,13 @@ from seamline.contracts import (
     Kind,
 )
 from seamline.contracts.versions import compatibility_problem
+from seamline.core.plugin_imports import (
+    check_value,
+    described,
+    import_failure,
+    stdout_to_stderr,
+    stopped_as_failures,
+)
 from seamline.core.suggest import did_you_mean
 from seamline.core.trust.binding import Binding, Distributions, module_file
 from seamline.core.trust.classes import CONFORMANCE_GROUP, ConformanceClasses, ConformanceEntry
@@ -101,9 +106,11 @@ class ComponentInfo:
 def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
     """Why a loaded entry point cannot serve as a component of ``kind``, or None."""
     if not isinstance(plugin, type) or not issubclass(plugin, Component):
-        return f"entry point does not name a seamline component class (got {plugin!r})"
+        return (
+            f"entry point does not name a seamline component class (it names {described(plugin)})"
+        )
     if getattr(plugin, "kind", None) != kind:
-        return f"is a {getattr(plugin, 'kind', '?')} component registered as a {kind}"
+        return f"is {_a(str(getattr(plugin, 'kind', '?')))} component registered as {_a(kind)}"
     for attribute, example in (("name", '"my-loader"'), ("contract_version", '"1.0"')):
         value = getattr(plugin, attribute, None)
         if value is None:
@@ -124,34 +131,6 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
     if config.model_config.get("extra") != "forbid":
         return 'its Config must forbid unknown fields (model_config extra="forbid")'
     return compatibility_problem(kind, plugin.contract_version)
-
-
-def import_failure(
-    group: str, ep: metadata.EntryPoint, distribution: str, err: BaseException
-) -> str:
-    """Why importing ``ep`` failed, naming its target, and where to fix it when it is wrong.
-
-    "No module named 'x'" alone does not say whether a dependency is missing or the
-    entry point itself names a module or class that is not there (a typo in the
-    distribution's pyproject.toml); the target tells them apart, and the latter is
-    fixed in the entry-point table, not by installing anything.
-    """
-    reason = f"import failed: {type(err).__name__}: {err} (entry point target {ep.value!r})"
-    if not _target_missing(ep, err):
-        return reason
-    table = f'[project.entry-points."{group}"]'
-    return (
-        f"{reason}; check the {table} table of {distribution}'s pyproject.toml, then reinstall it"
-    )
-
-
-def _target_missing(ep: metadata.EntryPoint, err: BaseException) -> bool:
-    """Whether ``err`` says the entry point's own module or attribute does not exist."""
-    if isinstance(err, ModuleNotFoundError) and err.name:
-        return ep.module == err.name or ep.module.startswith(f"{err.name}.")
-    if isinstance(err, AttributeError) and ep.attr:
-        return err.name == ep.attr.split(".")[0] and getattr(err.obj, "__name__", None) == ep.module
-    return False
 
 
 class Registry:
@@ -301,7 +280,9 @@ class Registry:
         return ""
 
     def _strayed(self, kind: Kind, name: str) -> str:
-        """Where an entry point of ``name`` went: a group seamline never reads.
+        """Where an entry point of ``name`` went: a group seamline never reads, or the group
+        of another kind (a loader class registered in ``seamline.sink`` was listed as refused
+        there, while the pipeline asking for the loader heard only "no loader named").
 
         ``seamline.monitors`` (a plural) was not listed by ``components`` and the pipeline
         said only "no monitor component named 'grp'".
@@ -312,6 +293,15 @@ class Registry:
                     f" ({distribution} registers {name!r} in the entry-point group {group!r}, "
                     f"which seamline does not read: register it in {group_of(kind)!r})"
                 )
+        misplaced = f"is {_a(kind)} component registered as "
+        for other in (k for k in KINDS if k != kind):
+            for info in self._by_kind[other].get(name, ()):
+                if info.reason.startswith(misplaced):
+                    return (
+                        f" ({info.distribution} registers {name!r}, {_a(kind)}, in the "
+                        f"entry-point group {group_of(other)!r}: register it in "
+                        f"{group_of(kind)!r})"
+                    )
         return ""
 
     def info_for_target(self, kind: Kind, target: str) -> ComponentInfo | None:
@@ -406,19 +396,9 @@ class _TrustedExtensionManager(ExtensionManager[Any]):
     ) -> Any:
         if not self._admit(ep):
             return None
-        try:
+        check_value(ep)
+        with stopped_as_failures():
             return super()._load_one_plugin(ep, invoke_on_load, invoke_args, invoke_kwds)
-        except SystemExit as stop:  # a BaseException: it ended every command, and the API's
-            raise ImportStopped(f"it called sys.exit({stop.code!r}) while imported") from None
-        except AssertionError as err:  # stevedore lets these through: one plugin, every command
-            raise ImportStopped(f"an assertion failed while it was imported: {err}") from None
-
-
-class ImportStopped(RuntimeError):
-    """A plugin that stopped the process, or failed an ``assert``, while it was imported:
-    made an ordinary failure, so it is listed as ``broken`` and harms no other component.
-    ``sys.exit()`` at import ended ``seamline validate`` of pipelines that never named it,
-    and raised ``SystemExit`` out of ``Pipeline.from_yaml``."""
 
 
 def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[ComponentInfo]:
@@ -463,7 +443,7 @@ def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[Co
 
     # A plugin that prints when imported (a debug line) wrote into the middle of a
     # command's --format json on standard output: what it prints goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
+    with stdout_to_stderr():
         manager = _TrustedExtensionManager(group, index.entry_points(group), admit, on_failure)
     infos: list[ComponentInfo] = []
     seen: set[tuple[str, str, str]] = set()
@@ -525,6 +505,11 @@ def _mark_conflicts(infos: list[ComponentInfo]) -> list[ComponentInfo]:
             info = replace(info, status="conflict", reason=reason)
         marked.append(info)
     return marked
+
+
+def _a(kind: str) -> str:
+    """``kind`` with its article: an attention, an executor, a sink."""
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def _defined_at(cls: type) -> str:

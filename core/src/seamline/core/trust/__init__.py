@@ -41,6 +41,7 @@ from seamline.core.trust.records import (
     load_records,
     save,
     store_directory,
+    unattributed,
 )
 from seamline.core.trust.settings import (
     TrustSettings,
@@ -68,6 +69,7 @@ __all__ = [
     "save",
     "store_directory",
     "trust_problem",
+    "unattributed",
     "untrusted_candidates",
     "user_policy",
 ]

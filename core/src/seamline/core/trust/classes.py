@@ -23,6 +23,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from seamline.contracts import ComponentLoadError, DuplicateComponentError, Kind
+from seamline.core.plugin_imports import (
+    check_value,
+    import_failure,
+    stdout_to_stderr,
+    stopped_as_failures,
+)
 from seamline.core.trust.binding import Distributions
 from seamline.core.trust.policy import TrustPolicy
 
@@ -118,12 +124,16 @@ class ConformanceClasses:
                 f"{problem}; uninstall one of them or ask its author to rename the entry point"
             )
         entry = trusted[0]
+        ep = metadata.EntryPoint(key, entry.target, CONFORMANCE_GROUP)
         try:
-            loaded: object = metadata.EntryPoint(key, entry.target, CONFORMANCE_GROUP).load()
+            check_value(ep)
+            with stdout_to_stderr(), stopped_as_failures():
+                loaded: object = ep.load()
         except Exception as err:
+            reason = import_failure(CONFORMANCE_GROUP, ep, entry.distribution, err)
             raise ComponentLoadError(
-                f"the conformance entry point {key!r} ({entry.target}) cannot be loaded: "
-                f"{type(err).__name__}: {err}"
+                f"the conformance entry point {key!r} of {entry.distribution} {entry.version} "
+                f"cannot be loaded: {reason}"
             ) from None
         return loaded
 

@@ -86,11 +86,32 @@ def attribute(record: ConformanceRecord, registry: Registry) -> ConformanceRecor
 
     The suite itself runs without a host and cannot know which distribution an
     entry point belongs to; a record about a class no entry point registers (a test
-    double, say) keeps ``None``.
+    double, say) keeps ``None``, and so does one whose class was imported from a file
+    that distribution did not install (:func:`unattributed`).
     """
     info = registry.info_for_target(record.kind, record.component_class)
-    if info is None:
+    if info is None or info.doubt:
         return record
     return record.model_copy(
         update={"distribution": info.distribution, "distribution_version": info.version}
     )
+
+
+def unattributed(record: ConformanceRecord, registry: Registry) -> str | None:
+    """Why :func:`attribute` credits ``record`` to no distribution, or None when it does.
+
+    Such a record can never earn trust under ``require_conformance``, which asks for a
+    record of the distribution installed. Tests run from a source folder ahead of an
+    installed build (``PYTHONPATH=src``, pytest's ``pythonpath``) tested the source, and
+    the record was credited to the installed build, so code that failed the suite was
+    trusted.
+    """
+    info = registry.info_for_target(record.kind, record.component_class)
+    if info is None:
+        return (
+            f"no installed distribution registers {record.component_class} as a "
+            f"{record.kind} entry point"
+        )
+    if info.doubt:
+        return f"the class tested is not {info.distribution} {info.version}'s: {info.doubt}"
+    return None
