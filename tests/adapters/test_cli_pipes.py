@@ -153,6 +153,63 @@ def test_a_stdout_closed_before_the_command_began_discards_what_it_prints(
     assert "Traceback" not in done.stderr
 
 
+def with_stderr_closed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``seamline ARGS 2>&-``, as a cron job or service manager may start it."""
+    return subprocess.run(
+        [sys.executable, "-m", "seamline.adapters.cli.main", *args],
+        cwd=cwd,
+        env=fault_environment(),
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        close_fds=True,
+        preexec_fn=lambda: os.close(2),
+    )
+
+
+def test_a_run_whose_stderr_was_closed_does_its_work(tmp_path: Path) -> None:
+    # `seamline run p.yaml 2>&-` ended at once with exit code 1, silently, having done
+    # nothing: the log set-up asked a None sys.stderr isatty().
+    pipeline = write_pipeline(tmp_path, "relative")
+    done = with_stderr_closed("run", pipeline.name, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith("done "), done.stdout
+    records = published(tmp_path / "out")
+    assert records is not None, "the run's output was not published"
+    assert len(records) == DOCUMENTS
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("search", "out/none.jsonl", "q"), ("validate", "absent.yaml", "--format", "json", "-x")],
+    ids=["user-error", "usage-error"],
+)
+def test_a_mistake_with_stderr_closed_still_exits_2_and_keeps_stdout_clean(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    # search exited 1 (not a user error's 2); click printed its usage error on stdout,
+    # where a script expects JSON.
+    done = with_stderr_closed(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_user_error_on_a_full_stderr_still_exits_2(tmp_path: Path) -> None:
+    # Writing the `error:` line raised OSError, and the exit code became 1: a script could
+    # no longer tell its own mistake from a failure.
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "seamline.adapters.cli.main", "validate", "absent.yaml"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=full,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 def test_a_stdout_that_cannot_be_written_is_one_line_and_exit_1(tmp_path: Path) -> None:
     # `seamline run ... >/dev/full` published its output, then printed a traceback.

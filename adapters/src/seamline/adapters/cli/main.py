@@ -35,6 +35,7 @@ from seamline.adapters.cli.commands import (
 )
 from seamline.adapters.cli.conventions import Command, Group
 from seamline.adapters.cli.render.console import encodes_everything
+from seamline.adapters.cli.stderr import standard_streams_kept
 
 app = typer.Typer(
     name="seamline",
@@ -92,6 +93,7 @@ app.command("serve", cls=Command)(serve.serve)
 
 def main(argv: list[str] | None = None) -> Any:
     """Entry point of the ``seamline`` command."""
+    standard_streams_kept()
     _replace_what_cannot_be_shown()
     return app(args=argv, prog_name="seamline")
 
