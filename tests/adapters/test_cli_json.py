@@ -142,6 +142,14 @@ def test_explain_json_that_no_candidate_serves_is_still_a_document_and_exit_2(
     )
     assert found["ok"] is False
     assert all(bucket["chosen"] is None for bucket in found["buckets"])
+    # It said `errors: []`, and the text form exited 2 without an `error:` line.
+    (error,) = found["errors"]
+    assert error["message"].startswith("attention 'tpu-flash' cannot serve ")
+    assert "the Pallas TPU kernel runs only on TPU" in error["message"]
+    assert error["message"].endswith(" (1 more shape cannot be served either)")
+    done = piped("explain", str(pipeline), "--set", "attention.use=tpu-flash")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: attention 'tpu-flash' cannot serve "), done.stderr
 
 
 def test_explain_json_of_an_invalid_pipeline_has_its_errors() -> None:

@@ -49,3 +49,16 @@ def test_the_json_document_lists_them_under_not_read() -> None:
     ]
     mine = json.loads(components("--format", "json", "--distribution", "seamline-components"))
     assert mine["not_read"] == []
+
+
+@pytest.mark.parametrize(
+    "extra", [("--format", "json"), ("--kind", "sink")], ids=["format-json", "kind"]
+)
+def test_auto_order_refuses_options_it_cannot_honour(extra: tuple[str, ...]) -> None:
+    # `components --auto-order --format json | jq .` printed Markdown and exited 0 (jq
+    # failed on a success); --kind sink printed the attention table.
+    result = CliRunner().invoke(app, ["components", "--auto-order", *extra])
+    assert result.exit_code == 2, result.output
+    assert "--auto-order prints one Markdown table of the attention implementations: it " in (
+        " ".join(result.output.split())
+    )

@@ -134,3 +134,35 @@ def test_a_sweep_where_a_worker_failed_keeps_its_logs_and_names_them(
     assert f"[yellow]worker logs kept in {logs} (1 worker(s) failed)" in said
     written = (tmp_path / "out" / "attention.json").read_text(encoding="utf-8")
     assert str(logs / "native-128.log") in written
+
+
+def test_an_unknown_implementation_is_a_usage_error_that_keeps_the_last_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A typo ("natve") was a "not run" line, then an empty sweep written over the last
+    # results (benchmarks/results/attention.json by default), exit code 1.
+    from seamline.adapters.bench_attention.cli import main
+
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "attention.json").write_text('{"last": "sweep"}', encoding="utf-8")
+    entries = [{"name": "native"}, {"name": "blockwise"}]
+    probed = {"platform": "cpu", "device_kind": "cpu", "device": "cpu", "entries": entries}
+    monkeypatch.setattr(driver, "probe", lambda *args, **kwargs: probed)
+    code = main(["--implementations", "natve", "--lengths", "128", "--no-plot", "-o", str(out)])
+    assert code == 2
+    assert (
+        "error: --implementations: no attention registered as 'natve' (did you mean "
+        "'native'?); registered: blockwise, native"
+    ) in capsys.readouterr().err.replace("\n", "")
+    assert (out / "attention.json").read_text(encoding="utf-8") == '{"last": "sweep"}'
+
+
+def test_a_max_length_below_the_shortest_sweep_length_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # --max-length 100 made no lengths, and the probe worker died on int('').
+    from seamline.adapters.bench_attention.cli import main
+
+    assert main(["--max-length", "100", "--no-plot"]) == 2
+    assert "--max-length must be at least 128" in capsys.readouterr().err

@@ -161,13 +161,14 @@ def test_schema_to_a_directory_is_one_line_and_exit_2(tmp_path: Path) -> None:
         f"error: -o {tmp_path}: the path is a directory; name a file to write the schema to "
         f"(such as {tmp_path / 'pipeline.schema.json'})"
     ]
-    # A folder that does not exist is the machine's answer: one line, exit code 1.
+    # A folder that does not exist is the user's mistake too, refused before any work (it
+    # was exit code 1, the machine's failure).
     missing = tmp_path / "no" / "schema.json"
     failed = CliRunner().invoke(app, ["schema", "-o", str(missing)], env={"COLUMNS": "400"})
-    assert failed.exit_code == 1, failed.output
+    assert failed.exit_code == 2, failed.output
     assert failed.output.strip().splitlines() == [
-        f"error: No such file or directory ({missing}): the schema was not written (fix the "
-        "path or the folder, then run again)"
+        f"error: -o {missing}: the folder {missing.parent} does not exist; create it first "
+        f"(mkdir -p {missing.parent}) or name a file in a folder that does"
     ]
     written = CliRunner().invoke(app, ["schema", "-o", str(tmp_path / "schema.json")])
     assert written.exit_code == 0, written.output

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
     from seamline.core.seams import failed_at
+    from seamline.core.suggest import did_you_mean
     from seamline.core.telemetry import worker_name
     from seamline.core.trust.classes import CONFORMANCE_GROUP
     from seamline.core.trust.records import attribute as attribute_record
@@ -165,6 +166,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "named_directory": ("seamline.core.directories", "named_directory"),
     "output_directory": ("seamline.core.directories", "output_directory"),
     "worker_name": ("seamline.core.telemetry", "worker_name"),
+    # A mistyped name's closest match, as every message suggests it
+    "did_you_mean": ("seamline.core.suggest", "did_you_mean"),
 }
 """Each public name: the module that defines it, and its name there."""
 
@@ -227,6 +230,7 @@ __all__ = [
     "decide_precision",
     "default_buckets",
     "describe_provenance",
+    "did_you_mean",
     "documents_as_loaded",
     "explain_attention",
     "failed_at",

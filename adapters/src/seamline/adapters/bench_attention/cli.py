@@ -21,9 +21,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seamline.adapters.bench_attention.driver import console, run_benchmark
+from seamline.adapters.bench_attention.driver import NotRegistered, console, run_benchmark
 from seamline.adapters.bench_attention.report import measured_cells, print_report
-from seamline.adapters.bench_attention.workload import DEFAULT_DTYPE, DTYPES, default_lengths
+from seamline.adapters.bench_attention.workload import (
+    DEFAULT_DTYPE,
+    DTYPES,
+    MIN_LENGTH,
+    default_lengths,
+)
 
 EXIT_OK = 0
 EXIT_NOTHING_MEASURED = 1
@@ -170,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.repeats < 1 or args.long_repeats < 1:
             parser.error("--repeats and --long-repeats must be at least 1")
+        if args.lengths is None and args.max_length < MIN_LENGTH:
+            parser.error(
+                f"--max-length must be at least {MIN_LENGTH}: the sweep's lengths are the "
+                f"powers of two from {MIN_LENGTH} (or give them with --lengths)"
+            )
     except SystemExit as stop:  # argparse has printed the usage, or the help (code 0)
         return EXIT_USAGE if stop.code else EXIT_OK
     lengths = args.lengths or default_lengths(args.max_length)
@@ -194,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
             address_limit_gib=args.address_limit_gib,
             plot=not args.no_plot,
         )
+    except NotRegistered as problem:
+        from seamline.adapters.cli.render.console import error as say_error
+
+        say_error(str(problem))
+        return EXIT_USAGE
     except RuntimeError as error:  # the probe failed: there is nothing to measure with
         console.print(f"[red]{error}")
         return EXIT_NOTHING_MEASURED

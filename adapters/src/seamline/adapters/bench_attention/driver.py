@@ -371,7 +371,11 @@ def run_benchmark(
     say(f"probing the registry and supports() (worker logs in {log_dir})...")
     probed = probe(sweep.lengths, causal, log_dir, max(timeout, SETUP_TIMEOUT_S), masked, dtype)
     say(f"platform {probed['platform']} ({probed['device_kind']})")
-    runs, skipped = _plan(probed, sweep, say)
+    try:
+        runs, skipped = _plan(probed, sweep, say)
+    except NotRegistered:
+        shutil.rmtree(log_dir, ignore_errors=True)  # nothing ran: no log worth keeping
+        raise
     cells = _measure_every_length(sweep, runs, log_dir, load, say)
     load.finish()
     report = _report(sweep, probed, runs, skipped, cells, load, started)
@@ -401,6 +405,22 @@ def _tidy_logs(report: dict[str, Any], log_dir: Path, say: Say) -> None:
         cell.pop("log", None)
 
 
+class NotRegistered(ValueError):
+    """``--implementations`` names an attention no entry point registers: a usage error,
+    raised before anything is measured or written. It was a "not run" line and an empty
+    sweep written over the last results (``benchmarks/results/attention.json`` by
+    default), exit code 1."""
+
+    def __init__(self, unknown: Sequence[str], known: Sequence[str]) -> None:
+        from seamline.core import did_you_mean
+
+        names = ", ".join(f"{n!r}{did_you_mean(n, known)}" for n in unknown)
+        super().__init__(
+            f"--implementations: no attention registered as {names}; registered: "
+            f"{', '.join(known) or 'none'}"
+        )
+
+
 def _plan(
     probed: dict[str, Any], sweep: Sweep, say: Say
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
@@ -411,10 +431,10 @@ def _plan(
     for name, reasons in skipped.items():
         say(f"  not run: {name}: {'; '.join(reasons)}")
     if sweep.implementations:
-        unknown = set(sweep.implementations) - {e["name"] for e in probed["entries"]}
-        for name in sorted(unknown):
-            skipped[name] = ["not registered"]
-            say(f"  not run: {name}: not registered")
+        known = sorted(e["name"] for e in probed["entries"])
+        unknown = sorted(set(sweep.implementations) - set(known))
+        if unknown:
+            raise NotRegistered(unknown, known)
     say(f"  running: {', '.join(r['name'] for r in runs) or 'nothing'}")
     return runs, skipped
 

@@ -39,9 +39,13 @@ ROOT = Path.cwd()
 benchmark starts; workers run there too, so source paths in the JSON are relative to it."""
 
 
+MIN_LENGTH = 128
+"""The shortest length of a default sweep."""
+
+
 def default_lengths(max_length: int) -> list[int]:
-    """Powers of two from 128 up to ``max_length``."""
-    lengths, length = [], 128
+    """Powers of two from :data:`MIN_LENGTH` up to ``max_length``."""
+    lengths, length = [], MIN_LENGTH
     while length <= max_length:
         lengths.append(length)
         length *= 2

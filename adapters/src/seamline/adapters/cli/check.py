@@ -14,7 +14,6 @@ cannot have its class imported by ``seamline check`` either.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -141,8 +140,9 @@ def _with_problem(error: Any, fields: Mapping[str, Any]) -> str:
             f" ({described})" if described else ""
         )
     if error["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(where, list(fields), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        from seamline.core import did_you_mean
+
+        hint = did_you_mean(where, fields)
         return f"unknown field {where!r}{hint}; fields: {', '.join(fields) or 'none'}"
     return f"{where}: {error['msg']}"
 

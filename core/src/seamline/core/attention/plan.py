@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from seamline.contracts import UnsupportedError
 from seamline.core.attention.candidates import AttentionCandidates, build_candidates
 from seamline.core.attention.planner import (
     AttentionPlanner,
@@ -117,6 +118,22 @@ class Plan:
     require_conformance: bool
     weights_loaded: bool
     buckets: list[BucketPlan]
+
+    def unserved(self) -> UnsupportedError | None:
+        """The error a run would stop on when a bucket has no candidate that serves it
+        (``explain`` exited 2 there without an ``error:`` line, its JSON ``errors: []``),
+        naming the first such bucket and counting the others; None when all are served."""
+        refused = [bucket for bucket in self.buckets if bucket.chosen is None]
+        if not refused:
+            return None
+        first = NoAttentionError(refused[0].signature, refused[0].refusals, self.mode)
+        if len(refused) == 1:
+            return first
+        others = len(refused) - 1
+        return UnsupportedError(
+            f"{first} ({others} more shape{'s' if others > 1 else ''} cannot be served either)",
+            first.reasons,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,12 @@ def components(
     wanted = set(distribution or ())
     if kind is not None and kind not in KINDS:
         usage_error(f"--kind must be one of {', '.join(KINDS)}")
+    if auto_order and (kind is not None or not as_text):
+        # It printed its Markdown whatever these said: `| jq` failed on a success.
+        usage_error(
+            "--auto-order prints one Markdown table of the attention implementations: it "
+            "takes neither --kind nor --format json"
+        )
     registry = loading.trusted_registry(pipeline) if pipeline is not None else loading.registry()
     unknown = sorted(wanted - {info.distribution for info in registry.entries()})
     if unknown:

@@ -54,8 +54,12 @@ def explain(
             precision(mode, precisions)  # the default, float32 alone, goes without saying
     else:
         pipeline_json.explained(pipeline, plan, resolved, registry, (mode, precisions))
-    if any(bucket.chosen is None for bucket in plan.buckets):
-        raise typer.Exit(USAGE)  # a shape no candidate serves: a run would refuse it
+    unserved = plan.unserved()
+    if unserved is not None:  # a shape no candidate serves: a run would refuse it, so
+        from seamline.adapters.cli.render.console import error
+
+        error(str(unserved))
+        raise typer.Exit(USAGE)
 
 
 def _show(plan: Plan, resolved: ResolvedPipeline, registry: Registry) -> None:

@@ -36,6 +36,12 @@ def schema(output: Output = None) -> None:
             f"-o {output}: the path is a directory; name a file to write the schema to "
             f"(such as {output / 'pipeline.schema.json'})"
         )
+    if output is not None and str(output) != "-" and not output.parent.is_dir():
+        # It was exit code 1, the machine's failure, for a path the user mistyped.
+        usage_error(
+            f"-o {output}: the folder {output.parent} does not exist; create it first "
+            f"(mkdir -p {output.parent}) or name a file in a folder that does"
+        )
     text = json.dumps(pipeline_schema(loading.registry()), indent=2)
     if output is not None and str(output) == "-":  # the convention for stdout: it wrote `./-`
         output = None

@@ -101,11 +101,12 @@ def explained(
     """The plan: its settings, then every bucket's candidates with verdicts and reasons,
     then the precision candidates."""
     mode, candidates = precision
-    served = all(bucket.chosen is not None for bucket in plan.buckets)
+    unserved = plan.unserved()
     _print(
         _frame(EXPLAIN_SCHEMA, pipeline, resolved, registry)
         | {
-            "ok": served,
+            "ok": unserved is None,
+            "errors": errors_of(unserved) if unserved is not None else [],
             "attention": {
                 "mode": str(plan.mode),
                 "select": str(plan.select),
