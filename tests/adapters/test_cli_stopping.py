@@ -144,3 +144,29 @@ def test_a_components_own_failure_is_one_line_and_exit_1(
 
     with pytest.raises(Exception, match="apply returned float16"):  # a bug: its traceback
         user_errors(broke_its_contract)
+
+
+def test_an_inner_stop_s_exit_code_passes_an_outer_user_errors_untouched(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ctrl-C early in start-up: the inner call's `typer.Exit(130)` reached the outer
+    # backstop's `except Exception`, which imported seamline.core (half imported by the
+    # interrupt): two tracebacks and exit code 1.
+    import sys
+
+    import typer
+
+    from seamline.adapters.cli.errors import user_errors
+
+    def interrupted_inside() -> None:
+        user_errors(_raise_interrupt, kept_on_interrupt="nothing was published")
+
+    monkeypatch.setitem(sys.modules, "seamline.core", None)  # importing it would fail now
+    with pytest.raises(typer.Exit) as stopped:
+        user_errors(interrupted_inside)
+    assert stopped.value.exit_code == 130
+    assert capsys.readouterr().err.strip() == "interrupted: nothing was published"
+
+
+def _raise_interrupt() -> None:
+    raise KeyboardInterrupt

@@ -76,6 +76,7 @@ from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.seams import BUILD, Seam, mark_failure
+from seamline.core.stops import raise_kept_stop
 from seamline.core.telemetry import (
     DEVICE_KIND,
     PLATFORM,
@@ -283,14 +284,14 @@ class Orchestrator:
                 )
                 batches = self.host.batches(items)
                 for item in prefetched(batches, spec.run.prefetch):
+                    raise_kept_stop()  # a Ctrl-C Python dropped (stops.py) stops here
                     if isinstance(item, Collated):
                         in_flight.launch(
                             functools.partial(self._launch, item),
                             compiles=not self.steps.compiled(item.batch),
                         )
                         continue
-                    # FIFO: every batch launched before a checkpoint or an error is
-                    # written before it (see _commit).
+                    # FIFO: batches launched before a checkpoint or error are written first
                     in_flight.drain()
                     if isinstance(item, Checkpoint):
                         self._commit(item)

@@ -20,6 +20,7 @@ from seamline.contracts import (
     RunCounts,
     UserError,
 )
+from seamline.contracts.errors import NOTHING_COMMITTED
 from seamline.contracts.executor import merge_attention
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import a_type
@@ -43,6 +44,7 @@ from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam
+from seamline.core.stops import raise_kept_stop, stops_kept
 from seamline.core.telemetry import EXECUTOR, tracer
 
 log = get_logger("seamline.core")
@@ -189,15 +191,24 @@ class Pipeline:
             "seamline.run_id": job.run_id,
             EXECUTOR: executor.name,
         }
-        with tracer().start_as_current_span("seamline.run", attributes=attributes) as root:
+        with (
+            stops_kept(),
+            tracer().start_as_current_span("seamline.run", attributes=attributes) as root,
+        ):
             propagate.inject(job.trace_context)  # the shards' parent: the run, not execute
+            executing = False
             try:
                 job.resolved = self._decided()  # spans of the run's
+                raise_kept_stop()
+                executing = True
                 with seam.call("execute", {"seamline.run_id": job.run_id}):
                     report = executor.execute(job)
+                raise_kept_stop()  # a Ctrl-C Python dropped: nothing is published
                 job.publish(report)
                 changes = job.published_changes()  # a span of the run's, like publish's
             except BaseException as err:
+                if isinstance(err, KeyboardInterrupt) and not executing and not resume:
+                    setattr(err, NOTHING_COMMITTED, True)  # stopped before the output was met
                 root.record_exception(err)
                 root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
                 placed = placed_loader_error(err, self.resolved)  # file:line:column, as validate's

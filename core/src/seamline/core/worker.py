@@ -123,7 +123,8 @@ class PipelineWorker(ShardWorker):
             raise
         except KeyboardInterrupt as stop:  # Ctrl-C, a SIGTERM made one: say what is kept
             orchestrator = self.orchestrator  # a stop inside a commit: one may be on disk
-            if running and not orchestrator.has_commit and not orchestrator.committing:
+            fresh = not running and not task.resume  # before the sink was met, not resuming
+            if fresh or (running and not orchestrator.has_commit and not orchestrator.committing):
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(stop, NOTHING_COMMITTED, True)
             raise

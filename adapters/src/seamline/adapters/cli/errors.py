@@ -58,6 +58,8 @@ def user_errors(
         raise typer.Exit(1) from None
     except KeyboardInterrupt as stop:
         _stopped(stop, kept_on_interrupt)
+    except typer.Exit:  # an inner call's decided exit (a stop's 130): not a failure to name
+        raise
     except Exception as failure:  # a component's own code failed (a third party's model)
         from seamline.core import failed_at, one_line  # only now: the import costs start-up
 

@@ -41,6 +41,9 @@ INTERRUPTED = (
     "go on from it"
 )
 """What Ctrl-C or a SIGTERM leaves of a run."""
+NOT_BEGUN = f"{PUBLISHED_NOTHING}; the run had not begun, so its output is as it was"
+"""What a stop before the run began leaves: the output untouched (it said a commit was kept
+when there was none, and no output folder either)."""
 
 LogFormat = Annotated[
     str,
@@ -115,7 +118,7 @@ def run(
         contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     )
     # A SIGTERM (a scheduler's, `timeout`'s) stops the run as Ctrl-C does, until it is done.
-    with terminate_as_interrupt(), interrupts(INTERRUPTED), others_to_stderr:
+    with terminate_as_interrupt(), interrupts(NOT_BEGUN), others_to_stderr:
         summary, loaded, run_started = _run(
             pipeline, overrides, log_format, log_level, compile_cache, resume, restart
         )
