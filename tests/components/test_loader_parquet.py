@@ -396,3 +396,18 @@ def test_a_match_that_is_no_regular_file_is_its_error_record(corpus: Path) -> No
         f"{corpus}/d.parquet": f"{unreadable}a FIFO (named pipe), not a regular file",
     }
     assert len(documents(items)) == 10
+
+
+def test_a_path_that_exists_as_written_is_that_file_not_a_pattern(tmp_path: Path) -> None:
+    """``runs[1]/docs.parquet`` was read as a pattern: the run embedded ``runs1/docs.parquet``
+    (exit 0), and without that file said the path it was given "matches no file"."""
+    write(tmp_path / "runs[1]" / "docs.parquet", {"id": ["a"], "text": ["the file named"]})
+    write(tmp_path / "runs1" / "docs.parquet", {"id": ["x"], "text": ["another file"]})
+    named = tmp_path / "runs[1]" / "docs.parquet"
+    assert documents(list(loader(named).read())) == [("a", "the file named")]
+    (tmp_path / "runs1" / "docs.parquet").unlink()
+    assert documents(list(loader(named).read())) == [("a", "the file named")]
+    assert loader(named).size() == 1
+    # A pattern still is one; brackets match the characters as they are.
+    escaped = tmp_path / "runs[[]1]" / "*.parquet"
+    assert documents(list(loader(escaped).read())) == [("a", "the file named")]

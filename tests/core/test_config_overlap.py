@@ -249,3 +249,23 @@ def test_a_plain_path_holding_a_nul_byte_is_refused_by_the_overlap_check(
         "p.yaml:4:33: sink.with.path ('out/\\x00.jsonl') holds a NUL byte, which no file or "
         "folder name may hold: remove it",
     ]
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_an_output_at_an_input_path_holding_brackets_is_refused(
+    refusal: Callable[..., str], *, exists: bool
+) -> None:
+    """``runs[1]/docs.parquet`` names that file (the loader reads it as it is written): the
+    sink replaced it with embeddings, since the files the *pattern* matched (``runs1/...``)
+    were all the check compared."""
+    Path("runs[1]").mkdir()
+    Path("runs1").mkdir()
+    Path("runs1/docs.parquet").write_bytes(b"not read here")
+    if exists:
+        Path("runs[1]/docs.parquet").write_bytes(b"not read here")
+    said = refusal(
+        "loader={use: parquet, with: {path: 'runs[1]/docs.parquet'}}",
+        "sink={use: parquet, with: {path: 'runs[1]/docs.parquet'}}",
+    )
+    which = "is one of" if exists else "would be one of"
+    assert f"{which} the files loader.with.path matches ('runs[1]/docs.parquet')" in said

@@ -62,16 +62,33 @@ InputGlob = Annotated[
     INPUT_GLOB,
 ]
 """A loader configuration field holding a glob pattern of input files (``data/**/*.parquet``);
-a leading ``~`` is the home folder, as in a shell."""
+a leading ``~`` is the home folder, as in a shell, and a path that exists as written is
+that file, whatever characters its name holds (:func:`input_glob_names`)."""
+
+
+def input_glob_names(pattern: str) -> Iterator[str]:
+    """What ``pattern`` names: itself when something of that exact name exists, else the
+    names it matches as a glob pattern (``**`` spans folders), lazily.
+
+    A name may hold ``*``, ``?`` or ``[`` (``runs[1]/docs.parquet``). Read as a pattern
+    it names other files (``runs1/docs.parquet``): that run embedded the wrong file, and
+    a sink writing the named file replaced the input, which the overlap check (comparing
+    the files matched) never saw. An existing path is read as that file, as pyarrow and
+    pandas read it; to match such characters in a pattern, bracket them (``runs[[]1]``).
+    """
+    if os.path.lexists(pattern):
+        return iter((pattern,))
+    return glob.iglob(pattern, recursive=True)
 
 
 def input_glob_files(pattern: str) -> list[str]:
-    """The regular files ``pattern`` matches (``**`` spans folders; links are followed), sorted.
+    """The regular files ``pattern`` names (:func:`input_glob_names`; links are followed),
+    sorted.
 
     One definition for the loader that reads them and the host that fingerprints them,
     so the two can never disagree on which files the input is.
     """
-    return sorted(path for path in glob.glob(pattern, recursive=True) if os.path.isfile(path))
+    return sorted(path for path in input_glob_names(pattern) if os.path.isfile(path))
 
 
 class Loader(Component[LoaderConfigT], abc.ABC):

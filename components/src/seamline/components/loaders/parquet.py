@@ -1,8 +1,10 @@
 """``parquet``: one document per row of one or many Parquet files.
 
 Files are those ``path`` names — one file or a glob pattern — in sorted path order,
-and rows come in file order, so the order is the same on every run. Reading goes
-row group by row group, ``batch_rows`` rows at a time and only the configured
+and rows come in file order, so the order is the same on every run. A path that exists
+as written is that file even when its name holds ``*``, ``?`` or ``[`` (``runs[1]/``):
+read as a pattern it named other files (:func:`~seamline.contracts.loader.input_glob_names`).
+Reading goes row group by row group, ``batch_rows`` rows at a time and only the configured
 columns, so memory holds one batch whatever the files' size.
 
 The unit of sharding is the row group, the unit a Parquet reader can fetch on its
@@ -62,6 +64,7 @@ from seamline.contracts import (
     UserError,
     input_glob_files,
 )
+from seamline.contracts.loader import input_glob_names
 from seamline.contracts.untrusted import cut, is_count, kind_of
 
 if TYPE_CHECKING:
@@ -90,7 +93,9 @@ class ParquetLoaderConfig(ComponentConfig):
     path: InputGlob = Field(
         description="A Parquet file, or a glob pattern matching several ('data/*.parquet', "
         "'data/**/*.parquet'); relative to the working directory. Files are read in sorted "
-        "path order."
+        "path order. A path that exists as written is that file, even if its name holds *, ? "
+        "or [ ('runs[1]/docs.parquet'); in a pattern, bracket them to match them as they are "
+        "('runs[[]1]/*.parquet')."
     )
     id_column: str | None = Field(
         default="id",
@@ -510,10 +515,10 @@ def matched_files(pattern: str) -> list[str]:
     a FIFO) is kept, to be its error record as in the text-files loader: left out, its
     documents were deleted by a sync."""
     start, parts = pattern_start(pattern)
-    if glob.has_magic(pattern) and start.is_dir():
+    if glob.has_magic(pattern) and not os.path.lexists(pattern) and start.is_dir():
         refuse_unlistable(start, parts, "parquet", hidden=False)
     matched = input_glob_files(pattern)
-    return sorted({*matched, *filter(_irregular, glob.glob(pattern, recursive=True))})
+    return sorted({*matched, *filter(_irregular, input_glob_names(pattern))})
 
 
 def _irregular(path: str) -> str:
@@ -576,7 +581,7 @@ def footer_rows(pattern: str, shard: Shard) -> int | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    files = _count.bounded(glob.iglob(pattern, recursive=True))
+    files = _count.bounded(input_glob_names(pattern))
     if not files:
         return None
     deadline = _count.Deadline()

@@ -12,7 +12,8 @@ that starts with a dot matched only by a pattern name that starts with one.
 The pattern's leading names without wildcards are a folder on disk and are compared
 with its links followed, as :func:`seamline.contracts.sink_kit.located` compares an
 output; a link met *below* a wildcard is not followed (the files matched today, which the
-overlap check also compares, cover a link that exists).
+overlap check also compares, cover a link that exists). The pattern read as a plain path
+matches too: a file that exists under that exact name is read as it, wildcards and all.
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ def would_match(pattern: str, path: Path) -> bool:
     if pattern.endswith("/"):
         return False
     names = pattern.split("/")
+    # A path that exists as written is read as that file, wildcards or not
+    # (:func:`~seamline.contracts.loader.input_glob_names`): once written, so is this one.
+    if Path(os.path.realpath(os.path.dirname(pattern) or ".")) / names[-1] == path:
+        return True
     first = next((i for i, name in enumerate(names) if _MAGIC.search(name)), len(names))
     if first == len(names):  # no wildcard: the pattern names one file
-        return Path(os.path.realpath(os.path.dirname(pattern) or ".")) / names[-1] == path
+        return False
     folder = "/".join(names[:first]) or ("/" if pattern.startswith("/") else ".")
     base = Path(os.path.realpath(folder))
     rest = [name for name in names[first:] if name not in ("", ".")]
