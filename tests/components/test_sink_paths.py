@@ -16,7 +16,8 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,9 +30,6 @@ from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
 from seamline.contracts import DocumentError, OutputRecord, Sink
 from tests.faults.spellings import SPELLINGS, place
 from tests.readback import read_errors, read_records
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 MANIFEST = {"seamline_manifest": 1, "pipeline": "paths", "model": {"use": "toy", "with": {}}}
 NAMES = {"jsonl": "emb.jsonl", "npy": "emb.npy", "parquet": "emb.parquet", "lancedb": "emb.lance"}
@@ -181,6 +179,27 @@ def test_outputs_that_only_look_alike_are_accepted(
     # Another folder is refused: the manifest names an output's files inside its own folder.
     with pytest.raises(ValidationError, match=rf"{field} .* is outside the folder of path"):
         config(path=f"o6/{NAMES[kind]}", **{field: f"o7/{NAMES[kind]}"})
+
+
+@pytest.mark.parametrize("kind", sorted(NAMES))
+def test_dotdot_after_a_linked_folder_is_where_the_file_system_leads(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``results/../emb.jsonl``, ``results`` a link to ``elsewhere/results``: the path was
+    made absolute by its text (``./emb.jsonl``, replacing a file of the user's there) while
+    ``open()``, ``seamline search`` and a shell all go to ``elsewhere/emb.jsonl``."""
+    (tmp_path / "elsewhere" / "results").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "results").symlink_to(tmp_path / "elsewhere" / "results")
+    monkeypatch.chdir(tmp_path / "work")
+    _, config = CONFIGS[kind]
+    spelled = f"results/../{NAMES[kind]}"
+    built = config(path=spelled)
+    assert built.path == tmp_path / "elsewhere" / NAMES[kind]
+    (tmp_path / "elsewhere" / NAMES[kind]).mkdir()  # what the file system finds there
+    assert os.path.samefile(built.path, spelled)
+    # Links after the last ``..`` are kept as written: a linked folder is written through.
+    assert config(path=f"x/../results/{NAMES[kind]}").path == Path.cwd() / "results" / NAMES[kind]
 
 
 @pytest.mark.parametrize("kind", sorted(NAMES))
