@@ -20,6 +20,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from seamline.adapters.cli import outputs
 from seamline.adapters.cli.main import app
 from seamline.adapters.cli.outputs import OutputPlace
 from seamline.adapters.cli.render.progress import ProgressMonitor
@@ -180,6 +181,19 @@ def test_a_search_command_for_a_path_that_starts_with_a_dash_names_it_as_a_path(
     result = CliRunner().invoke(app, shlex.split(place.search_command)[1:])
     assert "No such option" not in result.output
     assert "index -out.jsonl does not exist" in result.output
+
+
+def test_an_output_under_a_folder_named_tilde_is_shown_as_a_path_from_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--set 'sink.with.path=./~/emb.jsonl'``: the summary said ``output: ~/emb.jsonl`` and
+    ``seamline search '~/emb.jsonl' ...``, which searches the home folder's index."""
+    monkeypatch.chdir(tmp_path)
+    assert outputs.shown(tmp_path / "~" / "emb.jsonl") == "./~/emb.jsonl"
+    assert outputs.shown(tmp_path / "~alice" / "emb.jsonl") == "./~alice/emb.jsonl"
+    assert outputs.shown(tmp_path / "a~" / "emb.jsonl") == "a~/emb.jsonl"
+    place = OutputPlace("jsonl", outputs.shown(tmp_path / "~" / "emb.jsonl"), None, True)
+    assert place.search_command == "seamline search './~/emb.jsonl' \"your question\""
 
 
 # -- --format json, from a real run --------------------------------------------------------

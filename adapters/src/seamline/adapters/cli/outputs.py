@@ -86,6 +86,14 @@ def parts_errors(manifest: Path) -> tuple[str, ...] | None:
 
 
 def shown(path: Path) -> str:
-    """``path`` relative to the working directory when it lies under it, else absolute."""
+    """``path`` relative to the working directory when it lies under it, else absolute.
+
+    A relative path whose first folder is named ``~`` (or ``~name``) is written ``./~/...``:
+    every seamline path, and a shell, reads a leading ``~`` as a home folder, so the
+    summary's ``seamline search '~/emb.jsonl'`` searched the home folder's index.
+    """
     relative = os.path.relpath(path)
-    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
+    if relative.startswith(".."):
+        return path.as_posix()
+    text = Path(relative).as_posix()
+    return f"./{text}" if text.startswith("~") else text
