@@ -24,6 +24,7 @@ from seamline.contracts.errors import NOTHING_COMMITTED
 from seamline.contracts.executor import merge_attention
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import a_type
+from seamline.contracts.workdir import working_folder
 from seamline.core.config import (
     ComponentChoice,
     ResolvedPipeline,
@@ -61,7 +62,7 @@ class Pipeline:
         self.registry = registry
         self._precision_for: tuple[ComponentChoice, PrecisionDecision] | None = None
         """The last precision negotiated, and the pinned model it was negotiated for."""
-        self.validated_in = os.getcwd()
+        self.validated_in = working_folder()
         """The working folder the pipeline was validated in: its sink's relative paths were
         made absolute there, and its loader's are read where it runs (:meth:`run` checks
         that the two are one folder)."""
@@ -164,7 +165,7 @@ class Pipeline:
         """Refuse a run from another working folder than the one validated in: the sink's
         relative paths would still be the first folder's, the loader's the second's, so the
         run would read one folder's input and write beside the other."""
-        here = os.getcwd()
+        here = working_folder()
         if here != self.validated_in:
             raise UserError(
                 f"this pipeline was validated in {self.validated_in!r} and is run in "

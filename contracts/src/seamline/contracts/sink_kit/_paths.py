@@ -39,6 +39,7 @@ from pydantic import AfterValidator, BeforeValidator
 
 from seamline.contracts.component import NamedPath
 from seamline.contracts.untrusted import kind_of
+from seamline.contracts.workdir import working_folder
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -51,7 +52,7 @@ def absolute(path: Path) -> Path:
     last ``..`` are resolved (a linked folder's ``..`` is its target's parent), the rest
     is kept as written.
     """
-    names = Path(os.path.join(os.getcwd(), path)).parts
+    names = Path(os.path.join(working_folder(), path)).parts
     if ".." not in names:
         return Path(os.path.abspath(os.path.join(*names)))
     last = len(names) - 1 - names[::-1].index("..")

