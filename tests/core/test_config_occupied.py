@@ -117,3 +117,42 @@ def test_a_file_output_written_as_a_folder_is_refused(registry: Registry) -> Non
     assert "'results/' ends with '/', which names a folder, and this is a file" in said
     assert "(results/NAME)" in said
     load_pipeline(Path("p.yaml"), registry, ["sink={use: lancedb, with: {path: db/emb.lance/}}"])
+
+
+@pytest.mark.parametrize(
+    ("sink", "ext"), [("jsonl", "jsonl"), ("npy", "npy"), ("lancedb", "lance")]
+)
+def test_a_name_too_long_for_its_hidden_working_files_is_refused(
+    registry: Registry, sink: str, ext: str
+) -> None:
+    """A name of 225 to 255 bytes is legal and passed ``validate``; the run then failed with
+    ``File name too long (.../.aaaa....manifest.json.lock) ... run again with --resume``."""
+    # The errors file's partial files are the longest: '.<stem>.errors.jsonl.partial.<8>.tmp'.
+    longest = 255 - len(".errors.jsonl.partial.XXXXXXXX.tmp") - 1
+    fits = "a" * longest
+    load_pipeline(
+        Path("p.yaml"), registry, [f"sink={{use: {sink}, with: {{path: o/{fits}.{ext}}}}}"], {}
+    )
+    said = refused(registry, f"sink={{use: {sink}, with: {{path: o/{fits}aa.{ext}}}}}")
+    assert "the errors file" in said
+    assert "would have 257, more than the 255 bytes this file system allows in a name" in said
+    assert said.endswith("shorten the file name path gives by at least 2 bytes")
+    # One problem, for the output needing the most bytes cut: one cut mends them all.
+    said = refused(registry, f"sink.with.path=o/{'b' * 240}.jsonl")
+    assert said.count("shorten") == 1
+    assert said.endswith("by at least 20 bytes")
+
+
+def test_a_long_errors_path_is_refused_at_its_field(registry: Registry) -> None:
+    said = refused(registry, f"sink.with.errors_path=out/{'e' * 240}.jsonl")
+    assert "(with --set" in said or said.startswith("--set sink.with.errors_path")
+    assert "'.<name>.partial.XXXXXXXX.tmp'" in said
+    assert said.endswith("shorten the file name errors_path gives by at least 13 bytes")
+
+
+def test_the_run_refuses_such_a_name_before_its_work(tmp_path: Path) -> None:
+    from seamline.components.sinks.jsonl import JsonlSinkConfig
+
+    sink = JsonlSink(JsonlSinkConfig(path=tmp_path / "o" / f"{'c' * 236}.jsonl"))
+    with pytest.raises(UserError, match="more than the 255 bytes"):
+        sink.check_destination()

@@ -17,6 +17,7 @@ from typing import ClassVar, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from seamline.contracts.component import ComponentConfig
+from seamline.contracts.sink_kit._names import overlong
 from seamline.contracts.sink_kit._paths import (
     OutputPath,
     blocked_folder,
@@ -100,7 +101,9 @@ class OutputConfig(ComponentConfig):
         (:meth:`PublishingSink.check_destination`), not by the config's own validation: a
         config is data, and what is on disk may change before the run. Before this, a
         directory at a file sink's ``path`` passed ``validate`` and failed the run only
-        when it published, after every document was embedded.
+        when it published, after every document was embedded. So is an output whose
+        name leaves no room for the hidden working files named after it
+        (:func:`~._names.overlong`).
         """
         fields = type(self).model_fields
         errors = "errors_path" if self.errors_path is not None else "path"
@@ -125,7 +128,7 @@ class OutputConfig(ComponentConfig):
             if field != "path" or label == "path"  # derived files lie beside path
             if (blocker := blocked_folder(path))
         ]
-        return found_there + blocked
+        return found_there + blocked + overlong([(f, label, p) for f, label, p, _ in outputs])
 
     def _fix(self, found: str, *, folder: bool) -> str:
         """What a problem of :meth:`occupied` says after what was found."""
