@@ -139,7 +139,7 @@ def test_yes_no_on_off_are_words_not_booleans(registry: Registry) -> None:
     )
     assert resolved.spec.pipeline == "off"
     text = BASE + "monitors: [{use: log, with: {every: 1}}]\n"
-    with pytest.raises(ConfigError, match="pipeline: Input should be a valid string"):
+    with pytest.raises(ConfigError, match="pipeline: this setting is text, and YAML reads true"):
         parse_pipeline(text.replace("pipeline: p", "pipeline: true"), "p.yaml", registry)
 
 
@@ -175,6 +175,56 @@ def test_an_override_yaml_would_shorten_is_refused(
     assert f"--set '{path}=\"{text}\"'" in said
     quoted = parse_pipeline(BASE, "p.yaml", registry, ['sink.with.path="out/a #1.jsonl"'])
     assert str(quoted.sink.config.path).endswith("out/a #1.jsonl")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("typed", "read_as"),
+    [
+        ("2024", "a number"),
+        ("0x10", "a number"),
+        ("1.5", "a number"),
+        ("true", "a boolean"),
+        ("null", "no value (null)"),
+    ],
+)
+def test_a_path_yaml_reads_as_no_text_says_how_to_quote_it(
+    registry: Registry, typed: str, read_as: str
+) -> None:
+    """A folder named ``2024`` was "Input is not a valid path for <class 'pathlib.Path'> (got
+    2024)": neither what happened nor the fix, which ``#notes`` already got."""
+    text = BASE.replace(
+        '{use: jsonl, with: {path: "${DOCS:-docs.jsonl}"}}', "{use: text-files, with: {root: d}}"
+    )
+    override = f"loader.with.root={typed}"
+    with pytest.raises(ConfigError) as refused:
+        parse_pipeline(text, "p.yaml", registry, [override], environ={})
+    assert str(refused.value) == (
+        f"--set {override}: loader.with.root: this setting is a path, which is text, and YAML "
+        f"reads {typed} as {read_as}: quote it for YAML inside the shell's quotes: "
+        f"--set 'loader.with.root=\"{typed}\"'"
+    )
+    in_file = text.replace("root: d}", f"root: {typed}}}")
+    with pytest.raises(ConfigError) as refused:
+        parse_pipeline(in_file, "p.yaml", registry, environ={})
+    assert f'YAML reads {typed} as {read_as}: quote it: root: "{typed}"' in str(refused.value)
+    quoted = parse_pipeline(text, "p.yaml", registry, [f'loader.with.root="{typed}"'], {})
+    assert str(quoted.loader.config.root) == typed  # type: ignore[attr-defined]
+
+
+def test_a_folder_named_tilde_is_quoted_as_a_path_from_here(registry: Registry) -> None:
+    # "~" quoted is still the home folder: a folder of that name is "./~".
+    with pytest.raises(ConfigError, match=r"YAML reads ~ as no value .* 'sink.with.path=\"\./~\"'"):
+        parse_pipeline(BASE, "p.yaml", registry, ["sink.with.path=~"], environ={})
+
+
+def test_a_pattern_yaml_reads_as_a_number_says_how_to_quote_it(registry: Registry) -> None:
+    text = BASE.replace(
+        '{use: jsonl, with: {path: "${DOCS:-docs.jsonl}"}}', "{use: parquet, with: {path: 2024}}"
+    )
+    with pytest.raises(ConfigError) as refused:
+        parse_pipeline(text, "p.yaml", registry, environ={})
+    said = "loader.with.path: this setting is text, and YAML reads 2024 as a number"
+    assert f'{said}: quote it: path: "2024"' in str(refused.value)
 
 
 def test_a_base_60_number_is_the_text_typed(registry: Registry) -> None:

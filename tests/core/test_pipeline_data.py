@@ -80,3 +80,9 @@ def test_a_problem_is_located_by_its_key_path(
         Pipeline.from_dict(data, registry=registry, environ={})
     assert str(caught.value).startswith(place), str(caught.value)
     assert detail in str(caught.value)
+
+
+def test_a_path_given_as_a_number_is_asked_as_a_str(registry: Registry) -> None:
+    data = {**DATA, "sink": {"use": "jsonl", "with": {"path": 2024}}}
+    with pytest.raises(ConfigError, match=r"a path, which is text, not an int: give it as a str"):
+        Pipeline.from_dict(data, registry=registry, environ={})

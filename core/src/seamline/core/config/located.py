@@ -45,6 +45,9 @@ class Located:
     interpolated: dict[Path, dict[str, str]] = field(default_factory=dict)
     """The strings filled from environment variables, with each variable's name and
     value: a value may be a secret, so messages name the variable instead of echoing it."""
+    scalars: dict[Path, str] = field(default_factory=dict)
+    """Each value YAML read as a number, a boolean or null, as the file spells it (``0x10``,
+    ``~``): a message that asks to quote it shows what was typed (:mod:`.quoting`)."""
     templates: dict[Path, tuple[str, str]] = field(default_factory=dict)
     """Each string that held ``${...}``: as written, and as filled in. A pipeline written
     back out (``Pipeline.to_yaml``) writes what was written, never a variable's value."""
@@ -140,6 +143,8 @@ def _build(
         return str(node.value)
     if node.tag == "tag:yaml.org,2002:int":
         bounds.check_integer(str(node.value), located.values[path])
+    if node.tag != "tag:yaml.org,2002:str":
+        located.scalars[path] = str(node.value)
     try:
         return constructor.construct_object(node, deep=True)
     except ConstructorError as err:

@@ -243,3 +243,5 @@ def _forget(located: Located, prefix: tuple[str | int, ...]) -> None:
             del table[path]
     for path in [p for p in located.interpolated if p[: len(prefix)] == prefix]:
         del located.interpolated[path]
+    for path in [p for p in located.scalars if p[: len(prefix)] == prefix]:
+        del located.scalars[path]

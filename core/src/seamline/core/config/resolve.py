@@ -39,6 +39,7 @@ from seamline.core.config.overrides import (
     overrides_below,
     with_overrides,
 )
+from seamline.core.config.quoting import quoting_fix
 from seamline.core.config.redact import Filled, filled_under, scrub
 from seamline.core.config.spec import (
     AttentionMode,
@@ -878,7 +879,7 @@ def _checked(
     if said.place is not None:
         return said.text, said.place
     dotted = ".".join(str(p) for p in path) or "the pipeline"
-    message = f"{dotted}: {said.text}"
+    message = f"{dotted}: {quoting_fix(error, located, path) or said.text}"
     if variables:
         message += f" (got the value of {', '.join(f'${{{name}}}' for name in variables)})"
     where = located.where(path)
