@@ -322,6 +322,34 @@ def test_an_exception_is_recorded_on_the_span_with_error_status(tmp_path: Path) 
     assert event["attributes"]["exception.type"].endswith("LoaderCrash")
     root = next(s for s in spans if s["name"] == "seamline.run")
     assert root["status"]["code"] == "ERROR"
+    # Once: the root recorded it, and OpenTelemetry's span recorded it again.
+    assert [e["name"] for e in root["events"]].count("exception") == 1
+
+
+def test_an_interrupt_sets_the_seam_span_it_stopped_to_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C (SIGTERM is turned into one) left the seam spans it went through UNSET
+    with no event, while the run's root said ERROR: OpenTelemetry records only an
+    ``Exception`` leaving a span."""
+
+    def interrupted(*_: Any, **__: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MemorySink, "write", interrupted)
+    path = tmp_path / "run.jsonl"
+    configure_telemetry(TelemetrySettings(traces=["jsonl"], traces_file=str(path)))
+    with pytest.raises(KeyboardInterrupt):
+        run_toy(["a", "b", "c"])
+    shutdown_telemetry()
+    spans = read_jsonl(path)
+    (write,) = [s for s in spans if s["name"] == "seamline.sink.write"]
+    root = next(s for s in spans if s["name"] == "seamline.run")
+    for span in (write, root):
+        assert span["status"]["code"] == "ERROR", span["name"]
+        assert span["status"]["description"].startswith("KeyboardInterrupt"), span["name"]
+        (event,) = [e for e in span["events"] if e["name"] == "exception"]
+        assert event["attributes"]["exception.type"] == "KeyboardInterrupt"
 
 
 def test_fallbacks_and_verifications_are_span_events(tmp_path: Path) -> None:

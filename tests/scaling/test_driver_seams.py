@@ -162,9 +162,17 @@ def test_a_sink_call_that_fails_names_the_sink(
     else:
         assert isinstance(error, RuntimeError)
         assert failed_at(error) == where
-    failed = [s for s in read_spans(spans) if s["name"] == f"seamline.sink.{operation}"]
+    found = read_spans(spans)
+    failed = [s for s in found if s["name"] == f"seamline.sink.{operation}"]
     assert failed, f"no span for {operation}"
     assert failed[-1]["status"]["code"] == "ERROR"
+    # The run (and a failed shard) record the error once: they recorded it, and
+    # OpenTelemetry's span recorded it again (two identical exception events).
+    parts = [s for s in found if s["name"] in ("seamline.run", "seamline.shard")]
+    failed_parts = [s for s in parts if s["status"]["code"] == "ERROR"]
+    assert "seamline.run" in [s["name"] for s in failed_parts]
+    for span in failed_parts:
+        assert [e["name"] for e in span["events"]].count("exception") == 1, span["name"]
     assert not (tmp_path / "emb.manifest.json").exists()  # nothing was published
 
 

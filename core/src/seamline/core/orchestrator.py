@@ -33,7 +33,6 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from opentelemetry.context import Context
-from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
     BatchDone,
@@ -83,8 +82,9 @@ from seamline.core.telemetry import (
     SHARD_COUNT,
     SHARD_INDEX,
     WORKER,
+    owned_span,
+    record_failure,
     span_event,
-    tracer,
     worker_name,
 )
 
@@ -272,7 +272,7 @@ class Orchestrator:
         spec = self.pipeline.spec
         attributes = _root_attributes(spec.pipeline, self.run_id, shard, context)
         name = "seamline.run" if context is None else "seamline.shard"
-        with tracer().start_as_current_span(name, context=context, attributes=attributes) as root:
+        with owned_span(name, context=context, attributes=attributes) as root:
             expected = None if resume else self._expected
             self.monitors.emit(RunStarted(self.run_id, spec.pipeline, uses(spec), expected))
             ok = False
@@ -303,8 +303,7 @@ class Orchestrator:
                     check_something_embedded(self._held, self._first_failure)
                 ok = True
             except BaseException as err:
-                root.record_exception(err)
-                root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
+                record_failure(root, err)
                 raise
             finally:
                 self._end_part(ok, time.perf_counter() - started)

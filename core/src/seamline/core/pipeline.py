@@ -10,7 +10,6 @@ from typing import Any, cast
 
 import yaml
 from opentelemetry import propagate
-from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import (
     ExecutionReport,
@@ -46,7 +45,7 @@ from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam
 from seamline.core.stops import raise_kept_stop, stops_kept
-from seamline.core.telemetry import EXECUTOR, tracer
+from seamline.core.telemetry import EXECUTOR, owned_span, record_failure
 
 log = get_logger("seamline.core")
 
@@ -192,10 +191,7 @@ class Pipeline:
             "seamline.run_id": job.run_id,
             EXECUTOR: executor.name,
         }
-        with (
-            stops_kept(),
-            tracer().start_as_current_span("seamline.run", attributes=attributes) as root,
-        ):
+        with stops_kept(), owned_span("seamline.run", attributes=attributes) as root:
             propagate.inject(job.trace_context)  # the shards' parent: the run, not execute
             executing = False
             try:
@@ -210,8 +206,7 @@ class Pipeline:
             except BaseException as err:
                 if isinstance(err, KeyboardInterrupt) and not executing and not resume:
                     setattr(err, NOTHING_COMMITTED, True)  # stopped before the output was met
-                root.record_exception(err)
-                root.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
+                record_failure(root, err)  # the error itself, frames and all
                 placed = placed_loader_error(err, self.resolved)  # file:line:column, as validate's
                 if placed is not err:  # the user's to fix: not 14 frames of the host's
                     raise placed from None  # (the span keeps them; __context__ too)

@@ -20,13 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import Component, SeamCall, SeamStarted
 from seamline.contracts.logs import get_logger
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.registry import ComponentInfo
-from seamline.core.telemetry import component_attributes, tracer
+from seamline.core.telemetry import component_attributes, owned_span, record_failure, tracer
 
 log = get_logger("seamline.core")
 
@@ -137,13 +136,17 @@ class Seam:
         started = begun.perf
         merged = self.attributes if not attributes else {**self.attributes, **attributes}
         try:
-            with tracer().start_as_current_span(
+            with owned_span(
                 f"seamline.{self.kind}.{operation}", attributes=merged, start_time=begun.wall_ns
             ) as span:
-                yield span
-        except BaseException as err:
-            mark_failure(err, self.kind, self.name, operation, self.info)
-            raise
+                try:
+                    yield span
+                except GeneratorExit:  # a caller's generator closed: not the call's failure
+                    raise
+                except BaseException as err:  # KeyboardInterrupt too: the span says ERROR
+                    mark_failure(err, self.kind, self.name, operation, self.info)
+                    record_failure(span, err)
+                    raise
         finally:
             self._monitors.emit(
                 SeamCall(self.kind, self.name, operation, time.perf_counter() - started)
@@ -170,7 +173,6 @@ class Seam:
         )
         if error is not None:
             mark_failure(error, self.kind, self.name, operation, self.info)
-            span.record_exception(error)
-            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+            record_failure(span, error)
         span.end(end_time=start_ns + spent_ns)
         self._monitors.emit(SeamCall(self.kind, self.name, operation, spent_ns / 1e9))

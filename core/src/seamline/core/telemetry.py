@@ -54,7 +54,8 @@ Fallbacks, verifications, shadow comparisons and alerts are also *span events*
 (``seamline.fallback``, ``seamline.verified``, ``seamline.shadow_compared``,
 ``seamline.alert``) on the span current when they happen, with the monitor event's
 fields as ``seamline.<field>`` attributes. An exception leaving a seam call is
-recorded on its span (``record_exception``) and sets the status to ERROR.
+recorded on its span (``record_exception``) and sets the status to ERROR, once
+(:func:`owned_span`, :func:`record_failure`).
 """
 
 from __future__ import annotations
@@ -65,9 +66,13 @@ import os
 import re
 import socket
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Status, StatusCode
+from opentelemetry.util.types import Attributes
 
 from seamline.contracts.untrusted import for_telemetry
 
@@ -114,6 +119,37 @@ _TRACER = trace.get_tracer(TRACER_NAME)
 def tracer() -> trace.Tracer:
     """The core's tracer; a no-op until the application installs a tracer provider."""
     return _TRACER
+
+
+def owned_span(
+    name: str,
+    *,
+    context: Context | None = None,
+    attributes: Attributes = None,
+    start_time: int | None = None,
+) -> AbstractContextManager[trace.Span]:
+    """A current span whose failure its owner records, with :func:`record_failure`.
+
+    OpenTelemetry's ``start_as_current_span`` records an ``Exception`` leaving it, but not
+    a ``BaseException``: a Ctrl-C (``KeyboardInterrupt``) or ``SystemExit`` left the seam
+    spans it went through UNSET, with no event. An owner recording every failure itself on
+    a default span recorded an ``Exception`` twice (a failed run's root had two identical
+    ``exception`` events). This span records nothing on its own, so each is recorded once.
+    """
+    return tracer().start_as_current_span(
+        name,
+        context=context,
+        attributes=attributes,
+        start_time=start_time,
+        record_exception=False,
+        set_status_on_exception=False,
+    )
+
+
+def record_failure(span: trace.Span, error: BaseException) -> None:
+    """``error`` leaves ``span``: an ``exception`` event, and the status ERROR."""
+    span.record_exception(error, escaped=True)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
 
 
 def component_attributes(
