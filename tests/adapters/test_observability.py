@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -69,7 +70,7 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
-        if self.path == "/v1/traces":
+        if urlsplit(self.path).path == "/v1/traces":  # a query may follow the path
             self.server.requests.append(ExportTraceServiceRequest.FromString(body))  # type: ignore[attr-defined]
             self.send_response(200)
         else:
@@ -246,7 +247,8 @@ def test_a_service_name_among_the_resource_attributes_is_kept() -> None:
     ("variable", "value", "message"),
     [
         ("OTEL_TRACES_EXPORTER", "console,zipkin", "unknown exporter 'zipkin'"),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "use http/protobuf or grpc"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "http/json is not supported"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift", "use http/protobuf or grpc"),
     ],
 )
 def test_an_unsupported_environment_value_is_a_user_error(
@@ -254,6 +256,70 @@ def test_an_unsupported_environment_value_is_a_user_error(
 ) -> None:
     with pytest.raises(UserError, match=message):
         resolve(None, {variable: value, "OTEL_TRACES_EXPORTER": "otlp", **{variable: value}})
+
+
+def test_a_base_endpoint_s_query_stays_after_the_signal_s_path(
+    receiver: tuple[str, list[ExportTraceServiceRequest]],
+) -> None:
+    """``/v1/traces`` was appended to the text, inside the query: the receiver was sent
+    ``POST /otlp?token=x/v1/traces`` and never saw a span."""
+    env = {"OTEL_TRACES_EXPORTER": "otlp,none", "OTEL_METRICS_EXPORTER": "otlp"}
+    config = resolve(None, {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1/otlp/?token=x"})
+    assert config.traces_endpoint == "http://h:1/otlp/v1/traces?token=x"
+    assert config.metrics_endpoint == "http://h:1/otlp/v1/metrics?token=x"
+    section = TelemetrySettings(traces=["otlp"], otlp_endpoint="https://h/?k=v&t=2")
+    assert resolve(section, {}).traces_endpoint == "https://h/v1/traces?k=v&t=2"
+
+    endpoint, requests = receiver
+    configure_telemetry(TelemetrySettings(traces=["otlp"], otlp_endpoint=f"{endpoint}?token=x"))
+    run_toy(["a b"])
+    shutdown_telemetry()
+    assert requests, "the receiver got the spans at /v1/traces"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("not a url", "is not a URL with a scheme and a host"),
+        ("http://[::1", "is not a URL .Invalid IPv6 URL."),
+        ("localhost:4318", r"has no scheme: write http://localhost:4318 \(or https://"),
+        ("ftp://x", "has the scheme 'ftp'"),
+        ("file:///etc/passwd", "has the scheme 'file'"),
+        ("http://127.0.0.1:99999", "has a port that is not a number from 1 to 65535"),
+        ("http://127.0.0.1:0", "has a port that is not a number from 1 to 65535"),
+        ("http://:4318", "names no host"),
+    ],
+)
+@pytest.mark.parametrize(
+    "variable", ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+)
+def test_an_endpoint_no_exporter_can_reach_is_refused_when_otlp_is_chosen(
+    variable: str, value: str, message: str
+) -> None:
+    """Such an endpoint ran the whole pipeline, exited 0 and lost every span."""
+    with pytest.raises(UserError, match=f"^{variable} {message}") as refused:
+        resolve(None, {"OTEL_TRACES_EXPORTER": "otlp", variable: value})
+    assert "write" in str(refused.value)
+    assert resolve(None, {variable: value}).traces == (), "no OTLP exporter: not checked"
+
+
+def test_the_otlp_settings_are_checked_only_for_an_otlp_exporter() -> None:
+    """``http/json`` (valid in the specification) stopped runs that export no OTLP."""
+    env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_TRACES_EXPORTER": "jsonl"}
+    assert resolve(None, env).traces == ("jsonl",)
+    with pytest.raises(UserError, match="OTEL_EXPORTER_OTLP_PROTOCOL=http/json is not supp"):
+        resolve(None, {**env, "OTEL_METRICS_EXPORTER": "otlp"})
+    grpc = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    bare = resolve(None, {**grpc, "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"})
+    assert bare.traces_endpoint == "collector:4317", "as the gRPC exporter reads it"
+
+
+def test_an_endpoint_in_the_pipeline_file_is_checked_at_its_location() -> None:
+    registry = toy_registry()
+    text = PIPELINE.format(texts=["a"], extra="", attention="{use: native}")
+    for value, message in (("localhost:4318", "has no scheme"), ("ftp://x", "scheme 'ftp'")):
+        with pytest.raises(UserError, match=rf"t.yaml:8:28: telemetry.otlp_endpoint: .*{message}"):
+            parse_pipeline(text + f"telemetry: {{otlp_endpoint: '{value}'}}\n", "t.yaml", registry)
 
 
 def test_the_telemetry_section_is_validated_with_its_location() -> None:

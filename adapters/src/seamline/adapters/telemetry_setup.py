@@ -13,10 +13,13 @@ of a pipeline file, whose fields win over the environment:
   ``seamline-trace.jsonl``);
 * ``metrics`` / ``OTEL_METRICS_EXPORTER``: ``console``, ``otlp``, ``none``;
 * ``otlp_endpoint`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` (a base URL; ``/v1/traces``
-  and ``/v1/metrics`` are added over HTTP), or the per-signal
-  ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``_METRICS_ENDPOINT`` (used as given);
+  and ``/v1/metrics`` are added to its path over HTTP, before its query), or the
+  per-signal ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``_METRICS_ENDPOINT`` (used as
+  given); an ``http://`` or ``https://`` URL with a host and a port, checked when an
+  ``otlp`` exporter is chosen (:mod:`seamline.core.config.otlp`);
 * ``otlp_protocol`` / ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` (``_METRICS_``), then
-  ``OTEL_EXPORTER_OTLP_PROTOCOL``: ``http/protobuf`` (default) or ``grpc``;
+  ``OTEL_EXPORTER_OTLP_PROTOCOL``: ``http/protobuf`` (default) or ``grpc``, checked
+  when an ``otlp`` exporter is chosen;
 * ``service_name`` / ``OTEL_SERVICE_NAME`` (default ``seamline``).
 
 Unlike the OpenTelemetry default (``otlp``), nothing is exported unless asked
@@ -71,13 +74,14 @@ from seamline.adapters import traces_lock
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import kind_of
-from seamline.core import TelemetrySettings
+from seamline.core import TelemetrySettings, otlp_endpoint_problem, otlp_signal_url
 
 log = get_logger("seamline.adapters.telemetry")
 
 TRACES_EXPORTERS = ("console", "otlp", "jsonl", "none")
 METRICS_EXPORTERS = ("console", "otlp", "none")
 PROTOCOLS = ("http/protobuf", "grpc")
+ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 DEFAULT_TRACES_FILE = TelemetrySettings.default_traces_file
 DEFAULT_SERVICE_NAME = "seamline"
 
@@ -100,19 +104,26 @@ class TelemetryConfig:
 def resolve(
     section: TelemetrySettings | None = None, environ: Mapping[str, str] | None = None
 ) -> TelemetryConfig:
-    """The telemetry configuration: the pipeline file's values, else the environment's."""
+    """The telemetry configuration: the pipeline file's values, else the environment's.
+
+    The OTLP settings of a signal are checked only when its OTLP exporter is chosen: an
+    ``OTEL_EXPORTER_OTLP_PROTOCOL`` the exporters cannot use (``http/json``) stopped every
+    run, exporter or not, and an endpoint no exporter can reach stops one that uses it.
+    """
     env = os.environ if environ is None else environ
     section = section or TelemetrySettings()
     traces = _exporters(section.traces, env, "OTEL_TRACES_EXPORTER", TRACES_EXPORTERS)
     metric_exporters = _exporters(section.metrics, env, "OTEL_METRICS_EXPORTER", METRICS_EXPORTERS)
+    traces_endpoint, traces_protocol = _otlp(section, env, "TRACES", "otlp" in traces)
+    metrics_endpoint, metrics_protocol = _otlp(section, env, "METRICS", "otlp" in metric_exporters)
     return TelemetryConfig(
         traces=traces,
         metrics=metric_exporters,
         traces_file=Path(section.traces_file_in(env)),  # the file validation checked
-        traces_endpoint=_endpoint(section, env, "TRACES", "traces"),
-        metrics_endpoint=_endpoint(section, env, "METRICS", "metrics"),
-        traces_protocol=_protocol(section, env, "TRACES"),
-        metrics_protocol=_protocol(section, env, "METRICS"),
+        traces_endpoint=traces_endpoint,
+        metrics_endpoint=metrics_endpoint,
+        traces_protocol=traces_protocol,
+        metrics_protocol=metrics_protocol,
         service_name=section.service_name
         or env.get("OTEL_SERVICE_NAME")
         or _resource_service_name(env)
@@ -150,36 +161,66 @@ def _exporters(
     return tuple(dict.fromkeys(n for n in chosen if n != "none"))
 
 
-def _endpoint(
-    section: TelemetrySettings, env: Mapping[str, str], signal: str, path: str
-) -> str | None:
-    """The full URL of one signal: a base URL gets ``/v1/<signal>`` over HTTP."""
-    protocol = _protocol(section, env, signal)
-    base = section.otlp_endpoint
-    if base is None:
-        specific = env.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
-        if specific:
-            return specific  # used as given, as the specification says
-        base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-        if not base:
-            return None
-    if protocol == "grpc":
-        return base
-    return f"{base.rstrip('/')}/v1/{path}"
+OTLP_ENDPOINT_FIELD = "telemetry.otlp_endpoint"
 
 
-def _protocol(section: TelemetrySettings, env: Mapping[str, str], signal: str) -> str:
+def _otlp(
+    section: TelemetrySettings, env: Mapping[str, str], signal: str, used: bool
+) -> tuple[str | None, str]:
+    """One signal's OTLP endpoint (its full URL, None for the exporter's default) and
+    protocol, both checked if ``used`` (its OTLP exporter is chosen): exit code 2 naming
+    the setting, before the run, rather than a run that loses every span."""
+    protocol = _protocol(section, env, signal, used)
+    given = _given_endpoint(section, env, signal)
+    if given is None:
+        return None, protocol
+    where, url, base = given
+    bare = protocol == "grpc" and where != OTLP_ENDPOINT_FIELD
+    problem = otlp_endpoint_problem(url, bare_host_port=bare)
+    if problem is not None:
+        if used:
+            raise UserError(f"{where} {problem}")
+        return None, protocol  # no exporter sends to it
+    if base and protocol != "grpc":  # a base URL gets /v1/<signal> over HTTP
+        return otlp_signal_url(url, signal.lower()), protocol
+    return url, protocol
+
+
+def _given_endpoint(
+    section: TelemetrySettings, env: Mapping[str, str], signal: str
+) -> tuple[str, str, bool] | None:
+    """Where one signal's endpoint is set, its value, and whether it is a base URL; None
+    when nothing sets it."""
+    if section.otlp_endpoint is not None:
+        return OTLP_ENDPOINT_FIELD, section.otlp_endpoint, True
+    for variable, base in ((f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT", False), (ENDPOINT, True)):
+        value = env.get(variable)
+        if value:  # a per-signal variable is used as given, as the specification says
+            return variable, value, base
+    return None
+
+
+def _protocol(section: TelemetrySettings, env: Mapping[str, str], signal: str, used: bool) -> str:
+    """The signal's protocol; an unsupported one is refused when ``used``, else left."""
     if section.otlp_protocol is not None:
         return section.otlp_protocol
     for variable in (f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
         value = env.get(variable)
         if value:
-            if value not in PROTOCOLS:
-                raise UserError(
-                    f"{variable}={value!r} is not supported: use {' or '.join(PROTOCOLS)}"
-                )
+            if used and value not in PROTOCOLS:
+                raise UserError(_unsupported_protocol(variable, value))
             return value
     return "http/protobuf"
+
+
+def _unsupported_protocol(variable: str, value: str) -> str:
+    if value == "http/json":  # valid in the specification: say why it is not taken here
+        return (
+            f"{variable}=http/json is not supported: the OpenTelemetry Python exporters "
+            f"seamline uses send OTLP as protobuf only; set {variable} to http/protobuf "
+            "or grpc, or unset it"
+        )
+    return f"{variable}={value!r} is not supported: use {' or '.join(PROTOCOLS)}"
 
 
 # -- exporters -------------------------------------------------------------------------------

@@ -57,6 +57,8 @@ if TYPE_CHECKING:
         resolve_component,
     )
     from seamline.core.config.located import Located, parse_located
+    from seamline.core.config.otlp import endpoint_problem as otlp_endpoint_problem
+    from seamline.core.config.otlp import with_signal_path as otlp_signal_url
     from seamline.core.config.spec import PrecisionGate
     from seamline.core.config.user import user_trust
     from seamline.core.directories import cache_home, named_directory, output_directory
@@ -117,6 +119,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "ResolvedPipeline": ("seamline.core.config", "ResolvedPipeline"),
     "Selection": ("seamline.core.config", "Selection"),
     "TelemetrySettings": ("seamline.core.config", "TelemetrySettings"),
+    "otlp_endpoint_problem": ("seamline.core.config.otlp", "endpoint_problem"),
+    "otlp_signal_url": ("seamline.core.config.otlp", "with_signal_path"),
     "check_model": ("seamline.core.config", "check_model"),
     "load_trusted": ("seamline.core.config", "load_trusted"),
     "parse_located": ("seamline.core.config.located", "parse_located"),
@@ -240,6 +244,8 @@ __all__ = [
     "negotiated",
     "neighbours_kept",
     "one_line",
+    "otlp_endpoint_problem",
+    "otlp_signal_url",
     "output_directory",
     "parse_located",
     "pipeline_provenance",

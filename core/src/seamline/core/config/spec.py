@@ -27,6 +27,7 @@ from seamline.contracts.component import (
     refuse_a_boolean_for_a_number,
     refuse_an_impossible_path,
 )
+from seamline.core.config.otlp import endpoint_problem
 from seamline.core.trust.settings import TrustSettings
 
 AUTO = "auto"
@@ -389,12 +390,25 @@ class TelemetrySettings(_Strict):
         str | None, LeavesMachine("an OTLP receiver's URL", carries=OTLP_HEADER_VARIABLES)
     ] = Field(
         default=None,
-        description="Base URL of the OTLP receiver, e.g. http://localhost:4318 "
-        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT and the per-signal variables). Set here, "
+        description="Base URL of the OTLP receiver, e.g. http://localhost:4318: http:// or "
+        "https://, a host and a port (default: $OTEL_EXPORTER_OTLP_ENDPOINT and the "
+        "per-signal variables). Set here, "
         "in the pipeline file, it leaves the machine: a ${VAR} in it, and the "
         "OTEL_EXPORTER_OTLP_*HEADERS the exporters send along, must be named in the user "
         "config's trust.network_variables.",
     )
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _a_receiver_s_url(cls, value: str | None) -> str | None:
+        """Refused here, at ``file:line:column``: an endpoint no exporter can send to ran
+        the whole pipeline and lost every span (:mod:`seamline.core.config.otlp`). The
+        file's endpoint is a URL with a scheme whatever the protocol."""
+        problem = None if value is None else endpoint_problem(value)
+        if problem is not None:
+            raise ValueError(f"the OTLP receiver's URL {problem}")
+        return value
+
     otlp_protocol: Literal["http/protobuf", "grpc"] | None = Field(
         default=None,
         description="OTLP transport (default: $OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / "
