@@ -73,3 +73,31 @@ def test_what_is_looked_for() -> None:
     assert "1" not in found, "too short to look for"
     assert not any(name.endswith("_ENDPOINT>") for name in found.values()), "nothing secret"
     assert "/root" not in found
+
+
+def test_the_pipeline_file_s_endpoint_is_hidden_once_the_pipeline_is_known(
+    monkeypatch: pytest.MonkeyPatch, log_lines: io.StringIO
+) -> None:
+    """A trusted ``${TOKEN}`` in ``telemetry.otlp_endpoint`` was logged in clear by every
+    retry (and urllib3's debug line), while the same URL from the environment was hidden:
+    logging is set up before the pipeline, and only the environment was looked at."""
+    from seamline.adapters import exporter_secrets as module
+    from seamline.adapters.telemetry_setup import configure_telemetry, shutdown_telemetry
+    from seamline.core import TelemetrySettings
+
+    monkeypatch.setattr(module, "_learned", {}, raising=False)
+    configure_logging(json=True, stream=log_lines)  # first, as the CLI does
+    endpoint = "http://me:PASSWORD8@127.0.0.1:9/collector?token=FILESECRET7"
+    configure_telemetry(TelemetrySettings(traces=["otlp"], otlp_endpoint=endpoint), {})
+    try:
+        exporter_log = logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+        exporter_log.warning("Transient error with url: /collector/v1/traces?token=FILESECRET7")
+        logging.getLogger("urllib3.connectionpool").warning(
+            '"POST /collector/v1/traces?token=FILESECRET7 HTTP/1.1" 200 0 (me:PASSWORD8)'
+        )
+    finally:
+        shutdown_telemetry()
+    text = log_lines.getvalue()
+    assert "FILESECRET7" not in text
+    assert "PASSWORD8" not in text
+    assert text.count("<telemetry.otlp_endpoint>") >= 2

@@ -9,6 +9,13 @@ to a receiver that does not answer logs the URL with its query. Those lines go t
 seamline's log rendering into the JSON logs users ship to aggregators, so the rendering
 replaces each such value with the name of the variable it came from, as seamline's own
 messages name a ``${VAR}`` rather than print it.
+
+The pipeline file's ``telemetry.otlp_endpoint`` is such an endpoint too (a trusted
+``${TOKEN}`` filled into its query), but it is known only once the pipeline is loaded,
+after logging is set up: the exporters' retries logged it in clear
+(``url: /collector?token=...``) while the same URL from the environment was hidden. The
+telemetry set-up hands it over (:func:`hide_endpoint`) and every renderer made before or
+after hides it, as ``<telemetry.otlp_endpoint>``.
 """
 
 from __future__ import annotations
@@ -65,11 +72,34 @@ def exporter_secrets(environ: Mapping[str, str]) -> dict[str, str]:
     return dict(sorted(secrets.items(), key=lambda item: -len(item[0])))
 
 
+_learned: dict[str, str] = {}
+"""Values to hide that the environment does not hold, mapped to what replaces them."""
+
+
+def hide_endpoint(url: str, place: str) -> None:
+    """Hide ``url``'s query, its parameters' values and its password from now on, as
+    ``<place>``: an endpoint the environment does not name (a pipeline file's)."""
+    for text in _endpoint_values(url):
+        if len(text) >= SHORTEST:
+            _learned.setdefault(text, f"<{place}>")
+
+
 class HideExporterSecrets:
     """A structlog processor: every string of a log line, with those values replaced."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
-        self.secrets = exporter_secrets(environ)
+        self._from_environ = exporter_secrets(environ)
+        self._learned_count = -1
+        self.secrets = self._from_environ
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Take in the values :func:`hide_endpoint` learned since the last line."""
+        if self._learned_count == len(_learned):
+            return
+        merged = {**_learned, **self._from_environ}  # the environment's name wins
+        self.secrets = dict(sorted(merged.items(), key=lambda item: -len(item[0])))
+        self._learned_count = len(_learned)
 
     def hide(self, text: str) -> str:
         for secret, name in self.secrets.items():
@@ -79,6 +109,7 @@ class HideExporterSecrets:
     def __call__(
         self, _logger: Any, _method: str, event: MutableMapping[str, Any]
     ) -> MutableMapping[str, Any]:
+        self._refresh()
         if not self.secrets:
             return event
         return {

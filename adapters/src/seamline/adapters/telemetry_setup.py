@@ -71,6 +71,7 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from seamline.adapters import traces_lock
+from seamline.adapters.exporter_secrets import hide_endpoint
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import kind_of
@@ -470,6 +471,8 @@ def configure_telemetry(
     """
     global _meter_provider
     config = resolve(section, environ)
+    if section is not None and section.otlp_endpoint:  # the environment's are hidden already
+        hide_endpoint(section.otlp_endpoint, OTLP_ENDPOINT_FIELD)
     tracer_provider(config.service_name)
     _exporting.replace([BatchSpanProcessor(e) for e in span_exporters(config, append=worker)])
     if config.metrics:
