@@ -74,6 +74,7 @@ class Engine:
             on_failure(err)
             return
         self.state = "ready"
+        self.metrics.warm = True  # the batches from now on are served ones
         self.metrics.ready.set(1)
         log.info("ready", dimension=self.dimension)
         while not self._stop.is_set():

@@ -91,6 +91,9 @@ class ServeMetrics:
         self.ready = Gauge(
             "seamline_serve_ready", "1 once the model is warm, else 0.", registry=registry
         )
+        self.warm = False
+        """Set by the engine once its warm-up embedding is done: the batches before are the
+        warm-up's, not served ones (:class:`BatchMetrics` leaves them out)."""
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""
@@ -98,7 +101,14 @@ class ServeMetrics:
 
 
 class BatchMetrics(Monitor[ComponentConfig]):
-    """A monitor of the server's embedder: each ``BatchDone`` into the batch histograms."""
+    """A monitor of the server's embedder: each served ``BatchDone`` into the batch histograms.
+
+    The warm-up's batch is left out: before any request, ``/metrics`` counted one batch
+    whose seconds were the first compilation's, which skewed the histograms of a server
+    that had served nothing. The engine leads the warm-up itself, and the hub hands each
+    event over before ``encode`` returns, so every batch before ``ServeMetrics.warm`` is
+    the warm-up's.
+    """
 
     name: ClassVar[str] = "serve-metrics"
     contract_version: ClassVar[str] = "1.0"
@@ -109,7 +119,7 @@ class BatchMetrics(Monitor[ComponentConfig]):
         self.metrics = metrics
 
     def observe(self, event: Event) -> None:
-        if isinstance(event, BatchDone):
+        if isinstance(event, BatchDone) and self.metrics.warm:
             self.metrics.batch_examples.observe(event.examples)
             self.metrics.batch_tokens.observe(event.tokens)
             self.metrics.batch_seconds.observe(event.seconds)
