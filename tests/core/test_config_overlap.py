@@ -144,6 +144,33 @@ def test_the_traces_file_named_by_the_environment_is_checked_too(
     )
 
 
+@pytest.mark.parametrize(
+    ("traces", "of"),
+    [
+        ("out/.emb.jsonl.lock", "sink.with.path ('"),
+        ("out/.emb.manifest.json.lock", "the manifest ('"),
+        ("out/.emb.jsonl.checkpoint", "sink.with.path ('"),
+        ("out/.emb.errors.jsonl.partial.x1y2.tmp", "the errors file ('"),
+        ("out/.emb.jsonl.shards/run/emb.jsonl", "sink.with.path ('"),
+    ],
+)
+def test_the_traces_file_is_none_of_the_sink_s_hidden_files(
+    refusal: Callable[..., str], registry: Registry, traces: str, of: str
+) -> None:
+    """``SEAMLINE_TRACES_FILE=out/.emb.jsonl.lock`` took the sink's lock first: the run
+    was refused with "another run (pid ?) is writing to out/emb.jsonl", a run that did
+    not exist."""
+    said = refusal(environ={**JSONL, "SEAMLINE_TRACES_FILE": traces})
+    assert said.startswith(f"$SEAMLINE_TRACES_FILE: the traces file ({traces!r}) is one of")
+    assert f"the sink's own files for {of}" in said
+    assert "its lock, checkpoint or staging" in said
+    assert said.endswith("Name another traces file (telemetry.traces_file or SEAMLINE_TRACES_FILE)")
+    said = refusal("telemetry.traces=[jsonl]", f"telemetry.traces_file={traces}")
+    assert f"telemetry.traces_file ({traces!r}) is one of the sink's own files" in said
+    for fine in ("out/.emb.jsonlx", "out/emb.jsonl.trace", "out/.trace.jsonl"):
+        load_pipeline(Path("p.yaml"), registry, [], environ={**JSONL, "SEAMLINE_TRACES_FILE": fine})
+
+
 def test_the_default_traces_file_inside_the_input_folder_is_refused(
     refusal: Callable[..., str], registry: Registry
 ) -> None:

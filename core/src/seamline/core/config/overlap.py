@@ -21,6 +21,12 @@ answer). ``SEAMLINE_TRACES_FILE=docs/a.txt`` emptied an input document and fille
 spans, and ``=p.yaml`` replaced the pipeline file, both runs exiting 0, while the same
 name given to the field was refused. A file is compared by what it is as well as by its
 name: a hard link to the pipeline file, named as the traces file, emptied it too.
+
+Nor may the traces file be one of the hidden files a sink keeps beside each name it
+publishes (``out/.emb.jsonl.lock``, ``.emb.jsonl.checkpoint``, the partial and staging
+files and folders, every one named ``.<name>.*``): ``SEAMLINE_TRACES_FILE=out/.emb.jsonl.lock``
+took the sink's lock first, and the run was refused with "another run (pid ?) is writing
+to out/emb.jsonl", naming a run that did not exist.
 """
 
 from __future__ import annotations
@@ -186,6 +192,37 @@ def _same_file(output: Path, read: Path) -> bool:
         return False
 
 
+def _sink_companion(located: Located, trace: _Entry, sink_config: BaseModel) -> list[ConfigError]:
+    """A problem if the traces file is, or lies inside, a hidden file or folder the sink
+    keeps beside a name it publishes (``.<name>.lock``, ``.checkpoint``, ``.partial...``,
+    ``.shards``): the kit's names for its lock, checkpoint and staging, one ``.<name>.``
+    prefix for all."""
+    if not isinstance(sink_config, OutputConfig):
+        return []
+    output = on_disk(trace.path)
+    for what, name in sink_config.published_names():
+        published = on_disk(name)
+        if not output.is_relative_to(published.parent) or output == published:
+            continue
+        first = output.relative_to(published.parent).parts[0]
+        if first.startswith(f".{published.name}."):
+            return [
+                ConfigError(
+                    f"{trace.label} ({str(trace.path)!r}) is one of the sink's own files for "
+                    f"{_named(what)} ({str(name)!r}): its lock, checkpoint or staging, named "
+                    f"'.{published.name}.*', which the sink writes and holds while it runs. "
+                    f"{_TRACES_FIX}",
+                    trace.where(located),
+                )
+            ]
+    return []
+
+
+def _named(what: str) -> str:
+    """``published_names``' labels in a sentence: ``path`` is the sink's ``path``."""
+    return "sink.with.path" if what == "path" else what
+
+
 def overlap_problems(
     located: Located,
     spec: PipelineSpec,
@@ -221,6 +258,7 @@ def overlap_problems(
                 reported.add(entry.place)
                 break
     for trace in (e for e in outputs if e.traces):
+        problems.extend(_sink_companion(located, trace, sink_config))
         for entry in outputs:
             if entry is not trace and on_disk(entry.path) == on_disk(trace.path):
                 problems.append(
