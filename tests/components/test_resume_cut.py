@@ -110,3 +110,35 @@ def test_text_files_tells_how_many_items_a_resume_skips(tmp_path: Path) -> None:
             skipped = read.index(after) + 1 if after in read else None
             if skipped is not None:  # only a cursor of the shard's own is ever committed
                 assert loader.position(after, shard=shard) == skipped
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "npy", "parquet", "lancedb"])
+def test_a_stop_inside_a_commit_after_its_checkpoint_is_in_place_keeps_what_it_names(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SIGTERM just as the checkpoint appeared (after its rename, before the commit was
+    # marked done) deleted the partial files it names: --resume was refused with "the
+    # partial records file ... named by the checkpoint is gone" (tests/faults/test_sigterm
+    # under load, one run in four).
+    from seamline.contracts.sink_kit import _atomic
+    from tests.components.test_checkpoint_trust import records
+
+    sink = make(kind, tmp_path)
+    sink.start(MANIFEST)
+    sink.write(records(3))
+    real_fsync = _atomic.fsync_directory
+
+    def stopped_after_the_rename(directory: Path) -> None:
+        real_fsync(directory)
+        if any(directory.glob(f".{sink.config.path.name}.checkpoint")):  # type: ignore[attr-defined]
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(_atomic, "fsync_directory", stopped_after_the_rename)
+    with pytest.raises(KeyboardInterrupt):
+        sink.commit("c1")
+    monkeypatch.setattr(_atomic, "fsync_directory", real_fsync)
+    sink.close(complete=False)
+    resumed = make(kind, tmp_path)
+    assert resumed.recover(MANIFEST) == "c1"
+    assert resumed.committed_records().outputs == 3
+    resumed.close(complete=False)

@@ -449,8 +449,14 @@ class ResumableGroup(Generic[S]):
                 fsync_directory(directory)
             self._directories_synced = True
         lengths = {purpose: atomic.length() for purpose, atomic in files.items()}
-        write_json_atomically(self.checkpoint, self._record(cursor, lengths, state))
-        self.committed = True
+        try:
+            write_json_atomically(self.checkpoint, self._record(cursor, lengths, state))
+        finally:
+            # A checkpoint on disk is this run's (the files' opening deleted any older one),
+            # even when the write was stopped after its rename: a Ctrl-C there left the flag
+            # False, closing deleted the partial files that checkpoint names, and --resume
+            # was refused ("the partial records file ... named by the checkpoint is gone").
+            self.committed = self.committed or self.checkpoint.exists()
 
     def _record(self, cursor: str | None, lengths: Mapping[str, int], state: S) -> dict[str, Any]:
         return {
