@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import os
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -172,6 +173,16 @@ def test_a_child_forked_after_the_runtime_started_is_refused_at_once() -> None:
     for what in ("this Embedder", "an Embedder"):
         assert f"{what} cannot run in this process" in told[what], told
         assert "multiprocessing.get_context('spawn')" in told[what]
+
+
+def test_building_an_embedder_is_when_the_runtime_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the first model call marked it: a child forked after an Embedder was built and
+    # never used (gunicorn --preload, one built at import) hung for ever, unrefused.
+    from seamline.core import forking
+
+    monkeypatch.setattr(forking, "_started_in", None)
+    with toy_embedder():
+        assert forking._started_in == os.getpid()
 
 
 def _use_after_fork(embedder: Embedder, answers: Any) -> None:

@@ -133,3 +133,40 @@ def test_a_stop_before_the_run_met_its_output_says_nothing_was_committed(
         pipeline.run(resume=resume)
     # Resuming, the last run's commit is still there to go on from.
     assert getattr(stopped.value, NOTHING_COMMITTED, False) is not resume
+
+
+def test_runs_overlapping_in_two_threads_give_the_host_its_hook_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two Pipeline.run()s in two threads, the first to begin ending first: each block put
+    # back the hook it had found, and the host's was replaced for good by the keeping one
+    # (which then stopped a later, unrelated run with a stale KeyboardInterrupt).
+    import threading
+
+    def host_hook(unraisable: object) -> None:
+        pass
+
+    monkeypatch.setattr(sys, "unraisablehook", host_hook)
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with stops_kept():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with stops_kept():
+            second_in.set()
+            first_out.wait(10)
+            assert sys.unraisablehook is not host_hook, "the second run's block lost its hook"
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert sys.unraisablehook is host_hook
+    drop_a_stop()  # outside every block: the host's hook has it, nothing is kept
+    raise_kept_stop()

@@ -22,6 +22,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from seamline.contracts import UserError
+from seamline.core.forking import note_runtime_started
 
 BATCH_AXIS = "batch"
 
@@ -72,7 +73,7 @@ def jax_devices(*, local: bool = False) -> list[Any]:
     environment is the user's to fix: one line, exit 2.
     """
     try:
-        return list(jax.local_devices() if local else jax.devices())
+        devices = list(jax.local_devices() if local else jax.devices())
     except (RuntimeError, AssertionError) as err:
         chosen = os.environ.get("JAX_PLATFORMS", "")
         reason = str(err).split(" (set JAX_PLATFORMS", 1)[0].strip()
@@ -84,6 +85,10 @@ def jax_devices(*, local: bool = False) -> list[Any]:
             "or install that platform's JAX plugin (jax[cuda12] for NVIDIA GPUs, jax[tpu] "
             "for TPUs)"
         ) from None
+    # The runtime's threads run from here on: a child forked now would wait for ever on
+    # them (an Embedder built, never used, then gunicorn --preload's fork: it hung).
+    note_runtime_started()
+    return devices
 
 
 def local_data_parallel() -> DataParallel | None:

@@ -23,34 +23,54 @@ from collections.abc import Iterator
 from typing import Any
 
 _kept: list[KeyboardInterrupt] = []
+_lock = threading.Lock()
+_users = [0]
+"""The blocks active now (runs in several threads of one process overlap)."""
+_before: list[Any] = []
+"""The hook found when the first of them began, put back when the last one ends."""
 
 
 @contextlib.contextmanager
 def stops_kept() -> Iterator[None]:
     """Keep every ``KeyboardInterrupt`` Python drops inside the block; forget them after it.
 
-    Anything else Python drops goes to the hook that was there before, as it did.
+    Anything else Python drops goes to the hook that was there before, as it did. The
+    hook is the process's: blocks in several threads share one, installed by the first
+    to begin and removed by the last to end (each restoring its own replaced the host's
+    hook for good when two runs overlapped and the first to begin ended first), and only
+    when it is still there (a host that replaced it meanwhile keeps its own).
     """
-    before = sys.unraisablehook
-
-    def keep(unraisable: Any) -> None:
-        stop = unraisable.exc_value
-        if isinstance(stop, KeyboardInterrupt):
-            _kept.append(stop)  # raised again at the next safe point, not printed
-            return
-        before(unraisable)
-
-    sys.unraisablehook = keep
+    with _lock:
+        if _users[0] == 0:
+            _kept.clear()
+            _before[:] = [sys.unraisablehook]
+            sys.unraisablehook = _keep
+        _users[0] += 1
     try:
         yield
     finally:
-        sys.unraisablehook = before
-        _kept.clear()
+        with _lock:
+            _users[0] -= 1
+            if _users[0] == 0:
+                if sys.unraisablehook is _keep:
+                    sys.unraisablehook = _before[0]
+                _before.clear()
+                _kept.clear()
+
+
+def _keep(unraisable: Any) -> None:
+    stop = unraisable.exc_value
+    if isinstance(stop, KeyboardInterrupt):
+        _kept.append(stop)  # raised again at the next safe point, not printed
+        return
+    (_before[0] if _before else sys.__unraisablehook__)(unraisable)
 
 
 def raise_kept_stop() -> None:
     """Raise the stop Python dropped, if any, in the main thread (where signals arrive)."""
     if _kept and threading.current_thread() is threading.main_thread():
-        stop = _kept[0]
-        _kept.clear()
-        raise stop
+        with _lock:
+            stop = _kept.pop(0) if _kept else None
+            _kept.clear()
+        if stop is not None:
+            raise stop

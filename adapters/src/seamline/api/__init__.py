@@ -26,7 +26,12 @@ structlog, whose rendering then applies.
 A mistake the caller can fix raises :class:`UserError` (its message says what and how
 to fix it); a pipeline file, override or keyword that is invalid raises its subclass
 :class:`ConfigError`, placed at ``file:line:column`` or by key path. Both are exported
-here, for an ``except`` clause.
+here, for an ``except`` clause, with :class:`ModelChanged` (a ``UserError``: the
+index was published anew by another model while it was searched).
+
+A package with ``py.typed``, so that ``mypy --strict`` checks code using it: as a
+module of the ``seamline`` namespace, which has no ``__init__``, it could carry no
+marker, and ``from seamline.api import Embedder`` was "missing library stubs".
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from seamline.adapters.search import Found, Hit, Searcher
+from seamline.adapters.search import Found, Hit, ModelChanged, Searcher
 from seamline.contracts.errors import ConfigError, UserError
 from seamline.core import Embedder, Pipeline, Registry, RunSummary, user_trust
 
@@ -43,6 +48,7 @@ __all__ = [
     "Embedder",
     "Found",
     "Hit",
+    "ModelChanged",
     "Pipeline",
     "RunSummary",
     "Searcher",

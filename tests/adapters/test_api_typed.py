@@ -1,0 +1,59 @@
+"""``seamline.api`` is typed for its users: ``mypy --strict`` checks code that imports it.
+
+It was a module of the ``seamline`` namespace package, which has no ``__init__`` and so
+could carry no ``py.typed``: from a user's own folder (without this repository's
+``mypy_path``), ``from seamline.api import Embedder`` was "module is installed, but
+missing library stubs or py.typed marker", and everything taken from it was ``Any``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+USER_CODE = """\
+from __future__ import annotations
+
+import numpy as np
+
+from seamline.api import Embedder, ModelChanged, UserError, open_index
+
+
+def vectors(texts: list[str]) -> np.ndarray:
+    with Embedder.from_pipeline("p.yaml") as embedder:
+        found = embedder.encode(texts)
+        assert not isinstance(found, list)
+        return found
+
+
+def documents(query: str) -> list[str]:
+    try:
+        with open_index("out/emb.jsonl") as index:
+            return [hit.doc_id for hit in index.search(query, k=3)]
+    except (ModelChanged, UserError):
+        return []
+
+
+def misspelt(query: str) -> list[str]:
+    with open_index("out/emb.jsonl") as index:
+        return [hit.id for hit in index.search(query, k=3)]
+"""
+
+
+def test_mypy_strict_checks_code_using_the_public_api(tmp_path: Path) -> None:
+    (tmp_path / "user.py").write_text(USER_CODE, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "user.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    # Only the user's own mistake: the API's types were checked, not taken as Any.
+    assert errors == ['user.py:25: error: "Hit" has no attribute "id"  [attr-defined]'], done.stdout
