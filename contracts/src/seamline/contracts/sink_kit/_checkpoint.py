@@ -449,14 +449,7 @@ class ResumableGroup(Generic[S]):
                 fsync_directory(directory)
             self._directories_synced = True
         lengths = {purpose: atomic.length() for purpose, atomic in files.items()}
-        try:
-            write_json_atomically(self.checkpoint, self._record(cursor, lengths, state))
-        finally:
-            # A checkpoint on disk is this run's (the files' opening deleted any older one),
-            # even when the write was stopped after its rename: a Ctrl-C there left the flag
-            # False, closing deleted the partial files that checkpoint names, and --resume
-            # was refused ("the partial records file ... named by the checkpoint is gone").
-            self.committed = self.committed or self.checkpoint.exists()
+        _write_checkpoint(self, self._record(cursor, lengths, state))
 
     def _record(self, cursor: str | None, lengths: Mapping[str, int], state: S) -> dict[str, Any]:
         return {
@@ -664,6 +657,20 @@ class ResumableGroup(Generic[S]):
         for atomic in (self.files or {}).values():
             atomic.discard()
         self.clear()
+
+
+def _write_checkpoint(group: ResumableGroup[Any], record: dict[str, Any]) -> None:
+    """Write ``group``'s checkpoint: committed once it is on disk, however the write ends.
+
+    A checkpoint on disk is this run's (opening the files deleted any older one), even
+    when the write was stopped after its rename: a Ctrl-C there left ``committed`` False,
+    closing deleted the partial files that checkpoint names, and ``--resume`` was refused
+    ("the partial records file ... named by the checkpoint is gone").
+    """
+    try:
+        write_json_atomically(group.checkpoint, record)
+    finally:
+        group.committed = group.committed or group.checkpoint.exists()
 
 
 def published_checks(
