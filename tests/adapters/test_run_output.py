@@ -196,6 +196,26 @@ def test_an_output_under_a_folder_named_tilde_is_shown_as_a_path_from_here(
     assert place.search_command == "seamline search './~/emb.jsonl' \"your question\""
 
 
+def test_the_printed_path_of_a_folder_named_tilde_is_searched_there_not_at_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Path("./~/emb.jsonl") is Path("~/emb.jsonl"): the command the summary printed, and
+    # open_index with the same text, searched the home folder's index.
+    from seamline.adapters.cli.commands.search import _at_home
+    from seamline.api import UserError, open_index
+    from seamline.contracts.component import from_here
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    here, home = tmp_path / "~" / "emb.jsonl", tmp_path / "home" / "emb.jsonl"
+    assert from_here("./~/emb.jsonl") == _at_home("./~/emb.jsonl") == here
+    assert from_here("~/emb.jsonl") == _at_home("~/emb.jsonl") == home
+    assert from_here("out/emb.jsonl") == Path("out/emb.jsonl")  # as typed, otherwise
+    with pytest.raises(UserError) as refused:
+        open_index("./~/emb.jsonl")
+    assert str(here) in str(refused.value)
+
+
 # -- --format json, from a real run --------------------------------------------------------
 
 PIPELINE = """\

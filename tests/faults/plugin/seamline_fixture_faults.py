@@ -22,7 +22,10 @@ module and its ``dist-info``), so that ``seamline run`` subprocesses discover it
   into place), ``after-commit`` (just after the n-th commit), ``publish`` (before the
   n-th rename while publishing: 1 is the manifest, the last is the records file);
   ``SEAMLINE_FAULT_SLOW=<seconds>`` makes it sleep that long before each write, so
-  that a run lasts longer than the moments a test kills it at, on any machine.
+  that a run lasts longer than the moments a test kills it at, on any machine;
+- ``SEAMLINE_FAULT_DROP_STOP=1`` makes importing this module drop a ``KeyboardInterrupt``
+  the way Python drops a Ctrl-C that lands in JAX's garbage-collection callback while
+  JAX is imported ("Exception ignored in: ... KeyboardInterrupt"), during discovery.
 """
 
 from __future__ import annotations
@@ -54,6 +57,15 @@ from seamline.contracts import (
     Support,
 )
 from seamline.contracts.kernel_kit import reference_attention
+
+
+class _DropsAStop:
+    def __del__(self) -> None:
+        raise KeyboardInterrupt
+
+
+if os.environ.get("SEAMLINE_FAULT_DROP_STOP"):
+    _DropsAStop()  # dropped at once (no reference is kept): "Exception ignored in"
 
 KILL = "SEAMLINE_FAULT_KILL"
 RAISE = "SEAMLINE_FAULT_RAISE"

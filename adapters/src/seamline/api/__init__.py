@@ -37,9 +37,9 @@ marker, and ``from seamline.api import Embedder`` was "missing library stubs".
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from seamline.adapters.search import Found, Hit, ModelChanged, Searcher
+from seamline.contracts.component import from_here
 from seamline.contracts.errors import ConfigError, UserError
 from seamline.core import Embedder, Pipeline, Registry, RunSummary, user_trust
 
@@ -73,5 +73,5 @@ def open_index(
             f"open_index takes the path of an output a pipeline wrote (a str or path, such "
             f"as 'out/embeddings.lance'), not {type(path).__name__}"
         )
-    index = Path(path).expanduser()
+    index = from_here(os.fspath(path))
     return Searcher(registry or Registry.discover(user_trust()), index, attention)

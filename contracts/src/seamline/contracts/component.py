@@ -77,6 +77,22 @@ def expand_home(value: Any) -> Any:
     return expanded if isinstance(value, str) else type(value)(expanded)
 
 
+def from_here(text: str) -> Path:
+    """The path a user typed: a leading ``~`` the home folder (:func:`expand_home`), and
+    ``./~/x`` the folder called ``~`` here.
+
+    ``Path("./~/x")`` is ``Path("~/x")``: the ``./`` that said "not home" is dropped, and a
+    later ``expanduser`` (``open_index``'s) went to the home folder's index, though the
+    run summary had printed ``seamline search './~/emb.jsonl'`` to name this one. Such a
+    path is made absolute here, where its meaning is still known. A ``ValueError`` for a
+    ``~user`` that names no user.
+    """
+    path = Path(expand_home(text))
+    if not text.startswith("~") and str(path).startswith("~"):
+        return Path.cwd() / path
+    return path
+
+
 NAME_MAX = 255
 """Bytes a file system allows in one name of a path (Linux's, and the common limit)."""
 PATH_MAX = 4096

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
     from seamline.core.seams import failed_at
+    from seamline.core.stops import raise_kept_stop, stops_kept
     from seamline.core.suggest import did_you_mean
     from seamline.core.telemetry import worker_name
     from seamline.core.trust.classes import CONFORMANCE_GROUP
@@ -172,6 +173,9 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "worker_name": ("seamline.core.telemetry", "worker_name"),
     # A mistyped name's closest match, as every message suggests it
     "did_you_mean": ("seamline.core.suggest", "did_you_mean"),
+    # A Ctrl-C Python dropped, kept for the command that runs (see seamline.core.stops)
+    "stops_kept": ("seamline.core.stops", "stops_kept"),
+    "raise_kept_stop": ("seamline.core.stops", "raise_kept_stop"),
 }
 """Each public name: the module that defines it, and its name there."""
 
@@ -254,12 +258,14 @@ __all__ = [
     "precision_refusals",
     "prepare_located",
     "preview_precision",
+    "raise_kept_stop",
     "read_pipeline_text",
     "resolve_attention",
     "resolve_buckets",
     "resolve_component",
     "save_record",
     "serving_precision",
+    "stops_kept",
     "store_directory",
     "tune_attention",
     "user_trust",

@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -118,7 +119,11 @@ def run(
         contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     )
     # A SIGTERM (a scheduler's, `timeout`'s) stops the run as Ctrl-C does, until it is done.
-    with terminate_as_interrupt(), interrupts(NOT_BEGUN), others_to_stderr:
+    from seamline.core import stops_kept  # the package alone: JAX is imported later
+
+    # A stop Python drops while JAX is imported (in its GC callback) is kept, and raised
+    # before the run begins: it let the run go on, publish and exit 0.
+    with terminate_as_interrupt(), stops_kept(), interrupts(NOT_BEGUN), others_to_stderr:
         summary, loaded, run_started = _run(
             pipeline, overrides, log_format, log_level, compile_cache, resume, restart
         )
@@ -143,20 +148,22 @@ def _run(
     restart: bool,
 ) -> tuple[RunSummary, Pipeline, float]:
     """Load the pipeline and run it: its summary, the pipeline, and when the run began."""
-    user_errors(lambda: check_otel_environment(os.environ))  # before the SDK reads it
+    before = partial(user_errors, kept_on_interrupt=NOT_BEGUN)  # a stop says so, not bare
+    before(lambda: check_otel_environment(os.environ))  # before the SDK reads it
     from seamline.adapters import telemetry_setup
     from seamline.adapters.cli.render.progress import ProgressMonitor
-    from seamline.core import Pipeline
+    from seamline.core import Pipeline, raise_kept_stop
 
     interactive = consoles.err.is_terminal
     configure_logging(log_format, log_level, interactive)
     if compile_cache:
         from seamline.adapters.compile_cache import enable_compile_cache
 
-        user_errors(enable_compile_cache)
-    loaded = user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
+        before(enable_compile_cache)
+    loaded = before(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
     # The pipeline's telemetry: section wins over the OTEL_* variables.
-    user_errors(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
+    before(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
+    raise_kept_stop()  # one Python dropped so far: the run does not begin
     try:
         extra = [ProgressMonitor(consoles.err)] if interactive else []
         run_started = time.perf_counter()

@@ -13,7 +13,7 @@ from seamline.adapters.cli.errors import user_errors
 from seamline.adapters.cli.options import FormatOption, output_format
 
 IndexArg = Annotated[
-    Path,
+    str,  # as typed: Path("./~/x") is Path("~/x"), and "./" said "not the home folder"
     typer.Argument(
         help="An index a pipeline wrote: a LanceDB table (out/emb.lance), a Parquet, JSON "
         "Lines or .npy file, or its .manifest.json.",
@@ -92,24 +92,24 @@ def search(
     if (query is None) == (queries is None):
         user_errors(lambda: _one_source(query))
     texts = [query] if query is not None else _lines(queries or "")
-    index = user_errors(lambda: _at_home(index))
-    with user_errors(lambda: Searcher(loading.registry(), index, attention)) as searcher:
+    found_at = user_errors(lambda: _at_home(index))
+    with user_errors(lambda: Searcher(loading.registry(), found_at, attention)) as searcher:
         answers = user_errors(partial(searcher.find_each, texts, k, exact=exact, where=where))
         for text in texts:  # each shown as it is found; a read of the output serves many
             show(text, user_errors(partial(next, answers)))
 
 
-def _at_home(index: Path) -> Path:
+def _at_home(index: str) -> Path:
     """``~/out/emb.lance`` quoted (no shell made it the home folder) as ``open_index`` and
-    every path of a pipeline take it: under the home folder."""
+    every path of a pipeline take it: under the home folder; ``./~/emb.lance`` (what a run
+    summary prints for a folder called ``~``) in that folder, here."""
     from seamline.contracts import UserError
-    from seamline.contracts.component import expand_home
+    from seamline.contracts.component import from_here
 
     try:
-        expanded: Path = expand_home(index)
+        return from_here(index)
     except ValueError as err:
         raise UserError(f"INDEX: {err}") from None
-    return expanded
 
 
 def _lines(source: str) -> list[str]:
