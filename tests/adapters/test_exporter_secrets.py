@@ -101,3 +101,24 @@ def test_the_pipeline_file_s_endpoint_is_hidden_once_the_pipeline_is_known(
     assert "FILESECRET7" not in text
     assert "PASSWORD8" not in text
     assert text.count("<telemetry.otlp_endpoint>") >= 2
+
+
+def test_a_token_in_the_file_s_endpoint_path_or_percent_encoded_is_hidden_too(
+    monkeypatch: pytest.MonkeyPatch, log_lines: io.StringIO
+) -> None:
+    """``http://host/${TOKEN}/collector`` (pipelines.md's own shape) was logged by urllib3
+    as ``POST /<token>/collector/v1/traces``; a query token with ``ö`` or ``"`` as the HTTP
+    library encodes it (``t%C3%B6ken``), past the plain text that was looked for."""
+    from seamline.adapters import exporter_secrets as module
+
+    monkeypatch.setattr(module, "_learned", {}, raising=False)
+    configure_logging(json=True, stream=log_lines)
+    module.hide_endpoint(
+        'http://127.0.0.1:9/PATHSECRET9/collector?token=tökenSECRET"5', "telemetry.otlp_endpoint"
+    )
+    pool = logging.getLogger("urllib3.connectionpool")
+    pool.warning('"POST /PATHSECRET9/collector/v1/traces HTTP/1.1" 503 0')
+    pool.warning('"POST /c/v1/traces?token=t%C3%B6kenSECRET%225 HTTP/1.1" 503 0')
+    text = log_lines.getvalue()
+    assert "PATHSECRET9" not in text
+    assert "kenSECRET" not in text, text

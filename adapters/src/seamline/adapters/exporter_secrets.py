@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 SHORTEST = 3
 """A shorter value is not looked for: it would match unrelated text and reveals little."""
@@ -44,8 +44,10 @@ def _header_values(value: str) -> list[str]:
     return found + [unquote(text) for text in found]
 
 
-def _endpoint_values(value: str) -> list[str]:
-    """An endpoint's query and its parameters' values, and the password of its user part."""
+def _endpoint_values(value: str, *, path: bool = False) -> list[str]:
+    """An endpoint's query and its parameters' values, and the password of its user part
+    (and its path, with ``path``), as written, decoded and as an HTTP library encodes them
+    (a token with ``ö`` or ``"`` was logged as ``t%C3%B6ken``, past the plain text)."""
     try:
         parts = urlsplit(value.strip())
     except ValueError:
@@ -53,7 +55,15 @@ def _endpoint_values(value: str) -> list[str]:
     found = [parts.query, *(v for _, v in parse_qsl(parts.query, keep_blank_values=True))]
     if parts.password:
         found.append(parts.password)
-    return found + [unquote(text) for text in found]
+    if path and parts.path.strip("/"):
+        found.append(parts.path.rstrip("/"))
+    decoded = [unquote(text) for text in found]
+    encoded = [form(text) for text in decoded for form in (quote, quote_plus, _quote_all)]
+    return found + decoded + encoded
+
+
+def _quote_all(text: str) -> str:
+    return quote(text, safe="")
 
 
 def exporter_secrets(environ: Mapping[str, str]) -> dict[str, str]:
@@ -77,9 +87,11 @@ _learned: dict[str, str] = {}
 
 
 def hide_endpoint(url: str, place: str) -> None:
-    """Hide ``url``'s query, its parameters' values and its password from now on, as
-    ``<place>``: an endpoint the environment does not name (a pipeline file's)."""
-    for text in _endpoint_values(url):
+    """Hide ``url``'s query, its parameters' values, its password and its path from now
+    on, as ``<place>``: an endpoint the environment does not name (a pipeline file's). Its
+    path too, since a trusted ``${TOKEN}`` goes there as well (``http://host/${TOKEN}/c``
+    was logged as ``POST /s3cr3t/c/v1/traces`` at debug level)."""
+    for text in _endpoint_values(url, path=True):
         if len(text) >= SHORTEST:
             _learned.setdefault(text, f"<{place}>")
 
