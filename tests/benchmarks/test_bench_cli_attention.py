@@ -166,3 +166,14 @@ def test_a_max_length_below_the_shortest_sweep_length_is_a_usage_error(
 
     assert main(["--max-length", "100", "--no-plot"]) == 2
     assert "--max-length must be at least 128" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("names", ["", ",", " , "])
+def test_implementations_naming_none_is_a_usage_error(
+    names: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # '' ran every implementation (a sweep of minutes), and 'native,' asked for ''.
+    from seamline.adapters.bench_attention.cli import main
+
+    assert main(["--implementations", names, "--no-plot"]) == 2
+    assert "--implementations names no attention" in capsys.readouterr().err

@@ -167,9 +167,14 @@ def test_schema_to_a_directory_is_one_line_and_exit_2(tmp_path: Path) -> None:
     failed = CliRunner().invoke(app, ["schema", "-o", str(missing)], env={"COLUMNS": "400"})
     assert failed.exit_code == 2, failed.output
     assert failed.output.strip().splitlines() == [
-        f"error: -o {missing}: the folder {missing.parent} does not exist; create it first "
-        f"(mkdir -p {missing.parent}) or name a file in a folder that does"
+        f"error: -o {missing}: the folder {missing.parent} does not exist (create it first: "
+        f"mkdir -p {missing.parent}); name a file in a folder that exists"
     ]
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    through = tmp_path / "afile" / "schema.json"
+    refused = CliRunner().invoke(app, ["schema", "-o", str(through)], env={"COLUMNS": "400"})
+    assert refused.exit_code == 2, refused.output
+    assert f"{tmp_path / 'afile'} is a file, not a folder" in refused.output
     written = CliRunner().invoke(app, ["schema", "-o", str(tmp_path / "schema.json")])
     assert written.exit_code == 0, written.output
     assert json.loads((tmp_path / "schema.json").read_text())["title"] == "seamline pipeline"

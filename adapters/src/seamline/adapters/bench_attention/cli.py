@@ -168,6 +168,11 @@ def _results_folder(out: Path) -> bool:
     return True
 
 
+def _names(text: str) -> list[str]:
+    """The names ``--implementations`` gives: '' ran every one, and 'native,' asked for ''."""
+    return [name for name in (part.strip() for part in text.split(",")) if name]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep the options describe, print the report; return the exit code."""
     parser = build_parser()
@@ -175,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.repeats < 1 or args.long_repeats < 1:
             parser.error("--repeats and --long-repeats must be at least 1")
+        if args.implementations is not None and not _names(args.implementations):
+            parser.error("--implementations names no attention: give NAME[,NAME...]")
         if args.lengths is None and args.max_length < MIN_LENGTH:
             parser.error(
                 f"--max-length must be at least {MIN_LENGTH}: the sweep's lengths are the "
@@ -183,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:  # argparse has printed the usage, or the help (code 0)
         return EXIT_USAGE if stop.code else EXIT_OK
     lengths = args.lengths or default_lengths(args.max_length)
-    wanted = [n.strip() for n in args.implementations.split(",")] if args.implementations else None
+    wanted = None if args.implementations is None else _names(args.implementations)
     if not _results_folder(args.out):
         return EXIT_USAGE
     try:

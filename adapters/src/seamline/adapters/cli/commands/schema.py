@@ -39,8 +39,7 @@ def schema(output: Output = None) -> None:
     if output is not None and str(output) != "-" and not output.parent.is_dir():
         # It was exit code 1, the machine's failure, for a path the user mistyped.
         usage_error(
-            f"-o {output}: the folder {output.parent} does not exist; create it first "
-            f"(mkdir -p {output.parent}) or name a file in a folder that does"
+            f"-o {output}: {_not_a_folder(output.parent)}; name a file in a folder that exists"
         )
     text = json.dumps(pipeline_schema(loading.registry()), indent=2)
     if output is not None and str(output) == "-":  # the convention for stdout: it wrote `./-`
@@ -53,3 +52,11 @@ def schema(output: Output = None) -> None:
         note(f"wrote {output}")
     else:
         raw(text + "\n")
+
+
+def _not_a_folder(parent: Path) -> str:
+    """Why ``parent`` cannot hold the schema, and the fix when one helps."""
+    for above in (parent, *parent.parents):
+        if above.exists() and not above.is_dir():
+            return f"{above} is a file, not a folder"
+    return f"the folder {parent} does not exist (create it first: mkdir -p {parent})"
