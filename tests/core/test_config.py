@@ -143,6 +143,20 @@ def test_yes_no_on_off_are_words_not_booleans(registry: Registry) -> None:
         parse_pipeline(text.replace("pipeline: p", "pipeline: true"), "p.yaml", registry)
 
 
+def test_a_date_is_text_as_yaml_1_2_reads_it(registry: Registry) -> None:
+    # `root: 2024-01-01` (a folder named by a date) was "YAML tag
+    # 'tag:yaml.org,2002:timestamp' is not allowed", with --set and in the file.
+    loader = "{use: text-files, with: {root: 2024-01-01}}"
+    text = BASE.replace('{use: jsonl, with: {path: "${DOCS:-docs.jsonl}"}}', loader)
+    resolved = parse_pipeline(text, "p.yaml", registry, environ={})
+    assert str(resolved.loader.config.root).endswith("2024-01-01")  # type: ignore[attr-defined]
+    overridden = parse_pipeline(
+        text, "p.yaml", registry, ["loader.with.root=2025-12-31 10:00:00"], environ={}
+    )
+    root = overridden.loader.config.root  # type: ignore[attr-defined]
+    assert str(root).endswith("2025-12-31 10:00:00")
+
+
 @pytest.mark.parametrize("glob", ["**/*.md", "*.txt", "docs/**", "*txt", "*md # all"])
 def test_an_override_that_is_not_yaml_is_the_string_typed(registry: Registry, glob: str) -> None:
     # As the README writes it: --set loader.with.glob='**/*.md' (the shell drops the quotes).

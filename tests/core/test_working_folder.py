@@ -56,3 +56,18 @@ def test_run_and_validate_from_a_deleted_working_directory_exit_2(deleted: Path)
         assert result.exit_code == 2, result.output
         assert GONE in " ".join(result.output.split()), result.output
         assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("schema", "-o", "x.json"), ("bench", "attention", "--implementations", "native")],
+    ids=["schema", "bench"],
+)
+def test_commands_that_write_where_they_run_from_a_deleted_directory_exit_2(
+    deleted: Path, args: tuple[str, ...]
+) -> None:
+    # `schema -o x.json` said "No such file or directory", exit 1; `bench attention` was a
+    # FileNotFoundError traceback (its folder was read when its module was imported).
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 2, result.output
+    assert GONE in " ".join(result.output.split()), result.output

@@ -129,10 +129,8 @@ class Plan:
         first = NoAttentionError(refused[0].signature, refused[0].refusals, self.mode)
         if len(refused) == 1:
             return first
-        others = len(refused) - 1
-        return UnsupportedError(
-            f"{first} ({others} more shape{'s' if others > 1 else ''} cannot be served either)",
-            first.reasons,
+        return UnsupportedError(  # the count first: the fix stays the message's last clause
+            f"{len(refused)} shapes cannot be served, the first: {first}", first.reasons
         )
 
 

@@ -110,6 +110,10 @@ def _build(
 ) -> Any:
     located.values[path] = _mark(located.source, node.start_mark)
     budget.spend(located.values[path])
+    if node.tag == "tag:yaml.org,2002:timestamp" and isinstance(node, yaml.ScalarNode):
+        # YAML 1.1 reads 2024-01-01 as a date; YAML 1.2 (and every user) reads text: a
+        # folder named by a date (`root: 2024-01-01`) was "YAML tag ... is not allowed".
+        return str(node.value)
     if node.tag not in _SAFE_TAGS:
         raise ConfigError(
             f"YAML tag {node.tag!r} is not allowed: pipeline files are plain data "

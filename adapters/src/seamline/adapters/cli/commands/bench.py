@@ -20,6 +20,10 @@ def attention(ctx: typer.Context) -> None:
     Options are the benchmark's own (see `seamline bench attention --help`). Exit code 0
     when at least one cell was measured, 1 when nothing was, 2 on a usage error.
     """
+    from seamline.adapters.cli.errors import user_errors
+    from seamline.contracts.workdir import working_folder
+
+    user_errors(working_folder)  # its paths are the working folder's: a traceback if gone
     from seamline.adapters.bench_attention import main as run_benchmark
 
     raise typer.Exit(run_benchmark(list(ctx.args)))

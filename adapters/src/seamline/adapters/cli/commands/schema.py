@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 
 from seamline.adapters.cli import loading
-from seamline.adapters.cli.errors import environment_errors, usage_error
+from seamline.adapters.cli.errors import environment_errors, usage_error, user_errors
 from seamline.adapters.cli.options import named_path
+from seamline.contracts.workdir import working_folder
 
 Output = Annotated[
     Path | None,
@@ -36,6 +37,8 @@ def schema(output: Output = None) -> None:
             f"-o {output}: the path is a directory; name a file to write the schema to "
             f"(such as {output / 'pipeline.schema.json'})"
         )
+    if output is not None and str(output) != "-" and not output.is_absolute():
+        user_errors(working_folder)  # a relative -o in a deleted folder: say so (exit 2)
     if output is not None and str(output) != "-" and not output.parent.is_dir():
         # It was exit code 1, the machine's failure, for a path the user mistyped.
         usage_error(
