@@ -171,6 +171,21 @@ def test_the_traces_file_is_none_of_the_sink_s_hidden_files(
         load_pipeline(Path("p.yaml"), registry, [], environ={**JSONL, "SEAMLINE_TRACES_FILE": fine})
 
 
+@pytest.mark.parametrize("inside", ["trace.jsonl", "data/x.jsonl"])
+def test_the_traces_file_is_not_inside_a_table_folder_the_sink_publishes(
+    refusal: Callable[..., str], inside: str
+) -> None:
+    # SEAMLINE_TRACES_FILE=out/l/emb.lance/trace.jsonl: `run` wrote its spans among the
+    # table's files (serve --index refused the same file).
+    table = ["sink={use: lancedb, with: {path: out/l/emb.lance}}"]
+    traces = f"out/l/emb.lance/{inside}"
+    said = refusal(*table, environ={**JSONL, "SEAMLINE_TRACES_FILE": traces})
+    assert said.startswith(
+        f"$SEAMLINE_TRACES_FILE: the traces file ({traces!r}) is inside sink.with.path ("
+    ), said
+    assert "emb.lance'), a folder the sink publishes (a LanceDB table)" in said
+
+
 def test_the_default_traces_file_inside_the_input_folder_is_refused(
     refusal: Callable[..., str], registry: Registry
 ) -> None:

@@ -196,12 +196,22 @@ def _sink_companion(located: Located, trace: _Entry, sink_config: BaseModel) -> 
     """A problem if the traces file is, or lies inside, a hidden file or folder the sink
     keeps beside a name it publishes (``.<name>.lock``, ``.checkpoint``, ``.partial...``,
     ``.shards``): the kit's names for its lock, checkpoint and staging, one ``.<name>.``
-    prefix for all."""
+    prefix for all; or lies inside a folder the sink publishes (a LanceDB table, where
+    ``run`` wrote its spans among the table's files)."""
     if not isinstance(sink_config, OutputConfig):
         return []
     output = on_disk(trace.path)
     for what, name in sink_config.published_names():
         published = on_disk(name)
+        if output != published and output.is_relative_to(published):  # a table's folder
+            return [
+                ConfigError(
+                    f"{trace.label} ({str(trace.path)!r}) is inside {_named(what)} "
+                    f"({str(name)!r}), a folder the sink publishes (a LanceDB table), whose "
+                    f"files it writes and replaces. {_TRACES_FIX}",
+                    trace.where(located),
+                )
+            ]
         if not output.is_relative_to(published.parent) or output == published:
             continue
         first = output.relative_to(published.parent).parts[0]
