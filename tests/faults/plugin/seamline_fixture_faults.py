@@ -23,6 +23,8 @@ module and its ``dist-info``), so that ``seamline run`` subprocesses discover it
   n-th rename while publishing: 1 is the manifest, the last is the records file);
   ``SEAMLINE_FAULT_SLOW=<seconds>`` makes it sleep that long before each write, so
   that a run lasts longer than the moments a test kills it at, on any machine;
+- ``SEAMLINE_FAULT_WRITE_FD1=1`` makes the sink write a line to file descriptor 1 at each
+  write, as a C library would;
 - ``SEAMLINE_FAULT_DROP_STOP=1`` makes importing this module drop a ``KeyboardInterrupt``
   the way Python drops a Ctrl-C that lands in JAX's garbage-collection callback while
   JAX is imported ("Exception ignored in: ... KeyboardInterrupt"), during discovery.
@@ -70,6 +72,7 @@ if os.environ.get("SEAMLINE_FAULT_DROP_STOP"):
 KILL = "SEAMLINE_FAULT_KILL"
 RAISE = "SEAMLINE_FAULT_RAISE"
 SLOW = "SEAMLINE_FAULT_SLOW"
+WRITE_FD1 = "SEAMLINE_FAULT_WRITE_FD1"
 """Faults named by the environment, not the pipeline file: a resume refuses a changed one."""
 
 
@@ -239,6 +242,8 @@ class FaultSink(JsonlSink):
         return FaultSink(config)
 
     def write(self, records: Sequence[OutputRecord]) -> None:
+        if os.environ.get(WRITE_FD1):  # as a C library writes: below Python's sys.stdout
+            os.write(1, b"fault-jsonl wrote to descriptor 1\n")
         if self._slow:
             time.sleep(self._slow)
         if self._reached("write"):

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from seamline.core.host import Collated, HostWork, documents_as_loaded
     from seamline.core.orchestrator import RunSummary
     from seamline.core.pipeline import Pipeline
+    from seamline.core.plugin_imports import stdout_to_stderr
     from seamline.core.precision.decision import GateFigures, PrecisionCandidate, PrecisionDecision
     from seamline.core.precision.gate import compare as compare_precision
     from seamline.core.precision.gate import neighbours_kept
@@ -176,6 +177,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     # A Ctrl-C Python dropped, kept for the command that runs (see seamline.core.stops)
     "stops_kept": ("seamline.core.stops", "stops_kept"),
     "raise_kept_stop": ("seamline.core.stops", "raise_kept_stop"),
+    # Standard output moved to standard error, the file descriptor too
+    "stdout_to_stderr": ("seamline.core.plugin_imports", "stdout_to_stderr"),
 }
 """Each public name: the module that defines it, and its name there."""
 
@@ -265,6 +268,7 @@ __all__ = [
     "resolve_component",
     "save_record",
     "serving_precision",
+    "stdout_to_stderr",
     "stops_kept",
     "store_directory",
     "tune_attention",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Annotated
@@ -113,14 +112,14 @@ def run(
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
     as_json = output_format(format_) == "json"
-    # What a component prints while it runs (a monitor's report) went into the middle of
-    # the one JSON document on stdout: stdout is the document's alone.
-    others_to_stderr = (
-        contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-    )
-    # A SIGTERM (a scheduler's, `timeout`'s) stops the run as Ctrl-C does, until it is done.
-    from seamline.core import stops_kept  # the package alone: JAX is imported later
+    from seamline.core import stdout_to_stderr, stops_kept  # the package alone: no JAX yet
 
+    # What a component prints while it runs (a monitor's report) went into the middle of
+    # the one JSON document on stdout: stdout is the document's alone, its descriptor too
+    # (as while plugins are imported), since a C library or os.write(1, ...) got past
+    # Python's own stream.
+    others_to_stderr = stdout_to_stderr() if as_json else contextlib.nullcontext()
+    # A SIGTERM (a scheduler's, `timeout`'s) stops the run as Ctrl-C does, until it is done.
     # A stop Python drops while JAX is imported (in its GC callback) is kept, and raised
     # before the run begins: it let the run go on, publish and exit 0.
     with terminate_as_interrupt(), stops_kept(), interrupts(NOT_BEGUN), others_to_stderr:
