@@ -27,7 +27,7 @@ from seamline.core.attention.steps import CompiledSteps, Launched, Report
 from seamline.core.batching import BatchShapes, batch_shapes
 from seamline.core.config import RunSettings
 from seamline.core.devices import local_data_parallel
-from seamline.core.forking import note_runtime_started, refuse_after_fork
+from seamline.core.forking import refuse_after_fork
 from seamline.core.host import HostWork
 from seamline.core.seams import CallStart, Seam
 
@@ -59,8 +59,7 @@ class Encoder:
 
     def params(self) -> Any:
         """The parameters on the device, loaded (through the model's seam) on first use."""
-        if not self._loaded:
-            note_runtime_started()
+        if not self._loaded:  # the runtime was marked started in __init__ (devices.py)
             with self.seam.call("load"):
                 params = self.model.load()
                 parallel = self.parallel

@@ -6,9 +6,10 @@ lock one of those threads held, with no error and no output (``multiprocessing``
 default start method on Linux before Python 3.14, gunicorn's ``--preload``). It hung
 both with an ``Embedder`` inherited from the parent and with one built in the child.
 
-seamline cannot mend that, but it can say so at once: the first model call of a process
-marks the runtime started, and a child forked after that refuses to build or use a model
-with a ``RuntimeError`` naming the fix. A runtime started by the application's own JAX
+seamline cannot mend that, but it can say so at once: asking JAX for its devices
+(:func:`seamline.core.devices.jax_devices`, which building a model does, before its first
+call) marks the runtime started, and a child forked after that refuses to build or use a
+model with a ``RuntimeError`` naming the fix. A runtime started by the application's own JAX
 code, not seamline's, is not seen (JAX itself warns about the fork then).
 """
 
@@ -21,7 +22,7 @@ _started_in: int | None = None
 
 
 def note_runtime_started() -> None:
-    """Mark this process's JAX runtime as started (a model's weights put on a device)."""
+    """Mark this process's JAX runtime as started (its devices were asked for)."""
     global _started_in
     _started_in = os.getpid()
 
