@@ -76,5 +76,12 @@ def _said(label: str, path: Path, field: str) -> str:
         f"{label} {cut(path.name, 40)!r} has a name of {len(os.fsencode(path.name))} bytes, "
         f"and the hidden working file seamline keeps beside it ({pattern!r}) would have "
         f"{size}, more than the {limit} bytes this file system allows in a name: shorten "
-        f"the file name {field} gives by at least {size - limit} bytes"
+        f"the file name in {field} by at least {size - limit} bytes{_made_from(label, field)}"
     )
+
+
+def _made_from(label: str, field: str) -> str:
+    """Why cutting ``path`` mends a file the user never named (the errors file, the
+    manifest): its name is made from ``path``'s. A field that names its own file (``path``,
+    ``errors_path``) needs no such word."""
+    return f" (the name of {label} is made from it)" if field == "path" != label else ""

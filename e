@@ -1,0 +1,1 @@
+timeout: failed to run command ‘seamline’: No such file or directory
