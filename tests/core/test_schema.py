@@ -97,6 +97,8 @@ REFUSED = [
     "run: {batch_size: many}",
     "monitors: [{use: log, with: {every: 0}}]",
     "sink: {use: lancedb, with: {path: out/forms.lance, index: {num_partitions: 0}}}",
+    "model: {use: bert-encoder}",  # its required weights, with no with: at all
+    "loader: {use: text-files}",
 ]
 
 

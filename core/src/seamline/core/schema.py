@@ -148,11 +148,13 @@ def _precision(settings: dict[str, Any], properties: Mapping[str, Any]) -> dict[
 
 
 def _when_named(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    """``with`` is ``config`` where ``use`` is ``name``."""
-    return {
-        "if": {"properties": {"use": {"const": name}}, "required": ["use"]},
-        "then": {"properties": {"with": config}},
-    }
+    """``with`` is ``config`` where ``use`` is ``name``; and ``with`` is required where that
+    config has a required field (``model: {use: bert-encoder}`` without ``weights`` passed the
+    schema, while ``validate`` refused it)."""
+    then: dict[str, Any] = {"properties": {"with": config}}
+    if config.get("required"):
+        then["required"] = ["with"]
+    return {"if": {"properties": {"use": {"const": name}}, "required": ["use"]}, "then": then}
 
 
 def _interpolable(schema: Any) -> Any:
