@@ -198,3 +198,13 @@ def _use_after_fork(embedder: Embedder, answers: Any) -> None:
         else:
             told[what] = "no error"
     answers.put(told)
+
+
+def test_pickling_an_embedder_names_the_fix(embedder: Embedder) -> None:
+    """``pool.map(f, ..., embedder)`` said ``cannot pickle '_thread.lock' object``: not why,
+    nor what to do instead (python.md: build one in each worker)."""
+    import pickle
+
+    with pytest.raises(TypeError, match=r"an Embedder cannot be pickled: .*build one in each"):
+        pickle.dumps(embedder)
+    assert embedder.encode("still usable").shape == (embedder.dimension,)

@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -332,13 +332,7 @@ class Embedder:
         batched with it.
         """
         refused: dict[int, Unembeddable] = {}
-        owners: list[tuple[Request, int]] = []
-        documents = []
-        for request in requests:
-            request.windows = [{} for _ in request.texts]
-            for index, text in enumerate(request.texts):
-                documents.append(Document(str(len(owners)), text))
-                owners.append((request, index))
+        owners, documents = _pass_documents(requests)
         self._texts_done += len(owners)
         encoder = self.encoder
         shapes = encoder.shapes_for(batch_tokens)
@@ -392,6 +386,10 @@ class Embedder:
 
     def __enter__(self) -> Embedder:
         return self
+
+    def __reduce__(self) -> NoReturn:
+        """Refused with the fix: pickle's own error named a ``_thread.lock``, not why."""
+        raise TypeError(f"an Embedder cannot be pickled: {_BUILD_ONE_PER_PROCESS}")
 
     def __exit__(self, *_: object) -> None:
         self.close()
@@ -497,6 +495,28 @@ class ModelSides:
         if queries not in self._sides:
             self._sides[queries] = self._sides[False].for_queries()
         return self._sides[queries]
+
+
+def _pass_documents(
+    requests: Sequence[Request],
+) -> tuple[list[tuple[Request, int]], list[Document]]:
+    """A pass's texts as documents, each id the index of its ``(request, text)`` owner; each
+    request's windows emptied for the pass to fill."""
+    owners: list[tuple[Request, int]] = []
+    documents = []
+    for request in requests:
+        request.windows = [{} for _ in request.texts]
+        for index, text in enumerate(request.texts):
+            documents.append(Document(str(len(owners)), text))
+            owners.append((request, index))
+    return owners, documents
+
+
+_BUILD_ONE_PER_PROCESS = (
+    "it holds device arrays and compiled programs of this process; build one in each worker "
+    "process (Embedder.from_pipeline(...) in the worker's initializer) and send texts and "
+    "vectors between processes, not the Embedder"
+)
 
 
 def _passes(requests: Sequence[Request]) -> dict[tuple[bool, int | None, bool], list[Request]]:
