@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import re
+import sys
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -73,13 +76,47 @@ def is_blank(text: str) -> bool:
     One rule for both sides of a search: the first-party loaders set such documents aside
     (``skip_empty``) and ``search`` refuses such a query, which would otherwise rank the
     index by its distance from the empty text.
+
+    A text that starts with a visible character (nearly every one) is decided by that
+    character; any other by one regular-expression search for a visible character, in C.
+    A loop in Python over every character took 7 ms for a text of 32,767 combining marks
+    and a letter, and ``seamline serve``, checking a 16 MiB body of such texts, stopped
+    answering every client for seconds.
     """
-    if not text.strip():
+    stripped = text.strip()
+    if not stripped:
         return True
-    return all(char.isspace() or unicodedata.category(char) in _INVISIBLE for char in text)
+    if not _invisible(stripped[0]):
+        return False
+    return _visible().search(stripped) is None
 
 
 _INVISIBLE = frozenset({"Cc", "Cf", "Mn"})
+
+
+def _invisible(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char) in _INVISIBLE
+
+
+@functools.cache
+def _visible() -> re.Pattern[str]:
+    """A pattern matching any character :func:`_invisible` is false of, built once (about
+    0.3 s) from this Python's own Unicode tables, the ones ``unicodedata`` reads: a list
+    written here could fall out of step with them at the next Python."""
+    spans: list[list[int]] = []
+    for code in range(sys.maxunicode + 1):
+        if _invisible(chr(code)):
+            if spans and spans[-1][1] == code - 1:
+                spans[-1][1] = code
+            else:
+                spans.append([code, code])
+    ranges = "".join(f"\\U{first:08x}-\\U{last:08x}" for first, last in spans)
+    return re.compile(f"[^{ranges}]")
+
+
+def prepare_blank_check() -> None:
+    """Build :func:`is_blank`'s pattern now (a server, before it answers: not on a request)."""
+    _visible()
 
 
 def blank_kind(text: str) -> str | None:

@@ -9,6 +9,7 @@ batches together (dynamic batching), each answered with exactly its own rows.
 * :mod:`.limits`: every bound the server keeps, each named in the error it gives;
 * :mod:`.errors`: errors in OpenAI's shape (``{"error": {message, type, param, code}}``);
 * :mod:`.bodies`: request bodies read (bounded) and validated;
+* :mod:`.checking`: where a body is parsed and validated (a large one: off the event loop);
 * :mod:`.engine`: the embedder, its leading thread, warm-up and the bounded queue;
 * :mod:`.metrics`: the Prometheus instruments, and the monitor that feeds batch sizes;
 * :mod:`.index`: ``/v1/search`` over the output the pipeline wrote (``open_index``);

@@ -26,7 +26,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from seamline.adapters.serve.bodies import embeddings_request, read_json, search_request
+from seamline.adapters.serve.bodies import embeddings_request, read_body, search_request
+from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.adapters.serve.index import IndexSearch
@@ -136,8 +137,9 @@ async def _embeddings(served: Served, request: Request) -> Response:
     engine = served.engine
     if engine.state != "ready":
         raise engine.not_ready()
-    data = await read_json(request, served.limits.max_request_bytes)
-    asked = embeddings_request(data, served.limits, engine.dimension)
+    body = await read_body(request, served.limits.max_request_bytes)
+    dimension = engine.dimension
+    asked = await checked(body, lambda data: embeddings_request(data, served.limits, dimension))
     loop = asyncio.get_running_loop()
     pending, future = engine.submit(asked.texts, asked.characters, loop, queries=asked.queries)
     left = asyncio.ensure_future(_client_left(request))
@@ -197,12 +199,12 @@ def _embeddings_body(vectors: np.ndarray, encoding: str, model: str, tokens: int
 
 
 async def _search(served: Served, request: Request) -> Response:
-    data = await read_json(request, served.limits.max_request_bytes)
-    asked = search_request(data, served.limits)
+    body = await read_body(request, served.limits.max_request_bytes)
+    asked = await checked(body, lambda data: search_request(data, served.limits))
     found = await anyio.to_thread.run_sync(served.index.find, asked)
     found["model"] = served.model
-    body = json.dumps(found, separators=(",", ":"), default=str)
-    return Response(body, media_type="application/json")
+    answer = json.dumps(found, separators=(",", ":"), default=str)
+    return Response(answer, media_type="application/json")
 
 
 def _healthz(served: Served) -> Handler:
