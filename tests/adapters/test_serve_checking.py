@@ -13,34 +13,18 @@ import asyncio
 import gc
 import json
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
 from seamline.adapters.serve import app as app_module
-from seamline.adapters.serve.app import Served, build_app
 from seamline.adapters.serve.errors import ApiError
 from seamline.adapters.serve.limits import Limits
-from seamline.adapters.serve.metrics import ServeMetrics
+from tests.adapters.in_process import with_client
 
 BIG = json.dumps({"input": ["word " * 6000] * 40}).encode()  # about 1.2 MB
 WAIT_S = 5.0
-
-
-@dataclass
-class ReadyEngine:
-    """What ``/healthz`` and the checks ask of the engine; nothing reaches ``submit``."""
-
-    state: str = "ready"
-    dimension: int = 32
-    failure: str | None = None
-
-
-def served() -> Served:
-    engine: Any = ReadyEngine()
-    return Served(engine, None, Limits(), ServeMetrics(), "m")  # type: ignore[arg-type]
 
 
 def test_healthz_is_answered_while_a_large_body_is_being_checked(
@@ -57,17 +41,15 @@ def test_healthz_is_answered_while_a_large_body_is_being_checked(
 
     monkeypatch.setattr(app_module, "embeddings_request", slow_check)
 
-    async def scenario() -> tuple[httpx.Response, httpx.Response]:
-        transport = httpx.ASGITransport(app=build_app(served()))
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            post = asyncio.ensure_future(client.post("/v1/embeddings", content=BIG))
-            while not started.is_set():
-                await asyncio.sleep(0.01)
-            health = await client.get("/healthz")
-            release.set()
-            return health, await post
+    async def talk(client: httpx.AsyncClient) -> tuple[httpx.Response, httpx.Response]:
+        post = asyncio.ensure_future(client.post("/v1/embeddings", content=BIG))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        health = await client.get("/healthz")
+        release.set()
+        return health, await post
 
-    health, refused = asyncio.run(scenario())
+    health, refused = with_client(talk)
     assert health.status_code == 200
     assert seen["released"], "the body was checked on the event loop: /healthz waited for it"
     assert refused.status_code == 422
@@ -93,26 +75,19 @@ def test_large_bodies_are_checked_one_at_a_time(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(app_module, "embeddings_request", counting_check)
 
-    async def scenario() -> list[int]:
-        transport = httpx.ASGITransport(app=build_app(served()))
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            answers = await asyncio.gather(
-                *(client.post("/v1/embeddings", content=BIG) for _ in range(4))
-            )
-        return [answer.status_code for answer in answers]
+    async def talk(client: httpx.AsyncClient) -> list[int]:
+        posts = (client.post("/v1/embeddings", content=BIG) for _ in range(4))
+        return [answer.status_code for answer in await asyncio.gather(*posts)]
 
-    assert asyncio.run(scenario()) == [422] * 4
+    assert with_client(talk) == [422] * 4
     assert at_once == [1, 1, 1, 1]
 
 
 def test_a_small_body_is_still_answered_in_full() -> None:
     """The inline path (nearly every request) gives the same refusals as before."""
 
-    async def scenario() -> httpx.Response:
-        transport = httpx.ASGITransport(app=build_app(served()))
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            return await client.post("/v1/embeddings", json={"input": "\u0301" * 100})
-
-    refused = asyncio.run(scenario())
+    refused = with_client(
+        lambda client: client.post("/v1/embeddings", json={"input": "\u0301" * 100})
+    )
     assert refused.status_code == 422
     assert "only invisible characters" in refused.json()["error"]["message"]

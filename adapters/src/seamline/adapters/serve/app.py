@@ -67,11 +67,15 @@ def build_app(served: Served, lifespan: Any = None) -> Starlette:
         Route("/healthz", _healthz(served), methods=["GET"]),
         Route("/metrics", _metrics(served), methods=["GET"]),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _crashed},
     )
+    # Starlette answers /healthz/ with a 307 to /healthz on whatever host the request's
+    # Host header names (attacker.example:666 as well): an unknown path is a 404 here.
+    app.router.redirect_slashes = False
+    return app
 
 
 def _endpoint(
