@@ -142,10 +142,11 @@ def test_past_the_graceful_timeout_the_request_gets_a_503_and_the_server_exits(
 ) -> None:
     # With --graceful-timeout 2 and a long pass under way, the request was cut with a
     # plain-text 500 and the process ran 70 s more (waiting for the whole pass, the event
-    # loop blocked), then exited with a CancelledError traceback in its log.
+    # loop blocked), then exited with a CancelledError traceback in its log. A fraction of
+    # a second (1.5) was refused: "Input should be a valid integer", exit 2.
     slow = "{use: tiny, with: {collate_seconds: 0.2}}"
     (tmp_path / "p.yaml").write_text(pipeline_text("long", slow), encoding="utf-8")
-    with serving(tmp_path, tmp_path / "p.yaml", ["--graceful-timeout", "2"]) as server:
+    with serving(tmp_path, tmp_path / "p.yaml", ["--graceful-timeout", "1.5"]) as server:
         server.wait_ready()
         thread, answers = long_pass_under_way(server)
         stopped = time.monotonic()
@@ -154,7 +155,7 @@ def test_past_the_graceful_timeout_the_request_gets_a_503_and_the_server_exits(
         thread.join(timeout=30)
     log = server.log.read_text()
     assert code == 0, log
-    assert took < 2 + 4, f"exited {took:.1f} s after SIGTERM:\n{log}"
+    assert took < 1.5 + 4, f"exited {took:.1f} s after SIGTERM:\n{log}"
     assert "Traceback" not in log, log
     assert len(answers) == 1
     assert answers[0].status_code == 503, answers[0].text
@@ -216,8 +217,9 @@ def test_bad_options_and_a_busy_port_exit_2_with_one_line(tmp_path: Path) -> Non
         (["--port", "65536"], "--port must be from 0 to 65535 (0: any free port), not 65536"),
         (["--port", "-1"], "--port must be from 0 to 65535 (0: any free port), not -1"),
         (["--graceful-timeout", "-5"], "--graceful-timeout must be 0 seconds or more, not -5"),
+        (["--graceful-timeout", "nan"], "--graceful-timeout must be 0 seconds or more, not nan"),
     ],
-    ids=["99999", "65536", "negative-port", "negative-graceful-timeout"],
+    ids=["99999", "65536", "negative-port", "negative-graceful-timeout", "nan-graceful-timeout"],
 )
 def test_a_port_out_of_range_or_a_negative_timeout_exits_2(
     tmp_path: Path, options: list[str], refusal: str

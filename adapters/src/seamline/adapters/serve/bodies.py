@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -43,7 +44,8 @@ class SearchRequest:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The body, counted as it arrives: 413 past ``limit`` bytes."""
+    """The body, counted as it arrives: 413 past ``limit`` bytes, 415 if it is compressed."""
+    _uncompressed(request.headers.get("content-encoding", ""))
     declared = request.headers.get("content-length", "")
     if is_count(declared) and int(declared) > limit:  # a header the client wrote
         raise _too_large(limit)
@@ -55,6 +57,20 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise _too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _uncompressed(encoding: str) -> None:
+    """415 for a compressed body: a gzip body was a 400 "not valid JSON ('utf-8' codec
+    can't decode byte 0x8b ...)", which did not say what to change."""
+    codings = [coding.strip().lower() for coding in encoding.split(",")]
+    if any(coding not in ("", "identity") for coding in codings):
+        shown = encoding.strip()[:60]
+        raise ApiError(
+            415,
+            f"compressed request bodies are not supported (Content-Encoding: {shown}): "
+            "send the body uncompressed",
+            code="unsupported_content_encoding",
+        )
 
 
 def parse_json(body: bytes) -> Any:
@@ -73,6 +89,8 @@ def parse_json(body: bytes) -> Any:
             parse_float=_float,
             parse_constant=_no_constant,
         )
+    except _TooManyDigits as err:
+        raise ApiError(400, str(err), code="invalid_json") from None
     except (ValueError, RecursionError) as err:
         reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)
         raise ApiError(
@@ -84,8 +102,22 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)  # as json's own: the last of a repeated key wins
 
 
+class _TooManyDigits(ValueError):
+    """An integer longer than Python converts (``sys.get_int_max_str_digits()``)."""
+
+
 def _integer(digits: str) -> int:
-    return int(digits)
+    """The integer; past Python's bound on the digits it converts (4,300), a refusal that
+    says so: Python's own message told the client to call ``sys.set_int_max_str_digits()``,
+    which only the server can."""
+    try:
+        return int(digits)
+    except ValueError:
+        count = len(digits.lstrip("-"))
+        raise _TooManyDigits(
+            f"the request body holds an integer of {count:,} digits: integers of more than "
+            f"{sys.get_int_max_str_digits():,} digits are refused"
+        ) from None
 
 
 def _float(number: str) -> float:
@@ -252,6 +284,10 @@ def _not_text(where: str, value: object) -> ApiError:
             where,
             f"{where} is {json_type(value)}: token ids are not accepted here, send the text "
             "itself (this server tokenizes with the pipeline's own model)",
+        )
+    if where == "input":  # the field itself: an array of strings is valid too
+        return _invalid(
+            where, f"'input' must be a string or an array of strings, not {json_type(value)}"
         )
     return _invalid(where, f"{where} must be a string, not {json_type(value)}")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import math
 import os
 import signal
 import socket
@@ -50,6 +51,13 @@ def check_port(port: int) -> None:
     takes it modulo 65,536 (34463) and the server listens on another port, silently."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= MAX_PORT:
         raise UserError(f"the port must be from 0 to {MAX_PORT} (0: any free port), not {port!r}")
+
+
+def check_graceful_timeout(seconds: float | None) -> None:
+    """UserError unless ``seconds`` is None (wait for ever) or 0 or more; seconds, not whole
+    seconds (uvicorn hands it to ``asyncio.timeout``): NaN and infinity are refused."""
+    if seconds is not None and not 0 <= seconds < math.inf:
+        raise UserError(f"the graceful timeout must be 0 seconds or more, not {seconds!r}")
 
 
 def sink_output(resolved: ResolvedPipeline) -> Path | None:
@@ -116,17 +124,16 @@ def serve_pipeline(
     port: int,
     index: Path | None,
     announce: Callable[[str], None],
-    graceful_timeout: int | None = 30,
+    graceful_timeout: float | None = 30.0,
     access_log: bool = False,
 ) -> None:
     """Serve ``resolved``'s model until a signal; raises the warm-up's error if it fails.
 
-    A port outside 0 to 65,535 or a negative ``graceful_timeout`` is a ``UserError``,
-    raised before the model is built.
+    A port outside 0 to 65,535 or a ``graceful_timeout`` that is negative or not finite
+    is a ``UserError``, raised before the model is built (seconds: 2.5 as well as 30).
     """
     check_port(port)
-    if graceful_timeout is not None and graceful_timeout < 0:
-        raise UserError(f"the graceful timeout must be 0 seconds or more, not {graceful_timeout!r}")
+    check_graceful_timeout(graceful_timeout)
     metrics = ServeMetrics()
     _warn_of_unused_monitors(resolved)
     decision = resolved.precision or decide_precision(resolved, registry)
@@ -176,7 +183,8 @@ def serve_pipeline(
         build_app(served, lifespan),
         log_config=None,
         access_log=access_log,
-        timeout_graceful_shutdown=graceful_timeout,
+        # Annotated int by uvicorn, which hands it to asyncio.timeout: seconds, 2.5 too.
+        timeout_graceful_shutdown=graceful_timeout,  # type: ignore[arg-type]
         limit_concurrency=limits.max_connections,
         http=with_head_timeout(limits.header_timeout_s),  # uvicorn has no such deadline
         server_header=False,

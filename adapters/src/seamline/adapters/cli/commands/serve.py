@@ -6,6 +6,7 @@ components) is imported when the command runs.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -106,7 +107,7 @@ IndexOption = Annotated[
     ),
 ]
 GracefulTimeout = Annotated[
-    int,
+    float,
     typer.Option(
         "--graceful-timeout",
         help="Seconds a SIGTERM waits for the requests in flight before cutting them off "
@@ -157,7 +158,7 @@ def serve(
     header_timeout: HeaderTimeout = 10.0,
     long_text: LongTextOption = "truncate",
     index: IndexOption = None,
-    graceful_timeout: GracefulTimeout = 30,
+    graceful_timeout: GracefulTimeout = 30.0,
     log_level: LogLevel = "info",
     log_format: LogFormat = "auto",
     access_log: AccessLog = False,
@@ -181,8 +182,8 @@ def serve(
     wrong = limits.problems()
     if not 0 <= port <= MAX_PORT:  # the kernel would take it modulo 65,536: another port
         wrong.append(f"--port must be from 0 to {MAX_PORT} (0: any free port), not {port}")
-    if graceful_timeout < 0:
-        wrong.append(f"--graceful-timeout must be 0 seconds or more, not {graceful_timeout}")
+    if not 0 <= graceful_timeout < math.inf:  # nan and inf too
+        wrong.append(f"--graceful-timeout must be 0 seconds or more, not {graceful_timeout:g}")
     if log_level not in LOG_LEVELS:
         wrong.append(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     if log_format not in LOG_FORMATS:
@@ -200,7 +201,7 @@ def _serve(
     host: str,
     port: int,
     index: Path | None,
-    graceful_timeout: int,
+    graceful_timeout: float,
     access_log: bool,
     log_level: str,
     log_format: str,
