@@ -7,6 +7,9 @@ ok, and the run failed only when it published, after embedding every document.
 
 from __future__ import annotations
 
+import os
+import socket
+import stat
 from pathlib import Path
 
 import pytest
@@ -48,6 +51,76 @@ def test_a_directory_where_a_file_is_published_is_refused(registry: Registry, si
         "directory, where the output is published as a file: remove the folder, or give a "
         "file path (such as a new name inside it)"
     )
+
+
+def _make(kind: str, path: Path) -> None:
+    """Put a ``kind`` (fifo, socket, device) at ``path``."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as bound:
+            bound.bind(str(path))
+    else:
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o644, os.makedev(1, 3))  # what /dev/null is
+        except PermissionError:
+            pytest.skip("making a device needs root")
+
+
+@pytest.mark.parametrize(
+    ("kind", "found"),
+    [("fifo", "a FIFO (named pipe)"), ("socket", "a socket"), ("device", "a character device")],
+)
+@pytest.mark.parametrize("sink", ["jsonl", "npy", "parquet"])
+def test_what_is_not_a_regular_file_where_a_file_is_published_is_refused(
+    registry: Registry, sink: str, kind: str, found: str
+) -> None:
+    # `--set sink.with.path=/dev/null` passed validate, and the run (as root) replaced the
+    # system's /dev/null with a regular file: publishing renames a new file over the name.
+    _make(kind, Path("results/special"))
+    override = f"sink={{use: {sink}, with: {{path: results/special}}}}"
+    assert refused(registry, override) == (
+        f"--set {override}: {sink} sink: path {str(Path('results/special').absolute())!r} is "
+        f"{found}, not a regular file: the output is published by renaming a new file over "
+        "its name, which would replace it; give another path"
+    )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "device"])
+def test_what_is_not_a_regular_file_at_a_derived_name_is_refused(
+    registry: Registry, kind: str
+) -> None:
+    _make(kind, Path("results/e.errors.jsonl"))
+    said = refused(registry, "sink.with.path=results/e.jsonl")
+    assert said.startswith("--set sink.with.path=results/e.jsonl: jsonl sink: the errors file ")
+    _make(kind, Path("results/f.manifest.json"))
+    said = refused(registry, "sink.with.path=results/f.jsonl")
+    assert said.startswith("--set sink.with.path=results/f.jsonl: jsonl sink: the manifest ")
+    _make(kind, Path("results/g.index.jsonl"))
+    npy = "sink={use: npy, with: {path: results/g.npy}}"
+    assert refused(registry, npy).startswith(f"--set {npy}: npy sink: the index ")
+
+
+def test_a_link_at_a_file_output_is_still_replaced_not_refused(registry: Registry) -> None:
+    # Publishing renames over the link (never writing through it): a link to a regular file,
+    # or to a FIFO, is no reason to refuse.
+    Path("results/real.jsonl").write_text("x", encoding="utf-8")
+    os.mkfifo("results/fifo")
+    Path("results/to-file.jsonl").symlink_to("real.jsonl")
+    Path("results/to-fifo.jsonl").symlink_to("fifo")
+    for name in ("real.jsonl", "to-file.jsonl", "to-fifo.jsonl"):
+        load_pipeline(Path("p.yaml"), registry, [f"sink.with.path=results/{name}"], environ={})
+
+
+def test_the_sink_refuses_a_fifo_before_the_runs_work(registry: Registry) -> None:
+    resolved = load_pipeline(Path("p.yaml"), registry, ["sink.with.path=out/emb.jsonl"])
+    Path("out").mkdir()
+    os.mkfifo("out/emb.jsonl")  # made after the pipeline was validated
+    sink = JsonlSink(resolved.sink.config)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"jsonl sink: path '.*emb\.jsonl' is a FIFO"):
+        sink.start({})
+    sink.close(complete=False)
+    assert stat.S_ISFIFO(os.lstat("out/emb.jsonl").st_mode)
 
 
 def test_the_working_directory_is_no_output_file(registry: Registry) -> None:

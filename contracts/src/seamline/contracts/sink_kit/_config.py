@@ -93,9 +93,9 @@ class OutputConfig(ComponentConfig):
 
     def occupied(self) -> list[tuple[str, str]]:
         """``(field, problem)`` for each output whose name holds what it can never be
-        published over (:func:`~._paths.occupant`): a directory where a file goes, anything
-        but a folder where a folder goes. ``field`` is the ``with:`` field the name comes
-        from (a derived file's is ``path``).
+        published over (:func:`~._paths.occupant`): a directory, a device, a FIFO or a
+        socket where a file goes, anything but a folder where a folder goes. ``field`` is
+        the ``with:`` field the name comes from (a derived file's is ``path``).
 
         Asked while the pipeline is validated and again before the run's work
         (:meth:`PublishingSink.check_destination`), not by the config's own validation: a
@@ -132,10 +132,15 @@ class OutputConfig(ComponentConfig):
 
     def _fix(self, found: str, *, folder: bool) -> str:
         """What a problem of :meth:`occupied` says after what was found."""
-        if not folder:
+        if not folder and found == "a directory":
             return (
                 "where the output is published as a file: remove the folder, or give a file "
                 "path (such as a new name inside it)"
+            )
+        if not folder:
+            return (
+                "not a regular file: the output is published by renaming a new file over its "
+                "name, which would replace it; give another path"
             )
         link = "it is not followed (it could point anywhere): " if "link" in found else ""
         return f"not a {self.folder_kind}; {link}remove it, or give another path"

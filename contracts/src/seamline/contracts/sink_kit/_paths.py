@@ -102,16 +102,18 @@ def occupant(path: Path, *, folder: bool) -> str:
     """What lies at ``path`` that an output can never be published over, in words, or "".
 
     A file output (``folder`` false) is renamed over its name, which fails on a directory
-    (a link to one is replaced, never written through); a folder output (a table) is
-    replaced as a folder, so anything else there is refused, a link included. Nothing
-    there yet is fine.
+    and *replaces* a device, a FIFO or a socket with a regular file: ``--set
+    sink.with.path=/dev/null`` run as root replaced the system's ``/dev/null``. So only a
+    regular file, or a symbolic link (replaced, never written through), may be there. A
+    folder output (a table) is replaced as a folder, so anything else there is refused, a
+    link included. Nothing there yet is fine.
     """
     try:
         mode = os.lstat(path).st_mode
     except (OSError, ValueError):  # nothing there yet; or a name no file has (a NUL byte)
         return ""
     if not folder:
-        return "a directory" if stat.S_ISDIR(mode) else ""
+        return "" if stat.S_ISREG(mode) or stat.S_ISLNK(mode) else kind_of(mode)
     if stat.S_ISDIR(mode):
         return ""
     return "a file" if stat.S_ISREG(mode) else kind_of(mode)
