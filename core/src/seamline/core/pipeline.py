@@ -33,6 +33,7 @@ from seamline.core.config import (
     resolve_located,
     resolve_trusted,
 )
+from seamline.core.config.yaml12 import Yaml12Dumper
 from seamline.core.devices import jax_devices
 from seamline.core.job import PipelineJob
 from seamline.core.monitor_hub import MonitorHub
@@ -119,7 +120,7 @@ class Pipeline:
 
     def to_yaml(self) -> str:
         """The pipeline as a YAML file; :meth:`from_yaml` of it is an equal pipeline."""
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+        return yaml.dump(self.to_dict(), Dumper=Yaml12Dumper, sort_keys=False, allow_unicode=True)
 
     def __eq__(self, other: object) -> bool:
         """Two pipelines are equal when they validate to the same settings."""

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
-from seamline.contracts import KINDS, Component, UserError
+from seamline.contracts import KINDS, Component, ConfigError, UserError
 from seamline.contracts.testing import CONTRACTS
 from seamline.contracts.testing.runner import SuiteRun, run
 from seamline.core import (
@@ -32,6 +31,7 @@ from seamline.core import (
     Registry,
     attribute_record,
     output_directory,
+    parse_located,
     save_record,
     store_directory,
 )
@@ -62,16 +62,17 @@ def parse_target(target: str) -> tuple[Any, str]:
 
 
 def parse_with(values: Sequence[str]) -> dict[str, Any]:
-    """``key=value`` pairs, each value read as YAML (so ``true``, ``16`` and ``[1, 2]`` work)."""
+    """``key=value`` pairs, each value read as YAML (so ``true``, ``16`` and ``[1, 2]`` work),
+    by YAML 1.2's rules, as a pipeline file is (``--with block_q=010`` is refused, not 8)."""
     parsed: dict[str, Any] = {}
     for item in values:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise UserError(f"--with takes KEY=VALUE, got {item!r}; e.g. --with interpret=true")
         try:
-            parsed[key.strip()] = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError as err:
-            raise UserError(f"--with {item!r}: the value is not valid YAML ({err})") from None
+            parsed[key.strip()] = parse_located(text, "--with").data if text.strip() else ""
+        except ConfigError as err:
+            raise UserError(f"--with {item!r}: {err.detail}") from None
     return parsed
 
 

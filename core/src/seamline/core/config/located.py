@@ -5,7 +5,9 @@ values from it ourselves (with the safe constructor for scalars) and keep a map
 from each value's path to its ``file:line:column``. That map is what lets a
 validation error deep inside a component's config point at the offending node.
 Duplicate keys, which PyYAML would silently resolve last-wins, are errors here, and
-only ``true``/``false`` are booleans (YAML 1.2), not ``yes``/``no``/``on``/``off``.
+plain scalars are read by YAML 1.2's core schema (:mod:`.yaml12`), not PyYAML's YAML 1.1:
+only ``true``/``false`` are booleans, not ``yes``/``no``/``on``/``off``; ``12:30`` and
+``2024-01-01`` are text; ``010`` is refused, neither 8 nor 10.
 The limits of ``bounds`` apply before and while values are built.
 """
 
@@ -15,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.constructor import ConstructorError
 
 from seamline.contracts import ConfigError
 from seamline.contracts.untrusted import a_type
 from seamline.core.config import bounds
+from seamline.core.config.yaml12 import Yaml12Loader
 
 Path = tuple[str | int, ...]
 
@@ -83,8 +86,9 @@ def parse_located(text: str, source: str) -> Located:
     """Parse one YAML document into :class:`Located`; errors become located ConfigErrors."""
     bounds.check_size(len(text.encode("utf-8", "surrogatepass")), source)
     bounds.check_structure(text, source)
+    loader = Yaml12Loader(text)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = loader.get_single_node()
     except yaml.MarkedYAMLError as err:
         where = _mark(source, err.problem_mark or err.context_mark)
         problem = err.problem or "invalid YAML"
@@ -93,11 +97,13 @@ def parse_located(text: str, source: str) -> Located:
         raise ConfigError(f"YAML syntax error: {problem}{context}{fix}", where) from None
     except yaml.YAMLError as err:
         raise ConfigError(f"YAML error: {err}", source) from None
+    finally:
+        loader.dispose()
     located = Located(data=None, source=source)
     if root is None:
         raise ConfigError("the pipeline file is empty", _mark(source, None))
     budget = bounds.ValueBudget(source)
-    located.data = _build(root, (), located, SafeConstructor(), budget)
+    located.data = _build(root, (), located, loader, budget)
     return located
 
 
@@ -105,15 +111,11 @@ def _build(
     node: yaml.Node,
     path: Path,
     located: Located,
-    constructor: SafeConstructor,
+    constructor: Yaml12Loader,
     budget: bounds.ValueBudget,
 ) -> Any:
     located.values[path] = _mark(located.source, node.start_mark)
     budget.spend(located.values[path])
-    if node.tag == "tag:yaml.org,2002:timestamp" and isinstance(node, yaml.ScalarNode):
-        # YAML 1.1 reads 2024-01-01 as a date; YAML 1.2 (and every user) reads text: a
-        # folder named by a date (`root: 2024-01-01`) was "YAML tag ... is not allowed".
-        return str(node.value)
     if node.tag not in _SAFE_TAGS:
         raise ConfigError(
             f"YAML tag {node.tag!r} is not allowed: pipeline files are plain data "
@@ -142,9 +144,6 @@ def _build(
             _build(item, (*path, i), located, constructor, budget)
             for i, item in enumerate(node.value)
         ]
-    if node.tag == "tag:yaml.org,2002:bool" and str(node.value).lower() not in ("true", "false"):
-        # YAML 1.1 reads yes/no/on/off as booleans; YAML 1.2 (and every user) reads a word.
-        return str(node.value)
     if node.tag == "tag:yaml.org,2002:int":
         bounds.check_integer(str(node.value), located.values[path])
     if node.tag != "tag:yaml.org,2002:str":

@@ -11,7 +11,6 @@ Errors name the override itself, since it has no file line.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -104,8 +103,6 @@ def _value(path: str, text: str, where: str) -> Any:
     """
     if not text.strip():
         return ""
-    if _SEXAGESIMAL.fullmatch(text.strip()):
-        return text  # YAML 1.1 read `12:30` as 750: the text is what a user means by it
     try:
         value = parse_located(text, where).data
     except ConfigError as err:
@@ -134,10 +131,6 @@ def _refuse_dropped(path: str, text: str, where: str) -> None:
             f"--set '{path}=\"{text.strip()}\"'",
             where,
         )
-
-
-_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
-"""A YAML 1.1 base-60 number (``12:30``, ``1:20:00``): read as text, never as 750."""
 
 
 def _dropped_by_yaml(text: str) -> str:
