@@ -348,3 +348,28 @@ def test_a_path_no_file_system_holds_is_refused_at_its_place(
     assert said in message
     assert message.startswith("--set loader.with.path=")
     assert len(message) < 800, "the override is not repeated whole"
+
+
+@pytest.mark.parametrize(
+    ("override", "said"),
+    [
+        ('pipeline="\\ud800"', "pipeline: Value error, the value is not valid Unicode: it holds "),
+        ('pipeline="caf\\udce9"', "lone surrogate '\\udce9' at offset 3"),
+        ('telemetry.service_name="\\ud800"', "telemetry.service_name: Value error, the value is"),
+        (
+            'telemetry={traces: [jsonl], traces_file: "t\\ud800.jsonl"}',
+            "telemetry.traces_file: Value error, the path holds a lone surrogate '\\ud800' "
+            "(character 2), which no file or folder name can hold: give the path as UTF-8 text",
+        ),
+        ('sink.with.path="o\\ud800.jsonl"', "sink.with.path: Value error, the path holds a lone"),
+    ],
+)
+def test_a_lone_surrogate_in_a_name_or_path_is_refused(
+    registry: Registry, override: str, said: str
+) -> None:
+    # `pipeline: "\ud800"` passed validate; the run published, then failed printing its
+    # summary (UnicodeEncodeError, exit 1), and explain failed the same.
+    with pytest.raises(ConfigError) as refused:
+        parse_pipeline(BASE, "p.yaml", registry, [override], environ={})
+    assert refused.value.location == f"--set {override}"
+    assert said in refused.value.detail

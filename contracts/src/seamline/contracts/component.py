@@ -100,14 +100,21 @@ PATH_MAX = 4096
 
 
 def refuse_an_impossible_path(value: Any) -> Any:
-    """``value``, unless no file system could hold it: a NUL byte, a name over ``NAME_MAX``
-    bytes or a path over ``PATH_MAX``. The first use of such a path raised ``OSError: File
-    name too long`` (or ``ValueError: embedded null byte``) from wherever it happened to be
-    used, as a traceback, or failed the run after it was validated; refused here, the
-    problem is placed where the path was given."""
+    """``value``, unless no file system could hold it: a lone surrogate, a NUL byte, a name
+    over ``NAME_MAX`` bytes or a path over ``PATH_MAX``. The first use of such a path raised
+    ``OSError: File name too long`` (or ``ValueError: embedded null byte``) from wherever it
+    happened to be used, as a traceback, or failed the run after it was validated; refused
+    here, the problem is placed where the path was given."""
     if not isinstance(value, str | PurePath):
         return value
     text = str(value)
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as err:  # `"\ud800"`: the raw codec error was the message
+        raise ValueError(
+            f"the path holds a lone surrogate {text[err.start]!r} (character {err.start + 1}), "
+            "which no file or folder name can hold: give the path as UTF-8 text"
+        ) from None
     nul = text.find("\0")
     if nul >= 0:
         raise ValueError(

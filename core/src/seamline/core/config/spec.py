@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -27,6 +28,7 @@ from seamline.contracts.component import (
     refuse_a_boolean_for_a_number,
     refuse_an_impossible_path,
 )
+from seamline.contracts.untrusted import unicode_problem
 from seamline.core.config.otlp import endpoint_problem
 from seamline.core.trust.settings import TrustSettings
 
@@ -69,6 +71,21 @@ class Selection(StrEnum):
     """Each candidate's ``priority(spec)``, or the list's order."""
     MEASURE = "measure"
     """Measured time on the shape's exact inputs (the tuning cache), fastest first."""
+
+
+def _unicode_text(value: str) -> str:
+    """``value``, unless it holds a lone surrogate (``pipeline: "\\ud800"``), which no
+    UTF-8 output can carry: the run published its output and then failed printing its
+    summary (``UnicodeEncodeError``, exit 1, so a script ran again a run that had
+    succeeded), and ``explain`` failed the same; refused here, at its place."""
+    problem = unicode_problem(value, "the value")
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+UnicodeText = Annotated[str, AfterValidator(_unicode_text)]
+"""A free-text setting that is printed, logged or exported: valid Unicode only."""
 
 
 class _Strict(BaseModel):
@@ -415,7 +432,7 @@ class TelemetrySettings(_Strict):
         "_METRICS_PROTOCOL, $OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf).",
     )
     service_name: Annotated[
-        str | None, LeavesMachine("the service name every exported span and metric carries")
+        UnicodeText | None, LeavesMachine("the service name every exported span and metric carries")
     ] = Field(
         default=None, description="service.name of the resource (default: $OTEL_SERVICE_NAME)."
     )
@@ -445,7 +462,7 @@ class TelemetrySettings(_Strict):
 class PipelineSpec(_Strict):
     """A whole pipeline file."""
 
-    pipeline: str = Field(description="A name for this pipeline, used in logs and traces.")
+    pipeline: UnicodeText = Field(description="A name for this pipeline, used in logs and traces.")
     loader: ComponentRef = Field(description="Where documents come from.")
     model: ComponentRef = Field(description="The model that turns documents into outputs.")
     attention: AttentionSpecConfig = Field(
