@@ -700,9 +700,11 @@ def test_a_run_whose_traces_file_is_not_a_file_exits_2_before_it_starts(
         ),
     )
     assert result.exit_code == 2, result.output
+    # Refused as validation refuses it (core/traces_file.py), placed where it is named.
     assert result.output.strip().splitlines() == [
-        f"error: the traces file {str(at)!r} (telemetry.traces_file or SEAMLINE_TRACES_FILE) "
-        f"is {NOT_FILES[what].replace(chr(92), '')}, not a regular file: name a file for the "
+        f"error: --set telemetry.traces_file={at}: the traces file {str(at)!r} "
+        f"(telemetry.traces_file or SEAMLINE_TRACES_FILE) is "
+        f"{NOT_FILES[what].replace(chr(92), '')}, not a regular file: name a file for the "
         "spans to be written to"
     ]
 

@@ -311,3 +311,38 @@ def test_an_output_at_an_input_path_holding_brackets_is_refused(
     )
     which = "is one of" if exists else "would be one of"
     assert f"{which} the files loader.with.path matches ('runs[1]/docs.parquet')" in said
+
+
+@pytest.mark.parametrize(
+    ("make", "found"),
+    [
+        ("folder", "is a directory, not a regular file: name a file for the spans"),
+        ("fifo", "is a FIFO (named pipe), not a regular file: name a file for the spans"),
+        ("under-a-file", "cannot be made: 'afile' is a file, not a folder; name a file under"),
+        ("hard-link", "is a file with 2 names (hard links): writing spans to it would change"),
+    ],
+)
+def test_what_the_exporter_refuses_at_the_traces_file_is_refused_by_validation(
+    refusal: Callable[..., str], registry: Registry, make: str, found: str
+) -> None:
+    # `--set 'telemetry={traces: [jsonl], traces_file: tdir}'` passed validate, and only the
+    # run refused it (the same check, core/traces_file.py, now asked by both).
+    name = "afile/t.jsonl" if make == "under-a-file" else "t.jsonl"
+    if make == "folder":
+        Path(name).mkdir()
+    elif make == "fifo":
+        os.mkfifo(name)
+    elif make == "hard-link":
+        Path("elsewhere.txt").write_text("keep\n", encoding="utf-8")
+        os.link("elsewhere.txt", name)
+    else:
+        Path("afile").write_text("x", encoding="utf-8")
+    override = f"telemetry={{traces: [jsonl], traces_file: {name}}}"
+    assert refusal(override).startswith(
+        f"--set {override}: the traces file {name!r} (telemetry.traces_file or "
+        f"SEAMLINE_TRACES_FILE) {found}"
+    )
+    said = refusal(environ={**JSONL, "SEAMLINE_TRACES_FILE": name})
+    assert said.startswith(f"$SEAMLINE_TRACES_FILE: the traces file {name!r} (")
+    # Without the jsonl exporter nothing opens the file.
+    load_pipeline(Path("p.yaml"), registry, ["telemetry.traces_file=" + name], environ={})

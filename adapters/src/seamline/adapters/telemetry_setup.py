@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -74,8 +73,15 @@ from seamline.adapters import traces_lock
 from seamline.adapters.exporter_secrets import hide_endpoint
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
-from seamline.contracts.untrusted import kind_of
-from seamline.core import TelemetrySettings, otlp_endpoint_problem, otlp_signal_url
+from seamline.core import (
+    TRACES_FILE,
+    TelemetrySettings,
+    otlp_endpoint_problem,
+    otlp_signal_url,
+    traces_file_problem,
+    traces_file_status_problem,
+    traces_file_unusable,
+)
 
 log = get_logger("seamline.adapters.telemetry")
 
@@ -263,10 +269,6 @@ class JsonlSpanExporter(SpanExporter):
         return True
 
 
-TRACES_FILE = "telemetry.traces_file or SEAMLINE_TRACES_FILE"
-"""Where the traces file is named, for messages."""
-
-
 def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
     """``path`` opened to append spans to (emptied first unless ``append``), or a
     ``UserError``, raised before the run starts: a name that is a directory, a FIFO (whose
@@ -276,15 +278,9 @@ def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
     what is written to is what was checked. A file with other names (hard links) is
     refused too: a name compared with the run's inputs says nothing of the file's others.
     """
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        pass
-    except OSError as err:
-        raise _unusable(path, err) from None
-    else:
-        if not stat.S_ISREG(mode):
-            raise _not_a_file(path, mode)
+    problem = traces_file_problem(path)  # what validation asked too
+    if problem is not None:
+        raise UserError(problem)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
@@ -294,11 +290,9 @@ def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
     except OSError as err:  # ELOOP: a link planted since the check; ENXIO: a FIFO; EACCES...
         raise _unusable(path, err) from None
     try:
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode):
-            raise _not_a_file(path, opened.st_mode)
-        if opened.st_nlink > 1:
-            raise _linked(path, opened.st_nlink)
+        problem = traces_file_status_problem(path, os.fstat(fd))
+        if problem is not None:
+            raise UserError(problem)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         if not append:  # the run's own file: held while it runs, then emptied
@@ -310,29 +304,8 @@ def open_traces_file(path: Path, *, append: bool = False) -> IO[str]:
         raise
 
 
-def _linked(path: Path, names: int) -> UserError:
-    """A traces file with other names (hard links): spans written to it would empty and
-    fill the file behind each of them, a pipeline file or an input among them (a run
-    destroyed its own pipeline file that way and exited 0)."""
-    return UserError(
-        f"the traces file {str(path)!r} ({TRACES_FILE}) is a file with {names} names (hard "
-        "links): writing spans to it would change the file behind its other names too. "
-        "Name a file of its own for the spans"
-    )
-
-
-def _not_a_file(path: Path, mode: int) -> UserError:
-    return UserError(
-        f"the traces file {str(path)!r} ({TRACES_FILE}) is {kind_of(mode)}, not a regular "
-        "file: name a file for the spans to be written to"
-    )
-
-
 def _unusable(path: Path, err: OSError) -> UserError:
-    return UserError(
-        f"cannot write the traces file {str(path)!r} ({TRACES_FILE}): "
-        f"{err.strerror or err}; name a file that can be written"
-    )
+    return UserError(traces_file_unusable(path, err))
 
 
 def span_record(span: ReadableSpan) -> dict[str, Any]:

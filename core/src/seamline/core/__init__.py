@@ -85,6 +85,12 @@ if TYPE_CHECKING:
     from seamline.core.stops import raise_kept_stop, stops_kept
     from seamline.core.suggest import did_you_mean
     from seamline.core.telemetry import worker_name
+    from seamline.core.traces_file import (
+        TRACES_FILE,
+        traces_file_problem,
+        traces_file_status_problem,
+        traces_file_unusable,
+    )
     from seamline.core.trust.classes import CONFORMANCE_GROUP
     from seamline.core.trust.records import attribute as attribute_record
     from seamline.core.trust.records import save as save_record
@@ -122,6 +128,10 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "Selection": ("seamline.core.config", "Selection"),
     "TelemetrySettings": ("seamline.core.config", "TelemetrySettings"),
     "otlp_endpoint_problem": ("seamline.core.config.otlp", "endpoint_problem"),
+    "TRACES_FILE": ("seamline.core.traces_file", "TRACES_FILE"),
+    "traces_file_problem": ("seamline.core.traces_file", "traces_file_problem"),
+    "traces_file_status_problem": ("seamline.core.traces_file", "traces_file_status_problem"),
+    "traces_file_unusable": ("seamline.core.traces_file", "traces_file_unusable"),
     "otlp_signal_url": ("seamline.core.config.otlp", "with_signal_path"),
     "check_model": ("seamline.core.config", "check_model"),
     "load_trusted": ("seamline.core.config", "load_trusted"),
@@ -199,6 +209,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CONFORMANCE_GROUP",
+    "TRACES_FILE",
     "AttentionMode",
     "BatchShapes",
     "BucketPlan",
@@ -271,6 +282,9 @@ __all__ = [
     "stdout_to_stderr",
     "stops_kept",
     "store_directory",
+    "traces_file_problem",
+    "traces_file_status_problem",
+    "traces_file_unusable",
     "tune_attention",
     "user_trust",
     "worker_name",

@@ -62,7 +62,7 @@ from seamline.contracts.sink_kit._atomic import (
 from seamline.contracts.sink_kit._checkpoint import NoState, SinkState, model_changes
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._parts import RunId
-from seamline.contracts.sink_kit._paths import OutputPath, located
+from seamline.contracts.sink_kit._paths import OutputPath, blocked_folder, located
 from seamline.contracts.sink_kit._records import checked_vector, record_fields, record_metadata
 from seamline.contracts.sink_kit._template import PublishingSink
 
@@ -75,6 +75,7 @@ __all__ = [
     "PublishingSink",
     "RunId",
     "SinkState",
+    "blocked_folder",
     "checked_vector",
     "fsync_directory",
     "located",

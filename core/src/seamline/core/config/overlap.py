@@ -27,6 +27,11 @@ publishes (``out/.emb.jsonl.lock``, ``.emb.jsonl.checkpoint``, the partial and s
 files and folders, every one named ``.<name>.*``): ``SEAMLINE_TRACES_FILE=out/.emb.jsonl.lock``
 took the sink's lock first, and the run was refused with "another run (pid ?) is writing
 to out/emb.jsonl", naming a run that did not exist.
+
+And what stands at the traces file's name is asked as the exporter asks it before the run
+(:func:`seamline.core.traces_file.traces_file_problem`): a directory, a FIFO, a file with
+other names, or a name under a file (``afile/t.jsonl``) passed ``validate``, and only the
+run refused it.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from seamline.contracts.sink_kit import located as on_disk
 from seamline.contracts.untrusted import cut
 from seamline.core.config.pattern import would_match
 from seamline.core.fingerprint import named_input_paths
+from seamline.core.traces_file import traces_file_problem
 
 if TYPE_CHECKING:
     from seamline.core.config.located import Located
@@ -228,6 +234,18 @@ def _sink_companion(located: Located, trace: _Entry, sink_config: BaseModel) -> 
     return []
 
 
+def _what_is_there(
+    located: Located, spec: PipelineSpec, trace: _Entry, environ: Mapping[str, str] | None
+) -> list[ConfigError]:
+    """A problem if the jsonl exporter, when chosen, would refuse what is at the traces
+    file's name (a directory, a FIFO, a file with other names, a file where a folder of
+    it must be): the run refused it, before its work, after ``validate`` said ok."""
+    if not spec.telemetry.exports_jsonl(os.environ if environ is None else environ):
+        return []
+    problem = traces_file_problem(trace.path)
+    return [] if problem is None else [ConfigError(problem, trace.where(located))]
+
+
 def _named(what: str) -> str:
     """``published_names``' labels in a sentence: ``path`` is the sink's ``path``."""
     return "sink.with.path" if what == "path" else what
@@ -268,6 +286,7 @@ def overlap_problems(
                 reported.add(entry.place)
                 break
     for trace in (e for e in outputs if e.traces):
+        problems.extend(_what_is_there(located, spec, trace, environ))
         problems.extend(_sink_companion(located, trace, sink_config))
         for entry in outputs:
             if entry is not trace and on_disk(entry.path) == on_disk(trace.path):
