@@ -219,3 +219,18 @@ def test_validate_refuses_the_otel_settings_a_run_refuses(
     assert found["ok"] is False
     (error,) = found["errors"]
     assert said in error["message"]
+
+
+@pytest.mark.parametrize("command", ["validate", "explain"])
+def test_an_error_names_the_variable_in_json_and_in_text(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `no loader component named 'hunter2pass'` printed the value of ${SECRET}
+    monkeypatch.setenv("SECRET", "hunter2pass")
+    path = tmp_path / "secret.yaml"
+    path.write_text(PIPELINE.replace("text-files", '"${SECRET}"'), encoding="utf-8")
+    found = document(command, str(path), "--format", "json", code=2)
+    assert found["errors"][0]["message"].startswith("no loader component named '${SECRET}'")
+    text = piped(command, str(path))
+    assert (text.returncode, "hunter2pass" in text.stdout + text.stderr) == (2, False)
+    assert "'${SECRET}'" in text.stderr

@@ -14,6 +14,15 @@ So every such message goes through one rule, the same for every component:
   ``'hunter', '##2'``; an upper-cased copy; an escaped one), which no replacement can
   be sure to catch: the whole message is withheld, and seamline says in its own words
   which variable's value it quoted, where that is written, and how to see the message.
+
+seamline's own messages about a pipeline have their values replaced too, with every
+value of the document (:func:`scrubbed`): they quote what the file names (a component
+``no loader component named '...'``, a path that overlaps another, a list of trusted
+distributions), and each such message written to quote a setting was one more place a
+secret filled from ``${VAR}`` was printed. They quote a value as it is (or as Python's
+``repr`` escapes it, which is replaced too), never a piece of it, so they are not searched
+for pieces: their own words share letters with many a value (``s3cr3t-value`` with "write
+the value itself"), and would have been withheld for it.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from seamline.contracts import ConfigError
 from seamline.core.config.located import Located
 from seamline.core.config.located import Path as DataPath
 
@@ -90,12 +100,46 @@ def scrub(
     values = _names_by_value(filled)
     if not values:
         return Shown(verbatim + message)
-    pattern = re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
+    pattern, names = _replacing(values, filled)
     left = pattern.sub("\0", message).lower()
     quoted = [f for f in filled if len(f.value) >= SHORTEST and _holds_piece(left, f.value)]
     if quoted:
         return Shown(withheld(owner, quoted), quoted[0].place)
-    return Shown(verbatim + pattern.sub(lambda found: values[found[0]], message))
+    return Shown(verbatim + pattern.sub(lambda found: names[found[0]], message))
+
+
+def scrubbed(problem: ConfigError, located: Located | None) -> ConfigError:
+    """``problem``, a message of seamline's own about the document ``located``, with each
+    value the document took from ``${VAR}`` (and its ``repr`` escaped form) replaced by the
+    variable's name; ``problem`` itself when it quotes none of them.
+
+    Every message resolution raises passes through here, so a message written later that
+    quotes a setting is covered too, not only those written with a variable in mind.
+    """
+    filled = filled_under(located, ())
+    values = dict(_names_by_value(filled))
+    for value, name in list(values.items()):
+        values.setdefault(repr(value)[1:-1], name)
+    if not values:
+        return problem
+    pattern, names = _replacing(values, filled)
+    text = pattern.sub(lambda found: names[found[0]], problem.detail)
+    return problem if text == problem.detail else ConfigError(text, problem.location)
+
+
+def _replacing(
+    values: Mapping[str, str], filled: Sequence[Filled]
+) -> tuple[re.Pattern[str], Mapping[str, str]]:
+    """What finds each of ``values`` in a message, and what replaces each find.
+
+    A variable's name already in the message (a message scrubbed once, "got the value of
+    ${TOKEN}") is found too, and replaced by itself: it is not searched for pieces, which
+    TOKEN=token-1 would have it withheld for, nor replaced inside.
+    """
+    names: dict[str, str] = {f"${{{f.name}}}": f"${{{f.name}}}" for f in filled}
+    names.update(values)
+    found = "|".join(re.escape(v) for v in sorted(names, key=len, reverse=True))
+    return re.compile(found), names
 
 
 def withheld(owner: str, quoted: Sequence[Filled]) -> str:

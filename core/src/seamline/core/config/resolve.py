@@ -15,6 +15,7 @@ import re
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
@@ -40,7 +41,7 @@ from seamline.core.config.overrides import (
     with_overrides,
 )
 from seamline.core.config.quoting import quoting_fix
-from seamline.core.config.redact import Filled, filled_under, scrub
+from seamline.core.config.redact import Filled, filled_under, scrub, scrubbed
 from seamline.core.config.spec import (
     AttentionMode,
     AttentionSpecConfig,
@@ -66,6 +67,31 @@ class PipelineConfigError(ConfigError):
         self.problems = sorted(problems, key=_place_in_file)
         super().__init__("\n".join(str(problem) for problem in self.problems))
         self.location = self.problems[0].location
+
+
+@contextmanager
+def without_values(located: Located) -> Iterator[None]:
+    """Every ``ConfigError`` raised inside, with the values ``located`` took from ``${VAR}``
+    named, never shown (:func:`~seamline.core.config.redact.scrubbed`).
+
+    seamline's own messages quote settings (``no loader component named 'hunter2pass'``,
+    ``path '.../out/hunter2pass.jsonl' is a directory``) though the docs promise that an
+    error names the variable and never prints its value. Each step that validates a
+    document runs inside this, so no message of it, now or written later, is let through
+    unscrubbed.
+    """
+    try:
+        yield
+    except PipelineConfigError as err:
+        safe = [scrubbed(problem, located) for problem in err.problems]
+        if any(a is not b for a, b in zip(safe, err.problems, strict=True)):
+            raise PipelineConfigError(safe) from None
+        raise
+    except ConfigError as err:
+        safe_one = scrubbed(err, located)
+        if safe_one is not err:
+            raise safe_one from None
+        raise
 
 
 _LINE_COLUMN = re.compile(r":(\d+):(\d+)(?: \(with --set .*\))?$")
@@ -232,13 +258,14 @@ def sha256_of(text: str) -> str:
 def pipeline_trust(located: Located, base: TrustPolicy) -> TrustPolicy:
     """``base`` narrowed by the document's ``trust`` section (validated, errors located)."""
     data = located.data.get("trust", {}) if isinstance(located.data, dict) else {}
-    try:
-        settings = TrustSettings.model_validate(data)
-    except ValidationError as err:
-        raise PipelineConfigError(
-            _problems(err, located, ("trust",), TrustSettings, "trust")
-        ) from None
-    return pipeline_policy(settings, base, located.where)
+    with without_values(located):
+        try:
+            settings = TrustSettings.model_validate(data)
+        except ValidationError as err:
+            raise PipelineConfigError(
+                _problems(err, located, ("trust",), TrustSettings, "trust")
+            ) from None
+        return pipeline_policy(settings, base, located.where)
 
 
 def pipeline_source(path: object) -> str:
@@ -327,8 +354,9 @@ def resolve_located(
     relative path would fail somewhere inside, as a traceback.
     """
     working_folder()
-    spec, registry = _validated(located, PipelineSpec, registry, environ)
-    resolved = _Resolver(located, registry, environ).resolve(spec)
+    with without_values(located):
+        spec, registry = _validated(located, PipelineSpec, registry, environ)
+        resolved = _Resolver(located, registry, environ).resolve(spec)
     return replace(resolved, file_sha256=file_sha256) if file_sha256 else resolved
 
 
@@ -488,6 +516,13 @@ def resolve_encoder(
 ) -> ResolvedEncoder:
     """Validate and resolve a document of ``model``, ``attention``, ``run`` and ``trust``
     (an in-process embedder's settings), exactly as those sections of a pipeline are."""
+    with without_values(located):
+        return _resolved_encoder(located, registry, environ)
+
+
+def _resolved_encoder(
+    located: Located, registry: Registry, environ: Mapping[str, str] | None
+) -> ResolvedEncoder:
     spec, registry = _validated(located, EncoderSpec, registry, environ)
     resolver = _Resolver(located, registry, environ)
     model = resolver.component("model", spec.model.use, spec.model.with_, ("model",))
