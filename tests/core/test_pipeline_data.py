@@ -86,3 +86,45 @@ def test_a_path_given_as_a_number_is_asked_as_a_str(registry: Registry) -> None:
     data = {**DATA, "sink": {"use": "jsonl", "with": {"path": 2024}}}
     with pytest.raises(ConfigError, match=r"a path, which is text, not an int: give it as a str"):
         Pipeline.from_dict(data, registry=registry, environ={})
+
+
+def nested(levels: int) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for _ in range(levels):
+        data = {"a": data}
+    return data
+
+
+def holding_itself() -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    data["x"] = data
+    return data
+
+
+def list_holding_itself() -> list[Any]:
+    items: list[Any] = []
+    items.append(items)
+    return items
+
+
+@pytest.mark.parametrize(
+    ("section", "value", "place", "detail"),
+    [
+        # 100 levels were accepted (a file may nest 64); 10,000 raised RecursionError
+        ("run", nested(100), "Pipeline.from_dict['run']['a']", "more than 64 deep"),
+        ("run", nested(10_000), "Pipeline.from_dict['run']['a']", "more than 64 deep"),
+        # RecursionError
+        ("run", holding_itself(), "Pipeline.from_dict['run']['x']: ", "holds itself"),
+        ("monitors", list_holding_itself(), "Pipeline.from_dict['monitors'][0]: ", "holds"),
+        # ValueError: Exceeds the limit (4300 digits) for integer string conversion
+        ("run", {"batch_size": 10**5000}, "Pipeline.from_dict['run']['batch_size']: ", "100 d"),
+    ],
+    ids=["100 levels", "10,000 levels", "a dict in itself", "a list in itself", "5,001 digits"],
+)
+def test_data_beyond_a_file_s_bounds_is_a_located_error(
+    registry: Registry, section: str, value: Any, place: str, detail: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Pipeline.from_dict({**DATA, section: value}, registry=registry, environ={})
+    assert str(caught.value).startswith(place)
+    assert detail in str(caught.value)

@@ -173,6 +173,18 @@ def check_integer(text: str, where: str) -> None:
         )
 
 
+def check_int(value: int, where: str) -> None:
+    """Refuse an integer built in code that a file could not hold (:func:`check_integer`),
+    without converting it to text: ``str()`` of a 5,000-digit integer raised Python's own
+    ``ValueError: Exceeds the limit (4300 digits)``."""
+    if abs(value) >= 10**MAX_INTEGER_DIGITS:
+        raise ConfigError(
+            f"an integer of more than {MAX_INTEGER_DIGITS} digits; settings are limited to "
+            f"{MAX_INTEGER_DIGITS} digits",
+            where,
+        )
+
+
 def mark(source: str, position: Mark | None) -> str:
     """``source:line:column`` of a PyYAML mark (1-based), or ``source`` alone."""
     if position is None:

@@ -164,7 +164,7 @@ def locate_data(data: Any, source: str) -> Located:
     """
     located = Located(data=None, source=source)
     budget = bounds.ValueBudget(source)
-    located.data = _copy_data(data, (), located, budget)
+    located.data = _copy_data(data, (), located, budget, ())
     if not isinstance(located.data, dict):
         raise ConfigError(f"a pipeline is a mapping, not {a_type(located.data)}", located.where(()))
     return located
@@ -174,26 +174,55 @@ def _data_place(source: str, path: Path) -> str:
     return source + "".join(f"[{step!r}]" for step in path)
 
 
-def _copy_data(value: Any, path: Path, located: Located, budget: bounds.ValueBudget) -> Any:
+def _copy_data(
+    value: Any, path: Path, located: Located, budget: bounds.ValueBudget, inside: tuple[int, ...]
+) -> Any:
+    """``value`` copied as plain data, within the bounds of a file.
+
+    ``inside`` holds the ids of the lists and mappings that hold ``value``: a list that
+    holds itself never ends, and data nested deeper than a file may be raised
+    ``RecursionError`` here, not a located message, as a file's is (``bounds``).
+    """
     where = located.values[path] = _data_place(located.source, path)
     budget.spend(where)
+    if isinstance(value, dict | list | tuple):
+        _check_nesting(value, path, where, inside)
+        inside = (*inside, id(value))
     if isinstance(value, dict):
         result: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ConfigError(f"mapping keys must be strings, not {key!r}", where)
             located.keys[(*path, key)] = _data_place(located.source, (*path, key))
-            result[key] = _copy_data(item, (*path, key), located, budget)
+            result[key] = _copy_data(item, (*path, key), located, budget, inside)
         return result
     if isinstance(value, list | tuple):
-        return [_copy_data(item, (*path, i), located, budget) for i, item in enumerate(value)]
+        return [
+            _copy_data(item, (*path, i), located, budget, inside) for i, item in enumerate(value)
+        ]
     if isinstance(value, bool) or value is None or isinstance(value, str | float):
         return value
     if isinstance(value, int):
-        bounds.check_integer(str(value), where)
+        bounds.check_int(value, where)
         return value
     raise ConfigError(
         f"a {type(value).__name__} is not pipeline data (strings, numbers, booleans, None, "
         "lists and mappings only)",
         where,
     )
+
+
+def _check_nesting(value: Any, path: Path, where: str, inside: tuple[int, ...]) -> None:
+    """Refuse a list or mapping that holds itself, or one nested deeper than a file may be."""
+    if id(value) in inside:
+        raise ConfigError(
+            f"this {type(value).__name__} holds itself (its value would never end): "
+            "pipeline data is a tree; give a copy instead of the same object",
+            where,
+        )
+    if len(inside) >= bounds.MAX_DEPTH:
+        raise ConfigError(
+            f"the pipeline nests mappings and lists more than {bounds.MAX_DEPTH} deep; a "
+            "pipeline is a page of settings",
+            where,
+        )
