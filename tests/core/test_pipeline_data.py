@@ -128,3 +128,22 @@ def test_data_beyond_a_file_s_bounds_is_a_located_error(
         Pipeline.from_dict({**DATA, section: value}, registry=registry, environ={})
     assert str(caught.value).startswith(place)
     assert detail in str(caught.value)
+
+
+def test_a_literal_dollar_brace_given_with_set_round_trips(
+    registry: Registry, tmp_path: Path
+) -> None:
+    # a --set value is not interpolated: to_yaml wrote `out/${TOKEN}.jsonl` as it was, and
+    # reading the file back filled it from $TOKEN (a different pipeline, and a secret's
+    # value in the output's name)
+    environ = {"TOKEN": "hunter2pass"}
+    overrides = ["sink.with.path=out/${TOKEN}.jsonl", "sink.with.errors_path=out/a$${b}.jsonl"]
+    pipeline = Pipeline.from_dict(DATA, overrides, registry=registry, environ=environ)
+    text = pipeline.to_yaml()
+    assert "path: out/$${TOKEN}.jsonl" in text
+    assert "${DOCS:-docs.jsonl}" in text  # a variable of the file's is still written as it was
+    path = tmp_path / "again.yaml"
+    path.write_text(text, encoding="utf-8")
+    again = Pipeline.from_yaml(path, registry=registry, environ=environ)
+    assert again == pipeline
+    assert again.resolved.spec.sink.with_["errors_path"] == "out/a$${b}.jsonl"

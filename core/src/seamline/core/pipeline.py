@@ -109,13 +109,15 @@ class Pipeline:
     def to_dict(self) -> dict[str, Any]:
         """The pipeline as plain data, as a file would hold it (settings left at their
         defaults are left out). A string that held ``${VAR}`` is written as it was
-        written, never with the variable's value (it may be a secret)."""
-        data: dict[str, Any] = self.resolved.spec.model_dump(
-            mode="json", by_alias=True, exclude_defaults=True
+        written, never with the variable's value (it may be a secret); any other ``${``
+        is a literal one (a ``--set`` value, which is not interpolated), written ``$${``
+        so that reading the file back does not fill it from the environment."""
+        data: dict[str, Any] = _escaped(
+            self.resolved.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         )
         located = self.resolved.located
         for path, (template, filled) in (located.templates if located else {}).items():
-            _restore(data, path, template, filled)
+            _restore(data, path, template, _escaped(filled))
         return data
 
     def to_yaml(self) -> str:
@@ -252,6 +254,19 @@ class Pipeline:
                 f"does); installed executors: {installed}"
             )
         return cast(Executor[Any], self.registry.create(choice.kind, choice.name, choice.config))
+
+
+def _escaped(value: Any) -> Any:
+    """``value`` with each ``${`` in its strings written ``$${``, as a file writes a literal
+    one: ``--set 'sink.with.path=out/${TOKEN}.jsonl'`` keeps the text, and ``to_yaml``
+    wrote it as it was, which reading the file back filled from ``$TOKEN``."""
+    if isinstance(value, str):
+        return value.replace("${", "$${")
+    if isinstance(value, dict):
+        return {key: _escaped(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_escaped(item) for item in value]
+    return value
 
 
 def _restore(data: Any, path: tuple[str | int, ...], template: str, filled: str) -> None:
