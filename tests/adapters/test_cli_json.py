@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from seamline.adapters.cli.render import pipeline_json
+from seamline.contracts import UserError
 from tests.adapters.test_cli_conventions import piped
 
 PIPELINE = """\
@@ -234,3 +235,48 @@ def test_an_error_names_the_variable_in_json_and_in_text(
     text = piped(command, str(path))
     assert (text.returncode, "hunter2pass" in text.stdout + text.stderr) == (2, False)
     assert "'${SECRET}'" in text.stderr
+
+
+def error_of(text: str, source: str, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    from seamline.core import prepare_located
+
+    with pytest.raises(UserError) as caught:
+        prepare_located(text, source, overrides, environ={})
+    (error,) = pipeline_json.errors_of(caught.value)
+    return {key: error[key] for key in ("file", "line", "column", "override")}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "{batch_size: 4, batch_size: 8}",  # a duplicate key inside the value
+        "!!python/name:os.system x",  # a tag
+        "[" * 70 + "1" + "]" * 70,  # nesting
+    ],
+)
+def test_an_error_inside_a_set_value_is_placed_at_the_override(value: str) -> None:
+    # it was {"file": "--set run=...", "line": 1, "column": 17, "override": null}
+    place = error_of("pipeline: p\n", "p.yaml", (f"run={value}",))
+    assert place["override"] is not None
+    assert place["override"].startswith("--set run=")
+    assert (place["file"], place["line"], place["column"]) == (None, None, None)
+
+
+def test_a_file_named_like_a_place_is_not_read_as_one() -> None:
+    # an empty file named `emp:2:3` was {"file": "emp", "line": 2, "column": 3}
+    assert error_of("", "emp:2:3") == {
+        "file": "emp:2:3",
+        "line": None,
+        "column": None,
+        "override": None,
+    }
+
+
+def test_a_file_name_with_a_newline_keeps_its_line_and_column() -> None:
+    # it was {"file": "nl\nname.yaml:1:4", "line": null, ...}
+    assert error_of("a: [", "nl\nname.yaml") == {
+        "file": "nl\nname.yaml",
+        "line": 1,
+        "column": 5,
+        "override": None,
+    }

@@ -258,3 +258,21 @@ def test_a_runs_placed_loader_refusal_comes_without_the_hosts_frames(
     assert str(refused.value) == "p.yaml:2:27: list loader: its texts are somewhere else"
     assert refused.value.__cause__ is None
     assert refused.value.__suppress_context__, "shown alone, as Embedder's errors are"
+
+
+def test_a_place_keeps_its_parts_through_pickling() -> None:
+    # a pipeline's places travel to worker processes; --format json reads their parts
+    import pickle
+
+    from seamline.core.config.place import Place
+
+    place = Place.in_file("p.yaml", 3, 5).with_overrides(["--set run.batch_size=4"])
+    again = pickle.loads(pickle.dumps(place))
+    assert again == "p.yaml:3:5 (with --set run.batch_size=4)"
+    assert isinstance(again, Place)
+    assert (again.file, again.line, again.column, again.override) == (
+        "p.yaml",
+        3,
+        5,
+        "--set run.batch_size=4",
+    )

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from seamline.core.config.located import Located, parse_located
     from seamline.core.config.otlp import endpoint_problem as otlp_endpoint_problem
     from seamline.core.config.otlp import with_signal_path as otlp_signal_url
+    from seamline.core.config.place import Place
     from seamline.core.config.spec import PrecisionGate
     from seamline.core.config.user import user_trust
     from seamline.core.directories import cache_home, named_directory, output_directory
@@ -124,6 +125,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "AttentionMode": ("seamline.core.config", "AttentionMode"),
     "Located": ("seamline.core.config.located", "Located"),
     "PipelineConfigError": ("seamline.core.config", "PipelineConfigError"),
+    "Place": ("seamline.core.config.place", "Place"),
     "ResolvedPipeline": ("seamline.core.config", "ResolvedPipeline"),
     "Selection": ("seamline.core.config", "Selection"),
     "TelemetrySettings": ("seamline.core.config", "TelemetrySettings"),
@@ -226,6 +228,7 @@ __all__ = [
     "Pending",
     "Pipeline",
     "PipelineConfigError",
+    "Place",
     "Plan",
     "PrecisionCandidate",
     "PrecisionDecision",

@@ -17,6 +17,7 @@ from typing import Protocol
 import yaml
 
 from seamline.contracts import ConfigError
+from seamline.core.config.place import Place
 
 MAX_BYTES = 1 << 20
 """The largest pipeline file read (1 MiB; the examples are under 2 KiB)."""
@@ -68,7 +69,7 @@ def check_size(size: int, source: str) -> None:
         raise ConfigError(
             f"the pipeline file is larger than {MAX_BYTES:,} bytes, the limit for pipeline "
             "files (is this the right file?)",
-            source,
+            Place.in_file(source),
         )
 
 
@@ -87,7 +88,7 @@ def utf8_text(data: bytes, source: str, what: str = "a pipeline file") -> str:
         raise ConfigError(
             f"byte 0x{data[err.start]:02x} is not UTF-8 text ({err.reason}): {what} is "
             "read as UTF-8; save it as UTF-8",
-            f"{source}:{line}:{column}",
+            Place.in_file(source, line, column),
         ) from None
 
 
@@ -185,8 +186,8 @@ def check_int(value: int, where: str) -> None:
         )
 
 
-def mark(source: str, position: Mark | None) -> str:
+def mark(source: str, position: Mark | None) -> Place:
     """``source:line:column`` of a PyYAML mark (1-based), or ``source`` alone."""
     if position is None:
-        return source
-    return f"{source}:{position.line + 1}:{position.column + 1}"
+        return Place.in_file(source)
+    return Place.in_file(source, position.line + 1, position.column + 1)

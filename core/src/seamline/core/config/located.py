@@ -22,6 +22,7 @@ from yaml.constructor import ConstructorError
 from seamline.contracts import ConfigError
 from seamline.contracts.untrusted import a_type
 from seamline.core.config import bounds
+from seamline.core.config.place import Place
 from seamline.core.config.yaml12 import Yaml12Loader
 
 Path = tuple[str | int, ...]
@@ -65,7 +66,7 @@ class Located:
             if probe in self.values:
                 return self.values[probe]
             probe = probe[:-1]
-        return self.values.get((), self.source)
+        return self.values.get((), Place.in_file(self.source))
 
 
 _mark = bounds.mark

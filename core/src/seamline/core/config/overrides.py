@@ -19,6 +19,7 @@ import yaml
 from seamline.contracts import ConfigError
 from seamline.contracts.untrusted import a_type, cut, is_count
 from seamline.core.config.located import Located, parse_located
+from seamline.core.config.place import Place
 from seamline.core.config.spec import SHORT_FORMS
 
 PREFIX = "--set "
@@ -33,7 +34,7 @@ def is_override(location: str) -> bool:
 def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
     """Apply each ``path=value`` to ``located.data`` in order; record its origin as location."""
     for override in checked_overrides(overrides):
-        where = f"{PREFIX}{cut(override, SHOWN_CHARACTERS)}"
+        where = Place.given(f"{PREFIX}{cut(override, SHOWN_CHARACTERS)}")
         path_text, sep, value_text = override.partition("=")
         if not sep or not path_text.strip():
             raise ConfigError("an override must look like path.to.field=value", where)
@@ -60,6 +61,8 @@ def with_overrides(where: str, overrides: Sequence[str]) -> str:
     it: ``p.yaml:3:34 (with --set model.with.max_length=16)``. A problem of a whole section
     placed at the file alone would send the user looking in the file for a value they
     typed on the command line."""
+    if isinstance(where, Place):
+        return where.with_overrides(overrides)
     return f"{where} (with {', '.join(overrides)})" if overrides else where
 
 
@@ -109,7 +112,7 @@ def _value(path: str, text: str, where: str) -> Any:
         stripped = text.strip()
         if not err.detail.startswith("YAML syntax error"):
             _refuse_dropped(path, text, where)  # `#x` read as nothing: "the file is empty"
-            raise
+            raise ConfigError(_in_value(err, where), where) from None
         if stripped[0] in "[{":
             raise ConfigError(
                 f"{err.detail}; to pass it as a string, quote it for YAML inside the shell's "
@@ -119,6 +122,17 @@ def _value(path: str, text: str, where: str) -> Any:
         return text
     _refuse_dropped(path, text, where)  # only text YAML reads can lose a part to it
     return value
+
+
+def _in_value(err: ConfigError, where: str) -> str:
+    """``err``, raised while reading an override's value, as said at the override: its
+    column in the value, when it has one. Placed where the value was parsed, it named a
+    "file" ``--set run={...}`` with a line and a column (and ``--format json`` so)."""
+    place = err.location
+    column = place.column if isinstance(place, Place) and place.line == 1 else None
+    column = column if column != 1 else None  # the whole value: nothing to point at
+    detail = re.sub(re.escape(where) + r":1:(\d+)", r"column \1 of the value", err.detail)
+    return f"{detail} (at column {column} of the value)" if column else detail
 
 
 def _refuse_dropped(path: str, text: str, where: str) -> None:

@@ -40,6 +40,7 @@ from seamline.core.config.overrides import (
     overrides_below,
     with_overrides,
 )
+from seamline.core.config.place import Place
 from seamline.core.config.quoting import quoting_fix
 from seamline.core.config.redact import Filled, filled_under, scrub, scrubbed
 from seamline.core.config.spec import (
@@ -101,7 +102,10 @@ _LINE_COLUMN = re.compile(r":(\d+):(\d+)(?: \(with --set .*\))?$")
 
 def _place_in_file(problem: ConfigError) -> tuple[int, int, int]:
     """Sort key of a problem: its line and column where it has them, else after them."""
-    found = _LINE_COLUMN.search(problem.location or "")
+    place = problem.location
+    if isinstance(place, Place):
+        return (0, place.line, place.column) if place.line and place.column else (1, 0, 0)
+    found = _LINE_COLUMN.search(place or "")
     return (0, int(found[1]), int(found[2])) if found else (1, 0, 0)
 
 

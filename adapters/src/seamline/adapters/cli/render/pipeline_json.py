@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from seamline.adapters.cli.render.console import json_line
 from seamline.contracts.errors import ConfigError, UserError
 from seamline.contracts.json_safe import json_safe
+from seamline.core import Place
 
 if TYPE_CHECKING:
     from seamline.core import BucketPlan, Plan, PrecisionCandidate, Registry, ResolvedPipeline
@@ -183,7 +184,14 @@ def _error(problem: UserError) -> dict[str, Any]:
     location = problem.location if isinstance(problem, ConfigError) else None
     message = problem.detail if isinstance(problem, ConfigError) else str(problem)
     place: dict[str, Any] = {"file": None, "line": None, "column": None, "override": None}
-    if location is not None:
+    if isinstance(location, Place):  # its parts, as it was made: never read back from text
+        place |= {
+            "file": location.file,
+            "line": location.line,
+            "column": location.column,
+            "override": location.override,
+        }
+    elif location is not None:
         found = _PLACE.match(location)
         if found is not None:
             place |= {
