@@ -276,3 +276,18 @@ def test_a_place_keeps_its_parts_through_pickling() -> None:
         5,
         "--set run.batch_size=4",
     )
+
+
+@pytest.mark.parametrize(("character", "code"), [("\0", "U+0000"), ("\x1b", "U+001B")])
+def test_a_character_yaml_refuses_is_placed_at_its_line_and_column(
+    character: str, code: str
+) -> None:
+    # it was "YAML error: unacceptable character #x0000: special characters are not
+    # allowed\n  in "<unicode string>", position 24", placed at the file alone
+    from seamline.core.config.located import parse_located
+
+    with pytest.raises(ConfigError) as caught:
+        parse_located(f"pipeline: p\nloader: {{a{character}: 1}}\n", "p.yaml")
+    assert caught.value.location == "p.yaml:2:11"
+    assert caught.value.detail.startswith(f"character {code} is not allowed in a YAML file")
+    assert "\n" not in str(caught.value)

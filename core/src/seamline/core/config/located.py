@@ -96,6 +96,8 @@ def parse_located(text: str, source: str) -> Located:
         context = f" ({err.context})" if err.context else ""
         fix = _syntax_fix(problem, text, err.problem_mark)
         raise ConfigError(f"YAML syntax error: {problem}{context}{fix}", where) from None
+    except yaml.reader.ReaderError as err:
+        raise _unreadable(err, text, source) from None
     except yaml.YAMLError as err:
         raise ConfigError(f"YAML error: {err}", source) from None
     finally:
@@ -106,6 +108,21 @@ def parse_located(text: str, source: str) -> Located:
     budget = bounds.ValueBudget(source)
     located.data = _build(root, (), located, loader, budget)
     return located
+
+
+def _unreadable(err: yaml.reader.ReaderError, text: str, source: str) -> ConfigError:
+    """A character YAML does not allow (NUL, a raw control character), placed at its
+    ``line:column``: PyYAML says "position 196" of "<unicode string>", on two lines."""
+    at = max(0, min(int(err.position), len(text)))
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    code = err.character if isinstance(err.character, int) else ord(str(err.character)[:1] or " ")
+    escape = f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return ConfigError(
+        f"character U+{code:04X} is not allowed in a YAML file ({err.reason}): remove it, "
+        f"or write it as the escape {escape} inside a double-quoted string",
+        Place.in_file(source, line, column),
+    )
 
 
 def _build(
