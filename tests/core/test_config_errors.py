@@ -291,3 +291,22 @@ def test_a_character_yaml_refuses_is_placed_at_its_line_and_column(
     assert caught.value.location == "p.yaml:2:11"
     assert caught.value.detail.startswith(f"character {code} is not allowed in a YAML file")
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "what"), [("just text\n", "a string"), ("~\n", "empty (null)"), ("[1]\n", "a list")]
+)
+def test_a_document_that_is_not_a_mapping_is_said_in_yaml_s_words(text: str, what: str) -> None:
+    # it said "this one is a str" and "this one is a NoneType"
+    from seamline.core.config import prepare_located
+
+    with pytest.raises(ConfigError) as caught:
+        prepare_located(text, "p.yaml", environ={})
+    assert caught.value.detail.endswith(f"; this one is {what}")
+
+
+def test_a_merge_key_is_refused_with_what_to_write_instead() -> None:
+    from seamline.core.config.located import parse_located
+
+    with pytest.raises(ConfigError, match=r"not supported: write the keys it would merge"):
+        parse_located("a: 1\nb:\n  <<: {c: 1}\n", "p.yaml")

@@ -150,7 +150,11 @@ def _build(
             key = str(key_node.value)
             where = _mark(located.source, key_node.start_mark)
             if key == "<<":
-                raise ConfigError("YAML merge keys ('<<') are not supported", where)
+                raise ConfigError(
+                    "YAML merge keys ('<<') are not supported: write the keys it would merge "
+                    "in this mapping",
+                    where,
+                )
             if key in result:
                 first = located.keys[(*path, key)]
                 raise ConfigError(f"duplicate key {key!r} (first given at {first})", where)
@@ -184,8 +188,19 @@ def locate_data(data: Any, source: str) -> Located:
     budget = bounds.ValueBudget(source)
     located.data = _copy_data(data, (), located, budget, ())
     if not isinstance(located.data, dict):
-        raise ConfigError(f"a pipeline is a mapping, not {a_type(located.data)}", located.where(()))
+        raise ConfigError(
+            f"a pipeline is a mapping, not {described(located.data)}", located.where(())
+        )
     return located
+
+
+_KINDS = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}
+
+
+def described(value: Any) -> str:
+    """What a document that should be a mapping is, in YAML's words: "a string", "empty
+    (null)", where Python's type names said "a str" and "a NoneType"."""
+    return "empty (null)" if value is None else _KINDS.get(type(value), a_type(value))
 
 
 def _data_place(source: str, path: Path) -> str:

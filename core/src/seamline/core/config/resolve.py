@@ -25,11 +25,11 @@ from pydantic_core import ErrorDetails
 from pydantic_core.core_schema import ErrorType
 
 from seamline.contracts import ComponentConfig, ConfigError, Kind, Model, UserError
-from seamline.contracts.untrusted import NotRegularFile, a_type, read_regular
+from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.contracts.workdir import working_folder
 from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
-from seamline.core.config.located import Located, locate_data, parse_located
+from seamline.core.config.located import Located, described, locate_data, parse_located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.network import network_problems
 from seamline.core.config.occupied import occupied_problems
@@ -331,7 +331,7 @@ def prepare_located(
     if not isinstance(located.data, dict):
         raise ConfigError(
             f"a pipeline file is a mapping with keys {', '.join(PipelineSpec.model_fields)}; "
-            f"this one is {a_type(located.data)}",
+            f"this one is {described(located.data)}",
             located.where(()),
         )
     interpolate(located, os.environ if environ is None else environ)
