@@ -87,7 +87,10 @@ def parse_located(text: str, source: str) -> Located:
     """Parse one YAML document into :class:`Located`; errors become located ConfigErrors."""
     bounds.check_size(len(text.encode("utf-8", "surrogatepass")), source)
     bounds.check_structure(text, source)
-    loader = Yaml12Loader(text)
+    try:
+        loader = Yaml12Loader(text)  # its reader refuses a NUL here, before any node
+    except yaml.reader.ReaderError as err:
+        raise _unreadable(err, text, source) from None
     try:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as err:

@@ -11,6 +11,7 @@ Errors name the override itself, since it has no file line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
