@@ -36,6 +36,7 @@ from seamline.adapters.cli.commands import (
 from seamline.adapters.cli.conventions import Command, Group
 from seamline.adapters.cli.render.console import encodes_everything
 from seamline.adapters.cli.stderr import standard_streams_kept
+from seamline.adapters.cli.stopping import INTERRUPTED, TERMINATED, leave_after_stop
 
 app = typer.Typer(
     name="seamline",
@@ -92,10 +93,20 @@ app.command("serve", cls=Command)(serve.serve)
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Entry point of the ``seamline`` command."""
+    """Entry point of the ``seamline`` command.
+
+    A command a stop ended (Ctrl-C: 130, SIGTERM: 143) leaves through
+    :func:`.stopping.leave_after_stop`: Python's teardown of modules after a stop during
+    a compile crashed in JAX (exit 139).
+    """
     standard_streams_kept()
     _replace_what_cannot_be_shown()
-    return app(args=argv, prog_name="seamline")
+    try:
+        return app(args=argv, prog_name="seamline")
+    except SystemExit as done:
+        if isinstance(done.code, int) and done.code in (INTERRUPTED, TERMINATED):  # a stop
+            leave_after_stop(done.code)
+        raise
 
 
 def _replace_what_cannot_be_shown() -> None:

@@ -22,11 +22,15 @@ last checkpoint is kept either way, as after a SIGKILL.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import NoReturn
 
 INTERRUPTED = 130
 """The exit code of Ctrl-C (128 + SIGINT, as a shell reports a process SIGINT ended)."""
@@ -79,3 +83,24 @@ def terminate_as_interrupt() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGTERM, before)
         _received["sigterm"] = False  # the stop was told inside the block
+
+
+def leave_after_stop(code: int) -> NoReturn:
+    """End the process of a command a stop ended (exit ``code``) without Python's teardown.
+
+    A Ctrl-C during a run's first compile leaves XLA compiling in a thread of JAX's own:
+    Python's exit then tore the modules down, JAX's client among them, under that
+    compile, and the process died of a segmentation fault after its ``interrupted`` line
+    (exit code 139, not 130, and a core file of some 300 MB in the working folder where
+    core dumps are on); a stop during jaxlib's import could abort the same way (134).
+    By the time a command's exit reaches here its own cleanup has run (the ``finally``
+    blocks: the part ended unpublished, the checkpoint kept, the line printed); what is
+    left is what Python's exit does first: the exit handlers (:mod:`atexit`: the last
+    spans of the trace written, the logs flushed) run here, stdout and stderr are
+    flushed, and the process ends with ``code``, skipping only the teardown of modules.
+    """
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe, a full disk: the code stands
+            stream.flush()
+    os._exit(code)
