@@ -26,6 +26,7 @@ from typing import Any
 
 from rich.console import Console
 
+from seamline.adapters.bench_attention.lifeline import dies_with_this_process
 from seamline.adapters.bench_attention.report import describe_failure, peak_text, verdicts
 from seamline.adapters.bench_attention.workload import (
     BATCH,
@@ -94,23 +95,31 @@ def run_watched(argv: list[str], limits: Limits, log: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryFile("w+") as stdout, log.open("w") as stderr:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
+        process = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            preexec_fn=dies_with_this_process(),  # and if the driver is killed outright
+        )
         watched = psutil.Process(process.pid)
         sampled_peak = 0
         killed: dict[str, Any] | None = None
-        while process.poll() is None:
-            try:
-                rss = watched.memory_info().rss
-            except psutil.Error:
-                rss = 0
-            sampled_peak = max(sampled_peak, rss)
-            available = psutil.virtual_memory().available
-            killed = _watchdog(rss, available, time.perf_counter() - started, limits)
-            if killed:
-                process.kill()
-                process.wait()
-                break
-            time.sleep(POLL_SECONDS)
+        try:
+            while process.poll() is None:
+                try:
+                    rss = watched.memory_info().rss
+                except psutil.Error:
+                    rss = 0
+                sampled_peak = max(sampled_peak, rss)
+                available = psutil.virtual_memory().available
+                killed = _watchdog(rss, available, time.perf_counter() - started, limits)
+                if killed:
+                    break
+                time.sleep(POLL_SECONDS)
+        finally:  # the watchdog's kill, or a stop's (Ctrl-C, SIGTERM): no worker outlives it
+            _end(process)
         wall = time.perf_counter() - started
         stdout.seek(0)
         lines = [line for line in stdout.read().splitlines() if line.startswith("{")]
@@ -133,6 +142,18 @@ def run_watched(argv: list[str], limits: Limits, log: Path) -> dict[str, Any]:
         "error": f"worker exited with code {process.returncode}: {tail.strip()[-800:]}",
         **common,
     }
+
+
+def _end(process: subprocess.Popen[Any]) -> None:
+    """Kill ``process`` unless it has ended, and wait for it.
+
+    A stop of the driver (a SIGTERM, a Ctrl-C sent to it alone) left the loop of
+    :func:`run_watched` without a kill: the worker ran on, adopted by init, with no
+    watchdog and no timeout (those were the driver's).
+    """
+    if process.poll() is None:
+        process.kill()
+    process.wait()
 
 
 def probe(
