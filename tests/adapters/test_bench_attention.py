@@ -274,6 +274,8 @@ def test_the_bfloat16_tolerance_is_the_attention_contracts() -> None:
     [
         ["--repeats", "0"],
         ["--lengths", "128,-4"],
+        ["--lengths", "1"],  # every worker died on an IndexError, its traceback the reason
+        ["--lengths", "128,1"],
         ["--no-such-option"],
         ["--timeout", "soon"],
         ["--dtype", "float16"],
@@ -285,6 +287,18 @@ def test_a_usage_error_exits_2_before_anything_runs(
 ) -> None:
     monkeypatch.setattr(cli, "run_benchmark", _must_not_run)
     assert cli.main(arguments) == cli.EXIT_USAGE == 2
+
+
+def test_a_length_below_2_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "run_benchmark", _must_not_run)
+    assert cli.main(["--lengths", "1,128"]) == cli.EXIT_USAGE
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert line.endswith(
+        "argument --lengths: '1,128': lengths must be comma-separated integers of at least 2 "
+        "(the check reads a sequence's first two rows)"
+    ), line
 
 
 def test_help_exits_0(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

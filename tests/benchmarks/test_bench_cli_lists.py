@@ -82,4 +82,5 @@ def test_the_attention_sweep_says_what_its_lengths_must_be(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert cli.main(["--lengths", "abc"]) == cli.EXIT_USAGE
-    assert "'abc': lengths must be comma-separated positive integers" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "'abc': lengths must be comma-separated integers of at least 2" in said

@@ -29,6 +29,7 @@ from seamline.adapters.bench_attention.workload import (
     DEFAULT_DTYPE,
     DTYPES,
     MIN_LENGTH,
+    SHORTEST_LENGTH,
     default_lengths,
 )
 
@@ -38,15 +39,17 @@ EXIT_USAGE = 2
 
 
 def _lengths(text: str) -> list[int]:
-    """``--lengths``; a word in it (``abc``) says what is wanted, as a number below 1 does,
-    rather than argparse's ``invalid _lengths value``."""
+    """``--lengths``; a word in it (``abc``) says what is wanted, as a number below
+    :data:`SHORTEST_LENGTH` does, rather than argparse's ``invalid _lengths value`` (or,
+    for a length of 1, a sweep whose every worker failed)."""
     try:
         lengths = [int(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError:
         lengths = []
-    if not lengths or min(lengths) < 1:
+    if not lengths or min(lengths) < SHORTEST_LENGTH:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: lengths must be comma-separated positive integers"
+            f"{text!r}: lengths must be comma-separated integers of at least "
+            f"{SHORTEST_LENGTH} (the check reads a sequence's first two rows)"
         )
     return lengths
 
@@ -75,7 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="longest power of two from 128 (default 16384)",
     )
     parser.add_argument(
-        "--lengths", type=_lengths, metavar="N[,N...]", help="comma-separated, overrides"
+        "--lengths",
+        type=_lengths,
+        metavar="N[,N...]",
+        help=f"comma-separated, at least {SHORTEST_LENGTH} each; overrides",
     )
     parser.add_argument(
         "--implementations",

@@ -41,6 +41,11 @@ benchmark starts; workers run there too, so source paths in the JSON are relativ
 
 MIN_LENGTH = 128
 """The shortest length of a default sweep."""
+SHORTEST_LENGTH = 2
+"""The shortest length a worker measures: the check reads rows 0 and 1 (and the row
+before the padding), and a masked sequence needs a real token before its padding. A
+length of 1 was accepted, and every worker died on an ``IndexError`` whose traceback,
+cut short, became the cell's reason."""
 
 
 def default_lengths(max_length: int) -> list[int]:
