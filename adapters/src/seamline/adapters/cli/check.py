@@ -121,6 +121,7 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
         fields = component_class.Config.model_fields
         problems = "; ".join(_with_problem(e, fields) for e in err.errors(include_url=False))
         raise UserError(f"{kind} {name!r}: --with gives an invalid config: {problems}") from None
+    built_once(component_class, config, f"{kind} {name!r}", with_values)
     base = registered if registered is not None else CONTRACTS[kind]
     fixture_name = BUILT_FROM_CONFIG[kind]
 
@@ -129,6 +130,29 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
 
     build.__name__ = fixture_name
     return type(f"Check_{name}", (base,), {fixture_name: pytest.fixture(build)})
+
+
+def built_once(
+    component_class: type[Component[Any]],
+    config: Any,
+    which: str,
+    with_values: Mapping[str, Any],
+) -> None:
+    """Build the component as every check will, so that a ``UserError`` it raises (weights
+    missing, not safetensors, truncated) is a usage error, exit code 2.
+
+    Inside the suite it was each check's error and the verdict "does not conform", exit
+    code 1: a typo in ``--with weights=`` read by CI as the component's regression. Any
+    other exception is left for the suite to report, as the component's failure.
+    """
+    try:
+        component_class(config)
+    except UserError as err:
+        given = " ".join(f"--with {key}={value}" for key, value in with_values.items())
+        how = f"with {given}" if given else "with its default config"
+        raise UserError(f"{which} cannot be built {how}: {err}") from None
+    except Exception:  # the component's own failure: each check reports it
+        pass
 
 
 def _with_problem(error: Any, fields: Mapping[str, Any]) -> str:
