@@ -209,6 +209,31 @@ def test_explain_reads_the_cache_but_never_measures(timed: list[str]) -> None:
     assert len(timed) == 6
 
 
+def test_tune_again_stopped_by_ctrl_c_keeps_the_times_it_had(
+    timed: list[str], cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --again deleted every entry before measuring it: Ctrl-C lost them, and the next
+    # `select: measure` run measured again.
+    registry = toy_registry()
+    resolved = parse_pipeline(
+        pipeline("{use: [native, long-only], select: measure}"), "m.yaml", registry
+    )
+    tune(resolved, registry, TuningCache())
+    before = {p.name: p.read_bytes() for p in cache.glob("attention-*.json")}
+    assert len(before) == 3
+
+    def interrupted(attention: object, specs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tuning_module, "time_candidate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tune(resolved, registry, TuningCache(), again=True)
+    assert {p.name: p.read_bytes() for p in cache.glob("attention-*.json")} == before
+    assert all(
+        b.measured is not None and b.measured.cached for b in explain(resolved, registry).buckets
+    )
+
+
 def test_measure_needs_something_to_choose_between() -> None:
     registry = toy_registry()
     with pytest.raises(ConfigError, match=r"m\.yaml:4:\d+: attention\.select is 'measure'"):

@@ -36,7 +36,6 @@ from seamline.core.attention.tuning import (
     MeasuredRanking,
     TuningCache,
     TuningEntry,
-    tuning_key,
 )
 from seamline.core.batching import batch_shapes
 from seamline.core.config import AttentionMode, ResolvedPipeline, Selection, build_model
@@ -251,7 +250,9 @@ def tune(
 ) -> list[BucketTuning]:
     """Time every serving candidate on every bucket's shapes and keep the times in the cache.
 
-    What is already cached is reported, not measured again, unless ``again``.
+    What is already cached is reported, not measured again, unless ``again``; then the
+    old entry is kept until the new one replaces it (it was deleted first, and a tune
+    stopped by Ctrl-C lost the times a ``select: measure`` run would have read).
     Works for any attention mode: the timings a later ``select: measure`` run reads
     are those of the candidates that serve, whatever the pipeline selects today. The
     shapes are those of the precision ``resolved`` has decided (``seamline tune``
@@ -263,7 +264,7 @@ def tune(
     results = []
     with _probed(resolved, registry, resolved.chosen_precision) as probed:
         candidates = probed.candidates
-        ranking = MeasuredRanking(candidates.infos, cache, must_save=True)
+        ranking = MeasuredRanking(candidates.infos, cache, must_save=True, again=again)
         planner = candidates.planner(measure=False)
         for length, batch_size, specs in probed.buckets:
             refusals = []
@@ -274,8 +275,6 @@ def tune(
                     refusals.append(Refusal(candidate.name, reasons))
                 else:
                     serving.append(candidate)
-            if again and serving:
-                cache.forget(tuning_key(specs, serving, candidates.infos)[0])
             found = ranking.entry(specs, serving)
             entry, cached = found if found is not None else (None, False)
             signature = signature_of(specs)

@@ -228,13 +228,6 @@ class TuningCache:
             raise TuningCacheUnwritable(self.directory, err) from None
         return path
 
-    def forget(self, key: str) -> None:
-        """Remove the entry for ``key`` (``tune --again``), if there is one."""
-        try:
-            self.path(key).unlink(missing_ok=True)
-        except OSError as err:
-            raise TuningCacheUnwritable(self.directory, err) from None
-
 
 def _check(entry: TuningEntry, key: str, expected: Expected | None) -> None:
     """``ValueError`` when ``entry`` is not the one its file name and ``expected`` promise."""
@@ -289,6 +282,8 @@ class MeasuredRanking:
     kernels); then a shape nobody measured keeps the static order. ``must_save``
     (``seamline tune``) makes a folder that cannot be written a
     :class:`TuningCacheUnwritable`; a run only warns, once, and ranks by what it measured.
+    ``again`` (``tune --again``) measures each key anew, once, without reading its entry:
+    the entry stays until the new one replaces it (the write is atomic).
     """
 
     def __init__(
@@ -299,10 +294,12 @@ class MeasuredRanking:
         measure: bool = True,
         must_save: bool = False,
         on_entry: Measured | None = None,
+        again: bool = False,
     ) -> None:
         self.infos = infos
         self.cache = cache if cache is not None else TuningCache()
         self.measure = measure
+        self.again = again
         self.must_save = must_save
         self._on_entry = on_entry
         self._entries: dict[str, tuple[TuningEntry, bool]] = {}
@@ -333,7 +330,7 @@ class MeasuredRanking:
         expected = Expected(
             about["signature"], about["device_kind"], frozenset(c.name for c in serving)
         )
-        entry = self.cache.load(key, expected, measuring=self.measure)
+        entry = None if self.again else self.cache.load(key, expected, measuring=self.measure)
         cached = entry is not None
         if entry is None:
             if not self.measure:
