@@ -10,6 +10,9 @@ from seamline.adapters.cli.render.console import Part, consoles, line, table, te
 from seamline.contracts.versions import KINDS
 
 if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
     from seamline.adapters.search import Found
     from seamline.adapters.trace_summary import TraceSummary
     from seamline.core import ComponentInfo
@@ -21,6 +24,11 @@ STATUS_COLOURS = {
     "conflict": "red",
     "untrusted": "magenta",
 }
+
+
+FOLDED_AT_LEAST = 24
+"""The least width the wide table leaves ``reason`` and ``file`` each (where they hold
+that much); a terminal narrower than that gets the stacked layout."""
 
 
 def components(
@@ -35,31 +43,12 @@ def components(
     Names, versions and files come from package metadata anyone can publish: shown as
     written (see :mod:`.console`).
     """
-    shown = table(title="seamline components")
-    for column in ("kind", "name", "distribution", "version", "contract", "status"):
-        shown.add_column(column, no_wrap=True)
-    shown.add_column("reason", overflow="fold")
-    shown.add_column("file", overflow="fold")
-    for info in infos:
-        shown.add_row(
-            *(
-                text(value)
-                for value in (
-                    info.kind,
-                    info.name,
-                    info.distribution,
-                    info.version,
-                    info.contract_version or "-",
-                )
-            ),
-            text((info.status, STATUS_COLOURS[info.status])),
-            text(info.reason),
-            text(info.module_file or "-"),
-        )
     from seamline.core import group_of  # imported by the command already
 
     out = consoles.out
-    out.print(shown)
+    rows = [_cells(info) for info in infos]
+    fits = _wide_width(rows) <= out.width
+    out.print(_wide_table(rows) if fits else _stacked_table(rows))
     if trusted is not None:
         line(f"trusted distributions: {trusted}", console=out, soft_wrap=True)
     groups = ", ".join(map(group_of, KINDS))
@@ -71,6 +60,69 @@ def components(
             console=out,
             soft_wrap=True,
         )
+
+
+COLUMNS = ("kind", "name", "distribution", "version", "contract", "status", "reason", "file")
+
+
+def _cells(info: ComponentInfo) -> tuple[str, ...]:
+    """A row's values as :data:`COLUMNS` orders them."""
+    return (
+        info.kind,
+        info.name,
+        info.distribution,
+        info.version,
+        info.contract_version or "-",
+        info.status,
+        info.reason,
+        info.module_file or "-",
+    )
+
+
+def _wide_width(rows: Sequence[tuple[str, ...]]) -> int:
+    """The width the one-line-a-row table needs: its first six columns whole, and
+    ``reason`` and ``file`` at least :data:`FOLDED_AT_LEAST` each (less when narrower).
+
+    At 80 columns it was printed all the same: rich cut the status to ``untrust…`` and
+    gave ``reason`` and ``file`` no width at all, so why a component was refused was
+    not shown.
+    """
+    from rich.cells import cell_len
+
+    widths = [
+        max([cell_len(c), *(cell_len(row[i]) for row in rows)]) for i, c in enumerate(COLUMNS)
+    ]
+    folded = [min(width, FOLDED_AT_LEAST) for width in widths[6:]]
+    return sum(widths[:6]) + sum(folded) + 3 * len(COLUMNS) + 1  # padding and rules
+
+
+def _wide_table(rows: Sequence[tuple[str, ...]]) -> Table:
+    shown = table(title="seamline components")
+    for column in COLUMNS[:6]:
+        shown.add_column(column, no_wrap=True)
+    for column in COLUMNS[6:]:
+        shown.add_column(column, overflow="fold")
+    for *values, status, reason, file in rows:
+        shown.add_row(*map(text, values), _status(status), text(reason), text(file))
+    return shown
+
+
+def _stacked_table(rows: Sequence[tuple[str, ...]]) -> Table:
+    """For a narrow terminal: kind, name and status, and in one folded column the
+    distribution, version and contract, the reason (when there is one) and the file."""
+    shown = table(title="seamline components")
+    for column in ("kind", "name", "status"):
+        shown.add_column(column, overflow="fold")
+    shown.add_column("details", overflow="fold", min_width=FOLDED_AT_LEAST)
+    for kind, name, distribution, version, contract, status, reason, file in rows:
+        details = [f"{distribution} {version}, contract {contract}"]
+        details += [reason] if reason else []
+        shown.add_row(text(kind), text(name), _status(status), text("\n".join([*details, file])))
+    return shown
+
+
+def _status(status: str) -> Text:
+    return text((status, STATUS_COLOURS.get(status, "")))
 
 
 def search_hits(query: str, found: Found) -> None:
