@@ -263,6 +263,37 @@ def test_append_refuses_a_table_of_another_model_or_other_columns(tmp_path: Path
 
 
 @pytest.mark.parametrize("mode", ["append", "upsert", "sync"])
+def test_adding_to_a_table_of_another_precision_or_version_is_refused(
+    tmp_path: Path, mode: str
+) -> None:
+    """The merge modes compared the model alone: an upsert in bfloat16 rewrote some rows
+    of a float32 table, whose manifest then said bfloat16 for all of them, and a seamline
+    upgrade spliced its vectors into an older one's. ``--resume``'s rule refuses both."""
+    made = {**MANIFEST, "precision": "float32", "versions": {"seamline-code": "aaaa"}}
+    out = sink(tmp_path)
+    out.start(made)
+    out.write(with_text(make_records(2)))
+    out.close()
+    with pytest.raises(UserError) as refused:
+        sink(tmp_path, mode=mode).start({**made, "precision": "bfloat16"})
+    said = str(refused.value)
+    del refused  # its traceback holds the refused sink, and the sink its destination's lock
+    assert "a run computing in 'float32' precision (this run computes in 'bfloat16')" in said
+    assert said.endswith("Use mode: overwrite, or another path, or run with precision: float32 "
+                         "(the table's)")  # fmt: skip
+    with pytest.raises(UserError) as refused:
+        sink(tmp_path, mode=mode).start({**made, "versions": {"seamline-code": "bbbb"}})
+    said = str(refused.value)
+    del refused
+    assert "another version of what computes it (seamline-code aaaa then, bbbb now)" in said
+    assert "mix vectors of two versions" in said
+    out = sink(tmp_path, mode=mode)
+    out.start(made)  # the table's own precision and versions: taken
+    out.write(with_text(make_records(2)))
+    out.close()
+
+
+@pytest.mark.parametrize("mode", ["append", "upsert", "sync"])
 def test_a_manifest_another_sink_wrote_over_the_tables_is_not_the_tables(
     tmp_path: Path, mode: str
 ) -> None:

@@ -719,7 +719,7 @@ def test_resuming_with_another_model_is_refused(tmp_path: Path, sink_factory: An
 def test_settings_an_older_seamline_did_not_record_are_said_to_be_that() -> None:
     # An output of a seamline that pinned no digests was refused as "another model
     # configuration (model.with.sha256 was None, now '53aa...')", naming no version.
-    from seamline.contracts.sink_kit._checkpoint import model_changes
+    from seamline.contracts.sink_kit import model_changes
 
     then = {"use": "bert-encoder", "with": {"weights": "w"}}
     now = {"use": "bert-encoder", "with": {"weights": "w", "sha256": "53aa", "files_sha256": "d3"}}

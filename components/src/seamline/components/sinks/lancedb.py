@@ -43,11 +43,11 @@ and resume above, and finishing the part moves that staging table into the part'
 directory (``part-.../<table>.lance``, the part's "finished" mark) after its errors
 file. A part never touches the real table and builds no index. For ``append`` and
 ``upsert`` a part adopts the real table's columns when it starts, and refuses a
-table of another model there, before any work. When every part is finished, the
-driver publishes them as a whole run publishes its staging table: the parts' rows,
-in shard order, stream into the table in **one** commit with the configured mode
-(their columns merged first, see :mod:`._unify`), under the same ``publishing``
-checkpoint, now naming the run; then the errors file and the manifest
+table of another model, precision or version there, before any work. When every
+part is finished, the driver publishes them as a whole run publishes its staging
+table: the parts' rows, in shard order, stream into the table in **one** commit with
+the configured mode (their columns merged first, see :mod:`._unify`), under the same
+``publishing`` checkpoint, now naming the run; then the errors file and the manifest
 (``outputs.run_id`` naming the run) are published, the checkpoint deleted, the
 staging area deleted, and the indexes built once. The manifest is the mark that
 the publication completed: an interrupted one whose manifest is not out is undone
@@ -67,7 +67,6 @@ and of the run while it publishes, and lists only the documents set aside.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -100,7 +99,7 @@ from seamline.contracts.sink_kit import (
     RunId,
     SinkState,
     fsync_directory,
-    model_changes,
+    made_by_another,
     planted_inside,
 )
 
@@ -147,8 +146,8 @@ class LanceDbSinkConfig(ColumnarConfig):
         "embedded (by id) and adds the rest; sync makes the table hold exactly this run's "
         "input: new documents added, changed ones replaced, documents no longer in the input "
         "deleted, in one commit (a document set aside by a failure keeps its rows), and the "
-        "run reports how many of each. append, upsert and sync need the table's model to be "
-        "this pipeline's.",
+        "run reports how many of each. append, upsert and sync need the table to be made as "
+        "this run makes its vectors: the same model configuration, precision and versions.",
     )
     buffer_rows: int = Field(
         default=4096,
@@ -463,14 +462,11 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         if table is None:
             return
         published = self.published_manifest() or {}
-        model = _plain(self.manifest.get("model"))
         other = None if self.describes_this_output(published) is not False else published
-        found = _another_model(published, model, other, self._table_manifest)
+        found = _another_maker(published, self.manifest, other, self._table_manifest)
         if found is not None:
             raise UserError(
-                f"lancedb sink: cannot {self.config.mode} into {self._where}: the table {found}; "
-                "mixing vectors of two models would make search meaningless. Use mode: overwrite, "
-                "or another path"
+                f"lancedb sink: cannot {self.config.mode} into {self._where}: the table {found}"
             )
         self._layout.adopt(table.schema, f"the table {self._where}")
         self.check_same_columns(f"lancedb sink: cannot {self.config.mode} into")
@@ -488,22 +484,42 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             raise UserError(index_failure(self._where, err)) from err
 
 
-def _another_model(
-    published: Mapping[str, Any], model: Any, other: Mapping[str, Any] | None, manifest: Path
+def _another_maker(
+    published: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    other: Mapping[str, Any] | None,
+    path: Path,
 ) -> str | None:
-    """Why the table (its manifest at ``manifest`` read as ``published``; ``other`` when it is
-    another output's) may not take vectors of ``model``; None when it names that model."""
-    recorded = None if other else published.get("model")
-    if recorded == model:
-        return None
-    if recorded is not None:
-        return f"was made by another model configuration ({model_changes(recorded, model)})"
+    """Why the table (its manifest at ``path`` read as ``published``; ``other`` when it is
+    another output's) may not take this run's vectors (``manifest``, the run's), and what
+    to do; None when it was made as they are.
+
+    The rule of ``--resume`` (:func:`~seamline.contracts.sink_kit.made_by_another`): the
+    model, the precision and the versions of what computes the vectors. Comparing the
+    model alone let an upsert in bfloat16 rewrite some rows of a float32 table, whose
+    manifest then said bfloat16 for all of them (search embedded queries in it).
+    """
+    if not other and published.get("model") is not None:
+        maker = made_by_another(published, manifest)
+        if maker is None:
+            return None
+        fix = _OVERWRITE
+        if "precision" in published and published["precision"] != manifest.get("precision"):
+            fix += f", or run with precision: {published['precision']} (the table's)"
+        return (
+            f"was made by {maker.made}; adding to it would {maker.harm} in one table, and "
+            f"its manifest (by which search embeds a query) can describe only one. {fix}"
+        )
     if other:
         return (
-            f"has no manifest of its own ({str(manifest)!r} describes {_described(other)}: a "
-            "later run with the same name in its folder replaced it), so its model is unknown"
+            f"has no manifest of its own ({str(path)!r} describes {_described(other)}: a "
+            "later run with the same name in its folder replaced it), so its model is unknown. "
+            f"{_OVERWRITE}"
         )
-    return f"has no readable manifest ({str(manifest)!r}), so its model is unknown"
+    return f"has no readable manifest ({str(path)!r}), so its model is unknown. {_OVERWRITE}"
+
+
+_OVERWRITE = "Use mode: overwrite, or another path"
 
 
 def _described(manifest: Mapping[str, Any]) -> str:
@@ -527,11 +543,6 @@ def _written(errors: AtomicFile) -> list[bytes]:
     """What the run's errors file holds so far (sync reads the documents set aside there)."""
     errors.sync()
     return [errors.temporary.read_bytes()]
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as it reads back from JSON, so it compares equal to a stored one."""
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def _refuse_planted(table: Path, doing: str) -> None:

@@ -42,6 +42,9 @@ The names here are the kit's public face:
   :func:`planted_inside` to find a link (or a FIFO) planted in a folder a library is
   about to write;
 - :data:`RunId`: a staged run's id, as a state that records one must check it;
+- :func:`made_by_another` (and :func:`model_changes`): whether an output was made as
+  this run makes its vectors (model, precision, versions), the rule of ``--resume``,
+  for a sink that adds to an output it published earlier (the lancedb sink's merges);
 - what a sink takes from a record: :func:`checked_vector`, :func:`record_fields`,
   :func:`record_metadata`.
 
@@ -59,8 +62,9 @@ from seamline.contracts.sink_kit._atomic import (
     planted_inside,
     write_bytes_atomically,
 )
-from seamline.contracts.sink_kit._checkpoint import NoState, SinkState, model_changes
+from seamline.contracts.sink_kit._checkpoint import NoState, SinkState
 from seamline.contracts.sink_kit._config import OutputConfig
+from seamline.contracts.sink_kit._made_by import Maker, made_by_another, model_changes
 from seamline.contracts.sink_kit._parts import RunId
 from seamline.contracts.sink_kit._paths import OutputPath, blocked_folder, located
 from seamline.contracts.sink_kit._records import checked_vector, record_fields, record_metadata
@@ -69,6 +73,7 @@ from seamline.contracts.sink_kit._template import PublishingSink
 __all__ = [
     "AtomicFile",
     "AtomicGroup",
+    "Maker",
     "NoState",
     "OutputConfig",
     "OutputPath",
@@ -79,6 +84,7 @@ __all__ = [
     "checked_vector",
     "fsync_directory",
     "located",
+    "made_by_another",
     "model_changes",
     "planted_inside",
     "record_fields",

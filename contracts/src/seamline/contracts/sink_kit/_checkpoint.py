@@ -51,6 +51,11 @@ from seamline.contracts.sink_kit._atomic import (
     fsync_directory,
     write_json_atomically,
 )
+from seamline.contracts.sink_kit._made_by import (
+    changed_inputs,
+    json_value,
+    made_by_another,
+)
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.contracts.untrusted import count_lines as untrusted_count_lines
 
@@ -136,72 +141,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(item) for item in value]
     return value
-
-
-def _json_value(value: Any) -> Any:
-    """``value`` as it reads back from JSON, so a stored value compares equal to a fresh one."""
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
-def changed_inputs(recorded: Any, current: Any) -> list[str]:
-    """What differs between a checkpoint's manifest ``inputs`` and this run's, in words.
-
-    ``inputs`` (written by the core at start) holds ``pipeline``: one hash per section
-    of the pipeline file, and ``input``: the loader's paths and a hash of their files.
-    A checkpoint without them (an older one) is not compared.
-    """
-    if not isinstance(recorded, dict) or not isinstance(current, dict):
-        return []
-    said: list[str] = []
-    before, now = recorded.get("pipeline") or {}, current.get("pipeline") or {}
-    sections = [section for section in before if before.get(section) != now.get(section)]
-    if sections:
-        said.append(f"the pipeline file's {', '.join(sections)} section{'s' * (len(sections) > 1)}")
-    if recorded.get("input") != current.get("input"):
-        paths = (current.get("input") or recorded.get("input") or {}).get("paths", [])
-        where = f" under {', '.join(map(repr, paths))}" if paths else ""
-        said.append(f"the input files{where} (added, removed or modified)")
-    return said
-
-
-def versions_changed(recorded: Any, current: Mapping[str, Any]) -> str:
-    """Who made a checkpoint, against this run, in words: each version that differs."""
-    if not isinstance(recorded, dict):
-        return "a seamline that did not record its versions (from before 2026-12-05)"
-    changes = [
-        f"{name} {recorded.get(name) or 'absent'} then, {current.get(name) or 'absent'} now"
-        for name in sorted({*recorded, *current})
-        if recorded.get(name) != current.get(name)
-    ]
-    return f"another version of what computes it ({'; '.join(changes)})"
-
-
-def model_changes(recorded: Any, current: Any) -> str:
-    """How a checkpoint's ``model`` (``use`` and ``with``) differs from this run's, in words.
-
-    Each setting that differs, then and now: ``model.with.sha256 was '53aa…', now
-    '7f1c…'`` is the weights replaced under a run that pinned them (model contract 1.4).
-    """
-    then = recorded if isinstance(recorded, dict) else {}
-    now = current if isinstance(current, dict) else {}
-    said: list[str] = []
-    if then.get("use") != now.get("use"):
-        said.append(f"model.use was {then.get('use')!r}, now {now.get('use')!r}")
-    then_with, now_with = then.get("with") or {}, now.get("with") or {}
-    unrecorded = not said  # so far: only settings the writer may not have known
-    if isinstance(then_with, dict) and isinstance(now_with, dict):
-        for key in sorted({*then_with, *now_with}):
-            if then_with.get(key) != now_with.get(key):
-                unrecorded = unrecorded and then_with.get(key) is None
-                said.append(
-                    f"model.with.{key} was {then_with.get(key)!r}, now {now_with.get(key)!r}"
-                )
-    if said and unrecorded:  # the writer recorded none of them: an older seamline's output
-        said[-1] += (
-            " (settings the seamline that wrote it did not record: an older seamline's "
-            "output, perhaps of the same model; this version cannot tell)"
-        )
-    return "; ".join(said) or f"{recorded!r}, now {current!r}"
 
 
 # -- what a checkpoint may hold ----------------------------------------------------------
@@ -456,9 +395,9 @@ class ResumableGroup(Generic[S]):
             "seamline_checkpoint": CHECKPOINT_FORMAT,
             "sink": self.sink,
             "cursor": cursor,
-            "model": _json_value(self.manifest.get("model")),
-            "inputs": _json_value(self.manifest.get("inputs")),
-            "versions": _json_value(self.manifest.get("versions")),
+            "model": json_value(self.manifest.get("model")),
+            "inputs": json_value(self.manifest.get("inputs")),
+            "versions": json_value(self.manifest.get("versions")),
             "files": {
                 purpose: {"partial": self._partial_name(purpose), "bytes": lengths[purpose]}
                 for purpose, _ in self.targets
@@ -541,19 +480,10 @@ class ResumableGroup(Generic[S]):
         if loaded is None:
             return None
         record = loaded[0]
-        model = _json_value(self.manifest.get("model"))
-        if record["model"] != model:
-            raise self._made_by(
-                f"another model configuration ({model_changes(record['model'], model)})",
-                "mix vectors of two models",
-            )
-        versions = _json_value(self.manifest.get("versions"))
-        if versions is not None and record.get("versions") != versions:
-            raise self._made_by(
-                versions_changed(record.get("versions"), versions),
-                "splice two versions' output into one",
-            )
-        changed = changed_inputs(record["inputs"], _json_value(self.manifest.get("inputs")))
+        maker = made_by_another(record, self.manifest)
+        if maker is not None:
+            raise self._made_by(*maker)
+        changed = changed_inputs(record["inputs"], json_value(self.manifest.get("inputs")))
         if changed:
             raise ResumeRefused(
                 f"cannot resume from {str(self.checkpoint)!r}: {'; '.join(changed)} changed "

@@ -51,8 +51,9 @@ from seamline.contracts.sink_kit._atomic import (
     refuse_a_link,
     write_json_atomically,
 )
-from seamline.contracts.sink_kit._checkpoint import changed_inputs, first_problem, manifest_bytes
+from seamline.contracts.sink_kit._checkpoint import first_problem, manifest_bytes
 from seamline.contracts.sink_kit._lock import FileLock
+from seamline.contracts.sink_kit._made_by import changed_inputs
 from seamline.contracts.untrusted import (
     NotRegularFile,
     OutsideFolder,

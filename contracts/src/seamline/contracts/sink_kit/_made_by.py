@@ -1,0 +1,123 @@
+"""What made an output, against this run, in words: one comparison for every sink.
+
+An output records what computed its vectors: the manifest's ``model``, ``precision``
+and ``versions`` (a checkpoint keeps the model and the versions, and the precision
+among its ``inputs``). Two ways of adding to it must refuse a run that would compute
+them otherwise, by the same rule: ``--resume`` (the checkpoint) and the lancedb sink's
+``append``, ``upsert`` and ``sync`` into a published table. The merge modes once
+compared the model alone and took vectors of another precision or another seamline
+into a table whose manifest then described only the last run's (a query embedded in
+bfloat16 against float32 rows). :func:`made_by_another` is that rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+
+def json_value(value: Any) -> Any:
+    """``value`` as it reads back from JSON, so a stored value compares equal to a fresh one."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+class Maker(NamedTuple):
+    """Why an output may not take this run's vectors: who ``made`` it, and the ``harm``
+    of adding to it (``mix vectors of two models``)."""
+
+    made: str
+    harm: str
+
+
+def made_by_another(recorded: Mapping[str, Any], manifest: Mapping[str, Any]) -> Maker | None:
+    """What made an output (``recorded``: a checkpoint or a published manifest), when it is
+    not what makes this run's vectors (``manifest``, the run's), else None.
+
+    The model, then the precision (where ``recorded`` has one: a checkpoint compares it
+    among its ``inputs``), then the versions of what computes the vectors: all of the
+    manifest's ``versions``, as ``--resume`` has compared them since they were recorded
+    (an output that recorded none, from before 2026-12-05, is another's too).
+    """
+    model = json_value(manifest.get("model"))
+    if recorded.get("model") != model:
+        changes = model_changes(recorded.get("model"), model)
+        return Maker(f"another model configuration ({changes})", "mix vectors of two models")
+    precision = manifest.get("precision")
+    if "precision" in recorded and recorded["precision"] != precision:
+        return Maker(
+            f"a run computing in {recorded['precision']!r} precision (this run computes in "
+            f"{precision!r})",
+            "mix vectors of two precisions",
+        )
+    versions = json_value(manifest.get("versions"))
+    if versions is not None and recorded.get("versions") != versions:
+        return Maker(
+            versions_changed(recorded.get("versions"), versions),
+            "mix vectors of two versions",
+        )
+    return None
+
+
+def versions_changed(recorded: Any, current: Mapping[str, Any]) -> str:
+    """Who made an output, against this run, in words: each version that differs."""
+    if not isinstance(recorded, dict):
+        return "a seamline that did not record its versions (from before 2026-12-05)"
+    changes = [
+        f"{name} {recorded.get(name) or 'absent'} then, {current.get(name) or 'absent'} now"
+        for name in sorted({*recorded, *current})
+        if recorded.get(name) != current.get(name)
+    ]
+    return f"another version of what computes it ({'; '.join(changes)})"
+
+
+def model_changes(recorded: Any, current: Any) -> str:
+    """How a checkpoint's ``model`` (``use`` and ``with``) differs from this run's, in words.
+
+    Each setting that differs, then and now: ``model.with.sha256 was '53aa…', now
+    '7f1c…'`` is the weights replaced under a run that pinned them (model contract 1.4).
+    """
+    then = recorded if isinstance(recorded, dict) else {}
+    now = current if isinstance(current, dict) else {}
+    said: list[str] = []
+    if then.get("use") != now.get("use"):
+        said.append(f"model.use was {then.get('use')!r}, now {now.get('use')!r}")
+    then_with, now_with = then.get("with") or {}, now.get("with") or {}
+    unrecorded = not said  # so far: only settings the writer may not have known
+    if isinstance(then_with, dict) and isinstance(now_with, dict):
+        for key in sorted({*then_with, *now_with}):
+            if then_with.get(key) != now_with.get(key):
+                unrecorded = unrecorded and then_with.get(key) is None
+                said.append(
+                    f"model.with.{key} was {then_with.get(key)!r}, now {now_with.get(key)!r}"
+                )
+    if said and unrecorded:  # the writer recorded none of them: an older seamline's output
+        said[-1] += (
+            " (settings the seamline that wrote it did not record: an older seamline's "
+            "output, perhaps of the same model; this version cannot tell)"
+        )
+    return "; ".join(said) or f"{recorded!r}, now {current!r}"
+
+
+# -- the pipeline and the input ------------------------------------------------
+
+
+def changed_inputs(recorded: Any, current: Any) -> list[str]:
+    """What differs between a checkpoint's manifest ``inputs`` and this run's, in words.
+
+    ``inputs`` (written by the core at start) holds ``pipeline``: one hash per section
+    of the pipeline file, and ``input``: the loader's paths and a hash of their files.
+    A checkpoint without them (an older one) is not compared.
+    """
+    if not isinstance(recorded, dict) or not isinstance(current, dict):
+        return []
+    said: list[str] = []
+    before, now = recorded.get("pipeline") or {}, current.get("pipeline") or {}
+    sections = [section for section in before if before.get(section) != now.get(section)]
+    if sections:
+        said.append(f"the pipeline file's {', '.join(sections)} section{'s' * (len(sections) > 1)}")
+    if recorded.get("input") != current.get("input"):
+        paths = (current.get("input") or recorded.get("input") or {}).get("paths", [])
+        where = f" under {', '.join(map(repr, paths))}" if paths else ""
+        said.append(f"the input files{where} (added, removed or modified)")
+    return said
