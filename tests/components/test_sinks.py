@@ -724,12 +724,27 @@ def test_settings_an_older_seamline_did_not_record_are_said_to_be_that() -> None
     then = {"use": "bert-encoder", "with": {"weights": "w"}}
     now = {"use": "bert-encoder", "with": {"weights": "w", "sha256": "53aa", "files_sha256": "d3"}}
     said = model_changes(then, now)
-    assert "model.with.sha256 was None, now '53aa'" in said
+    assert "model.with.sha256 was not recorded, now '53aa'" in said
     assert said.endswith(
         "an older seamline's output, perhaps of the same model; this version cannot tell)"
     )
     other = {"use": "bert-encoder", "with": {"weights": "v", "sha256": "53aa"}}
     assert "older seamline" not in model_changes(then, other)  # the weights named changed
+
+
+def test_a_setting_left_to_the_models_default_is_not_blamed_on_an_older_seamline() -> None:
+    """A table the same seamline had made a minute before, with pooling left unset
+    (recorded as None), was refused for an upsert with pooling: mean as "settings the
+    seamline that wrote it did not record: an older seamline's output"."""
+    from seamline.contracts.sink_kit import model_changes
+
+    then = {"use": "bert-encoder", "with": {"weights": "w", "pooling": None}}
+    now = {"use": "bert-encoder", "with": {"weights": "w", "pooling": "mean"}}
+    said = model_changes(then, now)
+    assert said == "model.with.pooling was unset (the model's default), now 'mean'"
+    assert model_changes(now, then) == (
+        "model.with.pooling was 'mean', now unset (the model's default)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -71,11 +71,26 @@ def versions_changed(recorded: Any, current: Mapping[str, Any]) -> str:
     return f"another version of what computes it ({'; '.join(changes)})"
 
 
+_UNSET = "unset (the model's default)"
+"""A setting recorded as None: the model chose it (bert-encoder's ``pooling``: from the
+checkpoint's files). Not an older seamline's gap: that is a setting not recorded at all."""
+
+
+def _setting(settings: Mapping[str, Any], key: str, missing: str) -> str:
+    if key not in settings:
+        return missing
+    value = settings[key]
+    return _UNSET if value is None else repr(value)
+
+
 def model_changes(recorded: Any, current: Any) -> str:
-    """How a checkpoint's ``model`` (``use`` and ``with``) differs from this run's, in words.
+    """How an output's ``model`` (``use`` and ``with``) differs from this run's, in words.
 
     Each setting that differs, then and now: ``model.with.sha256 was '53aa…', now
     '7f1c…'`` is the weights replaced under a run that pinned them (model contract 1.4).
+    A setting the output does not record at all is an older seamline's (which had no
+    such setting); one recorded as None was left to the model's default, which this
+    comparison cannot resolve: it says so, never that an older seamline wrote it.
     """
     then = recorded if isinstance(recorded, dict) else {}
     now = current if isinstance(current, dict) else {}
@@ -83,14 +98,14 @@ def model_changes(recorded: Any, current: Any) -> str:
     if then.get("use") != now.get("use"):
         said.append(f"model.use was {then.get('use')!r}, now {now.get('use')!r}")
     then_with, now_with = then.get("with") or {}, now.get("with") or {}
-    unrecorded = not said  # so far: only settings the writer may not have known
+    unrecorded = not said  # so far: only settings the writer did not have
     if isinstance(then_with, dict) and isinstance(now_with, dict):
         for key in sorted({*then_with, *now_with}):
-            if then_with.get(key) != now_with.get(key):
-                unrecorded = unrecorded and then_with.get(key) is None
-                said.append(
-                    f"model.with.{key} was {then_with.get(key)!r}, now {now_with.get(key)!r}"
-                )
+            if key in then_with and key in now_with and then_with[key] == now_with[key]:
+                continue
+            unrecorded = unrecorded and key not in then_with
+            was = _setting(then_with, key, "not recorded")
+            said.append(f"model.with.{key} was {was}, now {_setting(now_with, key, 'absent')}")
     if said and unrecorded:  # the writer recorded none of them: an older seamline's output
         said[-1] += (
             " (settings the seamline that wrote it did not record: an older seamline's "
