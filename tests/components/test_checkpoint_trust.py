@@ -167,6 +167,21 @@ def test_a_checkpoint_with_fields_of_the_wrong_kind_is_refused(tmp_path: Path, c
     assert_refused("jsonl", tmp_path / "out", "is not one this jsonl sink wrote", said)
 
 
+def test_another_sinks_checkpoint_is_said_to_be_that_before_its_state_is_read(
+    tmp_path: Path,
+) -> None:
+    """``--resume --set sink.use=npy`` over a jsonl run's checkpoint (the same path) was
+    refused as ``state.rows: Field required``: the state was checked against the npy
+    sink's schema before the checkpoint's sink was read."""
+    out = tmp_path / "out"
+    interrupted("jsonl", out)
+    sink = NpySink(NpySinkConfig(path=out / NAMES["jsonl"]))
+    with within(20), pytest.raises(ResumeRefused) as refused:
+        sink.recover(MANIFEST)
+    sink.close(complete=False)
+    assert "it was written by a 'jsonl' sink" in str(refused.value)
+
+
 @pytest.mark.parametrize(
     "content",
     [b"", b"{", b"\xff\xfe not utf-8", b"null", b"1e999999", b'{"a": ' * 10000],

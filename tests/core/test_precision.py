@@ -548,6 +548,28 @@ def test_the_chosen_precision_decides_whether_a_run_may_resume() -> None:
     }
 
 
+def test_a_resume_refused_for_the_negotiated_precision_says_so() -> None:
+    """``precision: auto`` negotiated bfloat16, then float32 under
+    $SEAMLINE_CPU_FEATURES_HIDDEN: the resume was refused for "the pipeline file's
+    precision section" of a file nobody had changed."""
+    from seamline.contracts.sink_kit._checkpoint import changed_inputs
+
+    pipeline, registry = resolved("auto")
+    loader = registry.create("loader", "list", pipeline.loader.config)
+    bfloat16 = run_inputs(pipeline.spec, loader.config, "bfloat16")
+    float32 = run_inputs(pipeline.spec, loader.config, "float32", "float32 (bfloat16 refused)")
+    said = "; ".join(changed_inputs(bfloat16, float32))
+    assert said == (
+        "the precision the run computes in: 'bfloat16' then, 'float32' now (precision: auto "
+        "is unchanged; it negotiated otherwise in this environment: float32 (bfloat16 refused))"
+    )
+    explicit, _ = resolved("float32")
+    asked = run_inputs(explicit.spec, loader.config, "float32")
+    said = "; ".join(changed_inputs(bfloat16, asked))
+    assert "(precision: auto then, float32 now)" in said
+    assert "section" not in said
+
+
 def test_a_worker_in_another_process_computes_in_the_drivers_precision() -> None:
     pipeline, registry = resolved("auto")
     decision = decide_precision(pipeline, registry, hardware=WITH_BF16)

@@ -50,6 +50,7 @@ def orchestrator(
     every: int = 5,
     sink: str = "jsonl",
     in_flight: int = 1,
+    batch_size: int = 2,
 ) -> Orchestrator:
     sink_ref = (
         f"{{use: jsonl, with: {{path: {json.dumps(str(out / 'emb.jsonl'))}}}}}"
@@ -63,7 +64,7 @@ def orchestrator(
         "model: {use: toy}\n"
         "attention: {use: native}\n"
         f"sink: {sink_ref}\n"
-        f"run: {{batch_size: 2, buckets: [4, 8], checkpoint_every: {every}, "
+        f"run: {{batch_size: {batch_size}, buckets: [4, 8], checkpoint_every: {every}, "
         f"in_flight: {in_flight}}}\n"
     )
     reg = registry()
@@ -177,6 +178,19 @@ def test_a_resume_may_change_how_many_batches_are_in_flight(
     summary = orchestrator(out, in_flight=0).run(resume=True)
     assert summary.resumed_from == "9"
     assert_same_output(out, reference)
+
+
+def test_a_refused_resume_names_the_setting_that_changed(tmp_path: Path) -> None:
+    """A ``--set run.batch_size=8`` was refused as "the pipeline file's run section
+    changed": neither the setting nor where it came from."""
+    out = tmp_path / "out"
+    crash(out, hard=True)
+    with pytest.raises(UserError) as refused:
+        orchestrator(out, batch_size=4).run(resume=True)
+    said = str(refused.value)
+    assert "the pipeline's setting run.batch_size (in the file or a --set) changed" in said
+    assert "pipeline file's" not in said
+    assert orchestrator(out).run(resume=True).resumed_from == "9", "it changed nothing"
 
 
 def test_resume_with_nothing_committed_starts_from_the_beginning(

@@ -73,7 +73,8 @@ def test_a_resume_refuses_a_pipeline_file_that_changed(fault_outcomes: FaultOutc
     run = fault_outcomes["pipeline-changed"]
     interrupted_first(run.first.failed, run.first.checkpoint)
     assert run.resumed.exit_code == 2, run.resumed.said
-    assert "the pipeline file's loader section changed" in " ".join(run.resumed.said.split())
+    said = " ".join(run.resumed.said.split())
+    assert "the pipeline's setting loader.with.glob (in the file or a --set) changed" in said
 
 
 def test_an_unchanged_input_resumes(fault_outcomes: FaultOutcomes) -> None:

@@ -159,8 +159,9 @@ def test_resuming_a_staged_run_whose_input_changed_is_refused(
     registry, _, _ = first_of_three_finished(scale_registry, tmp_path)  # no checkpoint left
     changed = pipeline_text(tmp_path, executor="{use: in-process}", loader={"texts": ["new"]})
     again = PipelineJob(parse_pipeline(changed, "p.yaml", registry), registry, resume=True)
-    with pytest.raises(UserError, match=r"cannot resume the run staged in .*: the pipeline "
-                       r"file's loader section changed since it began"):  # fmt: skip
+    with pytest.raises(UserError, match=r"cannot resume the run staged in .*: the pipeline's "
+                       r"setting loader.with.texts \(in the file or a --set\) changed since "
+                       r"it began"):  # fmt: skip
         again.plan(3)
     elsewhere = pipeline_text(tmp_path, executor="{use: in-process, with: {shards: 3}}")
     resumed = PipelineJob(parse_pipeline(elsewhere, "p.yaml", registry), registry, resume=True)

@@ -2,7 +2,8 @@
 
 A run records, in the manifest its sink receives at start (and so in every
 checkpoint), one hash per section of the resolved pipeline that decides what is
-written, and a fingerprint of the input. ``--resume`` compares them with the run's
+written (and one per setting, by which a refusal names the setting), the negotiated
+precision, and a fingerprint of the input. ``--resume`` compares them with the run's
 own (the first-party sinks do, in ``components/sinks/_checkpoint.py``): a pipeline
 or an input that changed since the checkpoint would splice two different outputs
 into one, so the sink refuses, naming what changed.
@@ -26,12 +27,15 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from seamline.contracts.loader import InputGlobField, input_glob_files
 from seamline.core.config.spec import PipelineSpec
+
+if TYPE_CHECKING:
+    from seamline.core.config.resolve import ResolvedPipeline
 
 SECTIONS = ("loader", "model", "attention", "sink", "run")
 """The sections that decide what a run writes (monitors and telemetry only observe it).
@@ -125,14 +129,61 @@ def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
     return {"paths": [str(path) for path in paths], "files": _digest(listing)}
 
 
+def setting_hashes(spec: PipelineSpec) -> dict[str, str]:
+    """One short hash per setting of the sections in :data:`SECTIONS` (without those in
+    :data:`PACE`), by its dotted name (``run.batch_size``, ``model.with.pooling``).
+
+    So that a refused resume names the setting that changed: by section alone it said
+    "the pipeline file's run section changed" for a ``--set run.batch_size=8``. Hashes,
+    never values: the checkpoint and the manifest would hold a secret a value was filled
+    with from the environment, and a list of texts in a loader's ``with:`` would grow
+    them without bound. A list is one setting.
+    """
+    dumped = spec.model_dump(mode="json", by_alias=True)
+    found: dict[str, str] = {}
+
+    def walk(name: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                walk(f"{name}.{key}", item)
+        else:
+            found[name] = _digest(value)
+
+    for section in SECTIONS:
+        values = dict(dumped.get(section) or {})
+        for pace in PACE.get(section, ()):
+            values.pop(pace, None)
+        walk(section, values)
+    return found
+
+
 def run_inputs(
-    spec: PipelineSpec, loader_config: BaseModel, precision: str = "float32"
+    spec: PipelineSpec,
+    loader_config: BaseModel,
+    precision: str = "float32",
+    why: str | None = None,
 ) -> dict[str, Any]:
-    """What the manifest's ``inputs`` records: the pipeline's section hashes and the input.
+    """What the manifest's ``inputs`` records: the pipeline's hashes, the precision, the input.
 
     The precision is hashed as negotiated, not as written: ``auto`` that chose float32
     wrote what ``float32`` writes, and a resume must compute in the precision the
-    checkpoint's vectors were made in.
+    checkpoint's vectors were made in. It is recorded too (``chosen``, with the setting
+    ``asked`` and ``why``, the decision's own words), so that a refusal says what it was
+    and is: a resume under ``$SEAMLINE_CPU_FEATURES_HIDDEN`` was refused for "the
+    pipeline file's precision section" of a file nobody had changed.
     """
     hashes = {**pipeline_hashes(spec), "precision": _digest(precision)}
-    return {"pipeline": hashes, "input": input_fingerprint(loader_config)}
+    chosen = {"chosen": precision, "asked": spec.precision.use, "why": why or precision}
+    return {
+        "pipeline": hashes,
+        "settings": setting_hashes(spec),
+        "precision": chosen,
+        "input": input_fingerprint(loader_config),
+    }
+
+
+def resolved_inputs(pipeline: ResolvedPipeline, loader_config: BaseModel) -> dict[str, Any]:
+    """:func:`run_inputs` of a resolved pipeline, in the precision it negotiated."""
+    decision = pipeline.precision
+    why = None if decision is None else decision.describe()
+    return run_inputs(pipeline.spec, loader_config, pipeline.chosen_precision, why)

@@ -57,7 +57,7 @@ from seamline.contracts.logs import get_logger
 from seamline.core.before_publishing import check_something_embedded
 from seamline.core.config import ResolvedPipeline
 from seamline.core.driver_progress import DriverProgress
-from seamline.core.fingerprint import run_inputs
+from seamline.core.fingerprint import resolved_inputs
 from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import run_manifest, uses
@@ -284,7 +284,7 @@ class PipelineJob(Job):
         so that a resume after the corpus changed is refused even where every shard left
         finished has no checkpoint of its own to refuse it."""
         resolved = self.resolved
-        inputs = run_inputs(resolved.spec, resolved.loader.config, resolved.chosen_precision)
+        inputs = resolved_inputs(resolved, resolved.loader.config)
         return {**run_manifest(resolved, self.run_id), "inputs": inputs}
 
     def _refuse_staged_run_on_resume(self) -> None:

@@ -64,7 +64,7 @@ from seamline.core.before_publishing import check_reconciles, check_something_em
 from seamline.core.code_digest import code_digest
 from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline
 from seamline.core.encoder import Encoder
-from seamline.core.fingerprint import run_inputs
+from seamline.core.fingerprint import resolved_inputs
 from seamline.core.host import Checkpoint, Collated, HostWork, timed_reads
 from seamline.core.in_flight import InFlight
 from seamline.core.input_size import whole_input_size
@@ -317,9 +317,7 @@ class Orchestrator:
         longer match.
         """
         if self._inputs is None:
-            self._inputs = run_inputs(
-                self.pipeline.spec, self.loader.config, self.pipeline.chosen_precision
-            )
+            self._inputs = resolved_inputs(self.pipeline, self.loader.config)
         return {**run_manifest(self.pipeline, self.run_id), "inputs": self._inputs}
 
     @functools.cached_property

@@ -272,12 +272,12 @@ class CheckpointFile(Generic[S]):
             checkpoint = _Checkpoint.model_validate(raw)
         except ValidationError as err:
             raise self.refused(first_problem(err)) from None
+        if checkpoint.sink != self.sink:  # before its state, which is that sink's schema
+            raise self.refused(f"it was written by a {checkpoint.sink!r} sink")
         try:
             state = self.state_type.model_validate(checkpoint.state)
         except ValidationError as err:
             raise self.refused(first_problem(err, "state")) from None
-        if checkpoint.sink != self.sink:
-            raise self.refused(f"it was written by a {checkpoint.sink!r} sink")
         destinations = dict(self.targets)
         if set(checkpoint.files) != set(destinations):
             raise self.refused(

@@ -8,6 +8,11 @@ them otherwise, by the same rule: ``--resume`` (the checkpoint) and the lancedb 
 compared the model alone and took vectors of another precision or another seamline
 into a table whose manifest then described only the last run's (a query embedded in
 bfloat16 against float32 rows). :func:`made_by_another` is that rule.
+
+A pipeline's settings are compared as hashes (:func:`changed_inputs`): one per
+section, and, since 2026-12-06, one per setting, so that a refusal names the setting
+that changed (``run.batch_size``) without a checkpoint ever holding a value, which may
+be a secret filled from the environment.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+MAX_NAMED = 6
+"""The most settings a refusal names; the rest are counted."""
 
 
 def json_value(value: Any) -> Any:
@@ -114,25 +122,77 @@ def model_changes(recorded: Any, current: Any) -> str:
     return "; ".join(said) or f"{recorded!r}, now {current!r}"
 
 
-# -- the pipeline and the input ------------------------------------------------
+# -- the pipeline's settings and the input ------------------------------------------------
 
 
 def changed_inputs(recorded: Any, current: Any) -> list[str]:
-    """What differs between a checkpoint's manifest ``inputs`` and this run's, in words.
+    """What differs between an output's ``inputs`` (its manifest's, or its checkpoint's) and
+    this run's, in words.
 
-    ``inputs`` (written by the core at start) holds ``pipeline``: one hash per section
-    of the pipeline file, and ``input``: the loader's paths and a hash of their files.
-    A checkpoint without them (an older one) is not compared.
+    ``inputs`` (written by the core at start) holds ``pipeline``: one hash per section of
+    the resolved pipeline (the file with its ``${VAR}`` and ``--set``) and one of the
+    negotiated precision; ``settings``: one hash per setting (see :func:`_settings`);
+    ``precision``: the negotiated precision and why; and ``input``: the loader's paths and
+    a hash of their files. What an older checkpoint lacks is not compared, or said by
+    section. A refusal once blamed "the pipeline file's run section" for a ``--set
+    run.batch_size=8``, and for a precision ``auto`` negotiated otherwise on the same file.
     """
     if not isinstance(recorded, dict) or not isinstance(current, dict):
         return []
     said: list[str] = []
     before, now = recorded.get("pipeline") or {}, current.get("pipeline") or {}
-    sections = [section for section in before if before.get(section) != now.get(section)]
+    sections = [s for s in before if s != "precision" and before.get(s) != now.get(s)]
     if sections:
-        said.append(f"the pipeline file's {', '.join(sections)} section{'s' * (len(sections) > 1)}")
+        said.append(_settings(recorded.get("settings"), current.get("settings"), sections))
+    if "precision" in before and before.get("precision") != now.get("precision"):
+        said.append(_precision(recorded.get("precision"), current.get("precision")))
     if recorded.get("input") != current.get("input"):
         paths = (current.get("input") or recorded.get("input") or {}).get("paths", [])
         where = f" under {', '.join(map(repr, paths))}" if paths else ""
         said.append(f"the input files{where} (added, removed or modified)")
     return said
+
+
+def _settings(recorded: Any, current: Any, sections: list[str]) -> str:
+    """The settings of ``sections`` that differ, by name (``run.batch_size``), where both
+    sides hold one hash per setting; else the sections."""
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        names = sorted(
+            name
+            for name in {*recorded, *current}
+            if name.split(".")[0] in sections and recorded.get(name) != current.get(name)
+        )
+        if names:
+            shown = ", ".join(names[:MAX_NAMED])
+            more = f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
+            return (
+                f"the pipeline's setting{'s' * (len(names) > 1)} {shown}{more} (in the "
+                "file or a --set)"
+            )
+    plural = "s" * (len(sections) > 1)
+    return (
+        f"the pipeline's {', '.join(sections)} section{plural} (in the file, a --set or a "
+        "${VAR} it reads)"
+    )
+
+
+def _precision(recorded: Any, current: Any) -> str:
+    """The negotiated precision, then and now, and why where this run knows it."""
+    then = recorded if isinstance(recorded, dict) else {}
+    now = current if isinstance(current, dict) else {}
+    if "chosen" not in then or "chosen" not in now:
+        return "the precision the run computes in (as negotiated)"
+    said = f"the precision the run computes in: {then['chosen']!r} then, {now['chosen']!r} now"
+    asked = _asked(now.get("asked"))
+    if then.get("asked") != now.get("asked"):
+        return f"{said} (precision: {_asked(then.get('asked'))} then, {asked} now)"
+    why = now.get("why")
+    said += f" (precision: {asked} is unchanged; it negotiated otherwise in this environment"
+    return said + (f": {why})" if isinstance(why, str) and why != now["chosen"] else ")")
+
+
+def _asked(value: Any) -> str:
+    """A precision setting as a pipeline writes it (``auto``, ``[bfloat16, float32]``)."""
+    if isinstance(value, list):
+        return f"[{', '.join(map(str, value))}]"
+    return str(value)
