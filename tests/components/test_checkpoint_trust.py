@@ -432,13 +432,18 @@ def test_a_staged_run_record_of_the_wrong_kind_is_refused(
 
 
 def test_a_fifo_as_the_published_manifest_does_not_hang_a_run(tmp_path: Path) -> None:
+    """Reading the published run id (a staged run) or the table's manifest (lancedb) opened
+    the FIFO and waited for ever; both now refuse what is there, as validation does."""
     out = tmp_path / "out"
     out.mkdir()
     os.mkfifo(out / "emb.manifest.json")
+    fifo = r"is a FIFO \(named pipe\), not a regular file"
     with within(20):
-        make("jsonl", out).begin_parts("run1", 1, MANIFEST)  # reads the published run id
+        with pytest.raises(UserError, match=fifo):
+            make("jsonl", out).begin_parts("run1", 1, MANIFEST)
         table = LanceDbSink(LanceDbSinkConfig(path=out / "emb.lance", mode="append"))
-        table.start(MANIFEST)  # reads the table's manifest (there is no table: nothing to adopt)
+        with pytest.raises(UserError, match=fifo):
+            table.start(MANIFEST)
         table.close(complete=False)
 
 
