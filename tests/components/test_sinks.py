@@ -21,6 +21,7 @@ from seamline.contracts import (
     ContractViolation,
     DocumentError,
     OutputRecord,
+    Shard,
     Sink,
     UserError,
     readback,
@@ -404,6 +405,41 @@ def test_npy_with_no_rows_is_an_empty_matrix(tmp_path: Path) -> None:
     matrix = np.load(tmp_path / "out" / "emb.npy")
     assert matrix.shape == (0, 0)
     assert (tmp_path / "out" / "emb.index.jsonl").read_bytes() == b""
+
+
+def test_npy_with_no_rows_reads_back_empty(tmp_path: Path) -> None:
+    """A (0, 0) matrix (a sink that wrote nothing never learns the width) is no vectors:
+    reading it crashed (a zero-size memoryview cast), and search refused it as "a vector
+    of 0 values where the index's model makes 384"."""
+    sink = npy_sink(tmp_path)
+    sink.start({})
+    sink.close()
+    reader = readback.published(tmp_path / "out" / "emb.npy", NpySink)
+    assert reader is not None
+    assert [len(rows) for _, rows in reader[0].chunks(DIM)] == []
+    assert readback.read_records(tmp_path / "out" / "emb.npy", NpySink) == []
+
+
+def test_npy_staged_run_with_an_empty_part_reads_back(tmp_path: Path) -> None:
+    """A run split into more shards than documents (the ray executor) left a part with no
+    rows: the whole output was unreadable, and the run had exited 0."""
+    out = tmp_path / "out"
+    driver = npy_sink(tmp_path)
+    driver.begin_parts("run1", 3, {})
+    records = make_records(3)
+    for index, written in enumerate([records[:2], [], records[2:]]):
+        part = npy_sink(tmp_path).part("run1", Shard(index, 3))
+        part.recover({})
+        if written:
+            part.write(written)
+        part.close()
+    driver.publish_parts("run1", 3, {})
+    read = readback.read_records(out / "emb.npy", NpySink)
+    assert read is not None
+    assert [(r.doc_id, r.index) for r in read] == [(r.doc_id, r.index) for r in records]
+    reader = readback.published(out / "emb.npy", NpySink)
+    assert reader is not None
+    assert [sum(len(rows) for _, rows in part.chunks(DIM)) for part in reader] == [2, 0, 1]
 
 
 def test_npy_rows_of_different_widths_are_a_contract_violation(tmp_path: Path) -> None:

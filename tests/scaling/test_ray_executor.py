@@ -40,7 +40,12 @@ TEXTS[4] = "!unreadable"
 TEXTS[21] = "!unreadable"
 
 
-SINK_FILES = {"jsonl": "emb.jsonl", "parquet": "emb.parquet", "lancedb": "emb.lance"}
+SINK_FILES = {
+    "jsonl": "emb.jsonl",
+    "npy": "emb.npy",
+    "parquet": "emb.parquet",
+    "lancedb": "emb.lance",
+}
 """Where each sink writes under a test's folder (its ``path``)."""
 
 
@@ -182,6 +187,26 @@ def test_the_columnar_sinks_stage_on_ray_into_the_output_a_local_run_writes(
         assert hits[0].doc_id == f"d{document}"
         assert [h.doc_id for h in hits] == [h.doc_id for h in expected]
         np.testing.assert_allclose([h.score for h in hits], [h.score for h in expected], atol=1e-5)
+
+
+def test_an_npy_output_with_more_shards_than_documents_reads_back(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    """A shard with no rows wrote a (0, 0) part: every read of the output failed ("a
+    vector of 0 values where the index's model makes ..."), after a run that exited 0."""
+    texts = TEXTS[:2]
+    summary = run(
+        scale_registry,
+        tmp_path,
+        sink="npy",
+        loader={"texts": texts},
+        executor=ray_executor(actors=1, shards=3),
+    )
+    assert summary.counts.documents == 2
+    records = keyed(tmp_path, "npy")
+    assert sorted(doc for doc, _ in records) == ["d0", "d1"]
+    hits = search(scale_registry, tmp_path / "emb.npy", texts[1], k=2)
+    assert hits[0].doc_id == "d1"
 
 
 def test_an_actor_killed_mid_shard_resumes_from_its_last_commit(

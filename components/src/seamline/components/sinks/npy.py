@@ -114,6 +114,11 @@ class NpyReader(OutputReader):
     disagrees is a :class:`~seamline.contracts.readback.Republished` (read again), never
     rows of one run paired with another's vectors. (An output from before the manifest
     kept them is checked by its counts alone.)
+
+    A matrix of no rows may be ``(0, 0)``: a sink that wrote nothing never learned the
+    width (a shard with no documents, in a run of more shards than documents). It is read
+    as no vectors, whatever the model's width, never refused as a vector of 0 values: one
+    empty part made a whole sharded output unreadable.
     """
 
     primary: ClassVar[str] = "matrix"
@@ -129,15 +134,18 @@ class NpyReader(OutputReader):
         with self.open("matrix") as handle:
             matrix = open_matrix(handle, str(matrix_path))
             digest = matrix_header_digest(handle, matrix)
-        check_vectors(matrix[:0], dimension, str(matrix_path))
         count = len(matrix)
+        if count or matrix.shape[1]:  # (0, 0): no vectors, of no width to check
+            check_vectors(matrix[:0], dimension, str(matrix_path))
 
         def block(start: int, rows: list[StoredRow]) -> Chunk:
             end = start + len(rows)
             stored = np.ascontiguousarray(matrix[start:end])
-            digest.update(stored.data.cast("B"))
+            if stored.size:  # a view of no bytes cannot be cast (and adds nothing)
+                digest.update(stored.data.cast("B"))
             vectors = np.asarray(stored, dtype=np.float32)
-            check_vectors(vectors, dimension, f"{matrix_path}: rows {start:,} to {end:,}")
+            if rows:
+                check_vectors(vectors, dimension, f"{matrix_path}: rows {start:,} to {end:,}")
             return vectors, rows
 
         start, rows = 0, list[StoredRow]()
