@@ -26,6 +26,11 @@ class Part:
         self.rows = [StoredRow(id=f"r{first + i}", span=(0, 1)) for i in range(len(vectors))]
         self.size = size
         self.reads = 0
+        self.siblings = [self]
+
+    def republished(self) -> list[Part]:
+        """The output's parts as its manifest names them now: the same."""
+        return self.siblings
 
     def chunks(
         self, dimension: int | None
@@ -45,7 +50,10 @@ def expected(vectors: np.ndarray, query: np.ndarray, k: int) -> list[str]:
 
 def parts_of(vectors: np.ndarray, size: int) -> list[Part]:
     half = len(vectors) // 2
-    return [Part(vectors[:half], 0, size), Part(vectors[half:], half, size)]
+    parts = [Part(vectors[:half], 0, size), Part(vectors[half:], half, size)]
+    for part in parts:
+        part.siblings = parts
+    return parts
 
 
 @pytest.mark.parametrize("k", [1, 3, 7, 40])  # 40: more than the rows

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -148,9 +149,22 @@ class OutputReader(abc.ABC):
     def current(self) -> OutputReader:
         """A reader of this output as its manifest describes it now, read again: an index
         held open reads the newest publish, and checks its files against that manifest's
-        ``outputs.lines`` and ``outputs.sha256``. (A part of a sharded run: this reader.)"""
+        ``outputs.lines`` and ``outputs.sha256``. (A part of a sharded run: this reader;
+        :func:`current_readers` reads the manifest again for the parts.)"""
         if self.outputs.parts is not None:
             return self
+        fresh = self.republished()
+        if fresh[0].outputs.parts is not None:
+            raise Republished(  # read again: current_readers then reads the parts
+                f"{self.manifest} was republished, by a run split into shards, after this "
+                "output was opened: read its parts (readback.current_readers), or open it again"
+            )
+        return fresh[0]
+
+    def republished(self) -> list[OutputReader]:
+        """A reader of each part of this output (one for a whole output) as its manifest
+        describes it now, read again; a ``UserError`` if it is gone, or now describes the
+        output of another sink."""
         try:
             text = read_manifest_text(self.manifest)
         except FileNotFoundError:
@@ -158,15 +172,18 @@ class OutputReader(abc.ABC):
                 f"{self.manifest} was removed after the output was opened{REWRITE}"
             ) from None
         outputs = parse_manifest(text, str(self.manifest)).outputs
-        if outputs is None or outputs.parts is not None or outputs.sink != self.outputs.sink:
+        if outputs is None or outputs.sink != self.outputs.sink:
             raise UserError(
                 f"{self.manifest} was replaced by the manifest of another output (not of the "
-                f"{self.outputs.sink} sink's whole output) after this one was opened: open "
-                "the output again"
+                f"{self.outputs.sink} sink's) after this one was opened: open the output again"
             )
-        fresh = type(self)(output_files(outputs, self.manifest)[0], self.manifest, outputs)
-        fresh.sha256 = _published_sha256(outputs)
-        return fresh
+        readers = [
+            type(self)(files, self.manifest, outputs)
+            for files in output_files(outputs, self.manifest)
+        ]
+        if outputs.parts is None:
+            readers[0].sha256 = _published_sha256(outputs)
+        return readers
 
     def check_sha256(self, purpose: str, digest: Any) -> None:
         """Refuse a file read whole (``digest``: a ``hashlib`` object of what was read) that
@@ -224,8 +241,19 @@ class OutputReader(abc.ABC):
         return path
 
     def open(self, purpose: str) -> BinaryIO:
-        """The part's file of ``purpose`` opened for reading, if it is a regular file."""
-        return open_output(self.file(purpose), purpose, self.manifest)
+        """The part's file of ``purpose`` opened for reading, if it is a regular file.
+
+        One that does not exist is :class:`Republished`: a republish deletes the parts of
+        the run it replaced (and a whole output replaced by parts) once its manifest is in
+        place, so a reader that read the manifest just before reads again; one still
+        missing then is reported as missing."""
+        path = self.file(purpose)
+        try:
+            return open_output(path, purpose, self.manifest)
+        except UserError as err:
+            if not os.path.lexists(path):
+                raise Republished(str(err)) from None
+            raise
 
 
 class LineReader(OutputReader):
@@ -257,6 +285,18 @@ class LineReader(OutputReader):
                 yield row, vector
         self.check_count(self.primary, count)
         self.check_sha256(self.primary, read.sha256)
+
+
+def current_readers(readers: Sequence[OutputReader]) -> list[OutputReader]:
+    """The readers of the output ``readers`` read (as :func:`published` or an index opened
+    them), as its manifest describes it now: the parts a republish named instead.
+
+    A whole output's reader reads its manifest again itself (:meth:`OutputReader.current`),
+    but the parts of a run split into shards are listed by the manifest: readers held since
+    an earlier publish read the files of parts that the next publish deleted, and every
+    search of an index held open failed. Call it inside :func:`reread`'s ``read``.
+    """
+    return readers[0].republished() if readers else []
 
 
 def in_chunks(rows: Iterable[tuple[StoredRow, np.ndarray[Any, Any]]]) -> Iterator[Chunk]:
@@ -312,7 +352,7 @@ def read_records(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[Outp
 
     def read() -> list[OutputRecord]:
         records = []
-        for reader in readers:
+        for reader in current_readers(readers):
             for vectors, rows in reader.chunks(None):
                 records += [
                     OutputRecord(row.id, row.window, row.span, vector, row.metadata, row.text)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from seamline.contracts.readback import OutputReader, reread
+from seamline.contracts.readback import OutputReader, current_readers, reread
 from seamline.contracts.stored import StoredRow
 
 Ranked = tuple[list[tuple[float, StoredRow]], int]
@@ -40,7 +40,9 @@ def nearest_each(
     best first (ties to the row read first), and how many rows were scanned. The output is
     read part after part, once for every :data:`QUERIES_A_READ` vectors, and read again,
     from the start, where a reader found it republished as it read
-    (:func:`~seamline.contracts.readback.reread`)."""
+    (:func:`~seamline.contracts.readback.reread`). Each read takes the parts the manifest
+    names then (:func:`~seamline.contracts.readback.current_readers`): an index held open
+    on the output of a sharded run failed every search once a new run was published."""
     ranked: list[Ranked] = []
     for start in range(0, len(vectors), QUERIES_A_READ):
         group = np.stack(vectors[start : start + QUERIES_A_READ])
@@ -51,7 +53,7 @@ def nearest_each(
 def _scan(readers: Sequence[OutputReader], queries: np.ndarray, k: int) -> list[Ranked]:
     best: list[list[tuple[float, int, StoredRow]]] = [[] for _ in queries]  # -position
     seen = 0
-    for reader in readers:
+    for reader in current_readers(readers):
         for matrix, rows in reader.chunks(queries.shape[1]):
             scores = _cosines(matrix, queries)
             for heap, column in zip(best, scores.T, strict=True):
