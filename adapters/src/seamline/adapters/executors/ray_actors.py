@@ -54,6 +54,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, field_validator
 
 from seamline.adapters.executors._ray_progress import ProgressPoller
+from seamline.adapters.executors._ray_quiet import ray_start_quiet
 from seamline.adapters.executors._ray_reaper import RayReaper
 from seamline.adapters.executors._sigterm import sigterm_kept
 from seamline.contracts import (
@@ -392,7 +393,9 @@ class RayExecutor(Executor[RayExecutorConfig]):
             # Unset, Ray is started here ("local"), never a cluster found through
             # RAY_ADDRESS or `ray start`: that is what `address: auto` is for, and a Ray
             # this run starts is one it may end.
-            with sigterm_kept():  # the application's SIGTERM handling stays (see _sigterm)
+            # The application's SIGTERM handling stays (see _sigterm); two lines of no
+            # concern to the user (JAX's fork warning, Ray's token note) are not printed.
+            with sigterm_kept(), ray_start_quiet():
                 context = ray.init(
                     address=address or "local",
                     include_dashboard=False,
