@@ -92,12 +92,15 @@ def test_a_setting_the_run_cannot_use_is_refused_when_validated(
     assert said in output, output
 
 
+@pytest.mark.parametrize("command", ["run", "validate"])
 def test_ray_not_installed_says_how_to_install_it(
-    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
+    """``validate`` passed such a pipeline (exit 0), which the run then refused."""
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
-    code, output = invoke(cli, tmp_path, "run", executor="{use: ray}")
+    code, output = invoke(cli, tmp_path, command, executor="{use: ray}")
     assert code == 2, output
+    assert f"error: {tmp_path / 'p.yaml'}:7:" in output  # the run line, where the executor is
     assert "the ray executor needs Ray, which is not installed" in output
     assert "pip install 'seamline-adapters[ray]'" in output
     assert "Traceback" not in output

@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 import yaml
 from opentelemetry import propagate
@@ -27,6 +27,7 @@ from seamline.contracts.workdir import working_folder
 from seamline.core.config import (
     ComponentChoice,
     ResolvedPipeline,
+    build_executor,
     load_pipeline,
     load_trusted,
     prepare_data,
@@ -253,7 +254,7 @@ class Pipeline:
                 "installed executor declares itself the default (seamline-components' 'local' "
                 f"does); installed executors: {installed}"
             )
-        return cast(Executor[Any], self.registry.create(choice.kind, choice.name, choice.config))
+        return build_executor(choice, self.registry, self.resolved)
 
 
 def _escaped(value: Any) -> Any:

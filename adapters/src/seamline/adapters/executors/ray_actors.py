@@ -42,6 +42,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import importlib
+import importlib.util
 import math
 import os
 import re
@@ -75,6 +76,10 @@ from seamline.contracts.untrusted import is_count, visible
 log = get_logger("seamline.adapters.ray")
 
 INSTALL_HINT = "pip install 'seamline-adapters[ray]'"
+NOT_INSTALLED = (
+    f"the ray executor needs Ray, which is not installed: {INSTALL_HINT} (or choose "
+    "run.executor.use: local)"
+)
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a cluster's address to answer before saying it cannot be reached
 (Ray itself would keep trying for minutes)."""
@@ -290,6 +295,10 @@ class RayExecutor(Executor[RayExecutorConfig]):
     Config = RayExecutorConfig
 
     def __init__(self, config: RayExecutorConfig) -> None:
+        if importlib.util.find_spec("ray") is None:
+            # Found, not imported (seconds): built by `seamline validate` as by a run, so a
+            # pipeline validate passes is not refused for it when run.
+            raise UserError(NOT_INSTALLED)
         super().__init__(config)
         self._started_ray = False
         self._reaper: RayReaper | None = None
@@ -473,10 +482,7 @@ def _import_ray(job: Job) -> Any:
     try:
         import ray
     except ImportError:
-        raise UserError(
-            f"{job.where('')}: the ray executor needs Ray, which is not installed: "
-            f"{INSTALL_HINT} (or choose run.executor.use: local)"
-        ) from None
+        raise UserError(f"{job.where('')}: {NOT_INSTALLED}") from None
     return ray
 
 

@@ -24,7 +24,15 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 from pydantic_core.core_schema import ErrorType
 
-from seamline.contracts import ComponentConfig, ConfigError, Kind, Model, UserError
+from seamline.contracts import (
+    Component,
+    ComponentConfig,
+    ConfigError,
+    Executor,
+    Kind,
+    Model,
+    UserError,
+)
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.contracts.workdir import working_folder
 from seamline.core.config import bounds
@@ -497,10 +505,35 @@ def build_model(
     its ``with:`` block took from an environment variable is not shown in the refusal
     (:mod:`seamline.core.config.redact`): the model's message may quote it.
     """
+    return cast(Model[Any], build_component(choice, registry, overrides))
+
+
+def check_executor(resolved: ResolvedPipeline, registry: Registry) -> None:
+    """Build the pipeline's executor, as a run does before it starts one shard, and refuse
+    now what it refuses: ``seamline validate`` passed a pipeline on the ``ray`` executor
+    where Ray is not installed, and the run then exited 2 saying so. Building an executor
+    starts nothing (no cluster, no process)."""
+    if resolved.executor is not None:
+        build_executor(resolved.executor, registry, resolved).close()
+
+
+def build_executor(
+    choice: ComponentChoice, registry: Registry, resolved: ResolvedPipeline
+) -> Executor[Any]:
+    """The executor ``choice`` names, built; a refusal placed where the pipeline names it
+    (:func:`build_component`), by ``run`` as by ``validate``."""
+    overrides = resolved.overrides_under(("run", "executor"))
+    return cast(Executor[Any], build_component(choice, registry, overrides))
+
+
+def build_component(
+    choice: ComponentChoice, registry: Registry, overrides: Sequence[str] = ()
+) -> Component[Any]:
+    """The component ``choice`` names, built; a refusal placed as :func:`build_model` says."""
     owner = f"{choice.kind} {choice.name!r}"
     given = f" (given {', '.join(overrides)})" if overrides else ""
     try:
-        return cast(Model[Any], registry.create(choice.kind, choice.name, choice.config))
+        return registry.create(choice.kind, choice.name, choice.config)
     except ConfigError as err:
         said = scrub(err.detail, choice.filled, owner)
         if err.location is not None:  # the component placed it itself

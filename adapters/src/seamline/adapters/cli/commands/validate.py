@@ -46,16 +46,18 @@ def validate(
 def _checked(
     pipeline: Path, overrides: list[str] | None, report: Callable[[UserError], None] | None
 ) -> tuple[ResolvedPipeline, Registry]:
-    """The pipeline resolved, and its model built (then dropped) to check what it names.
+    """The pipeline resolved, and its model and executor built (then dropped) to check
+    what they name (the executor: whether what it needs is installed, the ray executor's Ray).
 
     The ``OTEL_*`` variables are checked as ``run`` checks them: a CI job that validated
     before running passed ``OTEL_TRACES_EXPORTER=bogus``, and the run then refused it.
     """
     from seamline.adapters import telemetry_setup
-    from seamline.core import check_model
+    from seamline.core import check_executor, check_model
 
     user_errors(lambda: check_otel_environment(os.environ), report)
     resolved, registry = loading.pipeline(pipeline, overrides, report)
     user_errors(lambda: telemetry_setup.resolve(resolved.spec.telemetry), report)
     user_errors(lambda: check_model(resolved, registry), report)
+    user_errors(lambda: check_executor(resolved, registry), report)
     return resolved, registry
