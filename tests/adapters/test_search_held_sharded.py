@@ -1,10 +1,11 @@
-"""An index held open on the output of a run split into shards reads each new publish.
+"""Search of the output of a run split into shards: held open, and found in its folder.
 
 A sharded ``jsonl`` or ``npy`` run publishes one manifest naming every part's files,
 and deletes the parts of the run it replaced. An index held open (``open_index``,
 ``seamline serve``) kept the parts it was opened with: every search after the next
 publish failed ("... part-00000-of-00002/emb.jsonl ... does not exist; ... run the
-pipeline again"), where a local output's index reads the newest publish.
+pipeline again"), where a local output's index reads the newest publish. And a search
+given the folder of such an output names the path that searches it.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from seamline.adapters.search import Searcher
+from seamline.adapters.search import Searcher, open_index
 from seamline.components.sinks.jsonl import JsonlSink, JsonlSinkConfig
 from seamline.components.sinks.npy import NpySink, NpySinkConfig
-from seamline.contracts import OutputRecord, Shard
+from seamline.contracts import OutputRecord, Shard, UserError
 from seamline.contracts.manifest import manifest_path
 from seamline.contracts.readback import (
     Republished,
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 SINKS: dict[str, Any] = {"jsonl": (JsonlSink, JsonlSinkConfig), "npy": (NpySink, NpySinkConfig)}
+FILES = {
+    "jsonl": [".jsonl", ".errors.jsonl", ".manifest.json"],
+    "npy": [".npy", ".index.jsonl", ".errors.jsonl", ".manifest.json"],
+}
+"""What a local run of each sink publishes beside the manifest (suffixes of ``emb``)."""
 
 
 def publish_in_parts(out: Path, records: list[OutputRecord], run_id: str, count: int) -> None:
@@ -90,3 +96,26 @@ def test_a_part_deleted_as_it_is_read_is_read_again(tmp_path: Path) -> None:
         ]
     )
     assert sorted(read) == sorted(record.doc_id for record in records)
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["whole", "sharded"])
+@pytest.mark.parametrize("sink", ["jsonl", "npy"])
+def test_a_folder_of_one_output_names_the_path_that_searches_it(
+    tmp_path: Path, sink: str, sharded: bool
+) -> None:
+    """Named from the manifest: an npy folder suggested ``emb.index.jsonl`` (which is no
+    output) beside ``emb.npy``, and a folder holding a sharded run's output only (no file
+    under its name) said ``out.manifest.json is missing``, naming no output at all."""
+    out = tmp_path / "out" / f"emb.{sink}"
+    write_index(tmp_path, f"{{use: {sink}, with: {{path: '{out}'}}}}")
+    if sharded:
+        records = read_records(out, SINKS[sink][0])
+        assert records is not None
+        publish_in_parts(out, records, "run1", 2)
+    assert sorted(p.name for p in out.parent.iterdir() if p.is_file()) == (
+        ["emb.manifest.json"] if sharded else sorted(f"emb{s}" for s in FILES[sink])
+    )
+    with pytest.raises(UserError) as refused:
+        open_index(out.parent)
+    assert str(refused.value).endswith(f"by its sink's path ({out})")
+    assert Searcher(registry(), out).find(TEXTS[1], k=1).hits[0].doc_id == "d1"

@@ -27,6 +27,7 @@ from seamline.contracts.manifest import (
     manifest_json,
     manifest_path,
     output_files,
+    parse_manifest,
     read_manifest_text,
     validate_manifest,
 )
@@ -101,13 +102,36 @@ def outputs_in(folder: Path) -> tuple[list[str], int]:
     how many more there are (the list said nothing of them)."""
     found: list[str] = []
     for manifest in sorted(folder.glob("*" + MANIFEST_SUFFIX)):
-        stem = manifest.name[: -len(MANIFEST_SUFFIX)]
-        found += sorted(
-            entry.name
-            for entry in folder.glob(glob.escape(stem) + ".*")
-            if not entry.name.endswith((MANIFEST_SUFFIX, ".errors.jsonl"))
-        )
+        found += _outputs_of(manifest)
     return found[:SHOWN_OUTPUTS], max(0, len(found) - SHOWN_OUTPUTS)
+
+
+def _outputs_of(manifest: Path) -> list[str]:
+    """The names a search of the output ``manifest`` describes is given by: its files (a
+    part's, for a run split into shards) whose manifest it is, the errors file aside.
+
+    Taken from the manifest, not from the files beside it: an npy output's
+    ``emb.index.jsonl`` was suggested (and is the output of no manifest), and the output of
+    a run split into shards, which has no file under its name (``ray.jsonl``: its parts lie
+    in ``.ray.jsonl.shards/``), was not suggested at all. (A manifest that names no outputs:
+    the files beside it of that stem.)
+    """
+    try:
+        outputs = parse_manifest(read_manifest_text(manifest), str(manifest)).outputs
+    except (OSError, UserError):
+        outputs = None  # searching it says what is wrong with it
+    if outputs is None:  # the files beside it, then
+        stem = manifest.name[: -len(MANIFEST_SUFFIX)]
+        names = {e.name for e in manifest.parent.glob(glob.escape(stem) + ".*")}
+        names -= {manifest.name, f"{stem}.errors.jsonl"}
+    else:
+        files = outputs.parts[0].files if outputs.parts else outputs.files
+        names = {Path(name).name for purpose, name in files.items() if purpose != "errors"}
+    return sorted(
+        name
+        for name in names - {"", ".", ".."}
+        if manifest_path(manifest.parent / name) == manifest
+    )
 
 
 def open_index(index: Path) -> Index:
