@@ -392,6 +392,24 @@ def test_the_command_prints_how_it_searched_and_exits_2_on_a_bad_filter(
 
 
 @pytest.mark.usefixtures("restored_logging")
+@pytest.mark.parametrize("where", ["", "  "])
+@pytest.mark.parametrize("sink", ["jsonl", "lancedb"])
+def test_an_empty_filter_is_refused_not_read_as_none(
+    written: dict[str, Path], monkeypatch: pytest.MonkeyPatch, sink: str, where: str
+) -> None:
+    """``--where ""`` (a script's ``--where "$FILTER"``, FILTER unset) searched every row,
+    exit code 0, where ``"  "`` was refused."""
+    with pytest.raises(FilterRefused, match=r"the where filter is empty"):
+        find(columnar_registry(), written[sink], TEXTS[1], where=where)
+    monkeypatch.setattr(
+        Registry, "discover", classmethod(lambda cls, trust=None: columnar_registry())
+    )
+    shown = CliRunner().invoke(cli.app, ["search", str(written[sink]), "q", "--where", where])
+    assert shown.exit_code == 2, shown.output
+    assert shown.output.startswith("error: the where filter is empty"), shown.output
+
+
+@pytest.mark.usefixtures("restored_logging")
 @pytest.mark.parametrize("sink", ["jsonl", "lancedb"])
 def test_format_json_prints_one_document_of_the_documented_schema(
     written: dict[str, Path], monkeypatch: pytest.MonkeyPatch, sink: str

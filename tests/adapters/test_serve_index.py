@@ -143,6 +143,9 @@ def test_a_where_a_jsonl_output_cannot_apply_stays_the_requests_fault(
     try:
         error = refusal(index, LONG, where="id = 'd1'")
         assert (error.status, error.code, error.param) == (422, "invalid_search", "where")
+        empty = refusal(index, LONG, where="")  # was answered with every row
+        assert (empty.status, empty.code, empty.param) == (422, "invalid_search", "where")
+        assert "the where filter is empty" in empty.message
     finally:
         index.close()
 

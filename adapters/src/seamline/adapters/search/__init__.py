@@ -186,6 +186,12 @@ class Searcher:
             raise TypeError(
                 f"where must be a SQL filter (a str) or None, not {type(where).__name__}"
             )
+        if where is not None and not where.strip():
+            # "" was read as no filter: `--where "$FILTER"` with FILTER unset got every row.
+            raise FilterRefused(
+                f"the where filter is empty ({where!r}): give a SQL filter on the rows, or "
+                "no filter at all to search every row"
+            )
         readers = self.readers
         if where and not (len(readers) == 1 and readers[0].filters):
             raise FilterRefused(_no_filter(self.registry, self.path, self.index.sink))

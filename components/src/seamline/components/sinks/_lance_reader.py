@@ -78,7 +78,8 @@ class LanceReader(OutputReader):
             "LanceVectorQueryBuilder", table.search(vector, vector_column_name=EMBEDDING)
         )
         query = searched.distance_type("cosine").select([*columns, "_distance"]).limit(k)
-        if where:  # whole: LanceDB dropped what followed the first expression unread
+        if where is not None:  # whole: LanceDB dropped what followed the first expression
+            # unread. "" too, which LanceDB then refuses: read as no filter, it gave every row.
             query = query.where(one_expression(where), prefilter=True)
         vector_indexes = [i for i in table.list_indices() if EMBEDDING in i.columns]
         if exact or not vector_indexes:
@@ -89,7 +90,7 @@ class LanceReader(OutputReader):
         try:  # planning reads no data: a filter it refuses is the search's fault
             plan = query.explain_plan()
         except (ValueError, RuntimeError, OSError) as err:
-            if where:
+            if where is not None:
                 raise FilterRefused(
                     f"where {where!r} is not a filter LanceDB can apply to {path}: "
                     f"{str(err).rstrip('.').replace(chr(10), ' ')}. The "  # one line
