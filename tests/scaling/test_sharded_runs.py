@@ -20,13 +20,14 @@ from typer.testing import CliRunner
 from seamline.adapters import logging_setup, telemetry_setup
 from seamline.adapters.cli.main import app
 from seamline.contracts import ResumeRefused, ShardFailed
+from seamline.contracts.manifest import manifest_path
 from seamline.core.config import parse_pipeline
 from seamline.core.job import PipelineJob
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import Registry
 from tests.readback import read_errors
 from tests.scaling.test_job import registry_with
-from tests.scaling.test_ray_executor import pipeline_text
+from tests.scaling.test_ray_executor import SINK_FILES, pipeline_text
 
 SHARDED = "{use: in-process, with: {shards: 3}}"
 FAILS_ONCE = {"raise_at": "d20", "raise_times": 1}
@@ -191,3 +192,22 @@ def test_a_staged_run_resumed_as_one_shard_is_refused_and_restart_starts_over(
     assert summary.shard_count == 1
     assert (tmp_path / "emb.jsonl").is_file()
     assert not (tmp_path / ".emb.jsonl.shards").exists()
+
+
+@pytest.mark.parametrize("sink", ["jsonl", "parquet"])
+def test_a_sharded_runs_manifest_records_its_inputs_as_a_local_runs_does(
+    scale_registry: Registry, tmp_path: Path, sink: str
+) -> None:
+    """A run split into shards published a manifest without ``inputs``, which a local
+    run's has (docs/pipelines.md: a run records its inputs in its manifest)."""
+    name = SINK_FILES[sink]
+    run(scale_registry, tmp_path / "local", "{use: local}", sink=sink)
+    run(scale_registry, tmp_path / "sharded", SHARDED, sink=sink)
+    local, sharded = (
+        json.loads(manifest_path(tmp_path / where / name).read_text())
+        for where in ("local", "sharded")
+    )
+    assert set(sharded["inputs"]) == set(local["inputs"])
+    assert sharded["inputs"]["input"] == local["inputs"]["input"]
+    for section in ("loader", "model", "precision"):
+        assert sharded["inputs"]["pipeline"][section] == local["inputs"]["pipeline"][section]

@@ -97,6 +97,8 @@ class PipelineJob(Job):
         """A staged run's hold on its destination (sink contract 1.6), until :meth:`close`."""
         self._progress = DriverProgress(self.extra_monitors, self._run_started)
         self._published = False
+        self._inputs: dict[str, Any] | None = None
+        """The run's ``inputs``, taken once (:meth:`_staging_manifest`)."""
 
     @property
     def pipeline(self) -> str:
@@ -282,10 +284,13 @@ class PipelineJob(Job):
         """The run's manifest with its ``inputs`` (the pipeline's section hashes and the
         input's fingerprint), as each shard's sink records them: a staged run keeps them,
         so that a resume after the corpus changed is refused even where every shard left
-        finished has no checkpoint of its own to refuse it."""
+        finished has no checkpoint of its own to refuse it. Published with the parts too, as
+        a local run publishes them (a sharded run's manifest had none). Taken once, when the
+        run starts, as a local run takes them."""
         resolved = self.resolved
-        inputs = resolved_inputs(resolved, resolved.loader.config)
-        return {**run_manifest(resolved, self.run_id), "inputs": inputs}
+        if self._inputs is None:
+            self._inputs = resolved_inputs(resolved, resolved.loader.config)
+        return {**run_manifest(resolved, self.run_id), "inputs": self._inputs}
 
     def _refuse_staged_run_on_resume(self) -> None:
         if not self.resume:
@@ -322,7 +327,7 @@ class PipelineJob(Job):
         if self.count > 1:
             first = next((s.first_failure for s in report.shards if s.first_failure), None)
             check_something_embedded(_published(report), first)
-            manifest = run_manifest(self.resolved, self.run_id)
+            manifest = self._staging_manifest()
             sink, seam = self._sink()
             with seam.call("publish_parts", self._attributes(self.count)):
                 sink.publish_parts(self.run_id, self.count, manifest)
