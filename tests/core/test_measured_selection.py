@@ -16,6 +16,8 @@ from seamline.core.attention.plan import explain, tune
 from seamline.core.attention.tuning import TUNING_VARIABLE, TuningCache
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
+from seamline.core.stops import stops_kept
+from tests.core.test_stops import drop_a_stop
 from tests.core.toy import MemorySink, RecordingMonitor, toy_registry
 from tests.core.tuning_clock import stop_the_clock
 
@@ -232,6 +234,23 @@ def test_tune_again_stopped_by_ctrl_c_keeps_the_times_it_had(
     assert all(
         b.measured is not None and b.measured.cached for b in explain(resolved, registry).buckets
     )
+
+
+def test_a_ctrl_c_python_dropped_stops_tune_before_the_next_bucket(
+    timed: list[str], cache: Path
+) -> None:
+    # A Ctrl-C landing in a callback whose exceptions Python ignores (JAX's GC callback,
+    # during its import) was dropped: the tune measured every bucket and exited 0.
+    registry = toy_registry()
+    resolved = parse_pipeline(
+        pipeline("{use: [native, long-only], select: measure}"), "m.yaml", registry
+    )
+    with stops_kept():
+        drop_a_stop()
+        with pytest.raises(KeyboardInterrupt):
+            tune(resolved, registry, TuningCache())
+    assert timed == []
+    assert list(cache.glob("attention-*.json")) == []
 
 
 def test_measure_needs_something_to_choose_between() -> None:

@@ -37,3 +37,21 @@ def test_a_stop_dropped_during_start_up_stops_the_run_before_it_begins(tmp_path:
     said = " ".join(done.stderr.split())
     assert "interrupted: nothing was published; the run had not begun" in said, done.stderr
     assert published(tmp_path / "out") is None, "a stopped run published"
+
+
+def test_a_stop_dropped_during_start_up_stops_tune_before_it_measures(tmp_path: Path) -> None:
+    # The same dropped Ctrl-C let `seamline tune` measure every bucket and exit 0.
+    pipeline = write_pipeline(tmp_path, "relative")
+    tuning = tmp_path / "tuning"
+    done = subprocess.run(
+        [sys.executable, "-m", "seamline.adapters.cli.main", "tune", pipeline.name],
+        cwd=tmp_path,
+        env=fault_environment(SEAMLINE_FAULT_DROP_STOP="1", SEAMLINE_TUNING_DIR=str(tuning)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 130, (done.stdout, done.stderr)
+    assert "interrupted" in done.stderr
+    assert not list(tuning.glob("attention-*.json")), "a stopped tune kept measuring"

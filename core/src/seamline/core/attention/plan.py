@@ -40,6 +40,7 @@ from seamline.core.attention.tuning import (
 from seamline.core.batching import batch_shapes
 from seamline.core.config import AttentionMode, ResolvedPipeline, Selection, build_model
 from seamline.core.registry import Registry
+from seamline.core.stops import raise_kept_stop
 
 
 class Verdict(StrEnum):
@@ -259,6 +260,9 @@ def tune(
     negotiates it first), so that a bfloat16 run finds timings of bfloat16 shapes.
     Writing the cache is the point, so a folder that cannot be written raises
     :class:`~.tuning.TuningCacheUnwritable` (a user error), where a run only warns.
+    A Ctrl-C that Python dropped (:mod:`seamline.core.stops`, while ``seamline tune``
+    keeps such stops) is raised before each bucket: the tune went on measuring for
+    minutes and exited 0.
     """
     cache = cache if cache is not None else TuningCache()
     results = []
@@ -267,6 +271,7 @@ def tune(
         ranking = MeasuredRanking(candidates.infos, cache, must_save=True, again=again)
         planner = candidates.planner(measure=False)
         for length, batch_size, specs in probed.buckets:
+            raise_kept_stop()
             refusals = []
             serving = []
             for candidate in planner.ordered(specs):

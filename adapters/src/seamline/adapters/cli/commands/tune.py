@@ -23,13 +23,18 @@ def tune(pipeline: PipelineArg, overrides: SetOption = None, again: Again = Fals
     the run computes in (decided first, as a run decides it). No weights are read for
     models that describe their parameter shapes.
     """
-    from seamline.adapters.cli.render.plan import tuning
-    from seamline.adapters.logging_setup import configure_logging
-    from seamline.core import TuningCache, negotiated, tune_attention
+    from seamline.core import stops_kept  # the package alone: no JAX yet
 
-    configure_logging(level="warning")
-    resolved, registry = loading.pipeline(pipeline, overrides)
-    resolved = user_errors(lambda: negotiated(resolved, registry))
-    cache = user_errors(TuningCache)
-    results = user_errors(lambda: tune_attention(resolved, registry, cache, again=again))
+    # A Ctrl-C Python drops while JAX is imported or collects garbage is kept, and raised
+    # before the next bucket is measured (seamline.core.stops): it let the tune go on.
+    with stops_kept():
+        from seamline.adapters.cli.render.plan import tuning
+        from seamline.adapters.logging_setup import configure_logging
+        from seamline.core import TuningCache, negotiated, tune_attention
+
+        configure_logging(level="warning")
+        resolved, registry = loading.pipeline(pipeline, overrides)
+        resolved = user_errors(lambda: negotiated(resolved, registry))
+        cache = user_errors(TuningCache)
+        results = user_errors(lambda: tune_attention(resolved, registry, cache, again=again))
     tuning(cache.directory, results)
