@@ -10,7 +10,7 @@ into a table whose manifest then described only the last run's (a query embedded
 bfloat16 against float32 rows). :func:`made_by_another` is that rule.
 
 A pipeline's settings are compared as hashes (:func:`changed_inputs`): one per
-section, and, since 2026-12-06, one per setting, so that a refusal names the setting
+section, and, since 2026-12-05, one per setting, so that a refusal names the setting
 that changed (``run.batch_size``) without a checkpoint ever holding a value, which may
 be a secret filled from the environment.
 """

@@ -87,8 +87,8 @@ def parse_located(text: str, source: str) -> Located:
     """Parse one YAML document into :class:`Located`; errors become located ConfigErrors."""
     bounds.check_size(len(text.encode("utf-8", "surrogatepass")), source)
     bounds.check_structure(text, source)
-    try:
-        loader = Yaml12Loader(text)  # its reader refuses a NUL here, before any node
+    try:  # the reader checks a text whole when it is made: a NUL is refused here
+        loader = Yaml12Loader(text)
     except yaml.reader.ReaderError as err:
         raise _unreadable(err, text, source) from None
     try:
@@ -99,8 +99,6 @@ def parse_located(text: str, source: str) -> Located:
         context = f" ({err.context})" if err.context else ""
         fix = _syntax_fix(problem, text, err.problem_mark)
         raise ConfigError(f"YAML syntax error: {problem}{context}{fix}", where) from None
-    except yaml.reader.ReaderError as err:
-        raise _unreadable(err, text, source) from None
     except yaml.YAMLError as err:
         raise ConfigError(f"YAML error: {err}", source) from None
     finally:
