@@ -1,1 +1,0 @@
-timeout: failed to run command ‘seamline’: No such file or directory
