@@ -312,6 +312,28 @@ def test_weights_that_do_not_match_config_json_are_refused_before_they_are_read(
     assert "(and " in message  # every problem counted, the first eight shown
 
 
+def test_weights_holding_more_layers_than_config_json_says_are_refused(tmp_path: Path) -> None:
+    # A config.json of one layer beside weights of two ran one layer: another model's
+    # vectors, written without a word. The header check refuses it before any weight is read.
+    path = copy_of("bge-cls", tmp_path)
+    edit_json(path / "config.json", lambda c: c | {"num_hidden_layers": 1})
+    with pytest.raises(WeightsError) as caught:
+        BertEncoder(Config(weights=str(path)))
+    message = str(caught.value)
+    assert "tensors of encoder layers config.json does not have (layer 1;" in message
+    assert "num_hidden_layers is fewer than the weights hold" in message
+
+
+def test_weights_with_a_pooler_or_a_task_head_are_still_taken(tmp_path: Path) -> None:
+    path = copy_of("plain-hf", tmp_path)
+    tensors = load_file(str(path / "model.safetensors"))
+    hidden = tensors["bert.embeddings.word_embeddings.weight"].shape[1]
+    tensors["bert.pooler.dense.weight"] = np.zeros((hidden, hidden), np.float32)
+    tensors["cls.predictions.bias"] = np.zeros((4,), np.float32)
+    save_file(tensors, str(path / "model.safetensors"))
+    BertEncoder(Config(weights=str(path))).load()
+
+
 def test_a_weights_file_that_is_not_safetensors_is_refused(tmp_path: Path) -> None:
     path = copy_of("plain-hf", tmp_path)
     (path / "model.safetensors").write_bytes(b"\xff" * 64)

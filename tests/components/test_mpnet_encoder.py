@@ -92,6 +92,12 @@ def test_another_bucket_count_is_refused(tmp_path: Path) -> None:
         MpnetEncoder(MpnetEncoder.Config(weights=str(changed)))
 
 
+def test_weights_holding_more_layers_than_config_json_says_are_refused(tmp_path: Path) -> None:
+    changed = _copy_with_config(tmp_path, num_hidden_layers=1)
+    with pytest.raises(WeightsError, match=r"encoder layers config\.json does not have \(layer 1;"):
+        MpnetEncoder(MpnetEncoder.Config(weights=str(changed)))
+
+
 def test_a_missing_bias_table_is_named(tmp_path: Path) -> None:
     from safetensors.numpy import load_file, save_file
 

@@ -650,9 +650,11 @@ class TensorReader:
         self._source = source
         self._what = what
         self._problems: list[str] = []
+        self._taken: set[str] = set()
 
     def get(self, name: str, shape: tuple[int, ...]) -> Array:
         """The tensor called ``name`` as float32, or a placeholder after noting the problem."""
+        self._taken.add(name)
         tensor = self._tensors.get(name)
         if tensor is None:
             self._problems.append(f"missing {name}")
@@ -677,6 +679,7 @@ class TensorReader:
         )
 
     def raise_if_missing(self) -> None:
+        self._note_layers_left_over()
         if not self._problems:
             return
         shown = "; ".join(self._problems[:8])
@@ -686,11 +689,38 @@ class TensorReader:
             f"{shown}{more}; use the model.safetensors that belongs with this config.json"
         )
 
+    def _note_layers_left_over(self) -> None:
+        """Note encoder-layer tensors that config.json's ``num_hidden_layers`` leaves unread.
+
+        A config.json that says 6 layers beside weights holding 12 ran the first 6 and
+        wrote vectors of another model without a word (transformers warns of unused
+        weights). Tensors outside the encoder's layers (a pooler, a task head) are not
+        part of the embedding and stay allowed.
+        """
+        left = sorted(
+            name
+            for name in self._tensors
+            if name.startswith(LAYER_PREFIX) and name not in self._taken
+        )
+        if not left:
+            return
+        layers = {name.removeprefix(LAYER_PREFIX).split(".", 1)[0] for name in left}
+        listed = ", ".join(sorted(layers, key=lambda n: (len(n), n))[:8])
+        self._problems.append(
+            f"{len(left)} tensors of encoder layers config.json does not have (layer {listed}; "
+            "its num_hidden_layers is fewer than the weights hold)"
+        )
+
+
+LAYER_PREFIX = "encoder.layer."
+"""Where both encoders' per-layer tensors are named; a layer number follows."""
+
 
 class HeaderReader(TensorReader):
     """Checks names, shapes and dtypes against a safetensors header; returns placeholders."""
 
     def get(self, name: str, shape: tuple[int, ...]) -> Array:
+        self._taken.add(name)
         entry = self._tensors.get(name)
         if entry is None:
             self._problems.append(f"missing {name}")
