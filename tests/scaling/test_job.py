@@ -168,6 +168,29 @@ def test_resuming_a_staged_run_whose_input_changed_is_refused(
     assert [task.shard.index for task in resumed.plan(3)] == [1, 2]  # where, not what
 
 
+def test_resuming_parts_another_version_staged_is_refused(
+    scale_registry: Registry, tmp_path: Path
+) -> None:
+    """A finished part has no checkpoint to compare versions: the staged run's record
+    compared the model alone, so a resume after an upgrade of JAX (or of seamline)
+    published parts computed by both as one output, exit 0."""
+    registry, text, _ = first_of_three_finished(scale_registry, tmp_path)
+    (record_path,) = tmp_path.rglob("run.json")
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    assert record["versions"]["jax"]  # what made the parts is recorded
+    record["versions"]["jax"] = "0.0.1"  # as the jax of last week left it
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    again = PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True)
+    with pytest.raises(UserError, match=r"were made by another version of what computes it "
+                       r"\(jax 0\.0\.1 then, .* now\); resuming would mix vectors of two "
+                       r"versions"):  # fmt: skip
+        again.plan(3)
+    del record["versions"]  # a record from before versions were kept: not trusted either
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(UserError, match=r"did not record its versions"):
+        PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True).plan(3)
+
+
 def test_resuming_with_another_shard_count_is_refused_with_the_place(
     scale_registry: Registry, tmp_path: Path
 ) -> None:

@@ -53,7 +53,7 @@ from seamline.contracts.sink_kit._atomic import (
 )
 from seamline.contracts.sink_kit._checkpoint import first_problem, manifest_bytes
 from seamline.contracts.sink_kit._lock import FileLock
-from seamline.contracts.sink_kit._made_by import changed_inputs
+from seamline.contracts.sink_kit._made_by import changed_inputs, made_by_another
 from seamline.contracts.untrusted import (
     NotRegularFile,
     OutsideFolder,
@@ -160,6 +160,7 @@ class PartStaging:
             "run_id": run_id,
             "count": count,
             "model": _json_value(manifest.get("model")),
+            "versions": _json_value(manifest.get("versions")),
             "inputs": _json_value(manifest.get("inputs")),
         }
         write_json_atomically(directory / "run.json", record)
@@ -192,11 +193,13 @@ class PartStaging:
                 f"({why}); delete it, or run again with --restart (or without --resume) to "
                 "start over"
             ) from None
-        if record.model != _json_value(manifest.get("model")):
+        made = {"model": record.model, "versions": record.versions}
+        maker = made_by_another(made, manifest)  # the rule of a checkpoint's --resume
+        if maker is not None:
             raise ResumeRefused(
-                f"cannot resume: the parts staged in {str(newest)!r} were made by another "
-                f"model configuration ({record.model}); resuming would mix vectors of "
-                "two models. Run again with --restart (or without --resume) to start over"
+                f"cannot resume: the parts staged in {str(newest)!r} were made by "
+                f"{maker.made}; resuming would {maker.harm}. Run again with --restart (or "
+                "without --resume) to start over"
             )
         changed = changed_inputs(record.inputs, _json_value(manifest.get("inputs")))
         if changed:  # a finished shard has no checkpoint of its own to refuse it
@@ -302,6 +305,10 @@ class _StagedRunRecord(BaseModel):
     run_id: RunId
     count: PositiveInt = Field(le=1 << 20)
     model: Any = None
+    versions: Any = None
+    """What computed the parts (the manifest's ``versions``): a finished part has no
+    checkpoint of its own, so a resume after an upgrade once published parts of two
+    seamlines (or two JAX) as one output. Absent in a record from before 2026-12-06."""
     inputs: Any = None
     """The run's pipeline section hashes and input fingerprint (``changed_inputs``)."""
 
