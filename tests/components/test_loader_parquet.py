@@ -411,3 +411,24 @@ def test_a_path_that_exists_as_written_is_that_file_not_a_pattern(tmp_path: Path
     # A pattern still is one; brackets match the characters as they are.
     escaped = tmp_path / "runs[[]1]" / "*.parquet"
     assert documents(list(loader(escaped).read())) == [("a", "the file named")]
+
+
+def test_an_error_record_named_by_a_place_is_marked_as_one(tmp_path: Path) -> None:
+    """A row whose id cannot be read, a repeated id and a file that is not Parquet are
+    named by their places, which a document may have as its id: a ``lancedb`` sync took
+    such a place for that document and deleted the rows the place stood for."""
+    write(tmp_path / "d.parquet", {"id": ["a", None, "c", "a"], "text": ["x", "y", None, "z"]})
+    (tmp_path / "e.parquet").write_bytes(b"PAR1 this is not a parquet file")
+    items = list(loader(tmp_path / "*.parquet").read())
+    errors = [(i.item.id, i.item.place) for i in items if isinstance(i.item, DocumentError)]
+    assert errors == [
+        (f"{tmp_path}/d.parquet#0:1", True),
+        ("c", False),
+        (f"{tmp_path}/d.parquet#1:1", True),
+        (f"{tmp_path}/e.parquet", True),
+    ]
+    # Without an id column, a row's place is its id: it names the document.
+    write(tmp_path / "t.parquet", {"text": ["x", None]})
+    [_, null] = list(loader(tmp_path / "t.parquet", id_column=None).read())
+    assert isinstance(null.item, DocumentError)
+    assert not null.item.place

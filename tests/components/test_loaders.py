@@ -516,6 +516,10 @@ def test_jsonl_bad_lines_become_error_records(bad_jsonl: Path) -> None:
     assert "must be a non-empty string or an integer" in reasons[5]
     assert reasons[6].startswith("line 8: not valid utf-8")
     assert errors[0].metadata == {"path": str(bad_jsonl.absolute()), "line": 2}
+    # A line named by its place is marked as one: any string, its place too, may be the
+    # id of another line, and a lancedb sync took the place for that document.
+    placed = [error.place for error in errors if isinstance(error, DocumentError)]
+    assert placed == [True, True, False, True, False, True, True]
 
 
 def test_jsonl_a_utf8_byte_order_mark_does_not_cost_the_first_line(tmp_path: Path) -> None:

@@ -395,3 +395,46 @@ def test_seamline_run_keeps_the_rows_of_lines_it_could_not_read(
     assert deleted.exit_code == 0, deleted.stderr
     assert "2 deleted, 1 unchanged" in " ".join(deleted.stdout.split())
     assert ids() == ["d0"]
+
+
+def test_a_place_holds_deletions_back_even_when_a_document_has_its_id(tmp_path: Path) -> None:
+    """Any string may be a document's id: an unreadable line's place (``in.jsonl:1``) that
+    is also the id of an embedded document was taken for that document, so sync deleted
+    the rows of the one the unreadable line stood for."""
+    sync(tmp_path, windows("x", 1, 1) + windows("y", 1, 1))
+    unread = [DocumentError("in.jsonl:1", "bad JSON", {"line": 1}, place=True)]
+    changes = sync(tmp_path, windows("y", 1, 1) + windows("in.jsonl:1", 1, 2), unread)
+    assert changes == {**counts(added=1, unchanged=1), "held": 1}
+    assert [row[0] for row in rows(tmp_path)] == ["in.jsonl:1", "x", "y"]
+
+
+def test_seamline_run_keeps_a_line_it_could_not_read_whose_place_is_another_id(
+    tmp_path: Path, discovered: Registry
+) -> None:
+    """As a user met it: line 1 broke, and line 3's id is ``docs.jsonl:1``, the place line
+    1 is recorded under; sync said "1 deleted" and the document of line 1 was gone."""
+    import lancedb
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_bytes(b'{"id":"x","text":"doc x"}\n{"id":"y","text":"doc y"}\n')
+    (tmp_path / "pipeline.yaml").write_text(
+        "pipeline: docs\n"
+        "loader: {use: jsonl, with: {path: docs.jsonl}}\n"
+        "model: {use: tiny}\n"
+        "attention: {use: native}\n"
+        "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync}}\n",
+        encoding="utf-8",
+    )
+    with cli_in(tmp_path, discovered) as cli:
+        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
+        docs.write_bytes(
+            b'{"id":"x","text":"doc x"\n{"id":"y","text":"doc y"}\n'
+            b'{"id":"docs.jsonl:1","text":"a third"}\n'
+        )
+        held = seamline(cli, Path("pipeline.yaml"))
+    assert held.exit_code == 0, held.stderr
+    found = lancedb.connect(str(tmp_path / "out")).open_table("emb").to_arrow()
+    assert sorted(set(found.column("id").to_pylist())) == ["docs.jsonl:1", "x", "y"]
+    assert "0 deleted" in " ".join(held.stdout.split())
+    record = json.loads((tmp_path / "out" / "emb.errors.jsonl").read_text())
+    assert (record["id"], record["place"]) == ("docs.jsonl:1", True)

@@ -33,12 +33,19 @@ class DocumentError:
     ``prepare`` (the model could not tokenise it) or ``skip`` (it was read, but a rule
     the user can change set it aside, such as an empty text). ``metadata`` should say
     where the document came from (a path, a line), so that it can be found and re-run.
+
+    ``place`` is true when ``id`` is not a document's id but a place in the input
+    (``notes.jsonl:2``, ``data/a.parquet#0:7``): the loader could not read the record's
+    id, or it repeats an earlier record's. Any string may be a real document's id, so
+    without the mark a ``lancedb`` sync took such a place for the document of that id,
+    which was embedded, and deleted the rows of the document the place stood for.
     """
 
     id: str
     reason: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     stage: str = "load"
+    place: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,6 +195,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             reason=f"line {lineno}: duplicate id {document.id!r}, first seen at line {first}; "
             "give each line its own id",
             metadata=self._where(lineno),
+            place=True,
         )
 
     def _too_long(self, lineno: int) -> DocumentError:
@@ -203,6 +204,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             reason=f"line {lineno}: longer than max_bytes={self.config.max_bytes} "
             "(raise max_bytes to read it)",
             metadata=self._where(lineno),
+            place=True,
         )
 
     def _where(self, lineno: int) -> dict[str, Any]:
@@ -227,12 +229,16 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         ``mark`` is the length of a byte-order mark dropped from the line's start: a byte
         offset is reported in the line as it is on disk, where a hex viewer finds it.
         """
-        fallback_id = f"{self.config.path.name}:{lineno}"
         where = self._where(lineno)
 
-        def error(reason: str, doc_id: str = fallback_id, stage: str = "load") -> DocumentError:
+        def error(reason: str, doc_id: str | None = None, stage: str = "load") -> DocumentError:
+            # No id read: the line's place stands in, marked as one (DocumentError.place).
             return DocumentError(
-                id=doc_id, reason=f"line {lineno}: {reason}", metadata=where, stage=stage
+                id=f"{self.config.path.name}:{lineno}" if doc_id is None else doc_id,
+                reason=f"line {lineno}: {reason}",
+                metadata=where,
+                stage=stage,
+                place=doc_id is None,
             )
 
         try:

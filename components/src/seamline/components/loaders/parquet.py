@@ -194,7 +194,8 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 continue
             if parquet is None:
                 if number >= start_file and shard.owns(first):
-                    yield Loaded(f"{path}#{_ALL}", DocumentError(path, reason, {"file": path}))
+                    error = DocumentError(path, reason, {"file": path}, place=True)
+                    yield Loaded(f"{path}#{_ALL}", error)
                 continue
             check_columns(self.config, path, parquet.schema_arrow)
             for group in range(groups):
@@ -332,9 +333,8 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         except (pa.ArrowException, OSError) as err:
             reason = f"row group {group} could not be read after row {row}: {err}"
             where_group = {"file": path, "row_group": group}
-            yield Loaded(
-                f"{path}#{group}:{_ALL}", DocumentError(f"{path}#{group}", reason, where_group)
-            )
+            error = DocumentError(f"{path}#{group}", reason, where_group, place=True)
+            yield Loaded(f"{path}#{group}:{_ALL}", error)
 
     def _refused(
         self, parquet: pq.ParquetFile, path: str, group: int, size: rows.GroupSize, skip: Any
@@ -384,12 +384,10 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
     def _error(
         self, where: tuple[str, int, int], reason: str, raw_id: Any = None, **more: Any
     ) -> DocumentError:
-        """The error record of row ``where``: named by its id when usable, else by its place."""
-        path, group, row = where
-        place = f"{path}#{group}:{row}"
-        doc_id = str(raw_id) if _usable_id(raw_id) else place
-        metadata = {"file": path, "row_group": group, "row": row, **more}
-        return DocumentError(doc_id, f"row {row} of row group {group}: {reason}", metadata)
+        """The error record of row ``where``: :func:`row_error`."""
+        return row_error(
+            where, reason, raw_id, ids_are_places=self.config.id_column is None, **more
+        )
 
     def _too_big(
         self, where: tuple[str, int, int], fields: dict[str, Any], size: int
@@ -463,6 +461,19 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
             return replace(skipped, stage="skip")
         metadata = {name: fields[name] for name in config.metadata_columns}
         return Document(doc_id, text, metadata)
+
+
+def row_error(
+    where: tuple[str, int, int], reason: str, raw_id: Any, *, ids_are_places: bool, **more: Any
+) -> DocumentError:
+    """The error record of row ``where``: named by its id when usable, else by its place,
+    marked as one (:attr:`DocumentError.place`) unless places are the ids (no id column)."""
+    path, group, row = where
+    usable = _usable_id(raw_id)
+    doc_id = str(raw_id) if usable else f"{path}#{group}:{row}"
+    metadata = {"file": path, "row_group": group, "row": row, **more}
+    reason = f"row {row} of row group {group}: {reason}"
+    return DocumentError(doc_id, reason, metadata, place=not usable and not ids_are_places)
 
 
 def _usable_id(value: Any) -> bool:

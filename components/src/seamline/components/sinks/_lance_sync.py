@@ -17,10 +17,12 @@ two things around it that need the data:
 - **A failure that names no document of the table holds every deletion back.** A
   loader that could not read a record far enough to know its id (a line of bad bytes
   or broken JSON, a Parquet file unreadable this time) sets it aside under a place in
-  the input (``notes.jsonl:2``, ``data/b.parquet``), not a document id; the documents
-  it stands for are then missing from the run as if they had been removed. Since a
-  loader's failure whose id the table does not hold may be such a place (or a new
-  document; a failure to prepare names its document, which the loader read), sync
+  the input (``notes.jsonl:2``, ``data/b.parquet``), not a document id, and marks it
+  so (``"place": true``); the documents it stands for are then missing from the run as
+  if they had been removed. A place holds deletions back even when a document of the
+  table or of the run has the same id (any string may be one). Since a loader's failure
+  whose id the table does not hold may also be such a place (a third-party loader's, not
+  marked; or a new document: a failure to prepare names its document), sync
   deletes nothing in that run: the documents missing from the input keep their rows
   (counted as ``held``, with a warning naming the failures), while those embedded are
   added or replaced as usual. The next run whose failures all name documents of the
@@ -110,7 +112,8 @@ def publish_synced(
     contents = list(errors)
     failed = failed_ids(contents)
     embedded = ids() if failed else set()
-    tally = SyncTally(failed - embedded, failed_ids(contents, stages={"load"}) - embedded)
+    unread = failed_ids(contents, stages={"load"}) - embedded
+    tally = SyncTally(failed - embedded, unread, place_ids(contents))
     if table is not None:
         try:
             tally.before(table_rows(table, batch_rows))
@@ -127,7 +130,7 @@ def publish_synced(
         raise UserError(
             f"{databases.sink} sink: cannot sync {where!r}: this run embedded no document "
             f"({skipped} skipped by a rule: blank now, or the model made nothing of it; "
-            f"{len(failed)} set aside by a failure), so sync would delete all "
+            f"{len(failed | tally.places)} set aside by a failure), so sync would delete all "
             f"{tally.documents_before} documents of the table and add none; nothing was "
             "changed. Check the input (an extraction that now gives empty texts?); if the "
             "table is meant to be emptied, use mode: overwrite"
@@ -155,13 +158,33 @@ def publish_synced(
 
 def failed_ids(errors: Iterable[bytes], stages: set[str] | None = None) -> frozenset[str]:
     """The documents set aside by a failure (any stage but ``skip``, or those of ``stages``),
-    from errors files' contents (one JSON object per line, as the sink kit writes them)."""
+    from errors files' contents (one JSON object per line, as the sink kit writes them).
+    A record whose id is a place in the input (``"place": true``) names no document."""
     failed = (
         entry.get(ID)
         for entry in _entries(errors)
-        if entry.get("stage") != "skip" and (stages is None or entry.get("stage") in stages)
+        if entry.get("stage") != "skip"
+        and (stages is None or entry.get("stage") in stages)
+        and entry.get("place") is not True
     )
     return frozenset(doc for doc in failed if isinstance(doc, str))
+
+
+def place_ids(errors: Iterable[bytes]) -> frozenset[str]:
+    """The places in the input (``"place": true``) of the records set aside by a failure
+    whose id the loader could not read (or that repeat an earlier record's id).
+
+    Any string may be a document's id: a place taken for one (``docs.jsonl:1``, the id of
+    another, embedded, line) stood for nothing missing, so sync deleted the rows of the
+    document the unreadable line stood for. A place holds every deletion back, whatever
+    the table or the run holds under the same string.
+    """
+    places = (
+        entry.get(ID)
+        for entry in _entries(errors)
+        if entry.get("stage") != "skip" and entry.get("place") is True
+    )
+    return frozenset(str(place) for place in places)
 
 
 def _entries(errors: Iterable[bytes]) -> Iterator[dict[str, object]]:
@@ -179,12 +202,19 @@ def _entries(errors: Iterable[bytes]) -> Iterator[dict[str, object]]:
 class SyncTally:
     """The per-document digests of the table before a sync and of the rows it publishes."""
 
-    def __init__(self, kept: frozenset[str], unread: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        kept: frozenset[str],
+        unread: frozenset[str] = frozenset(),
+        places: frozenset[str] = frozenset(),
+    ) -> None:
         self.kept = kept
         self.unread = unread
         """Those of ``kept`` set aside by the loader (stage ``load``): the only failures
         whose id may be a place in the input rather than a document's (a model that
         could not prepare a document was given it, id and all)."""
+        self.places = places
+        """The failures a loader marked as named by a place in the input, not an id."""
         self._before: dict[str, int] = {}
         self._after: _Digests = _Digests()
 
@@ -203,8 +233,9 @@ class SyncTally:
     def unnamed(self) -> frozenset[str]:
         """The loader's failures that name no document of the table: each a new document,
         or a place in the input standing for one of the table's that the loader could not
-        read far enough to name. Any holds every deletion of the sync back."""
-        return self.unread - self._before.keys()
+        read far enough to name (all of :attr:`places`). Any holds every deletion of the
+        sync back."""
+        return (self.unread - self._before.keys()) | self.places
 
     def empties_the_table(self) -> bool:
         """Whether a sync that publishes no rows would leave a table that had some empty:

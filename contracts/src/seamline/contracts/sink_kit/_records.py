@@ -35,14 +35,19 @@ def error_line(error: DocumentError) -> dict[str, Any]:
     """The JSON object recorded for a document that was set aside (the dead-letter record).
 
     Strict JSON whatever the loader put in it (see :mod:`seamline.contracts.json_safe`),
-    so that one odd file name cannot end the run that is setting it aside.
+    so that one odd file name cannot end the run that is setting it aside. ``place``
+    is written only when true (``id`` is a place in the input, not a document's id),
+    so the records of documents named by their ids are as they always were.
     """
-    return {
+    line = {
         "id": safe_text(error.id),
         "stage": safe_text(getattr(error, "stage", "load")),
         "reason": safe_text(error.reason),
         "metadata": json_safe(dict(error.metadata)),
     }
+    if getattr(error, "place", False):
+        line["place"] = True
+    return line
 
 
 def record_fields(record: OutputRecord, *, text: bool = False) -> dict[str, Any]:
