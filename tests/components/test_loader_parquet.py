@@ -90,7 +90,7 @@ def test_rows_without_a_usable_id_or_text_become_error_records(tmp_path: Path) -
     assert documents(items) == [("a", "fine"), ("d", "also fine")]
     assert [(e.id, e.reason) for e in errors] == [
         (
-            f"{tmp_path}/d.parquet#0:1",
+            "d.parquet#0:1",
             "row 1 of row group 0: id column 'id' must hold a non-empty string or an integer, "
             "found null",
         ),
@@ -106,9 +106,7 @@ def test_a_file_that_is_not_parquet_is_set_aside_and_the_rest_read(corpus: Path)
     (corpus / "a2.parquet").write_bytes(b"PAR1 this is not a parquet file")
     items = list(loader(corpus / "*.parquet").read())
     bad = [i for i in items if isinstance(i.item, DocumentError)]
-    assert [(i.item.id, i.cursor) for i in bad] == [
-        (f"{corpus}/a2.parquet", f"{corpus}/a2.parquet#*")
-    ]
+    assert [(i.item.id, i.cursor) for i in bad] == [("a2.parquet", f"{corpus}/a2.parquet#*")]
     assert "not a readable Parquet file" in bad[0].item.reason
     assert len(documents(items)) == 10
     after_bad = list(loader(corpus / "*.parquet").read(after=bad[0].cursor))
@@ -118,9 +116,32 @@ def test_a_file_that_is_not_parquet_is_set_aside_and_the_rest_read(corpus: Path)
 def test_ids_can_be_the_rows_places(tmp_path: Path) -> None:
     write(tmp_path / "t.parquet", {"body": ["x", "y", "z"]})
     items = list(loader(tmp_path / "t.parquet", id_column=None, text_column="body").read())
-    assert [i.item.id for i in items] == [
-        f"{tmp_path}/t.parquet#{g}:{r}" for g, r in ((0, 0), (0, 1), (1, 0))
+    assert [i.item.id for i in items] == [f"t.parquet#{g}:{r}" for g, r in ((0, 0), (0, 1), (1, 0))]
+
+
+def test_a_rows_place_is_one_id_however_the_path_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids held the path as typed: ``pq/a.parquet#0:0``, ``./pq/a.parquet#0:0`` and the
+    absolute path were three ids for one row, and an ``upsert`` from another folder (or
+    with the path spelled otherwise) added every row again."""
+    write(tmp_path / "pq" / "sub" / "a.parquet", {"text": ["x"]})
+    monkeypatch.chdir(tmp_path)
+    spellings = [
+        "pq/**/*.parquet",
+        "./pq/**/*.parquet",
+        f"{tmp_path}/pq/**/*.parquet",
+        "pq/../pq/**/*.parquet",
     ]
+    for spelling in spellings:
+        [item] = list(loader(spelling, id_column=None).read())
+        assert item.item.id == "sub/a.parquet#0:0", spelling
+    for spelling in ["pq/sub/a.parquet", "./pq/sub/a.parquet", f"{tmp_path}/pq/sub/*.parquet"]:
+        [item] = list(loader(spelling, id_column=None).read())
+        assert item.item.id == "a.parquet#0:0", spelling
+    monkeypatch.chdir(tmp_path / "pq")
+    [item] = list(loader("sub/a.parquet", id_column=None).read())
+    assert item.item.id == "a.parquet#0:0"
 
 
 @pytest.mark.parametrize(
@@ -392,8 +413,8 @@ def test_a_match_that_is_no_regular_file_is_its_error_record(corpus: Path) -> No
     bad = {i.item.id: i.item.reason for i in items if isinstance(i.item, DocumentError)}
     unreadable = "not a readable Parquet file: "
     assert bad == {
-        f"{corpus}/c.parquet": f"{unreadable}a link to a file that does not exist",
-        f"{corpus}/d.parquet": f"{unreadable}a FIFO (named pipe), not a regular file",
+        "c.parquet": f"{unreadable}a link to a file that does not exist",
+        "d.parquet": f"{unreadable}a FIFO (named pipe), not a regular file",
     }
     assert len(documents(items)) == 10
 
@@ -422,10 +443,10 @@ def test_an_error_record_named_by_a_place_is_marked_as_one(tmp_path: Path) -> No
     items = list(loader(tmp_path / "*.parquet").read())
     errors = [(i.item.id, i.item.place) for i in items if isinstance(i.item, DocumentError)]
     assert errors == [
-        (f"{tmp_path}/d.parquet#0:1", True),
+        ("d.parquet#0:1", True),
         ("c", False),
-        (f"{tmp_path}/d.parquet#1:1", True),
-        (f"{tmp_path}/e.parquet", True),
+        ("d.parquet#1:1", True),
+        ("e.parquet", True),
     ]
     # Without an id column, a row's place is its id: it names the document.
     write(tmp_path / "t.parquet", {"text": ["x", None]})

@@ -275,7 +275,8 @@ def _parquet(corpus: Corpus) -> None:
         ("p-special", "[CLS] [SEP] [PAD]"),
         ("p-boom", TOKENIZER_FAILURE),
     ]
-    a = write("a.parquet", [i for i, _ in rows], [t for _, t in rows])
+    write("a.parquet", [i for i, _ in rows], [t for _, t in rows])
+    a = "a.parquet"  # a place's name in ids: the file's path from the pattern's folder
     add(Case("an ordinary row", p, ("p-plain",), WRITTEN))
     add(Case("a repeated id (first)", p, ("p-twice",), WRITTEN))
     add(Case("a repeated id (second)", p, (f"{a}#0:2",), DEAD, "duplicate id", "load"))
@@ -297,7 +298,16 @@ def _parquet(corpus: Corpus) -> None:
 
     junk = root / "junk.parquet"
     junk.write_bytes(b"PAR1 this is not a parquet file PAR1")
-    add(Case("a file that is not Parquet", p, (str(junk),), DEAD, "not a readable Parquet", "load"))
+    add(
+        Case(
+            "a file that is not Parquet",
+            p,
+            ("junk.parquet",),
+            DEAD,
+            "not a readable Parquet",
+            "load",
+        )
+    )
 
     ids = [f"pt{i}" for i in range(TINY)]
     write("tiny.parquet", list(ids), ["w"] * TINY)

@@ -100,7 +100,9 @@ class ParquetLoaderConfig(ComponentConfig):
     id_column: str | None = Field(
         default="id",
         description="Column holding each document's id (strings or integers). null: each "
-        "row's id is '<file>#<row group>:<row>'.",
+        "row's id is its place, '<file>#<row group>:<row>', the file named by its path from "
+        "the folder the pattern starts in (that of the file, for one file): 'sub/a.parquet#0:7' "
+        "for 'data/**/*.parquet', however the path is spelled or wherever the run starts.",
     )
     text_column: str = Field(default="text", description="Column holding each document's text.")
     metadata_columns: list[str] = Field(
@@ -169,12 +171,15 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
     name: ClassVar[str] = "parquet"
     contract_version: ClassVar[str] = "1.1"
     Config = ParquetLoaderConfig
+    _names: dict[str, str]
+    """Each file's name in ids (:func:`place_names`), set as :meth:`read` lists them."""
 
     def read(self, *, shard: Shard = _WHOLE, after: str | None = None) -> Iterator[Loaded]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         files = self._files()
+        self._names = place_names(self.config.path, files)
         start_file, start_group, last_row = parse_cursor(after, files, self.config.path)
         places: list[tuple[str, int]] = []  # (file, row group) of each row group's number
         seen = self._seen_ids(places)
@@ -194,7 +199,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 continue
             if parquet is None:
                 if number >= start_file and shard.owns(first):
-                    error = DocumentError(path, reason, {"file": path}, place=True)
+                    error = DocumentError(self._names[path], reason, {"file": path}, place=True)
                     yield Loaded(f"{path}#{_ALL}", error)
                 continue
             check_columns(self.config, path, parquet.schema_arrow)
@@ -260,18 +265,6 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
 
     # -- rows ------------------------------------------------------------------------------
 
-    def _columns(self) -> list[str]:
-        config = self.config
-        return list(
-            dict.fromkeys(
-                [
-                    *([config.id_column] if config.id_column else []),
-                    config.text_column,
-                    *config.metadata_columns,
-                ]
-            )
-        )
-
     def _group(
         self,
         parquet: pq.ParquetFile,
@@ -288,7 +281,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         if skip == _ALL:
             return
         config, limit = self.config, self.config.max_bytes
-        columns = self._columns()
+        columns = read_columns(config)
         size = rows.group_size(parquet, group, columns)
         if rows.refusal(size, limit):
             yield from self._refused(parquet, path, group, size, skip)
@@ -333,7 +326,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         except (pa.ArrowException, OSError) as err:
             reason = f"row group {group} could not be read after row {row}: {err}"
             where_group = {"file": path, "row_group": group}
-            error = DocumentError(f"{path}#{group}", reason, where_group, place=True)
+            error = DocumentError(f"{self._names[path]}#{group}", reason, where_group, place=True)
             yield Loaded(f"{path}#{group}:{_ALL}", error)
 
     def _refused(
@@ -385,9 +378,14 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         self, where: tuple[str, int, int], reason: str, raw_id: Any = None, **more: Any
     ) -> DocumentError:
         """The error record of row ``where``: :func:`row_error`."""
-        return row_error(
-            where, reason, raw_id, ids_are_places=self.config.id_column is None, **more
-        )
+        place = self._place(where)
+        unnamed = self.config.id_column is None
+        return row_error(where, reason, raw_id, place=place, ids_are_places=unnamed, **more)
+
+    def _place(self, where: tuple[str, int, int]) -> str:
+        """Row ``where``'s place, as ids name it: ``a.parquet#0:7`` (:func:`place_names`)."""
+        path, group, row = where
+        return f"{self._names[path]}#{group}:{row}"
 
     def _too_big(
         self, where: tuple[str, int, int], fields: dict[str, Any], size: int
@@ -433,9 +431,8 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
     ) -> Document | DocumentError:
         """One row as a document, or as the record of why it is not one."""
         config = self.config
-        path, group, row = where
         if config.id_column is None:
-            doc_id = f"{path}#{group}:{row}"
+            doc_id = self._place(where)
         else:
             raw_id = fields[config.id_column]
             if not _usable_id(raw_id):
@@ -463,14 +460,47 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         return Document(doc_id, text, metadata)
 
 
+def read_columns(config: ParquetLoaderConfig) -> list[str]:
+    """The columns a row is read from: its id (if any), its text and its metadata."""
+    return list(
+        dict.fromkeys(
+            [
+                *([config.id_column] if config.id_column else []),
+                config.text_column,
+                *config.metadata_columns,
+            ]
+        )
+    )
+
+
+def place_names(pattern: str, files: Sequence[str]) -> dict[str, str]:
+    """Each of ``files`` by its POSIX path from the folder ``pattern`` starts in (that of
+    the file, for one file): what names a row's place in an id (``a.parquet#0:7``).
+
+    The path as typed named it before: ``pq/a.parquet``, ``./pq/a.parquet`` and
+    ``/home/me/pq/a.parquet`` were three ids for one row, and with ``id_column: null`` an
+    ``upsert`` run from another folder, or with the path spelled otherwise, added every
+    row again. Cursors keep the path as typed: a resume runs with the same settings.
+    """
+    base = Path(pattern).parent if os.path.lexists(pattern) else pattern_start(pattern)[0]
+    start = os.path.abspath(base)
+    return {path: Path(os.path.relpath(os.path.abspath(path), start)).as_posix() for path in files}
+
+
 def row_error(
-    where: tuple[str, int, int], reason: str, raw_id: Any, *, ids_are_places: bool, **more: Any
+    where: tuple[str, int, int],
+    reason: str,
+    raw_id: Any,
+    *,
+    place: str,
+    ids_are_places: bool,
+    **more: Any,
 ) -> DocumentError:
     """The error record of row ``where``: named by its id when usable, else by its place,
     marked as one (:attr:`DocumentError.place`) unless places are the ids (no id column)."""
     path, group, row = where
     usable = _usable_id(raw_id)
-    doc_id = str(raw_id) if usable else f"{path}#{group}:{row}"
+    doc_id = str(raw_id) if usable else place
     metadata = {"file": path, "row_group": group, "row": row, **more}
     reason = f"row {row} of row group {group}: {reason}"
     return DocumentError(doc_id, reason, metadata, place=not usable and not ids_are_places)
