@@ -187,7 +187,8 @@ def test_a_utf16_file_is_named_so_with_the_encoding_to_set(tmp_path: Path) -> No
     (tmp_path / "notes.txt").write_bytes("caf\u00e9 notes".encode("utf-16"))
     error = only(text_loader(tmp_path).read())
     assert isinstance(error, DocumentError)
-    assert "UTF-16 byte-order mark: set the loader's encoding: utf-16" in error.reason
+    assert "UTF-16 byte-order mark: convert it to UTF-8" in error.reason
+    assert "set the loader's encoding: utf-16" in error.reason
     fixed = only(text_loader(tmp_path, encoding="utf-16").read())
     assert isinstance(fixed, Document)
     assert fixed.text == "caf\u00e9 notes"
@@ -217,6 +218,26 @@ def test_utf16_without_a_byte_order_mark_is_named_with_the_encoding(
     fixed = only(text_loader(tmp_path, encoding=codec, glob="plain.txt").read())
     assert isinstance(fixed, Document)
     assert fixed.text == "The budget review is on Thursday."
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "UTF16", "utf-16-le", "utf-16-be"])
+def test_a_utf8_file_read_as_utf16_is_set_aside_not_garbled(tmp_path: Path, codec: str) -> None:
+    # Any even number of bytes decodes as UTF-16: 'hello world!' was embedded as '敨汬...'.
+    (tmp_path / "a.txt").write_bytes("caf\u00e9 notes".encode(codec))
+    (tmp_path / "b.txt").write_bytes(b"hello world!")
+    marked, utf8 = (loaded.item for loaded in text_loader(tmp_path, encoding=codec).read())
+    assert isinstance(marked, Document)
+    assert marked.text == "caf\u00e9 notes"
+    assert isinstance(utf8, DocumentError)
+    assert "it reads as UTF-8: convert it (iconv -f UTF-8 -t UTF-16" in utf8.reason
+
+
+def test_utf16_without_a_mark_names_the_byte_order_to_set(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes("plain notes".encode("utf-16-be"))
+    error = only(text_loader(tmp_path, encoding="utf-16").read())
+    assert isinstance(error, DocumentError)
+    assert error.reason.startswith("no UTF-16 byte-order mark, which encoding utf-16 needs")
+    assert error.reason.endswith("as in UTF-16-BE: set the encoding: utf-16-be")
 
 
 def test_a_few_nul_bytes_do_not_make_a_file_utf16(tmp_path: Path) -> None:

@@ -80,7 +80,9 @@ class TextFilesConfig(ComponentConfig):
     encoding: str = Field(
         default="utf-8",
         description="Text encoding of the files; a file that does not decode becomes an error "
-        "record. Use 'utf-8-sig' to drop a byte-order mark.",
+        "record. Use 'utf-8-sig' to drop a byte-order mark. With 'utf-16' a file without a "
+        "UTF-16 byte-order mark, and with any UTF-16 encoding a file that reads as UTF-8, "
+        "becomes an error record too: as UTF-16 it would decode, garbled.",
     )
     max_bytes: int | None = Field(
         default=DEFAULT_MAX_BYTES,
@@ -284,6 +286,8 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             return error(f"not a regular file ({err}); only regular files are documents")
         if limit is not None and len(data) > limit:
             return error(f"larger than max_bytes={limit} (raise max_bytes to read it)")
+        if (not_utf16 := _not_utf16(data, self.config.encoding)) is not None:
+            return error(not_utf16, bytes=len(data))
         try:
             text = data.decode(self.config.encoding)
         except UnicodeDecodeError as err:
@@ -354,13 +358,54 @@ class TextFilesLoader(Loader[TextFilesConfig]):
 def _encoding_hint(data: bytes) -> str:
     """What to set when a file does not decode: the decode error alone names no fix."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "it begins with a UTF-16 byte-order mark: set the loader's encoding: utf-16"
+        return (
+            "it begins with a UTF-16 byte-order mark: convert it to UTF-8 (iconv -f UTF-16 "
+            "-t UTF-8), or, if every file the glob matches is UTF-16, set the loader's "
+            "encoding: utf-16"
+        )
     if (codec := _utf16_without_mark(data)) is not None:
         return (
             f"every other byte is 0, as in {codec.upper()} text without a byte-order mark: "
             f"set the loader's encoding: {codec}"
         )
     return "if the files are in another encoding, set the loader's encoding (such as latin-1)"
+
+
+_UTF16 = frozenset({"utf-16", "utf-16-le", "utf-16-be"})
+
+
+def _not_utf16(data: bytes, encoding: str) -> str | None:
+    """Why ``data`` is not read with ``encoding`` when that is UTF-16 and ``data`` plainly
+    is not; None otherwise.
+
+    Any even number of bytes decodes as UTF-16: with ``encoding: utf-16`` (the hint for
+    one file with a byte-order mark) every UTF-8 file of the folder was embedded as
+    CJK-looking garbage ('hello world!' as '敨汬...'), exit 0. ``utf-16`` needs
+    the mark to know the byte order; ``utf-16-le`` and ``-be`` text has a 0 byte in
+    every character below U+0100 (spaces, line ends), which UTF-8 text never has.
+    """
+    codec = codecs.lookup(encoding).name
+    if codec not in _UTF16 or not data:
+        return None
+    try:
+        data.decode("utf-8")
+        utf8 = b"\x00" not in data
+    except UnicodeDecodeError:
+        utf8 = False
+    convert = (
+        f"it reads as UTF-8: convert it (iconv -f UTF-8 -t {codec.upper()}), or keep the "
+        "UTF-8 files out of this loader's glob"
+    )
+    if codec != "utf-16":
+        return f"not {codec} text: no byte is 0 and {convert}" if utf8 else None
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None
+    missing = "no UTF-16 byte-order mark, which encoding utf-16 needs to know the byte order"
+    if utf8:
+        return f"{missing}; {convert}"
+    if (order := _utf16_without_mark(data)) is not None:
+        return f"{missing}; every other byte is 0, as in {order.upper()}: set the encoding: {order}"
+    return f"{missing}; convert the file to UTF-8, or set the encoding it is in"
 
 
 def _utf16_without_mark(data: bytes) -> str | None:
