@@ -118,6 +118,26 @@ def test_shards_and_resumes_agree_on_which_repeat_is_refused(tmp_path: Path) -> 
     assert outcomes(loader, after="4") == {k: v for k, v in whole.items() if int(k) > 4}
 
 
+def test_a_line_set_aside_keeps_its_id_and_a_later_line_with_it_is_a_repeat(
+    tmp_path: Path,
+) -> None:
+    """As parquet does: the errors file named 'z' (a null text) and the output had 'z' too."""
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        '{"id": "z", "text": null}\n{"id": "y", "text": "y"}\n{"id": "z", "text": "valid z"}\n'
+    )
+    loader = JsonlLoader(JsonlLoaderConfig(path=path))
+    whole = outcomes(loader)
+    assert whole == {
+        "1": "line 1: text field 'text' must be a string, not NoneType",
+        "2": "ok",
+        "3": "line 3: duplicate id 'z', first seen at line 1; give each line its own id",
+    }
+    shards = [outcomes(loader, shard=Shard(index, 2)) for index in range(2)]
+    assert {k: v for part in shards for k, v in part.items()} == whole
+    assert outcomes(loader, after="2") == {"3": whole["3"]}
+
+
 def test_the_ids_remembered_are_bounded(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "d.jsonl", ["a", "b", "c", "c", "a"])
     loader = JsonlLoader(JsonlLoaderConfig(path=path, max_tracked_ids=2))

@@ -145,6 +145,10 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                 item = self._too_long(lineno) if raw is None else self._parse(lineno, raw, mark)
                 if isinstance(item, Document):
                     item = self._unique(item, lineno, seen)
+                elif not item.place:
+                    # Its id was read: the first line with an id keeps it even when set
+                    # aside, as in parquet; else the errors file and the output shared it.
+                    seen.first(item.id, lineno)
                 if mine:
                     yield Loaded(cursor=str(lineno), item=item)
         if position < 0 and skip_through == 0:
