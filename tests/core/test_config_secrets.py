@@ -133,3 +133,48 @@ def test_a_loader_s_refusal_that_quotes_a_piece_is_withheld(registry: Registry) 
         "p.yaml:2:40: loader.with.root: loader 'text-files' refused its settings"
     )
     assert "loader.with.root is written ${ROOT:-docs})" in str(placed)  # seamline's notes stay
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        # "text" of my-texts is in "text-files"; every loader message was withheld for it
+        (
+            "my-texts",
+            "text-files loader: glob '**/*.txt' matches no file under root {v!r} "
+            "(looked in /w/{v}); nothing was written. Set 'glob' or 'root' in the loader's "
+            "'with:' block to where your files are",
+        ),
+        # "json" of any *.jsonl path is in "JSON line", "empt" of jx/empty.jsonl in "empty"
+        (
+            "jx/empty.jsonl",
+            "jsonl loader: {v!r} holds no JSON line (it is empty or blank; "
+            "looked in /w/{v}); nothing was written. Set 'path' in the loader's 'with:' block "
+            "to a JSON Lines file with documents in it",
+        ),
+    ],
+)
+def test_the_component_s_own_words_are_not_pieces_of_a_value(value: str, message: str) -> None:
+    said = scrub(message.format(v=value), [filled("ROOT", value)], "loader 'text-files'")
+    assert said.place is None, said.text
+    assert said.text == message.format(v="${ROOT}")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "prefix becomes ['hunter', '##2pass']",  # quoted pieces, plain words or not
+        "token HUNTER2PASS was refused",  # the whole value in another case
+        "user hunter-2pass is unknown",  # a run over more than one word
+        "cannot log in as Hunter2 (pass)",  # a run with a digit in it
+    ],
+)
+def test_a_piece_outside_the_component_s_plain_words_is_still_withheld(message: str) -> None:
+    said = scrub(message, [filled("PFX", "hunter2pass")], "model 'bert-encoder'")
+    assert said.place is not None, said.text
+    assert "hunter" not in said.text.lower()
+
+
+def test_a_value_of_letters_alone_in_another_case_is_not_a_plain_word() -> None:
+    said = scrub("token MYSECRET was refused", [filled("PFX", "mysecret")], "model")
+    assert said.place is not None, said.text

@@ -14,6 +14,12 @@ So every such message goes through one rule, the same for every component:
   ``'hunter', '##2'``; an upper-cased copy; an escaped one), which no replacement can
   be sure to catch: the whole message is withheld, and seamline says in its own words
   which variable's value it quoted, where that is written, and how to see the message.
+  Such a run is not looked for inside a plain word of the component's own wording: a
+  word of letters alone, in lower, Title or UPPER case, outside quotes (``'...'``,
+  ``"..."``), that is not the whole value in another case. Every loader message was
+  withheld for ``SEAMLINE_CORPUS=my-texts`` ("text" of "text-files loader") or for any
+  ``*.jsonl`` path ("JSON line"). A quoted word still counts (a tokenizer's pieces are
+  quoted), as does a run over more than one word or with a digit or a sign in it.
 
 seamline's own messages about a pipeline have their values replaced too, with every
 value of the document (:func:`scrubbed`): they quote what the file names (a component
@@ -101,7 +107,7 @@ def scrub(
     if not values:
         return Shown(verbatim + message)
     pattern, names = _replacing(values, filled)
-    left = pattern.sub("\0", message).lower()
+    left = pattern.sub("\0", message)
     quoted = [f for f in filled if len(f.value) >= SHORTEST and _holds_piece(left, f.value)]
     if quoted:
         return Shown(withheld(owner, quoted), quoted[0].place)
@@ -168,12 +174,42 @@ def _names_by_value(filled: Sequence[Filled]) -> Mapping[str, str]:
     return {value: " or ".join(those) for value, those in names.items()}
 
 
+_QUOTED = re.compile(r"""(?<!\w)'[^'\n]*'(?!\w)|(?<!\w)"[^"\n]*"(?!\w)""")
+"""A quoted span (``'x'``, ``"x"``); an apostrophe within a word (``loader's``) opens none."""
+_WORD = re.compile(r"[^\W\d_]+")
+"""A run of letters."""
+
+
 def _holds_piece(text: str, value: str) -> bool:
-    """Whether lower-cased ``text`` holds :data:`PIECE` characters in a row of ``value``
-    (all of it, ignoring case, when it is shorter)."""
-    lowered = value.lower()
+    """Whether ``text`` holds, ignoring case, :data:`PIECE` characters in a row of ``value``
+    (all of it when it is shorter) other than within one plain word of the message's own
+    wording (:func:`_own_words`)."""
+    lowered, searched = value.lower(), text.lower()
+    # A letter whose lower case is longer ('İ') would shift every place: no word is own then.
+    own = _own_words(text, lowered) if len(searched) == len(text) else [0] * len(searched)
     size = min(PIECE, len(lowered))
-    return any(lowered[i : i + size] in text for i in range(len(lowered) - size + 1))
+    for piece in {lowered[i : i + size] for i in range(len(lowered) - size + 1)}:
+        for found in re.finditer(re.escape(piece), searched):
+            word = own[found.start()]
+            if not word or own[found.end() - 1] != word:  # not within one plain word
+                return True
+    return False
+
+
+def _own_words(text: str, value: str) -> list[int]:
+    """For each character of ``text``, the number (from 1) of the plain word of the
+    message's own wording it is in, or 0: a word of letters alone, in lower, Title or
+    UPPER case, outside quotes, that is not ``value`` (lower-cased) itself."""
+    quoted = [False] * len(text)
+    for span in _QUOTED.finditer(text):
+        quoted[span.start() : span.end()] = [True] * (span.end() - span.start())
+    words = [0] * len(text)
+    for number, word in enumerate(_WORD.finditer(text), start=1):
+        letters = word[0]
+        plain = letters.islower() or letters.isupper() or letters.istitle()
+        if plain and letters.lower() != value and not any(quoted[word.start() : word.end()]):
+            words[word.start() : word.end()] = [number] * len(letters)
+    return words
 
 
 def _listed(items: Mapping[str, None]) -> str:
