@@ -305,7 +305,24 @@ def test_text_files_unreadable_file_becomes_error_record(
     error = items[1]
     assert isinstance(error, DocumentError)
     assert error.id == "locked.txt"
-    assert error.reason == "cannot read: Permission denied"
+    assert error.reason == (  # with the fix: the system's words named none
+        "cannot read: Permission denied; make it readable by the user running seamline, "
+        "or leave it out of the glob"
+    )
+
+
+def test_a_socket_is_named_as_one_not_as_unreadable(tmp_path: Path) -> None:
+    # A socket cannot be opened (ENXIO): it read "cannot read: No such device or address".
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(str(tmp_path / "s.txt"))
+        error = only(text_loader(tmp_path).read())
+    finally:
+        listener.close()
+    assert isinstance(error, DocumentError)
+    assert error.reason == "not a regular file (a socket); only regular files are documents"
 
 
 def test_text_files_broken_symlink_is_reported_not_dropped(tmp_path: Path) -> None:

@@ -85,6 +85,7 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> Binary
     except OSError:
         if not follow and os.path.islink(path):
             raise NotRegularFile(FILE_KINDS[stat.S_IFLNK]) from None
+        _refuse_irregular(path, follow=follow)
         raise
     try:
         mode = os.fstat(fd).st_mode
@@ -97,6 +98,20 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> Binary
     except BaseException:
         os.close(fd)
         raise
+
+
+def _refuse_irregular(path: str | os.PathLike[str], *, follow: bool) -> None:
+    """``NotRegularFile`` if ``path``, which could not be opened, is no regular file.
+
+    A socket cannot be opened at all (ENXIO): it was set aside as "cannot read: No such
+    device or address", not as what it is, a socket, which is not a regular file.
+    """
+    try:
+        mode = os.stat(path, follow_symlinks=follow).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(kind_of(mode)) from None
 
 
 def read_regular(path: str | os.PathLike[str], limit: int | None, *, follow: bool = True) -> bytes:

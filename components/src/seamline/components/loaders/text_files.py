@@ -25,6 +25,7 @@ so that every output can hold it; the cursor keeps the real name.
 from __future__ import annotations
 
 import codecs
+import errno
 import fnmatch
 import os
 from pathlib import Path, PurePosixPath
@@ -281,7 +282,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                     return error(outside)
                 data = handle.read() if limit is None else handle.read(limit + 1)
         except OSError as err:
-            return error(f"cannot read: {err.strerror or err}")
+            return error(f"cannot read: {err.strerror or err}{_read_fix(err)}")
         except NotRegularFile as err:
             return error(f"not a regular file ({err}); only regular files are documents")
         if limit is not None and len(data) > limit:
@@ -353,6 +354,13 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             f"a symbolic link that leads outside root (to {safe_text(str(target))!r}); only "
             "files under root are read: copy the file under root, or move root up"
         )
+
+
+def _read_fix(err: OSError) -> str:
+    """What to do about a file that could not be opened: the system's words name no fix."""
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "; make it readable by the user running seamline, or leave it out of the glob"
+    return ""
 
 
 def _encoding_hint(data: bytes) -> str:
