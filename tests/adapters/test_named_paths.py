@@ -122,12 +122,50 @@ def test_a_compile_cache_others_can_write_is_never_used(
     if os.getuid() == 0:  # root can give it away: another owner, another group
         named.chmod(0o755)
         os.chown(named, 12345, -1)
-        with pytest.raises(UserError, match=r"owned by another user \(uid 12345\)"):
+        with pytest.raises(UserError, match=r"owned by another user \(uid 12345\)") as refused:
             enable_compile_cache()
+        # chmod cannot make another user's directory yours: a directory of your own can
+        assert "use a directory of your own: point $SEAMLINE_CACHE_DIR at one" in str(refused.value)
         os.chown(named, 0, 12345)
         named.chmod(0o775)
         with pytest.raises(UserError, match=r"group 12345 can write it \(mode 775\)"):
             enable_compile_cache()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to give an entry to another user")
+def test_an_entry_planted_while_the_cache_was_open_is_refused_after_chmod(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """chmod go-w closed the directory and kept another user's program in it: exit 0."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workdir / "xdg"))
+    default = workdir / "xdg" / "seamline" / "jax"
+    default.mkdir(parents=True, mode=0o700)
+    planted = default / "jit_embed-0123abcd-cache"
+    planted.write_bytes(b"another pipeline's program")
+    os.chown(planted, 12345, 12345)
+    with structlog.testing.capture_logs() as logs:
+        assert enable_compile_cache() is None  # the default: off, and said
+    (warning,) = [e for e in logs if e["log_level"] == "warning"]
+    assert warning["why"] == f"its entry {planted.name} is owned by another user (uid 12345)"
+    assert f"empty it (delete everything in {default}" in warning["fix"]
+    monkeypatch.setenv("SEAMLINE_CACHE_DIR", str(default))
+    with pytest.raises(UserError, match=r"its entry jit_embed-0123abcd-cache is owned by another"):
+        enable_compile_cache()
+
+
+def test_a_refusal_names_the_variable_that_named_the_cache(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It said $SEAMLINE_CACHE_DIR and --no-compile-cache, which leaves JAX's variable on.
+    (workdir / "jax-wide").mkdir(mode=0o777)
+    (workdir / "jax-wide").chmod(0o777)
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "jax-wide")
+    with pytest.raises(UserError) as refused:
+        enable_compile_cache()
+    said = str(refused.value)
+    assert "point $JAX_COMPILATION_CACHE_DIR at a new directory of your own" in said
+    assert said.endswith("or unset JAX_COMPILATION_CACHE_DIR")
+    assert "SEAMLINE_CACHE_DIR" not in said
 
 
 def test_the_default_compile_cache_is_made_private(

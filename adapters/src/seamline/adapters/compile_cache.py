@@ -15,24 +15,24 @@ without the cache and a warning says why and how to choose another place.
 An entry of the cache is a compiled program, which JAX loads and runs as it finds it:
 whoever can write the directory chooses what a run computes (an entry swapped for
 another pipeline's gave every vector of a run the other pooling, and exit 0). So the
-directory must be the user's own, as ssh requires of ``~/.ssh``: owned by them and
-writable by no one else (by their own group only where it is their primary group, as
-with a user-private-group ``umask 002``). The default one is made private (0700). One
-that is not is refused for a named directory and turned off, with a warning, for the
-default, never used.
+directory must be the user's own, as ssh requires of ``~/.ssh``: it and every entry
+in it owned by them and writable by no one else (:func:`seamline.core.not_private`).
+The default one is made private (0700). One that is not is refused for a named
+directory and turned off, with a warning, for the default, never used. (JAX reads
+``$JAX_COMPILATION_CACHE_DIR`` itself without this module; core checks that one before
+its first use of JAX in any command: :func:`seamline.core.check_jax_compile_cache`.)
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 import jax
 
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
-from seamline.core import cache_home, named_directory
+from seamline.core import NotPrivate, cache_home, named_directory, not_private
 
 log = get_logger("seamline.adapters.compile_cache")
 
@@ -66,13 +66,13 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
     chosen = directory or default_cache_dir()
     try:
         chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
-        unsafe = shared_with_others(chosen)
+        unsafe = not_private(chosen)
     except OSError as err:
         if directory is not None or variable is not None:
             raise UserError(
                 f"the compile cache directory {chosen} cannot be made ({err.strerror}): "
                 f"point ${variable or CACHE_VARIABLE} at a directory you can write, or "
-                "run with --no-compile-cache"
+                f"{_turn_off(variable)}"
             ) from None
         log.warning(
             "compile cache off: its default directory cannot be made",
@@ -82,7 +82,8 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
         )
         return None
     if unsafe is not None:
-        _refuse_shared(chosen, unsafe, named=directory is not None or variable is not None)
+        named = directory is not None or variable is not None
+        _refuse_shared(chosen, unsafe, variable or CACHE_VARIABLE, named=named)
         return None
     jax.config.update("jax_compilation_cache_dir", str(chosen))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
@@ -90,34 +91,25 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
     return chosen
 
 
-def shared_with_others(directory: Path) -> str | None:
-    """Why someone other than this user could write ``directory``'s entries, or None."""
-    found = os.stat(directory)
-    if hasattr(os, "getuid") and found.st_uid != os.getuid():
-        return f"it is owned by another user (uid {found.st_uid})"
-    if found.st_mode & stat.S_IWOTH:
-        return f"every user can write it (mode {stat.S_IMODE(found.st_mode):o})"
-    if found.st_mode & stat.S_IWGRP and hasattr(os, "getgid") and found.st_gid != os.getgid():
-        return f"group {found.st_gid} can write it (mode {stat.S_IMODE(found.st_mode):o})"
-    return None
-
-
-def _refuse_shared(directory: Path, why: str, *, named: bool) -> None:
+def _refuse_shared(directory: Path, problem: NotPrivate, variable: str, *, named: bool) -> None:
     """A directory others can write is never used: an error if named, else a warning."""
-    fix = (
-        f"make it yours alone (chmod go-w {directory}), or point ${CACHE_VARIABLE} at a "
-        "directory only you can write"
-    )
+    fix = problem.fix(directory, f"${variable}")
     if named:
         raise UserError(
-            f"the compile cache directory {directory} is not private: {why}, and its entries "
-            f"are compiled programs that run as they are found; {fix}, or run with "
-            "--no-compile-cache"
+            f"the compile cache directory {directory} is not private: {problem.why}, and its "
+            f"entries are compiled programs that run as they are found; {fix}, or "
+            f"{_turn_off(variable)}"
         )
     log.warning(
         "compile cache off: its directory is not private, and its entries are compiled "
         "programs that run as they are found",
         directory=str(directory),
-        why=why,
+        why=problem.why,
         fix=fix,
     )
+
+
+def _turn_off(variable: str | None) -> str:
+    """How to run without the cache: ``--no-compile-cache`` leaves JAX's own variable
+    in force (JAX reads it itself), so a directory that one names is left by unsetting it."""
+    return f"unset {JAX_VARIABLE}" if variable == JAX_VARIABLE else "run with --no-compile-cache"

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         preview_precision,
         serving_precision,
     )
+    from seamline.core.private_cache import NotPrivate, check_jax_compile_cache, not_private
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
     from seamline.core.registry import ComponentInfo, Registry, group_of
@@ -185,6 +186,10 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "cache_home": ("seamline.core.directories", "cache_home"),
     "named_directory": ("seamline.core.directories", "named_directory"),
     "output_directory": ("seamline.core.directories", "output_directory"),
+    # A compile cache's programs must be the user's alone (seamline.core.private_cache)
+    "NotPrivate": ("seamline.core.private_cache", "NotPrivate"),
+    "not_private": ("seamline.core.private_cache", "not_private"),
+    "check_jax_compile_cache": ("seamline.core.private_cache", "check_jax_compile_cache"),
     "worker_name": ("seamline.core.telemetry", "worker_name"),
     # A mistyped name's closest match, as every message suggests it
     "did_you_mean": ("seamline.core.suggest", "did_you_mean"),
@@ -227,6 +232,7 @@ __all__ = [
     "GateFigures",
     "HostWork",
     "Located",
+    "NotPrivate",
     "Pending",
     "Pipeline",
     "PipelineConfigError",
@@ -253,6 +259,7 @@ __all__ = [
     "build_candidates",
     "cache_home",
     "check_executor",
+    "check_jax_compile_cache",
     "check_model",
     "compare_precision",
     "decide_precision",
@@ -267,6 +274,7 @@ __all__ = [
     "named_directory",
     "negotiated",
     "neighbours_kept",
+    "not_private",
     "one_line",
     "otlp_endpoint_problem",
     "otlp_signal_url",

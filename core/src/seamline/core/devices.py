@@ -23,6 +23,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from seamline.contracts import UserError
 from seamline.core.forking import note_runtime_started
+from seamline.core.private_cache import check_jax_compile_cache
 
 BATCH_AXIS = "batch"
 
@@ -72,6 +73,7 @@ def jax_devices(*, local: bool = False) -> list[Any]:
     pipeline" with ``--resume`` advice, exit 1, and ``explain`` with a traceback. The
     environment is the user's to fix: one line, exit 2.
     """
+    check_jax_compile_cache()  # before anything seamline runs can load a cached program
     try:
         devices = list(jax.local_devices() if local else jax.devices())
     except (RuntimeError, AssertionError) as err:

@@ -181,6 +181,22 @@ def _names(text: str) -> list[str]:
     return [name for name in (part.strip() for part in text.split(",")) if name]
 
 
+def _compile_cache_private() -> bool:
+    """Refuse a JAX compile cache others can write (``$JAX_COMPILATION_CACHE_DIR``, which
+    each worker inherits): a program planted there is what a worker would time and check."""
+    from seamline.contracts import UserError
+    from seamline.core import check_jax_compile_cache
+
+    try:
+        check_jax_compile_cache()
+    except UserError as refused:
+        from seamline.adapters.cli.render.console import error as say_error
+
+        say_error(str(refused))
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep the options describe, print the report; return the exit code."""
     parser = build_parser()
@@ -199,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE if stop.code else EXIT_OK
     lengths = args.lengths or default_lengths(args.max_length)
     wanted = None if args.implementations is None else _names(args.implementations)
-    if not _results_folder(args.out):
+    if not _results_folder(args.out) or not _compile_cache_private():
         return EXIT_USAGE
     try:
         report = run_benchmark(

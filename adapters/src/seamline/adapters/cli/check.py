@@ -30,6 +30,7 @@ from seamline.core import (
     CONFORMANCE_GROUP,
     Registry,
     attribute_record,
+    check_jax_compile_cache,
     output_directory,
     parse_located,
     save_record,
@@ -189,6 +190,7 @@ def check(
             "whole suite ran (one of the checks someone chose could make a failing component "
             "trusted); drop --select to record, or --record to run a selection"
         )
+    check_jax_compile_cache()  # the suite runs the component's programs in this process
     kind, name = parse_target(target)
     test_class = contract_class(registry, kind, name, parse_with(with_values))
     records_to = record_directory(record_dir) if record else None

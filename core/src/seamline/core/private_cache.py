@@ -1,0 +1,183 @@
+"""A compile cache JAX may read must be the user's alone: the directory and every entry.
+
+An entry of JAX's persistent compilation cache is a compiled program, loaded and run as
+it is found: whoever can write one chooses what a run computes. Checking the directory
+alone let three ways through, each a run that exited 0 with vectors another user chose
+(min cosine 0.40): an entry planted while the directory was open kept being trusted
+after ``chmod go-w``; under ``umask 000`` JAX writes its entries ``-rw-rw-rw-``, which
+another user overwrote in place; and a POSIX ACL granting another user write shows
+only as group write with the owner's group. So, as ssh treats ``~/.ssh``: the directory
+and each entry must be owned by this user and writable by no one else (by their group
+only where it is their primary group, as with a user-private-group ``umask 002``, and
+then with no ACL naming another user or group that may write). A scandir and an lstat
+per entry: thousands of entries in milliseconds.
+
+JAX reads ``$JAX_COMPILATION_CACHE_DIR`` itself, on every path, not only where the CLI
+switches the cache on: :func:`check_jax_compile_cache` runs before seamline first asks
+JAX for its devices (:func:`seamline.core.devices.jax_devices`, which building a model,
+running a pipeline, probing attention or reading the hardware does), so ``search``,
+``explain``, ``tune``, ``profile``, the Python API and the rest refuse an unsafe one
+too.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from seamline.contracts import UserError
+
+ACL_XATTRS = ("system.posix_acl_access", "system.posix_acl_default")
+_NAMED_TAGS = (0x02, 0x08)  # ACL_USER, ACL_GROUP: a user or group other than the owner's
+_ACL_WRITE = 0x02
+CACHE_SETTING = "jax_compilation_cache_dir"  # what $JAX_COMPILATION_CACHE_DIR sets
+_NO_ACL = (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP)
+
+_passed: set[str] = set()
+"""Directories JAX was pointed at that passed the check in this process."""
+
+
+@dataclass(frozen=True)
+class NotPrivate:
+    """Why others could write a cache's programs, and what kind of fix that takes."""
+
+    why: str
+    kind: str  # "owner": not the user's; "open": others can write it; "entries", "loose"
+
+    def fix(self, directory: Path, variable: str) -> str:
+        """The fix, in words, ``variable`` being what named the directory (``$NAME``):
+        chmod cannot make another user's directory yours, and it leaves what others
+        already put in it (the entries must go too)."""
+        if self.kind == "owner":
+            return f"use a directory of your own: point {variable} at one"
+        if self.kind == "open":
+            return (
+                f"make it yours alone (chmod go-w {directory}; setfacl -b for an ACL) and "
+                "empty it, as others could have put or renamed entries in it, or point "
+                f"{variable} at a new directory of your own"
+            )
+        umask = (
+            " (a umask such as 000 lets others write the entries JAX makes: use 022 or 077)"
+            if self.kind == "loose"
+            else ""
+        )
+        return (
+            f"empty it (delete everything in {directory}: entries others could write cannot "
+            f"be trusted) and keep it yours alone{umask}"
+        )
+
+
+def not_private(directory: Path) -> NotPrivate | None:
+    """Why someone other than this user could write ``directory``'s programs, or None.
+
+    Raises ``OSError`` when the directory cannot be read.
+    """
+    found = os.stat(directory)
+    if hasattr(os, "getuid") and found.st_uid != os.getuid():
+        return NotPrivate(f"it is owned by another user (uid {found.st_uid})", "owner")
+    who = _others_write(directory, found, ACL_XATTRS)
+    if who is not None:
+        return NotPrivate(f"{who[0]} can write it ({who[1]})", "open")
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            bad = _bad_entry(Path(entry.path), entry.stat(follow_symlinks=False))
+            if bad is not None:
+                return NotPrivate(f"its entry {entry.name} {bad[0]}", bad[1])
+    return None
+
+
+def _bad_entry(path: Path, found: os.stat_result) -> tuple[str, str] | None:
+    """Why an entry cannot be trusted (not a plain file: JAX follows a link; not the
+    user's; writable by others), and the kind of problem, or None."""
+    if not stat.S_ISREG(found.st_mode):
+        return "is not a regular file", "entries"
+    if hasattr(os, "getuid") and found.st_uid != os.getuid():
+        return f"is owned by another user (uid {found.st_uid})", "entries"
+    who = _others_write(path, found, ACL_XATTRS[:1])
+    return None if who is None else (f"can be written by {who[0]} ({who[1]})", "loose")
+
+
+def _others_write(
+    path: Path, found: os.stat_result, acls: tuple[str, ...]
+) -> tuple[str, str] | None:
+    """Who other than the owner can write ``path``, and what says so (its mode, an ACL).
+
+    With an access ACL, the group bits are its mask, the most any named user or group
+    gets: an ACL grants another user write only where they show group write. A default
+    ACL (a directory's) is what new entries get, whatever the mode.
+    """
+    mode = stat.S_IMODE(found.st_mode)
+    if mode & stat.S_IWOTH:
+        return "every user", f"mode {mode:o}"
+    if mode & stat.S_IWGRP and hasattr(os, "getgid") and found.st_gid != os.getgid():
+        return f"group {found.st_gid}", f"mode {mode:o}"
+    for name in acls:
+        if name == ACL_XATTRS[0] and not mode & stat.S_IWGRP:
+            continue
+        named = _acl_grants_write(path, name)
+        if named is not None:
+            return named, f"its ACL {name}"
+    return None
+
+
+def _acl_grants_write(path: Path, name: str) -> str | None:
+    """Which named user or group the POSIX ACL ``name`` lets write ``path``, or None.
+
+    The kernel's binary form: a version (2), then (tag, permissions, id) entries. One
+    that cannot be read or parsed is counted as granting write: it cannot be vouched for.
+    """
+    getxattr = getattr(os, "getxattr", None)
+    if getxattr is None:
+        return None
+    try:
+        data = getxattr(path, name)  # the directory a link names; entries are plain files
+    except OSError as err:
+        return None if err.errno in _NO_ACL else f"someone (unreadable: {err.strerror})"
+    if len(data) < 4 or (len(data) - 4) % 8 or struct.unpack_from("<I", data)[0] != 2:
+        return "someone (an ACL seamline cannot read)"
+    for tag, permissions, ident in struct.iter_unpack("<HHI", data[4:]):
+        if tag in _NAMED_TAGS and permissions & _ACL_WRITE:
+            return f"{'user' if tag == 0x02 else 'group'} {ident}"
+    return None
+
+
+def check_jax_compile_cache() -> None:
+    """Refuse JAX's persistent cache directory, wherever it was named, if others can write it.
+
+    Raises :class:`~seamline.contracts.UserError` naming the variable (or setting) that
+    named it and the fix. A directory that does not exist yet is JAX's to make.
+    """
+    import jax
+
+    value = getattr(jax.config, CACHE_SETTING)
+    if not value or value in _passed:
+        return
+    directory = Path(value)
+    try:
+        problem = not_private(directory)
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        problem = NotPrivate(f"it cannot be read ({err.strerror})", "owner")
+    if problem is None:
+        _passed.add(value)
+        return
+    variable, unset = _named_by(directory)
+    raise UserError(
+        f"the compile cache directory {directory} (named by {variable}) is not private: "
+        f"{problem.why}, and its entries are compiled programs that run as they are found; "
+        f"{problem.fix(directory, variable)}, or {unset}"
+    )
+
+
+def _named_by(directory: Path) -> tuple[str, str]:
+    """The variable that named ``directory``, and how to stop using it."""
+    for variable in ("SEAMLINE_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR"):
+        value = os.environ.get(variable)
+        if value and Path(value).expanduser() == directory:
+            return f"${variable}", f"unset {variable}"
+    return "jax_compilation_cache_dir", "set jax.config's jax_compilation_cache_dir to None"
