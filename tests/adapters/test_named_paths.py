@@ -168,6 +168,17 @@ def test_a_refusal_names_the_variable_that_named_the_cache(
     assert "SEAMLINE_CACHE_DIR" not in said
 
 
+def test_a_dangling_link_is_said_to_be_one(workdir: Path) -> None:
+    # mkdir said only "File exists".
+    Path("cache-link").symlink_to("gone")
+    line = one_line_refusal(["run", "p.yaml"], {"SEAMLINE_CACHE_DIR": "cache-link"})
+    assert line == (
+        "error: $SEAMLINE_CACHE_DIR names cache-link, a dangling link (to gone, which does "
+        "not exist): make that directory, point SEAMLINE_CACHE_DIR elsewhere, or unset "
+        "SEAMLINE_CACHE_DIR"
+    )
+
+
 def test_the_default_compile_cache_is_made_private(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

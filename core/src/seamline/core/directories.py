@@ -59,6 +59,12 @@ def named_directory(variable: str, default: Path, environ: Mapping[str, str] | N
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
+        if os.path.islink(path):  # mkdir would say only "File exists"
+            raise UserError(
+                f"${variable} names {path}, a dangling link (to {os.readlink(path)}, which "
+                f"does not exist): make that directory, point {variable} elsewhere, or unset "
+                f"{variable}"
+            ) from None
         return path  # created when first needed
     except OSError as err:
         raise UserError(
