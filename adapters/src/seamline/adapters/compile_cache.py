@@ -30,6 +30,7 @@ from pathlib import Path
 
 import jax
 
+from seamline.adapters.compile_cache_warnings import route_cache_warnings
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
 from seamline.core import NotPrivate, cache_home, named_directory, not_private
@@ -88,6 +89,7 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
     jax.config.update("jax_compilation_cache_dir", str(chosen))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    route_cache_warnings(chosen)
     return chosen
 
 
