@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from opentelemetry import propagate
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import SpanLimits
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
@@ -98,24 +99,77 @@ def test_a_batch_larger_than_the_queue_names_both(monkeypatch: pytest.MonkeyPatc
     )
 
 
+# OTEL_PROPAGATORS: opentelemetry.propagate raised a bare ValueError when imported.
+PROPAGATORS_REFUSED = [
+    "bogus",
+    "tracecontext,baggage,b3",
+    "b3multi",
+    "tracecontext,",
+    " ",
+    "x,none",
+]
+PROPAGATORS_TAKEN = ["", "tracecontext", " baggage , tracecontext ", "none", "None,bogus"]
+
+
+def sdk_loads_propagators(monkeypatch: pytest.MonkeyPatch, value: str) -> bool:
+    """Whether ``opentelemetry.propagate`` builds its propagators with ``value`` set."""
+    monkeypatch.setenv("OTEL_PROPAGATORS", value)
+    try:
+        propagate._load_propagators()
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("value", PROPAGATORS_REFUSED)
+def test_propagators_not_installed_are_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    assert not sdk_loads_propagators(monkeypatch, value)
+    with pytest.raises(UserError, match=r"^\$OTEL_PROPAGATORS=.*installed: baggage, tracecontext"):
+        check_otel_environment({"OTEL_PROPAGATORS": value})
+
+
+@pytest.mark.parametrize("value", PROPAGATORS_TAKEN)
+def test_propagators_the_sdk_loads_are_taken(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    assert sdk_loads_propagators(monkeypatch, value)
+    check_otel_environment({"OTEL_PROPAGATORS": value})
+
+
+B3 = (
+    "error: $OTEL_PROPAGATORS='tracecontext,baggage,b3': no propagator named 'b3' is installed "
+    "(installed: baggage, tracecontext). Unset it ('unset OTEL_PROPAGATORS') for "
+    "OpenTelemetry's default tracecontext,baggage, name installed ones only, or install it "
+    "(b3: pip install opentelemetry-propagator-b3)"
+)
+LIMIT = (
+    "error: $OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT='-1': OpenTelemetry takes an integer of 0 or "
+    "more, or an empty value for no limit there. Set it to one, or unset it "
+    "('unset OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT') for OpenTelemetry's default"
+)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "-1", LIMIT),
+        ("OTEL_PROPAGATORS", "tracecontext,baggage,b3", B3),
+    ],
+)
 @pytest.mark.parametrize("command", ["run", "serve"])
-def test_the_commands_exit_2_with_one_line(tmp_path: Path, command: str) -> None:
-    # A process of its own: the SDK reads the limits when it is first imported.
+def test_the_commands_exit_2_with_one_line(
+    tmp_path: Path, command: str, variable: str, value: str, said: str
+) -> None:
+    # A process of its own: the SDK reads the variables when it is first imported.
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text("pipeline: p\n", encoding="utf-8")
     extra = ["--port", "0"] if command == "serve" else []
     done = subprocess.run(
         [sys.executable, "-m", "seamline.adapters.cli.main", command, "p.yaml", *extra],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "-1"},
+        env={"PATH": "/usr/bin:/bin", variable: value},
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().splitlines() == [
-        "error: $OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT='-1': OpenTelemetry takes an integer of 0 or "
-        "more, or an empty value for no limit there. Set it to one, or unset it "
-        "('unset OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT') for OpenTelemetry's default"
-    ]
+    assert done.stderr.strip().splitlines() == [said]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from seamline.contracts import UserError
 from seamline.contracts.untrusted import cut
+from seamline.core import propagators_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,11 @@ def _value(name: str, raw: str, rule: _Rule) -> float | None:
 
 
 def check_otel_environment(environ: Mapping[str, str]) -> None:
-    """Refuse (``UserError``) a numeric ``OTEL_*`` variable the SDK would raise on."""
+    """Refuse (``UserError``) a numeric ``OTEL_*`` variable the SDK would raise on, or an
+    ``OTEL_PROPAGATORS`` naming a propagator not installed (:mod:`seamline.core.propagators`)."""
+    problem = propagators_problem(environ)  # before opentelemetry.propagate raises on it
+    if problem is not None:
+        raise UserError(problem)
     values = {
         name: _value(name, environ[name], rule) for name, rule in _RULES.items() if name in environ
     }

@@ -80,6 +80,8 @@ if TYPE_CHECKING:
         serving_precision,
     )
     from seamline.core.private_cache import NotPrivate, check_jax_compile_cache, not_private
+    from seamline.core.propagators import extract as extract_trace_context
+    from seamline.core.propagators import propagators_problem
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
     from seamline.core.registry import ComponentInfo, Registry, group_of
@@ -137,6 +139,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "traces_file_status_problem": ("seamline.core.traces_file", "traces_file_status_problem"),
     "traces_file_unusable": ("seamline.core.traces_file", "traces_file_unusable"),
     "otlp_signal_url": ("seamline.core.config.otlp", "with_signal_path"),
+    "propagators_problem": ("seamline.core.propagators", "propagators_problem"),
+    "extract_trace_context": ("seamline.core.propagators", "extract"),
     "check_executor": ("seamline.core.config", "check_executor"),
     "check_model": ("seamline.core.config", "check_model"),
     "load_trusted": ("seamline.core.config", "load_trusted"),
@@ -268,6 +272,7 @@ __all__ = [
     "did_you_mean",
     "documents_as_loaded",
     "explain_attention",
+    "extract_trace_context",
     "failed_at",
     "group_of",
     "load_trusted",
@@ -286,6 +291,7 @@ __all__ = [
     "precision_refusals",
     "prepare_located",
     "preview_precision",
+    "propagators_problem",
     "raise_kept_stop",
     "read_pipeline_text",
     "resolve_attention",

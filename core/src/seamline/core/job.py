@@ -34,8 +34,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from opentelemetry import propagate
-
 from seamline.contracts import (
     ContractViolation,
     ExecutionReport,
@@ -61,6 +59,7 @@ from seamline.core.fingerprint import resolved_inputs
 from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import run_manifest, uses
+from seamline.core.propagators import inject
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import SHARD_COUNT
@@ -160,7 +159,7 @@ class PipelineJob(Job):
         self.count = count
         carrier = dict(self.trace_context)
         if not carrier:
-            propagate.inject(carrier)  # the driver's current span
+            inject(carrier)  # the driver's current span
         if count == 1:
             self._refuse_staged_run_on_resume()
             pending = [Shard(0, 1)]

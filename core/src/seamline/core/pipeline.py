@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import Any
 
 import yaml
-from opentelemetry import propagate
 
 from seamline.contracts import (
     ExecutionReport,
@@ -42,6 +41,7 @@ from seamline.core.orchestrator import RunSummary
 from seamline.core.pinning import pinned_model
 from seamline.core.precision.decision import PrecisionDecision
 from seamline.core.precision.negotiate import decide_precision
+from seamline.core.propagators import check_propagators, inject
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
@@ -155,6 +155,7 @@ class Pipeline:
         """
         _check_run_arguments(extra_monitors, resume=resume, restart=restart)
         self._check_working_folder()
+        check_propagators()  # OpenTelemetry would raise a bare ValueError in the run
         jax_devices()  # a platform JAX cannot start: said now, before the run begins
         try:
             return self._run(extra_monitors, resume=resume)
@@ -196,7 +197,7 @@ class Pipeline:
             EXECUTOR: executor.name,
         }
         with stops_kept(), owned_span("seamline.run", attributes=attributes) as root:
-            propagate.inject(job.trace_context)  # the shards' parent: the run, not execute
+            inject(job.trace_context)  # the shards' parent: the run, not execute
             executing = False
             try:
                 job.resolved = self._decided()  # spans of the run's

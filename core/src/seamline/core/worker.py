@@ -31,7 +31,6 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from opentelemetry import context as otel_context
-from opentelemetry import propagate
 from opentelemetry.context import Context
 
 from seamline.contracts import (
@@ -51,6 +50,7 @@ from seamline.core.config.located import parse_located
 from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.precision.decision import PrecisionDecision
 from seamline.core.progress_recorder import ProgressRecorder
+from seamline.core.propagators import extract
 from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.seams import Seam, failed_at
 from seamline.core.telemetry import SHARD_COUNT, SHARD_INDEX, worker_name
@@ -106,7 +106,7 @@ class PipelineWorker(ShardWorker):
 
     def _run(self, task: ShardTask) -> ShardReport:
         shard = task.shard
-        context = propagate.extract(dict(task.trace_context))
+        context = extract(dict(task.trace_context))
         running = False
         try:
             sink = self._sink_for(task, context)

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import numpy as np
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -34,7 +34,7 @@ from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from seamline.contracts.logs import get_logger
-from seamline.core import Cancelled, Unembeddable
+from seamline.core import Cancelled, Unembeddable, extract_trace_context
 
 log = get_logger("seamline.adapters.serve")
 tracer = trace.get_tracer("seamline.adapters.serve")
@@ -86,7 +86,7 @@ def _endpoint(
         span_name = f"{request.method} {request.url.path}"
         # The caller's trace, when its request says which (W3C `traceparent`): the request's
         # span is then a child of the client's, as an instrumented ASGI server makes it.
-        caller = propagate.extract(request.headers)
+        caller = extract_trace_context(request.headers)
         with tracer.start_as_current_span(
             span_name, context=caller, kind=trace.SpanKind.SERVER
         ) as span:
