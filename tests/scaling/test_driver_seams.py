@@ -5,11 +5,18 @@ the component (``failed_at``; a shard's becomes ``ShardFailed`` naming it).
 The calls are the executor's ``execute`` and ``close``, and the sink's ``staged_run``,
 ``begin_parts`` and ``publish_parts`` (on the driver) and ``part`` and ``finished`` (in
 the worker that runs a shard). A run of three shards in this process shows them all.
+
+The span trees docs/observability.md draws are the trees a run emits, sharded or not:
+operators search traces by the names and parents the page draws. It had drifted from a
+sharded run's (the driver's ``seamline.sink.start`` and ``.close``, clearing a whole run's
+files before staging, were missing under ``seamline.executor.execute``, and every shard's
+``seamline.sink.recover`` was drawn as ``start``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -187,3 +194,71 @@ def test_an_executor_that_fails_is_named(
     assert execute["status"]["code"] == "ERROR"
     assert execute["attributes"]["seamline.component.name"] == "broken"
     assert [s["name"] for s in found].count("seamline.executor.close") == 1
+
+
+PAGE = Path(__file__).parents[2] / "docs" / "observability.md"
+SEAMS = "the seam spans below"
+"""What the driver's tree puts under ``seamline.shard``: the bare orchestrator's tree."""
+
+
+def _trees() -> list[list[str]]:
+    """The page's code blocks that draw a tree rooted at ``seamline.run``: the driver's, then
+    a bare orchestrator's (what each ``seamline.shard`` holds)."""
+    blocks = re.findall(r"```\n(seamline\.run .*?)```", PAGE.read_text("utf-8"), re.S)
+    return [block.splitlines() for block in blocks[:2]]
+
+
+def _pairs(lines: list[str]) -> set[tuple[str, str]]:
+    """The (parent, child) pairs one tree draws: a child's name is indented past its
+    parent's, after the tree's ``├──``/``└──``; notes' continuations and events are not spans."""
+    pairs = set()
+    stack: list[tuple[int, str]] = []
+    for line in lines:
+        drawn = re.match(r"^[│ ]*[├└]── ", line)
+        if drawn is None:
+            if line.startswith("seamline.run "):
+                stack = [(0, "seamline.run")]
+            continue
+        depth = drawn.end()
+        name = SEAMS if line[depth:].startswith(SEAMS) else line[depth:].split()[0]
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        if stack:
+            pairs.add((stack[-1][1], name))
+        stack.append((depth, name))
+    return pairs
+
+
+def documented() -> set[tuple[str, str]]:
+    """Every (parent, child) span-name pair the page draws, a shard's seam spans included."""
+    driver, bare = (_pairs(lines) for lines in _trees())
+    seams = {("seamline.shard", child) for parent, child in bare if parent == "seamline.run"}
+    assert ("seamline.shard", SEAMS) in driver, "the driver's tree points at the seam spans"
+    return (driver | seams) - {("seamline.shard", SEAMS)}
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+@pytest.mark.parametrize("resume", [False, True])
+def test_every_span_is_drawn_under_its_parent(
+    scale_registry: Registry,
+    tmp_path: Path,
+    spans: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    shards: int,
+    resume: bool,
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    executor = f"{{use: in-process, with: {{shards: {shards}}}}}"
+    pipeline(scale_registry, out, executor).run(resume=resume)
+    found = read_spans(spans)
+    names = {span["span_id"]: span["name"] for span in found}
+    emitted = {(names[s["parent_span_id"]], s["name"]) for s in found if s["parent_span_id"]}
+    assert emitted - documented() == set(), "spans the page does not draw where they are"
+    if shards > 1:  # what the page says of a staged run's parts and of its driver
+        in_shard = {child for parent, child in emitted if parent == "seamline.shard"}
+        assert {"seamline.sink.recover"} <= in_shard
+        assert not {"seamline.sink.start", "seamline.loader.size"} & in_shard
+        in_execute = {child for parent, child in emitted if parent == "seamline.executor.execute"}
+        assert {"seamline.sink.start", "seamline.sink.close"} <= in_execute
