@@ -807,6 +807,36 @@ def test_summarize_a_missing_or_malformed_file_exits_2(
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(
+    ("spans", "warning"),
+    [
+        (
+            [("seamline.run", None, 2000, 1000), ("w", "r", 5000, 1000), ("x", "r", 1, 2)],
+            "warning: 2 spans end before they start; their times are shown as 0",
+        ),
+        (
+            [("seamline.run", "y", 0, 10**9), ("y", "s", 0, 5 * 10**8)],
+            "warning: no span without a parent (the root's line is missing, or the parents "
+            "form a cycle): the run is shown as 0 s and every share as 0 %",
+        ),
+    ],
+)
+def test_summarize_says_once_what_it_shows_as_0(
+    tmp_path: Path, spans: list[tuple[str, str | None, int, int]], warning: str
+) -> None:
+    """A run of 0.000 s, or every share 0 %, was shown without a word of why."""
+    path = tmp_path / "t.jsonl"
+    lines = [
+        {"name": name, "span_id": name[0], "parent_span_id": parent, "start_ns": s, "end_ns": e}
+        for name, parent, s, e in spans
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    result = CliRunner().invoke(app, ["trace", "summarize", str(path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.stderr.splitlines() if "warning" in line] == [warning]
+    assert "warning" not in result.stdout
+
+
 def test_summarize_refuses_a_line_too_long_without_reading_it_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

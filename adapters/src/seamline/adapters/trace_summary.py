@@ -49,6 +49,29 @@ class TraceSummary:
     run_seconds: float
     """The root spans' durations together."""
     rows: list[SpanStats]
+    backwards: int = 0
+    """Spans that end before they start (a wall clock set back), shown as 0 s."""
+    roots: int = 1
+    """Spans without a parent: with none (parents in a cycle, the root's line lost) there
+    is no run to take shares of."""
+
+    def warnings(self) -> list[str]:
+        """What the table shows as 0 and why: without a word, a trace whose spans all ended
+        before they started read as a run of 0.000 s, one whose parents formed a cycle as
+        a run where every seam took 0 %."""
+        said = []
+        if self.backwards:
+            one = self.backwards == 1
+            said.append(
+                f"{self.backwards} span{'' if one else 's'} end{'s' if one else ''} before "
+                f"{'it starts; its time is' if one else 'they start; their times are'} shown as 0"
+            )
+        if not self.roots:
+            said.append(
+                "no span without a parent (the root's line is missing, or the parents form "
+                "a cycle): the run is shown as 0 s and every share as 0 %"
+            )
+        return said
 
 
 MAX_LINE_BYTES = 16 << 20
@@ -69,6 +92,8 @@ class TimedSpan:
     seconds: float
     error: bool
     root: bool
+    backwards: bool = False
+    """It ends before it starts: its ``seconds`` are 0."""
 
 
 def read_spans(path: Path) -> Iterator[TimedSpan]:
@@ -131,11 +156,13 @@ def _span(line: bytes, where: str) -> TimedSpan:
                 "nanoseconds (0 to 2**64 - 1)"
             )
     status = span.get("status")
+    nanoseconds = span["end_ns"] - span["start_ns"]
     return TimedSpan(
         name=span["name"],
-        seconds=max(0, span["end_ns"] - span["start_ns"]) / 1e9,  # a wall clock set back
+        seconds=max(0, nanoseconds) / 1e9,  # a wall clock set back: said once, as a warning
         error=isinstance(status, dict) and status.get("code") == "ERROR",
         root=not span.get("parent_span_id"),
+        backwards=nanoseconds < 0,
     )
 
 
@@ -148,12 +175,14 @@ def summarize(path: Path) -> TraceSummary:
     durations: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     run_seconds = 0.0
-    count = 0
+    count = backwards = roots = 0
     for span in read_spans(path):
         count += 1
         durations[span.name].append(span.seconds)
         errors[span.name] += span.error
+        backwards += span.backwards
         if span.root:
+            roots += 1
             run_seconds += span.seconds
     if not count:
         raise UserError(f"{path} holds no spans")
@@ -173,4 +202,4 @@ def summarize(path: Path) -> TraceSummary:
             )
         )
     rows.sort(key=lambda row: (-row.total, row.name))
-    return TraceSummary(path, count, run_seconds, rows)
+    return TraceSummary(path, count, run_seconds, rows, backwards, roots)

@@ -165,3 +165,5 @@ def trace_summary(file: Path, summary: TraceSummary) -> None:
             f"{row.share:.1%}",
         )
     out.print(shown)
+    for warning in summary.warnings():  # once per file, after the table they explain
+        line(("warning:", "bold yellow"), " ", warning, console=consoles.err, soft_wrap=True)
