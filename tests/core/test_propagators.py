@@ -20,6 +20,7 @@ import sys
 import seamline.api, seamline.core.pipeline, seamline.core.job, seamline.core.worker
 import seamline.adapters.serve.app
 assert "opentelemetry.propagate" not in sys.modules, "imported before it is used"
+from seamline.contracts import UserError
 from seamline.core.propagators import inject
 try:
     inject({})
