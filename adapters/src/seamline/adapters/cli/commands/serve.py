@@ -19,6 +19,7 @@ from seamline.adapters.cli.commands.run import LOG_FORMATS, LOG_LEVELS
 from seamline.adapters.cli.errors import usage_error, user_errors
 from seamline.adapters.cli.options import PipelineArg, SetOption
 from seamline.adapters.otel_environment import check_otel_environment
+from seamline.adapters.serve.extra import check_serve_installed
 from seamline.adapters.serve.limits import MAX_PORT
 
 if TYPE_CHECKING:
@@ -207,6 +208,7 @@ def _serve(
     log_format: str,
     compile_cache: bool,
 ) -> None:
+    user_errors(check_serve_installed)  # before the pipeline is read or the model loaded
     user_errors(lambda: check_otel_environment(os.environ))  # before the SDK reads it
     from seamline.adapters import telemetry_setup
     from seamline.adapters.logging_setup import configure_logging
