@@ -203,6 +203,9 @@ def check(
         refusal = selection_refused(test_class, target, select, suite)
         if refusal is not None:
             raise refusal
+    skipped = every_check_skipped(target, suite)
+    if skipped is not None:
+        raise skipped
     suite = replace(suite, records=tuple(attribute_record(r, registry) for r in suite.records))
     saved: list[Path] = []
     if records_to is not None and suite.records:
@@ -220,6 +223,24 @@ def record_directory(record_dir: Path | None) -> Path:
         store_directory(),  # $SEAMLINE_CONFORMANCE_DIR naming a file is refused here
         "--record writes records to",
         "give --record-dir DIR, or point $SEAMLINE_CONFORMANCE_DIR at a directory you can write to",
+    )
+
+
+def every_check_skipped(target: str, suite: SuiteRun) -> UserError | None:
+    """The user error of a suite whose every check was skipped, or None if one ran.
+
+    Nothing was checked, so nothing is concluded: ``check model:mpnet-encoder`` from an
+    installed wheel (no checkpoint beside it) printed 14 rows "skipped | no MPNet checkpoint
+    here" and then "does not conform", exit code 1, which CI reads as the component's
+    regression. The skips' reasons say what is missing and how to give it.
+    """
+    if not suite.results or any(r.outcome != "skipped" for r in suite.results):
+        return None
+    reasons = list(dict.fromkeys(r.message for r in suite.results))
+    more = f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else ""
+    return UserError(
+        f"every check of {target} was skipped, so nothing is concluded and no record is "
+        f"written: {'; '.join(reasons[:3])}{more}"
     )
 
 
