@@ -8,8 +8,12 @@ documents), through ``seamline run`` in this process.
 
 from __future__ import annotations
 
+import errno
+import os
 import pickle
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from seamline.contracts import ShardFailed
 from tests.faults.component_scenarios import in_process_cli, pipeline, seamline
@@ -85,3 +89,71 @@ def test_whether_it_committed_crosses_a_process_boundary() -> None:
     copy = pickle.loads(pickle.dumps(failed))  # as a Ray actor's error reaches the driver
     assert copy.committed is False
     assert str(copy) == str(failed)
+
+
+# -- the machine's failure (an OSError with an errno): the line the CLI makes of it ----------
+
+MACHINE_NOTHING_COMMITTED = (
+    "the output was not published, and nothing was committed, so a run again starts from the "
+    "beginning: fix that, then run again (--resume is not needed)"
+)
+MACHINE_KEPT = (
+    "the output was not published, and what the sink last committed is kept: fix that, then "
+    "run again with --resume"
+)
+
+
+def refusing(monkeypatch: pytest.MonkeyPatch, call: str, at: int) -> None:
+    """The jsonl sink's ``at``-th ``call`` fails as on a read-only disk (as root, a folder's
+    mode does not make one)."""
+    from seamline.components.sinks.jsonl import JsonlSink
+
+    real = getattr(JsonlSink, call)
+    calls = [0]
+
+    def refuse(self: JsonlSink, *args: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == at:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self.config.path))
+        return real(self, *args)
+
+    monkeypatch.setattr(JsonlSink, call, refuse)
+
+
+@pytest.mark.parametrize(("call", "at"), [("start", 1), ("commit", 1)])
+def test_the_machine_failing_before_the_first_commit_does_not_offer_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str, at: int
+) -> None:
+    # A read-only output folder or a full disk said "what the sink last committed is kept:
+    # fix that, then run again with --resume", though nothing was committed.
+    refusing(monkeypatch, call, at)
+    with in_process_cli() as cli:
+        ran = seamline(cli, pipeline(tmp_path))
+    assert ran.exit_code == 1, ran.stderr
+    line = one_line(ran.stderr)
+    assert line == f"error: Read-only file system ({tmp_path / 'out' / 'emb.jsonl'}): " + (
+        MACHINE_NOTHING_COMMITTED
+    )
+
+
+def test_the_machine_failing_after_a_commit_says_it_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refusing(monkeypatch, "commit", 2)
+    with in_process_cli() as cli:
+        ran = seamline(cli, pipeline(tmp_path))
+    assert ran.exit_code == 1, ran.stderr
+    assert one_line(ran.stderr).endswith(MACHINE_KEPT), ran.stderr
+    assert (tmp_path / "out" / ".emb.jsonl.checkpoint").exists()
+
+
+def test_the_machine_failing_a_resume_says_its_commit_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = pipeline(tmp_path)
+    with in_process_cli() as cli:
+        seamline(cli, path, SEAMLINE_FAULT_RAISE="read:17")  # leaves a commit
+        refusing(monkeypatch, "recover", 1)
+        again = seamline(cli, path, "--resume")
+    assert again.exit_code == 1, again.stderr
+    assert one_line(again.stderr).endswith(MACHINE_KEPT), again.stderr

@@ -208,6 +208,8 @@ class Orchestrator:
         """What the output held when this part began (recovered from its last commit)."""
         self.resumed_from: str | None = None
         self.has_commit: bool | None = None  # made or resumed by this part; None: not known yet
+        """False from the start of a part that does not resume: a sink whose start failed (a
+        read-only folder) committed nothing, and the failure's line must not offer --resume."""
         self.committing = False  # a commit begun: one may be on disk before has_commit is set
         self._started = 0.0
         self._first_output: float | None = None
@@ -265,7 +267,8 @@ class Orchestrator:
         self.host = self._host_work()
         self._device_counts = RunCounts()
         self._committed_before = RunCounts()
-        self.resumed_from, self.has_commit, self.committing = None, None, False
+        self.resumed_from, self.committing = None, False
+        self.has_commit = None if resume else False  # a sink's failed start: nothing committed
         self._first_output = self._first_failure = None
         self._in_flight = in_flight = InFlight(self.pipeline.spec.run.in_flight, self._write)
         compilations = self.steps.compilations

@@ -100,13 +100,18 @@ def usage_error(message: str) -> NoReturn:
     raise typer.Exit(USAGE)
 
 
-def environment_errors(action: Callable[[], T], kept: str, writing: object = None) -> T:
+def environment_errors(
+    action: Callable[[], T], kept: str, writing: object = None, nothing_committed: str = ""
+) -> T:
     """Run ``action``; a failure of the machine around it becomes one line and exit code 1.
 
     A full disk, a read-only or forbidden directory, a failing device: the message
     says what happened, to which file, what was kept (``kept``) and what to do. A failed
     ``write()`` names no file (a full disk: "No space left on device" alone): ``writing``,
-    the output the command writes, is named then.
+    the output the command writes, is named then. ``nothing_committed``, when given, is
+    said instead of ``kept`` where the run failed before its first commit (a
+    :class:`ShardFailed` of a whole run, ``committed`` False): "what the sink last
+    committed is kept ... --resume" was said of a read-only folder where nothing was.
     """
     try:
         return action()
@@ -120,6 +125,8 @@ def environment_errors(action: Callable[[], T], kept: str, writing: object = Non
         cause = failed.__cause__
         if not isinstance(cause, OSError) or cause.errno is None:
             raise
+        if nothing_committed and failed.count == 1 and failed.committed is False:
+            kept = nothing_committed
         _environment_failure(cause, kept, writing)
 
 

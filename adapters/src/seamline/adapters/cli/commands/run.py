@@ -36,6 +36,12 @@ KEPT = (
     "fix that, then run again with --resume"
 )
 """What a failure of the machine around the run leaves, and what to do."""
+NOTHING_KEPT = (
+    "the output was not published, and nothing was committed, so a run again starts from "
+    "the beginning: fix that, then run again (--resume is not needed)"
+)
+"""What such a failure before the run's first commit leaves (a read-only or full output
+folder): there is no commit for ``--resume`` to go on from."""
 INTERRUPTED = (
     f"{PUBLISHED_NOTHING}; what the sink last committed is kept: run again with --resume to "
     "go on from it"
@@ -171,6 +177,7 @@ def _run(
                 lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart),
                 KEPT,
                 writing=getattr(loaded.resolved.sink.config, "path", None),
+                nothing_committed=NOTHING_KEPT,
             ),
             kept_on_interrupt=INTERRUPTED,
         )
