@@ -202,6 +202,19 @@ class Component(Generic[ConfigT]):
     def __init__(self, config: ConfigT) -> None:
         self.config: ConfigT = config
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this component cannot be used on this machine at all, or None (the default).
+
+        Optional, for any contract version: the host asks it only to list components
+        (``seamline components`` shows ``unavailable`` and this reason, where it said
+        ``ok`` of the ray executor without Ray and of cpu-flash without its compiled
+        library, which then failed the run). It must be cheap and import nothing heavy
+        (``importlib.util.find_spec``, not ``import``); the refusal a run meets stays where
+        it is (the constructor, ``supports()``).
+        """
+        return None
+
     def close(self) -> None:
         """Release resources. The orchestrator calls it once, at the end of a run."""
 

@@ -32,6 +32,18 @@ class KernelUnavailable(RuntimeError):
     """The compiled library is missing or does not load here; the message says why."""
 
 
+def missing() -> str | None:
+    """Why the compiled library is not installed, or None: found, not loaded (a listing of
+    components asks it, and never pays for loading the library)."""
+    spec = importlib.util.find_spec(_MODULE)
+    if spec is None or spec.origin is None:
+        return (
+            f"the compiled library {_MODULE} is not installed: reinstall seamline-cpu-flash "
+            "so that its C++ source is built (needs a C++17 compiler)"
+        )
+    return None
+
+
 @functools.cache
 def _load() -> ctypes.CDLL:
     """The loaded library, with its entry points looked up.
@@ -40,12 +52,12 @@ def _load() -> ctypes.CDLL:
     that was never built, or cannot load (or is an older build without an entry point).
     Success is cached; a failure is not (``functools.cache`` keeps no exceptions).
     """
+    absent = missing()
+    if absent is not None:
+        raise KernelUnavailable(absent)
     spec = importlib.util.find_spec(_MODULE)
-    if spec is None or spec.origin is None:
-        raise KernelUnavailable(
-            f"the compiled library {_MODULE} is not installed: reinstall seamline-cpu-flash "
-            "so that its C++ source is built (needs a C++17 compiler)"
-        )
+    assert spec is not None  # as missing() found it
+    assert spec.origin is not None
     try:
         library = ctypes.CDLL(spec.origin)
         library.SeamlineCpuFlashF32  # noqa: B018 (looked up to fail here, not at the first call)

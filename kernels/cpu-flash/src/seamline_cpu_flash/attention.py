@@ -44,6 +44,7 @@ from seamline_cpu_flash._library import (
     KernelUnavailable,
     best_isa,
     ensure_registered,
+    missing,
 )
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import JAX
@@ -83,6 +84,11 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
     Config = CpuFlashConfig
     auto_priority: ClassVar[int] = 20
     score_biases: ClassVar[tuple[str, ...]] = ("relative",)
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Without its compiled library (a source tree never built), for the listing."""
+        return missing()
 
     def supports(self, spec: AttentionSpec) -> Support:
         reasons = []

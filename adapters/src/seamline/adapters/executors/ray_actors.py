@@ -294,6 +294,13 @@ class RayExecutor(Executor[RayExecutorConfig]):
     contract_version: ClassVar[str] = "1.2"
     Config = RayExecutorConfig
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Without Ray, for ``seamline components`` (found, not imported: seconds)."""
+        if importlib.util.find_spec("ray") is None:
+            return f"Ray is not installed: {INSTALL_HINT}"
+        return None
+
     def __init__(self, config: RayExecutorConfig) -> None:
         if importlib.util.find_spec("ray") is None:
             # Found, not imported (seconds): built by `seamline validate` as by a run, so a

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from seamline.adapters.cli.availability import listed
 from seamline.adapters.cli.render.console import json_line
 from seamline.contracts.json_safe import json_safe
 
@@ -45,11 +46,12 @@ def components(
                     "distribution": info.distribution,
                     "version": info.version,
                     "contract": info.contract_version,
-                    "status": info.status,
-                    "reason": info.reason,
+                    "status": status,
+                    "reason": reason,
                     "file": info.module_file,
                 }
                 for info in infos
+                for status, reason in [listed(info)]
             ],
         }
     )

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from seamline.adapters.cli.availability import listed
 from seamline.adapters.cli.render.console import Part, consoles, line, table, text
 from seamline.contracts.versions import KINDS
 
@@ -23,6 +24,7 @@ STATUS_COLOURS = {
     "refused": "yellow",
     "conflict": "red",
     "untrusted": "magenta",
+    "unavailable": "yellow",
 }
 
 
@@ -67,14 +69,15 @@ COLUMNS = ("kind", "name", "distribution", "version", "contract", "status", "rea
 
 def _cells(info: ComponentInfo) -> tuple[str, ...]:
     """A row's values as :data:`COLUMNS` orders them."""
+    status, reason = listed(info)
     return (
         info.kind,
         info.name,
         info.distribution,
         info.version,
         info.contract_version or "-",
-        info.status,
-        info.reason,
+        status,
+        reason,
         info.module_file or "-",
     )
 
