@@ -434,6 +434,24 @@ def test_explain_judges_without_embedding(records_dir: Path) -> None:
     assert "gate passed earlier" in candidates[0].reasons[-1]
 
 
+@pytest.mark.parametrize("precision", ["bfloat16", "auto"])
+def test_explain_refuses_a_gate_with_no_documents_as_the_run_does(precision: str) -> None:
+    """An empty input: explain said bfloat16 would be checked when the run started and
+    planned bfloat16 tables; the run refused it (exit 2), or under auto computed float32."""
+    registry = toy_registry()
+    text = pipeline_text(precision).replace(repr(TEXTS), "[]")
+    pipeline = parse_pipeline(text, "p.yaml", registry)
+    _, candidates = preview_precision(pipeline, registry, hardware=WITH_BF16)
+    assert (candidates[0].name, candidates[0].ok) == ("bfloat16", False)
+    assert candidates[0].reasons == ("the input has no documents to check it on",)
+    if precision == "auto":
+        assert decide_precision(pipeline, registry, hardware=WITH_BF16).chosen == "float32"
+        assert [c.name for c in candidates if c.ok] == ["float32"]
+    else:
+        with pytest.raises(UserError, match="no documents to check it on"):
+            decide_precision(pipeline, registry, hardware=WITH_BF16)
+
+
 # -- the pipeline file -----------------------------------------------------------------------
 
 

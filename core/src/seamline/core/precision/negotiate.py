@@ -48,6 +48,7 @@ SPAN = "seamline.precision"
 CHOSEN = "seamline.precision.chosen"
 CANDIDATES = "seamline.precision.candidates"
 REFUSED = "seamline.precision.refused"
+NO_DOCUMENTS = "the input has no documents to check it on"
 
 
 def mode_of(settings: PrecisionSettings) -> Mode:
@@ -242,7 +243,7 @@ class Calibration:
             )
         texts = self.texts(gate.documents)
         if not texts:
-            return None, "the input has no documents to check it on", None
+            return None, NO_DOCUMENTS, None
         if self._reference is None:
             self._reference = self._embed(FLOAT32, texts)
         measured = compare(self._reference, self._embed(candidate, texts), gate.top_k)
@@ -252,7 +253,15 @@ class Calibration:
     def recorded(
         self, candidate: PrecisionCandidate, settings: PrecisionSettings
     ) -> PrecisionCandidate:
-        """``candidate`` judged by recorded gate figures, if a run left some (nothing runs)."""
+        """``candidate`` judged by recorded gate figures, if a run left some (nothing runs).
+
+        An input with no documents refuses it here as :meth:`figures` does in the run:
+        ``explain`` said a bfloat16 run of an empty folder would be checked when it
+        started, planned bfloat16 tables, and the run then stopped (or, under ``auto``,
+        computed in float32).
+        """
+        if not self.texts(settings.gate.documents):
+            return PrecisionCandidate(candidate.name, False, (NO_DOCUMENTS,))
         key = records.record_key(self._material(candidate.name, settings))
         found = records.find(self.folder, key, candidate.name)
         if found is None:
