@@ -386,6 +386,29 @@ def test_a_candidate_that_fails_the_gate_is_refused_with_its_figures() -> None:
     assert "below precision.gate.min_cosine" in refused.reasons[0]
 
 
+def test_a_refusal_by_a_record_says_so_and_keeps_the_hardware_s_reason(
+    records_dir: Path,
+) -> None:
+    """A second run refused bfloat16 with the first run's figures, in the same words as
+    if it had measured them, and the candidate lost the hardware's reason."""
+    model = "{use: toy, with: {bfloat16_error: 0.05}}"
+    measured = decide("auto", WITH_BF16, model)
+    assert measured.candidates[0].recorded is None
+    assert "bfloat16 refused: min cosine" in measured.describe()
+    reused = decide("auto", WITH_BF16, model)
+    (record,) = records_dir.glob("*.json")
+    refused = reused.candidates[0]
+    assert refused.recorded == str(record)
+    assert "below precision.gate.min_cosine" in refused.reasons[0]
+    assert "bfloat16 instructions (avx512_bf16)" in refused.reasons[-1]
+    said = reused.describe()
+    assert said.startswith("float32 (bfloat16 refused by an earlier run's figures: min cosine")
+    assert f"as recorded in {record}, which you may delete to check again" in said
+    assert PrecisionDecision.from_record(reused.record()).describe() == said
+    with pytest.raises(UserError, match=f"figures an earlier run recorded in {record}"):
+        decide("[bfloat16]", WITH_BF16, model)
+
+
 def test_stricter_thresholds_come_from_the_pipeline() -> None:
     strict = "{use: auto, gate: {min_cosine: 1.0, documents: 8}}"
     decision = decide(strict, WITH_BF16)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 FLOAT32 = "float32"
 
 Mode = Literal["explicit", "list", "auto"]
+_DELETE = "which you may delete to check again"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,14 @@ class PrecisionCandidate:
     """The record the figures were read from, when an earlier run measured them (a file
     in ``$SEAMLINE_PRECISION_DIR``): said wherever the figures are, since this run did
     not measure them; deleting it makes the next run measure again."""
+
+    def refusal(self) -> str:
+        """Why it was refused, in words; figures read from a record say so and where
+        (a refusal by an earlier run's record read as if this run had measured it)."""
+        text = ", ".join(self.reasons)
+        if self.recorded is None:
+            return text
+        return f"{text} (figures an earlier run recorded in {self.recorded}, {_DELETE})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +121,7 @@ class PrecisionDecision:
         if chosen.figures is not None and chosen.recorded is not None:
             return (
                 f"{self.chosen} (checked against float32 by an earlier run: "
-                f"{chosen.figures.describe()}; as recorded in {chosen.recorded}, which you "
-                "may delete to check again)"
+                f"{chosen.figures.describe()}; as recorded in {chosen.recorded}, {_DELETE})"
             )
         if chosen.figures is not None:
             return f"{self.chosen} (checked against float32: {chosen.figures.describe()})"
@@ -122,6 +130,11 @@ class PrecisionDecision:
         refused = [c for c in self.candidates if not c.ok]
         if refused:
             first = refused[0]
+            if first.recorded is not None:
+                return (
+                    f"{self.chosen} ({first.name} refused by an earlier run's figures: "
+                    f"{first.reasons[0]}; as recorded in {first.recorded}, {_DELETE})"
+                )
             return f"{self.chosen} ({first.name} refused: {first.reasons[0]})"
         return self.chosen
 

@@ -185,8 +185,7 @@ def _first_that_serves(
             continue
         failed = refusals(figures, settings.gate)
         if failed:
-            refused = PrecisionCandidate(judged.name, False, tuple(failed), figures, recorded)
-            candidates.append(refused)
+            candidates.append(gate_refused(judged, failed, figures, recorded))
             continue
         passed = PrecisionCandidate(judged.name, True, (*judged.reasons, source), figures, recorded)
         return PrecisionDecision(judged.name, mode, (*candidates, passed))
@@ -202,8 +201,16 @@ def serving_precision(candidates: Sequence[PrecisionCandidate]) -> str:
     raise _none_can_serve(candidates)
 
 
+def gate_refused(
+    judged: PrecisionCandidate, failed: Sequence[str], figures: GateFigures, recorded: str | None
+) -> PrecisionCandidate:
+    """``judged`` refused by the gate: its failures first (the summary's reason), then what
+    it was judged on before (the hardware's reason, which a refusal used to drop)."""
+    return PrecisionCandidate(judged.name, False, (*failed, *judged.reasons), figures, recorded)
+
+
 def _none_can_serve(candidates: Sequence[PrecisionCandidate]) -> UserError:
-    reasons = "; ".join(f"{c.name}: {' '.join(c.reasons)}" for c in candidates)
+    reasons = "; ".join(f"{c.name}: {c.refusal()}" for c in candidates)
     return UserError(
         f"no precision can serve this pipeline ({reasons}); use 'precision: auto', which "
         "falls back to float32, or add float32 to the list"
@@ -273,7 +280,7 @@ class Calibration:
         recorded = str(records.record_path(self.folder, key))
         failed = refusals(found, settings.gate)
         if failed:
-            return PrecisionCandidate(candidate.name, False, tuple(failed), found, recorded)
+            return gate_refused(candidate, failed, found, recorded)
         passed = "gate passed earlier for this pipeline"
         return PrecisionCandidate(
             candidate.name, True, (*candidate.reasons, passed), found, recorded
