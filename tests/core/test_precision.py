@@ -127,6 +127,34 @@ def test_a_malformed_hidden_list_is_refused(value: str) -> None:
         hidden_features(value)
 
 
+@pytest.mark.parametrize("value", ["avx512bf16,amxbf16", "avx_512_bf16", "all", "avx512f"])
+def test_a_hidden_name_the_check_does_not_look_for_is_refused(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A misspelt name hid nothing, silently: bfloat16 was chosen anyway."""
+    import seamline.core.precision.hardware as hardware
+
+    monkeypatch.setattr(hardware, "read_cpu_features", lambda: frozenset({"avx512_bf16"}))
+    with pytest.raises(UserError, match=r"avx512_bf16, amx_bf16, bf16") as refused:
+        Hardware.detect({HIDDEN_VARIABLE: value})
+    assert f"${HIDDEN_VARIABLE} names {value.split(',')[0]!r}" in str(refused.value)
+
+
+def test_a_hidden_feature_is_said_even_when_bfloat16_stays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import seamline.core.precision.hardware as hardware
+
+    found = frozenset({"avx512_bf16", "amx_bf16"})
+    monkeypatch.setattr(hardware, "read_cpu_features", lambda: found)
+    ok, why = Hardware.detect({HIDDEN_VARIABLE: "amx_bf16"}).native("bfloat16")
+    assert ok
+    assert (
+        why
+        == f"this CPU has bfloat16 instructions (avx512_bf16; ${HIDDEN_VARIABLE} hides amx_bf16)"
+    )
+
+
 # -- the gate's figures --------------------------------------------------------------------
 
 

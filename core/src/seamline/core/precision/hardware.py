@@ -12,7 +12,10 @@ is emulated and slower than float32. So a candidate is refused unless:
 ``$SEAMLINE_CPU_FEATURES_HIDDEN`` (comma-separated feature names) hides features from
 this check, as ``ONEDNN_MAX_CPU_ISA`` caps oneDNN: to see what ``precision: auto`` does
 on a CPU without them, or to keep a fleet of mixed machines on one precision. It is
-read as untrusted input: names only, bounded.
+read as untrusted input: names only, bounded, and only the names this check looks for
+(:data:`BF16_CPU_FEATURES`): a misspelling (``avx512bf16``) hid nothing, silently, and
+the run chose the bfloat16 it was meant to keep away from. Nothing else reads it (the
+``cpu-flash`` kernel asks the CPU itself which copy to run).
 """
 
 from __future__ import annotations
@@ -109,10 +112,10 @@ class Hardware:
                 "instructions cannot be confirmed"
             )
         found = [flag for flag in BF16_CPU_FEATURES if flag in self.cpu_features]
-        if found:
-            return True, f"this CPU has bfloat16 instructions ({', '.join(found)})"
         hidden = [flag for flag in BF16_CPU_FEATURES if flag in self.hidden]
         why = f"; ${HIDDEN_VARIABLE} hides {', '.join(hidden)}" if hidden else ""
+        if found:
+            return True, f"this CPU has bfloat16 instructions ({', '.join(found)}{why})"
         return False, (
             f"this CPU has no bfloat16 instructions (looked for "
             f"{', '.join(BF16_CPU_FEATURES)}{why}): bfloat16 would be emulated, slower than "
@@ -142,6 +145,13 @@ def hidden_features(value: str) -> frozenset[str]:
             f"${HIDDEN_VARIABLE} must be comma-separated CPU feature names as /proc/cpuinfo "
             f"writes them (lower case, digits, '_'; at most {_MAX_HIDDEN}), e.g. "
             f"'avx512_bf16,amx_bf16'; found {shown!r}"
+        )
+    unknown = [name for name in names if name not in BF16_CPU_FEATURES]
+    if unknown:
+        raise UserError(
+            f"${HIDDEN_VARIABLE} names {unknown[0]!r}, which is not a feature the precision "
+            f"check looks for, so it would hide nothing: use {', '.join(BF16_CPU_FEATURES)} "
+            "(as /proc/cpuinfo writes them)"
         )
     return frozenset(names)
 
