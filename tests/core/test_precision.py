@@ -206,6 +206,42 @@ def test_a_sample_too_small_for_neighbours_still_checks_cosines() -> None:
         compare(one, np.ones((2, 4), np.float32), top_k=10)
 
 
+@pytest.mark.parametrize(("windows", "top_k"), [(20, 50), (11, 10), (2, 10)])
+def test_a_neighbour_check_that_cannot_fail_is_not_reported_as_kept(
+    windows: int, top_k: int
+) -> None:
+    """With top_k + 1 windows or fewer every other window is a neighbour: the figure was
+    100 % whatever the vectors ("100.0% of top-19 neighbours kept" for a top_k of 50)."""
+    rng = np.random.default_rng(0)
+    reference = rng.normal(size=(windows, 16)).astype(np.float32)
+    moved = rng.normal(size=(windows, 16)).astype(np.float32)  # nothing like the reference
+    figures = compare(reference, moved, top_k)
+    assert (figures.neighbours, figures.top_k, figures.neighbours_checked) == (None, 0, False)
+    said = figures.describe()
+    assert "neighbours kept" not in said
+    assert f"cosine only: a top-k neighbour check is not possible on {windows} windows" in said
+    assert not any("neighbours" in why for why in refusals(figures, PrecisionGate()))
+    assert compare(reference[:1], moved[:1], top_k).describe().endswith("on 1 windows")
+    wider = rng.normal(size=(top_k + 2, 16)).astype(np.float32)
+    assert compare(wider, wider, top_k).neighbours_checked  # one window left out: it can fail
+
+
+def test_a_recorded_vacuous_neighbour_figure_is_not_claimed() -> None:
+    """A record written before such figures were left out still carries 100 %."""
+    old = GateFigures(3, 0.99999, 0.99999, 1e-3, 2, 1.0, 1.0)
+    assert not old.neighbours_checked
+    assert "100.0%" not in old.describe()
+
+
+def test_a_run_on_a_small_sample_says_it_checked_the_cosine_only() -> None:
+    decision = decide("{use: auto, gate: {documents: 8}}", WITH_BF16)
+    assert decision.chosen == "bfloat16"
+    assert "cosine only: a top-k neighbour check is not possible on 8 windows" in (
+        decision.describe()
+    )
+    assert "(cosine only" in decision.chosen_candidate.reasons[-1]
+
+
 # -- the records the gate keeps --------------------------------------------------------------
 
 

@@ -29,19 +29,29 @@ class GateFigures:
     max_abs: float
     """Largest absolute difference of any component."""
     top_k: int
-    """Neighbours compared per window (the gate's top_k, or fewer in a small sample)."""
+    """Neighbours compared per window (the gate's top_k; 0 when not compared)."""
     neighbours: float | None
     """Mean fraction of each window's ``top_k`` float32 neighbours kept; None when the
-    sample has too few windows to have neighbours."""
+    sample has too few windows (``top_k + 1`` or fewer) for the figure to mean anything."""
     worst_neighbours: float | None
     """The fraction kept by the worst window."""
+
+    @property
+    def neighbours_checked(self) -> bool:
+        """Whether the neighbour figure could have failed: with ``top_k + 1`` windows or
+        fewer every other window is a neighbour, and it is 100 % whatever the vectors.
+        (Records written before such figures were left out may still carry one.)"""
+        return self.neighbours is not None and 1 <= self.top_k < self.windows - 1
 
     def describe(self) -> str:
         """One clause for a terminal: the figures the gate judged."""
         text = f"min cosine {self.min_cosine:.6f} over {self.windows} windows"
-        if self.neighbours is not None:
-            text += f", {self.neighbours:.1%} of top-{self.top_k} neighbours kept"
-        return text
+        if self.neighbours_checked and self.neighbours is not None:
+            return text + f", {self.neighbours:.1%} of top-{self.top_k} neighbours kept"
+        return text + f"; {NO_NEIGHBOURS.format(windows=self.windows)}"
+
+
+NO_NEIGHBOURS = "cosine only: a top-k neighbour check is not possible on {windows} windows"
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from seamline.core.pinning import pinned_model
 from seamline.core.precision import records
 from seamline.core.precision.decision import (
     FLOAT32,
+    NO_NEIGHBOURS,
     GateFigures,
     Mode,
     PrecisionCandidate,
@@ -120,7 +121,7 @@ def decide_precision(
         figures = decision.chosen_candidate.figures
         if figures is not None:
             span.set_attribute("seamline.precision.min_cosine", figures.min_cosine)
-            if figures.neighbours is not None:
+            if figures.neighbours_checked and figures.neighbours is not None:
                 span.set_attribute("seamline.precision.neighbours", figures.neighbours)
     log.info("precision chosen", precision=decision.describe(), mode=mode)
     return decision
@@ -187,7 +188,7 @@ def _first_that_serves(
         if failed:
             candidates.append(gate_refused(judged, failed, figures, recorded))
             continue
-        passed = PrecisionCandidate(judged.name, True, (*judged.reasons, source), figures, recorded)
+        passed = gate_passed(judged, source, figures, recorded)
         return PrecisionDecision(judged.name, mode, (*candidates, passed))
     raise _none_can_serve(candidates)
 
@@ -207,6 +208,17 @@ def gate_refused(
     """``judged`` refused by the gate: its failures first (the summary's reason), then what
     it was judged on before (the hardware's reason, which a refusal used to drop)."""
     return PrecisionCandidate(judged.name, False, (*failed, *judged.reasons), figures, recorded)
+
+
+def gate_passed(
+    judged: PrecisionCandidate, source: str, figures: GateFigures, recorded: str | None
+) -> PrecisionCandidate:
+    """``judged`` passed by the gate; a sample too small for the neighbour check says it
+    was judged on the cosine only, not as if its neighbours had all been kept."""
+    said = (source,)
+    if not figures.neighbours_checked:
+        said = (f"{source} ({NO_NEIGHBOURS.format(windows=figures.windows)})",)
+    return PrecisionCandidate(judged.name, True, (*judged.reasons, *said), figures, recorded)
 
 
 def _none_can_serve(candidates: Sequence[PrecisionCandidate]) -> UserError:
@@ -281,10 +293,7 @@ class Calibration:
         failed = refusals(found, settings.gate)
         if failed:
             return gate_refused(candidate, failed, found, recorded)
-        passed = "gate passed earlier for this pipeline"
-        return PrecisionCandidate(
-            candidate.name, True, (*candidate.reasons, passed), found, recorded
-        )
+        return gate_passed(candidate, "gate passed earlier for this pipeline", found, recorded)
 
     def texts(self, documents: int) -> list[str]:
         """The text of the loader's first ``documents`` documents (error records skipped)."""
