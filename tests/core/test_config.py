@@ -72,6 +72,26 @@ def test_override_errors_name_the_override(registry: Registry, override: str, me
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("model={use: bert-encoder, with: {max_lenght: 1}}", "model.with.max_lenght"),
+        ("precision={use: auto, gates: {}}", "precision.gates"),
+    ],
+)
+def test_a_mistake_inside_a_set_mapping_is_placed_at_the_set(
+    registry: Registry, override: str, field: str
+) -> None:
+    """The section's key is in the file too: the mistake was blamed on its line
+    (``p.yaml:3:1``), where nothing like it was ever written."""
+    text = BASE + "precision: auto\n"
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(text, "p.yaml", registry, overrides=[override], environ={})
+    problems = getattr(caught.value, "problems", [caught.value])
+    (unknown,) = [e for e in problems if f"unknown field '{field}'" in str(e)]
+    assert unknown.location == f"--set {override}"
+
+
 @pytest.mark.parametrize("index", ["²", "1" * 5000])
 def test_an_index_that_int_refuses_is_no_index(registry: Registry, index: str) -> None:
     """``'²'`` passed ``str.isdigit()`` and ``int()`` refused it: a traceback, exit 1."""

@@ -200,6 +200,11 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
             node[step] = value
             _forget(located, path)
             located.values[path] = where
+            if path in located.keys:
+                # The file's key stays written, but what is under it is the override's: an
+                # unknown key inside `--set 'precision={gates: {}}'` was placed at the
+                # file's `precision:` line, where no such key was ever written.
+                located.keys[path] = where
         else:
             if isinstance(node, dict) and (step not in node or node[step] is None):
                 if is_count(keys[depth + 1]):
