@@ -7,8 +7,9 @@ records, for each, the distribution that registered it and whether it is usable:
 * a plugin that fails to import is *broken*: it is listed with the reason and
   every other component stays usable;
 * a plugin that imports but does not honour the component rules (wrong base
-  class, name, config model or a contract major version this seamline cannot
-  host) is *refused*, with the reason;
+  class, name, config model, a contract major version this seamline cannot
+  host, or abstract methods of its contract left unimplemented) is *refused*, with
+  the reason;
 * two distributions registering the same name are a *conflict*: neither is used
   and asking for the name is an error naming both (no silent last-one-wins);
 * an entry point of a distribution the trust policy does not allow
@@ -32,6 +33,7 @@ when ``seamline check`` asks for one.
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import inspect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -130,7 +132,20 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
         return "its Config is not a seamline ComponentConfig (pydantic) model"
     if config.model_config.get("extra") != "forbid":
         return 'its Config must forbid unknown fields (model_config extra="forbid")'
-    return compatibility_problem(kind, plugin.contract_version)
+    return compatibility_problem(kind, plugin.contract_version) or _unimplemented(plugin)
+
+
+def _unimplemented(plugin: type) -> str | None:
+    """What an abstract class leaves out of its contract, or None.
+
+    An attention without ``supports`` and ``__call__`` was listed ``ok``, and every
+    ``auto`` pipeline, naming it or not, then failed building it with a bare
+    ``TypeError: Can't instantiate abstract class``.
+    """
+    if not inspect.isabstract(plugin):
+        return None
+    missing = sorted(getattr(plugin, "__abstractmethods__", ()))
+    return f"does not implement {', '.join(missing)} (the contract's abstract methods)"
 
 
 class Registry:

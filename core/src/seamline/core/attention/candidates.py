@@ -13,11 +13,21 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from seamline.contracts import Attention, UserError
+from seamline.contracts.logs import get_logger
 from seamline.core.attention.planner import AttentionPlanner, SpecKey, refusals, signature_of
 from seamline.core.attention.tuning import Measured, MeasuredRanking
-from seamline.core.config import AttentionMode, AttentionSpecConfig, ResolvedAttention, Selection
+from seamline.core.config import (
+    AttentionMode,
+    AttentionSpecConfig,
+    ComponentChoice,
+    ResolvedAttention,
+    Selection,
+)
 from seamline.core.registry import ComponentInfo, Registry
+from seamline.core.seams import BUILD, mark_failure
 from seamline.core.trust import untrusted_candidates
+
+log = get_logger("seamline.core")
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,8 @@ class AttentionCandidates:
     """Name -> why it is not trusted (only with ``require_conformance``)."""
     reference_location: str = ""
     """Where the pipeline named the reference (``file:line:column``), for its errors."""
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    """Name -> why an ``auto`` candidate is not among ``implementations``: it failed to build."""
 
     def check_reference(self, specs: SpecKey) -> None:
         """Raise a ``UserError`` if the reference cannot serve ``specs`` itself.
@@ -95,29 +107,59 @@ class AttentionCandidates:
 
 
 def build_candidates(resolved: ResolvedAttention, registry: Registry) -> AttentionCandidates:
-    """Instantiate the candidates and the reference of ``resolved``, and judge their trust."""
-    implementations = tuple(
-        cast(Attention[Any], registry.create("attention", choice.name, choice.config))
-        for choice in resolved.candidates
-    )
+    """Instantiate the candidates and the reference of ``resolved``, and judge their trust.
+
+    Under ``auto`` a candidate whose constructor raises is left out, with a warning
+    naming it and its distribution: the pipeline never named it, and one broken
+    kernel installed beside the others stopped every ``auto`` run and ``explain``
+    with a bare ``TypeError``. A candidate or reference the pipeline names that
+    fails to build ends the run, its error marked as that component's ``build``.
+    """
+    implementations: list[Attention[Any]] = []
+    left_out: dict[str, str] = {}
+    for choice in resolved.candidates:
+        try:
+            implementations.append(_built(registry, choice))
+        except Exception as err:
+            if resolved.mode is not AttentionMode.AUTO:
+                raise
+            info = registry.get("attention", choice.name)
+            where = f"attention {choice.name!r} ({BUILD}, from {info.distribution} {info.version})"
+            left_out[choice.name] = f"{where}: {type(err).__name__}: {err}"
+            log.warning("attention left out of auto: it failed to build", why=left_out[choice.name])
+            if len(left_out) == len(resolved.candidates):
+                raise
     reference: Attention[Any] | None = None
-    choice = resolved.reference
-    if choice is not None:
-        same = [c for c in implementations if c.name == choice.name and c.config == choice.config]
-        reference = (
-            same[0]
-            if same
-            else cast(Attention[Any], registry.create("attention", choice.name, choice.config))
-        )
+    named_reference = resolved.reference
+    if named_reference is not None:
+        same = [
+            c
+            for c in implementations
+            if c.name == named_reference.name and c.config == named_reference.config
+        ]
+        reference = same[0] if same else _built(registry, named_reference)
     named = [*implementations, reference] if reference is not None else list(implementations)
     infos = {a.name: registry.info_of(a) for a in named}
     settings = resolved.settings
     return AttentionCandidates(
         mode=resolved.mode,
-        implementations=implementations,
+        implementations=tuple(implementations),
         reference=reference,
         settings=settings,
         infos=infos,
         untrusted=untrusted_candidates(implementations, infos, settings.require_conformance),
-        reference_location=choice.location if choice is not None else "",
+        reference_location=named_reference.location if named_reference is not None else "",
+        left_out=left_out,
     )
+
+
+def _built(registry: Registry, choice: ComponentChoice) -> Attention[Any]:
+    """``choice`` built, an error from its constructor marked as its ``build``'s (it has no
+    seam yet), so that the run's one line names the attention and its distribution."""
+    try:
+        return cast(Attention[Any], registry.create("attention", choice.name, choice.config))
+    except UserError:
+        raise
+    except Exception as err:
+        mark_failure(err, "attention", choice.name, BUILD, registry.get("attention", choice.name))
+        raise

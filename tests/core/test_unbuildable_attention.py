@@ -1,0 +1,94 @@
+"""An attention that cannot be built never takes down the pipelines that do not name it.
+
+An attention class that left ``supports`` and ``__call__`` unimplemented (abstract) was
+listed ``ok``; every ``auto`` pipeline, naming it or not, then failed building it with
+``TypeError: Can't instantiate abstract class`` naming neither the component nor its
+distribution, and ``explain`` printed a traceback. Discovery now refuses such a class;
+and under ``auto`` a candidate whose constructor raises is left out, with the reason,
+while a pipeline naming it is told which component and distribution failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+
+from seamline.components.attention.native import NativeAttention
+from seamline.contracts import Attention, ComponentConfig
+from seamline.core.attention.candidates import build_candidates
+from seamline.core.config import parse_pipeline
+from seamline.core.orchestrator import Orchestrator
+from seamline.core.registry import ComponentInfo, Registry, refusal_reason
+from seamline.core.seams import failed_at
+from tests.core.toy import MemorySink, toy_registry
+
+
+class Unimplemented(Attention[ComponentConfig]):
+    """Forgot ``supports`` and ``__call__``."""
+
+    name: ClassVar[str] = "notimpl"
+    contract_version: ClassVar[str] = "1.0"
+    Config: ClassVar[type[ComponentConfig]] = ComponentConfig
+
+
+class RaisesWhenBuilt(NativeAttention):
+    name: ClassVar[str] = "raises"
+    contract_version: ClassVar[str] = "1.1"
+    is_reference: ClassVar[bool] = False
+
+    def __init__(self, config: Any) -> None:
+        raise RuntimeError("no GPU driver")
+
+
+def test_an_abstract_attention_is_refused_naming_what_it_leaves_out() -> None:
+    reason = refusal_reason("attention", "notimpl", Unimplemented)
+    assert reason is not None
+    assert reason.startswith("does not implement __call__, supports")
+    assert refusal_reason("attention", "native", NativeAttention) is None
+
+
+def registry() -> Registry:
+    info = ComponentInfo(
+        "attention", "raises", f"{__name__}:RaisesWhenBuilt", "acme-raises", "0.3", "ok", "",
+        RaisesWhenBuilt, "1.1",
+    )  # fmt: skip
+    return Registry([*toy_registry().entries(), info])
+
+
+def pipeline(attention: str, reg: Registry) -> Any:
+    text = (
+        "pipeline: toy\n"
+        "loader: {use: list, with: {texts: ['one two three', 'four five']}}\n"
+        "model: {use: toy}\n"
+        f"attention: {attention}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 2, buckets: [4]}\n"
+    )
+    return parse_pipeline(text, "p.yaml", reg)
+
+
+def test_auto_leaves_out_a_candidate_that_fails_to_build_and_says_why() -> None:
+    reg = registry()
+    resolved = pipeline("{use: auto}", reg)
+    assert "raises" in [c.name for c in resolved.attention.candidates]
+    candidates = build_candidates(resolved.attention, reg)
+    try:
+        assert "raises" not in [a.name for a in candidates.implementations]
+        assert candidates.left_out == {
+            "raises": "attention 'raises' (build, from acme-raises 0.3): RuntimeError: "
+            "no GPU driver"
+        }
+    finally:
+        candidates.close()
+    MemorySink.reset()
+    summary = Orchestrator(resolved, reg).run()
+    assert summary.counts.documents == 2
+    assert "raises" not in summary.attention.values()
+
+
+def test_a_named_attention_that_fails_to_build_is_named_with_its_distribution() -> None:
+    reg = registry()
+    with pytest.raises(RuntimeError) as failed:
+        Orchestrator(pipeline("{use: raises}", reg), reg)
+    assert failed_at(failed.value) == "attention 'raises' (build, from acme-raises 0.3)"
