@@ -128,7 +128,7 @@ def test_a_trusted_choice_resolves_with_its_provenance(marker: Path, tmp_path: P
     trust = "trust: {distributions: [seamline-components, seamline-fixture-sideeffect]}\n"
     # Both trusted distributions register 'native': the reference is in conflict, so a
     # pipeline that verifies is refused (naming it), and one that says it will not, runs.
-    with pytest.raises(PipelineConfigError, match=r"reference 'native' .* which is conflict"):
+    with pytest.raises(PipelineConfigError, match=r"reference 'native' .* which is in conflict"):
         load_trusted(pipeline(tmp_path, "sideeffect", trust))
     path = pipeline(tmp_path, "sideeffect\n  verify: false", trust)
     resolved, registry = load_trusted(path)

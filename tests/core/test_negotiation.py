@@ -103,12 +103,39 @@ def test_verification_with_a_reference_that_is_not_usable_is_refused_not_skipped
         "attention: {use: off-by-ten}\nsink: {use: memory}\n"
     )
     with pytest.raises(ConfigError, match=r"n\.yaml:4:12: attention\.verify checks .*"
-                       r"reference 'native' \(from tests\), which is conflict here: "
+                       r"reference 'native' \(from tests\), which is in conflict here: "
                        r"registered by tests and by clash") as refused:  # fmt: skip
         parse_pipeline(text, "n.yaml", Registry(infos))
     assert "attention.verify: false to run unverified" in str(refused.value)
+    assert "uninstall one of them, or trust only" in str(refused.value)
+    assert "trust: {distributions: [tests, ...]}" in str(refused.value)  # the fix, not "fix that"
     unverified = text.replace("{use: off-by-ten}", "{use: off-by-ten, verify: false}")
     assert parse_pipeline(unverified, "n.yaml", Registry(infos)).attention.reference is None
+
+
+def test_an_unusable_reference_of_the_default_attention_is_placed_at_the_pipeline_name() -> None:
+    """With no attention section, the error was placed at ``1:1`` and began
+    "attention.verify checks ...", a setting the file does not have."""
+    from dataclasses import replace
+
+    from seamline.contracts import ConfigError
+
+    infos = [
+        replace(info, status="conflict", reason="name also registered by clash")
+        if info.name == "native"
+        else info
+        for info in toy_registry().entries()
+    ]
+    text = (
+        "pipeline: negotiation\nloader: {use: list, with: {texts: [a]}}\nmodel: {use: toy}\n"
+        "sink: {use: memory}\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        parse_pipeline(text, "n.yaml", Registry(infos))
+    assert str(refused.value).startswith(
+        "n.yaml:1:11: the default attention (auto, verified) checks the chosen attention "
+        "against the reference 'native' (from tests), which is in conflict here: "
+    )
 
 
 def test_a_kernel_that_does_not_compile_for_a_shape_is_demoted_for_that_shape_only() -> None:

@@ -70,6 +70,17 @@ GROUP_PREFIX = "seamline."
 Status = Literal["ok", "broken", "refused", "conflict", "untrusted"]
 
 
+def allowlist_fix(keep: str = "") -> str:
+    """The third way out of a conflict, for every message that names one (``keep``: the
+    distribution to list first): an allowlist shuts a squatter out, without uninstalling
+    anything or waiting for its author to rename the entry point."""
+    listed = f"{keep}, ..." if keep else "..."
+    return (
+        "trust only the distributions you mean (an allowlist that leaves the other out: "
+        f"trust: {{distributions: [{listed}]}}, in the pipeline or ~/.config/seamline/config.yaml)"
+    )
+
+
 def group_of(kind: Kind) -> str:
     """The entry-point group of a kind of component."""
     return f"{GROUP_PREFIX}{kind}"
@@ -267,8 +278,8 @@ class Registry:
         if len(infos) > 1:
             owners = " and ".join(f"{i.distribution} {i.version} ({i.target})" for i in infos)
             raise DuplicateComponentError(
-                f"{kind} component {name!r} is registered by {owners}; "
-                "uninstall one of them or ask its author to rename the entry point"
+                f"{kind} component {name!r} is registered by {owners}; uninstall one of "
+                f"them, ask its author to rename the entry point, or {allowlist_fix()}"
             )
         info = infos[0]
         if info.status == "refused" and compatibility_problem(kind, info.contract_version):

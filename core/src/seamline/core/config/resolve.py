@@ -62,7 +62,7 @@ from seamline.core.config.spec import (
 )
 from seamline.core.config.user import user_trust
 from seamline.core.precision.decision import FLOAT32, PrecisionDecision
-from seamline.core.registry import ComponentInfo, Registry
+from seamline.core.registry import ComponentInfo, Registry, allowlist_fix
 from seamline.core.suggest import did_you_mean
 from seamline.core.trust import ConformanceCheck, TrustPolicy, TrustSettings, pipeline_policy
 
@@ -805,25 +805,44 @@ class _Resolver:
 
     def _reference_unusable(self, info: ComponentInfo) -> ConfigError:
         """The reference is installed but cannot be used (a conflict, say): verification,
-        on by default, would silently check nothing, and a kernel that lies would pass."""
+        on by default, would silently check nothing, and a kernel that lies would pass.
+
+        A third party registering ``native`` too stopped every default pipeline with
+        "which is conflict here ...; fix that", placed at ``1:1`` of a file with no
+        attention section: the message now says what "fix that" is for a conflict, and a
+        pipeline without the section is placed at its name, the default named as such.
+        """
+        status = "in conflict" if info.status == "conflict" else info.status
+        if info.status == "conflict":
+            fix = f"uninstall one of them, or {allowlist_fix(info.distribution)}"
+        else:
+            fix = "fix that (the reference must be usable)"
+        subject, where = self._attention_place()
         return ConfigError(
-            f"attention.verify checks the chosen attention against the reference "
-            f"{info.name!r} (from {info.distribution}), which is {info.status} here: "
-            f"{info.reason}; fix that (the reference must be usable), or set "
-            "attention.verify: false to run unverified",
-            self.located.where(("attention",)),
+            f"{subject} checks the chosen attention against the reference {info.name!r} "
+            f"(from {info.distribution}), which is {status} here: {info.reason}; {fix}; "
+            "or set attention.verify: false to run unverified",
+            where,
         )
 
     def _no_reference(self) -> ConfigError:
         """No attention installed (or allowed) here declares itself the reference: as with
         an unusable one, verification would silently check nothing."""
+        subject, where = self._attention_place()
         return ConfigError(
-            "attention.verify checks the chosen attention against the reference, and no "
+            f"{subject} checks the chosen attention against the reference, and no "
             "attention installed and allowed here is one (seamline's is 'native', from "
             "seamline-components); install or allow it, name another with "
             "attention.reference, or set attention.verify: false to run unverified",
-            self.located.where(("attention",)),
+            where,
         )
+
+    def _attention_place(self) -> tuple[str, str]:
+        """What verifies and where to place an error about it: the ``attention`` section, or,
+        in a pipeline without one, the pipeline's name (not ``1:1``), the default named."""
+        if ("attention",) in self.located.values:
+            return "attention.verify", self.located.where(("attention",))
+        return "the default attention (auto, verified)", self.located.where(("pipeline",))
 
     def attention(
         self, config: AttentionSpecConfig, mode: AttentionMode
