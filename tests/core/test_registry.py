@@ -309,3 +309,28 @@ def test_a_component_built_without_its_config_is_a_contract_violation_naming_it(
         ContractViolation, match=r"loader 'no-super' \(from acme 0.1\) has no config"
     ):
         registry.create("loader", "no-super", {"texts": ["a"]})
+
+
+def test_two_registrations_under_one_distribution_name_are_a_conflict() -> None:
+    """A folder on PYTHONPATH declaring itself ``seamline-components`` and registering
+    ``npy`` was listed ``ok`` beside the real ``npy``: conflicts compared names only."""
+    from seamline.core.registry import ComponentInfo
+    from seamline.core.trust.policy import EVERYONE
+    from tests.core.toy import MemorySink
+
+    real = ComponentInfo(
+        "sink", "memory", "tests.core.toy:MemorySink", "seamline-components", "0.1.0", "ok",
+        "", MemorySink, "1.0",
+    )  # fmt: skip
+    impostor = ComponentInfo(
+        "sink", "memory", "acme_fake:MemorySink", "seamline-components", "9.9.9", "ok", "",
+        MemorySink, "1.0",
+    )  # fmt: skip
+    marked = Registry([real, impostor]).narrowed(EVERYONE).entries("sink")
+    assert [info.status for info in marked] == ["conflict", "conflict"]
+    assert marked[0].reason == (
+        "name also registered by seamline-components 9.9.9 (acme_fake:MemorySink), another "
+        "distribution of the same name"
+    )
+    alone = Registry([real]).narrowed(EVERYONE).entries("sink")
+    assert [info.status for info in alone] == ["ok"]

@@ -10,8 +10,9 @@ records, for each, the distribution that registered it and whether it is usable:
   class, name, config model, a contract major version this seamline cannot
   host, or abstract methods of its contract left unimplemented) is *refused*, with
   the reason;
-* two distributions registering the same name are a *conflict*: neither is used
-  and asking for the name is an error naming both (no silent last-one-wins);
+* two distributions registering the same name are a *conflict*, even two that
+  declare one distribution name: neither is used and asking for the name is an
+  error naming both (no silent last-one-wins);
 * an entry point of a distribution the trust policy does not allow
   (:mod:`seamline.core.trust`) is *untrusted*: it is listed with the reason and
   never imported, so its import-time code never runs, and it cannot conflict with
@@ -518,19 +519,38 @@ def _unique(infos: list[ComponentInfo]) -> list[ComponentInfo]:
 
 
 def _mark_conflicts(infos: list[ComponentInfo]) -> list[ComponentInfo]:
-    """Mark every entry whose (kind, name) is registered by more than one distribution."""
-    owners: dict[tuple[Kind, str], set[str]] = defaultdict(set)
+    """Mark every entry whose (kind, name) another registration shares.
+
+    A registration is a distribution *and* its entry point's target, not a
+    distribution's name alone: a folder on ``PYTHONPATH`` declaring itself
+    ``seamline-components`` and registering ``npy`` was listed ``ok`` beside the real
+    ``npy`` (a pipeline asking for it was refused, rightly, as registered twice).
+    """
+    owners: dict[tuple[Kind, str], list[ComponentInfo]] = defaultdict(list)
     for info in infos:
         if info.status != "untrusted":  # never a candidate, so never in the way
-            owners[(info.kind, info.name)].add(info.distribution)
+            owners[(info.kind, info.name)].append(info)
     marked = []
     for info in infos:
-        others = owners[(info.kind, info.name)] - {info.distribution}
+        others = {
+            _owner(other, same_name=other.distribution == info.distribution)
+            for other in owners[(info.kind, info.name)]
+            if (other.distribution, other.target) != (info.distribution, info.target)
+        }
         if others and info.status != "untrusted":
             reason = f"name also registered by {', '.join(sorted(others))}"
             info = replace(info, status="conflict", reason=reason)
         marked.append(info)
     return marked
+
+
+def _owner(info: ComponentInfo, *, same_name: bool) -> str:
+    """The distribution of a conflicting entry, told apart from one of the same name."""
+    if not same_name:
+        return info.distribution
+    return (
+        f"{info.distribution} {info.version} ({info.target}), another distribution of the same name"
+    )
 
 
 def _a(kind: str) -> str:
