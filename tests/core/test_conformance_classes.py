@@ -222,3 +222,17 @@ def test_a_conformance_class_that_cannot_be_loaded_names_its_distribution_and_th
     assert said in message
     if "'module:attribute'" in message:
         assert '[project.entry-points."seamline.conformance"] table of acme-lines\'s' in message
+
+
+def test_two_suites_under_one_distribution_name_are_a_conflict_too() -> None:
+    """Two registrations were told apart by distribution name alone: an impostor calling
+    itself seamline-components was not a conflict (see ``_mark_conflicts``)."""
+    from seamline.core.trust.classes import ConformanceClasses
+
+    target = "seamline.components.conformance:Npy"
+    real = ConformanceEntry("sink:npy", target, "sc", "0.1.0", module_file="/sc/conformance.py")
+    impostor = ConformanceEntry("sink:npy", "acme_fake:Npy", "sc", "9.9.9", module_file="/f.py")
+    classes = ConformanceClasses([real, impostor])
+    assert classes.problem("sink", "npy") is not None
+    assert [listed.status for listed in classes.listed()] == ["conflict", "conflict"]
+    assert ConformanceClasses([real]).problem("sink", "npy") is None

@@ -96,7 +96,7 @@ if TYPE_CHECKING:
         traces_file_status_problem,
         traces_file_unusable,
     )
-    from seamline.core.trust.classes import CONFORMANCE_GROUP
+    from seamline.core.trust.classes import CONFORMANCE_GROUP, ListedConformance
     from seamline.core.trust.records import attribute as attribute_record
     from seamline.core.trust.records import save as save_record
     from seamline.core.trust.records import store_directory
@@ -120,6 +120,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "group_of": ("seamline.core.registry", "group_of"),
     "user_trust": ("seamline.core.config.user", "user_trust"),
     "CONFORMANCE_GROUP": ("seamline.core.trust.classes", "CONFORMANCE_GROUP"),
+    "ListedConformance": ("seamline.core.trust.classes", "ListedConformance"),
     "attribute_record": ("seamline.core.trust.records", "attribute"),
     "save_record": ("seamline.core.trust.records", "save"),
     "store_directory": ("seamline.core.trust.records", "store_directory"),
@@ -235,6 +236,7 @@ __all__ = [
     "Embedder",
     "GateFigures",
     "HostWork",
+    "ListedConformance",
     "Located",
     "NotPrivate",
     "Pending",

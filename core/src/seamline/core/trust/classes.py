@@ -22,8 +22,9 @@ import importlib.metadata as metadata
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from seamline.contracts import ComponentLoadError, DuplicateComponentError, Kind
+from seamline.contracts import KINDS, ComponentLoadError, DuplicateComponentError, Kind
 from seamline.core.plugin_imports import (
+    MalformedEntryPoint,
     check_value,
     import_failure,
     stdout_to_stderr,
@@ -55,6 +56,23 @@ class ConformanceEntry:
 
     def described(self) -> str:
         return f"{self.distribution} {self.version} ({self.target})"
+
+    @property
+    def registration(self) -> tuple[str, str]:
+        """What one registration is: a distribution *and* its target, so that two of one
+        distribution name (a folder on ``PYTHONPATH`` that calls itself
+        ``seamline-components``) are two, not one."""
+        return (self.distribution, self.target)
+
+
+@dataclass(frozen=True, slots=True)
+class ListedConformance:
+    """A conformance entry as ``seamline components`` lists it, judged without importing."""
+
+    entry: ConformanceEntry
+    status: str
+    """``ok``, ``broken``, ``conflict`` or ``untrusted``, as components are listed."""
+    reason: str = ""
 
 
 class ConformanceClasses:
@@ -93,12 +111,54 @@ class ConformanceClasses:
         """Every entry, trusted or not, in the order found (for listings and workers)."""
         return list(self._entries)
 
+    def listed(self) -> list[ListedConformance]:
+        """Every entry with a status, as ``seamline components`` lists it, none imported.
+
+        They were listed nowhere, though the docs said ``components`` lists every entry
+        point of the ``seamline.*`` groups: a suite registered under a name ``seamline
+        check`` never asks for (not ``KIND:NAME``), or naming a module that is not
+        there, went unnoticed until someone ran ``check``.
+        """
+        return [self._judged_for_listing(entry) for entry in self._entries]
+
+    def _judged_for_listing(self, entry: ConformanceEntry) -> ListedConformance:
+        if entry.untrusted:
+            return ListedConformance(entry, "untrusted", entry.untrusted)
+        kind, _, name = entry.key.partition(":")
+        if kind not in KINDS or not name:
+            return ListedConformance(
+                entry,
+                "broken",
+                f"its name {entry.key!r} is not KIND:NAME (KIND one of {', '.join(KINDS)}), "
+                "so seamline check never finds it",
+            )
+        try:
+            check_value(metadata.EntryPoint(entry.key, entry.target, CONFORMANCE_GROUP))
+        except MalformedEntryPoint as err:
+            return ListedConformance(entry, "broken", str(err))
+        if not entry.module_file:
+            module = entry.target.split(":", 1)[0]
+            return ListedConformance(
+                entry, "broken", f"no module named {module!r} is installed (entry point "
+                f"target {entry.target!r})"
+            )  # fmt: skip
+        others = sorted(
+            other.described()
+            for other in self._entries
+            if other.key == entry.key
+            and not other.untrusted
+            and other.registration != entry.registration
+        )
+        if others:
+            return ListedConformance(entry, "conflict", f"also registered by {', '.join(others)}")
+        return ListedConformance(entry, "ok")
+
     def problem(self, kind: Kind, name: str) -> str | None:
         """Why no conformance class can be used for ``kind:name``; None when one can."""
         key = f"{kind}:{name}"
         mine = [e for e in self._entries if e.key == key]
         trusted = [e for e in mine if not e.untrusted]
-        if len({e.distribution for e in trusted}) > 1:
+        if len({e.registration for e in trusted}) > 1:
             owners = " and ".join(e.described() for e in trusted)
             return f"{CONFORMANCE_GROUP} entry point {key!r} is registered by {owners}"
         if trusted:

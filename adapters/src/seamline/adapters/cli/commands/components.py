@@ -70,9 +70,13 @@ def components(
             "takes neither --kind nor --format json"
         )
     registry = loading.trusted_registry(pipeline) if pipeline is not None else loading.registry()
-    unknown = sorted(wanted - {info.distribution for info in registry.entries()})
+    suites = registry.conformance.listed()
+    installed = sorted(
+        {info.distribution for info in registry.entries()}
+        | {suite.entry.distribution for suite in suites}
+    )
+    unknown = sorted(wanted - set(installed))
     if unknown:
-        installed = sorted({info.distribution for info in registry.entries()})
         usage_error(
             f"--distribution {', '.join(unknown)}: no installed component comes from "
             f"{'it' if len(unknown) == 1 else 'them'}; the distributions that register "
@@ -83,7 +87,15 @@ def components(
         return
     infos = [info for info in registry.entries(kind) if not wanted or info.distribution in wanted]
     trusted = registry.trust.describe() if registry.trust.restricted else None
-    (listing if as_text else as_json).components(infos, trusted, _stray(registry, kind, wanted))
+    suites = [
+        suite
+        for suite in sorted(suites, key=lambda suite: (suite.entry.key, suite.entry.distribution))
+        if (not wanted or suite.entry.distribution in wanted)
+        and (kind is None or suite.entry.key.startswith(f"{kind}:"))
+    ]
+    (listing if as_text else as_json).components(
+        infos, trusted, _stray(registry, kind, wanted), suites
+    )
 
 
 def _stray(registry: Registry, kind: str | None, wanted: set[str]) -> list[tuple[str, str, str]]:

@@ -18,7 +18,7 @@ from seamline.contracts.json_safe import json_safe
 
 if TYPE_CHECKING:
     from seamline.adapters.search import Found
-    from seamline.core import ComponentInfo
+    from seamline.core import ComponentInfo, ListedConformance
 
 COMPONENTS_SCHEMA = "seamline.components/1"
 SEARCH_SCHEMA = "seamline.search/1"
@@ -28,9 +28,11 @@ def components(
     infos: Iterable[ComponentInfo],
     trusted: str | None,
     stray: Sequence[tuple[str, str, str]] = (),
+    suites: Sequence[ListedConformance] = (),
 ) -> None:
     """Every component as one object; ``trusted``: the allowlist when trust restricts it;
-    ``stray``: the entry points in groups seamline does not read (``not_read``)."""
+    ``stray``: the entry points in groups seamline does not read (``not_read``);
+    ``suites``: the ``seamline.conformance`` entry points (``conformance``)."""
     _print(
         {
             "schema": COMPONENTS_SCHEMA,
@@ -52,6 +54,18 @@ def components(
                 }
                 for info in infos
                 for status, reason in [listed(info)]
+            ],
+            "conformance": [
+                {
+                    "name": suite.entry.key,
+                    "distribution": suite.entry.distribution,
+                    "version": suite.entry.version,
+                    "target": suite.entry.target,
+                    "status": suite.status,
+                    "reason": suite.reason,
+                    "file": suite.entry.module_file or None,
+                }
+                for suite in suites
             ],
         }
     )

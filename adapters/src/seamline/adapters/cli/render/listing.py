@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from seamline.adapters.search import Found
     from seamline.adapters.trace_summary import TraceSummary
-    from seamline.core import ComponentInfo
+    from seamline.core import ComponentInfo, ListedConformance
 
 STATUS_COLOURS = {
     "ok": "green",
@@ -37,10 +37,12 @@ def components(
     infos: Iterable[ComponentInfo],
     trusted: str | None,
     stray: Sequence[tuple[str, str, str]] = (),
+    suites: Sequence[ListedConformance] = (),
 ) -> None:
     """One row per component; ``trusted``: the distributions trust allows, when it is
     restricted (a line under the table), else None; ``stray``: ``(group, name,
-    distribution)`` of each entry point in a group seamline does not read (a line each).
+    distribution)`` of each entry point in a group seamline does not read (a line each);
+    ``suites``: the ``seamline.conformance`` entry points, in a second table.
 
     Names, versions and files come from package metadata anyone can publish: shown as
     written (see :mod:`.console`).
@@ -51,6 +53,11 @@ def components(
     rows = [_cells(info) for info in infos]
     fits = _wide_width(rows) <= out.width
     out.print(_wide_table(rows) if fits else _stacked_table(rows))
+    if suites:
+        rows = [_suite_cells(suite) for suite in suites]
+        title = "seamline.conformance (seamline check KIND:NAME)"
+        fits = _wide_width(rows) <= out.width
+        out.print(_wide_table(rows, title) if fits else _stacked_table(rows, title))
     if trusted is not None:
         line(f"trusted distributions: {trusted}", console=out, soft_wrap=True)
     groups = ", ".join(map(group_of, KINDS))
@@ -82,6 +89,23 @@ def _cells(info: ComponentInfo) -> tuple[str, ...]:
     )
 
 
+def _suite_cells(suite: ListedConformance) -> tuple[str, ...]:
+    """A conformance entry's row in the components' columns: its ``KIND:NAME`` split (a
+    name that is not one is shown whole, kind ``-``), no contract, and no file read."""
+    entry = suite.entry
+    kind, _, name = entry.key.partition(":") if ":" in entry.key else ("-", "", entry.key)
+    return (
+        kind,
+        name,
+        entry.distribution,
+        entry.version,
+        "-",
+        suite.status,
+        suite.reason,
+        entry.module_file or "-",
+    )
+
+
 def _wide_width(rows: Sequence[tuple[str, ...]]) -> int:
     """The width the one-line-a-row table needs: its first six columns whole, and
     ``reason`` and ``file`` at least :data:`FOLDED_AT_LEAST` each (less when narrower).
@@ -99,8 +123,8 @@ def _wide_width(rows: Sequence[tuple[str, ...]]) -> int:
     return sum(widths[:6]) + sum(folded) + 3 * len(COLUMNS) + 1  # padding and rules
 
 
-def _wide_table(rows: Sequence[tuple[str, ...]]) -> Table:
-    shown = table(title="seamline components")
+def _wide_table(rows: Sequence[tuple[str, ...]], title: str = "seamline components") -> Table:
+    shown = table(title=title)
     for column in COLUMNS[:6]:
         shown.add_column(column, no_wrap=True)
     for column in COLUMNS[6:]:
@@ -110,10 +134,10 @@ def _wide_table(rows: Sequence[tuple[str, ...]]) -> Table:
     return shown
 
 
-def _stacked_table(rows: Sequence[tuple[str, ...]]) -> Table:
+def _stacked_table(rows: Sequence[tuple[str, ...]], title: str = "seamline components") -> Table:
     """For a narrow terminal: kind, name and status, and in one folded column the
     distribution, version and contract, the reason (when there is one) and the file."""
-    shown = table(title="seamline components")
+    shown = table(title=title)
     for column in ("kind", "name", "status"):
         shown.add_column(column, overflow="fold")
     shown.add_column("details", overflow="fold", min_width=FOLDED_AT_LEAST)
