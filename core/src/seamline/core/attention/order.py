@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seamline.contracts import Attention, AttentionSpec
+from seamline.contracts import Attention, AttentionSpec, Support
+from seamline.core.attention.asking import asked
 
 UNRANKED = -(10**9)
 """Where a candidate whose ``priority()`` raises goes: last, rather than taking the run down."""
@@ -94,8 +95,9 @@ def auto_order_table(candidates: Sequence[Attention[Any]]) -> str:
         cells = []
         for candidate in auto_order(candidates, shape.spec):
             cell = f"{candidate.name} ({priority_of(candidate, shape.spec)})"
-            try:
-                serves = candidate.supports(shape.spec).ok
+            try:  # a supports() that blocks is refused after a time limit, not waited for
+                answer = asked(candidate, shape.spec)
+                serves = isinstance(answer, Support) and answer.ok
             except Exception:
                 serves = False
             cells.append(cell if serves else f"~~{cell}~~")

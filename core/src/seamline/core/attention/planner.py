@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seamline.contracts import Attention, AttentionSpec, Support, UnsupportedError
+from seamline.core.attention.asking import SupportsTimeout, asked
 from seamline.core.attention.order import auto_order
 from seamline.core.config import AttentionMode
 
@@ -276,7 +277,9 @@ def refusals(candidate: Attention[Any], specs: SpecKey) -> tuple[str, ...]:
     reasons: list[str] = []
     for spec in specs:
         try:
-            answer: object = candidate.supports(spec)  # a third party's: checked, not trusted
+            answer = asked(candidate, spec)  # a third party's: checked, not trusted
+        except SupportsTimeout as err:  # a blocked supports() must not hang the command
+            return (str(err),)
         except Exception as err:  # a buggy supports() must not take the run down
             return (f"supports() raised {type(err).__name__}: {err}",)
         if not isinstance(answer, Support):  # `return spec.q_len <= 512` was a traceback

@@ -1,0 +1,58 @@
+"""A ``supports()`` that blocks is refused after a time limit, not waited for.
+
+An attention whose ``supports()`` waited (on a GPU driver, a lock, the network) hung
+``seamline explain`` and ``components --auto-order`` for every pipeline, saying
+nothing, though no pipeline named it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from seamline.core.attention import asking
+from seamline.core.attention.order import auto_order_table
+from seamline.core.attention.plan import explain
+from seamline.core.config import parse_pipeline
+from tests.core.toy import NeverAttention, toy_registry
+
+RELEASE = threading.Event()
+
+
+@pytest.fixture
+def blocks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(asking, "SUPPORTS_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(NeverAttention, "supports", lambda self, spec: RELEASE.wait(60))
+    RELEASE.clear()
+    yield
+    RELEASE.set()  # the threads left behind end
+
+
+@pytest.mark.usefixtures("blocks")
+def test_explain_refuses_it_once_and_goes_on() -> None:
+    registry = toy_registry()
+    text = (
+        "pipeline: p\nloader: {use: list, with: {texts: ['a b']}}\nmodel: {use: toy}\n"
+        "attention: {use: auto}\nsink: {use: memory}\nrun: {batch_size: 2, buckets: [4, 8]}\n"
+    )
+    started = time.monotonic()
+    plan = explain(parse_pipeline(text, "p.yaml", registry), registry)
+    assert time.monotonic() - started < 10
+    reasons = [r.reasons for b in plan.buckets for r in b.refusals if r.candidate == "never"]
+    assert reasons[0] == ("supports() did not answer in 0.2 s",)
+    assert all(
+        reason == ("supports() did not answer in 0.2 s (asked earlier)",) for reason in reasons[1:]
+    )
+    assert all(bucket.chosen is not None for bucket in plan.buckets)
+
+
+@pytest.mark.usefixtures("blocks")
+def test_the_auto_order_table_strikes_it_through() -> None:
+    never = NeverAttention(NeverAttention.Config())
+    started = time.monotonic()
+    table = auto_order_table([never])  # one shape a row: it is waited for once, not per row
+    assert time.monotonic() - started < 0.2 * 3
+    assert table.count("~~never (10)~~") == table.count("never (10)") > 3
