@@ -22,9 +22,15 @@ _started_in: int | None = None
 
 
 def note_runtime_started() -> None:
-    """Mark this process's JAX runtime as started (its devices were asked for)."""
+    """Mark this process's JAX runtime as started (its devices were asked for).
+
+    A record already made stays: in a child forked after the parent started the runtime it
+    names the parent, and overwriting it with the child's own pid (``Pipeline.run`` asks for
+    the devices before it builds the model) let the child through to hang for ever.
+    """
     global _started_in
-    _started_in = os.getpid()
+    if _started_in is None:
+        _started_in = os.getpid()
 
 
 def refuse_after_fork(what: str) -> None:

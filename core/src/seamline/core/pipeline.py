@@ -35,6 +35,7 @@ from seamline.core.config import (
 )
 from seamline.core.config.yaml12 import Yaml12Dumper
 from seamline.core.devices import jax_devices
+from seamline.core.forking import refuse_after_fork
 from seamline.core.job import PipelineJob
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
@@ -156,6 +157,9 @@ class Pipeline:
         _check_run_arguments(extra_monitors, resume=resume, restart=restart)
         self._check_working_folder()
         check_propagators()  # OpenTelemetry would raise a bare ValueError in the run
+        # A forked child's model would wait for ever: the RuntimeError python.md promises,
+        # raised here, not wrapped by the run into a ShardFailed advising --resume.
+        refuse_after_fork("this pipeline's model")
         jax_devices()  # a platform JAX cannot start: said now, before the run begins
         try:
             return self._run(extra_monitors, resume=resume)
