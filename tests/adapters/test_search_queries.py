@@ -183,3 +183,30 @@ def test_an_interrupted_search_says_only_that(
     shown = search(str(index), "alpha")
     assert shown.exit_code == 130, shown.output
     assert shown.stderr.strip() == "interrupted"
+
+
+@pytest.mark.parametrize(
+    ("queries", "message"),
+    [
+        # "alpha" was five queries, "a", "l", ...; "what is alpha?" refused its " ".
+        ("alpha", r"not one str: give \[query\], or use find\(query\)"),
+        ({"alpha"}, r"^queries is a set: give a sequence of str"),
+        ({"alpha": 1}, r"^queries is a dict: give a sequence of str"),
+        (5, r"^queries is an int: give a sequence of str"),
+    ],
+)
+def test_find_each_refuses_what_is_not_an_ordered_list_of_queries(
+    index: Path, builds: list[int], queries: object, message: str
+) -> None:
+    # A set or a dict failed on slicing ("unhashable type: 'slice'"), unexplained.
+    searcher = search_package.Searcher(registry(), index)
+    with searcher, pytest.raises(TypeError, match=message):
+        searcher.find_each(queries, k=1)  # type: ignore[arg-type]
+    assert builds == []  # refused before the model was built
+
+
+def test_find_each_takes_a_generator_of_queries(index: Path, builds: list[int]) -> None:
+    # "object of type 'generator' has no len()".
+    with search_package.Searcher(registry(), index) as searcher:
+        found = list(searcher.find_each((text for text in TEXTS[:2]), k=1))
+        assert [answer.hits for answer in found] == [searcher.find(t, k=1).hits for t in TEXTS[:2]]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numbers
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from seamline.adapters.search.query import (
     QueryEncoder,
     QueryRefused,
     check_query,
+    checked_queries,
     embed_query,
     index_attention,
     unicode_problem,
@@ -167,7 +168,7 @@ class Searcher:
 
     def find_each(
         self,
-        queries: Sequence[str],
+        queries: Iterable[str],
         k: int = 5,
         *,
         exact: bool = False,
@@ -175,13 +176,14 @@ class Searcher:
     ) -> Iterator[Found]:
         """:meth:`find` for each of ``queries``, in order, as each is found.
 
-        Every query is checked before any is embedded. An output without a query engine
-        is read once for each :data:`~.scan.QUERIES_A_READ` queries, not once for each:
-        the answers are those of :meth:`find`, query by query.
+        Every query is checked, here, before any is embedded: ``queries`` is a sequence
+        or another ordered iterable of str (a generator is read at once); a lone str, a
+        set or a mapping is a ``TypeError``. An output without a query engine is read
+        once for each :data:`~.scan.QUERIES_A_READ` queries, not once for each: the
+        answers are those of :meth:`find`, query by query.
         """
+        texts = checked_queries(queries)
         k = check_k(k)
-        for query in queries:
-            check_query(query)
         if where is not None and not isinstance(where, str):
             raise TypeError(
                 f"where must be a SQL filter (a str) or None, not {type(where).__name__}"
@@ -195,6 +197,17 @@ class Searcher:
         readers = self.readers
         if where and not (len(readers) == 1 and readers[0].filters):
             raise FilterRefused(_no_filter(self.registry, self.path, self.index.sink))
+        return self._each(readers, texts, k, exact, where)
+
+    def _each(
+        self,
+        readers: list[OutputReader],
+        queries: list[str],
+        k: int,
+        exact: bool,
+        where: str | None,
+    ) -> Iterator[Found]:
+        """The answers of :meth:`find_each`, its arguments checked, a read at a time."""
         for start in range(0, len(queries), QUERIES_A_READ):
             vectors = [self.encoder(query) for query in queries[start : start + QUERIES_A_READ]]
             found = list(self._found(readers, vectors, k, exact, where))

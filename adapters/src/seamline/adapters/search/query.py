@@ -13,7 +13,7 @@ windows, so that a few compilations serve any number of them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import ParamSpec, TypeVar
 
 import numpy as np
@@ -106,6 +106,27 @@ def check_query(query: str) -> str:
     if problem is not None:
         raise QueryRefused(problem)
     return query
+
+
+def checked_queries(queries: object) -> list[str]:
+    """``queries`` (``find_each``'s) as a list of valid queries, or a ``TypeError`` saying
+    what to give instead: a lone str was searched character by character (five results
+    for ``"raise"``); a generator, set or dict failed on ``len()`` or slicing, unexplained.
+    A set or a mapping is refused, not listed: their order is nobody's, and the answers
+    come back in the order of the queries."""
+    if isinstance(queries, str):
+        raise TypeError(
+            "find_each takes a sequence of queries (a list), not one str: give [query], or "
+            "use find(query) (or search(query)) for a single query"
+        )
+    if not isinstance(queries, Iterable) or isinstance(
+        queries, Mapping | set | frozenset | bytes | bytearray
+    ):
+        raise TypeError(
+            f"queries is {untrusted.a_type(queries)}: give a sequence of str (a list, or any "
+            "iterable in order), whose order is the order of the answers"
+        )
+    return [check_query(query) for query in queries]
 
 
 QUERY_RUN = RunSettings(batch_size=1)
