@@ -192,3 +192,16 @@ def test_a_pipeline_run_from_another_folder_than_it_was_built_in_is_refused(
     monkeypatch.chdir(tmp_path)
     assert pipeline.run().output.documents == 1
     assert (tmp_path / "out" / "emb.jsonl").is_file()
+
+
+def test_a_text_that_cannot_be_embedded_is_a_user_error_of_the_api() -> None:
+    # A text that is not valid Unicode raised seamline.core.embedder.Unembeddable, a bare
+    # ValueError that python.md's `except UserError` (the caller's mistakes) let through.
+    from seamline.api import Unembeddable
+
+    embedder = Embedder(model={"use": "toy"}, attention="native", registry=toy_registry())
+    with embedder, pytest.raises(UserError, match=r"^texts\[1\] cannot be embedded: ") as bad:
+        embedder.encode(["fine", "boom"])  # the toy model cannot prepare "boom"
+    assert isinstance(bad.value, Unembeddable)
+    assert isinstance(bad.value, ValueError)  # as it always was
+    assert bad.value.index == 1

@@ -27,7 +27,9 @@ A mistake the caller can fix raises :class:`UserError` (its message says what an
 to fix it); a pipeline file, override or keyword that is invalid raises its subclass
 :class:`ConfigError`, placed at ``file:line:column`` or by key path. Both are exported
 here, for an ``except`` clause, with :class:`ModelChanged` (a ``UserError``: the
-index was published anew by another model while it was searched).
+index was published anew by another model while it was searched) and
+:class:`Unembeddable` (a ``UserError`` and a ``ValueError``: a text the model cannot
+embed, such as one that is not valid Unicode; ``index`` says which).
 
 A package with ``py.typed``, so that ``mypy --strict`` checks code using it: as a
 module of the ``seamline`` namespace, which has no ``__init__``, it could carry no
@@ -41,7 +43,7 @@ import os
 from seamline.adapters.search import Found, Hit, ModelChanged, Searcher
 from seamline.contracts.component import from_here
 from seamline.contracts.errors import ConfigError, UserError
-from seamline.core import Embedder, Pipeline, Registry, RunSummary, user_trust
+from seamline.core import Embedder, Pipeline, Registry, RunSummary, Unembeddable, user_trust
 
 __all__ = [
     "ConfigError",
@@ -52,6 +54,7 @@ __all__ = [
     "Pipeline",
     "RunSummary",
     "Searcher",
+    "Unembeddable",
     "UserError",
     "open_index",
 ]

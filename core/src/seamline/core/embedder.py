@@ -52,7 +52,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import BatchDone, Document, Model, Monitor
+from seamline.contracts import BatchDone, Document, Model, Monitor, UserError
 from seamline.contracts.untrusted import a_type
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.steps import Launched
@@ -643,8 +643,14 @@ def _model_of(resolved: ResolvedEncoder, registry: Registry) -> Model[Any]:
     return created
 
 
-class Unembeddable(ValueError):
-    """A text the model cannot embed (its ``prepare`` failed, or made nothing of it)."""
+class Unembeddable(UserError, ValueError):
+    """A text the model cannot embed (its ``prepare`` failed, or made nothing of it).
+
+    The caller's input, which the caller can fix: a ``UserError`` (exported by
+    ``seamline.api``), so that ``except UserError`` catches it as python.md says it
+    catches every mistake the caller can fix; a text that is not valid Unicode escaped
+    such a clause as a bare ``ValueError``. Still a ``ValueError``, as it always was.
+    """
 
     def __init__(self, index: int, reason: str) -> None:
         super().__init__(f"texts[{index}] cannot be embedded: {reason}")
