@@ -108,6 +108,20 @@ def test_a_k_of_numpy_is_a_whole_number_and_a_where_not_a_str_is_named(index: Pa
             hits[0].snippet("x")  # type: ignore[arg-type]
 
 
+class Watcher:
+    """What run()'s TypeError said a monitor is: an object with observe and close."""
+
+    def observe(self, event: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class Named(Watcher):
+    name = "named"
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -118,7 +132,19 @@ def test_a_k_of_numpy_is_a_whole_number_and_a_where_not_a_str_is_named(index: Pa
         (lambda p: p.run("x"), "extra_monitors must be a list of monitors .*not str"),
         # TypeError: 'bool' object is not iterable (resume meant)
         (lambda p: p.run(True), r"extra_monitors must be .*not bool; .*run\(resume=True\)"),
-        (lambda p: p.run([object()]), r"extra_monitors\[0\] is an object, not a monitor"),
+        (
+            lambda p: p.run([object()]),
+            r"extra_monitors\[0\] is an object without a name \(a str\), bind\(\), observe\(\), "
+            r"close\(\): a monitor has",
+        ),
+        # What run()'s own message asked for, observe and close, failed the run as a
+        # ShardFailed advising --resume: "'Watcher' object has no attribute 'name'".
+        (
+            lambda p: p.run([Watcher()]),
+            r"extra_monitors\[0\] is a Watcher without a name \(a str\), bind\(\): a monitor "
+            r"has a name \(a str\), bind\(publish\), observe\(event\) and close\(\)",
+        ),
+        (lambda p: p.run([Named()]), r"extra_monitors\[0\] is a Named without bind\(\): "),
     ],
 )
 def test_pipeline_run_refuses_arguments_it_would_misread(

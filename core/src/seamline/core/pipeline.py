@@ -333,22 +333,37 @@ def summarize(
     )
 
 
+MONITOR_NEEDS = "a name (a str), bind(publish), observe(event) and close()"
+"""What a run asks of every monitor (the Monitor contract; ``observes`` and
+``wants_seam_starts`` have defaults): one without them failed during the run."""
+
+
 def _check_run_arguments(extra_monitors: object, **flags: object) -> None:
     """Refuse what :meth:`Pipeline.run` would misread, before any work: ``resume="no"`` is
     true to Python (it resumed), ``run("x")`` or ``run(True)`` (meaning ``resume``) is not a
-    sequence of monitors (a bare AttributeError or TypeError from deep inside)."""
+    sequence of monitors (a bare AttributeError or TypeError from deep inside), and a
+    monitor without a ``name`` or ``bind`` failed the run as a ``ShardFailed`` advising
+    ``--resume``."""
     for name, flag in flags.items():
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
     if isinstance(extra_monitors, str | bytes) or not isinstance(extra_monitors, Sequence):
         raise TypeError(
-            "extra_monitors must be a list of monitors (objects with observe(event) and "
-            f"close()), not {type(extra_monitors).__name__}; resume and restart are keywords: "
+            f"extra_monitors must be a list of monitors (objects with {MONITOR_NEEDS}: "
+            "subclass seamline.contracts.Monitor), not "
+            f"{type(extra_monitors).__name__}; resume and restart are keywords: "
             "run(resume=True)"
         )
     for index, monitor in enumerate(extra_monitors):
-        if not callable(getattr(monitor, "observe", None)):
+        missing = [] if isinstance(getattr(monitor, "name", None), str) else ["a name (a str)"]
+        missing += [
+            f"{method}()"
+            for method in ("bind", "observe", "close")
+            if not callable(getattr(monitor, method, None))
+        ]
+        if missing:
             raise TypeError(
-                f"extra_monitors[{index}] is {a_type(monitor)}, not a monitor "
-                "(an object with observe(event) and close())"
+                f"extra_monitors[{index}] is {a_type(monitor)} without {', '.join(missing)}: "
+                f"a monitor has {MONITOR_NEEDS} (subclass seamline.contracts.Monitor, which "
+                "gives bind() and close() their defaults)"
             )
