@@ -12,6 +12,7 @@ import pytest
 
 from seamline.contracts import ConfigError
 from seamline.contracts.conformance import CheckResult, ConformanceRecord, current_environment
+from seamline.core.code_digest import component_digest
 from seamline.core.config import parse_pipeline
 from seamline.core.registry import Registry
 from seamline.core.trust import STORE_VARIABLE, ConformanceCheck, save
@@ -50,6 +51,7 @@ def passing_record(
         component_class=info.target,
         distribution=info.distribution,
         distribution_version=info.version,
+        code_digest=component_digest(info.module),
         contract_version=info.contract_version,
         config=config,
         environment=current_environment(),

@@ -16,13 +16,16 @@ from seamline.contracts.conformance import (
     Environment,
     current_environment,
 )
+from seamline.core.code_digest import _digest_of, component_digest
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
+from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.trust import (
     STORE_VARIABLE,
     attribute,
     load_records,
     save,
+    trust_problem,
     untrusted_candidates,
 )
 from seamline.core.trust.records import MAX_RECORD_BYTES
@@ -183,3 +186,89 @@ def test_a_fifo_or_an_oversized_file_in_the_store_is_skipped_not_waited_on(
     save(passing, store)
     assert load_records() == [passing]
     assert untrusted("native") == {}
+
+
+def test_a_record_of_another_distribution_or_class_does_not_count(store: Path) -> None:
+    # The key names the component by name and version only: a record earned by
+    # acme-seamline-pool 0.1.0 cleared acme-impostor 0.1.0's class registered under the same
+    # name (it returned zeros, and the run exited 0); an edited record did as much.
+    passing = record("native")
+    assert passing.distribution == "tests"
+    save(passing.model_copy(update={"distribution": "acme-evil"}), store)  # same key: replaces
+    problem = untrusted("native")["native"]
+    target = toy_registry().get("attention", "native").target
+    assert f"of acme-evil, not the installed {target} of tests 0" in problem
+    assert problem.endswith("run 'seamline check attention:native --record'")
+    save(passing.model_copy(update={"component_class": "acme_evil.bad:NanAttn"}), store)
+    assert "for acme_evil.bad:NanAttn of tests, not" in untrusted("native")["native"]
+    save(passing, store)
+    assert untrusted("native") == {}
+
+
+def test_a_record_vouches_only_for_the_code_it_tested(store: Path) -> None:
+    passing = record("native")
+    assert passing.code_digest == component_digest("seamline.components.attention.native")
+    save(passing.model_copy(update={"code_digest": "0" * 16}), store)
+    problem = untrusted("native")["native"]
+    assert problem == (
+        "its code (package seamline.components) changed since its conformance record was made; "
+        "run 'seamline check attention:native --record'"
+    )
+    # A record made before records pinned the code: refused, with the same fix.
+    save(passing.model_copy(update={"code_digest": None}), store)
+    problem = untrusted("native")["native"]
+    assert problem.startswith("its conformance record does not pin the component's code")
+    assert problem.endswith("run 'seamline check attention:native --record'")
+
+
+PINNED = """\
+from tests.core.toy import NativeAttention
+
+
+class PinnedAttention(NativeAttention):
+    name = "pinned"
+
+    def __call__(self, q, k, v, **kwargs):
+        return super().__call__(q, k, v, **kwargs)
+"""
+
+
+def test_an_edit_of_the_component_s_package_withdraws_its_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editable install keeps its version across edits: a record earned before
+    ``__call__`` was changed to return zeros cleared the changed code."""
+    package = tmp_path / "code" / "acme_pinned"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "helpers.py").write_text("SCALE = 1.0\n", encoding="utf-8")
+    (package / "attention.py").write_text(PINNED, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    from acme_pinned.attention import PinnedAttention  # type: ignore[import-not-found]
+
+    info = ComponentInfo(
+        "attention", "pinned", "acme_pinned.attention:PinnedAttention", "acme-pinned", "0.1.0",
+        "ok", "", PinnedAttention, "1.0",
+    )  # fmt: skip
+    component = PinnedAttention(PinnedAttention.Config())
+    made = ConformanceRecord(
+        kind="attention",
+        name="pinned",
+        component_class="acme_pinned.attention:PinnedAttention",
+        distribution=None,
+        distribution_version=None,
+        contract_version="1.0",
+        config={},
+        environment=current_environment(),
+        created="2026-11-29T00:00:00+00:00",
+        results=(CheckResult(check="feature_case[plain-f32]", outcome="passed"),),
+    )
+    passing = attribute(made, Registry([info]))
+    environment = current_environment()
+    assert trust_problem(component, info, environment, [passing]) is None
+    # Another module of the package changes (a new process reads the files again).
+    (package / "helpers.py").write_text("SCALE = 0.0\n", encoding="utf-8")
+    _digest_of.cache_clear()
+    problem = trust_problem(component, info, environment, [passing])
+    assert problem is not None
+    assert problem.startswith("its code (package acme_pinned) changed since its conformance")

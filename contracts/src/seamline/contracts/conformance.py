@@ -3,8 +3,9 @@
 A record is written by ``seamline check KIND:NAME --record`` (or by pytest with
 ``--seamline-record``) and read by the host when a pipeline sets
 ``require_conformance: true``. It pins everything a passing result depends on: the
-component's distribution and version, its configuration, the contract version,
-and the JAX, jaxlib, platform and device kind it ran on. A record for other
+component's class, its distribution and version and a digest of its code, its
+configuration, the contract version, and the JAX, jaxlib, platform and device kind
+it ran on. A record for other
 versions does not count, so upgrading JAX withdraws a kernel's trust until the
 suite passes again on the new versions — the upgrade breakage seamline exists to
 catch happens in a check, not in production.
@@ -76,6 +77,12 @@ class ConformanceRecord(BaseModel):
         description="The distribution whose entry point registers the component, if any."
     )
     distribution_version: str | None
+    code_digest: str | None = Field(
+        default=None,
+        description="A digest of the code of the package the component's class belongs to, "
+        "as the host computes it; None for a record credited to no distribution, or one "
+        "made before records pinned code (neither earns trust).",
+    )
     contract_version: str
     config: dict[str, Any] | None = Field(
         description="The configuration checked; None for kinds built per test over "

@@ -116,6 +116,21 @@ class ComponentInfo:
     def usable(self) -> bool:
         return self.status == "ok" and self.cls is not None
 
+    def registers(self, target: str) -> bool:
+        """Whether this entry's class is the one named ``module:QualName``: the entry point's
+        own text, or where the class it loaded is defined (a package may re-export it)."""
+        wanted = target.replace(" ", "")
+        loaded = self.cls
+        return self.target.replace(" ", "") == wanted or (
+            loaded is not None and _defined_at(loaded) == wanted
+        )
+
+    @property
+    def module(self) -> str:
+        """The module its class is defined in (else the one its entry point names)."""
+        loaded = self.cls
+        return loaded.__module__ if loaded is not None else self.target.partition(":")[0].strip()
+
 
 def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
     """Why a loaded entry point cannot serve as a component of ``kind``, or None."""
@@ -341,13 +356,9 @@ class Registry:
         ``pkg.attention``) is still found, so its conformance records carry its
         distribution and version and can earn it trust.
         """
-        wanted = target.replace(" ", "")
         for infos in self._by_kind[kind].values():
             for info in infos:
-                loaded = info.cls
-                if info.target.replace(" ", "") == wanted or (
-                    loaded is not None and _defined_at(loaded) == wanted
-                ):
+                if info.registers(target):
                     return info
         return None
 

@@ -9,8 +9,10 @@ component a pipeline uses for proof that it keeps its contract on this machine:
   the proof can be made at all;
 * a **passing record** exists for exactly its version, its configuration, and this
   JAX, jaxlib, platform and device kind (:mod:`seamline.core.trust.records` keeps
-  them). Nothing else counts, so a JAX upgrade withdraws a kernel's trust until the
-  suite passes again, and the reason says what changed and the command that fixes it.
+  them), made of the class and distribution installed now, with the code installed now
+  (:func:`_not_this_code`). Nothing else counts, so a JAX upgrade withdraws a kernel's
+  trust until the suite passes again, and the reason says what changed and the command
+  that fixes it.
 
 The loader, model, sink, monitors and executor are checked when the pipeline is
 resolved (:class:`ConformanceCheck`); attention candidates are checked by the
@@ -33,6 +35,7 @@ from seamline.contracts.conformance import (
     current_environment,
     record_key,
 )
+from seamline.core.code_digest import code_root, component_digest
 from seamline.core.trust.records import load_records
 
 if TYPE_CHECKING:  # the registry holds the trust policy, so this package never imports it
@@ -128,18 +131,50 @@ def config_trust_problem(
     contract = info.contract_version if info is not None else None
     pinned = None if kind in CONFIG_FREE_KINDS else config  # as its suite records it
     wanted = record_key(kind, name, version, pinned, environment, contract)
-    if any(record.key() == wanted and record.passed for record in records):
-        return None
     fix = f"run '{_check_command(kind, name, pinned, records)}'"
-    same = [r for r in records if r.key() == wanted]
+    same = [(r, _not_this_code(r, info)) for r in records if r.key() == wanted]
+    if any(record.passed and problem is None for record, problem in same):
+        return None
     if same:
-        return f"its conformance record for these versions fails ({same[-1].summary()}); {fix}"
+        record, problem = max(same, key=lambda pair: pair[0].created)
+        if problem is not None:
+            return f"{problem}; {fix}"
+        return f"its conformance record for these versions fails ({record.summary()}); {fix}"
     mine = [r for r in records if r.kind == kind and r.name == name]
     if not mine:
         return f"no conformance record; {fix}"
     latest = max(mine, key=lambda r: r.created)
-    differences = _differences(latest, version, pinned, environment, contract)
+    differences = _differences(latest, info, pinned, environment)
     return f"its conformance record is for {differences}; {fix}"
+
+
+def _not_this_code(record: ConformanceRecord, info: ComponentInfo | None) -> str | None:
+    """Why ``record``, which matches the component's key, does not vouch for the code
+    installed now (None: it does).
+
+    The key names the component by its name and version only: a record earned by one
+    distribution cleared another's class registered under the same name and version (an
+    impostor returning zeros, trusted), and a record earned before an edit of the code
+    (an editable install, another checkout, the version unchanged) cleared the edited
+    code. The record's distribution, class and code digest must be what is installed.
+    """
+    if info is None:
+        return "no entry point registers it, so no conformance record can vouch for it"
+    if record.distribution != info.distribution or not info.registers(record.component_class):
+        return (
+            f"its conformance record is for {record.component_class} of "
+            f"{record.distribution or 'no distribution'}, not the installed "
+            f"{info.target} of {info.distribution} {info.version}"
+        )
+    if record.code_digest is None:
+        return (
+            "its conformance record does not pin the component's code (it was made before "
+            "records did, so the code may have changed since)"
+        )
+    if record.code_digest != component_digest(info.module):
+        package = code_root(info.module)
+        return f"its code (package {package}) changed since its conformance record was made"
+    return None
 
 
 def _check_command(
@@ -168,12 +203,15 @@ def _shown(value: Any) -> str:
 
 def _differences(
     record: ConformanceRecord,
-    version: str | None,
+    info: ComponentInfo | None,
     config: Mapping[str, Any] | None,
     environment: Environment,
-    contract: str | None = None,
 ) -> str:
+    version = info.version if info is not None else None
+    contract = info.contract_version if info is not None else None
     parts = []
+    if info is not None and record.distribution != info.distribution:
+        parts.append(f"distribution {record.distribution} (installed: {info.distribution})")
     if record.distribution_version != version:
         parts.append(f"version {record.distribution_version} (installed: {version})")
     if record.contract_version != contract:

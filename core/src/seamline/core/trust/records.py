@@ -22,6 +22,7 @@ from seamline.contracts.conformance import ConformanceRecord
 from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.core.code_digest import component_digest
 from seamline.core.directories import data_home, named_directory
 
 if TYPE_CHECKING:  # the registry holds the trust policy, so this package never imports it
@@ -82,7 +83,8 @@ def load_records(directory: Path | None = None) -> list[ConformanceRecord]:
 
 
 def attribute(record: ConformanceRecord, registry: Registry) -> ConformanceRecord:
-    """``record`` with the distribution that registers its component, as the registry found it.
+    """``record`` with the distribution that registers its component, as the registry found it,
+    and the digest of that component's code (:func:`~seamline.core.code_digest.component_digest`).
 
     The suite itself runs without a host and cannot know which distribution an
     entry point belongs to; a record about a class no entry point registers (a test
@@ -93,7 +95,11 @@ def attribute(record: ConformanceRecord, registry: Registry) -> ConformanceRecor
     if info is None or info.doubt:
         return record
     return record.model_copy(
-        update={"distribution": info.distribution, "distribution_version": info.version}
+        update={
+            "distribution": info.distribution,
+            "distribution_version": info.version,
+            "code_digest": component_digest(info.module) or None,
+        }
     )
 
 
