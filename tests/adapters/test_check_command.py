@@ -16,8 +16,10 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
-from seamline.contracts.conformance import ConformanceRecord
+from seamline.contracts.conformance import ConformanceRecord, current_environment
 from seamline.core.config.user import CONFIG_VARIABLE
+from seamline.core.registry import Registry
+from seamline.core.trust import EVERYONE, config_trust_problem
 from tests.core.test_conformance_classes import FIRST_PARTY, allow, plant_impostor
 
 # Wide enough that the results table never folds a message.
@@ -113,6 +115,42 @@ def test_a_record_of_a_class_its_package_re_exports_names_the_package(
         "seamline-fixture-reexport",
         "0.3.0",
     )
+
+
+CHEAT = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_cheat"
+
+
+def test_a_record_that_can_never_earn_trust_is_not_reported_as_conforming(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conformance class tests a subclass of the registered class: the record is
+    credited to no distribution. It printed "conforms", exit 0, and the pipeline's refusal
+    said to run this same command again."""
+    monkeypatch.syspath_prepend(str(CHEAT))
+    result = record_quickly("attention:cheat", tmp_path)
+    output = result.output.replace("\n", "")
+    assert result.exit_code == 1, result.output
+    assert (
+        "the record of attention:cheat is credited to no distribution, so it cannot earn trust "
+        "under require_conformance: no installed distribution registers "
+        "seamline_fixture_cheat:StandIn" in output
+    )
+    assert "attention:cheat conforms, but its record cannot earn trust" in output
+    (path,) = tmp_path.glob("*.json")
+    record = ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    registry = Registry.discover(EVERYONE)
+    problem = config_trust_problem(
+        "attention",
+        "cheat",
+        {},
+        registry.get("attention", "cheat"),
+        current_environment(),
+        [record],
+    )
+    assert problem is not None
+    assert "its conformance record tested seamline_fixture_cheat:StandIn" in problem
+    assert "cannot earn trust" in problem
+    assert "run 'seamline check" not in problem  # the same record again: no way out
 
 
 def test_a_component_that_cannot_run_here_exits_1() -> None:

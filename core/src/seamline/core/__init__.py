@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from seamline.core.trust.records import attribute as attribute_record
     from seamline.core.trust.records import save as save_record
     from seamline.core.trust.records import store_directory
+    from seamline.core.trust.records import unattributed as unattributed_record
     from seamline.core.worker import one_line
 
 _LOCATIONS: dict[str, tuple[str, str]] = {
@@ -124,6 +125,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "attribute_record": ("seamline.core.trust.records", "attribute"),
     "save_record": ("seamline.core.trust.records", "save"),
     "store_directory": ("seamline.core.trust.records", "store_directory"),
+    "unattributed_record": ("seamline.core.trust.records", "unattributed"),
     "failed_at": ("seamline.core.seams", "failed_at"),
     "one_line": ("seamline.core.worker", "one_line"),
     # Pipeline files
@@ -308,6 +310,7 @@ __all__ = [
     "traces_file_status_problem",
     "traces_file_unusable",
     "tune_attention",
+    "unattributed_record",
     "user_trust",
     "worker_name",
 ]

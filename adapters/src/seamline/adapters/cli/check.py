@@ -35,6 +35,7 @@ from seamline.core import (
     parse_located,
     save_record,
     store_directory,
+    unattributed_record,
 )
 
 BUILT_FROM_CONFIG = {"attention": "attention", "model": "model", "monitor": "monitor"}
@@ -45,11 +46,16 @@ BUILT_FROM_CONFIG = {"attention": "attention", "model": "model", "monitor": "mon
 class CheckOutcome:
     suite: SuiteRun
     saved: tuple[Path, ...]
+    cannot_earn_trust: tuple[str, ...] = ()
+    """Why each record written cannot earn trust (credited to no distribution): the suite
+    tested a class no installed distribution registers. It said "conforms", exit 0, and
+    ``require_conformance`` sent the user back to the same command."""
 
     @property
     def conforms(self) -> bool:
-        """The suite ran and every record it made passed (``seamline check`` exits 0)."""
-        return bool(self.suite.results) and self.suite.passed
+        """The suite ran and every record it made passed, and none that ``--record`` wrote is
+        useless (``seamline check`` exits 0)."""
+        return bool(self.suite.results) and self.suite.passed and not self.cannot_earn_trust
 
 
 def parse_target(target: str) -> tuple[Any, str]:
@@ -206,11 +212,18 @@ def check(
     skipped = every_check_skipped(target, suite)
     if skipped is not None:
         raise skipped
+    why_not = [unattributed_record(r, registry) for r in suite.records]
     suite = replace(suite, records=tuple(attribute_record(r, registry) for r in suite.records))
     saved: list[Path] = []
     if records_to is not None and suite.records:
         saved = [save_record(r, records_to) for r in suite.records]
-    return CheckOutcome(suite, tuple(saved))
+    useless = (
+        f"the record of {r.kind}:{r.name} is credited to no distribution, so it cannot earn "
+        f"trust under require_conformance: {why}"
+        for r, why in zip(suite.records, why_not, strict=True)
+        if why is not None and records_to is not None
+    )
+    return CheckOutcome(suite, tuple(saved), tuple(useless))
 
 
 def record_directory(record_dir: Path | None) -> Path:

@@ -144,6 +144,12 @@ def config_trust_problem(
     if not mine:
         return f"no conformance record; {fix}"
     latest = max(mine, key=lambda r: r.created)
+    if (
+        latest.distribution is None
+        and info is not None
+        and not info.registers(latest.component_class)
+    ):
+        return _tested_another_class(kind, name, latest, info)
     differences = _differences(latest, info, pinned, environment)
     return f"its conformance record is for {differences}; {fix}"
 
@@ -175,6 +181,21 @@ def _not_this_code(record: ConformanceRecord, info: ComponentInfo | None) -> str
         package = code_root(info.module)
         return f"its code (package {package}) changed since its conformance record was made"
     return None
+
+
+def _tested_another_class(
+    kind: Kind, name: str, record: ConformanceRecord, info: ComponentInfo
+) -> str:
+    """The problem of a record credited to no distribution because its suite tested a class
+    other than the one registered: ``seamline check --record`` writes the same record again,
+    so it is not the fix (it was named, and the user went round in a loop)."""
+    return (
+        f"its conformance record tested {record.component_class}, not the class "
+        f"{info.distribution} {info.version} registers ({info.target}), so it is credited to "
+        f"no distribution and cannot earn trust; 'seamline check {kind}:{name} --record' "
+        "writes the same again: the conformance class registered for it builds another "
+        "class (ask its author to fix it)"
+    )
 
 
 def _check_command(
@@ -210,9 +231,11 @@ def _differences(
     version = info.version if info is not None else None
     contract = info.contract_version if info is not None else None
     parts = []
-    if info is not None and record.distribution != info.distribution:
+    if record.distribution is None:  # tested from a source folder ahead of the install, say
+        parts.append("no distribution (the class it tested was not imported from installed files)")
+    elif info is not None and record.distribution != info.distribution:
         parts.append(f"distribution {record.distribution} (installed: {info.distribution})")
-    if record.distribution_version != version:
+    if record.distribution is not None and record.distribution_version != version:
         parts.append(f"version {record.distribution_version} (installed: {version})")
     if record.contract_version != contract:
         parts.append(f"contract {record.contract_version} (the component's now: {contract})")

@@ -115,8 +115,8 @@ def unattributed(record: ConformanceRecord, registry: Registry) -> str | None:
     info = registry.info_for_target(record.kind, record.component_class)
     if info is None:
         return (
-            f"no installed distribution registers {record.component_class} as a "
-            f"{record.kind} entry point"
+            f"no installed distribution registers {record.component_class} (in the entry-point "
+            f"group 'seamline.{record.kind}')"
         )
     if info.doubt:
         return f"the class tested is not {info.distribution} {info.version}'s: {info.doubt}"

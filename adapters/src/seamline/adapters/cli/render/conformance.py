@@ -42,7 +42,14 @@ def report(target: str, outcome: CheckOutcome) -> None:
         _describe_record(console, record, name_config=several)
     for path in outcome.saved:
         line(f"record written: {path}", console=console)
-    if suite.passed:
+    for why in outcome.cannot_earn_trust:
+        line((why, "yellow"), console=console)
+    if suite.passed and outcome.cannot_earn_trust:
+        line(
+            (f"{target} conforms, but its record cannot earn trust", "bold yellow"),
+            console=console,
+        )
+    elif suite.passed:
         line((f"{target} conforms", "bold green"), console=console)
     else:
         line((f"{target} does not conform", "bold red"), console=console)
