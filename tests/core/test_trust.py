@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from seamline.contracts import AttentionChosen, UnsupportedError
 from seamline.contracts.conformance import (
@@ -272,3 +273,35 @@ def test_an_edit_of_the_component_s_package_withdraws_its_trust(
     problem = trust_problem(component, info, environment, [passing])
     assert problem is not None
     assert problem.startswith("its code (package acme_pinned) changed since its conformance")
+
+
+def test_a_record_without_results_or_of_another_format_proves_nothing(store: Path) -> None:
+    save(record("native").model_copy(update={"results": ()}), store)
+    problem = untrusted("native")["native"]
+    assert "fails (no results)" in problem  # it said "fails ()"
+    newer = record("native").model_copy(update={"format": 2})
+    save(newer, store)
+    assert load_records() == []  # format 2 was read as format 1, and cleared the component
+    assert "native" in untrusted("native")
+
+
+def test_records_another_user_could_have_written_are_ignored(store: Path) -> None:
+    """A record decides what a pipeline trusts: a folder of mode 777 holding another user's
+    record was read as the user's own (the compile cache refuses the same folder)."""
+    passing = record("native")
+    path = save(passing, store)
+    store.chmod(0o777)
+    with structlog.testing.capture_logs() as logs:
+        assert load_records() == []
+    (warning,) = [e for e in logs if e["log_level"] == "warning"]
+    assert "their folder is not private" in warning["event"]
+    assert "every user can write it (mode 777)" in warning["why"]
+    assert "native" in untrusted("native")
+    store.chmod(0o755)
+    assert load_records() == [passing]
+    if hasattr(os, "getuid") and os.getuid() == 0:  # root can give the record away
+        os.chown(path, 12345, -1)
+        with structlog.testing.capture_logs() as logs:
+            assert load_records() == []
+        (warning,) = [e for e in logs if e["log_level"] == "warning"]
+        assert warning["reason"] == "it is owned by another user (uid 12345)"

@@ -110,6 +110,9 @@ class ConformanceRecord(BaseModel):
         )
 
     def summary(self) -> str:
+        """``27 passed, 6 skipped``; a record with no results says so (it read ``fails ()``)."""
+        if not self.results:
+            return "no results"
         counts: dict[str, int] = {}
         for result in self.results:
             counts[result.outcome] = counts.get(result.outcome, 0) + 1

@@ -63,7 +63,12 @@ if TYPE_CHECKING:
     from seamline.core.config.place import Place
     from seamline.core.config.spec import PrecisionGate
     from seamline.core.config.user import user_trust
-    from seamline.core.directories import cache_home, named_directory, output_directory
+    from seamline.core.directories import (
+        cache_home,
+        named_directory,
+        output_directory,
+        shared_with_others,
+    )
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable
     from seamline.core.host import Collated, HostWork, documents_as_loaded
     from seamline.core.orchestrator import RunSummary
@@ -192,6 +197,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     # Where seamline keeps files, and who is working
     "cache_home": ("seamline.core.directories", "cache_home"),
     "named_directory": ("seamline.core.directories", "named_directory"),
+    "shared_with_others": ("seamline.core.directories", "shared_with_others"),
     "output_directory": ("seamline.core.directories", "output_directory"),
     # A compile cache's programs must be the user's alone (seamline.core.private_cache)
     "NotPrivate": ("seamline.core.private_cache", "NotPrivate"),
@@ -303,6 +309,7 @@ __all__ = [
     "resolve_component",
     "save_record",
     "serving_precision",
+    "shared_with_others",
     "stdout_to_stderr",
     "stops_kept",
     "store_directory",

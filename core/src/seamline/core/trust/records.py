@@ -15,15 +15,16 @@ exactly what is installed now) is :mod:`seamline.core.trust.earned`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seamline.contracts.conformance import ConformanceRecord
+from seamline.contracts.conformance import RECORD_FORMAT, ConformanceRecord
 from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.code_digest import component_digest
-from seamline.core.directories import data_home, named_directory
+from seamline.core.directories import data_home, named_directory, shared_with_others
 
 if TYPE_CHECKING:  # the registry holds the trust policy, so this package never imports it
     from seamline.core.registry import Registry
@@ -60,25 +61,53 @@ def load_records(directory: Path | None = None) -> list[ConformanceRecord]:
     untrusted input: a FIFO or a device in place of a record would block the run or
     never end, and a huge file would fill the memory. Such a file is skipped, with a
     warning naming it; only a regular file of at most :data:`MAX_RECORD_BYTES`, valid
-    against the record's schema, counts.
+    against the record's schema and of its format (:data:`RECORD_FORMAT`), counts. A
+    record decides what a pipeline trusts, so one another user could have written is
+    ignored, with a warning, as the compile cache refuses such entries: every record of a
+    folder others can write (:func:`~seamline.core.directories.shared_with_others`), and
+    a file another user owns.
     """
     source = directory if directory is not None else store_directory()
     if not source.is_dir():
+        return []
+    unsafe = shared_with_others(source)
+    if unsafe is not None:
+        log.warning(
+            "conformance records not read: their folder is not private, and a record decides "
+            "what a pipeline trusts",
+            directory=str(source),
+            why=unsafe,
+            fix=f"make it yours alone (chmod go-w {source}), or point ${STORE_VARIABLE} at a "
+            "folder only you can write",
+        )
         return []
     records = []
     for path in sorted(source.glob("*.json")):
         try:
             data = read_regular(path, MAX_RECORD_BYTES)
+            owner = path.stat().st_uid
         except (OSError, NotRegularFile) as err:
             log.warning("conformance record not read", file=str(path), reason=str(err))
+            continue
+        if hasattr(os, "getuid") and owner != os.getuid():
+            reason = f"it is owned by another user (uid {owner})"
+            log.warning("conformance record not read", file=str(path), reason=reason)
             continue
         if len(data) > MAX_RECORD_BYTES:
             log.warning("conformance record not read", file=str(path), reason="larger than 1 MiB")
             continue
         try:
-            records.append(ConformanceRecord.model_validate_json(data))
+            record = ConformanceRecord.model_validate_json(data)
         except ValueError:
             continue
+        if record.format != RECORD_FORMAT:  # it was read as this format, and could clear
+            log.warning(
+                "conformance record not read",
+                file=str(path),
+                reason=f"format {record.format}; this seamline reads format {RECORD_FORMAT}",
+            )
+            continue
+        records.append(record)
     return records
 
 
