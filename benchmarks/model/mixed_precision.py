@@ -328,6 +328,12 @@ def chosen_variants(names: str | None, parser: argparse.ArgumentParser) -> list[
     return [v for v in VARIANTS if v[0] == "float32" or v[0] in wanted]
 
 
+def _share(value: float | None, spec: str) -> str:
+    """A neighbour figure as a share, or n/a where the sample was too small to check it
+    (the gate leaves it None rather than report a check that could not fail)."""
+    return "n/a" if value is None else format(value, spec)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=80, help="topics embedded (1 to 200)")
@@ -362,13 +368,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{r['min_cosine']:.6f}",
             f"{r['median_cosine']:.7f}",
             f"{r['max_abs']:.1e}",
-            f"{r['neighbours']:.1%}",
-            f"{r['worst_neighbours']:.0%}",
+            _share(r["neighbours"], ".1%"),
+            _share(r["worst_neighbours"], ".0%"),
         )
         for r in results
     ]
     print_table(
-        f"each variant against float32 ({results[0]['windows']} windows)",
+        f"each variant against float32 ({results[0]['windows']} windows; n/a: too few "
+        f"windows for a top-{NEIGHBOURS} check)",
         ("variant", "min cosine", "median cosine", "max |Δ|", "top-10 kept", "worst"),
         rows,
     )

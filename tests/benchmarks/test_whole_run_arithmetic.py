@@ -157,7 +157,7 @@ def test_the_precision_compared_is_the_one_the_run_logged() -> None:
 
 def _figures(max_abs: float, min_cosine: float, neighbours: float | None) -> GateFigures:
     return GateFigures(
-        windows=3, min_cosine=min_cosine, median_cosine=min_cosine, max_abs=max_abs,
+        windows=20, min_cosine=min_cosine, median_cosine=min_cosine, max_abs=max_abs,
         top_k=2, neighbours=neighbours, worst_neighbours=neighbours,
     )  # fmt: skip
 
