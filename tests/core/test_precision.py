@@ -315,6 +315,20 @@ def test_figures_read_from_a_record_say_so_and_where(records_dir: Path) -> None:
     assert carried.describe() == said
 
 
+def test_another_seamline_code_measures_again(
+    records_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every seamline distribution stays 0.1.0 while its code changes: an upgraded
+    seamline reused the figures an older one measured. The code digest keys a record."""
+    from seamline.core.precision import negotiate
+
+    decide("auto", WITH_BF16)
+    monkeypatch.setattr(negotiate, "code_digest", lambda: "0123456789abcdef", raising=False)
+    upgraded = decide("auto", WITH_BF16)
+    assert upgraded.chosen_candidate.recorded is None  # measured, not read back
+    assert len(list(records_dir.glob("*.json"))) == 2
+
+
 def test_a_record_that_is_not_a_regular_file_is_ignored_without_waiting(
     records_dir: Path,
 ) -> None:

@@ -187,7 +187,9 @@ def test_resuming_parts_another_version_staged_is_refused(
         again.plan(3)
     del record["versions"]  # a record from before versions were kept: not trusted either
     record_path.write_text(json.dumps(record), encoding="utf-8")
-    with pytest.raises(UserError, match=r"did not record its versions"):
+    with pytest.raises(
+        UserError, match=r"did not record its versions in a staged run \(from before 2026-12-06\)"
+    ):
         PipelineJob(parse_pipeline(text, "p.yaml", registry), registry, resume=True).plan(3)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from seamline.contracts import ConfigError, Document, Loader, Shard, UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.versions import installed_version
+from seamline.core.code_digest import code_digest, component_digest
 from seamline.core.config import ResolvedEncoder, ResolvedPipeline, build_model
 from seamline.core.config.spec import PrecisionSettings
 from seamline.core.host import timed_reads
@@ -38,7 +39,7 @@ from seamline.core.precision.decision import (
 )
 from seamline.core.precision.gate import compare, refusals
 from seamline.core.precision.hardware import Hardware
-from seamline.core.registry import Registry
+from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam
 from seamline.core.telemetry import tracer
@@ -361,8 +362,24 @@ class Calibration:
             "run": {"packing": spec.run.packing},
             "hardware": self.hardware.describe(),
             "versions": {name: installed_version(name) for name in ("jax", "jaxlib")},
+            # Versions stay 0.1.0 while the code changes: a seamline upgrade reused the
+            # figures an older seamline measured. The code that computes the vectors
+            # (seamline's, and a third-party model's or attention's package) is keyed too.
+            "code": {
+                "seamline": code_digest(),
+                "components": sorted(
+                    f"{info.kind} {info.name} {component_digest(info.target.split(':')[0])}"
+                    for info in self._computing()
+                ),
+            },
             "sample": {"documents": settings.gate.documents, "top_k": settings.gate.top_k},
         }
+
+    def _computing(self) -> list[ComponentInfo]:
+        """The registry's entries of the model and of every installed attention."""
+        model = self.registry.get("model", self.pipeline.model.name)
+        attentions = [self.registry.get("attention", n) for n in self.registry.names("attention")]
+        return [model, *attentions]
 
     def close(self) -> None:
         self._reference = None
