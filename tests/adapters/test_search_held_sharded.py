@@ -119,3 +119,21 @@ def test_a_folder_of_one_output_names_the_path_that_searches_it(
         open_index(out.parent)
     assert str(refused.value).endswith(f"by its sink's path ({out})")
     assert Searcher(registry(), out).find(TEXTS[1], k=1).hits[0].doc_id == "d1"
+
+
+@pytest.mark.parametrize("sink", ["jsonl", "npy"])
+def test_a_sharded_output_is_not_searched_under_another_sinks_name(
+    tmp_path: Path, sink: str
+) -> None:
+    """The check that a manifest describes the output asked for ran for whole outputs
+    only: `search out/emb.parquet` (no such output) searched a sharded emb.jsonl's rows,
+    exit 0."""
+    out = tmp_path / f"emb.{sink}"
+    write_index(tmp_path, f"{{use: {sink}, with: {{path: '{out}'}}}}")
+    records = read_records(out, SINKS[sink][0])
+    assert records is not None
+    publish_in_parts(out, records, "run1", 3)
+    assert open_index(out).sink == sink  # its own name still finds it
+    for other in ("emb.parquet", "emb.lance", "emb.npy" if sink == "jsonl" else "emb.jsonl"):
+        with pytest.raises(UserError, match=rf"describes another output .* not .*{other}"):
+            open_index(tmp_path / other)

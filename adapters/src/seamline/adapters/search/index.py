@@ -15,6 +15,7 @@ used, and the files it names are taken only from the manifest's own folder.
 from __future__ import annotations
 
 import glob
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,12 +171,7 @@ def open_index(index: Path) -> Index:
     outputs = manifest.outputs
     parts = output_files(outputs, path, located.where)
     files = {name: path for part in parts for name, path in part.items()}
-    if (
-        index != path
-        and outputs.parts is None
-        and files
-        and index.resolve() not in {f.resolve() for f in files.values()}
-    ):
+    if index != path and files and not _names_this_output(index, files.values(), outputs.parts):
         # Outputs of one stem in one folder (emb.jsonl, emb.lance) share the manifest name:
         # the last run's manifest describes its own output, not this one.
         raise UserError(
@@ -185,6 +181,19 @@ def open_index(index: Path) -> Index:
             "again, and give outputs of different sinks different names"
         )
     return Index(path, manifest, located, outputs, parts)
+
+
+def _names_this_output(index: Path, files: Iterable[Path], parts: object) -> bool:
+    """Whether the manifest's files are ``index``'s output.
+
+    A whole output's files are where the sink's path says; a sharded run's parts keep
+    each file's name in a folder of their own. A sharded ``emb.jsonl``'s manifest was
+    once taken for ``emb.parquet``'s or ``emb.lance``'s (no such output there) and its
+    rows searched under that name, exit 0.
+    """
+    if parts is None:
+        return index.resolve() in {f.resolve() for f in files}
+    return index.name in {f.name for f in files}
 
 
 def _located(text: str, source: str) -> Located:
