@@ -13,6 +13,7 @@ import pytest
 import seamline.adapters.search as search_module
 from seamline.adapters.search import QueryEncoder
 from seamline.api import Embedder, Pipeline, Searcher, UserError, open_index
+from seamline.components.monitors.log import LogMonitor
 from tests.adapters.test_search import registry, write_index
 from tests.core.toy import toy_registry
 
@@ -145,6 +146,13 @@ class Named(Watcher):
             r"has a name \(a str\), bind\(publish\), observe\(event\) and close\(\)",
         ),
         (lambda p: p.run([Named()]), r"extra_monitors\[0\] is a Named without bind\(\): "),
+        # The class, not an instance: its unbound bind() failed on every call, and the
+        # run went on with a monitor that observed nothing.
+        (
+            lambda p: p.run([LogMonitor]),
+            r"extra_monitors\[0\] is the class LogMonitor, not a monitor: pass an instance "
+            r"\(LogMonitor\(\.\.\.\)\)",
+        ),
     ],
 )
 def test_pipeline_run_refuses_arguments_it_would_misread(

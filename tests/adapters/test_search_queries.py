@@ -210,3 +210,17 @@ def test_find_each_takes_a_generator_of_queries(index: Path, builds: list[int]) 
     with search_package.Searcher(registry(), index) as searcher:
         found = list(searcher.find_each((text for text in TEXTS[:2]), k=1))
         assert [answer.hits for answer in found] == [searcher.find(t, k=1).hits for t in TEXTS[:2]]
+
+
+def test_find_each_names_the_query_it_refuses(index: Path, builds: list[int]) -> None:
+    # Among thousands of queries, "the query is empty" did not say which.
+    with search_package.Searcher(registry(), index) as searcher:
+        with pytest.raises(search_package.QueryRefused, match=r"^queries\[1\]: the query is empty"):
+            searcher.find_each(["alpha", "", "beta"], k=1)
+        with pytest.raises(
+            search_package.QueryRefused, match=r"^queries\[2\]: the query must be a str, not int"
+        ):
+            searcher.find_each(["alpha", "beta", 3], k=1)  # type: ignore[list-item]
+        with pytest.raises(search_package.QueryRefused, match=r"^the query is empty"):
+            searcher.find_each([""], k=1)  # one query: no position to give
+    assert builds == []

@@ -77,7 +77,27 @@ def test_an_entry_others_can_write_is_refused(cache: Path) -> None:
 def test_an_entry_that_is_a_link_is_refused(cache: Path, tmp_path: Path) -> None:
     (tmp_path / "elsewhere").write_bytes(b"")
     (cache / "jit_h-9-cache").symlink_to(tmp_path / "elsewhere")  # JAX reads through it
-    assert why(cache) == "its entry jit_h-9-cache is not a regular file"
+    assert why(cache) == "its entry jit_h-9-cache is not a regular file or a folder"
+
+
+def test_a_folder_of_the_users_own_is_checked_not_refused(cache: Path) -> None:
+    # JAX points XLA's GPU autotuning cache at a folder inside the compile cache: refusing
+    # any folder turned every GPU run's cache off after its first.
+    inner = cache / "xla_gpu_per_fusion_autotune_cache_dir"
+    inner.mkdir(mode=0o755)
+    (inner / "fusion-1").write_bytes(b"")
+    (inner / "fusion-1").chmod(0o644)
+    assert not_private(cache) is None
+    (inner / "fusion-1").chmod(0o666)  # its entries are checked as the cache's are
+    assert why(cache) == (
+        "its entry xla_gpu_per_fusion_autotune_cache_dir/fusion-1 can be written by every "
+        "user (mode 666)"
+    )
+    (inner / "fusion-1").chmod(0o644)
+    inner.chmod(0o777)
+    assert why(cache) == (
+        "its entry xla_gpu_per_fusion_autotune_cache_dir can be written by every user (mode 777)"
+    )
 
 
 def access_acl(named_user: int) -> bytes:

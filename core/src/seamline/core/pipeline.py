@@ -355,6 +355,11 @@ def _check_run_arguments(extra_monitors: object, **flags: object) -> None:
             "run(resume=True)"
         )
     for index, monitor in enumerate(extra_monitors):
+        if isinstance(monitor, type):  # its methods are there, unbound: every call failed
+            raise TypeError(
+                f"extra_monitors[{index}] is the class {monitor.__name__}, not a monitor: "
+                f"pass an instance ({monitor.__name__}(...))"
+            )
         missing = [] if isinstance(getattr(monitor, "name", None), str) else ["a name (a str)"]
         missing += [
             f"{method}()"

@@ -82,22 +82,44 @@ def not_private(directory: Path) -> NotPrivate | None:
     who = _others_write(directory, found, ACL_XATTRS)
     if who is not None:
         return NotPrivate(f"{who[0]} can write it ({who[1]})", "open")
+    bad = _bad_entries(directory, MAX_DEPTH)
+    return None if bad is None else NotPrivate(f"its entry {bad[0]} {bad[1]}", bad[2])
+
+
+MAX_DEPTH = 4
+"""How deep folders inside the cache are checked. JAX points XLA's GPU autotuning cache
+at a folder inside it (``xla_gpu_per_fusion_autotune_cache_dir``): a folder of the
+user's own is checked as the cache is, entry by entry, never refused for being one."""
+
+
+def _bad_entries(directory: Path, depth: int) -> tuple[str, str, str] | None:
+    """The first entry under ``directory`` that cannot be trusted: its path from the
+    cache, why, and the kind of problem; None when every one can."""
     with os.scandir(directory) as entries:
         for entry in entries:
-            bad = _bad_entry(Path(entry.path), entry.stat(follow_symlinks=False))
+            path = Path(entry.path)
+            found = entry.stat(follow_symlinks=False)
+            bad = _bad_entry(path, found)
             if bad is not None:
-                return NotPrivate(f"its entry {entry.name} {bad[0]}", bad[1])
+                return entry.name, *bad
+            if stat.S_ISDIR(found.st_mode):
+                if depth == 0:
+                    return entry.name, "holds folders deeper than seamline checks", "entries"
+                inner = _bad_entries(path, depth - 1)
+                if inner is not None:
+                    return f"{entry.name}/{inner[0]}", inner[1], inner[2]
     return None
 
 
 def _bad_entry(path: Path, found: os.stat_result) -> tuple[str, str] | None:
-    """Why an entry cannot be trusted (not a plain file: JAX follows a link; not the
-    user's; writable by others), and the kind of problem, or None."""
-    if not stat.S_ISREG(found.st_mode):
-        return "is not a regular file", "entries"
+    """Why an entry cannot be trusted (a link, which JAX would follow, or another special
+    file; not the user's; writable by others), and the kind of problem, or None."""
+    folder = stat.S_ISDIR(found.st_mode)
+    if not stat.S_ISREG(found.st_mode) and not folder:
+        return "is not a regular file or a folder", "entries"
     if hasattr(os, "getuid") and found.st_uid != os.getuid():
         return f"is owned by another user (uid {found.st_uid})", "entries"
-    who = _others_write(path, found, ACL_XATTRS[:1])
+    who = _others_write(path, found, ACL_XATTRS if folder else ACL_XATTRS[:1])
     return None if who is None else (f"can be written by {who[0]} ({who[1]})", "loose")
 
 

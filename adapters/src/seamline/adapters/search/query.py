@@ -126,7 +126,14 @@ def checked_queries(queries: object) -> list[str]:
             f"queries is {untrusted.a_type(queries)}: give a sequence of str (a list, or any "
             "iterable in order), whose order is the order of the answers"
         )
-    return [check_query(query) for query in queries]
+    listed = list(queries)
+    for index, query in enumerate(listed):
+        try:
+            check_query(query)
+        except QueryRefused as refused:  # among thousands, which one (of one: it)
+            said = f"queries[{index}]: {refused}" if len(listed) > 1 else str(refused)
+            raise QueryRefused(said) from None
+    return listed
 
 
 QUERY_RUN = RunSettings(batch_size=1)
