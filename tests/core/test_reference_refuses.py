@@ -18,10 +18,9 @@ import pytest
 from seamline.components.attention.native import NativeAttention
 from seamline.contracts import AttentionSpec, Support, UnsupportedError, UserError
 from seamline.core.attention.plan import explain
-from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
-from seamline.core.registry import ComponentInfo, Registry
-from tests.core.toy import MemorySink, toy_registry
+from seamline.core.registry import Registry
+from tests.core.toy import MemorySink, toy_registry, two_document_pipeline, with_attention
 
 
 class RefusingReference(NativeAttention):
@@ -37,23 +36,11 @@ class RefusingReference(NativeAttention):
 
 
 def registry() -> Registry:
-    info = ComponentInfo(
-        "attention", "refusing", f"{__name__}:RefusingReference", "tests", "0", "ok", "",
-        RefusingReference, "1.1",
-    )  # fmt: skip
-    return Registry([*toy_registry().entries(), info])
+    return with_attention(toy_registry(), RefusingReference, "tests", "0")
 
 
 def pipeline(attention: str, reg: Registry) -> Any:
-    text = (
-        "pipeline: toy\n"
-        "loader: {use: list, with: {texts: ['one two three', 'four five']}}\n"
-        "model: {use: toy}\n"
-        f"attention: {attention}\n"
-        "sink: {use: memory}\n"
-        "run: {batch_size: 2, buckets: [4]}\n"
-    )
-    return parse_pipeline(text, "p.yaml", reg)
+    return two_document_pipeline(attention, reg)
 
 
 REFUSAL = r"p\.yaml:4:\d+: attention\.reference 'refusing' cannot check this model's attention \("

@@ -17,11 +17,10 @@ import pytest
 from seamline.components.attention.native import NativeAttention
 from seamline.contracts import Attention, ComponentConfig
 from seamline.core.attention.candidates import build_candidates
-from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
-from seamline.core.registry import ComponentInfo, Registry, refusal_reason
+from seamline.core.registry import Registry, refusal_reason
 from seamline.core.seams import failed_at
-from tests.core.toy import MemorySink, toy_registry
+from tests.core.toy import MemorySink, toy_registry, two_document_pipeline, with_attention
 
 
 class Unimplemented(Attention[ComponentConfig]):
@@ -49,23 +48,11 @@ def test_an_abstract_attention_is_refused_naming_what_it_leaves_out() -> None:
 
 
 def registry() -> Registry:
-    info = ComponentInfo(
-        "attention", "raises", f"{__name__}:RaisesWhenBuilt", "acme-raises", "0.3", "ok", "",
-        RaisesWhenBuilt, "1.1",
-    )  # fmt: skip
-    return Registry([*toy_registry().entries(), info])
+    return with_attention(toy_registry(), RaisesWhenBuilt, "acme-raises", "0.3")
 
 
 def pipeline(attention: str, reg: Registry) -> Any:
-    text = (
-        "pipeline: toy\n"
-        "loader: {use: list, with: {texts: ['one two three', 'four five']}}\n"
-        "model: {use: toy}\n"
-        f"attention: {attention}\n"
-        "sink: {use: memory}\n"
-        "run: {batch_size: 2, buckets: [4]}\n"
-    )
-    return parse_pipeline(text, "p.yaml", reg)
+    return two_document_pipeline(attention, reg)
 
 
 def test_auto_leaves_out_a_candidate_that_fails_to_build_and_says_why() -> None:

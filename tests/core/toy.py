@@ -342,3 +342,27 @@ def toy_registry(without: tuple[type[Any], ...] = ()) -> Registry:
         for c in components
         if c not in without
     )
+
+
+def with_attention(registry: Registry, cls: type[Any], distribution: str, version: str) -> Registry:
+    """``registry`` and one more attention, ``cls``, as ``distribution`` would register it."""
+    info = ComponentInfo(
+        "attention", cls.name, f"{cls.__module__}:{cls.__name__}", distribution, version, "ok",
+        "", cls, "1.1",
+    )  # fmt: skip
+    return Registry([*registry.entries(), info])
+
+
+def two_document_pipeline(attention: str, registry: Registry) -> Any:
+    """The toy pipeline of two short documents with ``attention`` (its YAML), parsed."""
+    from seamline.core.config import parse_pipeline
+
+    text = (
+        "pipeline: toy\n"
+        "loader: {use: list, with: {texts: ['one two three', 'four five']}}\n"
+        "model: {use: toy}\n"
+        f"attention: {attention}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 2, buckets: [4]}\n"
+    )
+    return parse_pipeline(text, "p.yaml", registry)
