@@ -44,7 +44,8 @@ def test_explain_refuses_it_once_and_goes_on() -> None:
     reasons = [r.reasons for b in plan.buckets for r in b.refusals if r.candidate == "never"]
     assert reasons[0] == ("supports() did not answer in 0.2 s",)
     assert all(
-        reason == ("supports() did not answer in 0.2 s (asked earlier)",) for reason in reasons[1:]
+        reason == ("supports() did not answer in 0.2 s (asked earlier, and still not answered)",)
+        for reason in reasons[1:]
     )
     assert all(bucket.chosen is not None for bucket in plan.buckets)
 
@@ -56,3 +57,26 @@ def test_the_auto_order_table_strikes_it_through() -> None:
     table = auto_order_table([never])  # one shape a row: it is waited for once, not per row
     assert time.monotonic() - started < 0.2 * 3
     assert table.count("~~never (10)~~") == table.count("never (10)") > 3
+
+
+def test_a_stall_costs_one_refusal_not_every_later_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A supports() that stalled once was refused for the life of the process: a server
+    # whose attention was pinned answered 500 for every new shape, /healthz ready.
+    monkeypatch.setattr(asking, "SUPPORTS_TIMEOUT_S", 0.2)
+    slow = threading.Event()
+    slow.set()
+
+    def supports(self: object, spec: object) -> str:
+        if slow.is_set():
+            time.sleep(0.4)  # once, longer than the limit
+        return "served"
+
+    monkeypatch.setattr(NeverAttention, "supports", supports)
+    never = NeverAttention(NeverAttention.Config())
+    with pytest.raises(asking.SupportsTimeout, match=r"did not answer in 0\.2 s$"):
+        asking.asked(never, None)  # type: ignore[arg-type]
+    slow.clear()
+    with pytest.raises(asking.SupportsTimeout, match=r"still not answered"):
+        asking.asked(never, None)  # type: ignore[arg-type]
+    time.sleep(0.4)  # the stalled answer comes
+    assert asking.asked(never, None) == "served"  # type: ignore[arg-type]
