@@ -297,6 +297,8 @@ BAD_BODIES: list[tuple[str, bytes, int, str, str | None]] = [
         None,
     ),
     ("a lone surrogate", b'{"input": ["ok", "\\ud800"]}', 422, "unembeddable", "input[1]"),
+    # one string is `input`, as its other errors name it (it said input[0])
+    ("one lone surrogate", b'{"input": "a \\ud800 b"}', 422, "unembeddable", "input"),
 ]
 
 

@@ -159,7 +159,8 @@ async def _embeddings(served: Served, request: Request) -> Response:
     try:
         vectors = pending.result()
     except Unembeddable as err:
-        where = f"input[{err.index}]"  # the request's field: texts[i] is the embedder's name
+        # The request's field (texts[i] is the embedder's name), as the other errors name it.
+        where = "input" if asked.single else f"input[{err.index}]"
         raise ApiError(
             422, f"{where} cannot be embedded: {err.reason}", code="unembeddable", param=where
         ) from None

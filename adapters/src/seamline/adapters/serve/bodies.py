@@ -34,6 +34,8 @@ class EmbeddingsRequest:
     characters: int
     queries: bool = False
     """``input_type: "query"``: embed the texts as search queries (the model's query side)."""
+    single: bool = False
+    """``input`` was one string, not an array: an error names it ``input``, not ``input[0]``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +172,13 @@ def embeddings_request(data: Any, limits: Limits, dimension: int) -> EmbeddingsR
     _dimensions(body.get("dimensions"), dimension)
     characters = sum(len(text) for text in texts)
     _within_the_queue(len(texts), characters, limits)
-    return EmbeddingsRequest(texts, encoding, characters, _input_type(body.get("input_type")))
+    return EmbeddingsRequest(
+        texts,
+        encoding,
+        characters,
+        _input_type(body.get("input_type")),
+        single=isinstance(body.get("input"), str),
+    )
 
 
 def _within_the_queue(texts: int, characters: int, limits: Limits) -> None:
