@@ -79,3 +79,23 @@ def test_a_named_attention_that_fails_to_build_is_named_with_its_distribution() 
     with pytest.raises(RuntimeError) as failed:
         Orchestrator(pipeline("{use: raises}", reg), reg)
     assert failed_at(failed.value) == "attention 'raises' (build, from acme-raises 0.3)"
+
+
+def test_the_auto_order_table_leaves_it_out_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `components --auto-order` built every usable attention unguarded: one whose
+    # constructor raised ended the command with a traceback.
+    from typer.testing import CliRunner
+
+    from seamline.adapters.cli import loading
+    from seamline.adapters.cli.main import app
+
+    monkeypatch.setattr(loading, "registry", registry)
+    result = CliRunner().invoke(app, ["components", "--auto-order"])
+    assert result.exit_code == 0, result.output
+    assert "warning: attention 'raises' (acme-raises 0.3) is left out: it failed to build " in (
+        " ".join(result.output.split())
+    )
+    assert "| shape |" in result.output
+    assert "native (" in result.output

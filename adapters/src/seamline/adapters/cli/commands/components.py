@@ -113,12 +113,19 @@ def _stray(registry: Registry, kind: str | None, wanted: set[str]) -> list[tuple
 
 def _auto_order(registry: Registry, wanted: set[str]) -> None:
     """The Markdown table of the order ``auto`` tries the usable attentions in."""
-    from seamline.adapters.cli.render.console import raw
+    from seamline.adapters.cli.render.console import error, raw
     from seamline.core import auto_order_table
 
-    attentions = [
-        registry.create("attention", info.name)
-        for info in registry.entries("attention")
-        if info.usable and (not wanted or info.distribution in wanted)
-    ]
+    attentions = []
+    for info in registry.entries("attention"):
+        if not info.usable or (wanted and info.distribution not in wanted):
+            continue
+        try:  # one whose constructor raises is left out of auto, as a run leaves it out
+            attentions.append(registry.create("attention", info.name))
+        except Exception as err:
+            error(
+                f"attention {info.name!r} ({info.distribution} {info.version}) is left out: "
+                f"it failed to build ({type(err).__name__}: {str(err)[:200]})",
+                label="warning",
+            )
     raw(auto_order_table(attentions))  # type: ignore[arg-type]
