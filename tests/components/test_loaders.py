@@ -536,6 +536,18 @@ def test_a_control_character_in_a_string_is_named_once(tmp_path: Path) -> None:
     assert error.reason == "line 1: invalid JSON: Invalid control character at column 23"
 
 
+def test_a_line_cut_short_is_placed_at_its_end(tmp_path: Path) -> None:
+    # json placed it past the line's last character, at "line 2 column 1": the reason
+    # read "Expecting ',' delimiter at column 1", the line's first column.
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"id": "a", "text": "cut"\n{"id": "b", "text": "cut"')
+    first, second = (loaded.item for loaded in jsonl_loader(path).read())
+    assert isinstance(first, DocumentError)
+    assert first.reason == "line 1: invalid JSON: Expecting ',' delimiter at the end of the line"
+    assert isinstance(second, DocumentError)  # the last line, without its newline
+    assert second.reason == "line 2: invalid JSON: Expecting ',' delimiter at the end of the line"
+
+
 def test_jsonl_bad_lines_become_error_records(bad_jsonl: Path) -> None:
     items = [loaded.item for loaded in jsonl_loader(bad_jsonl).read()]
     assert [type(item) for item in items] == [Document] + [DocumentError] * 7 + [Document]

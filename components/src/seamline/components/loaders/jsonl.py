@@ -251,8 +251,12 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             at = err.start + mark
             return error(f"not valid utf-8: {err.reason} at byte offset {at} of the line")
         except json.JSONDecodeError as err:
-            # Some of json's messages end in "at" (it appends the place to them itself).
-            return error(f"invalid JSON: {err.msg.removesuffix(' at')} at column {err.colno}")
+            # Some of json's messages end in "at" (it appends the place to them itself). A
+            # line cut short fails past its last character: json counts that as column 1
+            # of the next line, which read as the line's first column.
+            content = err.doc.rstrip("\r\n")
+            place = "the end of the line" if err.pos >= len(content) else f"column {err.pos + 1}"
+            return error(f"invalid JSON: {err.msg.removesuffix(' at')} at {place}")
         except RecursionError:
             return error("invalid JSON: nested too deeply to read")
         except ValueError as err:  # an integer of more digits than Python converts
