@@ -28,8 +28,13 @@ def rows() -> list[tuple[str, tuple[str, ...]]]:
     """``(page:line, (kind, name, distribution, version, contract))`` of each row."""
     found = []
     for page in PAGES:
+        suites = False  # the seamline.conformance table's rows are suites, not components
         for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
-            match = ROW.match(line)
+            if line.strip() == "seamline.conformance (seamline check KIND:NAME)":  # its title
+                suites = True
+            elif line.startswith("└"):
+                suites = False
+            match = None if suites else ROW.match(line)
             if match:
                 found.append((f"{page.relative_to(ROOT)}:{number}", match.groups()))
     return found
