@@ -60,3 +60,16 @@ def test_serve_without_its_extra_says_what_to_install(
         f"error: seamline serve needs {named}: pip install 'seamline-adapters[serve]'\n"
     )
     assert "jax not imported" in done.stdout, "refused before the pipeline or model is loaded"
+
+
+def test_serve_with_a_broken_extra_says_to_reinstall_it(tmp_path: Path) -> None:
+    # uvicorn found, but a module of its own missing (h11): the server's import failed
+    # with a traceback, exit 1.
+    done = serve_without(tmp_path, "h11")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        "error: seamline serve could not import its server (ModuleNotFoundError: import of "
+        "h11 halted; None in sys.modules): the serve extra is installed but broken; "
+        "reinstall it: pip install 'seamline-adapters[serve]' --force-reinstall"
+    ), done.stderr
+    assert "Traceback" not in done.stderr

@@ -10,6 +10,8 @@ pipeline is read or the model loaded.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
+from typing import Any
 
 from seamline.contracts import UserError
 
@@ -33,6 +35,23 @@ def check_serve_installed() -> None:
             f"seamline serve needs {', '.join(missing)} (the serve extra), which {are} not "
             f"installed: {INSTALL_HINT}"
         )
+
+
+def import_server() -> Callable[..., Any]:
+    """:func:`seamline.adapters.serve.server.serve_pipeline`, or a UserError where the extra
+    is present but broken: uvicorn found, but a dependency of its own missing or
+    mismatched, ended in a traceback, exit 1."""
+    try:
+        from seamline.adapters.serve.server import serve_pipeline
+    except ImportError as err:
+        if (err.name or "").startswith("seamline"):  # seamline's own: a bug, shown whole
+            raise
+        raise UserError(
+            f"seamline serve could not import its server ({type(err).__name__}: {err}): the "
+            f"serve extra is installed but broken; reinstall it: {INSTALL_HINT} "
+            "--force-reinstall"
+        ) from None
+    return serve_pipeline
 
 
 def _absent(name: str) -> bool:

@@ -19,7 +19,7 @@ from seamline.adapters.cli.commands.run import LOG_FORMATS, LOG_LEVELS
 from seamline.adapters.cli.errors import usage_error, user_errors
 from seamline.adapters.cli.options import PipelineArg, SetOption
 from seamline.adapters.otel_environment import check_otel_environment
-from seamline.adapters.serve.extra import check_serve_installed
+from seamline.adapters.serve.extra import check_serve_installed, import_server
 from seamline.adapters.serve.limits import MAX_PORT
 
 if TYPE_CHECKING:
@@ -212,7 +212,8 @@ def _serve(
     user_errors(lambda: check_otel_environment(os.environ))  # before the SDK reads it
     from seamline.adapters import telemetry_setup
     from seamline.adapters.logging_setup import configure_logging
-    from seamline.adapters.serve.server import serve_pipeline
+
+    serve_pipeline = user_errors(import_server)
 
     configure_logging(json=LOG_FORMATS[log_format], level=log_level)
     if compile_cache:
