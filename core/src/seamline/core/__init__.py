@@ -67,7 +67,6 @@ if TYPE_CHECKING:
         cache_home,
         named_directory,
         output_directory,
-        shared_with_others,
     )
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable
     from seamline.core.host import Collated, HostWork, documents_as_loaded
@@ -197,7 +196,6 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     # Where seamline keeps files, and who is working
     "cache_home": ("seamline.core.directories", "cache_home"),
     "named_directory": ("seamline.core.directories", "named_directory"),
-    "shared_with_others": ("seamline.core.directories", "shared_with_others"),
     "output_directory": ("seamline.core.directories", "output_directory"),
     # A compile cache's programs must be the user's alone (seamline.core.private_cache)
     "NotPrivate": ("seamline.core.private_cache", "NotPrivate"),
@@ -309,7 +307,6 @@ __all__ = [
     "resolve_component",
     "save_record",
     "serving_precision",
-    "shared_with_others",
     "stdout_to_stderr",
     "stops_kept",
     "store_directory",

@@ -112,18 +112,3 @@ def output_directory(path: Path, named: str, fix: str = WRITABLE_FIX) -> Path:
         reason = err.strerror or type(err).__name__
         raise UserError(f"{named} {path}, which cannot be written to ({reason}): {fix}") from None
     return path
-
-
-def shared_with_others(directory: Path) -> str | None:
-    """Why someone other than this user could write ``directory``'s entries, or None.
-
-    What the compile cache (whose entries are programs run as found) and the conformance
-    record store (whose records decide what a pipeline trusts) refuse to read from."""
-    found = os.stat(directory)
-    if hasattr(os, "getuid") and found.st_uid != os.getuid():
-        return f"it is owned by another user (uid {found.st_uid})"
-    if found.st_mode & stat.S_IWOTH:
-        return f"every user can write it (mode {stat.S_IMODE(found.st_mode):o})"
-    if found.st_mode & stat.S_IWGRP and hasattr(os, "getgid") and found.st_gid != os.getgid():
-        return f"group {found.st_gid} can write it (mode {stat.S_IMODE(found.st_mode):o})"
-    return None

@@ -76,14 +76,24 @@ def not_private(directory: Path) -> NotPrivate | None:
 
     Raises ``OSError`` when the directory cannot be read.
     """
+    problem = folder_not_private(directory)
+    if problem is not None:
+        return problem
+    bad = _bad_entries(directory, MAX_DEPTH)
+    return None if bad is None else NotPrivate(f"its entry {bad[0]} {bad[1]}", bad[2])
+
+
+def folder_not_private(directory: Path) -> NotPrivate | None:
+    """Why someone other than this user could write in ``directory`` itself (its owner, its
+    mode, its ACLs), its entries aside; or None. Raises ``OSError`` when it cannot be read.
+
+    The conformance record store asks this too: a record decides what a pipeline trusts.
+    """
     found = os.stat(directory)
     if hasattr(os, "getuid") and found.st_uid != os.getuid():
         return NotPrivate(f"it is owned by another user (uid {found.st_uid})", "owner")
     who = _others_write(directory, found, ACL_XATTRS)
-    if who is not None:
-        return NotPrivate(f"{who[0]} can write it ({who[1]})", "open")
-    bad = _bad_entries(directory, MAX_DEPTH)
-    return None if bad is None else NotPrivate(f"its entry {bad[0]} {bad[1]}", bad[2])
+    return None if who is None else NotPrivate(f"{who[0]} can write it ({who[1]})", "open")
 
 
 MAX_DEPTH = 4

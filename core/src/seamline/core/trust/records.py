@@ -24,7 +24,8 @@ from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.code_digest import component_digest
-from seamline.core.directories import data_home, named_directory, shared_with_others
+from seamline.core.directories import data_home, named_directory
+from seamline.core.private_cache import folder_not_private
 
 if TYPE_CHECKING:  # the registry holds the trust policy, so this package never imports it
     from seamline.core.registry import Registry
@@ -64,19 +65,20 @@ def load_records(directory: Path | None = None) -> list[ConformanceRecord]:
     against the record's schema and of its format (:data:`RECORD_FORMAT`), counts. A
     record decides what a pipeline trusts, so one another user could have written is
     ignored, with a warning, as the compile cache refuses such entries: every record of a
-    folder others can write (:func:`~seamline.core.directories.shared_with_others`), and
+    folder others can write (:func:`~seamline.core.private_cache.folder_not_private`:
+    by its owner, its mode or an ACL, as the compile cache asks), and
     a file another user owns.
     """
     source = directory if directory is not None else store_directory()
     if not source.is_dir():
         return []
-    unsafe = shared_with_others(source)
+    unsafe = folder_not_private(source)
     if unsafe is not None:
         log.warning(
             "conformance records not read: their folder is not private, and a record decides "
             "what a pipeline trusts",
             directory=str(source),
-            why=unsafe,
+            why=unsafe.why,
             fix=f"make it yours alone (chmod go-w {source}), or point ${STORE_VARIABLE} at a "
             "folder only you can write",
         )
