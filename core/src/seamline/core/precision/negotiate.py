@@ -39,7 +39,7 @@ from seamline.core.precision.decision import (
 )
 from seamline.core.precision.gate import compare, refusals
 from seamline.core.precision.hardware import Hardware
-from seamline.core.registry import ComponentInfo, Registry
+from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam
 from seamline.core.telemetry import tracer
@@ -337,6 +337,7 @@ class Calibration:
     def _material(self, candidate: str, settings: PrecisionSettings) -> dict[str, Any]:
         spec = self.pipeline.spec
         model = self.pipeline.model
+        attentions = [self.registry.get("attention", n) for n in self.registry.names("attention")]
         return {
             "candidate": candidate,
             "model": {
@@ -349,11 +350,7 @@ class Calibration:
             # Which attention serves is negotiated per shape after the gate, so every
             # installed one counts: a kernel rebuilt in a new version is checked again.
             "attentions": sorted(
-                f"{info.name} {info.distribution} {info.version}"
-                for info in (
-                    self.registry.get("attention", name)
-                    for name in self.registry.names("attention")
-                )
+                f"{info.name} {info.distribution} {info.version}" for info in attentions
             ),
             # What the gate measured: the sample's texts themselves. The loader's settings
             # named the folder `docs` for two projects' pipelines alike (a relative root),
@@ -368,18 +365,12 @@ class Calibration:
             "code": {
                 "seamline": code_digest(),
                 "components": sorted(
-                    f"{info.kind} {info.name} {component_digest(info.target.split(':')[0])}"
-                    for info in self._computing()
+                    f"{info.kind} {info.name} {component_digest(info.module)}"
+                    for info in (self.registry.get("model", model.name), *attentions)
                 ),
             },
             "sample": {"documents": settings.gate.documents, "top_k": settings.gate.top_k},
         }
-
-    def _computing(self) -> list[ComponentInfo]:
-        """The registry's entries of the model and of every installed attention."""
-        model = self.registry.get("model", self.pipeline.model.name)
-        attentions = [self.registry.get("attention", n) for n in self.registry.names("attention")]
-        return [model, *attentions]
 
     def close(self) -> None:
         self._reference = None
