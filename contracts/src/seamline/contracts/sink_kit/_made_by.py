@@ -21,6 +21,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+UNRECORDED = "a seamline that did not record its versions (from before 2026-12-05)"
+"""Who made an output or a checkpoint without ``versions``: they were first recorded
+then (a staged run's record began a day later: its caller says so)."""
+
 MAX_NAMED = 6
 """The most settings a refusal names; the rest are counted."""
 
@@ -38,7 +42,9 @@ class Maker(NamedTuple):
     harm: str
 
 
-def made_by_another(recorded: Mapping[str, Any], manifest: Mapping[str, Any]) -> Maker | None:
+def made_by_another(
+    recorded: Mapping[str, Any], manifest: Mapping[str, Any], *, unrecorded: str = UNRECORDED
+) -> Maker | None:
     """What made an output (``recorded``: a checkpoint or a published manifest), when it is
     not what makes this run's vectors (``manifest``, the run's), else None.
 
@@ -61,16 +67,18 @@ def made_by_another(recorded: Mapping[str, Any], manifest: Mapping[str, Any]) ->
     versions = json_value(manifest.get("versions"))
     if versions is not None and recorded.get("versions") != versions:
         return Maker(
-            versions_changed(recorded.get("versions"), versions),
+            versions_changed(recorded.get("versions"), versions, unrecorded=unrecorded),
             "mix vectors of two versions",
         )
     return None
 
 
-def versions_changed(recorded: Any, current: Mapping[str, Any]) -> str:
+def versions_changed(
+    recorded: Any, current: Mapping[str, Any], *, unrecorded: str = UNRECORDED
+) -> str:
     """Who made an output, against this run, in words: each version that differs."""
     if not isinstance(recorded, dict):
-        return "a seamline that did not record its versions (from before 2026-12-05)"
+        return unrecorded
     changes = [
         f"{name} {recorded.get(name) or 'absent'} then, {current.get(name) or 'absent'} now"
         for name in sorted({*recorded, *current})

@@ -53,7 +53,7 @@ from seamline.contracts.sink_kit._atomic import (
 )
 from seamline.contracts.sink_kit._checkpoint import first_problem, manifest_bytes
 from seamline.contracts.sink_kit._lock import FileLock
-from seamline.contracts.sink_kit._made_by import Maker, changed_inputs, made_by_another
+from seamline.contracts.sink_kit._made_by import changed_inputs, made_by_another
 from seamline.contracts.untrusted import (
     NotRegularFile,
     OutsideFolder,
@@ -74,6 +74,12 @@ MAX_RECORD_BYTES = 1 << 20
 LOCK_TIMEOUT = 120.0
 """Seconds a part waits for another process that still holds it (a worker of a killed
 driver, which its cluster ends within seconds) before giving up with an error."""
+
+
+STAGED_UNRECORDED = (
+    "a seamline that did not record its versions in a staged run (from before 2026-12-06)"
+)
+"""Who made parts whose ``run.json`` has no ``versions``: it began to record them then."""
 
 
 def staging_root(primary: Path) -> Path:
@@ -194,13 +200,9 @@ class PartStaging:
                 "start over"
             ) from None
         made = {"model": record.model, "versions": record.versions}
-        maker = made_by_another(made, manifest)  # the rule of a checkpoint's --resume
-        if maker is not None and record.versions is None and record.model == made_model(manifest):
-            maker = Maker(  # a staged run's record began to keep them a day after outputs
-                "a seamline that did not record its versions in a staged run (from before "
-                "2026-12-06)",
-                maker.harm,
-            )
+        # The rule of a checkpoint's --resume; a staged run's record began to keep the
+        # versions a day after outputs did.
+        maker = made_by_another(made, manifest, unrecorded=STAGED_UNRECORDED)
         if maker is not None:
             raise ResumeRefused(
                 f"cannot resume: the parts staged in {str(newest)!r} were made by "
@@ -299,11 +301,6 @@ class PartStaging:
         staging folder is kept, and which is deleted once a new run is published.
         """
         return published_run_id(self.manifest_path)
-
-
-def made_model(manifest: Mapping[str, Any]) -> Any:
-    """The run's model as a staged record keeps it (JSON's reading of it)."""
-    return _json_value(manifest.get("model"))
 
 
 class _StagedRunRecord(BaseModel):
