@@ -588,6 +588,21 @@ def test_the_command_refuses_such_a_query_with_exit_2(
     assert "Traceback" not in shown.output
 
 
+def test_utf8_bytes_that_a_c_locale_decoded_are_searched_as_the_text_they_spell(
+    written: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under LC_ALL=C with PYTHONUTF8=0, Python decodes argv as ASCII: "café" arrives as
+    # "caf\udcc3\udca9" and was refused as "not valid Unicode" though the user typed UTF-8.
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust=None: registry()))
+    as_typed = "café".encode().decode("ascii", "surrogateescape")
+    runs = [
+        CliRunner().invoke(cli.app, ["search", str(written["jsonl"]), query, "--format", "json"])
+        for query in (as_typed, "café")
+    ]
+    assert [run.exit_code for run in runs] == [0, 0], runs[0].output
+    assert runs[0].output == runs[1].output
+
+
 # --- an index republished while it is open ------------------------------------------------
 
 

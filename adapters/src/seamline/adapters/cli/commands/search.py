@@ -91,12 +91,30 @@ def search(
     user_errors(lambda: check_k(k, "-k"))
     if (query is None) == (queries is None):
         user_errors(lambda: _one_source(query))
-    texts = [query] if query is not None else _lines(queries or "")
+    texts = [as_utf8(query)] if query is not None else _lines(queries or "")
     found_at = user_errors(lambda: _at_home(index))
     with user_errors(lambda: Searcher(loading.registry(), found_at, attention)) as searcher:
         answers = user_errors(partial(searcher.find_each, texts, k, exact=exact, where=where))
         for text in texts:  # each shown as it is found; a read of the output serves many
             show(text, user_errors(partial(next, answers)))
+
+
+def as_utf8(argument: str) -> str:
+    """A command-line ``argument`` as the UTF-8 text its bytes spell.
+
+    Python decodes ``argv`` with the locale's encoding: under ``LC_ALL=C`` with
+    ``PYTHONUTF8=0`` (UTF-8 mode turned off) that is ASCII, and every byte of ``café``
+    past the ASCII ones becomes a lone surrogate, which the query check then refuses
+    as "not valid Unicode" although the user typed valid UTF-8. The bytes are taken
+    back (``os.fsencode`` undoes the decoding exactly) and read as UTF-8; bytes that
+    are not UTF-8 either are left as they were, for that check to name.
+    """
+    import os
+
+    try:
+        return os.fsencode(argument).decode("utf-8")
+    except UnicodeDecodeError:
+        return argument
 
 
 def _at_home(index: str) -> Path:
