@@ -211,11 +211,17 @@ def test_a_user_error_on_a_full_stderr_still_exits_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-def test_a_stdout_that_cannot_be_written_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    # `seamline run ... >/dev/full` published its output, then printed a traceback.
+@pytest.mark.parametrize(
+    "args", [("components",), ("bench", "attention", "--help")], ids=["components", "argparse"]
+)
+def test_a_stdout_that_cannot_be_written_is_one_line_and_exit_1(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    # `seamline run ... >/dev/full` published its output, then printed a traceback; `bench
+    # attention --help` (argparse's help swallows OSError) printed nothing and exited 0.
     with open("/dev/full", "w", encoding="utf-8") as full:
         done = subprocess.run(
-            [sys.executable, "-m", "seamline.adapters.cli.main", "components"],
+            [sys.executable, "-m", "seamline.adapters.cli.main", *args],
             cwd=tmp_path,
             stdout=full,
             stderr=subprocess.PIPE,

@@ -21,6 +21,7 @@ a benchmark, is what judges correctness.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from seamline.adapters.bench_attention.driver import NotRegistered, console, run_benchmark
@@ -62,13 +63,37 @@ def _folder(text: str) -> Path:
     return Path(text)
 
 
+class _ShowHelp(argparse.Action):
+    """``--help`` that lets a failed write reach the caller.
+
+    argparse's own help action writes through ``_print_message``, which swallows
+    ``OSError``: ``seamline bench attention --help >/dev/full`` printed nothing and
+    exited 0, where every other command says it could not write and exits 1. This one
+    writes to ``sys.stdout`` directly, so the command line's stdout guard sees the failure.
+    """
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stdout.write(parser.format_help())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="seamline bench attention",
+        add_help=False,
         description="Attention implementations side by side: time and peak memory over "
         "sequence lengths.",
         epilog="Exit codes: 0 at least one cell measured; 1 nothing measured (every worker "
         "failed, or nothing could run); 2 usage error.",
+    )
+    parser.add_argument(
+        "-h", "--help", action=_ShowHelp, nargs=0, help="show this help message and exit"
     )
     parser.add_argument(
         "--max-length",
