@@ -29,7 +29,9 @@ to fix it); a pipeline file, override or keyword that is invalid raises its subc
 here, for an ``except`` clause, with :class:`ModelChanged` (a ``UserError``: the
 index was published anew by another model while it was searched) and
 :class:`Unembeddable` (a ``UserError`` and a ``ValueError``: a text the model cannot
-embed, such as one that is not valid Unicode; ``index`` says which).
+embed, such as one that is not valid Unicode; ``index`` says which). A closed
+index's searches raise :class:`IndexClosed` (a ``RuntimeError``, as a closed
+``Embedder``'s calls do: the program's mistake, not the user's).
 
 A package with ``py.typed``, so that ``mypy --strict`` checks code using it: as a
 module of the ``seamline`` namespace, which has no ``__init__``, it could carry no
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 import os
 
-from seamline.adapters.search import Found, Hit, ModelChanged, Searcher
+from seamline.adapters.search import Found, Hit, IndexClosed, ModelChanged, Searcher
 from seamline.contracts.component import from_here
 from seamline.contracts.errors import ConfigError, UserError
 from seamline.core import Embedder, Pipeline, Registry, RunSummary, Unembeddable, user_trust
@@ -50,6 +52,7 @@ __all__ = [
     "Embedder",
     "Found",
     "Hit",
+    "IndexClosed",
     "ModelChanged",
     "Pipeline",
     "RunSummary",
@@ -67,7 +70,8 @@ def open_index(
 
     The manifest beside it is read and checked now; the model that embedded the
     documents is built on the first search and kept warm for the next ones. Use it as
-    a context manager, or ``close()`` it, to release the model. ``attention`` overrides
+    a context manager, or ``close()`` it, to release the model; a closed index refuses
+    every later search (:class:`IndexClosed`): open it again. ``attention`` overrides
     the attention the run recorded; ``registry`` defaults to the components the user's
     trust allows. A leading ``~`` in ``path`` is the home folder, as in a shell.
     """

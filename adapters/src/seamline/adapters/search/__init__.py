@@ -58,6 +58,7 @@ __all__ = [
     "Found",
     "Hit",
     "Index",
+    "IndexClosed",
     "ModelChanged",
     "QueryEncoder",
     "QueryRefused",
@@ -107,6 +108,14 @@ class ModelChanged(UserError):
     by the old model, so the scores would mean nothing. Open the index again."""
 
 
+class IndexClosed(RuntimeError):
+    """A search (``find``, ``find_each``, ``search``, the query model) of an index that was
+    closed: ``close()``, or the end of its ``with`` block. The model was released then;
+    building it again unasked, as a closed index once did, held a model nobody would close.
+    A ``RuntimeError``, as a closed ``Embedder``'s calls raise: a mistake in the program,
+    not in the user's input."""
+
+
 MAX_K = 10_000
 """The most results one search returns."""
 
@@ -126,7 +135,10 @@ class Searcher:
     The manifest is read and checked when it is opened; the model (an in-process
     :class:`~seamline.core.embedder.Embedder` of the run's model and attention) is
     built on the first search and serves every later one. Threads may share one
-    searcher: the model is built once, by whichever search comes first.
+    searcher: the model is built once, by whichever search comes first. Once closed it
+    stays closed: every later search raises :class:`IndexClosed` (a closed file, or a
+    closed ``Embedder``, refuses use alike), so whoever shares it closes it only when
+    every search is done (``seamline serve`` counts its searches: :mod:`..serve.index`).
     """
 
     def __init__(self, registry: Registry, index: Path, attention: str | None = None) -> None:
@@ -140,16 +152,32 @@ class Searcher:
         """The model and precision the query model is built as (the manifest's when opened)."""
         self._encoder: QueryEncoder | None = None
         self._building = threading.Lock()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (then every search raises :class:`IndexClosed`)."""
+        return self._closed
 
     @property
     def encoder(self) -> QueryEncoder:
         """The query model, built on first use under a lock: threads that searched a fresh
         searcher at once each built a model of their own, and all but one were never
-        closed."""
+        closed. A closed searcher's is gone: :class:`IndexClosed`."""
         with self._building:
+            if self._closed:
+                raise self._closed_error()
             if self._encoder is None:
                 self._encoder = QueryEncoder(self.registry, self.index, self.attention)
             return self._encoder
+
+    def _closed_error(self) -> IndexClosed:
+        """What a search of a closed searcher raises (a new one each time: one exception
+        raised in several threads would share, and grow, one traceback)."""
+        return IndexClosed(
+            f"this index ({self.path}) is closed: open it again (open_index) to search it "
+            "after close(), or search it inside its `with open_index(...) as index:` block"
+        )
 
     def find(
         self, query: str, k: int = 5, *, exact: bool = False, where: str | None = None
@@ -180,8 +208,11 @@ class Searcher:
         or another ordered iterable of str (a generator is read at once); a lone str, a
         set or a mapping is a ``TypeError``. An output without a query engine is read
         once for each :data:`~.scan.QUERIES_A_READ` queries, not once for each: the
-        answers are those of :meth:`find`, query by query.
+        answers are those of :meth:`find`, query by query. A closed searcher refuses at
+        once (:class:`IndexClosed`), and the answers not yet taken when it is closed too.
         """
+        if self._closed:
+            raise self._closed_error()
         texts = checked_queries(queries)
         k = check_k(k)
         if where is not None and not isinstance(where, str):
@@ -209,10 +240,24 @@ class Searcher:
     ) -> Iterator[Found]:
         """The answers of :meth:`find_each`, its arguments checked, a read at a time."""
         for start in range(0, len(queries), QUERIES_A_READ):
-            vectors = [self.encoder(query) for query in queries[start : start + QUERIES_A_READ]]
+            vectors = self._embedded(queries[start : start + QUERIES_A_READ])
             found = list(self._found(readers, vectors, k, exact, where))
             self._check_embedded_by()
-            yield from found
+            for answer in found:
+                if self._closed:  # closed while its answers were being taken
+                    raise self._closed_error()
+                yield answer
+
+    def _embedded(self, queries: list[str]) -> list[np.ndarray]:
+        """``queries``' vectors; a close by another thread meanwhile is :class:`IndexClosed`,
+        not the released model's own "this Embedder is closed"."""
+        encoder = self.encoder
+        try:
+            return [encoder(query) for query in queries]
+        except RuntimeError:
+            if self._closed:
+                raise self._closed_error() from None
+            raise
 
     def _found(
         self,
@@ -261,13 +306,17 @@ class Searcher:
         return self.find(query, k, where=where).hits
 
     def close(self) -> None:
-        """Release the query model, if one was built."""
+        """Release the query model, if one was built; every later search raises
+        :class:`IndexClosed`. Closing again does nothing."""
         with self._building:
+            self._closed = True
             encoder, self._encoder = self._encoder, None
         if encoder is not None:
             encoder.close()
 
     def __enter__(self) -> Searcher:
+        if self._closed:  # `with index:` again after its block ended
+            raise self._closed_error()
         return self
 
     def __exit__(self, *_: object) -> None:
