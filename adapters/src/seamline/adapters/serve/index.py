@@ -10,9 +10,16 @@ The index may be written again while it is served (the pipeline re-run, perhaps 
 another model setting): each search first looks at the manifest (one ``stat``) and,
 when it is another file than the one opened, opens the index anew, so that a query is
 always embedded by the model the current manifest names. The searcher it replaces is
-closed once the searches still using it are done. A republish that lands during a
+closed once the searches still using it are done: each search holds a lease on the
+searcher it began with (:meth:`IndexSearch._acquire`, :meth:`IndexSearch._release`),
+because a closed searcher refuses to search (:class:`~seamline.adapters.search.IndexClosed`), and a
+search closed under it would have answered 500. A republish that lands during a
 search, by another model, is caught after the rows are read (:class:`ModelChanged`):
 the search is made once more, with the index opened anew.
+
+At the server's stop (:meth:`IndexSearch.close`) the searcher is closed the same way,
+once its last search is done, and a search that comes later is refused (503) rather
+than open the index again: a model opened then would never be closed.
 """
 
 from __future__ import annotations
@@ -77,6 +84,8 @@ class IndexSearch:
         self.path = path
         self._opened: _Opened | None = None
         self._lock = threading.Lock()
+        self._stopped = False
+        """Set by :meth:`close`: no searcher is opened any more."""
 
     def _acquire(self) -> _Opened:
         """The searcher of the index's current manifest, counted as in use until released."""
@@ -85,6 +94,13 @@ class IndexSearch:
         stale: _Opened | None = None
         try:
             with self._lock:
+                if self._stopped:
+                    raise ApiError(
+                        503,
+                        "the server is shutting down",
+                        code="not_ready",
+                        kind=SERVER_ERROR,
+                    )
                 if self._opened is not None and self._opened.signature != signature:
                     stale = self._retire()
                 if self._opened is None:
@@ -141,7 +157,7 @@ class IndexSearch:
             # Retire the searcher whose model the output no longer names (its manifest's
             # signature, taken before the search, may not have changed yet): the next
             # search opens the index anew.
-            self.close()
+            self._drop()
             return self._find(request)
 
     def _find(self, request: SearchRequest) -> dict[str, Any]:
@@ -182,12 +198,19 @@ class IndexSearch:
                 message = message.replace(folder, "").replace(folder.lstrip(os.sep), "")
         return visible(_SERVER_PATH.sub("…", _SOURCE_PLACE.sub("", message)))
 
-    def close(self) -> None:
-        """Close the searcher now, or when the last search using it is done."""
+    def _drop(self) -> None:
+        """Retire the open searcher: closed now, or when the last search using it is done."""
         with self._lock:
             stale = self._retire()
         if stale is not None:
             stale.searcher.close()
+
+    def close(self) -> None:
+        """At the server's stop: the searcher closed now, or when the last search using it
+        is done, and no other opened (a later search is a 503)."""
+        with self._lock:
+            self._stopped = True
+        self._drop()
 
 
 _SOURCE_PLACE = re.compile(r",? */\S+\.rs:\d+(?::\d+)?")
