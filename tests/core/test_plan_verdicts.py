@@ -63,4 +63,11 @@ def test_when_none_can_serve_every_candidate_says_why() -> None:
 
 
 def test_a_verdict_reads_as_the_table_shows_it() -> None:
-    assert [str(v) for v in Verdict] == ["chosen", "cannot serve", "could serve"]
+    assert [str(v) for v in Verdict] == ["chosen", "cannot serve", "could serve", "left out"]
+
+
+def test_a_candidate_that_failed_to_build_comes_last_left_out_with_why() -> None:
+    why = "failed to build (acme 0.3): RuntimeError: no GPU driver"
+    rows = bucket(left_out={"broken": why}).verdicts()
+    assert rows[:-1] == bucket().verdicts()
+    assert rows[-1] == CandidateVerdict("broken", Verdict.LEFT_OUT, why)

@@ -5,14 +5,19 @@ listed ``ok``; every ``auto`` pipeline, naming it or not, then failed building i
 ``TypeError: Can't instantiate abstract class`` naming neither the component nor its
 distribution, and ``explain`` printed a traceback. Discovery now refuses such a class;
 and under ``auto`` a candidate whose constructor raises is left out, with the reason,
-while a pipeline naming it is told which component and distribution failed.
+while a pipeline naming it is told which component and distribution failed. ``explain``
+lists it too, ``left out`` with why: it was missing from the table and the JSON, and
+only a log line said so.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from structlog.testing import capture_logs
 
 from seamline.components.attention.native import NativeAttention
 from seamline.contracts import Attention, ComponentConfig
@@ -63,8 +68,7 @@ def test_auto_leaves_out_a_candidate_that_fails_to_build_and_says_why() -> None:
     try:
         assert "raises" not in [a.name for a in candidates.implementations]
         assert candidates.left_out == {
-            "raises": "attention 'raises' (build, from acme-raises 0.3): RuntimeError: "
-            "no GPU driver"
+            "raises": "failed to build (acme-raises 0.3): RuntimeError: no GPU driver"
         }
     finally:
         candidates.close()
@@ -99,3 +103,51 @@ def test_the_auto_order_table_leaves_it_out_with_a_warning(
     )
     assert "| shape |" in result.output
     assert "native (" in result.output
+
+
+EXPLAINED = """\
+pipeline: p
+loader: {use: list, with: {texts: ["a b", "c d e"]}}
+model: {use: toy}
+attention: {use: auto}
+sink: {use: memory}
+run: {batch_size: 2, buckets: [4, 8]}
+"""
+
+
+@pytest.mark.parametrize("format_", ["text", "json"])
+def test_explain_lists_it_as_left_out_with_why(
+    format_: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from seamline.adapters import logging_setup
+    from seamline.adapters.cli.main import app
+
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: registry()))
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
+    monkeypatch.chdir(tmp_path)
+    Path("p.yaml").write_text(EXPLAINED, encoding="utf-8")
+    with capture_logs() as logs:  # the warning, kept off stdout
+        result = CliRunner().invoke(
+            app, ["explain", "p.yaml", "--format", format_], env={"COLUMNS": "200"}
+        )
+    assert result.exit_code == 0, result.output
+    assert [e["event"] for e in logs] == ["attention left out of auto: it failed to build"]
+    why = "failed to build (acme-raises 0.3): RuntimeError: no GPU driver"
+    if format_ == "text":
+        rows = [" ".join(line.split()) for line in result.stdout.splitlines()]
+        buckets = sum(row.startswith("length ") for row in rows)
+        assert buckets >= 2
+        assert rows.count(f"│ raises │ left out │ {why} │") == buckets  # in every table
+        return
+    document = json.loads(result.stdout)
+    assert document["attention"]["left_out"] == [{"name": "raises", "why": why}]
+    for bucket in document["buckets"]:
+        assert bucket["chosen"] != "raises"
+        assert bucket["candidates"][-1] == {
+            "name": "raises",
+            "verdict": "left out",
+            "why": why,
+            "measured_seconds": None,
+        }

@@ -47,7 +47,8 @@ class AttentionCandidates:
     reference_location: str = ""
     """Where the pipeline named the reference (``file:line:column``), for its errors."""
     left_out: Mapping[str, str] = field(default_factory=dict)
-    """Name -> why an ``auto`` candidate is not among ``implementations``: it failed to build."""
+    """Name -> why an ``auto`` candidate is not among ``implementations``: it failed to build
+    (``failed to build (dist version): Error: message``; ``explain`` lists it with this)."""
 
     def check_reference(self, specs: SpecKey) -> None:
         """Raise a ``UserError`` if the reference cannot serve ``specs`` itself.
@@ -124,9 +125,12 @@ def build_candidates(resolved: ResolvedAttention, registry: Registry) -> Attenti
             if resolved.mode is not AttentionMode.AUTO:
                 raise
             info = registry.get("attention", choice.name)
+            failure = f"{type(err).__name__}: {err}"
             where = f"attention {choice.name!r} ({BUILD}, from {info.distribution} {info.version})"
-            left_out[choice.name] = f"{where}: {type(err).__name__}: {err}"
-            log.warning("attention left out of auto: it failed to build", why=left_out[choice.name])
+            log.warning("attention left out of auto: it failed to build", why=f"{where}: {failure}")
+            left_out[choice.name] = (
+                f"failed to build ({info.distribution} {info.version}): {failure}"
+            )
             if len(left_out) == len(resolved.candidates):
                 raise
     reference: Attention[Any] | None = None

@@ -16,8 +16,8 @@ bucket, and fills the tuning cache, so that runs pay nothing.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from seamline.contracts import UnsupportedError
@@ -49,6 +49,8 @@ class Verdict(StrEnum):
     CHOSEN = "chosen"
     CANNOT_SERVE = "cannot serve"
     COULD_SERVE = "could serve"
+    LEFT_OUT = "left out"
+    """An ``auto`` candidate that failed to build: never asked, for any shape."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +80,18 @@ class BucketPlan:
     """Candidates after the chosen one: empty reasons if they too could serve, else why not."""
     measured: MeasuredTimes | None = None
     """With ``select: measure``: the cached times the order came from (None: not tuned)."""
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    """``auto`` candidates that failed to build, and why (:attr:`AttentionCandidates.left_out`)."""
 
     def verdicts(self) -> tuple[CandidateVerdict, ...]:
-        """Every candidate in the order they were tried, with its verdict.
+        """Every candidate in the order they were tried, with its verdict, then those left out.
 
         The rule lives here rather than in whatever prints it, so that the table on a
         terminal and any other form of the plan say the same: the chosen one with the
         planner's reason; one with reasons against it cannot serve; any other could
         serve, and was passed over either as slower (it has a measured time) or because
-        the chosen one came first.
+        the chosen one came first. An installed one whose constructor raised is last,
+        ``left out`` with why: it was missing from the table, and only a log line said so.
         """
         reasons = {r.candidate: r.reasons for r in (*self.refusals, *self.spare)}
         measured = self.measured.seconds if self.measured is not None else {}
@@ -101,6 +106,7 @@ class BucketPlan:
             else:
                 verdict, why = Verdict.COULD_SERVE, f"{self.chosen} comes first"
             rows.append(CandidateVerdict(name, verdict, why, measured.get(name)))
+        rows.extend(CandidateVerdict(n, Verdict.LEFT_OUT, w) for n, w in self.left_out.items())
         return tuple(rows)
 
 
@@ -118,6 +124,8 @@ class Plan:
     require_conformance: bool
     weights_loaded: bool
     buckets: list[BucketPlan]
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    """``auto`` candidates that failed to build, and why; each bucket lists them too."""
 
     def unserved(self) -> UnsupportedError | None:
         """The error a run would stop on when a bucket has no candidate that serves it
@@ -198,7 +206,8 @@ def explain(resolved: ResolvedPipeline, registry: Registry, precision: str | Non
         for length, batch_size, specs in probed.buckets:
             if candidates.verifies or candidates.shadow_every:  # as a run refuses it
                 candidates.check_reference(specs)
-            plans.append(_bucket_plan(planner, length, batch_size, specs))
+            bucket = _bucket_plan(planner, length, batch_size, specs)
+            plans.append(replace(bucket, left_out=candidates.left_out))
     reference = candidates.reference.name if candidates.reference is not None else None
     settings = resolved.attention.settings
     return Plan(
@@ -212,6 +221,7 @@ def explain(resolved: ResolvedPipeline, registry: Registry, precision: str | Non
         require_conformance=settings.require_conformance,
         weights_loaded=probed.weights_loaded,
         buckets=plans,
+        left_out=dict(candidates.left_out),
     )
 
 

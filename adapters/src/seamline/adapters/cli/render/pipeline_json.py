@@ -116,6 +116,7 @@ def explained(
                 "on_failure": plan.on_failure,
                 "shadow_every": plan.shadow_every,
                 "require_conformance": plan.require_conformance,
+                "left_out": [{"name": name, "why": why} for name, why in plan.left_out.items()],
             },
             "weights_loaded": plan.weights_loaded,
             "buckets": [_bucket(bucket) for bucket in plan.buckets],

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from seamline.core import BucketPlan, BucketTuning, Plan, PrecisionCandidate
 
-COLOURS = {"chosen": "green", "cannot serve": "red", "could serve": "dim"}
+COLOURS = {"chosen": "green", "cannot serve": "red", "could serve": "dim", "left out": "yellow"}
 """A verdict's colour (keys are :class:`seamline.core.Verdict` values)."""
 
 
