@@ -2,8 +2,10 @@
 
 Each implementation ranks itself per shape with ``priority(spec)`` (higher first;
 ties by name), so a third-party kernel decides where it belongs without seamline
-naming it. :func:`auto_order` is the only place that turns priorities into an
-order; the planner and ``explain`` both call it.
+naming it. :func:`ranked` is the only place that turns priorities into an
+order; the planner and ``explain`` both call it. A ``priority()`` that raises puts
+its candidate last; one that does not answer in time (the limit ``supports()`` has,
+:mod:`.asking`) gets it refused for that shape, with the reason and a warning.
 
 Because the order is spread over every kernel's ``priority()``, a reader needs it
 in one place: :func:`auto_order_table` renders it for a set of representative
@@ -14,28 +16,54 @@ embeds it, and a test fails when the page and the live priorities disagree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from seamline.contracts import Attention, AttentionSpec, Support
-from seamline.core.attention.asking import asked
+from seamline.core.attention.asking import AskTimeout, asked
 
 UNRANKED = -(10**9)
 """Where a candidate whose ``priority()`` raises goes: last, rather than taking the run down."""
 
 
-def priority_of(candidate: Attention[Any], spec: AttentionSpec) -> int:
-    """``candidate.priority(spec)``, or :data:`UNRANKED` if it raises."""
-    try:
-        return int(candidate.priority(spec))
-    except Exception:
-        return UNRANKED
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """The order ``auto`` tries candidates in for one spec, and what each ``priority()`` said."""
+
+    order: tuple[Attention[Any], ...]
+    priorities: Mapping[str, int]
+    """Name -> its priority (:data:`UNRANKED` when ``priority()`` raised or did not answer)."""
+    unheard: Mapping[str, str]
+    """Name -> why its ``priority()`` was given up on (it did not answer in time): that
+    candidate is refused for the spec, with this reason, as a ``supports()`` that does not
+    answer is."""
+
+
+def ranked(candidates: Sequence[Attention[Any]], spec: AttentionSpec) -> Ranked:
+    """``candidates`` in the order ``auto`` tries them for ``spec``: priority, then name.
+
+    Each ``priority()`` is asked once, under the time limit ``supports()`` has
+    (:func:`~.asking.asked`): one that blocked hung ``explain``, ``components
+    --auto-order`` and every ``auto`` pipeline, though none named it.
+    """
+    priorities: dict[str, int] = {}
+    unheard: dict[str, str] = {}
+    for candidate in candidates:
+        try:
+            priorities[candidate.name] = int(cast(Any, asked(candidate, spec, "priority")))
+        except AskTimeout as err:
+            priorities[candidate.name] = UNRANKED
+            unheard[candidate.name] = str(err)
+        except Exception:
+            priorities[candidate.name] = UNRANKED
+    order = sorted(candidates, key=lambda c: (-priorities[c.name], c.name))
+    return Ranked(tuple(order), priorities, unheard)
 
 
 def auto_order(candidates: Sequence[Attention[Any]], spec: AttentionSpec) -> list[Attention[Any]]:
     """``candidates`` in the order ``auto`` tries them for ``spec``: priority, then name."""
-    return sorted(candidates, key=lambda c: (-priority_of(c, spec), c.name))
+    return list(ranked(candidates, spec).order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +116,19 @@ def auto_order_table(candidates: Sequence[Attention[Any]]) -> str:
     """A Markdown table: per representative shape, the candidates in ``auto`` order.
 
     Each cell is ``name (priority)``; a candidate whose ``supports()`` refuses the
-    shape is struck through, since ``auto`` passes over it there.
+    shape is struck through, since ``auto`` passes over it there, and so is one whose
+    ``priority()`` did not answer in time, with that reason in place of its priority.
     """
     lines = ["| shape | order `auto` tries (priority; ~~refuses~~) |", "|---|---|"]
     for shape in REPRESENTATIVE_SHAPES:
         cells = []
-        for candidate in auto_order(candidates, shape.spec):
-            cell = f"{candidate.name} ({priority_of(candidate, shape.spec)})"
+        found = ranked(candidates, shape.spec)
+        for candidate in found.order:
+            unheard = found.unheard.get(candidate.name)
+            if unheard is not None:  # refused, as a run refuses it
+                cells.append(f"~~{candidate.name} ({unheard})~~")
+                continue
+            cell = f"{candidate.name} ({found.priorities[candidate.name]})"
             try:  # a supports() that blocks is refused after a time limit, not waited for
                 answer = asked(candidate, shape.spec)
                 serves = isinstance(answer, Support) and answer.ok

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seamline.contracts import Attention, AttentionSpec, Support, UnsupportedError
-from seamline.core.attention.asking import SupportsTimeout, asked
-from seamline.core.attention.order import auto_order
+from seamline.core.attention.asking import AskTimeout, asked
+from seamline.core.attention.order import Ranked, ranked
 from seamline.core.config import AttentionMode
 
 SpecKey = tuple[AttentionSpec, ...]
@@ -133,6 +133,8 @@ class AttentionPlanner:
         """With ``select: measure``: orders the serving candidates by measured time."""
         self._decisions: dict[SpecKey, AttentionDecision] = {}
         self._demoted: dict[SpecKey, dict[str, str]] = {}
+        self._ranked: dict[AttentionSpec, Ranked] = {}
+        """``auto``'s order per spec: each ``priority()`` is asked once, under a time limit."""
 
     def implementation(self, name: str) -> Attention[Any]:
         return next(c for c in self.candidates if c.name == name)
@@ -164,7 +166,13 @@ class AttentionPlanner:
         """Candidates in the order they are tried for ``specs``."""
         if self.mode is not AttentionMode.AUTO:
             return list(self.candidates)
-        return auto_order(self.candidates, specs[0])
+        return list(self._ranking(specs[0]).order)
+
+    def _ranking(self, spec: AttentionSpec) -> Ranked:
+        found = self._ranked.get(spec)
+        if found is None:
+            found = self._ranked[spec] = ranked(self.candidates, spec)
+        return found
 
     def _negotiate(self, key: SpecKey) -> AttentionDecision:
         if self.ranking is not None:
@@ -232,10 +240,15 @@ class AttentionPlanner:
     def reasons_against(
         self, candidate: Attention[Any], specs: Sequence[AttentionSpec]
     ) -> tuple[str, ...]:
-        """Why ``candidate`` may not serve ``specs``: distrust first, then its own refusals."""
+        """Why ``candidate`` may not serve ``specs``: distrust first, then (under ``auto``) a
+        ``priority()`` that did not answer in time, then its own refusals."""
         distrust = self.untrusted.get(candidate.name)
         if distrust is not None:
             return (f"conformance required: {distrust}",)
+        if self.mode is AttentionMode.AUTO:
+            unheard = self._ranking(specs[0]).unheard.get(candidate.name)
+            if unheard is not None:
+                return (unheard,)
         return refusals(candidate, tuple(specs))
 
 
@@ -278,7 +291,7 @@ def refusals(candidate: Attention[Any], specs: SpecKey) -> tuple[str, ...]:
     for spec in specs:
         try:
             answer = asked(candidate, spec)  # a third party's: checked, not trusted
-        except SupportsTimeout as err:  # a blocked supports() must not hang the command
+        except AskTimeout as err:  # a blocked supports() must not hang the command
             return (str(err),)
         except Exception as err:  # a buggy supports() must not take the run down
             return (f"supports() raised {type(err).__name__}: {err}",)
