@@ -15,6 +15,8 @@ module                    its one job
 :mod:`.binding`           which distribution an entry point belongs to, checked
                           on disk (a name is believed only when nothing contradicts it)
 :mod:`.classes`           conformance classes, found and judged like components
+:mod:`.targets`           whether an entry point's module would import, read from
+                          its source without running it (for listing the classes)
 :mod:`.records`           the conformance record store, and attribution
 :mod:`.earned`            whether a component has earned trust: a conformance class
                           and a passing record for exactly what is installed now

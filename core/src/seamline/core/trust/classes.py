@@ -13,7 +13,8 @@ the same reading of the dist-info folders):
   neither is used, and asking for it names both (no silent first-one-wins);
 * nothing is imported until a class is asked for (:meth:`ConformanceClasses.load`),
   so discovery stays as cheap as reading metadata, and ``seamline check`` imports
-  only the one class it runs.
+  only the one class it runs; listing reads each module's source for what would make
+  its import fail (:mod:`seamline.core.trust.targets`), without running it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from seamline.core.plugin_imports import (
 )
 from seamline.core.trust.binding import Distributions
 from seamline.core.trust.policy import TrustPolicy
+from seamline.core.trust.targets import import_problem
 
 CONFORMANCE_GROUP = "seamline.conformance"
 """The entry-point group of conformance classes, named ``KIND:NAME``."""
@@ -117,7 +119,10 @@ class ConformanceClasses:
         They were listed nowhere, though the docs said ``components`` lists every entry
         point of the ``seamline.*`` groups: a suite registered under a name ``seamline
         check`` never asks for (not ``KIND:NAME``), or naming a module that is not
-        there, went unnoticed until someone ran ``check``.
+        there, went unnoticed until someone ran ``check``. Nor did one whose class is
+        misspelt, whose module does not parse or imports a package that is not
+        installed: each is ``broken`` with the import error its source predicts
+        (:mod:`.targets`, which reads it and runs nothing).
         """
         return [self._judged_for_listing(entry) for entry in self._entries]
 
@@ -142,6 +147,9 @@ class ConformanceClasses:
                 entry, "broken", f"no module named {module!r} is installed (entry point "
                 f"target {entry.target!r})"
             )  # fmt: skip
+        problem = import_problem(entry.module_file, entry.target)
+        if problem is not None:
+            return ListedConformance(entry, "broken", problem)
         others = sorted(
             other.described()
             for other in self._entries
