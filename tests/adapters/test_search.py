@@ -13,8 +13,10 @@ import pytest
 import structlog
 from typer.testing import CliRunner
 
+from seamline import api
 from seamline.adapters.cli import main as cli
 from seamline.adapters.search import (
+    Found,
     ModelChanged,
     QueryEncoder,
     Searcher,
@@ -209,14 +211,14 @@ def columnar_registry() -> Registry:
     return Registry([*registry().entries(), *COLUMNAR])
 
 
-def write_columnar(tmp_path: Path, sink: str, **options: Any) -> Path:
-    """An index of the three texts, written by ``sink`` (parquet or lancedb)."""
+def write_columnar(tmp_path: Path, sink: str, *, model: str = "{use: toy}", **options: Any) -> Path:
+    """An index of the three texts, written by ``sink`` (parquet or lancedb) with ``options``."""
     path = tmp_path / ("emb.parquet" if sink == "parquet" else "emb.lance")
     reg = columnar_registry()
     text = (
         "pipeline: search\n"
         f"loader: {{use: list, with: {{texts: {TEXTS!r}}}}}\n"
-        "model: {use: toy}\n"
+        f"model: {model}\n"
         "attention: {use: native}\n"
         f"sink: {{use: {sink}, with: {json.dumps({'path': str(path), **options})}}}\n"
         "run: {batch_size: 4, buckets: [4, 8, 16]}\n"
@@ -624,3 +626,86 @@ def test_a_republish_by_another_model_is_refused_not_scored_with_the_old_one(
             index.find(TEXTS[1], k=1)
     with Searcher(registry(), out) as again:
         assert again.find(TEXTS[1], k=1).hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def _shown(found: Found) -> list[tuple[str, int, float]]:
+    return [(hit.doc_id, hit.window, round(hit.score, 5)) for hit in found.hits]
+
+
+@pytest.mark.parametrize("index", [None, {"type": "hnsw", "num_partitions": 1}])
+def test_a_lancedb_table_is_read_at_the_version_its_manifest_was_published_with(
+    tmp_path: Path, index: dict[str, Any] | None
+) -> None:
+    # The sink commits a run's rows (and builds its indexes) before it renames the manifest
+    # into place. A search in between read the newest version, the republishing run's rows
+    # made by another model, and scored them with the query model of the manifest still in
+    # place: silently wrong (seen twice in 37 tries). Each read now takes the table at the
+    # version the manifest records, so it reads the rows that manifest's model made.
+    options = {} if index is None else {"index": index}
+    path = write_columnar(tmp_path, "lancedb", **options)
+    manifest = path.with_name("emb.manifest.json")
+    published = manifest.read_bytes()
+    pinned = json.loads(published)["outputs"]["table_version"]
+    with api.open_index(path, registry=columnar_registry()) as opened:
+        before = opened.find(TEXTS[1], k=3)
+        assert before.hits[0].score == pytest.approx(1.0, abs=1e-5)
+        # The version recorded is the one with the index (built before the manifest).
+        assert before.how.startswith("exact" if index is None else "vector index")
+        # Another model republishes; then the window: its rows are committed, and the
+        # manifest in place is still the one the index was opened by.
+        write_columnar(tmp_path, "lancedb", model="{use: toy, with: {max_length: 2}}", **options)
+        assert json.loads(manifest.read_bytes())["outputs"]["table_version"] > pinned
+        republished = manifest.read_bytes()
+        manifest.write_bytes(published)
+        during = opened.find(TEXTS[1], k=3)
+        assert _shown(during) == _shown(before)
+        assert during.how == before.how
+        # A search opened in the window reads the same.
+        assert _shown(find(columnar_registry(), path, TEXTS[1], k=3)) == _shown(before)
+        assert [h.doc_id for h in opened.find(TEXTS[2], k=1, where="id != 'd0'").hits] == ["d2"]
+        manifest.write_bytes(republished)  # the window closes: the new rows, the new model
+        with pytest.raises(ModelChanged, match=r"republished, while it was searched, by a run "):
+            opened.find(TEXTS[1], k=3)
+
+
+def test_a_manifest_from_before_the_version_was_recorded_reads_the_newest(
+    tmp_path: Path,
+) -> None:
+    path = write_columnar(tmp_path, "lancedb")
+    manifest = path.with_name("emb.manifest.json")
+    recorded = json.loads(manifest.read_text(encoding="utf-8"))
+    del recorded["outputs"]["table_version"]
+    manifest.write_text(json.dumps(recorded), encoding="utf-8")
+    found = find(columnar_registry(), path, TEXTS[2], k=1)
+    assert (found.hits[0].doc_id, found.how) == ("d2", "exact: every one of 3 rows")
+
+
+def test_a_pinned_version_the_table_no_longer_has_is_refused_naming_the_fix(
+    tmp_path: Path,
+) -> None:
+    path = write_columnar(tmp_path, "lancedb")
+    manifest = path.with_name("emb.manifest.json")
+    recorded = json.loads(manifest.read_text(encoding="utf-8"))
+    newest = recorded["outputs"]["table_version"]
+    recorded["outputs"]["table_version"] = newest + 40
+    manifest.write_text(json.dumps(recorded), encoding="utf-8")
+    with pytest.raises(UserError) as refused:
+        find(columnar_registry(), path, TEXTS[2], k=1)
+    assert str(refused.value) == (
+        f"{path}: {manifest} was published with version {newest + 40} of the table "
+        f"(outputs.table_version), which the table no longer has (its newest is {newest}): "
+        "its old versions were cleaned up, or it was rewritten since. Run the pipeline that "
+        "writes it again to publish it anew"
+    )
+
+
+@pytest.mark.parametrize("value", ["3", 0, -1, 2**63, True, 1.5])
+def test_a_table_version_that_is_not_a_version_is_refused(tmp_path: Path, value: Any) -> None:
+    # The manifest is hostile input: its table version is checked before LanceDB sees it.
+    path = write_columnar(tmp_path, "lancedb")
+    manifest = path.with_name("emb.manifest.json")
+    recorded = json.loads(manifest.read_text(encoding="utf-8"))
+    recorded["outputs"]["table_version"] = value
+    manifest.write_text(json.dumps(recorded), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"outputs\.table_version: "):
+        find(columnar_registry(), path, TEXTS[2], k=1)

@@ -207,3 +207,27 @@ def test_an_index_given_by_a_relative_path_is_named_by_its_name(
     assert "apply to emb.lance:" in shown
     bare = IndexSearch(tiny_registry, Path("emb.lance"))._for_clients("apply to emb.lance: x/y")
     assert bare == "apply to emb.lance: x/y", "a bare name takes nothing else out"
+
+
+def test_a_lancedb_table_republished_by_another_model_is_served_at_its_manifests_version(
+    folder: Path, tiny_registry: Registry
+) -> None:
+    # A LanceDB table commits a run's rows before its manifest is renamed into place: a
+    # search in between was answered with the new model's rows scored by the old model's
+    # query (200, silently). It reads the version the manifest in place records.
+    text = (folder / "p.yaml").read_text(encoding="utf-8")
+    lance = "\n".join(line for line in text.splitlines() if not line.startswith("sink:"))
+    (folder / "p.yaml").write_text(lance + "\n" + LANCE, encoding="utf-8")
+    run(tiny_registry)
+    manifest = Path("out/emb.manifest.json")
+    published = manifest.read_bytes()
+    index = IndexSearch(tiny_registry, Path("out/emb.lance"))
+    try:
+        assert top(index, LONG) == ("d6", 1.0)
+        run(tiny_registry, "model.with.max_length=2")
+        manifest.write_bytes(published)  # the window: the new rows in, the old manifest
+        assert top(index, LONG) == ("d6", 1.0), "the rows the old manifest's model made"
+        run(tiny_registry, "model.with.max_length=2")  # its manifest out: the new version
+        assert top(index, LONG) == ("d6", 1.0), "the new rows, with the new model"
+    finally:
+        index.close()

@@ -82,6 +82,7 @@ def test_a_run_publishes_one_table_and_its_companions(tmp_path: Path) -> None:
         "mode": "overwrite",
         "index": None,
         "full_text_index": False,
+        "table_version": 1,  # what a reader reads (the rows a newer run adds are not it)
     }
     assert [e["id"] for e in read_jsonl(db / "emb.errors.jsonl")] == ["bad.txt"]
 
@@ -396,7 +397,7 @@ class RustPanic(Exception):
 def test_an_index_that_fails_once_the_rows_are_published_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception, said: str
 ) -> None:
-    from seamline.components.sinks import lancedb as module
+    from seamline.components.sinks import _lance_index as module
 
     def failing(*_: Any, **__: Any) -> None:
         raise error
@@ -410,6 +411,10 @@ def test_an_index_that_fails_once_the_rows_are_published_says_so(
     assert ".cargo" not in message
     assert message.endswith("until then a search scans every row")
     assert len(keys(tmp_path)) == 3, "the rows are there, as the message says"
+    # The indexes are built before the manifest goes out; the publication stands without
+    # them: the manifest names the version with the rows, which a search reads.
+    manifest = json.loads((tmp_path / "db" / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["outputs"]["table_version"] == table(tmp_path).version == 1
 
 
 @pytest.mark.parametrize(

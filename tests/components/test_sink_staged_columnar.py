@@ -169,6 +169,7 @@ def test_lancedb_parts_are_published_as_one_version_with_one_set_of_indexes(
     manifest = json.loads((db / "emb.manifest.json").read_text())
     assert manifest["outputs"]["files"] == {"errors": "emb.errors.jsonl", "table": "emb.lance"}
     assert manifest["outputs"]["run_id"] == "run-1"
+    assert manifest["outputs"]["table_version"] == 2, "the version with the index, which is read"
     assert [e["id"] for e in read_errors(db / "emb.lance") or []] == ["bad-0", "bad-1", "bad-2"]
 
 

@@ -55,6 +55,9 @@ MAX_MANIFEST_BYTES = 1 << 20
 """The largest manifest read (1 MiB, as a pipeline file): a manifest is a page of data."""
 MAX_FOLDER_ENTRIES = 1_000_000
 """The most files and folders an output folder (a LanceDB table) may hold to be opened."""
+MAX_TABLE_VERSION = (1 << 63) - 1
+"""The largest table version a manifest may name (Lance numbers versions with a u64; a
+reader passes it to LanceDB, which takes a signed 64-bit integer)."""
 REWRITE = "; it is not as seamline wrote it: run the pipeline again to write the output anew"
 """What a reader adds to a problem with an output's files: a pipeline rewrites them."""
 PURPOSES = ("records", "errors", "matrix", "index", "parquet", "table")
@@ -105,6 +108,12 @@ class Outputs(BaseModel):
     files: dict[str, FileName] = Field(default_factory=dict)
     parts: list[OutputPart] | None = Field(default=None, max_length=100_000)
     index: IndexSettings | None = None
+    table_version: int | None = Field(default=None, ge=1, le=MAX_TABLE_VERSION)
+    """The lancedb sink's: the version of the table this manifest was published with (after
+    its indexes were built), the one its reader reads. A LanceDB table commits its rows
+    before the manifest is renamed into place, so the newest version may be a newer run's
+    while this manifest (its model) is still the one in place. None in manifests from
+    before it was recorded: the newest version is read."""
     lines: dict[FileName, Annotated[int, Field(ge=0)]] | None = Field(default=None, max_length=64)
     """The records of each file of lines (by its name in ``files``) as published; None in
     manifests from before they were counted, or of a staged output."""

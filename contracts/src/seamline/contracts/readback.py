@@ -40,6 +40,7 @@ from seamline.contracts.errors import UserError
 from seamline.contracts.manifest import (
     REWRITE,
     Outputs,
+    embedded_by,
     load_manifest,
     manifest_path,
     open_output,
@@ -123,6 +124,11 @@ class Nearest:
     """How they were found: an index and its settings, or an exact scan."""
     plan: str = ""
     """The engine's plan of the query, where it has one."""
+    made_by: str | None = None
+    """What made the rows found (:func:`~seamline.contracts.manifest.embedded_by` of the
+    manifest the reader read them by), where the reader read the manifest again for them
+    (:meth:`OutputReader.current`); whoever embedded the query compares it with the query
+    model's. None: not known here (the caller reads the manifest after the rows)."""
 
 
 class OutputReader(abc.ABC):
@@ -140,6 +146,11 @@ class OutputReader(abc.ABC):
     sha256: Mapping[str, str] = MappingProxyType({})
     """The sha256 of each file (by purpose) as published, where the manifest kept it (set
     by :meth:`current`); a reader that reads a file whole compares it (:meth:`check_sha256`)."""
+
+    made_by: str | None = None
+    """What made the output's vectors as the manifest this reader was made from says
+    (:func:`~seamline.contracts.manifest.embedded_by`), where that manifest was read again
+    (set by :meth:`republished`); None for a reader made from a manifest read elsewhere."""
 
     def __init__(self, files: Mapping[str, Path], manifest: Path, outputs: Outputs) -> None:
         self.files = dict(files)
@@ -171,7 +182,8 @@ class OutputReader(abc.ABC):
             raise UserError(
                 f"{self.manifest} was removed after the output was opened{REWRITE}"
             ) from None
-        outputs = parse_manifest(text, str(self.manifest)).outputs
+        manifest = parse_manifest(text, str(self.manifest))
+        outputs = manifest.outputs
         if outputs is None or outputs.sink != self.outputs.sink:
             raise UserError(
                 f"{self.manifest} was replaced by the manifest of another output (not of the "
@@ -183,6 +195,8 @@ class OutputReader(abc.ABC):
         ]
         if outputs.parts is None:
             readers[0].sha256 = _published_sha256(outputs)
+        for reader in readers:
+            reader.made_by = embedded_by(manifest)
         return readers
 
     def check_sha256(self, purpose: str, digest: Any) -> None:

@@ -275,6 +275,8 @@ class Searcher:
             later = [one.nearest(vector, k, exact=exact, where=where) for vector in vectors[1:]]
             for engine in (first, *later):
                 assert engine is not None
+                if engine.made_by is not None and engine.made_by != self.embedded_by:
+                    raise self._model_changed()  # rows of the version another model made
                 yield Found([_hit(s, row) for s, row in engine.rows], engine.how, engine.plan)
             return
         for rows, scanned in nearest_each(readers, vectors, k):
@@ -284,9 +286,11 @@ class Searcher:
         """Refuse what was just read if the output has since been republished by another
         model or precision than the query model's (:class:`ModelChanged`).
 
-        A sink renames its manifest into place before its rows (a file sink's primary file
+        A file sink renames its manifest into place before its rows (its primary file
         last), so rows of a newer publish are never read without this check then seeing
-        its manifest; a LanceDB table commits its rows first, a few milliseconds before.
+        its manifest. A LanceDB table commits its rows first: its reader reads the table
+        at the version the manifest records, and says which manifest's model made the rows
+        it found (``Nearest.made_by``, compared in :meth:`_found`).
         """
         try:
             now = embedded_by(load_manifest(self.index.manifest_path))
@@ -295,11 +299,14 @@ class Searcher:
                 f"{self.index.manifest_path} was removed while it was searched"
             ) from None
         if now != self.embedded_by:
-            raise ModelChanged(
-                f"{self.path} was republished, while it was searched, by a run with another "
-                "model or precision than the one its queries are embedded with: open it again "
-                "(`seamline search` again; `open_index` again) to search it with the new one"
-            )
+            raise self._model_changed()
+
+    def _model_changed(self) -> ModelChanged:
+        return ModelChanged(
+            f"{self.path} was republished, while it was searched, by a run with another "
+            "model or precision than the one its queries are embedded with: open it again "
+            "(`seamline search` again; `open_index` again) to search it with the new one"
+        )
 
     def search(self, query: str, k: int = 10, where: str | None = None) -> list[Hit]:
         """The ``k`` records most similar to ``query``, best first (``where``: LanceDB only)."""

@@ -133,6 +133,31 @@ def build_indexes(table: Table, index: VectorIndexConfig | None, *, full_text: b
         table.create_index(TEXT, config=FTS(), replace=True)
 
 
+def indexed_version(
+    table: Table, index: VectorIndexConfig | None, full_text: bool, where: str
+) -> tuple[int, UserError | None]:
+    """The indexes built over the table a run just published into (:func:`build_indexes`),
+    and the version the table is then at: the one its manifest records (``outputs.
+    table_version``), with why the indexes failed, if they did (``where``: the table, for
+    the message).
+
+    Called before the manifest is renamed into place: a reader reads the table at the
+    version its manifest records, so until the new manifest is out it reads the last
+    publication's rows (made by the model that manifest names, which search embeds its
+    query with), and then this one's, indexed. The indexes were built after the manifest
+    once, and a search that read the newest version in between was answered with the
+    new run's rows scored by the old manifest's model. A failed index leaves the
+    version with the rows: the publication stands, and a search compares every row.
+    """
+    failure = None
+    try:
+        build_indexes(table, index, full_text=full_text)
+    except Exception as err:  # LanceDB's RustPanic too: else "nothing was published"
+        failure = UserError(index_failure(where, err))
+        failure.__cause__ = err
+    return table.version, failure
+
+
 _RUST_PLACES = re.compile(r",?\s*/\S*(?:\.cargo/registry|/rustc/)\S*")
 """LanceDB's errors end with the Rust source files they were raised in: no help to a user."""
 

@@ -10,6 +10,17 @@ whole expression (:mod:`._lance_filter`), never partly applied. The table is ope
 only if the manifest's folder holds it as a folder of regular files
 (:func:`~seamline.contracts.manifest.output_folder`), and every row is checked as it
 is read, as every reader's are.
+
+**The version the manifest was published with.** A LanceDB table commits a run's rows
+(and its indexes) before the sink renames the manifest into place, so the newest
+version of the table can be a republishing run's while the manifest, which says what
+model made the vectors and which search embeds a query with, is still the last one's:
+a search in that window scored another model's vectors with the old model's query,
+silently. Each read therefore reads the manifest again (:meth:`OutputReader.current`)
+and the table *at* the version it records (``outputs.table_version``), and says what
+made those rows (:attr:`Nearest.made_by`) for the searcher to compare with its query
+model's. A manifest from before the version was recorded: the newest version, as
+before. A version no longer in the table (its old versions cleaned up) is refused.
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ class LanceReader(OutputReader):
         return output_folder(self.file("table"), "table", self.manifest)
 
     def _table(self) -> tuple[Path, Table]:
+        """The table, at the version the manifest this reader was made from records."""
         import lancedb
 
         path = self.table_path()
@@ -56,10 +68,28 @@ class LanceReader(OutputReader):
                 f"{path}: not a LanceDB table as the lancedb sink writes it ({first_line(err)})"
                 f"{REWRITE}"
             ) from None
+        version = self.outputs.table_version
+        if version is not None and table.version != version:
+            newest = table.version
+            try:
+                table.checkout(version)
+            except (ValueError, RuntimeError, OSError):
+                raise UserError(
+                    f"{path}: {self.manifest} was published with version {version:,} of the "
+                    f"table (outputs.table_version), which the table no longer has (its newest "
+                    f"is {newest:,}): its old versions were cleaned up, or it was rewritten "
+                    "since. Run the pipeline that writes it again to publish it anew"
+                ) from None
         return path, table
 
+    def _current(self) -> LanceReader:
+        """This output as its manifest describes it now (the version to read, the model)."""
+        reader = self.current()
+        assert isinstance(reader, LanceReader)
+        return reader
+
     def chunks(self, dimension: int | None) -> Iterator[Chunk]:
-        path, table = self._table()
+        path, table = self._current()._table()
         seen = 0
         for batch in table.search().limit(None).to_batches(CHUNK_ROWS):
             vectors, rows = stored_chunk(batch.to_pydict(), f"{path}: row", seen, dimension)
@@ -71,8 +101,10 @@ class LanceReader(OutputReader):
     def nearest(
         self, vector: np.ndarray[Any, Any], k: int, *, exact: bool = False, where: str | None = None
     ) -> Nearest:
-        """The ``k`` rows of the table nearest to the unit ``vector``."""
-        path, table = self._table()
+        """The ``k`` rows of the table nearest to the unit ``vector``, at the version its
+        manifest names now (:attr:`Nearest.made_by`: that manifest's model)."""
+        reader = self._current()
+        path, table = reader._table()
         columns = [name for name in COLUMNS if name in table.schema.names]
         searched = cast(
             "LanceVectorQueryBuilder", table.search(vector, vector_column_name=EMBEDDING)
@@ -86,7 +118,7 @@ class LanceReader(OutputReader):
             query = query.bypass_vector_index()
             how = f"exact: every one of {table.count_rows():,} rows"
         else:
-            query, how = self._through(query, vector_indexes[0])
+            query, how = reader._through(query, vector_indexes[0])
         try:  # planning reads no data: a filter it refuses is the search's fault
             plan = query.explain_plan()
         except (ValueError, RuntimeError, OSError) as err:
@@ -106,7 +138,7 @@ class LanceReader(OutputReader):
         if where:
             how += f", where {where}"
         scored = [(1.0 - float(d), row) for d, row in zip(distances, rows, strict=True)]
-        return Nearest(scored, how, plan)
+        return Nearest(scored, how, plan, made_by=reader.made_by)
 
     def _through(self, query: Any, vector_index: Any) -> tuple[Any, str]:
         """``query`` through the table's vector index, with the settings the sink recorded."""

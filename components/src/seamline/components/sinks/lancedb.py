@@ -28,13 +28,19 @@ merge, deleting every row not written again except those of documents set aside 
 failure, and counts the documents added, replaced, unchanged and deleted into the
 manifest (:mod:`._lance_sync`). Before that commit the checkpoint records the table's version
 (``publishing``); publishing the manifest and the errors file then deletes the
-checkpoint, which is the moment the run is done. A run that dies in between left
+checkpoint, which is the moment the run is done. A run that dies in between (while
+building the indexes, below, included) left
 the checkpoint: the next run on this path (resumed or fresh) first restores the
 table to the recorded version, so an ``append`` can never be applied twice.
 
-After publishing, the sink builds the configured vector index (IVF-PQ or HNSW,
-cosine distance) and the full-text index on ``text``, each a further version (see
-:mod:`._lance_index`).
+Before the manifest is published, the sink builds the configured vector index
+(IVF-PQ or HNSW, cosine distance) and the full-text index on ``text``, each a further
+version (see :mod:`._lance_index`), and records the table's version then in the
+manifest (``outputs.table_version``): readers read the table at that version
+(:mod:`._lance_reader`), so the rows a search reads are always those the manifest it
+embedded its query by describes, never a newer run's committed a moment before its
+manifest. A failed index build still publishes the rows (that version, without the
+index), and the run then fails saying so.
 
 **Staged parts** (sink contract 1.3, a run split into shards).
 Each shard writes its part through a lancedb sink of its own, relocated into the
@@ -47,13 +53,14 @@ table of another model, precision or version there, before any work. When every
 part is finished, the driver publishes them as a whole run publishes its staging
 table: the parts' rows, in shard order, stream into the table in **one** commit with
 the configured mode (their columns merged first, see :mod:`._unify`), under the same
-``publishing`` checkpoint, now naming the run; then the errors file and the manifest
-(``outputs.run_id`` naming the run) are published, the checkpoint deleted, the
-staging area deleted, and the indexes built once. The manifest is the mark that
-the publication completed: an interrupted one whose manifest is not out is undone
-(the table restored) by the next attempt, a retried publication or a fresh run,
-and one whose manifest is out is not undone and not applied again (a resumed run
-finds no staged run left to publish). Readers see one ordinary table.
+``publishing`` checkpoint, now naming the run; the indexes are built once, then the
+errors file and the manifest (``outputs.run_id`` naming the run, ``outputs.table_version``
+the version) are published, the checkpoint deleted and the staging area deleted. The
+manifest is the mark that the publication completed: an interrupted one whose
+manifest is not out is undone (the table restored) by the next attempt, a retried
+publication or a fresh run, and one whose manifest is out is not undone and not
+applied again (a resumed run finds no staged run left to publish). Readers see one
+ordinary table.
 
 Memory holds ``buffer_rows`` rows while writing, and the LanceDB session the sink
 connects through holds at most ``cache_bytes`` in each of its two caches: with
@@ -79,10 +86,9 @@ from seamline.components.sinks._columnar import ColumnarConfig, ColumnarSink
 from seamline.components.sinks._columns import SchemaText
 from seamline.components.sinks._lance_index import (
     VectorIndexConfig,
-    build_indexes,
     check_index_fits,
     check_temporary_folder,
-    index_failure,
+    indexed_version,
 )
 from seamline.components.sinks._lance_reader import LanceReader
 from seamline.components.sinks._lance_sync import publish_synced
@@ -209,8 +215,8 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         self._lance = LanceDatabases(self.name, config.path.stem, config.cache_bytes)
         self._staging: Table | None = None
         """The staging table in :attr:`store` (the hidden staging database)."""
-        self._table: Table | None = None
-        """The table published into (set while publishing)."""
+        self._index_failure: UserError | None = None
+        """Why building the indexes failed (raised once the publication is complete)."""
 
     def output_details(self) -> Mapping[str, Any]:
         config = self.config
@@ -271,12 +277,13 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         if staged is not None and schema is not None:
             rows = _reader(schema, lambda: table_rows(staged, self.config.buffer_rows))
         errors = self.open_files()["errors"]
-        self._table = self._publish_rows(
+        table = self._publish_rows(
             table,
             rows,
             lambda: set() if staged is None else table_ids(staged, self.config.buffer_rows),
             lambda: _written(errors),
         )
+        self._index_failure = self._index_and_pin(table)
         return ()
 
     def published(self) -> None:
@@ -284,8 +291,8 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             self._finish_part()
             return
         self._drop_staging()
-        if self._table is not None:
-            self._build_indexes(self._table)
+        if self._index_failure is not None:  # the rows are published, without the index
+            raise self._index_failure
 
     def abandon_rows(self) -> None:
         """Keep the committed staging rows for a resume, or nothing."""
@@ -341,12 +348,13 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             lambda: {i for _, part in sources for i in table_ids(part, size)},
             lambda: [files["errors"].read_bytes() for files in parts],
         )
+        failure = self._index_and_pin(table)
         self.merged_errors(parts).publish()
         self.manifest_file(run_id).publish()  # the publication is complete: never undone
         self.forget_run()
         staging.discard_all()
-        if table is not None:
-            self._build_indexes(table)
+        if failure is not None:  # the rows are published, without the index
+            raise failure
 
     # -- the staging table -------------------------------------------------------------------
 
@@ -476,12 +484,16 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         """The manifest the real table was published with (beside it)."""
         return self.destination.with_name(f"{self.destination.stem}.manifest.json")
 
-    def _build_indexes(self, table: Table) -> None:
-        """The configured vector and full-text indexes, over every row of the table."""
-        try:
-            build_indexes(table, self.config.index, full_text=self.config.full_text_index)
-        except Exception as err:  # LanceDB's RustPanic too: else "nothing was published"
-            raise UserError(index_failure(self._where, err)) from err
+    def _index_and_pin(self, table: Table | None) -> UserError | None:
+        """The indexes built, and the version the table is then at recorded in the manifest
+        (``outputs.table_version``), before the manifest goes out (:func:`indexed_version`);
+        why the indexes failed, if they did (raised once the manifest is out)."""
+        if table is None:
+            return None
+        config = self.config
+        version, failure = indexed_version(table, config.index, config.full_text_index, self._where)
+        self._group.details["table_version"] = version
+        return failure
 
 
 def _another_maker(
