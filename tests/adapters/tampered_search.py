@@ -318,6 +318,22 @@ def lance_fifo_inside(workdir: Path) -> Attempt:
     return attempt(output, fifos=(data,), placeholders=named)
 
 
+def lance_version(shift: Callable[[int], Any]) -> Callable[[Path], Attempt]:
+    """The LanceDB table's manifest naming another version of it (``shift`` of its own)."""
+
+    def prepare(workdir: Path) -> Attempt:
+        output = pristine(workdir, "lancedb")
+
+        def edit(data: dict[str, Any]) -> None:
+            outputs = data["outputs"]
+            outputs["table_version"] = shift(outputs["table_version"])
+
+        edit_manifest(output, edit)
+        return attempt(output)
+
+    return prepare
+
+
 def k_of(value: str) -> Callable[[Path], Attempt]:
     def prepare(workdir: Path) -> Attempt:
         return attempt(pristine(workdir, "jsonl"), "-k", value)
@@ -478,6 +494,18 @@ SCENARIOS = [
     ),
     Tampering(
         "lance-fifo", "index", "a FIFO in place of a data file of the table", lance_fifo_inside
+    ),
+    Tampering(
+        "lance-version-gone",
+        "index",
+        "the version of the LanceDB table the manifest names (`outputs.table_version`) not in it",
+        lance_version(lambda version: version + 40),
+    ),
+    Tampering(
+        "lance-version-huge",
+        "index",
+        "`outputs.table_version: 2**70` (larger than LanceDB's version numbers)",
+        lance_version(lambda _: 2**70),
     ),
     Tampering(
         "index-empty",

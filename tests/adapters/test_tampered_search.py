@@ -58,6 +58,11 @@ LOCATED = {
     "parquet-garbage": r"out/emb.parquet: not Parquet as the parquet sink writes it",
     "lance-link": r"outputs.files.table: 'emb.lance' leads through a symbolic link outside",
     "lance-fifo": r"out/emb.lance \(the table that .*\) holds .*, which is a FIFO",
+    "lance-version-gone": r"out/emb.lance: .*out/emb.manifest.json was published with version "
+    r"41 of the table \(outputs.table_version\), which the table no longer has .* Run the "
+    r"pipeline that writes it again",
+    "lance-version-huge": r"out/emb.manifest.json:\d+:\d+: outputs.table_version: Input should "
+    r"be less than or equal to 9223372036854775807",
     "index-empty": r"'\.' names no output: give the file or table a pipeline's sink published",
     "k-huge": r"-k \(how many results\) is from 1 to 10,000, not 1180591620717411303424",
     "k-zero": r"-k \(how many results\) is from 1 to 10,000, not 0",
