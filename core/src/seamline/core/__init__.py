@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from seamline.core.propagators import propagators_problem
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
+    from seamline.core.provenance import run_versions
     from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
     from seamline.core.seams import failed_at
@@ -160,6 +161,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "pipeline_schema": ("seamline.core.schema", "pipeline_schema"),
     "describe_provenance": ("seamline.core.provenance", "describe"),
     "pipeline_provenance": ("seamline.core.provenance", "provenance"),
+    "run_versions": ("seamline.core.provenance", "run_versions"),
     # Attention negotiation
     "BucketPlan": ("seamline.core.attention.plan", "BucketPlan"),
     "BucketTuning": ("seamline.core.attention.plan", "BucketTuning"),
@@ -305,6 +307,7 @@ __all__ = [
     "resolve_attention",
     "resolve_buckets",
     "resolve_component",
+    "run_versions",
     "save_record",
     "serving_precision",
     "stdout_to_stderr",

@@ -55,13 +55,11 @@ from seamline.contracts import (
 )
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import for_telemetry
-from seamline.contracts.versions import installed_version
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.probe import device_identity
 from seamline.core.attention.steps import Launched
 from seamline.core.before_publishing import check_reconciles, check_something_embedded
-from seamline.core.code_digest import code_digest
 from seamline.core.config import ComponentChoice, PipelineSpec, ResolvedPipeline
 from seamline.core.encoder import Encoder
 from seamline.core.fingerprint import resolved_inputs
@@ -72,7 +70,7 @@ from seamline.core.monitor_hub import MonitorHub
 from seamline.core.pinning import pinned_and_built
 from seamline.core.precision.negotiate import negotiated
 from seamline.core.prefetch import prefetched
-from seamline.core.provenance import provenance
+from seamline.core.provenance import provenance, run_versions
 from seamline.core.registry import Registry
 from seamline.core.seams import BUILD, Seam, mark_failure
 from seamline.core.stops import raise_kept_stop
@@ -623,18 +621,9 @@ def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
         "model": {"use": model.name, "with": model.config.model_dump(mode="json")},
         "attention": pipeline.spec.attention.model_dump(mode="json", by_alias=True),
         "precision": pipeline.chosen_precision,
-        "versions": _versions(),
+        "versions": run_versions(),
         "provenance": provenance(pipeline),
     }
-
-
-def _versions() -> dict[str, str]:
-    """The versions of what decides the numbers besides the components (whose own versions
-    are in the provenance): the runtime, and the tokenizers library that cuts the text."""
-    dists = ("seamline-core", "seamline-contracts", "jax", "jaxlib", "numpy", "tokenizers")
-    found = {dist: installed_version(dist, "") for dist in dists}
-    found["seamline-code"] = code_digest()  # the versions stay 0.1.0 while the code changes
-    return {dist: version for dist, version in found.items() if version}
 
 
 def _create(registry: Registry, choice: ComponentChoice) -> Component[Any]:

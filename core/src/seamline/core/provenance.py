@@ -16,6 +16,8 @@ import json
 import os
 from typing import Any
 
+from seamline.contracts.versions import installed_version
+from seamline.core.code_digest import code_digest
 from seamline.core.config import ComponentChoice, ResolvedPipeline
 from seamline.core.precision.decision import float32_decision
 
@@ -39,6 +41,21 @@ def corpus_root(pipeline: ResolvedPipeline) -> str | None:
     if not isinstance(root, str | os.PathLike):
         return None
     return os.path.abspath(os.fspath(root))
+
+
+VERSIONED = ("seamline-core", "seamline-contracts", "jax", "jaxlib", "numpy", "tokenizers")
+"""The distributions whose versions decide an output's numbers besides the components'
+(whose own versions are in the provenance): the runtime, and the library that cuts text."""
+
+
+def run_versions() -> dict[str, str]:
+    """The manifest's ``versions``: those of :data:`VERSIONED` installed here, and
+    ``seamline-code``, the digest of seamline's code (its versions stay 0.1.0 while the code
+    changes). ``--resume`` and the merge modes refuse an output whose versions differ;
+    ``seamline search`` warns of one."""
+    found = {dist: installed_version(dist, "") for dist in VERSIONED}
+    found["seamline-code"] = code_digest()
+    return {dist: version for dist, version in found.items() if version}
 
 
 def _component(choice: ComponentChoice) -> dict[str, str]:

@@ -45,6 +45,7 @@ from seamline.adapters.search.query import (
     unicode_problem,
 )
 from seamline.adapters.search.scan import QUERIES_A_READ, nearest_each
+from seamline.adapters.search.versions import written_by_another
 from seamline.contracts import UserError
 from seamline.contracts.manifest import embedded_by, load_manifest
 from seamline.contracts.readback import FilterRefused, OutputReader
@@ -150,6 +151,10 @@ class Searcher:
         """The readers of the output's parts, by the sink the manifest names."""
         self.embedded_by = embedded_by(self.index.manifest)
         """The model and precision the query model is built as (the manifest's when opened)."""
+        self.version_warning = written_by_another(index, self.index)
+        """Which versions of what computes vectors differ between the seamline that wrote the
+        index and this one, and how to mend it; None when they are the same (or unrecorded).
+        The command line and the server say it once, on stderr, when they open the index."""
         self._encoder: QueryEncoder | None = None
         self._building = threading.Lock()
         self._closed = False

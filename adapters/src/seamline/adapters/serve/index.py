@@ -43,8 +43,11 @@ from seamline.adapters.search import (
 from seamline.adapters.serve.bodies import SearchRequest
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.contracts import UserError
+from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import visible
 from seamline.core import Registry
+
+log = get_logger("seamline.adapters.serve")
 
 Signature = tuple[int, int, int, int, int] | None
 """What tells one version of a manifest from another: its device, inode, modification and
@@ -132,6 +135,8 @@ class IndexSearch:
                 self._for_clients(f"cannot search {path}: {err}"),
                 code="index_unavailable",
             ) from None
+        if searcher.version_warning:  # once for each opening, never for each search
+            log.warning(searcher.version_warning, index=str(path))
         return searcher
 
     def _retire(self) -> _Opened | None:

@@ -83,6 +83,7 @@ def search(
     With --queries, every query of the file is searched with one model, in order.
     """
     from seamline.adapters.cli.render import as_json, listing
+    from seamline.adapters.cli.render.console import warn
     from seamline.adapters.logging_setup import configure_logging
     from seamline.adapters.search import Searcher, check_k
 
@@ -94,6 +95,8 @@ def search(
     texts = [as_utf8(query)] if query is not None else _lines(queries or "")
     found_at = user_errors(lambda: _at_home(index))
     with user_errors(lambda: Searcher(loading.registry(), found_at, attention)) as searcher:
+        if searcher.version_warning:  # once, on stderr: stdout holds the results alone
+            warn(searcher.version_warning)
         answers = user_errors(partial(searcher.find_each, texts, k, exact=exact, where=where))
         for text in texts:  # each shown as it is found; a read of the output serves many
             show(text, user_errors(partial(next, answers)))

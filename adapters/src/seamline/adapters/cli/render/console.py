@@ -136,6 +136,11 @@ def error(message: str, label: str = "error") -> None:
     line((f"{label}:", "bold red"), " ", message, console=consoles.err, soft_wrap=True)
 
 
+def warn(message: str) -> None:
+    """``warning: message`` on stderr, on one line (a script's stdout is left to results)."""
+    line(("warning:", "bold yellow"), " ", message, console=consoles.err, soft_wrap=True)
+
+
 def interrupted(kept: str = "", by: str = "") -> None:
     """What Ctrl-C leaves behind (``kept``: what a command keeps for later, and how to go on).
 
