@@ -52,6 +52,10 @@ class Located:
     scalars: dict[Path, str] = field(default_factory=dict)
     """Each value YAML read as a number, a boolean or null, as the file spells it (``0x10``,
     ``~``): a message that asks to quote it shows what was typed (:mod:`.quoting`)."""
+    typed: dict[Path, str] = field(default_factory=dict)
+    """Each ``--set`` value as typed after its ``=`` (whole, its spaces kept), where YAML read
+    it as something else than text: a message that asks to quote it quotes exactly that
+    (``query: `` is a mapping to YAML, and a hint that dropped its space was wrong)."""
     templates: dict[Path, tuple[str, str]] = field(default_factory=dict)
     """Each string that held ``${...}``: as written, and as filled in. A pipeline written
     back out (``Pipeline.to_yaml``) writes what was written, never a variable's value."""

@@ -11,6 +11,7 @@ Errors name the override itself, since it has no file line.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -43,7 +44,9 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
         keys = [part.strip() for part in path_text.strip().split(".")]
         if any(not part for part in keys):
             raise ConfigError(f"empty segment in path {path_text!r}", where)
-        _assign(located, keys, value, where)
+        landed = _assign(located, keys, value, where)
+        if not isinstance(value, str):  # YAML read it as something else: kept as typed
+            located.typed[landed] = value_text
 
 
 def overrides_below(located: Located, path: tuple[str | int, ...]) -> list[str]:
@@ -97,6 +100,16 @@ SHOWN_CHARACTERS = 120
 """How much of an override a message repeats as its place (its value may be huge)."""
 
 
+def set_quoted(path: str, text: str) -> str:
+    """The ``--set`` that passes ``text`` to ``path`` as a string, as a POSIX shell takes it:
+    ``text`` double-quoted for YAML (a JSON string is one: its ``"``, ``\\`` and control
+    characters escaped, its spaces kept), the whole in the shell's single quotes (a ``'``
+    in it written ``'\\''``). A hint that put the text between ``"`` as it was gave YAML
+    that does not parse for a value holding ``"``, and dropped a value's edge spaces."""
+    word = f"{path}={json.dumps(text, ensure_ascii=False)}"
+    return "--set '" + word.replace("'", "'\\''") + "'"
+
+
 def _value(path: str, text: str, where: str) -> Any:
     """The override's value: a YAML scalar or flow collection, else the text as a string.
 
@@ -117,7 +130,7 @@ def _value(path: str, text: str, where: str) -> Any:
         if stripped[0] in "[{":
             raise ConfigError(
                 f"{err.detail}; to pass it as a string, quote it for YAML inside the shell's "
-                f"quotes: --set '{path}=\"{stripped}\"'",
+                f"quotes: {set_quoted(path, stripped)}",
                 where,
             ) from None
         return text
@@ -143,7 +156,7 @@ def _refuse_dropped(path: str, text: str, where: str) -> None:
         raise ConfigError(
             f"YAML reads {dropped} and drops it from the value: leave it out, or, to pass the "
             f"text as it is, quote it for YAML inside the shell's quotes: "
-            f"--set '{path}=\"{text.strip()}\"'",
+            f"{set_quoted(path, text.strip())}",
             where,
         )
 
@@ -172,7 +185,9 @@ def _dropped_by_yaml(text: str) -> str:
     return f"{rest!r} as a comment" if rest.startswith("#") else ""
 
 
-def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
+def _assign(located: Located, keys: list[str], value: Any, where: str) -> tuple[str | int, ...]:
+    """Put ``value`` at ``keys`` (the path of a ``--set``); where it landed (a list's items
+    by index; a short form's section, ``precision=bfloat16``, at its ``use``)."""
     if not isinstance(located.data, dict):
         raise ConfigError("the pipeline is not a mapping, so it cannot be overridden", where)
     node: Any = located.data
@@ -212,6 +227,7 @@ def _assign(located: Located, keys: list[str], value: Any, where: str) -> None:
                 node[step] = {}
                 located.values[path] = where
             node = node[step]
+    return path
 
 
 def _no_list(name: list[str], rest: list[str], where: str) -> str:
@@ -258,3 +274,5 @@ def _forget(located: Located, prefix: tuple[str | int, ...]) -> None:
         del located.interpolated[path]
     for path in [p for p in located.scalars if p[: len(prefix)] == prefix]:
         del located.scalars[path]
+    for path in [p for p in located.typed if p[: len(prefix)] == prefix]:
+        del located.typed[path]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from seamline.contracts.untrusted import a_type
-from seamline.core.config.overrides import PREFIX, is_override
+from seamline.core.config.overrides import PREFIX, is_override, set_quoted
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -31,15 +31,22 @@ def quoting_fix(error: ErrorDetails, located: Located, path: DataPath) -> str:
     the problem (the value is text, a list, a mapping; or the error is another)."""
     given = error.get("input")
     setting = _TEXT.get(error["type"])
-    if setting is None or not path or not _scalar(given):
+    if setting is None or not path:
         return ""
     dotted = ".".join(str(step) for step in path)
     where = located.where(path)
     said = f"this setting is {setting}"
-    if is_override(where) and where.startswith(f"{PREFIX}{dotted}="):
-        typed = where.partition("=")[2].strip()
+    given_here = is_override(where) and where.startswith(f"{PREFIX}{dotted}=")
+    if given_here and isinstance(given, dict | list):  # `query: ` is a mapping to YAML
+        typed = located.typed.get(path, where.partition("=")[2])
+        fix = f"quote it for YAML inside the shell's quotes: {set_quoted(dotted, typed)}"
+        return f"{said}, and YAML reads {typed!r} as {_kind(given)}: {fix}"
+    if not _scalar(given):
+        return ""
+    if given_here:
+        typed = located.typed.get(path, where.partition("=")[2]).strip()
         quoted = _quotable(typed, error)
-        fix = f"quote it for YAML inside the shell's quotes: --set '{dotted}=\"{quoted}\"'"
+        fix = f"quote it for YAML inside the shell's quotes: {set_quoted(dotted, quoted)}"
     elif path in located.scalars or is_override(where):  # the file, or a --set above it
         typed = located.scalars.get(path, _as_yaml(given))
         if not typed:
@@ -61,6 +68,10 @@ def _scalar(value: Any) -> bool:
 
 
 def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping (a ': ' makes a key and its value)"
+    if isinstance(value, list):
+        return "a list"
     if value is None:
         return "no value (null)"
     return "a boolean" if isinstance(value, bool) else "a number"
