@@ -195,6 +195,18 @@ def test_format_table_is_still_read_as_text() -> None:
             "content tokens of one window); lower stride or raise max_length",
             "lower stride or raise max_length",
         ),
+        (
+            "YAML syntax error: expected ',' or ']' (while parsing a flow sequence); to pass it "
+            "as a string, quote it for YAML inside the shell's quotes: --set 'run.buckets=\"[1\"'",
+            "to pass it as a string, quote it for YAML inside the shell's quotes: "
+            "--set 'run.buckets=\"[1\"'",
+        ),
+        (
+            "prefix 'q' runs into the text that follows it when tokenised: end it with a space",
+            "end it with a space",
+        ),
+        ("YAML syntax error: found unexpected end of stream", None),
+        ("empty segment in path 'a..b'", None),
         ("a pipeline file is a mapping with keys pipeline, loader; this one is a list", None),
         ("the pipeline file is empty", None),
     ],
@@ -280,3 +292,41 @@ def test_a_file_name_with_a_newline_keeps_its_line_and_column() -> None:
         "column": 5,
         "override": None,
     }
+
+
+@pytest.mark.parametrize(
+    ("args", "fix"),
+    [
+        (
+            ["--set", "model.with.prefix.document=query: "],
+            "quote it for YAML inside the shell's quotes: "
+            "--set 'model.with.prefix.document=\"query: \"'",
+        ),
+        (
+            ["--set", "loader.with.root=2024"],
+            "quote it for YAML inside the shell's quotes: --set 'loader.with.root=\"2024\"'",
+        ),
+        (["--set", "sink.with.path=out/a #1.jsonl"], "leave it out, or, to pass the text as it"),
+        (["--set", "run.buckets=[1,"], "to pass it as a string, quote it for YAML"),
+        (["--set", "model.with.max_length"], "write it as --set path.to.field=value"),
+    ],
+)
+def test_a_bad_set_s_fix_is_the_one_its_message_gives(
+    pipeline: Path, args: list[str], fix: str
+) -> None:
+    """Each of these messages said how to mend the --set, and ``fix`` was null."""
+    found = document("validate", str(pipeline), *args, "--format", "json", code=2)
+    [error] = found["errors"]
+    assert error["fix"] is not None, error["message"]
+    assert error["fix"].startswith(fix), error
+    assert error["message"].endswith(error["fix"])
+
+
+def test_a_missing_pipeline_file_s_fix_says_what_to_give(tmp_path: Path) -> None:
+    found = document("validate", str(tmp_path / "nope.yaml"), "--format", "json", code=2)
+    [error] = found["errors"]
+    assert error["message"].startswith(f"pipeline file {tmp_path / 'nope.yaml'} does not exist")
+    assert error["fix"] == (
+        "give the path of a pipeline YAML file (a relative path is taken from the working "
+        "directory)"
+    )

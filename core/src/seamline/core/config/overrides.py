@@ -39,7 +39,11 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
         where = Place.given(f"{PREFIX}{cut(override, SHOWN_CHARACTERS)}")
         path_text, sep, value_text = override.partition("=")
         if not sep or not path_text.strip():
-            raise ConfigError("an override must look like path.to.field=value", where)
+            raise ConfigError(
+                "an override must look like path.to.field=value: write it as --set "
+                "path.to.field=value (model.with.max_length=128)",
+                where,
+            )
         value = _value(path_text.strip(), value_text, where)
         keys = [part.strip() for part in path_text.strip().split(".")]
         if any(not part for part in keys):

@@ -305,7 +305,10 @@ def read_pipeline_text(source: str) -> str:
     try:
         data = read_regular(os.path.expanduser(source), bounds.MAX_BYTES)
     except FileNotFoundError:
-        raise ConfigError(f"pipeline file {source} does not exist") from None
+        raise ConfigError(
+            f"pipeline file {source} does not exist: give the path of a pipeline YAML file "
+            "(a relative path is taken from the working directory)"
+        ) from None
     except NotRegularFile as err:
         raise ConfigError(f"pipeline file {source} is not a regular file ({err})") from None
     except OSError as err:

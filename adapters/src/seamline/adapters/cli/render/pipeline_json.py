@@ -46,23 +46,50 @@ _CLAUSE = re.compile(r"(?:; |: |\. )(?=[A-Za-z])")
 _IMPERATIVE = frozenset(
     [
         "add",
+        "ask",
+        "change",
+        "check",
         "choose",
+        "convert",
+        "create",
+        "delete",
         "fix",
         "give",
         "install",
+        "keep",
         "lower",
+        "make",
+        "move",
         "name",
+        "pass",
+        "point",
         "put",
+        "quote",
         "raise",
+        "register",
+        "reinstall",
         "remove",
         "rename",
+        "replace",
+        "restart",
         "run",
         "set",
+        "shorten",
+        "start",
+        "uninstall",
+        "unset",
+        "upgrade",
         "use",
         "write",
     ]
 )
-"""The verbs seamline's messages begin their advice with (``...: set it, or give a default``)."""
+"""The verbs seamline's messages begin their advice with (``...: set it, or give a default``,
+``: quote it for YAML inside the shell's quotes: --set ...``)."""
+_IMPERATIVE_IT = frozenset(["end", "leave", "open", "close", "empty"])
+"""Verbs that begin advice only with an object after them (``end it with a space``, ``leave it
+out``): alone they may be a noun or an adjective (``end of stream``, ``empty segment``)."""
+_PURPOSE = re.compile(r"^to [^,;:]*, (?:or )?([a-z-]+)")
+"""Advice that says what it is for first: ``to pass it as a string, quote it ...``."""
 
 
 def validated(pipeline: Path, resolved: ResolvedPipeline, registry: Registry) -> None:
@@ -223,10 +250,23 @@ def _fix(message: str) -> str | None:
         parts.append(choices[1])
     else:
         clauses = _CLAUSE.split(message)[1:]
-        advice = next((c for c in clauses if c.split(" ", 1)[0].lower() in _IMPERATIVE), None)
+        advice = next((c for c in clauses if _advises(c)), None)
         if advice is not None:  # the advice and all that follows it
             parts.append(message[message.index(advice) :])
     return "; ".join(parts) or None
+
+
+def _advises(clause: str) -> bool:
+    """Whether ``clause`` (of a message, after a ``: ``, ``; `` or ``. ``) begins with what to
+    do: an imperative (``quote it``, ``leave it out``), or its purpose and then one."""
+    words = clause.split(" ", 2)
+    verb = words[0].lower()
+    if verb in _IMPERATIVE:
+        return True
+    if verb in _IMPERATIVE_IT:
+        return len(words) > 1 and words[1] in ("it", "them")
+    purpose = _PURPOSE.match(clause)
+    return purpose is not None and purpose[1] in _IMPERATIVE
 
 
 def _frame(
