@@ -106,7 +106,7 @@ def test_a_single_string_gives_one_vector_and_normalize_scales(embedder: Embedde
     one = embedder.encode("a single sentence")
     assert isinstance(one, np.ndarray)
     assert one.shape == (embedder.dimension,)
-    assert embedder.encode([]).shape == (0, embedder.dimension)  # type: ignore[union-attr]
+    assert embedder.encode([]).shape == (0, embedder.dimension)
     scaled = embedder.encode(["x y z"], normalize=True)
     assert np.allclose(np.linalg.norm(scaled, axis=-1), 1.0, atol=1e-6)
 

@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -221,6 +221,26 @@ class Embedder:
 
     # -- embedding ---------------------------------------------------------------------------
 
+    @overload
+    def encode(
+        self,
+        texts: str | Sequence[str],
+        *,
+        batch_tokens: int | None = None,
+        normalize: bool | None = None,
+        long_text: Literal["windows"],
+        queries: bool | None = None,
+    ) -> list[Vectors]: ...
+    @overload
+    def encode(
+        self,
+        texts: str | Sequence[str],
+        *,
+        batch_tokens: int | None = None,
+        normalize: bool | None = None,
+        long_text: Literal["truncate", "mean"] | None = None,
+        queries: bool | None = None,
+    ) -> Vectors: ...
     def encode(
         self,
         texts: str | Sequence[str],
@@ -231,6 +251,11 @@ class Embedder:
         queries: bool | None = None,
     ) -> Vectors | list[Vectors]:
         """One float32 row per text, in input order (``[len(texts), dim]``).
+
+        Typed by overloads: an array (``[dim]`` for a str, ``[len(texts), dim]`` else),
+        or with ``long_text="windows"`` a list of arrays. An embedder made with
+        ``long_text="windows"`` returns lists from every call: pass ``long_text="windows"``
+        to each call too, for its type to say so (without it, it says an array).
 
         A single string gives one vector (``[dim]``). ``batch_tokens`` overrides the
         pipeline's token budget per batch; ``normalize=True`` scales every vector to
@@ -315,49 +340,13 @@ class Embedder:
         ):
             for (first_only, batch_tokens, queries), group in _passes(requests).items():
                 try:
-                    refused = self._pass(group, first_only, batch_tokens, queries)
+                    refused = _embed_pass(self, group, first_only, batch_tokens, queries)
                 except Exception as err:  # an interrupt is the leader's alone (EmbedQueue)
                     for request in group:
                         request.finish(err)
                 else:
                     for request in group:
                         request.finish(refused.get(id(request)))
-
-    def _pass(
-        self, requests: list[Request], first_only: bool, batch_tokens: int | None, queries: bool
-    ) -> dict[int, Unembeddable]:
-        """Embed the requests' texts in shared batches; the requests refused, by ``id``.
-
-        A text the model cannot embed fails its own request only, never the others
-        batched with it.
-        """
-        refused: dict[int, Unembeddable] = {}
-        owners, documents = _pass_documents(requests)
-        self._texts_done += len(owners)
-        encoder = self.encoder
-        shapes = encoder.shapes_for(batch_tokens)
-        if self._shape_policy == "longest":
-            shapes = shapes.longest_only()
-        else:
-            shapes = replace(shapes, fit_partial=True)
-        host = encoder.host_work(
-            shapes=shapes, max_windows=1 if first_only else None, side=self._sides(queries)
-        )
-        batches = _PassBatches(encoder, self.monitors, owners, self._batches, self._texts_done)
-        try:
-            for item in host.batches(documents_as_loaded(documents)):
-                if self._abandoned.is_set():
-                    raise Cancelled("the embedder stopped before embedding this (abandon())")
-                if isinstance(item, SetAside):
-                    request, index = owners[int(item.error.id)]
-                    refused.setdefault(id(request), Unembeddable(index, item.error.reason))
-                if isinstance(item, Collated):
-                    batches.add(item)
-            batches.finish()
-        finally:
-            batches.abandon()
-            self._batches = batches.index
-        return refused
 
     def _report(self, event: Any) -> None:
         span_event(event)
@@ -393,6 +382,50 @@ class Embedder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _embed_pass(
+    embedder: Embedder,
+    requests: list[Request],
+    first_only: bool,
+    batch_tokens: int | None,
+    queries: bool,
+) -> dict[int, Unembeddable]:
+    """Embed the requests' texts in shared batches for ``embedder`` (``Embedder._run``); the
+    requests refused, by ``id``. Outside the class, which is long enough without it.
+
+    A text the model cannot embed fails its own request only, never the others
+    batched with it.
+    """
+    refused: dict[int, Unembeddable] = {}
+    owners, documents = _pass_documents(requests)
+    embedder._texts_done += len(owners)
+    encoder = embedder.encoder
+    shapes = encoder.shapes_for(batch_tokens)
+    if embedder._shape_policy == "longest":
+        shapes = shapes.longest_only()
+    else:
+        shapes = replace(shapes, fit_partial=True)
+    host = encoder.host_work(
+        shapes=shapes, max_windows=1 if first_only else None, side=embedder._sides(queries)
+    )
+    batches = _PassBatches(
+        encoder, embedder.monitors, owners, embedder._batches, embedder._texts_done
+    )
+    try:
+        for item in host.batches(documents_as_loaded(documents)):
+            if embedder._abandoned.is_set():
+                raise Cancelled("the embedder stopped before embedding this (abandon())")
+            if isinstance(item, SetAside):
+                request, index = owners[int(item.error.id)]
+                refused.setdefault(id(request), Unembeddable(index, item.error.reason))
+            if isinstance(item, Collated):
+                batches.add(item)
+        batches.finish()
+    finally:
+        batches.abandon()
+        embedder._batches = batches.index
+    return refused
 
 
 @dataclass(frozen=True, slots=True)

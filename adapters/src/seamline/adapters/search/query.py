@@ -210,7 +210,7 @@ class QueryEncoder:
         if problem is not None:
             raise QueryRefused(problem)
         try:
-            vector: np.ndarray = self.embedder.encode(query, normalize=True)  # type: ignore[assignment]
+            vector: np.ndarray = self.embedder.encode(query, normalize=True)
         except Unembeddable as err:
             raise QueryRefused(f"the query cannot be embedded: {err.reason}") from None
         return vector

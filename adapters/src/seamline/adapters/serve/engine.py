@@ -63,7 +63,7 @@ class Engine:
     def _lead(self, on_failure: Callable[[BaseException], None]) -> None:
         try:
             warm = self.embedder.encode([WARM_UP_TEXT])
-            self.dimension = int(warm.shape[-1])  # type: ignore[union-attr]
+            self.dimension = int(warm.shape[-1])
         except BaseException as err:
             if self._stop.is_set():  # stopped while warming up (abandoned): not a failure
                 log.info("stopped before the model was warm")
