@@ -99,3 +99,30 @@ def test_run_and_validate_print_the_provenance(
         assert result.exit_code == 0, result.output
         assert f"pipeline sha256 {digest} (file)" in result.output
         assert "sink jsonl (seamline-components " in result.output
+
+
+def test_the_environment_that_changes_the_numbers_is_recorded_by_name(
+    tmp_path: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two outputs made under different ``XLA_FLAGS`` (or a matmul precision, 64-bit types)
+    had identical provenance: nothing said their vectors were computed otherwise."""
+    reg = with_jsonl(registry)
+    path = write(tmp_path)
+    for name in ("XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_ENABLE_X64", "LIBTPU_INIT_ARGS"):
+        monkeypatch.delenv(name, raising=False)
+    _, plain = run(path, reg)
+    assert plain.get("environment") == {}
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    monkeypatch.setenv("JAX_DEFAULT_MATMUL_PRECISION", "highest")
+    monkeypatch.setenv("LIBTPU_INIT_ARGS", "x" * 5000)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter2")  # not a named one: never recorded
+    _, flagged = run(path, reg)
+    environment = flagged["environment"]
+    assert set(environment) == {"XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION", "LIBTPU_INIT_ARGS"}
+    assert environment["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
+    assert environment["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"
+    assert len(environment["LIBTPU_INIT_ARGS"]) < 4200, "bounded"
+    assert "hunter2" not in json.dumps(flagged)
+    assert flagged["spec_sha256"] == plain["spec_sha256"]  # the pipeline is the same
+    assert flagged != plain, "the two outputs' provenance tells them apart"

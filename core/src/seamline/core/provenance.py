@@ -1,5 +1,6 @@
 """Where an output came from: every stage's component, its distribution and version, and
-the hashes of the pipeline that chose them.
+the hashes of the pipeline that chose them, and the environment variables that change what
+the compiled steps compute (``XLA_FLAGS`` and the like, by name: :data:`NUMERICS_VARIABLES`).
 
 A reader of an index (or an auditor of a run) can tell from this alone which code
 produced it: the component named at each stage, the installed distribution that
@@ -14,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
+from seamline.contracts.untrusted import cut
 from seamline.contracts.versions import installed_version
 from seamline.core.code_digest import code_digest
 from seamline.core.config import ComponentChoice, ResolvedPipeline
@@ -58,6 +61,33 @@ def run_versions() -> dict[str, str]:
     return {dist: version for dist, version in found.items() if version}
 
 
+NUMERICS_VARIABLES = (
+    "XLA_FLAGS",
+    "LIBTPU_INIT_ARGS",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "JAX_ENABLE_X64",
+    "JAX_DISABLE_JIT",
+    "NVIDIA_TF32_OVERRIDE",
+)
+"""The environment variables that change what the compiled steps compute, read by XLA, the
+TPU runtime, JAX's configuration and cuBLAS: the flags XLA compiles with, a matmul's
+precision, 64-bit types, running without compiling, TF32 products. Two runs of one pipeline
+under different values can write different vectors; only these named ones are recorded
+(never the whole environment, which holds secrets)."""
+
+MAX_VARIABLE_CHARS = 4096
+"""The most characters of one variable's value the record keeps (its length is said)."""
+
+
+def numerics_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The :data:`NUMERICS_VARIABLES` set in ``environ`` (the process's by default), each
+    value cut to :data:`MAX_VARIABLE_CHARS`: the provenance's ``environment``."""
+    source = os.environ if environ is None else environ
+    return {
+        name: cut(source[name], MAX_VARIABLE_CHARS) for name in NUMERICS_VARIABLES if name in source
+    }
+
+
 def _component(choice: ComponentChoice) -> dict[str, str]:
     return {
         "use": choice.name,
@@ -86,6 +116,7 @@ def provenance(pipeline: ResolvedPipeline) -> dict[str, Any]:
         "spec_sha256": spec_sha256(pipeline),
         "components": components,
         "precision": (pipeline.precision or float32_decision()).record(),
+        "environment": numerics_environment(),
     }
 
 
@@ -107,7 +138,11 @@ def describe(record: dict[str, Any]) -> list[str]:
     if isinstance(precision, dict) and precision.get("chosen") not in (None, "float32"):
         parts.append(f"precision {precision['chosen']}")
     file_hash = record.get("pipeline_sha256") or "-"
-    return [
+    lines = [
         f"pipeline sha256 {file_hash} (file), {record.get('spec_sha256', '-')} (resolved spec)",
         "components: " + "; ".join(parts),
     ]
+    environment = record.get("environment")
+    if isinstance(environment, dict) and environment:
+        lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in environment.items()))
+    return lines
