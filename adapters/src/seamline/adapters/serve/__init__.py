@@ -14,6 +14,7 @@ batches together (dynamic batching), each answered with exactly its own rows.
 * :mod:`.metrics`: the Prometheus instruments, and the monitor that feeds batch sizes;
 * :mod:`.index`: ``/v1/search`` over the output the pipeline wrote (``open_index``);
 * :mod:`.app`: the routes (Starlette);
+* :mod:`.access`: the access log's line of a request in that request's trace;
 * :mod:`.server`: uvicorn on a socket of our own, signals, graceful drain.
 
 See docs/serving.md.

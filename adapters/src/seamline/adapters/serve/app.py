@@ -22,10 +22,12 @@ import numpy as np
 from opentelemetry import trace
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from seamline.adapters.serve.access import SPAN_KEY, TracedAccessLog
 from seamline.adapters.serve.bodies import embeddings_request, read_body, search_request
 from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
@@ -69,6 +71,7 @@ def build_app(served: Served, lifespan: Any = None) -> Starlette:
     ]
     app = Starlette(
         routes=routes,
+        middleware=[Middleware(TracedAccessLog)],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _crashed},
     )
@@ -90,6 +93,7 @@ def _endpoint(
         with tracer.start_as_current_span(
             span_name, context=caller, kind=trace.SpanKind.SERVER
         ) as span:
+            request.scope[SPAN_KEY] = span  # its access-log line's trace (:mod:`.access`)
             span.set_attribute("http.request.method", request.method)
             span.set_attribute("url.path", request.url.path)
             try:
