@@ -433,6 +433,31 @@ def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None
         LanceDbSinkConfig(**{"path": "out/emb.lance", **options})
 
 
+def test_a_table_name_with_a_letter_outside_ascii_is_refused_naming_the_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `out/ünï.lance` was refused as "a table name of letters, digits ...": ü is a letter,
+    # so the rule the message stated was not the one applied (ASCII letters only).
+    from pathlib import Path as RealPath
+
+    from typer.testing import CliRunner
+
+    from seamline.adapters.cli.main import app
+
+    pipeline = RealPath(__file__).parents[2] / "examples" / "pipelines" / "embed-docs.yaml"
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        app,
+        ["validate", str(pipeline), "--set", "sink={use: lancedb, with: {path: out/ünï.lance}}"],
+        env={"COLUMNS": "400"},
+    )
+    assert result.exit_code == 2, result.output
+    assert "is not a table folder" in result.output
+    assert "a table name of ASCII letters, digits, '_', '-' and '.'" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_run_without_rows_creates_no_table_and_empties_one_under_overwrite(
     tmp_path: Path,
 ) -> None:

@@ -187,7 +187,8 @@ class LanceDbSinkConfig(ColumnarConfig):
         if path.suffix != ".lance" or not _TABLE_NAME.fullmatch(path.stem):
             raise ValueError(
                 f"{str(path)!r} is not a table folder: give '<database>/<table>.lance', for "
-                "example out/embeddings.lance (a table name of letters, digits, '_', '-', '.')"
+                "example out/embeddings.lance (a table name of ASCII letters, digits, '_', '-' "
+                "and '.', not beginning with '-' or '.')"
             )
         return path
 
