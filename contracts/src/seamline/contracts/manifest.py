@@ -44,6 +44,7 @@ from seamline.contracts.untrusted import (
     TooManyEntries,
     open_regular,
     planted_entry,
+    read_at_most,
     strict_json,
     within,
 )
@@ -172,7 +173,7 @@ def read_manifest_text(path: Path) -> str:
     """
     try:
         with open_regular(path, follow=False) as handle:
-            data = handle.read(MAX_MANIFEST_BYTES + 1)
+            data = read_at_most(handle, MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         raise
     except NotRegularFile as err:

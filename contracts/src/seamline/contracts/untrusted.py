@@ -10,7 +10,9 @@ Every such file is opened through here, so that each of those is refused in one 
 - :func:`open_regular` opens non-blocking (a FIFO returns at once instead of waiting)
   and checks the *open descriptor* (``fstat``), so that what is read is what was checked;
 - :func:`read_regular` reads at most one byte past a limit, so a huge file, or one that
-  grows while it is read, costs no more memory than the limit;
+  grows while it is read, costs no more memory than the limit; :func:`read_at_most`
+  does so on an open stream, and a small file costs memory for what it holds, not for
+  the limit;
 - :func:`bounded_lines` reads lines of at most a limit each (a file without newlines is
   one line);
 - :func:`within` resolves a name a file gave against the folder it must stay in, and
@@ -122,7 +124,38 @@ def read_regular(path: str | os.PathLike[str], limit: int | None, *, follow: boo
     it was listed.
     """
     with open_regular(path, follow=follow) as handle:
-        return handle.read() if limit is None else handle.read(limit + 1)
+        return handle.read() if limit is None else read_at_most(handle, limit)
+
+
+READ_CHUNK = 1 << 20
+"""What :func:`read_at_most` asks for at a time where the size is not known (a pipe)."""
+
+
+def read_at_most(stream: BinaryIO, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of ``stream``, in memory for what it holds, not for the limit.
+
+    ``stream.read(limit + 1)`` allocates ``limit + 1`` bytes before it reads one (CPython
+    sizes its buffer to the request): a checkpoint's 20-byte ``config.json``, read under
+    a 256 MiB limit, failed with ``MemoryError`` under a memory limit (``ulimit -v``).
+    A regular file is asked for its size plus one (a file that grew since is read on a
+    MiB at a time, up to the limit); a stream of no known size (a pipe) a MiB at a time.
+    """
+    wanted = limit + 1
+    try:
+        size = os.fstat(stream.fileno()).st_size  # 0 for a pipe
+    except (OSError, ValueError, AttributeError):  # no descriptor (an in-memory stream)
+        size = 0
+    step = size + 1 if size else READ_CHUNK
+    blocks: list[bytes] = []
+    got = 0
+    while got < wanted:
+        block = stream.read(min(step, wanted - got))
+        if not block:
+            break
+        blocks.append(block)
+        got += len(block)
+        step = READ_CHUNK
+    return b"".join(blocks)
 
 
 def opened_path(handle: BinaryIO) -> Path | None:

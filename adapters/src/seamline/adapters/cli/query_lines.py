@@ -71,7 +71,7 @@ def _read(source: str, name: str) -> bytes:
                 "--queries -: standard input is closed; pipe the queries in, one a line, or "
                 "give them as arguments"
             )
-        return sys.stdin.buffer.read(MAX_BYTES + 1)
+        return untrusted.read_at_most(sys.stdin.buffer, MAX_BYTES)
     try:
         return untrusted.read_regular(source, MAX_BYTES)
     except FileNotFoundError:

@@ -52,6 +52,7 @@ from seamline.contracts.untrusted import (
     NotRegularFile,
     open_regular,
     opened_path,
+    read_at_most,
     undecodable_offset,
 )
 
@@ -280,7 +281,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                 outside = self._outside_root(path, opened_path(handle))
                 if outside is not None:
                     return error(outside)
-                data = handle.read() if limit is None else handle.read(limit + 1)
+                data = handle.read() if limit is None else read_at_most(handle, limit)
         except OSError as err:
             return error(f"cannot read: {err.strerror or err}{_read_fix(err)}")
         except NotRegularFile as err:

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seamline.contracts import WeightsError
-from seamline.contracts.untrusted import NotRegularFile, cut, open_regular, opened_path
+from seamline.contracts.untrusted import (
+    NotRegularFile,
+    cut,
+    open_regular,
+    opened_path,
+    read_at_most,
+)
 
 FILE_LIMIT = 256 << 20
 """Bytes a configuration or tokenizer file may have (large multilingual tokenizers are
@@ -55,7 +61,7 @@ class FileLedger:
         try:
             with open_regular(path) as handle:  # checked where it was opened: no race
                 self.check_inside(path, opened_path(handle))
-                data = handle.read(FILE_LIMIT + 1)
+                data = read_at_most(handle, FILE_LIMIT)
         except (FileNotFoundError, NotADirectoryError):
             self.entries.append((name, ABSENT))
             return None
