@@ -75,6 +75,42 @@ class WeightsError(UserError):
     """Model weights are missing, unreadable or fail their integrity check."""
 
 
+class ResourceExhausted(SeamlineError):
+    """The machine ran out of memory or open files: not the input's fault, nor a kernel's.
+
+    A kernel that failed for want of memory was demoted as if it could not serve the
+    shape, and so was every other one, each failing the same way: the run ended with
+    "no attention candidate can serve" and exit code 2, as though the pipeline were
+    wrong, and nothing said the checkpoint was kept. ``resource`` is what ran out
+    (``memory`` or ``open files``), ``where`` what was under way, ``detail`` the error
+    as it was raised; plain values, so that it crosses process boundaries intact.
+    """
+
+    def __init__(self, resource: str, where: str, detail: str) -> None:
+        self.resource = resource
+        self.where = where
+        self.detail = detail
+        super().__init__(f"ran out of {resource} {where} ({detail})")
+
+    @property
+    def remedy(self) -> str:
+        """What to do about it, before running again."""
+        return exhaustion_remedy(self.resource)
+
+    def __reduce__(self) -> tuple[type[ResourceExhausted], tuple[str, str, str]]:
+        return (type(self), (self.resource, self.where, self.detail))
+
+
+def exhaustion_remedy(resource: str) -> str:
+    """What to do when ``resource`` (``memory`` or ``open files``) ran out, before running
+    again: "fix that" says no more than that something broke."""
+    if resource == "open files":
+        return "raise the limit on open files (ulimit -n)"
+    return (
+        "give the run more memory, or smaller batches (a lower run.batch_size or run.batch_tokens)"
+    )
+
+
 NOTHING_COMMITTED = "seamline_nothing_committed"
 """Attribute set (True) on a ``KeyboardInterrupt`` that stopped a run before its output
 held any commit: what the stop says then is that a run again starts from the beginning,

@@ -10,6 +10,7 @@ traceback.
 from __future__ import annotations
 
 import contextlib
+import errno
 from collections.abc import Callable, Iterator
 from typing import NoReturn, TypeVar
 
@@ -20,8 +21,10 @@ from seamline.adapters.cli.stopping import by_sigterm, exit_code
 from seamline.contracts.errors import (
     NOTHING_COMMITTED,
     ContractViolation,
+    ResourceExhausted,
     ShardFailed,
     UserError,
+    exhaustion_remedy,
 )
 
 T = TypeVar("T")
@@ -55,6 +58,9 @@ def user_errors(
         raise typer.Exit(USAGE) from None
     except ShardFailed as failed:  # a component failed for good: the reason, not a traceback
         error(str(failed), label="failed")
+        raise typer.Exit(1) from None
+    except ResourceExhausted as exhausted:  # the machine's limit (a `tune`): what to do
+        error(f"{exhausted}: {exhausted.remedy}, then run again")
         raise typer.Exit(1) from None
     except KeyboardInterrupt as stop:
         _stopped(stop, kept_on_interrupt)
@@ -117,17 +123,27 @@ def environment_errors(
         return action()
     except OSError as problem:
         _environment_failure(problem, kept, writing)
+    except ResourceExhausted as problem:
+        _exhausted(problem, kept)
     except ShardFailed as failed:
         # A shard run in this process keeps the machine's error as its cause: say that, as
         # for an unsharded run, rather than blame the component whose call it interrupted.
         # Only an error the system reported (it has an errno): an OSError a component
         # raised of its own is the component's failure, named as such.
         cause = failed.__cause__
-        if not isinstance(cause, OSError) or cause.errno is None:
-            raise
         if nothing_committed and failed.count == 1 and failed.committed is False:
             kept = nothing_committed
+        if isinstance(cause, ResourceExhausted):
+            _exhausted(cause, kept)
+        if isinstance(cause, MemoryError):  # a component's call ran out (a loader, a sink)
+            _exhausted(ResourceExhausted("memory", f"in {failed.component}", failed.reason), kept)
+        if not isinstance(cause, OSError) or cause.errno is None:
+            raise
         _environment_failure(cause, kept, writing)
+
+
+RAN_OUT = {errno.EMFILE: "open files", errno.ENFILE: "open files", errno.ENOMEM: "memory"}
+"""The system's errors that say it ran out of something: the fix is named, not "fix that"."""
 
 
 def _environment_failure(problem: OSError, kept: str, writing: object = None) -> NoReturn:
@@ -136,5 +152,19 @@ def _environment_failure(problem: OSError, kept: str, writing: object = None) ->
     where = f" ({problem.filename})" if problem.filename else ""
     if not where and writing is not None:
         where = f" (writing {str(writing)!r})"
+    resource = RAN_OUT.get(problem.errno or 0)
+    if resource is not None:
+        kept = kept.replace("fix that", exhaustion_remedy(resource), 1)
     error(f"{what}{where}: {kept}")
+    raise typer.Exit(1) from None
+
+
+def _exhausted(problem: ResourceExhausted, kept: str) -> NoReturn:
+    """Out of memory or open files: what ran out and where, what is kept, and the fix
+    (in place of ``kept``'s "fix that", which says no more than that something broke)."""
+    if "fix that" in kept:
+        said = kept.replace("fix that", problem.remedy, 1)
+    else:
+        said = f"{kept} ({problem.remedy}, then run again)"
+    error(f"{problem}: {said}")
     raise typer.Exit(1) from None

@@ -27,6 +27,7 @@ from seamline.contracts import Attention, AttentionSpec, Support, UnsupportedErr
 from seamline.core.attention.asking import AskTimeout, asked
 from seamline.core.attention.order import Ranked, ranked
 from seamline.core.config import AttentionMode
+from seamline.core.exhaustion import exhausted
 
 SpecKey = tuple[AttentionSpec, ...]
 """The distinct attention calls of one compiled model call: what a decision is about."""
@@ -294,6 +295,10 @@ def refusals(candidate: Attention[Any], specs: SpecKey) -> tuple[str, ...]:
         except AskTimeout as err:  # a blocked supports() must not hang the command
             return (str(err),)
         except Exception as err:  # a buggy supports() must not take the run down
+            where = f"asking attention {candidate.name!r} whether it serves {spec.signature()}"
+            stop = exhausted(err, where, f"{type(err).__name__}: {err}")
+            if stop is not None:  # the machine's limit: not a refusal of this kernel's
+                raise stop from err
             return (f"supports() raised {type(err).__name__}: {err}",)
         if not isinstance(answer, Support):  # `return spec.q_len <= 512` was a traceback
             return (

@@ -50,6 +50,7 @@ from seamline.core.attention.reference import ReferenceSteps
 from seamline.core.attention.tuning import TuningEntry
 from seamline.core.attention.verification import verify
 from seamline.core.devices import DataParallel
+from seamline.core.exhaustion import exhausted
 from seamline.core.seams import CallStart, mark_failure
 from seamline.core.telemetry import (
     ATTENTION_NAME,
@@ -168,6 +169,8 @@ class CompiledSteps:
         A candidate that disagrees with the reference, or fails to compile, is
         demoted for this shape and the next one is tried (unless ``on_failure:
         raise``); when no candidate is left the planner raises with every refusal.
+        Running out of memory or open files is no candidate's failure: it demotes
+        nothing and stops the run (``ResourceExhausted``, :mod:`seamline.core.exhaustion`).
         """
         key = (batch.batch_size, batch.length)
         step = self._steps.get(key)
@@ -194,6 +197,8 @@ class CompiledSteps:
             except (ContractViolation, UserError):
                 raise  # a bug in the model, or the pipeline's: not a shape the kernel cannot serve
             except Exception as err:
+                # Out of memory or open files: the machine's limit, not the kernel's fault.
+                _stop_if_exhausted(err, "compiling", batch, decision.chosen)
                 if not self._fallback:
                     raise
                 problem = f"failed to compile: {brief(err)}"
@@ -284,17 +289,20 @@ class CompiledSteps:
     def _outcome(self, params: Any, launched: Launched) -> tuple[str | None, np.ndarray]:
         """``(fault, outputs)`` of a launched call, waited for: fault is None, or why the
         kernel is to blame."""
-        if launched.error is not None:
-            return f"failed while running: {brief(launched.error)}", np.empty(0)
-        try:
-            # One fetch of both waits for the device, so a span around this covers the compute.
-            values, finite = jax.device_get(launched.result)
-            outputs = np.asarray(values)
-        except ContractViolation:
-            raise
-        except Exception as err:
-            return f"failed while running: {brief(err)}", np.empty(0)
         batch, step = launched.batch, launched.step
+        error = launched.error
+        if error is None:
+            try:
+                # One fetch of both waits for the device, so a span around this covers it.
+                values, finite = jax.device_get(launched.result)
+                outputs = np.asarray(values)
+            except ContractViolation:
+                raise
+            except Exception as err:
+                error = err
+        if error is not None:
+            _stop_if_exhausted(error, "running", batch, step.decision.chosen)
+            return f"failed while running: {brief(error)}", np.empty(0)
         if bool(finite) or self._reference.also_non_finite(params, batch, step):
             return None, outputs
         return "returned NaN or infinity where the reference does not", outputs
@@ -403,3 +411,15 @@ class CompiledSteps:
             reason=reason,
             signature=signature,
         )
+
+
+def _stop_if_exhausted(error: Exception, doing: str, batch: Batch, chosen: str) -> None:
+    """Raise :class:`ResourceExhausted` when ``error`` is the machine running out of memory
+    or open files: every candidate would fail the same way, so none is demoted for it."""
+    where = (
+        f"{doing} batches of {batch.batch_size} sequences of {batch.length} tokens "
+        f"with attention {chosen!r}"
+    )
+    stop = exhausted(error, where, brief(error, limit=200))
+    if stop is not None:
+        raise stop from error

@@ -48,6 +48,7 @@ from seamline.contracts.versions import installed_version
 from seamline.core.attention.measure import REPEATS, Timing, time_candidate
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
 from seamline.core.directories import cache_home, named_directory
+from seamline.core.exhaustion import exhausted
 from seamline.core.registry import ComponentInfo
 from seamline.core.telemetry import ATTENTION_NAME, tracer
 
@@ -367,6 +368,12 @@ class MeasuredRanking:
                 try:
                     timing = time_candidate(candidate, specs)
                 except Exception as err:  # it cannot even run here: leave it out of the ranking
+                    # Unless the machine ran out: an entry without it would be saved, and
+                    # rank it last on every later run (the timings of one set are kept).
+                    where = f"timing attention {candidate.name!r} on {signature}"
+                    stop = exhausted(err, where, f"{type(err).__name__}: {err}")
+                    if stop is not None:
+                        raise stop from err
                     log.info(
                         "attention could not be timed",
                         candidate=candidate.name,
