@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from safetensors.numpy import load_file
-
 from seamline.components.models import weights
 from seamline.components.models.bert_math import Architecture, LayerParams
 from seamline.components.models.mpnet_math import (
@@ -79,12 +77,7 @@ def load_params(
     """Read ``model.safetensors`` (after its integrity check) into the encoder's pytree."""
     if expected_sha256 is not None:
         weights.verify_sha256(files.weights_path, expected_sha256)
-    try:
-        raw = load_file(str(files.weights_path))
-    except Exception as err:  # safetensors raises its own error types for a damaged file
-        raise WeightsError(
-            f"{files.weights_path} could not be read as safetensors ({err}); restore the file"
-        ) from err
+    raw = weights.read_tensors(files.weights_path)
     named = {name.removeprefix("mpnet."): tensor for name, tensor in raw.items()}
     reader = TensorReader(named, str(files.weights_path), MPNET)
     params = _assemble(reader, arch)

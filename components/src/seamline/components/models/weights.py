@@ -560,13 +560,35 @@ def load_params(
     """Read ``model.safetensors`` (after its integrity check) into the encoder's pytree."""
     if expected_sha256 is not None:
         verify_sha256(files.weights_path, expected_sha256)
+    raw = read_tensors(files.weights_path)
+    return build_params(raw, arch, source=str(files.weights_path))
+
+
+NULL_OBJECT = "PyObject pointer is null"
+"""What a pyo3 extension panics with when CPython could not make an object: out of memory."""
+
+
+def read_tensors(path: Path) -> dict[str, Array]:
+    """Every tensor of the safetensors file at ``path`` (``WeightsError`` if it is damaged).
+
+    Running out of memory is the machine's failure, not the file's: it was a
+    ``WeightsError`` telling the user to restore a good file (exit code 2). A
+    ``MemoryError`` passes through, and so, as one, does the library's panic when
+    CPython could not allocate a tensor's buffer (pyo3's ``PanicException``, a
+    ``BaseException`` that no handler of a component's failures catches).
+    """
     try:
-        raw = load_file(str(files.weights_path))
+        return load_file(str(path))
+    except MemoryError:
+        raise
     except Exception as err:  # safetensors raises its own error types for a damaged file
         raise WeightsError(
-            f"{files.weights_path} could not be read as safetensors ({err}); restore the file"
+            f"{path} could not be read as safetensors ({err}); restore the file"
         ) from err
-    return build_params(raw, arch, source=str(files.weights_path))
+    except BaseException as err:
+        if type(err).__name__ == "PanicException" and NULL_OBJECT in str(err):
+            raise MemoryError(f"reading {path}: {type(err).__name__}: {err}") from err
+        raise
 
 
 def build_params(raw: dict[str, Array], arch: Architecture, *, source: str) -> BertParams:
