@@ -203,6 +203,23 @@ def test_on_chip_memory_a_kernel_asks_for_is_still_the_kernels_fault() -> None:
     assert exhausted_resource(wrapped) == "memory"
 
 
+def test_an_accelerators_own_memory_running_out_is_left_to_negotiation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A GPU's HBM running out under a kernel that materializes the scores is where a flash
+    # kernel still fits: that stays a candidate's failure (the next one is tried), where
+    # the CPU backend's same error is the host's memory, every candidate's.
+    from seamline.core.exhaustion import exhausted_resource
+
+    hbm = jax.errors.JaxRuntimeError(
+        "RESOURCE_EXHAUSTED: Out of memory allocating 4855956624 bytes."
+    )
+    assert exhausted_resource(hbm) == "memory"
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert exhausted_resource(hbm) is None
+    assert exhausted_resource(MemoryError()) == "memory", "the host's memory, on any backend"
+
+
 def test_the_system_running_out_anywhere_in_the_run_names_the_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -9,7 +9,11 @@ with :class:`~seamline.contracts.ResourceExhausted` instead of demoting anything
 
 On-chip memory a kernel's tiling asks for (a TPU's VMEM or SMEM, a GPU's shared
 memory) is the kernel's choice for the shape, not the machine's limit: that stays a
-demotion.
+demotion. So does an accelerator's own memory (HBM) running out: XLA's
+``RESOURCE_EXHAUSTED`` on a GPU or TPU is what a kernel that materializes the whole
+score matrix meets at long sequences where a flash kernel fits, and negotiation then
+takes the next candidate, as it always has. On the CPU backend the same error is the
+host's memory, which every candidate shares: that one stops the run.
 """
 
 from __future__ import annotations
@@ -64,5 +68,14 @@ def _resource_of(error: BaseException) -> str | None:
         return OPEN_FILES
     if any(word in text for word in _MEMORY_WORDS):
         lowered = text.lower()
-        return None if any(word in lowered for word in _ON_CHIP) else MEMORY
+        if any(word in lowered for word in _ON_CHIP) or not _host_memory():
+            return None
+        return MEMORY
     return None
+
+
+def _host_memory() -> bool:
+    """Whether XLA's memory is the host's: the CPU backend (an accelerator's is its own)."""
+    import jax
+
+    return bool(jax.default_backend() == "cpu")
