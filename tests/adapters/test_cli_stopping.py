@@ -12,6 +12,7 @@ from seamline.adapters.cli.stopping import (
     Terminated,
     by_sigterm,
     exit_code,
+    stopped_by,
     terminate_as_interrupt,
 )
 
@@ -170,3 +171,22 @@ def test_an_inner_stop_s_exit_code_passes_an_outer_user_errors_untouched(
 
 def _raise_interrupt() -> None:
     raise KeyboardInterrupt
+
+
+def test_sighup_is_taken_as_sigterm_is_with_its_own_exit_code() -> None:
+    # A closed ssh session's SIGHUP ended a run at once: exit 129, no line, locks left.
+    told: list[tuple[str, int]] = []
+
+    def hung_up() -> None:  # as errors.py tells the stop, inside the block
+        try:
+            os.kill(os.getpid(), signal.SIGHUP)
+        except KeyboardInterrupt as stop:
+            told.append((stopped_by(stop), exit_code(stop)))
+            raise
+
+    before = signal.getsignal(signal.SIGHUP)
+    with pytest.raises(Terminated), terminate_as_interrupt():
+        hung_up()
+    assert told == [("SIGHUP", 129)]
+    assert signal.getsignal(signal.SIGHUP) is before
+    assert not by_sigterm(Terminated(signal.SIGHUP))

@@ -1,11 +1,13 @@
-"""A SIGTERM stops ``seamline run`` as Ctrl-C does, seen from the user's side.
+"""A SIGTERM or SIGHUP stops ``seamline run`` as Ctrl-C does, seen from the user's side.
 
-A job scheduler, ``timeout``, Kubernetes and systemd stop a process with SIGTERM. A real
-``seamline run`` subprocess (slowed: the ``fault-jsonl`` sink sleeps before each write)
-gets one after its first commit, and must stop cleanly: exit code 143 (128 + 15, what a
-shell reports for a process SIGTERM ended), the one ``interrupted`` line that names
-``--resume``, no traceback, nothing published and the checkpoint kept; ``--resume`` then
-publishes every document exactly once.
+A job scheduler, ``timeout``, Kubernetes and systemd stop a process with SIGTERM; a
+closed ssh session or a cancelled CI job sends SIGHUP, which ended a run with exit code
+129, nothing on stderr and the destination's lock left behind. A real ``seamline run``
+subprocess (slowed: the ``fault-jsonl`` sink sleeps before each write) gets one after its
+first commit, and must stop cleanly: exit code 143 or 129 (128 + the signal's number,
+what a shell reports for a process the signal ended), the one ``interrupted`` line that
+names ``--resume``, no traceback, nothing published, the checkpoint kept and the lock
+released; ``--resume`` then publishes every document exactly once.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING
+
+import pytest
 
 from tests.faults.component_scenarios import published
 from tests.faults.fixture_plugin import fault_environment
@@ -50,25 +54,27 @@ def wait_for(path: Path, process: subprocess.Popen[str], timeout_s: float = 120)
         time.sleep(0.02)
 
 
-def test_sigterm_after_the_first_commit_stops_cleanly_and_resume_finishes(
-    tmp_path: Path,
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_after_the_first_commit_stops_cleanly_and_resume_finishes(
+    tmp_path: Path, sent: signal.Signals, code: int
 ) -> None:
     pipeline = write_pipeline(tmp_path, "relative")
     out = tmp_path / "out"
     running = seamline_run(pipeline, "--log-level", "warning", slow=SLOW_S)
     wait_for(out / ".emb.jsonl.checkpoint", running)
-    running.send_signal(signal.SIGTERM)
+    running.send_signal(sent)
     stdout, stderr = running.communicate(timeout=120)
 
-    assert running.returncode == 143, (running.returncode, stderr)
+    assert running.returncode == code, (running.returncode, stderr)
     assert "Traceback" not in stderr, stderr
     line = " ".join(stderr.split())
     assert (
-        "interrupted (SIGTERM): nothing was published; what the sink last committed is kept: "
-        "run again with --resume to go on from it"
+        f"interrupted ({sent.name}): nothing was published; what the sink last committed is "
+        "kept: run again with --resume to go on from it"
     ) in line, stderr
     assert published(out) is None, "a stopped run published"
     assert (out / ".emb.jsonl.checkpoint").exists(), "the checkpoint was not kept"
+    assert not (out / ".emb.jsonl.lock").exists(), "the lock was left behind"
 
     resumed = seamline_run(pipeline, "--resume", "--log-level", "warning")
     stdout, stderr = resumed.communicate(timeout=120)

@@ -10,7 +10,7 @@ Exit codes, so that a script or CI can tell a sweep that measured from one that 
   each cell's reason.
 * 2 -- a usage error (an unknown or invalid option, a results folder that is a file or
   cannot be written).
-* 130, 143 -- stopped by Ctrl-C or SIGTERM, as ``seamline bench attention`` (which
+* 130, 143, 129 -- stopped by Ctrl-C, SIGTERM or SIGHUP, as ``seamline bench attention`` (which
   prints the ``interrupted`` line); the worker under way is killed with the driver.
 
 An output that disagrees with the float64 reference is marked in the table (``!``)

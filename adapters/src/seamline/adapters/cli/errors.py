@@ -2,9 +2,9 @@
 
 A user's mistake (a bad pipeline file, an unknown component, an attention that cannot
 serve): exit code 2. A component that failed for good, or the machine around the run
-(a full disk, a forbidden directory): 1. Ctrl-C: 130; a SIGTERM, where the command
-turns it into the same stop (:mod:`.stopping`): 143. Each is one line on stderr, never a
-traceback.
+(a full disk, a forbidden directory): 1. Ctrl-C: 130; a SIGTERM or SIGHUP, where the
+command turns it into the same stop (:mod:`.stopping`): 143 or 129. Each is one line on
+stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import NoReturn, TypeVar
 import typer
 
 from seamline.adapters.cli.render.console import error, interrupted
-from seamline.adapters.cli.stopping import by_sigterm, exit_code
+from seamline.adapters.cli.stopping import exit_code, stopped_by
 from seamline.contracts.errors import (
     NOTHING_COMMITTED,
     ContractViolation,
@@ -96,7 +96,7 @@ def _stopped(stop: KeyboardInterrupt, kept: str) -> NoReturn:
             f"{PUBLISHED_NOTHING}; nothing was committed either, so a run again starts from "
             "the beginning"
         )
-    interrupted(kept, by="SIGTERM" if by_sigterm(stop) else "")
+    interrupted(kept, by=stopped_by(stop))
     raise typer.Exit(exit_code(stop)) from None
 
 

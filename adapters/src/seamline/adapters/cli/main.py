@@ -36,7 +36,7 @@ from seamline.adapters.cli.commands import (
 from seamline.adapters.cli.conventions import Command, Group
 from seamline.adapters.cli.render.console import encodes_everything
 from seamline.adapters.cli.stderr import standard_streams_kept
-from seamline.adapters.cli.stopping import INTERRUPTED, TERMINATED, leave_after_stop
+from seamline.adapters.cli.stopping import STOPPED, leave_after_stop
 
 app = typer.Typer(
     name="seamline",
@@ -95,7 +95,7 @@ app.command("serve", cls=Command)(serve.serve)
 def main(argv: list[str] | None = None) -> Any:
     """Entry point of the ``seamline`` command.
 
-    A command a stop ended (Ctrl-C: 130, SIGTERM: 143) leaves through
+    A command a stop ended (Ctrl-C: 130, SIGTERM: 143, SIGHUP: 129) leaves through
     :func:`.stopping.leave_after_stop`: Python's teardown of modules after a stop during
     a compile crashed in JAX (exit 139).
     """
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         return app(args=argv, prog_name="seamline")
     except SystemExit as done:
-        if isinstance(done.code, int) and done.code in (INTERRUPTED, TERMINATED):  # a stop
+        if isinstance(done.code, int) and done.code in STOPPED:  # a stop
             leave_after_stop(done.code)
         raise
 

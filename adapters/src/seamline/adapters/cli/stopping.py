@@ -1,4 +1,4 @@
-"""SIGTERM stops a command as Ctrl-C does: the same clean stop, the same line, exit 143.
+"""SIGTERM and SIGHUP stop a command as Ctrl-C does: the same clean stop, the same line.
 
 Ctrl-C reaches Python as a ``KeyboardInterrupt`` raised in the main thread, and every
 layer of a run already stops cleanly on one: the orchestrator ends the part without
@@ -7,8 +7,10 @@ says how to go on. A job scheduler, ``timeout``, Kubernetes or systemd stop a pr
 with SIGTERM instead, whose default action ends it at once: no line, no word of
 ``--resume``. While a command does its work, :func:`terminate_as_interrupt` makes
 SIGTERM raise :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread, so it
-takes that very path; only the exit code tells the two apart (:func:`exit_code`). The
-handler also records that SIGTERM came (:func:`by_sigterm`): a library the interrupt
+takes that very path; only the exit code tells the two apart (:func:`exit_code`). SIGHUP
+(an ssh session closed, a CI runner's job cancelled) is taken the same way: its default
+action ended a run with exit code 129, no line, and its locks left behind. The
+handler also records which signal came (:func:`stopped_by`): a library the interrupt
 passes through may raise a plain ``KeyboardInterrupt`` of its own in its place (Ray's
 ``ray.wait`` does, for any exception a signal handler raised while it waited).
 
@@ -17,7 +19,8 @@ thread only (Python delivers signals there), and only for the duration of the wo
 ``seamline serve`` keeps uvicorn's own SIGTERM handling, and an application that embeds
 seamline keeps its own. A second SIGTERM while the first one's stop is under way ends
 the process at once, as the handler found before (by default: killed by SIGTERM); the
-last checkpoint is kept either way, as after a SIGKILL.
+last checkpoint is kept either way, as after a SIGKILL. A SIGHUP is such a second signal
+after a SIGTERM, and the other way round.
 """
 
 from __future__ import annotations
@@ -36,53 +39,80 @@ INTERRUPTED = 130
 """The exit code of Ctrl-C (128 + SIGINT, as a shell reports a process SIGINT ended)."""
 TERMINATED = 128 + signal.SIGTERM
 """The exit code of a SIGTERM (143), as a shell reports a process SIGTERM ended."""
+HUNG_UP = 129
+"""The exit code of a SIGHUP (128 + 1), as a shell reports a process SIGHUP ended."""
+STOPPED = (INTERRUPTED, TERMINATED, HUNG_UP)
+"""The exit codes of a command a stop ended."""
+_SIGNALS = tuple(
+    found for found in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if found is not None
+)
+"""The signals taken as Ctrl-C (Windows has no SIGHUP)."""
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised as Ctrl-C's ``KeyboardInterrupt`` is, so that it stops a run the same way."""
+    """SIGTERM or SIGHUP, raised as Ctrl-C's ``KeyboardInterrupt`` is, so that it stops a run
+    the same way; ``signum`` is the signal's number."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__()
+        self.signum = signum
 
 
-_received = {"sigterm": False}
-"""Whether the handler of the current :func:`terminate_as_interrupt` block has run."""
+_received = {"signum": 0}
+"""The signal whose handler of the current :func:`terminate_as_interrupt` block ran (0: none)."""
+
+
+def stopped_by(stop: KeyboardInterrupt) -> str:
+    """The signal that raised ``stop`` (``SIGTERM``, ``SIGHUP``), or "" for Ctrl-C's own:
+    :class:`Terminated`'s, or the one whose handler ran when a library raised ``stop``."""
+    signum = stop.signum if isinstance(stop, Terminated) else _received["signum"]
+    return signal.Signals(signum).name if signum else ""
 
 
 def by_sigterm(stop: KeyboardInterrupt) -> bool:
     """Whether ``stop`` is a SIGTERM's: :class:`Terminated`, or what a library raised for it."""
-    return isinstance(stop, Terminated) or _received["sigterm"]
+    return stopped_by(stop) == "SIGTERM"
 
 
 def exit_code(stop: KeyboardInterrupt) -> int:
-    """143 for a SIGTERM, 130 for Ctrl-C."""
-    return TERMINATED if by_sigterm(stop) else INTERRUPTED
+    """143 for a SIGTERM, 129 for a SIGHUP, 130 for Ctrl-C (128 + the signal's number)."""
+    name = stopped_by(stop)
+    return 128 + signal.Signals[name].value if name else INTERRUPTED
 
 
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated` in the main thread.
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread.
 
     Outside the main thread (where no signal handler can be installed) the block runs
-    with SIGTERM as it was. The handler found before is put back when the block ends. A
+    with the signals as they were. The handlers found before are put back when the block
+    ends, and as soon as one of the signals came (a second one then does not wait). A
     stop is told inside the block (:mod:`.errors` within it), where :func:`by_sigterm`
     still knows of the signal.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    found = signal.getsignal(signal.SIGTERM)
-    before = signal.SIG_DFL if found is None else found
+    found = {signum: signal.getsignal(signum) for signum in _SIGNALS}
+    before = {signum: signal.SIG_DFL if was is None else was for signum, was in found.items()}
+
+    def put_back() -> None:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, before)  # a second SIGTERM does not wait for the first
-        _received["sigterm"] = True
-        raise Terminated
+        put_back()  # a second signal does not wait for the first one's stop
+        _received["signum"] = signum
+        raise Terminated(signum)
 
-    _received["sigterm"] = False
-    signal.signal(signal.SIGTERM, stop)
+    _received["signum"] = 0
+    for signum in _SIGNALS:
+        signal.signal(signum, stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, before)
-        _received["sigterm"] = False  # the stop was told inside the block
+        put_back()
+        _received["signum"] = 0  # the stop was told inside the block
 
 
 def leave_after_stop(code: int) -> NoReturn:
