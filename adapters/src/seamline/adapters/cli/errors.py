@@ -29,6 +29,11 @@ from seamline.contracts.errors import (
 
 T = TypeVar("T")
 
+Kept = str | Callable[[KeyboardInterrupt], "tuple[str, str]"]
+"""What a stop leaves: the text, or a function of the stop that tells, when the text
+depends on how far the command got, ``(when, text)``: ``when`` follows the label
+(``interrupted (SIGTERM) after the output was published: ...``); "" for none."""
+
 USAGE = 2
 """The exit code of a user's mistake."""
 PUBLISHED_NOTHING = "nothing was published"
@@ -39,7 +44,7 @@ def user_errors(
     action: Callable[[], T],
     report: Callable[[UserError], None] | None = None,
     *,
-    kept_on_interrupt: str = "",
+    kept_on_interrupt: Kept = "",
 ) -> T:
     """Run ``action``; a user error becomes a message on stderr and exit code 2.
 
@@ -78,7 +83,7 @@ def user_errors(
 
 
 @contextlib.contextmanager
-def interrupts(kept: str = "") -> Iterator[None]:
+def interrupts(kept: Kept = "") -> Iterator[None]:
     """Ctrl-C or a SIGTERM anywhere in the block: the one line, exit code 130 or 143.
 
     For what a command does outside :func:`user_errors` (its imports, its set-up), so that
@@ -90,14 +95,20 @@ def interrupts(kept: str = "") -> Iterator[None]:
         _stopped(stop, kept)
 
 
-def _stopped(stop: KeyboardInterrupt, kept: str) -> NoReturn:
-    if kept and getattr(stop, NOTHING_COMMITTED, False):  # before the run's first commit
-        kept = (
+def _stopped(stop: KeyboardInterrupt, kept: Kept) -> NoReturn:
+    when, said = kept(stop) if callable(kept) else ("", committed_or_not(stop, kept))
+    interrupted(said, by=stopped_by(stop), when=when)
+    raise typer.Exit(exit_code(stop)) from None
+
+
+def committed_or_not(stop: KeyboardInterrupt, kept: str) -> str:
+    """``kept``, or, for a stop before the run's first commit, that nothing was committed."""
+    if kept and getattr(stop, NOTHING_COMMITTED, False):
+        return (
             f"{PUBLISHED_NOTHING}; nothing was committed either, so a run again starts from "
             "the beginning"
         )
-    interrupted(kept, by=stopped_by(stop))
-    raise typer.Exit(exit_code(stop)) from None
+    return kept
 
 
 def usage_error(message: str) -> NoReturn:

@@ -13,6 +13,7 @@ import typer
 from seamline.adapters.cli import STARTED
 from seamline.adapters.cli.errors import (
     PUBLISHED_NOTHING,
+    committed_or_not,
     environment_errors,
     interrupts,
     usage_error,
@@ -26,6 +27,7 @@ from seamline.adapters.otel_environment import check_otel_environment
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from seamline.adapters.cli.publication import Publication
     from seamline.core import Pipeline, RunSummary
 
 LOG_FORMATS = {"auto": None, "json": True, "console": False}
@@ -47,6 +49,14 @@ INTERRUPTED = (
     "go on from it"
 )
 """What Ctrl-C or a SIGTERM leaves of a run."""
+AFTER_PUBLISHING = "after the output was published"
+"""Where a stop after the publication came, said after ``interrupted (SIGTERM)``."""
+PUBLISHED = (
+    "{output} is complete; there is nothing to resume: a run again, with --resume or not, "
+    "would start from the beginning (and a sink that appends would add every document again)"
+)
+"""What a stop after the run published its output leaves: the output (it said "nothing was
+published ... run again with --resume", which appended a LanceDB table's rows twice)."""
 NOT_BEGUN = f"{PUBLISHED_NOTHING}; the run had not begun, so its output is as it was"
 """What a stop before the run began leaves: the output untouched (it said a commit was kept
 when there was none, and no output folder either)."""
@@ -125,22 +135,47 @@ def run(
     # (as while plugins are imported), since a C library or os.write(1, ...) got past
     # Python's own stream.
     others_to_stderr = stdout_to_stderr() if as_json else contextlib.nullcontext()
-    # A SIGTERM (a scheduler's, `timeout`'s) stops the run as Ctrl-C does, until it is done.
+    # A SIGTERM (a scheduler's, `timeout`'s) or SIGHUP stops the run as Ctrl-C does, until
+    # the summary is printed: one after the output was published says so (it was killed
+    # by the signal's default action while the summary printed, without a line).
     # A stop Python drops while JAX is imported (in its GC callback) is kept, and raised
     # before the run begins: it let the run go on, publish and exit 0.
-    with terminate_as_interrupt(), stops_kept(), interrupts(NOT_BEGUN), others_to_stderr:
-        summary, loaded, run_started = _run(
-            pipeline, overrides, log_format, log_level, compile_cache, resume, restart
-        )
-    from seamline.adapters.cli.outputs import output_place
-    from seamline.adapters.cli.render.run import run_summary
-    from seamline.adapters.cli.render.run_json import run_summary_json
+    told = StopTold()
+    with terminate_as_interrupt(), stops_kept(), interrupts(told):
+        with others_to_stderr:
+            summary, loaded, run_started = _run(
+                pipeline, overrides, log_format, log_level, compile_cache, resume, restart, told
+            )
+        from seamline.adapters.cli.outputs import output_place
+        from seamline.adapters.cli.render.run import run_summary
+        from seamline.adapters.cli.render.run_json import run_summary_json
 
-    place = output_place(loaded)
-    if as_json:
-        run_summary_json(summary, place)
-    else:
-        run_summary(summary, before_run=run_started - STARTED, place=place, verbose=verbose)
+        place = output_place(loaded)
+        if as_json:
+            run_summary_json(summary, place)
+        else:
+            run_summary(summary, before_run=run_started - STARTED, place=place, verbose=verbose)
+
+
+class StopTold:
+    """What a stop of ``seamline run`` leaves, by how far the run got: not begun, under way
+    (the last commit, ``--resume``), or past publishing its output (nothing to resume)."""
+
+    def __init__(self) -> None:
+        self.pipeline: Pipeline | None = None
+        self.publication: Publication | None = None
+        """Set just before the run begins (None: it has not)."""
+
+    def __call__(self, stop: KeyboardInterrupt) -> tuple[str, str]:
+        if self.publication is None or self.pipeline is None:
+            return "", committed_or_not(stop, NOT_BEGUN)
+        if not self.publication.happened():
+            return "", committed_or_not(stop, INTERRUPTED)
+        from seamline.adapters.cli.outputs import output_place
+
+        place = output_place(self.pipeline)
+        output = place.path or place.manifest or "the output"
+        return AFTER_PUBLISHING, PUBLISHED.format(output=output)
 
 
 def _run(
@@ -151,11 +186,16 @@ def _run(
     compile_cache: bool,
     resume: bool,
     restart: bool,
+    told: StopTold,
 ) -> tuple[RunSummary, Pipeline, float]:
-    """Load the pipeline and run it: its summary, the pipeline, and when the run began."""
+    """Load the pipeline and run it: its summary, the pipeline, and when the run began.
+
+    ``told`` learns when the run begins, so that a stop is told by how far it got.
+    """
     before = partial(user_errors, kept_on_interrupt=NOT_BEGUN)  # a stop says so, not bare
     before(lambda: check_otel_environment(os.environ))  # before the SDK reads it
     from seamline.adapters import telemetry_setup
+    from seamline.adapters.cli.publication import Publication
     from seamline.adapters.cli.render.progress import ProgressMonitor
     from seamline.core import Pipeline, raise_kept_stop
 
@@ -169,6 +209,7 @@ def _run(
     # The pipeline's telemetry: section wins over the OTEL_* variables.
     before(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
     raise_kept_stop()  # one Python dropped so far: the run does not begin
+    told.pipeline, told.publication = loaded, Publication.of(loaded)
     try:
         extra = [ProgressMonitor(consoles.err)] if interactive else []
         run_started = time.perf_counter()
@@ -179,10 +220,10 @@ def _run(
                 writing=getattr(loaded.resolved.sink.config, "path", None),
                 nothing_committed=NOTHING_KEPT,
             ),
-            kept_on_interrupt=INTERRUPTED,
+            kept_on_interrupt=told,
         )
     finally:
-        telemetry_setup.shutdown_telemetry()
+        telemetry_setup.shutdown_telemetry()  # a stop in it: told by the command's block
     return summary, loaded, run_started
 
 

@@ -141,13 +141,15 @@ def warn(message: str) -> None:
     line(("warning:", "bold yellow"), " ", message, console=consoles.err, soft_wrap=True)
 
 
-def interrupted(kept: str = "", by: str = "") -> None:
+def interrupted(kept: str = "", by: str = "", when: str = "") -> None:
     """What Ctrl-C leaves behind (``kept``: what a command keeps for later, and how to go on).
 
     ``by``: the signal that stopped it, when not Ctrl-C (``SIGTERM``), for the log of a
-    job a scheduler stopped.
+    job a scheduler stopped. ``when``: where the command had got to, when that changes
+    what the stop means (``after the output was published``).
     """
     label = f"interrupted ({by})" if by else "interrupted"
+    label = f"{label} {when}" if when else label
     if not kept:  # a command that writes nothing (search, explain): nothing to say of it
         line((label, "bold yellow"), console=consoles.err)
         return

@@ -1,0 +1,114 @@
+"""A stop that comes after ``seamline run`` published its output says so, and never --resume.
+
+A SIGTERM or Ctrl-C after the sink published (the components closing, telemetry shut
+down, the summary printing) was told as one before it: "nothing was published; ... run
+again with --resume to go on from it", though the output was complete and its checkpoint
+gone; into a LanceDB table with ``mode: append`` that advice added every row again. One
+during the summary met SIGTERM's default action (the handler was put back before it):
+killed, no line. A real ``seamline run`` subprocess sends itself the signal at each of
+those moments (a hook wrapped around the step, so the moment is exact) and must end
+with the stop's exit code and the line that the output is complete, nothing to resume.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.faults.component_scenarios import published
+from tests.faults.fixture_plugin import fault_environment
+from tests.faults.kill_points import DOCUMENTS, write_pipeline
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+DRIVER = """
+import os, signal, sys
+from seamline.adapters.cli import main as cli
+
+def stopped_at(owner, name, after=True, when=lambda *args, **kwargs: True):
+    real = getattr(owner, name)
+    def step(*args, **kwargs):
+        if not after and when(*args, **kwargs):
+            os.kill(os.getpid(), signal.{signal})  # its handler runs before the next line
+        done = real(*args, **kwargs)
+        if after and when(*args, **kwargs):
+            os.kill(os.getpid(), signal.{signal})
+        return done
+    setattr(owner, name, step)
+
+moment = "{moment}"
+if moment in ("published", "publishing"):  # the sink's close(complete=True): after, before
+    from seamline.contracts.sink_kit import PublishingSink
+    complete = lambda self, complete=True: complete
+    stopped_at(PublishingSink, "close", moment == "published", complete)
+elif moment == "telemetry":  # the run returned; telemetry shut down
+    from seamline.adapters import telemetry_setup
+    stopped_at(telemetry_setup, "shutdown_telemetry")
+else:  # the summary printed
+    from seamline.adapters.cli.render import run as render
+    stopped_at(render, "run_summary")
+
+cli.main(["run", "pipeline.yaml", "--log-level", "warning"])
+"""
+
+
+def run_stopped(pipeline: Path, sent: signal.Signals, moment: str) -> tuple[int, str]:
+    """``seamline run pipeline.yaml`` from its folder, sent ``sent`` at ``moment``: its
+    exit code and its stderr on one line."""
+    ended = subprocess.run(
+        [sys.executable, "-c", DRIVER.format(signal=sent.name, moment=moment)],
+        cwd=pipeline.parent,
+        env=fault_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "Traceback" not in ended.stderr, ended.stderr
+    return ended.returncode, " ".join(ended.stderr.split())
+
+
+@pytest.mark.parametrize("moment", ["published", "telemetry", "summary"])
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_after_the_output_was_published_says_it_is_complete(
+    tmp_path: Path, moment: str, sent: signal.Signals, code: int
+) -> None:
+    pipeline = write_pipeline(tmp_path, "relative")
+    returncode, line = run_stopped(pipeline, sent, moment)
+    assert returncode == code, (returncode, line)
+    label = "interrupted (SIGTERM)" if sent == signal.SIGTERM else "interrupted"
+    assert (
+        f"{label} after the output was published: out/emb.jsonl is complete; there is "
+        "nothing to resume"
+    ) in line, line
+    assert "nothing was published" not in line, line
+    assert "run again with --resume" not in line, line
+    records = published(tmp_path / "out")
+    assert records is not None, "the output was not published"
+    ids = sorted(record["id"] for record in records)
+    assert ids == sorted(f"d{i}" for i in range(DOCUMENTS))
+
+
+def test_a_stop_before_publishing_over_an_earlier_output_still_offers_resume(
+    tmp_path: Path,
+) -> None:
+    """The manifest an earlier run published at the destination is not this run's."""
+    pipeline = write_pipeline(tmp_path, "relative")
+    first = subprocess.run(
+        [sys.executable, "-m", "seamline.adapters.cli.main", "run", "pipeline.yaml"],
+        cwd=pipeline.parent,
+        env=fault_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert first.returncode == 0, first.stderr
+    returncode, line = run_stopped(pipeline, signal.SIGTERM, "publishing")
+    assert returncode == 143, (returncode, line)
+    assert "interrupted (SIGTERM): nothing was published" in line, line
+    assert "run again with --resume" in line, line
+    assert "after the output was published" not in line, line
