@@ -4,10 +4,11 @@ A SIGTERM or Ctrl-C after the sink published (the components closing, telemetry 
 down, the summary printing) was told as one before it: "nothing was published; ... run
 again with --resume to go on from it", though the output was complete and its checkpoint
 gone; into a LanceDB table with ``mode: append`` that advice added every row again. One
-during the summary met SIGTERM's default action (the handler was put back before it):
-killed, no line. A real ``seamline run`` subprocess sends itself the signal at each of
-those moments (a hook wrapped around the step, so the moment is exact) and must end
-with the stop's exit code and the line that the output is complete, nothing to resume.
+during the summary, or while Python ran its exit handlers after it, met the signal's
+default action (the handler was put back before the summary): killed, no line. A real
+``seamline run`` subprocess sends itself the signal at each of those moments (a hook
+wrapped around the step, so the moment is exact) and must end with the stop's exit code
+and the line that the output is complete, nothing to resume.
 """
 
 from __future__ import annotations
@@ -49,11 +50,15 @@ if moment in ("published", "publishing"):  # the sink's close(complete=True): af
 elif moment == "telemetry":  # the run returned; telemetry shut down
     from seamline.adapters import telemetry_setup
     stopped_at(telemetry_setup, "shutdown_telemetry")
-else:  # the summary printed
+elif moment == "summary":  # the summary printed
     from seamline.adapters.cli.render import run as render
     stopped_at(render, "run_summary")
 
-cli.main(["run", "pipeline.yaml", "--log-level", "warning"])
+try:
+    cli.main(["run", "pipeline.yaml", "--log-level", "warning"])
+finally:
+    if moment == "exit":  # the command returned; Python's exit comes next
+        os.kill(os.getpid(), signal.{signal})
 """
 
 
@@ -72,15 +77,27 @@ def run_stopped(pipeline: Path, sent: signal.Signals, moment: str) -> tuple[int,
     return ended.returncode, " ".join(ended.stderr.split())
 
 
-@pytest.mark.parametrize("moment", ["published", "telemetry", "summary"])
-@pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("moment", "sent", "code"),
+    [
+        *[
+            (moment, sent, code)
+            for moment in ("published", "telemetry", "summary")
+            for sent, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130))
+        ],
+        # Python's exit after a finished run met the signal's default action: killed, no
+        # line. Ctrl-C there is Python's own.
+        ("exit", signal.SIGTERM, 143),
+        ("exit", signal.SIGHUP, 129),
+    ],
+)
 def test_a_stop_after_the_output_was_published_says_it_is_complete(
     tmp_path: Path, moment: str, sent: signal.Signals, code: int
 ) -> None:
     pipeline = write_pipeline(tmp_path, "relative")
     returncode, line = run_stopped(pipeline, sent, moment)
     assert returncode == code, (returncode, line)
-    label = "interrupted (SIGTERM)" if sent == signal.SIGTERM else "interrupted"
+    label = "interrupted" if sent == signal.SIGINT else f"interrupted ({sent.name})"
     assert (
         f"{label} after the output was published: out/emb.jsonl is complete; there is "
         "nothing to resume"

@@ -36,7 +36,7 @@ from seamline.adapters.cli.commands import (
 from seamline.adapters.cli.conventions import Command, Group
 from seamline.adapters.cli.render.console import encodes_everything
 from seamline.adapters.cli.stderr import standard_streams_kept
-from seamline.adapters.cli.stopping import STOPPED, leave_after_stop
+from seamline.adapters.cli.stopping import STOPPED, ending_with_the_command, leave_after_stop
 
 app = typer.Typer(
     name="seamline",
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> Any:
     """
     standard_streams_kept()
     _replace_what_cannot_be_shown()
+    ending_with_the_command()  # a signal while Python exits after a run is told too
     try:
         return app(args=argv, prog_name="seamline")
     except SystemExit as done:

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import NoReturn
 
@@ -80,18 +81,48 @@ def exit_code(stop: KeyboardInterrupt) -> int:
     return 128 + signal.Signals[name].value if name else INTERRUPTED
 
 
+class Block:
+    """What a :func:`terminate_as_interrupt` block learns from its command."""
+
+    def __init__(self) -> None:
+        self.after: tuple[str, str] | None = None
+        """Set once the command's work is done and told (``seamline run``: its output
+        published, its summary printed): where a signal after the block finds it, and what
+        that leaves (``("after the output was published", "out/emb.jsonl is complete;
+        ...")``)."""
+
+
+_process = {"ends_with_command": False}
+"""Whether this process ends when its command does (the ``seamline`` entry point)."""
+
+
+def ending_with_the_command() -> None:
+    """Say that the process ends with its command (:func:`.main.main`, not a test's runner).
+
+    Then a block whose command told :attr:`Block.after` leaves its handler in place of the
+    one found before: a signal while Python exits (the teardown of JAX's modules takes
+    seconds) met SIGTERM's default action and ended a finished run, its summary printed,
+    killed by the signal with no line. In a process that goes on after the command (a
+    test's runner) the handlers found before are put back, as always.
+    """
+    _process["ends_with_command"] = True
+
+
 @contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
+def terminate_as_interrupt() -> Iterator[Block]:
     """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread.
 
     Outside the main thread (where no signal handler can be installed) the block runs
     with the signals as they were. The handlers found before are put back when the block
-    ends, and as soon as one of the signals came (a second one then does not wait). A
-    stop is told inside the block (:mod:`.errors` within it), where :func:`by_sigterm`
-    still knows of the signal.
+    ends, and as soon as one of the signals came (a second one then does not wait),
+    except after a block whose command told :attr:`Block.after`, in a process that ends
+    with it (:func:`ending_with_the_command`): there a signal says that line and ends the
+    process with the signal's exit code. A stop is told inside the block (:mod:`.errors`
+    within it), where :func:`stopped_by` still knows of the signal.
     """
+    block = Block()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield block
         return
     found = {signum: signal.getsignal(signum) for signum in _SIGNALS}
     before = {signum: signal.SIG_DFL if was is None else was for signum, was in found.items()}
@@ -109,10 +140,31 @@ def terminate_as_interrupt() -> Iterator[None]:
     for signum in _SIGNALS:
         signal.signal(signum, stop)
     try:
-        yield
+        yield block
     finally:
-        put_back()
         _received["signum"] = 0  # the stop was told inside the block
+        if block.after is not None and _process["ends_with_command"]:
+            late = functools.partial(_stopped_late, *block.after, put_back)
+            for signum in _SIGNALS:
+                signal.signal(signum, late)
+        else:
+            put_back()
+
+
+def _stopped_late(
+    when: str, kept: str, put_back: Callable[[], None], signum: int, frame: FrameType | None
+) -> None:
+    """A signal after the command finished (while Python exits): the line, then the exit."""
+    put_back()
+    for stream in (sys.stdout, sys.stderr):  # the summary first, as it was printed
+        with contextlib.suppress(Exception):
+            stream.flush()
+    said = f"interrupted ({signal.Signals(signum).name}) {when}: {kept}\n"
+    with contextlib.suppress(OSError):
+        os.write(2, said.encode("utf-8", errors="replace"))
+    if not sys.is_finalizing():  # the exit handlers have not run yet
+        atexit._run_exitfuncs()
+    os._exit(128 + signum)
 
 
 def leave_after_stop(code: int) -> NoReturn:

@@ -141,11 +141,12 @@ def run(
     # A stop Python drops while JAX is imported (in its GC callback) is kept, and raised
     # before the run begins: it let the run go on, publish and exit 0.
     told = StopTold()
-    with terminate_as_interrupt(), stops_kept(), interrupts(told):
+    with terminate_as_interrupt() as block, stops_kept(), interrupts(told):
         with others_to_stderr:
             summary, loaded, run_started = _run(
                 pipeline, overrides, log_format, log_level, compile_cache, resume, restart, told
             )
+        told.done = True  # whatever its sink: the run returned, its output published
         from seamline.adapters.cli.outputs import output_place
         from seamline.adapters.cli.render.run import run_summary
         from seamline.adapters.cli.render.run_json import run_summary_json
@@ -155,6 +156,7 @@ def run(
             run_summary_json(summary, place)
         else:
             run_summary(summary, before_run=run_started - STARTED, place=place, verbose=verbose)
+        block.after = told.published()  # a signal while Python exits: said too
 
 
 class StopTold:
@@ -165,17 +167,25 @@ class StopTold:
         self.pipeline: Pipeline | None = None
         self.publication: Publication | None = None
         """Set just before the run begins (None: it has not)."""
+        self.done = False
+        """The run returned its summary: the output is published."""
 
     def __call__(self, stop: KeyboardInterrupt) -> tuple[str, str]:
         if self.publication is None or self.pipeline is None:
             return "", committed_or_not(stop, NOT_BEGUN)
-        if not self.publication.happened():
+        if not (self.done or self.publication.happened()):
             return "", committed_or_not(stop, INTERRUPTED)
-        from seamline.adapters.cli.outputs import output_place
+        return self.published()
 
-        place = output_place(self.pipeline)
-        output = place.path or place.manifest or "the output"
-        return AFTER_PUBLISHING, PUBLISHED.format(output=output)
+    def published(self) -> tuple[str, str]:
+        """What a stop after the output was published says: where, and that it is complete."""
+        place = None
+        if self.pipeline is not None:
+            from seamline.adapters.cli.outputs import output_place
+
+            place = output_place(self.pipeline)
+        output = (place.path or place.manifest) if place is not None else None
+        return AFTER_PUBLISHING, PUBLISHED.format(output=output or "the output")
 
 
 def _run(
