@@ -235,20 +235,24 @@ def test_an_empty_string_is_one_text_and_an_empty_list_none(embedder: Embedder) 
     assert embedder.encode(iter(["a", ""])).shape == (2, embedder.dimension)
 
 
-def test_an_interrupt_of_the_leader_is_raised_in_the_leader_only(embedder: Embedder) -> None:
+def test_an_interrupt_of_the_leader_is_raised_in_the_leader_only(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A SIGINT is a KeyboardInterrupt in the main thread, here leading a pass that also held
     # a worker's texts; the worker used to raise the same KeyboardInterrupt object.
+    from seamline.core import embedder as embedder_module
+
     leader = threading.get_ident()
-    embed = embedder._pass
+    embed = embedder_module._embed_pass
     held: list[int] = []
 
     def interrupted(*args: Any) -> Any:
         if threading.get_ident() == leader:
-            held.append(len(args[0]))
+            held.append(len(args[1]))  # (embedder, requests, ...)
             raise KeyboardInterrupt
         return embed(*args)
 
-    embedder._pass = interrupted  # type: ignore[method-assign]
+    monkeypatch.setattr(embedder_module, "_embed_pass", interrupted)
     mine = embedder.submit(["a big batch of text"] * 4)
     got: list[Any] = []
 
@@ -264,7 +268,7 @@ def test_an_interrupt_of_the_leader_is_raised_in_the_leader_only(embedder: Embed
     with pytest.raises(KeyboardInterrupt):
         mine.result()
     worker.join(timeout=30)
-    embedder._pass = embed  # type: ignore[method-assign]
+    monkeypatch.setattr(embedder_module, "_embed_pass", embed)
     assert held == [2], "the interrupted pass held the worker's request too"
     (vectors,) = got  # re-queued and embedded by the next pass: the worker's own rows
     assert isinstance(vectors, np.ndarray), f"the worker raised {vectors!r}"
