@@ -8,6 +8,8 @@ as a closed file does; an index now does too, with :class:`IndexClosed` (a
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +129,23 @@ class ClosingFirst:
 
     def close(self) -> None:
         self.model.close()
+
+
+def test_a_closed_index_dropped_is_freed_with_its_model_without_the_cyclic_collector(
+    index: Path,
+) -> None:
+    # The query model (an Embedder) lived on in reference cycles after close() until
+    # the cyclic collector ran: its queue held its pass, its compiled steps its report.
+    searcher = open_index(index, registry=registry())
+    searcher.find(TEXTS[1], k=1)
+    embedder = weakref.ref(searcher.encoder.embedder)
+    gc.collect()
+    gc.disable()
+    try:
+        searcher.close()
+        gone = weakref.ref(searcher)
+        del searcher
+        assert gone() is None
+        assert embedder() is None, "its query model freed with it"
+    finally:
+        gc.enable()

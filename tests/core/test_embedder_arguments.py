@@ -152,6 +152,25 @@ def test_closing_releases_the_weights_and_the_compiled_steps() -> None:
     assert embedder.encoder.steps.in_use() == []  # each holds its executable
 
 
+def test_a_closed_embedder_dropped_is_freed_without_the_cyclic_collector() -> None:
+    # Its queue held its pass (a bound method) and its compiled steps its report: a closed
+    # and dropped Embedder (encoder, compiled steps, planner...) lived on in those cycles
+    # until the cyclic collector next ran.
+    embedder = toy_embedder()
+    embedder.encode(["a b", "c d e"])
+    gc.collect()
+    gc.disable()
+    try:
+        embedder.close()
+        gone = weakref.ref(embedder)
+        steps = weakref.ref(embedder.encoder.steps)
+        del embedder
+        assert gone() is None, "freed when its last reference went"
+        assert steps() is None
+    finally:
+        gc.enable()
+
+
 def test_a_child_forked_after_the_runtime_started_is_refused_at_once() -> None:
     # It hung for ever (multiprocessing's default start method on Linux), with an
     # embedder inherited from the parent and with one built in the child alike.

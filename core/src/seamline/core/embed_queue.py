@@ -147,6 +147,11 @@ def closed() -> RuntimeError:
     return RuntimeError("this Embedder is closed")
 
 
+def _no_pass(_: list[Request]) -> None:
+    """A closed queue's ``run``: never called (a closed queue takes no request)."""
+    raise closed()
+
+
 def _call(callback: Callable[[], None]) -> None:
     try:
         callback()
@@ -208,6 +213,10 @@ class EmbedQueue:
             self._changed.notify_all()
         for request in left:
             request.finish(closed())
+        # No pass runs any more: drop ``run`` (its embedder's bound method), or the embedder
+        # and this queue stay in a reference cycle, weights' holders and all, until the
+        # cyclic collector runs.
+        self.run = _no_pass
 
     def waiting(self) -> tuple[int, int]:
         """``(requests, texts)`` queued and not yet taken."""

@@ -180,7 +180,7 @@ class Embedder:
         self._sides = ModelSides(created)
         seam = Seam(created, registry.info_of(created), self.monitors)
         candidates = build_candidates(resolved.attention, registry)
-        self.encoder = Encoder(created, seam, candidates, resolved.run, self._report)
+        self.encoder = Encoder(created, seam, candidates, resolved.run, _reporter(self.monitors))
         self.queue = EmbedQueue(self._run, max_wait)
         self._batches = 0
         self._texts_done = 0
@@ -348,10 +348,6 @@ class Embedder:
                     for request in group:
                         request.finish(refused.get(id(request)))
 
-    def _report(self, event: Any) -> None:
-        span_event(event)
-        self.monitors.emit(event)
-
     # -- the end -----------------------------------------------------------------------------
 
     def abandon(self) -> None:
@@ -382,6 +378,20 @@ class Embedder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _reporter(monitors: MonitorHub) -> Callable[[Any], None]:
+    """What the model's compiled steps report to: the pass's span and ``monitors``.
+
+    Not a method of the Embedder: its encoder held it (a bound method, so the embedder
+    itself), and a closed, dropped Embedder stayed in that reference cycle until the
+    cyclic collector ran."""
+
+    def report(event: Any) -> None:
+        span_event(event)
+        monitors.emit(event)
+
+    return report
 
 
 def _embed_pass(
