@@ -20,6 +20,10 @@ the search is made once more, with the index opened anew.
 At the server's stop (:meth:`IndexSearch.close`) the searcher is closed the same way,
 once its last search is done, and a search that comes later is refused (503) rather
 than open the index again: a model opened then would never be closed.
+
+Once a replaced searcher is closed, the memory its query model freed is handed back to the
+system (:func:`release_freed_memory`): glibc's malloc kept it, and a server whose index was
+republished grew by about 27 MiB each time (see :mod:`.freed_memory`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from seamline.adapters.search import (
 )
 from seamline.adapters.serve.bodies import SearchRequest
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
+from seamline.adapters.serve.freed_memory import release_freed_memory
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import visible
@@ -112,7 +117,7 @@ class IndexSearch:
                 return self._opened
         finally:
             if stale is not None:
-                stale.searcher.close()
+                self._close(stale.searcher)
 
     def _index(self) -> Path:
         if self.path is None:
@@ -152,7 +157,12 @@ class IndexSearch:
             opened.users -= 1
             done = opened.retired and opened.users == 0
         if done:
-            opened.searcher.close()
+            self._close(opened.searcher)
+
+    def _close(self, searcher: Searcher) -> None:
+        """Close a retired searcher, then hand the memory its model freed back to the system."""
+        searcher.close()
+        release_freed_memory()
 
     def find(self, request: SearchRequest) -> dict[str, Any]:
         """The hits of ``request``, as the response body."""
@@ -208,7 +218,7 @@ class IndexSearch:
         with self._lock:
             stale = self._retire()
         if stale is not None:
-            stale.searcher.close()
+            self._close(stale.searcher)
 
     def close(self) -> None:
         """At the server's stop: the searcher closed now, or when the last search using it
