@@ -152,6 +152,41 @@ def test_a_run_that_died_while_publishing_is_undone_before_the_next(
     assert keys(tmp_path) == [(r.doc_id, r.index) for r in first + second], "appended once"
 
 
+def test_a_ctrl_c_while_an_append_is_published_comes_once_it_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C after the checkpoint (and its ``publishing`` record) was deleted, before the
+    manifest was renamed into place, left the appended rows in the table with nothing
+    recording them: the old manifest, no checkpoint, and ``--resume`` appended them again.
+    The stop now waits for the publication's last rename."""
+    import signal
+
+    from seamline.contracts.sink_kit import AtomicFile
+
+    first, second = make_records(4, seed=3), make_records(4, seed=4, start=4)
+    run(tmp_path, first)
+    appending = sink(tmp_path, mode="append")
+    appending.start(MANIFEST)
+    appending.write(second)
+    appending.commit("c1")
+    real = AtomicFile.publish
+
+    def publish(self: AtomicFile) -> None:
+        if self.destination.name == "emb.manifest.json":  # the checkpoint is gone by now
+            signal.raise_signal(signal.SIGINT)
+        real(self)
+
+    monkeypatch.setattr(AtomicFile, "publish", publish)
+    with pytest.raises(KeyboardInterrupt):
+        appending.close()
+    monkeypatch.undo()
+    db = tmp_path / "db"
+    manifest = json.loads((db / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["outputs"]["table_version"] == table(tmp_path).version, "this run's"
+    assert keys(tmp_path) == [(r.doc_id, r.index) for r in first + second]
+    assert not (db / ".emb.lance.checkpoint").exists(), "published: nothing to resume"
+
+
 def test_a_failed_run_leaves_the_table_as_it_was(tmp_path: Path) -> None:
     run(tmp_path, make_records(4))
     failed = sink(tmp_path)

@@ -263,3 +263,34 @@ def test_a_publication_whose_manifest_is_out_is_neither_undone_nor_applied_again
     staged(lambda: lance(tmp_path, mode="append"), [windows("c", 1, 3)], run_id="run-2")
     assert rows(tmp_path) == [*published, ("c", 0, 3.0)], "run-1's rows kept, once"
     assert not checkpoint.exists()
+
+
+def test_a_ctrl_c_while_parts_are_published_comes_once_the_publication_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C between the renames of a staged run's publication (its errors file out,
+    its manifest not) left the run's errors beside the earlier run's manifest and the
+    record of the publication, undone by the next run. It now waits for the last step."""
+    import signal
+
+    from seamline.contracts.sink_kit import AtomicFile
+
+    whole_run(tmp_path, windows("a", 1, 1))
+    staged(lambda: lance(tmp_path, mode="append"), [windows("b", 1, 2)], publish=False)
+    real = AtomicFile.publish
+
+    def publish(self: AtomicFile) -> None:
+        real(self)
+        if self.destination.name == "emb.errors.jsonl":
+            signal.raise_signal(signal.SIGINT)  # its handler runs before the next line
+
+    monkeypatch.setattr(AtomicFile, "publish", publish)
+    with pytest.raises(KeyboardInterrupt):
+        lance(tmp_path, mode="append").publish_parts("run-1", 1, MANIFEST)
+    monkeypatch.undo()
+    db = tmp_path / "db"
+    manifest = json.loads((db / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["outputs"]["run_id"] == "run-1", "the run's manifest is out"
+    assert [e["id"] for e in read_errors(db / "emb.lance") or []] == ["bad-0"]
+    assert not (db / ".emb.lance.checkpoint").exists(), "complete: nothing to undo or resume"
+    assert rows(tmp_path) == [("a", 0, 1.0), ("b", 0, 2.0)]

@@ -8,11 +8,14 @@ during the summary, or while Python ran its exit handlers after it, met the sign
 default action (the handler was put back before the summary): killed, no line. A real
 ``seamline run`` subprocess sends itself the signal at each of those moments (a hook
 wrapped around the step, so the moment is exact) and must end with the stop's exit code
-and the line that the output is complete, nothing to resume.
+and the line that the output is complete, nothing to resume. One more moment falls
+inside the publication, between the manifest's rename and the records': the stop there
+waits for the last rename (it left the manifest beside no records file).
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -47,6 +50,9 @@ if moment in ("published", "publishing"):  # the sink's close(complete=True): af
     from seamline.contracts.sink_kit import PublishingSink
     complete = lambda self, complete=True: complete
     stopped_at(PublishingSink, "close", moment == "published", complete)
+elif moment == "renaming":  # between the publication's renames: the manifest's, the rest
+    from seamline.contracts.sink_kit import AtomicFile
+    stopped_at(AtomicFile, "publish", True, lambda self: "manifest" in self.destination.name)
 elif moment == "telemetry":  # the run returned; telemetry shut down
     from seamline.adapters import telemetry_setup
     stopped_at(telemetry_setup, "shutdown_telemetry")
@@ -85,6 +91,11 @@ def run_stopped(pipeline: Path, sent: signal.Signals, moment: str) -> tuple[int,
             for moment in ("published", "telemetry", "summary")
             for sent, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130))
         ],
+        # Between the renames that publish the output (the manifest's done, the records'
+        # not): the stop waits for the last one. It left the manifest beside no records.
+        ("renaming", signal.SIGTERM, 143),
+        ("renaming", signal.SIGINT, 130),
+        ("renaming", signal.SIGHUP, 129),
         # Python's exit after a finished run met the signal's default action: killed, no
         # line. Ctrl-C there is Python's own.
         ("exit", signal.SIGTERM, 143),
@@ -108,6 +119,9 @@ def test_a_stop_after_the_output_was_published_says_it_is_complete(
     assert records is not None, "the output was not published"
     ids = sorted(record["id"] for record in records)
     assert ids == sorted(f"d{i}" for i in range(DOCUMENTS))
+    manifest = json.loads((tmp_path / "out" / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["outputs"]["lines"] == {"emb.jsonl": len(records)}  # these very files
+    assert not list((tmp_path / "out").glob(".*")), "a partial file or checkpoint was left"
 
 
 def test_a_stop_before_publishing_over_an_earlier_output_still_offers_resume(

@@ -10,9 +10,10 @@ No flag a run sets can be set at the very instant it publishes (a stop can fall 
 the two), so the command asks the output itself. The manifest a sink publishes names
 the run that made it (``run_id``), and the destination's lock lets only this run
 publish there while it runs: a manifest that names another run than the one there
-when the run began is this run's, published. The manifest is renamed into place before
-the output's other files: a stop that falls between those renames (a few system calls)
-is told as one after the publication.
+when the run began is this run's, published. A stop never falls between the renames
+of a publication: the sink kit holds it back until the last one
+(:func:`~seamline.contracts.sink_kit.stops_deferred`), so a manifest out means the whole
+output is.
 """
 
 from __future__ import annotations

@@ -107,6 +107,7 @@ from seamline.contracts.sink_kit import (
     fsync_directory,
     made_by_another,
     planted_inside,
+    stops_deferred,
 )
 
 if TYPE_CHECKING:
@@ -350,9 +351,7 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             lambda: [files["errors"].read_bytes() for files in parts],
         )
         failure = self._index_and_pin(table)
-        self.merged_errors(parts).publish()
-        self.manifest_file(run_id).publish()  # the publication is complete: never undone
-        self.forget_run()
+        _complete(self, parts, run_id)  # the publication is complete: never undone
         staging.discard_all()
         if failure is not None:  # the rows are published, without the index
             raise failure
@@ -495,6 +494,23 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         version, failure = indexed_version(table, config.index, config.full_text_index, self._where)
         self._group.details["table_version"] = version
         return failure
+
+
+def _complete(sink: LanceDbSink, parts: Sequence[Mapping[str, Path]], run_id: str) -> None:
+    """A staged run's rows in the table: its errors file and its manifest published, then
+    the checkpoint of its ``publishing`` deleted. A stop waits for the last of the three
+    (:func:`stops_deferred`): one in between left this run's errors file beside the
+    earlier run's manifest, or the checkpoint of a publication that was complete."""
+    errors = sink.merged_errors(parts)
+    try:
+        manifest = sink.manifest_file(run_id)
+    except BaseException:
+        errors.discard()
+        raise
+    with stops_deferred():
+        errors.publish()
+        manifest.publish()
+        sink.forget_run()
 
 
 def _another_maker(

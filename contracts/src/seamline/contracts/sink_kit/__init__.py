@@ -40,7 +40,8 @@ The names here are the kit's public face:
   :func:`write_bytes_atomically` to replace a small file (a record, a cache entry) in a
   folder others may write, never through a link planted at a temporary name;
   :func:`planted_inside` to find a link (or a FIFO) planted in a folder a library is
-  about to write;
+  about to write; :func:`stops_deferred` to hold a Ctrl-C, SIGTERM or SIGHUP back
+  until a publication's last step (a sink that publishes in steps of its own);
 - :data:`RunId`: a staged run's id, as a state that records one must check it;
 - :func:`made_by_another` (and :func:`model_changes`): whether an output was made as
   this run makes its vectors (model, precision, versions), the rule of ``--resume``,
@@ -64,6 +65,7 @@ from seamline.contracts.sink_kit._atomic import (
 )
 from seamline.contracts.sink_kit._checkpoint import NoState, SinkState
 from seamline.contracts.sink_kit._config import OutputConfig
+from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._made_by import Maker, made_by_another, model_changes
 from seamline.contracts.sink_kit._parts import RunId
 from seamline.contracts.sink_kit._paths import OutputPath, blocked_folder, located
@@ -89,5 +91,6 @@ __all__ = [
     "planted_inside",
     "record_fields",
     "record_metadata",
+    "stops_deferred",
     "write_bytes_atomically",
 ]

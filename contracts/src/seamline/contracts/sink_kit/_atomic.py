@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from seamline.contracts.errors import ResumeRefused, UserError
+from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.untrusted import TooManyEntries, kind_of, planted_entry
 
 
@@ -358,13 +359,17 @@ class AtomicGroup:
         self._files.append(atomic)
 
     def publish(self) -> None:
-        """Publish every file; if one fails, discard those not yet published and re-raise."""
-        try:
-            for atomic in self._files:
-                atomic.publish()
-        except BaseException:
-            self.discard()
-            raise
+        """Publish every file; if one fails, discard those not yet published and re-raise.
+
+        A stop (Ctrl-C, SIGTERM, SIGHUP) waits for the last rename (:func:`stops_deferred`):
+        one in between published some files and deleted the rest."""
+        with stops_deferred():
+            try:
+                for atomic in self._files:
+                    atomic.publish()
+            except BaseException:
+                self.discard()
+                raise
 
     def discard(self) -> None:
         for atomic in self._files:

@@ -51,6 +51,7 @@ from seamline.contracts.sink_kit._atomic import (
     fsync_directory,
     write_json_atomically,
 )
+from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._made_by import (
     changed_inputs,
     json_value,
@@ -539,22 +540,28 @@ class ResumableGroup(Generic[S]):
     # -- the end -----------------------------------------------------------------------
 
     def publish(self, last: Sequence[AtomicFile] = ()) -> None:
-        """Delete the checkpoint, then publish the manifest, every file, and ``last``, in order."""
+        """Delete the checkpoint, then publish the manifest, every file, and ``last``, in order.
+
+        The files are read for the manifest's checks first, and a stop is held back from
+        the checkpoint's deletion to the last rename (:func:`stops_deferred`): a stop in
+        between left a new manifest beside the old files, no checkpoint, and the files
+        not yet renamed deleted."""
         files = self.open()
-        self.checkpoint.unlink(missing_ok=True)
-        self.committed = False
-        group = AtomicGroup()
-        try:
-            target = group.open(self.manifest_path, purpose="manifest")
-        except BaseException:
-            self.discard()
-            raise
         outputs = self.outputs()
         outputs.update(published_checks(files, outputs["files"], self.lines, self.digested))
-        target.write(manifest_bytes({**self.manifest, "outputs": outputs}))
-        for atomic in [*files.values(), *last]:
-            group.add(atomic)
-        group.publish()
+        with stops_deferred():
+            self.checkpoint.unlink(missing_ok=True)
+            self.committed = False
+            group = AtomicGroup()
+            try:
+                target = group.open(self.manifest_path, purpose="manifest")
+            except BaseException:
+                self.discard()
+                raise
+            target.write(manifest_bytes({**self.manifest, "outputs": outputs}))
+            for atomic in [*files.values(), *last]:
+                group.add(atomic)
+            group.publish()
 
     def outputs(self) -> dict[str, Any]:
         """What the manifest says about the files: which sink wrote them, and where they are.

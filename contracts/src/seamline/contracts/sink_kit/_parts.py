@@ -52,6 +52,7 @@ from seamline.contracts.sink_kit._atomic import (
     write_json_atomically,
 )
 from seamline.contracts.sink_kit._checkpoint import first_problem, manifest_bytes
+from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._lock import FileLock
 from seamline.contracts.sink_kit._made_by import changed_inputs, made_by_another
 from seamline.contracts.untrusted import (
@@ -280,11 +281,12 @@ class PartStaging:
         except BaseException:
             target.discard()
             raise
-        target.publish()  # the moment of publication: one rename
-        # What the new manifest no longer names: a whole output published here before,
-        # and the parts of the run it replaced.
-        for _, destination in self.targets:
-            destination.unlink(missing_ok=True)
+        with stops_deferred():  # the files it replaces go with the rename, not after a stop
+            target.publish()  # the moment of publication: one rename
+            # What the new manifest no longer names: a whole output published here before,
+            # and the parts of the run it replaced.
+            for _, destination in self.targets:
+                destination.unlink(missing_ok=True)
         if previous is not None and previous != run_id:
             shutil.rmtree(self.run_directory(previous), ignore_errors=True)
 
