@@ -145,8 +145,9 @@ def test_running_out_while_running_keeps_the_checkpoint_and_says_resume(
         "error: ran out of memory running batches of 4 sequences of 4 tokens with attention "
         "'fault-raise' (JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating "
         "4855956624 bytes.): the output was not published, and what the sink last committed "
-        "is kept: give the run more memory, or smaller batches (a lower run.batch_size or "
-        "run.batch_tokens), then run again with --resume"
+        "is kept: give the run more memory (smaller batches, a lower run.batch_size or "
+        "run.batch_tokens, cannot be resumed: they need --restart, which starts over), then run "
+        "again with --resume"
     )
 
 
@@ -238,4 +239,6 @@ def test_the_system_running_out_anywhere_in_the_run_names_the_fix(
     code, line = said(failed, capsys)
     assert code == 1
     assert line.startswith("error: ran out of memory in loader 'jsonl' (read, from x 1) (")
-    assert line.endswith("run.batch_tokens), then run again with --resume")
+    assert line.endswith(
+        "cannot be resumed: they need --restart, which starts over), then run again with --resume"
+    ), "smaller batches are not advised for the --resume that refuses them"

@@ -101,11 +101,21 @@ class ResourceExhausted(SeamlineError):
         return (type(self), (self.resource, self.where, self.detail))
 
 
-def exhaustion_remedy(resource: str) -> str:
+def exhaustion_remedy(resource: str, *, resuming: bool = False) -> str:
     """What to do when ``resource`` (``memory`` or ``open files``) ran out, before running
-    again: "fix that" says no more than that something broke."""
+    again: "fix that" says no more than that something broke.
+
+    ``resuming``: the advice goes on "then run again with --resume". A resumed run keeps
+    its batch settings (``run.batch_size`` and ``run.batch_tokens`` are checked against
+    the checkpoint), so smaller batches are said to need ``--restart`` there: advised
+    plainly, they were refused by the very ``--resume`` the line went on to advise."""
     if resource == "open files":
         return "raise the limit on open files (ulimit -n)"
+    if resuming:
+        return (
+            "give the run more memory (smaller batches, a lower run.batch_size or "
+            "run.batch_tokens, cannot be resumed: they need --restart, which starts over)"
+        )
     return (
         "give the run more memory, or smaller batches (a lower run.batch_size or run.batch_tokens)"
     )

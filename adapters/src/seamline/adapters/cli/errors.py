@@ -165,7 +165,8 @@ def _environment_failure(problem: OSError, kept: str, writing: object = None) ->
         where = f" (writing {str(writing)!r})"
     resource = RAN_OUT.get(problem.errno or 0)
     if resource is not None:
-        kept = kept.replace("fix that", exhaustion_remedy(resource), 1)
+        remedy = exhaustion_remedy(resource, resuming=kept.endswith("--resume"))
+        kept = kept.replace("fix that", remedy, 1)
     error(f"{what}{where}: {kept}")
     raise typer.Exit(1) from None
 
@@ -174,7 +175,9 @@ def _exhausted(problem: ResourceExhausted, kept: str) -> NoReturn:
     """Out of memory or open files: what ran out and where, what is kept, and the fix
     (in place of ``kept``'s "fix that", which says no more than that something broke)."""
     if "fix that" in kept:
-        said = kept.replace("fix that", problem.remedy, 1)
+        resuming = kept.endswith("--resume")  # KEPT's "then run again with --resume"
+        remedy = exhaustion_remedy(problem.resource, resuming=resuming)
+        said = kept.replace("fix that", remedy, 1)
     else:
         said = f"{kept} ({problem.remedy}, then run again)"
     error(f"{problem}: {said}")
