@@ -165,19 +165,23 @@ def _environment_failure(problem: OSError, kept: str, writing: object = None) ->
         where = f" (writing {str(writing)!r})"
     resource = RAN_OUT.get(problem.errno or 0)
     if resource is not None:
-        remedy = exhaustion_remedy(resource, resuming=kept.endswith("--resume"))
-        kept = kept.replace("fix that", remedy, 1)
+        kept = _remedied(kept, resource)
     error(f"{what}{where}: {kept}")
     raise typer.Exit(1) from None
+
+
+def _remedied(kept: str, resource: str) -> str:
+    """``kept`` with its "fix that" replaced by what to do about ``resource`` running out;
+    a ``kept`` that ends "then run again with --resume" gets the remedy that suits it."""
+    remedy = exhaustion_remedy(resource, resuming=kept.endswith("--resume"))
+    return kept.replace("fix that", remedy, 1)
 
 
 def _exhausted(problem: ResourceExhausted, kept: str) -> NoReturn:
     """Out of memory or open files: what ran out and where, what is kept, and the fix
     (in place of ``kept``'s "fix that", which says no more than that something broke)."""
     if "fix that" in kept:
-        resuming = kept.endswith("--resume")  # KEPT's "then run again with --resume"
-        remedy = exhaustion_remedy(problem.resource, resuming=resuming)
-        said = kept.replace("fix that", remedy, 1)
+        said = _remedied(kept, problem.resource)
     else:
         said = f"{kept} ({problem.remedy}, then run again)"
     error(f"{problem}: {said}")
