@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         output_directory,
     )
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable
+    from seamline.core.exhaustion import exhausted
     from seamline.core.host import Collated, HostWork, documents_as_loaded
     from seamline.core.orchestrator import RunSummary
     from seamline.core.pipeline import Pipeline
@@ -91,7 +92,7 @@ if TYPE_CHECKING:
     from seamline.core.provenance import run_versions
     from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
-    from seamline.core.seams import failed_at
+    from seamline.core.seams import failed_at, one_line
     from seamline.core.stops import raise_kept_stop, stops_kept
     from seamline.core.suggest import did_you_mean
     from seamline.core.telemetry import worker_name
@@ -106,7 +107,6 @@ if TYPE_CHECKING:
     from seamline.core.trust.records import save as save_record
     from seamline.core.trust.records import store_directory
     from seamline.core.trust.records import unattributed as unattributed_record
-    from seamline.core.worker import one_line
 
 _LOCATIONS: dict[str, tuple[str, str]] = {
     # Running a pipeline
@@ -132,7 +132,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "store_directory": ("seamline.core.trust.records", "store_directory"),
     "unattributed_record": ("seamline.core.trust.records", "unattributed"),
     "failed_at": ("seamline.core.seams", "failed_at"),
-    "one_line": ("seamline.core.worker", "one_line"),
+    "exhausted": ("seamline.core.exhaustion", "exhausted"),
+    "one_line": ("seamline.core.seams", "one_line"),
     # Pipeline files
     "AttentionMode": ("seamline.core.config", "AttentionMode"),
     "Located": ("seamline.core.config.located", "Located"),
@@ -281,6 +282,7 @@ __all__ = [
     "describe_provenance",
     "did_you_mean",
     "documents_as_loaded",
+    "exhausted",
     "explain_attention",
     "extract_trace_context",
     "failed_at",

@@ -14,6 +14,14 @@ demotion. So does an accelerator's own memory (HBM) running out: XLA's
 score matrix meets at long sequences where a flash kernel fits, and negotiation then
 takes the next candidate, as it always has. On the CPU backend the same error is the
 host's memory, which every candidate shares: that one stops the run.
+
+Libraries written in Rust say "Too many open files" in their own words: LanceDB raises a
+``RuntimeError`` whose text carries Rust's ``(os error 24)``, and where it cannot even
+start its runtime, a pyo3 ``PanicException``, which is a ``BaseException`` that no
+``except Exception`` of the run takes (a traceback, where ``OSError`` EMFILE is one line
+naming ``ulimit -n``). Both are recognized by their text (:func:`ran_out_in_panic` turns
+the panic into an ordinary error where a component's call is left); a panic that says
+anything else stays what it is.
 """
 
 from __future__ import annotations
@@ -28,7 +36,11 @@ OPEN_FILES = "open files"
 _RUNTIME_ERRORS = frozenset({"XlaRuntimeError", "JaxRuntimeError"})
 """XLA's errors (their messages carry a host callback's exception, type name first)."""
 _MEMORY_WORDS = ("RESOURCE_EXHAUSTED", "MemoryError", "Out of memory", "bad_alloc")
-_OPEN_FILES_WORDS = ("Too many open files",)
+_OPEN_FILES_WORDS = ("Too many open files", f"(os error {errno.EMFILE})")
+"""Rust's ``std::io::Error`` shows EMFILE as "Too many open files (os error 24)", and
+its ``Debug`` form (a panic's) as ``Os { code: 24, ..., message: "Too many open files" }``."""
+_PANIC = "PanicException"
+"""pyo3's exception for a Rust panic (each extension module has its own class of it)."""
 _ON_CHIP = ("vmem", "smem", "shared memory", "scoped memory")
 _ERRNOS = {errno.EMFILE: OPEN_FILES, errno.ENFILE: OPEN_FILES, errno.ENOMEM: MEMORY}
 
@@ -54,6 +66,15 @@ def exhausted(error: BaseException, where: str, detail: str) -> ResourceExhauste
     return None if resource is None else ResourceExhausted(resource, where, detail)
 
 
+def ran_out_in_panic(error: BaseException, where: str, detail: str) -> ResourceExhausted | None:
+    """A Rust library's panic (pyo3's ``PanicException``) that says the machine ran out of
+    open files, as a :class:`ResourceExhausted` (an ``Exception``, which the run's failure
+    handling takes); None for any other error, a ``KeyboardInterrupt`` above all."""
+    if isinstance(error, Exception) or type(error).__name__ != _PANIC:
+        return None
+    return exhausted(error, where, detail)
+
+
 def _resource_of(error: BaseException) -> str | None:
     if isinstance(error, ResourceExhausted):
         return error.resource
@@ -61,11 +82,14 @@ def _resource_of(error: BaseException) -> str | None:
         return MEMORY
     if isinstance(error, OSError):
         return _ERRNOS.get(error.errno or 0)
-    if type(error).__name__ not in _RUNTIME_ERRORS:
+    name = type(error).__name__
+    if not isinstance(error, RuntimeError) and name not in _RUNTIME_ERRORS and name != _PANIC:
         return None
     text = str(error)
     if any(word in text for word in _OPEN_FILES_WORDS):
         return OPEN_FILES
+    if name not in _RUNTIME_ERRORS:  # a library's memory words are not the host's for sure
+        return None
     if any(word in text for word in _MEMORY_WORDS):
         lowered = text.lower()
         if any(word in lowered for word in _ON_CHIP) or not _host_memory():

@@ -23,6 +23,7 @@ from opentelemetry import trace
 
 from seamline.contracts import Component, SeamCall, SeamStarted
 from seamline.contracts.logs import get_logger
+from seamline.core.exhaustion import ran_out_in_panic
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.registry import ComponentInfo
 from seamline.core.telemetry import component_attributes, owned_span, record_failure, tracer
@@ -146,7 +147,13 @@ class Seam:
                 except BaseException as err:  # KeyboardInterrupt too: the span says ERROR
                     mark_failure(err, self.kind, self.name, operation, self.info)
                     record_failure(span, err)
-                    raise
+                    stop = ran_out_in_panic(err, f"in {failed_at(err)}", one_line(err))
+                    if stop is None:
+                        raise
+                    # A Rust library's panic for want of open files (LanceDB's, at connect):
+                    # a BaseException no `except Exception` takes, so it left a traceback.
+                    mark_failure(stop, self.kind, self.name, operation, self.info)
+                    raise stop from err
         finally:
             self._monitors.emit(
                 SeamCall(self.kind, self.name, operation, time.perf_counter() - started)
@@ -176,3 +183,15 @@ class Seam:
             record_failure(span, error)
         span.end(end_time=start_ns + spent_ns)
         self._monitors.emit(SeamCall(self.kind, self.name, operation, spent_ns / 1e9))
+
+
+def one_line(err: BaseException) -> str:
+    """``err`` as the reason of a failed run's one line: its type and the first line of its
+    message, at most 500 characters. A library's message may be a page (LanceDB's embeds a
+    Python traceback, 30 lines with the paths of its build); the whole error stays on the
+    seam's span, as its exception event."""
+    lines = str(err).strip().splitlines()
+    text = lines[0] if lines else ""
+    if len(lines) > 1 or len(text) > 500:
+        text = text[:499].rstrip() + "…"
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__

@@ -52,7 +52,7 @@ from seamline.core.precision.decision import PrecisionDecision
 from seamline.core.progress_recorder import ProgressRecorder
 from seamline.core.propagators import extract
 from seamline.core.registry import ComponentInfo, Registry
-from seamline.core.seams import Seam, failed_at
+from seamline.core.seams import Seam, failed_at, one_line
 from seamline.core.telemetry import SHARD_COUNT, SHARD_INDEX, worker_name
 from seamline.core.trust import EVERYONE, ConformanceEntry, TrustPolicy
 
@@ -243,15 +243,3 @@ class RemoteWorkerFactory:
             decision = PrecisionDecision.from_record(dict(self.precision))
             resolved = replace(resolved, precision=decision)
         return PipelineWorker(resolved, registry, records_progress=True)
-
-
-def one_line(err: BaseException) -> str:
-    """``err`` as the reason of a failed run's one line: its type and the first line of its
-    message, at most 500 characters. A library's message may be a page (LanceDB's embeds a
-    Python traceback, 30 lines with the paths of its build); the whole error stays on the
-    seam's span, as its exception event."""
-    lines = str(err).strip().splitlines()
-    text = lines[0] if lines else ""
-    if len(lines) > 1 or len(text) > 500:
-        text = text[:499].rstrip() + "…"
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__

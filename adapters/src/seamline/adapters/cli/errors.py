@@ -146,11 +146,33 @@ def environment_errors(
             kept = nothing_committed
         if isinstance(cause, ResourceExhausted):
             _exhausted(cause, kept)
-        if isinstance(cause, MemoryError):  # a component's call ran out (a loader, a sink)
-            _exhausted(ResourceExhausted("memory", f"in {failed.component}", failed.reason), kept)
+        ran_out = None if cause is None else _ran_out(cause, failed.component, failed.reason)
+        if ran_out is not None:  # a component's call ran out (a loader, a sink, LanceDB's)
+            _exhausted(ran_out, kept)
         if not isinstance(cause, OSError) or cause.errno is None:
             raise
         _environment_failure(cause, kept, writing)
+    except Exception as failure:  # a call of the driver's (a staged run's publication)
+        from seamline.core import failed_at, one_line
+
+        where = failed_at(failure)
+        ran_out = None if where is None else _ran_out(failure, where, one_line(failure))
+        if ran_out is None:
+            raise
+        _exhausted(ran_out, kept)
+
+
+def _ran_out(error: BaseException, component: str, reason: str) -> ResourceExhausted | None:
+    """``error``, which left a call of ``component``, as the machine running out of memory
+    or open files (a ``MemoryError``; a library's own words for EMFILE, LanceDB's
+    ``RuntimeError`` "... (os error 24)"); None for anything else. An ``OSError`` is not
+    taken here (:func:`_environment_failure` names its file), nor a ``UserError`` (its
+    message says what to do)."""
+    if isinstance(error, (OSError, UserError)):
+        return None
+    from seamline.core import exhausted  # only now: the import costs start-up
+
+    return exhausted(error, f"in {component}", reason)
 
 
 RAN_OUT = {errno.EMFILE: "open files", errno.ENFILE: "open files", errno.ENOMEM: "memory"}
