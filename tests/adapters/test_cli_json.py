@@ -330,3 +330,46 @@ def test_a_missing_pipeline_file_s_fix_says_what_to_give(tmp_path: Path) -> None
         "give the path of a pipeline YAML file (a relative path is taken from the working "
         "directory)"
     )
+
+
+UNBUILDABLE = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_unbuildable"
+
+
+@pytest.mark.parametrize("command", ["validate", "explain"])
+def test_a_model_whose_constructor_raises_is_still_a_document_and_exit_1(
+    command: str, pipeline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plugin's model that raised in __init__: a traceback on stderr and nothing on
+    # stdout, where a user error is a document; a script parsing stdout got nothing.
+    monkeypatch.setenv("PYTHONPATH", str(UNBUILDABLE))
+    found = document(
+        command, str(pipeline), "--set", "model.use=unbuildable", "--format", "json", code=1
+    )
+    assert set(found) >= FRAME
+    assert found["ok"] is False
+    (error,) = found["errors"]
+    assert set(error) == ERROR
+    said = (
+        "model 'unbuildable' (build, from seamline-fixture-unbuildable 0.1.0) failed: "
+        "RuntimeError: cannot open /models/missing/weights.bin"
+    )
+    assert (error["message"], error["fix"], error["file"], error["override"]) == (
+        said,
+        None,
+        None,
+        None,
+    )
+    text = piped(command, str(pipeline), "--set", "model.use=unbuildable")
+    assert (text.returncode, text.stdout, text.stderr) == (1, "", f"failed: {said}\n")
+
+
+def test_a_run_whose_model_constructor_raises_is_one_line(
+    pipeline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was a traceback of the plugin's __init__ (a loader's or a sink's was one line).
+    monkeypatch.setenv("PYTHONPATH", str(UNBUILDABLE))
+    (pipeline.parent / "corpus").mkdir()
+    done = piped("run", str(pipeline), "--set", "model.use=unbuildable")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("failed: model 'unbuildable' (build, from seamline-fixture-un")
+    assert "Traceback" not in done.stderr

@@ -34,6 +34,10 @@ Kept = str | Callable[[KeyboardInterrupt], "tuple[str, str]"]
 depends on how far the command got, ``(when, text)``: ``when`` follows the label
 (``interrupted (SIGTERM) after the output was published: ...``); "" for none."""
 
+Report = Callable[[UserError | str], None]
+"""Told of a failure before its line on stderr (``--format json``'s document): the user's
+error, or any other failure as its one line (a component's, exit code 1)."""
+
 USAGE = 2
 """The exit code of a user's mistake."""
 PUBLISHED_NOTHING = "nothing was published"
@@ -42,7 +46,7 @@ PUBLISHED_NOTHING = "nothing was published"
 
 def user_errors(
     action: Callable[[], T],
-    report: Callable[[UserError], None] | None = None,
+    report: Report | None = None,
     *,
     kept_on_interrupt: Kept = "",
 ) -> T:
@@ -50,9 +54,11 @@ def user_errors(
 
     ``report``, when given, is told of the error first: ``--format json`` prints it on
     stdout as part of its one document, for a script to read (the line on stderr is
-    for the person watching). ``kept_on_interrupt``: what Ctrl-C (or a SIGTERM, see
-    :mod:`.stopping`) leaves for later, said after "nothing was published" (``run``: the
-    last checkpoint, and ``--resume``).
+    for the person watching). It is told of a component's failure too (exit code 1),
+    as the one line says it: a script reading ``explain --format json`` got no document
+    when a plugin's model could not be built. ``kept_on_interrupt``: what Ctrl-C (or a
+    SIGTERM, see :mod:`.stopping`) leaves for later, said after "nothing was published"
+    (``run``: the last checkpoint, and ``--resume``).
     """
     try:
         return action()
@@ -62,11 +68,9 @@ def user_errors(
         error(str(problem))
         raise typer.Exit(USAGE) from None
     except ShardFailed as failed:  # a component failed for good: the reason, not a traceback
-        error(str(failed), label="failed")
-        raise typer.Exit(1) from None
+        _failed(str(failed), report, label="failed")
     except ResourceExhausted as exhausted:  # the machine's limit (a `tune`): what to do
-        error(f"{exhausted}: {exhausted.remedy}, then run again")
-        raise typer.Exit(1) from None
+        _failed(f"{exhausted}: {exhausted.remedy}, then run again", report)
     except KeyboardInterrupt as stop:
         _stopped(stop, kept_on_interrupt)
     except typer.Exit:  # an inner call's decided exit (a stop's 130): not a failure to name
@@ -78,8 +82,16 @@ def user_errors(
         if where is None or isinstance(failure, ContractViolation):  # a bug: shown whole
             raise
         # `seamline search` printed the plugin's traceback where `run` says one line.
-        error(f"{where} failed: {one_line(failure)}", label="failed")
-        raise typer.Exit(1) from None
+        _failed(f"{where} failed: {one_line(failure)}", report, label="failed")
+
+
+def _failed(line: str, report: Report | None, label: str = "error") -> NoReturn:
+    """A failure that is not the user's: ``report`` told of it as ``line``, then ``line``
+    on stderr and exit code 1."""
+    if report is not None:
+        report(line)
+    error(line, label=label)
+    raise typer.Exit(1) from None
 
 
 @contextlib.contextmanager

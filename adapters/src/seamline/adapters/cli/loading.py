@@ -6,14 +6,12 @@ for ``--help``. A bad pipeline or user config file is a user error (exit code 2)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seamline.adapters.cli.errors import user_errors
+from seamline.adapters.cli.errors import Report, user_errors
 
 if TYPE_CHECKING:
-    from seamline.contracts.errors import UserError
     from seamline.core import Registry, ResolvedPipeline
 
 
@@ -27,7 +25,7 @@ def registry() -> Registry:
 def pipeline(
     path: Path,
     overrides: list[str] | None,
-    report: Callable[[UserError], None] | None = None,
+    report: Report | None = None,
 ) -> tuple[ResolvedPipeline, Registry]:
     """The pipeline, resolved against the components its ``trust`` (and the user's) allows.
 

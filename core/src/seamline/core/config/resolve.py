@@ -63,6 +63,7 @@ from seamline.core.config.spec import (
 from seamline.core.config.user import user_trust
 from seamline.core.precision.decision import FLOAT32, PrecisionDecision
 from seamline.core.registry import ComponentInfo, Registry, allowlist_fix
+from seamline.core.seams import BUILD, mark_failure
 from seamline.core.suggest import did_you_mean
 from seamline.core.trust import ConformanceCheck, TrustPolicy, TrustSettings, pipeline_policy
 
@@ -532,7 +533,13 @@ def build_executor(
 def build_component(
     choice: ComponentChoice, registry: Registry, overrides: Sequence[str] = ()
 ) -> Component[Any]:
-    """The component ``choice`` names, built; a refusal placed as :func:`build_model` says."""
+    """The component ``choice`` names, built; a refusal placed as :func:`build_model` says.
+
+    Any other error its constructor raises (a third party's model that cannot open what
+    it needs) is marked as that component's ``build`` (:func:`~seamline.core.seams.mark_failure`),
+    as a run marks a loader's or a sink's: ``run``, ``validate`` and ``explain`` then say
+    one line naming it and its distribution where they printed a traceback.
+    """
     owner = f"{choice.kind} {choice.name!r}"
     given = f" (given {', '.join(overrides)})" if overrides else ""
     try:
@@ -549,6 +556,9 @@ def build_component(
         if said.place is not None:
             raise ConfigError(said.text + given, said.place) from None
         raise ConfigError(f"{owner}{given}: {said.text}", choice.location) from None
+    except Exception as err:
+        mark_failure(err, choice.kind, choice.name, BUILD, registry.get(choice.kind, choice.name))
+        raise
 
 
 def resolve_encoder(

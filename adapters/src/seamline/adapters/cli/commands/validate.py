@@ -8,14 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seamline.adapters.cli import loading
-from seamline.adapters.cli.errors import user_errors
+from seamline.adapters.cli.errors import Report, user_errors
 from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
 from seamline.adapters.otel_environment import check_otel_environment
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from seamline.contracts.errors import UserError
     from seamline.core import Registry, ResolvedPipeline
 
 
@@ -44,7 +41,7 @@ def validate(
 
 
 def _checked(
-    pipeline: Path, overrides: list[str] | None, report: Callable[[UserError], None] | None
+    pipeline: Path, overrides: list[str] | None, report: Report | None
 ) -> tuple[ResolvedPipeline, Registry]:
     """The pipeline resolved, and its model and executor built (then dropped) to check
     what they name (the executor: whether what it needs is installed, the ray executor's Ray).

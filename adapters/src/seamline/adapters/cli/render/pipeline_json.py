@@ -40,6 +40,8 @@ _PLACE = re.compile(
 )
 """A place in the file; a section's place names the overrides that changed a value inside
 it (``p.yaml:3:34 (with --set model.with.max_length=16)``)."""
+_NOWHERE: dict[str, Any] = {"file": None, "line": None, "column": None, "override": None}
+"""An error's place when it has none."""
 _SUGGESTION = re.compile(r"\((did you mean [^)]*\?)\)")
 _CHOICES = re.compile(r"; ((?:allowed fields|available[\w ]*|candidates): .*)$")
 _CLAUSE = re.compile(r"(?:; |: |\. )(?=[A-Za-z])")
@@ -157,7 +159,7 @@ def unservable(
     resolved: ResolvedPipeline,
     registry: Registry,
     precision: tuple[str, Sequence[PrecisionCandidate]],
-    problem: UserError,
+    problem: UserError | str,
 ) -> None:
     """A valid pipeline that no precision candidate can serve: ``ok`` false with the run's
     error, and the candidates with their reasons, but no buckets: a plan would be in a
@@ -186,8 +188,9 @@ def _precision(mode: str, candidates: Sequence[PrecisionCandidate]) -> dict[str,
     }
 
 
-def failed(schema: str, pipeline: Path, problem: UserError) -> None:
-    """A pipeline that could not be checked: the frame, ``ok`` false, and every problem."""
+def failed(schema: str, pipeline: Path, problem: UserError | str) -> None:
+    """A pipeline that could not be checked: the frame, ``ok`` false, and every problem
+    (or a component's failure, as its one line: :data:`~seamline.adapters.cli.errors.Report`)."""
     _print(
         _frame(schema, pipeline, None, None)
         | {"ok": False, "errors": errors_of(problem)}
@@ -195,15 +198,19 @@ def failed(schema: str, pipeline: Path, problem: UserError) -> None:
     )
 
 
-def errors_of(problem: UserError) -> list[dict[str, Any]]:
+def errors_of(problem: UserError | str) -> list[dict[str, Any]]:
     """Each problem a user error reports, with its place split out and the fix it proposes.
 
     A pipeline's errors come all at once (``PipelineConfigError.problems``); each
     ``ConfigError`` has a place: ``file:line:column`` in the file, a ``--set`` override
     or the file alone. Any other user error (an attention that cannot serve) has none.
     A rule of a whole section that fails after ``--set`` changed a value inside it has
-    both: the section's place in the file, and the overrides.
+    both: the section's place in the file, and the overrides. A component's failure (its
+    one line, exit code 1: a plugin's model whose constructor raised) has no place and
+    proposes no fix.
     """
+    if isinstance(problem, str):
+        return [_NOWHERE | {"message": problem, "fix": None}]
     problems = getattr(problem, "problems", None) or [problem]
     return [_error(one) for one in problems]
 
@@ -211,7 +218,7 @@ def errors_of(problem: UserError) -> list[dict[str, Any]]:
 def _error(problem: UserError) -> dict[str, Any]:
     location = problem.location if isinstance(problem, ConfigError) else None
     message = problem.detail if isinstance(problem, ConfigError) else str(problem)
-    place: dict[str, Any] = {"file": None, "line": None, "column": None, "override": None}
+    place: dict[str, Any] = dict(_NOWHERE)
     if isinstance(location, Place):  # its parts, as it was made: never read back from text
         place |= {
             "file": location.file,
