@@ -622,7 +622,7 @@ def test_a_republish_by_another_model_is_refused_not_scored_with_the_old_one(
         write_index(tmp_path, written)  # the same model: read as it is
         assert index.find(TEXTS[1], k=1).hits[0].doc_id == "d1"
         write_index(tmp_path, written, model="{use: toy, with: {max_length: 2}}")
-        with pytest.raises(ModelChanged, match=r"republished, while it was searched, by a run "):
+        with pytest.raises(ModelChanged, match=r"republished since it was opened, by a run "):
             index.find(TEXTS[1], k=1)
     with Searcher(registry(), out) as again:
         assert again.find(TEXTS[1], k=1).hits[0].score == pytest.approx(1.0, abs=1e-5)
@@ -664,7 +664,7 @@ def test_a_lancedb_table_is_read_at_the_version_its_manifest_was_published_with(
         assert _shown(find(columnar_registry(), path, TEXTS[1], k=3)) == _shown(before)
         assert [h.doc_id for h in opened.find(TEXTS[2], k=1, where="id != 'd0'").hits] == ["d2"]
         manifest.write_bytes(republished)  # the window closes: the new rows, the new model
-        with pytest.raises(ModelChanged, match=r"republished, while it was searched, by a run "):
+        with pytest.raises(ModelChanged, match=r"republished since it was opened, by a run "):
             opened.find(TEXTS[1], k=3)
 
 

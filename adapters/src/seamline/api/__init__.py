@@ -27,7 +27,7 @@ A mistake the caller can fix raises :class:`UserError` (its message says what an
 to fix it); a pipeline file, override or keyword that is invalid raises its subclass
 :class:`ConfigError`, placed at ``file:line:column`` or by key path. Both are exported
 here, for an ``except`` clause, with :class:`ModelChanged` (a ``UserError``: the
-index was published anew by another model while it was searched) and
+index was published anew by another model since it was opened) and
 :class:`Unembeddable` (a ``UserError`` and a ``ValueError``: a text the model cannot
 embed, such as one that is not valid Unicode; ``index`` says which). A closed
 index's searches raise :class:`IndexClosed` (a ``RuntimeError``, as a closed

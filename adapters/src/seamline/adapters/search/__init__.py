@@ -104,9 +104,10 @@ class Hit:
 
 
 class ModelChanged(UserError):
-    """The output was republished by a run with another model or precision while an index
-    opened before was searched: its rows may be the new run's, and the query was embedded
-    by the old model, so the scores would mean nothing. Open the index again."""
+    """The output was republished by a run with another model or precision since an index
+    was opened (during one of its searches or between two): its rows may be the new
+    run's, and the query was embedded by the old model, so the scores would mean nothing.
+    Open the index again."""
 
 
 class IndexClosed(RuntimeError):
@@ -307,8 +308,10 @@ class Searcher:
             raise self._model_changed()
 
     def _model_changed(self) -> ModelChanged:
+        # "since it was opened", not "while it was searched": the republish is found at the
+        # next search, whether it landed during one or between two (an open index kept).
         return ModelChanged(
-            f"{self.path} was republished, while it was searched, by a run with another "
+            f"{self.path} was republished since it was opened, by a run with another "
             "model or precision than the one its queries are embedded with: open it again "
             "(`seamline search` again; `open_index` again) to search it with the new one"
         )
