@@ -72,6 +72,33 @@ def test_a_value_yaml_reads_as_a_mapping_gets_a_hint_that_works_when_pasted(
     assert resolved["model"]["with"]["prefix"]["document"] == value, "exactly the text typed"
 
 
+@pytest.mark.parametrize(
+    ("typed", "value", "why"),
+    [
+        # unquoted: the shell passes `query:`, the space the user may have meant gone
+        ("model.with.prefix.query=query:", "query:", "a ':' at its end makes a key with no value"),
+        # the shell's double quotes, removed by the shell: YAML gets `query: `
+        ('model.with.prefix.query="query: "', "query: ", "a ': ' makes a key and its value"),
+        ("'model.with.prefix.query={a: 1}'", "{a: 1}", "its braces make one"),
+    ],
+)
+def test_the_mapping_hint_speaks_of_what_the_value_holds(
+    here: Path, typed: str, value: str, why: str
+) -> None:
+    # `--set model.with.prefix.query=query:` was told "(a ': ' makes a key and its value)",
+    # of a value that holds no ': '.
+    refused = shell(f"seamline validate p.yaml --set {typed}", here)
+    assert refused.returncode == 2, refused.stderr
+    said = f"YAML reads {value!r} as a mapping ({why}): quote it for YAML inside the shell's"
+    assert said in refused.stderr, refused.stderr
+    hint = refused.stderr.partition("quote it for YAML inside the shell's quotes: ")[2].strip()
+    accepted = shell(f"seamline validate p.yaml {hint} --format json", here)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    [_, override] = shlex.split(hint)
+    resolved = Pipeline.from_yaml("p.yaml", [override]).to_dict()
+    assert resolved["model"]["with"]["prefix"]["query"] == value
+
+
 def test_the_other_quoting_hints_escape_what_they_quote(here: Path) -> None:
     """A broken list or a comment in a value got ``--set 'path="..."'`` with the text as it
     was between the ``"``: a ``"`` or a ``'`` in it made a hint that does not parse."""

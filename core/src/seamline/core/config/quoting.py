@@ -40,7 +40,7 @@ def quoting_fix(error: ErrorDetails, located: Located, path: DataPath) -> str:
     if given_here and isinstance(given, dict | list):  # `query: ` is a mapping to YAML
         typed = located.typed.get(path, where.partition("=")[2])
         fix = f"quote it for YAML inside the shell's quotes: {set_quoted(dotted, typed)}"
-        return f"{said}, and YAML reads {typed!r} as {_kind(given)}: {fix}"
+        return f"{said}, and YAML reads {typed!r} as {_collection(given, typed)}: {fix}"
     if not _scalar(given):
         return ""
     if given_here:
@@ -67,9 +67,24 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, bool | int | float)
 
 
+def _collection(value: dict[Any, Any] | list[Any], typed: str) -> str:
+    """What YAML read ``typed`` as, and what in it made it so, in the characters it holds:
+    ``query:`` (a shell's unquoted word, its space gone) was said to hold a ``': '``."""
+    if isinstance(value, list):
+        return "a list"
+    text = typed.strip()
+    if text.startswith("{"):
+        made = "its braces make one"
+    elif ": " in typed:
+        made = "a ': ' makes a key and its value"
+    elif text.endswith(":"):
+        made = "a ':' at its end makes a key with no value"
+    else:  # an explicit key (`? x`), rare: no part to point at
+        return "a mapping"
+    return f"a mapping ({made})"
+
+
 def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping (a ': ' makes a key and its value)"
     if isinstance(value, list):
         return "a list"
     if value is None:
