@@ -11,7 +11,10 @@ real index and its tiny query model; every wait is bounded.
 from __future__ import annotations
 
 import asyncio
+import ctypes.util
+import os
 import platform
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -197,5 +200,37 @@ def test_freed_memory_is_handed_back_with_glibc_and_skipped_without_it(
         freed_memory._malloc_trim.cache_clear()
         monkeypatch.setattr(freed_memory.ctypes, "CDLL", no_library)
         assert not release_freed_memory(), "nothing to call: nothing done, no error"
+    finally:
+        freed_memory._malloc_trim.cache_clear()
+
+
+def test_malloc_trim_is_found_without_starting_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ctypes.util.find_library("c") ran `ldconfig -p` in a subprocess, in the server, at
+    # its first republish; the symbol is in the process already.
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("malloc_trim is glibc's")
+
+    def no_process(*_: Any, **__: Any) -> None:
+        raise AssertionError("a subprocess was started to find malloc_trim")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    monkeypatch.setattr(os, "posix_spawn", no_process)
+    monkeypatch.setattr(ctypes.util, "find_library", no_process)
+    freed_memory._malloc_trim.cache_clear()
+    try:
+        assert freed_memory._malloc_trim() is not None
+        assert release_freed_memory()
+    finally:
+        freed_memory._malloc_trim.cache_clear()
+
+
+def test_a_c_library_without_malloc_trim_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Musl:  # a C library of other symbols: no malloc_trim attribute
+        pass
+
+    monkeypatch.setattr(freed_memory.ctypes, "CDLL", lambda _: Musl())
+    freed_memory._malloc_trim.cache_clear()
+    try:
+        assert not release_freed_memory()
     finally:
         freed_memory._malloc_trim.cache_clear()

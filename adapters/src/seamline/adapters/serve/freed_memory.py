@@ -14,18 +14,21 @@ thread's.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from collections.abc import Callable
 
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
-    name = ctypes.util.find_library("c")
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS).
+
+    Looked up among the symbols the process already has (``CDLL(None)``: the C library is
+    loaded in every Python process), not by ``ctypes.util.find_library("c")``, which on
+    Linux runs ``ldconfig -p`` in a subprocess: a server forked a program at its first
+    republish to find a library it had loaded all along.
+    """
     try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError, TypeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
