@@ -125,6 +125,13 @@ NOTHING_COMMITTED = "seamline_nothing_committed"
 """Attribute set (True) on a ``KeyboardInterrupt`` that stopped a run before its output
 held any commit: what the stop says then is that a run again starts from the beginning,
 not that ``--resume`` goes on from a commit there is none of."""
+FIRST_COMMIT_UNDER_WAY = "seamline_first_commit_under_way"
+"""Attribute set (True) on a ``KeyboardInterrupt`` that stopped a run inside its first commit.
+
+Whether that commit reached the disk the sink contract cannot say (a stop while the files
+are flushed leaves none; one just after the checkpoint's rename leaves it). It was told as
+"what the sink last committed is kept", of a run that often had committed nothing: the
+stop now says what ``--resume`` does either way, true whichever it was."""
 
 
 class ShardFailed(SeamlineError):

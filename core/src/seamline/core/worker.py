@@ -43,7 +43,7 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
-from seamline.contracts.errors import NOTHING_COMMITTED
+from seamline.contracts.errors import FIRST_COMMIT_UNDER_WAY, NOTHING_COMMITTED
 from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_located
 from seamline.core.config.located import parse_located
@@ -127,6 +127,9 @@ class PipelineWorker(ShardWorker):
             if fresh or (running and not orchestrator.has_commit and not orchestrator.committing):
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(stop, NOTHING_COMMITTED, True)
+            elif running and orchestrator.committing and orchestrator.has_commit is False:
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(stop, FIRST_COMMIT_UNDER_WAY, True)
             raise
         except Exception as err:
             where = failed_at(err) or "the pipeline"

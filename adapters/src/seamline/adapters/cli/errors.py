@@ -19,6 +19,7 @@ import typer
 from seamline.adapters.cli.render.console import error, interrupted
 from seamline.adapters.cli.stopping import exit_code, stopped_by
 from seamline.contracts.errors import (
+    FIRST_COMMIT_UNDER_WAY,
     NOTHING_COMMITTED,
     ContractViolation,
     ResourceExhausted,
@@ -114,11 +115,22 @@ def _stopped(stop: KeyboardInterrupt, kept: Kept) -> NoReturn:
 
 
 def committed_or_not(stop: KeyboardInterrupt, kept: str) -> str:
-    """``kept``, or, for a stop before the run's first commit, that nothing was committed."""
-    if kept and getattr(stop, NOTHING_COMMITTED, False):
+    """``kept``, or, for a stop before the run's first commit, that nothing was committed;
+    for one inside the first commit, what ``--resume`` does whether it was made or not
+    (the sink cannot say which: "what the sink last committed is kept" was said of a run
+    stopped while its first commit was flushed, with nothing on disk)."""
+    if not kept:
+        return kept
+    if getattr(stop, NOTHING_COMMITTED, False):
         return (
             f"{PUBLISHED_NOTHING}; nothing was committed either, so a run again starts from "
             "the beginning"
+        )
+    if getattr(stop, FIRST_COMMIT_UNDER_WAY, False):
+        return (
+            f"{PUBLISHED_NOTHING}; the stop came while the first commit was being made, so "
+            "it may not have been: run again with --resume to go on from it if it was (from "
+            "the beginning if not)"
         )
     return kept
 
