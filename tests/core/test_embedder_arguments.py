@@ -124,6 +124,46 @@ def test_every_call_of_a_closed_embedder_says_it_is_closed(call: Any) -> None:
         call(embedder)
 
 
+def test_a_closed_embedder_says_so_and_refuses_a_with_block() -> None:
+    # `with e:` on a closed embedder was taken; the error came at the first encode inside,
+    # and nothing let a long-lived process ask whether its embedder was still usable.
+    embedder = toy_embedder()
+    assert not embedder.closed
+    with embedder:
+        assert not embedder.closed
+    assert embedder.closed
+    with pytest.raises(RuntimeError, match="this Embedder is closed"), embedder:
+        pytest.fail("the block of a closed embedder ran")
+
+
+@pytest.mark.parametrize(
+    ("keyword", "instead"),
+    [
+        ("batch_size", "batch_tokens=N"),
+        ("normalize_embeddings", "normalize=True"),
+        ("show_progress_bar", "seamline run shows one"),
+        ("prompt_name", "queries=True"),
+        ("convert_to_tensor", "always a NumPy float32 array"),
+    ],
+)
+def test_a_sentence_transformers_keyword_names_seamlines_equivalent(
+    embedder: Embedder, keyword: str, instead: str
+) -> None:
+    with pytest.raises(TypeError) as refused:
+        embedder.encode(["a"], **{keyword: 8})
+    message = str(refused.value)
+    assert message.startswith(f"Embedder.encode() got an unexpected keyword argument '{keyword}'")
+    assert instead in message
+    assert "docs/python.md" in message
+
+
+def test_another_unknown_keyword_is_pythons_own_error(embedder: Embedder) -> None:
+    with pytest.raises(TypeError) as refused:
+        embedder.encode(["a"], batchtokens=8)
+    expected = "Embedder.encode() got an unexpected keyword argument 'batchtokens'"
+    assert str(refused.value) == expected
+
+
 def test_texts_submitted_and_not_yet_embedded_fail_when_the_embedder_closes() -> None:
     embedder = toy_embedder()
     done = embedder.submit(["embedded before close"])

@@ -249,6 +249,7 @@ class Embedder:
         normalize: bool | None = None,
         long_text: LongText | None = None,
         queries: bool | None = None,
+        **unknown: object,
     ) -> Vectors | list[Vectors]:
         """One float32 row per text, in input order (``[len(texts), dim]``).
 
@@ -266,6 +267,7 @@ class Embedder:
         search queries (the model's query prefix, if it has one), ``False`` as documents;
         ``None``, the default, as the embedder was made to (``Embedder(queries=...)``).
         """
+        _refuse_unknown(unknown)
         self.queue.check_open()
         policy, _ = _checked_options(self.long_text, long_text, batch_tokens, normalize, queries)
         _check_container(texts)
@@ -369,7 +371,15 @@ class Embedder:
             self.monitors.close()
             self.encoder.close(release=True)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (or the ``with`` block ended): every call then
+        raises the "this Embedder is closed" ``RuntimeError``; a long-lived process checks
+        this rather than catching it."""
+        return self.queue.closed
+
     def __enter__(self) -> Embedder:
+        self.queue.check_open()  # a closed one refuses now, not at the first encode inside
         return self
 
     def __reduce__(self) -> NoReturn:
@@ -560,6 +570,34 @@ _BUILD_ONE_PER_PROCESS = (
     "process (Embedder.from_pipeline(...) in the worker's initializer) and send texts and "
     "vectors between processes, not the Embedder"
 )
+
+
+_SENTENCE_TRANSFORMERS = {
+    "batch_size": "batch_tokens=N, a budget of tokens per batch, not a count of texts",
+    "normalize_embeddings": "normalize=True",
+    "convert_to_numpy": "none: the result is always a NumPy float32 array",
+    "convert_to_tensor": "none: the result is always a NumPy float32 array",
+    "output_value": "none: the result is always a NumPy float32 array",
+    "show_progress_bar": "none in the library (seamline run shows one for a corpus)",
+    "prompt": "queries=True, the model's own query prefix",
+    "prompt_name": "queries=True, the model's own query prefix",
+    "device": "none: the device is JAX's (JAX_PLATFORMS)",
+    "precision": "the pipeline's precision: section",
+}
+"""``SentenceTransformer.encode``'s keywords that ``encode`` has no place for, with where
+each one's job is done (docs/python.md's table): Python's own "unexpected keyword
+argument" left a migrating user to find the replacement."""
+
+
+def _refuse_unknown(unknown: Mapping[str, object]) -> None:
+    """A ``TypeError`` for the first keyword ``encode`` does not take, as Python's own (the
+    same words), with seamline's equivalent where it is one of sentence-transformers'."""
+    for name in unknown:
+        message = f"Embedder.encode() got an unexpected keyword argument '{name}'"
+        instead = _SENTENCE_TRANSFORMERS.get(name)
+        if instead is not None:
+            message += f" (sentence-transformers'; in seamline: {instead}; see docs/python.md)"
+        raise TypeError(message)
 
 
 def _passes(requests: Sequence[Request]) -> dict[tuple[bool, int | None, bool], list[Request]]:
