@@ -3,8 +3,9 @@
 Every answer to a POST goes through :func:`_endpoint`: a span per request
 (``POST /v1/embeddings``; the embedder's ``seamline.embed.request`` span is its
 child, linked to the batch that served it), the request counted by status and timed,
-a refusal (:class:`~.errors.ApiError`) answered in OpenAI's error shape, and anything
-else a 500 whose details go to the server's log, never to the client.
+a refusal (:class:`~.errors.ApiError`) answered in OpenAI's error shape (a 5xx one also
+logged and recorded on the span, :func:`_refused`), and anything else a 500 whose
+details go to the server's log, never to the client.
 """
 
 from __future__ import annotations
@@ -99,14 +100,15 @@ def _endpoint(
             try:
                 response = await handle(served, request)
             except ApiError as err:
-                response = err.response()
+                response = _refused(span, name, err)
             except ClientDisconnect:  # gone while its body was being read
                 response = Response(status_code=CLIENT_CLOSED)
             except asyncio.CancelledError:  # stopping: --graceful-timeout gave up on it
-                response = _given_up(served)
+                response = _refused(span, name, _given_up(served))
             except Exception as err:
                 log.exception("a request failed", endpoint=name, error=repr(err))
                 span.record_exception(err)
+                _failed(span, type(err).__qualname__, f"{type(err).__name__}: {err}")
                 response = ApiError(
                     500,
                     "the server failed to answer this request (see its log)",
@@ -114,8 +116,6 @@ def _endpoint(
                     kind=SERVER_ERROR,
                 ).response()
             span.set_attribute("http.response.status_code", response.status_code)
-            if response.status_code >= 500:
-                span.set_status(trace.StatusCode.ERROR)
         served.metrics.requests.labels(name, str(response.status_code)).inc()
         served.metrics.latency.labels(name).observe(time.perf_counter() - started)
         return response
@@ -123,9 +123,49 @@ def _endpoint(
     return answer
 
 
-def _given_up(served: Served) -> Response:
-    """The answer to a request the stopping server cancelled (its ``--graceful-timeout``
-    passed, or a second Ctrl-C came): OpenAI's shape, where uvicorn would send a
+REASON_CHARS = 500
+"""At most this much of a refusal's message goes to a log line or a span's status."""
+
+
+def _refused(span: trace.Span, endpoint: str, err: ApiError) -> Response:
+    """The answer to a refusal, recorded where the operator looks.
+
+    A 5xx is the server's failure (an index it cannot read, a model that failed to
+    load): one warning line with its status, code and reason, and the request's span
+    an error with that reason and ``error.type`` (the code), as OpenTelemetry's HTTP
+    conventions have it; the client's answer alone said why, and the log said nothing.
+    A 4xx is the client's (its body, its limits): a debug line with the code only (the
+    reason may quote what the client sent) and the span's status left unset, as the
+    conventions ask of a server's span.
+    """
+    if err.status >= 500:
+        reason = _bounded(err.message)
+        log.warning(
+            "a request was answered with a server error",
+            endpoint=endpoint,
+            status=err.status,
+            code=err.code,
+            reason=reason,
+        )
+        _failed(span, err.code, reason)
+    else:
+        log.debug("a request was refused", endpoint=endpoint, status=err.status, code=err.code)
+    return err.response()
+
+
+def _failed(span: trace.Span, error_type: str, description: str) -> None:
+    """The request's span marked failed: ``error.type`` and the status's description."""
+    span.set_attribute("error.type", error_type)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, _bounded(description)))
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
+
+
+def _given_up(served: Served) -> ApiError:
+    """The refusal of a request the stopping server cancelled (its ``--graceful-timeout``
+    passed, or a second Ctrl-C came), answered in OpenAI's shape, where uvicorn would send a
     plain-text 500 and log a traceback. The cancellation is taken back so that the answer
     is still sent."""
     task = asyncio.current_task()
@@ -138,7 +178,7 @@ def _given_up(served: Served) -> Response:
         code="not_ready",
         kind=SERVER_ERROR,
         headers={"Retry-After": str(served.limits.retry_after_s)},
-    ).response()
+    )
 
 
 async def _embeddings(served: Served, request: Request) -> Response:
