@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricsData
 from typer.testing import CliRunner
 
 from seamline.adapters import logging_setup, telemetry_setup
@@ -352,6 +353,26 @@ def test_console_spans_and_metrics_go_to_stderr_not_into_the_command_s_output(
     assert '"name": "seamline.run"' not in out  # (another test's log lines may be there)
     assert '"name": "seamline.run"' in err
     assert getattr(metric_exporter, "out", None) is sys.stderr
+
+
+def test_console_spans_and_metrics_are_one_json_line_each(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The SDK's console exporters indent each span over some 40 lines, in a stderr that
+    is otherwise JSON lines when piped: a log shipper choked on it."""
+    configure_telemetry(environ={"OTEL_TRACES_EXPORTER": "console"})
+    run_toy(["a b", "c"])
+    shutdown_telemetry()
+    err = capsys.readouterr().err
+    spans = [json.loads(line) for line in err.splitlines() if '"context": {' in line]
+    assert "seamline.run" in {span["name"] for span in spans}, err
+    config = resolve(environ={"OTEL_METRICS_EXPORTER": "console"})
+    exporter = telemetry_setup.metric_exporters(config)[0]
+    assert isinstance(exporter, ConsoleMetricExporter)
+    line = exporter.formatter(MetricsData(resource_metrics=[]))
+    assert line.endswith("\n")
+    assert line.count("\n") == 1
+    assert json.loads(line) == {"resource_metrics": []}
 
 
 def test_the_jsonl_exporter_writes_one_span_per_line(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ from opentelemetry.sdk.metrics.export import (
     ConsoleMetricExporter,
     MetricExporter,
     MetricReader,
+    MetricsData,
     PeriodicExportingMetricReader,
 )
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -342,7 +343,7 @@ def span_exporters(config: TelemetryConfig, *, append: bool = False) -> list[Spa
     exporters: list[SpanExporter] = []
     for name in config.traces:
         if name == "console":  # stdout is the command's (--format json, search results)
-            exporters.append(ConsoleSpanExporter(out=sys.stderr))
+            exporters.append(ConsoleSpanExporter(out=sys.stderr, formatter=_one_line_span))
         elif name == "jsonl":
             exporters.append(JsonlSpanExporter(config.traces_file, append=append))
         elif name == "otlp":
@@ -361,12 +362,23 @@ def span_exporters(config: TelemetryConfig, *, append: bool = False) -> list[Spa
     return exporters
 
 
+def _one_line_span(span: ReadableSpan) -> str:
+    """A span as one JSON line: the SDK's default, indented over some 40 lines, broke the
+    JSON lines of stderr (its log lines, when piped) for a log shipper reading them."""
+    return str(span.to_json(indent=None)) + "\n"
+
+
+def _one_line_metrics(data: MetricsData) -> str:
+    """An export of metrics as one JSON line, as :func:`_one_line_span` for spans."""
+    return data.to_json(indent=None) + "\n"
+
+
 def metric_exporters(config: TelemetryConfig) -> list[MetricExporter]:
     """One exporter per name in ``config.metrics``."""
     exporters: list[MetricExporter] = []
     for name in config.metrics:
         if name == "console":
-            exporters.append(ConsoleMetricExporter(out=sys.stderr))
+            exporters.append(ConsoleMetricExporter(out=sys.stderr, formatter=_one_line_metrics))
         elif name == "otlp":
             if config.metrics_protocol == "grpc":
                 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
