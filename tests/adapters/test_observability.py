@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import pytest
+import structlog
+import structlog.testing
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricsData
 from typer.testing import CliRunner
@@ -313,6 +315,34 @@ def test_the_otlp_settings_are_checked_only_for_an_otlp_exporter() -> None:
     grpc = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
     bare = resolve(None, {**grpc, "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"})
     assert bare.traces_endpoint == "collector:4317", "as the gRPC exporter reads it"
+
+
+def test_a_bare_grpc_endpoint_warns_that_tls_will_be_used() -> None:
+    """``127.0.0.1:4317`` over gRPC connects with TLS (the SDK's choice, kept): against a
+    plain receiver every span was lost, with exit code 0 and no word from seamline."""
+    grpc = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    bare = {**grpc, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4317"}
+
+    def warnings(environ: dict[str, str]) -> list[dict[str, Any]]:
+        with structlog.testing.capture_logs() as logs:
+            configure_telemetry(environ=environ)
+        shutdown_telemetry()
+        return [line for line in logs if line["log_level"] == "warning"]
+
+    (line,) = warnings(bare)
+    assert line["variable"] == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    assert "TLS" in line["event"]
+    assert "OTEL_EXPORTER_OTLP_INSECURE=true" in line["event"]
+    for said in (
+        {"OTEL_EXPORTER_OTLP_INSECURE": "true"},
+        {"OTEL_EXPORTER_OTLP_TRACES_INSECURE": "false"},
+        {"OTEL_EXPORTER_OTLP_CERTIFICATE": "/etc/ca.pem"},
+        {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4317"},
+        {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://127.0.0.1:4317"},
+    ):
+        assert warnings({**bare, **said}) == [], said
+    (line,) = warnings({**grpc, "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"})
+    assert line["variable"] == "OTEL_EXPORTER_OTLP_ENDPOINT"
 
 
 def test_an_endpoint_in_the_pipeline_file_is_checked_at_its_location() -> None:

@@ -231,6 +231,40 @@ def _unsupported_protocol(variable: str, value: str) -> str:
     return f"{variable}={value!r} is not supported: use {' or '.join(PROTOCOLS)}"
 
 
+def _warn_grpc_tls(
+    config: TelemetryConfig, section: TelemetrySettings | None, env: Mapping[str, str]
+) -> None:
+    """One warning per signal whose gRPC exporter will use TLS for a bare ``HOST:PORT``.
+
+    The gRPC exporter connects with TLS unless its endpoint says ``http://`` or
+    ``OTEL_EXPORTER_OTLP_[SIGNAL_]INSECURE`` is set: ``127.0.0.1:4317`` against a plain
+    receiver (a local collector's default) lost every span, the run still exited 0, and
+    only gRPC's own log lines (a TLS handshake failure) hinted why. The SDK's choice is
+    kept, and said: TLS will be used, and how to turn it off. Setting the variable
+    either way, or a certificate (TLS meant), says nothing.
+    """
+    for signal, exporters, protocol in (
+        ("TRACES", config.traces, config.traces_protocol),
+        ("METRICS", config.metrics, config.metrics_protocol),
+    ):
+        if "otlp" not in exporters or protocol != "grpc":
+            continue
+        given = _given_endpoint(section or TelemetrySettings(), env, signal)
+        if given is None or "://" in given[1]:
+            continue
+        chosen = (f"OTEL_EXPORTER_OTLP_{signal}_{name}" for name in ("INSECURE", "CERTIFICATE"))
+        said = [*chosen, "OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_CERTIFICATE"]
+        if any(env.get(variable) for variable in said):
+            continue
+        log.warning(
+            f"{given[0]} has no scheme, so the OTLP gRPC exporter of {signal.lower()} "
+            "connects with TLS: a receiver without TLS gets nothing. For a plain receiver "
+            f"set OTEL_EXPORTER_OTLP_INSECURE=true (or give http://HOST:PORT in {given[0]}); "
+            "to keep TLS and silence this, set OTEL_EXPORTER_OTLP_INSECURE=false",
+            variable=given[0],
+        )
+
+
 # -- exporters -------------------------------------------------------------------------------
 
 
@@ -458,6 +492,8 @@ def configure_telemetry(
     config = resolve(section, environ)
     if section is not None and section.otlp_endpoint:  # the environment's are hidden already
         hide_endpoint(section.otlp_endpoint, OTLP_ENDPOINT_FIELD)
+    if not worker:  # its driver said so already
+        _warn_grpc_tls(config, section, os.environ if environ is None else environ)
     tracer_provider(config.service_name)
     _exporting.replace([BatchSpanProcessor(e) for e in span_exporters(config, append=worker)])
     if config.metrics:
