@@ -345,6 +345,24 @@ def test_a_bare_grpc_endpoint_warns_that_tls_will_be_used() -> None:
     assert line["variable"] == "OTEL_EXPORTER_OTLP_ENDPOINT"
 
 
+def test_a_logs_exporter_asked_for_is_answered_with_one_warning() -> None:
+    """``OTEL_LOGS_EXPORTER=otlp`` was ignored without a word: logs go to stderr only."""
+
+    def warnings(environ: dict[str, str]) -> list[dict[str, Any]]:
+        with structlog.testing.capture_logs() as logs:
+            configure_telemetry(environ=environ)
+        shutdown_telemetry()
+        return [line for line in logs if line["log_level"] == "warning"]
+
+    (line,) = warnings({"OTEL_LOGS_EXPORTER": "otlp"})
+    assert "standard error" in line["event"]
+    assert "exports no logs" in line["event"]
+    assert line["OTEL_LOGS_EXPORTER"] == "otlp"
+    assert len(warnings({"OTEL_LOGS_EXPORTER": "console,none"})) == 1
+    for quiet in ({}, {"OTEL_LOGS_EXPORTER": "none"}, {"OTEL_LOGS_EXPORTER": " "}):
+        assert warnings(quiet) == [], quiet
+
+
 def test_an_endpoint_in_the_pipeline_file_is_checked_at_its_location() -> None:
     registry = toy_registry()
     text = PIPELINE.format(texts=["a"], extra="", attention="{use: native}")

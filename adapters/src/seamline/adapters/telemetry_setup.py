@@ -74,6 +74,7 @@ from seamline.adapters import traces_lock
 from seamline.adapters.exporter_secrets import hide_endpoint
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
+from seamline.contracts.untrusted import cut
 from seamline.core import (
     TRACES_FILE,
     TelemetrySettings,
@@ -262,6 +263,24 @@ def _warn_grpc_tls(
             f"set OTEL_EXPORTER_OTLP_INSECURE=true (or give http://HOST:PORT in {given[0]}); "
             "to keep TLS and silence this, set OTEL_EXPORTER_OTLP_INSECURE=false",
             variable=given[0],
+        )
+
+
+def _warn_logs_exporter(env: Mapping[str, str]) -> None:
+    """One warning when ``OTEL_LOGS_EXPORTER`` asks for an exporter: none is made.
+
+    seamline's logs go to standard error only; ``OTEL_LOGS_EXPORTER=otlp`` was ignored
+    without a word (an unknown ``OTEL_TRACES_EXPORTER`` exits with code 2), so a user
+    waited for logs in a collector that never came. ``none`` asks for nothing.
+    """
+    value = env.get("OTEL_LOGS_EXPORTER", "")
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if any(name != "none" for name in names):
+        log.warning(
+            "OTEL_LOGS_EXPORTER is set, but seamline exports no logs: they are written to "
+            "standard error (JSON lines when it is not a terminal; --log-format); collect "
+            "them from there, or unset OTEL_LOGS_EXPORTER",
+            OTEL_LOGS_EXPORTER=cut(value, 80),
         )
 
 
@@ -493,7 +512,9 @@ def configure_telemetry(
     if section is not None and section.otlp_endpoint:  # the environment's are hidden already
         hide_endpoint(section.otlp_endpoint, OTLP_ENDPOINT_FIELD)
     if not worker:  # its driver said so already
-        _warn_grpc_tls(config, section, os.environ if environ is None else environ)
+        env = os.environ if environ is None else environ
+        _warn_grpc_tls(config, section, env)
+        _warn_logs_exporter(env)
     tracer_provider(config.service_name)
     _exporting.replace([BatchSpanProcessor(e) for e in span_exporters(config, append=worker)])
     if config.metrics:
