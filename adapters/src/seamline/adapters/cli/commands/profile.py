@@ -62,6 +62,7 @@ def profile(
     from seamline.adapters import telemetry_setup
     from seamline.adapters.cli.render.run import profile_summary
     from seamline.adapters.logging_setup import configure_logging
+    from seamline.adapters.trace_parent import joined_from_environment
     from seamline.core import Pipeline, output_directory
 
     configure_logging(level="warning")
@@ -72,7 +73,11 @@ def profile(
     user_errors(lambda: output_directory(out, "--out names"))
     before = set(out.rglob("*"))
     try:
-        with names_in_cache_key(), jax.profiler.trace(str(out), create_perfetto_trace=True):
+        with (
+            names_in_cache_key(),
+            jax.profiler.trace(str(out), create_perfetto_trace=True),
+            joined_from_environment(os.environ),  # TRACEPARENT: a CI job's trace
+        ):
             summary = user_errors(lambda: loaded.run())
     finally:
         telemetry_setup.shutdown_telemetry()

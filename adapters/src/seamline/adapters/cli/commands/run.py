@@ -207,6 +207,7 @@ def _run(
     from seamline.adapters import telemetry_setup
     from seamline.adapters.cli.publication import Publication
     from seamline.adapters.cli.render.progress import ProgressMonitor
+    from seamline.adapters.trace_parent import joined_from_environment
     from seamline.core import Pipeline, raise_kept_stop
 
     interactive = consoles.err.is_terminal
@@ -223,15 +224,16 @@ def _run(
     try:
         extra = [ProgressMonitor(consoles.err)] if interactive else []
         run_started = time.perf_counter()
-        summary = user_errors(
-            lambda: environment_errors(
-                lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart),
-                KEPT,
-                writing=getattr(loaded.resolved.sink.config, "path", None),
-                nothing_committed=NOTHING_KEPT,
-            ),
-            kept_on_interrupt=told,
-        )
+        with joined_from_environment(os.environ):  # TRACEPARENT: a CI job's trace
+            summary = user_errors(
+                lambda: environment_errors(
+                    lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart),
+                    KEPT,
+                    writing=getattr(loaded.resolved.sink.config, "path", None),
+                    nothing_committed=NOTHING_KEPT,
+                ),
+                kept_on_interrupt=told,
+            )
     finally:
         telemetry_setup.shutdown_telemetry()  # a stop in it: told by the command's block
     return summary, loaded, run_started
