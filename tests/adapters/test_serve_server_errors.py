@@ -91,6 +91,18 @@ def test_a_5xx_refusal_is_logged_and_explained_on_its_span(
     assert span.attributes["http.response.status_code"] == 503
 
 
+def test_not_ready_is_an_info_line_not_a_warning(spans: InMemorySpanExporter) -> None:
+    # Clients retry through a warm-up's 503s (Retry-After): a warning for each buried the
+    # failures an operator looks for among dozens of lines.
+    failure = ApiError(503, "the model is loading", code="not_ready", kind=SERVER_ERROR)
+    with capture_logs() as logs:
+        answer = post(failure, "/v1/search", {"query": "resume"})
+    assert answer.status_code == 503
+    assert [(line["log_level"], line["code"]) for line in logs] == [("info", "not_ready")]
+    span = request_span(spans, "POST /v1/search")
+    assert span.status.status_code is trace.StatusCode.ERROR
+
+
 def test_a_failure_of_the_server_names_its_type_on_the_span(
     spans: InMemorySpanExporter,
 ) -> None:

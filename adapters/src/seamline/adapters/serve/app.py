@@ -140,7 +140,11 @@ def _refused(span: trace.Span, endpoint: str, err: ApiError) -> Response:
     """
     if err.status >= 500:
         reason = _bounded(err.message)
-        log.warning(
+        # `not_ready` is a state the server announces (its model loading, its stop) and
+        # each client retries through (Retry-After): a warning per request buried the
+        # failures among a warm-up's dozens of lines.
+        emit = log.info if err.code == "not_ready" else log.warning
+        emit(
             "a request was answered with a server error",
             endpoint=endpoint,
             status=err.status,
