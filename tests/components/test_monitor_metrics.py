@@ -12,11 +12,19 @@ from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation
 from structlog.testing import capture_logs
 
-from seamline.components.monitors.metrics import MetricsMonitor, MetricsMonitorConfig
+from seamline.adapters.serve.metrics import LATENCY_BUCKETS
+from seamline.components.monitors.metrics import (
+    COMPILE_BOUNDS,
+    ERROR_BOUNDS,
+    SECONDS_BOUNDS,
+    MetricsMonitor,
+    MetricsMonitorConfig,
+)
 from seamline.contracts import (
     BatchDone,
     Compiled,
@@ -290,3 +298,48 @@ def test_a_toy_run_is_counted(provider: MeterProvider, reader: InMemoryMetricRea
     if operations:  # once the orchestrator reports seam calls
         assert {("model", "apply"), ("sink", "write"), ("model", "prepare")} <= operations
     MemorySink.reset()
+
+
+HISTOGRAM_BOUNDS = {
+    "seamline.seam.duration": SECONDS_BOUNDS,
+    "seamline.batch.duration": SECONDS_BOUNDS,
+    "seamline.compile.duration": COMPILE_BOUNDS,
+    "seamline.shadow.max_error": ERROR_BOUNDS,
+}
+
+
+@pytest.mark.parametrize(
+    "preferred",
+    [{}, {Histogram: ExplicitBucketHistogramAggregation()}],
+    ids=["sdk-default", "otlp-exporter-default"],
+)
+def test_histograms_export_bounds_suited_to_their_units(preferred: dict[type, Any]) -> None:
+    # The SDK's default bounds (0, 5, 10 ... 10000) are meant for milliseconds: every
+    # duration in seconds, and every shadow error, landed in the bucket (0, 5].
+    reader = InMemoryMetricReader(preferred_aggregation=preferred)
+    provider = MeterProvider(metric_readers=[reader])
+    monitor = MetricsMonitor(MetricsMonitorConfig(memory_gauges=False), meter_provider=provider)
+    for event in [
+        SeamCall("model", "toy", "apply", 0.002),
+        SeamCall("model", "toy", "apply", 0.3),
+        BatchDone(1, 16, 4, 40, 0.04, 3),
+        BatchDone(2, 16, 4, 40, 2.0, 5),
+        Compiled(16, 4, 0.5),
+        Compiled(32, 4, 95.0),
+        ShadowCompared("sig", "a", "b", 2, 3e-7, 2e-3, True),
+        ShadowCompared("sig", "a", "b", 2, 4e-3, 2e-3, False),
+    ]:
+        monitor.observe(event)
+    points = collect(reader)
+    provider.shutdown()
+    for name, bounds in HISTOGRAM_BOUNDS.items():
+        (point,) = points[name]
+        assert tuple(point.explicit_bounds) == bounds, name
+        assert sum(1 for count in point.bucket_counts if count) == 2, name  # two buckets
+
+
+def test_duration_bounds_are_those_of_the_servers_metrics() -> None:
+    # seamline_serve_batch_seconds and seamline.batch.duration time the same BatchDone.
+    assert SECONDS_BOUNDS == LATENCY_BUCKETS
+    for bounds in HISTOGRAM_BOUNDS.values():
+        assert list(bounds) == sorted(set(bounds))

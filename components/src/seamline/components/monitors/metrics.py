@@ -17,6 +17,12 @@ Instruments (units in brackets):
 * observable gauges ``seamline.process.rss`` [By] (psutil) and
   ``seamline.device.memory.in_use`` [By] (the first device's ``bytes_in_use``,
   observed only where the backend reports memory statistics).
+
+Each histogram advises bucket bounds suited to its unit (``explicit_bucket_boundaries_advisory``,
+honoured by the SDK from 1.30, and by its OTLP exporter's aggregation from 1.32): without
+them the SDK's defaults (0, 5, 10, 25 ... 10000, meant for milliseconds) put every duration
+in seconds, and every shadow error, in one bucket, so no percentile could be read. A view
+the application installs still wins over the advice.
 """
 
 from __future__ import annotations
@@ -46,6 +52,37 @@ from seamline.contracts.logs import get_logger
 
 METER_NAME = "seamline"
 LOGGER_NAME = "seamline.monitor.metrics"
+
+SECONDS_BOUNDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+"""Bounds of ``seamline.seam.duration`` and ``seamline.batch.duration``: from a
+millisecond seam call to a half-minute batch. The same as ``seamline serve``'s
+``/metrics`` latency buckets, so that its ``seamline_serve_batch_seconds`` (the same
+``BatchDone.seconds``) and ``seamline.batch.duration`` can be compared bucket by bucket."""
+COMPILE_BOUNDS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200)
+"""Bounds of ``seamline.compile.duration``: a shape read from the compile cache takes
+milliseconds, a large model's first compilation minutes."""
+ERROR_BOUNDS = (
+    1e-8,
+    3e-8,
+    1e-7,
+    3e-7,
+    1e-6,
+    3e-6,
+    1e-5,
+    3e-5,
+    1e-4,
+    3e-4,
+    1e-3,
+    3e-3,
+    0.01,
+    0.03,
+    0.1,
+    0.3,
+    1,
+)
+"""Bounds of ``seamline.shadow.max_error``, log-spaced (two to a decade),
+from float32 rounding (about 1e-7) through bfloat16's (1e-3 to 1e-2) to a broken
+implementation."""
 
 
 class MetricsMonitorConfig(ComponentConfig):
@@ -115,20 +152,26 @@ class MetricsMonitor(Monitor[MetricsMonitorConfig]):
             "seamline.seam.duration",
             unit="s",
             description="Time of one call across a seam, outside compiled code.",
+            explicit_bucket_boundaries_advisory=SECONDS_BOUNDS,
         )
         self.batch_duration = meter.create_histogram(
             "seamline.batch.duration",
             unit="s",
             description="Wall time of a batch, assembled to handed to the sink.",
+            explicit_bucket_boundaries_advisory=SECONDS_BOUNDS,
         )
         self.compile_duration = meter.create_histogram(
-            "seamline.compile.duration", unit="s", description="Time to compile one shape."
+            "seamline.compile.duration",
+            unit="s",
+            description="Time to compile one shape.",
+            explicit_bucket_boundaries_advisory=COMPILE_BOUNDS,
         )
         self.shadow_error = meter.create_histogram(
             "seamline.shadow.max_error",
             unit="1",
             description="Largest difference between an implementation and the reference "
             "on a shadowed batch.",
+            explicit_bucket_boundaries_advisory=ERROR_BOUNDS,
         )
         self._gauges = memory_gauges(meter_provider, METER_NAME) if config.memory_gauges else None
         if self._gauges is not None:
