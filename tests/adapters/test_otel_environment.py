@@ -99,6 +99,64 @@ def test_a_batch_larger_than_the_queue_names_both(monkeypatch: pytest.MonkeyPatc
     )
 
 
+# The OTLP exporters' timeouts: the SDK raises on none, but loses every span instead.
+TIMEOUTS = [
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+]
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "", "inf", "nan", "10s"])
+@pytest.mark.parametrize("name", TIMEOUTS)
+def test_a_timeout_that_would_lose_every_span_is_refused(name: str, value: str) -> None:
+    # 0 and -5: each export gave up at once (one error line, exit 0, no span sent);
+    # abc: quietly 10 s.
+    with pytest.raises(UserError) as refused:
+        check_otel_environment({name: value})
+    assert str(refused.value) == (
+        f"${name}={value!r}: OpenTelemetry takes a number of seconds above 0 there. Set it "
+        f"to one, or unset it ('unset {name}') for OpenTelemetry's default"
+    )
+
+
+@pytest.mark.parametrize("value", ["0.5", "10", " 30 ", "10000"])
+@pytest.mark.parametrize("name", TIMEOUTS)
+def test_a_timeout_above_0_is_taken(name: str, value: str) -> None:
+    check_otel_environment({name: value})
+
+
+@pytest.mark.parametrize("signal", ["TRACES", "METRICS"])
+def test_the_installed_exporters_read_timeouts_in_seconds(
+    monkeypatch: pytest.MonkeyPatch, signal: str
+) -> None:
+    # What the error message and docs/observability.md say: seconds, not the
+    # specification's milliseconds.
+    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+        OTLPMetricExporter as GrpcMetrics,
+    )
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+        OTLPSpanExporter as GrpcSpans,
+    )
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+        OTLPMetricExporter as HttpMetrics,
+    )
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HttpSpans,
+    )
+
+    http, grpc = (HttpSpans, GrpcSpans) if signal == "TRACES" else (HttpMetrics, GrpcMetrics)
+    for name in ("OTEL_EXPORTER_OTLP_TIMEOUT", f"OTEL_EXPORTER_OTLP_{signal}_TIMEOUT"):
+        monkeypatch.setenv(name, "7")
+        exporter = http()
+        assert exporter._client._timeout == 7.0
+        exporter.shutdown()
+        channel = grpc(endpoint="127.0.0.1:1", insecure=True)
+        assert channel._timeout == 7.0
+        channel.shutdown()
+        monkeypatch.delenv(name)
+
+
 # OTEL_PROPAGATORS: opentelemetry.propagate raised a bare ValueError when imported.
 PROPAGATORS_REFUSED = [
     "bogus",
@@ -146,12 +204,19 @@ LIMIT = (
     "('unset OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT') for OpenTelemetry's default"
 )
 
+TIMEOUT = (
+    "error: $OTEL_EXPORTER_OTLP_TIMEOUT='0': OpenTelemetry takes a number of seconds above 0 "
+    "there. Set it to one, or unset it ('unset OTEL_EXPORTER_OTLP_TIMEOUT') for "
+    "OpenTelemetry's default"
+)
+
 
 @pytest.mark.parametrize(
     ("variable", "value", "said"),
     [
         ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "-1", LIMIT),
         ("OTEL_PROPAGATORS", "tracecontext,baggage,b3", B3),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "0", TIMEOUT),
     ],
 )
 @pytest.mark.parametrize("command", ["run", "serve"])

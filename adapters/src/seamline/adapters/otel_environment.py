@@ -9,6 +9,11 @@ who set such a variable meant something by it: the run is refused before it star
 variable named with what it takes (exit code 2), rather than run with a default the user
 did not choose.
 
+The OTLP exporters' timeouts raise nothing but lose every span instead: ``0`` or ``-5``
+made each export give up at once (one error line, exit code 0), and ``abc`` quietly
+became 10 s. The installed exporters (1.45) read them as **seconds** (``float(value)``,
+default 10), although the specification says milliseconds.
+
 This module imports no part of the SDK, so that it can be asked before the SDK is.
 """
 
@@ -28,20 +33,33 @@ class _Rule:
     """What a variable takes, as the SDK checks it."""
 
     least: int
-    """The smallest value the SDK accepts."""
+    """The smallest value the SDK accepts (or the bound it must be above, with ``above``)."""
     unset: bool = False
     """Whether an empty value (no limit, as the SDK reads it) is accepted too."""
     number: bool = False
     """Whether a decimal number is accepted (milliseconds as a float), not only an integer."""
+    above: bool = False
+    """Whether the value must be finite and above ``least`` (a timeout: 0 gives up at once)."""
+    unit: str = ""
+    """The unit the SDK reads it in, where the specification says another (said in the error)."""
 
     def takes(self) -> str:
         kind = "a number" if self.number else "an integer"
-        what = f"{kind} {'of 0 or more' if self.least == 0 else 'above 0'}"
+        kind = f"{kind} of {self.unit}" if self.unit else kind
+        bound = "of 0 or more" if self.least == 0 and not self.above else "above 0"
+        what = f"{kind} {bound}"
         return f"{what}, or an empty value for no limit" if self.unset else what
+
+    def accepts(self, value: float) -> bool:
+        """Whether the SDK would use ``value`` as the user meant it (False for NaN)."""
+        if self.above:
+            return math.isfinite(value) and value > self.least
+        return value >= self.least
 
 
 _LIMIT = _Rule(0, unset=True)
 _POSITIVE = _Rule(1)
+_TIMEOUT = _Rule(0, number=True, above=True, unit="seconds")
 _RULES: dict[str, _Rule] = {
     "OTEL_ATTRIBUTE_COUNT_LIMIT": _LIMIT,
     "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": _LIMIT,
@@ -56,6 +74,9 @@ _RULES: dict[str, _Rule] = {
     "OTEL_BSP_SCHEDULE_DELAY": _POSITIVE,
     "OTEL_BSP_EXPORT_TIMEOUT": _Rule(0),
     "OTEL_METRIC_EXPORT_INTERVAL": _Rule(1, number=True),
+    "OTEL_EXPORTER_OTLP_TIMEOUT": _TIMEOUT,
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": _TIMEOUT,
+    "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": _TIMEOUT,
 }
 """Each numeric variable the SDK reads, and what it takes (the SDK's own checks)."""
 
@@ -72,7 +93,7 @@ def _value(name: str, raw: str, rule: _Rule) -> float | None:
         value = float(text) if rule.number else int(text)
     except ValueError:
         value = math.nan
-    if not value >= rule.least:  # NaN too: not a number at all
+    if not rule.accepts(value):  # NaN too: not a number at all
         raise UserError(
             f"${name}={cut(raw, 40)!r}: OpenTelemetry takes {rule.takes()} there. Set it to "
             f"one, or unset it ('unset {name}') for OpenTelemetry's default"
