@@ -12,14 +12,15 @@ import io
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry import propagate
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
-from opentelemetry.sdk.trace import SpanLimits
+from opentelemetry.sdk.trace import SpanLimits, sampling
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-from seamline.adapters.otel_environment import check_otel_environment
+from seamline.adapters.otel_environment import SAMPLERS, check_otel_environment
 from seamline.contracts import UserError
 
 LIMITS = [
@@ -155,6 +156,72 @@ def test_the_installed_exporters_read_timeouts_in_seconds(
         assert channel._timeout == 7.0
         channel.shutdown()
         monkeypatch.delenv(name)
+
+
+# OTEL_TRACES_SAMPLER(_ARG): the SDK sampled every trace where the name or ratio was wrong.
+def sdk_sampler(monkeypatch: pytest.MonkeyPatch, name: str, arg: str | None) -> Any:
+    """The sampler the SDK's tracer provider builds with these variables."""
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", name)
+    if arg is not None:
+        monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", arg)
+    return sampling._get_from_env_or_default()
+
+
+def sampled_ratio(sampler: Any) -> float:
+    root = sampler._root if isinstance(sampler, sampling.ParentBased) else sampler
+    return float(root.rate)
+
+
+def test_the_sampler_names_are_the_sdks() -> None:
+    assert set(SAMPLERS) == set(sampling._KNOWN_SAMPLERS)
+    assert SAMPLERS[0] == "parentbased_always_on"  # the default the message names
+
+
+@pytest.mark.parametrize("name", ["bogus", "always-on", " always_on", "xray"])
+def test_a_sampler_the_sdk_would_replace_is_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    assert sdk_sampler(monkeypatch, name, None) is sampling.DEFAULT_ON
+    with pytest.raises(UserError, match=r"^\$OTEL_TRACES_SAMPLER='.*parentbased_always_on"):
+        check_otel_environment({"OTEL_TRACES_SAMPLER": name})
+
+
+@pytest.mark.parametrize("name", ["", "ALWAYS_OFF", "ParentBased_TraceIdRatio", *SAMPLERS])
+def test_a_sampler_the_sdk_knows_is_taken(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    if name.lower() not in ("", "parentbased_always_on"):  # else the default: no fallback
+        assert sdk_sampler(monkeypatch, name, "0.5") is not sampling.DEFAULT_ON
+    check_otel_environment({"OTEL_TRACES_SAMPLER": name, "OTEL_TRACES_SAMPLER_ARG": "0.5"})
+
+
+@pytest.mark.parametrize("arg", ["5", "-1", "10%", "1.5", "nan", "half"])
+@pytest.mark.parametrize("name", ["traceidratio", "parentbased_traceidratio"])
+def test_a_ratio_the_sdk_would_make_1_is_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str, arg: str
+) -> None:
+    assert sampled_ratio(sdk_sampler(monkeypatch, name, arg)) == 1.0
+    with pytest.raises(UserError) as refused:
+        check_otel_environment({"OTEL_TRACES_SAMPLER": name, "OTEL_TRACES_SAMPLER_ARG": arg})
+    assert str(refused.value) == (
+        f"$OTEL_TRACES_SAMPLER_ARG={arg!r}: the {name} sampler takes the fraction of traces "
+        "to sample there, a number from 0 to 1 (0.25 for a quarter; OpenTelemetry would have "
+        "sampled every trace). Set it to one, or unset it ('unset OTEL_TRACES_SAMPLER_ARG') "
+        "to sample every trace"
+    )
+
+
+@pytest.mark.parametrize(("arg", "ratio"), [("0", 0.0), ("0.25", 0.25), (" 1 ", 1.0), ("", 1.0)])
+@pytest.mark.parametrize("name", ["traceidratio", "PARENTBASED_TRACEIDRATIO"])
+def test_a_ratio_from_0_to_1_is_taken(
+    monkeypatch: pytest.MonkeyPatch, name: str, arg: str, ratio: float
+) -> None:
+    assert sampled_ratio(sdk_sampler(monkeypatch, name, arg)) == ratio
+    check_otel_environment({"OTEL_TRACES_SAMPLER": name, "OTEL_TRACES_SAMPLER_ARG": arg})
+
+
+def test_the_ratio_is_not_read_by_other_samplers() -> None:
+    for name in ("always_on", "parentbased_always_off"):
+        check_otel_environment({"OTEL_TRACES_SAMPLER": name, "OTEL_TRACES_SAMPLER_ARG": "5"})
+    check_otel_environment({"OTEL_TRACES_SAMPLER_ARG": "5"})  # the default sampler
 
 
 # OTEL_PROPAGATORS: opentelemetry.propagate raised a bare ValueError when imported.

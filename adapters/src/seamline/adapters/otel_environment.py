@@ -14,6 +14,10 @@ made each export give up at once (one error line, exit code 0), and ``abc`` quie
 became 10 s. The installed exporters (1.45) read them as **seconds** (``float(value)``,
 default 10), although the specification says milliseconds.
 
+So are ``OTEL_TRACES_SAMPLER`` and ``OTEL_TRACES_SAMPLER_ARG``: the SDK sampled every
+trace, with one warning line or none, where ``bogus`` named no sampler or the ratio was
+``5``, ``-1`` or ``10%``.
+
 This module imports no part of the SDK, so that it can be asked before the SDK is.
 """
 
@@ -101,12 +105,61 @@ def _value(name: str, raw: str, rule: _Rule) -> float | None:
     return value
 
 
+SAMPLERS = (
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+    "always_on",
+    "always_off",
+    "traceidratio",
+)
+"""The names the SDK's tracer provider takes in ``OTEL_TRACES_SAMPLER`` (any case; the
+default first). Samplers registered as ``opentelemetry_traces_sampler`` entry points are
+loaded only by the SDK's auto-configuration (``opentelemetry-instrument``), never by the
+provider seamline builds, which used its default for them: they are refused too."""
+_RATIO_SAMPLERS = ("traceidratio", "parentbased_traceidratio")
+
+
+def _check_sampler(environ: Mapping[str, str]) -> None:
+    """Refuse a sampler the SDK would replace by its default, or a ratio it would make 1.
+
+    An empty or unset ``OTEL_TRACES_SAMPLER_ARG`` is the specification's default ratio, 1.
+    """
+    raw = environ.get("OTEL_TRACES_SAMPLER", "")
+    name = raw.lower()
+    if raw and name not in SAMPLERS:
+        raise UserError(
+            f"$OTEL_TRACES_SAMPLER={cut(raw, 40)!r}: OpenTelemetry's tracer provider has no "
+            "sampler of that name (it would have used parentbased_always_on, sampling every "
+            f"trace a caller did not sample out). Set it to one of {', '.join(SAMPLERS)} "
+            "(OTEL_TRACES_SAMPLER_ARG=0.25 with a traceidratio one samples a quarter of the "
+            "traces), or unset it ('unset OTEL_TRACES_SAMPLER') for the default "
+            "parentbased_always_on"
+        )
+    text = environ.get("OTEL_TRACES_SAMPLER_ARG", "").strip()
+    if name not in _RATIO_SAMPLERS or not text:
+        return
+    try:
+        ratio = float(text)
+    except ValueError:
+        ratio = math.nan
+    if not 0 <= ratio <= 1:  # NaN too
+        raise UserError(
+            f"$OTEL_TRACES_SAMPLER_ARG={cut(environ['OTEL_TRACES_SAMPLER_ARG'], 40)!r}: the "
+            f"{name} sampler takes the fraction of traces to sample there, a number from 0 "
+            "to 1 (0.25 for a quarter; OpenTelemetry would have sampled every trace). Set it "
+            "to one, or unset it ('unset OTEL_TRACES_SAMPLER_ARG') to sample every trace"
+        )
+
+
 def check_otel_environment(environ: Mapping[str, str]) -> None:
-    """Refuse (``UserError``) a numeric ``OTEL_*`` variable the SDK would raise on, or an
+    """Refuse (``UserError``) a numeric ``OTEL_*`` variable the SDK would raise on or lose
+    spans with, a sampler or ratio it would replace by sampling everything, or an
     ``OTEL_PROPAGATORS`` naming a propagator not installed (:mod:`seamline.core.propagators`)."""
     problem = propagators_problem(environ)  # before opentelemetry.propagate raises on it
     if problem is not None:
         raise UserError(problem)
+    _check_sampler(environ)
     values = {
         name: _value(name, environ[name], rule) for name, rule in _RULES.items() if name in environ
     }
