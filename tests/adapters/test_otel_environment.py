@@ -45,7 +45,7 @@ SDK_TAKES = (
     [(name, value) for name in LIMITS for value in ("0", "64", " 7 ", "")]
     + [(name, value) for name in POSITIVE for value in ("512", "2048")]
     + [("OTEL_BSP_SCHEDULE_DELAY", "1"), ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")]
-    + [("OTEL_BSP_EXPORT_TIMEOUT", "0"), ("OTEL_METRIC_EXPORT_INTERVAL", "2500.5")]
+    + [("OTEL_BSP_EXPORT_TIMEOUT", "30000"), ("OTEL_METRIC_EXPORT_INTERVAL", "2500.5")]
 )
 
 
@@ -79,6 +79,17 @@ def test_what_the_sdk_takes_is_taken(
 ) -> None:
     assert sdk_accepts(monkeypatch, name, value)
     check_otel_environment({name: value})
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_an_export_timeout_of_0_is_refused_as_the_docs_say(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # The docs say every OTEL_BSP_* must be above 0; 0 was taken. The SDK reads it and
+    # applies nothing (no timeout reaches the exporter), so it takes it, and any integer.
+    assert sdk_accepts(monkeypatch, "OTEL_BSP_EXPORT_TIMEOUT", value)
+    with pytest.raises(UserError, match=r"^\$OTEL_BSP_EXPORT_TIMEOUT=.*an integer above 0"):
+        check_otel_environment({"OTEL_BSP_EXPORT_TIMEOUT": value})
 
 
 def test_not_a_number_is_refused_where_the_sdk_would_fall_back_quietly() -> None:
