@@ -18,6 +18,8 @@ import structlog
 import structlog.testing
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricsData
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from typer.testing import CliRunner
 
 from seamline.adapters import logging_setup, telemetry_setup
@@ -1009,3 +1011,46 @@ def test_what_a_component_prints_while_it_runs_stays_off_the_json_document(
     (line,) = result.stdout.splitlines()
     assert json.loads(line)["schema"] == "seamline.run/1"
     assert "recording: hi" in result.stderr
+
+
+class _Unanswered(SpanExporter):
+    """An exporter whose receiver never answers: export waits until shutdown."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+
+    def export(self, spans: Any) -> SpanExportResult:
+        self.released.wait(30)
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        self.released.set()
+
+
+def test_the_last_spans_wait_at_most_the_sdks_30_s_whatever_the_timeouts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What docs/observability.md says: the end-of-run flush of spans is bounded by the
+    # batch span processor's own 30 s, not by OTEL_EXPORTER_OTLP_TIMEOUT (10000 s was
+    # said to hold a stop for almost three hours) nor OTEL_BSP_EXPORT_TIMEOUT.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "10000")
+    monkeypatch.setenv("OTEL_BSP_EXPORT_TIMEOUT", "600000")
+    waits: list[float | None] = []
+    real_join = threading.Thread.join
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        if self.name.startswith("OtelBatchSpan"):
+            waits.append(timeout)
+            timeout = 0.2  # not the 30 s themselves
+        real_join(self, timeout)
+
+    exporter = _Unanswered()
+    exporting = telemetry_setup._Exporting()
+    exporting.replace([BatchSpanProcessor(exporter)])
+    provider = TracerProvider()
+    provider.add_span_processor(exporting)
+    provider.get_tracer("t").start_span("s").end()
+    monkeypatch.setattr(threading.Thread, "join", join)
+    exporting.replace(())  # what shutdown_telemetry does
+    assert waits == [30.0]
+    assert exporter.released.is_set()  # the export still going was left, not waited for
