@@ -1,12 +1,20 @@
-"""A compile cache entry JAX cannot read is removed, and said in one log line.
+"""A compile cache entry JAX cannot read or write is removed, alone, and said in one line.
 
 An entry cut short by a full disk was never repaired (JAX does not overwrite an entry
 that exists): every later run warned ``Error -5 while decompressing data`` and compiled
 again, and JAX's raw two-line ``UserWarning`` went to stderr among the JSON log lines.
+Removing every entry of the program instead (``jit_seamline_step-*``) cost every other
+pipeline sharing the cache its compiled steps on one failed write (``ulimit -f``).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -20,28 +28,129 @@ TRUNCATED = (
     "Error reading persistent compilation cache entry for 'jit_seamline_step': error: "
     "Error -5 while decompressing data: incomplete or truncated stream"
 )
+BROKEN = "jit_seamline_step-" + "0a1b" * 16
+WHOLE = "jit_seamline_step-" + "2c3d" * 16  # another pipeline's step
+OTHER = "jit_verification-" + "4e5f" * 16
 
 
-def test_an_entry_jax_cannot_read_is_removed_and_logged_once(
+def _cache(tmp_path: Path) -> Path:
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    (cache / f"{BROKEN}-cache").write_bytes(b"\x28\xb5\x2f")  # cut short
+    (cache / f"{WHOLE}-cache").write_bytes(b"whole")
+    (cache / f"{OTHER}-cache").write_bytes(b"whole")
+    return cache
+
+
+def test_the_entry_jax_cannot_read_is_removed_alone_and_logged_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(jax.config, "update", lambda name, value: None)  # the suite's cache
-    cache = tmp_path / "cache"
-    cache.mkdir(mode=0o700)
-    broken = cache / "jit_seamline_step-0a1b-cache"
-    broken.write_bytes(b"\x28\xb5\x2f")  # cut short
-    other = cache / "jit_verification-2c3d-cache"
-    other.write_bytes(b"whole")
-    with warnings.catch_warnings(record=True) as raw:
-        warnings.simplefilter("always")
-        assert enable_compile_cache(cache) == cache
-        with structlog.testing.capture_logs() as logs:
-            warnings.warn(TRUNCATED, UserWarning, stacklevel=1)
-            warnings.warn("something else", UserWarning, stacklevel=1)
+    cache = _cache(tmp_path)
+    seen: list[logging.LogRecord] = []
+    everything = logging.Handler(logging.NOTSET)
+    everything.emit = seen.append  # type: ignore[method-assign]
+    logging.getLogger().addHandler(everything)
+    try:
+        with warnings.catch_warnings(record=True) as raw:
+            warnings.simplefilter("always")
+            assert enable_compile_cache(cache) == cache
+            with structlog.testing.capture_logs() as logs:
+                logging.getLogger("jax._src.lru_cache").debug(f"Cache hit for key: {BROKEN!r}")
+                warnings.warn(TRUNCATED, UserWarning, stacklevel=1)
+                warnings.warn("something else", UserWarning, stacklevel=1)
+    finally:
+        logging.getLogger().removeHandler(everything)
     assert [str(w.message) for w in raw] == ["something else"]  # JAX's said once, by us
+    assert not [r for r in seen if r.name.startswith("jax") and r.levelno < logging.WARNING]
     (said,) = [e for e in logs if e["log_level"] == "warning"]
     assert said["event"] == "compile cache entry could not be read; compiled instead"
     assert said["program"] == "jit_seamline_step"
+    assert said["entry"] == f"{BROKEN}-cache"
     assert said["entries_removed"] == 1
-    assert not broken.exists()  # JAX writes it again, whole
-    assert other.exists()
+    assert not (cache / f"{BROKEN}-cache").exists()  # JAX writes it again, whole
+    assert (cache / f"{WHOLE}-cache").exists()  # another pipeline's: kept
+    assert (cache / f"{OTHER}-cache").exists()
+
+
+def test_no_entry_is_removed_when_jax_named_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jax.config, "update", lambda name, value: None)
+    cache = _cache(tmp_path)
+    assert enable_compile_cache(cache) == cache
+    with warnings.catch_warnings(), structlog.testing.capture_logs() as logs:
+        warnings.simplefilter("always")
+        warnings.warn(TRUNCATED.replace("reading", "writing"), UserWarning, stacklevel=1)
+    (said,) = [e for e in logs if e["log_level"] == "warning"]
+    assert said["event"] == "compile cache entry could not be written; compiled instead"
+    assert said["entries_removed"] == 0
+    assert len(list(cache.iterdir())) == 3
+
+
+RUN = textwrap.dedent(
+    """
+    import json, resource, sys, warnings
+    from pathlib import Path
+    import jax, numpy as np, structlog
+    from seamline.adapters.compile_cache import enable_compile_cache
+
+    cache, limit = Path(sys.argv[1]), int(sys.argv[2])
+    enable_compile_cache(cache)
+
+    def step(x):
+        return x * 2.0 + 1.0
+
+    unlimited = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if limit:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, unlimited[1]))
+    with structlog.testing.capture_logs() as logs:
+        jax.block_until_ready(jax.jit(step)(np.ones(3, np.float32)))
+    resource.setrlimit(resource.RLIMIT_FSIZE, unlimited)
+    said = [e for e in logs if e["log_level"] == "warning"]
+    print(json.dumps(said, default=str))
+    """
+)
+
+
+def _run(cache: Path, limit: int = 0) -> list[dict[str, object]]:
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(cache), str(limit)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=True,
+    )
+    assert "persistent compilation cache" not in done.stderr  # JAX's raw warning: ours
+    said: list[dict[str, object]] = json.loads(done.stdout.splitlines()[-1])
+    return said
+
+
+def test_real_failures_of_jax_remove_only_their_own_entry(tmp_path: Path) -> None:
+    """JAX itself, not a copy of its words: a write cut short by ``ulimit -f`` and a read
+    of the entry it left remove that entry and no other pipeline's."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    others = [cache / f"jit_step-{'ab' * 32}-cache", cache / f"jit_other-{'cd' * 32}-cache"]
+    for other in others:
+        other.write_bytes(b"another pipeline's")
+    first = _run(cache, limit=200)  # JAX's entry is larger than 200 bytes
+    (said,) = first
+    assert said["event"] == "compile cache entry could not be written; compiled instead"
+    assert said["entries_removed"] == 1, said
+    assert sorted(cache.iterdir()) == sorted(others)
+    second = _run(cache)  # written whole now
+    assert second == []
+    (entry,) = set(cache.iterdir()) - set(others)
+    entry.write_bytes(entry.read_bytes()[:50])  # cut short by another process's full disk
+    third = _run(cache)
+    (said,) = third
+    assert said["event"] == "compile cache entry could not be read; compiled instead"
+    assert said["entry"] == entry.name
+    assert said["entries_removed"] == 1
+    assert sorted(cache.iterdir()) == sorted([*others, entry])  # the others kept
+    assert entry.stat().st_size > 50  # and it written again, whole
+    assert _run(cache) == []
