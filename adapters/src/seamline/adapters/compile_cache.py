@@ -26,6 +26,7 @@ its first use of JAX in any command: :func:`seamline.core.check_jax_compile_cach
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import jax
@@ -86,11 +87,29 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
         named = directory is not None or variable is not None
         _refuse_shared(chosen, unsafe, variable or CACHE_VARIABLE, named=named)
         return None
+    read_only = not _writable(chosen)
+    if read_only:
+        log.warning(
+            f"compile cache {chosen} is read-only: compiled programs will not be kept",
+            directory=str(chosen),
+            fix=f"make it writable, or set {CACHE_VARIABLE} to a directory you can write",
+        )
     jax.config.update("jax_compilation_cache_dir", str(chosen))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    route_cache_warnings(chosen)
+    route_cache_warnings(chosen, read_only=read_only)
     return chosen
+
+
+def _writable(directory: Path) -> bool:
+    """Whether a file can be made in ``directory``, tried (a mode says nothing for root,
+    a read-only mount or an ACL): else each program compiled warned that its entry
+    could not be written, when the cache can only be read."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".seamline-probe-"):
+            return True
+    except OSError:
+        return False
 
 
 def _refuse_shared(directory: Path, problem: NotPrivate, variable: str, *, named: bool) -> None:

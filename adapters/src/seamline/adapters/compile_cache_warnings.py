@@ -19,6 +19,11 @@ key for this program in this thread), nothing is removed: a partial entry left b
 failed write is then removed when a later run fails to read it, at the cost of one
 more compile. (JAX's file cache writes in place, not to a temporary file renamed: a
 failed write leaves its partial entry under the entry's own name.)
+
+A cache the run cannot write (a read-only folder, a prepared cache) is said once, at
+start (:func:`seamline.adapters.compile_cache.enable_compile_cache`), and read; its
+failed writes log nothing more: every program compiled warned that its entry could
+not be written, though it was compiled as always, only not kept.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ KEY_SAID = re.compile(f"'({KEY.pattern})'")
 KEY_LOGGERS = ("jax._src.lru_cache", "jax._src.compilation_cache", "jax._src.compiler")
 """JAX's loggers that name a key before the entry is read (``lru_cache``) or written."""
 _cache: list[Path] = []  # the directory seamline pointed JAX at, once it passed the check
+_read_only: list[bool] = [False]  # said once at start: its failed writes are not news
 
 
 _seen = threading.local()  # keys: {program: the last key JAX logged for it in this thread}
@@ -87,9 +93,13 @@ class _KeysSeen(logging.Filter):
 _watchers: list[_KeysSeen] = []
 
 
-def route_cache_warnings(directory: Path) -> None:
-    """Turn JAX's warnings about ``directory``'s entries into log lines (and repairs)."""
+def route_cache_warnings(directory: Path, *, read_only: bool = False) -> None:
+    """Turn JAX's warnings about ``directory``'s entries into log lines (and repairs).
+
+    ``read_only``: the run cannot write it, already said; its failed writes log nothing.
+    """
     _cache[:] = [directory]
+    _read_only[0] = read_only
     if not getattr(warnings.showwarning, "seamline_cache", False):
         warnings.showwarning = _shown_by(warnings.showwarning)
     if not _watchers:
@@ -117,6 +127,8 @@ def _shown_by(shown: Any) -> Any:
             return
         doing, program, error = said.groups()
         key = failed_key(program)
+        if doing == "writing" and _read_only[0]:
+            return  # said once at start: this cache keeps nothing
         removed = _remove_entry(_cache[0], program, key)
         log.warning(
             f"compile cache entry could not be {'read' if doing == 'reading' else 'written'}; "
