@@ -8,6 +8,7 @@ blames the run's output.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from seamline.adapters import logging_setup
 from seamline.adapters.cli.main import app
 from seamline.contracts import AttentionChosen
 from seamline.core.attention import tuning as tuning_module
-from seamline.core.attention.tuning import TUNING_VARIABLE
+from seamline.core.attention.tuning import TUNING_VARIABLE, folder_trouble
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import Registry
@@ -74,3 +75,66 @@ def test_tune_refuses_in_one_line_naming_the_folder_and_the_fix(
     (line,) = result.output.strip().splitlines()
     assert line.startswith(f"error: the tuning cache folder {unwritable} cannot be written")
     assert f"point {TUNING_VARIABLE} at a folder you can write" in line
+
+
+@pytest.fixture
+def xdg_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
+    """``$XDG_CACHE_HOME`` a regular file, ``$SEAMLINE_TUNING_DIR`` unset: the tuning folder
+    ``<file>/seamline/tuning`` can be neither read nor made."""
+    MemorySink.reset()
+    RecordingMonitor.events.clear()
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder\n", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(afile))
+    monkeypatch.delenv(TUNING_VARIABLE, raising=False)
+    return afile, stop_the_clock(monkeypatch, SPEEDS)
+
+
+def test_a_folder_that_cannot_be_read_is_one_line_naming_its_cause(
+    xdg_file: tuple[Path, list[str]],
+) -> None:
+    """Each shape warned 'tuning cache entry ignored' (Errno 20), then the save blamed
+    $SEAMLINE_TUNING_DIR, which the user never set."""
+    afile, _ = xdg_file
+    registry = toy_registry()
+    resolved = parse_pipeline(PIPELINE, "p.yaml", registry)
+    with structlog.testing.capture_logs() as logs:
+        Orchestrator(resolved, registry).run()
+    (said,) = [e for e in logs if "tuning" in e["event"]]
+    assert said["event"] == "tuning cache folder cannot be read; every shape measured and not kept"
+    assert said["why"] == f"{afile} is a file, not a folder"
+    assert "point XDG_CACHE_HOME at a folder you can write" in said["fix"]
+    assert "unset" not in said["fix"]
+
+
+def test_tune_checks_the_folder_before_it_measures(
+    xdg_file: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    afile, timed = xdg_file
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: toy_registry()))
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
+    path = tmp_path / "p.yaml"
+    path.write_text(PIPELINE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["tune", str(path)], env={"COLUMNS": "400"})
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line == (
+        f"error: the tuning cache folder {afile}/seamline/tuning cannot be written ({afile} "
+        f"is a file, not a folder): it is under $XDG_CACHE_HOME ({afile}): point "
+        f"XDG_CACHE_HOME at a folder you can write, or set {TUNING_VARIABLE} to one"
+    )
+    assert timed == []  # nothing measured first
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a folder to another user")
+def test_another_users_folder_is_named_with_its_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "home" / ".cache" / "seamline" / "tuning"
+    folder.mkdir(parents=True, mode=0o700)
+    os.chown(folder, 54321, 54321)
+    monkeypatch.delenv(TUNING_VARIABLE, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    why, fix = folder_trouble(folder, PermissionError(13, "Permission denied"))
+    assert why == f"Permission denied: {folder} belongs to user 54321"
+    assert fix == f"set {TUNING_VARIABLE} to a folder you can write"

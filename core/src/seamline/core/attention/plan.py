@@ -275,6 +275,7 @@ def tune(
     minutes and exited 0.
     """
     cache = cache if cache is not None else TuningCache()
+    cache.check_writable()  # before minutes of measuring, not after the first bucket's
     results = []
     with _probed(resolved, registry, resolved.chosen_precision) as probed:
         candidates = probed.candidates

@@ -23,8 +23,12 @@ The cache lives in ``$SEAMLINE_TUNING_DIR``, else ``$XDG_CACHE_HOME/seamline/tun
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import pwd
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -64,14 +68,55 @@ LONGEST_SECONDS = 3600.0
 
 class TuningCacheUnwritable(UserError):
     """The tuning folder cannot be written: fatal for ``seamline tune`` (its whole job),
-    a warning for a run (which keeps the times it measured and goes on)."""
+    a warning for a run (which keeps the times it measured and goes on).
+
+    The message names the real cause (a file where a folder of the path should be, the
+    folder's owner) and the variable that chose the place only where it is set: it told
+    a user who never set ``$SEAMLINE_TUNING_DIR`` to unset it.
+    """
 
     def __init__(self, directory: Path, err: OSError) -> None:
         self.directory = directory
-        super().__init__(
-            f"the tuning cache folder {directory} cannot be written ({err.strerror or err}): "
-            f"point {TUNING_VARIABLE} at a folder you can write, or unset it"
+        why, fix = folder_trouble(directory, err)
+        super().__init__(f"the tuning cache folder {directory} cannot be written ({why}): {fix}")
+
+
+def folder_trouble(directory: Path, err: OSError) -> tuple[str, str]:
+    """Why ``directory`` cannot be used, given ``err``, and how to choose another place."""
+    why = err.strerror or str(err)
+    for above in (directory, *directory.parents):
+        try:
+            found = above.stat()
+        except OSError:
+            continue
+        if not above.is_dir():
+            why = f"{above} is a file, not a folder"
+        elif above == directory or not os.access(above, os.W_OK | os.X_OK):
+            owner = _owner(found.st_uid)
+            if owner is not None:
+                why = f"{why}: {above} belongs to {owner}"
+        break
+    env = os.environ
+    named = env.get(TUNING_VARIABLE, "")
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if named and Path(named).expanduser() == directory:
+        return why, f"point {TUNING_VARIABLE} at a folder you can write, or unset it"
+    if os.path.isabs(xdg) and directory.is_relative_to(xdg):
+        return why, (
+            f"it is under $XDG_CACHE_HOME ({xdg}): point XDG_CACHE_HOME at a folder you "
+            f"can write, or set {TUNING_VARIABLE} to one"
         )
+    return why, f"set {TUNING_VARIABLE} to a folder you can write"
+
+
+def _owner(uid: int) -> str | None:
+    """Another user's name (or number), None for the user running seamline."""
+    if uid == os.geteuid():
+        return None
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"user {uid}"
 
 
 def tuning_directory() -> Path:
@@ -187,6 +232,18 @@ class TuningCache:
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory if directory is not None else tuning_directory()
+        self.folder_said = False
+        """A folder that cannot be read was said, once: no entry's warning, nor the save's."""
+
+    def check_writable(self) -> None:
+        """Make the folder and try a file there (``seamline tune``, before it measures);
+        :class:`TuningCacheUnwritable` when it cannot be written."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.directory):
+                pass
+        except OSError as err:
+            raise TuningCacheUnwritable(self.directory, err) from None
 
     def path(self, key: str) -> Path:
         return self.directory / f"attention-{key}.json"
@@ -213,10 +270,31 @@ class TuningCache:
         except FileNotFoundError:
             return None
         except (OSError, NotRegularFile, ValueError, RecursionError) as err:
+            if isinstance(err, OSError) and self._folder_unusable(err, measuring):
+                return None
             then = "measured again" if measuring else "the static order applies"
             log.warning(f"tuning cache entry ignored; {then}", path=str(path), why=str(err))
             return None
         return entry
+
+    def _folder_unusable(self, err: OSError, measuring: bool) -> bool:
+        """Whether ``err`` is the folder's (a file in its path, another user's folder), not
+        the entry's: said once, naming the cause, where every shape warned of its entry."""
+        if err.errno not in (errno.ENOTDIR, errno.EACCES, errno.EPERM):
+            return False
+        if self.directory.is_dir() and os.access(self.directory, os.R_OK | os.X_OK):
+            return False
+        if not self.folder_said:
+            why, fix = folder_trouble(self.directory, err)
+            then = "every shape measured and not kept" if measuring else "the static order applies"
+            log.warning(
+                f"tuning cache folder cannot be read; {then}",
+                directory=str(self.directory),
+                why=why,
+                fix=fix,
+            )
+        self.folder_said = True
+        return True
 
     def save(self, entry: TuningEntry) -> Path:
         """Write ``entry`` atomically; :class:`TuningCacheUnwritable` when the folder cannot
@@ -351,7 +429,7 @@ class MeasuredRanking:
         except TuningCacheUnwritable as err:
             if self.must_save:
                 raise
-            if not self._warned:
+            if not self._warned and not self.cache.folder_said:
                 log.warning("tuning cache not kept; the next run measures again", why=str(err))
             self._warned = True
 
