@@ -38,13 +38,14 @@ Texts longer than the model's window (``long_text``):
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
-from typing import Any, Literal, NoReturn, overload
+from typing import Any, Literal, NoReturn, ParamSpec, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -93,6 +94,48 @@ BatchPolicy = Literal["fitted", "longest"]
 BATCH_POLICIES: tuple[BatchPolicy, ...] = ("fitted", "longest")
 
 Vectors = npt.NDArray[np.float32]
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+_SENTENCE_TRANSFORMERS = {
+    "batch_size": "batch_tokens=N, a budget of tokens per batch, not a count of texts",
+    "normalize_embeddings": "normalize=True",
+    "convert_to_numpy": "none: the result is always a NumPy float32 array",
+    "convert_to_tensor": "none: the result is always a NumPy float32 array",
+    "output_value": "none: the result is always a NumPy float32 array",
+    "show_progress_bar": "none in the library (seamline run shows one for a corpus)",
+    "prompt": "queries=True, the model's own query prefix",
+    "prompt_name": "queries=True, the model's own query prefix",
+    "device": "none: the device is JAX's (JAX_PLATFORMS)",
+    "precision": "the pipeline's precision: section",
+}
+"""``SentenceTransformer.encode``'s keywords that ``encode`` has no place for, with where
+each one's job is done (docs/python.md's table): Python's own "unexpected keyword
+argument" left a migrating user to find the replacement."""
+
+
+def _hinted_for_sentence_transformers(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``method``, whose refusal of one of sentence-transformers' keywords names seamline's
+    equivalent: the same ``TypeError`` words as Python's, with the hint after them. A
+    wrapper, not a ``**kwargs`` of the method's own, so that its signature (``help()``,
+    an editor's) stays the keywords it takes."""
+    accepted = frozenset(inspect.signature(method).parameters)
+
+    @functools.wraps(method)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        for name in kwargs:
+            instead = _SENTENCE_TRANSFORMERS.get(name)
+            if instead is not None and name not in accepted:
+                raise TypeError(
+                    f"Embedder.{method.__name__}() got an unexpected keyword argument "
+                    f"'{name}' (sentence-transformers'; in seamline: {instead}; see "
+                    "docs/python.md)"
+                )
+        return method(*args, **kwargs)
+
+    return checked
 
 
 class Embedder:
@@ -241,6 +284,7 @@ class Embedder:
         long_text: Literal["truncate", "mean"] | None = None,
         queries: bool | None = None,
     ) -> Vectors: ...
+    @_hinted_for_sentence_transformers
     def encode(
         self,
         texts: str | Sequence[str],
@@ -249,7 +293,6 @@ class Embedder:
         normalize: bool | None = None,
         long_text: LongText | None = None,
         queries: bool | None = None,
-        **unknown: object,
     ) -> Vectors | list[Vectors]:
         """One float32 row per text, in input order (``[len(texts), dim]``).
 
@@ -267,7 +310,6 @@ class Embedder:
         search queries (the model's query prefix, if it has one), ``False`` as documents;
         ``None``, the default, as the embedder was made to (``Embedder(queries=...)``).
         """
-        _refuse_unknown(unknown)
         self.queue.check_open()
         policy, _ = _checked_options(self.long_text, long_text, batch_tokens, normalize, queries)
         _check_container(texts)
@@ -570,34 +612,6 @@ _BUILD_ONE_PER_PROCESS = (
     "process (Embedder.from_pipeline(...) in the worker's initializer) and send texts and "
     "vectors between processes, not the Embedder"
 )
-
-
-_SENTENCE_TRANSFORMERS = {
-    "batch_size": "batch_tokens=N, a budget of tokens per batch, not a count of texts",
-    "normalize_embeddings": "normalize=True",
-    "convert_to_numpy": "none: the result is always a NumPy float32 array",
-    "convert_to_tensor": "none: the result is always a NumPy float32 array",
-    "output_value": "none: the result is always a NumPy float32 array",
-    "show_progress_bar": "none in the library (seamline run shows one for a corpus)",
-    "prompt": "queries=True, the model's own query prefix",
-    "prompt_name": "queries=True, the model's own query prefix",
-    "device": "none: the device is JAX's (JAX_PLATFORMS)",
-    "precision": "the pipeline's precision: section",
-}
-"""``SentenceTransformer.encode``'s keywords that ``encode`` has no place for, with where
-each one's job is done (docs/python.md's table): Python's own "unexpected keyword
-argument" left a migrating user to find the replacement."""
-
-
-def _refuse_unknown(unknown: Mapping[str, object]) -> None:
-    """A ``TypeError`` for the first keyword ``encode`` does not take, as Python's own (the
-    same words), with seamline's equivalent where it is one of sentence-transformers'."""
-    for name in unknown:
-        message = f"Embedder.encode() got an unexpected keyword argument '{name}'"
-        instead = _SENTENCE_TRANSFORMERS.get(name)
-        if instead is not None:
-            message += f" (sentence-transformers'; in seamline: {instead}; see docs/python.md)"
-        raise TypeError(message)
 
 
 def _passes(requests: Sequence[Request]) -> dict[tuple[bool, int | None, bool], list[Request]]:
