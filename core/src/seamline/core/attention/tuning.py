@@ -8,10 +8,12 @@ reads it and pays nothing, so its choice is deterministic. ``seamline tune
 PIPELINE`` fills the cache ahead of time; ``seamline explain`` shows it.
 
 The key is everything a timing depends on: the shape signature (shapes, dtype,
-masking, platform), the device kind, the JAX and jaxlib versions, and each
-serving candidate's name, distribution, version and configuration. Upgrading JAX
-or a kernel's distribution, changing a kernel's settings or installing a new
-kernel that serves the shape therefore measures again. A damaged cache file is
+masking, platform), the device kind, the host (:mod:`.host`: on a CPU its model, the
+CPUs this process may use and its SIMD features; elsewhere the number of devices), the
+JAX and jaxlib versions, and each serving candidate's name, distribution, version and
+configuration. Upgrading JAX or a kernel's distribution, changing a kernel's settings,
+installing a new kernel that serves the shape or reading the folder on another machine
+therefore measures again. A damaged cache file is
 ignored (and measured over), never trusted; so is one that times a candidate that does
 not serve the shape here, or another shape. A folder that cannot be written costs a run
 only a warning (it measures again next time); for ``seamline tune``, whose job is to
@@ -49,8 +51,10 @@ from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, cut, read_regular, strict_json
 from seamline.contracts.versions import installed_version
+from seamline.core.attention.host import host_identity
 from seamline.core.attention.measure import REPEATS, Timing, time_candidate
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
+from seamline.core.devices import jax_devices
 from seamline.core.directories import cache_home, named_directory
 from seamline.core.exhaustion import exhausted
 from seamline.core.registry import ComponentInfo
@@ -327,7 +331,11 @@ def tuning_key(
     serving: Sequence[Attention[Any]],
     infos: Mapping[str, ComponentInfo | None],
 ) -> tuple[str, dict[str, Any]]:
-    """The cache key of timing ``serving`` on ``specs`` here, and what it was made of."""
+    """The cache key of timing ``serving`` on ``specs`` here, and what it was made of.
+
+    ``host`` is the machine (:func:`.host.host_identity`): an entry written on another
+    one has another key, so it is not found and the shape is measured again.
+    """
     candidates = []
     for candidate in sorted(serving, key=lambda c: c.name):
         info = infos.get(candidate.name)
@@ -342,6 +350,7 @@ def tuning_key(
     about = {
         "signature": signature_of(specs),
         "device_kind": specs[0].device_kind,
+        "host": host_identity(specs[0].platform, len(jax_devices(local=True))),
         "jax": installed_version("jax"),
         "jaxlib": installed_version("jaxlib"),
         "candidates": candidates,

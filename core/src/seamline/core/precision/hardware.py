@@ -158,6 +158,15 @@ def hidden_features(value: str) -> frozenset[str]:
 
 def read_cpu_features(path: str = CPUINFO) -> frozenset[str] | None:
     """The first processor's ``flags`` (x86) or ``Features`` (Arm) line, or None."""
+    value = first_cpuinfo_field(("flags", "Features"), path)
+    if value is None:
+        return None
+    return frozenset(flag for flag in value.split() if _FEATURE.fullmatch(flag))
+
+
+def first_cpuinfo_field(names: tuple[str, ...], path: str = CPUINFO) -> str | None:
+    """The value of the first line of ``path`` whose field is one of ``names``, or None
+    (unreadable, or no such line): the first processor's, whose lines come first."""
     try:
         with open(path, encoding="ascii", errors="replace") as handle:
             text = handle.read(_CPUINFO_LIMIT)
@@ -165,6 +174,6 @@ def read_cpu_features(path: str = CPUINFO) -> frozenset[str] | None:
         return None
     for line in text.splitlines():
         key, sep, value = line.partition(":")
-        if sep and key.strip() in ("flags", "Features"):
-            return frozenset(flag for flag in value.split() if _FEATURE.fullmatch(flag))
+        if sep and key.strip() in names:
+            return value.strip()
     return None
