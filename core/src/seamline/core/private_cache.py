@@ -96,6 +96,18 @@ def folder_not_private(directory: Path) -> NotPrivate | None:
     return None if who is None else NotPrivate(f"{who[0]} can write it ({who[1]})", "open")
 
 
+def entry_not_private(path: Path) -> NotPrivate | None:
+    """Why someone other than this user could have written the entry ``path`` (a link or
+    another special file, another user's file, one others can write), or None. Raises
+    ``FileNotFoundError`` when there is none, ``OSError`` when it cannot be read.
+
+    The tuning cache asks this of each entry before reading it: an entry decides which
+    attention kernel runs, as the compile cache's entries decide what runs.
+    """
+    bad = _bad_entry(path, os.lstat(path))
+    return None if bad is None else NotPrivate(f"it {bad[0]}", bad[1])
+
+
 MAX_DEPTH = 4
 """How deep folders inside the cache are checked. JAX points XLA's GPU autotuning cache
 at a folder inside it (``xla_gpu_per_fusion_autotune_cache_dir``): a folder of the

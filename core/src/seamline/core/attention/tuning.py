@@ -19,6 +19,14 @@ not serve the shape here, or another shape. A folder that cannot be written cost
 only a warning (it measures again next time); for ``seamline tune``, whose job is to
 write it, it is a :class:`TuningCacheUnwritable` user error.
 
+An entry decides which kernel runs, so the cache is trusted as the compile cache is
+(:mod:`seamline.core.private_cache`): the folder and each entry must be the user's own
+and writable by no one else. A folder that is not (another user's, or one others can
+write: a swapped ranking there was read "from the tuning cache") is neither read nor
+written: a run warns once and measures, ``seamline tune`` stops with
+:class:`TuningCacheNotPrivate`. An entry that is not is ignored as a damaged one is, and
+measured over (the new one replaces it).
+
 The cache lives in ``$SEAMLINE_TUNING_DIR``, else ``$XDG_CACHE_HOME/seamline/tuning``
 (``~/.cache/seamline/tuning``): one JSON file per key.
 """
@@ -57,6 +65,7 @@ from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
 from seamline.core.devices import jax_devices
 from seamline.core.directories import cache_home, named_directory
 from seamline.core.exhaustion import exhausted
+from seamline.core.private_cache import NotPrivate, entry_not_private, folder_not_private
 from seamline.core.registry import ComponentInfo
 from seamline.core.telemetry import ATTENTION_NAME, tracer
 
@@ -121,6 +130,25 @@ def _owner(uid: int) -> str | None:
         return f"user {pwd.getpwuid(uid).pw_name}"
     except KeyError:
         return f"user {uid}"
+
+
+class TuningCacheNotPrivate(UserError):
+    """The tuning folder is not the user's alone, so its entries cannot be trusted: fatal
+    for ``seamline tune`` (what it wrote would not be read), a warning for a run (which
+    measures, and keeps nothing there)."""
+
+    def __init__(self, directory: Path, problem: NotPrivate) -> None:
+        self.directory = directory
+        self.why = problem.why
+        self.fix = problem.fix(directory, f"${TUNING_VARIABLE}")
+        super().__init__(
+            f"the tuning cache folder {directory} is not private: {self.why}, and its entries "
+            f"decide which attention kernel runs; {self.fix}"
+        )
+
+
+_warned_shared: set[Path] = set()
+"""Folders whose refusal this process has already said: once, not per shape or ranking."""
 
 
 def tuning_directory() -> Path:
@@ -252,6 +280,31 @@ class TuningCache:
     def path(self, key: str) -> Path:
         return self.directory / f"attention-{key}.json"
 
+    def not_private(self) -> TuningCacheNotPrivate | None:
+        """Why the folder cannot be trusted (:func:`~seamline.core.private_cache.
+        folder_not_private`: its owner, its mode, an ACL), or None; None too when it does
+        not exist yet (it is made the user's own) or cannot be looked at (reading it then
+        fails and says why)."""
+        try:
+            problem = folder_not_private(self.directory)
+        except OSError:
+            return None
+        return None if problem is None else TuningCacheNotPrivate(self.directory, problem)
+
+    def warn_not_private(self, refused: TuningCacheNotPrivate, *, measuring: bool) -> None:
+        """Say once a process that the folder is not used, and what happens instead."""
+        if self.directory in _warned_shared:
+            return
+        _warned_shared.add(self.directory)
+        then = "measured again, not kept" if measuring else "the static order applies"
+        log.warning(
+            f"tuning cache not used: its folder is not private, and its entries decide which "
+            f"attention kernel runs; {then}",
+            directory=str(self.directory),
+            why=refused.why,
+            fix=refused.fix,
+        )
+
     def load(
         self, key: str, expected: Expected | None = None, *, measuring: bool = True
     ) -> TuningEntry | None:
@@ -261,11 +314,19 @@ class TuningCache:
         opened non-blocking and checked on the descriptor) of at most
         :data:`ENTRY_LIMIT` bytes, strict JSON without repeated keys (Python keeps the
         last, so what a reader sees depends on the parser), the entry's schema, then
-        ``expected``. The warning says what happens next: ``measuring`` is False for a
-        caller that only reads (``explain``).
+        ``expected``. Nothing is read from a folder that is not private, nor an entry that
+        is not (:func:`~seamline.core.private_cache.entry_not_private`). The warning says
+        what happens next: ``measuring`` is False for a caller that only reads (``explain``).
         """
+        refused = self.not_private()
+        if refused is not None:
+            self.warn_not_private(refused, measuring=measuring)
+            return None
         path = self.path(key)
         try:
+            problem = entry_not_private(path)  # FileNotFoundError: none yet
+            if problem is not None:
+                raise ValueError(problem.why)
             raw = read_regular(path, ENTRY_LIMIT)
             if len(raw) > ENTRY_LIMIT:
                 raise ValueError(f"larger than {ENTRY_LIMIT} bytes")
@@ -302,10 +363,14 @@ class TuningCache:
 
     def save(self, entry: TuningEntry) -> Path:
         """Write ``entry`` atomically; :class:`TuningCacheUnwritable` when the folder cannot
-        be written (the caller decides whether that is fatal)."""
+        be written, :class:`TuningCacheNotPrivate` when it is not the user's alone (the
+        caller decides whether either is fatal). A folder it makes is private (0700)."""
         path = self.path(entry.key)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            refused = self.not_private()
+            if refused is not None:
+                raise refused
             write_bytes_atomically(path, (json.dumps(entry.to_json(), indent=2) + "\n").encode())
         except OSError as err:
             raise TuningCacheUnwritable(self.directory, err) from None
@@ -369,7 +434,9 @@ class MeasuredRanking:
     ``measure=False`` only reads the cache (``explain``: planning must not run
     kernels); then a shape nobody measured keeps the static order. ``must_save``
     (``seamline tune``) makes a folder that cannot be written a
-    :class:`TuningCacheUnwritable`; a run only warns, once, and ranks by what it measured.
+    :class:`TuningCacheUnwritable` and one that is not private a
+    :class:`TuningCacheNotPrivate` (at once, before anything is measured); a run only
+    warns, once, and ranks by what it measured.
     ``again`` (``tune --again``) measures each key anew, once, without reading its entry:
     the entry stays until the new one replaces it (the write is atomic).
     """
@@ -392,6 +459,9 @@ class MeasuredRanking:
         self._on_entry = on_entry
         self._entries: dict[str, tuple[TuningEntry, bool]] = {}
         self._warned = False
+        refused = self.cache.not_private() if must_save else None
+        if refused is not None:  # before minutes of measuring that could not be kept
+            raise refused
 
     def times(self, specs: SpecKey, serving: Sequence[Attention[Any]]) -> MeasuredTimes | None:
         """Median seconds of each serving candidate (the planner's view of :meth:`entry`)."""
@@ -435,6 +505,10 @@ class MeasuredRanking:
         (the cache only saves the next run time) and says so once, not per shape."""
         try:
             self.cache.save(entry)
+        except TuningCacheNotPrivate as refused:
+            if self.must_save:
+                raise
+            self.cache.warn_not_private(refused, measuring=True)
         except TuningCacheUnwritable as err:
             if self.must_save:
                 raise
