@@ -7,6 +7,10 @@ model's call makes (:func:`~.verification.probe`): one warm-up call (which also
 compiles), then up to :data:`REPEATS` timed calls, each to ``block_until_ready``,
 stopping early once :data:`BUDGET_SECONDS` are spent (at least two timed calls).
 The median is what counts; the fastest and slowest are kept to show the spread.
+A median far above the fastest call (:func:`unsteady`) says the calls were slowed by
+something else, as when other processes compete for the CPU: such timings rank this
+run's candidates but are not kept in the tuning cache (3 runs at once saved ``native``
+at 2.1, 4.5 and 2.4 ms, and a multi-threaded kernel 5x faster than it ranked fourth).
 Self-attention probes pass one segment-id array for queries and keys, as a model
 does, so kernels with a fast path for that case are timed on it.
 """
@@ -29,6 +33,12 @@ REPEATS = 5
 """Timed calls per spec, at most."""
 BUDGET_SECONDS = 2.0
 """Past this much timing per spec, stop repeating (long sequences take seconds a call)."""
+UNSTEADY_RATIO = 2.0
+"""A median this many times the fastest call is one slowed by contention, not the kernel:
+at most half the calls may be slower than this and the median still steady."""
+UNSTEADY_FLOOR = 50e-6
+"""Seconds a median may exceed the fastest call by whatever the ratio (a call of a few
+microseconds doubles on a timer's or a dispatch's jitter alone)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +62,13 @@ def time_candidate(attention: Attention[Any], specs: Sequence[AttentionSpec]) ->
         slowest.append(max(seconds))
         calls.append(len(seconds))
     return Timing(sum(medians), sum(fastest), sum(slowest), min(calls))
+
+
+def unsteady(timing: Timing) -> bool:
+    """Whether the calls of ``timing`` varied too much to be kept: its median more than
+    :data:`UNSTEADY_RATIO` times its fastest call, and by more than :data:`UNSTEADY_FLOOR`."""
+    slower = timing.median - timing.fastest
+    return timing.median > UNSTEADY_RATIO * timing.fastest and slower > UNSTEADY_FLOOR
 
 
 def _time_spec(attention: Attention[Any], spec: AttentionSpec) -> list[float]:

@@ -60,7 +60,7 @@ from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, cut, read_regular, strict_json
 from seamline.contracts.versions import installed_version
 from seamline.core.attention.host import host_identity
-from seamline.core.attention.measure import REPEATS, Timing, time_candidate
+from seamline.core.attention.measure import REPEATS, Timing, time_candidate, unsteady
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
 from seamline.core.devices import jax_devices
 from seamline.core.directories import cache_home, named_directory
@@ -459,6 +459,7 @@ class MeasuredRanking:
         self._on_entry = on_entry
         self._entries: dict[str, tuple[TuningEntry, bool]] = {}
         self._warned = False
+        self._warned_unsteady = False
         refused = self.cache.not_private() if must_save else None
         if refused is not None:  # before minutes of measuring that could not be kept
             raise refused
@@ -494,11 +495,37 @@ class MeasuredRanking:
             if not self.measure:
                 return None
             entry = self._measure(key, about, specs, serving)
-            self._save(entry)
+            if self._steady(entry):
+                self._save(entry)
         self._entries[key] = (entry, cached)
         if self._on_entry is not None:
             self._on_entry(entry, cached)
         return entry, cached
+
+    def _steady(self, entry: TuningEntry) -> bool:
+        """Whether ``entry`` may be kept: a timing whose calls varied as under contention
+        (:func:`.measure.unsteady`) ranks this run only, said once a ranking. ``seamline
+        tune`` keeps it all the same (writing is its job; the table shows the spread)."""
+        noisy = next((n for n, t in entry.timings.items() if unsteady(t)), None)
+        if noisy is None:
+            return True
+        if not self._warned_unsteady:
+            timing = entry.timings[noisy]
+            then = (
+                "kept all the same (tune --again on a quiet machine)"
+                if self.must_save
+                else "not kept; the next run measures again"
+            )
+            log.warning(
+                f"attention timings varied too much, as when other processes compete for the "
+                f"CPU: {then}",
+                candidate=noisy,
+                signature=entry.signature,
+                median_ms=round(timing.median * 1e3, 4),
+                fastest_ms=round(timing.fastest * 1e3, 4),
+            )
+        self._warned_unsteady = True
+        return self.must_save
 
     def _save(self, entry: TuningEntry) -> None:
         """Keep ``entry``; a run whose folder cannot be written ranks by it all the same
