@@ -108,8 +108,15 @@ def test_the_openai_client_works_unchanged(server: Server, expected: dict[str, n
     floats = client.embeddings.create(model="x", input="hello there", encoding_format="float")
     np.testing.assert_allclose(floats.data[0].embedding, expected["hello there"], atol=1e-6)
     assert floats.usage.prompt_tokens == 2
-    with pytest.raises(openai.UnprocessableEntityError, match="empty array"):
+    # Was a 422 (UnprocessableEntityError), never caught by `except openai.BadRequestError`
+    # as OpenAI's own refusals of input are; 413s were bare APIStatusErrors.
+    with pytest.raises(openai.BadRequestError, match="empty array"):
         client.embeddings.create(model="x", input=[])
+    with pytest.raises(openai.BadRequestError, match="--max-inputs") as refused:
+        client.embeddings.create(model="x", input=["a"] * 17)
+    assert (refused.value.code, refused.value.param) == ("too_many_inputs", "input")
+    with pytest.raises(openai.BadRequestError, match="--max-input-chars"):
+        client.embeddings.create(model="x", input="a" * 501)
 
 
 def test_concurrent_clients_each_get_exactly_their_own_rows(
@@ -250,10 +257,10 @@ def test_metrics_are_prometheus_and_their_counts_move(server: Server) -> None:
     with server.client() as client:
         before = metrics(client)
         assert embed(client, TEXTS[:3]).status_code == 200
-        assert embed(client, []).status_code == 422
+        assert embed(client, []).status_code == 400
         after = metrics(client)
     ok = "seamline_serve_requests_total{endpoint=embeddings,status=200}"
-    refused = "seamline_serve_requests_total{endpoint=embeddings,status=422}"
+    refused = "seamline_serve_requests_total{endpoint=embeddings,status=400}"
     assert after[ok] == before.get(ok, 0) + 1
     assert after[refused] == before.get(refused, 0) + 1
     assert (
@@ -277,23 +284,23 @@ BAD_BODIES: list[tuple[str, bytes, int, str, str | None]] = [
     ("NaN", b'{"input": ["a"], "dimensions": NaN}', 400, "invalid_json", None),
     ("nested too deep", b"[" * 50_000 + b"]" * 50_000, 413, "request_too_large", None),
     ("nested deep", b"[" * 9_000 + b"]" * 9_000, 400, "invalid_json", None),
-    ("an array body", b'["a"]', 422, "invalid_value", None),
-    ("no input", b'{"model": "x"}', 422, "invalid_value", "input"),
-    ("input a number", b'{"input": 3}', 422, "invalid_value", "input"),
-    ("input an object", b'{"input": {"a": 1}}', 422, "invalid_value", "input"),
-    ("token ids", b'{"input": [[1, 2]]}', 422, "invalid_value", "input[0]"),
-    ("a null text", b'{"input": ["a", null]}', 422, "invalid_value", "input[1]"),
-    ("empty list", b'{"input": []}', 422, "empty", "input"),
-    ("empty text", b'{"input": ["a", ""]}', 422, "empty", "input[1]"),
-    ("whitespace text", b'{"input": ["a", " \\t\\n "]}', 422, "empty", "input[1]"),
-    ("whitespace string", b'{"input": "   "}', 422, "empty", "input"),
-    ("invisible text", b'{"input": ["a", "\\ufeff\\u200d"]}', 422, "empty", "input[1]"),
-    ("too many", json.dumps({"input": ["a"] * 17}).encode(), 413, "too_many_inputs", "input"),
-    ("too long", json.dumps({"input": ["a" * 501]}).encode(), 413, "input_too_long", "input[0]"),
+    ("an array body", b'["a"]', 400, "invalid_value", None),
+    ("no input", b'{"model": "x"}', 400, "invalid_value", "input"),
+    ("input a number", b'{"input": 3}', 400, "invalid_value", "input"),
+    ("input an object", b'{"input": {"a": 1}}', 400, "invalid_value", "input"),
+    ("token ids", b'{"input": [[1, 2]]}', 400, "invalid_value", "input[0]"),
+    ("a null text", b'{"input": ["a", null]}', 400, "invalid_value", "input[1]"),
+    ("empty list", b'{"input": []}', 400, "empty", "input"),
+    ("empty text", b'{"input": ["a", ""]}', 400, "empty", "input[1]"),
+    ("whitespace text", b'{"input": ["a", " \\t\\n "]}', 400, "empty", "input[1]"),
+    ("whitespace string", b'{"input": "   "}', 400, "empty", "input"),
+    ("invisible text", b'{"input": ["a", "\\ufeff\\u200d"]}', 400, "empty", "input[1]"),
+    ("too many", json.dumps({"input": ["a"] * 17}).encode(), 400, "too_many_inputs", "input"),
+    ("too long", json.dumps({"input": ["a" * 501]}).encode(), 400, "input_too_long", "input[0]"),
     ("too big", json.dumps({"input": "a" * 30_000}).encode(), 413, "request_too_large", None),
-    ("bad format", b'{"input": "a", "encoding_format": "int8"}', 422, "invalid_value", None),
-    ("dimensions", b'{"input": "a", "dimensions": 8}', 422, "invalid_value", "dimensions"),
-    ("model a number", b'{"input": "a", "model": 3}', 422, "invalid_value", "model"),
+    ("bad format", b'{"input": "a", "encoding_format": "int8"}', 400, "invalid_value", None),
+    ("dimensions", b'{"input": "a", "dimensions": 8}', 400, "invalid_value", "dimensions"),
+    ("model a number", b'{"input": "a", "model": 3}', 400, "invalid_value", "model"),
     (
         "huge number",
         b'{"input": "a", "dimensions": 1' + b"0" * 5000 + b"}",
@@ -301,9 +308,9 @@ BAD_BODIES: list[tuple[str, bytes, int, str, str | None]] = [
         "invalid_json",
         None,
     ),
-    ("a lone surrogate", b'{"input": ["ok", "\\ud800"]}', 422, "unembeddable", "input[1]"),
+    ("a lone surrogate", b'{"input": ["ok", "\\ud800"]}', 400, "unembeddable", "input[1]"),
     # one string is `input`, as its other errors name it (it said input[0])
-    ("one lone surrogate", b'{"input": "a \\ud800 b"}', 422, "unembeddable", "input"),
+    ("one lone surrogate", b'{"input": "a \\ud800 b"}', 400, "unembeddable", "input"),
 ]
 
 
@@ -323,7 +330,7 @@ def test_bad_requests_are_4xx_in_openais_error_shape(
     assert error["code"] == code
     if param is not None:
         assert error["param"] == param
-    if status == 413:
+    if code in ("too_many_inputs", "input_too_long", "request_too_large"):
         assert "--max-" in error["message"], "a limit names the option that sets it"
     if code == "unembeddable":  # said "texts[1] cannot be embedded", the embedder's name
         assert error["message"].startswith(f"{param} cannot be embedded: "), error["message"]
@@ -362,16 +369,16 @@ def test_wrong_paths_and_methods_answer_in_the_same_shape(server: Server) -> Non
     ],
     ids=["lone-surrogate", "empty", "whitespace", "invisible"],
 )
-def test_a_query_that_cannot_be_embedded_is_a_422_naming_it(
+def test_a_query_that_cannot_be_embedded_is_a_400_naming_it(
     server: Server, body: bytes, code: str, message: str
 ) -> None:
     # A lone surrogate reached the tokenizer ("TextInputSequence must be str"): a 500,
-    # where /v1/embeddings answers 422 for the same text.
+    # where /v1/embeddings refuses the same text (400, as every refused request).
     with server.client() as client:
         response = client.post(
             "/v1/search", content=body, headers={"content-type": "application/json"}
         )
-    assert response.status_code == 422, response.text
+    assert response.status_code == 400, response.text
     error = error_of(response)
     assert (error["code"], error["param"]) == (code, "query")
     assert error["message"].startswith(message), error["message"]
@@ -393,7 +400,7 @@ def test_search_finds_a_document_by_its_own_text(server: Server, folder: Path) -
     assert top["score"] == pytest.approx(1.0, abs=1e-5)
     assert error_of(bad_k)["param"] == "k"
     assert error_of(no_query)["param"] == "query"
-    assert where.status_code == 422, "a jsonl output has no query engine for 'where'"
+    assert where.status_code == 400, "a jsonl output has no query engine for 'where'"
     said = error_of(where)["message"]
     assert "query engine" in said
     assert "--where" not in said, "a client sends a field, not a command-line option"

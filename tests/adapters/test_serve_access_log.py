@@ -38,7 +38,7 @@ def test_an_access_line_carries_its_requests_trace_and_span(tmp_path: Path) -> N
             )
             refused = client.post("/v1/embeddings", json={"input": []})
         assert traced.status_code == 200, traced.text
-        assert refused.status_code == 422
+        assert refused.status_code == 400
         spans = read_spans(
             tmp_path / TRACE,
             {"POST /v1/embeddings"},
@@ -53,7 +53,7 @@ def test_an_access_line_carries_its_requests_trace_and_span(tmp_path: Path) -> N
         assert line["span_id"] in requests, line
         assert line["trace_id"] == requests[line["span_id"]]["trace_id"], line
     assert posts[0]["trace_id"] == CALLER_TRACE  # the caller's trace, as its span's
-    assert '" 422' in posts[1]["event"]  # a refusal is traced too
+    assert '" 400' in posts[1]["event"]  # a refusal is traced too
     health = [line for line in lines if "GET /healthz" in line["event"]]
     assert health, lines
     assert all("trace_id" not in line for line in health), "no span: no ids, as before"

@@ -142,9 +142,9 @@ def test_a_where_a_jsonl_output_cannot_apply_stays_the_requests_fault(
     index = IndexSearch(tiny_registry, folder / "out" / "emb.jsonl")
     try:
         error = refusal(index, LONG, where="id = 'd1'")
-        assert (error.status, error.code, error.param) == (422, "invalid_search", "where")
+        assert (error.status, error.code, error.param) == (400, "invalid_search", "where")
         empty = refusal(index, LONG, where="")  # was answered with every row
-        assert (empty.status, empty.code, empty.param) == (422, "invalid_search", "where")
+        assert (empty.status, empty.code, empty.param) == (400, "invalid_search", "where")
         assert "the where filter is empty" in empty.message
     finally:
         index.close()
@@ -166,7 +166,7 @@ def test_a_lancedb_table_with_a_data_file_gone_is_a_503_without_server_paths(
     try:
         assert top(index, LONG)[0] == "d6"
         bad = refusal(index, LONG, where="nope = 1")
-        assert (bad.status, bad.code, bad.param) == (422, "invalid_search", "where")
+        assert (bad.status, bad.code, bad.param) == (400, "invalid_search", "where")
         for data in (folder / "out" / "emb.lance" / "data").iterdir():
             data.unlink()
         for where in (None, "id = 'd1'"):

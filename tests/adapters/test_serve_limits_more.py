@@ -3,7 +3,7 @@
 A ``--max-queue-chars`` below what one valid request can hold gave such a request a 429
 "the queue is full (it holds 0 characters): retry after 1 s" from an empty queue, and
 every retry the same: the setting is refused at start (exit 2, one line), and a request
-more than the whole queue holds (limits built in code) is a 413 naming the option.
+more than the whole queue holds (limits built in code) is a 400 naming the option.
 A ``dimensions`` that is no whole number was told to "give 384", what it gave.
 """
 
@@ -79,13 +79,13 @@ def test_the_command_refuses_such_a_queue_at_start_with_one_line(tmp_path: Path)
     ],
     ids=["characters", "texts"],
 )
-def test_a_request_more_than_the_whole_queue_holds_is_a_413_not_a_429(
+def test_a_request_more_than_the_whole_queue_holds_is_a_400_not_a_429(
     limits: Limits, option: str
 ) -> None:
     texts = ["word " * 40] if option == "--max-queue-chars" else ["a text"] * 9
     with pytest.raises(ApiError) as refused:
         embeddings_request({"input": texts}, limits, 32)
-    assert refused.value.status == 413
+    assert refused.value.status == 400
     assert refused.value.code == "request_too_large"
     assert refused.value.param == "input"
     assert option in refused.value.message
@@ -114,7 +114,7 @@ def test_dimensions_that_are_no_whole_number_are_told_so(body: str, shown: str) 
     with pytest.raises(ApiError) as refused:
         embeddings_request(data, Limits(), 384)
     error = refused.value
-    assert (error.status, error.code, error.param) == (422, "invalid_value", "dimensions")
+    assert (error.status, error.code, error.param) == (400, "invalid_value", "dimensions")
     assert "must be a whole number" in error.message
     assert error.message.endswith(f"not {shown}"), error.message
     assert "give 384" not in error.message, "not told to give what it gave"

@@ -76,7 +76,7 @@ def index_attention(registry: Registry, index: Index, use: str | None) -> Resolv
 class QueryRefused(UserError, ValueError):
     """A query that cannot be embedded: empty, not valid Unicode, or one the model refuses.
 
-    A :class:`UserError` (the command line exits 2, ``/v1/search`` answers 422), and a
+    A :class:`UserError` (the command line exits 2, ``/v1/search`` answers 400), and a
     ``ValueError`` as the embedder's :class:`~seamline.core.embedder.Unembeddable` is.
     """
 

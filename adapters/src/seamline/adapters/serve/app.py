@@ -210,7 +210,7 @@ async def _embeddings(served: Served, request: Request) -> Response:
         # The request's field (texts[i] is the embedder's name), as the other errors name it.
         where = "input" if asked.single else f"input[{err.index}]"
         raise ApiError(
-            422, f"{where} cannot be embedded: {err.reason}", code="unembeddable", param=where
+            400, f"{where} cannot be embedded: {err.reason}", code="unembeddable", param=where
         ) from None
     except Cancelled:
         return Response(status_code=CLIENT_CLOSED)

@@ -5,6 +5,11 @@ Everything a client sends is untrusted: the body is counted as it arrives (a
 nesting too deep to parse is a 400, not a crash), and each field is checked before
 anything is queued, with a message that names the field (``param``) and, for a limit,
 the option that sets it.
+
+A refused field or value is a 400, as OpenAI answers it (its clients raise
+``BadRequestError`` for it: a 422 or 413 was ``UnprocessableEntityError`` or a bare
+``APIStatusError``, which ``except openai.BadRequestError`` never caught), a limit on
+the texts included; 413 is only the body's byte limit, a bound of HTTP's own.
 """
 
 from __future__ import annotations
@@ -182,7 +187,7 @@ def embeddings_request(data: Any, limits: Limits, dimension: int) -> EmbeddingsR
 
 
 def _within_the_queue(texts: int, characters: int, limits: Limits) -> None:
-    """413 for a request more than the whole queue holds: a 429 would ask for a retry
+    """400 for a request more than the whole queue holds: a 429 would ask for a retry
     that never succeeds, however empty the queue. The command refuses such settings
     (:meth:`~.limits.Limits.problems`); limits built in code may still have them."""
     for count, bound, what, option in (
@@ -191,7 +196,7 @@ def _within_the_queue(texts: int, characters: int, limits: Limits) -> None:
     ):
         if count > bound:
             raise ApiError(
-                413,
+                400,
                 f"'input' has {count:,} {what}, more than this server's whole queue holds, "
                 f"{bound:,} ({option}): send fewer or shorter texts per request",
                 code="request_too_large",
@@ -200,7 +205,7 @@ def _within_the_queue(texts: int, characters: int, limits: Limits) -> None:
 
 
 def _dimensions(asked: Any, dimension: int) -> None:
-    """422 unless ``dimensions`` is absent or the model's own: a value that is no whole
+    """400 unless ``dimensions`` is absent or the model's own: a value that is no whole
     number (``"384"``, ``true``, ``1e400``) is told so, not told to give what it gave."""
     if asked is None:
         return
@@ -259,7 +264,7 @@ def _texts(raw: Any, limits: Limits) -> list[str]:
             raise _invalid("input", "'input' is an empty array: give at least one text", "empty")
         if len(raw) > limits.max_inputs:
             raise ApiError(
-                413,
+                400,
                 f"'input' has {len(raw):,} texts; this server embeds at most "
                 f"{limits.max_inputs:,} per request (--max-inputs): split the request",
                 code="too_many_inputs",
@@ -277,7 +282,7 @@ def _texts(raw: Any, limits: Limits) -> list[str]:
             raise _invalid(where, f"{where} is {what}: there is nothing to embed", "empty")
         if len(text) > limits.max_input_chars:
             raise ApiError(
-                413,
+                400,
                 f"{where} has {len(text):,} characters; this server takes at most "
                 f"{limits.max_input_chars:,} per text (--max-input-chars)",
                 code="input_too_long",
@@ -301,7 +306,7 @@ def _not_text(where: str, value: object) -> ApiError:
 
 
 def _invalid(param: str | None, message: str, code: str = "invalid_value") -> ApiError:
-    return ApiError(422, message, code=code, param=param)
+    return ApiError(400, message, code=code, param=param)
 
 
 def search_request(data: Any, limits: Limits) -> SearchRequest:
@@ -318,7 +323,7 @@ def search_request(data: Any, limits: Limits) -> SearchRequest:
         raise _invalid("query", problem)
     if len(query) > limits.max_input_chars:
         raise ApiError(
-            413,
+            400,
             f"'query' has {len(query):,} characters; this server takes at most "
             f"{limits.max_input_chars:,} per text (--max-input-chars)",
             code="input_too_long",

@@ -1,9 +1,12 @@
 """Errors as OpenAI's API gives them, so its clients report them as they would OpenAI's.
 
 ``{"error": {"message": ..., "type": ..., "param": ..., "code": ...}}`` with an HTTP
-status: 400 for a body that is not JSON, 413 for a request past a size limit, 415 for a
-compressed body, 422 for a valid JSON body that asks for something invalid, 429 when
-the queue is full and 503 while the model is loading (both with ``Retry-After``) or
+status: 400 for a body that is not JSON or asks for something refused (a field of the
+wrong type, an empty text, too many texts, a text too long, one the model cannot
+embed: OpenAI's status for its own refusals of input, which its SDK raises as
+``BadRequestError``; on ``/v1/search`` too, so one status means "the request's fault"
+on every endpoint), 413 for a body past the byte limit, 415 for a compressed body,
+429 when the queue is full and 503 while the model is loading (both with ``Retry-After``) or
 when the index searched broke, 404 where there is nothing to search, 500 for a failure
 of the server itself (its message says only that, the details go to the server's log:
 never a traceback to the client).

@@ -182,10 +182,10 @@ class IndexSearch:
         except ModelChanged:
             raise
         except QueryRefused as err:  # a query the model cannot embed, as /v1/embeddings says
-            raise ApiError(422, visible(str(err)), code="unembeddable", param="query") from None
+            raise ApiError(400, visible(str(err)), code="unembeddable", param="query") from None
         except FilterRefused as err:  # the request's filter: the client's to fix
             message = self._for_clients(str(err))
-            raise ApiError(422, message, code="invalid_search", param="where") from None
+            raise ApiError(400, message, code="invalid_search", param="where") from None
         except UserError as err:  # the index's files, changed or damaged since it was opened
             raise ApiError(
                 503,

@@ -4,9 +4,9 @@ A server's memory is what its clients send it; each bound below caps one way of
 sending more, and a request past one is refused with the bound's name in its error
 (:mod:`.errors`), never queued:
 
-* ``max_request_bytes``: a request's body, counted as it is read (413);
-* ``max_inputs``: texts in one request (413), and ``max_input_chars``: characters in
-  one text (413);
+* ``max_request_bytes``: a request's body, counted as it is read (413, HTTP's own bound);
+* ``max_inputs``: texts in one request (400, as OpenAI refuses input), and
+  ``max_input_chars``: characters in one text (400);
 * ``max_queue_texts`` and ``max_queue_chars``: texts (and their characters) accepted
   and not yet answered, across all clients: past either, 429 with ``Retry-After``. Each
   is at least what one request may hold (else such a request could never be queued,

@@ -121,7 +121,7 @@ def encoded(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = True)
     the engine's limit): the library then raises ``pyo3_runtime.PanicException``, a
     ``BaseException``, which no ``except Exception`` stops, and one document ended the
     run (or failed the other requests batched with it on a server). As a ``ValueError``
-    it fails that text alone: set aside at ``prepare``, or a 422 for its request.
+    it fails that text alone: set aside at ``prepare``, or a 400 for its request.
     """
     try:
         return tokenizer.encode(text, add_special_tokens=add_special_tokens)
