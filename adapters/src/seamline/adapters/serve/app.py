@@ -1,4 +1,4 @@
-"""The routes: ``/v1/embeddings``, ``/v1/search``, ``/healthz``, ``/metrics`` (Starlette).
+"""The routes: ``/v1/embeddings``, ``/v1/search``, ``/v1/models``, ``/healthz``, ``/metrics``.
 
 Every answer to a POST goes through :func:`_endpoint`: a span per request
 (``POST /v1/embeddings``; the embedder's ``seamline.embed.request`` span is its
@@ -15,7 +15,7 @@ import base64
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from seamline.adapters.serve.access import SPAN_KEY, TracedAccessLog
 from seamline.adapters.serve.bodies import embeddings_request, read_body, search_request
+from seamline.adapters.serve.catalog import list_models, retrieve_model
 from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
@@ -60,6 +61,8 @@ class Served:
     metrics: ServeMetrics
     model: str
     """The name answers carry in ``model``: the pipeline's."""
+    created: int = field(default_factory=lambda: int(time.time()))
+    """When the server started (Unix seconds): ``created`` of ``GET /v1/models``."""
 
 
 def build_app(served: Served, lifespan: Any = None) -> Starlette:
@@ -67,6 +70,12 @@ def build_app(served: Served, lifespan: Any = None) -> Starlette:
     routes = [
         Route("/v1/embeddings", _endpoint(served, "embeddings", _embeddings), methods=["POST"]),
         Route("/v1/search", _endpoint(served, "search", _search), methods=["POST"]),
+        Route("/v1/models", list_models(served.model, served.created), methods=["GET"]),
+        Route(
+            "/v1/models/{model:path}",
+            retrieve_model(served.model, served.created),
+            methods=["GET"],
+        ),
         Route("/healthz", _healthz(served), methods=["GET"]),
         Route("/metrics", _metrics(served), methods=["GET"]),
     ]
