@@ -87,3 +87,29 @@ def test_the_openai_client_raises_bad_request_for_a_refused_input() -> None:
                 await client.embeddings.create(model="m", input=texts)
 
     with_openai(talk)
+
+
+@pytest.mark.parametrize(
+    ("texts", "param", "said"),
+    [
+        (["a", ["b"]], "input[1]", "input[1] is an array of strings, not a string: "),
+        (["a", []], "input[1]", "input[1] is an empty array, not a string: "),
+        (["a", [1, "x"]], "input[1]", "input[1] is an array of number and string values, "),
+        (["a", 3], "input[1]", "input[1] must be a string, not number"),
+        (3, "input", "'input' must be a string or an array of strings, not number"),
+        ([[1, 2], [3]], "input[0]", "input[0] is an array of integers: token ids are not "),
+        ([101, 2023], "input", "'input' is an array of integers: token ids are not "),
+    ],
+    ids=["strings", "empty", "mixed", "a number", "input a number", "token ids", "one text's"],
+)
+def test_token_ids_are_named_only_for_integers_with_the_hint_for_their_sender(
+    texts: Any, param: str, said: str
+) -> None:
+    # ["a", ["b"]] was told "input[1] is array: token ids are not accepted here".
+    answer = with_client(lambda client: client.post("/v1/embeddings", json={"input": texts}))
+    assert answer.status_code == 400, answer.text
+    error = error_of(answer)
+    assert (error["code"], error["param"]) == ("invalid_value", param)
+    assert error["message"].startswith(said), error["message"]
+    hint = "check_embedding_ctx_length=False" in error["message"]
+    assert hint == ("token ids" in said), "the LangChain hint with token ids, and only then"

@@ -262,6 +262,8 @@ def _texts(raw: Any, limits: Limits) -> list[str]:
     elif isinstance(raw, list):
         if not raw:
             raise _invalid("input", "'input' is an empty array: give at least one text", "empty")
+        if _token_ids(raw):  # one text's token ids, as OpenAI's API takes them
+            raise _not_text("input", raw)
         if len(raw) > limits.max_inputs:
             raise ApiError(
                 400,
@@ -291,12 +293,52 @@ def _texts(raw: Any, limits: Limits) -> list[str]:
     return texts
 
 
+TOKEN_IDS_HINT = (
+    "LangChain's OpenAIEmbeddings sends token ids unless it is given "
+    "check_embedding_ctx_length=False (it tokenizes with tiktoken by default)"
+)
+"""Who sends token ids in practice, and the setting that makes it send the text."""
+
+
+def _token_ids(value: object) -> bool:
+    """Whether ``value`` is an array of integers: token ids, as OpenAI's API takes them."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, int) and not isinstance(item, bool) for item in value)
+    )
+
+
+def _array_kind(value: list[Any]) -> str:
+    """What an array is, for a message: ``an array of strings``, ``an empty array``."""
+    kinds = sorted({json_type(item) for item in value})
+    if not kinds:
+        return "an empty array"
+    if len(kinds) == 1:
+        return f"an array of {kinds[0]}s"
+    return f"an array of {', '.join(kinds[:-1])} and {kinds[-1]} values"
+
+
 def _not_text(where: str, value: object) -> ApiError:
-    if isinstance(value, int | list) and not isinstance(value, bool):
+    """The refusal of ``value`` where a text was expected, saying what it is.
+
+    Token ids only for an array of integers: ``["a", ["b"]]`` was told "input[1] is array:
+    token ids are not accepted here", which it is not. For token ids, the hint that helps
+    their usual sender (LangChain's ``OpenAIEmbeddings``, which tokenizes by default).
+    """
+    shown = "'input'" if where == "input" else where
+    if _token_ids(value):
         return _invalid(
             where,
-            f"{where} is {json_type(value)}: token ids are not accepted here, send the text "
-            "itself (this server tokenizes with the pipeline's own model)",
+            f"{shown} is an array of integers: token ids are not accepted here, send the "
+            "text itself (this server tokenizes with the pipeline's own model). "
+            f"{TOKEN_IDS_HINT}",
+        )
+    if isinstance(value, list):
+        return _invalid(
+            where,
+            f"{shown} is {_array_kind(value)}, not a string: 'input' is a string or an array "
+            "of strings, and arrays are not accepted inside it",
         )
     if where == "input":  # the field itself: an array of strings is valid too
         return _invalid(
