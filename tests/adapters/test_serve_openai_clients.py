@@ -113,3 +113,34 @@ def test_token_ids_are_named_only_for_integers_with_the_hint_for_their_sender(
     assert error["message"].startswith(said), error["message"]
     hint = "check_embedding_ctx_length=False" in error["message"]
     assert hint == ("token ids" in said), "the LangChain hint with token ids, and only then"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("POST", "/embeddings"), ("POST", "/search"), ("GET", "/models"), ("GET", "/models/m")],
+)
+def test_a_path_without_its_v1_is_told_where_the_endpoint_is(method: str, path: str) -> None:
+    # `OpenAI(base_url="http://host:port")` posted to /embeddings: "no such endpoint".
+    answer = with_client(lambda client: client.request(method, path, json={"input": "a"}))
+    assert answer.status_code == 404
+    error = error_of(answer)
+    assert error["code"] == "not_found"
+    assert error["message"] == (
+        f"no such endpoint: {method} {path}; the endpoint is /v1{path} "
+        "(an OpenAI client's base_url ends in /v1: http://HOST:PORT/v1)"
+    )
+
+
+def test_the_openai_client_without_v1_in_its_base_url_is_told_to_add_it() -> None:
+    openai = pytest.importorskip("openai")
+
+    async def talk(client: Any) -> None:
+        with pytest.raises(openai.NotFoundError, match="base_url ends in /v1"):
+            await client.embeddings.create(model="m", input="a")
+
+    with_openai(talk, base="")
+
+
+def test_another_unknown_path_is_told_no_more() -> None:
+    answer = with_client(lambda client: client.post("/v2/embeddings", json={"input": "a"}))
+    assert error_of(answer)["message"] == "no such endpoint: POST /v2/embeddings"

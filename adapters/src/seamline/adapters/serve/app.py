@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from seamline.adapters.serve.access import SPAN_KEY, TracedAccessLog
 from seamline.adapters.serve.bodies import embeddings_request, read_body, search_request
@@ -301,7 +301,24 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     )
     route = f"{request.method} {request.url.path}"
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
-    return ApiError(status, f"{message}: {route}", code=code).response()
+    return ApiError(
+        status, f"{message}: {route}{_without_v1(request, status)}", code=code
+    ).response()
+
+
+def _without_v1(request: Request, status: int) -> str:
+    """For a 404 of a path that is one of ours without its ``/v1`` (``POST /embeddings``:
+    an OpenAI client whose ``base_url`` lacks the ``/v1``), where the endpoint is."""
+    path = request.url.path
+    if status != 404 or path.startswith("/v1/"):
+        return ""
+    scope = {**request.scope, "path": f"/v1{path}"}
+    if not any(route.matches(scope)[0] != Match.NONE for route in request.app.router.routes):
+        return ""
+    return (
+        f"; the endpoint is /v1{path} (an OpenAI client's base_url ends "
+        "in /v1: http://HOST:PORT/v1)"
+    )
 
 
 async def _crashed(request: Request, exc: Exception) -> Response:
