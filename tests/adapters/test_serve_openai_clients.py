@@ -144,3 +144,38 @@ def test_the_openai_client_without_v1_in_its_base_url_is_told_to_add_it() -> Non
 def test_another_unknown_path_is_told_no_more() -> None:
     answer = with_client(lambda client: client.post("/v2/embeddings", json={"input": "a"}))
     assert error_of(answer)["message"] == "no such endpoint: POST /v2/embeddings"
+
+
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def test_every_answer_names_its_request_by_its_trace_id() -> None:
+    async def talk(client: httpx.AsyncClient) -> list[httpx.Response]:
+        parent = {"traceparent": f"00-{CALLER_TRACE}-5b8aa5a2d2c872e8-01"}
+        return [
+            await client.post("/v1/embeddings", json={"input": []}, headers=parent),
+            await client.post("/v1/embeddings", json={"input": []}),
+            await client.get("/healthz"),
+            await client.get("/nowhere"),
+        ]
+
+    traced, untraced, health, unknown = with_client(talk)
+    assert traced.headers["x-request-id"] == CALLER_TRACE  # the caller's trace, as its span's
+    ids = [answer.headers["x-request-id"] for answer in (untraced, health, unknown)]
+    assert all(len(id_) == 32 and int(id_, 16) for id_ in ids), ids
+    assert len(set(ids)) == 3, "each request its own id"
+
+
+def test_the_openai_client_reads_the_request_id_of_a_refusal() -> None:
+    openai = pytest.importorskip("openai")
+
+    async def talk(client: Any) -> None:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.embeddings.create(
+                model="m",
+                input=[],
+                extra_headers={"traceparent": f"00-{CALLER_TRACE}-5b8aa5a2d2c872e8-01"},
+            )
+        assert refused.value.request_id == CALLER_TRACE
+
+    with_openai(talk)
