@@ -103,33 +103,3 @@ def test_components_shows_package_metadata_as_written(monkeypatch: pytest.Monkey
     row = next(line for line in result.output.splitlines() if "[/]odd" in line)
     for cell in ("[bold]dist", "1.0 :x:", "why [/] \N{REPLACEMENT CHARACTER}[31m"):
         assert cell in row, row
-
-
-def test_components_on_an_80_column_terminal_shows_every_reason_whole(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The first six columns never wrapped: at 80 columns rich cut the status to
-    # "untrust…" and gave reason and file no width at all.
-    reason = (
-        "distribution 'acme-kernels' is not trusted: the allowlist at trusty.yaml:5:24 "
-        "(trust.distributions) names only seamline-components; add 'acme-kernels' there"
-    )
-    file = "/opt/venvs/project/lib/python3.11/site-packages/acme_kernels/attention.py"
-    infos = [
-        ComponentInfo("attention", "blockwise", "x:y", "seamline-components", "0.1.0", "ok",
-                      "", None, "1.2", file),
-        ComponentInfo("attention", "acme-flash", "x:y", "acme-kernels", "1.2.0", "untrusted",
-                      reason, None, "", file),
-    ]  # fmt: skip
-    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust=None: Registry(infos)))
-    result = CliRunner().invoke(app, ["components", "--kind", "attention"], env={"COLUMNS": "80"})
-    assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
-    assert max(map(len, lines)) <= 80, result.output
-    assert "…" not in result.output
-    assert "untrusted" in result.output
-    last_column = "".join(
-        cells[-2].replace(" ", "") for cells in (t.split("│") for t in lines) if len(cells) > 2
-    )
-    for value in (reason, file, "acme-kernels 1.2.0, contract -"):
-        assert value.replace(" ", "") in last_column, result.output

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from seamline.adapters.cli.render.console import consoles, line, table, text, title
+from seamline.adapters.cli.render.console import consoles, line, text, title
+from seamline.adapters.cli.render.fit import Column, fitted
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from seamline.adapters.cli.check import CheckOutcome
     from seamline.contracts.conformance import ConformanceRecord
+
+CHECK_COLUMNS = (Column("check"), Column("result"), Column("detail", whole=False))
+"""A check's name and result kept whole, its detail folded; stacked where that does not
+fit (:mod:`.fit`)."""
 
 COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow"}
 
@@ -29,13 +34,15 @@ def report(target: str, outcome: CheckOutcome) -> None:
             console=console,
         )
         return
-    shown = table(title=title(f"conformance of {target}"), show_lines=False)
-    shown.add_column("check", no_wrap=True)
-    shown.add_column("result", no_wrap=True)
-    shown.add_column("detail", overflow="fold")
-    for result in suite.results:
-        colour = COLOURS.get(result.outcome, "white")
-        shown.add_row(text(result.check), text((result.outcome, colour)), text(result.message))
+    rows = [
+        [
+            text(result.check),
+            text((result.outcome, COLOURS.get(result.outcome, "white"))),
+            text(result.message),
+        ]
+        for result in suite.results
+    ]
+    shown = fitted(console, CHECK_COLUMNS, rows, title=title(f"conformance of {target}"))
     console.print(shown)
     several = len({(r.kind, r.name) for r in suite.records}) < len(suite.records)
     for record in suite.records:

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.availability import listed
-from seamline.adapters.cli.render.console import Part, consoles, line, table, text
+from seamline.adapters.cli.render.console import Part, consoles, line, table, text, title
+from seamline.adapters.cli.render.fit import Column, fitted
 from seamline.contracts.versions import KINDS
 
 if TYPE_CHECKING:
-    from rich.table import Table
     from rich.text import Text
 
     from seamline.adapters.search import Found
@@ -26,11 +26,6 @@ STATUS_COLOURS = {
     "untrusted": "magenta",
     "unavailable": "yellow",
 }
-
-
-FOLDED_AT_LEAST = 24
-"""The least width the wide table leaves ``reason`` and ``file`` each (where they hold
-that much); a terminal narrower than that gets the stacked layout."""
 
 
 def components(
@@ -50,14 +45,12 @@ def components(
     from seamline.core import group_of  # imported by the command already
 
     out = consoles.out
-    rows = [_cells(info) for info in infos]
-    fits = _wide_width(rows) <= out.width
-    out.print(_wide_table(rows) if fits else _stacked_table(rows))
+    rows = [_shown(_cells(info)) for info in infos]
+    out.print(fitted(out, COLUMNS, rows, title=title("seamline components"), heading=2))
     if suites:
-        rows = [_suite_cells(suite) for suite in suites]
-        title = "seamline.conformance (seamline check KIND:NAME)"
-        fits = _wide_width(rows) <= out.width
-        out.print(_wide_table(rows, title) if fits else _stacked_table(rows, title))
+        rows = [_shown(_suite_cells(suite)) for suite in suites]
+        named = title("seamline.conformance (seamline check KIND:NAME)")
+        out.print(fitted(out, COLUMNS, rows, title=named, heading=2))
     if trusted is not None:
         line(f"trusted distributions: {trusted}", console=out, soft_wrap=True)
     groups = ", ".join(map(group_of, KINDS))
@@ -71,7 +64,13 @@ def components(
         )
 
 
-COLUMNS = ("kind", "name", "distribution", "version", "contract", "status", "reason", "file")
+COLUMNS = (
+    *map(Column, ("kind", "name", "distribution", "version", "contract", "status")),
+    Column("reason", whole=False),
+    Column("file", whole=False),
+)
+"""The components' columns: a reason or a path is folded, the rest kept whole; a terminal
+too narrow for that gets each component stacked (:mod:`.fit`)."""
 
 
 def _cells(info: ComponentInfo) -> tuple[str, ...]:
@@ -106,46 +105,10 @@ def _suite_cells(suite: ListedConformance) -> tuple[str, ...]:
     )
 
 
-def _wide_width(rows: Sequence[tuple[str, ...]]) -> int:
-    """The width the one-line-a-row table needs: its first six columns whole, and
-    ``reason`` and ``file`` at least :data:`FOLDED_AT_LEAST` each (less when narrower).
-
-    At 80 columns it was printed all the same: rich cut the status to ``untrust…`` and
-    gave ``reason`` and ``file`` no width at all, so why a component was refused was
-    not shown.
-    """
-    from rich.cells import cell_len
-
-    widths = [
-        max([cell_len(c), *(cell_len(row[i]) for row in rows)]) for i, c in enumerate(COLUMNS)
-    ]
-    folded = [min(width, FOLDED_AT_LEAST) for width in widths[6:]]
-    return sum(widths[:6]) + sum(folded) + 3 * len(COLUMNS) + 1  # padding and rules
-
-
-def _wide_table(rows: Sequence[tuple[str, ...]], title: str = "seamline components") -> Table:
-    shown = table(title=title)
-    for column in COLUMNS[:6]:
-        shown.add_column(column, no_wrap=True)
-    for column in COLUMNS[6:]:
-        shown.add_column(column, overflow="fold")
-    for *values, status, reason, file in rows:
-        shown.add_row(*map(text, values), _status(status), text(reason), text(file))
-    return shown
-
-
-def _stacked_table(rows: Sequence[tuple[str, ...]], title: str = "seamline components") -> Table:
-    """For a narrow terminal: kind, name and status, and in one folded column the
-    distribution, version and contract, the reason (when there is one) and the file."""
-    shown = table(title=title)
-    for column in ("kind", "name", "status"):
-        shown.add_column(column, overflow="fold")
-    shown.add_column("details", overflow="fold", min_width=FOLDED_AT_LEAST)
-    for kind, name, distribution, version, contract, status, reason, file in rows:
-        details = [f"{distribution} {version}, contract {contract}"]
-        details += [reason] if reason else []
-        shown.add_row(text(kind), text(name), _status(status), text("\n".join([*details, file])))
-    return shown
+def _shown(cells: tuple[str, ...]) -> list[Text]:
+    """A row's cells as shown: each as written, the status in its colour."""
+    *values, status, reason, file = cells
+    return [*map(text, values), _status(status), text(reason), text(file)]
 
 
 def _status(status: str) -> Text:
@@ -167,6 +130,16 @@ def search_hits(query: str, found: Found) -> None:
     consoles.out.print(shown)
 
 
+SPAN_COLUMNS = (
+    Column("span", whole=False),
+    *(
+        Column(header, justify="right")
+        for header in ("count", "total s", "median ms", "p95 ms", "share")
+    ),
+)
+"""A span's name is folded where it must be; its figures are never cut (:mod:`.fit`)."""
+
+
 def trace_summary(file: Path, summary: TraceSummary) -> None:
     """Per span name: count, total, median, p95 and share of the run.
 
@@ -175,22 +148,19 @@ def trace_summary(file: Path, summary: TraceSummary) -> None:
     """
     out = consoles.out
     line(f"{file}: {summary.spans} spans, run {summary.run_seconds:.3f}s", console=out)
-    shown = table()
-    shown.add_column("span", no_wrap=True)
-    for column in ("count", "total s", "median ms", "p95 ms", "share"):
-        shown.add_column(column, justify="right", no_wrap=True)
+    rows: list[list[Text]] = []
     for row in summary.rows:
         name: list[Part] = [row.name]
         if row.errors:
             name.append((f" ({row.errors} failed)", "red"))
-        shown.add_row(
-            text(*name),
+        figures = (
             str(row.count),
             f"{row.total:.3f}",
             f"{row.median * 1e3:.2f}",
             f"{row.p95 * 1e3:.2f}",
             f"{row.share:.1%}",
         )
-    out.print(shown)
+        rows.append([text(*name), *map(text, figures)])
+    out.print(fitted(out, SPAN_COLUMNS, rows))
     for warning in summary.warnings():  # once per file, after the table they explain
         line(("warning:", "bold yellow"), " ", warning, console=consoles.err, soft_wrap=True)

@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seamline.adapters.cli.render.console import Part, consoles, line, table, text, title
+from seamline.adapters.cli.render.console import Part, consoles, line, text, title
+from seamline.adapters.cli.render.fit import Column, fitted
 
 if TYPE_CHECKING:
-    from rich.table import Table
+    from rich.console import RenderableType
+    from rich.text import Text
 
     from seamline.core import BucketPlan, BucketTuning, Plan, PrecisionCandidate
 
@@ -82,24 +84,30 @@ def _bucket(length: int, batch_size: int, signature: str) -> str:
     return f"length {length} × batch {batch_size}: {signature}"
 
 
-def _verdicts(bucket: BucketPlan, measure: bool) -> Table:
+def _verdicts(bucket: BucketPlan, measure: bool) -> RenderableType:
     """One bucket's table: a row per candidate, with its measured time under ``measure``."""
-    shown = table(
-        title=title(_bucket(bucket.length, bucket.batch_size, bucket.signature)),
-        title_justify="left",
-    )
-    shown.add_column("candidate", no_wrap=True)
-    shown.add_column("verdict", no_wrap=True)
-    shown.add_column("why", overflow="fold")
+    columns = [Column("candidate"), Column("verdict"), Column("why", whole=False)]
     if measure:
-        shown.add_column("measured", justify="right", no_wrap=True)
+        columns.append(Column("measured", justify="right"))
+    rows: list[list[Text]] = []
     for row in bucket.verdicts():
         cells = [text(row.candidate), text((row.verdict, COLOURS[row.verdict])), text(row.why)]
         if measure:
             timing = f"{row.measured * 1e3:.3g} ms" if row.measured is not None else "-"
             cells.append(text(timing))
-        shown.add_row(*cells)
-    return shown
+        rows.append(cells)
+    named = title(_bucket(bucket.length, bucket.batch_size, bucket.signature))
+    return fitted(consoles.out, columns, rows, title=named, title_justify="left")
+
+
+TIMING_COLUMNS = (
+    Column("candidate"),
+    *(
+        Column(header, justify="right")
+        for header in ("median ms", "fastest ms", "slowest ms", "calls")
+    ),
+)
+"""``tune``'s columns: names and figures kept whole, stacked where they do not fit."""
 
 
 def tuning(directory: Path, results: list[BucketTuning]) -> None:
@@ -107,25 +115,24 @@ def tuning(directory: Path, results: list[BucketTuning]) -> None:
     console = consoles.out
     line(f"tuning cache: {directory}", console=console)
     for bucket in results:
-        shown = table(
-            title=title(_bucket(bucket.length, bucket.batch_size, bucket.signature)),
-            title_justify="left",
-        )
-        for column in ("candidate", "median ms", "fastest ms", "slowest ms", "calls"):
-            shown.add_column(column, justify="left" if column == "candidate" else "right")
+        rows: list[list[Text]] = []
         entry = bucket.entry
         if entry is not None:
             for name in entry.ranking:
                 timing = entry.timings[name]
-                shown.add_row(
-                    text(name),
-                    f"{timing.median * 1e3:.3f}",
-                    f"{timing.fastest * 1e3:.3f}",
-                    f"{timing.slowest * 1e3:.3f}",
-                    str(timing.calls),
+                figures = (timing.median, timing.fastest, timing.slowest)
+                rows.append(
+                    [
+                        text(name),
+                        *(text(f"{figure * 1e3:.3f}") for figure in figures),
+                        text(str(timing.calls)),
+                    ]
                 )
         for refusal in bucket.refusals:
-            shown.add_row(text((refusal.candidate, "dim")), "cannot serve", "", "", "")
+            refused = text((f"{refusal.candidate} (cannot serve)", "dim"))
+            rows.append([refused, *[text()] * 4])  # no figures: in neither layout
+        named = title(_bucket(bucket.length, bucket.batch_size, bucket.signature))
+        shown = fitted(console, TIMING_COLUMNS, rows, title=named, title_justify="left")
         console.print(shown)
         if entry is None:
             line("  ", ("no candidate serves this shape", "red"), console=console)
