@@ -141,6 +141,16 @@ def usage_error(message: str) -> NoReturn:
     raise typer.Exit(USAGE)
 
 
+class RefusedValue(typer.BadParameter):
+    """An option's value refused while click parses the command line: shown as
+    :func:`usage_error` shows one (``error: message``, exit code 2), not in click's usage
+    box. Raised, not printed: click shows it in its handler, where a closed stderr ends
+    as any usage error's does (:meth:`.conventions.Group.main`)."""
+
+    def show(self, file: object = None) -> None:
+        error(self.message)
+
+
 def environment_errors(
     action: Callable[[], T], kept: str, writing: object = None, nothing_committed: str = ""
 ) -> T:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from seamline.adapters.cli.errors import usage_error
+from seamline.adapters.cli.errors import RefusedValue, usage_error
 
 
 def named_path(fix: str) -> Callable[[str], Path]:
@@ -23,6 +24,33 @@ def named_path(fix: str) -> Callable[[str], Path]:
         if not text:
             raise typer.BadParameter(f"the path is empty: {fix}")
         return Path(text)
+
+    return parse
+
+
+WHOLE = re.compile(r"[+-]?[0-9]+")
+"""A whole number as one types it: ``int()`` would take ``5_000`` and other scripts' digits too."""
+
+
+def whole_number(
+    flag: str, bounds: str = "", least: int | None = None
+) -> Callable[[str | int], int]:
+    """A parser for an integer option that refuses what is not a whole number in the CLI's
+    own words: ``-k must be a whole number from 1 to 10,000, not 'abc'`` (exit code 2).
+
+    typer's own check answered in pydantic's words (``Input should be a valid integer,
+    unable to parse string as an integer``) and read ``-k 5.0`` as 5. ``bounds`` says the
+    range in those words; ``least``, where given, is checked here too (where it is not,
+    the command checks the range with the rest of its options).
+    """
+
+    def parse(text: str | int) -> int:
+        if isinstance(text, int):  # the option's default, which click passes through too
+            return text
+        if WHOLE.fullmatch(text) is None or (least is not None and int(text) < least):
+            raise RefusedValue(f"{flag} must be a whole number{f' {bounds}' if bounds else ''}, "
+                               f"not {text!r}")  # fmt: skip
+        return int(text)
 
     return parse
 

@@ -9,7 +9,7 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import user_errors
-from seamline.adapters.cli.options import named_path
+from seamline.adapters.cli.options import named_path, whole_number
 
 Target = Annotated[
     str,
@@ -39,7 +39,10 @@ RecordDir = Annotated[
 MaxExamples = Annotated[
     int | None,
     typer.Option(
-        "--max-examples", min=1, help="Generated cases per property check (8).", metavar="N"
+        "--max-examples",
+        help="Generated cases per property check (8).",
+        metavar="N",
+        parser=whole_number("--max-examples", "of 1 or more", least=1),
     ),
 ]
 Select = Annotated[

@@ -10,7 +10,7 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import user_errors
-from seamline.adapters.cli.options import FormatOption, output_format
+from seamline.adapters.cli.options import FormatOption, output_format, whole_number
 
 IndexArg = Annotated[
     str,  # as typed: Path("./~/x") is Path("~/x"), and "./" said "not the home folder"
@@ -38,7 +38,14 @@ QueriesOption = Annotated[
     ),
 ]
 TopK = Annotated[
-    int, typer.Option("--top-k", "-k", help="How many results (1 to 10,000).", metavar="N")
+    int,
+    typer.Option(
+        "--top-k",
+        "-k",
+        help="How many results (1 to 10,000).",
+        metavar="N",
+        parser=whole_number("-k", "from 1 to 10,000"),
+    ),
 ]
 AttentionOption = Annotated[
     str | None,

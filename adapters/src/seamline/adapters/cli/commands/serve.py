@@ -17,7 +17,7 @@ import typer
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.commands.run import LOG_FORMATS, LOG_LEVELS
 from seamline.adapters.cli.errors import usage_error, user_errors
-from seamline.adapters.cli.options import PipelineArg, SetOption
+from seamline.adapters.cli.options import PipelineArg, SetOption, whole_number
 from seamline.adapters.otel_environment import check_otel_environment
 from seamline.adapters.serve.extra import check_serve_installed, import_server
 from seamline.adapters.serve.limits import MAX_PORT
@@ -32,6 +32,7 @@ Port = Annotated[
         "--port",
         help="The port to listen on, 0 to 65535 (0: any free port, printed).",
         metavar="PORT",
+        parser=whole_number("--port", "from 0 to 65535 (0: any free port)"),
     ),
 ]
 MaxWaitMs = Annotated[
@@ -44,15 +45,30 @@ MaxWaitMs = Annotated[
     ),
 ]
 MaxInputs = Annotated[
-    int, typer.Option("--max-inputs", help="Texts in one request, at most.", metavar="N")
+    int,
+    typer.Option(
+        "--max-inputs",
+        help="Texts in one request, at most.",
+        metavar="N",
+        parser=whole_number("--max-inputs"),
+    ),
 ]
 MaxInputChars = Annotated[
-    int, typer.Option("--max-input-chars", help="Characters in one text, at most.", metavar="N")
+    int,
+    typer.Option(
+        "--max-input-chars",
+        help="Characters in one text, at most.",
+        metavar="N",
+        parser=whole_number("--max-input-chars"),
+    ),
 ]
 MaxRequestBytes = Annotated[
     int,
     typer.Option(
-        "--max-request-bytes", help="Bytes in one request body, at most.", metavar="BYTES"
+        "--max-request-bytes",
+        help="Bytes in one request body, at most.",
+        metavar="BYTES",
+        parser=whole_number("--max-request-bytes"),
     ),
 ]
 MaxQueueTexts = Annotated[
@@ -61,6 +77,7 @@ MaxQueueTexts = Annotated[
         "--max-queue-texts",
         help="Texts accepted and not yet answered, across all clients; past it: 429.",
         metavar="N",
+        parser=whole_number("--max-queue-texts"),
     ),
 ]
 MaxQueueChars = Annotated[
@@ -69,6 +86,7 @@ MaxQueueChars = Annotated[
         "--max-queue-chars",
         help="Characters of those texts, at most; past it: 429.",
         metavar="N",
+        parser=whole_number("--max-queue-chars"),
     ),
 ]
 MaxConnections = Annotated[
@@ -78,6 +96,7 @@ MaxConnections = Annotated[
         help="Connections and requests in progress at once (bodies being read included); "
         "past it: 503.",
         metavar="N",
+        parser=whole_number("--max-connections"),
     ),
 ]
 HeaderTimeout = Annotated[
