@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from typer.main import get_command
 
-from seamline.adapters.cli.conventions import RENAMED
+from seamline.adapters.cli.conventions import GROUP_ONLY, RENAMED
 from seamline.adapters.cli.main import app
 from tests.adapters.test_cli_conventions import SEAMLINE, piped
 
@@ -65,6 +65,16 @@ def test_an_old_spelling_is_refused_with_the_new_one(command: str, old: str) -> 
     assert done.returncode == 2
     assert f"No such option: {old}. {RENAMED[command, old]}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("flag", sorted(GROUP_ONLY))
+def test_the_groups_version_flag_given_to_a_command_points_at_the_group(flag: str) -> None:
+    # click said "Possible options: --verbose" for `seamline run --version`.
+    done = piped("run", "x.yaml", flag)
+    assert done.returncode == 2
+    assert f"No such option: {flag}. It is seamline's own option" in done.stderr
+    assert "seamline --version" in done.stderr
+    assert "--verbose" not in done.stderr
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda path: " ".join(path) or "seamline")

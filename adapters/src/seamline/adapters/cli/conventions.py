@@ -32,6 +32,13 @@ RENAMED: dict[tuple[str, str], str] = {
 }
 """(command, old flag) -> the hint added to click's "No such option" for it."""
 
+GROUP_ONLY = {
+    flag: "It is seamline's own option, before the command: seamline --version."
+    for flag in ("--version", "-V")
+}
+"""A flag of the ``seamline`` group given to a command: click's "Possible options:
+--verbose" for ``seamline run --version`` pointed at another flag altogether."""
+
 
 def _help_without_pydantic(option: _click.Parameter | None) -> None:
     """An absent ``--help`` reads as False, not None.
@@ -138,7 +145,8 @@ class Command(TyperCommand):
         try:
             return super().parse_args(ctx, args)
         except NoSuchOption as unknown:
-            hint = RENAMED.get((self.name or "", unknown.option_name))
+            name = unknown.option_name
+            hint = RENAMED.get((self.name or "", name)) or GROUP_ONLY.get(name)
             if hint is None:
                 raise
             raise NoSuchOption(
