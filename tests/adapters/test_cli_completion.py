@@ -1,0 +1,55 @@
+"""Shell completion: ``--install-completion`` was "No such option"; typer's completion now
+runs through seamline's own command classes (:mod:`seamline.adapters.cli.conventions`),
+and completes what docs/cli.md says it does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tests.adapters.test_cli_conventions import SEAMLINE
+
+
+def completed(words: str) -> list[str]:
+    """What bash would be offered for the last word of ``words``."""
+    environ = {
+        **os.environ,
+        "_SEAMLINE_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - 1),
+    }
+    done = subprocess.run(
+        [str(SEAMLINE)], capture_output=True, text=True, env=environ, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_a_command_completes() -> None:
+    assert completed("seamline ru") == ["run"]
+
+
+def test_a_commands_options_complete() -> None:
+    assert completed("seamline run --re") == ["--resume", "--restart"]
+
+
+@pytest.mark.parametrize("flag", ["--install-completion", "--show-completion"])
+def test_the_completion_options_are_offered(flag: str) -> None:
+    done = subprocess.run(
+        [str(SEAMLINE), "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert flag in done.stdout
+
+
+def test_the_bash_script_is_shown() -> None:
+    done = subprocess.run(
+        [str(SEAMLINE), "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "_SEAMLINE_COMPLETE=complete_bash" in done.stdout
