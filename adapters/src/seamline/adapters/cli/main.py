@@ -36,7 +36,12 @@ from seamline.adapters.cli.commands import (
 from seamline.adapters.cli.conventions import Command, Group
 from seamline.adapters.cli.render.console import encodes_everything
 from seamline.adapters.cli.stderr import standard_streams_kept
-from seamline.adapters.cli.stopping import STOPPED, ending_with_the_command, leave_after_stop
+from seamline.adapters.cli.stopping import (
+    STOPPED,
+    dropped_stops_raised_again,
+    ending_with_the_command,
+    leave_after_stop,
+)
 
 app = typer.Typer(
     name="seamline",
@@ -100,13 +105,15 @@ def main(argv: list[str] | None = None) -> Any:
 
     A command a stop ended (Ctrl-C: 130, SIGTERM: 143, SIGHUP: 129) leaves through
     :func:`.stopping.leave_after_stop`: Python's teardown of modules after a stop during
-    a compile crashed in JAX (exit 139).
+    a compile crashed in JAX (exit 139). A stop Python would drop (one raised in JAX's
+    garbage-collection callback) is raised again: :func:`.stopping.dropped_stops_raised_again`.
     """
     standard_streams_kept()
     _replace_what_cannot_be_shown()
     ending_with_the_command()  # a signal while Python exits after a run is told too
     try:
-        return app(args=argv, prog_name="seamline")
+        with dropped_stops_raised_again():
+            return app(args=argv, prog_name="seamline")
     except SystemExit as done:
         if isinstance(done.code, int) and done.code in STOPPED:  # a stop
             leave_after_stop(done.code)

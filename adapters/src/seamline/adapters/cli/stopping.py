@@ -25,6 +25,7 @@ after a SIGTERM, and the other way round.
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
 import functools
@@ -32,9 +33,10 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 INTERRUPTED = 130
 """The exit code of Ctrl-C (128 + SIGINT, as a shell reports a process SIGINT ended)."""
@@ -165,6 +167,85 @@ def _stopped_late(
     if not sys.is_finalizing():  # the exit handlers have not run yet
         atexit._run_exitfuncs()
     os._exit(128 + signum)
+
+
+@contextlib.contextmanager
+def dropped_stops_raised_again() -> Iterator[None]:
+    """Within the block, a Ctrl-C or SIGTERM that Python would drop is raised again.
+
+    A signal's handler raises its ``KeyboardInterrupt`` (or :class:`Terminated`) in
+    whatever Python code the main thread runs at that moment. In a callback whose
+    exceptions Python ignores (JAX's garbage-collection callback ``_xla_gc_callback``, a
+    ``__del__``, a weakref callback) Python printed "Exception ignored in: ..." and
+    dropped it: ``seamline explain`` or ``search`` then did its work and exited 0 (3 of
+    12 Ctrl-C's). ``sys.unraisablehook`` is where Python reports what it drops; the hook
+    installed here posts such a stop again (:func:`_post_again`), to be raised at the
+    main thread's next instruction, outside the callback, where it takes the path every
+    other stop takes: the ``interrupted`` line and exit code 130 (143, 129). Anything
+    else Python drops goes to the hook found before, as it did; that hook is put back
+    after the block. (A run keeps the stops dropped while it works for its next safe
+    point instead: :func:`seamline.core.stops_kept`, installed over this one.)
+    """
+    before = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        stop = unraisable.exc_value
+        if not (isinstance(stop, KeyboardInterrupt) and _post_again(stop)):
+            before(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        if sys.unraisablehook is hook:  # a host that replaced it meanwhile keeps its own
+            sys.unraisablehook = before
+
+
+def _post_again(stop: KeyboardInterrupt) -> bool:
+    """Have ``stop`` raised again in the main thread once Python's report of it is over;
+    False where it cannot be (outside the main thread, where no signal's handler raised it).
+
+    A Ctrl-C is posted again to SIGINT's handler (Python's, or ``serve``'s server's, which
+    stops it its own way). A SIGTERM's handler is already gone by now
+    (:func:`terminate_as_interrupt`'s puts back the one found before as it raises), as is
+    a Ctrl-C's where SIGINT is not Python's: there a handler of one use is installed,
+    which puts back the one it found and raises ``stop``. :func:`_thread.interrupt_main`
+    runs the handler as if the signal had come again. Not from here: Python runs a
+    signal's handler at the next instruction, which would be in the hook itself, whose
+    exceptions Python drops too; a thread posts it once the hook has returned
+    (:func:`_post_when_out`).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    signum = stop.signum if isinstance(stop, Terminated) else signal.SIGINT
+    found = signal.getsignal(signum)
+
+    def again(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signum, signal.SIG_DFL if found is None else found)
+        raise stop
+
+    if isinstance(stop, Terminated) or not callable(found):
+        signal.signal(signum, again)
+    hook = sys._getframe(1)
+    threading.Thread(
+        target=_post_when_out, args=(signum, hook), name="seamline-stop-again", daemon=True
+    ).start()
+    return True
+
+
+def _post_when_out(signum: int, hook: FrameType) -> None:
+    """Post ``signum`` to the main thread once its stack no longer holds ``hook``'s frame
+    (at most a few seconds later: a hook that hangs does not keep the stop back)."""
+    main = threading.main_thread().ident
+    for _ in range(5000):
+        frame = sys._current_frames().get(main or 0)
+        while frame is not None and frame is not hook:
+            frame = frame.f_back
+        if frame is None:
+            break
+        time.sleep(0.001)
+    del frame, hook
+    _thread.interrupt_main(signal.Signals(signum))
 
 
 def leave_after_stop(code: int) -> NoReturn:
