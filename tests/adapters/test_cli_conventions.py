@@ -21,7 +21,8 @@ SEAMLINE = Path(sys.executable).with_name("seamline")
 def piped(
     *args: str, command: tuple[str, ...] = (str(SEAMLINE),)
 ) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    forcing = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")  # what a CI may set, not a pipe
+    environ = {k: v for k, v in os.environ.items() if k not in forcing}
     return subprocess.run(
         [*command, *args], capture_output=True, text=True, timeout=120, env=environ, check=False
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Annotated
@@ -20,7 +21,7 @@ from seamline.adapters.cli.errors import (
     user_errors,
 )
 from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
-from seamline.adapters.cli.render.console import consoles
+from seamline.adapters.cli.render.console import consoles, on_a_terminal
 from seamline.adapters.cli.stopping import terminate_as_interrupt
 from seamline.adapters.otel_environment import check_otel_environment
 
@@ -210,7 +211,7 @@ def _run(
     from seamline.adapters.trace_parent import joined_from_environment
     from seamline.core import Pipeline, raise_kept_stop
 
-    interactive = consoles.err.is_terminal
+    interactive = on_a_terminal(sys.stderr)  # not FORCE_COLOR's: a bar only for a person
     configure_logging(log_format, log_level, interactive)
     if compile_cache:
         from seamline.adapters.compile_cache import enable_compile_cache

@@ -40,7 +40,9 @@ class Consoles:
     On a terminal, rich fits the output to its width. Into a pipe or a file, a line is
     not folded and a table's cells are not cut at 80 columns (rich's default there):
     what goes to ``grep``, ``cut`` or a log keeps every value whole, one record a line,
-    and has no colour. ``COLUMNS`` still sets a width where one is wanted.
+    and has no colour unless ``FORCE_COLOR`` asks for it (https://force-color.org: it
+    forces colour, nothing else; :func:`on_a_terminal` decides what only a terminal
+    gets). ``COLUMNS`` still sets a width where one is wanted.
     """
 
     @property
@@ -57,7 +59,7 @@ def _console(*, stderr: bool) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     if _is_terminal(stream) or os.environ.get("COLUMNS"):
         return console(stderr=stderr)
-    return console(stderr=stderr, width=UNWRAPPED, no_color=True)
+    return console(stderr=stderr, width=UNWRAPPED)  # colour only if forced (FORCE_COLOR)
 
 
 @functools.cache
@@ -73,6 +75,15 @@ def _piped_console() -> type[Console]:
             raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
     return PipedConsole
+
+
+def on_a_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal a person watches: what only such a stream gets (a
+    progress bar redrawn in place, a quieter default log level) asks this, not rich's
+    ``Console.is_terminal``, which ``FORCE_COLOR`` or ``TTY_COMPATIBLE`` turn true for a
+    pipe: a piped ``seamline run`` then drew its bar into the log (``\\r`` redraws), lost
+    its info lines, and began each JSON log line with an escape code that broke ``jq``."""
+    return _is_terminal(stream)
 
 
 def _is_terminal(stream: Any) -> bool:
