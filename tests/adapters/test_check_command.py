@@ -345,3 +345,20 @@ def test_a_suite_stopped_by_ctrl_c_concludes_nothing_and_records_nothing(
     assert "conforms" not in result.output
     assert "no record was written" in result.output
     assert not list(tmp_path.glob("*.json"))
+
+
+@pytest.mark.parametrize("names", ["recs", "a file"])
+def test_a_record_dir_without_record_is_refused_before_the_suite(
+    tmp_path: Path, names: str
+) -> None:
+    # It exited 0 having written no record, and a regular file given there was not refused.
+    record_dir = tmp_path / "recs"
+    if names == "a file":
+        record_dir.write_text("pipeline: notes\n", encoding="utf-8")
+    result = invoke("sink:jsonl", "--select", "exactly_once", "--record-dir", str(record_dir))
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith(f"error: --record-dir '{record_dir}' has no effect without")
+    assert "add --record" in lines[0]
+    assert not record_dir.is_dir(), "a folder was made for a record never written"

@@ -190,6 +190,13 @@ def check(
     record_dir: Path | None = None,
     verbose: bool = False,
 ) -> CheckOutcome:
+    if record_dir is not None and not record:
+        # It exited 0 having written nothing, and a file named there was not refused: the
+        # user believed a record was made where require_conformance would look for it.
+        raise UserError(
+            f"--record-dir {str(record_dir)!r} has no effect without --record: add --record "
+            "to write the suite's record there"
+        )
     if record and select:
         raise UserError(
             f"--record with --select {select!r}: a record proves conformance only when the "

@@ -31,7 +31,8 @@ RecordDir = Annotated[
     Path | None,
     typer.Option(
         "--record-dir",
-        help="Where records go (default: $SEAMLINE_CONFORMANCE_DIR or the user data dir).",
+        help="Where --record writes records (default: $SEAMLINE_CONFORMANCE_DIR or the user "
+        "data dir).",
         metavar="DIR",
         parser=named_path("name the directory for records (it is created when missing)"),
     ),
