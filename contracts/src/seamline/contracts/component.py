@@ -9,6 +9,7 @@ and the schema of its ``with:`` block in a pipeline file.
 from __future__ import annotations
 
 import os
+import sys
 import types
 import typing
 from dataclasses import dataclass
@@ -111,6 +112,8 @@ def refuse_an_impossible_path(value: Any) -> Any:
     try:
         os.fsencode(text)
     except UnicodeEncodeError as err:  # `"\ud800"`: the raw codec error was the message
+        if not "\ud800" <= text[err.start] <= "\udfff":
+            raise ValueError(_not_in_the_locale(text, err.start)) from None
         raise ValueError(
             f"the path holds a lone surrogate {text[err.start]!r} (character {err.start + 1}), "
             "which no file or folder name can hold: give the path as UTF-8 text"
@@ -133,6 +136,27 @@ def refuse_an_impossible_path(value: Any) -> Any:
                 f"a file or folder name may have at most {NAME_MAX}"
             )
     return value
+
+
+def _not_in_the_locale(text: str, at: int) -> str:
+    """Why ``text``, valid Unicode, cannot be a path here: the file system encoding (the
+    locale's: ASCII under ``LC_ALL=C`` with UTF-8 mode off) has no bytes for character
+    ``at``. It was called a lone surrogate, and "give the path as UTF-8 text" sent the user
+    to a file that already was; the locale is what to change."""
+    named = next(
+        (
+            f"{name}={os.environ[name]}"
+            for name in ("LC_ALL", "LC_CTYPE", "LANG")
+            if name in os.environ
+        ),
+        "no LC_ALL, LC_CTYPE or LANG set",
+    )
+    return (
+        f"the path holds {text[at]!r} (U+{ord(text[at]):04X}, character {at + 1}), which file "
+        f"names cannot hold here: Python's file system encoding is "
+        f"{sys.getfilesystemencoding()}, the locale's ({named}); run under a UTF-8 locale "
+        "(LC_ALL=C.UTF-8) or set PYTHONUTF8=1"
+    )
 
 
 def named_path(value: Any) -> Any:

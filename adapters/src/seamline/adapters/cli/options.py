@@ -68,6 +68,32 @@ PipelineArg = Annotated[
         parser=pipeline_path,
     ),
 ]
+
+
+def as_utf8(argument: str) -> str:
+    """A command-line ``argument`` as the UTF-8 text its bytes spell.
+
+    Python decodes ``argv`` with the locale's encoding: under ``LC_ALL=C`` with
+    ``PYTHONUTF8=0`` (UTF-8 mode turned off) that is ASCII, and every byte of ``café``
+    past the ASCII ones becomes a lone surrogate, which a check then refuses (a search
+    query as "not valid Unicode", a ``--set`` value as a character YAML does not allow)
+    although the user typed valid UTF-8. The bytes are taken back (``os.fsencode``
+    undoes the decoding exactly) and read as UTF-8; bytes that are not UTF-8 either are
+    left as they were, for that check to name.
+    """
+    import os
+
+    try:
+        return os.fsencode(argument).decode("utf-8")
+    except UnicodeDecodeError:
+        return argument
+
+
+def _set_values_as_utf8(values: list[str] | None) -> list[str] | None:
+    """Each ``--set`` as the UTF-8 text the user typed (:func:`as_utf8`)."""
+    return None if values is None else [as_utf8(value) for value in values]
+
+
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -75,6 +101,7 @@ SetOption = Annotated[
         "-s",
         help="Override a value: --set model.with.max_length=128 (repeatable).",
         metavar="PATH=VALUE",
+        callback=_set_values_as_utf8,
     ),
 ]
 FORMATS = ("text", "json")

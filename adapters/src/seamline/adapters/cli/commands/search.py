@@ -10,7 +10,7 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import user_errors
-from seamline.adapters.cli.options import FormatOption, output_format, whole_number
+from seamline.adapters.cli.options import FormatOption, as_utf8, output_format, whole_number
 
 IndexArg = Annotated[
     str,  # as typed: Path("./~/x") is Path("~/x"), and "./" said "not the home folder"
@@ -107,24 +107,6 @@ def search(
         answers = user_errors(partial(searcher.find_each, texts, k, exact=exact, where=where))
         for text in texts:  # each shown as it is found; a read of the output serves many
             show(text, user_errors(partial(next, answers)))
-
-
-def as_utf8(argument: str) -> str:
-    """A command-line ``argument`` as the UTF-8 text its bytes spell.
-
-    Python decodes ``argv`` with the locale's encoding: under ``LC_ALL=C`` with
-    ``PYTHONUTF8=0`` (UTF-8 mode turned off) that is ASCII, and every byte of ``café``
-    past the ASCII ones becomes a lone surrogate, which the query check then refuses
-    as "not valid Unicode" although the user typed valid UTF-8. The bytes are taken
-    back (``os.fsencode`` undoes the decoding exactly) and read as UTF-8; bytes that
-    are not UTF-8 either are left as they were, for that check to name.
-    """
-    import os
-
-    try:
-        return os.fsencode(argument).decode("utf-8")
-    except UnicodeDecodeError:
-        return argument
 
 
 def _at_home(index: str) -> Path:
