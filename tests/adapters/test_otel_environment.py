@@ -119,7 +119,7 @@ TIMEOUTS = [
 ]
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "abc", "", "inf", "nan", "10s"])
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "inf", "nan", "10s"])
 @pytest.mark.parametrize("name", TIMEOUTS)
 def test_a_timeout_that_would_lose_every_span_is_refused(name: str, value: str) -> None:
     # 0 and -5: each export gave up at once (one error line, exit 0, no span sent);
@@ -136,6 +136,36 @@ def test_a_timeout_that_would_lose_every_span_is_refused(name: str, value: str) 
 @pytest.mark.parametrize("name", TIMEOUTS)
 def test_a_timeout_above_0_is_taken(name: str, value: str) -> None:
     check_otel_environment({name: value})
+
+
+@pytest.mark.parametrize("name", TIMEOUTS)
+def test_an_empty_timeout_is_the_default_for_the_http_exporters(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # The specification: an empty variable is unset. It was refused for every command
+    # (exit 2), with no OTLP exporter chosen at all, where the HTTP exporters take 10 s.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    check_otel_environment({name: ""})
+    check_otel_environment({name: " ", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"})
+    monkeypatch.setenv(name, "")
+    exporter = OTLPSpanExporter()
+    assert exporter._client._timeout == 10.0
+    exporter.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("name", "protocol"),
+    [
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"),
+        ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+        ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+    ],
+)
+def test_an_empty_timeout_is_refused_where_grpc_would_raise_on_it(name: str, protocol: str) -> None:
+    with pytest.raises(UserError, match=rf"^\${name} is empty: OpenTelemetry's gRPC exporter"):
+        check_otel_environment({name: "", protocol: "grpc"})
 
 
 @pytest.mark.parametrize("signal", ["TRACES", "METRICS"])

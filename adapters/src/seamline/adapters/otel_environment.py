@@ -46,6 +46,9 @@ class _Rule:
     """Whether the value must be finite and above ``least`` (a timeout: 0 gives up at once)."""
     unit: str = ""
     """The unit the SDK reads it in, where the specification says another (said in the error)."""
+    empty_is_default: bool = False
+    """Whether an empty value is the default, as the specification says of an empty variable
+    (the HTTP exporters read an empty timeout so; the gRPC ones raise: :func:`_grpc_empty`)."""
 
     def takes(self) -> str:
         kind = "a number" if self.number else "an integer"
@@ -63,7 +66,7 @@ class _Rule:
 
 _LIMIT = _Rule(0, unset=True)
 _POSITIVE = _Rule(1)
-_TIMEOUT = _Rule(0, number=True, above=True, unit="seconds")
+_TIMEOUT = _Rule(0, number=True, above=True, unit="seconds", empty_is_default=True)
 _RULES: dict[str, _Rule] = {
     "OTEL_ATTRIBUTE_COUNT_LIMIT": _LIMIT,
     "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": _LIMIT,
@@ -91,7 +94,7 @@ _DEFAULT_QUEUE, _DEFAULT_BATCH = 2048, 512
 def _value(name: str, raw: str, rule: _Rule) -> float | None:
     """``raw`` as the SDK reads it (None: no limit), or a ``UserError`` naming the fix."""
     text = raw.strip()
-    if rule.unset and not text:
+    if (rule.unset or rule.empty_is_default) and not text:
         return None
     try:
         value = float(text) if rule.number else int(text)
@@ -152,6 +155,29 @@ def _check_sampler(environ: Mapping[str, str]) -> None:
         )
 
 
+_SIGNAL_TIMEOUTS = {
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+}
+
+
+def _grpc_empty(environ: Mapping[str, str]) -> None:
+    """Refuse an empty timeout the gRPC exporter would raise on (``float('')``): the HTTP
+    exporters, the default, read it as their 10 s, as the specification says of an empty
+    variable, and an empty one was refused for every command once (exit code 2, with no
+    OTLP exporter chosen at all)."""
+    general = environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
+    for timeout, protocol in _SIGNAL_TIMEOUTS.items():
+        chosen = environ.get(protocol, "").strip() or general
+        for name in (timeout, "OTEL_EXPORTER_OTLP_TIMEOUT"):
+            if chosen == "grpc" and name in environ and not environ[name].strip():
+                raise UserError(
+                    f"${name} is empty: OpenTelemetry's gRPC exporter (${protocol} or "
+                    "$OTEL_EXPORTER_OTLP_PROTOCOL is grpc) takes a number of seconds above 0 "
+                    f"there. Set it to one, or unset it ('unset {name}') for its default, 10"
+                )
+
+
 def check_otel_environment(environ: Mapping[str, str]) -> None:
     """Refuse (``UserError``) a numeric ``OTEL_*`` variable the SDK would raise on or lose
     spans with, a sampler or ratio it would replace by sampling everything, or an
@@ -160,6 +186,7 @@ def check_otel_environment(environ: Mapping[str, str]) -> None:
     if problem is not None:
         raise UserError(problem)
     _check_sampler(environ)
+    _grpc_empty(environ)
     values = {
         name: _value(name, environ[name], rule) for name, rule in _RULES.items() if name in environ
     }
