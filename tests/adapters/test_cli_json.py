@@ -373,3 +373,28 @@ def test_a_run_whose_model_constructor_raises_is_one_line(
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith("failed: model 'unbuildable' (build, from seamline-fixture-un")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("failure", "said"),
+    [
+        ("missing", "No such file or directory (/models/missing/weights.bin, in model "),
+        ("emfile", "Too many open files (in model 'unbuildable' (build, "),
+        ("memory", "ran out of memory in model 'unbuildable' (build, "),
+    ],
+)
+def test_a_model_build_the_machine_failed_promises_no_commit(
+    pipeline: Path, monkeypatch: pytest.MonkeyPatch, failure: str, said: str
+) -> None:
+    # "what the sink last committed is kept ... --resume" was said with no output folder at
+    # all, and out of open files the line named the output as the file being written.
+    monkeypatch.setenv("PYTHONPATH", str(UNBUILDABLE))
+    monkeypatch.setenv("SEAMLINE_FIXTURE_UNBUILDABLE", failure)
+    (pipeline.parent / "corpus").mkdir()
+    done = piped("run", str(pipeline), "--set", "model.use=unbuildable")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"error: {said}"), done.stderr
+    assert "nothing was committed, so a run again starts from the beginning" in done.stderr
+    assert "last committed is kept" not in done.stderr
+    assert "writing" not in done.stderr
+    assert "Traceback" not in done.stderr

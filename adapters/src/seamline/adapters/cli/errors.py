@@ -152,7 +152,11 @@ class RefusedValue(typer.BadParameter):
 
 
 def environment_errors(
-    action: Callable[[], T], kept: str, writing: object = None, nothing_committed: str = ""
+    action: Callable[[], T],
+    kept: str,
+    writing: object = None,
+    nothing_committed: str = "",
+    before_the_run: str = "",
 ) -> T:
     """Run ``action``; a failure of the machine around it becomes one line and exit code 1.
 
@@ -163,13 +167,20 @@ def environment_errors(
     said instead of ``kept`` where the run failed before its first commit (a
     :class:`ShardFailed` of a whole run, ``committed`` False): "what the sink last
     committed is kept ... --resume" was said of a read-only folder where nothing was.
+    ``before_the_run``, when given, is said where a component's build failed (the run had
+    not begun): "what the sink last committed is kept" was said of a model whose
+    constructor ran out of open files, with no output folder at all, and the line named
+    the output as the file being written.
     """
     try:
         return action()
     except OSError as problem:
+        built = _built(problem)
+        if built is not None:
+            _environment_failure(problem, before_the_run or kept, component=built)
         _environment_failure(problem, kept, writing)
     except ResourceExhausted as problem:
-        _exhausted(problem, kept)
+        _exhausted(problem, before_the_run or kept if _built(problem) else kept)
     except ShardFailed as failed:
         # A shard run in this process keeps the machine's error as its cause: say that, as
         # for an unsharded run, rather than blame the component whose call it interrupted.
@@ -193,7 +204,16 @@ def environment_errors(
         ran_out = None if where is None else _ran_out(failure, where, one_line(failure))
         if ran_out is None:
             raise
-        _exhausted(ran_out, kept)
+        _exhausted(ran_out, before_the_run or kept if _built(failure) else kept)
+
+
+def _built(problem: BaseException) -> str | None:
+    """The component whose build (its constructor) ``problem`` left, as the seam marked it
+    (``model 'x' (build, from ...)``); None for any other failure."""
+    from seamline.core import failed_at
+
+    where = failed_at(problem)
+    return where if where is not None and " (build" in where else None
 
 
 def _ran_out(error: BaseException, component: str, reason: str) -> ResourceExhausted | None:
@@ -213,12 +233,17 @@ RAN_OUT = {errno.EMFILE: "open files", errno.ENFILE: "open files", errno.ENOMEM:
 """The system's errors that say it ran out of something: the fix is named, not "fix that"."""
 
 
-def _environment_failure(problem: OSError, kept: str, writing: object = None) -> NoReturn:
+def _environment_failure(
+    problem: OSError, kept: str, writing: object = None, component: str | None = None
+) -> NoReturn:
     # The line is text, not markup (render.console): a folder may be called "[draft]".
     what = problem.strerror or type(problem).__name__
-    where = f" ({problem.filename})" if problem.filename else ""
-    if not where and writing is not None:
-        where = f" (writing {str(writing)!r})"
+    named = [str(problem.filename)] if problem.filename else []
+    if component is not None:
+        named.append(f"in {component}")
+    elif not named and writing is not None:
+        named.append(f"writing {str(writing)!r}")
+    where = f" ({', '.join(named)})" if named else ""
     resource = RAN_OUT.get(problem.errno or 0)
     if resource is not None:
         kept = _remedied(kept, resource)

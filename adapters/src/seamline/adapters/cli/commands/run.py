@@ -232,6 +232,7 @@ def _run(
                     KEPT,
                     writing=getattr(loaded.resolved.sink.config, "path", None),
                     nothing_committed=NOTHING_KEPT,
+                    before_the_run=KEPT if resume else NOTHING_KEPT,
                 ),
                 kept_on_interrupt=told,
             )
