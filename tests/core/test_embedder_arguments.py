@@ -149,12 +149,14 @@ def test_a_closed_embedder_says_so_and_refuses_a_with_block() -> None:
 def test_a_sentence_transformers_keyword_names_seamlines_equivalent(
     embedder: Embedder, keyword: str, instead: str
 ) -> None:
-    with pytest.raises(TypeError) as refused:
-        embedder.encode(["a"], **{keyword: 8})
-    message = str(refused.value)
-    assert message.startswith(f"Embedder.encode() got an unexpected keyword argument '{keyword}'")
-    assert instead in message
-    assert "docs/python.md" in message
+    for method in ("encode", "submit"):  # python.md: submit takes encode's arguments
+        with pytest.raises(TypeError) as refused:
+            getattr(embedder, method)(["a"], **{keyword: 8})
+        message = str(refused.value)
+        expected = f"Embedder.{method}() got an unexpected keyword argument '{keyword}'"
+        assert message.startswith(expected)
+        assert instead in message
+        assert "docs/python.md" in message
 
 
 def test_another_unknown_keyword_is_pythons_own_error(embedder: Embedder) -> None:

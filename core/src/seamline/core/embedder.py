@@ -326,6 +326,7 @@ class Embedder:
         )
         return pending.result()
 
+    @_hinted_for_sentence_transformers
     def submit(
         self,
         texts: str | Sequence[str],
