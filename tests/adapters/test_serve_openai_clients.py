@@ -166,6 +166,29 @@ def test_every_answer_names_its_request_by_its_trace_id() -> None:
     assert len(set(ids)) == 3, "each request its own id"
 
 
+@pytest.mark.parametrize("own", ["mine-123", "0f1e2d3c-aaaa-bbbb-cccc-123456789abc"])
+def test_a_callers_own_request_id_comes_back(own: str) -> None:
+    # It was replaced by the trace id: a proxy that set its own could not find the request.
+    answer = with_client(
+        lambda client: client.post(
+            "/v1/embeddings", json={"input": []}, headers={"x-request-id": own}
+        )
+    )
+    assert answer.headers["x-request-id"] == own
+
+
+@pytest.mark.parametrize("own", ["two words", "x" * 129, "tab\there", ""])
+def test_a_request_id_that_is_not_a_plain_token_is_not_believed(own: str) -> None:
+    answer = with_client(
+        lambda client: client.post(
+            "/v1/embeddings", json={"input": []}, headers={"x-request-id": own}
+        )
+    )
+    sent = answer.headers["x-request-id"]
+    assert len(sent) == 32
+    assert int(sent, 16)
+
+
 def test_the_openai_client_reads_the_request_id_of_a_refusal() -> None:
     openai = pytest.importorskip("openai")
 

@@ -142,3 +142,21 @@ def test_a_clients_refusal_is_no_warning_and_leaves_the_span_unset(
     assert span.status.status_code is trace.StatusCode.UNSET
     assert span.attributes is not None
     assert "error.type" not in span.attributes
+
+
+def test_a_callers_request_id_is_on_the_requests_span(spans: InMemorySpanExporter) -> None:
+    engine: Any = ReadyEngine()
+    index: Any = BrokenIndex(RuntimeError())
+    app = build_app(Served(engine, index, Limits(), ServeMetrics(), "m"))
+
+    async def scenario() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.post(
+                "/v1/embeddings", json={"input": []}, headers={"x-request-id": "proxy-7"}
+            )
+
+    asyncio.run(scenario())
+    span = request_span(spans, "POST /v1/embeddings")
+    assert span.attributes is not None
+    assert span.attributes["http.request.header.x-request-id"] == ("proxy-7",)

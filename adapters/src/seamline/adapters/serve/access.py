@@ -15,6 +15,12 @@ do and its SDK exposes (``err.request_id``, ``response.headers``): the request's
 ``traceparent``), so a client's report of a failed request leads to its trace and log
 lines. A request without a span, or whose span has no trace (no SDK installed), gets a
 fresh random id of the same shape, which is then found nowhere else.
+
+A request that brings an ``x-request-id`` of its own (a proxy's, nginx's
+``$request_id``, a client's) gets that one back, not the trace id in its place: the
+caller's logs know the request by it. It is also on the request's span
+(``http.request.header.x-request-id``), so the trace is found from it. One that is not
+a plain token (:func:`callers_id`) is not believed, and the trace id is sent as before.
 """
 
 from __future__ import annotations
@@ -23,11 +29,26 @@ import secrets
 from typing import Any
 
 from opentelemetry import context, trace
+from starlette.datastructures import Headers
 
 SPAN_KEY = "seamline.span"
 """Where :func:`.app._endpoint` leaves the request's span in the ASGI scope."""
 REQUEST_ID = b"x-request-id"
 """The answer's header naming the request: its trace id."""
+
+
+MAX_ID_CHARS = 128
+"""The longest ``x-request-id`` of a caller's that is sent back (a UUID is 36)."""
+
+
+def callers_id(headers: Any) -> str | None:
+    """The request's own ``x-request-id``, if it is a plain token: 1 to
+    :data:`MAX_ID_CHARS` visible ASCII characters (no space, no control character, so that
+    it cannot break a header or a log line); None otherwise."""
+    given = headers.get("x-request-id")
+    if not isinstance(given, str) or not 0 < len(given) <= MAX_ID_CHARS:
+        return None
+    return given if all("!" <= char <= "~" for char in given) else None
 
 
 def request_id(span: trace.Span | None) -> bytes:
@@ -52,7 +73,9 @@ class TracedAccessLog:
         async def send_in_span(message: Any) -> None:
             span = scope.get(SPAN_KEY)
             if message["type"] == "http.response.start":
-                headers = [*message.get("headers", []), (REQUEST_ID, request_id(span))]
+                own = callers_id(Headers(scope=scope))
+                named = own.encode() if own is not None else request_id(span)
+                headers = [*message.get("headers", []), (REQUEST_ID, named)]
                 message = {**message, "headers": headers}
             if message["type"] != "http.response.start" or span is None:
                 await send(message)
