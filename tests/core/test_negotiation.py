@@ -6,12 +6,14 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+import structlog
 
 from seamline.components.attention.native import NativeAttention
 from seamline.contracts import (
     Alert,
     AttentionChosen,
     AttentionSpec,
+    BatchDone,
     Fallback,
     ShadowCompared,
     Support,
@@ -71,6 +73,24 @@ def test_wrong_numbers_are_caught_on_first_use_and_fall_back() -> None:
     assert "differs from the reference 'native'" in fallbacks[0].reason
     for doc_id, vector in reference.items():
         np.testing.assert_allclose(outputs[doc_id], vector, atol=1e-6)
+
+
+def test_a_candidate_rejected_by_verification_is_a_warning_once_per_shape() -> None:
+    """It was a debug line: a user listing a kernel first got another, and a plain 'done'."""
+    texts = TEXTS * 3  # several batches of each shape
+    with structlog.testing.capture_logs() as logs:
+        run("{use: [off-by-ten, native]}", texts)
+    warned = [e for e in logs if e["log_level"] == "warning" and "passed over" in e["event"]]
+    rejected = {v.signature for v in events(Verified) if not v.ok}
+    assert len(events(BatchDone)) > len(rejected) == 2
+    assert sorted(e["signature"] for e in warned) == sorted(rejected)  # once per shape
+    for entry in warned:
+        assert entry["event"].startswith(
+            f"attention 'off-by-ten' was passed over for shape {entry['signature']}: it "
+            "differs from the reference 'native' by "
+        )
+        assert "'native' serves that shape instead" in entry["event"]
+        assert entry["event"].endswith("or remove it from attention.use")
 
 
 def test_an_explicit_choice_that_fails_verification_stops_the_run() -> None:

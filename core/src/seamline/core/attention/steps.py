@@ -49,6 +49,7 @@ from seamline.core.attention.probe import attention_specs
 from seamline.core.attention.reference import ReferenceSteps
 from seamline.core.attention.tuning import TuningEntry
 from seamline.core.attention.verification import verify
+from seamline.core.config import AttentionMode
 from seamline.core.devices import DataParallel
 from seamline.core.exhaustion import exhausted
 from seamline.core.seams import CallStart, mark_failure
@@ -274,12 +275,6 @@ class CompiledSteps:
                     info = self.candidates.infos.get(chosen)
                     mark_failure(error, "attention", chosen, "call", info)
                     raise error
-            log.warning(
-                "attention failed while running; demoted for this shape",
-                attention=chosen,
-                signature=step.decision.signature,
-                reason=fault,
-            )
             self.planner.demote(step.specs, chosen, fault)
             del self._steps[key]
             replacement = self.step(params, batch).decision.chosen
@@ -403,14 +398,36 @@ class CompiledSteps:
         )
 
     def _fell_back(self, failed: str, replacement: str, reason: str, signature: str) -> None:
+        """Report the demotion, and warn: the pipeline asked for ``failed`` first and gets
+        another kernel for this shape (once per candidate and shape, as demotions are)."""
         self._report(Fallback("attention", failed, replacement, reason))
-        log.debug(
-            "attention fell back",
+        log.warning(
+            fell_back_line(failed, replacement, reason, signature, self.candidates.mode),
             failed=failed,
             replacement=replacement,
             reason=reason,
             signature=signature,
         )
+
+
+def fell_back_line(
+    failed: str, replacement: str, reason: str, signature: str, mode: AttentionMode
+) -> str:
+    """The warning for a candidate demoted for a shape: which, where, why, and the fix.
+
+    Once a debug line (``attention fell back``): a kernel the user listed first that
+    differed from the reference by 4.39 was passed over, and the run printed a plain
+    ``done`` with no word that another kernel served."""
+    leave_out = (
+        "list the candidates to use in attention.use without it"
+        if mode is AttentionMode.AUTO
+        else "remove it from attention.use"
+    )
+    return (
+        f"attention {failed!r} was passed over for shape {signature}: it {reason}; "
+        f"{replacement!r} serves that shape instead. Fix {failed!r} (`seamline check "
+        f"attention:{failed}` runs its conformance checks), or {leave_out}"
+    )
 
 
 def _stop_if_exhausted(error: Exception, doing: str, batch: Batch, chosen: str) -> None:
