@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import structlog
 
 from seamline.contracts import ConfigError
 from seamline.contracts.conformance import CheckResult, ConformanceRecord, current_environment
@@ -145,3 +146,34 @@ def test_the_fix_for_another_configuration_names_its_settings(
     said = problems["p.yaml:3"]
     assert "its conformance record is for another configuration" in said
     assert "run 'seamline check model:bert-encoder --with max_length=96 --record'" in said
+
+
+def test_a_failing_record_warns_once_when_conformance_is_not_required(
+    registry: Registry, store: Path
+) -> None:
+    """Trust is opt-in, so nothing is refused; but a sink whose record for exactly this
+    version said it failed 5 checks was used with a plain 'done' and no word."""
+    failing = passing_record(registry, "sink", "jsonl", None).model_copy(
+        update={
+            "results": (
+                CheckResult(check="contract", outcome="passed"),
+                CheckResult(check="exactly_once_across_a_crash", outcome="failed"),
+                CheckResult(check="resumes", outcome="error"),
+            )
+        }
+    )
+    save(failing)
+    with structlog.testing.capture_logs() as logs:
+        parse_pipeline(REAL.replace("REQUIRED", "false"), "p.yaml", registry)
+    (warned,) = [e for e in logs if e["log_level"] == "warning"]
+    assert warned["component"] == "sink:jsonl"
+    assert "its conformance record for this version fails: 2 failed " in warned["event"]
+    assert "(exactly_once_across_a_crash, resumes)" in warned["event"]
+    assert warned["event"].endswith(
+        "fix the component (then record again: 'seamline check sink:jsonl --record'), "
+        "or set trust.require_conformance: true to refuse it"
+    )
+    save(failing.model_copy(update={"results": failing.results[:1]}))  # fixed, recorded
+    with structlog.testing.capture_logs() as logs:
+        parse_pipeline(REAL.replace("REQUIRED", "false"), "p.yaml", registry)
+    assert [e for e in logs if e["log_level"] == "warning"] == []

@@ -33,6 +33,7 @@ from seamline.contracts import (
     Model,
     UserError,
 )
+from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.contracts.workdir import working_folder
 from seamline.core.config import bounds
@@ -65,7 +66,15 @@ from seamline.core.precision.decision import FLOAT32, PrecisionDecision
 from seamline.core.registry import ComponentInfo, Registry, allowlist_fix
 from seamline.core.seams import BUILD, mark_failure
 from seamline.core.suggest import did_you_mean
-from seamline.core.trust import ConformanceCheck, TrustPolicy, TrustSettings, pipeline_policy
+from seamline.core.trust import (
+    ConformanceCheck,
+    TrustPolicy,
+    TrustSettings,
+    failing_record_warning,
+    pipeline_policy,
+)
+
+log = get_logger("seamline.core")
 
 
 class PipelineConfigError(ConfigError):
@@ -630,6 +639,19 @@ def resolve_component(
     return choice
 
 
+def warn_failing_records(registry: Registry, choices: Sequence[ComponentChoice | None]) -> None:
+    """One warning for each chosen component whose conformance record for the installed
+    version fails, when conformance is not required (required, it is refused instead)."""
+    for choice in choices:
+        if choice is None or choice.distribution is None:
+            continue
+        info = registry.get(choice.kind, choice.name)
+        config = choice.config.model_dump(mode="json")
+        warning = failing_record_warning(choice.kind, choice.name, config, info)
+        if warning is not None:
+            log.warning(warning, component=f"{choice.kind}:{choice.name}")
+
+
 class _Resolver:
     def __init__(
         self, located: Located, registry: Registry, environ: Mapping[str, str] | None = None
@@ -650,9 +672,12 @@ class _Resolver:
         ]
         attention = self.attention_section(spec.attention, spec.trust.require_conformance)
         executor = self.executor(spec.run.executor)
+        chosen = [loader, model, sink, *monitors, executor]
         if spec.trust.require_conformance or self.registry.trust.require_conformance:
-            chosen = [loader, model, sink, *monitors, executor]
             self.conformance([c for c in chosen if c is not None], spec.trust)
+        else:
+            listed = attention.candidates if attention.mode is not AttentionMode.AUTO else ()
+            warn_failing_records(self.registry, [*chosen, *listed])
         if loader is not None and sink is not None:
             self.problems.extend(
                 overlap_problems(self.located, spec, loader.config, sink.config, self.environ)

@@ -33,6 +33,7 @@ from seamline.core.trust.classes import CONFORMANCE_GROUP, ConformanceClasses, C
 from seamline.core.trust.earned import (
     ConformanceCheck,
     config_trust_problem,
+    failing_record_warning,
     trust_problem,
     untrusted_candidates,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "attribute",
     "canonical",
     "config_trust_problem",
+    "failing_record_warning",
     "load_records",
     "pipeline_policy",
     "save",

@@ -26,7 +26,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from seamline.contracts import Attention, Component, Kind
+from seamline.contracts import Attention, Component, Kind, UserError
 from seamline.contracts.conformance import (
     CONFIG_FREE_KINDS,
     ConformanceRecord,
@@ -152,6 +152,56 @@ def config_trust_problem(
         return _tested_another_class(kind, name, latest, info)
     differences = _differences(latest, info, pinned, environment)
     return f"its conformance record is for {differences}; {fix}"
+
+
+def failing_record_warning(
+    kind: Kind, name: str, config: Mapping[str, Any], info: ComponentInfo | None
+) -> str | None:
+    """Why a component used *without* ``require_conformance`` deserves a warning: its newest
+    record for the installed version fails (None: no such record, or it passes).
+
+    Trust stays opt-in, so nothing is refused; but a sink whose record said it failed 5
+    checks was used with a plain ``done``. Only this component's files of the store are
+    read (their names start ``KIND-NAME-``), and only when a failing record is there is
+    its code digested: a record made before the code was edited says nothing of it now.
+    """
+    if info is None:
+        return None
+    pinned = None if kind in CONFIG_FREE_KINDS else dict(config)
+    try:
+        records = load_records(pattern=f"{kind}-{name}-*.json", quiet=True)
+    except UserError:  # a store variable naming no folder: refused where trust is asked for
+        return None
+    mine = [
+        r
+        for r in records
+        if (r.kind, r.name, r.distribution, r.distribution_version, r.contract_version, r.config)
+        == (kind, name, info.distribution, info.version, info.contract_version, pinned)
+    ]
+    if not mine:
+        return None
+    latest = max(mine, key=lambda r: r.created)
+    if latest.passed or _not_this_code(latest, info) is not None:
+        return None
+    return (
+        f"{kind} {name!r} ({info.distribution} {info.version}) is used, but its conformance "
+        f"record for this version fails: {failed_checks(latest)} (recorded {latest.created} "
+        f"with jax {latest.environment.jax} on {latest.environment.platform}); fix the "
+        f"component (then record again: '{_check_command(kind, name, pinned, records)}'), "
+        "or set trust.require_conformance: true to refuse it"
+    )
+
+
+SHOWN_CHECKS = 5
+"""The failed checks a message names; the record (``seamline check``) lists them all."""
+
+
+def failed_checks(record: ConformanceRecord) -> str:
+    """``2 failed (round_trip, resume_after_crash)``: the checks that failed or errored."""
+    failed = [r.check for r in record.results if r.outcome in ("failed", "error")]
+    named = ", ".join(failed[:SHOWN_CHECKS])
+    more = f" and {len(failed) - SHOWN_CHECKS} more" if len(failed) > SHOWN_CHECKS else ""
+    return f"{len(failed)} failed ({named}{more})"
 
 
 def _not_this_code(record: ConformanceRecord, info: ComponentInfo | None) -> str | None:

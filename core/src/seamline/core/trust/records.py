@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from seamline.contracts.conformance import RECORD_FORMAT, ConformanceRecord
 from seamline.contracts.logs import get_logger
@@ -55,8 +55,15 @@ def save(record: ConformanceRecord, directory: Path | None = None) -> Path:
     return path
 
 
-def load_records(directory: Path | None = None) -> list[ConformanceRecord]:
+def load_records(
+    directory: Path | None = None, pattern: str = "*.json", quiet: bool = False
+) -> list[ConformanceRecord]:
     """Every readable record in the store; a damaged file or another format proves nothing.
+
+    ``pattern`` reads only the files it matches (one component's: ``sink-csv-*.json``);
+    ``quiet`` skips what is not read without a warning, for a caller that only advises
+    (:func:`~seamline.core.trust.earned.failing_record_warning`), where a store the user
+    never asked to be checked should not warn on every run.
 
     The store is read by every run that requires conformance, so what is in it is
     untrusted input: a FIFO or a device in place of a record would block the run or
@@ -73,6 +80,8 @@ def load_records(directory: Path | None = None) -> list[ConformanceRecord]:
     if not source.is_dir():
         return []
     unsafe = folder_not_private(source)
+    if unsafe is not None and quiet:
+        return []
     if unsafe is not None:
         log.warning(
             "conformance records not read: their folder is not private, and a record decides "
@@ -84,26 +93,27 @@ def load_records(directory: Path | None = None) -> list[ConformanceRecord]:
         )
         return []
     records = []
-    for path in sorted(source.glob("*.json")):
+    warning = _quiet if quiet else log.warning
+    for path in sorted(source.glob(pattern)):
         try:
             data = read_regular(path, MAX_RECORD_BYTES)
             owner = path.stat().st_uid
         except (OSError, NotRegularFile) as err:
-            log.warning("conformance record not read", file=str(path), reason=str(err))
+            warning("conformance record not read", file=str(path), reason=str(err))
             continue
         if hasattr(os, "getuid") and owner != os.getuid():
             reason = f"it is owned by another user (uid {owner})"
-            log.warning("conformance record not read", file=str(path), reason=reason)
+            warning("conformance record not read", file=str(path), reason=reason)
             continue
         if len(data) > MAX_RECORD_BYTES:
-            log.warning("conformance record not read", file=str(path), reason="larger than 1 MiB")
+            warning("conformance record not read", file=str(path), reason="larger than 1 MiB")
             continue
         try:
             record = ConformanceRecord.model_validate_json(data)
         except ValueError:
             continue
         if record.format != RECORD_FORMAT:  # it was read as this format, and could clear
-            log.warning(
+            warning(
                 "conformance record not read",
                 file=str(path),
                 reason=f"format {record.format}; this seamline reads format {RECORD_FORMAT}",
@@ -111,6 +121,10 @@ def load_records(directory: Path | None = None) -> list[ConformanceRecord]:
             continue
         records.append(record)
     return records
+
+
+def _quiet(event: str, **fields: Any) -> None:
+    """A skipped record, said nowhere (``load_records(quiet=True)``)."""
 
 
 def attribute(record: ConformanceRecord, registry: Registry) -> ConformanceRecord:
