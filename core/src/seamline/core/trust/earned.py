@@ -139,7 +139,12 @@ def config_trust_problem(
         record, problem = max(same, key=lambda pair: pair[0].created)
         if problem is not None:
             return f"{problem}; {fix}"
-        return f"its conformance record for these versions fails ({record.summary()}); {fix}"
+        return (
+            f"its conformance record for these versions fails {failed_checks(record)}; "
+            "running the check again cannot change that: fix the "
+            f"component (then '{_check_command(kind, name, pinned, records)}' again), or "
+            "remove it from `use:`"
+        )
     mine = [r for r in records if r.kind == kind and r.name == name]
     if not mine:
         return f"no conformance record; {fix}"
@@ -185,8 +190,8 @@ def failing_record_warning(
         return None
     return (
         f"{kind} {name!r} ({info.distribution} {info.version}) is used, but its conformance "
-        f"record for this version fails: {failed_checks(latest)} (recorded {latest.created} "
-        f"with jax {latest.environment.jax} on {latest.environment.platform}); fix the "
+        f"record for this version fails {failed_checks(latest)}, recorded {latest.created} "
+        f"with jax {latest.environment.jax} on {latest.environment.platform}; fix the "
         f"component (then record again: '{_check_command(kind, name, pinned, records)}'), "
         "or set trust.require_conformance: true to refuse it"
     )
@@ -197,11 +202,15 @@ SHOWN_CHECKS = 5
 
 
 def failed_checks(record: ConformanceRecord) -> str:
-    """``2 failed (round_trip, resume_after_crash)``: the checks that failed or errored."""
+    """``(1 failed, 9 passed; failed: round_trip)``: the counts, and the checks that failed
+    or errored by name (the counts alone left the user to run the suite again to learn
+    them)."""
     failed = [r.check for r in record.results if r.outcome in ("failed", "error")]
+    if not failed:  # none passed (all skipped), or no results at all
+        return f"({record.summary()})"
     named = ", ".join(failed[:SHOWN_CHECKS])
     more = f" and {len(failed) - SHOWN_CHECKS} more" if len(failed) > SHOWN_CHECKS else ""
-    return f"{len(failed)} failed ({named}{more})"
+    return f"({record.summary()}; failed: {named}{more})"
 
 
 def _not_this_code(record: ConformanceRecord, info: ComponentInfo | None) -> str | None:
