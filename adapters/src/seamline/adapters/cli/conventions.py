@@ -80,7 +80,15 @@ class Group(TyperGroup):
         parent: _click.Context | None = None,
         **extra: Any,
     ) -> _click.Context:
-        """Parse the arguments (``seamline --help`` prints here), quiet on a closed stdout."""
+        """Parse the arguments (``seamline --help`` prints here), quiet on a closed stdout.
+
+        The group's own flags absent (``--install-completion``, ``--show-completion``:
+        every ``seamline COMMAND ...``) read as False, not None, as its ``--help`` does
+        (:func:`_help_without_pydantic`): reading them imported pydantic for every
+        command's help once completion was turned on."""
+        for param in self.params:
+            if isinstance(param, TyperOption) and param.is_flag:
+                _help_without_pydantic(param)
         return quiet_when_stdout_closes(
             lambda: super(Group, self).make_context(info_name, args, parent, **extra)
         )
