@@ -26,6 +26,7 @@ from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from tests.adapters.in_process import ReadyEngine
+from tests.fresh_logging import logging_as_in_a_fresh_process
 
 GONE = "cannot search notes.jsonl: notes.jsonl does not exist; run the pipeline again"
 
@@ -38,6 +39,15 @@ class BrokenIndex:
 
     def find(self, asked: Any) -> dict[str, Any]:
         raise self.failure
+
+
+@pytest.fixture(autouse=True)
+def fresh_logging() -> Iterator[None]:
+    """structlog as a new process has it: a test before, in the same worker, may have
+    configured a level filter (the CLI's, warning), which ``capture_logs`` keeps and
+    which then drops the info and debug lines counted here."""
+    with logging_as_in_a_fresh_process():
+        yield
 
 
 @pytest.fixture
