@@ -19,7 +19,7 @@ from opentelemetry import context, trace
 
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import cut
-from seamline.core import extract_trace_context
+from seamline.core import check_propagators, extract_trace_context
 
 log = get_logger("seamline.adapters.telemetry")
 
@@ -35,10 +35,10 @@ def variable_of(field: str) -> str:
 def parent_from_environment(environ: Mapping[str, str]) -> context.Context | None:
     """The caller's context the environment names (None: none, or one not understood).
 
-    ``extract_trace_context`` checks ``OTEL_PROPAGATORS`` before OpenTelemetry builds
-    the propagators (a name not installed is a ``UserError``), so it is asked first.
+    ``OTEL_PROPAGATORS`` is checked before OpenTelemetry builds the propagators (a name
+    not installed is a ``UserError``, where OpenTelemetry raised a bare ``ValueError``).
     """
-    extract_trace_context({})
+    check_propagators()
     from opentelemetry import propagate
 
     carrier: dict[str, str] = {}

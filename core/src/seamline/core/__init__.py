@@ -85,8 +85,8 @@ if TYPE_CHECKING:
         serving_precision,
     )
     from seamline.core.private_cache import NotPrivate, check_jax_compile_cache, not_private
+    from seamline.core.propagators import check_propagators, propagators_problem
     from seamline.core.propagators import extract as extract_trace_context
-    from seamline.core.propagators import propagators_problem
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
     from seamline.core.provenance import run_versions
@@ -150,6 +150,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "otlp_signal_url": ("seamline.core.config.otlp", "with_signal_path"),
     "propagators_problem": ("seamline.core.propagators", "propagators_problem"),
     "extract_trace_context": ("seamline.core.propagators", "extract"),
+    "check_propagators": ("seamline.core.propagators", "check_propagators"),
     "check_executor": ("seamline.core.config", "check_executor"),
     "check_model": ("seamline.core.config", "check_model"),
     "load_trusted": ("seamline.core.config", "load_trusted"),
@@ -276,6 +277,7 @@ __all__ = [
     "check_executor",
     "check_jax_compile_cache",
     "check_model",
+    "check_propagators",
     "compare_precision",
     "decide_precision",
     "default_buckets",
