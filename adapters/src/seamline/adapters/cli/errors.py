@@ -180,7 +180,7 @@ def environment_errors(
             _environment_failure(problem, before_the_run or kept, component=built)
         _environment_failure(problem, kept, writing)
     except ResourceExhausted as problem:
-        _exhausted(problem, before_the_run or kept if _built(problem) else kept)
+        _exhausted(problem, _kept_after(problem, kept, before_the_run))
     except ShardFailed as failed:
         # A shard run in this process keeps the machine's error as its cause: say that, as
         # for an unsharded run, rather than blame the component whose call it interrupted.
@@ -204,7 +204,13 @@ def environment_errors(
         ran_out = None if where is None else _ran_out(failure, where, one_line(failure))
         if ran_out is None:
             raise
-        _exhausted(ran_out, before_the_run or kept if _built(failure) else kept)
+        _exhausted(ran_out, _kept_after(failure, kept, before_the_run))
+
+
+def _kept_after(problem: BaseException, kept: str, before_the_run: str) -> str:
+    """What a failure leaves: ``before_the_run`` (when given) where ``problem`` left a
+    component's build, else ``kept``."""
+    return (before_the_run or kept) if _built(problem) is not None else kept
 
 
 def _built(problem: BaseException) -> str | None:
