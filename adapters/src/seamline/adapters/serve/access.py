@@ -33,6 +33,9 @@ from starlette.datastructures import Headers
 
 SPAN_KEY = "seamline.span"
 """Where :func:`.app._endpoint` leaves the request's span in the ASGI scope."""
+CALLERS_ID_KEY = "seamline.callers_id"
+"""Where :class:`TracedAccessLog` leaves the request's own ``x-request-id`` (believed, or
+None), read once for the answer's header and the request's span."""
 REQUEST_ID = b"x-request-id"
 """The answer's header naming the request: its trace id."""
 
@@ -69,11 +72,11 @@ class TracedAccessLog:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        own = scope[CALLERS_ID_KEY] = callers_id(Headers(scope=scope))
 
         async def send_in_span(message: Any) -> None:
             span = scope.get(SPAN_KEY)
             if message["type"] == "http.response.start":
-                own = callers_id(Headers(scope=scope))
                 named = own.encode() if own is not None else request_id(span)
                 headers = [*message.get("headers", []), (REQUEST_ID, named)]
                 message = {**message, "headers": headers}

@@ -28,7 +28,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
-from seamline.adapters.serve.access import SPAN_KEY, TracedAccessLog, callers_id
+from seamline.adapters.serve.access import CALLERS_ID_KEY, SPAN_KEY, TracedAccessLog
 from seamline.adapters.serve.bodies import embeddings_request, read_body, search_request
 from seamline.adapters.serve.catalog import list_models, retrieve_model
 from seamline.adapters.serve.checking import checked
@@ -106,7 +106,7 @@ def _endpoint(
             request.scope[SPAN_KEY] = span  # its access-log line's trace (:mod:`.access`)
             span.set_attribute("http.request.method", request.method)
             span.set_attribute("url.path", request.url.path)
-            own_id = callers_id(request.headers)  # found in the trace by the caller's id
+            own_id = request.scope.get(CALLERS_ID_KEY)  # the trace found by the caller's id
             if own_id is not None:
                 span.set_attribute("http.request.header.x-request-id", (own_id,))
             try:
