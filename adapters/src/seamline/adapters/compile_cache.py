@@ -26,7 +26,6 @@ its first use of JAX in any command: :func:`seamline.core.check_jax_compile_cach
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import jax
@@ -34,7 +33,7 @@ import jax
 from seamline.adapters.compile_cache_warnings import route_cache_warnings
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
-from seamline.core import NotPrivate, cache_home, named_directory, not_private
+from seamline.core import NotPrivate, cache_home, named_directory, not_private, try_writing
 
 log = get_logger("seamline.adapters.compile_cache")
 
@@ -106,10 +105,10 @@ def _writable(directory: Path) -> bool:
     a read-only mount or an ACL): else each program compiled warned that its entry
     could not be written, when the cache can only be read."""
     try:
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".seamline-probe-"):
-            return True
+        try_writing(directory)
     except OSError:
         return False
+    return True
 
 
 def _refuse_shared(directory: Path, problem: NotPrivate, variable: str, *, named: bool) -> None:

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         cache_home,
         named_directory,
         output_directory,
+        try_writing,
     )
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable
     from seamline.core.exhaustion import exhausted
@@ -201,6 +202,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "cache_home": ("seamline.core.directories", "cache_home"),
     "named_directory": ("seamline.core.directories", "named_directory"),
     "output_directory": ("seamline.core.directories", "output_directory"),
+    "try_writing": ("seamline.core.directories", "try_writing"),
     # A compile cache's programs must be the user's alone (seamline.core.private_cache)
     "NotPrivate": ("seamline.core.private_cache", "NotPrivate"),
     "not_private": ("seamline.core.private_cache", "not_private"),
@@ -320,6 +322,7 @@ __all__ = [
     "traces_file_problem",
     "traces_file_status_problem",
     "traces_file_unusable",
+    "try_writing",
     "tune_attention",
     "unattributed_record",
     "user_trust",

@@ -79,6 +79,15 @@ def named_directory(variable: str, default: Path, environ: Mapping[str, str] | N
     return path
 
 
+def try_writing(directory: Path) -> None:
+    """Make ``directory`` (with its parents) and a file in it, which leaves nothing behind
+    (``O_TMPFILE`` where it can); the ``OSError`` says why it cannot be written. Tried,
+    not read from a mode, which says nothing for root, a read-only mount or an ACL."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=directory):
+        pass
+
+
 def _kind(mode: int) -> str:
     """What a path that is not a directory is, for a message."""
     return "a regular file" if stat.S_ISREG(mode) else "not a directory"
@@ -99,9 +108,7 @@ def output_directory(path: Path, named: str, fix: str = WRITABLE_FIX) -> Path:
     wrong and ``fix``.
     """
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):  # O_TMPFILE where it can: nothing left behind
-            pass
+        try_writing(path)
     except FileExistsError:  # something other than a directory is there
         try:
             what = _kind(os.stat(path).st_mode)

@@ -38,7 +38,6 @@ import hashlib
 import json
 import os
 import pwd
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -63,7 +62,7 @@ from seamline.core.attention.host import host_identity
 from seamline.core.attention.measure import REPEATS, Timing, time_candidate, unsteady
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
 from seamline.core.devices import jax_devices
-from seamline.core.directories import cache_home, named_directory
+from seamline.core.directories import cache_home, named_directory, try_writing
 from seamline.core.exhaustion import exhausted
 from seamline.core.private_cache import NotPrivate, entry_not_private, folder_not_private
 from seamline.core.registry import ComponentInfo
@@ -271,9 +270,7 @@ class TuningCache:
         """Make the folder and try a file there (``seamline tune``, before it measures);
         :class:`TuningCacheUnwritable` when it cannot be written."""
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=self.directory):
-                pass
+            try_writing(self.directory)
         except OSError as err:
             raise TuningCacheUnwritable(self.directory, err) from None
 
