@@ -7,6 +7,10 @@ SHELL := /bin/bash
 
 PYTHON_VERSION ?= 3.11
 VENV := .venv
+# Where the environment really is. A folder that links .venv to a checkout's (the docs
+# tests run `make run` from one) must install with the real path: uv writes the path it is
+# given into bin/activate and every script's shebang, and the link's folder is deleted.
+VENV_DIR = $(or $(realpath $(VENV)),$(abspath $(VENV)))
 PY := $(VENV)/bin/python
 # uv on PATH if there is one; otherwise uv from PyPI, run as a module of python3.
 UV := $(shell command -v uv 2>/dev/null)
@@ -50,9 +54,9 @@ uv:
 # start would otherwise compile JAX's sources again (measured: 8 s against 3 s for
 # `import jax` on a loaded 2-CPU machine).
 $(STAMP): $(PYPROJECTS) $(KERNEL_SOURCES) constraints.txt | uv
-	$(UV) venv --quiet --allow-existing --python $(PYTHON_VERSION) $(VENV)
-	$(UV) pip install --quiet --compile-bytecode --python $(PY) -c constraints.txt \
-		-r pyproject.toml --group pyproject.toml:dev $(KERNEL_REBUILD)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON_VERSION) $(VENV_DIR)
+	$(UV) pip install --quiet --compile-bytecode --python $(VENV_DIR)/bin/python \
+		-c constraints.txt -r pyproject.toml --group pyproject.toml:dev $(KERNEL_REBUILD)
 	$(PY) -m compileall -q $(foreach m,$(PACKAGES),$(m)/src) >/dev/null
 	@ls $(KERNEL_LIBRARY_GLOB) >/dev/null 2>&1 || echo "warning: cpu-flash's C++ library was" \
 		"not built (no C++17 compiler? see the error with: $(UV) pip install -v --python $(PY)" \
