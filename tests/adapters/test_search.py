@@ -648,10 +648,7 @@ def test_a_lancedb_table_is_read_at_the_version_its_manifest_was_published_with(
     pinned = json.loads(published)["outputs"]["table_version"]
     with api.open_index(path, registry=columnar_registry()) as opened:
         before = opened.find(TEXTS[1], k=3)
-        assert before.hits[0].doc_id == "d1"
-        # An exact search scores exactly; without refine_factor an hnsw index scores its
-        # scalar-quantised copies (pipelines.md), off by up to ~1e-5 (0.9999844 was seen).
-        assert before.hits[0].score == pytest.approx(1.0, abs=1e-5 if index is None else 1e-3)
+        assert before.hits[0].score == pytest.approx(1.0, abs=1e-5)
         # The version recorded is the one with the index (built before the manifest).
         assert before.how.startswith("exact" if index is None else "vector index")
         # Another model republishes; then the window: its rows are committed, and the
