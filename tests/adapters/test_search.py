@@ -270,6 +270,23 @@ def test_a_lancedb_table_is_searched_through_its_index_unless_exact(tmp_path: Pa
     assert [h.doc_id for h in exact.hits] == [h.doc_id for h in through.hits]
 
 
+def test_a_search_through_an_index_prints_the_rows_cosines_not_the_index_distance(
+    tmp_path: Path,
+) -> None:
+    # Through an IVF index LanceDB reports squared L2 distances of quantised vectors,
+    # 2 - 2 cos: read as 1 - distance, every score printed was 2 cos - 1 (0.16 for a
+    # cosine of 0.58, negative for many good hits). The rows found are scored exactly.
+    path = write_columnar(tmp_path, "lancedb", index={"type": "hnsw", "num_partitions": 1})
+    reg = columnar_registry()
+    through = find(reg, path, TEXTS[0], k=3)
+    assert through.how == "vector index embedding_idx (IvfHnswSq: 3 rows indexed)"
+    exact = {h.doc_id: h.score for h in find(reg, path, TEXTS[0], k=3, exact=True).hits}
+    assert {h.doc_id: h.score for h in through.hits} == pytest.approx(exact, abs=1e-6)
+    assert min(exact.values()) < 0.99  # a hit whose cosine is not 1: 2 cos - 1 differs
+    scores = [h.score for h in through.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
 def test_a_table_too_small_for_ivf_pq_gets_no_index_and_says_it_scans(tmp_path: Path) -> None:
     # IVF-PQ trains on 256 rows or more: with three, an index would hold none of them
     # ("0 rows indexed"), so the sink builds none and search says it compared every row.

@@ -114,6 +114,23 @@ class FilterRefused(UserError):
     answers it as a bad request; any other ``UserError`` of a reader is the output's."""
 
 
+def cosines(matrix: np.ndarray[Any, Any], queries: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Each row's cosine with each unit query (rows × queries), in float32: the score every
+    reader gives, whatever finds its rows (a scan, or an engine's index).
+
+    Summed in float64, then rounded: a float32 matrix product sums in an order that
+    depends on how many queries share it (BLAS picks its kernel by shape), so a query's
+    scores, and the order of near ties, would change with the queries searched beside it.
+    Rounded from float64, they are the same for a query alone and in a group. A row of
+    zeros scores 0.
+    """
+    wide = np.asarray(matrix, dtype=np.float64)
+    norms = np.maximum(np.linalg.norm(wide, axis=1), 1e-12)
+    product = wide @ np.asarray(queries, dtype=np.float64).T
+    scores: np.ndarray[Any, Any] = (product / norms[:, None]).astype(np.float32)
+    return scores
+
+
 @dataclass(frozen=True, slots=True)
 class Nearest:
     """The rows an output's own query engine found nearest to a vector."""

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from seamline.contracts.readback import OutputReader, current_readers, reread
+from seamline.contracts.readback import OutputReader, cosines, current_readers, reread
 from seamline.contracts.stored import StoredRow
 
 Ranked = tuple[list[tuple[float, StoredRow]], int]
@@ -55,25 +55,11 @@ def _scan(readers: Sequence[OutputReader], queries: np.ndarray, k: int) -> list[
     seen = 0
     for reader in current_readers(readers):
         for matrix, rows in reader.chunks(queries.shape[1]):
-            scores = _cosines(matrix, queries)
+            scores = cosines(matrix, queries)
             for heap, column in zip(best, scores.T, strict=True):
                 _keep(heap, column, rows, seen, k)
             seen += len(rows)
     return [([(score, row) for score, _, row in sorted(heap, key=_order)], seen) for heap in best]
-
-
-def _cosines(matrix: np.ndarray[Any, Any], queries: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Each row's cosine with each query (rows × queries), in float32.
-
-    Summed in float64, then rounded: a float32 matrix product sums in an order that
-    depends on how many queries share it (BLAS picks its kernel by shape), so a query's
-    scores, and the order of near ties, would change with the queries searched beside it.
-    Rounded from float64, they are the same for a query alone and in a group.
-    """
-    wide = matrix.astype(np.float64)
-    norms = np.maximum(np.linalg.norm(wide, axis=1), 1e-12)
-    cosines: np.ndarray[Any, Any] = (wide @ queries.astype(np.float64).T) / norms[:, None]
-    return cosines.astype(np.float32)
 
 
 def _keep(
