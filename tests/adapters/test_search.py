@@ -271,7 +271,7 @@ def test_a_lancedb_table_is_searched_through_its_index_unless_exact(tmp_path: Pa
 
 
 def test_a_search_through_an_index_prints_the_rows_cosines_not_the_index_distance(
-    tmp_path: Path,
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # Through an IVF index LanceDB reports squared L2 distances of quantised vectors,
     # 2 - 2 cos: read as 1 - distance, every score printed was 2 cos - 1 (0.16 for a
@@ -285,6 +285,8 @@ def test_a_search_through_an_index_prints_the_rows_cosines_not_the_index_distanc
     assert min(exact.values()) < 0.99  # a hit whose cosine is not 1: 2 cos - 1 differs
     scores = [h.score for h in through.hits]
     assert scores == sorted(scores, reverse=True)
+    # LanceDB's Rust side warns on stderr when a search selects columns without _distance.
+    assert "_distance" not in capfd.readouterr().err
 
 
 def test_a_table_too_small_for_ivf_pq_gets_no_index_and_says_it_scans(tmp_path: Path) -> None:

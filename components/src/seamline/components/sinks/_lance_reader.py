@@ -116,7 +116,7 @@ class LanceReader(OutputReader):
         searched = cast(
             "LanceVectorQueryBuilder", table.search(vector, vector_column_name=EMBEDDING)
         )
-        query = searched.distance_type("cosine").select([*columns, EMBEDDING]).limit(k)
+        query = searched.distance_type("cosine").select([*columns, EMBEDDING, "_distance"]).limit(k)
         if where is not None:  # whole: LanceDB dropped what followed the first expression
             # unread. "" too, which LanceDB then refuses: read as no filter, it gave every row.
             query = query.where(one_expression(where), prefilter=True)
@@ -140,7 +140,7 @@ class LanceReader(OutputReader):
             found = query.to_arrow().to_pydict()
         except (ValueError, RuntimeError, OSError) as err:
             raise _unsearchable(path, err) from None
-        found.pop("_distance", None)
+        found.pop("_distance")  # selected only because LanceDB warns on stderr otherwise
         matrix, rows = stored_chunk(found, f"{path}: row", 0, len(vector))
         if where:
             how += f", where {where}"
