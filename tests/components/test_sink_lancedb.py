@@ -14,6 +14,7 @@ from seamline.components.sinks.lancedb import LanceDbSink, LanceDbSinkConfig
 from seamline.contracts import OutputRecord, UserError
 from tests.components.test_sink_parquet import with_text
 from tests.components.test_sinks import ERRORS, make_records, read_jsonl, visible
+from tests.readback import read_records
 
 # pyarrow, DuckDB and LanceDB are imported by the tests that use them, not when pytest
 # collects this module: a process pytest starts later (the attention benchmark's workers)
@@ -497,13 +498,54 @@ def test_a_run_without_rows_creates_no_table_and_empties_one_under_overwrite(
     tmp_path: Path,
 ) -> None:
     run(tmp_path, [])
-    assert not (tmp_path / "db" / "emb.lance").exists()
-    assert (tmp_path / "db" / "emb.manifest.json").exists()
+    # No table: an empty folder, published (search reads it as no rows, tests/adapters).
+    assert list((tmp_path / "db" / "emb.lance").iterdir()) == []
+    manifest = json.loads((tmp_path / "db" / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["outputs"]["table_version"] == 0, "none: the version before a table's first"
+    assert read_records(tmp_path / "db" / "emb.lance") == []
     run(tmp_path, make_records(3))
     run(tmp_path, [], mode="append")
     assert len(keys(tmp_path)) == 3, "appending nothing keeps the rows"
     run(tmp_path, [])
     assert keys(tmp_path) == [], "overwriting with nothing empties the table"
+
+
+def test_a_manifest_of_no_table_is_read_as_no_rows_only_over_the_empty_folder(
+    tmp_path: Path,
+) -> None:
+    # Hostile input: "no table" (table_version 0) must not make a table look empty, nor
+    # a table deleted since look like no rows.
+    from seamline.contracts.readback import Republished
+
+    output = tmp_path / "db" / "emb.lance"
+    run(tmp_path, [])
+    (output / "planted").write_bytes(b"x")
+    with pytest.raises(Republished, match=r"emb.lance holds files, but .* created no table"):
+        read_records(output)
+    (output / "planted").unlink()
+    output.rmdir()
+    with pytest.raises(UserError, match=r"emb.lance \(the table that .* names\) does not exist"):
+        find_nearest(output)
+    run(tmp_path, make_records(3))
+    manifest = tmp_path / "db" / "emb.manifest.json"
+    recorded = json.loads(manifest.read_text(encoding="utf-8"))
+    recorded["outputs"]["table_version"] = 0
+    manifest.write_text(json.dumps(recorded), encoding="utf-8")
+    with pytest.raises(Republished, match=r"outputs.table_version: 0"):
+        read_records(output)
+
+
+def find_nearest(output: Path) -> Any:
+    """The nearest row to a vector, through the output's reader (as search asks it)."""
+    from seamline.contracts.manifest import load_manifest, output_files
+    from seamline.contracts.readback import published
+
+    manifest = output.with_name("emb.manifest.json")
+    outputs = load_manifest(manifest).outputs
+    assert outputs is not None
+    files = output_files(outputs, manifest)[0]
+    assert published(output, LanceDbSink) is None, "its primary folder is gone"
+    return LanceDbSink.reader(files, manifest, outputs).nearest(np.ones(8, np.float32), 1)
 
 
 def test_an_index_that_fails_to_build_is_a_user_error_after_the_rows_are_published(

@@ -173,6 +173,21 @@ def test_lancedb_parts_are_published_as_one_version_with_one_set_of_indexes(
     assert [e["id"] for e in read_errors(db / "emb.lance") or []] == ["bad-0", "bad-1", "bad-2"]
 
 
+@pytest.mark.parametrize("mode", ["overwrite", "append", "upsert", "sync"])
+def test_parts_of_no_rows_publish_no_table_and_are_read_as_no_rows(
+    tmp_path: Path, mode: str
+) -> None:
+    # Their manifest named a table the run never created: search said it was damaged.
+    staged(lambda: lance(tmp_path, mode=mode), [[], []])
+    db = tmp_path / "db"
+    assert visible(db) == ["emb.errors.jsonl", "emb.lance", "emb.manifest.json"]
+    assert list((db / "emb.lance").iterdir()) == [], "no table: an empty folder"
+    assert json.loads((db / "emb.manifest.json").read_text())["outputs"]["table_version"] == 0
+    assert read_records(db / "emb.lance") == []
+    staged(lambda: lance(tmp_path, mode=mode), [windows("a", 2, 1), []], run_id="run-2")
+    assert rows(tmp_path) == [("a", 0, 1.0), ("a", 1, 1.0)], "a table made in that folder"
+
+
 def test_upsert_over_parts_replaces_the_documents_they_saw_in_one_commit(tmp_path: Path) -> None:
     whole_run(tmp_path, windows("a", 3, 1) + windows("b", 2, 1) + windows("c", 1, 1))
     before = table(tmp_path).version

@@ -109,12 +109,13 @@ class Outputs(BaseModel):
     files: dict[str, FileName] = Field(default_factory=dict)
     parts: list[OutputPart] | None = Field(default=None, max_length=100_000)
     index: IndexSettings | None = None
-    table_version: int | None = Field(default=None, ge=1, le=MAX_TABLE_VERSION)
+    table_version: int | None = Field(default=None, ge=0, le=MAX_TABLE_VERSION)
     """The lancedb sink's: the version of the table this manifest was published with (after
     its indexes were built), the one its reader reads. A LanceDB table commits its rows
     before the manifest is renamed into place, so the newest version may be a newer run's
-    while this manifest (its model) is still the one in place. None in manifests from
-    before it was recorded: the newest version is read."""
+    while this manifest (its model) is still the one in place. 0: the run created no table
+    (it wrote no rows where there was none; LanceDB's versions begin at 1). None in
+    manifests from before it was recorded: the newest version is read."""
     lines: dict[FileName, Annotated[int, Field(ge=0)]] | None = Field(default=None, max_length=64)
     """The records of each file of lines (by its name in ``files``) as published; None in
     manifests from before they were counted, or of a staged output."""

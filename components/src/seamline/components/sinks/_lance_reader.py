@@ -21,6 +21,13 @@ and the table *at* the version it records (``outputs.table_version``), and says 
 made those rows (:attr:`Nearest.made_by`) for the searcher to compare with its query
 model's. A manifest from before the version was recorded: the newest version, as
 before. A version no longer in the table (its old versions cleaned up) is refused.
+
+**A run that published no table.** A run that wrote no rows where there was no table
+creates none: its sink publishes an empty folder and ``outputs.table_version: 0`` (the
+version before a table's first), read as no rows, as the other sinks' empty files are.
+Only as the sink wrote it: a folder that holds anything then is refused (a newer run
+publishing into it, or a table changed since), so the marker cannot make a real table
+look empty, and a folder deleted since is missing, as a deleted table is.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from seamline.contracts.readback import (
     FilterRefused,
     Nearest,
     OutputReader,
+    Republished,
     cosines,
 )
 from seamline.contracts.stored import first_line
@@ -61,6 +69,22 @@ class LanceReader(OutputReader):
     def table_path(self) -> Path:
         """The table the manifest names: a folder in the manifest's folder, of regular files."""
         return output_folder(self.file("table"), "table", self.manifest)
+
+    def _no_table(self) -> bool:
+        """Whether the run that published the manifest created no table (it wrote no rows
+        where there was none: ``outputs.table_version: 0``), its folder still as the sink
+        left it, empty. Search answered "does not exist" for it, as for a table deleted."""
+        if self.outputs.table_version != 0:
+            return False
+        path = self.table_path()
+        if any(path.iterdir()):
+            raise Republished(
+                f"{path} holds files, but {self.manifest} says the run that published it "
+                "wrote no rows and created no table (outputs.table_version: 0): a run is "
+                "publishing into it now (search again once that is done), or it was changed "
+                "since (run the pipeline again to write the output anew)"
+            )
+        return True
 
     def _table(self) -> tuple[Path, Table]:
         """The table, at the version the manifest this reader was made from records."""
@@ -96,7 +120,10 @@ class LanceReader(OutputReader):
         return reader
 
     def chunks(self, dimension: int | None) -> Iterator[Chunk]:
-        path, table = self._current()._table()
+        reader = self._current()
+        if reader._no_table():
+            return
+        path, table = reader._table()
         seen = 0
         for batch in table.search().limit(None).to_batches(CHUNK_ROWS):
             vectors, rows = stored_chunk(batch.to_pydict(), f"{path}: row", seen, dimension)
@@ -111,6 +138,11 @@ class LanceReader(OutputReader):
         """The ``k`` rows of the table nearest to the unit ``vector``, at the version its
         manifest names now (:attr:`Nearest.made_by`: that manifest's model)."""
         reader = self._current()
+        if reader._no_table():  # no rows to find (a filter that cannot pair is still refused)
+            filtered = "" if not where else f", where {where}"
+            if where is not None:
+                one_expression(where)
+            return Nearest([], f"exact: every one of 0 rows{filtered}", made_by=reader.made_by)
         path, table = reader._table()
         columns = [name for name in COLUMNS if name in table.schema.names]
         searched = cast(

@@ -40,7 +40,10 @@ manifest (``outputs.table_version``): readers read the table at that version
 (:mod:`._lance_reader`), so the rows a search reads are always those the manifest it
 embedded its query by describes, never a newer run's committed a moment before its
 manifest. A failed index build still publishes the rows (that version, without the
-index), and the run then fails saying so.
+index), and the run then fails saying so. A run that wrote no rows where there was no
+table creates none: it publishes an empty folder at ``path`` and ``table_version: 0``,
+which the reader reads as no rows (a table that exists is emptied under ``overwrite``, a
+version of it, as any other publication).
 
 **Staged parts** (sink contract 1.3, a run split into shards).
 Each shard writes its part through a lancedb sink of its own, relocated into the
@@ -488,7 +491,8 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         """The indexes built, and the version the table is then at recorded in the manifest
         (``outputs.table_version``), before the manifest goes out (:func:`indexed_version`);
         why the indexes failed, if they did (raised once the manifest is out)."""
-        if table is None:
+        if table is None:  # the run wrote no rows where there was no table
+            self._group.details["table_version"] = _no_table(self.destination)
             return None
         config = self.config
         version, failure = indexed_version(table, config.index, config.full_text_index, self._where)
@@ -572,6 +576,16 @@ def _written(errors: AtomicFile) -> list[bytes]:
     """What the run's errors file holds so far (sync reads the documents set aside there)."""
     errors.sync()
     return [errors.temporary.read_bytes()]
+
+
+def _no_table(table: Path) -> int:
+    """A run that wrote no rows where there was no table publishes none: an empty folder at
+    its path (the output's primary: its presence says the output is published) and the
+    version 0 (none), which the reader answers with no rows. The manifest alone named a
+    table that did not exist, and search said the output was damaged."""
+    table.mkdir(parents=True, exist_ok=True)  # not a link: LanceDatabases.open refused one
+    fsync_directory(table.parent)
+    return 0
 
 
 def _refuse_planted(table: Path, doing: str) -> None:
