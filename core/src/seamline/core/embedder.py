@@ -75,6 +75,7 @@ from seamline.core.monitor_hub import MonitorHub
 from seamline.core.precision.negotiate import encoder_side
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
+from seamline.core.stops import raise_kept_stop, stops_kept
 from seamline.core.telemetry import BATCH_LENGTH, BATCH_SIZE, span_event, tracer
 
 __all__ = [
@@ -477,6 +478,7 @@ def _embed_pass(
     )
     try:
         for item in host.batches(documents_as_loaded(documents)):
+            raise_kept_stop()  # a Ctrl-C Python dropped (core.stops) stops the pass here
             if embedder._abandoned.is_set():
                 raise Cancelled("the embedder stopped before embedding this (abandon())")
             if isinstance(item, SetAside):
@@ -798,10 +800,15 @@ class Pending:
     def result(self) -> Vectors | list[Vectors]:
         """The vectors (as :meth:`Embedder.encode` returns them), leading a pass if need be.
 
-        Raises what embedding them raised, or ``Cancelled``.
+        Raises what embedding them raised, or ``Cancelled``. A Ctrl-C that Python drops
+        meanwhile (landing in JAX's garbage-collection callback, it is printed as
+        "Exception ignored" and the call ran on for a minute) stops the call all the same,
+        at the next batch (:mod:`seamline.core.stops`, scoped to this call).
         """
         request = self._request
-        self._queue.serve(request)
+        with stops_kept():
+            self._queue.serve(request)
+            raise_kept_stop()  # dropped during the last batch: the call still stops
         if request.error is not None:
             raise request.error
         vectors = [_combine(windows, request.long_text) for windows in request.windows]

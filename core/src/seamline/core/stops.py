@@ -12,6 +12,14 @@ While :func:`stops_kept` is active, such a dropped stop is kept (``sys.unraisabl
 is where Python reports what it drops), and :func:`raise_kept_stop`, called where a run
 may safely stop (between batches, before publishing), raises it again in the main
 thread. The stop then takes the path every other Ctrl-C takes.
+
+Used by the command's runs and by the library's calls that may run long (``Pipeline.run``,
+``Embedder.encode`` and a ``submit``'s ``result()``, an index's ``find``): each block is
+the call's only, and the host's hook is back once the last block ends. A stop is kept
+only while the main thread (where Python delivers signals, and the only one a kept stop
+is raised again in) is inside a block; one dropped while only other threads are (a
+worker thread's ``result()`` beside an asyncio loop) goes to the host's hook as before,
+never swallowed by a block that cannot raise it.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ _kept: list[KeyboardInterrupt] = []
 _lock = threading.Lock()
 _users = [0]
 """The blocks active now (runs in several threads of one process overlap)."""
+_main_users = [0]
+"""Those of them in the main thread: the only one a stop can be raised again in."""
 _before: list[Any] = []
 """The hook found when the first of them began, put back when the last one ends."""
 
@@ -40,17 +50,22 @@ def stops_kept() -> Iterator[None]:
     hook for good when two runs overlapped and the first to begin ended first), and only
     when it is still there (a host that replaced it meanwhile keeps its own).
     """
+    main = threading.current_thread() is threading.main_thread()
     with _lock:
         if _users[0] == 0:
             _kept.clear()
             _before[:] = [sys.unraisablehook]
             sys.unraisablehook = _keep
         _users[0] += 1
+        _main_users[0] += main
     try:
         yield
     finally:
         with _lock:
             _users[0] -= 1
+            _main_users[0] -= main
+            if _main_users[0] == 0:
+                _kept.clear()  # the main thread's calls are over: no stale stop for a later one
             if _users[0] == 0:
                 if sys.unraisablehook is _keep:
                     sys.unraisablehook = _before[0]
@@ -60,7 +75,7 @@ def stops_kept() -> Iterator[None]:
 
 def _keep(unraisable: Any) -> None:
     stop = unraisable.exc_value
-    if isinstance(stop, KeyboardInterrupt):
+    if isinstance(stop, KeyboardInterrupt) and _main_users[0] > 0:
         _kept.append(stop)  # raised again at the next safe point, not printed
         return
     (_before[0] if _before else sys.__unraisablehook__)(unraisable)

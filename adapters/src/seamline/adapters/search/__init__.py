@@ -51,7 +51,7 @@ from seamline.contracts.manifest import embedded_by, load_manifest
 from seamline.contracts.readback import FilterRefused, OutputReader
 from seamline.contracts.stored import StoredRow
 from seamline.contracts.untrusted import visible
-from seamline.core import Registry
+from seamline.core import Registry, raise_kept_stop, stops_kept
 
 __all__ = [
     "MAX_K",
@@ -246,9 +246,13 @@ class Searcher:
     ) -> Iterator[Found]:
         """The answers of :meth:`find_each`, its arguments checked, a read at a time."""
         for start in range(0, len(queries), QUERIES_A_READ):
-            vectors = self._embedded(queries[start : start + QUERIES_A_READ])
-            found = list(self._found(readers, vectors, k, exact, where))
-            self._check_embedded_by()
+            # A Ctrl-C Python dropped (in JAX's GC callback) stops the read, not ignored; the
+            # guard is this read's only, never held across a yield to the caller.
+            with stops_kept():
+                vectors = self._embedded(queries[start : start + QUERIES_A_READ])
+                found = list(self._found(readers, vectors, k, exact, where))
+                self._check_embedded_by()
+                raise_kept_stop()
             for answer in found:
                 if self._closed:  # closed while its answers were being taken
                     raise self._closed_error()
