@@ -273,3 +273,33 @@ def test_an_interrupt_of_the_leader_is_raised_in_the_leader_only(
     (vectors,) = got  # re-queued and embedded by the next pass: the worker's own rows
     assert isinstance(vectors, np.ndarray), f"the worker raised {vectors!r}"
     np.testing.assert_allclose(vectors, embedder.encode(["w x"]), atol=1e-6)
+
+
+def test_a_request_whose_pass_was_interrupted_ends_cancelled_not_interrupted_again(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After a Ctrl-C in p.result(), p.done() was True and every later p.result() raised a
+    # bare KeyboardInterrupt() (as if Ctrl-C'd again), whose traceback kept the pass's
+    # frames (batches, device arrays) alive with the Pending.
+    from seamline.core import embedder as embedder_module
+
+    embed = embedder_module._embed_pass
+
+    def interrupted(*args: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(embedder_module, "_embed_pass", interrupted)
+    pending = embedder.submit(["one two", "three"])
+    with pytest.raises(KeyboardInterrupt):  # the caller who pressed Ctrl-C: once
+        pending.result()
+    monkeypatch.setattr(embedder_module, "_embed_pass", embed)
+    assert pending.done()
+    assert pending.cancelled()
+    stored = pending._request.error
+    assert stored is not None
+    assert stored.__traceback__ is None, "the stored error holds the pass's frames"
+    for _ in range(2):
+        with pytest.raises(Cancelled, match=r"interrupted \(KeyboardInterrupt\) .* submit them"):
+            pending.result()
+    assert stored.__traceback__ is None, "raising it again attached the caller's frames"
+    assert embedder.submit(["one two"]).result().shape[0] == 1

@@ -271,7 +271,15 @@ class EmbedQueue:
 
     def _interrupted(self, taken: list[Request], own: Request | None, err: BaseException) -> None:
         """After ``err`` (a ``KeyboardInterrupt``, a ``SystemExit``) stopped the leader's pass,
-        finish the leader's own request with it and put the others back in the queue.
+        finish the leader's own request as cancelled and put the others back in the queue.
+
+        The leader raises ``err`` itself, once. Its request ends with :data:`Cancelled`
+        (as ``concurrent.futures`` ends a future whose work was stopped), whose message
+        says to submit the texts again: finished with ``err`` itself, every later
+        ``result()`` raised a bare ``KeyboardInterrupt()`` again, as if each were a new
+        Ctrl-C, and the stored interrupt's traceback kept the pass's frames, batches and
+        device arrays alive as long as the ``Pending``. A ``Cancelled`` made here was never
+        raised: it holds no frame.
 
         The interrupt is the leading thread's alone (a signal is delivered to the main
         thread, whichever callers' texts it was embedding), so the other callers' requests
@@ -286,7 +294,12 @@ class EmbedQueue:
             self._queue[:0] = others
             self._changed.notify_all()
         if own is not None:
-            own.finish(err)
+            own.finish(
+                Cancelled(
+                    f"interrupted ({type(err).__name__}) while embedding: these texts were "
+                    "not embedded; submit them again"
+                )
+            )
 
     def _take(self) -> list[Request]:
         with self._changed:

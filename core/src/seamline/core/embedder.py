@@ -790,6 +790,11 @@ class Pending:
         in a batch, and :meth:`result` raises ``Cancelled``."""
         return self._queue.cancel(self._request)
 
+    def cancelled(self) -> bool:
+        """Whether it ended without vectors by a cancel, a Ctrl-C or ``abandon()`` (then
+        :meth:`result` raises ``Cancelled``), as ``concurrent.futures.Future.cancelled``."""
+        return isinstance(self._request.error, Cancelled)
+
     def add_done_callback(self, callback: Callable[[Pending], None]) -> None:
         """Call ``callback(self)`` when done (now, if it is): in the thread that led the pass,
         once the pass is over, so the callback may call this embedder again (``encode``,
@@ -800,17 +805,22 @@ class Pending:
     def result(self) -> Vectors | list[Vectors]:
         """The vectors (as :meth:`Embedder.encode` returns them), leading a pass if need be.
 
-        Raises what embedding them raised, or ``Cancelled``. A Ctrl-C that Python drops
-        meanwhile (landing in JAX's garbage-collection callback, it is printed as
-        "Exception ignored" and the call ran on for a minute) stops the call all the same,
-        at the next batch (:mod:`seamline.core.stops`, scoped to this call).
+        Raises what embedding them raised, or ``Cancelled``: after a cancel, or after a
+        Ctrl-C stopped the pass that was embedding them (the call it interrupted raised
+        ``KeyboardInterrupt``; later calls say to submit the texts again). A Ctrl-C that
+        Python drops meanwhile (landing in JAX's garbage-collection callback, it is printed
+        as "Exception ignored" and the call ran on for a minute) stops the call all the
+        same, at the next batch (:mod:`seamline.core.stops`, scoped to this call).
         """
         request = self._request
         with stops_kept():
             self._queue.serve(request)
             raise_kept_stop()  # dropped during the last batch: the call still stops
-        if request.error is not None:
-            raise request.error
+        error = request.error
+        if isinstance(error, Cancelled):  # a new one each call: the stored one holds no frame
+            raise Cancelled(*error.args) from None
+        if error is not None:
+            raise error
         vectors = [_combine(windows, request.long_text) for windows in request.windows]
         if self._normalize:
             vectors = [_unit(v) for v in vectors]
