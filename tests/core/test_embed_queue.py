@@ -303,3 +303,30 @@ def test_a_request_whose_pass_was_interrupted_ends_cancelled_not_interrupted_aga
             pending.result()
     assert stored.__traceback__ is None, "raising it again attached the caller's frames"
     assert embedder.submit(["one two"]).result().shape[0] == 1
+
+
+def test_a_pending_is_awaited_in_a_worker_thread_and_the_loop_runs_on(
+    embedder: Embedder,
+) -> None:
+    # `await embedder.submit([...])` was a TypeError (not awaitable), and a bridge through
+    # add_done_callback + call_soon_threadsafe never resolved: nothing led the pass.
+    import asyncio
+
+    async def main() -> tuple[Any, int]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticking = asyncio.create_task(tick())
+        vectors = await asyncio.wait_for(embedder.submit(["one two", "three"]), 30)
+        ticking.cancel()
+        return vectors, ticks
+
+    vectors, ticks = asyncio.run(main())
+    assert vectors.shape[0] == 2
+    assert ticks >= 2, "the loop was blocked while the texts were embedded (max_wait 0.5 s)"
+    np.testing.assert_allclose(vectors, embedder.encode(["one two", "three"]), atol=1e-6)

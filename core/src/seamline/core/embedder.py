@@ -37,12 +37,13 @@ Texts longer than the model's window (``long_text``):
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from typing import Any, Literal, NoReturn, ParamSpec, TypeVar, overload
@@ -799,8 +800,20 @@ class Pending:
         """Call ``callback(self)`` when done (now, if it is): in the thread that led the pass,
         once the pass is over, so the callback may call this embedder again (``encode``,
         ``submit``, ``close``); meanwhile that thread waits for it, so a slow one hands its
-        work to another thread."""
+        work to another thread.
+
+        Nothing embeds by itself: the callback fires only once some thread leads a pass
+        (a ``result()``, or a thread calling :meth:`Embedder.drain`). To wait without
+        blocking an asyncio loop, ``await`` the pending instead."""
         self._request.add_callback(lambda: callback(self))
+
+    def __await__(self) -> Generator[Any, None, Vectors | list[Vectors]]:
+        """``await embedder.submit(texts)``: :meth:`result`, run in a worker thread
+        (``asyncio.to_thread``) so that the loop runs on meanwhile; a task cancelled while
+        it waits takes its texts out of the queue if no pass took them yet (:meth:`cancel`).
+
+        ``add_done_callback`` bridged to a loop never resolved, as nothing led the pass."""
+        return _awaited(self).__await__()
 
     def result(self) -> Vectors | list[Vectors]:
         """The vectors (as :meth:`Embedder.encode` returns them), leading a pass if need be.
@@ -828,6 +841,15 @@ class Pending:
             return vectors
         stacked = np.stack(vectors).astype(np.float32, copy=False)
         return stacked[0] if self._single else stacked
+
+
+async def _awaited(pending: Pending) -> Vectors | list[Vectors]:
+    """:meth:`Pending.result` in a worker thread, the pending cancelled with its task."""
+    try:
+        return await asyncio.to_thread(pending.result)
+    except asyncio.CancelledError:
+        pending.cancel()
+        raise
 
 
 def _check_long_text(policy: str) -> None:
