@@ -4,6 +4,8 @@ It was a module of the ``seamline`` namespace package, which has no ``__init__``
 could carry no ``py.typed``: from a user's own folder (without this repository's
 ``mypy_path``), ``from seamline.api import Embedder`` was "module is installed, but
 missing library stubs or py.typed marker", and everything taken from it was ``Any``.
+``submit(texts).result()`` was ``Vectors | list[Vectors]`` whatever the call, and
+``Pending`` was not exported: its ``.shape`` was a mypy error where ``encode``'s was not.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from seamline.api import Embedder, ModelChanged, UserError, open_index
+from seamline.api import Embedder, ModelChanged, Pending, UserError, Vectors, open_index
 
 
 def vectors(texts: list[str]) -> np.ndarray:
@@ -28,6 +30,20 @@ def vectors(texts: list[str]) -> np.ndarray:
         found = embedder.encode(texts)
         assert not isinstance(found, list)
         return found
+
+
+def submitted(embedder: Embedder, texts: list[str]) -> tuple[int, ...]:
+    pending: Pending[Vectors] = embedder.submit(texts)
+    windows = embedder.submit(texts, long_text="windows").result()
+    return embedder.submit(texts).result().shape + windows[0].shape + pending.result().shape
+
+
+def on_done(pending: Pending) -> None:
+    print(pending.result().shape)
+
+
+async def awaited(embedder: Embedder) -> int:
+    return len((await embedder.submit("one text")).shape)
 
 
 def documents(query: str) -> list[str]:
@@ -56,4 +72,4 @@ def test_mypy_strict_checks_code_using_the_public_api(tmp_path: Path) -> None:
     )
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     # Only the user's own mistake: the API's types were checked, not taken as Any.
-    assert errors == ['user.py:25: error: "Hit" has no attribute "id"  [attr-defined]'], done.stdout
+    assert errors == ['user.py:39: error: "Hit" has no attribute "id"  [attr-defined]'], done.stdout

@@ -33,6 +33,10 @@ embed, such as one that is not valid Unicode; ``index`` says which). A closed
 index's searches raise :class:`IndexClosed` (a ``RuntimeError``, as a closed
 ``Embedder``'s calls do: the program's mistake, not the user's).
 
+``Embedder.submit`` returns a :class:`Pending` (``Pending[Vectors]``, or
+``Pending[list[Vectors]]`` with ``long_text="windows"``); :data:`Vectors` is the float32
+array type ``encode`` and ``result()`` return, for annotations.
+
 A package with ``py.typed``, so that ``mypy --strict`` checks code using it: as a
 module of the ``seamline`` namespace, which has no ``__init__``, it could carry no
 marker, and ``from seamline.api import Embedder`` was "missing library stubs".
@@ -45,7 +49,16 @@ import os
 from seamline.adapters.search import Found, Hit, IndexClosed, ModelChanged, Searcher
 from seamline.contracts.component import from_here
 from seamline.contracts.errors import ConfigError, UserError
-from seamline.core import Embedder, Pipeline, Registry, RunSummary, Unembeddable, user_trust
+from seamline.core import (
+    Embedder,
+    Pending,
+    Pipeline,
+    Registry,
+    RunSummary,
+    Unembeddable,
+    Vectors,
+    user_trust,
+)
 
 __all__ = [
     "ConfigError",
@@ -54,11 +67,13 @@ __all__ = [
     "Hit",
     "IndexClosed",
     "ModelChanged",
+    "Pending",
     "Pipeline",
     "RunSummary",
     "Searcher",
     "Unembeddable",
     "UserError",
+    "Vectors",
     "open_index",
 ]
 

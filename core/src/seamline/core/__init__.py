@@ -69,7 +69,7 @@ if TYPE_CHECKING:
         output_directory,
         try_writing,
     )
-    from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable
+    from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable, Vectors
     from seamline.core.exhaustion import exhausted
     from seamline.core.host import Collated, HostWork, documents_as_loaded
     from seamline.core.orchestrator import RunSummary
@@ -118,6 +118,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "Cancelled": ("seamline.core.embedder", "Cancelled"),
     "Pending": ("seamline.core.embedder", "Pending"),
     "Unembeddable": ("seamline.core.embedder", "Unembeddable"),
+    "Vectors": ("seamline.core.embedder", "Vectors"),
     "ResolvedAttention": ("seamline.core.config", "ResolvedAttention"),
     "ResolvedEncoder": ("seamline.core.config", "ResolvedEncoder"),
     "RunSettings": ("seamline.core.config", "RunSettings"),
@@ -269,6 +270,7 @@ __all__ = [
     "TelemetrySettings",
     "TuningCache",
     "Unembeddable",
+    "Vectors",
     "Verdict",
     "attention_specs",
     "attribute_record",

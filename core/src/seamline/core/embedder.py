@@ -46,7 +46,17 @@ import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
-from typing import Any, Literal, NoReturn, ParamSpec, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    NoReturn,
+    ParamSpec,
+    TypeVar,
+    cast,
+    overload,
+)
 
 import numpy as np
 import numpy.typing as npt
@@ -96,6 +106,16 @@ BatchPolicy = Literal["fitted", "longest"]
 BATCH_POLICIES: tuple[BatchPolicy, ...] = ("fitted", "longest")
 
 Vectors = npt.NDArray[np.float32]
+"""What ``encode`` returns: float32 vectors, one row per text (``[dim]`` for one str)."""
+
+if TYPE_CHECKING:  # the default is for type checkers only (PEP 696); a plain one at runtime
+    from typing_extensions import TypeVar as _DefaultingTypeVar
+
+    _V = _DefaultingTypeVar("_V", default=Vectors)
+else:
+    _V = TypeVar("_V")
+"""What a :class:`Pending`'s ``result()`` gives: ``Vectors``, or ``list[Vectors]`` for
+``long_text="windows"``; a bare ``Pending`` annotation means ``Pending[Vectors]``."""
 
 
 _P = ParamSpec("_P")
@@ -226,7 +246,7 @@ class Embedder:
         seam = Seam(created, registry.info_of(created), self.monitors)
         candidates = build_candidates(resolved.attention, registry)
         self.encoder = Encoder(created, seam, candidates, resolved.run, _reporter(self.monitors))
-        self.queue = EmbedQueue(self._run, max_wait)
+        self.queue = EmbedQueue(functools.partial(_run_pass, self), max_wait)
         self._batches = 0
         self._texts_done = 0
         self._dimension: int | None = None
@@ -319,15 +339,31 @@ class Embedder:
         if not isinstance(batch, str) and not batch:  # "" is a text (one vector), [] is none
             empty = np.zeros((0, self.dimension), np.float32)
             return [] if policy == "windows" else empty
-        pending = self.submit(
-            batch,
-            batch_tokens=batch_tokens,
-            normalize=normalize,
-            long_text=long_text,
-            queries=queries,
-        )
-        return pending.result()
+        options: dict[str, Any] = {"long_text": long_text, "queries": queries}  # either overload
+        pending = self.submit(batch, batch_tokens=batch_tokens, normalize=normalize, **options)
+        vectors: Vectors | list[Vectors] = pending.result()
+        return vectors
 
+    @overload
+    def submit(
+        self,
+        texts: str | Sequence[str],
+        *,
+        batch_tokens: int | None = None,
+        normalize: bool | None = None,
+        long_text: Literal["windows"],
+        queries: bool | None = None,
+    ) -> Pending[list[Vectors]]: ...
+    @overload
+    def submit(
+        self,
+        texts: str | Sequence[str],
+        *,
+        batch_tokens: int | None = None,
+        normalize: bool | None = None,
+        long_text: Literal["truncate", "mean"] | None = None,
+        queries: bool | None = None,
+    ) -> Pending[Vectors]: ...
     @_hinted_for_sentence_transformers
     def submit(
         self,
@@ -337,9 +373,10 @@ class Embedder:
         normalize: bool | None = None,
         long_text: LongText | None = None,
         queries: bool | None = None,
-    ) -> Pending:
+    ) -> Pending[Any]:
         """Queue ``texts`` and return at once; :meth:`Pending.result` gives what
-        :meth:`encode` would have (the arguments are the same, and checked now).
+        :meth:`encode` would have (the arguments are the same, and checked now), typed
+        alike by overloads: ``Pending[Vectors]``, ``Pending[list[Vectors]]`` for windows.
 
         Someone must lead a pass for the texts to be embedded: ``result()`` does when
         the engine is free, or a thread that calls :meth:`drain`. At least one text.
@@ -355,7 +392,7 @@ class Embedder:
         )
         request = Request(batch, policy, batch_tokens, span, queries=as_queries)
         self.queue.put(request)
-        return Pending(self.queue, request, isinstance(texts, str), bool(normalize))
+        return Pending[Any](self.queue, request, isinstance(texts, str), bool(normalize))
 
     def drain(self, timeout: float) -> int:
         """Embed what is queued, waiting up to ``timeout`` seconds for a first request.
@@ -371,29 +408,6 @@ class Embedder:
         if self._dimension is None:
             self._dimension = int(np.shape(self.encode([""]))[-1])
         return self._dimension
-
-    def _run(self, requests: list[Request]) -> None:
-        """Embed the texts of ``requests`` together (one pass per window policy and budget).
-
-        The pass is a span of its own trace (it serves many callers), linked to theirs.
-        """
-        links = [trace.Link(r.span.get_span_context()) for r in requests]
-        attributes = {_REQUESTS: len(requests), _TEXTS: sum(len(r.texts) for r in requests)}
-        with tracer().start_as_current_span(
-            "seamline.embed.pass",
-            context=otel_context.Context(),
-            links=links,
-            attributes=attributes,
-        ):
-            for (first_only, batch_tokens, queries), group in _passes(requests).items():
-                try:
-                    refused = _embed_pass(self, group, first_only, batch_tokens, queries)
-                except Exception as err:  # an interrupt is the leader's alone (EmbedQueue)
-                    for request in group:
-                        request.finish(err)
-                else:
-                    for request in group:
-                        request.finish(refused.get(id(request)))
 
     # -- the end -----------------------------------------------------------------------------
 
@@ -449,6 +463,31 @@ def _reporter(monitors: MonitorHub) -> Callable[[Any], None]:
     return report
 
 
+def _run_pass(embedder: Embedder, requests: list[Request]) -> None:
+    """Embed the texts of ``requests`` together for ``embedder`` (one pass per window policy
+    and budget): its queue's ``run``, outside the class, which is long enough without it.
+
+    The pass is a span of its own trace (it serves many callers), linked to theirs.
+    """
+    links = [trace.Link(r.span.get_span_context()) for r in requests]
+    attributes = {_REQUESTS: len(requests), _TEXTS: sum(len(r.texts) for r in requests)}
+    with tracer().start_as_current_span(
+        "seamline.embed.pass",
+        context=otel_context.Context(),
+        links=links,
+        attributes=attributes,
+    ):
+        for (first_only, batch_tokens, queries), group in _passes(requests).items():
+            try:
+                refused = _embed_pass(embedder, group, first_only, batch_tokens, queries)
+            except Exception as err:  # an interrupt is the leader's alone (EmbedQueue)
+                for request in group:
+                    request.finish(err)
+            else:
+                for request in group:
+                    request.finish(refused.get(id(request)))
+
+
 def _embed_pass(
     embedder: Embedder,
     requests: list[Request],
@@ -456,7 +495,7 @@ def _embed_pass(
     batch_tokens: int | None,
     queries: bool,
 ) -> dict[int, Unembeddable]:
-    """Embed the requests' texts in shared batches for ``embedder`` (``Embedder._run``); the
+    """Embed the requests' texts in shared batches for ``embedder`` (:func:`_run_pass`); the
     requests refused, by ``id``. Outside the class, which is long enough without it.
 
     A text the model cannot embed fails its own request only, never the others
@@ -764,8 +803,12 @@ _BATCH_INDEX = "seamline.batch.index"
 _BATCH_TOKENS = "seamline.batch.tokens"
 
 
-class Pending:
-    """Texts submitted to an :class:`Embedder`: their vectors once embedded, or a cancel."""
+class Pending(Generic[_V]):
+    """Texts submitted to an :class:`Embedder`: their vectors once embedded, or a cancel.
+
+    Generic in what :meth:`result` gives (``Pending[Vectors]``, or
+    ``Pending[list[Vectors]]`` for ``long_text="windows"``), so that
+    ``submit(texts).result().shape`` type-checks as ``encode(texts).shape`` does."""
 
     def __init__(self, queue: EmbedQueue, request: Request, single: bool, normalize: bool) -> None:
         self._queue = queue
@@ -796,7 +839,7 @@ class Pending:
         :meth:`result` raises ``Cancelled``), as ``concurrent.futures.Future.cancelled``."""
         return isinstance(self._request.error, Cancelled)
 
-    def add_done_callback(self, callback: Callable[[Pending], None]) -> None:
+    def add_done_callback(self, callback: Callable[[Pending[_V]], None]) -> None:
         """Call ``callback(self)`` when done (now, if it is): in the thread that led the pass,
         once the pass is over, so the callback may call this embedder again (``encode``,
         ``submit``, ``close``); meanwhile that thread waits for it, so a slow one hands its
@@ -807,7 +850,7 @@ class Pending:
         blocking an asyncio loop, ``await`` the pending instead."""
         self._request.add_callback(lambda: callback(self))
 
-    def __await__(self) -> Generator[Any, None, Vectors | list[Vectors]]:
+    def __await__(self) -> Generator[Any, None, _V]:
         """``await embedder.submit(texts)``: :meth:`result`, run in a worker thread
         (``asyncio.to_thread``) so that the loop runs on meanwhile; a task cancelled while
         it waits takes its texts out of the queue if no pass took them yet (:meth:`cancel`).
@@ -815,7 +858,7 @@ class Pending:
         ``add_done_callback`` bridged to a loop never resolved, as nothing led the pass."""
         return _awaited(self).__await__()
 
-    def result(self) -> Vectors | list[Vectors]:
+    def result(self) -> _V:
         """The vectors (as :meth:`Embedder.encode` returns them), leading a pass if need be.
 
         Raises what embedding them raised, or ``Cancelled``: after a cancel, or after a
@@ -838,12 +881,12 @@ class Pending:
         if self._normalize:
             vectors = [_unit(v) for v in vectors]
         if request.long_text == "windows":
-            return vectors
+            return cast(_V, vectors)
         stacked = np.stack(vectors).astype(np.float32, copy=False)
-        return stacked[0] if self._single else stacked
+        return cast(_V, stacked[0] if self._single else stacked)
 
 
-async def _awaited(pending: Pending) -> Vectors | list[Vectors]:
+async def _awaited(pending: Pending[_V]) -> _V:
     """:meth:`Pending.result` in a worker thread, the pending cancelled with its task."""
     try:
         return await asyncio.to_thread(pending.result)
