@@ -80,6 +80,7 @@ from seamline.core import (
     TelemetrySettings,
     otlp_endpoint_problem,
     otlp_signal_url,
+    telemetry_applied,
     traces_file_problem,
     traces_file_status_problem,
     traces_file_unusable,
@@ -509,6 +510,7 @@ def configure_telemetry(
     """
     global _meter_provider
     config = resolve(section, environ)
+    telemetry_applied(section)  # read here: Pipeline.run need not warn that it went unread
     if section is not None and section.otlp_endpoint:  # the environment's are hidden already
         hide_endpoint(section.otlp_endpoint, OTLP_ENDPOINT_FIELD)
     if not worker:  # its driver said so already

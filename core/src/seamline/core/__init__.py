@@ -96,7 +96,7 @@ if TYPE_CHECKING:
     from seamline.core.seams import failed_at, one_line
     from seamline.core.stops import raise_kept_stop, stops_kept
     from seamline.core.suggest import did_you_mean
-    from seamline.core.telemetry import worker_name
+    from seamline.core.telemetry import telemetry_applied, worker_name
     from seamline.core.traces_file import (
         TRACES_FILE,
         traces_file_problem,
@@ -213,6 +213,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "did_you_mean": ("seamline.core.suggest", "did_you_mean"),
     # A Ctrl-C Python dropped, kept for the command that runs (see seamline.core.stops)
     "stops_kept": ("seamline.core.stops", "stops_kept"),
+    # A pipeline's telemetry section, which the application reads (Pipeline.run warns if not)
+    "telemetry_applied": ("seamline.core.telemetry", "telemetry_applied"),
     "raise_kept_stop": ("seamline.core.stops", "raise_kept_stop"),
     # Standard output moved to standard error, the file descriptor too
     "stdout_to_stderr": ("seamline.core.plugin_imports", "stdout_to_stderr"),
@@ -321,6 +323,7 @@ __all__ = [
     "stdout_to_stderr",
     "stops_kept",
     "store_directory",
+    "telemetry_applied",
     "traces_file_problem",
     "traces_file_status_problem",
     "traces_file_unusable",

@@ -26,6 +26,7 @@ from seamline.contracts.workdir import working_folder
 from seamline.core.config import (
     ComponentChoice,
     ResolvedPipeline,
+    TelemetrySettings,
     build_executor,
     load_pipeline,
     load_trusted,
@@ -48,7 +49,7 @@ from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam
 from seamline.core.stops import raise_kept_stop, stops_kept
-from seamline.core.telemetry import EXECUTOR, owned_span, record_failure
+from seamline.core.telemetry import EXECUTOR, owned_span, record_failure, telemetry_unread
 
 log = get_logger("seamline.core")
 
@@ -64,6 +65,7 @@ class Pipeline:
         self.registry = registry
         self._precision_for: tuple[ComponentChoice, PrecisionDecision] | None = None
         """The last precision negotiated, and the pinned model it was negotiated for."""
+        self._telemetry_warned = False
         self.validated_in = working_folder()
         """The working folder the pipeline was validated in: its sink's relative paths were
         made absolute there, and its loader's are read where it runs (:meth:`run` checks
@@ -161,6 +163,7 @@ class Pipeline:
         # raised here, not wrapped by the run into a ShardFailed advising --resume.
         refuse_after_fork("this pipeline's model")
         jax_devices()  # a platform JAX cannot start: said now, before the run begins
+        self._warn_unread_telemetry()
         try:
             return self._run(extra_monitors, resume=resume)
         except ResumeRefused as refused:
@@ -168,6 +171,22 @@ class Pipeline:
                 raise
             log.warning("cannot resume; starting over (restart)", reason=str(refused))
         return self._run(extra_monitors, resume=False)
+
+    def _warn_unread_telemetry(self) -> None:
+        """Warn once (at the first run) that the pipeline's ``telemetry`` section is not read
+        here: the ``seamline`` command sets its exporters up, a library never configures
+        the application's telemetry, and a ``traces_file`` nobody writes was a silent loss."""
+        spec = self.resolved.spec
+        if self._telemetry_warned or not telemetry_unread(spec.telemetry, TelemetrySettings()):
+            return
+        self._telemetry_warned = True
+        asked = ", ".join(sorted(spec.telemetry.model_dump(exclude_defaults=True)))
+        log.warning(
+            f"pipeline {spec.pipeline!r}: its telemetry section ({asked}) is read by the "
+            "seamline command only; Pipeline.run() exports no spans or metrics itself. In "
+            "an application, configure an OpenTelemetry TracerProvider (and MeterProvider) "
+            "with the exporters you want: see docs/python.md#traces-and-metrics"
+        )
 
     def _check_working_folder(self) -> None:
         """Refuse a run from another working folder than the one validated in: the sink's

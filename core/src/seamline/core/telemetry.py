@@ -121,6 +121,23 @@ def tracer() -> trace.Tracer:
     return _TRACER
 
 
+_applied: list[object] = []
+"""The last pipeline ``telemetry`` section the application set its exporters up from."""
+
+
+def telemetry_applied(section: object) -> None:
+    """Say that the application set its exporters up from ``section`` (a pipeline's
+    ``telemetry``): the ``seamline`` command does, before it runs the pipeline, so that
+    ``Pipeline.run`` does not warn that the section went unread."""
+    _applied[:] = [section]
+
+
+def telemetry_unread(section: object, default: object) -> bool:
+    """Whether ``section`` asks for something (it differs from ``default``, the section left
+    out) that no application set up: core emits through ``opentelemetry-api`` only."""
+    return section != default and not any(section == applied for applied in _applied)
+
+
 def owned_span(
     name: str,
     *,

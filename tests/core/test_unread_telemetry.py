@@ -1,0 +1,54 @@
+"""A pipeline's ``telemetry`` section, which ``Pipeline.run()`` does not read, is said so once.
+
+The section is read by the ``seamline`` command, which sets its exporters up; a library
+never configures its application's telemetry. ``Pipeline.run()`` ignored it without a
+word: an application asked for ``traces: [jsonl]`` and a ``traces_file`` that never
+appeared. The run now warns, once, naming the section and what to do instead.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from seamline.core import telemetry_applied
+from seamline.core.config import parse_pipeline
+from seamline.core.pipeline import Pipeline
+from tests.core.toy import MemorySink, toy_registry
+
+TEXT = (
+    "pipeline: toy\n"
+    "loader: {use: list, with: {texts: ['w w', 'x y']}}\n"
+    "model: {use: toy}\n"
+    "sink: {use: memory}\n"
+)
+
+
+def warnings_of(pipeline: Pipeline) -> list[str]:
+    with structlog.testing.capture_logs() as logs:
+        pipeline.run()
+    MemorySink.reset()
+    return [e["event"] for e in logs if e["log_level"] == "warning" and "telemetry" in e["event"]]
+
+
+def test_a_run_warns_once_that_its_telemetry_section_is_not_read_here() -> None:
+    registry = toy_registry()
+    text = TEXT + "telemetry: {traces: [jsonl], traces_file: out/trace.jsonl}\n"
+    pipeline = Pipeline(parse_pipeline(text, "p.yaml", registry), registry)
+    (warning,) = warnings_of(pipeline)
+    assert "telemetry section (traces, traces_file)" in warning
+    assert "read by the seamline command only" in warning
+    assert "TracerProvider" in warning
+    assert "docs/python.md#traces-and-metrics" in warning
+    assert warnings_of(pipeline) == [], "warned again at the second run"
+
+
+def test_no_warning_without_the_section_or_where_the_application_read_it() -> None:
+    registry = toy_registry()
+    assert warnings_of(Pipeline(parse_pipeline(TEXT, "p.yaml", registry), registry)) == []
+    text = TEXT + "telemetry: {service_name: notes}\n"
+    pipeline = Pipeline(parse_pipeline(text, "p.yaml", registry), registry)
+    telemetry_applied(pipeline.resolved.spec.telemetry)  # as the seamline command does
+    try:
+        assert warnings_of(pipeline) == []
+    finally:
+        telemetry_applied(None)
