@@ -93,7 +93,7 @@ if TYPE_CHECKING:
     from seamline.core.provenance import run_versions
     from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
-    from seamline.core.seams import failed_at, one_line
+    from seamline.core.seams import clipped, failed_at, one_line
     from seamline.core.stops import raise_kept_stop, stops_kept
     from seamline.core.suggest import did_you_mean
     from seamline.core.telemetry import telemetry_applied, worker_name
@@ -136,6 +136,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "failed_at": ("seamline.core.seams", "failed_at"),
     "exhausted": ("seamline.core.exhaustion", "exhausted"),
     "one_line": ("seamline.core.seams", "one_line"),
+    "clipped": ("seamline.core.seams", "clipped"),
     # Pipeline files
     "AttentionMode": ("seamline.core.config", "AttentionMode"),
     "Located": ("seamline.core.config.located", "Located"),
@@ -284,6 +285,7 @@ __all__ = [
     "check_jax_compile_cache",
     "check_model",
     "check_propagators",
+    "clipped",
     "compare_precision",
     "decide_precision",
     "default_buckets",

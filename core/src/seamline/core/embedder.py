@@ -85,7 +85,7 @@ from seamline.core.in_flight import InFlight
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.precision.negotiate import encoder_side
 from seamline.core.registry import Registry
-from seamline.core.seams import Seam
+from seamline.core.seams import Seam, clipped
 from seamline.core.stops import raise_kept_stop, stops_kept
 from seamline.core.telemetry import BATCH_LENGTH, BATCH_SIZE, span_event, tracer
 
@@ -447,6 +447,18 @@ class Embedder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+    def __repr__(self) -> str:
+        """Short, for a notebook's ``Out[]``: the model, precision, state (not ``at 0x…``)."""
+        return _embedder_repr(self)
+
+
+def _embedder_repr(embedder: Embedder) -> str:
+    model = clipped(str(getattr(embedder._sides(False), "name", "?")), 60)
+    _, texts = embedder.queue.waiting()
+    queued = f"open, {texts} text{'' if texts == 1 else 's'} queued" if texts else "open"
+    state = "closed" if embedder.closed else queued
+    return f"<Embedder {model} {embedder.precision}, long_text={embedder.long_text}, {state}>"
 
 
 def _reporter(monitors: MonitorHub) -> Callable[[Any], None]:
@@ -819,6 +831,19 @@ class Pending(Generic[_V]):
     @property
     def texts(self) -> int:
         return len(self._request.texts)
+
+    def __repr__(self) -> str:
+        """``<Pending 3 texts, done>``: queued, being embedded, done, cancelled or failed."""
+        request, count = self._request, len(self._request.texts)
+        if not request.done.is_set():
+            state = "being embedded" if request.taken else "queued"
+        elif request.error is None:
+            state = "done"
+        elif isinstance(request.error, Cancelled):
+            state = "cancelled"
+        else:
+            state = f"failed ({type(request.error).__name__})"
+        return f"<Pending {count} text{'' if count == 1 else 's'}, {state}>"
 
     @property
     def tokens(self) -> int:

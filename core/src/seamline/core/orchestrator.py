@@ -72,7 +72,7 @@ from seamline.core.precision.negotiate import negotiated
 from seamline.core.prefetch import prefetched
 from seamline.core.provenance import provenance, run_versions
 from seamline.core.registry import Registry
-from seamline.core.seams import BUILD, Seam, mark_failure
+from seamline.core.seams import BUILD, Seam, clipped, mark_failure
 from seamline.core.stops import raise_kept_stop
 from seamline.core.telemetry import (
     DEVICE_KIND,
@@ -140,6 +140,18 @@ class RunSummary:
     when the sink does not measure it."""
     first_failure: DocumentError | None = None
     """The first document this run (or part) set aside as failed, if any."""
+
+    def __repr__(self) -> str:
+        """Counts, not every shard's report and the provenance (a multi-KB line in a notebook);
+        the fields are all there to read."""
+        out = self.output
+        return (
+            f"RunSummary(pipeline={clipped(self.pipeline, 60)!r}, run_id={self.run_id!r}, "
+            f"documents={out.documents}, failed={out.failed_documents}, "
+            f"skipped={out.skipped_documents}, tokens={out.tokens}, "
+            f"seconds={self.seconds:.2f}, executor={clipped(self.executor, 40)!r}, "
+            f"shards={self.shard_count}, precision={self.precision.get('chosen')!r})"
+        )
 
     @property
     def precision(self) -> Mapping[str, Any]:

@@ -47,7 +47,7 @@ from seamline.core.propagators import check_propagators, inject
 from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
-from seamline.core.seams import Seam
+from seamline.core.seams import Seam, clipped
 from seamline.core.stops import raise_kept_stop, stops_kept
 from seamline.core.telemetry import EXECUTOR, owned_span, record_failure, telemetry_unread
 
@@ -135,6 +135,12 @@ class Pipeline:
         return self.resolved.spec == other.resolved.spec
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        """Short, for a notebook's ``Out[]``: its name and its loader, model and sink."""
+        spec = self.resolved.spec
+        parts = " -> ".join(clipped(ref.use, 40) for ref in (spec.loader, spec.model, spec.sink))
+        return f"<Pipeline {clipped(spec.pipeline, 60)!r}: {parts}>"
 
     def run(
         self,

@@ -185,6 +185,13 @@ class Seam:
         self._monitors.emit(SeamCall(self.kind, self.name, operation, spent_ns / 1e9))
 
 
+def clipped(text: str, limit: int = 80) -> str:
+    """``text`` on one line, at most ``limit`` characters (an ellipsis ends a cut one): for a
+    repr, whose object may hold a long path or name and must print short in a notebook."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def one_line(err: BaseException) -> str:
     """``err`` as the reason of a failed run's one line: its type and the first line of its
     message, at most 500 characters. A library's message may be a page (LanceDB's embeds a

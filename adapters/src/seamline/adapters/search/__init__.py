@@ -51,7 +51,7 @@ from seamline.contracts.manifest import embedded_by, load_manifest
 from seamline.contracts.readback import FilterRefused, OutputReader
 from seamline.contracts.stored import StoredRow
 from seamline.contracts.untrusted import visible
-from seamline.core import Registry, raise_kept_stop, stops_kept
+from seamline.core import Registry, clipped, raise_kept_stop, stops_kept
 
 __all__ = [
     "MAX_K",
@@ -102,6 +102,15 @@ class Hit:
         piece = visible(" ".join((self.text or "").split()))
         return piece if len(piece) <= width else piece[: width - 1] + "…"
 
+    def __repr__(self) -> str:
+        """Bounded: the text's first 60 characters and the metadata's keys, not all of them."""
+        text = None if self.text is None else clipped(visible(self.text), 60)
+        keys = clipped(", ".join(map(str, self.metadata)), 60)
+        return (
+            f"Hit(score={self.score:.4f}, doc_id={clipped(visible(self.doc_id), 60)!r}, "
+            f"window={self.window}, span={self.span}, text={text!r}, metadata keys: {keys})"
+        )
+
 
 class ModelChanged(UserError):
     """The output was republished by a run with another model or precision since an index
@@ -129,6 +138,12 @@ class Found:
     """How they were found: an exact scan of how many rows, or which vector index."""
     plan: str = ""
     """The store's plan of the query, where it has one (LanceDB)."""
+
+    def __repr__(self) -> str:
+        """Bounded: how many hits and the best one, not every hit's text and metadata."""
+        best = self.hits[0] if self.hits else None
+        top = f", best {best.score:.4f} {clipped(visible(best.doc_id), 40)!r}" if best else ""
+        return f"Found({len(self.hits)} hits{top}, how={clipped(self.how, 100)!r})"
 
 
 class Searcher:
@@ -332,6 +347,16 @@ class Searcher:
             encoder, self._encoder = self._encoder, None
         if encoder is not None:
             encoder.close()
+
+    def __repr__(self) -> str:
+        """Short, for a notebook's ``Out[]``: the output, its model, whether it is open."""
+        manifest = self.index.manifest
+        model = "?" if manifest.model is None else clipped(manifest.model.use, 40)
+        state = "closed" if self._closed else "open, model built" if self._encoder else "open"
+        return (
+            f"<Searcher {clipped(str(self.path), 100)} ({self.index.sink}): "
+            f"{model} {manifest.precision}, {state}>"
+        )
 
     def __enter__(self) -> Searcher:
         if self._closed:  # `with index:` again after its block ended
