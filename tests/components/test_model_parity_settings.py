@@ -232,3 +232,19 @@ def test_a_document_of_max_bytes_of_ordinary_text_passes_the_bound() -> None:
     growth = text_growth.growth_of(tokenizer, Path("tokenizer.json"))
     assert growth is not None
     growth.check(text)
+
+
+# -- spellings sentence-transformers 6 and transformers 5 accept --------------------------------
+
+
+def test_a_one_mode_pooling_list_and_a_null_position_type_are_read(tmp_path: Path) -> None:
+    """``"pooling_mode": ["max"]`` is max pooling to sentence-transformers 6 (it unwraps a
+    one-mode list), and ``position_embedding_type: null`` absolute positions to transformers
+    5 (its BertModel reads no such key): both were refused."""
+    model = copy_of(GOLDEN / "family" / "e5-mean", tmp_path)
+    edit_json(model / "1_Pooling" / "config.json", lambda c: c.update(pooling_mode=["max"]))
+    edit_json(model / "config.json", lambda c: c.update(position_embedding_type=None))
+    assert BertEncoder(Config(weights=str(model))).readout.pooling == "max"
+    edit_json(model / "1_Pooling" / "config.json", lambda c: c.update(pooling_mode=["max", "cls"]))
+    with pytest.raises(WeightsError, match="is not one of mean, cls or max alone"):
+        BertEncoder(Config(weights=str(model)))

@@ -570,6 +570,9 @@ def checkpoint_pooling(files: weights.ModelFiles, source: str) -> Pooling:
     """The pooling the sentence-transformers export used (mean when it says nothing)."""
     pooling = files.pooling or {}
     named = pooling.get("pooling_mode")
+    if isinstance(named, list) and len(named) == 1:
+        # sentence-transformers 6 reads a one-mode list as that mode (["max"] is "max").
+        named = named[0]
     if named in ("mean", "cls", "max"):
         return named  # type: ignore[no-any-return]
     flags: dict[str, Pooling] = {

@@ -326,7 +326,10 @@ def parse_architecture(config: dict[str, Any], path: Path) -> Architecture:
             "sentence-transformers models built on BertModel), with absolute positions and "
             f"{', '.join(sorted(_ACTIVATIONS))} activations; use a checkpoint of one of those"
         )
+    # null is absolute, as transformers 5 computes it (its BertModel reads no such key);
+    # "relative_key" changed attention in transformers 4, so that stays refused.
     position_kind = config.get("position_embedding_type", "absolute")
+    position_kind = "absolute" if position_kind is None else position_kind
     if position_kind != "absolute":
         raise WeightsError(
             f"{where}: position_embedding_type {shown(position_kind)} is not supported; "
