@@ -319,3 +319,94 @@ def test_tokenizer_config_normalizer_keys_it_cannot_read_are_refused(
     edit_json(model / "tokenizer_config.json", lambda c: c.update(change))
     with pytest.raises(WeightsError, match=message):
         MpnetEncoder(MpnetConfig(weights=str(model)))
+
+
+# -- sentence_bert_config.json's other keys, and the truncation side ---------------------------
+
+
+def e5_with(tmp_path: Path, file: str, change: dict[str, Any]) -> Path:
+    model = copy_of(GOLDEN / "family" / "e5-mean", tmp_path)
+    edit_json(model / file, lambda c: c.update(change))
+    return model
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "message"),
+    [
+        (
+            "tokenizer_config.json",
+            {"truncation_side": "left"},
+            r"tokenizer_config\.json: truncation_side is 'left': sentence-transformers then keeps",
+        ),
+        (
+            "sentence_bert_config.json",
+            {"tokenizer_args": {"truncation_side": "left"}},
+            r"sentence_bert_config\.json: tokenizer_args\.truncation_side is 'left'",
+        ),
+        (
+            "sentence_bert_config.json",
+            {"processing_kwargs": {"text": {"truncation_side": "left"}}},
+            r"processing_kwargs\.text\.truncation_side is 'left'",
+        ),
+        (
+            "sentence_bert_config.json",
+            {"query_length": 32},
+            r"sentence_bert_config\.json: query_length is 32, which changes the vectors",
+        ),
+        ("sentence_bert_config.json", {"document_length": 64}, r"document_length is 64, which"),
+        ("sentence_bert_config.json", {"query_expansion": {"length": 32}}, r"query_expansion is"),
+        (
+            "sentence_bert_config.json",
+            {"processing_kwargs": {"text": {"padding": "max_length"}}},
+            r"processing_kwargs\.text\.padding is 'max_length'",
+        ),
+        ("sentence_bert_config.json", {"config_args": {"hidden_act": "relu"}}, r"hidden_act is"),
+        ("sentence_bert_config.json", {"model_kwargs": {"dtype": "float16"}}, r"\.dtype is"),
+        ("sentence_bert_config.json", {"transformer_task": "fill-mask"}, r"set it to 'feature"),
+        ("sentence_bert_config.json", {"pooling": "cls"}, r"pooling is 'cls', which changes"),
+    ],
+)
+def test_sentence_transformers_settings_it_does_not_implement_are_refused(
+    tmp_path: Path, file: str, change: dict[str, Any], message: str
+) -> None:
+    """Each was ignored: sentence-transformers' vectors differed (a left truncation side kept
+    long texts' last tokens: cosine 0.92) while ``validate`` said ok."""
+    model = e5_with(tmp_path, file, change)
+    with pytest.raises(WeightsError, match=message):
+        BertEncoder(Config(weights=str(model)))
+    refused = CliRunner().invoke(app, ["validate", str(pipeline_file(tmp_path, model))])
+    assert refused.exit_code == 2, refused.output
+    assert "Traceback" not in refused.output
+
+
+@pytest.mark.parametrize(
+    ("file", "change"),
+    [
+        ("tokenizer_config.json", {"truncation_side": "right"}),
+        (
+            "sentence_bert_config.json",
+            {
+                "query_length": None,
+                "document_length": None,
+                "processing_kwargs": {},
+                "tokenizer_args": {"truncation_side": "right", "revision": None},
+                "model_args": {"trust_remote_code": False},
+                "unpad_inputs": True,
+            },
+        ),
+    ],
+)
+def test_settings_that_leave_the_vectors_alone_are_accepted(
+    tmp_path: Path, file: str, change: dict[str, Any]
+) -> None:
+    BertEncoder(Config(weights=str(e5_with(tmp_path, file, change))))
+
+
+def test_processing_kwargs_max_length_is_the_window(tmp_path: Path) -> None:
+    """sentence-transformers 6.3 cuts every text at ``processing_kwargs.text.max_length``,
+    whatever ``max_seq_length`` says: it was ignored (a window of 256 for 128)."""
+    change = {"max_seq_length": 100, "processing_kwargs": {"text": {"max_length": 40}}}
+    model = e5_with(tmp_path, "sentence_bert_config.json", change)
+    assert BertEncoder(Config(weights=str(model))).max_length == 40
+    with pytest.raises(ConfigError, match=r"processing_kwargs\.text\.max_length \(40\)"):
+        BertEncoder(Config(weights=str(model), stride=39))

@@ -147,6 +147,8 @@ def window_origin(files: ModelFiles, max_length: int) -> str:
             "model_max_length",
         ),
     )
+    if processing_max_length(files) == max_length:
+        return f"{sources[0][0]}'s processing_kwargs.text.max_length ({max_length})"
     for path, settings, key in sources:
         if (settings or {}).get(key) == max_length:
             return f"{path}'s {key} ({max_length})"
@@ -159,3 +161,134 @@ def pooling_refused(pooling: dict[str, Any], source: str) -> WeightsError:
         f"the pooling configuration of {source} ({cut(repr(pooling))}) is not one of "
         "mean, cls or max alone; set 'pooling' explicitly to choose one"
     )
+
+
+# -- sentence_bert_config.json's other keys, and tokenizer_config.json's truncation side -------
+
+ST_DEFAULTS: dict[str, Any] = {
+    "transformer_task": "feature-extraction",
+    "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}},
+    "module_output_name": "token_embeddings",
+}
+"""Keys sentence-transformers 6.3 saves, at the values that give the vectors seamline computes."""
+
+HARMLESS_KEYS = ("unpad_inputs", "backend")
+"""Keys that change how sentence-transformers computes, not what: padding-free attention, and
+a backend that ``SentenceTransformer``'s own ``backend`` argument always overrides."""
+
+UNSET_ONLY = ("query_length", "document_length", "query_expansion", "tokenizer_name_or_path")
+"""Keys that change the vectors and that seamline does not implement: null (or absent) only."""
+
+KWARGS_KEYS = (
+    "tokenizer_args",
+    "processor_kwargs",
+    "model_args",
+    "model_kwargs",
+    "config_args",
+    "config_kwargs",
+)
+"""Arguments passed on to transformers' tokenizer, model and config: each may override what
+the checkpoint's files say, so only loading arguments (below) are accepted in them."""
+
+LOADING_ARGUMENTS = (
+    "cache_dir",
+    "revision",
+    "token",
+    "local_files_only",
+    "trust_remote_code",
+    "subfolder",
+    "use_fast",
+)
+"""What a checkpoint may pass to transformers without changing its vectors (where to read from)."""
+
+
+def refuse_unread(files: ModelFiles) -> None:
+    """Refuse settings sentence-transformers acts on that seamline does not, naming each.
+
+    sentence_bert_config.json is the keyword arguments of sentence-transformers'
+    ``Transformer``: ``processing_kwargs`` ({"text": {"max_length": 128}} truncates at 128),
+    ``query_length`` and ``document_length`` (the windows of ``encode_query`` and
+    ``encode_document``), ``tokenizer_args`` (``truncation_side``, ``do_lower_case``) and the
+    like were ignored, and vectors differed from the reference's with ``validate`` saying ok.
+    A key sentence-transformers does not know is refused too (it refuses the folder).
+    """
+    where = _sentence_config_path(files)
+    for key, value in (files.sentence_config or {}).items():
+        if key in ("max_seq_length", "do_lower_case", *HARMLESS_KEYS) or value is None:
+            continue
+        if key == "processing_kwargs":
+            processing_max_length(files)
+        elif key in ST_DEFAULTS:
+            if value != ST_DEFAULTS[key]:
+                raise _unread(where, key, value, f"set it to {ST_DEFAULTS[key]!r}, or remove it")
+        elif key in KWARGS_KEYS:
+            if not isinstance(value, dict):
+                raise _unread(where, key, value, "remove it")
+            for name, given in value.items():
+                if name == "truncation_side":
+                    refuse_left_truncation(where, f"{key}.truncation_side", given)
+                elif name not in LOADING_ARGUMENTS:
+                    raise _unread(where, f"{key}.{name}", given, "remove it")
+        else:
+            fix = "remove it, or set it to null" if key in UNSET_ONLY else "remove it"
+            raise _unread(where, key, value, fix)
+    config = files.tokenizer_config or {}
+    if "truncation_side" in config:
+        where = files.tokenizer_path.parent / "tokenizer_config.json"
+        refuse_left_truncation(where, "truncation_side", config["truncation_side"])
+
+
+def _unread(where: Path, key: str, value: Any, fix: str) -> WeightsError:
+    return WeightsError(
+        f"{where}: {key} is {_shown(value)}, which changes the vectors sentence-transformers "
+        f"computes and which seamline does not implement; {fix} (and set the encoder's own "
+        "settings, such as model.with.max_length, in the pipeline)"
+    )
+
+
+def refuse_left_truncation(where: Path, key: str, value: Any) -> None:
+    """Refuse a truncation side other than right (the start of a text kept), naming the file.
+
+    With ``"left"`` sentence-transformers keeps a long text's last tokens; seamline cuts a
+    text into windows from its start, and ``long_text="truncate"`` (an ``Embedder``'s
+    default, and queries) keeps the first window: other vectors (cosine 0.92 on long texts).
+    """
+    if value in (None, "right"):
+        return
+    raise WeightsError(
+        f"{where}: {key} is {_shown(value)}: sentence-transformers then keeps a long text's "
+        "last tokens, while seamline's windows start at the text's beginning and a truncated "
+        'text keeps its first window; set it to "right" (or remove it) to embed texts from '
+        "their start, or use a checkpoint without it"
+    )
+
+
+def processing_max_length(files: ModelFiles) -> int | None:
+    """sentence_bert_config.json's ``processing_kwargs.text.max_length`` (None: not set).
+
+    sentence-transformers 6.3 passes it to every call of the tokenizer (``encode``,
+    ``encode_query``, ``encode_document``): texts are cut there, whatever
+    ``max_seq_length`` says, so it is the checkpoint's window. Anything else in
+    ``processing_kwargs`` is refused.
+    """
+    where = _sentence_config_path(files)
+    found = (files.sentence_config or {}).get("processing_kwargs") or {}
+    if not isinstance(found, dict):
+        raise _unread(where, "processing_kwargs", found, "remove it")
+    for part, settings in found.items():
+        if part != "text" or not isinstance(settings, dict):
+            raise _unread(where, f"processing_kwargs.{part}", settings, "remove it")
+        for name, value in settings.items():
+            if name == "truncation_side":
+                refuse_left_truncation(where, "processing_kwargs.text.truncation_side", value)
+            elif name != "max_length":
+                raise _unread(where, f"processing_kwargs.text.{name}", value, "remove it")
+    value = (found.get("text") or {}).get("max_length")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise WeightsError(
+            f"{where}: processing_kwargs.text.max_length is {_shown(value)}, not a whole "
+            "number of tokens above 0; write the window length there, or remove it"
+        )
+    return value

@@ -134,9 +134,10 @@ class EncoderConfig(ComponentConfig):
         le=MAX_TOKENS,
         description=(
             "Tokens per window, [CLS] and [SEP] included. Longer documents become several "
-            "overlapping windows. Default: max_seq_length from sentence_bert_config.json, else "
-            "model_max_length from tokenizer_config.json (where sentence-transformers 6 keeps "
-            "it), else max_position_embeddings from config.json (which it may not exceed)."
+            "overlapping windows. Default: processing_kwargs.text.max_length, else "
+            "max_seq_length from sentence_bert_config.json, else model_max_length from "
+            "tokenizer_config.json (where sentence-transformers 6 keeps it), else "
+            "max_position_embeddings from config.json (which it may not exceed)."
         ),
     )
     stride: int = Field(
@@ -254,6 +255,7 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         if config.files_sha256 is not None:
             verify_files(self._files.root, self._files.files_sha256, config.files_sha256)
         weights.check_modules(self._files.modules, self._files.root, self.name)
+        checkpoint_settings.refuse_unread(self._files)
         self._arch = self._parse_architecture(self._files)
         self._check_tensors(self._files)
         self._max_length = self._resolve_max_length()
@@ -541,8 +543,9 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
 def checkpoint_max_length(files: weights.ModelFiles) -> int | None:
     """The window sentence-transformers truncates to, as it reads it (None: not said).
 
-    ``max_seq_length`` of sentence_bert_config.json; sentence-transformers 6 saves
-    it as the tokenizer's ``model_max_length`` (tokenizer_config.json) instead, and
+    sentence_bert_config.json's ``processing_kwargs.text.max_length`` (sentence-transformers
+    6.3 cuts every text there), else its ``max_seq_length``; sentence-transformers 6 saves
+    that as the tokenizer's ``model_max_length`` (tokenizer_config.json) instead, and
     reads either. A tokenizer's "no limit" (a huge number) says nothing.
     """
     said = (files.sentence_config or {}).get("max_seq_length")
@@ -555,6 +558,9 @@ def checkpoint_max_length(files: weights.ModelFiles) -> int | None:
             "whole number of tokens above 0; write the checkpoint's window length there (as "
             'a number, 384 not "384"), or remove the key and set model.with.max_length'
         )
+    processing = checkpoint_settings.processing_max_length(files)
+    if processing is not None:  # what sentence-transformers 6.3 cuts every text at
+        return processing
     for source, key in (
         (files.sentence_config, "max_seq_length"),
         (files.tokenizer_config, "model_max_length"),
