@@ -410,3 +410,27 @@ def test_processing_kwargs_max_length_is_the_window(tmp_path: Path) -> None:
     assert BertEncoder(Config(weights=str(model))).max_length == 40
     with pytest.raises(ConfigError, match=r"processing_kwargs\.text\.max_length \(40\)"):
         BertEncoder(Config(weights=str(model), stride=39))
+
+
+def test_weights_in_shards_are_named_as_such(tmp_path: Path) -> None:
+    """A sharded checkpoint (model-0000N-of-0000M.safetensors and their index) was told to
+    convert a pytorch_model.bin it does not have."""
+    from safetensors.numpy import load_file, save_file
+
+    model = copy_of(GOLDEN / "family" / "e5-mean", tmp_path)
+    tensors = load_file(str(model / "model.safetensors"))
+    names = sorted(tensors)
+    shards = {
+        "model-00001-of-00002.safetensors": names[:5],
+        "model-00002-of-00002.safetensors": names[5:],
+    }
+    for shard, part in shards.items():
+        save_file({name: tensors[name] for name in part}, str(model / shard))
+    index = {"weight_map": {name: shard for shard, part in shards.items() for name in part}}
+    (model / "model.safetensors.index.json").write_text(json.dumps(index), encoding="utf-8")
+    (model / "model.safetensors").unlink()
+    with pytest.raises(WeightsError, match=r"model\.safetensors\.index\.json beside it lists"):
+        BertEncoder(Config(weights=str(model)))
+    refused = CliRunner().invoke(app, ["validate", str(pipeline_file(tmp_path, model))])
+    assert refused.exit_code == 2, refused.output
+    assert "merge them into one model.safetensors" in refused.output

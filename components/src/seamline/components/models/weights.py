@@ -172,10 +172,7 @@ def read_model_files(root: Path) -> ModelFiles:
         if weights_path.exists():  # a device, a FIFO, a folder: never to be read as weights
             what = kind_of(weights_path.stat().st_mode)
             raise WeightsError(f"{weights_path} is {what}, not a file; restore the weights there")
-        raise WeightsError(
-            f"{weights_path} is missing; this encoder reads safetensors only (convert a "
-            "pytorch_model.bin with the safetensors library, once, outside seamline)"
-        )
+        raise _missing_weights(weights_path)
     ledger.check_inside(weights_path)
     pooling_path = _module_dir(root, modules, "Pooling", "1_Pooling") / "config.json"
     pooling = _read_object(ledger, pooling_path)
@@ -200,6 +197,31 @@ def read_model_files(root: Path) -> ModelFiles:
         sentence_config=sentence_config,
         tokenizer_config=tokenizer_config,
         sentence_transformers_config=prompts,
+    )
+
+
+SHARD_INDEX = "model.safetensors.index.json"
+"""Where transformers saves the list of a checkpoint's weight shards (``model-00001-of-...``)."""
+
+
+def _missing_weights(weights_path: Path) -> WeightsError:
+    """The error for a folder without ``model.safetensors``: its weights in shards, or none.
+
+    A sharded checkpoint was told to convert a ``pytorch_model.bin`` it does not have. The
+    index is a file of the checkpoint, so it is only looked for, never read: seamline pins
+    and checks one weights file, and merging the shards once is the fix.
+    """
+    index = weights_path.parent / SHARD_INDEX
+    if index.is_file():
+        return WeightsError(
+            f"{weights_path} is missing, and {index.name} beside it lists the weights in "
+            "shards, which this encoder does not read (it reads and pins one weights file): "
+            "merge them into one model.safetensors, once, outside seamline (load each shard "
+            "with safetensors.numpy.load_file and save them all with save_file)"
+        )
+    return WeightsError(
+        f"{weights_path} is missing; this encoder reads safetensors only (convert a "
+        "pytorch_model.bin with the safetensors library, once, outside seamline)"
     )
 
 
