@@ -434,3 +434,29 @@ def test_weights_in_shards_are_named_as_such(tmp_path: Path) -> None:
     refused = CliRunner().invoke(app, ["validate", str(pipeline_file(tmp_path, model))])
     assert refused.exit_code == 2, refused.output
     assert "merge them into one model.safetensors" in refused.output
+
+
+def test_a_default_prompt_documents_do_not_get_is_warned_of_once(tmp_path: Path) -> None:
+    """sentence-transformers' ``encode`` puts ``default_prompt_name``'s prompt before every
+    text; seamline's documents follow ``encode_document``, which does not: a caller moving
+    from ``encode`` got other vectors (cosine 0.19) with nothing said."""
+    from structlog.testing import capture_logs
+
+    model = copy_of(GOLDEN / "family" / "e5-mean", tmp_path)
+    prompts = {"classification": "Classify: ", "document": "passage: ", "query": "query: "}
+    settings = {"prompts": prompts, "default_prompt_name": "classification"}
+    (model / "config_sentence_transformers.json").write_text(json.dumps(settings), "utf-8")
+    with capture_logs() as logs:
+        BertEncoder(Config(weights=str(model)))
+        BertEncoder(Config(weights=str(model)))  # once a process
+        BertEncoder(Config(weights=str(model), prefix={"document": ""}))  # chosen: no warning
+    (warning,) = [entry["event"] for entry in logs if entry["log_level"] == "warning"]
+    assert warning.startswith(f"{model / 'config_sentence_transformers.json'}: default_prompt_name")
+    assert "'Classify: ' before every text" in warning
+    assert "encode_document() does (with 'passage: ')" in warning
+    assert warning.endswith("set model.with.prefix.document to 'Classify: '")
+    settings["default_prompt_name"] = "document"  # the prompt documents get: nothing to say
+    (model / "config_sentence_transformers.json").write_text(json.dumps(settings), "utf-8")
+    with capture_logs() as logs:
+        BertEncoder(Config(weights=str(model)))
+    assert not [entry for entry in logs if entry["log_level"] == "warning"]

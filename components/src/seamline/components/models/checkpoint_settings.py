@@ -16,12 +16,15 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from seamline.contracts import WeightsError
+from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import cut
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from seamline.components.models.weights import ModelFiles
+
+log = get_logger("seamline.components")
 
 DECODER_KEYS = ("is_decoder", "add_cross_attention")
 """config.json keys that turn BERT into a decoder, whose vectors an encoder cannot give."""
@@ -292,3 +295,31 @@ def processing_max_length(files: ModelFiles) -> int | None:
             "number of tokens above 0; write the window length there, or remove it"
         )
     return value
+
+
+_WARNED: set[tuple[str, str]] = set()
+"""The (file, prompt) pairs :func:`warn_default_prompt` has warned of in this process."""
+
+
+def warn_default_prompt(files: ModelFiles, document: str) -> None:
+    """Warn, once a process, of a ``default_prompt_name`` whose prompt documents do not get.
+
+    sentence-transformers' ``encode`` puts the default prompt before every text; its
+    ``encode_document``, which seamline's documents follow, does not (the checkpoint's
+    ``document`` prompt, or none). A caller moving from ``encode`` got other vectors than
+    before (cosine 0.19 with a ``Classify:`` default) with nothing said.
+    """
+    config = files.sentence_transformers_config or {}
+    name = config.get("default_prompt_name")
+    prompt = files.prompts().get(name) if isinstance(name, str) else None
+    where = str(files.root / "config_sentence_transformers.json")
+    if not prompt or prompt == document or (where, prompt) in _WARNED:
+        return
+    _WARNED.add((where, prompt))
+    log.warning(
+        f"{where}: default_prompt_name {_shown(name)} puts {_shown(prompt)} before every text "
+        "in sentence-transformers' encode(); seamline embeds documents as encode_document() "
+        f"does ({'with ' + _shown(document) if document else 'no prefix'}) and queries as "
+        f"encode_query(): to embed documents as encode() did, set model.with.prefix.document "
+        f"to {_shown(prompt)}"
+    )

@@ -245,10 +245,8 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
     Config: ClassVar[type[EncoderConfig]] = EncoderConfig
 
     def __init__(self, config: EncoderConfig) -> None:
-        """Read the checkpoint's configuration and tokenizer now, so mistakes surface at plan time.
-
-        The weights themselves are read by :meth:`load`.
-        """
+        """Read the checkpoint's configuration and tokenizer now, so mistakes surface at plan
+        time; the weights themselves are read by :meth:`load`."""
         super().__init__(config)
         self._files = weights.read_model_files(weights.resolve_source(config.weights))
         weights.verify_cached_files(self._files, config.weights)
@@ -292,13 +290,15 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
     def _resolve_prefixes(self) -> tuple[str, str]:
         """The document and query prefixes: the config's, else the checkpoint's prompts.
 
-        As sentence-transformers' ``encode_document`` and ``encode_query``: the prompt
-        named ``document`` before documents, ``query`` before queries (a ``passage``
-        prompt alone is not applied to documents by sentence-transformers 6 either).
+        As sentence-transformers' ``encode_document`` and ``encode_query``: the prompt named
+        ``document`` before documents, ``query`` before queries (a ``passage`` prompt alone,
+        or the ``default_prompt_name``'s, is not applied to documents by them either).
         """
         prompts = self._files.prompts()
         chosen = self.config.prefix
         document = prompts.get("document", "") if chosen.document is None else chosen.document
+        if chosen.document is None:
+            checkpoint_settings.warn_default_prompt(self._files, document)
         query = prompts.get("query", "") if chosen.query is None else chosen.query
         pooling = self._files.pooling or {}
         if (document or query) and pooling.get("include_prompt") is False:
