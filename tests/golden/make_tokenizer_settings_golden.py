@@ -2,7 +2,8 @@
 
 transformers 5's ``BertTokenizer`` and ``MPNetTokenizer`` take the vocabulary from
 tokenizer.json and build the normalizer from tokenizer_config.json's ``do_lower_case``,
-``strip_accents`` and ``tokenize_chinese_chars`` (defaults True, None, True). seamline
+``strip_accents`` and ``tokenize_chinese_chars`` (defaults True, None, True), and its
+pre-tokenizer anew (``BertPreTokenizer``), whatever tokenizer.json says. seamline
 read tokenizer.json's normalizer alone, so such a checkpoint gave other tokens (cosine
 0.05 with ``do_lower_case: false`` on all-MiniLM-L6-v2). The ids are what the encoder's
 ``prepare`` must give; what the model computes from ids is checked by the other goldens.
@@ -45,11 +46,21 @@ CASES: dict[str, dict[str, Any]] = {
         "tokenizer_config.json": {"do_lower_case": False, "strip_accents": True}
     },
     "chinese_false": {"tokenizer_config.json": {"tokenize_chinese_chars": False}},
-    "json_cased_config_lower": {"tokenizer.json": {"lowercase": False}},
+    "json_cased_config_lower": {"tokenizer.json": {"normalizer": {"lowercase": False}}},
+    "json_whitespace_split": {"tokenizer.json": {"pre_tokenizer": {"type": "WhitespaceSplit"}}},
     "as_saved_class": {
         "tokenizer_config.json": {"do_lower_case": False, "tokenizer_class": "TokenizersBackend"}
     },
 }
+
+
+def merge(data: dict[str, Any], change: dict[str, Any]) -> None:
+    """``change`` written into ``data``, an object into an object key by key."""
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            merge(data[key], value)
+        else:
+            data[key] = value
 
 
 def ids_for(source: Path, edit: dict[str, Any]) -> list[list[int]]:
@@ -61,10 +72,7 @@ def ids_for(source: Path, edit: dict[str, Any]) -> list[list[int]]:
                 shutil.copy(source / name, folder / name)
         for name, change in edit.items():
             data = json.loads((folder / name).read_text(encoding="utf-8"))
-            if name == "tokenizer.json":
-                data["normalizer"].update(change)
-            else:
-                data.update(change)
+            merge(data, change)
             (folder / name).write_text(json.dumps(data), encoding="utf-8")
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         return [list(tokenizer(text)["input_ids"]) for text in TEXTS]

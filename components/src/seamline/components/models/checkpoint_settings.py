@@ -77,8 +77,10 @@ def bert_normalizer(files: ModelFiles) -> dict[str, bool | None] | None:
     naming them, or naming no class, loads) take the vocabulary from tokenizer.json but build
     the normalizer anew: ``BertNormalizer(clean_text=True, handle_chinese_chars=
     tokenize_chinese_chars, strip_accents=strip_accents, lowercase=do_lower_case)``, with
-    the defaults True, None, True for keys the file leaves out (transformers 4's fast
-    classes did the same when the keys disagreed with the file). A ``do_lower_case: false``
+    the defaults True, None, True for keys the file leaves out, and the pre-tokenizer too
+    (``BertPreTokenizer``; :func:`.windows.load_windows` puts both in). transformers 4's
+    fast classes rebuilt the normalizer when the keys disagreed with the file. A
+    ``do_lower_case: false``
     there made every text lowercased here and cased there (cosine 0.05). Classes that run
     tokenizer.json as saved give None; another class is refused when these keys disagree
     with tokenizer.json, as which of the two it follows is not known here.

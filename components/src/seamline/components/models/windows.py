@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from tokenizers import Encoding, Tokenizer, normalizers
+from tokenizers import Encoding, Tokenizer, normalizers, pre_tokenizers
 
 from seamline.components.models.text_growth import Growth, growth_of, normalizer_steps
 from seamline.contracts import ConfigError, Example, WeightsError
@@ -157,8 +157,9 @@ def load_windows(
     when a window has no room past the overlap. ``lower_case`` (sentence-transformers'
     ``do_lower_case``) puts a ``Lowercase`` rule before the file's normalizer, as
     sentence-transformers does, unless it has one: documents, prefixes and queries alike.
-    ``bert_normalizer`` replaces the file's normalizer first, as transformers' BERT and
-    MPNet tokenizer classes do (:func:`.checkpoint_settings.bert_normalizer`).
+    ``bert_normalizer`` replaces the file's normalizer (and its pre-tokenizer by
+    ``BertPreTokenizer``) first, as transformers' BERT and MPNet tokenizer classes do
+    (:func:`.checkpoint_settings.bert_normalizer`).
     """
     try:
         tokenizer = Tokenizer.from_buffer(serialized)
@@ -169,8 +170,9 @@ def load_windows(
     pad_id = _pad_token_id(tokenizer, fallback_pad_id)
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    if bert_normalizer is not None:
+    if bert_normalizer is not None:  # and the pre-tokenizer, as transformers' classes build it
         tokenizer.normalizer = normalizers.BertNormalizer(**bert_normalizer)  # type: ignore[arg-type]
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     if lower_case:
         _lower_first(tokenizer)
     try:
