@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -377,7 +378,7 @@ class CharModel(Model[NoConfig]):
             Example(
                 document.id,
                 index,
-                (start, min(start + step, len(text))),
+                (min(start, len(document.text)), min(start + step, len(document.text))),
                 len(text[start : start + step]),
                 {"ids": np.asarray([ord(c) % 256 for c in text[start : start + step]], np.int32)},
             )
@@ -432,6 +433,18 @@ class LengthWidthModel(CharModel):
         if segments.shape[1] <= 16:
             return mean
         return jnp.concatenate([mean, mean], axis=1)
+
+
+class SpanPastTheTextModel(CharModel):
+    """Gives each window the span 1000 characters on from its own: past any sample text."""
+
+    name: ClassVar[str] = "span-past-the-text"
+
+    def prepare(self, document: Document) -> list[Example]:
+        return [
+            replace(example, span=(example.span[0] + 1000, example.span[1] + 1000))
+            for example in super().prepare(document)
+        ]
 
 
 # -- monitors ---------------------------------------------------------------------------

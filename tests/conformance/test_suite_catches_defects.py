@@ -353,6 +353,12 @@ DEFECTS = {
         "outputs_change_with_a_wrong_attention",
         ("changes its outputs by only 0", "must compute with the attention it is given"),
     ),
+    "model-span-past-the-text": Defect(
+        model_check(broken.SpanPastTheTextModel),
+        "spans_are_characters",
+        "spans_are_characters_of_the_document",
+        ("with span (1000, 1017) for a 17-character document", "0 <= start <= end <= 17"),
+    ),
     "model-width-follows-the-length": Defect(
         model_check(broken.LengthWidthModel),
         "short_and_long_batches",
@@ -441,8 +447,10 @@ CONTROLS = {
     ),
     "char-model": (
         model_check(broken.CharModel),
-        "wrong_attention or short_and_long_batches or batch_composition_invariance",
+        "wrong_attention or short_and_long_batches or batch_composition_invariance "
+        "or spans_are_characters",
         {
+            "spans_are_characters_of_the_document",
             "outputs_change_with_a_wrong_attention",
             "row_shape_is_the_same_for_short_and_long_batches",
             "batch_composition_invariance",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -98,6 +100,15 @@ def test_model_seam_checks() -> None:
     check_examples("m", [example], max_length=3)
     with pytest.raises(ContractViolation, match=r"lengths must be in 1\.\.2"):
         check_examples("m", [example], max_length=2)
+    check_examples("m", [example], 3, "abc")
+    for span, problem in [
+        ((0, 4), r"0 <= start <= end <= 3"),
+        ((2, 1), r"0 <= start <= end <= 3"),
+        ((-1, 2), r"0 <= start <= end <= 3"),
+        ((0, 1.5), "must be two integers"),
+    ]:
+        with pytest.raises(ContractViolation, match=rf"'m' prepared example d#0 .*{problem}"):
+            check_examples("m", [replace(example, span=span)], 3, "abc")
     batch = Batch((example,), {"ids": np.zeros((2, 4))}, 2, 4)
     check_batch("m", batch, 2, 4)
     with pytest.raises(ContractViolation, match="asked for 2x8"):

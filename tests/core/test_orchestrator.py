@@ -272,6 +272,28 @@ def test_a_model_whose_row_width_follows_the_batch_is_a_contract_violation() -> 
     assert MemorySink.closed == [False]
 
 
+def test_a_model_whose_spans_lie_past_the_text_is_a_contract_violation() -> None:
+    # Spans moved 1000 characters on were published as records with an empty text (blank
+    # snippets in search), and the run succeeded.
+    registry = toy_registry()
+    text = (
+        "pipeline: toy\n"
+        "loader: {use: list, with: {texts: ['one two']}}\n"
+        "model: {use: toy, with: {span_shift: 1000}}\n"
+        "attention: {use: native}\n"
+        "sink: {use: memory}\n"
+    )
+    orchestrator = Orchestrator(parse_pipeline(text, "toy.yaml", registry), registry)
+    with pytest.raises(ContractViolation) as refused:
+        orchestrator.run()
+    assert str(refused.value) == (
+        "model 'toy' prepared example d0#0 with span (1000, 1007) for a 7-character "
+        "document; a span is the [start, end) characters of the text the example covers: "
+        "it must satisfy 0 <= start <= end <= 7"
+    )
+    assert MemorySink.closed == [False]
+
+
 def streamed_peak(documents: int) -> int:
     """Peak traced Python memory of a run streaming ``documents`` through to a counting sink."""
     registry = toy_registry()

@@ -120,6 +120,8 @@ class ToyConfig(ComponentConfig):
     """Extra error the bfloat16 precision adds to every output (to fail the gate)."""
     width_by_length: bool = False
     """Rows 16 wide for batches of at most 4 tokens a row, 32 for longer (a broken model)."""
+    span_shift: int = 0
+    """Moves every example's span this many characters on (past the text: a broken model)."""
 
 
 class ToyModel(Model[ToyConfig]):
@@ -152,9 +154,9 @@ class ToyModel(Model[ToyConfig]):
                 for i, span in enumerate(words)
             ]
         ids = [hash(w) % 97 for w in document.text.split()][: self.max_length] or [0]
-        return [
-            Example(document.id, 0, (0, len(document.text)), len(ids), {"ids": np.asarray(ids)})
-        ]
+        shift = self.config.span_shift
+        span = (shift, len(document.text) + shift)
+        return [Example(document.id, 0, span, len(ids), {"ids": np.asarray(ids)})]
 
     def collate(self, examples: Sequence[Example], batch_size: int, length: int) -> Batch:
         ids = np.zeros((batch_size, length), np.int32)

@@ -9,6 +9,7 @@ is exactly the kind of message that makes a welded-in kernel hard to own.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any
 
 import jax
@@ -98,8 +99,18 @@ def check_batch(name: str, batch: Batch, batch_size: int, length: int) -> None:
         )
 
 
-def check_examples(name: str, examples: Sequence[Example], max_length: int) -> None:
-    """``prepare`` must give examples no longer than the model's own ``max_length``."""
+def check_examples(
+    name: str, examples: Sequence[Example], max_length: int, text: str | None = None
+) -> None:
+    """``prepare`` must give examples no longer than the model's own ``max_length``.
+
+    With ``text``, the text of the document they were made of, each example's ``span``
+    must also be ``[start, end)`` characters of it: two integers, ``0 <= start <= end
+    <= len(text)``. A span past the text is not a harmless label: records carry the
+    text over their span, and a model whose spans ran 1000 characters past a 44-character
+    file published every window with an empty text (blank snippets in search) while
+    the run said it succeeded.
+    """
     for example in examples:
         if not isinstance(example, Example):
             raise ContractViolation(
@@ -110,6 +121,28 @@ def check_examples(name: str, examples: Sequence[Example], max_length: int) -> N
                 f"model {name!r} prepared example {example.doc_id}#{example.index} of length "
                 f"{example.length}; lengths must be in 1..{max_length}"
             )
+        if text is not None:
+            _check_span(name, example, len(text))
+
+
+def _check_span(name: str, example: Example, size: int) -> None:
+    """``example.span`` must be ``[start, end)`` characters of a text of ``size`` characters."""
+    span: Any = example.span  # typed (int, int), but a model may give anything
+    problem = None
+    if not (
+        isinstance(span, tuple | list)
+        and len(span) == 2
+        and all(isinstance(i, Integral) and not isinstance(i, bool) for i in span)
+    ):
+        problem = "it must be two integers"
+    elif not 0 <= span[0] <= span[1] <= size:
+        problem = f"it must satisfy 0 <= start <= end <= {size}"
+    if problem is not None:
+        raise ContractViolation(
+            f"model {name!r} prepared example {example.doc_id}#{example.index} with span "
+            f"{span!r} for a {size}-character document; a span is the [start, end) "
+            f"characters of the text the example covers: {problem}"
+        )
 
 
 def check_model_output(name: str, out: Any, outputs: int, dtype: np.dtype[Any]) -> None:

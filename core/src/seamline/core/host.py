@@ -180,7 +180,7 @@ class HostWork:
                 f"prepare failed: {type(err).__name__}: {err}"
             )
             return DocumentError(document.id, reason, document.metadata)
-        check_examples(model.name, examples, model.max_length)
+        check_examples(model.name, examples, model.max_length, document.text)
         return examples if self.max_windows is None else examples[: self.max_windows]
 
     def _collate(self, planned: Planned) -> Collated:

@@ -165,7 +165,7 @@ class ModelContract(ComponentContract):
         examples: list[Example] = []
         for document in documents:
             made = list(model.prepare(document))
-            check_examples(model.name, made, model.max_length)
+            check_examples(model.name, made, model.max_length, document.text)
             examples.extend(made)
         return examples
 
@@ -186,6 +186,19 @@ class ModelContract(ComponentContract):
             )
             assert all(e.doc_id == document.id for e in first), (
                 f"model {model.name!r}: an example of {document.id!r} names another document"
+            )
+
+    def test_spans_are_characters_of_the_document(
+        self, model: Model[Any], documents: list[Document]
+    ) -> None:
+        """Each example's ``span`` is ``[start, end)`` characters of its document's text.
+
+        Records carry the text over their span (what search shows); a span past the
+        text gave every record an empty one, and nothing else noticed.
+        """
+        for document in documents:
+            check_examples(
+                model.name, list(model.prepare(document)), model.max_length, document.text
             )
 
     def test_output_shapes(self, model: Model[Any], documents: list[Document]) -> None:
