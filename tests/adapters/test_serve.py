@@ -426,3 +426,16 @@ def test_a_content_length_that_is_no_count_is_left_to_the_body_limit(declared: s
     headers = [(b"content-length", declared.encode())]
     request = Request({"type": "http", "headers": headers, "method": "POST"}, receive)
     assert asyncio.run(read_body(request, 1024)) == b'{"input": "a"}'
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_an_embeddings_body_never_holds_the_bare_words_nan_or_infinity(value: float) -> None:
+    # The body said `"embedding":[NaN,...]`, which no JSON parser reads, with HTTP 200; a
+    # ValueError is answered as a 500 whose reason is logged (the encoder refuses such
+    # outputs first: this is the second line of defence).
+    from seamline.adapters.serve.app import _embeddings_body
+
+    vectors = np.array([[0.5, value]], np.float32)
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        _embeddings_body(vectors, "float", "m", 1)
+    assert json.loads(_embeddings_body(vectors[:, :1], "float", "m", 1))["data"]

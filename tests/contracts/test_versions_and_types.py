@@ -24,6 +24,7 @@ from seamline.contracts.seams import (
     check_attention_output,
     check_batch,
     check_examples,
+    check_finite_outputs,
     check_loaded,
     check_model_output,
 )
@@ -101,6 +102,12 @@ def test_model_seam_checks() -> None:
     with pytest.raises(ContractViolation, match=r"lengths must be in 1\.\.2"):
         check_examples("m", [example], max_length=2)
     check_examples("m", [example], 3, "abc")
+    outputs = np.zeros((2, 4), np.float32)
+    outputs[1] = np.nan  # a padding row: discarded, not looked at
+    check_finite_outputs("m", outputs, batch := Batch((example,), {}, 2, 3))
+    outputs[0, 2] = np.inf
+    with pytest.raises(ContractViolation, match=r"'m' returned NaN or infinity for 1 of the 1 "):
+        check_finite_outputs("m", outputs, batch)
     for span, problem in [
         ((0, 4), r"0 <= start <= end <= 3"),
         ((2, 1), r"0 <= start <= end <= 3"),

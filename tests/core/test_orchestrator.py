@@ -26,8 +26,10 @@ from seamline.contracts import (
     Verified,
 )
 from seamline.core.config import parse_pipeline
+from seamline.core.embedder import Embedder
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import Orchestrator
+from seamline.core.seams import failed_at
 from tests.core.toy import (
     CountingSink,
     HangingMonitor,
@@ -292,6 +294,35 @@ def test_a_model_whose_spans_lie_past_the_text_is_a_contract_violation() -> None
         "it must satisfy 0 <= start <= end <= 7"
     )
     assert MemorySink.closed == [False]
+
+
+def test_a_model_that_returns_nan_is_refused_where_it_ran_naming_it() -> None:
+    # The run stopped in the sink ("sink 'jsonl' ... check the model's weights file"), and
+    # an Embedder returned the NaN.
+    registry = toy_registry()
+    text = (
+        "pipeline: toy\n"
+        "loader: {use: list, with: {texts: ['one two', 'three']}}\n"
+        "model: {use: toy, with: {nan: true}}\n"
+        "attention: {use: native}\n"
+        "sink: {use: memory}\n"
+        "run: {batch_size: 4, buckets: [4]}\n"
+    )
+    orchestrator = Orchestrator(parse_pipeline(text, "toy.yaml", registry), registry)
+    with pytest.raises(ContractViolation) as refused:
+        orchestrator.run()
+    assert str(refused.value).startswith(
+        "model 'toy' returned NaN or infinity for 2 of the 2 examples of a batch of 4x4 "
+        "(the first: example d0#0); the contract requires finite outputs"
+    )
+    assert failed_at(refused.value) == "model 'toy' (apply, from tests 0)"
+    assert MemorySink.records == []
+    assert MemorySink.closed == [False]
+    nan = {"use": "toy", "with": {"nan": True}}
+    refusal = pytest.raises(ContractViolation, match="model 'toy' returned NaN")
+    with Embedder(model=nan, attention="native", registry=registry) as embedder, refusal as refused:
+        embedder.encode(["one two"])
+    assert refused.value.__notes__ == ["(in model 'toy' (apply, from tests 0))"]
 
 
 def streamed_peak(documents: int) -> int:

@@ -120,6 +120,8 @@ class ToyConfig(ComponentConfig):
     """Extra error the bfloat16 precision adds to every output (to fail the gate)."""
     width_by_length: bool = False
     """Rows 16 wide for batches of at most 4 tokens a row, 32 for longer (a broken model)."""
+    nan: bool = False
+    """Every output is NaN (a broken model, or broken weights)."""
     span_shift: int = 0
     """Moves every example's span this many characters on (past the text: a broken model)."""
 
@@ -198,6 +200,8 @@ class ToyModel(Model[ToyConfig]):
             out = out + self.config.bfloat16_error * jnp.cos(jnp.arange(32, dtype=jnp.float32))
         weights = seg[..., None].astype(jnp.float32)
         pooled = (out * weights).sum(1) / jnp.maximum(weights.sum(1), 1.0)
+        if self.config.nan:
+            pooled = pooled * jnp.nan
         return pooled[:, :16] if self.config.width_by_length and t <= 4 else pooled
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from seamline.core.registry import Registry
+from seamline.core.seams import failed_at
 from tests.core import monitor_faults
 from tests.faults import call_scenarios as calls
 from tests.faults import component_scenarios as components
@@ -144,11 +145,21 @@ def demoted(failed: str, replacement: str | None) -> Callable[..., Row]:
     return cells
 
 
-def not_demoted(outcomes: FaultOutcomes, run: calls.KernelRun, workdir: Path) -> Row:
+def refused_as_the_model(outcomes: FaultOutcomes, run: calls.KernelRun, workdir: Path) -> Row:
+    """No kernel demoted (the reference gives NaN too), and the run stopped, blaming the model."""
+    raised = type(run.error).__name__ if run.error is not None else "nothing"
+    ended = expected(raised, "ContractViolation", f"raised `{raised}`")
     did = check(
-        not run.fallbacks, "no fallback: the input is to blame", f"demoted {demotions(run)}"
+        not run.fallbacks, "no fallback: the model is to blame", f"demoted {demotions(run)}"
     )
-    return finished(run), did, "—", f"{run.records} of {calls.DOCUMENTS} documents written"
+    where = failed_at(run.error) if run.error is not None else None
+    said = f"{where}: {run.error}" if where is not None else str(run.error or "")
+    kept = check(
+        run.records == 0 and run.closed == (False,),
+        "nothing written or published",
+        f"{run.records} records written, closed {list(run.closed)}",
+    )
+    return ended, did, message(said, workdir), kept
 
 
 def stopped(outcomes: FaultOutcomes, run: calls.StoppedRun, workdir: Path) -> Row:
@@ -342,7 +353,7 @@ SCENARIOS: dict[str, Scenario] = {
     "non-finite-model": Scenario(
         "NaN from every kernel (the model's output is NaN)",
         lambda outcomes, _: calls.run_with_non_finite_model(outcomes.registry),
-        not_demoted,
+        refused_as_the_model,
     ),
     "on-failure-raise": Scenario(
         "a kernel raising at its 5th call, with `on_failure: raise`",

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seamline.contracts import ShardFailed
+from seamline.contracts import ContractViolation, ShardFailed
 from seamline.core.attention.steps import AttentionCallFailed
+from seamline.core.seams import failed_at
 from tests.faults.call_scenarios import DOCUMENTS, KernelRun
 from tests.faults.outcomes import FaultOutcomes
 
@@ -54,15 +55,18 @@ def test_a_kernel_failing_while_running_falls_back_and_the_batch_is_rerun(
     assert all(attributes["seamline.attention.name"] == kernel for _, attributes in events)
 
 
-def test_outputs_the_reference_makes_non_finite_too_do_not_demote(
+def test_outputs_the_reference_makes_non_finite_too_do_not_demote_and_stop_the_run(
     fault_outcomes: FaultOutcomes,
 ) -> None:
-    # The toy model's outputs made NaN for every kernel: the input is to blame, not the kernel.
+    # The toy model's outputs made NaN for every kernel: the model is to blame, not the
+    # kernel. They were written (the memory sink checks nothing), and the run finished.
     run = fault_outcomes["non-finite-model"]
-    if run.error is not None:
-        raise run.error
     assert run.fallbacks == ()
-    assert run.records == DOCUMENTS
+    assert isinstance(run.error, ContractViolation), run.error
+    assert str(run.error).startswith("model 'toy' returned NaN or infinity for ")
+    assert failed_at(run.error) == "model 'toy' (apply, from tests 0)"
+    assert run.records == 0
+    assert run.closed == (False,)
 
 
 def test_on_failure_raise_stops_with_the_last_checkpoint_intact(

@@ -20,7 +20,11 @@ import numpy as np
 from opentelemetry import trace
 
 from seamline.contracts import Batch, Model
-from seamline.contracts.seams import check_model_output, check_row_shape
+from seamline.contracts.seams import (
+    check_finite_outputs,
+    check_model_output,
+    check_row_shape,
+)
 from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.compile import Step
 from seamline.core.attention.steps import CompiledSteps, Launched, Report
@@ -121,6 +125,8 @@ class Encoder:
         step, outputs = self.steps.collect(params, launched, self._around, self._begin)
         model = self.model
         check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
+        with self.seam.blamed("apply"):
+            check_finite_outputs(model.name, outputs, batch)
         self._row_shape = check_row_shape(
             model.name, outputs, self._row_shape, (batch.batch_size, batch.length)
         )

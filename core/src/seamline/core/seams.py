@@ -159,6 +159,25 @@ class Seam:
                 SeamCall(self.kind, self.name, operation, time.perf_counter() - started)
             )
 
+    @contextlib.contextmanager
+    def blamed(self, operation: str) -> Iterator[None]:
+        """Around the host's checks of what ``operation`` gave (its outputs, its examples).
+
+        They run after the call has ended, outside its :meth:`call`; a failure there is
+        the component's all the same, and is marked as the call's own would be (``model
+        'x' (apply, from acme-x 0.1.0)``), so the run's one line names the component and
+        its distribution rather than "the pipeline". No span or ``SeamCall`` of its own:
+        the call's were made. A traceback (an ``Embedder``'s caller) shows it as a note.
+        """
+        try:
+            yield
+        except BaseException as err:
+            mark_failure(err, self.kind, self.name, operation, self.info)
+            where = failed_at(err)
+            if where is not None and self.info is not None:  # for a traceback's reader
+                err.add_note(f"(in {where})")
+            raise
+
     def record(
         self,
         operation: str,

@@ -260,7 +260,9 @@ def _embeddings_body(vectors: np.ndarray, encoding: str, model: str, tokens: int
         "model": model,
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }
-    return json.dumps(body, separators=(",", ":")).encode()
+    # Never the bare word NaN, which no JSON parser reads: a ValueError, answered as a 500
+    # with the reason in the log (the encoder refuses such outputs before they get here).
+    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
 
 
 async def _search(served: Served, request: Request) -> Response:
@@ -268,7 +270,7 @@ async def _search(served: Served, request: Request) -> Response:
     asked = await checked(body, lambda data: search_request(data, served.limits))
     found = await anyio.to_thread.run_sync(served.index.find, asked)
     found["model"] = served.model
-    answer = json.dumps(found, separators=(",", ":"), default=str)
+    answer = json.dumps(found, separators=(",", ":"), default=str, allow_nan=False)
     return Response(answer, media_type="application/json")
 
 
