@@ -271,6 +271,8 @@ def test_a_model_whose_row_width_follows_the_batch_is_a_contract_violation() -> 
         "[16]; the contract requires one row shape whatever the batch's shape (the "
         "embedding's width is the model's)"
     )
+    # Named with its distribution as other components' failures are, not "the pipeline".
+    assert failed_at(refused.value) == "model 'toy' (apply, from tests 0)"
     assert MemorySink.closed == [False]
 
 
@@ -293,6 +295,7 @@ def test_a_model_whose_spans_lie_past_the_text_is_a_contract_violation() -> None
         "document; a span is the [start, end) characters of the text the example covers: "
         "it must satisfy 0 <= start <= end <= 7"
     )
+    assert failed_at(refused.value) == "model 'toy' (prepare, from tests 0)"
     assert MemorySink.closed == [False]
 
 

@@ -124,12 +124,12 @@ class Encoder:
         batch = launched.batch
         step, outputs = self.steps.collect(params, launched, self._around, self._begin)
         model = self.model
-        check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
-        with self.seam.blamed("apply"):
+        with self.seam.blamed("apply"):  # the model's outputs: a failure names its distribution
+            check_model_output(model.name, outputs, batch.output_size, model.output_dtype())
             check_finite_outputs(model.name, outputs, batch)
-        self._row_shape = check_row_shape(
-            model.name, outputs, self._row_shape, (batch.batch_size, batch.length)
-        )
+            self._row_shape = check_row_shape(
+                model.name, outputs, self._row_shape, (batch.batch_size, batch.length)
+            )
         return self.steps.shadow(params, batch, step, outputs)
 
     def _begin(self) -> CallStart:

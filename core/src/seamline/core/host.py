@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -180,8 +181,14 @@ class HostWork:
                 f"prepare failed: {type(err).__name__}: {err}"
             )
             return DocumentError(document.id, reason, document.metadata)
-        check_examples(model.name, examples, model.max_length, document.text)
+        with self._blamed("prepare"):
+            check_examples(model.name, examples, model.max_length, document.text)
         return examples if self.max_windows is None else examples[: self.max_windows]
+
+    def _blamed(self, operation: str) -> AbstractContextManager[None]:
+        """Around a check of what the model's ``operation`` gave: a failure names the model
+        and its distribution (:meth:`Seam.blamed`), not "the pipeline"."""
+        return nullcontext() if self.seam is None else self.seam.blamed(operation)
 
     def _collate(self, planned: Planned) -> Collated:
         model = self.model
@@ -189,7 +196,8 @@ class HostWork:
             batch = model.collate(planned.examples, planned.rows, planned.length)
         else:
             batch = model.collate(planned.examples, planned.rows, planned.length, planned.placement)
-        check_batch(model.name, batch, planned.rows, planned.length)
+        with self._blamed("collate"):
+            check_batch(model.name, batch, planned.rows, planned.length)
         return Collated(batch, self._span_texts(planned.examples, batch.examples))
 
     def _span_texts(
