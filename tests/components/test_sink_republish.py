@@ -240,3 +240,22 @@ def test_a_lock_whose_pid_cannot_be_written_is_let_go(
     with open(lock.path, "rb") as other, pytest.raises(BlockingIOError):
         fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     again.release()
+
+
+def test_an_output_path_is_taken_as_a_str_too_and_anything_else_is_a_type_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # read_records("out/emb.jsonl", JsonlSink) said "AttributeError: 'str' object has no
+    # attribute 'name'".
+    from seamline.contracts.readback import read_errors
+
+    rows = records(3, 1, "a")
+    publish(JsonlSink(JsonlSinkConfig(path=tmp_path / "out" / "emb.jsonl")), rows)
+    monkeypatch.chdir(tmp_path)
+    for given in ("out/emb.jsonl", str(tmp_path / "out" / "emb.jsonl")):
+        found = read_records(given, JsonlSink)
+        assert found is not None
+        assert pairs(found) == expected(rows)
+        assert read_errors(given, JsonlSink) == []
+    with pytest.raises(TypeError, match=r"read_records\(\) takes the output's path as a str "):
+        read_records(b"out/emb.jsonl", JsonlSink)  # type: ignore[arg-type]

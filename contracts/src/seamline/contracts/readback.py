@@ -347,14 +347,34 @@ SinkLookup = Callable[[str], type[Sink[Any]]]
 """A sink's registered name -> its class (``seamline search`` asks the registry)."""
 
 
-def published(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[OutputReader] | None:
+OutputPath = str | os.PathLike[str]
+"""An output's path as a caller gives it: a ``Path``, a ``str``, any ``os.PathLike``."""
+
+
+def output_path(output: object, function: str) -> Path:
+    """``output`` as a ``Path``; a ``TypeError`` naming ``function`` and the fix for anything
+    else. ``read_records("out/emb.jsonl", JsonlSink)`` said ``AttributeError: 'str' object
+    has no attribute 'name'``: a path is given as a ``str`` as often as a ``Path``."""
+    if isinstance(output, Path):
+        return output
+    if isinstance(output, str | os.PathLike):
+        path = os.fspath(output)
+        if isinstance(path, str):
+            return Path(path)
+    raise TypeError(
+        f"{function}() takes the output's path as a str or a pathlib.Path (the sink's "
+        f"path: 'out/emb.jsonl'), not a {type(output).__name__}"
+    )
+
+
+def published(output: OutputPath, sinks: type[Sink[Any]] | SinkLookup) -> list[OutputReader] | None:
     """A reader of each published part of ``output`` (its primary file or its manifest), or
     None while nothing is published there.
 
-    ``sinks`` is the sink class whose reader reads it, or a lookup that finds the class
-    by the name the manifest's ``outputs.sink`` gives.
+    ``output``: a ``Path`` or a ``str``. ``sinks`` is the sink class whose reader reads it,
+    or a lookup that finds the class by the name the manifest's ``outputs.sink`` gives.
     """
-    path = manifest_path(output)
+    path = manifest_path(output_path(output, "published"))
     try:
         manifest = load_manifest(path)
     except FileNotFoundError:
@@ -375,9 +395,12 @@ def published(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[OutputR
     return [reader(files, path, outputs) for files in parts]
 
 
-def read_records(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[OutputRecord] | None:
-    """Every published record of ``output``, part by part; None while nothing is published."""
-    readers = published(output, sinks)
+def read_records(
+    output: OutputPath, sinks: type[Sink[Any]] | SinkLookup
+) -> list[OutputRecord] | None:
+    """Every published record of ``output`` (a ``Path`` or a ``str``), part by part; None
+    while nothing is published."""
+    readers = published(output_path(output, "read_records"), sinks)
     if readers is None:
         return None
 
@@ -394,9 +417,11 @@ def read_records(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[Outp
     return reread(read)
 
 
-def read_errors(output: Path, sinks: type[Sink[Any]] | SinkLookup) -> list[dict[str, Any]] | None:
+def read_errors(
+    output: OutputPath, sinks: type[Sink[Any]] | SinkLookup
+) -> list[dict[str, Any]] | None:
     """Every published record of a document set aside, part by part; None if unpublished."""
-    readers = published(output, sinks)
+    readers = published(output_path(output, "read_errors"), sinks)
     if readers is None:
         return None
     return [error for reader in readers for error in reader.errors()]
