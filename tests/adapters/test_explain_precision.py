@@ -135,3 +135,17 @@ def test_the_text_shows_the_gate_figures_a_run_recorded_and_where(
         assert f"{figures['neighbours']:.1%} of top-{figures['top_k']} neighbours kept" in shown
     assert f"recorded in {recorded['recorded']})" in shown
     assert recorded["recorded"].startswith(str(tmp_path / "records"))
+
+
+def test_a_sample_too_small_for_the_neighbour_check_says_so_once(cli: Path) -> None:
+    # With a record of a sample of few windows, the line said "(cosine only: a top-k
+    # neighbour check is not possible on 6 windows)" after the reason and again in the
+    # figures: twice in one line.
+    with_precision(cli, LOOSE)
+    assert invoke("run", str(cli)).exit_code == 0
+    explained = invoke("explain", str(cli))
+    assert explained.exit_code == 0, explained.output
+    shown = next(line for line in explained.output.splitlines() if "  bfloat16: " in line)
+    assert shown.count("a top-k neighbour check is not possible") == 1, shown
+    assert "min cosine" in shown
+    assert "recorded in" in shown

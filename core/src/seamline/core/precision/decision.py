@@ -69,6 +69,19 @@ class PrecisionCandidate:
     in ``$SEAMLINE_PRECISION_DIR``): said wherever the figures are, since this run did
     not measure them; deleting it makes the next run measure again."""
 
+    def figures_described(self) -> str | None:
+        """The gate's figures in one clause (None without figures), without the
+        cosine-only clause where a reason says it already: a gate passed on a small
+        sample says so in its reason (:func:`~.negotiate.gate_passed`), and ``seamline
+        explain``, which shows both, said it twice in one line."""
+        if self.figures is None:
+            return None
+        said = self.figures.describe()
+        clause = NO_NEIGHBOURS.format(windows=self.figures.windows)
+        if any(clause in reason for reason in self.reasons):
+            said = said.replace(f"; {clause}", "")
+        return said
+
     def refusal(self) -> str:
         """Why it was refused, in words; figures read from a record say so and where
         (a refusal by an earlier run's record read as if this run had measured it)."""

@@ -74,10 +74,11 @@ def _recorded(candidate: PrecisionCandidate) -> str:
     explain measures nothing: what vouches for the candidate (or against it) is that
     record, so its figures are shown, and where it is, which one may delete to check
     again."""
-    if candidate.figures is None:
+    said = candidate.figures_described()
+    if said is None:
         return ""
     where = f"; recorded in {candidate.recorded}" if candidate.recorded is not None else ""
-    return f" ({candidate.figures.describe()}{where})"
+    return f" ({said}{where})"
 
 
 def _bucket(length: int, batch_size: int, signature: str) -> str:
