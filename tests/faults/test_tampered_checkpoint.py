@@ -168,10 +168,10 @@ def test_a_run_whose_counts_do_not_reconcile_publishes_nothing_and_exits_1(
 
     decode = commits.decode
 
-    def lenient(committed: str) -> tuple[str, Any]:
-        cursor, held = decode(committed)
+    def lenient(committed: str) -> commits.Decoded:
+        cursor, held, run_id = decode(committed)
         assert held is not None
-        return cursor, dataclasses.replace(held, read=held.read + 1)
+        return commits.Decoded(cursor, dataclasses.replace(held, read=held.read + 1), run_id)
 
     monkeypatch.setattr(commits, "decode", lenient)
     monkeypatch.setattr("seamline.core.orchestrator._check_cursor", lambda *args: None)

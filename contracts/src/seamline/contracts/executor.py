@@ -127,6 +127,10 @@ class ShardReport:
     """The first document this task set aside as failed, if any: the driver quotes it when
     every document of the run failed and nothing is published. Set by the host's worker;
     an executor passes reports through as they are."""
+    run_id: str | None = None
+    """The run the shard's output belongs to, as the host's worker found it: a whole run
+    resumed from an earlier process's commit keeps that run's id, which the driver adopts.
+    None: the task's (reports from an older worker). An executor passes it through."""
 
     @property
     def published(self) -> RunCounts | None:

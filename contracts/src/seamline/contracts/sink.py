@@ -131,6 +131,11 @@ class Sink(Component[SinkConfigT], abc.ABC):
 
         A sink that keeps it beside its output lets readers (``seamline search``)
         rebuild the model that made the vectors. The default ignores it.
+
+        The host may complete the mapping it hands ``start`` or :meth:`recover` before
+        ``close(complete=True)``: a resumed run's ``run_id`` and ``resumed``, learnt from
+        the commit :meth:`recover` returns. A sink that publishes the manifest reads the
+        mapping when it publishes (one that copied it at start publishes what it was then).
         """
 
     @abc.abstractmethod

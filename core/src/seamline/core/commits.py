@@ -7,13 +7,15 @@ makes that string carry two things: the loader cursor to read on after, and the
 commit. A run that continues an interrupted one — a ``--resume``, or a shard that an
 executor tries again after its worker died — thereby knows what the output already
 holds, and its summary counts what is published, not only what this attempt
-computed.
+computed. It carries the run's id too, so that a ``--resume`` of a whole run keeps the
+id of the run it continues (its manifest and summary name one run, not the last process).
 
 The string comes back from a file on disk, so it is read as untrusted data. A string
 that does not start as this module's commits do (``{"seamline_commit"``) is a bare
 loader cursor, as sinks recorded before the host wrapped it, with unknown counts. One
 that does is parsed with a schema — the format, the cursor, every count a
-non-negative integer below :data:`MAX_COUNT`, and counts that reconcile (every item
+non-negative integer below :data:`MAX_COUNT`, a run id (when there is one) a plain
+name of at most 64 characters, and counts that reconcile (every item
 read is written, dead-lettered or skipped, as at every commit the host makes) — and
 anything else is :class:`TamperedCommit`: it was edited or damaged, and is never
 taken for a cursor.
@@ -22,8 +24,9 @@ taken for a cursor.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
-from typing import Annotated, Final
+from typing import Annotated, Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,6 +42,10 @@ PREFIX: Final = '{"seamline_commit"'
 """How every commit the host writes begins (and no bare cursor of a first-party loader)."""
 
 _Count = Annotated[int, Field(ge=0, lt=MAX_COUNT)]
+RUN_ID: Final = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+"""What a commit's run id may be: a plain name (core makes 12 hex digits; an executor's
+task may name another), as the sinks' staged runs take one. A checkpoint is anyone's to
+edit, and this id is published in the manifest and printed: nothing else is taken."""
 
 
 class TamperedCommit(ValueError):
@@ -68,25 +75,39 @@ class _Commit(BaseModel):
     cursor: str  # bounded by the commit's MAX_LENGTH; a constraint here would refuse a
     # lone surrogate (pydantic's string_unicode), which a cursor may hold: a file name
     counts: _Counts
+    run_id: Annotated[str, Field(pattern=RUN_ID)] | None = None
+    """The run that made the commit; None in commits from before it was recorded."""
 
 
-def encode(cursor: str, counts: RunCounts) -> str:
-    """The string to commit: ``cursor`` and what the output holds up to it."""
-    return json.dumps(
-        {"seamline_commit": FORMAT, "cursor": cursor, "counts": asdict(counts)},
-        separators=(",", ":"),
-    )
+class Decoded(NamedTuple):
+    """A recovered commit: where to read on, what the output held, which run made it."""
+
+    cursor: str
+    counts: RunCounts | None
+    """None when not recorded (a bare cursor of an older checkpoint)."""
+    run_id: str | None = None
+    """The run that committed it; None when not recorded (an older checkpoint)."""
 
 
-def decode(committed: str) -> tuple[str, RunCounts | None]:
-    """``(loader cursor, counts)`` from a recovered commit; counts None when not recorded.
+def encode(cursor: str, counts: RunCounts, run_id: str | None = None) -> str:
+    """The string to commit: ``cursor``, what the output holds up to it, and the run's id."""
+    commit: dict[str, object] = {"seamline_commit": FORMAT, "cursor": cursor}
+    commit["counts"] = asdict(counts)
+    if run_id is not None and re.fullmatch(RUN_ID, run_id):  # else not kept: never refused
+        commit["run_id"] = run_id
+    return json.dumps(commit, separators=(",", ":"))
+
+
+def decode(committed: str) -> Decoded:
+    """``(loader cursor, counts, run id)`` from a recovered commit; counts and id None when
+    not recorded.
 
     A string that does not begin as a commit is a bare loader cursor, as sinks recorded
     before the host wrapped it; it is returned as it is, with counts None. One that
     begins as a commit and is not a valid one raises :class:`TamperedCommit`.
     """
     if not committed.startswith(PREFIX):
-        return committed, None
+        return Decoded(committed, None)
     if len(committed) > MAX_LENGTH:
         raise TamperedCommit(f"it is longer than {MAX_LENGTH:,} characters")
     try:
@@ -111,7 +132,7 @@ def decode(committed: str) -> tuple[str, RunCounts | None]:
             f"its counts do not add up ({counts.examples} outputs for {counts.documents} "
             "documents written; each document makes at least one)"
         )
-    return commit.cursor, counts
+    return Decoded(commit.cursor, counts, commit.run_id)
 
 
 def _first_problem(err: ValidationError) -> str:

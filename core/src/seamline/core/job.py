@@ -6,7 +6,8 @@ to know about:
 
 - **one shard** (``local``): the task writes the output through the sink as
   configured, which publishes it when the task succeeds — the run as it always was,
-  ``--resume`` included;
+  ``--resume`` included (a resumed run keeps the id of the run it continues: its commit
+  carries it, and the worker's report hands it to :meth:`publish`);
 - **several shards**: the sink *stages* (sink contract 1.3). The driver opens a
   staging area for the run (:meth:`plan`); every shard writes its own part there
   with the sink's commits; :meth:`publish` writes the one manifest only after the
@@ -323,6 +324,9 @@ class PipelineJob(Job):
             )
         if self.count is None:
             raise ContractViolation(f"executor {report.executor!r} never planned the run")
+        kept = report.shards[0].run_id if self.count == 1 and report.shards else None
+        if kept is not None:  # a whole run resumed: the run it continues, by its commit
+            self._run_id = kept
         if self.count > 1:
             first = next((s.first_failure for s in report.shards if s.first_failure), None)
             check_something_embedded(_published(report), first)

@@ -28,7 +28,7 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -291,6 +291,7 @@ class Orchestrator:
             ok = False
             try:
                 after = self._begin(resume)
+                root.set_attribute("seamline.run_id", self.run_id)  # a resumed run's own
                 self.encoder.params()  # loaded once, before the first batch is read
                 items = timed_reads(
                     self.loader, self.loader_seam, self._shard, after, self.shapes.batch_size
@@ -339,12 +340,15 @@ class Orchestrator:
         return whole_input_size(self.loader, self.registry.info_of(self.loader))
 
     def _begin(self, resume: bool) -> str | None:
-        """Start the sink, or recover it when resuming; the cursor to read on after, if any."""
+        """Start the sink, or recover it when resuming; the cursor to read on after, if any.
+        A resumed run is the run it continues (:func:`_continued`)."""
         whole = self._shard.count == 1  # a part always recovers: nothing committed is no news
-        recovered = _start_or_recover(self.sink, self.sink_seam, self.manifest, resume, whole)
+        manifest = self.manifest()
+        recovered = _start_or_recover(self.sink, self.sink_seam, lambda: manifest, resume, whole)
         cursor = None
         if recovered is not None:
             cursor, self._committed_before = recovered.cursor, recovered.held
+            self.run_id = _continued(manifest, recovered, self.run_id)
             if recovered.held is not None:
                 where = (self.loader, self.loader_seam, self._shard)
                 _check_cursor(where, recovered.checkpoint, cursor, recovered.held)
@@ -409,14 +413,10 @@ class Orchestrator:
         The commit carries what the output holds by then (:mod:`seamline.core.commits`),
         so a run that continues from it counts what it publishes.
         """
-        cursor = checkpoint.cursor
-        before = self._committed_before
+        cursor, before = checkpoint.cursor, self._committed_before
+        held = None if before is None else before + checkpoint.host + self._device_counts
         # What an older checkpoint held is unknown: the commit must not claim to know it.
-        committed = (
-            cursor
-            if before is None
-            else commits.encode(cursor, before + checkpoint.host + self._device_counts)
-        )
+        committed = cursor if held is None else commits.encode(cursor, held, self.run_id)
         self.committing = True
         with self.sink_seam.call("commit", {"seamline.cursor": cursor}):
             self.sink.commit(committed)
@@ -543,6 +543,28 @@ class _Recovered:
     """What the output held at that commit (None when an older checkpoint did not say)."""
     checkpoint: str
     """How a refusal names the checkpoint (its file, where the sink says)."""
+    run_id: str | None = None
+    """The run that made the commit (None when an older checkpoint did not say)."""
+
+
+def _continued(manifest: dict[str, Any], recovered: _Recovered, run_id: str) -> str:
+    """The id of a resumed run: that of the run whose commit it continues (a commit carries
+    it, :mod:`.commits`; ``run_id``, this process's, when an older one did not).
+
+    The run's ``manifest`` is completed in place with it, and with ``resumed``: the commit
+    continued held ``committed_before`` (the counts of :class:`RunCounts`; null when an
+    older checkpoint did not record them). The sink was handed the manifest before the
+    commit was read, and publishes the mapping as it is at ``close`` (sink contract,
+    ``start``). A process that resumed a local run published an id of its own, and nothing
+    in its manifest said that most of the output came from another process. A run that
+    starts from the beginning has no ``resumed``.
+    """
+    kept = recovered.run_id or run_id
+    held = recovered.held
+    manifest.update(
+        run_id=kept, resumed={"committed_before": None if held is None else asdict(held)}
+    )
+    return kept
 
 
 def _start_or_recover(
@@ -584,7 +606,7 @@ def _start_or_recover(
         f"the checkpoint {found.checkpoint!r}" if found else f"the {sink.name} sink's checkpoint"
     )
     try:
-        cursor, held = commits.decode(committed)
+        cursor, held, run_id = commits.decode(committed)
     except commits.TamperedCommit as err:
         raise ResumeRefused(
             f"cannot resume: {checkpoint} holds a commit seamline did not write "
@@ -593,7 +615,7 @@ def _start_or_recover(
         ) from None
     if held is not None and found is not None:
         _check_records(found, held)
-    return _Recovered(cursor, held, checkpoint)
+    return _Recovered(cursor, held, checkpoint, run_id)
 
 
 def _check_records(found: CommittedRecords, held: RunCounts) -> None:

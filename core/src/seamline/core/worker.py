@@ -189,6 +189,7 @@ def _report(shard: Any, worker: str, summary: RunSummary) -> ShardReport:
         first_output_seconds=summary.first_output_seconds,
         attention=dict(summary.attention),
         first_failure=summary.first_failure,
+        run_id=summary.run_id,
     )
 
 
