@@ -179,6 +179,9 @@ def test_unknown_keys_are_ignored_and_known_ones_checked_strictly() -> None:
     )
     assert manifest.model is not None
     assert manifest.model.use == "toy"
+    assert manifest.attention_served is None, "a manifest from before it was recorded"
+    served = {"B2xTq8:float32:segments,cpu": "cpu-flash"}
+    assert validate_manifest({"attention_served": served}, "m.json").attention_served == served
     for data, problem in [
         ({"model": MODEL, "outputs": "junk"}, r"m.json: outputs: Input should be a valid dict"),
         ({"model": {"use": "toy"}}, r"m.json: missing required field 'model.with'"),
@@ -189,6 +192,11 @@ def test_unknown_keys_are_ignored_and_known_ones_checked_strictly() -> None:
         ),
         ({"model": MODEL, "seamline_manifest": 2}, "written by a newer seamline"),
         (["a list"], "a manifest is a JSON object, not list"),
+        ({"model": MODEL, "attention_served": {"B1:float32": 3}}, "attention_served.B1:float32"),
+        (
+            {"model": MODEL, "attention_served": {f"B{i}": "native" for i in range(1025)}},
+            "attention_served: Dictionary should have at most 1024 items",
+        ),
     ]:
         with pytest.raises(ConfigError, match=problem):
             validate_manifest(data, "m.json")

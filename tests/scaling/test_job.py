@@ -26,6 +26,7 @@ from seamline.contracts import (
     ShardTask,
     UserError,
 )
+from seamline.contracts.manifest import validate_manifest
 from seamline.core.config import parse_pipeline
 from seamline.core.job import PipelineJob
 from seamline.core.pipeline import Pipeline
@@ -300,3 +301,17 @@ def test_a_sharded_run_lets_go_of_its_destination_when_it_ends(
     sink = JsonlSink(JsonlSinkConfig(path=tmp_path / "emb.jsonl"))
     sink.start({"pipeline": "next"})  # free for the next run
     sink.close(complete=False)
+
+
+@pytest.mark.parametrize("executor", ["{use: local}", "{use: in-process, with: {shards: 3}}"])
+def test_the_manifest_names_the_attention_that_served_each_shape(
+    scale_registry: Registry, tmp_path: Path, executor: str
+) -> None:
+    # The manifest held the attention section as asked (use: auto, say); which
+    # implementation served each shape was only in the summary and the log, though
+    # reproducing the vectors bit for bit takes it.
+    summary = run(scale_registry, tmp_path, executor)
+    manifest = json.loads((tmp_path / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert summary.attention
+    assert manifest["attention_served"] == dict(summary.attention)
+    assert validate_manifest(manifest, "emb.manifest.json").attention_served == summary.attention

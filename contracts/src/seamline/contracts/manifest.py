@@ -56,6 +56,8 @@ MAX_MANIFEST_BYTES = 1 << 20
 """The largest manifest read (1 MiB, as a pipeline file): a manifest is a page of data."""
 MAX_FOLDER_ENTRIES = 1_000_000
 """The most files and folders an output folder (a LanceDB table) may hold to be opened."""
+MAX_SERVED_SHAPES = 1024
+"""The most shapes a manifest's ``attention_served`` may list (a run plans a few dozen)."""
 MAX_TABLE_VERSION = (1 << 63) - 1
 """The largest table version a manifest may name (Lance numbers versions with a u64; a
 reader passes it to LanceDB, which takes a signed 64-bit integer)."""
@@ -144,6 +146,12 @@ class Manifest(BaseModel):
     does not need it)."""
     attention: dict[str, Any] | None = None
     """The run's ``attention`` section, resolved again (and so validated) by search."""
+    attention_served: dict[Annotated[str, StringConstraints(max_length=1000)], Name] | None = Field(
+        default=None, max_length=MAX_SERVED_SHAPES
+    )
+    """Shape signature → the attention implementation that served it, as the run found by
+    the time it published (``attention`` is the setting as asked: ``use: auto``). None in
+    manifests from before it was recorded."""
     precision: Literal["float32", "bfloat16"] = "float32"
     """The precision the vectors were computed in (negotiated by the run); search embeds
     queries in it. Manifests from before precision was negotiated: float32."""

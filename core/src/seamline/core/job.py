@@ -52,6 +52,7 @@ from seamline.contracts import (
     UserError,
     WorkerFactory,
 )
+from seamline.contracts.executor import merge_attention
 from seamline.contracts.logs import get_logger
 from seamline.core.before_publishing import check_something_embedded
 from seamline.core.config import ResolvedPipeline
@@ -61,6 +62,7 @@ from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import run_manifest, uses
 from seamline.core.propagators import inject
+from seamline.core.provenance import attention_served
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import SHARD_COUNT
@@ -330,7 +332,8 @@ class PipelineJob(Job):
         if self.count > 1:
             first = next((s.first_failure for s in report.shards if s.first_failure), None)
             check_something_embedded(_published(report), first)
-            manifest = self._staging_manifest()
+            served = attention_served(merge_attention(report.shards))
+            manifest = {**self._staging_manifest(), "attention_served": served}
             sink, seam = self._sink()
             with seam.call("publish_parts", self._attributes(self.count)):
                 sink.publish_parts(self.run_id, self.count, manifest)

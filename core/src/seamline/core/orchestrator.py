@@ -70,7 +70,7 @@ from seamline.core.monitor_hub import MonitorHub
 from seamline.core.pinning import pinned_and_built
 from seamline.core.precision.negotiate import negotiated
 from seamline.core.prefetch import prefetched
-from seamline.core.provenance import provenance, run_versions
+from seamline.core.provenance import attention_served, provenance, run_versions
 from seamline.core.registry import Registry
 from seamline.core.seams import BUILD, Seam, clipped, mark_failure
 from seamline.core.stops import raise_kept_stop
@@ -227,6 +227,7 @@ class Orchestrator:
         self._in_flight: InFlight[_LaunchedBatch] = InFlight(0, self._write)
         self._shard = Shard()
         self._inputs: dict[str, Any] | None = None
+        self.part_manifest: dict[str, Any] = {}  # as the sink publishes it (completed)
 
     def _seam(self, component: Component[Any]) -> Seam:
         return Seam(component, self.registry.info_of(component), self.monitors)
@@ -324,12 +325,9 @@ class Orchestrator:
         return self._summary(time.perf_counter() - started, self.steps.compilations - compilations)
 
     def manifest(self) -> dict[str, Any]:
-        """What a reader of the output needs to know to rebuild the model that made it.
-
-        With the run's ``inputs`` (:mod:`seamline.core.fingerprint`), taken once per
-        orchestrator: a sink records them at start, and refuses a resume they no
-        longer match.
-        """
+        """What a reader of the output needs to rebuild the model that made it, with the
+        run's ``inputs`` (:mod:`.fingerprint`, taken once): a resume they no longer match
+        is refused."""
         if self._inputs is None:
             self._inputs = resolved_inputs(self.pipeline, self.loader.config)
         return {**run_manifest(self.pipeline, self.run_id), "inputs": self._inputs}
@@ -343,7 +341,7 @@ class Orchestrator:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any.
         A resumed run is the run it continues (:func:`_continued`)."""
         whole = self._shard.count == 1  # a part always recovers: nothing committed is no news
-        manifest = self.manifest()
+        manifest = self.part_manifest = self.manifest()
         recovered = _start_or_recover(self.sink, self.sink_seam, lambda: manifest, resume, whole)
         cursor = None
         if recovered is not None:
@@ -437,6 +435,8 @@ class Orchestrator:
         self.monitors.emit(DocumentFailed(error.id, error.reason, stage))
 
     def _end_part(self, ok: bool, seconds: float) -> None:
+        if ok:  # which attention served each shape, known now (sink contract, ``start``)
+            self.part_manifest["attention_served"] = attention_served(self.steps.served)
         try:
             with self.sink_seam.call("close", {"seamline.complete": ok}):
                 self.sink.close(complete=ok)
@@ -470,7 +470,7 @@ class Orchestrator:
             committed_before=self._committed_before,
             compilations=self.steps.compilations if compilations is None else compilations,
             seconds=seconds,
-            attention={d.signature: d.chosen for d in self.steps.decisions},
+            attention=self.steps.served,
             resumed_from=self.resumed_from,
             first_output_seconds=self._first_output,
             provenance=provenance(self.pipeline),

@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from seamline.contracts.manifest import MAX_SERVED_SHAPES
 from seamline.contracts.untrusted import cut
 from seamline.contracts.versions import installed_version
 from seamline.core.code_digest import code_digest
@@ -94,6 +95,16 @@ def _component(choice: ComponentChoice) -> dict[str, str]:
         "distribution": choice.distribution or "unknown",
         "version": choice.version or "?",
     }
+
+
+def attention_served(served: Mapping[str, str]) -> dict[str, str]:
+    """The manifest's ``attention_served``: shape signature → the attention implementation
+    that served it, known once the run has run (the manifest's ``attention`` is the setting
+    as asked, ``use: auto`` say). Implementations agree within verification's tolerance,
+    not bit for bit, so reproducing an output's vectors exactly takes the one that served
+    them. At most :data:`~seamline.contracts.manifest.MAX_SERVED_SHAPES` (a run plans one
+    per bucket and batch size: a few dozen), by signature."""
+    return {signature: served[signature] for signature in sorted(served)[:MAX_SERVED_SHAPES]}
 
 
 def provenance(pipeline: ResolvedPipeline) -> dict[str, Any]:

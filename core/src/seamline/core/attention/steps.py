@@ -149,6 +149,11 @@ class CompiledSteps:
     def decisions(self) -> list[AttentionDecision]:
         return self.planner.decisions
 
+    @property
+    def served(self) -> dict[str, str]:
+        """Shape signature → the attention implementation that serves it (so far)."""
+        return {decision.signature: decision.chosen for decision in self.planner.decisions}
+
     def release(self) -> None:
         """Drop every compiled step, the reference's too: each holds its executable (and
         XLA's buffers for it) for as long as it is referenced. For an owner that is done
