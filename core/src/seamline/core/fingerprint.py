@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from seamline.contracts.loader import InputGlobField, input_glob_files
-from seamline.core.config.spec import PipelineSpec
+from seamline.core.config.spec import AttentionMode, PipelineSpec
 
 if TYPE_CHECKING:
-    from seamline.core.config.resolve import ResolvedPipeline
+    from seamline.core.config.resolve import ComponentChoice, ResolvedPipeline
 
 SECTIONS = ("loader", "model", "attention", "sink", "run")
 """The sections that decide what a run writes (monitors and telemetry only observe it).
@@ -54,10 +54,10 @@ often a commit is made): left out of the hashes, so a resume may change them. (T
 number of shards does change a staged run, and is checked on its own.)"""
 
 
-def pipeline_hashes(spec: PipelineSpec) -> dict[str, str]:
-    """One short hash per section in :data:`SECTIONS` of the resolved pipeline, without
-    the settings in :data:`PACE`."""
-    dumped = spec.model_dump(mode="json", by_alias=True)
+def pipeline_hashes(spec: PipelineSpec | dict[str, Any]) -> dict[str, str]:
+    """One short hash per section in :data:`SECTIONS` of the resolved pipeline (its spec as
+    written, or :func:`settled_spec`), without the settings in :data:`PACE`."""
+    dumped = _dumped(spec)
     for section, names in PACE.items():
         for name in names:
             dumped[section].pop(name, None)
@@ -129,7 +129,7 @@ def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
     return {"paths": [str(path) for path in paths], "files": _digest(listing)}
 
 
-def setting_hashes(spec: PipelineSpec) -> dict[str, str]:
+def setting_hashes(spec: PipelineSpec | dict[str, Any]) -> dict[str, str]:
     """One short hash per setting of the sections in :data:`SECTIONS` (without those in
     :data:`PACE`), by its dotted name (``run.batch_size``, ``model.with.pooling``).
 
@@ -139,7 +139,7 @@ def setting_hashes(spec: PipelineSpec) -> dict[str, str]:
     with from the environment, and a list of texts in a loader's ``with:`` would grow
     them without bound. A list is one setting.
     """
-    dumped = spec.model_dump(mode="json", by_alias=True)
+    dumped = _dumped(spec)
     found: dict[str, str] = {}
 
     def walk(name: str, value: Any) -> None:
@@ -157,11 +157,70 @@ def setting_hashes(spec: PipelineSpec) -> dict[str, str]:
     return found
 
 
+def _dumped(spec: PipelineSpec | dict[str, Any]) -> dict[str, Any]:
+    """The spec as JSON data (a copy: the hashes pop settings from it)."""
+    if isinstance(spec, PipelineSpec):
+        return spec.model_dump(mode="json", by_alias=True)
+    copied: dict[str, Any] = json.loads(json.dumps(spec, default=str))
+    return copied
+
+
+def _settled(choice: ComponentChoice, written: Any) -> dict[str, Any]:
+    """A component's settings as validated, those equal to its defaults left out; each
+    other one the ``written`` ``with:`` holds, as written there.
+
+    As written, not as validated: a configuration makes a relative path absolute, and a
+    run resumed from another working directory, or after its folder was moved (given the
+    same relative paths), is the same run (pipelines.md says it resumes).
+    """
+    settled = choice.config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    given = written if isinstance(written, dict) else {}
+    return {key: given.get(key, value) for key, value in settled.items()}
+
+
+def settled_spec(pipeline: ResolvedPipeline) -> dict[str, Any]:
+    """The resolved spec as what runs: each component's ``with:`` without the settings
+    equal to their defaults once validated (:func:`_settled`); the executor as resolved
+    (``local`` when none is named); a precision list of one, that precision.
+
+    So that spelling out a default is not a change: ``--set attention.with.isa=auto`` (the
+    documented default) refused a ``--resume`` ("settings attention.with,
+    attention.with.isa changed since that checkpoint"), and ``precision: [float32]``,
+    ``run.executor.use=local`` or ``threads: 0`` changed ``spec_sha256``, which "changes
+    when what runs changes". A list or ``auto`` attention's settings are those of the
+    candidates whose settings are not all defaults.
+    """
+    dumped = pipeline.spec.model_dump(mode="json", by_alias=True)
+    for section in ("loader", "model", "sink"):
+        dumped[section]["with"] = _settled(getattr(pipeline, section), dumped[section]["with"])
+    dumped["monitors"] = [
+        {**ref, "with": _settled(choice, ref["with"])}
+        for ref, choice in zip(dumped["monitors"], pipeline.monitors, strict=True)
+    ]
+    attention, written = pipeline.attention, dumped["attention"]["with"]
+    if attention.mode is AttentionMode.EXPLICIT:
+        dumped["attention"]["with"] = _settled(attention.candidates[0], written)
+    else:
+        settled = {c.name: _settled(c, written.get(c.name)) for c in attention.candidates}
+        dumped["attention"]["with"] = {name: value for name, value in settled.items() if value}
+    executor, named = pipeline.executor, dumped["run"]["executor"] or {}
+    dumped["run"]["executor"] = (
+        None
+        if executor is None
+        else {"use": executor.name, "with": _settled(executor, named.get("with"))}
+    )
+    use = dumped["precision"]["use"]
+    if isinstance(use, list) and len(use) == 1:
+        dumped["precision"]["use"] = use[0]
+    return dumped
+
+
 def run_inputs(
     spec: PipelineSpec,
     loader_config: BaseModel,
     precision: str = "float32",
     why: str | None = None,
+    settled: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What the manifest's ``inputs`` records: the pipeline's hashes, the precision, the input.
 
@@ -171,19 +230,24 @@ def run_inputs(
     ``asked`` and ``why``, the decision's own words), so that a refusal says what it was
     and is: a resume under ``$SEAMLINE_CPU_FEATURES_HIDDEN`` was refused for "the
     pipeline file's precision section" of a file nobody had changed.
+
+    With ``settled`` (:func:`settled_spec`), ``resolved`` holds the hashes of the settings
+    as they run, which a resume compares when its checkpoint has them too; ``pipeline``
+    and ``settings`` stay those of the spec as written, which a checkpoint of an older
+    seamline is compared with (``changed_inputs`` in the sink kit).
     """
     hashes = {**pipeline_hashes(spec), "precision": _digest(precision)}
     chosen = {"chosen": precision, "asked": spec.precision.use, "why": why or precision}
-    return {
-        "pipeline": hashes,
-        "settings": setting_hashes(spec),
-        "precision": chosen,
-        "input": input_fingerprint(loader_config),
-    }
+    inputs: dict[str, Any] = {"pipeline": hashes, "settings": setting_hashes(spec)}
+    if settled is not None:
+        resolved = {"pipeline": pipeline_hashes(settled), "settings": setting_hashes(settled)}
+        inputs["resolved"] = resolved
+    return {**inputs, "precision": chosen, "input": input_fingerprint(loader_config)}
 
 
 def resolved_inputs(pipeline: ResolvedPipeline, loader_config: BaseModel) -> dict[str, Any]:
     """:func:`run_inputs` of a resolved pipeline, in the precision it negotiated."""
     decision = pipeline.precision
     why = None if decision is None else decision.describe()
-    return run_inputs(pipeline.spec, loader_config, pipeline.chosen_precision, why)
+    settled = settled_spec(pipeline)
+    return run_inputs(pipeline.spec, loader_config, pipeline.chosen_precision, why, settled)

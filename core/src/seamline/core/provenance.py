@@ -23,12 +23,15 @@ from seamline.contracts.untrusted import cut
 from seamline.contracts.versions import installed_version
 from seamline.core.code_digest import code_digest
 from seamline.core.config import ComponentChoice, ResolvedPipeline
+from seamline.core.fingerprint import settled_spec
 from seamline.core.precision.decision import float32_decision
 
 
 def spec_sha256(pipeline: ResolvedPipeline) -> str:
-    """sha256 of the resolved spec as canonical JSON (sorted keys, no spaces)."""
-    data = pipeline.spec.model_dump(mode="json", by_alias=True)
+    """sha256 of the resolved spec as what runs (:func:`~.fingerprint.settled_spec`: each
+    component's settings as validated, defaults left out) as canonical JSON (sorted keys,
+    no spaces): spelling out a default does not change it."""
+    data = settled_spec(pipeline)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

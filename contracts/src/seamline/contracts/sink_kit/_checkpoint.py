@@ -180,12 +180,23 @@ class _InputFiles(BaseModel):
     files: str
 
 
+class _Hashes(BaseModel):
+    """The hashes of the settings as they run (``inputs.resolved``)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    pipeline: dict[str, str] | None = None
+    settings: dict[str, str] | None = None
+
+
 class _Inputs(BaseModel):
     """What the run's manifest recorded of its inputs (``changed_inputs`` reads it)."""
 
     model_config = ConfigDict(extra="allow", strict=True, frozen=True)
 
     pipeline: dict[str, str] | None = None
+    resolved: _Hashes | None = None
+    """None in checkpoints from before it was recorded (compared as written)."""
     input: _InputFiles | None = None
 
 

@@ -144,14 +144,22 @@ def changed_inputs(recorded: Any, current: Any) -> list[str]:
     a hash of their files. What an older checkpoint lacks is not compared, or said by
     section. A refusal once blamed "the pipeline file's run section" for a ``--set
     run.batch_size=8``, and for a precision ``auto`` negotiated otherwise on the same file.
+
+    Where both hold ``resolved`` (the same hashes of the settings as they run, defaults
+    left out), the sections and settings are compared by it: spelling out a default is
+    no change. An output of an older seamline has none, and is compared as written.
     """
     if not isinstance(recorded, dict) or not isinstance(current, dict):
         return []
     said: list[str] = []
-    before, now = recorded.get("pipeline") or {}, current.get("pipeline") or {}
+    then, now_ = recorded.get("resolved"), current.get("resolved")
+    if not isinstance(then, dict) or not isinstance(now_, dict):
+        then, now_ = recorded, current
+    before, now = _hashes(then), _hashes(now_)
     sections = [s for s in before if s != "precision" and before.get(s) != now.get(s)]
     if sections:
-        said.append(_settings(recorded.get("settings"), current.get("settings"), sections))
+        said.append(_settings(then.get("settings"), now_.get("settings"), sections))
+    before, now = _hashes(recorded), _hashes(current)
     if "precision" in before and before.get("precision") != now.get("precision"):
         said.append(_precision(recorded.get("precision"), current.get("precision")))
     if recorded.get("input") != current.get("input"):
@@ -159,6 +167,12 @@ def changed_inputs(recorded: Any, current: Any) -> list[str]:
         where = f" under {', '.join(map(repr, paths))}" if paths else ""
         said.append(f"the input files{where} (added, removed or modified)")
     return said
+
+
+def _hashes(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The section hashes (``pipeline``) of ``inputs``, read as untrusted: {} if not a mapping."""
+    found = inputs.get("pipeline")
+    return found if isinstance(found, dict) else {}
 
 
 def _settings(recorded: Any, current: Any, sections: list[str]) -> str:
