@@ -38,11 +38,15 @@ from seamline.contracts import (
     RunCounts,
     Shard,
 )
+from seamline.contracts.logs import get_logger
 from seamline.contracts.seams import check_batch, check_examples, check_loaded
 from seamline.contracts.untrusted import for_telemetry, unicode_problem
 from seamline.core.batching import BatchShapes, Bucketer, Packer, Planned
+from seamline.core.repeated_ids import SeenIds
 from seamline.core.seams import Seam
 from seamline.core.telemetry import THREAD_NAME
+
+log = get_logger("seamline.core")
 
 _READ = RunCounts(read=1)
 _PREPARED = RunCounts(documents=1)
@@ -221,6 +225,24 @@ def documents_as_loaded(documents: Iterable[Document]) -> Iterator[Loaded]:
         yield Loaded(document.id, document)
 
 
+def repeat_set_aside(document: Document, cursor: str, seam: Seam) -> DocumentError:
+    """The error record of a document whose id an earlier document of the read had.
+
+    It names the loader and its distribution (whose promise of unique ids this breaks)
+    and the cursor the loader gave the repeat, so that it can be found in the input.
+    The id stays the document's (not a place: the first document of that id was read).
+    """
+    info = seam.info
+    origin = f" (from {info.distribution} {info.version})" if info is not None else ""
+    reason = (
+        f"loader {seam.name!r}{origin} yielded id {document.id!r} again (at cursor "
+        f"{cursor!r}) after an earlier document of this run; ids must be unique, so the "
+        "repeat is set aside: give each document its own id, or have the loader yield a "
+        "DocumentError for a repeat"
+    )
+    return DocumentError(document.id, reason, {**document.metadata, "cursor": cursor})
+
+
 def timed_reads(
     loader: Loader[Any], seam: Seam, shard: Shard, after: str | None, chunk: int
 ) -> Iterator[Loaded]:
@@ -232,7 +254,11 @@ def timed_reads(
     Reads interleave with ``prepare``, so a chunk's span starts when its first item is
     asked for and lasts as long as the loader took for the chunk's items together: the
     sum of the reads, not a wall-clock interval.
+
+    A document whose id an earlier document of this read had becomes an error record
+    naming the loader (:func:`repeat_set_aside`): a loader's repeat is never two rows.
     """
+    seen, warned = SeenIds(), False
     attributes = {THREAD_NAME: threading.current_thread().name}  # the reading thread
     clock = time.perf_counter_ns
     reader: Iterator[Loaded] | None = None
@@ -263,6 +289,13 @@ def timed_reads(
             if items == chunk:
                 report()
                 items = spent = 0
+            item = loaded.item
+            if isinstance(item, Document) and not seen.add(item.id):
+                repeat = repeat_set_aside(item, loaded.cursor, seam)
+                if not warned:  # once: the errors file lists every repeat
+                    warned = True
+                    log.warning(f"{repeat.reason} (each later repeat too: see the errors file)")
+                loaded = Loaded(loaded.cursor, repeat)
             yield loaded
     finally:  # closed early (a stop): the loader's own finally runs now, in this thread
         close = getattr(reader, "close", None)
