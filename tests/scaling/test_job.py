@@ -31,6 +31,7 @@ from seamline.core.config import parse_pipeline
 from seamline.core.job import PipelineJob
 from seamline.core.pipeline import Pipeline
 from seamline.core.registry import ComponentInfo, Registry
+from seamline.core.seams import failed_at
 from tests.readback import read_records
 from tests.scaling.test_ray_executor import TEXTS, assert_same_output, pipeline_text
 
@@ -94,10 +95,17 @@ def test_shards_in_one_process_give_the_one_shard_records(
 def test_an_executor_that_loses_a_shard_gets_nothing_published(
     scale_registry: Registry, tmp_path: Path
 ) -> None:
-    with pytest.raises(ContractViolation, match=r"reported shards \[0, 2\] for tasks \[0, 1, 2\]"):
+    with pytest.raises(
+        ContractViolation, match=r"reported shards \[0, 2\] for tasks \[0, 1, 2\]"
+    ) as broke:
         run(scale_registry, tmp_path, "{use: in-process, with: {shards: 3, drop: 1}}")
     assert not (tmp_path / "emb.manifest.json").exists()
     assert read_records(tmp_path / "emb.jsonl") is None
+    # It named nobody, so the command line printed 80 lines of the host's frames; it now
+    # names the executor and its distribution (one line), and says what a run again does.
+    assert failed_at(broke.value) == "executor 'in-process' (execute, from tests 0)"
+    assert "what the shards committed is kept" in str(broke.value)
+    assert "run again with --resume" in str(broke.value)
 
 
 def test_a_finished_part_is_reported_and_not_redone(

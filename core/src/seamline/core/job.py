@@ -71,6 +71,13 @@ from seamline.core.worker import PipelineWorker, RemoteWorkerFactory
 log = get_logger("seamline.core")
 
 
+_NOT_PUBLISHED = (
+    "Nothing was published; what the shards committed is kept: fix the executor (or choose "
+    "another), then run again with --resume to go on from it"
+)
+"""What a run whose executor broke its contract leaves, and how to go on."""
+
+
 class PipelineJob(Job):
     """One run of a resolved pipeline, for an executor to place."""
 
@@ -155,7 +162,8 @@ class PipelineJob(Job):
     def plan(self, count: int) -> Sequence[ShardTask]:
         if self.count is not None:
             raise ContractViolation(
-                f"executor planned run {self.run_id} twice ({self.count} then {count} shards)"
+                f"executor planned run {self.run_id} twice ({self.count} then {count} "
+                f"shards); it must call job.plan once. {_NOT_PUBLISHED}"
             )
         if count < 1:
             raise ContractViolation(f"executor asked for {count} shards; a run has at least one")
@@ -316,20 +324,11 @@ class PipelineJob(Job):
         """Check the executor reported every task, then publish a staged run's parts (if
         the shards embedded anything: :mod:`seamline.core.before_publishing`)."""
         self._progress.settle(report)
-        wanted = [task.shard for task in self.tasks]
-        got = [shard_report.shard for shard_report in report.shards]
-        if sorted(got, key=_key) != sorted(wanted, key=_key):
-            raise ContractViolation(
-                f"executor {report.executor!r} reported shards "
-                f"{sorted(s.index for s in got)} for tasks {sorted(s.index for s in wanted)}; "
-                "it must report each task it was given exactly once. Nothing was published"
-            )
-        if self.count is None:
-            raise ContractViolation(f"executor {report.executor!r} never planned the run")
+        check_report(report, self.tasks, self.count)
         kept = report.shards[0].run_id if self.count == 1 and report.shards else None
         if kept is not None:  # a whole run resumed: the run it continues, by its commit
             self._run_id = kept
-        if self.count > 1:
+        if self.count is not None and self.count > 1:  # None: refused by check_report
             first = next((s.first_failure for s in report.shards if s.first_failure), None)
             check_something_embedded(_published(report), first)
             served = attention_served(merge_attention(report.shards))
@@ -365,6 +364,25 @@ class PipelineJob(Job):
         if count is not None:
             attributes[SHARD_COUNT] = count
         return attributes
+
+
+def check_report(report: ExecutionReport, tasks: Sequence[ShardTask], count: int | None) -> None:
+    """Refuse a report that breaks the executor contract (a task missing or twice, no
+    plan). The driver calls it inside the executor's seam, so that the failure names the
+    executor and its distribution, in one line, like a model's."""
+    wanted = [task.shard for task in tasks]
+    got = [shard_report.shard for shard_report in report.shards]
+    if sorted(got, key=_key) != sorted(wanted, key=_key):
+        raise ContractViolation(
+            f"executor {report.executor!r} reported shards "
+            f"{sorted(s.index for s in got)} for tasks {sorted(s.index for s in wanted)}; "
+            f"it must report each task it was given exactly once. {_NOT_PUBLISHED}"
+        )
+    if count is None:
+        raise ContractViolation(
+            f"executor {report.executor!r} never planned the run (job.plan); nothing was "
+            "published or committed: fix the executor (or choose another), then run again"
+        )
 
 
 def _published(report: ExecutionReport) -> RunCounts | None:

@@ -37,7 +37,7 @@ from seamline.core.config import (
 from seamline.core.config.yaml12 import Yaml12Dumper
 from seamline.core.devices import jax_devices
 from seamline.core.forking import refuse_after_fork
-from seamline.core.job import PipelineJob
+from seamline.core.job import PipelineJob, check_report
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
 from seamline.core.pinning import pinned_model
@@ -234,6 +234,7 @@ class Pipeline:
                 executing = True
                 with seam.call("execute", {"seamline.run_id": job.run_id}):
                     report = executor.execute(job)
+                    check_report(report, job.tasks, job.count)  # broken: the executor named
                 raise_kept_stop()  # a Ctrl-C Python dropped: nothing is published
                 job.publish(report)
                 changes = job.published_changes()  # a span of the run's, like publish's

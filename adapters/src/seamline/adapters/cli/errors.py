@@ -80,10 +80,12 @@ def user_errors(
         from seamline.core import failed_at, one_line  # only now: the import costs start-up
 
         where = failed_at(failure)
-        if where is None or isinstance(failure, ContractViolation):  # a bug: shown whole
+        if where is None:  # nobody's call to name: a bug of seamline's, shown whole
             raise
-        # `seamline search` printed the plugin's traceback where `run` says one line.
-        _failed(f"{where} failed: {one_line(failure)}", report, label="failed")
+        # `seamline search` printed the plugin's traceback where `run` says one line; an
+        # executor that broke its contract printed 80 lines of the host's frames.
+        broke = "broke its contract" if isinstance(failure, ContractViolation) else "failed"
+        _failed(f"{where} {broke}: {one_line(failure)}", report, label="failed")
 
 
 def _failed(line: str, report: Report | None, label: str = "error") -> NoReturn:
