@@ -10,17 +10,19 @@ end in ``tests/components/test_weights_pin.py``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from seamline.components.sinks.jsonl import JsonlSink
-from seamline.contracts import ContractViolation, ResumeRefused, UserError
+from seamline.contracts import ContractViolation, Model, ResumeRefused, UserError
 from seamline.contracts.testing.model import ModelContract
 from seamline.core.config import parse_pipeline
+from seamline.core.job import PipelineJob
 from seamline.core.orchestrator import Orchestrator
-from seamline.core.pinning import pinned
+from seamline.core.pinning import KeptModel, pinned, pinned_model
 from seamline.core.pipeline import Pipeline
 from seamline.core.precision import records
 from seamline.core.precision.hardware import Hardware
@@ -272,3 +274,75 @@ def test_a_pipeline_run_again_on_replaced_weights_negotiates_its_precision_again
     assert summary.precision["candidates"][0]["recorded"] is None  # gated by this run
     assert len(list(folder.iterdir())) == 1, "the gate checked (and recorded) the new weights"
     assert manifest(tmp_path)["model"]["with"]["digest"] == "v2"
+
+
+class CountedToy(ToyModel):
+    """The toy model, counting how often it is built and closed (a slow constructor's cost)."""
+
+    name: ClassVar[str] = "counted-toy"
+    built: ClassVar[list[str]] = []
+    closed: ClassVar[list[str]] = []
+
+    def __init__(self, config: ToyConfig) -> None:
+        super().__init__(config)
+        CountedToy.built.append("built")
+
+    def precisions(self) -> Sequence[str]:
+        return ("float32",)  # so that with_precision is the model itself, not a copy
+
+    def with_precision(self, precision: str) -> Model[Any]:  # type: ignore[override]
+        return Model.with_precision(self, precision)
+
+    def close(self) -> None:
+        CountedToy.closed.append("closed")
+        super().close()
+
+
+def counted_registry() -> Registry:
+    counted = ComponentInfo(
+        "model", "counted-toy", f"{__name__}:CountedToy", "tests", "0", "ok", "", CountedToy, "1.0"
+    )
+    return Registry([*registry().entries(), counted])
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(CountedToy, "built", [])
+    monkeypatch.setattr(CountedToy, "closed", [])
+
+
+@pytest.mark.usefixtures("counted")
+def test_a_local_run_builds_its_model_once(tmp_path: Path) -> None:
+    # The driver built the model to pin it (even one that pins nothing), closed it, and the
+    # worker in the same process built it again: a 20 s constructor made a 6-document run
+    # take 41 s. The driver's model now goes to the worker.
+    reg = counted_registry()
+    text = pipeline_text(tmp_path, "{use: counted-toy}", executor="{use: local}")
+    Pipeline(parse_pipeline(text, "p.yaml", reg), reg).run()
+    assert (tmp_path / "emb.jsonl").exists()
+    assert CountedToy.built == ["built"], "built once, at the driver, and run by the worker"
+    assert CountedToy.closed == ["closed"], "closed once, by the worker that ran it"
+
+
+@pytest.mark.usefixtures("counted")
+def test_a_run_whose_workers_are_elsewhere_keeps_no_model_at_the_driver(tmp_path: Path) -> None:
+    reg = counted_registry()
+    resolved = parse_pipeline(pipeline_text(tmp_path, "{use: counted-toy}"), "p.yaml", reg)
+    job = PipelineJob(resolved, reg)
+    try:
+        job.resolved = pinned_model(resolved, reg, job.kept)
+        assert CountedToy.closed == [], "kept for a worker of this process"
+        job.worker_factory()  # Ray's way: the workers build their own
+        assert CountedToy.closed == ["closed"], "not held while remote workers run"
+    finally:
+        job.close()
+    assert CountedToy.closed == ["closed"], "closed once"
+
+
+def test_a_model_whose_pin_changes_its_configuration_is_built_again(tmp_path: Path) -> None:
+    reg = registry()
+    resolved = parse_pipeline(pipeline_text(tmp_path), "p.yaml", reg)
+    kept = KeptModel()
+    pinned_pipeline = pinned_model(resolved, reg, kept)
+    assert pinned_pipeline is not resolved
+    assert kept.take(pinned_pipeline) is None, "built from the unpinned configuration: not kept"

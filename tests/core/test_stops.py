@@ -125,7 +125,7 @@ def test_a_stop_before_the_run_met_its_output_says_nothing_was_committed(
     )
     pipeline = Pipeline(parse_pipeline(text, "p.yaml", registry), registry)
 
-    def interrupted() -> None:
+    def interrupted(*_: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(pipeline, "_decided", interrupted)

@@ -61,6 +61,7 @@ from seamline.core.fingerprint import resolved_inputs
 from seamline.core.input_size import whole_input_size
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import run_manifest, uses
+from seamline.core.pinning import KeptModel
 from seamline.core.propagators import inject
 from seamline.core.provenance import attention_served
 from seamline.core.registry import Registry
@@ -108,6 +109,8 @@ class PipelineJob(Job):
         self._published = False
         self._inputs: dict[str, Any] | None = None
         """The run's ``inputs``, taken once (:meth:`_staging_manifest`)."""
+        self.kept = KeptModel()
+        """The model the driver built to pin it, for a worker of this process."""
 
     @property
     def pipeline(self) -> str:
@@ -128,9 +131,11 @@ class PipelineJob(Job):
 
     def worker(self) -> ShardWorker:
         self._progress.muted = True  # the monitors see this worker's own events
-        return PipelineWorker(self.resolved, self.registry, self.extra_monitors)
+        model = self.kept.take(self.resolved)  # the driver's: built once in this process
+        return PipelineWorker(self.resolved, self.registry, self.extra_monitors, model=model)
 
     def worker_factory(self) -> WorkerFactory:
+        self.kept.close()  # workers elsewhere build their own: none is held while they run
         return RemoteWorkerFactory.of(self.resolved, self.registry)
 
     def progress(self, progress: ShardProgress) -> None:
@@ -288,6 +293,7 @@ class PipelineJob(Job):
         try:
             self._progress.finish(self._published)
         finally:
+            self.kept.close()
             self._held.close()
 
     def _staging_manifest(self) -> dict[str, Any]:

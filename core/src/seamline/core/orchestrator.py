@@ -42,6 +42,7 @@ from seamline.contracts import (
     DocumentFailed,
     Event,
     Loader,
+    Model,
     Monitor,
     OutputRecord,
     ResumeRefused,
@@ -177,20 +178,21 @@ class RunSummary:
 
 
 class Orchestrator:
-    """Runs one resolved pipeline."""
+    """Runs one resolved pipeline (given ``model``, one the driver built from it and pinned)."""
 
     def __init__(
         self,
         pipeline: ResolvedPipeline,
         registry: Registry,
         extra_monitors: Sequence[Monitor[Any]] = (),
+        model: Model[Any] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.registry = registry
         self.run_id = uuid.uuid4().hex[:12]
         self.loader = cast(Loader[Any], _create(registry, pipeline.loader))
         with _built_as(registry, pipeline.model):
-            pipeline, created = pinned_and_built(pipeline, registry)  # pinned, as a driver does,
+            pipeline, created = pinned_and_built(pipeline, registry, model)  # pinned, as a driver,
         self.pipeline = pipeline = negotiated(pipeline, registry)  # before the precision
         self.model = created.with_precision(pipeline.chosen_precision)
         self.sink = cast(Sink[Any], _create(registry, pipeline.sink))
@@ -210,8 +212,7 @@ class Orchestrator:
         self.steps = self.encoder.steps
         self.shapes = self.encoder.shapes
         self.host = self._host_work()
-        """The host side of the current part (its producer thread counts items read and
-        documents prepared)."""
+        """The current part's host side (its thread counts items read, documents prepared)."""
         self._device_counts = RunCounts()
         """Counted by the consumer alone: batches, outputs, set-aside documents."""
         self._committed_before: RunCounts | None = RunCounts()

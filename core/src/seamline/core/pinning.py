@@ -45,22 +45,63 @@ def pinned(pipeline: ResolvedPipeline, model: Model[Any]) -> ResolvedPipeline:
     return replace(pipeline, model=replace(pipeline.model, config=config))
 
 
-def pinned_model(pipeline: ResolvedPipeline, registry: Registry) -> ResolvedPipeline:
+def pinned_model(
+    pipeline: ResolvedPipeline, registry: Registry, keep: KeptModel | None = None
+) -> ResolvedPipeline:
     """``pipeline`` with its model pinned: the driver's step, before any shard runs.
 
     The call crosses a seam (span ``seamline.model.pinned_config``, under the run's, and a
-    failure names the model), as every call of a component does.
+    failure names the model), as every call of a component does. Given ``keep``, a model
+    that pinning left as it was built (its configuration unchanged) is kept there for a
+    worker in this process, instead of closed: a model whose constructor takes 20 s was
+    built twice per local run, once here and once in the worker.
     """
     model = _built(pipeline, registry)
     try:
         with Seam(model, registry.info_of(model), MonitorHub(())).call("pinned_config"):
-            return pinned(pipeline, model)
-    finally:
+            pinned_pipeline = pinned(pipeline, model)
+    except BaseException:
         model.close()
+        raise
+    if keep is not None and pinned_pipeline is pipeline:
+        keep.hold(pinned_pipeline, model)
+    else:
+        model.close()
+    return pinned_pipeline
+
+
+class KeptModel:
+    """The driver's model, built for pinning, kept for the first worker of this process.
+
+    Handed over once (:meth:`take`), only for the very pipeline it was built from; a run
+    whose workers are elsewhere (Ray) closes it (:meth:`close`), as does the run's end.
+    """
+
+    def __init__(self) -> None:
+        self._held: tuple[ResolvedPipeline, Model[Any]] | None = None
+
+    def hold(self, pipeline: ResolvedPipeline, model: Model[Any]) -> None:
+        self.close()
+        self._held = (pipeline, model)
+
+    def take(self, pipeline: ResolvedPipeline) -> Model[Any] | None:
+        """The model, if it was built from ``pipeline``'s model configuration; now the
+        taker's to close. Otherwise None (and the kept one is closed)."""
+        held, self._held = self._held, None
+        if held is not None and held[0].model == pipeline.model:
+            return held[1]
+        if held is not None:
+            held[1].close()
+        return None
+
+    def close(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held[1].close()
 
 
 def pinned_and_built(
-    pipeline: ResolvedPipeline, registry: Registry
+    pipeline: ResolvedPipeline, registry: Registry, built: Model[Any] | None = None
 ) -> tuple[ResolvedPipeline, Model[Any]]:
     """``pipeline`` with its model pinned, and the model built from the pinned configuration.
 
@@ -69,7 +110,10 @@ def pinned_and_built(
     model built again from the pinned configuration, whose ``load`` checks the weights
     against the pin. No span: a worker builds its orchestrator before it joins the run's
     trace, and a span here would start a trace of its own. A failure still names the model.
+    ``built``: the driver's model, built from this pipeline and pinned there (:class:`KeptModel`).
     """
+    if built is not None:
+        return pipeline, built
     model = _built(pipeline, registry)
     try:
         pinned_pipeline = pinned(pipeline, model)

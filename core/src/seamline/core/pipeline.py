@@ -40,7 +40,7 @@ from seamline.core.forking import refuse_after_fork
 from seamline.core.job import PipelineJob, check_report
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
-from seamline.core.pinning import pinned_model
+from seamline.core.pinning import KeptModel, pinned_model
 from seamline.core.precision.decision import PrecisionDecision
 from seamline.core.precision.negotiate import decide_precision
 from seamline.core.propagators import check_propagators, inject
@@ -229,7 +229,7 @@ class Pipeline:
             inject(job.trace_context)  # the shards' parent: the run, not execute
             executing = False
             try:
-                job.resolved = self._decided()  # spans of the run's
+                job.resolved = self._decided(job.kept)  # spans of the run's
                 raise_kept_stop()
                 executing = True
                 with seam.call("execute", {"seamline.run_id": job.run_id}):
@@ -255,7 +255,7 @@ class Pipeline:
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
         return summarize(job, report, time.perf_counter() - started, changes)
 
-    def _decided(self) -> ResolvedPipeline:
+    def _decided(self, keep: KeptModel | None = None) -> ResolvedPipeline:
         """The pipeline with its model's weights pinned and its precision negotiated.
 
         Decided at the driver, before any shard runs, so every worker computes in the
@@ -267,7 +267,7 @@ class Pipeline:
         this object with the same weights keeps the decision, one whose weights changed
         in between negotiates again (its gate checked the old weights, not these).
         """
-        pinned_pipeline = pinned_model(self.resolved, self.registry)
+        pinned_pipeline = pinned_model(self.resolved, self.registry, keep)
         if self.resolved.precision is not None:  # decided by whoever built the pipeline
             return pinned_pipeline
         if self._precision_for is not None and self._precision_for[0] == pinned_pipeline.model:

@@ -34,6 +34,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 
 from seamline.contracts import (
+    Model,
     Monitor,
     ShardFailed,
     ShardProgress,
@@ -69,15 +70,20 @@ class PipelineWorker(ShardWorker):
         extra_monitors: Sequence[Monitor[Any]] = (),
         *,
         records_progress: bool = False,
+        model: Model[Any] | None = None,
     ) -> None:
         """``records_progress``: keep the current shard's counts for :meth:`progress` (a
-        worker in another process, whose executor forwards them to the driver)."""
+        worker in another process, whose executor forwards them to the driver). ``model``:
+        the driver's, built for pinning and handed over (:class:`~seamline.core.pinning.
+        KeptModel`), so that a local run builds its model once."""
         self.pipeline = pipeline
         self.registry = registry
         self._recorder = ProgressRecorder() if records_progress else None
         recording = () if self._recorder is None else (self._recorder,)
         try:
-            self.orchestrator = Orchestrator(pipeline, registry, [*extra_monitors, *recording])
+            self.orchestrator = Orchestrator(
+                pipeline, registry, [*extra_monitors, *recording], model
+            )
         except UserError:
             raise
         except Exception as err:  # a component's constructor: its one line, not a traceback
