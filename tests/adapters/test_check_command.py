@@ -181,6 +181,11 @@ def test_a_sink_is_checked_through_its_registered_class() -> None:
         ),
         (["attention:native", "--with", "novalue"], "--with takes KEY=VALUE"),
         (["loader:text-files", "--with", "root=corpus"], "--with does not apply to a loader"),
+        # "--with does not apply to a executor": an executor is built from its Config now
+        (
+            ["executor:local", "--with", "shards=2"],
+            "executor 'local': --with gives an invalid config: unknown field 'shards'",
+        ),
         # "max_lenght: Extra inputs are not permitted; weights: Field required" said neither
         # what was meant nor how to give what is missing, as a pipeline's error does
         (
@@ -207,6 +212,7 @@ def test_a_sink_is_checked_through_its_registered_class() -> None:
         "unknown-field",
         "not-key-value",
         "with-on-a-loader",
+        "with-on-an-executor",
         "missing-field",
         "misspelt-field",
         "missing-weights",
@@ -362,3 +368,23 @@ def test_a_record_dir_without_record_is_refused_before_the_suite(
     assert lines[0].startswith(f"error: --record-dir '{record_dir}' has no effect without")
     assert "add --record" in lines[0]
     assert not record_dir.is_dir(), "a folder was made for a record never written"
+
+
+def test_an_executor_without_a_conformance_class_is_checked_from_its_config() -> None:
+    # "executor 'x' registers no conformance class: a executor's inputs and outputs are
+    # its own": the executor suite gives it a job of its own, so its Config is enough.
+    from seamline.adapters.cli.check import _a, contract_class
+    from seamline.components.executors.local import LocalExecutor
+    from seamline.contracts.testing import ExecutorContract
+    from seamline.core.registry import ComponentInfo
+
+    info = ComponentInfo(
+        "executor", "bare", "x:LocalExecutor", "acme-exec", "0.1.0", "ok", "", LocalExecutor, "1.0"
+    )
+    checked = contract_class(Registry([info]), "executor", "bare", {})
+    assert issubclass(checked, ExecutorContract)
+    assert [_a(kind) for kind in ("executor", "attention", "sink")] == [
+        "an executor",
+        "an attention",
+        "a sink",
+    ]

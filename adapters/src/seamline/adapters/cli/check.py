@@ -38,8 +38,14 @@ from seamline.core import (
     unattributed_record,
 )
 
-BUILT_FROM_CONFIG = {"attention": "attention", "model": "model", "monitor": "monitor"}
-"""Kinds the suite can build from a Config alone, and the fixture each contract class uses."""
+BUILT_FROM_CONFIG = {
+    "attention": "attention",
+    "model": "model",
+    "monitor": "monitor",
+    "executor": "executor",
+}
+"""Kinds the suite can build from a Config alone, and the fixture each contract class uses.
+(An executor's suite gives it a job of its own: the executor is all it needs.)"""
 
 
 @dataclass(frozen=True)
@@ -106,13 +112,13 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
     if kind not in BUILT_FROM_CONFIG:
         if with_values:
             raise UserError(
-                f"--with does not apply to a {kind}: the suite builds {kind}s through the "
+                f"--with does not apply to {_a(kind)}: the suite builds {kind}s through the "
                 f"contract class their distribution registers"
             )
         if registered is None:
             raise UserError(
                 f"{kind} {name!r} ({info.distribution}) registers no conformance class "
-                f"({registry.conformance.problem(kind, name)}): a {kind}'s inputs and outputs "
+                f"({registry.conformance.problem(kind, name)}): {_a(kind)}'s inputs and outputs "
                 f"are its own, so its author must say how to make them. Register a "
                 f"{CONTRACTS[kind].__name__} subclass under the '{CONFORMANCE_GROUP}' entry "
                 f"point group as '{kind}:{name}' (see docs/shipping-a-component.md)"
@@ -137,6 +143,11 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
 
     build.__name__ = fixture_name
     return type(f"Check_{name}", (base,), {fixture_name: pytest.fixture(build)})
+
+
+def _a(kind: str) -> str:
+    """``kind`` with its article: "an executor", "a sink"."""
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def built_once(
