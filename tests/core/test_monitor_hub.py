@@ -19,6 +19,7 @@ from tests.core.monitor_faults import (
     HUNG_BOUND_S,
     HUNG_EVENTS,
     PUBLISH_CAP,
+    Echo,
     Listener,
     Publisher,
     alerts,
@@ -331,6 +332,24 @@ class Sluggish(Listener):
     def observe(self, event: Event) -> None:
         time.sleep(0.03)
         super().observe(event)
+
+
+def test_published_events_dropped_past_the_cap_are_said_naming_the_monitors() -> None:
+    # Two monitors publishing an Alert for every event published 13,850 Alerts in a run,
+    # and the hub dropped what passed its cap without a word.
+    first, second = Echo(ComponentConfig()), Echo(ComponentConfig())
+    second.name = "echo-2"  # type: ignore[misc]
+    hub = MonitorHub([first, second])
+    with structlog.testing.capture_logs() as logs:
+        for index in range(3):
+            hub.emit(BatchDone(index, 16, 4, 40, 0.1))
+        hub.close()
+    dropped = [entry for entry in logs if "dropped" in entry["event"]]
+    assert len(dropped) == 2, "once when it first happens, once in total at the end"
+    assert dropped[0]["event"].startswith(f"monitors published more than {PUBLISH_CAP} events")
+    assert dropped[0]["monitors"] == dropped[1]["monitors"]
+    assert set(dropped[1]["monitors"]) <= {"publisher", "echo-2"}  # Echo keeps its name
+    assert dropped[1]["dropped"] == sum(hub.dropped.values()) >= 3
 
 
 def test_a_slow_monitor_is_named_once_it_has_held_the_run_long(
