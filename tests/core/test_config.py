@@ -92,6 +92,27 @@ def test_a_mistake_inside_a_set_mapping_is_placed_at_the_set(
     assert unknown.location == f"--set {override}"
 
 
+@pytest.mark.parametrize(
+    ("override", "says"),
+    [
+        ("monitors[0].with.every=5", "write --set monitors.0.with.every=5"),
+        ("run.buckets[1]=64", "write --set run.buckets.1=64"),
+        ("monitors[0].with.path=a b", "write --set 'monitors.0.with.path=a b'"),
+    ],
+)
+def test_a_bracketed_index_is_refused_naming_the_dotted_path(
+    registry: Registry, override: str, says: str
+) -> None:
+    """``monitors[0].with.x=1`` was answered "unknown field 'monitors[0]' (did you mean
+    'monitors'?)", steering the user to a path that does not work either."""
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(BASE, "p.yaml", registry, overrides=["monitors=[log]", override])
+    said = str(caught.value)
+    assert "a list item is given by its index after a dot, not in brackets" in said
+    assert said.endswith(says)
+    assert "did you mean" not in said
+
+
 @pytest.mark.parametrize("index", ["²", "1" * 5000])
 def test_an_index_that_int_refuses_is_no_index(registry: Registry, index: str) -> None:
     """``'²'`` passed ``str.isdigit()`` and ``int()`` refused it: a traceback, exit 1."""

@@ -44,6 +44,7 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
                 "path.to.field=value (model.with.max_length=128)",
                 where,
             )
+        _refuse_brackets(path_text.strip(), value_text, where)
         value = _value(path_text.strip(), value_text, where)
         keys = [part.strip() for part in path_text.strip().split(".")]
         if any(not part for part in keys):
@@ -51,6 +52,32 @@ def apply_overrides(located: Located, overrides: Sequence[str]) -> None:
         landed = _assign(located, keys, value, where)
         if not isinstance(value, str):  # YAML read it as something else: kept as typed
             located.typed[landed] = value_text
+
+
+_BRACKETED = re.compile(r"\[\s*(\d+)\s*\]")
+"""A list index in brackets, as jq or Python write it (``monitors[0]``)."""
+
+
+def _refuse_brackets(path: str, value_text: str, where: str) -> None:
+    """Refuse a path with a list index in brackets, naming the dotted path that means it.
+
+    ``--set 'monitors[0].with.x=1'`` was answered ``unknown field 'monitors[0]' (did you
+    mean 'monitors'?)``, and ``--set monitors.with.x=1`` then failed too. A pipeline's keys
+    never hold brackets, so the meaning is plain.
+    """
+    if not _BRACKETED.search(path):
+        return
+    dotted = _BRACKETED.sub(r".\1", path).replace("..", ".")
+    word = f"{dotted}={value_text}"
+    given = (
+        "--set '" + word.replace("'", "'\\''") + "'"
+        if re.search(r"[^\w./=:-]", word)
+        else f"--set {word}"
+    )
+    raise ConfigError(
+        f"a list item is given by its index after a dot, not in brackets: write {given}",
+        where,
+    )
 
 
 def overrides_below(located: Located, path: tuple[str | int, ...]) -> list[str]:
