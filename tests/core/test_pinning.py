@@ -27,6 +27,7 @@ from seamline.core.pipeline import Pipeline
 from seamline.core.precision import records
 from seamline.core.precision.hardware import Hardware
 from seamline.core.precision.negotiate import decide_precision
+from seamline.core.provenance import spec_sha256
 from seamline.core.registry import ComponentInfo, Registry
 from seamline.core.seams import failed_at
 from tests.core.toy import LoaderCrash, ToyConfig, ToyModel, toy_registry
@@ -111,6 +112,18 @@ def manifest(out: Path) -> dict[str, Any]:
 def weights_v1(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(INSTALLED, "weights", "v1")
     monkeypatch.setattr(PinnedToy, "loaded", [])
+
+
+def test_the_spec_hash_is_of_what_the_pipeline_asks_not_of_what_the_model_pinned(
+    tmp_path: Path,
+) -> None:
+    # The settled spec read the pinned configuration: a run's manifest recorded another
+    # spec_sha256 than `seamline validate` prints as "as its output's manifest will record".
+    reg = registry()
+    asked = parse_pipeline(pipeline_text(tmp_path), "p.yaml", reg)
+    Orchestrator(asked, reg).run()
+    assert manifest(tmp_path)["model"]["with"]["digest"] == "v1"  # the pin is recorded
+    assert manifest(tmp_path)["provenance"]["spec_sha256"] == spec_sha256(asked)
 
 
 def test_a_run_loads_and_records_the_weights_it_pinned(tmp_path: Path) -> None:

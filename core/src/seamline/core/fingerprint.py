@@ -173,7 +173,8 @@ def _settled(choice: ComponentChoice, written: Any) -> dict[str, Any]:
     run resumed from another working directory, or after its folder was moved (given the
     same relative paths), is the same run (pipelines.md says it resumes).
     """
-    settled = choice.config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    config = choice.asked if choice.asked is not None else choice.config  # not what pinned
+    settled = config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     given = written if isinstance(written, dict) else {}
     return {key: given.get(key, value) for key, value in settled.items()}
 

@@ -42,7 +42,8 @@ def pinned(pipeline: ResolvedPipeline, model: Model[Any]) -> ResolvedPipeline:
     problem = pin_problem(model.name, given, config)
     if problem is not None:
         raise ContractViolation(problem)
-    return replace(pipeline, model=replace(pipeline.model, config=config))
+    asked = pipeline.model.asked if pipeline.model.asked is not None else given
+    return replace(pipeline, model=replace(pipeline.model, config=config, asked=asked))
 
 
 def pinned_model(

@@ -142,6 +142,10 @@ class ComponentChoice:
     filled: tuple[Filled, ...] = field(default=(), repr=False, compare=False)
     """The values its ``with:`` block took from environment variables: an error the
     component raises about its settings is shown without them (:func:`build_model`)."""
+    asked: ComponentConfig | None = field(default=None, repr=False, compare=False)
+    """A pinned model's configuration as the pipeline asked for it, before the model filled
+    what it left unset (None: not pinned). ``spec_sha256`` hashes what was asked, as
+    ``validate`` sees it; the pin is recorded on its own (the manifest's ``model.with``)."""
 
 
 @dataclass(frozen=True, slots=True)
