@@ -73,3 +73,13 @@ def test_an_index_and_what_it_found_are_bounded(tmp_path: Path) -> None:
     assert len(repr(hit)) < LIMIT + 100
     assert len(repr(big)) < LIMIT
     assert isinstance(hit, Hit)
+
+
+def test_a_hit_shows_a_newline_in_its_text_as_a_space_not_as_damage(tmp_path: Path) -> None:
+    out = tmp_path / "emb.jsonl"
+    write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
+    with open_index(out, registry=registry()) as index:
+        hit = index.find(TEXTS[1], k=1).hits[0]
+    shown = repr(replace(hit, text="a copy is made and\nreturned"))
+    assert "text='a copy is made and returned'" in shown
+    assert "\ufffd" not in repr(replace(hit, text="tab\there"))

@@ -104,7 +104,9 @@ class Hit:
 
     def __repr__(self) -> str:
         """Bounded: the text's first 60 characters and the metadata's keys, not all of them."""
-        text = None if self.text is None else clipped(visible(self.text), 60)
+        # Whitespace (a newline) made one space first, as snippet() does: visible() shows
+        # control characters as the replacement mark, and a newline is not damage.
+        text = None if self.text is None else clipped(visible(" ".join(self.text.split())), 60)
         keys = clipped(", ".join(map(str, self.metadata)), 60)
         return (
             f"Hit(score={self.score:.4f}, doc_id={clipped(visible(self.doc_id), 60)!r}, "
