@@ -50,8 +50,12 @@ def _checked(
     before running passed ``OTEL_TRACES_EXPORTER=bogus``, and the run then refused it.
     """
     from seamline.adapters import telemetry_setup
+    from seamline.adapters.logging_setup import configure_logging
     from seamline.core import check_executor, check_model
 
+    # A warning the model logs as it is built (a checkpoint's default prompt) is a log
+    # line, as explain and run print it, not structlog's fallback's bare event="...".
+    configure_logging(level="warning")
     user_errors(lambda: check_otel_environment(os.environ), report)
     resolved, registry = loading.pipeline(pipeline, overrides, report)
     user_errors(lambda: telemetry_setup.resolve(resolved.spec.telemetry), report)
