@@ -9,12 +9,16 @@ could no longer start. Setup must name the environment by its real path.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
 import pytest
 
 from tests.docs.workdir import ROOT, make_workdir
+
+MAKE_VARIABLES = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}
+"""Set by the ``make test`` that runs this test: a recursive make would inherit them."""
 
 pytestmark = pytest.mark.skipif(
     shutil.which("make") is None or not (ROOT / ".venv").is_dir(),
@@ -26,8 +30,9 @@ def test_setup_from_a_folder_linking_the_checkout_installs_by_the_real_path() ->
     workdir = make_workdir()
     try:
         planned = subprocess.run(
-            ["make", "--dry-run", "--what-if=constraints.txt", "setup"],
+            ["make", "--dry-run", "--no-print-directory", "--what-if=constraints.txt", "setup"],
             cwd=workdir,
+            env={k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES},
             capture_output=True,
             text=True,
             check=True,
