@@ -17,7 +17,7 @@ from seamline.core.host import timed_reads
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import Orchestrator
 from seamline.core.registry import ComponentInfo, Registry
-from seamline.core.repeated_ids import SeenIds
+from seamline.core.repeated_ids import YieldedIds
 from seamline.core.seams import Seam
 from tests.core.toy import ListLoader, ListLoaderConfig, MemorySink, toy_registry
 
@@ -33,7 +33,7 @@ class SameIdLoader(ListLoader):
 
 
 def test_seen_ids_tells_a_repeat_apart_through_every_growth() -> None:
-    seen = SeenIds(capacity=8)
+    seen = YieldedIds(capacity=8)
     assert all(seen.add(f"doc-{n}") for n in range(5_000)), "all new"
     assert len(seen) == 5_000
     assert not any(seen.add(f"doc-{n}") for n in range(0, 5_000, 3)), "all seen"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import sys
 import unicodedata
@@ -70,6 +71,14 @@ class Shard:
     def owns(self, position: int) -> bool:
         """Round-robin ownership of the item at ``position`` in the stable order."""
         return position % self.count == self.index
+
+
+def id_digest(doc_id: str) -> int:
+    """A document id as a 64-bit BLAKE2b digest: the same in every process, so shards and
+    resumes agree, and 8 bytes whatever the id's length. What remembers the ids a loader
+    has yielded keeps these (two different ids share one with odds about n² in 2⁶⁵)."""
+    digest = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest())
 
 
 def is_blank(text: str) -> bool:

@@ -42,7 +42,7 @@ from seamline.contracts.logs import get_logger
 from seamline.contracts.seams import check_batch, check_examples, check_loaded
 from seamline.contracts.untrusted import for_telemetry, unicode_problem
 from seamline.core.batching import BatchShapes, Bucketer, Packer, Planned
-from seamline.core.repeated_ids import SeenIds
+from seamline.core.repeated_ids import YieldedIds
 from seamline.core.seams import Seam
 from seamline.core.telemetry import THREAD_NAME
 
@@ -258,7 +258,7 @@ def timed_reads(
     A document whose id an earlier document of this read had becomes an error record
     naming the loader (:func:`repeat_set_aside`): a loader's repeat is never two rows.
     """
-    seen, warned = SeenIds(), False
+    seen, warned = YieldedIds(), False
     attributes = {THREAD_NAME: threading.current_thread().name}  # the reading thread
     clock = time.perf_counter_ns
     reader: Iterator[Loaded] | None = None

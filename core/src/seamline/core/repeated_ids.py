@@ -21,22 +21,21 @@ those tracks its ids from the start of its input, as the first-party loaders do.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
+
+from seamline.contracts.documents import id_digest
 
 _EMPTY = 0
 _MAX_LOAD = 0.7
 _CHUNK = 1 << 16
 
 
-def id_digest(doc_id: str) -> int:
+def _key(doc_id: str) -> int:
     """The id's 64-bit digest, never 0 (the table's empty slot)."""
-    digest = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8)
-    return int.from_bytes(digest.digest()) or 1
+    return id_digest(doc_id) or 1
 
 
-class SeenIds:
+class YieldedIds:
     """A set of ids as 64-bit digests, in about 11 to 23 bytes each."""
 
     def __init__(self, capacity: int = 1 << 12) -> None:
@@ -50,7 +49,7 @@ class SeenIds:
 
     def add(self, doc_id: str) -> bool:
         """Remember ``doc_id``: True if it is new, False if it was seen before."""
-        key = id_digest(doc_id)
+        key = _key(doc_id)
         table, mask = self._table, self._mask
         slot = key & mask
         while True:

@@ -17,10 +17,10 @@ with the place of the other.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from seamline.contracts.documents import id_digest
 from seamline.contracts.logs import get_logger
 
 log = get_logger("seamline.components.loaders")
@@ -55,8 +55,7 @@ class SeenIds:
         """
         if not self.active:
             return place
-        digest = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8)
-        key = int.from_bytes(digest.digest())
+        key = id_digest(doc_id)
         first = self.first_places.get(key)
         if first is not None:
             return first
