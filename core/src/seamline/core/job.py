@@ -327,14 +327,14 @@ class PipelineJob(Job):
     # -- the end ---------------------------------------------------------------------------
 
     def publish(self, report: ExecutionReport) -> None:
-        """Check the executor reported every task, then publish a staged run's parts (if
-        the shards embedded anything: :mod:`seamline.core.before_publishing`)."""
+        """Publish a staged run's parts (if the shards embedded anything:
+        :mod:`seamline.core.before_publishing`), from a report the caller has checked
+        (:func:`check_report`, inside the executor's seam, so a broken one names it)."""
         self._progress.settle(report)
-        check_report(report, self.tasks, self.count)
         kept = report.shards[0].run_id if self.count == 1 and report.shards else None
         if kept is not None:  # a whole run resumed: the run it continues, by its commit
             self._run_id = kept
-        if self.count is not None and self.count > 1:  # None: refused by check_report
+        if self.count is not None and self.count > 1:  # None: check_report refused it
             first = next((s.first_failure for s in report.shards if s.first_failure), None)
             check_something_embedded(_published(report), first)
             served = attention_served(merge_attention(report.shards))
