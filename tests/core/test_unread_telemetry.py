@@ -8,10 +8,14 @@ appeared. The run now warns, once, naming the section and what to do instead.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import structlog
 
 from seamline.core import telemetry_applied
 from seamline.core.config import parse_pipeline
+from seamline.core.embedder import Embedder
 from seamline.core.pipeline import Pipeline
 from tests.core.toy import MemorySink, toy_registry
 
@@ -52,3 +56,26 @@ def test_no_warning_without_the_section_or_where_the_application_read_it() -> No
         assert warnings_of(pipeline) == []
     finally:
         telemetry_applied(None)
+
+
+def test_an_embedder_from_a_pipeline_with_a_telemetry_section_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Embedder.from_pipeline`` reads the same file and ignored its section silently."""
+    monkeypatch.chdir(tmp_path)
+    Path("p.yaml").write_text(TEXT + "telemetry: {traces: [jsonl]}\n", encoding="utf-8")
+    with (
+        structlog.testing.capture_logs() as logs,
+        Embedder.from_pipeline("p.yaml", registry=toy_registry()),
+    ):
+        pass
+    (warning,) = [e["event"] for e in logs if "telemetry" in e["event"]]
+    assert "telemetry section (traces) is read by the seamline command only" in warning
+    assert "Embedder.from_pipeline() exports no spans" in warning
+    Path("p.yaml").write_text(TEXT, encoding="utf-8")
+    with (
+        structlog.testing.capture_logs() as logs,
+        Embedder.from_pipeline("p.yaml", registry=toy_registry()),
+    ):
+        pass
+    assert [e for e in logs if "telemetry" in e["event"]] == []

@@ -65,11 +65,13 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from seamline.contracts import BatchDone, Document, Model, Monitor, UserError
+from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import a_type
 from seamline.core.attention.candidates import build_candidates
 from seamline.core.attention.steps import Launched
 from seamline.core.config import (
     ResolvedEncoder,
+    TelemetrySettings,
     build_model,
     load_pipeline,
     load_trusted,
@@ -87,7 +89,13 @@ from seamline.core.precision.negotiate import encoder_side
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam, clipped
 from seamline.core.stops import raise_kept_stop, stops_kept
-from seamline.core.telemetry import BATCH_LENGTH, BATCH_SIZE, span_event, tracer
+from seamline.core.telemetry import (
+    BATCH_LENGTH,
+    BATCH_SIZE,
+    span_event,
+    tracer,
+    unread_telemetry_warning,
+)
 
 __all__ = [
     "LONG_TEXT",
@@ -107,6 +115,8 @@ BATCH_POLICIES: tuple[BatchPolicy, ...] = ("fitted", "longest")
 
 Vectors = npt.NDArray[np.float32]
 """What ``encode`` returns: float32 vectors, one row per text (``[dim]`` for one str)."""
+
+log = get_logger("seamline.core")
 
 if TYPE_CHECKING:  # the default is for type checkers only (PEP 696); a plain one at runtime
     from typing_extensions import TypeVar as _DefaultingTypeVar
@@ -280,6 +290,12 @@ class Embedder:
         else:
             resolved = load_pipeline(path, registry, overrides, environ)
         side = replace(encoder_side(resolved, registry, str(path)), queries=queries)
+        spec = resolved.spec
+        warning = unread_telemetry_warning(
+            spec.pipeline, spec.telemetry, TelemetrySettings(), "Embedder.from_pipeline()"
+        )
+        if warning is not None:
+            log.warning(warning)
         return cls.from_resolved(
             side, registry, monitors=monitors, long_text=long_text, max_wait=max_wait
         )

@@ -49,7 +49,7 @@ from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam, clipped
 from seamline.core.stops import raise_kept_stop, stops_kept
-from seamline.core.telemetry import EXECUTOR, owned_span, record_failure, telemetry_unread
+from seamline.core.telemetry import EXECUTOR, owned_span, record_failure, unread_telemetry_warning
 
 log = get_logger("seamline.core")
 
@@ -183,16 +183,12 @@ class Pipeline:
         here: the ``seamline`` command sets its exporters up, a library never configures
         the application's telemetry, and a ``traces_file`` nobody writes was a silent loss."""
         spec = self.resolved.spec
-        if self._telemetry_warned or not telemetry_unread(spec.telemetry, TelemetrySettings()):
-            return
-        self._telemetry_warned = True
-        asked = ", ".join(sorted(spec.telemetry.model_dump(exclude_defaults=True)))
-        log.warning(
-            f"pipeline {spec.pipeline!r}: its telemetry section ({asked}) is read by the "
-            "seamline command only; Pipeline.run() exports no spans or metrics itself. In "
-            "an application, configure an OpenTelemetry TracerProvider (and MeterProvider) "
-            "with the exporters you want: see docs/python.md#traces-and-metrics"
+        warning = unread_telemetry_warning(
+            spec.pipeline, spec.telemetry, TelemetrySettings(), "Pipeline.run()"
         )
+        if warning is not None and not self._telemetry_warned:
+            self._telemetry_warned = True
+            log.warning(warning)
 
     def _check_working_folder(self) -> None:
         """Refuse a run from another working folder than the one validated in: the sink's

@@ -73,6 +73,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import Attributes
+from pydantic import BaseModel
 
 from seamline.contracts.untrusted import for_telemetry
 
@@ -136,6 +137,26 @@ def telemetry_unread(section: object, default: object) -> bool:
     """Whether ``section`` asks for something (it differs from ``default``, the section left
     out) that no application set up: core emits through ``opentelemetry-api`` only."""
     return section != default and not any(section == applied for applied in _applied)
+
+
+def unread_telemetry_warning(
+    pipeline: str, section: BaseModel, default: BaseModel, reader: str
+) -> str | None:
+    """The warning for a pipeline whose ``telemetry`` section ``reader`` (``Pipeline.run()``,
+    ``Embedder.from_pipeline()``) does not read, or None where there is nothing to say.
+
+    The ``seamline`` command sets the section's exporters up; a library never configures
+    its application's telemetry, and a ``traces_file`` nobody writes was a silent loss.
+    """
+    if not telemetry_unread(section, default):
+        return None
+    asked = ", ".join(sorted(section.model_dump(exclude_defaults=True)))
+    return (
+        f"pipeline {pipeline!r}: its telemetry section ({asked}) is read by the seamline "
+        f"command only; {reader} exports no spans or metrics itself. In an application, "
+        "configure an OpenTelemetry TracerProvider (and MeterProvider) with the exporters "
+        "you want: see docs/python.md#traces-and-metrics"
+    )
 
 
 def owned_span(
