@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import structlog
 
 from seamline.contracts import RunStarted, Shard
-from seamline.core import Pipeline
+from seamline.core import Pipeline, input_size
 from tests.core.toy import ListLoader, MemorySink, RecordingMonitor, toy_registry
 
 PIPELINE = {
@@ -57,3 +58,23 @@ def test_a_failing_or_wrong_size_leaves_the_total_unknown(
     monkeypatch.setattr(ListLoader, "size", size, raising=False)
     assert expected_of_a_run() == [None]
     assert len(MemorySink.records) == 2, "the run itself went on"
+
+
+def test_a_slow_count_is_said_naming_the_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loader that counted by reading everything delayed the start without a word."""
+    clock = iter([100.0, 107.5])
+    monkeypatch.setattr(input_size, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(ListLoader, "size", lambda self, *, shard=Shard(): 3, raising=False)
+    with structlog.testing.capture_logs() as logs:
+        assert expected_of_a_run() == [3]
+    (warning,) = [e["event"] for e in logs if "to count its input" in e["event"]]
+    assert "loader 'list'" in warning
+    assert "took 7.5 s" in warning
+    assert "answer size() None when counting is not cheap" in warning
+
+
+def test_a_quick_count_says_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ListLoader, "size", lambda self, *, shard=Shard(): 3, raising=False)
+    with structlog.testing.capture_logs() as logs:
+        assert expected_of_a_run() == [3]
+    assert [e for e in logs if "to count its input" in e["event"]] == []
