@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from seamline.adapters.cli.main import app
-from tests.faults.component_scenarios import in_process_cli, pipeline, seamline
+from tests.faults.component_scenarios import DOCUMENTS, in_process_cli, pipeline, seamline
 
 if TYPE_CHECKING:
     from typer.testing import CliRunner
@@ -50,6 +50,43 @@ def test_a_resume_that_changes_a_setting_is_still_refused_naming_it(tmp_path: Pa
     assert again.exit_code == 2, again.stderr
     assert "sink.with.text" in again.stderr
     assert "attention.with" not in again.stderr
+
+
+NUMBER_AS_TEXT = (
+    f"loader.with.documents='{DOCUMENTS}'",
+    f"loader.with.documents={DOCUMENTS}.0",
+)
+"""The fault loader's integer ``documents`` as the file gives it, typed otherwise: as text
+(what a ``"${DOCS:-30}"`` becomes), as a float."""
+
+
+@pytest.mark.parametrize("typed", NUMBER_AS_TEXT)
+def test_a_resume_with_a_number_typed_otherwise_goes_on(tmp_path: Path, typed: str) -> None:
+    """One value is one setting however it is typed: a resume of a run started with the
+    literal, given ``"${MAXLEN:-64}"``, was refused ("model.with.max_length ... changed")."""
+    with in_process_cli() as cli:
+        path = interrupted(cli, tmp_path)
+        again = seamline(cli, path, "--resume", "--set", typed)
+    assert again.exit_code == 0, again.stderr
+
+
+def test_spec_sha256_is_of_a_number_as_validated_however_it_is_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = pipeline(tmp_path)
+    with in_process_cli() as cli:
+        plain = spec_sha256(cli, path)
+        for typed in NUMBER_AS_TEXT:
+            assert spec_sha256(cli, path, typed) == plain, typed
+        text = path.read_text(encoding="utf-8")
+        variable = '"${DOCS:-' + str(DOCUMENTS) + '}"}'
+        path.write_text(text.replace(f"{DOCUMENTS}}}", variable), encoding="utf-8")
+        assert "${DOCS" in path.read_text(encoding="utf-8")
+        assert spec_sha256(cli, path) == plain
+        monkeypatch.setenv("DOCS", str(DOCUMENTS))
+        assert spec_sha256(cli, path) == plain
+        monkeypatch.setenv("DOCS", str(DOCUMENTS + 1))
+        assert spec_sha256(cli, path) != plain
 
 
 @pytest.mark.parametrize("spelled", [DEFAULT, "sink.with.text=false"])

@@ -166,17 +166,41 @@ def _dumped(spec: PipelineSpec | dict[str, Any]) -> dict[str, Any]:
 
 
 def _settled(choice: ComponentChoice, written: Any) -> dict[str, Any]:
-    """A component's settings as validated, those equal to its defaults left out; each
-    other one the ``written`` ``with:`` holds, as written there.
+    """A component's settings as validated, those equal to its defaults left out; a text
+    setting as the ``written`` ``with:`` holds it (:func:`_as_run`).
 
-    As written, not as validated: a configuration makes a relative path absolute, and a
-    run resumed from another working directory, or after its folder was moved (given the
-    same relative paths), is the same run (pipelines.md says it resumes).
+    Validated, so that one value is one hash however it was typed: ``"${MAXLEN:-64}"``,
+    ``'64'`` and ``64`` are the integer 64 to an integer setting, and ``128.0`` is 128,
+    where hashing what was written refused a ``--resume`` of the same run ("the pipeline's
+    setting model.with.max_length ... changed") and changed ``spec_sha256``.
     """
     config = choice.asked if choice.asked is not None else choice.config  # not what pinned
     settled = config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     given = written if isinstance(written, dict) else {}
-    return {key: given.get(key, value) for key, value in settled.items()}
+    return {
+        key: _as_run(value, given[key]) if key in given else value for key, value in settled.items()
+    }
+
+
+def _as_run(value: Any, written: Any) -> Any:
+    """``value`` (validated, as JSON data), but a text written as text kept as written.
+
+    As written, not as validated, where both are text: a configuration makes a relative
+    path absolute, and a run resumed from another working directory, or after its folder
+    was moved (given the same relative paths), is the same run (pipelines.md says it
+    resumes). Everything else is hashed as validated: a number, a boolean, a number
+    filled into text by ``${VAR}``. Mappings and lists are settled item by item.
+    """
+    if isinstance(value, str):
+        return written if isinstance(written, str) else value
+    if isinstance(value, dict) and isinstance(written, dict):
+        return {
+            key: _as_run(item, written[key]) if key in written else item
+            for key, item in value.items()
+        }
+    if isinstance(value, list) and isinstance(written, list) and len(value) == len(written):
+        return [_as_run(item, given) for item, given in zip(value, written, strict=True)]
+    return value
 
 
 def settled_spec(pipeline: ResolvedPipeline) -> dict[str, Any]:
