@@ -13,6 +13,7 @@ The limits of ``bounds`` apply before and while values are built.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,57 @@ class Located:
 _mark = bounds.mark
 
 
+@dataclass(frozen=True)
+class _Alias:
+    """An alias (``*n``) being built: where it is written, and the anchor it names."""
+
+    place: Place
+    anchor: str
+    anchored: yaml.Mark
+
+
+class _LocatingLoader(Yaml12Loader):
+    """The YAML 1.2 loader, each alias given a node of its own, placed where it is written.
+
+    PyYAML's composer gives an alias the very node its anchor names, and so the anchor's
+    place: ``run: {prefetch: *n}`` with ``max_length: &n 128`` had its ``run.prefetch``
+    error placed at the model's (valid) ``max_length``. A shallow copy (the anchor's
+    children shared) carries the alias's own place; :attr:`aliases` names its anchor.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.aliases: dict[int, tuple[str, yaml.Mark]] = {}
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if not self.check_event(yaml.AliasEvent):
+            return super().compose_node(parent, index)
+        event: yaml.AliasEvent = self.peek_event()  # type: ignore[no-untyped-call]
+        anchored = super().compose_node(parent, index)
+        if anchored is None:  # never: PyYAML refuses an alias that names no node
+            return None
+        alias = copy.copy(anchored)
+        alias.start_mark, alias.end_mark = event.start_mark, event.end_mark
+        self.aliases[id(alias)] = (str(event.anchor), anchored.start_mark)
+        return alias
+
+
+def _placed(source: str, mark: yaml.Mark, via: _Alias | None) -> Place:
+    """The place of a value at ``mark``; inside an alias, the alias's, naming its anchor and
+    (for a value inside the anchored node) where that value is written."""
+    if via is None:
+        return _mark(source, mark)
+    anchor = f"{via.anchored.line + 1}:{via.anchored.column + 1}"
+    value = f"{mark.line + 1}:{mark.column + 1}"
+    inside = "" if value == f"{via.place.line}:{via.place.column}" else f", this value at {value}"
+    return Place(
+        f"{via.place} (alias of &{via.anchor} at {anchor}{inside})",
+        file=via.place.file,
+        line=via.place.line,
+        column=via.place.column,
+    )
+
+
 def _syntax_fix(problem: str, text: str, mark: yaml.Mark | None) -> str:
     """The fix for two mistakes whose YAML message does not say it: a tab that indents, and
     a ``${VAR}`` left unquoted inside ``{ }`` (where YAML reads its braces as a mapping)."""
@@ -92,7 +144,7 @@ def parse_located(text: str, source: str) -> Located:
     bounds.check_size(len(text.encode("utf-8", "surrogatepass")), source)
     bounds.check_structure(text, source)
     try:  # the reader checks a text whole when it is made: a NUL is refused here
-        loader = Yaml12Loader(text)
+        loader = _LocatingLoader(text)
     except yaml.reader.ReaderError as err:
         raise _unreadable(err, text, source) from None
     try:
@@ -134,10 +186,14 @@ def _build(
     node: yaml.Node,
     path: Path,
     located: Located,
-    constructor: Yaml12Loader,
+    constructor: _LocatingLoader,
     budget: bounds.ValueBudget,
+    via: _Alias | None = None,
 ) -> Any:
-    located.values[path] = _mark(located.source, node.start_mark)
+    alias = constructor.aliases.get(id(node))
+    if alias is not None and via is None:  # an alias inside an alias: placed at the outer one
+        via = _Alias(_mark(located.source, node.start_mark), alias[0], alias[1])
+    located.values[path] = _placed(located.source, node.start_mark, via)
     budget.spend(located.values[path])
     if node.tag not in _SAFE_TAGS:
         raise ConfigError(
@@ -150,10 +206,11 @@ def _build(
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise ConfigError(
-                    "mapping keys must be plain strings", _mark(located.source, key_node.start_mark)
+                    "mapping keys must be plain strings",
+                    _placed(located.source, key_node.start_mark, via),
                 )
             key = str(key_node.value)
-            where = _mark(located.source, key_node.start_mark)
+            where = _placed(located.source, key_node.start_mark, via)
             if key == "<<":
                 raise ConfigError(
                     "YAML merge keys ('<<') are not supported: write the keys it would merge "
@@ -164,11 +221,11 @@ def _build(
                 first = located.keys[(*path, key)]
                 raise ConfigError(f"duplicate key {key!r} (first given at {first})", where)
             located.keys[(*path, key)] = where
-            result[key] = _build(value_node, (*path, key), located, constructor, budget)
+            result[key] = _build(value_node, (*path, key), located, constructor, budget, via)
         return result
     if isinstance(node, yaml.SequenceNode):
         return [
-            _build(item, (*path, i), located, constructor, budget)
+            _build(item, (*path, i), located, constructor, budget, via)
             for i, item in enumerate(node.value)
         ]
     if node.tag == "tag:yaml.org,2002:int":
