@@ -68,6 +68,15 @@ PipelineArg = Annotated[
         parser=pipeline_path,
     ),
 ]
+PipelinesArg = Annotated[
+    list[Path],
+    typer.Argument(
+        help="The pipeline YAML files (one or more).",
+        metavar="PIPELINE",
+        show_default=False,
+        parser=pipeline_path,
+    ),
+]
 
 
 def as_utf8(argument: str) -> str:
