@@ -30,7 +30,17 @@ run: {batch_size: 4}
 """
 BAD = Path(__file__).parents[1] / "core" / "bad_pipelines" / "10-unknown-top-level-key.yaml"
 
-FRAME = {"schema", "pipeline", "ok", "name", "provenance", "untrusted", "trusted", "errors"}
+FRAME = {
+    "schema",
+    "pipeline",
+    "ok",
+    "name",
+    "provenance",
+    "untrusted",
+    "trusted",
+    "allowlists",
+    "errors",
+}
 """The keys every validate and explain document has (docs/cli.md)."""
 ERROR = {"file", "line", "column", "override", "message", "fix"}
 

@@ -64,7 +64,7 @@ from seamline.core.plugin_imports import (
 from seamline.core.suggest import did_you_mean
 from seamline.core.trust.binding import Binding, Distributions, module_file
 from seamline.core.trust.classes import CONFORMANCE_GROUP, ConformanceClasses, ConformanceEntry
-from seamline.core.trust.policy import EVERYONE, TrustPolicy
+from seamline.core.trust.policy import EVERYONE, NotInstalled, TrustPolicy
 
 GROUP_PREFIX = "seamline."
 
@@ -207,6 +207,9 @@ class Registry:
         self.stray: list[tuple[str, str, str]] = []
         """``(group, name, distribution)`` of entry points in a ``seamline.*`` group that is
         no seamline group (a misspelling): named when a pipeline asks for one of them."""
+        self.not_installed: tuple[NotInstalled, ...] = ()
+        """Each name the allowlists give that no installed distribution has (found when
+        discovered): warned of by whoever reads a pipeline's trust."""
 
     @classmethod
     def discover(cls, trust: TrustPolicy) -> Registry:
@@ -229,6 +232,7 @@ class Registry:
             conformance=ConformanceClasses.discover(index, trust),
         )
         registry.stray = index.stray({*map(group_of, KINDS), CONFORMANCE_GROUP})
+        registry.not_installed = trust.not_installed(index.installed(), index.providers())
         return registry
 
     def narrowed(self, trust: TrustPolicy) -> Registry:
@@ -252,6 +256,7 @@ class Registry:
             conformance=self.conformance.narrowed(trust),
         )
         narrowed.stray = self.stray
+        narrowed.not_installed = self.not_installed
         return narrowed
 
     def entries(self, kind: Kind | None = None) -> list[ComponentInfo]:

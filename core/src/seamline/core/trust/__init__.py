@@ -37,7 +37,7 @@ from seamline.core.trust.earned import (
     trust_problem,
     untrusted_candidates,
 )
-from seamline.core.trust.policy import EVERYONE, Allowlist, TrustPolicy, canonical
+from seamline.core.trust.policy import EVERYONE, Allowlist, NotInstalled, TrustPolicy, canonical
 from seamline.core.trust.records import (
     STORE_VARIABLE,
     attribute,
@@ -61,6 +61,7 @@ __all__ = [
     "ConformanceCheck",
     "ConformanceClasses",
     "ConformanceEntry",
+    "NotInstalled",
     "TrustPolicy",
     "TrustSettings",
     "UserTrustSettings",

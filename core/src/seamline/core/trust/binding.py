@@ -132,6 +132,15 @@ class Distributions:
             }
         )
 
+    def installed(self) -> frozenset[str]:
+        """The canonical name of every installed distribution (with entry points or not)."""
+        return frozenset(self._declared)
+
+    def providers(self) -> list[str]:
+        """The names of the installed distributions that declare seamline entry points, as
+        their metadata spells them, sorted (what a trust allowlist may mean to name)."""
+        return sorted({origin.name for origins in self._claims.values() for origin in origins})
+
     def entry_points(self, group: str) -> list[metadata.EntryPoint]:
         """Every entry point of ``group`` some folder declares, once each, in path order."""
         return [metadata.EntryPoint(n, v, g) for g, n, v in self._claims if g == group]

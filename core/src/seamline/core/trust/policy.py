@@ -27,8 +27,9 @@ process receives it).
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 
@@ -108,9 +109,53 @@ class TrustPolicy:
             )
         return None
 
+    def not_installed(
+        self, installed: Collection[str], providers: Sequence[str]
+    ) -> tuple[NotInstalled, ...]:
+        """Each name an allowlist gives that no installed distribution has (a misspelling,
+        or a distribution installed only where the pipeline runs), with the closest
+        distribution that provides seamline components (``providers``) as a suggestion.
+
+        ``installed``: the canonical names of the installed distributions. Not an error:
+        the list only leaves out what is not on it, so a name it wrote wrong quietly
+        left out the distribution meant (``seamline-cpu-flsh``: cpu-flash dropped out of
+        ``auto``), and no one was told.
+        """
+        by_canonical = {canonical(name): name for name in providers}
+        found: list[NotInstalled] = []
+        for allowlist in self.lists:
+            for name in allowlist.names:
+                if canonical(name) in installed:
+                    continue
+                close = difflib.get_close_matches(canonical(name), list(by_canonical), n=1)
+                suggestion = by_canonical[close[0]] if close else None
+                found.append(NotInstalled(name, allowlist.source, suggestion))
+        return tuple(found)
+
     def describe(self) -> str:
         """One line per list, for listings (``seamline components``)."""
         return "; ".join(f"{', '.join(a.names) or 'nothing'} (from {a.source})" for a in self.lists)
+
+
+@dataclass(frozen=True, slots=True)
+class NotInstalled:
+    """A name on an allowlist that no installed distribution has."""
+
+    name: str
+    """As written."""
+    source: str
+    """Where the list is (``file:line:column``)."""
+    suggestion: str | None
+    """The closest installed distribution that provides seamline components, if any."""
+
+    def warning(self) -> str:
+        """What to tell the user: which name, where, what it probably meant."""
+        guess = f" (did you mean {self.suggestion!r}?)" if self.suggestion else ""
+        return (
+            f"trust.distributions at {self.source} names {self.name!r}, which is not "
+            f"installed{guess}: no component of it can be used; correct the name, or leave it "
+            "if that distribution is installed only where the pipeline runs"
+        )
 
 
 EVERYONE = TrustPolicy()

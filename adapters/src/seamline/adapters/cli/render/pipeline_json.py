@@ -2,9 +2,9 @@
 
 The two share a frame, so that a script checks a pipeline the same way whichever it
 asked: ``schema`` (``seamline.validate/1``, ``seamline.explain/1``), ``pipeline`` (the
-file as given), ``ok``, ``name``, ``provenance``, ``untrusted``, ``trusted`` and
-``errors``, every key present whatever the outcome (null or empty when it does not
-apply). A pipeline that does not validate is still one document on stdout, its
+file as given), ``ok``, ``name``, ``provenance``, ``untrusted``, ``trusted``,
+``allowlists`` and ``errors``, every key present whatever the outcome (null or empty
+when it does not apply). A pipeline that does not validate is still one document on stdout, its
 ``errors`` each with ``file``, ``line``, ``column``, ``override``, ``message`` and
 ``fix``, and the exit code is still 2. As for the other schemas (:mod:`.as_json`), a
 field may be added under the same version, never renamed or removed.
@@ -304,8 +304,29 @@ def _frame(
             if registry is not None and registry.trust.restricted
             else None
         ),
+        "allowlists": _allowlists(registry),
         "errors": [],
     }
+
+
+def _allowlists(registry: Registry | None) -> list[dict[str, Any]] | None:
+    """Each allowlist in force, for a script (``trusted`` is the same as prose): its
+    names as written, where it was set, and those of its names not installed; null when
+    no list applies (or the pipeline was not read far enough to know)."""
+    if registry is None or not registry.trust.restricted:
+        return None
+    return [
+        {
+            "distributions": list(allowlist.names),
+            "source": allowlist.source,
+            "not_installed": [
+                absent.name
+                for absent in registry.not_installed
+                if absent.source == allowlist.source
+            ],
+        }
+        for allowlist in registry.trust.lists
+    ]
 
 
 def _bucket(bucket: BucketPlan) -> dict[str, Any]:
