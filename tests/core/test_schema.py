@@ -99,6 +99,13 @@ REFUSED = [
     "sink: {use: lancedb, with: {path: out/forms.lance, index: {num_partitions: 0}}}",
     "model: {use: bert-encoder}",  # its required weights, with no with: at all
     "loader: {use: text-files}",
+    # Rules a JSON Schema can say, which the schema did not (the editor passed them):
+    "attention: {use: [native, native]}",
+    "precision: [bfloat16, bfloat16]",
+    "run: {buckets: []}",
+    "run: {buckets: [0, 16]}",
+    "loader: {use: text-files, with: {root: ''}}",
+    "sink: {use: jsonl, with: {path: ''}}",
 ]
 
 

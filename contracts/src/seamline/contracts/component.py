@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 
 from seamline.contracts.versions import Kind
 
@@ -164,9 +171,12 @@ def named_path(value: Any) -> Any:
     return refuse_an_impossible_path(expand_home(refuse_an_empty_path(value)))
 
 
-NamedPath = Annotated[Path, BeforeValidator(named_path)]
-"""A config field naming a file or folder: a ``Path`` that may not be given as "", and
-whose leading ``~`` is the home folder, as in a shell."""
+NOT_BLANK: dict[str, Any] = {"minLength": 1, "pattern": r"\S"}
+"""What :func:`refuse_an_empty_path` refuses, as a JSON Schema says it (``seamline schema``):
+an editor's validator passed ``root: ''``, which ``validate`` refuses."""
+NamedPath = Annotated[Path, BeforeValidator(named_path), Field(json_schema_extra=NOT_BLANK)]
+"""A config field naming a file or folder: a ``Path`` that may not be given as "" (nor
+blank), and whose leading ``~`` is the home folder, as in a shell."""
 
 
 class ComponentConfig(BaseModel):

@@ -104,7 +104,8 @@ class _Builder:
             "description": fields["use"].get("description", ""),
             "anyOf": [
                 {"enum": [AUTO, *names]},
-                {"type": "array", "items": {"enum": names}, "minItems": 1},
+                # each once, as the spec's validator says (an editor passed [native, native])
+                {"type": "array", "items": {"enum": names}, "minItems": 1, "uniqueItems": True},
             ],
         }
         fields["reference"] = {
@@ -138,7 +139,12 @@ def _precision(settings: dict[str, Any], properties: Mapping[str, Any]) -> dict[
     fields = settings["properties"]
     short = [
         {"enum": [*PRECISION_NAMES, AUTO]},
-        {"type": "array", "items": {"enum": list(PRECISION_NAMES)}, "minItems": 1},
+        {
+            "type": "array",
+            "items": {"enum": list(PRECISION_NAMES)},
+            "minItems": 1,
+            "uniqueItems": True,  # each once, as the spec's validator says
+        },
     ]
     fields["use"] = {"description": fields["use"].get("description", ""), "anyOf": short}
     return {

@@ -88,6 +88,15 @@ UnicodeText = Annotated[str, AfterValidator(_unicode_text)]
 """A free-text setting that is printed, logged or exported: valid Unicode only."""
 
 
+def _positive_lengths(schema: dict[str, Any]) -> None:
+    """``run.buckets`` as its validator takes it, for ``seamline schema``: one length at
+    least, each 1 or more (an editor passed ``buckets: []`` and ``[0, 16]``)."""
+    for form in schema.get("anyOf", []):
+        if form.get("type") == "array":
+            form["minItems"] = 1
+            form.setdefault("items", {})["minimum"] = 1
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -337,6 +346,7 @@ class RunSettings(_Strict):
             "Sequence lengths that batches are padded to (one compilation each). "
             "Default: powers of two from 16 up to the model's max_length, and max_length."
         ),
+        json_schema_extra=_positive_lengths,
     )
     prefetch: int = Field(
         default=2, ge=0, le=64, description="Batches prepared on the host ahead of the device."
