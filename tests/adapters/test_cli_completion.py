@@ -53,3 +53,19 @@ def test_the_bash_script_is_shown() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "_SEAMLINE_COMPLETE=complete_bash" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "offered"),
+    [
+        ("seamline run --format j", ["json"]),
+        ("seamline validate --format t", ["text"]),
+        ("seamline components --kind m", ["model", "monitor"]),
+        ("seamline run --log-format c", ["console"]),
+        ("seamline serve --log-level w", ["warning"]),
+        ("seamline serve --long-text m", ["mean"]),
+    ],
+)
+def test_an_options_values_complete(words: str, offered: list[str]) -> None:
+    # They offered nothing: each option is a plain str, checked by its command.
+    assert completed(words) == offered

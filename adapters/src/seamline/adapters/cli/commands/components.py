@@ -9,7 +9,7 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import usage_error
-from seamline.adapters.cli.options import FormatOption, output_format
+from seamline.adapters.cli.options import FormatOption, offering, output_format
 from seamline.contracts.versions import KINDS
 
 if TYPE_CHECKING:
@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 KindOption = Annotated[
     str | None,
     typer.Option(
-        "--kind", help=f"Only one kind: {', '.join(KINDS)}.", metavar=f"[{'|'.join(KINDS)}]"
+        "--kind",
+        help=f"Only one kind: {', '.join(KINDS)}.",
+        metavar=f"[{'|'.join(KINDS)}]",
+        shell_complete=offering(*KINDS),
     ),
 ]
 AutoOrder = Annotated[

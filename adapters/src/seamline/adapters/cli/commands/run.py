@@ -20,7 +20,13 @@ from seamline.adapters.cli.errors import (
     usage_error,
     user_errors,
 )
-from seamline.adapters.cli.options import FormatOption, PipelineArg, SetOption, output_format
+from seamline.adapters.cli.options import (
+    FormatOption,
+    PipelineArg,
+    SetOption,
+    offering,
+    output_format,
+)
 from seamline.adapters.cli.render.console import consoles, on_a_terminal
 from seamline.adapters.cli.stopping import terminate_as_interrupt
 from seamline.adapters.otel_environment import check_otel_environment
@@ -68,6 +74,7 @@ LogFormat = Annotated[
         "--log-format",
         help="auto (console on a terminal), json or console.",
         metavar="[auto|json|console]",
+        shell_complete=offering(*LOG_FORMATS),
     ),
 ]
 LogLevel = Annotated[
@@ -75,6 +82,7 @@ LogLevel = Annotated[
     typer.Option(
         "--log-level",
         metavar="[debug|info|warning|error]",
+        shell_complete=offering(*LOG_LEVELS),
         help="debug, info, warning or error (default: warning on a terminal, where the progress "
         "bar reports, else info).",
     ),

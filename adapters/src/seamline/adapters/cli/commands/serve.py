@@ -17,7 +17,7 @@ import typer
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.commands.run import LOG_FORMATS, LOG_LEVELS
 from seamline.adapters.cli.errors import usage_error, user_errors
-from seamline.adapters.cli.options import PipelineArg, SetOption, whole_number
+from seamline.adapters.cli.options import PipelineArg, SetOption, offering, whole_number
 from seamline.adapters.otel_environment import check_otel_environment
 from seamline.adapters.serve.extra import check_serve_installed, import_server
 from seamline.adapters.serve.limits import MAX_PORT
@@ -113,6 +113,7 @@ LongTextOption = Annotated[
     typer.Option(
         "--long-text",
         metavar="[truncate|mean]",
+        shell_complete=offering("truncate", "mean"),
         help="Texts longer than the model's window: truncate (the first window, as "
         "sentence-transformers does) or mean (every window, averaged).",
     ),
@@ -141,6 +142,7 @@ LogLevel = Annotated[
         "--log-level",
         help="debug, info, warning or error.",
         metavar="[debug|info|warning|error]",
+        shell_complete=offering(*LOG_LEVELS),
     ),
 ]
 LogFormat = Annotated[
@@ -149,6 +151,7 @@ LogFormat = Annotated[
         "--log-format",
         help="auto (console on a terminal), json or console.",
         metavar="[auto|json|console]",
+        shell_complete=offering(*LOG_FORMATS),
     ),
 ]
 AccessLog = Annotated[
