@@ -27,10 +27,11 @@ process receives it).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
+
+from seamline.core.suggest import closest
 
 
 def canonical(distribution: str) -> str:
@@ -127,8 +128,8 @@ class TrustPolicy:
             for name in allowlist.names:
                 if canonical(name) in installed:
                     continue
-                close = difflib.get_close_matches(canonical(name), list(by_canonical), n=1)
-                suggestion = by_canonical[close[0]] if close else None
+                close = closest(canonical(name), by_canonical)
+                suggestion = by_canonical[close] if close else None
                 found.append(NotInstalled(name, allowlist.source, suggestion))
         return tuple(found)
 
