@@ -106,6 +106,8 @@ REFUSED = [
     "run: {buckets: [0, 16]}",
     "loader: {use: text-files, with: {root: ''}}",
     "sink: {use: jsonl, with: {path: ''}}",
+    "pipeline: ''",
+    "pipeline: '  '",
 ]
 
 

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from seamline.contracts.component import (
+    NOT_BLANK,
     LeavesMachine,
     refuse_a_boolean_for_a_number,
     refuse_an_impossible_path,
@@ -86,6 +87,19 @@ def _unicode_text(value: str) -> str:
 
 UnicodeText = Annotated[str, AfterValidator(_unicode_text)]
 """A free-text setting that is printed, logged or exported: valid Unicode only."""
+
+
+def _a_name(value: str) -> str:
+    """``value``, unless it is empty or blank: ``pipeline: ''`` named a run, its manifest,
+    its spans and its log lines with nothing, so that two pipelines' runs could not be
+    told apart in a trace or a log."""
+    if not value.strip():
+        raise ValueError("a pipeline needs a name (letters, digits, '-'...), not an empty one")
+    return value
+
+
+PipelineName = Annotated[UnicodeText, AfterValidator(_a_name), Field(json_schema_extra=NOT_BLANK)]
+"""The pipeline's name: free text, but not empty or blank (also in ``seamline schema``)."""
 
 
 def _positive_lengths(schema: dict[str, Any]) -> None:
@@ -472,7 +486,7 @@ class TelemetrySettings(_Strict):
 class PipelineSpec(_Strict):
     """A whole pipeline file."""
 
-    pipeline: UnicodeText = Field(description="A name for this pipeline, used in logs and traces.")
+    pipeline: PipelineName = Field(description="A name for this pipeline, used in logs and traces.")
     loader: ComponentRef = Field(description="Where documents come from.")
     model: ComponentRef = Field(description="The model that turns documents into outputs.")
     attention: AttentionSpecConfig = Field(
