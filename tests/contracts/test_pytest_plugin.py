@@ -77,7 +77,7 @@ def test_a_record_of_a_selection_fails(tmp_path: Path) -> None:
     assert not record.passed
     (partial,) = [r for r in record.results if r.check == "whole_suite"]
     assert partial.outcome == "error"
-    assert "conformance checks were deselected" in partial.message
+    assert "conformance checks did not run" in partial.message
 
 
 def test_a_selection_of_whole_suites_records_each_as_it_ran(tmp_path: Path) -> None:
@@ -100,26 +100,105 @@ def test_a_selection_of_whole_suites_records_each_as_it_ran(tmp_path: Path) -> N
     assert ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8")).passed
 
 
-def test_only_conformance_checks_left_out_make_a_record_partial() -> None:
+MONITOR_SUITE = """\
+from seamline.components.conformance import LogMonitorConformance
+
+
+class TestLog(LogMonitorConformance):
+    pass
+"""
+
+
+def recorded(records: Path, name: str) -> ConformanceRecord:
+    (path,) = records.glob(f"*-{name}-*.json")
+    return ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def whole_suite_problem(record: ConformanceRecord) -> str | None:
+    found = [r for r in record.results if r.check == "whole_suite"]
+    assert all(r.outcome == "error" for r in found)
+    return found[0].message if found else None
+
+
+def test_a_record_of_checks_chosen_by_node_id_fails(tmp_path: Path) -> None:
+    """One check named by its node id made a passing record ("1 passed"): only pytest's
+    deselection (-k, -m) was counted, and a node id collects the rest without deselecting
+    it. A kernel that ignored segment ids was then chosen under require_conformance."""
+    (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
+    records = tmp_path / "records"
+    node = "test_log.py::TestLog::test_accepts_odd_values"
+    result = pytest_in(tmp_path, node, f"--seamline-record={records}")
+    assert "1 passed" in result.stdout, result.stdout + result.stderr
+    assert "FAILING conformance record for monitor:log" in result.stdout, result.stdout
+    record = recorded(records, "log")
+    assert not record.passed
+    problem = whole_suite_problem(record)
+    assert problem is not None
+    assert "conformance checks did not run" in problem
+    assert f"whole_suite: {problem}" in result.stdout  # the reason, not just "1 error"
+
+
+def test_a_record_under_xdist_is_of_the_whole_suite_or_fails(tmp_path: Path) -> None:
+    """``-n 2 -k ...`` made a passing record of two checks: xdist's workers deselect, and
+    the controller that writes the record never heard of it. (Each worker also wrote a
+    record of its share, which the controller's then replaced.)"""
+    (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
+    for selection, passing in ((("-k", "odd or unknown"), False), ((), True)):
+        records = tmp_path / f"records-{passing}"
+        result = pytest_in(tmp_path, "-n", "2", *selection, f"--seamline-record={records}")
+        assert "passed" in result.stdout, result.stdout + result.stderr
+        said = "passing" if passing else "FAILING"
+        assert result.stdout.count("conformance record for") == 1, result.stdout
+        assert f"{said} conformance record for monitor:log" in result.stdout, result.stdout
+        record = recorded(records, "log")
+        assert record.passed is passing
+        assert (whole_suite_problem(record) is None) is passing
+
+
+def test_only_conformance_checks_left_out_make_a_record_partial(tmp_path: Path) -> None:
     """Deselecting an author's other tests (``-m "not slow"``) proves nothing less."""
-    from seamline.contracts.testing import AttentionContract
-    from seamline.contracts.testing.results import Collector
+    (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
+    (tmp_path / "test_other.py").write_text("def test_other():\n    pass\n", encoding="utf-8")
+    records = tmp_path / "records"
+    result = pytest_in(tmp_path, "-k", "not test_other", f"--seamline-record={records}")
+    assert "1 deselected" in result.stdout, result.stdout + result.stderr
+    assert "passing conformance record for monitor:log" in result.stdout, result.stdout
+    assert recorded(records, "log").passed
 
-    class TestAttention(AttentionContract):
-        pass
 
-    class TestOther:
-        pass
+def test_a_record_whose_checks_were_not_counted_fails() -> None:
+    """Reports from a process that did not count the suite (no size on them): whether the
+    whole suite ran is unknown, so the record cannot pass."""
+    from seamline.contracts.testing._common import IDENTITY_PROPERTY
+    from seamline.contracts.testing.results import SUITE_SIZE_PROPERTY, Collector
 
-    def item(cls: type | None) -> Any:
-        name = cls.__name__ if cls is not None else "test_plain"
-        return SimpleNamespace(cls=cls, nodeid=f"test_x.py::{name}::test_check[case]")
+    about = (
+        '{"kind": "monitor", "name": "log", "class": "m:Log", "contract_version": "1.0", '
+        '"config": {}}'
+    )
 
-    collector = Collector()
-    collector.pytest_deselected([item(TestOther), item(None)])
-    assert collector.deselected == 0
-    collector.pytest_deselected([item(TestAttention), item(TestAttention), item(TestOther)])
-    assert collector.deselected == 2
+    def report(check: str, size: int | None) -> Any:
+        properties = [(IDENTITY_PROPERTY, about)]
+        properties += [(SUITE_SIZE_PROPERTY, size)] if size is not None else []
+        return SimpleNamespace(
+            nodeid=f"test_x.py::TestLog::test_{check}",
+            when="call",
+            passed=True,
+            skipped=False,
+            failed=False,
+            user_properties=properties,
+        )
+
+    for size, passing in ((None, False), (3, False), (2, True)):
+        collector = Collector()
+        collector.pytest_runtest_logreport(report("one", size))
+        collector.pytest_runtest_logreport(report("two", size))
+        (record,) = collector.records_to_keep()
+        assert record.passed is passing, (size, record.results)
+    (record,) = Collector(
+        results=collector.results, classes_of=collector.classes_of
+    ).records_to_keep()
+    assert "did not count the checks of test_x.py::TestLog" in str(whole_suite_problem(record))
 
 
 def test_a_failures_message_leaves_out_hypothesis_notes() -> None:

@@ -5,7 +5,9 @@ imports nothing of seamline (so JAX) until one is used, because pytest loads it 
 every session of an environment that has seamline. ``--seamline-record [DIR]``
 writes a conformance record for every component a contract class tested in the
 session (keeping records is the host's job, so this needs seamline-core
-installed); ``--seamline-max-examples N`` bounds each property-based check. It
+installed): a record passes only if every check of its contract class ran,
+so one of a selection (a node id, ``-k``, ``-m``, under xdist too) fails.
+``--seamline-max-examples N`` bounds each property-based check. It
 lives outside ``seamline.contracts`` so that loading it does not import that
 package.
 """
@@ -56,8 +58,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     collector = config.stash.get(_COLLECTOR_KEY, None)
-    if collector is None:
-        return
+    if collector is None or hasattr(config, "workerinput"):
+        return  # a pytest-xdist worker ran a share of the suite: its controller records
     from seamline.contracts.testing.results import Collector
 
     assert isinstance(collector, Collector)
@@ -87,6 +89,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 f"seamline: {verdict} conformance record for {record.kind}:{record.name} "
                 f"({record.summary()}) -> {path}"
             )
+            for result in record.results:
+                if result.check == "whole_suite":  # why it fails, not just "1 error"
+                    reporter.write_line(f"seamline:   whole_suite: {result.message}")
             if why_not is not None:
                 reporter.write_line(
                     f"seamline: it is credited to no distribution, so it cannot earn trust "

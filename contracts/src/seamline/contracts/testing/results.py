@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,43 +21,64 @@ from seamline.contracts.testing._common import IDENTITY_PROPERTY, ComponentContr
 
 @dataclass
 class Collector:
-    """A pytest plugin object: keeps one result per test, grouped by component tested."""
+    """A pytest plugin object: keeps one result per test, grouped by component tested.
+
+    It also counts each contract class's checks as pytest collects them, before any
+    selection, so that a record can say whether the whole suite ran. Selection happens in
+    many places that report nothing (a node id on the command line never collects the rest;
+    under pytest-xdist the workers collect and deselect): counting what was left out
+    cannot see them, counting what ran against what exists can.
+    """
 
     results: dict[str, list[CheckResult]] = field(default_factory=dict)
     unattributed: list[CheckResult] = field(default_factory=list)
-    deselected: int = 0
-    """Conformance checks left out of the session (``-k``, ``-m``, ``seamline check
-    --select``): the records of such a session prove only a part of the suite."""
-    deselected_in: dict[str, int] = field(default_factory=dict)
-    """The same, by the test class they belong to (``path::TestX``): one component's suite."""
     classes_of: dict[str, set[str]] = field(default_factory=dict)
-    """The test classes each identity's results came from."""
+    """The test classes each identity's results came from (``path::TestX``: one suite)."""
+    suite_sizes: dict[str, int] = field(default_factory=dict)
+    """How many checks each contract class has, as collected before any selection."""
+    ran_in: dict[str, set[str]] = field(default_factory=dict)
+    """The checks of each contract class that reported a result (node ids)."""
     _seen: dict[str, CheckResult] = field(default_factory=dict)
 
-    def pytest_deselected(self, items: Iterable[pytest.Item]) -> None:
-        for item in items:
-            if _is_conformance_check(item):
-                self.deselected += 1
-                suite = _suite_of(item.nodeid)
-                self.deselected_in[suite] = self.deselected_in.get(suite, 0) + 1
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        """Count a contract class's checks, and stamp the count on each of them: their
+        reports carry it to whichever process writes the record (xdist's controller
+        collects nothing itself)."""
+        report = yield
+        if report.passed and _is_contract_class(collector):
+            checks = [node for node in report.result if isinstance(node, pytest.Item)]
+            size = len({check.nodeid for check in checks})
+            self.suite_sizes[collector.nodeid] = size
+            for check in checks:
+                check.user_properties.append((SUITE_SIZE_PROPERTY, size))
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         outcome, message = _outcome(report)
         if outcome is None:
             return
+        suite = _suite_of(report.nodeid)
+        properties = dict(report.user_properties)
+        size = properties.get(SUITE_SIZE_PROPERTY)
+        if isinstance(size, int):
+            self.suite_sizes.setdefault(suite, size)
+        self.ran_in.setdefault(suite, set()).add(report.nodeid)
         check = _check_name(report.nodeid)
         previous = self._seen.get(report.nodeid)
         if previous is not None and previous.outcome != "passed":
             return  # a failed setup or call stays failed whatever teardown says
         result = CheckResult(check=check, outcome=outcome, message=message)
-        identity = dict(report.user_properties).get(IDENTITY_PROPERTY)
+        identity = properties.get(IDENTITY_PROPERTY)
         target = (
             self.results.setdefault(identity, [])
             if isinstance(identity, str)
             else self.unattributed
         )
         if isinstance(identity, str):
-            self.classes_of.setdefault(identity, set()).add(_suite_of(report.nodeid))
+            self.classes_of.setdefault(identity, set()).add(suite)
         if previous is not None:
             target[:] = [r for r in target if r is not previous]
         target.append(result)
@@ -68,35 +89,51 @@ class Collector:
         return [build_record(identity, results, env) for identity, results in self.results.items()]
 
     def records_to_keep(self) -> list[ConformanceRecord]:
-        """The records to write: when checks of a component's suite were deselected, its
-        record carries an ``error`` result saying so, which fails it. A record of the checks
-        someone chose (one that cannot fail) made a component that fails the suite trusted
-        under ``require_conformance``. Only its own suite's count: ``-k TestLoader`` ran the
-        loader's whole suite, yet failed (and overwrote) the loader's passing record for
-        the attention checks it left out."""
+        """The records to write: a record whose suite did not run whole carries an ``error``
+        result saying so, which fails it. A record of the checks someone chose (one that
+        cannot fail, by ``-k``, a node id, or ``-n 2 -k``) made a component that fails the
+        suite trusted under ``require_conformance``. Only its own suite counts: ``-k
+        TestLoader`` runs the loader's whole suite, and its record passes."""
         identities = list(self.results)
         kept = []
         for identity, record in zip(identities, self.records(), strict=True):
-            left_out = sum(self.deselected_in.get(c, 0) for c in self.classes_of.get(identity, ()))
-            if left_out:
-                partial = PARTIAL_SUITE.model_copy(update={"message": _partial(left_out)})
+            problem = self.incomplete(self.classes_of.get(identity, set()))
+            if problem is not None:
+                partial = PARTIAL_SUITE.model_copy(update={"message": problem})
                 record = record.model_copy(update={"results": (*record.results, partial)})
             kept.append(record)
         return kept
+
+    def incomplete(self, suites: Iterable[str]) -> str | None:
+        """Why these contract classes' checks did not all run, in words; or None."""
+        suites = sorted(suites)
+        uncounted = [suite for suite in suites if suite not in self.suite_sizes]
+        if uncounted:
+            return (
+                f"seamline's pytest plugin did not count the checks of {', '.join(uncounted)} "
+                "where they were collected, so whether the whole suite ran is unknown: run "
+                "the suite in one process (without pytest-xdist's -n) to record"
+            )
+        total = sum(self.suite_sizes[suite] for suite in suites)
+        ran = sum(min(len(self.ran_in.get(s, ())), self.suite_sizes[s]) for s in suites)
+        return _partial(total - ran, total) if ran < total else None
 
     def all_results(self) -> list[CheckResult]:
         return [r for results in self.results.values() for r in results] + self.unattributed
 
 
+SUITE_SIZE_PROPERTY = "seamline_suite_checks"
+"""The user property (on each conformance check's report) of how many checks its class has."""
+
 PARTIAL_SUITE = CheckResult(check="whole_suite", outcome="error")
 """The result a record of a session that left checks out carries (its message says how many)."""
 
 
-def _partial(deselected: int) -> str:
+def _partial(missing: int, total: int) -> str:
     return (
-        f"{deselected} conformance check{'s were' if deselected != 1 else ' was'} deselected "
-        "(pytest -k or -m, or seamline check --select): a record proves conformance only when "
-        "the whole suite ran; run it without a selection to record"
+        f"{missing} of the suite's {total} conformance checks did not run (a selection: a "
+        "node id, pytest -k or -m, --lf, or seamline check --select): a record proves "
+        "conformance only when the whole suite ran; run it without a selection to record"
     )
 
 
@@ -105,8 +142,8 @@ def _suite_of(nodeid: str) -> str:
     return nodeid.split("[", 1)[0].rsplit("::", 1)[0]
 
 
-def _is_conformance_check(item: pytest.Item) -> bool:
-    cls = getattr(item, "cls", None)
+def _is_contract_class(collector: pytest.Collector) -> bool:
+    cls = getattr(collector, "obj", None) if isinstance(collector, pytest.Class) else None
     return isinstance(cls, type) and issubclass(cls, ComponentContract)
 
 
