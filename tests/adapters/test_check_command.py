@@ -15,6 +15,8 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
+from seamline.adapters.cli import loading
+from seamline.adapters.cli.check import collected_checks, contract_class
 from seamline.adapters.cli.main import app
 from seamline.contracts.conformance import ConformanceRecord, current_environment
 from seamline.core.config.user import CONFIG_VARIABLE
@@ -388,3 +390,45 @@ def test_an_executor_without_a_conformance_class_is_checked_from_its_config() ->
         "an attention",
         "a sink",
     ]
+
+
+SHUFFLER = """\
+import os
+
+
+def pytest_configure(config):
+    open(os.environ["SHUFFLER_LOADED"], "w").close()
+
+
+def pytest_collection_modifyitems(items):
+    items.reverse()
+"""
+
+
+def test_the_callers_pytest_environment_does_not_change_what_a_record_proves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `PYTEST_ADDOPTS="-k priority" seamline check ... --record` ran 1 check and wrote a
+    # passing record ("conforms", exit 0), though --select is refused with --record; and
+    # plugins pytest loads by entry point ran inside check (pytest-randomly shuffled it).
+    site = tmp_path / "site"
+    info = site / "shuffler-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shuffler\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nshuffler = shuffler_plugin\n")
+    (site / "shuffler_plugin.py").write_text(SHUFFLER, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    loaded = tmp_path / "loaded"
+    monkeypatch.setenv("SHUFFLER_LOADED", str(loaded))
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-k flushes")
+    result = record_quickly("monitor:log", tmp_path / "records")
+    assert result.exit_code == 0, result.output
+    assert not loaded.exists()
+    (path,) = (tmp_path / "records").glob("*.json")
+    record = ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    assert record.passed
+    checks = [r.check for r in record.results]
+    monkeypatch.delenv("PYTEST_ADDOPTS")
+    count, names = collected_checks(contract_class(loading.registry(), "monitor", "log", {}))
+    assert len(checks) == count, checks  # the whole suite, in its own order
+    assert checks[0].startswith(names[0]), checks

@@ -3,7 +3,13 @@
 pytest collects tests from files, so the runner writes a two-line test module into
 a temporary directory that subclasses the class to run, and starts pytest there
 with an empty configuration of its own: the caller's ``pytest.ini`` or
-``conftest.py`` must not change what conformance means.
+``conftest.py`` must not change what conformance means. Nor may the caller's
+environment: ``PYTEST_ADDOPTS`` (``-k priority``) made a record of one check that
+``seamline check --record`` called passing, and a plugin pytest loads by itself
+(pytest-randomly) reorders or deselects checks. So the run ignores ``PYTEST_ADDOPTS``
+and ``PYTEST_PLUGINS``, loads no plugin by entry point but hypothesis's, and keeps
+only records of the whole suite (:meth:`Collector.records_to_keep`). A contract
+class's fixtures may use pytest's own fixtures (``tmp_path``), not a plugin's.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import io
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,18 +62,34 @@ class SuiteRun:
         return bool(self.records) and all(record.passed for record in self.records)
 
 
+ISOLATED: dict[str, str | None] = {
+    "PYTEST_ADDOPTS": None,
+    "PYTEST_PLUGINS": None,
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+}
+"""The environment pytest runs the suite in (None: unset), whatever the caller's."""
+
+PLUGINS = ("_hypothesis_pytestplugin",)
+"""The plugins loaded by name (entry points are not): hypothesis's reports its examples."""
+
+
 @contextlib.contextmanager
-def _environment(variable: str, value: str | None) -> Iterator[None]:
-    old = os.environ.get(variable)
-    if value is not None:
-        os.environ[variable] = value
+def _environment(values: Mapping[str, str | None]) -> Iterator[None]:
+    """Set (or, for None, unset) these variables for the block, then restore them."""
+    old = {variable: os.environ.get(variable) for variable in values}
+    for variable, value in values.items():
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = old
+        for variable, value in old.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
 
 
 def run(
@@ -78,7 +100,12 @@ def run(
     extra_args: Sequence[str] = (),
     echo: bool = False,
 ) -> SuiteRun:
-    """Run every check of ``contract_class`` (a subclass that provides its fixture)."""
+    """Run every check of ``contract_class`` (a subclass that provides its fixture).
+
+    Its records are of the whole suite: one a ``select`` left checks out of is kept as
+    the selection's (``seamline check`` refuses to write such a one), any other carries a
+    failing ``whole_suite`` result when checks did not run.
+    """
     global _TARGET
     collector = Collector()
     with tempfile.TemporaryDirectory(prefix="seamline-check-") as workdir:
@@ -95,6 +122,7 @@ def run(
             "no:cacheprovider",
             "-q",
             "--no-header",
+            *(arg for plugin in PLUGINS for arg in ("-p", plugin)),
             *(["-k", select] if select else []),
             *extra_args,
         ]
@@ -107,7 +135,8 @@ def run(
         previous_module = sys.modules.pop(_MODULE_NAME, None)
         previous_path = list(sys.path)
         try:
-            with _environment(EXAMPLES_VARIABLE, str(max_examples) if max_examples else None):
+            examples = {EXAMPLES_VARIABLE: str(max_examples)} if max_examples else {}
+            with _environment({**ISOLATED, **examples}):
                 if echo:
                     code = pytest.main(args, plugins=[collector])
                 else:
@@ -119,5 +148,6 @@ def run(
             if previous_module is not None:
                 sys.modules[_MODULE_NAME] = previous_module
             sys.path[:] = previous_path
-    records = tuple(collector.records()) if collector.results else ()
+    kept = collector.records() if select else collector.records_to_keep()
+    records = tuple(kept) if collector.results else ()
     return SuiteRun(int(code), tuple(collector.all_results()), records, output.getvalue())
