@@ -155,6 +155,17 @@ def test_a_record_under_xdist_is_of_the_whole_suite_or_fails(tmp_path: Path) -> 
         assert (whole_suite_problem(record) is None) is passing
 
 
+def test_the_plugin_s_lines_start_lines_of_their_own(tmp_path: Path) -> None:
+    # `-q` printed "[100%]seamline: passing conformance record ...": the plugin wrote when
+    # the session finished, before pytest's terminal ended the progress line.
+    (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
+    for verbosity in ("-q", "-v", "-vv"):  # pytest_in gives -q: -qq, then 0, then -v
+        result = pytest_in(tmp_path, verbosity, f"--seamline-record={tmp_path / 'records'}")
+        lines = result.stdout.splitlines()
+        assert any(line.startswith("seamline: passing") for line in lines), result.stdout
+        assert not [line for line in lines if "seamline:" in line[1:]], result.stdout
+
+
 def test_only_conformance_checks_left_out_make_a_record_partial(tmp_path: Path) -> None:
     """Deselecting an author's other tests (``-m "not slow"``) proves nothing less."""
     (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 _COLLECTOR_KEY = pytest.StashKey[object]()
+_LINES_KEY = pytest.StashKey[list[str]]()
+"""What the records written say, for the terminal summary."""
 EXAMPLES_VARIABLE = "SEAMLINE_CONFORMANCE_EXAMPLES"  # read by seamline.contracts.testing
 
 
@@ -63,17 +65,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from seamline.contracts.testing.results import Collector
 
     assert isinstance(collector, Collector)
-    reporter = config.pluginmanager.getplugin("terminalreporter")
+    said = config.stash[_LINES_KEY] = []
     try:  # the host keeps records: its registry knows which distribution made what
         from seamline.core.config.user import user_trust
         from seamline.core.registry import Registry
         from seamline.core.trust import attribute, save, store_directory, unattributed
     except ImportError as err:
-        if reporter is not None:
-            reporter.write_line(
-                f"seamline: --seamline-record needs seamline-core installed ({err}); "
-                "no record written"
-            )
+        said.append(
+            f"seamline: --seamline-record needs seamline-core installed ({err}); no record written"
+        )
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         return
     option = config.getoption("--seamline-record")
@@ -83,17 +83,25 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         why_not = unattributed(record, registry)
         record = attribute(record, registry)
         path = save(record, directory)
-        if reporter is not None:
-            verdict = "passing" if record.passed else "FAILING"
-            reporter.write_line(
-                f"seamline: {verdict} conformance record for {record.kind}:{record.name} "
-                f"({record.summary()}) -> {path}"
+        verdict = "passing" if record.passed else "FAILING"
+        said.append(
+            f"seamline: {verdict} conformance record for {record.kind}:{record.name} "
+            f"({record.summary()}) -> {path}"
+        )
+        for result in record.results:
+            if result.check == "whole_suite":  # why it fails, not just "1 error"
+                said.append(f"seamline:   whole_suite: {result.message}")
+        if why_not is not None:
+            said.append(
+                f"seamline: it is credited to no distribution, so it cannot earn trust "
+                f"under require_conformance: {why_not}"
             )
-            for result in record.results:
-                if result.check == "whole_suite":  # why it fails, not just "1 error"
-                    reporter.write_line(f"seamline:   whole_suite: {result.message}")
-            if why_not is not None:
-                reporter.write_line(
-                    f"seamline: it is credited to no distribution, so it cannot earn trust "
-                    f"under require_conformance: {why_not}"
-                )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What ``--seamline-record`` wrote, on lines of its own: printed when the session
+    finished, they followed the progress dots on their line (``[100%]seamline: ...``),
+    as pytest's terminal ends that line only after every plugin's sessionfinish. (pytest
+    before 9 calls this hook only without ``--no-summary``.)"""
+    for line in terminalreporter.config.stash.get(_LINES_KEY, []):
+        terminalreporter.write_line(line)
