@@ -11,6 +11,7 @@ their broken subclasses, which differ from them by the defect alone).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -335,6 +336,22 @@ class FourRowsAttention(_BrokenAttention):
         if q.shape[0] > 4:
             k, v = k.at[4:].set(k[0:1]), v.at[4:].set(v[0:1])
         return super().__call__(q, k, v, **kwargs)
+
+
+class TracedChoiceAttention(_BrokenAttention):
+    """Picks a factor each time it is traced, as a block size timed by an autotuner.
+
+    Within one compiled function it answers alike every time; compiled again, in this
+    process or the next run's, it answers otherwise (by about 1e-6: far inside every
+    tolerance, so only a bitwise comparison across compilations sees it).
+    """
+
+    name: ClassVar[str] = "traced-choice"
+    _traces: ClassVar[itertools.count[int]] = itertools.count(1)
+
+    def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:
+        factor = 1 + next(self._traces) * 2**-20
+        return super().__call__(q, k, v, **kwargs) * jnp.asarray(factor, q.dtype)
 
 
 class MuteRefusalAttention(_BrokenAttention):

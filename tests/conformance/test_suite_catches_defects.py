@@ -209,6 +209,12 @@ DEFECTS = {
         "feature_case[plain-bf16]",
         ("disagrees with the exact reference", "bfloat16"),
     ),
+    "output-changes-on-recompile": Defect(
+        attention_check(broken.TracedChoiceAttention),
+        "deterministic",
+        "deterministic",
+        ("gives different results for the same inputs on recompile", "not from timing"),
+    ),
     "refuses-without-reasons": Defect(
         attention_check(broken.MuteRefusalAttention),
         "claims_at_least",
@@ -432,6 +438,7 @@ ATTENTION_CHECKS = (
     "fully_masked_rows_are_zero",
     "claims_at_least_one_case_here",
     "config_rejects_unknown_fields",
+    "deterministic",
 )
 
 
@@ -442,7 +449,7 @@ CONTROLS = {
         "or fully_masked or claims_at_least or config_rejects or feature_case[relative-bias] "
         "or feature_case[relative-bias-segments] or feature_case[causal] "
         "or feature_case[scale-1] or feature_case[batch-3-long-padded] "
-        "or feature_case[batch-5-many-documents]",
+        "or feature_case[batch-5-many-documents] or deterministic",
         set(ATTENTION_CHECKS),
     ),
     "char-model": (

@@ -16,6 +16,7 @@ never tighter than a floor that allows summation in another order.
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -50,11 +51,10 @@ def tolerance(dtype: str, plain_error: float) -> float:
     return min(TOLERANCES[dtype], max(FLOORS[dtype], SCALE * plain_error))
 
 
-@functools.lru_cache(maxsize=32)
-def _jitted(
+def _wrapped(
     attention: Callable[..., jax.Array], causal: bool, scale: float | None = None
 ) -> Callable[..., jax.Array]:
-    """One jitted call per (implementation, causal, scale): a shape seen again is not recompiled.
+    """The call the suite jits: ``(q, k, v, ids, bias)`` with ``causal`` and ``scale`` fixed.
 
     The bias and scale keywords are passed only when given, as the host passes them:
     an implementation written before contract 1.2 has no bias keyword. The scale is
@@ -73,6 +73,29 @@ def _jitted(
             return attention(q, k, v, segment_ids=ids, causal=causal, **given)
         return attention(q, k, v, segment_ids=ids, causal=causal, bias=bias, **given)
 
+    return call
+
+
+@functools.lru_cache(maxsize=32)
+def _jitted(
+    attention: Callable[..., jax.Array], causal: bool, scale: float | None = None
+) -> Callable[..., jax.Array]:
+    """One jitted call per (implementation, causal, scale): a shape seen again is not recompiled."""
+    return jax.jit(_wrapped(attention, causal, scale))
+
+
+def _recompiled(attention: Callable[..., jax.Array], causal: bool) -> Callable[..., jax.Array]:
+    """The jitted call of :func:`_jitted`, traced and compiled anew.
+
+    A new function object misses JAX's tracing and compilation caches, so the kernel's
+    Python runs again and XLA compiles again. Its name is new too: JAX's persistent
+    compilation cache, where a ``jax_compilation_cache_dir`` is set (seamline's own test
+    session and ``seamline run`` set one), keys an executable by the program's name and
+    text, and would hand back the executable compiled first, hiding a kernel whose
+    compilation does not give the same program twice.
+    """
+    call = _wrapped(attention, causal)
+    call.__name__ = call.__qualname__ = f"recompiled_{uuid.uuid4().hex}"
     return jax.jit(call)
 
 
@@ -258,6 +281,14 @@ class AttentionContract(ComponentContract):
         )
 
     def test_deterministic(self, attention: Attention[Any]) -> None:
+        """The same inputs give the same bits: rerun, and compiled again.
+
+        A run's vectors must not depend on the process that made them. Calling one
+        compiled function twice catches only a kernel that varies as it runs; a kernel
+        that picks something when it is traced or compiled (a block size timed by an
+        autotuner, say) gives the same answer twice within a process and another in the
+        next one, so the second comparison is with a fresh compilation.
+        """
         case = self.first_supported(attention, lambda c: True)
         q, k, v, ids = attention_inputs(case)
         bias = attention_bias(case)
@@ -266,6 +297,14 @@ class AttentionContract(ComponentContract):
         assert np.array_equal(first, again, equal_nan=True), (
             f"{attention.name!r} gives different results for the same inputs on rerun "
             f"({case.describe()}, max difference {_max_abs(first, again):.3g})"
+        )
+        fresh = np.asarray(_recompiled(attention, case.causal)(q, k, v, ids, bias))
+        assert np.array_equal(first, fresh, equal_nan=True), (
+            f"{attention.name!r} gives different results for the same inputs on recompile "
+            f"({case.describe()}, max difference {_max_abs(first, fresh):.3g}): a run's "
+            "vectors would change from one process to the next. Choose what the kernel "
+            "computes (block sizes, say) from the shapes and the config, not from timing "
+            "or chance"
         )
 
     def test_works_without_jit(self, attention: Attention[Any]) -> None:
