@@ -354,6 +354,35 @@ class TracedChoiceAttention(_BrokenAttention):
         return super().__call__(q, k, v, **kwargs) * jnp.asarray(factor, q.dtype)
 
 
+class SlowFirstAnswerAttention(_BrokenAttention):
+    """Answers its first ``supports()`` (and first ``priority()``) late, then at once.
+
+    As a kernel that probes its device or imports a compiler on first use: the host
+    gives up on the late answer and refuses the shape, so a run that names it stops.
+    ``DELAY_S`` is set by the test, past the limit it sets for the suite.
+    """
+
+    name: ClassVar[str] = "slow-first-answer"
+    DELAY_S: ClassVar[float] = 0.0
+
+    def __init__(self, config: NoConfig) -> None:
+        super().__init__(config)
+        self._answered: set[str] = set()
+
+    def _first_time(self, question: str) -> None:
+        if question not in self._answered:
+            self._answered.add(question)
+            time.sleep(self.DELAY_S)
+
+    def supports(self, spec: AttentionSpec) -> Support:
+        self._first_time("supports")
+        return Support.yes()
+
+    def priority(self, spec: AttentionSpec) -> int:
+        self._first_time("priority")
+        return self.auto_priority
+
+
 class MuteRefusalAttention(_BrokenAttention):
     """Refuses everything without a reason (``Support.no()`` would not even allow that)."""
 

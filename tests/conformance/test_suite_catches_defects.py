@@ -34,7 +34,9 @@ from seamline.contracts.testing import (
     MonitorContract,
     SinkContract,
 )
+from seamline.contracts.testing import attention as suite_attention
 from seamline.contracts.testing.runner import SuiteRun, run
+from seamline.core.attention import asking
 from tests.conformance import broken
 
 # -- contract classes building a given component -------------------------------------------
@@ -423,6 +425,29 @@ def test_the_suite_catches(defect: str) -> None:
         assert words in result.message, f"{case.check}: {words!r} not in {result.message!r}"
 
 
+@pytest.mark.parametrize(
+    ("question", "select", "check"),
+    [
+        ("supports", "claims_at_least", "claims_at_least_one_case_here"),
+        ("priority", "priority_is_an_integer", "priority_is_an_integer"),
+    ],
+)
+def test_the_suite_holds_supports_and_priority_to_the_hosts_time_limit(
+    monkeypatch: pytest.MonkeyPatch, question: str, select: str, check: str
+) -> None:
+    """A first answer later than the host waits fails, naming the limit (shortened here)."""
+    assert suite_attention.ASK_TIMEOUT_S is asking.ASK_TIMEOUT_S, "not the host's limit"
+    monkeypatch.setattr(suite_attention, "ASK_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(broken.SlowFirstAnswerAttention, "DELAY_S", 0.6)
+    suite = run_checks(attention_check(broken.SlowFirstAnswerAttention), select)
+    results = {r.check: r for r in suite.results}
+    assert not suite.passed, outcomes(suite)
+    assert results[check].outcome == "failed", outcomes(suite)
+    said = results[check].message
+    assert f"'slow-first-answer'.{question}() did not answer in 0.2 s" in said, said
+    assert "seamline gives up on it after 0.2 s and refuses the shape" in said, said
+
+
 # -- positive controls: the same checks pass on correct components -------------------------
 
 ATTENTION_CHECKS = (
@@ -439,6 +464,7 @@ ATTENTION_CHECKS = (
     "claims_at_least_one_case_here",
     "config_rejects_unknown_fields",
     "deterministic",
+    "priority_is_an_integer",
 )
 
 
@@ -449,7 +475,7 @@ CONTROLS = {
         "or fully_masked or claims_at_least or config_rejects or feature_case[relative-bias] "
         "or feature_case[relative-bias-segments] or feature_case[causal] "
         "or feature_case[scale-1] or feature_case[batch-3-long-padded] "
-        "or feature_case[batch-5-many-documents] or deterministic",
+        "or feature_case[batch-5-many-documents] or deterministic or priority_is_an_integer",
         set(ATTENTION_CHECKS),
     ),
     "char-model": (

@@ -208,6 +208,12 @@ class Support:
 #: the wrong semantics (ignoring a mask, say) is always caught.
 TOLERANCES: dict[str, float] = {"float32": 2e-3, "bfloat16": 5e-2, "float16": 1e-2}
 
+#: How long ``supports()`` or ``priority()`` may take to answer, in seconds: each answers
+#: from shapes and names, in microseconds. The host asks each on a thread and gives up
+#: after this long, refusing the shape (a run that pinned the implementation stops), and
+#: the conformance suite fails a component that takes as long.
+ASK_TIMEOUT_S: Final = 5.0
+
 
 class AttentionFn(Protocol):
     """The callable a model receives at the seam (an :class:`Attention` or a wrapper of one)."""
@@ -265,13 +271,17 @@ class Attention(Component[AttentionConfigT], abc.ABC):
 
         The default is ``auto_priority``. Override it to prefer yourself only where
         you are the better choice: for instance on one platform, or above some
-        sequence length. Ties are broken by name.
+        sequence length. Ties are broken by name. Answer within :data:`ASK_TIMEOUT_S`.
         """
         return self.auto_priority
 
     @abc.abstractmethod
     def supports(self, spec: AttentionSpec) -> Support:
-        """Say, before any call, whether this implementation can serve ``spec`` and why not."""
+        """Say, before any call, whether this implementation can serve ``spec`` and why not.
+
+        Answer within :data:`ASK_TIMEOUT_S`, as :meth:`priority` must: probe a device or
+        import a compiler when constructed, not here.
+        """
 
     @abc.abstractmethod
     def __call__(

@@ -1,6 +1,8 @@
 """``AttentionContract``: what any attention implementation must do to serve seamline.
 
-Every case is first put to ``supports()``. A case the component claims is run under
+Every case is first put to ``supports()``, asked as the host asks it: an answer (and
+``priority()``'s) must come within :data:`~seamline.contracts.attention.ASK_TIMEOUT_S`.
+A case the component claims is run under
 ``jax.jit`` and compared with an exact float64 reference written from the
 contract's definition; a case it refuses must come with reasons. So a component
 may decline any feature, but it may never answer wrongly for one it claims, nor
@@ -15,10 +17,12 @@ never tighter than a floor that allows summation in another order.
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import threading
 import uuid
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +30,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from seamline.contracts.attention import TOLERANCES, Attention, RelativeBias, SegmentIds, Support
+from seamline.contracts.attention import (
+    ASK_TIMEOUT_S,
+    TOLERANCES,
+    Attention,
+    RelativeBias,
+    SegmentIds,
+    Support,
+)
 from seamline.contracts.component import Component
 from seamline.contracts.errors import UnsupportedError
 from seamline.contracts.testing._attention_cases import (
@@ -99,6 +110,46 @@ def _recompiled(attention: Callable[..., jax.Array], causal: bool) -> Callable[.
     return jax.jit(call)
 
 
+def _asked(
+    attention: Attention[Any], case: AttentionCase, question: Literal["supports", "priority"]
+) -> object:
+    """``attention.supports(case.spec())`` (or ``.priority``), as the host asks it.
+
+    The host asks each on a thread and gives up after :data:`ASK_TIMEOUT_S` (its own
+    constant), refusing the shape: a component that took as long passed the suite and
+    then stopped every run that named it. Asked the same way here, a slow answer fails,
+    naming the limit, and one that never comes fails after it instead of hanging the
+    suite (the thread is left behind, as the host leaves it). What the method raises is
+    raised here.
+    """
+    answer: list[object] = []
+    failure: list[BaseException] = []
+    method = getattr(attention, question)
+    spec = case.spec()
+
+    def ask() -> None:
+        try:
+            answer.append(method(spec))
+        except BaseException as err:  # raised again on the test's thread
+            failure.append(err)
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(ask,), name=question, daemon=True)
+    thread.start()
+    thread.join(ASK_TIMEOUT_S)
+    if thread.is_alive():
+        pytest.fail(
+            f"{attention.name!r}.{question}() did not answer in {ASK_TIMEOUT_S:g} s on "
+            f"{case.describe()}: seamline gives up on it after {ASK_TIMEOUT_S:g} s and refuses "
+            "the shape (a run that names this implementation stops; 'auto' passes it over). "
+            "Answer from the spec's shapes and names; probe a device or import a compiler "
+            "when constructed"
+        )
+    if failure:
+        raise failure[0]
+    return answer[0]
+
+
 def _max_abs(a: Any, b: Any, rows: Any = None) -> float:
     diff = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
     if rows is not None:
@@ -125,8 +176,8 @@ class AttentionContract(ComponentContract):
 
     @staticmethod
     def support_for(attention: Attention[Any], case: AttentionCase) -> Support:
-        """The component's answer for ``case``; a refusal must give its reasons."""
-        support = attention.supports(case.spec())
+        """The component's answer for ``case``, in time; a refusal must give its reasons."""
+        support = _asked(attention, case, "supports")
         assert isinstance(support, Support), (
             f"{attention.name!r}.supports() returned {type(support).__name__}, not a Support: "
             "return Support.yes() or Support.no('reason', ...)"
@@ -200,7 +251,7 @@ class AttentionContract(ComponentContract):
         supported = self.supported_cases(attention)
         if not supported:
             platform = next(iter(ATTENTION_CASES.values())).spec().platform
-            reasons = attention.supports(ATTENTION_CASES["plain-f32"].spec()).reasons
+            reasons = self.support_for(attention, ATTENTION_CASES["plain-f32"]).reasons
             pytest.fail(
                 f"{attention.name!r} refuses every case of the suite on {platform!r} "
                 f"({'; '.join(reasons)}): nothing can be checked here. Run the suite where it "
@@ -343,7 +394,7 @@ class AttentionContract(ComponentContract):
 
     def test_priority_is_an_integer(self, attention: Attention[Any]) -> None:
         for case in ATTENTION_CASES.values():
-            rank = attention.priority(case.spec())
+            rank = _asked(attention, case, "priority")
             assert isinstance(rank, int), (
                 f"{attention.name!r}.priority() returned {type(rank).__name__}, not int"
             )

@@ -23,11 +23,8 @@ import weakref
 from typing import Any, Literal
 
 from seamline.contracts import Attention, AttentionSpec
+from seamline.contracts.attention import ASK_TIMEOUT_S
 from seamline.contracts.logs import get_logger
-
-ASK_TIMEOUT_S = 5.0
-"""How long ``supports()`` or ``priority()`` may take: each answers from shapes and names,
-in microseconds."""
 
 Question = Literal["supports", "priority"]
 """The two methods asked before any work."""
