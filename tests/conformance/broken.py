@@ -383,6 +383,13 @@ class SlowFirstAnswerAttention(_BrokenAttention):
         return self.auto_priority
 
 
+class FutureContractAttention(_BrokenAttention):
+    """Declares an attention contract newer than any this seamline-contracts hosts."""
+
+    name: ClassVar[str] = "future-contract"
+    contract_version: ClassVar[str] = "1.99"
+
+
 class MuteRefusalAttention(_BrokenAttention):
     """Refuses everything without a reason (``Support.no()`` would not even allow that)."""
 

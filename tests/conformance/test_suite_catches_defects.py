@@ -36,6 +36,7 @@ from seamline.contracts.testing import (
 )
 from seamline.contracts.testing import attention as suite_attention
 from seamline.contracts.testing.runner import SuiteRun, run
+from seamline.contracts.versions import CONTRACT_VERSIONS, installed_version
 from seamline.core.attention import asking
 from tests.conformance import broken
 
@@ -216,6 +217,17 @@ DEFECTS = {
         "deterministic",
         "deterministic",
         ("gives different results for the same inputs on recompile", "not from timing"),
+    ),
+    "declares-a-newer-contract": Defect(
+        attention_check(broken.FutureContractAttention),
+        "declared_contract_version",
+        "declared_contract_version_is_supported",
+        (
+            "attention 'future-contract' implements attention contract 1.99, but "
+            f"seamline-contracts {installed_version('seamline-contracts')} hosts attention "
+            f"contract 1.0 to {CONTRACT_VERSIONS['attention']}: upgrade seamline-contracts",
+            "declare that one as its contract_version",
+        ),
     ),
     "refuses-without-reasons": Defect(
         attention_check(broken.MuteRefusalAttention),
@@ -446,6 +458,13 @@ def test_the_suite_holds_supports_and_priority_to_the_hosts_time_limit(
     said = results[check].message
     assert f"'slow-first-answer'.{question}() did not answer in 0.2 s" in said, said
     assert "seamline gives up on it after 0.2 s and refuses the shape" in said, said
+
+
+def test_the_version_failure_names_the_hosted_version_once() -> None:
+    """It said "... newer than this seamline's 1.2 ... (this seamline-contracts hosts 1.2)"."""
+    suite = run_checks(attention_check(broken.FutureContractAttention), "declared_contract")
+    said = {r.check: r.message for r in suite.results}["declared_contract_version_is_supported"]
+    assert said.count(CONTRACT_VERSIONS["attention"]) == 1, said
 
 
 # -- positive controls: the same checks pass on correct components -------------------------

@@ -39,8 +39,9 @@ from seamline.contracts.versions import compatibility_problem, parse_version
         ("2.0", "major versions differ"),
         ("0.9", "major versions differ"),
         ("1.1", None),  # a kernel written before the relative bias (1.2) is still hosted
-        ("1.7", "newer than this seamline's 1.2"),
-        ("one", "is not MAJOR.MINOR"),
+        ("1.7", "but seamline-contracts 0.1.0 hosts attention contract 1.0 to 1.2: upgrade"),
+        ("1.7", "declare that one as its contract_version"),
+        ("one", "is not MAJOR.MINOR[.PATCH]: declare the attention contract version"),
         ("1².0", "is not MAJOR.MINOR"),  # str.isdigit() took '²', which int() refuses
         ("1." + "0" * 5000, "is not MAJOR.MINOR"),
     ],

@@ -36,13 +36,20 @@ def parse_version(text: str) -> tuple[int, int]:
 
 
 def compatibility_problem(kind: Kind, declared: str) -> str | None:
-    """Return why a component declaring ``declared`` cannot be hosted, or None if it can."""
+    """Return why a component declaring ``declared`` cannot be hosted, or None if it can.
+
+    The reason is read by a user whose run refused the component and by its author
+    running the conformance suite, so a version the host cannot take says which versions
+    it does take and what to change.
+    """
     host = CONTRACT_VERSIONS[kind]
+    host_major, host_minor = parse_version(host)
     try:
         major, minor = parse_version(declared)
     except ValueError as err:
-        return str(err)
-    host_major, host_minor = parse_version(host)
+        return (
+            f"{err}: declare the {kind} contract version the component implements ({hosted(kind)})"
+        )
     if major != host_major:
         return (
             f"implements {kind} contract {declared} but this seamline hosts {host}: "
@@ -50,10 +57,21 @@ def compatibility_problem(kind: Kind, declared: str) -> str | None:
         )
     if minor > host_minor:
         return (
-            f"implements {kind} contract {declared}, newer than this seamline's {host}: "
-            "upgrade seamline-contracts"
+            f"implements {kind} contract {declared}, but {hosted(kind)}: upgrade "
+            f"seamline-contracts to a release that hosts {declared}, or, if the component "
+            "implements a version hosted here, declare that one as its contract_version"
         )
     return None
+
+
+def hosted(kind: Kind) -> str:
+    """Which versions of ``kind``'s contract the installed seamline-contracts hosts, in words."""
+    host = CONTRACT_VERSIONS[kind]
+    release = installed_version("seamline-contracts", missing="")
+    this = f"seamline-contracts {release}" if release else "this seamline-contracts"
+    major, minor = parse_version(host)
+    versions = f"{major}.0 to {host}" if minor else host
+    return f"{this} hosts {kind} contract {versions}"
 
 
 def installed_version(distribution: str, missing: str = "not installed") -> str:
