@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from seamline.adapters.cli.errors import RefusedValue, usage_error
+from seamline.adapters.cli.errors import RefusedValue, usage_error, user_errors
 
 
 def named_path(fix: str) -> Callable[[str], Path]:
@@ -128,6 +128,27 @@ SetOption = Annotated[
         callback=_set_values_as_utf8,
     ),
 ]
+CompileCache = Annotated[
+    bool,
+    typer.Option(
+        "--compile-cache/--no-compile-cache",
+        help="Reuse compiled shapes across runs (JAX persistent cache in "
+        "$SEAMLINE_CACHE_DIR, else $JAX_COMPILATION_CACHE_DIR, else ~/.cache/seamline/jax).",
+    ),
+]
+"""The persistent compile cache, on by default for every command that compiles a model
+(``run``, ``profile``, ``search``, ``serve``): without it each ``search`` compiled its
+query programs again, seconds of every command."""
+
+
+def compile_cache_on(wanted: bool) -> None:
+    """Switch JAX's persistent compile cache on when ``wanted`` (a user error: exit 2)."""
+    if wanted:
+        from seamline.adapters.compile_cache import enable_compile_cache
+
+        user_errors(enable_compile_cache)
+
+
 FORMATS = ("text", "json")
 """What ``--format`` takes, on every command that has it: one meaning everywhere."""
 FormatOption = Annotated[

@@ -11,7 +11,13 @@ from typing import Annotated
 import typer
 
 from seamline.adapters.cli.errors import user_errors
-from seamline.adapters.cli.options import PipelineArg, SetOption, named_path
+from seamline.adapters.cli.options import (
+    CompileCache,
+    PipelineArg,
+    SetOption,
+    compile_cache_on,
+    named_path,
+)
 from seamline.adapters.otel_environment import check_otel_environment
 
 Out = Annotated[
@@ -49,12 +55,17 @@ def names_in_cache_key() -> Iterator[None]:
 
 
 def profile(
-    pipeline: PipelineArg, overrides: SetOption = None, out: Out = Path("seamline-profile")
+    pipeline: PipelineArg,
+    overrides: SetOption = None,
+    out: Out = Path("seamline-profile"),
+    compile_cache: CompileCache = True,
 ) -> None:
     """Run a pipeline under the JAX profiler: a trace for Perfetto or TensorBoard.
 
     Inside the compiled code each seam is a named scope: look for
-    seamline/model/<name> and seamline/attention/<name>.
+    seamline/model/<name> and seamline/attention/<name>. With the compile cache on (the
+    default, as for run), a second profile loads its programs instead of compiling them:
+    --no-compile-cache profiles the compiles too.
     """
     import jax
 
@@ -66,6 +77,7 @@ def profile(
     from seamline.core import Pipeline, output_directory
 
     configure_logging(level="warning")
+    compile_cache_on(compile_cache)
     loaded = user_errors(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
     user_errors(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
     # Made and tried before the run: a file or a read-only place there is one line, not a

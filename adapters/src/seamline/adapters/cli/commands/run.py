@@ -21,6 +21,7 @@ from seamline.adapters.cli.errors import (
     user_errors,
 )
 from seamline.adapters.cli.options import (
+    CompileCache,
     FormatOption,
     PipelineArg,
     SetOption,
@@ -85,14 +86,6 @@ LogLevel = Annotated[
         shell_complete=offering(*LOG_LEVELS),
         help="debug, info, warning or error (default: warning on a terminal, where the progress "
         "bar reports, else info).",
-    ),
-]
-CompileCache = Annotated[
-    bool,
-    typer.Option(
-        "--compile-cache/--no-compile-cache",
-        help="Reuse compiled shapes across runs (JAX persistent cache in "
-        "$SEAMLINE_CACHE_DIR, else $JAX_COMPILATION_CACHE_DIR, else ~/.cache/seamline/jax).",
     ),
 ]
 Resume = Annotated[

@@ -10,7 +10,14 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import user_errors
-from seamline.adapters.cli.options import FormatOption, as_utf8, output_format, whole_number
+from seamline.adapters.cli.options import (
+    CompileCache,
+    FormatOption,
+    as_utf8,
+    compile_cache_on,
+    output_format,
+    whole_number,
+)
 
 IndexArg = Annotated[
     str,  # as typed: Path("./~/x") is Path("~/x"), and "./" said "not the home folder"
@@ -81,6 +88,7 @@ def search(
     exact: Exact = False,
     where: Where = None,
     format_: FormatOption = "text",
+    compile_cache: CompileCache = True,
 ) -> None:
     """Embed QUERY with the index's own model and attention; print the nearest documents.
 
@@ -88,6 +96,7 @@ def search(
     names the model, the attention and where every file or table is. A LanceDB
     table is searched through its vector index when it has one; files are scanned.
     With --queries, every query of the file is searched with one model, in order.
+    The query's programs are kept in the compile cache, as a run's are.
     """
     from seamline.adapters.cli.render import as_json, listing
     from seamline.adapters.cli.render.console import warn
@@ -101,6 +110,7 @@ def search(
         user_errors(lambda: _one_source(query))
     texts = [as_utf8(query)] if query is not None else _lines(queries or "")
     found_at = user_errors(lambda: _at_home(index))
+    compile_cache_on(compile_cache)  # the query's programs: compiled once, not every search
     with user_errors(lambda: Searcher(loading.registry(), found_at, attention)) as searcher:
         if searcher.version_warning:  # once, on stderr: stdout holds the results alone
             warn(searcher.version_warning)
