@@ -45,6 +45,7 @@ marker, and ``from seamline.api import Embedder`` was "missing library stubs".
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from seamline.adapters.search import Found, Hit, IndexClosed, ModelChanged, Searcher
 from seamline.contracts.component import from_here
@@ -74,6 +75,7 @@ __all__ = [
     "Unembeddable",
     "UserError",
     "Vectors",
+    "enable_compile_cache",
     "open_index",
 ]
 
@@ -97,3 +99,22 @@ def open_index(
         )
     index = from_here(os.fspath(path))
     return Searcher(registry or Registry.discover(user_trust()), index, attention)
+
+
+def enable_compile_cache(directory: str | os.PathLike[str] | None = None) -> Path | None:
+    """Keep compiled programs on disk, so the next process loads them instead of compiling.
+
+    Each new ``Embedder`` compiles its shapes (seconds each), each ``Pipeline.run`` and
+    the first search of ``open_index`` theirs. The ``seamline`` command keeps them in
+    JAX's persistent compile cache; a library does not set the process's JAX config
+    behind its application's back, so the application calls this, once, before its
+    first model: the same cache the command uses, in ``directory`` or where the command
+    puts it (``$SEAMLINE_CACHE_DIR``, else ``$JAX_COMPILATION_CACHE_DIR``, else
+    ``~/.cache/seamline/jax``), the user's alone, bounded to 1 GiB unless
+    ``$JAX_COMPILATION_CACHE_MAX_SIZE`` says another. Returns the directory, or None
+    when the default one cannot be used (a warning says why); a directory named here or
+    by those variables that cannot be used raises :class:`UserError`.
+    """
+    from seamline.adapters.compile_cache import enable_compile_cache as enable
+
+    return enable(None if directory is None else from_here(os.fspath(directory)))

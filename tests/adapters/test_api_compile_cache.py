@@ -1,0 +1,61 @@
+"""``seamline.api.enable_compile_cache``: how an application keeps compiled programs.
+
+A library does not set JAX's config behind its application's back, so each new
+``Embedder`` (and each process's ``Pipeline.run``) compiled its programs again, seconds
+each, with no way named to keep them. The helper switches on the cache the command uses.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import pytest
+
+from seamline import api
+from seamline.contracts import UserError
+
+PROGRAM = textwrap.dedent(
+    """
+    import sys
+    import jax, jax.numpy as jnp
+    from jax import monitoring
+    from seamline.api import enable_compile_cache
+    hits = []
+    monitoring.register_event_listener(lambda event, **_: hits.append(event))
+    print(enable_compile_cache(sys.argv[1]))
+    jax.jit(lambda x: jnp.tanh(x) * 0.75 - 2.0)(jnp.arange(6.0)).block_until_ready()
+    print("/jax/compilation_cache/cache_hits" in hits)
+    """
+)
+
+
+def test_a_second_process_loads_what_the_first_compiled(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    said = [
+        subprocess.run(
+            [sys.executable, "-c", PROGRAM, "cache"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+            check=True,
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert said == [["cache", "False"], ["cache", "True"]]  # the directory, as it was named
+    assert list((tmp_path / "cache").glob("*-cache")), "nothing was written"
+
+
+def test_a_directory_that_cannot_be_used_is_a_user_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jax.config, "update", lambda name, value: None)  # the suite's cache
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError, match="cannot be made"):
+        api.enable_compile_cache(tmp_path / "file")
