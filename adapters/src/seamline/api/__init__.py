@@ -110,8 +110,8 @@ def enable_compile_cache(directory: str | os.PathLike[str] | None = None) -> Pat
     behind its application's back, so the application calls this, once, before its
     first model: the same cache the command uses, in ``directory`` or where the command
     puts it (``$SEAMLINE_CACHE_DIR``, else ``$JAX_COMPILATION_CACHE_DIR``, else
-    ``~/.cache/seamline/jax``), the user's alone, bounded to 1 GiB unless
-    ``$JAX_COMPILATION_CACHE_MAX_SIZE`` says another. Returns the directory, or None
+    ``~/.cache/seamline/jax``), the user's alone (about 85 KB a shape, never pruned:
+    delete the folder to free it). Returns the directory, or None
     when the default one cannot be used (a warning says why); a directory named here or
     by those variables that cannot be used raises :class:`UserError`.
     """
