@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from seamline.adapters.search.documents import nearest_documents
 from seamline.adapters.search.index import (
     Index,
     manifest_path,
@@ -48,7 +49,7 @@ from seamline.adapters.search.scan import QUERIES_A_READ, nearest_each
 from seamline.adapters.search.versions import written_by_another
 from seamline.contracts import UserError
 from seamline.contracts.manifest import embedded_by, load_manifest
-from seamline.contracts.readback import FilterRefused, OutputReader
+from seamline.contracts.readback import FilterRefused, Nearest, OutputReader
 from seamline.contracts.stored import StoredRow
 from seamline.contracts.untrusted import visible
 from seamline.core import Registry, clipped, raise_kept_stop, stops_kept
@@ -203,19 +204,29 @@ class Searcher:
         )
 
     def find(
-        self, query: str, k: int = 5, *, exact: bool = False, where: str | None = None
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        exact: bool = False,
+        where: str | None = None,
+        per_document: bool = False,
     ) -> Found:
         """The ``k`` records most similar (cosine) to ``query``, best first.
 
         ``exact`` scans every vector even where an index exists; ``where`` is a SQL
         filter on the rows, for an output whose sink's reader has a query engine (a
         LanceDB table; the file sinks' outputs have none to apply it: a ``UserError``
-        says so before any work is done). A query that is empty, only whitespace or not
-        valid Unicode is refused (:class:`QueryRefused`) before the model is built. A
-        ``where`` that cannot apply is a :class:`FilterRefused`; any other ``UserError``
-        is the index's (a file gone or damaged since it was opened).
+        says so before any work is done). ``per_document``: the best window of each of
+        the ``k`` best documents instead (:mod:`.documents`), for a prompt that should
+        cite ``k`` sources, not overlapping windows of a few. A query that is empty,
+        only whitespace or not valid Unicode is refused (:class:`QueryRefused`) before
+        the model is built. A ``where`` that cannot apply is a :class:`FilterRefused`;
+        any other ``UserError`` is the index's (a file gone or damaged since it was
+        opened).
         """
-        return next(self.find_each([query], k, exact=exact, where=where))
+        found = self.find_each([query], k, exact=exact, where=where, per_document=per_document)
+        return next(found)
 
     def find_each(
         self,
@@ -224,6 +235,7 @@ class Searcher:
         *,
         exact: bool = False,
         where: str | None = None,
+        per_document: bool = False,
     ) -> Iterator[Found]:
         """:meth:`find` for each of ``queries``, in order, as each is found.
 
@@ -248,18 +260,15 @@ class Searcher:
                 f"the where filter is empty ({where!r}): give a SQL filter on the rows, or "
                 "no filter at all to search every row"
             )
+        if not isinstance(per_document, bool | np.bool_):  # "no" would be true
+            raise TypeError(f"per_document must be True or False, not {per_document!r}")
         readers = self.readers
         if where and not (len(readers) == 1 and readers[0].filters):
             raise FilterRefused(_no_filter(self.registry, self.path, self.index.sink))
-        return self._each(readers, texts, k, exact, where)
+        return self._each(readers, texts, k, _Ask(exact, where, bool(per_document)))
 
     def _each(
-        self,
-        readers: list[OutputReader],
-        queries: list[str],
-        k: int,
-        exact: bool,
-        where: str | None,
+        self, readers: list[OutputReader], queries: list[str], k: int, ask: _Ask
     ) -> Iterator[Found]:
         """The answers of :meth:`find_each`, its arguments checked, a read at a time."""
         for start in range(0, len(queries), QUERIES_A_READ):
@@ -267,7 +276,7 @@ class Searcher:
             # guard is this read's only, never held across a yield to the caller.
             with stops_kept():
                 vectors = self._embedded(queries[start : start + QUERIES_A_READ])
-                found = list(self._found(readers, vectors, k, exact, where))
+                found = list(self._found(readers, vectors, k, ask))
                 self._check_embedded_by()
                 raise_kept_stop()
             for answer in found:
@@ -287,27 +296,25 @@ class Searcher:
             raise
 
     def _found(
-        self,
-        readers: list[OutputReader],
-        vectors: list[np.ndarray],
-        k: int,
-        exact: bool,
-        where: str | None,
+        self, readers: list[OutputReader], vectors: list[np.ndarray], k: int, ask: _Ask
     ) -> Iterator[Found]:
         """The nearest rows to each of ``vectors``: by the output's engine, where it has one
         (asked query by query), else by one scan of every vector for them all."""
         one = readers[0] if len(readers) == 1 else None
-        first = one.nearest(vectors[0], k, exact=exact, where=where) if one else None
+        first = ask.engine(one, vectors[0], k) if one else None
         if one is not None and first is not None:  # an engine answers every query, or none
-            later = [one.nearest(vector, k, exact=exact, where=where) for vector in vectors[1:]]
+            later = [ask.engine(one, vector, k) for vector in vectors[1:]]
             for engine in (first, *later):
                 assert engine is not None
                 if engine.made_by is not None and engine.made_by != self.embedded_by:
                     raise self._model_changed()  # rows of the version another model made
                 yield Found([_hit(s, row) for s, row in engine.rows], engine.how, engine.plan)
             return
-        for rows, scanned in nearest_each(readers, vectors, k):
-            yield Found([_hit(s, row) for s, row in rows], f"exact: every one of {scanned:,} rows")
+        for rows, scanned in nearest_each(readers, vectors, k, ask.per_document):
+            how = f"exact: every one of {scanned:,} rows"
+            if ask.per_document:
+                how += "; the best window of each document"
+            yield Found([_hit(s, row) for s, row in rows], how)
 
     def _check_embedded_by(self) -> None:
         """Refuse what was just read if the output has since been republished by another
@@ -337,9 +344,12 @@ class Searcher:
             "(`seamline search` again; `open_index` again) to search it with the new one"
         )
 
-    def search(self, query: str, k: int = 10, where: str | None = None) -> list[Hit]:
-        """The ``k`` records most similar to ``query``, best first (``where``: LanceDB only)."""
-        return self.find(query, k, where=where).hits
+    def search(
+        self, query: str, k: int = 10, where: str | None = None, *, per_document: bool = False
+    ) -> list[Hit]:
+        """The ``k`` records most similar to ``query``, best first (``where``: LanceDB only;
+        ``per_document``: the best window of each of ``k`` documents, as :meth:`find`)."""
+        return self.find(query, k, where=where, per_document=per_document).hits
 
     def close(self) -> None:
         """Release the query model, if one was built; every later search raises
@@ -378,10 +388,11 @@ def find(
     *,
     exact: bool = False,
     where: str | None = None,
+    per_document: bool = False,
 ) -> Found:
     """One search of ``index`` (see :meth:`Searcher.find`), the model built for it alone."""
     with Searcher(registry, index, attention) as searcher:
-        return searcher.find(query, k, exact=exact, where=where)
+        return searcher.find(query, k, exact=exact, where=where, per_document=per_document)
 
 
 def check_k(k: object, name: str = "k") -> int:
@@ -423,6 +434,25 @@ def search(
 ) -> list[Hit]:
     """The ``k`` records of ``index`` most similar (cosine) to ``query``, best first."""
     return find(registry, index, query, k, attention).hits
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """What a search asks beyond its queries and ``k``, checked."""
+
+    exact: bool
+    where: str | None
+    per_document: bool
+
+    def engine(self, reader: OutputReader, vector: np.ndarray, k: int) -> Nearest | None:
+        """The nearest rows by ``reader``'s engine (None: it has none): ``k`` windows, or
+        the best window of each of ``k`` documents (:func:`.documents.nearest_documents`)."""
+        exact, where = self.exact, self.where
+        if not self.per_document:
+            return reader.nearest(vector, k, exact=exact, where=where)
+        return nearest_documents(
+            lambda windows: reader.nearest(vector, windows, exact=exact, where=where), k
+        )
 
 
 def _hit(score: float, row: StoredRow) -> Hit:

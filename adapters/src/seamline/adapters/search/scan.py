@@ -11,6 +11,9 @@ Many queries are answered by one read of the output (:func:`nearest_each`): ``se
 search --queries`` with a thousand questions read a large JSON Lines output a thousand
 times, parsing every line each time. A chunk is scored against a group of queries at
 once (one matrix product), each query keeping its own best ``k``.
+
+``per_document``: each query keeps its best ``k`` documents instead, each by its best row
+(:class:`~.documents.BestDocuments`), in the same one read and the same bounded memory.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from seamline.adapters.search.documents import BestDocuments
 from seamline.contracts.readback import OutputReader, cosines, current_readers, reread
 from seamline.contracts.stored import StoredRow
 
@@ -34,11 +38,16 @@ QUERIES_A_READ = 256
 
 
 def nearest_each(
-    readers: Sequence[OutputReader], vectors: Sequence[np.ndarray], k: int
+    readers: Sequence[OutputReader],
+    vectors: Sequence[np.ndarray],
+    k: int,
+    per_document: bool = False,
 ) -> list[Ranked]:
     """For each unit vector of ``vectors``, in order: the ``k`` rows most similar (cosine),
-    best first (ties to the row read first), and how many rows were scanned. The output is
-    read part after part, once for every :data:`QUERIES_A_READ` vectors, and read again,
+    best first (ties to the row read first), and how many rows were scanned (with
+    ``per_document``: the best row of each of the ``k`` documents whose best rows are the
+    most similar, ties to the row read first). The output is read part after part, once
+    for every :data:`QUERIES_A_READ` vectors, and read again,
     from the start, where a reader found it republished as it read
     (:func:`~seamline.contracts.readback.reread`). Each read takes the parts the manifest
     names then (:func:`~seamline.contracts.readback.current_readers`): an index held open
@@ -46,7 +55,8 @@ def nearest_each(
     ranked: list[Ranked] = []
     for start in range(0, len(vectors), QUERIES_A_READ):
         group = np.stack(vectors[start : start + QUERIES_A_READ])
-        ranked.extend(reread(partial(_scan, readers, group, k)))
+        scan = _scan_documents if per_document else _scan
+        ranked.extend(reread(partial(scan, readers, group, k)))
     return ranked
 
 
@@ -60,6 +70,18 @@ def _scan(readers: Sequence[OutputReader], queries: np.ndarray, k: int) -> list[
                 _keep(heap, column, rows, seen, k)
             seen += len(rows)
     return [([(score, row) for score, _, row in sorted(heap, key=_order)], seen) for heap in best]
+
+
+def _scan_documents(readers: Sequence[OutputReader], queries: np.ndarray, k: int) -> list[Ranked]:
+    best = [BestDocuments(k) for _ in queries]
+    seen = 0
+    for reader in current_readers(readers):
+        for matrix, rows in reader.chunks(queries.shape[1]):
+            scores = cosines(matrix, queries)
+            for documents, column in zip(best, scores.T, strict=True):
+                documents.offer_chunk(column, rows, seen)
+            seen += len(rows)
+    return [(documents.ranked(), seen) for documents in best]
 
 
 def _keep(

@@ -48,6 +48,8 @@ class SearchRequest:
     query: str
     k: int
     where: str | None
+    per_document: bool = False
+    """The best window of each of ``k`` documents, not the ``k`` best windows."""
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -352,7 +354,8 @@ def _invalid(param: str | None, message: str, code: str = "invalid_value") -> Ap
 
 
 def search_request(data: Any, limits: Limits) -> SearchRequest:
-    """A ``/v1/search`` body: ``query`` (a text), ``k`` (1 to 10,000, default 10), ``where``."""
+    """A ``/v1/search`` body: ``query`` (a text), ``k`` (1 to 10,000, default 10), ``where``,
+    ``per_document`` (true or false, default false)."""
     body = _object(data, "query")
     query = body.get("query", _MISSING)
     if query is _MISSING:
@@ -381,4 +384,9 @@ def search_request(data: Any, limits: Limits) -> SearchRequest:
         raise _invalid("where", f"'where' must be a string (a SQL filter), not {json_type(where)}")
     if where is not None and len(where) > MAX_WHERE_CHARS:
         raise _invalid("where", f"'where' is longer than {MAX_WHERE_CHARS:,} characters")
-    return SearchRequest(query, k, where or None)
+    per_document = body.get("per_document")
+    if per_document is not None and not isinstance(per_document, bool):  # "false" is not false
+        raise _invalid(
+            "per_document", f"'per_document' must be true or false, not {json_type(per_document)}"
+        )
+    return SearchRequest(query, k, where or None, bool(per_document))

@@ -178,7 +178,9 @@ class IndexSearch:
     def _find(self, request: SearchRequest) -> dict[str, Any]:
         opened = self._acquire()
         try:
-            found = opened.searcher.find(request.query, request.k, where=request.where)
+            found = opened.searcher.find(
+                request.query, request.k, where=request.where, per_document=request.per_document
+            )
         except ModelChanged:
             raise
         except QueryRefused as err:  # a query the model cannot embed, as /v1/embeddings says

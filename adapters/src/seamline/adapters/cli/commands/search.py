@@ -78,6 +78,15 @@ Where = Annotated[
     ),
 ]
 
+PerDocument = Annotated[
+    bool,
+    typer.Option(
+        "--per-document",
+        help="The best window of each document, k documents (not k windows, several of one "
+        "document): for a prompt that cites k sources.",
+    ),
+]
+
 
 def search(
     index: IndexArg,
@@ -87,6 +96,7 @@ def search(
     attention: AttentionOption = None,
     exact: Exact = False,
     where: Where = None,
+    per_document: PerDocument = False,
     format_: FormatOption = "text",
     compile_cache: CompileCache = True,
 ) -> None:
@@ -97,6 +107,7 @@ def search(
     table is searched through its vector index when it has one; files are scanned.
     With --queries, every query of the file is searched with one model, in order.
     The query's programs are kept in the compile cache, as a run's are.
+    With --per-document, each document is listed once, by its best window.
     """
     from seamline.adapters.cli.render import as_json, listing
     from seamline.adapters.cli.render.console import warn
@@ -114,7 +125,11 @@ def search(
     with user_errors(lambda: Searcher(loading.registry(), found_at, attention)) as searcher:
         if searcher.version_warning:  # once, on stderr: stdout holds the results alone
             warn(searcher.version_warning)
-        answers = user_errors(partial(searcher.find_each, texts, k, exact=exact, where=where))
+        answers = user_errors(
+            partial(
+                searcher.find_each, texts, k, exact=exact, where=where, per_document=per_document
+            )
+        )
         for text in texts:  # each shown as it is found; a read of the output serves many
             show(text, user_errors(partial(next, answers)))
 
