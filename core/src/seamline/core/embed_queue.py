@@ -1,11 +1,23 @@
 """Callers' texts waiting for an :class:`~seamline.core.embedder.Embedder`, and who embeds them.
 
 Every caller puts a :class:`Request` in one queue. Whoever holds the engine (a lock:
-one pass at a time) takes the whole queue and embeds it in shared batches, then
-hands each request its rows. Nobody has to run a background thread: a caller that
-finds its request still queued when it gets the engine leads a pass itself
-(:meth:`EmbedQueue.serve`); a server may instead keep one thread that leads pass
-after pass (:meth:`EmbedQueue.drain`) while its callers wait on callbacks.
+one pass at a time) takes a pass's worth of the queue and embeds it in shared
+batches, then hands each request its rows. Nobody has to run a background thread: a
+caller that finds its request still queued when it gets the engine leads a pass
+itself (:meth:`EmbedQueue.serve`); a server may instead keep one thread that leads
+pass after pass (:meth:`EmbedQueue.drain`) while its callers wait on callbacks.
+
+A pass is bounded: each text carries its share of one pass (``Request.shares``, the
+embedder's estimate of its tokens over a few batches' worth), and a pass takes texts,
+oldest request first, until their shares reach 1. A large request is so taken
+in parts (:class:`Part`) across passes: a request that arrives while one of its parts is
+embedded joins the next pass, rather than waiting for all of its texts (2,048 long
+texts held a one-text request for minutes, on a server). A request whose part was
+not its last goes to the back of the queue after the pass, behind those that arrived
+meanwhile, so that requests take turns, oldest first. Its rows are kept by text
+index, whichever pass embedded them, and it is finished (its callbacks run) when its
+last part is. A pass is a few batches long, so taking the big request in parts costs
+it a partly filled batch per pass at most.
 
 Two things a server needs, and a lone caller does not pay for:
 
@@ -15,7 +27,8 @@ Two things a server needs, and a lone caller does not pay for:
   that queued meanwhile are taken at once; the wait only delays a lone request on an
   idle engine, by at most ``max_wait``. Zero (the default) never waits.
 * :meth:`EmbedQueue.cancel`: a request whose caller went away before a leader took it
-  leaves the queue, so it takes no place in a batch.
+  leaves the queue, so it takes no place in a batch; one whose first parts were
+  taken leaves it too, and its texts not yet taken are never embedded.
 
 A request's callbacks run in the thread that finished it; the thread leading a pass
 holds the engine meanwhile, so it runs them once the pass is over and the engine
@@ -24,7 +37,8 @@ where under the engine it would wait for the lock its own thread holds, for ever
 
 An interrupt (``KeyboardInterrupt``: Python delivers a signal to the main thread) that
 stops a pass is raised in the thread leading it only; the other callers' requests it
-held go back to the queue and the next pass embeds them.
+held go back to the head of the queue from the first text of the part it held, and
+the next pass embeds them.
 
 A request carries the span of its caller (``seamline.embed.request``); the pass and
 batch spans that serve it link to it, and it to them (see the embedder).
@@ -50,6 +64,9 @@ LongText = Literal["truncate", "mean", "windows"]
 
 log = get_logger("seamline.core.embedder")
 
+LOOK_S = 0.05
+"""How often a caller waiting for another thread's passes looks whether its request is done."""
+
 Cancelled = concurrent.futures.CancelledError
 """What a request cancelled before it was embedded ends with."""
 
@@ -73,11 +90,31 @@ class Request:
     """Tokens the model computed for these texts (every window kept), counted as batched."""
     batches: int = 0
     """Batches that held at least one of its windows."""
+    shares: Sequence[float] = ()
+    """Each text's share of one pass (a pass takes texts until their shares reach 1);
+    empty: none, a pass takes every text (what the embedder estimates, see the module)."""
     error: BaseException | None = None
     taken: bool = False
-    """A leader took it from the queue: it will be embedded, cancelled or not."""
+    """A leader took (the first part of) it from the queue: that part will be embedded,
+    cancelled or not."""
+    next: int = 0
+    """The first text no pass took yet: a large request is taken in parts."""
     _callbacks: list[Callable[[], None]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def share(self, index: int) -> float:
+        return self.shares[index] if self.shares else 0.0
+
+    def count_batch(self, tokens: int, batch: trace.Link) -> None:
+        """Count a batch that held ``tokens`` of its windows and link the request's span to
+        the batch's: not once finished (cancelled while a pass embedded one of its parts:
+        its span has ended)."""
+        with self._lock:
+            if self.done.is_set():
+                return
+            self.tokens += tokens
+            self.batches += 1
+            self.span.add_link(batch.context, batch.attributes)
 
     def finish(self, error: BaseException | None = None) -> None:
         """Record the outcome, end the span, wake the caller, run the callbacks (once)."""
@@ -106,6 +143,28 @@ class Request:
         _run_or_defer([callback])
 
 
+@dataclass(frozen=True, slots=True)
+class Part:
+    """The texts ``start:stop`` of a request, taken by one pass (a large request's texts are
+    taken a part at a time; a small one's whole, in one part)."""
+
+    request: Request
+    start: int
+    stop: int
+    tokens: int = 0
+    """The request's ``tokens`` when the part was taken (restored if it is taken again)."""
+    batches: int = 0
+
+    @property
+    def last(self) -> bool:
+        """Whether the part ends its request: once it is embedded, the request is done."""
+        return self.stop == len(self.request.texts)
+
+    @property
+    def indexes(self) -> range:
+        return range(self.start, self.stop)
+
+
 class _Deferred(threading.local):
     """The callbacks a thread holding the engine finished requests with, to run after."""
 
@@ -116,19 +175,25 @@ _deferred = _Deferred()
 
 
 @contextlib.contextmanager
-def holding(engine: threading.Lock) -> Iterator[None]:
-    """Hold ``engine``; the callbacks of requests this thread finishes meanwhile run once
-    it is released (in order), so that one may call the embedder again."""
-    if _deferred.callbacks is not None:  # already holding it, further out
-        with engine:
-            yield
+def holding(engine: threading.Lock, timeout: float = -1) -> Iterator[bool]:
+    """Hold ``engine`` (waiting up to ``timeout`` seconds for it; without one, until it is
+    free) and yield whether it does; the callbacks of requests this thread finishes
+    meanwhile run once it is released (in order), so that one may call the embedder again."""
+    if not engine.acquire(timeout=timeout):
+        yield False
+        return
+    if _deferred.callbacks is not None:  # already holding one, further out
+        try:
+            yield True
+        finally:
+            engine.release()
         return
     deferred: list[Callable[[], None]] = []
     _deferred.callbacks = deferred
     try:
-        with engine:
-            yield
+        yield True
     finally:
+        engine.release()
         _deferred.callbacks = None
         _run_or_defer(deferred)
 
@@ -147,7 +212,7 @@ def closed() -> RuntimeError:
     return RuntimeError("this Embedder is closed")
 
 
-def _no_pass(_: list[Request]) -> None:
+def _no_pass(_: list[Part]) -> None:
     """A closed queue's ``run``: never called (a closed queue takes no request)."""
     raise closed()
 
@@ -162,18 +227,19 @@ def _call(callback: Callable[[], None]) -> None:
 class EmbedQueue:
     """The queue of requests and the engine lock: one pass of ``run`` at a time."""
 
-    def __init__(self, run: Callable[[list[Request]], None], max_wait: float = 0.0) -> None:
+    def __init__(self, run: Callable[[list[Part]], None], max_wait: float = 0.0) -> None:
         if max_wait < 0:
             raise ValueError(f"max_wait must be 0 or more seconds, not {max_wait}")
         self.run = run
-        """Embeds the requests it is given and finishes every one of them."""
+        """Embeds the parts it is given, and finishes every request whose last part it
+        embedded (or that failed)."""
         self.max_wait = max_wait
         self._queue: list[Request] = []
         self._changed = threading.Condition()
         self._engine = threading.Lock()
         self._closed = False
 
-    def engine(self) -> contextlib.AbstractContextManager[None]:
+    def engine(self) -> contextlib.AbstractContextManager[bool]:
         """Hold the engine, as each pass does (and whoever closes the embedder); requests
         finished meanwhile call back once it is released."""
         return holding(self._engine)
@@ -221,23 +287,36 @@ class EmbedQueue:
     def waiting(self) -> tuple[int, int]:
         """``(requests, texts)`` queued and not yet taken."""
         with self._changed:
-            return len(self._queue), sum(len(r.texts) for r in self._queue)
+            return len(self._queue), sum(len(r.texts) - r.next for r in self._queue)
 
     def cancel(self, request: Request) -> bool:
-        """Take ``request`` out of the queue if no leader took it yet; True if it was."""
+        """Take ``request`` out of the queue if some of its texts were not taken yet; True if
+        it was. Its texts not taken are never embedded; a part of it that a pass is
+        embedding is, and its rows dropped: the request ends cancelled now."""
         with self._changed:
-            if request.taken or request.done.is_set():
+            if request.done.is_set() or request not in self._queue:
                 return False
             self._queue.remove(request)
             self._changed.notify_all()
-        request.finish(Cancelled("cancelled before it was embedded"))
+            taken = request.next
+        if taken:
+            count = len(request.texts)
+            why = f"cancelled after {taken} of its {count} texts were taken: the rest were not"
+        else:
+            why = "cancelled before it was embedded"
+        request.finish(Cancelled(why))
         return True
 
     def serve(self, request: Request) -> None:
-        """Return when ``request`` is finished, leading a pass if the engine is free first."""
+        """Return when ``request`` is finished, leading a pass if the engine is free first.
+
+        Waiting for the engine, it looks up every :data:`LOOK_S` seconds: another thread
+        that leads pass after pass for a large request of its own takes the engine again
+        as soon as it lets it go, and this request, done by one of those passes, is
+        answered then rather than after all of them."""
         while not request.done.is_set():
-            with holding(self._engine):
-                if not request.done.is_set():
+            with holding(self._engine, LOOK_S) as held:
+                if held and not request.done.is_set():
                     self._lead(request)
 
     def drain(self, timeout: float) -> int:
@@ -251,25 +330,45 @@ class EmbedQueue:
             return self._lead()
 
     def _lead(self, own: Request | None = None) -> int:
-        """Take the queue (after ``max_wait``) and embed it; the engine is held.
-
-        ``own`` is the leader's request, if it has one (a ``drain`` thread has none).
+        """Take a pass's worth of the queue (after ``max_wait``) and embed it; the engine is
+        held. ``own`` is the leader's request, if it has one (a ``drain`` thread has none).
         """
-        taken = self._take()
-        if taken:
-            try:
-                self.run(taken)
-            except BaseException as err:
-                if not isinstance(err, Exception):
-                    self._interrupted(taken, own, err)
-                    taken = []
-                raise
-            finally:  # whatever ``run`` left unfinished is not left waiting forever
-                for request in taken:
-                    request.finish(RuntimeError("the embedder stopped before embedding this"))
-        return sum(len(r.texts) for r in taken)
+        parts = self._take()
+        failed = True
+        try:
+            if parts:
+                self.run(parts)
+            failed = False
+        except BaseException as err:
+            if not isinstance(err, Exception):
+                self._interrupted(parts, own, err)
+                parts = []
+            raise
+        finally:
+            self._after(parts, failed)
+        return sum(len(part.indexes) for part in parts)
 
-    def _interrupted(self, taken: list[Request], own: Request | None, err: BaseException) -> None:
+    def _after(self, parts: list[Part], failed: bool) -> None:
+        """After a pass: a request whose part was not its last goes to the back of the queue,
+        behind the requests that arrived meanwhile (its turn comes again after theirs);
+        whatever ``run`` left unfinished, or a failed pass stopped, is not left waiting
+        forever."""
+        again = []
+        for part in parts:
+            request = part.request
+            if request.done.is_set():
+                continue
+            if part.last or failed:
+                request.finish(RuntimeError("the embedder stopped before embedding this"))
+            else:
+                again.append(request)
+        with self._changed:
+            held = [part.request for part in parts if not part.last]  # still in the queue
+            self._queue = [r for r in self._queue if r not in held]
+            self._queue.extend(r for r in again if not r.done.is_set())
+            self._changed.notify_all()
+
+    def _interrupted(self, parts: list[Part], own: Request | None, err: BaseException) -> None:
         """After ``err`` (a ``KeyboardInterrupt``, a ``SystemExit``) stopped the leader's pass,
         finish the leader's own request as cancelled and put the others back in the queue.
 
@@ -279,18 +378,27 @@ class EmbedQueue:
         ``result()`` raised a bare ``KeyboardInterrupt()`` again, as if each were a new
         Ctrl-C, and the stored interrupt's traceback kept the pass's frames, batches and
         device arrays alive as long as the ``Pending``. A ``Cancelled`` made here was never
-        raised: it holds no frame.
+        raised: it holds no frame. It ends so even if this pass held none of its texts
+        (others' filled it) or only a part of them.
 
         The interrupt is the leading thread's alone (a signal is delivered to the main
         thread, whichever callers' texts it was embedding), so the other callers' requests
-        go back to the head of the queue, to be embedded by the next pass, rather than
-        raising an interrupt in threads that were not interrupted.
+        go back to the head of the queue from the first text of the part this pass held,
+        to be embedded by the next pass, rather than raising an interrupt in threads that
+        were not interrupted.
         """
-        others = [r for r in taken if r is not own and not r.done.is_set()]
-        for request in others:
-            request.taken = False
-            request.tokens = request.batches = 0  # counted again by the pass that embeds them
+        others = []
+        for part in parts:
+            request = part.request
+            if request is own or request.done.is_set():
+                continue
+            request.next = part.start
+            request.taken = part.start > 0
+            request.tokens, request.batches = part.tokens, part.batches  # counted again
+            others.append(request)
         with self._changed:
+            gone = [*others, own] if own is not None else others
+            self._queue = [r for r in self._queue if r not in gone]
             self._queue[:0] = others
             self._changed.notify_all()
         if own is not None:
@@ -301,14 +409,40 @@ class EmbedQueue:
                 )
             )
 
-    def _take(self) -> list[Request]:
+    def _take(self) -> list[Part]:
         with self._changed:
             while self._queue and self.max_wait > 0:
-                left = self._queue[0].arrived + self.max_wait - time.monotonic()
+                oldest = min(r.arrived for r in self._queue)  # a request's later parts: old
+                left = oldest + self.max_wait - time.monotonic()
                 if left <= 0:
                     break
                 self._changed.wait(left)
-            taken, self._queue = self._queue, []
-            for request in taken:
-                request.taken = True
-        return taken
+            return self._parts()
+
+    def _parts(self) -> list[Part]:
+        """A pass's parts, oldest request first: texts until their shares reach 1 (the last
+        may pass it: a pass of texts of one length so takes whole batches of them, even
+        after a short text of another request). A request taken whole leaves the queue;
+        one taken in part stays in its place until the pass is over (:meth:`_after`). The
+        queue's lock is held."""
+        parts: list[Part] = []
+        room = 1.0
+        for request in list(self._queue):
+            if room <= _FULL:
+                break
+            if request.done.is_set():  # failed or ended by an earlier part
+                self._queue.remove(request)
+                continue
+            start = stop = request.next
+            while stop < len(request.texts) and room > _FULL:
+                room -= request.share(stop)
+                stop += 1
+            parts.append(Part(request, start, stop, request.tokens, request.batches))
+            request.next, request.taken = stop, True
+            if stop == len(request.texts):
+                self._queue.remove(request)
+        return parts
+
+
+_FULL = 1e-9
+"""What is left of a pass's room when it is full (shares summed in floating point)."""

@@ -9,8 +9,10 @@ host work as a run — ``prepare``, packing into the pipeline's token-budget bat
 
 Several threads may call :meth:`Embedder.encode` at once. Their texts are batched
 together: a caller queues its texts and takes the engine when it is free; whoever
-holds it embeds every text queued so far, its own and the others', and hands each
-caller its rows. No background thread is kept, and a caller alone pays nothing.
+holds it embeds the texts queued so far, its own and the others', a few batches'
+worth a pass (a large call's texts a part at a time, oldest caller first:
+:data:`PASS_BATCHES`), and hands each caller its rows. No background thread is kept,
+and a caller alone pays nothing.
 A server instead submits each request (:meth:`Embedder.submit`, which returns at
 once with a :class:`Pending`), keeps one thread leading passes
 (:meth:`Embedder.drain`), may let a leader wait ``max_wait`` seconds for more
@@ -79,7 +81,7 @@ from seamline.core.config import (
     resolve_encoder,
     trusted_registry,
 )
-from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Request
+from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Part, Request
 from seamline.core.encoder import Encoder
 from seamline.core.forking import refuse_after_fork
 from seamline.core.host import Collated, SetAside, documents_as_loaded
@@ -406,7 +408,8 @@ class Embedder:
         span = tracer().start_span(
             "seamline.embed.request", attributes={_TEXTS: len(batch), _QUERIES: as_queries}
         )
-        request = Request(batch, policy, batch_tokens, span, queries=as_queries)
+        shares = _pass_shares(self.encoder, batch, policy, batch_tokens)
+        request = Request(batch, policy, batch_tokens, span, queries=as_queries, shares=shares)
         self.queue.put(request)
         return Pending[Any](self.queue, request, isinstance(texts, str), bool(normalize))
 
@@ -491,46 +494,50 @@ def _reporter(monitors: MonitorHub) -> Callable[[Any], None]:
     return report
 
 
-def _run_pass(embedder: Embedder, requests: list[Request]) -> None:
-    """Embed the texts of ``requests`` together for ``embedder`` (one pass per window policy
+def _run_pass(embedder: Embedder, parts: list[Part]) -> None:
+    """Embed the texts of ``parts`` together for ``embedder`` (one pass per window policy
     and budget): its queue's ``run``, outside the class, which is long enough without it.
+    A request is finished once its last part is embedded, or at once if a text of it
+    cannot be (its later parts are then not taken).
 
     The pass is a span of its own trace (it serves many callers), linked to theirs.
     """
-    links = [trace.Link(r.span.get_span_context()) for r in requests]
-    attributes = {_REQUESTS: len(requests), _TEXTS: sum(len(r.texts) for r in requests)}
+    links = [trace.Link(p.request.span.get_span_context()) for p in parts]
+    attributes = {_REQUESTS: len(parts), _TEXTS: sum(len(p.indexes) for p in parts)}
     with tracer().start_as_current_span(
         "seamline.embed.pass",
         context=otel_context.Context(),
         links=links,
         attributes=attributes,
     ):
-        for (first_only, batch_tokens, queries), group in _passes(requests).items():
+        for (first_only, batch_tokens, queries), group in _passes(parts).items():
             try:
                 refused = _embed_pass(embedder, group, first_only, batch_tokens, queries)
             except Exception as err:  # an interrupt is the leader's alone (EmbedQueue)
-                for request in group:
-                    request.finish(err)
+                for part in group:
+                    part.request.finish(err)
             else:
-                for request in group:
-                    request.finish(refused.get(id(request)))
+                for part in group:
+                    error = refused.get(id(part.request))
+                    if error is not None or part.last:
+                        part.request.finish(error)
 
 
 def _embed_pass(
     embedder: Embedder,
-    requests: list[Request],
+    parts: list[Part],
     first_only: bool,
     batch_tokens: int | None,
     queries: bool,
 ) -> dict[int, Unembeddable]:
-    """Embed the requests' texts in shared batches for ``embedder`` (:func:`_run_pass`); the
+    """Embed the parts' texts in shared batches for ``embedder`` (:func:`_run_pass`); the
     requests refused, by ``id``. Outside the class, which is long enough without it.
 
     A text the model cannot embed fails its own request only, never the others
     batched with it.
     """
     refused: dict[int, Unembeddable] = {}
-    owners, documents = _pass_documents(requests)
+    owners, documents = _pass_documents(parts)
     embedder._texts_done += len(owners)
     encoder = embedder.encoder
     shapes = encoder.shapes_for(batch_tokens)
@@ -611,11 +618,11 @@ class _PassBatches:
     def _launch(self, item: Collated) -> _EmbedBatch:
         batch = item.batch
         started = time.perf_counter()
-        served: dict[int, Request] = {}
+        served: dict[int, tuple[Request, int]] = {}
         for example in batch.examples:
             request, _ = self.owners[int(example.doc_id)]
-            served.setdefault(id(request), request)
-            request.tokens += example.length
+            tokens = served.get(id(request), (request, 0))[1]
+            served[id(request)] = (request, tokens + example.length)
         self.index += 1
         attributes = {
             BATCH_SIZE: batch.batch_size,
@@ -624,7 +631,7 @@ class _PassBatches:
             _BATCH_TOKENS: batch.tokens,
             _REQUESTS: len(served),
         }
-        links = [trace.Link(r.span.get_span_context()) for r in served.values()]
+        links = [trace.Link(r.span.get_span_context()) for r, _ in served.values()]
         span = tracer().start_span("seamline.embed.batch", links=links, attributes=attributes)
         try:
             with trace.use_span(span, end_on_exit=False):  # records an escaping error
@@ -632,9 +639,9 @@ class _PassBatches:
         except BaseException:
             span.end()
             raise
-        for request in served.values():
-            request.batches += 1
-            request.span.add_link(span.get_span_context(), {_BATCH_INDEX: self.index})
+        link = trace.Link(span.get_span_context(), {_BATCH_INDEX: self.index})
+        for request, tokens in served.values():
+            request.count_batch(tokens, link)
         return _EmbedBatch(launched, span, self.index, started)
 
     def _finish(self, flight: _EmbedBatch) -> None:
@@ -664,18 +671,51 @@ class ModelSides:
 
 
 def _pass_documents(
-    requests: Sequence[Request],
+    parts: Sequence[Part],
 ) -> tuple[list[tuple[Request, int]], list[Document]]:
-    """A pass's texts as documents, each id the index of its ``(request, text)`` owner; each
-    request's windows emptied for the pass to fill."""
+    """A pass's texts as documents, each id the index of its ``(request, text)`` owner; the
+    windows of each part's texts emptied for the pass to fill (each text's rows are kept by
+    its index, whichever pass of a request taken in parts embeds it)."""
     owners: list[tuple[Request, int]] = []
     documents = []
-    for request in requests:
-        request.windows = [{} for _ in request.texts]
-        for index, text in enumerate(request.texts):
-            documents.append(Document(str(len(owners)), text))
+    for part in parts:
+        request = part.request
+        if len(request.windows) != len(request.texts):
+            request.windows = [{} for _ in request.texts]
+        for index in part.indexes:
+            request.windows[index] = {}
+            documents.append(Document(str(len(owners)), request.texts[index]))
             owners.append((request, index))
     return owners, documents
+
+
+PASS_BATCHES = 8
+"""How much one pass of the queue takes: texts of about this many of the largest batches'
+positions (a request's token budget, or ``batch_size`` rows of the longest window). A
+request that arrives while a large one is embedded waits for the pass under way and its
+own, not for all of the large one's texts (0.6 s a pass of MiniLM's 512-token batches on
+2 CPUs); the large one pays a partly filled batch per pass at most, and a few
+milliseconds (measured: the same throughput as one pass, within noise)."""
+
+CHARS_PER_TOKEN = 3
+"""What a text's tokens are estimated from, before a pass tokenizes it: a character count
+over this (English is about 4 characters a token; under-counting only makes a pass
+shorter), plus the two special tokens."""
+
+
+def _pass_shares(
+    encoder: Encoder, texts: Sequence[str], policy: LongText, batch_tokens: int | None
+) -> list[float]:
+    """Each text's estimated share of a pass (:data:`PASS_BATCHES`): its tokens, at most one
+    window's when only the first window is kept, over the positions of a pass."""
+    shapes = encoder.shapes_for(batch_tokens)
+    positions = PASS_BATCHES * max(shapes.rows(length) * length for length in shapes.buckets)
+    window = shapes.buckets[-1] if policy == "truncate" else None
+    shares = []
+    for text in texts:
+        tokens = len(text) // CHARS_PER_TOKEN + 2
+        shares.append((tokens if window is None else min(tokens, window)) / positions)
+    return shares
 
 
 _BUILD_ONE_PER_PROCESS = (
@@ -685,12 +725,13 @@ _BUILD_ONE_PER_PROCESS = (
 )
 
 
-def _passes(requests: Sequence[Request]) -> dict[tuple[bool, int | None, bool], list[Request]]:
-    """The requests that share a pass: the same window policy, token budget and side."""
-    groups: dict[tuple[bool, int | None, bool], list[Request]] = {}
-    for request in requests:
+def _passes(parts: Sequence[Part]) -> dict[tuple[bool, int | None, bool], list[Part]]:
+    """The parts that share a pass: the same window policy, token budget and side."""
+    groups: dict[tuple[bool, int | None, bool], list[Part]] = {}
+    for part in parts:
+        request = part.request
         key = (request.long_text == "truncate", request.batch_tokens, request.queries)
-        groups.setdefault(key, []).append(request)
+        groups.setdefault(key, []).append(part)
     return groups
 
 
@@ -871,8 +912,9 @@ class Pending(Generic[_V]):
         return self._request.done.is_set()
 
     def cancel(self) -> bool:
-        """Leave the queue if no pass took these texts yet (True); they then take no place
-        in a batch, and :meth:`result` raises ``Cancelled``."""
+        """Leave the queue if no pass took these texts yet, or only some of them (True); the
+        texts not taken then take no place in a batch, and :meth:`result` raises
+        ``Cancelled``."""
         return self._queue.cancel(self._request)
 
     def cancelled(self) -> bool:

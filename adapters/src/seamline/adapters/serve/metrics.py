@@ -17,7 +17,7 @@ metric                                  what
 ``seamline_serve_batch_examples``       windows per batch (histogram)
 ``seamline_serve_batch_tokens``         real tokens per batch (histogram)
 ``seamline_serve_batch_seconds``        a batch through the model (histogram)
-``seamline_serve_cancelled_total``      requests whose client left before their batch ran
+``seamline_serve_cancelled_total``      requests left before all their texts were taken
 ``seamline_serve_ready``                1 once the model is warm, else 0
 ======================================  ====================================================
 """
@@ -85,7 +85,7 @@ class ServeMetrics:
         )
         self.cancelled = Counter(
             "seamline_serve_cancelled",
-            "Requests whose client went away before their batch ran (taken off the queue).",
+            "Requests whose client went away before all their texts were taken (dropped).",
             registry=registry,
         )
         self.ready = Gauge(
