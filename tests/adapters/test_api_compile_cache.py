@@ -59,3 +59,27 @@ def test_a_directory_that_cannot_be_used_is_a_user_error(
     (tmp_path / "file").write_text("")
     with pytest.raises(UserError, match="cannot be made"):
         api.enable_compile_cache(tmp_path / "file")
+
+
+def test_an_applications_error_names_its_argument_not_the_commands_variable_or_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Python caller was told to point $SEAMLINE_CACHE_DIR elsewhere or to run with
+    --no-compile-cache, a flag it has not, though its own argument was what failed."""
+    monkeypatch.setattr(jax.config, "update", lambda name, value: None)
+    monkeypatch.setenv("SEAMLINE_CACHE_DIR", str(tmp_path / "elsewhere"))
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError) as refused:
+        api.enable_compile_cache(tmp_path / "file")
+    said = str(refused.value)
+    assert "point the directory passed to enable_compile_cache() at a directory" in said
+    assert "do not call enable_compile_cache()" in said
+    assert "SEAMLINE_CACHE_DIR" not in said
+    assert "--no-compile-cache" not in said
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    with pytest.raises(UserError, match="not private") as refused:
+        api.enable_compile_cache(shared)
+    assert "--no-compile-cache" not in str(refused.value)
+    assert "do not call enable_compile_cache()" in str(refused.value)

@@ -58,13 +58,21 @@ def default_cache_dir() -> Path:
     return default if variable is None else named_directory(variable, default)
 
 
-def enable_compile_cache(directory: Path | None = None) -> Path | None:
+def enable_compile_cache(directory: Path | None = None, *, api: bool = False) -> Path | None:
     """Point JAX's persistent cache at ``directory`` and cache every compilation.
 
     Returns the directory, or None when the default one cannot be made (warned).
+    ``api``: called by an application (``seamline.api.enable_compile_cache``), whose
+    errors name its argument and say not to call it, not a variable and a flag it has not.
     """
     variable = naming_variable()
     chosen = directory or default_cache_dir()
+    named_by = (
+        "the directory passed to enable_compile_cache()"
+        if api and directory is not None
+        else f"${variable or CACHE_VARIABLE}"
+    )
+    turn_off = _api_turn_off(variable) if api else _turn_off(variable)
     try:
         chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
         unsafe = not_private(chosen)
@@ -72,8 +80,7 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
         if directory is not None or variable is not None:
             raise UserError(
                 f"the compile cache directory {chosen} cannot be made ({err.strerror}): "
-                f"point ${variable or CACHE_VARIABLE} at a directory you can write, or "
-                f"{_turn_off(variable)}"
+                f"point {named_by} at a directory you can write, or {turn_off}"
             ) from None
         log.warning(
             "compile cache off: its default directory cannot be made",
@@ -84,7 +91,7 @@ def enable_compile_cache(directory: Path | None = None) -> Path | None:
         return None
     if unsafe is not None:
         named = directory is not None or variable is not None
-        _refuse_shared(chosen, unsafe, variable or CACHE_VARIABLE, named=named)
+        _refuse_shared(chosen, unsafe, named_by, turn_off, named=named)
         return None
     read_only = not _writable(chosen)
     if read_only:
@@ -111,14 +118,15 @@ def _writable(directory: Path) -> bool:
     return True
 
 
-def _refuse_shared(directory: Path, problem: NotPrivate, variable: str, *, named: bool) -> None:
+def _refuse_shared(
+    directory: Path, problem: NotPrivate, named_by: str, turn_off: str, *, named: bool
+) -> None:
     """A directory others can write is never used: an error if named, else a warning."""
-    fix = problem.fix(directory, f"${variable}")
+    fix = problem.fix(directory, named_by)
     if named:
         raise UserError(
             f"the compile cache directory {directory} is not private: {problem.why}, and its "
-            f"entries are compiled programs that run as they are found; {fix}, or "
-            f"{_turn_off(variable)}"
+            f"entries are compiled programs that run as they are found; {fix}, or {turn_off}"
         )
     log.warning(
         "compile cache off: its directory is not private, and its entries are compiled "
@@ -133,3 +141,10 @@ def _turn_off(variable: str | None) -> str:
     """How to run without the cache: ``--no-compile-cache`` leaves JAX's own variable
     in force (JAX reads it itself), so a directory that one names is left by unsetting it."""
     return f"unset {JAX_VARIABLE}" if variable == JAX_VARIABLE else "run with --no-compile-cache"
+
+
+def _api_turn_off(variable: str | None) -> str:
+    """How an application goes on without the cache: it called for it, so not calling it
+    (and unsetting JAX's own variable, which JAX reads itself, where that named it)."""
+    also = f" and unset {JAX_VARIABLE}" if variable == JAX_VARIABLE else ""
+    return f"do not call enable_compile_cache(){also}"

@@ -117,4 +117,4 @@ def enable_compile_cache(directory: str | os.PathLike[str] | None = None) -> Pat
     """
     from seamline.adapters.compile_cache import enable_compile_cache as enable
 
-    return enable(None if directory is None else from_here(os.fspath(directory)))
+    return enable(None if directory is None else from_here(os.fspath(directory)), api=True)
