@@ -338,7 +338,8 @@ class AttentionContract(ComponentContract):
         compiled function twice catches only a kernel that varies as it runs; a kernel
         that picks something when it is traced or compiled (a block size timed by an
         autotuner, say) gives the same answer twice within a process and another in the
-        next one, so the second comparison is with a fresh compilation.
+        next one, so the second comparison is with a fresh compilation. Both run in this
+        one process: a choice made once and kept for the process's life is not seen.
         """
         case = self.first_supported(attention, lambda c: True)
         q, k, v, ids = attention_inputs(case)
