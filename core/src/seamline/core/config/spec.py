@@ -94,7 +94,7 @@ def _a_name(value: str) -> str:
     its spans and its log lines with nothing, so that two pipelines' runs could not be
     told apart in a trace or a log."""
     if not value.strip():
-        raise ValueError("a pipeline needs a name (letters, digits, '-'...), not an empty one")
+        raise ValueError("a pipeline needs a name that is not empty or only spaces")
     return value
 
 
