@@ -141,3 +141,43 @@ def test_a_run_whose_folder_was_moved_still_resumes(
         again = seamline(cli, Path("pipeline.yaml"), "--resume")
     assert again.exit_code == 0, again.stderr
     assert (moved / "out" / "emb.jsonl").exists()
+
+
+SAME_FOLDER = ("corpus", "corpus/", "./corpus", "corpus//", "./corpus/")
+"""One folder, spelled as a shell's completion (``corpus/``), a habit (``./corpus``) or a
+pasted join (``corpus//``) gives it."""
+
+
+def test_spec_sha256_is_of_a_path_however_it_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SEAMLINE_CORPUS=corpus``, ``corpus/`` and ``./corpus`` gave three ``spec_sha256``;
+    they name one folder (and ``corpus`` keeps the hash it had: its checkpoints resume)."""
+    for folder in ("corpus", "other"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.txt").write_text("one document\n", encoding="utf-8")
+    path = pipeline(tmp_path, loader="{use: text-files, with: {root: corpus}}")
+    monkeypatch.chdir(tmp_path)
+    with in_process_cli() as cli:
+        plain = spec_sha256(cli, path)
+        for spelled in SAME_FOLDER:
+            assert spec_sha256(cli, path, f"loader.with.root={spelled}") == plain, spelled
+        assert spec_sha256(cli, path, "loader.with.root=other") != plain
+        assert spec_sha256(cli, path, "loader.with.root=other/../corpus") != plain
+
+
+@pytest.mark.parametrize("spelled", ["./out/emb.jsonl", "out//emb.jsonl"])
+def test_a_resume_with_a_path_spelled_otherwise_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelled: str
+) -> None:
+    """A run stopped, resumed with the same file named ``./out/emb.jsonl``: refused with
+    "sink.with.path ... changed since that checkpoint" when paths were hashed as written."""
+    path = pipeline(tmp_path, out=Path("out/emb.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    with in_process_cli() as cli:
+        assert seamline(cli, Path("pipeline.yaml"), SEAMLINE_FAULT_RAISE="read:17").exit_code == 1
+        again = seamline(
+            cli, path.relative_to(tmp_path), "--resume", "--set", f"sink.with.path={spelled}"
+        )
+    assert again.exit_code == 0, again.stderr
+    assert (tmp_path / "out" / "emb.jsonl").exists()

@@ -26,7 +26,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -167,7 +167,8 @@ def _dumped(spec: PipelineSpec | dict[str, Any]) -> dict[str, Any]:
 
 def _settled(choice: ComponentChoice, written: Any) -> dict[str, Any]:
     """A component's settings as validated, those equal to its defaults left out; a text
-    setting as the ``written`` ``with:`` holds it (:func:`_as_run`).
+    setting as the ``written`` ``with:`` holds it (:func:`_as_run`), a path's in one of
+    its spellings (:func:`_spelled`).
 
     Validated, so that one value is one hash however it was typed: ``"${MAXLEN:-64}"``,
     ``'64'`` and ``64`` are the integer 64 to an integer setting, and ``128.0`` is 128,
@@ -177,9 +178,42 @@ def _settled(choice: ComponentChoice, written: Any) -> dict[str, Any]:
     config = choice.asked if choice.asked is not None else choice.config  # not what pinned
     settled = config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     given = written if isinstance(written, dict) else {}
+    paths = _path_settings(config)
     return {
-        key: _as_run(value, given[key]) if key in given else value for key, value in settled.items()
+        key: _as_run(value, _spelled(given[key]) if key in paths else given[key])
+        if key in given
+        else value
+        for key, value in settled.items()
     }
+
+
+def _path_settings(config: BaseModel) -> set[str]:
+    """The names (as written: aliases) of the settings ``config`` holds as paths (a ``Path``,
+    or a list of them: ``NamedPath``, ``OutputPath``), whatever the field is called."""
+    names: set[str] = set()
+    for name, field in type(config).model_fields.items():
+        value = getattr(config, name)
+        values = value if isinstance(value, list | tuple) else [value]
+        if values and all(isinstance(v, Path) for v in values):
+            names.add(field.serialization_alias or field.alias or name)
+    return names
+
+
+def _spelled(written: Any) -> Any:
+    """A path's text as written, in one spelling of the many that name it relatively.
+
+    ``corpus``, ``corpus/`` (the slash a shell's completion adds), ``./corpus`` and
+    ``corpus//`` name one folder, but hashed as written they were four settings: a
+    ``--resume`` given ``corpus/`` was refused ("loader.with.root ... changed"). Only
+    ``.``, a trailing slash and repeated slashes go, as ``Path`` drops them (so ``corpus``
+    keeps its hash); ``..`` stays (through a link it is not the folder above), the text
+    stays relative (a moved folder resumes) and ``~`` unexpanded. A list item by item.
+    """
+    if isinstance(written, str):
+        return str(PurePath(written))
+    if isinstance(written, list):
+        return [_spelled(item) for item in written]
+    return written
 
 
 def _as_run(value: Any, written: Any) -> Any:
