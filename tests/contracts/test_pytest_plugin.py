@@ -64,20 +64,36 @@ def test_writes_a_record_per_component_tested(tmp_path: Path) -> None:
     assert "whole_suite" not in checks
 
 
-def test_a_record_of_a_selection_fails(tmp_path: Path) -> None:
+def test_a_selection_writes_no_record_and_keeps_the_one_there(tmp_path: Path) -> None:
     """``-k`` with a check that cannot fail recorded a passing record, and a component that
-    failed the whole suite became trusted under ``require_conformance``."""
+    failed the whole suite became trusted; then a FAILING record of the selection replaced
+    the passing one kept there, demoting the component under ``require_conformance``."""
     (tmp_path / "test_native.py").write_text(SUITE, encoding="utf-8")
     (tmp_path / "test_other.py").write_text("def test_ok():\n    pass\n", encoding="utf-8")
     records = tmp_path / "records"
+    kept = keep_a_passing_record(records, "attention-native-0.json")
     result = pytest_in(tmp_path, "-k", "plain or config", f"--seamline-record={records}")
-    assert "FAILING conformance record for attention:native" in result.stdout, result.stdout
-    (path,) = records.glob("attention-native-*.json")
-    record = ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8"))
-    assert not record.passed
-    (partial,) = [r for r in record.results if r.check == "whole_suite"]
-    assert partial.outcome == "error"
-    assert "conformance checks did not run" in partial.message
+    assert_no_record_written(result, "attention:native", records, kept)
+
+
+def keep_a_passing_record(records: Path, name: str) -> dict[Path, bytes]:
+    """A passing record as a whole suite left it (a file of the name save() would choose is
+    not needed: no record may be written at all), and every file's bytes there."""
+    records.mkdir(parents=True, exist_ok=True)
+    (records / name).write_text('{"a passing record": "kept as it is"}', encoding="utf-8")
+    return {path: path.read_bytes() for path in records.iterdir()}
+
+
+def assert_no_record_written(
+    result: subprocess.CompletedProcess[str], target: str, records: Path, kept: dict[Path, bytes]
+) -> None:
+    out = result.stdout + result.stderr
+    assert "conformance record for" not in result.stdout, out
+    (said,) = [line for line in result.stdout.splitlines() if target in line]
+    assert said.startswith(f"seamline: no conformance record written for {target} "), out
+    assert "checks ran; a record proves conformance only when the whole suite ran" in said
+    assert "run the whole suite to record" in said
+    assert {path: path.read_bytes() for path in records.iterdir()} == kept
 
 
 def test_a_selection_of_whole_suites_records_each_as_it_ran(tmp_path: Path) -> None:
@@ -120,39 +136,38 @@ def whole_suite_problem(record: ConformanceRecord) -> str | None:
     return found[0].message if found else None
 
 
-def test_a_record_of_checks_chosen_by_node_id_fails(tmp_path: Path) -> None:
-    """One check named by its node id made a passing record ("1 passed"): only pytest's
-    deselection (-k, -m) was counted, and a node id collects the rest without deselecting
-    it. A kernel that ignored segment ids was then chosen under require_conformance."""
+def test_checks_chosen_by_node_id_write_no_record(tmp_path: Path) -> None:
+    """One check named by its node id made a passing record ("1 passed"), then a FAILING one
+    that replaced the passing record kept there: neither proves anything of the suite."""
     (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
     records = tmp_path / "records"
+    result = pytest_in(tmp_path, f"--seamline-record={records}")  # the whole suite: recorded
+    assert "passing conformance record for monitor:log" in result.stdout, result.stdout
+    kept = {path: path.read_bytes() for path in records.iterdir()}
+    assert recorded(records, "log").passed
     node = "test_log.py::TestLog::test_accepts_odd_values"
     result = pytest_in(tmp_path, node, f"--seamline-record={records}")
     assert "1 passed" in result.stdout, result.stdout + result.stderr
-    assert "FAILING conformance record for monitor:log" in result.stdout, result.stdout
-    record = recorded(records, "log")
-    assert not record.passed
-    problem = whole_suite_problem(record)
-    assert problem is not None
-    assert "conformance checks did not run" in problem
-    assert f"whole_suite: {problem}" in result.stdout  # the reason, not just "1 error"
+    assert_no_record_written(result, "monitor:log", records, kept)
+    assert "1 of 10 checks ran" in result.stdout, result.stdout
 
 
-def test_a_record_under_xdist_is_of_the_whole_suite_or_fails(tmp_path: Path) -> None:
+def test_a_record_under_xdist_is_of_the_whole_suite_or_none(tmp_path: Path) -> None:
     """``-n 2 -k ...`` made a passing record of two checks: xdist's workers deselect, and
     the controller that writes the record never heard of it. (Each worker also wrote a
     record of its share, which the controller's then replaced.)"""
     (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
-    for selection, passing in ((("-k", "odd or unknown"), False), ((), True)):
-        records = tmp_path / f"records-{passing}"
-        result = pytest_in(tmp_path, "-n", "2", *selection, f"--seamline-record={records}")
-        assert "passed" in result.stdout, result.stdout + result.stderr
-        said = "passing" if passing else "FAILING"
-        assert result.stdout.count("conformance record for") == 1, result.stdout
-        assert f"{said} conformance record for monitor:log" in result.stdout, result.stdout
-        record = recorded(records, "log")
-        assert record.passed is passing
-        assert (whole_suite_problem(record) is None) is passing
+    records = tmp_path / "records"
+    result = pytest_in(tmp_path, "-n", "2", f"--seamline-record={records}")
+    assert result.stdout.count("conformance record for") == 1, result.stdout + result.stderr
+    assert "passing conformance record for monitor:log" in result.stdout, result.stdout
+    record = recorded(records, "log")
+    assert record.passed
+    assert whole_suite_problem(record) is None
+    kept = {path: path.read_bytes() for path in records.iterdir()}
+    result = pytest_in(tmp_path, "-n", "2", "-k", "odd or unknown", f"--seamline-record={records}")
+    assert "passed" in result.stdout, result.stdout + result.stderr
+    assert_no_record_written(result, "monitor:log", records, kept)
 
 
 def test_the_plugin_s_lines_start_lines_of_their_own(tmp_path: Path) -> None:
@@ -200,16 +215,24 @@ def test_a_record_whose_checks_were_not_counted_fails() -> None:
             user_properties=properties,
         )
 
-    for size, passing in ((None, False), (3, False), (2, True)):
+    for size, whole in ((None, False), (3, False), (2, True)):
         collector = Collector()
         collector.pytest_runtest_logreport(report("one", size))
         collector.pytest_runtest_logreport(report("two", size))
-        (record,) = collector.records_to_keep()
-        assert record.passed is passing, (size, record.results)
-    (record,) = Collector(
-        results=collector.results, classes_of=collector.classes_of
-    ).records_to_keep()
+        (record,) = collector.records_to_keep()  # seamline check's table: a failing row
+        assert record.passed is whole, (size, record.results)
+        written, left_out = collector.records_of_whole_suites()  # the plugin's: no record
+        assert len(written) == int(whole), (size, written)
+        assert len(left_out) == int(not whole), (size, left_out)
+    uncounted = Collector(results=collector.results, classes_of=collector.classes_of)
+    (record,) = uncounted.records_to_keep()
     assert "did not count the checks of test_x.py::TestLog" in str(whole_suite_problem(record))
+    (_, (left_out,)) = uncounted.records_of_whole_suites()
+    assert (left_out.kind, left_out.name) == ("monitor", "log")
+    assert "did not count the checks of test_x.py::TestLog" in left_out.why
+    three = {"test_x.py::TestLog": 3}
+    partial = Collector(collector.results, [], collector.classes_of, three, collector.ran_in)
+    assert partial.records_of_whole_suites()[1][0].why.startswith("2 of 3 checks ran; ")
 
 
 def test_a_failures_message_leaves_out_hypothesis_notes() -> None:
@@ -284,7 +307,7 @@ def test_a_record_of_code_that_is_not_the_installed_distribution_s_is_credited_t
     (tmp_path / "test_plain.py").write_text(PLAIN_SUITE, encoding="utf-8")
     monkeypatch.delenv("SEAMLINE_CONFIG", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user allowlist
-    args = ("--seamline-max-examples=1", "-k", "config_rejects_unknown_fields")
+    args = ("--seamline-max-examples=1",)  # the whole suite: a selection records nothing
     for path, credited in (("site", "acme-plain"), (f"src{os.pathsep}site", None)):
         monkeypatch.setenv("PYTHONPATH", path)
         records = tmp_path / f"records-{credited}"

@@ -5,8 +5,9 @@ imports nothing of seamline (so JAX) until one is used, because pytest loads it 
 every session of an environment that has seamline. ``--seamline-record [DIR]``
 writes a conformance record for every component a contract class tested in the
 session (keeping records is the host's job, so this needs seamline-core
-installed): a record passes only if every check of its contract class ran,
-so one of a selection (a node id, ``-k``, ``-m``, under xdist too) fails.
+installed): only for a contract class whose every check ran; of a selection
+(a node id, ``-k``, ``-m``, under xdist too) no record is written, and the
+record already kept is left as it was.
 ``--seamline-max-examples N`` bounds each property-based check. It
 lives outside ``seamline.contracts`` so that loading it does not import that
 package.
@@ -79,7 +80,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     option = config.getoption("--seamline-record")
     directory = Path(option) if option else store_directory()
     registry = Registry.discover(user_trust())  # what the user trusts: nothing else imported
-    for record in collector.records_to_keep():
+    records, left_out = collector.records_of_whole_suites()
+    for record in records:
         why_not = unattributed(record, registry)
         record = attribute(record, registry)
         path = save(record, directory)
@@ -88,14 +90,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             f"seamline: {verdict} conformance record for {record.kind}:{record.name} "
             f"({record.summary()}) -> {path}"
         )
-        for result in record.results:
-            if result.check == "whole_suite":  # why it fails, not just "1 error"
-                said.append(f"seamline:   whole_suite: {result.message}")
         if why_not is not None:
             said.append(
                 f"seamline: it is credited to no distribution, so it cannot earn trust "
                 f"under require_conformance: {why_not}"
             )
+    for component in left_out:  # a record of part of a suite proves nothing: none replaced
+        said.append(
+            f"seamline: no conformance record written for {component.kind}:{component.name} "
+            f"(any record already there is left as it was): {component.why}"
+        )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

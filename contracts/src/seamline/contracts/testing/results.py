@@ -88,12 +88,29 @@ class Collector:
         env = environment if environment is not None else current_environment()
         return [build_record(identity, results, env) for identity, results in self.results.items()]
 
+    def records_of_whole_suites(self) -> tuple[list[ConformanceRecord], list[LeftOut]]:
+        """The records whose contract classes ran whole, and the components left out.
+
+        ``pytest --seamline-record`` writes the first and no record of the second: one
+        check chosen by its node id wrote a FAILING record over the component's passing
+        one, demoting it under ``require_conformance`` (anyone keeping the option in
+        ``addopts`` lost their record debugging one test). Only its own suite counts:
+        ``-k TestLoader`` runs the loader's whole suite, and its record is written."""
+        kept: list[ConformanceRecord] = []
+        left_out: list[LeftOut] = []
+        for identity, record in zip(list(self.results), self.records(), strict=True):
+            problem = self.incomplete(self.classes_of.get(identity, set()))
+            if problem is None:
+                kept.append(record)
+            else:
+                left_out.append(LeftOut(record.kind, record.name, problem))
+        return kept, left_out
+
     def records_to_keep(self) -> list[ConformanceRecord]:
-        """The records to write: a record whose suite did not run whole carries an ``error``
-        result saying so, which fails it. A record of the checks someone chose (one that
-        cannot fail, by ``-k``, a node id, or ``-n 2 -k``) made a component that fails the
-        suite trusted under ``require_conformance``. Only its own suite counts: ``-k
-        TestLoader`` runs the loader's whole suite, and its record passes."""
+        """Every record, one whose suite did not run whole carrying an ``error`` result
+        saying so (which fails it): what ``seamline check`` shows in its table. A record of
+        the checks someone chose (one that cannot fail) made a component that fails the
+        suite trusted under ``require_conformance``."""
         identities = list(self.results)
         kept = []
         for identity, record in zip(identities, self.records(), strict=True):
@@ -116,7 +133,7 @@ class Collector:
             )
         total = sum(self.suite_sizes[suite] for suite in suites)
         ran = sum(min(len(self.ran_in.get(s, ())), self.suite_sizes[s]) for s in suites)
-        return _partial(total - ran, total) if ran < total else None
+        return _partial(ran, total) if ran < total else None
 
     def all_results(self) -> list[CheckResult]:
         return [r for results in self.results.values() for r in results] + self.unattributed
@@ -129,11 +146,20 @@ PARTIAL_SUITE = CheckResult(check="whole_suite", outcome="error")
 """The result a record of a session that left checks out carries (its message says how many)."""
 
 
-def _partial(missing: int, total: int) -> str:
+@dataclass(frozen=True)
+class LeftOut:
+    """A component whose contract class's checks did not all run, and why: no record of it."""
+
+    kind: str
+    name: str
+    why: str
+
+
+def _partial(ran: int, total: int) -> str:
     return (
-        f"{missing} of the suite's {total} conformance checks did not run (a selection: a "
-        "node id, pytest -k or -m, --lf, or seamline check --select): a record proves "
-        "conformance only when the whole suite ran; run it without a selection to record"
+        f"{ran} of {total} checks ran; a record proves conformance only when the whole suite "
+        "ran (this was a selection: a node id, pytest -k or -m, --lf): run the whole suite "
+        "to record"
     )
 
 
