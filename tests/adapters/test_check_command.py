@@ -167,7 +167,19 @@ def test_a_sink_is_checked_through_its_registered_class() -> None:
     result = invoke("sink:jsonl", "--select", "exactly_once")
     assert result.exit_code == 0, result.output
     assert "exactly_once_across_a_crash" in result.output
-    assert "sink:jsonl conforms" in result.output
+    assert "1 selected check passed; a selection says nothing of conformance" in result.output
+
+
+def test_a_selection_that_passes_says_nothing_of_conformance() -> None:
+    # `check attention:X --select schema` printed "1 passed ... attention:X conforms", exit
+    # 0, after 1 of 33 checks: read as the suite's verdict.
+    result = invoke("monitor:log", "--select", "odd or unknown", "--max-examples", "1")
+    assert result.exit_code == 0, result.output
+    assert "conforms" not in result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last == (
+        "3 selected checks passed; a selection says nothing of conformance (run without --select)"
+    ), result.output
 
 
 @pytest.mark.parametrize(
@@ -286,7 +298,7 @@ def test_an_untrusted_distribution_s_conformance_class_is_never_imported(
     allow(tmp_path, monkeypatch, FIRST_PARTY)
     result = invoke("attention:native", "--select", "plain or config", "--max-examples", "1")
     assert result.exit_code == 0, result.output
-    assert "attention:native conforms" in result.output
+    assert "selected checks passed" in result.output
     assert not marker.exists(), "the untrusted distribution's conformance class was imported"
     # The control: trusting everyone, the two classes are a conflict, named, still unimported.
     monkeypatch.delenv(CONFIG_VARIABLE)

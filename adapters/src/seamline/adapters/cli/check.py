@@ -56,11 +56,15 @@ class CheckOutcome:
     """Why each record written cannot earn trust (credited to no distribution): the suite
     tested a class no installed distribution registers. It said "conforms", exit 0, and
     ``require_conformance`` sent the user back to the same command."""
+    select: str | None = None
+    """The ``--select`` expression the checks were chosen by: a selection that passes says
+    nothing of conformance (it printed "conforms" after 1 of 33 checks)."""
 
     @property
     def conforms(self) -> bool:
         """The suite ran and every record it made passed, and none that ``--record`` wrote is
-        useless (``seamline check`` exits 0)."""
+        useless (``seamline check`` exits 0; with ``--select``, every selected check
+        passed, which is no verdict of conformance)."""
         return bool(self.suite.results) and self.suite.passed and not self.cannot_earn_trust
 
 
@@ -241,7 +245,7 @@ def check(
         for r, why in zip(suite.records, why_not, strict=True)
         if why is not None and records_to is not None
     )
-    return CheckOutcome(suite, tuple(saved), tuple(useless))
+    return CheckOutcome(suite, tuple(saved), tuple(useless), select)
 
 
 def record_directory(record_dir: Path | None) -> Path:

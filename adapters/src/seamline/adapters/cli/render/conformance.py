@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from seamline.adapters.cli.render.console import consoles, line, text, title
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from seamline.adapters.cli.check import CheckOutcome
-    from seamline.contracts.conformance import ConformanceRecord
+    from seamline.contracts.conformance import CheckResult, ConformanceRecord
 
 CHECK_COLUMNS = (Column("check"), Column("result"), Column("detail", whole=False))
 """A check's name and result kept whole, its detail folded; stacked where that does not
@@ -51,7 +52,9 @@ def report(target: str, outcome: CheckOutcome) -> None:
         line(f"record written: {path}", console=console)
     for why in outcome.cannot_earn_trust:
         line((why, "yellow"), console=console)
-    if suite.passed and outcome.cannot_earn_trust:
+    if suite.passed and outcome.select:
+        line((selection_passed(suite.results), "bold green"), console=console)
+    elif suite.passed and outcome.cannot_earn_trust:
         line(
             (f"{target} conforms, but its record cannot earn trust", "bold yellow"),
             console=console,
@@ -60,6 +63,19 @@ def report(target: str, outcome: CheckOutcome) -> None:
         line((f"{target} conforms", "bold green"), console=console)
     else:
         line((f"{target} does not conform", "bold red"), console=console)
+
+
+def selection_passed(results: Sequence[CheckResult]) -> str:
+    """The verdict of a ``--select`` whose checks passed: how many, and that it concludes
+    nothing ("attention:x conforms" after 1 of 33 checks read as a verdict on the suite)."""
+    passed = sum(result.outcome == "passed" for result in results)
+    skipped = len(results) - passed
+    also = f" ({skipped} skipped)" if skipped else ""
+    checks = "check" if passed == 1 else "checks"
+    return (
+        f"{passed} selected {checks} passed{also}; a selection says nothing of conformance "
+        "(run without --select)"
+    )
 
 
 def _describe_record(console: Console, record: ConformanceRecord, *, name_config: bool) -> None:
