@@ -19,9 +19,9 @@ once (one matrix product), each query keeping its own best ``k``.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -55,33 +55,49 @@ def nearest_each(
     ranked: list[Ranked] = []
     for start in range(0, len(vectors), QUERIES_A_READ):
         group = np.stack(vectors[start : start + QUERIES_A_READ])
-        scan = _scan_documents if per_document else _scan
-        ranked.extend(reread(partial(scan, readers, group, k)))
+        kept_by = partial(BestDocuments if per_document else BestRows, k)
+        ranked.extend(reread(partial(_scan, readers, group, kept_by)))
     return ranked
 
 
-def _scan(readers: Sequence[OutputReader], queries: np.ndarray, k: int) -> list[Ranked]:
-    best: list[list[tuple[float, int, StoredRow]]] = [[] for _ in queries]  # -position
+class Kept(Protocol):
+    """One query's best so far (rows, or documents by their best rows) as chunks are read."""
+
+    def offer_chunk(self, scores: np.ndarray[Any, Any], rows: list[StoredRow], first: int) -> None:
+        """A chunk's rows and their scores; ``first``: the position of its first row."""
+
+    def ranked(self) -> list[tuple[float, StoredRow]]:
+        """What is kept, best first (ties to the row read first)."""
+
+
+class BestRows:
+    """One query's best ``k`` rows so far, as rows are offered in the order they are read."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self._heap: list[tuple[float, int, StoredRow]] = []  # (score, -position, row)
+
+    def offer_chunk(self, scores: np.ndarray[Any, Any], rows: list[StoredRow], first: int) -> None:
+        _keep(self._heap, scores, rows, first, self.k)
+
+    def ranked(self) -> list[tuple[float, StoredRow]]:
+        return [(score, row) for score, _, row in sorted(self._heap, key=_order)]
+
+
+def _scan(
+    readers: Sequence[OutputReader], queries: np.ndarray, kept_by: Callable[[], Kept]
+) -> list[Ranked]:
+    """One read of the output, each chunk scored against every query at once, each query's
+    best kept by its own ``kept_by()`` (best rows, or best documents)."""
+    best = [kept_by() for _ in queries]
     seen = 0
     for reader in current_readers(readers):
         for matrix, rows in reader.chunks(queries.shape[1]):
             scores = cosines(matrix, queries)
-            for heap, column in zip(best, scores.T, strict=True):
-                _keep(heap, column, rows, seen, k)
+            for kept, column in zip(best, scores.T, strict=True):
+                kept.offer_chunk(column, rows, seen)
             seen += len(rows)
-    return [([(score, row) for score, _, row in sorted(heap, key=_order)], seen) for heap in best]
-
-
-def _scan_documents(readers: Sequence[OutputReader], queries: np.ndarray, k: int) -> list[Ranked]:
-    best = [BestDocuments(k) for _ in queries]
-    seen = 0
-    for reader in current_readers(readers):
-        for matrix, rows in reader.chunks(queries.shape[1]):
-            scores = cosines(matrix, queries)
-            for documents, column in zip(best, scores.T, strict=True):
-                documents.offer_chunk(column, rows, seen)
-            seen += len(rows)
-    return [(documents.ranked(), seen) for documents in best]
+    return [(kept.ranked(), seen) for kept in best]
 
 
 def _keep(
