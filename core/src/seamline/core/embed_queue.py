@@ -94,13 +94,16 @@ class Request:
     """Each text's share of one pass (a pass takes texts until their shares reach 1);
     empty: none, a pass takes every text (what the embedder estimates, see the module)."""
     error: BaseException | None = None
-    taken: bool = False
-    """A leader took (the first part of) it from the queue: that part will be embedded,
-    cancelled or not."""
     next: int = 0
     """The first text no pass took yet: a large request is taken in parts."""
     _callbacks: list[Callable[[], None]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def taken(self) -> bool:
+        """A leader took (the first part of) it from the queue: that part will be embedded,
+        cancelled or not."""
+        return self.next > 0
 
     def share(self, index: int) -> float:
         return self.shares[index] if self.shares else 0.0
@@ -393,7 +396,6 @@ class EmbedQueue:
             if request is own or request.done.is_set():
                 continue
             request.next = part.start
-            request.taken = part.start > 0
             request.tokens, request.batches = part.tokens, part.batches  # counted again
             others.append(request)
         with self._changed:
@@ -438,7 +440,7 @@ class EmbedQueue:
                 room -= request.share(stop)
                 stop += 1
             parts.append(Part(request, start, stop, request.tokens, request.batches))
-            request.next, request.taken = stop, True
+            request.next = stop
             if stop == len(request.texts):
                 self._queue.remove(request)
         return parts
