@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,8 +98,7 @@ class Collector:
         ``-k TestLoader`` runs the loader's whole suite, and its record is written."""
         kept: list[ConformanceRecord] = []
         left_out: list[LeftOut] = []
-        for identity, record in zip(list(self.results), self.records(), strict=True):
-            problem = self.incomplete(self.classes_of.get(identity, set()))
+        for record, problem in self._judged():
             if problem is None:
                 kept.append(record)
             else:
@@ -111,15 +110,18 @@ class Collector:
         saying so (which fails it): what ``seamline check`` shows in its table. A record of
         the checks someone chose (one that cannot fail) made a component that fails the
         suite trusted under ``require_conformance``."""
-        identities = list(self.results)
         kept = []
-        for identity, record in zip(identities, self.records(), strict=True):
-            problem = self.incomplete(self.classes_of.get(identity, set()))
+        for record, problem in self._judged():
             if problem is not None:
                 partial = PARTIAL_SUITE.model_copy(update={"message": problem})
                 record = record.model_copy(update={"results": (*record.results, partial)})
             kept.append(record)
         return kept
+
+    def _judged(self) -> Iterator[tuple[ConformanceRecord, str | None]]:
+        """Each component's record, and why its suite did not run whole (None if it did)."""
+        for identity, record in zip(list(self.results), self.records(), strict=True):
+            yield record, self.incomplete(self.classes_of.get(identity, set()))
 
     def incomplete(self, suites: Iterable[str]) -> str | None:
         """Why these contract classes' checks did not all run, in words; or None."""
