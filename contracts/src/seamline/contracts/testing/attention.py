@@ -17,9 +17,7 @@ never tighter than a floor that allows summation in another order.
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import threading
 import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
@@ -50,6 +48,7 @@ from seamline.contracts.testing._attention_cases import (
 )
 from seamline.contracts.testing._common import ComponentContract, max_examples
 from seamline.contracts.testing._reference import dense_attention, exact_attention
+from seamline.contracts.time_limit import answered_within
 from seamline.contracts.versions import Kind
 
 #: The smallest tolerance per dtype: room for summing in another order, nothing more.
@@ -122,22 +121,10 @@ def _asked(
     suite (the thread is left behind, as the host leaves it). What the method raises is
     raised here.
     """
-    answer: list[object] = []
-    failure: list[BaseException] = []
     method = getattr(attention, question)
     spec = case.spec()
-
-    def ask() -> None:
-        try:
-            answer.append(method(spec))
-        except BaseException as err:  # raised again on the test's thread
-            failure.append(err)
-
-    context = contextvars.copy_context()
-    thread = threading.Thread(target=context.run, args=(ask,), name=question, daemon=True)
-    thread.start()
-    thread.join(ASK_TIMEOUT_S)
-    if thread.is_alive():
+    answer, thread = answered_within(lambda: method(spec), ASK_TIMEOUT_S, question)
+    if thread is not None:
         pytest.fail(
             f"{attention.name!r}.{question}() did not answer in {ASK_TIMEOUT_S:g} s on "
             f"{case.describe()}: seamline gives up on it after {ASK_TIMEOUT_S:g} s and refuses "
@@ -145,9 +132,7 @@ def _asked(
             "Answer from the spec's shapes and names; probe a device or import a compiler "
             "when constructed"
         )
-    if failure:
-        raise failure[0]
-    return answer[0]
+    return answer
 
 
 def _max_abs(a: Any, b: Any, rows: Any = None) -> float:

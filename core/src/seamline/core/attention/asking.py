@@ -17,7 +17,6 @@ operator should hear about.
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import weakref
 from typing import Any, Literal
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from seamline.contracts import Attention, AttentionSpec
 from seamline.contracts.attention import ASK_TIMEOUT_S
 from seamline.contracts.logs import get_logger
+from seamline.contracts.time_limit import answered_within
 
 Question = Literal["supports", "priority"]
 """The two methods asked before any work."""
@@ -54,23 +54,11 @@ def asked(
         if waiting.is_alive():
             raise AskTimeout(f"{said} (asked earlier, and still not answered)")
         del hung[question]  # it answered in the end: a stall, asked again
-    answer: list[object] = []
-    failure: list[BaseException] = []
     method = getattr(candidate, question)
-
-    def ask() -> None:
-        try:
-            answer.append(method(spec))
-        except BaseException as err:  # handed to the caller, on its own thread
-            failure.append(err)
-
-    context = contextvars.copy_context()
-    thread = threading.Thread(
-        target=context.run, args=(ask,), name=f"{question}-{candidate.name}", daemon=True
+    answer, thread = answered_within(
+        lambda: method(spec), ASK_TIMEOUT_S, f"{question}-{candidate.name}"
     )
-    thread.start()
-    thread.join(ASK_TIMEOUT_S)
-    if thread.is_alive():
+    if thread is not None:
         _HUNG.setdefault(candidate, {})[question] = thread
         log.warning(
             f"attention {question}() did not answer in time; refused for this shape",
@@ -79,6 +67,4 @@ def asked(
             spec=str(spec)[:200],
         )
         raise AskTimeout(said)
-    if failure:
-        raise failure[0]
-    return answer[0]
+    return answer
