@@ -35,7 +35,13 @@ def validate(
     that does not validate still exits with code 2. Several files are checked in one
     process (a CI job's 20 files pay the start-up once); --set applies to each.
     """
+    from seamline.adapters.logging_setup import configure_logging
+
     as_json = output_format(format_) == "json"
+    # A warning a model logs as it is built (a checkpoint's default prompt) is a log line,
+    # as explain and run print it, not structlog's fallback's bare event="...": set up
+    # once, for every file.
+    configure_logging(level="warning")
     # Each file is checked whole, as if it were alone: its own trust, so its own registry
     # (discovered again, cheaply: the components' modules are imported once per process).
     several = len(pipelines) > 1
@@ -102,12 +108,8 @@ def _checked(
     before running passed ``OTEL_TRACES_EXPORTER=bogus``, and the run then refused it.
     """
     from seamline.adapters import telemetry_setup
-    from seamline.adapters.logging_setup import configure_logging
     from seamline.core import check_executor, check_model
 
-    # A warning the model logs as it is built (a checkpoint's default prompt) is a log
-    # line, as explain and run print it, not structlog's fallback's bare event="...".
-    configure_logging(level="warning")
     user_errors(lambda: check_otel_environment(os.environ), report)
     resolved, registry = loading.pipeline(pipeline, overrides, report)
     user_errors(lambda: telemetry_setup.resolve(resolved.spec.telemetry), report)
