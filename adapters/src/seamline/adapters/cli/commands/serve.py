@@ -17,7 +17,14 @@ import typer
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.commands.run import LOG_FORMATS, LOG_LEVELS
 from seamline.adapters.cli.errors import usage_error, user_errors
-from seamline.adapters.cli.options import PipelineArg, SetOption, offering, whole_number
+from seamline.adapters.cli.options import (
+    CompileCache,
+    PipelineArg,
+    SetOption,
+    compile_cache_on,
+    offering,
+    whole_number,
+)
 from seamline.adapters.otel_environment import check_otel_environment
 from seamline.adapters.serve.extra import check_serve_installed, import_server
 from seamline.adapters.serve.limits import MAX_PORT
@@ -157,13 +164,6 @@ LogFormat = Annotated[
 AccessLog = Annotated[
     bool, typer.Option("--access-log/--no-access-log", help="Log one line per request.")
 ]
-CompileCache = Annotated[
-    bool,
-    typer.Option(
-        "--compile-cache/--no-compile-cache",
-        help="Reuse compiled shapes across runs (JAX persistent cache).",
-    ),
-]
 
 
 def serve(
@@ -238,10 +238,7 @@ def _serve(
     serve_pipeline = user_errors(import_server)
 
     configure_logging(json=LOG_FORMATS[log_format], level=log_level)
-    if compile_cache:
-        from seamline.adapters.compile_cache import enable_compile_cache
-
-        user_errors(enable_compile_cache)
+    compile_cache_on(compile_cache)
     resolved, registry = loading.pipeline(pipeline, overrides)
     if index is not None:  # validation checked the traces file against the sink's path only
         traces = user_errors(lambda: telemetry_setup.resolve(resolved.spec.telemetry))
