@@ -387,9 +387,10 @@ def test_a_record_dir_without_record_is_refused_before_the_suite(
 def test_an_executor_without_a_conformance_class_is_checked_from_its_config() -> None:
     # "executor 'x' registers no conformance class: a executor's inputs and outputs are
     # its own": the executor suite gives it a job of its own, so its Config is enough.
-    from seamline.adapters.cli.check import _a, contract_class
+    from seamline.adapters.cli.check import contract_class
     from seamline.components.executors.local import LocalExecutor
     from seamline.contracts.testing import ExecutorContract
+    from seamline.contracts.versions import a_kind
     from seamline.core.registry import ComponentInfo
 
     info = ComponentInfo(
@@ -397,7 +398,7 @@ def test_an_executor_without_a_conformance_class_is_checked_from_its_config() ->
     )
     checked = contract_class(Registry([info]), "executor", "bare", {})
     assert issubclass(checked, ExecutorContract)
-    assert [_a(kind) for kind in ("executor", "attention", "sink")] == [
+    assert [a_kind(kind) for kind in ("executor", "attention", "sink")] == [
         "an executor",
         "an attention",
         "a sink",

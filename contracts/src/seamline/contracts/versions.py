@@ -17,6 +17,12 @@ Kind = Literal["attention", "model", "loader", "monitor", "sink", "executor"]
 
 KINDS: Final[tuple[Kind, ...]] = ("attention", "model", "loader", "monitor", "sink", "executor")
 
+
+def a_kind(kind: str) -> str:
+    """``kind`` with its article, for a message: "an attention", "an executor", "a sink"."""
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
+
+
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.2",
     "model": "1.4",

@@ -53,7 +53,7 @@ from seamline.contracts import (
     DuplicateComponentError,
     Kind,
 )
-from seamline.contracts.versions import compatibility_problem
+from seamline.contracts.versions import a_kind, compatibility_problem
 from seamline.core.plugin_imports import (
     check_value,
     described,
@@ -139,7 +139,8 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
             f"entry point does not name a seamline component class (it names {described(plugin)})"
         )
     if getattr(plugin, "kind", None) != kind:
-        return f"is {_a(str(getattr(plugin, 'kind', '?')))} component registered as {_a(kind)}"
+        declared = a_kind(str(getattr(plugin, "kind", "?")))
+        return f"is {declared} component registered as {a_kind(kind)}"
     for attribute, example in (("name", '"my-loader"'), ("contract_version", '"1.0"')):
         value = getattr(plugin, attribute, None)
         if value is None:
@@ -340,12 +341,12 @@ class Registry:
                     f" ({distribution} registers {name!r} in the entry-point group {group!r}, "
                     f"which seamline does not read: register it in {group_of(kind)!r})"
                 )
-        misplaced = f"is {_a(kind)} component registered as "
+        misplaced = f"is {a_kind(kind)} component registered as "
         for other in (k for k in KINDS if k != kind):
             for info in self._by_kind[other].get(name, ()):
                 if info.reason.startswith(misplaced):
                     return (
-                        f" ({info.distribution} registers {name!r}, {_a(kind)}, in the "
+                        f" ({info.distribution} registers {name!r}, {a_kind(kind)}, in the "
                         f"entry-point group {group_of(other)!r}: register it in "
                         f"{group_of(kind)!r})"
                     )
@@ -567,11 +568,6 @@ def _owner(info: ComponentInfo, *, same_name: bool) -> str:
     return (
         f"{info.distribution} {info.version} ({info.target}), another distribution of the same name"
     )
-
-
-def _a(kind: str) -> str:
-    """``kind`` with its article: an attention, an executor, a sink."""
-    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def _defined_at(cls: type) -> str:

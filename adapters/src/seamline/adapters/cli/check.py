@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from seamline.contracts import KINDS, Component, ConfigError, UserError
 from seamline.contracts.testing import CONTRACTS
 from seamline.contracts.testing.runner import SuiteRun, run
+from seamline.contracts.versions import a_kind
 from seamline.core import (
     CONFORMANCE_GROUP,
     Registry,
@@ -116,14 +117,14 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
     if kind not in BUILT_FROM_CONFIG:
         if with_values:
             raise UserError(
-                f"--with does not apply to {_a(kind)}: the suite builds {kind}s through the "
+                f"--with does not apply to {a_kind(kind)}: the suite builds {kind}s through the "
                 f"contract class their distribution registers"
             )
         if registered is None:
             raise UserError(
                 f"{kind} {name!r} ({info.distribution}) registers no conformance class "
-                f"({registry.conformance.problem(kind, name)}): {_a(kind)}'s inputs and outputs "
-                f"are its own, so its author must say how to make them. Register a "
+                f"({registry.conformance.problem(kind, name)}): {a_kind(kind)}'s inputs and "
+                f"outputs are its own, so its author must say how to make them. Register a "
                 f"{CONTRACTS[kind].__name__} subclass under the '{CONFORMANCE_GROUP}' entry "
                 f"point group as '{kind}:{name}' (see docs/shipping-a-component.md)"
             )
@@ -147,11 +148,6 @@ def contract_class(registry: Registry, kind: Any, name: str, with_values: dict[s
 
     build.__name__ = fixture_name
     return type(f"Check_{name}", (base,), {fixture_name: pytest.fixture(build)})
-
-
-def _a(kind: str) -> str:
-    """``kind`` with its article: "an executor", "a sink"."""
-    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def built_once(
