@@ -175,6 +175,22 @@ def test_an_engine_is_asked_for_more_windows_until_k_documents_are_found(
     assert "(1 of 3 documents found there: the most windows one search reads)" in short.how
 
 
+def test_an_engine_with_no_more_windows_says_it_found_fewer_than_k_documents(
+    outputs: dict[str, Path],
+) -> None:
+    # The table holds fewer documents than asked for: every window comes back, and the
+    # answer says how many of k it found rather than stopping short in silence.
+    path = outputs["lancedb"]
+    documents_ = len({record.doc_id for record in stored(path)})
+    with Searcher(columnar_registry(), path) as index:
+        found = index.find("alpha", documents_ + 5, per_document=True)
+        whole = index.find("alpha", documents_, per_document=True)
+    assert len(found.hits) == documents_
+    note = f"({documents_} of {documents_ + 5} documents: the engine returned no more windows)"
+    assert found.how.endswith(note)
+    assert "documents: the engine returned" not in whole.how
+
+
 def test_a_where_filter_applies_before_the_documents_are_chosen(outputs: dict[str, Path]) -> None:
     path = outputs["lancedb-indexed"]
     kept = [record for record in stored(path) if record.doc_id not in ("d0", "d2")]

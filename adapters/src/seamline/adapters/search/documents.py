@@ -22,7 +22,9 @@ ranked by it (ties to the one whose best window was read first), the first ``k``
   any document none of them holds scores no higher than the last of them: so the first
   ``k`` documents found there are the top ``k``. Past :data:`MAX_WINDOWS`, the
   documents found are still the best ones, in order, but fewer than ``k``, and ``how``
-  says so.
+  says so; it says so too when the engine returned fewer windows than asked and they hold
+  fewer than ``k`` documents (an output of fewer documents, or a vector index whose probed
+  partitions hold fewer windows).
 
 Through an approximate vector index the engine's ``m`` nearest windows are the index's
 (as a per-window search's are): each hit is the best window of its document among
@@ -85,6 +87,8 @@ def nearest_documents(ask: Callable[[int], Nearest | None], k: int) -> Nearest |
     how = f"{found.how}; the best window of each document, from the {read:,} nearest windows"
     if len(kept) < k and not exhausted:  # MAX_WINDOWS read, and more windows left
         how += f" ({len(kept):,} of {k:,} documents found there: the most windows one search reads)"
+    elif len(kept) < k:  # the engine had no more: a small output, or a vector index's probes
+        how += f" ({len(kept):,} of {k:,} documents: the engine returned no more windows)"
     return Nearest(kept, how, found.plan, found.made_by)
 
 
