@@ -114,12 +114,13 @@ mpnet: $(STAMP) corpus
 	$(VENV)/bin/seamline run examples/pipelines/embed-docs-mpnet.yaml
 
 # Regenerate the golden embeddings with the reference implementation (torch, in its own venv):
-# all-MiniLM-L6-v2's, the small random MPNet checkpoint with its goldens, and the parity cases
-# (made from those checkpoints: after them).
+# all-MiniLM-L6-v2's, the small random MPNet checkpoint with its goldens, and the parity and
+# word-window cases (made from those checkpoints: after them).
 golden:
 	bash tests/golden/make_golden.sh
 	bash tests/golden/make_golden.sh --mpnet
 	bash tests/golden/make_golden.sh --parity
+	bash tests/golden/make_golden.sh --word-windows
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache .mypy_cache .ruff_cache

@@ -8,11 +8,12 @@
 # writes tests/golden/minilm_l6_v2.npz and tests/golden/minilm_l6_v2.meta.json, and
 # make_family.py, which writes tests/golden/family/ (checkpoints, goldens, meta.json).
 #
-# Usage: bash tests/golden/make_golden.sh [--setup-only | --mpnet | --family | --parity]   (PYTHON=python3.11
+# Usage: bash tests/golden/make_golden.sh [--setup-only | --mpnet | --family | --parity | --word-windows]   (PYTHON=python3.11
 #        to choose the interpreter; --setup-only makes the venv and stops, for the benchmarks;
 #        --mpnet makes the small random MPNet checkpoint and its goldens, make_mpnet_golden.py;
 #        --family runs make_family.py alone; --parity runs make_parity_golden.py, the goldens of
-#        texts and settings seamline once got wrong, from the committed checkpoints)
+#        texts and settings seamline once got wrong, from the committed checkpoints; --word-windows
+#        runs make_word_windows_golden.py, encode() of the text of each window cut at word edges)
 # torch and sentence-transformers live only in this venv, never in the project's env.
 set -euo pipefail
 
@@ -103,6 +104,10 @@ if [[ "${1:-}" == "--mpnet" ]]; then  # the small random-weight MPNet checkpoint
 fi
 if [[ "${1:-}" == "--parity" ]]; then  # needs mpnet_tiny/ and family/ made first
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_parity_golden.py"
+  exit 0
+fi
+if [[ "${1:-}" == "--word-windows" ]]; then  # needs mpnet_tiny/ made first
+  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VPY" "$ROOT/tests/golden/make_word_windows_golden.py"
   exit 0
 fi
 if [[ "${1:-}" != "--family" ]]; then

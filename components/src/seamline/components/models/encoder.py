@@ -149,6 +149,18 @@ class EncoderConfig(ComponentConfig):
             "tokenizers 'stride'); must be less than max_length - 2."
         ),
     )
+    window_edges: windows.WindowEdges = Field(
+        default="tokens",
+        description=(
+            "Where a long document's windows are cut. tokens: wherever max_length falls, as "
+            "a Hugging Face tokenizer with a stride cuts them (a window may start or end "
+            "inside a word). words: at word edges (the tokenizer's words), so each window's "
+            "text reads whole and its vector is sentence-transformers' encode of that text; "
+            "windows hold at most as many tokens and overlap by at least stride tokens in "
+            "whole words where they can; a word longer than a window is still cut. Changes "
+            "the vectors: re-index to switch. Queries are truncated as before, either way."
+        ),
+    )
     pooling: Literal["mean", "cls", "max"] | None = Field(
         default=None,
         description=(
@@ -264,9 +276,8 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         )
         document, query = self._resolve_prefixes()
         self._windows = self._load_windows(document, "document")
-        self._query_windows = (
-            self._windows if query == document else self._load_windows(query, "query")
-        )
+        same = query == document and config.window_edges == "tokens"  # queries: at tokens
+        self._query_windows = self._windows if same else self._load_windows(query, "query")
 
     # -- what the checkpoint says, unless the config overrides it ---------------------------
 
@@ -310,11 +321,10 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         return document, query
 
     def _load_windows(self, prefix: str, side: str) -> windows.TokenWindows:
-        """The tokenizer cutting texts into windows with ``prefix``, checked against the model.
-
-        The stride is checked with the tokenizer's real special-token count and the prefix's
-        tokens (else the tokenizer aborts the process on the first long text), naming the file
-        a checkpoint's window came from. Ids past the embedding table are refused here."""
+        """The tokenizer cutting texts into windows with ``prefix`` (a query's at tokens, as
+        sentence-transformers truncates it), checked against the model: the stride with the
+        real special tokens and the prefix's (else the tokenizer aborts the process on a long
+        text), naming the file a checkpoint's window came from; ids past the embedding table."""
         found = windows.load_windows(
             self._files.tokenizer_path,
             self._files.tokenizer_json,
@@ -325,6 +335,7 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
             token_types=self._files.returns_token_types(),
             lower_case=checkpoint_settings.lower_case(self._files),
             bert_normalizer=checkpoint_settings.bert_normalizer(self._files),
+            edges=self.config.window_edges if side == "document" else "tokens",
         )
         try:
             check_stride(self.config.stride, self._max_length, found.reserved)
@@ -359,8 +370,8 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
     def for_queries(self) -> SentenceEncoder[ParamsT]:
         """This encoder as it embeds search queries: the query prefix in place of the document's.
 
-        The same checkpoint, tokenizer settings, pooling and precision (model contract 1.3);
-        ``self`` when the two prefixes are the same (none, say).
+        The same checkpoint, tokenizer settings, pooling and precision (model contract 1.3),
+        windows cut at tokens; ``self`` when documents are embedded so too (the same prefix).
         """
         if self._query_windows is self._windows:
             return self
@@ -533,6 +544,7 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
             "weights": self.config.weights,
             "max_length": str(self._max_length),
             "stride": str(self.config.stride),
+            "window_edges": self.config.window_edges,
             "pooling": self._readout.pooling,
             "normalize": str(self._readout.normalize).lower(),
             "dtype": self._readout.dtype,

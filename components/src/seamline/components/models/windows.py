@@ -16,18 +16,23 @@ what sentence-transformers encodes for ``prefix + text`` (its prompts), because 
 prefix that ends a word (a space or punctuation last, as every instruction does)
 tokenises to the same tokens alone as in front of the text; a prefix that would not
 (``"query"`` running into the text's first word) is refused.
+
+With ``window_edges: words`` the windows are cut at word edges instead
+(:mod:`.word_windows`): the whole text is encoded once, cut there, and each window framed
+with the post-processor's special tokens as the tokenizer frames a text.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 from tokenizers import Encoding, Tokenizer, normalizers, pre_tokenizers
 
+from seamline.components.models import word_windows
 from seamline.components.models.text_growth import Growth, growth_of, normalizer_steps
 from seamline.contracts import ConfigError, Example, WeightsError
 from seamline.contracts.untrusted import cut
@@ -37,6 +42,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 EMPTY_SPAN = (0, 0)
+
+WindowEdges = Literal["tokens", "words"]
+"""Where a long text's windows are cut: at any token (the default), or at word edges."""
 
 PROBES = ("a", "A", "1", "é")
 """Texts a prefix is tried in front of: its tokens must not merge with the text's."""
@@ -58,6 +66,9 @@ class TokenWindows:
     tokenizer whose ``model_input_names`` leaves them out feeds the model none)."""
     growth: Growth | None = None
     """The check of how far the normalizer lengthens a document (:mod:`.text_growth`)."""
+    words: WordEdges | None = None
+    """Where windows are cut at word edges (``window_edges: words``); None: the tokenizer's
+    own windows, cut wherever ``max_length`` falls."""
 
     @property
     def reserved(self) -> int:
@@ -72,9 +83,30 @@ class TokenWindows:
         """
         if self.growth is not None:
             self.growth.check(text)
+        if self.words is not None:
+            return self.word_split(self.words, doc_id, text)
         first = encoded(self.tokenizer, text)
         windows = [first, *first.overflowing]
         return [self.example(doc_id, index, window, text) for index, window in enumerate(windows)]
+
+    def word_split(self, words: WordEdges, doc_id: str, text: str) -> list[Example]:
+        """The windows of ``text`` cut at word edges: one encoding of the whole text (no
+        special tokens), cut by :func:`.word_windows.word_cuts`, each cut framed."""
+        whole = encoded(self.tokenizer, text, add_special_tokens=False)
+        tokens, offsets = whole.ids, whole.offsets  # each a new list at every read: read once
+        starts = word_windows.word_starts(whole.word_ids)
+        cuts = word_windows.word_cuts(starts, len(tokens), words.room, words.stride)
+        frame = words.frame
+        examples = []
+        for index, (start, end) in enumerate(cuts):
+            content = end - start
+            ids = np.asarray([*frame.head_ids, *tokens[start:end], *frame.tail_ids], np.int32)
+            types = np.asarray(
+                [*frame.head_types, *[frame.content_type] * content, *frame.tail_types], np.int32
+            )
+            span = (offsets[start][0], with_marks(text, offsets[end - 1][1])) if content else None
+            examples.append(self.framed(doc_id, index, span or EMPTY_SPAN, ids, types))
+        return examples
 
     def example(self, doc_id: str, index: int, window: Encoding, text: str) -> Example:
         """One window of ``text`` as an example, with the prefix put in after its leading
@@ -82,9 +114,22 @@ class TokenWindows:
         example = to_example(doc_id, index, window, text)
         if not self.prefix.ids.size and self.token_types:
             return example
-        at = self.prefix.at
         ids = np.asarray(window.ids, dtype=np.int32)
         types = np.asarray(window.type_ids, dtype=np.int32)
+        return self.framed(doc_id, index, example.span, ids, types)
+
+    def framed(
+        self,
+        doc_id: str,
+        index: int,
+        span: tuple[int, int],
+        ids: npt.NDArray[np.int32],
+        types: npt.NDArray[np.int32],
+    ) -> Example:
+        """A window's ids and token types (its specials included) as an example, with the
+        prefix put in after its leading specials and the token types dropped when the
+        tokenizer feeds the model none."""
+        at = self.prefix.at
         ids = np.concatenate([ids[:at], self.prefix.ids, ids[at:]]).astype(np.int32)
         types = np.concatenate([types[:at], self.prefix.type_ids, types[at:]]).astype(np.int32)
         if not self.token_types:
@@ -92,10 +137,21 @@ class TokenWindows:
         return Example(
             doc_id=doc_id,
             index=index,
-            span=example.span,
+            span=span,
             length=len(ids),
             features={"input_ids": ids, "token_type_ids": types},
         )
+
+
+@dataclass(frozen=True)
+class WordEdges:
+    """How windows are cut at word edges: the room and overlap of a window, in tokens of the
+    text, and the special tokens framing each (:mod:`.word_windows`)."""
+
+    room: int
+    """Content tokens per window: ``max_length`` less the special tokens and the prefix."""
+    stride: int
+    frame: word_windows.Frame
 
 
 @dataclass(frozen=True)
@@ -143,6 +199,7 @@ def load_windows(
     token_types: bool = True,
     lower_case: bool = False,
     bert_normalizer: dict[str, bool | None] | None = None,
+    edges: WindowEdges = "tokens",
 ) -> TokenWindows:
     """A tokenizer that cuts any text into windows of at most ``max_length`` tokens.
 
@@ -159,7 +216,8 @@ def load_windows(
     sentence-transformers does, unless it has one: documents, prefixes and queries alike.
     ``bert_normalizer`` replaces the file's normalizer (and its pre-tokenizer by
     ``BertPreTokenizer``) first, as transformers' BERT and MPNet tokenizer classes do
-    (:func:`.checkpoint_settings.bert_normalizer`).
+    (:func:`.checkpoint_settings.bert_normalizer`). ``edges`` is where windows are cut
+    (:func:`_cut_at`).
     """
     try:
         tokenizer = Tokenizer.from_buffer(serialized)
@@ -191,13 +249,38 @@ def load_windows(
         token_types=token_types,
         growth=growth_of(tokenizer, path),
     )
-    if max_length - windows.reserved > stride:
-        tokenizer.enable_truncation(
-            max_length=max_length - len(tokenized.ids),
-            stride=stride,
-            strategy="longest_first",
-            direction="right",
-        )
+    return _cut_at(windows, edges, max_length, stride, path)
+
+
+def _cut_at(
+    windows: TokenWindows, edges: WindowEdges, max_length: int, stride: int, path: Path
+) -> TokenWindows:
+    """``windows`` cutting texts at ``edges``: ``tokens``, the tokenizer's own truncation
+    with a ``stride`` (the windows of a Hugging Face tokenizer, token for token), or
+    ``words``, at word edges (:mod:`.word_windows`), the tokenizer left untruncated.
+
+    Neither is set up when a window has no room past the overlap (the tokenizer would
+    abort the process on a long text): the caller refuses that stride.
+    """
+    room = max_length - windows.reserved
+    if room <= stride:
+        return windows
+    if edges == "words":
+        try:
+            probe = encoded(windows.tokenizer, "a")
+        except TokenizerFailed as err:
+            raise WeightsError(
+                f"{path}: {err}: 'a', encoded to find the special tokens around a text; "
+                "restore the tokenizer.json that belongs with this checkpoint"
+            ) from None
+        frame = word_windows.frame_of(probe)
+        return replace(windows, words=WordEdges(room=room, stride=stride, frame=frame))
+    windows.tokenizer.enable_truncation(
+        max_length=max_length - len(windows.prefix.ids),
+        stride=stride,
+        strategy="longest_first",
+        direction="right",
+    )
     return windows
 
 

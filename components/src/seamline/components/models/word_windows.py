@@ -1,0 +1,123 @@
+"""Where windows are cut when they must start and end at word edges (``window_edges: words``).
+
+The default windows (:mod:`.windows`) are a Hugging Face tokenizer's: ``max_length``
+tokens at a time, cut wherever the count falls, so a later window can start with
+``##lean`` (the end of "boolean") and end inside another word. The snippet a search
+shows (or a prompt is built from) then reads broken, and the window's vector was made
+from the pieces of a cut word, which no re-tokenised text gives.
+
+Here a window starts at the first token of a word and ends at the last token of one,
+a *word* being what the tokenizer's pre-tokenizer made (``Encoding.word_ids``: for a
+BERT or MPNet tokenizer a run of letters and digits, each punctuation mark, each CJK
+character), so that it works for any ``tokenizer.json``. A window holds at most the
+tokens a default window holds; consecutive windows share at least ``stride`` tokens
+where whole words allow it (the fewest whole words that make ``stride`` tokens); every
+window gets past the one before it, and every token is in some window. A word longer
+than a window is cut at token boundaries, with ``stride`` tokens of overlap, as the
+default windows are. Since a word-aligned window's text tokenises again to the same
+tokens (for a tokenizer whose words do not depend on the text before them, as
+WordPiece's do not), each window's vector is what sentence-transformers' ``encode``
+gives its text.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tokenizers import Encoding
+
+
+def word_starts(word_ids: Sequence[int | None]) -> list[int]:
+    """The tokens that begin a word, in order: the first, and each whose word differs from
+    the one before it (a token of no word, ``None``, is a word of its own)."""
+    return [
+        i for i, word in enumerate(word_ids) if i == 0 or word is None or word != word_ids[i - 1]
+    ]
+
+
+def word_cuts(starts: Sequence[int], tokens: int, room: int, stride: int) -> list[tuple[int, int]]:
+    """``[start, end)`` token ranges of the windows of a text of ``tokens`` tokens.
+
+    ``starts`` are its word starts (:func:`word_starts`), ``room`` the content tokens a
+    window holds and ``stride`` the overlap wanted (``stride < room``, as the encoder
+    checks). A text of no token has one empty window, as the default windows have.
+    """
+    if tokens == 0:
+        return [(0, 0)]
+    edges = [*starts, tokens] if not starts or starts[-1] != tokens else list(starts)
+    cuts: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = _end(edges, start, room)
+        cuts.append((start, end))
+        if end >= tokens:
+            return cuts
+        start = _next_start(starts, edges, (start, end), room, stride)
+
+
+def _end(edges: Sequence[int], start: int, room: int) -> int:
+    """The last word edge a window from ``start`` reaches, or ``start + room`` inside a
+    word longer than a window (no edge in reach)."""
+    last = bisect_right(edges, start + room) - 1
+    return edges[last] if edges[last] > start else start + room
+
+
+def _next_start(
+    starts: Sequence[int],
+    edges: Sequence[int],
+    window: tuple[int, int],
+    room: int,
+    stride: int,
+) -> int:
+    """Where the window after ``window`` starts.
+
+    Inside a long word (``window`` ended off an edge), ``stride`` tokens back, as a default
+    window. Else at the latest word start that leaves ``stride`` tokens of overlap, among
+    those from which the next window reaches past ``window``'s end (a start whose window
+    would end where this one ends adds nothing); failing that, the earliest such start
+    (less overlap: whole words do not allow ``stride``); failing that (the next word alone
+    is longer than a window), at this window's end.
+    """
+    start, end = window
+    at = bisect_left(edges, end)
+    if at == len(edges) or edges[at] != end:
+        return end - stride
+    reach = edges[at + 1]  # the next edge past ``end``: some exists, as ``end`` < tokens
+    low = bisect_left(starts, max(start + 1, reach - room))
+    high = bisect_right(starts, end)
+    if low >= high:
+        return end
+    overlapping = bisect_right(starts, end - stride, low, high) - 1
+    return starts[overlapping] if overlapping >= low else starts[low]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What the post-processor puts around a text's tokens (``[CLS]`` … ``[SEP]``), read
+    once from a probe text, so that a window cut from one encoding of the whole document
+    is framed as the tokenizer frames a text."""
+
+    head_ids: tuple[int, ...]
+    head_types: tuple[int, ...]
+    tail_ids: tuple[int, ...]
+    tail_types: tuple[int, ...]
+    content_type: int
+    """The token type the template gives a text's own tokens (0 for every tokenizer seen)."""
+
+
+def frame_of(probe: Encoding) -> Frame:
+    """The frame around the content tokens of ``probe`` (a text encoded with its specials)."""
+    content = [i for i, seq in enumerate(probe.sequence_ids) if seq is not None]
+    first, last = content[0], content[-1]
+    return Frame(
+        head_ids=tuple(probe.ids[:first]),
+        head_types=tuple(probe.type_ids[:first]),
+        tail_ids=tuple(probe.ids[last + 1 :]),
+        tail_types=tuple(probe.type_ids[last + 1 :]),
+        content_type=int(probe.type_ids[first]),
+    )
