@@ -87,6 +87,57 @@ def test_random_word_layouts_keep_every_promise(seed: int) -> None:
     brute_force_check(starts, sum(lengths), room, chance.randint(0, room - 1))
 
 
+def spaced_check(starts: list[int], spaced: list[int], tokens: int, room: int, stride: int) -> None:
+    """With whitespace edges preferred: every promise of the plain rule still holds, a
+    window ends off a whitespace edge only where none is in its reach past the window
+    before, and starts off one only where none gives the overlap the start gave."""
+    cuts = word_windows.word_cuts(starts, tokens, room, stride, spaced)
+    fine, coarse = {*starts, tokens}, {*spaced, tokens}
+    covered: set[int] = set()
+    past = 0
+    for number, (start, end) in enumerate(cuts):
+        assert 0 < end - start <= room
+        covered.update(range(start, end))
+        assert end in fine or end == start + room
+        if end not in coarse:
+            assert not [e for e in coarse if max(start, past) < e <= start + room], (cuts, number)
+        if number:
+            before_start, before_end = cuts[number - 1]
+            assert before_start < start <= before_end < end
+            if before_end in fine and start not in coarse:
+                reach = min(e for e in fine if e > before_end)
+                overlap = before_end - start
+                usable = [
+                    s
+                    for s in spaced
+                    if max(before_start + 1, reach - room) <= s <= before_end
+                    and (before_end - s >= stride or overlap < stride)
+                ]
+                assert not usable, (cuts, number)
+        past = end
+    assert covered == set(range(tokens))
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_whitespace_edges_are_preferred_and_every_promise_still_kept(seed: int) -> None:
+    chance = random.Random(seed)
+    lengths = [chance.choice([1, 1, 1, 2, 3, 5, chance.randint(1, 40)]) for _ in range(60)]
+    starts = [sum(lengths[:i]) for i in range(len(lengths))]
+    spaced = [0, *(s for s in starts[1:] if chance.random() < 0.6)]
+    room = chance.randint(2, 30)
+    spaced_check(starts, spaced, sum(lengths), room, chance.randint(0, room - 1))
+
+
+def test_a_window_starts_after_whitespace_not_inside_a_contraction() -> None:
+    # "we don ' t stop now": tokens 0..5, a word each; whitespace before 0, 1, 4, 5 only.
+    # Windows of 4 tokens sharing 1: the plain rule starts the second window at "t"
+    # (token 3); preferring whitespace, at "don" (token 1), the latest start after a space
+    # that keeps the overlap, then at "stop" for the end.
+    starts, spaced = [0, 1, 2, 3, 4, 5], [0, 1, 4, 5]
+    assert word_windows.word_cuts(starts, 6, 4, 1) == [(0, 4), (3, 6)]
+    assert word_windows.word_cuts(starts, 6, 4, 1, spaced) == [(0, 4), (1, 5), (4, 6)]
+
+
 def test_an_empty_text_has_one_empty_window_and_a_short_one_is_whole() -> None:
     assert word_windows.word_cuts([], 0, 10, 2) == [(0, 0)]
     assert word_windows.word_cuts([0, 2, 3], 5, 10, 2) == [(0, 5)]

@@ -140,10 +140,11 @@ def windows_of(model: SentenceTransformer, rule: Any, text: str, config: dict[st
     whole = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     starts = rule.word_starts(whole.word_ids())
     edges = {*starts, len(whole["input_ids"])}
-    cuts = rule.word_cuts(starts, len(whole["input_ids"]), room, config["stride"])
+    offsets = whole["offset_mapping"]
+    spaced = rule.spaced_starts(starts, offsets, text)
+    cuts = rule.word_cuts(starts, len(whole["input_ids"]), room, config["stride"], spaced)
     rows = []
     for index, (start, end) in enumerate(cuts):
-        offsets = whole["offset_mapping"]
         span = (offsets[start][0], with_marks(text, offsets[end - 1][1])) if end > start else (0, 0)
         piece = text[span[0] : span[1]]
         features = model.tokenize([prompt + piece])

@@ -154,8 +154,9 @@ class EncoderConfig(ComponentConfig):
         description=(
             "Where a long document's windows are cut. tokens: wherever max_length falls, as "
             "a Hugging Face tokenizer with a stride cuts them (a window may start or end "
-            "inside a word). words: at word edges (the tokenizer's words), so each window's "
-            "text reads whole and its vector is sentence-transformers' encode of that text; "
+            "inside a word). words: at word edges, at whitespace wherever a window can reach "
+            "one (else at the tokenizer's words), so each window's text reads whole and its "
+            "vector is sentence-transformers' encode of that text; "
             "windows hold at most as many tokens and overlap by at least stride tokens in "
             "whole words where they can; a word longer than a window is still cut. Changes "
             "the vectors: re-index to switch. Queries are truncated as before, either way."

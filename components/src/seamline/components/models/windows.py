@@ -90,12 +90,14 @@ class TokenWindows:
         return [self.example(doc_id, index, window, text) for index, window in enumerate(windows)]
 
     def word_split(self, words: WordEdges, doc_id: str, text: str) -> list[Example]:
-        """The windows of ``text`` cut at word edges: one encoding of the whole text (no
-        special tokens), cut by :func:`.word_windows.word_cuts`, each cut framed."""
+        """The windows of ``text`` cut at word edges, at whitespace where they can: one
+        encoding of the whole text (no special tokens), cut by
+        :func:`.word_windows.word_cuts`, each cut framed."""
         whole = encoded(self.tokenizer, text, add_special_tokens=False)
         tokens, offsets = whole.ids, whole.offsets  # each a new list at every read: read once
         starts = word_windows.word_starts(whole.word_ids)
-        cuts = word_windows.word_cuts(starts, len(tokens), words.room, words.stride)
+        spaced = word_windows.spaced_starts(starts, offsets, text)
+        cuts = word_windows.word_cuts(starts, len(tokens), words.room, words.stride, spaced)
         frame = words.frame
         examples = []
         for index, (start, end) in enumerate(cuts):

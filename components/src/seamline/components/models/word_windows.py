@@ -9,7 +9,10 @@ from the pieces of a cut word, which no re-tokenised text gives.
 Here a window starts at the first token of a word and ends at the last token of one,
 a *word* being what the tokenizer's pre-tokenizer made (``Encoding.word_ids``: for a
 BERT or MPNet tokenizer a run of letters and digits, each punctuation mark, each CJK
-character), so that it works for any ``tokenizer.json``. A window holds at most the
+character), so that it works for any ``tokenizer.json``. Of those edges, the ones a
+reader sees as word edges, at whitespace (:func:`spaced_starts`), are taken where the
+window's room allows: ``don't`` is three of the tokenizer's words, and a window starting
+at its ``t`` read as broken as one starting inside a word. A window holds at most the
 tokens a default window holds; consecutive windows share at least ``stride`` tokens
 where whole words allow it (the fewest whole words that make ``stride`` tokens); every
 window gets past the one before it, and every token is in some window. A word longer
@@ -40,36 +43,63 @@ def word_starts(word_ids: Sequence[int | None]) -> list[int]:
     ]
 
 
-def word_cuts(starts: Sequence[int], tokens: int, room: int, stride: int) -> list[tuple[int, int]]:
+def spaced_starts(
+    starts: Sequence[int], offsets: Sequence[tuple[int, int]], text: str
+) -> list[int]:
+    """The word starts (:func:`word_starts`) a reader sees begin a word: the text's first
+    token, and each whose first character follows whitespace."""
+    return [i for i in starts if offsets[i][0] == 0 or text[offsets[i][0] - 1].isspace()]
+
+
+def word_cuts(
+    starts: Sequence[int],
+    tokens: int,
+    room: int,
+    stride: int,
+    spaced: Sequence[int] | None = None,
+) -> list[tuple[int, int]]:
     """``[start, end)`` token ranges of the windows of a text of ``tokens`` tokens.
 
     ``starts`` are its word starts (:func:`word_starts`), ``room`` the content tokens a
     window holds and ``stride`` the overlap wanted (``stride < room``, as the encoder
-    checks). A text of no token has one empty window, as the default windows have.
+    checks). ``spaced``, a subset of ``starts`` (:func:`spaced_starts`), are preferred
+    wherever a window can start or end at one. A text of no token has one empty window,
+    as the default windows have.
     """
     if tokens == 0:
         return [(0, 0)]
-    edges = [*starts, tokens] if not starts or starts[-1] != tokens else list(starts)
+    levels = [_edges(starts, tokens)] if spaced is None else [_edges(spaced, tokens)]
+    if spaced is not None:
+        levels.append(_edges(starts, tokens))
     cuts: list[tuple[int, int]] = []
-    start = 0
+    start, past = 0, 0
     while True:
-        end = _end(edges, start, room)
+        end = _end(levels, start, past, room)
         cuts.append((start, end))
         if end >= tokens:
             return cuts
-        start = _next_start(starts, edges, (start, end), room, stride)
+        start, past = _next_start(levels, (start, end), room, stride), end
 
 
-def _end(edges: Sequence[int], start: int, room: int) -> int:
-    """The last word edge a window from ``start`` reaches, or ``start + room`` inside a
-    word longer than a window (no edge in reach)."""
-    last = bisect_right(edges, start + room) - 1
-    return edges[last] if edges[last] > start else start + room
+def _edges(starts: Sequence[int], tokens: int) -> list[int]:
+    """``starts`` and the text's end: where a window may end."""
+    return [*starts, tokens] if not starts or starts[-1] != tokens else list(starts)
+
+
+def _end(levels: Sequence[Sequence[int]], start: int, past: int, room: int) -> int:
+    """The last edge a window from ``start`` reaches past ``past`` (the window before it
+    ended there), of the most readable level that has one; ``start + room`` inside a word
+    longer than a window (no edge in reach)."""
+    low = max(start, past)
+    for edges in levels:
+        last = bisect_right(edges, start + room) - 1
+        if last >= 0 and edges[last] > low:
+            return edges[last]
+    return start + room
 
 
 def _next_start(
-    starts: Sequence[int],
-    edges: Sequence[int],
+    levels: Sequence[Sequence[int]],
     window: tuple[int, int],
     room: int,
     stride: int,
@@ -79,21 +109,26 @@ def _next_start(
     Inside a long word (``window`` ended off an edge), ``stride`` tokens back, as a default
     window. Else at the latest word start that leaves ``stride`` tokens of overlap, among
     those from which the next window reaches past ``window``'s end (a start whose window
-    would end where this one ends adds nothing); failing that, the earliest such start
-    (less overlap: whole words do not allow ``stride``); failing that (the next word alone
-    is longer than a window), at this window's end.
+    would end where this one ends adds nothing), of the most readable level that has one;
+    failing that, the earliest such start (less overlap: whole words do not allow
+    ``stride``); failing that (the next word alone is longer than a window), at this
+    window's end.
     """
     start, end = window
+    edges = levels[-1]  # every word edge
     at = bisect_left(edges, end)
     if at == len(edges) or edges[at] != end:
         return end - stride
-    reach = edges[at + 1]  # the next edge past ``end``: some exists, as ``end`` < tokens
-    low = bisect_left(starts, max(start + 1, reach - room))
-    high = bisect_right(starts, end)
-    if low >= high:
-        return end
-    overlapping = bisect_right(starts, end - stride, low, high) - 1
-    return starts[overlapping] if overlapping >= low else starts[low]
+    lowest = max(start + 1, edges[at + 1] - room)  # reaches the next edge past ``end``
+    for level in levels:
+        overlapping = bisect_right(level, end - stride) - 1
+        if overlapping >= 0 and level[overlapping] >= lowest:
+            return level[overlapping]
+    for level in levels:
+        first = bisect_left(level, lowest)
+        if first < len(level) and level[first] <= end:
+            return level[first]
+    return end
 
 
 @dataclass(frozen=True)
