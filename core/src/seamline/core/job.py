@@ -158,7 +158,7 @@ class PipelineJob(Job):
             return None
         loader = cast(Loader[Any], created)
         try:
-            return whole_input_size(loader, self.registry.info_of(loader))
+            return whole_input_size(loader, self.registry.info_of(loader), self._hidden())
         finally:
             loader.close()
 
@@ -362,7 +362,12 @@ class PipelineJob(Job):
         """A fresh instance of the pipeline's sink, and the seam its calls cross."""
         choice = self.resolved.sink
         sink = cast(Sink[Any], self.registry.create(choice.kind, choice.name, choice.config))
-        return sink, Seam(sink, self.registry.info_of(sink), self._monitors)
+        return sink, Seam(sink, self.registry.info_of(sink), self._monitors, self._hidden())
+
+    def _hidden(self) -> dict[str, str]:
+        """What the driver's seams' span attributes show instead of values that may not
+        leave the machine (:meth:`ResolvedPipeline.span_hidden`)."""
+        return self.resolved.span_hidden(self.registry.trust.network_variables)
 
     def _attributes(self, count: int | None = None) -> dict[str, str | int]:
         """The run's span attributes of a driver-side sink call (and the shard count)."""

@@ -187,8 +187,8 @@ class Orchestrator:
         extra_monitors: Sequence[Monitor[Any]] = (),
         model: Model[Any] | None = None,
     ) -> None:
-        self.pipeline = pipeline
-        self.registry = registry
+        self.pipeline, self.registry = pipeline, registry
+        self.hidden = pipeline.span_hidden(registry.trust.network_variables)  # ${VAR} on spans
         self.run_id = uuid.uuid4().hex[:12]
         self.loader = cast(Loader[Any], _create(registry, pipeline.loader))
         with _built_as(registry, pipeline.model):
@@ -231,7 +231,7 @@ class Orchestrator:
         self.part_manifest: dict[str, Any] = {}  # as the sink publishes it (completed)
 
     def _seam(self, component: Component[Any]) -> Seam:
-        return Seam(component, self.registry.info_of(component), self.monitors)
+        return Seam(component, self.registry.info_of(component), self.monitors, self.hidden)
 
     def _traced(self, event: Event) -> None:
         """Emit ``event`` to monitors and add it as an event of the current span."""
@@ -336,7 +336,7 @@ class Orchestrator:
     @functools.cached_property
     def _expected(self) -> int | None:
         """The whole input's items as the loader says, asked once per orchestrator."""
-        return whole_input_size(self.loader, self.registry.info_of(self.loader))
+        return whole_input_size(self.loader, self.registry.info_of(self.loader), self.hidden)
 
     def _begin(self, resume: bool) -> str | None:
         """Start the sink, or recover it when resuming; the cursor to read on after, if any.

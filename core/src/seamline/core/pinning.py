@@ -59,7 +59,8 @@ def pinned_model(
     """
     model = _built(pipeline, registry)
     try:
-        with Seam(model, registry.info_of(model), MonitorHub(())).call("pinned_config"):
+        hidden = pipeline.span_hidden(registry.trust.network_variables)
+        with Seam(model, registry.info_of(model), MonitorHub(()), hidden).call("pinned_config"):
             pinned_pipeline = pinned(pipeline, model)
     except BaseException:
         model.close()

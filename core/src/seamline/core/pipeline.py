@@ -214,7 +214,8 @@ class Pipeline:
         """
         started = time.perf_counter()
         executor = self._executor()
-        seam = Seam(executor, self.registry.info_of(executor), MonitorHub(()))
+        hidden = self.resolved.span_hidden(self.registry.trust.network_variables)
+        seam = Seam(executor, self.registry.info_of(executor), MonitorHub(()), hidden)
         job = PipelineJob(self.resolved, self.registry, extra_monitors, resume=resume)
         attributes = {
             "seamline.pipeline": self.resolved.spec.pipeline,

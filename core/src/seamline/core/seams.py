@@ -97,8 +97,15 @@ class Seam:
     """
 
     def __init__(
-        self, component: Component[Any], info: ComponentInfo | None, monitors: MonitorHub
+        self,
+        component: Component[Any],
+        info: ComponentInfo | None,
+        monitors: MonitorHub,
+        hidden: Mapping[str, str] | None = None,
     ) -> None:
+        """``hidden``: values the component's span attributes may not carry, and what they
+        show instead (:func:`~seamline.core.telemetry.component_attributes`): the pipeline's
+        settings filled from variables that may not leave the machine."""
         self.component = component
         self.kind = component.kind
         self.name = component.name
@@ -108,6 +115,7 @@ class Seam:
             component.describe(),
             distribution=info.distribution if info is not None else None,
             version=info.version if info is not None else None,
+            hidden=hidden,
         )
         """The component's span attributes, built once (not once per call)."""
 

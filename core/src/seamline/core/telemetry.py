@@ -190,11 +190,16 @@ def record_failure(span: trace.Span, error: BaseException) -> None:
     span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
 
 
+IDENTITY_KEYS = frozenset({"kind", "name", "contract_version"})
+"""The keys of ``describe()`` that are the registry's names, never a setting's value."""
+
+
 def component_attributes(
     described: Mapping[str, object],
     *,
     distribution: str | None = None,
     version: str | None = None,
+    hidden: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The span attributes that identify a component (one documented scheme).
 
@@ -203,13 +208,32 @@ def component_attributes(
     and whatever else the component says about itself, such as a model's weights).
     ``distribution`` and ``version`` come from the registry, which found the entry
     point, and win over anything the component claims.
+
+    ``hidden`` maps values a span may not carry (a setting filled from an environment
+    variable the user does not let leave the machine) to what it shows instead
+    (``${NAME}``; :func:`seamline.core.config.redact.span_hidden`). They are replaced
+    wherever they occur in what the component describes, except in its identity
+    (:data:`IDENTITY_KEYS`), which a replaced piece would garble (``DOCPREFIX=bert``).
     """
-    attributes = {f"{COMPONENT_PREFIX}{key}": str(value) for key, value in described.items()}
+    attributes = {
+        f"{COMPONENT_PREFIX}{key}": str(value)
+        if key in IDENTITY_KEYS
+        else _hidden_in(str(value), hidden)
+        for key, value in described.items()
+    }
     if distribution is not None:
         attributes[COMPONENT_DISTRIBUTION] = distribution
     if version is not None:
         attributes[COMPONENT_VERSION] = version
     return attributes
+
+
+def _hidden_in(text: str, hidden: Mapping[str, str] | None) -> str:
+    """``text`` with each of ``hidden``'s values replaced, the longest first."""
+    if not hidden:
+        return text
+    found = "|".join(re.escape(value) for value in sorted(hidden, key=len, reverse=True))
+    return re.sub(found, lambda match: hidden[match[0]], text)
 
 
 EVENT_TEXT_CHARS = 1000

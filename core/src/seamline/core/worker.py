@@ -47,6 +47,7 @@ from seamline.contracts import (
 from seamline.contracts.errors import FIRST_COMMIT_UNDER_WAY, NOTHING_COMMITTED
 from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_located
+from seamline.core.config.located import Path as DataPath
 from seamline.core.config.located import parse_located
 from seamline.core.orchestrator import Orchestrator, RunSummary
 from seamline.core.precision.decision import PrecisionDecision
@@ -173,7 +174,8 @@ class PipelineWorker(ShardWorker):
         return None if finished else part
 
     def _seam(self, sink: Sink[Any]) -> Seam:
-        return Seam(sink, self.registry.info_of(sink), self.orchestrator.monitors)
+        hidden = self.orchestrator.hidden
+        return Seam(sink, self.registry.info_of(sink), self.orchestrator.monitors, hidden)
 
     def close(self) -> None:
         self.orchestrator.close()
@@ -224,6 +226,10 @@ class RemoteWorkerFactory:
     precision: Mapping[str, Any] | None = None
     """The driver's precision decision (its record): a worker computes in what the driver
     chose and does not negotiate again."""
+    interpolated: Mapping[DataPath, Mapping[str, str]] | None = None
+    """Which of ``spec``'s strings the driver filled from which variables: the worker's
+    span attributes and messages hide those values as the driver's do (``spec`` holds the
+    values alone, and a worker never reads the environment)."""
 
     @classmethod
     def of(cls, pipeline: ResolvedPipeline, registry: Registry) -> RemoteWorkerFactory:
@@ -238,12 +244,14 @@ class RemoteWorkerFactory:
             registry.trust,
             tuple(registry.conformance.entries()) if by_hand else (),
             pipeline.precision.record() if pipeline.precision is not None else None,
+            None if pipeline.located is None else dict(pipeline.located.interpolated),
         )
 
     def __call__(self) -> ShardWorker:
         if os.path.isdir(self.directory):
             os.chdir(self.directory)
         located = parse_located(json.dumps(self.spec), self.source)
+        located.interpolated.update({at: dict(v) for at, v in (self.interpolated or {}).items()})
         if self.components is None:
             registry = Registry.discover(pipeline_trust(located, self.trust))
         else:

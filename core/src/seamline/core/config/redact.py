@@ -34,7 +34,7 @@ the value itself"), and would have been withheld for it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seamline.contracts import ConfigError
@@ -131,6 +131,24 @@ def scrubbed(problem: ConfigError, located: Located | None) -> ConfigError:
     pattern, names = _replacing(values, filled)
     text = pattern.sub(lambda found: names[found[0]], problem.detail)
     return problem if text == problem.detail else ConfigError(text, problem.location)
+
+
+def span_hidden(filled: Sequence[Filled], allowed: Collection[str]) -> dict[str, str]:
+    """What a span attribute shows instead of each value in ``filled`` whose variable
+    ``allowed`` (``trust.network_variables``) does not name: ``{value: "${NAME}"}``, the
+    value's ``repr`` escaped form too (a setting described as a mapping quotes it so).
+
+    Spans leave the machine (an OTLP receiver, wherever the environment or the pipeline
+    file points it), and a component describes itself on every span with its settings
+    (``bert-encoder``'s ``prefix``): a value the file took from the environment goes
+    there only as a variable the user allows to leave may, as for the fields marked
+    ``LeavesMachine``. Values under :data:`SHORTEST` characters are left alone, as in
+    messages: they would match unrelated text.
+    """
+    values = dict(_names_by_value([f for f in filled if f.name not in allowed]))
+    for value, name in list(values.items()):
+        values.setdefault(repr(value)[1:-1], name)
+    return values
 
 
 def _replacing(

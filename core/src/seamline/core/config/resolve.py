@@ -14,7 +14,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
@@ -51,7 +51,7 @@ from seamline.core.config.overrides import (
 )
 from seamline.core.config.place import Place
 from seamline.core.config.quoting import quoting_fix
-from seamline.core.config.redact import Filled, filled_under, scrub, scrubbed
+from seamline.core.config.redact import Filled, filled_under, scrub, scrubbed, span_hidden
 from seamline.core.config.spec import (
     AttentionMode,
     AttentionSpecConfig,
@@ -192,6 +192,12 @@ class ResolvedPipeline:
     def where(self, path: DataPath) -> str:
         """``file:line:column`` of the value at ``path`` (or its nearest parent that is set)."""
         return self.source if self.located is None else self.located.where(path)
+
+    def span_hidden(self, allowed: Collection[str]) -> dict[str, str]:
+        """What component span attributes show instead of each value the pipeline took from
+        a variable ``allowed`` (``trust.network_variables``) does not name (:func:`~seamline.
+        core.config.redact.span_hidden`): every seam of the run is built with it."""
+        return span_hidden(filled_under(self.located, ()), allowed)
 
     def overrides_under(self, path: DataPath) -> list[str]:
         """The ``--set`` overrides that gave a value at or under ``path``, as typed."""

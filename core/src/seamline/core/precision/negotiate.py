@@ -301,7 +301,8 @@ class Calibration:
         if self._texts is None:
             choice = self.pipeline.loader
             loader = cast(Loader[Any], self.registry.create("loader", choice.name, choice.config))
-            seam = Seam(loader, self.registry.info_of(loader), MonitorHub(()))
+            hidden = self.pipeline.span_hidden(self.registry.trust.network_variables)
+            seam = Seam(loader, self.registry.info_of(loader), MonitorHub(()), hidden)
             texts: list[str] = []
             reads = cast(
                 Generator[Any, None, None], timed_reads(loader, seam, Shard(), None, documents)
