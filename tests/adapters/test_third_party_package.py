@@ -189,7 +189,7 @@ def test_user_mistakes_are_user_errors(discovered: Registry, tmp_path: Path) -> 
         list(_csv_loader(tmp_path / "missing.csv", discovered).read())
     other = tmp_path / "other.csv"
     other.write_text("id,body\n1,x\n", encoding="utf-8")
-    with pytest.raises(UserError, match="has no column 'text'"):
+    with pytest.raises(UserError, match=r"has no column 'text' \(its columns: 'id', 'body'\)"):
         list(_csv_loader(other, discovered).read())
     # A field over the csv module's limit ended the run with "failed: ... Error: field
     # larger than field limit (131072)", naming neither the file nor the line.

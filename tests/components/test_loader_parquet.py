@@ -149,7 +149,7 @@ def test_a_rows_place_is_one_id_however_the_path_is_spelled(
     [
         (
             {"text_column": "body"},
-            r"has no column 'body' \(its columns: id, text, lang\); set text_column",
+            r"has no column 'body' \(its columns: 'id', 'text', 'lang'\); set text_column",
         ),
         ({"id_column": "key"}, "has no column 'key'.*set id_column"),
         ({"metadata_columns": ["title"]}, "has no column 'title'.*set metadata_columns"),
@@ -160,6 +160,32 @@ def test_a_missing_column_names_the_file_and_the_setting(
 ) -> None:
     with pytest.raises(UserError, match=message):
         list(loader(corpus / "a.parquet", **options).read())
+
+
+FORGED = "body\x1b]0;T\x07\nerror: forged"
+"""A column name that, printed as it is, set the terminal's title and began a line of its own."""
+
+
+def test_column_names_in_a_message_are_quoted_as_data(tmp_path: Path) -> None:
+    # The file's column names were joined as they are: 'error: forged' stood on a line
+    # of its own under the real error, and the escape sequence reached the terminal.
+    import pyarrow as pa
+
+    from seamline.components.sinks._columns import RowLayout
+
+    write(tmp_path / "a.parquet", {"id": ["a"], FORGED: ["x"]})
+    with pytest.raises(UserError) as caught:
+        list(loader(tmp_path / "a.parquet", text_column="nosuch").read())
+    message = str(caught.value)
+    assert f"(its columns: 'id', {FORGED!r}); set text_column" in message
+    assert "\n" not in message
+    assert "\x1b" not in message
+    # A table at a sink's path that seamline did not write: its names are data too.
+    layout = RowLayout("lancedb", text=True, metadata_keys=None)
+    with pytest.raises(UserError) as caught:
+        layout.adopt(pa.schema([("id", pa.string()), (FORGED, pa.string())]), "'t.lance'")
+    assert f"it has 'id', {FORGED!r})" in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_a_path_that_matches_nothing_says_where_it_looked(tmp_path: Path) -> None:

@@ -590,7 +590,11 @@ def refuse_no_rows(pattern: str, files: list[str]) -> list[str]:
 
 
 def check_columns(config: ParquetLoaderConfig, path: str, schema: pa.Schema) -> None:
-    """Refuse a file without a column the config names, saying which setting to change."""
+    """Refuse a file without a column the config names, saying which setting to change.
+
+    The file's column names are data, quoted as Python writes them: a name holding a
+    newline and ``error: ...`` printed a line of its own under the real one.
+    """
     wanted = [config.text_column, *config.metadata_columns]
     if config.id_column is not None:
         wanted.insert(0, config.id_column)
@@ -600,8 +604,8 @@ def check_columns(config: ParquetLoaderConfig, path: str, schema: pa.Schema) -> 
             fix = setting.get(column, "metadata_columns")
             raise UserError(
                 f"parquet loader: {path!r} has no column {column!r} (its columns: "
-                f"{', '.join(schema.names)}); set {fix} in the loader's 'with:' block to "
-                "one of them"
+                f"{', '.join(map(repr, schema.names))}); set {fix} in the loader's 'with:' "
+                "block to one of them"
             )
 
 

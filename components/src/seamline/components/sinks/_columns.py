@@ -137,7 +137,7 @@ class RowLayout:
             detail = f"no column {missing[0]!r}" if missing else "no float32 'embedding' vectors"
             raise UserError(
                 f"{self.sink} sink: {where} was not written by seamline ({detail}; it has "
-                f"{', '.join(schema.names)}); write to another path, or replace it"
+                f"{', '.join(map(repr, schema.names))}); write to another path, or replace it"
             )
         self.schema = schema
         self.text = TEXT in schema.names

@@ -93,7 +93,7 @@ class CsvLoader(Loader[CsvLoaderConfig]):
             if column not in header:
                 raise UserError(
                     f"csv loader: {str(self.config.path)!r} has no column {column!r} "
-                    f"(its columns: {', '.join(header)}); set {option}"
+                    f"(its columns: {', '.join(map(repr, header))}); set {option}"
                 )
 
     def _document(
