@@ -408,3 +408,37 @@ def test_a_model_build_the_machine_failed_promises_no_commit(
     assert "last committed is kept" not in done.stderr
     assert "writing" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_line_breaks_json_keeps_and_terminal_controls_are_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # JSON leaves U+2028, U+0085 and bidi overrides as they are: `validate --format json`
+    # of two pipelines named so was cut by splitlines() into pieces none of which parsed.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus").mkdir()
+    name = "a\u2028b\u0085c\u202ed\u009b2J\u2066e"
+    for stem in ("v1", "v2"):
+        text = PIPELINE.replace("json-check", json.dumps(name)).replace(
+            "emb.jsonl", f"{stem}.jsonl"
+        )
+        (tmp_path / f"{stem}.yaml").write_text(text, encoding="utf-8")
+    done = piped("validate", "v1.yaml", "v2.yaml", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [json.loads(line)["name"] for line in lines] == [name, name]
+    assert "\\u2028b\\u0085c\\u202ed\\u009b2J\\u2066e" in lines[0]
+
+
+def test_a_json_line_escapes_what_a_terminal_acts_on_and_keeps_other_text(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from seamline.adapters.cli.render.console import json_line
+
+    text = "漢字 é \x7f \x80 \x9b[5m \u202a \u202e \u2066 \u2069 \u2028 \u2029 \x85 \x1b"
+    json_line({"text": text})
+    out = capsys.readouterr().out
+    assert json.loads(out) == {"text": text}
+    assert out.count("\n") == 1
+    assert out.startswith('{"text": "漢字 é \\u007f \\u0080 \\u009b[5m \\u202a \\u202e ')
+    assert all(ord(ch) < 0x7F or ch in "漢字é" for ch in out), ascii(out)

@@ -374,3 +374,21 @@ def _hidden(ch: str) -> bool:
     if unicodedata.category(ch) == "Cc":
         return True
     return "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069"
+
+
+LINE_BREAKS_ESCAPED = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+"""For ``str.translate`` of JSON text: NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR as JSON
+escapes. JSON leaves them as they are, and Python's ``str.splitlines`` (and other line
+readers) break a line there: a JSON Lines record holding one read back as two broken
+lines. The value parsed is the same."""
+
+SHOWN_JSON_ESCAPED = {
+    **LINE_BREAKS_ESCAPED,
+    **{code: f"\\u{code:04x}" for code in range(0x7F, 0x206A) if _hidden(chr(code))},
+}
+"""For ``str.translate`` of JSON text a person's terminal shows: :data:`LINE_BREAKS_ESCAPED`,
+and every character :func:`visible` hides that JSON leaves as it is (DEL, the C1 controls
+U+0080 to U+009F, such as U+009B, which xterm takes for CSI, and the bidirectional
+overrides and isolates) as a JSON escape: still valid JSON, parsed to the same value, and
+neither a terminal nor a line reader acts on it. Other text (CJK, accents) stays
+readable; JSON escapes the C0 controls itself."""

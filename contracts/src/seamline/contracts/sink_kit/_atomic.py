@@ -28,7 +28,12 @@ from typing import IO, Any
 
 from seamline.contracts.errors import ResumeRefused, UserError
 from seamline.contracts.sink_kit._deferred import stops_deferred
-from seamline.contracts.untrusted import TooManyEntries, kind_of, planted_entry
+from seamline.contracts.untrusted import (
+    LINE_BREAKS_ESCAPED,
+    TooManyEntries,
+    kind_of,
+    planted_entry,
+)
 
 
 class AtomicFile:
@@ -118,7 +123,7 @@ class AtomicFile:
         them: a text holding one would otherwise read back as two broken lines.
         """
         line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_to_json)
-        self.file.write(line.translate(_LINE_BREAKS_ESCAPED).encode("utf-8") + b"\n")
+        self.file.write(line.translate(LINE_BREAKS_ESCAPED).encode("utf-8") + b"\n")
 
     def publish(self) -> None:
         """Make the data durable, then atomically replace ``destination`` with it."""
@@ -318,10 +323,6 @@ def fsync_directory(directory: Path) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
-
-
-_LINE_BREAKS_ESCAPED = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-"""NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR: JSON escapes, so each record stays one line."""
 
 
 def _to_json(value: Any) -> Any:

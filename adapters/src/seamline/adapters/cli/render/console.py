@@ -175,9 +175,18 @@ def note(message: str) -> None:
 def json_line(document: object) -> None:
     """``document`` as one line of strict JSON on stdout: its characters as they are, or
     ``\\u`` escapes where stdout cannot encode them (``PYTHONIOENCODING=ascii``), so the
-    line is valid JSON either way (it was a ``UnicodeEncodeError`` traceback)."""
+    line is valid JSON either way (it was a ``UnicodeEncodeError`` traceback).
+
+    Line breaks JSON leaves as they are (U+2028, U+0085), the C1 controls and the
+    bidirectional overrides are ``\\u`` escapes always (``SHOWN_JSON_ESCAPED``): a pipeline
+    named ``"a\\u2028b"`` cut ``validate --format json``'s lines for ``splitlines()``,
+    and a stored text's U+009B drove the terminal ``search --format json`` printed on.
+    """
+    from seamline.contracts.untrusted import SHOWN_JSON_ESCAPED
+
     plain = not encodes_everything(sys.stdout)
-    raw(json.dumps(document, ensure_ascii=plain, allow_nan=False) + "\n")
+    shown = json.dumps(document, ensure_ascii=plain, allow_nan=False)
+    raw(shown.translate(SHOWN_JSON_ESCAPED) + "\n")
 
 
 def encodes_everything(stream: object) -> bool:
