@@ -268,3 +268,43 @@ def test_format_json_prints_one_run_document_on_stdout(tmp_path: Path) -> None:
     assert document["attention"]
     assert document["provenance"]["pipeline_sha256"]
     assert '"event": "run finished"' in done.stderr, "the logs stay on stderr"
+
+
+def test_a_search_command_for_a_path_with_a_control_character_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The summary printed `seamline search 'out6/e\ufffd[5m.jsonl' ...` for a path holding
+    # ESC: masked, it named a file that does not exist. bash's $'...' names it exactly.
+    path = "out6/e\x1b[5m it's\n\x9b\u202e.jsonl"
+    place = OutputPlace("jsonl", path, None, searchable=True)
+    command = place.search_command
+    assert command == (
+        "seamline search $'out6/e\\x1b[5m it\\'s\\x0a\\u009b\\u202e.jsonl' \"your question\""
+    )
+    run_summary(summary(), 0.5, place)
+    assert f"search it: {command}\n" in capsys.readouterr().out
+    words = command.removeprefix("seamline search ").removesuffix(' "your question"')
+    said = subprocess.run(
+        ["bash", "-c", f"printf %s {words}"],
+        capture_output=True,
+        check=True,
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+    )
+    assert said.stdout.decode("utf-8") == path
+    assert OutputPlace("jsonl", "out/é 漢.jsonl", None, True).search_command == (
+        "seamline search 'out/é 漢.jsonl' \"your question\""
+    )
+
+
+def test_a_document_id_with_a_newline_stays_on_its_row(capsys: pytest.CaptureFixture[str]) -> None:
+    # The id column printed `nl` on the row and `level=error msg=forged` on a line of its
+    # own under it; the text column already made a newline a space.
+    from seamline.adapters.cli.render.listing import search_hits
+    from seamline.adapters.search import Found, Hit
+
+    hit = Hit(0.75, "nl\nlevel=error msg=forged", 0, (0, 5), {}, "hello\nworld")
+    search_hits("hello", Found([hit], "exact: every one of 1 rows"))
+    rows = [line for line in capsys.readouterr().out.splitlines() if "0.750" in line]
+    assert len(rows) == 1
+    assert "nl level=error msg=forged" in rows[0]
+    assert "hello world" in rows[0]

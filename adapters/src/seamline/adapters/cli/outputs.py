@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from seamline.contracts import UserError
 from seamline.contracts.manifest import load_manifest, output_files
 from seamline.contracts.sink_kit import OutputConfig
+from seamline.contracts.untrusted import visible
 
 if TYPE_CHECKING:
     from seamline.core import Pipeline
@@ -44,7 +45,8 @@ class OutputPlace:
 
     @property
     def search_command(self) -> str | None:
-        """``seamline search <path> "..."``, quoted for a POSIX shell; None if not searchable.
+        """``seamline search <path> "..."``, quoted for a shell (:func:`shell_quoted`); None
+        if not searchable.
 
         A relative path that starts with ``-`` is written ``./-out.jsonl``: as it is, the
         command line would read it as options (``No such option: -o``).
@@ -52,7 +54,31 @@ class OutputPlace:
         if self.path is None or not self.searchable:
             return None
         path = f"./{self.path}" if self.path.startswith("-") else self.path
-        return f'seamline search {shlex.quote(path)} "{SEARCH_QUERY}"'
+        return f'seamline search {shell_quoted(path)} "{SEARCH_QUERY}"'
+
+
+def shell_quoted(word: str) -> str:
+    """``word`` quoted for a shell: as ``shlex.quote`` does, or, when it holds a character
+    a terminal acts on or that :func:`~seamline.contracts.untrusted.visible` masks (a
+    control character, a newline, a bidirectional override), as bash's ``$'...'`` with
+    each such character escaped (``$'out/e\\x1b[5m.jsonl'``), as ``ls`` quotes such a name.
+
+    Printed as it is, the command would drive the terminal; masked (``'out/e\ufffd[5m.jsonl'``,
+    as the summary printed it) it named a file that does not exist. ``$'...'`` is read by
+    bash, zsh and ksh (and POSIX sh since 2024).
+    """
+    if visible(word) == word:
+        return shlex.quote(word)
+    escaped = []
+    for ch in word:
+        if ch in "\\'":
+            escaped.append("\\" + ch)
+        elif visible(ch) != ch:
+            code = ord(ch)
+            escaped.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        else:
+            escaped.append(ch)
+    return "$'" + "".join(escaped) + "'"
 
 
 def output_place(pipeline: Pipeline) -> OutputPlace:

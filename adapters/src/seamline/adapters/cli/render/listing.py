@@ -119,15 +119,22 @@ def search_hits(query: str, found: Found) -> None:
     """The nearest records, best first, and how they were found.
 
     What the output stores is data, printed as written (see :mod:`.console`); a snippet
-    is the text the output stores, on one line (:meth:`Hit.snippet`).
+    is the text the output stores, on one line (:meth:`Hit.snippet`), and so is an id: a
+    newline in one (``nl\\nlevel=error msg=forged``) drew a line of its own under the row.
     """
     shown = table(title=text(f"nearest to {query!r}"), caption=text(found.how))
     for column in ("score", "document", "window", "text"):
         shown.add_column(column, overflow="fold")
     for hit in found.hits:
         snippet = text(hit.snippet()) if hit.text is not None else text(("(no text stored)", "dim"))
-        shown.add_row(f"{hit.score:.3f}", text(hit.doc_id), str(hit.window), snippet)
+        shown.add_row(f"{hit.score:.3f}", text(one_line(hit.doc_id)), str(hit.window), snippet)
     consoles.out.print(shown)
+
+
+def one_line(value: str) -> str:
+    """``value`` with each whitespace character but a space (a newline, a tab, U+2028) made
+    a space, one for one: the id stays as long as it is, its spaces as many as they are."""
+    return "".join(" " if ch.isspace() else ch for ch in value)
 
 
 SPAN_COLUMNS = (
