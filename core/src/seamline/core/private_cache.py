@@ -22,20 +22,15 @@ too.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from seamline.contracts import UserError
+from seamline.contracts.ownership import ACL_XATTRS, others_write, owned_by_another
 
-ACL_XATTRS = ("system.posix_acl_access", "system.posix_acl_default")
-_NAMED_TAGS = (0x02, 0x08)  # ACL_USER, ACL_GROUP: a user or group other than the owner's
-_ACL_WRITE = 0x02
 CACHE_SETTING = "jax_compilation_cache_dir"  # what $JAX_COMPILATION_CACHE_DIR sets
-_NO_ACL = (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP)
 
 _passed: set[str] = set()
 """Directories JAX was pointed at that passed the check in this process."""
@@ -90,9 +85,10 @@ def folder_not_private(directory: Path) -> NotPrivate | None:
     The conformance record store asks this too: a record decides what a pipeline trusts.
     """
     found = os.stat(directory)
-    if hasattr(os, "getuid") and found.st_uid != os.getuid():
-        return NotPrivate(f"it is owned by another user (uid {found.st_uid})", "owner")
-    who = _others_write(directory, found, ACL_XATTRS)
+    owner = owned_by_another(found)
+    if owner is not None:
+        return NotPrivate(owner, "owner")
+    who = others_write(directory, found, ACL_XATTRS)
     return None if who is None else NotPrivate(f"{who[0]} can write it ({who[1]})", "open")
 
 
@@ -139,54 +135,11 @@ def _bad_entry(path: Path, found: os.stat_result) -> tuple[str, str] | None:
     folder = stat.S_ISDIR(found.st_mode)
     if not stat.S_ISREG(found.st_mode) and not folder:
         return "is not a regular file or a folder", "entries"
-    if hasattr(os, "getuid") and found.st_uid != os.getuid():
-        return f"is owned by another user (uid {found.st_uid})", "entries"
-    who = _others_write(path, found, ACL_XATTRS if folder else ACL_XATTRS[:1])
+    owner = owned_by_another(found)
+    if owner is not None:
+        return owner.removeprefix("it "), "entries"
+    who = others_write(path, found, ACL_XATTRS if folder else ACL_XATTRS[:1])
     return None if who is None else (f"can be written by {who[0]} ({who[1]})", "loose")
-
-
-def _others_write(
-    path: Path, found: os.stat_result, acls: tuple[str, ...]
-) -> tuple[str, str] | None:
-    """Who other than the owner can write ``path``, and what says so (its mode, an ACL).
-
-    With an access ACL, the group bits are its mask, the most any named user or group
-    gets: an ACL grants another user write only where they show group write. A default
-    ACL (a directory's) is what new entries get, whatever the mode.
-    """
-    mode = stat.S_IMODE(found.st_mode)
-    if mode & stat.S_IWOTH:
-        return "every user", f"mode {mode:o}"
-    if mode & stat.S_IWGRP and hasattr(os, "getgid") and found.st_gid != os.getgid():
-        return f"group {found.st_gid}", f"mode {mode:o}"
-    for name in acls:
-        if name == ACL_XATTRS[0] and not mode & stat.S_IWGRP:
-            continue
-        named = _acl_grants_write(path, name)
-        if named is not None:
-            return named, f"its ACL {name}"
-    return None
-
-
-def _acl_grants_write(path: Path, name: str) -> str | None:
-    """Which named user or group the POSIX ACL ``name`` lets write ``path``, or None.
-
-    The kernel's binary form: a version (2), then (tag, permissions, id) entries. One
-    that cannot be read or parsed is counted as granting write: it cannot be vouched for.
-    """
-    getxattr = getattr(os, "getxattr", None)
-    if getxattr is None:
-        return None
-    try:
-        data = getxattr(path, name)  # the directory a link names; entries are plain files
-    except OSError as err:
-        return None if err.errno in _NO_ACL else f"someone (unreadable: {err.strerror})"
-    if len(data) < 4 or (len(data) - 4) % 8 or struct.unpack_from("<I", data)[0] != 2:
-        return "someone (an ACL seamline cannot read)"
-    for tag, permissions, ident in struct.iter_unpack("<HHI", data[4:]):
-        if tag in _NAMED_TAGS and permissions & _ACL_WRITE:
-            return f"{'user' if tag == 0x02 else 'group'} {ident}"
-    return None
 
 
 def check_jax_compile_cache() -> None:

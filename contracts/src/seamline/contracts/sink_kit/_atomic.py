@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from seamline.contracts.errors import ResumeRefused, UserError
+from seamline.contracts.ownership import describe_user, not_yours_alone
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.untrusted import (
     LINE_BREAKS_ESCAPED,
@@ -192,6 +193,8 @@ def _reopen_regular(path: Path, purpose: str) -> int:
     """Open an existing partial file for writing, never through a link, never creating it.
 
     Non-blocking, so that a FIFO planted at the name is refused at once, not waited on.
+    One that is not the user's alone (another user's, or one others can write: this sink
+    makes it 0600) is refused: its content is not what the checkpoint counted.
     """
     flags = os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -223,6 +226,14 @@ def _reopen_regular(path: Path, purpose: str) -> int:
             "in its place, which resuming would cut and publish. It was not written to. "
             "Remove it and run again with --restart (or without --resume)"
         )
+    problem = not_yours_alone(path, found)
+    if problem is not None:  # ours is made 0600: another's, or one others can write, is not
+        os.close(fd)
+        raise ResumeRefused(
+            f"cannot resume: the partial {purpose} file {str(path)!r} is not the file this "
+            f"sink wrote: {problem[0]}, and resuming would publish what is in it. It was not "
+            "written to. Run again with --restart (or without --resume) to start over"
+        )
     os.set_blocking(fd, True)
     return fd
 
@@ -234,11 +245,14 @@ def _not_regular(path: Path, purpose: str, mode: int) -> ResumeRefused:
     )
 
 
-def own_directory(path: Path) -> None:
+def own_directory(path: Path, what: str = "staging folder") -> None:
     """Make ``path`` a directory of this process's making, never a planted link's target.
 
     A symbolic link (or a file) at ``path`` is removed, not followed, and the directory
-    is created private (0700); an existing real directory is kept (a resumed run's).
+    is created private (0700). An existing real directory is kept (a resumed run's) only
+    if it is the user's alone (:func:`refuse_unless_yours`): one another user made in
+    advance, in a shared folder, had every part written into it, for them to read and
+    swap before the run published them.
     """
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         path.unlink()
@@ -251,6 +265,44 @@ def own_directory(path: Path) -> None:
                 f"cannot write to {str(path)!r}: something keeps replacing it with a link or "
                 "a file; check who else writes in that folder"
             ) from None
+        refuse_unless_yours(path, what)
+
+
+def refuse_unless_yours(
+    path: Path, what: str, *, only_owner: bool = False, resuming: bool = False
+) -> None:
+    """Refuse the folder at ``path`` (a sink's ``what``) unless it is the user's alone.
+
+    Owned by the user and writable by no one else (:mod:`seamline.contracts.ownership`,
+    the rule the compile cache is held to): whoever else can write it can read and swap
+    what a run stages there. Nothing at ``path`` (or a link, which the caller handles)
+    passes. ``only_owner``: refuse only another user's folder (a fresh run deletes one of
+    the user's own and makes it again, private). ``resuming`` raises ``ResumeRefused``.
+    """
+    try:
+        found = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    problem = not_yours_alone(path, found) if stat.S_ISDIR(found.st_mode) else None
+    if problem is None or (only_owner and problem[1] != "owner"):
+        return
+    why, kind = problem
+    if kind == "owner":
+        why = f"it belongs to another user, {describe_user(found.st_uid)}"
+        fix = (
+            "It is not yours to empty or remove: write the output to a folder of your own, "
+            "or have its owner remove it, then run again"
+        )
+    elif resuming:
+        fix = "Run again with --restart, which deletes it and starts over in a private one"
+    else:
+        fix = f"Remove it (rm -r {str(path)!r}), then run again"
+    error = ResumeRefused if resuming else UserError
+    raise error(
+        f"cannot {'resume from' if resuming else 'use'} the {what} {str(path)!r}: {why}, so "
+        f"what a run stages there could be read or changed by others; nothing was written "
+        f"to it. {fix}"
+    )
 
 
 def refuse_a_link(path: Path, what: str) -> None:
@@ -259,7 +311,8 @@ def refuse_a_link(path: Path, what: str) -> None:
     A symbolic link planted at its name would have the resume read, change or delete
     whatever it points at (the parquet sink deletes the parts written after its last
     commit; the lancedb sink restores a table version): it is refused, not followed,
-    as is anything at the name that is not a folder.
+    as is anything at the name that is not a folder, and a folder that is not the user's
+    alone (:func:`refuse_unless_yours`: its parts could have been swapped).
     """
     if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
         found = "a symbolic link" if path.is_symlink() else "not a folder"
@@ -268,6 +321,7 @@ def refuse_a_link(path: Path, what: str) -> None:
             "made; it was not followed. Remove it, then run again with --restart (or without "
             "--resume)"
         )
+    refuse_unless_yours(path, what, resuming=True)
 
 
 def refuse_anything_planted(path: Path, what: str) -> None:

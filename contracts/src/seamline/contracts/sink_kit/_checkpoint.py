@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
 from seamline.contracts.errors import ResumeRefused
+from seamline.contracts.ownership import not_yours_alone
 from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
     AtomicGroup,
@@ -57,7 +58,7 @@ from seamline.contracts.sink_kit._made_by import (
     json_value,
     made_by_another,
 )
-from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.contracts.untrusted import NotRegularFile, open_regular, read_at_most
 from seamline.contracts.untrusted import count_lines as untrusted_count_lines
 
 if TYPE_CHECKING:
@@ -255,17 +256,22 @@ class CheckpointFile(Generic[S]):
         """The checkpoint as JSON and its state, checked to be this sink's for these files.
 
         None if there is none; ``ResumeRefused`` (naming the checkpoint and what is wrong
-        with it) if it is not a regular file, too large, not JSON or not of the schema,
-        another sink's, or names files that are not this output's partial files.
+        with it) if it is not a regular file, not the user's alone (this sink writes it
+        0600), too large, not JSON or not of the schema, another sink's, or names files
+        that are not this output's partial files.
         """
         try:
-            data = read_regular(self.path, MAX_CHECKPOINT_BYTES, follow=False)
+            with open_regular(self.path, follow=False) as handle:
+                problem = not_yours_alone(self.path, os.fstat(handle.fileno()))
+                data = read_at_most(handle, MAX_CHECKPOINT_BYTES)
         except FileNotFoundError:
             return None
         except NotRegularFile as err:
             raise self.refused(f"it is {err}, not a file") from None
         except OSError as err:
             raise self.refused(f"it cannot be read ({err.strerror or err})") from None
+        if problem is not None:  # this sink writes it 0600: another's was put in its place
+            raise self.refused(problem[0])
         if len(data) > MAX_CHECKPOINT_BYTES:
             raise self.refused(f"it is larger than {MAX_CHECKPOINT_BYTES:,} bytes")
         try:

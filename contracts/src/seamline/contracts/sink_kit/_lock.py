@@ -30,6 +30,7 @@ import stat
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from seamline.contracts import ownership
 from seamline.contracts.errors import UserError
 from seamline.contracts.untrusted import NotRegularFile, kind_of, read_regular
 
@@ -125,6 +126,14 @@ class FileLock:
             os.close(descriptor)
             self.path.unlink()
             return self._open()
+        if ownership.owned_by_another(found) is not None:
+            os.close(descriptor)
+            raise UserError(
+                f"the lock file {str(self.path)!r} belongs to another user, "
+                f"{ownership.describe_user(found.st_uid)}: it is not one your runs made, and "
+                "its owner could take or remove it while your run writes. Nothing was written. "
+                "Have it removed (by its owner), or write the output to a folder of your own"
+            )
         return os.fdopen(descriptor, "a+b")  # held until release()
 
     def _not_a_lock_file(self, mode: int) -> UserError:

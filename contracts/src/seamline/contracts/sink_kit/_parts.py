@@ -155,7 +155,7 @@ class PartStaging:
     def begin(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
         """A fresh staged run: earlier unpublished runs are deleted, this one's area made."""
         published = self._published_run() if self.keeps_parts else None
-        own_directory(self.root)  # a link planted at its name is removed, never followed
+        own_directory(self.root, "staging area")  # a link is removed, another's refused
         for child in self.root.iterdir():
             if child.name != published:
                 remove_tree(child)

@@ -35,7 +35,12 @@ from typing import Any, ClassVar, Generic, TypeVar
 from seamline.contracts.documents import DocumentError
 from seamline.contracts.errors import UserError
 from seamline.contracts.sink import CommittedRecords, OutputRecord, Sink
-from seamline.contracts.sink_kit._atomic import AtomicFile, own_directory, refuse_anything_planted
+from seamline.contracts.sink_kit._atomic import (
+    AtomicFile,
+    own_directory,
+    refuse_anything_planted,
+    refuse_unless_yours,
+)
 from seamline.contracts.sink_kit._checkpoint import (
     NoState,
     ResumableGroup,
@@ -103,7 +108,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         self._closed = False
         self._destination_lock: DestinationLock | None = None
         self._recover_refused = False
-        """Set when :meth:`recover` raised: the output is left as it was found."""
+        """Set when :meth:`recover` or a check raised: the output is left as it was found."""
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -161,9 +166,10 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         published; for a sink whose output is a folder, ``Config.path_is_folder``,
         anything at its name but a folder, a symbolic link included: the output is never
         written through a link, which could point anywhere). The pipeline's validation
-        asks the same first. A sink may add its own checks."""
+        asks the same first. Another user's staging folder too (:func:`_not_yours`)."""
         for _, problem in self.config.occupied():
             raise UserError(f"{self.name} sink: {problem}")
+        _not_yours(self.store, self.config.path)
         manifest = self.config.manifest_path()
         own = {manifest, self.config.resolved_errors_path()}
         refuse_another_output(manifest, self.name, self.primary, self.destination, own)
@@ -172,7 +178,9 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
 
     def start(self, manifest: Mapping[str, Any]) -> None:
         self._lock()  # one run per destination: refuse before touching anything
+        self._recover_refused = True  # until it passes: close leaves what was refused alone
         self.check_destination()
+        self._recover_refused = False
         self._group.manifest = manifest
         self.undo_publication()
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
@@ -342,8 +350,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         return self.store
 
     def resumed_store(self, what: str) -> Path:
-        """:attr:`store` on a resume: a link or a file at its name, or a link or a FIFO in
-        it, is refused, not followed (a library may write the whole folder)."""
+        """:attr:`store` on a resume, refused if planted (link, FIFO, another user's)."""
         refuse_anything_planted(self.store, what)
         return self.store
 
@@ -356,3 +363,12 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         if not self.appends_primary:
             targets.append((self.primary, self.config.path))
         return self._group.manifest_path, targets
+
+
+def _not_yours(store: Path, path: Path) -> None:
+    """Refuse a sink's staging folder ``store``, or the staging area of parts of ``path``,
+    that another user made (in a shared folder, to read and swap what a run stages there),
+    before any work. One of the user's own that others can write is not refused here: a
+    fresh run deletes it and makes it again, private (:func:`._atomic.own_directory`)."""
+    refuse_unless_yours(store, "staging folder", only_owner=True)
+    refuse_unless_yours(staging_root(path), "staging area", only_owner=True)

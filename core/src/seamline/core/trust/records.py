@@ -15,12 +15,12 @@ exactly what is installed now) is :mod:`seamline.core.trust.earned`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seamline.contracts.conformance import RECORD_FORMAT, ConformanceRecord
 from seamline.contracts.logs import get_logger
+from seamline.contracts.ownership import owned_by_another
 from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.code_digest import component_digest
@@ -97,12 +97,12 @@ def load_records(
     for path in sorted(source.glob(pattern)):
         try:
             data = read_regular(path, MAX_RECORD_BYTES)
-            owner = path.stat().st_uid
+            found = path.stat()
         except (OSError, NotRegularFile) as err:
             warning("conformance record not read", file=str(path), reason=str(err))
             continue
-        if hasattr(os, "getuid") and owner != os.getuid():
-            reason = f"it is owned by another user (uid {owner})"
+        reason = owned_by_another(found)
+        if reason is not None:
             warning("conformance record not read", file=str(path), reason=reason)
             continue
         if len(data) > MAX_RECORD_BYTES:
