@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from seamline.contracts.errors import ResumeRefused, UserError
-from seamline.contracts.ownership import describe_user, not_yours_alone
+from seamline.contracts.ownership import describe_user, my_uid, not_yours_alone
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.untrusted import (
     LINE_BREAKS_ESCAPED,
@@ -134,8 +134,9 @@ class AtomicFile:
             self.file.flush()
             os.fsync(self.file.fileno())
             self.file.close()
-            # mkstemp makes the file private (0600); a published output gets the usual mode.
-            os.chmod(self.temporary, 0o666 & ~_current_umask())
+            # mkstemp makes the file private (0600): it gets the mode of the file it replaces
+            # (yours), or a new file's (0666 less the umask), as `sed -i` does.
+            os.chmod(self.temporary, published_mode(self.destination))
             os.replace(self.temporary, self.destination)
         except BaseException:
             self.discard()
@@ -359,8 +360,36 @@ def planted_inside(folder: Path) -> str | None:
     return None if found is None else f"{found[0]!r}, {kind_of(found[1])}"
 
 
-def _current_umask() -> int:
-    """The process umask (reading it means setting it, so it is set straight back)."""
+def published_mode(destination: Path) -> int:
+    """The permissions a file published at ``destination`` gets.
+
+    Those of the regular file of the user's that it replaces, so that a re-run keeps an
+    output the user restricted (``chmod 600``) restricted, as ``sed -i`` and ``sponge``
+    do; else a new file's, ``0666`` less the umask. Only the permission bits are kept
+    (never a set-uid bit), and another user's file, or a link, passes on nothing.
+    """
+    try:
+        found = os.lstat(destination)
+    except OSError:
+        found = None
+    uid = my_uid()
+    if found is not None and stat.S_ISREG(found.st_mode) and uid in (None, found.st_uid):
+        return stat.S_IMODE(found.st_mode) & 0o777
+    return 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    """The process umask: from ``/proc/self/status`` where the kernel says it (Linux 4.7
+    and later). Elsewhere reading it means setting it, then setting it straight back,
+    which another thread creating a file in between would get wrong, so that is the
+    fallback only."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
