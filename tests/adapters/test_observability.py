@@ -655,6 +655,54 @@ def test_a_traces_file_with_another_name_is_refused_and_left_whole(
     assert victim.read_text(encoding="utf-8") == "keep\n"
 
 
+@pytest.mark.parametrize("append", [False, True], ids=["driver", "worker"])
+@pytest.mark.parametrize("when", ["before", "after the check"])
+def test_another_users_traces_file_is_refused_and_left_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, append: bool, when: str
+) -> None:
+    # Another user made /tmp/shared/t.jsonl, 0666, in advance: the run appended its spans
+    # to it, for them to read. "Another user's" is simulated: the owner check is told that
+    # seamline runs as someone else. Made after the check, it is refused on the open file.
+    import os
+
+    from seamline.contracts import ownership
+
+    at = tmp_path / "trace.jsonl"
+    at.write_text("theirs\n", encoding="utf-8")
+    at.chmod(0o666)
+    monkeypatch.setattr(ownership, "my_uid", lambda: at.stat().st_uid + 1)
+    if when != "before":
+        real_lstat = os.lstat
+
+        def unseen(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+            if Path(path) == at:
+                raise FileNotFoundError(path)
+            return real_lstat(path, *args, **kwargs)
+
+        monkeypatch.setattr(telemetry_setup.os, "lstat", unseen)
+    refusal = (
+        r"the traces file '.*trace.jsonl' \(telemetry.traces_file or SEAMLINE_TRACES_FILE\) "
+        r"belongs to another user, .*uid \d+\)?, who would read every span .* it was not "
+        r"written to. Name a file of your own"
+    )
+    with pytest.raises(UserError, match=refusal):
+        JsonlSpanExporter(at, append=append)
+    assert at.read_text(encoding="utf-8") == "theirs\n"
+
+
+def test_validation_refuses_another_users_traces_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seamline.contracts import ownership
+    from seamline.core.traces_file import traces_file_problem
+
+    at = tmp_path / "trace.jsonl"
+    at.write_text("", encoding="utf-8")
+    assert traces_file_problem(at) is None
+    monkeypatch.setattr(ownership, "my_uid", lambda: at.stat().st_uid + 1)
+    assert "belongs to another user" in (traces_file_problem(at) or "")
+
+
 def test_a_link_planted_after_the_check_is_not_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,11 +2,12 @@
 
 The exporter (``seamline.adapters.telemetry_setup``) refuses, before the run starts, a
 traces file that is a directory, a FIFO, a device or a link, a file with other names
-(hard links), or a name under a file (``afile/t.jsonl``, ``afile`` a file); but the
-pipeline's validation did not ask, so ``seamline validate`` said ok to a pipeline whose
-run was then refused. Both now ask here: validation before anything runs, placed where
-the file is named (:mod:`seamline.core.config.overlap`), and the exporter again when it
-opens the file (on the open descriptor, as what is on disk may change in between).
+(hard links), another user's file, or a name under a file (``afile/t.jsonl``, ``afile``
+a file); but the pipeline's validation did not ask, so ``seamline validate`` said ok to a
+pipeline whose run was then refused. Both now ask here: validation before anything runs,
+placed where the file is named (:mod:`seamline.core.config.overlap`), and the exporter
+again when it opens the file (on the open descriptor, as what is on disk may change in
+between).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import stat
 from pathlib import Path
 
+from seamline.contracts.ownership import describe_user, owned_by_another
 from seamline.contracts.sink_kit import blocked_folder
 from seamline.contracts.untrusted import kind_of
 
@@ -44,9 +46,10 @@ def traces_file_problem(path: Path) -> str | None:
 
 def traces_file_status_problem(path: Path, found: os.stat_result) -> str | None:
     """Why the file ``found`` (its ``lstat``, or ``fstat`` once opened) at ``path`` is no
-    traces file, or None: it is not a regular file, or it has other names (hard links:
+    traces file, or None: it is not a regular file, it has other names (hard links:
     spans written to it would empty and fill the file behind each of them, a pipeline file
-    or an input among them)."""
+    or an input among them), or it is another user's (one made in advance, 0666, in a
+    shared folder had the run's spans appended for its owner to read)."""
     if not stat.S_ISREG(found.st_mode):
         return (
             f"the traces file {str(path)!r} ({TRACES_FILE}) is {kind_of(found.st_mode)}, not "
@@ -57,6 +60,13 @@ def traces_file_status_problem(path: Path, found: os.stat_result) -> str | None:
             f"the traces file {str(path)!r} ({TRACES_FILE}) is a file with {found.st_nlink} "
             "names (hard links): writing spans to it would change the file behind its other "
             "names too. Name a file of its own for the spans"
+        )
+    if owned_by_another(found) is not None:
+        return (
+            f"the traces file {str(path)!r} ({TRACES_FILE}) belongs to another user, "
+            f"{describe_user(found.st_uid)}, who would read every span the run writes (its "
+            "documents' ids, the pipeline's settings, errors) and could change them; it was "
+            "not written to. Name a file of your own for the spans (in a folder of yours)"
         )
     return None
 
