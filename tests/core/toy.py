@@ -10,6 +10,7 @@ import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import jax
@@ -203,6 +204,24 @@ class ToyModel(Model[ToyConfig]):
         if self.config.nan:
             pooled = pooled * jnp.nan
         return pooled[:, :16] if self.config.width_by_length and t <= 4 else pooled
+
+
+class FolderToyConfig(ToyConfig):
+    weights: Path
+    """A folder whose ``seed.txt`` seeds the table (a plain ``Path``, as a third party types it)."""
+
+
+class FolderToy(ToyModel):
+    """The toy model with its weights in a folder its config names, as a third party's model
+    names a checkpoint: another folder of the same name holds other weights."""
+
+    name: ClassVar[str] = "folder-toy"
+    Config = FolderToyConfig  # type: ignore[assignment]
+    config: FolderToyConfig  # type: ignore[assignment]
+
+    def load(self) -> Any:
+        seed = int((self.config.weights / "seed.txt").read_text(encoding="utf-8"))
+        return {"table": np.random.default_rng(seed).normal(size=(97, 32)).astype(np.float32)}
 
 
 class MemorySinkConfig(ComponentConfig):

@@ -12,6 +12,7 @@ as a mistake of the command line (exit 2).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from seamline.contracts.errors import UserError
 
@@ -28,3 +29,19 @@ def working_folder() -> str:
         return os.getcwd()
     except FileNotFoundError:
         raise UserError(GONE) from None
+
+
+def absolute(path: Path) -> Path:
+    """``path`` made absolute against the working directory, where ``open()`` finds it.
+
+    Links are kept; ``..`` is taken as the file system takes it: the folders up to the
+    last ``..`` are resolved (a linked folder's ``..`` is its target's parent), the rest
+    is kept as written. A sink's paths are made absolute by it when its config is
+    validated (``OutputPath``), and a model's recorded config by it when the manifest is
+    written: both name, wherever they are read later, what this run opened.
+    """
+    names = Path(os.path.join(working_folder(), path)).parts
+    if ".." not in names:
+        return Path(os.path.abspath(os.path.join(*names)))
+    last = len(names) - 1 - names[::-1].index("..")
+    return Path(os.path.realpath(os.path.join(*names[: last + 1])), *names[last + 1 :])

@@ -71,7 +71,12 @@ from seamline.core.monitor_hub import MonitorHub
 from seamline.core.pinning import pinned_and_built
 from seamline.core.precision.negotiate import negotiated
 from seamline.core.prefetch import prefetched
-from seamline.core.provenance import attention_served, provenance, run_versions
+from seamline.core.provenance import (
+    attention_served,
+    provenance,
+    recorded_config,
+    run_versions,
+)
 from seamline.core.registry import Registry
 from seamline.core.seams import BUILD, Seam, clipped, mark_failure
 from seamline.core.stops import raise_kept_stop
@@ -653,7 +658,7 @@ def run_manifest(pipeline: ResolvedPipeline, run_id: str) -> dict[str, Any]:
         "pipeline": pipeline.spec.pipeline,
         "run_id": run_id,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": {"use": model.name, "with": model.config.model_dump(mode="json")},
+        "model": {"use": model.name, "with": recorded_config(model.config)},
         "attention": pipeline.spec.attention.model_dump(mode="json", by_alias=True),
         "precision": pipeline.chosen_precision,
         "versions": run_versions(),

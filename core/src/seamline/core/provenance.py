@@ -16,11 +16,15 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from seamline.contracts.manifest import MAX_SERVED_SHAPES
 from seamline.contracts.untrusted import cut
 from seamline.contracts.versions import installed_version
+from seamline.contracts.workdir import absolute
 from seamline.core.code_digest import code_digest
 from seamline.core.config import ComponentChoice, ResolvedPipeline
 from seamline.core.fingerprint import settled_spec
@@ -48,6 +52,31 @@ def corpus_root(pipeline: ResolvedPipeline) -> str | None:
     if not isinstance(root, str | os.PathLike):
         return None
     return os.path.abspath(os.fspath(root))
+
+
+def recorded_config(config: BaseModel) -> dict[str, Any]:
+    """``config`` as a manifest records it (JSON data), each relative path in it made
+    absolute against the working directory (:func:`~seamline.contracts.workdir.absolute`).
+
+    ``seamline search``, ``serve`` and ``open_index`` rebuild the model from this record,
+    from whatever folder they run in: a model's ``weights: qwen3-st`` recorded as written
+    was looked up there, and read another folder of that name (other vectors for the
+    queries, no warning) or none. So the host records what this run opened, for every
+    model, instead of each author making its paths absolute. A setting held as a path (a
+    ``Path``, ``NamedPath``, or a list of them) is one; text is recorded as written (a
+    model whose paths are text makes them absolute itself). The spec's hashes are not
+    taken from this record: a relative path stays relative there (a moved folder resumes).
+    """
+    dumped = config.model_dump(mode="json")
+    for name in type(config).model_fields:
+        value = getattr(config, name)
+        many = isinstance(value, list | tuple)
+        paths = list(value) if many else [value]
+        if name not in dumped or not paths or not all(isinstance(p, Path) for p in paths):
+            continue
+        made = [str(p if p.is_absolute() else absolute(p)) for p in paths]
+        dumped[name] = made if many else made[0]
+    return dumped
 
 
 VERSIONED = ("seamline-core", "seamline-contracts", "jax", "jaxlib", "numpy", "tokenizers")

@@ -8,12 +8,13 @@ derived from its output's), and a comparison between two spellings of one file s
 "different". So every path a first-party sink's config names is made absolute *once*,
 when the config is validated (:data:`OutputPath`), and everything the sink derives
 from it (partial files, checkpoint, lock, staging area, manifest) is absolute too.
-That is where ``open()`` finds it (:func:`absolute`): links are *not* followed, so the
-sink writes where the path says, into the folder the user named, and ``..`` leads where
-the file system leads it: after a linked folder, to the parent of the folder the link
-names. ``os.path.abspath`` removed ``..`` from the text instead: ``results/../emb.jsonl``,
-``results`` a link to ``/elsewhere/results``, replaced ``./emb.jsonl`` while ``seamline
-search`` (which opens the path as given) looked in ``/elsewhere``.
+That is where ``open()`` finds it (:func:`~seamline.contracts.workdir.absolute`): links
+are *not* followed, so the sink writes where the path says, into the folder the user
+named, and ``..`` leads where the file system leads it: after a linked folder, to the
+parent of the folder the link names. ``os.path.abspath`` removed ``..`` from the text
+instead: ``results/../emb.jsonl``, ``results`` a link to ``/elsewhere/results``, replaced
+``./emb.jsonl`` while ``seamline search`` (which opens the path as given) looked in
+``/elsewhere``.
 
 Whether two configured outputs are *one file* is a different question, answered by
 what the file system says (:func:`same_entry`): the folders' symbolic links followed,
@@ -39,24 +40,10 @@ from pydantic import AfterValidator, BeforeValidator
 
 from seamline.contracts.component import NamedPath
 from seamline.contracts.untrusted import kind_of
-from seamline.contracts.workdir import working_folder
+from seamline.contracts.workdir import absolute
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
-
-
-def absolute(path: Path) -> Path:
-    """``path`` made absolute against the working directory, where ``open()`` finds it.
-
-    Links are kept; ``..`` is taken as the file system takes it: the folders up to the
-    last ``..`` are resolved (a linked folder's ``..`` is its target's parent), the rest
-    is kept as written.
-    """
-    names = Path(os.path.join(working_folder(), path)).parts
-    if ".." not in names:
-        return Path(os.path.abspath(os.path.join(*names)))
-    last = len(names) - 1 - names[::-1].index("..")
-    return Path(os.path.realpath(os.path.join(*names[: last + 1])), *names[last + 1 :])
 
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
