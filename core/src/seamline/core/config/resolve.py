@@ -62,7 +62,12 @@ from seamline.core.config.spec import (
     Selection,
 )
 from seamline.core.config.user import user_trust
-from seamline.core.precision.decision import FLOAT32, PrecisionDecision
+from seamline.core.precision.decision import (
+    FLOAT32,
+    PrecisionDecision,
+    none_can_serve,
+    not_offered,
+)
 from seamline.core.registry import ComponentInfo, Registry, allowlist_fix
 from seamline.core.seams import BUILD, mark_failure
 from seamline.core.suggest import did_you_mean
@@ -519,8 +524,22 @@ def check_model(resolved: ResolvedPipeline, registry: Registry) -> None:
     is refused by ``seamline validate``, not at the start of a run. Its error is placed
     where the model is named, as a run places it (:func:`build_model`). Only the model
     is built: a loader or a sink would touch the input or the output.
+
+    The precisions the pipeline asks for are checked against those the model offers
+    (:meth:`~seamline.contracts.Model.precisions`), which needs no hardware: a pipeline
+    asking only for precisions the model cannot compute in (``bfloat16`` of a float32-only
+    model) validated, and its run then stopped with this same refusal. It is placed at
+    ``precision``. What the hardware runs and the gate's check are the run's to judge.
     """
-    build_model(resolved.model, registry, resolved.overrides_under(("model", "with")))
+    model = build_model(resolved.model, registry, resolved.overrides_under(("model", "with")))
+    try:
+        offered = tuple(model.precisions())
+    finally:
+        model.close()
+    names = resolved.spec.precision.names
+    if not any(name in offered for name in names):
+        refused = none_can_serve([not_offered(name, offered) for name in names])
+        raise ConfigError(str(refused), resolved.where(("precision", "use")))
 
 
 def build_model(

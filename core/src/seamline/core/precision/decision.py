@@ -9,8 +9,11 @@ back) tells ``seamline search`` which precision to embed queries in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from seamline.contracts import UserError
 
 FLOAT32 = "float32"
 
@@ -89,6 +92,21 @@ class PrecisionCandidate:
         if self.recorded is None:
             return text
         return f"{text} (figures an earlier run recorded in {self.recorded}, {_DELETE})"
+
+
+def not_offered(name: str, offered: Sequence[str]) -> PrecisionCandidate:
+    """``name`` refused because the model does not compute in it (``offered`` is what it
+    does): judged from the model alone, so ``validate`` refuses it as the run does."""
+    return PrecisionCandidate(name, False, (f"the model computes in {', '.join(offered)} only",))
+
+
+def none_can_serve(candidates: Sequence[PrecisionCandidate]) -> UserError:
+    """What a run (``explain``, ``validate``) says when every candidate was refused."""
+    reasons = "; ".join(f"{c.name}: {c.refusal()}" for c in candidates)
+    return UserError(
+        f"no precision can serve this pipeline ({reasons}); use 'precision: auto', which "
+        "falls back to float32, or add float32 to the list"
+    )
 
 
 @dataclass(frozen=True, slots=True)

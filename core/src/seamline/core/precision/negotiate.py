@@ -36,6 +36,8 @@ from seamline.core.precision.decision import (
     PrecisionCandidate,
     PrecisionDecision,
     float32_decision,
+    none_can_serve,
+    not_offered,
 )
 from seamline.core.precision.gate import compare, refusals
 from seamline.core.precision.hardware import Hardware
@@ -76,11 +78,7 @@ def offered_and_native(
     judged = []
     for name in settings.names:
         if name not in offered:
-            judged.append(
-                PrecisionCandidate(
-                    name, False, (f"the model computes in {', '.join(offered)} only",)
-                )
-            )
+            judged.append(not_offered(name, offered))
             continue
         native, why = hardware.native(name)
         if not native and not settings.require_native:
@@ -191,7 +189,7 @@ def _first_that_serves(
             continue
         passed = gate_passed(judged, source, figures, recorded)
         return PrecisionDecision(judged.name, mode, (*candidates, passed))
-    raise _none_can_serve(candidates)
+    raise none_can_serve(candidates)
 
 
 def serving_precision(candidates: Sequence[PrecisionCandidate]) -> str:
@@ -200,7 +198,7 @@ def serving_precision(candidates: Sequence[PrecisionCandidate]) -> str:
     for candidate in candidates:
         if candidate.ok:
             return candidate.name
-    raise _none_can_serve(candidates)
+    raise none_can_serve(candidates)
 
 
 def gate_refused(
@@ -220,14 +218,6 @@ def gate_passed(
     if not figures.neighbours_checked:
         said = (f"{source} ({NO_NEIGHBOURS.format(windows=figures.windows)})",)
     return PrecisionCandidate(judged.name, True, (*judged.reasons, *said), figures, recorded)
-
-
-def _none_can_serve(candidates: Sequence[PrecisionCandidate]) -> UserError:
-    reasons = "; ".join(f"{c.name}: {c.refusal()}" for c in candidates)
-    return UserError(
-        f"no precision can serve this pipeline ({reasons}); use 'precision: auto', which "
-        "falls back to float32, or add float32 to the list"
-    )
 
 
 class Calibration:
