@@ -89,3 +89,32 @@ def test_the_shipping_page_shows_the_checked_loader_fixture() -> None:
     block = guide_block("CsvConformance", SHIPPING)
     source = CSV_CONFORMANCE.read_text(encoding="utf-8")
     assert block in source, f"{SHIPPING.name} must show {CSV_CONFORMANCE.name}'s class verbatim"
+
+
+def test_the_decoder_block_pools_each_windows_last_token_left_or_right_padded() -> None:
+    """The guide's decoder excerpt (``collate_for_last_token``, ``last_token``): run as a
+    reader copies it, it marks each example's last token whichever side it pads, and pools
+    that token's hidden state (zeros for a padding row)."""
+    import jax
+    import numpy as np
+
+    from seamline.contracts import Example
+
+    block = next(
+        b for b in PYTHON_BLOCK.findall(GUIDE.read_text(encoding="utf-8")) if "def last_token(" in b
+    )
+    namespace: dict[str, Any] = {}
+    exec(compile(block, str(GUIDE), "exec"), namespace)  # the page's code
+    eos, windows = 2, [[5, 6, 7, 2], [9, 2]]
+    examples = [
+        Example("d", i, (0, 0), len(ids), {"input_ids": np.asarray(ids, np.int32)})
+        for i, ids in enumerate(windows)
+    ]
+    for left in (True, False):
+        arrays = namespace["collate_for_last_token"](examples, 3, 6, 0, left=left)
+        assert all(a.shape == (3, 6) for a in arrays.values())
+        assert arrays["positions"][arrays["segment"] == 1].tolist() == [0, 1, 2, 3, 0, 1]
+        hidden = jax.nn.one_hot(arrays["input_ids"], 10)  # each token's hidden state: its id
+        pooled = np.asarray(namespace["last_token"](hidden, arrays["last"]))
+        assert pooled.argmax(axis=1)[:2].tolist() == [eos, eos]
+        assert not pooled[2].any()
