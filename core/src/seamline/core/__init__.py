@@ -94,7 +94,7 @@ if TYPE_CHECKING:
     from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
     from seamline.core.seams import clipped, failed_at, one_line
-    from seamline.core.stops import raise_kept_stop, stops_kept
+    from seamline.core.stops import is_interrupt, raise_kept_stop, stops_kept
     from seamline.core.suggest import did_you_mean
     from seamline.core.telemetry import telemetry_applied, worker_name
     from seamline.core.traces_file import (
@@ -217,6 +217,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     # A pipeline's telemetry section, which the application reads (Pipeline.run warns if not)
     "telemetry_applied": ("seamline.core.telemetry", "telemetry_applied"),
     "raise_kept_stop": ("seamline.core.stops", "raise_kept_stop"),
+    # A stop (Ctrl-C, sys.exit()) or a failure that is no Exception (a Rust library's panic)
+    "is_interrupt": ("seamline.core.stops", "is_interrupt"),
     # Standard output moved to standard error, the file descriptor too
     "stdout_to_stderr": ("seamline.core.plugin_imports", "stdout_to_stderr"),
 }
@@ -297,6 +299,7 @@ __all__ = [
     "extract_trace_context",
     "failed_at",
     "group_of",
+    "is_interrupt",
     "load_trusted",
     "named_directory",
     "negotiated",

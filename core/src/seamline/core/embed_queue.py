@@ -38,7 +38,10 @@ where under the engine it would wait for the lock its own thread holds, for ever
 An interrupt (``KeyboardInterrupt``: Python delivers a signal to the main thread) that
 stops a pass is raised in the thread leading it only; the other callers' requests it
 held go back to the head of the queue from the first text of the part it held, and
-the next pass embeds them.
+the next pass embeds them. Any other ``BaseException`` (a Rust library's panic, see
+:func:`~seamline.core.stops.is_interrupt`) is a failure, as an ``Exception`` is: taken
+for an interrupt, a panic put its request back at the head of the queue, to fail the
+next pass again, and stopped a server's engine thread.
 
 A request carries the span of its caller (``seamline.embed.request``); the pass and
 batch spans that serve it link to it, and it to them (see the embedder).
@@ -59,6 +62,7 @@ from opentelemetry import trace
 
 from seamline.contracts.logs import get_logger
 from seamline.core.forking import refuse_after_fork
+from seamline.core.stops import is_interrupt
 
 LongText = Literal["truncate", "mean", "windows"]
 
@@ -343,7 +347,7 @@ class EmbedQueue:
                 self.run(parts)
             failed = False
         except BaseException as err:
-            if not isinstance(err, Exception):
+            if is_interrupt(err):  # not any BaseException: a Rust panic is a failure
                 self._interrupted(parts, own, err)
                 parts = []
             raise

@@ -91,7 +91,7 @@ from seamline.core.monitor_hub import MonitorHub
 from seamline.core.precision.negotiate import encoder_side
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam, clipped
-from seamline.core.stops import raise_kept_stop, stops_kept
+from seamline.core.stops import is_interrupt, raise_kept_stop, stops_kept
 from seamline.core.telemetry import (
     BATCH_LENGTH,
     BATCH_SIZE,
@@ -515,7 +515,9 @@ def _run_pass(embedder: Embedder, parts: list[Part]) -> None:
         for (first_only, batch_tokens, queries), group in _passes(parts).items():
             try:
                 refused = _embed_pass(embedder, group, first_only, batch_tokens, queries)
-            except Exception as err:  # an interrupt is the leader's alone (EmbedQueue)
+            except BaseException as err:  # a Rust panic too: it fails these requests
+                if is_interrupt(err):  # the leader's alone (EmbedQueue)
+                    raise
                 for part in group:
                     part.request.finish(err)
             else:

@@ -44,6 +44,7 @@ from seamline.contracts.untrusted import for_telemetry, unicode_problem
 from seamline.core.batching import BatchShapes, Bucketer, Packer, Planned
 from seamline.core.repeated_ids import YieldedIds
 from seamline.core.seams import Seam
+from seamline.core.stops import is_interrupt
 from seamline.core.telemetry import THREAD_NAME
 
 log = get_logger("seamline.core")
@@ -167,7 +168,11 @@ class HostWork:
             yield from map(self._collate, self.batcher.add(example))
 
     def _prepare(self, document: Document, thread: dict[str, Any]) -> list[Example] | DocumentError:
-        """The document's examples; a document ``prepare`` fails on is set aside, not raised."""
+        """The document's examples; a document ``prepare`` fails on is set aside, not raised.
+
+        Whatever ``prepare`` raises but an interrupt (:func:`~.stops.is_interrupt`) sets it
+        aside: a Rust library's panic too (a tokenizer's), a ``BaseException`` that is no
+        ``Exception``, which ended the run with its traceback."""
         model = self.model
         try:
             if self.seam is None:
@@ -178,7 +183,9 @@ class HostWork:
                     examples = list(model.prepare(document))
         except ContractViolation:
             raise
-        except Exception as err:  # the span recorded it; the run goes on
+        except BaseException as err:  # the span recorded it; the run goes on
+            if is_interrupt(err):  # Ctrl-C, sys.exit(): the run stops
+                raise
             # A lone surrogate fails in the tokenizer with a message about its types: say
             # what is wrong with the text instead (looked for only once prepare failed).
             reason = unicode_problem(document.text) or (

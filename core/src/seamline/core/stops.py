@@ -20,10 +20,14 @@ only while the main thread (where Python delivers signals, and the only one a ke
 is raised again in) is inside a block; one dropped while only other threads are (a
 worker thread's ``result()`` beside an asyncio loop) goes to the host's hook as before,
 never swallowed by a block that cannot raise it.
+
+:func:`is_interrupt` says which ``BaseException`` is such a stop (or another of Python's
+own), and which is a failure that merely is not an ``Exception``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import threading
@@ -89,3 +93,29 @@ def raise_kept_stop() -> None:
             _kept.clear()
         if stop is not None:
             raise stop
+
+
+INTERRUPTS: tuple[type[BaseException], ...] = (
+    KeyboardInterrupt,  # Ctrl-C, and seamline's SIGTERM or SIGHUP (``Terminated``, one of it)
+    SystemExit,
+    GeneratorExit,
+    asyncio.CancelledError,
+)
+"""What stops a call rather than failing it: Python's own ``BaseException`` classes."""
+
+
+def is_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` stops the work (Ctrl-C, a SIGTERM, ``sys.exit()``, a generator
+    closed, a task cancelled) rather than failing it; an exception group is one if any
+    exception it holds is.
+
+    Every other ``BaseException`` is a failure, to be taken as an ``Exception`` is: a
+    Rust library's panic (pyo3's ``PanicException``, which the ``tokenizers`` library
+    raises for a text its rules fail on) is one. Taken for an interrupt, a panic in a
+    third party's ``prepare`` ended ``seamline run`` with a 175-line traceback, where
+    an ``Exception`` sets the document aside, and on ``seamline serve`` it put the
+    request back in the queue and ended the engine's thread: every later request hung.
+    """
+    if isinstance(error, BaseExceptionGroup):
+        return error.subgroup(INTERRUPTS) is not None
+    return isinstance(error, INTERRUPTS)
