@@ -38,7 +38,7 @@ from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from seamline.contracts.logs import get_logger
-from seamline.core import Cancelled, Unembeddable, extract_trace_context
+from seamline.core import Cancelled, Unembeddable, extract_trace_context, is_interrupt
 
 log = get_logger("seamline.adapters.serve")
 tracer = trace.get_tracer("seamline.adapters.serve")
@@ -117,7 +117,9 @@ def _endpoint(
                 response = Response(status_code=CLIENT_CLOSED)
             except asyncio.CancelledError:  # stopping: --graceful-timeout gave up on it
                 response = _refused(span, name, _given_up(served))
-            except Exception as err:
+            except BaseException as err:  # a Rust panic a pass stored on the request too
+                if is_interrupt(err):
+                    raise
                 log.exception("a request failed", endpoint=name, error=repr(err))
                 span.record_exception(err)
                 _failed(span, type(err).__qualname__, f"{type(err).__name__}: {err}")
@@ -226,6 +228,10 @@ async def _embeddings(served: Served, request: Request) -> Response:
         ) from None
     except Cancelled:
         return Response(status_code=CLIENT_CLOSED)
+    except Exception:
+        if engine.failure is not None:  # the engine stopped serving meanwhile: say so
+            raise engine.not_ready() from None
+        raise
     assert isinstance(vectors, np.ndarray)
     tokens = pending.tokens
     served.metrics.texts.inc(len(asked.texts))

@@ -24,7 +24,7 @@ from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from seamline.contracts.logs import get_logger
-from seamline.core import Embedder, Pending
+from seamline.core import Embedder, Pending, is_interrupt
 
 log = get_logger("seamline.adapters.serve")
 
@@ -46,6 +46,8 @@ class Engine:
         self.metrics = metrics
         self.state: State = "loading"
         self.failure: str | None = None
+        self.ended = "failed to load"
+        """What became of the model, with ``failure``: loading it failed, or serving."""
         self.dimension = 0
         self.texts_waiting = 0
         self.chars_waiting = 0
@@ -54,7 +56,8 @@ class Engine:
         self._thread: threading.Thread | None = None
 
     def start(self, on_failure: Callable[[BaseException], None]) -> None:
-        """Warm up and serve in the engine thread; ``on_failure`` if warming up fails."""
+        """Warm up and serve in the engine thread; ``on_failure`` if warming up fails, or
+        if the thread stops serving (:meth:`_stopped_serving`)."""
         self._thread = threading.Thread(
             target=self._lead, args=(on_failure,), name="seamline-serve-engine", daemon=True
         )
@@ -77,18 +80,49 @@ class Engine:
         self.metrics.warm = True  # the batches from now on are served ones
         self.metrics.ready.set(1)
         log.info("ready", dimension=self.dimension)
-        while not self._stop.is_set():
-            self._drain(DRAIN_POLL_S)
-        while self._drain(0):  # whatever was queued before the stop
-            pass
+        try:
+            while not self._stop.is_set():
+                self._drain(DRAIN_POLL_S)
+            while self._drain(0):  # whatever was queued before the stop
+                pass
+        except BaseException as err:
+            self._stopped_serving(err, on_failure)
 
     def _drain(self, timeout: float) -> int:
-        """One pass; the thread outlives a failure of it (each request has its error)."""
+        """One pass; the thread outlives a failure of it (each request has its error), a
+        Rust library's panic too (a ``BaseException``): only an interrupt ends it."""
         try:
             return self.embedder.drain(timeout)
-        except Exception as err:
+        except BaseException as err:
+            if is_interrupt(err):
+                raise
             log.exception("a pass of the embedder failed", error=repr(err))
             return 0
+
+    def _stopped_serving(
+        self, err: BaseException, on_failure: Callable[[BaseException], None]
+    ) -> None:
+        """The engine thread ends, serving no more: say so and answer whoever waits.
+
+        Ended silently, it left ``/healthz`` and the ready gauge saying ready while every
+        request waited for ever. Now the state is ``failed`` (``/healthz`` answers 503 with
+        the reason, a new request 503), the requests queued end now (503 each, with the
+        reason: the embedder is closed), and ``on_failure`` stops the server, as a failed
+        warm-up does, unless it was stopping anyway.
+        """
+        stopping = self._stop.is_set()
+        self.failure = f"{type(err).__name__}: {err}"
+        self.ended = "stopped serving"
+        if not stopping:
+            self.state = "failed"
+        self.metrics.ready.set(0)
+        log.exception("the engine stopped serving", error=self.failure)
+        if not stopping:
+            on_failure(err)  # first: the server stops while it answers the requests below
+        try:
+            self.embedder.close()  # the requests still queued end now, with its error
+        except Exception as problem:
+            log.warning("the model could not be released", error=repr(problem))
 
     def submit(
         self,
@@ -149,7 +183,7 @@ class Engine:
         if self.state == "loading":
             message = "the model is still loading and compiling: retry shortly (GET /healthz)"
         elif self.state == "failed":
-            message = f"the model failed to load: {self.failure}"
+            message = f"the model {self.ended}: {self.failure}"
         else:
             message = "the server is shutting down"
         return ApiError(
