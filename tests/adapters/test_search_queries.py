@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner, Result
 
@@ -22,6 +23,7 @@ from seamline.adapters.cli import query_lines
 from seamline.contracts.readback import LineReader
 from seamline.core.registry import Registry
 from tests.adapters.test_search import TEXTS, registry, restored_logging, write_index
+from tests.fake_frames import DataFrame
 
 pytestmark = pytest.mark.usefixtures("restored_logging")
 __all__ = ["restored_logging"]  # the fixture, used by every test here
@@ -193,6 +195,12 @@ def test_an_interrupted_search_says_only_that(
         ({"alpha"}, r"^queries is a set: give a sequence of str"),
         ({"alpha": 1}, r"^queries is a dict: give a sequence of str"),
         (5, r"^queries is an int: give a sequence of str"),
+        # a DataFrame was searched as its column names: one answer, for "question"
+        (
+            DataFrame({"question": ["alpha", "beta", "gamma"]}),
+            r"^queries is a pandas DataFrame \(2 dimensions\): pass one column, df\['question'\]",
+        ),
+        (np.array([["alpha", "beta"]]), r"^queries is a NumPy array \(2 dimensions\): give a"),
     ],
 )
 def test_find_each_refuses_what_is_not_an_ordered_list_of_queries(

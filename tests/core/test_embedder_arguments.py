@@ -21,6 +21,7 @@ import pytest
 from seamline.contracts import ConfigError
 from seamline.core.embedder import Embedder
 from tests.core.toy import toy_registry
+from tests.fake_frames import DataFrame, PolarsFrame
 
 
 def toy_embedder(**keywords: Any) -> Embedder:
@@ -48,6 +49,10 @@ def test_a_keyword_that_is_not_a_mapping_is_a_config_error_placed_by_its_key(
     assert "give it as a mapping" in str(caught.value)
 
 
+_QUESTIONS = DataFrame({"text": ["how do I catch an exception?", "sorting a list", "third"]})
+_PASS_A_COLUMN = r"^texts is a pandas DataFrame \(2 dimensions\): pass one column, df\['text'\]$"
+
+
 @pytest.fixture(scope="module")
 def embedder() -> Iterator[Embedder]:
     with toy_embedder() as built:
@@ -73,8 +78,12 @@ def embedder() -> Iterator[Embedder]:
         (lambda e: e.encode("a", queries="no"), "queries must be True, False or None, not str"),
         (lambda e: e.submit("a", queries=1), "queries must be True, False or None, not int"),
         # numpy's own "iteration over a 0-d array"
-        (lambda e: e.encode(np.array("abc")), "texts is a NumPy array of 0 dimensions"),
-        (lambda e: e.encode(np.array([["a"]])), "texts is a NumPy array of 2 dimensions"),
+        (lambda e: e.encode(np.array("abc")), r"texts is a NumPy array \(0 dimensions\)"),
+        (lambda e: e.encode(np.array([["a"]])), r"texts is a NumPy array \(2 dimensions\)"),
+        # a DataFrame was embedded as its column names: one vector, for "text"
+        (lambda e: e.encode(_QUESTIONS), _PASS_A_COLUMN),
+        (lambda e: e.submit(_QUESTIONS), _PASS_A_COLUMN),
+        (lambda e: e.encode(PolarsFrame({"text": ["a"]})), "texts is a polars DataFrame"),
     ],
 )
 def test_an_argument_of_the_wrong_type_is_a_type_error_saying_what_it_must_be(

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     )
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable, Vectors
     from seamline.core.exhaustion import exhausted
+    from seamline.core.given_texts import dimensions_problem
     from seamline.core.host import Collated, HostWork, documents_as_loaded
     from seamline.core.orchestrator import RunSummary
     from seamline.core.pipeline import Pipeline
@@ -119,6 +120,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "Pending": ("seamline.core.embedder", "Pending"),
     "Unembeddable": ("seamline.core.embedder", "Unembeddable"),
     "Vectors": ("seamline.core.embedder", "Vectors"),
+    "dimensions_problem": ("seamline.core.given_texts", "dimensions_problem"),
     "ResolvedAttention": ("seamline.core.config", "ResolvedAttention"),
     "ResolvedEncoder": ("seamline.core.config", "ResolvedEncoder"),
     "RunSettings": ("seamline.core.config", "RunSettings"),
@@ -293,6 +295,7 @@ __all__ = [
     "default_buckets",
     "describe_provenance",
     "did_you_mean",
+    "dimensions_problem",
     "documents_as_loaded",
     "exhausted",
     "explain_attention",

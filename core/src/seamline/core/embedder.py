@@ -85,6 +85,7 @@ from seamline.core.config.redact import span_hidden
 from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Part, Request
 from seamline.core.encoder import Encoder
 from seamline.core.forking import refuse_after_fork
+from seamline.core.given_texts import dimensions_problem
 from seamline.core.host import Collated, SetAside, documents_as_loaded
 from seamline.core.in_flight import InFlight
 from seamline.core.monitor_hub import MonitorHub
@@ -783,8 +784,10 @@ def _checked_options(
 
 def _check_container(texts: object) -> None:
     """Refuse a mapping, set or bytes where texts go: ``list()`` of a dict is its keys, of a
-    set an order nobody chose, of bytes integers; each embedded without a word once. What
-    is not iterable at all (``None``, a number) is named, not left to ``list()``'s error."""
+    set an order nobody chose, of bytes integers; each embedded without a word once. So is
+    a table or an array of other than one dimension (:func:`dimensions_problem`): a
+    DataFrame's texts were its column names. What is not iterable at all (``None``, a
+    number) is named, not left to ``list()``'s error."""
     if not isinstance(texts, str | Iterable):
         raise TypeError(f"texts must be a str or a sequence of str, not {type(texts).__name__}")
     if isinstance(texts, Mapping | set | frozenset | bytes | bytearray):
@@ -792,11 +795,13 @@ def _check_container(texts: object) -> None:
             f"texts is {a_type(texts)}: give a str or a sequence of str (a list), "
             "whose order is the order of the vectors"
         )
-    if isinstance(texts, np.ndarray) and texts.ndim != 1:
-        raise TypeError(
-            f"texts is a NumPy array of {texts.ndim} dimensions: give a str, or a sequence of "
-            "str (a list, or an array of one dimension)"
-        )
+    problem = dimensions_problem(texts, "texts", _ONE_DIMENSION)
+    if problem is not None:
+        raise TypeError(problem)
+
+
+_ONE_DIMENSION = "a str, or a sequence of str (a list, or an array of one dimension)"
+"""What ``encode`` takes instead of an array of more (or fewer) dimensions."""
 
 
 def _checked_texts(texts: str | Sequence[str]) -> list[str]:

@@ -29,6 +29,7 @@ from seamline.core import (
     ResolvedEncoder,
     RunSettings,
     Unembeddable,
+    dimensions_problem,
     parse_located,
     resolve_attention,
     resolve_component,
@@ -113,12 +114,16 @@ def checked_queries(queries: object) -> list[str]:
     what to give instead: a lone str was searched character by character (five results
     for ``"raise"``); a generator, set or dict failed on ``len()`` or slicing, unexplained.
     A set or a mapping is refused, not listed: their order is nobody's, and the answers
-    come back in the order of the queries."""
+    come back in the order of the queries. So is a table (a DataFrame: its column names
+    were the queries) or an array of other than one dimension."""
     if isinstance(queries, str):
         raise TypeError(
             "find_each takes a sequence of queries (a list), not one str: give [query], or "
             "use find(query) (or search(query)) for a single query"
         )
+    problem = dimensions_problem(queries, "queries", "a sequence of str (a list)")
+    if problem is not None:  # a DataFrame was searched as its column names
+        raise TypeError(problem)
     if not isinstance(queries, Iterable) or isinstance(
         queries, Mapping | set | frozenset | bytes | bytearray
     ):
