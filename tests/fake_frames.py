@@ -1,6 +1,7 @@
-"""Stand-ins for pandas' and polars' tables, by their shape: neither library is a
+"""Stand-ins for pandas' and polars' tables (and pandas' ``NA``): neither library is a
 dependency of seamline (nor installed for its tests), and seamline recognises a table
-by its ``ndim``/``shape`` and ``columns`` alone, as these give them.
+by its ``ndim``/``shape`` and ``columns`` alone, and ``NA`` by its type's name, as
+these give them.
 """
 
 from __future__ import annotations
@@ -41,3 +42,15 @@ class PolarsFrame:
 
 
 PolarsFrame.__name__ = PolarsFrame.__qualname__ = "DataFrame"  # as polars names it
+
+
+class NAType:
+    """As pandas' ``pd.NA`` is typed: what a column of dtype ``string`` holds for a gap."""
+
+    __module__ = "pandas._libs.missing"
+
+    def __repr__(self) -> str:
+        return "<NA>"
+
+
+NA = NAType()

@@ -229,6 +229,10 @@ def test_find_each_names_the_query_it_refuses(index: Path, builds: list[int]) ->
             search_package.QueryRefused, match=r"^queries\[2\]: the query must be a str, not int"
         ):
             searcher.find_each(["alpha", "beta", 3], k=1)  # type: ignore[list-item]
+        with pytest.raises(
+            search_package.QueryRefused, match=r"^queries\[1\]: the query is missing \(NaN\): "
+        ):  # "the query must be a str, not float": a gap in a Series read as a number
+            searcher.find_each(["alpha", float("nan")], k=1)  # type: ignore[list-item]
         with pytest.raises(search_package.QueryRefused, match=r"^the query is empty"):
             searcher.find_each([""], k=1)  # one query: no position to give
     assert builds == []

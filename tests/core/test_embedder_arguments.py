@@ -21,7 +21,7 @@ import pytest
 from seamline.contracts import ConfigError
 from seamline.core.embedder import Embedder
 from tests.core.toy import toy_registry
-from tests.fake_frames import DataFrame, PolarsFrame
+from tests.fake_frames import NA, DataFrame, PolarsFrame
 
 
 def toy_embedder(**keywords: Any) -> Embedder:
@@ -105,6 +105,23 @@ def test_an_embedder_setting_of_the_wrong_type_is_refused(
 ) -> None:
     with pytest.raises(TypeError, match=message):
         toy_embedder(**keywords)
+
+
+@pytest.mark.parametrize(
+    ("gap", "named"),
+    [(float("nan"), "NaN"), (np.float32("nan"), "NaN"), (None, "None"), (NA, "<NA>")],
+)
+def test_a_missing_text_is_named_as_missing_with_its_index_and_the_fix(
+    embedder: Embedder, gap: object, named: str
+) -> None:
+    # "texts[1] is a float, not a str": a Series with a gap read as one holding a number.
+    message = rf"^texts\[1\] is missing \({named}\): .*\.dropna\(\).*\.fillna\(''\)"
+    with pytest.raises(TypeError, match=message):
+        embedder.encode(["a", gap, "b"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=message):
+        embedder.submit(np.array(["a", gap], dtype=object))
+    with pytest.raises(TypeError, match=r"^texts\[1\] is a float, not a str$"):
+        embedder.encode(["a", 1.5])  # type: ignore[list-item]  # a number is still one
 
 
 def test_whole_numbers_and_flags_of_numpy_are_taken(embedder: Embedder) -> None:

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     )
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable, Vectors
     from seamline.core.exhaustion import exhausted
-    from seamline.core.given_texts import dimensions_problem
+    from seamline.core.given_texts import MISSING_FIX, dimensions_problem, missing_kind
     from seamline.core.host import Collated, HostWork, documents_as_loaded
     from seamline.core.orchestrator import RunSummary
     from seamline.core.pipeline import Pipeline
@@ -121,6 +121,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "Unembeddable": ("seamline.core.embedder", "Unembeddable"),
     "Vectors": ("seamline.core.embedder", "Vectors"),
     "dimensions_problem": ("seamline.core.given_texts", "dimensions_problem"),
+    "missing_kind": ("seamline.core.given_texts", "missing_kind"),
+    "MISSING_FIX": ("seamline.core.given_texts", "MISSING_FIX"),
     "ResolvedAttention": ("seamline.core.config", "ResolvedAttention"),
     "ResolvedEncoder": ("seamline.core.config", "ResolvedEncoder"),
     "RunSettings": ("seamline.core.config", "RunSettings"),
@@ -243,6 +245,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CONFORMANCE_GROUP",
+    "MISSING_FIX",
     "TRACES_FILE",
     "AttentionMode",
     "BatchShapes",
@@ -304,6 +307,7 @@ __all__ = [
     "group_of",
     "is_interrupt",
     "load_trusted",
+    "missing_kind",
     "named_directory",
     "negotiated",
     "neighbours_kept",

@@ -85,7 +85,7 @@ from seamline.core.config.redact import span_hidden
 from seamline.core.embed_queue import Cancelled, EmbedQueue, LongText, Part, Request
 from seamline.core.encoder import Encoder
 from seamline.core.forking import refuse_after_fork
-from seamline.core.given_texts import dimensions_problem
+from seamline.core.given_texts import MISSING_FIX, dimensions_problem, missing_kind
 from seamline.core.host import Collated, SetAside, documents_as_loaded
 from seamline.core.in_flight import InFlight
 from seamline.core.monitor_hub import MonitorHub
@@ -810,10 +810,19 @@ def _checked_texts(texts: str | Sequence[str]) -> list[str]:
     batch = [texts] if isinstance(texts, str) else list(texts)
     for index, text in enumerate(batch):
         if not isinstance(text, str):
-            raise TypeError(f"texts[{index}] is {a_type(text)}, not a str")
+            raise TypeError(_not_a_text(index, text))
     if not batch:
         raise ValueError("nothing to embed: give at least one text")
     return batch
+
+
+def _not_a_text(index: int, text: object) -> str:
+    """Why ``texts[index]`` is not a text: a missing value is named as one, not as its type
+    ("texts[1] is a float" sent its reader looking for a number where a Series had a gap)."""
+    missing = missing_kind(text)
+    if missing is not None:
+        return f"texts[{index}] is missing ({missing}): {MISSING_FIX}"
+    return f"texts[{index}] is {a_type(text)}, not a str"
 
 
 def _checked_budget(batch_tokens: object) -> int | None:

@@ -8,7 +8,9 @@ second of import to every caller who has none.
 
 from __future__ import annotations
 
-__all__ = ["dimensions_problem"]
+import math
+
+__all__ = ["MISSING_FIX", "dimensions_problem", "missing_kind"]
 
 
 def dimensions_problem(value: object, what: str, give: str) -> str | None:
@@ -57,3 +59,28 @@ def _first(columns: object) -> str:
     except TypeError:
         first = None
     return "'<column>'" if first is None else repr(first)
+
+
+def missing_kind(value: object) -> str | None:
+    """How ``value`` stands for a missing text, or None when it does not: ``NaN`` (pandas'
+    and NumPy's missing value in a column of objects), ``None``, pandas' ``<NA>`` or
+    ``NaT``. Named, not typed: "texts[1] is a float" sent its reader looking for a number
+    where a Series held a gap."""
+    if value is None:
+        return "None"
+    if isinstance(value, float) or type(value).__module__ == "numpy":
+        try:
+            return "NaN" if math.isnan(value) else None  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+    if type(value).__module__.startswith("pandas") and type(value).__name__ in _PANDAS_MISSING:
+        return _PANDAS_MISSING[type(value).__name__]
+    return None
+
+
+_PANDAS_MISSING = {"NAType": "<NA>", "NaTType": "NaT"}
+"""pandas' missing values, by their type's name (pandas is not imported to compare)."""
+
+
+MISSING_FIX = "leave it out (pandas: .dropna()) or give '' for it (.fillna(''))"
+"""What to do about a missing text, said after :func:`missing_kind`'s name for it."""

@@ -22,6 +22,7 @@ from seamline.adapters.search.index import Index
 from seamline.contracts import ConfigError, UserError, untrusted
 from seamline.contracts.documents import blank_kind
 from seamline.core import (
+    MISSING_FIX,
     Embedder,
     PipelineConfigError,
     Registry,
@@ -30,6 +31,7 @@ from seamline.core import (
     RunSettings,
     Unembeddable,
     dimensions_problem,
+    missing_kind,
     parse_located,
     resolve_attention,
     resolve_component,
@@ -99,10 +101,19 @@ def unicode_problem(query: str) -> str | None:
     return untrusted.unicode_problem(query, "the query")
 
 
+def not_a_query(query: object) -> str:
+    """Why ``query`` is not a str to search for: a missing value (a gap in a Series) is named
+    as one, not as its type ("the query must be a str, not float")."""
+    missing = missing_kind(query)
+    if missing is not None:
+        return f"the query is missing ({missing}): {MISSING_FIX}"
+    return f"the query must be a str, not {type(query).__name__}"
+
+
 def check_query(query: str) -> str:
     """``query``, or :class:`QueryRefused` saying what is wrong with it (:func:`query_problem`)."""
     if not isinstance(query, str):
-        raise QueryRefused(f"the query must be a str, not {type(query).__name__}")
+        raise QueryRefused(not_a_query(query))
     problem = query_problem(query)
     if problem is not None:
         raise QueryRefused(problem)
