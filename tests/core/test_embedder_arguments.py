@@ -124,6 +124,17 @@ def test_a_missing_text_is_named_as_missing_with_its_index_and_the_fix(
         embedder.encode(["a", 1.5])  # type: ignore[list-item]  # a number is still one
 
 
+@pytest.mark.parametrize("texts", [["a", 3], _QUESTIONS, ["a", None], 5])
+def test_a_refused_text_shows_the_keyword_hint_wrapper_once(embedder: Embedder, texts: Any) -> None:
+    # encode's refusal passed through the wrapper twice (encode's and submit's): a 51-line
+    # traceback in Jupyter, its reader shown the same hint frame two times.
+    with pytest.raises(TypeError) as caught:
+        embedder.encode(texts)
+    names = [entry.name for entry in caught.traceback]
+    assert names.count("checked") == 1, names
+    assert "submit" not in names
+
+
 def test_whole_numbers_and_flags_of_numpy_are_taken(embedder: Embedder) -> None:
     expected = embedder.encode(["a b"], batch_tokens=8, normalize=True)
     got = embedder.encode(["a b"], batch_tokens=np.int64(8), normalize=np.bool_(True))

@@ -355,8 +355,9 @@ class Embedder:
         """
         self.queue.check_open()
         policy, _ = _checked_options(self.long_text, long_text, batch_tokens, normalize, queries)
-        _check_container(texts)
-        batch = texts if isinstance(texts, str) else list(texts)
+        # Checked here, not only by submit: a refusal's traceback then shows one frame of
+        # the keyword hint's wrapper (submit has its own), not two.
+        batch = texts if isinstance(texts, str) else _listed_texts(texts)
         if not isinstance(batch, str) and not batch:  # "" is a text (one vector), [] is none
             empty = np.zeros((0, self.dimension), np.float32)
             return [] if policy == "windows" else empty
@@ -806,13 +807,19 @@ _ONE_DIMENSION = "a str, or a sequence of str (a list, or an array of one dimens
 
 def _checked_texts(texts: str | Sequence[str]) -> list[str]:
     """``texts`` as a list, refused now if a caller passed what cannot be embedded."""
+    batch = [texts] if isinstance(texts, str) else _listed_texts(texts)
+    if not batch:
+        raise ValueError("nothing to embed: give at least one text")
+    return batch
+
+
+def _listed_texts(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list (empty or not), refused if any of it is not a text."""
     _check_container(texts)
-    batch = [texts] if isinstance(texts, str) else list(texts)
+    batch = list(texts)
     for index, text in enumerate(batch):
         if not isinstance(text, str):
             raise TypeError(_not_a_text(index, text))
-    if not batch:
-        raise ValueError("nothing to embed: give at least one text")
     return batch
 
 
