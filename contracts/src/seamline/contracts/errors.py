@@ -14,7 +14,20 @@ class SeamlineError(Exception):
 
 
 class UserError(SeamlineError):
-    """An error the user can fix: the message says what is wrong and how to fix it."""
+    """An error the user can fix: the message says what is wrong and how to fix it.
+
+    ``setting``, where a component raises it while it is built, names the setting of its
+    ``with:`` block the error is about (``WeightsError(..., setting="weights")``): the
+    host then places the error at that setting's value, where the user fixes it, rather
+    than at the component's ``use:``. None (the default) leaves it at ``use:``.
+    """
+
+    setting: str | None = None
+
+    def __init__(self, *args: object, setting: str | None = None) -> None:
+        super().__init__(*args)
+        if setting is not None:
+            self.setting = setting
 
 
 class ConfigError(UserError):

@@ -261,7 +261,7 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
         """Read the checkpoint's configuration and tokenizer now, so mistakes surface at plan
         time; the weights themselves are read by :meth:`load`."""
         super().__init__(config)
-        self._files = weights.read_model_files(weights.resolve_source(config.weights))
+        self._files = weights.read_source(config.weights)
         weights.verify_cached_files(self._files, config.weights)
         if config.files_sha256 is not None:
             verify_files(self._files.root, self._files.files_sha256, config.files_sha256)

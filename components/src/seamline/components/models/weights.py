@@ -101,6 +101,20 @@ class ModelFiles:
         return not isinstance(names, list) or "token_type_ids" in names
 
 
+def read_source(source: str) -> ModelFiles:
+    """The checkpoint that ``source``, a ``weights:`` value, names, its files read.
+
+    Its refusals are about that setting (``UserError.setting``): the host places them at
+    the value of ``weights``, where the fix is typed, not at the model's ``use:``.
+    """
+    try:
+        return read_model_files(resolve_source(source))
+    except WeightsError as err:
+        if err.setting is None:
+            err.setting = "weights"
+        raise
+
+
 def resolve_source(source: str) -> Path:
     """Turn a ``weights:`` value into the directory that holds the checkpoint."""
     if source.startswith(PACKAGE_PREFIX):

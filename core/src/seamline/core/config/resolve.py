@@ -151,6 +151,9 @@ class ComponentChoice:
     """A pinned model's configuration as the pipeline asked for it, before the model filled
     what it left unset (None: not pinned). ``spec_sha256`` hashes what was asked, as
     ``validate`` sees it; the pin is recorded on its own (the manifest's ``model.with``)."""
+    settings: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Where each setting its ``with:`` block gives is written: an error the component
+    raises about one (``UserError.setting``) is placed there (:func:`build_component`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -595,15 +598,27 @@ def build_component(
             if said.place is None and said.text == err.detail:
                 raise
             raise ConfigError(said.text, said.place or err.location) from None
+        if said.place is None and (at := _setting_place(err, choice)) is not None:
+            raise ConfigError(said.text, at) from None
         raise ConfigError(said.text + given, said.place or choice.location) from None
     except UserError as err:
         said = scrub(str(err), choice.filled, owner)
         if said.place is not None:
             raise ConfigError(said.text + given, said.place) from None
+        if (at := _setting_place(err, choice)) is not None:
+            raise ConfigError(f"{owner}: {said.text}", at) from None
         raise ConfigError(f"{owner}{given}: {said.text}", choice.location) from None
     except Exception as err:
         mark_failure(err, choice.kind, choice.name, BUILD, registry.get(choice.kind, choice.name))
         raise
+
+
+def _setting_place(err: UserError, choice: ComponentChoice) -> str | None:
+    """Where the setting that ``err``, a refusal of ``choice``'s build, is about
+    (``UserError.setting``) is written, or None: a missing weights folder was placed at
+    ``use: bert-encoder``, lines away from what to fix. The place says where the value
+    came from (the file, or the ``--set`` that gave it), so no overrides are listed."""
+    return choice.settings.get(err.setting) if err.setting is not None else None
 
 
 def resolve_encoder(
@@ -803,8 +818,9 @@ class _Resolver:
             return None
         self.network(model_cls, with_path)
         filled = filled_under(self.located, with_path)
+        settings = {str(key): self.located.where((*with_path, str(key))) for key in config}
         return ComponentChoice(
-            kind, name, validated, where, info.distribution, info.version, filled
+            kind, name, validated, where, info.distribution, info.version, filled, settings=settings
         )
 
     def network(self, model: type[BaseModel], base: DataPath) -> None:
