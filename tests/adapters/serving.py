@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,8 +91,15 @@ class Server:
 
 
 @contextmanager
-def serving(folder: Path, pipeline: Path, options: Sequence[str] = ()) -> Iterator[Server]:
-    """``seamline serve PIPELINE --port 0 OPTIONS`` run from ``folder``; stopped at the end."""
+def serving(
+    folder: Path,
+    pipeline: Path,
+    options: Sequence[str] = (),
+    before: Callable[[], None] | None = None,
+) -> Iterator[Server]:
+    """``seamline serve PIPELINE --port 0 OPTIONS`` run from ``folder``; stopped at the end.
+
+    ``before``: run in the child before the command (a resource limit set, as ``ulimit``)."""
     log = folder / f"serve-{time.monotonic_ns()}.log"
     with log.open("w") as err:
         process = subprocess.Popen(
@@ -102,6 +109,7 @@ def serving(folder: Path, pipeline: Path, options: Sequence[str] = ()) -> Iterat
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
+            preexec_fn=before,  # a limit set, nothing that takes a lock
         )
     server: Server | None = None
     try:

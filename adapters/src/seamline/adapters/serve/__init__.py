@@ -15,6 +15,7 @@ batches together (dynamic batching), each answered with exactly its own rows.
 * :mod:`.index`: ``/v1/search`` over the output the pipeline wrote (``open_index``);
 * :mod:`.app`: the routes (Starlette);
 * :mod:`.access`: the access log's line of a request in that request's trace;
+* :mod:`.open_files`: the limit on open files, raised to fit ``--max-connections``;
 * :mod:`.server`: uvicorn on a socket of our own, signals, graceful drain.
 
 See docs/serving.md.

@@ -36,6 +36,7 @@ from seamline.adapters.serve.head_deadline import with_head_timeout
 from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import MAX_PORT, Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
+from seamline.adapters.serve.open_files import make_room_for
 from seamline.contracts import UserError
 from seamline.contracts.documents import prepare_blank_check
 from seamline.contracts.logs import get_logger
@@ -110,6 +111,14 @@ def _warn_of_unused_monitors(resolved: ResolvedPipeline) -> None:
         )
 
 
+def _before_the_model(resolved: ResolvedPipeline, limits: Limits) -> None:
+    """What is said and set before the model is built: the monitors that will not run, and
+    the limit on open files raised for ``--max-connections`` (:mod:`.open_files`), before
+    the model, the compile cache and the index open theirs under a limit too low."""
+    _warn_of_unused_monitors(resolved)
+    make_room_for(limits.max_connections)
+
+
 def url_of(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -135,7 +144,7 @@ def serve_pipeline(
     check_port(port)
     check_graceful_timeout(graceful_timeout)
     metrics = ServeMetrics()
-    _warn_of_unused_monitors(resolved)
+    _before_the_model(resolved, limits)
     decision = resolved.precision or decide_precision(resolved, registry)
     side = ResolvedEncoder(
         resolved.model,
