@@ -20,6 +20,13 @@ failed write is then removed when a later run fails to read it, at the cost of o
 more compile. (JAX's file cache writes in place, not to a temporary file renamed: a
 failed write leaves its partial entry under the entry's own name.)
 
+An entry is removed only when what failed may be the entry itself (its contents could
+not be decompressed or deserialised; a write cut short by a full disk or ``ulimit -f``),
+never when the system refused the process for a moment (:func:`_system_refused`): out
+of open files or memory, a permission, an I/O error. A server at its open-files limit
+read every entry with ``OSError: [Errno 24] Too many open files`` and removed each of
+them, whole, from a cache every pipeline shares.
+
 A cache the run cannot write (a read-only folder, a prepared cache) is said once, at
 start (:func:`seamline.adapters.compile_cache.enable_compile_cache`), and read; its
 failed writes log nothing more: every program compiled warned that its entry could
@@ -28,6 +35,8 @@ not be written, though it was compiled as always, only not kept.
 
 from __future__ import annotations
 
+import builtins
+import errno
 import logging
 import re
 import threading
@@ -129,7 +138,8 @@ def _shown_by(shown: Any) -> Any:
         key = failed_key(program)
         if doing == "writing" and _read_only[0]:
             return  # said once at start: this cache keeps nothing
-        removed = _remove_entry(_cache[0], program, key)
+        kept = _system_refused(doing, error)
+        removed = 0 if kept else _remove_entry(_cache[0], program, key)
         log.warning(
             f"compile cache entry could not be {'read' if doing == 'reading' else 'written'}; "
             "compiled instead",
@@ -142,6 +152,50 @@ def _shown_by(shown: Any) -> Any:
 
     show.seamline_cache = True  # type: ignore[attr-defined]
     return show
+
+
+TRANSIENT = frozenset(
+    {
+        errno.EMFILE,  # this process's open files
+        errno.ENFILE,  # the system's
+        errno.ENOMEM,
+        errno.ENOBUFS,
+        errno.EAGAIN,
+        errno.EINTR,
+        errno.EBUSY,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.EIO,  # a disk or network filesystem failing: not this entry's contents
+        errno.ETIMEDOUT,
+        errno.ESTALE,
+    }
+)
+"""Errors of the system, not of an entry: a read or write they fail changed nothing in the
+entry (a write they fail did not open it, or stopped before it was written)."""
+ERRNO = re.compile(r"\[Errno (\d+)\]")
+
+
+def _system_refused(doing: str, error: str) -> bool:
+    """Whether JAX's ``error`` (``"OSError: [Errno 24] Too many open files: ..."``) says the
+    system refused the process, the entry being none the worse: then it is kept.
+
+    A read that failed in the operating system or for memory (any ``OSError``, a
+    ``MemoryError``, XLA's ``RESOURCE_EXHAUSTED``, a lock's ``Timeout``) never saw the
+    entry's contents. A write is different: one cut short by a full disk (``ENOSPC``) or
+    ``ulimit -f`` (``EFBIG``) left a partial entry under the entry's own name, which
+    JAX would never overwrite: removed, unless the error is one of :data:`TRANSIENT`.
+    """
+    kind = error.split(":", 1)[0].strip()
+    if kind in ("MemoryError", "Timeout") or "RESOURCE_EXHAUSTED" in error:
+        return True
+    builtin = getattr(builtins, kind, None)
+    if not (isinstance(builtin, type) and issubclass(builtin, OSError)):
+        return False  # zlib's error, zstd's, XLA's: the contents are broken
+    if doing == "reading":
+        return True
+    number = ERRNO.search(error)
+    return number is not None and int(number.group(1)) in TRANSIENT
 
 
 def _remove_entry(directory: Path, program: str, key: str | None) -> int:
