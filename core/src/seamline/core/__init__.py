@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from seamline.core.attention.candidates import build_candidates
     from seamline.core.attention.checked import CheckedAttention
+    from seamline.core.attention.host import usable_cpus
     from seamline.core.attention.order import auto_order, auto_order_table
     from seamline.core.attention.plan import (
         BucketPlan,
@@ -214,6 +215,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "not_private": ("seamline.core.private_cache", "not_private"),
     "check_jax_compile_cache": ("seamline.core.private_cache", "check_jax_compile_cache"),
     "worker_name": ("seamline.core.telemetry", "worker_name"),
+    # The CPUs this process may run on (its affinity: taskset, a container's cpuset)
+    "usable_cpus": ("seamline.core.attention.host", "usable_cpus"),
     # A mistyped name's closest match, as every message suggests it
     "did_you_mean": ("seamline.core.suggest", "did_you_mean"),
     # A Ctrl-C Python dropped, kept for the command that runs (see seamline.core.stops)
@@ -342,6 +345,7 @@ __all__ = [
     "try_writing",
     "tune_attention",
     "unattributed_record",
+    "usable_cpus",
     "user_trust",
     "worker_name",
 ]

@@ -43,6 +43,7 @@ import collections
 import contextlib
 import importlib
 import importlib.util
+import json
 import math
 import os
 import re
@@ -175,6 +176,46 @@ def thread_caps(cpus: float, environ: Mapping[str, str] | None = None) -> dict[s
     if flags:
         caps["XLA_FLAGS"] = flags
     return caps
+
+
+def local_resources(environ: Mapping[str, str] | None = None) -> dict[str, int]:
+    """What a Ray this run starts on this machine is given: the CPUs this process may use.
+
+    Ray counts the machine's CPUs (or a container's CPU quota), not the process's
+    affinity: under ``taskset -c 0`` on 2 CPUs it offered ``CPU: 2`` and ran 2 actors
+    (about 510 MB each) on the one CPU, without a word, while the run's own XLA threads
+    and the tuning key followed the affinity. Given the CPUs the process may use (never
+    more than Ray counts: a quota stays), the pool is cut to fit, with the warning of
+    :func:`fitting_actors`. ``RAY_OVERRIDE_RESOURCES`` naming ``CPU`` is the user's
+    choice, which Ray applies over any argument: then nothing is given.
+    """
+    from seamline.core import usable_cpus
+
+    env = os.environ if environ is None else environ
+    if _overrides_cpus(env.get("RAY_OVERRIDE_RESOURCES", "")):
+        return {}
+    cpus = usable_cpus()
+    counted = _ray_cpu_count()
+    return {"num_cpus": cpus if counted is None else max(1, min(cpus, counted))}
+
+
+def _overrides_cpus(text: str) -> bool:
+    try:
+        resources = json.loads(text) if text.strip() else {}
+    except ValueError:  # Ray refuses it in its own words
+        return False
+    return isinstance(resources, dict) and "CPU" in resources
+
+
+def _ray_cpu_count() -> int | None:
+    """The CPUs Ray would count here (the machine's, or a container's quota), None if Ray
+    cannot say (its helper is not public: it may move)."""
+    try:
+        from ray._private.utils import get_num_cpus
+
+        return int(get_num_cpus(override_docker_cpu_warning=True))
+    except Exception:  # an older or newer Ray: the affinity alone, as above
+        return None
 
 
 def driver_paths(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -417,6 +458,7 @@ class RayExecutor(Executor[RayExecutorConfig]):
                     include_dashboard=False,
                     logging_level="warning",
                     log_to_driver=True,
+                    **({} if address is not None else local_resources()),
                 )
         except ConnectionError as err:
             raise UserError(
