@@ -147,6 +147,12 @@ are flushed leaves none; one just after the checkpoint's rename leaves it). It w
 stop now says what ``--resume`` does either way, true whichever it was."""
 
 
+COMMITTED_DOCUMENTS = "seamline_committed_documents"
+"""Attribute set (an int) on a ``KeyboardInterrupt`` that stopped a whole run after a
+commit: the documents that commit holds, which a resume goes on from. Not set when the
+count is not known (a checkpoint too old to say, a stop inside a later commit)."""
+
+
 class ShardFailed(SeamlineError):
     """A shard of a run could not complete, so the run stopped and published nothing.
 

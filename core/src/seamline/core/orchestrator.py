@@ -227,6 +227,7 @@ class Orchestrator:
         """False from the start of a part that does not resume: a sink whose start failed (a
         read-only folder) committed nothing, and the failure's line must not offer --resume."""
         self.committing = False  # a commit begun: one may be on disk before has_commit is set
+        self.last_commit: RunCounts | None = None  # held at the last commit: a stop keeps it
         self._started = 0.0
         self._first_output: float | None = None
         self._first_failure: DocumentError | None = None
@@ -248,10 +249,9 @@ class Orchestrator:
     def run(self, resume: bool = False) -> RunSummary:
         """Run the pipeline to completion; the sink publishes only if every batch succeeded.
 
-        With ``resume``, continue an interrupted run: the sink restores its last
-        checkpoint (``sink.recover`` instead of ``sink.start``) and the loader reads on
-        after the cursor committed there. A sink that is not resumable is a
-        ``UserError``. The components are closed at the end.
+        With ``resume``, continue an interrupted run from the sink's last checkpoint
+        (``sink.recover``, not ``sink.start``; the loader reads on after its cursor). A sink
+        that is not resumable is a ``UserError``. The components are closed at the end.
         """
         try:
             return self.run_part(resume=resume)
@@ -282,9 +282,8 @@ class Orchestrator:
             self.run_id = run_id
         self._shard = shard
         self.host = self._host_work()
-        self._device_counts = RunCounts()
-        self._committed_before = RunCounts()
-        self.resumed_from, self.committing = None, False
+        self._device_counts = self._committed_before = RunCounts()  # frozen: one for both
+        self.resumed_from, self.committing, self.last_commit = None, False, None
         self.has_commit = None if resume else False  # a sink's failed start: nothing committed
         self._first_output = self._first_failure = None
         self._in_flight = in_flight = InFlight(self.pipeline.spec.run.in_flight, self._write)
@@ -352,6 +351,7 @@ class Orchestrator:
         cursor = None
         if recovered is not None:
             cursor, self._committed_before = recovered.cursor, recovered.held
+            self.last_commit = recovered.held  # what a stop before the next commit keeps
             self.run_id = _continued(manifest, recovered, self.run_id)
             if recovered.held is not None:
                 where = (self.loader, self.loader_seam, self._shard)
@@ -421,10 +421,10 @@ class Orchestrator:
         held = None if before is None else before + checkpoint.host + self._device_counts
         # What an older checkpoint held is unknown: the commit must not claim to know it.
         committed = cursor if held is None else commits.encode(cursor, held, self.run_id)
-        self.committing = True
+        self.committing, self.last_commit = True, None  # stopped inside it: either count
         with self.sink_seam.call("commit", {"seamline.cursor": cursor}):
             self.sink.commit(committed)
-        self.has_commit = True
+        self.has_commit, self.last_commit = True, held
         log.debug("checkpoint committed", sink=self.sink.name, cursor=cursor)
 
     def _set_aside(self, error: DocumentError, stage: str) -> None:

@@ -48,6 +48,7 @@ from seamline.core.provenance import provenance
 from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam, clipped
+from seamline.core.stop_notes import add_stop_note
 from seamline.core.stops import raise_kept_stop, stops_kept
 from seamline.core.telemetry import EXECUTOR, owned_span, record_failure, unread_telemetry_warning
 
@@ -224,7 +225,7 @@ class Pipeline:
         }
         with stops_kept(), owned_span("seamline.run", attributes=attributes) as root:
             inject(job.trace_context)  # the shards' parent: the run, not execute
-            executing = False
+            executing = published = False
             try:
                 job.resolved = self._decided(job.kept)  # spans of the run's
                 raise_kept_stop()
@@ -234,10 +235,13 @@ class Pipeline:
                     check_report(report, job.tasks, job.count)  # broken: the executor named
                 raise_kept_stop()  # a Ctrl-C Python dropped: nothing is published
                 job.publish(report)
+                published = True
                 changes = job.published_changes()  # a span of the run's, like publish's
             except BaseException as err:
-                if isinstance(err, KeyboardInterrupt) and not executing and not resume:
-                    setattr(err, NOTHING_COMMITTED, True)  # stopped before the output was met
+                if isinstance(err, KeyboardInterrupt):
+                    if not executing and not resume:
+                        setattr(err, NOTHING_COMMITTED, True)  # before the output was met
+                    add_stop_note(err, begun=executing, published=published)  # what is kept
                 record_failure(root, err)  # the error itself, frames and all
                 placed = placed_loader_error(err, self.resolved)  # file:line:column, as validate's
                 if placed is not err:  # the user's to fix: not 14 frames of the host's

@@ -44,7 +44,11 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
-from seamline.contracts.errors import FIRST_COMMIT_UNDER_WAY, NOTHING_COMMITTED
+from seamline.contracts.errors import (
+    COMMITTED_DOCUMENTS,
+    FIRST_COMMIT_UNDER_WAY,
+    NOTHING_COMMITTED,
+)
 from seamline.contracts.logs import get_logger
 from seamline.core.config import ResolvedPipeline, pipeline_trust, resolve_located
 from seamline.core.config.located import Path as DataPath
@@ -137,6 +141,9 @@ class PipelineWorker(ShardWorker):
             elif running and orchestrator.committing and orchestrator.has_commit is False:
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(stop, FIRST_COMMIT_UNDER_WAY, True)
+            elif running and shard.count == 1 and orchestrator.last_commit is not None:
+                with contextlib.suppress(AttributeError, TypeError):  # what a resume goes on from
+                    setattr(stop, COMMITTED_DOCUMENTS, orchestrator.last_commit.documents)
             raise
         except Exception as err:
             where = failed_at(err) or "the pipeline"

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
 from seamline.contracts.errors import ResumeRefused
+from seamline.contracts.logs import get_logger
 from seamline.contracts.ownership import not_yours_alone
 from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
@@ -64,6 +65,8 @@ from seamline.contracts.untrusted import count_lines as untrusted_count_lines
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
     from pathlib import Path
+
+log = get_logger("seamline.sink")
 
 CHECKPOINT_FORMAT = 2
 """2: partial files are recorded by name in the destination's folder (1 recorded paths)."""
@@ -676,3 +679,20 @@ def count_lines(atomic: AtomicFile) -> int:
     smaller, valid one). One sequential read of what was just written."""
     atomic.file.flush()
     return untrusted_count_lines(atomic.temporary)
+
+
+def warn_discarding(group: ResumableGroup[Any]) -> None:
+    """Before a fresh run clears ``group`` (its ``manifest`` set): warn if its checkpoint
+    holds a commit a resume of this run would go on from. A notebook cell run again
+    without ``resume=True`` discarded minutes of committed work without a word; one of
+    another model or input, or one that covers nothing, is no loss (a resume refuses it)."""
+    try:
+        loaded = group._read()
+    except ResumeRefused:
+        return
+    if loaded is not None and loaded[0]["cursor"] is not None:
+        log.warning(
+            f"starting over: the checkpoint {str(group.checkpoint)!r} an interrupted run "
+            "left is discarded, and what it committed with it; to go on from it instead, "
+            "run with --resume (run(resume=True) from Python)"
+        )

@@ -47,6 +47,7 @@ from seamline.contracts.sink_kit._checkpoint import (
     SinkState,
     manifest_bytes,
     partial_path,
+    warn_discarding,
 )
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._lock import DestinationLock
@@ -183,6 +184,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         self._recover_refused = False
         self._group.manifest = manifest
         self.undo_publication()
+        warn_discarding(self._group)  # what an interrupted run committed: said, not silent
         self._group.clear()  # a fresh run: forget what an interrupted one left behind
         self.reset()
 
