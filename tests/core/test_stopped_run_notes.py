@@ -122,3 +122,21 @@ def test_a_run_with_no_checkpoint_to_discard_warns_of_none(
         pipeline().run()
         pipeline().run()  # over a published output
     assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+def test_a_resume_of_a_published_output_says_it_is_complete() -> None:
+    """A cell kept at ``run(resume=True)`` re-embedded a finished run, told "nothing was
+    committed to resume from" as if it had been stopped. It starts over still, as
+    ``seamline run --resume`` does (the input may have changed), saying why."""
+    pipeline().run()
+    with structlog.testing.capture_logs() as logs:
+        summary = pipeline().run(resume=True)
+    (warned,) = [e for e in logs if e["log_level"] == "warning"]
+    output = str(Path("out/emb.jsonl").absolute())
+    assert warned["event"] == (
+        f"resume: {output!r} is complete; there is nothing to resume: starting from the "
+        "beginning, every document embedded again (and a sink that appends adds every "
+        "document again); run without --resume (resume=False) to start over unwarned"
+    )
+    assert summary.resumed_from is None
+    assert summary.output.documents == len(TEXTS)

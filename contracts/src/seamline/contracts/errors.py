@@ -147,6 +147,9 @@ are flushed leaves none; one just after the checkpoint's rename leaves it). It w
 stop now says what ``--resume`` does either way, true whichever it was."""
 
 
+NOTHING_TO_RESUME = "{output} is complete; there is nothing to resume"
+"""What a resume of a published output finds (``seamline run``'s stop after publishing,
+``run(resume=True)`` of a finished run say it alike): no commit, its output complete."""
 COMMITTED_DOCUMENTS = "seamline_committed_documents"
 """Attribute set (an int) on a ``KeyboardInterrupt`` that stopped a whole run after a
 commit: the documents that commit holds, which a resume goes on from. Not set when the

@@ -54,7 +54,9 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
+from seamline.contracts.errors import NOTHING_TO_RESUME
 from seamline.contracts.logs import get_logger
+from seamline.contracts.sink_kit import OutputConfig
 from seamline.contracts.untrusted import for_telemetry
 from seamline.core import commits
 from seamline.core.attention.candidates import build_candidates
@@ -600,10 +602,7 @@ def _start_or_recover(
     with seam.call("recover"):
         committed = sink.recover(manifest())
     if committed is None and whole:
-        log.warning(  # with mode: append, starting over adds every document again
-            "resume: nothing was committed to resume from; starting from the beginning",
-            sink=sink.name,
-        )
+        log.warning(nothing_to_resume(sink), sink=sink.name)
     if committed is None:
         return None
     with seam.call("committed_records"):
@@ -622,6 +621,25 @@ def _start_or_recover(
     if held is not None and found is not None:
         _check_records(found, held)
     return _Recovered(cursor, held, checkpoint, run_id)
+
+
+def nothing_to_resume(sink: Sink[Any]) -> str:
+    """What a resume that found no commit says before it starts from the beginning.
+
+    A published output (its manifest there) is complete: a notebook cell kept at
+    ``run(resume=True)`` re-embedded a finished run for minutes, told "nothing was
+    committed to resume from" as if it had been stopped; it now says so as ``seamline
+    run`` says it after publishing. The run still starts over, as the command's does
+    (the input may have changed since): with ``mode: append``, adding every document
+    again."""
+    config = sink.config
+    if isinstance(config, OutputConfig) and config.manifest_path().is_file():
+        return (
+            f"resume: {NOTHING_TO_RESUME.format(output=repr(str(config.path)))}: starting "
+            "from the beginning, every document embedded again (and a sink that appends "
+            "adds every document again); run without --resume (resume=False) to start over unwarned"
+        )
+    return "resume: nothing was committed to resume from; starting from the beginning"
 
 
 def _check_records(found: CommittedRecords, held: RunCounts) -> None:

@@ -31,6 +31,7 @@ from seamline.adapters.cli.options import (
 from seamline.adapters.cli.render.console import consoles, on_a_terminal
 from seamline.adapters.cli.stopping import terminate_as_interrupt
 from seamline.adapters.otel_environment import check_otel_environment
+from seamline.contracts.errors import NOTHING_TO_RESUME
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -60,8 +61,8 @@ INTERRUPTED = (
 AFTER_PUBLISHING = "after the output was published"
 """Where a stop after the publication came, said after ``interrupted (SIGTERM)``."""
 PUBLISHED = (
-    "{output} is complete; there is nothing to resume: a run again, with --resume or not, "
-    "would start from the beginning (and a sink that appends would add every document again)"
+    f"{NOTHING_TO_RESUME}: a run again, with --resume or not, would start from the beginning "
+    "(and a sink that appends would add every document again)"
 )
 """What a stop after the run published its output leaves: the output (it said "nothing was
 published ... run again with --resume", which appended a LanceDB table's rows twice)."""
