@@ -82,7 +82,8 @@ def test_a_second_writer_is_refused_and_the_first_is_not_disturbed(
     # In one process, as here: said so (an operator looked for another process).
     held = f"another run in this process (pid {os.getpid()}: another thread, or a run not closed)"
     assert f"{held} is writing to {str(destination(first))!r}" in message
-    assert "--resume" in message
+    # Both spellings: a notebook's second run was told only the command's --resume.
+    assert "stop it and run again with --resume (run(resume=True) from Python)" in message
     second.close(complete=False)  # a refused sink's close must not free the holder's lock
     assert lock_path(destination(first)).exists()
     first.write(records(5)[3:])

@@ -228,8 +228,9 @@ class DestinationLock:
             return (
                 f"{held} is writing to {str(path)!r} (the {self.sink} sink's lock "
                 f"{str(lock.path)!r} is held); "
-                "wait for it to finish, or stop it and run again with --resume to continue "
-                "from its last commit. Its output was not touched"
+                "wait for it to finish, or stop it and run again with --resume "
+                "(run(resume=True) from Python) to continue from its last commit. Its output "
+                "was not touched"
             )
         return (
             f"{held} is writing {str(path)!r}, which this {self.sink} sink publishes too "
