@@ -132,8 +132,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
         was found (the refusal says to restore what changed, and resume again)."""
 
     def reset(self) -> None:
-        """Forget the rows an interrupted run kept outside the files (a fresh start, or a
-        resume with nothing committed)."""
+        """Forget rows an interrupted run kept outside the files (a start over, no commit)."""
 
     def undo_publication(self) -> None:
         """Before a run: undo a publication that a run which died while publishing left half
