@@ -88,32 +88,37 @@ def test_random_word_layouts_keep_every_promise(seed: int) -> None:
 
 
 def spaced_check(starts: list[int], spaced: list[int], tokens: int, room: int, stride: int) -> None:
-    """With whitespace edges preferred: every promise of the plain rule still holds, a
-    window ends off a whitespace edge only where none is in its reach past the window
-    before, and starts off one only where none gives the overlap the start gave."""
+    """With whitespace edges preferred: windows cover the text and progress; each ends at
+    the last whitespace edge in reach that costs at most ``room // SLACK`` against the
+    tokenizer's last edge, else at that edge; each starts at the whitespace start nearest
+    the plain rule's start, within the same slack, else at the plain rule's."""
     cuts = word_windows.word_cuts(starts, tokens, room, stride, spaced)
-    fine, coarse = {*starts, tokens}, {*spaced, tokens}
+    fine, coarse = sorted({*starts, tokens}), {*spaced, tokens}
+    slack = room // word_windows.SLACK
     covered: set[int] = set()
     past = 0
     for number, (start, end) in enumerate(cuts):
         assert 0 < end - start <= room
         covered.update(range(start, end))
-        assert end in fine or end == start + room
-        if end not in coarse:
-            assert not [e for e in coarse if max(start, past) < e <= start + room], (cuts, number)
+        reach = [e for e in fine if max(start, past) < e <= start + room]
+        if not reach:  # inside a word longer than a window
+            assert end == start + room
+        else:
+            readable = [e for e in reach if e in coarse and max(reach) - e <= slack]
+            assert end == (max(readable) if readable else max(reach)), (cuts, number)
         if number:
             before_start, before_end = cuts[number - 1]
             assert before_start < start <= before_end < end
-            if before_end in fine and start not in coarse:
-                reach = min(e for e in fine if e > before_end)
-                overlap = before_end - start
-                usable = [
-                    s
-                    for s in spaced
-                    if max(before_start + 1, reach - room) <= s <= before_end
-                    and (before_end - s >= stride or overlap < stride)
-                ]
-                assert not usable, (cuts, number)
+            if before_end in fine:
+                plain = word_windows._next_start([fine], cuts[number - 1], room, stride)
+                near = [s for s in spaced if abs(plain - s) <= slack]
+                lowest = max(before_start + 1, min(e for e in fine if e > before_end) - room)
+                if plain <= before_end - stride:  # the latest start keeping the overlap
+                    usable = [s for s in near if lowest <= s <= plain]
+                    assert start == (max(usable) if usable else plain), (cuts, number)
+                elif plain < before_end:  # less overlap: the earliest start
+                    usable = [s for s in near if plain <= s <= before_end]
+                    assert start == (min(usable) if usable else plain), (cuts, number)
         past = end
     assert covered == set(range(tokens))
 
@@ -129,13 +134,24 @@ def test_whitespace_edges_are_preferred_and_every_promise_still_kept(seed: int) 
 
 
 def test_a_window_starts_after_whitespace_not_inside_a_contraction() -> None:
-    # "we don ' t stop now": tokens 0..5, a word each; whitespace before 0, 1, 4, 5 only.
-    # Windows of 4 tokens sharing 1: the plain rule starts the second window at "t"
-    # (token 3); preferring whitespace, at "don" (token 1), the latest start after a space
-    # that keeps the overlap, then at "stop" for the end.
-    starts, spaced = [0, 1, 2, 3, 4, 5], [0, 1, 4, 5]
-    assert word_windows.word_cuts(starts, 6, 4, 1) == [(0, 4), (3, 6)]
-    assert word_windows.word_cuts(starts, 6, 4, 1, spaced) == [(0, 4), (1, 5), (4, 6)]
+    # "we don ' t stop now and then more": a token each; whitespace before all but "'" and
+    # "t". Windows of 8 tokens sharing 5: the plain rule starts the second window at "t"
+    # (token 3); preferring whitespace, at "don" (token 1), 2 more tokens of overlap
+    # (within 8 // SLACK).
+    starts, spaced = list(range(10)), [0, 1, 4, 5, 6, 7, 8, 9]
+    assert word_windows.word_cuts(starts, 10, 8, 5) == [(0, 8), (3, 10)]
+    assert word_windows.word_cuts(starts, 10, 8, 5, spaced) == [(0, 8), (1, 9), (4, 10)]
+
+
+def test_a_line_with_whitespace_only_after_its_first_word_is_cut_as_the_tokenizer_cuts_it() -> None:
+    # "INFO {...}": a one-token word, then 600 tokens of punctuation-separated words
+    # with no whitespace. Whitespace edges would make a window of "INFO" alone and windows
+    # overlapping by almost all their tokens; past the slack the tokenizer's edges are
+    # taken, so the cuts are the plain rule's.
+    starts, spaced = list(range(601)), [0, 1]
+    plain = word_windows.word_cuts(starts, 601, 254, 32)
+    assert word_windows.word_cuts(starts, 601, 254, 32, spaced) == plain
+    assert plain[0] == (0, 254)
 
 
 def test_an_empty_text_has_one_empty_window_and_a_short_one_is_whole() -> None:

@@ -10,9 +10,12 @@ Here a window starts at the first token of a word and ends at the last token of 
 a *word* being what the tokenizer's pre-tokenizer made (``Encoding.word_ids``: for a
 BERT or MPNet tokenizer a run of letters and digits, each punctuation mark, each CJK
 character), so that it works for any ``tokenizer.json``. Of those edges, the ones a
-reader sees as word edges, at whitespace (:func:`spaced_starts`), are taken where the
-window's room allows: ``don't`` is three of the tokenizer's words, and a window starting
-at its ``t`` read as broken as one starting inside a word. A window holds at most the
+reader sees as word edges, at whitespace (:func:`spaced_starts`), are taken where one
+costs at most a quarter of a window's room (:data:`SLACK`): ``don't`` is three of the
+tokenizer's words, and a window starting at its ``t`` read as broken as one starting
+inside a word; but a log line ``INFO {...}`` whose only whitespace is after ``INFO`` made
+a window of ``INFO`` alone and windows overlapping by almost all their tokens, where the
+tokenizer's edges (``,`` ``:`` ``{``) cut it as evenly as the default. A window holds at most the
 tokens a default window holds; consecutive windows share at least ``stride`` tokens
 where whole words allow it (the fewest whole words that make ``stride`` tokens); every
 window gets past the one before it, and every token is in some window. A word longer
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from tokenizers import Encoding
 
@@ -86,16 +89,21 @@ def _edges(starts: Sequence[int], tokens: int) -> list[int]:
     return [*starts, tokens] if not starts or starts[-1] != tokens else list(starts)
 
 
+SLACK = 4
+"""A whitespace edge is taken over the tokenizer's nearest word edge when it costs at
+most ``room // SLACK`` tokens: a window that much shorter, or an overlap that much
+longer. Past that the tokenizer's edge is taken (the text has no whitespace near)."""
+
+
 def _end(levels: Sequence[Sequence[int]], start: int, past: int, room: int) -> int:
     """The last edge a window from ``start`` reaches past ``past`` (the window before it
-    ended there), of the most readable level that has one; ``start + room`` inside a word
-    longer than a window (no edge in reach)."""
-    low = max(start, past)
-    for edges in levels:
-        last = bisect_right(edges, start + room) - 1
-        if last >= 0 and edges[last] > low:
-            return edges[last]
-    return start + room
+    ended there): a whitespace edge where one costs at most :data:`SLACK`, else the
+    tokenizer's; ``start + room`` inside a word longer than a window (no edge in reach)."""
+    low, high = max(start, past), start + room
+    fine = _last_in(levels[-1], low, high)
+    if fine is None:
+        return high
+    return _readable(levels, fine, room, lambda level: _last_in(level, low, high))
 
 
 def _next_start(
@@ -109,10 +117,10 @@ def _next_start(
     Inside a long word (``window`` ended off an edge), ``stride`` tokens back, as a default
     window. Else at the latest word start that leaves ``stride`` tokens of overlap, among
     those from which the next window reaches past ``window``'s end (a start whose window
-    would end where this one ends adds nothing), of the most readable level that has one;
-    failing that, the earliest such start (less overlap: whole words do not allow
-    ``stride``); failing that (the next word alone is longer than a window), at this
-    window's end.
+    would end where this one ends adds nothing); failing that, the earliest such start
+    (less overlap: whole words do not allow ``stride``); failing that (the next word alone
+    is longer than a window), at this window's end. A whitespace start is taken over the
+    tokenizer's where it costs at most :data:`SLACK`.
     """
     start, end = window
     edges = levels[-1]  # every word edge
@@ -120,15 +128,40 @@ def _next_start(
     if at == len(edges) or edges[at] != end:
         return end - stride
     lowest = max(start + 1, edges[at + 1] - room)  # reaches the next edge past ``end``
-    for level in levels:
-        overlapping = bisect_right(level, end - stride) - 1
-        if overlapping >= 0 and level[overlapping] >= lowest:
-            return level[overlapping]
-    for level in levels:
-        first = bisect_left(level, lowest)
-        if first < len(level) and level[first] <= end:
-            return level[first]
-    return end
+    fine = _last_in(edges, lowest - 1, end - stride)
+    if fine is not None:
+        return _readable(levels, fine, room, lambda level: _last_in(level, lowest - 1, fine))
+    fine = _first_in(edges, lowest, end)
+    if fine is None:
+        return end
+    return _readable(levels, fine, room, lambda level: _first_in(level, fine, end))
+
+
+def _readable(
+    levels: Sequence[Sequence[int]],
+    fine: int,
+    room: int,
+    find: Callable[[Sequence[int]], int | None],
+) -> int:
+    """The edge ``find`` gives in the most readable level, where it is within :data:`SLACK`
+    of ``fine`` (the tokenizer's edge); else ``fine``."""
+    for level in levels[:-1]:
+        found = find(level)
+        if found is not None and abs(fine - found) <= room // SLACK:
+            return found
+    return fine
+
+
+def _last_in(edges: Sequence[int], low: int, high: int) -> int | None:
+    """The last of ``edges`` in ``(low, high]``, or None."""
+    last = bisect_right(edges, high) - 1
+    return edges[last] if last >= 0 and edges[last] > low else None
+
+
+def _first_in(edges: Sequence[int], low: int, high: int) -> int | None:
+    """The first of ``edges`` in ``[low, high]``, or None."""
+    first = bisect_left(edges, low)
+    return edges[first] if first < len(edges) and edges[first] <= high else None
 
 
 @dataclass(frozen=True)
