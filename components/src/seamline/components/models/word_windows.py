@@ -128,13 +128,14 @@ def _next_start(
     if at == len(edges) or edges[at] != end:
         return end - stride
     lowest = max(start + 1, edges[at + 1] - room)  # reaches the next edge past ``end``
-    fine = _last_in(edges, lowest - 1, end - stride)
-    if fine is not None:
-        return _readable(levels, fine, room, lambda level: _last_in(level, lowest - 1, fine))
-    fine = _first_in(edges, lowest, end)
-    if fine is None:
+    keeping = _last_in(edges, lowest - 1, end - stride)
+    if keeping is not None:
+        latest = keeping
+        return _readable(levels, latest, room, lambda level: _last_in(level, lowest - 1, latest))
+    earliest = _first_in(edges, lowest, end)
+    if earliest is None:
         return end
-    return _readable(levels, fine, room, lambda level: _first_in(level, fine, end))
+    return _readable(levels, earliest, room, lambda level: _first_in(level, earliest, end))
 
 
 def _readable(
