@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     )
     from seamline.contracts.loader import InputGlob, Loader, input_glob_files
     from seamline.contracts.model import Batch, Example, Model, Params
-    from seamline.contracts.monitor import Monitor
+    from seamline.contracts.monitor import Monitor, MonitorLike
     from seamline.contracts.readback import Nearest, OutputReader
     from seamline.contracts.sink import CommittedRecords, OutputRecord, Sink, StagedRun
     from seamline.contracts.versions import CONTRACT_VERSIONS, KINDS, Kind
@@ -111,6 +111,7 @@ _LOCATIONS: dict[str, str] = {
     "Loader": "seamline.contracts.loader",
     "Model": "seamline.contracts.model",
     "Monitor": "seamline.contracts.monitor",
+    "MonitorLike": "seamline.contracts.monitor",
     "Nearest": "seamline.contracts.readback",
     "OutputReader": "seamline.contracts.readback",
     "OutputRecord": "seamline.contracts.sink",
@@ -198,6 +199,7 @@ __all__ = [
     "Loader",
     "Model",
     "Monitor",
+    "MonitorLike",
     "NamedPath",
     "Nearest",
     "OutputReader",

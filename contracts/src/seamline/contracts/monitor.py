@@ -6,7 +6,7 @@ import abc
 import contextvars
 import threading
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from seamline.contracts.component import Component, ComponentConfig
 from seamline.contracts.events import Event
@@ -72,3 +72,34 @@ class Monitor(Component[MonitorConfigT], abc.ABC):
         the host delivers it to every *other* monitor, after the event being observed,
         and records it on the current span. The default ignores it.
         """
+
+
+@runtime_checkable
+class MonitorLike(Protocol):
+    """What a host asks of a monitor: the four members every run calls, as a type.
+
+    An application may hand ``Pipeline.run`` or an ``Embedder`` an object of its own
+    class with these members (the documented duck-typed monitor); the host calls no
+    other (``observes`` and ``wants_seam_starts`` are read with defaults). Every
+    :class:`Monitor` is one. Without this type, ``Sequence[Monitor[Any]]`` turned such
+    an object, which runs, into a ``mypy --strict`` error in the application. Public
+    signatures take ``Monitor[Any] | MonitorLike``: pyright does not let a ``Monitor``'s
+    ``ClassVar`` name stand for this read-only ``name`` (mypy does).
+    """
+
+    @property
+    def name(self) -> str:
+        """The monitor's name, in warnings about it (a class attribute will do)."""
+        ...
+
+    def bind(self, publish: Callable[[Event], None]) -> None:
+        """Receive the host's way to publish events of the monitor's own."""
+        ...
+
+    def observe(self, event: Event) -> None:
+        """Handle one event; ignore event types you do not know."""
+        ...
+
+    def close(self) -> None:
+        """The run (or the embedder) is over: release what the monitor holds."""
+        ...

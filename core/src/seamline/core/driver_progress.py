@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from seamline.contracts import (
     BatchDone,
     ExecutionReport,
-    Monitor,
+    MonitorLike,
     RunCounts,
     RunFinished,
     RunStarted,
@@ -44,7 +43,7 @@ from seamline.core.monitor_hub import MonitorHub
 class DriverProgress:
     """Shards' reported counts in, the application's monitors' events out."""
 
-    def __init__(self, monitors: Sequence[Monitor[Any]], started: Callable[[], RunStarted]) -> None:
+    def __init__(self, monitors: Sequence[MonitorLike], started: Callable[[], RunStarted]) -> None:
         self._monitors = tuple(monitors)
         self._started = started
         """Makes the run's ``RunStarted`` (asked once, when the first report comes)."""

@@ -66,7 +66,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import BatchDone, Document, Model, Monitor, UserError
+from seamline.contracts import BatchDone, Document, Model, Monitor, MonitorLike, UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import a_type
 from seamline.core.attention.candidates import build_candidates
@@ -186,7 +186,7 @@ class Embedder:
         trust: Mapping[str, Any] | None = None,
         registry: Registry | None = None,
         environ: Mapping[str, str] | None = None,
-        monitors: Sequence[Monitor[Any]] = (),
+        monitors: Sequence[Monitor[Any] | MonitorLike] = (),
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
         queries: bool = False,
@@ -217,7 +217,7 @@ class Embedder:
         resolved: ResolvedEncoder,
         registry: Registry,
         *,
-        monitors: Sequence[Monitor[Any]] = (),
+        monitors: Sequence[Monitor[Any] | MonitorLike] = (),
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
         shapes: BatchPolicy = "fitted",
@@ -239,7 +239,7 @@ class Embedder:
         self,
         resolved: ResolvedEncoder,
         registry: Registry,
-        monitors: Sequence[Monitor[Any]],
+        monitors: Sequence[MonitorLike],
         long_text: LongText,
         max_wait: float,
         shapes: BatchPolicy = "fitted",
@@ -275,7 +275,7 @@ class Embedder:
         *,
         registry: Registry | None = None,
         environ: Mapping[str, str] | None = None,
-        monitors: Sequence[Monitor[Any]] = (),
+        monitors: Sequence[Monitor[Any] | MonitorLike] = (),
         long_text: LongText = "truncate",
         max_wait: float = 0.0,
         queries: bool = False,

@@ -40,7 +40,7 @@ from seamline.contracts import (
     ExecutionReport,
     Job,
     Loader,
-    Monitor,
+    MonitorLike,
     ResumeRefused,
     RunCounts,
     RunStarted,
@@ -86,7 +86,7 @@ class PipelineJob(Job):
         self,
         pipeline: ResolvedPipeline,
         registry: Registry,
-        extra_monitors: Sequence[Monitor[Any]] = (),
+        extra_monitors: Sequence[MonitorLike] = (),
         *,
         resume: bool = False,
     ) -> None:

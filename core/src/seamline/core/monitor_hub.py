@@ -40,15 +40,15 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from seamline.contracts import Event, Monitor, SeamStarted
+from seamline.contracts import Event, MonitorLike, SeamStarted
 from seamline.contracts.logs import get_logger
 from seamline.contracts.monitor import EMITTING_THREAD
 from seamline.core.telemetry import span_event
 
 log = get_logger("seamline.core")
 
-Call = Callable[[Monitor[Any]], None]
-_Job = tuple[Call, str, list[Monitor[Any]], threading.Event, contextvars.Context] | None
+Call = Callable[[MonitorLike], None]
+_Job = tuple[Call, str, list[MonitorLike], threading.Event, contextvars.Context] | None
 """A delivery for the courier to make; None ends its thread."""
 
 
@@ -66,8 +66,8 @@ class _Courier:
 
     def __init__(
         self,
-        on_error: Callable[[Monitor[Any], str, Exception], None],
-        on_time: Callable[[Monitor[Any], float], None],
+        on_error: Callable[[MonitorLike, str, Exception], None],
+        on_time: Callable[[MonitorLike, float], None],
     ) -> None:
         self._on_error = on_error
         self._on_time = on_time
@@ -79,7 +79,7 @@ class _Courier:
         self.thread = threading.Thread(target=self._serve, name="seamline-monitors", daemon=True)
         self.thread.start()
 
-    def deliver(self, call: Call, what: str, monitors: list[Monitor[Any]], timeout: float) -> int:
+    def deliver(self, call: Call, what: str, monitors: list[MonitorLike], timeout: float) -> int:
         """Make ``call`` on each monitor in turn; how many returned before the deadline.
 
         The calls run in a copy of the caller's context, so a monitor sees the current
@@ -110,7 +110,7 @@ class _Courier:
         self,
         call: Call,
         what: str,
-        monitors: list[Monitor[Any]],
+        monitors: list[MonitorLike],
         done: threading.Event,
         context: contextvars.Context,
     ) -> None:
@@ -138,7 +138,7 @@ class MonitorHub:
     #: Seconds a monitor may hold the run in all before a warning names it.
     SLOW_S = 10.0
 
-    def __init__(self, monitors: Sequence[Monitor[Any]], *, timeout_s: float | None = None) -> None:
+    def __init__(self, monitors: Sequence[MonitorLike], *, timeout_s: float | None = None) -> None:
         self.monitors = list(monitors)
         self.timeout_s = self.TIMEOUT_S if timeout_s is None else timeout_s
         self.failures: dict[str, int] = {}
@@ -148,11 +148,11 @@ class MonitorHub:
         self.dropped: dict[str, int] = {}
         """Events each monitor published that were dropped past :attr:`MAX_PUBLISHED`."""
         self._lock = threading.Lock()
-        self._published: deque[tuple[Monitor[Any], Event]] = deque()
+        self._published: deque[tuple[MonitorLike, Event]] = deque()
         self._courier: _Courier | None = None
         self._start_watchers = [m for m in self.monitors if _wants_seam_starts(m)]
         self._observed = [(m, _observes(m)) for m in self.monitors]
-        self._recipients: dict[type[Any], list[Monitor[Any]]] = {}
+        self._recipients: dict[type[Any], list[MonitorLike]] = {}
         with self._lock:
             self._call_all(lambda m: m.bind(functools.partial(self._publish, m)), "bind()")
 
@@ -209,16 +209,16 @@ class MonitorHub:
                 monitors=sorted(self.dropped),
             )
 
-    def _publish(self, sender: Monitor[Any], event: Event) -> None:
+    def _publish(self, sender: MonitorLike, event: Event) -> None:
         """Queue an event a monitor published; :meth:`emit` delivers it (never re-entrantly)."""
         self._published.append((sender, event))
 
-    def _deliver(self, event: Event, sender: Monitor[Any] | None) -> None:
+    def _deliver(self, event: Event, sender: MonitorLike | None) -> None:
         to = self._recipients_of(type(event))
         what = f"observe({type(event).__name__})"
         self._call_all(lambda m: m.observe(event), what, skip=sender, monitors=to)
 
-    def _recipients_of(self, event_type: type[Any]) -> list[Monitor[Any]]:
+    def _recipients_of(self, event_type: type[Any]) -> list[MonitorLike]:
         """The monitors an event of ``event_type`` goes to, worked out once per type."""
         found = self._recipients.get(event_type)
         if found is None:
@@ -238,8 +238,8 @@ class MonitorHub:
         call: Call,
         what: str,
         *,
-        skip: Monitor[Any] | None = None,
-        monitors: Sequence[Monitor[Any]] | None = None,
+        skip: MonitorLike | None = None,
+        monitors: Sequence[MonitorLike] | None = None,
     ) -> None:
         """``call`` on every live monitor (of ``monitors``) but ``skip``, each in the deadline."""
         chosen = self.monitors if monitors is None else monitors
@@ -258,7 +258,7 @@ class MonitorHub:
             pending = pending[finished + 1 :]
             started = time.monotonic()
 
-    def _give_up_on(self, monitor: Monitor[Any], what: str) -> None:
+    def _give_up_on(self, monitor: MonitorLike, what: str) -> None:
         self.hung[monitor.name] = what
         log.warning(
             "monitor did not return in time and is called no more; the run goes on",
@@ -267,7 +267,7 @@ class MonitorHub:
             timeout_s=self.timeout_s,
         )
 
-    def _timed(self, monitor: Monitor[Any], seconds: float) -> None:
+    def _timed(self, monitor: MonitorLike, seconds: float) -> None:
         """Add a call's time to the monitor's; warn once when it passes ``SLOW_S``."""
         before = self.spent.get(monitor.name, 0.0)
         self.spent[monitor.name] = spent = before + seconds
@@ -279,7 +279,7 @@ class MonitorHub:
                 seconds=round(spent, 1),
             )
 
-    def _report(self, monitor: Monitor[Any], call: str, err: Exception) -> None:
+    def _report(self, monitor: MonitorLike, call: str, err: Exception) -> None:
         count = self.failures[monitor.name] = self.failures.get(monitor.name, 0) + 1
         if count == 1:
             log.warning(
@@ -291,7 +291,7 @@ class MonitorHub:
             )
 
 
-def _answer(monitor: Monitor[Any], attribute: str, fallback: Any, question: str, then: str) -> Any:
+def _answer(monitor: MonitorLike, attribute: str, fallback: Any, question: str, then: str) -> Any:
     """The monitor's ``attribute`` (``fallback`` for a monitor older than it); a property
     that raises gets ``fallback`` too, and is said once (``question``, ``then``): a
     monitor's property must not break the run."""
@@ -306,7 +306,7 @@ def _answer(monitor: Monitor[Any], attribute: str, fallback: Any, question: str,
         return fallback
 
 
-def _wants_seam_starts(monitor: Monitor[Any]) -> bool:
+def _wants_seam_starts(monitor: MonitorLike) -> bool:
     """The monitor's ``wants_seam_starts``; False for one that cannot say (or is older than 1.4)."""
     wants = _answer(
         monitor, "wants_seam_starts", False, "whether it wants seam starts", "it gets none"
@@ -314,7 +314,7 @@ def _wants_seam_starts(monitor: Monitor[Any]) -> bool:
     return wants is True
 
 
-def _observes(monitor: Monitor[Any]) -> tuple[type[Any], ...] | None:
+def _observes(monitor: MonitorLike) -> tuple[type[Any], ...] | None:
     """The monitor's ``observes`` as a tuple of classes; None (every event) for a monitor
     older than 1.6, or one whose answer cannot be used (said once, when the run starts).
 

@@ -44,6 +44,7 @@ from seamline.contracts import (
     Loader,
     Model,
     Monitor,
+    MonitorLike,
     OutputRecord,
     ResumeRefused,
     RunCounts,
@@ -191,7 +192,7 @@ class Orchestrator:
         self,
         pipeline: ResolvedPipeline,
         registry: Registry,
-        extra_monitors: Sequence[Monitor[Any]] = (),
+        extra_monitors: Sequence[MonitorLike] = (),
         model: Model[Any] | None = None,
     ) -> None:
         self.pipeline, self.registry = pipeline, registry

@@ -14,6 +14,7 @@ from seamline.contracts import (
     ExecutionReport,
     Executor,
     Monitor,
+    MonitorLike,
     ResumeRefused,
     RunCounts,
     UserError,
@@ -145,7 +146,7 @@ class Pipeline:
 
     def run(
         self,
-        extra_monitors: Sequence[Monitor[Any]] = (),
+        extra_monitors: Sequence[Monitor[Any] | MonitorLike] = (),
         *,
         resume: bool = False,
         restart: bool = False,
@@ -205,7 +206,7 @@ class Pipeline:
                 f"{self.validated_in!r}"
             )
 
-    def _run(self, extra_monitors: Sequence[Monitor[Any]], *, resume: bool) -> RunSummary:
+    def _run(self, extra_monitors: Sequence[MonitorLike], *, resume: bool) -> RunSummary:
         """One attempt of :meth:`run`.
 
         The executor's calls cross a :class:`~seamline.core.seams.Seam` like every

@@ -35,7 +35,7 @@ from opentelemetry.context import Context
 
 from seamline.contracts import (
     Model,
-    Monitor,
+    MonitorLike,
     ShardFailed,
     ShardProgress,
     ShardReport,
@@ -72,7 +72,7 @@ class PipelineWorker(ShardWorker):
         self,
         pipeline: ResolvedPipeline,
         registry: Registry,
-        extra_monitors: Sequence[Monitor[Any]] = (),
+        extra_monitors: Sequence[MonitorLike] = (),
         *,
         records_progress: bool = False,
         model: Model[Any] | None = None,
