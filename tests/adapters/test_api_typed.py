@@ -9,7 +9,9 @@ missing library stubs or py.typed marker", and everything taken from it was ``An
 
 What the docs promise, the types accept: a monitor of the application's own class (a
 ``name``, ``bind``, ``observe``, ``close``: python.md) was "List item 0 has incompatible
-type "CountingMonitor"; expected "Monitor[Any]"", though ``run`` accepts it.
+type "CountingMonitor"; expected "Monitor[Any]"", though ``run`` accepts it; the
+errors the docs name were not all importable from ``seamline.api`` (``SeamlineError``,
+``QueryRefused``, ``FilterRefused``, ``ResumeRefused``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from seamline.api import Embedder, ModelChanged, Pending, Pipeline, UserError, Vectors, open_index
+from seamline.api import FilterRefused, QueryRefused, ResumeRefused, SeamlineError
 from seamline.contracts import Event, Monitor
 
 
@@ -89,6 +92,20 @@ def monitored(first_party: Monitor[Any]) -> int:
     Embedder.from_pipeline("p.yaml", monitors=[counting]).close()
     Embedder(model={"use": "bert-encoder"}, monitors=[counting, first_party]).close()
     return counting.seen
+
+
+def refused(queries: list[str]) -> tuple[int | None, str]:
+    try:
+        with open_index("out/emb.jsonl") as index:
+            list(index.find_each(queries, where="metadata.bytes < 10"))
+            Pipeline.from_yaml("p.yaml").run(resume=True)
+    except QueryRefused as error:
+        return error.index, error.reason
+    except (FilterRefused, ResumeRefused):
+        return None, "refused"
+    except SeamlineError as error:
+        return None, str(error)
+    return None, ""
 """
 
 
@@ -104,4 +121,4 @@ def test_mypy_strict_checks_code_using_the_public_api(tmp_path: Path) -> None:
     )
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     # Only the user's own mistake: the API's types were checked, not taken as Any.
-    assert errors == ['user.py:43: error: "Hit" has no attribute "id"  [attr-defined]'], done.stdout
+    assert errors == ['user.py:44: error: "Hit" has no attribute "id"  [attr-defined]'], done.stdout

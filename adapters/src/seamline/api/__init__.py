@@ -23,15 +23,22 @@ standard output, and its log lines go to the standard ``logging`` module (nothin
 below WARNING unless the application asks) unless the application configured
 structlog, whose rendering then applies.
 
-A mistake the caller can fix raises :class:`UserError` (its message says what and how
-to fix it); a pipeline file, override or keyword that is invalid raises its subclass
-:class:`ConfigError`, placed at ``file:line:column`` or by key path. Both are exported
-here, for an ``except`` clause, with :class:`ModelChanged` (a ``UserError``: the
-index was published anew by another model since it was opened) and
-:class:`Unembeddable` (a ``UserError`` and a ``ValueError``: a text the model cannot
-embed, such as one that is not valid Unicode; ``index`` says which). A closed
-index's searches raise :class:`IndexClosed` (a ``RuntimeError``, as a closed
-``Embedder``'s calls do: the program's mistake, not the user's).
+An error seamline raises about the input, the settings or the run is a
+:class:`SeamlineError`, the one type to catch for them (a mistake in the program, such as
+a wrong argument type or a closed object's use, is Python's ``TypeError`` or
+``RuntimeError``). A mistake the caller can fix raises its subclass :class:`UserError` (its message
+says what and how to fix it); a pipeline file, override or keyword that is invalid
+raises :class:`ConfigError`, placed at ``file:line:column`` or by key path. All are
+exported here, for an ``except`` clause, with these ``UserError`` s:
+:class:`ModelChanged` (the index was published anew by another model since it was
+opened), :class:`Unembeddable` (also a ``ValueError``: a text the model cannot embed,
+such as one that is not valid Unicode; ``index`` says which), :class:`QueryRefused`
+(also a ``ValueError``: a query that is empty or cannot be embedded; ``index`` and
+``reason``), :class:`FilterRefused` (a ``where`` the output cannot apply) and
+:class:`ResumeRefused` (``Pipeline.run(resume=True)`` of an output the pipeline no
+longer matches). A closed index's searches raise :class:`IndexClosed` (a
+``RuntimeError``, as a closed ``Embedder``'s calls do: the program's mistake, not the
+user's).
 
 ``Embedder.submit`` returns a :class:`Pending` (``Pending[Vectors]``, or
 ``Pending[list[Vectors]]`` with ``long_text="windows"``); :data:`Vectors` is the float32
@@ -47,9 +54,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from seamline.adapters.search import Found, Hit, IndexClosed, ModelChanged, Searcher
+from seamline.adapters.search import (
+    Found,
+    Hit,
+    IndexClosed,
+    ModelChanged,
+    QueryRefused,
+    Searcher,
+)
 from seamline.contracts.component import from_here
-from seamline.contracts.errors import ConfigError, UserError
+from seamline.contracts.errors import ConfigError, ResumeRefused, SeamlineError, UserError
+from seamline.contracts.readback import FilterRefused
 from seamline.core import (
     Embedder,
     Pending,
@@ -64,13 +79,17 @@ from seamline.core import (
 __all__ = [
     "ConfigError",
     "Embedder",
+    "FilterRefused",
     "Found",
     "Hit",
     "IndexClosed",
     "ModelChanged",
     "Pending",
     "Pipeline",
+    "QueryRefused",
+    "ResumeRefused",
     "RunSummary",
+    "SeamlineError",
     "Searcher",
     "Unembeddable",
     "UserError",

@@ -81,7 +81,22 @@ class QueryRefused(UserError, ValueError):
 
     A :class:`UserError` (the command line exits 2, ``/v1/search`` answers 400), and a
     ``ValueError`` as the embedder's :class:`~seamline.core.embedder.Unembeddable` is.
+    Structured as it is, so that a caller of ``find_each`` need not parse the message:
+    ``index`` is the refused query's place among the queries (None for the one query of
+    ``find`` or ``search``), ``reason`` what is wrong with it. The message names the place
+    only among several queries (``queries[1]: the query is empty ...``).
     """
+
+    def __init__(self, reason: str, index: int | None = None, named: bool = True) -> None:
+        self.reason = reason
+        self.index = index
+        self._named = named
+        said = f"queries[{index}]: {reason}" if index is not None and named else reason
+        super().__init__(said)
+
+    def __reduce__(self) -> tuple[type[QueryRefused], tuple[str, int | None, bool]]:
+        """Pickled whole (across processes), not rebuilt from the message alone."""
+        return (type(self), (self.reason, self.index, self._named))
 
 
 def query_problem(query: str) -> str | None:
@@ -147,8 +162,7 @@ def checked_queries(queries: object) -> list[str]:
         try:
             check_query(query)
         except QueryRefused as refused:  # among thousands, which one (of one: it)
-            said = f"queries[{index}]: {refused}" if len(listed) > 1 else str(refused)
-            raise QueryRefused(said) from None
+            raise QueryRefused(refused.reason, index, len(listed) > 1) from None
     return listed
 
 
