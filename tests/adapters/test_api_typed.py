@@ -11,7 +11,8 @@ What the docs promise, the types accept: a monitor of the application's own clas
 ``name``, ``bind``, ``observe``, ``close``: python.md) was "List item 0 has incompatible
 type "CountingMonitor"; expected "Monitor[Any]"", though ``run`` accepts it; the
 errors the docs name were not all importable from ``seamline.api`` (``SeamlineError``,
-``QueryRefused``, ``FilterRefused``, ``ResumeRefused``).
+``QueryRefused``, ``FilterRefused``, ``ResumeRefused``); ``ConfigError.problems`` was
+"has no attribute" (the subclass a pipeline raises had it).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from seamline.api import Embedder, ModelChanged, Pending, Pipeline, UserError, Vectors, open_index
-from seamline.api import FilterRefused, QueryRefused, ResumeRefused, SeamlineError
+from seamline.api import ConfigError, FilterRefused, QueryRefused, ResumeRefused, SeamlineError
 from seamline.contracts import Event, Monitor
 
 
@@ -106,6 +107,14 @@ def refused(queries: list[str]) -> tuple[int | None, str]:
     except SeamlineError as error:
         return None, str(error)
     return None, ""
+
+
+def every_problem(path: str) -> list[str]:
+    try:
+        Pipeline.from_yaml(path)
+    except ConfigError as error:
+        return [f"{problem.location}: {problem.detail}" for problem in error.problems]
+    return []
 """
 
 

@@ -42,6 +42,18 @@ class ConfigError(UserError):
         self.detail = message
         super().__init__(f"{location}: {message}" if location else message)
 
+    @property
+    def problems(self) -> tuple[ConfigError, ...]:
+        """Each located problem, in the order of the file: this error alone, or, for a file
+        found to have several, each of them (their ``location`` and ``detail``).
+
+        Defined here, on what an application catches, so that a caller listing the
+        problems of any ``ConfigError`` is type-checked: the attribute existed on the
+        subclass a pipeline raises only, and ``mypy --strict`` refused it. A property,
+        not ``(self,)`` stored: an error holding itself is a reference cycle.
+        """
+        return (self,)
+
 
 class ComponentNotFoundError(UserError):
     """No registered component of that kind has that name."""

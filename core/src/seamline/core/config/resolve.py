@@ -88,9 +88,14 @@ class PipelineConfigError(ConfigError):
     comes after those placed in the file, in the order found)."""
 
     def __init__(self, problems: Sequence[ConfigError]) -> None:
-        self.problems = sorted(problems, key=_place_in_file)
-        super().__init__("\n".join(str(problem) for problem in self.problems))
-        self.location = self.problems[0].location
+        self._problems = tuple(sorted(problems, key=_place_in_file))
+        super().__init__("\n".join(str(problem) for problem in self._problems))
+        self.location = self._problems[0].location
+
+    @property
+    def problems(self) -> tuple[ConfigError, ...]:
+        """Every problem found, in the order of the file (one line of the message each)."""
+        return self._problems
 
 
 @contextmanager
