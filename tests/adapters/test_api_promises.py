@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -12,6 +13,7 @@ import seamline.api
 from seamline.adapters.search.query import checked_queries
 from seamline.contracts import Event, MonitorLike
 from seamline.contracts.errors import ResumeRefused
+from seamline.core.embedder import _checked_texts
 from seamline.core.progress_recorder import ProgressRecorder
 
 
@@ -87,3 +89,14 @@ def test_every_config_error_lists_its_problems(tmp_path: Path) -> None:
     ]
     assert str(caught.value) == "\n".join(str(problem) for problem in problems)
     assert caught.value.location == problems[0].location
+
+
+def test_what_encode_takes_is_what_its_annotation_says() -> None:
+    # Typed str | Sequence[str] | Iterator[str]: a generator runs, a set is refused.
+    assert _checked_texts(text.upper() for text in ["a", "b"]) == ["A", "B"]
+    assert _checked_texts(map(str.lower, ["C"])) == ["c"]
+    with pytest.raises(TypeError, match="is a set"):
+        _checked_texts({"a", "b"})  # type: ignore[arg-type]
+    # The long_text values, for an application's own setting.
+    assert get_args(seamline.api.LongText) == ("truncate", "mean", "windows")
+    assert "LongText" in seamline.api.__all__

@@ -12,7 +12,8 @@ What the docs promise, the types accept: a monitor of the application's own clas
 type "CountingMonitor"; expected "Monitor[Any]"", though ``run`` accepts it; the
 errors the docs name were not all importable from ``seamline.api`` (``SeamlineError``,
 ``QueryRefused``, ``FilterRefused``, ``ResumeRefused``); ``ConfigError.problems`` was
-"has no attribute" (the subclass a pipeline raises had it).
+"has no attribute" (the subclass a pipeline raises had it); ``encode`` of a generator,
+which runs, was "No overload variant", and ``LongText`` was not exported.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from seamline.api import Embedder, ModelChanged, Pending, Pipeline, UserError, Vectors, open_index
-from seamline.api import ConfigError, FilterRefused, QueryRefused, ResumeRefused, SeamlineError
+from seamline.api import ConfigError, FilterRefused, LongText, QueryRefused, ResumeRefused
+from seamline.api import SeamlineError
 from seamline.contracts import Event, Monitor
 
 
@@ -115,6 +117,15 @@ def every_problem(path: str) -> list[str]:
     except ConfigError as error:
         return [f"{problem.location}: {problem.detail}" for problem in error.problems]
     return []
+
+
+def streamed(embedder: Embedder, lines: list[str], mode: LongText) -> Vectors:
+    embedder.encode(line.strip() for line in lines)  # a generator, read at once
+    embedder.submit(map(str.lower, lines)).result()
+    both: Vectors | list[Vectors] = embedder.encode(lines, long_text=mode)
+    assert not isinstance(both, list)
+    embedder.encode({"a", "b"})  # refused at run time too: a set's order is nobody's
+    return both
 """
 
 
@@ -130,4 +141,12 @@ def test_mypy_strict_checks_code_using_the_public_api(tmp_path: Path) -> None:
     )
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     # Only the user's own mistake: the API's types were checked, not taken as Any.
-    assert errors == ['user.py:44: error: "Hit" has no attribute "id"  [attr-defined]'], done.stdout
+    # A set is refused by the types as it is at run time (the rows come in the texts' order).
+    set_refused = (
+        'user.py:99: error: No overload variant of "encode" of "Embedder" matches argument '
+        'type "set[str]"  [call-overload]'
+    )
+    assert errors == [
+        'user.py:45: error: "Hit" has no attribute "id"  [attr-defined]',
+        set_refused,
+    ], done.stdout

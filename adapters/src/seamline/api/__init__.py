@@ -42,7 +42,9 @@ user's).
 
 ``Embedder.submit`` returns a :class:`Pending` (``Pending[Vectors]``, or
 ``Pending[list[Vectors]]`` with ``long_text="windows"``); :data:`Vectors` is the float32
-array type ``encode`` and ``result()`` return, for annotations.
+array type ``encode`` and ``result()`` return, for annotations, and :data:`LongText` the
+``long_text`` values (``Literal["truncate", "mean", "windows"]``), for a setting an
+application passes on.
 
 A package with ``py.typed``, so that ``mypy --strict`` checks code using it: as a
 module of the ``seamline`` namespace, which has no ``__init__``, it could carry no
@@ -67,6 +69,7 @@ from seamline.contracts.errors import ConfigError, ResumeRefused, SeamlineError,
 from seamline.contracts.readback import FilterRefused
 from seamline.core import (
     Embedder,
+    LongText,
     Pending,
     Pipeline,
     Registry,
@@ -83,6 +86,7 @@ __all__ = [
     "Found",
     "Hit",
     "IndexClosed",
+    "LongText",
     "ModelChanged",
     "Pending",
     "Pipeline",

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         output_directory,
         try_writing,
     )
+    from seamline.core.embed_queue import LongText
     from seamline.core.embedder import Cancelled, Embedder, Pending, Unembeddable, Vectors
     from seamline.core.exhaustion import exhausted
     from seamline.core.given_texts import MISSING_FIX, dimensions_problem, missing_kind
@@ -124,6 +125,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "dimensions_problem": ("seamline.core.given_texts", "dimensions_problem"),
     "missing_kind": ("seamline.core.given_texts", "missing_kind"),
     "MISSING_FIX": ("seamline.core.given_texts", "MISSING_FIX"),
+    "LongText": ("seamline.core.embed_queue", "LongText"),
     "ResolvedAttention": ("seamline.core.config", "ResolvedAttention"),
     "ResolvedEncoder": ("seamline.core.config", "ResolvedEncoder"),
     "RunSettings": ("seamline.core.config", "RunSettings"),
@@ -264,6 +266,7 @@ __all__ = [
     "HostWork",
     "ListedConformance",
     "Located",
+    "LongText",
     "NotPrivate",
     "Pending",
     "Pipeline",

@@ -45,7 +45,7 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from typing import (
@@ -119,6 +119,12 @@ BATCH_POLICIES: tuple[BatchPolicy, ...] = ("fitted", "longest")
 
 Vectors = npt.NDArray[np.float32]
 """What ``encode`` returns: float32 vectors, one row per text (``[dim]`` for one str)."""
+
+Texts = str | Sequence[str] | Iterator[str]
+"""What ``encode`` and ``submit`` take: one str, a sequence of them, or an iterator (a
+generator, read at once). Not ``Iterable[str]``: a set or a dict's keys would type-check,
+and a set is refused at run time (its order is nobody's, and the rows come back in the
+order of the texts)."""
 
 log = get_logger("seamline.core")
 
@@ -310,7 +316,7 @@ class Embedder:
     @overload
     def encode(
         self,
-        texts: str | Sequence[str],
+        texts: Texts,
         *,
         batch_tokens: int | None = None,
         normalize: bool | None = None,
@@ -320,7 +326,7 @@ class Embedder:
     @overload
     def encode(
         self,
-        texts: str | Sequence[str],
+        texts: Texts,
         *,
         batch_tokens: int | None = None,
         normalize: bool | None = None,
@@ -330,7 +336,7 @@ class Embedder:
     @_hinted_for_sentence_transformers
     def encode(
         self,
-        texts: str | Sequence[str],
+        texts: Texts,
         *,
         batch_tokens: int | None = None,
         normalize: bool | None = None,
@@ -369,7 +375,7 @@ class Embedder:
     @overload
     def submit(
         self,
-        texts: str | Sequence[str],
+        texts: Texts,
         *,
         batch_tokens: int | None = None,
         normalize: bool | None = None,
@@ -379,7 +385,7 @@ class Embedder:
     @overload
     def submit(
         self,
-        texts: str | Sequence[str],
+        texts: Texts,
         *,
         batch_tokens: int | None = None,
         normalize: bool | None = None,
@@ -389,7 +395,7 @@ class Embedder:
     @_hinted_for_sentence_transformers
     def submit(
         self,
-        texts: str | Sequence[str],
+        texts: Texts,
         *,
         batch_tokens: int | None = None,
         normalize: bool | None = None,
@@ -805,7 +811,7 @@ _ONE_DIMENSION = "a str, or a sequence of str (a list, or an array of one dimens
 """What ``encode`` takes instead of an array of more (or fewer) dimensions."""
 
 
-def _checked_texts(texts: str | Sequence[str]) -> list[str]:
+def _checked_texts(texts: Texts) -> list[str]:
     """``texts`` as a list, refused now if a caller passed what cannot be embedded."""
     batch = [texts] if isinstance(texts, str) else _listed_texts(texts)
     if not batch:
