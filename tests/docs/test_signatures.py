@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 
-from seamline.api import Embedder
+import seamline.api
+from seamline.api import Embedder, Pipeline
+from seamline.contracts import RunCounts
 from tests.docs.workdir import ROOT
 
 
@@ -18,3 +21,18 @@ def test_the_encode_signature_on_the_page_is_the_methods() -> None:
         f"{p.name}={p.default!r}" if p.default is not p.empty else p.name for p in parameters
     )
     assert shown == written.replace("texts, ", "texts, *, ", 1)
+
+
+def test_the_page_names_what_an_application_can_use() -> None:
+    # python.md left out restart= (and ResumeRefused, which it raises), max_wait=,
+    # abandon() and three of RunCounts' fields: an application found them in the source.
+    page = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
+    names = set(seamline.api.__all__) | {f.name for f in dataclasses.fields(RunCounts)}
+    for function in (Pipeline.run, Embedder.__init__, Embedder.from_pipeline):
+        names |= set(inspect.signature(function).parameters) - {"self"}
+    names |= {name for name in vars(Embedder) if not name.startswith("_")}
+    # The monitors run() takes positionally are described, not named; from_resolved
+    # takes seamline.core's types (a manifest's model side), for seamline's own use.
+    names -= {"extra_monitors", "from_resolved"}
+    unnamed = [n for n in sorted(names) if not re.search(rf"`[^`\n]*\b{n}\b[^`\n]*`", page)]
+    assert unnamed == []
