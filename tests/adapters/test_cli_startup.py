@@ -86,3 +86,22 @@ def test_components_does_not_import_jax() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
     assert "JAX False" in result.stderr
+
+
+def test_importing_the_public_api_does_not_import_jax() -> None:
+    """``import seamline.api`` imported JAX (about 1,000 modules, 1 to 2.5 s) through
+    adapters.search -> search.query -> core.attention -> measure; its names are loaded on
+    first use now, and the errors an application catches cost nothing."""
+    probe = (
+        "import sys\nimport seamline.api\n"
+        "from seamline.api import ConfigError, ResumeRefused, SeamlineError, UserError\n"
+        "print('BEFORE', 'jax' in sys.modules, sorted(dir(seamline.api)) == sorted(\n"
+        "    set(dir(seamline.api)) | set(seamline.api.__all__)))\n"
+        "from seamline.api import Embedder\n"
+        "print('AFTER', 'jax' in sys.modules, Embedder.__module__, seamline.api.Vectors)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "BEFORE False True" in result.stdout, result.stdout
+    assert "AFTER True seamline.core.embedder" in result.stdout, result.stdout

@@ -53,31 +53,72 @@ marker, and ``from seamline.api import Embedder`` was "missing library stubs".
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from seamline.adapters.search import (
-    Found,
-    Hit,
-    IndexClosed,
-    ModelChanged,
-    QueryRefused,
-    Searcher,
-)
-from seamline.contracts.component import from_here
 from seamline.contracts.errors import ConfigError, ResumeRefused, SeamlineError, UserError
-from seamline.contracts.readback import FilterRefused
-from seamline.core import (
-    Embedder,
-    LongText,
-    Pending,
-    Pipeline,
-    Registry,
-    RunSummary,
-    Unembeddable,
-    Vectors,
-    user_trust,
-)
+
+if TYPE_CHECKING:
+    from seamline.adapters.search import (
+        Found,
+        Hit,
+        IndexClosed,
+        ModelChanged,
+        QueryRefused,
+        Searcher,
+    )
+    from seamline.contracts.readback import FilterRefused
+    from seamline.core import (
+        Embedder,
+        LongText,
+        Pending,
+        Pipeline,
+        Registry,
+        RunSummary,
+        Unembeddable,
+        Vectors,
+    )
+
+_LOCATIONS: dict[str, str] = {
+    "Embedder": "seamline.core",
+    "FilterRefused": "seamline.contracts.readback",
+    "Found": "seamline.adapters.search",
+    "Hit": "seamline.adapters.search",
+    "IndexClosed": "seamline.adapters.search",
+    "LongText": "seamline.core",
+    "ModelChanged": "seamline.adapters.search",
+    "Pending": "seamline.core",
+    "Pipeline": "seamline.core",
+    "QueryRefused": "seamline.adapters.search",
+    "RunSummary": "seamline.core",
+    "Searcher": "seamline.adapters.search",
+    "Unembeddable": "seamline.core",
+    "Vectors": "seamline.core",
+}
+"""Names loaded on first use (PEP 562): ``import seamline.api`` imports no JAX (about 1,000
+modules, 1 to 2.5 s), so an application that imports it at the top of a module, for
+its errors or for a command that may embed nothing, starts at once. ``from seamline.api
+import Embedder`` loads JAX then, as the first use of ``seamline.api.Embedder`` does;
+the errors of :mod:`seamline.contracts.errors` cost nothing and are plain imports. Type
+checkers see the imports above; they are not shown ``__getattr__``, so that a name this
+module lacks is still an error to them."""
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        module = _LOCATIONS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'seamline.api' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LOCATIONS])
+
 
 __all__ = [
     "ConfigError",
@@ -120,6 +161,10 @@ def open_index(
             f"open_index takes the path of an output a pipeline wrote (a str or path, such "
             f"as 'out/embeddings.lance'), not {type(path).__name__}"
         )
+    from seamline.adapters.search import Searcher
+    from seamline.contracts.component import from_here
+    from seamline.core import Registry, user_trust
+
     index = from_here(os.fspath(path))
     return Searcher(registry or Registry.discover(user_trust()), index, attention)
 
@@ -139,5 +184,6 @@ def enable_compile_cache(directory: str | os.PathLike[str] | None = None) -> Pat
     by those variables that cannot be used raises :class:`UserError`.
     """
     from seamline.adapters.compile_cache import enable_compile_cache as enable
+    from seamline.contracts.component import from_here
 
     return enable(None if directory is None else from_here(os.fspath(directory)), api=True)
