@@ -819,7 +819,7 @@ def _checked_texts(texts: Texts) -> list[str]:
     return batch
 
 
-def _listed_texts(texts: Sequence[str]) -> list[str]:
+def _listed_texts(texts: Sequence[str] | Iterator[str]) -> list[str]:
     """``texts`` as a list (empty or not), refused if any of it is not a text."""
     _check_container(texts)
     batch = list(texts)
