@@ -101,14 +101,16 @@ class WeightsError(UserError):
 
 
 class ResourceExhausted(SeamlineError):
-    """The machine ran out of memory or open files: not the input's fault, nor a kernel's.
+    """The machine ran out of memory, open files or room on disk: not the input's fault,
+    nor a kernel's.
 
     A kernel that failed for want of memory was demoted as if it could not serve the
     shape, and so was every other one, each failing the same way: the run ended with
     "no attention candidate can serve" and exit code 2, as though the pipeline were
     wrong, and nothing said the checkpoint was kept. ``resource`` is what ran out
-    (``memory`` or ``open files``), ``where`` what was under way, ``detail`` the error
-    as it was raised; plain values, so that it crosses process boundaries intact.
+    (:data:`MEMORY`, :data:`OPEN_FILES`, :data:`FILE_SIZE`, :data:`DISK_SPACE` or
+    :data:`DISK_QUOTA`), ``where`` what was under way, ``detail`` the error as it was
+    raised; plain values, so that it crosses process boundaries intact.
     """
 
     def __init__(self, resource: str, where: str, detail: str) -> None:
@@ -126,16 +128,38 @@ class ResourceExhausted(SeamlineError):
         return (type(self), (self.resource, self.where, self.detail))
 
 
+MEMORY = "memory"
+OPEN_FILES = "open files"
+FILE_SIZE = "room under the file-size limit"
+"""EFBIG: a file reached the largest size the process (``ulimit -f``) or the file system
+allows."""
+DISK_SPACE = "disk space"
+DISK_QUOTA = "disk quota"
+
+_REMEDIES = {
+    OPEN_FILES: "raise the limit on open files (ulimit -n)",
+    FILE_SIZE: (
+        "raise the limit on a file's size (ulimit -f), or write the output to a file "
+        "system that takes larger files"
+    ),
+    DISK_SPACE: (
+        "free space on the disk being written to, or write the output to one with more room"
+    ),
+    DISK_QUOTA: "free space within your disk quota (or have it raised)",
+}
+"""What to do when something other than memory ran out."""
+
+
 def exhaustion_remedy(resource: str, *, resuming: bool = False) -> str:
-    """What to do when ``resource`` (``memory`` or ``open files``) ran out, before running
-    again: "fix that" says no more than that something broke.
+    """What to do when ``resource`` ran out, before running again: "fix that" says no
+    more than that something broke.
 
     ``resuming``: the advice goes on "then run again with --resume". A resumed run keeps
     its batch settings (``run.batch_size`` and ``run.batch_tokens`` are checked against
     the checkpoint), so smaller batches are said to need ``--restart`` there: advised
     plainly, they were refused by the very ``--resume`` the line went on to advise."""
-    if resource == "open files":
-        return "raise the limit on open files (ulimit -n)"
+    if resource != MEMORY:
+        return _REMEDIES.get(resource, f"make more {resource} available")
     if resuming:
         return (
             "give the run more memory (smaller batches, a lower run.batch_size or "

@@ -15,8 +15,13 @@ score matrix meets at long sequences where a flash kernel fits, and negotiation 
 takes the next candidate, as it always has. On the CPU backend the same error is the
 host's memory, which every candidate shares: that one stops the run.
 
-Libraries written in Rust say "Too many open files" in their own words: LanceDB raises a
-``RuntimeError`` whose text carries Rust's ``(os error 24)``, and where it cannot even
+A file that reached the size limit (``ulimit -f``: EFBIG), a full disk (ENOSPC) or an
+exhausted quota (EDQUOT) is running out too: the fix is the machine's, not the component's.
+
+Libraries written in Rust say these in their own words: LanceDB raises a ``RuntimeError``
+whose text carries Rust's ``(os error 24)`` ("Too many open files"; 27, 28 and 122 for
+the file size, the disk and the quota, which it said as a component's failure with the
+path of its build's source and no fix), and where it cannot even
 start its runtime, a pyo3 ``PanicException``, which is a ``BaseException`` that no
 ``except Exception`` of the run takes (a traceback, where ``OSError`` EMFILE is one line
 naming ``ulimit -n``). Both are recognized by their text (:func:`ran_out_in_panic` turns
@@ -27,27 +32,53 @@ anything else stays what it is.
 from __future__ import annotations
 
 import errno
+import os
+import re
 
 from seamline.contracts import ResourceExhausted
-
-MEMORY = "memory"
-OPEN_FILES = "open files"
+from seamline.contracts.errors import (
+    DISK_QUOTA,
+    DISK_SPACE,
+    FILE_SIZE,
+    MEMORY,
+    OPEN_FILES,
+)
 
 _RUNTIME_ERRORS = frozenset({"XlaRuntimeError", "JaxRuntimeError"})
 """XLA's errors (their messages carry a host callback's exception, type name first)."""
 _MEMORY_WORDS = ("RESOURCE_EXHAUSTED", "MemoryError", "Out of memory", "bad_alloc")
-_OPEN_FILES_WORDS = ("Too many open files", f"(os error {errno.EMFILE})")
+_ERRNOS = {
+    errno.EMFILE: OPEN_FILES,
+    errno.ENFILE: OPEN_FILES,
+    errno.ENOMEM: MEMORY,
+    errno.EFBIG: FILE_SIZE,
+    errno.ENOSPC: DISK_SPACE,
+    errno.EDQUOT: DISK_QUOTA,
+}
+_RUST_WORDS = (
+    (os.strerror(errno.EMFILE), OPEN_FILES),
+    *(
+        (words, resource)
+        for number, resource in _ERRNOS.items()
+        if resource != MEMORY  # a library's "out of memory" is not the host's for sure
+        for words in (f"(os error {number})", f"Os {{ code: {number},")
+    ),
+)
 """Rust's ``std::io::Error`` shows EMFILE as "Too many open files (os error 24)", and
-its ``Debug`` form (a panic's) as ``Os { code: 24, ..., message: "Too many open files" }``."""
+its ``Debug`` form (a panic's) as ``Os { code: 24, ..., message: "Too many open files" }``;
+likewise EFBIG ("File too large (os error 27)"), ENOSPC (28) and EDQUOT (122). Only the
+number is taken for those: "File too large" alone may be a library's own refusal."""
+_RUST_SOURCE = re.compile(r",? */\S+\.rs:\d+:\d+")
+"""Where in its source a Rust library raised the error (``, /root/.cargo/registry/src/
+.../structural.rs:258:9``): the path of the library's build, nothing a user can act on."""
 _PANIC = "PanicException"
 """pyo3's exception for a Rust panic (each extension module has its own class of it)."""
 _ON_CHIP = ("vmem", "smem", "shared memory", "scoped memory")
-_ERRNOS = {errno.EMFILE: OPEN_FILES, errno.ENFILE: OPEN_FILES, errno.ENOMEM: MEMORY}
 
 
 def exhausted_resource(error: BaseException) -> str | None:
-    """``memory`` or ``open files`` when ``error`` (or one it was raised from) says the
-    machine ran out of that; None otherwise."""
+    """What ran out (``memory``, ``open files``, ``disk space``, ...) when ``error`` (or
+    one it was raised from) says the machine ran out of it; None otherwise."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
@@ -61,9 +92,12 @@ def exhausted_resource(error: BaseException) -> str | None:
 
 def exhausted(error: BaseException, where: str, detail: str) -> ResourceExhausted | None:
     """``error`` as a :class:`ResourceExhausted` (``where``: what was under way; ``detail``:
-    the error in one line), or None when it is not one of running out."""
+    the error in one line, less a Rust library's source location), or None when it is not
+    one of running out."""
     resource = exhausted_resource(error)
-    return None if resource is None else ResourceExhausted(resource, where, detail)
+    if resource is None:
+        return None
+    return ResourceExhausted(resource, where, _RUST_SOURCE.sub("", detail))
 
 
 def ran_out_in_panic(error: BaseException, where: str, detail: str) -> ResourceExhausted | None:
@@ -86,8 +120,9 @@ def _resource_of(error: BaseException) -> str | None:
     if not isinstance(error, RuntimeError) and name not in _RUNTIME_ERRORS and name != _PANIC:
         return None
     text = str(error)
-    if any(word in text for word in _OPEN_FILES_WORDS):
-        return OPEN_FILES
+    for words, resource in _RUST_WORDS:
+        if words in text:
+            return resource
     if name not in _RUNTIME_ERRORS:  # a library's memory words are not the host's for sure
         return None
     if any(word in text for word in _MEMORY_WORDS):

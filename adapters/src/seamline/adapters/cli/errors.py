@@ -19,8 +19,13 @@ import typer
 from seamline.adapters.cli.render.console import error, interrupted
 from seamline.adapters.cli.stopping import exit_code, stopped_by
 from seamline.contracts.errors import (
+    DISK_QUOTA,
+    DISK_SPACE,
+    FILE_SIZE,
     FIRST_COMMIT_UNDER_WAY,
+    MEMORY,
     NOTHING_COMMITTED,
+    OPEN_FILES,
     ContractViolation,
     ResourceExhausted,
     ShardFailed,
@@ -225,11 +230,11 @@ def _built(problem: BaseException) -> str | None:
 
 
 def _ran_out(error: BaseException, component: str, reason: str) -> ResourceExhausted | None:
-    """``error``, which left a call of ``component``, as the machine running out of memory
-    or open files (a ``MemoryError``; a library's own words for EMFILE, LanceDB's
-    ``RuntimeError`` "... (os error 24)"); None for anything else. An ``OSError`` is not
-    taken here (:func:`_environment_failure` names its file), nor a ``UserError`` (its
-    message says what to do)."""
+    """``error``, which left a call of ``component``, as the machine running out of memory,
+    open files or room on disk (a ``MemoryError``; a library's own words for EMFILE or
+    ENOSPC, LanceDB's ``RuntimeError`` "... (os error 24)" or "(os error 28)"); None for
+    anything else. An ``OSError`` is not taken here (:func:`_environment_failure` names its
+    file), nor a ``UserError`` (its message says what to do)."""
     if isinstance(error, (OSError, UserError)):
         return None
     from seamline.core import exhausted  # only now: the import costs start-up
@@ -237,8 +242,16 @@ def _ran_out(error: BaseException, component: str, reason: str) -> ResourceExhau
     return exhausted(error, f"in {component}", reason)
 
 
-RAN_OUT = {errno.EMFILE: "open files", errno.ENFILE: "open files", errno.ENOMEM: "memory"}
-"""The system's errors that say it ran out of something: the fix is named, not "fix that"."""
+RAN_OUT = {
+    errno.EMFILE: OPEN_FILES,
+    errno.ENFILE: OPEN_FILES,
+    errno.ENOMEM: MEMORY,
+    errno.EFBIG: FILE_SIZE,
+    errno.ENOSPC: DISK_SPACE,
+    errno.EDQUOT: DISK_QUOTA,
+}
+"""The system's errors that say it ran out of something: the fix is named, not "fix that"
+(a file past ``ulimit -f`` was told "File too large ...: fix that", nothing said what)."""
 
 
 def _environment_failure(
@@ -267,7 +280,7 @@ def _remedied(kept: str, resource: str) -> str:
 
 
 def _exhausted(problem: ResourceExhausted, kept: str) -> NoReturn:
-    """Out of memory or open files: what ran out and where, what is kept, and the fix
+    """Out of memory, open files or disk: what ran out and where, what is kept, and the fix
     (in place of ``kept``'s "fix that", which says no more than that something broke)."""
     if "fix that" in kept:
         said = _remedied(kept, problem.resource)
