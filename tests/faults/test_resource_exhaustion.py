@@ -240,5 +240,6 @@ def test_the_system_running_out_anywhere_in_the_run_names_the_fix(
     assert code == 1
     assert line.startswith("error: ran out of memory in loader 'jsonl' (read, from x 1) (")
     assert line.endswith(
-        "cannot be resumed: they need --restart, which starts over), then run again with --resume"
-    ), "smaller batches are not advised for the --resume that refuses them"
+        "cannot be resumed: it needs --restart, which starts over), then run again with --resume"
+    ), "a lower max_bytes is not advised for the --resume that refuses it"
+    assert "loader.with.max_bytes" in line, "a loader's read holds a document, not a batch"

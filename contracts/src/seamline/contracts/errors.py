@@ -110,22 +110,25 @@ class ResourceExhausted(SeamlineError):
     wrong, and nothing said the checkpoint was kept. ``resource`` is what ran out
     (:data:`MEMORY`, :data:`OPEN_FILES`, :data:`FILE_SIZE`, :data:`DISK_SPACE` or
     :data:`DISK_QUOTA`), ``where`` what was under way, ``detail`` the error as it was
-    raised; plain values, so that it crosses process boundaries intact.
+    raised, ``step`` the component's call it left (``load``, ``prepare``; "" when none
+    was under way), by which the remedy is chosen; plain values, so that it crosses
+    process boundaries intact.
     """
 
-    def __init__(self, resource: str, where: str, detail: str) -> None:
+    def __init__(self, resource: str, where: str, detail: str, step: str = "") -> None:
         self.resource = resource
         self.where = where
         self.detail = detail
+        self.step = step
         super().__init__(f"ran out of {resource} {where} ({detail})")
 
     @property
     def remedy(self) -> str:
         """What to do about it, before running again."""
-        return exhaustion_remedy(self.resource)
+        return exhaustion_remedy(self.resource, step=self.step)
 
-    def __reduce__(self) -> tuple[type[ResourceExhausted], tuple[str, str, str]]:
-        return (type(self), (self.resource, self.where, self.detail))
+    def __reduce__(self) -> tuple[type[ResourceExhausted], tuple[str, str, str, str]]:
+        return (type(self), (self.resource, self.where, self.detail, self.step))
 
 
 MEMORY = "memory"
@@ -147,19 +150,49 @@ _REMEDIES = {
     ),
     DISK_QUOTA: "free space within your disk quota (or have it raised)",
 }
-"""What to do when something other than memory ran out."""
+"""What to do when something other than memory ran out: the same whatever the step."""
+LOADING = frozenset({"load"})
+"""A model's call that reads its weights: they are held whole, whatever the batches."""
+READING = frozenset({"read", "prepare"})
+"""The calls that hold a whole document (a loader's read, a model's tokenizing): what
+bounds them is the loader's ``max_bytes``, not the batches."""
+BATCHED = frozenset({"", "apply", "collate", "call", "write"})
+"""The calls whose memory grows with the batch ("": no component's call, the attention
+compiled, run or timed on a batch's shape)."""
 
 
-def exhaustion_remedy(resource: str, *, resuming: bool = False) -> str:
+def exhaustion_remedy(resource: str, *, resuming: bool = False, step: str = "") -> str:
     """What to do when ``resource`` ran out, before running again: "fix that" says no
     more than that something broke.
 
-    ``resuming``: the advice goes on "then run again with --resume". A resumed run keeps
-    its batch settings (``run.batch_size`` and ``run.batch_tokens`` are checked against
-    the checkpoint), so smaller batches are said to need ``--restart`` there: advised
-    plainly, they were refused by the very ``--resume`` the line went on to advise."""
+    ``step``: the component's call that ran out (``load``, ``prepare``, ``apply``; ""
+    for none). Memory is advised for by it: smaller batches were advised for a model
+    that ran out loading its weights, where batches play no part. ``resuming``: the
+    advice goes on "then run again with --resume". A resumed run keeps its batch and
+    loader settings (``run.batch_size``, ``run.batch_tokens`` and the loader's section
+    are checked against the checkpoint), so changing them is said to need ``--restart``
+    there: advised plainly, they were refused by the very ``--resume`` the line went on
+    to advise."""
     if resource != MEMORY:
         return _REMEDIES.get(resource, f"make more {resource} available")
+    if step in LOADING:
+        return (
+            "give the run more memory (loading the model holds all its weights at once, so "
+            "it needs at least their size on disk)"
+        )
+    if step in READING:
+        if resuming:
+            return (
+                "give the run more memory (a lower loader.with.max_bytes, which sets the "
+                "largest documents aside, cannot be resumed: it needs --restart, which "
+                "starts over)"
+            )
+        return (
+            "give the run more memory, or a lower loader.with.max_bytes (the largest "
+            "document is read and tokenized whole)"
+        )
+    if step not in BATCHED:
+        return "give the run more memory"
     if resuming:
         return (
             "give the run more memory (smaller batches, a lower run.batch_size or "

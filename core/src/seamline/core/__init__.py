@@ -96,7 +96,7 @@ if TYPE_CHECKING:
     from seamline.core.provenance import run_versions
     from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
-    from seamline.core.seams import clipped, failed_at, one_line
+    from seamline.core.seams import clipped, failed_at, one_line, operation_of
     from seamline.core.stops import is_interrupt, raise_kept_stop, stops_kept
     from seamline.core.suggest import did_you_mean
     from seamline.core.telemetry import telemetry_applied, worker_name
@@ -143,6 +143,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "failed_at": ("seamline.core.seams", "failed_at"),
     "exhausted": ("seamline.core.exhaustion", "exhausted"),
     "one_line": ("seamline.core.seams", "one_line"),
+    "operation_of": ("seamline.core.seams", "operation_of"),
     "clipped": ("seamline.core.seams", "clipped"),
     # Pipeline files
     "AttentionMode": ("seamline.core.config", "AttentionMode"),
@@ -319,6 +320,7 @@ __all__ = [
     "neighbours_kept",
     "not_private",
     "one_line",
+    "operation_of",
     "otlp_endpoint_problem",
     "otlp_signal_url",
     "output_directory",

@@ -90,23 +90,28 @@ def exhausted_resource(error: BaseException) -> str | None:
     return None
 
 
-def exhausted(error: BaseException, where: str, detail: str) -> ResourceExhausted | None:
+def exhausted(
+    error: BaseException, where: str, detail: str, step: str = ""
+) -> ResourceExhausted | None:
     """``error`` as a :class:`ResourceExhausted` (``where``: what was under way; ``detail``:
-    the error in one line, less a Rust library's source location), or None when it is not
-    one of running out."""
+    the error in one line, less a Rust library's source location; ``step``: the component's
+    call it left, by which the remedy is chosen), or None when it is not one of running
+    out."""
     resource = exhausted_resource(error)
     if resource is None:
         return None
-    return ResourceExhausted(resource, where, _RUST_SOURCE.sub("", detail))
+    return ResourceExhausted(resource, where, _RUST_SOURCE.sub("", detail), step)
 
 
-def ran_out_in_panic(error: BaseException, where: str, detail: str) -> ResourceExhausted | None:
+def ran_out_in_panic(
+    error: BaseException, where: str, detail: str, step: str = ""
+) -> ResourceExhausted | None:
     """A Rust library's panic (pyo3's ``PanicException``) that says the machine ran out of
     open files, as a :class:`ResourceExhausted` (an ``Exception``, which the run's failure
     handling takes); None for any other error, a ``KeyboardInterrupt`` above all."""
     if isinstance(error, Exception) or type(error).__name__ != _PANIC:
         return None
-    return exhausted(error, where, detail)
+    return exhausted(error, where, detail, step)
 
 
 def _resource_of(error: BaseException) -> str | None:

@@ -46,6 +46,17 @@ def failed_at(error: BaseException) -> str | None:
     return where if isinstance(where, str) else None
 
 
+def operation_of(where: str) -> str:
+    """The operation named in ``where``, a call as :func:`mark_failure` wrote it (``model
+    'x' (load, from ...)``: ``load``); "" for anything else (``the pipeline``). A failure
+    that crossed from a worker process carries only that text."""
+    if not where.endswith(")"):
+        return ""
+    _, opened, inside = where.rpartition(" (")
+    operation = inside[:-1].partition(", from ")[0]
+    return operation if opened and operation.isidentifier() else ""
+
+
 def mark_failure(
     error: BaseException,
     kind: str,
@@ -155,7 +166,9 @@ class Seam:
                 except BaseException as err:  # KeyboardInterrupt too: the span says ERROR
                     mark_failure(err, self.kind, self.name, operation, self.info)
                     record_failure(span, err)
-                    stop = ran_out_in_panic(err, f"in {failed_at(err)}", one_line(err))
+                    where = failed_at(err)  # the innermost seam's call, and so its step
+                    step = operation_of(where or "")
+                    stop = ran_out_in_panic(err, f"in {where}", one_line(err), step)
                     if stop is None:
                         raise
                     # A Rust library's panic for want of open files (LanceDB's, at connect):

@@ -237,9 +237,9 @@ def _ran_out(error: BaseException, component: str, reason: str) -> ResourceExhau
     file), nor a ``UserError`` (its message says what to do)."""
     if isinstance(error, (OSError, UserError)):
         return None
-    from seamline.core import exhausted  # only now: the import costs start-up
+    from seamline.core import exhausted, operation_of  # only now: the import costs start-up
 
-    return exhausted(error, f"in {component}", reason)
+    return exhausted(error, f"in {component}", reason, operation_of(component))
 
 
 RAN_OUT = {
@@ -267,23 +267,33 @@ def _environment_failure(
     where = f" ({', '.join(named)})" if named else ""
     resource = RAN_OUT.get(problem.errno or 0)
     if resource is not None:
-        kept = _remedied(kept, resource)
+        kept = _remedied(kept, resource, _operation(component))
     error(f"{what}{where}: {kept}")
     raise typer.Exit(1) from None
 
 
-def _remedied(kept: str, resource: str) -> str:
-    """``kept`` with its "fix that" replaced by what to do about ``resource`` running out;
-    a ``kept`` that ends "then run again with --resume" gets the remedy that suits it."""
-    remedy = exhaustion_remedy(resource, resuming=kept.endswith("--resume"))
+def _remedied(kept: str, resource: str, step: str = "") -> str:
+    """``kept`` with its "fix that" replaced by what to do about ``resource`` running out
+    in ``step`` (the component's call, "" for none); a ``kept`` that ends "then run again
+    with --resume" gets the remedy that suits it."""
+    remedy = exhaustion_remedy(resource, resuming=kept.endswith("--resume"), step=step)
     return kept.replace("fix that", remedy, 1)
+
+
+def _operation(component: str | None) -> str:
+    """The call named in ``component`` (``model 'x' (build, ...)``: ``build``), "" for none."""
+    if component is None:
+        return ""
+    from seamline.core import operation_of
+
+    return operation_of(component)
 
 
 def _exhausted(problem: ResourceExhausted, kept: str) -> NoReturn:
     """Out of memory, open files or disk: what ran out and where, what is kept, and the fix
     (in place of ``kept``'s "fix that", which says no more than that something broke)."""
     if "fix that" in kept:
-        said = _remedied(kept, problem.resource)
+        said = _remedied(kept, problem.resource, problem.step)
     else:
         said = f"{kept} ({problem.remedy}, then run again)"
     error(f"{problem}: {said}")
