@@ -100,3 +100,11 @@ def test_what_encode_takes_is_what_its_annotation_says() -> None:
     # The long_text values, for an application's own setting.
     assert get_args(seamline.api.LongText) == ("truncate", "mean", "windows")
     assert "LongText" in seamline.api.__all__
+
+
+def test_dir_offers_the_public_names_once_and_not_the_modules_imports() -> None:
+    # dir(seamline.api) listed QueryRefused twice and Any, os, importlib, TYPE_CHECKING:
+    # an editor's completion of "seamline.api." offered them all.
+    import seamline.api as api
+
+    assert dir(api) == sorted(api.__all__)

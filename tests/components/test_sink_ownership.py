@@ -160,8 +160,24 @@ def test_another_users_checkpoint_refuses_the_resume(
     out = tmp_path / "out"
     interrupted_run(out, SINKS["jsonl"])
     another_users(monkeypatch, checkpoint_path(out / "emb.jsonl"))
-    with pytest.raises(ResumeRefused, match=r"checkpoint .*: it is owned by another user"):
+    refused = r"checkpoint .* could have been changed by someone else, so it is not trusted: "
+    with pytest.raises(ResumeRefused, match=refused + "it belongs to another user, "):
         SINKS["jsonl"](out).recover(MANIFEST)
+
+
+def test_a_checkpoint_others_can_write_is_refused_as_exposed_not_as_another_sinks(
+    tmp_path: Path,
+) -> None:
+    # The sink wrote it (0600); its mode changed since. "Not one this jsonl sink wrote"
+    # sent the user looking for another sink's file.
+    out = tmp_path / "out"
+    interrupted_run(out, SINKS["jsonl"])
+    checkpoint_path(out / "emb.jsonl").chmod(0o602)
+    with pytest.raises(ResumeRefused) as refused:
+        SINKS["jsonl"](out).recover(MANIFEST)
+    message = str(refused.value)
+    assert "could have been changed by someone else, so it is not trusted: every user" in message
+    assert "is not one this jsonl sink wrote" not in message
 
 
 def test_another_users_lock_file_is_refused(

@@ -117,7 +117,9 @@ if not TYPE_CHECKING:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LOCATIONS])
+    """What the module offers (its ``__all__``, each name once), not the imports it uses:
+    ``Any``, ``os`` and ``importlib`` crowded an editor's completion of ``seamline.api.``."""
+    return sorted(set(__all__))
 
 
 __all__ = [

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationErr
 
 from seamline.contracts.errors import ResumeRefused
 from seamline.contracts.logs import get_logger
-from seamline.contracts.ownership import not_yours_alone
+from seamline.contracts.ownership import describe_user, not_yours_alone
 from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
     AtomicGroup,
@@ -247,12 +247,18 @@ class CheckpointFile(Generic[S]):
         self.targets = list(targets)
         self.state_type = state
 
-    def refused(self, why: str) -> ResumeRefused:
-        """The refusal of a checkpoint that is not one this sink wrote for these files."""
+    def refused(self, why: str, *, exposed: bool = False) -> ResumeRefused:
+        """The refusal of a checkpoint that is not one this sink wrote for these files, or
+        (``exposed``) that someone else could have changed: another user's, or one others
+        can write (the sink wrote it, 0600; its mode was changed since)."""
+        what = (
+            "could have been changed by someone else, so it is not trusted"
+            if exposed
+            else f"is not one this {self.sink} sink wrote for these files"
+        )
         return ResumeRefused(
-            f"cannot resume: the checkpoint {str(self.path)!r} is not one this "
-            f"{self.sink} sink wrote for these files: {why}. Delete it, or run again with "
-            "--restart (or without --resume) to start over"
+            f"cannot resume: the checkpoint {str(self.path)!r} {what}: {why}. Delete it, or "
+            "run again with --restart (or without --resume) to start over"
         )
 
     def load(self) -> tuple[dict[str, Any], S] | None:
@@ -265,7 +271,8 @@ class CheckpointFile(Generic[S]):
         """
         try:
             with open_regular(self.path, follow=False) as handle:
-                problem = not_yours_alone(self.path, os.fstat(handle.fileno()))
+                found = os.fstat(handle.fileno())
+                problem = not_yours_alone(self.path, found)
                 data = read_at_most(handle, MAX_CHECKPOINT_BYTES)
         except FileNotFoundError:
             return None
@@ -273,8 +280,11 @@ class CheckpointFile(Generic[S]):
             raise self.refused(f"it is {err}, not a file") from None
         except OSError as err:
             raise self.refused(f"it cannot be read ({err.strerror or err})") from None
-        if problem is not None:  # this sink writes it 0600: another's was put in its place
-            raise self.refused(problem[0])
+        if problem is not None:  # this sink writes it 0600: another's, or its mode changed
+            why, kind = problem
+            if kind == "owner":  # named as the staging folder's and the lock's refusals name it
+                why = f"it belongs to another user, {describe_user(found.st_uid)}"
+            raise self.refused(why, exposed=True)
         if len(data) > MAX_CHECKPOINT_BYTES:
             raise self.refused(f"it is larger than {MAX_CHECKPOINT_BYTES:,} bytes")
         try:
