@@ -18,13 +18,14 @@ import pytest
 import structlog
 
 from seamline.components.sinks.jsonl import JsonlSink
+from seamline.contracts import ResumeRefused
 from seamline.core.pipeline import Pipeline
 from tests.core.test_resume import registry
 
 TEXTS = [" ".join([f"w{i}"] * (1 + i % 5)) for i in range(24)]
 
 
-def pipeline() -> Pipeline:
+def pipeline(overrides: tuple[str, ...] = ()) -> Pipeline:
     """24 documents, two a batch, committed every 5 read, into ``out/emb.jsonl`` (relative,
     as a user writes it: the test runs in a folder of its own)."""
     return Pipeline.from_dict(
@@ -36,6 +37,7 @@ def pipeline() -> Pipeline:
             "sink": {"use": "jsonl", "with": {"path": "out/emb.jsonl"}},
             "run": {"batch_size": 2, "buckets": [8], "checkpoint_every": 5, "in_flight": 0},
         },
+        overrides,
         registry=registry(),
     )
 
@@ -114,6 +116,26 @@ def test_a_run_without_resume_warns_that_it_discards_a_checkpoint(
     assert [json.loads(line)["id"] for line in records] == [f"d{i}" for i in range(len(TEXTS))]
 
 
+def test_a_refused_resume_names_the_keyword_that_starts_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A notebook whose resume was refused (a setting changed since the stop) was told "Run
+    again with --restart (or without --resume) to start over": two flags a caller of the
+    library has no way to pass. It is told ``run(restart=True)`` beside the flag, which
+    starts over."""
+    stopped_at_write(monkeypatch, at=7)
+    changed = ("run.batch_size=4",)
+    with pytest.raises(ResumeRefused) as refused:
+        pipeline(changed).run(resume=True)
+    said = str(refused.value)
+    assert "run.batch_size" in said, said
+    assert said.endswith("run again with --restart (run(restart=True) from Python) to start over")
+    assert "(or without --resume)" not in said
+    summary = pipeline(changed).run(restart=True)
+    assert summary.resumed_from is None
+    assert summary.output.documents == len(TEXTS)
+
+
 def test_a_run_with_no_checkpoint_to_discard_warns_of_none(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -136,7 +158,7 @@ def test_a_resume_of_a_published_output_says_it_is_complete() -> None:
     assert warned["event"] == (
         f"resume: {output!r} is complete; there is nothing to resume: starting from the "
         "beginning, every document embedded again (and a sink that appends adds every "
-        "document again); run without --resume (resume=False) to start over unwarned"
+        "document again); run without --resume (resume=False from Python) to start over unwarned"
     )
     assert summary.resumed_from is None
     assert summary.output.documents == len(TEXTS)

@@ -24,11 +24,11 @@ if TYPE_CHECKING:
 LOADER = "loader 'fault-loader' (read, from seamline-fixture-faults 0.1.0)"
 NOTHING_COMMITTED = (
     "nothing was published and nothing was committed, so a run again starts from the "
-    "beginning (fix the cause, then run again; --resume is not needed)"
+    "beginning (fix the cause, then run again; resuming is not needed)"
 )
 FROM_THE_COMMIT = (
     "nothing was published and what the sink last committed is kept (fix the cause, then run "
-    "again with --resume to continue from that commit)"
+    "again with --resume (run(resume=True) from Python) to continue from that commit)"
 )
 
 
@@ -73,8 +73,9 @@ def test_a_shard_that_committed_nothing_is_started_over_by_resume() -> None:
     failed = ShardFailed(1, 3, "model 'toy' (apply, from t 1)", "ValueError: no", committed=False)
     assert str(failed) == (
         "shard 1 of 3 failed in model 'toy' (apply, from t 1): ValueError: no; nothing was "
-        "published and shard 1 committed nothing (fix the cause and run again with --resume: "
-        "shard 1 starts from its beginning, the other shards continue from their last commits)"
+        "published and shard 1 committed nothing (fix the cause and run again with --resume "
+        "(run(resume=True) from Python): shard 1 starts from its beginning, the other shards "
+        "continue from their last commits)"
     )
 
 

@@ -87,12 +87,26 @@ class ContractViolation(SeamlineError):
     """
 
 
+RESUME = "--resume (run(resume=True) from Python)"
+"""How a message names resuming: a refusal or a stop raised in the library reaches the
+``seamline`` command's user and a caller of ``Pipeline.run`` alike, and the library has
+no ``--resume`` (a notebook was told to "run again with --resume"). Every message that
+says to resume says it with this, in both spellings."""
+RESTART = "--restart (run(restart=True) from Python)"
+"""How a message names starting over past a checkpoint that cannot be resumed (both
+spellings, as :data:`RESUME`): a caller of ``Pipeline.run`` was told "run again with
+--restart (or without --resume)", neither of which it has."""
+WITHOUT_RESUME = "without --resume (resume=False from Python)"
+"""How a message names a plain run, where a resume is refused or pointless (as :data:`RESUME`)."""
+
+
 class ResumeRefused(UserError):
     """A resume would continue an output the run no longer matches, so it was refused.
 
     A sink raises it from ``recover`` when its checkpoint was made by another model,
     pipeline or input (the message names which). Nothing has been written yet, so a
-    caller may start over instead (``seamline run --resume --restart``).
+    caller may start over instead (``seamline run --resume --restart``,
+    ``run(resume=True, restart=True)``).
     """
 
 
@@ -264,21 +278,21 @@ def _what_a_run_again_does(index: int, count: int, committed: bool | None) -> st
         if committed is False:
             return (
                 " and nothing was committed, so a run again starts from the beginning (fix the "
-                "cause, then run again; --resume is not needed)"
+                "cause, then run again; resuming is not needed)"
             )
         if committed is None:
             return (
                 " and what the sink last committed, if anything, is kept (fix the cause, then "
-                "run again with --resume to continue from the last commit, if there is one)"
+                f"run again with {RESUME} to continue from the last commit, if there is one)"
             )
         return (
             " and what the sink last committed is kept (fix the cause, then run again with "
-            "--resume to continue from that commit)"
+            f"{RESUME} to continue from that commit)"
         )
     if committed is False:
         return (
-            f" and shard {index} committed nothing (fix the cause and run again with --resume: "
+            f" and shard {index} committed nothing (fix the cause and run again with {RESUME}: "
             f"shard {index} starts from its beginning, the other shards continue from their "
             "last commits)"
         )
-    return " (fix the cause and run again with --resume to continue from the shards' last commits)"
+    return f" (fix the cause and run again with {RESUME} to continue from the shards' last commits)"

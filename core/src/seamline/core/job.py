@@ -52,6 +52,7 @@ from seamline.contracts import (
     UserError,
     WorkerFactory,
 )
+from seamline.contracts.errors import RESTART, RESUME
 from seamline.contracts.executor import merge_attention
 from seamline.contracts.logs import get_logger
 from seamline.core.before_publishing import check_something_embedded
@@ -74,7 +75,7 @@ log = get_logger("seamline.core")
 
 _NOT_PUBLISHED = (
     "Nothing was published; what the shards committed is kept: fix the executor (or choose "
-    "another), then run again with --resume to go on from it"
+    f"another), then run again with {RESUME} to go on from it"
 )
 """What a run whose executor broke its contract leaves, and how to go on."""
 
@@ -215,7 +216,7 @@ class PipelineJob(Job):
                         f"{self._executor_place()}: cannot resume: the interrupted run "
                         f"{staged.run_id} was split into {staged.count} shards, this executor "
                         f"asks for {count}; resume with the same executor settings, or run "
-                        "again with --restart (or without --resume) to start over"
+                        f"again with {RESTART} to start over"
                     )
                 self._run_id = staged.run_id
                 self.finished_before = staged.finished
@@ -265,8 +266,8 @@ class PipelineJob(Job):
                         f"{self._executor_place()}: cannot resume from {where}: "
                         f"the interrupted run ran as one shard, and this executor splits the "
                         f"run into {count}; resume with the executor settings it was started "
-                        "with (local, or shards: 1), or run again with --restart (or without "
-                        "--resume) to start over"
+                        f"with (local, or shards: 1), or run again with {RESTART} to start "
+                        "over"
                     )
             finally:
                 sink.close(complete=False)  # keeps a commit as it was
@@ -320,8 +321,8 @@ class PipelineJob(Job):
             raise ResumeRefused(
                 f"{self._executor_place()}: cannot resume: the interrupted run {staged.run_id} "
                 f"was split into {staged.count} shards, and this executor runs one; resume with "
-                "the executor settings it was started with, or run again with --restart (or "
-                "without --resume) to start over"
+                f"the executor settings it was started with, or run again with {RESTART} to "
+                "start over"
             )
 
     # -- the end ---------------------------------------------------------------------------

@@ -55,7 +55,7 @@ from seamline.contracts import (
     Sink,
     UserError,
 )
-from seamline.contracts.errors import NOTHING_TO_RESUME
+from seamline.contracts.errors import NOTHING_TO_RESUME, RESTART, WITHOUT_RESUME
 from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import OutputConfig
 from seamline.contracts.untrusted import for_telemetry
@@ -537,8 +537,7 @@ def _check_cursor(
             f"cannot resume: {checkpoint} resumes after {cursor!r}, item "
             f"{skipped:,} of the input, but counts {held.read:,} items read up to it; it "
             "was changed after it was written, and resuming from it would write documents "
-            "twice or leave them out. Run again with --restart (or without --resume) to "
-            "start over"
+            f"twice or leave them out. Run again with {RESTART} to start over"
         )
 
 
@@ -597,8 +596,8 @@ def _start_or_recover(
     if not sink.resumable:
         raise UserError(
             f"cannot resume: sink {sink.name!r} keeps no checkpoints (it is not "
-            "resumable); run again without --resume (resume=False) to start from the "
-            "beginning, or choose a resumable sink"
+            f"resumable); run again {WITHOUT_RESUME} to start from the beginning, or "
+            "choose a resumable sink"
         )
     with seam.call("recover"):
         committed = sink.recover(manifest())
@@ -616,8 +615,8 @@ def _start_or_recover(
     except commits.TamperedCommit as err:
         raise ResumeRefused(
             f"cannot resume: {checkpoint} holds a commit seamline did not write "
-            f"({err}); it was changed after it was written. Run again with --restart (or "
-            "without --resume) to start over"
+            f"({err}); it was changed after it was written. Run again with {RESTART} to "
+            "start over"
         ) from None
     if held is not None and found is not None:
         _check_records(found, held)
@@ -638,7 +637,7 @@ def nothing_to_resume(sink: Sink[Any]) -> str:
         return (
             f"resume: {NOTHING_TO_RESUME.format(output=repr(str(config.path)))}: starting "
             "from the beginning, every document embedded again (and a sink that appends "
-            "adds every document again); run without --resume (resume=False) to start over unwarned"
+            f"adds every document again); run {WITHOUT_RESUME} to start over unwarned"
         )
     return "resume: nothing was committed to resume from; starting from the beginning"
 
@@ -655,7 +654,7 @@ def _check_records(found: CommittedRecords, held: RunCounts) -> None:
         raise ResumeRefused(
             f"cannot resume: the output committed with the checkpoint {found.checkpoint!r} "
             f"holds {' and '.join(problems)}; it was changed after it was written. Run again "
-            "with --restart (or without --resume) to start over"
+            f"with {RESTART} to start over"
         )
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import Field, NonNegativeInt, PositiveInt
 
 from seamline.contracts import ContractViolation, OutputRecord, ResumeRefused
+from seamline.contracts.errors import RESTART
 from seamline.contracts.manifest import REWRITE
 from seamline.contracts.readback import CHUNK_ROWS, Chunk, Digesting, OutputReader, Republished
 from seamline.contracts.sink_kit import (
@@ -220,7 +221,7 @@ class NpySink(PublishingSink[NpySinkConfig]):
             raise ResumeRefused(
                 f"cannot resume: the committed matrix {str(self.config.path)!r} holds "
                 f"{state.dtype} values, this sink writes {self._dtype.str}; run again "
-                "with --restart (or without --resume) to start over"
+                f"with {RESTART} to start over"
             )
         self._check_committed(state)
         self._rows, self._dim = state.rows, state.dim
@@ -247,7 +248,7 @@ class NpySink(PublishingSink[NpySinkConfig]):
                 f"cannot resume: the checkpoint {str(self._group.checkpoint)!r} records "
                 f"{state.rows:,} rows of {state.dim} values, but the committed matrix holds "
                 f"{matrix:,} bytes and the index {index:,} lines; it was changed after it was "
-                "written. Run again with --restart (or without --resume) to start over"
+                f"written. Run again with {RESTART} to start over"
             )
 
     def committed_outputs(self) -> int | None:

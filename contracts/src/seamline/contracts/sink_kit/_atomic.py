@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from seamline.contracts.errors import ResumeRefused, UserError
+from seamline.contracts.errors import RESTART, ResumeRefused, UserError
 from seamline.contracts.ownership import describe_user, my_uid, not_yours_alone
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.untrusted import (
@@ -93,8 +93,7 @@ class AtomicFile:
                     raise ResumeRefused(
                         f"cannot resume: the partial {purpose} file {str(self.temporary)!r} "
                         f"holds {size} bytes but {checkpoint} recorded {resume_at}; it was "
-                        "changed after the checkpoint. Run again with --restart (or without "
-                        "--resume) to start over"
+                        f"changed after the checkpoint. Run again with {RESTART} to start over"
                     )
                 if lines:
                     self.lines = _lines_before(fd, resume_at, purpose, self.temporary, checkpoint)
@@ -177,8 +176,8 @@ def _lines_before(fd: int, cut: int, purpose: str, path: Path, checkpoint: str) 
         raise ResumeRefused(
             f"cannot resume: {checkpoint} cuts the partial {purpose} file {str(path)!r} at "
             f"byte {cut:,}, inside a record (a record of this file ends with a newline); "
-            "the checkpoint was changed after it was written. Run again with --restart (or "
-            "without --resume) to start over"
+            f"the checkpoint was changed after it was written. Run again with {RESTART} to "
+            "start over"
         )
     count = offset = 0
     while offset < cut:
@@ -203,14 +202,14 @@ def _reopen_regular(path: Path, purpose: str) -> int:
     except FileNotFoundError:
         raise ResumeRefused(
             f"cannot resume: the partial {purpose} file {str(path)!r} named by the checkpoint "
-            "is gone; run again with --restart (or without --resume) to start over"
+            f"is gone; run again with {RESTART} to start over"
         ) from None
     except OSError as err:
         if path.is_symlink():
             raise ResumeRefused(
                 f"cannot resume: the partial {purpose} file {str(path)!r} is a symbolic link, "
                 "not the file this sink wrote; it was not followed. Remove it and run again "
-                "with --restart (or without --resume)"
+                f"with {RESTART}"
             ) from None
         if path.exists():  # a folder, a socket
             raise _not_regular(path, purpose, os.stat(path).st_mode) from err
@@ -225,7 +224,7 @@ def _reopen_regular(path: Path, purpose: str) -> int:
             f"cannot resume: the partial {purpose} file {str(path)!r} has {found.st_nlink} "
             "names (hard links), and the file this sink wrote had one: another file was put "
             "in its place, which resuming would cut and publish. It was not written to. "
-            "Remove it and run again with --restart (or without --resume)"
+            f"Remove it and run again with {RESTART}"
         )
     problem = not_yours_alone(path, found)
     if problem is not None:  # ours is made 0600: another's, or one others can write, is not
@@ -233,7 +232,7 @@ def _reopen_regular(path: Path, purpose: str) -> int:
         raise ResumeRefused(
             f"cannot resume: the partial {purpose} file {str(path)!r} is not the file this "
             f"sink wrote: {problem[0]}, and resuming would publish what is in it. It was not "
-            "written to. Run again with --restart (or without --resume) to start over"
+            f"written to. Run again with {RESTART} to start over"
         )
     os.set_blocking(fd, True)
     return fd
@@ -242,7 +241,7 @@ def _reopen_regular(path: Path, purpose: str) -> int:
 def _not_regular(path: Path, purpose: str, mode: int) -> ResumeRefused:
     return ResumeRefused(
         f"cannot resume: the partial {purpose} file {str(path)!r} is {kind_of(mode)}, not the "
-        "file this sink wrote; run again with --restart (or without --resume) to start over"
+        f"file this sink wrote; run again with {RESTART} to start over"
     )
 
 
@@ -295,7 +294,7 @@ def refuse_unless_yours(
             "or have its owner remove it, then run again"
         )
     elif resuming:
-        fix = "Run again with --restart, which deletes it and starts over in a private one"
+        fix = f"Run again with {RESTART}, which deletes it and starts over in a private one"
     else:
         fix = f"Remove it (rm -r {str(path)!r}), then run again"
     error = ResumeRefused if resuming else UserError
@@ -319,8 +318,7 @@ def refuse_a_link(path: Path, what: str) -> None:
         found = "a symbolic link" if path.is_symlink() else "not a folder"
         raise ResumeRefused(
             f"cannot resume: the {what} {str(path)!r} is {found}, not the folder this sink "
-            "made; it was not followed. Remove it, then run again with --restart (or without "
-            "--resume)"
+            f"made; it was not followed. Remove it, then run again with {RESTART}"
         )
     refuse_unless_yours(path, what, resuming=True)
 
@@ -338,7 +336,7 @@ def refuse_anything_planted(path: Path, what: str) -> None:
         raise ResumeRefused(
             f"cannot resume: the {what} {str(path)!r} holds {planted}, which this sink did "
             "not make, and a library writing the folder would follow it. Remove the folder, "
-            "then run again with --restart (or without --resume)"
+            f"then run again with {RESTART}"
         )
 
 

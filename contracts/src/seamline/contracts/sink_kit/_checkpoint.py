@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
-from seamline.contracts.errors import ResumeRefused
+from seamline.contracts.errors import RESTART, RESUME, ResumeRefused
 from seamline.contracts.logs import get_logger
 from seamline.contracts.ownership import describe_user, not_yours_alone
 from seamline.contracts.sink_kit._atomic import (
@@ -258,7 +258,7 @@ class CheckpointFile(Generic[S]):
         )
         return ResumeRefused(
             f"cannot resume: the checkpoint {str(self.path)!r} {what}: {why}. Delete it, or "
-            "run again with --restart (or without --resume) to start over"
+            f"run again with {RESTART} to start over"
         )
 
     def load(self) -> tuple[dict[str, Any], S] | None:
@@ -519,7 +519,7 @@ class ResumableGroup(Generic[S]):
             raise ResumeRefused(
                 f"cannot resume from {str(self.checkpoint)!r}: {'; '.join(changed)} changed "
                 "since that checkpoint, and resuming would splice two different outputs into "
-                "one. Restore them, or run again with --restart to start over"
+                f"one. Restore them, or run again with {RESTART} to start over"
             )
         return loaded
 
@@ -528,8 +528,7 @@ class ResumableGroup(Generic[S]):
         would do ``harm``."""
         return ResumeRefused(
             f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
-            f"{maker}; resuming would {harm}. Run again with --restart (or without --resume) "
-            "to start over"
+            f"{maker}; resuming would {harm}. Run again with {RESTART} to start over"
         )
 
     def _open_files(self, recorded: Mapping[str, tuple[str, int]] | None) -> dict[str, AtomicFile]:
@@ -704,5 +703,5 @@ def warn_discarding(group: ResumableGroup[Any]) -> None:
         log.warning(
             f"starting over: the checkpoint {str(group.checkpoint)!r} an interrupted run "
             "left is discarded, and what it committed with it; to go on from it instead, "
-            "run with --resume (run(resume=True) from Python)"
+            f"run with {RESUME}"
         )

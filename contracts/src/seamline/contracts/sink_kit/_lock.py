@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from seamline.contracts import ownership
-from seamline.contracts.errors import UserError
+from seamline.contracts.errors import RESUME, UserError
 from seamline.contracts.untrusted import NotRegularFile, kind_of, read_regular
 
 if TYPE_CHECKING:
@@ -228,9 +228,8 @@ class DestinationLock:
             return (
                 f"{held} is writing to {str(path)!r} (the {self.sink} sink's lock "
                 f"{str(lock.path)!r} is held); "
-                "wait for it to finish, or stop it and run again with --resume "
-                "(run(resume=True) from Python) to continue from its last commit. Its output "
-                "was not touched"
+                f"wait for it to finish, or stop it and run again with {RESUME} to continue "
+                "from its last commit. Its output was not touched"
             )
         return (
             f"{held} is writing {str(path)!r}, which this {self.sink} sink publishes too "

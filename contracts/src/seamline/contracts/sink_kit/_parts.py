@@ -43,7 +43,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from seamline.contracts.documents import Shard
-from seamline.contracts.errors import ContractViolation, ResumeRefused, UserError
+from seamline.contracts.errors import RESTART, RESUME, ContractViolation, ResumeRefused, UserError
 from seamline.contracts.sink import StagedRun
 from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
@@ -197,8 +197,7 @@ class PartStaging:
             why = first_problem(err) if isinstance(err, ValidationError) else str(err)
             raise ResumeRefused(
                 f"cannot resume: {where!r} is not a staged run this {self.sink} sink wrote "
-                f"({why}); delete it, or run again with --restart (or without --resume) to "
-                "start over"
+                f"({why}); delete it, or run again with {RESTART} to start over"
             ) from None
         made = {"model": record.model, "versions": record.versions}
         # The rule of a checkpoint's --resume; a staged run's record began to keep the
@@ -207,8 +206,8 @@ class PartStaging:
         if maker is not None:
             raise ResumeRefused(
                 f"cannot resume: the parts staged in {str(newest)!r} were made by "
-                f"{maker.made}; resuming would {maker.harm}. Run again with --restart (or "
-                "without --resume) to start over"
+                f"{maker.made}; resuming would {maker.harm}. Run again with {RESTART} to "
+                "start over"
             )
         changed = changed_inputs(record.inputs, _json_value(manifest.get("inputs")))
         if changed:  # a finished shard has no checkpoint of its own to refuse it
@@ -216,7 +215,7 @@ class PartStaging:
                 f"cannot resume the run staged in {str(newest)!r}: {'; '.join(changed)} "
                 "changed since it began, and resuming would splice two different outputs "
                 "into one (documents written twice, others missing). Restore them, or run "
-                "again with --restart (or without --resume) to start over"
+                f"again with {RESTART} to start over"
             )
         count = record.count
         finished = frozenset(
@@ -244,7 +243,7 @@ class PartStaging:
                     f"cannot resume: the finished part {str(directory)!r} was changed since "
                     f"it was written ({str(name)[:80]!r} holds {found} records where its "
                     f"manifest counted {str(counted)[:20]}); delete that part's folder to have "
-                    "its shard run again, or run again with --restart to start over"
+                    f"its shard run again, or run again with {RESTART} to start over"
                 )
 
     def finished_parts(self, run_id: str, count: int) -> list[dict[str, Path]]:
@@ -426,7 +425,7 @@ class PartLock:
                 raise UserError(
                     f"another process is still writing the part in {str(self.path.parent)!r} "
                     f"after {timeout:.0f}s (pid {self._lock.holder()}); stop it, then run "
-                    "again with --resume"
+                    f"again with {RESUME}"
                 ) from None
             time.sleep(0.1)
 
