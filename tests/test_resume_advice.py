@@ -30,6 +30,7 @@ ALLOWED = {
     # exhaustion_remedy(resuming=True): asked for only by the command line's own line, which
     # goes on "then run again with --resume".
     (ERRORS, "they need --restart, which starts over)"),
+    (ERRORS, "it needs --restart, which starts over)"),
     # run.checkpoint_every's description (the pipeline schema's), which names the command.
     ("core/src/seamline/core/config/spec.py", "so `seamline run --resume` can continue"),
 }
