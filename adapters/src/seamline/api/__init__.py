@@ -53,12 +53,12 @@ marker, and ``from seamline.api import Embedder`` was "missing library stubs".
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from seamline.contracts.errors import ConfigError, ResumeRefused, SeamlineError, UserError
+from seamline.contracts.lazy_names import lazy_attributes
 
 if TYPE_CHECKING:
     from seamline.adapters.search import (
@@ -106,14 +106,7 @@ checkers see the imports above; they are not shown ``__getattr__``, so that a na
 module lacks is still an error to them."""
 
 if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        module = _LOCATIONS.get(name)
-        if module is None:
-            raise AttributeError(f"module 'seamline.api' has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
+    __getattr__ = lazy_attributes(__name__, _LOCATIONS, globals())
 
 
 def __dir__() -> list[str]:

@@ -11,8 +11,9 @@ works as usual; type checkers see the plain imports below.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from seamline.contracts.lazy_names import lazy_attributes
 
 if TYPE_CHECKING:
     from seamline.contracts.attention import (
@@ -149,13 +150,7 @@ _LOCATIONS: dict[str, str] = {
 """Where each public name is defined."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seamline.contracts' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_attributes(__name__, _LOCATIONS, globals())
 
 
 def __dir__() -> list[str]:

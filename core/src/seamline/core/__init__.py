@@ -20,8 +20,9 @@ put in its place once the submodule is imported.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from seamline.contracts.lazy_names import lazy_attributes
 
 if TYPE_CHECKING:
     from seamline.core.attention.candidates import build_candidates
@@ -235,14 +236,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
 """Each public name: the module that defines it, and its name there."""
 
 
-def __getattr__(name: str) -> Any:
-    location = _LOCATIONS.get(name)
-    if location is None:
-        raise AttributeError(f"module 'seamline.core' has no attribute {name!r}")
-    module, attribute = location
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_attributes(__name__, _LOCATIONS, globals())
 
 
 def __dir__() -> list[str]:
