@@ -44,14 +44,24 @@ def seamline_run(pipeline: Path, *flags: str, slow: str = "") -> subprocess.Pope
     )
 
 
+COMMIT_DONE_S = 0.5
+"""Waited after the checkpoint appears: the sink renames it into place inside its commit,
+which then syncs the folder and returns before the run counts the commit as made, and a
+signal in between is (rightly) reported as one inside the first commit. Under two loaded
+CPUs that took long enough for the 20 ms poll to land there once; the 10 slowed writes
+after the commit (4 s) leave the signal well inside the run."""
+
+
 def wait_for(path: Path, process: subprocess.Popen[str], timeout_s: float = 120) -> None:
-    """Until ``path`` exists (the run's first commit), while ``process`` runs."""
+    """Until ``path`` exists (the run's first commit) and the commit has returned, while
+    ``process`` runs."""
     deadline = time.monotonic() + timeout_s
     while not path.exists():
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             raise AssertionError(f"no first commit: {process.communicate()}")
         time.sleep(0.02)
+    time.sleep(COMMIT_DONE_S)
 
 
 @pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
