@@ -17,9 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from typer.testing import CliRunner
 
@@ -29,6 +26,7 @@ from seamline.core.config import load_trusted
 from seamline.core.config.user import CONFIG_VARIABLE
 from seamline.core.registry import Registry
 from seamline.core.trust import TrustPolicy
+from tests.faults.call_scenarios import recorded_spans
 
 SECRET = "s3cr3t-value-never-printed"
 
@@ -175,15 +173,8 @@ def test_a_bad_list_is_a_located_error(
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     """The spans this test ends, from the process's tracer provider (one installed if none)."""
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter
-    exporter.shutdown()
-    exporter.clear()
+    with recorded_spans() as exporter:
+        yield exporter
 
 
 PREFIXED = """\
