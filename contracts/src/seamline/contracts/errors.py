@@ -8,6 +8,8 @@ line turns those into a message and exit code 2 instead of a traceback.
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class SeamlineError(Exception):
     """Base class of every error seamline raises deliberately."""
@@ -237,6 +239,26 @@ COMMITTED_DOCUMENTS = "seamline_committed_documents"
 """Attribute set (an int) on a ``KeyboardInterrupt`` that stopped a whole run after a
 commit: the documents that commit holds, which a resume goes on from. Not set when the
 count is not known (a checkpoint too old to say, a stop inside a later commit)."""
+
+
+StopCommits = Literal["none", "unknown", "kept"]
+"""What a stopped run's output holds, as :func:`stop_commits` reads it off the stop."""
+
+
+def stop_commits(stop: BaseException) -> StopCommits:
+    """What the output of the run ``stop`` ended holds, from the attributes the worker set.
+
+    ``"none"``: no commit (a run again starts from the beginning); ``"unknown"``: the stop
+    came inside the first commit, which may or may not have reached the disk; ``"kept"``:
+    the last commit is there for a resume. The library's note on a stop
+    (:mod:`seamline.core.stop_notes`) and the command's line (``seamline run``) each say it
+    in their own words, ``run(resume=True)`` or ``--resume``; the decision is this one.
+    """
+    if getattr(stop, NOTHING_COMMITTED, False):
+        return "none"
+    if getattr(stop, FIRST_COMMIT_UNDER_WAY, False):
+        return "unknown"
+    return "kept"
 
 
 class ShardFailed(SeamlineError):

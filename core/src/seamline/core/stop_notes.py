@@ -8,18 +8,14 @@ stop now carries a note (PEP 678: Python and IPython print it under the tracebac
 says the same, in the library's words: what was kept, and ``run(resume=True)``.
 
 How far the run got is told by the attributes the worker set on the stop
-(:mod:`seamline.contracts.errors`), as the command reads them.
+(:func:`seamline.contracts.errors.stop_commits`), as the command reads them.
 """
 
 from __future__ import annotations
 
-from seamline.contracts.errors import (
-    COMMITTED_DOCUMENTS,
-    FIRST_COMMIT_UNDER_WAY,
-    NOTHING_COMMITTED,
-)
+from seamline.contracts.errors import COMMITTED_DOCUMENTS, stop_commits
 
-RESUME = "run(resume=True)"
+LIBRARY_RESUME = "run(resume=True)"
 """How a caller of the library goes on from a commit (``--resume`` on the command line)."""
 
 
@@ -39,23 +35,24 @@ def stop_note(stop: KeyboardInterrupt, *, begun: bool = True, published: bool = 
     if published:
         return (
             "the output was published before the stop: it is complete, and there is "
-            f"nothing to resume ({RESUME} would start from the beginning)"
+            f"nothing to resume ({LIBRARY_RESUME} would start from the beginning)"
         )
-    if getattr(stop, NOTHING_COMMITTED, False):
+    commits = stop_commits(stop)
+    if commits == "none":
         return (
             "nothing was published; nothing was committed either, so a run again starts "
             "from the beginning"
         )
-    if getattr(stop, FIRST_COMMIT_UNDER_WAY, False):
+    if commits == "unknown":
         return (
             "nothing was published; the stop came while the first commit was being made, "
-            f"so it may not have been: {RESUME} goes on from it if it was (from the "
+            f"so it may not have been: {LIBRARY_RESUME} goes on from it if it was (from the "
             "beginning if not)"
         )
     documents = getattr(stop, COMMITTED_DOCUMENTS, None)
     held = f" ({documents:,} documents)" if isinstance(documents, int) else ""
     return (
-        f"nothing was published; what the sink last committed{held} is kept: {RESUME} "
+        f"nothing was published; what the sink last committed{held} is kept: {LIBRARY_RESUME} "
         "goes on from it (a run without it starts over, discarding it)"
     )
 

@@ -22,15 +22,14 @@ from seamline.contracts.errors import (
     DISK_QUOTA,
     DISK_SPACE,
     FILE_SIZE,
-    FIRST_COMMIT_UNDER_WAY,
     MEMORY,
-    NOTHING_COMMITTED,
     OPEN_FILES,
     ContractViolation,
     ResourceExhausted,
     ShardFailed,
     UserError,
     exhaustion_remedy,
+    stop_commits,
 )
 
 T = TypeVar("T")
@@ -128,12 +127,13 @@ def committed_or_not(stop: KeyboardInterrupt, kept: str) -> str:
     stopped while its first commit was flushed, with nothing on disk)."""
     if not kept:
         return kept
-    if getattr(stop, NOTHING_COMMITTED, False):
+    commits = stop_commits(stop)
+    if commits == "none":
         return (
             f"{PUBLISHED_NOTHING}; nothing was committed either, so a run again starts from "
             "the beginning"
         )
-    if getattr(stop, FIRST_COMMIT_UNDER_WAY, False):
+    if commits == "unknown":
         return (
             f"{PUBLISHED_NOTHING}; the stop came while the first commit was being made, so "
             "it may not have been: run again with --resume to go on from it if it was (from "
