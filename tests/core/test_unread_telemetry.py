@@ -44,6 +44,8 @@ def test_a_run_warns_once_that_its_telemetry_section_is_not_read_here() -> None:
     assert "TracerProvider" in warning
     assert "docs/python.md#traces-and-metrics" in warning
     assert warnings_of(pipeline) == [], "warned again at the second run"
+    again = Pipeline(parse_pipeline(text, "p.yaml", registry), registry)
+    assert warnings_of(again) == [], "warned again for a new Pipeline of the same file"
 
 
 def test_no_warning_without_the_section_or_where_the_application_read_it() -> None:

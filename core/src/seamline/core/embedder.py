@@ -98,7 +98,7 @@ from seamline.core.telemetry import (
     BATCH_SIZE,
     span_event,
     tracer,
-    unread_telemetry_warning,
+    warn_unread_telemetry,
 )
 
 __all__ = [
@@ -302,11 +302,9 @@ class Embedder:
             resolved = load_pipeline(path, registry, overrides, environ)
         side = replace(encoder_side(resolved, registry, str(path)), queries=queries)
         spec = resolved.spec
-        warning = unread_telemetry_warning(
+        warn_unread_telemetry(
             spec.pipeline, spec.telemetry, TelemetrySettings(), "Embedder.from_pipeline()"
         )
-        if warning is not None:
-            log.warning(warning)
         return cls.from_resolved(
             side, registry, monitors=monitors, long_text=long_text, max_wait=max_wait
         )

@@ -51,7 +51,7 @@ from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam, clipped
 from seamline.core.stop_notes import add_stop_note
 from seamline.core.stops import raise_kept_stop, stops_kept
-from seamline.core.telemetry import EXECUTOR, owned_span, record_failure, unread_telemetry_warning
+from seamline.core.telemetry import EXECUTOR, owned_span, record_failure, warn_unread_telemetry
 
 log = get_logger("seamline.core")
 
@@ -67,7 +67,6 @@ class Pipeline:
         self.registry = registry
         self._precision_for: tuple[ComponentChoice, PrecisionDecision] | None = None
         """The last precision negotiated, and the pinned model it was negotiated for."""
-        self._telemetry_warned = False
         self.validated_in = working_folder()
         """The working folder the pipeline was validated in: its sink's relative paths were
         made absolute there, and its loader's are read where it runs (:meth:`run` checks
@@ -181,16 +180,11 @@ class Pipeline:
         return self._run(extra_monitors, resume=False)
 
     def _warn_unread_telemetry(self) -> None:
-        """Warn once (at the first run) that the pipeline's ``telemetry`` section is not read
+        """Warn once a process that the pipeline's ``telemetry`` section is not read
         here: the ``seamline`` command sets its exporters up, a library never configures
         the application's telemetry, and a ``traces_file`` nobody writes was a silent loss."""
         spec = self.resolved.spec
-        warning = unread_telemetry_warning(
-            spec.pipeline, spec.telemetry, TelemetrySettings(), "Pipeline.run()"
-        )
-        if warning is not None and not self._telemetry_warned:
-            self._telemetry_warned = True
-            log.warning(warning)
+        warn_unread_telemetry(spec.pipeline, spec.telemetry, TelemetrySettings(), "Pipeline.run()")
 
     def _check_working_folder(self) -> None:
         """Refuse a run from another working folder than the one validated in: the sink's

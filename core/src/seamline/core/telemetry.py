@@ -75,6 +75,7 @@ from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import Attributes
 from pydantic import BaseModel
 
+from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import for_telemetry
 
 TRACER_NAME = "seamline.core"
@@ -157,6 +158,25 @@ def unread_telemetry_warning(
         "configure an OpenTelemetry TracerProvider (and MeterProvider) with the exporters "
         "you want: see docs/python.md#traces-and-metrics"
     )
+
+
+_unread_told: set[str] = set()
+"""The unread-telemetry warnings already said in this process."""
+
+
+def warn_unread_telemetry(
+    pipeline: str, section: BaseModel, default: BaseModel, reader: str
+) -> None:
+    """Log :func:`unread_telemetry_warning` once per process for each pipeline and reader.
+
+    A notebook cell run again makes a new ``Pipeline`` (or ``Embedder``) from the same
+    file: it was warned again at every run of the cell, as Python's own warnings are not
+    (they are said once per place). The advice does not change between the runs.
+    """
+    warning = unread_telemetry_warning(pipeline, section, default, reader)
+    if warning is not None and warning not in _unread_told:
+        _unread_told.add(warning)
+        get_logger("seamline.core").warning(warning)
 
 
 def owned_span(
