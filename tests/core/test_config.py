@@ -380,6 +380,19 @@ def test_an_embedder_of_a_pipeline_names_the_override_its_model_refuses(
         Embedder.from_pipeline("p.yaml", ["model.with.weights=/nonexistent"], registry=registry)
 
 
+def test_a_max_length_past_the_checkpoints_positions_is_placed_at_max_length(
+    registry: Registry,
+) -> None:
+    # It was placed at the model's use: (3:8), where nothing is to change.
+    from seamline.core.config import build_model
+
+    text = BASE.replace("max_length: 128", "max_length: 513")
+    resolved = parse_pipeline(text, "p.yaml", registry, environ={})
+    column = text.splitlines()[2].index("513") + 1
+    with pytest.raises(ConfigError, match=rf"^p.yaml:3:{column}: max_length 513 exceeds"):
+        build_model(resolved.model, registry)
+
+
 @pytest.mark.parametrize(
     ("weights", "said"),
     [

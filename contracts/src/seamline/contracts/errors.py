@@ -39,10 +39,12 @@ class ConfigError(UserError):
     command-line override that introduced the value.
     """
 
-    def __init__(self, message: str, location: str | None = None) -> None:
+    def __init__(
+        self, message: str, location: str | None = None, *, setting: str | None = None
+    ) -> None:
         self.location = location
         self.detail = message
-        super().__init__(f"{location}: {message}" if location else message)
+        super().__init__(f"{location}: {message}" if location else message, setting=setting)
 
     @property
     def problems(self) -> tuple[ConfigError, ...]:

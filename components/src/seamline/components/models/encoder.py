@@ -283,14 +283,14 @@ class SentenceEncoder(Model[EncoderConfig], Generic[ParamsT]):
     # -- what the checkpoint says, unless the config overrides it ---------------------------
 
     def _resolve_max_length(self) -> int:
-        limit = self._arch.max_positions
-        requested = self.config.max_length
+        limit, requested = self._arch.max_positions, self.config.max_length
         if requested is None:
             return min(checkpoint_max_length(self._files) or limit, limit)
         if requested > limit:
             raise ConfigError(
                 f"max_length {requested} exceeds the {limit} positions of {self.config.weights} "
-                f"(max_position_embeddings in config.json); set max_length to at most {limit}"
+                f"(max_position_embeddings in config.json); set max_length to at most {limit}",
+                setting="max_length",  # placed at the value to fix, not at `use:`
             )
         return requested
 
