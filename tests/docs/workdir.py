@@ -3,9 +3,10 @@
 Every page's commands run as its reader runs them, from the root of a checkout, with the
 relative paths the page writes (``examples/pipelines/embed-docs.yaml``, ``out/...``,
 ``.venv/bin/seamline``). The folder links every top-level entry of this checkout except
-what the commands write (``out/``, ``build/``), so ``make run`` finds its Makefile, its
-virtual environment already set up, and writes its corpus and output here, not in the
-checkout. ``seamline`` is on ``PATH`` (the pages write it for short).
+what the commands write (``out/``, ``build/``, writing-a-component.md's ``csv-plugin/``),
+so ``make run`` finds its Makefile, its virtual environment already set up, and writes
+its corpus and output here, not in the checkout. ``seamline`` is on ``PATH`` (the pages
+write it for short).
 
 The corpus ``make run`` embeds is the real one that ``examples/corpus/make_corpus.py``
 writes, narrowed through ``SEAMLINE_CORPUS`` (which the example pipeline reads) to part
@@ -24,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-WRITTEN_BY_COMMANDS = {"out", "build", ".git"}
+WRITTEN_BY_COMMANDS = {"out", "build", ".git", "csv-plugin"}
 CORPUS_PREFIX = "pydoc-"
 CORPUS_BYTES = 180_000
 """The shortest Python-topic documents up to this size, with those below: 70 documents,
