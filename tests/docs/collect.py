@@ -15,7 +15,9 @@ gets a copy of what it wrote and printed (``shared_runs.py``).
 
 Each command must exit with the code a trailing ``# exit code N`` states, else 0, or 2
 where the page shows a line ``error: ...`` (a user error), and
-must print what the page shows, in shape (``shape.py``).
+must print what the page shows, in shape (``shape.py``). A failed command whose page
+discards its stderr (``2>/dev/null``) is run again without that, to show its error; a
+mismatch can be written into the page with ``SEAMLINE_DOCS_UPDATE=1`` (review the diff).
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ from tests.docs.pages import ThesePages
 from tests.docs.python_blocks import python_page_tests
 from tests.docs.shape import is_log_line, mismatch
 from tests.docs.shared_runs import run_once
-from tests.docs.workdir import environment, make_workdir
+from tests.docs.workdir import ROOT, environment, make_workdir
 
 FILE_BLOCK = re.compile(r"^```[\w-]*\n# file: (?P<name>[\w./-]+)\n(?P<body>.*?)^```", re.M | re.S)
 USER_ERROR = 2
 STATED_EXIT = re.compile(r"#[^#]*\bexit code (\d+)\s*$")
+DISCARDED_STDERR = re.compile(r"\s*\b2>\s*/dev/null\b")
 COMMAND_TIMEOUT_S = 600
 WORKDIR = "seamline_docs_workdir"
 UPDATE_VARIABLE = "SEAMLINE_DOCS_UPDATE"
@@ -73,13 +76,46 @@ def _run_step(step: Step, workdir: Path, page: Path) -> str | None:
     stated = STATED_EXIT.search(step.command)
     expected = int(stated.group(1)) if stated else USER_ERROR if shows_error else 0
     if completed.returncode != expected:
-        return f"exit code {completed.returncode}, the page implies {expected}:\n{completed.stdout}"
+        return (
+            f"exit code {completed.returncode}, the page implies {expected}:\n{completed.stdout}"
+            + _discarded_stderr(step.command, workdir)
+        )
     if step.shown is None:
         return None
     failure = mismatch(list(step.shown), completed.stdout)
     if failure is not None and os.environ.get(UPDATE_VARIABLE) == "1":
         return _update_page(page, step, completed.stdout) or failure
+    if failure is not None:
+        failure += (
+            f"\n\nIf the page should show what it printed now: {UPDATE_VARIABLE}=1 "
+            f".venv/bin/python -m pytest {_relative(page)} writes it into the page (review "
+            "the diff)."
+        )
     return failure
+
+
+def _discarded_stderr(command: str, workdir: Path) -> str:
+    """For a failed command whose page throws its stderr away (``2>/dev/null``, which
+    hides a log line the page need not show): what it says on stderr, from the command
+    run again without the redirection, since its error is on stderr and the page dropped it.
+    """
+    bare = DISCARDED_STDERR.sub("", command)
+    if bare == command:
+        return ""
+    again = _run_command(bare, workdir)
+    return (
+        f"\nThe page discards the command's stderr (2>/dev/null), where errors go. Run it "
+        f"again without it here ({workdir}: a copy of the checkout's root, removed when "
+        f"the page's tests end), exit code {again.returncode}, it printed:\n{again.stdout}"
+        f"\nTo run it by hand, from the checkout's root after the page's earlier commands: {bare}"
+    )
+
+
+def _relative(page: Path) -> str:
+    try:
+        return page.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(page)
 
 
 def _run_command(command: str, workdir: Path) -> subprocess.CompletedProcess[str]:

@@ -8,9 +8,11 @@ means) on fixed texts, so that a runner which passed everything would be caught 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from tests.docs.collect import _run_step
 from tests.docs.console import Step, parse_console
 from tests.docs.shape import mismatch
 from tests.docs.workdir import ROOT
@@ -158,3 +160,22 @@ def test_a_page_pattern_matches_whole_paths(relative: str, collected: bool) -> N
     from tests.docs.pages import is_page
 
     assert is_page(PurePosixPath(relative), ["README.md", "docs/*.md"]) is collected
+
+
+def test_a_failed_command_whose_page_discards_stderr_shows_it(tmp_path: Path) -> None:
+    """A failed ``... 2>/dev/null`` showed only "exit code 2, the page implies 0:" and an
+    empty output: its error was on the stderr the page throws away."""
+    step = Step("ls no-such-file 2>/dev/null", None)
+    failure = _run_step(step, tmp_path, ROOT / "docs" / "cli.md")
+    assert failure is not None
+    assert "exit code 2, the page implies 0" in failure
+    assert "discards the command's stderr (2>/dev/null)" in failure
+    assert "No such file or directory" in failure  # what ls said on stderr
+    assert str(tmp_path) in failure
+    assert failure.endswith("earlier commands: ls no-such-file")
+
+
+def test_a_shape_mismatch_names_the_update_variable(tmp_path: Path) -> None:
+    failure = _run_step(Step("echo printed", ("shown",)), tmp_path, ROOT / "docs" / "cli.md")
+    assert failure is not None
+    assert "SEAMLINE_DOCS_UPDATE=1 .venv/bin/python -m pytest docs/cli.md" in failure
