@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 
 PAGE = Path(__file__).parents[1] / "docs" / "reliability.md"
 COMMAND = "python -m tests.outcomes --write"
-"""The one command that regenerates every table (``--only NAME`` for one)."""
+"""The one command that regenerates every table (``--only NAME`` for one), as the pages'
+markers name it."""
+RUN_COMMAND = f".venv/bin/python -m {COMMAND.removeprefix('python -m ')}"
+"""It as a contributor runs it from the checkout's root (docs/reliability.md): the
+environment's Python, not whatever ``python`` is on PATH."""
 
 NOT_RUN_AS_ROOT = "(not run: running as root)"
 """The outcome of a scenario root cannot show (root reads and writes any file)."""
@@ -73,7 +77,8 @@ def out_of_date(name: str) -> str:
     """The failure message of a page that does not hold what this run renders."""
     return (
         f"docs/reliability.md's table '{name}' is not what this run observed: run "
-        f"'{COMMAND} --only {name}', read the difference and commit the page"
+        f"'{RUN_COMMAND} --only {name}' from the checkout's root, read the difference and "
+        "commit the page"
     )
 
 

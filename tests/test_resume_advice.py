@@ -77,7 +77,22 @@ def test_no_message_spells_a_flag_by_hand() -> None:
                 allowed = any(file == name and part in text for file, part in ALLOWED)
                 if any(flag in text for flag in FLAGS) and not allowed:
                     spelled.append(f"{name}: {text!r}")
-    assert spelled == [], "use RESUME, RESTART or WITHOUT_RESUME:\n" + "\n".join(spelled)
+    assert spelled == [], ADVICE + "\n".join(spelled)
+
+
+ADVICE = (
+    "a message spells --resume or --restart by hand; put RESUME, RESTART or WITHOUT_RESUME "
+    "from seamline.contracts.errors in its place (f'... {RESTART} ...'): the same message "
+    "reaches a Python caller of Pipeline.run, who has no flags, and those words say both "
+    "spellings. A string only the command line prints belongs in seamline.adapters, or, "
+    "if it must stay here, in this test's ALLOWED:\n"
+)
+"""What the failure says to do, not only what is wrong."""
+
+
+def test_the_advice_says_where_the_words_are_and_why() -> None:
+    assert "from seamline.contracts.errors" in ADVICE
+    assert "a Python caller of Pipeline.run" in ADVICE
 
 
 def test_the_shared_words_give_both_spellings() -> None:

@@ -23,10 +23,40 @@ def _ours(group: str) -> set[str]:
     }
 
 
+def unmatched(components: set[str], fixtures: set[str]) -> str:
+    """What to do about each component without a conformance class, and each class without
+    a component: the bare set difference named ``loader:csv`` and not where to fix it."""
+    lines = [
+        f"{name}: seamline-components registers this {name.split(':')[0]} but no conformance "
+        f"class for it; write one in components/src/seamline/components/conformance.py (as "
+        f"its neighbours of that kind are) and register it in components/pyproject.toml under "
+        f'[project.entry-points."{GROUP}"] as "{name}" = '
+        f'"seamline.components.conformance:CLASS"; then make setup (it re-installs, so the '
+        f"new entry point is seen)"
+        for name in sorted(components - fixtures)
+    ]
+    lines += [
+        f"{name}: a {GROUP} entry point of seamline-components names no component it "
+        f"registers; rename or remove it in components/pyproject.toml"
+        for name in sorted(fixtures - components)
+    ]
+    return "\n".join(lines)
+
+
+def test_a_component_without_a_conformance_class_is_told_where_to_register_one() -> None:
+    message = unmatched({"loader:csv", "loader:jsonl"}, {"loader:jsonl", "sink:gone"})
+    csv, gone = message.split("\n")
+    assert csv.startswith("loader:csv: seamline-components registers this loader but no")
+    assert "components/src/seamline/components/conformance.py" in csv
+    assert '[project.entry-points."seamline.conformance"] as "loader:csv"' in csv
+    assert "make setup" in csv
+    assert gone.startswith("sink:gone: a seamline.conformance entry point")
+
+
 def test_every_first_party_component_has_one_collected_conformance_class() -> None:
     components = {f"{kind}:{name}" for kind in KINDS for name in _ours(f"seamline.{kind}")}
     assert len(components) >= 15, components  # 7 attention kernels, a model, 7 more
-    assert set(GENERATED) == components
+    assert set(GENERATED) == components, unmatched(components, set(GENERATED))
     names = [cls.__name__ for cls in GENERATED.values()]
     assert len(set(names)) == len(names), names
     for cls in GENERATED.values():
