@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tests.hostile.corpus import NOT_READ, Corpus, build
-from tests.hostile.run import run
+from tests.hostile.run import LOADERS, run
 from tests.outcome_tables import NOT_RUN_AS_ROOT
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from tests.hostile.run import Result
 
 NAME = "hostile-documents"
-LOADERS = ("text-files", "jsonl", "parquet")
 ROOT_ONLY = "an unreadable file"
 """The kind a run as root cannot show (root reads any file): rendered as left out."""
 

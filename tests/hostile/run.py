@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+LOADERS = ("text-files", "jsonl", "parquet")
+"""Every loader the hostile corpus runs through, in the table's order: the one list the
+tests (test_hostile_corpus.py) and the table (outcomes.py) read. A new loader adds its
+name here, its class to :func:`registry`, its ``with:`` block to :func:`loader_block` and
+its cases (``Case(loader=...)``) to :mod:`tests.hostile.corpus`."""
+
+
 @dataclass(frozen=True)
 class Result:
     """What one run of the corpus left: its summary, and the output files read back."""

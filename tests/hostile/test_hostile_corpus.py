@@ -17,14 +17,13 @@ import pytest
 
 from tests.hostile.corpus import DEAD, NOT_READ, SKIPPED, WRITTEN, Corpus, build
 from tests.hostile.outcomes import NAME, ROOT_ONLY, render
-from tests.hostile.run import Result, run
+from tests.hostile.run import LOADERS, Result, registry, run
 from tests.outcome_tables import comparable, out_of_date, page_block
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import FrameType
 
-LOADERS = ["text-files", "jsonl", "parquet"]
 HANG_LIMIT_S = 300
 """A FIFO that is opened for reading blocks until a writer comes: fail, do not hang."""
 
@@ -151,3 +150,12 @@ def test_the_docs_table_is_the_one_this_run_renders(
     assert comparable(page_block(NAME), [ROOT_ONLY]) == comparable(rendered, [ROOT_ONLY]), (
         out_of_date(NAME)
     )
+
+
+def test_the_tests_and_the_table_read_one_list_of_loaders() -> None:
+    """The list was written twice (here and in outcomes.py): a loader added to one was
+    tested but missing from the table, or the other way round."""
+    from tests.hostile import outcomes
+
+    assert outcomes.LOADERS is LOADERS
+    assert set(registry().names("loader")) == set(LOADERS)
