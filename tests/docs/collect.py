@@ -1,5 +1,5 @@
-"""The docs tests: every console block of README.md and docs/*.md, run as its reader would
-(and the library pages' Python blocks: ``python_blocks.py``).
+"""The docs tests: every console block of README.md, CONTRIBUTING.md and docs/*.md, run as
+its reader would (and the library pages' Python blocks: ``python_blocks.py``).
 
 Collected by Sybil (the repository's ``conftest.py`` hands pytest its collector), so that
 ``pytest README.md docs/cli.md`` runs one page, and each block is a test named by its
@@ -49,7 +49,7 @@ DISCARDED_STDERR = re.compile(r"\s*\b2>\s*/dev/null\b")
 COMMAND_TIMEOUT_S = 600
 WORKDIR = "seamline_docs_workdir"
 UPDATE_VARIABLE = "SEAMLINE_DOCS_UPDATE"
-CONSOLE_PAGES = ["README.md", "docs/*.md"]
+CONSOLE_PAGES = ["README.md", "CONTRIBUTING.md", "docs/*.md"]
 
 
 def run_console_block(example: Example) -> str | None:

@@ -129,12 +129,12 @@ def test_every_shell_block_of_the_docs_is_one_the_runner_reads() -> None:
 def test_the_docs_tests_collect_the_pages_and_not_their_namesakes() -> None:
     """``pytest benchmarks/README.md`` ran that page's benchmarks (and rewrote tracked
     results and goldens); an example package's README would install its plugin into the
-    venv. Only README.md at the top and docs/*.md are docs tests."""
+    venv. Only README.md and CONTRIBUTING.md at the top and docs/*.md are docs tests."""
     from tests.docs.collect import documentation_tests
 
     console, python = documentation_tests(ROOT)
     markdown = sorted(ROOT.glob("**/*.md"))
-    expected = {ROOT / "README.md", *(ROOT / "docs").glob("*.md")}
+    expected = {ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")}
     assert {page for page in markdown if console.should_parse(page)} == expected
     assert {page for page in markdown if python.should_parse(page)} == {
         ROOT / "README.md",
@@ -147,6 +147,7 @@ def test_the_docs_tests_collect_the_pages_and_not_their_namesakes() -> None:
     ("relative", "collected"),
     [
         ("README.md", True),
+        ("CONTRIBUTING.md", True),
         ("docs/cli.md", True),
         ("benchmarks/README.md", False),
         ("examples/plugins/seamline-example-csv/README.md", False),
@@ -157,9 +158,10 @@ def test_the_docs_tests_collect_the_pages_and_not_their_namesakes() -> None:
 def test_a_page_pattern_matches_whole_paths(relative: str, collected: bool) -> None:
     from pathlib import PurePosixPath
 
+    from tests.docs.collect import CONSOLE_PAGES
     from tests.docs.pages import is_page
 
-    assert is_page(PurePosixPath(relative), ["README.md", "docs/*.md"]) is collected
+    assert is_page(PurePosixPath(relative), CONSOLE_PAGES) is collected
 
 
 def test_a_failed_command_whose_page_discards_stderr_shows_it(tmp_path: Path) -> None:
