@@ -53,6 +53,8 @@ class Engine:
         self.chars_waiting = 0
         self.requests_waiting = 0
         self._stop = threading.Event()
+        self._state_lock = threading.Lock()
+        """Held to become ready and to begin a stop: one of them happens first, whole."""
         self._thread: threading.Thread | None = None
 
     def start(self, on_failure: Callable[[BaseException], None]) -> None:
@@ -76,10 +78,9 @@ class Engine:
             log.error("the model could not be warmed up", error=self.failure)
             on_failure(err)
             return
-        self.state = "ready"
-        self.metrics.warm = True  # the batches from now on are served ones
-        self.metrics.ready.set(1)
-        log.info("ready", dimension=self.dimension)
+        if not self._become_ready():
+            log.info("stopped while the model was warming up: never ready")
+            return
         try:
             while not self._stop.is_set():
                 self._drain(DRAIN_POLL_S)
@@ -87,6 +88,23 @@ class Engine:
                 pass
         except BaseException as err:
             self._stopped_serving(err, on_failure)
+
+    def _become_ready(self) -> bool:
+        """Ready (state, gauge, log line), unless a stop began during the warm-up: False.
+
+        A SIGTERM while the model warmed up waited for the warm-up, then logged "ready"
+        after uvicorn's "Shutting down" and set the ready gauge to 1 on the way out,
+        which read as a server that came up. Checked under the lock :meth:`stop` takes,
+        so that a stop is either seen here or finds the state ready and takes it back.
+        """
+        with self._state_lock:
+            if self._stop.is_set():
+                return False
+            self.state = "ready"
+            self.metrics.warm = True  # the batches from now on are served ones
+            self.metrics.ready.set(1)
+        log.info("ready", dimension=self.dimension)
+        return True
 
     def _drain(self, timeout: float) -> int:
         """One pass; the thread outlives a failure of it (each request has its error), a
@@ -200,10 +218,11 @@ class Engine:
         that, a model still loading), the model is left to the process's exit (the
         thread is a daemon) and one log line says so, rather than holding the exit.
         """
-        if self.state == "ready":
-            self.state = "stopping"
-        self.metrics.ready.set(0)
-        self._stop.set()
+        with self._state_lock:  # a warm-up ending now is never ready (:meth:`_become_ready`)
+            if self.state in ("loading", "ready"):
+                self.state = "stopping"
+            self.metrics.ready.set(0)
+            self._stop.set()
         self.embedder.abandon()
         if self._thread is not None:
             self._thread.join(timeout)
