@@ -43,6 +43,10 @@ class EmbeddingsRequest:
     """``input`` was one string, not an array: an error names it ``input``, not ``input[0]``."""
 
 
+DEFAULT_K = 10
+"""How many hits a ``/v1/search`` body without ``k`` asks for."""
+
+
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     query: str
@@ -374,7 +378,7 @@ def search_request(data: Any, limits: Limits) -> SearchRequest:
             code="input_too_long",
             param="query",
         )
-    k = body.get("k", 10)
+    k = body.get("k", DEFAULT_K)
     if isinstance(k, float) and math.isfinite(k) and k.is_integer():
         k = int(k)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:

@@ -4,8 +4,9 @@ The event loop never embeds. A request's texts are submitted to the
 :class:`~seamline.core.embedder.Embedder` (which returns at once) and the handler
 awaits an asyncio future that the embedder's done-callback resolves from the engine
 thread. That thread warms the model up first (one embedding: the weights loaded, the
-attention negotiated, verified and compiled for the first shape; the server is ready
-only then), then leads pass after pass (``drain``), each pass waiting up to
+attention negotiated, verified and compiled for the first shape) and whatever else must
+be warm (``warm_also``: the index's query model, by one search); the server is ready
+only then. It then leads pass after pass (``drain``), each pass waiting up to
 ``max_wait_ms`` for more requests after the oldest arrived.
 
 The queue in front of it is bounded: texts (and their characters) accepted and not
@@ -40,8 +41,17 @@ STOP_WAIT_S = 5.0
 class Engine:
     """The embedder, the thread that leads its passes, and the bounded queue in front."""
 
-    def __init__(self, embedder: Embedder, limits: Limits, metrics: ServeMetrics) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        limits: Limits,
+        metrics: ServeMetrics,
+        warm_also: Callable[[], None] | None = None,
+    ) -> None:
         self.embedder = embedder
+        self.warm_also = warm_also
+        """What else is warmed before the server says ready (the index's search), after
+        the model; it says itself what it could not warm, and the server is ready anyway."""
         self.limits = limits
         self.metrics = metrics
         self.state: State = "loading"
@@ -69,6 +79,8 @@ class Engine:
         try:
             warm = self.embedder.encode([WARM_UP_TEXT])
             self.dimension = int(warm.shape[-1])
+            if self.warm_also is not None and not self._stop.is_set():
+                self.warm_also()
         except BaseException as err:
             if self._stop.is_set():  # stopped while warming up (abandoned): not a failure
                 log.info("stopped before the model was warm")

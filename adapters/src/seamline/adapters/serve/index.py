@@ -44,7 +44,7 @@ from seamline.adapters.search import (
     Searcher,
     manifest_path,
 )
-from seamline.adapters.serve.bodies import SearchRequest
+from seamline.adapters.serve.bodies import DEFAULT_K, SearchRequest
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.adapters.serve.freed_memory import release_freed_memory
 from seamline.contracts import UserError
@@ -53,6 +53,9 @@ from seamline.contracts.untrusted import visible
 from seamline.core import Registry
 
 log = get_logger("seamline.adapters.serve")
+
+WARM_UP_QUERY = "seamline serve warm-up query"
+"""The query :meth:`IndexSearch.warm` searches for: a few words, as most queries are."""
 
 Signature = tuple[int, int, int, int, int] | None
 """What tells one version of a manifest from another: its device, inode, modification and
@@ -118,6 +121,41 @@ class IndexSearch:
         finally:
             if stale is not None:
                 self._close(stale.searcher)
+
+    def warm(self) -> None:
+        """Open the index, build its query model and search it once, before the server
+        says ready (the engine's warm-up calls it: :class:`~.engine.Engine`).
+
+        Built on the first search, the query model (its weights loaded, its attention
+        verified and compiled) made that search take 4 to 7 s after ``/healthz`` had said
+        ready, and behind a readiness probe every replica's first user waited for it.
+        One search of a query of a few words and the default ``k`` warms the usual
+        path: the model's shape for short queries, the output's reader and its vector
+        index. An index that cannot be searched now (not written yet: a pipeline served
+        before its first run; or broken) does not keep the server from serving
+        embeddings: one log line says why, and the first search tries again.
+        """
+        if self.path is None:
+            return
+        try:
+            self.find(SearchRequest(WARM_UP_QUERY, DEFAULT_K, None))
+        except ApiError as err:
+            absent = manifest_signature(self.path) is None
+            say = log.info if absent else log.warning
+            say(
+                "the index cannot be searched yet; /v1/search opens it at its first search",
+                index=str(self.path),
+                reason=err.message,
+            )
+            return
+        except Exception as err:  # the server serves embeddings all the same
+            log.warning(
+                "the index could not be warmed up; /v1/search tries again at its first search",
+                index=str(self.path),
+                error=repr(err),
+            )
+            return
+        log.info("the index is warm", index=str(self.path))
 
     def _index(self) -> Path:
         if self.path is None:

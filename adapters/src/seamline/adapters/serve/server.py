@@ -161,13 +161,9 @@ def serve_pipeline(
         long_text=limits.long_text,
         max_wait=limits.max_wait_ms / 1000,
     )
-    served = Served(
-        Engine(embedder, limits, metrics),
-        IndexSearch(registry, index or sink_output(resolved)),
-        limits,
-        metrics,
-        resolved.spec.pipeline,
-    )
+    searched = IndexSearch(registry, index or sink_output(resolved))
+    engine = Engine(embedder, limits, metrics, warm_also=searched.warm)  # search warm too
+    served = Served(engine, searched, limits, metrics, resolved.spec.pipeline)
     prepare_blank_check()  # 0.3 s, now rather than on the event loop at a first request
     sock = bind(host, port)
     failures: list[BaseException] = []
