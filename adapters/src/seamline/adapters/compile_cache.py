@@ -6,7 +6,9 @@ choice (it writes to disk), so the CLI makes it, not the core.
 
 The directory is ``$SEAMLINE_CACHE_DIR``, else JAX's own ``$JAX_COMPILATION_CACHE_DIR``
 where the user set one (seamline's default must not override a place they chose for
-every JAX program), else ``$XDG_CACHE_HOME/seamline/jax`` (``~/.cache/seamline/jax``).
+every JAX program), else ``$XDG_CACHE_HOME/seamline/jax`` (``~/.cache/seamline/jax``;
+none where there is no home, as for an arbitrary uid in a container: the run goes on
+uncached, with a warning).
 One the user named that cannot be used (a regular file, say) is a
 :class:`~seamline.contracts.UserError`: they asked for it. The default
 location that cannot be made (a read-only home) only costs speed, so the run goes on
@@ -32,6 +34,7 @@ import jax
 
 from seamline.adapters.compile_cache_warnings import route_cache_warnings
 from seamline.contracts import UserError
+from seamline.contracts.home import no_home_reason
 from seamline.contracts.logs import get_logger
 from seamline.core import NotPrivate, cache_home, named_directory, not_private, try_writing
 
@@ -47,15 +50,20 @@ def naming_variable() -> str | None:
     return next((v for v in NAMING_VARIABLES if os.environ.get(v)), None)
 
 
-def default_cache_dir() -> Path:
-    """``$SEAMLINE_CACHE_DIR``, else ``$JAX_COMPILATION_CACHE_DIR``, else the XDG place.
+def default_cache_dir() -> Path | None:
+    """``$SEAMLINE_CACHE_DIR``, else ``$JAX_COMPILATION_CACHE_DIR``, else the XDG place;
+    None where none is named and there is no home.
 
     Raises :class:`~seamline.contracts.UserError` when the variable that names it
     names something that is not a directory.
     """
-    default = cache_home() / "seamline" / "jax"
+
+    def default() -> Path | None:
+        base = cache_home()
+        return None if base is None else base / "seamline" / "jax"
+
     variable = naming_variable()
-    return default if variable is None else named_directory(variable, default)
+    return default() if variable is None else named_directory(variable, default)
 
 
 def enable_compile_cache(directory: Path | None = None, *, api: bool = False) -> Path | None:
@@ -73,6 +81,13 @@ def enable_compile_cache(directory: Path | None = None, *, api: bool = False) ->
         else f"${variable or CACHE_VARIABLE}"
     )
     turn_off = _api_turn_off(variable) if api else _turn_off(variable)
+    if chosen is None:
+        log.warning(
+            "compile cache off: it has no default directory",
+            why=no_home_reason(),
+            fix=f"set {CACHE_VARIABLE} to a directory you can write",
+        )
+        return None
     try:
         chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
         unsafe = not_private(chosen)

@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from seamline.contracts.home import expand_tilde, no_home_reason
 from seamline.contracts.versions import Kind
 
 
@@ -74,7 +75,13 @@ def expand_home(value: Any) -> Any:
     if not isinstance(value, str | PurePath) or not str(value).startswith("~"):
         return value
     text = str(value)
-    expanded = os.path.expanduser(text)
+    home = expand_tilde(text)  # ~ and ~/: an absolute $HOME, else the user database's
+    if home is None:
+        raise ValueError(
+            f"{text!r} starts with '~', but {no_home_reason()}: write the folder out in full "
+            f"(or './{text}' for a folder called '~')"
+        )
+    expanded = os.path.expanduser(home)
     if expanded.startswith("~"):
         head = text.split("/", 1)[0]
         raise ValueError(

@@ -6,7 +6,11 @@ created when missing. A variable the user sets is an instruction, so one that na
 something other than a directory (a regular file, a FIFO) is a mistake reported in one
 line, as Hugging Face's ``HF_HOME`` or pip's ``--cache-dir`` report it, not worked
 around by writing elsewhere. The XDG base directories follow the XDG specification:
-a relative ``$XDG_CACHE_HOME`` (or ``_DATA_``, ``_CONFIG_``) is ignored.
+a relative ``$XDG_CACHE_HOME`` (or ``_DATA_``, ``_CONFIG_``) is ignored, and so is a
+relative ``$HOME`` (:func:`seamline.contracts.home.home_directory`). Where there is no home
+(an arbitrary uid with no ``$HOME``, as OpenShift runs a pod), a default under it is None:
+that place is unavailable, and its caller goes on without it; a variable that names a
+place is used as it is, the default never computed first.
 
 A folder an option names for a command's output (``profile -o DIR``, ``check
 --record-dir DIR``) is :func:`output_directory`'s: made and tried before the work whose
@@ -18,44 +22,64 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from seamline.contracts import UserError
+from seamline.contracts.home import expand_tilde, home_directory, no_home_reason
 
 
-def _xdg(variable: str, fallback: str, environ: Mapping[str, str] | None) -> Path:
+def _xdg(variable: str, fallback: str, environ: Mapping[str, str] | None) -> Path | None:
     env = os.environ if environ is None else environ
     value = env.get(variable, "")
-    return Path(value) if os.path.isabs(value) else Path.home() / fallback
+    if os.path.isabs(value):
+        return Path(value)
+    home = home_directory(env)
+    return None if home is None else home / fallback
 
 
-def cache_home(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CACHE_HOME``, else ``~/.cache``."""
+def cache_home(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``$XDG_CACHE_HOME``, else ``~/.cache``; None where there is no home."""
     return _xdg("XDG_CACHE_HOME", ".cache", environ)
 
 
-def data_home(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_DATA_HOME``, else ``~/.local/share``."""
+def data_home(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``$XDG_DATA_HOME``, else ``~/.local/share``; None where there is no home."""
     return _xdg("XDG_DATA_HOME", os.path.join(".local", "share"), environ)
 
 
-def config_home(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CONFIG_HOME``, else ``~/.config``."""
+def config_home(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``$XDG_CONFIG_HOME``, else ``~/.config``; None where there is no home."""
     return _xdg("XDG_CONFIG_HOME", ".config", environ)
 
 
-def named_directory(variable: str, default: Path, environ: Mapping[str, str] | None = None) -> Path:
-    """The directory ``$variable`` names (``~`` expanded), else ``default``.
+def under(base: Path | None, *parts: str) -> Path | None:
+    """``base / parts``, None where ``base`` is (no home to put it under)."""
+    return None if base is None else base.joinpath(*parts)
 
-    Raises :class:`~seamline.contracts.UserError` when the variable names a path that
-    exists and is not a directory (nothing is created or read here).
+
+def named_directory(
+    variable: str, default: Callable[[], Path | None], environ: Mapping[str, str] | None = None
+) -> Path | None:
+    """The directory ``$variable`` names (``~`` expanded), else ``default()`` (None: no home).
+
+    ``default`` is called only when the variable is unset: computing a default that
+    needs a home first made a set variable useless where there is none. Raises
+    :class:`~seamline.contracts.UserError` when the variable names a path that exists and
+    is not a directory, or starts with ``~`` where there is no home (nothing is created
+    or read here).
     """
     env = os.environ if environ is None else environ
     value = env.get(variable, "")
     if not value:
-        return default
-    path = Path(value).expanduser()
+        return default()
+    expanded = expand_tilde(value, env)
+    if expanded is None:
+        raise UserError(
+            f"${variable} names {value}, but {no_home_reason(env)} to put in place of ~: "
+            f"write the directory out in full"
+        )
+    path = Path(os.path.expanduser(expanded))  # ~user
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:

@@ -175,6 +175,6 @@ def _named_by(directory: Path) -> tuple[str, str]:
     """The variable that named ``directory``, and how to stop using it."""
     for variable in ("SEAMLINE_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR"):
         value = os.environ.get(variable)
-        if value and Path(value).expanduser() == directory:
+        if value and Path(os.path.expanduser(value)) == directory:
             return f"${variable}", f"unset {variable}"
     return "jax_compilation_cache_dir", "set jax.config's jax_compilation_cache_dir to None"

@@ -24,6 +24,7 @@ import pytest
 from pydantic import ValidationError
 
 from seamline.contracts import KINDS, Component, ConfigError, UserError
+from seamline.contracts.home import no_home_reason
 from seamline.contracts.testing import CONTRACTS
 from seamline.contracts.testing.runner import SuiteRun, run
 from seamline.contracts.versions import a_kind
@@ -250,8 +251,14 @@ def record_directory(record_dir: Path | None) -> Path:
     spent, its table never printed."""
     if record_dir is not None:
         return output_directory(record_dir, "--record-dir names")
+    store = store_directory()  # $SEAMLINE_CONFORMANCE_DIR naming a file is refused here
+    if store is None:  # no home, and the variable unset
+        raise UserError(
+            f"--record has no default folder to write to: {no_home_reason()}; give "
+            "--record-dir DIR, or point $SEAMLINE_CONFORMANCE_DIR at a directory you can write to"
+        )
     return output_directory(
-        store_directory(),  # $SEAMLINE_CONFORMANCE_DIR naming a file is refused here
+        store,
         "--record writes records to",
         "give --record-dir DIR, or point $SEAMLINE_CONFORMANCE_DIR at a directory you can write to",
     )

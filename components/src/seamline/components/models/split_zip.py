@@ -36,6 +36,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from seamline.contracts import WeightsError
+from seamline.contracts.home import home_directory, no_home_reason
 from seamline.contracts.untrusted import kind_of
 
 PREFIX = "split-zip:"
@@ -72,9 +73,23 @@ KNOWN: dict[str, Archive] = {
 
 
 def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/seamline/weights`` (``~/.cache`` when the variable is unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "seamline" / "weights"
+    """``$XDG_CACHE_HOME/seamline/weights`` (``~/.cache`` when the variable is unset or
+    relative, as the XDG specification says and seamline's other caches do).
+
+    Raises :class:`WeightsError` where there is no home to put it under (an arbitrary uid
+    in a container, with no ``$HOME``): the weights must be assembled somewhere.
+    """
+    value = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(value):
+        return Path(value) / "seamline" / "weights"
+    home = home_directory()
+    if home is None:
+        raise WeightsError(
+            f"{PREFIX} checkpoints are assembled under $XDG_CACHE_HOME/seamline/weights, "
+            f"but $XDG_CACHE_HOME is unset and {no_home_reason()}: set XDG_CACHE_HOME to an "
+            "absolute directory you can write"
+        )
+    return home / ".cache" / "seamline" / "weights"
 
 
 def resolve(name: str) -> Path:

@@ -22,6 +22,7 @@ is missing or wrong and what to do about it.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +122,7 @@ def resolve_source(source: str) -> Path:
         return _package_dir(source[len(PACKAGE_PREFIX) :].strip())
     if source.startswith(split_zip.PREFIX):
         return split_zip.resolve(source[len(split_zip.PREFIX) :].strip())
-    path = Path(source).expanduser()
+    path = Path(os.path.expanduser(source))  # never raises where there is no home
     try:
         what = "" if path.is_dir() else "is not a directory" if path.exists() else "does not exist"
     except OSError as err:  # a name too long, a loop of links: nothing to read there

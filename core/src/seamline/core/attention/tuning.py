@@ -54,6 +54,7 @@ from pydantic import (
 )
 
 from seamline.contracts import Attention, UserError
+from seamline.contracts.home import no_home_reason
 from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, cut, read_regular, strict_json
@@ -62,7 +63,7 @@ from seamline.core.attention.host import host_identity
 from seamline.core.attention.measure import REPEATS, Timing, time_candidate, unsteady
 from seamline.core.attention.planner import MeasuredTimes, SpecKey, signature_of
 from seamline.core.devices import jax_devices
-from seamline.core.directories import cache_home, named_directory, try_writing
+from seamline.core.directories import cache_home, named_directory, try_writing, under
 from seamline.core.exhaustion import exhausted
 from seamline.core.private_cache import NotPrivate, entry_not_private, folder_not_private
 from seamline.core.registry import ComponentInfo
@@ -93,6 +94,19 @@ class TuningCacheUnwritable(UserError):
         super().__init__(f"the tuning cache folder {directory} cannot be written ({why}): {fix}")
 
 
+class NoTuningFolder(TuningCacheUnwritable):
+    """No folder to keep timings in: there is no home, and ``$SEAMLINE_TUNING_DIR`` is
+    unset (an arbitrary uid in a container). A run measures and keeps nothing, as with a
+    folder it cannot write; ``seamline tune`` says so before it measures."""
+
+    def __init__(self) -> None:
+        UserError.__init__(
+            self,
+            f"the tuning cache has no folder: {no_home_reason()}; set {TUNING_VARIABLE} to a "
+            "folder you can write",
+        )
+
+
 def folder_trouble(directory: Path, err: OSError) -> tuple[str, str]:
     """Why ``directory`` cannot be used, given ``err``, and how to choose another place."""
     why = err.strerror or str(err)
@@ -111,7 +125,7 @@ def folder_trouble(directory: Path, err: OSError) -> tuple[str, str]:
     env = os.environ
     named = env.get(TUNING_VARIABLE, "")
     xdg = env.get("XDG_CACHE_HOME", "")
-    if named and Path(named).expanduser() == directory:
+    if named and Path(os.path.expanduser(named)) == directory:
         return why, f"point {TUNING_VARIABLE} at a folder you can write, or unset it"
     if os.path.isabs(xdg) and directory.is_relative_to(xdg):
         return why, (
@@ -150,10 +164,11 @@ _warned_shared: set[Path] = set()
 """Folders whose refusal this process has already said: once, not per shape or ranking."""
 
 
-def tuning_directory() -> Path:
+def tuning_directory() -> Path | None:
     """``$SEAMLINE_TUNING_DIR``, else the user's cache directory (a variable that names
-    something other than a directory is a user error: :mod:`seamline.core.directories`)."""
-    return named_directory(TUNING_VARIABLE, cache_home() / "seamline" / "tuning")
+    something other than a directory is a user error: :mod:`seamline.core.directories`);
+    None where there is no home and the variable is unset."""
+    return named_directory(TUNING_VARIABLE, lambda: under(cache_home(), "seamline", "tuning"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,25 +278,35 @@ class TuningCache:
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory if directory is not None else tuning_directory()
+        """None: no home and no ``$SEAMLINE_TUNING_DIR``; nothing is read or kept."""
         self.folder_said = False
         """A folder that cannot be read was said, once: no entry's warning, nor the save's."""
 
     def check_writable(self) -> None:
         """Make the folder and try a file there (``seamline tune``, before it measures);
         :class:`TuningCacheUnwritable` when it cannot be written."""
+        folder = self.folder()
         try:
-            try_writing(self.directory)
+            try_writing(folder)
         except OSError as err:
-            raise TuningCacheUnwritable(self.directory, err) from None
+            raise TuningCacheUnwritable(folder, err) from None
+
+    def folder(self) -> Path:
+        """The folder; :class:`NoTuningFolder` where there is none."""
+        if self.directory is None:
+            raise NoTuningFolder()
+        return self.directory
 
     def path(self, key: str) -> Path:
-        return self.directory / f"attention-{key}.json"
+        return self.folder() / f"attention-{key}.json"
 
     def not_private(self) -> TuningCacheNotPrivate | None:
         """Why the folder cannot be trusted (:func:`~seamline.core.private_cache.
         folder_not_private`: its owner, its mode, an ACL), or None; None too when it does
         not exist yet (it is made the user's own) or cannot be looked at (reading it then
         fails and says why)."""
+        if self.directory is None:
+            return None
         try:
             problem = folder_not_private(self.directory)
         except OSError:
@@ -290,14 +315,14 @@ class TuningCache:
 
     def warn_not_private(self, refused: TuningCacheNotPrivate, *, measuring: bool) -> None:
         """Say once a process that the folder is not used, and what happens instead."""
-        if self.directory in _warned_shared:
+        if refused.directory in _warned_shared:
             return
-        _warned_shared.add(self.directory)
+        _warned_shared.add(refused.directory)
         then = "measured again, not kept" if measuring else "the static order applies"
         log.warning(
             f"tuning cache not used: its folder is not private, and its entries decide which "
             f"attention kernel runs; {then}",
-            directory=str(self.directory),
+            directory=str(refused.directory),
             why=refused.why,
             fix=refused.fix,
         )
@@ -315,6 +340,8 @@ class TuningCache:
         is not (:func:`~seamline.core.private_cache.entry_not_private`). The warning says
         what happens next: ``measuring`` is False for a caller that only reads (``explain``).
         """
+        if self.directory is None:
+            return None  # no home: nothing kept to read
         refused = self.not_private()
         if refused is not None:
             self.warn_not_private(refused, measuring=measuring)
@@ -342,16 +369,17 @@ class TuningCache:
     def _folder_unusable(self, err: OSError, measuring: bool) -> bool:
         """Whether ``err`` is the folder's (a file in its path, another user's folder), not
         the entry's: said once, naming the cause, where every shape warned of its entry."""
+        folder = self.folder()
         if err.errno not in (errno.ENOTDIR, errno.EACCES, errno.EPERM):
             return False
-        if self.directory.is_dir() and os.access(self.directory, os.R_OK | os.X_OK):
+        if folder.is_dir() and os.access(folder, os.R_OK | os.X_OK):
             return False
         if not self.folder_said:
-            why, fix = folder_trouble(self.directory, err)
+            why, fix = folder_trouble(folder, err)
             then = "every shape measured and not kept" if measuring else "the static order applies"
             log.warning(
                 f"tuning cache folder cannot be read; {then}",
-                directory=str(self.directory),
+                directory=str(folder),
                 why=why,
                 fix=fix,
             )
@@ -362,15 +390,16 @@ class TuningCache:
         """Write ``entry`` atomically; :class:`TuningCacheUnwritable` when the folder cannot
         be written, :class:`TuningCacheNotPrivate` when it is not the user's alone (the
         caller decides whether either is fatal). A folder it makes is private (0700)."""
-        path = self.path(entry.key)
+        path = self.path(entry.key)  # NoTuningFolder where there is no folder
+        folder = path.parent
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             refused = self.not_private()
             if refused is not None:
                 raise refused
             write_bytes_atomically(path, (json.dumps(entry.to_json(), indent=2) + "\n").encode())
         except OSError as err:
-            raise TuningCacheUnwritable(self.directory, err) from None
+            raise TuningCacheUnwritable(folder, err) from None
         return path
 
 

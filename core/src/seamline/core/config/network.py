@@ -24,12 +24,12 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from seamline.contracts import ConfigError, LeavesMachine
+from seamline.contracts.home import home_directory
 from seamline.core.config.located import Located
 from seamline.core.config.located import Path as DataPath
 from seamline.core.config.overrides import is_override
@@ -83,12 +83,18 @@ def network_problems(
 
 
 def _fix(name: str, trust: TrustPolicy) -> str:
-    """Where to allow ``name``: the list in force, else the user config file (``~`` for home)."""
+    """Where to allow ``name``: the list in force, else the user config file (``~`` for home;
+    ``$SEAMLINE_CONFIG`` where there is no home, so no default file)."""
     place = trust.network_source
     if not place:
         path = user_config_path()[0]
-        home = Path.home()
-        place = f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+        home = home_directory()
+        if path is None:
+            place = "name one with $SEAMLINE_CONFIG: there is no home for the default one"
+        elif home is not None and path.is_relative_to(home):
+            place = f"~/{path.relative_to(home)}"
+        else:
+            place = str(path)
     return f"add {name} to trust.network_variables in the user config ({place})"
 
 

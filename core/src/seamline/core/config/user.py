@@ -2,7 +2,8 @@
 
 It lives at ``$SEAMLINE_CONFIG`` when that is set, else at
 ``$XDG_CONFIG_HOME/seamline/config.yaml`` (``~/.config/seamline/config.yaml`` when
-``XDG_CONFIG_HOME`` is unset). The default file may be absent (no settings); a file
+``XDG_CONFIG_HOME`` is unset; none where there is no home, as for an arbitrary uid in a
+container: no settings). The default file may be absent (no settings); a file
 named by ``$SEAMLINE_CONFIG`` must exist, since naming one that is not there is a
 mistake to report, not a reason to trust everything. It is read with the same bounded,
 located YAML parser as pipeline files, and every problem names its place.
@@ -26,7 +27,7 @@ from seamline.contracts import ConfigError
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.config import bounds
 from seamline.core.config.located import parse_located
-from seamline.core.directories import config_home
+from seamline.core.directories import config_home, under
 from seamline.core.trust import EVERYONE, TrustPolicy, UserTrustSettings, user_policy
 
 CONFIG_VARIABLE = "SEAMLINE_CONFIG"
@@ -41,22 +42,23 @@ class UserConfig(BaseModel):
     trust: UserTrustSettings = Field(default_factory=UserTrustSettings)
 
 
-def user_config_path(environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
-    """Where the user config file is, and whether it was named explicitly (must exist)."""
+def user_config_path(environ: Mapping[str, str] | None = None) -> tuple[Path | None, bool]:
+    """Where the user config file is (None: no home, so no default file), and whether it
+    was named explicitly (must exist)."""
     env = os.environ if environ is None else environ
     explicit = env.get(CONFIG_VARIABLE)
     if explicit:
         return Path(explicit), True
-    return config_home(env) / "seamline" / "config.yaml", False
+    return under(config_home(env), "seamline", "config.yaml"), False
 
 
 def user_trust(environ: Mapping[str, str] | None = None) -> TrustPolicy:
     """The trust policy of the user config file (no list when it sets none or is absent)."""
     path, explicit = user_config_path(environ)
-    text = _read(path, explicit)
+    text = None if path is None else _read(path, explicit)
     if text is None or not text.strip():
         return EVERYONE
-    source = str(path)
+    source = str(path)  # not None: text was read from it
     located = parse_located(text, source)
     try:
         config = UserConfig.model_validate(located.data)

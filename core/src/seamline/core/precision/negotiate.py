@@ -245,7 +245,7 @@ class Calibration:
         gate = settings.gate
         key = records.record_key(self._material(candidate, settings))
         found = records.find(self.folder, key, candidate)
-        if found is not None:
+        if found is not None and self.folder is not None:
             return (
                 found,
                 "gate passed earlier for this pipeline",
@@ -274,7 +274,7 @@ class Calibration:
             return PrecisionCandidate(candidate.name, False, (NO_DOCUMENTS,))
         key = records.record_key(self._material(candidate.name, settings))
         found = records.find(self.folder, key, candidate.name)
-        if found is None:
+        if found is None or self.folder is None:
             later = (
                 f"checked against float32 on the run's first {settings.gate.documents} "
                 "documents (all of them, if there are fewer) when the run starts"

@@ -26,10 +26,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seamline.contracts.home import no_home_reason
 from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular
-from seamline.core.directories import cache_home, named_directory
+from seamline.core.directories import cache_home, named_directory, under
 from seamline.core.precision.decision import GateFigures
 
 log = get_logger("seamline.core")
@@ -60,10 +61,16 @@ class _Record(BaseModel):
     figures: _Figures
 
 
-def directory(environ: Mapping[str, str] | None = None) -> Path:
-    """Where records are kept (not created until one is written)."""
-    default = cache_home(environ) / "seamline" / "precision"
-    return named_directory(DIRECTORY_VARIABLE, default, environ)
+def directory(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where records are kept (not created until one is written); None where there is no
+    home and the variable is unset: no record is read or kept, the gate measures."""
+    return named_directory(
+        DIRECTORY_VARIABLE, lambda: under(cache_home(environ), "seamline", "precision"), environ
+    )
+
+
+_said_no_home: list[bool] = []
+"""Whether this process has said that records are not kept for want of a home."""
 
 
 def record_key(material: Mapping[str, Any]) -> str:
@@ -87,12 +94,15 @@ def record_path(folder: Path, key: str) -> Path:
     return folder / f"{key}.json"
 
 
-def find(folder: Path, key: str, candidate: str) -> GateFigures | None:
-    """The figures recorded under ``key`` for ``candidate``, or None (absent or unusable).
+def find(folder: Path | None, key: str, candidate: str) -> GateFigures | None:
+    """The figures recorded under ``key`` for ``candidate``, or None (absent or unusable;
+    no ``folder``: no home to keep records in).
 
     Read as untrusted input: a regular file only (a FIFO put there would hang the run;
     it is opened non-blocking and checked on the descriptor), bounded, then a schema.
     """
+    if folder is None:
+        return None
     path = record_path(folder, key)
     try:
         raw = read_regular(path, RECORD_LIMIT)
@@ -124,8 +134,18 @@ def find(folder: Path, key: str, candidate: str) -> GateFigures | None:
     return GateFigures(**record.figures.model_dump())
 
 
-def store(folder: Path, key: str, candidate: str, figures: GateFigures) -> Path | None:
-    """Write the record atomically; a folder that cannot be written is said, not fatal."""
+def store(folder: Path | None, key: str, candidate: str, figures: GateFigures) -> Path | None:
+    """Write the record atomically; a folder that cannot be written is said, not fatal,
+    and so is none at all (no home, and ``$SEAMLINE_PRECISION_DIR`` unset): once."""
+    if folder is None:
+        if not _said_no_home:
+            _said_no_home.append(True)
+            log.warning(
+                "precision record not kept; the next run checks again",
+                error=no_home_reason(),
+                fix=f"set {DIRECTORY_VARIABLE} to a directory you can write",
+            )
+        return None
     record = _Record(key=key, candidate=candidate, figures=_Figures(**_plain(figures)))
     path = record_path(folder, key)
     try:

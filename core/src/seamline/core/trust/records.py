@@ -18,13 +18,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seamline.contracts import UserError
 from seamline.contracts.conformance import RECORD_FORMAT, ConformanceRecord
+from seamline.contracts.home import no_home_reason
 from seamline.contracts.logs import get_logger
 from seamline.contracts.ownership import owned_by_another
 from seamline.contracts.sink_kit import write_bytes_atomically
 from seamline.contracts.untrusted import NotRegularFile, read_regular
 from seamline.core.code_digest import component_digest
-from seamline.core.directories import data_home, named_directory
+from seamline.core.directories import data_home, named_directory, under
 from seamline.core.private_cache import folder_not_private
 
 if TYPE_CHECKING:  # the registry holds the trust policy, so this package never imports it
@@ -39,16 +41,27 @@ MAX_RECORD_BYTES = 1 << 20
 """The largest record file read (a record of the whole suite is a few kilobytes)."""
 
 
-def store_directory() -> Path:
+def store_directory() -> Path | None:
     """Where records live: ``$SEAMLINE_CONFORMANCE_DIR``, else the user's data directory (a
     variable that names something other than a directory is a user error:
-    :mod:`seamline.core.directories`)."""
-    return named_directory(STORE_VARIABLE, data_home() / "seamline" / "conformance")
+    :mod:`seamline.core.directories`); None where there is no home and the variable is
+    unset (no records: none is read, and writing one asks for a place)."""
+    return named_directory(STORE_VARIABLE, lambda: under(data_home(), "seamline", "conformance"))
+
+
+def no_store_error() -> UserError:
+    """What writing a record without a place says where there is no home."""
+    return UserError(
+        f"conformance records have no default folder: {no_home_reason()}; point "
+        f"${STORE_VARIABLE} at a directory you can write to"
+    )
 
 
 def save(record: ConformanceRecord, directory: Path | None = None) -> Path:
     """Write ``record`` into the store (replacing an older one with the same key), atomically."""
     target_dir = directory if directory is not None else store_directory()
+    if target_dir is None:
+        raise no_store_error()
     target_dir.mkdir(parents=True, exist_ok=True)
     path = target_dir / f"{record.kind}-{record.name}-{record.key()}.json"
     write_bytes_atomically(path, (record.model_dump_json(indent=2) + "\n").encode())
@@ -77,7 +90,7 @@ def load_records(
     a file another user owns.
     """
     source = directory if directory is not None else store_directory()
-    if not source.is_dir():
+    if source is None or not source.is_dir():
         return []
     unsafe = folder_not_private(source)
     if unsafe is not None and quiet:

@@ -276,8 +276,8 @@ def _serve(
 def _is_a_file_of(index: Path, candidate: Path) -> bool:
     """Whether ``candidate`` is ``index``, lies inside it (a LanceDB table), or is one of its
     companions beside it (``emb.manifest.json``, ``emb.errors.jsonl``: named ``emb.*``)."""
-    target = Path(os.path.realpath(index.expanduser()))
-    other = Path(os.path.realpath(candidate.expanduser()))
+    target = Path(os.path.realpath(os.path.expanduser(index)))  # no home: as it is
+    other = Path(os.path.realpath(os.path.expanduser(candidate)))
     stem = target.stem
     if target.name.endswith(".manifest.json"):  # --index given as the manifest itself
         stem = target.name.removesuffix(".manifest.json")

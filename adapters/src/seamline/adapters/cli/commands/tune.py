@@ -37,4 +37,4 @@ def tune(pipeline: PipelineArg, overrides: SetOption = None, again: Again = Fals
         resolved = user_errors(lambda: negotiated(resolved, registry))
         cache = user_errors(TuningCache)
         results = user_errors(lambda: tune_attention(resolved, registry, cache, again=again))
-    tuning(cache.directory, results)
+    tuning(cache.folder(), results)  # tune_attention made sure there is one

@@ -1,0 +1,59 @@
+"""The user's home folder, where there is one: ``$HOME`` when it is an absolute path, else
+the user database's entry for this uid.
+
+A container run as an arbitrary uid (OpenShift gives each pod one) often has neither a
+``$HOME`` nor an entry in ``/etc/passwd``: ``Path.home()`` then raises ``RuntimeError``,
+and every command (``validate`` too) ended in a traceback, though only the *default*
+places of caches and of the user config need a home. So seamline asks here, and None
+means there is none: each place that would be under it is simply unavailable (said
+once, the run goes on), and a variable that names a place is used without a home.
+
+A relative ``$HOME`` was taken relative to the working directory (a cache landed in
+``./home/.cache``), where a relative ``$XDG_CACHE_HOME`` is ignored, as the XDG
+specification says: a relative (or empty) ``$HOME`` is ignored alike, as an unset one is.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def home_directory(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``$HOME`` when absolute, else the user database's home of this uid; None: no home."""
+    env = os.environ if environ is None else environ
+    value = env.get("HOME", "")
+    if os.path.isabs(value):
+        return Path(value)
+    try:
+        import pwd
+    except ImportError:  # no user database on this platform
+        return None
+    try:
+        found = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:  # an arbitrary uid, as OpenShift runs a pod
+        return None
+    return Path(found) if os.path.isabs(found) else None
+
+
+def no_home_reason(environ: Mapping[str, str] | None = None) -> str:
+    """Why :func:`home_directory` found none, in words for a message."""
+    env = os.environ if environ is None else environ
+    value = env.get("HOME")
+    said = "$HOME is unset" if value is None else f"$HOME ({value!r}) is not an absolute path"
+    getuid = getattr(os, "getuid", None)
+    uid = "this user" if getuid is None else f"uid {getuid()}"
+    return f"there is no home directory ({said}, and {uid} has no home in the user database)"
+
+
+def expand_tilde(text: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """``text`` with a leading ``~`` or ``~/`` made :func:`home_directory`; ``text`` as it is
+    when it does not start so (``~user`` included: ``os.path.expanduser``'s); None when it
+    does and there is no home."""
+    if text != "~" and not text.startswith("~/"):
+        return text
+    home = home_directory(environ)
+    if home is None:
+        return None
+    return str(home) if text == "~" else os.path.join(home, text[2:])
