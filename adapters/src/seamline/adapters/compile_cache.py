@@ -18,7 +18,10 @@ An entry of the cache is a compiled program, which JAX loads and runs as it find
 whoever can write the directory chooses what a run computes (an entry swapped for
 another pipeline's gave every vector of a run the other pooling, and exit 0). So the
 directory must be the user's own, as ssh requires of ``~/.ssh``: it and every entry
-in it owned by them and writable by no one else (:func:`seamline.core.not_private`).
+in it owned by them and writable by no one else (:func:`seamline.core.not_private`),
+or one root prepared at an image build, root's alone, which is only read
+(:func:`seamline.core.prepared_by_root`: a container platform runs the image as a uid
+unknown when it was built).
 The default one is made private (0700). One that is not is refused for a named
 directory and turned off, with a warning, for the default, never used. (JAX reads
 ``$JAX_COMPILATION_CACHE_DIR`` itself without this module; core checks that one before
@@ -36,7 +39,14 @@ from seamline.adapters.compile_cache_warnings import route_cache_warnings
 from seamline.contracts import UserError
 from seamline.contracts.home import no_home_reason
 from seamline.contracts.logs import get_logger
-from seamline.core import NotPrivate, cache_home, named_directory, not_private, try_writing
+from seamline.core import (
+    NotPrivate,
+    cache_home,
+    named_directory,
+    not_private,
+    prepared_by_root,
+    try_writing,
+)
 
 log = get_logger("seamline.adapters.compile_cache")
 
@@ -104,7 +114,7 @@ def enable_compile_cache(directory: Path | None = None, *, api: bool = False) ->
             fix=f"set {CACHE_VARIABLE} to a directory you can write",
         )
         return None
-    if unsafe is not None:
+    if unsafe is not None and not prepared_by_root(chosen):
         named = directory is not None or variable is not None
         _refuse_shared(chosen, unsafe, named_by, turn_off, named=named)
         return None

@@ -89,7 +89,12 @@ if TYPE_CHECKING:
         preview_precision,
         serving_precision,
     )
-    from seamline.core.private_cache import NotPrivate, check_jax_compile_cache, not_private
+    from seamline.core.private_cache import (
+        NotPrivate,
+        check_jax_compile_cache,
+        not_private,
+        prepared_by_root,
+    )
     from seamline.core.propagators import check_propagators, propagators_problem
     from seamline.core.propagators import extract as extract_trace_context
     from seamline.core.provenance import describe as describe_provenance
@@ -217,6 +222,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     # A compile cache's programs must be the user's alone (seamline.core.private_cache)
     "NotPrivate": ("seamline.core.private_cache", "NotPrivate"),
     "not_private": ("seamline.core.private_cache", "not_private"),
+    "prepared_by_root": ("seamline.core.private_cache", "prepared_by_root"),
     "check_jax_compile_cache": ("seamline.core.private_cache", "check_jax_compile_cache"),
     "worker_name": ("seamline.core.telemetry", "worker_name"),
     # The CPUs this process may run on (its affinity: taskset, a container's cpuset)
@@ -324,6 +330,7 @@ __all__ = [
     "pipeline_trust",
     "precision_refusals",
     "prepare_located",
+    "prepared_by_root",
     "preview_precision",
     "propagators_problem",
     "raise_kept_stop",

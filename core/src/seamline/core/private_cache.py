@@ -12,6 +12,15 @@ only where it is their primary group, as with a user-private-group ``umask 002``
 then with no ACL naming another user or group that may write). A scandir and an lstat
 per entry: thousands of entries in milliseconds.
 
+One other cache is trusted, for reading only: one root prepared (an image build's
+``seamline run`` as root), where the directory and every entry are root's and writable by
+no one else: no group or other write bit, no ACL granting write. A container platform
+such as OpenShift runs the image as an arbitrary uid unknown at build time, so a
+prepared cache can never be the runtime user's; root can replace any file anyway, and
+ssh's ``StrictModes`` accepts root's files likewise. Its group write bit is not
+excused as the user's own group is: an arbitrary uid runs with group 0, root's own.
+The user cannot write it, so it is only read (:func:`prepared_by_root`).
+
 JAX reads ``$JAX_COMPILATION_CACHE_DIR`` itself, on every path, not only where the CLI
 switches the cache on: :func:`check_jax_compile_cache` runs before seamline first asks
 JAX for its devices (:func:`seamline.core.devices.jax_devices`, which building a model,
@@ -28,7 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seamline.contracts import UserError
-from seamline.contracts.ownership import ACL_XATTRS, others_write, owned_by_another
+from seamline.contracts.ownership import (
+    ACL_XATTRS,
+    describe_user,
+    my_uid,
+    others_write,
+    owned_by_another,
+)
 
 CACHE_SETTING = "jax_compilation_cache_dir"  # what $JAX_COMPILATION_CACHE_DIR sets
 
@@ -86,10 +101,73 @@ def folder_not_private(directory: Path) -> NotPrivate | None:
     """
     found = os.stat(directory)
     owner = owned_by_another(found)
+    trouble = root_trouble(directory) if owner is not None and found.st_uid == ROOT else None
+    if trouble is not None:  # why it is no prepared cache either
+        owner = (
+            f"{owner}, and a cache root owns is read only where no one else can write it "
+            f"or its entries, but {trouble}"
+        )
     if owner is not None:
         return NotPrivate(owner, "owner")
     who = others_write(directory, found, ACL_XATTRS)
     return None if who is None else NotPrivate(f"{who[0]} can write it ({who[1]})", "open")
+
+
+def prepared_by_root(directory: Path) -> bool:
+    """Whether ``directory`` is a cache root prepared for others to read: it and every
+    entry (four levels deep) root's, a regular file or a folder, and writable by no one
+    but root. False for root itself (its own caches are checked as anyone's), and when
+    anything cannot be read."""
+    return my_uid() not in (None, ROOT) and root_trouble(directory) is None
+
+
+ROOT = 0
+
+
+def root_trouble(directory: Path) -> str | None:
+    """Why ``directory`` is not root's alone (see :func:`prepared_by_root`), or None."""
+    try:
+        found = os.stat(directory)
+        if found.st_uid != ROOT:
+            return "it is not root's"
+        why = _root_only(directory, found, ACL_XATTRS)
+        return f"it {why}" if why is not None else _root_entries(directory, MAX_DEPTH)
+    except OSError as err:
+        return f"it cannot be read ({err.strerror})"
+
+
+def _root_only(path: Path, found: os.stat_result, acls: tuple[str, ...]) -> str | None:
+    """Why ``path`` is not root's, with no group or other write bit and no ACL letting
+    another write; None when it is. A group write bit is not excused as the user's own
+    group's is: an arbitrary uid runs with group 0, root's."""
+    mode = stat.S_IMODE(found.st_mode)
+    if found.st_uid != ROOT:
+        return f"is owned by {describe_user(found.st_uid)}"
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        writer = "every user" if mode & stat.S_IWOTH else "its group"
+        return f"can be written by {writer} (mode {mode:o})"
+    who = others_write(path, found, acls)  # the ACLs: a default one is what entries get
+    return None if who is None else f"can be written by {who[0]} ({who[1]})"
+
+
+def _root_entries(directory: Path, depth: int) -> str | None:
+    """Why an entry under ``directory`` fails :func:`_root_only`, or None."""
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            path = Path(entry.path)
+            found = entry.stat(follow_symlinks=False)
+            folder = stat.S_ISDIR(found.st_mode)
+            if not (folder or stat.S_ISREG(found.st_mode)):
+                return f"its entry {entry.name} is not a regular file or a folder"
+            why = _root_only(path, found, ACL_XATTRS if folder else ACL_XATTRS[:1])
+            if why is not None:
+                return f"its entry {entry.name} {why}"
+            if folder and depth == 0:
+                return f"its entry {entry.name} holds folders deeper than seamline checks"
+            inner = _root_entries(path, depth - 1) if folder else None
+            if inner is not None:
+                return inner.replace("its entry ", f"its entry {entry.name}/", 1)
+    return None
 
 
 def entry_not_private(path: Path) -> NotPrivate | None:
@@ -160,7 +238,7 @@ def check_jax_compile_cache() -> None:
         return
     except OSError as err:
         problem = NotPrivate(f"it cannot be read ({err.strerror})", "owner")
-    if problem is None:
+    if problem is None or prepared_by_root(directory):  # root's: read, never written
         _passed.add(value)
         return
     variable, unset = _named_by(directory)
