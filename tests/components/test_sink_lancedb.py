@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -407,9 +408,40 @@ def test_a_temporary_folder_lancedb_cannot_use_is_refused_before_the_work(
     if make == "file":
         temporary.write_text("", encoding="utf-8")
     monkeypatch.setenv("TMPDIR", str(temporary))
-    with pytest.raises(UserError, match=rf"TMPDIR='{temporary}' {what}; LanceDB writes"):
+    said = rf"TMPDIR='{temporary}' {what}; LanceDB writes the temporary files of the vector"
+    with pytest.raises(UserError, match=said):
         sink(tmp_path, index={"type": "ivf_pq"})
-    sink(tmp_path)  # without a vector index, the folder is not used
+    sink(tmp_path)  # without a vector index or a merge, the folder is not used
+    sink(tmp_path, mode="append")
+
+
+@pytest.mark.parametrize("mode", ["upsert", "sync"])
+def test_a_merge_with_no_tmpdir_and_a_read_only_tmp_is_refused_before_the_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # A container with a read-only root (and no TMPDIR): upsert and sync embedded every
+    # document, then LanceDB's merge failed to create its temporary folder in /tmp, and
+    # nothing was published. Checked when the sink is built, for a merge as for an index.
+    monkeypatch.delenv("TMPDIR", raising=False)
+    writable = os.access
+
+    def read_only_tmp(path: Any, mode_bits: int, **options: Any) -> bool:
+        return False if str(path) == "/tmp" else writable(path, mode_bits, **options)
+
+    monkeypatch.setattr(os, "access", read_only_tmp)
+    with pytest.raises(UserError) as refused:
+        sink(tmp_path, mode=mode)
+    assert str(refused.value).startswith(
+        f"lancedb sink: TMPDIR is not set, so LanceDB writes the temporary files of mode "
+        f"{mode}'s merge into the table in '/tmp', which "
+    )
+    assert str(refused.value).endswith(
+        ". Set TMPDIR to a folder this process can write to, with room (mkdir -p tmp && "
+        "export TMPDIR=$PWD/tmp), and run again"
+    )
+    sink(tmp_path, mode="overwrite")  # no merge: /tmp is not used
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    sink(tmp_path, mode=mode)  # the fix the message names
 
 
 class RustPanic(Exception):
@@ -419,7 +451,10 @@ class RustPanic(Exception):
 @pytest.mark.parametrize(
     ("error", "said"),
     [
-        (RustPanic("rust future panicked: unknown error"), "LanceDB failed inside (rust future"),
+        (
+            RustPanic("rust future panicked: unknown error"),
+            "LanceDB failed inside (rust future panicked: unknown error; the panic report",
+        ),
         (
             RuntimeError(
                 "lance error: LanceError(IO): No space left on device (os error 28), "

@@ -34,3 +34,18 @@ def test_a_one_line_message_is_kept_whole_and_a_long_one_is_bounded() -> None:
     long = one_line(OSError("x" * 2_000))
     assert len(long) == len("OSError: ") + 500
     assert long.endswith("x…")
+
+
+def test_the_places_in_a_rust_librarys_source_are_left_out() -> None:
+    # LanceDB's close under a read-only /tmp: the run's one line ended with two .rs files of
+    # its build, nothing a user can act on.
+    error = RuntimeError(
+        "lance error: Failed to create temp dir: LanceError(IO): Read-only file system (os "
+        'error 30) at path "/tmp/.tmpX63IQj", /root/.cargo/registry/src/index.crates.io-1949'
+        "/lance-core-13.0.0/src/utils/tempfile.rs:52:23, /root/.cargo/registry/src/index."
+        "crates.io-1949/lance-13.0.0/src/dataset/write/merge_insert.rs:2266:28"
+    )
+    assert one_line(error) == (
+        "RuntimeError: lance error: Failed to create temp dir: LanceError(IO): Read-only file "
+        'system (os error 30) at path "/tmp/.tmpX63IQj"'
+    )

@@ -100,7 +100,14 @@ def exhausted(
     resource = exhausted_resource(error)
     if resource is None:
         return None
-    return ResourceExhausted(resource, where, _RUST_SOURCE.sub("", detail), step)
+    return ResourceExhausted(resource, where, without_rust_sources(detail), step)
+
+
+def without_rust_sources(text: str) -> str:
+    """``text`` less the places in a Rust library's source it names (``, /root/.cargo/
+    registry/src/.../tempfile.rs:52:23``): the paths of the library's build, which a
+    user can do nothing with, in the one line a failed run ends with."""
+    return _RUST_SOURCE.sub("", text)
 
 
 def ran_out_in_panic(

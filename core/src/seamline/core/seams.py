@@ -23,7 +23,7 @@ from opentelemetry import trace
 
 from seamline.contracts import Component, SeamCall, SeamStarted
 from seamline.contracts.logs import get_logger
-from seamline.core.exhaustion import ran_out_in_panic
+from seamline.core.exhaustion import ran_out_in_panic, without_rust_sources
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.registry import ComponentInfo
 from seamline.core.telemetry import component_attributes, owned_span, record_failure, tracer
@@ -234,10 +234,11 @@ def clipped(text: str, limit: int = 80) -> str:
 
 def one_line(err: BaseException) -> str:
     """``err`` as the reason of a failed run's one line: its type and the first line of its
-    message, at most 500 characters. A library's message may be a page (LanceDB's embeds a
-    Python traceback, 30 lines with the paths of its build); the whole error stays on the
-    seam's span, as its exception event."""
-    lines = str(err).strip().splitlines()
+    message, at most 500 characters, less the places in a Rust library's source it names. A
+    library's message may be a page (LanceDB's embeds a Python traceback, 30 lines with the
+    paths of its build), and LanceDB's one line ended with two of its build's ``.rs`` files;
+    the whole error stays on the seam's span, as its exception event."""
+    lines = without_rust_sources(str(err)).strip().splitlines()
     text = lines[0] if lines else ""
     if len(lines) > 1 or len(text) > 500:
         text = text[:499].rstrip() + "…"

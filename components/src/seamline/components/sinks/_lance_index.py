@@ -164,22 +164,49 @@ _RUST_PLACES = re.compile(r",?\s*/\S*(?:\.cargo/registry|/rustc/)\S*")
 _NO_SPACE = ("No space left on device", "os error 28")
 
 
-def check_temporary_folder(environ: Mapping[str, str]) -> None:
-    """A ``UserError`` when ``$TMPDIR`` names no folder this process can write to.
+def temporary_files(mode: str, index: VectorIndexConfig | None) -> str | None:
+    """What a run of the sink has LanceDB write temporary files for (None: nothing).
 
-    LanceDB builds a vector index through temporary files in it (Rust's ``temp_dir``, with
-    no fallback): with ``TMPDIR=/nonexistent`` it panicked once the rows were published,
-    and the run said nothing was. Checked when the sink is built, before any work.
+    A merge into the table (``upsert`` and ``sync``, LanceDB's ``merge_insert``) spills
+    through a temporary folder as building a vector index does; the full-text index and
+    ``overwrite`` / ``append`` do not.
     """
-    folder = environ.get("TMPDIR")
-    if not folder or (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
+    uses = [f"mode {mode}'s merge into the table"] if mode in ("upsert", "sync") else []
+    if index is not None:
+        uses.append("the vector index")
+    return " and ".join(uses) or None
+
+
+def check_temporary_folder(environ: Mapping[str, str], needs: str) -> None:
+    """A ``UserError`` when the folder LanceDB writes its temporary files in (for
+    ``needs``, :func:`temporary_files`) is not one this process can write to.
+
+    LanceDB takes Rust's ``temp_dir``: ``$TMPDIR``, or ``/tmp`` where it is unset, with no
+    fallback. With ``TMPDIR=/nonexistent``, or no TMPDIR and a read-only ``/tmp`` (a
+    container's ``readOnlyRootFilesystem``), an upsert embedded every document and then
+    failed to publish, and an index panicked once the rows were published, with the
+    advice to run again, which failed the same way. Checked when the sink is built,
+    before any work.
+    """
+    given = environ.get("TMPDIR")
+    folder = "/tmp" if given is None else given
+    path = folder or "."  # an empty TMPDIR: Rust's temporary files go in the working directory
+    if os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
         return
-    what = "is not a folder" if os.path.exists(folder) else "does not exist"
-    if os.path.isdir(folder):
+    what = "is not a folder" if os.path.exists(path) else "does not exist"
+    if os.path.isdir(path):
         what = "is a folder this process may not write to"
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            what = "is on a read-only file system"
+    where = (
+        f"TMPDIR is not set, so LanceDB writes the temporary files of {needs} in '/tmp', "
+        f"which {what}"
+        if given is None
+        else f"TMPDIR={folder!r} {what}; LanceDB writes the temporary files of {needs} there"
+    )
     raise UserError(
-        f"lancedb sink: TMPDIR={folder!r} {what}; LanceDB writes a vector index's temporary "
-        "files there. Set TMPDIR to a folder with room, or unset it"
+        f"lancedb sink: {where}. Set TMPDIR to a folder this process can write to, with "
+        "room (mkdir -p tmp && export TMPDIR=$PWD/tmp), and run again"
     )
 
 
@@ -196,5 +223,12 @@ def index_failure(where: str, err: BaseException) -> str:
             f"TMPDIR to a folder with room, and run again; {scans}"
         )
     if type(err).__name__ == "RustPanic":  # LanceDB's own failure, not the settings'
-        return f"{published}: LanceDB failed inside ({said}). Run again; {scans}"
+        # Its reason is in the panic report Rust printed above: "Run again" alone was the
+        # advice when the temporary folder was read-only, and the run failed the same way.
+        temporary = os.environ.get("TMPDIR") or "/tmp"
+        return (
+            f"{published}: LanceDB failed inside ({said}; the panic report printed above says "
+            f"why: a temporary folder it could not write, {temporary!r}, is one cause). Fix "
+            f"that, then run again; {scans}"
+        )
     return f"{published}: {said}. Fix the index settings and run again; {scans}"

@@ -92,6 +92,7 @@ from seamline.components.sinks._lance_index import (
     check_index_fits,
     check_temporary_folder,
     indexed_version,
+    temporary_files,
 )
 from seamline.components.sinks._lance_reader import LanceReader
 from seamline.components.sinks._lance_sync import publish_synced
@@ -215,8 +216,9 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
 
     def __init__(self, config: LanceDbSinkConfig) -> None:
         super().__init__(config)
-        if config.index is not None:  # before any work, not once the rows are published
-            check_temporary_folder(os.environ)
+        needs = temporary_files(config.mode, config.index)
+        if needs is not None:  # before any work, not once every document is embedded
+            check_temporary_folder(os.environ, needs)
         self._lance = LanceDatabases(self.name, config.path.stem, config.cache_bytes)
         self._staging: Table | None = None
         """The staging table in :attr:`store` (the hidden staging database)."""
