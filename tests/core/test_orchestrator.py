@@ -364,3 +364,28 @@ def test_the_manifest_names_the_versions_that_decide_the_numbers() -> None:
     versions = orchestrator.manifest()["versions"]
     assert set(versions) >= {"jax", "jaxlib", "numpy", "tokenizers", "seamline-core"}
     assert versions["tokenizers"] == importlib.metadata.version("tokenizers")
+
+
+def test_a_run_whose_publication_fails_did_not_finish_well(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sink's close publishes: LanceDB's merge failing there (a read-only /tmp) was
+    # logged "run finished", "ok": true, and the run's root span was left UNSET.
+    from opentelemetry.trace import StatusCode
+
+    from tests.faults.call_scenarios import recorded_spans
+
+    def failing(self: MemorySink, complete: bool = True) -> None:
+        MemorySink.closed.append(complete)
+        raise RuntimeError("cannot publish")
+
+    monkeypatch.setattr(MemorySink, "close", failing)
+    with recorded_spans() as spans:
+        with pytest.raises(RuntimeError, match="cannot publish"):
+            run("native", monitors="[{use: recording}]")
+        (root,) = [s for s in spans.get_finished_spans() if s.name == "seamline.run"]
+    assert MemorySink.closed == [True], "the work completed: the sink was asked to publish"
+    finished = RecordingMonitor.events[-1]
+    assert isinstance(finished, RunFinished)
+    assert not finished.ok
+    assert root.status.status_code is StatusCode.ERROR
+    assert root.status.description == "RuntimeError: cannot publish"
+    assert [e.name for e in root.events].count("exception") == 1

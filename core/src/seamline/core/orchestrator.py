@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from opentelemetry import trace
 from opentelemetry.context import Context
 
 from seamline.contracts import (
@@ -329,7 +330,7 @@ class Orchestrator:
                 record_failure(root, err)
                 raise
             finally:
-                self._end_part(ok, time.perf_counter() - started)
+                self._end_part(ok, time.perf_counter() - started, root)
         return self._summary(time.perf_counter() - started, self.steps.compilations - compilations)
 
     def manifest(self) -> dict[str, Any]:
@@ -443,16 +444,16 @@ class Orchestrator:
             self.sink.write_error(error)
         self.monitors.emit(DocumentFailed(error.id, error.reason, stage))
 
-    def _end_part(self, ok: bool, seconds: float) -> None:
+    def _end_part(self, ok: bool, seconds: float, root: trace.Span) -> None:
         if ok:  # which attention served each shape, known now (sink contract, ``start``)
             self.part_manifest["attention_served"] = attention_served(self.steps.served)
+        closed = False  # a part whose sink fails to close (to publish) failed: _close_sink
         try:
-            with self.sink_seam.call("close", {"seamline.complete": ok}):
-                self.sink.close(complete=ok)
+            _close_sink(self.sink_seam, self.sink, ok, root)
+            closed = True
         finally:
-            self.monitors.emit(
-                _finished(self.run_id, self.counts, self.steps.compilations, seconds, ok)
-            )
+            finished = (self.counts, self.steps.compilations, seconds, ok and closed)
+            self.monitors.emit(_finished(self.run_id, *finished))
 
     def close(self) -> None:
         """Close the monitors and components (once, after the last part)."""
@@ -485,6 +486,23 @@ class Orchestrator:
             provenance=provenance(self.pipeline),
             first_failure=self._first_failure,
         )
+
+
+def _close_sink(seam: Seam, sink: Sink[Any], complete: bool, root: trace.Span) -> None:
+    """Close a part's sink, which publishes a ``complete`` part.
+
+    A part whose work completed fails still when the close fails, its publication above
+    all: that failure is the part's, on its root span (status ERROR) as in the event
+    that closes it (``ok`` false). The event was sent with the ``ok`` from before the
+    close, and a run that published nothing was logged ``"run finished", "ok": true``.
+    """
+    try:
+        with seam.call("close", {"seamline.complete": complete}):
+            sink.close(complete=complete)
+    except BaseException as err:
+        if complete:  # a failure of the work itself is recorded on the root span already
+            record_failure(root, err)
+        raise
 
 
 def _finished(
