@@ -196,3 +196,50 @@ def test_a_pool_larger_than_the_cluster_is_cut_to_what_fits_not_left_waiting() -
     gpus = RayExecutorConfig(actors=4, gpus_per_actor=1.0)
     with pytest.raises(UserError, match=r"p\.yaml:9:5 .*: not one actor fits"):
         fitting_actors(_Cluster(CPU=8.0), gpus, 4, _Job())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("home", "written", "said"),
+    [
+        ("/", "/.ray", "Ray writes its authentication token in $HOME/.ray (HOME='/'): set HOME"),
+        (None, "{ray_tmpdir}/ray", "Ray writes its session files in $RAY_TMPDIR/ray"),
+    ],
+    ids=["home", "ray_tmpdir"],
+)
+def test_a_folder_a_local_ray_cannot_write_names_the_variable_to_set(
+    cli: CliRunner,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    home: str | None,
+    written: str,
+    said: str,
+) -> None:
+    # A container with a read-only root: ray.init's mkdir of ~/.ray (HOME=/) or of its
+    # session folder failed, and the run said "what the sink last committed is kept: ...
+    # run again with --resume" of a run that had not begun, naming neither HOME nor RAY_TMPDIR.
+    import errno
+
+    import ray
+
+    ray_tmpdir = str(tmp_path / "read-only")
+    monkeypatch.setenv("RAY_TMPDIR", ray_tmpdir)
+    if home is not None:
+        monkeypatch.setenv("HOME", home)
+    path = written.format(ray_tmpdir=ray_tmpdir)
+
+    def read_only(**_: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", path)
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", read_only)
+    code, output = invoke(cli, tmp_path, "run", "--set", "run.executor.use=ray")
+    assert code == 2, output
+    assert output.startswith(f"error: {tmp_path / 'p.yaml'}:7:")  # the run's executor
+    assert (
+        f": Ray could not start on this machine: Read-only file system ({path}). {said}" in output
+    )
+    assert output.endswith(
+        "then run again. The run had not begun, so it committed nothing and its output is as it was"
+    )
+    assert "--resume" not in output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.yaml"], "nothing written"

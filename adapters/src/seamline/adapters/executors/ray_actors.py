@@ -55,6 +55,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator
 
+from seamline.adapters.executors._ray_folders import start_refused
 from seamline.adapters.executors._ray_progress import ProgressPoller
 from seamline.adapters.executors._ray_quiet import ray_start_quiet
 from seamline.adapters.executors._ray_reaper import RayReaper
@@ -460,7 +461,12 @@ class RayExecutor(Executor[RayExecutorConfig]):
                     log_to_driver=True,
                     **({} if address is not None else local_resources()),
                 )
-        except ConnectionError as err:
+        except OSError as err:  # a folder a local Ray may not write, or a cluster not reached
+            refused = start_refused(err, job.where(""), os.environ) if address is None else None
+            if refused is not None:
+                raise refused from err
+            if not isinstance(err, ConnectionError):
+                raise
             raise UserError(
                 f"{job.where('address')}: cannot reach a Ray cluster at {address!r}: "
                 f"{_first_line(err)}; start one (`ray start --head`), set "
