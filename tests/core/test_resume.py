@@ -144,7 +144,7 @@ def test_a_resumed_run_publishes_exactly_what_an_uninterrupted_one_does(
     crash(out, hard=hard, in_flight=in_flight)
     checkpoint = json.loads((out / ".emb.jsonl.checkpoint").read_text(encoding="utf-8"))
     # Checkpoints after 5 and 10 loaded documents: the last cursor is that of d9.
-    cursor, held, _ = commits.decode(checkpoint["cursor"])
+    cursor, held, *_ = commits.decode(checkpoint["cursor"])
     assert cursor == "9"
     assert held is not None
     assert held.read == 10, "the commit records what the output holds"

@@ -57,7 +57,7 @@ def test_a_commit_from_before_the_id_was_recorded_still_resumes(tmp_path: Path) 
         assert seamline(cli, path, SEAMLINE_FAULT_RAISE="read:17").exit_code == 1
         file = out / ".emb.jsonl.checkpoint"
         checkpoint = json.loads(file.read_text(encoding="utf-8"))
-        cursor, counts, _ = commits.decode(checkpoint["cursor"])
+        cursor, counts, *_ = commits.decode(checkpoint["cursor"])
         assert counts is not None
         checkpoint["cursor"] = commits.encode(cursor, counts)  # as an older seamline wrote it
         file.write_text(json.dumps(checkpoint), encoding="utf-8")

@@ -169,7 +169,7 @@ def test_a_run_whose_counts_do_not_reconcile_publishes_nothing_and_exits_1(
     decode = commits.decode
 
     def lenient(committed: str) -> commits.Decoded:
-        cursor, held, run_id = decode(committed)
+        cursor, held, run_id, *_ = decode(committed)
         assert held is not None
         return commits.Decoded(cursor, dataclasses.replace(held, read=held.read + 1), run_id)
 

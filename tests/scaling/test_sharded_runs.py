@@ -211,3 +211,63 @@ def test_a_sharded_runs_manifest_records_its_inputs_as_a_local_runs_does(
     assert sharded["inputs"]["input"] == local["inputs"]["input"]
     for section in ("loader", "model", "precision"):
         assert sharded["inputs"]["pipeline"][section] == local["inputs"]["pipeline"][section]
+
+
+def test_a_resumed_sharded_runs_manifest_names_what_served_its_finished_parts(
+    cli: CliRunner, scale_registry: Registry, tmp_path: Path
+) -> None:
+    """Shards 0 and 1 finished before the driver died: the resumed run's workers reported
+    only shard 2's shapes, and the published manifest's ``attention_served`` left out what
+    computed the others' rows. Each part's own manifest records it; the published one now
+    names the union (a shape two parts' kernels served, both)."""
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor=SHARDED)
+    job = PipelineJob(parse_pipeline(text, str(tmp_path / "p.yaml"), registry), registry)
+    worker = job.worker()
+    try:
+        for task in job.plan(3)[:2]:
+            worker.run(task)
+    finally:
+        worker.close()
+    job.close()
+    parts = sorted(p for p in tmp_path.glob(".*/**/emb.manifest.json"))
+    assert len(parts) == 2, parts
+    part = json.loads(parts[0].read_text(encoding="utf-8"))
+    served = part["attention_served"]
+    assert served, "a part's manifest names what served it"
+    shape = sorted(served)[0]
+    part["attention_served"] = {**served, "B1:only-shard-0": "blockwise", shape: "blockwise"}
+    parts[0].write_text(json.dumps(part), encoding="utf-8")  # as another worker's kernels
+    code, output = invoke(cli, tmp_path, "--no-compile-cache", "--resume")
+    assert code == 0, output
+    published = json.loads((tmp_path / "emb.manifest.json").read_text(encoding="utf-8"))
+    recorded = published["attention_served"]
+    assert recorded["B1:only-shard-0"] == "blockwise"
+    assert recorded[shape] == sorted({"blockwise", served[shape]})
+
+
+def test_a_staged_run_resumed_under_other_numerics_variables_is_refused(
+    cli: CliRunner, scale_registry: Registry, tmp_path: Path
+) -> None:
+    """Finished parts have no checkpoint: the staged run's record (``run.json``) keeps the
+    numerics variables, and a resume under others was taken, publishing parts computed
+    under two as one output."""
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor=SHARDED)
+    job = PipelineJob(parse_pipeline(text, str(tmp_path / "p.yaml"), registry), registry)
+    worker = job.worker()
+    try:
+        worker.run(job.plan(3)[0])
+    finally:
+        worker.close()
+    job.close()
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(text, encoding="utf-8")
+    flags = "--xla_cpu_enable_fast_math=false"
+    result = cli.invoke(
+        app, ["run", str(pipeline), "--no-compile-cache", "--resume"], env={"XLA_FLAGS": flags}
+    )
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert f"XLA_FLAGS unset then, '{flags}' now" in said
+    assert "--restart" in said

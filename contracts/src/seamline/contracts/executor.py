@@ -95,6 +95,12 @@ class RunCounts:
 _COUNT_NAMES = tuple(f.name for f in fields(RunCounts))
 
 
+Served = Mapping[str, str | list[str]]
+"""Shape signature → the attention implementation that served its rows: one name, or the
+sorted names of several when processes that wrote rows of one output (a resumed run and
+the one it continues, two shards' workers) were served by different ones."""
+
+
 @dataclass(frozen=True, slots=True)
 class ShardReport:
     """What running one shard did.
@@ -121,8 +127,9 @@ class ShardReport:
     """The shard was already complete (an earlier run, or an earlier try of this task,
     finished it): nothing was redone, and what its output holds is not known here."""
     first_output_seconds: float | None = None
-    attention: Mapping[str, str] = field(default_factory=dict)
-    """Shape signature → the attention that served it in this shard."""
+    attention: Served = field(default_factory=dict)
+    """Shape signature → the attention that served its rows in this shard's output: those of
+    the task that was stopped and this one's, when it continued from a commit."""
     first_failure: DocumentError | None = None
     """The first document this task set aside as failed, if any: the driver quotes it when
     every document of the run failed and nothing is published. Set by the host's worker;
@@ -284,10 +291,23 @@ class Executor(Component[ExecutorConfigT], abc.ABC):
         """Run the job's shards and report on every one of them."""
 
 
-def merge_attention(reports: Sequence[ShardReport]) -> dict[str, str]:
-    """Shape signature → attention over several shards' reports (the first one's word wins)."""
-    merged: dict[str, str] = {}
-    for report in reports:
-        for signature, chosen in report.attention.items():
-            merged.setdefault(signature, chosen)
-    return merged
+def union_served(*served: Served) -> dict[str, str | list[str]]:
+    """Every implementation that served each shape, over ``served`` (processes, shards).
+
+    Implementations agree within verification's tolerance, not bit for bit: an output whose
+    rows of one shape were computed by two of them says so (a list), rather than naming
+    the first, as a merge once did, and a resumed run named only its own process's."""
+    names: dict[str, set[str]] = {}
+    for mapping in served:
+        for signature, chosen in mapping.items():
+            found = names.setdefault(signature, set())
+            found.update([chosen] if isinstance(chosen, str) else chosen)
+    return {
+        signature: next(iter(found)) if len(found) == 1 else sorted(found)
+        for signature, found in names.items()
+    }
+
+
+def merge_attention(reports: Sequence[ShardReport]) -> dict[str, str | list[str]]:
+    """Shape signature → attention over several shards' reports (:func:`union_served`)."""
+    return union_served(*(report.attention for report in reports))

@@ -146,12 +146,18 @@ class Manifest(BaseModel):
     does not need it)."""
     attention: dict[str, Any] | None = None
     """The run's ``attention`` section, resolved again (and so validated) by search."""
-    attention_served: dict[Annotated[str, StringConstraints(max_length=1000)], Name] | None = Field(
-        default=None, max_length=MAX_SERVED_SHAPES
-    )
+    attention_served: (
+        dict[
+            Annotated[str, StringConstraints(max_length=1000)],
+            Name | Annotated[list[Name], Field(min_length=2, max_length=16)],
+        ]
+        | None
+    ) = Field(default=None, max_length=MAX_SERVED_SHAPES)
     """Shape signature → the attention implementation that served it, as the run found by
-    the time it published (``attention`` is the setting as asked: ``use: auto``). None in
-    manifests from before it was recorded."""
+    the time it published (``attention`` is the setting as asked: ``use: auto``); a list
+    where the rows of one shape were computed by several (a resumed run and the run it
+    continued, or two shards' workers, served it otherwise). None in manifests from before
+    it was recorded."""
     precision: Literal["float32", "bfloat16"] = "float32"
     """The precision the vectors were computed in (negotiated by the run); search embeds
     queries in it. Manifests from before precision was negotiated: float32."""

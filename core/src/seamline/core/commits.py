@@ -8,7 +8,11 @@ commit. A run that continues an interrupted one — a ``--resume``, or a shard t
 executor tries again after its worker died — thereby knows what the output already
 holds, and its summary counts what is published, not only what this attempt
 computed. It carries the run's id too, so that a ``--resume`` of a whole run keeps the
-id of the run it continues (its manifest and summary name one run, not the last process).
+id of the run it continues (its manifest and summary name one run, not the last process),
+and which attention implementation served each shape so far (``served``): the manifest a
+resumed run publishes names every implementation that made its rows, not only those of the
+last process (which left out the shapes only the stopped one used, and named its own
+implementation for rows another had computed).
 
 The string comes back from a file on disk, so it is read as untrusted data. A string
 that does not start as this module's commits do (``{"seamline_commit"``) is a bare
@@ -31,6 +35,8 @@ from typing import Annotated, Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts import RunCounts
+from seamline.contracts.executor import Served
+from seamline.contracts.manifest import MAX_SERVED_SHAPES
 
 FORMAT: Final = 1
 MAX_LENGTH: Final = 1 << 20
@@ -68,6 +74,10 @@ class _Counts(BaseModel):
     batches: _Count
 
 
+_Signature = Annotated[str, Field(min_length=1, max_length=1000)]
+_Implementation = Annotated[str, Field(min_length=1, max_length=200)]
+
+
 class _Commit(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -77,6 +87,11 @@ class _Commit(BaseModel):
     counts: _Counts
     run_id: Annotated[str, Field(pattern=RUN_ID)] | None = None
     """The run that made the commit; None in commits from before it was recorded."""
+    served: (
+        dict[_Signature, _Implementation | Annotated[list[_Implementation], Field(max_length=16)]]
+        | None
+    ) = Field(default=None, max_length=MAX_SERVED_SHAPES)
+    """Shape signature → what served its rows so far; None in commits from before 2026-12-06."""
 
 
 class Decoded(NamedTuple):
@@ -87,14 +102,22 @@ class Decoded(NamedTuple):
     """None when not recorded (a bare cursor of an older checkpoint)."""
     run_id: str | None = None
     """The run that committed it; None when not recorded (an older checkpoint)."""
+    served: Served | None = None
+    """Shape signature → the attention that served the rows committed; None when not
+    recorded (a checkpoint from before 2026-12-06: which served them is not known)."""
 
 
-def encode(cursor: str, counts: RunCounts, run_id: str | None = None) -> str:
-    """The string to commit: ``cursor``, what the output holds up to it, and the run's id."""
+def encode(
+    cursor: str, counts: RunCounts, run_id: str | None = None, served: Served | None = None
+) -> str:
+    """The string to commit: ``cursor``, what the output holds up to it, the run's id, and
+    what served each shape of its rows."""
     commit: dict[str, object] = {"seamline_commit": FORMAT, "cursor": cursor}
     commit["counts"] = asdict(counts)
     if run_id is not None and re.fullmatch(RUN_ID, run_id):  # else not kept: never refused
         commit["run_id"] = run_id
+    if served is not None:
+        commit["served"] = {key: served[key] for key in sorted(served)[:MAX_SERVED_SHAPES]}
     return json.dumps(commit, separators=(",", ":"))
 
 
@@ -132,7 +155,7 @@ def decode(committed: str) -> Decoded:
             f"its counts do not add up ({counts.examples} outputs for {counts.documents} "
             "documents written; each document makes at least one)"
         )
-    return Decoded(commit.cursor, counts, commit.run_id)
+    return Decoded(commit.cursor, counts, commit.run_id, commit.served)
 
 
 def _first_problem(err: ValidationError) -> str:

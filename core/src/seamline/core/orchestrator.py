@@ -57,6 +57,7 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.errors import NOTHING_TO_RESUME, RESTART, WITHOUT_RESUME
+from seamline.contracts.executor import Served, union_served
 from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import OutputConfig
 from seamline.contracts.untrusted import for_telemetry
@@ -123,8 +124,9 @@ class RunSummary:
     is not known: shards an earlier run finished, or a checkpoint too old to say."""
     compilations: int
     seconds: float
-    attention: dict[str, str] = field(default_factory=dict)
-    """Shape signature → the attention implementation that served it."""
+    attention: Served = field(default_factory=dict)
+    """Shape signature → the attention implementation that served its rows: with a resumed
+    run's, those of the run it continues (a list where they differ)."""
     resumed_from: str | None = None
     """The loader cursor this run continued after (``resume``), or None if it read from
     the beginning."""
@@ -423,8 +425,7 @@ class Orchestrator:
         """
         cursor, before = checkpoint.cursor, self._committed_before
         held = None if before is None else before + checkpoint.host + self._device_counts
-        # What an older checkpoint held is unknown: the commit must not claim to know it.
-        committed = cursor if held is None else commits.encode(cursor, held, self.run_id)
+        committed = _encoded(self, cursor, held)
         self.committing, self.last_commit = True, None  # stopped inside it: either count
         with self.sink_seam.call("commit", {"seamline.cursor": cursor}):
             self.sink.commit(committed)
@@ -446,7 +447,7 @@ class Orchestrator:
 
     def _end_part(self, ok: bool, seconds: float, root: trace.Span) -> None:
         if ok:  # which attention served each shape, known now (sink contract, ``start``)
-            self.part_manifest["attention_served"] = attention_served(self.steps.served)
+            self.part_manifest["attention_served"] = _output_served(self)
         closed = False  # a part whose sink fails to close (to publish) failed: _close_sink
         try:
             _close_sink(self.sink_seam, self.sink, ok, root)
@@ -480,7 +481,7 @@ class Orchestrator:
             committed_before=self._committed_before,
             compilations=self.steps.compilations if compilations is None else compilations,
             seconds=seconds,
-            attention=self.steps.served,
+            attention=_served(self),
             resumed_from=self.resumed_from,
             first_output_seconds=self._first_output,
             provenance=provenance(self.pipeline),
@@ -571,6 +572,8 @@ class _Recovered:
     """How a refusal names the checkpoint (its file, where the sink says)."""
     run_id: str | None = None
     """The run that made the commit (None when an older checkpoint did not say)."""
+    served: Served | None = None
+    """What served each shape of the rows committed (None when an older one did not say)."""
 
 
 def _continued(manifest: dict[str, Any], recovered: _Recovered, run_id: str) -> str:
@@ -587,6 +590,8 @@ def _continued(manifest: dict[str, Any], recovered: _Recovered, run_id: str) -> 
     """
     kept = recovered.run_id or run_id
     held = recovered.held
+    if recovered.served:  # what served the rows committed, completed at close (_served)
+        manifest["attention_served"] = dict(recovered.served)
     manifest.update(
         run_id=kept, resumed={"committed_before": None if held is None else asdict(held)}
     )
@@ -629,7 +634,7 @@ def _start_or_recover(
         f"the checkpoint {found.checkpoint!r}" if found else f"the {sink.name} sink's checkpoint"
     )
     try:
-        cursor, held, run_id = commits.decode(committed)
+        cursor, held, run_id, served = commits.decode(committed)
     except commits.TamperedCommit as err:
         raise ResumeRefused(
             f"cannot resume: {checkpoint} holds a commit seamline did not write "
@@ -638,7 +643,55 @@ def _start_or_recover(
         ) from None
     if held is not None and found is not None:
         _check_records(found, held)
-    return _Recovered(cursor, held, checkpoint, run_id)
+    return _Recovered(cursor, held, checkpoint, run_id, served)
+
+
+def _encoded(orchestrator: Orchestrator, cursor: str, held: RunCounts | None) -> str:
+    """The string a commit hands the sink (:mod:`.commits`): the cursor, what the output
+    holds, the run, and what served each shape of its rows. What an older checkpoint held
+    is unknown (``held`` None): the commit must not claim to know it, a bare cursor."""
+    if held is None:
+        return cursor
+    return commits.encode(cursor, held, orchestrator.run_id, _served(orchestrator))
+
+
+def _served(orchestrator: Orchestrator) -> dict[str, str | list[str]]:
+    """What served each shape of the part's output rows: this process's steps, and what the
+    commit a resume continues recorded (:func:`_continued` put it in the part's manifest:
+    the stopped process's shapes and kernels, which its own steps never saw)."""
+    before: Served = orchestrator.part_manifest.get("attention_served") or {}
+    return union_served(before, orchestrator.steps.served)
+
+
+def _output_served(orchestrator: Orchestrator) -> dict[str, str | list[str]]:
+    """The manifest's ``attention_served`` (:func:`_served`), with a warning where this
+    process served a shape with another attention than the run it continues."""
+    before: Served = orchestrator.part_manifest.get("attention_served") or {}
+    warn_served_otherwise(before, orchestrator.steps.served)
+    return attention_served(_served(orchestrator))
+
+
+def warn_served_otherwise(before: Served, now: Mapping[str, str]) -> None:
+    """Warn when a resumed run served a shape with another attention than the run it
+    continues did: the output then holds rows of that shape from both, which agree within
+    verification's tolerance, not bit for bit. Not refused: ``use: auto`` may rank the
+    candidates by timings measured in each process, so two processes on one machine can
+    choose differently. The manifest records both (``attention_served``)."""
+    changed = {
+        signature: chosen
+        for signature, chosen in now.items()
+        if signature in before and before[signature] != chosen
+    }
+    if changed:
+        shapes = ", ".join(sorted(changed)[:3]) + (" and more" if len(changed) > 3 else "")
+        log.warning(
+            f"resume: this process served {len(changed)} shape(s) ({shapes}) with another "
+            "attention than the run it continues: the output holds rows of each computed by "
+            "both (within verification's tolerance, not bit for bit; attention_served lists "
+            "both). To reproduce it bit for bit, name one attention (attention: {use: ...}) "
+            f"and run again with {RESTART}",
+            shapes=sorted(changed),
+        )
 
 
 def nothing_to_resume(sink: Sink[Any]) -> str:

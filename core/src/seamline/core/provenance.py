@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from seamline.contracts.executor import Served
 from seamline.contracts.manifest import MAX_SERVED_SHAPES
 from seamline.contracts.untrusted import cut
 from seamline.contracts.versions import installed_version
@@ -129,14 +130,19 @@ def _component(choice: ComponentChoice) -> dict[str, str]:
     }
 
 
-def attention_served(served: Mapping[str, str]) -> dict[str, str]:
+def attention_served(served: Served) -> dict[str, str | list[str]]:
     """The manifest's ``attention_served``: shape signature → the attention implementation
     that served it, known once the run has run (the manifest's ``attention`` is the setting
     as asked, ``use: auto`` say). Implementations agree within verification's tolerance,
     not bit for bit, so reproducing an output's vectors exactly takes the one that served
     them. At most :data:`~seamline.contracts.manifest.MAX_SERVED_SHAPES` (a run plans one
-    per bucket and batch size: a few dozen), by signature."""
-    return {signature: served[signature] for signature in sorted(served)[:MAX_SERVED_SHAPES]}
+    per bucket and batch size: a few dozen), by signature. A shape whose rows several
+    implementations computed (a resumed run, shards on two workers) lists them all."""
+    return {
+        signature: (chosen if isinstance(chosen, str) else list(chosen))
+        for signature in sorted(served)[:MAX_SERVED_SHAPES]
+        for chosen in [served[signature]]
+    }
 
 
 def provenance(pipeline: ResolvedPipeline) -> dict[str, Any]:

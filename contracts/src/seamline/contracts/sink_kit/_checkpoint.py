@@ -56,6 +56,7 @@ from seamline.contracts.sink_kit._atomic import (
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._made_by import (
     changed_inputs,
+    environment_of,
     json_value,
     made_by_another,
 )
@@ -218,6 +219,9 @@ class _Checkpoint(BaseModel):
     versions: dict[str, str] | None = Field(default=None, max_length=64)
     """What computed the output (the manifest's ``versions``); None: a checkpoint written
     before they were recorded."""
+    environment: dict[str, str] | None = Field(default=None, max_length=64)
+    """The numerics variables it was computed under (the manifest's
+    ``provenance.environment``); None: a checkpoint written before 2026-12-06."""
     files: dict[str, _PartialFile]
     state: dict[str, Any]
 
@@ -429,6 +433,7 @@ class ResumableGroup(Generic[S]):
             "model": json_value(self.manifest.get("model")),
             "inputs": json_value(self.manifest.get("inputs")),
             "versions": json_value(self.manifest.get("versions")),
+            "environment": environment_of(self.manifest),
             "files": {
                 purpose: {"partial": self._partial_name(purpose), "bytes": lengths[purpose]}
                 for purpose, _ in self.targets

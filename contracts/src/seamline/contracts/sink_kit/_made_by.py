@@ -9,6 +9,11 @@ compared the model alone and took vectors of another precision or another seamli
 into a table whose manifest then described only the last run's (a query embedded in
 bfloat16 against float32 rows). :func:`made_by_another` is that rule.
 
+A checkpoint and a staged run's record keep ``environment`` too: the variables that change
+what the compiled steps compute (``XLA_FLAGS``, ...: the manifest's
+``provenance.environment``). A resume under ``--xla_cpu_enable_fast_math=true`` was once
+taken, and the published manifest said the whole output was computed so.
+
 A pipeline's settings are compared as hashes (:func:`changed_inputs`): one per
 section, and, since 2026-12-05, one per setting, so that a refusal names the setting
 that changed (``run.batch_size``) without a checkpoint ever holding a value, which may
@@ -70,7 +75,34 @@ def made_by_another(
             versions_changed(recorded.get("versions"), versions, unrecorded=unrecorded),
             "mix vectors of two versions",
         )
-    return None
+    return _environment_changed(recorded.get("environment"), environment_of(manifest))
+
+
+def environment_of(manifest: Mapping[str, Any]) -> dict[str, str] | None:
+    """The numerics environment a run's ``manifest`` records (``provenance.environment``)."""
+    provenance = manifest.get("provenance")
+    found = provenance.get("environment") if isinstance(provenance, Mapping) else None
+    return json_value(found) if isinstance(found, Mapping) else None
+
+
+def _environment_changed(recorded: Any, current: dict[str, str] | None) -> Maker | None:
+    """Who made an output under other numerics variables (``XLA_FLAGS``), or None: also when
+    ``recorded`` is None (written before 2026-12-06) or this run does not say."""
+    if not isinstance(recorded, dict) or current is None or recorded == current:
+        return None
+
+    def shown(values: Mapping[str, Any], name: str) -> str:
+        return repr(values[name]) if name in values else "unset"
+
+    changes = [
+        f"{name} {shown(recorded, name)} then, {shown(current, name)} now"
+        for name in sorted({*recorded, *current})
+        if recorded.get(name) != current.get(name)
+    ]
+    return Maker(
+        f"a run under other numerics variables ({'; '.join(changes)})",
+        "mix vectors computed under two numerics environments (resume with them as they were)",
+    )
 
 
 def versions_changed(

@@ -44,6 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from seamline.contracts.documents import Shard
 from seamline.contracts.errors import RESTART, RESUME, ContractViolation, ResumeRefused, UserError
+from seamline.contracts.executor import union_served
+from seamline.contracts.manifest import MAX_SERVED_SHAPES, Manifest
 from seamline.contracts.sink import StagedRun
 from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
@@ -54,7 +56,11 @@ from seamline.contracts.sink_kit._atomic import (
 from seamline.contracts.sink_kit._checkpoint import first_problem, manifest_bytes
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._lock import FileLock
-from seamline.contracts.sink_kit._made_by import changed_inputs, made_by_another
+from seamline.contracts.sink_kit._made_by import (
+    changed_inputs,
+    environment_of,
+    made_by_another,
+)
 from seamline.contracts.untrusted import (
     NotRegularFile,
     OutsideFolder,
@@ -168,6 +174,7 @@ class PartStaging:
             "count": count,
             "model": _json_value(manifest.get("model")),
             "versions": _json_value(manifest.get("versions")),
+            "environment": environment_of(manifest),
             "inputs": _json_value(manifest.get("inputs")),
         }
         write_json_atomically(directory / "run.json", record)
@@ -199,7 +206,11 @@ class PartStaging:
                 f"cannot resume: {where!r} is not a staged run this {self.sink} sink wrote "
                 f"({why}); delete it, or run again with {RESTART} to start over"
             ) from None
-        made = {"model": record.model, "versions": record.versions}
+        made = {
+            "model": record.model,
+            "versions": record.versions,
+            "environment": record.environment,
+        }
         # The rule of a checkpoint's --resume; a staged run's record began to keep the
         # versions a day after outputs did.
         maker = made_by_another(made, manifest, unrecorded=STAGED_UNRECORDED)
@@ -273,6 +284,7 @@ class PartStaging:
             for shard in shards
         ]
         outputs = {"sink": self.sink, "run_id": run_id, "parts": parts}
+        manifest = {**manifest, "attention_served": self._served(run_id, shards, manifest)}
         previous = self._published_run()
         target = AtomicFile(self.manifest_path, purpose="manifest")
         try:
@@ -288,6 +300,21 @@ class PartStaging:
                 destination.unlink(missing_ok=True)
         if previous is not None and previous != run_id:
             shutil.rmtree(self.run_directory(previous), ignore_errors=True)
+
+    def _served(
+        self, run_id: str, shards: Sequence[Shard], manifest: Mapping[str, Any]
+    ) -> dict[str, str | list[str]]:
+        """The run's ``attention_served`` (the driver's, over its shards' reports) with each
+        part's own: a shard an earlier driver finished reports nothing this time, and its
+        rows were left out of the published manifest's record of what computed them."""
+        parts = [
+            _served_in(
+                read_published_manifest(self.part_directory(run_id, s) / self.manifest_path.name)
+            )
+            for s in shards
+        ]
+        served = union_served(_served_in(manifest), *parts)
+        return {key: served[key] for key in sorted(served)[:MAX_SERVED_SHAPES]}
 
     def discard_all(self) -> None:
         """Delete every staged run here (a whole output was published over them)."""
@@ -320,6 +347,21 @@ class _StagedRunRecord(BaseModel):
     seamlines (or two JAX) as one output. Absent in a record from before 2026-12-06."""
     inputs: Any = None
     """The run's pipeline section hashes and input fingerprint (``changed_inputs``)."""
+    environment: Any = None
+    """The numerics variables the parts were computed under (``XLA_FLAGS``, ...): finished
+    parts have no checkpoint to refuse a resume under others. Absent before 2026-12-06."""
+
+
+def _served_in(manifest: Mapping[str, Any] | None) -> dict[str, str | list[str]]:
+    """A manifest's ``attention_served``, read as untrusted (a part's file can be edited): {}
+    when it has none or one not of the schema (:class:`~seamline.contracts.manifest.Manifest`)."""
+    try:
+        found = Manifest.model_validate(
+            {"attention_served": (manifest or {}).get("attention_served")}
+        )
+    except ValidationError:
+        return {}
+    return dict(found.attention_served or {})
 
 
 def part_is_finished(directory: Path, manifest_name: str, names: Sequence[str]) -> bool:

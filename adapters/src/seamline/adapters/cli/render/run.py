@@ -54,7 +54,8 @@ def run_summary(
         _details(out, summary, before_run)
         _shards(out, summary)
         for signature, chosen in summary.attention.items():
-            line(f"  attention {chosen} for {signature}", console=out)
+            names = chosen if isinstance(chosen, str) else " and ".join(chosen)
+            line(f"  attention {names} for {signature}", console=out)
         provenance(summary.provenance)
 
 
@@ -218,7 +219,9 @@ def profile_summary(summary: RunSummary, out_dir: Path, written: list[Path]) -> 
         f"tensorboard --logdir {out_dir} (Profile tab)",
         console=out,
     )
-    attention = ", ".join(sorted(set(summary.attention.values()))) or "<name>"
+    served = summary.attention.values()
+    names = {name for c in served for name in ([c] if isinstance(c, str) else c)}
+    attention = ", ".join(sorted(names)) or "<name>"
     line(
         f"  search the trace for seamline/attention/ ({attention}) and seamline/model/",
         console=out,
