@@ -9,6 +9,7 @@ output (outside it) is what a tampering tries to make search read or print.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -75,9 +76,14 @@ def edit_manifest(output: Path, edit: Callable[[dict[str, Any]], None]) -> None:
 
 
 def edit_records(output: Path, edit: Callable[[list[dict[str, Any]]], None]) -> None:
+    """The records edited, and the manifest's sha256 of them with them (an edit of both
+    files, which whoever can write the folder can make): what the reader then makes of
+    hostile content, past the check that refuses an edit of the records alone."""
     rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     edit(rows)
     output.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    digest = hashlib.sha256(output.read_bytes()).hexdigest()
+    edit_manifest(output, set_at("outputs", "sha256", {output.name: digest}))
 
 
 def search(output: Path, *more: str) -> tuple[str | Path, ...]:
@@ -242,6 +248,17 @@ def records_cut_at_a_line(workdir: Path) -> Attempt:
     output = pristine(workdir, "jsonl")
     lines = output.read_text(encoding="utf-8").splitlines(keepends=True)
     output.write_text("".join(lines[:-1]), encoding="utf-8")  # a valid, smaller file
+    return attempt(output)
+
+
+def records_value_edited(workdir: Path) -> Attempt:
+    """One value of a vector changed, the line count kept, the manifest left as published."""
+    output = pristine(workdir, "jsonl")
+    lines = output.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[1])
+    row["embedding"][0] = 0.9
+    lines[1] = json.dumps(row)
+    output.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return attempt(output)
 
 
@@ -448,6 +465,12 @@ SCENARIOS = [
         "records",
         "its last line removed (what is left is valid)",
         records_cut_at_a_line,
+    ),
+    Tampering(
+        "records-value-edited",
+        "records",
+        "one vector value changed, the line count kept",
+        records_value_edited,
     ),
     Tampering(
         "record-wrong-type",

@@ -48,6 +48,8 @@ LOCATED = {
     "records-fifo": r"out/emb.jsonl \(the records file that .*emb.manifest.json names\) is a FIFO",
     "line-not-json": r"out/emb.jsonl:2: not a JSON record",
     "records-cut-at-a-line": r"out/emb.jsonl holds \d+ records, but .*/emb.manifest.json counted",
+    "records-value-edited": r"out/emb.jsonl is not the records file that .*/emb.manifest.json "
+    r"was published with \(another sha256\)",
     "record-wrong-type": r"out/emb.jsonl:2: a record's span: ",
     "embedding-short": r"out/emb.jsonl:2: a vector of 31 values where the index's model makes 32",
     "embedding-nan": r"out/emb.jsonl:3: not a JSON record \(NaN is not a JSON value\)",

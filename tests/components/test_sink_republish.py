@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -194,6 +196,34 @@ def test_a_records_file_cut_short_is_still_refused(tmp_path: Path) -> None:
     config.path.write_bytes(b"".join(lines[:-1]))
     with pytest.raises(UserError, match=r"holds 3 records, but .* counted 4"):
         read_records(config.path, JsonlSink)
+
+
+def _value_changed(row: dict[str, Any]) -> None:
+    row["embedding"][0] = 0.9
+
+
+def _id_changed(row: dict[str, Any]) -> None:
+    row["id"] = "edited"
+
+
+@pytest.mark.parametrize("edit", [_value_changed, _id_changed], ids=["a value", "an id"])
+def test_a_records_file_edited_in_place_its_count_kept_is_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    """One record edited, the line count kept: the manifest's sha256 of the records file
+    refuses it (only the count was kept, and such an edit was searched without a word)."""
+    config = JsonlSinkConfig(path=tmp_path / "emb.jsonl")
+    publish(JsonlSink(config), records(4, 1, "a"))
+    digest = hashlib.sha256(config.path.read_bytes()).hexdigest()
+    lines = config.path.read_bytes().splitlines(keepends=True)
+    row = json.loads(lines[1])
+    edit(row)
+    lines[1] = json.dumps(row).encode() + b"\n"
+    config.path.write_bytes(b"".join(lines))
+    with pytest.raises(UserError, match=r"emb\.jsonl is not the records file .*another sha256"):
+        read_records(config.path, JsonlSink)
+    manifest = json.loads(config.path.with_name("emb.manifest.json").read_text())
+    assert manifest["outputs"]["sha256"] == {"emb.jsonl": digest}
 
 
 def test_an_npy_index_changed_in_place_is_refused(tmp_path: Path) -> None:

@@ -545,18 +545,16 @@ def test_manifest_is_published_beside_the_output(tmp_path: Path, kind: str) -> N
     # And the records of each file of lines, which a reader checks (a file cut short at a
     # line boundary reads as a smaller, valid one).
     lines = {("emb.jsonl" if kind == "jsonl" else "emb.index.jsonl"): 2}
-    # And the npy sink's two files paired row by row, the sha256 of each: a reader tells
-    # one publish's file from another's by it.
+    # And the sha256 of each file of records (the npy sink's two, paired row by row): a
+    # reader tells one publish's file from another's by it, and an edit in place from what
+    # was published.
     sha256 = outputs.pop("sha256", None)
     assert outputs == {"sink": kind, "files": expected, "lines": lines}
-    if kind == "npy":
-        out = tmp_path / "out"
-        assert sha256 == {
-            name: hashlib.sha256((out / name).read_bytes()).hexdigest()
-            for name in ("emb.index.jsonl", "emb.npy")
-        }
-    else:
-        assert sha256 is None
+    out = tmp_path / "out"
+    digested = ("emb.jsonl",) if kind == "jsonl" else ("emb.index.jsonl", "emb.npy")
+    assert sha256 == {
+        name: hashlib.sha256((out / name).read_bytes()).hexdigest() for name in digested
+    }
     for name in expected.values():
         assert (tmp_path / "out" / name).is_file()
 

@@ -7,7 +7,9 @@ both files are written under hidden temporary names and published only by
 failed, so that "no errors" can be told apart from "never ran"; ``commit``
 checkpoints both files with the loader cursor and ``recover`` continues from the
 last checkpoint; a run split into shards writes one part per shard and publishes
-them under one manifest. :class:`JsonlReader` reads the output back.
+them under one manifest. :class:`JsonlReader` reads the output back, checking the
+records file against the manifest's count and sha256 of it (``outputs.lines``,
+``outputs.sha256``).
 """
 
 from __future__ import annotations
@@ -102,6 +104,11 @@ class JsonlSink(PublishingSink[JsonlSinkConfig]):
     Config = JsonlSinkConfig
     reader = JsonlReader
     line_streams = frozenset({"records"})
+    digested_streams = frozenset({"records"})
+    """The manifest keeps the records file's sha256 as well as its count: a value or a text
+    edited in place, the line count kept, was searched without a word. The reader reads
+    the file whole and already digests it as it streams by (one pass), and publishing
+    digests it in the read that counts its lines."""
 
     def write_rows(self, records: Sequence[OutputRecord], files: Mapping[str, AtomicFile]) -> None:
         out = files["records"]
