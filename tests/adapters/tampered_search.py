@@ -312,6 +312,31 @@ def npy_long_index(workdir: Path) -> Attempt:
     return attempt(output)
 
 
+def parquet_rewritten(edit: Callable[[Any], Any]) -> Callable[[Path], Attempt]:
+    """The Parquet file rewritten by pyarrow, ``edit`` applied to its table, its footer's
+    key-value metadata (the manifest it holds) kept."""
+
+    def prepare(workdir: Path) -> Attempt:
+        import pyarrow.parquet as pq
+
+        output = pristine(workdir, "parquet")
+        table = pq.read_table(output)
+        pq.write_table(edit(table).replace_schema_metadata(table.schema.metadata), output)
+        return attempt(output)
+
+    return prepare
+
+
+def first_value_changed(table: Any) -> Any:
+    import pyarrow as pa
+
+    embedding = table.column("embedding").combine_chunks()
+    values = embedding.values.to_numpy().copy()
+    values[0] = 0.9
+    changed = pa.FixedSizeListArray.from_arrays(pa.array(values), embedding.type.list_size)
+    return table.set_column(table.schema.get_field_index("embedding"), "embedding", changed)
+
+
 def parquet_garbage(workdir: Path) -> Attempt:
     output = pristine(workdir, "parquet")
     output.write_bytes(b"PAR1" + os.urandom(64) + b"not parquet at all")
@@ -509,6 +534,18 @@ SCENARIOS = [
         npy_long_index,
     ),
     Tampering("parquet-garbage", "index", "the Parquet file not Parquet", parquet_garbage),
+    Tampering(
+        "parquet-rows-dropped",
+        "index",
+        "the Parquet file rewritten a row short, its footer's manifest kept",
+        parquet_rewritten(lambda table: table.slice(0, table.num_rows - 1)),
+    ),
+    Tampering(
+        "parquet-value-changed",
+        "index",
+        "the Parquet file rewritten with one vector value changed, its footer's manifest kept",
+        parquet_rewritten(first_value_changed),
+    ),
     Tampering(
         "lance-link",
         "index",

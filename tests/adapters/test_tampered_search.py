@@ -58,6 +58,9 @@ LOCATED = {
     "npy-short-index": r"out/emb.index.jsonl: 2 rows for the 3 vectors of .*out/emb.npy",
     "npy-long-index": r"out/emb.index.jsonl: more rows than the 3 vectors of .*out/emb.npy",
     "parquet-garbage": r"out/emb.parquet: not Parquet as the parquet sink writes it",
+    "parquet-rows-dropped": r"out/emb.parquet holds 2 records, but .*/emb.manifest.json counted 3",
+    "parquet-value-changed": r"out/emb.parquet is not the parquet file that .*/emb.manifest.json "
+    r"was published with \(another sha256\)",
     "lance-link": r"outputs.files.table: 'emb.lance' leads through a symbolic link outside",
     "lance-fifo": r"out/emb.lance \(the table that .*\) holds .*, which is a FIFO",
     "lance-version-gone": r"out/emb.lance: .*out/emb.manifest.json was published with version "

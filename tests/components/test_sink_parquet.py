@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -94,10 +95,15 @@ def test_round_trip_through_pyarrow_and_duckdb(tmp_path: Path) -> None:
 
     footer = json.loads(schema.metadata[b"seamline.manifest"])
     beside = json.loads((tmp_path / "out" / "emb.manifest.json").read_text(encoding="utf-8"))
+    # The manifest beside the file keeps the file's sha256, which its footer cannot hold.
+    assert beside["outputs"].pop("sha256") == {
+        "emb.parquet": hashlib.sha256(path.read_bytes()).hexdigest()
+    }
     assert footer == beside
     assert beside["outputs"] == {
         "sink": "parquet",
         "files": {"errors": "emb.errors.jsonl", "parquet": "emb.parquet"},
+        "rows": {"emb.parquet": 10},
     }
     assert [e["id"] for e in read_jsonl(tmp_path / "out" / "emb.errors.jsonl")] == ["bad.txt"]
 
@@ -231,6 +237,50 @@ def test_keys_after_a_first_batch_without_any_metadata_are_reported(tmp_path: Pa
     warnings = [line for line in logs if line["event"] == "metadata key not stored"]
     assert [(w["key"], w["document"]) for w in warnings] == [("source", "b"), ("lang", "c")]
     assert "metadata_columns" in warnings[0]["reason"]
+
+
+def _rows_dropped(table: Any) -> Any:
+    return table.slice(0, table.num_rows - 2)
+
+
+def _value_changed(table: Any) -> Any:
+    import pyarrow as pa
+
+    embedding = table.column("embedding").combine_chunks()
+    values = embedding.values.to_numpy().copy()
+    values[0] = 0.9
+    changed = pa.FixedSizeListArray.from_arrays(pa.array(values), embedding.type.list_size)
+    return table.set_column(table.schema.get_field_index("embedding"), "embedding", changed)
+
+
+@pytest.mark.parametrize(
+    ("edit", "refusal"),
+    [
+        (_rows_dropped, r"emb\.parquet holds 8 records, but .*emb\.manifest\.json counted 10"),
+        (_value_changed, r"emb\.parquet is not the parquet file .*another sha256"),
+    ],
+    ids=["rows dropped", "a value changed"],
+)
+def test_a_file_rewritten_with_its_footer_kept_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: Any, refusal: str
+) -> None:
+    """The file rewritten by a data tool, its footer's manifest kept, rows dropped or a
+    value changed: every reader (search, open_index, serve) refuses it, where it searched
+    what was left without a word."""
+    import pyarrow.parquet as pq
+
+    from seamline.contracts import readback
+
+    monkeypatch.setattr(readback, "REREAD_PAUSE", 0.0)
+    out = sink(tmp_path)
+    out.start(MANIFEST)
+    out.write(with_text(make_records(10)))
+    out.close()
+    path = tmp_path / "out" / "emb.parquet"
+    table = pq.read_table(path)
+    pq.write_table(edit(table).replace_schema_metadata(table.schema.metadata), path)
+    with pytest.raises(UserError, match=refusal):
+        readback.read_records(path, ParquetSink)
 
 
 def test_vectors_of_another_width_are_a_contract_violation(tmp_path: Path) -> None:

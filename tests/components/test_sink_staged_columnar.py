@@ -8,6 +8,7 @@ table in the configured mode) and a publication interrupted at each step.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -87,9 +88,12 @@ def test_parquet_parts_become_one_file_of_one_schema(tmp_path: Path) -> None:
         "sink": "parquet",
         "files": {"errors": "emb.errors.jsonl", "parquet": "emb.parquet"},
         "run_id": "run-1",
+        "rows": {"emb.parquet": 5},
+        "sha256": {"emb.parquet": hashlib.sha256((out / "emb.parquet").read_bytes()).hexdigest()},
     }
     embedded = json.loads(file.schema_arrow.metadata[b"seamline.manifest"])
     assert embedded["outputs"]["run_id"] == "run-1", "the file alone says what made it"
+    assert embedded["outputs"]["rows"] == {"emb.parquet": 5}
     rows = duckdb.sql(
         "SELECT id, window_index, metadata.lang, metadata.n, metadata.seen, text "
         f"FROM '{out / 'emb.parquet'}'"

@@ -121,12 +121,18 @@ class Outputs(BaseModel):
     lines: dict[FileName, Annotated[int, Field(ge=0)]] | None = Field(default=None, max_length=64)
     """The records of each file of lines (by its name in ``files``) as published; None in
     manifests from before they were counted, or of a staged output."""
+    rows: dict[FileName, Annotated[int, Field(ge=0)]] | None = Field(default=None, max_length=64)
+    """The rows of each file of rows that is not a file of lines (a Parquet file, by its
+    name in ``files``) as published: a reader refuses another count, as it does for
+    ``lines``. None in manifests from before they were counted, or of a sink that counts
+    none."""
     sha256: dict[FileName, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]] | None = Field(
         default=None, max_length=64
     )
-    """The sha256 of each file a reader pairs row by row with another (by its name in
-    ``files``), as published: a reader tells one publish's file from the next one's by it.
-    None in manifests from before they were kept, or of a sink that keeps none."""
+    """The sha256 of each file as published, where the sink kept it (by its name in
+    ``files``): a reader tells one publish's file from the next one's by it, and a file
+    edited in place from the one published. None in manifests from before they were
+    kept, or of a sink that keeps none."""
 
     def listed(self) -> list[tuple[tuple[str | int, ...], dict[str, str]]]:
         """Each part's files with where they are in the manifest: one part for a whole output."""

@@ -17,9 +17,10 @@ manifest first, the primary file last: :class:`~seamline.contracts.sink_kit.Atom
 so a reader that opens them one after another may meet two publishes. A reader of a
 whole output therefore reads its manifest again each time it reads the files
 (:meth:`OutputReader.current`: an index held open sees the newest publish), checks what
-it read against it (the counts of ``outputs.lines``; the sha256 of ``outputs.sha256``,
-computed as the files stream by), and raises :class:`Republished` where they do not
-agree: whoever reads reads again (:func:`reread`), a bounded number of times.
+it read against it (the counts of ``outputs.lines`` and ``outputs.rows``; the sha256 of
+``outputs.sha256``, computed as the files are read), and raises :class:`Republished`
+where they do not agree: whoever reads reads again (:func:`reread`), a bounded number
+of times.
 """
 
 from __future__ import annotations
@@ -177,8 +178,8 @@ class OutputReader(abc.ABC):
     def current(self) -> OutputReader:
         """A reader of this output as its manifest describes it now, read again: an index
         held open reads the newest publish, and checks its files against that manifest's
-        ``outputs.lines`` and ``outputs.sha256``. (A part of a sharded run: this reader;
-        :func:`current_readers` reads the manifest again for the parts.)"""
+        ``outputs.lines``, ``outputs.rows`` and ``outputs.sha256``. (A part of a sharded
+        run: this reader; :func:`current_readers` reads the manifest again for the parts.)"""
         if self.outputs.parts is not None:
             return self
         fresh = self.republished()
@@ -244,11 +245,13 @@ class OutputReader(abc.ABC):
                 yield json_object(line, where)
 
     def check_count(self, purpose: str, count: int) -> None:
-        """Refuse a file of lines that holds another number of records than the manifest
-        counted when it was published (``outputs.lines``; not checked where it has none)."""
+        """Refuse a file that holds another number of records than the manifest counted
+        when it was published (``outputs.lines`` for a file of lines, ``outputs.rows`` for
+        one of rows; not checked where it has none)."""
         outputs = self.outputs
         name = outputs.files.get(purpose) if outputs.parts is None else None
-        expected = (outputs.lines or {}).get(name) if name is not None else None
+        counted = {**(outputs.rows or {}), **(outputs.lines or {})}
+        expected = counted.get(name) if name is not None else None
         if expected is not None and expected != count:
             raise Republished(
                 f"{self.file(purpose)} holds {count:,} records, but {self.manifest} counted "

@@ -45,9 +45,10 @@ publishes its parts in place (a manifest naming them), at no copy.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
@@ -98,19 +99,38 @@ class ParquetSinkConfig(ColumnarConfig):
 
 
 class ParquetReader(OutputReader):
-    """The one Parquet file, a batch of rows at a time, each row checked as it is read."""
+    """The one Parquet file, a batch of rows at a time, each row checked as it is read.
+
+    The file is checked against the manifest it was published with, read again each time
+    (:meth:`~seamline.contracts.readback.OutputReader.current`): its rows against
+    ``outputs.rows`` (the footer's count, before any row is read), and its bytes against
+    ``outputs.sha256`` (one sequential read of the file before pyarrow parses it, a small
+    part of what turning its rows into checked Python values costs). A file rewritten with
+    rows dropped, or a value changed, its footer's manifest kept, was searched without a
+    word. Not checked for an output from before they were kept.
+    """
 
     primary: ClassVar[str] = "parquet"
 
     def chunks(self, dimension: int | None) -> Iterator[Chunk]:
+        reader = self.current()
+        assert isinstance(reader, ParquetReader)
+        return reader._batches(dimension)
+
+    def _batches(self, dimension: int | None) -> Iterator[Chunk]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         path = self.file("parquet")
         with self.open("parquet") as handle:
             try:
+                digest = file_sha256(handle) if "parquet" in self.sha256 else None
+                source = pq.ParquetFile(handle)
+                self.check_count("parquet", source.metadata.num_rows)
+                if digest is not None:
+                    self.check_sha256("parquet", digest)
                 seen = 0
-                for batch in pq.ParquetFile(handle).iter_batches(batch_size=CHUNK_ROWS):
+                for batch in source.iter_batches(batch_size=CHUNK_ROWS):
                     vectors, rows = stored_chunk(batch.to_pydict(), f"{path}: row", seen, dimension)
                     seen += len(rows)
                     if rows:
@@ -121,6 +141,17 @@ class ParquetReader(OutputReader):
                     f"{path}: not Parquet as the parquet sink writes it ({first_line(err)})"
                     f"{REWRITE}"
                 ) from None
+
+
+def file_sha256(handle: IO[bytes]) -> Any:
+    """The sha256 (a ``hashlib`` object) of the file open in ``handle``, read from its start a
+    MiB at a time; the handle is left at its start."""
+    digest = hashlib.sha256()
+    handle.seek(0)
+    while block := handle.read(1 << 20):
+        digest.update(block)
+    handle.seek(0)
+    return digest
 
 
 class ParquetSink(ColumnarSink[ParquetSinkConfig]):
@@ -167,13 +198,34 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
     def finish(self) -> Sequence[AtomicFile]:
         """The committed parts and what is held, as one file (a part: inside its directory)."""
         self._close_part()
+        self._count_rows(sum(part.rows for part in self._committed))
         final = AtomicFile(self.config.path, purpose="parquet file")
         try:
             self._copy_parts_into(final.temporary)
+            self._digest(final)
         except BaseException:
             final.discard()
             raise
         return [final]
+
+    def _count_rows(self, rows: int) -> None:
+        """Record the rows about to be published (``outputs.rows``), before the file is
+        written: its footer's manifest says them as the manifest beside it does."""
+        self._group.details["rows"] = {self._published_name(): rows}
+
+    def _digest(self, final: AtomicFile) -> None:
+        """Record the sha256 of the file written (``outputs.sha256``), in the manifest beside
+        it only: a file's footer cannot hold its own digest. One read of what was just
+        written, the sink's own file, through its open descriptor."""
+        self._group.details["sha256"] = {
+            self._published_name(): file_sha256(final.file).hexdigest()
+        }
+
+    def _published_name(self) -> str:
+        """The file's name as the manifest's ``outputs.files`` gives it (the key of its
+        count and its sha256)."""
+        name: str = self._group.outputs()["files"][self.primary]
+        return name
 
     def published(self) -> None:
         self.drop_store()
@@ -276,6 +328,7 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
         if schema is None:  # no part has a row: an empty file of the fixed columns
             schema = self._layout.empty_schema()
         self.manifest = {**manifest, "run_id": run_id}
+        self._count_rows(sum(pq.read_metadata(path).num_rows for _, path in with_rows))
 
         def tables() -> Iterable[pa.Table]:
             for label, path in with_rows:
@@ -287,10 +340,8 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
                     )
 
         publication = AtomicGroup()
+        final = AtomicFile(self.config.path, purpose="parquet file")
         try:
-            publication.add(self.manifest_file(run_id))
-            publication.add(self.merged_errors(parts))
-            final = publication.open(self.config.path, purpose="parquet file")
             config = self.config
             write_rows(
                 final.temporary,
@@ -300,8 +351,13 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
                 config.row_group_size,
                 config.compression,
             )
+            self._digest(final)  # then the manifest, which records it
+            publication.add(self.manifest_file(run_id))
+            publication.add(self.merged_errors(parts))
+            publication.add(final)
         except BaseException:
             publication.discard()
+            final.discard()
             raise
         publication.publish()  # the manifest, the errors, and the file last
         staging.discard_all()
