@@ -128,3 +128,27 @@ def test_a_uint64_parquet_column_reaches_lancedb_exactly(
         {"n": 0},
         {"n": 2**63},
     ]
+
+
+INTEGER_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+@pytest.mark.parametrize("name", INTEGER_TYPES)
+def test_integer_limits_are_numpys_for_each_arrow_integer(name: str) -> None:
+    import pyarrow as pa
+
+    from seamline.components.sinks._columns import integer_limits
+
+    limits = integer_limits(getattr(pa, name)())
+    assert (limits.min, limits.max) == (np.iinfo(name).min, np.iinfo(name).max)
+
+
+def test_integer_columns_never_ask_pyarrow_for_a_pandas_dtype() -> None:
+    """``DataType.to_pandas_dtype()`` imports pandas before pyarrow 26, and seamline declares
+    pyarrow>=17 without pandas: a run whose metadata has an integer column failed there with
+    "No module named 'pandas'". This pyarrow does not import it, so the source is checked."""
+    import inspect
+
+    from seamline.components.sinks import _columns
+
+    assert ".to_pandas_dtype(" not in inspect.getsource(_columns)

@@ -331,7 +331,7 @@ def _fits(value: Any, kind: pa.DataType) -> bool:
     if pa.types.is_integer(kind):
         if not _integer(value):
             return False
-        limits = np.iinfo(kind.to_pandas_dtype())
+        limits = integer_limits(kind)
         return bool(limits.min <= int(value) <= limits.max)
     if pa.types.is_floating(kind):
         return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
@@ -346,6 +346,19 @@ def _fits(value: Any, kind: pa.DataType) -> bool:
     if listed and isinstance(value, list | tuple):
         return all(item is None or _fits(item, kind.value_type) for item in value)
     return True  # other mismatches of nested types: pyarrow itself refuses them
+
+
+def integer_limits(kind: pa.DataType) -> np.iinfo:
+    """The smallest and largest values of an Arrow integer type, as NumPy's ``iinfo``.
+
+    Built from the type's sign and width, not from the Arrow type's ``to_pandas_dtype``
+    method: before pyarrow 26 that imports pandas, which seamline does not depend on (the
+    parquet and lancedb sinks failed with "No module named 'pandas'" at pyarrow 17 to 25).
+    """
+    import pyarrow as pa
+
+    sign = "int" if pa.types.is_signed_integer(kind) else "uint"
+    return np.iinfo(np.dtype(f"{sign}{kind.bit_width}"))
 
 
 def _converts(value: Any, kind: pa.DataType) -> bool:
@@ -363,7 +376,7 @@ def _misfit(field: pa.Field, record: OutputRecord, value: Any) -> UserError:
 
     kind = cut(f"{field.type}")
     if pa.types.is_integer(field.type):
-        limits = np.iinfo(field.type.to_pandas_dtype())
+        limits = integer_limits(field.type)
         kind = f"{kind}, {limits.min} to {limits.max}"
     return UserError(
         f"metadata {field.name!r} of document {cut(repr(record.doc_id))} is "
