@@ -319,3 +319,12 @@ def test_a_record_of_code_that_is_not_the_installed_distribution_s_is_credited_t
         said = "it is credited to no distribution, so it cannot earn trust"
         assert (said in result.stdout) is (credited is None), result.stdout
     assert "src/acme_plain.py, which is not a file of distribution 'acme-plain'" in result.stdout
+
+
+def test_the_collector_is_a_hashable_plugin_object() -> None:
+    """pytest before 9.1 keeps plugin objects in a set: ``seamline check`` ended
+    "unhashable type: 'Collector'" on pytest 8.0, which the suites support."""
+    from seamline.contracts.testing.results import Collector
+
+    one, other = Collector(), Collector()
+    assert len({one, other}) == 2  # by identity: two empty collectors are two plugins

@@ -19,9 +19,14 @@ from seamline.contracts.conformance import (
 from seamline.contracts.testing._common import IDENTITY_PROPERTY, ComponentContract
 
 
-@dataclass
+@dataclass(eq=False)
 class Collector:
     """A pytest plugin object: keeps one result per test, grouped by component tested.
+
+    Compared and hashed by identity (``eq=False``), as pytest needs of a plugin object:
+    before pytest 9.1 it keeps the plugins it has read in a set, and a dataclass's own
+    ``__eq__`` made the collector unhashable (``seamline check`` ended "unhashable type:
+    'Collector'" on pytest 8.0 to 9.0, which the suites support).
 
     It also counts each contract class's checks as pytest collects them, before any
     selection, so that a record can say whether the whole suite ran. Selection happens in
