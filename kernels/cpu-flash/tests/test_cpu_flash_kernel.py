@@ -131,6 +131,31 @@ def test_a_missing_library_is_a_refusal_not_an_import_error(
         library._load.cache_clear()
 
 
+@pytest.mark.parametrize("old", ["0.4.36", "0.5.0", "0.9.0"])
+def test_a_jaxlib_older_than_the_ffi_needs_is_a_refusal_naming_the_version(
+    monkeypatch: pytest.MonkeyPatch, old: str
+) -> None:
+    """At jaxlib 0.5 to 0.9.0 the first call failed ("API version (0.3) is incompatible")
+    while the listing said ok and attention: auto fell back without a word; before 0.5 there
+    is no jax.ffi. Both the listing and supports() say which jaxlib is needed."""
+    real_version = library.importlib.metadata.version
+    monkeypatch.setattr(
+        library.importlib.metadata,
+        "version",
+        lambda name: old if name == "jaxlib" else real_version(name),
+    )
+    library.ensure_registered.cache_clear()
+    library._load.cache_clear()
+    try:
+        assert f"jaxlib {old} is older than 0.9.1" in (CpuFlashAttention.unavailable() or "")
+        support = KERNEL.supports(AttentionCase().spec())
+        assert not support
+        assert any("'jax>=0.9.1'" in reason for reason in support.reasons)
+    finally:
+        library.ensure_registered.cache_clear()
+        library._load.cache_clear()
+
+
 def test_narrow_dtypes_are_computed_in_float32_and_returned_narrow() -> None:
     case = dataclasses.replace(AttentionCase(batch=2, segmented=True, causal=True), dtype="float16")
     q, k, v, ids = attention_inputs(case)

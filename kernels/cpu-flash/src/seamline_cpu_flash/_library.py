@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.metadata
 import importlib.util
+import re
 
 TARGET = "seamline_cpu_flash_f32"
 """The FFI target name the kernel is registered under (float32 in, float32 out)."""
@@ -32,9 +34,37 @@ class KernelUnavailable(RuntimeError):
     """The compiled library is missing or does not load here; the message says why."""
 
 
+JAXLIB_NEEDED = (0, 9, 1)
+"""The oldest jaxlib the library runs with. It is built against the FFI headers of the
+jaxlib in pyproject.toml's [build-system] (API 0.3): jaxlib 0.5 to 0.9.0 refuse its handler
+at the first call ("API version (0.3) is incompatible with the framework's API version
+(0.1)"), and before 0.5 there is no ``jax.ffi`` at all."""
+
+
+def _old_jaxlib() -> str | None:
+    """Why the installed jaxlib cannot run the library, or None (its metadata is read: no
+    import of jax)."""
+    try:
+        installed = importlib.metadata.version("jaxlib")
+    except importlib.metadata.PackageNotFoundError:
+        return "jaxlib is not installed"
+    release = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", installed)
+    if release is None or tuple(int(n or 0) for n in release.groups()) >= JAXLIB_NEEDED:
+        return None
+    needed = ".".join(map(str, JAXLIB_NEEDED))
+    return (
+        f"jaxlib {installed} is older than {needed}, whose FFI the kernel is built for: "
+        f"install jax and jaxlib {needed} or later (pip install -U 'jax>={needed}')"
+    )
+
+
 def missing() -> str | None:
-    """Why the compiled library is not installed, or None: found, not loaded (a listing of
-    components asks it, and never pays for loading the library)."""
+    """Why the compiled library cannot run here, or None: not installed, or a jaxlib too old
+    for it. Found, not loaded (a listing of components asks it, and never pays for loading
+    the library)."""
+    old = _old_jaxlib()
+    if old is not None:
+        return old
     spec = importlib.util.find_spec(_MODULE)
     if spec is None or spec.origin is None:
         return (

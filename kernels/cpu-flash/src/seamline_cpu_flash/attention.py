@@ -87,7 +87,8 @@ class CpuFlashAttention(Attention[CpuFlashConfig]):
 
     @classmethod
     def unavailable(cls) -> str | None:
-        """Without its compiled library (a source tree never built), for the listing."""
+        """Without its compiled library (a source tree never built), or with a jaxlib older
+        than the one its FFI needs: for the listing."""
         return missing()
 
     def supports(self, spec: AttentionSpec) -> Support:
