@@ -8,6 +8,9 @@ commands themselves at those floors.
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
+import sys
 import tomllib
 from pathlib import Path
 
@@ -49,3 +52,73 @@ def test_a_declared_floor_is_not_below_what_the_code_needs(
     declared = floor(requirements(folder)[name])
     assert declared is not None, f"{folder} requires {name} with no lower bound"
     assert declared >= Version(needed), f"{folder}: {name}>={declared}, but it needs {needed}"
+
+
+SOURCES = {folder: ROOT / folder / "src" for folder in DISTRIBUTIONS}
+OPTIONAL = {("adapters", "matplotlib")}
+"""Imports a distribution tries and goes on without (with a message): the bench's picture."""
+
+
+def _name(text: str) -> str:
+    return text.lower().replace("_", "-").replace(".", "-")
+
+
+def _closure(folder: str) -> set[str]:
+    """The distributions ``folder`` declares (extras too) and all that they require in turn:
+    seamline's own from their pyprojects, third parties' from their installed metadata."""
+    project = tomllib.loads((ROOT / folder / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {}).values()
+    todo = [Requirement(t) for t in [*project["dependencies"], *(t for e in extras for t in e)]]
+    seen: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        name = _name(requirement.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        own = {_name(f"seamline-{f.split('/')[-1]}"): f for f in DISTRIBUTIONS}
+        if name in own:
+            seen |= _closure(own[name])
+            continue
+        try:
+            texts = importlib.metadata.requires(requirement.name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        todo += [Requirement(t.split(";")[0]) for t in texts if "extra ==" not in t]
+    return seen
+
+
+def _imports(source: Path) -> dict[str, str]:
+    """Each third-party top-level module the source imports, with one file importing it."""
+    found: dict[str, str] = {}
+    for path in sorted(source.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for top in {name.split(".")[0] for name in names}:
+                if top not in sys.stdlib_module_names and top not in {
+                    "seamline",
+                    "seamline_cpu_flash",
+                    "__future__",
+                }:
+                    found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+@pytest.mark.parametrize("folder", DISTRIBUTIONS)
+def test_every_module_a_distribution_imports_is_declared(folder: str) -> None:
+    """adapters imported psutil, and contracts structlog, without declaring them: an install
+    of the wheels alone (no other seamline distribution to bring them) failed there."""
+    declared = _closure(folder)
+    providers = importlib.metadata.packages_distributions()
+    undeclared = {
+        top: where
+        for top, where in _imports(SOURCES[folder]).items()
+        if (folder, top) not in OPTIONAL
+        and not {_name(d) for d in providers.get(top, [top])} & declared
+    }
+    assert not undeclared, f"{folder} imports, undeclared: {undeclared}"
