@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,3 +123,29 @@ def test_every_module_a_distribution_imports_is_declared(folder: str) -> None:
         and not {_name(d) for d in providers.get(top, [top])} & declared
     }
     assert not undeclared, f"{folder} imports, undeclared: {undeclared}"
+
+
+def _version(folder: str) -> Version:
+    return Version(
+        tomllib.loads((ROOT / folder / "pyproject.toml").read_text())["project"]["version"]
+    )
+
+
+@pytest.mark.parametrize("folder", DISTRIBUTIONS)
+def test_seamlines_own_distributions_require_each_other_within_one_release_series(
+    folder: str,
+) -> None:
+    """Unversioned, a seamline distribution accepted any other release of the ones it is
+    built with: each requires theirs as ``>=X.Y,<X.Y+1``, X.Y being the required one's
+    version in this checkout (0.x releases may break what they share)."""
+    project = tomllib.loads((ROOT / folder / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {}).values()
+    own = {f"seamline-{f.split('/')[-1]}": f for f in DISTRIBUTIONS}
+    for text in [*project["dependencies"], *(t for e in extras for t in e)]:
+        requirement = Requirement(text)
+        if requirement.name in own:
+            release = _version(own[requirement.name]).release
+            series = f">={release[0]}.{release[1]},<{release[0]}.{release[1] + 1}"
+            assert requirement.specifier == SpecifierSet(series), (
+                f"{folder}: {text} (want {series})"
+            )
