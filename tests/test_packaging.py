@@ -149,3 +149,19 @@ def test_seamlines_own_distributions_require_each_other_within_one_release_serie
             assert requirement.specifier == SpecifierSet(series), (
                 f"{folder}: {text} (want {series})"
             )
+
+
+@pytest.mark.parametrize("folder", DISTRIBUTIONS)
+def test_each_distribution_carries_the_license_and_a_readme_of_its_own(folder: str) -> None:
+    """Every distribution declared License-Expression: Apache-2.0 and carried no license
+    text (there was none in the repository); the four workspace ones' description was one
+    line linking ../README.md, broken on an index. Each ships a copy of the root LICENSE
+    and a README that stands alone."""
+    project = tomllib.loads((ROOT / folder / "pyproject.toml").read_text())["project"]
+    assert project["license-files"] == ["LICENSE"]
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in license_text
+    assert (ROOT / folder / "LICENSE").read_text(encoding="utf-8") == license_text
+    readme = (ROOT / folder / project["readme"]).read_text(encoding="utf-8")
+    assert "](../" not in readme
+    assert len(readme.splitlines()) > 5
