@@ -42,6 +42,9 @@ def floor(requirement: Requirement) -> Version | None:
 NEEDED = [
     # seamline.adapters.cli.conventions subclasses typer's own click (typer._click).
     ("adapters", "typer", "0.26"),
+    # seamline.core.registry subclasses ExtensionManager[Any] (generic from stevedore 5.6)
+    # and overrides _load_one_plugin with the arguments it has from 5.6 (5.2 had one more).
+    ("core", "stevedore", "5.6"),
 ]
 """(distribution, requirement, the lowest release the code works with)."""
 
