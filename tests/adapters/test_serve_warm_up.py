@@ -84,6 +84,53 @@ def test_a_stop_during_the_warm_up_is_never_followed_by_ready() -> None:
     assert model.closed, "the model is released all the same"
 
 
+def test_a_stop_during_a_warm_up_longer_than_the_wait_says_so_at_info() -> None:
+    # SIGTERM 6-8 s after start (/healthz: loading): after the wait, the warning meant for
+    # a runaway batch, "the engine did not stop in time", and nothing saying never ready.
+    model = HeldWarmUp()
+    metrics = ServeMetrics()
+    engine = Engine(model, Limits(), metrics)  # type: ignore[arg-type]
+    try:
+        with logging_as_in_a_fresh_process(), capture_logs() as logs:
+            engine.start(lambda err: None)
+            assert model.warming.wait(30)
+            engine.stop(timeout=0.1)  # the compile goes on past the wait
+    finally:
+        model.release.set()
+    said = [(line["log_level"], line["event"]) for line in logs]
+    assert said == [
+        (
+            "info",
+            "stopped during the warm-up: never ready; not waiting for the compile to finish",
+        )
+    ], said
+    assert metrics.ready._value.get() == 0
+
+
+def test_a_batch_running_past_the_stop_is_still_a_warning() -> None:
+    model = HeldWarmUp()
+    model.release.set()
+    engine = Engine(model, Limits(), ServeMetrics())  # type: ignore[arg-type]
+    running = threading.Event()
+    finish = threading.Event()
+
+    def long_pass(timeout: float) -> int:
+        running.set()
+        finish.wait(30)  # one batch longer than the stop waits
+        return 0
+
+    model.drain = long_pass  # type: ignore[method-assign]
+    try:
+        with logging_as_in_a_fresh_process(), capture_logs() as logs:
+            engine.start(lambda err: None)
+            assert running.wait(30)
+            engine.stop(timeout=0.1)
+    finally:
+        finish.set()
+    warnings = [line["event"] for line in logs if line["log_level"] == "warning"]
+    assert warnings == ["the engine did not stop in time; exiting without waiting for it"]
+
+
 def test_a_warm_up_that_ends_before_any_stop_is_ready() -> None:
     model = HeldWarmUp()
     model.release.set()

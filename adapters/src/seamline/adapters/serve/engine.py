@@ -227,10 +227,12 @@ class Engine:
         ``--graceful-timeout`` gave up on the rest: nobody waits for a pass any more, so
         the one under way is abandoned at its next batch (a pass of many long texts runs
         for minutes). Where the thread does not stop in time (one batch longer than
-        that, a model still loading), the model is left to the process's exit (the
-        thread is a daemon) and one log line says so, rather than holding the exit.
+        that, a model still warming up: a compile cannot be cut short), the model is left
+        to the process's exit (the thread is a daemon) and one log line says so, rather
+        than holding the exit.
         """
         with self._state_lock:  # a warm-up ending now is never ready (:meth:`_become_ready`)
+            warming = self.state == "loading"
             if self.state in ("loading", "ready"):
                 self.state = "stopping"
             self.metrics.ready.set(0)
@@ -239,9 +241,24 @@ class Engine:
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
-                log.warning(
-                    "the engine did not stop in time; exiting without waiting for it",
-                    waited_s=timeout,
-                )
+                self._not_waited_for(timeout, warming=warming)
                 return
         self.embedder.close()
+
+    @staticmethod
+    def _not_waited_for(waited: float, *, warming: bool) -> None:
+        """Say that the engine thread is left to the process's exit, and why.
+
+        A stop during the warm-up (``/healthz`` said loading) found a compile that cannot
+        be cut short, and logged the warning meant for a batch running on past the stop,
+        "did not stop in time", for an expected, harmless stop: it says so at info now.
+        """
+        if warming:
+            log.info(
+                "stopped during the warm-up: never ready; not waiting for the compile to finish",
+                waited_s=waited,
+            )
+            return
+        log.warning(
+            "the engine did not stop in time; exiting without waiting for it", waited_s=waited
+        )
