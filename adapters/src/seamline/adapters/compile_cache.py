@@ -114,12 +114,15 @@ def enable_compile_cache(directory: Path | None = None, *, api: bool = False) ->
             fix=f"set {CACHE_VARIABLE} to a directory you can write",
         )
         return None
-    if unsafe is not None and not prepared_by_root(chosen):
+    prepared = unsafe is not None and prepared_by_root(chosen)
+    if unsafe is not None and not prepared:
         named = directory is not None or variable is not None
         _refuse_shared(chosen, unsafe, named_by, turn_off, named=named)
         return None
-    read_only = not _writable(chosen)
-    if read_only:
+    read_only = prepared or not _writable(chosen)
+    if prepared:  # as meant: nothing to fix (see _say_prepared)
+        _say_prepared(chosen)
+    elif read_only:
         log.warning(
             f"compile cache {chosen} is read-only: compiled programs will not be kept",
             directory=str(chosen),
@@ -130,6 +133,19 @@ def enable_compile_cache(directory: Path | None = None, *, api: bool = False) ->
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     route_cache_warnings(chosen, read_only=read_only)
     return chosen
+
+
+def _say_prepared(directory: Path) -> None:
+    """One info line for a cache root prepared (:func:`seamline.core.prepared_by_root`).
+
+    It is read-only to this user by design (reliability.md: ``chmod -R go=rX``), yet every
+    start warned that it was read-only and told the user to make it writable or choose
+    another, the opposite of what the image's builder meant: it is read, not written.
+    """
+    log.info(
+        f"compile cache {directory} was prepared by root: read, not written",
+        directory=str(directory),
+    )
 
 
 def _writable(directory: Path) -> bool:
