@@ -2,7 +2,8 @@
 
 OpenShift runs an image as an arbitrary uid, unknown when the image was built, so a cache
 prepared then (``SEAMLINE_CACHE_DIR=/opt/jaxcache``, root's, 0755, entries 0644) could
-never be the runtime user's: it was refused, exit 2, "owned by another user (uid 0)".
+never be the runtime user's: it was refused, exit 2, "owned by another user (uid 0)"
+(now "owned by user root (uid 0)", as the other ownership refusals name root).
 Root can replace any file anyway (ssh's ``StrictModes`` accepts root's files too), so a
 cache root owns and no one else can write is trusted for reading. Anything else another
 user owns, or that a group or others can write, is still refused.
@@ -98,6 +99,43 @@ def test_one_a_group_or_another_user_could_write_is_still_refused(
         enable_compile_cache()
     assert says in str(refused.value)
     assert updates == []
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda c: c.chmod(0o775), id="folder-group-writable"),
+        pytest.param(
+            lambda c: (c / "jit_step-0123abcd-cache").chmod(0o664), id="entry-group-writable"
+        ),
+        pytest.param(
+            lambda c: os.chown(c / "jit_step-0123abcd-cache", 12345, -1), id="entry-not-root-s"
+        ),
+    ],
+)
+def test_a_root_cache_refused_names_root_and_gives_the_image_builders_fix(
+    prepared: Path, updates: list[tuple[str, object]], spoil: object
+) -> None:
+    # It said "owned by another user (uid 0)" where the staging, lock and traces refusals
+    # say "user root (uid 0)", and offered only "use a directory of your own".
+    spoil(prepared)  # type: ignore[operator]
+    with pytest.raises(UserError, match="is not private") as refused:
+        enable_compile_cache()
+    said = str(refused.value)
+    assert "it is owned by user root (uid 0), and a cache root owns" in said, said
+    assert "use a directory of your own: point $SEAMLINE_CACHE_DIR at one" in said
+    assert f"as root: delete every entry root does not own, then chmod -R go=rX {prepared}" in (
+        said
+    )
+
+
+def test_another_users_cache_gets_no_image_builders_fix(
+    prepared: Path, updates: list[tuple[str, object]]
+) -> None:
+    os.chown(prepared, 12345, -1)
+    with pytest.raises(UserError, match="is not private") as refused:
+        enable_compile_cache()
+    assert "chmod -R" not in str(refused.value)
 
 
 @pytest.fixture

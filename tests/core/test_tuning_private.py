@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from seamline.adapters import logging_setup
 from seamline.adapters.cli.main import app
 from seamline.contracts import AttentionChosen
+from seamline.contracts.ownership import describe_user
 from seamline.core.attention.plan import explain
 from seamline.core.attention.tuning import TUNING_VARIABLE
 from seamline.core.config import parse_pipeline
@@ -33,6 +34,12 @@ AS_ROOT = pytest.mark.skipif(
     not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to chown"
 )
 NOBODY = 65534
+_NOBODY = describe_user(NOBODY)  # "user nobody (uid 65534)", or "uid 65534" with no name
+OWNED_BY_NOBODY = (
+    f"it is owned by {_NOBODY}"
+    if _NOBODY.startswith("user ")
+    else f"it is owned by another user ({_NOBODY})"
+)
 NOT_USED = (
     "tuning cache not used: its folder is not private, and its entries decide which "
     "attention kernel runs; measured again, not kept"
@@ -81,7 +88,7 @@ def test_the_swapped_entries_of_a_private_folder_are_read(folder: Path) -> None:
         pytest.param(lambda p: p.chmod(0o777), "every user can write it (mode 777)", id="open"),
         pytest.param(
             lambda p: os.chown(p, NOBODY, -1),
-            f"it is owned by another user (uid {NOBODY})",
+            OWNED_BY_NOBODY,
             id="owner",
             marks=AS_ROOT,
         ),
@@ -112,7 +119,7 @@ def test_a_folder_not_private_is_neither_read_nor_written_and_said_once(
         ),
         pytest.param(
             lambda p: os.chown(p, NOBODY, -1),
-            f"it is owned by another user (uid {NOBODY})",
+            OWNED_BY_NOBODY,
             id="owner",
             marks=AS_ROOT,
         ),

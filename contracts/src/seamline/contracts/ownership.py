@@ -41,11 +41,19 @@ def _my_gid() -> int | None:
 
 
 def owned_by_another(found: os.stat_result) -> str | None:
-    """``it is owned by another user (uid N)`` when ``found`` is not this user's, else None."""
+    """Whose ``found`` is when it is not this user's (``it is owned by user root (uid 0)``,
+    ``it is owned by another user (uid 4002)`` for a uid without a name), else None.
+
+    Named as :func:`describe_user` names it, as the staging, lock and traces refusals do:
+    a cache's said "another user (uid 0)" where theirs said "user root (uid 0)".
+    """
     uid = my_uid()
-    if uid is not None and found.st_uid != uid:
+    if uid is None or found.st_uid == uid:
+        return None
+    name = _user_name(found.st_uid)
+    if name is None:
         return f"it is owned by another user (uid {found.st_uid})"
-    return None
+    return f"it is owned by user {name} (uid {found.st_uid})"
 
 
 def others_write(
@@ -88,14 +96,20 @@ def not_yours_alone(path: Path, found: os.stat_result) -> tuple[str, str] | None
 def describe_user(uid: int) -> str:
     """``uid`` in words: ``user bob (uid 4002)`` where the system knows its name, else
     ``uid 4002``."""
+    name = _user_name(uid)
+    return f"uid {uid}" if name is None else f"user {name} (uid {uid})"
+
+
+def _user_name(uid: int) -> str | None:
+    """The system's name for ``uid``, or None (none known, or no user database here)."""
     try:
         import pwd
     except ImportError:  # no such database on this platform
-        return f"uid {uid}"
+        return None
     try:
-        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+        return pwd.getpwuid(uid).pw_name
     except KeyError:
-        return f"uid {uid}"
+        return None
 
 
 def _acl_grants_write(path: Path, name: str) -> str | None:

@@ -56,7 +56,8 @@ class NotPrivate:
     """Why others could write a cache's programs, and what kind of fix that takes."""
 
     why: str
-    kind: str  # "owner": not the user's; "open": others can write it; "entries", "loose"
+    kind: str  # "owner": not the user's; "root": root's, yet not root's alone (a prepared
+    # cache others could write); "open": others can write it; "entries", "loose"
 
     def fix(self, directory: Path, variable: str) -> str:
         """The fix, in words, ``variable`` being what named the directory (``$NAME``):
@@ -64,6 +65,12 @@ class NotPrivate:
         already put in it (the entries must go too)."""
         if self.kind == "owner":
             return f"use a directory of your own: point {variable} at one"
+        if self.kind == "root":  # the user's fix, and the image builder's
+            return (
+                f"use a directory of your own: point {variable} at one; or, where it was "
+                f"prepared as root (an image build), make it root's alone, as root: delete "
+                f"every entry root does not own, then chmod -R go=rX {directory}"
+            )
         if self.kind == "open":
             return (
                 f"make it yours alone (chmod go-w {directory}; setfacl -b for an ACL) and "
@@ -88,7 +95,7 @@ def not_private(directory: Path) -> NotPrivate | None:
     """
     problem = folder_not_private(directory)
     if problem is not None:
-        return problem
+        return _unprepared(directory, problem)
     bad = _bad_entries(directory, MAX_DEPTH)
     return None if bad is None else NotPrivate(f"its entry {bad[0]} {bad[1]}", bad[2])
 
@@ -101,16 +108,28 @@ def folder_not_private(directory: Path) -> NotPrivate | None:
     """
     found = os.stat(directory)
     owner = owned_by_another(found)
-    trouble = root_trouble(directory) if owner is not None and found.st_uid == ROOT else None
-    if trouble is not None:  # why it is no prepared cache either
-        owner = (
-            f"{owner}, and a cache root owns is read only where no one else can write it "
-            f"or its entries, but {trouble}"
-        )
     if owner is not None:
         return NotPrivate(owner, "owner")
     who = others_write(directory, found, ACL_XATTRS)
     return None if who is None else NotPrivate(f"{who[0]} can write it ({who[1]})", "open")
+
+
+def _unprepared(directory: Path, problem: NotPrivate) -> NotPrivate:
+    """``problem`` with, for a compile cache root owns, why it is no prepared cache either
+    (:func:`prepared_by_root`) and the image builder's fix beside the user's: refused
+    for a group-writable entry, it offered only "use a directory of your own", when
+    the fix was root's at the image build. (The tuning cache and the records never
+    trust root's folders: their refusals stay as :func:`folder_not_private` says.)"""
+    if problem.kind != "owner" or os.stat(directory).st_uid != ROOT:
+        return problem
+    trouble = root_trouble(directory)
+    if trouble is None:  # root's alone: a prepared cache (or the user is root)
+        return problem
+    return NotPrivate(
+        f"{problem.why}, and a cache root owns is read only where no one else can write it "
+        f"or its entries, but {trouble}",
+        "root",
+    )
 
 
 def prepared_by_root(directory: Path) -> bool:
