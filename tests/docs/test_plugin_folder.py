@@ -38,3 +38,26 @@ def test_the_plugin_folder_is_the_page_folder_s_own() -> None:
     guide = (ROOT / "docs" / "writing-a-component.md").read_text(encoding="utf-8")
     assert "--target ./csv-plugin" in guide
     assert "csv-plugin" in WRITTEN_BY_COMMANDS
+
+
+def test_the_install_command_says_the_folder_it_runs_from() -> None:
+    """``uv pip install ... examples/plugins/seamline-example-csv`` names the package by a
+    path relative to the checkout: from a folder of the reader's own it failed with
+    ``Distribution not found``. The section says where to run it, and the form for
+    elsewhere."""
+    guide = (ROOT / "docs" / "writing-a-component.md").read_text(encoding="utf-8")
+    section = guide[guide.index("### Install it and check it is found") :]
+    section = section[: section.index("\n### ")]
+    before = section[: section.index("--target ./csv-plugin examples/plugins/")]
+    assert "from the root of your seamline checkout" in before
+    assert "/path/to/seamline/examples/plugins/seamline-example-csv" in before
+
+
+def test_the_components_listing_shows_the_conformance_table_too() -> None:
+    """``seamline components`` prints the ``seamline.conformance`` table under the
+    components': the page's sample showed only the first, in a block no test ran."""
+    guide = (ROOT / "docs" / "writing-a-component.md").read_text(encoding="utf-8")
+    command = "$ COLUMNS=200 PYTHONPATH=./csv-plugin .venv/bin/seamline components --kind loader"
+    shown = guide[guide.index(command) :]
+    shown = shown[: shown.index("```")]
+    assert "seamline.conformance (seamline check KIND:NAME)" in shown
