@@ -442,3 +442,19 @@ def test_a_json_line_escapes_what_a_terminal_acts_on_and_keeps_other_text(
     assert out.count("\n") == 1
     assert out.startswith('{"text": "漢字 é \\u007f \\u0080 \\u009b[5m \\u202a \\u202e ')
     assert all(ord(ch) < 0x7F or ch in "漢字é" for ch in out), ascii(out)
+
+
+def test_an_outputs_manifest_given_as_a_pipeline_file_is_named_as_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `seamline explain out/e.manifest.json` answered with 8 "unknown field 'created' /
+    # 'inputs' / ..." errors, as if the file were a pipeline with typos.
+    monkeypatch.chdir(tmp_path)
+    manifest = {"seamline_manifest": 1, "created": "2026-12-06T00:00:00+00:00", "inputs": {}}
+    Path("e.manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    for command in ("explain", "validate"):
+        done = piped(command, "e.manifest.json")
+        assert done.returncode == 2, done.stderr
+        said = "e.manifest.json:1:1: this is the manifest of an output seamline wrote"
+        assert said in done.stderr
+        assert "unknown field" not in done.stderr

@@ -385,6 +385,13 @@ def prepare_located(
             f"this one is {described(located.data)}",
             located.where(()),
         )
+    if "seamline_manifest" in located.data:  # `explain out/e.manifest.json`: 8 unknown fields
+        raise ConfigError(
+            "this is the manifest of an output seamline wrote, not a pipeline file: give the "
+            "pipeline file that made it; `seamline search OUTPUT` reads the output, and the "
+            "manifest's own fields (attention_served, provenance) are read as JSON",
+            located.where(()),
+        )
     interpolate(located, os.environ if environ is None else environ)
     apply_overrides(located, overrides)
     return located
