@@ -17,10 +17,13 @@ with the place of the other.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from seamline.contracts.documents import id_digest
+from seamline.contracts.json_safe import safe_text
 from seamline.contracts.logs import get_logger
 
 log = get_logger("seamline.components.loaders")
@@ -46,6 +49,13 @@ class SeenIds:
     def active(self) -> bool:
         return self.limit > 0
 
+    @property
+    def learning(self) -> bool:
+        """Whether an id not yet seen may still change what :meth:`first` says: not once the
+        table is full and the warning that says so is out (nothing is remembered after
+        it), so a loader need not read the ids of lines it does not load any more."""
+        return self.active and not self.warned
+
     def first(self, doc_id: str, place: int) -> int:
         """The place ``doc_id`` was first seen: ``place`` itself unless an earlier one had it.
 
@@ -70,3 +80,31 @@ class SeenIds:
                 **self.where(place),
             )
         return place
+
+
+SKIP_REPORT_SECONDS = 10.0
+"""How often a loader resuming far into its input says how far it has read."""
+
+
+class Skipping:
+    """Says, every :data:`SKIP_REPORT_SECONDS`, how far a loader has read towards the place
+    it resumes after: reading up to line 8,000,000 of a file took seconds to minutes with
+    no word, and looked like a hang."""
+
+    def __init__(self, loader: str, path: Path, through: int) -> None:
+        self.loader = loader
+        self.path = path
+        self.through = through
+        self.next = time.monotonic() + SKIP_REPORT_SECONDS
+
+    def at(self, place: int) -> None:
+        """At ``place`` (a line, a row) of those up to the cursor: a log line when it is time."""
+        if place % 4096 or time.monotonic() < self.next:  # the clock read once in 4096
+            return
+        self.next = time.monotonic() + SKIP_REPORT_SECONDS
+        log.info(
+            f"{self.loader} loader: reading up to where the run resumes",
+            path=safe_text(str(self.path)),
+            at=place,
+            resumes_after=self.through,
+        )
