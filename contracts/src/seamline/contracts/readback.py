@@ -50,10 +50,21 @@ from seamline.contracts.manifest import (
     read_manifest_text,
 )
 from seamline.contracts.sink import OutputRecord, Sink
-from seamline.contracts.stored import StoredRow, json_object, record_lines, vector_of
+from seamline.contracts.stored import (
+    StoredRow,
+    check_vectors,
+    flat_vector,
+    json_object,
+    plain_record,
+    record_lines,
+    record_rows,
+    row_of,
+)
 
-Chunk = tuple[np.ndarray[Any, Any], list[StoredRow]]
-"""Vectors (float32, one row each) and the stored row of each, in output order."""
+Chunk = tuple[np.ndarray[Any, Any], Sequence[StoredRow]]
+"""Vectors (float32, one row each) and the stored row of each, in output order. The rows
+may be a list, or :class:`~seamline.contracts.stored.CheckedRows`: checked as they were
+read, each made a ``StoredRow`` only when asked for (a search keeps a few of them)."""
 
 CHUNK_ROWS = 4096
 """How many rows a reader yields at a time: memory stays bounded whatever the output."""
@@ -297,28 +308,86 @@ class LineReader(OutputReader):
     primary: ClassVar[str] = "records"
 
     @abc.abstractmethod
-    def parse(self, line: bytes, where: str) -> tuple[StoredRow, Any]:
-        """One line (``where``: ``file:line``, for messages) as its checked row and its
-        vector's values as stored; a problem is a ``UserError`` at ``where``."""
+    def parse(self, line: bytes, where: str) -> tuple[StoredRow | dict[str, Any], Any]:
+        """One line (``where``: ``file:line``, for messages) as its row and its vector's
+        values as stored; a problem is a ``UserError`` at ``where``. The row may be a
+        checked :class:`StoredRow`, or a record in the JSON sinks' shape (without its
+        vector), checked here: in bulk where it is plain, else by
+        :func:`~seamline.contracts.stored.row_of`."""
 
     def chunks(self, dimension: int | None) -> Iterator[Chunk]:
         reader = self.current()
         assert isinstance(reader, LineReader)
-        return in_chunks(reader._rows(dimension))
+        return reader._chunks(dimension)
 
-    def _rows(self, dimension: int | None) -> Iterator[tuple[StoredRow, np.ndarray[Any, Any]]]:
+    def _chunks(self, dimension: int | None) -> Iterator[Chunk]:
+        """Every line's row checked as it is read (its vector's length and values a chunk at
+        a time, in the order read: the first problem in the file is the one reported)."""
         path = self.file(self.primary)
         count = 0
+        held = HeldLines(dimension)
         with self.open(self.primary) as handle:
             read = Digesting(handle)
-            for where, line in record_lines(path, cast(BinaryIO, read)):
-                row, values = self.parse(line, where)
-                vector = vector_of(values, dimension, where)
-                dimension = len(vector)
-                count += 1
-                yield row, vector
+            try:
+                for where, line in record_lines(path, cast(BinaryIO, read)):
+                    row, values = self.parse(line, where)
+                    if not isinstance(row, StoredRow) and not plain_record(row):
+                        row = row_of(row, where)
+                    held.add(row, flat_vector(values, where), where)
+                    count += 1
+                    if len(held.rows) == CHUNK_ROWS:
+                        yield held.chunk()
+            except UserError:
+                held.check()  # a vector of an earlier line is the first problem, if any
+                raise
+        last = held.chunk()
         self.check_count(self.primary, count)
         self.check_sha256(self.primary, read.sha256)
+        if last[1]:
+            yield last
+
+
+class HeldLines:
+    """The rows and vectors of a chunk of lines, their vectors checked together: a vector's
+    length and values checked line by line cost more than its parse."""
+
+    def __init__(self, dimension: int | None) -> None:
+        self.dimension = dimension
+        self.rows: list[StoredRow | dict[str, Any]] = []
+        self.vectors: list[np.ndarray[Any, Any]] = []
+        self.wheres: list[str] = []
+
+    def add(
+        self, row: StoredRow | dict[str, Any], vector: np.ndarray[Any, Any], where: str
+    ) -> None:
+        self.rows.append(row)
+        self.vectors.append(vector)
+        self.wheres.append(where)
+
+    def check(self) -> np.ndarray[Any, Any]:
+        """The held vectors as a matrix, or the ``UserError`` of the first that has not
+        ``dimension`` finite values (the first one's length where none is given)."""
+        vectors = self.vectors
+        if not vectors:
+            return np.zeros((0, self.dimension or 0), np.float32)
+        dimension = len(vectors[0]) if self.dimension is None else self.dimension
+        if any(len(vector) != dimension for vector in vectors):
+            for vector, where in zip(vectors, self.wheres, strict=True):
+                check_vectors(vector[None, :], dimension, where)
+        matrix = np.stack(vectors)
+        finite = np.isfinite(matrix).all(axis=1)
+        if not finite.all():
+            first = int(np.argmin(finite))
+            check_vectors(matrix[first : first + 1], dimension, self.wheres[first])
+        self.dimension = dimension
+        return matrix
+
+    def chunk(self) -> Chunk:
+        """The held lines, checked, as a chunk; none are held after."""
+        matrix = self.check()
+        rows = record_rows(self.rows, self.wheres)
+        self.rows, self.vectors, self.wheres = [], [], []
+        return matrix, rows
 
 
 def current_readers(readers: Sequence[OutputReader]) -> list[OutputReader]:

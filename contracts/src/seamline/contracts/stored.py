@@ -18,10 +18,10 @@ never in a traceback, a hang or memory without bound:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from json import JSONDecodeError
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Literal, cast
+from typing import Annotated, Any, BinaryIO, Literal, cast, overload
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
@@ -34,14 +34,20 @@ MAX_LINE_BYTES = 16 << 20
 """The longest record line read (16 MiB): a window's vector, text and metadata, many times over."""
 
 
+LARGEST = 1 << 62
+"""The largest window or span offset a row may hold (as :class:`StoredRow` says)."""
+LONGEST_ID = 1 << 16
+"""The most characters a row's id may hold (as :class:`StoredRow` says)."""
+
+
 class StoredRow(BaseModel):
     """One record as stored, without its vector (which :func:`vector_of` checks)."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
-    id: Annotated[str, StringConstraints(max_length=1 << 16)]
-    window: int = Field(default=0, ge=0, le=1 << 62)
-    span: tuple[Annotated[int, Field(ge=0, le=1 << 62)], Annotated[int, Field(ge=0, le=1 << 62)]]
+    id: Annotated[str, StringConstraints(max_length=LONGEST_ID)]
+    window: int = Field(default=0, ge=0, le=LARGEST)
+    span: tuple[Annotated[int, Field(ge=0, le=LARGEST)], Annotated[int, Field(ge=0, le=LARGEST)]]
     text: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -62,8 +68,89 @@ def row_of(data: Any, where: str) -> StoredRow:
         raise UserError(f"{where}: a record's {field}: {problem}{REWRITE}") from None
 
 
+def plain_record(data: dict[str, Any]) -> bool:
+    """Whether ``data`` (a record in the JSON sinks' shape) is sure to pass :func:`row_of`:
+    the plain types and ranges a sink writes, tested without pydantic. A search scans every
+    row of a file output, and a validation for each (tens of µs) cost more than scoring
+    them; this costs a few. False is no verdict: :func:`row_of` then checks the record,
+    and says what is wrong with it."""
+    doc = data.get("id")
+    span = data.get("span")
+    text = data.get("text")
+    metadata = data.get("metadata")
+    return (
+        type(doc) is str
+        and len(doc) <= LONGEST_ID
+        and _offset(data.get("window", 0))
+        and type(span) is list
+        and len(span) == 2
+        and _offset(span[0])
+        and _offset(span[1])
+        and (text is None or type(text) is str)
+        and (metadata is None or type(metadata) is dict)
+    )
+
+
+def _offset(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= LARGEST
+
+
+class CheckedRows(Sequence[StoredRow]):
+    """A chunk's rows, each already checked, made a :class:`StoredRow` only when asked for
+    (and kept once made). A search keeps the few rows of a chunk that make a query's top
+    ``k``; making all of them (300,000 for an output of 300,000 rows) cost most of a scan.
+
+    ``build(i)``: the ``i``-th row, made from what was read (checked again, as
+    :func:`row_of` checks it: what was cleared in bulk passes).
+    """
+
+    def __init__(self, count: int, build: Callable[[int], StoredRow]) -> None:
+        self._count = count
+        self._build = build
+        self._made: dict[int, StoredRow] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> StoredRow: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[StoredRow]: ...
+    def __getitem__(self, index: int | slice) -> StoredRow | list[StoredRow]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        position = index + self._count if index < 0 else index
+        if not 0 <= position < self._count:
+            raise IndexError(index)
+        row = self._made.get(position)
+        if row is None:
+            row = self._made[position] = self._build(position)
+        return row
+
+
+def record_rows(
+    records: Sequence[StoredRow | dict[str, Any]], wheres: Sequence[str]
+) -> CheckedRows:
+    """Rows read as records (each a row, or a record :func:`plain_record` cleared, made by
+    :func:`row_of` at its ``wheres``) as :class:`CheckedRows`."""
+
+    def build(i: int) -> StoredRow:
+        record = records[i]
+        return record if isinstance(record, StoredRow) else row_of(record, wheres[i])
+
+    return CheckedRows(len(records), build)
+
+
 def json_row(line: bytes, where: str) -> tuple[StoredRow, Any]:
     """A JSON line: the record checked, and its ``embedding`` as stored (for :func:`vector_of`)."""
+    record, values = json_record(line, where)
+    return row_of(record, where), values
+
+
+def json_record(line: bytes, where: str) -> tuple[dict[str, Any], Any]:
+    """A JSON line: the record (a JSON object, not yet checked as a row) without its
+    ``embedding``, and the embedding as stored; a ``UserError`` for a line that is not a
+    JSON object."""
     try:
         data = strict_json(line)
     except (ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
@@ -71,7 +158,7 @@ def json_row(line: bytes, where: str) -> tuple[StoredRow, Any]:
         raise UserError(f"{where}: not a JSON record ({reason}){REWRITE}") from None
     if not isinstance(data, dict):
         raise UserError(f"{where}: a record is a JSON object, not {type(data).__name__}{REWRITE}")
-    return row_of(data, where), data.get("embedding")
+    return data, data.pop("embedding", None)
 
 
 def json_object(line: bytes, where: str) -> dict[str, Any]:
@@ -88,6 +175,14 @@ def json_object(line: bytes, where: str) -> dict[str, Any]:
 
 def vector_of(values: Any, dimension: int | None, where: str) -> np.ndarray[Any, Any]:
     """``values`` as a float32 vector of ``dimension`` finite numbers (any length if None)."""
+    vector = flat_vector(values, where)
+    check_vectors(vector[None, :], dimension, where)
+    return vector
+
+
+def flat_vector(values: Any, where: str) -> np.ndarray[Any, Any]:
+    """``values`` as a flat float32 vector, its length and values not yet checked (a reader
+    checks a chunk of them at once, :func:`check_vectors`), or a ``UserError`` at ``where``."""
     try:
         vector = np.asarray(values, dtype=np.float32)
     except (ValueError, TypeError, OverflowError):
@@ -96,7 +191,6 @@ def vector_of(values: Any, dimension: int | None, where: str) -> np.ndarray[Any,
         ) from None
     if vector.ndim != 1:
         raise UserError(f"{where}: a record's embedding is not a flat list of numbers{REWRITE}")
-    check_vectors(vector[None, :], dimension, where)
     return vector
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -146,7 +146,9 @@ class BestDocuments:
             self._heap = [(s, p, doc) for doc, (s, p, _) in self.best.items()]
             heapq.heapify(self._heap)
 
-    def offer_chunk(self, scores: np.ndarray[Any, Any], rows: list[StoredRow], first: int) -> None:
+    def offer_chunk(
+        self, scores: np.ndarray[Any, Any], rows: Sequence[StoredRow], first: int
+    ) -> None:
         """A chunk's rows (``first``: the position of its first), those that may be kept
         offered best first (ties in the order read), until none more can be."""
         floor = self.floor()

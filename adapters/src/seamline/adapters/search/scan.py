@@ -3,7 +3,8 @@
 The sink's reader (:class:`~seamline.contracts.readback.OutputReader`) yields vectors a
 chunk at a time, with the row of each (:class:`~seamline.contracts.stored.StoredRow`:
 ``id``, ``window``, ``span``, ``metadata``, and ``text`` where the sink stored it),
-each checked as it is read; only the best ``k`` are kept, so memory stays bounded for
+checked as it is read (in bulk, where the reader can: a row is made only for the few
+that enter a query's best); only the best ``k`` are kept, so memory stays bounded for
 any index size. Which files are read, and how, is the reader's: nothing here knows a
 sink's format.
 
@@ -63,7 +64,9 @@ def nearest_each(
 class Kept(Protocol):
     """One query's best so far (rows, or documents by their best rows) as chunks are read."""
 
-    def offer_chunk(self, scores: np.ndarray[Any, Any], rows: list[StoredRow], first: int) -> None:
+    def offer_chunk(
+        self, scores: np.ndarray[Any, Any], rows: Sequence[StoredRow], first: int
+    ) -> None:
         """A chunk's rows and their scores; ``first``: the position of its first row."""
 
     def ranked(self) -> list[tuple[float, StoredRow]]:
@@ -77,7 +80,9 @@ class BestRows:
         self.k = k
         self._heap: list[tuple[float, int, StoredRow]] = []  # (score, -position, row)
 
-    def offer_chunk(self, scores: np.ndarray[Any, Any], rows: list[StoredRow], first: int) -> None:
+    def offer_chunk(
+        self, scores: np.ndarray[Any, Any], rows: Sequence[StoredRow], first: int
+    ) -> None:
         _keep(self._heap, scores, rows, first, self.k)
 
     def ranked(self) -> list[tuple[float, StoredRow]]:
@@ -103,7 +108,7 @@ def _scan(
 def _keep(
     heap: list[tuple[float, int, StoredRow]],
     scores: np.ndarray[Any, Any],
-    rows: list[StoredRow],
+    rows: Sequence[StoredRow],
     first: int,
     k: int,
 ) -> None:
@@ -115,11 +120,11 @@ def _keep(
     else:
         candidates = np.arange(len(scores))
     for index in candidates.tolist():
-        item = (float(scores[index]), -(first + index), rows[index])  # ties: the later goes
+        score = float(scores[index])  # ties: the later goes (-position the lower)
         if len(heap) < k:
-            heapq.heappush(heap, item)
-        elif item[0] > heap[0][0]:
-            heapq.heapreplace(heap, item)
+            heapq.heappush(heap, (score, -(first + index), rows[index]))
+        elif score > heap[0][0]:  # the row made (CheckedRows) only as it enters
+            heapq.heapreplace(heap, (score, -(first + index), rows[index]))
 
 
 def _order(item: tuple[float, int, StoredRow]) -> tuple[float, int]:

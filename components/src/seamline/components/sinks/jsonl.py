@@ -30,7 +30,7 @@ from seamline.contracts.sink_kit import (
     record_fields,
     record_metadata,
 )
-from seamline.contracts.stored import StoredRow, json_row
+from seamline.contracts.stored import StoredRow, json_record
 
 
 class JsonlSinkConfig(OutputConfig):
@@ -91,8 +91,8 @@ def _cosine(exact: list[float], kept: list[float]) -> float:
 class JsonlReader(LineReader):
     """The records file, one JSON object a line, each checked as it is read."""
 
-    def parse(self, line: bytes, where: str) -> tuple[StoredRow, Any]:
-        return json_row(line, where)
+    def parse(self, line: bytes, where: str) -> tuple[StoredRow | dict[str, Any], Any]:
+        return json_record(line, where)
 
 
 class JsonlSink(PublishingSink[JsonlSinkConfig]):

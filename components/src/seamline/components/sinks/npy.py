@@ -42,7 +42,9 @@ from seamline.contracts.stored import (
     check_vectors,
     json_object,
     open_matrix,
+    plain_record,
     record_lines,
+    record_rows,
     row_of,
 )
 
@@ -139,7 +141,7 @@ class NpyReader(OutputReader):
         if count or matrix.shape[1]:  # (0, 0): no vectors, of no width to check
             check_vectors(matrix[:0], dimension, str(matrix_path))
 
-        def block(start: int, rows: list[StoredRow]) -> Chunk:
+        def block(start: int, rows: list[StoredRow | dict[str, Any]]) -> Chunk:
             end = start + len(rows)
             stored = np.ascontiguousarray(matrix[start:end])
             if stored.size:  # a view of no bytes cannot be cast (and adds nothing)
@@ -147,9 +149,9 @@ class NpyReader(OutputReader):
             vectors = np.asarray(stored, dtype=np.float32)
             if rows:
                 check_vectors(vectors, dimension, f"{matrix_path}: rows {start:,} to {end:,}")
-            return vectors, rows
+            return vectors, record_rows(rows, wheres)
 
-        start, rows = 0, list[StoredRow]()
+        start, rows, wheres = 0, list[StoredRow | dict[str, Any]](), list[str]()
         with self.open("index") as handle:
             index = Digesting(handle)
             for where, line in record_lines(rows_path, cast(BinaryIO, index)):
@@ -158,10 +160,12 @@ class NpyReader(OutputReader):
                         f"{rows_path}: more rows than the {count:,} vectors of {matrix_path}"
                         f"{REWRITE}"
                     )
-                rows.append(row_of(json_object(line, where), where))
+                record = json_object(line, where)
+                rows.append(record if plain_record(record) else row_of(record, where))
+                wheres.append(where)
                 if len(rows) == CHUNK_ROWS:
                     yield block(start, rows)
-                    start, rows = start + len(rows), []
+                    start, rows, wheres = start + len(rows), [], []
         if start + len(rows) < count:
             raise Republished(
                 f"{rows_path}: {start + len(rows):,} rows for the {count:,} vectors of "
