@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = {
     ".ci",
     ".gitignore",
+    "CONTRIBUTING.md",
     "LICENSE",
     "Makefile",
     "README.md",
