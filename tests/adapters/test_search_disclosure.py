@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -17,23 +18,25 @@ from typer.testing import CliRunner
 from seamline.adapters.cli import main as cli
 from seamline.adapters.search import Hit
 from seamline.core.registry import Registry
+from tests.adapters.tampered_search import edit_records
 from tests.adapters.test_search import TEXTS, registry, write_index
 
 SECRET = "hunter2-the-secret-of-the-user"
 
 
 def planted_index(tmp_path: Path, path_of: str) -> Path:
-    """A jsonl index whose records hold no text and name ``path_of`` as their file."""
+    """A jsonl index whose records hold no text and name ``path_of`` as their file (its
+    manifest's sha256 edited with them: the records alone edited are refused first)."""
     out = tmp_path / "out" / "emb.jsonl"
     write_index(tmp_path, f"{{use: jsonl, with: {{path: '{out}'}}}}")
-    lines = []
-    for line in out.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        record.pop("text", None)
-        record["span"] = [0, 200]
-        record["metadata"] = {"path": path_of}
-        lines.append(json.dumps(record))
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def plant(records: list[dict[str, Any]]) -> None:
+        for record in records:
+            record.pop("text", None)
+            record["span"] = [0, 200]
+            record["metadata"] = {"path": path_of}
+
+    edit_records(out, plant)
     return out
 
 

@@ -12,6 +12,7 @@ import structlog
 
 from seamline.components.loaders import _seen_ids
 from seamline.components.loaders.jsonl import JsonlLoader, JsonlLoaderConfig
+from tests.fresh_logging import logging_as_in_a_fresh_process
 
 
 def _file(tmp_path: Path, count: int) -> Path:
@@ -70,7 +71,8 @@ def test_a_long_read_up_to_the_cursor_says_how_far_it_has_got(
 ) -> None:
     monkeypatch.setattr(_seen_ids, "SKIP_REPORT_SECONDS", 0.0)
     loader = JsonlLoader(JsonlLoaderConfig(path=_file(tmp_path, 9000), max_tracked_ids=0))
-    with structlog.testing.capture_logs() as logs:
+    # an info line: a CLI test before this one in the worker leaves a warning-level filter
+    with logging_as_in_a_fresh_process(), structlog.testing.capture_logs() as logs:
         items = list(loader.read(after="8999"))
     assert [item.cursor for item in items] == ["9000"]
     said = [log for log in logs if "reading up to where the run resumes" in log["event"]]
