@@ -137,11 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.k < 1 or not 1 <= args.queries <= len(QUERIES):
         parser.error(f"--rounds and -k must be at least 1, --queries 1 to {len(QUERIES)}")
+    require_folder(args.out)  # before anything else: a bad --out loses no measurement
     missing = [str(output) for output in args.outputs if not output.exists()]
     if missing:
-        print(f"no output at {', '.join(missing)}: make it first (see --help)", file=sys.stderr)
+        print(
+            f"error: no output at {', '.join(missing)}: make it first (see --help)",
+            file=sys.stderr,
+        )
         return 2
-    require_folder(args.out)
     load = LoadAverages()
     with tempfile.TemporaryDirectory(prefix="file-scan-") as folder:
         tree = Path(folder) / "baseline"

@@ -21,7 +21,10 @@ import pytest
 from benchmarks.common.options import EXIT_USAGE, require_folder
 from benchmarks.common.paths import ROOT
 
-EXTRA_ARGUMENTS = {"benchmarks.overhead.python_share": ["profile.txt"]}
+EXTRA_ARGUMENTS = {
+    "benchmarks.overhead.python_share": ["profile.txt"],
+    "benchmarks.search.file_scan": ["out/emb.parquet"],
+}
 """What a module needs besides ``--out`` to get past argparse."""
 WITH_OUT = sorted(
     f"benchmarks.{path.parent.name}.{path.stem}"

@@ -39,6 +39,7 @@ BENCHMARKS = {
     "benchmarks.overhead.monitor_cost",
     "benchmarks.overhead.orchestration",
     "benchmarks.overhead.python_share",
+    "benchmarks.search.file_scan",
     "benchmarks.search.index_recall",
     "benchmarks.search.warm_query",
     "benchmarks.throughput.embed_throughput",
