@@ -129,7 +129,9 @@ def measure(outputs: list[Path], baseline: Path, args: argparse.Namespace) -> di
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("outputs", type=Path, nargs="+")
-    parser.add_argument("--baseline", default="main", help="the git revision to compare with")
+    parser.add_argument(
+        "--baseline", default="main", help="the git revision to compare with (before the change)"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--queries", type=int, default=1)
     parser.add_argument("-k", type=int, default=10)
