@@ -27,6 +27,7 @@ from seamline.adapters.compile_cache import enable_compile_cache
 from seamline.contracts import UserError, ownership
 from seamline.core import private_cache
 from seamline.core.private_cache import CACHE_SETTING, check_jax_compile_cache
+from tests.fresh_logging import logging_as_in_a_fresh_process
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to own the cache as root"
@@ -64,7 +65,8 @@ def test_a_cache_root_prepared_is_read(
     prepared: Path, updates: list[tuple[str, object]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(compile_cache, "_writable", lambda directory: False)  # not root's uid
-    with structlog.testing.capture_logs() as logs:
+    # an info line: a CLI test before this one in the worker leaves a warning-level filter
+    with logging_as_in_a_fresh_process(), structlog.testing.capture_logs() as logs:
         assert enable_compile_cache() == prepared
     assert ("jax_compilation_cache_dir", str(prepared)) in updates
     # It is read-only by design: every start warned "make it writable, or set
