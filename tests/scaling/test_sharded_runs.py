@@ -82,6 +82,20 @@ def leftovers(out: Path) -> list[str]:
     return sorted(p.name for p in out.iterdir() if p.name.startswith(".emb.") and p.is_file())
 
 
+def finish_the_first_two_parts(scale_registry: Registry, tmp_path: Path) -> None:
+    """Shards 0 and 1 of a three-shard run finished, as by a driver that then died."""
+    registry = registry_with(scale_registry)
+    text = pipeline_text(tmp_path, executor=SHARDED)
+    job = PipelineJob(parse_pipeline(text, str(tmp_path / "p.yaml"), registry), registry)
+    worker = job.worker()
+    try:
+        for task in job.plan(3)[:2]:
+            worker.run(task)
+    finally:
+        worker.close()
+    job.close()
+
+
 def test_the_summary_names_the_errors_files_each_part_published(
     cli: CliRunner, tmp_path: Path
 ) -> None:
@@ -119,16 +133,7 @@ def test_a_resumed_run_counts_what_finished_parts_set_aside(
 ) -> None:
     """Shards 0 and 1 (holding d21 and d4, both unreadable) finished before the driver
     died; the resumed run sets nothing aside itself, and printed no ``set aside`` line."""
-    registry = registry_with(scale_registry)
-    text = pipeline_text(tmp_path, executor=SHARDED)
-    job = PipelineJob(parse_pipeline(text, str(tmp_path / "p.yaml"), registry), registry)
-    worker = job.worker()
-    try:
-        for task in job.plan(3)[:2]:
-            worker.run(task)
-    finally:
-        worker.close()
-    job.close()
+    finish_the_first_two_parts(scale_registry, tmp_path)
     code, output = invoke(cli, tmp_path, "--no-compile-cache", "--resume")
     assert code == 0, output
     assert "the counts are this run's work only" in output
@@ -220,16 +225,7 @@ def test_a_resumed_sharded_runs_manifest_names_what_served_its_finished_parts(
     only shard 2's shapes, and the published manifest's ``attention_served`` left out what
     computed the others' rows. Each part's own manifest records it; the published one now
     names the union (a shape two parts' kernels served, both)."""
-    registry = registry_with(scale_registry)
-    text = pipeline_text(tmp_path, executor=SHARDED)
-    job = PipelineJob(parse_pipeline(text, str(tmp_path / "p.yaml"), registry), registry)
-    worker = job.worker()
-    try:
-        for task in job.plan(3)[:2]:
-            worker.run(task)
-    finally:
-        worker.close()
-    job.close()
+    finish_the_first_two_parts(scale_registry, tmp_path)
     parts = sorted(p for p in tmp_path.glob(".*/**/emb.manifest.json"))
     assert len(parts) == 2, parts
     part = json.loads(parts[0].read_text(encoding="utf-8"))
