@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from seamline.components.sinks.parquet import ParquetSink, ParquetSinkConfig
 from seamline.contracts import ContractViolation, OutputRecord, UserError
+from tests.adapters.tampered_search import first_value_changed
 from tests.components.test_sinks import ERRORS, make_records, read_jsonl, visible
 
 # pyarrow, DuckDB and LanceDB are imported by the tests that use them, not when pytest
@@ -243,21 +244,11 @@ def _rows_dropped(table: Any) -> Any:
     return table.slice(0, table.num_rows - 2)
 
 
-def _value_changed(table: Any) -> Any:
-    import pyarrow as pa
-
-    embedding = table.column("embedding").combine_chunks()
-    values = embedding.values.to_numpy().copy()
-    values[0] = 0.9
-    changed = pa.FixedSizeListArray.from_arrays(pa.array(values), embedding.type.list_size)
-    return table.set_column(table.schema.get_field_index("embedding"), "embedding", changed)
-
-
 @pytest.mark.parametrize(
     ("edit", "refusal"),
     [
         (_rows_dropped, r"emb\.parquet holds 8 records, but .*emb\.manifest\.json counted 10"),
-        (_value_changed, r"emb\.parquet is not the parquet file .*another sha256"),
+        (first_value_changed, r"emb\.parquet is not the parquet file .*another sha256"),
     ],
     ids=["rows dropped", "a value changed"],
 )
