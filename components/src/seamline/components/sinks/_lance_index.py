@@ -177,6 +177,13 @@ def temporary_files(mode: str, index: VectorIndexConfig | None) -> str | None:
     return " and ".join(uses) or None
 
 
+def lance_temporary_folder(environ: Mapping[str, str]) -> str:
+    """The folder LanceDB (Rust's ``temp_dir``) writes temporary files in: ``$TMPDIR``,
+    ``/tmp`` where it is unset, the working directory where it is empty."""
+    given = environ.get("TMPDIR")
+    return "/tmp" if given is None else given or "."
+
+
 def check_temporary_folder(environ: Mapping[str, str], needs: str) -> None:
     """A ``UserError`` when the folder LanceDB writes its temporary files in (for
     ``needs``, :func:`temporary_files`) is not one this process can write to.
@@ -190,7 +197,7 @@ def check_temporary_folder(environ: Mapping[str, str], needs: str) -> None:
     """
     given = environ.get("TMPDIR")
     folder = "/tmp" if given is None else given
-    path = folder or "."  # an empty TMPDIR: Rust's temporary files go in the working directory
+    path = lance_temporary_folder(environ)
     if os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
         return
     what = "is not a folder" if os.path.exists(path) else "does not exist"
@@ -216,7 +223,7 @@ def index_failure(where: str, err: BaseException) -> str:
     published = f"lancedb sink: the rows are published in {where}, but building its index failed"
     scans = "until then a search scans every row"
     if any(sign in said for sign in _NO_SPACE):
-        temporary = os.environ.get("TMPDIR") or "/tmp"
+        temporary = lance_temporary_folder(os.environ)
         return (
             f"{published}: no space left on a device (LanceDB writes the index's temporary "
             f"files in {temporary!r} and the index beside the table): free space there, or set "
@@ -225,7 +232,7 @@ def index_failure(where: str, err: BaseException) -> str:
     if type(err).__name__ == "RustPanic":  # LanceDB's own failure, not the settings'
         # Its reason is in the panic report Rust printed above: "Run again" alone was the
         # advice when the temporary folder was read-only, and the run failed the same way.
-        temporary = os.environ.get("TMPDIR") or "/tmp"
+        temporary = lance_temporary_folder(os.environ)
         return (
             f"{published}: LanceDB failed inside ({said}; the panic report printed above says "
             f"why: a temporary folder it could not write, {temporary!r}, is one cause). Fix "
