@@ -16,6 +16,7 @@ shows, in a fraction of the time of the whole corpus.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
@@ -38,8 +39,10 @@ COLUMNS = "100"
 
 @functools.cache
 def small_corpus() -> Path:
-    """The Python-topic documents of the real corpus, written once per test session."""
+    """The Python-topic documents of the real corpus, written once per test process and
+    removed when it exits (each run of the suite left a folder per worker behind)."""
     whole = Path(tempfile.mkdtemp(prefix="seamline-docs-corpus-"))
+    atexit.register(shutil.rmtree, whole, ignore_errors=True)
     subprocess.run(
         [sys.executable, str(ROOT / "examples/corpus/make_corpus.py"), str(whole)],
         check=True,
