@@ -3,13 +3,15 @@
 The sink opens two databases, the table's and its hidden staging database beside it,
 through one LanceDB session whose caches are bounded (:class:`LanceDatabases`), and
 publishes a run's rows into the table as one commit, whatever the mode
-(:func:`publish_rows`).
+(:func:`publish_rows`). With ``prune``, the sink then leaves no trace of the rows a run
+deleted or replaced: :func:`compacted` before the manifest, :func:`prune_versions` after.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -112,6 +114,65 @@ def publish_rows(
         .execute(rows)
     )
     return table
+
+
+_NOTHING_OLDER = timedelta(days=36_500)
+"""``optimize`` always prunes the versions older than its ``cleanup_older_than`` (seven days
+when it is None): this much keeps every version, for an ``optimize`` that only compacts."""
+
+
+def compacted(databases: LanceDatabases, database: Path, table: Table, batch_rows: int) -> Table:
+    """``table`` with its newest version's rows alone in the files that version uses, and
+    no index (the sink builds its own next, over every row, as it always does).
+
+    A Lance delete (a sync's or an upsert's, inside the merge) does not rewrite the data
+    file: it writes a deletion file that masks the rows, and LanceDB's compaction rewrites
+    a file only past 10% of its rows deleted, so one document deleted of many kept its
+    text and vector on disk, in the newest version's own file. A table with any deletion
+    file is therefore written anew from its rows (a new version). Then it is compacted
+    (the small files ``append`` leaves merged), with its indexes dropped first: LanceDB
+    merges only files the same indexes cover, and :func:`prune_versions`, which compacts
+    too, merged them once the sink's new indexes covered both, making a version after the
+    one the manifest names and removing that. Old versions are all kept here: this runs
+    before the manifest names the result, and the publication can still be undone.
+    """
+    for index in table.list_indices():
+        table.drop_index(index.name)
+    deletions = database / f"{databases.name}.lance" / "_deletions"
+    if deletions.is_dir() and any(deletions.iterdir()):
+        import pyarrow as pa
+
+        rows = pa.RecordBatchReader.from_batches(table.schema, table_rows(table, batch_rows))
+        connection = databases.connect(database)
+        table = connection.create_table(databases.name, data=rows, mode="overwrite")
+    table.optimize(cleanup_older_than=_NOTHING_OLDER)
+    return table
+
+
+def prune_versions(table: Table, where: str) -> None:
+    """Every version of ``table`` older than its newest deleted, with every file only they
+    used (``where``: the table, for the message).
+
+    Called once the manifest names the newest version (:func:`compacted` made it), so an
+    interruption leaves the version the manifest names: LanceDB never removes the newest.
+    LanceDB's ``optimize`` compacts (nothing left to, after :func:`compacted`), prunes, and
+    then optimizes the indexes, which can commit one more version (a vector index's): the
+    same rows, kept until the next publication prunes it. ``delete_unverified``: files of a
+    write that never committed (an interrupted run's) go too; the sink's lock keeps any
+    other seamline writer out of the table meanwhile.
+    """
+    import warnings
+
+    published = table.version
+    with warnings.catch_warnings():  # "removes every version except the latest": the point
+        warnings.simplefilter("ignore", UserWarning)
+        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+    if published not in {version["version"] for version in table.list_versions()}:
+        raise UserError(  # LanceDB compacted after all, and pruned the manifest's version
+            f"lancedb sink: pruning {where} removed version {published:,} of it, which its "
+            "manifest names (LanceDB compacted the table again first): search refuses the "
+            "output until the pipeline is run again, which publishes it anew"
+        )
 
 
 def table_rows(table: Table, batch_rows: int) -> Iterator[pa.RecordBatch]:

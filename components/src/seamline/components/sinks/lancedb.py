@@ -33,6 +33,18 @@ building the indexes, below, included) left
 the checkpoint: the next run on this path (resumed or fresh) first restores the
 table to the recorded version, so an ``append`` can never be applied twice.
 
+**Deleted is masked, unless pruned.** A row a publication deletes or replaces leaves the
+version searches read, but not the disk: Lance masks it with a deletion file in its data
+file, and every older version keeps it (``table.checkout(n)`` reads it back). With
+``prune: true`` the table is compacted before its indexes are built (written anew where
+a row was deleted, :func:`~._lance_table.compacted`) and, once the manifest names that
+version, every older version is removed with the files only they used
+(:func:`~._lance_table.prune_versions`): the deleted rows' text and vectors are gone
+(erasure), and so is time travel to older versions. Until the manifest is out no version
+is removed, so an interrupted publication is undone as any other; a stop while pruning
+leaves the manifest's version (LanceDB never removes the newest) and older ones the next
+run with ``prune`` removes.
+
 Before the manifest is published, the sink builds the configured vector index
 (IVF-PQ or HNSW, cosine distance) and the full-text index on ``text``, each a further
 version (see :mod:`._lance_index`), and records the table's version then in the
@@ -98,6 +110,8 @@ from seamline.components.sinks._lance_reader import LanceReader
 from seamline.components.sinks._lance_sync import publish_synced
 from seamline.components.sinks._lance_table import (
     LanceDatabases,
+    compacted,
+    prune_versions,
     publish_rows,
     table_ids,
     table_rows,
@@ -184,6 +198,15 @@ class LanceDbSinkConfig(ColumnarConfig):
         default=False,
         description="Build a full-text (BM25) index on the 'text' column at the end of the "
         "run, for LanceDB's keyword and hybrid search. Needs text: true.",
+    )
+    prune: bool = Field(
+        default=False,
+        description="After each publication, leave on disk no trace of the rows it deleted or "
+        "replaced: the table is compacted (written anew where a row was deleted, since a "
+        "deletion only masks rows in their file) and every older version is removed, with "
+        "every file only they used. Their text and vectors are then gone (erasure); so are "
+        "the older versions: no checkout or restore of them (time travel) afterwards. Off: "
+        "deleted and replaced rows stay in the table's files and older versions.",
     )
 
     @field_validator("path")
@@ -295,9 +318,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
 
     def published(self) -> None:
         if self.is_part:
-            self._finish_part()
+            _finish_part(self)
             return
         self._drop_staging()
+        _prune(self)
         if self._index_failure is not None:  # the rows are published, without the index
             raise self._index_failure
 
@@ -358,6 +382,7 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         failure = self._index_and_pin(table)
         _complete(self, parts, run_id)  # the publication is complete: never undone
         staging.discard_all()
+        _prune(self)
         if failure is not None:  # the rows are published, without the index
             raise failure
 
@@ -402,22 +427,6 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
     def _drop_staging(self) -> None:
         self._staging = None
         self.drop_store()
-
-    def _finish_part(self) -> None:
-        """A part: its staging table moved into place inside the part directory, after its
-        errors file and manifest.
-
-        The table's folder appearing under ``path`` is the part's "finished" mark, so it
-        is moved last; a part that wrote no rows gets an empty folder. A crash before the
-        move leaves no checkpoint (publishing deleted it): the part is then redone.
-        """
-        staged = self.store / f"{self._lance.name}.lance"
-        if self._staging is not None and staged.is_dir():
-            os.replace(staged, self.config.path)
-        else:
-            self.config.path.mkdir(parents=True, exist_ok=True)
-        fsync_directory(self.config.path.parent)
-        self._drop_staging()
 
     # -- the table ---------------------------------------------------------------------------
 
@@ -497,6 +506,8 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             self._group.details["table_version"] = _no_table(self.destination)
             return None
         config = self.config
+        if config.prune:  # the version the manifest names, all of whose files prune keeps
+            table = compacted(self._lance, self._database, table, config.buffer_rows)
         version, failure = indexed_version(table, config.index, config.full_text_index, self._where)
         self._group.details["table_version"] = version
         return failure
@@ -517,6 +528,41 @@ def _complete(sink: LanceDbSink, parts: Sequence[Mapping[str, Path]], run_id: st
         errors.publish()
         manifest.publish()
         sink.forget_run()
+
+
+def _finish_part(sink: LanceDbSink) -> None:
+    """A part: its staging table moved into place inside the part directory, after its
+    errors file and manifest.
+
+    The table's folder appearing under ``path`` is the part's "finished" mark, so it
+    is moved last; a part that wrote no rows gets an empty folder. A crash before the
+    move leaves no checkpoint (publishing deleted it): the part is then redone.
+    """
+    staged = sink.store / f"{sink._lance.name}.lance"
+    if sink._staging is not None and staged.is_dir():
+        os.replace(staged, sink.config.path)
+    else:
+        sink.config.path.mkdir(parents=True, exist_ok=True)
+    fsync_directory(sink.config.path.parent)
+    sink._drop_staging()
+
+
+def _prune(sink: LanceDbSink) -> None:
+    """With ``prune``, every older version of the table removed, once the manifest naming
+    its newest is out (:func:`prune_versions`): a stop in between leaves them, and the
+    next run with ``prune`` removes them. A failure here is a :class:`UserError` after the
+    publication, which stands."""
+    table = sink._lance.open(sink._database) if sink.config.prune else None
+    if table is None:
+        return
+    try:
+        prune_versions(table, sink._where)
+    except (RuntimeError, OSError, ValueError) as err:
+        raise UserError(
+            f"lancedb sink: the rows are published in {sink._where}, but removing its older "
+            f"versions failed ({err}): they still hold the rows it deleted or replaced. Fix "
+            "that and run again to remove them"
+        ) from err
 
 
 def _another_maker(

@@ -1,0 +1,241 @@
+"""``prune: true`` of the ``lancedb`` sink: what a run deletes or replaces is gone from disk.
+
+Without it a deleted row stayed in the table's files: masked by a deletion file in the
+newest version's own data file, whole in every older version (``checkout`` read it
+back), and ``optimize`` left it there too (it rewrites a file only past 10% deleted).
+With it, each publication compacts the table (writing it anew where rows were deleted)
+before the manifest names its version, and removes every older version after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from seamline.adapters.cli.main import app
+from seamline.components.sinks import lancedb as lancedb_sink
+from seamline.components.sinks.lancedb import LanceDbSink
+from seamline.contracts import OutputRecord, Shard
+from tests.components.test_sink_lancedb import MANIFEST, sink, table
+from tests.faults import kill_points
+from tests.faults.component_scenarios import seamline
+from tests.faults.test_path_cli import cli_in
+
+if TYPE_CHECKING:
+    from seamline.core.registry import Registry
+
+MARKER = b"ZQX-personal-data-7731"
+
+
+def holding(folder: Path, marker: bytes = MARKER) -> list[str]:
+    """The files under ``folder`` whose bytes hold ``marker`` (as ``grep -rl`` finds them)."""
+    return sorted(
+        str(Path(root, name).relative_to(folder))
+        for root, _, names in os.walk(folder)
+        for name in names
+        if marker in Path(root, name).read_bytes()
+    )
+
+
+def records(docs: list[str], marked: str | None = None) -> list[OutputRecord]:
+    """One row per document, its text holding :data:`MARKER` for ``marked``."""
+    vector = np.arange(1, 9, dtype=np.float32)
+    return [
+        OutputRecord(
+            doc, 0, (0, 1), vector * (i + 1), {}, doc + (f" {MARKER.decode()}" * (doc == marked))
+        )
+        for i, doc in enumerate(docs)
+    ]
+
+
+def publish(tmp_path: Path, rows: list[OutputRecord], **options: Any) -> None:
+    out = sink(tmp_path, text=True, full_text_index=True, **options)
+    out.start(MANIFEST)
+    out.write(rows)
+    out.close()
+
+
+def pinned(tmp_path: Path) -> int:
+    manifest = json.loads((tmp_path / "db" / "emb.manifest.json").read_text(encoding="utf-8"))
+    return int(manifest["outputs"]["table_version"])
+
+
+def nearest(tmp_path: Path) -> Any:
+    """The row nearest to a vector, through the reader ``seamline search`` uses: it reads
+    the table at the version the manifest names, and refuses one no longer there."""
+    from seamline.contracts.readback import published
+
+    readers = published(tmp_path / "db" / "emb.lance", LanceDbSink)
+    assert readers
+    return readers[0].nearest(np.ones(8, np.float32), 1)
+
+
+DOCS = [f"d{i:02}" for i in range(40)]
+
+
+@pytest.mark.parametrize("mode", ["sync", "upsert"])
+def test_prune_leaves_no_byte_of_a_deleted_or_replaced_row(tmp_path: Path, mode: str) -> None:
+    """One document of 40 deleted (sync) or rewritten without the marker (upsert): the
+    deletion masks 2.5% of a file, which LanceDB's compaction leaves as it is."""
+    publish(tmp_path, records(DOCS, marked="d07"), mode=mode, prune=True)
+    assert holding(tmp_path / "db")
+    again = [d for d in DOCS if d != "d07"] if mode == "sync" else ["d07"]
+    publish(tmp_path, records(again), mode=mode, prune=True)
+    assert holding(tmp_path / "db") == [], "no file under the table holds the marker"
+    found = table(tmp_path)
+    assert oldest(found) == found.version == pinned(tmp_path)
+    assert found.count_rows() == (39 if mode == "sync" else 40)
+    assert nearest(tmp_path).rows, "the reader reads the version"
+    fts = found.search(MARKER.decode(), query_type="fts").limit(5).to_list()
+    assert fts == []
+
+
+def test_without_prune_deleted_rows_stay_in_the_files_and_older_versions(tmp_path: Path) -> None:
+    """The documented default: deleted means gone from the table's newest version only."""
+    publish(tmp_path, records(DOCS, marked="d07"), mode="sync")
+    first = table(tmp_path).version
+    publish(tmp_path, records([d for d in DOCS if d != "d07"]), mode="sync")
+    assert holding(tmp_path / "db")
+    found = table(tmp_path)
+    assert found.count_rows() == 39
+    found.checkout(first)
+    assert found.count_rows() == 40, "time travel reads the deleted row back"
+
+
+def oldest(found: Any) -> int:
+    return min(version["version"] for version in found.list_versions())
+
+
+@pytest.mark.parametrize("index", [None, "ivf_pq", "hnsw"])
+def test_appends_with_prune_keep_no_version_before_the_manifests(
+    tmp_path: Path, index: str | None
+) -> None:
+    """Each append adds a small file; compacting them before the manifest means pruning
+    after it compacts nothing (a version then, and the prune before it, would remove the
+    one the manifest names). LanceDB optimizes a vector index after pruning: one more
+    version of the same rows, pruned by the next publication."""
+    vectors = np.random.default_rng(0).standard_normal((3, 300, 8)).astype(np.float32)
+    options = {} if index is None else {"index": {"type": index, "num_partitions": 2}}
+    for run in range(3):
+        rows = [
+            OutputRecord(f"r{run}-{i}", 0, (0, 1), vector, {}, f"text {i}")
+            for i, vector in enumerate(vectors[run])
+        ]
+        publish(tmp_path, rows, mode="append", prune=True, **options)
+        assert oldest(table(tmp_path)) == pinned(tmp_path)
+    assert table(tmp_path).count_rows() == 900
+    assert nearest(tmp_path).rows
+
+
+def test_a_staged_sync_with_prune_erases_too(tmp_path: Path) -> None:
+    """Parts published as one run (``publish_parts``): pruned once the manifest is out."""
+    publish(tmp_path, records(DOCS, marked="d07"), mode="sync")
+
+    def make() -> LanceDbSink:
+        return sink(tmp_path, mode="sync", prune=True, text=True, full_text_index=True)
+
+    kept = [d for d in DOCS if d != "d07"]
+    make().begin_parts("run-1", 2, MANIFEST)
+    for index, docs in enumerate([kept[:20], kept[20:]]):
+        part = make().part("run-1", Shard(index, 2))
+        assert part.recover(MANIFEST) is None
+        part.write(records(docs))
+        part.close()
+    make().publish_parts("run-1", 2, MANIFEST)
+    assert holding(tmp_path / "db") == []
+    assert table(tmp_path).count_rows() == 39
+    assert oldest(table(tmp_path)) == pinned(tmp_path)
+    assert nearest(tmp_path).rows
+
+
+class Killed(BaseException):
+    """The process is killed (nothing catches it)."""
+
+
+def test_a_kill_while_pruning_leaves_the_published_version_and_the_next_run_prunes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(tmp_path, records(DOCS, marked="d07"), mode="sync")
+    kept = [d for d in DOCS if d != "d07"]
+
+    def killed(*args: Any) -> None:
+        raise Killed
+
+    monkeypatch.setattr(lancedb_sink, "prune_versions", killed)
+    with pytest.raises(Killed):
+        publish(tmp_path, records(kept), mode="sync", prune=True)
+    monkeypatch.undo()
+    assert not (tmp_path / "db" / ".emb.lance.checkpoint").exists(), "the run was published"
+    assert table(tmp_path).version == pinned(tmp_path), "the manifest's version is there"
+    assert nearest(tmp_path).rows
+    assert holding(tmp_path / "db"), "not yet pruned"
+    publish(tmp_path, records(kept), mode="sync", prune=True)
+    assert holding(tmp_path / "db") == []
+    assert table(tmp_path).version == pinned(tmp_path)
+
+
+def test_a_kill_after_compacting_before_the_manifest_is_undone_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compacting keeps every older version: the version the interrupted publication's
+    checkpoint recorded is still there to restore."""
+    publish(tmp_path, records(DOCS, marked="d07"), mode="sync", prune=True)
+    before = pinned(tmp_path)
+
+    def killed(*args: Any) -> None:
+        raise Killed
+
+    monkeypatch.setattr(lancedb_sink, "indexed_version", killed)
+    with pytest.raises(Killed):
+        publish(tmp_path, records(DOCS[:5]), mode="sync", prune=True)
+    monkeypatch.undo()
+    assert pinned(tmp_path) == before
+    publish(tmp_path, records([d for d in DOCS if d != "d07"]), mode="sync", prune=True)
+    assert table(tmp_path).count_rows() == 39
+    assert holding(tmp_path / "db") == []
+
+
+@pytest.fixture(scope="module")
+def discovered() -> Registry:
+    """The installed components and the fault fixtures, as ``seamline run`` finds them."""
+    with kill_points.in_process_cli():
+        from seamline.core.config.user import user_trust
+        from seamline.core.registry import Registry
+
+        return Registry.discover(user_trust())
+
+
+def test_erasing_a_document_for_good_as_the_docs_say(tmp_path: Path, discovered: Registry) -> None:
+    """README's "Erasing documents for good": remove the input, run with sync and prune,
+    then grep finds the text nowhere under the table, and search still answers."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name in ("a", "b", "c"):
+        (notes / f"{name}.txt").write_text(f"note {name} about lance tables", encoding="utf-8")
+    (notes / "customer.txt").write_text(f"{MARKER.decode()} lives here", encoding="utf-8")
+    (tmp_path / "pipeline.yaml").write_text(
+        "pipeline: notes\n"
+        "loader: {use: text-files, with: {root: notes}}\n"
+        "model: {use: tiny}\n"
+        "attention: {use: native}\n"
+        "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync, full_text_index: true}}\n",
+        encoding="utf-8",
+    )
+    with cli_in(tmp_path, discovered) as cli:
+        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
+        (notes / "customer.txt").unlink()
+        plain = seamline(cli, Path("pipeline.yaml"))
+        assert plain.exit_code == 0, plain.stderr
+        assert "1 deleted" in " ".join(plain.stdout.split())
+        assert holding(tmp_path / "out"), "without prune the deleted text stays on disk"
+        pruned = seamline(cli, Path("pipeline.yaml"), "--set", "sink.with.prune=true")
+        assert pruned.exit_code == 0, pruned.stderr
+        searched = cli.invoke(app, ["search", "out/emb.lance", "lance tables", "-k", "2"])
+    assert holding(tmp_path / "out") == [], "no file under out/ holds the deleted text"
+    assert searched.exit_code == 0, searched.stderr
+    assert "about lance tables" in searched.stdout
