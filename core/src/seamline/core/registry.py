@@ -278,6 +278,25 @@ class Registry:
             if len(trusted := _trusted_first(infos)) == 1 and trusted[0].usable
         )
 
+    def unusable(self, kind: Kind) -> dict[str, str]:
+        """Name -> why, for each installed component of ``kind`` that cannot be used: broken,
+        refused or in conflict, each as ``status: reason`` (untrusted ones are left out: the
+        user's allowlist shut them out on purpose).
+
+        ``attention: auto`` takes :meth:`names`, the usable ones: a plugin that stopped
+        importing after a JAX upgrade dropped out of it in silence, though ``components``
+        listed it broken. Whoever offers candidates names these too, refused for every shape.
+        """
+        usable = set(self.names(kind))
+        found: dict[str, str] = {}
+        for name, infos in sorted(self._by_kind[kind].items()):
+            if name in usable:
+                continue
+            shown = [i for i in _trusted_first(infos) if i.status != "untrusted" and not i.usable]
+            if shown:
+                found[name] = f"{shown[0].status}: {shown[0].reason}"
+        return found
+
     def get(self, kind: Kind, name: str) -> ComponentInfo:
         """The usable component ``kind:name``, or an error that says what to do instead."""
         infos = self._by_kind[kind].get(name)

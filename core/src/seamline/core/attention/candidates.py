@@ -49,6 +49,9 @@ class AttentionCandidates:
     left_out: Mapping[str, str] = field(default_factory=dict)
     """Name -> why an ``auto`` candidate is not among ``implementations``: it failed to build
     (``failed to build (dist version): Error: message``; ``explain`` lists it with this)."""
+    unusable: Mapping[str, str] = field(default_factory=dict)
+    """Name -> why an installed attention cannot be an ``auto`` candidate at all (broken,
+    refused, in conflict: :attr:`ResolvedAttention.unusable`): refused for every shape."""
 
     def check_reference(self, specs: SpecKey) -> None:
         """Raise a ``UserError`` if the reference cannot serve ``specs`` itself.
@@ -95,7 +98,9 @@ class AttentionCandidates:
         ranking = None
         if self.settings.select is Selection.MEASURE:
             ranking = MeasuredRanking(self.infos, measure=measure, on_entry=on_entry)
-        return AttentionPlanner(self.implementations, self.mode, self.untrusted, ranking)
+        return AttentionPlanner(
+            self.implementations, self.mode, self.untrusted, ranking, self.unusable
+        )
 
     def close(self) -> None:
         """Close every implementation, and the reference when it is not one of them."""
@@ -118,6 +123,8 @@ def build_candidates(resolved: ResolvedAttention, registry: Registry) -> Attenti
     """
     implementations: list[Attention[Any]] = []
     left_out: dict[str, str] = {}
+    for name, why in resolved.unusable.items():  # said once a run; each decision names it too
+        log.warning("attention installed but not usable: auto leaves it out", why=f"{name}: {why}")
     for choice in resolved.candidates:
         try:
             implementations.append(_built(registry, choice))
@@ -154,6 +161,7 @@ def build_candidates(resolved: ResolvedAttention, registry: Registry) -> Attenti
         untrusted=untrusted_candidates(implementations, infos, settings.require_conformance),
         reference_location=named_reference.location if named_reference is not None else "",
         left_out=left_out,
+        unusable=resolved.unusable,
     )
 
 

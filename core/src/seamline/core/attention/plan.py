@@ -228,7 +228,7 @@ def explain(resolved: ResolvedPipeline, registry: Registry, precision: str | Non
 def _bucket_plan(
     planner: AttentionPlanner, length: int, batch_size: int, specs: SpecKey
 ) -> BucketPlan:
-    order = tuple(c.name for c in planner.ordered(specs))
+    order = planner.names(specs)
     try:
         decision = planner.choose(specs)
     except NoAttentionError as err:
@@ -283,7 +283,7 @@ def tune(
         planner = candidates.planner(measure=False)
         for length, batch_size, specs in probed.buckets:
             raise_kept_stop()
-            refusals = []
+            refusals = list(planner.unusable)
             serving = []
             for candidate in planner.ordered(specs):
                 reasons = planner.reasons_against(candidate, specs)

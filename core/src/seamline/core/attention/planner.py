@@ -123,6 +123,7 @@ class AttentionPlanner:
         mode: AttentionMode,
         untrusted: Mapping[str, str] | None = None,
         ranking: Ranking | None = None,
+        unusable: Mapping[str, str] | None = None,
     ) -> None:
         if not candidates:
             raise UnsupportedError("no attention implementation is installed or configured")
@@ -132,6 +133,11 @@ class AttentionPlanner:
         """Candidate name -> why it is not trusted (refused for every shape)."""
         self.ranking = ranking
         """With ``select: measure``: orders the serving candidates by measured time."""
+        self.unusable = tuple(Refusal(name, (why,)) for name, why in (unusable or {}).items())
+        """Installed attentions that cannot be built at all (broken, refused, in conflict):
+        under ``auto`` each is refused for every shape, tried first, so that the decision,
+        its span, the log and ``explain`` name it (a plugin broken by a JAX upgrade had
+        dropped out of ``auto`` in silence)."""
         self._decisions: dict[SpecKey, AttentionDecision] = {}
         self._demoted: dict[SpecKey, dict[str, str]] = {}
         self._ranked: dict[AttentionSpec, Ranked] = {}
@@ -163,6 +169,10 @@ class AttentionPlanner:
     def decisions(self) -> list[AttentionDecision]:
         return list(self._decisions.values())
 
+    def names(self, specs: Sequence[AttentionSpec]) -> tuple[str, ...]:
+        """Every candidate's name in the order they are tried, the unusable ones first."""
+        return (*(r.candidate for r in self.unusable), *(c.name for c in self.ordered(specs)))
+
     def ordered(self, specs: Sequence[AttentionSpec]) -> list[Attention[Any]]:
         """Candidates in the order they are tried for ``specs``."""
         if self.mode is not AttentionMode.AUTO:
@@ -180,9 +190,9 @@ class AttentionPlanner:
             return self._negotiate_measured(key, self.ranking)
         signature = signature_of(key)
         demoted = self._demoted.get(key, {})
-        refusals: list[Refusal] = []
+        refusals: list[Refusal] = list(self.unusable)
         order = self.ordered(key)
-        names = tuple(c.name for c in order)
+        names = self.names(key)
         for candidate in order:
             if candidate.name in demoted:
                 refusals.append(Refusal(candidate.name, (demoted[candidate.name],)))
@@ -191,7 +201,7 @@ class AttentionPlanner:
             if reasons:
                 refusals.append(Refusal(candidate.name, reasons))
                 continue
-            reason = _REASONS[(self.mode, not refusals)]
+            reason = _REASONS[(self.mode, len(refusals) == len(self.unusable))]
             return AttentionDecision(signature, candidate.name, reason, tuple(refusals), names)
         raise NoAttentionError(signature, tuple(refusals), self.mode)
 
@@ -219,7 +229,10 @@ class AttentionPlanner:
                     else (1, float(position[c.name]), c.name)
                 ),
             )
-        refusals = [Refusal(c.name, refused[c.name]) for c in order if refused[c.name]]
+        refusals = [
+            *self.unusable,
+            *(Refusal(c.name, refused[c.name]) for c in order if refused[c.name]),
+        ]
         passed_over = []
         for candidate in order:
             if refused[candidate.name]:
@@ -233,7 +246,7 @@ class AttentionPlanner:
                 candidate.name,
                 reason,
                 (*passed_over, *refusals),
-                tuple(c.name for c in order),
+                (*(r.candidate for r in self.unusable), *(c.name for c in order)),
                 measured,
             )
         raise NoAttentionError(signature, (*passed_over, *refusals), self.mode)

@@ -172,6 +172,11 @@ class ResolvedAttention:
     """Candidate attentions in preference order (for ``auto``: every usable one)."""
     reference: ComponentChoice | None = None
     """What candidates are verified and shadowed against; None when none is installed."""
+    unusable: Mapping[str, str] = field(default_factory=dict)
+    """For ``auto``: name -> why, of each installed attention that cannot be a candidate
+    (broken, refused, in conflict: :meth:`Registry.unusable`). A run and ``explain`` list
+    each as refused for every shape, so that a plugin a JAX upgrade broke is said, not
+    silently dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -788,8 +793,9 @@ class _Resolver:
             )
         candidates = self.attention(settings, mode)
         reference = self.reference(settings, mode)
+        unusable = self.registry.unusable("attention") if mode is AttentionMode.AUTO else {}
         return ResolvedAttention(
-            settings, mode, tuple(c for c in candidates if c is not None), reference
+            settings, mode, tuple(c for c in candidates if c is not None), reference, unusable
         )
 
     def component(
@@ -957,12 +963,12 @@ class _Resolver:
         else:
             assert isinstance(config.use, list)
             names = list(config.use)
+        unusable = self.registry.unusable("attention") if mode is AttentionMode.AUTO else {}
         for key in config.with_:
             if key not in names:
                 self.problems.append(
                     ConfigError(
-                        f"attention.with has settings for {key!r}, which is not a candidate"
-                        f"{did_you_mean(key, names)}; candidates: {', '.join(names)}",
+                        _not_a_candidate(key, names, unusable.get(key)),
                         self.located.where(("attention", "with", key), key=True),
                     )
                 )
@@ -991,6 +997,22 @@ class _Resolver:
                 )
             )
         return choices
+
+
+def _not_a_candidate(key: str, names: Sequence[str], unusable: str | None) -> str:
+    """Why ``attention.with`` may not set ``key``: no candidate of that name, or (``auto``) one
+    installed that cannot be used, and why. Such a one was told "not a candidate (did you
+    mean 'acme-lazy'?)", as if it were a typo, when a JAX upgrade had broken its import."""
+    if unusable is not None:
+        return (
+            f"attention.with has settings for {key!r}, which is installed but cannot be a "
+            f"candidate: it is {unusable} (see `seamline components --kind attention`); fix "
+            f"or reinstall it, or drop these settings; candidates: {', '.join(names)}"
+        )
+    return (
+        f"attention.with has settings for {key!r}, which is not a candidate"
+        f"{did_you_mean(key, names)}; candidates: {', '.join(names)}"
+    )
 
 
 def _no_config(model: type[BaseModel], loc: tuple[Any, ...]) -> str:

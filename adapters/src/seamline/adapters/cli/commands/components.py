@@ -120,8 +120,17 @@ def _auto_order(registry: Registry, wanted: set[str]) -> None:
     from seamline.core import auto_order_table
 
     attentions = []
+    unusable = registry.unusable("attention")
     for info in registry.entries("attention"):
-        if not info.usable or (wanted and info.distribution not in wanted):
+        if wanted and info.distribution not in wanted:
+            continue
+        if info.name in unusable and info.status != "untrusted":  # said, as a run says it
+            error(
+                f"attention {info.name!r} ({info.distribution} {info.version}) is left out: "
+                f"it is {unusable.pop(info.name)}",
+                label="warning",
+            )
+        if not info.usable:
             continue
         try:  # one whose constructor raises is left out of auto, as a run leaves it out
             attentions.append(registry.create("attention", info.name))
