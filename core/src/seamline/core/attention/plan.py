@@ -82,6 +82,10 @@ class BucketPlan:
     """With ``select: measure``: the cached times the order came from (None: not tuned)."""
     left_out: Mapping[str, str] = field(default_factory=dict)
     """``auto`` candidates that failed to build, and why (:attr:`AttentionCandidates.left_out`)."""
+    set_aside: tuple[str, ...] = ()
+    """With ``select: measure`` and nothing measured for these versions: the JAX and jaxlib
+    versions of the timings the cache holds for this shape, set aside (``jax 0.10.2,
+    jaxlib 0.10.2``): "not measured yet" alone read as if none were ever taken."""
 
     def verdicts(self) -> tuple[CandidateVerdict, ...]:
         """Every candidate in the order they were tried, with its verdict, then those left out.
@@ -207,7 +211,13 @@ def explain(resolved: ResolvedPipeline, registry: Registry, precision: str | Non
             if candidates.verifies or candidates.shadow_every:  # as a run refuses it
                 candidates.check_reference(specs)
             bucket = _bucket_plan(planner, length, batch_size, specs)
-            plans.append(replace(bucket, left_out=candidates.left_out))
+            ranking = planner.ranking
+            aside = (
+                ranking.set_aside.get(bucket.signature, [])
+                if isinstance(ranking, MeasuredRanking)
+                else []
+            )
+            plans.append(replace(bucket, left_out=candidates.left_out, set_aside=tuple(aside)))
     reference = candidates.reference.name if candidates.reference is not None else None
     settings = resolved.attention.settings
     return Plan(

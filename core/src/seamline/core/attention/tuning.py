@@ -386,6 +386,34 @@ class TuningCache:
         self.folder_said = True
         return True
 
+    def other_versions(self, about: Mapping[str, Any]) -> list[str]:
+        """The JAX and jaxlib versions of entries that time what ``about`` describes, but under
+        other versions (``jax 0.10.2, jaxlib 0.10.2``), each once: set aside, rightly, since a
+        timing holds for the versions it was measured under; ``explain`` says so rather than
+        "not measured yet". Nothing from a folder that is not private; an entry that cannot
+        be read is passed over (looking is best effort, and bounded)."""
+        if self.directory is None or self.not_private() is not None:
+            return []
+        same = {k: v for k, v in _as_stored(about).items() if k not in _VERSIONS}
+        found: dict[str, None] = {}
+        try:
+            paths = sorted(self.directory.glob("attention-*.json"))[:_MOST_LOOKED_AT]
+        except OSError:
+            return []
+        for path in paths:
+            try:
+                if entry_not_private(path) is not None:
+                    continue
+                entry = TuningEntry.from_json(strict_json(read_regular(path, ENTRY_LIMIT)))
+            except (OSError, NotRegularFile, ValueError, RecursionError):
+                continue
+            theirs = entry.about
+            if {k: v for k, v in theirs.items() if k not in _VERSIONS} != same:
+                continue
+            if any(theirs.get(k) != about.get(k) for k in _VERSIONS):
+                found[", ".join(f"{k} {theirs.get(k)}" for k in _VERSIONS)] = None
+        return list(found)
+
     def save(self, entry: TuningEntry) -> Path:
         """Write ``entry`` atomically; :class:`TuningCacheUnwritable` when the folder cannot
         be written, :class:`TuningCacheNotPrivate` when it is not the user's alone (the
@@ -401,6 +429,17 @@ class TuningCache:
         except OSError as err:
             raise TuningCacheUnwritable(folder, err) from None
         return path
+
+
+_VERSIONS = ("jax", "jaxlib")
+"""The parts of a key that a JAX upgrade changes: an entry differing only there was set aside."""
+_MOST_LOOKED_AT = 2000
+"""The most cache files :meth:`TuningCache.other_versions` reads."""
+
+
+def _as_stored(about: Mapping[str, Any]) -> Any:
+    """``about`` as an entry's file holds it (tuples read back as lists)."""
+    return json.loads(json.dumps(about, sort_keys=True, default=str))
 
 
 def _check(entry: TuningEntry, key: str, expected: Expected | None) -> None:
@@ -486,6 +525,9 @@ class MeasuredRanking:
         self._entries: dict[str, tuple[TuningEntry, bool]] = {}
         self._warned = False
         self._warned_unsteady = False
+        self.set_aside: dict[str, list[str]] = {}
+        """Shape signature -> the versions of timings set aside for it, found where nothing
+        is measured now (``explain``): they were measured under another JAX or jaxlib."""
         refused = self.cache.not_private() if must_save else None
         if refused is not None:  # before minutes of measuring that could not be kept
             raise refused
@@ -519,6 +561,9 @@ class MeasuredRanking:
         cached = entry is not None
         if entry is None:
             if not self.measure:
+                aside = self.cache.other_versions(about)
+                if aside:
+                    self.set_aside[about["signature"]] = aside
                 return None
             entry = self._measure(key, about, specs, serving)
             if self._steady(entry):

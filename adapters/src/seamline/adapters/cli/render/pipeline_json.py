@@ -337,6 +337,7 @@ def _bucket(bucket: BucketPlan) -> dict[str, Any]:
         "chosen": bucket.chosen,
         "reason": bucket.reason,
         "tuning_key": bucket.measured.key if bucket.measured is not None else None,
+        "tuning_set_aside": list(bucket.set_aside),
         "candidates": [
             {
                 "name": row.candidate,

@@ -44,12 +44,25 @@ def plan(plan: Plan) -> None:
     for bucket in plan.buckets:
         console.print(_verdicts(bucket, measure))
         if measure:
-            line(
-                f"  tuning cache: {bucket.measured.key}"
-                if bucket.measured is not None
-                else "  not measured yet: the first run measures it, or run `seamline tune`",
-                console=console,
-            )
+            line(_tuning_line(bucket), console=console)
+
+
+def _tuning_line(bucket: BucketPlan) -> str:
+    """Where the order came from under ``select: measure``: the cache entry, or why none is
+    used (timings of other JAX versions are named: "not measured yet" alone hid them)."""
+    if bucket.measured is not None:
+        return f"  tuning cache: {bucket.measured.key}"
+    fix = "the first run measures it, or run `seamline tune`"
+    if not bucket.set_aside:
+        return f"  not measured yet: {fix}"
+    from seamline.contracts.versions import installed_version
+
+    now = f"jax {installed_version('jax')}, jaxlib {installed_version('jaxlib')}"
+    then = "; ".join(bucket.set_aside)
+    return (
+        f"  not measured under {now}: timings measured under {then} were set aside (a "
+        f"timing holds for the versions it was measured under); {fix}"
+    )
 
 
 def precision(mode: str, candidates: Sequence[PrecisionCandidate]) -> None:
