@@ -171,3 +171,28 @@ def test_tune_refuses_a_folder_not_private_before_measuring(
     )
     assert f"point ${TUNING_VARIABLE} at a new directory of your own" in line
     assert timed == []
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["variable", "default"])
+def test_the_folder_tune_checks_before_measuring_is_made_private(
+    named: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `seamline tune` with a fresh home made ~/.cache/seamline/tuning 0755 (the check that
+    # it can be written made it), though a folder seamline makes is promised 0700.
+    from seamline.core.attention.tuning import TuningCache
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    if named:
+        monkeypatch.setenv(TUNING_VARIABLE, str(tmp_path / "made" / "tuning"))
+    else:
+        monkeypatch.delenv(TUNING_VARIABLE, raising=False)
+    old = os.umask(0o022)
+    try:
+        cache = TuningCache()
+        cache.check_writable()
+    finally:
+        os.umask(old)
+    assert cache.directory is not None
+    assert cache.directory.stat().st_mode & 0o777 == 0o700
+    assert cache.not_private() is None

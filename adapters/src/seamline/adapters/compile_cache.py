@@ -153,7 +153,7 @@ def _writable(directory: Path) -> bool:
     a read-only mount or an ACL): else each program compiled warned that its entry
     could not be written, when the cache can only be read."""
     try:
-        try_writing(directory)
+        try_writing(directory, mode=0o700)  # made 0700 already; never made otherwise
     except OSError:
         return False
     return True

@@ -103,11 +103,16 @@ def named_directory(
     return path
 
 
-def try_writing(directory: Path) -> None:
+def try_writing(directory: Path, *, mode: int = 0o777) -> None:
     """Make ``directory`` (with its parents) and a file in it, which leaves nothing behind
     (``O_TMPFILE`` where it can); the ``OSError`` says why it cannot be written. Tried,
-    not read from a mode, which says nothing for root, a read-only mount or an ACL."""
-    directory.mkdir(parents=True, exist_ok=True)
+    not read from a mode, which says nothing for root, a read-only mount or an ACL.
+
+    ``mode`` is the one ``directory`` is made with (less the umask), when it is made: a
+    private cache passes 0o700. ``seamline tune`` checked its folder this way before
+    measuring, and so made ``~/.cache/seamline/tuning`` 0755, though the docs promise that
+    a folder seamline makes for it is the user's alone."""
+    directory.mkdir(mode=mode, parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=directory):
         pass
 

@@ -287,7 +287,7 @@ class TuningCache:
         :class:`TuningCacheUnwritable` when it cannot be written."""
         folder = self.folder()
         try:
-            try_writing(folder)
+            try_writing(folder, mode=0o700)  # made private, as save() makes it
         except OSError as err:
             raise TuningCacheUnwritable(folder, err) from None
 
