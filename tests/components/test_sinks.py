@@ -812,6 +812,45 @@ def test_resuming_what_another_version_made_is_refused(
     assert sink_factory(tmp_path).recover(written) == "c1", "the refused resume changed nothing"
 
 
+def test_a_resume_refused_for_a_jax_change_offers_reinstalling_those_versions(
+    tmp_path: Path, sink_factory: Any
+) -> None:
+    # Switching JAX 0.10.2 -> 0.9.0 between the stop and --resume was refused with only
+    # "Run again with --restart", which discards what was committed; the XLA_FLAGS refusal
+    # already said to resume with them as they were.
+    a, _, _ = three_parts()
+    then = {"seamline-code": "aaaa", "jax": "0.10.2", "jaxlib": "0.10.2", "numpy": "2.3.0"}
+    first = sink_factory(tmp_path)
+    first.start({**MANIFEST, "versions": then})
+    first.write(a)
+    first.commit("c1")
+    first.close(complete=False)
+    now = {**MANIFEST, "versions": {**then, "jax": "0.9.0", "jaxlib": "0.9.0"}}
+    second = sink_factory(tmp_path)
+    with pytest.raises(UserError) as refused:
+        second.recover(now)
+    said = str(refused.value)
+    assert "(jax 0.10.2 then, 0.9.0 now; jaxlib 0.10.2 then, 0.9.0 now)" in said
+    assert said.endswith(
+        "To keep what was committed, reinstall the versions it was made with (pip install "
+        "jax==0.10.2 jaxlib==0.10.2) and run again with --resume (run(resume=True) from "
+        "Python); or run again with --restart (run(restart=True) from Python) to start over"
+    )
+    second.close(complete=False)
+    assert sink_factory(tmp_path).recover({**MANIFEST, "versions": then}) == "c1"
+
+
+def test_no_reinstall_is_offered_where_seamline_itself_changed() -> None:
+    from seamline.contracts.sink_kit._made_by import reinstall_command
+
+    then = {"seamline-code": "aaaa", "jax": "0.10.2"}
+    assert reinstall_command(then, {"seamline-code": "bbbb", "jax": "0.9.0"}) == ""
+    assert reinstall_command(then, {"seamline-code": "aaaa", "jax": "0.9.0"}) == (
+        "pip install jax==0.10.2"
+    )
+    assert reinstall_command(None, then) == ""
+
+
 def test_a_partial_file_shorter_than_its_checkpoint_is_refused(
     tmp_path: Path, sink_factory: Any
 ) -> None:

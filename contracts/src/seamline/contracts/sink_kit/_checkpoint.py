@@ -55,10 +55,12 @@ from seamline.contracts.sink_kit._atomic import (
 )
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._made_by import (
+    Maker,
     changed_inputs,
     environment_of,
     json_value,
     made_by_another,
+    resume_or_restart,
 )
 from seamline.contracts.untrusted import NotRegularFile, open_regular, read_at_most
 from seamline.contracts.untrusted import count_lines as untrusted_count_lines
@@ -518,7 +520,7 @@ class ResumableGroup(Generic[S]):
         record = loaded[0]
         maker = made_by_another(record, self.manifest)
         if maker is not None:
-            raise self._made_by(*maker)
+            raise self._made_by(maker)
         changed = changed_inputs(record["inputs"], json_value(self.manifest.get("inputs")))
         if changed:
             raise ResumeRefused(
@@ -528,12 +530,14 @@ class ResumableGroup(Generic[S]):
             )
         return loaded
 
-    def _made_by(self, maker: str, harm: str) -> ResumeRefused:
+    def _made_by(self, maker: Maker) -> ResumeRefused:
         """The refusal of a checkpoint whose output ``maker`` made, not this run: resuming
-        would do ``harm``."""
+        would do its harm (reinstalling the versions it was made with is offered, where
+        that would do)."""
         return ResumeRefused(
             f"cannot resume: the output committed in {str(self.checkpoint)!r} was made by "
-            f"{maker}; resuming would {harm}. Run again with {RESTART} to start over"
+            f"{maker.made}; resuming would {maker.harm}. "
+            f"{resume_or_restart(maker, RESUME, RESTART)}"
         )
 
     def _open_files(self, recorded: Mapping[str, tuple[str, int]] | None) -> dict[str, AtomicFile]:

@@ -41,10 +41,12 @@ def json_value(value: Any) -> Any:
 
 class Maker(NamedTuple):
     """Why an output may not take this run's vectors: who ``made`` it, and the ``harm``
-    of adding to it (``mix vectors of two models``)."""
+    of adding to it (``mix vectors of two models``); ``reinstall``: the command that puts
+    back the versions it was made with, where that alone would let it resume ("" else)."""
 
     made: str
     harm: str
+    reinstall: str = ""
 
 
 def made_by_another(
@@ -74,6 +76,7 @@ def made_by_another(
         return Maker(
             versions_changed(recorded.get("versions"), versions, unrecorded=unrecorded),
             "mix vectors of two versions",
+            reinstall_command(recorded.get("versions"), versions),
         )
     return _environment_changed(recorded.get("environment"), environment_of(manifest))
 
@@ -117,6 +120,36 @@ def versions_changed(
         if recorded.get(name) != current.get(name)
     ]
     return f"another version of what computes it ({'; '.join(changes)})"
+
+
+def reinstall_command(recorded: Any, current: Mapping[str, Any]) -> str:
+    """``pip install jax==0.10.2 jaxlib==0.10.2``: what puts back the versions an output
+    was made with, where every one that differs is a third party's that it recorded
+    (not seamline's own: its code's digest names no version to install); "" else.
+
+    A resume refused for a JAX change said only "run again with --restart", which
+    discards what was committed; reinstalling the versions and resuming keeps it, and
+    the refusal for a changed ``XLA_FLAGS`` already said the like."""
+    if not isinstance(recorded, dict):
+        return ""
+    differ = sorted(n for n in {*recorded, *current} if recorded.get(n) != current.get(n))
+    if not differ or any(
+        n.startswith("seamline") or not isinstance(recorded.get(n), str) for n in differ
+    ):
+        return ""
+    return "pip install " + " ".join(f"{n}=={recorded[n]}" for n in differ)
+
+
+def resume_or_restart(maker: Maker, resume: str, restart: str) -> str:
+    """The end of a resume's refusal by ``maker``: reinstall and resume, where that is a way
+    (``resume``, ``restart``: how the caller names them), else start over."""
+    if maker.reinstall:
+        return (
+            f"To keep what was committed, reinstall the versions it was made with "
+            f"({maker.reinstall}) and run again with {resume}; or run again with {restart} "
+            "to start over"
+        )
+    return f"Run again with {restart} to start over"
 
 
 _UNSET = "unset (the model's default)"

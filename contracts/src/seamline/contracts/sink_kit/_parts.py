@@ -60,6 +60,7 @@ from seamline.contracts.sink_kit._made_by import (
     changed_inputs,
     environment_of,
     made_by_another,
+    resume_or_restart,
 )
 from seamline.contracts.untrusted import (
     NotRegularFile,
@@ -217,8 +218,8 @@ class PartStaging:
         if maker is not None:
             raise ResumeRefused(
                 f"cannot resume: the parts staged in {str(newest)!r} were made by "
-                f"{maker.made}; resuming would {maker.harm}. Run again with {RESTART} to "
-                "start over"
+                f"{maker.made}; resuming would {maker.harm}. "
+                f"{resume_or_restart(maker, RESUME, RESTART)}"
             )
         changed = changed_inputs(record.inputs, _json_value(manifest.get("inputs")))
         if changed:  # a finished shard has no checkpoint of its own to refuse it
