@@ -71,3 +71,51 @@ def test_commands_that_write_where_they_run_from_a_deleted_directory_exit_2(
     result = CliRunner().invoke(app, list(args))
     assert result.exit_code == 2, result.output
     assert GONE in " ".join(result.output.split()), result.output
+
+
+@pytest.fixture
+def recreated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory deleted and made again with the same files (a script that
+    recreates a checkout), the shell still in the deleted one (returned: the new one)."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    folder.rmdir()
+    folder.mkdir()
+    (folder / "p.yaml").write_text(PIPELINE, encoding="utf-8")
+    (folder / "q.txt").write_text("hello\n", encoding="utf-8")
+    (folder / "t.jsonl").write_text("", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("validate", "p.yaml"),
+        ("run", "p.yaml"),
+        ("search", "out/emb.jsonl", "--queries", "q.txt"),
+        ("search", "out/emb.jsonl", "--queries", "ABSOLUTE"),
+        ("trace", "summarize", "t.jsonl"),
+    ],
+    ids=["validate", "run", "queries", "index", "trace"],
+)
+def test_a_relative_path_from_a_recreated_working_directory_says_it_is_gone(
+    recreated: Path, args: tuple[str, ...]
+) -> None:
+    # The file is in the folder made again under the same name, so "pipeline file p.yaml
+    # does not exist" sent the user looking for a file `ls` shows; cd is the fix.
+    argv = [str(recreated / "q.txt") if arg == "ABSOLUTE" else arg for arg in args]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert GONE in " ".join(result.output.split()), result.output
+    assert "does not exist" not in result.output
+
+
+def test_a_relative_user_config_from_a_recreated_working_directory_says_it_is_gone(
+    recreated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (recreated / "config.yaml").write_text("", encoding="utf-8")
+    monkeypatch.setenv("SEAMLINE_CONFIG", "config.yaml")
+    result = CliRunner().invoke(app, ["validate", str(recreated / "p.yaml")])
+    assert result.exit_code == 2, result.output
+    assert GONE in " ".join(result.output.split()), result.output

@@ -25,6 +25,7 @@ from seamline.contracts.untrusted import (
     cut,
     open_regular,
 )
+from seamline.contracts.workdir import gone_under
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,7 @@ def read_spans(path: Path) -> Iterator[TimedSpan]:
     :data:`MAX_LINE_BYTES`, and each line is checked before it is used.
     """
     if not path.exists():
+        gone_under(path)  # from a deleted folder: cd again, though the name may exist
         raise UserError(
             f"{path} does not exist: write a trace with OTEL_TRACES_EXPORTER=jsonl "
             "SEAMLINE_TRACES_FILE=PATH seamline run ..."

@@ -31,6 +31,19 @@ def working_folder() -> str:
         raise UserError(GONE) from None
 
 
+def gone_under(path: str | os.PathLike[str]) -> None:
+    """The :class:`UserError` of :func:`working_folder` when ``path`` is relative and the
+    working directory is gone; nothing otherwise.
+
+    Called where a relative path was not found, before saying it does not exist: from a
+    deleted folder every relative name is missing, even when a script recreated the
+    folder, with the file, under the same name (``validate pipeline.yaml`` said "does not
+    exist" of a file ``ls`` shows). What to do there is to cd again, not to look for it.
+    """
+    if not os.path.isabs(path):
+        working_folder()
+
+
 def absolute(path: Path) -> Path:
     """``path`` made absolute against the working directory, where ``open()`` finds it.
 

@@ -18,6 +18,7 @@ import sys
 
 from seamline.adapters.search.query import query_problem
 from seamline.contracts import UserError, untrusted
+from seamline.contracts.workdir import gone_under
 
 STDIN = "-"
 MAX_BYTES = 16 * 1024 * 1024
@@ -75,6 +76,7 @@ def _read(source: str, name: str) -> bytes:
     try:
         return untrusted.read_regular(source, MAX_BYTES)
     except FileNotFoundError:
+        gone_under(source)  # from a deleted folder: cd again, though the name may exist
         raise UserError(f"{name} does not exist: name a file of queries, one a line") from None
     except untrusted.NotRegularFile as err:
         raise UserError(

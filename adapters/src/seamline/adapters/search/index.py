@@ -33,6 +33,7 @@ from seamline.contracts.manifest import (
     validate_manifest,
 )
 from seamline.contracts.readback import OutputReader
+from seamline.contracts.workdir import gone_under
 from seamline.core import Located, Registry, parse_located
 
 __all__ = ["Index", "manifest_path", "open_index", "read_manifest", "sink_named"]
@@ -139,6 +140,7 @@ def open_index(index: Path) -> Index:
     """Read and validate the manifest of ``index``, and find its files from it."""
     path = manifest_path(index)
     if not index.exists() and not path.exists():
+        gone_under(index)  # from a deleted folder: cd again, though the name may exist
         raise UserError(f"index {index} does not exist: run a pipeline whose sink writes it")
     try:
         text = read_manifest_text(path)

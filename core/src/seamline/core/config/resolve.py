@@ -35,7 +35,7 @@ from seamline.contracts import (
 )
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import NotRegularFile, read_regular
-from seamline.contracts.workdir import working_folder
+from seamline.contracts.workdir import gone_under, working_folder
 from seamline.core.config import bounds
 from seamline.core.config.interpolate import interpolate
 from seamline.core.config.located import Located, described, locate_data, parse_located
@@ -347,9 +347,11 @@ def read_pipeline_text(source: str) -> str:
     """
     if not source:
         raise ConfigError("the pipeline file's path is empty: name the pipeline YAML file")
+    path = os.path.expanduser(source)
     try:
-        data = read_regular(os.path.expanduser(source), bounds.MAX_BYTES)
+        data = read_regular(path, bounds.MAX_BYTES)
     except FileNotFoundError:
+        gone_under(path)  # from a deleted folder: cd again, though the name may exist
         raise ConfigError(
             f"pipeline file {source} does not exist: give the path of a pipeline YAML file "
             "(a relative path is taken from the working directory)"

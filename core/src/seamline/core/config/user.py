@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seamline.contracts import ConfigError
 from seamline.contracts.untrusted import NotRegularFile, read_regular
+from seamline.contracts.workdir import gone_under
 from seamline.core.config import bounds
 from seamline.core.config.located import parse_located
 from seamline.core.directories import config_home, under
@@ -88,6 +89,7 @@ def _read(path: Path, explicit: bool) -> str | None:
         ) from None
     except FileNotFoundError:
         if explicit:
+            gone_under(path)  # from a deleted folder: cd again, though the name may exist
             raise ConfigError(
                 f"${CONFIG_VARIABLE} names {path}, which does not exist; create it or unset "
                 f"{CONFIG_VARIABLE}"
