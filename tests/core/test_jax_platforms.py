@@ -51,6 +51,9 @@ def test_a_platform_jax_cannot_start_is_a_user_error_naming_the_variable(
     )
     assert "unset JAX_PLATFORMS" in said
     assert "(set JAX_PLATFORMS" not in said  # JAX's own advice, said once, ours
+    # gpu.md's install, pinned so JAX does not move (it said an unpinned jax[cuda12])
+    assert f'"jax[cuda13]=={jax.__version__}"' in said
+    assert "cuda12" not in said
 
 
 @pytest.mark.parametrize("command", ["run", "explain"])

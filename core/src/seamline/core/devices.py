@@ -71,7 +71,9 @@ def jax_devices(*, local: bool = False) -> list[Any]:
     JAX starts its platforms on first use; one it cannot start (``JAX_PLATFORMS=cuda`` on
     a machine without a GPU raised a bare ``AssertionError``) failed a run "in the
     pipeline" with ``--resume`` advice, exit 1, and ``explain`` with a traceback. The
-    environment is the user's to fix: one line, exit 2.
+    environment is the user's to fix: one line, exit 2. The plugin it names is pinned to
+    the JAX installed (gpu.md's way): an unpinned ``jax[cuda13]`` upgrades JAX itself, and
+    with it the numbers every recorded check and tuning was made with.
     """
     check_jax_compile_cache()  # before anything seamline runs can load a cached program
     try:
@@ -84,8 +86,10 @@ def jax_devices(*, local: bool = False) -> list[Any]:
         raise UserError(
             f"JAX cannot start{named} a platform this machine does not have or cannot load"
             f"{because}; unset JAX_PLATFORMS (JAX then uses what there is, the CPU at least), "
-            "or install that platform's JAX plugin (jax[cuda12] for NVIDIA GPUs, jax[tpu] "
-            "for TPUs)"
+            f"or install that platform's JAX plugin at the JAX installed, {jax.__version__}, "
+            f'so that JAX does not move: "jax[cuda13]=={jax.__version__}" for NVIDIA GPUs '
+            f'(in a seamline checkout with -c constraints.txt; docs/gpu.md), "jax[tpu]=='
+            f'{jax.__version__}" for TPUs'
         ) from None
     # The runtime's threads run from here on: a child forked now would wait for ever on
     # them (an Embedder built, never used, then gunicorn --preload's fork: it hung).
