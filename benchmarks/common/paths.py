@@ -61,11 +61,35 @@ def before_environment(environ: dict[str, str], before: str | Path) -> dict[str,
     return {**environ, "PYTHONPATH": path}
 
 
+PACKAGES = ("contracts", "core", "components", "adapters")
+"""seamline's packages, each in its own ``src`` tree: a ``--before`` side needs them all."""
+
+BEFORE_RECIPE = "every src tree of that checkout copied into one folder: docs/cli.md, Start-up"
+"""How to make a ``--before`` folder, for the messages and ``--help``."""
+
+
 def check_before(before: str) -> str | None:
-    """Why ``--before`` cannot be used (None: it can): each folder must hold ``seamline/``."""
-    for folder in before.split(os.pathsep):
+    """Why ``--before`` cannot be used (None: it can): each folder must hold ``seamline/``,
+    and together they must hold every seamline package.
+
+    One distribution's tree (``--before /tmp/before/core/src``, as the docs once said)
+    paired that checkout's core with today's adapters, which could not import it: every
+    run of the side failed ("seamline run exited 1") after minutes of the others.
+    """
+    folders = before.split(os.pathsep)
+    for folder in folders:
         if not (Path(folder) / "seamline").is_dir():
-            return f"--before {folder}: no seamline/ in it (give a distribution's src folder)"
+            return f"--before {folder}: no seamline/ in it (give {BEFORE_RECIPE})"
+    missing = [
+        f"seamline.{name}"
+        for name in PACKAGES
+        if not any((Path(folder) / "seamline" / name).is_dir() for folder in folders)
+    ]
+    if missing:
+        return (
+            f"--before {before}: {', '.join(missing)} not in it, so today's would be imported "
+            f"with the earlier code and fail: give {BEFORE_RECIPE}"
+        )
     return None
 
 

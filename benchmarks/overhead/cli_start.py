@@ -14,9 +14,10 @@ the figures in docs/cli.md were measured on. Which modules each side imports is 
 unit tests' business (``tests/adapters/test_cli_startup.py``); this says how long.
 
 ``--before SRC`` adds a ``before:`` side for each judged one: the same command with
-``SRC`` (the ``adapters/src`` of another checkout, e.g. ``git worktree add
-/tmp/before main``) first on ``PYTHONPATH``, so that the command line of that
-checkout runs over this environment's packages, side by side in the same rounds.
+``SRC`` (every ``src`` tree of another checkout copied into one folder, as docs/cli.md's
+Start-up shows; ``adapters/src`` alone pairs that checkout's command line with today's
+core) first on ``PYTHONPATH``, so that the command line of that checkout runs over this
+environment's packages, side by side in the same rounds.
 
 Exit codes: 0 every side's median within its budget; 1 some side over; 2 a bad option.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.options import require_folder
-from benchmarks.common.paths import before_environment
+from benchmarks.common.paths import BEFORE_RECIPE, before_environment, check_before
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
 from seamline.adapters.measure.output import write_json
@@ -69,12 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--pause", type=float, default=0.2)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    parser.add_argument("--before", type=Path, help="adapters/src of a checkout to compare")
+    parser.add_argument("--before", type=Path, help=f"the checkout to compare, {BEFORE_RECIPE}")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
-    if args.before is not None and not (args.before / "seamline" / "adapters").is_dir():
-        parser.error(f"--before {args.before}: not an adapters/src folder")
+    if args.before is not None and (problem := check_before(str(args.before))):
+        parser.error(problem)
     require_folder(args.out)
     sides = list(SIDES)
     if args.before is not None:

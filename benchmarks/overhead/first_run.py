@@ -16,8 +16,8 @@ it counts the programs compiled and the seconds they took, and reads the precisi
 chosen, so a GPU machine's ``auto`` is recorded beside its cost.
 
 ``--before SRC`` adds a ``before <precision>`` side per precision: the same run with an
-earlier checkout's source folders first on ``PYTHONPATH`` (``git worktree add``), in
-the same rounds, the ratio printed.
+earlier checkout's source first on ``PYTHONPATH`` (every ``src`` tree of it copied into
+one folder, as docs/cli.md's Start-up shows), in the same rounds, the ratio printed.
 
 Exit codes: 0 done; 1 a run failed (its log's end is printed); 2 a bad option.
 """
@@ -37,7 +37,13 @@ from typing import Any
 
 from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.options import add_run_options, require_folder
-from benchmarks.common.paths import ROOT, before_environment, check_before, timed_seamline_run
+from benchmarks.common.paths import (
+    BEFORE_RECIPE,
+    ROOT,
+    before_environment,
+    check_before,
+    timed_seamline_run,
+)
 from benchmarks.common.tables import print_table
 from seamline.adapters.measure.host import host_info, versions
 from seamline.adapters.measure.load import LoadAverages, describe_load
@@ -147,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--before",
         metavar="SRC[:SRC...]",
-        help="add a 'before' side per precision importing seamline from these folders first",
+        help="add a 'before' side per precision importing seamline from these folders first: "
+        f"{BEFORE_RECIPE}",
     )
     parser.add_argument(
         "--before-precisions",

@@ -11,9 +11,10 @@ repeat, interleaved round by round:
 * ``sentence-transformers`` -- ``_reference_run`` in ``.venv-golden``: import,
   load, ``encode`` (batch size 32), save;
 * ``seamline-before`` (with ``--before SRC``) -- ``seamline`` again, warm too, with
-  ``SRC`` first on ``PYTHONPATH``: the source folders of an earlier checkout (e.g.
-  ``git worktree add /tmp/before <commit>`` and ``--before /tmp/before/core/src``; several
-  joined by ``:``), so a change is measured against what it replaced in the same rounds.
+  ``SRC`` first on ``PYTHONPATH``: the source of an earlier checkout, every ``src`` tree
+  of it copied into one folder (docs/cli.md, Start-up; one tree alone, ``core/src``, pairs
+  it with today's adapters, which cannot import it), so a change is measured against what
+  it replaced in the same rounds.
 
 The model is the pipeline's (``--pipeline``): all-MiniLM-L6-v2 in ``make run``'s,
 all-mpnet-base-v2 in ``examples/pipelines/embed-docs-mpnet.yaml`` (``make mpnet``
@@ -63,6 +64,7 @@ from benchmarks.common.corpus import first_of_bench_corpus
 from benchmarks.common.model_under_test import ModelUnderTest, model_under_test
 from benchmarks.common.options import add_run_options, require_folder
 from benchmarks.common.paths import (
+    BEFORE_RECIPE,
     REFERENCE_MISSING,
     REFERENCE_PYTHON,
     ROOT,
@@ -329,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--before",
         metavar="SRC[:SRC...]",
-        help="add a seamline-before side importing seamline from these source folders first",
+        help="add a seamline-before side importing seamline from these source folders "
+        f"first: {BEFORE_RECIPE}",
     )
     args = parser.parse_args(argv)
     if args.before and (problem := check_before(args.before)):

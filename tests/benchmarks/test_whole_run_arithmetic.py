@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks.common.model_under_test import model_under_test
 from benchmarks.common.paths import before_environment, check_before
+from benchmarks.overhead import cli_start, first_run
 from benchmarks.throughput import whole_run
 from seamline.core import GateFigures
 
@@ -122,24 +123,32 @@ def test_the_output_is_read_back_from_the_sink_the_pipeline_names(tmp_path: Path
 
 
 def test_the_before_side_imports_seamline_from_the_folder_it_names(tmp_path: Path) -> None:
-    # A stand-in for an earlier checkout's core/src: its seamline.core must win over this
-    # checkout's editable install, or the "before" side would time today's code twice.
-    core = tmp_path / "seamline" / "core"
-    core.mkdir(parents=True)
-    (core / "__init__.py").write_text("BEFORE = True\n", encoding="utf-8")
+    # A stand-in for an earlier checkout's src trees in one folder: its seamline.core must
+    # win over this checkout's editable install, or "before" would time today's code twice.
+    for name in ("contracts", "core", "components", "adapters"):
+        package = tmp_path / "seamline" / name
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("BEFORE = True\n", encoding="utf-8")
     assert check_before(str(tmp_path)) is None
     env = before_environment(dict(os.environ), str(tmp_path))
     program = "import seamline.core as c; print(c.__file__, getattr(c, 'BEFORE', False))"
     said = subprocess.run(
         [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
     ).stdout.split()
-    assert said == [str(core / "__init__.py"), "True"]
-    # and the contracts still come from this checkout (only what SRC holds is replaced)
-    check = "import seamline.contracts as c; print(c.__file__)"
-    here = subprocess.run(
-        [sys.executable, "-c", check], env=env, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert here.startswith(str(ROOT / "contracts" / "src"))
+    assert said == [str(tmp_path / "seamline" / "core" / "__init__.py"), "True"]
+
+
+def test_one_src_tree_of_a_checkout_is_refused_before_any_run(tmp_path: Path) -> None:
+    # precision.md said `--before /tmp/before/core/src`: that checkout's core under today's
+    # adapters, which cannot import it; every "before" run failed, after the others ran.
+    (tmp_path / "core" / "src" / "seamline" / "core").mkdir(parents=True)
+    problem = check_before(str(tmp_path / "core" / "src")) or ""
+    assert "seamline.contracts, seamline.components, seamline.adapters not in it" in problem
+    assert "docs/cli.md" in problem
+    for main in (whole_run.main, first_run.main, cli_start.main):
+        with pytest.raises(SystemExit) as stop:
+            main(["--before", str(tmp_path / "core" / "src")])
+        assert stop.value.code == 2
 
 
 def test_a_before_folder_without_seamline_is_a_usage_error(tmp_path: Path) -> None:
