@@ -8,6 +8,7 @@ a SIGTERM arrives with requests in flight. The model is slow to load (``tiny`` w
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import threading
@@ -162,6 +163,14 @@ def test_past_the_graceful_timeout_the_request_gets_a_503_and_the_server_exits(
     error = error_of(answers[0])
     assert error["code"] == "not_ready"
     assert "--graceful-timeout" in error["message"]
+    # uvicorn's "Cancel 1 running task(s), timeout graceful shutdown exceeded" was logged at
+    # error level at every such stop, a designed outcome paging who alerts on level=error.
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert not [line for line in lines if line["level"] in ("error", "critical")], log
+    [cut] = [line for line in lines if line["event"].startswith("--graceful-timeout passed")]
+    assert cut["level"] == "warning"
+    assert cut["requests_cut_off"] == 1
+    assert cut["graceful_timeout_s"] == 1.5
 
 
 def long_pass_under_way(server: Server) -> tuple[threading.Thread, list[httpx.Response]]:

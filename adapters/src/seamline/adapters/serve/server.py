@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import logging
 import math
 import os
 import signal
@@ -196,7 +197,7 @@ def serve_pipeline(
         lifespan="on",
     )
     holder["server"] = server = StoppingServer(config)
-    with _quiet_after_drain():
+    with _quiet_after_drain(), _cut_off_said_as_warning(graceful_timeout):
         server.run(sockets=[sock])
     if failures:
         raise failures[0]
@@ -226,6 +227,47 @@ class StoppingServer(uvicorn.Server):
         for task in cut:
             task.cancel()
         await self.lifespan.shutdown()
+
+
+UVICORN_CUT_OFF = "Cancel %s running task(s), timeout graceful shutdown exceeded"
+"""What uvicorn logs, at error level, as ``--graceful-timeout`` passes."""
+
+
+class _CutOffLine(logging.Filter):
+    """uvicorn's line as ``--graceful-timeout`` passes, said at warning level in our words.
+
+    uvicorn logs it at error level, every time a stop outlasts the timeout: a designed
+    outcome (each request cut off is answered 503 ``not_ready``, which clients retry
+    through), which paged operators who alert on ``level=error``.
+    """
+
+    def __init__(self, seconds: float | None) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != UVICORN_CUT_OFF:
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        log.warning(
+            "--graceful-timeout passed: the requests still in flight are cut off, each "
+            "answered 503 not_ready",
+            requests_cut_off=args[0] if args else None,
+            graceful_timeout_s=self.seconds,
+        )
+        return False
+
+
+@contextlib.contextmanager
+def _cut_off_said_as_warning(seconds: float | None) -> Any:
+    """:class:`_CutOffLine` on uvicorn's logger while the server runs."""
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    line = _CutOffLine(seconds)
+    uvicorn_log.addFilter(line)
+    try:
+        yield
+    finally:
+        uvicorn_log.removeFilter(line)
 
 
 @contextlib.contextmanager
