@@ -29,6 +29,7 @@ from tests.adapters.serving import (
     pipeline_text,
     serving,
 )
+from tests.docs.workdir import ROOT
 
 SLOW_LOAD = "{use: tiny, with: {load_seconds: 3}}"
 PATIENT = ["--max-wait-ms", "1000", "--max-queue-texts", "4", "--max-inputs", "4"]
@@ -65,6 +66,10 @@ def test_healthz_is_503_until_the_model_is_warm_then_200(slow: Server) -> None:
         early = client.post("/v1/embeddings", json={"input": "too early"})
     assert loading.status_code == 503
     assert loading.json()["status"] == "loading"
+    # serving.md showed {"status": "loading"}; the body names the model too
+    assert set(loading.json()) == {"status", "model"}
+    page = (ROOT / "docs" / "serving.md").read_text(encoding="utf-8")
+    assert '`503 {"status": "loading", "model": ...}`' in page
     assert loading.headers["retry-after"] == "1"
     assert early.status_code == 503
     assert error_of(early)["code"] == "not_ready"

@@ -31,8 +31,21 @@ def test_the_page_names_what_an_application_can_use() -> None:
     for function in (Pipeline.run, Embedder.__init__, Embedder.from_pipeline):
         names |= set(inspect.signature(function).parameters) - {"self"}
     names |= {name for name in vars(Embedder) if not name.startswith("_")}
-    # The monitors run() takes positionally are described, not named; from_resolved
-    # takes seamline.core's types (a manifest's model side), for seamline's own use.
-    names -= {"extra_monitors", "from_resolved"}
+    # from_resolved takes seamline.core's types (a manifest's model side), for seamline's
+    # own use. (run()'s extra_monitors was left out too, though it is a keyword as well.)
+    names -= {"from_resolved"}
     unnamed = [n for n in sorted(names) if not re.search(rf"`[^`\n]*\b{n}\b[^`\n]*`", page)]
     assert unnamed == []
+
+
+def test_the_run_signature_in_architecture_md_is_the_methods() -> None:
+    # architecture.md wrote run(extra_monitors=(), resume=False): restart= was missing.
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"^`Pipeline\.from_yaml\(.*\)\.run\((.*)\)`\.$", page, re.M)
+    parameters = list(inspect.signature(Pipeline.run).parameters.values())[1:]
+    written = [f"{p.name}={p.default!r}" for p in parameters]
+    first_keyword = next(
+        k for k, p in enumerate(parameters) if p.kind is inspect.Parameter.KEYWORD_ONLY
+    )
+    written.insert(first_keyword, "*")
+    assert shown == ", ".join(written)
