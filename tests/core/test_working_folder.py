@@ -60,8 +60,12 @@ def test_run_and_validate_from_a_deleted_working_directory_exit_2(deleted: Path)
 
 @pytest.mark.parametrize(
     "args",
-    [("schema", "-o", "x.json"), ("bench", "attention", "--implementations", "native")],
-    ids=["schema", "bench"],
+    [
+        ("schema", "-o", "x.json"),
+        ("bench", "attention", "--implementations", "native"),
+        ("check", "sink:jsonl", "--select", "exactly_once"),
+    ],
+    ids=["schema", "bench", "check"],
 )
 def test_commands_that_write_where_they_run_from_a_deleted_directory_exit_2(
     deleted: Path, args: tuple[str, ...]

@@ -67,6 +67,10 @@ def check(
     verbose: Verbose = False,
 ) -> None:
     """Run the conformance suite against an installed component and report what it found."""
+    from seamline.contracts.workdir import working_folder
+
+    # hypothesis reads the working folder as it is imported: a traceback if it is gone
+    user_errors(working_folder)
     from seamline.adapters.cli.check import check as run_suite
     from seamline.adapters.cli.render.conformance import report
 
