@@ -161,7 +161,8 @@ def test_past_the_graceful_timeout_the_request_gets_a_503_and_the_server_exits(
         thread.join(timeout=30)
     log = server.log.read_text()
     assert code == 0, log
-    assert took < 1.5 + 4, f"exited {took:.1f} s after SIGTERM:\n{log}"
+    # 1.5-3 s here on 2 CPUs, 5.5 s at load 10; the bug it guards ran 70 s more.
+    assert took < 1.5 + 15, f"exited {took:.1f} s after SIGTERM:\n{log}"
     assert "Traceback" not in log, log
     assert len(answers) == 1
     assert answers[0].status_code == 503, answers[0].text
