@@ -197,3 +197,16 @@ def test_sighup_is_taken_as_sigterm_is_with_its_own_exit_code() -> None:
     assert told == [("SIGHUP", 129)]
     assert signal.getsignal(signal.SIGHUP) is before
     assert not by_sigterm(Terminated(signal.SIGHUP))
+
+
+def test_a_signal_found_ignored_stays_ignored_in_the_block_and_after() -> None:
+    # nohup starts a run with SIGHUP ignored; the block made it stop the run all the same.
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with terminate_as_interrupt():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored: the block goes on
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)

@@ -31,13 +31,22 @@ SLOW_S = "0.4"
 """Sleep before each write: the 10 writes after the first commit outlast the signal."""
 
 
-def seamline_run(pipeline: Path, *flags: str, slow: str = "") -> subprocess.Popen[str]:
-    """``seamline run pipeline.yaml`` started from the pipeline's folder, as a user starts it."""
+def seamline_run(
+    pipeline: Path, *flags: str, slow: str = "", ignored: tuple[int, ...] = ()
+) -> subprocess.Popen[str]:
+    """``seamline run pipeline.yaml`` started from the pipeline's folder, as a user starts it
+    (with the signals ``ignored``, as ``nohup`` starts a command with SIGHUP ignored)."""
     env = fault_environment(SEAMLINE_FAULT_SLOW=slow) if slow else fault_environment()
+
+    def ignore() -> None:
+        for signum in ignored:
+            signal.signal(signum, signal.SIG_IGN)
+
     return subprocess.Popen(
         [sys.executable, "-m", "seamline.adapters.cli.main", "run", pipeline.name, *flags],
         cwd=pipeline.parent,
         env=env,
+        preexec_fn=ignore if ignored else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -92,5 +101,26 @@ def test_a_signal_after_the_first_commit_stops_cleanly_and_resume_finishes(
     assert "resumed after cursor" in stdout, stdout
     records = published(out)
     assert records is not None
+    ids = [record["id"] for record in records]
+    assert sorted(ids) == sorted(f"d{i}" for i in range(DOCUMENTS)), "not each exactly once"
+
+
+def test_a_run_started_under_nohup_outlives_the_sighup_and_publishes(tmp_path: Path) -> None:
+    """``nohup seamline run ...`` (docs/cli.md's advice for exit code 129) starts the run
+    with SIGHUP ignored: the closed session's SIGHUP stopped it all the same ("interrupted
+    (SIGHUP): nothing was published"), its work lost. An ignored signal stays ignored."""
+    pipeline = write_pipeline(tmp_path, "relative")
+    out = tmp_path / "out"
+    running = seamline_run(
+        pipeline, "--log-level", "warning", slow=SLOW_S, ignored=(signal.SIGHUP,)
+    )
+    wait_for(out / ".emb.jsonl.checkpoint", running)
+    running.send_signal(signal.SIGHUP)
+    _, stderr = running.communicate(timeout=120)
+
+    assert running.returncode == 0, (running.returncode, stderr)
+    assert "interrupted" not in stderr, stderr
+    records = published(out)
+    assert records is not None, "the run under nohup did not publish"
     ids = [record["id"] for record in records]
     assert sorted(ids) == sorted(f"d{i}" for i in range(DOCUMENTS)), "not each exactly once"

@@ -21,6 +21,10 @@ seamline keeps its own. A second SIGTERM while the first one's stop is under way
 the process at once, as the handler found before (by default: killed by SIGTERM); the
 last checkpoint is kept either way, as after a SIGKILL. A SIGHUP is such a second signal
 after a SIGTERM, and the other way round.
+
+A signal the process was started with ignored stays ignored: ``nohup`` starts a command
+with SIGHUP ignored so that it outlives the session, and a run under it still stopped
+("interrupted (SIGHUP): nothing was published") when the terminal closed, its work lost.
 """
 
 from __future__ import annotations
@@ -114,12 +118,13 @@ def ending_with_the_command() -> None:
 def terminate_as_interrupt() -> Iterator[Block]:
     """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread.
 
-    Outside the main thread (where no signal handler can be installed) the block runs
-    with the signals as they were. The handlers found before are put back when the block
-    ends, and as soon as one of the signals came (a second one then does not wait),
-    except after a block whose command told :attr:`Block.after`, in a process that ends
-    with it (:func:`ending_with_the_command`): there a signal says that line and ends the
-    process with the signal's exit code. A stop is told inside the block (:mod:`.errors`
+    Outside the main thread (where no signal handler can be installed) the block runs with
+    the signals as they were, and so does a signal found ignored (``nohup``'s SIGHUP: the
+    user asked that it not stop the command). The handlers found before are put back when
+    the block ends, and as soon as one of the signals came (a second one then does not
+    wait), except after a block whose command told :attr:`Block.after`, in a process that
+    ends with it (:func:`ending_with_the_command`): there a signal says that line and ends
+    the process with the signal's exit code. A stop is told inside the block (:mod:`.errors`
     within it), where :func:`stopped_by` still knows of the signal.
     """
     block = Block()
@@ -138,8 +143,10 @@ def terminate_as_interrupt() -> Iterator[Block]:
         _received["signum"] = signum
         raise Terminated(signum)
 
+    # A signal ignored by the one who started the process (nohup's SIGHUP) stays so.
+    taken = [signum for signum, was in found.items() if was is not signal.SIG_IGN]
     _received["signum"] = 0
-    for signum in _SIGNALS:
+    for signum in taken:
         signal.signal(signum, stop)
     try:
         yield block
@@ -147,7 +154,7 @@ def terminate_as_interrupt() -> Iterator[Block]:
         _received["signum"] = 0  # the stop was told inside the block
         if block.after is not None and _process["ends_with_command"]:
             late = functools.partial(_stopped_late, *block.after, put_back)
-            for signum in _SIGNALS:
+            for signum in taken:
                 signal.signal(signum, late)
         else:
             put_back()
