@@ -12,6 +12,7 @@ released; ``--resume`` then publishes every document exactly once.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -124,3 +125,24 @@ def test_a_run_started_under_nohup_outlives_the_sighup_and_publishes(tmp_path: P
     assert records is not None, "the run under nohup did not publish"
     ids = [record["id"] for record in records]
     assert sorted(ids) == sorted(f"d{i}" for i in range(DOCUMENTS)), "not each exactly once"
+
+
+def test_under_json_logs_the_stop_is_a_record_that_keeps_the_resume_advice(
+    tmp_path: Path,
+) -> None:
+    """``--log-format json``: a collector read every line but the one that said why the
+    run ended (plain text, ``jq`` exit 4); the run's last record was ``run finished``,
+    ``ok: false``, with no reason. Now that line is a record too."""
+    pipeline = write_pipeline(tmp_path, "relative")
+    out = tmp_path / "out"
+    running = seamline_run(pipeline, "--log-format", "json", slow=SLOW_S)
+    wait_for(out / ".emb.jsonl.checkpoint", running)
+    running.send_signal(signal.SIGTERM)
+    _, stderr = running.communicate(timeout=120)
+
+    assert running.returncode == 143, (running.returncode, stderr)
+    records = [json.loads(line) for line in stderr.splitlines() if line.strip()]
+    stop = records[-1]
+    assert stop["event"] == "interrupted", stop
+    assert (stop["level"], stop["signal"], stop["exit_code"]) == ("warning", "SIGTERM", 143)
+    assert stop["kept"].endswith("run again with --resume to go on from it"), stop

@@ -61,18 +61,21 @@ elif moment == "summary":  # the summary printed
     stopped_at(render, "run_summary")
 
 try:
-    cli.main(["run", "pipeline.yaml", "--log-level", "warning"])
+    cli.main(["run", "pipeline.yaml", "--log-level", "warning", *{flags}])
 finally:
     if moment == "exit":  # the command returned; Python's exit comes next
         os.kill(os.getpid(), signal.{signal})
 """
 
 
-def run_stopped(pipeline: Path, sent: signal.Signals, moment: str) -> tuple[int, str]:
-    """``seamline run pipeline.yaml`` from its folder, sent ``sent`` at ``moment``: its
-    exit code and its stderr on one line."""
+def run_stopped(
+    pipeline: Path, sent: signal.Signals, moment: str, *flags: str, joined: bool = True
+) -> tuple[int, str]:
+    """``seamline run pipeline.yaml *flags`` from its folder, sent ``sent`` at ``moment``:
+    its exit code and its stderr on one line (as it is where not ``joined``)."""
+    driver = DRIVER.format(signal=sent.name, moment=moment, flags=list(flags))
     ended = subprocess.run(
-        [sys.executable, "-c", DRIVER.format(signal=sent.name, moment=moment)],
+        [sys.executable, "-c", driver],
         cwd=pipeline.parent,
         env=fault_environment(),
         capture_output=True,
@@ -80,7 +83,7 @@ def run_stopped(pipeline: Path, sent: signal.Signals, moment: str) -> tuple[int,
         timeout=300,
     )
     assert "Traceback" not in ended.stderr, ended.stderr
-    return ended.returncode, " ".join(ended.stderr.split())
+    return ended.returncode, " ".join(ended.stderr.split()) if joined else ended.stderr
 
 
 @pytest.mark.parametrize(
@@ -143,3 +146,17 @@ def test_a_stop_before_publishing_over_an_earlier_output_still_offers_resume(
     assert "interrupted (SIGTERM): nothing was published" in line, line
     assert "run again with --resume" in line, line
     assert "after the output was published" not in line, line
+
+
+def test_under_json_logs_a_stop_while_python_exits_is_a_record_too(tmp_path: Path) -> None:
+    """``--log-format json``: the line said while Python exits after the run is a JSON
+    record like every other line on stderr (``jq`` failed on it as text)."""
+    pipeline = write_pipeline(tmp_path, "relative")
+    returncode, stderr = run_stopped(
+        pipeline, signal.SIGTERM, "exit", "--log-format", "json", joined=False
+    )
+    assert returncode == 143, (returncode, stderr)
+    stop = [json.loads(line) for line in stderr.splitlines() if line.strip()][-1]
+    assert (stop["event"], stop["signal"], stop["exit_code"]) == ("interrupted", "SIGTERM", 143)
+    assert stop["when"] == "after the output was published", stop
+    assert stop["kept"].startswith("out/emb.jsonl is complete; there is nothing to resume"), stop

@@ -70,7 +70,7 @@ def user_errors(
     except UserError as problem:
         if report is not None:
             report(problem)
-        error(str(problem))
+        error(str(problem), exit_code=USAGE)
         raise typer.Exit(USAGE) from None
     except ShardFailed as failed:  # a component failed for good: the reason, not a traceback
         _failed(str(failed), report, label="failed")
@@ -97,7 +97,7 @@ def _failed(line: str, report: Report | None, label: str = "error") -> NoReturn:
     on stderr and exit code 1."""
     if report is not None:
         report(line)
-    error(line, label=label)
+    error(line, label=label, exit_code=1)
     raise typer.Exit(1) from None
 
 
@@ -116,8 +116,9 @@ def interrupts(kept: Kept = "") -> Iterator[None]:
 
 def _stopped(stop: KeyboardInterrupt, kept: Kept) -> NoReturn:
     when, said = kept(stop) if callable(kept) else ("", committed_or_not(stop, kept))
-    interrupted(said, by=stopped_by(stop), when=when)
-    raise typer.Exit(exit_code(stop)) from None
+    code = exit_code(stop)
+    interrupted(said, by=stopped_by(stop), when=when, exit_code=code)
+    raise typer.Exit(code) from None
 
 
 def committed_or_not(stop: KeyboardInterrupt, kept: str) -> str:
@@ -144,7 +145,7 @@ def committed_or_not(stop: KeyboardInterrupt, kept: str) -> str:
 
 def usage_error(message: str) -> NoReturn:
     """Refuse an option's value: ``message`` on stderr, exit code 2."""
-    error(message)
+    error(message, exit_code=USAGE)
     raise typer.Exit(USAGE)
 
 
@@ -155,7 +156,7 @@ class RefusedValue(typer.BadParameter):
     as any usage error's does (:meth:`.conventions.Group.main`)."""
 
     def show(self, file: object = None) -> None:
-        error(self.message)
+        error(self.message, exit_code=USAGE)
 
 
 def environment_errors(
@@ -268,7 +269,7 @@ def _environment_failure(
     resource = RAN_OUT.get(problem.errno or 0)
     if resource is not None:
         kept = _remedied(kept, resource, _operation(component))
-    error(f"{what}{where}: {kept}")
+    error(f"{what}{where}: {kept}", exit_code=1)
     raise typer.Exit(1) from None
 
 
@@ -296,5 +297,5 @@ def _exhausted(problem: ResourceExhausted, kept: str) -> NoReturn:
         said = _remedied(kept, problem.resource, problem.step)
     else:
         said = f"{kept} ({problem.remedy}, then run again)"
-    error(f"{problem}: {said}")
+    error(f"{problem}: {said}", exit_code=1)
     raise typer.Exit(1) from None

@@ -153,7 +153,10 @@ def terminate_as_interrupt() -> Iterator[Block]:
     finally:
         _received["signum"] = 0  # the stop was told inside the block
         if block.after is not None and _process["ends_with_command"]:
-            late = functools.partial(_stopped_late, *block.after, put_back)
+            from seamline.adapters.cli.render.console import lines_are_records
+
+            as_record = lines_are_records()  # the command's --log-format json, still in force
+            late = functools.partial(_stopped_late, *block.after, put_back, as_record)
             for signum in taken:
                 signal.signal(signum, late)
         else:
@@ -161,14 +164,27 @@ def terminate_as_interrupt() -> Iterator[Block]:
 
 
 def _stopped_late(
-    when: str, kept: str, put_back: Callable[[], None], signum: int, frame: FrameType | None
+    when: str,
+    kept: str,
+    put_back: Callable[[], None],
+    as_record: bool,
+    signum: int,
+    frame: FrameType | None,
 ) -> None:
-    """A signal after the command finished (while Python exits): the line, then the exit."""
+    """A signal after the command finished (while Python exits): the line (a JSON record
+    under ``--log-format json``, as :func:`.render.console.interrupted` writes), then the
+    exit."""
     put_back()
     for stream in (sys.stdout, sys.stderr):  # the summary first, as it was printed
         with contextlib.suppress(Exception):
             stream.flush()
-    said = f"interrupted ({signal.Signals(signum).name}) {when}: {kept}\n"
+    name = signal.Signals(signum).name
+    said = f"interrupted ({name}) {when}: {kept}\n"
+    if as_record:
+        from seamline.adapters.cli.render.console import record
+
+        fields = {"signal": name, "when": when, "kept": kept, "exit_code": 128 + signum}
+        said = record("warning", "interrupted", **fields) + "\n"
     with contextlib.suppress(OSError):
         os.write(2, said.encode("utf-8", errors="replace"))
     if not sys.is_finalizing():  # the exit handlers have not run yet

@@ -28,7 +28,7 @@ from seamline.adapters.cli.options import (
     offering,
     output_format,
 )
-from seamline.adapters.cli.render.console import consoles, on_a_terminal
+from seamline.adapters.cli.render.console import consoles, on_a_terminal, records_on_stderr
 from seamline.adapters.cli.stopping import terminate_as_interrupt
 from seamline.adapters.otel_environment import check_otel_environment
 from seamline.contracts.errors import NOTHING_TO_RESUME
@@ -130,21 +130,27 @@ def run(
     format_: FormatOption = "text",
 ) -> None:
     """Run a pipeline: load, embed and write every document."""
-    as_json = output_format(format_) == "json"
     from seamline.core import stdout_to_stderr, stops_kept  # the package alone: no JAX yet
 
-    # What a component prints while it runs (a monitor's report) went into the middle of
-    # the one JSON document on stdout: stdout is the document's alone, its descriptor too
-    # (as while plugins are imported), since a C library or os.write(1, ...) got past
-    # Python's own stream.
-    others_to_stderr = stdout_to_stderr() if as_json else contextlib.nullcontext()
     # A SIGTERM (a scheduler's, `timeout`'s) or SIGHUP stops the run as Ctrl-C does, until
     # the summary is printed: one after the output was published says so (it was killed
     # by the signal's default action while the summary printed, without a line).
     # A stop Python drops while JAX is imported (in its GC callback) is kept, and raised
     # before the run begins: it let the run go on, publish and exit 0.
     told = StopTold()
-    with terminate_as_interrupt() as block, stops_kept(), interrupts(told):
+    # --log-format json: the line that says why the run ended is a record, as the logs are.
+    with (
+        records_on_stderr(log_format == "json"),
+        terminate_as_interrupt() as block,
+        stops_kept(),
+        interrupts(told),
+    ):
+        as_json = output_format(format_) == "json"
+        # What a component prints while it runs (a monitor's report) went into the middle
+        # of the one JSON document on stdout: stdout is the document's alone, its
+        # descriptor too (as while plugins are imported), since a C library or
+        # os.write(1, ...) got past Python's own stream.
+        others_to_stderr = stdout_to_stderr() if as_json else contextlib.nullcontext()
         with others_to_stderr:
             summary, loaded, run_started = _run(
                 pipeline, overrides, log_format, log_level, compile_cache, resume, restart, told

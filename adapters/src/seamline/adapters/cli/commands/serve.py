@@ -189,32 +189,36 @@ def serve(
 ) -> None:
     """Serve the pipeline's model over HTTP: OpenAI-compatible /v1/embeddings, /v1/search
     over its output, /healthz and /metrics; concurrent requests are batched together."""
-    from seamline.adapters.serve.limits import Limits
+    from seamline.adapters.cli.render.console import records_on_stderr
 
-    limits = Limits(
-        max_inputs=max_inputs,
-        max_input_chars=max_input_chars,
-        max_request_bytes=max_request_bytes,
-        max_queue_texts=max_queue_texts,
-        max_queue_chars=max_queue_chars,
-        max_connections=max_connections,
-        header_timeout_s=header_timeout,
-        max_wait_ms=max_wait_ms,
-        long_text=long_text,  # type: ignore[arg-type]  # checked by problems()
-    )
-    wrong = limits.problems()
-    if not 0 <= port <= MAX_PORT:  # the kernel would take it modulo 65,536: another port
-        wrong.append(f"--port must be from 0 to {MAX_PORT} (0: any free port), not {port}")
-    if not 0 <= graceful_timeout < math.inf:  # nan and inf too
-        wrong.append(f"--graceful-timeout must be 0 seconds or more, not {graceful_timeout:g}")
-    if log_level not in LOG_LEVELS:
-        wrong.append(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
-    if log_format not in LOG_FORMATS:
-        wrong.append("--log-format must be auto, json or console")
-    if wrong:
-        usage_error("; ".join(wrong))
-    _serve(pipeline, overrides, limits, host, port, index, graceful_timeout, access_log,
-           log_level, log_format, compile_cache)  # fmt: skip
+    # --log-format json: each line on stderr a JSON record, the one that says why it ended too
+    with records_on_stderr(log_format == "json"):
+        from seamline.adapters.serve.limits import Limits
+
+        limits = Limits(
+            max_inputs=max_inputs,
+            max_input_chars=max_input_chars,
+            max_request_bytes=max_request_bytes,
+            max_queue_texts=max_queue_texts,
+            max_queue_chars=max_queue_chars,
+            max_connections=max_connections,
+            header_timeout_s=header_timeout,
+            max_wait_ms=max_wait_ms,
+            long_text=long_text,  # type: ignore[arg-type]  # checked by problems()
+        )
+        wrong = limits.problems()
+        if not 0 <= port <= MAX_PORT:  # the kernel would take it modulo 65,536: another port
+            wrong.append(f"--port must be from 0 to {MAX_PORT} (0: any free port), not {port}")
+        if not 0 <= graceful_timeout < math.inf:  # nan and inf too
+            wrong.append(f"--graceful-timeout must be 0 seconds or more, not {graceful_timeout:g}")
+        if log_level not in LOG_LEVELS:
+            wrong.append(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+        if log_format not in LOG_FORMATS:
+            wrong.append("--log-format must be auto, json or console")
+        if wrong:
+            usage_error("; ".join(wrong))
+        _serve(pipeline, overrides, limits, host, port, index, graceful_timeout, access_log,
+               log_level, log_format, compile_cache)  # fmt: skip
 
 
 def _serve(

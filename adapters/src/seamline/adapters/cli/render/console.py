@@ -14,6 +14,7 @@ Light on purpose: importing this module imports no part of rich, so that
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -22,6 +23,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -142,23 +145,86 @@ def line(*parts: Part, console: Console | None = None, soft_wrap: bool = False) 
     target.print(text(*parts), highlight=False, soft_wrap=soft_wrap or not target.is_terminal)
 
 
-def error(message: str, label: str = "error") -> None:
-    """``error: message`` on stderr (``label`` may say ``failed``)."""
+_records = {"on": False}
+"""Whether the command's lines on stderr are JSON records (:func:`records_on_stderr`)."""
+LOGGER = "seamline.cli"
+"""The ``logger`` of those records: the command's own lines, not a component's log."""
+
+
+@contextlib.contextmanager
+def records_on_stderr(on: bool) -> Iterator[None]:
+    """Within the block (a command asked for ``--log-format json``), the ``error:``,
+    ``warning:`` and ``interrupted`` lines are written as JSON records, as its logs are.
+
+    With the log lines JSON and those lines text, ``jq`` and a log shipper reading
+    stderr failed on the one line that said why the command ended (``jq`` exit 4): a
+    user's mistake left no record at all, a stopped run only ``run finished``, ``ok:
+    false``, with no reason. ``on`` False leaves them text, as does the end of the block.
+    """
+    before = _records["on"]
+    _records["on"] = on
+    try:
+        yield
+    finally:
+        _records["on"] = before
+
+
+def lines_are_records() -> bool:
+    """Whether stderr's lines are JSON records now (within :func:`records_on_stderr`)."""
+    return _records["on"]
+
+
+def record(level: str, event: str, **fields: object) -> str:
+    """One JSON record, as a log line is (``event``, ``level``, ``logger``, ``timestamp``),
+    ``fields`` that are "" or None left out; strict JSON, escaped as :func:`json_line`'s."""
+    from datetime import UTC, datetime
+
+    from seamline.contracts.untrusted import SHOWN_JSON_ESCAPED
+
+    told = {name: value for name, value in fields.items() if value not in ("", None)}
+    stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    document = {"event": event, **told, "level": level, "logger": LOGGER, "timestamp": stamp}
+    plain = not encodes_everything(sys.stderr)
+    return json.dumps(document, ensure_ascii=plain, allow_nan=False).translate(SHOWN_JSON_ESCAPED)
+
+
+def _told_as_record(level: str, event: str, **fields: object) -> bool:
+    """Write one :func:`record` on stderr if its lines are records (else False: nothing)."""
+    if not _records["on"]:
+        return False
+    sys.stderr.write(record(level, event, **fields) + "\n")
+    sys.stderr.flush()
+    return True
+
+
+def error(message: str, label: str = "error", exit_code: int | None = None) -> None:
+    """``error: message`` on stderr (``label`` may say ``failed``); under JSON logs, a
+    record with the ``exit_code`` the command ends with."""
+    if _told_as_record("error", message, label=label, exit_code=exit_code):
+        return
     line((f"{label}:", "bold red"), " ", message, console=consoles.err, soft_wrap=True)
 
 
 def warn(message: str) -> None:
     """``warning: message`` on stderr, on one line (a script's stdout is left to results)."""
+    if _told_as_record("warning", message, label="warning"):
+        return
     line(("warning:", "bold yellow"), " ", message, console=consoles.err, soft_wrap=True)
 
 
-def interrupted(kept: str = "", by: str = "", when: str = "") -> None:
+def interrupted(kept: str = "", by: str = "", when: str = "", exit_code: int | None = None) -> None:
     """What Ctrl-C leaves behind (``kept``: what a command keeps for later, and how to go on).
 
     ``by``: the signal that stopped it, when not Ctrl-C (``SIGTERM``), for the log of a
     job a scheduler stopped. ``when``: where the command had got to, when that changes
-    what the stop means (``after the output was published``).
+    what the stop means (``after the output was published``). Under JSON logs, a record:
+    ``event`` "interrupted", ``signal``, ``when``, ``kept`` (what to do: ``--resume``) and
+    the ``exit_code``.
     """
+    if _told_as_record(
+        "warning", "interrupted", signal=by, when=when, kept=kept, exit_code=exit_code
+    ):
+        return
     label = f"interrupted ({by})" if by else "interrupted"
     label = f"{label} {when}" if when else label
     if not kept:  # a command that writes nothing (search, explain): nothing to say of it
