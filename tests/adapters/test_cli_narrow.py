@@ -98,3 +98,26 @@ def test_names_and_numbers_are_never_cut_at_any_width(width: int) -> None:
     console.print(fitted(console, columns, rows, title=text("length 16 × batch 32")))
     values = ["native-with-a-long-name", "1643.470", REASON, "tpu-splash (cannot serve)", FILE]
     assert_whole(buffer.getvalue(), width, [*values, "median ms", "length 16 × batch 32"])
+
+
+@pytest.mark.parametrize("width", [20, 30, 40, *WIDTHS])
+def test_a_search_hits_score_and_window_are_never_wrapped(
+    width: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # COLUMNS=20 split a score over three rows of its column: "0.", "46", "6".
+    from seamline.adapters.cli.render.listing import search_hits
+    from seamline.adapters.search import Found, Hit
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    hits = [
+        Hit(0.466, "notes/release-plan.md", 12, (0, 40), {}, "We decided to ship " * 4),
+        Hit(-0.025, "b.txt", 3, (0, 5), {}, "hello"),
+    ]
+    search_hits("note", Found(hits, "exact: every one of 91 rows"))
+    shown = capsys.readouterr().out
+    lines = shown.splitlines()
+    for number in ("0.466", "-0.025"):
+        assert sum(number in line for line in lines) == 1, f"{number} not on one line:\n{shown}"
+    assert max(map(len, lines)) <= width, shown
+    assert "notes/release-plan.md" in squeezed(shown), shown
+    assert "exact: every one of 91 rows" in " ".join(shown.split()), shown

@@ -50,9 +50,15 @@ def fitted(
 ) -> RenderableType:
     """``rows`` as a table where it fits ``console`` whole, else stacked: each row's first
     ``heading`` cells on a line, then each other non-empty cell on its own line."""
-    if _table_width(columns, rows) <= console.width:
+    if fits(console, columns, rows):
         return _table(columns, rows, title, title_justify)
     return _stacked(console, columns, rows, title, heading)
+
+
+def fits(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[Text]]) -> bool:
+    """Whether ``rows`` fit ``console`` as a table, their whole columns whole (else
+    :func:`fitted` stacks them)."""
+    return _table_width(columns, rows) <= console.width
 
 
 def _widest(cell: Text) -> int:

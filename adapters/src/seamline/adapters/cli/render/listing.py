@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.availability import listed
 from seamline.adapters.cli.render.console import Part, consoles, line, table, text, title
-from seamline.adapters.cli.render.fit import Column, fitted
+from seamline.adapters.cli.render.fit import Column, fits, fitted
 from seamline.contracts.versions import KINDS
 
 if TYPE_CHECKING:
@@ -115,20 +115,45 @@ def _status(status: str) -> Text:
     return text((status, STATUS_COLOURS.get(status, "")))
 
 
+HIT_COLUMNS = (
+    Column("score"),
+    Column("document", whole=False),
+    Column("window"),
+    Column("text", whole=False),
+)
+"""A hit's score and window are numbers, never wrapped; its id and text fold (:mod:`.fit`)."""
+
+
 def search_hits(query: str, found: Found) -> None:
     """The nearest records, best first, and how they were found.
 
     What the output stores is data, printed as written (see :mod:`.console`); a snippet
     is the text the output stores, on one line (:meth:`Hit.snippet`), and so is an id: a
     newline in one (``nl\\nlevel=error msg=forged``) drew a line of its own under the row.
+    A terminal too narrow for the table with its numbers whole gets each hit stacked
+    (:func:`.fit.fitted`): ``COLUMNS=20`` split a score over three rows ("0.", "46", "6").
     """
-    shown = table(title=text(f"nearest to {query!r}"), caption=text(found.how))
-    for column in ("score", "document", "window", "text"):
-        shown.add_column(column, overflow="fold")
-    for hit in found.hits:
-        snippet = text(hit.snippet()) if hit.text is not None else text(("(no text stored)", "dim"))
-        shown.add_row(f"{hit.score:.3f}", text(one_line(hit.doc_id)), str(hit.window), snippet)
-    consoles.out.print(shown)
+    out = consoles.out
+    rows = [
+        [
+            text(f"{hit.score:.3f}"),
+            text(one_line(hit.doc_id)),
+            text(str(hit.window)),
+            text(hit.snippet()) if hit.text is not None else text(("(no text stored)", "dim")),
+        ]
+        for hit in found.hits
+    ]
+    heading = text(f"nearest to {query!r}")
+    if not fits(out, HIT_COLUMNS, rows):
+        out.print(fitted(out, HIT_COLUMNS, rows, title=heading, title_justify="left"))
+        out.print(text(found.how), highlight=False)  # folded at the width, as a caption is
+        return
+    shown = table(title=heading, caption=text(found.how))
+    for column in HIT_COLUMNS:
+        shown.add_column(column.header, overflow="fold", no_wrap=column.whole)
+    for row in rows:
+        shown.add_row(*row)
+    out.print(shown)
 
 
 def one_line(value: str) -> str:
