@@ -137,6 +137,23 @@ def test_a_partial_batch_keeps_its_full_rows_unless_fitted() -> None:
     assert [p.rows for p in _flushed(Bucketer(on_two), [20])] == [2]  # a row per device
 
 
+def test_a_flush_marks_its_partly_filled_batches() -> None:
+    """An embedder's pass holds back the partly filled batches of a part of a large request
+    (HostWork.batches' ``hold``): they, and only they, are marked, packed or not."""
+    fitted = BatchShapes((16, 32), 4, fit_partial=True)
+    bucketed = _flushed(Bucketer(fitted), [10] * 5 + [20] * 3)
+    assert [(p.length, len(p.examples), p.partial) for p in bucketed] == [
+        (16, 4, False),
+        (16, 1, True),
+        (32, 3, True),
+    ]
+    # Two examples a row: 9 examples of 16 make 5 rows, a batch of 4 and one of a row.
+    packed = _flushed(Packer(fitted, lambda n: 2), [8] * 9)
+    assert [(p.rows, len(p.examples), p.partial) for p in packed] == [(4, 8, False), (1, 1, True)]
+    whole = _flushed(Packer(fitted, lambda n: 2), [8] * 8)
+    assert [p.partial for p in whole] == [False], "a flush's full batch is not held back"
+
+
 def _flushed(batcher: Bucketer | Packer, lengths: list[int]) -> list[Planned]:
     planned = [p for i, n in enumerate(lengths) for p in batcher.add(example(i, n))]
     return planned + list(batcher.flush())

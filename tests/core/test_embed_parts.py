@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from seamline.contracts import BatchDone
+from seamline.contracts import BatchDone, Compiled
 from seamline.core import embedder as embedder_module
 from seamline.core.embedder import Cancelled, Embedder, Pending
 from tests.core.toy import toy_registry
@@ -27,6 +27,8 @@ LONG = [" ".join(f"w{i}x{j}" for j in range(16)) for i in range(40)]
 """40 texts of the toy model's whole window (16 tokens): 5 passes of 8."""
 MIXED = [" ".join(f"m{i}y{j}" for j in range(1 + (i * 7) % 16)) for i in range(40)]
 """40 texts of 1 to 16 tokens, in an order the batching reshuffles."""
+MANY = [" ".join(f"n{i}z{j}" for j in range(1 + (i * 5) % 13)) for i in range(300)]
+"""300 texts of 1 to 13 tokens: several passes of the real ``PASS_BATCHES``."""
 
 
 class AtFirstBatch:
@@ -95,7 +97,10 @@ def test_a_request_arriving_while_a_large_one_is_embedded_joins_the_next_pass(
     order = finished_in_order(big, small[0])
     passes.append(embedder.drain(5.0))
     assert order == [1], "the small request was embedded by the very next pass"
-    assert passes[1] == 1 + 8, "its text, then the large one's next part: a whole batch"
+    # Its text and 7 of the large one's next part fill a batch; the part's eighth text, in
+    # a partly filled batch of the large request's alone, goes back for the pass after.
+    assert passes[1] == 8, "its text, then the large one's next part: a whole batch"
+    assert embedder.queue.waiting() == (1, len(LONG) - 15)
     while not big.done():
         passes.append(embedder.drain(5.0))
     assert order == [1, 0]
@@ -268,3 +273,62 @@ def test_an_interrupt_cancels_the_leaders_own_request_taken_in_parts(
     assert embedder.queue.waiting() == (0, 0), "its untaken texts left the queue too"
     with pytest.raises(Cancelled, match="interrupted"):
         mine.result()
+
+
+class Compilations:
+    """The shapes an embedder compiles (its ``Compiled`` events), ``(rows, length)``."""
+
+    name = "compilations"
+
+    def __init__(self) -> None:
+        self.shapes: list[tuple[int, int]] = []
+
+    def bind(self, publish: Any) -> None:
+        pass
+
+    def observe(self, event: Any) -> None:
+        if isinstance(event, Compiled):
+            self.shapes.append((event.batch_size, event.length))
+
+    def close(self) -> None:
+        pass
+
+
+def encoded_alone(texts: list[str], passes: list[int] | None = None) -> tuple[Any, list[Any]]:
+    """``encode(texts)`` by a fresh embedder (nothing compiled before): the vectors and the
+    shapes compiled; ``passes`` gets the texts each pass embedded."""
+    compilations = Compilations()
+    run = {"batch_size": 8, "buckets": [4, 8, 16]}
+    with Embedder(
+        {"use": "toy"}, "native", run, registry=toy_registry(), monitors=[compilations]
+    ) as embedder:
+        if passes is None:
+            vectors = embedder.encode(texts)
+        else:
+            pending = embedder.submit(texts)
+            while not pending.done():
+                passes.append(embedder.drain(5.0))
+            vectors = pending.result()
+    return vectors, compilations.shapes
+
+
+def test_a_large_encode_alone_compiles_the_shapes_of_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tester's ``encode`` of 1,000 texts of 80 to 160 characters (MiniLM) compiled and
+    verified 12 shapes, not the 7 of one pass (CPU +27%): each of its 8 or so passes ended
+    in partly filled batches of each length, [1|2|4|8] rows. A part's partly filled
+    batches now go back to the queue, taken first by the next pass: each length's batches
+    hold the texts that one pass puts in them, to the same bits."""
+    passes: list[int] = []
+    in_parts, shapes = encoded_alone(MANY, passes)
+    assert len(passes) >= 3, f"not taken in parts: {passes}"
+    assert sum(passes) == len(MANY), "each text embedded once"
+    with monkeypatch.context() as patched:
+        patched.setattr(embedder_module, "PASS_BATCHES", 1_000_000, raising=False)
+        whole, one_pass = encoded_alone(MANY)
+    assert sorted(shapes) == sorted(one_pass), "the shapes of one pass, no more"
+    np.testing.assert_array_equal(in_parts, whole)
+    again, in_encode = encoded_alone(MANY)  # encode leads the passes itself
+    assert sorted(in_encode) == sorted(one_pass)
+    np.testing.assert_array_equal(again, whole)

@@ -123,6 +123,8 @@ class Planned:
     examples: list[Example]
     placement: list[int] | None = None
     """Row of each example when packed; None: example ``i`` in row ``i``."""
+    partial: bool = False
+    """A flush's partly filled batch of its length (rows left empty); a full one, False."""
 
 
 class Bucketer:
@@ -147,7 +149,8 @@ class Bucketer:
             pending = self._pending[bucket]
             if pending:
                 self._pending[bucket] = []
-                yield Planned(bucket, self.shapes.partial_rows(bucket, len(pending)), pending)
+                rows = self.shapes.partial_rows(bucket, len(pending))
+                yield Planned(bucket, rows, pending, partial=True)
 
 
 @dataclass
@@ -217,7 +220,7 @@ class Packer:
             rest = same[whole:]
             if rest and final:
                 rows_used = self.shapes.partial_rows(length, len(rest))
-                yield _planned(length, rows_used, rest, examples)
+                yield replace(_planned(length, rows_used, rest, examples), partial=True)
             elif rest:
                 kept.extend(examples[i] for r in rest for i in r.members)
         self._pending = kept

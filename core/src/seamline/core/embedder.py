@@ -66,7 +66,15 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from seamline.contracts import BatchDone, Document, Model, Monitor, MonitorLike, UserError
+from seamline.contracts import (
+    BatchDone,
+    Document,
+    Example,
+    Model,
+    Monitor,
+    MonitorLike,
+    UserError,
+)
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import a_type
 from seamline.core.attention.candidates import build_candidates
@@ -544,7 +552,9 @@ def _embed_pass(
     requests refused, by ``id``. Outside the class, which is long enough without it.
 
     A text the model cannot embed fails its own request only, never the others
-    batched with it.
+    batched with it. The partly filled batches of the parts that are not their
+    requests' last are held back, their texts put back for the next pass
+    (:func:`_put_back`): a large request alone is batched as one pass would batch it.
     """
     refused: dict[int, Unembeddable] = {}
     owners, documents = _pass_documents(parts)
@@ -561,8 +571,13 @@ def _embed_pass(
     batches = _PassBatches(
         encoder, embedder.monitors, owners, embedder._batches, embedder._texts_done
     )
+    ending = {id(part.request) for part in parts if part.last}
+
+    def hold(examples: Sequence[Example]) -> bool:
+        return all(id(owners[int(e.doc_id)][0]) not in ending for e in examples)
+
     try:
-        for item in host.batches(documents_as_loaded(documents)):
+        for item in host.batches(documents_as_loaded(documents), hold):
             raise_kept_stop()  # a Ctrl-C Python dropped (core.stops) stops the pass here
             if embedder._abandoned.is_set():
                 raise Cancelled("the embedder stopped before embedding this (abandon())")
@@ -572,10 +587,27 @@ def _embed_pass(
             if isinstance(item, Collated):
                 batches.add(item)
         batches.finish()
+        embedder._texts_done -= _put_back(host.held, owners)
     finally:
         batches.abandon()
         embedder._batches = batches.index
     return refused
+
+
+def _put_back(held: Sequence[Example], owners: Sequence[tuple[Request, int]]) -> int:
+    """Give each request the texts of its examples that a pass held back
+    (``Request.held``, in text order: the next pass takes them first, and its batches
+    of each length then hold the texts one pass would have put in them); how many.
+
+    Every window of such a text is embedded again by that pass, those already embedded
+    too (a text's rows are its windows', from one pass)."""
+    texts: dict[int, tuple[Request, set[int]]] = {}
+    for example in held:
+        request, index = owners[int(example.doc_id)]
+        texts.setdefault(id(request), (request, set()))[1].add(index)
+    for request, indexes in texts.values():
+        request.held = tuple(sorted(indexes))
+    return sum(len(indexes) for _, indexes in texts.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -704,8 +736,9 @@ PASS_BATCHES = 8
 positions (a request's token budget, or ``batch_size`` rows of the longest window). A
 request that arrives while a large one is embedded waits for the pass under way and its
 own, not for all of the large one's texts (0.6 s a pass of MiniLM's 512-token batches on
-2 CPUs); the large one pays a partly filled batch per pass at most, and a few
-milliseconds (measured: the same throughput as one pass, within noise)."""
+2 CPUs); the large one pays a few milliseconds a pass (measured: the same throughput as
+one pass, within noise). Its batches are those of one pass: a part's partly filled
+batches are put back for the next pass (:func:`_put_back`), not compiled for each."""
 
 CHARS_PER_TOKEN = 3
 """What a text's tokens are estimated from, before a pass tokenizes it: a character count

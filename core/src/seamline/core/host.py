@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
@@ -124,9 +124,22 @@ class HostWork:
         self._texts: dict[int, str] = {}
         """The span text of each example waiting in the batcher, by ``id()`` of the example
         object (alive there until it is collated)."""
+        self.held: list[Example] = []
+        """The examples of the partly filled batches :meth:`batches` held back at the end."""
 
-    def batches(self, items: Iterable[Loaded]) -> Iterator[Collated | SetAside | Checkpoint]:
-        """Batches, set-aside items and checkpoints for ``items``, in order; flushed at the end."""
+    def batches(
+        self,
+        items: Iterable[Loaded],
+        hold: Callable[[Sequence[Example]], bool] | None = None,
+    ) -> Iterator[Collated | SetAside | Checkpoint]:
+        """Batches, set-aside items and checkpoints for ``items``, in order; flushed at the end.
+
+        ``hold``: a partly filled batch of the end's flush whose examples it returns True
+        for is not collated; its examples are kept in :attr:`held` instead. An embedder's
+        pass over a part of a large request holds its part's last batches so, and puts
+        their texts back for the next pass: the request is batched as one pass would
+        batch it, not with a partly filled batch (a shape to compile) per pass.
+        """
         thread = {THREAD_NAME: threading.current_thread().name}
         every = self.checkpoint_every
         batcher = self.batcher
@@ -136,7 +149,13 @@ class HostWork:
                 # The partly filled batches go out padded: the price of a checkpoint.
                 yield from map(self._collate, batcher.flush())
                 yield Checkpoint(loaded.cursor, self.counts)
-        yield from map(self._collate, batcher.flush())
+        for planned in batcher.flush():
+            if planned.partial and hold is not None and hold(planned.examples):
+                self.held.extend(planned.examples)
+                for example in planned.examples:
+                    self._texts.pop(id(example), None)
+            else:
+                yield self._collate(planned)
 
     def _item(self, loaded: Loaded, thread: dict[str, Any]) -> Iterator[Collated | SetAside]:
         """One loaded item: set aside, or prepared into examples and batched.
