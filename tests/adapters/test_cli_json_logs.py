@@ -88,3 +88,72 @@ def test_a_stop_is_a_record_that_keeps_the_resume_advice(
     assert failed["event"] == "the disk is full"
     assert (failed["label"], failed["exit_code"]) == ("failed", 1)
     assert lines[2] == "interrupted (SIGHUP): kept"
+
+
+@pytest.mark.parametrize(
+    ("args", "said", "usage"),
+    [
+        (("run", "PIPE", "--bogus"), "No such option: --bogus", "seamline run [OPTIONS] PIPELINE"),
+        (("run",), "Missing argument 'PIPELINE'", "seamline run [OPTIONS] PIPELINE"),
+        (("serve", "PIPE", "--port", "abc"), "--port must be a whole number", None),
+    ],
+)
+def test_a_mistake_click_finds_is_a_json_record_too(
+    pipeline: Path, args: tuple[str, ...], said: str, usage: str | None
+) -> None:
+    """click parses the line before the command turns records on: its "Usage: ... Error:
+    No such option" was three lines of text, as was ``--port abc``'s refusal."""
+    given = [str(pipeline) if arg == "PIPE" else arg for arg in args]
+    done = piped(*given[:1], "--log-format", "json", *given[1:])
+    assert done.returncode == 2, done.stderr
+    (told,) = records(done.stderr)  # raises on a line that is not JSON
+    assert said in told["event"], told
+    assert (told["level"], told["exit_code"], told["logger"]) == ("error", 2, "seamline.cli")
+    assert told.get("usage") == usage, told
+
+
+def test_without_json_logs_click_still_shows_its_usage(pipeline: Path) -> None:
+    done = piped("run", str(pipeline), "--log-format=console", "--bogus")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("Usage: seamline run"), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "asked"),
+    [
+        (["run", "p.yaml", "--log-format", "json", "--bogus"], True),
+        (["run", "--log-format=json"], True),
+        (["run", "p.yaml", "--log-format", "console"], False),
+        (["run", "p.yaml", "--", "--log-format", "json"], False),  # an argument, not an option
+        (["run", "json", "--log-format"], False),
+    ],
+)
+def test_json_logs_are_read_from_the_line_before_click_parses_it(
+    args: list[str], asked: bool
+) -> None:
+    from seamline.adapters.cli.conventions import json_logs_asked
+
+    assert json_logs_asked(args) is asked
+
+
+def test_a_pipeline_errors_record_places_it(pipeline: Path) -> None:
+    """A log shipper read ``p.yaml:3:5`` back out of ``event``; the record says where."""
+    pipeline.write_text(PIPELINE.replace("bert-encoder", "no-such-model"), encoding="utf-8")
+    done = piped("run", str(pipeline), "--log-format", "json")
+    assert done.returncode == 2, done.stderr
+    (told,) = records(done.stderr)
+    assert (told["file"], told["line"], told["column"]) == (str(pipeline), 3, 14), told
+    assert "problems" not in told, told
+    assert "override" not in told, told
+
+
+def test_a_pipeline_with_several_problems_lists_each_placed(pipeline: Path) -> None:
+    pipeline.write_text(PIPELINE.replace("bert-encoder", "no-such-model"), encoding="utf-8")
+    done = piped("run", str(pipeline), "--log-format", "json", "--set", "run.batch_size=x")
+    assert done.returncode == 2, done.stderr
+    (told,) = records(done.stderr)
+    first, second = told["problems"]
+    assert (first["file"], first["line"], first["column"]) == (str(pipeline), 3, 14), told
+    assert "no model component named 'no-such-model'" in first["message"], told
+    assert (second["file"], second["override"]) == (None, "--set run.batch_size=x"), told
+    assert "file" not in told, told

@@ -15,13 +15,19 @@ refusal that leaves the user to guess.
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+from typing import Any, TypeVar
 
 from typer import _click  # typer's own copy of click: its commands are built on it
-from typer._click.exceptions import NoSuchOption
+from typer._click.exceptions import ClickException, NoSuchOption, UsageError
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from seamline.adapters.cli.pipes import quiet_when_stdout_closes, usage_message_lost
+from seamline.adapters.cli.render.console import error, lines_are_records, records_on_stderr
+
+T = TypeVar("T")
 
 RENAMED: dict[tuple[str, str], str] = {
     ("components", "-k"): "--kind has no short form any more (-k is search's number of "
@@ -51,9 +57,61 @@ def _help_without_pydantic(option: _click.Parameter | None) -> None:
         option.default = False
 
 
+def json_logs_asked(args: Sequence[str]) -> bool:
+    """Whether the command line asks for ``--log-format json`` (or ``--log-format=json``),
+    read from the arguments as typed, before click parses them (options end at ``--``).
+
+    A command enters :func:`.render.console.records_on_stderr` once click has parsed its
+    options, so a mistake click found on the same line (an unknown option, a missing
+    argument, ``--port abc``) was told as text, among a stderr promised to be JSON. Read
+    here, it is in force while click parses: those are records too. Read from the text,
+    it may be asked of a command without the option (``seamline search q --log-format
+    json``), whose "No such option" is then a record as well: a program that asked for
+    JSON gets JSON.
+    """
+    options = list(args)[: list(args).index("--")] if "--" in args else list(args)
+    return "--log-format=json" in options or ("--log-format", "json") in pairwise(options)
+
+
+class UsageRecord(ClickException):
+    """A usage error click found (an unknown option, a missing argument) while stderr's
+    lines are JSON records: shown as one record (:func:`.render.console.error`: the
+    message as ``event``, ``exit_code``, and the command's ``usage`` and ``help``) instead
+    of click's three lines of text."""
+
+    def __init__(self, problem: ClickException) -> None:
+        super().__init__(problem.format_message())
+        self.exit_code = problem.exit_code
+        self.problem = problem
+
+    def show(self, file: object = None) -> None:
+        context = self.problem.ctx if isinstance(self.problem, UsageError) else None
+        usage = help_asked = None
+        if context is not None:
+            usage = context.get_usage().removeprefix("Usage: ")
+            names = context.help_option_names
+            help_asked = f"{context.command_path} {names[0]}" if names else None
+        error(self.message, exit_code=self.exit_code, fields={"usage": usage, "help": help_asked})
+
+
+def _usage_errors_as_records(action: Callable[[], T]) -> T:
+    """Run ``action`` (click parsing); a usage error is a :class:`UsageRecord` while
+    stderr's lines are records. One whose ``show`` already writes through
+    :func:`.render.console.error` (:class:`.errors.RefusedValue`) is left as it is."""
+    try:
+        return action()
+    except ClickException as problem:
+        from seamline.adapters.cli.errors import RefusedValue  # not at import: help stays light
+
+        if not lines_are_records() or isinstance(problem, (RefusedValue, UsageRecord)):
+            raise
+        raise UsageRecord(problem) from None
+
+
 class Group(TyperGroup):
-    """The ``seamline`` group: its help option costs no pydantic import, and a reader that
-    closes stdout early ends any command quietly (:mod:`.pipes`), its usage errors too."""
+    """The ``seamline`` group: its help option costs no pydantic import, a reader that
+    closes stdout early ends any command quietly (:mod:`.pipes`), its usage errors too, and
+    under ``--log-format json`` a usage error is a JSON record (:func:`json_logs_asked`)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Run as click does; a usage error whose message meets a closed pipe ends as
@@ -63,10 +121,13 @@ class Group(TyperGroup):
         ``BrokenPipeError`` escapes its own handling of one: only that (or the same for
         "Aborted!") reaches here, every other is turned into an exit code inside.
         """
-        try:
-            return super().main(*args, **kwargs)
-        except BrokenPipeError as problem:
-            usage_message_lost(problem)
+        given = kwargs.get("args", args[0] if args else None)
+        asked = sys.argv[1:] if given is None else list(given)
+        with records_on_stderr(json_logs_asked(asked)):
+            try:
+                return super().main(*args, **kwargs)
+            except BrokenPipeError as problem:
+                usage_message_lost(problem)
 
     def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
         option = super().get_help_option(ctx)
@@ -89,13 +150,17 @@ class Group(TyperGroup):
         for param in self.params:
             if isinstance(param, TyperOption) and param.is_flag:
                 _help_without_pydantic(param)
-        return quiet_when_stdout_closes(
-            lambda: super(Group, self).make_context(info_name, args, parent, **extra)
+        return _usage_errors_as_records(
+            lambda: quiet_when_stdout_closes(
+                lambda: super(Group, self).make_context(info_name, args, parent, **extra)
+            )
         )
 
     def invoke(self, ctx: _click.Context) -> Any:
         """Run the command (a command's ``--help`` prints here), quiet on a closed stdout."""
-        return quiet_when_stdout_closes(lambda: super(Group, self).invoke(ctx))
+        return _usage_errors_as_records(
+            lambda: quiet_when_stdout_closes(lambda: super(Group, self).invoke(ctx))
+        )
 
 
 CLICK_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "Path": "PATH"}

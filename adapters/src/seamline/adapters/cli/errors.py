@@ -16,7 +16,7 @@ from typing import NoReturn, TypeVar
 
 import typer
 
-from seamline.adapters.cli.render.console import error, interrupted
+from seamline.adapters.cli.render.console import error, interrupted, lines_are_records
 from seamline.adapters.cli.stopping import exit_code, stopped_by
 from seamline.contracts.errors import (
     DISK_QUOTA,
@@ -24,6 +24,7 @@ from seamline.contracts.errors import (
     FILE_SIZE,
     MEMORY,
     OPEN_FILES,
+    ConfigError,
     ContractViolation,
     ResourceExhausted,
     ShardFailed,
@@ -70,7 +71,7 @@ def user_errors(
     except UserError as problem:
         if report is not None:
             report(problem)
-        error(str(problem), exit_code=USAGE)
+        error(str(problem), exit_code=USAGE, fields=placed(problem))
         raise typer.Exit(USAGE) from None
     except ShardFailed as failed:  # a component failed for good: the reason, not a traceback
         _failed(str(failed), report, label="failed")
@@ -90,6 +91,27 @@ def user_errors(
         # executor that broke its contract printed 80 lines of the host's frames.
         broke = "broke its contract" if isinstance(failure, ContractViolation) else "failed"
         _failed(f"{where} {broke}: {one_line(failure)}", report, label="failed")
+
+
+def placed(problem: UserError) -> dict[str, object]:
+    """Where ``problem`` is, as fields of its JSON record (under ``--log-format json``): a
+    ``ConfigError``'s ``file``, ``line``, ``column`` and ``override`` (those it has), or,
+    for a pipeline with several problems, ``problems``: each as ``validate --format
+    json`` lists it (``file``, ``line``, ``column``, ``override``, ``message``, ``fix``).
+
+    The record's ``event`` is the message as the text line says it, every problem on a
+    line of its own: a log shipper had to split it and read the places back from the text
+    (``p.yaml:3:5: ...``), which a file name with a colon defeats. Nothing for any other
+    error, nor when stderr's lines are text (the line says it all).
+    """
+    if not lines_are_records() or not isinstance(problem, ConfigError):
+        return {}
+    from seamline.adapters.cli.render.pipeline_json import errors_of  # imports the core
+
+    problems = errors_of(problem)
+    if len(problems) > 1:
+        return {"problems": problems}
+    return {key: problems[0][key] for key in ("file", "line", "column", "override")}
 
 
 def _failed(line: str, report: Report | None, label: str = "error") -> NoReturn:

@@ -23,7 +23,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from rich.console import Console
     from rich.table import Table
@@ -197,10 +197,17 @@ def _told_as_record(level: str, event: str, **fields: object) -> bool:
     return True
 
 
-def error(message: str, label: str = "error", exit_code: int | None = None) -> None:
+def error(
+    message: str,
+    label: str = "error",
+    exit_code: int | None = None,
+    fields: Mapping[str, object] | None = None,
+) -> None:
     """``error: message`` on stderr (``label`` may say ``failed``); under JSON logs, a
-    record with the ``exit_code`` the command ends with."""
-    if _told_as_record("error", message, label=label, exit_code=exit_code):
+    record with the ``exit_code`` the command ends with and ``fields``: what a program
+    reads apart from the message (a pipeline error's ``file``, ``line`` and ``column``,
+    a usage error's ``usage``), which the text line already says in its words."""
+    if _told_as_record("error", message, label=label, exit_code=exit_code, **(fields or {})):
         return
     line((f"{label}:", "bold red"), " ", message, console=consoles.err, soft_wrap=True)
 
