@@ -79,3 +79,34 @@ def test_explain_says_it_on_the_terminal_and_in_json(
     assert result.exit_code == 0, result.output
     found = [b["tuning_set_aside"] for b in json.loads(result.stdout)["buckets"]]
     assert found.count([THEN]) == 2
+
+
+@pytest.mark.usefixtures("older_jax")
+def test_a_hand_edited_version_is_shown_bounded_and_on_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry's ``about.jax`` edited to 3,000 characters with a newline was printed whole
+    by ``explain``, breaking its table: a version read from the cache is shown cut, its
+    control characters as "\ufffd"."""
+    for path in (tmp_path / "tuning").glob("attention-*.json"):
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        entry["about"]["jax"] = "0.10.2\nx" + "y" * 3000
+        path.write_text(json.dumps(entry), encoding="utf-8")
+    monkeypatch.setattr(Registry, "discover", classmethod(lambda cls, trust: toy_registry()))
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda **_: None)
+    monkeypatch.chdir(tmp_path)
+    Path("p.yaml").write_text(PIPELINE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["explain", "p.yaml", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    found = {v for b in json.loads(result.stdout)["buckets"] for v in b["tuning_set_aside"]}
+    assert found, result.stdout
+    for versions_said in found:
+        assert "\n" not in versions_said
+        assert len(versions_said) < 120, versions_said
+        assert versions_said.startswith("jax 0.10.2\ufffdxyyy"), versions_said
+    result = CliRunner().invoke(app, ["explain", "p.yaml"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    assert "y" * 100 not in result.stdout
+    said = [line for line in result.stdout.splitlines() if "were set aside" in line]
+    assert said, result.stdout
+    assert all("\ufffdxyyy" in line for line in said), said

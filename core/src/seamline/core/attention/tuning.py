@@ -57,7 +57,13 @@ from seamline.contracts import Attention, UserError
 from seamline.contracts.home import no_home_reason
 from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import write_bytes_atomically
-from seamline.contracts.untrusted import NotRegularFile, cut, read_regular, strict_json
+from seamline.contracts.untrusted import (
+    NotRegularFile,
+    cut,
+    read_regular,
+    strict_json,
+    visible,
+)
 from seamline.contracts.versions import installed_version
 from seamline.core.attention.host import host_identity
 from seamline.core.attention.measure import REPEATS, Timing, time_candidate, unsteady
@@ -411,7 +417,7 @@ class TuningCache:
             if {k: v for k, v in theirs.items() if k not in _VERSIONS} != same:
                 continue
             if any(theirs.get(k) != about.get(k) for k in _VERSIONS):
-                found[", ".join(f"{k} {theirs.get(k)}" for k in _VERSIONS)] = None
+                found[", ".join(f"{k} {_shown(theirs.get(k))}" for k in _VERSIONS)] = None
         return list(found)
 
     def save(self, entry: TuningEntry) -> Path:
@@ -435,6 +441,18 @@ _VERSIONS = ("jax", "jaxlib")
 """The parts of a key that a JAX upgrade changes: an entry differing only there was set aside."""
 _MOST_LOOKED_AT = 2000
 """The most cache files :meth:`TuningCache.other_versions` reads."""
+
+
+_VERSION_SHOWN = 40
+"""The most characters of a version read from a cache entry that a message repeats."""
+
+
+def _shown(version: object) -> str:
+    """A version as an entry holds it, for ``explain``'s line and JSON: its control
+    characters as "\ufffd", cut at :data:`_VERSION_SHOWN` characters. An entry is a file
+    its owner may edit: a hand-edited ``about.jax`` of 3,000 characters with a newline was
+    printed whole, and broke the plan's table in two."""
+    return cut(visible(str(version)), _VERSION_SHOWN)
 
 
 def _as_stored(about: Mapping[str, Any]) -> Any:
