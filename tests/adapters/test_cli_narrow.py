@@ -121,3 +121,26 @@ def test_a_search_hits_score_and_window_are_never_wrapped(
     assert max(map(len, lines)) <= width, shown
     assert "notes/release-plan.md" in squeezed(shown), shown
     assert "exact: every one of 91 rows" in " ".join(shown.split()), shown
+
+
+@pytest.mark.parametrize("width", [20, 30, 40])
+def test_a_stacked_hit_names_its_score_and_no_line_ends_in_a_space(
+    width: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stacked, a hit's heading line was its score alone ("0.326": of what?), and the title
+    and the footer, folded by rich, kept the space they broke at on each line (piped)."""
+    from seamline.adapters.cli.render.listing import search_hits
+    from seamline.adapters.search import Found, Hit
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    hits = [
+        Hit(0.326, "notes/release-plan.md", 12, (0, 40), {}, "We decided to ship " * 4),
+        Hit(-0.025, "b.txt", 3, (0, 5), {}, "hello"),
+    ]
+    search_hits("a note about the plan", Found(hits, "exact: every one of 91 rows, scored"))
+    shown = capsys.readouterr().out
+    lines = shown.splitlines()
+    assert not any(line[:1] in "│┃┏┡└" for line in lines), f"not stacked:\n{shown}"
+    assert "score: 0.326" in lines, shown
+    assert "score: -0.025" in lines, shown
+    assert [line for line in lines if line != line.rstrip()] == [], shown

@@ -47,12 +47,16 @@ def fitted(
     title: Text | None = None,
     title_justify: Literal["left", "center"] = "center",
     heading: int = 1,
+    labelled: bool = False,
 ) -> RenderableType:
     """``rows`` as a table where it fits ``console`` whole, else stacked: each row's first
-    ``heading`` cells on a line, then each other non-empty cell on its own line."""
+    ``heading`` cells on a line, then each other non-empty cell on its own line.
+
+    ``labelled``: the heading's cells are named as the other fields are (``score:
+    0.326``), for a heading that is a number, which says nothing alone (a name does)."""
     if fits(console, columns, rows):
         return _table(columns, rows, title, title_justify)
-    return _stacked(console, columns, rows, title, heading)
+    return _stacked(console, columns, rows, title, heading, labelled=labelled)
 
 
 def fits(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[Text]]) -> bool:
@@ -105,22 +109,43 @@ def _stacked(
     rows: Sequence[Sequence[Text]],
     title: Text | None,
     heading: int,
+    *,
+    labelled: bool = False,
 ) -> RenderableType:
     """Each field wrapped here, two columns in, and each of its lines indented: rich's
     ``Padding`` would pad every line with spaces to the terminal's width."""
     from rich.console import Group
     from rich.text import Text
 
-    parts: list[RenderableType] = [title] if title is not None else []
+    parts: list[RenderableType] = list(folded(console, title)) if title is not None else []
     width = max(console.width - 2, 1)
     for row in rows:
-        head = Text(" ").join(row[:heading])
+        cells = row[:heading]
+        if labelled:
+            cells = [_field(column, cell) for column, cell in zip(columns, cells, strict=False)]
+        head = Text(" ").join(cells)
         head.stylize("bold")
         parts.append(head)
         for column, cell in zip(columns[heading:], row[heading:], strict=True):
             if cell.plain:
-                field = Text.assemble((f"{column.header}: ", "dim"), cell)
-                for wrapped in field.wrap(console, width):
-                    wrapped.rstrip()
-                    parts.append(Text("  ") + wrapped)
+                parts.extend(
+                    Text("  ") + line for line in folded(console, _field(column, cell), width)
+                )
     return Group(*parts)
+
+
+def _field(column: Column, cell: Text) -> Text:
+    """``header: value``, the header dim."""
+    from rich.text import Text
+
+    return Text.assemble((f"{column.header}: ", "dim"), cell)
+
+
+def folded(console: Console, shown: Text, width: int | None = None) -> list[Text]:
+    """``shown`` wrapped at ``width`` (the console's), one ``Text`` a line, without the space
+    a line broke at: printed as rich wraps it, a title or caption kept that space at the
+    end of each folded line (``nearest to 'note `` into a pipe, with ``COLUMNS=20``)."""
+    lines = list(shown.wrap(console, width or console.width))
+    for line in lines:
+        line.rstrip()
+    return lines

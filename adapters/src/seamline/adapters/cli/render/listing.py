@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.availability import listed
 from seamline.adapters.cli.render.console import Part, consoles, line, table, text, title
-from seamline.adapters.cli.render.fit import Column, fits, fitted
+from seamline.adapters.cli.render.fit import Column, fits, fitted, folded
 from seamline.contracts.versions import KINDS
 
 if TYPE_CHECKING:
@@ -145,8 +145,11 @@ def search_hits(query: str, found: Found) -> None:
     ]
     heading = text(f"nearest to {query!r}")
     if not fits(out, HIT_COLUMNS, rows):
-        out.print(fitted(out, HIT_COLUMNS, rows, title=heading, title_justify="left"))
-        out.print(text(found.how), highlight=False)  # folded at the width, as a caption is
+        out.print(
+            fitted(out, HIT_COLUMNS, rows, title=heading, title_justify="left", labelled=True)
+        )
+        for line in folded(out, text(found.how)):  # folded at the width, as a caption is
+            out.print(line, highlight=False)
         return
     shown = table(title=heading, caption=text(found.how))
     for column in HIT_COLUMNS:
