@@ -513,14 +513,36 @@ def test_atomic_file_publishes_whole_or_not_at_all(tmp_path: Path) -> None:
     assert not dropped.temporary.exists()
 
 
-def test_atomic_group_discards_the_rest_when_publishing_fails(tmp_path: Path) -> None:
+def test_atomic_group_discards_the_rest_when_publishing_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     group = AtomicGroup()
     first = group.open(tmp_path / "first", purpose="test")
     second = group.open(tmp_path / "second", purpose="test")
-    (tmp_path / "second").mkdir()  # os.replace cannot replace a directory with a file
-    with pytest.raises(OSError):  # noqa: PT011 - the platform picks the exact subclass
+    real = os.replace
+
+    def replace(source: Any, destination: Any) -> None:
+        if os.path.basename(destination) == "second":
+            raise PermissionError(13, "Permission denied", str(source))
+        real(source, destination)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(PermissionError) as failed:
         group.publish()
+    assert failed.value.filename == str(tmp_path / "second"), "the destination is named"
     assert (tmp_path / "first").exists()
+    assert not second.temporary.exists()
+    assert not first.temporary.exists()
+
+
+def test_atomic_group_refuses_a_folder_in_the_way_before_any_rename(tmp_path: Path) -> None:
+    group = AtomicGroup()
+    first = group.open(tmp_path / "first", purpose="test")
+    second = group.open(tmp_path / "second", purpose="second file")
+    (tmp_path / "second").mkdir()  # made after the files were opened, as by hand
+    with pytest.raises(UserError, match=r"cannot publish the second file to .*second.*in the way"):
+        group.publish()
+    assert not (tmp_path / "first").exists(), "nothing is published"
     assert not second.temporary.exists()
     assert not first.temporary.exists()
 

@@ -73,7 +73,7 @@ def kill_points(seed: int = SEED) -> list[str]:
     points += [f"commit:{n}" for n in sorted(rng.sample(range(1, COMMITS), 3))]
     points += [f"mid-commit:{n}" for n in sorted(rng.sample(range(1, COMMITS), 4))]
     points += [f"after-commit:{n}" for n in sorted(rng.sample(range(1, COMMITS), 3))]
-    points += ["publish:1", "publish:2", "publish:3"]  # manifest, errors file, records file
+    points += ["publish:1", "publish:2", "publish:3"]  # errors file, records file, manifest
     points += [f"after:{rng.uniform(2.0, 6.0):.2f}" for _ in range(3)]  # seconds after start
     return points
 

@@ -9,8 +9,9 @@ default action (the handler was put back before the summary): killed, no line. A
 ``seamline run`` subprocess sends itself the signal at each of those moments (a hook
 wrapped around the step, so the moment is exact) and must end with the stop's exit code
 and the line that the output is complete, nothing to resume. One more moment falls
-inside the publication, between the manifest's rename and the records': the stop there
-waits for the last rename (it left the manifest beside no records file).
+inside the publication, between the errors file's rename and the records' (the manifest
+goes last): the stop there waits for the last rename (it left the manifest beside no
+records file when the manifest went first).
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ if moment in ("published", "publishing"):  # the sink's close(complete=True): af
     from seamline.contracts.sink_kit import PublishingSink
     complete = lambda self, complete=True: complete
     stopped_at(PublishingSink, "close", moment == "published", complete)
-elif moment == "renaming":  # between the publication's renames: the manifest's, the rest
+elif moment == "renaming":  # between the publication's renames: the errors file's, the rest
     from seamline.contracts.sink_kit import AtomicFile
-    stopped_at(AtomicFile, "publish", True, lambda self: "manifest" in self.destination.name)
+    stopped_at(AtomicFile, "publish", True, lambda self, **_: "errors" in self.destination.name)
 elif moment == "telemetry":  # the run returned; telemetry shut down
     from seamline.adapters import telemetry_setup
     stopped_at(telemetry_setup, "shutdown_telemetry")
@@ -94,7 +95,7 @@ def run_stopped(
             for moment in ("published", "telemetry", "summary")
             for sent, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130))
         ],
-        # Between the renames that publish the output (the manifest's done, the records'
+        # Between the renames that publish the output (the errors file's done, the records'
         # not): the stop waits for the last one. It left the manifest beside no records.
         ("renaming", signal.SIGTERM, 143),
         ("renaming", signal.SIGINT, 130),

@@ -20,7 +20,7 @@ module and its ``dist-info``), so that ``seamline run`` subprocesses discover it
   ``commit`` (before the n-th commit), ``mid-commit`` (the n-th commit, after the
   partial files are synced and the new checkpoint written, just before it is renamed
   into place), ``after-commit`` (just after the n-th commit), ``publish`` (before the
-  n-th rename while publishing: 1 is the manifest, the last is the records file);
+  n-th rename while publishing: 1 is the errors file, the last is the manifest);
   ``SEAMLINE_FAULT_SLOW=<seconds>`` makes it sleep that long before each write, so
   that a run lasts longer than the moments a test kills it at, on any machine;
 - ``SEAMLINE_FAULT_WRITE_FD1=1`` makes the sink write a line to file descriptor 1 at each

@@ -24,7 +24,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from seamline.contracts.errors import RESTART, ResumeRefused, UserError
 from seamline.contracts.ownership import describe_user, my_uid, not_yours_alone
@@ -35,6 +35,9 @@ from seamline.contracts.untrusted import (
     kind_of,
     planted_entry,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class AtomicFile:
@@ -68,6 +71,7 @@ class AtomicFile:
         next record.
         """
         self.destination = destination
+        self.purpose = purpose
         if destination.is_dir() and not destination.is_symlink():
             raise UserError(
                 f"cannot write the {purpose} to {str(destination)!r}: it is a directory; "
@@ -125,8 +129,14 @@ class AtomicFile:
         line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_to_json)
         self.file.write(line.translate(LINE_BREAKS_ESCAPED).encode("utf-8") + b"\n")
 
-    def publish(self) -> None:
-        """Make the data durable, then atomically replace ``destination`` with it."""
+    def publish(self, *, keep: bool = False) -> None:
+        """Make the data durable, then atomically replace ``destination`` with it.
+
+        If that fails, the temporary file is deleted, or (``keep``: a resumable sink's
+        partial file, which its checkpoint names) kept for a resume: deleting it threw
+        away every commit while the error said they were kept. The error names the
+        destination, where the rename failed, not the hidden temporary file.
+        """
         if self._done:
             return
         try:
@@ -136,12 +146,24 @@ class AtomicFile:
             # mkstemp makes the file private (0600): it gets the mode of the file it replaces
             # (yours), or a new file's (0666 less the umask), as `sed -i` does.
             os.chmod(self.temporary, published_mode(self.destination))
-            os.replace(self.temporary, self.destination)
+            try:
+                os.replace(self.temporary, self.destination)
+            except OSError as err:
+                raise OSError(err.errno, err.strerror, str(self.destination)) from err
         except BaseException:
-            self.discard()
+            self.keep() if keep else self.discard()
             raise
         self._done = True
         fsync_directory(self.destination.parent)
+
+    def take_back(self) -> None:
+        """Undo :meth:`publish`: the published file renamed back to its temporary name.
+
+        For a group whose later file failed to publish: the committed partial file is
+        again where its checkpoint names it, private, for a resume (best effort)."""
+        with contextlib.suppress(OSError):
+            os.replace(self.destination, self.temporary)
+            os.chmod(self.temporary, 0o600)
 
     def discard(self) -> None:
         """Delete the temporary file; ``destination`` is left untouched."""
@@ -443,8 +465,18 @@ class AtomicGroup:
     def publish(self) -> None:
         """Publish every file; if one fails, discard those not yet published and re-raise.
 
-        A stop (Ctrl-C, SIGTERM, SIGHUP) waits for the last rename (:func:`stops_deferred`):
-        one in between published some files and deleted the rest."""
+        A folder in the way of any of them is refused first (:func:`refuse_in_the_way`),
+        before a file is renamed. A stop (Ctrl-C, SIGTERM, SIGHUP) waits for the last
+        rename (:func:`stops_deferred`): one in between published some files and deleted
+        the rest."""
+        try:
+            refuse_in_the_way(
+                [(atomic.purpose, atomic.destination) for atomic in self._files],
+                f"nothing was published: {MOVE_IT}, then run again",
+            )
+        except BaseException:
+            self.discard()
+            raise
         with stops_deferred():
             try:
                 for atomic in self._files:
@@ -456,6 +488,28 @@ class AtomicGroup:
     def discard(self) -> None:
         for atomic in self._files:
             atomic.discard()
+
+
+MOVE_IT = "move or remove that folder (it is not deleted for you)"
+"""What to do about a folder in the way of a file to publish."""
+
+
+def refuse_in_the_way(files: Sequence[tuple[str, Path]], outcome: str) -> None:
+    """Refuse to publish ``files`` if a folder now stands at one's destination.
+
+    The destination was checked when the run began; a folder made there since (by
+    hand, by another program) failed the rename of that one file after the files
+    before it were renamed, half publishing the output. Checked for every file before
+    the first rename: ``UserError`` (exit code 2) naming the destination and what to
+    do, ``outcome`` saying what was kept and how to go on ("move or remove that folder,
+    then run again").
+    """
+    for purpose, place in files:
+        if place.is_dir() and not place.is_symlink():
+            raise UserError(
+                f"cannot publish the {purpose} to {str(place)!r}: a folder is in the "
+                f"way there (made after the run began); {outcome}"
+            )
 
 
 def write_json_atomically(path: Path, obj: Any) -> None:

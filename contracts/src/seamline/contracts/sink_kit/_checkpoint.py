@@ -15,11 +15,16 @@ process finds them in the destination's folder:
    one, so a crash leaves either the previous checkpoint or the new one, whole.
 
 Recovering cuts each partial file back to its recorded length, which drops
-whatever was written after the commit, and appends from there. Publishing deletes
-the checkpoint first and then renames the manifest, the companions and the primary
-file into place, in that order (see :class:`._atomic.AtomicGroup`); a crash while
-publishing therefore leaves no checkpoint to resume from, and the next run starts
-over. Only one run at a time may write to one destination.
+whatever was written after the commit, and appends from there. Publishing renames
+the companions, the primary file and then the manifest (the mark of a published
+output) into place, in that order, and only then deletes the checkpoint: a rename
+that fails (a folder made at the destination since the run began) renames back
+those before it and keeps the checkpoint, and a crash while publishing leaves the
+checkpoint, which names each file's inode, so the next ``--resume`` takes back the
+files already renamed (:func:`_take_back`) and goes on from the last commit. (It
+deleted the checkpoint first, and a failed rename deleted the partial files: all
+committed work was lost while the error said it was kept.) Only one run at a time
+may write to one destination.
 
 A checkpoint on disk is not trusted: anyone who can write the output folder can
 edit it. Reading it is bounded (:data:`MAX_CHECKPOINT_BYTES`, a regular file only,
@@ -38,6 +43,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping
 from glob import escape as glob_escape
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -48,9 +54,10 @@ from seamline.contracts.errors import RESTART, RESUME, ResumeRefused
 from seamline.contracts.logs import get_logger
 from seamline.contracts.ownership import describe_user, not_yours_alone
 from seamline.contracts.sink_kit._atomic import (
+    MOVE_IT,
     AtomicFile,
-    AtomicGroup,
     fsync_directory,
+    refuse_in_the_way,
     write_json_atomically,
 )
 from seamline.contracts.sink_kit._deferred import stops_deferred
@@ -178,6 +185,9 @@ class _PartialFile(BaseModel):
     """The partial file's name in its destination's folder; "" when none was opened."""
     bytes: NonNegativeInt
     """Its length at the commit: what a resume cuts it back to."""
+    inode: NonNegativeInt | None = None
+    """Its inode number: a file at the destination with it is this partial file, renamed
+    there by a publication that was interrupted (None: a checkpoint from before)."""
 
 
 class _InputFiles(BaseModel):
@@ -437,7 +447,11 @@ class ResumableGroup(Generic[S]):
             "versions": json_value(self.manifest.get("versions")),
             "environment": environment_of(self.manifest),
             "files": {
-                purpose: {"partial": self._partial_name(purpose), "bytes": lengths[purpose]}
+                purpose: {
+                    "partial": self._partial_name(purpose),
+                    "bytes": lengths[purpose],
+                    "inode": self._inode(purpose),
+                }
                 for purpose, _ in self.targets
             },
             "state": state.model_dump(mode="json"),
@@ -446,6 +460,10 @@ class ResumableGroup(Generic[S]):
     def _partial_name(self, purpose: str) -> str:
         """The partial file's name, "" while none is open (a checkpoint covering nothing)."""
         return self.files[purpose].temporary.name if self.files is not None else ""
+
+    def _inode(self, purpose: str) -> int | None:
+        """The partial file's inode number (None while none is open)."""
+        return os.fstat(self.files[purpose].file.fileno()).st_ino if self.files else None
 
     def annotate(self, **fields: Any) -> None:
         """Set ``fields`` of the checkpoint's state without changing what it covers.
@@ -492,6 +510,8 @@ class ResumableGroup(Generic[S]):
             return None
         record, state = loaded
         self.sweep()
+        for purpose, destination in self.targets:
+            _take_back(destination, record["files"][purpose], self.checkpoint)
         recorded = {
             purpose: (entry["partial"], entry["bytes"])
             for purpose, entry in record["files"].items()
@@ -578,28 +598,22 @@ class ResumableGroup(Generic[S]):
     # -- the end -----------------------------------------------------------------------
 
     def publish(self, last: Sequence[AtomicFile] = ()) -> None:
-        """Delete the checkpoint, then publish the manifest, every file, and ``last``, in order.
+        """Publish every file, and ``last``, then the manifest; then delete the checkpoint.
 
-        The files are read for the manifest's checks first, and a stop is held back from
-        the checkpoint's deletion to the last rename (:func:`stops_deferred`): a stop in
-        between left a new manifest beside the old files, no checkpoint, and the files
-        not yet renamed deleted."""
+        The files are read for the manifest's checks first; see :func:`_publish_in_order`.
+        """
         files = self.open()
         outputs = self.outputs()
         outputs.update(published_checks(files, outputs["files"], self.lines, self.digested))
-        with stops_deferred():
-            self.checkpoint.unlink(missing_ok=True)
-            self.committed = False
-            group = AtomicGroup()
-            try:
-                target = group.open(self.manifest_path, purpose="manifest")
-            except BaseException:
-                self.discard()
-                raise
-            target.write(manifest_bytes({**self.manifest, "outputs": outputs}))
-            for atomic in [*files.values(), *last]:
-                group.add(atomic)
-            group.publish()
+        try:
+            manifest = AtomicFile(self.manifest_path, purpose="manifest")
+        except BaseException:
+            for atomic in last:
+                atomic.discard()
+            raise
+        manifest.write(manifest_bytes({**self.manifest, "outputs": outputs}))
+        _publish_in_order(self, [*files.values(), *last], manifest, fresh=last)
+        self.committed = False
 
     def outputs(self) -> dict[str, Any]:
         """What the manifest says about the files: which sink wrote them, and where they are.
@@ -632,6 +646,92 @@ class ResumableGroup(Generic[S]):
         for atomic in (self.files or {}).values():
             atomic.discard()
         self.clear()
+
+
+def _publish_in_order(
+    group: ResumableGroup[Any],
+    data: Sequence[AtomicFile],
+    manifest: AtomicFile,
+    fresh: Collection[AtomicFile],
+) -> None:
+    """Rename ``data`` into place in order, then ``manifest``; then delete the checkpoint.
+
+    A folder in the way of any of them is refused before the first rename (exit code
+    2, naming it). A rename that fails renames back those before it (the destination
+    they replaced is gone with the rename, but the committed partial files are again
+    where the checkpoint names them): what was committed is kept, and the error says
+    so only when it was. The ``fresh`` files (not a checkpoint's) and the manifest are
+    deleted. A stop (Ctrl-C, SIGTERM) waits for the last rename (:func:`stops_deferred`).
+    """
+    keep = group.committed  # without a commit, a partial file is no one's: deleted
+    done: list[AtomicFile] = []
+    with stops_deferred():  # a stop it held is raised at its end: the output published
+        try:
+            refuse_blocked(group, [(a.purpose, a.destination) for a in [*data, manifest]])
+            for atomic in data:
+                atomic.publish(keep=keep and atomic not in fresh)
+                done.append(atomic)
+            manifest.publish()
+            done.append(manifest)
+            group.checkpoint.unlink(missing_ok=True)
+        except BaseException:
+            for atomic in reversed(done):
+                atomic.take_back()
+            for atomic in [*data, manifest]:
+                if keep and atomic not in fresh and atomic is not manifest:
+                    atomic.keep()
+                    continue
+                if atomic in done:
+                    atomic.temporary.unlink(missing_ok=True)
+                atomic.discard()
+            raise
+
+
+def refuse_blocked(group: ResumableGroup[Any], more: Sequence[tuple[str, Path]] = ()) -> None:
+    """Refuse to publish ``group`` (and ``more``: a file the sink makes last, named by
+    purpose) if a folder stands where a file goes.
+
+    Checked before a sink makes its last files (a parquet sink's one file) and changes
+    anything (a lancedb sink's table), and again before the first rename; the message
+    says what was kept: the last commit when there is one."""
+    if group.committed:
+        outcome = (
+            f"the output was not published, and what the sink last committed is kept "
+            f"({str(group.checkpoint)!r}): {MOVE_IT}, then run again with {RESUME}"
+        )
+    else:
+        outcome = (
+            f"the output was not published, and nothing was committed: {MOVE_IT}, then run again"
+        )
+    refuse_in_the_way([*group.targets, *more, ("manifest", group.manifest_path)], outcome)
+
+
+def _take_back(destination: Path, recorded: Mapping[str, Any], checkpoint: Path) -> None:
+    """Before a resume: rename back a partial file that an interrupted publication renamed.
+
+    Publishing keeps the checkpoint until every file is in place, so a crash there
+    leaves a checkpoint whose partial file is gone, at ``destination`` now: the file
+    there with the recorded inode, a regular file, is it (a file of another inode, an
+    older output, is left alone, and the resume is refused as the file is gone).
+    """
+    name, inode = recorded.get("partial"), recorded.get("inode")
+    if not name or inode is None:
+        return
+    partial = destination.parent / name
+    try:
+        if os.path.lexists(partial):
+            return
+        found = os.lstat(destination)
+        if not stat.S_ISREG(found.st_mode) or found.st_ino != inode:
+            return
+        os.replace(destination, partial)
+        os.chmod(partial, 0o600, follow_symlinks=False)
+    except OSError:
+        return  # the resume then says what is missing
+    log.warning(
+        f"resume: the publication of {str(destination)!r} was interrupted; the file was "
+        f"taken back, to go on from the checkpoint {str(checkpoint)!r}"
+    )
 
 
 def _write_checkpoint(group: ResumableGroup[Any], record: dict[str, Any]) -> None:

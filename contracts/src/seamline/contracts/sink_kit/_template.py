@@ -47,6 +47,7 @@ from seamline.contracts.sink_kit._checkpoint import (
     SinkState,
     manifest_bytes,
     partial_path,
+    refuse_blocked,
     warn_discarding,
 )
 from seamline.contracts.sink_kit._config import OutputConfig
@@ -235,7 +236,7 @@ class PublishingSink(StagedParts[ConfigT], Sink[ConfigT], Generic[ConfigT]):
                 return
             if complete:
                 self.open_files()
-                self._group.publish(self.finish())  # manifest, errors, ..., primary last
+                _publish(self)  # errors, ..., primary, the manifest last
                 if not self.is_part:  # the staged runs at the destination are of no more use
                     remove_tree(staging_root(self.config.path))
                 self.published()
@@ -373,3 +374,15 @@ def _not_yours(store: Path, path: Path) -> None:
     fresh run deletes it and makes it again, private (:func:`._atomic.own_directory`)."""
     refuse_unless_yours(store, "staging folder", only_owner=True)
     refuse_unless_yours(staging_root(path), "staging area", only_owner=True)
+
+
+def _publish(sink: PublishingSink[Any]) -> None:
+    """Publish ``sink``'s files, the ones :meth:`PublishingSink.finish` makes included.
+
+    A folder in the way of any file is refused first, before ``finish`` makes a file or
+    changes anything (the lancedb sink's table), naming it (:func:`refuse_blocked`).
+    """
+    folder = sink.config.path_is_folder or sink.is_part  # a part: in a folder of its own
+    last = [] if folder else [(sink.primary, sink.config.path)]
+    refuse_blocked(sink._group, last)
+    sink._group.publish(sink.finish())
