@@ -136,8 +136,10 @@ def test_explain_json_gives_every_bucket_and_every_candidates_verdict(pipeline: 
     assert [b["length"] for b in found["buckets"]] == [16, 32]
     for bucket in found["buckets"]:
         assert set(bucket) == {
-            "length", "batch_size", "signature", "chosen", "reason", "tuning_key", "candidates"
+            "length", "batch_size", "signature", "chosen", "reason", "tuning_key", "candidates",
+            "tuning_set_aside",
         }  # fmt: skip
+        assert bucket["tuning_set_aside"] == []  # no timings of other versions here
         assert bucket["chosen"] == "native"
         tpu, native = bucket["candidates"]
         assert (tpu["name"], tpu["verdict"]) == ("tpu-flash", "cannot serve")

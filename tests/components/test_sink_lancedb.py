@@ -173,10 +173,10 @@ def test_a_ctrl_c_while_an_append_is_published_comes_once_it_is_complete(
     appending.commit("c1")
     real = AtomicFile.publish
 
-    def publish(self: AtomicFile) -> None:
-        if self.destination.name == "emb.manifest.json":  # the checkpoint is gone by now
+    def publish(self: AtomicFile, **keywords: Any) -> None:
+        if self.destination.name == "emb.manifest.json":  # the manifest: the last rename
             signal.raise_signal(signal.SIGINT)
-        real(self)
+        real(self, **keywords)
 
     monkeypatch.setattr(AtomicFile, "publish", publish)
     with pytest.raises(KeyboardInterrupt):

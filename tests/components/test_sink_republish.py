@@ -72,11 +72,11 @@ def pause_before(
     original = AtomicFile.publish
     ran: list[bool] = []
 
-    def hooked(self: AtomicFile) -> None:
+    def hooked(self: AtomicFile, **keywords: Any) -> None:
         if self.destination.name == name and not ran:
             ran.append(True)
             then()
-        original(self)
+        original(self, **keywords)
 
     monkeypatch.setattr(AtomicFile, "publish", hooked)
     return ran
@@ -100,10 +100,11 @@ def test_npy_reader_between_the_index_and_the_matrix_is_never_mixed(
     publish(NpySink(config), new)
     assert ran
     # The new index with the old matrix (as many rows) was paired row by row before:
-    # the new ids with the old vectors. Now it is refused, after reading again.
+    # the new ids with the old vectors. Now it is refused, after reading again (the
+    # manifest, renamed last, still names the old index).
     assert len(seen) == 1, seen
     assert isinstance(seen[0], Republished), seen
-    assert "emb.npy is not the matrix file" in str(seen[0])
+    assert "emb.index.jsonl is not the index file" in str(seen[0])
     found = read_records(config.path, NpySink)
     assert found is not None
     assert pairs(found) == expected(new)
@@ -150,22 +151,22 @@ def test_jsonl_index_held_open_reads_a_republish_of_another_count(tmp_path: Path
 def test_jsonl_reader_between_the_manifest_and_the_records_reads_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Between the renames a reader meets the new manifest's count and the old records:
-    retryable (:class:`Republished`), and read again once the publish is done, not "cut
-    short"; the manifest read, then a whole republish before the records file is opened,
-    reads again and gets the new output."""
+    """Between the renames a reader meets the new records and the old manifest (renamed
+    last): retryable (:class:`Republished`), and read again once the publish is done, not
+    "cut short"; the manifest read, then a whole republish before the records file is
+    opened, reads again and gets the new output."""
     config = JsonlSinkConfig(path=tmp_path / "emb.jsonl")
     publish(JsonlSink(config), records(4, 1, "old"))
     new = records(7, 2, "new")
     seen: list[BaseException] = []
 
-    def read_now() -> None:  # the new manifest (7 records) is out, the old records (4) in
+    def read_now() -> None:  # the new records (7) are out, the old manifest (4) in
         try:
             read_records(config.path, JsonlSink)
         except UserError as err:
             seen.append(err)
 
-    pause_before(monkeypatch, "emb.jsonl", read_now)
+    pause_before(monkeypatch, "emb.manifest.json", read_now)
     publish(JsonlSink(config), new)
     assert len(seen) == 1, seen
     assert isinstance(seen[0], Republished), seen

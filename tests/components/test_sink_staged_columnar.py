@@ -298,8 +298,8 @@ def test_a_ctrl_c_while_parts_are_published_comes_once_the_publication_is_comple
     staged(lambda: lance(tmp_path, mode="append"), [windows("b", 1, 2)], publish=False)
     real = AtomicFile.publish
 
-    def publish(self: AtomicFile) -> None:
-        real(self)
+    def publish(self: AtomicFile, **keywords: Any) -> None:
+        real(self, **keywords)
         if self.destination.name == "emb.errors.jsonl":
             signal.raise_signal(signal.SIGINT)  # its handler runs before the next line
 

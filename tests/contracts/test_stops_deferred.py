@@ -51,8 +51,8 @@ def signal_after_the_first_rename(monkeypatch: pytest.MonkeyPatch, signum: int) 
     real = AtomicFile.publish
     renamed: list[Path] = []
 
-    def publish(self: AtomicFile) -> None:
-        real(self)
+    def publish(self: AtomicFile, **keywords: Any) -> None:
+        real(self, **keywords)
         renamed.append(self.destination)
         if len(renamed) == 1:
             signal.raise_signal(signum)  # its handler runs before the next line
