@@ -287,6 +287,9 @@ class TuningCache:
         """None: no home and no ``$SEAMLINE_TUNING_DIR``; nothing is read or kept."""
         self.folder_said = False
         """A folder that cannot be read was said, once: no entry's warning, nor the save's."""
+        self._stored: list[Mapping[str, Any]] | None = None
+        """What each readable entry times (its ``about``), read once for
+        :meth:`other_versions`, which ``explain`` asks for every shape."""
 
     def check_writable(self) -> None:
         """Make the folder and try a file there (``seamline tune``, before it measures);
@@ -398,14 +401,28 @@ class TuningCache:
         timing holds for the versions it was measured under; ``explain`` says so rather than
         "not measured yet". Nothing from a folder that is not private; an entry that cannot
         be read is passed over (looking is best effort, and bounded)."""
-        if self.directory is None or self.not_private() is not None:
-            return []
         same = {k: v for k, v in _as_stored(about).items() if k not in _VERSIONS}
         found: dict[str, None] = {}
+        for theirs in self._stored_abouts():
+            if {k: v for k, v in theirs.items() if k not in _VERSIONS} != same:
+                continue
+            if any(theirs.get(k) != about.get(k) for k in _VERSIONS):
+                found[", ".join(f"{k} {_shown(theirs.get(k))}" for k in _VERSIONS)] = None
+        return list(found)
+
+    def _stored_abouts(self) -> list[Mapping[str, Any]]:
+        """The ``about`` of every entry that can be read (at most :data:`_MOST_LOOKED_AT`
+        files), read at the first call only: ``explain`` looks once for each shape (an entry
+        saved since is of the versions installed now, which :meth:`other_versions` skips)."""
+        if self._stored is not None:
+            return self._stored
+        self._stored = []
+        if self.directory is None or self.not_private() is not None:
+            return self._stored
         try:
             paths = sorted(self.directory.glob("attention-*.json"))[:_MOST_LOOKED_AT]
         except OSError:
-            return []
+            return self._stored
         for path in paths:
             try:
                 if entry_not_private(path) is not None:
@@ -413,12 +430,8 @@ class TuningCache:
                 entry = TuningEntry.from_json(strict_json(read_regular(path, ENTRY_LIMIT)))
             except (OSError, NotRegularFile, ValueError, RecursionError):
                 continue
-            theirs = entry.about
-            if {k: v for k, v in theirs.items() if k not in _VERSIONS} != same:
-                continue
-            if any(theirs.get(k) != about.get(k) for k in _VERSIONS):
-                found[", ".join(f"{k} {_shown(theirs.get(k))}" for k in _VERSIONS)] = None
-        return list(found)
+            self._stored.append(entry.about)
+        return self._stored
 
     def save(self, entry: TuningEntry) -> Path:
         """Write ``entry`` atomically; :class:`TuningCacheUnwritable` when the folder cannot
