@@ -69,7 +69,9 @@ def json_logs_asked(args: Sequence[str]) -> bool:
     json``), whose "No such option" is then a record as well: a program that asked for
     JSON gets JSON.
     """
-    options = list(args)[: list(args).index("--")] if "--" in args else list(args)
+    options = list(args)
+    if "--" in options:
+        options = options[: options.index("--")]
     return "--log-format=json" in options or ("--log-format", "json") in pairwise(options)
 
 
