@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,14 @@ def test_a_real_sweep_prints_the_table_and_the_verdicts(sweep: Run) -> None:
 
 
 @pytest.mark.slow
-def test_when_every_worker_fails_it_exits_1_and_records_why(tmp_path: Path) -> None:
+def test_when_every_worker_fails_it_exits_1_and_records_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The failed workers' logs are kept on purpose; keep them in this test's folder, not
+    # in the machine's temporary directory (each suite run left one there).
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     # No JAX worker starts within 0.01 s; the probe and the baseline are exempt (300 s).
     run = bench(
         tmp_path,
@@ -145,6 +153,8 @@ def test_when_every_worker_fails_it_exits_1_and_records_why(tmp_path: Path) -> N
     # A name no entry point registers is a usage error before anything runs (exit 2):
     # tests/benchmarks/test_bench_cli_attention.py.
     assert "nothing was measured" in run.stderr
+    (kept,) = temporary.glob("seamline-attention-bench-*")
+    assert f"worker logs kept in {kept}" in " ".join(run.stderr.split()), run.stderr
 
 
 @pytest.mark.slow
