@@ -125,6 +125,8 @@ from seamline.contracts.sink_kit import (
     fsync_directory,
     made_by_another,
     planted_inside,
+    publish_staged,
+    refuse_blocked_parts,
     stops_deferred,
 )
 
@@ -345,6 +347,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         """Every finished part's rows, in shard order, into the table as one version of it."""
         staging = self.staging()
         parts = staging.finished_parts(run_id, count)
+        refuse_blocked_parts(  # before the table changes
+            [("errors", self.config.resolved_errors_path()), ("manifest", self._table_manifest)],
+            staging.root,
+        )
         self.manifest = {**manifest, "run_id": run_id}
         if self._undo_interrupted_publication():  # an earlier try of this publication died
             self.forget_run()
@@ -514,10 +520,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
 
 
 def _complete(sink: LanceDbSink, parts: Sequence[Mapping[str, Path]], run_id: str) -> None:
-    """A staged run's rows in the table: its errors file and its manifest published, then
-    the checkpoint of its ``publishing`` deleted. A stop waits for the last of the three
-    (:func:`stops_deferred`): one in between left this run's errors file beside the
-    earlier run's manifest, or the checkpoint of a publication that was complete."""
+    """A staged run's rows in the table: its errors file, then its manifest published
+    (:func:`publish_staged`: a failed rename puts the previous errors file back), then the
+    checkpoint of its ``publishing`` deleted. A stop waits for the end of the three: one in
+    between left the checkpoint of a publication that was complete."""
     errors = sink.merged_errors(parts)
     try:
         manifest = sink.manifest_file(run_id)
@@ -525,8 +531,7 @@ def _complete(sink: LanceDbSink, parts: Sequence[Mapping[str, Path]], run_id: st
         errors.discard()
         raise
     with stops_deferred():
-        errors.publish()
-        manifest.publish()
+        publish_staged(sink.staging().root, run_id, [errors], manifest)
         sink.forget_run()
 
 

@@ -67,7 +67,7 @@ from seamline.contracts import OutputRecord, UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.manifest import REWRITE
 from seamline.contracts.readback import CHUNK_ROWS, Chunk, OutputReader
-from seamline.contracts.sink_kit import AtomicFile, AtomicGroup, SinkState, fsync_directory
+from seamline.contracts.sink_kit import AtomicFile, SinkState, fsync_directory, publish_staged
 from seamline.contracts.stored import first_line
 
 if TYPE_CHECKING:
@@ -340,8 +340,8 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
                         [conformed(b, schema, self.name, label) for b in batches], schema
                     )
 
-        publication = AtomicGroup()
         final = AtomicFile(self.config.path, purpose="parquet file")
+        files = [final]
         try:
             config = self.config
             write_rows(
@@ -353,13 +353,13 @@ class ParquetSink(ColumnarSink[ParquetSinkConfig]):
                 config.compression,
             )
             self._digest(final)  # then the manifest, which records it
-            publication.add(self.manifest_file(run_id))
-            publication.add(self.merged_errors(parts))
-            publication.add(final)
+            files.insert(0, self.merged_errors(parts))
+            written = self.manifest_file(run_id)
         except BaseException:
-            publication.discard()
-            final.discard()
+            for atomic in files:
+                atomic.discard()
             raise
-        publication.publish()  # the manifest, the errors, and the file last
+        # The errors, the file, then the manifest last; the parts stay until it is out.
+        publish_staged(staging.root, run_id, files, written)
         staging.discard_all()
         log.info("staged parts published", sink=self.name, run=run_id, parts=count)

@@ -70,6 +70,7 @@ from seamline.contracts.sink_kit._made_by import Maker, made_by_another, model_c
 from seamline.contracts.sink_kit._parts import RunId
 from seamline.contracts.sink_kit._paths import OutputPath, blocked_folder, located
 from seamline.contracts.sink_kit._records import checked_vector, record_fields, record_metadata
+from seamline.contracts.sink_kit._staged import publish_staged, refuse_blocked_parts
 from seamline.contracts.sink_kit._template import PublishingSink
 
 __all__ = [
@@ -89,8 +90,10 @@ __all__ = [
     "made_by_another",
     "model_changes",
     "planted_inside",
+    "publish_staged",
     "record_fields",
     "record_metadata",
+    "refuse_blocked_parts",
     "stops_deferred",
     "write_bytes_atomically",
 ]

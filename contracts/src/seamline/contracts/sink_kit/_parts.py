@@ -30,6 +30,7 @@ it, so a worker left over from a killed driver cannot write beside its replaceme
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -162,6 +163,8 @@ class PartStaging:
     def begin(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:
         """A fresh staged run: earlier unpublished runs are deleted, this one's area made."""
         published = self._published_run() if self.keeps_parts else None
+        if not self.keeps_parts:  # a publication killed before its manifest: undone first
+            restore_previous(self.root, self.manifest_path, [d for _, d in self.targets])
         own_directory(self.root, "staging area")  # a link is removed, another's refused
         for child in self.root.iterdir():
             if child.name != published:
@@ -432,6 +435,34 @@ def published_run_id(manifest_path: Path) -> str | None:
     outputs = manifest.get("outputs")
     run_id = outputs.get("run_id") if isinstance(outputs, dict) else None
     return run_id if isinstance(run_id, str) and re.fullmatch(RUN_ID, run_id) else None
+
+
+def previous_folder(root: Path, run_id: str) -> Path:
+    """Where the publication of staged run ``run_id`` into one output keeps the files it
+    replaces until its manifest is out (not a run id: a leading dot, so neither a resume's
+    search for a staged run nor a fresh run's ``begin`` takes it for one)."""
+    return root / f".publishing-{run_id}"
+
+
+def restore_previous(root: Path, manifest_path: Path, destinations: Sequence[Path]) -> None:
+    """Put back the files that a publication killed before its manifest went out replaced.
+
+    The previous output is then whole again (its manifest was never replaced). Only for a
+    publication whose run the published manifest does not name: once it does, the run is
+    published, and what it replaced is of no more use (deleted, not put back).
+    """
+    if not root.is_dir() or root.is_symlink():
+        return
+    published = published_run_id(manifest_path)
+    for folder in root.glob(".publishing-*"):
+        ours = folder.is_dir() and not folder.is_symlink()
+        if ours and folder.name.removeprefix(".publishing-") != published:
+            for destination in destinations:
+                backup = folder / destination.name
+                if backup.is_file() and not backup.is_symlink():
+                    with contextlib.suppress(OSError):
+                        os.replace(backup, destination)
+        remove_tree(folder)
 
 
 def remove_tree(path: Path) -> None:

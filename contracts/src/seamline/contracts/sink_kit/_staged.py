@@ -11,17 +11,31 @@ file, a table) publishes them, which it overrides.
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from seamline.contracts.documents import Shard
-from seamline.contracts.errors import ContractViolation
+from seamline.contracts.errors import RESUME, ContractViolation
 from seamline.contracts.sink import StagedRun
-from seamline.contracts.sink_kit._atomic import AtomicFile
+from seamline.contracts.sink_kit._atomic import (
+    MOVE_IT,
+    AtomicFile,
+    fsync_directory,
+    refuse_in_the_way,
+)
 from seamline.contracts.sink_kit._config import OutputConfig
+from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._lock import DestinationLock
-from seamline.contracts.sink_kit._parts import PartLock, PartStaging, part_is_finished
+from seamline.contracts.sink_kit._parts import (
+    PartLock,
+    PartStaging,
+    part_is_finished,
+    previous_folder,
+    restore_previous,
+)
 
 ConfigT = TypeVar("ConfigT", bound=OutputConfig)
 
@@ -117,3 +131,82 @@ class StagedParts(Generic[ConfigT]):
             errors.discard()
             raise
         return errors
+
+
+def refuse_blocked_parts(files: Sequence[tuple[str, Path]], root: Path) -> None:
+    """Refuse to publish a staged run if a folder stands where one of ``files`` goes:
+    before the first rename (and before a sink changes its table), naming it; the
+    finished parts stay in ``root`` for ``--resume``."""
+    refuse_in_the_way(
+        files,
+        f"the output was not published, and the finished parts are kept in {str(root)!r}: "
+        f"{MOVE_IT}, then run again with {RESUME}",
+    )
+
+
+def publish_staged(
+    root: Path, run_id: str, files: Sequence[AtomicFile], manifest: AtomicFile
+) -> None:
+    """Publish a staged run copied into one output: ``files`` in order, the ``manifest`` last.
+
+    The manifest is the mark that the run is published (a resume then finds no staged
+    run to continue), so it goes out only once every file it describes is in place; the
+    staging area (the run's finished parts, its "checkpoint") is deleted by the caller
+    after. The manifest went out first: a failed or killed rename after it left a new
+    manifest beside the previous files (refused by every reader), and ``--resume`` found
+    the run published and started over. Each file it replaces is kept (a hard link in
+    ``root/.publishing-<run>``) until the manifest is out: a rename that fails puts back
+    what the renames before it replaced, so the previous output stays readable, and the
+    finished parts stay for ``--resume``. A run killed in between leaves the previous
+    files there, which the next attempt puts back first (:func:`restore_previous`).
+    A folder in the way is refused before the first rename; a stop (Ctrl-C, SIGTERM)
+    waits for the last rename.
+    """
+    everything = [*files, manifest]
+    try:
+        refuse_blocked_parts([(a.purpose, a.destination) for a in everything], root)
+        restore_previous(root, manifest.destination, [a.destination for a in files])
+        kept = previous_folder(root, run_id)
+        kept.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except BaseException:
+        for atomic in everything:
+            atomic.discard()
+        raise
+    done: list[AtomicFile] = []
+    with stops_deferred():
+        try:
+            for atomic in files:
+                _keep_previous(atomic.destination, kept)
+                atomic.publish()
+                done.append(atomic)
+            manifest.publish()
+        except BaseException:
+            for atomic in reversed(done):
+                _put_back(atomic.destination, kept)
+            for atomic in everything:
+                atomic.discard()
+            shutil.rmtree(kept, ignore_errors=True)
+            raise
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def _keep_previous(destination: Path, kept: Path) -> None:
+    """A second name in ``kept`` for the regular file at ``destination`` (none: nothing
+    to keep). Best effort: another file system (an errors file elsewhere) keeps nothing."""
+    backup = kept / destination.name
+    with contextlib.suppress(OSError):
+        backup.unlink(missing_ok=True)
+        if destination.is_file() and not destination.is_symlink():
+            os.link(destination, backup)
+
+
+def _put_back(destination: Path, kept: Path) -> None:
+    """Undo a rename: the file it replaced back at ``destination``, or (none) the new one
+    removed."""
+    backup = kept / destination.name
+    with contextlib.suppress(OSError):
+        if os.path.lexists(backup):
+            os.replace(backup, destination)
+        else:
+            destination.unlink(missing_ok=True)
+        fsync_directory(destination.parent)
