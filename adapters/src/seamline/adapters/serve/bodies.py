@@ -24,6 +24,7 @@ from starlette.requests import Request
 
 from seamline.adapters.search import MAX_K, unicode_problem
 from seamline.adapters.serve.errors import ApiError
+from seamline.adapters.serve.foreign import input_type_hint, refuse_foreign_fields
 from seamline.adapters.serve.limits import Limits
 from seamline.contracts.documents import blank_kind
 from seamline.contracts.untrusted import is_count
@@ -165,6 +166,7 @@ def json_type(value: object) -> str:
 def embeddings_request(data: Any, limits: Limits, dimension: int) -> EmbeddingsRequest:
     """A ``/v1/embeddings`` body checked (see docs/serving.md for what each field does)."""
     body = _object(data, "input")
+    refuse_foreign_fields(body)  # TEI's normalize, truncate, inputs...: not ignored
     texts = _texts(body.get("input", _MISSING), limits)
     model = body.get("model")
     if model is not None and not isinstance(model, str):
@@ -245,7 +247,8 @@ def _input_type(asked: Any) -> bool:
     shown = json.dumps(asked)[:60]
     raise _invalid(
         "input_type",
-        f'\'input_type\' must be "document" (the default) or "query", not {shown}',
+        f'\'input_type\' must be "document" (the default) or "query", not {shown}'
+        f"{input_type_hint(asked)}",
     )
 
 
