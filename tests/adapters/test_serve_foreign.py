@@ -92,3 +92,26 @@ def test_the_refusal_is_openais_error_shape_over_http() -> None:
     error = error_of(answer)
     assert error["type"] == "invalid_request_error"
     assert (error["param"], error["code"]) == ("normalize", "unsupported_field")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "told"),
+    [
+        ("POST", "/embed", "here POST /v1/embeddings, the texts in 'input' (not 'inputs')"),
+        ("POST", "/embed_all", "one vector per text"),
+        ("GET", "/info", "GET /v1/models names the model served"),
+        ("POST", "/tokenize", "usage.prompt_tokens"),
+    ],
+)
+def test_text_embeddings_inference_routes_are_told_where_their_job_is(
+    method: str, path: str, told: str
+) -> None:
+    # They were a bare 404 "no such endpoint: POST /embed".
+    answer = with_client(lambda client: client.request(method, path, json={"inputs": "a"}))
+    assert answer.status_code == 404
+    error = error_of(answer)
+    assert error["code"] == "not_found"
+    assert error["message"].startswith(
+        f"no such endpoint: {method} {path}; text-embeddings-inference's route: "
+    )
+    assert told in error["message"]

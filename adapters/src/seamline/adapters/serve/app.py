@@ -34,6 +34,7 @@ from seamline.adapters.serve.catalog import list_models, retrieve_model
 from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
+from seamline.adapters.serve.foreign import route_hint
 from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
@@ -312,9 +313,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     )
     route = f"{request.method} {request.url.path}"
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
-    return ApiError(
-        status, f"{message}: {route}{_without_v1(request, status)}", code=code
-    ).response()
+    hint = _without_v1(request, status) or (route_hint(request.url.path) if status == 404 else "")
+    return ApiError(status, f"{message}: {route}{hint}", code=code).response()
 
 
 def _without_v1(request: Request, status: int) -> str:

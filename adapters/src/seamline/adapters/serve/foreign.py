@@ -81,3 +81,32 @@ def input_type_hint(asked: object) -> str:
         return ""
     ours = INPUT_TYPE_EQUIVALENTS.get(asked, "query")
     return f' ({INPUT_TYPES[asked]} "{asked}" is "{ours}" here)'
+
+
+_EMBED = (
+    "text-embeddings-inference's route: here POST /v1/embeddings, the texts in 'input' "
+    "(not 'inputs'), answered in OpenAI's shape (docs/serving.md, Coming from "
+    "text-embeddings-inference)"
+)
+ROUTES: dict[str, str] = {
+    "/embed": _EMBED,
+    "/embed_all": f"{_EMBED}; one vector per text, never one per token",
+    "/embed_sparse": f"{_EMBED}; dense vectors only",
+    "/info": (
+        "text-embeddings-inference's route: here GET /v1/models names the model served "
+        "and GET /healthz says whether it is ready, with its dimension"
+    ),
+    "/tokenize": (
+        "text-embeddings-inference's route: this server does not tokenize on request; "
+        "POST /v1/embeddings counts each request's tokens in usage.prompt_tokens"
+    ),
+    "/decode": "text-embeddings-inference's route: this server does not decode tokens",
+}
+"""text-embeddings-inference's routes, and where this server does their job: a client
+moving from TEI was told only "no such endpoint"."""
+
+
+def route_hint(path: str) -> str:
+    """For a 404 of one of :data:`ROUTES`, where its job is done here; else ``""``."""
+    hint = ROUTES.get(path.rstrip("/") or "/")
+    return f"; {hint}" if hint else ""
