@@ -180,6 +180,10 @@ def test_a_closed_embedder_says_so_and_refuses_a_with_block() -> None:
         ("normalize_embeddings", "normalize=True"),
         ("show_progress_bar", "seamline run shows one"),
         ("prompt_name", "queries=True"),
+        # Only "queries=True, the model's own query prefix": for MiniLM (none), no change.
+        ("prompt_name", "model.with.prefix.query"),
+        ("prompt", "model.with.prefix.document"),
+        ("prompt", "model.with.prefix.query"),
         ("convert_to_tensor", "always a NumPy float32 array"),
     ],
 )

@@ -156,8 +156,16 @@ _SENTENCE_TRANSFORMERS = {
     "convert_to_tensor": "none: the result is always a NumPy float32 array",
     "output_value": "none: the result is always a NumPy float32 array",
     "show_progress_bar": "none in the library (seamline run shows one for a corpus)",
-    "prompt": "queries=True, the model's own query prefix",
-    "prompt_name": "queries=True, the model's own query prefix",
+    "prompt": (
+        "a prompt is the model's setting, model.with.prefix.document (before every text) "
+        "or model.with.prefix.query (before the texts of encode(..., queries=True)), "
+        "docs/models.md"
+    ),
+    "prompt_name": (
+        "queries=True for the checkpoint's own 'query' prompt, where it has one; any "
+        "other prompt as model.with.prefix.query (with queries=True) or "
+        "model.with.prefix.document (every text), docs/models.md"
+    ),
     "device": "none: the device is JAX's (JAX_PLATFORMS)",
     "precision": "the pipeline's precision: section",
 }
