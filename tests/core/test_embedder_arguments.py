@@ -184,6 +184,9 @@ def test_a_closed_embedder_says_so_and_refuses_a_with_block() -> None:
         ("prompt_name", "model.with.prefix.query"),
         ("prompt", "model.with.prefix.document"),
         ("prompt", "model.with.prefix.query"),
+        # Was "the pipeline's precision: section": the compute precision, not the output's.
+        ("precision", "quantizes the output vectors"),
+        ("precision", "np.packbits(vectors > 0, axis=-1)"),
         ("convert_to_tensor", "always a NumPy float32 array"),
     ],
 )

@@ -167,7 +167,13 @@ _SENTENCE_TRANSFORMERS = {
         "model.with.prefix.document (every text), docs/models.md"
     ),
     "device": "none: the device is JAX's (JAX_PLATFORMS)",
-    "precision": "the pipeline's precision: section",
+    "precision": (
+        "none: sentence-transformers' precision= quantizes the output vectors (int8, "
+        "uint8, binary, ubinary), where the pipeline's precision: section is the precision "
+        "the model computes in; encode returns float32 vectors: quantize them, "
+        "np.packbits(vectors > 0, axis=-1) for ubinary, or sentence-transformers' "
+        "quantize_embeddings(vectors, precision='int8') on the array"
+    ),
 }
 """``SentenceTransformer.encode``'s keywords that ``encode`` has no place for, with where
 each one's job is done (docs/python.md's table): Python's own "unexpected keyword
