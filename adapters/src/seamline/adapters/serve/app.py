@@ -30,7 +30,7 @@ from starlette.routing import Match, Route
 
 from seamline.adapters.serve.access import CALLERS_ID_KEY, SPAN_KEY, TracedAccessLog
 from seamline.adapters.serve.bodies import embeddings_request, read_body, search_request
-from seamline.adapters.serve.catalog import list_models, retrieve_model
+from seamline.adapters.serve.catalog import ModelNames, list_models, retrieve_model
 from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
 from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
@@ -64,6 +64,11 @@ class Served:
     """The name answers carry in ``model``: the pipeline's."""
     created: int = field(default_factory=lambda: int(time.time()))
     """When the server started (Unix seconds): ``created`` of ``GET /v1/models``."""
+    model_names: ModelNames = field(init=False)
+    """The unknown ``model`` names requests sent, each logged once."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model_names", ModelNames(self.model))  # frozen: set once
 
 
 def build_app(served: Served, lifespan: Any = None) -> Starlette:
@@ -207,6 +212,7 @@ async def _embeddings(served: Served, request: Request) -> Response:
     body = await read_body(request, served.limits.max_request_bytes)
     dimension = engine.dimension
     asked = await checked(body, lambda data: embeddings_request(data, served.limits, dimension))
+    served.model_names.note(asked.model)
     loop = asyncio.get_running_loop()
     pending, future = engine.submit(asked.texts, asked.characters, loop, queries=asked.queries)
     left = asyncio.ensure_future(_client_left(request))

@@ -42,6 +42,9 @@ class EmbeddingsRequest:
     """``input_type: "query"``: embed the texts as search queries (the model's query side)."""
     single: bool = False
     """``input`` was one string, not an array: an error names it ``input``, not ``input[0]``."""
+    model: str | None = None
+    """The ``model`` the client named: not checked, only logged when it is not the one
+    served (:class:`~.catalog.ModelNames`)."""
 
 
 DEFAULT_K = 10
@@ -191,6 +194,7 @@ def embeddings_request(data: Any, limits: Limits, dimension: int) -> EmbeddingsR
         characters,
         _input_type(body.get("input_type")),
         single=isinstance(body.get("input"), str),
+        model=model,
     )
 
 

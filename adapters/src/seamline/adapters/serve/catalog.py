@@ -19,6 +19,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from seamline.adapters.serve.errors import ApiError
+from seamline.contracts.logs import get_logger
+
+log = get_logger("seamline.adapters.serve")
 
 OWNER = "seamline"
 
@@ -56,3 +59,39 @@ def retrieve_model(model: str, created: int) -> Handler:
         return JSONResponse(model_card(model, created))
 
     return retrieve
+
+
+MAX_NAMES_NOTED = 8
+"""How many distinct unknown model names are logged: a client that sends a new name with
+each request must not fill the log, nor the server's memory."""
+
+
+class ModelNames:
+    """The ``model`` names embedding requests sent that are not the one served, each
+    logged once (a warning), the first :data:`MAX_NAMES_NOTED` of them.
+
+    The name is not checked, so that clients configured with OpenAI's model name work
+    unchanged; but a client that meant another model (``text-embedding-3-small``, an
+    e5) is answered with this server's vectors, which it cannot tell from its answer's
+    ``model`` alone: the log says so, where an operator looks.
+    """
+
+    def __init__(self, served: str) -> None:
+        self._served = served
+        self._noted: set[str] = set()
+
+    def note(self, asked: str | None) -> None:
+        """Log ``asked`` if it is a name not served and not yet logged (within the bound)."""
+        if asked is None or asked == self._served or asked in self._noted:
+            return
+        if len(self._noted) >= MAX_NAMES_NOTED:
+            return
+        self._noted.add(asked)
+        last = len(self._noted) == MAX_NAMES_NOTED
+        log.warning(
+            "an embedding request names a model this server does not serve; it is "
+            "answered with the model served (the request's model is not checked)",
+            asked=asked if len(asked) <= 100 else f"{asked[:100]}...",
+            served=self._served,
+            further_names_logged=not last,
+        )
