@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
+from seamline.components.loaders._blank import blank_reason, is_blank, skip_empty_field
 from seamline.components.loaders._seen_ids import SeenIds, Skipping
 from seamline.contracts import (
     ComponentConfig,
@@ -276,7 +276,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
                 f"text field {text_field!r} holds {bad}, which is not valid Unicode", doc_id
             )
         if self.config.skip_empty and is_blank(text):
-            return error(BLANK_REASON, doc_id, "skip")
+            return error(blank_reason(text), doc_id, "skip")
 
         metadata = {name: obj[name] for name in self.config.metadata_fields if name in obj}
         for name, value in metadata.items():

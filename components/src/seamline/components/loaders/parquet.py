@@ -50,7 +50,7 @@ from pydantic import Field, field_validator, model_validator
 
 from seamline.components.loaders import _count
 from seamline.components.loaders import _parquet_rows as rows
-from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
+from seamline.components.loaders._blank import blank_reason, is_blank, skip_empty_field
 from seamline.components.loaders._listing import pattern_start, refuse_unlistable
 from seamline.components.loaders._seen_ids import SeenIds
 from seamline.contracts import (
@@ -454,7 +454,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 doc_id,
             )
         if config.skip_empty and is_blank(text):
-            skipped = self._error(where, BLANK_REASON, doc_id)
+            skipped = self._error(where, blank_reason(text), doc_id)
             return replace(skipped, stage="skip")
         metadata = {name: fields[name] for name in config.metadata_columns}
         return Document(doc_id, text, metadata)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import Field, field_validator
 
 from seamline.components.loaders import _count
-from seamline.components.loaders._blank import BLANK_REASON, is_blank, skip_empty_field
+from seamline.components.loaders._blank import blank_reason, is_blank, skip_empty_field
 from seamline.components.loaders._listing import refuse_unlistable
 from seamline.contracts import (
     ComponentConfig,
@@ -311,7 +311,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         if self.config.skip_empty and is_blank(text):
             return DocumentError(
                 id=doc_id,
-                reason=BLANK_REASON,
+                reason=blank_reason(text),
                 metadata={**where, "bytes": len(data)},
                 stage="skip",
             )
