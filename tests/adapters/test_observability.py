@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -869,6 +870,25 @@ def test_summarize_computes_count_total_median_p95_and_share(tmp_path: Path) -> 
     assert apply.share == pytest.approx(0.505)
 
 
+def test_a_span_whose_parent_is_not_in_the_file_is_a_root(tmp_path: Path) -> None:
+    """Under TRACEPARENT the run's span has the caller's span as parent: the summary
+    showed ``run 0.000s``, every share 0 % and "no span without a parent"."""
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    spans = [  # children first, as the exporter writes them
+        {"name": "seamline.shard", "span_id": "c", "parent_span_id": "r", "end_ns": 10**9},
+        {"name": "seamline.run", "span_id": "r", "parent_span_id": "caller", "end_ns": 4 * 10**9},
+        {"name": "other", "trace_id": "t2", "span_id": "o", "parent_span_id": "c", "end_ns": 10**9},
+    ]
+    path = tmp_path / "t.jsonl"
+    lines = [json.dumps({"trace_id": trace, "start_ns": 0, **span}) for span in spans]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["trace", "summarize", str(path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.output
+    assert f"{path}: 3 spans, run 5.000s" in result.stdout  # another trace's "c" is not its parent
+    assert re.search(r"seamline\.shard .* 20\.0%", result.stdout), result.stdout
+
+
 def test_summarize_keeps_what_it_counts_not_the_spans(tmp_path: Path) -> None:
     # Every span was held whole as a dict: a 222 MB trace took 1.17 GB to summarize.
     import tracemalloc
@@ -935,8 +955,8 @@ def test_summarize_a_missing_or_malformed_file_exits_2(
         ),
         (
             [("seamline.run", "y", 0, 10**9), ("y", "s", 0, 5 * 10**8)],
-            "warning: no span without a parent (the root's line is missing, or the parents "
-            "form a cycle): the run is shown as 0 s and every share as 0 %",
+            "warning: no root span (every span's parent is in the file: the parents form a "
+            "cycle): the run is shown as 0 s and every share as 0 %",
         ),
     ],
 )

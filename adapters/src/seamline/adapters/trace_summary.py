@@ -53,8 +53,8 @@ class TraceSummary:
     backwards: int = 0
     """Spans that end before they start (a wall clock set back), shown as 0 s."""
     roots: int = 1
-    """Spans without a parent: with none (parents in a cycle, the root's line lost) there
-    is no run to take shares of."""
+    """Spans whose parent is not in the file (none, or a caller's span, as under
+    ``TRACEPARENT``): with none (parents in a cycle) there is no run to take shares of."""
 
     def warnings(self) -> list[str]:
         """What the table shows as 0 and why: without a word, a trace whose spans all ended
@@ -69,8 +69,8 @@ class TraceSummary:
             )
         if not self.roots:
             said.append(
-                "no span without a parent (the root's line is missing, or the parents form "
-                "a cycle): the run is shown as 0 s and every share as 0 %"
+                "no root span (every span's parent is in the file: the parents form a "
+                "cycle): the run is shown as 0 s and every share as 0 %"
             )
         return said
 
@@ -92,7 +92,10 @@ class TimedSpan:
     name: str
     seconds: float
     error: bool
-    root: bool
+    span_id: str
+    """``trace_id/span_id``: a parent is looked for within its own trace."""
+    parent: str | None
+    """The parent's ``trace_id/span_id``; None for a span without one."""
     backwards: bool = False
     """It ends before it starts: its ``seconds`` are 0."""
 
@@ -158,12 +161,15 @@ def _span(line: bytes, where: str) -> TimedSpan:
                 "nanoseconds (0 to 2**64 - 1)"
             )
     status = span.get("status")
+    trace = span.get("trace_id") or ""
+    parent = span.get("parent_span_id")
     nanoseconds = span["end_ns"] - span["start_ns"]
     return TimedSpan(
         name=span["name"],
         seconds=max(0, nanoseconds) / 1e9,  # a wall clock set back: said once, as a warning
         error=isinstance(status, dict) and status.get("code") == "ERROR",
-        root=not span.get("parent_span_id"),
+        span_id=f"{trace}/{span.get('span_id') or ''}",
+        parent=f"{trace}/{parent}" if parent else None,
         backwards=nanoseconds < 0,
     )
 
@@ -174,8 +180,18 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def summarize(path: Path) -> TraceSummary:
+    """The table of :class:`SpanStats` for the trace at ``path``.
+
+    A root is a span whose parent is not in the file: a run under ``TRACEPARENT`` (or a
+    request whose client sent ``traceparent``) has a parent that lives in the caller's
+    trace, and counting only spans without a parent read as a run of 0 s. Children
+    usually end, and are written, before their parent, so the spans with a parent are
+    gathered per parent (few) and settled once the whole file is read.
+    """
     durations: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
+    seen: set[str] = set()
+    by_parent: dict[str, tuple[int, float]] = {}
     run_seconds = 0.0
     count = backwards = roots = 0
     for span in read_spans(path):
@@ -183,9 +199,17 @@ def summarize(path: Path) -> TraceSummary:
         durations[span.name].append(span.seconds)
         errors[span.name] += span.error
         backwards += span.backwards
-        if span.root:
+        seen.add(span.span_id)
+        if span.parent is None:
             roots += 1
             run_seconds += span.seconds
+        else:
+            children, seconds = by_parent.get(span.parent, (0, 0.0))
+            by_parent[span.parent] = (children + 1, seconds + span.seconds)
+    for parent, (children, seconds) in by_parent.items():
+        if parent not in seen:
+            roots += children
+            run_seconds += seconds
     if not count:
         raise UserError(f"{path} holds no spans")
     rows = []
