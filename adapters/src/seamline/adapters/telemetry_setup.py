@@ -41,6 +41,7 @@ metric exporters.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -481,6 +482,8 @@ class _Exporting(SpanProcessor):
 _exporting = _Exporting()
 _attached_to: set[int] = set()
 _meter_provider: MeterProvider | None = None
+_meters_closed = False
+"""The meter provider's shutdown has begun: the process's metrics are exported once."""
 
 
 def tracer_provider(service_name: str = DEFAULT_SERVICE_NAME) -> TracerProvider:
@@ -527,8 +530,10 @@ def configure_telemetry(
             _meter_provider = MeterProvider(
                 metric_readers=readers,
                 resource=Resource.create({SERVICE_NAME: config.service_name}),
+                shutdown_on_exit=False,  # shut down by shutdown_telemetry, or _close_meters
             )
             metrics.set_meter_provider(_meter_provider)
+            atexit.register(_close_meters)
         else:
             log.warning(
                 "metric exporters are set once per process; keeping the first",
@@ -543,8 +548,34 @@ def flush_telemetry() -> None:
 
 
 def shutdown_telemetry() -> None:
-    """Flush and stop this configuration's exporters (before the process exits)."""
+    """Flush and stop this configuration's exporters (before the process exits).
+
+    The meter provider is shut down here, once, by the command: with the SDK's own
+    ``atexit`` handler, the metrics were exported here and again at exit (10 s more each
+    for a receiver that does not answer), and a Ctrl-C in the second export was a
+    traceback ("Exception ignored in atexit callback"), exit code 0; a stop here is told
+    by the command's block, like any other.
+    """
+    global _meters_closed
+    owned, _meters_closed = _meters_closed, True  # stopped here or not, never again at exit
     _exporting.replace(())
     traces_lock.release_all()
-    if _meter_provider is not None:
-        _meter_provider.force_flush()
+    if _meter_provider is not None and not owned:
+        _shutdown_meters(_meter_provider)
+
+
+def _close_meters() -> None:
+    """At exit, for a process that never called :func:`shutdown_telemetry` (an executor's
+    worker, a program using the API): export the metrics once, as the SDK would have."""
+    global _meters_closed
+    if _meter_provider is not None and not _meters_closed:
+        _meters_closed = True
+        _shutdown_meters(_meter_provider)
+
+
+def _shutdown_meters(provider: MeterProvider) -> None:
+    """The final export; a reader that fails is one warning, not the command's failure."""
+    try:
+        provider.shutdown()
+    except Exception as err:  # the SDK raises a bare Exception naming each failed reader
+        log.warning("metrics were not all exported", error=cut(str(err)))
