@@ -167,10 +167,18 @@ def _exporters(
             raise UserError(
                 f"{variable}={env[variable]!r}: unknown exporter {unknown[0]!r}; "
                 f"choose from {', '.join(allowed)} (comma-separated)"
+                + (PROMETHEUS if unknown[0] == "prometheus" else "")
             )
         chosen = names
     return tuple(dict.fromkeys(n for n in chosen if n != "none"))
 
+
+PROMETHEUS = (
+    ". Prometheus needs no exporter: seamline serve's metrics are scraped from its "
+    "GET /metrics; a run's are exported with otlp or console"
+)
+"""Said to ``OTEL_METRICS_EXPORTER=prometheus``: the SDK's name for a scrape endpoint, which
+seamline serve already is; "unknown exporter" alone sent the user looking for one."""
 
 OTLP_ENDPOINT_FIELD = "telemetry.otlp_endpoint"
 
@@ -505,11 +513,15 @@ def configure_telemetry(
     environ: Mapping[str, str] | None = None,
     *,
     worker: bool = False,
+    no_metrics: str | None = None,
 ) -> TelemetryConfig:
     """Install the providers (once) and this configuration's exporters (replacing any before).
 
     ``worker``: this process runs shards for a driver elsewhere (an executor's worker),
     so a jsonl trace file is appended to, not started afresh.
+    ``no_metrics``: the command records no OpenTelemetry metrics, and what to do instead;
+    said once as a warning when a metric exporter is asked for (it exported nothing,
+    without a word).
     """
     global _meter_provider
     config = resolve(section, environ)
@@ -520,6 +532,8 @@ def configure_telemetry(
         env = os.environ if environ is None else environ
         _warn_grpc_tls(config, section, env)
         _warn_logs_exporter(env)
+        if config.metrics and no_metrics:
+            log.warning(f"no metrics to export: {no_metrics}", asked=list(config.metrics))
     tracer_provider(config.service_name)
     _exporting.replace([BatchSpanProcessor(e) for e in span_exporters(config, append=worker)])
     if config.metrics:

@@ -227,7 +227,11 @@ def _run(
         before(enable_compile_cache)
     loaded = before(lambda: Pipeline.from_yaml(pipeline, overrides or ()))
     # The pipeline's telemetry: section wins over the OTEL_* variables.
-    before(lambda: telemetry_setup.configure_telemetry(loaded.resolved.spec.telemetry))
+    before(
+        lambda: telemetry_setup.configure_telemetry(
+            loaded.resolved.spec.telemetry, no_metrics=_no_metrics(loaded)
+        )
+    )
     raise_kept_stop()  # one Python dropped so far: the run does not begin
     told.pipeline, told.publication = loaded, Publication.of(loaded)
     try:
@@ -247,6 +251,19 @@ def _run(
     finally:
         telemetry_setup.shutdown_telemetry()  # a stop in it: told by the command's block
     return summary, loaded, run_started
+
+
+def _no_metrics(loaded: Pipeline) -> str | None:
+    """What to do when a metric exporter is asked for and no monitor records metrics: a
+    run's metrics are what its ``metrics`` monitor records, and without one
+    ``OTEL_METRICS_EXPORTER=otlp`` exported nothing, without a word."""
+    if any(choice.name == "metrics" for choice in loaded.resolved.monitors):
+        return None
+    return (
+        "a run's metrics are recorded by its metrics monitor, and this pipeline has none: "
+        "add `monitors: [{use: metrics}]` to it (or --set monitors='[{use: log}, "
+        "{use: metrics}]')"
+    )
 
 
 def configure_logging(log_format: str, log_level: str | None, interactive: bool) -> None:

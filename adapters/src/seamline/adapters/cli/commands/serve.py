@@ -253,7 +253,13 @@ def _serve(
                 f"({str(index)!r}): opening it for spans would overwrite what /v1/search "
                 "serves. Name another traces file"
             )
-    user_errors(lambda: telemetry_setup.configure_telemetry(resolved.spec.telemetry))
+    user_errors(
+        lambda: telemetry_setup.configure_telemetry(
+            resolved.spec.telemetry,
+            no_metrics="seamline serve's metrics are not exported (OTEL_METRICS_EXPORTER, "
+            "telemetry.metrics): scrape them from GET /metrics (Prometheus' text format)",
+        )
+    )
 
     def announce(url: str) -> None:
         print(f"seamline serve: {resolved.spec.pipeline} on {url} (GET {url}/healthz: ready?)")
