@@ -83,3 +83,30 @@ def test_a_run_without_a_metrics_monitor_says_how_to_add_one(
     said = _asked(tmp_path, monkeypatch, ["run"], "[{use: log}]")
     assert "add `monitors: [{use: metrics}]`" in said
     assert _asked(tmp_path, monkeypatch, ["run"], "[{use: log}, {use: metrics}]") is None
+
+
+def test_the_sdk_kill_switch_with_exporters_asked_for_is_one_warning() -> None:
+    """``OTEL_SDK_DISABLED=true`` left a traces file the pipeline asked for empty, and the
+    logs without trace ids, without a word."""
+
+    def warnings(environ: dict[str, str]) -> list[dict[str, Any]]:
+        with structlog.testing.capture_logs() as logs:
+            telemetry_setup.configure_telemetry(environ=environ)
+        telemetry_setup.shutdown_telemetry()
+        return [line for line in logs if "OTEL_SDK_DISABLED" in line["event"]]
+
+    asked = {"OTEL_TRACES_EXPORTER": "console"}
+    (line,) = warnings({**asked, "OTEL_SDK_DISABLED": " True"})
+    assert "no span or metric is recorded" in line["event"]
+    assert line["asked"] == ["console"]
+    assert warnings({"OTEL_SDK_DISABLED": "true"}) == []  # nothing asked: nothing lost
+    assert warnings({**asked, "OTEL_SDK_DISABLED": "false"}) == []
+
+
+def test_summarize_of_an_empty_trace_says_why_it_may_be_empty(tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["trace", "summarize", str(tmp_path / "t.jsonl")], env={"COLUMNS": "300"}
+    )
+    assert result.exit_code == 2
+    assert "a run under OTEL_SDK_DISABLED=true records none" in result.output

@@ -276,6 +276,27 @@ def _warn_grpc_tls(
         )
 
 
+def _warn_sdk_disabled(config: TelemetryConfig, env: Mapping[str, str]) -> None:
+    """One warning when ``OTEL_SDK_DISABLED=true`` and exporters are asked for.
+
+    The variable is OpenTelemetry's kill switch, honoured by the SDK's providers: no span
+    or metric is recorded at all. It beats even a pipeline file's ``telemetry:`` section,
+    so a ``traces_file`` it named was left empty, and the logs without trace ids, without
+    a word.
+    """
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() != "true":
+        return
+    asked = [*config.traces, *config.metrics]
+    if asked:
+        file = f" ({config.traces_file} stays empty)" if "jsonl" in config.traces else ""
+        log.warning(
+            "OTEL_SDK_DISABLED=true turns OpenTelemetry off: no span or metric is recorded, "
+            f"so the exporters asked for export nothing{file} and log lines carry no "
+            "trace ids; unset it to export",
+            asked=asked,
+        )
+
+
 def _warn_logs_exporter(env: Mapping[str, str]) -> None:
     """One warning when ``OTEL_LOGS_EXPORTER`` asks for an exporter: none is made.
 
@@ -532,6 +553,7 @@ def configure_telemetry(
         env = os.environ if environ is None else environ
         _warn_grpc_tls(config, section, env)
         _warn_logs_exporter(env)
+        _warn_sdk_disabled(config, env)
         if config.metrics and no_metrics:
             log.warning(f"no metrics to export: {no_metrics}", asked=list(config.metrics))
     tracer_provider(config.service_name)

@@ -211,7 +211,10 @@ def summarize(path: Path) -> TraceSummary:
             roots += children
             run_seconds += seconds
     if not count:
-        raise UserError(f"{path} holds no spans")
+        raise UserError(
+            f"{path} holds no spans: a run under OTEL_SDK_DISABLED=true records none, and "
+            "one stopped before its first span ended writes none"
+        )
     rows = []
     for name, values in durations.items():
         values.sort()
