@@ -62,7 +62,7 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
     PeriodicExportingMetricReader,
 )
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
@@ -76,6 +76,7 @@ from seamline.adapters.exporter_secrets import hide_endpoint
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import cut
+from seamline.contracts.versions import installed_version
 from seamline.core import (
     TRACES_FILE,
     TelemetrySettings,
@@ -142,8 +143,9 @@ def resolve(
     )
 
 
-def _resource_service_name(env: Mapping[str, str]) -> str:
-    """``service.name`` as ``OTEL_RESOURCE_ATTRIBUTES`` sets it ("" if it does not).
+def _resource_service_name(env: Mapping[str, str], attribute: str = SERVICE_NAME) -> str:
+    """``service.name`` (or ``attribute``) as ``OTEL_RESOURCE_ATTRIBUTES`` sets it ("" if
+    it does not).
 
     The specification lets ``OTEL_SERVICE_NAME`` override it, not a default: given as the
     provider's own attribute, "seamline" replaced it (``service.name=fromres`` arrived as
@@ -152,9 +154,21 @@ def _resource_service_name(env: Mapping[str, str]) -> str:
     named = ""
     for pair in env.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
         key, equals, value = pair.partition("=")
-        if equals and key.strip() == SERVICE_NAME:
+        if equals and key.strip() == attribute:
             named = unquote(value.strip())  # the last one, as the detector's dict keeps
     return named
+
+
+def resource(service_name: str, environ: Mapping[str, str] | None = None) -> Resource:
+    """The providers' resource: ``service.name``, and ``service.version`` (seamline's
+    version) unless ``OTEL_RESOURCE_ATTRIBUTES`` gives one: a backend could not tell the
+    spans of two seamline releases apart."""
+    env = os.environ if environ is None else environ
+    attributes = {SERVICE_NAME: service_name}
+    version = installed_version("seamline-adapters", missing="")
+    if version and not _resource_service_name(env, SERVICE_VERSION):
+        attributes[SERVICE_VERSION] = version
+    return Resource.create(attributes)
 
 
 def _exporters(
@@ -519,7 +533,7 @@ def tracer_provider(service_name: str = DEFAULT_SERVICE_NAME) -> TracerProvider:
     """The process's SDK tracer provider, installed on first use, with the exporters attached."""
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
-        provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
+        provider = TracerProvider(resource=resource(service_name))
         trace.set_tracer_provider(provider)
         provider = trace.get_tracer_provider()
         assert isinstance(provider, TracerProvider)
@@ -565,7 +579,7 @@ def configure_telemetry(
             ]
             _meter_provider = MeterProvider(
                 metric_readers=readers,
-                resource=Resource.create({SERVICE_NAME: config.service_name}),
+                resource=resource(config.service_name, environ),
                 shutdown_on_exit=False,  # shut down by shutdown_telemetry, or _close_meters
             )
             metrics.set_meter_provider(_meter_provider)

@@ -77,6 +77,7 @@ from pydantic import BaseModel
 
 from seamline.contracts.logs import get_logger
 from seamline.contracts.untrusted import for_telemetry
+from seamline.contracts.versions import installed_version
 
 TRACER_NAME = "seamline.core"
 
@@ -115,7 +116,7 @@ def event_name(event_type: type) -> str:
 
 # Made once: a proxy until the application installs a tracer provider, then that
 # provider's tracer. Asking the provider on every span would double a span's cost.
-_TRACER = trace.get_tracer(TRACER_NAME)
+_TRACER = trace.get_tracer(TRACER_NAME, installed_version("seamline-core", missing="") or None)
 
 
 def tracer() -> trace.Tracer:

@@ -39,10 +39,13 @@ from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from seamline.contracts.logs import get_logger
+from seamline.contracts.versions import installed_version
 from seamline.core import Cancelled, Unembeddable, extract_trace_context, is_interrupt
 
 log = get_logger("seamline.adapters.serve")
-tracer = trace.get_tracer("seamline.adapters.serve")
+tracer = trace.get_tracer(
+    "seamline.adapters.serve", installed_version("seamline-adapters", missing="") or None
+)
 
 INLINE_TEXTS = 16
 """Answers of more texts than this are serialized in a worker thread, off the event loop."""
@@ -110,8 +113,7 @@ def _endpoint(
             span_name, context=caller, kind=trace.SpanKind.SERVER
         ) as span:
             request.scope[SPAN_KEY] = span  # its access-log line's trace (:mod:`.access`)
-            span.set_attribute("http.request.method", request.method)
-            span.set_attribute("url.path", request.url.path)
+            span.set_attributes(_request_attributes(request))
             own_id = request.scope.get(CALLERS_ID_KEY)  # the trace found by the caller's id
             if own_id is not None:
                 span.set_attribute("http.request.header.x-request-id", (own_id,))
@@ -141,6 +143,38 @@ def _endpoint(
         return response
 
     return answer
+
+
+def _request_attributes(request: Request) -> dict[str, str | int]:
+    """A request span's attributes, as OpenTelemetry's HTTP server conventions name them.
+
+    ``url.scheme`` is Required there, and ``http.route``, ``server.*``, ``client.address``
+    and ``user_agent.original`` are what a backend groups and filters requests by; the
+    span carried only the method and path. The routes that make spans are fixed paths,
+    so the path is the route.
+    """
+    url = request.url
+    server = request.scope.get("server") or (None, None)
+    attributes: dict[str, str | int] = {
+        "http.request.method": request.method,
+        "url.path": url.path,
+        "url.scheme": url.scheme,
+        "http.route": url.path,
+        "network.protocol.version": str(request.scope.get("http_version", "1.1")),
+    }
+    address = url.hostname or server[0]
+    port = url.port or server[1] or {"http": 80, "https": 443}.get(url.scheme)
+    if address:
+        attributes["server.address"] = address
+    if port:
+        attributes["server.port"] = int(port)
+    if request.client is not None:
+        attributes["client.address"] = request.client.host
+        attributes["client.port"] = request.client.port
+    agent = request.headers.get("user-agent")
+    if agent:
+        attributes["user_agent.original"] = agent[:REASON_CHARS]
+    return attributes
 
 
 REASON_CHARS = 500
