@@ -7,16 +7,21 @@ went into the histograms of a server that had served nothing.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from seamline.adapters.serve.app import Served, build_app
 from seamline.adapters.serve.engine import Engine
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
 from seamline.core.embedder import Embedder
 from seamline.core.registry import Registry
+from tests.adapters.in_process import ReadyEngine
 from tests.adapters.serving import pipeline_text
 
 
@@ -53,3 +58,39 @@ def test_the_warm_up_is_not_a_served_batch(tmp_path: Path, tiny_registry: Regist
         assert served["seamline_serve_batch_examples_sum"] == 1
     finally:
         engine.stop()
+
+
+def scrape(accept: str = "", encoding: str = "") -> httpx.Response:
+    metrics = ServeMetrics()
+    metrics.requests.labels("embeddings", "200").inc()
+    metrics.batch_tokens.observe(20_000)
+    engine: Any = ReadyEngine()
+    index: Any = None
+    app = build_app(Served(engine, index, Limits(), metrics, "m"))
+
+    async def scenario() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            headers = {"accept": accept, "accept-encoding": encoding}
+            return await client.get("/metrics", headers=headers)
+
+    return asyncio.run(scenario())
+
+
+def test_metrics_answer_what_the_scraper_accepts() -> None:
+    """The text format was sent whatever the scraper asked, uncompressed, with a
+    ``*_created`` series beside every counter and histogram."""
+    plain = scrape()
+    assert plain.headers["content-type"].startswith("text/plain")
+    assert "content-encoding" not in plain.headers
+    assert 'seamline_serve_requests_total{endpoint="embeddings",status="200"} 1.0' in plain.text
+    assert "_created" not in plain.text
+    assert 'seamline_serve_batch_tokens_bucket{le="32768.0"} 1.0' in plain.text
+
+    open_metrics = scrape("application/openmetrics-text;version=1.0.0,text/plain;q=0.5", "gzip")
+    assert open_metrics.headers["content-type"].startswith("application/openmetrics-text")
+    assert open_metrics.headers["content-encoding"] == "gzip"  # httpx decoded it
+    assert open_metrics.text.endswith("# EOF\n")
+    assert "_created" not in open_metrics.text
+    families = list(text_string_to_metric_families(plain.text))
+    assert {family.name for family in families} >= {"seamline_serve_requests"}

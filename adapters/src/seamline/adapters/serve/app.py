@@ -338,9 +338,10 @@ def _healthz(served: Served) -> Handler:
 
 def _metrics(served: Served) -> Handler:
     async def metrics(request: Request) -> Response:
-        from prometheus_client import CONTENT_TYPE_LATEST
-
-        return Response(served.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+        body, headers = served.metrics.answer(
+            request.headers.get("accept", ""), request.headers.get("accept-encoding", "")
+        )
+        return Response(body, headers=headers)
 
     return metrics
 

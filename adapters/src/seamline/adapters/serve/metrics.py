@@ -24,15 +24,26 @@ metric                                  what
 
 from __future__ import annotations
 
+import gzip
+from collections.abc import Iterable
 from typing import ClassVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import Metric
 
 from seamline.contracts import BatchDone, ComponentConfig, Event, Monitor
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536)
+TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
 
 class ServeMetrics:
@@ -97,7 +108,40 @@ class ServeMetrics:
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""
-        return generate_latest(self.registry)
+        return generate_latest(_WithoutCreated(self.registry))
+
+    def answer(self, accept: str = "", accept_encoding: str = "") -> tuple[bytes, dict[str, str]]:
+        """The body and headers of ``GET /metrics`` for a scraper's ``Accept`` and
+        ``Accept-Encoding``: OpenMetrics when it asks for ``application/openmetrics-text``
+        (as Prometheus does first), gzipped when it accepts gzip. The text format was
+        sent whatever was asked, uncompressed."""
+        if "application/openmetrics-text" in accept:
+            encoder, content_type = choose_encoder(accept)
+            body = encoder(_WithoutCreated(self.registry))
+        else:
+            body, content_type = self.exposition(), CONTENT_TYPE_LATEST
+        headers = {"content-type": content_type, "vary": "Accept, Accept-Encoding"}
+        if "gzip" in accept_encoding.lower():
+            body = gzip.compress(body, compresslevel=6)
+            headers["content-encoding"] = "gzip"
+        return body, headers
+
+
+class _WithoutCreated:
+    """The registry's families without their ``*_created`` samples.
+
+    prometheus_client adds a ``_created`` series (a Unix time) to every counter and
+    histogram: twice the series for nothing a dashboard uses. Its own switch
+    (``disable_created_metrics``) is process-wide; this leaves other registries alone.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        for family in self.registry.collect():
+            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            yield family
 
 
 class BatchMetrics(Monitor[ComponentConfig]):
