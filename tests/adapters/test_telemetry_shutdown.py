@@ -7,6 +7,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+import structlog.testing
+from opentelemetry.sdk.trace import SpanProcessor
+
 # A process as `seamline run` is at its end: metrics exported to a receiver that answers
 # slowly, the command's block catching a stop (here a bare one: interrupted, exit 130).
 SLOW_EXPORT = """
@@ -78,3 +82,30 @@ def test_a_stop_in_the_final_export_is_told_by_the_command_and_ends_it() -> None
     assert done.stderr.count("exported") == 1, done.stderr
     for said in ("Traceback", "Exception ignored", "can only be called once"):
         assert said not in done.stderr, done.stderr
+
+
+def test_a_slow_last_export_says_where_it_is_sending(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collector that did not answer held the command 22 to 55 s after its work, with
+    nothing said until the SDK's own error lines."""
+    from seamline.adapters import telemetry_setup
+
+    class Slow(SpanProcessor):
+        def shutdown(self) -> None:
+            time.sleep(0.5)
+
+    monkeypatch.setattr(telemetry_setup, "SLOW_EXIT_S", 0.05)
+    environ = {
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:secret@127.0.0.1:9/base?key=k",
+    }
+    telemetry_setup.configure_telemetry(environ=environ)
+    telemetry_setup._exporting.processors = (Slow(),)
+    with structlog.testing.capture_logs() as logs:
+        telemetry_setup.shutdown_telemetry()
+    (line,) = [line for line in logs if "sending telemetry" in line["event"]]
+    assert line["event"].startswith("sending telemetry to http://127.0.0.1:9: waiting")
+    assert "OTEL_EXPORTER_OTLP_TIMEOUT" in line["event"]
+    telemetry_setup.configure_telemetry(environ={})
+    with structlog.testing.capture_logs() as logs:
+        telemetry_setup.shutdown_telemetry()  # quick: nothing said
+    assert not [line for line in logs if "sending telemetry" in line["event"]]

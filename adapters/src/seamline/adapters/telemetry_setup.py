@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -558,7 +558,7 @@ def configure_telemetry(
     said once as a warning when a metric exporter is asked for (it exported nothing,
     without a word).
     """
-    global _meter_provider
+    global _meter_provider, _receivers
     config = resolve(section, environ)
     telemetry_applied(section)  # read here: Pipeline.run need not warn that it went unread
     if section is not None and section.otlp_endpoint:  # the environment's are hidden already
@@ -572,6 +572,7 @@ def configure_telemetry(
             log.warning(f"no metrics to export: {no_metrics}", asked=list(config.metrics))
     tracer_provider(config.service_name)
     _exporting.replace([BatchSpanProcessor(e) for e in span_exporters(config, append=worker)])
+    _receivers = _receivers_of(config)
     if config.metrics:
         if _meter_provider is None:
             readers: list[MetricReader] = [
@@ -608,10 +609,49 @@ def shutdown_telemetry() -> None:
     """
     global _meters_closed
     owned, _meters_closed = _meters_closed, True  # stopped here or not, never again at exit
-    _exporting.replace(())
-    traces_lock.release_all()
-    if _meter_provider is not None and not owned:
-        _shutdown_meters(_meter_provider)
+    said = threading.Timer(SLOW_EXIT_S, _say_sending, (_receivers,))
+    said.daemon = True
+    if _receivers:
+        said.start()
+    try:
+        _exporting.replace(())
+        traces_lock.release_all()
+        if _meter_provider is not None and not owned:
+            _shutdown_meters(_meter_provider)
+    finally:
+        said.cancel()
+
+
+SLOW_EXIT_S = 2.0
+"""How long the last export may take before one line says what the command waits for."""
+
+_receivers: tuple[str, ...] = ()
+"""The OTLP receivers of the current configuration, as ``scheme://host:port``."""
+
+
+def _say_sending(receivers: tuple[str, ...]) -> None:
+    """One line when the last export is slow: a collector that does not answer held the
+    command up to a minute after its work, with nothing said until the SDK's own errors."""
+    log.warning(
+        f"sending telemetry to {', '.join(receivers)}: waiting for the collector (each "
+        "export up to OTEL_EXPORTER_OTLP_TIMEOUT, 10 s by default; at most about 60 s)"
+    )
+
+
+def _receivers_of(config: TelemetryConfig) -> tuple[str, ...]:
+    """Where ``config``'s OTLP exporters send, without a path, query or credentials."""
+    urls = []
+    if "otlp" in config.traces:
+        urls.append(config.traces_endpoint or "http://localhost:4318")
+    if "otlp" in config.metrics:
+        urls.append(config.metrics_endpoint or "http://localhost:4318")
+    found = []
+    for url in urls:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        found.append(
+            f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        )
+    return tuple(dict.fromkeys(found))
 
 
 def _close_meters() -> None:
