@@ -14,7 +14,9 @@ sending more, and a request past one is refused with the bound's name in its err
   before the server starts;
 * ``max_connections``: connections and requests in progress at once, bodies still
   being read included (uvicorn's ``limit_concurrency``): past it, uvicorn answers 503.
-  With ``max_request_bytes`` it bounds what bodies being read can hold.
+  With ``max_request_bytes`` it bounds what bodies being read can hold;
+* ``header_timeout_s`` and ``keep_alive_timeout_s``: how long a connection may take to
+  send a request's head, and how long it is kept idle between two requests.
 """
 
 from __future__ import annotations
@@ -46,8 +48,15 @@ class Limits:
     max_connections: int = 1024
     """Connections and requests in progress at once (past it: 503 from uvicorn)."""
     header_timeout_s: float = 10.0
-    """Seconds a connection has to send a request's head (from its opening, and from each
-    answer): a connection that sends nothing held a ``max_connections`` place for ever."""
+    """Seconds a connection has to send a request's head (from its opening, and from the
+    first byte of each next request): a connection that sends nothing held a
+    ``max_connections`` place for ever."""
+    keep_alive_timeout_s: float = 65.0
+    """Seconds a connection is kept open, idle, after an answer, for the client's next
+    request. Above a load balancer's idle timeout (60 s for AWS's ALB and nginx's
+    ``keepalive_timeout`` upstream), so that the balancer, not the server, closes an idle
+    connection: the other way round, a request the balancer sends as the server closes
+    is lost (502). uvicorn's own 5 s did that to every connection idle for 5 s."""
     max_wait_ms: float = 2.0
     """How long a pass waits for more requests, from the oldest one's arrival."""
     retry_after_s: int = 1
@@ -84,6 +93,8 @@ class Limits:
                 wrong.append(f"--{name.replace('_', '-')} must be at least 1")
         if not 0 < self.header_timeout_s <= 3600:
             wrong.append("--header-timeout must be above 0 and at most 3600 seconds")
+        if not 0 < self.keep_alive_timeout_s <= 3600:
+            wrong.append("--keep-alive-timeout must be above 0 and at most 3600 seconds")
         if not 0 <= self.max_wait_ms <= 1000:
             wrong.append("--max-wait-ms must be from 0 to 1000")
         if self.max_queue_texts < self.max_inputs:

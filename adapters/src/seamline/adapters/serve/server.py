@@ -193,6 +193,9 @@ def serve_pipeline(
         timeout_graceful_shutdown=graceful_timeout,  # type: ignore[arg-type]
         limit_concurrency=limits.max_connections,
         http=with_head_timeout(limits.header_timeout_s),  # uvicorn has no such deadline
+        # Idle between two requests (uvicorn's default, 5 s, lost a balancer's requests):
+        # seconds, 2.5 too (uvicorn hands it to call_later, though it annotates an int).
+        timeout_keep_alive=limits.keep_alive_timeout_s,  # type: ignore[arg-type]
         server_header=False,
         lifespan="on",
     )

@@ -115,6 +115,15 @@ HeaderTimeout = Annotated[
         metavar="SECONDS",
     ),
 ]
+KeepAliveTimeout = Annotated[
+    float,
+    typer.Option(
+        "--keep-alive-timeout",
+        help="Seconds an idle connection is kept open after an answer, for its next "
+        "request; set it above a load balancer's idle timeout (above 0, at most 3600).",
+        metavar="SECONDS",
+    ),
+]
 LongTextOption = Annotated[
     str,
     typer.Option(
@@ -179,6 +188,7 @@ def serve(
     max_queue_chars: MaxQueueChars = 16 * 1024 * 1024,
     max_connections: MaxConnections = 1024,
     header_timeout: HeaderTimeout = 10.0,
+    keep_alive_timeout: KeepAliveTimeout = 65.0,
     long_text: LongTextOption = "truncate",
     index: IndexOption = None,
     graceful_timeout: GracefulTimeout = 30.0,
@@ -203,6 +213,7 @@ def serve(
             max_queue_chars=max_queue_chars,
             max_connections=max_connections,
             header_timeout_s=header_timeout,
+            keep_alive_timeout_s=keep_alive_timeout,
             max_wait_ms=max_wait_ms,
             long_text=long_text,  # type: ignore[arg-type]  # checked by problems()
         )
