@@ -33,11 +33,12 @@ from seamline.adapters.serve.bodies import embeddings_request, read_body, search
 from seamline.adapters.serve.catalog import ModelNames, list_models, retrieve_model
 from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
-from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
+from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
 from seamline.adapters.serve.foreign import route_hint
 from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
+from seamline.adapters.serve.slots import Slots
 from seamline.contracts.logs import get_logger
 from seamline.contracts.versions import installed_version
 from seamline.core import Cancelled, Unembeddable, extract_trace_context, is_interrupt
@@ -69,9 +70,12 @@ class Served:
     """When the server started (Unix seconds): ``created`` of ``GET /v1/models``."""
     model_names: ModelNames = field(init=False)
     """The unknown ``model`` names requests sent, each logged once."""
+    searches: Slots = field(init=False)
+    """The places of ``limits.max_concurrent_searches``."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "model_names", ModelNames(self.model))  # frozen: set once
+    def __post_init__(self) -> None:  # frozen: each set once
+        object.__setattr__(self, "model_names", ModelNames(self.model))
+        object.__setattr__(self, "searches", Slots(self.limits.max_concurrent_searches))
 
 
 def build_app(served: Served, lifespan: Any = None) -> Starlette:
@@ -313,12 +317,52 @@ def _embeddings_body(vectors: np.ndarray, encoding: str, model: str, tokens: int
 
 
 async def _search(served: Served, request: Request) -> Response:
+    """The search, in a worker thread, raced against its client leaving (499).
+
+    A client that left was answered 200 all the same once its search ended (the metrics
+    counted it served), and nothing bounded how many ran: the thread cannot be stopped,
+    so its place (``--max-concurrent-searches``) is held until it ends, and a search
+    past the bound is a 429 at once rather than one more thread competing for the CPUs.
+    """
     body = await read_body(request, served.limits.max_request_bytes)
     asked = await checked(body, lambda data: search_request(data, served.limits))
-    found = await anyio.to_thread.run_sync(served.index.find, asked)
+    if not served.searches.take():
+        raise _searches_busy(served)
+    searching = asyncio.ensure_future(anyio.to_thread.run_sync(served.index.find, asked))
+    searching.add_done_callback(lambda _: served.searches.give_back())  # the thread's end
+    left = asyncio.ensure_future(_client_left(request))
+    try:
+        await asyncio.wait([searching, left], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        left.cancel()
+    if not searching.done():  # the client went away: its thread runs on, unanswered
+        searching.add_done_callback(_unanswered_failure)
+        return Response(status_code=CLIENT_CLOSED)
+    found = searching.result()
     found["model"] = served.model
     answer = json.dumps(found, separators=(",", ":"), default=str, allow_nan=False)
     return Response(answer, media_type="application/json")
+
+
+def _unanswered_failure(done: asyncio.Future[Any]) -> None:
+    """A search that failed after its client left: logged (a refusal, the client's, is
+    not), never asyncio's "exception was never retrieved" at exit."""
+    failure = None if done.cancelled() else done.exception()
+    if failure is not None and not isinstance(failure, ApiError):
+        log.warning("a search whose client left failed", error=repr(failure))
+
+
+def _searches_busy(served: Served) -> ApiError:
+    """429, in the shape of the embeddings' ``queue_full``: ``--max-concurrent-searches``."""
+    seconds = served.limits.retry_after_s
+    return ApiError(
+        429,
+        f"the server is running {served.searches.taken:,} searches, the limit set by "
+        f"--max-concurrent-searches: retry after {seconds} s",
+        code="queue_full",
+        kind=RATE_LIMIT,
+        headers={"Retry-After": str(seconds)},
+    )
 
 
 def _healthz(served: Served) -> Handler:

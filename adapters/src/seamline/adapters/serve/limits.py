@@ -15,16 +15,33 @@ sending more, and a request past one is refused with the bound's name in its err
 * ``max_connections``: connections and requests in progress at once, bodies still
   being read included (uvicorn's ``limit_concurrency``): past it, uvicorn answers 503.
   With ``max_request_bytes`` it bounds what bodies being read can hold;
+* ``max_concurrent_searches``: ``/v1/search`` requests being searched at once (429 past
+  it, with ``Retry-After``), each counted until its worker thread is done;
 * ``header_timeout_s`` and ``keep_alive_timeout_s``: how long a connection may take to
   send a request's head, and how long it is kept idle between two requests.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Literal
 
 LongText = Literal["truncate", "mean"]
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a container's or ``taskset``'s), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_searches() -> int:
+    """Twice the CPUs: a search's thread waits on its index's reads as well as computes."""
+    return 2 * usable_cpus()
+
 
 MAX_PORT = 65_535
 """The highest TCP port: a larger one would not fail to bind, the kernel takes it modulo
@@ -57,6 +74,9 @@ class Limits:
     ``keepalive_timeout`` upstream), so that the balancer, not the server, closes an idle
     connection: the other way round, a request the balancer sends as the server closes
     is lost (502). uvicorn's own 5 s did that to every connection idle for 5 s."""
+    max_concurrent_searches: int = field(default_factory=default_searches)
+    """Searches running at once, each in a worker thread until its end (a client that left
+    does not stop its thread): past it, 429 at once."""
     max_wait_ms: float = 2.0
     """How long a pass waits for more requests, from the oldest one's arrival."""
     retry_after_s: int = 1
@@ -88,6 +108,7 @@ class Limits:
             "max_queue_texts",
             "max_queue_chars",
             "max_connections",
+            "max_concurrent_searches",
         ):
             if getattr(self, name) < 1:
                 wrong.append(f"--{name.replace('_', '-')} must be at least 1")

@@ -106,6 +106,17 @@ MaxConnections = Annotated[
         parser=whole_number("--max-connections"),
     ),
 ]
+MaxConcurrentSearches = Annotated[
+    int | None,
+    typer.Option(
+        "--max-concurrent-searches",
+        help="/v1/search requests searched at once, each until its search ends (a client "
+        "that leaves does not stop it); past it: 429. Default: twice the CPUs.",
+        metavar="N",
+        parser=whole_number("--max-concurrent-searches"),
+        show_default=False,
+    ),
+]
 HeaderTimeout = Annotated[
     float,
     typer.Option(
@@ -187,6 +198,7 @@ def serve(
     max_queue_texts: MaxQueueTexts = 4096,
     max_queue_chars: MaxQueueChars = 16 * 1024 * 1024,
     max_connections: MaxConnections = 1024,
+    max_concurrent_searches: MaxConcurrentSearches = None,
     header_timeout: HeaderTimeout = 10.0,
     keep_alive_timeout: KeepAliveTimeout = 65.0,
     long_text: LongTextOption = "truncate",
@@ -203,7 +215,7 @@ def serve(
 
     # --log-format json: each line on stderr a JSON record, the one that says why it ended too
     with records_on_stderr(log_format == "json"):
-        from seamline.adapters.serve.limits import Limits
+        from seamline.adapters.serve.limits import Limits, default_searches
 
         limits = Limits(
             max_inputs=max_inputs,
@@ -212,6 +224,9 @@ def serve(
             max_queue_texts=max_queue_texts,
             max_queue_chars=max_queue_chars,
             max_connections=max_connections,
+            max_concurrent_searches=(
+                default_searches() if max_concurrent_searches is None else max_concurrent_searches
+            ),
             header_timeout_s=header_timeout,
             keep_alive_timeout_s=keep_alive_timeout,
             max_wait_ms=max_wait_ms,
