@@ -94,3 +94,23 @@ def test_metrics_answer_what_the_scraper_accepts() -> None:
     assert "_created" not in open_metrics.text
     families = list(text_string_to_metric_families(plain.text))
     assert {family.name for family in families} >= {"seamline_serve_requests"}
+
+
+def test_the_process_s_own_metrics_are_served() -> None:
+    # /metrics had no RSS, CPU or open file descriptors: a registry of the server's own
+    # left out what prometheus_client's default one collects.
+    names = {
+        line.split("{")[0].split(" ")[0]
+        for line in ServeMetrics().exposition().decode().splitlines()
+        if line and not line.startswith("#")
+    }
+    assert "python_info" in names
+    if Path("/proc/self/stat").exists():  # the process collector reads /proc (Linux)
+        for name in (
+            "process_resident_memory_bytes",
+            "process_cpu_seconds_total",
+            "process_open_fds",
+            "process_max_fds",
+        ):
+            assert name in names
+    assert ServeMetrics().exposition()  # two registries share the collectors

@@ -19,6 +19,10 @@ metric                                  what
 ``seamline_serve_batch_seconds``        a batch through the model (histogram)
 ``seamline_serve_cancelled_total``      requests left before all their texts were taken
 ``seamline_serve_ready``                1 once the model is warm, else 0
+``process_*``                           the process: resident and virtual memory, CPU
+                                        seconds, open and most file descriptors, start
+                                        time (Linux; prometheus_client's collector)
+``python_info``                         the Python running the server
 ======================================  ====================================================
 """
 
@@ -30,6 +34,8 @@ from typing import ClassVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -51,6 +57,10 @@ class ServeMetrics:
 
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry(auto_describe=True)
+        # The process's own (RSS, CPU, open fds against the limit): a registry of our own
+        # left out what the default one has, and a leak or an fd exhaustion went unseen.
+        registry.register(PROCESS_COLLECTOR)
+        registry.register(PLATFORM_COLLECTOR)
         self.requests = Counter(
             "seamline_serve_requests",
             "Requests answered, by endpoint and HTTP status.",
