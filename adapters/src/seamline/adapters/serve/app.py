@@ -29,7 +29,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
 from seamline.adapters.serve.access import CALLERS_ID_KEY, SPAN_KEY, TracedAccessLog
-from seamline.adapters.serve.bodies import embeddings_request, read_body, search_request
+from seamline.adapters.serve.bodies import (
+    SearchRequest,
+    embeddings_request,
+    read_body,
+    search_request,
+)
 from seamline.adapters.serve.catalog import ModelNames, list_models, retrieve_model
 from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
@@ -328,7 +333,7 @@ async def _search(served: Served, request: Request) -> Response:
     asked = await checked(body, lambda data: search_request(data, served.limits))
     if not served.searches.take():
         raise _searches_busy(served)
-    searching = asyncio.ensure_future(anyio.to_thread.run_sync(served.index.find, asked))
+    searching = asyncio.ensure_future(anyio.to_thread.run_sync(_search_answer, served, asked))
     searching.add_done_callback(lambda _: served.searches.give_back())  # the thread's end
     left = asyncio.ensure_future(_client_left(request))
     try:
@@ -338,10 +343,15 @@ async def _search(served: Served, request: Request) -> Response:
     if not searching.done():  # the client went away: its thread runs on, unanswered
         searching.add_done_callback(_unanswered_failure)
         return Response(status_code=CLIENT_CLOSED)
-    found = searching.result()
+    return Response(searching.result(), media_type="application/json")
+
+
+def _search_answer(served: Served, asked: SearchRequest) -> bytes:
+    """The search and its answer's JSON, both in the worker thread: encoded on the event
+    loop, ``k=10000`` hits (964 KB) held every other answer for 15 ms."""
+    found = served.index.find(asked)
     found["model"] = served.model
-    answer = json.dumps(found, separators=(",", ":"), default=str, allow_nan=False)
-    return Response(answer, media_type="application/json")
+    return json.dumps(found, separators=(",", ":"), default=str, allow_nan=False).encode()
 
 
 def _unanswered_failure(done: asyncio.Future[Any]) -> None:
