@@ -17,13 +17,16 @@ bound is refused with 429 before anything is queued.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import time
 from collections.abc import Callable
 from typing import Literal
 
 from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
+from seamline.adapters.serve.pace import Pace
 from seamline.contracts.logs import get_logger
 from seamline.core import Embedder, Pending, is_interrupt
 
@@ -62,6 +65,8 @@ class Engine:
         self.texts_waiting = 0
         self.chars_waiting = 0
         self.requests_waiting = 0
+        self.pace = Pace()
+        """Characters answered a second: what ``--max-queue-wait`` estimates a wait by."""
         self._stop = threading.Event()
         self._state_lock = threading.Lock()
         """Held to become ready and to begin a stop: one of them happens first, whole."""
@@ -173,20 +178,29 @@ class Engine:
             raise self._full(f"{self.texts_waiting:,} texts", "--max-queue-texts")
         if self.chars_waiting + characters > limits.max_queue_chars:
             raise self._full(f"{self.chars_waiting:,} characters", "--max-queue-chars")
+        self._check_wait()
         pending = self.embedder.submit(texts, long_text=limits.long_text, queries=queries)
         self._count(1, len(texts), characters)
         future: asyncio.Future[Pending] = loop.create_future()
+        arrived = time.monotonic()
 
         def finished(done: Pending) -> None:  # in the engine thread
-            loop.call_soon_threadsafe(self._answered, done, future, len(texts), characters)
+            loop.call_soon_threadsafe(self._answered, done, future, len(texts), characters, arrived)
 
         pending.add_done_callback(finished)
         return pending, future
 
     def _answered(
-        self, pending: Pending, future: asyncio.Future[Pending], texts: int, characters: int
+        self,
+        pending: Pending,
+        future: asyncio.Future[Pending],
+        texts: int,
+        characters: int,
+        arrived: float,
     ) -> None:
         self._count(-1, -texts, -characters)
+        if not pending.cancelled():  # a cancel's texts were not (all) embedded
+            self.pace.answered(characters, arrived)
         if not future.done():
             future.set_result(pending)
 
@@ -197,8 +211,22 @@ class Engine:
         self.metrics.queue_requests.set(self.requests_waiting)
         self.metrics.queue_texts.set(self.texts_waiting)
 
-    def _full(self, holds: str, option: str) -> ApiError:
-        seconds = self.limits.retry_after_s
+    def _check_wait(self) -> None:
+        """429 where the texts queued would keep a new request waiting past
+        ``--max-queue-wait``, by the measured pace; an empty queue takes any request (a
+        429 must mean "later"), and so does a queue whose pace is not measured yet."""
+        most = self.limits.max_queue_wait_s
+        pace = self.pace.per_second()
+        if most is None or pace is None or self.requests_waiting == 0:
+            return
+        wait = self.chars_waiting / pace
+        if wait > most:
+            later = max(self.limits.retry_after_s, math.ceil(wait - most))
+            holds = f"about {wait:,.0f} s of work, {self.chars_waiting:,} characters"
+            raise self._full(holds, f"--max-queue-wait ({most:g} s)", later)
+
+    def _full(self, holds: str, option: str, seconds: int | None = None) -> ApiError:
+        seconds = self.limits.retry_after_s if seconds is None else seconds
         return ApiError(
             429,
             f"the server's queue is full (it holds {holds}, the limit set by {option}): "

@@ -12,6 +12,9 @@ sending more, and a request past one is refused with the bound's name in its err
   is at least what one request may hold (else such a request could never be queued,
   and its 429 would ask for a retry that never succeeds): settings below are refused
   before the server starts;
+* ``max_queue_wait_s`` (off unless set): the wait a new request can expect behind the
+  texts queued, from the engine's measured pace (:mod:`.pace`): past it, 429 with
+  ``Retry-After``. An empty queue always takes a request, however long;
 * ``max_connections``: connections and requests in progress at once, bodies still
   being read included (uvicorn's ``limit_concurrency``): past it, uvicorn answers 503.
   With ``max_request_bytes`` it bounds what bodies being read can hold;
@@ -62,6 +65,9 @@ class Limits:
     """Texts accepted and not yet answered, across every client."""
     max_queue_chars: int = 16 * 1024 * 1024
     """Characters of those texts."""
+    max_queue_wait_s: float | None = None
+    """Seconds a new request's texts may be expected to wait behind those queued (from the
+    engine's measured pace): past it, 429 at once. None: not bounded by time."""
     max_connections: int = 1024
     """Connections and requests in progress at once (past it: 503 from uvicorn)."""
     header_timeout_s: float = 10.0
@@ -114,6 +120,8 @@ class Limits:
                 wrong.append(f"--{name.replace('_', '-')} must be at least 1")
         if not 0 < self.header_timeout_s <= 3600:
             wrong.append("--header-timeout must be above 0 and at most 3600 seconds")
+        if self.max_queue_wait_s is not None and not 0 < self.max_queue_wait_s <= 3600:
+            wrong.append("--max-queue-wait must be above 0 and at most 3600 seconds")
         if not 0 < self.keep_alive_timeout_s <= 3600:
             wrong.append("--keep-alive-timeout must be above 0 and at most 3600 seconds")
         if not 0 <= self.max_wait_ms <= 1000:

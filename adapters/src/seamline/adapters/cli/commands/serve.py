@@ -96,6 +96,16 @@ MaxQueueChars = Annotated[
         parser=whole_number("--max-queue-chars"),
     ),
 ]
+MaxQueueWait = Annotated[
+    float | None,
+    typer.Option(
+        "--max-queue-wait",
+        help="Seconds a new request may be expected to wait behind the texts queued, by the "
+        "engine's measured pace; past it: 429 (above 0, at most 3600). Default: not bounded.",
+        metavar="SECONDS",
+        show_default=False,
+    ),
+]
 MaxConnections = Annotated[
     int,
     typer.Option(
@@ -197,6 +207,7 @@ def serve(
     max_request_bytes: MaxRequestBytes = 16 * 1024 * 1024,
     max_queue_texts: MaxQueueTexts = 4096,
     max_queue_chars: MaxQueueChars = 16 * 1024 * 1024,
+    max_queue_wait: MaxQueueWait = None,
     max_connections: MaxConnections = 1024,
     max_concurrent_searches: MaxConcurrentSearches = None,
     header_timeout: HeaderTimeout = 10.0,
@@ -223,6 +234,7 @@ def serve(
             max_request_bytes=max_request_bytes,
             max_queue_texts=max_queue_texts,
             max_queue_chars=max_queue_chars,
+            max_queue_wait_s=max_queue_wait,
             max_connections=max_connections,
             max_concurrent_searches=(
                 default_searches() if max_concurrent_searches is None else max_concurrent_searches
