@@ -23,6 +23,13 @@ module and its ``dist-info``), so that ``seamline run`` subprocesses discover it
   n-th rename while publishing: 1 is the errors file, the last is the manifest);
   ``SEAMLINE_FAULT_SLOW=<seconds>`` makes it sleep that long before each write, so
   that a run lasts longer than the moments a test kills it at, on any machine;
+- ``fault-sharded``: an executor that runs ``shards`` shards one after the other in the
+  driver's process (so a kill of it is a kill of the driver), for the staged publication
+  of parquet and lancedb; ``SEAMLINE_FAULT_KILL`` names where it dies: ``planned:1``
+  (the staging area begun, before any shard runs), ``staged-rename:<n>`` (before the n-th
+  rename into the output's folder while the driver publishes: 1 is the errors file, the
+  last is the manifest) or ``staged-renamed:<n>`` (just after it: after the manifest,
+  before the staging area is deleted);
 - ``SEAMLINE_FAULT_WRITE_FD1=1`` makes the sink write a line to file descriptor 1 at each
   write, as a C library would;
 - ``SEAMLINE_FAULT_DROP_STOP=1`` makes importing this module drop a ``KeyboardInterrupt``
@@ -37,6 +44,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import jax
@@ -51,6 +59,9 @@ from seamline.contracts import (
     ComponentConfig,
     Document,
     DocumentError,
+    ExecutionReport,
+    Executor,
+    Job,
     Loaded,
     Loader,
     OutputRecord,
@@ -286,3 +297,53 @@ def _dying_at_rename(n: int) -> Iterator[None]:
         yield
     finally:
         os.replace = real
+
+
+class FaultShardedConfig(ComponentConfig):
+    shards: int = Field(default=3, ge=2)
+
+
+class FaultShardedExecutor(Executor[FaultShardedConfig]):
+    """Every shard in the driver's process, one after the other; then, if
+    ``SEAMLINE_FAULT_KILL`` says so, the driver dies at a rename of the publication."""
+
+    name: ClassVar[str] = "fault-sharded"
+    contract_version: ClassVar[str] = "1.0"
+    Config = FaultShardedConfig
+
+    def execute(self, job: Job) -> ExecutionReport:
+        kill = _point(KILL)
+        tasks = job.plan(self.config.shards)
+        if kill == ("planned", 1):
+            _die()
+        worker = job.worker()
+        try:
+            reports = tuple(worker.run(task) for task in tasks)
+        finally:
+            worker.close()
+        if kill is not None and kill[0] in ("staged-rename", "staged-renamed"):
+            _dying_at_output_rename(kill[1], after=kill[0] == "staged-renamed")
+        return ExecutionReport(self.name, reports, 1, 0.0)
+
+
+def _dying_at_output_rename(n: int, *, after: bool) -> None:
+    """SIGKILL this process before (``after``: just after) the ``n``-th ``os.replace`` of a
+    temporary onto a file that is not hidden, in a folder that is not hidden (the output's,
+    not its staging area's, nor a checkpoint, nor a previous file put back) from now on:
+    the shards are done, so these are the driver's publication."""
+    real = os.replace
+    seen = 0
+
+    def replace(source: Any, destination: Any) -> None:
+        nonlocal seen
+        path, temporary = Path(destination), Path(source).name
+        published = temporary.startswith(".") and temporary.endswith(".tmp")
+        ours = published and not path.name.startswith(".") and not path.parent.name.startswith(".")
+        seen += ours
+        if ours and seen == n and not after:
+            _die()
+        real(source, destination)
+        if ours and seen == n and after:
+            _die()
+
+    os.replace = replace  # type: ignore[assignment]

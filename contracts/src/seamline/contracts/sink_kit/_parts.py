@@ -444,13 +444,18 @@ def previous_folder(root: Path, run_id: str) -> Path:
     return root / f".publishing-{run_id}"
 
 
-def restore_previous(root: Path, manifest_path: Path, destinations: Sequence[Path]) -> None:
+def restore_previous(
+    root: Path, manifest_path: Path, destinations: Sequence[Path], keep: Sequence[Path] = ()
+) -> None:
     """Put back the files that a publication killed before its manifest went out replaced.
 
     The previous output is then whole again (its manifest was never replaced). Only for a
     publication whose run the published manifest does not name: once it does, the run is
-    published, and what it replaced is of no more use (deleted, not put back).
+    published, and what it replaced is of no more use (deleted, not put back). The
+    temporaries such a publication had not renamed yet are deleted too (all but ``keep``,
+    the caller's own): nothing else deleted them, a whole output's size each, for ever.
     """
+    sweep_temporaries([*destinations, manifest_path], keep)
     if not root.is_dir() or root.is_symlink():
         return
     published = published_run_id(manifest_path)
@@ -463,6 +468,22 @@ def restore_previous(root: Path, manifest_path: Path, destinations: Sequence[Pat
                     with contextlib.suppress(OSError):
                         os.replace(backup, destination)
         remove_tree(folder)
+
+
+def sweep_temporaries(destinations: Sequence[Path], keep: Sequence[Path] = ()) -> None:
+    """Delete the temporaries (``.<name>.<random>.tmp``, an :class:`AtomicFile`'s) that a
+    killed publication left beside each of ``destinations``, except those in ``keep``.
+
+    Only one run writes a destination at a time (its lock), so none belongs to a live run;
+    a whole run's partial files (``.<name>.partial.<random>.tmp``) do not match.
+    """
+    kept = {path.name for path in keep}
+    for destination in destinations:
+        pattern = re.compile(re.escape(f".{destination.name}.") + r"[a-z0-9_]{8}\.tmp")
+        with contextlib.suppress(OSError):
+            for stale in destination.parent.iterdir():
+                if pattern.fullmatch(stale.name) and stale.name not in kept:
+                    stale.unlink(missing_ok=True)  # a link is removed, not followed
 
 
 def remove_tree(path: Path) -> None:

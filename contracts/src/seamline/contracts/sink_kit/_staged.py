@@ -165,7 +165,8 @@ def publish_staged(
     everything = [*files, manifest]
     try:
         refuse_blocked_parts([(a.purpose, a.destination) for a in everything], root)
-        restore_previous(root, manifest.destination, [a.destination for a in files])
+        ours = [a.temporary for a in everything]
+        restore_previous(root, manifest.destination, [a.destination for a in files], ours)
         kept = previous_folder(root, run_id)
         kept.mkdir(mode=0o700, parents=True, exist_ok=True)
     except BaseException:
