@@ -158,3 +158,40 @@ def test_the_machine_failing_a_resume_says_its_commit_is_kept(
         again = seamline(cli, path, "--resume")
     assert again.exit_code == 1, again.stderr
     assert one_line(again.stderr).endswith(MACHINE_KEPT), again.stderr
+
+
+def test_the_machine_failing_the_publication_of_a_run_that_never_committed_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A tiny run (3 documents, checkpoint_every 5) commits nothing before it publishes: a
+    # read-only folder at the publication leaves no checkpoint, so "kept ... --resume" is
+    # not true of it; the line says a run again starts from the beginning.
+    refusing(monkeypatch, "close", 1)
+    with in_process_cli() as cli:
+        ran = seamline(cli, pipeline(tmp_path, loader="{use: fault-loader, with: {documents: 3}}"))
+    assert ran.exit_code == 1, ran.stderr
+    assert one_line(ran.stderr).endswith(MACHINE_NOTHING_COMMITTED), ran.stderr
+    assert not (tmp_path / "out" / ".emb.jsonl.checkpoint").exists()
+
+
+def test_the_machine_failing_a_sharded_run_before_it_staged_anything_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sharded run's driver clears an interrupted whole run (the sink's start) and holds
+    # the destination before any part is staged: a read-only output folder failed it there
+    # (the lock not made), a bare OSError, and the line said "what the sink last committed
+    # is kept ... --resume" of a run that had staged nothing.
+    from tests.faults.kill_points import in_process_cli as discovering_cli
+
+    (tmp_path / "p.yaml").write_text(
+        "pipeline: sharded\nloader: {use: fault-loader, with: {documents: 3}}\n"
+        "model: {use: tiny}\nattention: {use: native}\n"
+        f"sink: {{use: fault-jsonl, with: {{path: {tmp_path / 'out' / 'emb.jsonl'}}}}}\n"
+        "run: {batch_size: 4, buckets: [4, 8], executor: {use: fault-sharded}}\n",
+        encoding="utf-8",
+    )
+    refusing(monkeypatch, "start", 1)
+    with discovering_cli() as cli:
+        ran = seamline(cli, tmp_path / "p.yaml")
+    assert ran.exit_code == 1, ran.stderr
+    assert one_line(ran.stderr).endswith(MACHINE_NOTHING_COMMITTED), ran.stderr

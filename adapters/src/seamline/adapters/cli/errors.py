@@ -200,7 +200,8 @@ def environment_errors(
     ``before_the_run``, when given, is said where a component's build failed (the run had
     not begun): "what the sink last committed is kept" was said of a model whose
     constructor ran out of open files, with no output folder at all, and the line named
-    the output as the file being written.
+    the output as the file being written; and where a sharded run's driver failed to hold
+    its destination or begin its staging area (nothing staged by it).
     """
     try:
         return action()
@@ -208,6 +209,8 @@ def environment_errors(
         built = _built(problem)
         if built is not None:
             _environment_failure(problem, before_the_run or kept, component=built)
+        if _before_staging(problem):
+            _environment_failure(problem, before_the_run or kept, writing)
         _environment_failure(problem, kept, writing)
     except ResourceExhausted as problem:
         _exhausted(problem, _kept_after(problem, kept, before_the_run))
@@ -250,6 +253,22 @@ def _built(problem: BaseException) -> str | None:
 
     where = failed_at(problem)
     return where if where is not None and " (build" in where else None
+
+
+STAGING_BEGINS = ("recover", "start", "hold_destination", "staged_run", "begin_parts")
+"""The sink's calls of a sharded run's driver before any part is staged (``recover`` and
+``start``: it clears an interrupted whole run first). A whole run's own calls, and a
+part's on an executor of processes, fail as a ``ShardFailed``, not a bare ``OSError``."""
+
+
+def _before_staging(problem: BaseException) -> bool:
+    """Whether ``problem`` left the driver's call that holds the destination or begins the
+    staging area of a sharded run (its output folder read-only: the lock not made): "what
+    the sink last committed is kept ... --resume" was said where nothing was staged."""
+    from seamline.core import failed_at
+
+    where = failed_at(problem) or ""
+    return any(f" ({operation}" in where for operation in STAGING_BEGINS)
 
 
 def _ran_out(error: BaseException, component: str, reason: str) -> ResourceExhausted | None:
