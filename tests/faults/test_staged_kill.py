@@ -59,6 +59,13 @@ def points(sink: str) -> list[str]:
 
 
 CASES = [(sink, point) for sink in FILES for point in points(sink)]
+REPLACED = [
+    (sink, point)
+    for sink, point in CASES
+    if point.startswith("staged-rename:") and point != "staged-rename:1"
+]
+"""The kill points where a rename had replaced a file: the ones a fresh run's putting back
+is for (each case is three processes; the other points are the resume's, above)."""
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +193,7 @@ def test_a_publication_killed_then_resumed(
     assert_uninterrupted(folder, sink, None if published_run else run_id)
 
 
-@pytest.mark.parametrize(("sink", "point"), CASES)
+@pytest.mark.parametrize(("sink", "point"), REPLACED)
 def test_a_publication_killed_then_run_afresh(
     cli: CliRunner, tmp_path: Path, sink: str, point: str
 ) -> None:
