@@ -34,6 +34,15 @@ def refused(body: dict[str, Any]) -> ApiError:
         ("prompt", "query: ", "model.with.prefix.document"),
         ("instruction", "Represent this", "model.with.prefix.query"),
         ("task", "retrieval.query", '"input_type": "query"'),
+        ("truncation", False, "--long-text"),
+        ("truncate", "NONE", "--long-text"),
+        ("truncate_prompt_tokens", 4, "--long-text"),
+        ("late_chunking", True, "each input is embedded on its own"),
+        ("output_dimension", 16, "the model's dimension"),
+        ("dimensionality", 64, "the model's dimension"),
+        ("output_dtype", "int8", "quantize them in the client"),
+        ("embedding_type", "binary", "quantize them in the client"),
+        ("embedding_types", ["float", "int8"], "quantize them in the client"),
     ],
 )
 def test_a_field_that_changes_the_vectors_elsewhere_is_refused(
@@ -47,10 +56,39 @@ def test_a_field_that_changes_the_vectors_elsewhere_is_refused(
     assert error.message.endswith(f"Leave '{field}' out")
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("truncate", True),
+        ("truncate", "END"),
+        ("truncation", True),  # Voyage's client sends it with every request
+        ("truncation_direction", "Right"),
+        ("late_chunking", False),
+        ("output_dimension", 32),
+        ("dimensionality", 32),
+        ("output_dtype", "float"),
+        ("embedding_type", "float"),
+        ("embedding_types", ["float"]),
+    ],
+)
+def test_a_value_asking_for_what_the_server_does_anyway_passes(field: str, value: object) -> None:
+    # They were refused for values that change nothing: a Voyage client, which sends
+    # truncation: true each time, was refused on every request.
+    asked = embeddings_request({"input": ["a text"], field: value}, Limits(), 32)
+    assert asked.texts == ["a text"]
+
+
+def test_truncation_is_only_the_same_when_the_server_truncates() -> None:
+    with pytest.raises(ApiError) as refusal:
+        embeddings_request({"input": "a", "truncate": True}, Limits(long_text="mean"), 32)
+    assert refusal.value.param == "truncate"
+
+
 def test_teis_inputs_alone_is_told_of_input() -> None:
     # It was "'input' is required: a string or an array of strings", no word of 'inputs'.
     error = refused({"inputs": ["a text"]})
     assert (error.code, error.param) == ("unsupported_field", "inputs")
+    assert error.message.endswith("Rename it 'input'"), error.message
     assert "text-embeddings-inference's name for the texts" in error.message
     assert "this endpoint takes 'input'" in error.message
     assert refused({"input": ["a"], "inputs": ["b"]}).param == "inputs"
@@ -101,6 +139,11 @@ def test_the_refusal_is_openais_error_shape_over_http() -> None:
         ("POST", "/embed_all", "one vector per text"),
         ("GET", "/info", "GET /v1/models names the model served"),
         ("POST", "/tokenize", "usage.prompt_tokens"),
+        # huggingface_hub's InferenceClient(base_url=...).feature_extraction posts to the
+        # root (or to /v1 with a base_url ending in it): it was a bare 404.
+        ("POST", "/", "use an OpenAI client"),
+        ("POST", "/v1", "use an OpenAI client"),
+        ("GET", "/health", "here GET /healthz"),
     ],
 )
 def test_text_embeddings_inference_routes_are_told_where_their_job_is(
@@ -112,6 +155,6 @@ def test_text_embeddings_inference_routes_are_told_where_their_job_is(
     error = error_of(answer)
     assert error["code"] == "not_found"
     assert error["message"].startswith(
-        f"no such endpoint: {method} {path}; text-embeddings-inference's route: "
+        f"no such endpoint: {method} {path}; text-embeddings-inference's "
     )
     assert told in error["message"]

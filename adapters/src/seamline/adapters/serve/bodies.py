@@ -169,7 +169,7 @@ def json_type(value: object) -> str:
 def embeddings_request(data: Any, limits: Limits, dimension: int) -> EmbeddingsRequest:
     """A ``/v1/embeddings`` body checked (see docs/serving.md for what each field does)."""
     body = _object(data, "input")
-    refuse_foreign_fields(body)  # TEI's normalize, truncate, inputs...: not ignored
+    refuse_foreign_fields(body, limits, dimension)  # TEI's normalize, inputs...: not ignored
     texts = _texts(body.get("input", _MISSING), limits)
     model = body.get("model")
     if model is not None and not isinstance(model, str):
