@@ -4,7 +4,8 @@
 64 clients asking ``k=1000`` with a 1 s timeout: 59 gave up, yet the server counted 64
 answers of 200 (no 499) and its CPUs searched for 6 s more; nothing bounded how many
 searches ran at once. A search whose client leaves is now a 499, and its place is held
-until its thread is done (a thread cannot be stopped); past the bound, a 429 at once.
+until its thread is done (a thread cannot be stopped); past the bound a search waits its
+turn (a client leaving while it waits costs no work), and past that line, a 429 at once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from seamline.adapters.serve.app import Served, build_app
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
+from seamline.adapters.serve.slots import WAITING_PER_PLACE
 from tests.adapters.in_process import ReadyEngine
 
 BODY = json.dumps({"query": "exceptions and errors", "k": 5}).encode()
@@ -30,7 +32,10 @@ class SlowIndex:
         self.started = threading.Event()
         self.ended = threading.Event()
 
+        self.calls = 0
+
     def find(self, asked: Any) -> dict[str, Any]:
+        self.calls += 1
         self.started.set()
         assert self.release.wait(10)
         self.ended.set()
@@ -104,7 +109,17 @@ def test_a_search_whose_client_leaves_is_a_499_and_holds_its_place_until_done() 
     assert served.metrics.requests.labels("search", "200")._value.get() == 0
 
 
-def test_searches_past_the_bound_are_refused_at_once_with_retry_after() -> None:
+async def _settle(served: Served, waiting: int) -> None:
+    for _ in range(500):
+        if len(served.searches.waiting) == waiting:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{len(served.searches.waiting)} waiting, not {waiting}")
+
+
+def test_a_search_past_the_bound_waits_its_turn_and_is_answered() -> None:
+    # Refused at once past the bound, an ordinary burst (16 clients, k=10, 8 places) was
+    # answered with 429s for searches a fraction of a second away.
     index = SlowIndex()
     served = _served(index, searches=1)
     app = build_app(served)
@@ -112,18 +127,65 @@ def test_searches_past_the_bound_are_refused_at_once_with_retry_after() -> None:
     async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
         first = asyncio.ensure_future(_post(app))
         await asyncio.to_thread(index.started.wait, 10)
-        refused = await asyncio.wait_for(_post(app), 5)  # fast: not behind the first
+        second = asyncio.ensure_future(_post(app))
+        await _settle(served, 1)
+        assert index.calls == 1, "the second search waits for a place, it does not run"
         index.release.set()
-        return await asyncio.wait_for(first, 10), refused
+        return await asyncio.wait_for(first, 10), await asyncio.wait_for(second, 10)
 
-    first, refused = asyncio.run(scenario())
-    assert first["status"] == 200
+    first, second = asyncio.run(scenario())
+    assert (first["status"], second["status"]) == (200, 200)
+    assert index.calls == 2
+    assert (served.searches.taken, len(served.searches.waiting)) == (0, 0)
+
+
+def test_a_search_whose_client_leaves_while_it_waits_costs_no_work() -> None:
+    index = SlowIndex()
+    served = _served(index, searches=1)
+    app = build_app(served)
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        first = asyncio.ensure_future(_post(app))
+        await asyncio.to_thread(index.started.wait, 10)
+        leave = asyncio.Event()
+        waiting = asyncio.ensure_future(_post(app, leave))
+        await _settle(served, 1)
+        leave.set()
+        gone = await asyncio.wait_for(waiting, 10)
+        assert len(served.searches.waiting) == 0, "it left the line"
+        index.release.set()
+        return await asyncio.wait_for(first, 10), gone
+
+    first, gone = asyncio.run(scenario())
+    assert (first["status"], gone["status"]) == (200, 499)
+    assert index.calls == 1, "the search whose client left never ran"
+    assert served.searches.taken == 0
+
+
+def test_searches_past_the_line_are_refused_at_once_with_retry_after() -> None:
+    index = SlowIndex()
+    served = _served(index, searches=1)
+    app = build_app(served)
+
+    async def scenario() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        first = asyncio.ensure_future(_post(app))
+        await asyncio.to_thread(index.started.wait, 10)
+        line = [asyncio.ensure_future(_post(app)) for _ in range(WAITING_PER_PLACE)]
+        await _settle(served, WAITING_PER_PLACE)
+        refused = await asyncio.wait_for(_post(app), 5)  # fast: not behind the others
+        index.release.set()
+        answered = [await asyncio.wait_for(request, 10) for request in [first, *line]]
+        return answered, refused
+
+    answered, refused = asyncio.run(scenario())
+    assert [answer["status"] for answer in answered] == [200] * (1 + WAITING_PER_PLACE)
     assert refused["status"] == 429
     assert refused["headers"]["retry-after"] == "1"
     error = json.loads(refused["body"])["error"]
     assert error["code"] == "queue_full"
     assert error["type"] == "rate_limit_error"
     assert "--max-concurrent-searches" in error["message"]
+    assert f"{WAITING_PER_PLACE} more wait for their turn" in error["message"]
     assert served.searches.taken == 0
 
 

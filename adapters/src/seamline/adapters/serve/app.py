@@ -326,17 +326,25 @@ async def _search(served: Served, request: Request) -> Response:
 
     A client that left was answered 200 all the same once its search ended (the metrics
     counted it served), and nothing bounded how many ran: the thread cannot be stopped,
-    so its place (``--max-concurrent-searches``) is held until it ends, and a search
-    past the bound is a 429 at once rather than one more thread competing for the CPUs.
+    so its place (``--max-concurrent-searches``) is held until it ends. A search past the
+    bound waits its turn (:class:`Slots`: a client leaving while it waits costs no work),
+    and one past that line is a 429 at once.
     """
     body = await read_body(request, served.limits.max_request_bytes)
     asked = await checked(body, lambda data: search_request(data, served.limits))
-    if not served.searches.take():
+    if served.searches.full:
         raise _searches_busy(served)
-    searching = asyncio.ensure_future(anyio.to_thread.run_sync(_search_answer, served, asked))
-    searching.add_done_callback(lambda _: served.searches.give_back())  # the thread's end
     left = asyncio.ensure_future(_client_left(request))
     try:
+        place = asyncio.ensure_future(served.searches.take())
+        await asyncio.wait([place, left], return_when=asyncio.FIRST_COMPLETED)
+        if not place.done() or left.done():  # it left while waiting: no work done
+            place.cancel()
+            if place.done() and not place.cancelled():
+                served.searches.give_back()
+            return Response(status_code=CLIENT_CLOSED)
+        searching = asyncio.ensure_future(anyio.to_thread.run_sync(_search_answer, served, asked))
+        searching.add_done_callback(lambda _: served.searches.give_back())  # the thread's end
         await asyncio.wait([searching, left], return_when=asyncio.FIRST_COMPLETED)
     finally:
         left.cancel()
@@ -368,7 +376,8 @@ def _searches_busy(served: Served) -> ApiError:
     return ApiError(
         429,
         f"the server is running {served.searches.taken:,} searches, the limit set by "
-        f"--max-concurrent-searches: retry after {seconds} s",
+        f"--max-concurrent-searches, and {len(served.searches.waiting):,} more wait for "
+        f"their turn: retry after {seconds} s",
         code="queue_full",
         kind=RATE_LIMIT,
         headers={"Retry-After": str(seconds)},

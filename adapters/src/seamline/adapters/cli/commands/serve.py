@@ -121,7 +121,8 @@ MaxConcurrentSearches = Annotated[
     typer.Option(
         "--max-concurrent-searches",
         help="/v1/search requests searched at once, each until its search ends (a client "
-        "that leaves does not stop it); past it: 429. Default: twice the CPUs.",
+        "that leaves does not stop it); more wait their turn, and past eight waiting per "
+        "place: 429. Default: twice the CPUs.",
         metavar="N",
         parser=whole_number("--max-concurrent-searches"),
         show_default=False,
