@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from seamline.adapters.serve.engine import Engine
+from seamline.adapters.serve.engine import MOST_RETRY_AFTER_S, TRUNCATED_CHARS, Engine
 from seamline.adapters.serve.errors import ApiError
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
@@ -43,10 +43,13 @@ def _engine(limits: Limits, chars_per_second: float) -> Engine:
     return engine
 
 
-def _submit(engine: Engine, characters: int) -> None:
+def _submit(engine: Engine, characters: int, longest: int = 1000) -> None:
+    """A request of ``characters`` in texts of at most ``longest`` characters each."""
+    texts = ["x" * longest] * (characters // longest)
+    texts += ["x" * (characters % longest)] if characters % longest else []
     loop = asyncio.new_event_loop()
     try:
-        engine.submit(["x"], characters, loop)
+        engine.submit(texts, characters, loop)
     finally:
         loop.close()
 
@@ -85,3 +88,26 @@ def test_the_bound_is_refused_outside_its_range() -> None:
     assert "--max-queue-wait must be above 0" in " ".join(Limits(max_queue_wait_s=0).problems())
     assert Limits(max_queue_wait_s=0.5).problems() == []
     assert Limits().max_queue_wait_s is None
+
+
+def test_under_truncate_a_long_text_counts_one_window_of_work() -> None:
+    # 64 texts of 30,000 characters, cut to their first window (3.4 s of work), were
+    # counted as 1.9 M characters: short requests behind them were refused "about 948 s
+    # of work: retry after 946 s".
+    truncating = _engine(Limits(max_queue_wait_s=2), chars_per_second=100_000)
+    _submit(truncating, 64 * 30_000, longest=30_000)
+    _submit(truncating, 10)  # 64 x 2,048 characters of work: 1.3 s, within 2 s
+    assert truncating.work_waiting == 64 * TRUNCATED_CHARS + 10
+    averaging = _engine(Limits(max_queue_wait_s=2, long_text="mean"), chars_per_second=100_000)
+    _submit(averaging, 64 * 30_000, longest=30_000)  # every window embedded: 19 s
+    with pytest.raises(ApiError) as refused:
+        _submit(averaging, 10)
+    assert refused.value.headers["Retry-After"] == "18"
+
+
+def test_retry_after_is_at_most_a_minute() -> None:
+    engine = _engine(Limits(max_queue_wait_s=1, long_text="mean"), chars_per_second=10)
+    _submit(engine, 100_000)  # 10,000 s ahead by the estimate
+    with pytest.raises(ApiError) as refused:
+        _submit(engine, 10)
+    assert refused.value.headers["Retry-After"] == str(MOST_RETRY_AFTER_S) == "60"

@@ -20,7 +20,7 @@ import asyncio
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
@@ -39,6 +39,25 @@ DRAIN_POLL_S = 0.05
 """How often the engine thread looks up from an empty queue to see whether to stop."""
 STOP_WAIT_S = 5.0
 """How long a stopping server waits for the engine's pass to reach its next batch."""
+
+
+TRUNCATED_CHARS = 2_048
+"""How many of a text's characters count as work under ``--long-text truncate``: about
+one 256-token window of English. The model embeds a text's first window only, and the
+estimate counted a 30,000-character text as 100 windows' work: short requests behind one
+of 64 such texts (3.4 s of work) were refused "about 948 s of work: retry after 946 s"."""
+MOST_RETRY_AFTER_S = 60
+"""The longest ``Retry-After`` a ``--max-queue-wait`` refusal asks for: an estimate, not
+a promise; a client honouring 946 s stayed away for 16 minutes."""
+
+
+def work(texts: Sequence[str], long_text: str) -> int:
+    """The queue's work for ``texts``, in characters: each whole under ``mean`` (every
+    window is embedded), at most :data:`TRUNCATED_CHARS` under ``truncate``. The pace is
+    measured in the same unit, so the estimate holds for any length below the cap."""
+    if long_text == "mean":
+        return sum(len(text) for text in texts)
+    return sum(min(len(text), TRUNCATED_CHARS) for text in texts)
 
 
 class Engine:
@@ -64,9 +83,11 @@ class Engine:
         self.dimension = 0
         self.texts_waiting = 0
         self.chars_waiting = 0
+        self.work_waiting = 0
+        """The queued texts' characters as :func:`work` counts them."""
         self.requests_waiting = 0
         self.pace = Pace()
-        """Characters answered a second: what ``--max-queue-wait`` estimates a wait by."""
+        """Work answered a second: what ``--max-queue-wait`` estimates a wait by."""
         self._stop = threading.Event()
         self._state_lock = threading.Lock()
         """Held to become ready and to begin a stop: one of them happens first, whole."""
@@ -180,12 +201,13 @@ class Engine:
             raise self._full(f"{self.chars_waiting:,} characters", "--max-queue-chars")
         self._check_wait()
         pending = self.embedder.submit(texts, long_text=limits.long_text, queries=queries)
-        self._count(1, len(texts), characters)
+        size = (len(texts), characters, work(texts, limits.long_text))
+        self._count(1, *size)
         future: asyncio.Future[Pending] = loop.create_future()
         arrived = time.monotonic()
 
         def finished(done: Pending) -> None:  # in the engine thread
-            loop.call_soon_threadsafe(self._answered, done, future, len(texts), characters, arrived)
+            loop.call_soon_threadsafe(self._answered, done, future, size, arrived)
 
         pending.add_done_callback(finished)
         return pending, future
@@ -194,20 +216,21 @@ class Engine:
         self,
         pending: Pending,
         future: asyncio.Future[Pending],
-        texts: int,
-        characters: int,
+        size: tuple[int, int, int],
         arrived: float,
     ) -> None:
-        self._count(-1, -texts, -characters)
+        texts, characters, done = size
+        self._count(-1, -texts, -characters, -done)
         if not pending.cancelled():  # a cancel's texts were not (all) embedded
-            self.pace.answered(characters, arrived)
+            self.pace.answered(done, arrived)
         if not future.done():
             future.set_result(pending)
 
-    def _count(self, requests: int, texts: int, characters: int) -> None:
+    def _count(self, requests: int, texts: int, characters: int, worth: int) -> None:
         self.requests_waiting += requests
         self.texts_waiting += texts
         self.chars_waiting += characters
+        self.work_waiting += worth
         self.metrics.queue_requests.set(self.requests_waiting)
         self.metrics.queue_texts.set(self.texts_waiting)
 
@@ -219,10 +242,10 @@ class Engine:
         pace = self.pace.per_second()
         if most is None or pace is None or self.requests_waiting == 0:
             return
-        wait = self.chars_waiting / pace
+        wait = self.work_waiting / pace
         if wait > most:
-            later = max(self.limits.retry_after_s, math.ceil(wait - most))
-            holds = f"about {wait:,.0f} s of work, {self.chars_waiting:,} characters"
+            later = min(max(self.limits.retry_after_s, math.ceil(wait - most)), MOST_RETRY_AFTER_S)
+            holds = f"about {wait:,.0f} s of work, {self.texts_waiting:,} texts"
             raise self._full(holds, f"--max-queue-wait ({most:g} s)", later)
 
     def _full(self, holds: str, option: str, seconds: int | None = None) -> ApiError:
