@@ -26,7 +26,13 @@ if TYPE_CHECKING:
         Support,
         relative_position_buckets,
     )
-    from seamline.contracts.component import Component, ComponentConfig, LeavesMachine, NamedPath
+    from seamline.contracts.component import (
+        AddedLater,
+        Component,
+        ComponentConfig,
+        LeavesMachine,
+        NamedPath,
+    )
     from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
     from seamline.contracts.errors import (
         ComponentLoadError,
@@ -77,6 +83,7 @@ if TYPE_CHECKING:
     from seamline.contracts.versions import CONTRACT_VERSIONS, KINDS, Kind
 
 _LOCATIONS: dict[str, str] = {
+    "AddedLater": "seamline.contracts.component",
     "Alert": "seamline.contracts.events",
     "Attention": "seamline.contracts.attention",
     "AttentionChosen": "seamline.contracts.events",
@@ -161,6 +168,7 @@ __all__ = [
     "CONTRACT_VERSIONS",
     "KINDS",
     "TOLERANCES",
+    "AddedLater",
     "Alert",
     "Attention",
     "AttentionChosen",

@@ -224,6 +224,27 @@ class LeavesMachine:
     field, each one that is set must be named in ``trust.network_variables`` too."""
 
 
+@dataclass(frozen=True, slots=True)
+class AddedLater:
+    """Marks a config field added after outputs were first written, whose default computes
+    exactly what the component computed before the field existed.
+
+    Used as ``Annotated`` metadata, ``window_edges: Annotated[Literal["tokens", "words"],
+    AddedLater("2026-12-06")] = "tokens"``. A manifest and a checkpoint record the model's
+    settings, defaults included (so a later change of a default cannot silently change a
+    rebuilt model); a marked field is left out of that record while it holds its default.
+    An older seamline, whose ``Config`` forbids the field it never had, then still reads
+    the output (``seamline search`` after a rollback) and resumes the checkpoint, and this
+    one fills the default back in: both compute the same vectors. Set to anything else,
+    the field is recorded, and an older seamline refuses it, as it must (it cannot compute
+    it). Mark only a field whose default changes nothing: a new setting that changes what
+    its default computes is a changed model, not an added setting.
+    """
+
+    since: str
+    """When the field was added (a date, or the first version that had it), for readers."""
+
+
 ConfigT = TypeVar("ConfigT", bound=ComponentConfig)
 
 

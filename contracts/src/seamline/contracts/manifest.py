@@ -16,7 +16,10 @@ field (and the line and column, where the caller can locate it).
 (``seamline_manifest``): a newer seamline may add keys a reader can skip without
 bumping it, and one it must understand bumps it, which an older reader refuses. A key
 this reader does not know is never used, so ignoring it cannot make it do anything;
-every key it does use is validated here, strictly (``"5"`` is not a number).
+every key it does use is validated here, strictly (``"5"`` is not a number). The model's
+``with:`` (and ``attention``) are validated by the component's ``Config``, which refuses a
+setting it does not know: a setting added later is left out of a record at its default
+(:class:`~seamline.contracts.AddedLater`), so that an older reader still takes it.
 
 The files the manifest names are opened only through :func:`output_files` and
 :func:`open_output`: each must lie in the manifest's own folder (no ``..``, no

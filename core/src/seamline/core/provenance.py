@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from seamline.contracts.component import AddedLater
 from seamline.contracts.executor import Served
 from seamline.contracts.manifest import MAX_SERVED_SHAPES
 from seamline.contracts.untrusted import cut
@@ -67,8 +68,13 @@ def recorded_config(config: BaseModel) -> dict[str, Any]:
     ``Path``, ``NamedPath``, or a list of them) is one; text is recorded as written (a
     model whose paths are text makes them absolute itself). The spec's hashes are not
     taken from this record: a relative path stays relative there (a moved folder resumes).
+
+    Every setting is recorded, defaults included (a later change of a default cannot change
+    the model rebuilt from it), except one marked :class:`~seamline.contracts.AddedLater`
+    while it holds its default (:func:`unrecorded_defaults`): an older seamline, which
+    refuses a setting it does not know, still reads the output and resumes its checkpoint.
     """
-    dumped = config.model_dump(mode="json")
+    dumped = config.model_dump(mode="json", exclude=unrecorded_defaults(config))
     for name in type(config).model_fields:
         value = getattr(config, name)
         many = isinstance(value, list | tuple)
@@ -78,6 +84,26 @@ def recorded_config(config: BaseModel) -> dict[str, Any]:
         made = [str(p if p.is_absolute() else absolute(p)) for p in paths]
         dumped[name] = made if many else made[0]
     return dumped
+
+
+def unrecorded_defaults(config: BaseModel) -> dict[str, Any]:
+    """The fields of ``config`` a record leaves out, as pydantic's ``exclude`` takes them:
+    each marked :class:`~seamline.contracts.AddedLater` that holds its default (whose
+    default computes what was computed before it existed), in nested models too.
+
+    A setting added to ``bert-encoder`` (``window_edges``, default ``tokens``) was recorded
+    in every manifest, and the seamline of the day before refused every output this one
+    wrote (``unknown field 'model.with.window_edges'``), though it computes them alike.
+    """
+    left: dict[str, Any] = {}
+    for name, field in type(config).model_fields.items():
+        value = getattr(config, name)
+        marked = any(isinstance(m, AddedLater) for m in field.metadata)
+        if marked and value == field.get_default(call_default_factory=True):
+            left[name] = True
+        elif isinstance(value, BaseModel) and (inner := unrecorded_defaults(value)):
+            left[name] = inner
+    return left
 
 
 VERSIONED = ("seamline-core", "seamline-contracts", "jax", "jaxlib", "numpy", "tokenizers")

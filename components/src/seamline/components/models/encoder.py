@@ -26,7 +26,7 @@ import abc
 import copy
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +36,7 @@ from seamline.components.models import checkpoint_settings, split_zip, weights, 
 from seamline.components.models.bert_math import Architecture, Pooling, Readout
 from seamline.components.models.file_ledger import verify_files
 from seamline.contracts import (
+    AddedLater,
     AttentionFn,
     Batch,
     ComponentConfig,
@@ -149,7 +150,7 @@ class EncoderConfig(ComponentConfig):
             "tokenizers 'stride'); must be less than max_length - 2."
         ),
     )
-    window_edges: windows.WindowEdges = Field(
+    window_edges: Annotated[windows.WindowEdges, AddedLater("2026-12-06")] = Field(
         default="tokens",
         description=(
             "Where a long document's windows are cut. tokens: wherever max_length falls, as "
