@@ -926,3 +926,51 @@ def test_a_manifest_holding_a_float_that_is_not_finite_is_still_strict_json(
     sink.close(complete=True)
     manifest = strict_json((tmp_path / "out" / "emb.manifest.json").read_bytes())
     assert manifest["figures"] == {"max_abs": "inf", "seen": ["nan"]}
+
+
+@pytest.mark.parametrize(
+    ("before", "made", "finish"),
+    [
+        (
+            {"seamline-code": "aaaa", "jax": "0.10.0"},
+            "another version of what computes it (seamline-code aaaa then, bbbb now)",
+            "the seamline whose `seamline --version` says code aaaa",
+        ),
+        (
+            None,
+            "a seamline that did not record its versions (from before 2026-12-05)",
+            "the seamline that started it",
+        ),
+    ],
+)
+def test_a_checkpoint_of_another_seamline_is_to_be_finished_by_it(
+    tmp_path: Path, sink_factory: Any, before: dict[str, str] | None, made: str, finish: str
+) -> None:
+    """An older seamline's checkpoint records the model as it knew it (no setting added
+    since): the model was compared first, and its resume refused as "another model
+    configuration (model.with.window_edges was not recorded ...)" with only --restart,
+    which throws the committed work away; finishing it with that seamline keeps it."""
+    a, _, _ = three_parts()
+    first = sink_factory(tmp_path)
+    older_model = {"use": "bert-encoder", "with": {"weights": "w"}}
+    written = {**MANIFEST, "model": older_model}
+    if before is not None:
+        written["versions"] = before
+    first.start(written)
+    first.write(a)
+    first.commit("c1")
+    first.close(complete=False)
+    model = {"use": "bert-encoder", "with": {"weights": "w", "window_edges": "words"}}
+    now = {**MANIFEST, "model": model, "versions": {"seamline-code": "bbbb", "jax": "0.10.0"}}
+    second = sink_factory(tmp_path)
+    with pytest.raises(UserError) as refused:
+        second.recover(now)
+    said = str(refused.value)
+    assert f"was made by {made}; its model record: model.with.window_edges was not recorded" in said
+    assert said.endswith(
+        f"To keep what was committed, finish it under {finish}: run again with --resume "
+        "(run(resume=True) from Python) there (then upgrade); or run again with --restart "
+        "(run(restart=True) from Python) to start over"
+    )
+    second.close(complete=False)
+    assert sink_factory(tmp_path).recover(written) == "c1", "the refused resume changed nothing"

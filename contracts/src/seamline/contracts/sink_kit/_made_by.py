@@ -42,11 +42,14 @@ def json_value(value: Any) -> Any:
 class Maker(NamedTuple):
     """Why an output may not take this run's vectors: who ``made`` it, and the ``harm``
     of adding to it (``mix vectors of two models``); ``reinstall``: the command that puts
-    back the versions it was made with, where that alone would let it resume ("" else)."""
+    back the versions it was made with, where that alone would let it resume ("" else);
+    ``finish``: the seamline that made it, where another seamline did (its code digest, as
+    ``seamline --version`` says it), which can resume it ("" else)."""
 
     made: str
     harm: str
     reinstall: str = ""
+    finish: str = ""
 
 
 def made_by_another(
@@ -55,12 +58,17 @@ def made_by_another(
     """What made an output (``recorded``: a checkpoint or a published manifest), when it is
     not what makes this run's vectors (``manifest``, the run's), else None.
 
-    The model, then the precision (where ``recorded`` has one: a checkpoint compares it
-    among its ``inputs``), then the versions of what computes the vectors: all of the
-    manifest's ``versions``, as ``--resume`` has compared them since they were recorded
-    (an output that recorded none, from before 2026-12-05, is another's too).
+    Another seamline first (:func:`_another_seamline`), then the model, then the precision
+    (where ``recorded`` has one: a checkpoint compares it among its ``inputs``), then the
+    versions of what computes the vectors: all of the manifest's ``versions``, as
+    ``--resume`` has compared them since they were recorded (an output that recorded none,
+    from before 2026-12-05, is another's too).
     """
     model = json_value(manifest.get("model"))
+    versions = json_value(manifest.get("versions"))
+    another = _another_seamline(recorded, model, versions, unrecorded)
+    if another is not None:
+        return another
     if recorded.get("model") != model:
         changes = model_changes(recorded.get("model"), model)
         return Maker(f"another model configuration ({changes})", "mix vectors of two models")
@@ -71,7 +79,6 @@ def made_by_another(
             f"{precision!r})",
             "mix vectors of two precisions",
         )
-    versions = json_value(manifest.get("versions"))
     if versions is not None and recorded.get("versions") != versions:
         return Maker(
             versions_changed(recorded.get("versions"), versions, unrecorded=unrecorded),
@@ -79,6 +86,40 @@ def made_by_another(
             reinstall_command(recorded.get("versions"), versions),
         )
     return _environment_changed(recorded.get("environment"), environment_of(manifest))
+
+
+CODE = "seamline-code"
+"""The digest of seamline's code among the ``versions`` (``seamline --version`` says it)."""
+
+
+def _another_seamline(
+    recorded: Mapping[str, Any], model: Any, versions: Any, unrecorded: str
+) -> Maker | None:
+    """Who made an output, where another seamline did (its code digest differs, or it
+    recorded no versions), else None; any difference of its model record is said too.
+
+    Compared before the model: a seamline records a model's settings as it knows them, so
+    an older one's record differs from this one's (a setting it did not have) for the
+    same model. A resume of an older seamline's checkpoint was refused as "another model
+    configuration (model.with.window_edges was not recorded ...)", offering only
+    ``--restart``, which throws the committed work away; finishing it with the seamline
+    that started it keeps it.
+    """
+    if not isinstance(versions, dict) or CODE not in versions:
+        return None  # this run does not say which seamline it is: nothing to compare
+    then = recorded.get("versions")
+    if isinstance(then, dict) and then.get(CODE) == versions[CODE]:
+        return None
+    made = versions_changed(then, versions, unrecorded=unrecorded)
+    if recorded.get("model") != model:
+        made += f"; its model record: {model_changes(recorded.get('model'), model)}"
+    code = then.get(CODE) if isinstance(then, dict) else None
+    finish = (
+        f"the seamline whose `seamline --version` says code {code}"
+        if isinstance(code, str) and code
+        else "the seamline that started it"
+    )
+    return Maker(made, "mix vectors of two versions", finish=finish)
 
 
 def environment_of(manifest: Mapping[str, Any]) -> dict[str, str] | None:
@@ -148,6 +189,11 @@ def resume_or_restart(maker: Maker, resume: str, restart: str) -> str:
             f"To keep what was committed, reinstall the versions it was made with "
             f"({maker.reinstall}) and run again with {resume}; or run again with {restart} "
             "to start over"
+        )
+    if maker.finish:
+        return (
+            f"To keep what was committed, finish it under {maker.finish}: run again with "
+            f"{resume} there (then upgrade); or run again with {restart} to start over"
         )
     return f"Run again with {restart} to start over"
 
