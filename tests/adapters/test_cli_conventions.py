@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from seamline.contracts.manifest import FORMAT
+from seamline.contracts.sink_kit import CHECKPOINT_FORMAT
+from seamline.core.code_digest import code_digest
+from seamline.core.provenance import run_versions
+
 SEAMLINE = Path(sys.executable).with_name("seamline")
 
 
@@ -28,11 +33,25 @@ def piped(
     )
 
 
+def shown_version() -> str:
+    """What ``seamline --version`` prints: the version, the code digest and the formats."""
+    return (
+        f"seamline {version('seamline-adapters')}\n"
+        f"code: {code_digest()} (the seamline-code its manifests and checkpoints record)\n"
+        f"formats: manifest {FORMAT} (reads {FORMAT} and earlier), checkpoint "
+        f"{CHECKPOINT_FORMAT} (resumes one this code wrote)\n"
+    )
+
+
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version_is_the_installed_distributions(flag: str) -> None:
+    """``0.1.0`` at every commit told an operator nothing about which seamline wrote an
+    output or a checkpoint (before an upgrade, or after a rollback): the code digest
+    that a manifest's and a checkpoint's ``versions`` record is shown, and the formats."""
     done = piped(flag)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"seamline {version('seamline-adapters')}\n"
+    assert done.stdout == shown_version()
+    assert code_digest() == run_versions()["seamline-code"]  # what a manifest records
 
 
 @pytest.mark.parametrize(
@@ -48,7 +67,7 @@ def test_minus_h_is_help_on_every_command(command: tuple[str, ...]) -> None:
 def test_python_dash_m_seamline_is_the_command() -> None:
     done = piped("--version", command=(sys.executable, "-m", "seamline"))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"seamline {version('seamline-adapters')}\n"
+    assert done.stdout == shown_version()
 
 
 def test_piped_output_is_not_folded_or_cut() -> None:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from seamline.core.attention.probe import attention_specs
     from seamline.core.attention.tuning import TuningCache
     from seamline.core.batching import BatchShapes, default_buckets, resolve_buckets
+    from seamline.core.code_digest import code_digest as seamline_code
     from seamline.core.config import (
         AttentionMode,
         PipelineConfigError,
@@ -216,6 +217,8 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "resolve_buckets": ("seamline.core.batching", "resolve_buckets"),
     # Where seamline keeps files, and who is working
     "cache_home": ("seamline.core.directories", "cache_home"),
+    # Which seamline this is (`seamline --version`; what manifests record as seamline-code)
+    "seamline_code": ("seamline.core.code_digest", "code_digest"),
     "named_directory": ("seamline.core.directories", "named_directory"),
     "output_directory": ("seamline.core.directories", "output_directory"),
     "try_writing": ("seamline.core.directories", "try_writing"),
@@ -340,6 +343,7 @@ __all__ = [
     "resolve_component",
     "run_versions",
     "save_record",
+    "seamline_code",
     "serving_precision",
     "stdout_to_stderr",
     "stops_kept",

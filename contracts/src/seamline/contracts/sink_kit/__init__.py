@@ -63,7 +63,7 @@ from seamline.contracts.sink_kit._atomic import (
     planted_inside,
     write_bytes_atomically,
 )
-from seamline.contracts.sink_kit._checkpoint import NoState, SinkState
+from seamline.contracts.sink_kit._checkpoint import CHECKPOINT_FORMAT, NoState, SinkState
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._made_by import Maker, made_by_another, model_changes
@@ -74,6 +74,7 @@ from seamline.contracts.sink_kit._staged import publish_staged, refuse_blocked_p
 from seamline.contracts.sink_kit._template import PublishingSink
 
 __all__ = [
+    "CHECKPOINT_FORMAT",
     "AtomicFile",
     "AtomicGroup",
     "Maker",
