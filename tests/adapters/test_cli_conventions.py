@@ -34,12 +34,11 @@ def piped(
 
 
 def shown_version() -> str:
-    """What ``seamline --version`` prints: the version, the code digest and the formats."""
+    """What ``seamline --version`` prints: one line, the version second (as scripts read
+    it), then the code digest and the formats."""
     return (
-        f"seamline {version('seamline-adapters')}\n"
-        f"code: {code_digest()} (the seamline-code its manifests and checkpoints record)\n"
-        f"formats: manifest {FORMAT} (reads {FORMAT} and earlier), checkpoint "
-        f"{CHECKPOINT_FORMAT} (resumes one this code wrote)\n"
+        f"seamline {version('seamline-adapters')} (code {code_digest()}; manifest format "
+        f"{FORMAT}, checkpoint format {CHECKPOINT_FORMAT})\n"
     )
 
 

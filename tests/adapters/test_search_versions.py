@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 from structlog.testing import capture_logs
 from typer.testing import CliRunner
@@ -66,6 +67,20 @@ def test_another_jax_is_named_on_stderr_and_the_results_are_still_given(index: P
     assert warnings[0].startswith(f"warning: {index} was written by another seamline version")
     assert f"jax 0.4.30 then, {jax.__version__} now" in warnings[0]
     assert "run the pipeline again" in warnings[0]
+
+
+@pytest.mark.usefixtures("restored_logging")
+def test_a_version_the_writer_did_not_record_is_said_so_not_absent(index: Path) -> None:
+    # An older seamline recorded fewer versions; "numpy absent then" said numpy was not
+    # installed when it was.
+    manifest = OUTPUT.with_name("emb.manifest.json")
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    del data["versions"]["numpy"]
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    shown = CliRunner().invoke(cli.app, ["search", str(index), TEXTS[1], "-k", "1"])
+    assert shown.exit_code == 0, shown.output
+    said = " ".join(shown.stderr.split())
+    assert f"numpy not recorded then, {np.__version__} now" in said, shown.stderr
 
 
 def test_the_server_warns_once_for_each_index_it_opens_not_for_each_search(

@@ -934,7 +934,7 @@ def test_a_manifest_holding_a_float_that_is_not_finite_is_still_strict_json(
         (
             {"seamline-code": "aaaa", "jax": "0.10.0"},
             "another version of what computes it (seamline-code aaaa then, bbbb now)",
-            "the seamline whose `seamline --version` says code aaaa",
+            "the seamline whose code is aaaa (`seamline --version` says it",
         ),
         (
             None,
@@ -967,10 +967,10 @@ def test_a_checkpoint_of_another_seamline_is_to_be_finished_by_it(
         second.recover(now)
     said = str(refused.value)
     assert f"was made by {made}; its model record: model.with.window_edges was not recorded" in said
+    assert f"To keep what was committed, finish it under {finish}" in said, said
     assert said.endswith(
-        f"To keep what was committed, finish it under {finish}: run again with --resume "
-        "(run(resume=True) from Python) there (then upgrade); or run again with --restart "
-        "(run(restart=True) from Python) to start over"
+        ": run again with --resume (run(resume=True) from Python) there (then upgrade); or "
+        "run again with --restart (run(restart=True) from Python) to start over"
     )
     second.close(complete=False)
     assert sink_factory(tmp_path).recover(written) == "c1", "the refused resume changed nothing"

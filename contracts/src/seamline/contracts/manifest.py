@@ -40,6 +40,7 @@ from typing import Annotated, Any, BinaryIO, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from seamline.contracts.errors import ConfigError, UserError
+from seamline.contracts.formats import MANIFEST_FORMAT
 from seamline.contracts.untrusted import (
     FILE_KINDS,
     NotRegularFile,
@@ -53,7 +54,7 @@ from seamline.contracts.untrusted import (
 )
 
 MANIFEST_SUFFIX = ".manifest.json"
-FORMAT = 1
+FORMAT = MANIFEST_FORMAT
 """The manifest format this seamline writes and reads (``seamline_manifest``)."""
 MAX_MANIFEST_BYTES = 1 << 20
 """The largest manifest read (1 MiB, as a pipeline file): a manifest is a page of data."""

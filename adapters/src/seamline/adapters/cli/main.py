@@ -64,19 +64,17 @@ def _show_version(value: bool) -> None:
     """The version, and what tells two seamlines' outputs apart: its distributions stay
     0.1.0 across hundreds of commits, so an operator comparing the writer of an output or
     a checkpoint (before an upgrade or a rollback) needs the code digest its manifests and
-    checkpoints record (``versions.seamline-code``), and the formats it writes and reads."""
+    checkpoints record (``versions.seamline-code``), and the formats it writes. One line,
+    the version second, as scripts read it (``cut -d' ' -f2``); nothing heavy imported."""
     if value:
-        from seamline.contracts.manifest import FORMAT
-        from seamline.contracts.sink_kit import CHECKPOINT_FORMAT
+        from seamline.contracts.formats import CHECKPOINT_FORMAT, MANIFEST_FORMAT
         from seamline.contracts.versions import installed_version
         from seamline.core import seamline_code
 
         typer.echo(
-            f"seamline {installed_version('seamline-adapters')}\n"
-            f"code: {seamline_code() or 'unknown'} (the seamline-code its manifests and "
-            "checkpoints record)\n"
-            f"formats: manifest {FORMAT} (reads {FORMAT} and earlier), checkpoint "
-            f"{CHECKPOINT_FORMAT} (resumes one this code wrote)"
+            f"seamline {installed_version('seamline-adapters')} (code "
+            f"{seamline_code() or 'unknown'}; manifest format {MANIFEST_FORMAT}, checkpoint "
+            f"format {CHECKPOINT_FORMAT})"
         )
         raise typer.Exit
 

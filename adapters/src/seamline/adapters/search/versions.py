@@ -33,7 +33,8 @@ def written_by_another(path: Path, index: Index) -> str | None:
     current = run_versions()
     names = sorted(set(current) | {name for name in recorded if name in _KNOWN})
     changes = [
-        f"{name} {_shown(recorded.get(name))} then, {_shown(current.get(name))} now"
+        f"{name} {_shown(recorded.get(name), 'not recorded')} then, "
+        f"{_shown(current.get(name), 'absent')} now"
         for name in names
         if recorded.get(name) != current.get(name)
     ]
@@ -50,13 +51,14 @@ _KNOWN = frozenset(
     {"seamline-core", "seamline-contracts", "jax", "jaxlib", "numpy", "tokenizers", "seamline-code"}
 )
 """The versions a manifest records that this seamline knows (a hostile manifest's other keys
-are not named); one of them not installed here is ``absent`` now."""
+are not named); one of them not installed here is ``absent`` now, and one the writer did
+not record is ``not recorded`` then (an older seamline recorded fewer: numpy was there)."""
 
 
-def _shown(version: object) -> str:
-    """A recorded version for a one-line message: absent, or at most a few dozen characters,
-    its control characters shown."""
+def _shown(version: object, missing: str) -> str:
+    """A recorded version for a one-line message: ``missing``, or at most a few dozen
+    characters, its control characters shown."""
     if version is None:
-        return "absent"
+        return missing
     text = visible(version if isinstance(version, str) else repr(version))
     return text if len(text) <= SHOWN_VERSION else text[: SHOWN_VERSION - 1] + "…"

@@ -56,6 +56,7 @@ Everything else in this package (``_atomic``, ``_checkpoint``, ``_lock``, ``_par
 ``_paths``) is private to the kit and may change without notice.
 """
 
+from seamline.contracts.formats import CHECKPOINT_FORMAT
 from seamline.contracts.sink_kit._atomic import (
     AtomicFile,
     AtomicGroup,
@@ -63,7 +64,7 @@ from seamline.contracts.sink_kit._atomic import (
     planted_inside,
     write_bytes_atomically,
 )
-from seamline.contracts.sink_kit._checkpoint import CHECKPOINT_FORMAT, NoState, SinkState
+from seamline.contracts.sink_kit._checkpoint import NoState, SinkState
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._made_by import Maker, made_by_another, model_changes

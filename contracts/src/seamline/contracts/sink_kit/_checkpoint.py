@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
 from seamline.contracts.errors import RESTART, RESUME, ResumeRefused
+from seamline.contracts.formats import CHECKPOINT_FORMAT
 from seamline.contracts.logs import get_logger
 from seamline.contracts.ownership import describe_user, not_yours_alone
 from seamline.contracts.sink_kit._atomic import (
@@ -78,8 +79,6 @@ if TYPE_CHECKING:
 
 log = get_logger("seamline.sink")
 
-CHECKPOINT_FORMAT = 2
-"""2: partial files are recorded by name in the destination's folder (1 recorded paths)."""
 MAX_CHECKPOINT_BYTES = 16 << 20
 """The largest checkpoint read. A parquet sink's lists one part per commit, about 60
 bytes each: 16 MiB is some 280,000 commits."""

@@ -115,7 +115,9 @@ def _another_seamline(
         made += f"; its model record: {model_changes(recorded.get('model'), model)}"
     code = then.get(CODE) if isinstance(then, dict) else None
     finish = (
-        f"the seamline whose `seamline --version` says code {code}"
+        f"the seamline whose code is {code} (`seamline --version` says it; one from before "
+        "2026-12-07: `python -c 'from seamline.core.code_digest import code_digest; "
+        "print(code_digest())'`)"
         if isinstance(code, str) and code
         else "the seamline that started it"
     )
@@ -156,7 +158,7 @@ def versions_changed(
     if not isinstance(recorded, dict):
         return unrecorded
     changes = [
-        f"{name} {recorded.get(name) or 'absent'} then, {current.get(name) or 'absent'} now"
+        f"{name} {recorded.get(name) or 'not recorded'} then, {current.get(name) or 'absent'} now"
         for name in sorted({*recorded, *current})
         if recorded.get(name) != current.get(name)
     ]
