@@ -138,14 +138,14 @@ def resolve(
         metrics_protocol=metrics_protocol,
         service_name=section.service_name
         or env.get("OTEL_SERVICE_NAME")
-        or _resource_service_name(env)
+        or _resource_attribute(env, SERVICE_NAME)
         or DEFAULT_SERVICE_NAME,
     )
 
 
-def _resource_service_name(env: Mapping[str, str], attribute: str = SERVICE_NAME) -> str:
-    """``service.name`` (or ``attribute``) as ``OTEL_RESOURCE_ATTRIBUTES`` sets it ("" if
-    it does not).
+def _resource_attribute(env: Mapping[str, str], attribute: str) -> str:
+    """``attribute`` (``service.name``, ``service.version``) as ``OTEL_RESOURCE_ATTRIBUTES``
+    sets it ("" if it does not).
 
     The specification lets ``OTEL_SERVICE_NAME`` override it, not a default: given as the
     provider's own attribute, "seamline" replaced it (``service.name=fromres`` arrived as
@@ -166,7 +166,7 @@ def resource(service_name: str, environ: Mapping[str, str] | None = None) -> Res
     env = os.environ if environ is None else environ
     attributes = {SERVICE_NAME: service_name}
     version = installed_version("seamline-adapters", missing="")
-    if version and not _resource_service_name(env, SERVICE_VERSION):
+    if version and not _resource_attribute(env, SERVICE_VERSION):
         attributes[SERVICE_VERSION] = version
     return Resource.create(attributes)
 

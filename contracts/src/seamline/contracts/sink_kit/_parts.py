@@ -478,10 +478,13 @@ def sweep_temporaries(destinations: Sequence[Path], keep: Sequence[Path] = ()) -
     a whole run's partial files (``.<name>.partial.<random>.tmp``) do not match.
     """
     kept = {path.name for path in keep}
+    names: dict[Path, list[str]] = {}  # each folder listed once, for all its destinations
     for destination in destinations:
-        pattern = re.compile(re.escape(f".{destination.name}.") + r"[a-z0-9_]{8}\.tmp")
+        names.setdefault(destination.parent, []).append(re.escape(f".{destination.name}."))
+    for folder, prefixes in names.items():
+        pattern = re.compile(f"(?:{'|'.join(prefixes)})" + r"[a-z0-9_]{8}\.tmp")
         with contextlib.suppress(OSError):
-            for stale in destination.parent.iterdir():
+            for stale in folder.iterdir():
                 if pattern.fullmatch(stale.name) and stale.name not in kept:
                     stale.unlink(missing_ok=True)  # a link is removed, not followed
 
