@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from structlog.testing import capture_logs
 
@@ -26,6 +25,7 @@ from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from tests.adapters.in_process import ReadyEngine
+from tests.faults.call_scenarios import recorded_spans
 from tests.fresh_logging import logging_as_in_a_fresh_process
 
 GONE = "cannot search notes.jsonl: notes.jsonl does not exist; run the pipeline again"
@@ -52,15 +52,8 @@ def fresh_logging() -> Iterator[None]:
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter
-    exporter.shutdown()
-    exporter.clear()
+    with recorded_spans() as exporter:
+        yield exporter
 
 
 def post(failure: Exception, path: str, body: Any) -> httpx.Response:

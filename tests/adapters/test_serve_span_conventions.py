@@ -9,9 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from seamline.adapters import telemetry_setup
@@ -21,19 +18,13 @@ from seamline.adapters.serve.metrics import ServeMetrics
 from seamline.contracts.versions import installed_version
 from seamline.core import telemetry
 from tests.adapters.in_process import ReadyEngine
+from tests.faults.call_scenarios import recorded_spans
 
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter
-    exporter.shutdown()
-    exporter.clear()
+    with recorded_spans() as exporter:
+        yield exporter
 
 
 def test_a_request_span_carries_the_http_server_conventions(

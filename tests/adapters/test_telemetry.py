@@ -11,29 +11,19 @@ from pathlib import Path
 import pytest
 import structlog
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from seamline.adapters.logging_setup import configure_logging
 from seamline.core.config import parse_pipeline
 from seamline.core.orchestrator import Orchestrator
 from tests.core.toy import MemorySink, toy_registry
+from tests.faults.call_scenarios import recorded_spans
 
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):  # the first test to need one installs it
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter
-    # The provider is global and keeps its processors: stop this exporter from keeping
-    # every span of every later test in memory.
-    exporter.shutdown()
-    exporter.clear()
+    with recorded_spans() as exporter:
+        yield exporter
 
 
 def test_one_root_span_with_a_child_per_seam(spans: InMemorySpanExporter) -> None:
