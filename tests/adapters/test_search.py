@@ -770,3 +770,28 @@ def test_a_table_version_that_is_not_a_version_is_refused(tmp_path: Path, value:
     manifest.write_text(json.dumps(recorded), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"outputs\.table_version: "):
         find(columnar_registry(), path, TEXTS[2], k=1)
+
+
+def test_an_output_a_crashed_first_run_left_unpublished_says_to_resume(tmp_path: Path) -> None:
+    """A first run stopped after its commits and before its manifest leaves a checkpoint and
+    no manifest: a search of it says ``--resume`` finishes it (not "run the pipeline again",
+    which would throw the committed work away)."""
+    from tests.core.toy import LoaderCrash
+
+    out = tmp_path / "emb.jsonl"
+    reg = registry()
+    texts = [*TEXTS, *TEXTS]
+    text = (
+        "pipeline: search\n"
+        f"loader: {{use: list, with: {{texts: {texts!r}, crash_at: d4}}}}\n"
+        "model: {use: toy}\nattention: {use: native}\nprecision: float32\n"
+        f"sink: {{use: jsonl, with: {{path: '{out}'}}}}\n"
+        "run: {batch_size: 1, buckets: [4, 8], checkpoint_every: 1}\n"
+    )
+    with pytest.raises(LoaderCrash):
+        Orchestrator(parse_pipeline(text, "p.yaml", reg), reg).run()
+    with pytest.raises(UserError, match=r"stopped before publishing.*--resume"):
+        api.open_index(out, registry=reg)
+    (tmp_path / ".emb.jsonl.checkpoint").unlink()  # no run at all: nothing to resume
+    with pytest.raises(UserError, match="does not exist: run a pipeline whose sink writes it"):
+        api.open_index(out, registry=reg)

@@ -33,6 +33,7 @@ from seamline.contracts.manifest import (
     validate_manifest,
 )
 from seamline.contracts.readback import OutputReader
+from seamline.contracts.sink_kit import checkpoint_path
 from seamline.contracts.workdir import gone_under
 from seamline.core import Located, Registry, parse_located
 
@@ -136,11 +137,28 @@ def _outputs_of(manifest: Path) -> list[str]:
     )
 
 
+def refuse_unpublished(index: Path) -> None:
+    """Refuse ``index`` saying ``--resume`` where a run stopped before publishing it.
+
+    A first run interrupted after its commits leaves a checkpoint and no manifest (nor,
+    for most sinks, the output): "run the pipeline again" would throw the committed work
+    away, so the checkpoint's presence (where the sink kit keeps it) says to resume.
+    """
+    checkpoint = checkpoint_path(index)
+    if checkpoint.is_file():
+        raise UserError(
+            f"{index} is not published: a run writing it stopped before publishing (its "
+            f"checkpoint {checkpoint} is there); run that pipeline again with --resume to "
+            "finish and publish it"
+        )
+
+
 def open_index(index: Path) -> Index:
     """Read and validate the manifest of ``index``, and find its files from it."""
     path = manifest_path(index)
     if not index.exists() and not path.exists():
         gone_under(index)  # from a deleted folder: cd again, though the name may exist
+        refuse_unpublished(index)
         raise UserError(f"index {index} does not exist: run a pipeline whose sink writes it")
     try:
         text = read_manifest_text(path)
@@ -152,6 +170,7 @@ def open_index(index: Path) -> Index:
                 f"{index} is a folder of outputs, not one: name the output to search, by its "
                 f"sink's path ({', '.join(str(index / name) for name in inside)}{others})"
             ) from None
+        refuse_unpublished(index)
         raise UserError(
             f"{path} is missing, so the model that made {index} is unknown; re-run the pipeline "
             "that writes it: its sink publishes the manifest beside its output"

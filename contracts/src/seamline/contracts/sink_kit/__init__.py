@@ -43,6 +43,8 @@ The names here are the kit's public face:
   about to write; :func:`stops_deferred` to hold a Ctrl-C, SIGTERM or SIGHUP back
   until a publication's last step (a sink that publishes in steps of its own);
 - :data:`RunId`: a staged run's id, as a state that records one must check it;
+  :func:`checkpoint_path`: where the kit keeps an output's checkpoint (a reader that
+  finds no manifest can tell an interrupted first run from no run at all);
 - :func:`made_by_another` (and :func:`model_changes`): whether an output was made as
   this run makes its vectors (model, precision, versions), the rule of ``--resume``,
   for a sink that adds to an output it published earlier (the lancedb sink's merges);
@@ -64,7 +66,7 @@ from seamline.contracts.sink_kit._atomic import (
     planted_inside,
     write_bytes_atomically,
 )
-from seamline.contracts.sink_kit._checkpoint import NoState, SinkState
+from seamline.contracts.sink_kit._checkpoint import NoState, SinkState, checkpoint_path
 from seamline.contracts.sink_kit._config import OutputConfig
 from seamline.contracts.sink_kit._deferred import stops_deferred
 from seamline.contracts.sink_kit._made_by import Maker, made_by_another, model_changes
@@ -87,6 +89,7 @@ __all__ = [
     "SinkState",
     "blocked_folder",
     "checked_vector",
+    "checkpoint_path",
     "fsync_directory",
     "located",
     "made_by_another",
