@@ -69,3 +69,25 @@ def test_the_bash_script_is_shown() -> None:
 def test_an_options_values_complete(words: str, offered: list[str]) -> None:
     # They offered nothing: each option is a plain str, checked by its command.
     assert completed(words) == offered
+
+
+def test_building_the_commands_warns_of_nothing_deprecated() -> None:
+    """Each command's value completion is typer's ``autocompletion``: click's
+    ``shell_complete`` made typer 0.29 warn (DeprecationWarning) wherever the CLI was built,
+    253 times in one test file."""
+    done = subprocess.run(
+        [
+            str(SEAMLINE.parent / "python"),
+            "-W",
+            "error::DeprecationWarning",
+            "-c",
+            "from typer.main import get_command\n"
+            "from seamline.adapters.cli.main import app\n"
+            "get_command(app)\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -55,16 +55,18 @@ def whole_number(
     return parse
 
 
-def offering(*values: str) -> Callable[[object, object, str], list[str]]:
+def offering(*values: str) -> Callable[[str], list[str]]:
     """Shell completion of an option's value: those of ``values`` that begin as typed.
 
     ``seamline run --format <TAB>`` offered nothing. The option stays a ``str`` rather than
     a ``click.Choice``: the command checks the value in its own words (``error: --format
     must be text or json, not 'xml'``, exit code 2) and takes an old spelling a choice would
-    refuse (``--format table``); its ``metavar`` lists the values in ``--help``.
+    refuse (``--format table``); its ``metavar`` lists the values in ``--help``. Given
+    as typer's ``autocompletion`` (which passes what its parameters' types ask for):
+    click's ``shell_complete`` warned on every command in typer 0.29, deprecated.
     """
 
-    def complete(context: object, parameter: object, incomplete: str) -> list[str]:
+    def complete(incomplete: str) -> list[str]:
         return [value for value in values if value.startswith(incomplete)]
 
     return complete
@@ -158,7 +160,7 @@ FormatOption = Annotated[
         help="text (for people) or json (one document on stdout for scripts; schemas in "
         "docs/cli.md).",
         metavar="[text|json]",
-        shell_complete=offering(*FORMATS),
+        autocompletion=offering(*FORMATS),
     ),
 ]
 

@@ -21,7 +21,7 @@ KindOption = Annotated[
         "--kind",
         help=f"Only one kind: {', '.join(KINDS)}.",
         metavar=f"[{'|'.join(KINDS)}]",
-        shell_complete=offering(*KINDS),
+        autocompletion=offering(*KINDS),
     ),
 ]
 AutoOrder = Annotated[

@@ -76,7 +76,7 @@ LogFormat = Annotated[
         "--log-format",
         help="auto (console on a terminal), json or console.",
         metavar="[auto|json|console]",
-        shell_complete=offering(*LOG_FORMATS),
+        autocompletion=offering(*LOG_FORMATS),
     ),
 ]
 LogLevel = Annotated[
@@ -84,7 +84,7 @@ LogLevel = Annotated[
     typer.Option(
         "--log-level",
         metavar="[debug|info|warning|error]",
-        shell_complete=offering(*LOG_LEVELS),
+        autocompletion=offering(*LOG_LEVELS),
         help="debug, info, warning or error (default: warning on a terminal, where the progress "
         "bar reports, else info).",
     ),

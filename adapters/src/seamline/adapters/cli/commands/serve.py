@@ -151,7 +151,7 @@ LongTextOption = Annotated[
     typer.Option(
         "--long-text",
         metavar="[truncate|mean]",
-        shell_complete=offering("truncate", "mean"),
+        autocompletion=offering("truncate", "mean"),
         help="Texts longer than the model's window: truncate (the first window, as "
         "sentence-transformers does) or mean (every window, averaged).",
     ),
@@ -180,7 +180,7 @@ LogLevel = Annotated[
         "--log-level",
         help="debug, info, warning or error.",
         metavar="[debug|info|warning|error]",
-        shell_complete=offering(*LOG_LEVELS),
+        autocompletion=offering(*LOG_LEVELS),
     ),
 ]
 LogFormat = Annotated[
@@ -189,7 +189,7 @@ LogFormat = Annotated[
         "--log-format",
         help="auto (console on a terminal), json or console.",
         metavar="[auto|json|console]",
-        shell_complete=offering(*LOG_FORMATS),
+        autocompletion=offering(*LOG_FORMATS),
     ),
 ]
 AccessLog = Annotated[
