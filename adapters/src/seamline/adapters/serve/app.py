@@ -40,6 +40,7 @@ from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
 from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
 from seamline.adapters.serve.foreign import route_hint
+from seamline.adapters.serve.guard import Guard, HostAndOrigin
 from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
@@ -83,8 +84,9 @@ class Served:
         object.__setattr__(self, "searches", Slots(self.limits.max_concurrent_searches))
 
 
-def build_app(served: Served, lifespan: Any = None) -> Starlette:
-    """The application; ``lifespan`` starts and stops the engine (see :mod:`.server`)."""
+def build_app(served: Served, lifespan: Any = None, guard: Guard | None = None) -> Starlette:
+    """The application; ``lifespan`` starts and stops the engine (see :mod:`.server`);
+    ``guard`` the hosts and origins it answers (:mod:`.guard`; None: any)."""
     routes = [
         Route("/v1/embeddings", _endpoint(served, "embeddings", _embeddings), methods=["POST"]),
         Route("/v1/search", _endpoint(served, "search", _search), methods=["POST"]),
@@ -99,7 +101,10 @@ def build_app(served: Served, lifespan: Any = None) -> Starlette:
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(TracedAccessLog)],
+        middleware=[
+            Middleware(TracedAccessLog),
+            *([Middleware(HostAndOrigin, guard=guard)] if guard is not None else []),
+        ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _crashed},
     )

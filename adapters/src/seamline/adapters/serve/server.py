@@ -33,6 +33,7 @@ import uvicorn
 
 from seamline.adapters.serve.app import Served, build_app
 from seamline.adapters.serve.engine import Engine
+from seamline.adapters.serve.guard import Guard
 from seamline.adapters.serve.head_deadline import with_head_timeout
 from seamline.adapters.serve.index import IndexSearch
 from seamline.adapters.serve.limits import MAX_PORT, Limits
@@ -136,6 +137,7 @@ def serve_pipeline(
     announce: Callable[[str], None],
     graceful_timeout: float | None = 30.0,
     access_log: bool = False,
+    allowed: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),  # hosts, origins: .guard
 ) -> None:
     """Serve ``resolved``'s model until a signal; raises the warm-up's error if it fails.
 
@@ -186,7 +188,7 @@ def serve_pipeline(
             holder["server"].released = True
 
     config = uvicorn.Config(
-        build_app(served, lifespan),
+        build_app(served, lifespan, Guard.for_address(str(sock.getsockname()[0]), *allowed)),
         log_config=None,
         access_log=access_log,
         # Annotated int by uvicorn, which hands it to asyncio.timeout: seconds, 2.5 too.

@@ -192,6 +192,27 @@ LogFormat = Annotated[
         autocompletion=offering(*LOG_FORMATS),
     ),
 ]
+AllowedHost = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowed-host",
+        help="A Host name requests may carry besides loopback ones (repeatable; *.example.com "
+        "for its subdomains, * for any). Listening on a loopback address, other names are "
+        "refused (403: DNS rebinding); elsewhere the Host is checked only if this is given.",
+        metavar="NAME",
+        show_default=False,
+    ),
+]
+AllowedOrigin = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowed-origin",
+        help="A web page origin whose requests are answered (repeatable; * for any); "
+        "requests with another Origin header are refused (403). Default: none.",
+        metavar="ORIGIN",
+        show_default=False,
+    ),
+]
 AccessLog = Annotated[
     bool, typer.Option("--access-log/--no-access-log", help="Log one line per request.")
 ]
@@ -219,6 +240,8 @@ def serve(
     log_level: LogLevel = "info",
     log_format: LogFormat = "auto",
     access_log: AccessLog = False,
+    allowed_host: AllowedHost = None,
+    allowed_origin: AllowedOrigin = None,
     compile_cache: CompileCache = True,
 ) -> None:
     """Serve the pipeline's model over HTTP: OpenAI-compatible /v1/embeddings, /v1/search
@@ -256,8 +279,9 @@ def serve(
             wrong.append("--log-format must be auto, json or console")
         if wrong:
             usage_error("; ".join(wrong))
+        guard = (tuple(allowed_host or ()), tuple(allowed_origin or ()))
         _serve(pipeline, overrides, limits, host, port, index, graceful_timeout, access_log,
-               log_level, log_format, compile_cache)  # fmt: skip
+               log_level, log_format, compile_cache, guard)  # fmt: skip
 
 
 def _serve(
@@ -272,6 +296,7 @@ def _serve(
     log_level: str,
     log_format: str,
     compile_cache: bool,
+    guard: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
 ) -> None:
     user_errors(check_serve_installed)  # before the pipeline is read or the model loaded
     user_errors(lambda: check_otel_environment(os.environ))  # before the SDK reads it
@@ -316,6 +341,7 @@ def _serve(
                 announce=announce,
                 graceful_timeout=graceful_timeout,
                 access_log=access_log,
+                allowed=guard,
             )
         )
     finally:
