@@ -180,6 +180,35 @@ def test_a_lancedb_table_with_a_data_file_gone_is_a_503_without_server_paths(
         index.close()
 
 
+def use_lancedb(folder: Path) -> None:
+    text = (folder / "p.yaml").read_text(encoding="utf-8")
+    lance = "\n".join(line for line in text.splitlines() if not line.startswith("sink:"))
+    (folder / "p.yaml").write_text(lance + "\n" + LANCE, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("where", "said"), [("1/0 = 1", "Divide by zero"), ("CAST(text AS INT) = 1", "Cast error")]
+)
+def test_a_filter_that_fails_on_the_rows_is_the_requests_fault(
+    folder: Path, tiny_registry: Registry, where: str, said: str
+) -> None:
+    # Was 503 index_unavailable, "not as seamline wrote it: run the pipeline again" (and
+    # `seamline search --where` said the same): the table was fine, the filter was not.
+    use_lancedb(folder)
+    run(tiny_registry)
+    index = IndexSearch(tiny_registry, folder / "out" / "emb.lance")
+    try:
+        error = refusal(index, LONG, where=where)
+        assert (error.status, error.code, error.param) == (400, "invalid_search", "where")
+        assert said in error.message
+        assert "failed on the rows" in error.message
+        assert "run the pipeline again" not in error.message
+        assert not any(text in error.message for text in TEXTS), "no row's text quoted"
+        assert ".rs:" not in error.message
+    finally:
+        index.close()
+
+
 def test_a_message_keeps_no_server_path(tmp_path: Path, tiny_registry: Registry) -> None:
     # LanceDB's "Not found" named the table's folder without its leading '/', and the
     # Rust sources it was raised in: both reached the client.

@@ -32,6 +32,7 @@ look empty, and a folder deleted since is missing, as a deleted table is.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -171,6 +172,8 @@ class LanceReader(OutputReader):
         try:  # reading the rows: a problem here is the table's (a data file gone, say)
             found = query.to_arrow().to_pydict()
         except (ValueError, RuntimeError, OSError) as err:
+            if where is not None and _reads_without_filter(table, vector):
+                raise _filter_failed(where, err) from None  # the filter's, not the table's
             raise _unsearchable(path, err) from None
         found.pop("_distance")  # selected only because LanceDB warns on stderr otherwise
         matrix, rows = stored_chunk(found, f"{path}: row", 0, len(vector))
@@ -200,6 +203,42 @@ class LanceReader(OutputReader):
             query = query.refine_factor(settings.refine_factor)
             used.append(f"refine_factor {settings.refine_factor}")
         return query, f"vector index {vector_index.name} ({', '.join(used)})"
+
+
+def _reads_without_filter(table: Table, vector: np.ndarray[Any, Any]) -> bool:
+    """Whether the table answers the same search without its filter (one row).
+
+    A filter that plans but fails on the rows (``1/0 = 1``, ``CAST(text AS INT) = 1``)
+    was told "not as seamline wrote it: run the pipeline again", a 503 from a server:
+    the table is at fault only if it cannot be read without the filter either.
+    """
+    try:
+        table.search(vector, vector_column_name=EMBEDDING).select(["id", "_distance"]).limit(
+            1
+        ).to_arrow()
+    except (ValueError, RuntimeError, OSError):
+        return False
+    return True
+
+
+_QUOTED = re.compile(r"'[^']*'")
+
+
+def _filter_failed(where: str, err: BaseException) -> FilterRefused:
+    """The refusal of a filter that failed on the rows, saying LanceDB's reason: without
+    where a library's source lies, nor a row's text it quotes (``Cannot cast string
+    '...'``): only the filter's own literals are kept."""
+    reason = _SOURCE_PLACE.sub("", str(err).replace(chr(10), " ")).strip().rstrip(".")
+    reason = _QUOTED.sub(lambda quoted: quoted[0] if quoted[0] in where else "'…'", reason)
+    reason = reason if len(reason) <= 300 else reason[:299] + "…"
+    return FilterRefused(
+        f"where {where!r} failed on the rows: {reason}. Change the filter "
+        "(the output itself can be searched without it)"
+    )
+
+
+_SOURCE_PLACE = re.compile(r",? */\S+\.rs:\d+(?::\d+)?")
+"""Where the Rust library raised its error (``, /root/.cargo/.../local.rs:12:5``)."""
 
 
 def _unsearchable(path: Path, err: BaseException) -> UserError:
