@@ -390,6 +390,29 @@ def test_a_whole_filter_applies_all_of_itself(written: dict[str, Path], where: s
     assert found.how.endswith(f", where {where}")
 
 
+@pytest.mark.parametrize(
+    ("where", "call"),
+    [
+        ("length(repeat(text, 300000)) > 0", "repeat"),
+        ("LPAD (text, 100000000) = 'a'", "lpad"),
+        ("id = 'd0' OR cardinality(range(100000000)) > 0", "range"),
+    ],
+)
+def test_a_filter_that_builds_huge_values_is_refused_before_it_runs(
+    written: dict[str, Path], where: str, call: str
+) -> None:
+    # repeat(text, 300000) on 30 rows: +1 GiB and 7 s per search, which LanceDB's query
+    # timeout cannot stop (it is checked between batches of rows, not within one).
+    with pytest.raises(FilterRefused, match=rf"calls {call}\(\), which builds values far"):
+        find(columnar_registry(), written["lancedb"], TEXTS[1], where=where)
+
+
+def test_those_names_in_strings_and_comments_are_no_calls(written: dict[str, Path]) -> None:
+    where = "text != 'repeat(x)' AND id != 'd1' AND id != 'd2' -- rpad(text, 9)"
+    found = find(columnar_registry(), written["lancedb"], TEXTS[1], k=3, where=where)
+    assert {hit.doc_id for hit in found.hits} == {"d0"}
+
+
 def test_where_on_a_file_index_says_what_would_work(written: dict[str, Path]) -> None:
     no_engine = r"a where filter runs .*\(lancedb\).* a parquet sink.*DuckDB reads Parquet"
     with pytest.raises(UserError, match=no_engine):

@@ -13,6 +13,8 @@ closing parenthesis is the wrapper's own, so a filter whose parentheses do not p
 
 from __future__ import annotations
 
+import re
+
 from seamline.contracts.readback import FilterRefused
 
 _QUOTES = "'\"`"
@@ -31,7 +33,45 @@ def one_expression(where: str) -> str:
             f"where {where!r} is not a filter LanceDB can apply: it has {problem}. Pair "
             "its parentheses (a ')' or '(' inside a string belongs in quotes)"
         )
+    costly = _COSTLY_CALL.search(_code_of(where))
+    if costly:
+        raise FilterRefused(
+            f"where {where!r} calls {costly[1].lower()}(), which builds values far larger "
+            f"than the rows it reads: refused in a filter ({', '.join(COSTLY)}), whose cost "
+            "LanceDB does not bound (repeat(text, 300000) on 30 rows took 5 s and 1 GiB)"
+        )
     return f"({where}\n)"
+
+
+COSTLY = ("repeat", "lpad", "rpad", "array_repeat", "range", "generate_series")
+"""DataFusion's functions whose result's size is set by an argument, not by the row: a
+filter evaluates them on a whole batch of rows at once, and LanceDB's query timeout is
+checked only between batches, so one call could hold the CPU and memory for as long and
+as much as it asked (the OOM killer's to end)."""
+_COSTLY_CALL = re.compile(rf"(?<![\w.])({'|'.join(COSTLY)})\s*\(", re.IGNORECASE)
+
+
+def _code_of(where: str) -> str:
+    """``where`` with its string literals, quoted names and comments blanked: the code."""
+    out, at = [], 0
+    while at < len(where):
+        ch = where[at]
+        if ch in _QUOTES:
+            end = where.find(ch, at + 1)
+            at = len(where) if end < 0 else end + 1
+            out.append(" ")
+        elif where.startswith("--", at):
+            end = where.find("\n", at)
+            at = len(where) if end < 0 else end + 1
+            out.append(" ")
+        elif where.startswith("/*", at):
+            end = where.find("*/", at + 2)
+            at = len(where) if end < 0 else end + 2
+            out.append(" ")
+        else:
+            out.append(ch)
+            at += 1
+    return "".join(out)
 
 
 def _unpaired(where: str) -> str:
