@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import numpy as np
@@ -35,6 +35,7 @@ from seamline.adapters.serve.bodies import (
     read_body,
     search_request,
 )
+from seamline.adapters.serve.budget import BodyBudget
 from seamline.adapters.serve.catalog import ModelNames, list_models, retrieve_model
 from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
@@ -60,6 +61,7 @@ CLIENT_CLOSED = 499
 """The status counted for a request whose client went away (nginx's convention)."""
 
 Handler = Callable[[Request], Awaitable[Response]]
+Asked = TypeVar("Asked")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +80,14 @@ class Served:
     """The unknown ``model`` names requests sent, each logged once."""
     searches: Slots = field(init=False)
     """The places of ``limits.max_concurrent_searches``."""
+    bodies: BodyBudget = field(init=False)
+    """The bytes of bodies read and not yet parsed: ``limits.max_body_bytes_held``."""
 
     def __post_init__(self) -> None:  # frozen: each set once
         object.__setattr__(self, "model_names", ModelNames(self.model))
         object.__setattr__(self, "searches", Slots(self.limits.max_concurrent_searches))
+        budget = BodyBudget(self.limits.max_body_bytes_held, self.limits.retry_after_s)
+        object.__setattr__(self, "bodies", budget)
 
 
 def build_app(served: Served, lifespan: Any = None, guard: Guard | None = None) -> Starlette:
@@ -257,9 +263,10 @@ async def _embeddings(served: Served, request: Request) -> Response:
     engine = served.engine
     if engine.state != "ready":
         raise engine.not_ready()
-    body = await read_body(request, served.limits.max_request_bytes)
     dimension = engine.dimension
-    asked = await checked(body, lambda data: embeddings_request(data, served.limits, dimension))
+    asked = await _read(
+        served, request, lambda data: embeddings_request(data, served.limits, dimension)
+    )
     served.model_names.note(asked.model)
     loop = asyncio.get_running_loop()
     pending, future = engine.submit(asked.texts, asked.characters, loop, queries=asked.queries)
@@ -299,6 +306,17 @@ async def _embeddings(served: Served, request: Request) -> Response:
     return Response(body, media_type="application/json")
 
 
+async def _read(served: Served, request: Request, check: Callable[[Any], Asked]) -> Asked:
+    """The request's body read and checked, its bytes held in ``served.bodies`` (429 past
+    ``--max-body-bytes-held``) until it is parsed: read, a large body may wait its turn."""
+    held = served.bodies.hold()
+    try:
+        body = await read_body(request, served.limits.max_request_bytes, held)
+        return await checked(body, check)
+    finally:
+        held.give_back()
+
+
 async def _client_left(request: Request) -> None:
     """Return when the client disconnects (the body is read: nothing else can arrive)."""
     while (await request.receive())["type"] != "http.disconnect":
@@ -335,8 +353,7 @@ async def _search(served: Served, request: Request) -> Response:
     bound waits its turn (:class:`Slots`: a client leaving while it waits costs no work),
     and one past that line is a 429 at once.
     """
-    body = await read_body(request, served.limits.max_request_bytes)
-    asked = await checked(body, lambda data: search_request(data, served.limits))
+    asked = await _read(served, request, lambda data: search_request(data, served.limits))
     if served.searches.full:
         raise _searches_busy(served)
     left = asyncio.ensure_future(_client_left(request))

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from starlette.requests import Request
 
 from seamline.adapters.search import MAX_K, unicode_problem
+from seamline.adapters.serve.budget import Held
 from seamline.adapters.serve.errors import ApiError
 from seamline.adapters.serve.foreign import input_type_hint, refuse_foreign_fields
 from seamline.adapters.serve.limits import Limits
@@ -60,18 +61,23 @@ class SearchRequest:
     """The best window of each of ``k`` documents, not the ``k`` best windows."""
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, counted as it arrives: 413 past ``limit`` bytes, 415 if it is compressed."""
+async def read_body(request: Request, limit: int, held: Held | None = None) -> bytes:
+    """The body, counted as it arrives: 413 past ``limit`` bytes, 415 if it is compressed;
+    its bytes held in ``held``'s budget (429 past it), the declared ones before any is read."""
     _uncompressed(request.headers.get("content-encoding", ""))
     declared = request.headers.get("content-length", "")
     if is_count(declared) and int(declared) > limit:  # a header the client wrote
         raise _too_large(limit)
+    if held is not None and is_count(declared):
+        held.cover(int(declared))
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
             raise _too_large(limit)
+        if held is not None:
+            held.cover(size)
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -18,6 +18,8 @@ sending more, and a request past one is refused with the bound's name in its err
 * ``max_connections``: connections and requests in progress at once, bodies still
   being read included (uvicorn's ``limit_concurrency``): past it, uvicorn answers 503.
   With ``max_request_bytes`` it bounds what bodies being read can hold;
+* ``max_body_bytes_held``: bytes of bodies read and not yet parsed, across all requests
+  (429 with ``Retry-After`` past it, before a body whose length is declared is read);
 * ``max_concurrent_searches``: ``/v1/search`` requests being searched at once (429 past
   it, with ``Retry-After``), each counted until its worker thread is done;
 * ``header_timeout_s`` and ``keep_alive_timeout_s``: how long a connection may take to
@@ -68,6 +70,8 @@ class Limits:
     max_queue_wait_s: float | None = None
     """Seconds a new request's texts may be expected to wait behind those queued (from the
     engine's measured pace): past it, 429 at once. None: not bounded by time."""
+    max_body_bytes_held: int = 256 * 1024 * 1024
+    """Bytes of request bodies read and not yet parsed, across every request: past it, 429."""
     max_connections: int = 1024
     """Connections and requests in progress at once (past it: 503 from uvicorn)."""
     header_timeout_s: float = 10.0
@@ -111,6 +115,7 @@ class Limits:
             "max_inputs",
             "max_input_chars",
             "max_request_bytes",
+            "max_body_bytes_held",
             "max_queue_texts",
             "max_queue_chars",
             "max_connections",
@@ -130,6 +135,11 @@ class Limits:
             wrong.append(
                 "--max-queue-texts must be at least --max-inputs (else a request of "
                 "--max-inputs texts could never be queued)"
+            )
+        if self.max_body_bytes_held < self.max_request_bytes:
+            wrong.append(
+                "--max-body-bytes-held must be at least --max-request-bytes (else a body of "
+                "--max-request-bytes could never be read)"
             )
         wrong.extend(self._queue_chars_problem())
         if self.long_text not in ("truncate", "mean"):

@@ -78,6 +78,16 @@ MaxRequestBytes = Annotated[
         parser=whole_number("--max-request-bytes"),
     ),
 ]
+MaxBodyBytesHeld = Annotated[
+    int,
+    typer.Option(
+        "--max-body-bytes-held",
+        help="Bytes of request bodies read and not yet parsed, across all requests, at most; "
+        "past it: 429 (at least --max-request-bytes).",
+        metavar="BYTES",
+        parser=whole_number("--max-body-bytes-held"),
+    ),
+]
 MaxQueueTexts = Annotated[
     int,
     typer.Option(
@@ -227,6 +237,7 @@ def serve(
     max_inputs: MaxInputs = 2048,
     max_input_chars: MaxInputChars = 32_768,
     max_request_bytes: MaxRequestBytes = 16 * 1024 * 1024,
+    max_body_bytes_held: MaxBodyBytesHeld = 256 * 1024 * 1024,
     max_queue_texts: MaxQueueTexts = 4096,
     max_queue_chars: MaxQueueChars = 16 * 1024 * 1024,
     max_queue_wait: MaxQueueWait = None,
@@ -256,6 +267,7 @@ def serve(
             max_inputs=max_inputs,
             max_input_chars=max_input_chars,
             max_request_bytes=max_request_bytes,
+            max_body_bytes_held=max_body_bytes_held,
             max_queue_texts=max_queue_texts,
             max_queue_chars=max_queue_chars,
             max_queue_wait_s=max_queue_wait,
