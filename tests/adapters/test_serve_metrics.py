@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from seamline.adapters.serve.app import Served, build_app
@@ -114,3 +115,21 @@ def test_the_process_s_own_metrics_are_served() -> None:
         ):
             assert name in names
     assert ServeMetrics().exposition()  # two registries share the collectors
+
+
+@pytest.mark.parametrize(
+    ("encoding", "gzipped"),
+    [
+        ("gzip;q=0", False),
+        ("gzip; q=0.0, identity", False),
+        ("*;q=0", False),
+        ("br, gzip;q=0.5", True),
+        ("*", True),
+        ("identity", False),
+    ],
+)
+def test_gzip_refused_by_its_weight_is_not_sent(encoding: str, gzipped: bool) -> None:
+    # `Accept-Encoding: gzip;q=0` says "not gzip" (RFC 9110): it was gzipped all the same.
+    answer = scrape("", encoding)
+    assert ("content-encoding" in answer.headers) == gzipped
+    assert "seamline_serve_requests_total" in answer.text

@@ -7,12 +7,14 @@ choose; and one real server, its index searched before it says ready.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
@@ -205,3 +207,38 @@ def test_a_stop_during_the_models_warm_up_skips_the_index() -> None:
         model.release.set()
         stopper.join(30)
     assert warmed == []
+
+
+class FailedWarmUp(HeldWarmUp):
+    def encode(self, texts: list[str]) -> np.ndarray:
+        raise ValueError(
+            "/srv/app/models/minilm/model.safetensors: sha256 mismatch, "
+            "/root/.cargo/registry/src/index.crates.io-1/safetensors-0.4/src/lib.rs:12:5"
+        )
+
+
+def test_a_failed_warm_up_says_why_without_the_servers_paths() -> None:
+    # /healthz's `error` and every 503 not_ready carried the raw exception: the server's
+    # folders and a library's source paths, which /v1/search's messages hide.
+    from seamline.adapters.serve.app import Served, build_app
+
+    engine = Engine(FailedWarmUp(), Limits(), ServeMetrics())  # type: ignore[arg-type]
+    with logging_as_in_a_fresh_process(), capture_logs() as logs:
+        engine.start(lambda err: None)
+        wait_for(lambda: engine.state == "failed", "failed")
+    assert "/srv/app/models" in str(logs), "the log keeps the whole error"
+    app = build_app(Served(engine, None, Limits(), ServeMetrics(), "m"))  # type: ignore[arg-type]
+
+    async def scenario() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return [
+                await client.get("/healthz"),
+                await client.post("/v1/embeddings", json={"input": "x"}),
+            ]
+
+    for answer in asyncio.run(scenario()):
+        assert answer.status_code == 503
+        assert "sha256 mismatch" in answer.text
+        assert "/srv/" not in answer.text, answer.text
+        assert "/root/" not in answer.text, answer.text

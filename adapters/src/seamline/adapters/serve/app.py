@@ -39,7 +39,7 @@ from seamline.adapters.serve.budget import BodyBudget
 from seamline.adapters.serve.catalog import ModelNames, list_models, retrieve_model
 from seamline.adapters.serve.checking import checked
 from seamline.adapters.serve.engine import Engine
-from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
+from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError, without_paths
 from seamline.adapters.serve.foreign import route_hint
 from seamline.adapters.serve.guard import Guard, HostAndOrigin
 from seamline.adapters.serve.index import IndexSearch
@@ -413,8 +413,8 @@ def _healthz(served: Served) -> Handler:
         if engine.state == "ready":
             body["dimension"] = engine.dimension
             return JSONResponse(body)
-        if engine.failure:
-            body["error"] = engine.failure
+        if engine.failure:  # no path of the server's: its log has the whole error
+            body["error"] = without_paths(engine.failure)
         headers = {"Retry-After": str(served.limits.retry_after_s)}
         return JSONResponse(body, status_code=503, headers=headers)
 

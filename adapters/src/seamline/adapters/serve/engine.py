@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError
+from seamline.adapters.serve.errors import RATE_LIMIT, SERVER_ERROR, ApiError, without_paths
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import ServeMetrics
 from seamline.adapters.serve.pace import Pace
@@ -264,7 +264,7 @@ class Engine:
         if self.state == "loading":
             message = "the model is still loading and compiling: retry shortly (GET /healthz)"
         elif self.state == "failed":
-            message = f"the model {self.ended}: {self.failure}"
+            message = f"the model {self.ended}: {without_paths(self.failure or '')}"
         else:
             message = "the server is shutting down"
         return ApiError(

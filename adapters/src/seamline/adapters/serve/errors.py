@@ -14,9 +14,12 @@ never a traceback to the client).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from starlette.responses import JSONResponse
+
+from seamline.contracts.untrusted import visible
 
 INVALID_REQUEST = "invalid_request_error"
 RATE_LIMIT = "rate_limit_error"
@@ -54,3 +57,15 @@ class ApiError(Exception):
             }
         }
         return JSONResponse(body, status_code=self.status, headers=self.headers)
+
+
+_SOURCE_PLACE = re.compile(r",? */\S+\.rs:\d+(?::\d+)?")
+"""Where a Rust library raised its error (``, /root/.cargo/.../local.rs:12:5``), dropped."""
+_SERVER_PATH = re.compile(r"(?<![\w./~-])/(?:[\w.@+~-]+/)+[\w.@+~-]*(?![\w/])")
+"""Any other absolute path of two or more parts left in a message, shown as ``…``."""
+
+
+def without_paths(message: str) -> str:
+    """``message`` as a client may read it: no path of the server's (its files, a
+    library's source files), printable. The full message is the server's log's."""
+    return visible(_SERVER_PATH.sub("…", _SOURCE_PLACE.sub("", message)))

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from seamline.adapters.search import (
     manifest_path,
 )
 from seamline.adapters.serve.bodies import DEFAULT_K, SearchRequest
-from seamline.adapters.serve.errors import SERVER_ERROR, ApiError
+from seamline.adapters.serve.errors import SERVER_ERROR, ApiError, without_paths
 from seamline.adapters.serve.freed_memory import release_freed_memory
 from seamline.contracts import UserError
 from seamline.contracts.logs import get_logger
@@ -251,7 +250,7 @@ class IndexSearch:
                     continue  # a bare name: no folder to take out
                 folder = os.path.dirname(spelling).rstrip(os.sep) + os.sep
                 message = message.replace(folder, "").replace(folder.lstrip(os.sep), "")
-        return visible(_SERVER_PATH.sub("…", _SOURCE_PLACE.sub("", message)))
+        return without_paths(message)
 
     def _drop(self) -> None:
         """Retire the open searcher: closed now, or when the last search using it is done."""
@@ -266,12 +265,6 @@ class IndexSearch:
         with self._lock:
             self._stopped = True
         self._drop()
-
-
-_SOURCE_PLACE = re.compile(r",? */\S+\.rs:\d+(?::\d+)?")
-"""Where a Rust library raised its error (``, /root/.cargo/.../local.rs:12:5``), dropped."""
-_SERVER_PATH = re.compile(r"(?<![\w./~-])/(?:[\w.@+~-]+/)+[\w.@+~-]*(?![\w/])")
-"""Any other absolute path of two or more parts left in a message, shown as ``…``."""
 
 
 def _body(found: Found) -> dict[str, Any]:

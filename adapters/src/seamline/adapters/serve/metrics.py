@@ -131,7 +131,7 @@ class ServeMetrics:
         else:
             body, content_type = self.exposition(), CONTENT_TYPE_LATEST
         headers = {"content-type": content_type, "vary": "Accept, Accept-Encoding"}
-        if "gzip" in accept_encoding.lower():
+        if accepts_gzip(accept_encoding):
             body = gzip.compress(body, compresslevel=6)
             headers["content-encoding"] = "gzip"
         return body, headers
@@ -177,3 +177,23 @@ class BatchMetrics(Monitor[ComponentConfig]):
             self.metrics.batch_examples.observe(event.examples)
             self.metrics.batch_tokens.observe(event.tokens)
             self.metrics.batch_seconds.observe(event.seconds)
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether ``Accept-Encoding`` accepts gzip: named (or ``*``) with a weight above 0.
+
+    ``gzip;q=0`` says "not gzip" (RFC 9110), and was answered gzipped all the same."""
+    weights: dict[str, float] = {}
+    for item in accept_encoding.lower().split(","):
+        coding, *params = (part.strip() for part in item.split(";"))
+        weight = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        if coding:
+            weights[coding] = weight
+    return weights.get("gzip", weights.get("x-gzip", weights.get("*", 0.0))) > 0
