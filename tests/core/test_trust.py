@@ -280,6 +280,41 @@ def test_an_edit_of_the_component_s_package_withdraws_its_trust(
     assert problem.startswith("its code (package acme_pinned) changed since its conformance")
 
 
+def test_a_rebuilt_extension_or_data_file_of_the_package_withdraws_its_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest read ``.py`` files only: cpu-flash's kernel rebuilt from an edited
+    ``.inc`` (a new ``.so``) kept its record, and a run wrote vectors 0.6 % off."""
+    package = tmp_path / "code" / "acme_kernel"
+    (package / "__pycache__").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    files = {
+        "_kernel.cpython-311-x86_64-linux-gnu.so": b"\x7fELF one",
+        "kernel_isa.inc": b"// one",
+        "kernel.cc": b"// one",
+        "data/table.bin": b"\x00\x01",
+    }
+    for name, content in files.items():
+        (package / name).parent.mkdir(exist_ok=True)
+        (package / name).write_bytes(content)
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+
+    def digest() -> str:
+        _digest_of.cache_clear()  # as a new process reads the files again
+        return component_digest("acme_kernel")
+
+    before = digest()
+    assert before
+    (package / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"bytecode")
+    (package / "stale.pyc").write_bytes(b"bytecode")
+    assert digest() == before  # bytecode Python writes as it imports changes nothing
+    for name, content in files.items():
+        (package / name).write_bytes(content + b" edited")
+        assert digest() != before, name
+        (package / name).write_bytes(content)
+        assert digest() == before
+
+
 def test_a_record_without_results_or_of_another_format_proves_nothing(store: Path) -> None:
     save(record("native").model_copy(update={"results": ()}), store)
     problem = untrusted("native")["native"]

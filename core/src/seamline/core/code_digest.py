@@ -5,15 +5,17 @@ how windows are cut (the span and stored text of a window ending in a combining 
 gave an output whose first documents had the old text and the rest the new, published
 as one, exit 0. Distribution versions do not tell the code apart (every seamline
 distribution is 0.1.0 across hundreds of commits of a checkout), so the checkpoint
-records this digest too: the sha256 of the Python source of ``seamline.contracts``,
+records this digest too: the sha256 of the files of ``seamline.contracts``,
 ``seamline.core`` and ``seamline.components`` (what reads, windows, embeds and writes),
-each file named by its path in its package. The command line's code (``adapters``) is
-left out: a change to how a summary is printed does not change what was written.
+each file named by its path in its package (their Python source, and ``py.typed``).
+The command line's code (``adapters``) is left out: a change to how a summary is
+printed does not change what was written.
 
 A conformance record pins a component's code the same way (:func:`component_digest`):
-the files of the package its class belongs to, so that a record earned before an edit
-(an editable install, a checkout at another commit, both still version 0.1.0) does not
-vouch for the code after it.
+every file of the package its class belongs to (its Python, its compiled extensions
+and their sources, its data files; not bytecode, which Python writes as it imports),
+so that a record earned before an edit (an editable install, a checkout at another
+commit, both still version 0.1.0) does not vouch for the code after it.
 """
 
 from __future__ import annotations
@@ -21,23 +23,33 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-from collections.abc import Iterable
+import os
+import zipfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 PACKAGES = ("seamline.contracts", "seamline.core", "seamline.components")
 
+_BYTECODE = (".pyc", ".pyo")
+"""Files a digest leaves out (with ``__pycache__`` folders): Python writes them as it imports."""
+
+_CHUNK = 1 << 20
+
 
 @functools.cache
 def code_digest() -> str:
-    """The first 16 hex digits of the sha256 of those packages' ``.py`` files ("" when one
-    is not found, as in a process that has only some of them)."""
+    """The first 16 hex digits of the sha256 of those packages' files ("" when one is not
+    found, as in a process that has only some of them, or cannot be read)."""
     digest = hashlib.sha256()
     for package in PACKAGES:
         spec = importlib.util.find_spec(package)
         folders = list(spec.submodule_search_locations or []) if spec is not None else []
         if not folders:
             return ""
-        _add_folders(digest, package, folders)
+        try:
+            _add_folders(digest, package, folders)
+        except (OSError, zipfile.BadZipFile):
+            return ""
     return digest.hexdigest()[:16]
 
 
@@ -46,9 +58,11 @@ def component_digest(module: str) -> str:
 
     That code is the outermost regular package on the module's dotted path (a namespace
     package such as ``seamline`` is shared by several distributions, so it is the next
-    one: ``seamline.components``), every ``.py`` file under it; a module outside any
-    package is its own file. The whole package, not the one module, because a component
-    calls helpers of its package: an edit to one of them changes what it computes.
+    one: ``seamline.components``), every file under it but bytecode caches (its
+    Python, its compiled extensions and their sources, its data files); a module outside
+    any package is its own file (a ``.py`` file or a compiled extension). The whole
+    package, not the one module, because a component calls helpers of its package: an
+    edit to one of them changes what it computes.
     """
     try:
         root = code_root(module)
@@ -62,14 +76,20 @@ def component_digest(module: str) -> str:
 
 @functools.cache
 def _digest_of(root: str, origin: str | None, folders: tuple[str, ...]) -> str:
-    """Read once a process: records are compared at every pipeline's resolution."""
+    """Read once a process: records are compared at every pipeline's resolution ("" when
+    the code cannot be read: no record can pin it)."""
     digest = hashlib.sha256()
-    if folders:
-        _add_folders(digest, root, folders)
-    elif origin is not None and origin.endswith(".py"):
-        digest.update(f"{root}\n".encode())
-        digest.update(Path(origin).read_bytes())
-    else:  # a built-in or compiled module: no source to pin
+    try:
+        if folders:
+            _add_folders(digest, root, folders)
+        else:
+            chunks = None if origin is None else _module_file(origin)
+            if chunks is None:  # a built-in module: no file to pin
+                return ""
+            digest.update(f"{root}\n".encode())
+            for chunk in chunks:
+                digest.update(chunk)
+    except (OSError, zipfile.BadZipFile):
         return ""
     return digest.hexdigest()[:16]
 
@@ -89,9 +109,43 @@ def code_root(module: str) -> str:
 
 
 def _add_folders(digest: hashlib._Hash, package: str, folders: Iterable[str]) -> None:
-    """Each ``.py`` file under ``folders``, named by its path in ``package``, then its bytes."""
+    """Each file under ``folders`` but bytecode caches (:func:`_package_files`), named by
+    its path in ``package`` and its size, then its bytes."""
     for folder in folders:
-        root = Path(folder)
-        for path in sorted(root.rglob("*.py")):
-            digest.update(f"{package}/{path.relative_to(root).as_posix()}\n".encode())
-            digest.update(path.read_bytes())
+        for name, size, chunks in _package_files(folder):
+            digest.update(f"{package}/{name}\n{size}\n".encode())
+            for chunk in chunks:
+                digest.update(chunk)
+
+
+def _package_files(folder: str) -> list[tuple[str, int, Iterator[bytes]]]:
+    """Every file of a package's ``folder`` that its code can run or read, by its path in
+    the folder (sorted): not only ``.py``, since a rebuilt compiled extension (``.so``,
+    ``.pyd``), its C++ source or a data file read at run time changes what the component
+    computes as surely as its Python does (a rebuilt kernel kept its record and wrote
+    vectors 0.6 % off). Bytecode (``__pycache__``, ``.pyc``) is left out: Python writes it
+    when it imports, and it follows the source."""
+    return _files_on_disk(Path(folder)) if os.path.isdir(folder) else []
+
+
+def _files_on_disk(root: Path) -> list[tuple[str, int, Iterator[bytes]]]:
+    found = []
+    for current, folders, files in os.walk(root):
+        folders[:] = [f for f in folders if f != "__pycache__"]
+        for file in files:
+            path = Path(current, file)
+            if not file.endswith(_BYTECODE) and path.is_file():  # not a FIFO, a dead link
+                found.append((path.relative_to(root).as_posix(), path))
+    return [(name, path.stat().st_size, _read_file(path)) for name, path in sorted(found)]
+
+
+def _read_file(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            yield chunk
+
+
+def _module_file(origin: str) -> Iterator[bytes] | None:
+    """The bytes of a module outside any package (None when there is no file: a built-in
+    or frozen module)."""
+    return _read_file(Path(origin)) if os.path.isfile(origin) else None
