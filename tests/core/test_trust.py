@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import threading
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -313,6 +316,46 @@ def test_a_rebuilt_extension_or_data_file_of_the_package_withdraws_its_trust(
         assert digest() != before, name
         (package / name).write_bytes(content)
         assert digest() == before
+
+
+def test_a_package_imported_from_a_zipped_wheel_is_pinned_by_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package imported from a zip on ``sys.path`` got the digest of no files at all
+    (e3b0c44298fc1c14, the same for every zipped package), so a rebuilt wheel kept its
+    record; a module of its own in a zip crashed the digest."""
+    wheel = tmp_path / "acme_zipped-0.1.0-py3-none-any.whl"
+
+    def build(scale: str) -> None:
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr("acme_zipped/__init__.py", "")
+            archive.writestr("acme_zipped/attention.py", f"SCALE = {scale}\n")
+            archive.writestr("acme_zipped/__pycache__/attention.cpython-311.pyc", scale)
+            archive.writestr("acme_lone.py", f"SCALE = {scale}\n")
+        _digest_of.cache_clear()  # as a new process reads the files again
+
+    build("1.0")
+    monkeypatch.syspath_prepend(str(wheel))
+    first = component_digest("acme_zipped.attention")
+    assert first not in ("", "e3b0c44298fc1c14")
+    lone = component_digest("acme_lone")
+    assert lone
+    build("0.0")
+    assert component_digest("acme_zipped.attention") != first
+    assert component_digest("acme_lone") != lone
+    # The same files unzipped: the same digest (a wheel installed or zipped is one code).
+    unzipped = tmp_path / "unzipped"
+    zipfile.ZipFile(wheel).extractall(unzipped)
+    build("1.0")
+    zipped = (component_digest("acme_zipped.attention"), component_digest("acme_lone"))
+    monkeypatch.setattr("sys.path", [str(unzipped), *sys.path])
+    for name in [n for n in sys.modules if n.startswith(("acme_zipped", "acme_lone"))]:
+        monkeypatch.delitem(sys.modules, name)
+    (unzipped / "acme_zipped" / "attention.py").write_text("SCALE = 1.0\n", encoding="utf-8")
+    (unzipped / "acme_lone.py").write_text("SCALE = 1.0\n", encoding="utf-8")
+    _digest_of.cache_clear()
+    importlib.invalidate_caches()
+    assert (component_digest("acme_zipped.attention"), component_digest("acme_lone")) == zipped
 
 
 def test_a_record_without_results_or_of_another_format_proves_nothing(store: Path) -> None:

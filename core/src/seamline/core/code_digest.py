@@ -124,8 +124,15 @@ def _package_files(folder: str) -> list[tuple[str, int, Iterator[bytes]]]:
     ``.pyd``), its C++ source or a data file read at run time changes what the component
     computes as surely as its Python does (a rebuilt kernel kept its record and wrote
     vectors 0.6 % off). Bytecode (``__pycache__``, ``.pyc``) is left out: Python writes it
-    when it imports, and it follows the source."""
-    return _files_on_disk(Path(folder)) if os.path.isdir(folder) else []
+    when it imports, and it follows the source. ``folder`` may be a folder inside a zip
+    archive on ``sys.path`` (a zipped wheel), whose files are read from the archive: read
+    as a folder on disk, it had no files, and every zipped package had the same digest."""
+    if os.path.isdir(folder):
+        return _files_on_disk(Path(folder))
+    archive, inner = _zip_location(folder)
+    if archive is None:
+        raise FileNotFoundError(f"no folder or zip archive at {folder}")
+    return _files_in_zip(archive, inner)
 
 
 def _files_on_disk(root: Path) -> list[tuple[str, int, Iterator[bytes]]]:
@@ -145,7 +152,40 @@ def _read_file(path: Path) -> Iterator[bytes]:
             yield chunk
 
 
+def _zip_location(path: str) -> tuple[Path | None, str]:
+    """The zip archive holding ``path`` (a folder or file inside it, as a zipped wheel's
+    package is found at ``.../acme.whl/acme``) and ``path`` inside it, or (None, "")."""
+    inside = Path(path)
+    for archive in inside.parents:
+        if archive.is_file():
+            if zipfile.is_zipfile(archive):
+                return archive, inside.relative_to(archive).as_posix()
+            break
+    return None, ""
+
+
+def _files_in_zip(archive: Path, inner: str) -> list[tuple[str, int, Iterator[bytes]]]:
+    prefix = f"{inner}/"
+    with zipfile.ZipFile(archive) as opened:
+        members = sorted(
+            (info.filename[len(prefix) :], info)
+            for info in opened.infolist()
+            if info.filename.startswith(prefix) and not info.is_dir()
+            if "__pycache__/" not in info.filename and not info.filename.endswith(_BYTECODE)
+        )
+    return [(name, info.file_size, _read_member(archive, info.filename)) for name, info in members]
+
+
+def _read_member(archive: Path, name: str) -> Iterator[bytes]:
+    with zipfile.ZipFile(archive) as opened, opened.open(name) as stream:
+        while chunk := stream.read(_CHUNK):
+            yield chunk
+
+
 def _module_file(origin: str) -> Iterator[bytes] | None:
-    """The bytes of a module outside any package (None when there is no file: a built-in
-    or frozen module)."""
-    return _read_file(Path(origin)) if os.path.isfile(origin) else None
+    """The bytes of a module outside any package, on disk or in a zip archive (None when
+    there is no file: a built-in or frozen module)."""
+    if os.path.isfile(origin):
+        return _read_file(Path(origin))
+    archive, inner = _zip_location(origin)
+    return _read_member(archive, inner) if archive is not None else None
