@@ -290,6 +290,61 @@ def test_a_plugin_that_prints_when_imported_does_not_break_json_on_stdout(
     assert "imported (debug)" in result.stderr
 
 
+LOGGING_PLUGIN = """\
+import logging, sys
+
+import structlog
+
+logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, force=True)
+structlog.configure(
+    processors=[structlog.processors.KeyValueRenderer()],
+    logger_factory=structlog.PrintLoggerFactory(),
+)
+from tests.core.toy import ListLoader
+
+
+class LoudLoader(ListLoader):
+    name = "loud"
+"""
+
+
+def test_a_plugin_that_configures_logging_when_imported_leaves_the_command_s_logging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``structlog.configure`` (or ``logging.basicConfig``) in a plugin's module replaced
+    the command's logging: ``seamline explain --format json`` began with a key=value line
+    on stdout, and ``run --log-format json`` wrote its warnings to stdout."""
+    import logging
+    import sys
+
+    import structlog
+
+    info = tmp_path / "seamline_fixture_loud-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: seamline-fixture-loud\nVersion: 0.1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[seamline.loader]\nloud = seamline_fixture_loud:LoudLoader\n", encoding="utf-8"
+    )
+    (tmp_path / "seamline_fixture_loud.py").write_text(LOGGING_PLUGIN, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "seamline_fixture_loud", raising=False)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    with structlog.testing.capture_logs() as logs:
+        before = structlog.get_config()
+        registry = Registry.discover(user_trust())
+        assert structlog.get_config() == before
+    assert (root.handlers, root.level) == (handlers, level)
+    assert registry.get("loader", "loud").usable  # the plugin itself is not refused
+    (said,) = [e for e in logs if e["event"] == "plugin_changed_logging"]
+    assert said["log_level"] == "warning"
+    assert said["distribution"] == "seamline-fixture-loud"
+    assert said["changed"] == ["structlog.configure", "the root logger"]
+    assert "ask its author to configure logging only where an application starts" in said["note"]
+
+
 def test_a_component_built_without_its_config_is_a_contract_violation_naming_it() -> None:
     """A loader whose ``__init__`` forgot ``super().__init__(config)`` failed later, in the
     sink's start (which reads the loader's config for the manifest), blaming the sink."""

@@ -14,17 +14,26 @@ must end as one *broken* entry with its reason, never as the end of the command:
   as often as a plugin's, and the two cannot be told apart;
 * what it writes to standard output (``print``, or a C library writing to file
   descriptor 1) went into the middle of a command's ``--format json``: it goes to
-  standard error while plugins are imported (:func:`stdout_to_stderr`).
+  standard error while plugins are imported (:func:`stdout_to_stderr`);
+* a ``structlog.configure`` or ``logging.basicConfig`` at import replaced the
+  command's logging for the rest of the command (``seamline explain --format json``
+  began with a ``key=value`` line on stdout; ``run --log-format json`` wrote its
+  warnings to stdout): the logging set before is put back, with a warning naming the
+  distribution (:func:`logging_kept`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.metadata as metadata
+import logging
 import os
 import re
 import sys
 from collections.abc import Iterator
+from typing import Any
+
+import structlog
 
 ENTRY_POINT_VALUE = re.compile(r"^\s*[\w.]+\s*(:\s*[\w.]+\s*)?(\[.*\]\s*)?$")
 """What ``importlib.metadata`` can read as ``module:attribute [extras]``."""
@@ -154,3 +163,55 @@ def _moved_descriptor() -> int:
         os.close(saved)
         return -1
     return saved
+
+
+@contextlib.contextmanager
+def logging_kept(distribution: str) -> Iterator[None]:
+    """The process's logging (structlog's configuration, the root logger's handlers and
+    level) as it was before, once ``distribution``'s plugin is imported inside.
+
+    Logging is the application's to configure (the command line's, or a program's that
+    uses seamline); a plugin that configures it when imported changes it for every
+    command that discovers components, whether or not a pipeline names the plugin.
+    What it changed is put back and said once, naming the distribution, so its author
+    can be asked to configure logging only where an application starts.
+    """
+    root = logging.getLogger()
+    configured = structlog.is_configured()
+    before: dict[str, Any] = {**structlog.get_config()}
+    before["processors"] = list(before["processors"])
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        changed = [
+            *(["structlog.configure"] if _structlog_changed(configured, before) else []),
+            *(["the root logger"] if (root.handlers, root.level) != (handlers, level) else []),
+        ]
+        if changed:
+            if configured:
+                structlog.configure(**before)
+            else:
+                structlog.reset_defaults()
+            root.handlers[:] = handlers
+            root.setLevel(level)
+            structlog.get_logger(__name__).warning(
+                "plugin_changed_logging",
+                distribution=distribution,
+                changed=changed,
+                note=(
+                    f"{distribution} changed the process's logging ({' and '.join(changed)}) "
+                    "when it was imported; seamline put it back: ask its author to configure "
+                    "logging only where an application starts, not at import"
+                ),
+            )
+
+
+def _structlog_changed(configured: bool, before: dict[str, Any]) -> bool:
+    """Whether structlog's configuration is no longer ``before`` (or configured now, when it
+    was not)."""
+    now = structlog.get_config()
+    return structlog.is_configured() != configured or any(
+        list(now[key]) != value if key == "processors" else now[key] is not value
+        for key, value in before.items()
+    )

@@ -58,6 +58,7 @@ from seamline.core.plugin_imports import (
     check_value,
     described,
     import_failure,
+    logging_kept,
     stdout_to_stderr,
     stopped_as_failures,
 )
@@ -434,6 +435,8 @@ class _TrustedExtensionManager(ExtensionManager[Any]):
     folder of each folder name, so what is loaded could differ from what was checked.
     ``_load_one_plugin`` is where stevedore's own filtering managers (``Named``,
     ``Enabled``) decide; returning None skips the entry point without loading it.
+    ``bound`` says which distribution an entry point is of, named when its import changed
+    the process's logging (:func:`~seamline.core.plugin_imports.logging_kept`).
     """
 
     def __init__(
@@ -441,10 +444,12 @@ class _TrustedExtensionManager(ExtensionManager[Any]):
         namespace: str,
         entry_points: list[metadata.EntryPoint],
         admit: Callable[[metadata.EntryPoint], bool],
+        bound: Callable[[metadata.EntryPoint], Binding],
         on_load_failure_callback: Callable[[Any, metadata.EntryPoint, BaseException], None],
     ) -> None:
         self._entry_points = entry_points
         self._admit = admit
+        self._bound = bound
         super().__init__(namespace=namespace, on_load_failure_callback=on_load_failure_callback)
 
     def list_entry_points(self) -> list[metadata.EntryPoint]:
@@ -460,7 +465,7 @@ class _TrustedExtensionManager(ExtensionManager[Any]):
         if not self._admit(ep):
             return None
         check_value(ep)
-        with stopped_as_failures():
+        with logging_kept(self._bound(ep).origin.name), stopped_as_failures():
             return super()._load_one_plugin(ep, invoke_on_load, invoke_args, invoke_kwds)
 
 
@@ -507,7 +512,8 @@ def _load_group(kind: Kind, index: Distributions, trust: TrustPolicy) -> list[Co
     # A plugin that prints when imported (a debug line) wrote into the middle of a
     # command's --format json on standard output: what it prints goes to stderr.
     with stdout_to_stderr():
-        manager = _TrustedExtensionManager(group, index.entry_points(group), admit, on_failure)
+        found = index.entry_points(group)
+        manager = _TrustedExtensionManager(group, found, admit, binding, on_failure)
     infos: list[ComponentInfo] = []
     seen: set[tuple[str, str, str]] = set()
     for ext in manager.extensions:

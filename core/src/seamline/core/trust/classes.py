@@ -28,6 +28,7 @@ from seamline.core.plugin_imports import (
     MalformedEntryPoint,
     check_value,
     import_failure,
+    logging_kept,
     stdout_to_stderr,
     stopped_as_failures,
 )
@@ -195,7 +196,7 @@ class ConformanceClasses:
         ep = metadata.EntryPoint(key, entry.target, CONFORMANCE_GROUP)
         try:
             check_value(ep)
-            with stdout_to_stderr(), stopped_as_failures():
+            with stdout_to_stderr(), logging_kept(entry.distribution), stopped_as_failures():
                 loaded: object = ep.load()
         except Exception as err:
             reason = import_failure(CONFORMANCE_GROUP, ep, entry.distribution, err)
