@@ -8,9 +8,9 @@ each documented form below is accepted by both, each mistake refused by both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jsonschema
 import pytest
@@ -18,10 +18,11 @@ import yaml
 from referencing import Registry as References
 from referencing import Resource
 
-from seamline.contracts import UserError
-from seamline.core import Registry, user_trust
+from seamline.contracts import ComponentConfig, UserError
+from seamline.core import ComponentInfo, Registry, user_trust
 from seamline.core.config.resolve import parse_pipeline
 from seamline.core.schema import pipeline_schema
+from tests.core.toy import ListLoader
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "pipelines").glob("*.yaml"))
@@ -136,3 +137,37 @@ def test_a_mistake_is_refused_by_both(
     with pytest.raises(UserError):
         parse_pipeline(text, "forms.yaml", registry, environ={})
     assert problems(schema, loaded) != []
+
+
+class HookedConfig(ComponentConfig):
+    hook: Callable[[int], int] | None = None
+
+
+class HookedLoader(ListLoader):
+    name: ClassVar[str] = "hooked"
+    Config = HookedConfig  # type: ignore[assignment]
+
+
+def test_a_config_without_a_json_schema_leaves_out_that_component_only(
+    registry: Registry,
+) -> None:
+    """A third party's Config with a ``Callable`` field made ``seamline schema`` fail with
+    pydantic's traceback (exit 1), for every other component too."""
+    hooked = ComponentInfo(
+        "loader", "hooked", "acme_hooked:HookedLoader", "acme-hooked", "0.3.0", "ok", "",
+        HookedLoader, "1.0",
+    )  # fmt: skip
+    told: list[str] = []
+    made = pipeline_schema(Registry([*registry.entries(), hooked]), told.append)
+    assert told == [
+        "loader 'hooked' (from acme-hooked 0.3.0): its Config has no JSON schema "
+        "(PydanticInvalidForJsonSchema: Cannot generate a JsonSchema for "
+        "core_schema.CallableSchema), so the schema accepts any mapping as its 'with:' "
+        "(seamline validate still checks it); ask its author to give each field a type JSON "
+        "Schema can describe"
+    ]
+    validator = jsonschema.Draft202012Validator(made)
+    hooked_pipeline = BASE.replace("use: text-files, with: {root: docs}", "use: hooked, with: {}")
+    assert list(validator.iter_errors(yaml.safe_load(hooked_pipeline))) == []
+    # The others are described as before.
+    assert not validator.is_valid(yaml.safe_load(BASE.replace("root: docs", "rot: docs")))

@@ -9,12 +9,18 @@ the lancedb sink's vector index), whose ``$ref``\\s point at the document's root
 they are moved there, each under a name of its component's (``sink.lancedb.…``); the
 short forms the spec reads (``precision: auto``) and every field of the ``attention``
 section are described as they are written, not as the model stores them.
+
+A third party's ``Config`` that has no JSON schema (a ``Callable`` field) made the whole
+command fail with pydantic's traceback, for every other component too: that component's
+``with:`` is left unchecked (any mapping), and the caller is told, naming it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import structlog
 
 from seamline.contracts import Kind
 from seamline.core.config.spec import AUTO, PRECISION_NAMES, PipelineSpec
@@ -37,10 +43,15 @@ ONE_SCHEMA = frozenset(["items", "additionalProperties", "not", "then", "else"])
 is not: it is the condition on a component's exact ``use``."""
 
 
-def pipeline_schema(registry: Registry) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a pipeline file for the installed components."""
+def pipeline_schema(
+    registry: Registry, warn: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a pipeline file for the installed components.
+
+    ``warn`` is told of each component whose configuration has no JSON schema (logged as a
+    warning when None)."""
     base = PipelineSpec.model_json_schema(by_alias=True)
-    builder = _Builder(registry, base.setdefault("$defs", {}))
+    builder = _Builder(registry, base.setdefault("$defs", {}), warn or _logged)
     properties = base["properties"]
     for kind in ("loader", "model", "sink"):
         properties[kind] = builder.component(kind, properties[kind].get("description", ""))
@@ -64,20 +75,38 @@ def pipeline_schema(registry: Registry) -> dict[str, Any]:
 class _Builder:
     """Writes the components' parts of the schema; their own definitions go to ``defs``."""
 
-    def __init__(self, registry: Registry, defs: dict[str, Any]) -> None:
+    def __init__(
+        self, registry: Registry, defs: dict[str, Any], warn: Callable[[str], None]
+    ) -> None:
         self.registry = registry
         self.defs = defs
+        self.warn = warn
 
     def config(self, kind: Kind, name: str) -> dict[str, Any]:
         """The schema of component ``name``'s ``with:`` block, its definitions moved to the
-        root (``kind.name.Definition``) and its references pointed there."""
-        schema = self.registry.config_model(kind, name).model_json_schema(by_alias=True)
+        root (``kind.name.Definition``) and its references pointed there (any mapping, said
+        to ``warn``, when its ``Config`` has none)."""
+        try:
+            schema = self.registry.config_model(kind, name).model_json_schema(by_alias=True)
+        except Exception as err:  # a plugin's Config: one component, not the whole schema
+            return self._unchecked(kind, name, err)
         own: dict[str, Any] = schema.pop("$defs", {})
         moved = {DEFS + _token(key): DEFS + _token(f"{kind}.{name}.{key}") for key in own}
         for key, definition in own.items():
             self.defs[f"{kind}.{name}.{key}"] = _pointed(definition, moved)
         pointed: dict[str, Any] = _pointed(schema, moved)
         return pointed
+
+    def _unchecked(self, kind: Kind, name: str, err: Exception) -> dict[str, Any]:
+        info = self.registry.get(kind, name)
+        why = str(err).strip().splitlines()[0] if str(err).strip() else "(no message)"
+        self.warn(
+            f"{kind} '{name}' (from {info.distribution} {info.version}): its Config has no "
+            f"JSON schema ({type(err).__name__}: {why}), so the schema accepts any mapping as "
+            "its 'with:' (seamline validate still checks it); ask its author to give each "
+            "field a type JSON Schema can describe"
+        )
+        return {"type": "object", "description": f"The {kind}'s configuration (not described)."}
 
     def component(self, kind: Kind, description: str) -> dict[str, Any]:
         """``{use: <a registered name>, with: <that component's config>}``."""
@@ -200,3 +229,8 @@ def _pointed(node: Any, moved: Mapping[str, str]) -> Any:
     if isinstance(node, list):
         return [_pointed(item, moved) for item in node]
     return node
+
+
+def _logged(message: str) -> None:
+    """The default ``warn`` of :func:`pipeline_schema`."""
+    structlog.get_logger(__name__).warning("component_left_out_of_schema", note=message)

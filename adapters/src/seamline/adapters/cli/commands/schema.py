@@ -29,7 +29,7 @@ KEPT = "the schema was not written (fix the path or the folder, then run again)"
 
 def schema(output: Output = None) -> None:
     """Print the JSON Schema of pipeline files, with every installed component's config."""
-    from seamline.adapters.cli.render.console import note, raw
+    from seamline.adapters.cli.render.console import note, raw, warn
     from seamline.core import pipeline_schema
 
     if output is not None and output.is_dir():  # refused before any work: a user's mistake
@@ -44,7 +44,7 @@ def schema(output: Output = None) -> None:
         usage_error(
             f"-o {output}: {_not_a_folder(output.parent)}; name a file in a folder that exists"
         )
-    text = json.dumps(pipeline_schema(loading.registry()), indent=2)
+    text = json.dumps(pipeline_schema(loading.registry(), warn), indent=2)
     if output is not None and str(output) == "-":  # the convention for stdout: it wrote `./-`
         output = None
     if output:
