@@ -310,3 +310,66 @@ def test_a_merge_key_is_refused_with_what_to_write_instead() -> None:
 
     with pytest.raises(ConfigError, match=r"not supported: write the keys it would merge"):
         parse_located("a: 1\nb:\n  <<: {c: 1}\n", "p.yaml")
+
+
+SURLY = """\
+from pydantic import field_validator
+
+from seamline.contracts import ComponentConfig, Monitor
+
+
+class SurlyConfig(ComponentConfig):
+    level: int = 1
+
+    @field_validator("level")
+    @classmethod
+    def _low(cls, value: int) -> int:
+        if value > 3:
+            raise RuntimeError("level too high for this device")
+        return value
+
+
+class Surly(Monitor):
+    name = "surly"
+    contract_version = "1.0"
+    Config = SurlyConfig
+
+    def observe(self, event: object) -> None:
+        pass
+"""
+
+
+def test_a_config_validator_raising_another_exception_is_a_place_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin's validator raising RuntimeError (pydantic makes only ValueError and
+    AssertionError a validation error) gave a raw traceback at ``seamline validate``."""
+    info = tmp_path / "seamline_fixture_surly-0.4.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: seamline-fixture-surly\nVersion: 0.4.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[seamline.monitor]\nsurly = seamline_fixture_surly:Surly\n", encoding="utf-8"
+    )
+    (tmp_path / "seamline_fixture_surly.py").write_text(SURLY, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pipeline = tmp_path / "surly.yaml"
+    pipeline.write_text(
+        "pipeline: surly\n"
+        "loader: {use: text-files, with: {root: docs}}\n"
+        "model: {use: bert-encoder, with: {weights: x}}\n"
+        "sink: {use: jsonl, with: {path: out.jsonl}}\n"
+        "monitors:\n"
+        "  - use: surly\n"
+        "    with: {level: 5}\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["validate", str(pipeline)], env={})
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert (
+        f"{pipeline}:7:11: monitor 'surly' (from seamline-fixture-surly 0.4.0) could not check "
+        "this configuration: its Config raised RuntimeError: level too high for this device; "
+        "ask its author to raise ValueError for a value it refuses"
+    ) in " ".join(result.output.split())

@@ -836,6 +836,9 @@ class _Resolver:
                 _problems(err, self.located, with_path, model_cls, f"{kind} {name!r}")
             )
             return None
+        except Exception as err:  # a plugin's validator raising other than ValueError
+            self.problems.append(_validator_failed(kind, name, info, err, self.located, with_path))
+            return None
         self.network(model_cls, with_path)
         filled = filled_under(self.located, with_path)
         settings = {str(key): self.located.where((*with_path, str(key))) for key in config}
@@ -1159,3 +1162,18 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 
 def _description_at(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
     return _walk_model(model, loc)[1]
+
+
+def _validator_failed(
+    kind: Kind, name: str, info: ComponentInfo, err: Exception, located: Located, at: DataPath
+) -> ConfigError:
+    """A component's ``Config`` that raised other than ``ValueError`` while checking the
+    configuration (pydantic makes only that a validation error): the pipeline's place,
+    the component and who ships it, not a traceback from ``seamline validate``."""
+    why = str(err).strip().splitlines()[0] if str(err).strip() else "(no message)"
+    return ConfigError(
+        f"{kind} {name!r} (from {info.distribution} {info.version}) could not check this "
+        f"configuration: its Config raised {type(err).__name__}: {why}; ask its author to "
+        "raise ValueError for a value it refuses (then it is said as a setting's error)",
+        located.where(at),
+    )
