@@ -363,3 +363,28 @@ def test_one_folder_reached_through_two_path_entries_is_one_claim(
     assert twice.doubt == ""
     assert twice.status == "refused"  # trusted, imported, then refused: not a component class
     assert marker.exists()
+
+
+def test_a_zipped_distribution_is_named_by_its_place_in_the_zip(
+    marker: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dist-info folder inside a zipped wheel on sys.path was named "" in messages
+    (``not listed in its RECORD (none)``), and two zips declaring one name were never
+    rivals (both folders were "")."""
+    import zipfile
+
+    site = plant(Path("site"), folder="zipped", name="seamline-fixture-zipped", module="fixture_z")
+    wheel = Path("zipped.whl")
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path in sorted(Path("site").rglob("*")):
+            archive.write(path, path.relative_to("site").as_posix())
+    shadow = Path("shadow")
+    shadow.mkdir()
+    (shadow / "fixture_z.py").write_text(IMPOSTOR, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(wheel))
+    monkeypatch.syspath_prepend("shadow")
+    allow(tmp_path, monkeypatch, f"{FIRST_PARTY}, seamline-fixture-zipped")
+    zipped = entry(Registry.discover(user_trust()), "impostor")
+    assert not marker.exists()
+    assert zipped.status == "untrusted"
+    assert f"listed in its RECORD ({wheel.resolve() / site.name})" in zipped.reason

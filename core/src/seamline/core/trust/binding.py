@@ -29,6 +29,7 @@ import importlib.metadata as metadata
 import os
 import stat
 import sys
+import zipfile
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -231,10 +232,23 @@ def _folder(dist: metadata.Distribution) -> str:
     """The dist-info folder of ``dist``, resolved ("" for a distribution not in a folder).
 
     ``importlib.metadata`` keeps it as ``_path`` on the distributions it finds on
-    ``sys.path``; it has no public name for it.
+    ``sys.path``; it has no public name for it. In a zip archive on ``sys.path`` (a
+    zipped wheel) it is a ``zipfile.Path``: the folder is named by the archive's path
+    and its place inside (``.../acme.whl/acme-0.1.dist-info``), and read through
+    ``dist`` (:func:`_on_disk`). It was "": messages said ``RECORD (none)``, and two
+    zips declaring one name were never rivals.
     """
     path = getattr(dist, "_path", None)
+    if isinstance(path, zipfile.Path):
+        archive = os.path.realpath(str(path.root.filename))
+        return os.path.join(archive, path.at).rstrip("/")
     return os.path.realpath(path) if isinstance(path, (str, os.PathLike)) else ""
+
+
+def _on_disk(folder: str) -> bool:
+    """Whether ``folder`` is a folder on disk, whose files are checked before they are read
+    (a folder in a zip archive is read through its distribution)."""
+    return bool(folder) and os.path.isdir(folder)
 
 
 def _folder_name(folder: str) -> str:
@@ -270,7 +284,7 @@ def _check(folder: str, *filenames: str) -> None:
     """Refuse a metadata file that is not a regular file or is larger than
     :data:`MAX_METADATA_BYTES`, before ``importlib.metadata`` reads it whole (a FIFO
     would block the reading; a huge file would fill the memory)."""
-    for filename in filenames if folder else ():
+    for filename in filenames if _on_disk(folder) else ():
         path = os.path.join(folder, filename)
         try:
             status = os.stat(path)
@@ -290,7 +304,7 @@ def _read(dist: metadata.Distribution, folder: str, filename: str) -> str | None
     no more memory than the limit. Missing or unreadable is None, as ``read_text`` says.
     """
     _check(folder, filename)
-    if not folder:
+    if not _on_disk(folder):
         return dist.read_text(filename)
     path = os.path.join(folder, filename)
     try:
