@@ -389,3 +389,17 @@ def test_two_registrations_under_one_distribution_name_are_a_conflict() -> None:
     )
     alone = Registry([real]).narrowed(EVERYONE).entries("sink")
     assert [info.status for info in alone] == ["ok"]
+
+
+def test_an_attention_registered_as_auto_is_refused() -> None:
+    """``use: auto`` means choosing among the installed attentions: a third party's class
+    registered as ``auto`` was listed ``ok``, and a pipeline's provenance named it as its
+    attention (``attention auto (acme-auto 0.1.0)``)."""
+    from tests.core.toy import NativeAttention
+
+    auto = type("AutoAttention", (NativeAttention,), {"name": "auto"})
+    assert refusal_reason("attention", "auto", auto) == (
+        "is registered as 'auto', which a pipeline's 'attention: {use: auto}' reserves for "
+        "choosing among the installed implementations; rename the entry point and the "
+        "class's name"
+    )

@@ -71,6 +71,13 @@ GROUP_PREFIX = "seamline."
 
 Status = Literal["ok", "broken", "refused", "conflict", "untrusted"]
 
+RESERVED: dict[tuple[str, str], str] = {
+    ("attention", "auto"): "choosing among the installed implementations"
+}
+"""Names a pipeline gives a meaning of its own: a component registered under one was
+listed ``ok`` and named as the pipeline's attention in its provenance, yet ``use: auto``
+never meant it."""
+
 
 def allowlist_fix(keep: str = "") -> str:
     """The third way out of a conflict, for every message that names one (``keep``: the
@@ -142,6 +149,11 @@ def refusal_reason(kind: Kind, name: str, plugin: object) -> str | None:
     if getattr(plugin, "kind", None) != kind:
         declared = a_kind(str(getattr(plugin, "kind", "?")))
         return f"is {declared} component registered as {a_kind(kind)}"
+    if (kind, name) in RESERVED:
+        return (
+            f"is registered as {name!r}, which a pipeline's '{kind}: {{use: {name}}}' reserves "
+            f"for {RESERVED[kind, name]}; rename the entry point and the class's name"
+        )
     for attribute, example in (("name", '"my-loader"'), ("contract_version", '"1.0"')):
         value = getattr(plugin, attribute, None)
         if value is None:
