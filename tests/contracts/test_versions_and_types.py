@@ -44,6 +44,10 @@ from seamline.contracts.versions import compatibility_problem, parse_version
         ("one", "is not MAJOR.MINOR[.PATCH]: declare the attention contract version"),
         ("1².0", "is not MAJOR.MINOR"),  # str.isdigit() took '²', which int() refuses
         ("1." + "0" * 5000, "is not MAJOR.MINOR"),
+        # One version, one spelling: a record pins it as written (these were accepted).
+        ("01.02", "'01.02' is not written plainly (no spaces, no leading zeros): write '1.2'"),
+        (" 1.1 ", "' 1.1 ' is not written plainly (no spaces, no leading zeros): write '1.1'"),
+        ("1.00", "write '1.0'"),
     ],
 )
 def test_contract_version_rule(declared: str, problem: str | None) -> None:

@@ -34,10 +34,20 @@ CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
 
 
 def parse_version(text: str) -> tuple[int, int]:
-    """Parse ``MAJOR.MINOR`` (a trailing ``.PATCH`` is allowed and ignored)."""
+    """Parse ``MAJOR.MINOR`` (a trailing ``.PATCH`` is allowed and ignored).
+
+    Written one way only: ``' 1.1 '`` and ``'01.02'`` were taken as 1.1 and 1.2, while a
+    conformance record pins the version as written, so one version had several spellings
+    that compared unequal. Spaces and leading zeros are refused, naming the plain form."""
     parts = text.strip().split(".")
     if len(parts) not in (2, 3) or not all(is_count(p, 6) for p in parts):
         raise ValueError(f"contract version {text!r} is not MAJOR.MINOR[.PATCH]")
+    plain = ".".join(str(int(p)) for p in parts)
+    if plain != text:
+        raise ValueError(
+            f"contract version {text!r} is not written plainly (no spaces, no leading "
+            f"zeros): write {plain!r}"
+        )
     return int(parts[0]), int(parts[1])
 
 
