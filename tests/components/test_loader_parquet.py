@@ -474,6 +474,10 @@ def test_an_error_record_named_by_a_place_is_marked_as_one(tmp_path: Path) -> No
         ("d.parquet#1:1", True),
         ("e.parquet", True),
     ]
+    # The repeat's id was read, and the input holds it: a lancedb sync took the repeat for
+    # an unreadable row and deleted nothing that was removed from the input.
+    repeats = [i.item.duplicate_of for i in items if isinstance(i.item, DocumentError)]
+    assert repeats == [None, None, "a", None]
     # Without an id column, a row's place is its id: it names the document.
     write(tmp_path / "t.parquet", {"text": ["x", None]})
     [_, null] = list(loader(tmp_path / "t.parquet", id_column=None).read())

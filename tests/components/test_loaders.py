@@ -747,3 +747,18 @@ def test_a_folder_the_glob_looks_into_and_cannot_list_refuses_the_read(
     (tmp_path / "notes").rename(tmp_path / "notes-closed")
     with pytest.raises(UserError, match=r"cannot list the folder '.*notes-closed' \("):
         list(text_loader(tmp_path / "notes-closed", glob="**/*.md").read())
+
+
+def test_jsonl_a_repeated_id_is_a_place_that_names_the_id_it_repeats(tmp_path: Path) -> None:
+    """The repeat is named by its place (the first line keeps the id), and says which id
+    it repeats: a lancedb sync took it for a line whose id could not be read and deleted
+    nothing that was removed from the input."""
+    path = write_lines(
+        tmp_path / "twice.jsonl",
+        ['{"id": 7, "text": "first"}', '{"id": "x", "text": "x"}', '{"id": "7", "text": "2nd"}'],
+    )
+    items = [loaded.item for loaded in jsonl_loader(path).read()]
+    repeat = items[2]
+    assert isinstance(repeat, DocumentError)
+    assert (repeat.id, repeat.place, repeat.duplicate_of) == ("twice.jsonl:3", True, "7")
+    assert [type(item) for item in items[:2]] == [Document, Document]

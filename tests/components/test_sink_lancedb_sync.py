@@ -438,3 +438,57 @@ def test_seamline_run_keeps_a_line_it_could_not_read_whose_place_is_another_id(
     assert "0 deleted" in " ".join(held.stdout.split())
     record = json.loads((tmp_path / "out" / "emb.errors.jsonl").read_text())
     assert (record["id"], record["place"]) == ("docs.jsonl:1", True)
+
+
+def test_a_repeated_id_holds_no_deletion_back(tmp_path: Path) -> None:
+    """A repeat is recorded under its place (``in.jsonl:4``), but its id was read and the
+    input holds it: one repeated line held back the deletion of every document removed
+    from the input ("0 deleted ... 2 not in the input but kept")."""
+    sync(tmp_path, windows("a", 2, 1) + windows("b", 1, 1) + windows("c", 1, 1))
+    repeat = DocumentError("in.jsonl:4", "duplicate id 'a'", place=True, duplicate_of="a")
+    assert sync(tmp_path, windows("a", 1, 2), [repeat]) == counts(replaced=1, deleted=2)
+    assert rows(tmp_path) == [("a", 0, 2.0)], "a's rows are those of its first line"
+    # A repeat of a document whose first line was set aside keeps that one's rows only.
+    sync(tmp_path, windows("a", 1, 2) + windows("b", 1, 1) + windows("c", 1, 1))
+    failed = DocumentError("b", "text field 'text' must be a string, not int")
+    repeat = DocumentError("in.jsonl:4", "duplicate id 'b'", place=True, duplicate_of="b")
+    changes = sync(tmp_path, windows("a", 1, 2), [failed, repeat])
+    assert changes == counts(unchanged=1, deleted=1, kept=1)
+    assert rows(tmp_path) == [("a", 0, 2.0), ("b", 0, 1.0)]
+
+
+def test_seamline_run_deletes_what_was_removed_though_a_line_repeats_an_id(
+    tmp_path: Path, discovered: Registry
+) -> None:
+    """As a user met it: day 2's export dropped two documents and repeated one line; sync
+    said "0 deleted ... 2 not in the input but kept" (blaming a line it could not read) and
+    search still found the removed documents."""
+    import lancedb
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_bytes(b"".join(b'{"id":"d%d","text":"doc %d"}\n' % (i, i) for i in range(4)))
+    (tmp_path / "pipeline.yaml").write_text(
+        "pipeline: docs\n"
+        "loader: {use: jsonl, with: {path: docs.jsonl}}\n"
+        "model: {use: tiny}\n"
+        "attention: {use: native}\n"
+        "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync, prune: true}}\n",
+        encoding="utf-8",
+    )
+    with cli_in(tmp_path, discovered) as cli:
+        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
+        docs.write_bytes(
+            b'{"id":"d0","text":"doc 0"}\n{"id":"d1","text":"doc 1"}\n'
+            b'{"id":"d0","text":"doc 0 again"}\n'
+        )
+        synced = seamline(cli, Path("pipeline.yaml"))
+    assert synced.exit_code == 0, synced.stderr
+    said = " ".join(synced.stdout.split())
+    assert "0 added, 0 replaced, 2 deleted, 2 unchanged" in said, said
+    assert "not in the input but kept" not in said, said
+    assert "sync deletes no document" not in synced.stderr
+    found = lancedb.connect(str(tmp_path / "out")).open_table("emb").to_arrow()
+    assert sorted(set(found.column("id").to_pylist())) == ["d0", "d1"]
+    assert "doc 0 again" not in found.column("text").to_pylist(), "d0 is its first line"
+    record = json.loads((tmp_path / "out" / "emb.errors.jsonl").read_text())
+    assert (record["id"], record["place"], record["duplicate_of"]) == ("docs.jsonl:3", True, "d0")

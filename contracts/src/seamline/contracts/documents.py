@@ -40,6 +40,12 @@ class DocumentError:
     id, or it repeats an earlier record's. Any string may be a real document's id, so
     without the mark a ``lancedb`` sync took such a place for the document of that id,
     which was embedded, and deleted the rows of the document the place stood for.
+
+    ``duplicate_of`` is the id a record repeats, when that is why it was set aside (its
+    ``id`` is then its place): the id was read, and the input holds it (the first record
+    with it decides what becomes of it), so the record stands for no document missing from
+    the run. A ``lancedb`` sync took such a record for an unreadable one and kept the rows
+    of every document removed from the input.
     """
 
     id: str
@@ -47,6 +53,7 @@ class DocumentError:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     stage: str = "load"
     place: bool = False
+    duplicate_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,6 +210,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             "give each line its own id",
             metadata=self._where(lineno),
             place=True,
+            duplicate_of=document.id,  # known and present: it holds no sync's deletions back
         )
 
     def _too_long(self, lineno: int) -> DocumentError:

@@ -421,10 +421,12 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         if first == place:
             return document
         earlier = seen.where(first)["place"]
-        return self._error(
+        error = self._error(
             where,
             f"duplicate id {document.id!r}, first seen at {earlier}; give each row its own id",
         )
+        # The id is known and present: the record holds no sync's deletions back.
+        return replace(error, duplicate_of=document.id)
 
     def _row(
         self, where: tuple[str, int, int], fields: dict[str, Any], text_type: pa.DataType

@@ -20,7 +20,10 @@ two things around it that need the data:
   the input (``notes.jsonl:2``, ``data/b.parquet``), not a document id, and marks it
   so (``"place": true``); the documents it stands for are then missing from the run as
   if they had been removed. A place holds deletions back even when a document of the
-  table or of the run has the same id (any string may be one). Since a loader's failure
+  table or of the run has the same id (any string may be one). A repeated id's record
+  (``"duplicate_of"``) is a place too, but it stands for no missing document: its id
+  was read and the input holds it, so it holds nothing back (and names no document kept:
+  the first record with that id decides). Since a loader's failure
   whose id the table does not hold may also be such a place (a third-party loader's, not
   marked; or a new document: a failure to prepare names its document), sync
   deletes nothing in that run: the documents missing from the input keep their rows
@@ -172,17 +175,21 @@ def failed_ids(errors: Iterable[bytes], stages: set[str] | None = None) -> froze
 
 def place_ids(errors: Iterable[bytes]) -> frozenset[str]:
     """The places in the input (``"place": true``) of the records set aside by a failure
-    whose id the loader could not read (or that repeat an earlier record's id).
+    whose id the loader could not read.
 
     Any string may be a document's id: a place taken for one (``docs.jsonl:1``, the id of
     another, embedded, line) stood for nothing missing, so sync deleted the rows of the
     document the unreadable line stood for. A place holds every deletion back, whatever
-    the table or the run holds under the same string.
+    the table or the run holds under the same string. Not that of a repeated id
+    (``"duplicate_of"``): its id is known and in the input, and one repeated line held
+    back the deletion of every document removed from it.
     """
     places = (
         entry.get(ID)
         for entry in _entries(errors)
-        if entry.get("stage") != "skip" and entry.get("place") is True
+        if entry.get("stage") != "skip"
+        and entry.get("place") is True
+        and not isinstance(entry.get("duplicate_of"), str)
     )
     return frozenset(str(place) for place in places)
 

@@ -37,7 +37,8 @@ def error_line(error: DocumentError) -> dict[str, Any]:
     Strict JSON whatever the loader put in it (see :mod:`seamline.contracts.json_safe`),
     so that one odd file name cannot end the run that is setting it aside. ``place``
     is written only when true (``id`` is a place in the input, not a document's id),
-    so the records of documents named by their ids are as they always were.
+    so the records of documents named by their ids are as they always were; so is
+    ``duplicate_of`` (the id a place's record repeats), written only when there is one.
     """
     line = {
         "id": safe_text(error.id),
@@ -47,6 +48,8 @@ def error_line(error: DocumentError) -> dict[str, Any]:
     }
     if getattr(error, "place", False):
         line["place"] = True
+    if isinstance(repeated := getattr(error, "duplicate_of", None), str):
+        line["duplicate_of"] = safe_text(repeated)
     return line
 
 
