@@ -313,3 +313,33 @@ def test_a_ctrl_c_while_parts_are_published_comes_once_the_publication_is_comple
     assert [e["id"] for e in read_errors(db / "emb.lance") or []] == ["bad-0"]
     assert not (db / ".emb.lance.checkpoint").exists(), "complete: nothing to undo or resume"
     assert rows(tmp_path) == [("a", 0, 1.0), ("b", 0, 2.0)]
+
+
+def test_the_parquet_file_and_the_lancedb_table_differ_only_in_the_vector_list_s_field_name(
+    tmp_path: Path,
+) -> None:
+    """The docs called the columns "the same"; a user comparing the Arrow schemas found
+    ``fixed_size_list<element: float>`` (Parquet's standard name for a list's values, as
+    pyarrow writes it) against LanceDB's ``<item: float>``. That is the one difference,
+    and pipelines.md says so."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records = windows("a", 2, 1, lang="en") + windows("b", 1, 2, lang="de")
+    out = parquet(tmp_path)
+    out.start(MANIFEST)
+    out.write(records)
+    out.close()
+    whole_run(tmp_path, records)
+    written = pq.read_schema(tmp_path / "out" / "emb.parquet").remove_metadata()
+    lanced = table(tmp_path).schema.remove_metadata()
+    assert written.field("embedding").type == pa.list_(pa.field("element", pa.float32()), 8)
+    assert lanced.field("embedding").type == pa.list_(pa.float32(), 8)  # item
+    renamed = written.set(
+        written.get_field_index("embedding"), pa.field("embedding", pa.list_(pa.float32(), 8))
+    )
+    assert [(f.name, f.type) for f in renamed] == [(f.name, f.type) for f in lanced]
+    page = (Path(__file__).parents[2] / "docs" / "pipelines.md").read_text(encoding="utf-8")
+    section = page.split("### sink `parquet`", 1)[1].split("\n### ", 1)[0]
+    assert "fixed_size_list<element: float>" in section
+    assert "fixed_size_list<item: float>" in section
