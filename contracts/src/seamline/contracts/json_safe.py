@@ -20,6 +20,7 @@ each; metadata is small (a path, a line number), so this is negligible per recor
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,19 @@ def safe_text(value: str) -> str:
     except UnicodeEncodeError:
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
+
+
+def name_text(name: str | os.PathLike[str]) -> str:
+    """A file name (or path) as the UTF-8 text its bytes spell, the same under every locale.
+
+    Python decodes a name it lists with the locale's encoding: under ``LC_ALL=de_DE``
+    (ISO-8859-1) the UTF-8 name ``türkçe.txt`` became ``tÃ¼rkÃ§e.txt``, so a document id
+    made from it changed with the locale, and a ``sync`` run deleted and re-added every
+    non-ASCII file (an ``upsert`` doubled them). ``os.fsencode`` takes back the bytes
+    exactly; a byte that is not UTF-8 stays a lone surrogate (``surrogateescape``), as
+    under a UTF-8 locale, for :func:`safe_text` to write as its escape text.
+    """
+    return os.fsencode(name).decode("utf-8", "surrogateescape")
 
 
 def json_safe(value: Any) -> Any:

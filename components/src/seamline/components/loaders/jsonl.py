@@ -29,7 +29,7 @@ from seamline.contracts import (
     Shard,
     UserError,
 )
-from seamline.contracts.json_safe import safe_text
+from seamline.contracts.json_safe import name_text, safe_text
 from seamline.contracts.untrusted import MAX_COUNT_DIGITS, cut, is_count
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         )
 
     def _where(self, lineno: int) -> dict[str, Any]:
-        return {"path": safe_text(str(self.config.path.absolute())), "line": lineno}
+        return {"path": safe_text(name_text(self.config.path.absolute())), "line": lineno}
 
     @staticmethod
     def _parse_cursor(after: str | None) -> int:

@@ -64,6 +64,7 @@ from seamline.contracts import (
     UserError,
     input_glob_files,
 )
+from seamline.contracts.json_safe import name_text
 from seamline.contracts.loader import input_glob_names
 from seamline.contracts.untrusted import cut, is_count, kind_of
 
@@ -190,7 +191,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
             try:
                 if irregular := _irregular(path):  # never opened: a FIFO waits for a writer
                     raise OSError(irregular)
-                parquet: pq.ParquetFile | None = pq.ParquetFile(path)
+                parquet: pq.ParquetFile | None = pq.ParquetFile(opened(path))
             except (pa.ArrowException, OSError) as err:
                 parquet = None
                 reason = f"not a readable Parquet file: {err}"
@@ -201,7 +202,9 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 continue
             if parquet is None:
                 if number >= start_file and shard.owns(first):
-                    error = DocumentError(self._names[path], reason, {"file": path}, place=True)
+                    error = DocumentError(
+                        self._names[path], reason, {"file": name_text(path)}, place=True
+                    )
                     yield Loaded(f"{path}#{_ALL}", error)
                 continue
             check_columns(self.config, path, parquet.schema_arrow)
@@ -327,7 +330,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                     yield Loaded(f"{path}#{group}:{row}", item)
         except (pa.ArrowException, OSError) as err:
             reason = f"row group {group} could not be read after row {row}: {err}"
-            where_group = {"file": path, "row_group": group}
+            where_group = {"file": name_text(path), "row_group": group}
             error = DocumentError(f"{self._names[path]}#{group}", reason, where_group, place=True)
             yield Loaded(f"{path}#{group}:{_ALL}", error)
 
@@ -479,11 +482,15 @@ def place_names(pattern: str, files: Sequence[str]) -> dict[str, str]:
     The path as typed named it before: ``pq/a.parquet``, ``./pq/a.parquet`` and
     ``/home/me/pq/a.parquet`` were three ids for one row, and with ``id_column: null`` an
     ``upsert`` run from another folder, or with the path spelled otherwise, added every
-    row again. Cursors keep the path as typed: a resume runs with the same settings.
+    row again. Cursors keep the path as typed: a resume runs with the same settings. The
+    name is its bytes read as UTF-8 (:func:`name_text`), so it is one id under every locale.
     """
     base = Path(pattern).parent if os.path.lexists(pattern) else pattern_start(pattern)[0]
     start = os.path.abspath(base)
-    return {path: Path(os.path.relpath(os.path.abspath(path), start)).as_posix() for path in files}
+    return {
+        path: name_text(Path(os.path.relpath(os.path.abspath(path), start)).as_posix())
+        for path in files
+    }
 
 
 def row_error(
@@ -500,7 +507,7 @@ def row_error(
     path, group, row = where
     usable = _usable_id(raw_id)
     doc_id = str(raw_id) if usable else place
-    metadata = {"file": path, "row_group": group, "row": row, **more}
+    metadata = {"file": name_text(path), "row_group": group, "row": row, **more}
     reason = f"row {row} of row group {group}: {reason}"
     return DocumentError(doc_id, reason, metadata, place=not usable and not ids_are_places)
 
@@ -629,6 +636,20 @@ def place_text(places: list[tuple[str, int]], place: int) -> str:
     return f"{path}#{group}:{place & ((1 << _ROW_BITS) - 1)}"
 
 
+def opened(path: str) -> pa.NativeFile:
+    """``path`` opened for pyarrow by the bytes of its name, as Python listed it.
+
+    Given the name as text, pyarrow encodes it as UTF-8, not with the locale's encoding
+    Python decoded it with: under an ISO-8859-1 locale ``straße.parquet``, listed as the
+    ISO-8859-1 reading of its bytes, named no file (its rows became one error record), and
+    a name that is not UTF-8 ended the run with a UnicodeEncodeError. Closed when pyarrow
+    lets it go, as a file pyarrow opens itself is.
+    """
+    import pyarrow as pa
+
+    return pa.OSFile(os.fsencode(path))
+
+
 def footer_rows(pattern: str, shard: Shard) -> int | None:
     """The rows of the row groups ``shard`` owns in the files ``pattern`` matches, from the
     files' footers alone (no data page is read); a file that is not Parquet counts as its
@@ -646,7 +667,7 @@ def footer_rows(pattern: str, shard: Shard) -> int | None:
         if deadline.passed:
             return None
         try:
-            footer = pq.read_metadata(path)
+            footer = pq.read_metadata(opened(path))
         except (pa.ArrowException, OSError):
             total += int(shard.owns(position))
             position += 1

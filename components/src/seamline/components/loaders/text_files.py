@@ -17,9 +17,12 @@ link is named in an error record of its own, as is each file reached through one
 file larger than ``max_bytes`` is set aside after reading at most ``max_bytes + 1``
 bytes of it.
 
-A file name that is not valid UTF-8 (Python holds its odd bytes as lone
-surrogates) gets an id with each such byte written as its escape text (``\udcff``),
-so that every output can hold it; the cursor keeps the real name.
+Ids, cursors and the ``path`` metadata are the names' bytes read as UTF-8, whatever
+the locale (:func:`~seamline.contracts.json_safe.name_text`): under an ISO-8859-1
+locale ``türkçe.txt`` was another id, and a sync replaced every such file. A file name
+that is not valid UTF-8 (Python holds its odd bytes as lone surrogates) gets an id with
+each such byte written as its escape text (``\udcff``), so that every output can hold
+it; the cursor keeps the lone surrogates.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from seamline.contracts import (
     Shard,
     UserError,
 )
-from seamline.contracts.json_safe import safe_text
+from seamline.contracts.json_safe import name_text, safe_text
 from seamline.contracts.loader import refuse_repeated_globstar
 from seamline.contracts.untrusted import (
     NotRegularFile,
@@ -161,7 +164,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                         id=doc_id,
                         reason=f"duplicate id: the file name is not valid UTF-8, and its "
                         f"escaped form {doc_id!r} is the name of another file; rename one",
-                        metadata={"path": safe_text(str(path.absolute()))},
+                        metadata={"path": safe_text(name_text(path.absolute()))},
                     )
                 else:
                     item = self._load(doc_id, path)
@@ -221,7 +224,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         root = self.config.root
         for path in root.glob(self.config.glob):
             if not path.is_dir():
-                yield path.relative_to(root).as_posix(), path
+                yield name_text(path.relative_to(root).as_posix()), path
         yield from self._linked_folders()
 
     def _linked_folders(self) -> Iterator[tuple[str, Path]]:
@@ -247,7 +250,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                     and len(relative.parts) > len(prefix)
                     and all(map(fnmatch.fnmatchcase, relative.parts[: len(prefix)], prefix))
                 ):
-                    yield relative.as_posix(), path
+                    yield name_text(relative.as_posix()), path
 
     def _position_after(self, files: list[tuple[str, Path]], after: str) -> int:
         """Position of the first item after the cursor ``after``."""
@@ -261,7 +264,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         )
 
     def _load(self, doc_id: str, path: Path) -> Document | DocumentError:
-        absolute = safe_text(str(path.absolute()))
+        absolute = safe_text(name_text(path.absolute()))
         where = {"path": absolute}
 
         def error(reason: str, **more: Any) -> DocumentError:
@@ -333,9 +336,9 @@ class TextFilesLoader(Loader[TextFilesConfig]):
                 shown = PurePosixPath(*relative.parts[:depth]).as_posix()
                 return (
                     f"{'a symbolic link' if step == path else 'reached through the link'} "
-                    f"{safe_text(shown)!r} to a folder, which is not followed: no file in a "
-                    "linked folder is read. Move or copy the files under root, or point root "
-                    "at the folder the link leads to"
+                    f"{safe_text(name_text(shown))!r} to a folder, which is not followed: no "
+                    "file in a linked folder is read. Move or copy the files under root, or "
+                    "point root at the folder the link leads to"
                 )
         return None
 
@@ -352,7 +355,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         if inside:
             return None
         return (
-            f"a symbolic link that leads outside root (to {safe_text(str(target))!r}); only "
+            f"a symbolic link that leads outside root (to {safe_text(name_text(target))!r}); only "
             "files under root are read: copy the file under root, or move root up"
         )
 
