@@ -203,6 +203,19 @@ def test_dotdot_after_a_linked_folder_is_where_the_file_system_leads(
 
 
 @pytest.mark.parametrize("kind", sorted(NAMES))
+def test_an_output_name_that_is_not_utf8_is_refused_before_the_run(kind: str) -> None:
+    # "out/caf\udce9.jsonl" (the escape a refusal of the raw byte advised) published, and
+    # every search then refused its manifest, which cannot list such a name, as "not as
+    # seamline wrote it: run the pipeline again". A folder above it is not in the manifest.
+    _, config = CONFIGS[kind]
+    with pytest.raises(
+        ValidationError, match=r"holds the byte 0xE9 \(character 4\), which is not UTF-8"
+    ):
+        config(path=f"out/caf\udce9{Path(NAMES[kind]).suffix}")
+    assert config(path=f"caf\udce9/{NAMES[kind]}").path.name == NAMES[kind]
+
+
+@pytest.mark.parametrize("kind", sorted(NAMES))
 @pytest.mark.parametrize("value", ["", "  ", "s3://bucket/emb", "db://table"])
 def test_an_empty_path_or_a_uri_is_refused(kind: str, value: str) -> None:
     # Path("") is the working directory; "s3://bucket/emb" was a local folder named "s3:".

@@ -293,6 +293,20 @@ def test_a_character_yaml_refuses_is_placed_at_its_line_and_column(
     assert "\n" not in str(caught.value)
 
 
+def test_a_byte_that_is_not_utf8_is_named_and_the_escape_kept_to_inputs() -> None:
+    # "--set sink.with.path=out/caf<0xE9>.jsonl" advised the escape \udce9 alone, which an
+    # output's name cannot hold (its manifest could not list it; the sink refuses it).
+    from seamline.core.config.located import parse_located
+
+    with pytest.raises(ConfigError) as caught:
+        parse_located("pipeline: p\nsink: {path: out/caf\udce9.jsonl}\n", "p.yaml")
+    said = caught.value.detail
+    assert said.startswith("character U+DCE9 is not allowed in a YAML file"), said
+    assert "the byte 0xE9, which is not UTF-8" in said, said
+    assert "the escape \\udce9 inside a double-quoted string" in said, said
+    assert "an output's own name cannot hold it: name the output in UTF-8" in said, said
+
+
 @pytest.mark.parametrize(
     ("text", "what"), [("just text\n", "a string"), ("~\n", "empty (null)"), ("[1]\n", "a list")]
 )

@@ -74,8 +74,34 @@ def _named_output(value: object) -> object:
     return value
 
 
+def _utf8_name(path: Path) -> Path:
+    """``path``, unless its own name holds a byte that is not UTF-8 (a lone surrogate).
+
+    The manifest lists an output's files by name, as JSON text, which cannot hold such a
+    byte: ``--set 'sink.with.path="out/caf\\udce9.jsonl"'`` published, and then every
+    ``seamline search`` refused the manifest as "not as seamline wrote it: run the
+    pipeline again", which wrote it the same way. Refused before the run instead. A
+    folder above the output may have any name: the manifest does not record it.
+    """
+    name = path.name
+    odd = next((at for at, char in enumerate(name) if "\udc80" <= char <= "\udcff"), None)
+    if odd is None:
+        return path
+    byte = ord(name[odd]) - 0xDC00
+    raise ValueError(
+        f"the output's name {name!r} holds the byte 0x{byte:02X} (character {odd + 1}), "
+        "which is not UTF-8: the manifest lists the output's files by name as UTF-8 text, "
+        "so what the run published could not be searched. Name the output in UTF-8 (such "
+        "as 'out/café.jsonl'); the folders above it may have any name"
+    )
+
+
 OutputPath = Annotated[
-    NamedPath, BeforeValidator(_local), BeforeValidator(_named_output), AfterValidator(absolute)
+    NamedPath,
+    BeforeValidator(_local),
+    BeforeValidator(_named_output),
+    AfterValidator(_utf8_name),
+    AfterValidator(absolute),
 ]
 """The type of every config field that names a file or folder a sink writes."""
 

@@ -175,9 +175,18 @@ def _unreadable(err: yaml.reader.ReaderError, text: str, source: str) -> ConfigE
     column = at - (text.rfind("\n", 0, at) + 1) + 1
     code = err.character if isinstance(err.character, int) else ord(str(err.character)[:1] or " ")
     escape = f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    fix = f"remove it, or write it as the escape {escape} inside a double-quoted string"
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of an argument that is not UTF-8 (surrogateescape)
+        # The escape names a file or folder to read; a sink refuses it in an output's name
+        # (the manifest cannot list it), so that is said here, not after a second try.
+        fix = (
+            f"it stands for the byte 0x{code - 0xDC00:02X}, which is not UTF-8: to name a file "
+            f"or folder whose name holds it, write it as the escape {escape} inside a "
+            "double-quoted string (an output's own name cannot hold it: name the output in "
+            "UTF-8); else remove it"
+        )
     return ConfigError(
-        f"character U+{code:04X} is not allowed in a YAML file ({err.reason}): remove it, "
-        f"or write it as the escape {escape} inside a double-quoted string",
+        f"character U+{code:04X} is not allowed in a YAML file ({err.reason}): {fix}",
         Place.in_file(source, line, column),
     )
 
