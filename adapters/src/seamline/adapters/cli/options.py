@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -106,6 +107,12 @@ def as_utf8(argument: str) -> str:
     although the user typed valid UTF-8. The bytes are taken back (``os.fsencode``
     undoes the decoding exactly) and read as UTF-8; bytes that are not UTF-8 either are
     left as they were, for that check to name.
+
+    Under a multibyte locale (``ja_JP.eucJP``) the C library decodes ``argv`` and
+    Python's codec cannot always encode what it made (``東京`` typed as UTF-8 holds a
+    byte EUC-JP gives as U+009D): that was a UnicodeEncodeError traceback. The bytes are
+    then read from the process's command line (:func:`_typed_bytes`); where they cannot
+    be, the argument is refused naming the locale, not searched as mojibake.
     """
     import os
 
@@ -113,6 +120,49 @@ def as_utf8(argument: str) -> str:
         return os.fsencode(argument).decode("utf-8")
     except UnicodeDecodeError:
         return argument
+    except UnicodeEncodeError:
+        typed = _typed_bytes(argument)
+    if typed is None:
+        raise RefusedValue(
+            f"{argument!r} cannot be read back as the bytes that were typed: the locale "
+            f"({_locale_named()}) decoded them as {sys.getfilesystemencoding()}, which they are "
+            "not; run under a UTF-8 locale (LC_ALL=C.UTF-8) or set PYTHONUTF8=1"
+        )
+    try:
+        return typed.decode("utf-8")
+    except UnicodeDecodeError:  # typed in the locale's encoding: its reading is the text
+        return argument
+
+
+def _typed_bytes(argument: str) -> bytes | None:
+    """The bytes of ``argument`` as the command line holds them (Linux's
+    ``/proc/self/cmdline``), or None where they cannot be told: the argument is a whole
+    entry of ``argv``, or one after an ASCII option joined to it (``--set=V``, ``-sV``)."""
+    try:
+        raw = Path("/proc/self/cmdline").read_bytes().split(b"\0")[:-1]
+    except OSError:
+        return None
+    entries = sys.orig_argv
+    if len(raw) != len(entries):
+        return None
+    if argument in entries:
+        return raw[entries.index(argument)]
+    for entry, data in zip(entries, raw, strict=True):
+        prefix = entry[: len(entry) - len(argument)]
+        joined = prefix.startswith("-") and (prefix.endswith("=") or len(prefix) == 2)
+        if entry.endswith(argument) and joined and prefix.isascii():
+            return data[len(prefix) :]
+    return None
+
+
+def _locale_named() -> str:
+    """The variable that set the locale, as ``LC_ALL=ja_JP.eucJP``, for a message."""
+    import os
+
+    for name in ("LC_ALL", "LC_CTYPE", "LANG"):
+        if name in os.environ:
+            return f"{name}={os.environ[name]}"
+    return "no LC_ALL, LC_CTYPE or LANG set"
 
 
 def _set_values_as_utf8(values: list[str] | None) -> list[str] | None:
