@@ -382,6 +382,19 @@ def test_text_files_missing_root_is_a_user_error(tmp_path: Path) -> None:
     assert "'root'" in str(caught.value), "the message says what to change"
 
 
+@pytest.mark.parametrize("loader", ["text-files", "jsonl"])
+def test_a_path_that_is_a_symlink_loop_is_a_user_error_naming_the_loop(
+    tmp_path: Path, loader: str
+) -> None:
+    # text-files: RuntimeError "Symlink loop" from the constructor, a run failure advising
+    # --resume (validate passed); jsonl: "does not exist", though `ls` shows it.
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(UserError, match="/loop' is a symbolic link loop") as caught:
+        list((text_loader(loop) if loader == "text-files" else jsonl_loader(loop)).read())
+    assert ("'root'" if loader == "text-files" else "'path'") in str(caught.value)
+
+
 def test_text_files_root_that_is_a_file_is_a_user_error(tmp_path: Path) -> None:
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(UserError, match="is not a directory"):

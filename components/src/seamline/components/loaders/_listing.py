@@ -10,6 +10,7 @@ run is refused before anything is read, naming the folder and the two ways out.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import os
@@ -64,3 +65,18 @@ def pattern_start(pattern: str) -> tuple[Path, list[str]]:
     while fixed < len(parts) - 1 and not glob.has_magic(parts[fixed]):
         fixed += 1
     return Path(*parts[:fixed]) if fixed else Path("."), parts[fixed:]
+
+
+def absent(path: Path) -> str:
+    """Why ``path`` names nothing to read, in words: a link loop, or nothing there.
+
+    ``Path.exists()`` is False for a symbolic link that leads back to itself, so such a
+    path was said to not exist, and ``Path.resolve()`` raised ``RuntimeError: Symlink
+    loop``, which a run reported as its own failure, advising ``--resume``.
+    """
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "is a symbolic link loop: following its links leads back round to it"
+    return "does not exist"

@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from seamline.components.loaders._blank import blank_reason, is_blank, skip_empty_field
+from seamline.components.loaders._listing import absent
 from seamline.components.loaders._seen_ids import SeenIds, Skipping
 from seamline.contracts import (
     ComponentConfig,
@@ -120,7 +121,7 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
         path = self.config.path
         skip_through = self._parse_cursor(after)
         if not path.is_file():
-            what = "is not a file" if path.exists() else "does not exist"
+            what = "is not a file" if path.exists() else absent(path)
             raise UserError(
                 f"jsonl loader: {str(path)!r} {what} (looked in {path.absolute()}); "
                 "set 'path' in the loader's 'with:' block to your JSON Lines file"

@@ -38,7 +38,7 @@ from pydantic import Field, field_validator
 
 from seamline.components.loaders import _count
 from seamline.components.loaders._blank import blank_reason, is_blank, skip_empty_field
-from seamline.components.loaders._listing import refuse_unlistable
+from seamline.components.loaders._listing import absent, refuse_unlistable
 from seamline.contracts import (
     ComponentConfig,
     Document,
@@ -145,12 +145,12 @@ class TextFilesLoader(Loader[TextFilesConfig]):
 
     def __init__(self, config: TextFilesConfig) -> None:
         super().__init__(config)
-        self._root = config.root.resolve()
+        self._root = _resolved(config.root)
         """``root`` with every link resolved: where a file must lie to be read."""
 
     def read(self, *, shard: Shard = _WHOLE, after: str | None = None) -> Iterator[Loaded]:
         files = self._list_files()
-        self._root = self.config.root.resolve()
+        self._root = _resolved(self.config.root)
         names = {relative for relative, _ in files}
         start = 0
         if after is not None:
@@ -196,7 +196,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         """All matching files as ``(relative POSIX path, path)``, in the stable order."""
         root = self.config.root
         if not root.is_dir():
-            what = "is not a directory" if root.exists() else "does not exist"
+            what = "is not a directory" if root.exists() else absent(root)
             raise UserError(
                 f"text-files loader: root {str(root)!r} {what} (looked in {root.absolute()}); "
                 "set 'root' in the loader's 'with:' block to the directory holding your files"
@@ -358,6 +358,16 @@ class TextFilesLoader(Loader[TextFilesConfig]):
             f"a symbolic link that leads outside root (to {safe_text(name_text(target))!r}); only "
             "files under root are read: copy the file under root, or move root up"
         )
+
+
+def _resolved(root: Path) -> Path:
+    """``root`` with every link resolved, or as written where it cannot be: a link loop
+    raised ``RuntimeError`` from the loader's constructor, a failure of the run advising
+    ``--resume``. :meth:`TextFilesLoader._list_files` refuses such a root, naming it."""
+    try:
+        return root.resolve()
+    except (OSError, RuntimeError):
+        return root.absolute()
 
 
 def _read_fix(err: OSError) -> str:
