@@ -445,6 +445,36 @@ def test_a_match_that_is_no_regular_file_is_its_error_record(corpus: Path) -> No
     assert len(documents(items)) == 10
 
 
+@pytest.mark.parametrize("what", ["a device", "a link loop"])
+def test_one_path_that_can_be_no_parquet_file_is_said_as_what_it_is(
+    tmp_path: Path, what: str
+) -> None:
+    # "'/dev/zero' matches 1 Parquet file with no rows", and so was a link loop.
+    from pathlib import Path
+
+    named = tmp_path / "loop.parquet"
+    if what == "a device":
+        named = Path("/dev/zero")
+    else:
+        named.symlink_to(named)
+    said = (
+        "a character device, not a regular file" if what == "a device" else "a symbolic link loop"
+    )
+    with pytest.raises(UserError, match=f"'{named}': {said}") as caught:
+        list(loader(named).read())
+    assert "with no rows" not in str(caught.value)
+
+
+def test_a_pattern_matching_only_a_fifo_sets_it_aside_not_no_rows(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "d.parquet")
+    assert loader(tmp_path / "*.parquet").size() == 1
+    (item,) = list(loader(tmp_path / "*.parquet").read())
+    assert isinstance(item.item, DocumentError)
+    assert item.item.reason.endswith("a FIFO (named pipe), not a regular file")
+
+
 def test_a_path_that_exists_as_written_is_that_file_not_a_pattern(tmp_path: Path) -> None:
     """``runs[1]/docs.parquet`` was read as a pattern: the run embedded ``runs1/docs.parquet``
     (exit 0), and without that file said the path it was given "matches no file"."""

@@ -39,6 +39,7 @@ The promises the other loaders keep hold here too:
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import stat
@@ -587,6 +588,8 @@ def _irregular(path: str) -> str:
     except FileNotFoundError:
         return "a link to a file that does not exist" if os.path.islink(path) else ""
     except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symbolic link loop (following its links leads back round to it)"
         return f"cannot be looked at ({err.strerror or err})"
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return ""
@@ -596,7 +599,14 @@ def _irregular(path: str) -> str:
 def refuse_no_rows(pattern: str, files: list[str]) -> list[str]:
     """``files``, unless their footers say they hold no row (a file that is not Parquet
     counts as its error record): as for a path that matches no file, an empty run would
-    publish an empty output over the last one (a lancedb sync deletes every row)."""
+    publish an empty output over the last one (a lancedb sync deletes every row). One
+    path named that can hold no Parquet file (``/dev/zero``, a link loop) is said as
+    what it is: "matches 1 Parquet file with no rows" was said of it."""
+    if files == [pattern] and (irregular := _irregular(pattern)):
+        raise UserError(
+            f"parquet loader: {pattern!r}: {irregular} (looked in {Path.cwd()}); set "
+            "'path' in the loader's 'with:' block to a Parquet file"
+        )
     if footer_rows(pattern, _WHOLE) == 0:
         raise UserError(
             f"parquet loader: {pattern!r} matches {len(files)} Parquet "
@@ -652,9 +662,10 @@ def opened(path: str) -> pa.NativeFile:
 
 def footer_rows(pattern: str, shard: Shard) -> int | None:
     """The rows of the row groups ``shard`` owns in the files ``pattern`` matches, from the
-    files' footers alone (no data page is read); a file that is not Parquet counts as its
-    one error record. None when nothing matches, or past :data:`~._count.LIMIT` files or
-    :data:`~._count.SECONDS` of counting."""
+    files' footers alone (no data page is read); a file that is not Parquet, or a match
+    that is no regular file (a FIFO, a link loop), counts as its one error record. None
+    when nothing matches, or past :data:`~._count.LIMIT` files or :data:`~._count.SECONDS`
+    of counting."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -663,9 +674,13 @@ def footer_rows(pattern: str, shard: Shard) -> int | None:
         return None
     deadline = _count.Deadline()
     total = position = 0
-    for path in sorted(f for f in files if os.path.isfile(f)):
+    for path in sorted(f for f in files if os.path.isfile(f) or _irregular(f)):
         if deadline.passed:
             return None
+        if _irregular(path):  # its error record, as read() yields one: never opened
+            total += int(shard.owns(position))
+            position += 1
+            continue
         try:
             footer = pq.read_metadata(opened(path))
         except (pa.ArrowException, OSError):
