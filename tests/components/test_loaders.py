@@ -561,6 +561,36 @@ def test_a_line_cut_short_is_placed_at_its_end(tmp_path: Path) -> None:
     assert second.reason == "line 2: invalid JSON: Expecting ',' delimiter at the end of the line"
 
 
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        (b'{"id": "a", "text": "first", "text": "second"}', "text"),
+        (b'{"id": "b", "id": "c", "text": "beta"}', "id"),
+        (b'{"id": "d", "text": "t", "m": {"k": 1, "k": 2}}', "k"),
+    ],
+)
+def test_a_key_given_twice_in_a_line_is_its_error_record(
+    tmp_path: Path, line: bytes, key: str
+) -> None:
+    # The last value was taken without a word: the second text embedded, the id "c".
+    path = tmp_path / "dup.jsonl"
+    path.write_bytes(line + b"\n")
+    error = only(jsonl_loader(path, metadata_fields=["m"]).read())
+    assert isinstance(error, DocumentError)
+    assert error.id == "dup.jsonl:1"
+    assert error.reason.startswith(f"line 1: invalid JSON: the key {key!r} appears twice")
+
+
+def test_lines_ending_in_cr_only_are_named_as_such(tmp_path: Path) -> None:
+    # It said "invalid JSON: Extra data at column 27" and nothing of the line ends.
+    path = tmp_path / "cr.jsonl"
+    path.write_bytes(b'{"id": "a", "text": "alpha"}\r{"id": "b", "text": "beta"}\r')
+    error = only(jsonl_loader(path).read())
+    assert isinstance(error, DocumentError)
+    assert error.reason.startswith("line 1: invalid JSON: Extra data at column 30; ")
+    assert "the file's lines end in CR only" in error.reason
+
+
 def test_jsonl_bad_lines_become_error_records(bad_jsonl: Path) -> None:
     items = [loaded.item for loaded in jsonl_loader(bad_jsonl).read()]
     assert [type(item) for item in items] == [Document] + [DocumentError] * 7 + [Document]

@@ -303,17 +303,18 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             return self._error(lineno, reason)
 
         try:
-            obj: Any = json.loads(raw.decode("utf-8"))
+            obj: Any = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
         except UnicodeDecodeError as err:
             at = err.start + mark
             return error(f"not valid utf-8: {err.reason} at byte offset {at} of the line")
         except json.JSONDecodeError as err:
-            # Some of json's messages end in "at" (it appends the place to them itself). A
-            # line cut short fails past its last character: json counts that as column 1
-            # of the next line, which read as the line's first column.
-            content = err.doc.rstrip("\r\n")
-            place = "the end of the line" if err.pos >= len(content) else f"column {err.pos + 1}"
-            return error(f"invalid JSON: {err.msg.removesuffix(' at')} at {place}")
+            return error(_invalid(err))
+        except _RepeatedKey as err:
+            return error(
+                f"invalid JSON: the key {err.key!r} appears twice in one object; readers "
+                "disagree on which value counts (Python's json keeps the last, silently): "
+                "keep one"
+            )
         except RecursionError:
             return error("invalid JSON: nested too deeply to read")
         except ValueError as err:  # an integer of more digits than Python converts
@@ -387,6 +388,51 @@ def _deeper_than(value: Any, limit: int) -> bool:
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return False
+
+
+class _RepeatedKey(Exception):
+    """A key given twice in one JSON object (:func:`_unique_keys`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, unless a key is repeated.
+
+    ``{"id": "b", "id": "c", ...}`` was the document ``c`` and ``{"text": "first",
+    "text": "second"}`` embedded the second text, without a word: which one counts is
+    the writer's mistake to mend, as a YAML key given twice is refused.
+    """
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return obj
+
+
+def _invalid(err: json.JSONDecodeError) -> str:
+    """Why a line is not JSON, placed in the line, with the cause when it is a known one.
+
+    Some of json's messages end in "at" (it appends the place to them itself). A line cut
+    short fails past its last character: json counts that as column 1 of the next line,
+    which read as the line's first column. A file whose lines end in CR alone (classic
+    Mac OS) is one "line" to a reader of LF-ended lines, and json takes the CR for space:
+    "Extra data at column 27" named no cause.
+    """
+    content = err.doc.rstrip("\r\n")
+    place = "the end of the line" if err.pos >= len(content) else f"column {err.pos + 1}"
+    said = f"invalid JSON: {err.msg.removesuffix(' at')} at {place}"
+    if "\r" in content[: err.pos]:
+        said += (
+            "; a carriage return (CR) without a line feed comes before it: the file's lines "
+            "end in CR only. Convert them to LF (tr '\\r' '\\n' < FILE > NEW.jsonl)"
+        )
+    return said
 
 
 def _line_end(line: bytes) -> int:
