@@ -790,6 +790,31 @@ def test_a_folder_the_glob_looks_into_and_cannot_list_refuses_the_read(
     (tmp_path / "notes").rename(tmp_path / "notes-closed")
     with pytest.raises(UserError, match=r"cannot list the folder '.*notes-closed' \("):
         list(text_loader(tmp_path / "notes-closed", glob="**/*.md").read())
+    with pytest.raises(UserError, match="Give the run read access to it, or set"):
+        list(text_loader(tmp_path / "notes-closed", glob="**/*.md").read())
+
+
+def test_a_folder_too_deep_to_list_says_so_not_to_give_read_access(tmp_path: Path) -> None:
+    # "(File name too long) ... Give the run read access to it": no access mends that,
+    # and the message quoted all 4,000 characters of the path.
+    root = tmp_path / "notes"
+    root.mkdir()
+    here = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(25):  # 25 names of 200 bytes: past PATH_MAX (4096 bytes)
+            os.mkdir("d" * 200, dir_fd=here)
+            deeper = os.open("d" * 200, os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = deeper
+    finally:
+        os.close(here)
+    with pytest.raises(UserError, match=r"\(File name too long\)") as caught:
+        list(text_loader(root).read())
+    said = str(caught.value)
+    assert "longer than the system allows (PATH_MAX" in said, said
+    assert "read access" not in said, said
+    assert "characters)" in said, said
+    assert len(said) < 1000, said
 
 
 def test_jsonl_a_repeated_id_is_a_place_that_names_the_id_it_repeats(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 
 from seamline.contracts import UserError
+from seamline.contracts.untrusted import cut
 
 
 def could_enter(parts: Sequence[str], folder: Sequence[str], *, hidden: bool) -> bool:
@@ -50,11 +51,24 @@ def refuse_unlistable(root: Path, parts: Sequence[str], loader: str, *, hidden: 
     err = failed[0]
     where = err.filename if isinstance(err.filename, str) else str(root)
     raise UserError(
-        f"{loader} loader: cannot list the folder {where!r} ({err.strerror or err}): the "
-        "files in it would be left out without a word (and a sync would delete their rows). "
-        "Give the run read access to it, or set the loader's pattern so that it does not "
-        "look there"
+        f"{loader} loader: cannot list the folder {cut(where)!r} ({err.strerror or err}): "
+        "the files in it would be left out without a word (and a sync would delete their "
+        f"rows). {_unlistable_fix(err)}"
     )
+
+
+def _unlistable_fix(err: OSError) -> str:
+    """What to do about a folder that cannot be listed: "give the run read access" was
+    said of one whose path is longer than the system allows, which no access mends."""
+    avoid = "set the loader's pattern so that it does not look there"
+    if err.errno == errno.ENAMETOOLONG:
+        return (
+            "Its path is longer than the system allows (PATH_MAX, 4096 bytes on Linux): "
+            f"move its files to a folder nearer the root, or {avoid}"
+        )
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return f"Give the run read access to it, or {avoid}"
+    return f"Mend the folder, or {avoid}"
 
 
 def pattern_start(pattern: str) -> tuple[Path, list[str]]:
