@@ -296,6 +296,24 @@ def test_a_search_command_for_a_path_with_a_control_character_runs(
     )
 
 
+@pytest.mark.parametrize("parts", [False, True], ids=["one errors file", "parts"])
+def test_an_output_named_with_a_newline_or_a_tab_is_printed_quoted_on_its_line(
+    capsys: pytest.CaptureFixture[str], parts: bool
+) -> None:
+    # "output: out/a" on one line and "b<TAB>c.jsonl" on the next (the errors file too),
+    # while the search command beside them quoted the name.
+    path = "out/a\nb\tc.jsonl"
+    errors = "out/a\nb\tc.errors.jsonl"
+    place = OutputPlace(
+        "jsonl", path, (errors, "out/p1.errors.jsonl") if parts else errors, True, manifest=path
+    )
+    run_summary(summary(failed=1), 0.5, place)
+    out = capsys.readouterr().out
+    assert "  output: $'out/a\\x0ab\\x09c.jsonl'\n" in out, out
+    assert "$'out/a\\x0ab\\x09c.errors.jsonl'" in out, out
+    assert not any(line.startswith(("b", "\t")) for line in out.splitlines()), out
+
+
 def test_a_document_id_with_a_newline_stays_on_its_row(capsys: pytest.CaptureFixture[str]) -> None:
     # The id column printed `nl` on the row and `level=error msg=forged` on a line of its
     # own under it; the text column already made a newline a space.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from seamline.adapters.cli.render.console import consoles, line
 from seamline.adapters.cli.render.pipeline import provenance
-from seamline.contracts.untrusted import NotRegularFile, count_lines
+from seamline.contracts.untrusted import NotRegularFile, count_lines, visible
 from seamline.core import PrecisionDecision
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def run_summary(
     if summary.resumed_from is not None:
         line(f"  resumed after cursor {summary.resumed_from!r}", console=out)
     if place.path is not None:
-        line(f"  output: {place.path}", console=out, soft_wrap=True)
+        line(f"  output: {shown(place.path)}", console=out, soft_wrap=True)
     if place.search_command is not None:
         line(f"  search it: {place.search_command}", console=out, soft_wrap=True)
     if verbose:
@@ -123,13 +123,27 @@ def _errors_files(place: OutputPlace) -> str:
     if errors is None:
         return "the errors file beside the output ('<stem>.errors.jsonl')"
     if isinstance(errors, str):
-        return errors
-    named = ", ".join(errors[:SHOWN_PARTS])
+        return shown(errors)
+    named = ", ".join(map(shown, errors[:SHOWN_PARTS]))
     more = f" and {len(errors) - SHOWN_PARTS} more" if len(errors) > SHOWN_PARTS else ""
     return (
-        f"the errors files of the output's {len(errors)} parts, as {place.manifest} lists "
+        f"the errors files of the output's {len(errors)} parts, as "
+        f"{shown(place.manifest or 'its manifest')} lists "
         f"them ({named}{more}); seamline.contracts.readback.read_errors reads them all"
     )
+
+
+def shown(path: str) -> str:
+    """``path`` as the summary names it: as it is, or, when it holds a line break, a tab
+    or another control character, quoted as a shell reads it (:func:`shell_quoted`).
+
+    A newline in an output's name was printed as one: ``output: out/a`` on one line and
+    ``b.jsonl`` on the next, and the errors file's name likewise, where the search
+    command beside them quoted it (``$'out/a\\x0ab.jsonl'``).
+    """
+    from seamline.adapters.cli.outputs import shell_quoted
+
+    return path if visible(path) == path else shell_quoted(path)
 
 
 def _details(out: Console, summary: RunSummary, before_run: float) -> None:
