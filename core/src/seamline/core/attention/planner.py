@@ -140,6 +140,9 @@ class AttentionPlanner:
         dropped out of ``auto`` in silence)."""
         self._decisions: dict[SpecKey, AttentionDecision] = {}
         self._demoted: dict[SpecKey, dict[str, str]] = {}
+        self._raised: dict[SpecKey, list[tuple[str, Exception]]] = {}
+        """Per shape, the candidates demoted for an exception since it last ran, each with
+        its exception (:meth:`_raise_if_not_theirs`)."""
         self._ranked: dict[AttentionSpec, Ranked] = {}
         """``auto``'s order per spec: each ``priority()`` is asked once, under a time limit."""
 
@@ -155,15 +158,59 @@ class AttentionPlanner:
         key = spec_key(specs)
         decision = self._decisions.get(key)
         if decision is None:
-            decision = self._negotiate(key)
+            try:
+                decision = self._negotiate(key)
+            except NoAttentionError:
+                self._raise_if_not_theirs(key)
+                raise
             self._decisions[key] = decision
         return decision
 
-    def demote(self, specs: Sequence[AttentionSpec], name: str, reason: str) -> None:
-        """Rule ``name`` out for these specs (only), so the next ``choose`` moves on."""
+    def demote(
+        self,
+        specs: Sequence[AttentionSpec],
+        name: str,
+        reason: str,
+        cause: Exception | None = None,
+    ) -> None:
+        """Rule ``name`` out for these specs (only), so the next ``choose`` moves on.
+
+        ``cause``: the exception it failed with, when it raised (compiling or running);
+        kept until the shape runs (:meth:`ran`), in case every candidate raises it."""
         key = spec_key(specs)
         self._demoted.setdefault(key, {})[name] = reason
         self._decisions.pop(key, None)
+        if cause is not None:
+            self._raised.setdefault(key, []).append((name, cause))
+
+    def ran(self, specs: Sequence[AttentionSpec]) -> None:
+        """The shape's step ran: the exceptions candidates raised before were theirs."""
+        self._raised.pop(spec_key(specs), None)
+
+    def _raise_if_not_theirs(self, key: SpecKey) -> None:
+        """Every candidate left failed on ``key`` the same way: raise that error, demoting none.
+
+        Two or more kernels raising one error (type and message, a host callback's traceback
+        aside: :func:`brief`) for one shape is not their fault but the host's: a
+        ``jax.transfer_guard("disallow")`` or ``jax.disable_jit()`` around one call dropped
+        every kernel for that shape for the Embedder's life, and later calls, the setting
+        gone, still raised ``NoAttentionError`` with its stale reason. The demotions are
+        undone, so the next call of the shape tries them again.
+        """
+        raised = self._raised.pop(key, [])
+        if len(raised) < 2 or len({brief(e) for _, e in raised}) > 1:
+            return
+        demoted = self._demoted.get(key, {})
+        for name, _ in raised:
+            demoted.pop(name, None)
+        names = ", ".join(repr(name) for name, _ in raised)
+        cause = raised[0][1]
+        cause.add_note(
+            f"seamline: every attention candidate tried for {signature_of(key)} ({names}) "
+            "failed with this error, so it is not a kernel's fault: none is dropped for the "
+            "shape, and the next call tries them again"
+        )
+        raise cause
 
     @property
     def decisions(self) -> list[AttentionDecision]:
@@ -284,6 +331,23 @@ def _measured_reason(
         + (f" (vs {others})" if others else "")
         + f", {source}"
     )
+
+
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def brief(error: BaseException, limit: int = 400) -> str:
+    """``Type: message`` on one line: a host callback's traceback (which XLA puts in its
+    message) shrinks to the exception it ended in, and the whole to ``limit`` characters."""
+    text = str(error)
+    if TRACEBACK in text:
+        head, _, tail = text.partition(TRACEBACK)
+        last = [line for line in tail.splitlines() if line.strip()][-1:] or [""]
+        text = f"{head.strip()} {last[0].strip()}"
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(error).__name__}: {text}"
 
 
 def spec_key(specs: Sequence[AttentionSpec]) -> SpecKey:

@@ -44,7 +44,7 @@ from seamline.contracts.logs import get_logger
 from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.checked import AttentionBrokeContract
 from seamline.core.attention.compile import Step, StepCompiler
-from seamline.core.attention.planner import AttentionDecision, SpecKey
+from seamline.core.attention.planner import AttentionDecision, SpecKey, brief
 from seamline.core.attention.probe import attention_specs
 from seamline.core.attention.reference import ReferenceSteps
 from seamline.core.attention.tuning import TuningEntry
@@ -82,23 +82,6 @@ class AttentionCallFailed(SeamlineError):
     """
 
 
-TRACEBACK = "Traceback (most recent call last):"
-
-
-def brief(error: BaseException, limit: int = 400) -> str:
-    """``Type: message`` on one line: a host callback's traceback (which XLA puts in its
-    message) shrinks to the exception it ended in, and the whole to ``limit`` characters."""
-    text = str(error)
-    if TRACEBACK in text:
-        head, _, tail = text.partition(TRACEBACK)
-        last = [line for line in tail.splitlines() if line.strip()][-1:] or [""]
-        text = f"{head.strip()} {last[0].strip()}"
-    text = " ".join(text.split())
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return f"{type(error).__name__}: {text}"
-
-
 @contextlib.contextmanager
 def _no_span(_step: Step, _begun: CallStart) -> Iterator[trace.Span]:
     yield trace.get_current_span()
@@ -130,7 +113,7 @@ class CompiledSteps:
         self.parallel = parallel
         """Several local devices: steps are compiled to split each batch's rows over them."""
         self.candidates = candidates
-        self.planner = candidates.planner(on_entry=self._timed)
+        self.planner = candidates.planner(on_entry=_timed)
         self._report = report
         self._fallback = candidates.settings.on_failure == "fallback"
         self._steps: dict[tuple[int, int], Step] = {}
@@ -189,6 +172,7 @@ class CompiledSteps:
             if failed is not None:
                 self._fell_back(failed[0], decision.chosen, failed[1], decision.signature)
             attention = self.planner.implementation(decision.chosen)
+            cause: Exception | None = None  # what it raised: every candidate may raise it
             try:
                 # Verification traces and compiles the kernel too, so either may fail here.
                 problem = self._verification_problem(attention, specs, decision.signature)
@@ -207,8 +191,8 @@ class CompiledSteps:
                 _stop_if_exhausted(err, "compiling", batch, decision.chosen)
                 if not self._fallback:
                     raise
-                problem = f"failed to compile: {brief(err)}"
-            self.planner.demote(specs, decision.chosen, problem)
+                problem, cause = f"failed to compile: {brief(err)}", err
+            self.planner.demote(specs, decision.chosen, problem, cause)
             failed = (decision.chosen, problem)
 
     def launch(
@@ -259,8 +243,9 @@ class CompiledSteps:
                 launched = self.launch(params, batch, begin)
                 continue
             with around(step, launched.begun) as span:
-                fault, outputs = self._outcome(params, launched)
+                fault, outputs, cause = self._outcome(params, launched)
                 if fault is None:
+                    self.planner.ran(step.specs)
                     return step, outputs
                 chosen = step.decision.chosen
                 span.add_event(
@@ -280,15 +265,17 @@ class CompiledSteps:
                     info = self.candidates.infos.get(chosen)
                     mark_failure(error, "attention", chosen, "call", info)
                     raise error
-            self.planner.demote(step.specs, chosen, fault)
+            self.planner.demote(step.specs, chosen, fault, cause)
             del self._steps[key]
             replacement = self.step(params, batch).decision.chosen
             self._fell_back(chosen, replacement, fault, step.decision.signature)
             launched = self.launch(params, batch, begin)
 
-    def _outcome(self, params: Any, launched: Launched) -> tuple[str | None, np.ndarray]:
-        """``(fault, outputs)`` of a launched call, waited for: fault is None, or why the
-        kernel is to blame."""
+    def _outcome(
+        self, params: Any, launched: Launched
+    ) -> tuple[str | None, np.ndarray, Exception | None]:
+        """``(fault, outputs, raised)`` of a launched call, waited for: fault is None, or why
+        the kernel is to blame; raised is the exception the call raised, if it did."""
         batch, step = launched.batch, launched.step
         error = launched.error
         if error is None:
@@ -302,10 +289,10 @@ class CompiledSteps:
                 error = err
         if error is not None:
             _stop_if_exhausted(error, "running", batch, step.decision.chosen)
-            return f"failed while running: {brief(error)}", np.empty(0)
+            return f"failed while running: {brief(error)}", np.empty(0), error
         if bool(finite) or self._reference.also_non_finite(params, batch, step):
-            return None, outputs
-        return "returned NaN or infinity where the reference does not", outputs
+            return None, outputs, None
+        return "returned NaN or infinity where the reference does not", outputs, None
 
     def shadow(self, params: Any, batch: Batch, step: Step, outputs: np.ndarray) -> np.ndarray:
         """Every Nth batch, run the reference too; on a breach, demote and keep its outputs."""
@@ -326,16 +313,6 @@ class CompiledSteps:
         return expected
 
     # -- the parts of a step ----------------------------------------------------------------
-
-    def _timed(self, entry: TuningEntry, cached: bool) -> None:
-        """``select: measure`` used timings: say which, and where they came from."""
-        log.info(
-            "attention timings",
-            signature=entry.signature,
-            source="tuning cache" if cached else "measured now",
-            milliseconds={n: round(t.median * 1e3, 4) for n, t in entry.timings.items()},
-            key=entry.key,
-        )
 
     def _plan(self, batch: Batch, specs: SpecKey) -> AttentionDecision:
         with tracer().start_as_current_span(
@@ -432,6 +409,17 @@ def fell_back_line(
         f"attention {failed!r} was passed over for shape {signature}: it {reason}; "
         f"{replacement!r} serves that shape instead. Fix {failed!r} (`seamline check "
         f"attention:{failed}` runs its conformance checks), or {leave_out}"
+    )
+
+
+def _timed(entry: TuningEntry, cached: bool) -> None:
+    """``select: measure`` used timings: say which, and where they came from."""
+    log.info(
+        "attention timings",
+        signature=entry.signature,
+        source="tuning cache" if cached else "measured now",
+        milliseconds={n: round(t.median * 1e3, 4) for n, t in entry.timings.items()},
+        key=entry.key,
     )
 
 
