@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 
 from seamline.components.attention.native import NativeAttention
+from seamline.contracts import UserError
 from seamline.core.embedder import Embedder
-from tests.core.toy import toy_registry, with_attention
+from seamline.core.orchestrator import Orchestrator
+from tests.core.toy import MemorySink, toy_registry, two_document_pipeline, with_attention
 
 REFUSAL = "the host application refuses this for now"
 
@@ -82,3 +84,44 @@ def test_every_candidate_failing_alike_raises_that_error_and_demotes_none(
     again = embedder.encode(["one two three"])  # the same shape, the setting gone
     assert again.shape == (1, 32)
     assert np.isfinite(again).all()
+
+
+@pytest.fixture
+def native() -> Iterator[Embedder]:
+    with Embedder({"use": "toy"}, ["native"], registry=toy_registry()) as built:
+        yield built
+
+
+def test_encode_under_a_hosts_transfer_guard_works(native: Embedder) -> None:
+    # The compiled call's implicit transfer of the NumPy batch was refused, every kernel alike.
+    with jax.transfer_guard("disallow"):
+        cold = native.encode(["one two three"])  # compiled now
+        warm = native.encode(["four five six"])  # the same shape, compiled before
+    assert cold.shape == warm.shape == (1, 32)
+
+
+def test_jit_disabled_around_encode_is_named_and_costs_nothing_after(native: Embedder) -> None:
+    with jax.disable_jit(), pytest.raises(UserError, match=r"^JAX's jax_disable_jit is on \(jax"):
+        native.encode(["one two three"])
+    assert native.encode(["one two three"]).shape == (1, 32)
+
+
+def test_jit_disabled_in_the_environment_stops_a_run_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # seamline run said "no attention candidate can serve" after five warnings to fix
+    # kernels, exit 2, and never named the setting.
+    monkeypatch.setenv("JAX_DISABLE_JIT", "1")
+    MemorySink.reset()
+    registry = toy_registry()
+    pipeline = two_document_pipeline("{use: native}", registry)
+    jax.config.update("jax_disable_jit", True)
+    try:
+        with pytest.raises(UserError) as stopped:
+            Orchestrator(pipeline, registry).run()
+    finally:
+        jax.config.update("jax_disable_jit", False)
+    message = str(stopped.value)
+    assert "jax_disable_jit is on (JAX_DISABLE_JIT=1 in the environment)" in message
+    assert "unset it" in message
+    assert "no attention candidate" not in message

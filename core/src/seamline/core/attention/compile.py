@@ -10,6 +10,7 @@ split across them, lowered and compiled under a ``seamline.compile`` span.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from seamline.contracts import Attention, AttentionSpec, Batch, Compiled, Event, Model
+from seamline.contracts import (
+    Attention,
+    AttentionSpec,
+    Batch,
+    Compiled,
+    Event,
+    Model,
+    UserError,
+)
 from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.checked import CheckedAttention
 from seamline.core.attention.planner import AttentionDecision, SpecKey
@@ -107,7 +116,12 @@ class StepCompiler:
             compiled = jitted.lower(params, dict(batch.arrays)).compile()
         self._report(Compiled(batch.length, batch.batch_size, time.perf_counter() - started))
         attributes = {**shape, ATTENTION_NAME: decision.chosen, ATTENTION_REASON: decision.reason}
-        return Step(lambda p, a: compiled(p, dict(a)), decision, compiled, specs, attributes)
+        placed = compiled.input_shardings[0][1]  # where the compiled step wants the arrays
+
+        def call(params: Any, arrays: Mapping[str, Any]) -> tuple[jax.Array, jax.Array]:
+            return compiled(params, guarded_put(arrays, placed))  # type: ignore[no-any-return]
+
+        return Step(call, decision, compiled, specs, attributes)
 
     def attributes_of(self, attention: Attention[Any]) -> dict[str, str]:
         """An implementation's span attributes, built once per name."""
@@ -121,3 +135,44 @@ class StepCompiler:
             )
             self._attention_attributes[attention.name] = attributes
         return attributes
+
+
+TRANSFER_GUARD = "jax_transfer_guard_host_to_device"  # jax.transfer_guard(...), thread's own
+DISABLE_JIT = "jax_disable_jit"  # JAX_DISABLE_JIT, or jax.disable_jit(): the thread's value
+
+
+def guarded_put(arrays: Mapping[str, Any], shardings: Any) -> dict[str, Any]:
+    """The batch's arrays, put on the device explicitly when the host guards transfers.
+
+    A host application's ``jax.transfer_guard("disallow")`` (or ``JAX_TRANSFER_GUARD``)
+    refuses the compiled call's implicit transfer of the NumPy batch, and every kernel
+    failed alike; JAX allows an explicit ``jax.device_put``. It is made only under a
+    guard: it costs 0.15 to 0.25 ms a call for four small arrays on this CPU (the implicit
+    transfer is in the call's C++ fast path); reading the setting costs 0.5 µs.
+    """
+    placed = dict(arrays)
+    if getattr(jax.config, TRANSFER_GUARD) in (None, "allow"):
+        return placed
+    moved: dict[str, Any] = jax.device_put(placed, shardings)
+    return moved
+
+
+def check_jit_enabled() -> None:
+    """A ``UserError`` naming JAX's ``jax_disable_jit`` when it is on, before a step runs.
+
+    Every step is compiled ahead of time, which JAX refuses to run with jit disabled
+    ("Disable jit is not supported in the AOT path"): each candidate kernel failed the
+    same way and ``seamline run`` ended "no attention candidate can serve" after five
+    warnings to fix kernels, the setting never named.
+    """
+    if not getattr(jax.config, DISABLE_JIT):
+        return
+    where = (
+        f"JAX_DISABLE_JIT={os.environ['JAX_DISABLE_JIT']} in the environment"
+        if os.environ.get("JAX_DISABLE_JIT")
+        else "jax.config.update('jax_disable_jit', True), or jax.disable_jit() around the call"
+    )
+    raise UserError(
+        f"JAX's jax_disable_jit is on ({where}): seamline runs the model compiled ahead of "
+        "time, which JAX cannot do with jit disabled; unset it for seamline's calls"
+    )

@@ -43,7 +43,7 @@ from seamline.contracts import (
 from seamline.contracts.logs import get_logger
 from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.checked import AttentionBrokeContract
-from seamline.core.attention.compile import Step, StepCompiler
+from seamline.core.attention.compile import Step, StepCompiler, check_jit_enabled
 from seamline.core.attention.planner import AttentionDecision, SpecKey, brief
 from seamline.core.attention.probe import attention_specs
 from seamline.core.attention.reference import ReferenceSteps
@@ -206,6 +206,7 @@ class CompiledSteps:
         error the call raises at once is kept for :meth:`collect`, which treats it as
         one raised while running.
         """
+        check_jit_enabled()  # else every kernel fails alike, and none is to blame
         step = self.step(params, batch)
         begun = begin()
         try:
