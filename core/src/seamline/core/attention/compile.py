@@ -9,10 +9,11 @@ split across them, lowered and compiled under a ``seamline.compile`` span.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +114,8 @@ class StepCompiler:
                 if parallel is not None and parallel.serves(batch.batch_size)
                 else jax.jit(seamline_step)
             )
-            compiled = jitted.lower(params, dict(batch.arrays)).compile()
+            with own_numerics():
+                compiled = jitted.lower(params, dict(batch.arrays)).compile()
         self._report(Compiled(batch.length, batch.batch_size, time.perf_counter() - started))
         attributes = {**shape, ATTENTION_NAME: decision.chosen, ATTENTION_REASON: decision.reason}
         placed = compiled.input_shardings[0][1]  # where the compiled step wants the arrays
@@ -135,6 +137,20 @@ class StepCompiler:
             )
             self._attention_attributes[attention.name] = attributes
         return attributes
+
+
+@contextlib.contextmanager
+def own_numerics() -> Iterator[None]:
+    """Trace seamline's own code with JAX's default promotion rules, whatever the host's.
+
+    A host application's ``jax_numpy_rank_promotion="raise"`` (or
+    ``JAX_NUMPY_RANK_PROMOTION=raise``) made every shape not yet compiled fail in the
+    model's own broadcasting (``layer_norm``'s ``(1, 256, 384) * (384,)``), and a
+    ``"strict"`` dtype promotion would too: the settings are for the host's code, and a
+    step traced under them is the same program either way when it traces at all.
+    """
+    with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
+        yield
 
 
 TRANSFER_GUARD = "jax_transfer_guard_host_to_device"  # jax.transfer_guard(...), thread's own

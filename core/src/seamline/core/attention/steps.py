@@ -43,7 +43,12 @@ from seamline.contracts import (
 from seamline.contracts.logs import get_logger
 from seamline.core.attention.candidates import AttentionCandidates
 from seamline.core.attention.checked import AttentionBrokeContract
-from seamline.core.attention.compile import Step, StepCompiler, check_jit_enabled
+from seamline.core.attention.compile import (
+    Step,
+    StepCompiler,
+    check_jit_enabled,
+    own_numerics,
+)
 from seamline.core.attention.planner import AttentionDecision, SpecKey, brief
 from seamline.core.attention.probe import attention_specs
 from seamline.core.attention.reference import ReferenceSteps
@@ -165,6 +170,11 @@ class CompiledSteps:
         step = self._steps.get(key)
         if step is not None:
             return step
+        with own_numerics():  # the host's promotion rules are for its own code
+            return self._negotiated(params, batch, key)
+
+    def _negotiated(self, params: Any, batch: Batch, key: tuple[int, int]) -> Step:
+        """:meth:`step` for a shape not compiled yet: probe, plan, verify, compile."""
         specs = tuple(attention_specs(self.model, params, batch.arrays))
         failed: tuple[str, str] | None = None  # (implementation, reason) that fell through
         while True:
