@@ -83,3 +83,34 @@ def test_an_applications_error_names_its_argument_not_the_commands_variable_or_f
         api.enable_compile_cache(shared)
     assert "--no-compile-cache" not in str(refused.value)
     assert "do not call enable_compile_cache()" in str(refused.value)
+
+
+def test_a_directory_the_application_set_in_jax_config_is_kept(tmp_path: Path) -> None:
+    # It was replaced by seamline's default (only the variables were honoured), so the
+    # application's own compilations went to ~/.cache/seamline/jax from then on.
+    program = textwrap.dedent(
+        """
+        import jax
+        from seamline.api import enable_compile_cache
+        jax.config.update("jax_compilation_cache_dir", "mine")
+        print(enable_compile_cache(), jax.config.jax_compilation_cache_dir)
+        """
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("JAX_COMPILATION_CACHE") and k != "SEAMLINE_CACHE_DIR"
+    }
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    said = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+        check=True,
+    ).stdout.split()
+    assert said == ["mine", "mine"]
+    assert (tmp_path / "mine").is_dir()
+    assert not (tmp_path / "xdg").exists()

@@ -53,6 +53,7 @@ log = get_logger("seamline.adapters.compile_cache")
 CACHE_VARIABLE = "SEAMLINE_CACHE_DIR"
 JAX_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
 NAMING_VARIABLES = (CACHE_VARIABLE, JAX_VARIABLE)  # the first set wins
+CACHE_SETTING = "jax_compilation_cache_dir"  # what $JAX_COMPILATION_CACHE_DIR sets
 
 
 def naming_variable() -> str | None:
@@ -76,18 +77,39 @@ def default_cache_dir() -> Path | None:
     return default() if variable is None else named_directory(variable, default)
 
 
+def set_in_code() -> Path | None:
+    """The cache directory the application set in ``jax.config`` itself, if it did.
+
+    ``$JAX_COMPILATION_CACHE_DIR`` sets the same setting (JAX reads it): that one is the
+    variable's, named as such. A JAX application's own ``jax.config.update(
+    "jax_compilation_cache_dir", ...)`` was silently replaced by seamline's default.
+    """
+    value = getattr(jax.config, CACHE_SETTING)
+    if not value or value == os.environ.get(JAX_VARIABLE):
+        return None
+    return Path(value)
+
+
 def enable_compile_cache(directory: Path | None = None, *, api: bool = False) -> Path | None:
     """Point JAX's persistent cache at ``directory`` and cache every compilation.
 
-    Returns the directory, or None when the default one cannot be made (warned).
-    ``api``: called by an application (``seamline.api.enable_compile_cache``), whose
-    errors name its argument and say not to call it, not a variable and a flag it has not.
+    Without ``directory``, one an application (``api``) already set in ``jax.config`` is
+    kept (:func:`set_in_code`), else the variables' or the default. Every compilation is
+    cached, the process's own too: JAX's minimum compile time and entry size are set to
+    0 (python.md says so). Returns the directory, or None when the default one cannot
+    be made (warned). ``api``: called by an application
+    (``seamline.api.enable_compile_cache``), whose errors name its argument and say not
+    to call it, not a variable and a flag it has not.
     """
     variable = naming_variable()
-    chosen = directory or default_cache_dir()
+    # An application's own setting; the command sets none (the test suite's is its own).
+    configured = set_in_code() if api and directory is None else None
+    chosen = directory or configured or default_cache_dir()
     named_by = (
         "the directory passed to enable_compile_cache()"
         if api and directory is not None
+        else f"jax.config's {CACHE_SETTING}"
+        if configured is not None
         else f"${variable or CACHE_VARIABLE}"
     )
     turn_off = _api_turn_off(variable) if api else _turn_off(variable)
@@ -102,7 +124,7 @@ def enable_compile_cache(directory: Path | None = None, *, api: bool = False) ->
         chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
         unsafe = not_private(chosen)
     except OSError as err:
-        if directory is not None or variable is not None:
+        if directory is not None or configured is not None or variable is not None:
             raise UserError(
                 f"the compile cache directory {chosen} cannot be made ({err.strerror}): "
                 f"point {named_by} at a directory you can write, or {turn_off}"
@@ -116,7 +138,7 @@ def enable_compile_cache(directory: Path | None = None, *, api: bool = False) ->
         return None
     prepared = unsafe is not None and prepared_by_root(chosen)
     if unsafe is not None and not prepared:
-        named = directory is not None or variable is not None
+        named = directory is not None or configured is not None or variable is not None
         _refuse_shared(chosen, unsafe, named_by, turn_off, named=named)
         return None
     read_only = prepared or not _writable(chosen)
@@ -128,7 +150,7 @@ def enable_compile_cache(directory: Path | None = None, *, api: bool = False) ->
             directory=str(chosen),
             fix=f"make it writable, or set {CACHE_VARIABLE} to a directory you can write",
         )
-    jax.config.update("jax_compilation_cache_dir", str(chosen))
+    jax.config.update(CACHE_SETTING, str(chosen))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     route_cache_warnings(chosen, read_only=read_only)
