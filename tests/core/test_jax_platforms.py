@@ -76,3 +76,24 @@ def test_the_commands_say_it_in_one_line_with_exit_2(tmp_path: Path, command: st
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error: JAX cannot start: JAX_PLATFORMS='bogus' names a platform")
     assert not (tmp_path / "out").exists()
+
+
+def test_platforms_set_in_code_are_named_as_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An application's jax.config.update("jax_platforms", "cuda") was told to "unset
+    # JAX_PLATFORMS", a variable it had not set.
+    def fails() -> list[object]:
+        raise RuntimeError("Unable to initialize backend 'cuda': no")
+
+    monkeypatch.setattr(jax, "devices", fails)
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    before = jax.config.jax_platforms
+    jax.config.update("jax_platforms", "cuda")
+    try:
+        with pytest.raises(UserError) as refused:
+            jax_devices()
+    finally:
+        jax.config.update("jax_platforms", before)
+    said = str(refused.value)
+    assert said.startswith("JAX cannot start: jax.config's jax_platforms='cuda' names a platform")
+    assert "do not set jax_platforms in jax.config" in said
+    assert "JAX_PLATFORMS" not in said

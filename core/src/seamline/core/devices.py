@@ -26,6 +26,7 @@ from seamline.core.forking import note_runtime_started
 from seamline.core.private_cache import check_jax_compile_cache
 
 BATCH_AXIS = "batch"
+PLATFORMS_SETTING = "jax_platforms"  # what $JAX_PLATFORMS sets, or an application's code
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,13 @@ def jax_devices(*, local: bool = False) -> list[Any]:
     try:
         devices = list(jax.local_devices() if local else jax.devices())
     except (RuntimeError, AssertionError) as err:
-        chosen = os.environ.get("JAX_PLATFORMS", "")
+        setting, undo = _platforms_setting()
         reason = str(err).split(" (set JAX_PLATFORMS", 1)[0].strip()
         because = f" ({reason})" if reason else ""  # a bare AssertionError says nothing more
-        named = f": JAX_PLATFORMS={chosen!r} names" if chosen else ""
+        named = f": {setting} names" if setting else ""
         raise UserError(
             f"JAX cannot start{named} a platform this machine does not have or cannot load"
-            f"{because}; unset JAX_PLATFORMS (JAX then uses what there is, the CPU at least), "
+            f"{because}; {undo} (JAX then uses what there is, the CPU at least), "
             f"or install that platform's JAX plugin at the JAX installed, {jax.__version__}, "
             f'so that JAX does not move: "jax[cuda13]=={jax.__version__}" for NVIDIA GPUs '
             f'(in a seamline checkout with -c constraints.txt; docs/gpu.md), "jax[tpu]=='
@@ -95,6 +96,21 @@ def jax_devices(*, local: bool = False) -> list[Any]:
     # them (an Embedder built, never used, then gunicorn --preload's fork: it hung).
     note_runtime_started()
     return devices
+
+
+def _platforms_setting() -> tuple[str, str]:
+    """``(setting, how to undo it)``: the platforms named, as the user named them.
+
+    ``$JAX_PLATFORMS``, or ``jax.config.update("jax_platforms", ...)`` in an
+    application's code, which was told to "unset JAX_PLATFORMS", a variable not set.
+    """
+    variable = os.environ.get("JAX_PLATFORMS", "")
+    value = getattr(jax.config, PLATFORMS_SETTING) or ""
+    if value and value != variable:
+        return f"jax.config's jax_platforms={value!r}", "do not set jax_platforms in jax.config"
+    if variable:
+        return f"JAX_PLATFORMS={variable!r}", "unset JAX_PLATFORMS"
+    return "", "unset JAX_PLATFORMS"
 
 
 def local_data_parallel() -> DataParallel | None:
