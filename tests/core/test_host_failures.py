@@ -9,6 +9,10 @@ with the stale reason. The toy model keeps these fast.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -147,3 +151,41 @@ def test_a_hosts_promotion_rules_do_not_change_the_models_code(model: str, weigh
     ):
         got = embedder.encode(["a text to embed"])
     np.testing.assert_array_equal(got, expected)
+
+
+PINNED = textwrap.dedent(
+    """
+    import jax, numpy as np
+    from seamline.core.embedder import Embedder
+    from tests.core.toy import toy_registry
+    second = jax.devices()[1]
+    plain = Embedder({"use": "toy"}, "native", registry=toy_registry())
+    with jax.default_device(second):
+        pinned = Embedder({"use": "toy"}, "native", registry=toy_registry())
+    np.testing.assert_allclose(pinned.encode(["one two"]), plain.encode(["one two"]), 1e-6)
+    placed = {d for leaf in jax.tree.leaves(pinned.encoder.params()) for d in leaf.devices()}
+    print(plain.encoder.parallel is not None, pinned.encoder.parallel, placed == {second})
+    """
+)
+
+
+def test_an_embedder_built_under_jax_default_device_uses_that_device_alone() -> None:
+    # jax.default_device was ignored: the weights went to every local device, and each
+    # batch was split over them all.
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "PYTHONPATH": str(root),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PINNED],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "None", "True"]

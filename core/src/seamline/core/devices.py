@@ -26,6 +26,7 @@ from seamline.core.forking import note_runtime_started
 from seamline.core.private_cache import check_jax_compile_cache
 
 BATCH_AXIS = "batch"
+DEFAULT_DEVICE = "jax_default_device"  # jax.default_device(...): the thread's value
 PLATFORMS_SETTING = "jax_platforms"  # what $JAX_PLATFORMS sets, or an application's code
 
 
@@ -113,9 +114,26 @@ def _platforms_setting() -> tuple[str, str]:
     return "", "unset JAX_PLATFORMS"
 
 
+def pinned_device() -> Any | None:
+    """The device an application pinned JAX to, if it did: ``jax.default_device(d)``
+    around the ``Embedder``'s construction, or ``jax.config.update("jax_default_device",
+    d)`` (a platform's name means its first device).
+
+    It was ignored: the weights were copied to every local device and each batch split
+    over them all, when the application meant the model to use that one alone.
+    """
+    value = getattr(jax.config, DEFAULT_DEVICE)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return jax.local_devices(backend=value)[0]
+    return value
+
+
 def local_data_parallel() -> DataParallel | None:
-    """The data-parallel mesh of this process's local devices, or None with only one."""
+    """The data-parallel mesh of this process's local devices, or None with only one (or
+    with a device pinned: :func:`pinned_device`)."""
     devices = jax_devices(local=True)
-    if len(devices) < 2:
+    if len(devices) < 2 or pinned_device() is not None:
         return None
     return DataParallel(Mesh(np.array(devices), (BATCH_AXIS,)))

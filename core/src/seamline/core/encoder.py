@@ -30,7 +30,7 @@ from seamline.core.attention.compile import Step
 from seamline.core.attention.steps import CompiledSteps, Launched, Report
 from seamline.core.batching import BatchShapes, batch_shapes
 from seamline.core.config import RunSettings
-from seamline.core.devices import local_data_parallel
+from seamline.core.devices import local_data_parallel, pinned_device
 from seamline.core.forking import refuse_after_fork
 from seamline.core.host import HostWork
 from seamline.core.seams import CallStart, Seam
@@ -53,6 +53,9 @@ class Encoder:
         self.attention = attention
         self.run = run
         self.parallel = local_data_parallel()
+        self.device = pinned_device()
+        """Where the parameters go without ``parallel``: the application's pinned device,
+        or (None) JAX's default one."""
         self.steps = CompiledSteps(model, attention, report, self.parallel)
         devices = self.parallel.devices if self.parallel is not None else 1
         self.shapes = batch_shapes(run, model.max_length, devices)
@@ -68,7 +71,9 @@ class Encoder:
                 params = self.model.load()
                 parallel = self.parallel
                 self._params = (
-                    jax.device_put(params) if parallel is None else parallel.place_params(params)
+                    jax.device_put(params, self.device)
+                    if parallel is None
+                    else parallel.place_params(params)
                 )
             self._loaded = True
         return self._params
