@@ -41,10 +41,13 @@ def _while_running() -> None:
         raise RuntimeError(REFUSAL)
 
 
-def _host_says_no(q: jax.Array) -> None:
-    """What the host's setting does to every kernel alike."""
+def _host_says_no(q: jax.Array, own: str = "") -> None:
+    """What the host's setting does to every kernel alike (a transfer guard: to an array
+    ``own`` to each kernel)."""
     if _Host.refusing == "tracing":
         raise RuntimeError(REFUSAL)
+    if _Host.refusing == "guarded":
+        raise RuntimeError(f"Disallowed explicit host-to-device transfer: aval={own}")
     jax.debug.callback(_while_running)
 
 
@@ -63,7 +66,7 @@ class HostBoundReference(NativeAttention):
     contract_version: ClassVar[str] = "1.1"
 
     def __call__(self, q: jax.Array, k: jax.Array, v: jax.Array, **kwargs: Any) -> jax.Array:  # type: ignore[override]
-        _host_says_no(q)
+        _host_says_no(q, own="int32[2,16]")
         return super().__call__(q, k, v, **kwargs)
 
 
@@ -89,6 +92,20 @@ def test_every_candidate_failing_alike_raises_that_error_and_demotes_none(
     again = embedder.encode(["one two three"])  # the same shape, the setting gone
     assert again.shape == (1, 32)
     assert np.isfinite(again).all()
+
+
+def test_a_transfer_guard_refusing_each_kernel_its_own_array_demotes_none(
+    embedder: Embedder,
+) -> None:
+    """``transfer_guard("disallow_explicit")`` refused each kernel a different array: no two
+    messages matched, every kernel was dropped for the shape, and the call after, the guard
+    gone, raised the stale NoAttentionError."""
+    _Host.refusing = "guarded"
+    with pytest.raises(RuntimeError, match="Disallowed explicit") as caught:
+        embedder.encode(["one two three"])
+    assert "not a kernel's fault" in "".join(getattr(caught.value, "__notes__", []))
+    _Host.refusing = ""
+    assert embedder.encode(["one two three"]).shape == (1, 32)
 
 
 @pytest.fixture

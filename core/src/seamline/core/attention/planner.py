@@ -195,10 +195,16 @@ class AttentionPlanner:
         ``jax.transfer_guard("disallow")`` or ``jax.disable_jit()`` around one call dropped
         every kernel for that shape for the Embedder's life, and later calls, the setting
         gone, still raised ``NoAttentionError`` with its stale reason. The demotions are
-        undone, so the next call of the shape tries them again.
+        undone, so the next call of the shape tries them again. A transfer guard's refusal
+        is the host's whatever array it names, and even from one candidate: each kernel
+        trips it on an array of its own (``disallow_explicit`` refused cpu-flash's
+        ``int32[2,16]`` and blockwise's ``float32[2,16,12,32]``), which no two messages
+        then shared (:func:`host_cause`).
         """
         raised = self._raised.pop(key, [])
-        if len(raised) < 2 or len({brief(e) for _, e in raised}) > 1:
+        causes = {host_cause(e) for _, e in raised}
+        guarded = causes == {TRANSFER_GUARD}
+        if not raised or (len(raised) < 2 and not guarded) or len(causes) > 1:
             return
         demoted = self._demoted.get(key, {})
         for name, _ in raised:
@@ -334,6 +340,20 @@ def _measured_reason(
 
 
 TRACEBACK = "Traceback (most recent call last):"
+
+
+TRANSFER_GUARD = "a JAX transfer guard refused a transfer"
+
+
+def host_cause(error: BaseException) -> str:
+    """What ``error`` says went wrong, for comparing candidates' failures: a JAX transfer
+    guard's refusal (``Disallowed host-to-device transfer: aval=...``, ``Disallowed
+    explicit ...``) is one cause whatever array it names; any other error is its
+    :func:`brief`."""
+    text = str(error)
+    if "Disallowed" in text and "transfer" in text:
+        return TRANSFER_GUARD
+    return brief(error)
 
 
 def brief(error: BaseException, limit: int = 400) -> str:
