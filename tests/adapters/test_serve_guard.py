@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from seamline.adapters.serve.app import build_app
-from seamline.adapters.serve.guard import Guard, host_name
+from seamline.adapters.serve.guard import Guard, host_name, option_problems
 from tests.adapters.in_process import served
 from tests.adapters.serving import error_of, pipeline_text, serving
 
@@ -77,6 +77,48 @@ def test_a_request_with_an_origin_is_refused_unless_allowed(guard: Guard) -> Non
     ok = get(allowed, "/v1/models", host="localhost", origin="https://APP.example.com")
     assert ok.status_code == 200
     assert get(allowed, "/v1/models", host="localhost", origin="null").status_code == 403
+
+
+def test_off_loopback_with_allowed_hosts_loopback_names_stay_allowed() -> None:
+    """A sidecar's or ``kubectl exec``'s ``curl localhost`` was refused once
+    ``--allowed-host`` was given on 0.0.0.0, though the docs said it *adds* names."""
+    named = Guard.for_address("0.0.0.0", ["embed.example.com"])
+    for host in ("localhost:8000", "127.0.0.1", "[::1]:8000"):
+        assert get(named, "/v1/models", host=host).status_code == 200, host
+
+
+def test_allowed_values_are_compared_as_browsers_and_clients_send_them() -> None:
+    """``--allowed-host proxy.example:8080`` and ``--allowed-origin
+    https://app.example.com:443`` never matched: a Host is compared without its port, and
+    a browser drops an origin's default port."""
+    guard = Guard.for_address(
+        "127.0.0.1", ["proxy.example:8080"], ["https://app.example.com:443", "http://h:8080"]
+    )
+    for host in ("proxy.example", "proxy.example:8080", "PROXY.example:1"):
+        assert get(guard, "/v1/models", host=host).status_code == 200, host
+    for origin in ("https://app.example.com", "http://h:8080"):
+        assert get(guard, "/v1/models", host="localhost", origin=origin).status_code == 200
+    assert get(guard, "/v1/models", host="localhost", origin="http://h").status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("hosts", "origins", "said"),
+    [
+        (["http://proxy.example"], [], "--allowed-host takes a host name"),
+        ([""], [], "--allowed-host takes a host name"),
+        ([], ["app.example.com"], "--allowed-origin takes an origin"),
+        ([], ["https://app.example.com/ui"], "--allowed-origin takes an origin"),
+    ],
+)
+def test_a_value_that_could_never_match_is_refused(
+    hosts: list[str], origins: list[str], said: str
+) -> None:
+    assert said in " ".join(option_problems(hosts, origins))
+
+
+def test_values_that_can_match_are_taken() -> None:
+    hosts, origins = ["proxy.example:8080", "*.corp", "*"], ["https://a.b/", "http://l:3", "*"]
+    assert option_problems(hosts, origins) == []
 
 
 def test_host_names_are_read_without_their_port() -> None:

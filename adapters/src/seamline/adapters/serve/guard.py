@@ -9,9 +9,11 @@ preflight). So, as Ollama (after CVE-2024-28224) and Jupyter do:
 * listening on a loopback address, a request whose ``Host`` is not a loopback name
   (``localhost``, ``*.localhost``, ``127.0.0.0/8``, ``::1``, any port) is refused, 403:
   a rebound page's requests carry its own name. ``--allowed-host NAME`` adds names (a
-  proxy's). Listening on another address, the ``Host`` is not checked unless
-  ``--allowed-host`` is given, and even then not for ``GET /healthz`` and
-  ``/metrics`` (a kubelet's probes and Prometheus name the pod by its IP address);
+  proxy's; its port, if given, is not compared). Listening on another address, the
+  ``Host`` is not checked unless ``--allowed-host`` is given, and then loopback names
+  stay allowed (a sidecar's or ``kubectl exec``'s ``curl localhost``) and ``GET
+  /healthz`` and ``/metrics`` are not checked (a kubelet's probes and Prometheus name the
+  pod by its IP address);
 * a request that carries an ``Origin`` (every browser's cross-site request does; other
   clients send none) is refused, 403, unless ``--allowed-origin`` names it.
 """
@@ -53,6 +55,42 @@ def host_name(header: str) -> str:
     return value.rstrip(".")
 
 
+DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def origin_of(value: str) -> str:
+    """An origin as browsers send it: lower case, no final ``/``, no default port
+    (``https://App.example.com:443/`` -> ``https://app.example.com``)."""
+    origin = value.strip().lower().rstrip("/")
+    scheme, sep, rest = origin.partition("://")
+    name, colon, port = rest.rpartition(":")
+    if sep and colon and "]" not in port and DEFAULT_PORTS.get(scheme) == port:
+        return f"{scheme}://{name}"
+    return origin
+
+
+def option_problems(hosts: Iterable[str], origins: Iterable[str]) -> list[str]:
+    """``--allowed-host`` and ``--allowed-origin`` values that could never match a request:
+    a URL given as a host (``http://proxy.example``), an origin without its scheme
+    (``app.example.com``: browsers send ``https://app.example.com``) or with a path. Such a
+    value was taken without a word, and every request it was meant for refused."""
+    problems = [
+        f"--allowed-host takes a host name (proxy.example, *.example.com, *), not {host!r}"
+        for host in hosts
+        if "/" in host or not host.strip()
+    ]
+    for origin in origins:
+        scheme, sep, rest = origin.strip().partition("://")
+        if origin.strip() == ANY:
+            continue
+        if not sep or not scheme or not rest or "/" in rest.rstrip("/"):
+            problems.append(
+                "--allowed-origin takes an origin as browsers send it, scheme and host "
+                f"(https://app.example.com, http://localhost:3000, *), not {origin!r}"
+            )
+    return problems
+
+
 @dataclass(frozen=True, slots=True)
 class Guard:
     """The hosts and origins the server answers (:func:`for_address` decides)."""
@@ -75,8 +113,8 @@ class Guard:
             loopback = False
         return cls(
             loopback,
-            tuple(host.strip().lower().rstrip(".") for host in hosts),
-            tuple(origin.strip().lower().rstrip("/") for origin in origins),
+            tuple(host_name(host) for host in hosts),
+            tuple(origin_of(origin) for origin in origins),
         )
 
     @property
@@ -89,7 +127,7 @@ class Guard:
         if not self.checks_host or header is None:
             return True
         name = host_name(header)
-        if self.loopback and is_loopback_name(name):
+        if is_loopback_name(name):  # only this machine's pages and clients name it so
             return True
         return any(
             name == host or (host.startswith("*.") and name.endswith(host[1:]))
@@ -99,7 +137,7 @@ class Guard:
     def origin_allowed(self, origin: str | None) -> bool:
         if origin is None:
             return True
-        return ANY in self.origins or origin.strip().lower().rstrip("/") in self.origins
+        return ANY in self.origins or origin_of(origin) in self.origins
 
 
 class HostAndOrigin:
