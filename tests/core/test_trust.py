@@ -318,6 +318,43 @@ def test_a_rebuilt_extension_or_data_file_of_the_package_withdraws_its_trust(
         assert digest() == before
 
 
+def test_an_editors_leftovers_in_the_package_change_nothing_an_unreadable_file_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vim's swap file (written when a file is only viewed), an emacs backup or a
+    ``.DS_Store`` in a package changed its digest: every record of the package was
+    withdrawn, and a run resumed over unchanged code was refused (only ``--restart``, the
+    committed work thrown away). A file that cannot be read made the whole digest "",
+    which turned resume's comparison of the code off."""
+    package = tmp_path / "code" / "acme_edited"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "kernel.py").write_text("SCALE = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+
+    def digest() -> str:
+        _digest_of.cache_clear()
+        return component_digest("acme_edited")
+
+    before = digest()
+    leftovers = [".kernel.py.swp", "kernel.py~", ".DS_Store", "kernel.py.orig", ".hidden/x.py"]
+    for name in leftovers:
+        (package / name).parent.mkdir(exist_ok=True)
+        (package / name).write_bytes(b"an editor's")
+    assert digest() == before
+    (package / "table.bin").write_bytes(b"data")
+    readable = digest()
+    opened = Path.open
+
+    def shut(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "table.bin":  # as a file another user's mode shuts (root reads all)
+            raise PermissionError(13, "Permission denied", str(self))
+        return opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", shut)
+    assert digest() not in ("", before, readable)
+
+
 def test_a_package_imported_from_a_zipped_wheel_is_pinned_by_its_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -33,13 +33,26 @@ PACKAGES = ("seamline.contracts", "seamline.core", "seamline.components")
 _BYTECODE = (".pyc", ".pyo")
 """Files a digest leaves out (with ``__pycache__`` folders): Python writes them as it imports."""
 
+_EDITORS = ("~", ".swp", ".swo", ".swx", ".orig", ".rej")
+"""Endings of files an editor or a patch leaves beside a package's own (``x.py~``,
+``.x.py.swp``), which a digest leaves out with every hidden file and folder (``.DS_Store``,
+``.#x.py``): vim writes its swap file when a file is only *viewed*, and a digest that read
+it refused to resume a run over code that had not changed ("finish it under the seamline
+whose code is …, or --restart": the committed work thrown away) and withdrew every
+record of the package."""
+
+_UNREADABLE = b"\0unreadable\0"
+"""What a file that cannot be read adds to a digest in place of its bytes: "" for the
+whole digest turned resume's and merges' comparison of the code off, without a word."""
+
 _CHUNK = 1 << 20
 
 
 @functools.cache
 def code_digest() -> str:
     """The first 16 hex digits of the sha256 of those packages' files ("" when one is not
-    found, as in a process that has only some of them, or cannot be read)."""
+    found, as in a process that has only some of them; a file that cannot be read is
+    counted as :data:`_UNREADABLE`, not a reason for "")."""
     digest = hashlib.sha256()
     for package in PACKAGES:
         spec = importlib.util.find_spec(package)
@@ -110,12 +123,16 @@ def code_root(module: str) -> str:
 
 def _add_folders(digest: hashlib._Hash, package: str, folders: Iterable[str]) -> None:
     """Each file under ``folders`` but bytecode caches (:func:`_package_files`), named by
-    its path in ``package`` and its size, then its bytes."""
+    its path in ``package`` and its size, then its bytes (:data:`_UNREADABLE` for a file
+    that cannot be read)."""
     for folder in folders:
         for name, size, chunks in _package_files(folder):
             digest.update(f"{package}/{name}\n{size}\n".encode())
-            for chunk in chunks:
-                digest.update(chunk)
+            try:
+                for chunk in chunks:
+                    digest.update(chunk)
+            except OSError:
+                digest.update(_UNREADABLE)
 
 
 def _package_files(folder: str) -> list[tuple[str, int, Iterator[bytes]]]:
@@ -138,12 +155,25 @@ def _package_files(folder: str) -> list[tuple[str, int, Iterator[bytes]]]:
 def _files_on_disk(root: Path) -> list[tuple[str, int, Iterator[bytes]]]:
     found = []
     for current, folders, files in os.walk(root):
-        folders[:] = [f for f in folders if f != "__pycache__"]
+        folders[:] = [f for f in folders if f != "__pycache__" and not f.startswith(".")]
         for file in files:
             path = Path(current, file)
-            if not file.endswith(_BYTECODE) and path.is_file():  # not a FIFO, a dead link
+            if _kept(file) and path.is_file():  # not a FIFO, a dead link
                 found.append((path.relative_to(root).as_posix(), path))
-    return [(name, path.stat().st_size, _read_file(path)) for name, path in sorted(found)]
+    listed = []
+    for name, path in sorted(found):
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:  # deleted since the walk: not part of the code
+            continue
+        listed.append((name, size, _read_file(path)))
+    return listed
+
+
+def _kept(name: str) -> bool:
+    """Whether a file named ``name`` is part of a package's code: not bytecode, not hidden,
+    not an editor's or a patch's leftover (:data:`_EDITORS`)."""
+    return not (name.startswith(".") or name.endswith(_BYTECODE) or name.endswith(_EDITORS))
 
 
 def _read_file(path: Path) -> Iterator[bytes]:
@@ -171,7 +201,8 @@ def _files_in_zip(archive: Path, inner: str) -> list[tuple[str, int, Iterator[by
             (info.filename[len(prefix) :], info)
             for info in opened.infolist()
             if info.filename.startswith(prefix) and not info.is_dir()
-            if "__pycache__/" not in info.filename and not info.filename.endswith(_BYTECODE)
+            if "__pycache__/" not in info.filename
+            if all(_kept(part) for part in info.filename[len(prefix) :].split("/"))
         )
     return [(name, info.file_size, _read_member(archive, info.filename)) for name, info in members]
 
