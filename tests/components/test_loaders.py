@@ -833,8 +833,10 @@ def test_jsonl_a_repeated_id_is_a_place_that_names_the_id_it_repeats(tmp_path: P
 
 
 def test_jsonl_what_counts_as_one_id(tmp_path: Path) -> None:
-    """An id of only whitespace is refused as an empty one is (it was a document, printed
-    as nothing); case and Unicode normalisation make different ids; 7 and "7" are one."""
+    """Case and Unicode normalisation make different ids; 7 and "7" are one; an id of only
+    whitespace is an id like any other. Refused, it was set aside under its place, and a
+    place holds back every deletion of a LanceDB sync (it may stand for any document):
+    one such line kept every removed document's rows."""
     nfc, nfd = "caf\u00e9", "cafe\u0301"
     lines = [
         {"id": " \t\u3000", "text": "blank id"},
@@ -848,16 +850,12 @@ def test_jsonl_what_counts_as_one_id(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "ids.jsonl", [json.dumps(line) for line in lines])
     items = [loaded.item for loaded in jsonl_loader(path).read()]
     assert [item.id for item in items if isinstance(item, Document)] == [
+        " \t\u3000",
         "Doc1",
         "doc1",
         nfc,
         nfd,
         "7",
     ]
-    blank, repeat = (item for item in items if isinstance(item, DocumentError))
-    assert (blank.id, blank.place) == ("ids.jsonl:1", True)
-    assert blank.reason == (
-        "line 1: id field 'id' must be a non-empty string or an integer, found only "
-        "whitespace (' \\t\\u3000')"
-    )
+    (repeat,) = (item for item in items if isinstance(item, DocumentError))
     assert (repeat.id, repeat.duplicate_of) == ("ids.jsonl:7", "7")

@@ -56,10 +56,7 @@ class JsonlLoaderConfig(ComponentConfig):
     path: NamedPath = Field(description="The JSON Lines file to read (UTF-8, one object per line).")
     id_field: str = Field(
         default="id",
-        description="Field holding each document's id: a string (not empty, not only "
-        "whitespace), or an integer, which is the same id as its decimal string (7 and "
-        "'7'). Ids are compared as written: case, Unicode normalisation and surrounding "
-        "spaces make different ids.",
+        description="Field holding each document's id (a string or an integer).",
     )
     text_field: str = Field(default="text", description="Field holding each document's text.")
     metadata_fields: list[str] = Field(
@@ -330,17 +327,10 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
             return error(f"missing id field {id_field!r} (set id_field to the field that has it)")
         raw_id = obj[id_field]
         # bool is an int in Python but never a sensible id; floats, nulls and containers
-        # would stringify into ids that are not stable or not meaningful. An id of only
-        # whitespace is refused as an empty one is: it prints as nothing in a search
-        # result or an errors file, and an editor's trim makes it another id.
+        # would stringify into ids that are not stable or not meaningful.
         if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or raw_id == "":
             return error(f"id field {id_field!r} must be a non-empty string or an integer")
-        if isinstance(raw_id, str) and not raw_id.strip():
-            return error(
-                f"id field {id_field!r} must be a non-empty string or an integer, found only "
-                f"whitespace ({cut(repr(raw_id), 40)})"
-            )
-        doc_id = str(raw_id)  # 7 and "7" are one id
+        doc_id = str(raw_id)
         if (bad := _lone_surrogate(doc_id)) is not None:
             return error(f"id field {id_field!r} holds {bad}, which is not valid Unicode")
         return obj, doc_id

@@ -101,9 +101,7 @@ class ParquetLoaderConfig(ComponentConfig):
     )
     id_column: str | None = Field(
         default="id",
-        description="Column holding each document's id: strings (not empty, not only "
-        "whitespace) or integers, 7 the same id as '7'; compared as written (case, Unicode "
-        "normalisation and surrounding spaces make different ids). null: each "
+        description="Column holding each document's id (strings or integers). null: each "
         "row's id is its place, '<file>#<row group>:<row>', the file named by its path from "
         "the folder the pattern starts in (that of the file, for one file): 'sub/a.parquet#0:7' "
         "for 'data/**/*.parquet', however the path is spelled or wherever the run starts.",
@@ -444,7 +442,12 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
         else:
             raw_id = fields[config.id_column]
             if not _usable_id(raw_id):
-                return self._error(where, _unusable_id(config.id_column, raw_id))
+                found = "null" if raw_id is None else f"{raw_id!r} ({type(raw_id).__name__})"
+                return self._error(
+                    where,
+                    f"id column {config.id_column!r} must hold a non-empty string or an integer, "
+                    f"found {found}",
+                )
             doc_id = str(raw_id)
         text = fields[config.text_column]
         if text is None:
@@ -514,24 +517,12 @@ def row_error(
 
 
 def _usable_id(value: Any) -> bool:
-    """Whether a column value can be a document's id: a string that is not empty nor only
-    whitespace, or an integer (the same id as its decimal string).
+    """Whether a column value can be a document's id: a non-empty string, or an integer.
 
     bool is an int in Python but never a sensible id; floats, nulls and containers would
-    stringify into ids that are not stable or not meaningful. An id of only whitespace
-    prints as nothing in a search result or an errors file, and a trim makes it another.
+    stringify into ids that are not stable or not meaningful.
     """
-    if isinstance(value, str):
-        return bool(value.strip())
-    return not isinstance(value, bool) and isinstance(value, int)
-
-
-def _unusable_id(column: str, raw_id: Any) -> str:
-    """Why ``raw_id``, which :func:`_usable_id` refused, is not a document's id."""
-    found = "null" if raw_id is None else f"{cut(repr(raw_id), 40)} ({type(raw_id).__name__})"
-    if isinstance(raw_id, str) and raw_id:
-        found = f"only whitespace, {found}"
-    return f"id column {column!r} must hold a non-empty string or an integer, found {found}"
+    return not isinstance(value, bool) and isinstance(value, str | int) and value != ""
 
 
 # -- cursors, places and columns: plain functions of their arguments -----------------------
