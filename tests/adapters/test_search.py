@@ -396,6 +396,8 @@ def test_a_whole_filter_applies_all_of_itself(written: dict[str, Path], where: s
         ("length(repeat(text, 300000)) > 0", "repeat"),
         ("LPAD (text, 100000000) = 'a'", "lpad"),
         ("id = 'd0' OR cardinality(range(100000000)) > 0", "range"),
+        ("length(list_repeat(text, 300)) > 0", "list_repeat"),  # array_repeat's alias
+        ("cardinality(list_resize(string_to_array(text, ' '), 100000, 'x')) > 0", "list_resize"),
     ],
 )
 def test_a_filter_that_builds_huge_values_is_refused_before_it_runs(

@@ -43,11 +43,24 @@ def one_expression(where: str) -> str:
     return f"({where}\n)"
 
 
-COSTLY = ("repeat", "lpad", "rpad", "array_repeat", "range", "generate_series")
+COSTLY = (
+    "repeat",
+    "lpad",
+    "rpad",
+    "array_repeat",
+    "list_repeat",
+    "array_resize",
+    "list_resize",
+    "range",
+    "generate_series",
+)
 """DataFusion's functions whose result's size is set by an argument, not by the row: a
 filter evaluates them on a whole batch of rows at once, and LanceDB's query timeout is
 checked only between batches, so one call could hold the CPU and memory for as long and
-as much as it asked (the OOM killer's to end)."""
+as much as it asked (the OOM killer's to end). Aliases count (``list_repeat`` is
+``array_repeat``). This is not a bound on a filter's cost: nested ``replace`` calls
+(each multiplying a text's length) or long concatenations still build large values,
+which is why serving.md says a ``where`` is for clients the operator trusts."""
 _COSTLY_CALL = re.compile(rf"(?<![\w.])({'|'.join(COSTLY)})\s*\(", re.IGNORECASE)
 
 
