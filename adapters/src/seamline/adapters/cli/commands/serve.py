@@ -289,7 +289,7 @@ def serve(
             wrong.append(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
         if log_format not in LOG_FORMATS:
             wrong.append("--log-format must be auto, json or console")
-        from seamline.adapters.serve.guard import option_problems
+        from seamline.adapters.serve.allowed import option_problems
 
         wrong += option_problems(allowed_host or (), allowed_origin or ())
         if wrong:
