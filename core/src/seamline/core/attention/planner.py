@@ -184,8 +184,11 @@ class AttentionPlanner:
             self._raised.setdefault(key, []).append((name, cause))
 
     def ran(self, specs: Sequence[AttentionSpec]) -> None:
-        """The shape's step ran: the exceptions candidates raised before were theirs."""
-        self._raised.pop(spec_key(specs), None)
+        """The shape's step ran: the exceptions candidates raised before were theirs.
+
+        Called after every batch: nothing to look up unless a candidate raised."""
+        if self._raised:
+            self._raised.pop(spec_key(specs), None)
 
     def _raise_if_not_theirs(self, key: SpecKey) -> None:
         """Every candidate left failed on ``key`` the same way: raise that error, demoting none.
