@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from seamline.adapters.serve.app import Served, build_app
 from seamline.adapters.serve.engine import Engine
+from seamline.adapters.serve.guard import Guard
 from seamline.adapters.serve.limits import Limits
 from seamline.adapters.serve.metrics import BatchMetrics, ServeMetrics
 from seamline.core.embedder import Embedder
@@ -133,3 +134,39 @@ def test_gzip_refused_by_its_weight_is_not_sent(encoding: str, gzipped: bool) ->
     answer = scrape("", encoding)
     assert ("content-encoding" in answer.headers) == gzipped
     assert "seamline_serve_requests_total" in answer.text
+
+
+def test_refusals_before_any_endpoint_are_counted() -> None:
+    # A rebound page's requests (403 host_not_allowed), a browser's (origin_not_allowed),
+    # and unknown paths or methods were answered but counted nowhere: /metrics showed a
+    # server that had refused nothing.
+    metrics = ServeMetrics()
+    engine: Any = ReadyEngine()
+    index: Any = None
+    app = build_app(Served(engine, index, Limits(), metrics, "m"), guard=Guard.for_address("::1"))
+
+    async def scenario() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            answers = [
+                await client.post("/v1/embeddings", headers={"host": "rebound.example"}),
+                await client.post("/v1/search", headers={"host": "rebound.example"}),
+                await client.post("/v1/search", headers={"origin": "https://page.example"}),
+                await client.get("/no/such/path"),
+                await client.get("/v1/embeddings"),
+            ]
+            return [answer.status_code for answer in answers]
+
+    assert asyncio.run(scenario()) == [403, 403, 403, 404, 405]
+    counted = {
+        sample.labels["code"]: sample.value
+        for family in text_string_to_metric_families(metrics.exposition().decode())
+        for sample in family.samples
+        if sample.name == "seamline_serve_refused_total"
+    }
+    assert counted == {
+        "host_not_allowed": 2,
+        "origin_not_allowed": 1,
+        "not_found": 1,
+        "method_not_allowed": 1,
+    }

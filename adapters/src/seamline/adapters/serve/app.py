@@ -109,10 +109,14 @@ def build_app(served: Served, lifespan: Any = None, guard: Guard | None = None) 
         routes=routes,
         middleware=[
             Middleware(TracedAccessLog),
-            *([Middleware(HostAndOrigin, guard=guard)] if guard is not None else []),
+            *(
+                [Middleware(HostAndOrigin, guard=guard, counted=_count_refusal(served))]
+                if guard is not None
+                else []
+            ),
         ],
         lifespan=lifespan,
-        exception_handlers={HTTPException: _http_error, Exception: _crashed},
+        exception_handlers={HTTPException: _http_error(served), Exception: _crashed},
     )
     # Starlette answers /healthz/ with a 307 to /healthz on whatever host the request's
     # Host header names (attacker.example:666 as well): an unknown path is a 404 here.
@@ -431,16 +435,33 @@ def _metrics(served: Served) -> Handler:
     return metrics
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """Unknown paths and methods, in the same error shape as everything else."""
-    status = exc.status_code if isinstance(exc, HTTPException) else 400
-    message = {404: "no such endpoint", 405: "this endpoint does not take that method"}.get(
-        status, str(getattr(exc, "detail", "bad request"))
-    )
-    route = f"{request.method} {request.url.path}"
-    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
-    hint = _without_v1(request, status) or (route_hint(request.url.path) if status == 404 else "")
-    return ApiError(status, f"{message}: {route}{hint}", code=code).response()
+def _count_refusal(served: Served) -> Callable[[str], None]:
+    """Counts a refusal made before any endpoint, by its error code."""
+
+    def count(code: str) -> None:
+        served.metrics.refused.labels(code).inc()
+
+    return count
+
+
+def _http_error(served: Served) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """Unknown paths and methods, in the same error shape as everything else, counted."""
+    count = _count_refusal(served)
+
+    async def answer(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 400
+        message = {404: "no such endpoint", 405: "this endpoint does not take that method"}.get(
+            status, str(getattr(exc, "detail", "bad request"))
+        )
+        route = f"{request.method} {request.url.path}"
+        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
+        hint = _without_v1(request, status) or (
+            route_hint(request.url.path) if status == 404 else ""
+        )
+        count(code)
+        return ApiError(status, f"{message}: {route}{hint}", code=code).response()
+
+    return answer
 
 
 def _without_v1(request: Request, status: int) -> str:

@@ -21,7 +21,7 @@ preflight). So, as Ollama (after CVE-2024-28224) and Jupyter do:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,16 +93,23 @@ class Guard:
 
 class HostAndOrigin:
     """ASGI middleware: a request whose ``Host`` or ``Origin`` the guard refuses is
-    answered 403 in the server's error shape before any route sees it."""
+    answered 403 in the server's error shape before any route sees it; ``counted`` is
+    told each refusal's code (``/metrics``: a rebinding attempt or a proxy sending a name
+    not allowed was seen nowhere but in the access log)."""
 
-    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+    def __init__(
+        self, app: ASGIApp, guard: Guard, counted: Callable[[str], None] | None = None
+    ) -> None:
         self.app = app
         self.guard = guard
+        self.counted = counted
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             refusal = self._refusal(scope)
             if refusal is not None:
+                if self.counted is not None:
+                    self.counted(refusal.code)
                 await refusal.response()(scope, receive, send)
                 return
         await self.app(scope, receive, send)

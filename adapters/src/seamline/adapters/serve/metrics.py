@@ -9,6 +9,9 @@ see its batches.
 metric                                  what
 ======================================  ====================================================
 ``seamline_serve_requests_total``       requests answered, by ``endpoint`` and ``status``
+``seamline_serve_refused_total``        requests refused before any endpoint, by ``code``
+                                        (a ``Host`` or ``Origin`` refused, an unknown path
+                                        or method)
 ``seamline_serve_request_seconds``      latency per request (histogram), by ``endpoint``
 ``seamline_serve_queue_texts``          texts accepted and not yet answered
 ``seamline_serve_queue_requests``       requests accepted and not yet answered
@@ -65,6 +68,14 @@ class ServeMetrics:
             "seamline_serve_requests",
             "Requests answered, by endpoint and HTTP status.",
             ["endpoint", "status"],
+            registry=registry,
+        )
+        # Refused before an endpoint saw them (the Host/Origin guard, the router): by the
+        # error's code, a fixed few, never by path (any client could add series).
+        self.refused = Counter(
+            "seamline_serve_refused",
+            "Requests refused before reaching an endpoint, by error code.",
+            ["code"],
             registry=registry,
         )
         self.latency = Histogram(
