@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +23,13 @@ import pytest
 
 from seamline.adapters.cli.main import app
 from seamline.components.sinks import lancedb as lancedb_sink
+from seamline.components.sinks._lance_table import unpruned
 from seamline.components.sinks.lancedb import LanceDbSink
-from seamline.contracts import OutputRecord, Shard
+from seamline.contracts import OutputRecord, Shard, UserError
 from tests.components.test_sink_lancedb import MANIFEST, sink, table
 from tests.faults import kill_points
 from tests.faults.component_scenarios import seamline
-from tests.faults.test_path_cli import cli_in
+from tests.faults.test_path_cli import cli_in, one_line
 
 if TYPE_CHECKING:
     from seamline.core.registry import Registry
@@ -60,8 +65,8 @@ def publish(tmp_path: Path, rows: list[OutputRecord], **options: Any) -> None:
     out.close()
 
 
-def pinned(tmp_path: Path) -> int:
-    manifest = json.loads((tmp_path / "db" / "emb.manifest.json").read_text(encoding="utf-8"))
+def pinned(tmp_path: Path, folder: str = "db") -> int:
+    manifest = json.loads((tmp_path / folder / "emb.manifest.json").read_text(encoding="utf-8"))
     return int(manifest["outputs"]["table_version"])
 
 
@@ -210,9 +215,9 @@ def discovered() -> Registry:
         return Registry.discover(user_trust())
 
 
-def test_erasing_a_document_for_good_as_the_docs_say(tmp_path: Path, discovered: Registry) -> None:
-    """README's "Erasing documents for good": remove the input, run with sync and prune,
-    then grep finds the text nowhere under the table, and search still answers."""
+def notes_pipeline(tmp_path: Path) -> Path:
+    """Four notes, one holding :data:`MARKER`, embedded by ``pipeline.yaml`` into a
+    ``sync`` table; the notes' folder returned."""
     notes = tmp_path / "notes"
     notes.mkdir()
     for name in ("a", "b", "c"):
@@ -226,6 +231,13 @@ def test_erasing_a_document_for_good_as_the_docs_say(tmp_path: Path, discovered:
         "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync, full_text_index: true}}\n",
         encoding="utf-8",
     )
+    return notes
+
+
+def test_erasing_a_document_for_good_as_the_docs_say(tmp_path: Path, discovered: Registry) -> None:
+    """README's "Erasing documents for good": remove the input, run with sync and prune,
+    then grep finds the text nowhere under the table, and search still answers."""
+    notes = notes_pipeline(tmp_path)
     with cli_in(tmp_path, discovered) as cli:
         assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
         (notes / "customer.txt").unlink()
@@ -239,3 +251,82 @@ def test_erasing_a_document_for_good_as_the_docs_say(tmp_path: Path, discovered:
     assert holding(tmp_path / "out") == [], "no file under out/ holds the deleted text"
     assert searched.exit_code == 0, searched.stderr
     assert "about lance tables" in searched.stdout
+
+
+def test_versions_pruning_leaves_fail_the_run_and_the_publication_stands(
+    tmp_path: Path, discovered: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LanceDB prunes by age, not by number: a version stamped after the clock's now (a
+    clock set back since, or ahead then) is kept. That run erased nothing and said "1
+    deleted", exit 0. Here LanceDB is made to keep every older version, as it does then."""
+    from lancedb.table import LanceTable
+
+    optimize = LanceTable.optimize
+
+    def behind(self: LanceTable, **options: Any) -> Any:  # nothing is old enough to go
+        return optimize(self, **{**options, "cleanup_older_than": timedelta(days=1)})
+
+    notes = notes_pipeline(tmp_path)
+    with cli_in(tmp_path, discovered) as cli:
+        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
+        (notes / "customer.txt").unlink()
+        monkeypatch.setattr(LanceTable, "optimize", behind)
+        pruned = seamline(cli, Path("pipeline.yaml"), "--set", "sink.with.prune=true")
+        monkeypatch.undo()
+        assert pruned.exit_code == 2, pruned.stderr
+        message = one_line(pruned)
+        assert "pruning left older versions that still hold the rows" in message
+        assert "Run again with prune" in message
+        found = written(tmp_path / "out")
+        assert found.version == pinned(tmp_path, "out"), "the publication stands"
+        assert found.count_rows("id = 'customer.txt'") == 0
+        assert oldest(found) < found.version, "the older versions are still there"
+        again = seamline(cli, Path("pipeline.yaml"), "--set", "sink.with.prune=true")
+        assert again.exit_code == 0, again.stderr
+    assert oldest(written(tmp_path / "out")) == pinned(tmp_path, "out")
+    assert holding(tmp_path / "out") == []
+
+
+def written(folder: Path) -> Any:
+    """The table ``emb`` in ``folder`` (a pipeline's ``out/emb.lance``)."""
+    import lancedb
+
+    return lancedb.connect(str(folder)).open_table("emb")
+
+
+def test_the_message_names_the_versions_ahead_of_the_clock_and_the_fix() -> None:
+    now = datetime(2026, 12, 7, 7, 0, 0)
+    message = unpruned("'out/emb.lance'", 5, {1: now + timedelta(hours=2), 2: now}, now)
+    assert "(version 5)" in message
+    assert "1 (written 2026-12-07 09:00:00), 2 (written 2026-12-07 07:00:00)" in message
+    assert "2 of them written after this machine's clock now says it is" in message
+    assert "Fix the clock, or run again with prune once it has passed 2026-12-07 09:00:00" in (
+        message
+    )
+    behind = unpruned("'t'", 3, {1: now - timedelta(hours=1)}, now)
+    assert "LanceDB kept them. Run again with prune" in behind
+
+
+@pytest.mark.skipif(shutil.which("faketime") is None, reason="needs faketime (apt: faketime)")
+def test_a_version_written_with_the_clock_ahead_is_not_reported_pruned(tmp_path: Path) -> None:
+    """The finding as it was met: the first publication under ``faketime +2h``."""
+    script = (
+        "import sys; from pathlib import Path; "
+        "from tests.components.test_sink_lancedb_prune import DOCS, publish, records; "
+        "publish(Path(sys.argv[1]), records(DOCS, marked='d07'), mode='sync')"
+    )
+    ahead = subprocess.run(
+        ["faketime", "-f", "+2h", sys.executable, "-c", script, str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ahead.returncode == 0, ahead.stderr
+    with pytest.raises(
+        UserError, match="of them written after this machine's clock now says"
+    ) as err:
+        publish(tmp_path, records([d for d in DOCS if d != "d07"]), mode="sync", prune=True)
+    assert "Fix the clock" in str(err.value)
+    assert table(tmp_path).version == pinned(tmp_path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -160,6 +160,12 @@ def prune_versions(table: Table, where: str) -> None:
     same rows, kept until the next publication prunes it. ``delete_unverified``: files of a
     write that never committed (an interrupted run's) go too; the sink's lock keeps any
     other seamline writer out of the table meanwhile.
+
+    LanceDB removes versions by age alone (written before now, by this machine's clock),
+    never by number: a version stamped ahead of the clock (written while it was set ahead,
+    or on a machine whose clock was) survives, with the rows the run was to erase. So the
+    versions left are read back, and any older than the published one fails the run
+    (:func:`unpruned`): an erasure request is never reported done when it is not.
     """
     import warnings
 
@@ -167,12 +173,39 @@ def prune_versions(table: Table, where: str) -> None:
     with warnings.catch_warnings():  # "removes every version except the latest": the point
         warnings.simplefilter("ignore", UserWarning)
         table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-    if published not in {version["version"] for version in table.list_versions()}:
+    versions = table.list_versions()
+    if published not in {version["version"] for version in versions}:
         raise UserError(  # LanceDB compacted after all, and pruned the manifest's version
             f"lancedb sink: pruning {where} removed version {published:,} of it, which its "
             "manifest names (LanceDB compacted the table again first): search refuses the "
             "output until the pipeline is run again, which publishes it anew"
         )
+    left = {v["version"]: v["timestamp"] for v in versions if v["version"] < published}
+    if left:
+        raise UserError(unpruned(where, published, left, datetime.now()))
+
+
+def unpruned(where: str, published: int, left: dict[int, datetime], now: datetime) -> str:
+    """Why the versions ``left`` (number: when LanceDB wrote it, the machine's local time,
+    as ``list_versions`` gives it) outlived pruning, and what removes them."""
+    ahead = {number: stamp for number, stamp in left.items() if stamp >= now}
+    listed = ", ".join(
+        f"{number:,} (written {stamp:%Y-%m-%d %H:%M:%S})" for number, stamp in sorted(left.items())
+    )
+    why = (
+        f"{len(ahead)} of them written after this machine's clock now says it is "
+        f"({now:%Y-%m-%d %H:%M:%S}): LanceDB removes a version only once the clock has "
+        "passed the time it was written, so a clock set back, or a version written while "
+        "the clock was ahead, keeps it. Fix the clock, or run again with prune once it has "
+        f"passed {max(ahead.values()):%Y-%m-%d %H:%M:%S}"
+        if ahead
+        else "LanceDB kept them. Run again with prune to remove them"
+    )
+    return (
+        f"lancedb sink: the rows are published in {where} (version {published:,}), but "
+        f"pruning left older versions that still hold the rows it deleted or replaced: "
+        f"{listed}; {why}"
+    )
 
 
 def table_rows(table: Table, batch_rows: int) -> Iterator[pa.RecordBatch]:

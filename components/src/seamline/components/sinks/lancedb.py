@@ -43,7 +43,8 @@ version, every older version is removed with the files only they used
 (erasure), and so is time travel to older versions. Until the manifest is out no version
 is removed, so an interrupted publication is undone as any other; a stop while pruning
 leaves the manifest's version (LanceDB never removes the newest) and older ones the next
-run with ``prune`` removes.
+run with ``prune`` removes. LanceDB prunes by age: an older version written after the
+clock's now is kept, and the run fails naming it (a :class:`UserError` after publication).
 
 Before the manifest is published, the sink builds the configured vector index
 (IVF-PQ or HNSW, cosine distance) and the full-text index on ``text``, each a further
