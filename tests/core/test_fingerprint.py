@@ -50,3 +50,20 @@ def test_a_plain_string_is_not_an_input_but_a_path_is(tmp_path: Path) -> None:
     fingerprint = input_fingerprint(PathConfig(root=tmp_path))
     assert fingerprint is not None
     assert fingerprint["paths"] == [str(tmp_path)]
+
+
+def test_an_edit_keeping_size_and_time_is_not_seen_as_the_docs_say(tmp_path: Path) -> None:
+    """pipelines.md "Checkpoints and resume": contents are not read, so a file rewritten to
+    the same size with its time put back (``cp -p``, ``touch -r``) leaves the fingerprint
+    as it was, and the docs send such an edit to ``--restart``. Should contents ever be
+    read, this fails: update that paragraph."""
+    note = tmp_path / "note.txt"
+    note.write_text("paid by card 4921")
+    config = PathConfig(root=tmp_path)
+    before = input_fingerprint(config)
+    kept = note.stat()
+    note.write_text("paid by card 4922")
+    os.utime(note, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert input_fingerprint(config) == before
+    page = (Path(__file__).resolve().parents[2] / "docs" / "pipelines.md").read_text("utf-8")
+    assert "an edit that keeps a file's size and modification time is not" in " ".join(page.split())
