@@ -12,7 +12,8 @@ offers two places to enforce it before a value becomes a Python string:
   group is not decoded at all (:func:`refusal`): its rows are set aside, named through
   the id column alone when that is small enough to read.
 - a decoded batch is still an Arrow array: :func:`row_bytes` measures each row's
-  string and binary values there (their lengths, no copy), and the values of a row
+  string and binary values there (their lengths, no copy; a dictionary's values by
+  each row's index, a view layout once cast to a plain one), and the values of a row
   over the bound are replaced by nulls (:func:`without_rows`) before the batch is
   converted to Python, so an over-long text is never copied into a ``str``.
 
@@ -94,8 +95,17 @@ def batch_rows(size: GroupSize, limit: int | None, configured: int) -> int:
 
 
 def _measured(kind: pa.DataType) -> bool:
+    """Whether a value of ``kind`` has a length in bytes that :func:`value_bytes` counts: a
+    string or binary, or a dictionary of them (a pandas ``category`` column is saved
+    dictionary-encoded). View layouts are made plain first (:func:`plain_strings`).
+
+    A dictionary column counted 0 bytes: a 3 MB text in one passed ``max_bytes=1000000``
+    and was embedded.
+    """
     import pyarrow as pa
 
+    if pa.types.is_dictionary(kind):
+        return _measured(kind.value_type)
     return bool(
         pa.types.is_string(kind)
         or pa.types.is_large_string(kind)
@@ -105,13 +115,56 @@ def _measured(kind: pa.DataType) -> bool:
     )
 
 
+def _plain(kind: pa.DataType) -> pa.DataType | None:
+    """The plain layout of a view type (``string_view``: ``large_string``), also as a
+    dictionary's values; None for a type that is not one."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        values = _plain(kind.value_type)
+        return None if values is None else pa.dictionary(kind.index_type, values, kind.ordered)
+    if pa.types.is_string_view(kind):
+        return pa.large_string()
+    if pa.types.is_binary_view(kind):
+        return pa.large_binary()
+    return None
+
+
+def plain_strings(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with its ``string_view`` and ``binary_view`` columns (as Polars and DuckDB
+    write them) cast to ``large_string`` and ``large_binary``.
+
+    pyarrow's length, ``if_else`` and ``take`` kernels have no view version, so a view
+    column counted 0 bytes: a 3,000-byte text passed ``max_bytes=1000``. The cast copies
+    the batch's values once, in Arrow's memory (about ``max_bytes`` for a batch), never
+    into Python.
+    """
+    import pyarrow as pa
+
+    casts = {i: _plain(field.type) for i, field in enumerate(batch.schema)}
+    if not any(casts.values()):
+        return batch
+    columns = [
+        column if casts[i] is None else column.cast(casts[i])
+        for i, column in enumerate(batch.columns)
+    ]
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
 def value_bytes(column: pa.Array) -> pa.Array:
-    """Each value's length in bytes (0 for null, and for types not measured per value)."""
+    """Each value's length in bytes (0 for null, and for types not measured per value).
+
+    A dictionary column's values are measured once, in its dictionary, and each row
+    takes its index's length: the lengths are gathered, not the values.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if not _measured(column.type):
         return pa.array([0] * len(column), pa.int64())
+    if pa.types.is_dictionary(column.type):
+        lengths = pc.take(value_bytes(column.dictionary), column.indices)
+        return pc.fill_null(lengths, 0).cast(pa.int64())
     return pc.fill_null(pc.binary_length(column), 0).cast(pa.int64())
 
 

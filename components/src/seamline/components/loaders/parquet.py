@@ -298,6 +298,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 row_groups=[group],
                 columns=columns,
             ):
+                batch = rows.plain_strings(batch)
                 sizes = rows.row_bytes(batch)
                 over: list[bool] = [False] * batch.num_rows
                 if limit is not None:
@@ -371,6 +372,7 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                 row_groups=[group],
                 columns=[column],
             ):
+                batch = rows.plain_strings(batch)
                 if limit is not None:
                     over = pc.greater(rows.value_bytes(batch.column(0)), limit)
                     batch = rows.without_rows(batch, over, {})
