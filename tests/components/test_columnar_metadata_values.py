@@ -152,3 +152,100 @@ def test_integer_columns_never_ask_pyarrow_for_a_pandas_dtype() -> None:
     from seamline.components.sinks import _columns
 
     assert ".to_pandas_dtype(" not in inspect.getsource(_columns)
+
+
+def one_type_columns() -> Any:
+    """Parquet columns of one type each, whose first rows give inference too narrow a type."""
+    import decimal
+
+    import pyarrow as pa
+
+    pair = pa.struct([("a", pa.int64()), ("b", pa.string())])
+    return {
+        "id": [f"d{i}" for i in range(4)],
+        "text": ["x y", "z", "w", "v"],
+        "tags": pa.array([[], [], ["urgent"], []], pa.list_(pa.string())),
+        "pair": pa.array(
+            [{"a": 1, "b": None}, {"a": 2, "b": None}, {"a": 3, "b": "x"}, None], pair
+        ),
+        "price": pa.array(
+            [decimal.Decimal(v) for v in ("1.00", "2.50", "123456789012.34", "-0.01")],
+            pa.decimal128(38, 2),
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", ["parquet", "lancedb"])
+def test_a_column_of_one_type_is_written_whatever_its_first_batch_holds(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first batch (2 rows) held only empty lists, nulls for 'b' and 3-digit decimals:
+    # list<null>, struct<b: null> and decimal128(3, 2) refused the third row, and the run.
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from seamline.components.loaders.parquet import ParquetLoader
+    from seamline.core.config import parse_pipeline
+    from seamline.core.orchestrator import Orchestrator
+    from tests.components.test_loader_parquet import registry_with
+
+    monkeypatch.chdir(tmp_path)
+    pq.write_table(pa.table(one_type_columns()), "in.parquet")
+    sink = {"parquet": "out/emb.parquet", "lancedb": "out/emb.lance"}[kind]
+    registry = registry_with(ParquetLoader, ParquetSink, LanceDbSink)
+    text = (
+        "pipeline: one-type\n"
+        "loader: {use: parquet, with: {path: in.parquet, "
+        "metadata_columns: [tags, pair, price]}}\n"
+        "model: {use: toy}\n"
+        "attention: {use: native}\n"
+        f"sink: {{use: {kind}, with: {{path: {sink}}}}}\n"
+        "run: {batch_size: 2, buckets: [4]}\n"
+    )
+    summary = Orchestrator(parse_pipeline(text, "p.yaml", registry), registry).run()
+    assert summary.counts.documents == 4
+    assert published_metadata(kind, tmp_path / "out") == [
+        {"tags": [], "pair": {"a": 1, "b": None}, "price": decimal.Decimal("1.00")},
+        {"tags": [], "pair": {"a": 2, "b": None}, "price": decimal.Decimal("2.50")},
+        {
+            "tags": ["urgent"],
+            "pair": {"a": 3, "b": "x"},
+            "price": decimal.Decimal("123456789012.34"),
+        },
+        {"tags": [], "pair": None, "price": decimal.Decimal("-0.01")},
+    ]
+
+
+def test_a_part_the_first_batch_left_empty_keeps_any_later_value_as_text(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    sink = make("parquet", tmp_path / "out")
+    sink.start(MANIFEST)
+    sink.write([record("a", tags=[], pair={"a": 1, "b": None})])
+    sink.write([record("b", tags=["x", 2, {"k": 1}], pair={"a": 2, "b": [1, 2]})])
+    sink.close()
+    table = pq.read_table(tmp_path / "out" / "emb.parquet")
+    assert str(table.schema.field("metadata").type) == (
+        "struct<tags: list<element: string>, pair: struct<a: int64, b: string>>"
+    )
+    assert published_metadata("parquet", tmp_path / "out")[1] == {
+        "tags": ["x", "2", '{"k": 1}'],
+        "pair": {"a": 2, "b": "[1, 2]"},
+    }
+
+
+def test_a_later_value_wider_than_the_first_batchs_names_the_first_batch(tmp_path: Path) -> None:
+    # The values are of one type in the input (uint64): "give the key values of one type"
+    # could not be followed.
+    sink = make("parquet", tmp_path / "out")
+    sink.start(MANIFEST)
+    sink.write([record("a", n=1)])
+    with pytest.raises(UserError) as refused:
+        sink.write([record("doc-9", n=MAX_UINT64)])
+    sink.close(complete=False)
+    said = str(refused.value)
+    assert "typed from the values of the first records written (one batch)" in said
+    assert "raise run.batch_size" in said
+    assert "one type in the input" not in said

@@ -21,15 +21,17 @@ Metadata is a struct rather than columns of its own so that no key can collide w
 the columns above; DuckDB, LanceDB and pandas all read ``metadata.path``. There is no
 struct when there are no keys. The window is ``window_index``, not ``window``, which
 SQL reserves. The struct's fields are the keys configured, or those of the first
-batch; each field's type is inferred from the first batch's values (integers as
-int64, or uint64 when one of them is above int64's range and none is negative, such
-as a Parquet uint64 column's 2⁶⁴−1; floats as float64; a key with no value there,
-values of mixed types, integers no 64-bit type holds, or an object holding an empty
-one (``{}``, which Parquet cannot write), becomes a string, which keeps every digit,
-as JSON text). A later value of another type, or an integer outside the column's
-range, is refused with the document and the key rather than cast (pyarrow
-would silently turn 1.5 into 1, and raises a bare OverflowError for 2⁶⁴−1 in an
-int64 column); a value for a string field is written as its JSON text. Keys that
+batch; each field's type is inferred from the first batch's values
+(:mod:`._metadata_types`: integers as int64, or uint64 when one of them is above
+int64's range and none is negative; floats as float64; decimals at their width's full
+precision; a key with no value there, values of mixed types, integers no 64-bit type
+holds, or an object holding an empty one (``{}``, which Parquet cannot write), as a
+string, which keeps every digit, as JSON text; a part no value filled, such as the
+items of lists all empty, as a string part). A later value of another type, or an
+integer outside the column's range, is refused with the document and the key
+rather than cast (pyarrow would silently turn 1.5 into 1, and raises a bare
+OverflowError for 2⁶⁴−1 in an int64 column); a non-string value for a string field (or
+part) is written as its JSON text. Keys that
 first appear after the schema was fixed are not stored: the sink warns once per key.
 
 pyarrow is imported when a sink first needs it, not when the component is
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
@@ -48,6 +49,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import numpy as np
 from pydantic import AfterValidator
 
+from seamline.components.sinks._metadata_types import (
+    has_text,
+    inferred_type,
+    is_integer,
+    is_text,
+    with_texts,
+)
 from seamline.contracts import ContractViolation, OutputRecord, UserError
 from seamline.contracts.logs import get_logger
 from seamline.contracts.manifest import REWRITE
@@ -203,7 +211,7 @@ class RowLayout:
         if keys is None:
             keys = list(dict.fromkeys(key for record in records for key in record.metadata))
         metadata = [
-            pa.field(key, _inferred_type([r.metadata.get(key) for r in records])) for key in keys
+            pa.field(key, inferred_type([r.metadata.get(key) for r in records])) for key in keys
         ]
         self.metadata_keys = keys
         return self.schema_of(metadata, int(vectors[0].shape[0]))
@@ -253,72 +261,15 @@ class RowLayout:
                     )
 
 
-def _inferred_type(values: Sequence[Any]) -> pa.DataType:
-    """The Arrow type of one metadata key, from its values in the first batch."""
-    import pyarrow as pa
-
-    present = [value for value in values if value is not None]
-    if not present:
-        return pa.string()
-    if all(_integer(value) for value in present):
-        return _integer_type(min(map(int, present)), max(map(int, present)))
-    try:
-        inferred = pa.array(present).type
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: keep them as text
-        return pa.string()
-    if pa.types.is_integer(inferred):
-        return pa.int64()
-    if pa.types.is_floating(inferred):
-        return pa.float64()
-    if pa.types.is_null(inferred) or _holds_empty_struct(inferred):
-        return pa.string()
-    return inferred
-
-
-def _holds_empty_struct(kind: pa.DataType) -> bool:
-    """Whether ``kind`` is or nests a struct of no fields (a JSON ``{}``): Parquet cannot
-    write one and Lance refuses it, at the end of the run, so such a key is kept as text."""
-    import pyarrow as pa
-
-    if pa.types.is_struct(kind):
-        fields = [kind.field(i) for i in range(kind.num_fields)]
-        return not fields or any(_holds_empty_struct(field.type) for field in fields)
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
-        return _holds_empty_struct(kind.value_type)
-    if pa.types.is_map(kind):
-        return _holds_empty_struct(kind.key_type) or _holds_empty_struct(kind.item_type)
-    return False
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
-
-
-def _integer_type(low: int, high: int) -> pa.DataType:
-    """The narrowest of int64, uint64 and (for integers neither holds) string that fits."""
-    import pyarrow as pa
-
-    if _INT64.min <= low and high <= _INT64.max:
-        return pa.int64()
-    if low >= 0 and high <= _UINT64.max:
-        return pa.uint64()
-    return pa.string()
-
-
-_INT64, _UINT64 = np.iinfo(np.int64), np.iinfo(np.uint64)
-
-
 def _column(values: list[Any], field: pa.Field, records: Sequence[OutputRecord]) -> pa.Array:
     """One metadata field's values as an array of its type; a UserError names a misfit."""
     import pyarrow as pa
 
     kind = field.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        texts = [
-            value if value is None or isinstance(value, str) else _json_text(value)
-            for value in values
-        ]
-        return pa.array(texts, kind)
+    if has_text(kind):  # a non-string value of a string part: its JSON text
+        values = [with_texts(value, kind) for value in values]
+        if is_text(kind):
+            return pa.array(values, kind)
     for record, value in zip(records, values, strict=True):
         if value is not None and not _fits(value, kind):
             raise _misfit(field, record, value)
@@ -337,7 +288,7 @@ def _fits(value: Any, kind: pa.DataType) -> bool:
     if pa.types.is_boolean(kind):
         return isinstance(value, bool | np.bool_)
     if pa.types.is_integer(kind):
-        if not _integer(value):
+        if not is_integer(value):
             return False
         limits = integer_limits(kind)
         return bool(limits.min <= int(value) <= limits.max)
@@ -389,20 +340,13 @@ def _misfit(field: pa.Field, record: OutputRecord, value: Any) -> UserError:
     return UserError(
         f"metadata {field.name!r} of document {cut(repr(record.doc_id))} is "
         f"{cut(repr(value))} ({type(value).__name__}), which does not fit the output's "
-        f"column metadata.{field.name} of type {kind} (fixed by the first records written). "
-        "Give the key values of one type in the input, or leave the key out by listing the "
-        "keys to keep in metadata_columns"
+        f"column metadata.{field.name} of type {kind}: the output's columns are typed from "
+        "the values of the first records written (one batch), and there this key's values "
+        "all fit that type. Let the first batch hold a value like this one (put such a row "
+        "first in the input, or raise run.batch_size), cast the key's column in the input "
+        "to one type that holds every value (a string holds any), or leave the key out by "
+        "listing the keys to keep in metadata_columns"
     )
-
-
-def _json_text(value: Any) -> str:
-    """A non-string metadata value for a string column: its JSON text (numpy values as numbers)."""
-
-    def plain(item: Any) -> Any:
-        tolist = getattr(item, "tolist", None)
-        return tolist() if callable(tolist) else str(item)
-
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=plain)
 
 
 # -- reading the layout back ---------------------------------------------------------------
