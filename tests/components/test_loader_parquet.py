@@ -343,7 +343,7 @@ def test_resume_refuses_when_the_files_the_pattern_matches_changed(
             "timestamp[ns]",
             1_000,
             1,
-            "ValueError: Nanosecond resolution temporal type 1 is not safely convertible",
+            "timestamp[ns] value 1 is between two microseconds",
         ),
         ("date32[day]", 1, 2**31 - 1, "OverflowError: days=2147483647"),
     ],
@@ -380,6 +380,67 @@ def test_a_value_python_cannot_hold_sets_its_row_aside_not_the_run(
     rest = list(read.read(after=items[45].cursor))
     assert [i.cursor for i in rest] == [f"{path}#0:{row}" for row in range(46, 50)]
     assert [i.item.id for i in rest] == ["r46", "r47", "r48", "r49"]
+
+
+NANOSECOND_READ = """
+import json, sys
+
+
+class NoPandas:  # import pandas fails, as where it is not installed
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+if sys.argv[1] == "blocked":
+    sys.meta_path.insert(0, NoPandas())
+from seamline.components.loaders.parquet import ParquetLoader, ParquetLoaderConfig
+config = ParquetLoaderConfig(path="t.parquet", metadata_columns=["when", "took"])
+for loaded in ParquetLoader(config).read():
+    item = loaded.item
+    told = getattr(item, "reason", None) or {k: str(v) for k, v in item.metadata.items()}
+    print(json.dumps([item.id, told, "pandas" in sys.modules]))
+"""
+
+
+@pytest.mark.parametrize("pandas", ["importable", "blocked"])
+def test_a_nanosecond_time_has_one_outcome_whether_pandas_is_installed_or_not(
+    tmp_path: Path, pandas: str
+) -> None:
+    # With pandas, values came as pandas.Timestamp and the parquet sink cut .123456789 to
+    # .123456 without a word; without it, every row of the column was set aside.
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if pandas == "importable":
+        pytest.importorskip("pandas")
+    nanoseconds = [1_614_834_367_123_456_000, 1_614_834_367_123_456_789]
+    stamps = pa.array(nanoseconds, pa.timestamp("ns", "Europe/Paris"))
+    took = pa.array([1_000, 2_000], pa.duration("ns"))
+    table = pa.table({"id": ["whole", "finer"], "text": ["a", "b"], "when": stamps, "took": took})
+    pq.write_table(table, tmp_path / "t.parquet")
+    run = subprocess.run(
+        [sys.executable, "-c", NANOSECOND_READ, pandas],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    whole, finer = (json.loads(line) for line in run.stdout.splitlines())
+    assert whole == [
+        "whole",
+        {"when": "2021-03-04 06:06:07.123456+01:00", "took": "0:00:00.000001"},
+        pandas == "importable",
+    ]
+    assert finer[0] == "finer"
+    assert finer[1].startswith(
+        "row 1 of row group 0: metadata column 'when' holds a value Python cannot represent "
+        "(timestamp[ns, tz=Europe/Paris] value 1614834367123456789 is between two microseconds)"
+    )
 
 
 def test_text_that_is_not_utf8_is_set_aside_with_the_fix_for_it(tmp_path: Path) -> None:
