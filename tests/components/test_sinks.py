@@ -334,6 +334,22 @@ def test_jsonl_non_finite_values_are_a_contract_violation(tmp_path: Path) -> Non
     sink.close(complete=False)
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "npy"])
+def test_bytes_in_metadata_are_written_as_base64(tmp_path: Path, kind: str) -> None:
+    # A Parquet binary column's values were written as Python's repr, "b'\\x00\\xff'".
+    import base64
+
+    sink = (jsonl_sink if kind == "jsonl" else npy_sink)(tmp_path)
+    sink.start({})
+    metadata = {"blob": b"\x00\xff", "empty": b"", "nested": {"parts": [b"\x01", None]}}
+    sink.write([OutputRecord("d0", 0, (0, 1), np.ones(DIM, np.float32), metadata)])
+    sink.close()
+    lines_file = tmp_path / "out" / ("emb.jsonl" if kind == "jsonl" else "emb.index.jsonl")
+    (line,) = read_jsonl(lines_file)
+    assert line["metadata"] == {"blob": "AP8=", "empty": "", "nested": {"parts": ["AQ==", None]}}
+    assert base64.b64decode(line["metadata"]["blob"]) == b"\x00\xff"
+
+
 def test_jsonl_unusual_metadata_is_still_written(tmp_path: Path) -> None:
     sink = jsonl_sink(tmp_path)
     metadata = {"array": np.arange(3), "path": tmp_path, "tags": {"b", "a"}}

@@ -12,6 +12,10 @@ kinds of value that Python holds happily break a JSON Lines file:
   be encoded as UTF-8, so writing it would end the run. Each lone surrogate is
   written as its escape text instead (``\\udcff``), so the value stays readable and
   tells the user what was there.
+* bytes (a Parquet ``binary`` column's values): ``json.dumps`` knows no bytes, and its
+  fallback wrote Python's ``repr`` (``"b'\\x00\\xff'"``), which no other tool decodes.
+  They are written as their base64 text (``"AP8="``), as a schema is kept in a
+  checkpoint.
 
 Values that are already safe pass through unchanged, at the cost of one look at
 each; metadata is small (a path, a line number), so this is negligible per record.
@@ -19,6 +23,7 @@ each; metadata is small (a path, a line number), so this is negligible per recor
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 from collections.abc import Mapping
@@ -47,8 +52,14 @@ def name_text(name: str | os.PathLike[str]) -> str:
     return os.fsencode(name).decode("utf-8", "surrogateescape")
 
 
+def bytes_text(value: bytes | bytearray) -> str:
+    """Bytes as JSON holds them: their base64 text, which every language decodes."""
+    return base64.b64encode(value).decode("ascii")
+
+
 def json_safe(value: Any) -> Any:
-    """``value`` as strict JSON can hold it: non-finite floats become None, texts UTF-8 safe.
+    """``value`` as strict JSON can hold it: non-finite floats become None, texts UTF-8 safe,
+    bytes their base64 text.
 
     Containers are rebuilt only when something in them changes; numpy values become
     their Python equivalents first (so a NumPy NaN is caught too).
@@ -59,6 +70,8 @@ def json_safe(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, bytes | bytearray):
+        return bytes_text(value)
     if isinstance(value, Mapping):
         return {safe_text(str(key)): json_safe(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from seamline.contracts.json_safe import bytes_text
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -151,9 +153,12 @@ def with_texts(value: Any, kind: pa.DataType) -> Any:
 
 
 def json_text(value: Any) -> str:
-    """A non-string metadata value for a string column: its JSON text (numpy values as numbers)."""
+    """A non-string metadata value for a string column: its JSON text (numpy values as
+    numbers, bytes as their base64 text, as the JSON sinks write them)."""
 
     def plain(item: Any) -> Any:
+        if isinstance(item, bytes | bytearray):
+            return bytes_text(item)
         tolist = getattr(item, "tolist", None)
         return tolist() if callable(tolist) else str(item)
 
