@@ -130,6 +130,9 @@ class ClosingFirst:
     def close(self) -> None:
         self.model.close()
 
+    def let_go(self) -> None:
+        self.model.let_go()
+
 
 def test_a_closed_index_dropped_is_freed_with_its_model_without_the_cyclic_collector(
     index: Path,

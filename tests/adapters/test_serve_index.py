@@ -8,6 +8,7 @@ model the index's current manifest names, never the one the server first opened.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,6 +58,52 @@ def test_a_rerun_with_another_model_setting_is_searched_with_the_new_model(
         assert first.searcher._encoder is None, "the old query model is released"
     finally:
         index.close()
+
+
+def count_builds(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The query models built from now on (each search's searcher builds through this name)."""
+    import seamline.adapters.search as search
+
+    built: list[Any] = []
+
+    class Counted(search.QueryEncoder):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            built.append(self)
+
+    monkeypatch.setattr(search, "QueryEncoder", Counted)
+    return built
+
+
+def test_a_republication_by_the_same_model_keeps_the_warm_query_model(
+    folder: Path, tiny_registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first search after each daily republication took 5 to 16 s: a new query model
+    # was built (weights loaded, attention verified, compiled) inside it, under the lock.
+    built = count_builds(monkeypatch)
+    run(tiny_registry)
+    index = IndexSearch(tiny_registry, Path("out/emb.jsonl"))
+    try:
+        assert top(index, LONG) == ("d6", 1.0)
+        first = index._opened
+        assert first is not None
+        assert len(built) == 1
+        run(tiny_registry)  # republished, by the same model
+        assert top(index, LONG) == ("d6", 1.0)
+        assert index._opened is not first, "the output opened anew"
+        assert len(built) == 1, "no query model built again"
+        assert first.searcher.closed
+        assert first.searcher._encoder is None, "let go by the searcher it replaced"
+        assert index._opened.searcher._encoder is built[0], "kept, open, by the new one"
+        run(tiny_registry, "model.with.max_length=2")  # another model: built, as before
+        assert top(index, LONG) == ("d6", 1.0)
+        assert len(built) == 2
+    finally:
+        index.close()
+    assert len(built) == 2  # every model closed at the stop: an embedder refuses use
+    for encoder in built:
+        with pytest.raises(RuntimeError):
+            encoder.embedder.encode("x")
 
 
 def test_a_searcher_in_use_is_closed_only_when_its_search_is_done(

@@ -19,6 +19,7 @@ the output stores, never a file that a record or the manifest names.
 
 from __future__ import annotations
 
+import json
 import numbers
 import threading
 from collections.abc import Iterable, Iterator
@@ -195,6 +196,32 @@ class Searcher:
                 self._encoder = QueryEncoder(self.registry, self.index, self.attention)
             return self._encoder
 
+    def share_encoder(self, other: Searcher) -> bool:
+        """Hold ``other``'s query model, built already, instead of building one, where it
+        embeds a query as this index's own would: the same model (its settings, weights
+        digest included), precision and attention section in both manifests, and the same
+        attention asked. Whether it did; the model is closed when both searchers are.
+
+        ``seamline serve`` opens its index anew at each republication, and building a
+        model (weights loaded, attention verified, compiled) made the first search after
+        a republication by the same model take seconds, the searches behind it waiting.
+        """
+        if self.attention != other.attention or _made_by(self.index) != _made_by(other.index):
+            return False
+        with other._building:
+            encoder = other._encoder
+            if other._closed or encoder is None:
+                return False
+            encoder.held()  # before other can close: held by both now
+        with self._building:
+            if self._closed or self._encoder is not None:
+                taken = None
+            else:
+                taken, self._encoder = encoder, encoder
+        if taken is None:
+            encoder.let_go()
+        return taken is not None
+
     def _closed_error(self) -> IndexClosed:
         """What a search of a closed searcher raises (a new one each time: one exception
         raised in several threads would share, and grow, one traceback)."""
@@ -358,7 +385,7 @@ class Searcher:
             self._closed = True
             encoder, self._encoder = self._encoder, None
         if encoder is not None:
-            encoder.close()
+            encoder.let_go()  # closed, unless a searcher it was shared with still holds it
 
     def __repr__(self) -> str:
         """Short, for a notebook's ``Out[]``: the output, its model, whether it is open."""
@@ -377,6 +404,12 @@ class Searcher:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _made_by(index: Index) -> tuple[str, str]:
+    """What a query model of ``index`` is built from: the model and precision
+    (:func:`embedded_by`) and the run's attention section, as its manifest says."""
+    return embedded_by(index.manifest), json.dumps(index.manifest.attention, sort_keys=True)
 
 
 def find(

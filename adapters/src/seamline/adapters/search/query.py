@@ -13,6 +13,7 @@ windows, so that a few compilations serve any number of them.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import ParamSpec, TypeVar
 
@@ -222,6 +223,22 @@ class QueryEncoder:
             queries=True,  # the model's query side: e5's "query: ", bge's instruction
         )
         self.embedder = Embedder.from_resolved(side, registry)
+        self._holders = 1
+        """The searchers holding this model (:meth:`held`, :meth:`let_go`): closed by the last."""
+        self._holding = threading.Lock()
+
+    def held(self) -> None:
+        """One more searcher holds the model (a republication's, by the same model)."""
+        with self._holding:
+            self._holders += 1
+
+    def let_go(self) -> None:
+        """A searcher is done with the model: it is closed once every holder is."""
+        with self._holding:
+            self._holders -= 1
+            last = self._holders == 0
+        if last:
+            self.close()
 
     @property
     def chosen(self) -> dict[str, str]:

@@ -9,7 +9,9 @@ on the next search. A search runs in a worker thread, never on the event loop.
 The index may be written again while it is served (the pipeline re-run, perhaps with
 another model setting): each search first looks at the manifest (one ``stat``) and,
 when it is another file than the one opened, opens the index anew, so that a query is
-always embedded by the model the current manifest names. The searcher it replaces is
+always embedded by the model the current manifest names. Where that is the model already
+built (the same settings, weights digest, precision and attention), it is kept, and only
+the output is opened again; another model is built, within that search. The searcher it replaces is
 closed once the searches still using it are done: each search holds a lease on the
 searcher it began with (:meth:`IndexSearch._acquire`, :meth:`IndexSearch._release`),
 because a closed searcher refuses to search (:class:`~seamline.adapters.search.IndexClosed`), and a
@@ -111,10 +113,12 @@ class IndexSearch:
                         code="not_ready",
                         kind=SERVER_ERROR,
                     )
-                if self._opened is not None and self._opened.signature != signature:
+                replaced = self._opened
+                if replaced is not None and replaced.signature != signature:
                     stale = self._retire()
                 if self._opened is None:
-                    self._opened = _Opened(self._build(path), signature)
+                    kept = None if replaced is None else replaced.searcher
+                    self._opened = _Opened(self._build(path, kept), signature)
                 self._opened.users += 1
                 return self._opened
         finally:
@@ -166,11 +170,15 @@ class IndexSearch:
             )
         return self.path
 
-    def _build(self, path: Path) -> Searcher:
-        """The index opened and its query model built (under the lock: once at a time)."""
+    def _build(self, path: Path, replaced: Searcher | None = None) -> Searcher:
+        """The index opened and its query model built (under the lock: once at a time), or,
+        where the searcher it replaces embeds queries as the new manifest says, that
+        searcher's model kept (:meth:`Searcher.share_encoder`): only the output is opened
+        again, a fraction of a second where building a model took seconds."""
         try:
             searcher = Searcher(self.registry, path)
-            _ = searcher.encoder  # the query model, built once, here
+            if replaced is None or not searcher.share_encoder(replaced):
+                _ = searcher.encoder  # the query model, built once, here
         except UserError as err:
             raise ApiError(
                 404,
