@@ -8,6 +8,7 @@ aside by a failure left as it was; and the counts of each, measured from the row
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,9 +46,14 @@ def manifest(run_id: str) -> dict[str, Any]:
 
 
 def sync(
-    tmp_path: Path, records: list[OutputRecord], errors: list[DocumentError] = (), **options: Any
+    tmp_path: Path,
+    records: list[OutputRecord],
+    errors: list[DocumentError] = (),
+    older_versions: bool = False,
+    **options: Any,
 ) -> dict[str, int] | None:
-    """One whole run with ``mode: sync``; the counts it reports."""
+    """One whole run with ``mode: sync``; the counts it reports (of documents only, unless
+    ``older_versions``: test_sink_lancedb_older_versions.py)."""
     out = sink(tmp_path, mode="sync", **options)
     out.start(manifest("r"))
     out.write(records)
@@ -55,7 +61,13 @@ def sync(
         out.write_error(error)
     out.close()
     changes = sink(tmp_path).published_changes("r")
-    return None if changes is None else dict(changes)
+    return dict(changes) if older_versions and changes is not None else documents(changes)
+
+
+def documents(changes: Mapping[str, int] | None) -> dict[str, int] | None:
+    """The counts of documents in ``changes``, without what older versions keep (None: none)."""
+    found = {k: v for k, v in (changes or {}).items() if not k.startswith("older_versions")}
+    return found or None
 
 
 def rows(tmp_path: Path) -> list[tuple[str, int, float]]:
@@ -196,7 +208,7 @@ def test_counts_are_only_those_of_the_run_that_published(tmp_path: Path) -> None
     overwrite.start(manifest("r2"))
     overwrite.write(windows("a", 1, 1))
     overwrite.close()
-    assert sink(tmp_path).published_changes("r2") is None, "overwrite measures nothing"
+    assert documents(sink(tmp_path).published_changes("r2")) is None, "overwrite counts none"
 
 
 @pytest.mark.parametrize("resume", [False, True], ids=["fresh-run", "resumed"])
@@ -226,7 +238,9 @@ def test_a_sync_that_died_while_publishing_is_undone_and_then_applied_once(
     assert rows(tmp_path) == [("a", 0, 1.0), ("a", 1, 1.0), ("b", 0, 1.0)], "undone first"
     out.close()
     assert rows(tmp_path) == [("a", 0, 2.0), ("c", 0, 3.0)]
-    assert sink(tmp_path).published_changes("r") == counts(added=1, replaced=1, deleted=1)
+    assert documents(sink(tmp_path).published_changes("r")) == counts(
+        added=1, replaced=1, deleted=1
+    )
 
 
 def test_a_staged_sync_publishes_the_union_of_its_parts_then_deletes(tmp_path: Path) -> None:
@@ -249,7 +263,9 @@ def test_a_staged_sync_publishes_the_union_of_its_parts_then_deletes(tmp_path: P
     # "a" from shard 0 and "d" from shard 1 both survive; "b" is gone; "c" failed in shard 1.
     assert rows(tmp_path) == [("a", 0, 5.0), ("c", 0, 1.0), ("d", 0, 5.0)]
     assert table(tmp_path).version == before + 1
-    assert make().published_changes("run-1") == counts(added=1, replaced=1, deleted=1, kept=1)
+    assert documents(make().published_changes("run-1")) == counts(
+        added=1, replaced=1, deleted=1, kept=1
+    )
 
 
 @pytest.fixture(scope="module")
@@ -295,6 +311,44 @@ def test_seamline_run_says_what_a_sync_changed(tmp_path: Path, discovered: Regis
     assert "resumed after cursor" in said
     assert "documents in the output: 0 added, 0 replaced, 10 deleted, 30 unchanged, 0 set" in said
     assert rows() == 30
+
+
+def test_seamline_run_says_what_older_versions_keep(tmp_path: Path, discovered: Registry) -> None:
+    """As a user meets it: the first run keeps nothing older and says nothing; a second
+    keeps the first's version and says how many and how much, and how to remove them,
+    in text and in JSON; with prune the line goes, as the versions do."""
+    (tmp_path / "pipeline.yaml").write_text(
+        "pipeline: notes\n"
+        "loader: {use: fault-loader, with: {documents: 12}}\n"
+        "model: {use: tiny}\n"
+        "attention: {use: native}\n"
+        "sink: {use: lancedb, with: {path: out/emb.lance, mode: sync}}\n"
+        "run: {batch_size: 4, buckets: [8, 16]}\n",
+        encoding="utf-8",
+    )
+    pipeline = Path("pipeline.yaml")
+    with cli_in(tmp_path, discovered) as cli:
+        first = seamline(cli, pipeline)
+        second = seamline(cli, pipeline, "--set", "loader.with.documents=10")
+        as_json = seamline(cli, pipeline, "--format", "json")
+        pruned = seamline(cli, pipeline, "--set", "sink.with.prune=true")
+    for ran in (first, second, as_json, pruned):
+        assert ran.exit_code == 0, ran.stderr
+    assert "older versions" not in first.stdout
+    said = " ".join(second.stdout.split())
+    assert "older versions: 1 kept, " in said, said
+    assert "prune: true removes them: docs/pipelines.md#sink-lancedb, Disk over republishes" in said
+    document = json.loads(as_json.stdout)
+    assert document["older_versions"]["kept"] == 2
+    assert document["older_versions"]["bytes"] > 0
+    assert document["changes"] == {
+        "added": 2,
+        "replaced": 0,
+        "deleted": 0,
+        "unchanged": 10,
+        "kept": 0,
+    }
+    assert "older versions" not in pruned.stdout
 
 
 def test_seamline_run_over_a_folder_gone_blank_leaves_the_table(

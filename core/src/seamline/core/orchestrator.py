@@ -149,7 +149,9 @@ class RunSummary:
     changes: Mapping[str, int] | None = None
     """What publishing changed in the output, in documents by kind, as the sink measured it
     (the lancedb sink's ``mode: sync``: added, replaced, unchanged, deleted, kept); None
-    when the sink does not measure it."""
+    when the sink does not measure it. ``older_versions`` and ``older_versions_bytes`` are
+    no documents: the older versions the output keeps, and the bytes only they use
+    (:meth:`~seamline.contracts.Sink.published_changes`)."""
     first_failure: DocumentError | None = None
     """The first document this run (or part) set aside as failed, if any."""
 

@@ -233,3 +233,27 @@ def _listed(ids: set[str] | frozenset[str]) -> str:
 def _sql_text(value: str) -> str:
     """A SQL string literal (single quotes doubled), for a filter LanceDB parses."""
     return "'" + value.replace("'", "''") + "'"
+
+
+def older_versions(table: Table, folder: Path) -> tuple[int, int]:
+    """How many versions of ``table`` (its folder ``folder``) are older than its newest, and
+    the bytes of the data and index files that only they use: what pruning frees, but for
+    the few KB of their version records (manifests, transactions, deletion files).
+
+    The table's data and index files (``data/``, ``_indices/``) less those its newest
+    version reads: its data files (the size its version record gives) and its indexes (each
+    index's own size). A first publication's older versions are the commits before its
+    indexes were built, which share its files: 0 bytes. Cheap: one listing of two folders
+    and two reads of metadata.
+    """
+    versions = table.list_versions()
+    newest = max(versions, key=lambda version: int(version["version"]))
+    data = int(newest.get("metadata", {}).get("total_files_size", 0))
+    indexes = sum(int(index.size_bytes or 0) for index in table.list_indices())
+    total = sum(
+        entry.stat().st_size
+        for kind in ("data", "_indices")
+        for entry in (folder / kind).rglob("*")
+        if entry.is_file() and not entry.is_symlink()
+    )
+    return len(versions) - 1, max(total - data - indexes, 0)

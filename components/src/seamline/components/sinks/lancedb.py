@@ -112,6 +112,7 @@ from seamline.components.sinks._lance_sync import publish_synced
 from seamline.components.sinks._lance_table import (
     LanceDatabases,
     compacted,
+    older_versions,
     prune_versions,
     publish_rows,
     table_ids,
@@ -261,6 +262,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
 
     def describe(self) -> dict[str, str]:
         return {**super().describe(), "mode": self.config.mode}
+
+    def published_changes(self, run_id: str) -> Mapping[str, int] | None:
+        """The kit's counts (``sync``'s documents), and what older versions keep (:func:`_kept`)."""
+        return _kept(self, super().published_changes(run_id), run_id)
 
     # -- the hooks of the kit's lifecycle ----------------------------------------------------
 
@@ -534,6 +539,28 @@ def _complete(sink: LanceDbSink, parts: Sequence[Mapping[str, Path]], run_id: st
     with stops_deferred():
         publish_staged(sink.staging().root, run_id, [errors], manifest)
         sink.forget_run()
+
+
+def _kept(
+    sink: LanceDbSink, changes: Mapping[str, int] | None, run_id: str
+) -> Mapping[str, int] | None:
+    """``changes`` and, where ``prune`` is off, what the table's older versions keep on disk
+    (``older_versions``, ``older_versions_bytes``: :func:`older_versions`), measured now,
+    after run ``run_id`` (None: the output published now is another run's).
+
+    Every publication keeps a full copy of the rows it rewrote and of the indexes it built
+    anew (a ``sync`` of a few edits rewrites every row it read), and nothing said so: a
+    daily sync's table grew by about its own size each day, unseen until the disk filled.
+    """
+    if sink.config.prune or (sink.published_manifest() or {}).get("run_id") != run_id:
+        return changes
+    table = sink._lance.open(sink._database)
+    if table is None:
+        return changes
+    count, size = older_versions(table, sink.destination)
+    if count == 0 or size == 0:  # none, or only the commits of this publication's indexes
+        return changes
+    return {**(changes or {}), "older_versions": count, "older_versions_bytes": size}
 
 
 def _finish_part(sink: LanceDbSink) -> None:
