@@ -9,6 +9,11 @@ parentheses the parser must reach the closing one, so the filter is given as
 closing parenthesis is the wrapper's own, so a filter whose parentheses do not pair up
 (outside its quoted strings, names and comments) is refused before LanceDB sees it:
 ``b > 5) garbage (b < 7`` would otherwise pair its own.
+
+A filter is run as written, no values bound to it: a placeholder (``id = ?``, ``$1``,
+``:name``) made LanceDB's planner panic (a traceback and exit 1 from ``seamline search``,
+a 500 from a server), as did a ``$$``-quoted string, which starts as ``$`` does; both are
+refused before LanceDB sees them.
 """
 
 from __future__ import annotations
@@ -40,6 +45,12 @@ def one_expression(where: str) -> str:
             f"than the rows it reads: refused in a filter ({', '.join(COSTLY)}), whose cost "
             "LanceDB does not bound (repeat(text, 300000) on 30 rows took 5 s and 1 GiB)"
         )
+    placeholder = _placeholder(where)
+    if placeholder:
+        raise FilterRefused(
+            f"where {where!r} is not a filter LanceDB can apply: it has {placeholder}. "
+            "Write the value itself, a string in single quotes (id = 'd1')"
+        )
     return f"({where}\n)"
 
 
@@ -64,26 +75,59 @@ which is why serving.md says a ``where`` is for clients the operator trusts."""
 _COSTLY_CALL = re.compile(rf"(?<![\w.])({'|'.join(COSTLY)})\s*\(", re.IGNORECASE)
 
 
+_PLACEHOLDER = re.compile(
+    r"(?P<quoted>(?<![\w$@#])\$\w*\$)"  # $$ or $tag$: a $-quoted string starts
+    r"|(?<![\w$@#])\$\w*"  # $1, $name: a $ that continues no name (a$b is one)
+    r"|\?\d*"  # ?, ?1
+    r"|(?<!:):\w+"  # :name, :1; not ::, a cast
+)
+"""What DataFusion's parser reads as a value to bind, or as a ``$``-quoted string (whose
+``$`` starts as a placeholder's does): both made LanceDB's planner panic. A ``:`` inside
+``[...]`` is a slice's (``[1:n]``), which :func:`_placeholder` leaves out."""
+
+
+def _placeholder(where: str) -> str:
+    """The first placeholder or ``$``-quoted string in ``where``'s code ("" if none)."""
+    code = _code_of(where)
+    for found in _PLACEHOLDER.finditer(code):
+        if found[0].startswith(":") and _in_brackets(code, found.start()):
+            continue
+        at = found.start() + 1
+        if found["quoted"]:
+            return f"a $-quoted string at character {at} ({found[0]}...), which LanceDB cannot read"
+        return (
+            f"a placeholder at character {at} ({found[0]}), and a search binds no values "
+            "to a filter"
+        )
+    return ""
+
+
+def _in_brackets(code: str, at: int) -> bool:
+    """Whether character ``at`` of ``code`` lies inside ``[...]``."""
+    before = code[:at]
+    return before.count("[") > before.count("]")
+
+
 def _code_of(where: str) -> str:
-    """``where`` with its string literals, quoted names and comments blanked: the code."""
+    """``where`` with its string literals, quoted names and comments blanked, each by as
+    many spaces as it had characters (a place in the code is the same in ``where``)."""
     out, at = [], 0
     while at < len(where):
-        ch = where[at]
+        ch, start = where[at], at
         if ch in _QUOTES:
             end = where.find(ch, at + 1)
             at = len(where) if end < 0 else end + 1
-            out.append(" ")
         elif where.startswith("--", at):
             end = where.find("\n", at)
             at = len(where) if end < 0 else end + 1
-            out.append(" ")
         elif where.startswith("/*", at):
             end = where.find("*/", at + 2)
             at = len(where) if end < 0 else end + 2
-            out.append(" ")
         else:
             out.append(ch)
             at += 1
+            continue
+        out.append(" " * (at - start))
     return "".join(out)
 
 

@@ -169,12 +169,20 @@ class LanceReader(OutputReader):
                     f"columns: {', '.join(_column_names(table.schema))}"
                 ) from err
             raise _unsearchable(path, err) from None
+        except Exception as err:  # LanceDB's RustPanic: it failed inside, on this filter?
+            if where is None or not _panicked_on_filter(err, table, vector):
+                raise
+            raise _filter_panicked(where, path, err) from None
         try:  # reading the rows: a problem here is the table's (a data file gone, say)
             found = query.to_arrow().to_pydict()
         except (ValueError, RuntimeError, OSError) as err:
             if where is not None and _reads_without_filter(table, vector):
                 raise _filter_failed(where, err) from None  # the filter's, not the table's
             raise _unsearchable(path, err) from None
+        except Exception as err:
+            if where is None or not _panicked_on_filter(err, table, vector):
+                raise
+            raise _filter_panicked(where, path, err) from None
         found.pop("_distance")  # selected only because LanceDB warns on stderr otherwise
         matrix, rows = stored_chunk(found, f"{path}: row", 0, len(vector))
         if where:
@@ -216,9 +224,30 @@ def _reads_without_filter(table: Table, vector: np.ndarray[Any, Any]) -> bool:
         table.search(vector, vector_column_name=EMBEDDING).select(["id", "_distance"]).limit(
             1
         ).to_arrow()
-    except (ValueError, RuntimeError, OSError):
+    except Exception:  # LanceDB's RustPanic too
         return False
     return True
+
+
+def _panicked_on_filter(err: Exception, table: Table, vector: np.ndarray[Any, Any]) -> bool:
+    """Whether ``err`` is LanceDB's panic (``RustPanic``, an ``Exception``) on a search that
+    the table answers without its filter: the filter's doing, not the table's.
+
+    Forms of a filter LanceDB's planner has no code for (``N'x'``, ``B'01'``, ``R'x'``
+    strings; placeholders, refused before they reach it) panicked: a traceback and exit 1
+    from ``seamline search``, a 500 from a server. A panic without the filter too is a
+    fault of the table or of LanceDB, and stays one.
+    """
+    return type(err).__name__ == "RustPanic" and _reads_without_filter(table, vector)
+
+
+def _filter_panicked(where: str, path: Path, err: Exception) -> FilterRefused:
+    return FilterRefused(
+        f"where {where!r} is not a filter LanceDB can apply to {path}: LanceDB could not run "
+        f"this filter (it failed inside: {first_line(err)}), though it searches the output "
+        "without it. Change the filter: strings prefixed N'…', B'…' or R'…' are among what "
+        "it cannot run; write a string in single quotes (id = 'd1')"
+    )
 
 
 _QUOTED = re.compile(r"'[^']*'")
