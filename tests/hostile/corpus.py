@@ -228,6 +228,12 @@ def _jsonl(corpus: Corpus) -> None:
     dead("a 5,000-digit number", digits, "a number of more than")
     n = line('{"id": "nan", "text": "score is not a number", "score": NaN}')
     add(Case("NaN in metadata", j, ("nan",), WRITTEN, line=n))
+    dead(
+        "a lone surrogate in metadata",
+        '{"id": "m-sur", "text": "t", "score": {"\\udc80": 1}}',
+        "lone surrogate",
+        "m-sur",
+    )
     n = obj(id="special", text="[CLS] [SEP] [PAD]")
     add(Case("only special tokens", j, ("special",), WRITTEN, line=n))
     n = obj(id="boom", text=TOKENIZER_FAILURE)

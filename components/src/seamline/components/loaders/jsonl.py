@@ -282,11 +282,8 @@ class JsonlLoader(Loader[JsonlLoaderConfig]):
 
         metadata = {name: obj[name] for name in self.config.metadata_fields if name in obj}
         for name, value in metadata.items():
-            if _deeper_than(value, MAX_METADATA_DEPTH):
-                return error(
-                    f"metadata field {name!r} is nested deeper than {MAX_METADATA_DEPTH} levels",
-                    doc_id,
-                )
+            if (problem := _metadata_problem(value, MAX_METADATA_DEPTH)) is not None:
+                return error(f"metadata field {name!r} {problem}", doc_id)
         return Document(id=doc_id, text=text, metadata=metadata)
 
     def _identified(
@@ -367,17 +364,29 @@ def _lone_surrogate(text: str) -> str | None:
     return None
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests containers more than ``limit`` levels deep (iteratively)."""
+def _metadata_problem(value: Any, limit: int) -> str | None:
+    """Why a metadata value cannot be copied (None if it can), in one iterative walk: it
+    nests containers more than ``limit`` levels deep, or a string or key in it holds a
+    lone surrogate (``"\\ud800"``, valid JSON but not Unicode).
+
+    The text and the id were checked for lone surrogates, the metadata not: the lancedb
+    and parquet sinks then failed to encode it and the whole run stopped, naming no line.
+    """
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str) and (bad := _lone_surrogate(item)) is not None:
+            return f"holds {bad}, which is not valid Unicode"
         if isinstance(item, dict | list):
             if depth >= limit:
-                return True
+                return f"is nested deeper than {limit} levels"
+            if isinstance(item, dict):
+                for key in item:
+                    if (bad := _lone_surrogate(key)) is not None:
+                        return f"holds {bad} in a key, which is not valid Unicode"
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
-    return False
+    return None
 
 
 class _RepeatedKey(Exception):

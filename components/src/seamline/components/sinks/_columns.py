@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
@@ -57,6 +58,7 @@ from seamline.components.sinks._metadata_types import (
     with_texts,
 )
 from seamline.contracts import ContractViolation, OutputRecord, UserError
+from seamline.contracts.json_safe import safe_text
 from seamline.contracts.logs import get_logger
 from seamline.contracts.manifest import REWRITE
 from seamline.contracts.readback import Chunk
@@ -166,6 +168,7 @@ class RowLayout:
         """``records`` as one record batch; the first call fixes the schema."""
         import pyarrow as pa
 
+        records = [_utf8_metadata(record) for record in records]
         vectors = [checked_vector(record) for record in records]
         if self.schema is None:
             self.schema = self._first_schema(records, vectors)
@@ -259,6 +262,39 @@ class RowLayout:
                         reason="the output's columns were fixed before this key appeared; "
                         "list it in metadata_columns to keep it",
                     )
+
+
+def _utf8_metadata(record: OutputRecord) -> OutputRecord:
+    """``record`` with each lone surrogate in its metadata's strings and keys written as
+    its escape text (``\\ud800``), as the jsonl and npy sinks write it (:func:`~seamline.
+    contracts.json_safe.safe_text`); ``record`` itself where there is none.
+
+    Arrow strings are UTF-8: a loader's metadata holding one (a third party's; the jsonl
+    loader sets such a line aside) failed in pyarrow, and the whole run with it, nothing
+    published, where the jsonl and npy sinks wrote the same document.
+    """
+    metadata = _escaped(record.metadata)
+    return record if metadata is record.metadata else dataclasses.replace(record, metadata=metadata)
+
+
+def _escaped(value: Any) -> Any:
+    """``value`` with :func:`safe_text` applied to every string and key in it; ``value``
+    itself (the same object) where that changes nothing."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, Mapping):
+        pairs = [(_escaped(key), _escaped(item)) for key, item in value.items()]
+        same = all(
+            new is old and item is was
+            for (new, item), (old, was) in zip(pairs, value.items(), strict=True)
+        )
+        return value if same else dict(pairs)
+    if isinstance(value, list | tuple):
+        items = [_escaped(item) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value
 
 
 def _column(values: list[Any], field: pa.Field, records: Sequence[OutputRecord]) -> pa.Array:
