@@ -249,3 +249,33 @@ def test_a_later_value_wider_than_the_first_batchs_names_the_first_batch(tmp_pat
     assert "typed from the values of the first records written (one batch)" in said
     assert "raise run.batch_size" in said
     assert "one type in the input" not in said
+
+
+@pytest.mark.parametrize("kind", ["parquet", "lancedb"])
+def test_a_value_in_a_string_field_is_stored_as_the_jsonl_sink_writes_it(
+    kind: str, tmp_path: Path
+) -> None:
+    # Stored as json.dumps wrote it: '"AP8="' (quoted, not base64), 'NaN' (not JSON),
+    # '"2021-03-04"'; the jsonl sink writes AP8=, null and 2021-03-04.
+    import datetime
+
+    nan, first = float("nan"), {"blob": None, "x": None, "day": None, "xs": [], "obj": None}
+    later = {
+        "blob": b"\x00\xff",
+        "x": nan,
+        "day": datetime.date(2021, 3, 4),
+        "xs": [nan, 1.5, float("inf"), b"\x01"],
+        "obj": {"x": nan, "b": b"\x01", "day": datetime.date(2021, 3, 4)},
+    }
+    sink = make(kind, tmp_path / "out")
+    sink.start(MANIFEST)
+    sink.write([record("a", **first)])
+    sink.write([record("b", **later)])
+    sink.close()
+    assert published_metadata(kind, tmp_path / "out")[1] == {
+        "blob": "AP8=",
+        "x": None,
+        "day": "2021-03-04",
+        "xs": [None, "1.5", None, "AQ=="],
+        "obj": '{"b": "AQ==", "day": "2021-03-04", "x": null}',
+    }

@@ -8,8 +8,8 @@ those values, and two things it would infer are narrower than the key's values c
 - a part of a value with nothing in it yet: a list that is empty in every record of the
   batch (``list<null>``), a struct field null in every record (``struct<b: null>``).
   Any value may come later, so such a part is text (``list<string>``), and a
-  non-string value written to it is its JSON text, as a whole key with no value in the
-  first batch always was. A Parquet ``list<string>`` column whose first 99 rows were
+  non-string value written to it is text (:func:`json_text`), as a whole key with no
+  value in the first batch always was. A Parquet ``list<string>`` column whose first 99 rows were
   empty stopped the run at row 100, ``['urgent']`` not fitting ``list<null>``.
 - a decimal: pyarrow infers the smallest precision that holds the first values
   (``decimal128(3, 2)`` for ``1.00``), and a later ``123456789012.34`` of the same
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seamline.contracts.json_safe import bytes_text
+from seamline.contracts.json_safe import json_safe
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -152,17 +152,28 @@ def with_texts(value: Any, kind: pa.DataType) -> Any:
     return value
 
 
-def json_text(value: Any) -> str:
-    """A non-string metadata value for a string column: its JSON text (numpy values as
-    numbers, bytes as their base64 text, as the JSON sinks write them)."""
+def json_text(value: Any) -> str | None:
+    """A non-string metadata value for a string column or part: the text the jsonl sink
+    writes for it, so both outputs of one input agree.
 
-    def plain(item: Any) -> Any:
-        if isinstance(item, bytes | bytearray):
-            return bytes_text(item)
-        tolist = getattr(item, "tolist", None)
-        return tolist() if callable(tolist) else str(item)
+    The value goes through :func:`~seamline.contracts.json_safe.json_safe` first, as
+    every JSON line does: a NaN or infinity is null (``json.dumps`` wrote ``NaN``, not
+    JSON), bytes their base64 text. A lone text that makes (bytes, a date, a path) is
+    stored bare, as a string column holds a string: quoted, ``"AP8="`` did not decode as
+    base64. A number, a boolean, a list or an object is its JSON text (``[1, 2]``).
+    """
+    safe = json_safe(value)
+    if safe is None or isinstance(safe, str):
+        return safe
+    if isinstance(safe, bool | int | float | list | dict):
+        return json.dumps(safe, ensure_ascii=False, sort_keys=True, default=_plain_text)
+    return _plain_text(safe)
 
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=plain)
+
+def _plain_text(value: Any) -> str:
+    """A value JSON has no type for (a date, a decimal, a path): its text, as the jsonl
+    sink's writer falls back to."""
+    return str(value)
 
 
 def _is_list(kind: pa.DataType) -> bool:
