@@ -395,7 +395,7 @@ class NoPandas:  # import pandas fails, as where it is not installed
 if sys.argv[1] == "blocked":
     sys.meta_path.insert(0, NoPandas())
 from seamline.components.loaders.parquet import ParquetLoader, ParquetLoaderConfig
-config = ParquetLoaderConfig(path="t.parquet", metadata_columns=["when", "took"])
+config = ParquetLoaderConfig(path="t.parquet", metadata_columns=sys.argv[2].split(","))
 for loaded in ParquetLoader(config).read():
     item = loaded.item
     told = getattr(item, "reason", None) or {k: str(v) for k, v in item.metadata.items()}
@@ -423,7 +423,7 @@ def test_a_nanosecond_time_has_one_outcome_whether_pandas_is_installed_or_not(
     table = pa.table({"id": ["whole", "finer"], "text": ["a", "b"], "when": stamps, "took": took})
     pq.write_table(table, tmp_path / "t.parquet")
     run = subprocess.run(
-        [sys.executable, "-c", NANOSECOND_READ, pandas],
+        [sys.executable, "-c", NANOSECOND_READ, pandas, "when,took"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -441,6 +441,56 @@ def test_a_nanosecond_time_has_one_outcome_whether_pandas_is_installed_or_not(
         "row 1 of row group 0: metadata column 'when' holds a value Python cannot represent "
         "(timestamp[ns, tz=Europe/Paris] value 1614834367123456789 is between two microseconds)"
     )
+
+
+@pytest.mark.parametrize("pandas", ["importable", "blocked"])
+def test_a_nanosecond_time_inside_a_list_struct_or_map_has_one_outcome_too(
+    tmp_path: Path, pandas: str
+) -> None:
+    # Only the column's own type was looked at: with pandas .123456789 became .123456
+    # without a word, without it the row was refused with "Install pandas".
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if pandas == "importable":
+        pytest.importorskip("pandas")
+    ns = pa.timestamp("ns")
+    whole, finer = 1_614_834_367_123_456_000, 1_614_834_367_123_456_789
+    columns = {
+        "id": ["whole", "finer", "held"],
+        "text": ["a", "b", "c"],
+        "lts": pa.array([[whole, None], [whole, finer], None], pa.list_(ns)),
+        "st": pa.array([{"t": whole}, {"t": whole}, {"t": finer}], pa.struct([("t", ns)])),
+        "mp": pa.array([[("k", 1_000)], [], [("k", 1)]], pa.map_(pa.string(), pa.duration("ns"))),
+    }
+    pq.write_table(pa.table(columns), tmp_path / "t.parquet")
+    run = subprocess.run(
+        [sys.executable, "-c", NANOSECOND_READ, pandas, "lts,st,mp"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    kept, lts, st_mp = (json.loads(line) for line in run.stdout.splitlines())
+    assert kept == [
+        "whole",
+        {
+            "lts": "[datetime.datetime(2021, 3, 4, 5, 6, 7, 123456), None]",
+            "st": "{'t': datetime.datetime(2021, 3, 4, 5, 6, 7, 123456)}",
+            "mp": "[('k', datetime.timedelta(microseconds=1))]",
+        },
+        pandas == "importable",
+    ]
+    assert lts[1].startswith(
+        "row 1 of row group 0: metadata column 'lts' holds a value Python cannot represent "
+        "(timestamp[ns] value 1614834367123456789 is between two microseconds)"
+    )
+    assert "column 'st' holds a value Python cannot represent (timestamp[ns] value " in st_mp[1]
+    assert "column 'mp' holds a value Python cannot represent (duration[ns] value 1 is " in st_mp[1]
 
 
 def test_text_that_is_not_utf8_is_set_aside_with_the_fix_for_it(tmp_path: Path) -> None:

@@ -25,10 +25,10 @@ average) still costs that page transiently, but never its Python copy.
 
 A batch becomes Python values in one call (:func:`to_python`), its nanosecond times
 first made microseconds on the Arrow side, whether pandas is installed or not (a value
-between two microseconds sets its row aside), unless one of its values has no Python
-equivalent (a date past ``datetime.date.max``): then each column is converted on its
-own, and each value of a column that fails, so that only the rows holding such a value
-are set aside.
+between two microseconds sets its row aside: :mod:`._parquet_times`), unless one of its
+values has no Python equivalent (a date past ``datetime.date.max``): then each column is
+converted on its own, and each value of a column that fails, so that only the rows
+holding such a value are set aside.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from seamline.components.loaders._parquet_times import whole_microseconds
 from seamline.contracts.stored import first_line
 
 if TYPE_CHECKING:
@@ -237,49 +238,6 @@ def column_values(
                 why = f"{type(err).__name__}: {first_line(err)}"
                 failed.setdefault(row, []).append((name, why))
     return values
-
-
-def _microseconds(kind: pa.DataType) -> pa.DataType | None:
-    """The microsecond type of a nanosecond time type (timestamp, duration, time of day);
-    None for any other type."""
-    import pyarrow as pa
-
-    if getattr(kind, "unit", None) != "ns":
-        return None
-    if pa.types.is_timestamp(kind):
-        return pa.timestamp("us", kind.tz)
-    if pa.types.is_duration(kind):
-        return pa.duration("us")
-    return pa.time64("us") if pa.types.is_time64(kind) else None
-
-
-def whole_microseconds(
-    batch: pa.RecordBatch, failed: dict[int, list[tuple[str, str]]]
-) -> pa.RecordBatch:
-    """``batch`` with its nanosecond time columns in microseconds, Python's resolution; each
-    value between two microseconds is added to ``failed`` (row: ``(name, why)``).
-
-    pyarrow converts a nanosecond value to ``pandas.Timestamp`` when pandas can be
-    imported, and refuses it otherwise: the parquet sink then cut ``.123456789`` to
-    ``.123456`` without a word, or every row was set aside, depending on what else was
-    installed. Converted here, on the Arrow side, the outcome is one: a whole number of
-    microseconds is that ``datetime``, any other value sets its row aside.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    columns = list(batch.columns)
-    for i, (name, column) in enumerate(zip(batch.schema.names, columns, strict=True)):
-        micro = _microseconds(column.type)
-        if micro is None:
-            continue
-        columns[i] = column.cast(micro, safe=False)  # truncated; the rows that lost are failed
-        lost = pc.fill_null(pc.not_equal(columns[i].cast(column.type), column), False)
-        nanoseconds = column.cast(pa.int64())
-        for row in pc.indices_nonzero(lost).to_pylist():
-            why = f"{column.type} value {nanoseconds[row]} is between two microseconds"
-            failed.setdefault(row, []).append((name, why))
-    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def to_python(
