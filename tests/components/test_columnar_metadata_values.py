@@ -279,3 +279,30 @@ def test_a_value_in_a_string_field_is_stored_as_the_jsonl_sink_writes_it(
         "xs": [None, "1.5", None, "AQ=="],
         "obj": '{"b": "AQ==", "day": "2021-03-04", "x": null}',
     }
+
+
+@pytest.mark.parametrize("kind", ["parquet", "lancedb"])
+def test_parts_whose_first_batch_left_a_part_empty_merge_into_one_output(
+    kind: str, tmp_path: Path
+) -> None:
+    # Shard 1 saw only an empty list and a null field first (list<string>, struct<b:
+    # string>), shard 0 integers: publication stopped, "give the key values of one type".
+    parts = [
+        [record("a", li=[1, 2], pair={"a": 1, "b": 5}, deep={"xs": [[1.5]]})],
+        [record("b", li=[], pair={"a": 2, "b": None}, deep={"xs": []})],
+        [record("c", li=["x"], pair={"a": 3, "b": "x"}, deep={"xs": [["y", None]]})],
+    ]
+    staged(lambda: make(kind, tmp_path / "out"), parts)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        schema = pq.read_schema(tmp_path / "out" / "emb.parquet")
+        assert str(schema.field("metadata").type) == (
+            "struct<li: list<element: string>, pair: struct<a: int64, b: string>, "
+            "deep: struct<xs: list<element: string>>>"
+        )
+    assert published_metadata(kind, tmp_path / "out") == [
+        {"li": ["1", "2"], "pair": {"a": 1, "b": "5"}, "deep": {"xs": ["[1.5]"]}},
+        {"li": [], "pair": {"a": 2, "b": None}, "deep": {"xs": []}},
+        {"li": ["x"], "pair": {"a": 3, "b": "x"}, "deep": {"xs": ['["y", null]']}},
+    ]
