@@ -116,3 +116,26 @@ def test_the_server_answers_400_not_500(folder: Path, tiny_registry: Registry, w
         assert str(folder) not in error.message
     finally:
         index.close()
+
+
+def test_a_panic_on_a_table_broken_without_the_filter_too_is_the_tables_error(
+    folder: Path,
+) -> None:
+    # The panic was re-raised: a RustPanic traceback and exit 1, where the same search
+    # without the filter says the table cannot be searched (exit 2).
+    data = sorted(folder.glob("out/**/data/*.lance"))
+    assert data, sorted(str(p.relative_to(folder)) for p in folder.glob("out/**/*"))
+    for file in data:
+        file.unlink()
+    done = subprocess.run(
+        [str(SEAMLINE), "search", "out/emb.lance", TEXTS[0], "--where", PANICS[0]],
+        cwd=folder,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "error: out/emb.lance: LanceDB could not search it (" in done.stderr, done.stderr

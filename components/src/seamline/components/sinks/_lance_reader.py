@@ -170,9 +170,10 @@ class LanceReader(OutputReader):
                 ) from err
             raise _unsearchable(path, err) from None
         except Exception as err:  # LanceDB's RustPanic: it failed inside, on this filter?
-            if where is None or not _panicked_on_filter(err, table, vector):
+            refusal = _panic_refusal(err, where, path, table, vector)
+            if refusal is None:
                 raise
-            raise _filter_panicked(where, path, err) from None
+            raise refusal from None
         try:  # reading the rows: a problem here is the table's (a data file gone, say)
             found = query.to_arrow().to_pydict()
         except (ValueError, RuntimeError, OSError) as err:
@@ -180,9 +181,10 @@ class LanceReader(OutputReader):
                 raise _filter_failed(where, err) from None  # the filter's, not the table's
             raise _unsearchable(path, err) from None
         except Exception as err:
-            if where is None or not _panicked_on_filter(err, table, vector):
+            refusal = _panic_refusal(err, where, path, table, vector)
+            if refusal is None:
                 raise
-            raise _filter_panicked(where, path, err) from None
+            raise refusal from None
         found.pop("_distance")  # selected only because LanceDB warns on stderr otherwise
         matrix, rows = stored_chunk(found, f"{path}: row", 0, len(vector))
         if where:
@@ -220,25 +222,39 @@ def _reads_without_filter(table: Table, vector: np.ndarray[Any, Any]) -> bool:
     was told "not as seamline wrote it: run the pipeline again", a 503 from a server:
     the table is at fault only if it cannot be read without the filter either.
     """
+    return _error_without_filter(table, vector) is None
+
+
+def _error_without_filter(table: Table, vector: np.ndarray[Any, Any]) -> Exception | None:
+    """What the same search without its filter (one row) raises; None when it answers."""
     try:
         table.search(vector, vector_column_name=EMBEDDING).select(["id", "_distance"]).limit(
             1
         ).to_arrow()
-    except Exception:  # LanceDB's RustPanic too
-        return False
-    return True
+    except Exception as err:  # LanceDB's RustPanic too
+        return err
+    return None
 
 
-def _panicked_on_filter(err: Exception, table: Table, vector: np.ndarray[Any, Any]) -> bool:
-    """Whether ``err`` is LanceDB's panic (``RustPanic``, an ``Exception``) on a search that
-    the table answers without its filter: the filter's doing, not the table's.
+def _panic_refusal(
+    err: Exception, where: str | None, path: Path, table: Table, vector: np.ndarray[Any, Any]
+) -> UserError | None:
+    """The refusal of LanceDB's panic (``RustPanic``, an ``Exception``) on a filtered search;
+    None for any other failure, which stays one.
 
     Forms of a filter LanceDB's planner has no code for (``N'x'``, ``B'01'``, ``R'x'``
     strings; placeholders, refused before they reach it) panicked: a traceback and exit 1
-    from ``seamline search``, a 500 from a server. A panic without the filter too is a
-    fault of the table or of LanceDB, and stays one.
+    from ``seamline search``, a 500 from a server. When the table answers without the
+    filter, the filter is refused; when it fails without the filter too (a data file
+    gone), the table is at fault, and its own error is the answer, as a search without
+    the filter gives it: the panic's traceback was.
     """
-    return type(err).__name__ == "RustPanic" and _reads_without_filter(table, vector)
+    if where is None or type(err).__name__ != "RustPanic":
+        return None
+    own = _error_without_filter(table, vector)
+    if own is None:
+        return _filter_panicked(where, path, err)
+    return _unsearchable(path, own)
 
 
 def _filter_panicked(where: str, path: Path, err: Exception) -> FilterRefused:
