@@ -144,6 +144,33 @@ def test_a_rows_place_is_one_id_however_the_path_is_spelled(
     assert item.item.id == "a.parquet#0:0"
 
 
+def test_a_dictionary_encoded_batch_becomes_python_max_bytes_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stated size counts each distinct value of a dictionary once: 64 rows of one
+    # 1,000-byte text, so 61 rows (61 kB; 400 MB for 1,024 texts of 400 kB) became Python
+    # strings at once, where a plain file's batches hold 3.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from seamline.components.loaders import _parquet_rows
+
+    table = pa.table({"id": [f"d{i:02}" for i in range(64)], "text": ["w" * 1000] * 64})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=64)
+    converted: list[int] = []
+    convert = _parquet_rows.to_python
+
+    def to_python(batch: pa.RecordBatch) -> Any:
+        converted.append(batch.num_rows)
+        return convert(batch)
+
+    monkeypatch.setattr(_parquet_rows, "to_python", to_python)
+    read = list(loader(tmp_path / "d.parquet", max_bytes=3_500).read())
+    assert [doc_id for doc_id, _ in documents(read)] == [f"d{i:02}" for i in range(64)]
+    assert sum(converted) == 64
+    assert max(converted) == 3, converted  # 3 rows of 1,003 bytes within 3,500
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -19,9 +19,12 @@ offers two places to enforce it before a value becomes a Python string:
 
 A group that passes is read a few rows at a time (:func:`batch_rows`), so that a
 batch holds about ``max_bytes`` of values on average, whatever the configured
-``batch_rows``. What pyarrow itself holds is one page more: a page is decoded whole,
-so a row group that hides one enormous value among many small ones (within the
-average) still costs that page transiently, but never its Python copy.
+``batch_rows``. The stated size counts each distinct value of a dictionary-encoded
+column once, so a batch of one can decode to far more: Arrow then holds it, but it
+becomes Python values in runs of about ``max_bytes`` (:func:`spans`). What pyarrow
+itself holds is one page more: a page is decoded whole, so a row group that hides one
+enormous value among many small ones (within the average) still costs that page
+transiently, but never its Python copy.
 
 A batch becomes Python values in one call (:func:`to_python`), its nanosecond times
 first made microseconds on the Arrow side, whether pandas is installed or not (a value
@@ -33,7 +36,7 @@ holding such a value are set aside.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +98,33 @@ def batch_rows(size: GroupSize, limit: int | None, configured: int) -> int:
     if limit is None or size.total == 0:
         return configured
     return max(1, min(configured, size.rows * limit // size.total))
+
+
+def spans(
+    sizes: Sequence[int], over: Sequence[bool], limit: int | None
+) -> Iterator[tuple[int, int]]:
+    """The batch's rows in runs ``[start, stop)`` of about ``limit`` bytes together (one row
+    at least; a row over the limit, whose values are nulls by then, counts none), each
+    converted to Python on its own.
+
+    :func:`batch_rows` sizes a batch from the row group's stated size, which for a
+    dictionary-encoded column counts each distinct value once: 1,024 rows of one
+    400 KB text stated 400 KB, so a batch of all of them, 400 MB of values, became
+    Python strings at once, against 2 rows a batch for the same file written plain.
+    The decoded lengths are known here, so the Python copy stays within ``limit``.
+    """
+    if limit is None:
+        yield 0, len(sizes)
+        return
+    start, held = 0, 0
+    for row, (size, skipped) in enumerate(zip(sizes, over, strict=True)):
+        size = 0 if skipped else size
+        if row > start and held + size > limit:
+            yield start, row
+            start, held = row, 0
+        held += size
+    if start < len(sizes):
+        yield start, len(sizes)
 
 
 def _measured(kind: pa.DataType) -> bool:

@@ -310,24 +310,25 @@ class ParquetLoader(Loader[ParquetLoaderConfig]):
                             ids = rows.value_bytes(batch.column(config.id_column))
                             keep[config.id_column] = pc.less_equal(ids, limit)
                         batch = rows.without_rows(batch, too_big, keep)
-                values, unconvertible = rows.to_python(batch)
                 row_sizes = sizes.to_pylist()
-                for offset in range(batch.num_rows):
-                    row += 1
-                    if isinstance(skip, int) and row <= skip:
-                        continue
-                    fields = {name: values[name][offset] for name in columns}
-                    where = (path, group, row)
-                    item: Document | DocumentError
-                    if over[offset]:
-                        item = self._too_big(where, fields, row_sizes[offset])
-                    elif offset in unconvertible:
-                        item = self._unconvertible(where, fields, unconvertible[offset])
-                    else:
-                        item = self._row(where, fields, text_type)
-                        if seen is not None and isinstance(item, Document):
-                            item = self._unique(item, where, place_number(number, row), seen)
-                    yield Loaded(f"{path}#{group}:{row}", item)
+                for start, stop in rows.spans(row_sizes, over, limit):
+                    values, unconvertible = rows.to_python(batch.slice(start, stop - start))
+                    for offset in range(start, stop):
+                        row += 1
+                        if isinstance(skip, int) and row <= skip:
+                            continue
+                        fields = {name: values[name][offset - start] for name in columns}
+                        where = (path, group, row)
+                        item: Document | DocumentError
+                        if over[offset]:
+                            item = self._too_big(where, fields, row_sizes[offset])
+                        elif (why := unconvertible.get(offset - start)) is not None:
+                            item = self._unconvertible(where, fields, why)
+                        else:
+                            item = self._row(where, fields, text_type)
+                            if seen is not None and isinstance(item, Document):
+                                item = self._unique(item, where, place_number(number, row), seen)
+                        yield Loaded(f"{path}#{group}:{row}", item)
         except (pa.ArrowException, OSError) as err:
             reason = f"row group {group} could not be read after row {row}: {err}"
             where_group = {"file": name_text(path), "row_group": group}
