@@ -25,7 +25,7 @@ from seamline.adapters.cli.main import app
 from seamline.components.sinks import lancedb as lancedb_sink
 from seamline.components.sinks._lance_table import unpruned
 from seamline.components.sinks.lancedb import LanceDbSink
-from seamline.contracts import OutputRecord, Shard, UserError
+from seamline.contracts import OutputRecord, Shard
 from tests.components.test_sink_lancedb import MANIFEST, sink, table
 from tests.faults import kill_points
 from tests.faults.component_scenarios import seamline
@@ -58,9 +58,13 @@ def records(docs: list[str], marked: str | None = None) -> list[OutputRecord]:
     ]
 
 
+RUN = "r"
+"""The run id :func:`publish` publishes under."""
+
+
 def publish(tmp_path: Path, rows: list[OutputRecord], **options: Any) -> None:
     out = sink(tmp_path, text=True, full_text_index=True, **options)
-    out.start(MANIFEST)
+    out.start({**MANIFEST, "run_id": RUN})
     out.write(rows)
     out.close()
 
@@ -258,7 +262,11 @@ def test_versions_pruning_leaves_fail_the_run_and_the_publication_stands(
 ) -> None:
     """LanceDB prunes by age, not by number: a version stamped after the clock's now (a
     clock set back since, or ahead then) is kept. That run erased nothing and said "1
-    deleted", exit 0. Here LanceDB is made to keep every older version, as it does then."""
+    deleted", exit 0. Here LanceDB is made to keep every older version, as it does then.
+
+    The run prints its summary (text, and ``--format json``'s document), the counts of
+    what it deleted included, and then fails: raised while publishing, the failure lost
+    them, and the next run found nothing more to delete (tR2 F1)."""
     from lancedb.table import LanceTable
 
     optimize = LanceTable.optimize
@@ -267,21 +275,29 @@ def test_versions_pruning_leaves_fail_the_run_and_the_publication_stands(
         return optimize(self, **{**options, "cleanup_older_than": timedelta(days=1)})
 
     notes = notes_pipeline(tmp_path)
+    prune = ("--set", "sink.with.prune=true")
     with cli_in(tmp_path, discovered) as cli:
         assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
         (notes / "customer.txt").unlink()
         monkeypatch.setattr(LanceTable, "optimize", behind)
-        pruned = seamline(cli, Path("pipeline.yaml"), "--set", "sink.with.prune=true")
+        pruned = seamline(cli, Path("pipeline.yaml"), *prune)
+        (notes / "a.txt").unlink()
+        as_json = seamline(cli, Path("pipeline.yaml"), *prune, "--format", "json")
         monkeypatch.undo()
         assert pruned.exit_code == 2, pruned.stderr
+        assert "documents in the output: 0 added, 0 replaced, 1 deleted" in pruned.stdout
         message = one_line(pruned)
+        assert message.startswith("error: lancedb sink: the rows are published in")
         assert "pruning left older versions that still hold the rows" in message
         assert "Run again with prune" in message
+        assert as_json.exit_code == 2, as_json.stderr
+        assert json.loads(as_json.stdout)["changes"]["deleted"] == 1, as_json.stdout
+        assert "pruning left older versions" in one_line(as_json)
         found = written(tmp_path / "out")
         assert found.version == pinned(tmp_path, "out"), "the publication stands"
         assert found.count_rows("id = 'customer.txt'") == 0
         assert oldest(found) < found.version, "the older versions are still there"
-        again = seamline(cli, Path("pipeline.yaml"), "--set", "sink.with.prune=true")
+        again = seamline(cli, Path("pipeline.yaml"), *prune)
         assert again.exit_code == 0, again.stderr
     assert oldest(written(tmp_path / "out")) == pinned(tmp_path, "out")
     assert holding(tmp_path / "out") == []
@@ -324,9 +340,9 @@ def test_a_version_written_with_the_clock_ahead_is_not_reported_pruned(tmp_path:
         check=False,
     )
     assert ahead.returncode == 0, ahead.stderr
-    with pytest.raises(
-        UserError, match="of them written after this machine's clock now says"
-    ) as err:
-        publish(tmp_path, records([d for d in DOCS if d != "d07"]), mode="sync", prune=True)
-    assert "Fix the clock" in str(err.value)
+    publish(tmp_path, records([d for d in DOCS if d != "d07"]), mode="sync", prune=True)
+    problem = sink(tmp_path, prune=True).published_problem(RUN)
+    assert problem is not None, "versions left by pruning are the run's problem"
+    assert "of them written after this machine's clock now says" in problem
+    assert "Fix the clock" in problem
     assert table(tmp_path).version == pinned(tmp_path)

@@ -36,9 +36,10 @@ such as one that is not valid Unicode; ``index`` says which), :class:`QueryRefus
 (also a ``ValueError``: a query that is empty or cannot be embedded; ``index`` and
 ``reason``), :class:`FilterRefused` (a ``where`` the output cannot apply) and
 :class:`ResumeRefused` (``Pipeline.run(resume=True)`` of an output the pipeline no
-longer matches). A closed index's searches raise :class:`IndexClosed` (a
-``RuntimeError``, as a closed ``Embedder``'s calls do: the program's mistake, not the
-user's).
+longer matches), and :class:`PublishedButFailed` (the output was published, and its
+sink then found something left undone; ``summary`` is the run's). A closed index's
+searches raise :class:`IndexClosed` (a ``RuntimeError``, as a closed ``Embedder``'s
+calls do: the program's mistake, not the user's).
 
 ``Embedder.submit`` returns a :class:`Pending` (``Pending[Vectors]``, or
 ``Pending[list[Vectors]]`` with ``long_text="windows"``); :data:`Vectors` is the float32
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
         LongText,
         Pending,
         Pipeline,
+        PublishedButFailed,
         Registry,
         RunSummary,
         Unembeddable,
@@ -91,6 +93,7 @@ _LOCATIONS: dict[str, str] = {
     "ModelChanged": "seamline.adapters.search",
     "Pending": "seamline.core",
     "Pipeline": "seamline.core",
+    "PublishedButFailed": "seamline.core",
     "QueryRefused": "seamline.adapters.search",
     "RunSummary": "seamline.core",
     "Searcher": "seamline.adapters.search",
@@ -126,6 +129,7 @@ __all__ = [
     "ModelChanged",
     "Pending",
     "Pipeline",
+    "PublishedButFailed",
     "QueryRefused",
     "ResumeRefused",
     "RunSummary",

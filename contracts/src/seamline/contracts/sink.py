@@ -196,6 +196,18 @@ class Sink(Component[SinkConfigT], abc.ABC):
         """
         return None
 
+    def published_problem(self, run_id: str) -> str | None:
+        """What publishing run ``run_id`` left undone that its user must see to, in one
+        message naming the fix (the lancedb sink's ``prune``, when older versions outlived
+        it); None when nothing is, or the output published now is not that run's.
+
+        Asked after the run, on a fresh instance, after :meth:`published_changes`: the
+        output stands, so the run reports what it did (its summary) and then fails with
+        this (a ``UserError``, exit code 2). A sink that raised it from ``close`` instead
+        lost the summary, and with it counts measured only then. The default returns None.
+        """
+        return None
+
     # -- staged parts (contract 1.3, stageable sinks) -------------------------------------
 
     def begin_parts(self, run_id: str, count: int, manifest: Mapping[str, Any]) -> None:

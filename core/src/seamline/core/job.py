@@ -65,6 +65,7 @@ from seamline.core.orchestrator import run_manifest, uses
 from seamline.core.pinning import KeptModel
 from seamline.core.propagators import inject
 from seamline.core.provenance import attention_served
+from seamline.core.published import AfterPublishing, after_publishing
 from seamline.core.registry import Registry
 from seamline.core.seams import Seam
 from seamline.core.telemetry import SHARD_COUNT
@@ -345,19 +346,12 @@ class PipelineJob(Job):
                 sink.publish_parts(self.run_id, self.count, manifest)
         self._published = True
 
-    def published_changes(self) -> Mapping[str, int] | None:
-        """What the sink measured publishing this run changed (lancedb's sync counts), or None.
-
-        Asked after the run, of a fresh sink, which reads it from what it published. The
-        output is published by then: a sink that fails to say is logged, not fatal.
-        """
+    def after_publishing(self) -> AfterPublishing:
+        """What the sink measured publishing this run changed (lancedb's sync counts), and
+        what it left undone (:func:`~seamline.core.published.after_publishing`). Asked after
+        the run, of a fresh sink, which reads them from what it published."""
         sink, seam = self._sink()
-        try:
-            with seam.call("published_changes", self._attributes()):
-                return sink.published_changes(self.run_id)
-        except Exception as err:
-            log.warning("the sink could not say what the run changed", error=str(err))
-            return None
+        return after_publishing(sink, seam, self.run_id)
 
     def _sink(self) -> tuple[Sink[Any], Seam]:
         """A fresh instance of the pipeline's sink, and the seam its calls cross."""

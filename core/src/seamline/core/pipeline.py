@@ -46,6 +46,7 @@ from seamline.core.precision.decision import PrecisionDecision
 from seamline.core.precision.negotiate import decide_precision
 from seamline.core.propagators import check_propagators, inject
 from seamline.core.provenance import provenance
+from seamline.core.published import PublishedButFailed
 from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam, clipped
@@ -231,7 +232,7 @@ class Pipeline:
                 raise_kept_stop()  # a Ctrl-C Python dropped: nothing is published
                 job.publish(report)
                 published = True
-                changes = job.published_changes()  # a span of the run's, like publish's
+                after = job.after_publishing()  # spans of the run's, like publish's
             except BaseException as err:
                 if isinstance(err, KeyboardInterrupt):
                     if not executing and not resume:
@@ -249,7 +250,12 @@ class Pipeline:
                 finally:
                     job.close()
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
-        return summarize(job, report, time.perf_counter() - started, changes)
+            summary = summarize(job, report, time.perf_counter() - started, after.changes)
+            if after.problem is not None:  # the output stands: its summary, then the problem
+                failed = PublishedButFailed(after.problem, summary)
+                record_failure(root, failed)
+                raise failed
+        return summary
 
     def _decided(self, keep: KeptModel | None = None) -> ResolvedPipeline:
         """The pipeline with its model's weights pinned and its precision negotiated.

@@ -163,9 +163,10 @@ def prune_versions(table: Table, where: str) -> None:
 
     LanceDB removes versions by age alone (written before now, by this machine's clock),
     never by number: a version stamped ahead of the clock (written while it was set ahead,
-    or on a machine whose clock was) survives, with the rows the run was to erase. So the
-    versions left are read back, and any older than the published one fails the run
-    (:func:`unpruned`): an erasure request is never reported done when it is not.
+    or on a machine whose clock was) survives, with the rows the run was to erase. The
+    sink reads the versions left back after the run (:func:`left_by_prune`), and any older
+    than the published one fails the run once its summary is out (:func:`unpruned`): an
+    erasure request is never reported done when it is not.
     """
     import warnings
 
@@ -173,16 +174,20 @@ def prune_versions(table: Table, where: str) -> None:
     with warnings.catch_warnings():  # "removes every version except the latest": the point
         warnings.simplefilter("ignore", UserWarning)
         table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-    versions = table.list_versions()
-    if published not in {version["version"] for version in versions}:
+    if published not in {version["version"] for version in table.list_versions()}:
         raise UserError(  # LanceDB compacted after all, and pruned the manifest's version
             f"lancedb sink: pruning {where} removed version {published:,} of it, which its "
             "manifest names (LanceDB compacted the table again first): search refuses the "
             "output until the pipeline is run again, which publishes it anew"
         )
+
+
+def left_by_prune(table: Table, where: str, published: int) -> str | None:
+    """Why pruning left versions of ``table`` older than ``published`` (the version its
+    manifest names), and what removes them (:func:`unpruned`); None when it left none."""
+    versions = table.list_versions()
     left = {v["version"]: v["timestamp"] for v in versions if v["version"] < published}
-    if left:
-        raise UserError(unpruned(where, published, left, datetime.now()))
+    return unpruned(where, published, left, datetime.now()) if left else None
 
 
 def unpruned(where: str, published: int, left: dict[int, datetime], now: datetime) -> str:

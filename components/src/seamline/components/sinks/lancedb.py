@@ -44,7 +44,8 @@ version, every older version is removed with the files only they used
 is removed, so an interrupted publication is undone as any other; a stop while pruning
 leaves the manifest's version (LanceDB never removes the newest) and older ones the next
 run with ``prune`` removes. LanceDB prunes by age: an older version written after the
-clock's now is kept, and the run fails naming it (a :class:`UserError` after publication).
+clock's now is kept, and the run fails naming it once its summary is out
+(:meth:`LanceDbSink.published_problem`; the publication stands).
 
 Before the manifest is published, the sink builds the configured vector index
 (IVF-PQ or HNSW, cosine distance) and the full-text index on ``text``, each a further
@@ -112,6 +113,7 @@ from seamline.components.sinks._lance_sync import publish_synced
 from seamline.components.sinks._lance_table import (
     LanceDatabases,
     compacted,
+    left_by_prune,
     older_versions,
     prune_versions,
     publish_rows,
@@ -266,6 +268,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
     def published_changes(self, run_id: str) -> Mapping[str, int] | None:
         """The kit's counts (``sync``'s documents), and what older versions keep (:func:`_kept`)."""
         return _kept(self, super().published_changes(run_id), run_id)
+
+    def published_problem(self, run_id: str) -> str | None:
+        """With ``prune``: the older versions it left (:func:`_left_by_prune`)."""
+        return _left_by_prune(self, run_id)
 
     # -- the hooks of the kit's lifecycle ----------------------------------------------------
 
@@ -596,6 +602,23 @@ def _prune(sink: LanceDbSink) -> None:
             f"versions failed ({err}): they still hold the rows it deleted or replaced. Fix "
             "that and run again to remove them"
         ) from err
+
+
+def _left_by_prune(sink: LanceDbSink, run_id: str) -> str | None:
+    """With ``prune``, after run ``run_id`` published: why older versions of the table
+    outlived pruning (a clock behind the time they were written), and what removes them
+    (:func:`left_by_prune`); None when none did, or the output published now is another's.
+
+    Asked after the run, so that it fails once its summary is out: raised while publishing,
+    the failure lost the summary, and with it the counts of what the run deleted, measured
+    only then (the next run finds nothing more to delete)."""
+    manifest = sink.published_manifest() or {}
+    outputs = manifest.get("outputs")
+    version = outputs.get("table_version") if isinstance(outputs, dict) else None
+    if not sink.config.prune or manifest.get("run_id") != run_id or type(version) is not int:
+        return None
+    table = sink._lance.open(sink._database)
+    return None if table is None else left_by_prune(table, sink._where, version)
 
 
 def _another_maker(

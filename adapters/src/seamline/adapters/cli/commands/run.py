@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from functools import partial
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -34,10 +34,11 @@ from seamline.adapters.otel_environment import check_otel_environment
 from seamline.contracts.errors import NOTHING_TO_RESUME
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from seamline.adapters.cli.publication import Publication
-    from seamline.core import Pipeline, RunSummary
+    from seamline.core import Pipeline, PublishedButFailed, RunSummary
 
 LOG_FORMATS = {"auto": None, "json": True, "console": False}
 """``--log-format`` → ``configure_logging(json=...)`` (None: console on a terminal)."""
@@ -152,7 +153,7 @@ def run(
         # os.write(1, ...) got past Python's own stream.
         others_to_stderr = stdout_to_stderr() if as_json else contextlib.nullcontext()
         with others_to_stderr:
-            summary, loaded, run_started = _run(
+            summary, loaded, run_started, problem = _run(
                 pipeline, overrides, log_format, log_level, compile_cache, resume, restart, told
             )
         told.done = True  # whatever its sink: the run returned, its output published
@@ -166,6 +167,14 @@ def run(
         else:
             run_summary(summary, before_run=run_started - STARTED, place=place, verbose=verbose)
         block.after = told.published()  # a signal while Python exits: said too
+        if problem is not None:  # published, then left something undone: said after the summary
+            user_errors(partial(_raise, problem))
+
+
+def _raise(problem: Exception) -> NoReturn:
+    """``problem`` raised inside :func:`user_errors`, to be said as every user error is (its
+    line, or its record under JSON logs, and exit code 2)."""
+    raise problem
 
 
 class StopTold:
@@ -206,8 +215,10 @@ def _run(
     resume: bool,
     restart: bool,
     told: StopTold,
-) -> tuple[RunSummary, Pipeline, float]:
-    """Load the pipeline and run it: its summary, the pipeline, and when the run began.
+) -> tuple[RunSummary, Pipeline, float, PublishedButFailed | None]:
+    """Load the pipeline and run it: its summary, the pipeline, when the run began, and
+    what its sink left undone once the output was published (:class:`PublishedButFailed`,
+    said after the summary: the output stands, and the summary is what it holds).
 
     ``told`` learns when the run begins, so that a stop is told by how far it got.
     """
@@ -238,9 +249,11 @@ def _run(
         extra = [ProgressMonitor(consoles.err)] if interactive else []
         run_started = time.perf_counter()
         with joined_from_environment(os.environ):  # TRACEPARENT: a CI job's trace
-            summary = user_errors(
+            ran = user_errors(
                 lambda: environment_errors(
-                    lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart),
+                    lambda: _summary_or_problem(
+                        lambda: loaded.run(extra_monitors=extra, resume=resume, restart=restart)
+                    ),
                     KEPT,
                     writing=getattr(loaded.resolved.sink.config, "path", None),
                     nothing_committed=NOTHING_KEPT,
@@ -250,7 +263,20 @@ def _run(
             )
     finally:
         telemetry_setup.shutdown_telemetry()  # a stop in it: told by the command's block
-    return summary, loaded, run_started
+    summary, problem = ran
+    return summary, loaded, run_started, problem
+
+
+def _summary_or_problem(
+    run: Callable[[], RunSummary],
+) -> tuple[RunSummary, PublishedButFailed | None]:
+    """``run``'s summary, and what the sink left undone after publishing, if it did."""
+    from seamline.core import PublishedButFailed
+
+    try:
+        return run(), None
+    except PublishedButFailed as failed:
+        return failed.summary, failed
 
 
 def _no_metrics(loaded: Pipeline) -> str | None:
