@@ -287,7 +287,9 @@ def test_versions_pruning_leaves_fail_the_run_and_the_publication_stands(
         assert pruned.exit_code == 2, pruned.stderr
         assert "documents in the output: 0 added, 0 replaced, 1 deleted" in pruned.stdout
         message = one_line(pruned)
-        assert message.startswith("error: lancedb sink: the rows are published in")
+        assert message.startswith(
+            "error: lancedb sink: the rows are published in 'out/emb.lance' ("
+        )
         assert "pruning left older versions that still hold the rows" in message
         assert "Run again with prune" in message
         assert as_json.exit_code == 2, as_json.stderr

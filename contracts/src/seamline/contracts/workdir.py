@@ -44,6 +44,16 @@ def gone_under(path: str | os.PathLike[str]) -> None:
         working_folder()
 
 
+def as_written(path: Path) -> str:
+    """``path`` as a message names it: relative to the working directory when it lies
+    under it (``out/emb.lance``, as the pipeline wrote it before validation made it
+    absolute, and as the run's summary names it), else as it is."""
+    try:
+        return path.relative_to(os.getcwd()).as_posix()
+    except (ValueError, FileNotFoundError):  # elsewhere, or the working directory is gone
+        return str(path)
+
+
 def absolute(path: Path) -> Path:
     """``path`` made absolute against the working directory, where ``open()`` finds it.
 

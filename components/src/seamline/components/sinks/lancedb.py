@@ -133,6 +133,7 @@ from seamline.contracts.sink_kit import (
     refuse_blocked_parts,
     stops_deferred,
 )
+from seamline.contracts.workdir import as_written
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -595,10 +596,10 @@ def _prune(sink: LanceDbSink) -> None:
     if table is None:
         return
     try:
-        prune_versions(table, sink._where)
+        prune_versions(table, _named(sink))
     except (RuntimeError, OSError, ValueError) as err:
         raise UserError(
-            f"lancedb sink: the rows are published in {sink._where}, but removing its older "
+            f"lancedb sink: the rows are published in {_named(sink)}, but removing its older "
             f"versions failed ({err}): they still hold the rows it deleted or replaced. Fix "
             "that and run again to remove them"
         ) from err
@@ -618,7 +619,14 @@ def _left_by_prune(sink: LanceDbSink, run_id: str) -> str | None:
     if not sink.config.prune or manifest.get("run_id") != run_id or type(version) is not int:
         return None
     table = sink._lance.open(sink._database)
-    return None if table is None else left_by_prune(table, sink._where, version)
+    return None if table is None else left_by_prune(table, _named(sink), version)
+
+
+def _named(sink: LanceDbSink) -> str:
+    """The table as the user wrote it (``'out/crm.lance'``), for the messages of pruning,
+    which follow the run's summary: it names the output so, where they named it by its
+    absolute path."""
+    return repr(as_written(sink.destination))
 
 
 def _another_maker(
