@@ -7,6 +7,7 @@ aside by a failure left as it was; and the counts of each, measured from the row
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -313,10 +314,8 @@ def test_seamline_run_says_what_a_sync_changed(tmp_path: Path, discovered: Regis
     assert rows() == 30
 
 
-def test_seamline_run_says_what_older_versions_keep(tmp_path: Path, discovered: Registry) -> None:
-    """As a user meets it: the first run keeps nothing older and says nothing; a second
-    keeps the first's version and says how many and how much, and how to remove them,
-    in text and in JSON; with prune the line goes, as the versions do."""
+def twelve_synced(tmp_path: Path) -> Path:
+    """``pipeline.yaml``: 12 documents of the fault loader into ``out/emb.lance`` by ``sync``."""
     (tmp_path / "pipeline.yaml").write_text(
         "pipeline: notes\n"
         "loader: {use: fault-loader, with: {documents: 12}}\n"
@@ -326,7 +325,14 @@ def test_seamline_run_says_what_older_versions_keep(tmp_path: Path, discovered: 
         "run: {batch_size: 4, buckets: [8, 16]}\n",
         encoding="utf-8",
     )
-    pipeline = Path("pipeline.yaml")
+    return Path("pipeline.yaml")
+
+
+def test_seamline_run_says_what_older_versions_keep(tmp_path: Path, discovered: Registry) -> None:
+    """As a user meets it: the first run keeps nothing older and says nothing; a second
+    keeps the first's version and says how many and how much, and how to remove them,
+    in text and in JSON; with prune the line goes, as the versions do."""
+    pipeline = twelve_synced(tmp_path)
     with cli_in(tmp_path, discovered) as cli:
         first = seamline(cli, pipeline)
         second = seamline(cli, pipeline, "--set", "loader.with.documents=10")
@@ -349,6 +355,26 @@ def test_seamline_run_says_what_older_versions_keep(tmp_path: Path, discovered: 
         "kept": 0,
     }
     assert "older versions" not in pruned.stdout
+
+
+def test_run_summary_keeps_older_versions_apart_from_the_documents(
+    tmp_path: Path, discovered: Registry
+) -> None:
+    """From Python: ``RunSummary.changes`` counted ``older_versions`` and
+    ``older_versions_bytes`` among the documents (a script summing it counted bytes);
+    they are ``RunSummary.older_versions`` now, and ``changes`` documents only."""
+    from seamline.core import OlderVersions, Pipeline
+
+    pipeline = twelve_synced(tmp_path)
+    with kill_points.in_process_cli(), contextlib.chdir(tmp_path):
+        first = Pipeline.from_yaml(pipeline, registry=discovered).run()
+        smaller = ["loader.with.documents=10"]
+        second = Pipeline.from_yaml(pipeline, smaller, registry=discovered).run()
+    assert second.changes == {"added": 0, "replaced": 0, "deleted": 2, "unchanged": 10, "kept": 0}
+    assert first.older_versions is None, "a first publication keeps nothing older"
+    assert isinstance(second.older_versions, OlderVersions)
+    assert second.older_versions.kept == 1
+    assert second.older_versions.bytes > 0
 
 
 def test_seamline_run_over_a_folder_gone_blank_leaves_the_table(

@@ -192,7 +192,8 @@ class Sink(Component[SinkConfigT], abc.ABC):
         sink measured it; None when it does not measure it, or the output published now is
         not that run's. Asked after the run, on a fresh instance; the default returns None.
         Two keys count what the output keeps besides (the lancedb sink's, without
-        ``prune``): ``older_versions`` and ``older_versions_bytes``, the bytes only they use.
+        ``prune``): ``older_versions`` and ``older_versions_bytes``, the bytes only they use;
+        the host moves them out of the documents (``RunSummary.older_versions``).
         """
         return None
 

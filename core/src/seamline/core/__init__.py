@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     from seamline.core.provenance import describe as describe_provenance
     from seamline.core.provenance import provenance as pipeline_provenance
     from seamline.core.provenance import run_versions
-    from seamline.core.published import PublishedButFailed
+    from seamline.core.published import OlderVersions, PublishedButFailed
     from seamline.core.registry import ComponentInfo, Registry, group_of
     from seamline.core.schema import pipeline_schema
     from seamline.core.seams import clipped, failed_at, one_line, operation_of
@@ -125,6 +125,7 @@ _LOCATIONS: dict[str, tuple[str, str]] = {
     "Pipeline": ("seamline.core.pipeline", "Pipeline"),
     "RunSummary": ("seamline.core.orchestrator", "RunSummary"),
     "PublishedButFailed": ("seamline.core.published", "PublishedButFailed"),
+    "OlderVersions": ("seamline.core.published", "OlderVersions"),
     # Embedding in-process (seamline.api's Embedder, search's query model, the server)
     "Embedder": ("seamline.core.embedder", "Embedder"),
     "Cancelled": ("seamline.core.embedder", "Cancelled"),
@@ -274,6 +275,7 @@ __all__ = [
     "Located",
     "LongText",
     "NotPrivate",
+    "OlderVersions",
     "Pending",
     "Pipeline",
     "PipelineConfigError",

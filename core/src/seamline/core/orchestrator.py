@@ -82,6 +82,7 @@ from seamline.core.provenance import (
     recorded_config,
     run_versions,
 )
+from seamline.core.published import OlderVersions
 from seamline.core.registry import Registry
 from seamline.core.seams import BUILD, Seam, clipped, mark_failure
 from seamline.core.stops import raise_kept_stop
@@ -149,9 +150,11 @@ class RunSummary:
     changes: Mapping[str, int] | None = None
     """What publishing changed in the output, in documents by kind, as the sink measured it
     (the lancedb sink's ``mode: sync``: added, replaced, unchanged, deleted, kept); None
-    when the sink does not measure it. ``older_versions`` and ``older_versions_bytes`` are
-    no documents: the older versions the output keeps, and the bytes only they use
-    (:meth:`~seamline.contracts.Sink.published_changes`)."""
+    when the sink does not measure it."""
+    older_versions: OlderVersions | None = None
+    """What the output's older versions keep on disk (``kept``, ``bytes``: what removing
+    them frees), as the sink measured it after publishing (the lancedb sink's, without
+    ``prune``); None when it keeps none or the sink does not say."""
     first_failure: DocumentError | None = None
     """The first document this run (or part) set aside as failed, if any."""
 

@@ -46,7 +46,7 @@ from seamline.core.precision.decision import PrecisionDecision
 from seamline.core.precision.negotiate import decide_precision
 from seamline.core.propagators import check_propagators, inject
 from seamline.core.provenance import provenance
-from seamline.core.published import PublishedButFailed
+from seamline.core.published import OlderVersions, PublishedButFailed
 from seamline.core.registry import Registry
 from seamline.core.run_errors import placed_loader_error
 from seamline.core.seams import Seam, clipped
@@ -250,7 +250,8 @@ class Pipeline:
                 finally:
                     job.close()
             root.set_attribute("seamline.run_id", job.run_id)  # a resumed run keeps its id
-            summary = summarize(job, report, time.perf_counter() - started, after.changes)
+            seconds = time.perf_counter() - started
+            summary = summarize(job, report, seconds, after.changes, after.older_versions)
             if after.problem is not None:  # the output stands: its summary, then the problem
                 failed = PublishedButFailed(after.problem, summary)
                 record_failure(root, failed)
@@ -326,6 +327,7 @@ def summarize(
     report: ExecutionReport,
     seconds: float,
     changes: Mapping[str, int] | None = None,
+    older_versions: OlderVersions | None = None,
 ) -> RunSummary:
     """One summary of every shard: counts added up, the run's wall time.
 
@@ -358,6 +360,7 @@ def summarize(
         finished_before=tuple(finished_before),
         provenance=provenance(job.resolved),
         changes=changes,
+        older_versions=older_versions,
     )
 
 

@@ -37,12 +37,29 @@ class PublishedButFailed(UserError):
 
 
 @dataclass(frozen=True, slots=True)
+class OlderVersions:
+    """What an output's older versions keep on disk (the lancedb sink's, without ``prune``:
+    every publication keeps a copy of the rows it rewrote and of its indexes)."""
+
+    kept: int
+    """How many older versions the output keeps."""
+    bytes: int
+    """The bytes of the files only they use: what removing them frees."""
+
+
+OLDER_VERSIONS = ("older_versions", "older_versions_bytes")
+"""The keys of :meth:`~seamline.contracts.Sink.published_changes` that count the output's
+older versions and their bytes, not documents (the contract names them)."""
+
+
+@dataclass(frozen=True, slots=True)
 class AfterPublishing:
     """What the sink said about the run's publication."""
 
     changes: Mapping[str, int] | None = None
-    """What publishing changed, as :meth:`~seamline.contracts.Sink.published_changes`
-    gives it (None: the sink does not measure it)."""
+    """What publishing changed, in documents by kind (None: the sink does not measure it)."""
+    older_versions: OlderVersions | None = None
+    """What the output's older versions keep (None: none, or the sink does not say)."""
     problem: str | None = None
     """What publishing left undone, to fail the run with after its summary (None: nothing)."""
 
@@ -54,7 +71,21 @@ def after_publishing(sink: Sink[Any], seam: Seam, run_id: str) -> AfterPublishin
     changes = _asked(seam, "published_changes", attributes, changed, sink.published_changes)
     undone = "what publishing left undone"
     problem = _asked(seam, "published_problem", attributes, undone, sink.published_problem)
-    return AfterPublishing(changes, problem)
+    return AfterPublishing(*_split(changes), problem)
+
+
+def _split(
+    changes: Mapping[str, int] | None,
+) -> tuple[Mapping[str, int] | None, OlderVersions | None]:
+    """The sink's ``changes`` as document counts, and what older versions keep apart: in
+    one mapping, ``RunSummary.changes`` counted bytes among the documents (a script that
+    summed it did too)."""
+    if changes is None:
+        return None, None
+    documents = {kind: count for kind, count in changes.items() if kind not in OLDER_VERSIONS}
+    kept, size = (changes.get(key) for key in OLDER_VERSIONS)
+    older = None if kept is None else OlderVersions(kept, size or 0)
+    return documents or None, older
 
 
 def _asked(

@@ -41,9 +41,8 @@ def run_summary(
     if not counts.reconciles or verbose:
         line(f"  {counts.reconciliation()}", console=out)
     _earlier_work(out, summary)
-    documents = document_changes(summary.changes)
-    if documents:
-        line(f"  documents in the output: {_changes(documents)}", console=out, soft_wrap=True)
+    if summary.changes:
+        line(f"  documents in the output: {_changes(summary.changes)}", console=out, soft_wrap=True)
     _older_versions(out, summary)
     _precision(out, summary, verbose)
     if summary.resumed_from is not None:
@@ -179,34 +178,19 @@ def _changes(changes: Mapping[str, int]) -> str:
     return ", ".join(f"{changes[k]} {_CHANGES.get(k, k)}" for k in ordered)
 
 
-OLDER_VERSIONS = ("older_versions", "older_versions_bytes")
-"""The keys of a sink's changes that count the output's older versions, not documents (the
-lancedb sink's, where ``prune`` is off): how many, and the bytes only they use."""
 DISK_DOCS = "docs/pipelines.md#sink-lancedb, Disk over republishes"
-
-
-def document_changes(changes: Mapping[str, int] | None) -> dict[str, int]:
-    """The counts of documents in a sink's changes (what publishing did to them)."""
-    return {k: v for k, v in (changes or {}).items() if k not in OLDER_VERSIONS}
-
-
-def older_versions(changes: Mapping[str, int] | None) -> tuple[int, int] | None:
-    """The older versions the output keeps, and their bytes, as the sink measured them."""
-    count, size = ((changes or {}).get(key) for key in OLDER_VERSIONS)
-    return None if count is None else (count, size or 0)
 
 
 def _older_versions(out: Console, summary: RunSummary) -> None:
     """What the output's older versions keep on disk, whenever it keeps any: a daily
     ``sync`` of a few edits kept a full copy of the table and its indexes each day,
     and nothing the run printed said so."""
-    older = older_versions(summary.changes)
+    older = summary.older_versions
     if older is None:
         return
-    count, size = older
     line(
-        f"  older versions: {count} kept, {size / 1e6:,.2f} MB (prune: true removes them: "
-        f"{DISK_DOCS})",
+        f"  older versions: {older.kept} kept, {older.bytes / 1e6:,.2f} MB (prune: true "
+        f"removes them: {DISK_DOCS})",
         console=out,
         soft_wrap=True,
     )

@@ -13,7 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from seamline.adapters.cli.render.console import json_line
-from seamline.adapters.cli.render.run import docs_per_second, document_changes, older_versions
+from seamline.adapters.cli.render.run import docs_per_second
 from seamline.contracts.json_safe import json_safe
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def run_document(summary: RunSummary, place: OutputPlace) -> dict[str, Any]:
             "errors_paths": _errors_paths(place.errors_path),
             "search": place.search_command,
         },
-        "changes": document_changes(summary.changes) or None,
+        "changes": dict(summary.changes) if summary.changes else None,
         "older_versions": _older(summary),
         "attention": dict(summary.attention),
         "precision": dict(summary.precision),
@@ -79,8 +79,8 @@ def _counts(counts: RunCounts | None) -> dict[str, int] | None:
 def _older(summary: RunSummary) -> dict[str, int] | None:
     """The older versions the output keeps and the bytes only they use (null: none, or
     the sink does not measure them)."""
-    older = older_versions(summary.changes)
-    return None if older is None else {"kept": older[0], "bytes": older[1]}
+    older = summary.older_versions
+    return None if older is None else {"kept": older.kept, "bytes": older.bytes}
 
 
 def _rounded(seconds: float | None) -> float | None:
