@@ -347,6 +347,7 @@ def test_seamline_run_says_what_older_versions_keep(tmp_path: Path, discovered: 
     document = json.loads(as_json.stdout)
     assert document["older_versions"]["kept"] == 2
     assert document["older_versions"]["bytes"] > 0
+    assert document["older_versions"]["at_least"] is False, "a sync masks no row it keeps"
     assert document["changes"] == {
         "added": 2,
         "replaced": 0,
@@ -355,6 +356,26 @@ def test_seamline_run_says_what_older_versions_keep(tmp_path: Path, discovered: 
         "kept": 0,
     }
     assert "older versions" not in pruned.stdout
+
+
+def test_an_upsert_leaving_rows_in_place_says_at_least_what_older_versions_keep(
+    tmp_path: Path, discovered: Registry
+) -> None:
+    """An upsert of 10 of 12 documents leaves the other two's rows in the old data file,
+    the rest of it masked, which pruning frees too: the figure is a lower bound, and the
+    line and the JSON say so (tR2 F2: 419,016 bytes said, 916,073 freed)."""
+    pipeline = twelve_synced(tmp_path)
+    upsert = ("--set", "sink.with.mode=upsert", "--set", "loader.with.documents=10")
+    with cli_in(tmp_path, discovered) as cli:
+        assert seamline(cli, pipeline).exit_code == 0
+        said = seamline(cli, pipeline, *upsert)
+        as_json = seamline(cli, pipeline, *upsert, "--format", "json")
+    assert said.exit_code == 0, said.stderr
+    line = " ".join(said.stdout.split())
+    assert "older versions: 1 kept, at least " in line, said.stdout
+    assert "MB, and 10 deleted rows in the newest version's files (prune: true" in line
+    assert as_json.exit_code == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["older_versions"]["at_least"] is True
 
 
 def test_run_summary_keeps_older_versions_apart_from_the_documents(

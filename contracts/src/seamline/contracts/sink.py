@@ -191,9 +191,11 @@ class Sink(Component[SinkConfigT], abc.ABC):
         lancedb sink's ``mode: sync``: added, replaced, unchanged, deleted, kept), as the
         sink measured it; None when it does not measure it, or the output published now is
         not that run's. Asked after the run, on a fresh instance; the default returns None.
-        Two keys count what the output keeps besides (the lancedb sink's, without
-        ``prune``): ``older_versions`` and ``older_versions_bytes``, the bytes only they use;
-        the host moves them out of the documents (``RunSummary.older_versions``).
+        Keys that count what the output keeps besides (the lancedb sink's, without
+        ``prune``): ``older_versions`` and ``older_versions_bytes``, the bytes only they use,
+        and ``older_versions_masked_rows``, rows the newest version masks in its files,
+        which pruning frees too (the bytes are then a lower bound); the host moves them out
+        of the documents (``RunSummary.older_versions``).
         """
         return None
 

@@ -44,10 +44,20 @@ class OlderVersions:
     kept: int
     """How many older versions the output keeps."""
     bytes: int
-    """The bytes of the files only they use: what removing them frees."""
+    """The bytes of the files only they use: what removing them frees (at least, when
+    ``masked_rows``)."""
+    masked_rows: int = 0
+    """Rows the newest version still holds in its files, masked (deleted): removing the
+    older versions compacts them away too, which frees more than ``bytes`` by an amount
+    known only once the files are written anew."""
+
+    @property
+    def at_least(self) -> bool:
+        """Whether :attr:`bytes` is a lower bound of what pruning frees (rows are masked)."""
+        return self.masked_rows > 0
 
 
-OLDER_VERSIONS = ("older_versions", "older_versions_bytes")
+OLDER_VERSIONS = ("older_versions", "older_versions_bytes", "older_versions_masked_rows")
 """The keys of :meth:`~seamline.contracts.Sink.published_changes` that count the output's
 older versions and their bytes, not documents (the contract names them)."""
 
@@ -83,8 +93,8 @@ def _split(
     if changes is None:
         return None, None
     documents = {kind: count for kind, count in changes.items() if kind not in OLDER_VERSIONS}
-    kept, size = (changes.get(key) for key in OLDER_VERSIONS)
-    older = None if kept is None else OlderVersions(kept, size or 0)
+    kept, size, masked = (changes.get(key) for key in OLDER_VERSIONS)
+    older = None if kept is None else OlderVersions(kept, size or 0, masked or 0)
     return documents or None, older
 
 

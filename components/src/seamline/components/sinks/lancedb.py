@@ -552,7 +552,8 @@ def _kept(
     sink: LanceDbSink, changes: Mapping[str, int] | None, run_id: str
 ) -> Mapping[str, int] | None:
     """``changes`` and, where ``prune`` is off, what the table's older versions keep on disk
-    (``older_versions``, ``older_versions_bytes``: :func:`older_versions`), measured now,
+    (``older_versions``, ``older_versions_bytes``, and ``older_versions_masked_rows`` where
+    the newest version masks rows in its files: :func:`older_versions`), measured now,
     after run ``run_id`` (None: the output published now is another run's).
 
     Every publication keeps a full copy of the rows it rewrote and of the indexes it built
@@ -564,10 +565,13 @@ def _kept(
     table = sink._lance.open(sink._database)
     if table is None:
         return changes
-    count, size = older_versions(table, sink.destination)
-    if count == 0 or size == 0:  # none, or only the commits of this publication's indexes
+    count, size, masked = older_versions(table, sink.destination)
+    if count == 0 or (size == 0 and masked == 0):  # none, or only the commits of its indexes
         return changes
-    return {**(changes or {}), "older_versions": count, "older_versions_bytes": size}
+    older = {"older_versions": count, "older_versions_bytes": size}
+    if masked:  # the bytes are a lower bound: pruning compacts the masked rows away too
+        older["older_versions_masked_rows"] = masked
+    return {**(changes or {}), **older}
 
 
 def _finish_part(sink: LanceDbSink) -> None:

@@ -184,13 +184,17 @@ DISK_DOCS = "docs/pipelines.md#sink-lancedb, Disk over republishes"
 def _older_versions(out: Console, summary: RunSummary) -> None:
     """What the output's older versions keep on disk, whenever it keeps any: a daily
     ``sync`` of a few edits kept a full copy of the table and its indexes each day,
-    and nothing the run printed said so."""
+    and nothing the run printed said so. Where the newest version still holds deleted
+    rows in its files (an ``upsert`` leaving others in place), pruning frees them too,
+    by an amount known only once it has: the bytes are then "at least"."""
     older = summary.older_versions
     if older is None:
         return
+    masked = f", and {older.masked_rows:,} deleted rows in the newest version's files"
     line(
-        f"  older versions: {older.kept} kept, {older.bytes / 1e6:,.2f} MB (prune: true "
-        f"removes them: {DISK_DOCS})",
+        f"  older versions: {older.kept} kept, {'at least ' * older.at_least}"
+        f"{older.bytes / 1e6:,.2f} MB{masked * older.at_least} (prune: true removes them: "
+        f"{DISK_DOCS})",
         console=out,
         soft_wrap=True,
     )

@@ -77,10 +77,12 @@ def _counts(counts: RunCounts | None) -> dict[str, int] | None:
 
 
 def _older(summary: RunSummary) -> dict[str, int] | None:
-    """The older versions the output keeps and the bytes only they use (null: none, or
-    the sink does not measure them)."""
+    """The older versions the output keeps, the bytes only they use, and whether those are
+    a lower bound of what pruning frees (null: none, or the sink does not measure them)."""
     older = summary.older_versions
-    return None if older is None else {"kept": older.kept, "bytes": older.bytes}
+    if older is None:
+        return None
+    return {"kept": older.kept, "bytes": older.bytes, "at_least": older.at_least}
 
 
 def _rounded(seconds: float | None) -> float | None:
