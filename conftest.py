@@ -26,6 +26,7 @@ ids through an attribute that pytest no longer reads.)
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,27 @@ DOCS_RUNS = pytest.StashKey[str | None]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    stops_as_a_terminal_sends_them()
     config.stash[COMPILATIONS] = share_compilations()
     config.stash[DOCS_RUNS] = shared_runs.share_runs()
+
+
+def stops_as_a_terminal_sends_them() -> None:
+    """Take SIGINT and SIGHUP as a terminal's session does, whatever started the suite.
+
+    ``nohup make test`` ignores SIGHUP, and a shell without job control (``make test &``
+    in a script, some CI runners) ignores SIGINT in what it starts in the background; an
+    ignored signal stays ignored in every process started after, and Python then installs
+    no handler for SIGINT. The tests that stop a run with either signal (14 of them) saw
+    nothing arrive and failed, on a checkout that passes in a terminal. The suite tests
+    how seamline takes a stop, so its processes start from the dispositions a terminal
+    gives; a user's own ``nohup seamline run`` keeps SIGHUP ignored, as nohup means.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    hang_up = getattr(signal, "SIGHUP", None)  # not on Windows
+    if hang_up is not None and signal.getsignal(hang_up) == signal.SIG_IGN:
+        signal.signal(hang_up, signal.SIG_DFL)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
