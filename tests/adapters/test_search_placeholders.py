@@ -88,11 +88,9 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_registry: Regis
     return tmp_path
 
 
-def test_the_command_exits_2_without_a_traceback(folder: Path) -> None:
-    # One command (a search starts in seconds): the panic's refusal is the same FilterRefused,
-    # which the command answers as it answers every other (exit 2, one line).
-    where = "id = ?"
-    done = subprocess.run(
+def searched(folder: Path, where: str) -> subprocess.CompletedProcess[str]:
+    """``seamline search out/emb.lance ... --where WHERE``, run from ``folder`` as a user would."""
+    return subprocess.run(
         [str(SEAMLINE), "search", "out/emb.lance", TEXTS[0], "--where", where],
         cwd=folder,
         env=environment(),
@@ -101,6 +99,13 @@ def test_the_command_exits_2_without_a_traceback(folder: Path) -> None:
         timeout=120,
         check=False,
     )
+
+
+def test_the_command_exits_2_without_a_traceback(folder: Path) -> None:
+    # One command (a search starts in seconds): the panic's refusal is the same FilterRefused,
+    # which the command answers as it answers every other (exit 2, one line).
+    where = "id = ?"
+    done = searched(folder, where)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith(f"error: where {where!r} is not a filter"), done.stderr
@@ -127,15 +132,7 @@ def test_a_panic_on_a_table_broken_without_the_filter_too_is_the_tables_error(
     assert data, sorted(str(p.relative_to(folder)) for p in folder.glob("out/**/*"))
     for file in data:
         file.unlink()
-    done = subprocess.run(
-        [str(SEAMLINE), "search", "out/emb.lance", TEXTS[0], "--where", PANICS[0]],
-        cwd=folder,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = searched(folder, PANICS[0])
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "error: out/emb.lance: LanceDB could not search it (" in done.stderr, done.stderr
