@@ -5,6 +5,7 @@ and completes what docs/cli.md says it does."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -44,8 +45,13 @@ def test_the_completion_options_are_offered(flag: str) -> None:
 
 
 def test_the_bash_script_is_shown() -> None:
+    """From bash, as a user types it. typer takes the shell from the process's ancestors
+    (``--show-completion`` takes no value: a ``bash`` after it was ignored), so the command
+    runs as a child of bash: ``bash -c`` would otherwise exec it in bash's place, and under
+    a ``make`` started from no shell (``setsid make test``) no ancestor was one ("Shell
+    not supported")."""
     done = subprocess.run(
-        [str(SEAMLINE), "--show-completion", "bash"],
+        ["bash", "-c", f"{shlex.quote(str(SEAMLINE))} --show-completion; exit $?"],
         capture_output=True,
         text=True,
         timeout=120,
