@@ -14,6 +14,7 @@ fixture form an author copies; it must be the class ``seamline check loader:csv`
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import types
@@ -64,10 +65,21 @@ class TestGuidePlainAttention(AttentionContract):
 
     @pytest.fixture
     def attention(self) -> Attention[Any]:
-        cls = guide_class("PlainAttention")
-        instance = cls(cls.Config())
-        assert isinstance(instance, Attention)
-        return instance
+        return guide_plain_attention()
+
+
+@functools.cache
+def guide_plain_attention() -> Attention[Any]:
+    """The guide's ``PlainAttention``, built once: every check of the class gets this one.
+
+    As one instance serves every batch of a run; the suite then compiles a case's call once
+    and reuses it wherever a check needs it again, instead of compiling it per check for a
+    class object made anew each time.
+    """
+    cls = guide_class("PlainAttention")
+    instance = cls(cls.Config())
+    assert isinstance(instance, Attention)
+    return instance
 
 
 class TestGuideBatchCounter(MonitorContract):

@@ -6,7 +6,7 @@ import pytest
 
 from seamline.contracts.testing import AttentionContract
 from seamline_cpu_flash._library import ISA_LEVELS, KernelUnavailable, best_isa
-from seamline_cpu_flash.attention import CpuFlashAttention, Isa
+from seamline_cpu_flash.attention import CpuFlashAttention, CpuFlashConfig, Isa
 
 SETTINGS: dict[str, tuple[int, Isa]] = {
     "pool-threads": (0, "auto"),
@@ -22,6 +22,11 @@ products ``auto`` computes the suite's bfloat16 cases with the bfloat16 kernel, 
 ``avx512`` computes them widened to float32."""
 
 
+BUILT: dict[CpuFlashConfig, CpuFlashAttention] = {}
+"""One instance per setting, serving every check, as one serves every batch of a run: the
+suite compiles a case's call once per instance and reuses it where a check needs it again."""
+
+
 class CpuFlashConformance(AttentionContract):
     @pytest.fixture(params=list(SETTINGS))
     def attention(self, request: pytest.FixtureRequest) -> CpuFlashAttention:
@@ -35,4 +40,5 @@ class CpuFlashConformance(AttentionContract):
                 pytest.skip(f"this CPU does not run the {isa} copy of the kernel")
             if ISA_LEVELS[isa] == best:
                 pytest.skip(f"auto runs the {isa} copy on this CPU (tested as pool-threads)")
-        return CpuFlashAttention(CpuFlashAttention.Config(threads=threads, isa=isa))
+        config = CpuFlashAttention.Config(threads=threads, isa=isa)
+        return BUILT.setdefault(config, CpuFlashAttention(config))
