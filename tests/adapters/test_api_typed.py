@@ -14,16 +14,23 @@ errors the docs name were not all importable from ``seamline.api`` (``SeamlineEr
 ``QueryRefused``, ``FilterRefused``, ``ResumeRefused``); ``ConfigError.problems`` was
 "has no attribute" (the subclass a pipeline raises had it); ``encode`` of a generator,
 which runs, was "No overload variant", and ``LongText`` was not exported.
+
+``Embedder.encode``'s return type follows its call: ``encode("one text")`` is a ``[dim]``
+array and ``encode(["a", "b"])`` a ``[2, dim]`` one; only ``long_text="windows"`` gives a
+list. It was typed ``ndarray | list[ndarray]`` whatever the call, so every user's
+``encode(texts).shape`` was a mypy error (seamline's own server and search carried a
+``type: ignore`` for it).
+
+Both users' files are checked by one ``mypy --strict`` run (most of its time is reading
+seamline's, NumPy's and JAX's types, the same for both); each test reads its own file's lines.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pathlib import Path
+import pytest
 
 USER_CODE = """\
 from __future__ import annotations
@@ -129,17 +136,55 @@ def streamed(embedder: Embedder, lines: list[str], mode: LongText) -> Vectors:
 """
 
 
-def test_mypy_strict_checks_code_using_the_public_api(tmp_path: Path) -> None:
-    (tmp_path / "user.py").write_text(USER_CODE, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "user.py"],
-        cwd=tmp_path,
+ENCODING_CODE = """\
+from __future__ import annotations
+
+from seamline.api import Embedder
+
+
+def use(embedder: Embedder, texts: list[str]) -> int:
+    reveal_type(embedder.encode("one text"))
+    reveal_type(embedder.encode(texts))
+    reveal_type(embedder.encode(("a", "b"), normalize=True, queries=True))
+    reveal_type(embedder.encode(texts, long_text="mean"))
+    reveal_type(embedder.encode(texts, long_text="windows"))
+    return int(embedder.encode(texts).shape[-1]) + len(embedder.encode("x").tolist())
+"""
+
+ARRAY = "numpy.ndarray["
+LIST = "list[numpy.ndarray["
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """``mypy --strict`` of user.py and encode_user.py, one run for both tests."""
+    folder = tmp_path_factory.mktemp("typed")
+    (folder / "user.py").write_text(USER_CODE, encoding="utf-8")
+    (folder / "encode_user.py").write_text(ENCODING_CODE, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "user.py", "encode_user.py"],
+        cwd=folder,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
-    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+
+
+FILES = ("user.py", "encode_user.py")
+
+
+def lines_of(done: subprocess.CompletedProcess[str], file: str) -> list[str]:
+    """mypy's lines but the other file's: what a run on FILE alone would print."""
+    others = tuple(f"{other}:" for other in FILES if other != file)
+    return [line for line in done.stdout.splitlines() if not line.startswith(others)]
+
+
+def test_mypy_strict_checks_code_using_the_public_api(
+    checked: subprocess.CompletedProcess[str],
+) -> None:
+    done = checked
+    errors = [line for line in lines_of(done, "user.py") if ": error:" in line]
     # Only the user's own mistake: the API's types were checked, not taken as Any.
     # A set is refused by the types as it is at run time (the rows come in the texts' order).
     set_refused = (
@@ -150,3 +195,20 @@ def test_mypy_strict_checks_code_using_the_public_api(tmp_path: Path) -> None:
         'user.py:45: error: "Hit" has no attribute "id"  [attr-defined]',
         set_refused,
     ], done.stdout
+
+
+def test_each_call_of_encode_has_the_type_of_what_it_returns(
+    checked: subprocess.CompletedProcess[str],
+) -> None:
+    done = checked
+    revealed = [
+        line.partition('Revealed type is "')[2].rstrip('"')
+        for line in lines_of(done, "encode_user.py")
+        if "Revealed type is" in line
+    ]
+    assert len(revealed) == 5, done.stdout
+    assert all(kind.startswith(ARRAY) for kind in revealed[:4]), done.stdout
+    assert revealed[4].startswith(LIST), done.stdout
+    assert not any(" | " in kind or "Union" in kind for kind in revealed), done.stdout
+    errors = [line for line in lines_of(done, "encode_user.py") if ": error:" in line]
+    assert errors == [], done.stdout
