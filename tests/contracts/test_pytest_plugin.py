@@ -4,11 +4,14 @@ unless asked, and writing conformance records with --seamline-record."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from seamline.contracts.conformance import ConformanceRecord
 
@@ -96,26 +99,6 @@ def assert_no_record_written(
     assert {path: path.read_bytes() for path in records.iterdir()} == kept
 
 
-def test_a_selection_of_whole_suites_records_each_as_it_ran(tmp_path: Path) -> None:
-    """``-k TestLoader`` ran the loader's whole suite, yet its record failed (and replaced
-    a passing one): the attention checks deselected were counted against every record."""
-    blockwise = (
-        "\nfrom seamline.components.attention.blockwise import BlockwiseAttention\n\n\n"
-        "class TestBlockwise(AttentionContract):\n"
-        "    @pytest.fixture\n"
-        "    def attention(self):\n"
-        "        return BlockwiseAttention(BlockwiseAttention.Config())\n"
-    )
-    (tmp_path / "test_two.py").write_text(SUITE + blockwise, encoding="utf-8")
-    records = tmp_path / "records"
-    result = pytest_in(
-        tmp_path, "-k", "TestNative", "--seamline-max-examples=1", f"--seamline-record={records}"
-    )
-    assert "passing conformance record for attention:native" in result.stdout, result.stdout
-    (path,) = records.glob("attention-*.json")  # none for blockwise: none of it ran
-    assert ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8")).passed
-
-
 MONITOR_SUITE = """\
 from seamline.components.conformance import LogMonitorConformance
 
@@ -123,6 +106,31 @@ from seamline.components.conformance import LogMonitorConformance
 class TestLog(LogMonitorConformance):
     pass
 """
+
+
+MEMORY_SUITE = """\
+
+from seamline.components.conformance import MemoryMonitorConformance
+
+
+class TestMemory(MemoryMonitorConformance):
+    pass
+"""
+
+
+def test_a_selection_of_whole_suites_records_each_as_it_ran(tmp_path: Path) -> None:
+    """``-k TestLoader`` ran the loader's whole suite, yet its record failed (and replaced
+    a passing one): the checks deselected of another suite were counted against every
+    record. Here two suites of one kind: the log monitor's runs whole, the memory
+    monitor's is deselected whole."""
+    (tmp_path / "test_two.py").write_text(MONITOR_SUITE + MEMORY_SUITE, encoding="utf-8")
+    records = tmp_path / "records"
+    result = pytest_in(
+        tmp_path, "-k", "TestLog", "--seamline-max-examples=1", f"--seamline-record={records}"
+    )
+    assert "passing conformance record for monitor:log" in result.stdout, result.stdout
+    (path,) = records.glob("monitor-*.json")  # none for memory: none of it ran
+    assert ConformanceRecord.model_validate_json(path.read_text(encoding="utf-8")).passed
 
 
 def recorded(records: Path, name: str) -> ConformanceRecord:
@@ -136,13 +144,34 @@ def whole_suite_problem(record: ConformanceRecord) -> str | None:
     return found[0].message if found else None
 
 
-def test_checks_chosen_by_node_id_write_no_record(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def log_suite_recorded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+    """The log monitor's whole suite run with ``--seamline-record`` at three verbosities
+    (pytest_in gives -q: then -qq, 0 and -v), each into a records folder of its own: the
+    runs test_the_plugin_s_lines_start_lines_of_their_own reads; the record of the run at
+    pytest's default verbosity is the one test_checks_chosen_by_node_id_write_no_record
+    keeps."""
+    folder = tmp_path_factory.mktemp("log-suite")
+    (folder / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
+    runs = {}
+    for verbosity in ("-q", "-v", "-vv"):
+        records = folder / f"records{verbosity}"
+        runs[verbosity] = (pytest_in(folder, verbosity, f"--seamline-record={records}"), records)
+    return runs
+
+
+def test_checks_chosen_by_node_id_write_no_record(
+    tmp_path: Path, log_suite_recorded: dict[str, tuple[subprocess.CompletedProcess[str], Path]]
+) -> None:
     """One check named by its node id made a passing record ("1 passed"), then a FAILING one
     that replaced the passing record kept there: neither proves anything of the suite."""
     (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
-    records = tmp_path / "records"
-    result = pytest_in(tmp_path, f"--seamline-record={records}")  # the whole suite: recorded
+    result, whole = log_suite_recorded["-v"]  # the whole suite: recorded
     assert "passing conformance record for monitor:log" in result.stdout, result.stdout
+    records = tmp_path / "records"
+    shutil.copytree(whole, records)
     kept = {path: path.read_bytes() for path in records.iterdir()}
     assert recorded(records, "log").passed
     node = "test_log.py::TestLog::test_accepts_odd_values"
@@ -170,12 +199,13 @@ def test_a_record_under_xdist_is_of_the_whole_suite_or_none(tmp_path: Path) -> N
     assert_no_record_written(result, "monitor:log", records, kept)
 
 
-def test_the_plugin_s_lines_start_lines_of_their_own(tmp_path: Path) -> None:
+def test_the_plugin_s_lines_start_lines_of_their_own(
+    log_suite_recorded: dict[str, tuple[subprocess.CompletedProcess[str], Path]],
+) -> None:
     # `-q` printed "[100%]seamline: passing conformance record ...": the plugin wrote when
     # the session finished, before pytest's terminal ended the progress line.
-    (tmp_path / "test_log.py").write_text(MONITOR_SUITE, encoding="utf-8")
     for verbosity in ("-q", "-v", "-vv"):  # pytest_in gives -q: -qq, then 0, then -v
-        result = pytest_in(tmp_path, verbosity, f"--seamline-record={tmp_path / 'records'}")
+        result, _ = log_suite_recorded[verbosity]
         lines = result.stdout.splitlines()
         assert any(line.startswith("seamline: passing") for line in lines), result.stdout
         assert not [line for line in lines if "seamline:" in line[1:]], result.stdout
@@ -260,23 +290,23 @@ def test_a_failures_message_leaves_out_hypothesis_notes() -> None:
 PLAIN = """\
 from typing import ClassVar
 
-from seamline.components.attention.native import NativeAttention
+from seamline.components.monitors.log import LogMonitor
 
 
-class PlainAttention(NativeAttention):
+class PlainMonitor(LogMonitor):
     name: ClassVar[str] = "acme-plain"
 """
 
 PLAIN_SUITE = """\
 import pytest
-from acme_plain import PlainAttention
-from seamline.contracts.testing import AttentionContract
+from acme_plain import PlainMonitor
+from seamline.components.conformance import LogMonitorConformance
 
 
-class TestPlain(AttentionContract):
+class TestPlain(LogMonitorConformance):
     @pytest.fixture
-    def attention(self):
-        return PlainAttention(PlainAttention.Config())
+    def monitor(self, _captured):
+        return PlainMonitor(PlainMonitor.Config())
 """
 
 
@@ -288,7 +318,7 @@ def install_acme_plain(site: Path) -> None:
         "Metadata-Version: 2.1\nName: acme-plain\nVersion: 0.1.0\n", encoding="utf-8"
     )
     (info / "entry_points.txt").write_text(
-        "[seamline.attention]\nacme-plain = acme_plain:PlainAttention\n", encoding="utf-8"
+        "[seamline.monitor]\nacme-plain = acme_plain:PlainMonitor\n", encoding="utf-8"
     )
     (site / "acme_plain.py").write_text(PLAIN, encoding="utf-8")
     lines = ["acme_plain.py,,", *(f"{info.name}/{f},," for f in ("METADATA", "RECORD"))]
@@ -312,8 +342,8 @@ def test_a_record_of_code_that_is_not_the_installed_distribution_s_is_credited_t
         monkeypatch.setenv("PYTHONPATH", path)
         records = tmp_path / f"records-{credited}"
         result = pytest_in(tmp_path, *args, f"--seamline-record={records}")
-        assert "conformance record for attention:acme-plain" in result.stdout, result.stdout
-        (saved,) = records.glob("attention-acme-plain-*.json")
+        assert "conformance record for monitor:acme-plain" in result.stdout, result.stdout
+        (saved,) = records.glob("monitor-acme-plain-*.json")
         record = ConformanceRecord.model_validate_json(saved.read_text(encoding="utf-8"))
         assert record.distribution == credited
         said = "it is credited to no distribution, so it cannot earn trust"
