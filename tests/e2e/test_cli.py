@@ -38,6 +38,10 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (corpus / f"pydoc-{name}.txt").write_text(topics[name], encoding="utf-8")
     (corpus / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))  # not UTF-8
     (root / "pipeline.yaml").write_text(PIPELINE, encoding="utf-8")
+    # One short document, for the runs whose attention choice is what they check: the
+    # six topics are about 50 windows in several lengths, each compiled and verified.
+    (root / "short").mkdir()
+    (root / "short" / "pydoc-lambda.txt").write_text(topics["lambda"], encoding="utf-8")
     return root
 
 
@@ -109,10 +113,11 @@ def test_set_override_error_exits_2(workspace: Path) -> None:
 def run_with_tpu_only_installed(
     workspace: Path, monkeypatch: pytest.MonkeyPatch, attention: str, out: str
 ) -> Result:
-    """Run the pipeline with the fixture plugin ``tpu-only`` (it refuses every CPU) installed."""
+    """Run the pipeline with the fixture plugin ``tpu-only`` (it refuses every CPU) installed,
+    on the one short document."""
     plugins = Path(__file__).parents[1] / "fixtures" / "plugins" / "seamline_fixture_refuser"
     monkeypatch.syspath_prepend(str(plugins))
-    env = {"CORPUS": str(workspace / "corpus"), "OUT": str(workspace / out), "COLUMNS": "300"}
+    env = {"CORPUS": str(workspace / "short"), "OUT": str(workspace / out), "COLUMNS": "300"}
     pipeline = str(workspace / "pipeline.yaml")
     options = ["--no-compile-cache", "-v", "--set", f"attention.use={attention}"]
     return CliRunner().invoke(app, ["run", pipeline, *options], env=env)
