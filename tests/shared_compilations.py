@@ -61,6 +61,14 @@ def share_compilations() -> str | None:
     return made
 
 
+def session_cache(fallback: Path) -> str:
+    """The folder a ``seamline run`` subprocess should name in ``$SEAMLINE_CACHE_DIR``: the
+    session's, where this process runs in one (what the session already compiled is a hit,
+    so a killed run's subprocess compiles nothing the suite compiled before), else
+    ``fallback`` (a harness run outside pytest, to write no cache in the home)."""
+    return os.environ.get(FOLDER_VARIABLE) or str(fallback)
+
+
 def remove(folder: str | None) -> None:
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)

@@ -45,6 +45,7 @@ from tests.faults.component_scenarios import Ran
 from tests.faults.fixture_plugin import PLUGIN, SCALE_PLUGIN, fault_environment
 from tests.faults.spellings import LABELS, SPELLINGS, place
 from tests.outcome_tables import check, expected, table
+from tests.shared_compilations import session_cache
 
 if TYPE_CHECKING:
     pass
@@ -143,7 +144,7 @@ class Ended:
 
 def interrupted(pipeline: Path, point: str, cache: Path) -> Ended:
     """Run ``seamline run`` in a subprocess until it dies at ``point``."""
-    env = fault_environment(SEAMLINE_CACHE_DIR=str(cache))
+    env = fault_environment(SEAMLINE_CACHE_DIR=session_cache(cache))
     seamline = [sys.executable, "-m", "seamline.adapters.cli.main", "run", pipeline.name]
     if timed(point):
         env["SEAMLINE_FAULT_SLOW"] = str(SLOW_S)
@@ -206,7 +207,7 @@ def run_harness(workdir: Path) -> KillResults:
         reference_dir = workdir / "reference"
         reference = run_in_process(cli, write_pipeline(reference_dir))
         expected_records, files = published(reference_dir)
-        cache = workdir / "jax-cache"  # shared: only the first subprocess compiles
+        cache = workdir / "jax-cache"  # outside pytest; in it, the session's (see interrupted)
         runs = {
             p: write_pipeline(workdir / p.replace(":", "-"), spelling_of(p))
             for p in [*POINTS, TERM]

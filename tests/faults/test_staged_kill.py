@@ -37,6 +37,7 @@ from tests.faults.component_scenarios import Ran, seamline
 from tests.faults.fixture_plugin import fault_environment
 from tests.faults.kill_points import in_process_cli
 from tests.readback import read_records
+from tests.shared_compilations import session_cache
 
 pytestmark = pytest.mark.kill
 
@@ -90,7 +91,7 @@ def write_pipeline(folder: Path, sink: str, texts: list[str]) -> Path:
 
 def killed(folder: Path, point: str, *flags: str) -> subprocess.CompletedProcess[str]:
     """``seamline run p.yaml`` from ``folder`` in a subprocess that dies at ``point``."""
-    cache = str(folder.parent / "jax-cache")  # made by the run, private
+    cache = session_cache(folder.parent / "jax-cache")  # what the session compiled: hits
     env = fault_environment(SEAMLINE_FAULT_KILL=point, SEAMLINE_CACHE_DIR=cache)
     command = [sys.executable, "-m", "seamline.adapters.cli.main", "run", "p.yaml", *flags]
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=180)

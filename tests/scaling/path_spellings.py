@@ -47,6 +47,7 @@ from tests.faults.fixture_plugin import PLUGIN as FAULTS_PLUGIN
 from tests.faults.spellings import LABELS, SPELLINGS, Placed, place
 from tests.outcome_tables import Observations, check, expected, table, text_cell
 from tests.readback import read_errors, read_records
+from tests.shared_compilations import session_cache
 
 NAME = "path-spellings"
 SINKS = {"jsonl": "emb.jsonl", "npy": "emb.npy", "parquet": "emb.parquet", "lancedb": "emb.lance"}
@@ -248,7 +249,9 @@ class SpellingOutcomes(Observations[Cell]):
     @cached_property
     def local_kills(self) -> dict[str, Killed]:
         """Every local cell's ``seamline run`` subprocess, killed at the 4th batch, two at a
-        time (the machine's two cores); the resumes then run here, one by one."""
+        time (the machine's two cores); the resumes then run here, one by one. The reference
+        runs first: what it compiles, the subprocesses find in the cache."""
+        assert self.reference.records is not None
         laid = {}
         for key in self.keys:
             executor, sink, spelling = key.split(":")
@@ -265,7 +268,9 @@ class SpellingOutcomes(Observations[Cell]):
         """``seamline run`` in a process of its own, from ``placed.cwd``, until the kill."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN), env.get("PYTHONPATH")) if p)
-        env["SEAMLINE_CACHE_DIR"] = str(self.base / "jax-cache")  # only the first compiles
+        # The session's cache (the reference run compiled the programs: hits), else one
+        # of the harness's own, where only the first subprocesses compile.
+        env["SEAMLINE_CACHE_DIR"] = session_cache(self.base / "jax-cache")
         command = [sys.executable, "-m", "seamline.adapters.cli.main", "run", pipeline.name]
         done = subprocess.run(
             [*command, "--log-level", "warning"],
