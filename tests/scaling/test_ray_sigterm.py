@@ -6,6 +6,11 @@ printed Ray's crash lines and exited 1. A real driver (it starts a Ray of its ow
 SIGTERM after an actor's first commit: exit code 143, the ``interrupted (SIGTERM)`` line,
 none of Ray's crash lines, nothing published; ``--resume`` then publishes what a local
 run does, each record once. About half a minute on two cores.
+
+Both drivers start a Ray of their own, so their stderr is also where
+``tests/scaling/test_ray_quiet.py``'s promise is checked: neither JAX's fork warning nor
+Ray's "token authentication is enabled" note, which ``ray.init`` caused, is printed
+(``RAY_AUTH_MODE`` unset, so that Ray would print its note).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ def test_a_ray_driver_stopped_by_sigterm_stops_cleanly_and_resumes(
     pipeline = out / "p.yaml"
     pipeline.write_text(pipeline_text(out, executor=executor, monitors=[slow]), encoding="utf-8")
     env = {**plugin_environment(), "RAY_ADDRESS": "127.0.0.1:9"}  # never a cluster found
+    env.pop("RAY_AUTH_MODE", None)  # Ray's default: it would print its token note
     command = [sys.executable, "-m", "seamline.adapters.cli.main", "run", str(pipeline)]
     command += ["--no-compile-cache", "--log-level", "warning"]
     driver = subprocess.Popen(
@@ -73,9 +79,17 @@ def test_a_ray_driver_stopped_by_sigterm_stops_cleanly_and_resumes(
     assert "SIGTERM received" not in stderr, "Ray's crash lines"
     assert "Traceback" not in stderr, stderr
     assert read_records(out / "emb.jsonl") is None, "a stopped run published"
+    assert_quiet(stderr)
 
     resumed = subprocess.run(
         [*command, "--resume"], env=env, capture_output=True, text=True, timeout=300
     )
     assert resumed.returncode == 0, resumed.stderr
+    assert_quiet(resumed.stderr)
     assert_same_output(out, reference)
+
+
+def assert_quiet(stderr: str) -> None:
+    """Neither of the two lines ``ray.init`` caused (see test_ray_quiet.py)."""
+    assert "os.fork() was called" not in stderr, stderr
+    assert "Token authentication is enabled" not in stderr, stderr
