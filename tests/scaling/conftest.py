@@ -61,13 +61,19 @@ def scale_registry() -> Registry:
 
 @pytest.fixture(scope="session")
 def ray_cluster(scale_registry: Registry) -> Iterator[str]:
-    """A local Ray of 2 CPUs, started once; yields the address a driver process can join."""
+    """A local Ray of 2 CPUs, started once; yields the address a driver process can join.
+
+    Ray starts no idle workers for this process (by default one per CPU, for tasks): the
+    executor runs actors only, each in a process of its own (their thread caps make their
+    runtime environment differ from this process's), so those workers were never used.
+    """
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
     ray.init(
         num_cpus=2,
         include_dashboard=False,
         logging_level="warning",
         runtime_env={"env_vars": {"PYTHONPATH": plugin_environment()["PYTHONPATH"]}},
+        _system_config={"prestart_worker_first_driver": False, "enable_worker_prestart": False},
     )
     try:
         yield str(ray.get_runtime_context().gcs_address)
