@@ -26,7 +26,7 @@ import pytest
 
 from tests.faults.component_scenarios import published
 from tests.faults.fixture_plugin import fault_environment
-from tests.faults.kill_points import DOCUMENTS, write_pipeline
+from tests.faults.kill_points import DOCUMENTS, in_process_cli, run_in_process, write_pipeline
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -131,17 +131,12 @@ def test_a_stop_after_the_output_was_published_says_it_is_complete(
 def test_a_stop_before_publishing_over_an_earlier_output_still_offers_resume(
     tmp_path: Path,
 ) -> None:
-    """The manifest an earlier run published at the destination is not this run's."""
+    """The manifest an earlier run published at the destination is not this run's (the
+    earlier run is made in this process: only the stopped one is about a process)."""
     pipeline = write_pipeline(tmp_path, "relative")
-    first = subprocess.run(
-        [sys.executable, "-m", "seamline.adapters.cli.main", "run", "pipeline.yaml"],
-        cwd=pipeline.parent,
-        env=fault_environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert first.returncode == 0, first.stderr
+    with in_process_cli() as cli:
+        first = run_in_process(cli, pipeline)
+    assert first.exit_code == 0, first.stderr
     returncode, line = run_stopped(pipeline, signal.SIGTERM, "publishing")
     assert returncode == 143, (returncode, line)
     assert "interrupted (SIGTERM): nothing was published" in line, line
