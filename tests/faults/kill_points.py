@@ -294,25 +294,26 @@ class SecondRun:
 
 
 def second_run(workdir: Path) -> SecondRun:
-    """Start a run (slowed: the scaling fixtures' monitor sleeps after every batch), then another
-    on the same destination while the first holds it."""
+    """Start a run, then another on the same destination while the first holds it.
+
+    The first run is held before its first write (``SEAMLINE_FAULT_HOLD``) until the second
+    has ended, then released to finish: it holds the destination for as long as the second
+    takes to start, however loaded the machine. (Slowing it by a sleep per batch instead
+    left a race: on a machine loaded five times over, the second run started after the
+    first had ended.)"""
     with in_process_cli() as cli:
         reference = run_in_process(cli, write_pipeline(workdir / "reference"))
     if reference.exit_code:
         raise RuntimeError(f"the uninterrupted run failed: {reference.stderr}")
     expected_records, expected_files = published(workdir / "reference")
     pipeline = write_pipeline(workdir / "shared")
-    text = pipeline.read_text(encoding="utf-8")
-    pipeline.write_text(
-        text.replace("run:", "monitors: [{use: faults, with: {sleep: 0.2}}]\nrun:"),
-        encoding="utf-8",
-    )
     lock = pipeline.parent / "out" / ".emb.jsonl.lock"
+    release = workdir / "release-the-first-run"
     seamline = [sys.executable, "-m", "seamline.adapters.cli.main", "run", str(pipeline)]
-    env = fault_environment(SEAMLINE_CACHE_DIR=str(workdir / "jax-cache"), COLUMNS="400")
+    env = fault_environment(SEAMLINE_CACHE_DIR=session_cache(workdir / "jax-cache"), COLUMNS="400")
     first = subprocess.Popen(
         [*seamline, "--log-level", "warning"],
-        env=env,
+        env={**env, "SEAMLINE_FAULT_HOLD": str(release)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -326,6 +327,7 @@ def second_run(workdir: Path) -> SecondRun:
         second = subprocess.run(seamline, env=env, capture_output=True, text=True, timeout=120)
         running = first.poll() is None
     finally:
+        release.touch()
         stdout, stderr = first.communicate(timeout=120)
     output, files = published(pipeline.parent)
     return SecondRun(

@@ -65,7 +65,7 @@ def test_the_docs_table_is_what_these_kills_did(kill_results: KillResults) -> No
 def test_a_second_run_on_the_same_destination_refuses_and_leaves_the_first_alone(
     fault_outcomes: FaultOutcomes,
 ) -> None:
-    run = fault_outcomes["second-run"]  # the first run slowed by a monitor that sleeps
+    run = fault_outcomes["second-run"]  # the first run held before its first write
     assert run.first_running, "the first run was still running during the second"
     assert run.second.exit_code == 2, run.second.stderr
     line = " ".join(run.second.stderr.split())

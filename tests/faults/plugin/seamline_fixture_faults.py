@@ -23,6 +23,9 @@ module and its ``dist-info``), so that ``seamline run`` subprocesses discover it
   n-th rename while publishing: 1 is the errors file, the last is the manifest);
   ``SEAMLINE_FAULT_SLOW=<seconds>`` makes it sleep that long before each write, so
   that a run lasts longer than the moments a test kills it at, on any machine;
+  ``SEAMLINE_FAULT_HOLD=<file>`` makes it wait before its first write until that file
+  exists (five minutes at most), holding the destination for as long as a test needs,
+  however slowly the machine starts what the test runs meanwhile;
 - ``fault-sharded``: an executor that runs ``shards`` shards one after the other in the
   driver's process (so a kill of it is a kill of the driver), for the staged publication
   of parquet and lancedb; ``SEAMLINE_FAULT_KILL`` names where it dies: ``planned:1``
@@ -83,6 +86,8 @@ if os.environ.get("SEAMLINE_FAULT_DROP_STOP"):
 KILL = "SEAMLINE_FAULT_KILL"
 RAISE = "SEAMLINE_FAULT_RAISE"
 SLOW = "SEAMLINE_FAULT_SLOW"
+HOLD = "SEAMLINE_FAULT_HOLD"
+HOLD_LIMIT_S = 300.0
 WRITE_FD1 = "SEAMLINE_FAULT_WRITE_FD1"
 """Faults named by the environment, not the pipeline file: a resume refuses a changed one."""
 
@@ -226,6 +231,14 @@ def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _wait_for(release: Path) -> None:
+    """Wait until ``release`` exists, or :data:`HOLD_LIMIT_S` has passed (then go on: a test
+    that never releases its run fails on what it asserts, not by hanging the suite)."""
+    deadline = time.monotonic() + HOLD_LIMIT_S
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 class FaultSink(JsonlSink):
     name: ClassVar[str] = "fault-jsonl"
 
@@ -235,6 +248,7 @@ class FaultSink(JsonlSink):
         self._kill = _point(KILL)
         self._raise = _point(RAISE)
         self._slow = float(os.environ.get(SLOW) or 0)
+        self._hold = os.environ.get(HOLD)
 
     def _reached(self, point: str) -> bool:
         """Count ``point``; die there if it is the kill point, raise if it is the fault's."""
@@ -257,6 +271,9 @@ class FaultSink(JsonlSink):
             os.write(1, b"fault-jsonl wrote to descriptor 1\n")
         if self._slow:
             time.sleep(self._slow)
+        if self._hold:
+            _wait_for(Path(self._hold))
+            self._hold = None
         if self._reached("write"):
             _die()
         super().write(records)
