@@ -31,6 +31,9 @@ class Batches:
 
     name = "batches"
 
+    def bind(self, publish: Any) -> None:
+        pass
+
     def __init__(self) -> None:
         self.done: list[BatchDone] = []
 

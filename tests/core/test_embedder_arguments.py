@@ -107,6 +107,47 @@ def test_an_embedder_setting_of_the_wrong_type_is_refused(
         toy_embedder(**keywords)
 
 
+class _Watches:
+    """A monitor without ``bind``: the hub's first call to it failed, logged, and the
+    embedder went on, so the program's monitor observed less than it was meant to."""
+
+    name = "watches"
+
+    def observe(self, event: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Complete(_Watches):
+    def bind(self, publish: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("monitors", "message"),
+    [
+        ([_Watches()], r"^monitors\[0\] is a _Watches without bind\(\): a monitor has a name"),
+        ([_Complete(), _Complete], r"^monitors\[1\] is the class _Complete, not a monitor"),
+        ("log", r"^monitors must be a list of monitors .*, not str$"),
+    ],
+)
+def test_monitors_that_are_not_monitors_are_refused_before_the_model_is_built(
+    monitors: Any, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Pipeline.run(extra_monitors=...)`` refused these with a TypeError; ``Embedder`` took
+    them. Refused as the first check, before the model: building one is an error here."""
+    import seamline.core.embedder as embedder_module
+
+    def no_model(*_: Any) -> None:
+        raise AssertionError("the model was built before the monitors were checked")
+
+    monkeypatch.setattr(embedder_module, "_model_of", no_model)
+    with pytest.raises(TypeError, match=message):
+        toy_embedder(monitors=monitors)
+
+
 @pytest.mark.parametrize(
     ("gap", "named"),
     [(float("nan"), "NaN"), (np.float32("nan"), "NaN"), (None, "None"), (NA, "<NA>")],

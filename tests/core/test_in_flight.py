@@ -174,6 +174,9 @@ def embedder_batches(in_flight: int) -> tuple[list[np.ndarray], list[BatchDone],
     class Batches:
         name = "batches"
 
+        def bind(self, publish: Any) -> None:
+            pass
+
         def observe(self, event: Any) -> None:
             if isinstance(event, BatchDone):
                 done.append(event)

@@ -57,6 +57,9 @@ class Calls:
 
     name = "calls"
 
+    def bind(self, publish: Any) -> None:
+        pass
+
     def observe(self, event: Any) -> None:
         if isinstance(event, SeamCall) and event.operation == "apply":
             self.applies += 1

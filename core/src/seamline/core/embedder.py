@@ -96,6 +96,7 @@ from seamline.core.forking import refuse_after_fork
 from seamline.core.given_texts import MISSING_FIX, dimensions_problem, missing_kind
 from seamline.core.host import Collated, SetAside, documents_as_loaded
 from seamline.core.in_flight import InFlight
+from seamline.core.monitor_arguments import check_monitors
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.precision.negotiate import encoder_side
 from seamline.core.registry import Registry
@@ -232,6 +233,7 @@ class Embedder:
         query prefix of a model such as e5); ``encode(..., queries=...)`` chooses per call.
         """
         _check_settings(queries, max_wait)
+        check_monitors(monitors, "monitors")
         data = _keyword_sections(model, attention, run, trust)
         located = prepare_data(data, "Embedder(...)", (), environ)
         if registry is None:
@@ -258,6 +260,7 @@ class Embedder:
         which is how the precision gate embeds its sample, so that its compilations are
         the ones the run goes on to use.
         """
+        check_monitors(monitors, "monitors")
         refuse_after_fork("an Embedder")
         embedder = cls.__new__(cls)
         embedder._start(resolved, registry, monitors, long_text, max_wait, shapes)
@@ -318,6 +321,7 @@ class Embedder:
         ``queries``: embed texts as search queries (see :class:`Embedder`).
         """
         _check_settings(queries, max_wait)
+        check_monitors(monitors, "monitors")
         if registry is None:
             resolved, registry = load_trusted(path, overrides, environ)
         else:

@@ -22,7 +22,6 @@ from seamline.contracts import (
 from seamline.contracts.errors import NOTHING_COMMITTED
 from seamline.contracts.executor import merge_attention
 from seamline.contracts.logs import get_logger
-from seamline.contracts.untrusted import a_type
 from seamline.contracts.workdir import working_folder
 from seamline.core.config import (
     ComponentChoice,
@@ -39,6 +38,7 @@ from seamline.core.config.yaml12 import Yaml12Dumper
 from seamline.core.devices import jax_devices
 from seamline.core.forking import refuse_after_fork
 from seamline.core.job import PipelineJob, check_report
+from seamline.core.monitor_arguments import check_monitors
 from seamline.core.monitor_hub import MonitorHub
 from seamline.core.orchestrator import RunSummary
 from seamline.core.pinning import KeptModel, pinned_model
@@ -364,11 +364,6 @@ def summarize(
     )
 
 
-MONITOR_NEEDS = "a name (a str), bind(publish), observe(event) and close()"
-"""What a run asks of every monitor (the Monitor contract; ``observes`` and
-``wants_seam_starts`` have defaults): one without them failed during the run."""
-
-
 def _check_run_arguments(extra_monitors: object, **flags: object) -> None:
     """Refuse what :meth:`Pipeline.run` would misread, before any work: ``resume="no"`` is
     true to Python (it resumed), ``run("x")`` or ``run(True)`` (meaning ``resume``) is not a
@@ -378,28 +373,8 @@ def _check_run_arguments(extra_monitors: object, **flags: object) -> None:
     for name, flag in flags.items():
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
-    if isinstance(extra_monitors, str | bytes) or not isinstance(extra_monitors, Sequence):
-        raise TypeError(
-            f"extra_monitors must be a list of monitors (objects with {MONITOR_NEEDS}: "
-            "subclass seamline.contracts.Monitor), not "
-            f"{type(extra_monitors).__name__}; resume and restart are keywords: "
-            "run(resume=True)"
-        )
-    for index, monitor in enumerate(extra_monitors):
-        if isinstance(monitor, type):  # its methods are there, unbound: every call failed
-            raise TypeError(
-                f"extra_monitors[{index}] is the class {monitor.__name__}, not a monitor: "
-                f"pass an instance ({monitor.__name__}(...))"
-            )
-        missing = [] if isinstance(getattr(monitor, "name", None), str) else ["a name (a str)"]
-        missing += [
-            f"{method}()"
-            for method in ("bind", "observe", "close")
-            if not callable(getattr(monitor, method, None))
-        ]
-        if missing:
-            raise TypeError(
-                f"extra_monitors[{index}] is {a_type(monitor)} without {', '.join(missing)}: "
-                f"a monitor has {MONITOR_NEEDS} (subclass seamline.contracts.Monitor, which "
-                "gives bind() and close() their defaults)"
-            )
+    check_monitors(
+        extra_monitors,
+        "extra_monitors",
+        hint="; resume and restart are keywords: run(resume=True)",
+    )
