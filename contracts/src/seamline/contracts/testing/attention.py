@@ -108,18 +108,7 @@ def _jitted(
     fixtures do: :mod:`seamline.components.conformance`).
     """
     compiled = _jit_once(attention, causal, scale)
-
-    def call(
-        q: jax.Array,
-        k: jax.Array,
-        v: jax.Array,
-        ids: SegmentIds | None,
-        bias: RelativeBias | None = None,
-    ) -> jax.Array:
-        result: jax.Array = compiled(q, k, v, ids, bias)
-        return result
-
-    return call
+    return lambda q, k, v, ids, bias=None: compiled(q, k, v, ids, bias)  # bias always given
 
 
 def _recompiled(attention: Callable[..., jax.Array], causal: bool) -> Callable[..., jax.Array]:
