@@ -232,8 +232,7 @@ class Embedder:
         embed texts as search queries by default, with the model's ``for_queries()`` (the
         query prefix of a model such as e5); ``encode(..., queries=...)`` chooses per call.
         """
-        _check_settings(queries, max_wait)
-        check_monitors(monitors, "monitors")
+        _check_settings(queries, max_wait, monitors)
         data = _keyword_sections(model, attention, run, trust)
         located = prepare_data(data, "Embedder(...)", (), environ)
         if registry is None:
@@ -320,8 +319,7 @@ class Embedder:
         ``registry``, components are discovered under the pipeline's and the user's trust.
         ``queries``: embed texts as search queries (see :class:`Embedder`).
         """
-        _check_settings(queries, max_wait)
-        check_monitors(monitors, "monitors")
+        _check_settings(queries, max_wait, monitors)
         if registry is None:
             resolved, registry = load_trusted(path, overrides, environ)
         else:
@@ -903,11 +901,12 @@ def _checked_budget(batch_tokens: object) -> int | None:
     return int(batch_tokens)
 
 
-def _check_settings(queries: object, max_wait: object) -> None:
-    """Refuse an embedder's ``queries`` or ``max_wait`` of the wrong type before the model is
-    built: ``queries="no"`` would embed every text as a query. And refuse to build one in a
-    process forked after JAX's runtime started (:mod:`seamline.core.forking`)."""
+def _check_settings(queries: object, max_wait: object, monitors: object) -> None:
+    """Refuse an embedder's ``queries``, ``max_wait`` or ``monitors`` of the wrong type before
+    the model is built: ``queries="no"`` would embed every text as a query. And refuse to
+    build one in a process forked after JAX's runtime started (:mod:`seamline.core.forking`)."""
     refuse_after_fork("an Embedder")
+    check_monitors(monitors, "monitors")
     if not isinstance(queries, bool | np.bool_):
         raise TypeError(f"queries must be True or False, not {type(queries).__name__}")
     if isinstance(max_wait, bool) or not isinstance(max_wait, Real):
