@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,9 +43,15 @@ def keys(tmp_path: Path) -> list[tuple[str, int]]:
     return [(row["id"], row["window_index"]) for row in found]
 
 
-def run(tmp_path: Path, records: list[OutputRecord], **options: Any) -> None:
+RUN = "r1"
+"""A run id :func:`run` may publish under (``run_id=RUN``)."""
+
+
+def run(
+    tmp_path: Path, records: list[OutputRecord], run_id: str | None = None, **options: Any
+) -> None:
     out = sink(tmp_path, **options)
-    out.start(MANIFEST)
+    out.start(MANIFEST if run_id is None else {**MANIFEST, "run_id": run_id})
     out.write(records)
     out.close()
 
@@ -474,9 +481,11 @@ def test_an_index_that_fails_once_the_rows_are_published_says_so(
         raise error
 
     monkeypatch.setattr(module, "build_indexes", failing)
-    with pytest.raises(UserError) as refused:
-        run(tmp_path, make_records(3), index={"type": "ivf_pq"})
-    message = str(refused.value)
+    run(tmp_path, make_records(3), index={"type": "ivf_pq"}, run_id=RUN)
+    # Not raised from close: that lost the run's summary. The manifest records it, and
+    # the driver's fresh sink says it once the summary is out.
+    message = sink(tmp_path, index={"type": "ivf_pq"}).published_problem(RUN)
+    assert message is not None
     assert message.startswith("lancedb sink: the rows are published in ")
     assert said in message
     assert ".cargo" not in message
@@ -592,9 +601,12 @@ def test_an_index_that_fails_to_build_is_a_user_error_after_the_rows_are_publish
         raise RuntimeError("lance error: no room for the index")
 
     monkeypatch.setattr(lancedb.table.LanceTable, "create_index", refuse)
-    with pytest.raises(UserError, match=r"rows are published in .* but building its index failed"):
-        run(tmp_path, make_records(3), index={"type": "hnsw"})
+    run(tmp_path, make_records(3), index={"type": "hnsw"}, run_id=RUN)
     assert len(keys(tmp_path)) == 3
+    problem = sink(tmp_path, index={"type": "hnsw"}).published_problem(RUN)
+    assert problem is not None
+    assert re.search(r"rows are published in .* but building its index failed", problem)
+    assert sink(tmp_path).published_problem("another-run") is None, "only the run's own"
 
 
 def test_the_caches_stay_within_cache_bytes_over_many_commits(tmp_path: Path) -> None:
@@ -623,3 +635,30 @@ def test_cache_bytes_null_leaves_lancedb_its_default_session(tmp_path: Path) -> 
     assert out._lance.session is None
     run(tmp_path, make_records(3), cache_bytes=None)
     assert len(keys(tmp_path)) == 3
+
+
+def test_a_recorded_index_failure_is_read_as_untrusted_text(tmp_path: Path) -> None:
+    """``outputs.index_failure`` is printed after the run's summary: from a manifest anyone
+    could edit, an escape sequence in it is shown as a mark, a page of it is cut, and
+    anything but text is not a failure."""
+    run(tmp_path, make_records(3), run_id=RUN)
+    path = tmp_path / "db" / "emb.manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    assert sink(tmp_path).published_problem(RUN) is None, "nothing recorded, nothing undone"
+    for recorded, expected in [
+        ("\x1b]52;c;cm0gLXJmIH4=\x07failed" + "x" * 5_000, "\ufffd]52;c;cm0gLXJmIH4=\ufffdfailed"),
+        ({"not": "text"}, None),
+        ("", None),
+    ]:
+        manifest["outputs"]["index_failure"] = recorded
+        path.write_text(json.dumps(manifest), encoding="utf-8")
+        problem = sink(tmp_path).published_problem(RUN)
+        if expected is None:
+            assert problem is None, recorded
+        else:
+            assert problem is not None
+            assert problem.startswith(expected)
+            assert "\x1b" not in problem
+            assert "\x07" not in problem
+            assert problem.endswith(f"... ({len(recorded):,} characters)")
+            assert len(problem) < 2_100

@@ -162,6 +162,40 @@ def test_a_staged_sync_with_prune_erases_too(tmp_path: Path) -> None:
     assert nearest(tmp_path).rows
 
 
+def test_a_staged_publication_leaves_its_problems_for_after_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts published as one run (``publish_parts``, on the driver): a failed index build
+    and a failed prune were raised from there, before the run's summary. Both now come
+    from ``published_problem``, in one message, once the publication is complete."""
+    from seamline.components.sinks import _lance_index
+
+    def failing(*_: Any, **__: Any) -> None:
+        raise RuntimeError("lance error: disk quota exceeded")
+
+    publish(tmp_path, records(DOCS), mode="sync")
+
+    def make() -> LanceDbSink:
+        return sink(tmp_path, mode="sync", prune=True, text=True, full_text_index=True)
+
+    make().begin_parts("run-1", 2, MANIFEST)
+    for index, docs in enumerate([DOCS[:20], DOCS[20:-1]]):
+        part = make().part("run-1", Shard(index, 2))
+        part.write(records(docs))
+        part.close()
+    monkeypatch.setattr(_lance_index, "build_indexes", failing)
+    monkeypatch.setattr(lancedb_sink, "prune_versions", failing)
+    make().publish_parts("run-1", 2, MANIFEST)
+    monkeypatch.undo()
+    assert table(tmp_path).count_rows() == 39, "published"
+    problem = make().published_problem("run-1")
+    assert problem is not None
+    unindexed, left_by_prune = problem.split(" Also, ")
+    assert "but building its index failed: lance error: disk quota exceeded" in unindexed
+    assert "pruning left older versions that still hold the rows" in left_by_prune
+    assert make().published_problem(RUN) is None, "another run's publication: not this one's"
+
+
 class Killed(BaseException):
     """The process is killed (nothing catches it)."""
 
@@ -348,3 +382,75 @@ def test_a_version_written_with_the_clock_ahead_is_not_reported_pruned(tmp_path:
     assert "of them written after this machine's clock now says" in problem
     assert "Fix the clock" in problem
     assert table(tmp_path).version == pinned(tmp_path)
+
+
+def test_an_index_that_fails_to_build_fails_the_run_once_its_summary_is_out(
+    tmp_path: Path, discovered: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed index build was raised from the sink's ``close``: the run ended with the
+    error alone, its summary lost (what it published, the counts a ``sync`` measured only
+    then), though the rows were published. Now the manifest records the failure, and the
+    run fails with it after the summary, as a clock-kept version does (above)."""
+    from seamline.components.sinks import _lance_index
+
+    def failing(*_: Any, **__: Any) -> None:
+        raise RuntimeError("lance error: disk quota exceeded")
+
+    notes = notes_pipeline(tmp_path)
+    with cli_in(tmp_path, discovered) as cli:
+        monkeypatch.setattr(_lance_index, "build_indexes", failing)
+        first = seamline(cli, Path("pipeline.yaml"))
+        (notes / "customer.txt").unlink()
+        as_json = seamline(cli, Path("pipeline.yaml"), "--format", "json")
+        monkeypatch.undo()
+        searched = cli.invoke(app, ["search", "out/emb.lance", "lance tables", "-k", "1"])
+        again = seamline(cli, Path("pipeline.yaml"))
+    assert first.exit_code == 2, first.stderr
+    assert "4 added, 0 replaced, 0 deleted" in " ".join(first.stdout.split()), first.stdout
+    assert one_line(first) == (
+        "error: lancedb sink: the rows are published in 'out/emb.lance', but building its "
+        "index failed: lance error: disk quota exceeded. Fix the index settings and run "
+        "again; until then a search scans every row"
+    )
+    assert as_json.exit_code == 2, as_json.stderr
+    assert json.loads(as_json.stdout)["changes"]["deleted"] == 1, as_json.stdout
+    assert "but building its index failed" in one_line(as_json)
+    assert searched.exit_code == 0, searched.stderr
+    assert "about lance tables" in searched.stdout, "the publication stands, unindexed"
+    assert again.exit_code == 0, again.stderr
+    manifest = json.loads((tmp_path / "out" / "emb.manifest.json").read_text(encoding="utf-8"))
+    assert "index_failure" not in manifest["outputs"], "the run that built them says nothing"
+    assert [index.index_type for index in written(tmp_path / "out").list_indices()] == ["FTS"]
+
+
+def test_pruning_that_fails_fails_the_run_once_its_summary_is_out(
+    tmp_path: Path, discovered: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error while removing the older versions was raised from the sink's ``close``,
+    after the manifest was out: the summary, with what the ``sync`` deleted, was lost. Now
+    it is logged, and the versions it left fail the run after the summary."""
+
+    def refused(*_: Any, **__: Any) -> None:
+        raise OSError(13, "Permission denied", "out/emb.lance/_versions")
+
+    notes = notes_pipeline(tmp_path)
+    prune = ("--set", "sink.with.prune=true")
+    with cli_in(tmp_path, discovered) as cli:
+        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
+        (notes / "customer.txt").unlink()
+        monkeypatch.setattr(lancedb_sink, "prune_versions", refused)
+        pruned = seamline(cli, Path("pipeline.yaml"), *prune)
+        monkeypatch.undo()
+        left = oldest(written(tmp_path / "out"))
+        again = seamline(cli, Path("pipeline.yaml"), *prune)
+    assert pruned.exit_code == 2, pruned.stderr
+    assert "0 added, 0 replaced, 1 deleted" in " ".join(pruned.stdout.split()), pruned.stdout
+    warned, failed = [line for line in pruned.stderr.splitlines() if line.strip()]
+    assert "removing its older versions failed" in warned
+    assert "Permission denied" in warned
+    assert failed.startswith("error: lancedb sink: the rows are published in 'out/emb.lance' (")
+    assert "pruning left older versions that still hold the rows" in failed
+    assert left < pinned(tmp_path, "out"), "the older versions were left"
+    assert again.exit_code == 0, again.stderr
+    assert oldest(written(tmp_path / "out")) == pinned(tmp_path, "out")
+    assert holding(tmp_path / "out") == []

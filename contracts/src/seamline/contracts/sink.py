@@ -201,8 +201,9 @@ class Sink(Component[SinkConfigT], abc.ABC):
 
     def published_problem(self, run_id: str) -> str | None:
         """What publishing run ``run_id`` left undone that its user must see to, in one
-        message naming the fix (the lancedb sink's ``prune``, when older versions outlived
-        it); None when nothing is, or the output published now is not that run's.
+        message naming the fix (the lancedb sink's: an index that failed to build, older
+        versions that outlived ``prune``); None when nothing is, or the output published
+        now is not that run's.
 
         Asked after the run, on a fresh instance, after :meth:`published_changes`: the
         output stands, so the run reports what it did (its summary) and then fails with

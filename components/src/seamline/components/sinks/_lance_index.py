@@ -82,6 +82,10 @@ class VectorIndexConfig(ComponentConfig):
 
 log = get_logger("seamline.sink.lancedb")
 
+INDEX_FAILURE = "index_failure"
+"""The key of the manifest's ``outputs`` that says why the indexes of that publication were
+not built (:func:`index_failure`'s message); absent when they were."""
+
 IVF_PQ_TRAINING_ROWS = 256
 """Rows an IVF-PQ index needs to train its 8-bit product quantiser (256 centroids per
 sub-vector). On a smaller table LanceDB builds an index that holds no row and compares

@@ -54,10 +54,11 @@ manifest (``outputs.table_version``): readers read the table at that version
 (:mod:`._lance_reader`), so the rows a search reads are always those the manifest it
 embedded its query by describes, never a newer run's committed a moment before its
 manifest. A failed index build still publishes the rows (that version, without the
-index), and the run then fails saying so. A run that wrote no rows where there was no
-table creates none: it publishes an empty folder at ``path`` and ``table_version: 0``,
-which the reader reads as no rows (a table that exists is emptied under ``overwrite``, a
-version of it, as any other publication).
+index), and records why in the manifest (``outputs.index_failure``): the run fails saying
+so once its summary is out (:meth:`LanceDbSink.published_problem`). A run that wrote no
+rows where there was no table creates none: it publishes an empty folder at ``path`` and
+``table_version: 0``, which the reader reads as no rows (a table that exists is emptied
+under ``overwrite``, a version of it, as any other publication).
 
 **Staged parts** (sink contract 1.3, a run split into shards).
 Each shard writes its part through a lancedb sink of its own, relocated into the
@@ -102,6 +103,7 @@ from pydantic import Field, PositiveInt, field_validator, model_validator
 from seamline.components.sinks._columnar import ColumnarConfig, ColumnarSink
 from seamline.components.sinks._columns import SchemaText
 from seamline.components.sinks._lance_index import (
+    INDEX_FAILURE,
     VectorIndexConfig,
     check_index_fits,
     check_temporary_folder,
@@ -122,6 +124,7 @@ from seamline.components.sinks._lance_table import (
 )
 from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.contracts import OutputRecord, UserError
+from seamline.contracts.logs import get_logger
 from seamline.contracts.sink_kit import (
     AtomicFile,
     RunId,
@@ -133,12 +136,14 @@ from seamline.contracts.sink_kit import (
     refuse_blocked_parts,
     stops_deferred,
 )
+from seamline.contracts.untrusted import cut, visible
 from seamline.contracts.workdir import as_written
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from lancedb.table import Table
 
+log = get_logger("seamline.sink.lancedb")
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _MiB = 1 << 20
 
@@ -252,8 +257,6 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         self._lance = LanceDatabases(self.name, config.path.stem, config.cache_bytes)
         self._staging: Table | None = None
         """The staging table in :attr:`store` (the hidden staging database)."""
-        self._index_failure: UserError | None = None
-        """Why building the indexes failed (raised once the publication is complete)."""
 
     def output_details(self) -> Mapping[str, Any]:
         config = self.config
@@ -271,8 +274,13 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         return _kept(self, super().published_changes(run_id), run_id)
 
     def published_problem(self, run_id: str) -> str | None:
-        """With ``prune``: the older versions it left (:func:`_left_by_prune`)."""
-        return _left_by_prune(self, run_id)
+        """Why its indexes were not built (:func:`_unindexed`) and, with ``prune``, the older
+        versions it left (:func:`_left_by_prune`): raised from ``close``, each lost the summary."""
+        manifest = self.published_manifest() or {}
+        if manifest.get("run_id") != run_id:
+            return None
+        problems = [_unindexed(manifest), _left_by_prune(self, manifest)]
+        return " Also, ".join(problem for problem in problems if problem) or None
 
     # -- the hooks of the kit's lifecycle ----------------------------------------------------
 
@@ -328,7 +336,7 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             lambda: set() if staged is None else table_ids(staged, self.config.buffer_rows),
             lambda: _written(errors),
         )
-        self._index_failure = self._index_and_pin(table)
+        self._index_and_pin(table)
         return ()
 
     def published(self) -> None:
@@ -337,8 +345,6 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             return
         self._drop_staging()
         _prune(self)
-        if self._index_failure is not None:  # the rows are published, without the index
-            raise self._index_failure
 
     def abandon_rows(self) -> None:
         """Keep the committed staging rows for a resume, or nothing."""
@@ -398,12 +404,10 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
             lambda: {i for _, part in sources for i in table_ids(part, size)},
             lambda: [files["errors"].read_bytes() for files in parts],
         )
-        failure = self._index_and_pin(table)
+        self._index_and_pin(table)
         _complete(self, parts, run_id)  # the publication is complete: never undone
         staging.discard_all()
         _prune(self)
-        if failure is not None:  # the rows are published, without the index
-            raise failure
 
     # -- the staging table -------------------------------------------------------------------
 
@@ -517,19 +521,23 @@ class LanceDbSink(ColumnarSink[LanceDbSinkConfig]):
         """The manifest the real table was published with (beside it)."""
         return self.destination.with_name(f"{self.destination.stem}.manifest.json")
 
-    def _index_and_pin(self, table: Table | None) -> UserError | None:
+    def _index_and_pin(self, table: Table | None) -> None:
         """The indexes built, and the version the table is then at recorded in the manifest
         (``outputs.table_version``), before the manifest goes out (:func:`indexed_version`);
-        why the indexes failed, if they did (raised once the manifest is out)."""
+        why the indexes failed, if they did, recorded there too (``outputs.index_failure``),
+        for :meth:`published_problem` to fail the run with once its summary is out."""
         if table is None:  # the run wrote no rows where there was no table
             self._group.details["table_version"] = _no_table(self.destination)
-            return None
+            return
         config = self.config
         if config.prune:  # the version the manifest names, all of whose files prune keeps
             table = compacted(self._lance, self._database, table, config.buffer_rows)
-        version, failure = indexed_version(table, config.index, config.full_text_index, self._where)
+        version, failure = indexed_version(
+            table, config.index, config.full_text_index, _named(self)
+        )
         self._group.details["table_version"] = version
-        return failure
+        if failure is not None:  # the rows are published, without the index
+            self._group.details[INDEX_FAILURE] = str(failure)
 
 
 def _complete(sink: LanceDbSink, parts: Sequence[Mapping[str, Path]], run_id: str) -> None:
@@ -594,33 +602,42 @@ def _finish_part(sink: LanceDbSink) -> None:
 def _prune(sink: LanceDbSink) -> None:
     """With ``prune``, every older version of the table removed, once the manifest naming
     its newest is out (:func:`prune_versions`): a stop in between leaves them, and the
-    next run with ``prune`` removes them. A failure here is a :class:`UserError` after the
-    publication, which stands."""
+    next run with ``prune`` removes them. A failure here is logged, and the versions it
+    left fail the run once its summary is out (:func:`_left_by_prune`): the publication
+    stands."""
     table = sink._lance.open(sink._database) if sink.config.prune else None
     if table is None:
         return
     try:
         prune_versions(table, _named(sink))
     except (RuntimeError, OSError, ValueError) as err:
-        raise UserError(
+        log.warning(
             f"lancedb sink: the rows are published in {_named(sink)}, but removing its older "
-            f"versions failed ({err}): they still hold the rows it deleted or replaced. Fix "
-            "that and run again to remove them"
-        ) from err
+            "versions failed: fix what the error says, and run again with prune",
+            error=str(err),
+        )
 
 
-def _left_by_prune(sink: LanceDbSink, run_id: str) -> str | None:
-    """With ``prune``, after run ``run_id`` published: why older versions of the table
-    outlived pruning (a clock behind the time they were written), and what removes them
-    (:func:`left_by_prune`); None when none did, or the output published now is another's.
+def _unindexed(manifest: Mapping[str, Any]) -> str | None:
+    """Why the indexes of the publication ``manifest`` describes were not built, as the run
+    recorded it (``outputs.index_failure``); None when they were. Read as untrusted, as any
+    manifest: a message shown to the user, so bounded and with no control character."""
+    outputs = manifest.get("outputs")
+    failure = outputs.get(INDEX_FAILURE) if isinstance(outputs, dict) else None
+    return visible(cut(failure, 2_000)) if isinstance(failure, str) and failure else None
+
+
+def _left_by_prune(sink: LanceDbSink, manifest: Mapping[str, Any]) -> str | None:
+    """With ``prune``, after the run that published ``manifest``: why older versions of
+    the table outlived pruning (a clock behind the time they were written, or a failure
+    logged as it pruned), and what removes them (:func:`left_by_prune`); None when none did.
 
     Asked after the run, so that it fails once its summary is out: raised while publishing,
     the failure lost the summary, and with it the counts of what the run deleted, measured
     only then (the next run finds nothing more to delete)."""
-    manifest = sink.published_manifest() or {}
     outputs = manifest.get("outputs")
     version = outputs.get("table_version") if isinstance(outputs, dict) else None
-    if not sink.config.prune or manifest.get("run_id") != run_id or type(version) is not int:
+    if not sink.config.prune or type(version) is not int:
         return None
     table = sink._lance.open(sink._database)
     return None if table is None else left_by_prune(table, _named(sink), version)
