@@ -88,9 +88,11 @@ class FaultOutcomes(Observations[Any]):
 
 
 def message(text: str, workdir: Path) -> str:
-    """The first line of ``text`` as a cell: its folder as ``<tmp>``, pids as ``<pid>``."""
+    """The first line of ``text`` as a cell: its folder as ``<tmp>``, pids as ``<pid>``,
+    times of day as ``<time>``."""
     lines = [line for line in text.splitlines() if line.strip()]
     first = re.sub(r"\bpid \d+", "pid <pid>", lines[0]) if lines else ""
+    first = re.sub(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\b", "<time>", first)
     return text_cell(first, {str(workdir): "<tmp>"})
 
 

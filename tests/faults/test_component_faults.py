@@ -60,6 +60,8 @@ def test_a_resume_refuses_an_input_that_changed_and_restart_starts_over(
     assert run.resumed.exit_code == 2, run.resumed.said
     line = " ".join(one_line(run.resumed.said).split())
     assert f"the input files under {str(run.first.corpus)!r}" in line
+    edited = str(run.first.corpus / "doc03.txt")
+    assert f"12 now; newer than that: {edited!r})" in line, "the file edited, by name"
     assert "changed since that checkpoint" in line
     assert "--restart" in line
     assert run.checkpoint_untouched

@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
-from collections.abc import Iterator
+import time
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from seamline.contracts.loader import InputGlobField, input_glob_files
+from seamline.contracts.input_files import input_files
+from seamline.contracts.loader import InputGlobField
 from seamline.core.config.spec import AttentionMode, PipelineSpec
 
 if TYPE_CHECKING:
@@ -85,48 +84,32 @@ def named_input_paths(config: BaseModel) -> list[tuple[str, Path | str]]:
     return paths
 
 
-def _matched(pattern: str) -> Iterator[tuple[str, int, int]]:
-    """``(path, size, mtime_ns)`` of the regular files the glob ``pattern`` matches."""
-    for name in input_glob_files(pattern):
-        try:
-            entry = os.stat(name)
-        except OSError:
-            continue
-        yield name, entry.st_size, entry.st_mtime_ns
-
-
-def _files(path: Path) -> Iterator[tuple[str, int, int]]:
-    """``(relative name, size, mtime_ns)`` of the regular files at or under ``path``."""
-    try:
-        info = path.stat()
-    except OSError:
-        return
-    if stat.S_ISREG(info.st_mode):
-        yield ".", info.st_size, info.st_mtime_ns
-        return
-    if not stat.S_ISDIR(info.st_mode):
-        return
-    for directory, _, names in os.walk(path):  # symlinked directories are not followed
-        for name in names:
-            full = os.path.join(directory, name)
-            try:
-                entry = os.stat(full)
-            except OSError:
-                continue
-            if stat.S_ISREG(entry.st_mode):
-                yield os.path.relpath(full, path), entry.st_size, entry.st_mtime_ns
+_CLOCK_TICK_NS = 20_000_000
+"""A margin over the coarse clock files are stamped by (its tick: 1 to 10 ms)."""
 
 
 def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
-    """The loader's input: its paths and one hash of their files (None without paths)."""
+    """The loader's input: its paths and one hash of their files (None without paths).
+
+    ``listed`` says when they were listed, how many files there were and which paths are
+    glob patterns: not compared (every run lists at another time), but what a refused
+    resume names the files changed since with (:mod:`seamline.contracts.input_files`).
+    """
     paths = input_paths(config)
     if not paths:
         return None
-    listing = [
-        [str(path), sorted(_files(path) if isinstance(path, Path) else _matched(path))]
-        for path in paths
-    ]
-    return {"paths": [str(path) for path in paths], "files": _digest(listing)}
+    # Before the listing, so a file edited while it runs counts as after; and a tick early:
+    # a file's time comes from the kernel's coarse clock, which lags this one by up to a
+    # tick (1 to 10 ms), so a file edited just after would seem older.
+    at = time.time_ns() - _CLOCK_TICK_NS
+    found = [sorted(input_files(path)) for path in paths]
+    listing = [[str(path), files] for path, files in zip(paths, found, strict=True)]
+    listed = {
+        "at": at,
+        "count": sum(len(files) for files in found),
+        "patterns": [index for index, path in enumerate(paths) if not isinstance(path, Path)],
+    }
+    return {"paths": [str(path) for path in paths], "files": _digest(listing), "listed": listed}
 
 
 def setting_hashes(spec: PipelineSpec | dict[str, Any]) -> dict[str, str]:

@@ -26,6 +26,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from seamline.contracts.sink_kit._input_change import input_changed
+
 UNRECORDED = "a seamline that did not record its versions (from before 2026-12-05)"
 """Who made an output or a checkpoint without ``versions``: they were first recorded
 then (a staged run's record began a day later: its caller says so)."""
@@ -275,10 +277,9 @@ def changed_inputs(recorded: Any, current: Any) -> list[str]:
     before, now = _hashes(recorded), _hashes(current)
     if "precision" in before and before.get("precision") != now.get("precision"):
         said.append(_precision(recorded.get("precision"), current.get("precision")))
-    if recorded.get("input") != current.get("input"):
-        paths = (current.get("input") or recorded.get("input") or {}).get("paths", [])
-        where = f" under {', '.join(map(repr, paths))}" if paths else ""
-        said.append(f"the input files{where} (added, removed or modified)")
+    changed = input_changed(recorded.get("input"), current.get("input"))
+    if changed is not None:
+        said.append(changed)
     return said
 
 

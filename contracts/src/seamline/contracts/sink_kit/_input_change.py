@@ -1,0 +1,96 @@
+"""Whether a run's input files changed since a checkpoint, and which, in words.
+
+The host fingerprints the input at the start of every run (``inputs.input`` of its
+manifest: the paths, one hash of their files' names, sizes and times, and ``listed``:
+when, how many files, which paths are glob patterns). A resume whose hash differs from
+its checkpoint's is refused. The checkpoint holds no file name, so the files are named
+from the disk as it is now: those changed since the checkpoint's run listed them, by
+their times, and how many files there were then and are now (a removed file has no
+time to be found by).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from seamline.contracts.input_files import InputEntry, changed_since
+from seamline.contracts.untrusted import visible
+
+COMPARED = ("paths", "files")
+"""What of a fingerprint decides whether the input changed (``listed`` only explains it)."""
+
+MAX_NAMED_FILES = 5
+"""The most files a refusal names; the rest are counted."""
+
+_MAX_NS = 1 << 63
+_MAX_COUNT = 1 << 40
+
+
+def input_changed(recorded: Any, current: Any) -> str | None:
+    """What changed between the input fingerprint ``recorded`` (a checkpoint's: untrusted)
+    and ``current`` (this run's), in words; None when nothing did."""
+    if _compared(recorded) == _compared(current):
+        return None
+    paths = _paths(current) or _paths(recorded)
+    where = f" under {', '.join(map(repr, paths))}" if paths else ""
+    return f"the input files{where} ({_which(recorded, current) or 'added, removed or modified'})"
+
+
+def _compared(fingerprint: Any) -> Any:
+    if not isinstance(fingerprint, dict):
+        return fingerprint
+    return {key: fingerprint.get(key) for key in COMPARED}
+
+
+def _paths(fingerprint: Any) -> list[str]:
+    paths = fingerprint.get("paths") if isinstance(fingerprint, dict) else None
+    if not isinstance(paths, list) or not all(isinstance(path, str) for path in paths):
+        return []
+    return paths
+
+
+def _listed(fingerprint: Any) -> tuple[int, int, list[int]] | None:
+    """``listed``'s time, file count and pattern indexes, or None where it is missing or
+    not what a fingerprint holds (a checkpoint from before it, or one edited)."""
+    listed = fingerprint.get("listed") if isinstance(fingerprint, dict) else None
+    if not isinstance(listed, dict):
+        return None
+    at, count, patterns = listed.get("at"), listed.get("count"), listed.get("patterns")
+    if type(at) is not int or not 0 < at < _MAX_NS:
+        return None
+    if type(count) is not int or not 0 <= count < _MAX_COUNT:
+        return None
+    if not isinstance(patterns, list) or not all(type(index) is int for index in patterns):
+        return None
+    return at, count, patterns
+
+
+def _which(recorded: Any, current: Any) -> str:
+    """``N files when ... listed them at <time>, M now; newer than that: 'a', 'b'``, or ""
+    where either fingerprint lacks ``listed``. The files are listed from this run's own
+    paths (never from the checkpoint's, which anyone could have edited)."""
+    then, now = _listed(recorded), _listed(current)
+    paths = _paths(current)
+    if then is None or now is None or not paths:
+        return ""
+    at, count = then[:2]
+    entries: list[InputEntry] = [
+        path if index in now[2] else Path(path) for index, path in enumerate(paths)
+    ]
+    changed = changed_since(entries, at)
+    when = datetime.fromtimestamp(at / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+    said = f"{_files(count)} when the checkpoint's run listed them at {when}, {now[1]:,} now"
+    if not changed:
+        return (
+            f"{said}; none is newer than that: a file was removed or renamed, or edited and "
+            "given back an older time"
+        )
+    named = ", ".join(repr(visible(name)) for name in changed[:MAX_NAMED_FILES])
+    more = len(changed) - MAX_NAMED_FILES
+    return f"{said}; newer than that: {named}" + (f" and {more:,} more" if more > 0 else "")
+
+
+def _files(count: int) -> str:
+    return f"{count:,} file" + ("" if count == 1 else "s")

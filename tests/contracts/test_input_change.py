@@ -1,0 +1,163 @@
+"""A resume refused because the input changed names the files that did.
+
+The refusal said "the input files under 'notes' (added, removed or modified)" and no
+more: with thousands of files, the user could not tell which one to put back (an
+editor's swap file, a log written into the folder) short of ``--restart``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seamline.contracts import ComponentConfig, InputGlob
+from seamline.contracts.sink_kit._input_change import input_changed
+from seamline.core.fingerprint import input_fingerprint
+
+
+class Notes(ComponentConfig):
+    root: Path
+
+
+class Pattern(ComponentConfig):
+    pattern: InputGlob
+
+
+def notes(folder: Path, count: int) -> Path:
+    """``count`` notes in ``folder``, each written an hour ago."""
+    folder.mkdir()
+    hour_ago = time.time_ns() - 3_600 * 10**9
+    for index in range(count):
+        note = folder / f"n{index:02}.txt"
+        note.write_text(f"note {index}", encoding="utf-8")
+        os.utime(note, ns=(hour_ago, hour_ago))
+    return folder
+
+
+def fingerprint(config: ComponentConfig) -> dict[str, Any]:
+    found = input_fingerprint(config)
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The test's folder as the working directory: inputs named relative to it, as the
+    README's pipelines name them."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_an_unchanged_input_is_no_change_whenever_it_was_listed(in_tmp: Path) -> None:
+    notes(in_tmp / "notes", 3)
+    config = Notes(root=Path("notes"))
+    first = fingerprint(config)
+    time.sleep(0.01)
+    again = fingerprint(config)
+    assert first["listed"]["at"] != again["listed"]["at"]
+    assert input_changed(first, again) is None
+
+
+def test_an_added_and_an_edited_file_are_named_with_the_counts(in_tmp: Path) -> None:
+    folder = notes(in_tmp / "notes", 4)
+    config = Notes(root=Path("notes"))
+    recorded = fingerprint(config)
+    (folder / ".n01.txt.swp").write_bytes(b"vim")
+    (folder / "n02.txt").write_text("edited", encoding="utf-8")
+    said = input_changed(recorded, fingerprint(config))
+    assert said is not None
+    assert said.startswith("the input files under 'notes' (4 files when the checkpoint's run ")
+    assert said.endswith(", 5 now; newer than that: 'notes/.n01.txt.swp', 'notes/n02.txt')")
+
+
+def test_a_removed_or_renamed_file_is_told_by_the_count_alone(in_tmp: Path) -> None:
+    """A removed file has no time to be found by, and ``mv`` keeps a file's time."""
+    folder = notes(in_tmp / "notes", 4)
+    config = Notes(root=Path("notes"))
+    recorded = fingerprint(config)
+    (folder / "n00.txt").unlink()
+    (folder / "n01.txt").rename(folder / "renamed.txt")
+    said = input_changed(recorded, fingerprint(config))
+    assert said is not None
+    assert ", 3 now; none is newer than that: a file was removed or renamed, or edited" in said
+
+
+def test_a_glob_pattern_s_files_are_named_as_matched(in_tmp: Path) -> None:
+    notes(in_tmp / "data", 2)
+    config = Pattern(pattern="data/*.txt")
+    recorded = fingerprint(config)
+    (in_tmp / "data" / "n09.txt").write_text("new", encoding="utf-8")
+    said = input_changed(recorded, fingerprint(config))
+    assert said is not None
+    assert said.startswith("the input files under 'data/*.txt' (2 files when the checkpoint's ")
+    assert said.endswith(", 3 now; newer than that: 'data/n09.txt')")
+
+
+def test_five_files_are_named_and_the_rest_counted(in_tmp: Path) -> None:
+    folder = notes(in_tmp / "notes", 1)
+    config = Notes(root=Path("notes"))
+    recorded = fingerprint(config)
+    for index in range(12):
+        (folder / f"new{index:02}.txt").write_text("x", encoding="utf-8")
+    said = input_changed(recorded, fingerprint(config))
+    assert said is not None
+    assert "'notes/new04.txt' and 7 more)" in said
+    assert "new05" not in said
+
+
+def test_a_name_with_control_characters_is_shown_inert(in_tmp: Path) -> None:
+    folder = notes(in_tmp / "notes", 1)
+    config = Notes(root=Path("notes"))
+    recorded = fingerprint(config)
+    (folder / "evil\x1b]0;pwned\x07\u202e.txt").write_text("x", encoding="utf-8")
+    said = input_changed(recorded, fingerprint(config))
+    assert said is not None
+    assert "\x1b" not in said
+    assert "\x07" not in said
+    assert "\u202e" not in said
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        None,
+        "yesterday",
+        {"at": "1796650000000000000", "count": 1, "patterns": []},
+        {"at": -1, "count": 1, "patterns": []},
+        {"at": 1 << 64, "count": 1, "patterns": []},
+        {"at": 1_796_650_000_000_000_000, "count": 1 << 50, "patterns": []},
+        {"at": 1_796_650_000_000_000_000, "count": True, "patterns": []},
+        {"at": 1_796_650_000_000_000_000, "count": 1, "patterns": "0"},
+    ],
+)
+def test_a_checkpoint_without_a_listing_it_can_use_gets_the_plain_words(
+    in_tmp: Path, listed: Any
+) -> None:
+    """A checkpoint from before the listing was recorded, or one edited: what changed is
+    said as it was, and nothing in it is listed or trusted."""
+    notes(in_tmp / "notes", 2)
+    config = Notes(root=Path("notes"))
+    recorded = {**fingerprint(config), "files": "0" * 16}
+    if listed is None:
+        del recorded["listed"]
+    else:
+        recorded["listed"] = listed
+    said = input_changed(recorded, fingerprint(config))
+    assert said == "the input files under 'notes' (added, removed or modified)"
+
+
+def test_only_this_run_s_own_paths_are_listed(in_tmp: Path) -> None:
+    """The checkpoint's paths are anyone's to edit: the files named are under this run's."""
+    notes(in_tmp / "notes", 1)
+    secret = notes(in_tmp / "secret", 1)
+    (secret / "new-secret.txt").write_text("x", encoding="utf-8")
+    config = Notes(root=Path("notes"))
+    recorded = {**fingerprint(config), "paths": [str(secret)], "files": "0" * 16}
+    said = input_changed(recorded, fingerprint(config))
+    assert said is not None
+    assert "secret" not in said
+    assert said.startswith("the input files under 'notes' (1 file when")
