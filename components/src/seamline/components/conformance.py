@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, MutableMapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import jax
 import pytest
@@ -43,7 +43,6 @@ from seamline.contracts import (
     Attention,
     AttentionFn,
     AttentionSpec,
-    ComponentConfig,
     Loader,
     Sink,
 )
@@ -66,64 +65,47 @@ def _on(platform: str) -> bool:
     return jax.default_backend() == platform
 
 
-AttentionT = TypeVar("AttentionT", bound=Attention[Any])
-_BUILT: dict[tuple[type, ComponentConfig], Attention[Any]] = {}
-
-
-def _one(attention: AttentionT) -> AttentionT:
-    """The first instance built of this class and configuration: it serves every check.
-
-    As one instance serves every batch of a run. The suite compiles a call once per
-    (implementation, case) and reuses it wherever a check needs that call again (the
-    case's results, again on rerun or with other values); with an instance per check,
-    every check compiled its case anew, and an interpreted Pallas kernel takes seconds
-    to compile (its programs hold host callbacks, which JAX's persistent cache skips).
-    """
-    key = (type(attention), attention.config)
-    return cast(AttentionT, _BUILT.setdefault(key, attention))
-
-
 class NativeConformance(AttentionContract):
     @pytest.fixture
     def attention(self) -> NativeAttention:
-        return _one(NativeAttention(NativeAttention.Config()))
+        return NativeAttention(NativeAttention.Config())
 
 
 class XlaSdpaConformance(AttentionContract):
     @pytest.fixture
     def attention(self) -> XlaSdpaAttention:
-        return _one(XlaSdpaAttention(XlaSdpaAttention.Config()))
+        return XlaSdpaAttention(XlaSdpaAttention.Config())
 
 
 class BlockwiseConformance(AttentionContract):
     @pytest.fixture
     def attention(self) -> BlockwiseAttention:
         # Small blocks, so the suite's short sequences still span several of them.
-        return _one(BlockwiseAttention(BlockwiseAttention.Config(block_q=16, block_k=16)))
+        return BlockwiseAttention(BlockwiseAttention.Config(block_q=16, block_k=16))
 
 
 class CudnnConformance(AttentionContract):
     @pytest.fixture
     def attention(self) -> CudnnAttention:
-        return _one(CudnnAttention(CudnnAttention.Config()))
+        return CudnnAttention(CudnnAttention.Config())
 
 
 class TpuFlashConformance(AttentionContract):
     @pytest.fixture
     def attention(self) -> TpuFlashAttention:
-        return _one(TpuFlashAttention(TpuFlashAttention.Config(interpret=not _on("tpu"))))
+        return TpuFlashAttention(TpuFlashAttention.Config(interpret=not _on("tpu")))
 
 
 class TpuSplashConformance(AttentionContract):
     @pytest.fixture
     def attention(self) -> TpuSplashAttention:
-        return _one(TpuSplashAttention(TpuSplashAttention.Config(interpret=not _on("tpu"))))
+        return TpuSplashAttention(TpuSplashAttention.Config(interpret=not _on("tpu")))
 
 
 class GpuFlashConformance(AttentionContract):
     @pytest.fixture
     def attention(self) -> GpuFlashAttention:
-        return _one(GpuFlashAttention(GpuFlashAttention.Config(interpret=not _on("gpu"))))
+        return GpuFlashAttention(GpuFlashAttention.Config(interpret=not _on("gpu")))
 
 
 class BertEncoderConformance(ModelContract):

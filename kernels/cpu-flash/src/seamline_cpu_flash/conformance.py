@@ -6,7 +6,7 @@ import pytest
 
 from seamline.contracts.testing import AttentionContract
 from seamline_cpu_flash._library import ISA_LEVELS, KernelUnavailable, best_isa
-from seamline_cpu_flash.attention import CpuFlashAttention, CpuFlashConfig, Isa
+from seamline_cpu_flash.attention import CpuFlashAttention, Isa
 
 SETTINGS: dict[str, tuple[int, Isa]] = {
     "pool-threads": (0, "auto"),
@@ -20,11 +20,6 @@ compiled copy below the best one, which ``auto`` already covers: every copy this
 machine can run passes the suite, not only the one it picks. On a CPU with bfloat16 dot
 products ``auto`` computes the suite's bfloat16 cases with the bfloat16 kernel, and
 ``avx512`` computes them widened to float32."""
-
-
-BUILT: dict[CpuFlashConfig, CpuFlashAttention] = {}
-"""One instance per setting, serving every check, as one serves every batch of a run: the
-suite compiles a case's call once per instance and reuses it where a check needs it again."""
 
 
 class CpuFlashConformance(AttentionContract):
@@ -41,4 +36,4 @@ class CpuFlashConformance(AttentionContract):
             if ISA_LEVELS[isa] == best:
                 pytest.skip(f"auto runs the {isa} copy on this CPU (tested as pool-threads)")
         config = CpuFlashAttention.Config(threads=threads, isa=isa)
-        return BUILT.setdefault(config, CpuFlashAttention(config))
+        return CpuFlashAttention(config)

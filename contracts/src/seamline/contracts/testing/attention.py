@@ -17,9 +17,10 @@ never tighter than a floor that allows summation in another order.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, ClassVar, Literal
 
 import jax
@@ -27,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from pydantic import BaseModel
 
 from seamline.contracts.attention import (
     ASK_TIMEOUT_S,
@@ -86,11 +88,39 @@ def _wrapped(
     return call
 
 
+class _SameFunction:
+    """An implementation, equal to every other of its class and configuration.
+
+    A component is built from its configuration alone (the registry builds it so, a run
+    builds one per process), so two instances of one class and configuration compute the
+    same function: the suite compiles a case once for all of them. Keyed by the instance,
+    a fixture that built an instance per check, as most do, compiled every case anew in
+    every check, and an interpreted Pallas kernel takes seconds to compile (its programs
+    hold host callbacks, which JAX's persistent cache does not keep). An implementation
+    that is not a component, or whose configuration cannot be hashed, is itself alone.
+    """
+
+    __slots__ = ("attention", "key")
+
+    def __init__(self, attention: Callable[..., jax.Array]) -> None:
+        self.attention = attention
+        config = getattr(attention, "config", None)
+        self.key: Hashable = attention
+        if isinstance(attention, Attention) and isinstance(config, BaseModel):
+            with contextlib.suppress(TypeError):  # a configuration that is not frozen
+                hash(config)
+                self.key = (type(attention), config)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _SameFunction) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
 @functools.lru_cache(maxsize=32)
-def _jit_once(
-    attention: Callable[..., jax.Array], causal: bool, scale: float | None
-) -> Callable[..., jax.Array]:
-    return jax.jit(_wrapped(attention, causal, scale))
+def _jit_once(same: _SameFunction, causal: bool, scale: float | None) -> Callable[..., jax.Array]:
+    return jax.jit(_wrapped(same.attention, causal, scale))
 
 
 def _jitted(
@@ -104,10 +134,10 @@ def _jitted(
     so an absent bias and a ``None`` one would each trace and compile the same program
     again (an interpreted Pallas kernel takes seconds to compile; its programs hold host
     callbacks, which JAX's persistent cache does not keep). The checks share the
-    compilations of a case where the fixture gives them one instance (seamline's own
-    fixtures do: :mod:`seamline.components.conformance`).
+    compilations of a case whether the fixture gives them one instance or builds one
+    per check (:class:`_SameFunction`).
     """
-    compiled = _jit_once(attention, causal, scale)
+    compiled = _jit_once(_SameFunction(attention), causal, scale)
     return lambda q, k, v, ids, bias=None: compiled(q, k, v, ids, bias)  # bias always given
 
 
