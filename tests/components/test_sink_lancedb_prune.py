@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,10 +29,12 @@ from seamline.components.sinks.lancedb import LanceDbSink
 from seamline.contracts import OutputRecord, Shard
 from tests.components.test_sink_lancedb import MANIFEST, sink, table
 from tests.faults import kill_points
-from tests.faults.component_scenarios import seamline
+from tests.faults.component_scenarios import Ran, seamline
 from tests.faults.test_path_cli import cli_in, one_line
 
 if TYPE_CHECKING:
+    from typer.testing import CliRunner
+
     from seamline.core.registry import Registry
 
 MARKER = b"ZQX-personal-data-7731"
@@ -253,6 +256,22 @@ def discovered() -> Registry:
         return Registry.discover(user_trust())
 
 
+PRUNE = ("--set", "sink.with.prune=true")
+
+
+def published_then_deleted(cli: CliRunner, notes: Path) -> None:
+    """The notes published once by ``pipeline.yaml``, then the customer's note removed."""
+    assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
+    (notes / "customer.txt").unlink()
+
+
+def pruned_after_a_deletion(cli: CliRunner, notes: Path, patch: Callable[[], None]) -> Ran:
+    """:func:`published_then_deleted`, then ``patch`` applied and a run with ``prune``."""
+    published_then_deleted(cli, notes)
+    patch()
+    return seamline(cli, Path("pipeline.yaml"), *PRUNE)
+
+
 def notes_pipeline(tmp_path: Path) -> Path:
     """Four notes, one holding :data:`MARKER`, embedded by ``pipeline.yaml`` into a
     ``sync`` table; the notes' folder returned."""
@@ -277,8 +296,7 @@ def test_erasing_a_document_for_good_as_the_docs_say(tmp_path: Path, discovered:
     then grep finds the text nowhere under the table, and search still answers."""
     notes = notes_pipeline(tmp_path)
     with cli_in(tmp_path, discovered) as cli:
-        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
-        (notes / "customer.txt").unlink()
+        published_then_deleted(cli, notes)
         plain = seamline(cli, Path("pipeline.yaml"))
         assert plain.exit_code == 0, plain.stderr
         assert "1 deleted" in " ".join(plain.stdout.split())
@@ -309,14 +327,12 @@ def test_versions_pruning_leaves_fail_the_run_and_the_publication_stands(
         return optimize(self, **{**options, "cleanup_older_than": timedelta(days=1)})
 
     notes = notes_pipeline(tmp_path)
-    prune = ("--set", "sink.with.prune=true")
     with cli_in(tmp_path, discovered) as cli:
-        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
-        (notes / "customer.txt").unlink()
-        monkeypatch.setattr(LanceTable, "optimize", behind)
-        pruned = seamline(cli, Path("pipeline.yaml"), *prune)
+        pruned = pruned_after_a_deletion(
+            cli, notes, lambda: monkeypatch.setattr(LanceTable, "optimize", behind)
+        )
         (notes / "a.txt").unlink()
-        as_json = seamline(cli, Path("pipeline.yaml"), *prune, "--format", "json")
+        as_json = seamline(cli, Path("pipeline.yaml"), *PRUNE, "--format", "json")
         monkeypatch.undo()
         assert pruned.exit_code == 2, pruned.stderr
         assert "documents in the output: 0 added, 0 replaced, 1 deleted" in pruned.stdout
@@ -333,7 +349,7 @@ def test_versions_pruning_leaves_fail_the_run_and_the_publication_stands(
         assert found.version == pinned(tmp_path, "out"), "the publication stands"
         assert found.count_rows("id = 'customer.txt'") == 0
         assert oldest(found) < found.version, "the older versions are still there"
-        again = seamline(cli, Path("pipeline.yaml"), *prune)
+        again = seamline(cli, Path("pipeline.yaml"), *PRUNE)
         assert again.exit_code == 0, again.stderr
     assert oldest(written(tmp_path / "out")) == pinned(tmp_path, "out")
     assert holding(tmp_path / "out") == []
@@ -434,15 +450,13 @@ def test_pruning_that_fails_fails_the_run_once_its_summary_is_out(
         raise OSError(13, "Permission denied", "out/emb.lance/_versions")
 
     notes = notes_pipeline(tmp_path)
-    prune = ("--set", "sink.with.prune=true")
     with cli_in(tmp_path, discovered) as cli:
-        assert seamline(cli, Path("pipeline.yaml")).exit_code == 0
-        (notes / "customer.txt").unlink()
-        monkeypatch.setattr(lancedb_sink, "prune_versions", refused)
-        pruned = seamline(cli, Path("pipeline.yaml"), *prune)
+        pruned = pruned_after_a_deletion(
+            cli, notes, lambda: monkeypatch.setattr(lancedb_sink, "prune_versions", refused)
+        )
         monkeypatch.undo()
         left = oldest(written(tmp_path / "out"))
-        again = seamline(cli, Path("pipeline.yaml"), *prune)
+        again = seamline(cli, Path("pipeline.yaml"), *PRUNE)
     assert pruned.exit_code == 2, pruned.stderr
     assert "0 added, 0 replaced, 1 deleted" in " ".join(pruned.stdout.split()), pruned.stdout
     warned, failed = [line for line in pruned.stderr.splitlines() if line.strip()]

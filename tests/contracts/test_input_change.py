@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,15 @@ def fingerprint(config: ComponentConfig) -> dict[str, Any]:
     return found
 
 
+def said_after(config: ComponentConfig, change: Callable[[], object]) -> str:
+    """What a resume refused after ``change`` says of the input ``config`` names."""
+    recorded = fingerprint(config)
+    change()
+    said = input_changed(recorded, fingerprint(config))
+    assert said is not None
+    return said
+
+
 @pytest.fixture
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The test's folder as the working directory: inputs named relative to it, as the
@@ -64,12 +74,12 @@ def test_an_unchanged_input_is_no_change_whenever_it_was_listed(in_tmp: Path) ->
 
 def test_an_added_and_an_edited_file_are_named_with_the_counts(in_tmp: Path) -> None:
     folder = notes(in_tmp / "notes", 4)
-    config = Notes(root=Path("notes"))
-    recorded = fingerprint(config)
-    (folder / ".n01.txt.swp").write_bytes(b"vim")
-    (folder / "n02.txt").write_text("edited", encoding="utf-8")
-    said = input_changed(recorded, fingerprint(config))
-    assert said is not None
+
+    def edit() -> None:
+        (folder / ".n01.txt.swp").write_bytes(b"vim")
+        (folder / "n02.txt").write_text("edited", encoding="utf-8")
+
+    said = said_after(Notes(root=Path("notes")), edit)
     assert said.startswith("the input files under 'notes' (4 files when the checkpoint's run ")
     assert said.endswith(", 5 now; newer than that: 'notes/.n01.txt.swp', 'notes/n02.txt')")
 
@@ -77,45 +87,37 @@ def test_an_added_and_an_edited_file_are_named_with_the_counts(in_tmp: Path) -> 
 def test_a_removed_or_renamed_file_is_told_by_the_count_alone(in_tmp: Path) -> None:
     """A removed file has no time to be found by, and ``mv`` keeps a file's time."""
     folder = notes(in_tmp / "notes", 4)
-    config = Notes(root=Path("notes"))
-    recorded = fingerprint(config)
-    (folder / "n00.txt").unlink()
-    (folder / "n01.txt").rename(folder / "renamed.txt")
-    said = input_changed(recorded, fingerprint(config))
-    assert said is not None
+
+    def remove_and_rename() -> None:
+        (folder / "n00.txt").unlink()
+        (folder / "n01.txt").rename(folder / "renamed.txt")
+
+    said = said_after(Notes(root=Path("notes")), remove_and_rename)
     assert ", 3 now; none is newer than that: a file was removed or renamed, or edited" in said
 
 
 def test_a_glob_pattern_s_files_are_named_as_matched(in_tmp: Path) -> None:
-    notes(in_tmp / "data", 2)
-    config = Pattern(pattern="data/*.txt")
-    recorded = fingerprint(config)
-    (in_tmp / "data" / "n09.txt").write_text("new", encoding="utf-8")
-    said = input_changed(recorded, fingerprint(config))
-    assert said is not None
+    added = notes(in_tmp / "data", 2) / "n09.txt"
+    said = said_after(Pattern(pattern="data/*.txt"), lambda: added.write_text("new", "utf-8"))
     assert said.startswith("the input files under 'data/*.txt' (2 files when the checkpoint's ")
     assert said.endswith(", 3 now; newer than that: 'data/n09.txt')")
 
 
 def test_five_files_are_named_and_the_rest_counted(in_tmp: Path) -> None:
     folder = notes(in_tmp / "notes", 1)
-    config = Notes(root=Path("notes"))
-    recorded = fingerprint(config)
-    for index in range(12):
-        (folder / f"new{index:02}.txt").write_text("x", encoding="utf-8")
-    said = input_changed(recorded, fingerprint(config))
-    assert said is not None
+
+    def add_twelve() -> None:
+        for index in range(12):
+            (folder / f"new{index:02}.txt").write_text("x", encoding="utf-8")
+
+    said = said_after(Notes(root=Path("notes")), add_twelve)
     assert "'notes/new04.txt' and 7 more)" in said
     assert "new05" not in said
 
 
 def test_a_name_with_control_characters_is_shown_inert(in_tmp: Path) -> None:
-    folder = notes(in_tmp / "notes", 1)
-    config = Notes(root=Path("notes"))
-    recorded = fingerprint(config)
-    (folder / "evil\x1b]0;pwned\x07\u202e.txt").write_text("x", encoding="utf-8")
-    said = input_changed(recorded, fingerprint(config))
-    assert said is not None
+    evil = notes(in_tmp / "notes", 1) / "evil\x1b]0;pwned\x07\u202e.txt"
+    said = said_after(Notes(root=Path("notes")), lambda: evil.write_text("x", "utf-8"))
     assert "\x1b" not in said
     assert "\x07" not in said
     assert "\u202e" not in said
