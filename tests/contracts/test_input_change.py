@@ -84,6 +84,19 @@ def test_an_added_and_an_edited_file_are_named_with_the_counts(in_tmp: Path) -> 
     assert said.endswith(", 5 now; newer than that: 'notes/.n01.txt.swp', 'notes/n02.txt')")
 
 
+def test_a_file_written_just_before_the_listing_is_not_named(in_tmp: Path) -> None:
+    """Files are stamped by the kernel's coarse clock, so the refusal counts a file stamped
+    up to a tick before the listing as changed since; but a file written then and listed
+    (as a test or a script writes its input and runs at once) did not change. The full
+    suite, where the first run starts within milliseconds, named every input file."""
+    folder = notes(in_tmp / "notes", 2)
+    just_now = time.time_ns() - 5_000_000
+    os.utime(folder / "n00.txt", ns=(just_now, just_now))
+    added = folder / "n05.txt"
+    said = said_after(Notes(root=Path("notes")), lambda: added.write_text("new", "utf-8"))
+    assert said.endswith(", 3 now; newer than that: 'notes/n05.txt')")
+
+
 def test_a_removed_or_renamed_file_is_told_by_the_count_alone(in_tmp: Path) -> None:
     """A removed file has no time to be found by, and ``mv`` keeps a file's time."""
     folder = notes(in_tmp / "notes", 4)
@@ -134,6 +147,8 @@ def test_a_name_with_control_characters_is_shown_inert(in_tmp: Path) -> None:
         {"at": 1_796_650_000_000_000_000, "count": 1 << 50, "patterns": []},
         {"at": 1_796_650_000_000_000_000, "count": True, "patterns": []},
         {"at": 1_796_650_000_000_000_000, "count": 1, "patterns": "0"},
+        {"at": 1_796_650_000_000_000_000, "count": 1, "patterns": [], "newest": "0"},
+        {"at": 1_796_650_000_000_000_000, "count": 1, "patterns": [], "newest": -5},
     ],
 )
 def test_a_checkpoint_without_a_listing_it_can_use_gets_the_plain_words(

@@ -85,8 +85,9 @@ class BothConfig(ComponentConfig):
 
 def test_the_listing_says_when_how_many_and_which_are_patterns(tmp_path: Path) -> None:
     """``listed`` is what a refused resume names the changed files by: when the files were
-    listed (before listing: a file edited meanwhile counts as after), how many there were,
-    and which paths are glob patterns (a fingerprint's paths are strings)."""
+    listed (before listing: a file edited meanwhile counts as after), the newest file's
+    time, how many there were, and which paths are glob patterns (a fingerprint's paths
+    are strings)."""
     (tmp_path / "a").mkdir()
     for name in ("x.txt", "y.txt"):
         (tmp_path / "a" / name).write_text(name)
@@ -97,6 +98,9 @@ def test_the_listing_says_when_how_many_and_which_are_patterns(tmp_path: Path) -
     )
     assert fingerprint is not None
     listed = fingerprint["listed"]
-    assert before - 20_000_000 <= listed["at"] <= time.time_ns() - 20_000_000, "a tick early"
+    assert before <= listed["at"] <= time.time_ns()
+    assert listed["newest"] == max(
+        path.stat().st_mtime_ns for path in (tmp_path / "a" / "x.txt", tmp_path / "b.parquet")
+    )
     assert listed["count"] == 3
     assert listed["patterns"] == [1]

@@ -84,28 +84,23 @@ def named_input_paths(config: BaseModel) -> list[tuple[str, Path | str]]:
     return paths
 
 
-_CLOCK_TICK_NS = 20_000_000
-"""A margin over the coarse clock files are stamped by (its tick: 1 to 10 ms)."""
-
-
 def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
     """The loader's input: its paths and one hash of their files (None without paths).
 
-    ``listed`` says when they were listed, how many files there were and which paths are
-    glob patterns: not compared (every run lists at another time), but what a refused
-    resume names the files changed since with (:mod:`seamline.contracts.input_files`).
+    ``listed`` says when they were listed, the newest file's time then, how many files
+    there were and which paths are glob patterns: not compared (every run lists at another
+    time), but what a refused resume names the files changed since with
+    (:mod:`seamline.contracts.input_files`).
     """
     paths = input_paths(config)
     if not paths:
         return None
-    # Before the listing, so a file edited while it runs counts as after; and a tick early:
-    # a file's time comes from the kernel's coarse clock, which lags this one by up to a
-    # tick (1 to 10 ms), so a file edited just after would seem older.
-    at = time.time_ns() - _CLOCK_TICK_NS
+    at = time.time_ns()  # before the listing: a file edited while it runs counts as after
     found = [sorted(input_files(path)) for path in paths]
     listing = [[str(path), files] for path, files in zip(paths, found, strict=True)]
     listed = {
         "at": at,
+        "newest": max((mtime for files in found for _, _, mtime in files), default=0),
         "count": sum(len(files) for files in found),
         "patterns": [index for index, path in enumerate(paths) if not isinstance(path, Path)],
     }

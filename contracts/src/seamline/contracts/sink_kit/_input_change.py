@@ -24,6 +24,9 @@ COMPARED = ("paths", "files")
 MAX_NAMED_FILES = 5
 """The most files a refusal names; the rest are counted."""
 
+CLOCK_TICK_NS = 20_000_000
+"""A margin over the coarse clock files are stamped by (its tick: 1 to 10 ms)."""
+
 _MAX_NS = 1 << 63
 _MAX_COUNT = 1 << 40
 
@@ -52,19 +55,36 @@ def _paths(fingerprint: Any) -> list[str]:
 
 
 def _listed(fingerprint: Any) -> tuple[int, int, list[int]] | None:
-    """``listed``'s time, file count and pattern indexes, or None where it is missing or
-    not what a fingerprint holds (a checkpoint from before it, or one edited)."""
+    """``listed``'s time to compare files with (:func:`_since`), file count and pattern
+    indexes, or None where it is missing or not what a fingerprint holds (a checkpoint from
+    before it, or one edited)."""
     listed = fingerprint.get("listed") if isinstance(fingerprint, dict) else None
     if not isinstance(listed, dict):
         return None
     at, count, patterns = listed.get("at"), listed.get("count"), listed.get("patterns")
+    newest = listed.get("newest", 0)
     if type(at) is not int or not 0 < at < _MAX_NS:
+        return None
+    if type(newest) is not int or not 0 <= newest < _MAX_NS:
         return None
     if type(count) is not int or not 0 <= count < _MAX_COUNT:
         return None
     if not isinstance(patterns, list) or not all(type(index) is int for index in patterns):
         return None
-    return at, count, patterns
+    return _since(at, newest), count, patterns
+
+
+def _since(at: int, newest: int) -> int:
+    """The time from which a file counts as changed since a listing made at ``at``, whose
+    newest file then was stamped ``newest``.
+
+    A file's time comes from the kernel's coarse clock, which lags ``time.time_ns`` by up
+    to a tick (1 to 10 ms): a file edited just after the listing can be stamped before
+    ``at``, so :data:`CLOCK_TICK_NS` earlier counts. But a file written just before the
+    listing, and listed, is not one that changed: past the newest file listed counts,
+    where that is later (and never later than a tick after ``at``, for a file stamped in
+    the future by a clock set ahead)."""
+    return min(max(at - CLOCK_TICK_NS, newest + 1), at + CLOCK_TICK_NS)
 
 
 def _which(recorded: Any, current: Any) -> str:
