@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from seamline.contracts.input_files import InputEntry, changed_since
 from seamline.contracts.untrusted import visible
@@ -54,10 +54,20 @@ def _paths(fingerprint: Any) -> list[str]:
     return paths
 
 
-def _listed(fingerprint: Any) -> tuple[int, int, list[int]] | None:
-    """``listed``'s time to compare files with (:func:`_since`), file count and pattern
-    indexes, or None where it is missing or not what a fingerprint holds (a checkpoint from
-    before it, or one edited)."""
+class _Listing(NamedTuple):
+    """What a fingerprint's ``listed`` says, checked."""
+
+    since: int
+    """The time from which a file counts as changed since (:func:`_since`)."""
+    files: int
+    """How many files there were."""
+    patterns: list[int]
+    """Which of the fingerprint's paths are glob patterns (by index)."""
+
+
+def _listed(fingerprint: Any) -> _Listing | None:
+    """``listed``, or None where it is missing or not what a fingerprint holds (a checkpoint
+    from before it, or one edited)."""
     listed = fingerprint.get("listed") if isinstance(fingerprint, dict) else None
     if not isinstance(listed, dict):
         return None
@@ -71,7 +81,7 @@ def _listed(fingerprint: Any) -> tuple[int, int, list[int]] | None:
         return None
     if not isinstance(patterns, list) or not all(type(index) is int for index in patterns):
         return None
-    return _since(at, newest), count, patterns
+    return _Listing(_since(at, newest), count, patterns)
 
 
 def _since(at: int, newest: int) -> int:
@@ -95,13 +105,14 @@ def _which(recorded: Any, current: Any) -> str:
     paths = _paths(current)
     if then is None or now is None or not paths:
         return ""
-    at, count = then[:2]
     entries: list[InputEntry] = [
-        path if index in now[2] else Path(path) for index, path in enumerate(paths)
+        path if index in now.patterns else Path(path) for index, path in enumerate(paths)
     ]
-    changed = changed_since(entries, at)
-    when = datetime.fromtimestamp(at / 1e9).strftime("%Y-%m-%d %H:%M:%S")
-    said = f"{_files(count)} when the checkpoint's run listed them at {when}, {now[1]:,} now"
+    changed = changed_since(entries, then.since)
+    when = datetime.fromtimestamp(then.since / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+    said = (
+        f"{_files(then.files)} when the checkpoint's run listed them at {when}, {now.files:,} now"
+    )
     if not changed:
         return (
             f"{said}; none is newer than that: a file was removed or renamed, or edited and "

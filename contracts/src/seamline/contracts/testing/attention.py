@@ -107,7 +107,7 @@ class _SameFunction:
         config = getattr(attention, "config", None)
         self.key: Hashable = attention
         if isinstance(attention, Attention) and isinstance(config, BaseModel):
-            with contextlib.suppress(TypeError):  # a configuration that is not frozen
+            with contextlib.suppress(TypeError):  # one holding a dict, or not frozen
                 hash(config)
                 self.key = (type(attention), config)
 
