@@ -73,7 +73,7 @@ TREE_IDS = sorted(["b/z.txt", "b/a.txt", "a.txt", "B.txt", "c d.txt", "ü.txt", 
 
 @pytest.mark.parametrize(
     ("name", "cls", "version"),
-    [("text-files", TextFilesLoader, "1.2"), ("jsonl", JsonlLoader, "1.0")],  # 1.2: position
+    [("text-files", TextFilesLoader, "1.3"), ("jsonl", JsonlLoader, "1.0")],  # 1.3: InputGlobUnder
 )
 def test_loaders_declare_themselves_and_are_registered(
     name: str, cls: type[Loader[Any]], version: str

@@ -648,6 +648,24 @@ class DroppingLoader(ListLoader):
         return None if text is None else Document(f"doc-{position}", text)
 
 
+class SidecarLoader(ListLoader):
+    """Its configuration names one file, but it also reads the ``.md`` files beside it (one
+    document per line): files the host does not fingerprint, so a resume would not see
+    them change."""
+
+    name: ClassVar[str] = "sidecar"
+
+    def read(self, *, shard: Shard = Shard(), after: str | None = None) -> Iterator[Loaded]:
+        yield from super().read(shard=shard, after=after)
+        if shard.index != 0:
+            return
+        beside = sorted(self.config.path.parent.glob("*.md"))
+        lines = [line for note in beside for line in note.read_text("utf-8").splitlines()]
+        first = 0 if after is None or not after.startswith("md-") else int(after[3:]) + 1
+        for number in range(first, len(lines)):
+            yield Loaded(f"md-{number}", Document(f"md-{number}", lines[number]))
+
+
 # -- sinks ------------------------------------------------------------------------------
 
 

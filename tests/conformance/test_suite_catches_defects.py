@@ -295,6 +295,12 @@ DEFECTS = {
         "resume_yields_exactly_the_rest",
         ("resuming after item 0 ('doc-0') yields ['doc-0'",),
     ),
+    "loader-reads-files-it-does-not-name": Defect(
+        loader_check(broken.SidecarLoader),
+        "reads_only_files",
+        "it_reads_only_files_the_host_fingerprints",
+        ("reads files the host does not fingerprint as its input", "beside its input (['"),
+    ),
     "loader-size-forgets-the-shard": Defect(
         loader_check(broken.MiscountingLoader),
         "size_is",
@@ -515,8 +521,10 @@ CONTROLS = {
     ),
     "list-loader": (
         loader_check(broken.ListLoader),
-        "shards_are_disjoint or resume_yields or reads_every_item or size_is or position_is",
+        "shards_are_disjoint or resume_yields or reads_every_item or size_is or position_is"
+        " or reads_only_files",
         {
+            "it_reads_only_files_the_host_fingerprints",
             "position_is_unknown_or_exact[1]",
             "position_is_unknown_or_exact[2]",
             "shards_are_disjoint_and_complete[2]",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -104,3 +106,14 @@ def test_the_listing_says_when_how_many_and_which_are_patterns(tmp_path: Path) -
     )
     assert listed["count"] == 3
     assert listed["patterns"] == [1]
+
+
+def test_the_module_imports_first_in_a_process_of_its_own() -> None:
+    """It imported the pipeline's configuration, whose overlap check imported it back for
+    ``named_input_paths``: imported first (a script using it, as the tests here do with
+    seamline loaded already), it failed with "partially initialized module"."""
+    code = "import seamline.core.fingerprint"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]

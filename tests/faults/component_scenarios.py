@@ -207,10 +207,16 @@ class Resumed:
 
 
 def resume_after(cli: CliRunner, workdir: Path, change: str) -> Resumed:
-    """``change``: ``input`` (a document edited), ``pipeline`` (the loader's section), ``none``."""
+    """``change``: ``input`` (a document edited), ``pipeline`` (the loader's section),
+    ``stray`` (files the loader's ``glob`` does not match written into its ``root``: an
+    editor's swap file, a log), ``none``."""
     first = interrupted(cli, workdir)
     if change == "input":
         (first.corpus / "doc03.txt").write_text("an edited document", encoding="utf-8")
+    elif change == "stray":
+        (first.corpus / ".doc03.txt.swp").write_bytes(b"b0VIM 9.0")
+        (first.corpus / "logs").mkdir()
+        (first.corpus / "logs" / "run.log").write_text("resumed\n", encoding="utf-8")
     elif change == "pipeline":
         text = first.path.read_text(encoding="utf-8").replace("root:", "glob: '*.txt', root:")
         first.path.write_text(text, encoding="utf-8")

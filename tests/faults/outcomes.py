@@ -392,6 +392,12 @@ SCENARIOS: dict[str, Scenario] = {
         cli(lambda runner, workdir: components.resume_after(runner, workdir, "none")),
         resumed,
     ),
+    "input-stray-files": Scenario(
+        "an editor's swap file and a log that `glob` does not match written under `root` "
+        "before `--resume`",
+        cli(lambda runner, workdir: components.resume_after(runner, workdir, "stray")),
+        resumed,
+    ),
     "missing-folder": Scenario(
         "an output folder that does not exist", cli(components.missing_folder), created
     ),

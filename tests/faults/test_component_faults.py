@@ -88,6 +88,19 @@ def test_an_unchanged_input_resumes(fault_outcomes: FaultOutcomes) -> None:
     assert len(run.output) == FILES
 
 
+def test_files_the_loader_does_not_read_do_not_refuse_a_resume(
+    fault_outcomes: FaultOutcomes,
+) -> None:
+    """The input's fingerprint covered every file under ``root``: a swap file the editor
+    left there refused ``--resume``, and only ``--restart`` (the whole run again) went on."""
+    run = fault_outcomes["input-stray-files"]
+    interrupted_first(run.first.failed, run.first.checkpoint)
+    assert run.resumed.exit_code == 0, run.resumed.said
+    assert "resumed after cursor" in run.resumed.said
+    assert run.output is not None
+    assert len(run.output) == FILES
+
+
 def test_a_missing_output_directory_is_created(fault_outcomes: FaultOutcomes) -> None:
     run = fault_outcomes["missing-folder"]
     assert run.ran.exit_code == 0, run.ran.said

@@ -75,7 +75,13 @@ if TYPE_CHECKING:
         ShardWorker,
         WorkerFactory,
     )
-    from seamline.contracts.loader import InputGlob, Loader, input_glob_files
+    from seamline.contracts.loader import (
+        InputGlob,
+        InputGlobUnder,
+        Loader,
+        input_glob_files,
+        input_glob_under,
+    )
     from seamline.contracts.model import Batch, Example, Model, Params
     from seamline.contracts.monitor import Monitor, MonitorLike
     from seamline.contracts.readback import Nearest, OutputReader
@@ -112,6 +118,7 @@ _LOCATIONS: dict[str, str] = {
     "Fallback": "seamline.contracts.events",
     "KINDS": "seamline.contracts.versions",
     "InputGlob": "seamline.contracts.loader",
+    "InputGlobUnder": "seamline.contracts.loader",
     "LeavesMachine": "seamline.contracts.component",
     "Job": "seamline.contracts.executor",
     "Kind": "seamline.contracts.versions",
@@ -153,6 +160,7 @@ _LOCATIONS: dict[str, str] = {
     "WorkerFactory": "seamline.contracts.executor",
     "relative_position_buckets": "seamline.contracts.attention",
     "input_glob_files": "seamline.contracts.loader",
+    "input_glob_under": "seamline.contracts.loader",
 }
 """Where each public name is defined."""
 
@@ -195,6 +203,7 @@ __all__ = [
     "Executor",
     "Fallback",
     "InputGlob",
+    "InputGlobUnder",
     "Job",
     "Kind",
     "LeavesMachine",
@@ -234,5 +243,6 @@ __all__ = [
     "WeightsError",
     "WorkerFactory",
     "input_glob_files",
+    "input_glob_under",
     "relative_position_buckets",
 ]

@@ -7,8 +7,10 @@ modified)" left the user to find which of thousands of files, often one nobody m
 add (an editor's swap file, a ``.DS_Store``, a log written into the folder).
 
 An input is a ``Path`` (a file, or a folder whose regular files are listed, symlinked
-folders not followed) or a glob pattern (:func:`~seamline.contracts.loader.
-input_glob_files`, the loader's own matching), as a loader's configuration types it.
+folders not followed), a glob pattern (:func:`~seamline.contracts.loader.
+input_glob_files`, the loader's own matching) or a folder and a pattern in it
+(:class:`Under`: :func:`~seamline.contracts.loader.input_glob_under`), as a loader's
+configuration types it (:func:`input_entries`).
 """
 
 from __future__ import annotations
@@ -17,28 +19,88 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
-from seamline.contracts.loader import input_glob_files
+from pydantic import BaseModel
 
-InputEntry = Path | str
-"""One input of a loader: a path (``Path``) or a glob pattern (``str``)."""
+from seamline.contracts.loader import (
+    InputGlobField,
+    InputGlobUnder,
+    input_glob_files,
+    input_glob_under,
+)
+
+
+class Under(NamedTuple):
+    """A folder and the pattern in it that picks a loader's input files from it (a field
+    marked :class:`~seamline.contracts.loader.InputGlobUnder` and the folder it names)."""
+
+    root: Path
+    pattern: str
+
+
+InputEntry = Path | str | Under
+"""One input of a loader: a path (``Path``), a glob pattern (``str``), or a folder and a
+pattern in it (:class:`Under`)."""
+
+
+def named_input_paths(config: BaseModel) -> list[tuple[str, Path | str]]:
+    """Every input of a loader's configuration, in field order, with the name of the field
+    each comes from: a ``Path`` value, or the string of a field typed
+    :data:`~seamline.contracts.loader.InputGlob` (a glob pattern)."""
+    paths: list[tuple[str, Path | str]] = []
+    for name, field in type(config).model_fields.items():
+        value = getattr(config, name)
+        values = value if isinstance(value, list | tuple) else [value]
+        pattern = any(isinstance(mark, InputGlobField) for mark in field.metadata)
+        paths.extend(
+            (name, v) for v in values if isinstance(v, Path) or (pattern and isinstance(v, str))
+        )
+    return paths
+
+
+def input_entries(config: BaseModel) -> list[InputEntry]:
+    """The inputs of :func:`named_input_paths`, with each folder that a field marked
+    :class:`~seamline.contracts.loader.InputGlobUnder` names as that folder and the pattern
+    (:class:`Under`): its input is the files the pattern matches, not every file in it."""
+    patterns = {
+        mark.folder: getattr(config, name)
+        for name, field in type(config).model_fields.items()
+        for mark in field.metadata
+        if isinstance(mark, InputGlobUnder) and isinstance(getattr(config, name), str)
+    }
+    return [
+        Under(value, patterns[name]) if isinstance(value, Path) and name in patterns else value
+        for name, value in named_input_paths(config)
+    ]
 
 
 def input_files(entry: InputEntry) -> Iterator[tuple[str, int, int]]:
-    """``(name, size, mtime_ns)`` of each regular file of ``entry``: for a path, named
-    relative to it (``"."`` for the file itself); for a pattern, as matched."""
+    """``(name, size, mtime_ns)`` of each regular file of ``entry`` (links followed): for
+    a path or a folder with a pattern, named relative to the folder (``"."`` for a path
+    that is the file itself); for a pattern, as matched."""
     if isinstance(entry, Path):
-        yield from _under(entry)
+        yield from _walked(entry)
+    elif isinstance(entry, Under):
+        for path in input_glob_under(entry.root, entry.pattern):
+            yield from _regular(str(path.relative_to(entry.root)), path)
+    else:
+        for name in input_glob_files(entry):
+            yield from _regular(name, name)
+
+
+def _regular(name: str, path: str | Path) -> Iterator[tuple[str, int, int]]:
+    """``(name, size, mtime_ns)`` of ``path`` where it is a regular file (or a link to one)."""
+    try:
+        found = os.stat(path)
+    except OSError:
         return
-    for name in input_glob_files(entry):
-        try:
-            found = os.stat(name)
-        except OSError:
-            continue
+    if stat.S_ISREG(found.st_mode):
         yield name, found.st_size, found.st_mtime_ns
 
 
-def _under(path: Path) -> Iterator[tuple[str, int, int]]:
+def _walked(path: Path) -> Iterator[tuple[str, int, int]]:
+    """The regular files at or under ``path``, named relative to it (``"."``: itself)."""
     try:
         info = path.stat()
     except OSError:
@@ -51,12 +113,7 @@ def _under(path: Path) -> Iterator[tuple[str, int, int]]:
     for directory, _, names in os.walk(path):  # symlinked directories are not followed
         for name in names:
             full = os.path.join(directory, name)
-            try:
-                found = os.stat(full)
-            except OSError:
-                continue
-            if stat.S_ISREG(found.st_mode):
-                yield os.path.relpath(full, path), found.st_size, found.st_mtime_ns
+            yield from _regular(os.path.relpath(full, path), full)
 
 
 def shown_name(entry: InputEntry, name: str) -> str:
@@ -64,6 +121,8 @@ def shown_name(entry: InputEntry, name: str) -> str:
     the working directory: ``notes/a.txt`` for ``a.txt`` under the path ``notes``."""
     if isinstance(entry, str):
         return name
+    if isinstance(entry, Under):
+        return os.path.join(entry.root, name)
     return str(entry) if name == "." else os.path.join(entry, name)
 
 

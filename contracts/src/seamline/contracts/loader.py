@@ -6,6 +6,7 @@ import abc
 import glob
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, ClassVar, Final, TypeVar
 
 from pydantic import BeforeValidator
@@ -89,6 +90,39 @@ def input_glob_files(pattern: str) -> list[str]:
     so the two can never disagree on which files the input is.
     """
     return sorted(path for path in input_glob_names(pattern) if os.path.isfile(path))
+
+
+class InputGlobUnder:
+    """Marks a loader configuration field as a glob pattern, relative to the folder another
+    field names, that picks the loader's input files from it (loader contract 1.3).
+
+    ``root: Path`` with ``glob: Annotated[str, InputGlobUnder("root")]``: the host
+    fingerprints the files :func:`input_glob_under` lists (the function the loader reads
+    them with), not every file under ``root``. Without it a resume was refused for an
+    editor's swap file or a log written into the folder, which the loader never reads,
+    and a ``root`` of a home folder with ``glob: notes/*.md`` had the whole home folder
+    walked at every run's start.
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        """The name of the configuration field holding the folder (a ``Path``)."""
+
+    def __repr__(self) -> str:
+        return f"InputGlobUnder({self.folder!r})"
+
+
+def input_glob_under(root: Path, pattern: str) -> Iterator[Path]:
+    """What ``pattern`` matches under ``root`` and is not a folder, lazily, by
+    ``Path.glob``'s rules: a ``*`` or ``**`` matches names that begin with a dot, ``**``
+    does not walk into a linked folder, and links to files are kept (whatever they point
+    at: the loader decides what it reads of them).
+
+    One definition for a loader whose input is a folder and a pattern in it
+    (:class:`InputGlobUnder`) and the host that fingerprints it, so the two can never
+    disagree on which files the input is.
+    """
+    return (path for path in root.glob(pattern) if not path.is_dir())
 
 
 class Loader(Component[LoaderConfigT], abc.ABC):

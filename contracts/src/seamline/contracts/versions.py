@@ -26,7 +26,7 @@ def a_kind(kind: str) -> str:
 CONTRACT_VERSIONS: Final[dict[Kind, str]] = {
     "attention": "1.2",
     "model": "1.4",
-    "loader": "1.2",
+    "loader": "1.3",
     "monitor": "1.6",
     "sink": "1.6",
     "executor": "1.2",

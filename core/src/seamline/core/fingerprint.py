@@ -11,12 +11,14 @@ into one, so the sink refuses, naming what changed.
 The input fingerprint needs no help from the loader beyond the types of its
 configuration: every path in it (a field typed ``Path``) is fingerprinted by the
 sorted list of ``(relative path, size, mtime)`` of the regular files under it
-(itself, if it is a file), and every glob pattern (a field typed
+(itself, if it is a file), every glob pattern (a field typed
 :data:`~seamline.contracts.loader.InputGlob`) by the same list for the files it
 matches (:func:`~seamline.contracts.loader.input_glob_files`, the loader's own
-listing), all hashed. Contents are not read, so it costs one ``stat`` per file.
-Inputs named otherwise (a list of texts in the configuration) are covered by the
-loader section's hash.
+listing), and a folder that a pattern picks files from (a field marked
+:class:`~seamline.contracts.loader.InputGlobUnder` names it) by the files the pattern
+matches in it (:func:`~seamline.contracts.loader.input_glob_under`), all hashed.
+Contents are not read, so it costs one ``stat`` per file. Inputs named otherwise (a
+list of texts in the configuration) are covered by the loader section's hash.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from seamline.contracts.input_files import input_files
-from seamline.contracts.loader import InputGlobField
+from seamline.contracts.input_files import Under, input_entries, input_files
 from seamline.core.config.spec import AttentionMode, PipelineSpec
 
 if TYPE_CHECKING:
@@ -63,48 +64,34 @@ def pipeline_hashes(spec: PipelineSpec | dict[str, Any]) -> dict[str, str]:
     return {section: _digest(dumped.get(section)) for section in SECTIONS}
 
 
-def input_paths(config: BaseModel) -> list[Path | str]:
-    """Every input of a component's configuration, in field order.
-
-    A ``Path`` value, or the string of a field typed ``InputGlob`` (a glob pattern).
-    """
-    return [value for _, value in named_input_paths(config)]
-
-
-def named_input_paths(config: BaseModel) -> list[tuple[str, Path | str]]:
-    """:func:`input_paths` with the name of the field each comes from."""
-    paths: list[tuple[str, Path | str]] = []
-    for name, field in type(config).model_fields.items():
-        value = getattr(config, name)
-        values = value if isinstance(value, list | tuple) else [value]
-        pattern = any(isinstance(mark, InputGlobField) for mark in field.metadata)
-        paths.extend(
-            (name, v) for v in values if isinstance(v, Path) or (pattern and isinstance(v, str))
-        )
-    return paths
-
-
 def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
     """The loader's input: its paths and one hash of their files (None without paths).
 
     ``listed`` says when they were listed, the newest file's time then, how many files
-    there were and which paths are glob patterns: not compared (every run lists at another
+    there were, which paths are glob patterns and which folders a pattern picks files from
+    (``under``: ``[index, pattern]`` pairs): not compared (every run lists at another
     time), but what a refused resume names the files changed since with
     (:mod:`seamline.contracts.input_files`).
     """
-    paths = input_paths(config)
-    if not paths:
+    entries = input_entries(config)
+    if not entries:
         return None
+    paths = [str(entry.root if isinstance(entry, Under) else entry) for entry in entries]
     at = time.time_ns()  # before the listing: a file edited while it runs counts as after
-    found = [sorted(input_files(path)) for path in paths]
-    listing = [[str(path), files] for path, files in zip(paths, found, strict=True)]
+    found = [sorted(input_files(entry)) for entry in entries]
+    listing = [[path, files] for path, files in zip(paths, found, strict=True)]
     listed = {
         "at": at,
         "newest": max((mtime for files in found for _, _, mtime in files), default=0),
         "count": sum(len(files) for files in found),
-        "patterns": [index for index, path in enumerate(paths) if not isinstance(path, Path)],
+        "patterns": [index for index, entry in enumerate(entries) if isinstance(entry, str)],
+        "under": [
+            [index, entry.pattern]
+            for index, entry in enumerate(entries)
+            if isinstance(entry, Under)
+        ],
     }
-    return {"paths": [str(path) for path in paths], "files": _digest(listing), "listed": listed}
+    return {"paths": paths, "files": _digest(listing), "listed": listed}
 
 
 def setting_hashes(spec: PipelineSpec | dict[str, Any]) -> dict[str, str]:

@@ -32,7 +32,7 @@ import errno
 import fnmatch
 import os
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator
 
@@ -50,7 +50,7 @@ from seamline.contracts import (
     UserError,
 )
 from seamline.contracts.json_safe import name_text, safe_text
-from seamline.contracts.loader import refuse_repeated_globstar
+from seamline.contracts.loader import InputGlobUnder, input_glob_under, refuse_repeated_globstar
 from seamline.contracts.untrusted import (
     NotRegularFile,
     open_regular,
@@ -75,7 +75,7 @@ class TextFilesConfig(ComponentConfig):
     root: NamedPath = Field(
         description="Directory to read; relative paths are relative to the working directory."
     )
-    glob: str = Field(
+    glob: Annotated[str, InputGlobUnder("root")] = Field(
         default="**/*.txt",
         description=(
             "Pattern, relative to root, of the files to read ('**' matches any number of "
@@ -140,7 +140,7 @@ class TextFilesLoader(Loader[TextFilesConfig]):
     """Yields every file matching ``glob`` under ``root`` as one document."""
 
     name: ClassVar[str] = "text-files"
-    contract_version: ClassVar[str] = "1.2"  # 1.1: size; 1.2: position
+    contract_version: ClassVar[str] = "1.3"  # 1.1: size; 1.2: position; 1.3: InputGlobUnder
     Config = TextFilesConfig
 
     def __init__(self, config: TextFilesConfig) -> None:
@@ -222,9 +222,8 @@ class TextFilesLoader(Loader[TextFilesConfig]):
         reported, not silently dropped: _load checks what it is.
         """
         root = self.config.root
-        for path in root.glob(self.config.glob):
-            if not path.is_dir():
-                yield name_text(path.relative_to(root).as_posix()), path
+        for path in input_glob_under(root, self.config.glob):
+            yield name_text(path.relative_to(root).as_posix()), path
         yield from self._linked_folders()
 
     def _linked_folders(self) -> Iterator[tuple[str, Path]]:

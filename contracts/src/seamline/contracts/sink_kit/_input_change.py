@@ -2,11 +2,11 @@
 
 The host fingerprints the input at the start of every run (``inputs.input`` of its
 manifest: the paths, one hash of their files' names, sizes and times, and ``listed``:
-when, how many files, which paths are glob patterns). A resume whose hash differs from
-its checkpoint's is refused. The checkpoint holds no file name, so the files are named
-from the disk as it is now: those changed since the checkpoint's run listed them, by
-their times, and how many files there were then and are now (a removed file has no
-time to be found by).
+when, how many files, which paths are glob patterns and which folders a pattern picks
+files from). A resume whose hash differs from its checkpoint's is refused. The checkpoint
+holds no file name, so the files are named from the disk as it is now: those changed
+since the checkpoint's run listed them, by their times, and how many files there were
+then and are now (a removed file has no time to be found by).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from seamline.contracts.input_files import InputEntry, changed_since
+from seamline.contracts.input_files import InputEntry, Under, changed_since
 from seamline.contracts.untrusted import visible
 
 COMPARED = ("paths", "files")
@@ -63,6 +63,8 @@ class _Listing(NamedTuple):
     """How many files there were."""
     patterns: list[int]
     """Which of the fingerprint's paths are glob patterns (by index)."""
+    under: dict[int, str]
+    """Which of its paths are folders a pattern picks files from, and the pattern."""
 
 
 def _listed(fingerprint: Any) -> _Listing | None:
@@ -81,7 +83,25 @@ def _listed(fingerprint: Any) -> _Listing | None:
         return None
     if not isinstance(patterns, list) or not all(type(index) is int for index in patterns):
         return None
-    return _Listing(_since(at, newest), count, patterns)
+    under = _under(listed.get("under", []))
+    if under is None:
+        return None
+    return _Listing(_since(at, newest), count, patterns, under)
+
+
+def _under(pairs: Any) -> dict[int, str] | None:
+    """``listed.under`` (``[index, pattern]`` pairs) as a mapping; None if it is not that."""
+    if not isinstance(pairs, list):
+        return None
+    under: dict[int, str] = {}
+    for pair in pairs:
+        if not (isinstance(pair, list) and len(pair) == 2):
+            return None
+        index, pattern = pair
+        if type(index) is not int or not isinstance(pattern, str):
+            return None
+        under[index] = pattern
+    return under
 
 
 def _since(at: int, newest: int) -> int:
@@ -105,9 +125,7 @@ def _which(recorded: Any, current: Any) -> str:
     paths = _paths(current)
     if then is None or now is None or not paths:
         return ""
-    entries: list[InputEntry] = [
-        path if index in now.patterns else Path(path) for index, path in enumerate(paths)
-    ]
+    entries = [_entry(index, path, now) for index, path in enumerate(paths)]
     changed = changed_since(entries, then.since)
     when = datetime.fromtimestamp(then.since / 1e9).strftime("%Y-%m-%d %H:%M:%S")
     said = (
@@ -121,6 +139,15 @@ def _which(recorded: Any, current: Any) -> str:
     named = ", ".join(repr(visible(name)) for name in changed[:MAX_NAMED_FILES])
     more = len(changed) - MAX_NAMED_FILES
     return f"{said}; newer than that: {named}" + (f" and {more:,} more" if more > 0 else "")
+
+
+def _entry(index: int, path: str, listing: _Listing) -> InputEntry:
+    """The fingerprint's ``index``-th path as the input it stands for in ``listing``."""
+    if index in listing.patterns:
+        return path
+    if index in listing.under:
+        return Under(Path(path), listing.under[index])
+    return Path(path)
 
 
 def _files(count: int) -> str:

@@ -7,6 +7,7 @@ unreadable item) into a directory, in that order, and returns a loader over them
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,6 +17,7 @@ import pytest
 from seamline.contracts.component import Component
 from seamline.contracts.conformance import CONFIG_FREE_KINDS
 from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
+from seamline.contracts.input_files import input_entries, input_files, shown_name
 from seamline.contracts.loader import Loader
 from seamline.contracts.seams import check_loaded
 from seamline.contracts.testing._common import ComponentContract
@@ -68,6 +70,22 @@ class LoaderContract(ComponentContract):
     @staticmethod
     def ids(items: Sequence[Loaded]) -> list[str]:
         return [item.item.id for item in items]
+
+    @staticmethod
+    def fingerprinted(loader: Loader[Any]) -> set[str]:
+        """The real paths of the files the host fingerprints as the loader's input."""
+        return {
+            os.path.realpath(shown_name(entry, name))
+            for entry in input_entries(loader.config)
+            for name, _, _ in input_files(entry)
+        }
+
+    def contents(self, loader: Loader[Any]) -> list[tuple[str, str, str | None]]:
+        """What a read yields: each item's cursor, id and text (None for an error)."""
+        return [
+            (i.cursor, i.item.id, i.item.text if isinstance(i.item, Document) else None)
+            for i in self.read(loader)
+        ]
 
     # -- the checks ------------------------------------------------------------------------
 
@@ -179,3 +197,58 @@ class LoaderContract(ComponentContract):
                     "it counts the items up to and including the cursor's (None is allowed "
                     "where that is not cheap to tell)"
                 )
+
+    def test_it_reads_only_files_the_host_fingerprints(
+        self, make_loader: MakeLoader, tmp_path: Path
+    ) -> None:
+        """A resume is refused when the loader's input changed, as the host fingerprints it:
+        the files of its ``Path`` fields, of its ``InputGlob`` patterns and, for a folder
+        an ``InputGlobUnder`` pattern picks from (contract 1.3), of the pattern's matches.
+        A file the loader reads and the fingerprint leaves out can change, and the resumed
+        run splices output of the old and the new text. So files written beside its input
+        that the fingerprint leaves out (an editor's swap file, a log, another suffix), and
+        every file under the input folder it leaves out, removed, must not change a read."""
+        directory = tmp_path / "input"
+        loader = make_loader(directory, SAMPLE_TEXTS)
+        if not input_entries(loader.config):
+            pytest.skip(
+                f"loader {loader.name!r} has no Path or InputGlob field: its input is "
+                "covered by the hash of its with: block"
+            )
+        if not directory.is_dir():
+            pytest.skip(f"make_loader wrote no folder at {str(directory)!r} to write beside")
+        before = self.contents(loader)
+        folders = [directory, *(p for p in directory.rglob("*") if p.is_dir())]
+        strays = [
+            folder / name
+            for folder in folders
+            for name in (".stray.txt.swp", "stray.log", "stray.md", "stray.json")
+        ]
+        for stray in strays:
+            stray.write_text("not an input\n", encoding="utf-8")
+        listed = self.fingerprinted(loader)
+        for stray in strays:  # one the fingerprint lists is an input (a change is seen)
+            if os.path.realpath(stray) in listed:
+                stray.unlink()
+        beside = [stray for stray in strays if stray.exists()]
+        assert self.contents(loader) == before, _unlisted(loader, "written beside", beside)
+        removed = [
+            path
+            for path in directory.rglob("*")
+            if path.is_file() and os.path.realpath(path) not in listed
+        ]
+        for path in removed:
+            path.unlink()
+        assert self.contents(loader) == before, _unlisted(loader, "removed from", removed)
+
+
+def _unlisted(loader: Loader[Any], how: str, paths: list[Path]) -> str:
+    """The failure of :meth:`LoaderContract.test_it_reads_only_files_the_host_fingerprints`."""
+    names = sorted(path.name for path in paths)
+    return (
+        f"loader {loader.name!r} reads files the host does not fingerprint as its input: a "
+        f"read changed with files the fingerprint leaves out {how} its input ({names}), so "
+        "a resume would not see them change. Type the fields naming its input Path or "
+        "InputGlob, or mark its pattern InputGlobUnder(folder) and list the files with "
+        "input_glob_under"
+    )

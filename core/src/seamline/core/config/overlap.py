@@ -4,8 +4,9 @@ A sink publishes by renaming over its path, and a traces file is opened for writ
 so an output named like an input destroys it: ``--set sink.with.path=victim.yaml``
 replaced the pipeline file with JSON lines, ``sink.with.path=corpus/d1.txt`` one of the
 documents being embedded, and both runs exited 0. An output inside a loader's input
-folder is refused too: the next run would read it as a document, and a resume would
-find the input changed (the input's fingerprint covers every file under the folder).
+folder is refused too, whether or not the loader's pattern matches it today: the next
+run would read it as a document where it does (and a resume find the input changed),
+and a pattern is one ``--set`` away from matching it.
 
 What a run reads is found as the input fingerprint finds it, from the types of the
 loader's configuration (a ``Path`` field, a field typed ``InputGlob``), plus the
@@ -45,12 +46,12 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from seamline.contracts import ConfigError
+from seamline.contracts.input_files import named_input_paths
 from seamline.contracts.loader import input_glob_files
 from seamline.contracts.sink_kit import OutputConfig
 from seamline.contracts.sink_kit import located as on_disk
 from seamline.contracts.untrusted import cut
 from seamline.core.config.pattern import would_match
-from seamline.core.fingerprint import named_input_paths
 from seamline.core.traces_file import traces_file_problem
 
 if TYPE_CHECKING:
