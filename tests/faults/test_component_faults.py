@@ -79,21 +79,13 @@ def test_a_resume_refuses_a_pipeline_file_that_changed(fault_outcomes: FaultOutc
     assert "the pipeline's setting loader.with.glob (in the file or a --set) changed" in said
 
 
-def test_an_unchanged_input_resumes(fault_outcomes: FaultOutcomes) -> None:
-    run = fault_outcomes["input-unchanged"]
-    interrupted_first(run.first.failed, run.first.checkpoint)
-    assert run.resumed.exit_code == 0, run.resumed.said
-    assert "resumed after cursor" in run.resumed.said
-    assert run.output is not None
-    assert len(run.output) == FILES
-
-
-def test_files_the_loader_does_not_read_do_not_refuse_a_resume(
-    fault_outcomes: FaultOutcomes,
-) -> None:
-    """The input's fingerprint covered every file under ``root``: a swap file the editor
-    left there refused ``--resume``, and only ``--restart`` (the whole run again) went on."""
-    run = fault_outcomes["input-stray-files"]
+@pytest.mark.parametrize("scenario", ["input-unchanged", "input-stray-files"])
+def test_an_input_that_did_not_change_resumes(fault_outcomes: FaultOutcomes, scenario: str) -> None:
+    """``input-stray-files``: a swap file and a log that the loader's ``glob`` does not
+    match, written under its ``root``. The input's fingerprint covered every file under
+    ``root``, so they refused ``--resume``, and only ``--restart`` (the whole run again)
+    went on."""
+    run = fault_outcomes[scenario]
     interrupted_first(run.first.failed, run.first.checkpoint)
     assert run.resumed.exit_code == 0, run.resumed.said
     assert "resumed after cursor" in run.resumed.said
