@@ -8,6 +8,7 @@ editor's swap file, a log written into the folder) short of ``--restart``.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from seamline.contracts import ComponentConfig, InputGlob
-from seamline.contracts.sink_kit._input_change import input_changed
+from seamline.contracts.sink_kit._input_change import CLOCK_TICK_NS, input_changed
 from seamline.core.fingerprint import input_fingerprint
 
 
@@ -29,13 +30,18 @@ class Pattern(ComponentConfig):
 
 
 def notes(folder: Path, count: int) -> Path:
-    """``count`` notes in ``folder``, each written an hour ago."""
+    """``count`` notes in ``folder``, each written an hour ago.
+
+    Their change times are now (no call sets those back), so it waits a clock tick: a
+    kernel that stamps files by a coarse clock gives a file changed within the same tick
+    the same time, and a change the test makes at once would look as old as these."""
     folder.mkdir()
     hour_ago = time.time_ns() - 3_600 * 10**9
     for index in range(count):
         note = folder / f"n{index:02}.txt"
         note.write_text(f"note {index}", encoding="utf-8")
         os.utime(note, ns=(hour_ago, hour_ago))
+    time.sleep(CLOCK_TICK_NS / 1e9)
     return folder
 
 
@@ -97,16 +103,61 @@ def test_a_file_written_just_before_the_listing_is_not_named(in_tmp: Path) -> No
     assert said.endswith(", 3 now; newer than that: 'notes/n05.txt')")
 
 
-def test_a_removed_or_renamed_file_is_told_by_the_count_alone(in_tmp: Path) -> None:
-    """A removed file has no time to be found by, and ``mv`` keeps a file's time."""
+def test_files_unpacked_just_before_the_listing_are_not_named(in_tmp: Path) -> None:
+    """An archive unpacked (or a folder copied with ``cp -p``) and run at once: the files
+    carry old modification times and change times from just before the listing, within
+    the clock tick a refusal counts from. The newest of those times is recorded, so
+    they are not named for a file added later."""
+    folder = in_tmp / "notes"
+    folder.mkdir()
+    year_ago = time.time_ns() - 365 * 86_400 * 10**9
+    for index in range(3):
+        (folder / f"u{index}.txt").write_text(f"unpacked {index}", encoding="utf-8")
+        os.utime(folder / f"u{index}.txt", ns=(year_ago, year_ago))
+    added = folder / "added.txt"
+
+    def add_a_tick_later() -> None:  # a coarse clock would stamp it as the unpacked files
+        time.sleep(CLOCK_TICK_NS / 1e9)
+        added.write_text("new", "utf-8")
+
+    said = said_after(Notes(root=Path("notes")), add_a_tick_later)
+    assert said.endswith(", 4 now; newer than that: 'notes/added.txt')"), said
+
+
+def test_a_removed_file_is_told_by_the_count_alone(in_tmp: Path) -> None:
+    """A removed file has no time to be found by."""
     folder = notes(in_tmp / "notes", 4)
+    said = said_after(Notes(root=Path("notes")), (folder / "n00.txt").unlink)
+    assert said.endswith(
+        ", 3 now; none is newer than that: a file was removed (or renamed or "
+        "edited on a file system that keeps no change time))"
+    )
 
-    def remove_and_rename() -> None:
-        (folder / "n00.txt").unlink()
-        (folder / "n01.txt").rename(folder / "renamed.txt")
 
-    said = said_after(Notes(root=Path("notes")), remove_and_rename)
-    assert ", 3 now; none is newer than that: a file was removed or renamed, or edited" in said
+@pytest.mark.parametrize("how", ["renamed", "copied in with its time", "given back its time"])
+def test_a_file_with_an_old_modification_time_is_named_by_its_change_time(
+    in_tmp: Path, how: str
+) -> None:
+    """``mv``, ``cp -p`` (``rsync -a``, an archive) and ``touch -r`` leave a file with a
+    modification time from before the checkpoint: by it alone, such a file was counted
+    and never named ("none is newer"). Its change time is when it happened."""
+    folder = notes(in_tmp / "notes", 3)
+    outside = notes(in_tmp / "elsewhere", 1) / "n00.txt"
+    n01 = folder / "n01.txt"
+    old = n01.stat().st_mtime_ns
+
+    def change() -> None:
+        if how == "renamed":
+            n01.rename(folder / "renamed.txt")
+        elif how == "copied in with its time":
+            shutil.copy2(outside, folder / "copied.txt")
+        else:
+            n01.write_text("edited, and longer", encoding="utf-8")
+            os.utime(n01, ns=(old, old))
+
+    said = said_after(Notes(root=Path("notes")), change)
+    named = {"renamed": "renamed.txt", "copied in with its time": "copied.txt"}.get(how, "n01.txt")
+    assert said.endswith(f"now; newer than that: 'notes/{named}')"), said
 
 
 def test_a_glob_pattern_s_files_are_named_as_matched(in_tmp: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 from seamline.components.loaders.text_files import TextFilesConfig, TextFilesLoader
 from seamline.contracts import ComponentConfig, Document, InputGlobUnder
 from seamline.contracts.input_files import Under, input_entries, input_files
-from seamline.contracts.sink_kit._input_change import input_changed
+from seamline.contracts.sink_kit._input_change import CLOCK_TICK_NS, input_changed
 from seamline.core.fingerprint import input_fingerprint
 
 
@@ -49,6 +49,7 @@ def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         note = folder / f"n{index}.txt"
         note.write_text(f"note {index}", encoding="utf-8")
         os.utime(note, ns=(hour_ago, hour_ago))
+    time.sleep(CLOCK_TICK_NS / 1e9)  # their change times are now: a tick between them and ours
     return folder
 
 
@@ -101,7 +102,7 @@ def test_the_fingerprint_lists_the_files_text_files_reads(notes: Path) -> None:
     }
     [entry] = input_entries(config)
     assert entry == Under(Path("notes"), "**/*.txt")
-    listed = {name for name, _, _ in input_files(entry)}
+    listed = {file.name for file in input_files(entry)}
     assert listed == read
     assert {".hidden/h.txt", "folder.txt/inner.txt", "link.txt", "n2.txt"} <= listed
     assert not {"broken.txt", ".n1.txt.swp", "logs/run.log", "n0.md"} & listed

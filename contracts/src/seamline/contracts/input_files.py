@@ -44,6 +44,26 @@ InputEntry = Path | str | Under
 pattern in it (:class:`Under`)."""
 
 
+class InputFile(NamedTuple):
+    """One regular file of an input, as :func:`input_files` lists it."""
+
+    name: str
+    size: int
+    mtime_ns: int
+    """When its contents were last written, as the file says: ``touch -r``, ``cp -p``,
+    ``rsync -a`` and an archive's extraction set it to another file's. The fingerprint
+    holds this one: a folder copied with its times is the same input."""
+    ctime_ns: int
+    """When the file itself last changed (written, copied in, renamed, its time set), as
+    the kernel stamps it: no tool sets it back, so it names a file added or edited since
+    a time, whatever time the file was given."""
+
+    @property
+    def changed_ns(self) -> int:
+        """The later of its two times: when it last changed, in any way."""
+        return max(self.mtime_ns, self.ctime_ns)
+
+
 def named_input_paths(config: BaseModel) -> list[tuple[str, Path | str]]:
     """Every input of a loader's configuration, in field order, with the name of the field
     each comes from: a ``Path`` value, or the string of a field typed
@@ -75,10 +95,10 @@ def input_entries(config: BaseModel) -> list[InputEntry]:
     ]
 
 
-def input_files(entry: InputEntry) -> Iterator[tuple[str, int, int]]:
-    """``(name, size, mtime_ns)`` of each regular file of ``entry`` (links followed): for
-    a path or a folder with a pattern, named relative to the folder (``"."`` for a path
-    that is the file itself); for a pattern, as matched."""
+def input_files(entry: InputEntry) -> Iterator[InputFile]:
+    """Each regular file of ``entry`` (links followed): for a path or a folder with a
+    pattern, named relative to the folder (``"."`` for a path that is the file itself);
+    for a pattern, as matched."""
     if isinstance(entry, Path):
         yield from _walked(entry)
     elif isinstance(entry, Under):
@@ -89,24 +109,24 @@ def input_files(entry: InputEntry) -> Iterator[tuple[str, int, int]]:
             yield from _regular(name, name)
 
 
-def _regular(name: str, path: str | Path) -> Iterator[tuple[str, int, int]]:
-    """``(name, size, mtime_ns)`` of ``path`` where it is a regular file (or a link to one)."""
+def _regular(name: str, path: str | Path) -> Iterator[InputFile]:
+    """``path`` as an input file named ``name``, where it is a regular file (or a link to one)."""
     try:
         found = os.stat(path)
     except OSError:
         return
     if stat.S_ISREG(found.st_mode):
-        yield name, found.st_size, found.st_mtime_ns
+        yield InputFile(name, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
-def _walked(path: Path) -> Iterator[tuple[str, int, int]]:
+def _walked(path: Path) -> Iterator[InputFile]:
     """The regular files at or under ``path``, named relative to it (``"."``: itself)."""
     try:
         info = path.stat()
     except OSError:
         return
     if stat.S_ISREG(info.st_mode):
-        yield ".", info.st_size, info.st_mtime_ns
+        yield InputFile(".", info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         return
     if not stat.S_ISDIR(info.st_mode):
         return
@@ -127,15 +147,17 @@ def shown_name(entry: InputEntry, name: str) -> str:
 
 
 def changed_since(entries: Sequence[InputEntry], since_ns: int) -> list[str]:
-    """The files of ``entries`` modified at or after ``since_ns`` (a time in nanoseconds,
+    """The files of ``entries`` changed at or after ``since_ns`` (a time in nanoseconds,
     as ``time.time_ns``), as :func:`shown_name` shows them, sorted.
 
-    A file added or edited since then has a later time unless it was given an older one
-    (``touch -r``, ``cp -p``, an archive's); a removed file is not here at all.
+    By :attr:`InputFile.changed_ns`: a file added or edited since then counts even where
+    it was given an older time (``touch -r``, ``cp -p``, ``rsync -a``, an archive's),
+    which its modification time alone hid; so does one renamed or whose mode changed. A
+    removed file is not here at all.
     """
     return sorted(
-        shown_name(entry, name)
+        shown_name(entry, file.name)
         for entry in entries
-        for name, _, mtime in input_files(entry)
-        if mtime >= since_ns
+        for file in input_files(entry)
+        if file.changed_ns >= since_ns
     )

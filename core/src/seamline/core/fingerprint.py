@@ -67,10 +67,11 @@ def pipeline_hashes(spec: PipelineSpec | dict[str, Any]) -> dict[str, str]:
 def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
     """The loader's input: its paths and one hash of their files (None without paths).
 
-    ``listed`` says when they were listed, the newest file's time then, how many files
-    there were, which paths are glob patterns and which folders a pattern picks files from
-    (``under``: ``[index, pattern]`` pairs): not compared (every run lists at another
-    time), but what a refused resume names the files changed since with
+    ``listed`` says when they were listed, the newest file's time then (the later of its
+    modification and change times: ``InputFile.changed_ns``), how many files there were,
+    which paths are glob patterns and which folders a pattern picks files from (``under``:
+    ``[index, pattern]`` pairs): not compared (every run lists at another time), but what
+    a refused resume names the files changed since with
     (:mod:`seamline.contracts.input_files`).
     """
     entries = input_entries(config)
@@ -79,10 +80,13 @@ def input_fingerprint(config: BaseModel) -> dict[str, Any] | None:
     paths = [str(entry.root if isinstance(entry, Under) else entry) for entry in entries]
     at = time.time_ns()  # before the listing: a file edited while it runs counts as after
     found = [sorted(input_files(entry)) for entry in entries]
-    listing = [[path, files] for path, files in zip(paths, found, strict=True)]
+    listing = [  # names, sizes and modification times: a folder copied with its times resumes
+        [path, [[file.name, file.size, file.mtime_ns] for file in files]]
+        for path, files in zip(paths, found, strict=True)
+    ]
     listed = {
         "at": at,
-        "newest": max((mtime for files in found for _, _, mtime in files), default=0),
+        "newest": max((file.changed_ns for files in found for file in files), default=0),
         "count": sum(len(files) for files in found),
         "patterns": [index for index, entry in enumerate(entries) if isinstance(entry, str)],
         "under": [

@@ -133,8 +133,8 @@ def _which(recorded: Any, current: Any) -> str:
     )
     if not changed:
         return (
-            f"{said}; none is newer than that: a file was removed or renamed, or edited and "
-            "given back an older time"
+            f"{said}; none is newer than that: a file was removed (or renamed or edited on "
+            "a file system that keeps no change time)"
         )
     named = ", ".join(repr(visible(name)) for name in changed[:MAX_NAMED_FILES])
     more = len(changed) - MAX_NAMED_FILES

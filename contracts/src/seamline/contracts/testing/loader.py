@@ -75,9 +75,9 @@ class LoaderContract(ComponentContract):
     def fingerprinted(loader: Loader[Any]) -> set[str]:
         """The real paths of the files the host fingerprints as the loader's input."""
         return {
-            os.path.realpath(shown_name(entry, name))
+            os.path.realpath(shown_name(entry, file.name))
             for entry in input_entries(loader.config)
-            for name, _, _ in input_files(entry)
+            for file in input_files(entry)
         }
 
     def contents(self, loader: Loader[Any]) -> list[tuple[str, str, str | None]]:
