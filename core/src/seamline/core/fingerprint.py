@@ -17,8 +17,9 @@ matches (:func:`~seamline.contracts.loader.input_glob_files`, the loader's own
 listing), and a folder that a pattern picks files from (a field marked
 :class:`~seamline.contracts.loader.InputGlobUnder` names it) by the files the pattern
 matches in it (:func:`~seamline.contracts.loader.input_glob_under`), all hashed.
-Contents are not read, so it costs one ``stat`` per file. Inputs named otherwise (a
-list of texts in the configuration) are covered by the loader section's hash.
+Contents are not read, so it costs a ``stat`` per file (two for a pattern's match: the
+pattern's own test that it is a file, then its size and times). Inputs named otherwise
+(a list of texts in the configuration) are covered by the loader section's hash.
 """
 
 from __future__ import annotations
