@@ -32,6 +32,7 @@ BENCHMARKS = {
     "benchmarks.model.mpnet_parity",
     "benchmarks.model.step_breakdown",
     "benchmarks.model.step_profile",
+    "benchmarks.overhead.check_again",
     "benchmarks.overhead.cli_start",
     "benchmarks.overhead.compile_cost",
     "benchmarks.overhead.first_run",

@@ -201,6 +201,7 @@ def check(
     record: bool = False,
     record_dir: Path | None = None,
     verbose: bool = False,
+    progress: object | None = None,
 ) -> CheckOutcome:
     if record_dir is not None and not record:
         # It exited 0 having written nothing, and a file named there was not refused: the
@@ -219,7 +220,10 @@ def check(
     kind, name = parse_target(target)
     test_class = contract_class(registry, kind, name, parse_with(with_values))
     records_to = record_directory(record_dir) if record else None
-    suite = run(test_class, max_examples=max_examples, select=select, echo=verbose)
+    watching = () if progress is None else (progress,)  # hooks that only watch the run
+    suite = run(
+        test_class, max_examples=max_examples, select=select, echo=verbose, plugins=watching
+    )
     if suite.exit_code == pytest.ExitCode.INTERRUPTED:
         # pytest caught the Ctrl-C and returned: the checks that ran reported "conforms",
         # exit 0, and --record wrote a record of part of the suite that pipelines trusted.

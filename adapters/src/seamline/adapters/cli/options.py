@@ -188,9 +188,11 @@ CompileCache = Annotated[
         "$SEAMLINE_CACHE_DIR, else $JAX_COMPILATION_CACHE_DIR, else ~/.cache/seamline/jax).",
     ),
 ]
-"""The persistent compile cache, on by default for every command that compiles a model
-(``run``, ``profile``, ``search``, ``serve``): without it each ``search`` compiled its
-query programs again, seconds of every command."""
+"""The persistent compile cache, on by default for every command that compiles a model's
+or a component's programs (``run``, ``profile``, ``search``, ``serve``,
+``check``): without it each ``search`` compiled its query programs again, seconds of every
+command, and each ``check`` its whole suite's, most of a minute. ``tune`` and ``bench
+attention`` leave it off (cli.md says why)."""
 
 
 def compile_cache_on(wanted: bool) -> None:

@@ -99,12 +99,15 @@ def run(
     select: str | None = None,
     extra_args: Sequence[str] = (),
     echo: bool = False,
+    plugins: Sequence[object] = (),
 ) -> SuiteRun:
     """Run every check of ``contract_class`` (a subclass that provides its fixture).
 
     Its records are of the whole suite: one a ``select`` left checks out of is kept as
     the selection's (``seamline check`` refuses to write such a one), any other carries a
-    failing ``whole_suite`` result when checks did not run.
+    failing ``whole_suite`` result when checks did not run. ``plugins``: objects with
+    pytest hooks to watch the run by (``seamline check``'s progress bar); they must not
+    change what it checks.
     """
     global _TARGET
     collector = Collector()
@@ -137,11 +140,12 @@ def run(
         try:
             examples = {EXAMPLES_VARIABLE: str(max_examples)} if max_examples else {}
             with _environment({**ISOLATED, **examples}):
+                watching = [collector, *plugins]
                 if echo:
-                    code = pytest.main(args, plugins=[collector])
+                    code = pytest.main(args, plugins=watching)
                 else:
                     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                        code = pytest.main(args, plugins=[collector])
+                        code = pytest.main(args, plugins=watching)
         finally:
             _TARGET = None
             sys.modules.pop(_MODULE_NAME, None)

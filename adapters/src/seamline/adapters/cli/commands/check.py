@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -9,7 +10,7 @@ import typer
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.errors import user_errors
-from seamline.adapters.cli.options import named_path, whole_number
+from seamline.adapters.cli.options import CompileCache, compile_cache_on, named_path, whole_number
 
 Target = Annotated[
     str,
@@ -65,26 +66,44 @@ def check(
     max_examples: MaxExamples = None,
     select: Select = None,
     verbose: Verbose = False,
+    compile_cache: CompileCache = True,
 ) -> None:
-    """Run the conformance suite against an installed component and report what it found."""
+    """Run the conformance suite against an installed component and report what it found.
+
+    The suite's compiled programs are kept in the compile cache, as a run's are: checking
+    a component again compiles only the programs its change made new.
+    """
+    from seamline.adapters.logging_setup import configure_logging
     from seamline.contracts.workdir import working_folder
 
     # hypothesis reads the working folder as it is imported: a traceback if it is gone
     user_errors(working_folder)
+    configure_logging(level="warning")  # the cache's warnings on stderr, never in the report
+    # A hit is the executable compiling would give (JAX keys an entry by the program, the
+    # jax and jaxlib versions, the backend and its flags), so what is checked is the same.
+    compile_cache_on(compile_cache)
+    from seamline.adapters.cli.check import CheckOutcome
     from seamline.adapters.cli.check import check as run_suite
+    from seamline.adapters.cli.render.check_progress import shown
     from seamline.adapters.cli.render.conformance import report
 
+    def suite() -> CheckOutcome:
+        # The bar is erased before anything else is said: an error, or the report.
+        with shown(target, sys.stderr, verbose=verbose) as progress:
+            return run_suite(
+                loading.registry(),
+                target,
+                with_values=with_ or [],
+                max_examples=max_examples,
+                select=select,
+                record=record,
+                record_dir=record_dir,
+                verbose=verbose,
+                progress=progress,
+            )
+
     outcome = user_errors(
-        lambda: run_suite(
-            loading.registry(),
-            target,
-            with_values=with_ or [],
-            max_examples=max_examples,
-            select=select,
-            record=record,
-            record_dir=record_dir,
-            verbose=verbose,
-        ),
+        suite,
         kept_on_interrupt="the suite did not finish, so nothing is concluded and no record "
         "was written",
     )
