@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from seamline.adapters.cli import loading
@@ -45,7 +46,9 @@ def test_a_check_is_named_as_the_report_names_it() -> None:
     assert check_name("t.py::TestConformance::test_feature_case[causal]") == "feature_case[causal]"
 
 
-def test_no_bar_off_a_terminal_or_under_verbose(tmp_path: Path) -> None:
+def test_no_bar_off_a_terminal_on_a_dumb_one_or_under_verbose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with shown("monitor:log", io.StringIO(), verbose=False) as progress:
         assert progress is None
     leader, follower = pty.openpty()
@@ -55,6 +58,9 @@ def test_no_bar_off_a_terminal_or_under_verbose(tmp_path: Path) -> None:
                 assert progress is None  # pytest's own lines instead
             with shown("monitor:log", terminal, verbose=False) as progress:
                 assert progress is not None
+            monkeypatch.setenv("TERM", "dumb")  # a blank line before the report, no bar
+            with shown("monitor:log", terminal, verbose=False) as progress:
+                assert progress is None
     finally:
         os.close(leader)
         os.close(follower)

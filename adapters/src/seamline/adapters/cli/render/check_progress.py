@@ -70,11 +70,16 @@ def check_name(nodeid: str) -> str:
 @contextlib.contextmanager
 def shown(target: str, stream: TextIO, *, verbose: bool) -> Iterator[CheckProgress | None]:
     """The bar, drawn on ``stream``'s terminal while the block runs, then erased; None
-    where ``stream`` is no terminal, or ``verbose`` shows pytest's own progress."""
+    where ``stream`` is no terminal (or a dumb one), or ``verbose`` shows pytest's own
+    progress."""
     if verbose or not on_a_terminal(stream):
         yield None
         return
     with open(os.dup(stream.fileno()), "w", encoding="utf-8", errors="replace") as terminal:
-        progress = CheckProgress(target, Console(file=terminal, stderr=True))
+        console = Console(file=terminal, stderr=True)
+        if console.is_dumb_terminal:  # TERM=dumb: rich draws nothing, and leaves a blank line
+            yield None
+            return
+        progress = CheckProgress(target, console)
         with progress.bar:
             yield progress
