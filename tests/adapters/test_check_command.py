@@ -6,12 +6,14 @@ in tests/conformance.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import Result
@@ -486,3 +488,43 @@ def test_a_compile_cache_others_can_write_is_refused_before_the_suite(tmp_path: 
     (line,) = result.output.strip().splitlines()
     assert line.startswith(f"error: the compile cache directory {shared} is not private"), line
     assert line.endswith("or run with --no-compile-cache"), line
+
+
+def json_of(*args: str) -> tuple[Result, dict[str, Any]]:
+    result = CliRunner().invoke(app, ["check", *args, "--format", "json"], env=ENV)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    (document,) = result.stdout.splitlines()  # one line, nothing else on stdout
+    return result, json.loads(document)
+
+
+def test_json_gives_every_check_the_records_and_the_verdict() -> None:
+    result, document = json_of("monitor:log")
+    assert result.exit_code == 0, result.output
+    count, names = collected_checks(contract_class(loading.registry(), "monitor", "log", {}))
+    assert document["schema"] == "seamline.check/1"
+    assert (document["passed"], document["conforms"]) == (True, True)
+    assert document["verdict"] == "monitor:log conforms"
+    assert [c["outcome"] for c in document["checks"]] == ["passed"] * count
+    assert document["checks"][0]["check"].startswith(names[0])
+    (record,) = document["records"]
+    assert ConformanceRecord.model_validate(record).passed
+    assert document["written"] == []
+    assert document["pytest_output"] is None
+
+
+def test_json_of_a_failed_selection_exits_1_and_concludes_nothing() -> None:
+    result, document = json_of("attention:cudnn", "--select", "claims_at_least_one_case_here")
+    assert result.exit_code == 1, result.output
+    assert (document["passed"], document["conforms"]) == (False, None)  # a selection's
+    (check,) = document["checks"]
+    assert check["outcome"] == "failed"
+    assert check["message"]
+    assert document["verdict"] == "attention:cudnn does not conform"
+
+
+def test_json_with_verbose_is_refused_before_the_suite() -> None:
+    result = CliRunner().invoke(app, ["check", "sink:jsonl", "-v", "--format", "json"], env=ENV)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: --verbose with --format json: pytest's own output"), line

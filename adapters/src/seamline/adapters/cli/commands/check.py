@@ -9,8 +9,15 @@ from typing import Annotated
 import typer
 
 from seamline.adapters.cli import loading
-from seamline.adapters.cli.errors import user_errors
-from seamline.adapters.cli.options import CompileCache, compile_cache_on, named_path, whole_number
+from seamline.adapters.cli.errors import usage_error, user_errors
+from seamline.adapters.cli.options import (
+    CompileCache,
+    FormatOption,
+    compile_cache_on,
+    named_path,
+    output_format,
+    whole_number,
+)
 
 Target = Annotated[
     str,
@@ -67,6 +74,7 @@ def check(
     select: Select = None,
     verbose: Verbose = False,
     compile_cache: CompileCache = True,
+    format_: FormatOption = "text",
 ) -> None:
     """Run the conformance suite against an installed component and report what it found.
 
@@ -76,6 +84,12 @@ def check(
     from seamline.adapters.logging_setup import configure_logging
     from seamline.contracts.workdir import working_folder
 
+    as_json = output_format(format_) == "json"
+    if as_json and verbose:
+        usage_error(
+            "--verbose with --format json: pytest's own output would go to stdout with the "
+            "JSON document; drop one of them"
+        )
     # hypothesis reads the working folder as it is imported: a traceback if it is gone
     user_errors(working_folder)
     configure_logging(level="warning")  # the cache's warnings on stderr, never in the report
@@ -85,7 +99,7 @@ def check(
     from seamline.adapters.cli.check import CheckOutcome
     from seamline.adapters.cli.check import check as run_suite
     from seamline.adapters.cli.render.check_progress import shown
-    from seamline.adapters.cli.render.conformance import report
+    from seamline.adapters.cli.render.conformance import report, report_json
 
     def suite() -> CheckOutcome:
         # The bar is erased before anything else is said: an error, or the report.
@@ -107,5 +121,5 @@ def check(
         kept_on_interrupt="the suite did not finish, so nothing is concluded and no record "
         "was written",
     )
-    report(target, outcome)
+    (report_json if as_json else report)(target, outcome)
     raise typer.Exit(0 if outcome.conforms else 1)

@@ -1,4 +1,5 @@
-"""``check``'s report: one row per check of the conformance suite, then the records."""
+"""``check``'s report: one row per check of the conformance suite, then the records (or,
+with ``--format json``, one document holding them)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from seamline.adapters.cli.render.console import consoles, line, text, title
+from seamline.adapters.cli.render.console import consoles, json_line, line, text, title
 from seamline.adapters.cli.render.fit import Column, fitted
+from seamline.contracts.json_safe import json_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,6 +22,7 @@ CHECK_COLUMNS = (Column("check"), Column("result"), Column("detail", whole=False
 fit (:mod:`.fit`)."""
 
 COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow"}
+CHECK_SCHEMA = "seamline.check/1"
 
 
 def report(target: str, outcome: CheckOutcome) -> None:
@@ -29,11 +32,7 @@ def report(target: str, outcome: CheckOutcome) -> None:
     suite = outcome.suite
     if not suite.results:
         console.print(suite.output, markup=False, highlight=False)
-        line(
-            (f"the suite did not run for {target}", "bold red"),
-            f" (pytest exit code {suite.exit_code})",
-            console=console,
-        )
+        line(verdict(target, outcome), f" (pytest exit code {suite.exit_code})", console=console)
         return
     rows = [
         [
@@ -52,17 +51,49 @@ def report(target: str, outcome: CheckOutcome) -> None:
         line(f"record written: {path}", console=console)
     for why in outcome.cannot_earn_trust:
         line((why, "yellow"), console=console)
+    line(verdict(target, outcome), console=console)
+
+
+def verdict(target: str, outcome: CheckOutcome) -> tuple[str, str]:
+    """The report's last line, and its style: what the run concludes."""
+    suite = outcome.suite
+    if not suite.results:
+        return f"the suite did not run for {target}", "bold red"
     if suite.passed and outcome.select:
-        line((selection_passed(suite.results), "bold green"), console=console)
-    elif suite.passed and outcome.cannot_earn_trust:
-        line(
-            (f"{target} conforms, but its record cannot earn trust", "bold yellow"),
-            console=console,
+        return selection_passed(suite.results), "bold green"
+    if suite.passed and outcome.cannot_earn_trust:
+        return f"{target} conforms, but its record cannot earn trust", "bold yellow"
+    if suite.passed:
+        return f"{target} conforms", "bold green"
+    return f"{target} does not conform", "bold red"
+
+
+def report_json(target: str, outcome: CheckOutcome) -> None:
+    """The report as one JSON document on stdout, schema ``seamline.check/1``: for a
+    component's CI, which reads each check's outcome rather than a table's rows."""
+    suite = outcome.suite
+    selected = outcome.select is not None
+    json_line(
+        json_safe(
+            {
+                "schema": CHECK_SCHEMA,
+                "target": target,
+                "passed": outcome.conforms,
+                "conforms": None if selected else outcome.conforms,
+                "verdict": verdict(target, outcome)[0],
+                "select": outcome.select,
+                "checks": [
+                    {"check": r.check, "outcome": r.outcome, "message": r.message}
+                    for r in suite.results
+                ],
+                "records": [record.model_dump(mode="json") for record in suite.records],
+                "written": [str(path) for path in outcome.saved],
+                "cannot_earn_trust": list(outcome.cannot_earn_trust),
+                "pytest_exit_code": suite.exit_code,
+                "pytest_output": None if suite.results else suite.output,
+            }
         )
-    elif suite.passed:
-        line((f"{target} conforms", "bold green"), console=console)
-    else:
-        line((f"{target} does not conform", "bold red"), console=console)
+    )
 
 
 def selection_passed(results: Sequence[CheckResult]) -> str:
