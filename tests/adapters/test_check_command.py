@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from importlib import metadata
@@ -22,7 +23,8 @@ from typer.testing import CliRunner
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.check import collected_checks, contract_class
 from seamline.adapters.cli.main import app
-from seamline.contracts.conformance import ConformanceRecord, current_environment
+from seamline.adapters.cli.render.conformance import rerun_failed
+from seamline.contracts.conformance import CheckResult, ConformanceRecord, current_environment
 from seamline.core.config.user import CONFIG_VARIABLE
 from seamline.core.registry import Registry
 from seamline.core.trust import EVERYONE, config_trust_problem
@@ -528,3 +530,43 @@ def test_json_with_verbose_is_refused_before_the_suite() -> None:
     assert result.stdout == ""
     (line,) = result.output.strip().splitlines()
     assert line.startswith("error: --verbose with --format json: pytest's own output"), line
+
+
+def test_a_failure_ends_with_the_command_that_runs_the_failed_checks_alone() -> None:
+    args = ["attention:cudnn", "--select", "claims_at_least_one_case_here or config"]
+    result = invoke(*args)
+    assert result.exit_code == 1, result.output
+    rerun = "seamline check attention:cudnn --select claims_at_least_one_case_here"
+    assert result.output.strip().splitlines()[-1] == f"to run the failed checks alone: {rerun}"
+    _, document = json_of(*args)
+    assert document["rerun"] == rerun
+    again = invoke(*shlex.split(rerun)[2:])  # as the user would paste it
+    assert again.exit_code == 1, again.output
+    assert re.findall(r"│ (\S+)\s+│ failed", again.output) == ["claims_at_least_one_case_here"]
+
+
+def test_the_rerun_selects_the_failed_cases_of_a_parametrized_check_and_no_other() -> None:
+    def failing(*names: str) -> list[CheckResult]:
+        return [CheckResult(check=name, outcome="failed", message="x") for name in names]
+
+    passing = [CheckResult(check="plain", outcome="passed", message="")]
+    rerun = rerun_failed("attention:mine", [*passing, *failing("feature_case[causal]")], ())
+    assert rerun_failed("attention:mine", passing) is None
+    with_interpret = rerun_failed(
+        "attention:mine", failing("feature_case[causal]", "deterministic"), ["interpret=true"]
+    )
+    assert with_interpret == (
+        "seamline check attention:mine --with interpret=true "
+        "--select 'feature_case[causal] or deterministic'"
+    )
+    assert rerun_failed("attention:mine", failing(*(f"c{i}" for i in range(11)))) is None
+    assert rerun_failed("attention:mine", failing("a name with spaces")) is None
+    assert rerun == "seamline check attention:mine --select 'feature_case[causal]'"
+    # What -k makes of such a selection: the case named, not those it is a prefix of
+    # (causal-segment-ids), nor the check's other cases.
+    selected = invoke("attention:native", "--select", "feature_case[causal] or deterministic")
+    assert selected.exit_code == 0, selected.output
+    assert re.findall(r"│ (\S+)\s+│ passed", selected.output) == [
+        "feature_case[causal]",
+        "deterministic",
+    ]

@@ -121,5 +121,5 @@ def check(
         kept_on_interrupt="the suite did not finish, so nothing is concluded and no record "
         "was written",
     )
-    (report_json if as_json else report)(target, outcome)
+    (report_json if as_json else report)(target, outcome, with_ or [])
     raise typer.Exit(0 if outcome.conforms else 1)

@@ -4,6 +4,8 @@ with ``--format json``, one document holding them)."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +27,7 @@ COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yello
 CHECK_SCHEMA = "seamline.check/1"
 
 
-def report(target: str, outcome: CheckOutcome) -> None:
+def report(target: str, outcome: CheckOutcome, with_values: Sequence[str] = ()) -> None:
     """The results, the records they make, and the verdict (or pytest's own output when the
     suite did not run at all)."""
     console = consoles.out
@@ -52,6 +54,32 @@ def report(target: str, outcome: CheckOutcome) -> None:
     for why in outcome.cannot_earn_trust:
         line((why, "yellow"), console=console)
     line(verdict(target, outcome), console=console)
+    rerun = rerun_failed(target, suite.results, with_values)
+    if rerun is not None:
+        line(f"to run the failed checks alone: {rerun}", console=console)
+
+
+RERUN_AT_MOST = 10
+"""Failed checks a rerun line names; more, and the whole suite is what to run again."""
+SELECTABLE = re.compile(r"[\w\-.\[\]:+/\\]+")
+"""A name pytest's ``-k`` reads as one identifier (its expression grammar's characters)."""
+
+
+def rerun_failed(
+    target: str, results: Sequence[CheckResult], with_values: Sequence[str] = ()
+) -> str | None:
+    """The command that runs again only the checks that failed, as the user gave the rest
+    (``--with``): to iterate on a fix with the compile cache warm, then run the whole suite.
+    None when none failed, more than :data:`RERUN_AT_MOST` did, or a name ``-k`` cannot
+    select alone."""
+    failed = [r.check for r in results if r.outcome in ("failed", "error")]
+    if not failed or len(failed) > RERUN_AT_MOST:
+        return None
+    if not all(SELECTABLE.fullmatch(name) for name in failed):
+        return None
+    given = [arg for value in with_values for arg in ("--with", value)]
+    command = ["seamline", "check", target, *given, "--select", " or ".join(failed)]
+    return shlex.join(command)
 
 
 def verdict(target: str, outcome: CheckOutcome) -> tuple[str, str]:
@@ -68,7 +96,7 @@ def verdict(target: str, outcome: CheckOutcome) -> tuple[str, str]:
     return f"{target} does not conform", "bold red"
 
 
-def report_json(target: str, outcome: CheckOutcome) -> None:
+def report_json(target: str, outcome: CheckOutcome, with_values: Sequence[str] = ()) -> None:
     """The report as one JSON document on stdout, schema ``seamline.check/1``: for a
     component's CI, which reads each check's outcome rather than a table's rows."""
     suite = outcome.suite
@@ -89,6 +117,7 @@ def report_json(target: str, outcome: CheckOutcome) -> None:
                 "records": [record.model_dump(mode="json") for record in suite.records],
                 "written": [str(path) for path in outcome.saved],
                 "cannot_earn_trust": list(outcome.cannot_earn_trust),
+                "rerun": rerun_failed(target, suite.results, with_values),
                 "pytest_exit_code": suite.exit_code,
                 "pytest_output": None if suite.results else suite.output,
             }
