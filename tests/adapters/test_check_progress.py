@@ -19,7 +19,8 @@ from rich.console import Console
 
 from seamline.adapters.cli import loading
 from seamline.adapters.cli.check import contract_class
-from seamline.adapters.cli.render.check_progress import CheckProgress, check_name, shown
+from seamline.adapters.cli.render.check_progress import CheckProgress, shown
+from seamline.contracts.testing.results import check_name
 from seamline.contracts.testing.runner import run
 
 SEAMLINE = str(Path(sys.executable).with_name("seamline"))

@@ -71,7 +71,7 @@ class Collector:
         if isinstance(size, int):
             self.suite_sizes.setdefault(suite, size)
         self.ran_in.setdefault(suite, set()).add(report.nodeid)
-        check = _check_name(report.nodeid)
+        check = check_name(report.nodeid)
         previous = self._seen.get(report.nodeid)
         if previous is not None and previous.outcome != "passed":
             return  # a failed setup or call stays failed whatever teardown says
@@ -180,8 +180,9 @@ def _is_contract_class(collector: pytest.Collector) -> bool:
     return isinstance(cls, type) and issubclass(cls, ComponentContract)
 
 
-def _check_name(nodeid: str) -> str:
-    """``path::TestX::test_feature_case[causal]`` -> ``feature_case[causal]``."""
+def check_name(nodeid: str) -> str:
+    """``path::TestX::test_feature_case[causal]`` -> ``feature_case[causal]``: a check's name
+    in a record, the report's rows and ``seamline check``'s progress bar."""
     name = nodeid.rsplit("::", 1)[-1]
     return name.removeprefix("test_")
 

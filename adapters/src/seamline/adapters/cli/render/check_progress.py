@@ -30,6 +30,7 @@ from rich.progress import (
 )
 
 from seamline.adapters.cli.render.console import on_a_terminal
+from seamline.contracts.testing.results import check_name
 
 
 class CheckProgress:
@@ -59,12 +60,6 @@ class CheckProgress:
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         self.bar.update(self.task, advance=1, check="")
-
-
-def check_name(nodeid: str) -> str:
-    """``path::TestX::test_feature_case[causal]`` -> ``feature_case[causal]``, the name
-    the report's rows give the check."""
-    return nodeid.rsplit("::", 1)[-1].removeprefix("test_")
 
 
 @contextlib.contextmanager
