@@ -493,8 +493,7 @@ def test_a_compile_cache_others_can_write_is_refused_before_the_suite(tmp_path: 
 
 
 def json_of(*args: str) -> tuple[Result, dict[str, Any]]:
-    result = CliRunner().invoke(app, ["check", *args, "--format", "json"], env=ENV)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    result = invoke(*args, "--format", "json")
     (document,) = result.stdout.splitlines()  # one line, nothing else on stdout
     return result, json.loads(document)
 
@@ -525,7 +524,7 @@ def test_json_of_a_failed_selection_exits_1_and_concludes_nothing() -> None:
 
 
 def test_json_with_verbose_is_refused_before_the_suite() -> None:
-    result = CliRunner().invoke(app, ["check", "sink:jsonl", "-v", "--format", "json"], env=ENV)
+    result = invoke("sink:jsonl", "-v", "--format", "json")
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     (line,) = result.output.strip().splitlines()
