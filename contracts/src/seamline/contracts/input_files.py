@@ -146,6 +146,13 @@ def shown_name(entry: InputEntry, name: str) -> str:
     return str(entry) if name == "." else os.path.join(entry, name)
 
 
+def shown_files(entries: Sequence[InputEntry]) -> Iterator[tuple[str, InputFile]]:
+    """Each regular file of ``entries``, with the name :func:`shown_name` shows it by."""
+    for entry in entries:
+        for file in input_files(entry):
+            yield shown_name(entry, file.name), file
+
+
 def changed_since(entries: Sequence[InputEntry], since_ns: int) -> list[str]:
     """The files of ``entries`` changed at or after ``since_ns`` (a time in nanoseconds,
     as ``time.time_ns``), as :func:`shown_name` shows them, sorted.
@@ -155,9 +162,4 @@ def changed_since(entries: Sequence[InputEntry], since_ns: int) -> list[str]:
     which its modification time alone hid; so does one renamed or whose mode changed. A
     removed file is not here at all.
     """
-    return sorted(
-        shown_name(entry, file.name)
-        for entry in entries
-        for file in input_files(entry)
-        if file.changed_ns >= since_ns
-    )
+    return sorted(name for name, file in shown_files(entries) if file.changed_ns >= since_ns)

@@ -17,7 +17,7 @@ import pytest
 from seamline.contracts.component import Component
 from seamline.contracts.conformance import CONFIG_FREE_KINDS
 from seamline.contracts.documents import Document, DocumentError, Loaded, Shard
-from seamline.contracts.input_files import input_entries, input_files, shown_name
+from seamline.contracts.input_files import input_entries, shown_files
 from seamline.contracts.loader import Loader
 from seamline.contracts.seams import check_loaded
 from seamline.contracts.testing._common import ComponentContract
@@ -74,11 +74,7 @@ class LoaderContract(ComponentContract):
     @staticmethod
     def fingerprinted(loader: Loader[Any]) -> set[str]:
         """The real paths of the files the host fingerprints as the loader's input."""
-        return {
-            os.path.realpath(shown_name(entry, file.name))
-            for entry in input_entries(loader.config)
-            for file in input_files(entry)
-        }
+        return {os.path.realpath(name) for name, _ in shown_files(input_entries(loader.config))}
 
     def contents(self, loader: Loader[Any]) -> list[tuple[str, str, str | None]]:
         """What a read yields: each item's cursor, id and text (None for an error)."""
