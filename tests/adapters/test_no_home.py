@@ -138,5 +138,49 @@ def test_a_relative_home_is_no_home(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         pwd, "getpwuid", lambda uid: pwd.struct_passwd(("u", "x", uid, 0, "", "/h", "/bin/sh"))
     )
-    assert cache_home() == Path("/h/.cache"), "the user database's home, as with none set"
-    assert expand_home("~/x") == "/h/x"
+    assert expand_home("~/x") == "/h/x", "the user database's home, as with none set"
+
+
+def test_a_home_that_is_not_there_is_no_place_for_defaults(
+    no_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Debian's system users have ``/nonexistent`` for a home so that nothing is put there;
+    root with that ``$HOME`` had ``/nonexistent/.cache/seamline/jax`` made, parents and
+    all. A default place goes under a home that is there, or nowhere; ``~`` the user
+    wrote still means that home."""
+    gone = no_home / "nonexistent"
+    monkeypatch.setenv("HOME", str(gone))
+    updates: list[tuple[str, object]] = []
+    monkeypatch.setattr(jax.config, "update", lambda name, value: updates.append((name, value)))
+    assert home_directory() == gone
+    assert (cache_home(), data_home(), config_home()) == (None, None, None)
+    assert (default_cache_dir(), tuning_directory(), store_directory()) == (None, None, None)
+    with structlog.testing.capture_logs() as logs:
+        assert enable_compile_cache() is None
+    assert updates == []
+    (warning,) = (entry for entry in logs if entry["log_level"] == "warning")
+    assert warning["why"] == f"$HOME names {gone}, which is not a directory that exists"
+    with pytest.raises(WeightsError, match=f"{gone}, which is not a directory that exists"):
+        split_zip.cache_root()
+    assert expand_home("~/x") == str(gone / "x")
+    assert not gone.exists()
+    gone.touch()  # a file is not a home either
+    assert cache_home() is None
+    gone.unlink()
+    gone.mkdir()  # made by its owner: used
+    assert cache_home() == gone / ".cache"
+    assert enable_compile_cache() == gone / ".cache" / "seamline" / "jax"
+
+
+def test_a_command_run_with_a_missing_home_makes_no_folder(
+    no_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = no_home / "nonexistent"
+    monkeypatch.setenv("HOME", str(gone))
+    monkeypatch.setattr(jax.config, "update", lambda name, value: None)
+    result = CliRunner().invoke(
+        app, ["check", "sink:jsonl", "--select", "exactly_once"], env={"COLUMNS": "400"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "compile cache off: it has no default directory" in result.output
+    assert not gone.exists()

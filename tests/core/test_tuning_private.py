@@ -181,6 +181,7 @@ def test_the_folder_tune_checks_before_measuring_is_made_private(
     # it can be written made it), though a folder seamline makes is promised 0700.
     from seamline.core.attention.tuning import TuningCache
 
+    (tmp_path / "home").mkdir()  # a fresh home: .cache not made yet
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     if named:

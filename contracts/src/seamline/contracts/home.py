@@ -11,6 +11,12 @@ once, the run goes on), and a variable that names a place is used without a home
 A relative ``$HOME`` was taken relative to the working directory (a cache landed in
 ``./home/.cache``), where a relative ``$XDG_CACHE_HOME`` is ignored, as the XDG
 specification says: a relative (or empty) ``$HOME`` is ignored alike, as an unset one is.
+
+A home that does not exist is none for the *default* places (:func:`default_home`):
+Debian gives system users ``/nonexistent`` as their home so that nothing is ever put
+there, yet a command run as root with that ``$HOME`` made ``/nonexistent/.cache/
+seamline/jax``, parents and all, at the root of the filesystem. A folder seamline makes
+by default goes under a home that is there, or nowhere.
 """
 
 from __future__ import annotations
@@ -37,9 +43,21 @@ def home_directory(environ: Mapping[str, str] | None = None) -> Path | None:
     return Path(found) if os.path.isabs(found) else None
 
 
+def default_home(environ: Mapping[str, str] | None = None) -> Path | None:
+    """:func:`home_directory` when it is a directory that exists, else None: the home the
+    default places (caches, records, the user config) go under, never made for them."""
+    home = home_directory(environ)
+    return home if home is not None and home.is_dir() else None
+
+
 def no_home_reason(environ: Mapping[str, str] | None = None) -> str:
-    """Why :func:`home_directory` found none, in words for a message."""
+    """Why :func:`default_home` (or :func:`home_directory`) found none, in words for a
+    message."""
     env = os.environ if environ is None else environ
+    home = home_directory(env)
+    if home is not None:  # there is one, but not as a directory
+        named = "$HOME names" if os.path.isabs(env.get("HOME", "")) else "the home is"
+        return f"{named} {home}, which is not a directory that exists"
     value = env.get("HOME")
     said = "$HOME is unset" if value is None else f"$HOME ({value!r}) is not an absolute path"
     getuid = getattr(os, "getuid", None)

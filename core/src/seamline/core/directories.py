@@ -7,7 +7,8 @@ something other than a directory (a regular file, a FIFO) is a mistake reported 
 line, as Hugging Face's ``HF_HOME`` or pip's ``--cache-dir`` report it, not worked
 around by writing elsewhere. The XDG base directories follow the XDG specification:
 a relative ``$XDG_CACHE_HOME`` (or ``_DATA_``, ``_CONFIG_``) is ignored, and so is a
-relative ``$HOME`` (:func:`seamline.contracts.home.home_directory`). Where there is no home
+relative ``$HOME`` (:func:`seamline.contracts.home.home_directory`), and a home that does
+not exist (:func:`seamline.contracts.home.default_home`). Where there is no home
 (an arbitrary uid with no ``$HOME``, as OpenShift runs a pod), a default under it is None:
 that place is unavailable, and its caller goes on without it; a variable that names a
 place is used as it is, the default never computed first.
@@ -26,7 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from seamline.contracts import UserError
-from seamline.contracts.home import expand_tilde, home_directory, no_home_reason
+from seamline.contracts.home import default_home, expand_tilde, no_home_reason
 
 
 def _xdg(variable: str, fallback: str, environ: Mapping[str, str] | None) -> Path | None:
@@ -34,7 +35,7 @@ def _xdg(variable: str, fallback: str, environ: Mapping[str, str] | None) -> Pat
     value = env.get(variable, "")
     if os.path.isabs(value):
         return Path(value)
-    home = home_directory(env)
+    home = default_home(env)
     return None if home is None else home / fallback
 
 

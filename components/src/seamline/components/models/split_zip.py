@@ -36,7 +36,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from seamline.contracts import WeightsError
-from seamline.contracts.home import home_directory, no_home_reason
+from seamline.contracts.home import default_home, no_home_reason
 from seamline.contracts.untrusted import kind_of
 
 PREFIX = "split-zip:"
@@ -82,7 +82,7 @@ def cache_root() -> Path:
     value = os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(value):
         return Path(value) / "seamline" / "weights"
-    home = home_directory()
+    home = default_home()
     if home is None:
         raise WeightsError(
             f"{PREFIX} checkpoints are assembled under $XDG_CACHE_HOME/seamline/weights, "
