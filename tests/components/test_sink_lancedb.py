@@ -592,6 +592,15 @@ def find_nearest(output: Path) -> Any:
     return LanceDbSink.reader(files, manifest, outputs).nearest(np.ones(8, np.float32), 1)
 
 
+def searched(output: Path) -> str:
+    """How a search of the published ``output`` finds its nearest row (its ``how``)."""
+    from seamline.contracts.readback import published
+
+    readers = published(output, LanceDbSink)
+    assert readers is not None
+    return str(readers[0].nearest(np.ones(8, np.float32), 1).how)
+
+
 def test_an_index_that_fails_to_build_is_a_user_error_after_the_rows_are_published(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -607,6 +616,11 @@ def test_an_index_that_fails_to_build_is_a_user_error_after_the_rows_are_publish
     assert problem is not None
     assert re.search(r"rows are published in .* but building its index failed", problem)
     assert sink(tmp_path).published_problem("another-run") is None, "only the run's own"
+    # A search later compares every row; it said only "exact", as for a table too small to
+    # index, and the run's exit 2 was the one place the missing index was explained.
+    how = searched(tmp_path / "db" / "emb.lance")
+    assert how.startswith("exact: every one of 3 rows; no vector index, as the run that published")
+    assert how.endswith(problem), "the run's own words"
 
 
 def test_the_caches_stay_within_cache_bytes_over_many_commits(tmp_path: Path) -> None:
@@ -655,7 +669,11 @@ def test_a_recorded_index_failure_is_read_as_untrusted_text(tmp_path: Path) -> N
         problem = sink(tmp_path).published_problem(RUN)
         if expected is None:
             assert problem is None, recorded
+            if recorded == "":
+                assert searched(path.with_name("emb.lance")) == "exact: every one of 3 rows"
         else:
+            how = searched(path.with_name("emb.lance"))
+            assert how.endswith(problem), "as the run's summary shows it: cut, made visible"
             assert problem is not None
             assert problem.startswith(expected)
             assert "\x1b" not in problem

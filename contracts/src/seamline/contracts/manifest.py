@@ -46,10 +46,12 @@ from seamline.contracts.untrusted import (
     NotRegularFile,
     OutsideFolder,
     TooManyEntries,
+    cut,
     open_regular,
     planted_entry,
     read_at_most,
     strict_json,
+    visible,
     within,
 )
 
@@ -122,6 +124,12 @@ class Outputs(BaseModel):
     while this manifest (its model) is still the one in place. 0: the run created no table
     (it wrote no rows where there was none; LanceDB's versions begin at 1). None in
     manifests from before it was recorded: the newest version is read."""
+    index_failure: str | None = None
+    """Why the indexes of this publication were not built, as the run that published it
+    said (it exited with code 2 naming it): the lancedb sink's, absent when they were built.
+    A search that then compares every row says why there is no index to go through, where
+    it said only "exact": the run's message was the one place it was told. Shown cut and
+    made visible (:func:`shown_index_failure`): anyone could write it."""
     lines: dict[FileName, Annotated[int, Field(ge=0)]] | None = Field(default=None, max_length=64)
     """The records of each file of lines (by its name in ``files``) as published; None in
     manifests from before they were counted, or of a staged output."""
@@ -143,6 +151,18 @@ class Outputs(BaseModel):
         if self.parts is not None:
             return [(("outputs", "parts", i, "files"), p.files) for i, p in enumerate(self.parts)]
         return [(("outputs", "files"), self.files)]
+
+
+SHOWN_FAILURE_CHARS = 2_000
+"""How much of a recorded ``outputs.index_failure`` a message repeats."""
+
+
+def shown_index_failure(recorded: object) -> str | None:
+    """``outputs.index_failure`` as a message shows it (read from a manifest anyone could
+    edit: cut, and an escape sequence shown as a mark); None for none, or anything but text."""
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    return visible(cut(recorded, SHOWN_FAILURE_CHARS))
 
 
 class Manifest(BaseModel):

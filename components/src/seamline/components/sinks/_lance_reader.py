@@ -42,7 +42,7 @@ import numpy as np
 from seamline.components.sinks._columns import EMBEDDING, METADATA, stored_chunk
 from seamline.components.sinks._lance_filter import one_expression
 from seamline.contracts import UserError
-from seamline.contracts.manifest import REWRITE, output_folder
+from seamline.contracts.manifest import REWRITE, output_folder, shown_index_failure
 from seamline.contracts.readback import (
     CHUNK_ROWS,
     Chunk,
@@ -157,6 +157,9 @@ class LanceReader(OutputReader):
         if exact or not vector_indexes:
             query = query.bypass_vector_index()
             how = f"exact: every one of {table.count_rows():,} rows"
+            failure = None if exact else shown_index_failure(reader.outputs.index_failure)
+            if failure is not None:  # said only by the run, which exited 2 with it
+                how += f"; no vector index, as the run that published the table said: {failure}"
         else:
             query, how = reader._through(query, vector_indexes[0])
         try:  # planning reads no data: a filter it refuses is the search's fault

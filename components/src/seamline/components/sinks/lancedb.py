@@ -125,6 +125,7 @@ from seamline.components.sinks._lance_table import (
 from seamline.components.sinks._unify import conformed, unified_schema
 from seamline.contracts import OutputRecord, UserError
 from seamline.contracts.logs import get_logger
+from seamline.contracts.manifest import shown_index_failure
 from seamline.contracts.sink_kit import (
     AtomicFile,
     RunId,
@@ -136,7 +137,6 @@ from seamline.contracts.sink_kit import (
     refuse_blocked_parts,
     stops_deferred,
 )
-from seamline.contracts.untrusted import cut, visible
 from seamline.contracts.workdir import as_written
 
 if TYPE_CHECKING:
@@ -623,8 +623,7 @@ def _unindexed(manifest: Mapping[str, Any]) -> str | None:
     recorded it (``outputs.index_failure``); None when they were. Read as untrusted, as any
     manifest: a message shown to the user, so bounded and with no control character."""
     outputs = manifest.get("outputs")
-    failure = outputs.get(INDEX_FAILURE) if isinstance(outputs, dict) else None
-    return visible(cut(failure, 2_000)) if isinstance(failure, str) and failure else None
+    return shown_index_failure(outputs.get(INDEX_FAILURE) if isinstance(outputs, dict) else None)
 
 
 def _left_by_prune(sink: LanceDbSink, manifest: Mapping[str, Any]) -> str | None:
