@@ -1,4 +1,5 @@
-"""What ``explain`` and ``tune`` print: one table per shape bucket.
+"""What ``explain`` and ``tune`` print: a table per shape bucket, or per run of buckets
+that get the same verdicts.
 
 The verdicts (chosen, cannot serve, could serve, and why) are core's
 (:meth:`seamline.core.BucketPlan.verdicts`); this module gives each its colour.
@@ -41,10 +42,27 @@ def plan(plan: Plan) -> None:
     if plan.weights_loaded:
         settings += ["; ", ("weights were loaded to learn their shapes", "yellow")]
     line(*settings, console=console)
-    for bucket in plan.buckets:
-        console.print(_verdicts(bucket, measure))
+    for group in _alike(plan.buckets, apart=measure):
+        console.print(_verdicts(group, measure))
         if measure:
-            line(_tuning_line(bucket), console=console)
+            line(_tuning_line(group[0]), console=console)
+
+
+def _alike(buckets: Sequence[BucketPlan], *, apart: bool) -> list[list[BucketPlan]]:
+    """``buckets`` in runs of neighbours whose verdicts are the same, row for row: one
+    table for each run, its buckets named above it.
+
+    The examples' pipeline has five buckets, and ``explain`` printed five tables of nine
+    identical rows: what differed (the shapes) was in the titles, and a bucket whose
+    verdicts did differ was lost among them. ``apart``: a table each (``select:
+    measure``, whose timings and cache entries are the bucket's own)."""
+    groups: list[list[BucketPlan]] = []
+    for bucket in buckets:
+        if groups and not apart and groups[-1][0].verdicts() == bucket.verdicts():
+            groups[-1].append(bucket)
+        else:
+            groups.append([bucket])
+    return groups
 
 
 def _tuning_line(bucket: BucketPlan) -> str:
@@ -98,8 +116,10 @@ def _bucket(length: int, batch_size: int, signature: str) -> str:
     return f"length {length} × batch {batch_size}: {signature}"
 
 
-def _verdicts(bucket: BucketPlan, measure: bool) -> RenderableType:
-    """One bucket's table: a row per candidate, with its measured time under ``measure``."""
+def _verdicts(group: Sequence[BucketPlan], measure: bool) -> RenderableType:
+    """The table of buckets with the same verdicts (:func:`_alike`), each named on a line of
+    its title: a row per candidate, with its measured time under ``measure``."""
+    bucket = group[0]
     columns = [Column("candidate"), Column("verdict"), Column("why", whole=False)]
     if measure:
         columns.append(Column("measured", justify="right"))
@@ -110,7 +130,7 @@ def _verdicts(bucket: BucketPlan, measure: bool) -> RenderableType:
             timing = f"{row.measured * 1e3:.3g} ms" if row.measured is not None else "-"
             cells.append(text(timing))
         rows.append(cells)
-    named = title(_bucket(bucket.length, bucket.batch_size, bucket.signature))
+    named = title("\n".join(_bucket(b.length, b.batch_size, b.signature) for b in group))
     return fitted(consoles.out, columns, rows, title=named, title_justify="left")
 
 
