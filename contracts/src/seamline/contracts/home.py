@@ -50,6 +50,27 @@ def default_home(environ: Mapping[str, str] | None = None) -> Path | None:
     return home if home is not None and home.is_dir() else None
 
 
+def xdg_directory(
+    variable: str, fallback: str, environ: Mapping[str, str] | None = None
+) -> Path | None:
+    """``$variable`` when absolute (the XDG specification ignores a relative one), else
+    ``fallback`` under :func:`default_home`; None where there is no such home."""
+    env = os.environ if environ is None else environ
+    value = env.get(variable, "")
+    if os.path.isabs(value):
+        return Path(value)
+    home = default_home(env)
+    return None if home is None else home / fallback
+
+
+def cache_home(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``$XDG_CACHE_HOME``, else ``~/.cache``; None where there is no home.
+
+    Here, below core, so that a component that keeps a cache of its own (``split-zip:``
+    weights) follows the same rule as core's caches rather than a copy of it."""
+    return xdg_directory("XDG_CACHE_HOME", ".cache", environ)
+
+
 def no_home_reason(environ: Mapping[str, str] | None = None) -> str:
     """Why :func:`default_home` (or :func:`home_directory`) found none, in words for a
     message."""

@@ -27,31 +27,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from seamline.contracts import UserError
-from seamline.contracts.home import default_home, expand_tilde, no_home_reason
-
-
-def _xdg(variable: str, fallback: str, environ: Mapping[str, str] | None) -> Path | None:
-    env = os.environ if environ is None else environ
-    value = env.get(variable, "")
-    if os.path.isabs(value):
-        return Path(value)
-    home = default_home(env)
-    return None if home is None else home / fallback
-
-
-def cache_home(environ: Mapping[str, str] | None = None) -> Path | None:
-    """``$XDG_CACHE_HOME``, else ``~/.cache``; None where there is no home."""
-    return _xdg("XDG_CACHE_HOME", ".cache", environ)
+from seamline.contracts.home import cache_home as cache_home  # the rule split-zip: follows too
+from seamline.contracts.home import expand_tilde, no_home_reason, xdg_directory
 
 
 def data_home(environ: Mapping[str, str] | None = None) -> Path | None:
     """``$XDG_DATA_HOME``, else ``~/.local/share``; None where there is no home."""
-    return _xdg("XDG_DATA_HOME", os.path.join(".local", "share"), environ)
+    return xdg_directory("XDG_DATA_HOME", os.path.join(".local", "share"), environ)
 
 
 def config_home(environ: Mapping[str, str] | None = None) -> Path | None:
     """``$XDG_CONFIG_HOME``, else ``~/.config``; None where there is no home."""
-    return _xdg("XDG_CONFIG_HOME", ".config", environ)
+    return xdg_directory("XDG_CONFIG_HOME", ".config", environ)
 
 
 def under(base: Path | None, *parts: str) -> Path | None:

@@ -36,7 +36,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from seamline.contracts import WeightsError
-from seamline.contracts.home import default_home, no_home_reason
+from seamline.contracts.home import cache_home, no_home_reason
 from seamline.contracts.untrusted import kind_of
 
 PREFIX = "split-zip:"
@@ -79,17 +79,14 @@ def cache_root() -> Path:
     Raises :class:`WeightsError` where there is no home to put it under (an arbitrary uid
     in a container, with no ``$HOME``): the weights must be assembled somewhere.
     """
-    value = os.environ.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(value):
-        return Path(value) / "seamline" / "weights"
-    home = default_home()
-    if home is None:
+    base = cache_home()
+    if base is None:
         raise WeightsError(
             f"{PREFIX} checkpoints are assembled under $XDG_CACHE_HOME/seamline/weights, "
             f"but $XDG_CACHE_HOME is unset and {no_home_reason()}: set XDG_CACHE_HOME to an "
             "absolute directory you can write"
         )
-    return home / ".cache" / "seamline" / "weights"
+    return base / "seamline" / "weights"
 
 
 def resolve(name: str) -> Path:
