@@ -52,8 +52,13 @@ def test_pipeline_and_run_summary_are_one_short_line() -> None:
     summary = pipeline.run()
     MemorySink.reset()
     shown = repr(summary)
-    assert "documents=40" in shown, shown
-    assert "precision='float32'" in shown, shown
+    assert "output=RunCounts(documents=40, failed_documents=0" in shown, shown
+    assert "precision={'chosen': 'float32', ...}" in shown, shown
+    # Each name shown is one the summary is read by (a notebook user types what they see).
+    assert summary.output.documents == 40
+    assert summary.output.failed_documents == summary.output.skipped_documents == 0
+    assert summary.shard_count == 1
+    assert summary.precision["chosen"] == "float32"
     many = replace(summary, provenance={f"stage{i}": "x" * 100 for i in range(100)})
     assert len(repr(many)) < LIMIT + 100, "the provenance was printed whole"
 

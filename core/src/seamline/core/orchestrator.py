@@ -160,14 +160,18 @@ class RunSummary:
 
     def __repr__(self) -> str:
         """Counts, not every shard's report and the provenance (a multi-KB line in a notebook);
-        the fields are all there to read."""
+        the fields are all there to read, and each is shown by the name it is read by: the
+        line said ``documents=2``, and ``summary.documents`` raised AttributeError (it is
+        ``summary.output.documents``)."""
         out = self.output
         return (
             f"RunSummary(pipeline={clipped(self.pipeline, 60)!r}, run_id={self.run_id!r}, "
-            f"documents={out.documents}, failed={out.failed_documents}, "
-            f"skipped={out.skipped_documents}, tokens={out.tokens}, "
+            f"output=RunCounts(documents={out.documents}, "
+            f"failed_documents={out.failed_documents}, "
+            f"skipped_documents={out.skipped_documents}, tokens={out.tokens}, ...), "
             f"seconds={self.seconds:.2f}, executor={clipped(self.executor, 40)!r}, "
-            f"shards={self.shard_count}, precision={self.precision.get('chosen')!r})"
+            f"shard_count={self.shard_count}, "
+            f"precision={{'chosen': {self.precision.get('chosen')!r}, ...}})"
         )
 
     @property
